@@ -1,0 +1,121 @@
+/* Segment geometry, creation (host) and attach with full validation (guest,
+ * inspector). Functions return 0 or -errno; on error *why, when not NULL,
+ * points at a static sentence saying what is wrong. */
+#ifndef HP_SEGMENT_H
+#define HP_SEGMENT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/layout.h"
+
+/* The host's unilateral configuration (r[shm.handshake]). */
+struct hp_params {
+	uint32_t	max_guests;		/* 1..255 */
+	uint32_t	ring_size;		/* power of two, 2..HP_RING_SIZE_MAX */
+	uint32_t	slot_size;		/* multiple of 64, >= 64 */
+	uint32_t	slots_per_guest;	/* 1..HP_SLOTS_MAX */
+	uint32_t	max_channels;		/* 2..HP_CHANNELS_MAX (id 0 unused) */
+	uint32_t	initial_credit;		/* 1..INT32_MAX */
+	uint32_t	max_payload_size;	/* 1..slot_size - 4 */
+	uint64_t	heartbeat_interval;	/* ns, 0 = off */
+};
+
+#define HP_RING_SIZE_MAX	65536u
+#define HP_SLOTS_MAX		(1u << 20)
+#define HP_CHANNELS_MAX		(1u << 20)
+#define HP_SEGMENT_MAX		(64ull << 30)	/* 64 GiB: refuse anything larger */
+
+/* Every offset and size derived from hp_params. All offsets are multiples
+ * of 64 (r[shm.ring.alignment], r[shm.slot.pool-header-size]). */
+struct hp_geometry {
+	uint64_t	peer_table_offset;	/* right after the header */
+	uint64_t	ext_offset;		/* hp_peer_ext[max_guests] */
+	uint64_t	ring_region_offset;	/* per guest: g2h ring then h2g ring */
+	uint64_t	ring_bytes;		/* 2 * ring_size * 64 per guest */
+	uint64_t	chan_region_offset;	/* per guest: channel table */
+	uint64_t	chan_bytes;		/* max_channels * 16, padded to 64 */
+	uint64_t	slot_region_offset;	/* host pool, then guest pools */
+	uint64_t	pool_header_size;	/* bitmap padded to 64 */
+	uint64_t	pool_size;		/* header + slots_per_guest * slot_size */
+	uint64_t	total_size;
+};
+
+/* Defaults a hub runs with when its config says nothing. */
+void hp_params_default(struct hp_params *p);
+
+/* -EINVAL with *why for parameters out of range or a segment too large. */
+int hp_geometry_compute(const struct hp_params *p, struct hp_geometry *g,
+			const char **why);
+
+/* Offsets of one guest's areas as the host lays them out (peer_id 1..max). */
+uint64_t hp_geometry_ring_offset(const struct hp_geometry *g, uint32_t peer_id);
+uint64_t hp_geometry_chan_offset(const struct hp_geometry *g, uint32_t peer_id);
+/* r[shm.segment.host-slots] pool 0 is the host's;
+ * r[shm.segment.guest-slot-offset] pool P is guest P's. */
+uint64_t hp_geometry_pool_offset(const struct hp_geometry *g, uint32_t peer_id);
+
+struct hp_segment {
+	uint8_t			*base;
+	uint64_t		size;
+	int			fd;
+	int			writable;
+	struct hp_params	params;
+	struct hp_geometry	geo;
+	uint32_t		host_features;
+};
+
+/* r[shm.file.create]: create (or truncate) path with mode, size it, map it
+ * MAP_SHARED, initialise every structure and publish the magic last. The
+ * file is left in place on error only if it existed before. */
+int hp_segment_create(struct hp_segment *seg, const char *path,
+		      const struct hp_params *p, mode_t mode, const char **why);
+
+#define HP_ATTACH_RDONLY	0x1	/* map read-only (inspection) */
+
+/* r[shm.file.attach]: open, map and validate. -EAGAIN when the magic is
+ * not there yet (a hub still creating it: retry briefly); -EBADMSG for a
+ * foreign or corrupt file; -EPROTONOSUPPORT for another version. */
+int hp_segment_attach(struct hp_segment *seg, const char *path, int flags,
+		      const char **why);
+
+/* Validates a mapped segment image of size bytes: header fields, geometry,
+ * every peer entry's offsets within the file. Fills p and g on success.
+ * Never reads outside [base, base + size). Used by attach and the fuzzer. */
+int hp_segment_validate(const uint8_t *base, uint64_t size,
+			struct hp_params *p, struct hp_geometry *g,
+			const char **why);
+
+/* Unmaps and closes; the file stays (the host unlinks it itself). */
+void hp_segment_close(struct hp_segment *seg);
+
+static inline struct hp_header *hp_segment_header(const struct hp_segment *seg)
+{
+	return (struct hp_header *)(void *)seg->base;
+}
+
+/* NULL if peer_id is not 1..max_guests (r[shm.topology.peer-id]). */
+struct hp_peer_entry *hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id);
+
+/* Where one guest's shared areas are, resolved once and kept locally. */
+struct hp_peer_view {
+	uint32_t		peer_id;
+	struct hp_peer_entry	*entry;
+	struct hp_desc		*g2h;		/* ring_size descriptors */
+	struct hp_desc		*h2g;		/* ring_size descriptors */
+	uint8_t			*pool;		/* the guest's slot pool */
+	uint8_t			*host_pool;	/* the host's slot pool */
+	struct hp_chan_entry	*chans;		/* max_channels entries */
+	struct hp_peer_ext	*ext;		/* NULL when the segment has none */
+};
+
+/* The host's view: from its own geometry, never from guest-writable offsets. */
+int hp_peer_view_host(const struct hp_segment *seg, uint32_t peer_id,
+		      struct hp_peer_view *v);
+
+/* The guest's view: offsets read once from its PeerEntry (authoritative,
+ * DESIGN.md) and checked to lie inside the segment; -EBADMSG otherwise. */
+int hp_peer_view_guest(const struct hp_segment *seg, uint32_t peer_id,
+		       struct hp_peer_view *v, const char **why);
+
+#endif

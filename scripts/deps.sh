@@ -1,0 +1,25 @@
+#!/bin/sh
+# Installs the Debian packages hub builds and tests with, only those missing
+# (found with pkg-config or the compiler), so nothing is reinstalled.
+set -u
+CC=${CC:-cc}
+need=""
+has_pc() { pkg-config --exists "$1" 2>/dev/null; }
+has_header() { printf '#include <%s>\n' "$1" | "$CC" -E -x c - >/dev/null 2>&1; }
+
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+has_pc check   || need="$need check"
+has_pc libbsd  || need="$need libbsd-dev"
+has_pc inih    || need="$need libinih-dev"
+has_pc json-c  || need="$need libjson-c-dev"
+has_header ev.h || need="$need libev-dev"	# Debian's libev ships no .pc
+
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "hub: missing build dependencies; as root run:" >&2
+	echo "  apt-get update && apt-get install -y$need" >&2
+	exit 1
+fi
+echo "hub: installing$need"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq && apt-get install -y -qq --no-install-recommends $need
