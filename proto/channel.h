@@ -11,12 +11,13 @@
 
 /* r[shm.id.channel-parity] r[shm.flow.channel-table-indexing]: 0 is reserved,
  * ids are below max_channels, the host's even and the guest's odd.
- * Returns 0 or -EPROTO. */
+ * Returns 0 or -EPROTO (-EINVAL when allocator_side is not a HP_SIDE_*). */
 int hp_chan_id_check(uint32_t id, uint32_t max_channels, int allocator_side);
 
 /* Finds a Free entry with the side's parity, starting after *cursor, and
- * activates it (r[shm.flow.channel-activate]). Returns the id or -EAGAIN
- * when none is free. */
+ * activates it (r[shm.flow.channel-activate]). Returns the id (also left in
+ * *cursor) or -EAGAIN when none is free. One allocating thread per side and
+ * table: the entries of a side's parity are written only by that side. */
 int64_t hp_chan_open(struct hp_chan_entry *table, uint32_t max_channels,
 		     int side, uint32_t initial_credit, uint32_t *cursor);
 
@@ -39,7 +40,8 @@ void hp_chan_grant(struct hp_chan_entry *e, uint32_t bytes);
 int64_t hp_chan_credit(struct hp_chan_entry *e, uint32_t sent_total);
 
 /* The same rule on plain values, for a receiver checking a sender: may a
- * sender that has sent sent_total send len more under granted_total? */
+ * sender that has sent sent_total send len more under granted_total?
+ * 1 yes, 0 no (also when granted - sent is negative as i32). */
 int hp_credit_allows(uint32_t granted_total, uint32_t sent_total, uint32_t len);
 
 /* Recovery: every entry Free, credit zero (r[shm.crash.recovery]). */

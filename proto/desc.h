@@ -13,7 +13,8 @@
 struct hp_desc_limits {
 	uint32_t	max_payload_size;
 	uint32_t	max_channels;
-	int		sender_side;	/* HP_SIDE_HOST or HP_SIDE_GUEST */
+	int		sender_side;	/* HP_SIDE_HOST or HP_SIDE_GUEST; not
+					 * used by hp_desc_validate (see there) */
 };
 
 /* r[shm.payload.inline] r[shm.desc.inline-fields]: payload of len <= 32
@@ -28,10 +29,15 @@ void hp_desc_set_slot(struct hp_desc *d, uint32_t index, uint32_t generation,
  * bytes zero, payload_len within max_payload_size, inline fields
  * (r[shm.desc.inline-fields]) or a payload of more than 32 bytes in a valid
  * slot of pool (r[shm.payload.slot], hp_slot_check), method_id 0 except on
- * Request, channel ids of Data/Close/Reset in range and of the sender's
- * parity (r[shm.id.channel-parity]). On success *payload and *len give the
- * payload bytes (inline: inside d). -EPROTO otherwise with *rule set to the
- * rule ID that was broken, for the Goodbye (r[shm.goodbye.payload]). */
+ * Request, channel ids of Data/Close/Reset not 0 (r[shm.id.channel-parity])
+ * and below max_channels (r[shm.flow.channel-table-indexing]). Parity is
+ * not checked here: the caller allocates every channel id of a call, and
+ * Data flows both ways, so a guest sends Data on the host's even ids too.
+ * Parity is checked where ids are allocated (hp_chan_id_check on the ids
+ * a Request carries). pool may be NULL if no slot payload is acceptable.
+ * On success *payload and *len give the payload bytes (inline: inside d).
+ * -EPROTO otherwise with *rule set to the rule ID that was broken, for the
+ * Goodbye (r[shm.goodbye.payload]). */
 int hp_desc_validate(const struct hp_desc *d, const struct hp_desc_limits *lim,
 		     const struct hp_slot_pool *pool, const uint8_t **payload,
 		     uint32_t *len, const char **rule);

@@ -40,9 +40,13 @@ uint8_t *hp_slot_payload(const struct hp_slot_pool *pool, uint32_t index);
 int hp_slot_free(struct hp_slot_pool *pool, uint32_t index);
 
 /* Frees several slots of one bitmap word with a single atomic OR (batch
- * frees). Returns the bits that were already free (double frees), 0 when
- * all were in use, or -EINVAL for a bad word or bits past the last slot. */
-int64_t hp_slot_free_mask(struct hp_slot_pool *pool, uint32_t word, uint64_t mask);
+ * frees). 0 when all were in use; -EALREADY when some were already free
+ * (double frees: the others are freed, *already, when not NULL, gets the
+ * bits that were free); -EINVAL for a bad word or bits past the last slot
+ * (nothing changes). The double-free bits come back through *already, not
+ * the return value, so that bit 63 cannot read as a negative error. */
+int hp_slot_free_mask(struct hp_slot_pool *pool, uint32_t word, uint64_t mask,
+		      uint64_t *already);
 
 /* Receiver's check of a slot payload named by a descriptor: index in range,
  * slot in use, generation equal (r[shm.slot.generation]), offset + len

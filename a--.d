@@ -1,1 +1,0 @@
--: proto/ticket.h

@@ -1,0 +1,47 @@
+/* hubd.conf: an INI file with one [hub] section and one [guest NAME]
+ * section per guest. See conf/hubd.conf for every key and its default. */
+#ifndef HUB_CONFIG_H
+#define HUB_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "proto/segment.h"
+
+#define RESTART_NEVER		0
+#define RESTART_ON_FAILURE	1
+#define RESTART_ALWAYS		2
+
+#define GUEST_NAME_MAX		32
+
+struct guest_conf {
+	char		name[GUEST_NAME_MAX + 1];
+	char		*exec;		/* path of the executable */
+	char		**argv;		/* argv[0] = exec, then args; NULL-terminated */
+	int		restart;	/* RESTART_* */
+	uint32_t	max_deaths;	/* deaths within death_window before failed */
+	uint64_t	death_window_ns;
+	uint64_t	backoff_min_ns;	/* first restart delay, doubled each death */
+	uint64_t	backoff_max_ns;
+	int		line;		/* where its section starts */
+};
+
+struct hub_conf {
+	char			*file;
+	char			*segment_path;
+	char			*control_path;
+	struct hp_params	params;
+	uint64_t		attach_timeout_ns;	/* Reserved too long: recovered */
+	uint64_t		stop_grace_ns;		/* drain time before SIGKILL */
+	struct guest_conf	*guests;
+	uint32_t		nguests;
+};
+
+/* Reads file into c. Every problem found is written to errs as
+ * "file:line: message" (all of them, not only the first); returns 0, or -1
+ * when there was any, leaving c empty. */
+int config_load(const char *file, struct hub_conf *c, FILE *errs);
+void config_free(struct hub_conf *c);
+const char *config_restart_name(int restart);
+
+#endif

@@ -1,0 +1,616 @@
+/* The control socket (after OpenBSD's control.c): a UNIX stream socket,
+ * stale socket replaced, mode 0660, callers identified with SO_PEERCRED.
+ * Requests are JSON objects, one per line, at most CONTROL_MSG_MAX bytes;
+ * answers likewise. A client is served one request at a time; one that
+ * sends garbage gets an error, one that does not read its answers is
+ * dropped: no client can block the loop or another client. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "daemon/control.h"
+#include "daemon/hubd.h"
+#include "daemon/log.h"
+#include "proto/postcard.h"
+#include "proto/services.h"
+
+#define OUT_MAX		(4u << 20)	/* unread answers before a client is dropped */
+#define CLIENTS_MAX	256
+
+struct client {
+	struct client	*next;
+	struct hub	*h;
+	int		fd;
+	uid_t		uid;
+	ev_io		rw;
+	ev_io		ww;
+	char		in[CONTROL_MSG_MAX + 1];
+	size_t		inlen;
+	char		*out;
+	size_t		outlen;
+	size_t		outcap;
+	int		calling;	/* a call is under way */
+	int		closing;	/* close once out is written */
+	struct ext_call	call;
+};
+
+static void client_close(struct client *c);
+static void client_process(struct client *c);
+
+static void
+write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct client *c = w->data;
+	ssize_t n;
+
+	(void)revents;
+	while (c->outlen > 0) {
+		n = send(c->fd, c->out, c->outlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			client_close(c);
+			return;
+		}
+		memmove(c->out, c->out + n, c->outlen - (size_t)n);
+		c->outlen -= (size_t)n;
+	}
+	ev_io_stop(loop, w);
+	if (c->closing)
+		client_close(c);
+}
+
+static void
+reply(struct client *c, json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	size_t n = strlen(s);
+
+	if (c->outlen + n + 1 > OUT_MAX) {
+		log_warnx("control: client does not read its answers, dropped");
+		json_object_put(o);
+		c->closing = 1;
+		c->outlen = 0;
+		ev_io_start(c->h->loop, &c->ww);
+		return;
+	}
+	if (c->outlen + n + 1 > c->outcap) {
+		size_t cap = (c->outlen + n + 1) * 2;
+		char *p = realloc(c->out, cap);
+
+		if (p == NULL) {
+			json_object_put(o);
+			c->closing = 1;
+			return;
+		}
+		c->out = p;
+		c->outcap = cap;
+	}
+	memcpy(c->out + c->outlen, s, n);
+	c->out[c->outlen + n] = '\n';
+	c->outlen += n + 1;
+	json_object_put(o);
+	ev_io_start(c->h->loop, &c->ww);
+}
+
+static void
+reply_error(struct client *c, const char *msg)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	reply(c, o);
+}
+
+/* A postcard value of type t as JSON (*out; NULL is JSON null). -1 if it
+ * does not decode. */
+static json_object *value_of(struct hp_pc_dec *d, uint8_t t);
+
+static int
+value_json(struct hp_pc_dec *d, uint8_t t, json_object **out)
+{
+	*out = value_of(d, t);
+	return *out == NULL && t != HP_T_UNIT ? -1 : 0;
+}
+
+static json_object *
+value_of(struct hp_pc_dec *d, uint8_t t)
+{
+	const uint8_t *b;
+	const char *s;
+	size_t n;
+	uint64_t u;
+	int64_t i;
+	int v;
+
+	switch (t) {
+	case HP_T_STR:
+		if (hp_pc_get_str(d, &s, &n) != 0)
+			return NULL;
+		return json_object_new_string_len(s, (int)n);
+	case HP_T_BYTES:
+		if (hp_pc_get_bytes(d, &b, &n) != 0)
+			return NULL;
+		if (hp_utf8_valid(b, n))
+			return json_object_new_string_len((const char *)b, (int)n);
+		char *hex = malloc(n * 2 + 5);
+		json_object *o;
+
+		if (hex == NULL)
+			return NULL;
+		memcpy(hex, "hex:", 4);
+		for (size_t k = 0; k < n; k++)
+			snprintf(hex + 4 + k * 2, 3, "%02x", b[k]);
+		o = json_object_new_string(hex);
+		free(hex);
+		return o;
+	case HP_T_U64:
+		u = hp_pc_get_u64(d);
+		return d->err ? NULL : json_object_new_uint64(u);
+	case HP_T_I64:
+		i = hp_pc_get_i64(d);
+		return d->err ? NULL : json_object_new_int64(i);
+	case HP_T_BOOL:
+		v = hp_pc_get_bool(d);
+		return d->err ? NULL : json_object_new_boolean(v);
+	default:
+		return NULL;	/* unit: JSON null */
+	}
+}
+
+static void
+call_item(struct ext_call *x, uint8_t item_type, const uint8_t *item, size_t len)
+{
+	struct client *c = x->ctx;
+	struct hp_pc_dec d;
+	json_object *o = json_object_new_object(), *v;
+
+	hp_pc_dec_init(&d, item, len);
+	if (value_json(&d, item_type, &v) != 0)
+		v = json_object_new_string("(item does not decode)");
+	json_object_object_add(o, "item", v);
+	reply(c, o);
+}
+
+static void
+call_done(struct ext_call *x, int status, const struct hp_response *r)
+{
+	static const char *const kinds[] = {
+		"user", "unknown method", "invalid payload", "cancelled",
+	};
+	struct client *c = x->ctx;
+	json_object *o = json_object_new_object(), *v;
+	struct hp_pc_dec d;
+
+	c->calling = 0;
+	if (status != 0 || r == NULL) {
+		json_object_object_add(o, "ok", json_object_new_boolean(0));
+		json_object_object_add(o, "error",
+				       json_object_new_string("the answer does not decode"));
+	} else if (r->result == HP_RESULT_OK) {
+		hp_pc_dec_init(&d, r->value, r->value_len);
+		if (value_json(&d, x->ret_type, &v) != 0 || hp_pc_remaining(&d) != 0) {
+			json_object_put(v);
+			json_object_object_add(o, "ok", json_object_new_boolean(0));
+			json_object_object_add(o, "error", json_object_new_string(
+				"the result does not match the method's signature"));
+		} else {
+			json_object_object_add(o, "ok", json_object_new_boolean(1));
+			json_object_object_add(o, "result", v);
+		}
+	} else {
+		const char *msg = r->error < 4 ? kinds[r->error] : "error";
+
+		json_object_object_add(o, "ok", json_object_new_boolean(0));
+		json_object_object_add(o, "kind", json_object_new_string(msg));
+		hp_pc_dec_init(&d, r->value, r->value_len);
+		if (r->error == 0 && value_json(&d, HP_T_STR, &v) == 0)
+			json_object_object_add(o, "error", v);
+		else
+			json_object_object_add(o, "error", json_object_new_string(msg));
+		for (uint32_t i = 0; i < r->meta.count; i++) {
+			const struct hp_meta_entry *e = &r->meta.entries[i];
+
+			if (e->type == HP_META_STRING && e->key_len == strlen(HP_META_HUB_ERROR) &&
+			    memcmp(e->key, HP_META_HUB_ERROR, e->key_len) == 0)
+				json_object_object_add(o, "detail", json_object_new_string_len(
+					(const char *)e->value, (int)e->value_len));
+		}
+	}
+	reply(c, o);
+	/* the next request, from the loop: never from inside this call */
+	ev_io_start(c->h->loop, &c->rw);
+	ev_feed_event(c->h->loop, &c->rw, EV_READ);
+}
+
+static json_object *
+peer_json(struct hub *h, struct peer *p)
+{
+	json_object *o = json_object_new_object(), *deaths = json_object_new_array();
+	uint64_t now = now_ns();
+
+	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
+	json_object_object_add(o, "peer_id", json_object_new_int((int)p->id));
+	json_object_object_add(o, "state", json_object_new_string(supervise_state_name(p->state)));
+	json_object_object_add(o, "pid", json_object_new_int((int)p->pid));
+	json_object_object_add(o, "epoch", json_object_new_int64(p->epoch));
+	json_object_object_add(o, "uptime_s", json_object_new_double(
+		p->state == PEER_UP ? (double)(now - p->up_ns) / 1e9 : 0));
+	json_object_object_add(o, "restarts", json_object_new_int(
+		p->restarts > 0 ? (int)p->restarts - 1 : 0));
+	for (uint32_t i = 0; i < TALLY_MAX && i < p->ndeaths; i++) {
+		struct death *d = &p->tally[(p->ndeaths - 1 - i) % TALLY_MAX];
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "time", json_object_new_double((double)d->when_ns / 1e9));
+		json_object_object_add(e, "reason", json_object_new_string(
+			supervise_death_name(d->reason)));
+		json_object_object_add(e, "status", json_object_new_int(d->status));
+		json_object_object_add(e, "detail", json_object_new_string(d->detail));
+		json_object_array_add(deaths, e);
+	}
+	json_object_object_add(o, "deaths", deaths);
+	if (p->view.pool != NULL) {
+		struct hp_slot_pool pool;
+
+		/* what its pool holds now: all free once it is quiet */
+		hp_slot_pool_view(&pool, p->view.pool, h->seg.params.slots_per_guest,
+				  h->seg.params.slot_size);
+		json_object_object_add(o, "slots_free", json_object_new_int(
+			(int)hp_slot_count_free(&pool)));
+	}
+	return o;
+}
+
+static void
+cmd_peers(struct client *c)
+{
+	struct hub *h = c->h;
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		if (h->peers[i].conf != NULL)
+			json_object_array_add(a, peer_json(h, &h->peers[i]));
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "peers", a);
+	reply(c, o);
+}
+
+static void
+cmd_methods(struct client *c)
+{
+	struct hub *h = c->h;
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+	for (uint32_t i = 0; i < h->nmethods; i++) {
+		const struct method *m = &h->methods[i];
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "name", json_object_new_string(m->name));
+		json_object_object_add(e, "signature", json_object_new_string(m->signature));
+		json_object_object_add(e, "owner", json_object_new_string(
+			m->owner == 0 ? "hub" : h->peers[m->owner - 1].conf->name));
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "methods", a);
+	reply(c, o);
+}
+
+static void
+cmd_call(struct client *c, json_object *req)
+{
+	json_object *m, *args;
+	char *argv[HP_SIG_MAX_ARGS];
+	const char *why = "bad request";
+	int nargs = 0;
+
+	if (c->uid != 0 && c->uid != geteuid()) {
+		reply_error(c, "permission denied: calls are for root and the hub's user");
+		return;
+	}
+	if (!json_object_object_get_ex(req, "method", &m) ||
+	    !json_object_is_type(m, json_type_string)) {
+		reply_error(c, "call needs \"method\": a string");
+		return;
+	}
+	if (json_object_object_get_ex(req, "args", &args)) {
+		if (!json_object_is_type(args, json_type_array) ||
+		    json_object_array_length(args) > HP_SIG_MAX_ARGS) {
+			reply_error(c, "\"args\" must be an array of at most 8 strings");
+			return;
+		}
+		for (size_t i = 0; i < json_object_array_length(args); i++) {
+			json_object *a = json_object_array_get_idx(args, i);
+
+			if (!json_object_is_type(a, json_type_string)) {
+				reply_error(c, "\"args\" must be an array of strings");
+				return;
+			}
+			argv[nargs++] = (char *)(uintptr_t)json_object_get_string(a);
+		}
+	}
+	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done };
+	c->calling = 1;
+	ev_io_stop(c->h->loop, &c->rw);	/* one request at a time */
+	if (host_call_text(c->h, &c->call, json_object_get_string(m), argv, nargs, &why) != 0) {
+		c->calling = 0;
+		ev_io_start(c->h->loop, &c->rw);
+		reply_error(c, why);
+	}
+}
+
+/* restart, stop, start NAME: changing state is for root and the hub's user. */
+static void
+cmd_supervise(struct client *c, json_object *req, const char *what)
+{
+	struct hub *h = c->h;
+	json_object *name, *o;
+	struct peer *p = NULL;
+
+	if (c->uid != 0 && c->uid != geteuid()) {
+		reply_error(c, "permission denied: for root and the hub's user");
+		return;
+	}
+	if (!json_object_object_get_ex(req, "name", &name) ||
+	    !json_object_is_type(name, json_type_string)) {
+		reply_error(c, "the request needs \"name\": a guest's name");
+		return;
+	}
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		if (h->peers[i].conf != NULL &&
+		    strcmp(h->peers[i].conf->name, json_object_get_string(name)) == 0)
+			p = &h->peers[i];
+	if (p == NULL) {
+		reply_error(c, "no such guest");
+		return;
+	}
+	if (strcmp(what, "restart") == 0) {
+		supervise_restart(h, p);
+	} else if (strcmp(what, "stop") == 0) {
+		supervise_stop(h, p);
+	} else if (p->state == PEER_DOWN || p->state == PEER_FAILED) {
+		supervise_restart(h, p);	/* start */
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "state", json_object_new_string(supervise_state_name(p->state)));
+	reply(c, o);
+}
+
+static void
+cmd_status(struct client *c)
+{
+	struct hub *h = c->h;
+	const struct hp_params *p = &h->seg.params;
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "segment", json_object_new_string(h->conf.segment_path));
+	json_object_object_add(o, "segment_size", json_object_new_uint64(h->seg.size));
+	json_object_object_add(o, "uptime_s", json_object_new_double(
+		(double)(now_ns() - h->start_ns) / 1e9));
+	json_object_object_add(o, "max_guests", json_object_new_int((int)p->max_guests));
+	json_object_object_add(o, "ring_size", json_object_new_int((int)p->ring_size));
+	json_object_object_add(o, "slot_size", json_object_new_int64(p->slot_size));
+	json_object_object_add(o, "slots_per_guest", json_object_new_int((int)p->slots_per_guest));
+	json_object_object_add(o, "max_channels", json_object_new_int((int)p->max_channels));
+	json_object_object_add(o, "initial_credit", json_object_new_int64(p->initial_credit));
+	json_object_object_add(o, "max_payload_size", json_object_new_int64(p->max_payload_size));
+	json_object_object_add(o, "heartbeat_interval_ns", json_object_new_uint64(p->heartbeat_interval));
+	json_object_object_add(o, "guests", json_object_new_int((int)h->conf.nguests));
+	json_object_object_add(o, "host_slots_free", json_object_new_int(
+		(int)hp_slot_count_free(&h->host_pool)));
+	reply(c, o);
+}
+
+static void
+handle(struct client *c, const char *line, size_t len)
+{
+	json_tokener *tok = json_tokener_new();
+	json_object *req, *cmd;
+	const char *name;
+
+	req = json_tokener_parse_ex(tok, line, (int)len);
+	if (req == NULL || json_tokener_get_parse_end(tok) != len ||
+	    !json_object_is_type(req, json_type_object)) {
+		reply_error(c, "a request is one JSON object per line");
+	} else if (!json_object_object_get_ex(req, "cmd", &cmd) ||
+		   !json_object_is_type(cmd, json_type_string)) {
+		reply_error(c, "the request has no \"cmd\" string");
+	} else if (strcmp(name = json_object_get_string(cmd), "peers") == 0) {
+		cmd_peers(c);
+	} else if (strcmp(name, "methods") == 0) {
+		cmd_methods(c);
+	} else if (strcmp(name, "status") == 0) {
+		cmd_status(c);
+	} else if (strcmp(name, "call") == 0) {
+		cmd_call(c, req);
+	} else if (strcmp(name, "restart") == 0 || strcmp(name, "stop") == 0 ||
+		   strcmp(name, "start") == 0) {
+		cmd_supervise(c, req, name);
+	} else {
+		reply_error(c, "unknown command");
+	}
+	json_object_put(req);
+	json_tokener_free(tok);
+}
+
+/* Handles every complete line in the buffer, one request at a time. */
+static void
+client_process(struct client *c)
+{
+	char *nl;
+
+	while (!c->calling && !c->closing &&
+	       (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
+		size_t n = (size_t)(nl - c->in);
+		char *line = malloc(n + 1);
+
+		if (line == NULL)
+			return;
+		memcpy(line, c->in, n);
+		memmove(c->in, nl + 1, c->inlen - n - 1);
+		c->inlen -= n + 1;
+		if (n > 0)
+			handle(c, line, n);
+		free(line);
+	}
+}
+
+static void
+read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct client *c = w->data;
+	ssize_t n;
+
+	(void)loop;
+	(void)revents;
+	if (c->calling)
+		return;
+	n = recv(c->fd, c->in + c->inlen, CONTROL_MSG_MAX - c->inlen, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		client_process(c);	/* lines left from before a call */
+		return;
+	}
+	if (n <= 0) {
+		client_close(c);
+		return;
+	}
+	c->inlen += (size_t)n;
+	client_process(c);
+	if (c->inlen == CONTROL_MSG_MAX && !c->calling) {
+		reply_error(c, "request longer than 65536 bytes");
+		c->closing = 1;
+		ev_io_stop(loop, w);
+	}
+}
+
+static void
+client_close(struct client *c)
+{
+	struct hub *h = c->h;
+
+	if (c->calling)
+		host_call_abandon(h, &c->call);
+	ev_io_stop(h->loop, &c->rw);
+	ev_io_stop(h->loop, &c->ww);
+	close(c->fd);
+	for (struct client **pp = &h->clients; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	free(c->out);
+	free(c);
+}
+
+static void
+accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct hub *h = w->data;
+	struct client *c;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd, n = 0;
+
+	(void)revents;
+	if ((fd = accept4(h->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			log_warn("control: accept");
+		return;
+	}
+	for (c = h->clients; c != NULL; c = c->next)
+		n++;
+	if (n >= CLIENTS_MAX ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+	    (c = calloc(1, sizeof(*c))) == NULL) {
+		close(fd);
+		return;
+	}
+	c->h = h;
+	c->fd = fd;
+	c->uid = cred.uid;
+	ev_io_init(&c->rw, read_cb, fd, EV_READ);
+	ev_io_init(&c->ww, write_cb, fd, EV_WRITE);
+	c->rw.data = c->ww.data = c;
+	ev_io_start(loop, &c->rw);
+	c->next = h->clients;
+	h->clients = c;
+}
+
+int
+control_init(struct hub *h)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	const char *path = h->conf.control_path, *slash;
+	mode_t old;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("control socket path too long: %s", path);
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	/* /run/hub when run by hand (systemd's RuntimeDirectory otherwise) */
+	if ((slash = strrchr(path, '/')) != NULL && slash != path) {
+		char dir[sizeof(sun.sun_path)];
+
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+			log_warn("mkdir %s", dir);
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
+		log_warn("control: socket");
+		return -1;
+	}
+	/* A socket nobody answers on is stale: replace it. */
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+		log_warnx("control socket %s is in use by another process", path);
+		close(fd);
+		return -1;
+	}
+	if (errno == ECONNREFUSED)
+		unlink(path);
+	old = umask(0117);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		log_warn("control: bind %s", path);
+		umask(old);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (chmod(path, 0660) != 0 || listen(fd, 64) != 0) {
+		log_warn("control: %s", path);
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	h->ctl_fd = fd;
+	ev_io_init(&h->ctl_w, accept_cb, fd, EV_READ);
+	h->ctl_w.data = h;
+	ev_io_start(h->loop, &h->ctl_w);
+	return 0;
+}
+
+void
+control_close(struct hub *h)
+{
+	while (h->clients != NULL)
+		client_close(h->clients);
+	ev_io_stop(h->loop, &h->ctl_w);
+	close(h->ctl_fd);
+	unlink(h->conf.control_path);
+}

@@ -1,0 +1,938 @@
+/* The host's data path: serving every attached guest's ring, routing calls
+ * between guests and control clients, the built-in services, and the
+ * channels the host receives on. Nothing here blocks: a message that finds
+ * no room waits in the target's backlog, and whoever floods a backlogged
+ * target is paused (its own ring fills: backpressure on itself only). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/hubd.h"
+#include "daemon/log.h"
+#include "proto/channel.h"
+#include "proto/method.h"
+#include "proto/services.h"
+
+#define SERVE_BATCH	64	/* messages read from one guest per round */
+#define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */
+#define INBOUND_MAX	1024	/* a guest's calls being routed at once */
+
+static const struct {
+	const char	*name;
+	const char	*sig;
+} services[] = {
+	{ HP_SVC_PING, HP_SVC_SIG_PING }, { HP_SVC_LOG, HP_SVC_SIG_LOG },
+	{ HP_SVC_PEERS, HP_SVC_SIG_PEERS }, { HP_SVC_REGISTER, HP_SVC_SIG_REGISTER },
+	{ HP_SVC_SINK, HP_SVC_SIG_SINK },
+};
+
+static struct peer *
+peer_of(struct hub *h, uint32_t id)
+{
+	if (id == 0 || id > h->conf.params.max_guests)
+		return NULL;
+	return &h->peers[id - 1];
+}
+
+static int
+method_add(struct hub *h, const char *name, const char *signature,
+	   uint32_t owner, uint32_t epoch, const char **why)
+{
+	struct method *m;
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= sizeof(m->name)) {
+		*why = "method name empty or longer than 63 bytes";
+		return -EINVAL;
+	}
+	if (host_method_find(h, name) != NULL) {
+		*why = "method already registered";
+		return -EEXIST;
+	}
+	if ((m = realloc(h->methods, (h->nmethods + 1) * sizeof(*m))) == NULL) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	h->methods = m;
+	m = &h->methods[h->nmethods];
+	memset(m, 0, sizeof(*m));
+	if (hp_sig_parse(signature, &m->sig, why) != 0)
+		return -EINVAL;
+	memcpy(m->name, name, n);
+	snprintf(m->signature, sizeof(m->signature), "%s", signature);
+	m->id = hp_method_id(name, n);
+	m->owner = owner;
+	m->epoch = epoch;
+	h->nmethods++;
+	return 0;
+}
+
+const struct method *
+host_method_find(struct hub *h, const char *name)
+{
+	for (uint32_t i = 0; i < h->nmethods; i++)
+		if (strcmp(h->methods[i].name, name) == 0)
+			return &h->methods[i];
+	return NULL;
+}
+
+static struct method *
+method_by_id(struct hub *h, uint64_t id)
+{
+	for (uint32_t i = 0; i < h->nmethods; i++)
+		if (h->methods[i].id == id)
+			return &h->methods[i];
+	return NULL;
+}
+
+int
+host_init(struct hub *h)
+{
+	const struct hp_params *p = &h->seg.params;
+	const char *why;
+
+	hp_slot_pool_view(&h->host_pool, h->seg.base + hp_geometry_pool_offset(&h->seg.geo, 0),
+			  p->slots_per_guest, p->slot_size);
+	if ((h->slot_owner = calloc(p->slots_per_guest, 1)) == NULL)
+		return -1;
+	for (size_t i = 0; i < sizeof(services) / sizeof(services[0]); i++)
+		if (method_add(h, services[i].name, services[i].sig, 0, 0, &why) != 0)
+			return -1;
+	return 0;
+}
+
+/* -- sending to a guest ------------------------------------------------- */
+
+/* One message into p's ring, staged (published by the round's flush). A
+ * host pool slot used for it is noted as p's until p frees it, so that
+ * recovery can return it (r[shm.crash.recovery] 4). */
+static int
+try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
+	 uint64_t method_id, const uint8_t *payload, uint32_t len)
+{
+	struct hp_outbuf ob;
+	int rc;
+
+	if ((rc = hp_endpoint_reserve(&p->ep, len, &ob)) != 0)
+		return rc;
+	if (len > 0)
+		memcpy(ob.buf, payload, len);
+	if (ob.slot != HP_SLOT_INLINE)
+		h->slot_owner[ob.slot] = (uint8_t)p->id;
+	return hp_endpoint_commit(&p->ep, &ob, type, id, method_id, len, HP_SEND_MORE);
+}
+
+static void
+flush_backlog(struct hub *h, struct peer *p)
+{
+	struct qmsg *q;
+	int rc;
+
+	while ((q = p->bl_head) != NULL) {
+		rc = try_send(h, p, q->type, q->id, q->method_id, q->data, q->len);
+		if (rc == -EAGAIN)
+			break;
+		if (rc != 0 && rc != -EMSGSIZE) {
+			supervise_kill(p, DEATH_VIOLATION, "shm.ring.capacity");
+			return;
+		}
+		if ((p->bl_head = q->next) == NULL)
+			p->bl_tail = &p->bl_head;
+		p->bl_count--;
+		free(q);
+	}
+	if (p->bl_count < BACKLOG_PAUSE / 2) {
+		/* room again: callers paused on a backlog may go on */
+		for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+			h->peers[i].paused = 0;
+	}
+}
+
+/* Sends to a guest, or queues in order behind what already waits. */
+static void
+host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
+	  uint64_t method_id, const uint8_t *payload, uint32_t len)
+{
+	struct qmsg *q;
+	int rc;
+
+	if (p->state != PEER_UP)
+		return;
+	/* staged: the data path's next round publishes it */
+	if (!ev_is_active(&h->idle_w))
+		ev_idle_start(h->loop, &h->idle_w);
+	if (p->bl_head == NULL) {
+		rc = try_send(h, p, type, id, method_id, payload, len);
+		if (rc == 0)
+			return;
+		if (rc == -EMSGSIZE) {
+			log_warnx("guest %s: dropped a %u-byte message over max_payload_size",
+				  p->conf->name, len);
+			return;
+		}
+		if (rc != -EAGAIN) {
+			supervise_kill(p, DEATH_VIOLATION, "shm.ring.capacity");
+			return;
+		}
+	}
+	if ((q = malloc(sizeof(*q) + len)) == NULL) {
+		log_warn("guest %s: backlog", p->conf->name);
+		return;
+	}
+	q->next = NULL;
+	q->type = type;
+	q->id = id;
+	q->method_id = method_id;
+	q->len = len;
+	memcpy(q->data, payload, len);
+	*p->bl_tail = q;
+	p->bl_tail = &q->next;
+	p->bl_count++;
+	p->stats.backlogged++;
+}
+
+/* A Response payload with empty metadata, Ok(value) or Err(code[, value]). */
+static size_t
+encode_answer(uint8_t *buf, size_t cap, uint32_t result, uint32_t code,
+	      const uint8_t *value, size_t len)
+{
+	struct hp_response r = { .result = result, .error = code, .value = value,
+				 .value_len = len };
+	int64_t n = hp_msg_encode_response(buf, cap, &r);
+
+	return n < 0 ? 0 : (size_t)n;
+}
+
+/* Delivers a complete Response payload to whoever waits for it. */
+static void
+answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct peer *p;
+	int rc;
+
+	switch (o->kind) {
+	case ORIGIN_PEER:
+		p = peer_of(h, o->peer);
+		if (p == NULL || p->state != PEER_UP || p->epoch != o->epoch)
+			return;		/* the caller died meanwhile */
+		p->inbound--;
+		host_send(h, p, HP_MSG_RESPONSE, o->req_id, 0, payload, (uint32_t)len);
+		return;
+	case ORIGIN_CLIENT:
+		rc = hp_msg_decode_response(payload, len, &r);
+		o->ext->on_done(o->ext, rc, rc == 0 ? &r : NULL);
+		return;
+	default:
+		return;
+	}
+}
+
+/* Answers with an error the host makes itself, explained in metadata. */
+static void
+answer_error(struct hub *h, const struct origin *o, uint32_t code, const char *why)
+{
+	uint8_t buf[512];
+	struct hp_meta_entry e = { .key = HP_META_HUB_ERROR,
+				   .key_len = strlen(HP_META_HUB_ERROR),
+				   .type = HP_META_STRING,
+				   .value = (const uint8_t *)why,
+				   .value_len = strlen(why) };
+	struct hp_response r = { .meta = { .entries = &e, .count = 1, .cap = 1 },
+				 .result = HP_RESULT_ERR, .error = code };
+	uint8_t err[256];
+	struct hp_pc_enc enc;
+	int64_t n;
+
+	if (code == HP_ERR_USER) {
+		hp_pc_enc_init(&enc, err, sizeof(err));
+		hp_pc_put_str(&enc, why, strnlen(why, 200));
+		r.value = err;
+		r.value_len = enc.len;
+	}
+	if ((n = hp_msg_encode_response(buf, sizeof(buf), &r)) > 0)
+		answer(h, o, buf, (size_t)n);
+}
+
+static void
+answer_ok(struct hub *h, const struct origin *o, const uint8_t *value, size_t len)
+{
+	uint8_t stackbuf[256], *buf = stackbuf;
+	size_t n;
+
+	if (len + 8 > sizeof(stackbuf) && (buf = malloc(len + 8)) == NULL) {
+		answer_error(h, o, HP_ERR_USER, "out of memory");
+		return;
+	}
+	n = encode_answer(buf, len + 8 > sizeof(stackbuf) ? len + 8 : sizeof(stackbuf),
+			  HP_RESULT_OK, 0, value, len);
+	answer(h, o, buf, n);
+	if (buf != stackbuf)
+		free(buf);
+}
+
+/* -- calls the host makes to a guest ------------------------------------- */
+
+static struct pending *
+pend_find(struct peer *p, uint32_t id)
+{
+	if (p->pend_cap == 0)
+		return NULL;
+	for (uint32_t i = id & (p->pend_cap - 1);; i = (i + 1) & (p->pend_cap - 1)) {
+		if (p->pend[i].id == id)
+			return &p->pend[i];
+		if (p->pend[i].id == 0)
+			return NULL;
+	}
+}
+
+static int
+pend_insert(struct peer *p, uint32_t id, const struct origin *o)
+{
+	if ((p->pend_count + 1) * 2 > p->pend_cap) {
+		struct pending *old = p->pend;
+		uint32_t cap = p->pend_cap ? p->pend_cap * 2 : 64;
+
+		if ((p->pend = calloc(cap, sizeof(*p->pend))) == NULL) {
+			p->pend = old;
+			return -ENOMEM;
+		}
+		p->pend_cap = cap;
+		p->pend_count = 0;
+		for (uint32_t i = 0; old != NULL && i < cap / 2; i++)
+			if (old[i].id != 0)
+				pend_insert(p, old[i].id, &old[i].o);
+		free(old);
+	}
+	for (uint32_t i = id & (p->pend_cap - 1);; i = (i + 1) & (p->pend_cap - 1)) {
+		if (p->pend[i].id == 0) {
+			p->pend[i].id = id;
+			p->pend[i].o = *o;
+			p->pend_count++;
+			return 0;
+		}
+	}
+}
+
+static void
+pend_remove(struct peer *p, struct pending *e)
+{
+	uint32_t i = (uint32_t)(e - p->pend), mask = p->pend_cap - 1;
+
+	p->pend[i].id = 0;
+	p->pend_count--;
+	for (uint32_t j = (i + 1) & mask; p->pend[j].id != 0; j = (j + 1) & mask) {
+		struct pending moved = p->pend[j];
+
+		p->pend[j].id = 0;
+		p->pend_count--;
+		pend_insert(p, moved.id, &moved.o);
+	}
+}
+
+/* Sends a Request to guest p on behalf of o. payload is the whole Request
+ * payload (metadata and arguments). */
+static int
+call_guest(struct hub *h, struct peer *p, uint64_t method_id,
+	   const uint8_t *payload, uint32_t len, const struct origin *o)
+{
+	uint32_t id;
+
+	/* r[shm.id.request-scope]: ids are ours per guest-host pair */
+	do {
+		id = p->next_req++;
+	} while (id == 0 || pend_find(p, id) != NULL);
+	if (pend_insert(p, id, o) != 0)
+		return -ENOMEM;
+	p->stats.calls_out++;
+	host_send(h, p, HP_MSG_REQUEST, id, method_id, payload, len);
+	return 0;
+}
+
+/* -- built-in services -------------------------------------------------- */
+
+static void
+svc_peers(struct hub *h, const struct origin *o)
+{
+	char text[255 * 80];
+	size_t n = 0;
+	uint8_t buf[sizeof(text) + 8];
+	struct hp_pc_enc e;
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests && n < sizeof(text) - 80; i++) {
+		struct peer *p = &h->peers[i];
+
+		if (p->conf == NULL)
+			continue;
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%u %s %s\n", p->id,
+				      p->conf->name, supervise_state_name(p->state));
+	}
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_str(&e, text, n);
+	answer_ok(h, o, buf, e.len);
+}
+
+static void
+svc_register(struct hub *h, struct peer *p, const struct origin *o,
+	     const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	const char *name, *sig, *why;
+	size_t nlen, slen;
+	char nbuf[64], sbuf[HP_SIG_MAX_LEN + 1];
+
+	hp_pc_dec_init(&d, args, len);
+	hp_pc_get_str(&d, &name, &nlen);
+	hp_pc_get_str(&d, &sig, &slen);
+	if (p == NULL) {
+		answer_error(h, o, HP_ERR_USER, "only guests register methods");
+		return;
+	}
+	if (d.err != 0 || nlen >= sizeof(nbuf) || slen >= sizeof(sbuf)) {
+		answer_error(h, o, HP_ERR_USER, "name or signature too long");
+		return;
+	}
+	memcpy(nbuf, name, nlen);
+	nbuf[nlen] = '\0';
+	memcpy(sbuf, sig, slen);
+	sbuf[slen] = '\0';
+	if (strncmp(nbuf, "hub.", 4) == 0) {
+		answer_error(h, o, HP_ERR_USER, "the hub. prefix is the host's");
+		return;
+	}
+	if (method_add(h, nbuf, sbuf, p->id, p->epoch, &why) != 0) {
+		answer_error(h, o, HP_ERR_USER, why);
+		return;
+	}
+	log_info("guest %s: registered %s (%s)", p->conf->name, nbuf, sbuf);
+	answer_ok(h, o, NULL, 0);
+}
+
+static void
+svc_sink(struct hub *h, struct peer *p, const struct origin *o,
+	 const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	uint64_t id;
+	struct hchan *c;
+
+	hp_pc_dec_init(&d, args, len);
+	id = hp_pc_get_u64(&d);
+	/* the guest opened it (odd id) and sends on it; we receive */
+	if (p == NULL || d.err != 0 || id > UINT32_MAX ||
+	    hp_chan_id_check((uint32_t)id, h->seg.params.max_channels, HP_SIDE_GUEST) != 0 ||
+	    p->chans[id].open) {
+		answer_error(h, o, HP_ERR_USER, "hub.sink needs a channel the guest opened");
+		return;
+	}
+	c = &p->chans[id];
+	memset(c, 0, sizeof(*c));
+	c->open = 1;
+	c->granted = h->seg.params.initial_credit;	/* r[shm.flow.initial] */
+	c->item_type = HP_T_BYTES;
+	c->checksum = 0xcbf29ce484222325ull;
+	c->o = *o;
+	c->o.kind = ORIGIN_SINK;	/* answered on Close */
+}
+
+/* Runs a host service; p is the calling guest or NULL for a client. */
+static void
+service(struct hub *h, struct peer *p, const struct method *m,
+	const struct origin *o, const uint8_t *args, size_t len)
+{
+	if (strcmp(m->name, HP_SVC_PING) == 0) {
+		answer_ok(h, o, args, len);
+	} else if (strcmp(m->name, HP_SVC_LOG) == 0) {
+		const char *s;
+		size_t n;
+		struct hp_pc_dec d;
+
+		hp_pc_dec_init(&d, args, len);
+		hp_pc_get_str(&d, &s, &n);
+		log_info("guest %s: %.*s", p ? p->conf->name : "(control)",
+			 (int)(n > 1000 ? 1000 : n), s);
+		answer_ok(h, o, NULL, 0);
+	} else if (strcmp(m->name, HP_SVC_PEERS) == 0) {
+		svc_peers(h, o);
+	} else if (strcmp(m->name, HP_SVC_REGISTER) == 0) {
+		svc_register(h, p, o, args, len);
+	} else {
+		svc_sink(h, p, o, args, len);
+	}
+}
+
+/* -- messages from a guest ---------------------------------------------- */
+
+static void
+violation(struct peer *p, const char *rule)
+{
+	p->stats.violations++;
+	supervise_kill(p, DEATH_VIOLATION, rule);
+}
+
+static void
+on_request(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct origin o = { ORIGIN_PEER, p->id, p->epoch, m->desc.id, NULL };
+	struct method *meth = method_by_id(h, m->desc.method_id);
+	struct peer *q;
+
+	p->stats.calls_in++;
+	p->inbound++;
+	if (meth == NULL) {
+		answer_error(h, &o, HP_ERR_UNKNOWN_METHOD, "no such method");
+		return;
+	}
+	if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
+	    hp_sig_check_args(&meth->sig, req.args, req.args_len) != 0) {
+		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD, "arguments do not match the signature");
+		return;
+	}
+	if (meth->owner == 0) {
+		service(h, p, meth, &o, req.args, req.args_len);
+		return;
+	}
+	q = peer_of(h, meth->owner);
+	if (q == NULL || q->state != PEER_UP || q->epoch != meth->epoch) {
+		answer_error(h, &o, HP_ERR_UNKNOWN_METHOD, "the method's guest is not running");
+		return;
+	}
+	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
+		if (meth->sig.args[i] == HP_T_CHAN) {
+			answer_error(h, &o, HP_ERR_USER,
+				     "channel arguments are not routed between guests");
+			return;
+		}
+	}
+	if (p->inbound > INBOUND_MAX) {
+		answer_error(h, &o, HP_ERR_USER, "too many calls in flight");
+		return;
+	}
+	if (call_guest(h, q, m->desc.method_id, m->payload, m->len, &o) != 0) {
+		answer_error(h, &o, HP_ERR_USER, "out of memory");
+		return;
+	}
+	if (q->bl_count >= BACKLOG_PAUSE)
+		p->paused = 1;
+}
+
+static void
+on_response(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct pending *e = pend_find(p, m->desc.id);
+	struct origin o;
+
+	if (e == NULL) {
+		violation(p, "shm.id.request-id");	/* answers nothing we asked */
+		return;
+	}
+	o = e->o;
+	pend_remove(p, e);
+	if (hp_msg_decode_response(m->payload, m->len, &r) != 0) {
+		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD, "the guest's answer does not decode");
+		violation(p, "shm.payload.encoding");
+		return;
+	}
+	answer(h, &o, m->payload, m->len);
+}
+
+static void
+on_cancel(struct hub *h, struct peer *p, uint32_t req_id)
+{
+	/* Find where we routed it and pass the Cancel on (advisory). */
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *q = &h->peers[i];
+
+		for (uint32_t j = 0; j < q->pend_cap; j++) {
+			struct pending *e = &q->pend[j];
+
+			if (e->id != 0 && e->o.kind == ORIGIN_PEER && e->o.peer == p->id &&
+			    e->o.epoch == p->epoch && e->o.req_id == req_id) {
+				host_send(h, q, HP_MSG_CANCEL, e->id, 0, NULL, 0);
+				return;
+			}
+		}
+	}
+}
+
+static void
+chan_end(struct hub *h, struct peer *p, uint32_t id, int reset)
+{
+	struct hchan *c = &p->chans[id];
+	struct origin o = c->o;
+	uint8_t buf[16];
+	struct hp_pc_enc e;
+
+	c->open = 0;
+	/* r[shm.flow.channel-id-reuse]: the receiver frees the entry */
+	hp_chan_free(&p->view.chans[id]);
+	if (o.kind == ORIGIN_SINK) {
+		o.kind = ORIGIN_PEER;
+		if (reset) {
+			answer_error(h, &o, HP_ERR_USER, "the stream was reset");
+			return;
+		}
+		hp_pc_enc_init(&e, buf, sizeof(buf));
+		hp_pc_put_u64(&e, c->checksum);
+		answer_ok(h, &o, buf, e.len);
+	}
+	/* A client's stream ends with the call's Response. */
+}
+
+static void
+on_data(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+{
+	uint32_t id = m->desc.id;
+	struct hchan *c = &p->chans[id];
+	uint32_t quarter = h->seg.params.initial_credit / 4;
+
+	if (!c->open) {
+		/* r[shm.id.channel-parity]: an even id is one we allocate */
+		violation(p, id % 2 == 0 ? "shm.id.channel-parity" :
+			  "shm.flow.channel-table-indexing");
+		return;
+	}
+	/* r[shm.flow.remaining-credit]: the sender must not overrun what we
+	 * granted (our own count, not the guest-writable shared word). */
+	if (!hp_credit_allows(c->granted, c->received, m->len)) {
+		violation(p, "shm.flow.remaining-credit");
+		return;
+	}
+	c->received += m->len;
+	c->bytes += m->len;
+	if (c->o.kind == ORIGIN_SINK) {
+		for (uint32_t i = 0; i < m->len; i++) {
+			c->checksum ^= m->payload[i];
+			c->checksum *= 0x100000001b3ull;
+		}
+	} else if (c->o.kind == ORIGIN_CLIENT) {
+		c->o.ext->on_item(c->o.ext, c->item_type, m->payload, m->len);
+	}
+	/* r[shm.flow.ordering.receiver]: grant back in quarters of the window */
+	c->unreported += m->len;
+	if (c->unreported >= quarter || c->unreported >= c->granted - c->received + m->len) {
+		hp_chan_grant(&p->view.chans[id], c->unreported);
+		c->granted += c->unreported;
+		c->unreported = 0;
+		hp_endpoint_notify_credit(&p->ep, &p->view.chans[id].granted_total);
+	}
+}
+
+static void
+dispatch(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+{
+	switch (m->desc.msg_type) {
+	case HP_MSG_REQUEST:
+		on_request(h, p, m);
+		break;
+	case HP_MSG_RESPONSE:
+		on_response(h, p, m);
+		break;
+	case HP_MSG_CANCEL:
+		on_cancel(h, p, m->desc.id);
+		break;
+	case HP_MSG_DATA:
+		on_data(h, p, m);
+		break;
+	case HP_MSG_CLOSE:
+	case HP_MSG_RESET:
+		if (!p->chans[m->desc.id].open) {
+			violation(p, "shm.flow.channel-table-indexing");
+			break;
+		}
+		chan_end(h, p, m->desc.id, m->desc.msg_type == HP_MSG_RESET);
+		break;
+	case HP_MSG_GOODBYE: {
+		const char *reason = "";
+		size_t n = 0;
+
+		hp_msg_decode_goodbye(m->payload, m->len, &reason, &n);
+		log_info("guest %s: goodbye: %.*s", p->conf->name,
+			 (int)(n > 200 ? 200 : n), reason);
+		break;
+	}
+	}
+}
+
+/* Serves one guest: up to SERVE_BATCH messages. Returns how many. */
+static int
+serve_peer(struct hub *h, struct peer *p)
+{
+	struct hp_msg_in m;
+	const char *rule;
+	int n, rc;
+
+	flush_backlog(h, p);
+	for (n = 0; n < SERVE_BATCH && !p->paused && p->state == PEER_UP; n++) {
+		rc = hp_endpoint_recv(&p->ep, &m, &rule);
+		if (rc == -EAGAIN)
+			break;
+		if (rc != 0) {
+			violation(p, rule);
+			break;
+		}
+		dispatch(h, p, &m);
+		hp_endpoint_release(&p->ep, &m);
+	}
+	if (p->state == PEER_UP) {
+		hp_endpoint_notify_consumed(&p->ep);
+		if (hp_endpoint_flush(&p->ep) == -EPROTO)
+			violation(p, "shm.ring.capacity");
+	}
+	return n;
+}
+
+int
+host_poll(struct hub *h)
+{
+	int work = 0;
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		if (h->peers[i].state == PEER_UP)
+			work += serve_peer(h, &h->peers[i]);
+	return work;
+}
+
+/* Before the loop blocks: announce sleep to every guest, then look once
+ * more (endpoint.h); returns nonzero if there is work after all. */
+int
+host_sleep_prepare(struct hub *h)
+{
+	int work = 0;
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *p = &h->peers[i];
+
+		if (p->state != PEER_UP)
+			continue;
+		hp_endpoint_announce(&p->ep, HP_WAIT_RING_DATA | HP_WAIT_RING_SPACE |
+				     HP_WAIT_SLOT | HP_WAIT_CREDIT);
+		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) || p->bl_head != NULL)
+			work = 1;
+	}
+	return work;
+}
+
+void
+host_wake(struct hub *h)
+{
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		if (h->peers[i].state == PEER_UP)
+			hp_endpoint_cancel(&h->peers[i].ep);
+}
+
+/* Periodic checks of attached guests: heartbeat (r[shm.crash.heartbeat]),
+ * epoch (r[shm.crash.epoch]) and the state word (r[shm.host.poll-peers]). */
+void
+host_check(struct hub *h, uint64_t now)
+{
+	uint64_t interval = h->seg.params.heartbeat_interval;
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *p = &h->peers[i];
+		uint64_t beat;
+		uint32_t state;
+
+		if (p->state != PEER_UP)
+			continue;
+		state = hp_load_acquire_u32(&p->view.entry->state);
+		if (state == HP_PEER_GOODBYE)
+			continue;	/* detaching: its exit follows */
+		if (state != HP_PEER_ATTACHED) {
+			violation(p, "shm.segment.peer-state");
+			continue;
+		}
+		if (hp_load_relaxed_u32(&p->view.entry->epoch) != p->epoch) {
+			violation(p, "shm.crash.epoch");
+			continue;
+		}
+		/* r[shm.crash.heartbeat-clock]: its CLOCK_MONOTONIC against ours */
+		beat = hp_load_relaxed_u64(&p->view.entry->last_heartbeat);
+		if (interval != 0 && now > beat && now - beat > 2 * interval)
+			supervise_kill(p, DEATH_HUNG, "heartbeat stale (shm.crash.heartbeat)");
+	}
+}
+
+/* -- attach and recovery ------------------------------------------------- */
+
+void
+host_attach(struct hub *h, struct peer *p)
+{
+	uint32_t features;
+
+	hp_peer_view_host(&h->seg, p->id, &p->view);
+	/* acquire: pairs with the guest's release store of guest_features,
+	 * made before its CAS to Attached */
+	features = hp_load_acquire_u32(&p->view.entry->guest_features);
+	hp_endpoint_init_host(&p->ep, &h->seg, &p->view, p->bell, features);
+	p->bl_head = NULL;
+	p->bl_tail = &p->bl_head;
+	p->bl_count = 0;
+	p->paused = 0;
+	p->inbound = 0;
+	p->next_req = 1;
+	p->chan_cursor = 0;
+	memset(p->chans, 0, h->seg.params.max_channels * sizeof(*p->chans));
+}
+
+/* Fails every call that involves p (r[shm.crash.recovery] 2) and forgets
+ * its methods; the segment side is reset by the supervisor. */
+void
+host_detach(struct hub *h, struct peer *p)
+{
+	char why[96];
+	struct qmsg *q;
+
+	snprintf(why, sizeof(why), "guest %s died", p->conf->name);
+	/* calls to p: their callers get an error */
+	for (uint32_t j = 0; j < p->pend_cap; j++) {
+		if (p->pend[j].id == 0)
+			continue;
+		struct origin o = p->pend[j].o;
+
+		p->pend[j].id = 0;
+		answer_error(h, &o, HP_ERR_CANCELLED, why);
+	}
+	p->pend_count = 0;
+	/* calls by p routed elsewhere: their answers have nobody to go to */
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *q2 = &h->peers[i];
+
+		for (uint32_t j = 0; j < q2->pend_cap; j++)
+			if (q2->pend[j].id != 0 && q2->pend[j].o.kind == ORIGIN_PEER &&
+			    q2->pend[j].o.peer == p->id)
+				q2->pend[j].o.kind = ORIGIN_NONE;
+	}
+	/* streams from p to clients end */
+	for (uint32_t id = 0; id < h->seg.params.max_channels; id++)
+		p->chans[id].open = 0;
+	while ((q = p->bl_head) != NULL) {
+		p->bl_head = q->next;
+		free(q);
+	}
+	p->bl_tail = &p->bl_head;
+	p->bl_count = 0;
+	/* host pool slots p held and never freed (r[shm.crash.recovery] 4) */
+	for (uint32_t s = 0; s < h->host_pool.nslots; s++) {
+		if (h->slot_owner[s] != p->id)
+			continue;
+		h->slot_owner[s] = 0;
+		hp_slot_free(&h->host_pool, s);	/* -EALREADY if p had freed it */
+	}
+	for (uint32_t i = 0; i < h->nmethods;) {
+		if (h->methods[i].owner == p->id)
+			h->methods[i] = h->methods[--h->nmethods];
+		else
+			i++;
+	}
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		h->peers[i].paused = 0;
+}
+
+/* -- calls from control clients ----------------------------------------- */
+
+int
+host_call_text(struct hub *h, struct ext_call *c, const char *method,
+	       char *const *args, int nargs, const char **why)
+{
+	const struct method *m = host_method_find(h, method);
+	struct origin o = { ORIGIN_CLIENT, 0, 0, 0, c };
+	struct hp_pc_enc e;
+	struct peer *p = NULL;
+	uint8_t *buf;
+	size_t cap = h->seg.params.max_payload_size;
+	int rc = 0;
+
+	if (m == NULL) {
+		*why = "no such method";
+		return -ENOENT;
+	}
+	/* the caller gives every argument but channels, which we open */
+	int want = 0, next = 0;
+
+	for (uint8_t i = 0; i < m->sig.nargs; i++)
+		want += m->sig.args[i] != HP_T_CHAN;
+	if (nargs != want) {
+		*why = "wrong number of arguments for the method's signature";
+		return -EINVAL;
+	}
+	if (m->owner != 0 && ((p = peer_of(h, m->owner)) == NULL || p->state != PEER_UP)) {
+		*why = "the method's guest is not running";
+		return -EHOSTDOWN;
+	}
+	if ((buf = malloc(cap)) == NULL) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	c->chan = 0;
+	c->ret_type = m->sig.ret;
+	hp_pc_enc_init(&e, buf, cap);
+	hp_pc_put_seq_len(&e, 0);		/* no metadata */
+	for (uint8_t i = 0; i < m->sig.nargs; i++) {
+		if (m->sig.args[i] != HP_T_CHAN) {
+			if (hp_sig_encode_text(&e, m->sig.args[i], args[next++]) != 0) {
+				*why = "an argument is not of its signature's type";
+				rc = -EINVAL;
+				goto out;
+			}
+			continue;
+		}
+		/* a chan<T>: we receive it, the client sees the items */
+		int64_t id = p == NULL || c->chan != 0 ? -EINVAL :
+		    hp_chan_open(p->view.chans, h->seg.params.max_channels, HP_SIDE_HOST,
+				 h->seg.params.initial_credit, &p->chan_cursor);
+
+		if (id < 0) {
+			*why = "no channel available";
+			rc = -EAGAIN;
+			goto out;
+		}
+		c->chan = (uint32_t)id;
+		p->chans[id] = (struct hchan){ .open = 1, .item_type = m->sig.chan_item[i],
+					       .granted = h->seg.params.initial_credit, .o = o };
+		hp_pc_put_u64(&e, (uint64_t)id);
+	}
+	if (e.err != 0) {
+		*why = "arguments larger than max_payload_size";
+		rc = -EMSGSIZE;
+		goto out;
+	}
+	if (p == NULL) {
+		c->peer = 0;
+		service(h, NULL, m, &o, buf + 1, e.len - 1);
+	} else {
+		c->peer = p->id;
+		if ((rc = call_guest(h, p, m->id, buf, (uint32_t)e.len, &o)) != 0)
+			*why = "out of memory";
+	}
+out:
+	if (rc != 0 && c->chan != 0) {
+		p->chans[c->chan].open = 0;
+		hp_chan_free(&p->view.chans[c->chan]);
+		c->chan = 0;
+	}
+	free(buf);
+	return rc;
+}
+
+void
+host_call_abandon(struct hub *h, struct ext_call *c)
+{
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *p = &h->peers[i];
+
+		for (uint32_t j = 0; j < p->pend_cap; j++)
+			if (p->pend[j].id != 0 && p->pend[j].o.ext == c)
+				p->pend[j].o.kind = ORIGIN_NONE;
+		for (uint32_t id = 0; p->chans != NULL && id < h->seg.params.max_channels; id++)
+			if (p->chans[id].open && p->chans[id].o.ext == c)
+				p->chans[id].o.kind = ORIGIN_NONE;
+	}
+}

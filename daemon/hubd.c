@@ -1,0 +1,259 @@
+/* hubd: owns the segment, spawns and supervises the guests, serves their
+ * rings and the control socket, all from one libev loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/control.h"
+#include "daemon/hubd.h"
+#include "daemon/log.h"
+
+#define SPIN_NS		50000	/* keep polling rings this long after the last work */
+#define BUSY_NS		1000000	/* then give libev a turn at least this often */
+#define DEFAULT_CONF	"/etc/hub/hubd.conf"
+
+uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: hubd [-nv] [-f file]\n"
+		"  -f file  configuration (default " DEFAULT_CONF ")\n"
+		"  -n       check the configuration and exit\n"
+		"  -v       verbose logging\n");
+	exit(1);
+}
+
+/* The data path's turn: poll every ring until there has been nothing to do
+ * for SPIN_NS, returning to libev at least every BUSY_NS so sockets and
+ * timers are served. No syscall here while messages flow. */
+static void
+idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	struct hub *h = w->data;
+	uint64_t start = now_ns(), last = start, now;
+
+	(void)revents;
+	for (;;) {
+		now = now_ns();
+		if (host_poll(h) > 0)
+			last = now;
+		else if (now - last > SPIN_NS) {
+			ev_idle_stop(loop, w);	/* quiet: let the loop sleep */
+			return;
+		}
+		if (now - start > BUSY_NS)
+			return;
+	}
+}
+
+/* Just before libev blocks: announce sleep and look once more. */
+static void
+prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct hub *h = w->data;
+
+	(void)revents;
+	if (ev_is_active(&h->idle_w))
+		return;
+	h->announced = 1;
+	if (host_sleep_prepare(h))
+		ev_idle_start(loop, &h->idle_w);
+}
+
+static void
+check_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+	struct hub *h = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (h->announced) {
+		h->announced = 0;
+		host_wake(h);
+	}
+}
+
+static void
+tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	host_check(w->data, now_ns());
+}
+
+static void
+signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct hub *h = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (w->signum == SIGHUP) {
+		log_info("SIGHUP: reload is not supported yet");
+		return;
+	}
+	if (h->stopping)
+		return;
+	log_info("%s: stopping", strsignal(w->signum));
+	supervise_stop_all(h);
+}
+
+/* One hubd per segment path: a lock beside it, not a guess from the file. */
+static void
+lock_segment(struct hub *h)
+{
+	char pid[32];
+	int n;
+
+	if (asprintf(&h->lock_path, "%s.lock", h->conf.segment_path) < 0)
+		fatal("asprintf");
+	h->lock_fd = open(h->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (h->lock_fd < 0)
+		fatal("%s", h->lock_path);
+	if (flock(h->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK)
+			fatal("lock %s", h->lock_path);
+		n = (int)pread(h->lock_fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		fatalx("another hubd (pid %s) owns %s", pid[0] ? pid : "?",
+		       h->conf.segment_path);
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(h->lock_fd, 0) != 0 || pwrite(h->lock_fd, pid, (size_t)n, 0) != n)
+		log_warn("%s", h->lock_path);
+}
+
+static void
+setup(struct hub *h)
+{
+	const char *why = NULL;
+	struct hub_conf *c = &h->conf;
+	int rc;
+
+	lock_segment(h);
+	/* r[shm.file.cleanup]: we hold the lock, so a segment there is stale */
+	if (access(c->segment_path, F_OK) == 0) {
+		log_info("removing stale segment %s", c->segment_path);
+		unlink(c->segment_path);
+	}
+	/* r[shm.file.permissions] */
+	if ((rc = hp_segment_create(&h->seg, c->segment_path, &c->params, 0600, &why)) != 0)
+		fatalx("cannot create %s: %s", c->segment_path, why ? why : strerror(-rc));
+	if ((h->peers = calloc(c->params.max_guests, sizeof(*h->peers))) == NULL)
+		fatal("calloc");
+	for (uint32_t i = 0; i < c->params.max_guests; i++) {
+		struct peer *p = &h->peers[i];
+
+		p->id = i + 1;
+		p->hub = h;
+		p->pidfd = p->bell = -1;
+		p->kill_reason = -1;
+		p->chans = calloc(c->params.max_channels, sizeof(*p->chans));
+		if (p->chans == NULL)
+			fatal("calloc");
+	}
+	if (host_init(h) != 0)
+		fatalx("out of memory");
+	if (control_init(h) != 0)
+		fatalx("cannot open the control socket %s", c->control_path);
+	log_info("segment %s: %.1f MiB, %u guests at most", c->segment_path,
+		 (double)h->seg.size / (1 << 20), c->params.max_guests);
+}
+
+static void
+teardown(struct hub *h)
+{
+	control_close(h);
+	hp_segment_close(&h->seg);
+	unlink(h->conf.segment_path);	/* r[shm.file.cleanup] */
+	unlink(h->lock_path);
+	close(h->lock_fd);
+	free(h->lock_path);
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		free(h->peers[i].chans);
+		free(h->peers[i].pend);
+	}
+	free(h->peers);
+	free(h->methods);
+	free(h->slot_owner);
+	config_free(&h->conf);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	const char *file = DEFAULT_CONF;
+	struct hub hub, *h = &hub;
+	int ch, check = 0, verbose = 0;
+
+	while ((ch = getopt(argc, argv, "f:nvh")) != -1) {
+		switch (ch) {
+		case 'f': file = optarg; break;
+		case 'n': check = 1; break;
+		case 'v': verbose = 1; break;
+		default: usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	log_init(verbose, "hubd");
+	memset(h, 0, sizeof(*h));
+	if (config_load(file, &h->conf, stderr) != 0)
+		return 1;
+	if (check) {
+		printf("%s: configuration OK (%u guests)\n", file, h->conf.nguests);
+		config_free(&h->conf);
+		return 0;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* Not ev_default_loop: that one reaps every child with waitpid(-1)
+	 * on SIGCHLD and would steal the exit statuses our pidfds report. */
+	if ((h->loop = ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOENV)) == NULL)
+		fatalx("cannot create the event loop");
+	setup(h);
+	ev_idle_init(&h->idle_w, idle_cb);
+	ev_prepare_init(&h->prepare_w, prepare_cb);
+	ev_check_init(&h->check_w, check_cb);
+	h->idle_w.data = h->prepare_w.data = h->check_w.data = h;
+	ev_prepare_start(h->loop, &h->prepare_w);
+	ev_check_start(h->loop, &h->check_w);
+	/* heartbeat checks a few times per interval: a hang is seen within
+	 * 2.25 intervals; never more often than 100 Hz, never less than 1 Hz */
+	double tick = (double)h->conf.params.heartbeat_interval / 4e9;
+
+	tick = tick == 0 || tick > 1 ? 1 : tick < 0.01 ? 0.01 : tick;
+	ev_timer_init(&h->tick_w, tick_cb, tick, tick);
+	h->tick_w.data = h;
+	ev_timer_start(h->loop, &h->tick_w);
+	for (int i = 0; i < 3; i++) {
+		ev_signal_init(&h->sig_w[i], signal_cb, sigs[i]);
+		h->sig_w[i].data = h;
+		ev_signal_start(h->loop, &h->sig_w[i]);
+	}
+	h->start_ns = now_ns();
+	for (uint32_t i = 0; i < h->conf.nguests; i++) {
+		h->peers[i].conf = &h->conf.guests[i];
+		supervise_start(h, &h->peers[i]);
+	}
+	ev_run(h->loop, 0);
+	log_info("stopped");
+	teardown(h);
+	ev_loop_destroy(h->loop);
+	return h->exit_code;
+}

@@ -1,0 +1,214 @@
+/* hubd's private header: the hub, its peers, and prototypes grouped by
+ * file. */
+#ifndef HUBD_H
+#define HUBD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <ev.h>
+
+#include "daemon/config.h"
+#include "proto/endpoint.h"
+#include "proto/msg.h"
+#include "proto/segment.h"
+#include "proto/sig.h"
+
+struct hub;
+struct client;
+
+/* Supervisor states (after s6-supervise), one handler per event. */
+#define PEER_DOWN	0	/* not running, not wanted (stopped, restart=never) */
+#define PEER_STARTING	1	/* spawned, entry Reserved, not attached yet */
+#define PEER_UP		2	/* attached and served */
+#define PEER_STOPPING	3	/* asked to leave; killed after stop_grace */
+#define PEER_BACKOFF	4	/* died; restarts when the backoff timer fires */
+#define PEER_FAILED	5	/* died too often; left down until restarted by hand */
+
+/* Why a guest went away (the death tally). */
+#define DEATH_EXITED	0	/* exited by itself */
+#define DEATH_CRASHED	1	/* killed by a signal */
+#define DEATH_HUNG	2	/* heartbeat stale or attach timeout: we killed it */
+#define DEATH_VIOLATION	3	/* broke the protocol: we killed it */
+#define DEATH_SPAWN	4	/* could not be started (exec failed) */
+
+#define TALLY_MAX	8
+
+struct death {
+	uint64_t	when_ns;	/* CLOCK_REALTIME */
+	int		reason;		/* DEATH_* */
+	int		status;		/* exit status or signal */
+	char		detail[64];	/* the rule broken, ... */
+};
+
+/* Who waits for the answer to a call the host made. */
+#define ORIGIN_NONE	0	/* nobody any more: drop the answer */
+#define ORIGIN_PEER	1	/* a guest's call, routed */
+#define ORIGIN_CLIENT	2	/* a control client's call */
+#define ORIGIN_SINK	3	/* internal */
+
+struct ext_call;
+
+struct origin {
+	int		kind;
+	uint32_t	peer;		/* ORIGIN_PEER: caller and its ... */
+	uint32_t	epoch;		/* ... instance */
+	uint32_t	req_id;		/* its request id */
+	struct ext_call	*ext;		/* ORIGIN_CLIENT */
+};
+
+struct pending {
+	uint32_t	id;		/* host->guest request id, 0 = free */
+	struct origin	o;
+};
+
+/* A message waiting for room in a guest's ring or the host's pool. */
+struct qmsg {
+	struct qmsg	*next;
+	uint8_t		type;
+	uint32_t	id;
+	uint64_t	method_id;
+	uint32_t	len;
+	uint8_t		data[];
+};
+
+/* A channel the host receives on from a guest. */
+struct hchan {
+	uint8_t		open;
+	uint8_t		item_type;	/* HP_T_* for a client stream */
+	uint32_t	received;	/* bytes received in all */
+	uint32_t	granted;	/* what we granted, kept locally */
+	uint32_t	unreported;	/* consumed, not yet granted back */
+	uint64_t	checksum;	/* hub.sink: FNV-1a 64 */
+	uint64_t	bytes;
+	struct origin	o;		/* where items and the end go */
+};
+
+struct peer_stats {
+	uint64_t	calls_in;	/* requests from the guest */
+	uint64_t	calls_out;	/* requests to the guest */
+	uint64_t	violations;
+	uint64_t	backlogged;	/* messages that had to wait for room */
+};
+
+struct peer {
+	struct hub		*hub;
+	struct guest_conf	*conf;
+	uint32_t		id;		/* peer id, 1..max_guests */
+	int			state;		/* PEER_* */
+	pid_t			pid;
+	int			pidfd;
+	int			bell;		/* our end of the doorbell */
+	ev_io			pid_w;
+	ev_io			bell_w;
+	ev_timer		timer;		/* attach, backoff, stop grace */
+	uint32_t		epoch;
+	struct hp_peer_view	view;
+	struct hp_endpoint	ep;
+	int			paused;		/* not read: a target is backlogged */
+	int			kill_reason;	/* DEATH_* when we killed it, else -1 */
+	char			kill_detail[64];
+	int			want_down;	/* stopped by hand or hub stopping */
+	int			want_restart;	/* start again as soon as it is down */
+	uint64_t		tally_from_ns;	/* deaths before this do not count */
+	struct pending		*pend;		/* open addressing by id */
+	uint32_t		pend_cap;
+	uint32_t		pend_count;
+	uint32_t		next_req;
+	uint32_t		inbound;	/* its calls being routed */
+	struct qmsg		*bl_head;
+	struct qmsg		**bl_tail;
+	uint32_t		bl_count;
+	struct hchan		*chans;		/* by channel id */
+	uint32_t		chan_cursor;
+	uint32_t		host_slots;	/* host pool slots it holds */
+	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
+	uint64_t		up_ns;
+	uint32_t		restarts;
+	uint64_t		backoff_ns;
+	struct death		tally[TALLY_MAX];
+	uint32_t		ndeaths;	/* ever */
+	struct peer_stats	stats;
+};
+
+/* A registered method: a host service or a guest's. */
+struct method {
+	uint64_t	id;
+	char		name[64];
+	char		signature[HP_SIG_MAX_LEN + 1];
+	struct hp_sig	sig;
+	uint32_t	owner;		/* peer id, 0 = host */
+	uint32_t	epoch;		/* owner's instance */
+};
+
+struct hub {
+	struct ev_loop		*loop;
+	struct hub_conf		conf;
+	struct hp_segment	seg;
+	struct hp_slot_pool	host_pool;
+	uint8_t			*slot_owner;	/* host pool slot -> peer id holding it */
+	int			lock_fd;
+	struct peer		*peers;		/* [max_guests], index = id - 1 */
+	struct method		*methods;
+	uint32_t		nmethods;
+	int			stopping;
+	int			busy;		/* served something this round */
+	uint64_t		start_ns;
+	ev_idle			idle_w;		/* keeps polling rings while busy */
+	ev_prepare		prepare_w;	/* announces sleep before blocking */
+	ev_check		check_w;
+	ev_signal		sig_w[3];
+	ev_timer		tick_w;		/* heartbeats, epochs, stalls */
+	int			announced;	/* sleep announced to the guests */
+	char			*lock_path;
+	int			ctl_fd;		/* control socket */
+	ev_io			ctl_w;
+	struct client		*clients;
+	int			exit_code;
+};
+
+/* hubd.c */
+uint64_t	now_ns(void);
+
+/* supervise.c: spawning, death, recovery, restart */
+int		supervise_start(struct hub *h, struct peer *p);
+void		supervise_stop(struct hub *h, struct peer *p);
+void		supervise_restart(struct hub *h, struct peer *p);
+void		supervise_kill(struct peer *p, int reason, const char *detail);
+void		supervise_stop_all(struct hub *h);
+int		supervise_all_down(struct hub *h);
+const char	*supervise_state_name(int state);
+const char	*supervise_death_name(int reason);
+
+/* host.c: the data path, routing and host services */
+int		host_init(struct hub *h);
+void		host_attach(struct hub *h, struct peer *p);
+void		host_detach(struct hub *h, struct peer *p);
+void		host_doorbell(struct hub *h, struct peer *p);
+int		host_poll(struct hub *h);
+int		host_sleep_prepare(struct hub *h);
+void		host_wake(struct hub *h);
+void		host_check(struct hub *h, uint64_t now);
+
+/* Calls from outside the segment (control clients). */
+struct ext_call {
+	void		*ctx;
+	void		(*on_item)(struct ext_call *c, uint8_t item_type,
+				   const uint8_t *item, size_t len);
+	void		(*on_done)(struct ext_call *c, int status,
+				   const struct hp_response *r);
+	/* router's */
+	uint32_t	peer;
+	uint32_t	req_id;
+	uint32_t	chan;
+	uint8_t		ret_type;
+};
+/* Calls method with text arguments encoded by its signature. 0 when the
+ * call is under way (on_done will run), or -errno with *why. */
+int		host_call_text(struct hub *h, struct ext_call *c, const char *method,
+			       char *const *args, int nargs, const char **why);
+/* The caller went away: on_done will not run. */
+void		host_call_abandon(struct hub *h, struct ext_call *c);
+const struct method *host_method_find(struct hub *h, const char *name);
+
+#endif

@@ -1,0 +1,62 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "daemon/log.h"
+
+static int log_verbose;
+static int log_journal;		/* stderr goes to journald: prefix "<prio>" */
+static const char *log_prog = "hubd";
+
+void
+log_init(int verbose, const char *progname)
+{
+	log_verbose = verbose;
+	log_prog = progname;
+	log_journal = getenv("JOURNAL_STREAM") != NULL;
+}
+
+/* One write per line, so lines from several writers never interleave. */
+static void
+vlog(int prio, const char *fmt, va_list ap, const char *suffix)
+{
+	char buf[1024];
+	size_t len;
+
+	if (prio == LOG_DEBUG && !log_verbose)
+		return;
+	if (log_journal)
+		snprintf(buf, sizeof(buf), "<%d>", prio);
+	else
+		snprintf(buf, sizeof(buf), "%s: %s", log_prog,
+			 prio <= LOG_CRIT ? "fatal: " : "");
+	len = strlen(buf);
+	vsnprintf(buf + len, sizeof(buf) - len, fmt, ap);
+	if (suffix != NULL) {
+		len = strlen(buf);
+		snprintf(buf + len, sizeof(buf) - len, ": %s", suffix);
+	}
+	fprintf(stderr, "%s\n", buf);
+}
+
+#define LOGFN(name, prio, with_errno, tail)				\
+void									\
+name(const char *fmt, ...)						\
+{									\
+	const char *e = with_errno ? strerror(errno) : NULL;		\
+	va_list ap;							\
+									\
+	va_start(ap, fmt);						\
+	vlog(prio, fmt, ap, e);						\
+	va_end(ap);							\
+	tail;								\
+}
+
+LOGFN(log_warn, LOG_WARNING, 1, )
+LOGFN(log_warnx, LOG_WARNING, 0, )
+LOGFN(log_info, LOG_INFO, 0, )
+LOGFN(log_debug, LOG_DEBUG, 0, )
+LOGFN(fatal, LOG_CRIT, 1, exit(1))
+LOGFN(fatalx, LOG_CRIT, 0, exit(1))

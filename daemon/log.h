@@ -1,0 +1,17 @@
+/* hubd's logging, after OpenBSD's log.c: log_warn appends strerror(errno),
+ * log_warnx does not; fatal/fatalx exit and are for start-up or broken
+ * invariants only. Lines go to stderr (journald adds the time). */
+#ifndef HUB_LOG_H
+#define HUB_LOG_H
+
+#include <stdarg.h>
+
+void log_init(int verbose, const char *progname);
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#endif

@@ -1,0 +1,161 @@
+/* counter: streams over channels.
+ *   counter.count N CHAN	sends 1..N (u64 items) on CHAN, answers N
+ *   counter.stream BYTES ITEM	streams BYTES bytes in ITEM-byte items into
+ *				the host's hub.sink and answers
+ *				"ok BYTES CHECKSUM CREDIT_WAITS" once the
+ *				host's checksum matches its own */
+#include <err.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guestlib/guest.h"
+
+static void
+count(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	uint64_t n, chan;
+	size_t pos = 0, out;
+	uint8_t item[16];
+	int rc = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &chan) != 0 || chan > UINT32_MAX) {
+		guest_reply_error(c, "counter.count takes a count and a channel");
+		return;
+	}
+	for (uint64_t i = 1; i <= n && rc == 0 && !guest_call_cancelled(c); i++) {
+		out = 0;
+		guest_pc_put_u64(item, sizeof(item), &out, i);
+		rc = guest_chan_send(g, (uint32_t)chan, item, out, -1);
+	}
+	if (rc != 0) {
+		guest_chan_reset(g, (uint32_t)chan);
+		guest_reply_error(c, "the stream broke");
+		return;
+	}
+	guest_chan_close(g, (uint32_t)chan);
+	out = 0;
+	guest_pc_put_u64(item, sizeof(item), &out, n);
+	guest_reply(c, item, out);
+}
+
+struct stream {
+	struct guest_call	*call;
+	uint64_t		bytes;
+	uint64_t		checksum;	/* FNV-1a 64 of every item as sent */
+	uint64_t		credit_waits;
+};
+
+static void
+sink_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct stream *s = ctx;
+	uint64_t host;
+	size_t pos = 0;
+	char text[128];
+	uint8_t res[160];
+	size_t out = 0;
+
+	if (status != 0 || guest_pc_get_u64(result, len, &pos, &host) != 0) {
+		guest_reply_error(s->call, "hub.sink failed");
+	} else if (host != s->checksum) {
+		snprintf(text, sizeof(text), "checksum mismatch: host %016" PRIx64
+			 ", ours %016" PRIx64, host, s->checksum);
+		guest_reply_error(s->call, text);
+	} else {
+		snprintf(text, sizeof(text), "ok %" PRIu64 " %016" PRIx64 " %" PRIu64,
+			 s->bytes, s->checksum, s->credit_waits);
+		guest_pc_put_str(res, sizeof(res), &out, text, strlen(text));
+		guest_reply(s->call, res, out);
+	}
+	free(s);
+}
+
+static void
+stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	struct guest_stats before, after;
+	uint64_t total, item_size, seq = 0;
+	size_t pos = 0, hdr;
+	uint8_t arg[16], *item;
+	struct stream *s;
+	int64_t chan;
+	int rc = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &total) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &item_size) != 0 ||
+	    item_size == 0 || item_size > (1u << 24)) {
+		guest_reply_error(c, "counter.stream takes a byte count and an item size");
+		return;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL || (item = malloc(item_size + 10)) == NULL) {
+		free(s);
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	s->call = c;
+	s->checksum = 0xcbf29ce484222325ull;
+	if ((chan = guest_chan_open_send(g)) < 0) {
+		free(item);
+		free(s);
+		guest_reply_error(c, "no free channel");
+		return;
+	}
+	pos = 0;
+	guest_pc_put_u64(arg, sizeof(arg), &pos, (uint64_t)chan);
+	/* The host opens its end before our data reaches it: same ring, FIFO. */
+	if (guest_call_async(g, "hub.sink", arg, pos, sink_done, s, NULL) != 0) {
+		free(item);
+		free(s);
+		guest_reply_error(c, "hub.sink could not be called");
+		return;
+	}
+	guest_get_stats(g, &before);
+	while (s->bytes < total && rc == 0) {
+		uint64_t n = total - s->bytes < item_size ? total - s->bytes : item_size;
+
+		hdr = 0;
+		guest_pc_put_u64(item, 10, &hdr, n);		/* bytes: length, then data */
+		for (uint64_t i = 0; i < n; i++)
+			item[hdr + i] = (uint8_t)(seq * 131 + i * 7);
+		for (uint64_t i = 0; i < hdr + n; i++) {
+			s->checksum ^= item[i];
+			s->checksum *= 0x100000001b3ull;
+		}
+		rc = guest_chan_send(g, (uint32_t)chan, item, hdr + n, -1);
+		s->bytes += n;
+		seq++;
+	}
+	free(item);
+	guest_get_stats(g, &after);
+	s->credit_waits = after.credit_waits - before.credit_waits;
+	if (rc != 0)
+		guest_chan_reset(g, (uint32_t)chan);	/* the sink answers with an error */
+	else
+		guest_chan_close(g, (uint32_t)chan);
+	/* answered from sink_done */
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct guest *g;
+	const char *why;
+	int rc;
+
+	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
+		errx(1, "%s", why);
+	if (guest_register(g, "counter.count", "u64,chan<u64>->u64", count, NULL) != 0 ||
+	    guest_register(g, "counter.stream", "u64,u64->str", stream, NULL) != 0)
+		errx(1, "cannot register methods");
+	rc = guest_run(g);
+	guest_detach(g);
+	return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,158 @@
+/* kv: an in-memory key-value store. kv.put KEY VALUE, kv.get KEY,
+ * kv.delete KEY, kv.list (the keys, one per line). */
+#include <err.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guestlib/guest.h"
+
+struct entry {
+	struct entry	*next;
+	char		*key;
+	size_t		klen;
+	uint8_t		*val;
+	size_t		vlen;
+};
+
+static struct entry *table;
+
+static struct entry **
+find(const char *k, size_t n)
+{
+	struct entry **pp;
+
+	for (pp = &table; *pp != NULL; pp = &(*pp)->next)
+		if ((*pp)->klen == n && memcmp((*pp)->key, k, n) == 0)
+			break;
+	return pp;
+}
+
+static void
+put(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *k, *v;
+	size_t kn, vn, pos = 0;
+	struct entry **pp, *e;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &k, &kn) != 0 ||
+	    guest_pc_get_str(args, len, &pos, &v, &vn) != 0 || pos != len) {
+		guest_reply_error(c, "kv.put takes a key and a value");
+		return;
+	}
+	if ((e = *(pp = find(k, kn))) == NULL) {
+		if ((e = calloc(1, sizeof(*e))) == NULL || (e->key = malloc(kn + 1)) == NULL) {
+			free(e);
+			guest_reply_error(c, "out of memory");
+			return;
+		}
+		memcpy(e->key, k, kn);
+		e->klen = kn;
+		*pp = e;
+	}
+	free(e->val);
+	if ((e->val = malloc(vn + 1)) == NULL) {
+		e->vlen = 0;
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	memcpy(e->val, v, vn);
+	e->vlen = vn;
+	guest_reply(c, NULL, 0);
+}
+
+static void
+get(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *k;
+	size_t kn, pos = 0, out = 0;
+	struct entry *e;
+	uint8_t *res;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &k, &kn) != 0) {
+		guest_reply_error(c, "kv.get takes a key");
+		return;
+	}
+	if ((e = *find(k, kn)) == NULL) {
+		guest_reply_error(c, "no such key");
+		return;
+	}
+	if ((res = malloc(e->vlen + 10)) == NULL) {
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	guest_pc_put_str(res, e->vlen + 10, &out, (const char *)e->val, e->vlen);
+	guest_reply(c, res, out);
+	free(res);
+}
+
+static void
+del(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *k;
+	size_t kn, pos = 0;
+	struct entry **pp, *e;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &k, &kn) != 0) {
+		guest_reply_error(c, "kv.delete takes a key");
+		return;
+	}
+	if ((e = *(pp = find(k, kn))) == NULL) {
+		guest_reply_error(c, "no such key");
+		return;
+	}
+	*pp = e->next;
+	free(e->key);
+	free(e->val);
+	free(e);
+	guest_reply(c, NULL, 0);
+}
+
+static void
+list(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	size_t total = 0, n = 0, out = 0;
+	char *text;
+	uint8_t *res;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	for (struct entry *e = table; e != NULL; e = e->next)
+		total += e->klen + 1;
+	if ((text = malloc(total + 1)) == NULL || (res = malloc(total + 10)) == NULL) {
+		free(text);
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	for (struct entry *e = table; e != NULL; e = e->next) {
+		memcpy(text + n, e->key, e->klen);
+		n += e->klen;
+		text[n++] = '\n';
+	}
+	guest_pc_put_str(res, total + 10, &out, text, n);
+	guest_reply(c, res, out);
+	free(text);
+	free(res);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct guest *g;
+	const char *why;
+	int rc;
+
+	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
+		errx(1, "%s", why);
+	if (guest_register(g, "kv.put", "str,bytes->unit", put, NULL) != 0 ||
+	    guest_register(g, "kv.get", "str->bytes", get, NULL) != 0 ||
+	    guest_register(g, "kv.delete", "str->unit", del, NULL) != 0 ||
+	    guest_register(g, "kv.list", "->str", list, NULL) != 0)
+		errx(1, "cannot register methods");
+	rc = guest_run(g);
+	guest_detach(g);
+	return rc == 0 ? 0 : 1;
+}

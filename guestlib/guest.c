@@ -1,0 +1,1002 @@
+/* libguest: attach from the spawn ticket, serve the rings, call out,
+ * stream over channels, keep the heartbeat (guest.h). */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "guestlib/guest.h"
+#include "proto/channel.h"
+#include "proto/doorbell.h"
+#include "proto/endpoint.h"
+#include "proto/method.h"
+#include "proto/msg.h"
+#include "proto/postcard.h"
+#include "proto/segment.h"
+#include "proto/services.h"
+#include "proto/ticket.h"
+
+#define EXPORT		__attribute__((visibility("default")))
+#define ATTACH_RETRY_MS	1000	/* a segment still being created */
+#define BATCH		64	/* messages served before flushing */
+
+struct method {
+	uint64_t	id;
+	guest_handler	fn;
+	void		*ctx;
+};
+
+struct out_call {
+	uint32_t	id;		/* 0: free */
+	guest_result_fn	fn;
+	void		*ctx;
+};
+
+struct guest_call {
+	struct guest	*g;
+	uint32_t	req_id;
+	int		cancelled;
+	struct guest_call *next;	/* calls being handled */
+};
+
+struct rx_chan {
+	guest_item_fn	on_item;
+	guest_end_fn	on_end;
+	void		*ctx;
+	uint32_t	unreported;	/* consumed bytes not yet granted back */
+	uint8_t		open;
+};
+
+struct tx_chan {
+	uint32_t	sent_total;	/* r[shm.flow.remaining-credit]: local */
+	uint8_t		open;
+};
+
+struct guest {
+	struct hp_segment	seg;
+	struct hp_peer_view	view;
+	struct hp_endpoint	ep;
+	uint32_t		peer_id;
+	int			doorbell;
+	uint64_t		hb_interval;
+	uint64_t		next_hb;
+	struct method		*methods;
+	uint32_t		nmethods;
+	struct out_call		*out;		/* open addressing by id */
+	uint32_t		out_cap;	/* power of two */
+	uint32_t		out_count;
+	uint32_t		next_req;
+	struct guest_call	*active;
+	struct rx_chan		*rx;		/* by channel id */
+	struct tx_chan		*tx;
+	uint32_t		chan_cursor;
+	int			stop;
+	int			dead;		/* 0, or why the loop must end */
+	struct guest_stats	stats;
+};
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void
+heartbeat(struct guest *g, uint64_t now)
+{
+	if (g->hb_interval == 0 || now < g->next_hb)
+		return;
+	/* r[shm.crash.heartbeat] r[shm.crash.heartbeat-clock]: our
+	 * CLOCK_MONOTONIC, at least once per interval; relaxed: the host
+	 * only compares it with its own clock. */
+	hp_store_relaxed_u64(&g->view.entry->last_heartbeat, now);
+	g->next_hb = now + g->hb_interval / 2;
+}
+
+EXPORT int
+guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
+{
+	struct hp_ticket t;
+	struct guest *g;
+	uint32_t state = HP_PEER_RESERVED;
+	const char *dummy;
+	int rc, waited = 0;
+
+	if (why == NULL)
+		why = &dummy;
+	*gp = NULL;
+	/* r[shm.spawn.guest-init] 1: the ticket */
+	if ((rc = hp_ticket_parse(argc, argv, &t, why)) != 0)
+		return rc;
+	if ((g = calloc(1, sizeof(*g))) == NULL) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	g->seg.fd = -1;
+	g->doorbell = t.doorbell_fd;
+	g->peer_id = t.peer_id;
+	/* 2-3: map and validate; a hub still creating it has no magic yet */
+	while ((rc = hp_segment_attach(&g->seg, t.hub_path, 0, why)) == -EAGAIN &&
+	       waited < ATTACH_RETRY_MS) {
+		usleep(10000);
+		waited += 10;
+	}
+	if (rc != 0)
+		goto fail;
+	/* 4: our entry, through its own offsets (DESIGN: authoritative) */
+	if ((rc = hp_peer_view_guest(&g->seg, t.peer_id, &g->view, why)) != 0)
+		goto fail_unmap;
+	if ((rc = hp_endpoint_init_guest(&g->ep, &g->seg, &g->view, g->doorbell)) != 0) {
+		*why = "the host's rings are corrupt";
+		goto fail_unmap;
+	}
+	/* 5-6: Reserved -> Attached, or somebody else's entry */
+	if (!hp_cas_u32(&g->view.entry->state, &state, HP_PEER_ATTACHED)) {
+		*why = "the peer entry is not reserved for us (started by hand?)";
+		rc = -EBUSY;
+		goto fail_unmap;
+	}
+	/* r[shm.crash.epoch] r[shm.guest.attach]: a new instance */
+	hp_fetch_add_u32(&g->view.entry->epoch, 1, memory_order_release);
+	g->hb_interval = g->seg.params.heartbeat_interval;
+	heartbeat(g, now_ns());
+	g->out_cap = 64;
+	g->next_req = 1;
+	g->chan_cursor = 0;
+	if ((g->out = calloc(g->out_cap, sizeof(*g->out))) == NULL ||
+	    (g->rx = calloc(g->seg.params.max_channels, sizeof(*g->rx))) == NULL ||
+	    (g->tx = calloc(g->seg.params.max_channels, sizeof(*g->tx))) == NULL) {
+		*why = "out of memory";
+		rc = -ENOMEM;
+		guest_detach(g);
+		return rc;
+	}
+	/* 7: tell the host we are here (r[shm.doorbell.signal]) */
+	hp_doorbell_signal(g->doorbell);
+	*gp = g;
+	return 0;
+
+fail_unmap:
+	hp_segment_close(&g->seg);
+fail:
+	free(g);
+	return rc;
+}
+
+EXPORT unsigned
+guest_peer_id(const struct guest *g)
+{
+	return g->peer_id;
+}
+
+EXPORT int
+guest_fd(const struct guest *g)
+{
+	return g->doorbell;
+}
+
+EXPORT void
+guest_get_stats(const struct guest *g, struct guest_stats *s)
+{
+	*s = g->stats;
+	s->wakes = g->ep.stats.wakes;
+	s->sleeps = g->ep.stats.sleeps;
+}
+
+/* -- sending ----------------------------------------------------------- */
+
+static int
+tx_ready(void *arg)
+{
+	struct guest *g = arg;
+
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+		return -ESHUTDOWN;
+	return hp_endpoint_tx_ready(&g->ep);
+}
+
+/* Waits until a send of any size can be attempted again. */
+static int
+wait_tx(struct guest *g, int timeout_ms)
+{
+	int rc;
+
+	g->stats.ring_waits++;
+	if (hp_endpoint_flush(&g->ep) == -EPROTO)
+		return -EPROTO;
+	rc = hp_endpoint_wait(&g->ep, HP_WAIT_RING_SPACE | HP_WAIT_SLOT, tx_ready,
+			      g, timeout_ms);
+	if (rc == 0)
+		return -ETIMEDOUT;
+	if (rc == -ESHUTDOWN || rc == -EPIPE)
+		g->dead = rc;
+	return rc < 0 ? rc : 0;
+}
+
+/* Sends head (a prefix such as a response envelope) + body as one message,
+ * waiting for room as long as it takes. */
+static int
+send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
+	 const void *head, size_t hlen, const void *body, size_t blen, int flags)
+{
+	struct hp_outbuf ob;
+	size_t len = hlen + blen;
+	int rc;
+
+	if (g->dead)
+		return g->dead;
+	if (len > g->seg.params.max_payload_size)
+		return -EMSGSIZE;
+	while ((rc = hp_endpoint_reserve(&g->ep, (uint32_t)len, &ob)) == -EAGAIN)
+		if ((rc = wait_tx(g, -1)) != 0)
+			return rc;
+	if (rc != 0)
+		return rc;
+	if (hlen > 0)
+		memcpy(ob.buf, head, hlen);
+	if (blen > 0)
+		memcpy(ob.buf + hlen, body, blen);
+	return hp_endpoint_commit(&g->ep, &ob, type, id, method, (uint32_t)len, flags);
+}
+
+/* -- calls out ------------------------------------------------------- */
+
+static struct out_call *
+out_find(struct guest *g, uint32_t id)
+{
+	for (uint32_t i = id & (g->out_cap - 1);; i = (i + 1) & (g->out_cap - 1)) {
+		if (g->out[i].id == id)
+			return &g->out[i];
+		if (g->out[i].id == 0)
+			return NULL;
+	}
+}
+
+static int
+out_grow(struct guest *g)
+{
+	struct out_call *old = g->out;
+	uint32_t cap = g->out_cap;
+
+	if ((g->out = calloc(cap * 2, sizeof(*g->out))) == NULL) {
+		g->out = old;
+		return -ENOMEM;
+	}
+	g->out_cap = cap * 2;
+	for (uint32_t i = 0; i < cap; i++) {
+		if (old[i].id == 0)
+			continue;
+		uint32_t j = old[i].id & (g->out_cap - 1);
+
+		while (g->out[j].id != 0)
+			j = (j + 1) & (g->out_cap - 1);
+		g->out[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/* Removes an entry, re-inserting the rest of its cluster (linear probing). */
+static void
+out_remove(struct guest *g, struct out_call *c)
+{
+	uint32_t i = (uint32_t)(c - g->out), mask = g->out_cap - 1;
+
+	g->out[i].id = 0;
+	g->out_count--;
+	for (uint32_t j = (i + 1) & mask; g->out[j].id != 0; j = (j + 1) & mask) {
+		struct out_call moved = g->out[j];
+		uint32_t k = moved.id & mask;
+
+		g->out[j].id = 0;
+		while (g->out[k].id != 0)
+			k = (k + 1) & mask;
+		g->out[k] = moved;
+	}
+}
+
+EXPORT int
+guest_call_async(struct guest *g, const char *method, const void *args,
+		 size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id)
+{
+	static const uint8_t no_meta[1] = { 0 };	/* empty metadata Vec */
+	struct out_call *c;
+	uint32_t id;
+	int rc;
+
+	if (g->dead)
+		return g->dead;
+	if ((g->out_count + 1) * 2 > g->out_cap && (rc = out_grow(g)) != 0)
+		return rc;
+	/* r[shm.id.request-id]: u32, never 0, never one still in flight */
+	do {
+		id = g->next_req++;
+	} while (id == 0 || out_find(g, id) != NULL);
+	rc = send_msg(g, HP_MSG_REQUEST, id, hp_method_id(method, strlen(method)),
+		      no_meta, sizeof(no_meta), args, len, 0);
+	if (rc != 0)
+		return rc;
+	for (uint32_t i = id & (g->out_cap - 1);; i = (i + 1) & (g->out_cap - 1)) {
+		if (g->out[i].id == 0) {
+			c = &g->out[i];
+			break;
+		}
+	}
+	c->id = id;
+	c->fn = fn;
+	c->ctx = ctx;
+	g->out_count++;
+	g->stats.calls_out++;
+	if (call_id != NULL)
+		*call_id = id;
+	return 0;
+}
+
+EXPORT int
+guest_cancel(struct guest *g, uint32_t call_id)
+{
+	if (out_find(g, call_id) == NULL)
+		return -ENOENT;
+	return send_msg(g, HP_MSG_CANCEL, call_id, 0, NULL, 0, NULL, 0, 0);
+}
+
+static int
+status_of(const struct hp_response *r)
+{
+	if (r->result == HP_RESULT_OK)
+		return 0;
+	switch (r->error) {
+	case HP_ERR_USER: return -EREMOTEIO;
+	case HP_ERR_UNKNOWN_METHOD: return -ENOSYS;
+	case HP_ERR_INVALID_PAYLOAD: return -EBADMSG;
+	default: return -ECANCELED;
+	}
+}
+
+struct sync_call {
+	int		done;
+	int		status;
+	uint8_t		*buf;
+	size_t		cap;
+	size_t		*len;
+};
+
+static void
+sync_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct sync_call *s = ctx;
+
+	s->done = 1;
+	s->status = status;
+	if (s->len != NULL)
+		*s->len = len;
+	if (status != 0 && status != -EREMOTEIO)
+		return;
+	if (len > s->cap) {
+		len = s->cap;	/* an error string is cut, a result refused */
+		if (status == 0)
+			s->status = -EMSGSIZE;
+	}
+	if (len > 0)
+		memcpy(s->buf, result, len);
+}
+
+static int serve(struct guest *g, int *did);
+static int wait_rx(struct guest *g, int timeout_ms);
+
+EXPORT int
+guest_call(struct guest *g, const char *method, const void *args, size_t len,
+	   void *result, size_t cap, size_t *result_len, int timeout_ms)
+{
+	struct sync_call s = { .buf = result, .cap = cap, .len = result_len };
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
+	    now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint32_t id;
+	int rc, did;
+
+	if ((rc = guest_call_async(g, method, args, len, sync_done, &s, &id)) != 0)
+		return rc;
+	while (!s.done) {
+		uint64_t now;
+
+		if ((rc = serve(g, &did)) < 0)
+			break;
+		if (s.done || did)
+			continue;
+		if ((now = now_ns()) >= deadline) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		rc = wait_rx(g, deadline == UINT64_MAX ? -1 :
+			     (int)((deadline - now + 999999) / 1000000));
+		if (rc < 0)
+			break;
+	}
+	if (s.done)
+		return s.status;
+	/* Gave up: the answer, if it ever comes, is dropped. */
+	struct out_call *c = out_find(g, id);
+
+	if (c != NULL) {
+		if (rc == -ETIMEDOUT)
+			guest_cancel(g, id);
+		out_remove(g, c);
+	}
+	return rc;
+}
+
+/* -- calls in ------------------------------------------------------------ */
+
+static int
+respond(struct guest_call *c, const struct hp_response *r)
+{
+	struct guest *g = c->g;
+	uint8_t head[16];
+	struct hp_response env = *r;
+	int64_t n;
+	int rc;
+
+	/* The envelope (metadata, result tag, error tag) goes first, the
+	 * value bytes follow unchanged: encode the envelope alone. */
+	env.value = NULL;
+	env.value_len = 0;
+	if ((n = hp_msg_encode_response(head, sizeof(head), &env)) < 0)
+		rc = (int)n;
+	else
+		rc = send_msg(g, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
+			      r->value, r->value_len, 0);
+	if (rc == -EMSGSIZE) {
+		/* The caller must get an answer: a short error instead. */
+		static const char msg[] = "result over max_payload_size";
+		uint8_t err[64];
+		struct hp_pc_enc e;
+		struct hp_response tb = { .result = HP_RESULT_ERR, .error = HP_ERR_USER };
+
+		hp_pc_enc_init(&e, err, sizeof(err));
+		hp_pc_put_str(&e, msg, sizeof(msg) - 1);
+		/* envelope alone, the error string follows it */
+		if ((n = hp_msg_encode_response(head, sizeof(head), &tb)) > 0)
+			send_msg(g, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
+				 err, e.len, 0);
+	}
+	for (struct guest_call **pp = &g->active; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	free(c);
+	return rc;
+}
+
+EXPORT int
+guest_reply(struct guest_call *c, const void *result, size_t len)
+{
+	struct hp_response r = { .result = HP_RESULT_OK, .value = result,
+				 .value_len = len };
+
+	return respond(c, &r);
+}
+
+EXPORT int
+guest_reply_error(struct guest_call *c, const char *message)
+{
+	uint8_t buf[256];
+	struct hp_pc_enc e;
+	struct hp_response r = { .result = HP_RESULT_ERR, .error = HP_ERR_USER };
+	size_t n = strnlen(message, 200);
+
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_str(&e, message, n);
+	r.value = buf;
+	r.value_len = e.len;
+	return respond(c, &r);
+}
+
+EXPORT int
+guest_reply_cancelled(struct guest_call *c)
+{
+	struct hp_response r = { .result = HP_RESULT_ERR, .error = HP_ERR_CANCELLED };
+
+	return respond(c, &r);
+}
+
+EXPORT int
+guest_call_cancelled(const struct guest_call *c)
+{
+	return c->cancelled;
+}
+
+EXPORT struct guest *
+guest_call_guest(const struct guest_call *c)
+{
+	return c->g;
+}
+
+static int
+reply_error_code(struct guest *g, uint32_t req_id, uint32_t code)
+{
+	struct guest_call *c = calloc(1, sizeof(*c));
+	struct hp_response r = { .result = HP_RESULT_ERR, .error = code };
+
+	if (c == NULL)
+		return -ENOMEM;
+	c->g = g;
+	c->req_id = req_id;
+	return respond(c, &r);
+}
+
+EXPORT int
+guest_register(struct guest *g, const char *name, const char *signature,
+	       guest_handler fn, void *ctx)
+{
+	uint8_t args[512];
+	struct hp_pc_enc e;
+	struct method *m;
+	uint64_t id = hp_method_id(name, strlen(name));
+	int rc;
+
+	for (uint32_t i = 0; i < g->nmethods; i++)
+		if (g->methods[i].id == id)
+			return -EEXIST;
+	hp_pc_enc_init(&e, args, sizeof(args));
+	hp_pc_put_str(&e, name, strlen(name));
+	hp_pc_put_str(&e, signature, strlen(signature));
+	if (e.err != 0)
+		return -ENAMETOOLONG;
+	/* Known locally first: a call may arrive right after the host agrees. */
+	if ((m = realloc(g->methods, (g->nmethods + 1) * sizeof(*m))) == NULL)
+		return -ENOMEM;
+	g->methods = m;
+	g->methods[g->nmethods++] = (struct method){ id, fn, ctx };
+	rc = guest_call(g, HP_SVC_REGISTER, args, e.len, NULL, 0, NULL, 10000);
+	if (rc != 0) {
+		g->nmethods--;
+		return rc == -EREMOTEIO ? -EEXIST : rc;
+	}
+	return 0;
+}
+
+static int
+on_request(struct guest *g, struct hp_msg_in *m)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct guest_call *c;
+
+	for (uint32_t i = 0; i < g->nmethods; i++) {
+		if (g->methods[i].id != m->desc.method_id)
+			continue;
+		if (hp_msg_decode_request(m->payload, m->len, &req) != 0)
+			return reply_error_code(g, m->desc.id, HP_ERR_INVALID_PAYLOAD);
+		if ((c = calloc(1, sizeof(*c))) == NULL)
+			return -ENOMEM;
+		c->g = g;
+		c->req_id = m->desc.id;
+		c->next = g->active;
+		g->active = c;
+		g->stats.calls_in++;
+		g->methods[i].fn(c, req.args, req.args_len, g->methods[i].ctx);
+		return 0;
+	}
+	return reply_error_code(g, m->desc.id, HP_ERR_UNKNOWN_METHOD);
+}
+
+static int
+on_response(struct guest *g, struct hp_msg_in *m)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct out_call *c = out_find(g, m->desc.id), call;
+
+	if (c == NULL)
+		return 0;	/* we gave up on it (timeout) */
+	call = *c;
+	out_remove(g, c);
+	if (hp_msg_decode_response(m->payload, m->len, &r) != 0)
+		return -EPROTO;
+	call.fn(call.ctx, status_of(&r), r.value, r.value_len);
+	return 0;
+}
+
+static void
+on_cancel(struct guest *g, uint32_t id)
+{
+	for (struct guest_call *c = g->active; c != NULL; c = c->next)
+		if (c->req_id == id)
+			c->cancelled = 1;
+}
+
+/* -- channels ---------------------------------------------------------- */
+
+static struct hp_chan_entry *
+chan_entry(struct guest *g, uint32_t id)
+{
+	return &g->view.chans[id];
+}
+
+struct credit_wait {
+	struct guest	*g;
+	uint32_t	chan;
+	size_t		len;
+};
+
+static int
+credit_ready(void *arg)
+{
+	struct credit_wait *w = arg;
+	struct guest *g = w->g;
+	uint32_t id = w->chan;
+	size_t len = w->len;
+	int64_t credit;
+
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+		return -ESHUTDOWN;
+	credit = hp_chan_credit(chan_entry(g, id), g->tx[id].sent_total);
+	if (credit < 0)
+		return -EPROTO;
+	return (uint64_t)credit >= len;
+}
+
+EXPORT int
+guest_chan_send(struct guest *g, uint32_t chan, const void *item, size_t len,
+		int timeout_ms)
+{
+	struct credit_wait w = { g, chan, len };
+	int rc;
+
+	/* r[shm.id.channel-parity]: we send on ids the host gave us (even)
+	 * or that we opened (odd); either way the entry must be Active. */
+	if (chan == 0 || chan >= g->seg.params.max_channels)
+		return -EINVAL;
+	if (len > g->seg.params.initial_credit)
+		return -EMSGSIZE;	/* could never fit in the window */
+	if (!g->tx[chan].open) {
+		if (hp_chan_state(chan_entry(g, chan)) != HP_CHAN_ACTIVE)
+			return -ENOTCONN;
+		g->tx[chan].open = 1;
+		g->tx[chan].sent_total = 0;	/* r[shm.flow.initial] */
+	}
+	/* r[shm.flow.zero-credit]: wait for the receiver's grant */
+	if ((rc = credit_ready(&w)) == 0) {
+		g->stats.credit_waits++;
+		if (hp_endpoint_flush(&g->ep) == -EPROTO)
+			return -EPROTO;
+		rc = hp_endpoint_wait(&g->ep, HP_WAIT_CREDIT, credit_ready, &w,
+				      timeout_ms);
+		if (rc == 0)
+			return -ETIMEDOUT;
+	}
+	if (rc < 0) {
+		if (rc == -EPIPE || rc == -ESHUTDOWN)
+			g->dead = rc;
+		return rc;
+	}
+	if ((rc = send_msg(g, HP_MSG_DATA, chan, 0, item, len, NULL, 0, 0)) != 0)
+		return rc;
+	g->tx[chan].sent_total += (uint32_t)len;
+	return 0;
+}
+
+static int
+chan_end(struct guest *g, uint32_t chan, uint8_t type)
+{
+	int rc;
+
+	if (chan == 0 || chan >= g->seg.params.max_channels || !g->tx[chan].open)
+		return -ENOTCONN;
+	rc = send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0);
+	g->tx[chan].open = 0;
+	return rc;
+}
+
+EXPORT int
+guest_chan_close(struct guest *g, uint32_t chan)
+{
+	return chan_end(g, chan, HP_MSG_CLOSE);
+}
+
+EXPORT int
+guest_chan_reset(struct guest *g, uint32_t chan)
+{
+	return chan_end(g, chan, HP_MSG_RESET);
+}
+
+EXPORT int64_t
+guest_chan_open(struct guest *g, guest_item_fn on_item, guest_end_fn on_end,
+		void *ctx)
+{
+	int64_t id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
+				  HP_SIDE_GUEST, g->seg.params.initial_credit,
+				  &g->chan_cursor);
+
+	if (id < 0)
+		return id;
+	g->rx[id] = (struct rx_chan){ on_item, on_end, ctx, 0, 1 };
+	return id;
+}
+
+EXPORT int64_t
+guest_chan_open_send(struct guest *g)
+{
+	int64_t id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
+				  HP_SIDE_GUEST, g->seg.params.initial_credit,
+				  &g->chan_cursor);
+
+	if (id < 0)
+		return id;
+	g->tx[id].open = 1;
+	g->tx[id].sent_total = 0;	/* r[shm.flow.initial] */
+	return id;
+}
+
+static int
+on_data(struct guest *g, struct hp_msg_in *m)
+{
+	uint32_t id = m->desc.id;
+	struct rx_chan *c = &g->rx[id];
+
+	if (!c->open)
+		return -EPROTO;	/* data on a channel we do not receive */
+	c->on_item(c->ctx, m->payload, m->len);
+	/* r[shm.flow.ordering.receiver]: grant back what we consumed, in
+	 * chunks so the sender is not woken for every item. */
+	c->unreported += m->len;
+	if (c->unreported >= g->seg.params.initial_credit / 4 || c->unreported == m->len) {
+		hp_chan_grant(chan_entry(g, id), c->unreported);
+		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
+		c->unreported = 0;
+	}
+	return 0;
+}
+
+static int
+on_chan_end(struct guest *g, struct hp_msg_in *m)
+{
+	uint32_t id = m->desc.id;
+	struct rx_chan *c = &g->rx[id];
+
+	if (c->open) {
+		c->open = 0;
+		/* r[shm.flow.channel-id-reuse]: the receiver frees the entry */
+		hp_chan_free(chan_entry(g, id));
+		if (c->on_end != NULL)
+			c->on_end(c->ctx, m->desc.msg_type == HP_MSG_CLOSE ? 0 : -ECONNRESET);
+		return 0;
+	}
+	if (g->tx[id].open) {		/* the receiver gave up on our stream */
+		g->tx[id].open = 0;
+		return 0;
+	}
+	return -EPROTO;
+}
+
+/* -- the loop ------------------------------------------------------------ */
+
+static int
+dispatch(struct guest *g, struct hp_msg_in *m)
+{
+	switch (m->desc.msg_type) {
+	case HP_MSG_REQUEST:	return on_request(g, m);
+	case HP_MSG_RESPONSE:	return on_response(g, m);
+	case HP_MSG_CANCEL:	on_cancel(g, m->desc.id); return 0;
+	case HP_MSG_DATA:	return on_data(g, m);
+	case HP_MSG_CLOSE:
+	case HP_MSG_RESET:	return on_chan_end(g, m);
+	case HP_MSG_GOODBYE:	return -ECONNABORTED;	/* the host ended us */
+	default:		return -EPROTO;
+	}
+}
+
+/* Serves what is there now, up to BATCH messages. *did: whether any. */
+static int
+serve(struct guest *g, int *did)
+{
+	struct hp_msg_in m;
+	const char *rule;
+	int rc = 0, n;
+
+	*did = 0;
+	heartbeat(g, now_ns());
+	if (g->dead)
+		return g->dead;
+	/* r[shm.goodbye.host]: detach when the host says goodbye */
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+		return g->dead = -ESHUTDOWN;
+	for (n = 0; n < BATCH; n++) {
+		if ((rc = hp_endpoint_recv(&g->ep, &m, &rule)) == -EAGAIN) {
+			rc = 0;
+			break;
+		}
+		if (rc != 0)
+			return g->dead = -EPROTO;
+		*did = 1;
+		rc = dispatch(g, &m);
+		hp_endpoint_release(&g->ep, &m);
+		if (rc != 0)
+			return g->dead = rc;
+	}
+	hp_endpoint_notify_consumed(&g->ep);
+	if (hp_endpoint_flush(&g->ep) == -EPROTO)
+		return g->dead = -EPROTO;
+	return 0;
+}
+
+static int
+rx_ready(void *arg)
+{
+	struct guest *g = arg;
+
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+		return 1;
+	if (g->hb_interval != 0 && now_ns() >= g->next_hb)
+		return 1;
+	return hp_endpoint_rx_ready(&g->ep);
+}
+
+EXPORT int
+guest_service_timeout_ms(const struct guest *g)
+{
+	uint64_t now = now_ns();
+
+	if (g->hb_interval == 0)
+		return -1;
+	return g->next_hb <= now ? 0 : (int)((g->next_hb - now + 999999) / 1000000);
+}
+
+static int
+wait_rx(struct guest *g, int timeout_ms)
+{
+	int hb = guest_service_timeout_ms(g), rc;
+
+	if (hb >= 0 && (timeout_ms < 0 || hb < timeout_ms))
+		timeout_ms = hb;
+	rc = hp_endpoint_wait(&g->ep, HP_WAIT_RING_DATA, rx_ready, g, timeout_ms);
+	if (rc == -EPIPE)
+		g->dead = -EPIPE;
+	return rc < 0 ? rc : 0;
+}
+
+EXPORT int
+guest_service(struct guest *g)
+{
+	int did, rc;
+
+	if ((rc = hp_doorbell_drain(g->doorbell)) == -EPIPE)
+		return g->dead = -EPIPE;
+	do {
+		if ((rc = serve(g, &did)) != 0)
+			return rc;
+	} while (did);
+	return 0;
+}
+
+EXPORT int
+guest_service_wait(struct guest *g, int timeout_ms)
+{
+	int did, rc;
+
+	if ((rc = serve(g, &did)) != 0 || did)
+		return rc;
+	if ((rc = wait_rx(g, timeout_ms)) != 0)
+		return rc;
+	return serve(g, &did);
+}
+
+EXPORT void
+guest_stop(struct guest *g)
+{
+	g->stop = 1;
+}
+
+EXPORT int
+guest_run(struct guest *g)
+{
+	int did, rc;
+
+	while (!g->stop) {
+		if ((rc = serve(g, &did)) != 0)
+			return rc == -ESHUTDOWN ? 0 : rc;
+		if (!did && (rc = wait_rx(g, -1)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+EXPORT void
+guest_detach(struct guest *g)
+{
+	if (g == NULL)
+		return;
+	if (g->view.entry != NULL) {
+		hp_endpoint_flush(&g->ep);
+		/* r[shm.guest.detach] r[shm.goodbye.guest]: we are leaving */
+		hp_store_release_u32(&g->view.entry->state, HP_PEER_GOODBYE);
+		hp_doorbell_signal(g->doorbell);
+	}
+	for (uint32_t i = 0; i < g->out_cap && g->out != NULL; i++)
+		if (g->out[i].id != 0)
+			g->out[i].fn(g->out[i].ctx, -EPIPE, NULL, 0);
+	while (g->active != NULL) {
+		struct guest_call *c = g->active;
+
+		g->active = c->next;
+		free(c);
+	}
+	hp_segment_close(&g->seg);
+	close(g->doorbell);
+	free(g->methods);
+	free(g->out);
+	free(g->rx);
+	free(g->tx);
+	free(g);
+}
+
+/* -- postcard helpers ---------------------------------------------------- */
+
+static int
+put_done(struct hp_pc_enc *e, size_t *pos)
+{
+	if (e->err != 0)
+		return -ENOSPC;
+	*pos += e->len;
+	return (int)e->len;
+}
+
+EXPORT int
+guest_pc_put_str(uint8_t *buf, size_t cap, size_t *pos, const char *s, size_t n)
+{
+	struct hp_pc_enc e;
+
+	if (*pos > cap)
+		return -ENOSPC;
+	hp_pc_enc_init(&e, buf + *pos, cap - *pos);
+	hp_pc_put_bytes(&e, s, n);
+	return put_done(&e, pos);
+}
+
+EXPORT int
+guest_pc_put_u64(uint8_t *buf, size_t cap, size_t *pos, uint64_t v)
+{
+	struct hp_pc_enc e;
+
+	if (*pos > cap)
+		return -ENOSPC;
+	hp_pc_enc_init(&e, buf + *pos, cap - *pos);
+	hp_pc_put_u64(&e, v);
+	return put_done(&e, pos);
+}
+
+EXPORT int
+guest_pc_get_str(const uint8_t *buf, size_t len, size_t *pos, const char **s, size_t *n)
+{
+	struct hp_pc_dec d;
+
+	if (*pos > len)
+		return -EBADMSG;
+	hp_pc_dec_init(&d, buf + *pos, len - *pos);
+	if (hp_pc_get_str(&d, s, n) != 0)
+		return -EBADMSG;
+	*pos += d.pos;
+	return 0;
+}
+
+EXPORT int
+guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v)
+{
+	struct hp_pc_dec d;
+
+	if (*pos > len)
+		return -EBADMSG;
+	hp_pc_dec_init(&d, buf + *pos, len - *pos);
+	*v = hp_pc_get_u64(&d);
+	if (d.err != 0)
+		return -EBADMSG;
+	*pos += d.pos;
+	return 0;
+}

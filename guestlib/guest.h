@@ -1,0 +1,146 @@
+/* libguest: what a hub guest plugin links.
+ *
+ * A guest is started by hubd with a spawn ticket on its command line. It
+ * attaches, registers its methods, and runs the service loop, which answers
+ * calls, delivers channel data and keeps the heartbeat; it may call methods
+ * of the host and, through the host, of other guests.
+ *
+ *	struct guest *g;
+ *	const char *why;
+ *	if (guest_attach(argc, argv, &g, &why) < 0)
+ *		errx(1, "%s", why);
+ *	guest_register(g, "echo.echo", "str->str", echo, NULL);
+ *	return guest_run(g) == 0 ? 0 : 1;
+ *
+ * Payloads are postcard values (see README): handlers receive the raw
+ * argument bytes and reply with raw result bytes; guest_pc_* helpers
+ * below cover the common shapes (strings, bytes, u64).
+ *
+ * Every function returns 0 (or a count) on success and -errno on failure;
+ * nothing prints or exits. One thread drives a guest: handlers, callbacks
+ * and calls all run on the thread that runs the loop. */
+#ifndef GUEST_H
+#define GUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct guest;
+struct guest_call;
+
+/* Attach with the ticket in argv (--hub-path, --peer-id, --doorbell-fd).
+ * On failure *why (if not NULL) says what went wrong, e.g. when started
+ * by hand without a ticket. */
+int guest_attach(int argc, char *const argv[], struct guest **gp, const char **why);
+
+/* Clean detach (r[shm.guest.detach]): Goodbye state, pending calls failed,
+ * unmapped, freed. */
+void guest_detach(struct guest *g);
+
+/* This guest's peer id and name as the host knows it. */
+unsigned guest_peer_id(const struct guest *g);
+
+/* A method handler. args/len are the request's argument bytes (valid until
+ * the handler returns). The handler answers with guest_reply or
+ * guest_reply_error, now or later (the call stays valid until answered). */
+typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
+			      size_t len, void *ctx);
+
+/* Registers a method with the host so others can call it. name is
+ * "service.method"; signature tells hubctl how to encode arguments and
+ * decode the result: "ARG,ARG->RET" with types str, bytes, u64, i64, bool,
+ * unit and, as an argument, chan<T> (a channel the caller receives items
+ * of type T on). Errors are always str. -EEXIST if the name is taken. */
+int guest_register(struct guest *g, const char *name, const char *signature,
+		   guest_handler fn, void *ctx);
+
+/* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard. */
+int guest_reply(struct guest_call *c, const void *result, size_t len);
+int guest_reply_error(struct guest_call *c, const char *message);
+/* Answers Err(Cancelled): the reply to a call given up on after Cancel. */
+int guest_reply_cancelled(struct guest_call *c);
+/* Nonzero once the caller sent Cancel for this call (advisory: the call
+ * must still be answered). */
+int guest_call_cancelled(const struct guest_call *c);
+struct guest *guest_call_guest(const struct guest_call *c);
+
+/* Outcome of a call: 0 Ok; -EREMOTEIO Err(User) (result holds the error
+ * string); -ENOSYS unknown method; -EBADMSG invalid payload; -ECANCELED
+ * cancelled; -ETIMEDOUT; -EPIPE the hub is gone; -EMSGSIZE result too big
+ * for the buffer. */
+typedef void (*guest_result_fn)(void *ctx, int status, const uint8_t *result,
+				size_t len);
+
+/* Starts a call of method (on the host or another guest) and returns at
+ * once; fn runs from the service loop when the answer arrives. *call_id
+ * (if not NULL) identifies it for guest_cancel. */
+int guest_call_async(struct guest *g, const char *method, const void *args,
+		     size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id);
+/* Sends Cancel for a call in flight (advisory). */
+int guest_cancel(struct guest *g, uint32_t call_id);
+
+/* Calls and waits up to timeout_ms (-1: forever), serving other traffic
+ * meanwhile. The result (or error string) is copied to result[0..cap) and
+ * its length stored in *result_len. */
+int guest_call(struct guest *g, const char *method, const void *args,
+	       size_t len, void *result, size_t cap, size_t *result_len,
+	       int timeout_ms);
+
+/* Channels (r[shm.flow.*]). A sender sends items on a channel id it was
+ * given (e.g. as a chan<T> argument) or opened; it blocks while the
+ * receiver's credit is used up, up to timeout_ms. */
+int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
+		    size_t len, int timeout_ms);
+int guest_chan_close(struct guest *g, uint32_t chan);
+int guest_chan_reset(struct guest *g, uint32_t chan);
+
+/* Opens a channel this guest sends on (odd id): pass the id to the
+ * receiver in a call (e.g. hub.sink), then send, then close. */
+int64_t guest_chan_open_send(struct guest *g);
+
+/* Opens a channel this guest receives on: returns its id (odd), to pass to
+ * the sender in a call. on_item runs for each item; on_end once with 0 on
+ * Close or -ECONNRESET on Reset or -EPIPE if the hub died. */
+typedef void (*guest_item_fn)(void *ctx, const uint8_t *item, size_t len);
+typedef void (*guest_end_fn)(void *ctx, int status);
+int64_t guest_chan_open(struct guest *g, guest_item_fn on_item,
+			guest_end_fn on_end, void *ctx);
+
+/* The service loop: returns 0 after guest_stop or when the host said
+ * goodbye (r[shm.goodbye.host]), -EPIPE if the hub died, -EPROTO if the
+ * host broke the protocol. */
+int guest_run(struct guest *g);
+void guest_stop(struct guest *g);
+
+/* Waits up to timeout_ms for traffic and serves what arrived: for a
+ * handler or callback that waits for something (an answer, a Cancel)
+ * while the guest keeps serving. 0, or the loop's error. */
+int guest_service_wait(struct guest *g, int timeout_ms);
+
+/* For plugins with their own event loop: poll this fd for POLLIN, then
+ * call guest_service, which does what is ready without blocking; call it
+ * also at least every guest_service_timeout_ms() (heartbeat). */
+int guest_fd(const struct guest *g);
+int guest_service(struct guest *g);
+int guest_service_timeout_ms(const struct guest *g);
+
+/* Counters (for tests and benchmarks). */
+struct guest_stats {
+	uint64_t	calls_in;	/* requests handled */
+	uint64_t	calls_out;	/* calls made */
+	uint64_t	credit_waits;	/* sends that waited for credit */
+	uint64_t	ring_waits;	/* sends that waited for ring space or a slot */
+	uint64_t	wakes;		/* wake syscalls issued */
+	uint64_t	sleeps;
+};
+void guest_get_stats(const struct guest *g, struct guest_stats *s);
+
+/* Postcard helpers for the common argument and result shapes. Each encoder
+ * returns the length written or -ENOSPC; each decoder 0 or -EBADMSG, and
+ * advances *pos (start at 0) so several values can be read in a row. */
+int guest_pc_put_str(uint8_t *buf, size_t cap, size_t *pos, const char *s, size_t n);
+int guest_pc_put_u64(uint8_t *buf, size_t cap, size_t *pos, uint64_t v);
+int guest_pc_get_str(const uint8_t *buf, size_t len, size_t *pos, const char **s, size_t *n);
+int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v);
+
+#endif

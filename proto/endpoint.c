@@ -1,0 +1,425 @@
+/* A guest-host pair's end: sending, receiving and the wake protocol
+ * described in endpoint.h. */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#include "proto/channel.h"
+#include "proto/doorbell.h"
+#include "proto/endpoint.h"
+#include "proto/futex.h"
+
+/* Progressive wait: spin this long, then yield this often, then sleep.
+ * Spinning covers a peer that answers within microseconds without a
+ * syscall; the bound keeps two waiting processes from filling two cores. */
+#define SPIN_NS		20000
+#define YIELDS		32
+
+static int
+wait_bit_index(uint32_t bit)
+{
+	return __builtin_ctz(bit);
+}
+
+static void
+init_common(struct hp_endpoint *ep, const struct hp_segment *seg)
+{
+	memset(ep, 0, sizeof(*ep));
+	ep->lim.max_payload_size = seg->params.max_payload_size;
+	ep->lim.max_channels = seg->params.max_channels;
+	ep->free_word = UINT32_MAX;
+}
+
+int
+hp_endpoint_init_host(struct hp_endpoint *ep, const struct hp_segment *seg,
+		      const struct hp_peer_view *v, int doorbell,
+		      uint32_t guest_features)
+{
+	const struct hp_params *p = &seg->params;
+	struct hp_peer_entry *e = v->entry;
+	int rc;
+
+	init_common(ep, seg);
+	ep->side = HP_SIDE_HOST;
+	ep->doorbell = doorbell;
+	ep->lim.sender_side = HP_SIDE_GUEST;
+	if ((rc = hp_ring_init_producer(&ep->tx, &e->h2g_head, &e->h2g_tail,
+					v->h2g, p->ring_size)) != 0 ||
+	    (rc = hp_ring_init_consumer(&ep->rx, &e->g2h_head, &e->g2h_tail,
+					v->g2h, p->ring_size)) != 0)
+		return rc;
+	hp_slot_pool_view(&ep->tx_pool, v->host_pool, p->slots_per_guest, p->slot_size);
+	hp_slot_pool_view(&ep->rx_pool, v->pool, p->slots_per_guest, p->slot_size);
+	if (v->ext != NULL && (seg->host_features & HP_FEAT_WAITERS)) {
+		ep->my_waits = &v->ext->host_waits;
+		ep->their_waits = &v->ext->guest_waits;
+		ep->peer_waiters = (guest_features & HP_FEAT_WAITERS) != 0;
+	}
+	/* A guest written from the spec alone futex-waits on these words
+	 * (r[shm.wakeup.consumer-wait], r[shm.wakeup.producer-wait],
+	 * r[shm.wakeup.slot-wait]: we pick bitmap word 0). */
+	ep->legacy_words[wait_bit_index(HP_WAIT_RING_DATA)] = &e->h2g_head;
+	ep->legacy_words[wait_bit_index(HP_WAIT_RING_SPACE)] = &e->g2h_tail;
+	/* futex words are 32 bits: the low half of bitmap word 0 */
+	ep->legacy_words[wait_bit_index(HP_WAIT_SLOT)] =
+	    (hp_atomic_u32 *)(uintptr_t)&ep->rx_pool.bitmap[0];
+	return 0;
+}
+
+int
+hp_endpoint_init_guest(struct hp_endpoint *ep, const struct hp_segment *seg,
+		       const struct hp_peer_view *v, int doorbell)
+{
+	const struct hp_params *p = &seg->params;
+	struct hp_peer_entry *e = v->entry;
+	int rc;
+
+	init_common(ep, seg);
+	ep->side = HP_SIDE_GUEST;
+	ep->doorbell = doorbell;
+	ep->lim.sender_side = HP_SIDE_HOST;
+	if ((rc = hp_ring_init_producer(&ep->tx, &e->g2h_head, &e->g2h_tail,
+					v->g2h, p->ring_size)) != 0 ||
+	    (rc = hp_ring_init_consumer(&ep->rx, &e->h2g_head, &e->h2g_tail,
+					v->h2g, p->ring_size)) != 0)
+		return rc;
+	hp_slot_pool_view(&ep->tx_pool, v->pool, p->slots_per_guest, p->slot_size);
+	hp_slot_pool_view(&ep->rx_pool, v->host_pool, p->slots_per_guest, p->slot_size);
+	if (v->ext != NULL && (seg->host_features & HP_FEAT_WAITERS)) {
+		ep->my_waits = &v->ext->guest_waits;
+		ep->their_waits = &v->ext->host_waits;
+		ep->peer_waiters = 1;
+		hp_store_relaxed_u32(ep->my_waits, 0);
+		/* release: pairs with the host's acquire load of guest_features
+		 * when it sees us Attached */
+		hp_store_release_u32(&e->guest_features, HP_FEAT_WAITERS);
+	}
+	return 0;
+}
+
+/* The peer may sleep waiting for bit: wake it if it said so. */
+static void
+wake_peer(struct hp_endpoint *ep, uint32_t bit)
+{
+	hp_atomic_u32 *legacy;
+
+	if (ep->peer_waiters) {
+		/* Dekker with the sleeper's announce: our event store, this
+		 * fence, then its waiter word (see endpoint.h). */
+		hp_fence_seq_cst();
+		if ((hp_load_relaxed_u32(ep->their_waits) & bit) == 0)
+			return;
+		hp_doorbell_signal(ep->doorbell);
+		ep->stats.wakes++;
+		return;
+	}
+	legacy = ep->legacy_words[wait_bit_index(bit)];
+	if (ep->side == HP_SIDE_HOST && legacy != NULL)
+		hp_futex_wake(legacy, INT_MAX);
+	else
+		hp_doorbell_signal(ep->doorbell);
+	ep->stats.wakes++;
+}
+
+int
+hp_endpoint_flush(struct hp_endpoint *ep)
+{
+	int n;
+
+	if (ep->staged == 0)
+		return 0;
+	/* r[shm.ordering.ring-publish]: one release store of head for all */
+	n = hp_ring_enqueue_batch(&ep->tx, ep->stage, ep->staged);
+	if (n < 0)
+		return n;
+	if (n > 0) {
+		ep->staged -= (uint32_t)n;
+		memmove(ep->stage, ep->stage + n, ep->staged * sizeof(ep->stage[0]));
+		ep->stats.sent += (uint64_t)n;
+		wake_peer(ep, HP_WAIT_RING_DATA);
+	}
+	return ep->staged == 0 ? 0 : -EAGAIN;
+}
+
+/* Whether one more descriptor fits beside the staged ones. */
+static int
+tx_room(struct hp_endpoint *ep)
+{
+	int space;
+
+	if (ep->staged == HP_STAGE_MAX && (space = hp_endpoint_flush(ep)) < 0 &&
+	    space != -EAGAIN)
+		return space;
+	if (ep->staged == HP_STAGE_MAX)
+		return 0;
+	if ((space = hp_ring_space(&ep->tx)) < 0)
+		return space;
+	return (uint32_t)space > ep->staged;
+}
+
+int
+hp_endpoint_reserve(struct hp_endpoint *ep, uint32_t len, struct hp_outbuf *ob)
+{
+	int rc;
+
+	if (len > ep->lim.max_payload_size)
+		return -EMSGSIZE;
+	if ((rc = tx_room(ep)) <= 0) {
+		if (rc == 0)
+			ep->stats.ring_full++;
+		return rc == 0 ? -EAGAIN : rc;
+	}
+	if (len <= HP_INLINE_MAX) {
+		ob->buf = ob->inl;
+		ob->cap = HP_INLINE_MAX;
+		ob->slot = HP_SLOT_INLINE;
+		ob->generation = 0;
+		return 0;
+	}
+	if ((rc = hp_slot_alloc(&ep->tx_pool, &ob->slot, &ob->generation)) != 0) {
+		ep->stats.slot_exhausted++;
+		return rc;
+	}
+	ob->buf = hp_slot_payload(&ep->tx_pool, ob->slot);
+	ob->cap = len;
+	return 0;
+}
+
+void
+hp_endpoint_unreserve(struct hp_endpoint *ep, struct hp_outbuf *ob)
+{
+	if (ob->slot != HP_SLOT_INLINE)
+		hp_slot_free(&ep->tx_pool, ob->slot);
+	ob->slot = HP_SLOT_INLINE;
+}
+
+int
+hp_endpoint_commit(struct hp_endpoint *ep, struct hp_outbuf *ob, uint8_t type,
+		   uint32_t id, uint64_t method_id, uint32_t len, int flags)
+{
+	struct hp_desc *d = &ep->stage[ep->staged];
+
+	if (len > ob->cap) {
+		hp_endpoint_unreserve(ep, ob);
+		return -EINVAL;
+	}
+	memset(d, 0, sizeof(*d));
+	d->msg_type = type;
+	d->id = id;
+	d->method_id = method_id;
+	if (len <= HP_INLINE_MAX) {
+		/* r[shm.payload.inline]: short payloads never use a slot */
+		hp_desc_set_inline(d, ob->buf, len);
+		hp_endpoint_unreserve(ep, ob);
+	} else {
+		hp_desc_set_slot(d, ob->slot, ob->generation, 0, len);
+	}
+	ep->staged++;
+	ep->stats.bytes_sent += len;
+	if (flags & HP_SEND_MORE) {
+		return 0;
+	}
+	/* Staged and counted: a full ring now only delays publication. */
+	if (hp_endpoint_flush(ep) == -EPROTO)
+		return -EPROTO;
+	return 0;
+}
+
+int
+hp_endpoint_send(struct hp_endpoint *ep, uint8_t type, uint32_t id,
+		 uint64_t method_id, const void *payload, uint32_t len, int flags)
+{
+	struct hp_outbuf ob;
+	int rc;
+
+	if ((rc = hp_endpoint_reserve(ep, len, &ob)) != 0)
+		return rc;
+	if (len > 0)
+		memcpy(ob.buf, payload, len);
+	return hp_endpoint_commit(ep, &ob, type, id, method_id, len, flags);
+}
+
+static void
+flush_frees(struct hp_endpoint *ep)
+{
+	if (ep->free_mask == 0)
+		return;
+	/* r[shm.slot.free]: one atomic OR for the whole batch; bits that
+	 * were free already (a peer's double free) change nothing. */
+	hp_slot_free_mask(&ep->rx_pool, ep->free_word, ep->free_mask, NULL);
+	ep->free_mask = 0;
+	ep->free_word = UINT32_MAX;
+	wake_peer(ep, HP_WAIT_SLOT);
+}
+
+void
+hp_endpoint_release(struct hp_endpoint *ep, struct hp_msg_in *m)
+{
+	uint32_t slot = m->desc.payload_slot, word;
+
+	m->desc.payload_slot = HP_SLOT_INLINE;	/* released once only */
+	if (slot == HP_SLOT_INLINE)
+		return;
+	word = slot / 64;
+	if (word != ep->free_word) {
+		flush_frees(ep);
+		ep->free_word = word;
+	}
+	ep->free_mask |= 1ull << (slot % 64);
+}
+
+void
+hp_endpoint_notify_consumed(struct hp_endpoint *ep)
+{
+	flush_frees(ep);
+}
+
+int
+hp_endpoint_recv(struct hp_endpoint *ep, struct hp_msg_in *m, const char **rule)
+{
+	int n, rc;
+
+	if (ep->inbox_pos == ep->inbox_len) {
+		flush_frees(ep);
+		/* r[shm.ordering.ring-consume]: copies out, one tail store */
+		n = hp_ring_dequeue_batch(&ep->rx, ep->inbox, HP_STAGE_MAX);
+		if (n < 0) {
+			*rule = "shm.ring.capacity";
+			return -EPROTO;
+		}
+		if (n == 0)
+			return -EAGAIN;
+		ep->inbox_pos = 0;
+		ep->inbox_len = (uint32_t)n;
+		wake_peer(ep, HP_WAIT_RING_SPACE);
+	}
+	m->desc = ep->inbox[ep->inbox_pos++];
+	rc = hp_desc_validate(&m->desc, &ep->lim, &ep->rx_pool, &m->payload,
+			      &m->len, rule);
+	if (rc != 0) {
+		m->desc.payload_slot = HP_SLOT_INLINE;
+		return rc;
+	}
+	ep->stats.received++;
+	ep->stats.bytes_received += m->len;
+	return 0;
+}
+
+void
+hp_endpoint_notify_credit(struct hp_endpoint *ep, hp_atomic_u32 *granted_total)
+{
+	if (!ep->peer_waiters && ep->side == HP_SIDE_HOST) {
+		/* r[shm.wakeup.credit-wait]: a spec-only guest waits on it */
+		hp_futex_wake(granted_total, INT_MAX);
+		ep->stats.wakes++;
+		return;
+	}
+	wake_peer(ep, HP_WAIT_CREDIT);
+}
+
+void
+hp_endpoint_announce(struct hp_endpoint *ep, uint32_t waits)
+{
+	if (ep->my_waits == NULL)
+		return;
+	hp_store_relaxed_u32(ep->my_waits, waits);
+	/* Dekker with wake_peer's fence: announce, fence, then re-check */
+	hp_fence_seq_cst();
+}
+
+void
+hp_endpoint_cancel(struct hp_endpoint *ep)
+{
+	if (ep->my_waits != NULL)
+		hp_store_relaxed_u32(ep->my_waits, 0);
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int
+hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
+		 int (*ready)(void *arg), void *arg, int timeout_ms)
+{
+	uint64_t start = now_ns(), deadline = UINT64_MAX;
+	int r, i;
+
+	if (timeout_ms >= 0)
+		deadline = start + (uint64_t)timeout_ms * 1000000u;
+	for (i = 0;; i++) {
+		if ((r = ready(arg)) != 0)
+			return r < 0 ? r : 1;
+		hp_cpu_relax();
+		if ((i & 63) == 63 && now_ns() - start > SPIN_NS)
+			break;
+	}
+	for (i = 0; i < YIELDS; i++) {
+		sched_yield();
+		if ((r = ready(arg)) != 0)
+			return r < 0 ? r : 1;
+	}
+	for (;;) {
+		uint64_t now = now_ns();
+		int ms;
+
+		hp_endpoint_announce(ep, waits);
+		if ((r = ready(arg)) != 0) {
+			hp_endpoint_cancel(ep);
+			return r < 0 ? r : 1;
+		}
+		if (now >= deadline) {
+			hp_endpoint_cancel(ep);
+			return 0;
+		}
+		ms = deadline == UINT64_MAX ? -1 :
+		    (int)((deadline - now + 999999) / 1000000);
+		ep->stats.sleeps++;
+		r = hp_doorbell_wait(ep->doorbell, ms);
+		hp_endpoint_cancel(ep);
+		if (r == -EPIPE)
+			return -EPIPE;
+	}
+}
+
+int
+hp_endpoint_rx_ready(void *arg)
+{
+	struct hp_endpoint *ep = arg;
+	int n;
+
+	if (ep->inbox_pos != ep->inbox_len)
+		return 1;
+	n = hp_ring_available(&ep->rx);
+	return n < 0 ? n : n > 0;
+}
+
+int
+hp_endpoint_tx_ready(void *arg)
+{
+	struct hp_endpoint *ep = arg;
+	int rc = tx_room(ep);
+
+	if (rc <= 0)
+		return rc;
+	return hp_slot_count_free(&ep->tx_pool) > 0;
+}
+
+void
+hp_endpoint_reset(struct hp_endpoint *ep)
+{
+	hp_ring_reset(&ep->tx);
+	hp_ring_reset(&ep->rx);
+	ep->staged = 0;
+	ep->inbox_pos = ep->inbox_len = 0;
+	ep->free_mask = 0;
+	ep->free_word = UINT32_MAX;
+	hp_endpoint_cancel(ep);
+}

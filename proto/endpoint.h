@@ -1,0 +1,141 @@
+/* One end of a guest-host pair: the ring it produces, the ring it consumes,
+ * the slot pool it sends from, the peer's pool it receives from, and the
+ * wake protocol between them. hubd keeps one per guest, libguest one.
+ *
+ * Wake protocol (extension HP_FEAT_WAITERS, after blitz's sleepy/sleeping
+ * handshake): an end that found nothing to do spins briefly, yields, then
+ * announces what it waits for in its own waiter word, issues a full fence,
+ * checks once more, and only then sleeps in poll() on its doorbell. The
+ * other end, after each event (publish, consume, slot free, credit grant),
+ * issues a full fence and reads that word; it writes the doorbell only when
+ * the matching bit is set. Either the sleeper's re-check sees the event or
+ * the waker sees the bit (store-fence-load on both sides), and a doorbell
+ * byte stays until read, so no wake is lost; while both ends are busy no
+ * syscall is made. A guest that did not set HP_FEAT_WAITERS is served the
+ * plain spec way: futex_wake on the word it waits on (r[shm.wakeup.*]). */
+#ifndef HP_ENDPOINT_H
+#define HP_ENDPOINT_H
+
+#include <stdint.h>
+
+#include "proto/desc.h"
+#include "proto/ring.h"
+#include "proto/segment.h"
+#include "proto/slot.h"
+
+#define HP_STAGE_MAX	32	/* descriptors published per head store at most */
+
+struct hp_endpoint_stats {
+	uint64_t	sent;		/* messages published */
+	uint64_t	received;
+	uint64_t	bytes_sent;	/* payload bytes */
+	uint64_t	bytes_received;
+	uint64_t	ring_full;	/* sends refused: ring full */
+	uint64_t	slot_exhausted;	/* sends refused: no slot */
+	uint64_t	wakes;		/* doorbell writes and futex wakes issued */
+	uint64_t	sleeps;		/* times this end slept */
+};
+
+struct hp_endpoint {
+	int			side;		/* HP_SIDE_*: this end */
+	struct hp_ring		tx;
+	struct hp_ring		rx;
+	struct hp_slot_pool	tx_pool;	/* payloads this end sends */
+	struct hp_slot_pool	rx_pool;	/* payloads it receives and frees */
+	struct hp_desc_limits	lim;		/* what received descriptors obey */
+	hp_atomic_u32		*my_waits;	/* NULL: no waiter words */
+	hp_atomic_u32		*their_waits;
+	int			peer_waiters;	/* the peer honours HP_FEAT_WAITERS */
+	hp_atomic_u32		*legacy_words[4]; /* futex words per HP_WAIT_* bit */
+	int			doorbell;
+	struct hp_desc		stage[HP_STAGE_MAX];	/* written, unpublished */
+	uint32_t		staged;
+	struct hp_desc		inbox[HP_STAGE_MAX];	/* dequeued, not yet handed out */
+	uint32_t		inbox_pos;
+	uint32_t		inbox_len;
+	uint32_t		free_word;	/* batched frees into rx_pool */
+	uint64_t		free_mask;
+	struct hp_endpoint_stats stats;
+};
+
+/* The host's end for guest peer_id; doorbell is the host's socket end.
+ * guest_features: what the guest announced in its PeerEntry. */
+int hp_endpoint_init_host(struct hp_endpoint *ep, const struct hp_segment *seg,
+			  const struct hp_peer_view *v, int doorbell,
+			  uint32_t guest_features);
+/* The guest's end. Announces HP_FEAT_WAITERS when the host offers it. */
+int hp_endpoint_init_guest(struct hp_endpoint *ep, const struct hp_segment *seg,
+			   const struct hp_peer_view *v, int doorbell);
+
+#define HP_SEND_MORE	0x1	/* more follow: stage, publish on a later send or flush */
+
+/* Sends a message with len payload bytes (inline when <= 32, else copied to
+ * a slot). -EAGAIN when the ring is full or no slot is free (nothing sent:
+ * wait for HP_WAIT_RING_SPACE or HP_WAIT_SLOT), -EMSGSIZE when len is over
+ * max_payload_size, -EPROTO when the peer corrupted the ring. */
+int hp_endpoint_send(struct hp_endpoint *ep, uint8_t type, uint32_t id,
+		     uint64_t method_id, const void *payload, uint32_t len,
+		     int flags);
+
+/* Zero-copy send: reserve room for up to len bytes, write them at buf,
+ * commit the length actually written (<= len). */
+struct hp_outbuf {
+	uint8_t		*buf;
+	uint32_t	cap;
+	uint32_t	slot;		/* HP_SLOT_INLINE: buf is inl */
+	uint32_t	generation;
+	uint8_t		inl[HP_INLINE_MAX];
+};
+int hp_endpoint_reserve(struct hp_endpoint *ep, uint32_t len, struct hp_outbuf *ob);
+int hp_endpoint_commit(struct hp_endpoint *ep, struct hp_outbuf *ob, uint8_t type,
+		       uint32_t id, uint64_t method_id, uint32_t len, int flags);
+/* Gives back a reservation that will not be sent. */
+void hp_endpoint_unreserve(struct hp_endpoint *ep, struct hp_outbuf *ob);
+
+/* Publishes staged descriptors (one head store) and wakes the peer if it
+ * sleeps. 0, -EAGAIN if the ring is full (some stay staged), -EPROTO. */
+int hp_endpoint_flush(struct hp_endpoint *ep);
+
+/* A received message: a validated copy of the descriptor and its payload.
+ * payload points into desc (inline) or into the peer's slot, so the struct
+ * must not be copied while in use; release it when done. */
+struct hp_msg_in {
+	struct hp_desc	desc;
+	const uint8_t	*payload;
+	uint32_t	len;
+};
+
+/* 0 with *m filled, -EAGAIN when nothing is there, -EPROTO when the peer
+ * broke a rule (*rule names it; the pair is then beyond repair). */
+int hp_endpoint_recv(struct hp_endpoint *ep, struct hp_msg_in *m, const char **rule);
+/* Frees the message's slot (batched per bitmap word, r[shm.slot.free]). */
+void hp_endpoint_release(struct hp_endpoint *ep, struct hp_msg_in *m);
+
+/* Publishes batched slot frees and ring-tail progress to a waiting peer. */
+void hp_endpoint_notify_consumed(struct hp_endpoint *ep);
+
+/* The peer may be waiting for credit on a channel this end receives: wake
+ * it if it said so (the grant itself is hp_chan_grant). */
+void hp_endpoint_notify_credit(struct hp_endpoint *ep, hp_atomic_u32 *granted_total);
+
+/* Sleep announcement, for an end that sleeps in its own event loop (hubd):
+ * announce, then re-check everything, then sleep on the doorbell; cancel on
+ * waking. hp_endpoint_wait does the whole dance for a blocking caller. */
+void hp_endpoint_announce(struct hp_endpoint *ep, uint32_t waits);
+void hp_endpoint_cancel(struct hp_endpoint *ep);
+
+/* Progressive wait until ready(arg) returns nonzero: spin, yield, announce
+ * waits, re-check, poll the doorbell. 1 when ready, 0 on timeout (ms, -1
+ * forever), -EPIPE when the peer's doorbell end closed, or ready()'s
+ * negative value. */
+int hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
+		     int (*ready)(void *arg), void *arg, int timeout_ms);
+
+/* Conditions for hp_endpoint_wait. */
+int hp_endpoint_rx_ready(void *ep);
+int hp_endpoint_tx_ready(void *ep);
+
+/* Host recovery: both rings empty, local state reset, staged dropped. */
+void hp_endpoint_reset(struct hp_endpoint *ep);
+
+#endif

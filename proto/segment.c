@@ -1,0 +1,418 @@
+/* Segment geometry, creation and validated attach (segment.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/segment.h"
+#include "proto/slot.h"
+
+void
+hp_params_default(struct hp_params *p)
+{
+	p->max_guests = 16;
+	p->ring_size = 256;
+	p->slot_size = 64 * 1024;
+	p->slots_per_guest = 64;
+	p->max_channels = 64;
+	p->initial_credit = 64 * 1024;
+	p->max_payload_size = p->slot_size - HP_SLOT_GEN_SIZE;
+	p->heartbeat_interval = 1000000000ull;	/* 1 s */
+}
+
+static uint64_t
+align64(uint64_t v)
+{
+	return (v + HP_CACHE_LINE - 1) & ~(uint64_t)(HP_CACHE_LINE - 1);
+}
+
+/* a + b * c, or UINT64_MAX on overflow (all inputs here are far smaller
+ * than 2^40, but a corrupt header must not be able to wrap anything) */
+static uint64_t
+mad(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t m;
+
+	if (c != 0 && b > UINT64_MAX / c)
+		return UINT64_MAX;
+	m = b * c;
+	return a > UINT64_MAX - m ? UINT64_MAX : a + m;
+}
+
+static int
+invalid(const char **why, const char *msg)
+{
+	if (why != NULL)
+		*why = msg;
+	return -EINVAL;
+}
+
+int
+hp_geometry_compute(const struct hp_params *p, struct hp_geometry *g, const char **why)
+{
+	/* r[shm.topology.max-guests] */
+	if (p->max_guests < 1 || p->max_guests > HP_MAX_GUESTS)
+		return invalid(why, "max_guests must be 1 to 255");
+	/* r[shm.ring.capacity]: indices wrap with a mask */
+	if (p->ring_size < 2 || p->ring_size > HP_RING_SIZE_MAX ||
+	    (p->ring_size & (p->ring_size - 1)) != 0)
+		return invalid(why, "ring_size must be a power of two from 2 to 65536");
+	if (p->slot_size < HP_CACHE_LINE || p->slot_size % HP_CACHE_LINE != 0)
+		return invalid(why, "slot_size must be a multiple of 64, at least 64");
+	if (p->slots_per_guest < 1 || p->slots_per_guest > HP_SLOTS_MAX)
+		return invalid(why, "slots_per_guest must be 1 to 1048576");
+	/* r[shm.flow.channel-table-indexing]: id 0 unused, so 2 at least */
+	if (p->max_channels < 2 || p->max_channels > HP_CHANNELS_MAX)
+		return invalid(why, "max_channels must be 2 to 1048576");
+	/* r[shm.flow.wrap-rule]: credit beyond 2^31 reads as corruption */
+	if (p->initial_credit < 1 || p->initial_credit > INT32_MAX)
+		return invalid(why, "initial_credit must be 1 to 2147483647");
+	/* r[shm.slot.generation]: a payload fits one slot's payload area */
+	if (p->max_payload_size < 1 || p->max_payload_size > p->slot_size - HP_SLOT_GEN_SIZE)
+		return invalid(why, "max_payload_size must be 1 to slot_size - 4");
+
+	g->peer_table_offset = HP_HEADER_SIZE;
+	g->ext_offset = align64(mad(g->peer_table_offset, p->max_guests, HP_PEER_ENTRY_SIZE));
+	g->ring_region_offset = align64(mad(g->ext_offset, p->max_guests, HP_PEER_EXT_SIZE));
+	/* r[shm.ring.layout]: two rings of ring_size descriptors per guest */
+	g->ring_bytes = 2ull * p->ring_size * HP_DESC_SIZE;
+	g->chan_region_offset = mad(g->ring_region_offset, p->max_guests, g->ring_bytes);
+	/* r[shm.flow.channel-table-location]: max_channels * 16, padded */
+	g->chan_bytes = align64((uint64_t)p->max_channels * HP_CHAN_ENTRY_SIZE);
+	g->slot_region_offset = mad(g->chan_region_offset, p->max_guests, g->chan_bytes);
+	/* r[shm.segment.pool-size] */
+	g->pool_header_size = hp_slot_pool_header_size(p->slots_per_guest);
+	g->pool_size = mad(g->pool_header_size, p->slots_per_guest, p->slot_size);
+	/* r[shm.segment.host-slots]: the host's pool, then one per guest */
+	g->total_size = mad(g->slot_region_offset, (uint64_t)p->max_guests + 1, g->pool_size);
+	if (g->total_size > HP_SEGMENT_MAX)
+		return invalid(why, "the segment would be larger than 64 GiB");
+	return 0;
+}
+
+uint64_t
+hp_geometry_ring_offset(const struct hp_geometry *g, uint32_t peer_id)
+{
+	return g->ring_region_offset + (uint64_t)(peer_id - 1) * g->ring_bytes;
+}
+
+uint64_t
+hp_geometry_chan_offset(const struct hp_geometry *g, uint32_t peer_id)
+{
+	return g->chan_region_offset + (uint64_t)(peer_id - 1) * g->chan_bytes;
+}
+
+uint64_t
+hp_geometry_pool_offset(const struct hp_geometry *g, uint32_t peer_id)
+{
+	/* r[shm.segment.guest-slot-offset]: slot_region_offset + P * pool_size */
+	return g->slot_region_offset + (uint64_t)peer_id * g->pool_size;
+}
+
+static uint64_t
+magic_word(void)
+{
+	uint64_t w;
+
+	memcpy(&w, HP_MAGIC, HP_MAGIC_LEN);
+	return w;
+}
+
+struct hp_peer_entry *
+hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id)
+{
+	/* r[shm.topology.peer-id]: entry P - 1 is peer P */
+	if (peer_id < 1 || peer_id > seg->params.max_guests)
+		return NULL;
+	return (struct hp_peer_entry *)(void *)(seg->base + seg->geo.peer_table_offset +
+						(uint64_t)(peer_id - 1) * HP_PEER_ENTRY_SIZE);
+}
+
+int
+hp_segment_create(struct hp_segment *seg, const char *path,
+		  const struct hp_params *p, mode_t mode, const char **why)
+{
+	struct hp_header *h;
+	struct hp_slot_pool pool;
+	struct stat st;
+	int fd, existed, rc;
+	void *base;
+
+	memset(seg, 0, sizeof(*seg));
+	seg->fd = -1;
+	if ((rc = hp_geometry_compute(p, &seg->geo, why)) != 0)
+		return rc;
+	existed = lstat(path, &st) == 0;
+	/* r[shm.file.create] 1-2: open or create, then the exact size; O_TRUNC
+	 * first so that every byte reads zero (r[shm.ring.initialization]) */
+	if ((fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)) < 0) {
+		rc = -errno;
+		if (why != NULL)
+			*why = "cannot open the segment file";
+		return rc;
+	}
+	/* r[shm.file.permissions]: exactly mode, whatever the umask */
+	if (fchmod(fd, mode) != 0 || ftruncate(fd, (off_t)seg->geo.total_size) != 0) {
+		rc = -errno;
+		if (why != NULL)
+			*why = "cannot size the segment file";
+		goto fail;
+	}
+	/* r[shm.file.mmap-posix] 3 */
+	base = mmap(NULL, seg->geo.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		rc = -errno;
+		if (why != NULL)
+			*why = "cannot map the segment";
+		goto fail;
+	}
+	seg->base = base;
+	seg->size = seg->geo.total_size;
+	seg->fd = fd;
+	seg->writable = 1;
+	seg->params = *p;
+	seg->host_features = HP_FEAT_ALL;
+	/* 4: only what is not zero is written: the file was just emptied
+	 * and extended, and touching every page of a big segment would cost
+	 * its whole size in memory at once */
+	h = hp_segment_header(seg);
+	h->version = HP_VERSION;
+	h->header_size = HP_HEADER_SIZE;
+	h->total_size = seg->geo.total_size;
+	h->max_payload_size = p->max_payload_size;
+	h->initial_credit = p->initial_credit;
+	h->max_guests = p->max_guests;
+	h->ring_size = p->ring_size;
+	h->peer_table_offset = seg->geo.peer_table_offset;
+	h->slot_region_offset = seg->geo.slot_region_offset;
+	h->slot_size = p->slot_size;
+	h->slots_per_guest = p->slots_per_guest;
+	h->max_channels = p->max_channels;
+	h->heartbeat_interval = p->heartbeat_interval;
+	h->host_features = HP_FEAT_ALL;
+	h->ext_offset = seg->geo.ext_offset;
+	for (uint32_t id = 1; id <= p->max_guests; id++) {
+		struct hp_peer_entry *e = hp_segment_peer(seg, id);
+
+		/* r[shm.segment.peer-table]: state Empty (0) already */
+		e->ring_offset = hp_geometry_ring_offset(&seg->geo, id);
+		e->slot_pool_offset = hp_geometry_pool_offset(&seg->geo, id);
+		e->channel_table_offset = hp_geometry_chan_offset(&seg->geo, id);
+	}
+	for (uint32_t id = 0; id <= p->max_guests; id++) {
+		hp_slot_pool_view(&pool, seg->base + hp_geometry_pool_offset(&seg->geo, id),
+				  p->slots_per_guest, p->slot_size);
+		hp_slot_pool_reset(&pool);
+	}
+	/* 5: the magic last; release: pairs with the acquire load of magic
+	 * in hp_segment_validate, so whoever sees it sees all of the above */
+	hp_store_release_u64(&h->magic, magic_word());
+	return 0;
+fail:
+	close(fd);
+	if (!existed)
+		unlink(path);
+	return rc;
+}
+
+static int
+corrupt(const char **why, const char *msg)
+{
+	if (why != NULL)
+		*why = msg;
+	return -EBADMSG;
+}
+
+/* Whether [off, off + len) lies inside size bytes, 64-aligned. */
+static int
+inside(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off % HP_CACHE_LINE == 0 && off <= size && len <= size - off;
+}
+
+int
+hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
+		    struct hp_geometry *g, const char **why)
+{
+	struct hp_header *h = (struct hp_header *)(uintptr_t)base;
+	uint64_t magic;
+	int rc;
+
+	if (size < HP_HEADER_SIZE)
+		return corrupt(why, "the file is smaller than a segment header");
+	/* r[shm.segment.magic]; acquire: pairs with the creator's release
+	 * store of magic, made after everything else */
+	magic = hp_load_acquire_u64(&h->magic);
+	if (magic == 0) {
+		if (why != NULL)
+			*why = "the segment is not initialised yet";
+		return -EAGAIN;
+	}
+	if (magic != magic_word())
+		return corrupt(why, "not a hub segment (wrong magic)");
+	if (h->version != HP_VERSION) {
+		if (why != NULL)
+			*why = "unsupported segment version";
+		return -EPROTONOSUPPORT;
+	}
+	/* r[shm.segment.header-size] */
+	if (h->header_size != HP_HEADER_SIZE)
+		return corrupt(why, "header_size is not 128");
+	if (h->total_size != size)
+		return corrupt(why, "total_size does not match the file size");
+	p->max_guests = h->max_guests;
+	p->ring_size = h->ring_size;
+	p->slot_size = h->slot_size;
+	p->slots_per_guest = h->slots_per_guest;
+	p->max_channels = h->max_channels;
+	p->initial_credit = h->initial_credit;
+	p->max_payload_size = h->max_payload_size;
+	p->heartbeat_interval = h->heartbeat_interval;
+	/* r[shm.handshake.no-negotiation]: parameters we cannot work with */
+	if ((rc = hp_geometry_compute(p, g, why)) != 0)
+		return corrupt(why, why != NULL && *why != NULL ? *why : "bad parameters");
+	if (g->total_size != size)
+		return corrupt(why, "the parameters do not add up to the file size");
+	if (h->peer_table_offset != g->peer_table_offset ||
+	    h->slot_region_offset != g->slot_region_offset)
+		return corrupt(why, "peer table or slot region offset is wrong");
+	if (h->ext_offset != 0 && h->ext_offset != g->ext_offset)
+		return corrupt(why, "extension table offset is wrong");
+	for (uint32_t i = 0; i < p->max_guests; i++) {
+		const struct hp_peer_entry *e = (const struct hp_peer_entry *)(const void *)
+		    (base + g->peer_table_offset + (uint64_t)i * HP_PEER_ENTRY_SIZE);
+		uint64_t ring = e->ring_offset, pool = e->slot_pool_offset,
+			 chans = e->channel_table_offset;
+
+		/* r[shm.ring.alignment] and every area inside the file */
+		if (!inside(ring, g->ring_bytes, size) || !inside(pool, g->pool_size, size) ||
+		    !inside(chans, (uint64_t)p->max_channels * HP_CHAN_ENTRY_SIZE, size))
+			return corrupt(why, "a peer entry points outside the segment");
+	}
+	return 0;
+}
+
+int
+hp_segment_attach(struct hp_segment *seg, const char *path, int flags, const char **why)
+{
+	int ro = (flags & HP_ATTACH_RDONLY) != 0, fd, rc;
+	struct stat st;
+	void *base;
+
+	memset(seg, 0, sizeof(*seg));
+	seg->fd = -1;
+	/* r[shm.file.attach] 1 */
+	if ((fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC)) < 0) {
+		rc = -errno;
+		if (why != NULL)
+			*why = "cannot open the segment file";
+		return rc;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return corrupt(why, "the segment is not a regular file");
+	}
+	if ((uint64_t)st.st_size < HP_HEADER_SIZE || (uint64_t)st.st_size > HP_SEGMENT_MAX) {
+		close(fd);
+		if (st.st_size == 0) {
+			if (why != NULL)
+				*why = "the segment is empty (being created?)";
+			return -EAGAIN;
+		}
+		return corrupt(why, "the segment file has an impossible size");
+	}
+	/* 2: r[shm.file.mmap-posix] */
+	base = mmap(NULL, (size_t)st.st_size, ro ? PROT_READ : PROT_READ | PROT_WRITE,
+		    MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		if (why != NULL)
+			*why = "cannot map the segment";
+		return rc;
+	}
+	seg->base = base;
+	seg->size = (uint64_t)st.st_size;
+	seg->fd = fd;
+	seg->writable = !ro;
+	/* 3-4: validate, read the configuration */
+	if ((rc = hp_segment_validate(seg->base, seg->size, &seg->params, &seg->geo, why)) != 0) {
+		hp_segment_close(seg);
+		return rc;
+	}
+	seg->host_features = hp_segment_header(seg)->host_features;
+	return 0;
+}
+
+void
+hp_segment_close(struct hp_segment *seg)
+{
+	if (seg->base != NULL)
+		munmap(seg->base, seg->size);
+	if (seg->fd >= 0)
+		close(seg->fd);
+	seg->base = NULL;
+	seg->fd = -1;
+}
+
+static void
+view_common(const struct hp_segment *seg, uint32_t peer_id, struct hp_peer_view *v)
+{
+	struct hp_header *h = hp_segment_header(seg);
+
+	memset(v, 0, sizeof(*v));
+	v->peer_id = peer_id;
+	v->entry = hp_segment_peer(seg, peer_id);
+	v->host_pool = seg->base + hp_geometry_pool_offset(&seg->geo, 0);
+	if (h->ext_offset != 0)
+		v->ext = (struct hp_peer_ext *)(void *)(seg->base + seg->geo.ext_offset +
+			(uint64_t)(peer_id - 1) * HP_PEER_EXT_SIZE);
+}
+
+int
+hp_peer_view_host(const struct hp_segment *seg, uint32_t peer_id, struct hp_peer_view *v)
+{
+	const struct hp_geometry *g = &seg->geo;
+
+	if (hp_segment_peer(seg, peer_id) == NULL)
+		return -EINVAL;
+	view_common(seg, peer_id, v);
+	/* the host's own layout: a guest can scribble over its entry's
+	 * offsets, never redirect the host */
+	v->g2h = (struct hp_desc *)(void *)(seg->base + hp_geometry_ring_offset(g, peer_id));
+	v->h2g = v->g2h + seg->params.ring_size;
+	v->pool = seg->base + hp_geometry_pool_offset(g, peer_id);
+	v->chans = (struct hp_chan_entry *)(void *)(seg->base + hp_geometry_chan_offset(g, peer_id));
+	return 0;
+}
+
+int
+hp_peer_view_guest(const struct hp_segment *seg, uint32_t peer_id,
+		   struct hp_peer_view *v, const char **why)
+{
+	const struct hp_geometry *g = &seg->geo;
+	struct hp_peer_entry *e = hp_segment_peer(seg, peer_id);
+	uint64_t ring, pool, chans;
+
+	if (e == NULL) {
+		if (why != NULL)
+			*why = "peer id beyond the hub's max_guests";
+		return -EINVAL;
+	}
+	/* Read once into locals, check, then use only the locals. */
+	ring = e->ring_offset;
+	pool = e->slot_pool_offset;
+	chans = e->channel_table_offset;
+	if (!inside(ring, g->ring_bytes, seg->size) || !inside(pool, g->pool_size, seg->size) ||
+	    !inside(chans, (uint64_t)seg->params.max_channels * HP_CHAN_ENTRY_SIZE, seg->size))
+		return corrupt(why, "our peer entry points outside the segment");
+	view_common(seg, peer_id, v);
+	v->g2h = (struct hp_desc *)(void *)(seg->base + ring);
+	v->h2g = v->g2h + seg->params.ring_size;
+	v->pool = seg->base + pool;
+	v->chans = (struct hp_chan_entry *)(void *)(seg->base + chans);
+	return 0;
+}

@@ -1,0 +1,31 @@
+/* The host's built-in services, callable by every guest (and by hubctl
+ * through hubd). Names map to ids with hp_method_id like any method.
+ *
+ *	hub.ping	bytes -> bytes		echoes its argument
+ *	hub.log		str -> unit		a line in hubd's log, tagged with the guest
+ *	hub.peers	-> str			one line per peer: "id name state"
+ *	hub.register	str,str -> unit		registers method NAME with SIGNATURE
+ *						for the calling guest (Err if taken)
+ *	hub.sink	chan<bytes> -> u64	receives a stream, answers with the
+ *						FNV-1a 64 of all its bytes when it closes
+ */
+#ifndef HP_SERVICES_H
+#define HP_SERVICES_H
+
+#define HP_SVC_PING		"hub.ping"
+#define HP_SVC_LOG		"hub.log"
+#define HP_SVC_PEERS		"hub.peers"
+#define HP_SVC_REGISTER		"hub.register"
+#define HP_SVC_SINK		"hub.sink"
+
+#define HP_SVC_SIG_PING		"bytes->bytes"
+#define HP_SVC_SIG_LOG		"str->unit"
+#define HP_SVC_SIG_PEERS	"->str"
+#define HP_SVC_SIG_REGISTER	"str,str->unit"
+#define HP_SVC_SIG_SINK		"chan<bytes>->u64"
+
+/* Metadata key the host adds to an error it makes itself (peer died,
+ * busy...), with a human-readable String value. */
+#define HP_META_HUB_ERROR	"hub.error"
+
+#endif

@@ -1,0 +1,393 @@
+/* End to end: a real hubd with real guest processes on private paths.
+ * Calls both ways, routing between guests, errors, concurrency, big
+ * payloads, streams with credit, Cancel, protocol violations, spawn
+ * tickets, config checking. */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+#define STD_GUESTS \
+	"[guest echo]\nexec = @/guests/echo\n" \
+	"[guest kv]\nexec = @/guests/kv\n" \
+	"[guest counter]\nexec = @/guests/counter\n"
+
+static struct hub_proc hub;
+
+/* Runs hubctl and checks its exit status and exact output. */
+static void
+expect_ctl(int status, const char *want, ...)
+{
+	char *argv[12], *out = NULL;
+	int n = 0, rc;
+	va_list ap;
+
+	va_start(ap, want);
+	while (n < 11 && (argv[n] = va_arg(ap, char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	rc = hubctl(&hub, &out, argv[0], argv[1], argv[2], argv[3], argv[4],
+		    argv[5], argv[6], argv[7], argv[8], argv[9], argv[10], (char *)NULL);
+	ck_assert_msg(rc == status && (want == NULL || strcmp(out, want) == 0),
+		      "hubctl %s %s %s: status %d (want %d), output '%s' (want '%s')",
+		      argv[0], argv[1] ? argv[1] : "", argv[1] && argv[2] ? argv[2] : "",
+		      rc, status, out, want ? want : "*");
+	free(out);
+}
+
+static void
+start(const char *hub_keys, const char *guests, const char *names)
+{
+	ck_assert_msg(hub_start(&hub, hub_keys, guests) == 0, "hubd did not start: %s",
+		      hub_log(&hub));
+	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "guests %s not up: %s",
+		      names, hub_log(&hub));
+}
+
+/* Stops the hub and checks it left nothing behind. */
+static void
+stop_clean(void)
+{
+	json_object *a = hub_request(&hub, "{\"cmd\":\"peers\"}", NULL), *peers;
+	pid_t pids[64];
+	int n = 0, rc;
+
+	if (a != NULL && json_object_object_get_ex(a, "peers", &peers))
+		for (size_t i = 0; i < json_object_array_length(peers) && n < 64; i++) {
+			json_object *p = json_object_array_get_idx(peers, i), *pid;
+
+			if (json_object_object_get_ex(p, "pid", &pid))
+				pids[n++] = json_object_get_int(pid);
+		}
+	json_object_put(a);
+	rc = hub_stop(&hub);
+	ck_assert_msg(rc == 0, "hubd exit status %d: %s", rc, hub_log(&hub));
+	/* r[shm.file.cleanup] */
+	ck_assert_msg(access(hub.segment, F_OK) != 0, "segment left behind");
+	ck_assert_msg(access(hub.sock, F_OK) != 0, "socket left behind");
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(!alive(pids[i]), "guest pid %d outlived hubd", pids[i]);
+}
+
+START_TEST(test_guests_attach_and_answer)
+{
+	char *out = NULL;
+
+	start(NULL, STD_GUESTS, "echo,kv,counter");
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "echo") && strstr(out, "kv") && strstr(out, "counter"),
+		      "peers: %s", out);
+	free(out);
+	/* host -> guest calls, results decoded by the registered signature */
+	expect_ctl(0, "hello\n", "call", "echo.echo", "hello", NULL);
+	expect_ctl(0, "olléh\n", "call", "echo.reverse", "héllo", NULL);
+	expect_ctl(0, "", "call", "kv.put", "colour", "blue", NULL);
+	expect_ctl(0, "blue\n", "call", "kv.get", "colour", NULL);
+	expect_ctl(0, "colour\n", "call", "kv.list", NULL);
+	expect_ctl(0, "", "call", "kv.delete", "colour", NULL);
+	expect_ctl(1, "", "call", "kv.get", "colour", NULL);
+	/* a stream: the items as they come, then the result */
+	expect_ctl(0, "1\n2\n3\n4\n5\n5\n", "call", "counter.count", "5", NULL);
+	/* host services */
+	expect_ctl(0, "ping\n", "call", "hub.ping", "ping", NULL);
+	stop_clean();
+}
+END_TEST
+
+START_TEST(test_errors_for_bad_calls)
+{
+	start(NULL, STD_GUESTS, "echo");
+	expect_ctl(1, "", "call", "no.such", NULL);
+	expect_ctl(1, "", "call", "echo.echo", NULL);		/* too few arguments */
+	expect_ctl(1, "", "call", "counter.count", "x", NULL);	/* not a u64 */
+	expect_ctl(2, "", "frobnicate", NULL);
+	stop_clean();
+}
+END_TEST
+
+START_TEST(test_guest_to_guest_routing)
+{
+	start(NULL, STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
+	      "echo,prober");
+	/* a guest's call routed by the host to another guest and back */
+	expect_ctl(0, "hi there\n", "call", "prober.route", "echo.echo", "hi there", NULL);
+	/* guests call host services too */
+	expect_ctl(0, "pong\n", "call", "prober.route", "hub.ping", "pong", NULL);
+	expect_ctl(0, "error: unknown method\n", "call", "prober.route", "no.such", "x", NULL);
+	expect_ctl(0, "error: invalid payload\n", "call", "prober.invalid", NULL);
+	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
+	stop_clean();
+}
+END_TEST
+
+START_TEST(test_one_mib_payload)
+{
+	/* r[shm.payload.slot]: a payload far over 32 bytes goes in a slot */
+	start("slot_size = 1040K\nslots_per_guest = 4\n",
+	      STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n", "echo,prober");
+	expect_ctl(0, "1048576\n", "call", "prober.big", "1048576", NULL);
+	expect_ctl(0, "40\n", "call", "prober.big", "40", NULL);
+	stop_clean();
+}
+END_TEST
+
+START_TEST(test_stream_with_small_credit)
+{
+	char *out = NULL;
+	unsigned long long bytes = 0, waits = 0;
+	char sum[32];
+
+	/* r[shm.flow.zero-credit]: 256 MiB through a 64 KiB window */
+	start("initial_credit = 64K\nslot_size = 32K\n", STD_GUESTS, "counter");
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "counter.stream", "268435456", "16384",
+				(char *)NULL), 0);
+	ck_assert_msg(sscanf(out, "ok %llu %31s %llu", &bytes, sum, &waits) == 3,
+		      "counter.stream: %s", out);
+	ck_assert_msg(bytes == 268435456ull, "bytes %llu", bytes);
+	ck_assert_msg(waits > 0, "the sender never waited for credit: %s", out);
+	free(out);
+	stop_clean();
+}
+END_TEST
+
+START_TEST(test_cancel_reaches_the_callee)
+{
+	char *out = NULL;
+	int i;
+
+	start(NULL, STD_GUESTS
+	      "[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1\n"
+	      "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n", "p1,p2");
+	/* p1's call to p2.wait times out; libguest sends Cancel, the host
+	 * routes it, p2 answers Cancelled */
+	expect_ctl(0, "error: timeout\n", "call", "p1.route_timeout", "p2.wait", "200", NULL);
+	for (i = 0; i < 100; i++) {
+		ck_assert_int_eq(hubctl(&hub, &out, "call", "p2.cancels", (char *)NULL), 0);
+		if (strcmp(out, "1\n") == 0)
+			break;
+		free(out);
+		out = NULL;
+		usleep(50000);
+	}
+	ck_assert_msg(i < 100, "p2 never saw the Cancel");
+	free(out);
+	stop_clean();
+}
+END_TEST
+
+struct violation {
+	const char	*mode;
+	const char	*rule;
+	const char	*hub_keys;
+};
+
+static const struct violation violations[] = {
+	{ "msgtype", "shm.desc.msg-type", NULL },
+	{ "slot", "shm.payload.slot", NULL },
+	{ "generation", "shm.slot.generation", NULL },
+	{ "offset", "shm.slot.payload-offset", NULL },
+	{ "parity", "shm.id.channel-parity", NULL },
+	{ "credit", "shm.flow.remaining-credit", "initial_credit = 4K\n" },
+	{ "postcard", "shm.payload.encoding", NULL },
+	{ "response", "shm.id.request-id", NULL },
+};
+
+/* Waits until method is registered. */
+static void
+wait_method(const char *method)
+{
+	for (int i = 0; i < 250; i++) {
+		json_object *a = hub_request(&hub, "{\"cmd\":\"methods\"}", NULL);
+		int found = a != NULL && strstr(json_object_to_json_string(a), method) != NULL;
+
+		json_object_put(a);
+		if (found)
+			return;
+		usleep(20000);
+	}
+	ck_abort_msg("%s was never registered", method);
+}
+
+START_TEST(test_violation_ends_only_the_violator)
+{
+	const struct violation *v = &violations[_i];
+	char guests[512], *log;
+	json_object *p = NULL, *deaths, *d, *x;
+	int i;
+
+	snprintf(guests, sizeof(guests), STD_GUESTS
+		 "[guest bad]\nexec = @/tests/guests/violator\nargs = --mode=%s\n"
+		 "restart = never\n", v->mode);
+	start(v->hub_keys, guests, "echo");
+	if (strcmp(v->mode, "postcard") == 0) {
+		/* it answers our call with bytes that are not a Response */
+		wait_method("bad.call");
+		expect_ctl(1, "", "call", "bad.call", NULL);
+	}
+	for (i = 0; i < 250; i++) {
+		json_object_put(p);
+		p = hub_peer(&hub, "bad");
+		if (p != NULL && json_object_object_get_ex(p, "deaths", &deaths) &&
+		    json_object_array_length(deaths) > 0)
+			break;
+		usleep(20000);
+	}
+	ck_assert_msg(i < 250, "mode %s: the violator was not ended: %s", v->mode,
+		      log = hub_log(&hub));
+	d = json_object_array_get_idx(deaths, 0);
+	json_object_object_get_ex(d, "reason", &x);
+	ck_assert_str_eq(json_object_get_string(x), "protocol violation");
+	json_object_object_get_ex(d, "detail", &x);
+	ck_assert_msg(strstr(json_object_get_string(x), v->rule) != NULL,
+		      "mode %s: detail '%s', want rule %s", v->mode,
+		      json_object_get_string(x), v->rule);
+	json_object_put(p);
+	/* r[shm.goodbye.payload]: the Goodbye named the rule in the log too */
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, v->rule) != NULL, "log: %s", log);
+	free(log);
+	/* the others go on */
+	expect_ctl(0, "still here\n", "call", "echo.echo", "still here", NULL);
+	stop_clean();
+}
+END_TEST
+
+START_TEST(test_spec_only_guest_is_woken)
+{
+	/* r[shm.wakeup.consumer-wait]: it sleeps in futex_wait on its ring
+	 * head for 60 s; only the host's futex_wake gets the answer in time */
+	start("heartbeat_interval = 0\n", "[guest spec]\nexec = @/tests/guests/specguest\n",
+	      "spec");
+	wait_method("spec.echo");
+	expect_ctl(0, "woken\n", "call", "spec.echo", "woken", NULL);
+	expect_ctl(0, "again\n", "call", "spec.echo", "again", NULL);
+	stop_clean();
+}
+END_TEST
+
+START_TEST(test_guest_without_ticket)
+{
+	int pipefd[2], status;
+	char buf[512] = "";
+	pid_t pid;
+
+	/* r[shm.spawn.args]: started by hand, it says what it needs */
+	ck_assert_int_eq(pipe(pipefd), 0);
+	if ((pid = fork()) == 0) {
+		dup2(pipefd[1], 2);
+		execl(bin("guests/echo"), "echo", (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	for (size_t len = 0, n; len < sizeof(buf) - 1 &&
+	     (n = (size_t)read(pipefd[0], buf + len, sizeof(buf) - 1 - len)) > 0 &&
+	     n != (size_t)-1; len += n)
+		buf[len + n] = '\0';
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d", status);
+	ck_assert_msg(strstr(buf, "--hub-path") != NULL, "stderr: %s", buf);
+}
+END_TEST
+
+/* hubd -n on a config: exit status and what it printed. */
+static int
+check_config(const char *text, char *out, size_t cap)
+{
+	char path[] = "/tmp/hub-e2e-conf-XXXXXX";
+	int fd = mkstemp(path), pipefd[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	ck_assert_int_eq(pipe(pipefd), 0);
+	if ((pid = fork()) == 0) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		execl(bin("hubd"), "hubd", "-n", "-f", path, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	n = read(pipefd[0], out, cap - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	unlink(path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+START_TEST(test_check_config)
+{
+	char out[2048];
+
+	ck_assert_int_eq(check_config("[hub]\nring_size = 64\n[guest a]\nexec = /bin/true\n",
+				      out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "OK") != NULL, "%s", out);
+	ck_assert_int_eq(check_config("[hub]\nring_size = 63\n", out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, ":1: ") != NULL, "%s", out);
+	ck_assert_int_eq(check_config("[hub]\n\nbogus = 1\n", out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, ":3: unknown key") != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(test_one_hubd_per_segment)
+{
+	char out[2048];
+	int pipefd[2], status;
+	pid_t pid;
+	ssize_t n;
+
+	start(NULL, "[guest echo]\nexec = @/guests/echo\n", "echo");
+	ck_assert_int_eq(pipe(pipefd), 0);
+	if ((pid = fork()) == 0) {
+		dup2(pipefd[1], 2);
+		execl(bin("hubd"), "hubd", "-f", hub.conf, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	n = read(pipefd[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
+		      strstr(out, "another hubd") != NULL, "second hubd: %d %s", status, out);
+	/* and the first one is undisturbed */
+	expect_ctl(0, "x\n", "call", "echo.echo", "x", NULL);
+	stop_clean();
+}
+END_TEST
+
+Suite *suite_e2e(void);
+Suite *
+suite_e2e(void)
+{
+	Suite *s = suite_create("e2e");
+	TCase *tc = tcase_create("hub");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_guests_attach_and_answer);
+	tcase_add_test(tc, test_errors_for_bad_calls);
+	tcase_add_test(tc, test_guest_to_guest_routing);
+	tcase_add_test(tc, test_one_mib_payload);
+	tcase_add_test(tc, test_stream_with_small_credit);
+	tcase_add_test(tc, test_cancel_reaches_the_callee);
+	tcase_add_loop_test(tc, test_violation_ends_only_the_violator, 0,
+			    (int)(sizeof(violations) / sizeof(violations[0])));
+	tcase_add_test(tc, test_spec_only_guest_is_woken);
+	tcase_add_test(tc, test_guest_without_ticket);
+	tcase_add_test(tc, test_check_config);
+	tcase_add_test(tc, test_one_hubd_per_segment);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,298 @@
+/* Liveness and recovery: every death and hang is noticed, everything the
+ * dead guest held is recovered, and it is restarted, or left failed when it
+ * keeps dying. hubd itself dying takes its guests with it. */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int
+peer_int(const char *name, const char *key)
+{
+	json_object *p = hub_peer(&hub, name), *v;
+	int n = -1;
+
+	if (p != NULL && json_object_object_get_ex(p, key, &v))
+		n = json_object_get_int(v);
+	json_object_put(p);
+	return n;
+}
+
+static const char *
+peer_state(const char *name)
+{
+	static char state[32];
+	json_object *p = hub_peer(&hub, name), *v;
+
+	snprintf(state, sizeof(state), "?");
+	if (p != NULL && json_object_object_get_ex(p, "state", &v))
+		snprintf(state, sizeof(state), "%s", json_object_get_string(v));
+	json_object_put(p);
+	return state;
+}
+
+/* Waits until name is up with a pid other than old (0: any); its pid. */
+static int
+wait_new_pid(const char *name, int old, double timeout)
+{
+	double end = now_s() + timeout;
+	int pid;
+
+	while (now_s() < end) {
+		pid = peer_int(name, "pid");
+		if (pid > 0 && pid != old && strcmp(peer_state(name), "up") == 0)
+			return pid;
+		usleep(1000);
+	}
+	return -1;
+}
+
+static char *
+call(const char *method)
+{
+	char *out = NULL;
+
+	ck_assert_msg(hubctl(&hub, &out, "call", method, (char *)NULL) == 0,
+		      "call %s failed", method);
+	return out;
+}
+
+static void
+wait_method(const char *method)
+{
+	for (int i = 0; i < 500; i++) {
+		json_object *a = hub_request(&hub, "{\"cmd\":\"methods\"}", NULL);
+		int found = a != NULL && strstr(json_object_to_json_string(a), method) != NULL;
+
+		json_object_put(a);
+		if (found)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("%s was never registered", method);
+}
+
+/* Every slot of every pool free once the hub is quiet (r[shm.crash.recovery] 4). */
+static void
+assert_all_slots_free(const char *names)
+{
+	json_object *st = hub_request(&hub, "{\"cmd\":\"status\"}", NULL), *v;
+	char list[256], *save, *name;
+	int total, free_host = -1;
+
+	ck_assert_ptr_nonnull(st);
+	json_object_object_get_ex(st, "slots_per_guest", &v);
+	total = json_object_get_int(v);
+	for (int i = 0; i < 200; i++) {
+		json_object_put(st);
+		st = hub_request(&hub, "{\"cmd\":\"status\"}", NULL);
+		json_object_object_get_ex(st, "host_slots_free", &v);
+		if ((free_host = json_object_get_int(v)) == total)
+			break;
+		usleep(10000);
+	}
+	json_object_put(st);
+	ck_assert_msg(free_host == total, "host pool: %d of %d free", free_host, total);
+	snprintf(list, sizeof(list), "%s", names);
+	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		int f = peer_int(name, "slots_free");
+
+		ck_assert_msg(f == total, "guest %s pool: %d of %d free", name, f, total);
+	}
+}
+
+START_TEST(test_kill9_under_traffic_200_times)
+{
+	double lat[200], sum = 0, worst = 0;
+	unsigned long long eo, ee, ko, ke, wrong;
+	char *out;
+	int pid, i;
+
+	/* r[shm.death.process-handle] r[shm.doorbell.death] r[shm.crash.recovery] */
+	ck_assert(hub_start(&hub, "slots_per_guest = 32\n",
+		"[guest echo]\nexec = @/guests/echo\nmax_deaths = 1000\n"
+		"backoff_min = 0\nbackoff_max = 0\n"
+		"[guest kv]\nexec = @/guests/kv\n"
+		"[guest loader]\nexec = @/tests/guests/loader\n") == 0);
+	ck_assert(hub_wait_up(&hub, "echo,kv,loader", 10000) == 0);
+	wait_method("loader.stats");
+	pid = wait_new_pid("echo", 0, 10);
+	for (i = 0; i < 200; i++) {
+		double t0 = now_s();
+		int next;
+
+		ck_assert_int_eq(kill(pid, SIGKILL), 0);
+		next = wait_new_pid("echo", pid, 10);
+		ck_assert_msg(next > 0, "round %d: echo did not come back", i);
+		lat[i] = now_s() - t0;
+		sum += lat[i];
+		worst = lat[i] > worst ? lat[i] : worst;
+		pid = next;
+		usleep(2000);	/* some traffic with it alive */
+	}
+	out = call("loader.stats");
+	ck_assert_msg(sscanf(out, "%llu %llu %llu %llu %llu", &eo, &ee, &ko, &ke, &wrong) == 5,
+		      "stats: %s", out);
+	free(out);
+	/* its callers got errors, never hangs; the others never noticed */
+	ck_assert_msg(ee > 0 && eo > 0, "echo ok %llu err %llu", eo, ee);
+	ck_assert_msg(ke == 0 && ko > 0 && wrong == 0, "kv ok %llu err %llu wrong %llu",
+		      ko, ke, wrong);
+	free(call("loader.pause"));
+	usleep(200000);
+	assert_all_slots_free("echo,kv,loader");
+	fprintf(stderr, "kill -9 to running again (as seen through hubctl), 200 rounds: "
+		"mean %.2f ms, worst %.2f ms; echo calls ok %llu, failed %llu; kv ok %llu\n",
+		sum / 200 * 1e3, worst * 1e3, eo, ee, ko);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+START_TEST(test_stopped_guest_is_hung)
+{
+	json_object *p, *deaths, *d, *reason;
+	int pid, next;
+
+	/* r[shm.crash.heartbeat]: SIGSTOP keeps it alive but silent */
+	ck_assert(hub_start(&hub, "heartbeat_interval = 100ms\n",
+			    "[guest echo]\nexec = @/guests/echo\n") == 0);
+	ck_assert(hub_wait_up(&hub, "echo", 10000) == 0);
+	pid = peer_int("echo", "pid");
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	next = wait_new_pid("echo", pid, 10);
+	ck_assert_msg(next > 0, "a stopped guest was never declared hung");
+	p = hub_peer(&hub, "echo");
+	json_object_object_get_ex(p, "deaths", &deaths);
+	d = json_object_array_get_idx(deaths, 0);
+	json_object_object_get_ex(d, "reason", &reason);
+	ck_assert_str_eq(json_object_get_string(reason), "hung");
+	json_object_put(p);
+	ck_assert_msg(!alive(pid), "the hung guest was not killed");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+START_TEST(test_guest_that_keeps_dying_fails)
+{
+	char *out = NULL;
+	double t0 = now_s(), took;
+
+	/* exits at once every time: restarts after 50, 100, 200 ms, then failed */
+	ck_assert(hub_start(&hub, NULL,
+		"[guest quitter]\nexec = /bin/false\nmax_deaths = 3\n"
+		"backoff_min = 50ms\nbackoff_max = 10s\n") == 0);
+	for (int i = 0; i < 500 && strcmp(peer_state("quitter"), "failed") != 0; i++)
+		usleep(10000);
+	took = now_s() - t0;
+	ck_assert_str_eq(peer_state("quitter"), "failed");
+	ck_assert_int_eq(peer_int("quitter", "restarts"), 3);
+	/* the backoff delays were waited: 50 + 100 + 200 ms at least */
+	ck_assert_msg(took >= 0.35, "failed after %.3f s: no backoff", took);
+	/* hubctl restart clears it: it dies again and fails again */
+	ck_assert_int_eq(hubctl(&hub, &out, "restart", "quitter", (char *)NULL), 0);
+	free(out);
+	ck_assert_str_ne(peer_state("quitter"), "failed");
+	for (int i = 0; i < 500 && strcmp(peer_state("quitter"), "failed") != 0; i++)
+		usleep(10000);
+	ck_assert_str_eq(peer_state("quitter"), "failed");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+START_TEST(test_guests_that_never_attach)
+{
+	json_object *p, *deaths, *d, *v;
+	const char *want[] = { "never", "missing" };
+	const char *reason[] = { "hung", "spawn failed" };
+
+	/* r[shm.spawn.reserved-state]: Reserved and never Attached is
+	 * recovered like a death */
+	ck_assert(hub_start(&hub, "attach_timeout = 200ms\n",
+		"[guest never]\nexec = /bin/sh\nargs = -c \"exec sleep 1000\"\nrestart = never\n"
+		"[guest missing]\nexec = /nonexistent/guest\nrestart = never\n") == 0);
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 300 && strcmp(peer_state(want[k]), "down") != 0; i++)
+			usleep(10000);
+		ck_assert_str_eq(peer_state(want[k]), "down");
+		p = hub_peer(&hub, want[k]);
+		json_object_object_get_ex(p, "deaths", &deaths);
+		d = json_object_array_get_idx(deaths, 0);
+		ck_assert_ptr_nonnull(d);
+		json_object_object_get_ex(d, "reason", &v);
+		ck_assert_str_eq(json_object_get_string(v), reason[k]);
+		json_object_put(p);
+	}
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+START_TEST(test_hubd_killed_takes_guests_along)
+{
+	int pids[3], status;
+	const char *names[] = { "echo", "kv", "counter" };
+	double t0, took = 0;
+	const char *guests = "[guest echo]\nexec = @/guests/echo\n"
+			     "[guest kv]\nexec = @/guests/kv\n"
+			     "[guest counter]\nexec = @/guests/counter\n";
+
+	ck_assert(hub_start(&hub, NULL, guests) == 0);
+	ck_assert(hub_wait_up(&hub, "echo,kv,counter", 10000) == 0);
+	for (int i = 0; i < 3; i++)
+		pids[i] = peer_int(names[i], "pid");
+	t0 = now_s();
+	kill(hub.pid, SIGKILL);
+	waitpid(hub.pid, &status, 0);
+	hub.pid = 0;
+	/* r[shm.doorbell.death]: each guest sees its doorbell hang up */
+	for (int i = 0; i < 3; i++) {
+		while (alive(pids[i]) && now_s() - t0 < 5)
+			usleep(1000);
+		ck_assert_msg(!alive(pids[i]), "guest %s outlived hubd", names[i]);
+	}
+	took = now_s() - t0;
+	fprintf(stderr, "hubd kill -9: all guests gone after %.1f ms\n", took * 1e3);
+	ck_assert_msg(took < 1.0, "guests took %.3f s to notice", took);
+	/* r[shm.file.cleanup]: the next hubd cleans up and starts fresh on the
+	 * same paths (the stale segment, lock and socket are still there) */
+	ck_assert_int_eq(access(hub.segment, F_OK), 0);
+	ck_assert_msg(hub_restart(&hub) == 0, "second hubd: %s", hub_log(&hub));
+	ck_assert(hub_wait_up(&hub, "echo,kv,counter", 10000) == 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_faults(void);
+Suite *
+suite_faults(void)
+{
+	Suite *s = suite_create("faults");
+	TCase *tc = tcase_create("liveness");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, test_kill9_under_traffic_200_times);
+	tcase_add_test(tc, test_stopped_guest_is_hung);
+	tcase_add_test(tc, test_guest_that_keeps_dying_fails);
+	tcase_add_test(tc, test_guests_that_never_attach);
+	tcase_add_test(tc, test_hubd_killed_takes_guests_along);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,359 @@
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+#ifndef BUILD_DIR
+#error "BUILD_DIR: the absolute build directory"
+#endif
+
+static char run_dir[128];	/* /tmp/hub-e2e-PID */
+static char shm_prefix[128];	/* /dev/shm/hub-e2e-PID- */
+static int hub_count;
+
+const char *
+bin(const char *name)
+{
+	static char path[8][512];
+	static int next;
+	char *p = path[next++ % 8];
+
+	snprintf(p, 512, "%s/%s", BUILD_DIR, name);
+	return p;
+}
+
+void
+harness_setup(void)
+{
+	snprintf(run_dir, sizeof(run_dir), "/tmp/hub-e2e-%d", (int)getpid());
+	snprintf(shm_prefix, sizeof(shm_prefix), "hub-e2e-%d-", (int)getpid());
+	mkdir(run_dir, 0700);
+}
+
+/* Kills any hubd a failed test left (its pid is in the segment's lock
+ * file; its guests follow it through their doorbells), then removes files. */
+void
+harness_teardown(void)
+{
+	DIR *d;
+	struct dirent *e;
+	char path[512];
+
+	if ((d = opendir("/dev/shm")) != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			if (strncmp(e->d_name, shm_prefix, strlen(shm_prefix)) != 0)
+				continue;
+			snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+			size_t n = strlen(path);
+
+			if (n > 5 && strcmp(path + n - 5, ".lock") == 0) {
+				FILE *f = fopen(path, "r");
+				int pid;
+
+				if (f != NULL && fscanf(f, "%d", &pid) == 1 && pid > 1)
+					kill(pid, SIGKILL);
+				if (f != NULL)
+					fclose(f);
+			}
+			unlink(path);
+		}
+		closedir(d);
+	}
+	if ((d = opendir(run_dir)) != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", run_dir, e->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	rmdir(run_dir);
+}
+
+static int
+connect_sock(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	struct timeval tv = { 30, 0 };	/* no test waits forever on hubd */
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* A zombie is dead: its parent (init, after hubd died) may reap it late. */
+int
+alive(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')' */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] == '\0')
+		return 0;
+	return p[2] != 'Z' && p[2] != 'X';
+}
+
+int
+hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
+{
+	FILE *f;
+
+	memset(h, 0, sizeof(*h));
+	h->n = hub_count++;
+	snprintf(h->conf, sizeof(h->conf), "%s/hub%d.conf", run_dir, h->n);
+	snprintf(h->log, sizeof(h->log), "%s/hub%d.log", run_dir, h->n);
+	snprintf(h->segment, sizeof(h->segment), "/dev/shm/%s%d", shm_prefix, h->n);
+	snprintf(h->sock, sizeof(h->sock), "%s/hub%d.sock", run_dir, h->n);
+	if ((f = fopen(h->conf, "w")) == NULL)
+		return -1;
+	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\n%s\n", h->segment, h->sock,
+		hub_keys ? hub_keys : "");
+	for (const char *s = guests ? guests : ""; *s != '\0'; s++) {
+		if (*s == '@')
+			fputs(BUILD_DIR, f);
+		else
+			fputc(*s, f);
+	}
+	fclose(f);
+	return hub_restart(h);
+}
+
+int
+hub_restart(struct hub_proc *h)
+{
+	int fd;
+
+	if ((h->pid = fork()) < 0)
+		return -1;
+	if (h->pid == 0) {
+		/* hubd stops with the test, even one that failed */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(bin("hubd"), "hubd", "-v", "-f", h->conf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500; i++) {
+		if ((fd = connect_sock(h->sock)) >= 0) {
+			close(fd);
+			return 0;
+		}
+		if (waitpid(h->pid, NULL, WNOHANG) == h->pid) {
+			h->pid = 0;
+			return -1;
+		}
+		sleep_ms(10);
+	}
+	return -1;
+}
+
+int
+hub_stop(struct hub_proc *h)
+{
+	int status;
+
+	if (h->pid <= 0)
+		return -1;
+	kill(h->pid, SIGTERM);
+	for (int i = 0; i < 1500; i++) {
+		if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
+			h->pid = 0;
+			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		}
+		sleep_ms(10);
+	}
+	kill(h->pid, SIGKILL);
+	waitpid(h->pid, &status, 0);
+	h->pid = 0;
+	return -1;
+}
+
+json_object *
+hub_request(struct hub_proc *h, const char *line, int *items)
+{
+	static char buf[1 << 20];
+	size_t len = 0;
+	int fd = connect_sock(h->sock);
+	json_object *o = NULL;
+
+	if (items != NULL)
+		*items = 0;
+	if (fd < 0)
+		return NULL;
+	if (write(fd, line, strlen(line)) < 0 || write(fd, "\n", 1) != 1)
+		goto out;
+	for (;;) {
+		char *nl = memchr(buf, '\n', len);
+		ssize_t n;
+
+		if (nl != NULL) {
+			json_object *a, *item;
+
+			*nl = '\0';
+			a = json_tokener_parse(buf);
+			len -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, len);
+			if (a != NULL && json_object_object_get_ex(a, "item", &item)) {
+				if (items != NULL)
+					(*items)++;
+				json_object_put(a);
+				continue;
+			}
+			o = a;
+			break;
+		}
+		if (len == sizeof(buf) || (n = read(fd, buf + len, sizeof(buf) - len)) <= 0)
+			break;
+		len += (size_t)n;
+	}
+out:
+	close(fd);
+	return o;
+}
+
+json_object *
+hub_peer(struct hub_proc *h, const char *name)
+{
+	json_object *a = hub_request(h, "{\"cmd\":\"peers\"}", NULL), *peers, *res = NULL;
+
+	if (a == NULL || !json_object_object_get_ex(a, "peers", &peers)) {
+		json_object_put(a);
+		return NULL;
+	}
+	for (size_t i = 0; i < json_object_array_length(peers); i++) {
+		json_object *p = json_object_array_get_idx(peers, i), *n;
+
+		if (json_object_object_get_ex(p, "name", &n) &&
+		    strcmp(json_object_get_string(n), name) == 0)
+			res = json_object_get(p);
+	}
+	json_object_put(a);
+	return res;
+}
+
+static const char *
+peer_state(json_object *p)
+{
+	json_object *s;
+
+	return p != NULL && json_object_object_get_ex(p, "state", &s) ?
+	    json_object_get_string(s) : "?";
+}
+
+int
+hub_wait_up(struct hub_proc *h, const char *names, int timeout_ms)
+{
+	char list[512], *save, *name;
+	int up;
+
+	for (int t = 0; t <= timeout_ms; t += 20) {
+		snprintf(list, sizeof(list), "%s", names);
+		up = 1;
+		for (name = strtok_r(list, ",", &save); name != NULL;
+		     name = strtok_r(NULL, ",", &save)) {
+			json_object *p = hub_peer(h, name);
+
+			if (strcmp(peer_state(p), "up") != 0)
+				up = 0;
+			json_object_put(p);
+		}
+		if (up)
+			return 0;
+		sleep_ms(20);
+	}
+	return -1;
+}
+
+int
+hubctl(struct hub_proc *h, char **out, ...)
+{
+	char *argv[32];
+	int argc = 0, pipefd[2], status;
+	size_t len = 0, cap = 4096;
+	va_list ap;
+	pid_t pid;
+	ssize_t n;
+
+	argv[argc++] = "hubctl";
+	argv[argc++] = "-s";
+	argv[argc++] = h->sock;
+	va_start(ap, out);
+	while (argc < 31 && (argv[argc] = va_arg(ap, char *)) != NULL)
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
+		return -1;
+	if ((pid = fork()) == 0) {
+		dup2(pipefd[1], 1);
+		execv(bin("hubctl"), argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	*out = malloc(cap);
+	while (*out != NULL && (n = read(pipefd[0], *out + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (len + 1 == cap)
+			*out = realloc(*out, cap *= 2);
+	}
+	if (*out != NULL)
+		(*out)[len] = '\0';
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+char *
+hub_log(struct hub_proc *h)
+{
+	FILE *f = fopen(h->log, "r");
+	char *buf = calloc(1, 1 << 20);
+
+	if (f != NULL && buf != NULL)
+		buf[fread(buf, 1, (1 << 20) - 1, f)] = '\0';
+	if (f != NULL)
+		fclose(f);
+	return buf;
+}

@@ -1,0 +1,55 @@
+/* Runs a real hubd with real guests on private paths for end-to-end tests,
+ * and cleans up after them even when a test fails. */
+#ifndef HUB_HARNESS_H
+#define HUB_HARNESS_H
+
+#include <sys/types.h>
+
+#include <json-c/json.h>
+
+struct hub_proc {
+	pid_t	pid;
+	int	n;			/* which hub of this test run */
+	char	conf[256];
+	char	log[256];
+	char	segment[256];
+	char	sock[256];
+};
+
+/* Unchecked fixture: a private directory and path prefix for this run;
+ * the teardown kills whatever hubd is left and removes every file. */
+void harness_setup(void);
+void harness_teardown(void);
+
+/* Path of a built program, e.g. bin("hubd"), bin("guests/echo"). */
+const char *bin(const char *name);
+
+/* Writes a config: [hub] with the private segment and socket plus
+ * hub_keys, then guests (sections as text, "@" replaced by the build
+ * directory), starts hubd and waits until its control socket answers.
+ * Returns 0 or -1. */
+int hub_start(struct hub_proc *h, const char *hub_keys, const char *guests);
+/* Starts hubd again on the same config and paths. */
+int hub_restart(struct hub_proc *h);
+/* SIGTERM, wait up to 15 s; returns hubd's exit status, or -1 if it had to
+ * be killed. */
+int hub_stop(struct hub_proc *h);
+
+/* One request line; the final answer (items before it are counted in
+ * *items when not NULL). NULL if hubd did not answer. */
+json_object *hub_request(struct hub_proc *h, const char *line, int *items);
+/* Waits until every named guest (comma-separated) is up; 0 or -1. */
+int hub_wait_up(struct hub_proc *h, const char *names, int timeout_ms);
+/* The peers array entry of name (a new reference) or NULL. */
+json_object *hub_peer(struct hub_proc *h, const char *name);
+
+/* Runs hubctl -s SOCK args...; stdout into *out (malloc'd); exit status. */
+int hubctl(struct hub_proc *h, char **out, ...) __attribute__((sentinel));
+
+/* The hub's log so far (malloc'd), for assertions and failure messages. */
+char *hub_log(struct hub_proc *h);
+
+/* Whether a process exists. */
+int alive(pid_t pid);
+
+#endif

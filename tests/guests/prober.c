@@ -1,0 +1,283 @@
+/* prober: a test guest that calls out. Methods are named PREFIX.x, with
+ * PREFIX from --prefix (default "prober"), so several can run at once.
+ *   route METHOD ARG	calls METHOD(ARG: str), answers its str result or
+ *			"error: <kind>"
+ *   route_timeout METHOD MS  calls METHOD() with a timeout (sends Cancel)
+ *   invalid		calls echo.echo with arguments that do not decode
+ *   concurrent N	N calls to echo.echo in flight at once, all checked
+ *   big N		an N-byte string through echo.echo and back, checked
+ *   wait		answers only when cancelled (with Cancelled)
+ *   cancels		how many calls were cancelled so far */
+#include <err.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guestlib/guest.h"
+
+static struct guest *g;
+static uint64_t cancels;
+
+static const char *
+kind(int rc)
+{
+	switch (rc) {
+	case -ENOSYS: return "unknown method";
+	case -EBADMSG: return "invalid payload";
+	case -ECANCELED: return "cancelled";
+	case -ETIMEDOUT: return "timeout";
+	case -EREMOTEIO: return "user";
+	default: return strerror(-rc);
+	}
+}
+
+static void
+reply_str(struct guest_call *c, const char *s, size_t n)
+{
+	uint8_t *buf = malloc(n + 10);
+	size_t pos = 0;
+
+	if (buf == NULL) {
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	guest_pc_put_str(buf, n + 10, &pos, s, n);
+	guest_reply(c, buf, pos);
+	free(buf);
+}
+
+static void
+reply_u64(struct guest_call *c, uint64_t v)
+{
+	uint8_t buf[10];
+	size_t pos = 0;
+
+	guest_pc_put_u64(buf, sizeof(buf), &pos, v);
+	guest_reply(c, buf, pos);
+}
+
+static void
+route(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *m, *a, *s;
+	size_t mn, an, sn, pos = 0, rlen = 0;
+	char method[128], text[160];
+	uint8_t arg[4096], res[4096];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 || mn >= sizeof(method) ||
+	    guest_pc_get_str(args, len, &pos, &a, &an) != 0 || an > 4000) {
+		guest_reply_error(c, "route takes a method and a string");
+		return;
+	}
+	memcpy(method, m, mn);
+	method[mn] = '\0';
+	pos = 0;
+	guest_pc_put_str(arg, sizeof(arg), &pos, a, an);
+	rc = guest_call(g, method, arg, pos, res, sizeof(res), &rlen, 10000);
+	pos = 0;
+	if (rc == 0 && guest_pc_get_str(res, rlen, &pos, &s, &sn) == 0) {
+		reply_str(c, s, sn);
+		return;
+	}
+	snprintf(text, sizeof(text), "error: %s", rc == 0 ? "result is not a str" : kind(rc));
+	reply_str(c, text, strlen(text));
+}
+
+static void
+route_timeout(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *m;
+	size_t mn, pos = 0;
+	uint64_t ms;
+	char method[128], text[64];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 || mn >= sizeof(method) ||
+	    guest_pc_get_u64(args, len, &pos, &ms) != 0) {
+		guest_reply_error(c, "route_timeout takes a method and milliseconds");
+		return;
+	}
+	memcpy(method, m, mn);
+	method[mn] = '\0';
+	rc = guest_call(g, method, NULL, 0, NULL, 0, NULL, (int)ms);
+	snprintf(text, sizeof(text), rc == 0 ? "ok" : "error: %s", kind(rc));
+	reply_str(c, text, strlen(text));
+}
+
+static void
+invalid(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static const uint8_t bad[] = { 0x05, 'a' };	/* says 5 bytes, has 1 */
+	char text[64];
+	int rc;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	rc = guest_call(g, "echo.echo", bad, sizeof(bad), NULL, 0, NULL, 10000);
+	snprintf(text, sizeof(text), "error: %s", rc == 0 ? "none" : kind(rc));
+	reply_str(c, text, strlen(text));
+}
+
+struct batch {
+	uint64_t	done;
+	uint64_t	bad;
+};
+
+struct one {
+	struct batch	*b;
+	char		text[32];
+};
+
+static void
+one_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct one *o = ctx;
+	const char *s;
+	size_t n, pos = 0;
+
+	if (status != 0 || guest_pc_get_str(result, len, &pos, &s, &n) != 0 ||
+	    n != strlen(o->text) || memcmp(s, o->text, n) != 0)
+		o->b->bad++;
+	o->b->done++;
+	free(o);
+}
+
+static void
+concurrent(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct batch b = { 0, 0 };
+	uint64_t n, issued = 0;
+	size_t pos = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 || n > 100000) {
+		guest_reply_error(c, "concurrent takes a count");
+		return;
+	}
+	for (; issued < n; issued++) {
+		struct one *o = malloc(sizeof(*o));
+		uint8_t arg[48];
+
+		if (o == NULL)
+			break;
+		o->b = &b;
+		snprintf(o->text, sizeof(o->text), "msg-%llu", (unsigned long long)issued);
+		pos = 0;
+		guest_pc_put_str(arg, sizeof(arg), &pos, o->text, strlen(o->text));
+		if (guest_call_async(g, "echo.echo", arg, pos, one_done, o, NULL) != 0) {
+			free(o);
+			break;
+		}
+	}
+	/* all issued before any is awaited: they are in flight together */
+	while (b.done < issued)
+		if (guest_service_wait(g, 1000) != 0)
+			break;
+	if (b.bad != 0 || b.done != n)
+		guest_reply_error(c, "some calls failed or came back wrong");
+	else
+		reply_u64(c, n);
+}
+
+static void
+big(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t n;
+	size_t pos = 0, rlen = 0, sn;
+	uint8_t *arg, *res;
+	const char *s;
+	char *text;
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 || n > (64u << 20)) {
+		guest_reply_error(c, "big takes a size");
+		return;
+	}
+	text = malloc(n + 1);
+	arg = malloc(n + 16);
+	res = malloc(n + 16);
+	if (text == NULL || arg == NULL || res == NULL) {
+		guest_reply_error(c, "out of memory");
+		goto out;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		text[i] = (char)('a' + (i * 7 + i / 26) % 26);
+	pos = 0;
+	guest_pc_put_str(arg, n + 16, &pos, text, n);
+	rc = guest_call(g, "echo.echo", arg, pos, res, n + 16, &rlen, 20000);
+	pos = 0;
+	if (rc != 0)
+		guest_reply_error(c, kind(rc));
+	else if (guest_pc_get_str(res, rlen, &pos, &s, &sn) != 0 || sn != n ||
+		 memcmp(s, text, n) != 0)
+		guest_reply_error(c, "the echo differs");
+	else
+		reply_u64(c, n);
+out:
+	free(text);
+	free(arg);
+	free(res);
+}
+
+static void
+wait_cancel(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	while (!guest_call_cancelled(c))
+		if (guest_service_wait(g, 1000) != 0)
+			return;
+	cancels++;
+	guest_reply_cancelled(c);
+}
+
+static void
+count_cancels(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	reply_u64(c, cancels);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct {
+		const char	*name;
+		const char	*sig;
+		guest_handler	fn;
+	} methods[] = {
+		{ "route", "str,str->str", route },
+		{ "route_timeout", "str,u64->str", route_timeout },
+		{ "invalid", "->str", invalid },
+		{ "concurrent", "u64->u64", concurrent },
+		{ "big", "u64->u64", big },
+		{ "wait", "->unit", wait_cancel },
+		{ "cancels", "->u64", count_cancels },
+	};
+	const char *prefix = "prober", *why;
+	char name[128];
+	int rc;
+
+	for (int i = 1; i < argc - 1; i++)
+		if (strcmp(argv[i], "--prefix") == 0)
+			prefix = argv[i + 1];
+	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
+		errx(1, "%s", why);
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		snprintf(name, sizeof(name), "%s.%s", prefix, methods[i].name);
+		if (guest_register(g, name, methods[i].sig, methods[i].fn, NULL) != 0)
+			errx(1, "cannot register %s", name);
+	}
+	rc = guest_run(g);
+	guest_detach(g);
+	return rc == 0 ? 0 : 1;
+}

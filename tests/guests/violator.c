@@ -1,0 +1,163 @@
+/* violator: attaches like a guest, then breaks one protocol rule, chosen
+ * with --mode, and waits to be ended by the host:
+ *   msgtype	a descriptor with msg_type 9
+ *   slot	a payload in slot 100000 (out of range)
+ *   generation	a payload in a real slot with the wrong generation
+ *   offset	a payload whose offset + length overflows the slot
+ *   parity	Data on an even channel id (the host's parity)
+ *   credit	a stream into hub.sink past the granted credit
+ *   postcard	registers a method, then answers a call with garbage
+ *   response	a Response to a request never made
+ * It is built on proto directly: libguest would not let it. */
+#include <err.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/channel.h"
+#include "proto/doorbell.h"
+#include "proto/endpoint.h"
+#include "proto/method.h"
+#include "proto/msg.h"
+#include "proto/postcard.h"
+#include "proto/segment.h"
+#include "proto/ticket.h"
+
+static struct hp_endpoint ep;
+static struct hp_peer_view view;
+static struct hp_segment seg;
+
+static void
+heartbeat(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	hp_store_relaxed_u64(&view.entry->last_heartbeat,
+			     (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+}
+
+static void
+raw(const struct hp_desc *d)
+{
+	if (hp_ring_enqueue(&ep.tx, d) != 0)
+		errx(1, "ring");
+	hp_doorbell_signal(ep.doorbell);
+}
+
+static void
+request(uint32_t id, const char *method, const uint8_t *args, size_t len)
+{
+	uint8_t buf[512];
+
+	buf[0] = 0;	/* no metadata */
+	memcpy(buf + 1, args, len);
+	if (hp_endpoint_send(&ep, HP_MSG_REQUEST, id, hp_method_id(method, strlen(method)),
+			     buf, (uint32_t)len + 1, 0) != 0)
+		errx(1, "send");
+	hp_doorbell_signal(ep.doorbell);
+}
+
+int
+main(int argc, char *argv[])
+{
+	const char *mode = "msgtype", *why = NULL;
+	struct hp_ticket t;
+	struct hp_desc d;
+	uint32_t state = HP_PEER_RESERVED, slot, gen;
+
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "--mode=", 7) == 0)
+			mode = argv[i] + 7;
+	if (hp_ticket_parse(argc, argv, &t, &why) != 0 ||
+	    hp_segment_attach(&seg, t.hub_path, 0, &why) != 0 ||
+	    hp_peer_view_guest(&seg, t.peer_id, &view, &why) != 0)
+		errx(1, "attach: %s", why);
+	hp_endpoint_init_guest(&ep, &seg, &view, t.doorbell_fd);
+	if (!hp_cas_u32(&view.entry->state, &state, HP_PEER_ATTACHED))
+		errx(1, "not reserved");
+	hp_fetch_add_u32(&view.entry->epoch, 1, memory_order_release);
+	heartbeat();
+	hp_doorbell_signal(t.doorbell_fd);
+	usleep(200000);		/* let the host see us attached */
+
+	memset(&d, 0, sizeof(d));
+	d.payload_slot = HP_SLOT_INLINE;
+	if (strcmp(mode, "msgtype") == 0) {
+		d.msg_type = 9;
+		raw(&d);
+	} else if (strcmp(mode, "slot") == 0) {
+		hp_desc_set_slot(&d, 100000, 1, 0, 100);
+		d.msg_type = HP_MSG_DATA;
+		d.id = 1;
+		raw(&d);
+	} else if (strcmp(mode, "generation") == 0 || strcmp(mode, "offset") == 0) {
+		if (hp_slot_alloc(&ep.tx_pool, &slot, &gen) != 0)
+			errx(1, "slot");
+		if (strcmp(mode, "generation") == 0)
+			hp_desc_set_slot(&d, slot, gen + 5, 0, 100);
+		else
+			hp_desc_set_slot(&d, slot, gen, 0xFFFFFFF0u, 0x40);
+		d.msg_type = HP_MSG_REQUEST;
+		d.id = 1;
+		d.method_id = hp_method_id("hub.ping", 8);
+		raw(&d);
+	} else if (strcmp(mode, "parity") == 0) {
+		d.msg_type = HP_MSG_DATA;
+		d.id = 2;
+		hp_desc_set_inline(&d, "x", 1);
+		raw(&d);
+	} else if (strcmp(mode, "credit") == 0) {
+		/* one item larger than the whole window (initial_credit must be
+		 * below max_payload_size for this) */
+		uint32_t len = seg.params.initial_credit + 1;
+		uint8_t args[4], *item = calloc(1, len);
+		int64_t chan = hp_chan_open(view.chans, seg.params.max_channels,
+					    HP_SIDE_GUEST, seg.params.initial_credit,
+					    &(uint32_t){ 0 });
+
+		args[0] = (uint8_t)chan;
+		request(1, "hub.sink", args, 1);
+		if (item == NULL || hp_endpoint_send(&ep, HP_MSG_DATA, (uint32_t)chan, 0,
+						     item, len, 0) != 0)
+			errx(1, "credit: cannot send");
+		hp_doorbell_signal(ep.doorbell);
+	} else if (strcmp(mode, "postcard") == 0) {
+		uint8_t args[64];
+		struct hp_pc_enc e;
+		struct hp_msg_in m;
+		const char *rule;
+
+		hp_pc_enc_init(&e, args, sizeof(args));
+		hp_pc_put_str(&e, "bad.call", 8);
+		hp_pc_put_str(&e, "->unit", 6);
+		request(1, "hub.register", args, e.len);
+		for (;;) {	/* answer the test's call to bad.call with garbage */
+			if (hp_endpoint_recv(&ep, &m, &rule) == 0 &&
+			    m.desc.msg_type == HP_MSG_REQUEST) {
+				static const uint8_t garbage[] = { 0xff, 0xff, 0xff };
+
+				hp_endpoint_send(&ep, HP_MSG_RESPONSE, m.desc.id, 0,
+						 garbage, sizeof(garbage), 0);
+				hp_doorbell_signal(ep.doorbell);
+			}
+			hp_doorbell_wait(ep.doorbell, 100);
+			heartbeat();
+		}
+	} else if (strcmp(mode, "response") == 0) {
+		d.msg_type = HP_MSG_RESPONSE;
+		d.id = 12345;
+		hp_desc_set_inline(&d, "\0\0", 2);
+		raw(&d);
+	} else {
+		errx(1, "unknown mode %s", mode);
+	}
+	/* The host ends us; waiting on the doorbell also sees it die. The
+	 * heartbeat goes on, so that only the violation can be the reason. */
+	while (hp_doorbell_wait(t.doorbell_fd, 100) != -EPIPE)
+		heartbeat();
+	return 0;
+}

@@ -1,0 +1,234 @@
+/* hubd.conf parsing: values, defaults, and every malformed shape reported
+ * with file:line while nothing is half-loaded. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/config.h"
+
+static char conf_path[64];
+static char *errtext;
+static size_t errlen;
+
+static void
+write_conf(const char *text)
+{
+	int fd;
+
+	strcpy(conf_path, "/tmp/hub-config-test-XXXXXX");
+	fd = mkstemp(conf_path);
+	ck_assert_msg(fd >= 0, "mkstemp");
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* Loads text; returns config_load's result with the messages in errtext. */
+static int
+load(const char *text, struct hub_conf *c)
+{
+	FILE *errs;
+	int rc;
+
+	write_conf(text);
+	free(errtext);
+	errtext = NULL;
+	errs = open_memstream(&errtext, &errlen);
+	rc = config_load(conf_path, c, errs);
+	fclose(errs);
+	unlink(conf_path);
+	return rc;
+}
+
+static void
+teardown(void)
+{
+	if (conf_path[0] != '\0')
+		unlink(conf_path);
+	free(errtext);
+	errtext = NULL;
+}
+
+/* Expects a failure whose messages contain ":LINE: " and want. */
+static void
+expect_error(const char *text, int line, const char *want)
+{
+	struct hub_conf c;
+	char at[32];
+
+	ck_assert_msg(load(text, &c) == -1, "config accepted:\n%s", text);
+	snprintf(at, sizeof(at), ":%d: ", line);
+	ck_assert_msg(strstr(errtext, at) != NULL && strstr(errtext, want) != NULL,
+		      "want line %d '%s', got: %s", line, want, errtext);
+	ck_assert_msg(c.guests == NULL && c.nguests == 0 && c.segment_path == NULL,
+		      "a failed load left state behind");
+}
+
+START_TEST(test_values_and_defaults)
+{
+	struct hub_conf c;
+	int rc = load("# comment\n"
+		      "[hub]\n"
+		      "segment = /dev/shm/hub-x\n"
+		      "control = /tmp/hub-x.sock\n"
+		      "ring_size = 64\n"
+		      "slot_size = 8K\n"
+		      "heartbeat_interval = 250ms\n"
+		      "\n"
+		      "[guest echo]\n"
+		      "exec = /bin/true\n"
+		      "args = -v \"two words\" \"q\\\"uote\"\n"
+		      "restart = always\n"
+		      "[guest kv.2]\n"
+		      "exec = bin/kv\n", &c);
+
+	ck_assert_msg(rc == 0, "load: %s", errtext);
+	ck_assert_str_eq(c.segment_path, "/dev/shm/hub-x");
+	ck_assert_str_eq(c.control_path, "/tmp/hub-x.sock");
+	ck_assert_uint_eq(c.params.ring_size, 64);
+	ck_assert_uint_eq(c.params.slot_size, 8192);
+	/* max_payload_size follows slot_size unless given */
+	ck_assert_uint_eq(c.params.max_payload_size, 8192 - 4);
+	ck_assert_uint_eq(c.params.heartbeat_interval, 250000000ull);
+	ck_assert_uint_eq(c.nguests, 2);
+	ck_assert_str_eq(c.guests[0].name, "echo");
+	ck_assert_str_eq(c.guests[0].argv[0], "/bin/true");
+	ck_assert_str_eq(c.guests[0].argv[1], "-v");
+	ck_assert_str_eq(c.guests[0].argv[2], "two words");
+	ck_assert_str_eq(c.guests[0].argv[3], "q\"uote");
+	ck_assert_ptr_null(c.guests[0].argv[4]);
+	ck_assert_int_eq(c.guests[0].restart, RESTART_ALWAYS);
+	ck_assert_int_eq(c.guests[1].restart, RESTART_ON_FAILURE);
+	/* relative exec: relative to the config file's directory */
+	ck_assert_str_eq(c.guests[1].exec, "/tmp/bin/kv");
+	ck_assert_int_eq(c.guests[1].line, 13);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(test_empty_file_is_all_defaults)
+{
+	struct hub_conf c;
+	struct hp_params d;
+
+	ck_assert_msg(load("", &c) == 0, "load: %s", errtext);
+	hp_params_default(&d);
+	ck_assert_uint_eq(c.params.max_guests, d.max_guests);
+	ck_assert_uint_eq(c.params.ring_size, d.ring_size);
+	ck_assert_uint_eq(c.nguests, 0);
+	ck_assert_str_eq(c.segment_path, "/dev/shm/hub");
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(test_unknown_key)
+{ expect_error("[hub]\nring_size = 8\nrnig_size = 8\n", 3, "unknown key 'rnig_size'"); }
+END_TEST
+
+START_TEST(test_duplicate_key)
+{ expect_error("[hub]\nring_size = 8\nring_size = 16\n", 3, "duplicate key"); }
+END_TEST
+
+START_TEST(test_bad_numbers)
+{
+	expect_error("[hub]\nmax_guests = 256\n", 2, "max_guests");
+	expect_error("[hub]\nmax_guests = -1\n", 2, "max_guests");
+	expect_error("[hub]\nslots_per_guest = 12x\n", 2, "slots_per_guest");
+	expect_error("[hub]\nslot_size = 99999999999999999999999\n", 2, "slot_size");
+	expect_error("[hub]\nmax_guests =\n", 2, "max_guests");
+	expect_error("[hub]\nheartbeat_interval = 10\n", 2, "duration");
+	expect_error("[hub]\nheartbeat_interval = 5 s\n", 2, "duration");
+}
+END_TEST
+
+START_TEST(test_geometry_checked)
+{
+	/* r[shm.ring.capacity] needs a power-of-two ring */
+	expect_error("\n[hub]\nring_size = 100\n", 2, "ring_size");
+	expect_error("[hub]\nslot_size = 100\n", 1, "slot_size");
+}
+END_TEST
+
+START_TEST(test_sections)
+{
+	expect_error("ring_size = 8\n", 1, "outside of any section");
+	expect_error("[hub]\n[hub]\n", 2, "duplicate [hub]");
+	expect_error("[hubs]\n", 1, "unknown section");
+	expect_error("[guest]\n", 1, "unknown section");
+	expect_error("[guest bad/name]\nexec=/bin/true\n", 1, "bad guest name");
+	expect_error("[guest a]\nexec=/bin/true\n[guest a]\nexec=/bin/true\n", 3,
+		     "duplicate guest 'a'");
+	expect_error("[hub\n", 1, "without ']'");
+	expect_error("[hub]\njust words\n", 2, "expected 'key = value'");
+}
+END_TEST
+
+START_TEST(test_guest_keys)
+{
+	expect_error("[guest a]\nargs = x\n", 1, "has no exec");
+	expect_error("[guest a]\nexec = /bin/true\nrestart = sometimes\n", 3, "restart");
+	expect_error("[guest a]\nexec = /bin/true\nargs = \"open\n", 3, "unterminated quote");
+	expect_error("[guest a]\nexec = /bin/true\nbackoff_min = 2s\nbackoff_max = 1s\n",
+		     1, "backoff_min is above backoff_max");
+	expect_error("[hub]\nmax_guests = 1\n[guest a]\nexec=/bin/true\n[guest b]\nexec=/bin/true\n",
+		     1, "2 guests but max_guests is 1");
+}
+END_TEST
+
+START_TEST(test_overlong_line)
+{
+	char text[4096];
+
+	snprintf(text, sizeof(text), "[hub]\nsegment = /dev/shm/%03000d\n", 7);
+	expect_error(text, 2, "line longer than");
+}
+END_TEST
+
+START_TEST(test_every_error_reported)
+{
+	struct hub_conf c;
+	char *second;
+
+	ck_assert_int_eq(load("[hub]\nfoo = 1\nbar = 2\n", &c), -1);
+	second = strstr(errtext, ":3: ");
+	ck_assert_msg(strstr(errtext, ":2: ") != NULL && second != NULL,
+		      "both errors expected: %s", errtext);
+}
+END_TEST
+
+START_TEST(test_missing_file)
+{
+	struct hub_conf c;
+	FILE *errs;
+
+	free(errtext);
+	errs = open_memstream(&errtext, &errlen);
+	ck_assert_int_eq(config_load("/nonexistent/hubd.conf", &c, errs), -1);
+	fclose(errs);
+	ck_assert_msg(strstr(errtext, "No such file") != NULL, "got: %s", errtext);
+}
+END_TEST
+
+Suite *suite_config(void);
+Suite *
+suite_config(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("parse");
+
+	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_add_test(tc, test_values_and_defaults);
+	tcase_add_test(tc, test_empty_file_is_all_defaults);
+	tcase_add_test(tc, test_unknown_key);
+	tcase_add_test(tc, test_duplicate_key);
+	tcase_add_test(tc, test_bad_numbers);
+	tcase_add_test(tc, test_geometry_checked);
+	tcase_add_test(tc, test_sections);
+	tcase_add_test(tc, test_guest_keys);
+	tcase_add_test(tc, test_overlong_line);
+	tcase_add_test(tc, test_every_error_reported);
+	tcase_add_test(tc, test_missing_file);
+	suite_add_tcase(s, tc);
+	return s;
+}

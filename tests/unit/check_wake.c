@@ -1,0 +1,269 @@
+/* futex and doorbell helpers, spawn tickets, and the endpoint's wake
+ * protocol between two threads: no wake lost, no syscall while busy. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proto/doorbell.h"
+#include "proto/endpoint.h"
+#include "proto/futex.h"
+#include "proto/ticket.h"
+
+/* r[shm.wakeup.consumer-wait]: not FUTEX_PRIVATE, so across processes */
+START_TEST(test_futex_across_processes)
+{
+	hp_atomic_u32 *w = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct timespec ts = { 0, 1000000 };
+	int status, woken = 0;
+	pid_t pid;
+
+	ck_assert_ptr_ne(w, MAP_FAILED);
+	*w = 0;
+	ck_assert_int_eq(hp_futex_wait(w, 1, NULL), -EAGAIN);
+	ck_assert_int_eq(hp_futex_wait(w, 0, &ts), -ETIMEDOUT);
+	if ((pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		while (hp_load_acquire_u32(w) == 0)
+			hp_futex_wait(w, 0, NULL);
+		_exit(hp_load_acquire_u32(w) == 7 ? 0 : 1);
+	}
+	for (int i = 0; i < 5000 && woken == 0; i++) {
+		usleep(1000);
+		if (i == 20)
+			hp_store_release_u32(w, 7);
+		if (i >= 20)
+			woken = hp_futex_wake(w, 1) == 1 || waitpid(pid, &status, WNOHANG) == pid;
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		status = 0;
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %d", status);
+	munmap(w, 4096);
+}
+END_TEST
+
+/* r[shm.doorbell.socketpair] r[shm.doorbell.signal] r[shm.doorbell.wait]
+ * r[shm.doorbell.death] */
+START_TEST(test_doorbell)
+{
+	int fds[2];
+
+	ck_assert_int_eq(hp_doorbell_pair(fds), 0);
+	ck_assert_int_eq(fcntl(fds[0], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	ck_assert_int_eq(fcntl(fds[1], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	ck_assert_int_eq(hp_doorbell_wait(fds[1], 0), 0);
+	ck_assert_int_eq(hp_doorbell_signal(fds[0]), 0);
+	ck_assert_int_eq(hp_doorbell_wait(fds[1], 1000), 1);
+	ck_assert_int_eq(hp_doorbell_wait(fds[1], 10), 0);	/* drained */
+	/* a full socket still counts as rung */
+	for (int i = 0; i < 100000; i++)
+		ck_assert_int_eq(hp_doorbell_signal(fds[0]), 0);
+	ck_assert_int_eq(hp_doorbell_drain(fds[1]), 0);
+	ck_assert_int_eq(hp_doorbell_wait(fds[1], 0), 0);
+	/* the peer dies: both directions see it, and no SIGPIPE */
+	close(fds[0]);
+	ck_assert_int_eq(hp_doorbell_wait(fds[1], 1000), -EPIPE);
+	ck_assert_int_eq(hp_doorbell_drain(fds[1]), -EPIPE);
+	ck_assert_int_eq(hp_doorbell_signal(fds[1]), -EPIPE);
+	close(fds[1]);
+}
+END_TEST
+
+/* r[shm.spawn.args] r[shm.spawn.ticket] */
+START_TEST(test_ticket)
+{
+	struct hp_ticket t;
+	const char *why;
+	char fd[16];
+
+	snprintf(fd, sizeof(fd), "%d", STDERR_FILENO);
+	char *good[] = { "g", "--hub-path=/dev/shm/x", "--peer-id", "255", "-v",
+			 "--doorbell-fd", fd, NULL };
+	ck_assert_int_eq(hp_ticket_parse(7, good, &t, &why), 0);
+	ck_assert_str_eq(t.hub_path, "/dev/shm/x");
+	ck_assert_uint_eq(t.peer_id, 255);
+	ck_assert_int_eq(t.doorbell_fd, STDERR_FILENO);
+	char *none[] = { "g", NULL };
+	ck_assert_int_eq(hp_ticket_parse(1, none, &t, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "hubd"));
+	const char *bad_ids[] = { "0", "256", "12x", "", "+3", "-1", "99999999999999999999" };
+	for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
+		char id[64];
+
+		snprintf(id, sizeof(id), "--peer-id=%s", bad_ids[i]);
+		char *argv[] = { "g", "--hub-path=/x", id, "--doorbell-fd=2", NULL };
+		ck_assert_msg(hp_ticket_parse(4, argv, &t, &why) == -EINVAL, "id %s", bad_ids[i]);
+	}
+	char *closed_fd[] = { "g", "--hub-path=/x", "--peer-id=1", "--doorbell-fd=999", NULL };
+	ck_assert_int_eq(hp_ticket_parse(4, closed_fd, &t, &why), -EINVAL);
+	char *empty_path[] = { "g", "--hub-path=", "--peer-id=1", "--doorbell-fd=2", NULL };
+	ck_assert_int_eq(hp_ticket_parse(4, empty_path, &t, &why), -EINVAL);
+}
+END_TEST
+
+/* -- the wake protocol, between two threads --------------------------- */
+
+static char seg_path[64];
+static struct hp_segment seg;
+static struct hp_endpoint host_ep, guest_ep;
+static int bell[2];
+
+static void
+pair_setup(void)
+{
+	struct hp_params p;
+	struct hp_peer_view hv, gv;
+	const char *why;
+
+	snprintf(seg_path, sizeof(seg_path), "/dev/shm/hub-test-wake-%d", (int)getpid());
+	hp_params_default(&p);
+	p.max_guests = 1;
+	p.ring_size = 16;
+	p.slot_size = 1024;
+	p.slots_per_guest = 4;
+	p.max_payload_size = 1020;
+	ck_assert_int_eq(hp_segment_create(&seg, seg_path, &p, 0600, &why), 0);
+	unlink(seg_path);	/* mapped: the file is not needed any more */
+	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
+	hp_peer_view_host(&seg, 1, &hv);
+	ck_assert_int_eq(hp_peer_view_guest(&seg, 1, &gv, &why), 0);
+	ck_assert_int_eq(hp_endpoint_init_guest(&guest_ep, &seg, &gv, bell[1]), 0);
+	ck_assert_int_eq(hp_endpoint_init_host(&host_ep, &seg, &hv, bell[0],
+					       hp_load_acquire_u32(&hv.entry->guest_features)), 0);
+}
+
+static void
+pair_teardown(void)
+{
+	hp_segment_close(&seg);
+	close(bell[0]);
+	close(bell[1]);
+}
+
+#define ROUNDS 20000
+
+/* Echoes every message back; payloads alternate inline and slot. */
+static void *
+echo_thread(void *arg)
+{
+	struct hp_msg_in m;
+	const char *rule;
+	long bad = 0;
+
+	(void)arg;
+	for (int i = 0; i < ROUNDS; i++) {
+		while (hp_endpoint_recv(&guest_ep, &m, &rule) == -EAGAIN)
+			if (hp_endpoint_wait(&guest_ep, HP_WAIT_RING_DATA, hp_endpoint_rx_ready,
+					     &guest_ep, 10000) <= 0)
+				return (void *)1;
+		uint8_t copy[1024];
+		uint32_t len = m.len;
+
+		memcpy(copy, m.payload, len);
+		hp_endpoint_release(&guest_ep, &m);
+		while (hp_endpoint_send(&guest_ep, HP_MSG_RESPONSE, m.desc.id, 0, copy, len, 0)
+		       == -EAGAIN)
+			if (hp_endpoint_wait(&guest_ep, HP_WAIT_RING_SPACE | HP_WAIT_SLOT,
+					     hp_endpoint_tx_ready, &guest_ep, 10000) <= 0)
+				return (void *)2;
+		if (m.desc.id != (uint32_t)i)
+			bad++;
+	}
+	hp_endpoint_notify_consumed(&guest_ep);
+	return (void *)bad;
+}
+
+/* r[shm.wakeup.consumer-wait] r[shm.wakeup.producer-wait] r[shm.wakeup.slot-wait]
+ * r[shm.doorbell.ring-integration]: a ping-pong in which each side sleeps
+ * between messages; a lost wake would hang it (and time it out). */
+START_TEST(test_ping_pong_no_lost_wake)
+{
+	pthread_t th;
+	void *res;
+	struct hp_msg_in m;
+	const char *rule;
+	uint8_t payload[300];
+
+	ck_assert(host_ep.peer_waiters);
+	pthread_create(&th, NULL, echo_thread, NULL);
+	for (int i = 0; i < ROUNDS; i++) {
+		uint32_t len = i % 2 ? 8 : 300;
+
+		memset(payload, i & 0xff, len);
+		while (hp_endpoint_send(&host_ep, HP_MSG_REQUEST, (uint32_t)i, 1, payload, len, 0)
+		       == -EAGAIN)
+			ck_assert_int_gt(hp_endpoint_wait(&host_ep, HP_WAIT_RING_SPACE | HP_WAIT_SLOT,
+							  hp_endpoint_tx_ready, &host_ep, 10000), 0);
+		while (hp_endpoint_recv(&host_ep, &m, &rule) == -EAGAIN)
+			ck_assert_msg(hp_endpoint_wait(&host_ep, HP_WAIT_RING_DATA,
+						       hp_endpoint_rx_ready, &host_ep, 10000) > 0,
+				      "round %d: no answer (a lost wake?)", i);
+		ck_assert_uint_eq(m.desc.id, (uint32_t)i);
+		ck_assert_uint_eq(m.len, len);
+		ck_assert_uint_eq(m.payload[len - 1], (uint8_t)(i & 0xff));
+		hp_endpoint_release(&host_ep, &m);
+	}
+	pthread_join(th, &res);
+	ck_assert_ptr_null(res);
+	hp_endpoint_notify_consumed(&host_ep);
+	/* every slot came back */
+	ck_assert_uint_eq(hp_slot_count_free(&host_ep.tx_pool), 4);
+	ck_assert_uint_eq(hp_slot_count_free(&guest_ep.tx_pool), 4);
+}
+END_TEST
+
+/* While both sides are busy no wake is needed: a burst sent to a peer that
+ * never announced sleep makes no doorbell write at all. */
+START_TEST(test_no_wake_without_sleeper)
+{
+	struct hp_msg_in m;
+	const char *rule;
+
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_REQUEST, (uint32_t)i, 1,
+						  "x", 1, 0), 0);
+	ck_assert_uint_eq(host_ep.stats.wakes, 0);
+	ck_assert_int_eq(hp_doorbell_wait(bell[1], 0), 0);
+	/* announced: the next publish rings */
+	hp_endpoint_announce(&guest_ep, HP_WAIT_RING_DATA);
+	ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_REQUEST, 10, 1, "x", 1, 0), 0);
+	ck_assert_uint_eq(host_ep.stats.wakes, 1);
+	ck_assert_int_eq(hp_doorbell_wait(bell[1], 0), 1);
+	hp_endpoint_cancel(&guest_ep);
+	for (int i = 0; i <= 10; i++)
+		ck_assert_int_eq(hp_endpoint_recv(&guest_ep, &m, &rule), 0);
+	/* r[shm.payload.inline] through the endpoint */
+	ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_REQUEST, 1, 1, "x", 2000, 0),
+			 -EMSGSIZE);
+}
+END_TEST
+
+Suite *suite_wake(void);
+Suite *
+suite_wake(void)
+{
+	Suite *s = suite_create("wake");
+	TCase *tc = tcase_create("helpers");
+	TCase *ep = tcase_create("endpoint");
+
+	tcase_add_test(tc, test_futex_across_processes);
+	tcase_add_test(tc, test_doorbell);
+	tcase_add_test(tc, test_ticket);
+	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(ep, pair_setup, pair_teardown);
+	tcase_add_test(ep, test_ping_pong_no_lost_wake);
+	tcase_add_test(ep, test_no_wake_without_sleeper);
+	tcase_set_timeout(ep, 120);
+	tcase_set_tags(ep, "tsan");
+	suite_add_tcase(s, ep);
+	return s;
+}
