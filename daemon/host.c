@@ -25,8 +25,10 @@ static const struct {
 } services[] = {
 	{ HP_SVC_PING, HP_SVC_SIG_PING }, { HP_SVC_LOG, HP_SVC_SIG_LOG },
 	{ HP_SVC_PEERS, HP_SVC_SIG_PEERS }, { HP_SVC_REGISTER, HP_SVC_SIG_REGISTER },
-	{ HP_SVC_SINK, HP_SVC_SIG_SINK },
+	{ HP_SVC_SINK, HP_SVC_SIG_SINK }, { HP_SVC_SOURCE, HP_SVC_SIG_SOURCE },
 };
+
+#define SOURCE_ITEM	4096	/* hub.source's item size at most */
 
 static struct peer *
 peer_of(struct hub *h, uint32_t id)
@@ -352,6 +354,14 @@ call_guest(struct hub *h, struct peer *p, uint64_t method_id,
 	return 0;
 }
 
+/* A guest broke a rule: Goodbye naming it, then kill and recover. */
+static void
+violation(struct peer *p, const char *rule)
+{
+	p->stats.violations++;
+	supervise_kill(p, DEATH_VIOLATION, rule);
+}
+
 /* -- built-in services -------------------------------------------------- */
 
 static void
@@ -438,6 +448,110 @@ svc_sink(struct hub *h, struct peer *p, const struct origin *o,
 	c->o.kind = ORIGIN_SINK;	/* answered on Close */
 }
 
+static void
+svc_source(struct hub *h, struct peer *p, const struct origin *o,
+	   const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	uint64_t bytes, id;
+	struct hchan *c;
+
+	hp_pc_dec_init(&d, args, len);
+	bytes = hp_pc_get_u64(&d);
+	id = hp_pc_get_u64(&d);
+	/* the guest opened it (odd id) to receive on: it grants, we send */
+	if (p == NULL || d.err != 0 || id > UINT32_MAX ||
+	    hp_chan_id_check((uint32_t)id, h->seg.params.max_channels, HP_SIDE_GUEST) != 0 ||
+	    p->chans[id].open ||
+	    hp_chan_state(&p->view.chans[id]) != HP_CHAN_ACTIVE) {
+		answer_error(h, o, HP_ERR_USER, "hub.source needs a channel the guest opened");
+		return;
+	}
+	c = &p->chans[id];
+	memset(c, 0, sizeof(*c));
+	c->open = c->sending = 1;
+	c->to_send = bytes;
+	c->checksum = 0xcbf29ce484222325ull;
+	c->o = *o;
+	p->sources++;
+}
+
+/* A hub.source stream's next item size, or 0 while the guest's credit,
+ * from its shared counter, does not allow one; -1 if that counter is corrupt. */
+static int64_t
+source_next(struct hub *h, struct peer *p, uint32_t id)
+{
+	struct hchan *c = &p->chans[id];
+	uint32_t item = h->seg.params.max_payload_size < SOURCE_ITEM ?
+	    h->seg.params.max_payload_size : SOURCE_ITEM;
+	uint32_t n = c->to_send < item ? (uint32_t)c->to_send : item;
+	/* r[shm.flow.ordering.sender]: acquire; r[shm.flow.wrap-rule] */
+	int64_t credit = hp_chan_credit(&p->view.chans[id], c->sent_total);
+
+	if (credit < 0)
+		return -1;
+	return (uint64_t)credit >= n ? n : 0;
+}
+
+/* hub.source streams: as much as the guest's credit, the ring and the
+ * host pool allow now; the rest when it grants more (HP_WAIT_CREDIT). */
+static int
+source_pump(struct hub *h, struct peer *p)
+{
+	uint8_t out[16];
+	struct hp_pc_enc e;
+	int sent = 0;
+
+	for (uint32_t id = 1; id < h->seg.params.max_channels && p->sources > 0; id++) {
+		struct hchan *c = &p->chans[id];
+		struct hp_outbuf ob;
+		int64_t n;
+
+		if (!c->open || !c->sending)
+			continue;
+		while (c->to_send > 0 && p->state == PEER_UP) {
+			if ((n = source_next(h, p, id)) < 0) {
+				violation(p, "shm.flow.wrap-rule");
+				return sent;
+			}
+			if (n == 0 || hp_endpoint_reserve(&p->ep, (uint32_t)n, &ob) != 0)
+				break;
+			for (uint32_t i = 0; i < n; i++) {
+				ob.buf[i] = (uint8_t)(c->bytes + i);
+				c->checksum ^= ob.buf[i];
+				c->checksum *= 0x100000001b3ull;
+			}
+			if (ob.slot != HP_SLOT_INLINE)
+				h->slot_owner[ob.slot] = (uint8_t)p->id;
+			hp_endpoint_commit(&p->ep, &ob, HP_MSG_DATA, id, 0, (uint32_t)n,
+					   HP_SEND_MORE);
+			c->sent_total += (uint32_t)n;
+			c->bytes += (uint64_t)n;
+			c->to_send -= (uint64_t)n;
+			sent++;
+		}
+		if (c->to_send > 0 || try_send(h, p, HP_MSG_CLOSE, id, 0, NULL, 0) != 0)
+			continue;
+		c->open = c->sending = 0;
+		p->sources--;
+		hp_pc_enc_init(&e, out, sizeof(out));
+		hp_pc_put_u64(&e, c->checksum);
+		answer_ok(h, &c->o, out, e.len);
+	}
+	return sent;
+}
+
+/* Whether a hub.source stream of p could send now. */
+static int
+source_ready(struct hub *h, struct peer *p)
+{
+	for (uint32_t id = 1; id < h->seg.params.max_channels && p->sources > 0; id++)
+		if (p->chans[id].open && p->chans[id].sending &&
+		    (p->chans[id].to_send == 0 || source_next(h, p, id) != 0))
+			return 1;
+	return 0;
+}
+
 /* Runs a host service; p is the calling guest or NULL for a client. */
 static void
 service(struct hub *h, struct peer *p, const struct method *m,
@@ -459,19 +573,14 @@ service(struct hub *h, struct peer *p, const struct method *m,
 		svc_peers(h, o);
 	} else if (strcmp(m->name, HP_SVC_REGISTER) == 0) {
 		svc_register(h, p, o, args, len);
+	} else if (strcmp(m->name, HP_SVC_SOURCE) == 0) {
+		svc_source(h, p, o, args, len);
 	} else {
 		svc_sink(h, p, o, args, len);
 	}
 }
 
 /* -- messages from a guest ---------------------------------------------- */
-
-static void
-violation(struct peer *p, const char *rule)
-{
-	p->stats.violations++;
-	supervise_kill(p, DEATH_VIOLATION, rule);
-}
 
 static void
 on_request(struct hub *h, struct peer *p, const struct hp_msg_in *m)
@@ -570,6 +679,12 @@ chan_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 	uint8_t buf[16];
 	struct hp_pc_enc e;
 
+	if (c->sending) {	/* the receiver gave up on our hub.source */
+		c->open = c->sending = 0;
+		p->sources--;
+		answer_error(h, &o, HP_ERR_USER, "the receiver reset the stream");
+		return;
+	}
 	c->open = 0;
 	/* r[shm.flow.channel-id-reuse]: the receiver frees the entry */
 	hp_chan_free(&p->view.chans[id]);
@@ -593,7 +708,7 @@ on_data(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 	struct hchan *c = &p->chans[id];
 	uint32_t quarter = h->seg.params.initial_credit / 4;
 
-	if (!c->open) {
+	if (!c->open || c->sending) {
 		/* r[shm.id.channel-parity]: an even id is one we allocate */
 		violation(p, id % 2 == 0 ? "shm.id.channel-parity" :
 			  "shm.flow.channel-table-indexing");
@@ -617,7 +732,7 @@ on_data(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 	}
 	/* r[shm.flow.ordering.receiver]: grant back in quarters of the window */
 	c->unreported += m->len;
-	if (c->unreported >= quarter || c->unreported >= c->granted - c->received + m->len) {
+	if (c->unreported >= quarter) {
 		hp_chan_grant(&p->view.chans[id], c->unreported);
 		c->granted += c->unreported;
 		c->unreported = 0;
@@ -681,6 +796,8 @@ serve_peer(struct hub *h, struct peer *p)
 		dispatch(h, p, &m);
 		hp_endpoint_release(&p->ep, &m);
 	}
+	if (p->state == PEER_UP && p->sources > 0)
+		n += source_pump(h, p);
 	if (p->state == PEER_UP) {
 		hp_endpoint_notify_consumed(&p->ep);
 		if (hp_endpoint_flush(&p->ep) == -EPROTO)
@@ -714,7 +831,8 @@ host_sleep_prepare(struct hub *h)
 			continue;
 		hp_endpoint_announce(&p->ep, HP_WAIT_RING_DATA | HP_WAIT_RING_SPACE |
 				     HP_WAIT_SLOT | HP_WAIT_CREDIT);
-		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) || p->bl_head != NULL)
+		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) || p->bl_head != NULL ||
+		    source_ready(h, p))
 			work = 1;
 	}
 	return work;
@@ -779,6 +897,7 @@ host_attach(struct hub *h, struct peer *p)
 	p->inbound = 0;
 	p->next_req = 1;
 	p->chan_cursor = 0;
+	p->sources = 0;
 	memset(p->chans, 0, h->seg.params.max_channels * sizeof(*p->chans));
 }
 
@@ -810,9 +929,10 @@ host_detach(struct hub *h, struct peer *p)
 			    q2->pend[j].o.peer == p->id)
 				q2->pend[j].o.kind = ORIGIN_NONE;
 	}
-	/* streams from p to clients end */
+	/* streams from p to clients end, streams to p stop */
 	for (uint32_t id = 0; id < h->seg.params.max_channels; id++)
-		p->chans[id].open = 0;
+		p->chans[id].open = p->chans[id].sending = 0;
+	p->sources = 0;
 	while ((q = p->bl_head) != NULL) {
 		p->bl_head = q->next;
 		free(q);

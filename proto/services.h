@@ -8,6 +8,10 @@
  *						for the calling guest (Err if taken)
  *	hub.sink	chan<bytes> -> u64	receives a stream, answers with the
  *						FNV-1a 64 of all its bytes when it closes
+ *	hub.source	u64,u64 -> u64		sends N bytes on the caller's
+ *						channel C (which the caller opened to
+ *						receive on), closes it, answers with
+ *						their FNV-1a 64
  */
 #ifndef HP_SERVICES_H
 #define HP_SERVICES_H
@@ -17,12 +21,14 @@
 #define HP_SVC_PEERS		"hub.peers"
 #define HP_SVC_REGISTER		"hub.register"
 #define HP_SVC_SINK		"hub.sink"
+#define HP_SVC_SOURCE		"hub.source"
 
 #define HP_SVC_SIG_PING		"bytes->bytes"
 #define HP_SVC_SIG_LOG		"str->unit"
 #define HP_SVC_SIG_PEERS	"->str"
 #define HP_SVC_SIG_REGISTER	"str,str->unit"
 #define HP_SVC_SIG_SINK		"chan<bytes>->u64"
+#define HP_SVC_SIG_SOURCE	"u64,u64->u64"
 
 /* Metadata key the host adds to an error it makes itself (peer died,
  * busy...), with a human-readable String value. */

@@ -158,6 +158,18 @@ START_TEST(test_stream_with_small_credit)
 }
 END_TEST
 
+START_TEST(test_stream_to_a_guest)
+{
+	/* r[shm.flow.ordering.sender] r[shm.flow.ordering.receiver]: the host
+	 * sends, the guest grants; 64 MiB through a 16 KiB window */
+	start("initial_credit = 16K\n", STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
+	      "prober");
+	expect_ctl(0, "ok 67108864\n", "call", "prober.pull", "67108864", NULL);
+	expect_ctl(0, "ok 0\n", "call", "prober.pull", "0", NULL);
+	stop_clean();
+}
+END_TEST
+
 START_TEST(test_cancel_reaches_the_callee)
 {
 	char *out = NULL;
@@ -381,6 +393,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_guest_to_guest_routing);
 	tcase_add_test(tc, test_one_mib_payload);
 	tcase_add_test(tc, test_stream_with_small_credit);
+	tcase_add_test(tc, test_stream_to_a_guest);
 	tcase_add_test(tc, test_cancel_reaches_the_callee);
 	tcase_add_loop_test(tc, test_violation_ends_only_the_violator, 0,
 			    (int)(sizeof(violations) / sizeof(violations[0])));

@@ -7,7 +7,9 @@
  *   concurrent N	N calls to echo.echo in flight at once, all checked
  *   big N		an N-byte string through echo.echo and back, checked
  *   wait		answers only when cancelled (with Cancelled)
- *   cancels		how many calls were cancelled so far */
+ *   cancels		how many calls were cancelled so far
+ *   pull N		receives N bytes from hub.source on a channel it
+ *			opens, answers "ok N" if both checksums agree */
 #include <err.h>
 #include <errno.h>
 #include <stdio.h>
@@ -238,6 +240,71 @@ wait_cancel(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	guest_reply_cancelled(c);
 }
 
+struct pull {
+	uint64_t	bytes;
+	uint64_t	checksum;
+	int		ended;
+	int		status;
+};
+
+static void
+pull_item(void *ctx, const uint8_t *item, size_t len)
+{
+	struct pull *p = ctx;
+
+	for (size_t i = 0; i < len; i++) {
+		p->checksum ^= item[i];
+		p->checksum *= 0x100000001b3ull;
+	}
+	p->bytes += len;
+}
+
+static void
+pull_end(void *ctx, int status)
+{
+	struct pull *p = ctx;
+
+	p->ended = 1;
+	p->status = status;
+}
+
+static void
+pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct pull st = { 0, 0xcbf29ce484222325ull, 0, 0 };
+	uint64_t n, host = 0;
+	uint8_t arg[32], res[16];
+	size_t pos = 0, rlen = 0;
+	char text[64];
+	int64_t chan;
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0) {
+		guest_reply_error(c, "pull takes a byte count");
+		return;
+	}
+	if ((chan = guest_chan_open(g, pull_item, pull_end, &st)) < 0) {
+		guest_reply_error(c, "no channel");
+		return;
+	}
+	pos = 0;
+	guest_pc_put_u64(arg, sizeof(arg), &pos, n);
+	guest_pc_put_u64(arg, sizeof(arg), &pos, (uint64_t)chan);
+	/* the items arrive while this call waits; Close comes before the answer */
+	rc = guest_call(g, "hub.source", arg, pos, res, sizeof(res), &rlen, 60000);
+	pos = 0;
+	if (rc != 0 || guest_pc_get_u64(res, rlen, &pos, &host) != 0) {
+		snprintf(text, sizeof(text), "error: %s", kind(rc));
+	} else if (!st.ended || st.status != 0 || st.bytes != n || host != st.checksum) {
+		snprintf(text, sizeof(text), "mismatch: %llu bytes, ended %d",
+			 (unsigned long long)st.bytes, st.ended);
+	} else {
+		snprintf(text, sizeof(text), "ok %llu", (unsigned long long)n);
+	}
+	reply_str(c, text, strlen(text));
+}
+
 static void
 count_cancels(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
@@ -262,6 +329,7 @@ main(int argc, char *argv[])
 		{ "big", "u64->u64", big },
 		{ "wait", "->unit", wait_cancel },
 		{ "cancels", "->u64", count_cancels },
+		{ "pull", "u64->str", pull },
 	};
 	const char *prefix = "prober", *why;
 	char name[128];

@@ -258,6 +258,19 @@ consume(struct hp_ring *r, uint64_t count)
 static char seg_path[64];
 static pid_t child_pid;
 
+/* Named in the runner, which removes it even after a test that died. */
+static void
+stress_setup(void)
+{
+	snprintf(seg_path, sizeof(seg_path), "/dev/shm/hub-test-ring-%d", (int)getpid());
+}
+
+static void
+stress_unlink(void)
+{
+	unlink(seg_path);
+}
+
 static void
 stress_teardown(void)
 {
@@ -285,7 +298,6 @@ START_TEST(test_two_process_ten_million)
 	hp_params_default(&prm);
 	prm.max_guests = 1;
 	prm.ring_size = 1024;
-	snprintf(seg_path, sizeof(seg_path), "/dev/shm/hub-test-ring-%d", (int)getpid());
 	ck_assert_msg(hp_segment_create(&seg, seg_path, &prm, 0600, &why) == 0, "%s", why);
 	if ((child_pid = fork()) == 0) {
 		struct hp_segment cs;
@@ -365,6 +377,7 @@ suite_ring(void)
 	tcase_add_test(tc, test_reset);
 	tcase_set_tags(tc, "tsan");
 	suite_add_tcase(s, tc);
+	tcase_add_unchecked_fixture(st, stress_setup, stress_unlink);
 	tcase_add_checked_fixture(st, NULL, stress_teardown);
 	tcase_set_timeout(st, 120);
 	tcase_add_test(st, test_two_process_ten_million);
