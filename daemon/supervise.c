@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -200,6 +201,8 @@ child(struct peer *p, char **argv, int guest_end, int err_fd)
 	} else if (dup2(guest_end, GUEST_DOORBELL_FD) != GUEST_DOORBELL_FD) {
 		goto fail;
 	}
+	/* and whatever hubd itself inherited without close-on-exec */
+	close_range(GUEST_DOORBELL_FD + 1, ~0u, CLOSE_RANGE_CLOEXEC);
 	execv(p->conf->exec, argv);
 fail:
 	e = errno;

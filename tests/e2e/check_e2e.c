@@ -128,6 +128,19 @@ START_TEST(test_guest_to_guest_routing)
 }
 END_TEST
 
+START_TEST(test_polled_guest_and_inherited_fds)
+{
+	/* a plugin with its own poll() loop serves as well as guest_run */
+	start(NULL, STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\nargs = --poll\n",
+	      "echo,prober");
+	expect_ctl(0, "polled\n", "call", "prober.route", "echo.echo", "polled", NULL);
+	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
+	/* r[shm.spawn.fd-inheritance]: stdio and the doorbell, nothing else */
+	expect_ctl(0, "0 1 2 3\n", "call", "prober.fds", NULL);
+	stop_clean();
+}
+END_TEST
+
 START_TEST(test_one_mib_payload)
 {
 	/* r[shm.payload.slot]: a payload far over 32 bytes goes in a slot */
@@ -210,6 +223,7 @@ static const struct violation violations[] = {
 	{ "credit", "shm.flow.remaining-credit", "initial_credit = 4K\n" },
 	{ "postcard", "shm.payload.encoding", NULL },
 	{ "response", "shm.id.request-id", NULL },
+	{ "epoch", "shm.crash.epoch", NULL },
 };
 
 /* Waits until method is registered. */
@@ -391,6 +405,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_guests_attach_and_answer);
 	tcase_add_test(tc, test_errors_for_bad_calls);
 	tcase_add_test(tc, test_guest_to_guest_routing);
+	tcase_add_test(tc, test_polled_guest_and_inherited_fds);
 	tcase_add_test(tc, test_one_mib_payload);
 	tcase_add_test(tc, test_stream_with_small_credit);
 	tcase_add_test(tc, test_stream_to_a_guest);

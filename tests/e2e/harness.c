@@ -172,6 +172,7 @@ hub_restart(struct hub_proc *h)
 		fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		dup2(fd, 1);
 		dup2(fd, 2);
+		close(fd);
 		execl(bin("hubd"), "hubd", "-v", "-f", h->conf, (char *)NULL);
 		_exit(127);
 	}

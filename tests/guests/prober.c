@@ -9,9 +9,14 @@
  *   wait		answers only when cancelled (with Cancelled)
  *   cancels		how many calls were cancelled so far
  *   pull N		receives N bytes from hub.source on a channel it
- *			opens, answers "ok N" if both checksums agree */
+ *			opens, answers "ok N" if both checksums agree
+ *   fds		the file descriptors it was started with
+ * With --poll it runs its own poll() loop on guest_fd() and
+ * guest_service() instead of guest_run(). */
 #include <err.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +25,18 @@
 
 static struct guest *g;
 static uint64_t cancels;
+static char start_fds[256];	/* open at exec time, before attaching */
+
+static void
+list_fds(void)
+{
+	size_t n = 0;
+
+	for (int fd = 0; fd < 1024 && n < sizeof(start_fds) - 8; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			n += (size_t)snprintf(start_fds + n, sizeof(start_fds) - n, "%s%d",
+					      n ? " " : "", fd);
+}
 
 static const char *
 kind(int rc)
@@ -306,6 +323,15 @@ pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 }
 
 static void
+fds(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	reply_str(c, start_fds, strlen(start_fds));
+}
+
+static void
 count_cancels(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	(void)args;
@@ -330,14 +356,19 @@ main(int argc, char *argv[])
 		{ "wait", "->unit", wait_cancel },
 		{ "cancels", "->u64", count_cancels },
 		{ "pull", "u64->str", pull },
+		{ "fds", "->str", fds },
 	};
 	const char *prefix = "prober", *why;
 	char name[128];
-	int rc;
+	int rc, use_poll = 0;
 
-	for (int i = 1; i < argc - 1; i++)
-		if (strcmp(argv[i], "--prefix") == 0)
+	list_fds();
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--prefix") == 0 && i + 1 < argc)
 			prefix = argv[i + 1];
+		if (strcmp(argv[i], "--poll") == 0)
+			use_poll = 1;
+	}
 	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
 		errx(1, "%s", why);
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
@@ -345,7 +376,18 @@ main(int argc, char *argv[])
 		if (guest_register(g, name, methods[i].sig, methods[i].fn, NULL) != 0)
 			errx(1, "cannot register %s", name);
 	}
-	rc = guest_run(g);
+	if (!use_poll) {
+		rc = guest_run(g);
+	} else {
+		/* a plugin with its own event loop */
+		struct pollfd pfd = { .fd = guest_fd(g), .events = POLLIN };
+
+		do {
+			poll(&pfd, 1, guest_service_timeout_ms(g));
+			rc = guest_service(g);
+		} while (rc == 0);
+		rc = rc == -ESHUTDOWN ? 0 : rc;
+	}
 	guest_detach(g);
 	return rc == 0 ? 0 : 1;
 }

@@ -8,6 +8,7 @@
  *   credit	a stream into hub.sink past the granted credit
  *   postcard	registers a method, then answers a call with garbage
  *   response	a Response to a request never made
+ *   epoch	bumps its epoch as if another instance had attached
  * It is built on proto directly: libguest would not let it. */
 #include <err.h>
 #include <errno.h>
@@ -147,6 +148,8 @@ main(int argc, char *argv[])
 			hp_doorbell_wait(ep.doorbell, 100);
 			heartbeat();
 		}
+	} else if (strcmp(mode, "epoch") == 0) {
+		hp_fetch_add_u32(&view.entry->epoch, 1, memory_order_release);
 	} else if (strcmp(mode, "response") == 0) {
 		d.msg_type = HP_MSG_RESPONSE;
 		d.id = 12345;
