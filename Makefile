@@ -28,7 +28,7 @@ CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wsign-compare
 # -fPIC everywhere: proto is linked into libguest.so as well as hubd.
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SANFLAGS) -fPIC -I. -MMD -MP
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SANFLAGS) -fPIC -I. -Iguestlib -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 PROTO_SRC := $(wildcard proto/*.c)
@@ -54,7 +54,12 @@ SUITES := $(basename $(notdir $(SUITE_SRC)))
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)
 
-.PHONY: all run check check-asan check-tsan test test-tsan deps headers spec-coverage clean
+.PHONY: all run check check-asan check-tsan test test-tsan test-install deps headers \
+	spec-coverage install clean
+
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+DESTDIR ?=
 all: $(PROTO_LIB) $(DAEMON_LIB) $(GUEST_SO) $(GUEST_A) $(PROGS) $(EXAMPLES)
 
 $(B)/%.o: %.c
@@ -79,7 +84,7 @@ $(GUEST_A): $(B)/guestlib/guest.o $(PROTO_OBJ)
 
 $(B)/hubd: $(B)/daemon/hubd.o $(DAEMON_LIB) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
-$(B)/hubctl: $(B)/daemon/hubctl.o
+$(B)/hubctl: $(B)/daemon/hubctl.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 # Example guests link the shared library, found next to them.
@@ -124,8 +129,49 @@ check-tsan: deps
 TIMEOUT_MULT := $(if $(SANITIZE),4,1)
 test: headers all $(TEST_GUESTS) $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
+	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
 test-tsan: all $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) CK_INCLUDE_TAGS=tsan $(B)/check_hub
+
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: binaries, libguest,
+# its header and pkg-config file, the example guests, the unit, the config
+# (an existing one is kept), the docs.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/libexec/hub $(DESTDIR)$(PREFIX)/lib/systemd/system \
+		$(DESTDIR)$(PREFIX)/share/doc/hub $(DESTDIR)$(SYSCONFDIR)/hub
+	install -m 755 $(B)/hubd $(DESTDIR)$(PREFIX)/sbin/hubd
+	install -m 755 $(B)/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl
+	install -m 755 $(B)/libguest.so.0 $(DESTDIR)$(PREFIX)/lib/libguest.so.0
+	ln -sf libguest.so.0 $(DESTDIR)$(PREFIX)/lib/libguest.so
+	install -m 644 $(B)/libguest.a $(DESTDIR)$(PREFIX)/lib/libguest.a
+	install -m 644 guestlib/guest.h $(DESTDIR)$(PREFIX)/include/guest.h
+	sed 's|@PREFIX@|$(PREFIX)|' guestlib/libguest.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libguest.pc
+	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/libexec/hub/
+	sed -e 's|/usr/local/sbin/|$(PREFIX)/sbin/|g' -e 's|/etc/hub/|$(SYSCONFDIR)/hub/|g' \
+		-e 's|/usr/local/share/|$(PREFIX)/share/|g' systemd/hubd.service \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/system/hubd.service
+	test -e $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf || \
+		sed 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' conf/hubd.conf \
+		> $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf
+	install -m 644 README.md $(DESTDIR)$(PREFIX)/share/doc/hub/README.md
+
+# An install into a staging tree: everything lands, the config checks,
+# and a guest builds against the installed header with pkg-config.
+test-install:
+	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
+	$(MAKE) --no-print-directory -s install DESTDIR=$$d PREFIX=/usr/local >/dev/null && \
+	for f in sbin/hubd bin/hubctl lib/libguest.so.0 lib/libguest.a include/guest.h \
+		lib/pkgconfig/libguest.pc libexec/hub/echo lib/systemd/system/hubd.service \
+		share/doc/hub/README.md; do \
+		test -e $$d/usr/local/$$f || { echo "install: $$f missing"; exit 1; }; done && \
+	sed 's|/usr/local/libexec/|'$$d'/usr/local/libexec/|' $$d/etc/hub/hubd.conf > $$d/check.conf && \
+	$$d/usr/local/sbin/hubd -n -f $$d/check.conf >/dev/null && \
+	PKG_CONFIG_SYSROOT_DIR=$$d PKG_CONFIG_LIBDIR=$$d/usr/local/lib/pkgconfig \
+		$(CC) -o $$d/kv guestlib/examples/kv.c $$(PKG_CONFIG_SYSROOT_DIR=$$d \
+		PKG_CONFIG_LIBDIR=$$d/usr/local/lib/pkgconfig pkg-config --cflags --libs libguest) && \
+	echo "install: 1 passed, 0 failed"
 
 # The default config, with the example guests taken from this build.
 run: deps

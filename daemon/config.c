@@ -521,18 +521,72 @@ fail:
 	return -1;
 }
 
+static void
+guest_conf_clear(struct guest_conf *g)
+{
+	if (g->argv != NULL)
+		for (int a = 1; g->argv[a] != NULL; a++)
+			free(g->argv[a]);
+	free(g->argv);
+	free(g->exec);
+}
+
+void
+guest_conf_free(struct guest_conf *g)
+{
+	if (g == NULL)
+		return;
+	guest_conf_clear(g);
+	free(g);
+}
+
+struct guest_conf *
+guest_conf_dup(const struct guest_conf *g)
+{
+	struct guest_conf *d = calloc(1, sizeof(*d));
+	int n = 0;
+
+	if (d == NULL)
+		return NULL;
+	*d = *g;
+	d->exec = NULL;
+	d->argv = NULL;
+	while (g->argv[n] != NULL)
+		n++;
+	if ((d->exec = strdup(g->exec)) == NULL ||
+	    (d->argv = calloc((size_t)n + 1, sizeof(char *))) == NULL)
+		goto fail;
+	d->argv[0] = d->exec;
+	for (int i = 1; i < n; i++)
+		if ((d->argv[i] = strdup(g->argv[i])) == NULL)
+			goto fail;
+	return d;
+fail:
+	guest_conf_free(d);
+	return NULL;
+}
+
+int
+guest_conf_equal(const struct guest_conf *a, const struct guest_conf *b)
+{
+	int i;
+
+	if (strcmp(a->name, b->name) != 0 || strcmp(a->exec, b->exec) != 0 ||
+	    a->restart != b->restart || a->max_deaths != b->max_deaths ||
+	    a->death_window_ns != b->death_window_ns ||
+	    a->backoff_min_ns != b->backoff_min_ns || a->backoff_max_ns != b->backoff_max_ns)
+		return 0;
+	for (i = 1; a->argv[i] != NULL && b->argv[i] != NULL; i++)
+		if (strcmp(a->argv[i], b->argv[i]) != 0)
+			return 0;
+	return a->argv[i] == NULL && b->argv[i] == NULL;
+}
+
 void
 config_free(struct hub_conf *c)
 {
-	for (uint32_t i = 0; i < c->nguests; i++) {
-		struct guest_conf *g = &c->guests[i];
-
-		if (g->argv != NULL)
-			for (int a = 1; g->argv[a] != NULL; a++)
-				free(g->argv[a]);
-		free(g->argv);
-		free(g->exec);
-	}
+	for (uint32_t i = 0; i < c->nguests; i++)
+		guest_conf_clear(&c->guests[i]);
 	free(c->guests);
 	free(c->file);
 	free(c->segment_path);

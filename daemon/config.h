@@ -42,6 +42,12 @@ struct hub_conf {
  * when there was any, leaving c empty. */
 int config_load(const char *file, struct hub_conf *c, FILE *errs);
 void config_free(struct hub_conf *c);
+
+/* A guest's settings on their own (a running guest owns a copy, so a
+ * reload can replace the config under it). */
+struct guest_conf *guest_conf_dup(const struct guest_conf *g);
+void guest_conf_free(struct guest_conf *g);
+int guest_conf_equal(const struct guest_conf *a, const struct guest_conf *b);
 const char *config_restart_name(int restart);
 
 #endif

@@ -19,6 +19,7 @@
 #include "daemon/control.h"
 #include "daemon/hubd.h"
 #include "daemon/log.h"
+#include "proto/channel.h"
 #include "proto/postcard.h"
 #include "proto/services.h"
 
@@ -262,13 +263,28 @@ peer_json(struct hub *h, struct peer *p)
 	}
 	json_object_object_add(o, "deaths", deaths);
 	if (p->view.pool != NULL) {
+		const struct hp_params *prm = &h->seg.params;
+		struct hp_peer_entry *e = p->view.entry;
 		struct hp_slot_pool pool;
+		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat);
+		uint32_t mask = prm->ring_size - 1, open = 0;
 
 		/* what its pool holds now: all free once it is quiet */
-		hp_slot_pool_view(&pool, p->view.pool, h->seg.params.slots_per_guest,
-				  h->seg.params.slot_size);
+		hp_slot_pool_view(&pool, p->view.pool, prm->slots_per_guest, prm->slot_size);
 		json_object_object_add(o, "slots_free", json_object_new_int(
 			(int)hp_slot_count_free(&pool)));
+		json_object_object_add(o, "slots_used", json_object_new_int(
+			(int)(prm->slots_per_guest - hp_slot_count_free(&pool))));
+		/* guest-written words: shown as read, masked to the ring */
+		json_object_object_add(o, "g2h_depth", json_object_new_int((int)(
+			(hp_load_relaxed_u32(&e->g2h_head) - hp_load_relaxed_u32(&e->g2h_tail)) & mask)));
+		json_object_object_add(o, "h2g_depth", json_object_new_int((int)(
+			(hp_load_relaxed_u32(&e->h2g_head) - hp_load_relaxed_u32(&e->h2g_tail)) & mask)));
+		for (uint32_t id = 1; id < prm->max_channels; id++)
+			open += hp_chan_state(&p->view.chans[id]) == HP_CHAN_ACTIVE;
+		json_object_object_add(o, "channels_open", json_object_new_int((int)open));
+		json_object_object_add(o, "heartbeat_age_ms", beat == 0 || beat > now ?
+			NULL : json_object_new_double((double)(now - beat) / 1e6));
 	}
 	return o;
 }
@@ -390,6 +406,92 @@ cmd_supervise(struct client *c, json_object *req, const char *what)
 }
 
 static void
+cmd_reload(struct client *c)
+{
+	json_object *o, *lines = json_object_new_array();
+	char *text = NULL, *line, *save = NULL;
+	size_t len = 0;
+	FILE *msgs;
+	int rc;
+
+	if (c->uid != 0 && c->uid != geteuid()) {
+		json_object_put(lines);
+		reply_error(c, "permission denied: for root and the hub's user");
+		return;
+	}
+	if ((msgs = open_memstream(&text, &len)) == NULL) {
+		json_object_put(lines);
+		reply_error(c, "out of memory");
+		return;
+	}
+	rc = reload_config(c->h, msgs);
+	fclose(msgs);
+	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+		json_object_array_add(lines, json_object_new_string(line));
+	free(text);
+	o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(rc == 0));
+	if (rc != 0)
+		json_object_object_add(o, "error", json_object_new_string(
+			"the config is broken: nothing changed"));
+	json_object_object_add(o, "messages", lines);
+	reply(c, o);
+}
+
+static void
+add_u64(json_object *o, const char *key, uint64_t v)
+{
+	json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+/* Counters per guest and in all. */
+static void
+cmd_stats(struct client *c)
+{
+	static const char *const keys[] = {
+		"calls_in", "calls_out", "bytes_in", "bytes_out", "ring_full",
+		"slot_exhausted", "credit_waits", "wakes", "deaths", "restarts",
+		"violations",
+	};
+	struct hub *h = c->h;
+	uint64_t total[sizeof(keys) / sizeof(keys[0])] = { 0 };
+	json_object *o = json_object_new_object(), *guests = json_object_new_object();
+	json_object *all = json_object_new_object();
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *p = &h->peers[i];
+		json_object *g;
+		uint64_t v[sizeof(keys) / sizeof(keys[0])];
+
+		if (p->conf == NULL)
+			continue;
+		v[0] = p->stats.calls_in;
+		v[1] = p->stats.calls_out;
+		v[2] = p->stats.bytes_in + p->ep.stats.bytes_received;
+		v[3] = p->stats.bytes_out + p->ep.stats.bytes_sent;
+		v[4] = p->stats.ring_full + p->ep.stats.ring_full;
+		v[5] = p->stats.slot_exhausted + p->ep.stats.slot_exhausted;
+		v[6] = p->stats.credit_waits;
+		v[7] = p->stats.wakes + p->ep.stats.wakes;
+		v[8] = p->ndeaths;
+		v[9] = p->restarts > 0 ? p->restarts - 1 : 0;
+		v[10] = p->stats.violations;
+		g = json_object_new_object();
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			add_u64(g, keys[k], v[k]);
+			total[k] += v[k];
+		}
+		json_object_object_add(guests, p->conf->name, g);
+	}
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		add_u64(all, keys[k], total[k]);
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "guests", guests);
+	json_object_object_add(o, "total", all);
+	reply(c, o);
+}
+
+static void
 cmd_status(struct client *c)
 {
 	struct hub *h = c->h;
@@ -437,6 +539,10 @@ handle(struct client *c, const char *line, size_t len)
 		cmd_status(c);
 	} else if (strcmp(name, "call") == 0) {
 		cmd_call(c, req);
+	} else if (strcmp(name, "reload") == 0) {
+		cmd_reload(c);
+	} else if (strcmp(name, "stats") == 0) {
+		cmd_stats(c);
 	} else if (strcmp(name, "restart") == 0 || strcmp(name, "stop") == 0 ||
 		   strcmp(name, "start") == 0) {
 		cmd_supervise(c, req, name);

@@ -514,6 +514,8 @@ source_pump(struct hub *h, struct peer *p)
 				violation(p, "shm.flow.wrap-rule");
 				return sent;
 			}
+			if (n == 0)
+				p->stats.credit_waits++;
 			if (n == 0 || hp_endpoint_reserve(&p->ep, (uint32_t)n, &ob) != 0)
 				break;
 			for (uint32_t i = 0; i < n; i++) {
@@ -910,6 +912,12 @@ host_detach(struct hub *h, struct peer *p)
 	struct qmsg *q;
 
 	snprintf(why, sizeof(why), "guest %s died", p->conf->name);
+	p->stats.bytes_in += p->ep.stats.bytes_received;
+	p->stats.bytes_out += p->ep.stats.bytes_sent;
+	p->stats.ring_full += p->ep.stats.ring_full;
+	p->stats.slot_exhausted += p->ep.stats.slot_exhausted;
+	p->stats.wakes += p->ep.stats.wakes;
+	memset(&p->ep.stats, 0, sizeof(p->ep.stats));
 	/* calls to p: their callers get an error */
 	for (uint32_t j = 0; j < p->pend_cap; j++) {
 		if (p->pend[j].id == 0)

@@ -7,15 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
+
+#include "proto/segment.h"
+#include "proto/slot.h"
 
 #define DEFAULT_SOCKET	"/run/hub/hubd.sock"
 #define LINE_MAX_BYTES	(8u << 20)
 
 static int json_out;
+static int timeout_s;	/* -t: give up on an answer after this long */
 
 struct command {
 	const char	*name;
@@ -41,6 +47,11 @@ connect_to(const char *path)
 		err(2, "socket");
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0)
 		err(2, "cannot reach hubd at %s (is it running? -s sets the socket)", path);
+	if (timeout_s > 0) {
+		struct timeval tv = { timeout_s, 0 };
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
 	return fd;
 }
 
@@ -85,6 +96,8 @@ read_answer(int fd)
 		if ((n = read(fd, buf + len, cap - len)) < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN)
+				errx(1, "no answer within %d s (-t)", timeout_s);
 			err(2, "read from hubd");
 		}
 		if (n == 0)
@@ -151,8 +164,9 @@ cmd_peers(int fd, int argc, char **argv)
 	if (json_out)
 		return print_json(a);
 	peers = get(a, "peers");
-	printf("%-16s %4s %-9s %8s %6s %10s %8s  %s\n", "NAME", "PEER", "STATE", "PID",
-	       "EPOCH", "UPTIME", "RESTARTS", "LAST DEATH");
+	printf("%-16s %4s %-9s %8s %5s %9s %4s %7s %9s %5s %5s  %s\n", "NAME", "PEER",
+	       "STATE", "PID", "EPOCH", "UPTIME", "RST", "HB-AGE", "RINGS", "SLOTS", "CHANS",
+	       "LAST DEATH");
 	for (size_t i = 0; i < json_object_array_length(peers); i++) {
 		json_object *p = json_object_array_get_idx(peers, i);
 		json_object *deaths = get(p, "deaths");
@@ -167,14 +181,23 @@ cmd_peers(int fd, int argc, char **argv)
 				 *json_object_get_string(get(d, "detail")) ? " " : "",
 				 json_object_get_string(get(d, "detail")));
 		}
-		printf("%-16s %4d %-9s %8d %6" PRId64 " %9.1fs %8d  %s\n",
+		char hb[16] = "-", rings[16];
+
+		if (get(p, "heartbeat_age_ms") != NULL)
+			snprintf(hb, sizeof(hb), "%.0fms",
+				 json_object_get_double(get(p, "heartbeat_age_ms")));
+		snprintf(rings, sizeof(rings), "%d/%d", json_object_get_int(get(p, "g2h_depth")),
+			 json_object_get_int(get(p, "h2g_depth")));
+		printf("%-16s %4d %-9s %8d %5" PRId64 " %8.1fs %4d %7s %9s %5d %5d  %s\n",
 		       json_object_get_string(get(p, "name")),
 		       json_object_get_int(get(p, "peer_id")),
 		       json_object_get_string(get(p, "state")),
 		       json_object_get_int(get(p, "pid")),
 		       json_object_get_int64(get(p, "epoch")),
 		       json_object_get_double(get(p, "uptime_s")),
-		       json_object_get_int(get(p, "restarts")), last);
+		       json_object_get_int(get(p, "restarts")), hb, rings,
+		       json_object_get_int(get(p, "slots_used")),
+		       json_object_get_int(get(p, "channels_open")), last);
 	}
 	json_object_put(a);
 	return 0;
@@ -313,8 +336,195 @@ cmd_start(int fd, int argc, char **argv)
 	return supervise(fd, "start", argv[0]);
 }
 
+static int
+cmd_reload(int fd, int argc, char **argv)
+{
+	json_object *a = simple(fd, "reload"), *msgs;
+	int bad;
+
+	(void)argc;
+	(void)argv;
+	msgs = get(a, "messages");
+	if (json_out)
+		return print_json(a) || !json_object_get_boolean(get(a, "ok"));
+	for (size_t i = 0; i < json_object_array_length(msgs); i++)
+		printf("%s\n", json_object_get_string(json_object_array_get_idx(msgs, i)));
+	bad = failed(a);
+	if (!bad)
+		json_object_put(a);
+	return bad;
+}
+
+static int
+cmd_stats(int fd, int argc, char **argv)
+{
+	json_object *a = simple(fd, "stats"), *guests;
+	const char *cols[] = { "calls_in", "calls_out", "bytes_in", "bytes_out",
+			       "ring_full", "slot_exhausted", "credit_waits", "wakes",
+			       "deaths", "restarts", "violations" };
+	const char *heads[] = { "CALLS-IN", "CALLS-OUT", "BYTES-IN", "BYTES-OUT",
+				"RING-FULL", "NO-SLOT", "NO-CREDIT", "WAKES", "DEATHS",
+				"RESTARTS", "VIOLATIONS" };
+
+	(void)argc;
+	(void)argv;
+	if (failed(a))
+		return 1;
+	if (json_out)
+		return print_json(a);
+	printf("%-16s", "GUEST");
+	for (size_t k = 0; k < 11; k++)
+		printf(" %*s", k < 4 ? 12 : 10, heads[k]);
+	printf("\n");
+	guests = get(a, "guests");
+	json_object_object_foreach(guests, name, g) {
+		printf("%-16s", name);
+		for (size_t k = 0; k < 11; k++)
+			printf(" %*" PRIu64, k < 4 ? 12 : 10, json_object_get_uint64(get(g, cols[k])));
+		printf("\n");
+	}
+	printf("%-16s", "(total)");
+	for (size_t k = 0; k < 11; k++)
+		printf(" %*" PRIu64, k < 4 ? 12 : 10,
+		       json_object_get_uint64(get(get(a, "total"), cols[k])));
+	printf("\n");
+	json_object_put(a);
+	return 0;
+}
+
+static const char *const peer_states[] = { "empty", "attached", "goodbye", "reserved" };
+
+/* Reads a segment file without any daemon and checks its invariants. */
+static int
+cmd_inspect(int fd, int argc, char **argv)
+{
+	struct hp_segment seg;
+	struct hp_slot_pool pool;
+	const char *why = NULL;
+	struct hp_header *h;
+	struct timespec ts;
+	json_object *o = json_object_new_object(), *peers = json_object_new_array();
+	json_object *problems = json_object_new_array();
+	uint64_t now;
+	int rc;
+
+	(void)fd;
+	(void)argc;
+	if ((rc = hp_segment_attach(&seg, argv[0], HP_ATTACH_RDONLY, &why)) != 0)
+		errx(2, "%s: %s", argv[0], why ? why : strerror(-rc));
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	h = hp_segment_header(&seg);
+	const struct hp_params *p = &seg.params;
+#define PROBLEM(...) do {								char m[160];								snprintf(m, sizeof(m), __VA_ARGS__);					json_object_array_add(problems, json_object_new_string(m)); 	} while (0)
+	json_object_object_add(o, "segment", json_object_new_string(argv[0]));
+	json_object_object_add(o, "size", json_object_new_uint64(seg.size));
+	json_object_object_add(o, "version", json_object_new_int((int)h->version));
+	json_object_object_add(o, "max_guests", json_object_new_int((int)p->max_guests));
+	json_object_object_add(o, "ring_size", json_object_new_int((int)p->ring_size));
+	json_object_object_add(o, "slot_size", json_object_new_int64(p->slot_size));
+	json_object_object_add(o, "slots_per_guest", json_object_new_int((int)p->slots_per_guest));
+	json_object_object_add(o, "max_channels", json_object_new_int((int)p->max_channels));
+	json_object_object_add(o, "host_goodbye", json_object_new_int(
+		(int)hp_load_relaxed_u32(&h->host_goodbye)));
+	hp_slot_pool_view(&pool, seg.base + hp_geometry_pool_offset(&seg.geo, 0),
+			  p->slots_per_guest, p->slot_size);
+	json_object_object_add(o, "host_slots_free", json_object_new_int(
+		(int)hp_slot_count_free(&pool)));
+	for (uint32_t id = 1; id <= p->max_guests; id++) {
+		struct hp_peer_entry *e = hp_segment_peer(&seg, id);
+		struct hp_peer_view v;
+		json_object *j = json_object_new_object();
+		uint32_t state = hp_load_relaxed_u32(&e->state), open = 0, freeslots;
+		uint32_t idx[4] = { hp_load_relaxed_u32(&e->g2h_head), hp_load_relaxed_u32(&e->g2h_tail),
+				    hp_load_relaxed_u32(&e->h2g_head), hp_load_relaxed_u32(&e->h2g_tail) };
+		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat);
+
+		hp_peer_view_host(&seg, id, &v);
+		hp_slot_pool_view(&pool, v.pool, p->slots_per_guest, p->slot_size);
+		freeslots = hp_slot_count_free(&pool);
+		if (state > HP_PEER_RESERVED)
+			PROBLEM("peer %u: state %u is not a state", id, state);
+		for (int k = 0; k < 4; k++)
+			if (idx[k] >= p->ring_size)
+				PROBLEM("peer %u: ring index %u out of range", id, idx[k]);
+		/* r[shm.slot.pool-layout]: no bits past the last slot */
+		if (p->slots_per_guest % 64 != 0 &&
+		    (hp_load_relaxed_u64(&pool.bitmap[pool.nwords - 1]) >> (p->slots_per_guest % 64)) != 0)
+			PROBLEM("peer %u: bitmap bits set past the last slot", id);
+		for (uint32_t c = 0; c < p->max_channels; c++) {
+			uint32_t cs = hp_load_relaxed_u32(&v.chans[c].state);
+
+			open += cs == HP_CHAN_ACTIVE;
+			if (cs > HP_CHAN_CLOSED || (c == 0 && cs != HP_CHAN_FREE))
+				PROBLEM("peer %u: channel %u in state %u", id, c, cs);
+		}
+		/* r[shm.crash.recovery]: an Empty entry was left clean */
+		if (state == HP_PEER_EMPTY && (idx[0] != idx[1] || idx[2] != idx[3] ||
+					       freeslots != p->slots_per_guest || open != 0))
+			PROBLEM("peer %u: Empty but not recovered (rings, slots or channels in use)", id);
+		json_object_object_add(j, "peer_id", json_object_new_int((int)id));
+		json_object_object_add(j, "state", json_object_new_string(
+			state <= HP_PEER_RESERVED ? peer_states[state] : "?"));
+		json_object_object_add(j, "epoch", json_object_new_int64(hp_load_relaxed_u32(&e->epoch)));
+		json_object_object_add(j, "g2h_head", json_object_new_int64(idx[0]));
+		json_object_object_add(j, "g2h_tail", json_object_new_int64(idx[1]));
+		json_object_object_add(j, "h2g_head", json_object_new_int64(idx[2]));
+		json_object_object_add(j, "h2g_tail", json_object_new_int64(idx[3]));
+		json_object_object_add(j, "slots_free", json_object_new_int((int)freeslots));
+		json_object_object_add(j, "channels_open", json_object_new_int((int)open));
+		json_object_object_add(j, "heartbeat_age_ms", beat == 0 || beat > now ? NULL :
+				       json_object_new_double((double)(now - beat) / 1e6));
+		json_object_array_add(peers, j);
+	}
+#undef PROBLEM
+	json_object_object_add(o, "peers", peers);
+	json_object_object_add(o, "problems", problems);
+	rc = json_object_array_length(problems) == 0 ? 0 : 1;
+	hp_segment_close(&seg);
+	if (json_out) {
+		print_json(o);
+		return rc;
+	}
+	printf("segment %s: %.1f MiB, version %d, %d guests at most, ring %d, "
+	       "%d slots of %" PRId64 " bytes, %d channels, host_goodbye %d\n",
+	       argv[0], (double)json_object_get_uint64(get(o, "size")) / (1 << 20),
+	       json_object_get_int(get(o, "version")), json_object_get_int(get(o, "max_guests")),
+	       json_object_get_int(get(o, "ring_size")), json_object_get_int(get(o, "slots_per_guest")),
+	       json_object_get_int64(get(o, "slot_size")), json_object_get_int(get(o, "max_channels")),
+	       json_object_get_int(get(o, "host_goodbye")));
+	printf("host pool: %d slots free\n", json_object_get_int(get(o, "host_slots_free")));
+	printf("%4s %-9s %6s %11s %11s %6s %5s %8s\n", "PEER", "STATE", "EPOCH", "G2H H/T",
+	       "H2G H/T", "FREE", "CHANS", "HB-AGE");
+	for (size_t i = 0; i < json_object_array_length(peers); i++) {
+		json_object *j = json_object_array_get_idx(peers, i);
+		char g2h[24], h2g[24], hb[16] = "-";
+
+		if (strcmp(json_object_get_string(get(j, "state")), "empty") == 0 &&
+		    json_object_get_int64(get(j, "epoch")) == 0)
+			continue;	/* never used */
+		snprintf(g2h, sizeof(g2h), "%" PRId64 "/%" PRId64, json_object_get_int64(get(j, "g2h_head")),
+			 json_object_get_int64(get(j, "g2h_tail")));
+		snprintf(h2g, sizeof(h2g), "%" PRId64 "/%" PRId64, json_object_get_int64(get(j, "h2g_head")),
+			 json_object_get_int64(get(j, "h2g_tail")));
+		if (get(j, "heartbeat_age_ms") != NULL)
+			snprintf(hb, sizeof(hb), "%.0fms", json_object_get_double(get(j, "heartbeat_age_ms")));
+		printf("%4d %-9s %6" PRId64 " %11s %11s %6d %5d %8s\n", json_object_get_int(get(j, "peer_id")),
+		       json_object_get_string(get(j, "state")), json_object_get_int64(get(j, "epoch")),
+		       g2h, h2g, json_object_get_int(get(j, "slots_free")),
+		       json_object_get_int(get(j, "channels_open")), hb);
+	}
+	for (size_t i = 0; i < json_object_array_length(problems); i++)
+		printf("PROBLEM: %s\n", json_object_get_string(json_object_array_get_idx(problems, i)));
+	printf("invariants: %s\n", rc == 0 ? "ok" : "broken");
+	json_object_put(o);
+	return rc;
+}
+
 static const struct command commands[] = {
-	{ "status", "status", 0, 0, cmd_status, "hub parameters and uptime" },
+	{ "status", "status", 0, 0, cmd_status, "hub parameters, uptime, host pool" },
+	{ "stats", "stats", 0, 0, cmd_stats,
+	  "counters per guest and in all: calls, bytes, waits, wakes, deaths" },
 	{ "peers", "peers", 0, 0, cmd_peers, "guests: state, pid, epoch, uptime, deaths" },
 	{ "methods", "methods", 0, 0, cmd_methods, "registered methods, signatures, owners" },
 	{ "call", "call METHOD [ARG...]", 1, 9, cmd_call,
@@ -323,18 +533,78 @@ static const struct command commands[] = {
 	  "restart a guest now (a failed one too: its deaths are forgiven)" },
 	{ "stop", "stop NAME", 1, 1, cmd_stop, "stop a guest and keep it down" },
 	{ "start", "start NAME", 1, 1, cmd_start, "start a stopped or failed guest" },
+	{ "reload", "reload", 0, 0, cmd_reload,
+	  "re-read the config: new guests start, dropped stop, changed restart" },
+	{ "inspect", "inspect SEGMENT", 1, 1, cmd_inspect,
+	  "read a segment file, no daemon needed, and check its invariants" },
 };
+
+static void
+usage_to(FILE *f)
+{
+	fprintf(f, "usage: hubctl [-j] [-s socket] [-t seconds] command [arg...]\n"
+		"  -j, --json          answers as JSON, one object per line\n"
+		"  -s, --socket PATH   hubd's control socket (default " DEFAULT_SOCKET
+		",\n                      or $HUBCTL_SOCKET)\n"
+		"  -t, --timeout SECS  give up waiting for an answer after SECS\n"
+		"commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-24s %s\n", commands[i].usage, commands[i].help);
+	fprintf(f, "  %-24s %s\n", "help [COMMAND]", "this, or more about one command");
+	fprintf(f, "exit status: 0 done, 1 the hub said no (or no answer in time),"
+		" 2 bad usage or no hub\n");
+}
 
 static void __attribute__((noreturn))
 usage(void)
 {
-	fprintf(stderr, "usage: hubctl [-j] [-s socket] command [arg...]\n"
-		"  -j, --json       answers as JSON, one object per line\n"
-		"  -s, --socket S   hubd's control socket (default " DEFAULT_SOCKET ")\n"
-		"commands:\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(stderr, "  %-24s %s\n", commands[i].usage, commands[i].help);
+	usage_to(stderr);
 	exit(2);
+}
+
+/* More than a line, for the commands that need it. */
+static const char *
+details(const char *name)
+{
+	if (strcmp(name, "call") == 0)
+		return "Arguments are given as text and encoded by the method's registered\n"
+		       "signature (see 'hubctl methods'): str and bytes as they are, u64 and\n"
+		       "i64 in decimal, bool as true or false. A chan<T> argument is not given:\n"
+		       "hubd opens the channel and hubctl prints each item as it arrives,\n"
+		       "then the result. Strings print as they are, other values as JSON.\n"
+		       "A method's error is printed on stderr and exits 1.\n";
+	if (strcmp(name, "inspect") == 0)
+		return "Maps SEGMENT read-only (it works with hubd hung or gone) and prints the\n"
+		       "header, the host pool and every peer entry that was ever used: state,\n"
+		       "epoch, ring heads and tails, free slots, open channels, heartbeat age.\n"
+		       "It checks that indices are in range, states are states, no bitmap bit\n"
+		       "is set past the last slot, and Empty entries were fully recovered;\n"
+		       "exit 1 lists what is broken.\n";
+	if (strcmp(name, "reload") == 0)
+		return "Re-reads hubd's config file (as SIGHUP does). Guests are matched by\n"
+		       "name: new ones start, dropped ones stop, changed ones restart. The\n"
+		       "segment parameters and paths cannot change while hubd runs: a change\n"
+		       "there is reported and the running values are kept. A broken file\n"
+		       "changes nothing and exits 1 with what is wrong.\n";
+	if (strcmp(name, "peers") == 0)
+		return "Columns: RST restarts, HB-AGE time since the guest's last heartbeat,\n"
+		       "RINGS descriptors waiting guest->host/host->guest, SLOTS slots of its\n"
+		       "pool in use, CHANS channels open, LAST DEATH reason, status, detail.\n";
+	return "";
+}
+
+static int
+help(const char *name)
+{
+	for (size_t i = 0; name != NULL && i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(name, commands[i].name) != 0)
+			continue;
+		printf("usage: hubctl %s\n%s\n%s", commands[i].usage, commands[i].help,
+		       details(name));
+		return 0;
+	}
+	usage_to(stdout);
+	return name == NULL ? 0 : 2;
 }
 
 int
@@ -343,6 +613,7 @@ main(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "socket", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -351,10 +622,15 @@ main(int argc, char *argv[])
 
 	if (sock == NULL)
 		sock = DEFAULT_SOCKET;
-	while ((ch = getopt_long(argc, argv, "+js:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+js:t:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j': json_out = 1; break;
 		case 's': sock = optarg; break;
+		case 't':
+			if ((timeout_s = atoi(optarg)) <= 0)
+				errx(2, "-t takes a number of seconds");
+			break;
+		case 'h': return help(NULL);
 		default: usage();
 		}
 	}
@@ -362,16 +638,20 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc < 1)
 		usage();
+	if (strcmp(argv[0], "help") == 0)
+		return help(argc > 1 ? argv[1] : NULL);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		const struct command *c = &commands[i];
 
 		if (strcmp(argv[0], c->name) != 0)
 			continue;
+		if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
+			return help(c->name);
 		if (argc - 1 < c->min_args || argc - 1 > c->max_args) {
 			fprintf(stderr, "usage: hubctl %s\n", c->usage);
 			return 2;
 		}
-		fd = connect_to(sock);
+		fd = c->run == cmd_inspect ? -1 : connect_to(sock);
 		return c->run(fd, argc - 1, argv + 1);
 	}
 	fprintf(stderr, "hubctl: unknown command '%s'\n", argv[0]);

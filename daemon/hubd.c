@@ -13,6 +13,7 @@
 #include "daemon/control.h"
 #include "daemon/hubd.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 
 #define SPIN_NS		50000	/* keep polling rings this long after the last work */
 #define BUSY_NS		1000000	/* then give libev a turn at least this often */
@@ -87,12 +88,39 @@ check_cb(struct ev_loop *loop, ev_check *w, int revents)
 	}
 }
 
+/* STATUS= for systemctl status, when it changes. */
+static void
+update_status(struct hub *h)
+{
+	uint32_t up = 0, all = 0;
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		all += h->peers[i].conf != NULL;
+		up += h->peers[i].state == PEER_UP;
+	}
+	if (up == h->status_up)
+		return;
+	h->status_up = up;
+	notify("STATUS=%u of %u guests up", up, all);
+}
+
 static void
 tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
 	(void)revents;
 	host_check(w->data, now_ns());
+	update_status(w->data);
+}
+
+/* Pinged from the loop itself: a hung loop stops the pings. */
+static void
+watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	notify("WATCHDOG=1");
 }
 
 static void
@@ -103,12 +131,14 @@ signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (w->signum == SIGHUP) {
-		log_info("SIGHUP: reload is not supported yet");
+		log_info("SIGHUP: reloading %s", h->conf.file);
+		reload_config(h, stderr);
 		return;
 	}
 	if (h->stopping)
 		return;
 	log_info("%s: stopping", strsignal(w->signum));
+	notify("STOPPING=1");
 	supervise_stop_all(h);
 }
 
@@ -187,6 +217,8 @@ teardown(struct hub *h)
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		free(h->peers[i].chans);
 		free(h->peers[i].pend);
+		guest_conf_free(h->peers[i].conf);
+		guest_conf_free(h->peers[i].next_conf);
 	}
 	free(h->peers);
 	free(h->methods);
@@ -222,6 +254,7 @@ main(int argc, char *argv[])
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	notify_init();
 	/* Not ev_default_loop: that one reaps every child with waitpid(-1)
 	 * on SIGCHLD and would steal the exit statuses our pidfds report. */
 	if ((h->loop = ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOENV)) == NULL)
@@ -247,10 +280,17 @@ main(int argc, char *argv[])
 		ev_signal_start(h->loop, &h->sig_w[i]);
 	}
 	h->start_ns = now_ns();
+	if (notify_watchdog_s() > 0) {
+		ev_timer_init(&h->watchdog_w, watchdog_cb, 0, notify_watchdog_s() / 2);
+		ev_timer_again(h->loop, &h->watchdog_w);
+	}
 	for (uint32_t i = 0; i < h->conf.nguests; i++) {
-		h->peers[i].conf = &h->conf.guests[i];
+		if ((h->peers[i].conf = guest_conf_dup(&h->conf.guests[i])) == NULL)
+			fatal("guest_conf_dup");
 		supervise_start(h, &h->peers[i]);
 	}
+	h->status_up = UINT32_MAX;
+	notify("READY=1\nSTATUS=%u guests started", h->conf.nguests);
 	ev_run(h->loop, 0);
 	log_info("stopped");
 	teardown(h);

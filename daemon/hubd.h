@@ -4,6 +4,7 @@
 #define HUBD_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include <ev.h>
@@ -87,16 +88,26 @@ struct hchan {
 	struct origin	o;		/* where items and the end go */
 };
 
+/* Cumulative over the guest's instances: an instance's endpoint counters
+ * are added in when it goes. */
 struct peer_stats {
 	uint64_t	calls_in;	/* requests from the guest */
 	uint64_t	calls_out;	/* requests to the guest */
 	uint64_t	violations;
 	uint64_t	backlogged;	/* messages that had to wait for room */
+	uint64_t	credit_waits;	/* hub.source found no credit */
+	uint64_t	bytes_in;
+	uint64_t	bytes_out;
+	uint64_t	ring_full;
+	uint64_t	slot_exhausted;
+	uint64_t	wakes;
 };
 
 struct peer {
 	struct hub		*hub;
-	struct guest_conf	*conf;
+	struct guest_conf	*conf;		/* its own copy; NULL: entry unused */
+	struct guest_conf	*next_conf;	/* a reload's, taken at the next start */
+	int			removed;	/* a reload dropped it: free when down */
 	uint32_t		id;		/* peer id, 1..max_guests */
 	int			state;		/* PEER_* */
 	pid_t			pid;
@@ -162,6 +173,8 @@ struct hub {
 	ev_check		check_w;
 	ev_signal		sig_w[3];
 	ev_timer		tick_w;		/* heartbeats, epochs, stalls */
+	ev_timer		watchdog_w;	/* systemd's WatchdogSec */
+	uint32_t		status_up;	/* guests up at the last STATUS= */
 	int			announced;	/* sleep announced to the guests */
 	char			*lock_path;
 	int			ctl_fd;		/* control socket */
@@ -172,6 +185,10 @@ struct hub {
 
 /* hubd.c */
 uint64_t	now_ns(void);
+
+/* reload.c: re-read the config; 0 applied, -1 nothing changed. What it
+ * did and refused goes to msgs, one line each. */
+int		reload_config(struct hub *h, FILE *msgs);
 
 /* supervise.c: spawning, death, recovery, restart */
 int		supervise_start(struct hub *h, struct peer *p);

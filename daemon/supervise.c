@@ -93,10 +93,13 @@ bell_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (hp_doorbell_drain(p->bell) == -EPIPE) {
 		/* r[shm.doorbell.death]: its end closed, it is dying or has
 		 * died; the pidfd reports how. One that closed it and lives
-		 * on cannot be woken any more: it is ended. */
+		 * on cannot be woken any more: it gets a second to exit. */
 		ev_io_stop(h->loop, &p->bell_w);
-		if (p->kill_reason < 0 && p->pidfd >= 0)
-			syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+		if (p->state == PEER_UP) {
+			ev_timer_stop(h->loop, &p->timer);
+			ev_timer_set(&p->timer, 1.0, 0);
+			ev_timer_start(h->loop, &p->timer);
+		}
 		return;
 	}
 	/* r[shm.spawn.guest-init]: it rings once attached */
@@ -118,6 +121,9 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	switch (p->state) {
 	case PEER_STARTING:
 		supervise_kill(p, DEATH_HUNG, "did not attach in time");
+		break;
+	case PEER_UP:		/* its doorbell closed a second ago */
+		supervise_kill(p, DEATH_CRASHED, "closed its doorbell but did not exit");
 		break;
 	case PEER_STOPPING:
 		log_warnx("guest %s: did not stop in time, killing it", p->conf->name);
@@ -307,6 +313,19 @@ death(struct hub *h, struct peer *p, int reason, int status)
 	recover(h, p);
 	p->kill_reason = -1;
 	p->kill_detail[0] = '\0';
+	if (p->removed) {		/* dropped by a reload: the entry is free */
+		log_info("guest %s: removed", p->conf->name);
+		guest_conf_free(p->conf);
+		guest_conf_free(p->next_conf);
+		p->conf = p->next_conf = NULL;
+		p->removed = p->want_restart = 0;
+		p->state = PEER_DOWN;
+		p->ndeaths = 0;
+		p->restarts = 0;
+		if (h->stopping && supervise_all_down(h))
+			ev_break(h->loop, EVBREAK_ALL);
+		return;
+	}
 	if (p->want_restart && !h->stopping) {
 		p->want_restart = 0;
 		supervise_start(h, p);
@@ -353,6 +372,11 @@ supervise_start(struct hub *h, struct peer *p)
 	p->hub = h;
 	p->kill_reason = -1;
 	p->want_down = 0;
+	if (p->next_conf != NULL) {	/* changed by a reload */
+		guest_conf_free(p->conf);
+		p->conf = p->next_conf;
+		p->next_conf = NULL;
+	}
 	ev_io_init(&p->pid_w, pid_cb, -1, EV_READ);
 	ev_io_init(&p->bell_w, bell_cb, -1, EV_READ);
 	ev_timer_init(&p->timer, timer_cb, 0, 0);

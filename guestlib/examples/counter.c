@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guestlib/guest.h"
+#include "guest.h"
 
 static void
 count(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guestlib/guest.h"
+#include "guest.h"
 
 struct entry {
 	struct entry	*next;

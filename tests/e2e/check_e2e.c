@@ -70,6 +70,13 @@ stop_clean(void)
 	json_object_put(a);
 	rc = hub_stop(&hub);
 	ck_assert_msg(rc == 0, "hubd exit status %d: %s", rc, hub_log(&hub));
+	/* r[shm.goodbye.host]: on a graceful stop the guests leave by
+	 * themselves, none has to be killed */
+	char *log = hub_log(&hub), *stopping = strstr(log, "stopping");
+
+	ck_assert_msg(stopping != NULL && strstr(stopping, "killed by signal") == NULL,
+		      "a guest was killed at stop: %s", log);
+	free(log);
 	/* r[shm.file.cleanup] */
 	ck_assert_msg(access(hub.segment, F_OK) != 0, "segment left behind");
 	ck_assert_msg(access(hub.sock, F_OK) != 0, "socket left behind");

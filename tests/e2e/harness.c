@@ -42,7 +42,7 @@ harness_setup(void)
 {
 	snprintf(run_dir, sizeof(run_dir), "/tmp/hub-e2e-%d", (int)getpid());
 	snprintf(shm_prefix, sizeof(shm_prefix), "hub-e2e-%d-", (int)getpid());
-	mkdir(run_dir, 0700);
+	mkdir(run_dir, 0711);	/* others may reach a socket inside, not list */
 }
 
 /* Kills any hubd a failed test left (its pid is in the segment's lock

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "guestlib/guest.h"
+#include "guest.h"
 
 #define WINDOW	8	/* calls in flight to each of echo and kv */
 

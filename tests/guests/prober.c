@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guestlib/guest.h"
+#include "guest.h"
 
 static struct guest *g;
 static uint64_t cancels;

@@ -1,0 +1,423 @@
+/* The operator's hub: hubctl's commands and JSON, the control socket
+ * against bad clients, reload, inspect, systemd's notify protocol and unit. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+#define GUESTS "[guest echo]\nexec = @/guests/echo\n[guest kv]\nexec = @/guests/kv\n"
+
+static struct hub_proc hub;
+
+static void
+start(const char *keys, const char *guests, const char *names)
+{
+	ck_assert_msg(hub_start(&hub, keys, guests) == 0, "hubd: %s", hub_log(&hub));
+	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "not up: %s", hub_log(&hub));
+}
+
+static json_object *
+ctl_json(int want, const char *a, const char *b)
+{
+	char *out = NULL;
+	json_object *o;
+	int rc = hubctl(&hub, &out, "--json", a, b, (char *)NULL);
+
+	ck_assert_msg(rc == want, "hubctl --json %s: %d", a, rc);
+	o = json_tokener_parse(out);
+	ck_assert_msg(o != NULL, "not JSON: %s", out);
+	free(out);
+	return o;
+}
+
+static json_object *
+get(json_object *o, const char *k)
+{
+	json_object *v = NULL;
+
+	json_object_object_get_ex(o, k, &v);
+	return v;
+}
+
+START_TEST(test_json_output_parses)
+{
+	json_object *o;
+
+	start(NULL, GUESTS, "echo,kv");
+	o = ctl_json(0, "status", NULL);
+	ck_assert(json_object_get_boolean(get(o, "ok")));
+	ck_assert_int_eq(json_object_get_int(get(o, "guests")), 2);
+	ck_assert_str_eq(json_object_get_string(get(o, "segment")), hub.segment);
+	json_object_put(o);
+	o = ctl_json(0, "peers", NULL);
+	ck_assert_int_eq(json_object_array_length(get(o, "peers")), 2);
+	json_object *p = json_object_array_get_idx(get(o, "peers"), 0);
+	ck_assert_str_eq(json_object_get_string(get(p, "state")), "up");
+	ck_assert_int_gt(json_object_get_int(get(p, "pid")), 0);
+	ck_assert_int_eq(json_object_get_int(get(p, "slots_used")), 0);
+	json_object_put(o);
+	o = ctl_json(1, "call", "echo.echo");	/* missing argument */
+	ck_assert(!json_object_get_boolean(get(o, "ok")));
+	json_object_put(o);
+	o = ctl_json(0, "methods", NULL);
+	ck_assert_int_ge(json_object_array_length(get(o, "methods")), 6 + 6);
+	json_object_put(o);
+	o = ctl_json(0, "stats", NULL);
+	ck_assert_ptr_nonnull(get(get(get(o, "guests"), "echo"), "calls_in"));
+	ck_assert_ptr_nonnull(get(get(o, "total"), "wakes"));
+	json_object_put(o);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+static int
+raw_client(const char *sock)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { 10, 0 };
+
+	ck_assert_uint_lt(strlen(sock), sizeof(sun.sun_path));
+	memcpy(sun.sun_path, sock, strlen(sock) + 1);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* Sends text, returns the first answer line (static) or "" on close. */
+static const char *
+exchange(int fd, const char *text, size_t len)
+{
+	static char buf[4096];
+	size_t n = 0;
+	ssize_t r;
+
+	if (len > 0)
+		ck_assert_int_eq(send(fd, text, len, MSG_NOSIGNAL), (ssize_t)len);
+	while (n < sizeof(buf) - 1 && (r = read(fd, buf + n, 1)) == 1 && buf[n] != '\n')
+		n++;
+	buf[n] = '\0';
+	return buf;
+}
+
+START_TEST(test_bad_control_clients)
+{
+	static char big[70000];
+	int fd, idle[200];
+
+	start(NULL, GUESTS, "echo");
+	/* garbage, wrong shapes, unknown commands: an error each, the
+	 * connection stays usable */
+	fd = raw_client(hub.sock);
+	ck_assert_ptr_nonnull(strstr(exchange(fd, "hello\n", strlen("hello\n")), "\"ok\":false"));
+	ck_assert_ptr_nonnull(strstr(exchange(fd, "[1,2]\n", strlen("[1,2]\n")), "\"ok\":false"));
+	ck_assert_ptr_nonnull(strstr(exchange(fd, "{\"cmd\":42}\n", strlen("{\"cmd\":42}\n")), "\"ok\":false"));
+	ck_assert_ptr_nonnull(strstr(exchange(fd, "{\"cmd\":\"nope\"}\n", strlen("{\"cmd\":\"nope\"}\n")), "unknown command"));
+	const char *nonstring = "{\"cmd\":\"call\",\"method\":\"echo.echo\",\"args\":[1]}\n";
+
+	ck_assert_ptr_nonnull(strstr(exchange(fd, nonstring, strlen(nonstring)), "\"ok\":false"));
+	ck_assert_ptr_nonnull(strstr(exchange(fd, "{\"cmd\":\"status\"}\n", strlen("{\"cmd\":\"status\"}\n")), "\"ok\":true"));
+	/* a request sent in pieces is put together */
+	ck_assert_int_eq(send(fd, "{\"cmd\":", 7, 0), 7);
+	usleep(20000);
+	ck_assert_ptr_nonnull(strstr(exchange(fd, "\"status\"}\n", strlen("\"status\"}\n")), "\"ok\":true"));
+	close(fd);
+	/* oversized: refused and dropped */
+	fd = raw_client(hub.sock);
+	memset(big, 'x', sizeof(big));
+	send(fd, big, sizeof(big), MSG_NOSIGNAL);
+	ck_assert_ptr_nonnull(strstr(exchange(fd, NULL, 0), "longer than"));
+	ck_assert_str_eq(exchange(fd, NULL, 0), "");
+	close(fd);
+	/* clients that connect and say nothing do not hold anyone up */
+	for (int i = 0; i < 200; i++)
+		idle[i] = raw_client(hub.sock);
+	fd = raw_client(hub.sock);
+	ck_assert_ptr_nonnull(strstr(exchange(fd, "{\"cmd\":\"peers\"}\n", strlen("{\"cmd\":\"peers\"}\n")), "\"ok\":true"));
+	close(fd);
+	for (int i = 0; i < 200; i++)
+		close(idle[i]);
+	/* a client that sends many requests and never reads is dropped,
+	 * and the hub goes on */
+	fd = raw_client(hub.sock);
+	for (int i = 0; i < 20000; i++)
+		if (send(fd, "{\"cmd\":\"methods\"}\n", 18, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			break;
+	usleep(200000);
+	close(fd);
+	fd = raw_client(hub.sock);
+	ck_assert_ptr_nonnull(strstr(exchange(fd, "{\"cmd\":\"status\"}\n", strlen("{\"cmd\":\"status\"}\n")), "\"ok\":true"));
+	close(fd);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* SO_PEERCRED: reading is for whoever can connect, changing state is for
+ * root and the hub's user. */
+START_TEST(test_other_user_reads_but_cannot_change)
+{
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		return;		/* needs root to become somebody else */
+	start(NULL, GUESTS, "echo");
+	/* the socket is 0660: let nobody's group in */
+	ck_assert_int_eq(chown(hub.sock, 0, 65534), 0);
+	chmod(hub.sock, 0660);
+	if ((pid = fork()) == 0) {
+		int fd, ok;
+
+		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(3);
+		fd = raw_client(hub.sock);
+		ok = strstr(exchange(fd, "{\"cmd\":\"peers\"}\n", strlen("{\"cmd\":\"peers\"}\n")), "\"ok\":true") != NULL;
+		ok &= strstr(exchange(fd, "{\"cmd\":\"call\",\"method\":\"echo.echo\",\"args\":[\"x\"]}\n", strlen("{\"cmd\":\"call\",\"method\":\"echo.echo\",\"args\":[\"x\"]}\n")), "permission denied") != NULL;
+		ok &= strstr(exchange(fd, "{\"cmd\":\"restart\",\"name\":\"echo\"}\n", strlen("{\"cmd\":\"restart\",\"name\":\"echo\"}\n")),
+			     "permission denied") != NULL;
+		ok &= strstr(exchange(fd, "{\"cmd\":\"reload\"}\n", strlen("{\"cmd\":\"reload\"}\n")), "permission denied") != NULL;
+		_exit(ok ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "other user: %d", status);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+static const char *
+state_of(const char *name)
+{
+	static char s[32];
+	json_object *p = hub_peer(&hub, name);
+
+	snprintf(s, sizeof(s), "%s", p ? json_object_get_string(get(p, "state")) : "(none)");
+	json_object_put(p);
+	return s;
+}
+
+static void
+rewrite_conf(const char *guests)
+{
+	FILE *f = fopen(hub.conf, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\n", hub.segment, hub.sock);
+	for (const char *s = guests; *s; s++) {
+		if (*s == '@')
+			fputs(bin(""), f);
+		else
+			fputc(*s, f);
+	}
+	fclose(f);
+}
+
+START_TEST(test_reload)
+{
+	char *out = NULL;
+	int kv_pid, echo_pid;
+	json_object *p;
+
+	start(NULL, GUESTS, "echo,kv");
+	p = hub_peer(&hub, "kv");
+	kv_pid = json_object_get_int(get(p, "pid"));
+	json_object_put(p);
+	p = hub_peer(&hub, "echo");
+	echo_pid = json_object_get_int(get(p, "pid"));
+	json_object_put(p);
+	/* kv changed, echo gone, counter new, and a segment change refused */
+	rewrite_conf("[guest kv]\nexec = @/guests/kv\nargs = --changed\n"
+		     "[guest counter]\nexec = @/guests/counter\n");
+	FILE *f = fopen(hub.conf, "a");
+	fprintf(f, "[hub]\n");	/* a second [hub] makes it broken: check first */
+	fclose(f);
+	ck_assert_int_eq(hubctl(&hub, &out, "reload", (char *)NULL), 1);
+	ck_assert_msg(strstr(out, "nothing changed") != NULL, "%s", out);
+	free(out);
+	ck_assert_str_eq(state_of("echo"), "up");
+	rewrite_conf("[guest kv]\nexec = @/guests/kv\nargs = --changed\n"
+		     "[guest counter]\nexec = @/guests/counter\n");
+	ck_assert_int_eq(hubctl(&hub, &out, "reload", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "kv: changed") && strstr(out, "echo: removed") &&
+		      strstr(out, "counter: added"), "%s", out);
+	free(out);
+	ck_assert(hub_wait_up(&hub, "kv,counter", 10000) == 0);
+	for (int i = 0; i < 200 && strcmp(state_of("echo"), "(none)") != 0; i++)
+		usleep(10000);
+	ck_assert_str_eq(state_of("echo"), "(none)");
+	ck_assert(!alive(echo_pid));
+	ck_assert(!alive(kv_pid));
+	/* segment parameters cannot change live */
+	char *conf = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&conf, &n);
+
+	fprintf(m, "[hub]\nsegment = %s\ncontrol = %s\nring_size = 64\n"
+		"[guest kv]\nexec = %s/guests/kv\nargs = --changed\n"
+		"[guest counter]\nexec = %s/guests/counter\n", hub.segment, hub.sock,
+		bin(""), bin(""));
+	fclose(m);
+	f = fopen(hub.conf, "w");
+	fputs(conf, f);
+	fclose(f);
+	free(conf);
+	/* by SIGHUP this time */
+	kill(hub.pid, SIGHUP);
+	for (int i = 0; i < 100; i++) {
+		char *log = hub_log(&hub);
+		int seen = strstr(log, "cannot change while the hub runs") != NULL;
+
+		free(log);
+		if (seen)
+			break;
+		usleep(10000);
+	}
+	json_object *st = ctl_json(0, "status", NULL);
+
+	ck_assert_int_eq(json_object_get_int(get(st, "ring_size")), 256);	/* kept */
+	json_object_put(st);
+	ck_assert_str_eq(state_of("kv"), "up");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+START_TEST(test_inspect)
+{
+	char *out = NULL;
+	json_object *o;
+
+	start(NULL, GUESTS, "echo,kv");
+	/* r[shm.file.attach]: read-only, no daemon involved */
+	ck_assert_int_eq(hubctl(&hub, &out, "inspect", hub.segment, (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "invariants: ok") && strstr(out, "attached"), "%s", out);
+	free(out);
+	o = ctl_json(0, "inspect", hub.segment);
+	ck_assert_int_eq(json_object_array_length(get(o, "problems")), 0);
+	ck_assert_str_eq(json_object_get_string(get(json_object_array_get_idx(get(o, "peers"), 0),
+						     "state")), "attached");
+	json_object_put(o);
+	/* it works with the daemon stopped dead (SIGSTOP) */
+	kill(hub.pid, SIGSTOP);
+	ck_assert_int_eq(hubctl(&hub, &out, "inspect", hub.segment, (char *)NULL), 0);
+	free(out);
+	kill(hub.pid, SIGCONT);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "inspect", "/dev/null", (char *)NULL), 2);
+	free(out);
+}
+END_TEST
+
+START_TEST(test_help_and_usage)
+{
+	char *out = NULL;
+
+	start(NULL, GUESTS, "echo");
+	ck_assert_int_eq(hubctl(&hub, &out, "help", (char *)NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "inspect SEGMENT"));
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "-h", (char *)NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "signature"));
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "restart", (char *)NULL), 2);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "restart", "nobody", (char *)NULL), 1);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* sd_notify(3) against a socket standing in for systemd. */
+START_TEST(test_systemd_notify)
+{
+	char path[128], buf[512], seen[4096] = "";
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { 0, 100000 };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int watchdogs = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s.notify", bin("tests"));
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/tmp/hub-notify-%d", (int)getpid());
+	unlink(sun.sun_path);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setenv("NOTIFY_SOCKET", sun.sun_path, 1);
+	setenv("WATCHDOG_USEC", "200000", 1);
+	start(NULL, GUESTS, "echo,kv");
+	for (int i = 0; i < 30; i++) {
+		if ((n = recv(fd, buf, sizeof(buf) - 1, 0)) <= 0)
+			continue;
+		buf[n] = '\0';
+		watchdogs += strcmp(buf, "WATCHDOG=1") == 0;
+		strncat(seen, buf, sizeof(seen) - strlen(seen) - 2);
+		strcat(seen, "|");
+	}
+	ck_assert_msg(strstr(seen, "READY=1") != NULL, "%s", seen);
+	ck_assert_msg(strstr(seen, "STATUS=2 of 2 guests up") != NULL, "%s", seen);
+	ck_assert_msg(watchdogs >= 3, "%d watchdog pings in 3 s: %s", watchdogs, seen);
+	kill(hub.pid, SIGTERM);
+	for (int i = 0; i < 30; i++) {
+		if ((n = recv(fd, buf, sizeof(buf) - 1, 0)) <= 0)
+			continue;
+		buf[n] = '\0';
+		if (strcmp(buf, "STOPPING=1") == 0)
+			break;
+	}
+	ck_assert_str_eq(buf, "STOPPING=1");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	close(fd);
+	unlink(sun.sun_path);
+	(void)path;
+}
+END_TEST
+
+START_TEST(test_systemd_unit_verifies)
+{
+	char cmd[1024];
+	int rc;
+
+	if (system("command -v systemd-analyze >/dev/null 2>&1") != 0)
+		return;		/* not on this machine: nothing to verify with */
+	/* the unit names the installed hubd: point it at this build */
+	snprintf(cmd, sizeof(cmd), "sed 's|/usr/local/sbin/hubd|%s|g' %s"
+		 " > /tmp/hub-e2e-%d-hubd.service && systemd-analyze verify"
+		 " /tmp/hub-e2e-%d-hubd.service; rc=$?; rm -f /tmp/hub-e2e-%d-hubd.service; exit $rc",
+		 bin("hubd"), bin("../systemd/hubd.service"), (int)getpid(), (int)getpid(),
+		 (int)getpid());
+	rc = system(cmd);
+	ck_assert_msg(rc == 0, "systemd-analyze verify: %d", rc);
+}
+END_TEST
+
+Suite *suite_ops(void);
+Suite *
+suite_ops(void)
+{
+	Suite *s = suite_create("ops");
+	TCase *tc = tcase_create("operator");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_json_output_parses);
+	tcase_add_test(tc, test_bad_control_clients);
+	tcase_add_test(tc, test_other_user_reads_but_cannot_change);
+	tcase_add_test(tc, test_reload);
+	tcase_add_test(tc, test_inspect);
+	tcase_add_test(tc, test_help_and_usage);
+	tcase_add_test(tc, test_systemd_notify);
+	tcase_add_test(tc, test_systemd_unit_verifies);
+	suite_add_tcase(s, tc);
+	return s;
+}
