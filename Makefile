@@ -46,6 +46,9 @@ GUEST_SO := $(B)/libguest.so
 GUEST_A := $(B)/libguest.a
 EXAMPLES := $(patsubst guestlib/examples/%.c,$(B)/guests/%,$(wildcard guestlib/examples/*.c))
 TEST_GUESTS := $(patsubst tests/guests/%.c,$(B)/tests/guests/%,$(wildcard tests/guests/*.c))
+BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest
+ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
+ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
 PROGS := $(B)/hubd $(B)/hubctl
 
 SUITE_SRC := $(sort $(wildcard tests/unit/check_*.c tests/e2e/check_*.c))
@@ -55,7 +58,7 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)
 
 .PHONY: all run check check-asan check-tsan test test-tsan test-install deps headers \
-	spec-coverage install clean
+	spec-coverage install clean bench
 
 PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -95,6 +98,13 @@ $(B)/guests/%: $(B)/guestlib/examples/%.o $(GUEST_SO)
 $(B)/tests/guests/%: $(B)/tests/guests/%.o $(GUEST_A) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
+# Benchmarks: the baselines (ZeroMQ when libzmq is there) and a guest.
+$(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ZMQ_FLAGS) -o $@ $< $(PROTO_LIB) $(ZMQ_LIBS)
+$(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
 # One Check runner; a suite per check_NAME.c, found by name.
 $(B)/tests/suites.inc: $(SUITE_SRC) Makefile
 	@mkdir -p $(@D)
@@ -117,6 +127,12 @@ headers:
 deps:
 	@sh scripts/deps.sh
 
+# make bench: everything measured side by side, results in results/.
+bench:
+	@BENCH=1 sh scripts/deps.sh
+	@$(MAKE) --no-print-directory all $(BENCH_PROGS)
+	bash tests/bench/run.sh $(B)
+
 # The sub-make runs after deps so pkg-config sees what was just installed.
 check: deps
 	@$(MAKE) --no-print-directory test
@@ -127,9 +143,10 @@ check-tsan: deps
 
 # Sanitizers slow things down: give Check's per-test timeouts room.
 TIMEOUT_MULT := $(if $(SANITIZE),4,1)
-test: headers all $(TEST_GUESTS) $(B)/check_hub
+test: headers all $(TEST_GUESTS) $(BENCH_PROGS) $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
+	$(if $(SANITIZE),,bash tests/bench/run.sh $(B) --smoke > /dev/null)
 test-tsan: all $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) CK_INCLUDE_TAGS=tsan $(B)/check_hub
 
@@ -183,6 +200,6 @@ spec-coverage:
 	@sh scripts/spec-coverage.sh
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan results
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

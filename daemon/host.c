@@ -12,6 +12,7 @@
 #include "daemon/hubd.h"
 #include "daemon/log.h"
 #include "proto/channel.h"
+#include "proto/checksum.h"
 #include "proto/method.h"
 #include "proto/services.h"
 
@@ -443,7 +444,7 @@ svc_sink(struct hub *h, struct peer *p, const struct origin *o,
 	c->open = 1;
 	c->granted = h->seg.params.initial_credit;	/* r[shm.flow.initial] */
 	c->item_type = HP_T_BYTES;
-	c->checksum = 0xcbf29ce484222325ull;
+	c->checksum = HP_CHECKSUM_INIT;
 	c->o = *o;
 	c->o.kind = ORIGIN_SINK;	/* answered on Close */
 }
@@ -471,7 +472,7 @@ svc_source(struct hub *h, struct peer *p, const struct origin *o,
 	memset(c, 0, sizeof(*c));
 	c->open = c->sending = 1;
 	c->to_send = bytes;
-	c->checksum = 0xcbf29ce484222325ull;
+	c->checksum = HP_CHECKSUM_INIT;
 	c->o = *o;
 	p->sources++;
 }
@@ -518,11 +519,9 @@ source_pump(struct hub *h, struct peer *p)
 				p->stats.credit_waits++;
 			if (n == 0 || hp_endpoint_reserve(&p->ep, (uint32_t)n, &ob) != 0)
 				break;
-			for (uint32_t i = 0; i < n; i++) {
+			for (uint32_t i = 0; i < n; i++)
 				ob.buf[i] = (uint8_t)(c->bytes + i);
-				c->checksum ^= ob.buf[i];
-				c->checksum *= 0x100000001b3ull;
-			}
+			c->checksum = hp_checksum(c->checksum, ob.buf, (size_t)n);
 			if (ob.slot != HP_SLOT_INLINE)
 				h->slot_owner[ob.slot] = (uint8_t)p->id;
 			hp_endpoint_commit(&p->ep, &ob, HP_MSG_DATA, id, 0, (uint32_t)n,
@@ -725,10 +724,7 @@ on_data(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 	c->received += m->len;
 	c->bytes += m->len;
 	if (c->o.kind == ORIGIN_SINK) {
-		for (uint32_t i = 0; i < m->len; i++) {
-			c->checksum ^= m->payload[i];
-			c->checksum *= 0x100000001b3ull;
-		}
+		c->checksum = hp_checksum(c->checksum, m->payload, m->len);
 	} else if (c->o.kind == ORIGIN_CLIENT) {
 		c->o.ext->on_item(c->o.ext, c->item_type, m->payload, m->len);
 	}

@@ -143,4 +143,9 @@ int guest_pc_put_u64(uint8_t *buf, size_t cap, size_t *pos, uint64_t v);
 int guest_pc_get_str(const uint8_t *buf, size_t len, size_t *pos, const char **s, size_t *n);
 int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v);
 
+/* The checksum hub.sink and hub.source report for a stream (FNV-1a 64 by
+ * 8-byte words): start from GUEST_CHECKSUM_INIT, feed each item in order. */
+#define GUEST_CHECKSUM_INIT	0xcbf29ce484222325ull
+uint64_t guest_checksum(uint64_t h, const void *item, size_t len);
+
 #endif

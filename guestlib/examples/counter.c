@@ -101,7 +101,7 @@ stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		return;
 	}
 	s->call = c;
-	s->checksum = 0xcbf29ce484222325ull;
+	s->checksum = GUEST_CHECKSUM_INIT;
 	if ((chan = guest_chan_open_send(g)) < 0) {
 		free(item);
 		free(s);
@@ -125,10 +125,7 @@ stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		guest_pc_put_u64(item, 10, &hdr, n);		/* bytes: length, then data */
 		for (uint64_t i = 0; i < n; i++)
 			item[hdr + i] = (uint8_t)(seq * 131 + i * 7);
-		for (uint64_t i = 0; i < hdr + n; i++) {
-			s->checksum ^= item[i];
-			s->checksum *= 0x100000001b3ull;
-		}
+		s->checksum = guest_checksum(s->checksum, item, hdr + n);
 		rc = guest_chan_send(g, (uint32_t)chan, item, hdr + n, -1);
 		s->bytes += n;
 		seq++;

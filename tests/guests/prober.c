@@ -269,10 +269,7 @@ pull_item(void *ctx, const uint8_t *item, size_t len)
 {
 	struct pull *p = ctx;
 
-	for (size_t i = 0; i < len; i++) {
-		p->checksum ^= item[i];
-		p->checksum *= 0x100000001b3ull;
-	}
+	p->checksum = guest_checksum(p->checksum, item, len);
 	p->bytes += len;
 }
 
@@ -288,7 +285,7 @@ pull_end(void *ctx, int status)
 static void
 pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	struct pull st = { 0, 0xcbf29ce484222325ull, 0, 0 };
+	struct pull st = { 0, GUEST_CHECKSUM_INIT, 0, 0 };
 	uint64_t n, host = 0;
 	uint8_t arg[32], res[16];
 	size_t pos = 0, rlen = 0;

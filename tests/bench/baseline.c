@@ -1,0 +1,242 @@
+/* baseline: what hub is measured against, on this machine, now.
+ *   shm N		two processes ping-pong one cache line (the floor)
+ *   futex N		the same, each side sleeping in futex_wait every time
+ *   socket N		an 8-byte ping-pong over a UNIX socketpair
+ *   zmq N		ZeroMQ REQ/REP over ipc:// (when built with libzmq)
+ *   copy SIZE MB	SIZE-byte blocks through shared memory, one process
+ *			copying in, the other copying out: GB/s
+ *   ring N		N descriptors through an SPSC ring between processes
+ * Each prints one "name=value" line: rtt_ns, gb_per_s or per_s. */
+#include <err.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/futex.h"
+#include "proto/ring.h"
+
+#ifdef HAVE_ZMQ
+#include <zmq.h>
+#endif
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *
+shared(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		err(1, "mmap");
+	memset(p, 0, n);
+	return p;
+}
+
+static pid_t
+child(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return pid;
+}
+
+static void
+pingpong(uint64_t n, int sleep)
+{
+	hp_atomic_u32 *w = shared(4096);
+	uint64_t t0;
+	pid_t pid;
+
+	if ((pid = child()) == 0) {
+		for (uint32_t i = 1; i <= 2 * n; i += 2) {
+			while (hp_load_acquire_u32(w) != i)
+				if (sleep)
+					hp_futex_wait(w, i - 1, NULL);
+			hp_store_release_u32(w, i + 1);
+			if (sleep)
+				hp_futex_wake(w, 1);
+		}
+		_exit(0);
+	}
+	t0 = now_ns();
+	for (uint32_t i = 0; i < 2 * n; i += 2) {
+		hp_store_release_u32(w, i + 1);
+		if (sleep)
+			hp_futex_wake(w, 1);
+		while (hp_load_acquire_u32(w) != i + 2)
+			if (sleep)
+				hp_futex_wait(w, i + 1, NULL);
+	}
+	printf("rtt_ns=%.0f\n", (double)(now_ns() - t0) / (double)n);
+	waitpid(pid, NULL, 0);
+}
+
+static void
+socket_pingpong(uint64_t n)
+{
+	int sv[2];
+	char buf[8] = "pingping";
+	uint64_t t0;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+		err(1, "socketpair");
+	if ((pid = child()) == 0) {
+		for (uint64_t i = 0; i < n; i++)
+			if (read(sv[1], buf, 8) != 8 || write(sv[1], buf, 8) != 8)
+				_exit(1);
+		_exit(0);
+	}
+	t0 = now_ns();
+	for (uint64_t i = 0; i < n; i++)
+		if (write(sv[0], buf, 8) != 8 || read(sv[0], buf, 8) != 8)
+			errx(1, "socket");
+	printf("rtt_ns=%.0f\n", (double)(now_ns() - t0) / (double)n);
+	waitpid(pid, NULL, 0);
+}
+
+#ifdef HAVE_ZMQ
+static void
+zmq_pingpong(uint64_t n)
+{
+	char ep[64], buf[8] = "pingping";
+	uint64_t t0;
+	pid_t pid;
+
+	snprintf(ep, sizeof(ep), "ipc:///tmp/hub-bench-zmq-%d", (int)getpid());
+	if ((pid = child()) == 0) {
+		void *ctx = zmq_ctx_new(), *rep = zmq_socket(ctx, ZMQ_REP);
+
+		zmq_bind(rep, ep);
+		for (uint64_t i = 0; i < n + 1; i++)
+			if (zmq_recv(rep, buf, 8, 0) < 0 || zmq_send(rep, buf, 8, 0) < 0)
+				_exit(1);
+		zmq_close(rep);
+		zmq_ctx_term(ctx);
+		_exit(0);
+	}
+	void *ctx = zmq_ctx_new(), *req = zmq_socket(ctx, ZMQ_REQ);
+
+	zmq_connect(req, ep);
+	zmq_send(req, buf, 8, 0);	/* connection set up, not counted */
+	zmq_recv(req, buf, 8, 0);
+	t0 = now_ns();
+	for (uint64_t i = 0; i < n; i++)
+		if (zmq_send(req, buf, 8, 0) < 0 || zmq_recv(req, buf, 8, 0) < 0)
+			errx(1, "zmq");
+	printf("rtt_ns=%.0f\n", (double)(now_ns() - t0) / (double)n);
+	zmq_close(req);
+	zmq_ctx_term(ctx);
+	waitpid(pid, NULL, 0);
+	unlink(ep + 6);
+}
+#endif
+
+/* Four SIZE-byte buffers in shared memory, each with a full flag. */
+static void
+copy(size_t size, uint64_t mb)
+{
+	uint64_t blocks = (mb << 20) / size, t0;
+	hp_atomic_u32 *flags = shared(4096);
+	uint8_t *bufs = shared(4 * size), *src = malloc(size), *dst = malloc(size);
+	pid_t pid;
+
+	memset(src, 7, size);
+	if ((pid = child()) == 0) {
+		for (uint64_t i = 0; i < blocks; i++) {
+			while (hp_load_acquire_u32(&flags[(i % 4) * 16]) == 0)
+				sched_yield();
+			memcpy(dst, bufs + (i % 4) * size, size);
+			hp_store_release_u32(&flags[(i % 4) * 16], 0);
+		}
+		_exit(dst[size - 1] == 7 ? 0 : 1);
+	}
+	t0 = now_ns();
+	for (uint64_t i = 0; i < blocks; i++) {
+		while (hp_load_acquire_u32(&flags[(i % 4) * 16]) != 0)
+			sched_yield();
+		memcpy(bufs + (i % 4) * size, src, size);
+		hp_store_release_u32(&flags[(i % 4) * 16], 1);
+	}
+	waitpid(pid, NULL, 0);
+	printf("gb_per_s=%.3f\n", (double)(blocks * size) / (double)(now_ns() - t0));
+}
+
+static void
+ring(uint64_t n)
+{
+	struct { hp_atomic_u32 head; uint8_t pad[60]; hp_atomic_u32 tail; } *ix = shared(4096);
+	struct hp_desc *descs = shared(1024 * sizeof(struct hp_desc)), batch[32];
+	struct hp_ring r;
+	uint64_t t0, got = 0;
+	pid_t pid;
+
+	memset(batch, 0, sizeof(batch));
+	if ((pid = child()) == 0) {
+		hp_ring_init_producer(&r, &ix->head, &ix->tail, descs, 1024);
+		for (uint64_t sent = 0; sent < n;) {
+			int k = hp_ring_enqueue_batch(&r, batch, 32);
+
+			if (k <= 0)
+				sched_yield();
+			else
+				sent += (uint64_t)k;
+		}
+		_exit(0);
+	}
+	hp_ring_init_consumer(&r, &ix->head, &ix->tail, descs, 1024);
+	t0 = now_ns();
+	while (got < n) {
+		int k = hp_ring_dequeue_batch(&r, batch, 32);
+
+		if (k <= 0)
+			sched_yield();
+		else
+			got += (uint64_t)k;
+	}
+	printf("per_s=%.0f\n", (double)got * 1e9 / (double)(now_ns() - t0));
+	waitpid(pid, NULL, 0);
+}
+
+int
+main(int argc, char *argv[])
+{
+	uint64_t n = argc > 2 ? strtoull(argv[2], NULL, 10) : 100000;
+
+	if (argc < 2)
+		errx(2, "usage: baseline shm|futex|socket|zmq|copy|ring N [MB]");
+	if (strcmp(argv[1], "shm") == 0)
+		pingpong(n, 0);
+	else if (strcmp(argv[1], "futex") == 0)
+		pingpong(n, 1);
+	else if (strcmp(argv[1], "socket") == 0)
+		socket_pingpong(n);
+#ifdef HAVE_ZMQ
+	else if (strcmp(argv[1], "zmq") == 0)
+		zmq_pingpong(n);
+#endif
+	else if (strcmp(argv[1], "copy") == 0)
+		copy((size_t)n, argc > 3 ? strtoull(argv[3], NULL, 10) : 1024);
+	else if (strcmp(argv[1], "ring") == 0)
+		ring(n);
+	else
+		errx(2, "unknown or unavailable baseline %s", argv[1]);
+	return 0;
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# make bench: hub's data path against the alternatives, measured side by
+# side in one run on this machine. Prints a table of every figure with its
+# ratio to the baselines and the goal, writes results/bench.md, .dat, .png.
+#   run.sh BUILD_DIR [--smoke]   (--smoke: tiny runs, for make check)
+set -euo pipefail
+B=$(cd "$1" && pwd)
+SMOKE=${2:-}
+OUT=results
+mkdir -p "$OUT"
+TMP=$(mktemp -d /tmp/hub-bench-XXXXXX)
+HUBS=()
+cleanup() {
+	for pid in "${HUBS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
+	sleep 0.3
+	for pid in "${HUBS[@]:-}"; do [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; done
+	rm -rf "$TMP" /dev/shm/hub-bench-$$-* 2>/dev/null || true
+}
+trap cleanup EXIT
+
+if [ "$SMOKE" = --smoke ]; then
+	N_RTT=2000; N_PP=2000; PIPE_MS=200; STREAM32=$((1 << 20)); BULK=$((32 << 20))
+	IDLE_N=5; IDLE_S=1; NGUESTS=4; COPY_MB=64; RING_N=1000000
+else
+	N_RTT=200000; N_PP=100000; PIPE_MS=2000; STREAM32=$((64 << 20)); BULK=$((2 << 30))
+	IDLE_N=200; IDLE_S=10; NGUESTS=32; COPY_MB=2048; RING_N=50000000
+fi
+
+val() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "-"; else printf "%.2f", a / b }'; }
+
+echo "baselines..." >&2
+SHM=$(val rtt_ns "$("$B/tests/bench/baseline" shm $((N_PP * 2)))")
+FUTEX=$(val rtt_ns "$("$B/tests/bench/baseline" futex "$N_PP")")
+SOCK=$(val rtt_ns "$("$B/tests/bench/baseline" socket "$N_PP")")
+ZMQ=$("$B/tests/bench/baseline" zmq $((N_PP / 5)) 2>/dev/null || true)
+ZMQ=$(val rtt_ns "$ZMQ")
+COPY64=$(val gb_per_s "$("$B/tests/bench/baseline" copy 65536 "$COPY_MB")")
+COPY1M=$(val gb_per_s "$("$B/tests/bench/baseline" copy 1048576 "$COPY_MB")")
+RING=$(val per_s "$("$B/tests/bench/baseline" ring "$RING_N")")
+
+# start_hub NAME HUB_KEYS GUEST_SECTIONS: a hub on private paths; sets CTL
+start_hub() {
+	local conf=$TMP/$1.conf
+	printf '[hub]\nsegment = /dev/shm/hub-bench-%s-%s\ncontrol = %s/%s.sock\n%b\n%b' \
+		"$$" "$1" "$TMP" "$1" "$2" "$3" > "$conf"
+	"$B/hubd" -f "$conf" 2>"$TMP/$1.log" &
+	HUBS+=($!)
+	CTL="$B/hubctl -s $TMP/$1.sock -t 600"
+	for _ in $(seq 200); do $CTL status >/dev/null 2>&1 && break; sleep 0.05; done
+	for _ in $(seq 200); do
+		[ "$($CTL -j peers | grep -o '"state":"up"' | wc -l)" -ge "$4" ] && return 0
+		sleep 0.05
+	done
+	echo "bench: hub $1 did not come up" >&2; cat "$TMP/$1.log" >&2; exit 1
+}
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+echo "hub, one guest..." >&2
+start_hub one "max_guests = 2\nslot_size = 1040K\nslots_per_guest = 16\ninitial_credit = 8M" \
+	"[guest bench]\nexec = $B/tests/bench/benchguest\n" 1
+R=$($CTL call bench.rtt "$N_RTT")
+MED=$(val median_ns "$R"); P99=$(val p99_ns "$R"); P999=$(val p999_ns "$R")
+PIPE=$(val per_s "$($CTL call bench.pipe "$PIPE_MS" 64)")
+S32=$(val items_per_s "$($CTL call bench.stream "$STREAM32" 32)")
+B64=$(val gb_per_s "$($CTL call bench.stream "$BULK" 65536)")
+B1M=$(val gb_per_s "$($CTL call bench.stream "$BULK" 1048576)")
+IDLE=$(val median_ns "$($CTL call bench.idle "$IDLE_N" 5)")
+HUBD=${HUBS[0]}
+GPID=$($CTL -j peers | sed -n 's/.*"pid":\([0-9]*\).*/\1/p' | head -1)
+HZ=$(getconf CLK_TCK)
+h0=$(cpu_ticks "$HUBD"); g0=$(cpu_ticks "$GPID")
+sleep "$IDLE_S"
+h1=$(cpu_ticks "$HUBD"); g1=$(cpu_ticks "$GPID")
+IDLE_HUB=$(awk -v d=$((h1 - h0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
+IDLE_GUEST=$(awk -v d=$((g1 - g0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
+
+echo "hub, $NGUESTS guests..." >&2
+G=""
+for i in $(seq "$NGUESTS"); do
+	G+="[guest b$i]\nexec = $B/tests/bench/benchguest\nargs = --prefix b$i\n"
+done
+start_hub many "max_guests = $((NGUESTS + 1))\nslots_per_guest = 8\nheartbeat_interval = 5s" "$G" "$NGUESTS"
+SINGLE=$(val per_s "$($CTL call b1.pipe "$PIPE_MS" 16)")
+CALLS=()
+for i in $(seq "$NGUESTS"); do
+	$CTL call "b$i.pipe" "$PIPE_MS" 16 > "$TMP/g$i.out" &
+	CALLS+=($!)
+done
+wait "${CALLS[@]}"
+for i in $(seq "$NGUESTS"); do val per_s "$(cat "$TMP/g$i.out")"; done > "$TMP/rates"
+AGG=$(awk '{ s += $1 } END { printf "%.0f", s }' "$TMP/rates")
+MINR=$(sort -n "$TMP/rates" | head -1); MAXR=$(sort -n "$TMP/rates" | tail -1)
+
+# the table: figure, value, unit, compared with, ratio, goal
+{
+echo "| figure | hub | unit | baseline (same run) | ratio | goal |"
+echo "|---|---|---|---|---|---|"
+echo "| call round trip, median | $MED | ns | shm ping-pong $SHM ns | $(ratio "$MED" "$SHM")x | <= 1.5x |"
+echo "| call round trip, p99 | $P99 | ns | shm ping-pong $SHM ns | $(ratio "$P99" "$SHM")x | <= 3x |"
+echo "| call round trip, p99.9 | $P999 | ns | shm ping-pong $SHM ns | $(ratio "$P999" "$SHM")x | |"
+echo "| UNIX socketpair round trip | $SOCK | ns | hub median $MED ns | $(ratio "$SOCK" "$MED")x slower | >= 25x |"
+echo "| ZeroMQ REQ/REP ipc:// round trip | ${ZMQ:--} | ns | hub median $MED ns | $(ratio "${ZMQ:-0}" "$MED")x slower | |"
+echo "| futex ping-pong (both asleep) | $FUTEX | ns | | | |"
+echo "| pipelined calls (64 in flight) | $PIPE | calls/s | | | >= 3000000 |"
+echo "| streamed 32-byte items | $S32 | items/s | SPSC ring $RING desc/s | $(ratio "$S32" "$RING")x | >= 20000000 |"
+echo "| bulk 64 KiB items | $B64 | GB/s | shm copy $COPY64 GB/s | $(ratio "$B64" "$COPY64")x | >= 0.7x |"
+echo "| bulk 1 MiB items | $B1M | GB/s | shm copy $COPY1M GB/s | $(ratio "$B1M" "$COPY1M")x | >= 0.7x |"
+echo "| wake-from-idle round trip | $IDLE | ns | futex ping-pong $FUTEX ns | $(ratio "$IDLE" "$FUTEX")x | <= 1.5x |"
+echo "| idle CPU, hubd | $IDLE_HUB | % of a core | | | < 1 |"
+echo "| idle CPU, guest | $IDLE_GUEST | % of a core | | | < 1 |"
+echo "| $NGUESTS guests at once, aggregate | $AGG | calls/s | one guest $SINGLE calls/s | $(ratio "$AGG" "$SINGLE")x | >= 0.8x |"
+echo "| $NGUESTS guests, slowest / fastest | $MINR / $MAXR | calls/s | | $(ratio "$MINR" "$MAXR") | >= 0.5 |"
+} > "$OUT/bench.md"
+cat "$OUT/bench.md"
+
+cat > "$OUT/bench.dat" <<DAT
+"shm ping-pong" $SHM
+"hub call median" $MED
+"hub call p99" $P99
+"futex ping-pong" $FUTEX
+"hub wake-from-idle" $IDLE
+"socketpair" $SOCK
+"ZeroMQ ipc" ${ZMQ:-0}
+DAT
+if command -v gnuplot >/dev/null; then
+	gnuplot <<GP || echo "bench: gnuplot failed" >&2
+set terminal png size 900,500
+set output "$OUT/bench.png"
+set title "round trip on this machine (ns, log scale; lower is better)"
+set logscale y
+set style fill solid 0.6
+set boxwidth 0.6
+set xtics rotate by -25
+set grid ytics
+plot "$OUT/bench.dat" using 0:2:xtic(1) with boxes notitle
+GP
+	echo "plot: $OUT/bench.png" >&2
+fi
+echo "bench: 1 passed, 0 failed"
