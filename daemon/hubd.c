@@ -2,6 +2,7 @@
  * rings and the control socket, all from one libev loop. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #define SPIN_NS		50000	/* keep polling rings this long after the last work */
 #define BUSY_NS		1000000	/* then give libev a turn at least this often */
+#define YIELD_AFTER_NS	10000	/* quiet this long: yield the CPU now and then */
 #define DEFAULT_CONF	"/etc/hub/hubd.conf"
 
 uint64_t
@@ -45,14 +47,24 @@ static void
 idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct hub *h = w->data;
-	uint64_t start = now_ns(), last = start, now;
+	uint64_t start = now_ns(), last = start, now = start;
 
 	(void)revents;
-	for (;;) {
-		now = now_ns();
-		if (host_poll(h) > 0)
+	for (unsigned round = 0;; round++) {
+		if (host_poll(h) > 0) {
 			last = now;
-		else if (now - last > SPIN_NS) {
+			continue;
+		}
+		/* the clock only now and then: a read costs as much as a poll */
+		if (round % 16 != 0)
+			continue;
+		now = now_ns();
+		/* quiet for a while: a guest we woke may be waiting for this
+		 * CPU (the kernel likes to wake it here), so step aside now
+		 * and then; a reply within YIELD_AFTER_NS still finds us spinning */
+		if (now - last > YIELD_AFTER_NS && round % 64 == 0)
+			sched_yield();
+		if (now - last > SPIN_NS) {
 			ev_idle_stop(loop, w);	/* quiet: let the loop sleep */
 			return;
 		}

@@ -1,7 +1,8 @@
-/* The checksum hub.sink and hub.source report for a stream: FNV-1a 64
- * over each item's whole 8-byte words (native order), then its tail bytes.
- * Word-wise so that checking a stream runs near memory speed. Chain it:
- * start from HP_CHECKSUM_INIT and feed every item in order. */
+/* The checksum hub.sink and hub.source report for a stream: FNV-1a 64 in
+ * four lanes over each item's 8-byte words (native order), its tail bytes
+ * in the first lane, the lanes folded together. Word-wise and in lanes so
+ * that checking a stream runs near memory speed. Chain it: start from
+ * HP_CHECKSUM_INIT and feed every item in order. */
 #ifndef HP_CHECKSUM_H
 #define HP_CHECKSUM_H
 

@@ -112,15 +112,18 @@ wake_peer(struct hp_endpoint *ep, uint32_t bit)
 		if ((hp_load_relaxed_u32(ep->their_waits) & bit) == 0)
 			return;
 		hp_doorbell_signal(ep->doorbell);
-		ep->stats.wakes++;
-		return;
+	} else {
+		legacy = ep->legacy_words[wait_bit_index(bit)];
+		if (ep->side == HP_SIDE_HOST && legacy != NULL)
+			hp_futex_wake(legacy, INT_MAX);
+		else
+			hp_doorbell_signal(ep->doorbell);
 	}
-	legacy = ep->legacy_words[wait_bit_index(bit)];
-	if (ep->side == HP_SIDE_HOST && legacy != NULL)
-		hp_futex_wake(legacy, INT_MAX);
-	else
-		hp_doorbell_signal(ep->doorbell);
 	ep->stats.wakes++;
+	/* The kernel tends to wake the peer on the waker's CPU; a waker that
+	 * then spins or polls keeps it off that CPU until its slice ends.
+	 * Stepping aside once costs a syscall on a path that made one. */
+	sched_yield();
 }
 
 int
@@ -154,6 +157,10 @@ tx_room(struct hp_endpoint *ep)
 		return space;
 	if (ep->staged == HP_STAGE_MAX)
 		return 0;
+	/* the consumer's tail as last seen first: re-reading the shared
+	 * word on every send would pull its cache line over each time */
+	if (((ep->tx.theirs - ep->tx.mine - 1) & ep->tx.mask) > ep->staged)
+		return 1;
 	if ((space = hp_ring_space(&ep->tx)) < 0)
 		return space;
 	return (uint32_t)space > ep->staged;

@@ -1,6 +1,7 @@
 /* baseline: what hub is measured against, on this machine, now.
  *   shm N		two processes ping-pong one cache line (the floor)
  *   futex N		the same, each side sleeping in futex_wait every time
+ *   futex-idle N MS	N futex round trips, each after MS ms of silence
  *   socket N		an 8-byte ping-pong over a UNIX socketpair
  *   zmq N		ZeroMQ REQ/REP over ipc:// (when built with libzmq)
  *   copy SIZE MB	SIZE-byte blocks through shared memory, one process
@@ -58,7 +59,7 @@ child(void)
 }
 
 static void
-pingpong(uint64_t n, int sleep)
+pingpong(uint64_t n, int sleep, unsigned idle_ms)
 {
 	hp_atomic_u32 *w = shared(4096);
 	uint64_t t0;
@@ -75,8 +76,16 @@ pingpong(uint64_t n, int sleep)
 		}
 		_exit(0);
 	}
+	uint64_t idle = 0;
+
 	t0 = now_ns();
 	for (uint32_t i = 0; i < 2 * n; i += 2) {
+		if (idle_ms > 0) {	/* both asleep, then one round trip */
+			uint64_t s0 = now_ns();
+
+			usleep(idle_ms * 1000);
+			idle += now_ns() - s0;
+		}
 		hp_store_release_u32(w, i + 1);
 		if (sleep)
 			hp_futex_wake(w, 1);
@@ -84,7 +93,7 @@ pingpong(uint64_t n, int sleep)
 			if (sleep)
 				hp_futex_wait(w, i + 1, NULL);
 	}
-	printf("rtt_ns=%.0f\n", (double)(now_ns() - t0) / (double)n);
+	printf("rtt_ns=%.0f\n", (double)(now_ns() - t0 - idle) / (double)n);
 	waitpid(pid, NULL, 0);
 }
 
@@ -223,9 +232,11 @@ main(int argc, char *argv[])
 	if (argc < 2)
 		errx(2, "usage: baseline shm|futex|socket|zmq|copy|ring N [MB]");
 	if (strcmp(argv[1], "shm") == 0)
-		pingpong(n, 0);
+		pingpong(n, 0, 0);
 	else if (strcmp(argv[1], "futex") == 0)
-		pingpong(n, 1);
+		pingpong(n, 1, 0);
+	else if (strcmp(argv[1], "futex-idle") == 0)
+		pingpong(n, 1, argc > 3 ? (unsigned)atoi(argv[3]) : 5);
 	else if (strcmp(argv[1], "socket") == 0)
 		socket_pingpong(n);
 #ifdef HAVE_ZMQ
