@@ -19,6 +19,10 @@
 #define SERVE_BATCH	64	/* messages read from one guest per round */
 #define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */
 #define INBOUND_MAX	1024	/* a guest's calls being routed at once */
+/* Messages waiting for a guest that does not read its ring: beyond this it
+ * is ended, rather than hold the host's memory (everything sent to it is
+ * bounded by its own calls and the callers paused on it). */
+#define BACKLOG_MAX	(INBOUND_MAX + 4 * BACKLOG_PAUSE)
 
 static const struct {
 	const char	*name;
@@ -179,6 +183,10 @@ host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 			supervise_kill(p, DEATH_VIOLATION, "shm.ring.capacity");
 			return;
 		}
+	}
+	if (p->bl_count >= BACKLOG_MAX) {
+		supervise_kill(p, DEATH_HUNG, "stopped reading its ring (shm.ring.full)");
+		return;
 	}
 	if ((q = malloc(sizeof(*q) + len)) == NULL) {
 		log_warn("guest %s: backlog", p->conf->name);
@@ -856,6 +864,8 @@ host_check(struct hub *h, uint64_t now)
 		uint64_t beat;
 		uint32_t state;
 
+		if (p->state == PEER_STARTING)	/* attached without ringing? */
+			supervise_check_attach(h, p);
 		if (p->state != PEER_UP)
 			continue;
 		state = hp_load_acquire_u32(&p->view.entry->state);
@@ -876,9 +886,24 @@ host_check(struct hub *h, uint64_t now)
 	}
 }
 
+/* The Goodbye that ends a guest (r[shm.goodbye.payload]): the rule it broke
+ * or why it is ended. Through try_send, so that a slot it takes is noted
+ * as the guest's and comes back at recovery. */
+void
+host_goodbye(struct hub *h, struct peer *p, const char *reason)
+{
+	uint8_t buf[128];
+	int64_t n;
+
+	if (p->state != PEER_UP || (n = hp_msg_encode_goodbye(buf, sizeof(buf), reason)) < 0)
+		return;
+	try_send(h, p, HP_MSG_GOODBYE, 0, 0, buf, (uint32_t)n);
+	hp_endpoint_flush(&p->ep);
+}
+
 /* -- attach and recovery ------------------------------------------------- */
 
-void
+int
 host_attach(struct hub *h, struct peer *p)
 {
 	uint32_t features;
@@ -887,7 +912,9 @@ host_attach(struct hub *h, struct peer *p)
 	/* acquire: pairs with the guest's release store of guest_features,
 	 * made before its CAS to Attached */
 	features = hp_load_acquire_u32(&p->view.entry->guest_features);
-	hp_endpoint_init_host(&p->ep, &h->seg, &p->view, p->bell, features);
+	/* r[shm.ring.capacity]: it may have put its indices out of range */
+	if (hp_endpoint_init_host(&p->ep, &h->seg, &p->view, p->bell, features) != 0)
+		return -EPROTO;
 	p->bl_head = NULL;
 	p->bl_tail = &p->bl_head;
 	p->bl_count = 0;
@@ -897,6 +924,7 @@ host_attach(struct hub *h, struct peer *p)
 	p->chan_cursor = 0;
 	p->sources = 0;
 	memset(p->chans, 0, h->seg.params.max_channels * sizeof(*p->chans));
+	return 0;
 }
 
 /* Fails every call that involves p (r[shm.crash.recovery] 2) and forgets

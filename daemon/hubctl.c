@@ -431,6 +431,10 @@ cmd_inspect(int fd, int argc, char **argv)
 			  p->slots_per_guest, p->slot_size);
 	json_object_object_add(o, "host_slots_free", json_object_new_int(
 		(int)hp_slot_count_free(&pool)));
+	uint32_t bad = 0;
+
+	if (hp_segment_check_peers(seg.base, seg.size, p, &seg.geo, &bad) != 0)
+		PROBLEM("peer %u: its entry's offsets point outside the segment", bad);
 	for (uint32_t id = 1; id <= p->max_guests; id++) {
 		struct hp_peer_entry *e = hp_segment_peer(&seg, id);
 		struct hp_peer_view v;

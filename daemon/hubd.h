@@ -194,6 +194,7 @@ int		reload_config(struct hub *h, FILE *msgs);
 int		supervise_start(struct hub *h, struct peer *p);
 void		supervise_stop(struct hub *h, struct peer *p);
 void		supervise_restart(struct hub *h, struct peer *p);
+void		supervise_check_attach(struct hub *h, struct peer *p);
 void		supervise_kill(struct peer *p, int reason, const char *detail);
 void		supervise_stop_all(struct hub *h);
 int		supervise_all_down(struct hub *h);
@@ -202,7 +203,8 @@ const char	*supervise_death_name(int reason);
 
 /* host.c: the data path, routing and host services */
 int		host_init(struct hub *h);
-void		host_attach(struct hub *h, struct peer *p);
+int		host_attach(struct hub *h, struct peer *p);
+void		host_goodbye(struct hub *h, struct peer *p, const char *reason);
 void		host_detach(struct hub *h, struct peer *p);
 void		host_doorbell(struct hub *h, struct peer *p);
 int		host_poll(struct hub *h);

@@ -74,12 +74,29 @@ attached(struct hub *h, struct peer *p)
 {
 	/* acquire: pairs with the guest's epoch increment (release) */
 	p->epoch = hp_load_acquire_u32(&p->view.entry->epoch);
-	host_attach(h, p);
+	if (host_attach(h, p) != 0) {
+		supervise_kill(p, DEATH_VIOLATION, "shm.ring.capacity");
+		return;
+	}
 	p->state = PEER_UP;
 	p->up_ns = now_ns();
 	ev_timer_stop(h->loop, &p->timer);
 	log_info("guest %s: attached as peer %u (pid %d, epoch %u)", p->conf->name,
 		 p->id, (int)p->pid, p->epoch);
+}
+
+/* A starting guest's entry: Attached (it is up), Reserved (not yet), or
+ * anything else (it wrote nonsense into the state word). */
+void
+supervise_check_attach(struct hub *h, struct peer *p)
+{
+	/* acquire: pairs with the guest's CAS Reserved -> Attached */
+	uint32_t state = hp_load_acquire_u32(&p->view.entry->state);
+
+	if (state == HP_PEER_ATTACHED)
+		attached(h, p);
+	else if (state != HP_PEER_RESERVED)
+		supervise_kill(p, DEATH_VIOLATION, "shm.spawn.reserved-state");
 }
 
 static void
@@ -103,9 +120,8 @@ bell_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	/* r[shm.spawn.guest-init]: it rings once attached */
-	if (p->state == PEER_STARTING &&
-	    hp_load_acquire_u32(&p->view.entry->state) == HP_PEER_ATTACHED)
-		attached(h, p);
+	if (p->state == PEER_STARTING)
+		supervise_check_attach(h, p);
 	host_wake(h);
 	if (!ev_is_active(&h->idle_w))
 		ev_idle_start(h->loop, &h->idle_w);
@@ -244,6 +260,11 @@ recover(struct hub *h, struct peer *p)
 	hp_chan_table_reset(v.chans, h->seg.params.max_channels);
 	hp_store_relaxed_u64(&e->last_heartbeat, 0);
 	hp_store_relaxed_u32(&e->guest_features, 0);
+	/* whatever it wrote over its entry's offsets, the next guest finds
+	 * its areas where the host keeps them */
+	e->ring_offset = hp_geometry_ring_offset(&h->seg.geo, p->id);
+	e->slot_pool_offset = hp_geometry_pool_offset(&h->seg.geo, p->id);
+	e->channel_table_offset = hp_geometry_chan_offset(&h->seg.geo, p->id);
 	if (v.ext != NULL) {
 		hp_store_relaxed_u32(&v.ext->guest_waits, 0);
 		hp_store_relaxed_u32(&v.ext->host_waits, 0);
@@ -456,18 +477,11 @@ fail:
 void
 supervise_kill(struct peer *p, int reason, const char *detail)
 {
-	uint8_t buf[128];
-	int64_t n;
-
 	if (p->kill_reason >= 0 || p->pid <= 0)
 		return;		/* already on its way out */
 	p->kill_reason = reason;
 	snprintf(p->kill_detail, sizeof(p->kill_detail), "%s", detail);
-	if (p->state == PEER_UP &&
-	    (n = hp_msg_encode_goodbye(buf, sizeof(buf), detail)) > 0) {
-		hp_endpoint_send(&p->ep, HP_MSG_GOODBYE, 0, 0, buf, (uint32_t)n, 0);
-		hp_endpoint_flush(&p->ep);
-	}
+	host_goodbye(p->hub, p, detail);
 	if (p->state == PEER_UP)
 		p->state = PEER_STOPPING;
 	if (syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) != 0)

@@ -281,16 +281,26 @@ hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
 		return corrupt(why, "peer table or slot region offset is wrong");
 	if (h->ext_offset != 0 && h->ext_offset != g->ext_offset)
 		return corrupt(why, "extension table offset is wrong");
+	return 0;
+}
+
+int
+hp_segment_check_peers(const uint8_t *base, uint64_t size, const struct hp_params *p,
+		       const struct hp_geometry *g, uint32_t *bad_peer)
+{
 	for (uint32_t i = 0; i < p->max_guests; i++) {
 		const struct hp_peer_entry *e = (const struct hp_peer_entry *)(const void *)
 		    (base + g->peer_table_offset + (uint64_t)i * HP_PEER_ENTRY_SIZE);
-		uint64_t ring = e->ring_offset, pool = e->slot_pool_offset,
-			 chans = e->channel_table_offset;
 
 		/* r[shm.ring.alignment] and every area inside the file */
-		if (!inside(ring, g->ring_bytes, size) || !inside(pool, g->pool_size, size) ||
-		    !inside(chans, (uint64_t)p->max_channels * HP_CHAN_ENTRY_SIZE, size))
-			return corrupt(why, "a peer entry points outside the segment");
+		if (!inside(e->ring_offset, g->ring_bytes, size) ||
+		    !inside(e->slot_pool_offset, g->pool_size, size) ||
+		    !inside(e->channel_table_offset,
+			    (uint64_t)p->max_channels * HP_CHAN_ENTRY_SIZE, size)) {
+			if (bad_peer != NULL)
+				*bad_peer = i + 1;
+			return -EBADMSG;
+		}
 	}
 	return 0;
 }

@@ -79,12 +79,21 @@ int hp_segment_create(struct hp_segment *seg, const char *path,
 int hp_segment_attach(struct hp_segment *seg, const char *path, int flags,
 		      const char **why);
 
-/* Validates a mapped segment image of size bytes: header fields, geometry,
- * every peer entry's offsets within the file. Fills p and g on success.
- * Never reads outside [base, base + size). Used by attach and the fuzzer. */
+/* Validates a mapped segment image of size bytes: header fields and the
+ * geometry they imply, against the file size. Fills p and g on success.
+ * Never reads outside [base, base + size). Used by attach and the fuzzer.
+ * Peer entries are not looked at: a guest can write its own, and must not
+ * be able to stop others from attaching that way; each guest checks its
+ * own entry (hp_peer_view_guest). */
 int hp_segment_validate(const uint8_t *base, uint64_t size,
 			struct hp_params *p, struct hp_geometry *g,
 			const char **why);
+
+/* Every peer entry's offsets inside the file and aligned (inspection):
+ * 0, or -EBADMSG with the first bad peer id in *bad_peer. */
+int hp_segment_check_peers(const uint8_t *base, uint64_t size,
+			   const struct hp_params *p, const struct hp_geometry *g,
+			   uint32_t *bad_peer);
 
 /* Unmaps and closes; the file stays (the host unlinks it itself). */
 void hp_segment_close(struct hp_segment *seg);

@@ -63,10 +63,12 @@ hp_slot_alloc(struct hp_slot_pool *pool, uint32_t *index, uint32_t *gen)
 	for (uint32_t n = 0; n < pool->nwords; n++) {
 		uint32_t w = (pool->hint + n) % pool->nwords;
 		uint64_t bits = hp_load_relaxed_u64(&pool->bitmap[w]);
+		int tries = 64;
 
 		/* bits past the last slot are never handed out, even if a
-		 * peer set them in the shared bitmap */
-		while ((bits & valid_bits(pool, w)) != 0) {
+		 * peer set them in the shared bitmap; and a peer flipping bits
+		 * to make every CAS fail gets us to move on, not to spin */
+		while ((bits & valid_bits(pool, w)) != 0 && tries-- > 0) {
 			uint64_t bit = bits & valid_bits(pool, w);
 
 			bit &= -bit;	/* lowest free */

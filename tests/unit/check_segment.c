@@ -239,10 +239,25 @@ START_TEST(test_validate_corruptions)
 	CORRUPT(h->peer_table_offset = 0, -EBADMSG);
 	CORRUPT(h->slot_region_offset += 64, -EBADMSG);
 	CORRUPT(h->ext_offset = 64, -EBADMSG);
-	CORRUPT(e[1].ring_offset = size, -EBADMSG);
-	CORRUPT(e[1].ring_offset = 65, -EBADMSG);	/* misaligned */
-	CORRUPT(e[0].slot_pool_offset = UINT64_MAX - 10, -EBADMSG);
-	CORRUPT(e[0].channel_table_offset = size - 32, -EBADMSG);
+	/* peer entries are each guest's own business: validate passes them,
+	 * check_peers (inspection) and hp_peer_view_guest (attach) do not */
+	uint32_t bad = 0;
+
+	e[1].ring_offset = size;
+	ck_assert_int_eq(hp_segment_validate(img, size, &p, &g, &why), 0);
+	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
+	ck_assert_uint_eq(bad, 2);
+	e[1].ring_offset = 65 + g.ring_region_offset;	/* misaligned */
+	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
+	e[1].ring_offset = hp_geometry_ring_offset(&g, 2);
+	e[0].slot_pool_offset = UINT64_MAX - 10;
+	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
+	ck_assert_uint_eq(bad, 1);
+	e[0].slot_pool_offset = hp_geometry_pool_offset(&g, 1);
+	e[0].channel_table_offset = size - 32;
+	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
+	e[0].channel_table_offset = hp_geometry_chan_offset(&g, 1);
+	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), 0);
 	ck_assert_int_eq(hp_segment_validate(img, 100, &p, &g, &why), -EBADMSG);
 	ck_assert_int_eq(hp_segment_validate(img, size - 1, &p, &g, &why), -EBADMSG);
 #undef CORRUPT

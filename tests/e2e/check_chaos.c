@@ -1,0 +1,122 @@
+/* Hostile guests: a chaos guest does everything a plugin should not, over
+ * and over, while well-behaved guests keep calling each other with
+ * checked payloads. hubd must never crash, hang or leak (the ASan build
+ * checks at its exit), must end the culprit naming the rule, recover and
+ * restart it, and the others must not notice. */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+#define ROUNDS		10000
+#define MAX_SECONDS	600
+
+static struct hub_proc hub;
+
+static json_object *
+get(json_object *o, const char *k)
+{
+	json_object *v = NULL;
+
+	json_object_object_get_ex(o, k, &v);
+	return v;
+}
+
+START_TEST(test_chaos_guest)
+{
+	char counter[256], guests[1024], *out = NULL, *log;
+	unsigned long long eo, ee, ko, ke, wrong;
+	uint64_t *rounds;
+	time_t t0 = time(NULL);
+	json_object *st, *p;
+	int fd, deaths;
+
+	snprintf(counter, sizeof(counter), "/tmp/hub-e2e-%d-chaos.counter", (int)getpid());
+	fd = open(counter, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 8), 0);
+	rounds = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(rounds, MAP_FAILED);
+	snprintf(guests, sizeof(guests),
+		 "[guest echo]\nexec = @/guests/echo\n"
+		 "[guest kv]\nexec = @/guests/kv\n"
+		 "[guest loader]\nexec = @/tests/guests/loader\n"
+		 "[guest chaos]\nexec = @/tests/guests/chaos\nargs = --counter=%s\n"
+		 "restart = always\nmax_deaths = 1000000\nbackoff_min = 0\nbackoff_max = 0\n",
+		 counter);
+	ck_assert(hub_start(&hub, "heartbeat_interval = 100ms\ninitial_credit = 4K\n", guests) == 0);
+	ck_assert(hub_wait_up(&hub, "echo,kv,loader", 10000) == 0);
+	while (*(volatile uint64_t *)rounds < ROUNDS && time(NULL) - t0 < MAX_SECONDS) {
+		usleep(200000);
+		/* hubd answers all along */
+		st = hub_request(&hub, "{\"cmd\":\"status\"}", NULL);
+		ck_assert_msg(st != NULL, "hubd stopped answering: %s", hub_log(&hub));
+		json_object_put(st);
+	}
+	ck_assert_msg(*rounds >= ROUNDS, "only %llu rounds in %d s",
+		      (unsigned long long)*rounds, MAX_SECONDS);
+	ck_assert_int_eq(hubctl(&hub, &out, "stop", "chaos", (char *)NULL), 0);
+	free(out);
+	p = hub_peer(&hub, "chaos");
+	deaths = json_object_get_int(get(p, "restarts"));
+	/* every death it had was the host ending it: for a violation (the
+	 * Goodbye named the rule) or for hanging; never anything else */
+	json_object *ds = get(p, "deaths");
+	for (size_t i = 0; i < json_object_array_length(ds); i++) {
+		const char *why = json_object_get_string(get(json_object_array_get_idx(ds, i),
+							     "reason"));
+
+		ck_assert_msg(strcmp(why, "protocol violation") == 0 || strcmp(why, "hung") == 0 ||
+			      strcmp(why, "crashed") == 0, "chaos died: %s", why);
+	}
+	json_object_put(p);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "shm.desc.msg-type") && strstr(log, "shm.slot.generation") &&
+		      strstr(log, "shm.flow.remaining-credit"), "rules not named in the log");
+	free(log);
+	/* the well-behaved never saw an error or a wrong byte */
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "loader.pause", (char *)NULL), 0);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "loader.stats", (char *)NULL), 0);
+	ck_assert(sscanf(out, "%llu %llu %llu %llu %llu", &eo, &ee, &ko, &ke, &wrong) == 5);
+	free(out);
+	ck_assert_msg(ee == 0 && ke == 0 && wrong == 0 && eo > 0 && ko > 0,
+		      "echo %llu/%llu kv %llu/%llu wrong %llu", eo, ee, ko, ke, wrong);
+	/* no slot leaked anywhere, and the segment's invariants hold */
+	usleep(200000);
+	st = hub_request(&hub, "{\"cmd\":\"status\"}", NULL);
+	ck_assert_int_eq(json_object_get_int(get(st, "host_slots_free")),
+			 json_object_get_int(get(st, "slots_per_guest")));
+	json_object_put(st);
+	ck_assert_int_eq(hubctl(&hub, &out, "inspect", hub.segment, (char *)NULL), 0);
+	free(out);
+	fprintf(stderr, "chaos: %llu rounds, %d restarts, in %ld s; echo %llu calls, kv %llu\n",
+		(unsigned long long)*rounds, deaths, (long)(time(NULL) - t0), eo, ko);
+	/* an ASan build of hubd fails its exit on any leak */
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	munmap(rounds, 8);
+	close(fd);
+	unlink(counter);
+}
+END_TEST
+
+Suite *suite_chaos(void);
+Suite *
+suite_chaos(void)
+{
+	Suite *s = suite_create("chaos");
+	TCase *tc = tcase_create("hostile");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, MAX_SECONDS + 60);
+	tcase_add_test(tc, test_chaos_guest);
+	suite_add_tcase(s, tc);
+	return s;
+}
