@@ -1,3 +1,4 @@
+SHELL := /bin/bash
 # hub: a shared-memory plugin hub. GNU make.
 #   make              build everything
 #   make run          build, then run hubd in the foreground with conf/hubd.conf
@@ -57,8 +58,17 @@ SUITES := $(basename $(notdir $(SUITE_SRC)))
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)
 
+FUZZERS := postcard msg segment desc config control
+FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Iguestlib \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_SRC_config := daemon/config.c
+FUZZ_LIBS_config := -linih
+FUZZ_SRC_control := daemon/request.c
+FUZZ_LIBS_control := -ljson-c
+
 .PHONY: all run check check-asan check-tsan test test-tsan test-install deps headers \
-	spec-coverage install clean bench
+	spec-coverage install clean bench fuzz fuzz-smoke
 
 PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -105,6 +115,26 @@ $(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)
 $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
+# libFuzzer targets, built with clang: each decoder and parser that reads
+# what someone else wrote. make fuzz runs each FUZZ_SECONDS (crashes land
+# in results/fuzz/); make check runs each a few seconds from the corpus.
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(wildcard proto/*.h daemon/*.h) daemon/config.c daemon/request.c
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(PROTO_SRC) $(FUZZ_SRC_$*) $(FUZZ_LIBS_$*)
+
+fuzz: deps $(FUZZERS:%=build-fuzz/fuzz_%)
+	@mkdir -p results/fuzz
+	@for f in $(FUZZERS); do \
+		d=$$(mktemp -d) && cp tests/fuzz/corpus/$$f/* $$d/ && \
+		echo "fuzz $$f: $(FUZZ_SECONDS) s" && \
+		build-fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+			-artifact_prefix=results/fuzz/$$f- -print_final_stats=0 $$d 2>&1 | \
+			grep -E "^(#[0-9]+.*DONE|==.*ERROR|SUMMARY)" ; \
+		rc=$${PIPESTATUS[0]}; rm -rf $$d; [ $$rc -eq 0 ] || exit $$rc; \
+	done; echo "fuzz: $(words $(FUZZERS)) passed, 0 failed"
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=4
+
 # One Check runner; a suite per check_NAME.c, found by name.
 $(B)/tests/suites.inc: $(SUITE_SRC) Makefile
 	@mkdir -p $(@D)
@@ -147,6 +177,7 @@ test: headers all $(TEST_GUESTS) $(BENCH_PROGS) $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
 	$(if $(SANITIZE),,bash tests/bench/run.sh $(B) --smoke > /dev/null)
+	$(if $(SANITIZE),,@$(MAKE) --no-print-directory fuzz-smoke)
 test-tsan: all $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) CK_INCLUDE_TAGS=tsan $(B)/check_hub
 
@@ -200,6 +231,6 @@ spec-coverage:
 	@sh scripts/spec-coverage.sh
 
 clean:
-	rm -rf build build-asan build-tsan results
+	rm -rf build build-asan build-tsan build-fuzz results
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

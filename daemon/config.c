@@ -2,6 +2,8 @@
  * message carries file:line, overlong lines are caught instead of split,
  * and sections are seen even when they hold no key. */
 #include <ctype.h>
+#include <grp.h>
+#include <pwd.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -155,11 +157,11 @@ set_string(struct parser *p, const char *name, const char *value, char **out)
 static const char *const hub_keys[] = {
 	"segment", "control", "max_guests", "ring_size", "slot_size",
 	"slots_per_guest", "max_channels", "initial_credit", "max_payload_size",
-	"heartbeat_interval", "attach_timeout", "stop_grace", NULL,
+	"heartbeat_interval", "attach_timeout", "stop_grace", "group", NULL,
 };
 static const char *const guest_keys[] = {
 	"exec", "args", "restart", "max_deaths", "death_window",
-	"backoff_min", "backoff_max", NULL,
+	"backoff_min", "backoff_max", "user", "group", "limit_memory", "limit_files", NULL,
 };
 
 static int
@@ -169,6 +171,18 @@ key_index(const char *const *keys, const char *name)
 		if (strcmp(keys[i], name) == 0)
 			return i;
 	return -1;
+}
+
+static int64_t
+group_id(struct parser *p, const char *value)
+{
+	struct group *gr = getgrnam(value);
+
+	if (gr == NULL) {
+		perr(p, p->line, "group: no group '%s' on this system", value);
+		return -1;
+	}
+	return gr->gr_gid;
 }
 
 static void
@@ -193,6 +207,7 @@ hub_key(struct parser *p, int k, const char *name, const char *value)
 	case 9: parse_duration_key(p, name, value, &hp->heartbeat_interval); break;
 	case 10: parse_duration_key(p, name, value, &c->attach_timeout_ns); break;
 	case 11: parse_duration_key(p, name, value, &c->stop_grace_ns); break;
+	case 12: c->gid = group_id(p, value); break;
 	}
 }
 
@@ -272,6 +287,36 @@ guest_key(struct parser *p, int k, const char *name, const char *value)
 	case 4: parse_duration_key(p, name, value, &g->death_window_ns); break;
 	case 5: parse_duration_key(p, name, value, &g->backoff_min_ns); break;
 	case 6: parse_duration_key(p, name, value, &g->backoff_max_ns); break;
+	case 7: {
+		struct passwd *pw = getpwnam(value);
+
+		if (pw == NULL) {
+			perr(p, p->line, "user: no user '%s' on this system", value);
+			break;
+		}
+		g->uid = pw->pw_uid;
+		if (g->gid < 0)
+			g->gid = pw->pw_gid;
+		break;
+	}
+	case 8: g->gid = group_id(p, value); break;
+	case 9: {
+		uint64_t v;
+
+		if (parse_u64(value, 1, &v) != 0 || v < (1u << 20)) {
+			perr(p, p->line, "limit_memory: '%s' is not a size of 1M or more", value);
+			break;
+		}
+		g->limit_memory = v;
+		break;
+	}
+	case 10: {
+		uint32_t v;
+
+		if (parse_u32_key(p, name, value, 0, 16, 1u << 20, &v) == 0)
+			g->limit_files = v;
+		break;
+	}
 	}
 }
 
@@ -324,6 +369,7 @@ guest_defaults(struct guest_conf *g)
 	g->death_window_ns = 60ull * 1000000000;
 	g->backoff_min_ns = 100ull * 1000000;
 	g->backoff_max_ns = 30ull * 1000000000;
+	g->uid = g->gid = -1;
 }
 
 static int
@@ -482,6 +528,14 @@ finish(struct parser *p)
 			continue;
 		if (g->backoff_min_ns > g->backoff_max_ns)
 			perr(p, g->line, "guest '%s': backoff_min is above backoff_max", g->name);
+		/* another user must be able to map the segment, never everyone */
+		if ((g->uid >= 0 || g->gid >= 0) && c->gid < 0)
+			perr(p, g->line, "guest '%s' runs as another user or group: set [hub] "
+			     "group so that it can map the segment", g->name);
+		else if (g->gid >= 0 && g->uid >= 0 && g->gid != c->gid &&
+			 g->uid != (int64_t)geteuid())
+			perr(p, g->line, "guest '%s': its group is not [hub] group, so it "
+			     "could not map the segment", g->name);
 	}
 }
 
@@ -494,6 +548,7 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	memset(c, 0, sizeof(*c));
 	hp_params_default(&c->params);
 	c->attach_timeout_ns = 10ull * 1000000000;
+	c->gid = -1;
 	c->stop_grace_ns = 5ull * 1000000000;
 	if ((c->file = strdup(file)) == NULL ||
 	    (c->segment_path = strdup("/dev/shm/hub")) == NULL ||
@@ -573,6 +628,8 @@ guest_conf_equal(const struct guest_conf *a, const struct guest_conf *b)
 
 	if (strcmp(a->name, b->name) != 0 || strcmp(a->exec, b->exec) != 0 ||
 	    a->restart != b->restart || a->max_deaths != b->max_deaths ||
+	    a->uid != b->uid || a->gid != b->gid || a->limit_memory != b->limit_memory ||
+	    a->limit_files != b->limit_files ||
 	    a->death_window_ns != b->death_window_ns ||
 	    a->backoff_min_ns != b->backoff_min_ns || a->backoff_max_ns != b->backoff_max_ns)
 		return 0;

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "proto/segment.h"
 
@@ -24,6 +25,10 @@ struct guest_conf {
 	uint64_t	backoff_min_ns;	/* first restart delay, doubled each death */
 	uint64_t	backoff_max_ns;
 	int		line;		/* where its section starts */
+	int64_t		uid;		/* user = NAME: run as it; -1: hubd's */
+	int64_t		gid;		/* group = NAME, or the user's; -1: hubd's */
+	uint64_t	limit_memory;	/* RLIMIT_AS in bytes, 0: unchanged */
+	uint64_t	limit_files;	/* RLIMIT_NOFILE, 0: unchanged */
 };
 
 struct hub_conf {
@@ -31,6 +36,7 @@ struct hub_conf {
 	char			*segment_path;
 	char			*control_path;
 	struct hp_params	params;
+	int64_t			gid;		/* group = NAME: segment and socket 0660 for it */
 	uint64_t		attach_timeout_ns;	/* Reserved too long: recovered */
 	uint64_t		stop_grace_ns;		/* drain time before SIGKILL */
 	struct guest_conf	*guests;

@@ -325,42 +325,14 @@ cmd_methods(struct client *c)
 }
 
 static void
-cmd_call(struct client *c, json_object *req)
+cmd_call(struct client *c, struct control_req *r)
 {
-	json_object *m, *args;
-	char *argv[HP_SIG_MAX_ARGS];
 	const char *why = "bad request";
-	int nargs = 0;
 
-	if (c->uid != 0 && c->uid != geteuid()) {
-		reply_error(c, "permission denied: calls are for root and the hub's user");
-		return;
-	}
-	if (!json_object_object_get_ex(req, "method", &m) ||
-	    !json_object_is_type(m, json_type_string)) {
-		reply_error(c, "call needs \"method\": a string");
-		return;
-	}
-	if (json_object_object_get_ex(req, "args", &args)) {
-		if (!json_object_is_type(args, json_type_array) ||
-		    json_object_array_length(args) > HP_SIG_MAX_ARGS) {
-			reply_error(c, "\"args\" must be an array of at most 8 strings");
-			return;
-		}
-		for (size_t i = 0; i < json_object_array_length(args); i++) {
-			json_object *a = json_object_array_get_idx(args, i);
-
-			if (!json_object_is_type(a, json_type_string)) {
-				reply_error(c, "\"args\" must be an array of strings");
-				return;
-			}
-			argv[nargs++] = (char *)(uintptr_t)json_object_get_string(a);
-		}
-	}
 	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done };
 	c->calling = 1;
 	ev_io_stop(c->h->loop, &c->rw);	/* one request at a time */
-	if (host_call_text(c->h, &c->call, json_object_get_string(m), argv, nargs, &why) != 0) {
+	if (host_call_text(c->h, &c->call, r->method, r->args, r->nargs, &why) != 0) {
 		c->calling = 0;
 		ev_io_start(c->h->loop, &c->rw);
 		reply_error(c, why);
@@ -369,36 +341,25 @@ cmd_call(struct client *c, json_object *req)
 
 /* restart, stop, start NAME: changing state is for root and the hub's user. */
 static void
-cmd_supervise(struct client *c, json_object *req, const char *what)
+cmd_supervise(struct client *c, struct control_req *r)
 {
 	struct hub *h = c->h;
-	json_object *name, *o;
 	struct peer *p = NULL;
+	json_object *o;
 
-	if (c->uid != 0 && c->uid != geteuid()) {
-		reply_error(c, "permission denied: for root and the hub's user");
-		return;
-	}
-	if (!json_object_object_get_ex(req, "name", &name) ||
-	    !json_object_is_type(name, json_type_string)) {
-		reply_error(c, "the request needs \"name\": a guest's name");
-		return;
-	}
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-		if (h->peers[i].conf != NULL &&
-		    strcmp(h->peers[i].conf->name, json_object_get_string(name)) == 0)
+		if (h->peers[i].conf != NULL && strcmp(h->peers[i].conf->name, r->name) == 0)
 			p = &h->peers[i];
 	if (p == NULL) {
 		reply_error(c, "no such guest");
 		return;
 	}
-	if (strcmp(what, "restart") == 0) {
+	if (r->cmd == CTL_RESTART)
 		supervise_restart(h, p);
-	} else if (strcmp(what, "stop") == 0) {
+	else if (r->cmd == CTL_STOP)
 		supervise_stop(h, p);
-	} else if (p->state == PEER_DOWN || p->state == PEER_FAILED) {
+	else if (p->state == PEER_DOWN || p->state == PEER_FAILED)
 		supervise_restart(h, p);	/* start */
-	}
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "state", json_object_new_string(supervise_state_name(p->state)));
@@ -414,11 +375,6 @@ cmd_reload(struct client *c)
 	FILE *msgs;
 	int rc;
 
-	if (c->uid != 0 && c->uid != geteuid()) {
-		json_object_put(lines);
-		reply_error(c, "permission denied: for root and the hub's user");
-		return;
-	}
 	if ((msgs = open_memstream(&text, &len)) == NULL) {
 		json_object_put(lines);
 		reply_error(c, "out of memory");
@@ -517,40 +473,37 @@ cmd_status(struct client *c)
 	reply(c, o);
 }
 
+/* Changing state is for root and the hub's user (SO_PEERCRED). */
+static int
+may_change(struct client *c)
+{
+	return c->uid == 0 || c->uid == geteuid();
+}
+
 static void
 handle(struct client *c, const char *line, size_t len)
 {
-	json_tokener *tok = json_tokener_new();
-	json_object *req, *cmd;
-	const char *name;
+	struct control_req r;
+	const char *why;
 
-	req = json_tokener_parse_ex(tok, line, (int)len);
-	if (req == NULL || json_tokener_get_parse_end(tok) != len ||
-	    !json_object_is_type(req, json_type_object)) {
-		reply_error(c, "a request is one JSON object per line");
-	} else if (!json_object_object_get_ex(req, "cmd", &cmd) ||
-		   !json_object_is_type(cmd, json_type_string)) {
-		reply_error(c, "the request has no \"cmd\" string");
-	} else if (strcmp(name = json_object_get_string(cmd), "peers") == 0) {
-		cmd_peers(c);
-	} else if (strcmp(name, "methods") == 0) {
-		cmd_methods(c);
-	} else if (strcmp(name, "status") == 0) {
-		cmd_status(c);
-	} else if (strcmp(name, "call") == 0) {
-		cmd_call(c, req);
-	} else if (strcmp(name, "reload") == 0) {
-		cmd_reload(c);
-	} else if (strcmp(name, "stats") == 0) {
-		cmd_stats(c);
-	} else if (strcmp(name, "restart") == 0 || strcmp(name, "stop") == 0 ||
-		   strcmp(name, "start") == 0) {
-		cmd_supervise(c, req, name);
-	} else {
-		reply_error(c, "unknown command");
+	if (control_parse(line, len, &r, &why) != 0) {
+		reply_error(c, why);
+		return;
 	}
-	json_object_put(req);
-	json_tokener_free(tok);
+	if (r.cmd >= CTL_CALL && !may_change(c)) {
+		reply_error(c, "permission denied: for root and the hub's user");
+	} else {
+		switch (r.cmd) {
+		case CTL_PEERS: cmd_peers(c); break;
+		case CTL_METHODS: cmd_methods(c); break;
+		case CTL_STATUS: cmd_status(c); break;
+		case CTL_STATS: cmd_stats(c); break;
+		case CTL_CALL: cmd_call(c, &r); break;
+		case CTL_RELOAD: cmd_reload(c); break;
+		default: cmd_supervise(c, &r); break;
+		}
+	}
+	control_req_free(&r);
 }
 
 /* Handles every complete line in the buffer, one request at a time. */
@@ -698,7 +651,8 @@ control_init(struct hub *h)
 		return -1;
 	}
 	umask(old);
-	if (chmod(path, 0660) != 0 || listen(fd, 64) != 0) {
+	if (chmod(path, 0660) != 0 || listen(fd, 64) != 0 ||
+	    (h->conf.gid >= 0 && chown(path, (uid_t)-1, (gid_t)h->conf.gid) != 0)) {
 		log_warn("control: %s", path);
 		close(fd);
 		unlink(path);

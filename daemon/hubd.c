@@ -193,9 +193,13 @@ setup(struct hub *h)
 		log_info("removing stale segment %s", c->segment_path);
 		unlink(c->segment_path);
 	}
-	/* r[shm.file.permissions] */
-	if ((rc = hp_segment_create(&h->seg, c->segment_path, &c->params, 0600, &why)) != 0)
+	/* r[shm.file.permissions]: ours alone, or ours and [hub] group's;
+	 * never anybody else's */
+	if ((rc = hp_segment_create(&h->seg, c->segment_path, &c->params,
+				    c->gid >= 0 ? 0660 : 0600, &why)) != 0)
 		fatalx("cannot create %s: %s", c->segment_path, why ? why : strerror(-rc));
+	if (c->gid >= 0 && fchown(h->seg.fd, (uid_t)-1, (gid_t)c->gid) != 0)
+		fatal("chgrp %s", c->segment_path);
 	if ((h->peers = calloc(c->params.max_guests, sizeof(*h->peers))) == NULL)
 		fatal("calloc");
 	for (uint32_t i = 0; i < c->params.max_guests; i++) {

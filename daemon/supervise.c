@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <grp.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -215,6 +217,27 @@ child(struct peer *p, char **argv, int guest_end, int err_fd)
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (p->conf->limit_memory != 0) {
+		struct rlimit rl = { p->conf->limit_memory, p->conf->limit_memory };
+
+		if (setrlimit(RLIMIT_AS, &rl) != 0)
+			goto fail;
+	}
+	if (p->conf->limit_files != 0) {
+		struct rlimit rl = { p->conf->limit_files, p->conf->limit_files };
+
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			goto fail;
+	}
+	/* its own user and group, and no supplementary groups of ours */
+	if (p->conf->gid >= 0) {
+		gid_t gid = (gid_t)p->conf->gid;
+
+		if (setgroups(1, &gid) != 0 || setgid(gid) != 0)
+			goto fail;
+	}
+	if (p->conf->uid >= 0 && setuid((uid_t)p->conf->uid) != 0)
+		goto fail;
 	/* r[shm.spawn.fd-inheritance]: only the doorbell is inherited; dup2
 	 * gives a copy without close-on-exec, every other fd has it. */
 	if (guest_end == GUEST_DOORBELL_FD) {

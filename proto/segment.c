@@ -16,7 +16,7 @@ hp_params_default(struct hp_params *p)
 	p->max_guests = 16;
 	p->ring_size = 256;
 	p->slot_size = 64 * 1024;
-	p->slots_per_guest = 64;
+	p->slots_per_guest = 32;	/* 34.5 MiB with the rest of the defaults */
 	p->max_channels = 64;
 	p->initial_credit = 64 * 1024;
 	p->max_payload_size = p->slot_size - HP_SLOT_GEN_SIZE;

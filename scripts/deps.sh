@@ -13,6 +13,10 @@ has_pc libbsd  || need="$need libbsd-dev"
 has_pc inih    || need="$need libinih-dev"
 has_pc json-c  || need="$need libjson-c-dev"
 has_header ev.h || need="$need libev-dev"	# Debian's libev ships no .pc
+# the fuzzers: clang with its libFuzzer runtime
+command -v clang >/dev/null 2>&1 || need="$need clang"
+ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
+	need="$need libclang-rt-dev"
 if [ -n "${BENCH:-}" ]; then	# make bench: the baselines and the plot
 	has_pc libzmq || need="$need libzmq3-dev"
 	command -v gnuplot >/dev/null 2>&1 || need="$need gnuplot-nox"

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -150,6 +151,32 @@ START_TEST(test_bad_control_clients)
 	close(fd);
 	for (int i = 0; i < 200; i++)
 		close(idle[i]);
+	/* a thousand at once: those past the limit are turned away, the
+	 * hub answers the next one */
+	struct rlimit rl = { 4096, 4096 };
+	int many[1000], n = 0;
+
+	setrlimit(RLIMIT_NOFILE, &rl);
+	for (int i = 0; i < 1000; i++) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+		int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+		memcpy(sun.sun_path, hub.sock, strlen(hub.sock) + 1);
+		if (c >= 0 && connect(c, (struct sockaddr *)&sun, sizeof(sun)) == 0)
+			many[n++] = c;
+		else if (c >= 0)
+			close(c);
+	}
+	ck_assert_int_gt(n, 0);
+	fd = raw_client(hub.sock);
+	usleep(100000);
+	for (int i = 0; i < n; i++)
+		close(many[i]);
+	close(fd);
+	usleep(100000);
+	fd = raw_client(hub.sock);
+	ck_assert_ptr_nonnull(strstr(exchange(fd, "{\"cmd\":\"peers\"}\n", strlen("{\"cmd\":\"peers\"}\n")), "\"ok\":true"));
+	close(fd);
 	/* a client that sends many requests and never reads is dropped,
 	 * and the hub goes on */
 	fd = raw_client(hub.sock);
@@ -223,6 +250,80 @@ rewrite_conf(const char *guests)
 	}
 	fclose(f);
 }
+
+static long
+proc_field(int pid, const char *file, const char *key)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, strlen(key)) == 0)
+			v = strtol(line + strlen(key) + strspn(line + strlen(key), " \t:"), NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* A guest as another user, with limits; the segment shared with its group
+ * only (r[shm.file.permissions]), never world-writable. */
+START_TEST(test_guest_user_group_limits)
+{
+	struct stat st;
+	json_object *p;
+	int pid;
+
+	if (geteuid() != 0)
+		return;		/* needs root to run a guest as somebody else */
+#ifdef __SANITIZE_ADDRESS__
+	/* ASan reserves terabytes of address space: no RLIMIT_AS for it */
+	const char *memory = "", *want_as = NULL;
+#else
+	const char *memory = "limit_memory = 1G\n", *want_as = "";
+#endif
+	char guests[512];
+
+	snprintf(guests, sizeof(guests), "[guest echo]\nexec = @/guests/echo\nuser = nobody\n"
+		 "group = nogroup\nlimit_files = 64\n%s", memory);
+	start("group = nogroup\n", guests, "echo");
+	ck_assert_int_eq(stat(hub.segment, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0660);
+	ck_assert_uint_eq(st.st_gid, 65534);
+	ck_assert_int_eq(stat(hub.sock, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0660);
+	p = hub_peer(&hub, "echo");
+	pid = json_object_get_int(get(p, "pid"));
+	json_object_put(p);
+	ck_assert_int_eq(proc_field(pid, "status", "Uid:"), 65534);
+	ck_assert_int_eq(proc_field(pid, "status", "Gid:"), 65534);
+	ck_assert_int_eq(proc_field(pid, "status", "NoNewPrivs:"), 1);
+	ck_assert_int_eq(proc_field(pid, "limits", "Max open files"), 64);
+	if (want_as != NULL)
+		ck_assert_int_eq(proc_field(pid, "limits", "Max address space"), 1 << 30);
+	/* and it works as any guest does */
+	char *out = NULL;
+
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "as nobody", (char *)NULL), 0);
+	ck_assert_str_eq(out, "as nobody\n");
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Without a guest of another user the segment is the hub's alone. */
+START_TEST(test_segment_private_by_default)
+{
+	struct stat st;
+
+	start(NULL, GUESTS, "echo");
+	ck_assert_int_eq(stat(hub.segment, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0600);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
 
 START_TEST(test_reload)
 {
@@ -413,6 +514,8 @@ suite_ops(void)
 	tcase_add_test(tc, test_json_output_parses);
 	tcase_add_test(tc, test_bad_control_clients);
 	tcase_add_test(tc, test_other_user_reads_but_cannot_change);
+	tcase_add_test(tc, test_guest_user_group_limits);
+	tcase_add_test(tc, test_segment_private_by_default);
 	tcase_add_test(tc, test_reload);
 	tcase_add_test(tc, test_inspect);
 	tcase_add_test(tc, test_help_and_usage);

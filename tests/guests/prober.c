@@ -229,7 +229,7 @@ big(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		text[i] = (char)('a' + (i * 7 + i / 26) % 26);
 	pos = 0;
 	guest_pc_put_str(arg, n + 16, &pos, text, n);
-	rc = guest_call(g, "echo.echo", arg, pos, res, n + 16, &rlen, 20000);
+	rc = guest_call(g, "echo.echo", arg, pos, res, n + 16, &rlen, 60000);
 	pos = 0;
 	if (rc != 0)
 		guest_reply_error(c, kind(rc));

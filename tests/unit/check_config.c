@@ -173,6 +173,10 @@ START_TEST(test_guest_keys)
 		     1, "backoff_min is above backoff_max");
 	expect_error("[hub]\nmax_guests = 1\n[guest a]\nexec=/bin/true\n[guest b]\nexec=/bin/true\n",
 		     1, "2 guests but max_guests is 1");
+	expect_error("[guest a]\nexec = /bin/true\nuser = nobody\n", 1, "set [hub] group");
+	expect_error("[guest a]\nexec = /bin/true\nuser = no-such-user-here\n", 3, "no user");
+	expect_error("[hub]\ngroup = no-such-group-here\n", 2, "no group");
+	expect_error("[guest a]\nexec = /bin/true\nlimit_memory = 10\n", 3, "limit_memory");
 }
 END_TEST
 

@@ -1,0 +1,96 @@
+/* Control requests: one JSON object per line, parsed and checked here
+ * before anything acts on it (control.h). Alone in its file so that the
+ * fuzzer can take it without the daemon around it. */
+#include <stdint.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "daemon/control.h"
+
+int
+control_parse(const char *line, size_t len, struct control_req *r, const char **why)
+{
+	static const struct { const char *name; int cmd; } cmds[] = {
+		{ "peers", CTL_PEERS }, { "methods", CTL_METHODS }, { "status", CTL_STATUS },
+		{ "stats", CTL_STATS }, { "call", CTL_CALL }, { "reload", CTL_RELOAD },
+		{ "restart", CTL_RESTART }, { "stop", CTL_STOP }, { "start", CTL_START },
+	};
+	json_tokener *tok = json_tokener_new();
+	json_object *req, *cmd, *v;
+	const char *name;
+
+	memset(r, 0, sizeof(*r));
+	if (tok == NULL) {
+		*why = "out of memory";
+		return -1;
+	}
+	req = json_tokener_parse_ex(tok, line, (int)len);
+	if (req != NULL && json_tokener_get_parse_end(tok) != len) {
+		json_object_put(req);
+		req = NULL;
+	}
+	json_tokener_free(tok);
+	r->json = req;
+	if (req == NULL || !json_object_is_type(req, json_type_object)) {
+		*why = "a request is one JSON object per line";
+		goto fail;
+	}
+	if (!json_object_object_get_ex(req, "cmd", &cmd) ||
+	    !json_object_is_type(cmd, json_type_string)) {
+		*why = "the request has no \"cmd\" string";
+		goto fail;
+	}
+	name = json_object_get_string(cmd);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(name, cmds[i].name) == 0)
+			r->cmd = cmds[i].cmd;
+	if (r->cmd == 0) {
+		*why = "unknown command";
+		goto fail;
+	}
+	if (r->cmd == CTL_CALL) {
+		if (!json_object_object_get_ex(req, "method", &v) ||
+		    !json_object_is_type(v, json_type_string)) {
+			*why = "call needs \"method\": a string";
+			goto fail;
+		}
+		r->method = json_object_get_string(v);
+		if (json_object_object_get_ex(req, "args", &v)) {
+			if (!json_object_is_type(v, json_type_array) ||
+			    json_object_array_length(v) > CTL_ARGS_MAX) {
+				*why = "\"args\" must be an array of at most 8 strings";
+				goto fail;
+			}
+			for (size_t i = 0; i < json_object_array_length(v); i++) {
+				json_object *a = json_object_array_get_idx(v, i);
+
+				if (!json_object_is_type(a, json_type_string)) {
+					*why = "\"args\" must be an array of strings";
+					goto fail;
+				}
+				r->args[r->nargs++] = (char *)(uintptr_t)json_object_get_string(a);
+			}
+		}
+	}
+	if (r->cmd >= CTL_RESTART) {
+		if (!json_object_object_get_ex(req, "name", &v) ||
+		    !json_object_is_type(v, json_type_string)) {
+			*why = "the request needs \"name\": a guest's name";
+			goto fail;
+		}
+		r->name = json_object_get_string(v);
+	}
+	return 0;
+fail:
+	control_req_free(r);
+	return -1;
+}
+
+void
+control_req_free(struct control_req *r)
+{
+	json_object_put(r->json);
+	memset(r, 0, sizeof(*r));
+}
+

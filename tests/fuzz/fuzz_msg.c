@@ -1,0 +1,50 @@
+/* libFuzzer: Request, Response and Goodbye payloads, and method
+ * signatures with arguments checked against them. What decodes must
+ * encode back to the same bytes. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/msg.h"
+#include "proto/sig.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_request rq = { .meta = { meta, 0, HP_META_MAX_ENTRIES } };
+	struct hp_response rs = { .meta = { meta, 0, HP_META_MAX_ENTRIES } };
+	static uint8_t out[1 << 17];
+	const char *reason, *why;
+	struct hp_sig sig;
+	size_t n;
+	int64_t len;
+	char text[HP_SIG_MAX_LEN + 2];
+
+	if (hp_msg_decode_request(data, size, &rq) == 0) {
+		/* what decodes encodes, and decodes again to the same */
+		static struct hp_meta_entry meta2[HP_META_MAX_ENTRIES];
+		struct hp_request again = { .meta = { meta2, 0, HP_META_MAX_ENTRIES } };
+
+		len = hp_msg_encode_request(out, sizeof(out), &rq.meta, rq.args, rq.args_len);
+		if (len < 0 || hp_msg_decode_request(out, (size_t)len, &again) != 0 ||
+		    again.meta.count != rq.meta.count || again.args_len != rq.args_len ||
+		    memcmp(again.args, rq.args, rq.args_len) != 0)
+			abort();
+	}
+	if (hp_msg_decode_response(data, size, &rs) == 0) {
+		len = hp_msg_encode_response(out, sizeof(out), &rs);
+		if (len < 0 && len != -ENOSPC && len != -EINVAL)
+			abort();
+	}
+	hp_msg_decode_goodbye(data, size, &reason, &n);
+	/* the first line as a signature, the rest as its arguments */
+	n = size < sizeof(text) - 1 ? size : sizeof(text) - 1;
+	memcpy(text, data, n);
+	text[n] = '\0';
+	if (hp_sig_parse(text, &sig, &why) == 0)
+		hp_sig_check_args(&sig, data, size);
+	return 0;
+}
