@@ -35,6 +35,8 @@ int64_t
 hp_chan_open(struct hp_chan_entry *table, uint32_t max_channels, int side,
 	     uint32_t initial_credit, uint32_t *cursor)
 {
+	if (side != HP_SIDE_HOST && side != HP_SIDE_GUEST)
+		return -EINVAL;
 	/* ids of one parity: guest 1, 3, 5...; host 2, 4, 6... */
 	uint32_t first = side == HP_SIDE_GUEST ? 1 : 2;
 	uint32_t count = max_channels > first ? (max_channels - first + 1) / 2 : 0;

@@ -64,8 +64,10 @@ hp_doorbell_wait(int fd, int timeout_ms)
 		return -errno;
 	if (rc == 0)
 		return 0;
+	if (pfd.revents & POLLNVAL)
+		return -EBADF;
 	/* Hang-up wins over pending bytes: the peer is gone either way. */
 	if (pfd.revents & (POLLHUP | POLLERR))
 		return -EPIPE;
-	return hp_doorbell_drain(fd) == -EPIPE ? -EPIPE : 1;
+	return (rc = hp_doorbell_drain(fd)) < 0 ? rc : 1;
 }

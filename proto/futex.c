@@ -21,8 +21,12 @@ hp_futex_wait(hp_atomic_u32 *word, uint32_t expected, const struct timespec *tim
 int
 hp_futex_wake(hp_atomic_u32 *word, int n)
 {
-	long rc = syscall(SYS_futex, (uint32_t *)(uintptr_t)word, FUTEX_WAKE, n,
-			  NULL, NULL, 0);
+	long rc;
+
+	if (n < 0)
+		return -EINVAL;
+	rc = syscall(SYS_futex, (uint32_t *)(uintptr_t)word, FUTEX_WAKE, n,
+		     NULL, NULL, 0);
 
 	return rc < 0 ? -errno : (int)rc;
 }

@@ -8,7 +8,7 @@ static int
 ring_init(struct hp_ring *r, hp_atomic_u32 *head, hp_atomic_u32 *tail,
 	  struct hp_desc *descs, uint32_t size)
 {
-	if (size < 2 || (size & (size - 1)) != 0)
+	if (size < 2 || size > (1u << 30) || (size & (size - 1)) != 0)
 		return -EINVAL;
 	r->head = head;
 	r->tail = tail;

@@ -238,9 +238,15 @@ hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
 		    struct hp_geometry *g, const char **why)
 {
 	struct hp_header *h = (struct hp_header *)(uintptr_t)base;
+	struct hp_params p_unused;
+	struct hp_geometry g_unused;
 	uint64_t magic;
 	int rc;
 
+	if (p == NULL)
+		p = &p_unused;
+	if (g == NULL)
+		g = &g_unused;
 	if (size < HP_HEADER_SIZE)
 		return corrupt(why, "the file is smaller than a segment header");
 	/* r[shm.segment.magic]; acquire: pairs with the creator's release
@@ -292,11 +298,15 @@ hp_segment_check_peers(const uint8_t *base, uint64_t size, const struct hp_param
 		const struct hp_peer_entry *e = (const struct hp_peer_entry *)(const void *)
 		    (base + g->peer_table_offset + (uint64_t)i * HP_PEER_ENTRY_SIZE);
 
-		/* r[shm.ring.alignment] and every area inside the file */
+		/* r[shm.ring.alignment] and every area inside the file, past
+		 * the header and the tables (no guest writes land on those) */
 		if (!inside(e->ring_offset, g->ring_bytes, size) ||
 		    !inside(e->slot_pool_offset, g->pool_size, size) ||
 		    !inside(e->channel_table_offset,
-			    (uint64_t)p->max_channels * HP_CHAN_ENTRY_SIZE, size)) {
+			    (uint64_t)p->max_channels * HP_CHAN_ENTRY_SIZE, size) ||
+		    e->ring_offset < g->ring_region_offset ||
+		    e->slot_pool_offset < g->ring_region_offset ||
+		    e->channel_table_offset < g->ring_region_offset) {
 			if (bad_peer != NULL)
 				*bad_peer = i + 1;
 			return -EBADMSG;
@@ -353,7 +363,9 @@ hp_segment_attach(struct hp_segment *seg, const char *path, int flags, const cha
 		hp_segment_close(seg);
 		return rc;
 	}
-	seg->host_features = hp_segment_header(seg)->host_features;
+	/* waiter words need the table they live in */
+	seg->host_features = hp_segment_header(seg)->ext_offset != 0 ?
+	    hp_segment_header(seg)->host_features : 0;
 	return 0;
 }
 
@@ -417,7 +429,9 @@ hp_peer_view_guest(const struct hp_segment *seg, uint32_t peer_id,
 	pool = e->slot_pool_offset;
 	chans = e->channel_table_offset;
 	if (!inside(ring, g->ring_bytes, seg->size) || !inside(pool, g->pool_size, seg->size) ||
-	    !inside(chans, (uint64_t)seg->params.max_channels * HP_CHAN_ENTRY_SIZE, seg->size))
+	    !inside(chans, (uint64_t)seg->params.max_channels * HP_CHAN_ENTRY_SIZE, seg->size) ||
+	    ring < g->ring_region_offset || pool < g->ring_region_offset ||
+	    chans < g->ring_region_offset)
 		return corrupt(why, "our peer entry points outside the segment");
 	view_common(seg, peer_id, v);
 	v->g2h = (struct hp_desc *)(void *)(seg->base + ring);

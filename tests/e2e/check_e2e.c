@@ -306,6 +306,18 @@ START_TEST(test_spec_only_guest_is_woken)
 }
 END_TEST
 
+/* Everything until EOF (stderr is unbuffered: a line comes in pieces). */
+static void
+read_all(int fd, char *out, size_t cap)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < cap - 1 && (n = read(fd, out + len, cap - 1 - len)) > 0)
+		len += (size_t)n;
+	out[len] = '\0';
+}
+
 START_TEST(test_guest_without_ticket)
 {
 	int pipefd[2], status;
@@ -320,10 +332,7 @@ START_TEST(test_guest_without_ticket)
 		_exit(127);
 	}
 	close(pipefd[1]);
-	for (size_t len = 0, n; len < sizeof(buf) - 1 &&
-	     (n = (size_t)read(pipefd[0], buf + len, sizeof(buf) - 1 - len)) > 0 &&
-	     n != (size_t)-1; len += n)
-		buf[len + n] = '\0';
+	read_all(pipefd[0], buf, sizeof(buf));
 	close(pipefd[0]);
 	waitpid(pid, &status, 0);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d", status);
@@ -337,7 +346,6 @@ check_config(const char *text, char *out, size_t cap)
 {
 	char path[] = "/tmp/hub-e2e-conf-XXXXXX";
 	int fd = mkstemp(path), pipefd[2], status;
-	ssize_t n;
 	pid_t pid;
 
 	ck_assert_int_ge(fd, 0);
@@ -351,8 +359,7 @@ check_config(const char *text, char *out, size_t cap)
 		_exit(127);
 	}
 	close(pipefd[1]);
-	n = read(pipefd[0], out, cap - 1);
-	out[n > 0 ? n : 0] = '\0';
+	read_all(pipefd[0], out, cap);
 	close(pipefd[0]);
 	waitpid(pid, &status, 0);
 	unlink(path);
@@ -378,7 +385,6 @@ START_TEST(test_one_hubd_per_segment)
 	char out[2048];
 	int pipefd[2], status;
 	pid_t pid;
-	ssize_t n;
 
 	start(NULL, "[guest echo]\nexec = @/guests/echo\n", "echo");
 	ck_assert_int_eq(pipe(pipefd), 0);
@@ -388,8 +394,7 @@ START_TEST(test_one_hubd_per_segment)
 		_exit(127);
 	}
 	close(pipefd[1]);
-	n = read(pipefd[0], out, sizeof(out) - 1);
-	out[n > 0 ? n : 0] = '\0';
+	read_all(pipefd[0], out, sizeof(out));
 	close(pipefd[0]);
 	waitpid(pid, &status, 0);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1 &&

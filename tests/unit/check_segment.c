@@ -256,6 +256,8 @@ START_TEST(test_validate_corruptions)
 	e[0].slot_pool_offset = hp_geometry_pool_offset(&g, 1);
 	e[0].channel_table_offset = size - 32;
 	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
+	e[0].channel_table_offset = 128;	/* over the peer table */
+	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
 	e[0].channel_table_offset = hp_geometry_chan_offset(&g, 1);
 	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), 0);
 	ck_assert_int_eq(hp_segment_validate(img, 100, &p, &g, &why), -EBADMSG);

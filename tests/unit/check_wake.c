@@ -1,5 +1,5 @@
-/* futex and doorbell helpers, spawn tickets, and the endpoint's wake
- * protocol between two threads: no wake lost, no syscall while busy. */
+/* The endpoint's wake protocol between two threads: no wake lost, no
+ * syscall while busy. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,98 +17,6 @@
 #include "proto/endpoint.h"
 #include "proto/futex.h"
 #include "proto/ticket.h"
-
-/* r[shm.wakeup.consumer-wait]: not FUTEX_PRIVATE, so across processes */
-START_TEST(test_futex_across_processes)
-{
-	hp_atomic_u32 *w = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	struct timespec ts = { 0, 1000000 };
-	int status, woken = 0;
-	pid_t pid;
-
-	ck_assert_ptr_ne(w, MAP_FAILED);
-	*w = 0;
-	ck_assert_int_eq(hp_futex_wait(w, 1, NULL), -EAGAIN);
-	ck_assert_int_eq(hp_futex_wait(w, 0, &ts), -ETIMEDOUT);
-	if ((pid = fork()) == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		while (hp_load_acquire_u32(w) == 0)
-			hp_futex_wait(w, 0, NULL);
-		_exit(hp_load_acquire_u32(w) == 7 ? 0 : 1);
-	}
-	for (int i = 0; i < 5000 && woken == 0; i++) {
-		usleep(1000);
-		if (i == 20)
-			hp_store_release_u32(w, 7);
-		if (i >= 20)
-			woken = hp_futex_wake(w, 1) == 1 || waitpid(pid, &status, WNOHANG) == pid;
-	}
-	if (waitpid(pid, &status, 0) != pid)
-		status = 0;
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %d", status);
-	munmap(w, 4096);
-}
-END_TEST
-
-/* r[shm.doorbell.socketpair] r[shm.doorbell.signal] r[shm.doorbell.wait]
- * r[shm.doorbell.death] */
-START_TEST(test_doorbell)
-{
-	int fds[2];
-
-	ck_assert_int_eq(hp_doorbell_pair(fds), 0);
-	ck_assert_int_eq(fcntl(fds[0], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
-	ck_assert_int_eq(fcntl(fds[1], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
-	ck_assert_int_eq(hp_doorbell_wait(fds[1], 0), 0);
-	ck_assert_int_eq(hp_doorbell_signal(fds[0]), 0);
-	ck_assert_int_eq(hp_doorbell_wait(fds[1], 1000), 1);
-	ck_assert_int_eq(hp_doorbell_wait(fds[1], 10), 0);	/* drained */
-	/* a full socket still counts as rung */
-	for (int i = 0; i < 100000; i++)
-		ck_assert_int_eq(hp_doorbell_signal(fds[0]), 0);
-	ck_assert_int_eq(hp_doorbell_drain(fds[1]), 0);
-	ck_assert_int_eq(hp_doorbell_wait(fds[1], 0), 0);
-	/* the peer dies: both directions see it, and no SIGPIPE */
-	close(fds[0]);
-	ck_assert_int_eq(hp_doorbell_wait(fds[1], 1000), -EPIPE);
-	ck_assert_int_eq(hp_doorbell_drain(fds[1]), -EPIPE);
-	ck_assert_int_eq(hp_doorbell_signal(fds[1]), -EPIPE);
-	close(fds[1]);
-}
-END_TEST
-
-/* r[shm.spawn.args] r[shm.spawn.ticket] */
-START_TEST(test_ticket)
-{
-	struct hp_ticket t;
-	const char *why;
-	char fd[16];
-
-	snprintf(fd, sizeof(fd), "%d", STDERR_FILENO);
-	char *good[] = { "g", "--hub-path=/dev/shm/x", "--peer-id", "255", "-v",
-			 "--doorbell-fd", fd, NULL };
-	ck_assert_int_eq(hp_ticket_parse(7, good, &t, &why), 0);
-	ck_assert_str_eq(t.hub_path, "/dev/shm/x");
-	ck_assert_uint_eq(t.peer_id, 255);
-	ck_assert_int_eq(t.doorbell_fd, STDERR_FILENO);
-	char *none[] = { "g", NULL };
-	ck_assert_int_eq(hp_ticket_parse(1, none, &t, &why), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(why, "hubd"));
-	const char *bad_ids[] = { "0", "256", "12x", "", "+3", "-1", "99999999999999999999" };
-	for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
-		char id[64];
-
-		snprintf(id, sizeof(id), "--peer-id=%s", bad_ids[i]);
-		char *argv[] = { "g", "--hub-path=/x", id, "--doorbell-fd=2", NULL };
-		ck_assert_msg(hp_ticket_parse(4, argv, &t, &why) == -EINVAL, "id %s", bad_ids[i]);
-	}
-	char *closed_fd[] = { "g", "--hub-path=/x", "--peer-id=1", "--doorbell-fd=999", NULL };
-	ck_assert_int_eq(hp_ticket_parse(4, closed_fd, &t, &why), -EINVAL);
-	char *empty_path[] = { "g", "--hub-path=", "--peer-id=1", "--doorbell-fd=2", NULL };
-	ck_assert_int_eq(hp_ticket_parse(4, empty_path, &t, &why), -EINVAL);
-}
-END_TEST
 
 /* -- the wake protocol, between two threads --------------------------- */
 
@@ -252,13 +160,8 @@ Suite *
 suite_wake(void)
 {
 	Suite *s = suite_create("wake");
-	TCase *tc = tcase_create("helpers");
 	TCase *ep = tcase_create("endpoint");
 
-	tcase_add_test(tc, test_futex_across_processes);
-	tcase_add_test(tc, test_doorbell);
-	tcase_add_test(tc, test_ticket);
-	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(ep, pair_setup, pair_teardown);
 	tcase_add_test(ep, test_ping_pong_no_lost_wake);
 	tcase_add_test(ep, test_no_wake_without_sleeper);

@@ -1,0 +1,299 @@
+/* The spawn ticket: both argument forms, plugin arguments left alone, and
+ * every bad or missing piece refused with a reason. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto/ticket.h"
+
+#define WHY(w)		((w) != NULL ? (w) : "(null)")
+
+static int dfd = -1;		/* an open fd to name as the doorbell */
+static char dfd_arg[32];	/* "--doorbell-fd=N" */
+static char dfd_num[16];	/* "N" */
+
+static void
+setup(void)
+{
+	dfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(dfd, 0);
+	snprintf(dfd_num, sizeof(dfd_num), "%d", dfd);
+	snprintf(dfd_arg, sizeof(dfd_arg), "--doorbell-fd=%d", dfd);
+}
+
+static void
+teardown(void)
+{
+	if (dfd >= 0)
+		close(dfd);
+	dfd = -1;
+}
+
+static int
+parse(int argc, char **argv, struct hp_ticket *t, const char **why)
+{
+	t->hub_path = "sentinel";
+	t->peer_id = 777;
+	t->doorbell_fd = -77;
+	*why = NULL;
+	return hp_ticket_parse(argc, argv, t, why);
+}
+
+#define ARGC(a)	((int)(sizeof(a) / sizeof((a)[0])) - 1)
+
+/* r[shm.spawn.args] */
+START_TEST(test_equals_form)
+{
+	char *argv[] = { "guest", "--hub-path=/dev/shm/hub", "--peer-id=3",
+	    dfd_arg, NULL };
+	struct hp_ticket t;
+	const char *why;
+	int ret = parse(ARGC(argv), argv, &t, &why);
+
+	ck_assert_msg(ret == 0, "parse: %d %s", ret, WHY(why));
+	ck_assert_str_eq(t.hub_path, "/dev/shm/hub");
+	ck_assert_uint_eq(t.peer_id, 3);
+	ck_assert_int_eq(t.doorbell_fd, dfd);
+}
+END_TEST
+
+/* r[shm.spawn.args] */
+START_TEST(test_separate_form)
+{
+	char *argv[] = { "guest", "--doorbell-fd", dfd_num, "--peer-id", "255",
+	    "--hub-path", "/dev/shm/x y", NULL };
+	struct hp_ticket t;
+	const char *why;
+	int ret = parse(ARGC(argv), argv, &t, &why);
+
+	ck_assert_msg(ret == 0, "parse: %d %s", ret, WHY(why));
+	ck_assert_str_eq(t.hub_path, "/dev/shm/x y");
+	ck_assert_uint_eq(t.peer_id, 255);
+	ck_assert_int_eq(t.doorbell_fd, dfd);
+}
+END_TEST
+
+/* The plugin's own arguments are left alone and do not confuse us. */
+START_TEST(test_plugin_arguments_ignored)
+{
+	char *argv[] = { "guest", "-v", "--hub-pathology=9", "--config=a.conf",
+	    "--peer-id=1", "positional", "--hub-path=/p", "--peer", dfd_arg,
+	    "--peer-idx", NULL };
+	struct hp_ticket t;
+	const char *why;
+	int ret = parse(ARGC(argv), argv, &t, &why);
+
+	ck_assert_msg(ret == 0, "parse: %d %s", ret, WHY(why));
+	ck_assert_str_eq(t.hub_path, "/p");
+	ck_assert_uint_eq(t.peer_id, 1);
+}
+END_TEST
+
+/* r[shm.topology.peer-id] r[shm.topology.max-guests] */
+START_TEST(test_peer_id_good)
+{
+	static const char *good[] = { "1", "9", "10", "17", "99", "100", "254", "255" };
+	static const unsigned want[] = { 1, 9, 10, 17, 99, 100, 254, 255 };
+	char arg[64];
+	struct hp_ticket t;
+	const char *why;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char *argv[] = { "guest", "--hub-path=/p", arg, dfd_arg, NULL };
+
+		snprintf(arg, sizeof(arg), "--peer-id=%s", good[i]);
+		ret = parse(ARGC(argv), argv, &t, &why);
+		ck_assert_msg(ret == 0, "%s: %d %s", good[i], ret, WHY(why));
+		ck_assert_msg(t.peer_id == want[i], "%s: %u", good[i], t.peer_id);
+	}
+}
+END_TEST
+
+/* r[shm.topology.peer-id]: strictly decimal 1..255. */
+START_TEST(test_peer_id_bad)
+{
+	static char *bad[] = { "0", "256", "300", "12x", "", "+3", "-1",
+	    "01", "007", " 3", "3 ", "0x10", "1e2", "3.0",
+	    "99999999999999999999999", "4294967297" };
+	char arg[64];
+	struct hp_ticket t;
+	const char *why;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "guest", "--hub-path=/p", arg, dfd_arg, NULL };
+		char *argv2[] = { "guest", "--hub-path=/p", "--peer-id",
+		    bad[i], dfd_arg, NULL };
+
+		snprintf(arg, sizeof(arg), "--peer-id=%s", bad[i]);
+		ret = parse(ARGC(argv), argv, &t, &why);
+		ck_assert_msg(ret == -EINVAL && why != NULL, "\"%s\": %d", bad[i], ret);
+		ck_assert_msg(strstr(why, "--peer-id") != NULL, "\"%s\": %s", bad[i], why);
+		ck_assert_msg(t.peer_id == 777 && t.doorbell_fd == -77 &&
+		    strcmp(t.hub_path, "sentinel") == 0, "\"%s\": ticket changed", bad[i]);
+		ret = parse(ARGC(argv2), argv2, &t, &why);
+		ck_assert_msg(ret == -EINVAL && why != NULL, "separate \"%s\": %d",
+		    bad[i], ret);
+	}
+}
+END_TEST
+
+/* r[shm.spawn.fd-inheritance]: a decimal fd that is open. */
+START_TEST(test_doorbell_fd_bad)
+{
+	static const char *bad[] = { "-1", "", "x", "3x", "+3", "03",
+	    "2147483648", "99999999999" };
+	char arg[64], closed[16];
+	struct hp_ticket t;
+	const char *why;
+	size_t i;
+	int ret, fd;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "guest", "--hub-path=/p", "--peer-id=2", arg, NULL };
+
+		snprintf(arg, sizeof(arg), "--doorbell-fd=%s", bad[i]);
+		ret = parse(ARGC(argv), argv, &t, &why);
+		ck_assert_msg(ret == -EINVAL && why != NULL, "\"%s\": %d", bad[i], ret);
+		ck_assert_msg(strstr(why, "--doorbell-fd") != NULL, "\"%s\": %s",
+		    bad[i], why);
+		ck_assert_msg(t.peer_id == 777, "\"%s\": ticket changed", bad[i]);
+	}
+
+	/* A well-formed number naming a closed fd. */
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(closed, sizeof(closed), "%d", fd);
+	{
+		char *argv[] = { "guest", "--hub-path=/p", "--peer-id=2",
+		    "--doorbell-fd", closed, NULL };
+
+		ret = parse(ARGC(argv), argv, &t, &why);
+		ck_assert_msg(ret == -EINVAL && why != NULL, "closed fd %d: %d", fd, ret);
+		ck_assert_msg(strstr(why, "not open") != NULL, "closed fd: %s", why);
+	}
+}
+END_TEST
+
+/* fd 0 is a valid number: accepted exactly when it is open. */
+START_TEST(test_doorbell_fd_zero)
+{
+	char *argv[] = { "guest", "--hub-path=/p", "--peer-id=2",
+	    "--doorbell-fd=0", NULL };
+	struct hp_ticket t;
+	const char *why;
+	int open0 = fcntl(0, F_GETFD) >= 0;
+	int ret = parse(ARGC(argv), argv, &t, &why);
+
+	if (open0) {
+		ck_assert_msg(ret == 0, "fd 0: %d %s", ret, WHY(why));
+		ck_assert_int_eq(t.doorbell_fd, 0);
+	} else {
+		ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "not open"),
+		    "fd 0 closed: %d %s", ret, WHY(why));
+	}
+}
+END_TEST
+
+/* r[shm.spawn.ticket]: every piece is required. */
+START_TEST(test_missing_pieces)
+{
+	char *none[] = { "guest", NULL };
+	char *no_path[] = { "guest", "--peer-id=2", dfd_arg, NULL };
+	char *no_peer[] = { "guest", "--hub-path=/p", dfd_arg, NULL };
+	char *no_fd[] = { "guest", "--hub-path=/p", "--peer-id=2", NULL };
+	char *after_dashes[] = { "guest", "--peer-id=2", dfd_arg, "--",
+	    "--hub-path=/p", NULL };
+	struct hp_ticket t;
+	const char *why;
+	int ret;
+
+	ret = parse(ARGC(none), none, &t, &why);
+	ck_assert_msg(ret == -EINVAL && why != NULL, "none: %d", ret);
+	ck_assert_msg(strstr(why, "--hub-path") && strstr(why, "hubd"), "none: %s", why);
+	ret = parse(0, none, &t, &why);
+	ck_assert_msg(ret == -EINVAL && why != NULL, "argc 0: %d", ret);
+	ret = parse(ARGC(no_path), no_path, &t, &why);
+	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--hub-path"), "no path: %d %s",
+	    ret, WHY(why));
+	ret = parse(ARGC(no_peer), no_peer, &t, &why);
+	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--peer-id"), "no peer: %d %s",
+	    ret, WHY(why));
+	ret = parse(ARGC(no_fd), no_fd, &t, &why);
+	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--doorbell-fd"), "no fd: %d %s",
+	    ret, WHY(why));
+	ret = parse(ARGC(after_dashes), after_dashes, &t, &why);
+	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--hub-path"),
+	    "after --: %d %s", ret, WHY(why));
+	ck_assert_msg(t.peer_id == 777, "ticket changed");
+}
+END_TEST
+
+/* A value missing at the end, an empty path, a piece given twice. */
+START_TEST(test_malformed)
+{
+	char *no_value[] = { "guest", "--hub-path=/p", dfd_arg, "--peer-id", NULL };
+	char *no_path_value[] = { "guest", "--peer-id=1", dfd_arg, "--hub-path", NULL };
+	char *no_fd_value[] = { "guest", "--peer-id=1", "--hub-path=/p",
+	    "--doorbell-fd", NULL };
+	char *empty_path[] = { "guest", "--hub-path=", "--peer-id=1", dfd_arg, NULL };
+	char *twice[] = { "guest", "--hub-path=/p", "--peer-id=1", "--peer-id=2",
+	    dfd_arg, NULL };
+	char *twice_path[] = { "guest", "--hub-path=/p", "--hub-path", "/q",
+	    "--peer-id=1", dfd_arg, NULL };
+	struct hp_ticket t;
+	const char *why;
+	int ret;
+
+	ret = parse(ARGC(no_value), no_value, &t, &why);
+	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--peer-id"), "no value: %d %s",
+	    ret, WHY(why));
+	ret = parse(ARGC(no_path_value), no_path_value, &t, &why);
+	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--hub-path"),
+	    "no path value: %d %s", ret, WHY(why));
+	ret = parse(ARGC(no_fd_value), no_fd_value, &t, &why);
+	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--doorbell-fd"),
+	    "no fd value: %d %s", ret, WHY(why));
+	ret = parse(ARGC(empty_path), empty_path, &t, &why);
+	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--hub-path"),
+	    "empty path: %d %s", ret, WHY(why));
+	ret = parse(ARGC(twice), twice, &t, &why);
+	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "twice"), "twice: %d %s",
+	    ret, WHY(why));
+	ret = parse(ARGC(twice_path), twice_path, &t, &why);
+	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "twice"), "twice path: %d %s",
+	    ret, WHY(why));
+	ck_assert_msg(t.peer_id == 777, "ticket changed");
+	/* why may be NULL. */
+	ck_assert_int_eq(hp_ticket_parse(ARGC(twice), twice, &t, NULL), -EINVAL);
+}
+END_TEST
+
+Suite *suite_ticket(void);
+
+Suite *
+suite_ticket(void)
+{
+	Suite *s = suite_create("ticket");
+	TCase *tc = tcase_create("parse");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_equals_form);
+	tcase_add_test(tc, test_separate_form);
+	tcase_add_test(tc, test_plugin_arguments_ignored);
+	tcase_add_test(tc, test_peer_id_good);
+	tcase_add_test(tc, test_peer_id_bad);
+	tcase_add_test(tc, test_doorbell_fd_bad);
+	tcase_add_test(tc, test_doorbell_fd_zero);
+	tcase_add_test(tc, test_missing_pieces);
+	tcase_add_test(tc, test_malformed);
+	suite_add_tcase(s, tc);
+	return s;
+}
