@@ -20,14 +20,6 @@
 
 static struct hub_proc hub;
 
-static json_object *
-get(json_object *o, const char *k)
-{
-	json_object *v = NULL;
-
-	json_object_object_get_ex(o, k, &v);
-	return v;
-}
 
 START_TEST(test_chaos_guest)
 {
@@ -65,12 +57,12 @@ START_TEST(test_chaos_guest)
 	ck_assert_int_eq(hubctl(&hub, &out, "stop", "chaos", (char *)NULL), 0);
 	free(out);
 	p = hub_peer(&hub, "chaos");
-	deaths = json_object_get_int(get(p, "restarts"));
+	deaths = json_object_get_int(json_get(p, "restarts"));
 	/* every death it had was the host ending it: for a violation (the
 	 * Goodbye named the rule) or for hanging; never anything else */
-	json_object *ds = get(p, "deaths");
+	json_object *ds = json_get(p, "deaths");
 	for (size_t i = 0; i < json_object_array_length(ds); i++) {
-		const char *why = json_object_get_string(get(json_object_array_get_idx(ds, i),
+		const char *why = json_object_get_string(json_get(json_object_array_get_idx(ds, i),
 							     "reason"));
 
 		ck_assert_msg(strcmp(why, "protocol violation") == 0 || strcmp(why, "hung") == 0 ||
@@ -92,8 +84,8 @@ START_TEST(test_chaos_guest)
 	/* no slot leaked anywhere, and the segment's invariants hold */
 	usleep(200000);
 	st = hub_request(&hub, "{\"cmd\":\"status\"}", NULL);
-	ck_assert_int_eq(json_object_get_int(get(st, "host_slots_free")),
-			 json_object_get_int(get(st, "slots_per_guest")));
+	ck_assert_int_eq(json_object_get_int(json_get(st, "host_slots_free")),
+			 json_object_get_int(json_get(st, "slots_per_guest")));
 	json_object_put(st);
 	ck_assert_int_eq(hubctl(&hub, &out, "inspect", hub.segment, (char *)NULL), 0);
 	free(out);

@@ -233,21 +233,6 @@ static const struct violation violations[] = {
 	{ "epoch", "shm.crash.epoch", NULL },
 };
 
-/* Waits until method is registered. */
-static void
-wait_method(const char *method)
-{
-	for (int i = 0; i < 250; i++) {
-		json_object *a = hub_request(&hub, "{\"cmd\":\"methods\"}", NULL);
-		int found = a != NULL && strstr(json_object_to_json_string(a), method) != NULL;
-
-		json_object_put(a);
-		if (found)
-			return;
-		usleep(20000);
-	}
-	ck_abort_msg("%s was never registered", method);
-}
 
 START_TEST(test_violation_ends_only_the_violator)
 {
@@ -262,7 +247,7 @@ START_TEST(test_violation_ends_only_the_violator)
 	start(v->hub_keys, guests, "echo");
 	if (strcmp(v->mode, "postcard") == 0) {
 		/* it answers our call with bytes that are not a Response */
-		wait_method("bad.call");
+		ck_assert(hub_wait_method(&hub, "bad.call") == 0);
 		expect_ctl(1, "", "call", "bad.call", NULL);
 	}
 	for (i = 0; i < 250; i++) {
@@ -299,7 +284,7 @@ START_TEST(test_spec_only_guest_is_woken)
 	 * head for 60 s; only the host's futex_wake gets the answer in time */
 	start("heartbeat_interval = 0\n", "[guest spec]\nexec = @/tests/guests/specguest\n",
 	      "spec");
-	wait_method("spec.echo");
+	ck_assert(hub_wait_method(&hub, "spec.echo") == 0);
 	expect_ctl(0, "woken\n", "call", "spec.echo", "woken", NULL);
 	expect_ctl(0, "again\n", "call", "spec.echo", "again", NULL);
 	stop_clean();

@@ -75,20 +75,6 @@ call(const char *method)
 	return out;
 }
 
-static void
-wait_method(const char *method)
-{
-	for (int i = 0; i < 500; i++) {
-		json_object *a = hub_request(&hub, "{\"cmd\":\"methods\"}", NULL);
-		int found = a != NULL && strstr(json_object_to_json_string(a), method) != NULL;
-
-		json_object_put(a);
-		if (found)
-			return;
-		usleep(10000);
-	}
-	ck_abort_msg("%s was never registered", method);
-}
 
 /* Every slot of every pool free once the hub is quiet (r[shm.crash.recovery] 4). */
 static void
@@ -133,7 +119,7 @@ START_TEST(test_kill9_under_traffic_200_times)
 		"[guest kv]\nexec = @/guests/kv\n"
 		"[guest loader]\nexec = @/tests/guests/loader\n") == 0);
 	ck_assert(hub_wait_up(&hub, "echo,kv,loader", 10000) == 0);
-	wait_method("loader.stats");
+	ck_assert(hub_wait_method(&hub, "loader.stats") == 0);
 	pid = wait_new_pid("echo", 0, 10);
 	for (i = 0; i < 200; i++) {
 		double t0 = now_s();

@@ -44,14 +44,6 @@ ctl_json(int want, const char *a, const char *b)
 	return o;
 }
 
-static json_object *
-get(json_object *o, const char *k)
-{
-	json_object *v = NULL;
-
-	json_object_object_get_ex(o, k, &v);
-	return v;
-}
 
 START_TEST(test_json_output_parses)
 {
@@ -59,26 +51,26 @@ START_TEST(test_json_output_parses)
 
 	start(NULL, GUESTS, "echo,kv");
 	o = ctl_json(0, "status", NULL);
-	ck_assert(json_object_get_boolean(get(o, "ok")));
-	ck_assert_int_eq(json_object_get_int(get(o, "guests")), 2);
-	ck_assert_str_eq(json_object_get_string(get(o, "segment")), hub.segment);
+	ck_assert(json_object_get_boolean(json_get(o, "ok")));
+	ck_assert_int_eq(json_object_get_int(json_get(o, "guests")), 2);
+	ck_assert_str_eq(json_object_get_string(json_get(o, "segment")), hub.segment);
 	json_object_put(o);
 	o = ctl_json(0, "peers", NULL);
-	ck_assert_int_eq(json_object_array_length(get(o, "peers")), 2);
-	json_object *p = json_object_array_get_idx(get(o, "peers"), 0);
-	ck_assert_str_eq(json_object_get_string(get(p, "state")), "up");
-	ck_assert_int_gt(json_object_get_int(get(p, "pid")), 0);
-	ck_assert_int_eq(json_object_get_int(get(p, "slots_used")), 0);
+	ck_assert_int_eq(json_object_array_length(json_get(o, "peers")), 2);
+	json_object *p = json_object_array_get_idx(json_get(o, "peers"), 0);
+	ck_assert_str_eq(json_object_get_string(json_get(p, "state")), "up");
+	ck_assert_int_gt(json_object_get_int(json_get(p, "pid")), 0);
+	ck_assert_int_eq(json_object_get_int(json_get(p, "slots_used")), 0);
 	json_object_put(o);
 	o = ctl_json(1, "call", "echo.echo");	/* missing argument */
-	ck_assert(!json_object_get_boolean(get(o, "ok")));
+	ck_assert(!json_object_get_boolean(json_get(o, "ok")));
 	json_object_put(o);
 	o = ctl_json(0, "methods", NULL);
-	ck_assert_int_ge(json_object_array_length(get(o, "methods")), 6 + 6);
+	ck_assert_int_ge(json_object_array_length(json_get(o, "methods")), 6 + 6);
 	json_object_put(o);
 	o = ctl_json(0, "stats", NULL);
-	ck_assert_ptr_nonnull(get(get(get(o, "guests"), "echo"), "calls_in"));
-	ck_assert_ptr_nonnull(get(get(o, "total"), "wakes"));
+	ck_assert_ptr_nonnull(json_get(json_get(json_get(o, "guests"), "echo"), "calls_in"));
+	ck_assert_ptr_nonnull(json_get(json_get(o, "total"), "wakes"));
 	json_object_put(o);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
@@ -230,7 +222,7 @@ state_of(const char *name)
 	static char s[32];
 	json_object *p = hub_peer(&hub, name);
 
-	snprintf(s, sizeof(s), "%s", p ? json_object_get_string(get(p, "state")) : "(none)");
+	snprintf(s, sizeof(s), "%s", p ? json_object_get_string(json_get(p, "state")) : "(none)");
 	json_object_put(p);
 	return s;
 }
@@ -295,7 +287,7 @@ START_TEST(test_guest_user_group_limits)
 	ck_assert_int_eq(stat(hub.sock, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0660);
 	p = hub_peer(&hub, "echo");
-	pid = json_object_get_int(get(p, "pid"));
+	pid = json_object_get_int(json_get(p, "pid"));
 	json_object_put(p);
 	ck_assert_int_eq(proc_field(pid, "status", "Uid:"), 65534);
 	ck_assert_int_eq(proc_field(pid, "status", "Gid:"), 65534);
@@ -333,10 +325,10 @@ START_TEST(test_reload)
 
 	start(NULL, GUESTS, "echo,kv");
 	p = hub_peer(&hub, "kv");
-	kv_pid = json_object_get_int(get(p, "pid"));
+	kv_pid = json_object_get_int(json_get(p, "pid"));
 	json_object_put(p);
 	p = hub_peer(&hub, "echo");
-	echo_pid = json_object_get_int(get(p, "pid"));
+	echo_pid = json_object_get_int(json_get(p, "pid"));
 	json_object_put(p);
 	/* kv changed, echo gone, counter new, and a segment change refused */
 	rewrite_conf("[guest kv]\nexec = @/guests/kv\nargs = --changed\n"
@@ -387,7 +379,7 @@ START_TEST(test_reload)
 	}
 	json_object *st = ctl_json(0, "status", NULL);
 
-	ck_assert_int_eq(json_object_get_int(get(st, "ring_size")), 256);	/* kept */
+	ck_assert_int_eq(json_object_get_int(json_get(st, "ring_size")), 256);	/* kept */
 	json_object_put(st);
 	ck_assert_str_eq(state_of("kv"), "up");
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -405,8 +397,8 @@ START_TEST(test_inspect)
 	ck_assert_msg(strstr(out, "invariants: ok") && strstr(out, "attached"), "%s", out);
 	free(out);
 	o = ctl_json(0, "inspect", hub.segment);
-	ck_assert_int_eq(json_object_array_length(get(o, "problems")), 0);
-	ck_assert_str_eq(json_object_get_string(get(json_object_array_get_idx(get(o, "peers"), 0),
+	ck_assert_int_eq(json_object_array_length(json_get(o, "problems")), 0);
+	ck_assert_str_eq(json_object_get_string(json_get(json_object_array_get_idx(json_get(o, "peers"), 0),
 						     "state")), "attached");
 	json_object_put(o);
 	/* it works with the daemon stopped dead (SIGSTOP) */

@@ -358,3 +358,27 @@ hub_log(struct hub_proc *h)
 		fclose(f);
 	return buf;
 }
+
+int
+hub_wait_method(struct hub_proc *h, const char *method)
+{
+	for (int i = 0; i < 1000; i++) {
+		json_object *a = hub_request(h, "{\"cmd\":\"methods\"}", NULL);
+		int found = a != NULL && strstr(json_object_to_json_string(a), method) != NULL;
+
+		json_object_put(a);
+		if (found)
+			return 0;
+		sleep_ms(10);
+	}
+	return -1;
+}
+
+json_object *
+json_get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	json_object_object_get_ex(o, key, &v);
+	return v;
+}

@@ -49,6 +49,12 @@ int hubctl(struct hub_proc *h, char **out, ...) __attribute__((sentinel));
 /* The hub's log so far (malloc'd), for assertions and failure messages. */
 char *hub_log(struct hub_proc *h);
 
+/* Waits until a guest registered method (10 s); 0 or -1. */
+int hub_wait_method(struct hub_proc *h, const char *method);
+
+/* o[key], or NULL. */
+json_object *json_get(json_object *o, const char *key);
+
 /* Whether a process exists. */
 int alive(pid_t pid);
 

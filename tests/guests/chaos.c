@@ -26,6 +26,7 @@
 #include "proto/postcard.h"
 #include "proto/segment.h"
 #include "proto/ticket.h"
+#include "tests/guests/raw.h"
 
 static struct hp_endpoint ep;
 static struct hp_peer_view view;
@@ -46,11 +47,7 @@ rnd(void)
 static void
 heartbeat(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	hp_store_relaxed_u64(&view.entry->last_heartbeat,
-			     (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	raw_heartbeat(&view);
 }
 
 static void
@@ -243,9 +240,8 @@ act(unsigned what)
 int
 main(int argc, char *argv[])
 {
-	const char *why = NULL, *counter = NULL;
+	const char *counter = NULL;
 	struct hp_ticket t;
-	uint32_t state = HP_PEER_RESERVED;
 	int fd;
 
 	for (int i = 1; i < argc; i++)
@@ -254,16 +250,7 @@ main(int argc, char *argv[])
 	if (counter == NULL || (fd = open(counter, O_RDWR)) < 0 ||
 	    (rounds = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
 		errx(1, "--counter=FILE (8 bytes) needed");
-	if (hp_ticket_parse(argc, argv, &t, &why) != 0 ||
-	    hp_segment_attach(&seg, t.hub_path, 0, &why) != 0 ||
-	    hp_peer_view_guest(&seg, t.peer_id, &view, &why) != 0)
-		errx(1, "attach: %s", why);
-	hp_endpoint_init_guest(&ep, &seg, &view, t.doorbell_fd);
-	if (!hp_cas_u32(&view.entry->state, &state, HP_PEER_ATTACHED))
-		errx(1, "not reserved");
-	hp_fetch_add_u32(&view.entry->epoch, 1, memory_order_release);
-	heartbeat();
-	hp_doorbell_signal(t.doorbell_fd);
+	raw_attach(argc, argv, &t, &seg, &view, &ep);
 	rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ (uint64_t)time(NULL);
 	for (;;) {
 		static const unsigned harmful[] = { 0, 1, 2, 3, 4, 5, 6, 8, 12, 13, 14, 15 };

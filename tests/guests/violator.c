@@ -26,6 +26,7 @@
 #include "proto/postcard.h"
 #include "proto/segment.h"
 #include "proto/ticket.h"
+#include "tests/guests/raw.h"
 
 static struct hp_endpoint ep;
 static struct hp_peer_view view;
@@ -34,11 +35,7 @@ static struct hp_segment seg;
 static void
 heartbeat(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	hp_store_relaxed_u64(&view.entry->last_heartbeat,
-			     (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	raw_heartbeat(&view);
 }
 
 static void
@@ -65,24 +62,15 @@ request(uint32_t id, const char *method, const uint8_t *args, size_t len)
 int
 main(int argc, char *argv[])
 {
-	const char *mode = "msgtype", *why = NULL;
+	const char *mode = "msgtype";
 	struct hp_ticket t;
 	struct hp_desc d;
-	uint32_t state = HP_PEER_RESERVED, slot, gen;
+	uint32_t slot, gen;
 
 	for (int i = 1; i < argc; i++)
 		if (strncmp(argv[i], "--mode=", 7) == 0)
 			mode = argv[i] + 7;
-	if (hp_ticket_parse(argc, argv, &t, &why) != 0 ||
-	    hp_segment_attach(&seg, t.hub_path, 0, &why) != 0 ||
-	    hp_peer_view_guest(&seg, t.peer_id, &view, &why) != 0)
-		errx(1, "attach: %s", why);
-	hp_endpoint_init_guest(&ep, &seg, &view, t.doorbell_fd);
-	if (!hp_cas_u32(&view.entry->state, &state, HP_PEER_ATTACHED))
-		errx(1, "not reserved");
-	hp_fetch_add_u32(&view.entry->epoch, 1, memory_order_release);
-	heartbeat();
-	hp_doorbell_signal(t.doorbell_fd);
+	raw_attach(argc, argv, &t, &seg, &view, &ep);
 	usleep(200000);		/* let the host see us attached */
 
 	memset(&d, 0, sizeof(d));
