@@ -91,6 +91,11 @@ int guest_call(struct guest *g, const char *method, const void *args,
  * receiver's credit is used up, up to timeout_ms. */
 int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
 		    size_t len, int timeout_ms);
+/* The same for n items, published together (one head store and at most
+ * one wake instead of n): for streams of small items. */
+struct iovec;
+int guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
+			  int n, int timeout_ms);
 int guest_chan_close(struct guest *g, uint32_t chan);
 int guest_chan_reset(struct guest *g, uint32_t chan);
 
