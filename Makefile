@@ -160,6 +160,7 @@ deps:
 # make bench: everything measured side by side, results in results/.
 bench:
 	@BENCH=1 sh scripts/deps.sh
+	@rm -f $(B)/tests/bench/baseline	# built again: with ZeroMQ now there
 	@$(MAKE) --no-print-directory all $(BENCH_PROGS)
 	bash tests/bench/run.sh $(B)
 
