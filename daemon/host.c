@@ -114,7 +114,8 @@ host_init(struct hub *h)
 
 /* One message into p's ring, staged (published by the round's flush). A
  * host pool slot used for it is noted as p's until p frees it, so that
- * recovery can return it (r[shm.crash.recovery] 4). */
+ * recovery can return it (r[shm.crash.recovery] 4;
+ * r[shm.segment.slot-ownership]: the receiver frees into the sender's pool). */
 static int
 try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	 uint64_t method_id, const uint8_t *payload, uint32_t len)
@@ -345,7 +346,9 @@ pend_remove(struct peer *p, struct pending *e)
 }
 
 /* Sends a Request to guest p on behalf of o. payload is the whole Request
- * payload (metadata and arguments). */
+ * payload (metadata and arguments). r[shm.topology.hub.calls]: the host
+ * calls guests as guests call the host; r[shm.topology.hub.communication]:
+ * a guest's call to another guest's method is one the host makes. */
 static int
 call_guest(struct hub *h, struct peer *p, uint64_t method_id,
 	   const uint8_t *payload, uint32_t len, const struct origin *o)

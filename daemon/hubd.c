@@ -180,6 +180,7 @@ lock_segment(struct hub *h)
 		log_warn("%s", h->lock_path);
 }
 
+/* r[shm.topology.hub]: one host, owning the segment, and its guests */
 static void
 setup(struct hub *h)
 {

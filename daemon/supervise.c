@@ -3,7 +3,11 @@
  *
  * Death is seen at once by pidfd (r[shm.death.process-handle]) and by
  * doorbell hang-up (r[shm.doorbell.death]), whichever comes first; a hang
- * by the heartbeat check in host.c. Children are reaped only here, with
+ * by the heartbeat check in host.c (r[shm.crash.host-owned],
+ * r[shm.death.detection-methods]: all three, the doorbell doubling as the
+ * wake-up channel, r[shm.doorbell.purpose], r[shm.doorbell.optional]).
+ * The death callback runs on the loop and schedules everything it starts
+ * (r[shm.death.callback-context]). Children are reaped only here, with
  * waitid(P_PIDFD) on the pidfd that said the child exited: hubd runs a
  * non-default libev loop precisely so that libev installs no SIGCHLD
  * handler of its own, whose waitpid(-1) would steal the exit statuses. */
@@ -159,7 +163,8 @@ seconds(uint64_t ns)
 	return (double)ns / 1e9;
 }
 
-/* Builds the guest's argv: its own, then the spawn ticket (r[shm.spawn.args]). */
+/* Builds the guest's argv: its own, then the spawn ticket (r[shm.spawn.args];
+ * r[shm.file.path]: the segment's path travels on the command line). */
 static char **
 guest_argv(struct hub *h, struct peer *p)
 {

@@ -137,7 +137,8 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		*why = "the host's rings are corrupt";
 		goto fail_unmap;
 	}
-	/* 5-6: Reserved -> Attached, or somebody else's entry */
+	/* 5-6: Reserved -> Attached, or somebody else's entry
+	 * (r[shm.guest.attach-failure]: then we do not attach at all) */
 	if (!hp_cas_u32(&g->view.entry->state, &state, HP_PEER_ATTACHED)) {
 		*why = "the peer entry is not reserved for us (started by hand?)";
 		rc = -EBUSY;
@@ -800,6 +801,7 @@ on_chan_end(struct guest *g, struct hp_msg_in *m)
 		return 0;
 	}
 	if (g->tx[id].open) {		/* the receiver gave up on our stream */
+		/* r[shm.flow.reset]: its credit word is no longer ours to read */
 		g->tx[id].open = 0;
 		return 0;
 	}

@@ -77,7 +77,8 @@ hp_geometry_compute(const struct hp_params *p, struct hp_geometry *g, const char
 	g->peer_table_offset = HP_HEADER_SIZE;
 	g->ext_offset = align64(mad(g->peer_table_offset, p->max_guests, HP_PEER_ENTRY_SIZE));
 	g->ring_region_offset = align64(mad(g->ext_offset, p->max_guests, HP_PEER_EXT_SIZE));
-	/* r[shm.ring.layout]: two rings of ring_size descriptors per guest */
+	/* r[shm.segment.guest-rings] r[shm.ring.layout]: two rings of
+	 * ring_size descriptors per guest */
 	g->ring_bytes = 2ull * p->ring_size * HP_DESC_SIZE;
 	g->chan_region_offset = mad(g->ring_region_offset, p->max_guests, g->ring_bytes);
 	/* r[shm.flow.channel-table-location]: max_channels * 16, padded */
@@ -86,7 +87,8 @@ hp_geometry_compute(const struct hp_params *p, struct hp_geometry *g, const char
 	/* r[shm.segment.pool-size] */
 	g->pool_header_size = hp_slot_pool_header_size(p->slots_per_guest);
 	g->pool_size = mad(g->pool_header_size, p->slots_per_guest, p->slot_size);
-	/* r[shm.segment.host-slots]: the host's pool, then one per guest */
+	/* r[shm.segment.slot-pools] r[shm.segment.host-slots]: the host's
+	 * pool, then one per guest */
 	g->total_size = mad(g->slot_region_offset, (uint64_t)p->max_guests + 1, g->pool_size);
 	if (g->total_size > HP_SEGMENT_MAX)
 		return invalid(why, "the segment would be larger than 64 GiB");

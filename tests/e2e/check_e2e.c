@@ -52,7 +52,9 @@ start(const char *hub_keys, const char *guests, const char *names)
 		      names, hub_log(&hub));
 }
 
-/* Stops the hub and checks it left nothing behind. */
+/* Stops the hub and checks it left nothing behind: r[shm.goodbye.host-atomic]
+ * the guests saw host_goodbye, r[shm.guest.detach] r[shm.goodbye.guest] and
+ * left by themselves. */
 static void
 stop_clean(void)
 {
@@ -84,6 +86,8 @@ stop_clean(void)
 		ck_assert_msg(!alive(pids[i]), "guest pid %d outlived hubd", pids[i]);
 }
 
+/* r[shm.topology.hub] r[shm.topology.hub.calls] r[shm.guest.attach]
+ * r[shm.file.path] r[shm.segment.peer-table] */
 START_TEST(test_guests_attach_and_answer)
 {
 	char *out = NULL;
@@ -120,6 +124,8 @@ START_TEST(test_errors_for_bad_calls)
 }
 END_TEST
 
+/* r[shm.topology.hub.communication] r[shm.id.request-scope]: guest to guest
+ * through the host, request ids its own per pair */
 START_TEST(test_guest_to_guest_routing)
 {
 	start(NULL, STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
@@ -165,7 +171,8 @@ START_TEST(test_stream_with_small_credit)
 	unsigned long long bytes = 0, waits = 0;
 	char sum[32];
 
-	/* r[shm.flow.zero-credit]: 256 MiB through a 64 KiB window */
+	/* r[shm.flow.zero-credit] r[shm.wakeup.credit-wait]: 256 MiB through a
+	 * 64 KiB window, the sender sleeping for credit */
 	start("initial_credit = 64K\nslot_size = 32K\n", STD_GUESTS, "counter");
 	ck_assert_int_eq(hubctl(&hub, &out, "call", "counter.stream", "268435456", "16384",
 				(char *)NULL), 0);
@@ -229,11 +236,13 @@ static const struct violation violations[] = {
 	{ "parity", "shm.id.channel-parity", NULL },
 	{ "credit", "shm.flow.remaining-credit", "initial_credit = 4K\n" },
 	{ "postcard", "shm.payload.encoding", NULL },
-	{ "response", "shm.id.request-id", NULL },
-	{ "epoch", "shm.crash.epoch", NULL },
+	{ "response", "shm.id.request-id", NULL },	/* r[shm.id.request-id] */
+	{ "epoch", "shm.crash.epoch", NULL },		/* r[shm.crash.epoch] */
 };
 
 
+/* r[shm.host.poll-peers]: the host looks at its peers and ends the one
+ * that broke a rule */
 START_TEST(test_violation_ends_only_the_violator)
 {
 	const struct violation *v = &violations[_i];

@@ -112,7 +112,8 @@ START_TEST(test_kill9_under_traffic_200_times)
 	char *out;
 	int pid, i;
 
-	/* r[shm.death.process-handle] r[shm.doorbell.death] r[shm.crash.recovery] */
+	/* r[shm.death.process-handle] r[shm.doorbell.death] r[shm.crash.recovery]
+	 * r[shm.death.callback] r[shm.death.recovery] r[shm.crash.host-owned] */
 	ck_assert(hub_start(&hub, "slots_per_guest = 32\n",
 		"[guest echo]\nexec = @/guests/echo\nmax_deaths = 1000\n"
 		"backoff_min = 0\nbackoff_max = 0\n"
@@ -157,7 +158,8 @@ START_TEST(test_stopped_guest_is_hung)
 	json_object *p, *deaths, *d, *reason;
 	int pid, next;
 
-	/* r[shm.crash.heartbeat]: SIGSTOP keeps it alive but silent */
+	/* r[shm.crash.heartbeat] r[shm.crash.heartbeat-clock]: SIGSTOP keeps it
+	 * alive but silent; r[shm.death.detection-methods] */
 	ck_assert(hub_start(&hub, "heartbeat_interval = 100ms\n",
 			    "[guest echo]\nexec = @/guests/echo\n") == 0);
 	ck_assert(hub_wait_up(&hub, "echo", 10000) == 0);

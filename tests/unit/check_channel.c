@@ -22,7 +22,8 @@ START_TEST(test_id_rules)
 }
 END_TEST
 
-/* r[shm.flow.channel-activate] r[shm.flow.initial] r[shm.id.channel-id] */
+/* r[shm.flow.channel-table] r[shm.flow.channel-activate] r[shm.flow.initial]
+ * r[shm.id.channel-id] */
 START_TEST(test_open_by_parity_until_exhausted)
 {
 	struct hp_chan_entry t[MAXC];

@@ -147,6 +147,17 @@ START_TEST(test_out_of_range_indices)
 }
 END_TEST
 
+/* r[shm.architecture]: the words shared across processes are lock-free */
+START_TEST(test_shared_words_lock_free)
+{
+	hp_atomic_u32 w32 = 0;
+	hp_atomic_u64 w64 = 0;
+
+	ck_assert(atomic_is_lock_free(&w32));
+	ck_assert(atomic_is_lock_free(&w64));
+}
+END_TEST
+
 /* r[shm.crash.recovery] 3: rings reset to empty */
 START_TEST(test_reset)
 {
@@ -375,6 +386,7 @@ suite_ring(void)
 	tcase_add_test(tc, test_batch_partial_when_nearly_full);
 	tcase_add_test(tc, test_out_of_range_indices);
 	tcase_add_test(tc, test_reset);
+	tcase_add_test(tc, test_shared_words_lock_free);
 	tcase_set_tags(tc, "tsan");
 	suite_add_tcase(s, tc);
 	tcase_add_unchecked_fixture(st, stress_setup, stress_unlink);

@@ -43,7 +43,8 @@ small(void)
 	return p;
 }
 
-/* r[shm.segment.pool-size] r[shm.segment.host-slots]
+/* r[shm.handshake] r[shm.segment.guest-rings] r[shm.segment.slot-pools]
+ * r[shm.segment.pool-size] r[shm.segment.host-slots]
  * r[shm.segment.guest-slot-offset] r[shm.ring.layout] r[shm.ring.alignment]
  * r[shm.flow.channel-table-location] */
 START_TEST(test_geometry_by_hand)
