@@ -30,7 +30,8 @@ START_TEST(test_chaos_guest)
 	json_object *st, *p;
 	int fd, deaths;
 
-	snprintf(counter, sizeof(counter), "/tmp/hub-e2e-%d-chaos.counter", (int)getpid());
+	/* in the run's directory: removed even if this test dies */
+	snprintf(counter, sizeof(counter), "%s/chaos.counter", harness_dir());
 	fd = open(counter, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, 8), 0);

@@ -37,6 +37,12 @@ bin(const char *name)
 	return p;
 }
 
+const char *
+harness_dir(void)
+{
+	return run_dir;
+}
+
 void
 harness_setup(void)
 {

@@ -21,6 +21,9 @@ struct hub_proc {
 void harness_setup(void);
 void harness_teardown(void);
 
+/* This run's private directory, removed by harness_teardown. */
+const char *harness_dir(void);
+
 /* Path of a built program, e.g. bin("hubd"), bin("guests/echo"). */
 const char *bin(const char *name);
 
