@@ -818,11 +818,17 @@ serve_peer(struct hub *h, struct peer *p)
 int
 host_poll(struct hub *h)
 {
+	uint32_t n = h->conf.params.max_guests;
 	int work = 0;
 
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-		if (h->peers[i].state == PEER_UP)
-			work += serve_peer(h, &h->peers[i]);
+	/* start one further each round: nobody is always served first */
+	h->poll_start = (h->poll_start + 1) % n;
+	for (uint32_t k = 0; k < n; k++) {
+		struct peer *p = &h->peers[(h->poll_start + k) % n];
+
+		if (p->state == PEER_UP)
+			work += serve_peer(h, p);
+	}
 	return work;
 }
 

@@ -176,6 +176,7 @@ struct hub {
 	ev_timer		watchdog_w;	/* systemd's WatchdogSec */
 	uint32_t		status_up;	/* guests up at the last STATUS= */
 	int			announced;	/* sleep announced to the guests */
+	uint32_t		poll_start;	/* host_poll's first peer this round */
 	char			*lock_path;
 	int			ctl_fd;		/* control socket */
 	ev_io			ctl_w;
