@@ -152,17 +152,34 @@ print_json(json_object *a)
 	return 0;
 }
 
+/* Asks cmd; NULL when that is all there is to do: it failed (*rc 1,
+ * printed) or the answer went out as JSON (*rc 0). */
+static json_object *
+ask(int fd, const char *cmd, int *rc)
+{
+	json_object *a = simple(fd, cmd);
+
+	if (failed(a)) {
+		*rc = 1;
+		return NULL;
+	}
+	if (json_out) {
+		*rc = print_json(a);
+		return NULL;
+	}
+	return a;
+}
+
 static int
 cmd_peers(int fd, int argc, char **argv)
 {
-	json_object *a = simple(fd, "peers"), *peers;
+	json_object *a, *peers;
+	int rc;
 
 	(void)argc;
 	(void)argv;
-	if (failed(a))
-		return 1;
-	if (json_out)
-		return print_json(a);
+	if ((a = ask(fd, "peers", &rc)) == NULL)
+		return rc;
 	peers = get(a, "peers");
 	printf("%-16s %4s %-9s %8s %5s %9s %4s %7s %9s %5s %5s  %s\n", "NAME", "PEER",
 	       "STATE", "PID", "EPOCH", "UPTIME", "RST", "HB-AGE", "RINGS", "SLOTS", "CHANS",
@@ -206,14 +223,13 @@ cmd_peers(int fd, int argc, char **argv)
 static int
 cmd_methods(int fd, int argc, char **argv)
 {
-	json_object *a = simple(fd, "methods"), *ms;
+	json_object *a, *ms;
+	int rc;
 
 	(void)argc;
 	(void)argv;
-	if (failed(a))
-		return 1;
-	if (json_out)
-		return print_json(a);
+	if ((a = ask(fd, "methods", &rc)) == NULL)
+		return rc;
 	ms = get(a, "methods");
 	printf("%-24s %-28s %s\n", "METHOD", "SIGNATURE", "OWNER");
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
@@ -230,14 +246,13 @@ cmd_methods(int fd, int argc, char **argv)
 static int
 cmd_status(int fd, int argc, char **argv)
 {
-	json_object *a = simple(fd, "status");
+	json_object *a;
+	int rc;
 
 	(void)argc;
 	(void)argv;
-	if (failed(a))
-		return 1;
-	if (json_out)
-		return print_json(a);
+	if ((a = ask(fd, "status", &rc)) == NULL)
+		return rc;
 	json_object_object_foreach(a, key, val) {
 		if (strcmp(key, "ok") != 0)
 			printf("%-22s %s\n", key, json_object_get_string(val));
@@ -358,7 +373,8 @@ cmd_reload(int fd, int argc, char **argv)
 static int
 cmd_stats(int fd, int argc, char **argv)
 {
-	json_object *a = simple(fd, "stats"), *guests;
+	json_object *a, *guests;
+	int rc;
 	const char *cols[] = { "calls_in", "calls_out", "bytes_in", "bytes_out",
 			       "ring_full", "slot_exhausted", "credit_waits", "wakes",
 			       "deaths", "restarts", "violations" };
@@ -368,10 +384,8 @@ cmd_stats(int fd, int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	if (failed(a))
-		return 1;
-	if (json_out)
-		return print_json(a);
+	if ((a = ask(fd, "stats", &rc)) == NULL)
+		return rc;
 	printf("%-16s", "GUEST");
 	for (size_t k = 0; k < 11; k++)
 		printf(" %*s", k < 4 ? 12 : 10, heads[k]);
