@@ -178,6 +178,26 @@ START_TEST(test_stopped_guest_is_hung)
 }
 END_TEST
 
+/* r[shm.crash.heartbeat]: idle, busy and self-polling guests all keep
+ * their heartbeat, even at 50 ms: none is taken for hung */
+START_TEST(test_live_guests_are_not_hung)
+{
+	const char *names[] = { "echo", "kv", "loader", "polled" };
+
+	ck_assert(hub_start(&hub, "heartbeat_interval = 50ms\n",
+		"[guest echo]\nexec = @/guests/echo\n[guest kv]\nexec = @/guests/kv\n"
+		"[guest loader]\nexec = @/tests/guests/loader\n"
+		"[guest polled]\nexec = @/tests/guests/prober\nargs = --poll\n") == 0);
+	ck_assert(hub_wait_up(&hub, "echo,kv,loader,polled", 10000) == 0);
+	usleep(1500000);
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(peer_int(names[i], "restarts") == 0 &&
+			      strcmp(peer_state(names[i]), "up") == 0,
+			      "%s died: %s", names[i], hub_log(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 START_TEST(test_guest_that_keeps_dying_fails)
 {
 	char *out = NULL;
@@ -278,6 +298,7 @@ suite_faults(void)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, test_kill9_under_traffic_200_times);
 	tcase_add_test(tc, test_stopped_guest_is_hung);
+	tcase_add_test(tc, test_live_guests_are_not_hung);
 	tcase_add_test(tc, test_guest_that_keeps_dying_fails);
 	tcase_add_test(tc, test_guests_that_never_attach);
 	tcase_add_test(tc, test_hubd_killed_takes_guests_along);
