@@ -157,7 +157,8 @@ set_string(struct parser *p, const char *name, const char *value, char **out)
 static const char *const hub_keys[] = {
 	"segment", "control", "max_guests", "ring_size", "slot_size",
 	"slots_per_guest", "max_channels", "initial_credit", "max_payload_size",
-	"heartbeat_interval", "attach_timeout", "stop_grace", "group", NULL,
+	"heartbeat_interval", "attach_timeout", "stop_grace", "group",
+	"goodbye_grace", "client_timeout", NULL,
 };
 static const char *const guest_keys[] = {
 	"exec", "args", "restart", "max_deaths", "death_window",
@@ -208,6 +209,8 @@ hub_key(struct parser *p, int k, const char *name, const char *value)
 	case 10: parse_duration_key(p, name, value, &c->attach_timeout_ns); break;
 	case 11: parse_duration_key(p, name, value, &c->stop_grace_ns); break;
 	case 12: c->gid = group_id(p, value); break;
+	case 13: parse_duration_key(p, name, value, &c->goodbye_grace_ns); break;
+	case 14: parse_duration_key(p, name, value, &c->client_timeout_ns); break;
 	}
 }
 
@@ -550,6 +553,8 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	c->attach_timeout_ns = 10ull * 1000000000;
 	c->gid = -1;
 	c->stop_grace_ns = 5ull * 1000000000;
+	c->goodbye_grace_ns = 100ull * 1000000;
+	c->client_timeout_ns = 30ull * 1000000000;
 	if ((c->file = strdup(file)) == NULL ||
 	    (c->segment_path = strdup("/dev/shm/hub")) == NULL ||
 	    (c->control_path = strdup("/run/hub/hubd.sock")) == NULL)

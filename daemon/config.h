@@ -39,6 +39,8 @@ struct hub_conf {
 	int64_t			gid;		/* group = NAME: segment and socket 0660 for it */
 	uint64_t		attach_timeout_ns;	/* Reserved too long: recovered */
 	uint64_t		stop_grace_ns;		/* drain time before SIGKILL */
+	uint64_t		goodbye_grace_ns;	/* a Goodbye's time to be read before SIGKILL */
+	uint64_t		client_timeout_ns;	/* a control client silent or not reading */
 	struct guest_conf	*guests;
 	uint32_t		nguests;
 };

@@ -50,12 +50,12 @@ method_add(struct hub *h, const char *name, const char *signature,
 	struct method *m;
 	size_t n = strlen(name);
 
-	if (n == 0 || n >= sizeof(m->name)) {
-		*why = "method name empty or longer than 63 bytes";
+	if (n == 0 || n > HP_METHOD_NAME_MAX) {
+		*why = HP_SVC_REG_BAD_NAME;
 		return -EINVAL;
 	}
 	if (host_method_find(h, name) != NULL) {
-		*why = "method already registered";
+		*why = HP_SVC_REG_TAKEN;
 		return -EEXIST;
 	}
 	if ((m = realloc(h->methods, (h->nmethods + 1) * sizeof(*m))) == NULL) {

@@ -124,6 +124,8 @@ reload_config(struct hub *h, FILE *msgs)
 	/* the new file's other [hub] keys apply from now on */
 	h->conf.attach_timeout_ns = n.attach_timeout_ns;
 	h->conf.stop_grace_ns = n.stop_grace_ns;
+	h->conf.goodbye_grace_ns = n.goodbye_grace_ns;
+	h->conf.client_timeout_ns = n.client_timeout_ns;
 	config_free(&n);
 	return 0;
 }

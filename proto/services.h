@@ -30,6 +30,12 @@
 #define HP_SVC_SIG_SINK		"chan<bytes>->u64"
 #define HP_SVC_SIG_SOURCE	"u64,u64->u64"
 
+/* hub.register's errors (User(str)), so that a guest can tell them apart. */
+#define HP_SVC_REG_TAKEN	"method already registered"
+#define HP_SVC_REG_TOO_MANY	"too many methods for one guest"
+#define HP_SVC_REG_BAD_NAME	"method name empty or longer than 63 bytes"
+#define HP_METHOD_NAME_MAX	63	/* bytes in a method's name */
+
 /* Metadata key the host adds to an error it makes itself (peer died,
  * busy...), with a human-readable String value. */
 #define HP_META_HUB_ERROR	"hub.error"
