@@ -139,6 +139,22 @@ parse_duration_key(struct parser *p, const char *name, const char *value,
 	return 0;
 }
 
+/* A duration that must not be 0 (0 would mean "at once", never wanted). */
+static void
+parse_positive_duration_key(struct parser *p, const char *name, const char *value,
+			    uint64_t *out)
+{
+	uint64_t v;
+
+	if (parse_duration_key(p, name, value, &v) != 0)
+		return;
+	if (v == 0) {
+		perr(p, p->line, "%s: must be more than 0", name);
+		return;
+	}
+	*out = v;
+}
+
 static int
 set_string(struct parser *p, const char *name, const char *value, char **out)
 {
@@ -206,11 +222,11 @@ hub_key(struct parser *p, int k, const char *name, const char *value)
 			p->payload_set = 1;
 		break;
 	case 9: parse_duration_key(p, name, value, &hp->heartbeat_interval); break;
-	case 10: parse_duration_key(p, name, value, &c->attach_timeout_ns); break;
+	case 10: parse_positive_duration_key(p, name, value, &c->attach_timeout_ns); break;
 	case 11: parse_duration_key(p, name, value, &c->stop_grace_ns); break;
 	case 12: c->gid = group_id(p, value); break;
 	case 13: parse_duration_key(p, name, value, &c->goodbye_grace_ns); break;
-	case 14: parse_duration_key(p, name, value, &c->client_timeout_ns); break;
+	case 14: parse_positive_duration_key(p, name, value, &c->client_timeout_ns); break;
 	}
 }
 

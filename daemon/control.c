@@ -311,7 +311,11 @@ cmd_methods(struct client *c)
 
 	for (uint32_t i = 0; i < h->nmethods; i++) {
 		const struct method *m = &h->methods[i];
-		json_object *e = json_object_new_object();
+		json_object *e;
+
+		if (!host_method_live(h, m))
+			continue;	/* its guest is restarting or down */
+		e = json_object_new_object();
 
 		json_object_object_add(e, "name", json_object_new_string(m->name));
 		json_object_object_add(e, "signature", json_object_new_string(m->signature));

@@ -34,6 +34,9 @@ static const struct {
 };
 
 #define SOURCE_ITEM	4096	/* hub.source's item size at most */
+/* Methods one guest may register: a bound on what one guest makes the
+ * host keep and list (README, security). */
+#define HOST_METHODS_PER_GUEST	256
 
 static struct peer *
 peer_of(struct hub *h, uint32_t id)
@@ -43,55 +46,172 @@ peer_of(struct hub *h, uint32_t id)
 	return &h->peers[id - 1];
 }
 
-static int
-method_add(struct hub *h, const char *name, const char *signature,
-	   uint32_t owner, uint32_t epoch, const char **why)
-{
-	struct method *m;
-	size_t n = strlen(name);
+/* -- the method registry --------------------------------------------------
+ * An array, and an index from method id to array slot (open addressing,
+ * linear probing, at most half full) rebuilt whenever a method goes.
+ * A guest's methods outlive its instance: while it restarts, a call gets
+ * "guest X is restarting", and the next instance registering a name takes
+ * its entry back; they go when the guest is down for good (host_forget). */
 
-	if (n == 0 || n > HP_METHOD_NAME_MAX) {
-		*why = HP_SVC_REG_BAD_NAME;
-		return -EINVAL;
-	}
-	if (host_method_find(h, name) != NULL) {
-		*why = HP_SVC_REG_TAKEN;
-		return -EEXIST;
-	}
-	if ((m = realloc(h->methods, (h->nmethods + 1) * sizeof(*m))) == NULL) {
-		*why = "out of memory";
-		return -ENOMEM;
-	}
-	h->methods = m;
-	m = &h->methods[h->nmethods];
-	memset(m, 0, sizeof(*m));
-	if (hp_sig_parse(signature, &m->sig, why) != 0)
-		return -EINVAL;
-	memcpy(m->name, name, n);
-	snprintf(m->signature, sizeof(m->signature), "%s", signature);
-	m->id = hp_method_id(name, n);
-	m->owner = owner;
-	m->epoch = epoch;
-	h->nmethods++;
-	return 0;
+static uint32_t *
+index_slot(struct hub *h, uint64_t id)
+{
+	uint32_t mask = h->mindex_cap - 1, i;
+
+	for (i = (uint32_t)id & mask; h->mindex[i] != 0; i = (i + 1) & mask)
+		if (h->methods[h->mindex[i] - 1].id == id)
+			break;
+	return &h->mindex[i];
 }
 
-const struct method *
-host_method_find(struct hub *h, const char *name)
+static int
+index_rebuild(struct hub *h, uint32_t cap)
 {
+	uint32_t *idx = calloc(cap, sizeof(*idx));
+
+	if (idx == NULL)
+		return -ENOMEM;
+	free(h->mindex);
+	h->mindex = idx;
+	h->mindex_cap = cap;
 	for (uint32_t i = 0; i < h->nmethods; i++)
-		if (strcmp(h->methods[i].name, name) == 0)
-			return &h->methods[i];
-	return NULL;
+		*index_slot(h, h->methods[i].id) = i + 1;
+	return 0;
 }
 
 static struct method *
 method_by_id(struct hub *h, uint64_t id)
 {
+	uint32_t i;
+
+	if (h->mindex_cap == 0 || (i = *index_slot(h, id)) == 0)
+		return NULL;
+	return &h->methods[i - 1];
+}
+
+const struct method *
+host_method_find(struct hub *h, const char *name)
+{
+	const struct method *m = method_by_id(h, hp_method_id(name, strlen(name)));
+
+	return m != NULL && strcmp(m->name, name) == 0 ? m : NULL;
+}
+
+/* Whether m's owner is the instance that registered it, up and served. */
+int
+host_method_live(struct hub *h, const struct method *m)
+{
+	struct peer *q = peer_of(h, m->owner);
+
+	return m->owner == 0 || (q != NULL && q->state == PEER_UP && q->epoch == m->epoch);
+}
+
+/* Why a method that is not live cannot be called now. */
+static const char *
+method_unavailable(struct hub *h, const struct method *m, char *buf, size_t len)
+{
+	struct peer *q = peer_of(h, m->owner);
+	const char *name = q != NULL && q->conf != NULL ? q->conf->name : "?";
+
+	if (q == NULL || q->conf == NULL)
+		snprintf(buf, len, "the method's guest is gone");
+	else if (q->state == PEER_UP)
+		snprintf(buf, len, "guest %s has not registered it since it restarted", name);
+	else if (q->state == PEER_STARTING || q->state == PEER_BACKOFF ||
+		 (q->state == PEER_STOPPING && q->want_restart))
+		snprintf(buf, len, "guest %s is restarting", name);
+	else
+		snprintf(buf, len, "guest %s is %s", name, supervise_state_name(q->state));
+	return buf;
+}
+
+/* Registers name for owner's instance epoch (owner 0: the host). */
+static int
+method_add(struct hub *h, const char *name, const char *signature,
+	   uint32_t owner, uint32_t epoch, const char **why)
+{
+	struct peer *p = peer_of(h, owner);
+	struct method *m, *old;
+	struct hp_sig sig;
+	size_t n = strlen(name);
+	uint64_t id = hp_method_id(name, n);
+
+	if (n == 0 || n > HP_METHOD_NAME_MAX) {
+		*why = HP_SVC_REG_BAD_NAME;
+		return -EINVAL;
+	}
+	if (hp_sig_parse(signature, &sig, why) != 0)
+		return -EINVAL;
+	if ((old = method_by_id(h, id)) != NULL) {
+		if (strcmp(old->name, name) != 0) {
+			*why = "the method's id collides with another method's";
+			return -EEXIST;
+		}
+		/* taken, unless by an earlier instance of this guest, or by
+		 * one that is down for good */
+		if (host_method_live(h, old) ||
+		    (old->owner != owner && peer_of(h, old->owner)->conf != NULL &&
+		     peer_of(h, old->owner)->state != PEER_DOWN &&
+		     peer_of(h, old->owner)->state != PEER_FAILED)) {
+			*why = HP_SVC_REG_TAKEN;
+			return -EEXIST;
+		}
+		if (p != NULL && p->nmethods >= HOST_METHODS_PER_GUEST) {
+			*why = HP_SVC_REG_TOO_MANY;
+			return -ENOSPC;
+		}
+		m = old;
+	} else {
+		if (p != NULL && p->nmethods >= HOST_METHODS_PER_GUEST) {
+			*why = HP_SVC_REG_TOO_MANY;
+			return -ENOSPC;
+		}
+		if (h->nmethods == h->mcap) {
+			uint32_t cap = h->mcap ? h->mcap * 2 : 64;
+
+			if ((m = realloc(h->methods, cap * sizeof(*m))) == NULL) {
+				*why = "out of memory";
+				return -ENOMEM;
+			}
+			h->methods = m;
+			h->mcap = cap;
+		}
+		if ((h->nmethods + 1) * 2 > h->mindex_cap &&
+		    index_rebuild(h, h->mindex_cap ? h->mindex_cap * 2 : 128) != 0) {
+			*why = "out of memory";
+			return -ENOMEM;
+		}
+		m = &h->methods[h->nmethods++];
+		memset(m, 0, sizeof(*m));
+		memcpy(m->name, name, n);
+		m->id = id;
+		*index_slot(h, id) = h->nmethods;
+	}
+	m->sig = sig;
+	snprintf(m->signature, sizeof(m->signature), "%s", signature);
+	m->owner = owner;
+	m->epoch = epoch;
+	if (p != NULL)
+		p->nmethods++;
+	return 0;
+}
+
+void
+host_forget(struct hub *h, struct peer *p)
+{
+	uint32_t kept = 0;
+
 	for (uint32_t i = 0; i < h->nmethods; i++)
-		if (h->methods[i].id == id)
-			return &h->methods[i];
-	return NULL;
+		if (h->methods[i].owner != p->id)
+			h->methods[kept++] = h->methods[i];
+	p->nmethods = 0;
+	if (kept == h->nmethods)
+		return;
+	h->nmethods = kept;
+	/* the same size cannot fail: it is only filled anew */
+	memset(h->mindex, 0, h->mindex_cap * sizeof(*h->mindex));
+	for (uint32_t i = 0; i < h->nmethods; i++)
+		*index_slot(h, h->methods[i].id) = i + 1;
 }
 
 int
@@ -217,6 +337,9 @@ encode_answer(uint8_t *buf, size_t cap, uint32_t result, uint32_t code,
 	return n < 0 ? 0 : (size_t)n;
 }
 
+static void answer_error(struct hub *h, const struct origin *o, uint32_t code,
+			 const char *why);
+
 /* Delivers a complete Response payload to whoever waits for it. */
 static void
 answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len)
@@ -231,6 +354,11 @@ answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len
 		p = peer_of(h, o->peer);
 		if (p == NULL || p->state != PEER_UP || p->epoch != o->epoch)
 			return;		/* the caller died meanwhile */
+		/* an answer that cannot be sent must still end the call */
+		if (len > h->seg.params.max_payload_size) {
+			answer_error(h, o, HP_ERR_USER, "the answer is larger than max_payload_size");
+			return;
+		}
 		p->inbound--;
 		host_send(h, p, HP_MSG_RESPONSE, o->req_id, 0, payload, (uint32_t)len);
 		return;
@@ -602,6 +730,7 @@ on_request(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 	struct origin o = { ORIGIN_PEER, p->id, p->epoch, m->desc.id, NULL };
 	struct method *meth = method_by_id(h, m->desc.method_id);
 	struct peer *q;
+	char why[128];
 
 	p->stats.calls_in++;
 	p->inbound++;
@@ -618,11 +747,11 @@ on_request(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 		service(h, p, meth, &o, req.args, req.args_len);
 		return;
 	}
-	q = peer_of(h, meth->owner);
-	if (q == NULL || q->state != PEER_UP || q->epoch != meth->epoch) {
-		answer_error(h, &o, HP_ERR_UNKNOWN_METHOD, "the method's guest is not running");
+	if (!host_method_live(h, meth)) {
+		answer_error(h, &o, HP_ERR_USER, method_unavailable(h, meth, why, sizeof(why)));
 		return;
 	}
+	q = peer_of(h, meth->owner);
 	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
 		if (meth->sig.args[i] == HP_T_CHAN) {
 			answer_error(h, &o, HP_ERR_USER,
@@ -932,12 +1061,14 @@ host_attach(struct hub *h, struct peer *p)
 	p->next_req = 1;
 	p->chan_cursor = 0;
 	p->sources = 0;
+	p->nmethods = 0;	/* this instance's registrations */
 	memset(p->chans, 0, h->seg.params.max_channels * sizeof(*p->chans));
 	return 0;
 }
 
-/* Fails every call that involves p (r[shm.crash.recovery] 2) and forgets
- * its methods; the segment side is reset by the supervisor. */
+/* Fails every call that involves p (r[shm.crash.recovery] 2); its methods
+ * stay, answering "restarting", until host_forget. The segment side is
+ * reset by the supervisor. */
 void
 host_detach(struct hub *h, struct peer *p)
 {
@@ -987,12 +1118,6 @@ host_detach(struct hub *h, struct peer *p)
 		h->slot_owner[s] = 0;
 		hp_slot_free(&h->host_pool, s);	/* -EALREADY if p had freed it */
 	}
-	for (uint32_t i = 0; i < h->nmethods;) {
-		if (h->methods[i].owner == p->id)
-			h->methods[i] = h->methods[--h->nmethods];
-		else
-			i++;
-	}
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
 		h->peers[i].paused = 0;
 }
@@ -1024,10 +1149,11 @@ host_call_text(struct hub *h, struct ext_call *c, const char *method,
 		*why = "wrong number of arguments for the method's signature";
 		return -EINVAL;
 	}
-	if (m->owner != 0 && ((p = peer_of(h, m->owner)) == NULL || p->state != PEER_UP)) {
-		*why = "the method's guest is not running";
+	if (!host_method_live(h, m)) {
+		*why = method_unavailable(h, m, c->why, sizeof(c->why));
 		return -EHOSTDOWN;
 	}
+	p = peer_of(h, m->owner);
 	if ((buf = malloc(cap)) == NULL) {
 		*why = "out of memory";
 		return -ENOMEM;

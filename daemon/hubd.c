@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,55 +156,138 @@ signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	supervise_stop_all(h);
 }
 
-/* One hubd per segment path: a lock beside it, not a guess from the file. */
-static void
+/* One hubd per segment path: a lock beside it, not a guess from the file.
+ * A file already there must be a lock file (a pid, or empty): whatever
+ * else sits at that path is somebody's, not ours to overwrite. */
+static int
 lock_segment(struct hub *h)
 {
 	char pid[32];
+	struct stat st;
 	int n;
 
-	if (asprintf(&h->lock_path, "%s.lock", h->conf.segment_path) < 0)
-		fatal("asprintf");
-	h->lock_fd = open(h->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (h->lock_fd < 0)
-		fatal("%s", h->lock_path);
-	if (flock(h->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-		if (errno != EWOULDBLOCK)
-			fatal("lock %s", h->lock_path);
-		n = (int)pread(h->lock_fd, pid, sizeof(pid) - 1, 0);
-		pid[n > 0 ? n : 0] = '\0';
-		pid[strcspn(pid, "\n")] = '\0';
-		fatalx("another hubd (pid %s) owns %s", pid[0] ? pid : "?",
-		       h->conf.segment_path);
+	if (asprintf(&h->lock_path, "%s.lock", h->conf.segment_path) < 0) {
+		h->lock_path = NULL;
+		log_warnx("out of memory");
+		return -1;
 	}
+	h->lock_fd = open(h->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+			  O_NONBLOCK, 0600);
+	if (h->lock_fd < 0) {
+		log_warn("%s", h->lock_path);
+		return -1;
+	}
+	n = (int)pread(h->lock_fd, pid, sizeof(pid) - 1, 0);
+	pid[n > 0 ? n : 0] = '\0';
+	if (fstat(h->lock_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size >= 32 ||
+	    pid[strspn(pid, "0123456789")] != (pid[0] ? '\n' : '\0')) {
+		log_warnx("%s exists and is not a hubd lock file: refusing to touch it",
+			  h->lock_path);
+		goto fail;
+	}
+	if (flock(h->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno == EWOULDBLOCK)
+			log_warnx("another hubd (pid %.*s) owns %s",
+				  pid[0] ? (int)strcspn(pid, "\n") : 1, pid[0] ? pid : "?",
+				  h->conf.segment_path);
+		else
+			log_warn("lock %s", h->lock_path);
+		goto fail;
+	}
+	h->lock_held = 1;
 	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(h->lock_fd, 0) != 0 || pwrite(h->lock_fd, pid, (size_t)n, 0) != n)
 		log_warn("%s", h->lock_path);
+	return 0;
+fail:
+	close(h->lock_fd);
+	h->lock_fd = -1;
+	return -1;
 }
 
-/* r[shm.topology.hub]: one host, owning the segment, and its guests */
-static void
-setup(struct hub *h)
+/* r[shm.file.cleanup]: with the lock held, a hub segment at our path is a
+ * dead hubd's and is removed; any other file there is refused. */
+static int
+remove_stale_segment(const char *path)
+{
+	uint8_t magic[HP_MAGIC_LEN];
+	struct stat st;
+	int fd, stale;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		log_warn("%s", path);
+		return -1;
+	}
+	stale = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (st.st_size == 0 || (pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+				 memcmp(magic, HP_MAGIC, sizeof(magic)) == 0));
+	close(fd);
+	if (!stale) {
+		log_warnx("%s exists and is not a hub segment: refusing to remove it "
+			  "(remove it yourself, or set [hub] segment)", path);
+		return -1;
+	}
+	log_info("removing stale segment %s", path);
+	if (unlink(path) != 0) {
+		log_warn("unlink %s", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* The segment, reserved in full (a sparse one would SIGBUS later when
+ * /dev/shm fills up). */
+static int
+create_segment(struct hub *h)
 {
 	const char *why = NULL;
 	struct hub_conf *c = &h->conf;
+	struct statvfs fs;
+	char *dir, *slash;
 	int rc;
 
-	lock_segment(h);
-	/* r[shm.file.cleanup]: we hold the lock, so a segment there is stale */
-	if (access(c->segment_path, F_OK) == 0) {
-		log_info("removing stale segment %s", c->segment_path);
-		unlink(c->segment_path);
-	}
 	/* r[shm.file.permissions]: ours alone, or ours and [hub] group's;
 	 * never anybody else's */
-	if ((rc = hp_segment_create(&h->seg, c->segment_path, &c->params,
-				    c->gid >= 0 ? 0660 : 0600, &why)) != 0)
-		fatalx("cannot create %s: %s", c->segment_path, why ? why : strerror(-rc));
-	if (c->gid >= 0 && fchown(h->seg.fd, (uid_t)-1, (gid_t)c->gid) != 0)
-		fatal("chgrp %s", c->segment_path);
+	rc = hp_segment_create(&h->seg, c->segment_path, &c->params,
+			       c->gid >= 0 ? 0660 : 0600, &why);
+	if (rc == -ENOSPC && (dir = strdup(c->segment_path)) != NULL) {
+		if ((slash = strrchr(dir, '/')) != NULL)
+			slash[slash == dir] = '\0';
+		if (statvfs(slash != NULL ? dir : ".", &fs) == 0)
+			log_warnx("segment needs %.1f MiB, %s has %.1f MiB free",
+				  (double)h->seg.geo.total_size / (1 << 20),
+				  slash != NULL ? dir : ".",
+				  (double)fs.f_bavail * fs.f_frsize / (1 << 20));
+		free(dir);
+	}
+	if (rc != 0) {
+		log_warnx("cannot create %s: %s", c->segment_path, why ? why : strerror(-rc));
+		return -1;
+	}
+	h->seg_created = 1;
+	if (c->gid >= 0 && fchown(h->seg.fd, (uid_t)-1, (gid_t)c->gid) != 0) {
+		log_warn("chgrp %s", c->segment_path);
+		return -1;
+	}
+	return 0;
+}
+
+/* r[shm.topology.hub]: one host, owning the segment, and its guests.
+ * Everything made here is undone by teardown, also after a failure half
+ * way: no segment, lock or socket is left behind. */
+static int
+setup(struct hub *h)
+{
+	struct hub_conf *c = &h->conf;
+
+	if (lock_segment(h) != 0 || remove_stale_segment(c->segment_path) != 0 ||
+	    create_segment(h) != 0)
+		return -1;
 	if ((h->peers = calloc(c->params.max_guests, sizeof(*h->peers))) == NULL)
-		fatal("calloc");
+		goto nomem;
+	h->npeers = c->params.max_guests;
 	for (uint32_t i = 0; i < c->params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
 
@@ -212,26 +297,38 @@ setup(struct hub *h)
 		p->kill_reason = -1;
 		p->chans = calloc(c->params.max_channels, sizeof(*p->chans));
 		if (p->chans == NULL)
-			fatal("calloc");
+			goto nomem;
 	}
 	if (host_init(h) != 0)
-		fatalx("out of memory");
-	if (control_init(h) != 0)
-		fatalx("cannot open the control socket %s", c->control_path);
+		goto nomem;
+	/* last: a socket that answers means a hub that is ready */
+	if (control_init(h) != 0) {
+		log_warnx("cannot open the control socket %s", c->control_path);
+		return -1;
+	}
 	log_info("segment %s: %.1f MiB, %u guests at most", c->segment_path,
 		 (double)h->seg.size / (1 << 20), c->params.max_guests);
+	return 0;
+nomem:
+	log_warnx("out of memory");
+	return -1;
 }
 
 static void
 teardown(struct hub *h)
 {
-	control_close(h);
-	hp_segment_close(&h->seg);
-	unlink(h->conf.segment_path);	/* r[shm.file.cleanup] */
-	unlink(h->lock_path);
-	close(h->lock_fd);
+	if (h->ctl_fd >= 0)
+		control_close(h);
+	if (h->seg.base != NULL)
+		hp_segment_close(&h->seg);
+	if (h->seg_created)
+		unlink(h->conf.segment_path);	/* r[shm.file.cleanup] */
+	if (h->lock_held)
+		unlink(h->lock_path);
+	if (h->lock_fd >= 0)
+		close(h->lock_fd);
 	free(h->lock_path);
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+	for (uint32_t i = 0; i < h->npeers; i++) {
 		free(h->peers[i].chans);
 		free(h->peers[i].pend);
 		guest_conf_free(h->peers[i].conf);
@@ -239,6 +336,7 @@ teardown(struct hub *h)
 	}
 	free(h->peers);
 	free(h->methods);
+	free(h->mindex);
 	free(h->slot_owner);
 	config_free(&h->conf);
 }
@@ -263,6 +361,8 @@ main(int argc, char *argv[])
 		usage();
 	log_init(verbose, "hubd");
 	memset(h, 0, sizeof(*h));
+	h->lock_fd = h->ctl_fd = -1;
+	h->seg.fd = -1;
 	if (config_load(file, &h->conf, stderr) != 0)
 		return 1;
 	if (check) {
@@ -274,9 +374,16 @@ main(int argc, char *argv[])
 	notify_init();
 	/* Not ev_default_loop: that one reaps every child with waitpid(-1)
 	 * on SIGCHLD and would steal the exit statuses our pidfds report. */
-	if ((h->loop = ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOENV)) == NULL)
-		fatalx("cannot create the event loop");
-	setup(h);
+	if ((h->loop = ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOENV)) == NULL) {
+		log_warnx("cannot create the event loop");
+		config_free(&h->conf);
+		return 1;
+	}
+	if (setup(h) != 0) {
+		teardown(h);
+		ev_loop_destroy(h->loop);
+		return 1;
+	}
 	ev_idle_init(&h->idle_w, idle_cb);
 	ev_prepare_init(&h->prepare_w, prepare_cb);
 	ev_check_init(&h->check_w, check_cb);
@@ -302,8 +409,10 @@ main(int argc, char *argv[])
 		ev_timer_again(h->loop, &h->watchdog_w);
 	}
 	for (uint32_t i = 0; i < h->conf.nguests; i++) {
-		if ((h->peers[i].conf = guest_conf_dup(&h->conf.guests[i])) == NULL)
-			fatal("guest_conf_dup");
+		if ((h->peers[i].conf = guest_conf_dup(&h->conf.guests[i])) == NULL) {
+			log_warnx("guest %s: out of memory, not started", h->conf.guests[i].name);
+			continue;
+		}
 		supervise_start(h, &h->peers[i]);
 	}
 	h->status_up = UINT32_MAX;

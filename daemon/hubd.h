@@ -136,6 +136,7 @@ struct peer {
 	struct hchan		*chans;		/* by channel id */
 	uint32_t		chan_cursor;
 	uint32_t		sources;	/* hub.source streams under way */
+	uint32_t		nmethods;	/* registered by this instance */
 	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t		up_ns;
 	uint32_t		restarts;
@@ -165,6 +166,9 @@ struct hub {
 	struct peer		*peers;		/* [max_guests], index = id - 1 */
 	struct method		*methods;
 	uint32_t		nmethods;
+	uint32_t		mcap;		/* methods allocated */
+	uint32_t		*mindex;	/* id -> methods index + 1 (host.c) */
+	uint32_t		mindex_cap;	/* power of two, >= 2 * nmethods */
 	int			stopping;
 	int			busy;		/* served something this round */
 	uint64_t		start_ns;
@@ -178,7 +182,10 @@ struct hub {
 	int			announced;	/* sleep announced to the guests */
 	uint32_t		poll_start;	/* host_poll's first peer this round */
 	char			*lock_path;
-	int			ctl_fd;		/* control socket */
+	int			lock_held;	/* the lock is ours: unlink at exit */
+	int			seg_created;	/* the segment is ours: unlink at exit */
+	uint32_t		npeers;		/* entries allocated in peers */
+	int			ctl_fd;		/* control socket, -1 before */
 	ev_io			ctl_w;
 	struct client		*clients;
 	int			exit_code;
@@ -225,6 +232,7 @@ struct ext_call {
 	uint32_t	req_id;
 	uint32_t	chan;
 	uint8_t		ret_type;
+	char		why[128];	/* room for a refusal's text */
 };
 /* Calls method with text arguments encoded by its signature. 0 when the
  * call is under way (on_done will run), or -errno with *why. */
@@ -233,5 +241,9 @@ int		host_call_text(struct hub *h, struct ext_call *c, const char *method,
 /* The caller went away: on_done will not run. */
 void		host_call_abandon(struct hub *h, struct ext_call *c);
 const struct method *host_method_find(struct hub *h, const char *name);
+/* Whether a method can be called now (its guest's instance is up). */
+int		host_method_live(struct hub *h, const struct method *m);
+/* p is down for good (stopped, failed, removed): its methods go. */
+void		host_forget(struct hub *h, struct peer *p);
 
 #endif

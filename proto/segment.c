@@ -163,6 +163,15 @@ hp_segment_create(struct hp_segment *seg, const char *path,
 			*why = "cannot size the segment file";
 		goto fail;
 	}
+	/* Every page reserved now: a sparse file on a full tmpfs would
+	 * SIGBUS whoever touches a page later, host or guest. */
+	if ((rc = posix_fallocate(fd, 0, (off_t)seg->geo.total_size)) != 0) {
+		rc = -rc;
+		if (why != NULL)
+			*why = rc == -ENOSPC ? "not enough free space for the segment" :
+			    "cannot reserve the segment's space";
+		goto fail;
+	}
 	/* r[shm.file.mmap-posix] 3 */
 	base = mmap(NULL, seg->geo.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED) {
@@ -178,8 +187,7 @@ hp_segment_create(struct hp_segment *seg, const char *path,
 	seg->params = *p;
 	seg->host_features = HP_FEAT_ALL;
 	/* 4: only what is not zero is written: the file was just emptied
-	 * and extended, and touching every page of a big segment would cost
-	 * its whole size in memory at once */
+	 * and extended, and its reserved pages read zero */
 	h = hp_segment_header(seg);
 	h->version = HP_VERSION;
 	h->header_size = HP_HEADER_SIZE;

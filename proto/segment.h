@@ -65,9 +65,11 @@ struct hp_segment {
 	uint32_t		host_features;
 };
 
-/* r[shm.file.create]: create (or truncate) path with mode, size it, map it
- * MAP_SHARED, initialise every structure and publish the magic last. The
- * file is left in place on error only if it existed before. */
+/* r[shm.file.create]: create (or truncate) path with mode, size it and
+ * reserve every byte (-ENOSPC when the filesystem has no room: a sparse
+ * segment would SIGBUS later), map it MAP_SHARED, initialise every
+ * structure and publish the magic last. The file is left in place on
+ * error only if it existed before. */
 int hp_segment_create(struct hp_segment *seg, const char *path,
 		      const struct hp_params *p, mode_t mode, const char **why);
 

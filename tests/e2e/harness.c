@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -51,6 +52,31 @@ harness_setup(void)
 	mkdir(run_dir, 0711);	/* others may reach a socket inside, not list */
 }
 
+/* Removes dir and what is in it, unmounting what a test mounted there
+ * (a small tmpfs, say) first. */
+static void
+remove_tree(const char *dir)
+{
+	DIR *d;
+	struct dirent *e;
+	char path[512];
+
+	umount2(dir, MNT_DETACH);
+	if ((d = opendir(dir)) != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			if (e->d_type == DT_DIR)
+				remove_tree(path);
+			else
+				unlink(path);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
 /* Kills any hubd a failed test left (its pid is in the segment's lock
  * file; its guests follow it through their doorbells), then removes files. */
 void
@@ -80,16 +106,7 @@ harness_teardown(void)
 		}
 		closedir(d);
 	}
-	if ((d = opendir(run_dir)) != NULL) {
-		while ((e = readdir(d)) != NULL) {
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", run_dir, e->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
-	rmdir(run_dir);
+	remove_tree(run_dir);
 }
 
 static int
@@ -143,6 +160,7 @@ alive(pid_t pid)
 int
 hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 {
+	const char *s;
 	FILE *f;
 
 	memset(h, 0, sizeof(*h));
@@ -151,11 +169,23 @@ hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 	snprintf(h->log, sizeof(h->log), "%s/hub%d.log", run_dir, h->n);
 	snprintf(h->segment, sizeof(h->segment), "/dev/shm/%s%d", shm_prefix, h->n);
 	snprintf(h->sock, sizeof(h->sock), "%s/hub%d.sock", run_dir, h->n);
+	if (hub_keys == NULL)
+		hub_keys = "";
+	/* the test's own segment or control path replaces ours */
+	if ((s = strstr(hub_keys, "segment = ")) != NULL)
+		snprintf(h->segment, sizeof(h->segment), "%.*s",
+			 (int)strcspn(s + 10, "\n"), s + 10);
+	if ((s = strstr(hub_keys, "control = ")) != NULL)
+		snprintf(h->sock, sizeof(h->sock), "%.*s", (int)strcspn(s + 10, "\n"), s + 10);
 	if ((f = fopen(h->conf, "w")) == NULL)
 		return -1;
-	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\n%s\n", h->segment, h->sock,
-		hub_keys ? hub_keys : "");
-	for (const char *s = guests ? guests : ""; *s != '\0'; s++) {
+	fprintf(f, "[hub]\n");
+	if (strstr(hub_keys, "segment = ") == NULL)
+		fprintf(f, "segment = %s\n", h->segment);
+	if (strstr(hub_keys, "control = ") == NULL)
+		fprintf(f, "control = %s\n", h->sock);
+	fprintf(f, "%s\n", hub_keys);
+	for (s = guests ? guests : ""; *s != '\0'; s++) {
 		if (*s == '@')
 			fputs(BUILD_DIR, f);
 		else

@@ -21,13 +21,15 @@ struct hub_proc {
 void harness_setup(void);
 void harness_teardown(void);
 
-/* This run's private directory, removed by harness_teardown. */
+/* This run's private directory, removed by harness_teardown (with
+ * anything a test mounted on a directory inside it). */
 const char *harness_dir(void);
 
 /* Path of a built program, e.g. bin("hubd"), bin("guests/echo"). */
 const char *bin(const char *name);
 
-/* Writes a config: [hub] with the private segment and socket plus
+/* Writes a config: [hub] with the private segment and socket (unless
+ * hub_keys has its own "segment = " or "control = ") plus
  * hub_keys, then guests (sections as text, "@" replaced by the build
  * directory), starts hubd and waits until its control socket answers.
  * Returns 0 or -1. */

@@ -11,6 +11,8 @@
  *   pull N		receives N bytes from hub.source on a channel it
  *			opens, answers "ok N" if both checksums agree
  *   fds		the file descriptors it was started with
+ *   ping N		calls hub.ping with N bytes, answers "ok N" or
+ *			"error: <kind>[: <message>]" (no wait beyond 10 s)
  * With --poll it runs its own poll() loop on guest_fd() and
  * guest_service() instead of guest_run(). */
 #include <err.h>
@@ -329,6 +331,39 @@ fds(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 }
 
 static void
+ping(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t n;
+	size_t pos = 0, rlen = 0, mn;
+	uint8_t *arg = NULL, *res = NULL;
+	const char *m;
+	char text[256];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 || n > (64u << 20) ||
+	    (arg = malloc(n + 16)) == NULL || (res = malloc(n + 16)) == NULL) {
+		guest_reply_error(c, "ping takes a size");
+		goto out;
+	}
+	memset(res, 'p', n);
+	pos = 0;
+	guest_pc_put_str(arg, n + 16, &pos, (const char *)res, n);
+	rc = guest_call(g, "hub.ping", arg, pos, res, n + 16, &rlen, 10000);
+	pos = 0;
+	if (rc == 0)
+		snprintf(text, sizeof(text), "ok %llu", (unsigned long long)n);
+	else if (rc == -EREMOTEIO && guest_pc_get_str(res, rlen, &pos, &m, &mn) == 0)
+		snprintf(text, sizeof(text), "error: user: %.*s", (int)(mn > 200 ? 200 : mn), m);
+	else
+		snprintf(text, sizeof(text), "error: %s", kind(rc));
+	reply_str(c, text, strlen(text));
+out:
+	free(arg);
+	free(res);
+}
+
+static void
 count_cancels(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	(void)args;
@@ -354,6 +389,7 @@ main(int argc, char *argv[])
 		{ "cancels", "->u64", count_cancels },
 		{ "pull", "u64->str", pull },
 		{ "fds", "->str", fds },
+		{ "ping", "u64->str", ping },
 	};
 	const char *prefix = "prober", *why;
 	char name[128];

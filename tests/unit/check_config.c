@@ -142,6 +142,14 @@ START_TEST(test_bad_numbers)
 }
 END_TEST
 
+/* 0 would kill every guest before it attaches, or every client at once */
+START_TEST(test_zero_timeouts_refused)
+{
+	expect_error("[hub]\nattach_timeout = 0\n", 2, "attach_timeout: must be more than 0");
+	expect_error("[hub]\n\nclient_timeout = 0ms\n", 3, "client_timeout: must be more than 0");
+}
+END_TEST
+
 START_TEST(test_geometry_checked)
 {
 	/* r[shm.ring.capacity] needs a power-of-two ring */
@@ -227,6 +235,7 @@ suite_config(void)
 	tcase_add_test(tc, test_unknown_key);
 	tcase_add_test(tc, test_duplicate_key);
 	tcase_add_test(tc, test_bad_numbers);
+	tcase_add_test(tc, test_zero_timeouts_refused);
 	tcase_add_test(tc, test_geometry_checked);
 	tcase_add_test(tc, test_sections);
 	tcase_add_test(tc, test_guest_keys);

@@ -1,0 +1,232 @@
+/* hubd's start: the segment's space reserved up front (a full /dev/shm is
+ * a clear refusal, never a SIGBUS later), files that are not hub's left
+ * alone, and every failed start removing what it made. */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+static int
+exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+static void
+write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+static int
+file_is(const char *path, const char *text)
+{
+	char buf[256] = "";
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return 0;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
+	fclose(f);
+	return strcmp(buf, text) == 0;
+}
+
+/* A directory of the run for paths of the test's own. */
+static const char *
+path_in_run(const char *name)
+{
+	static char p[16][512];
+	static int next;
+	char *s = p[next++ % 16];
+
+	snprintf(s, 512, "%s/%s", harness_dir(), name);
+	return s;
+}
+
+/* Runs hubd on a config of [hub] keys in the foreground until it exits
+ * (killed after 10 s); its exit status, its log in *log (malloc'd). */
+static int
+run_hubd(const char *keys, char **log)
+{
+	const char *conf = path_in_run("run.conf"), *logf = path_in_run("run.log");
+	int status = -1;
+	FILE *f;
+	pid_t pid;
+
+	unlink(logf);
+	f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[hub]\n%s", keys);
+	fclose(f);
+	if ((pid = fork()) == 0) {
+		int fd = open(logf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(bin("hubd"), "hubd", "-f", conf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		usleep(10000);
+	if (waitpid(pid, &status, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	*log = calloc(1, 65536);
+	if ((f = fopen(logf, "r")) != NULL) {
+		(*log)[fread(*log, 1, 65535, f)] = '\0';
+		fclose(f);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* r[shm.file.create]: every byte of the segment is allocated at creation,
+ * not on first touch (a sparse file SIGBUSes its user when tmpfs fills) */
+START_TEST(test_segment_space_reserved)
+{
+	struct stat st;
+
+	ck_assert(hub_start(&hub, NULL, NULL) == 0);
+	ck_assert_int_eq(stat(hub.segment, &st), 0);
+	ck_assert_msg((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size,
+		      "segment of %lld bytes has only %lld allocated: %s", (long long)st.st_size,
+		      (long long)st.st_blocks * 512, hub_log(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A /dev/shm too small for the segment: hubd refuses to start, says how
+ * much it needs and has, and leaves nothing behind. */
+START_TEST(test_too_little_shm_refused)
+{
+	const char *dir = path_in_run("shm"), *seg = path_in_run("shm/hub");
+	char keys[512], lock[512], *log;
+
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	ck_assert_msg(mount("tmpfs", dir, "tmpfs", 0, "size=16m") == 0, "mount: %s",
+		      strerror(errno));
+	/* the default segment is 34.5 MiB */
+	snprintf(keys, sizeof(keys), "segment = %s\n", seg);
+	ck_assert_msg(hub_start(&hub, keys, NULL) != 0, "hubd started on a 16 MiB tmpfs");
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "segment needs 34.5 MiB") != NULL &&
+		      strstr(log, "has 16.0 MiB free") != NULL, "log: %s", log);
+	free(log);
+	snprintf(lock, sizeof(lock), "%s.lock", seg);
+	ck_assert_msg(!exists(seg) && !exists(lock), "segment or lock left in %s", dir);
+	ck_assert_msg(!exists(hub.sock), "socket %s left behind", hub.sock);
+	/* with room, the same hub starts (and the test's mount goes at teardown) */
+	umount2(dir, MNT_DETACH);
+	ck_assert_int_eq(mount("tmpfs", dir, "tmpfs", 0, "size=64m"), 0);
+	ck_assert_msg(hub_start(&hub, keys, NULL) == 0, "hubd: %s", hub_log(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert(!exists(seg) && !exists(lock));
+}
+END_TEST
+
+/* A second hubd on another segment but the same control socket fails to
+ * start, removes its own segment and lock, and leaves the first alone. */
+START_TEST(test_failed_start_removes_what_it_made)
+{
+	char keys[512], lock[600], *out = NULL, *log;
+	const char *seg = path_in_run("second");
+	int rc;
+
+	ck_assert(hub_start(&hub, NULL, NULL) == 0);
+	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", seg, hub.sock);
+	rc = run_hubd(keys, &log);
+	ck_assert_msg(rc == 1 && strstr(log, "in use") != NULL, "exit %d, log: %s", rc, log);
+	free(log);
+	snprintf(lock, sizeof(lock), "%s.lock", seg);
+	ck_assert_msg(!exists(seg) && !exists(lock), "second hubd left %s or its lock", seg);
+	/* the first one's socket still answers */
+	ck_assert_int_eq(hubctl(&hub, &out, "status", (char *)NULL), 0);
+	free(out);
+	ck_assert(exists(hub.segment));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* r[shm.file.cleanup] removes a dead hub's segment, and nothing else: a
+ * file at the segment's or the lock's path that is not hub's is refused. */
+START_TEST(test_foreign_files_kept)
+{
+	const char *seg = path_in_run("precious"), *lock = path_in_run("precious2.lock");
+	char keys[512], *log;
+	int rc;
+
+	write_file(seg, "my thesis\n");
+	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", seg, path_in_run("f.sock"));
+	rc = run_hubd(keys, &log);
+	ck_assert_msg(rc == 1 && strstr(log, "is not a hub segment") != NULL,
+		      "exit %d, log: %s", rc, log);
+	free(log);
+	ck_assert_msg(file_is(seg, "my thesis\n"), "the file was changed");
+	/* a lock path holding something else than a pid */
+	write_file(lock, "my notes\n");
+	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", path_in_run("precious2"),
+		 path_in_run("f.sock"));
+	rc = run_hubd(keys, &log);
+	ck_assert_msg(rc == 1 && strstr(log, "is not a hubd lock file") != NULL,
+		      "exit %d, log: %s", rc, log);
+	free(log);
+	ck_assert_msg(file_is(lock, "my notes\n"), "the lock path's file was changed");
+	ck_assert(!exists(path_in_run("precious2")));
+}
+END_TEST
+
+/* attach_timeout = 0 would kill every guest: hubd -n refuses it */
+START_TEST(test_zero_attach_timeout_refused)
+{
+	const char *conf = path_in_run("zero.conf");
+	int status;
+	pid_t pid;
+
+	write_file(conf, "[hub]\nattach_timeout = 0\n");
+	if ((pid = fork()) == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 2);
+		execl(bin("hubd"), "hubd", "-n", "-f", conf, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+		      "hubd -n: status %d", status);
+}
+END_TEST
+
+Suite *suite_startup(void);
+Suite *
+suite_startup(void)
+{
+	Suite *s = suite_create("startup");
+	TCase *tc = tcase_create("startup");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_segment_space_reserved);
+	tcase_add_test(tc, test_too_little_shm_refused);
+	tcase_add_test(tc, test_failed_start_removes_what_it_made);
+	tcase_add_test(tc, test_foreign_files_kept);
+	tcase_add_test(tc, test_zero_attach_timeout_refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
