@@ -1,6 +1,7 @@
 /* libguest: attach from the spawn ticket, serve the rings, call out,
  * stream over channels, keep the heartbeat (guest.h). */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/uio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #define EXPORT		__attribute__((visibility("default")))
 #define ATTACH_RETRY_MS	1000	/* a segment still being created */
 #define BATCH		64	/* messages served before flushing */
+#define TICK_MAX	64	/* messages per clock read at most (heartbeat) */
 
 struct method {
 	uint64_t	id;
@@ -76,8 +78,17 @@ struct guest {
 	uint32_t		chan_cursor;
 	int			stop;
 	int			dead;		/* 0, or why the loop must end */
-	uint32_t		serves;		/* rounds served, for the heartbeat */
+	uint32_t		ticks;		/* messages until the next clock read */
+	uint32_t		tick_every;	/* messages per clock read, 1..TICK_MAX */
+	uint64_t		last_clock;	/* the last clock read */
 	struct guest_stats	stats;
+};
+
+/* A caller's timeout, made a point in time at its first wait: a send or
+ * call that never has to wait reads no clock. */
+struct timeout {
+	int		ms;		/* -1: forever */
+	uint64_t	at;		/* 0 until the first wait */
 };
 
 static uint64_t
@@ -99,6 +110,93 @@ heartbeat(struct guest *g, uint64_t now)
 	 * only compares it with its own clock. */
 	hp_store_relaxed_u64(&g->view.entry->last_heartbeat, now);
 	g->next_hb = now + g->hb_interval / 2;
+}
+
+/* Reads the clock and beats if a beat is due. Every clock read goes
+ * through here, so the count of messages to the next one starts over. */
+static uint64_t
+clock_beat(struct guest *g)
+{
+	uint64_t now = now_ns();
+
+	g->last_clock = now;
+	g->ticks = g->tick_every;
+	heartbeat(g, now);
+	return now;
+}
+
+/* The clock read that keeps the heartbeat going while messages flow and
+ * nothing waits: once per tick_every messages sent or received. A clock
+ * read costs a good part of a round trip, so a fast stream reads it every
+ * TICK_MAX messages; tick_every halves while the reads come further apart
+ * than an eighth of the interval (slow handlers, big copies) and doubles
+ * back while they come close together. */
+static void
+tick_slow(struct guest *g)
+{
+	uint64_t prev = g->last_clock, dt;
+
+	if (g->hb_interval == 0) {
+		g->ticks = TICK_MAX;
+		return;
+	}
+	dt = clock_beat(g) - prev;
+	if (dt > g->hb_interval / 8) {
+		while (dt > g->hb_interval / 8 && g->tick_every > 1) {
+			g->tick_every /= 2;
+			dt /= 2;
+		}
+	} else if (dt < g->hb_interval / 64 && g->tick_every < TICK_MAX) {
+		g->tick_every *= 2;
+	}
+	g->ticks = g->tick_every;
+}
+
+/* One message sent or received: no clock read on the fast path. */
+static inline void
+tick(struct guest *g)
+{
+	if (--g->ticks == 0)
+		tick_slow(g);
+}
+
+/* Milliseconds from now to at, rounded up. */
+static int
+ms_until(uint64_t at, uint64_t now)
+{
+	uint64_t ms;
+
+	if (at == UINT64_MAX)
+		return -1;
+	if (at <= now)
+		return 0;
+	ms = (at - now + 999999) / 1000000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* hp_endpoint_wait in rounds that end at the next heartbeat due time,
+ * beating between them (r[shm.crash.heartbeat]): a guest waiting on the
+ * hub is alive, whatever it waits for and however long. 1 ready, 0 when
+ * t ran out, or ready()'s or the wait's error. */
+static int
+wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
+	     struct timeout *t)
+{
+	uint64_t now = clock_beat(g), until;
+	int rc;
+
+	if (t->at == 0)
+		t->at = t->ms < 0 ? UINT64_MAX : now + (uint64_t)t->ms * 1000000u;
+	for (;;) {
+		until = t->at;
+		if (g->hb_interval != 0 && g->next_hb < until)
+			until = g->next_hb;
+		rc = hp_endpoint_wait(&g->ep, waits, ready, arg, ms_until(until, now));
+		if (rc != 0)
+			return rc;
+		if ((now = clock_beat(g)) >= t->at)
+			return 0;
+	}
 }
 
 EXPORT int
@@ -148,7 +246,8 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	/* r[shm.crash.epoch] r[shm.guest.attach]: a new instance */
 	hp_fetch_add_u32(&g->view.entry->epoch, 1, memory_order_release);
 	g->hb_interval = g->seg.params.heartbeat_interval;
-	heartbeat(g, now_ns());
+	g->tick_every = TICK_MAX;
+	clock_beat(g);
 	g->out_cap = 64;
 	g->next_req = 1;
 	g->chan_cursor = 0;
@@ -204,17 +303,19 @@ tx_ready(void *arg)
 	return hp_endpoint_tx_ready(&g->ep);
 }
 
-/* Waits until a send of any size can be attempted again. */
+/* Waits until a send of any size can be attempted again, up to t (NULL:
+ * as long as it takes). */
 static int
-wait_tx(struct guest *g, int timeout_ms)
+wait_tx(struct guest *g, struct timeout *t)
 {
+	struct timeout forever = { -1, 0 };
 	int rc;
 
 	g->stats.ring_waits++;
 	if (hp_endpoint_flush(&g->ep) == -EPROTO)
 		return -EPROTO;
-	rc = hp_endpoint_wait(&g->ep, HP_WAIT_RING_SPACE | HP_WAIT_SLOT, tx_ready,
-			      g, timeout_ms);
+	rc = wait_beating(g, HP_WAIT_RING_SPACE | HP_WAIT_SLOT, tx_ready, g,
+			  t != NULL ? t : &forever);
 	if (rc == 0)
 		return -ETIMEDOUT;
 	if (rc == -ESHUTDOWN || rc == -EPIPE)
@@ -223,10 +324,11 @@ wait_tx(struct guest *g, int timeout_ms)
 }
 
 /* Sends head (a prefix such as a response envelope) + body as one message,
- * waiting for room as long as it takes. */
+ * waiting for room up to t (NULL: as long as it takes). */
 static int
 send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
-	 const void *head, size_t hlen, const void *body, size_t blen, int flags)
+	 const void *head, size_t hlen, const void *body, size_t blen, int flags,
+	 struct timeout *t)
 {
 	struct hp_outbuf ob;
 	size_t len = hlen + blen;
@@ -237,7 +339,7 @@ send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
 	if (len > g->seg.params.max_payload_size)
 		return -EMSGSIZE;
 	while ((rc = hp_endpoint_reserve(&g->ep, (uint32_t)len, &ob)) == -EAGAIN)
-		if ((rc = wait_tx(g, -1)) != 0)
+		if ((rc = wait_tx(g, t)) != 0)
 			return rc;
 	if (rc != 0)
 		return rc;
@@ -245,6 +347,8 @@ send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
 		memcpy(ob.buf, head, hlen);
 	if (blen > 0)
 		memcpy(ob.buf + hlen, body, blen);
+	/* a handler may send for long without returning to the loop */
+	tick(g);
 	return hp_endpoint_commit(&g->ep, &ob, type, id, method, (uint32_t)len, flags);
 }
 
@@ -304,9 +408,10 @@ out_remove(struct guest *g, struct out_call *c)
 	}
 }
 
-EXPORT int
-guest_call_async(struct guest *g, const char *method, const void *args,
-		 size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id)
+/* guest_call_async, waiting for room to send up to t. */
+static int
+call_start(struct guest *g, const char *method, const void *args, size_t len,
+	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t)
 {
 	static const uint8_t no_meta[1] = { 0 };	/* empty metadata Vec */
 	struct out_call *c;
@@ -322,7 +427,7 @@ guest_call_async(struct guest *g, const char *method, const void *args,
 		id = g->next_req++;
 	} while (id == 0 || out_find(g, id) != NULL);
 	rc = send_msg(g, HP_MSG_REQUEST, id, hp_method_id(method, strlen(method)),
-		      no_meta, sizeof(no_meta), args, len, 0);
+		      no_meta, sizeof(no_meta), args, len, 0, t);
 	if (rc != 0)
 		return rc;
 	for (uint32_t i = id & (g->out_cap - 1);; i = (i + 1) & (g->out_cap - 1)) {
@@ -342,11 +447,18 @@ guest_call_async(struct guest *g, const char *method, const void *args,
 }
 
 EXPORT int
+guest_call_async(struct guest *g, const char *method, const void *args,
+		 size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id)
+{
+	return call_start(g, method, args, len, fn, ctx, call_id, NULL);
+}
+
+EXPORT int
 guest_cancel(struct guest *g, uint32_t call_id)
 {
 	if (out_find(g, call_id) == NULL)
 		return -ENOENT;
-	return send_msg(g, HP_MSG_CANCEL, call_id, 0, NULL, 0, NULL, 0, 0);
+	return send_msg(g, HP_MSG_CANCEL, call_id, 0, NULL, 0, NULL, 0, 0, NULL);
 }
 
 static int
@@ -391,39 +503,31 @@ sync_done(void *ctx, int status, const uint8_t *result, size_t len)
 }
 
 static int serve(struct guest *g, int *did);
-static int wait_rx(struct guest *g, int timeout_ms);
+static int wait_rx(struct guest *g, struct timeout *t);
 
 EXPORT int
 guest_call(struct guest *g, const char *method, const void *args, size_t len,
 	   void *result, size_t cap, size_t *result_len, int timeout_ms)
 {
 	struct sync_call s = { .buf = result, .cap = cap, .len = result_len };
-	uint64_t deadline = 0;
+	/* one timeout for sending and waiting; the clock from the first
+	 * wait on: a quick answer needs none */
+	struct timeout t = { timeout_ms, 0 };
 	uint32_t id;
 	int rc, did;
 
-	if ((rc = guest_call_async(g, method, args, len, sync_done, &s, &id)) != 0)
+	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t)) != 0)
 		return rc;
 	while (!s.done) {
-		uint64_t now;
-
 		if ((rc = serve(g, &did)) < 0)
 			break;
 		if (s.done || did)
 			continue;
-		/* the clock from the first wait on: a quick answer needs none */
-		now = now_ns();
-		if (deadline == 0)
-			deadline = timeout_ms < 0 ? UINT64_MAX :
-			    now + (uint64_t)timeout_ms * 1000000u;
-		if (now >= deadline) {
-			rc = -ETIMEDOUT;
+		if ((rc = wait_rx(g, &t)) <= 0) {
+			if (rc == 0)
+				rc = -ETIMEDOUT;
 			break;
 		}
-		rc = wait_rx(g, deadline == UINT64_MAX ? -1 :
-			     (int)((deadline - now + 999999) / 1000000));
-		if (rc < 0)
-			break;
 	}
 	if (s.done)
 		return s.status;
@@ -457,7 +561,7 @@ respond(struct guest_call *c, const struct hp_response *r)
 		rc = (int)n;
 	else
 		rc = send_msg(g, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
-			      r->value, r->value_len, 0);
+			      r->value, r->value_len, 0, NULL);
 	if (rc == -EMSGSIZE) {
 		/* The caller must get an answer: a short error instead. */
 		static const char msg[] = "result over max_payload_size";
@@ -470,7 +574,7 @@ respond(struct guest_call *c, const struct hp_response *r)
 		/* envelope alone, the error string follows it */
 		if ((n = hp_msg_encode_response(head, sizeof(head), &tb)) > 0)
 			send_msg(g, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
-				 err, e.len, 0);
+				 err, e.len, 0, NULL);
 	}
 	for (struct guest_call **pp = &g->active; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == c) {
@@ -655,7 +759,7 @@ credit_ready(void *arg)
  * grant), then the message, staged when more follow. */
 static int
 chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
-	      int timeout_ms, int flags)
+	      struct timeout *t, int flags)
 {
 	struct credit_wait w = { g, chan, len };
 	int rc;
@@ -667,8 +771,7 @@ chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
 		/* what we staged must reach the receiver for it to grant */
 		if (hp_endpoint_flush(&g->ep) == -EPROTO)
 			return -EPROTO;
-		rc = hp_endpoint_wait(&g->ep, HP_WAIT_CREDIT, credit_ready, &w,
-				      timeout_ms);
+		rc = wait_beating(g, HP_WAIT_CREDIT, credit_ready, &w, t);
 		if (rc == 0)
 			return -ETIMEDOUT;
 	}
@@ -677,7 +780,7 @@ chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
 			g->dead = rc;
 		return rc;
 	}
-	if ((rc = send_msg(g, HP_MSG_DATA, chan, 0, item, len, NULL, 0, flags)) != 0)
+	if ((rc = send_msg(g, HP_MSG_DATA, chan, 0, item, len, NULL, 0, flags, t)) != 0)
 		return rc;
 	g->tx[chan].sent_total += (uint32_t)len;
 	return 0;
@@ -687,6 +790,7 @@ EXPORT int
 guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 		      int n, int timeout_ms)
 {
+	struct timeout t = { timeout_ms, 0 };	/* for the whole batch */
 	int rc = 0, i;
 
 	/* r[shm.id.channel-parity]: we send on ids the host gave us (even)
@@ -701,10 +805,10 @@ guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 	}
 	/* one publication for the lot (r[shm.ordering.ring-publish]) */
 	for (i = 0; i < n && rc == 0; i++)
-		rc = chan_send_one(g, chan, items[i].iov_base, items[i].iov_len, timeout_ms,
+		rc = chan_send_one(g, chan, items[i].iov_base, items[i].iov_len, &t,
 				   i + 1 < n ? HP_SEND_MORE : 0);
 	while (rc == 0 && (rc = hp_endpoint_flush(&g->ep)) == -EAGAIN)
-		rc = wait_tx(g, timeout_ms);
+		rc = wait_tx(g, &t);
 	return rc < 0 ? rc : 0;
 }
 
@@ -724,7 +828,7 @@ chan_end(struct guest *g, uint32_t chan, uint8_t type)
 
 	if (chan == 0 || chan >= g->seg.params.max_channels || !g->tx[chan].open)
 		return -ENOTCONN;
-	rc = send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0);
+	rc = send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0, NULL);
 	g->tx[chan].open = 0;
 	return rc;
 }
@@ -839,10 +943,6 @@ serve(struct guest *g, int *did)
 	int rc = 0, n;
 
 	*did = 0;
-	/* a clock read costs a good part of a round trip: a busy guest
-	 * looks at it every 64 rounds, an idle one in wait_rx */
-	if ((++g->serves & 63) == 0)
-		heartbeat(g, now_ns());
 	if (g->dead)
 		return g->dead;
 	/* r[shm.goodbye.host]: detach when the host says goodbye */
@@ -858,6 +958,8 @@ serve(struct guest *g, int *did)
 		*did = 1;
 		rc = dispatch(g, &m);
 		hp_endpoint_release(&g->ep, &m);
+		/* a busy guest beats here, an idle one in wait_rx */
+		tick(g);
 		if (rc != 0)
 			return g->dead = rc;
 	}
@@ -888,20 +990,16 @@ guest_service_timeout_ms(const struct guest *g)
 	return g->next_hb <= now ? 0 : (int)((g->next_hb - now + 999999) / 1000000);
 }
 
+/* Waits for traffic up to t: 1 there is some, 0 t ran out, or -EPIPE. */
 static int
-wait_rx(struct guest *g, int timeout_ms)
+wait_rx(struct guest *g, struct timeout *t)
 {
-	int hb, rc;
+	int rc;
 
-	heartbeat(g, now_ns());		/* due or not, before we may sleep */
-	hb = guest_service_timeout_ms(g);
-
-	if (hb >= 0 && (timeout_ms < 0 || hb < timeout_ms))
-		timeout_ms = hb;
-	rc = hp_endpoint_wait(&g->ep, HP_WAIT_RING_DATA, rx_ready, g, timeout_ms);
+	rc = wait_beating(g, HP_WAIT_RING_DATA, rx_ready, g, t);
 	if (rc == -EPIPE)
 		g->dead = -EPIPE;
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 EXPORT int
@@ -911,7 +1009,7 @@ guest_service(struct guest *g)
 
 	if ((rc = hp_doorbell_drain(g->doorbell)) == -EPIPE)
 		return g->dead = -EPIPE;
-	heartbeat(g, now_ns());		/* its loop calls us when one is due */
+	clock_beat(g);			/* its loop calls us when one is due */
 	do {
 		if ((rc = serve(g, &did)) != 0)
 			return rc;
@@ -922,11 +1020,12 @@ guest_service(struct guest *g)
 EXPORT int
 guest_service_wait(struct guest *g, int timeout_ms)
 {
+	struct timeout t = { timeout_ms, 0 };
 	int did, rc;
 
 	if ((rc = serve(g, &did)) != 0 || did)
 		return rc;
-	if ((rc = wait_rx(g, timeout_ms)) != 0)
+	if ((rc = wait_rx(g, &t)) < 0)
 		return rc;
 	return serve(g, &did);
 }
@@ -943,9 +1042,11 @@ guest_run(struct guest *g)
 	int did, rc;
 
 	while (!g->stop) {
+		struct timeout forever = { -1, 0 };
+
 		if ((rc = serve(g, &did)) != 0)
 			return rc == -ESHUTDOWN ? 0 : rc;
-		if (!did && (rc = wait_rx(g, -1)) != 0)
+		if (!did && (rc = wait_rx(g, &forever)) < 0)
 			return rc;
 	}
 	return 0;

@@ -18,7 +18,15 @@
  *
  * Every function returns 0 (or a count) on success and -errno on failure;
  * nothing prints or exits. One thread drives a guest: handlers, callbacks
- * and calls all run on the thread that runs the loop. */
+ * and calls all run on the thread that runs the loop.
+ *
+ * The heartbeat (a hub's heartbeat_interval: a guest silent for two
+ * intervals is ended as hung) is kept by libguest: by the service loop, by
+ * every libguest call that waits (for an answer, for credit, for ring
+ * space or a slot: each wait beats at least every half interval, however
+ * long it lasts) and by sends and received messages (a clock read every few
+ * messages, not per message). A handler that computes for longer than the
+ * interval without calling libguest must call guest_service() now and then. */
 #ifndef GUEST_H
 #define GUEST_H
 
@@ -79,16 +87,18 @@ int guest_call_async(struct guest *g, const char *method, const void *args,
 /* Sends Cancel for a call in flight (advisory). */
 int guest_cancel(struct guest *g, uint32_t call_id);
 
-/* Calls and waits up to timeout_ms (-1: forever), serving other traffic
- * meanwhile. The result (or error string) is copied to result[0..cap) and
- * its length stored in *result_len. */
+/* Calls and waits up to timeout_ms (-1: forever) in all, for room to send
+ * and for the answer, serving other traffic meanwhile. The result (or
+ * error string) is copied to result[0..cap) and its length stored in
+ * *result_len. */
 int guest_call(struct guest *g, const char *method, const void *args,
 	       size_t len, void *result, size_t cap, size_t *result_len,
 	       int timeout_ms);
 
 /* Channels (r[shm.flow.*]). A sender sends items on a channel id it was
  * given (e.g. as a chan<T> argument) or opened; it blocks while the
- * receiver's credit is used up, up to timeout_ms. */
+ * receiver's credit is used up, or the ring is full, up to timeout_ms for
+ * the whole call (-ETIMEDOUT). */
 int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
 		    size_t len, int timeout_ms);
 /* The same for n items, published together (one head store and at most
@@ -124,7 +134,8 @@ int guest_service_wait(struct guest *g, int timeout_ms);
 
 /* For plugins with their own event loop: poll this fd for POLLIN, then
  * call guest_service, which does what is ready without blocking; call it
- * also at least every guest_service_timeout_ms() (heartbeat). */
+ * also at least every guest_service_timeout_ms() (heartbeat), and from a
+ * handler that computes for longer than the heartbeat interval. */
 int guest_fd(const struct guest *g);
 int guest_service(struct guest *g);
 int guest_service_timeout_ms(const struct guest *g);

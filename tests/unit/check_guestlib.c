@@ -1,20 +1,31 @@
 /* libguest against a hub it cannot trust: a corrupt segment or a host that
- * breaks the protocol gives the guest an error, never a crash. The test
- * plays the host itself, in process, on a real segment. */
+ * breaks the protocol gives the guest an error, never a crash. And what it
+ * owes the host: a heartbeat while it waits. The test plays the host
+ * itself, in process, on a real segment. */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guest.h"
+#include "proto/channel.h"
 #include "proto/doorbell.h"
+#include "proto/endpoint.h"
+#include "proto/method.h"
+#include "proto/msg.h"
+#include "proto/postcard.h"
 #include "proto/ring.h"
 #include "proto/segment.h"
+#include "proto/services.h"
 
 static char path[64];
 static struct hp_segment seg;
 static int bell[2];
+static uint64_t heartbeat_ns;	/* the next attach()'s heartbeat_interval */
 
 static void
 name_files(void)
@@ -41,7 +52,7 @@ attach(struct guest **g, const char **why)
 	p.slot_size = 256;
 	p.slots_per_guest = 4;
 	p.max_payload_size = 252;
-	p.heartbeat_interval = 0;
+	p.heartbeat_interval = heartbeat_ns;
 	ck_assert_int_eq(hp_segment_create(&seg, path, &p, 0600, why), 0);
 	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
 	hp_store_release_u32(&hp_segment_peer(&seg, 1)->state, HP_PEER_RESERVED);
@@ -62,6 +73,19 @@ cleanup(struct guest *g)
 		close(bell[1]);
 	close(bell[0]);
 	hp_segment_close(&seg);
+}
+
+/* -- the host's end, for the tests that talk to the guest ---------------- */
+
+static struct hp_endpoint host;
+static struct hp_peer_view hview;
+
+static void
+host_init(void)
+{
+	hp_peer_view_host(&seg, 1, &hview);
+	ck_assert_int_eq(hp_endpoint_init_host(&host, &seg, &hview, bell[0],
+			 hp_load_acquire_u32(&hview.entry->guest_features)), 0);
 }
 
 /* r[shm.spawn.guest-init] r[shm.guest.attach] */
@@ -184,6 +208,115 @@ START_TEST(test_host_death_ends_the_loop)
 }
 END_TEST
 
+/* -- heartbeat ----------------------------------------------------------- */
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Samples last_heartbeat as the host would, until told to stop: the
+ * largest staleness seen (host_now - last_heartbeat). */
+struct watcher {
+	pthread_t	th;
+	atomic_int	stop;
+	uint64_t	worst;
+};
+
+static void *
+watch(void *arg)
+{
+	struct watcher *w = arg;
+	struct hp_peer_entry *e = hp_segment_peer(&seg, 1);
+
+	while (!atomic_load(&w->stop)) {
+		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat), now = mono_ns();
+
+		if (now > beat && now - beat > w->worst)
+			w->worst = now - beat;
+		usleep(2000);
+	}
+	return NULL;
+}
+
+#define HB_INTERVAL	(200 * 1000000ull)	/* scheduling noise cannot fail it */
+#define HB_WAIT_MS	1000			/* five intervals */
+
+/* A guest attached with a 200 ms heartbeat, the host's end, channel 2
+ * opened by the host for the guest to send on, and the watcher running. */
+static struct guest *
+hb_setup(struct watcher *w)
+{
+	struct guest *g;
+	const char *why = NULL;
+
+	heartbeat_ns = HB_INTERVAL;
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	heartbeat_ns = 0;
+	host_init();
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
+	w->worst = 0;
+	atomic_store(&w->stop, 0);
+	ck_assert_int_eq(pthread_create(&w->th, NULL, watch, w), 0);
+	return g;
+}
+
+static void
+hb_check(struct watcher *w)
+{
+	atomic_store(&w->stop, 1);
+	pthread_join(w->th, NULL);
+	/* r[shm.crash.heartbeat]: the host ends a guest stale by 2 intervals */
+	ck_assert_msg(w->worst < 2 * HB_INTERVAL,
+		      "heartbeat stale by %llu ms while waiting (interval %llu ms)",
+		      (unsigned long long)(w->worst / 1000000),
+		      (unsigned long long)(HB_INTERVAL / 1000000));
+}
+
+/* r[shm.crash.heartbeat] r[shm.flow.zero-credit]: a guest waiting for
+ * credit for five intervals beats all along, and its timeout holds. */
+START_TEST(test_heartbeat_while_waiting_for_credit)
+{
+	struct guest_stats st;
+	struct watcher w;
+	struct guest *g = hb_setup(&w);
+	uint8_t item[8] = { 0 };
+
+	/* the receiver's credit is used up */
+	hp_store_release_u32(&hview.chans[2].granted_total, 0);
+	ck_assert_int_eq(guest_chan_send(g, 2, item, sizeof(item), HB_WAIT_MS), -ETIMEDOUT);
+	hb_check(&w);
+	guest_get_stats(g, &st);
+	ck_assert_uint_eq(st.credit_waits, 1);
+	cleanup(g);
+}
+END_TEST
+
+/* r[shm.crash.heartbeat]: a guest waiting for ring space (the host does
+ * not consume) beats all along, and the send's timeout holds. */
+START_TEST(test_heartbeat_while_waiting_for_ring_space)
+{
+	struct guest_stats st;
+	struct watcher w;
+	struct guest *g = hb_setup(&w);
+	uint8_t item[8] = { 0 };
+	int rc, sent = 0;
+
+	while ((rc = guest_chan_send(g, 2, item, sizeof(item), HB_WAIT_MS)) == 0)
+		sent++;
+	ck_assert_msg(rc == -ETIMEDOUT, "send %d: %d", sent, rc);
+	ck_assert_int_eq(sent, (int)seg.params.ring_size - 1);
+	hb_check(&w);
+	guest_get_stats(g, &st);
+	ck_assert_uint_ge(st.ring_waits, 1);
+	cleanup(g);
+}
+END_TEST
+
 Suite *suite_guestlib(void);
 Suite *
 suite_guestlib(void)
@@ -199,6 +332,14 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_hostile_indices);
 	tcase_add_test(tc, test_host_goodbye_ends_the_loop);
 	tcase_add_test(tc, test_host_death_ends_the_loop);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("owed");
+	tcase_add_unchecked_fixture(tc, name_files, remove_files);
+	tcase_add_checked_fixture(tc, NULL, remove_files);
+	tcase_set_timeout(tc, 15);
+	tcase_add_test(tc, test_heartbeat_while_waiting_for_credit);
+	tcase_add_test(tc, test_heartbeat_while_waiting_for_ring_space);
 	suite_add_tcase(s, tc);
 	return s;
 }
