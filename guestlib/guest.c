@@ -25,6 +25,8 @@
 #define ATTACH_RETRY_MS	1000	/* a segment still being created */
 #define BATCH		64	/* messages served before flushing */
 #define TICK_MAX	64	/* messages per clock read at most (heartbeat) */
+#define GOODBYE_MAX	255	/* bytes of the hub's Goodbye reason kept */
+#define UNDECODABLE	"(undecodable goodbye)"
 
 struct method {
 	uint64_t	id;
@@ -81,6 +83,8 @@ struct guest {
 	uint32_t		ticks;		/* messages until the next clock read */
 	uint32_t		tick_every;	/* messages per clock read, 1..TICK_MAX */
 	uint64_t		last_clock;	/* the last clock read */
+	int			ended_by_hub;	/* a Goodbye came: goodbye is set */
+	char			goodbye[GOODBYE_MAX + 1];
 	struct guest_stats	stats;
 };
 
@@ -716,6 +720,56 @@ on_response(struct guest *g, struct hp_msg_in *m)
 	return 0;
 }
 
+/* Fails every call in flight with status (the loop has ended for good:
+ * nothing new can start). */
+static void
+out_fail_all(struct guest *g, int status)
+{
+	for (uint32_t i = 0; i < g->out_cap; i++) {
+		struct out_call c = g->out[i];
+
+		if (c.id == 0)
+			continue;
+		/* cleared in place: the table ends up empty, never probed half
+		 * way through a cluster by anything that could still succeed */
+		g->out[i].id = 0;
+		g->out_count--;
+		c.fn(c.ctx, status, NULL, 0);
+	}
+}
+
+/* r[shm.goodbye.payload]: the host ended us and says why (the rule we
+ * broke). Kept for guest_goodbye_reason; the loop ends with -ECONNABORTED
+ * and so does every call in flight. */
+static int
+on_goodbye(struct guest *g, struct hp_msg_in *m)
+{
+	const char *why;
+	size_t n;
+
+	if (hp_msg_decode_goodbye(m->payload, m->len, &why, &n) != 0) {
+		why = UNDECODABLE;
+		n = strlen(why);
+	}
+	if (n > GOODBYE_MAX) {
+		n = GOODBYE_MAX;
+		while (n > 0 && ((uint8_t)why[n] & 0xC0) == 0x80)
+			n--;		/* whole UTF-8 sequences only */
+	}
+	memcpy(g->goodbye, why, n);
+	g->goodbye[n] = '\0';
+	g->ended_by_hub = 1;
+	g->dead = -ECONNABORTED;
+	out_fail_all(g, -ECONNABORTED);
+	return -ECONNABORTED;
+}
+
+EXPORT const char *
+guest_goodbye_reason(const struct guest *g)
+{
+	return g->ended_by_hub ? g->goodbye : NULL;
+}
+
 static void
 on_cancel(struct guest *g, uint32_t id)
 {
@@ -929,7 +983,7 @@ dispatch(struct guest *g, struct hp_msg_in *m)
 	case HP_MSG_DATA:	return on_data(g, m);
 	case HP_MSG_CLOSE:
 	case HP_MSG_RESET:	return on_chan_end(g, m);
-	case HP_MSG_GOODBYE:	return -ECONNABORTED;	/* the host ended us */
+	case HP_MSG_GOODBYE:	return on_goodbye(g, m);	/* the host ended us */
 	default:		return -EPROTO;
 	}
 }

@@ -26,7 +26,11 @@
  * space or a slot: each wait beats at least every half interval, however
  * long it lasts) and by sends and received messages (a clock read every few
  * messages, not per message). A handler that computes for longer than the
- * interval without calling libguest must call guest_service() now and then. */
+ * interval without calling libguest must call guest_service() now and then.
+ *
+ * When the hub ends the guest for breaking a rule it says why in a Goodbye:
+ * the loop and every call and send then fail with -ECONNABORTED (calls in
+ * flight too), and guest_goodbye_reason() tells the rule. */
 #ifndef GUEST_H
 #define GUEST_H
 
@@ -74,8 +78,9 @@ struct guest *guest_call_guest(const struct guest_call *c);
 
 /* Outcome of a call: 0 Ok; -EREMOTEIO Err(User) (result holds the error
  * string); -ENOSYS unknown method; -EBADMSG invalid payload; -ECANCELED
- * cancelled; -ETIMEDOUT; -EPIPE the hub is gone; -EMSGSIZE result too big
- * for the buffer. */
+ * cancelled; -ETIMEDOUT; -EPIPE the hub is gone; -ECONNABORTED the hub
+ * ended this guest (guest_goodbye_reason); -EMSGSIZE result too big for
+ * the buffer. */
 typedef void (*guest_result_fn)(void *ctx, int status, const uint8_t *result,
 				size_t len);
 
@@ -98,7 +103,8 @@ int guest_call(struct guest *g, const char *method, const void *args,
 /* Channels (r[shm.flow.*]). A sender sends items on a channel id it was
  * given (e.g. as a chan<T> argument) or opened; it blocks while the
  * receiver's credit is used up, or the ring is full, up to timeout_ms for
- * the whole call (-ETIMEDOUT). */
+ * the whole call (-ETIMEDOUT). Sends fail with -ECONNABORTED once
+ * the hub ended the guest, -EPIPE once the hub is gone. */
 int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
 		    size_t len, int timeout_ms);
 /* The same for n items, published together (one head store and at most
@@ -123,19 +129,30 @@ int64_t guest_chan_open(struct guest *g, guest_item_fn on_item,
 
 /* The service loop: returns 0 after guest_stop or when the host said
  * goodbye (r[shm.goodbye.host]), -EPIPE if the hub died, -EPROTO if the
- * host broke the protocol. */
+ * host broke the protocol, -ECONNABORTED if the hub ended this guest with
+ * a Goodbye (r[shm.goodbye.payload]: see guest_goodbye_reason). */
 int guest_run(struct guest *g);
 void guest_stop(struct guest *g);
 
+/* The reason the hub gave when it ended this guest (the spec rule it
+ * broke, e.g. "shm.desc.msg-type"), "(undecodable goodbye)" if the Goodbye
+ * did not decode, NULL if the hub did not end it. Valid until
+ * guest_detach. A guest should print it, e.g.
+ *	if (rc == -ECONNABORTED)
+ *		fprintf(stderr, "echo: hub ended me: %s\n", guest_goodbye_reason(g)); */
+const char *guest_goodbye_reason(const struct guest *g);
+
 /* Waits up to timeout_ms for traffic and serves what arrived: for a
  * handler or callback that waits for something (an answer, a Cancel)
- * while the guest keeps serving. 0, or the loop's error. */
+ * while the guest keeps serving. 0, or the loop's error (as guest_run,
+ * -ECONNABORTED included). */
 int guest_service_wait(struct guest *g, int timeout_ms);
 
 /* For plugins with their own event loop: poll this fd for POLLIN, then
  * call guest_service, which does what is ready without blocking; call it
  * also at least every guest_service_timeout_ms() (heartbeat), and from a
- * handler that computes for longer than the heartbeat interval. */
+ * handler that computes for longer than the heartbeat interval. 0, or the
+ * loop's error (as guest_run, -ECONNABORTED included). */
 int guest_fd(const struct guest *g);
 int guest_service(struct guest *g);
 int guest_service_timeout_ms(const struct guest *g);

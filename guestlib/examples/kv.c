@@ -1,6 +1,8 @@
 /* kv: an in-memory key-value store. kv.put KEY VALUE, kv.get KEY,
  * kv.delete KEY, kv.list (the keys, one per line). */
 #include <err.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +155,8 @@ main(int argc, char *argv[])
 	    guest_register(g, "kv.list", "->str", list, NULL) != 0)
 		errx(1, "cannot register methods");
 	rc = guest_run(g);
+	if (rc == -ECONNABORTED)	/* the hub ended us for breaking a rule */
+		fprintf(stderr, "kv: hub ended me: %s\n", guest_goodbye_reason(g));
 	guest_detach(g);
 	return rc == 0 ? 0 : 1;
 }

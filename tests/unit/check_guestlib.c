@@ -1,7 +1,7 @@
 /* libguest against a hub it cannot trust: a corrupt segment or a host that
  * breaks the protocol gives the guest an error, never a crash. And what it
- * owes the host: a heartbeat while it waits. The test plays the host
- * itself, in process, on a real segment. */
+ * owes the host: a heartbeat while it waits, the Goodbye's reason. The
+ * test plays the host itself, in process, on a real segment. */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -86,6 +86,13 @@ host_init(void)
 	hp_peer_view_host(&seg, 1, &hview);
 	ck_assert_int_eq(hp_endpoint_init_host(&host, &seg, &hview, bell[0],
 			 hp_load_acquire_u32(&hview.entry->guest_features)), 0);
+}
+
+static void
+host_send(uint8_t type, uint32_t id, uint64_t method, const void *payload, size_t len)
+{
+	ck_assert_int_eq(hp_endpoint_send(&host, type, id, method, payload,
+					  (uint32_t)len, 0), 0);
 }
 
 /* r[shm.spawn.guest-init] r[shm.guest.attach] */
@@ -317,6 +324,82 @@ START_TEST(test_heartbeat_while_waiting_for_ring_space)
 }
 END_TEST
 
+/* -- Goodbye ---------------------------------------------------------------- */
+
+static int async_status = 1;
+
+static void
+async_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	(void)ctx;
+	(void)result;
+	(void)len;
+	async_status = status;
+}
+
+/* r[shm.goodbye.payload]: the host ends the guest with a Goodbye naming
+ * the rule; the loop ends with -ECONNABORTED, the call in flight fails
+ * with it, the reason is there to print. */
+START_TEST(test_goodbye_reason)
+{
+	struct guest *g;
+	const char *why = NULL;
+	uint8_t buf[64], item[8] = { 0 };
+	int64_t n;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	ck_assert_ptr_null(guest_goodbye_reason(g));
+	async_status = 1;
+	ck_assert_int_eq(guest_call_async(g, "hub.ping", NULL, 0, async_done, NULL, NULL), 0);
+	ck_assert_int_gt(n = hp_msg_encode_goodbye(buf, sizeof(buf), "shm.desc.msg-type"), 0);
+	host_send(HP_MSG_GOODBYE, 0, 0, buf, (size_t)n);
+	ck_assert_int_eq(guest_run(g), -ECONNABORTED);
+	ck_assert_int_eq(async_status, -ECONNABORTED);
+	ck_assert_pstr_eq(guest_goodbye_reason(g), "shm.desc.msg-type");
+	/* and everything after fails the same way */
+	ck_assert_int_eq(guest_service(g), -ECONNABORTED);
+	ck_assert_int_eq(guest_call(g, "hub.ping", NULL, 0, NULL, 0, NULL, 100), -ECONNABORTED);
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
+	ck_assert_int_eq(guest_chan_send(g, 2, item, sizeof(item), 100), -ECONNABORTED);
+	cleanup(g);
+}
+END_TEST
+
+/* A guest blocked in guest_call when the Goodbye comes. */
+START_TEST(test_goodbye_fails_a_waiting_call)
+{
+	struct guest *g;
+	const char *why = NULL;
+	uint8_t buf[64];
+	int64_t n;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	ck_assert_int_gt(n = hp_msg_encode_goodbye(buf, sizeof(buf), "shm.flow.remaining-credit"), 0);
+	host_send(HP_MSG_GOODBYE, 0, 0, buf, (size_t)n);
+	ck_assert_int_eq(guest_call(g, "hub.ping", NULL, 0, NULL, 0, NULL, -1), -ECONNABORTED);
+	ck_assert_pstr_eq(guest_goodbye_reason(g), "shm.flow.remaining-credit");
+	cleanup(g);
+}
+END_TEST
+
+/* A Goodbye that does not decode still ends the loop. */
+START_TEST(test_goodbye_undecodable)
+{
+	static const uint8_t bad[] = { 40, 's', 'h' };	/* 40 bytes promised */
+	struct guest *g;
+	const char *why = NULL;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	host_send(HP_MSG_GOODBYE, 0, 0, bad, sizeof(bad));
+	ck_assert_int_eq(guest_run(g), -ECONNABORTED);
+	ck_assert_pstr_eq(guest_goodbye_reason(g), "(undecodable goodbye)");
+	cleanup(g);
+}
+END_TEST
+
 Suite *suite_guestlib(void);
 Suite *
 suite_guestlib(void)
@@ -340,6 +423,9 @@ suite_guestlib(void)
 	tcase_set_timeout(tc, 15);
 	tcase_add_test(tc, test_heartbeat_while_waiting_for_credit);
 	tcase_add_test(tc, test_heartbeat_while_waiting_for_ring_space);
+	tcase_add_test(tc, test_goodbye_reason);
+	tcase_add_test(tc, test_goodbye_fails_a_waiting_call);
+	tcase_add_test(tc, test_goodbye_undecodable);
 	suite_add_tcase(s, tc);
 	return s;
 }
