@@ -19,6 +19,7 @@
 #include "proto/postcard.h"
 #include "proto/segment.h"
 #include "proto/services.h"
+#include "proto/sig.h"
 #include "proto/ticket.h"
 
 #define EXPORT		__attribute__((visibility("default")))
@@ -647,21 +648,50 @@ reply_error_code(struct guest *g, uint32_t req_id, uint32_t code)
 	return respond(c, &r);
 }
 
+/* hub.register's refusal, by the shared error strings (services.h). */
+static int
+register_error(const uint8_t *res, size_t len)
+{
+	struct hp_pc_dec d;
+	const char *why;
+	size_t n;
+
+	hp_pc_dec_init(&d, res, len);
+	if (hp_pc_get_str(&d, &why, &n) != 0)
+		return -EREMOTEIO;
+	if (n == strlen(HP_SVC_REG_TAKEN) && memcmp(why, HP_SVC_REG_TAKEN, n) == 0)
+		return -EEXIST;
+	if (n == strlen(HP_SVC_REG_TOO_MANY) && memcmp(why, HP_SVC_REG_TOO_MANY, n) == 0)
+		return -ENOSPC;
+	return -EREMOTEIO;
+}
+
 EXPORT int
 guest_register(struct guest *g, const char *name, const char *signature,
 	       guest_handler fn, void *ctx)
 {
-	uint8_t args[512];
+	uint8_t args[512], res[128];
 	struct hp_pc_enc e;
+	struct hp_sig sig;
 	struct method *m;
-	uint64_t id = hp_method_id(name, strlen(name));
+	const char *why;
+	size_t n, rlen = 0;
+	uint64_t id;
 	int rc;
 
+	/* what the host would refuse anyway, without asking it */
+	if (name == NULL || fn == NULL || (n = strlen(name)) == 0)
+		return -EINVAL;
+	if (n > HP_METHOD_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (hp_sig_parse(signature, &sig, &why) != 0)
+		return -EINVAL;
+	id = hp_method_id(name, n);
 	for (uint32_t i = 0; i < g->nmethods; i++)
 		if (g->methods[i].id == id)
 			return -EEXIST;
 	hp_pc_enc_init(&e, args, sizeof(args));
-	hp_pc_put_str(&e, name, strlen(name));
+	hp_pc_put_str(&e, name, n);
 	hp_pc_put_str(&e, signature, strlen(signature));
 	if (e.err != 0)
 		return -ENAMETOOLONG;
@@ -670,10 +700,18 @@ guest_register(struct guest *g, const char *name, const char *signature,
 		return -ENOMEM;
 	g->methods = m;
 	g->methods[g->nmethods++] = (struct method){ id, fn, ctx };
-	rc = guest_call(g, HP_SVC_REGISTER, args, e.len, NULL, 0, NULL, 10000);
+	rc = guest_call(g, HP_SVC_REGISTER, args, e.len, res, sizeof(res), &rlen, 10000);
 	if (rc != 0) {
-		g->nmethods--;
-		return rc == -EREMOTEIO ? -EEXIST : rc;
+		/* a handler run meanwhile may have registered more: find ours */
+		for (uint32_t i = 0; i < g->nmethods; i++) {
+			if (g->methods[i].id == id) {
+				g->methods[i] = g->methods[--g->nmethods];
+				break;
+			}
+		}
+		if (rc == -EREMOTEIO)
+			rc = register_error(res, rlen < sizeof(res) ? rlen : sizeof(res));
+		return rc;
 	}
 	return 0;
 }

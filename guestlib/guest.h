@@ -62,7 +62,13 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
  * "service.method"; signature tells hubctl how to encode arguments and
  * decode the result: "ARG,ARG->RET" with types str, bytes, u64, i64, bool,
  * unit and, as an argument, chan<T> (a channel the caller receives items
- * of type T on). Errors are always str. -EEXIST if the name is taken. */
+ * of type T on). Errors are always str.
+ * Checked here, before asking the host: -EINVAL for an empty name (or
+ * NULL name or fn) or a malformed signature, -ENAMETOOLONG for a name over
+ * 63 bytes. The host's refusals: -EEXIST the name is taken, -ENOSPC this
+ * guest has as many methods as the host allows, -EREMOTEIO any other
+ * (e.g. the "hub." prefix); or a call's errors (-ETIMEDOUT, -EPIPE,
+ * -ECONNABORTED). */
 int guest_register(struct guest *g, const char *name, const char *signature,
 		   guest_handler fn, void *ctx);
 

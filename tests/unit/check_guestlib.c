@@ -1,7 +1,8 @@
 /* libguest against a hub it cannot trust: a corrupt segment or a host that
  * breaks the protocol gives the guest an error, never a crash. And what it
- * owes the host: a heartbeat while it waits, the Goodbye's reason. The
- * test plays the host itself, in process, on a real segment. */
+ * owes the host: a heartbeat while it waits, the Goodbye's reason, clear
+ * register errors. The test plays the host itself, in process, on a real
+ * segment. */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -93,6 +94,60 @@ host_send(uint8_t type, uint32_t id, uint64_t method, const void *payload, size_
 {
 	ck_assert_int_eq(hp_endpoint_send(&host, type, id, method, payload,
 					  (uint32_t)len, 0), 0);
+}
+
+/* Answers request id with Err(User(why)), or Ok(()) when why is NULL. */
+static void
+host_answer(uint32_t id, const char *why)
+{
+	struct hp_response r = { .result = why ? HP_RESULT_ERR : HP_RESULT_OK,
+				 .error = HP_ERR_USER };
+	uint8_t val[128], buf[192];
+	struct hp_pc_enc e;
+	int64_t n;
+
+	hp_pc_enc_init(&e, val, sizeof(val));
+	if (why != NULL)
+		hp_pc_put_str(&e, why, strlen(why));
+	r.value = val;
+	r.value_len = e.len;
+	ck_assert_int_gt(n = hp_msg_encode_response(buf, sizeof(buf), &r), 0);
+	host_send(HP_MSG_RESPONSE, id, 0, buf, (size_t)n);
+}
+
+/* The next message from the guest: its type and id, or -1 if none. */
+static int
+host_next(uint32_t *id)
+{
+	struct hp_msg_in m;
+	const char *rule = NULL;
+	int rc = hp_endpoint_recv(&host, &m, &rule);
+
+	if (rc == -EAGAIN)
+		return -1;
+	ck_assert_msg(rc == 0, "the guest broke %s", rule);
+	*id = m.desc.id;
+	hp_endpoint_release(&host, &m);
+	return m.desc.msg_type;
+}
+
+static void
+host_expect(int type, uint32_t id)
+{
+	uint32_t got = 0;
+	int t = host_next(&got);
+
+	ck_assert_msg(t == type && got == id, "expected type %d id %u, got type %d id %u",
+		      type, id, t, got);
+}
+
+static void
+noop(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_reply(c, NULL, 0);
 }
 
 /* r[shm.spawn.guest-init] r[shm.guest.attach] */
@@ -400,6 +455,62 @@ START_TEST(test_goodbye_undecodable)
 }
 END_TEST
 
+/* -- guest_register ------------------------------------------------------ */
+
+/* Refused here, the host never asked. */
+START_TEST(test_register_checks_locally)
+{
+	char longname[HP_METHOD_NAME_MAX + 2];
+	struct guest *g;
+	const char *why = NULL;
+	uint32_t id;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	ck_assert_int_eq(guest_register(g, longname, "str->str", noop, NULL), -ENAMETOOLONG);
+	ck_assert_int_eq(guest_register(g, "", "str->str", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.sig", "str->nope", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.sig", "str", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.sig", NULL, noop, NULL), -EINVAL);
+	ck_assert_int_eq(host_next(&id), -1);
+	/* 63 bytes is fine */
+	longname[HP_METHOD_NAME_MAX] = '\0';
+	host_answer(1, NULL);
+	ck_assert_int_eq(guest_register(g, longname, "str->str", noop, NULL), 0);
+	host_expect(HP_MSG_REQUEST, 1);
+	cleanup(g);
+}
+END_TEST
+
+/* The host's User errors, told apart by the shared strings. */
+START_TEST(test_register_maps_host_errors)
+{
+	static const struct { const char *why; int rc; } cases[] = {
+		{ HP_SVC_REG_TAKEN, -EEXIST },
+		{ HP_SVC_REG_TOO_MANY, -ENOSPC },
+		{ "the hub. prefix is the host's", -EREMOTEIO },
+		{ HP_SVC_REG_BAD_NAME, -EREMOTEIO },
+		{ NULL, 0 },
+	};
+	struct guest *g;
+	const char *why = NULL;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	for (uint32_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		host_answer(i + 1, cases[i].why);
+		int rc = guest_register(g, "t.method", "str->str", noop, NULL);
+
+		ck_assert_msg(rc == cases[i].rc, "host said '%s': got %d, want %d",
+			      cases[i].why ? cases[i].why : "ok", rc, cases[i].rc);
+		host_expect(HP_MSG_REQUEST, i + 1);
+	}
+	cleanup(g);
+}
+END_TEST
+
 Suite *suite_guestlib(void);
 Suite *
 suite_guestlib(void)
@@ -426,6 +537,8 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_goodbye_reason);
 	tcase_add_test(tc, test_goodbye_fails_a_waiting_call);
 	tcase_add_test(tc, test_goodbye_undecodable);
+	tcase_add_test(tc, test_register_checks_locally);
+	tcase_add_test(tc, test_register_maps_host_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }
