@@ -33,6 +33,8 @@ struct method {
 	uint64_t	id;
 	guest_handler	fn;
 	void		*ctx;
+	struct hp_sig	sig;		/* for its chan<T> arguments */
+	uint8_t		chans;		/* whether it has any */
 };
 
 struct out_call {
@@ -58,7 +60,9 @@ struct rx_chan {
 
 struct tx_chan {
 	uint32_t	sent_total;	/* r[shm.flow.remaining-credit]: local */
-	uint8_t		open;
+	uint8_t		open;		/* we send on it (opened it, or sent) */
+	uint8_t		ended;		/* Close or Reset went either way: the
+					 * id is not ours until given again */
 };
 
 struct guest {
@@ -699,7 +703,11 @@ guest_register(struct guest *g, const char *name, const char *signature,
 	if ((m = realloc(g->methods, (g->nmethods + 1) * sizeof(*m))) == NULL)
 		return -ENOMEM;
 	g->methods = m;
-	g->methods[g->nmethods++] = (struct method){ id, fn, ctx };
+	m = &g->methods[g->nmethods++];
+	*m = (struct method){ .id = id, .fn = fn, .ctx = ctx, .sig = sig };
+	for (uint8_t i = 0; i < sig.nargs; i++)
+		if (sig.args[i] == HP_T_CHAN)
+			m->chans = 1;
 	rc = guest_call(g, HP_SVC_REGISTER, args, e.len, res, sizeof(res), &rlen, 10000);
 	if (rc != 0) {
 		/* a handler run meanwhile may have registered more: find ours */
@@ -714,6 +722,33 @@ guest_register(struct guest *g, const char *name, const char *signature,
 		return rc;
 	}
 	return 0;
+}
+
+/* A request's chan<T> arguments are channels the host has just opened for
+ * us to send on (r[shm.id.channel-parity]: even): whatever we knew of an
+ * earlier channel with the same id is over. */
+static void
+note_channels(struct guest *g, const struct hp_sig *sig, const uint8_t *args,
+	      size_t len)
+{
+	struct hp_pc_dec d;
+	uint64_t id;
+
+	hp_pc_dec_init(&d, args, len);
+	for (uint8_t i = 0; i < sig->nargs; i++) {
+		if (sig->args[i] != HP_T_CHAN) {
+			if (hp_sig_skip(&d, sig->args[i]) != 0)
+				return;		/* the handler will say so */
+			continue;
+		}
+		id = hp_pc_get_u64(&d);
+		if (d.err != 0)
+			return;
+		if (id == 0 || id >= g->seg.params.max_channels || id % 2 != 0 ||
+		    g->tx[id].open)
+			continue;
+		g->tx[id].ended = 0;
+	}
 }
 
 static int
@@ -735,6 +770,8 @@ on_request(struct guest *g, struct hp_msg_in *m)
 		c->next = g->active;
 		g->active = c;
 		g->stats.calls_in++;
+		if (g->methods[i].chans)
+			note_channels(g, &g->methods[i].sig, req.args, req.args_len);
 		g->methods[i].fn(c, req.args, req.args_len, g->methods[i].ctx);
 		return 0;
 	}
@@ -824,6 +861,15 @@ chan_entry(struct guest *g, uint32_t id)
 	return &g->view.chans[id];
 }
 
+/* A channel the host gave us to send on that we have not touched yet:
+ * even, Active, not ended since it was given. */
+static int
+chan_given(struct guest *g, uint32_t chan)
+{
+	return chan % 2 == 0 && !g->tx[chan].ended &&
+	    hp_chan_state(chan_entry(g, chan)) == HP_CHAN_ACTIVE;
+}
+
 struct credit_wait {
 	struct guest	*g;
 	uint32_t	chan;
@@ -890,7 +936,7 @@ guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 	if (chan == 0 || chan >= g->seg.params.max_channels || n < 0)
 		return -EINVAL;
 	if (!g->tx[chan].open) {
-		if (hp_chan_state(chan_entry(g, chan)) != HP_CHAN_ACTIVE)
+		if (!chan_given(g, chan))
 			return -ENOTCONN;
 		g->tx[chan].open = 1;
 		g->tx[chan].sent_total = 0;	/* r[shm.flow.initial] */
@@ -913,15 +959,21 @@ guest_chan_send(struct guest *g, uint32_t chan, const void *item, size_t len,
 	return guest_chan_send_batch(g, chan, &one, 1, timeout_ms);
 }
 
+/* Close or Reset of a channel we send on, whether or not anything was
+ * sent: the receiver frees the entry only when it sees one
+ * (r[shm.flow.channel-id-reuse]). Once only: a second would name a
+ * channel the receiver no longer has. */
 static int
 chan_end(struct guest *g, uint32_t chan, uint8_t type)
 {
 	int rc;
 
-	if (chan == 0 || chan >= g->seg.params.max_channels || !g->tx[chan].open)
+	if (chan == 0 || chan >= g->seg.params.max_channels ||
+	    (!g->tx[chan].open && !chan_given(g, chan)))
 		return -ENOTCONN;
 	rc = send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0, NULL);
 	g->tx[chan].open = 0;
+	g->tx[chan].ended = 1;
 	return rc;
 }
 
@@ -960,8 +1012,8 @@ guest_chan_open_send(struct guest *g)
 
 	if (id < 0)
 		return id;
-	g->tx[id].open = 1;
-	g->tx[id].sent_total = 0;	/* r[shm.flow.initial] */
+	/* r[shm.flow.initial] */
+	g->tx[id] = (struct tx_chan){ .open = 1, .sent_total = 0 };
 	return id;
 }
 
@@ -1001,9 +1053,11 @@ on_chan_end(struct guest *g, struct hp_msg_in *m)
 			c->on_end(c->ctx, m->desc.msg_type == HP_MSG_CLOSE ? 0 : -ECONNRESET);
 		return 0;
 	}
-	if (g->tx[id].open) {		/* the receiver gave up on our stream */
-		/* r[shm.flow.reset]: its credit word is no longer ours to read */
+	if (g->tx[id].open || chan_given(g, id)) {
+		/* the receiver gave up on our stream; r[shm.flow.reset]: its
+		 * credit word is no longer ours to read */
 		g->tx[id].open = 0;
+		g->tx[id].ended = 1;
 		return 0;
 	}
 	return -EPROTO;

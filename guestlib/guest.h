@@ -109,7 +109,8 @@ int guest_call(struct guest *g, const char *method, const void *args,
 /* Channels (r[shm.flow.*]). A sender sends items on a channel id it was
  * given (e.g. as a chan<T> argument) or opened; it blocks while the
  * receiver's credit is used up, or the ring is full, up to timeout_ms for
- * the whole call (-ETIMEDOUT). Sends fail with -ECONNABORTED once
+ * the whole call (-ETIMEDOUT). -ENOTCONN for a channel that is not ours
+ * to send on, or was closed or reset. Sends fail with -ECONNABORTED once
  * the hub ended the guest, -EPIPE once the hub is gone. */
 int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
 		    size_t len, int timeout_ms);
@@ -118,6 +119,10 @@ int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
 struct iovec;
 int guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 			  int n, int timeout_ms);
+/* Ends a channel this guest sends on, with Close (done) or Reset (given
+ * up), whether or not anything was sent on it: every channel given or
+ * opened to send on must be ended once. -ENOTCONN if it is not ours to
+ * send on or was ended already. */
 int guest_chan_close(struct guest *g, uint32_t chan);
 int guest_chan_reset(struct guest *g, uint32_t chan);
 

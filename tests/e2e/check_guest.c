@@ -1,13 +1,24 @@
 /* libguest with a real hubd and the example guests: a guest busy for
- * seconds keeps its heartbeat. */
+ * seconds keeps its heartbeat, a channel closed without an item is freed. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tests/e2e/harness.h"
 
 static struct hub_proc hub;
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static void
 start(const char *hub_keys, const char *guests, const char *names)
@@ -74,6 +85,28 @@ START_TEST(test_busy_guest_keeps_its_heartbeat)
 }
 END_TEST
 
+/* r[shm.flow.channel-id-reuse]: counter.count 0 sends no item on the
+ * channel the host opened for it, and still closes it: the host frees
+ * the entry. */
+START_TEST(test_empty_stream_is_closed)
+{
+	char *out = NULL;
+	double end;
+	int open;
+
+	start(NULL, "[guest counter]\nexec = @/guests/counter\n", "counter");
+	ck_assert_int_eq(peer_int("counter", "channels_open"), 0);
+	ck_assert_msg(hubctl(&hub, &out, "call", "counter.count", "0", (char *)NULL) == 0 &&
+		      strcmp(out, "0\n") == 0, "counter.count 0: '%s'", out);
+	free(out);
+	end = now_s() + 5;
+	while ((open = peer_int("counter", "channels_open")) != 0 && now_s() < end)
+		usleep(10000);
+	ck_assert_msg(open == 0, "%d channel(s) still open after counter.count 0", open);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_guest(void);
 Suite *
 suite_guest(void)
@@ -84,6 +117,7 @@ suite_guest(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 150);
 	tcase_add_test(tc, test_busy_guest_keeps_its_heartbeat);
+	tcase_add_test(tc, test_empty_stream_is_closed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,8 +1,8 @@
 /* libguest against a hub it cannot trust: a corrupt segment or a host that
  * breaks the protocol gives the guest an error, never a crash. And what it
  * owes the host: a heartbeat while it waits, the Goodbye's reason, clear
- * register errors. The test plays the host itself, in process, on a real
- * segment. */
+ * register errors, a Close for every channel. The test plays the host
+ * itself, in process, on a real segment. */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -511,6 +511,64 @@ START_TEST(test_register_maps_host_errors)
 }
 END_TEST
 
+/* -- channels --------------------------------------------------------------- */
+
+static void
+close_chan(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	size_t pos = 0;
+	uint64_t chan;
+
+	(void)ctx;
+	ck_assert_int_eq(guest_pc_get_u64(args, len, &pos, &chan), 0);
+	ck_assert_int_eq(guest_chan_close(guest_call_guest(c), (uint32_t)chan), 0);
+	guest_reply(c, NULL, 0);
+}
+
+/* r[shm.flow.channel-id-reuse]: a channel the host opened for the guest
+ * to send on is closed even when nothing was sent, once; given again in
+ * a request, it can be closed again. */
+START_TEST(test_close_without_sending)
+{
+	struct guest *g;
+	const char *why = NULL;
+	uint8_t args[16], req[32], item[8] = { 0 };
+	struct hp_pc_enc e;
+	int64_t n;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[4], seg.params.initial_credit), 0);
+	ck_assert_int_eq(guest_chan_close(g, 2), 0);
+	host_expect(HP_MSG_CLOSE, 2);
+	ck_assert_int_eq(guest_chan_reset(g, 4), 0);
+	host_expect(HP_MSG_RESET, 4);
+	/* once only: the host may not have freed it yet */
+	ck_assert_int_eq(guest_chan_close(g, 2), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_send(g, 2, item, sizeof(item), 0), -ENOTCONN);
+	ck_assert_int_eq(host_next(&(uint32_t){ 0 }), -1);
+	/* not ours: never opened, or the guest's own parity */
+	ck_assert_int_eq(guest_chan_close(g, 6), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_close(g, 3), -ENOTCONN);
+	/* the host frees 2 (it saw the Close), opens it again and gives it
+	 * to the guest in a call */
+	hp_chan_free(&hview.chans[2]);
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
+	host_answer(1, NULL);
+	ck_assert_int_eq(guest_register(g, "t.close", "chan<u64>->unit", close_chan, NULL), 0);
+	host_expect(HP_MSG_REQUEST, 1);
+	hp_pc_enc_init(&e, args, sizeof(args));
+	hp_pc_put_u64(&e, 2);
+	ck_assert_int_gt(n = hp_msg_encode_request(req, sizeof(req), NULL, args, e.len), 0);
+	host_send(HP_MSG_REQUEST, 7, hp_method_id("t.close", 7), req, (size_t)n);
+	ck_assert_int_eq(guest_service(g), 0);
+	host_expect(HP_MSG_CLOSE, 2);
+	host_expect(HP_MSG_RESPONSE, 7);
+	cleanup(g);
+}
+END_TEST
+
 Suite *suite_guestlib(void);
 Suite *
 suite_guestlib(void)
@@ -539,6 +597,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_goodbye_undecodable);
 	tcase_add_test(tc, test_register_checks_locally);
 	tcase_add_test(tc, test_register_maps_host_errors);
+	tcase_add_test(tc, test_close_without_sending);
 	suite_add_tcase(s, tc);
 	return s;
 }
