@@ -1251,6 +1251,18 @@ guest_pc_put_str(uint8_t *buf, size_t cap, size_t *pos, const char *s, size_t n)
 }
 
 EXPORT int
+guest_pc_put_bytes(uint8_t *buf, size_t cap, size_t *pos, const void *p, size_t n)
+{
+	struct hp_pc_enc e;
+
+	if (*pos > cap)
+		return -ENOSPC;
+	hp_pc_enc_init(&e, buf + *pos, cap - *pos);
+	hp_pc_put_bytes(&e, p, n);
+	return put_done(&e, pos);
+}
+
+EXPORT int
 guest_pc_put_u64(uint8_t *buf, size_t cap, size_t *pos, uint64_t v)
 {
 	struct hp_pc_enc e;
@@ -1271,6 +1283,21 @@ guest_pc_get_str(const uint8_t *buf, size_t len, size_t *pos, const char **s, si
 		return -EBADMSG;
 	hp_pc_dec_init(&d, buf + *pos, len - *pos);
 	if (hp_pc_get_str(&d, s, n) != 0)
+		return -EBADMSG;
+	*pos += d.pos;
+	return 0;
+}
+
+EXPORT int
+guest_pc_get_bytes(const uint8_t *buf, size_t len, size_t *pos, const uint8_t **p,
+		   size_t *n)
+{
+	struct hp_pc_dec d;
+
+	if (*pos > len)
+		return -EBADMSG;
+	hp_pc_dec_init(&d, buf + *pos, len - *pos);
+	if (hp_pc_get_bytes(&d, p, n) != 0)
 		return -EBADMSG;
 	*pos += d.pos;
 	return 0;

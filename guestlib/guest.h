@@ -181,10 +181,17 @@ void guest_get_stats(const struct guest *g, struct guest_stats *s);
 
 /* Postcard helpers for the common argument and result shapes. Each encoder
  * returns the length written or -ENOSPC; each decoder 0 or -EBADMSG, and
- * advances *pos (start at 0) so several values can be read in a row. */
+ * advances *pos (start at 0) so several values can be read in a row.
+ * str is UTF-8 (guest_pc_get_str refuses anything else); bytes is any
+ * bytes, the same length-prefixed shape without the check: a "bytes"
+ * argument or result of a signature is read and written with the _bytes
+ * pair. Decoded strings and bytes point into buf. */
 int guest_pc_put_str(uint8_t *buf, size_t cap, size_t *pos, const char *s, size_t n);
+int guest_pc_put_bytes(uint8_t *buf, size_t cap, size_t *pos, const void *p, size_t n);
 int guest_pc_put_u64(uint8_t *buf, size_t cap, size_t *pos, uint64_t v);
 int guest_pc_get_str(const uint8_t *buf, size_t len, size_t *pos, const char **s, size_t *n);
+int guest_pc_get_bytes(const uint8_t *buf, size_t len, size_t *pos, const uint8_t **p,
+		       size_t *n);
 int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v);
 
 /* The checksum hub.sink and hub.source report for a stream (FNV-1a 64 by

@@ -1,5 +1,6 @@
 /* libguest with a real hubd and the example guests: a guest busy for
- * seconds keeps its heartbeat, a channel closed without an item is freed. */
+ * seconds keeps its heartbeat, a channel closed without an item is freed,
+ * bytes values that are not UTF-8 survive a round trip. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,25 @@ START_TEST(test_empty_stream_is_closed)
 }
 END_TEST
 
+/* kv.put is str,bytes->unit: a value that is not UTF-8 is stored and
+ * given back byte for byte (hubctl -j shows such bytes as hex:). */
+START_TEST(test_kv_keeps_bytes_that_are_not_utf8)
+{
+	char *out = NULL;
+	int rc;
+
+	start(NULL, "[guest kv]\nexec = @/guests/kv\n", "kv");
+	rc = hubctl(&hub, &out, "call", "kv.put", "k", "a\xff" "b", (char *)NULL);
+	ck_assert_msg(rc == 0, "kv.put: status %d, output '%s'", rc, out);
+	free(out);
+	rc = hubctl(&hub, &out, "-j", "call", "kv.get", "k", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "\"hex:61ff62\"") != NULL,
+		      "kv.get: status %d, output '%s'", rc, out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_guest(void);
 Suite *
 suite_guest(void)
@@ -118,6 +138,7 @@ suite_guest(void)
 	tcase_set_timeout(tc, 150);
 	tcase_add_test(tc, test_busy_guest_keeps_its_heartbeat);
 	tcase_add_test(tc, test_empty_stream_is_closed);
+	tcase_add_test(tc, test_kv_keeps_bytes_that_are_not_utf8);
 	suite_add_tcase(s, tc);
 	return s;
 }

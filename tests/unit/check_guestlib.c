@@ -569,6 +569,30 @@ START_TEST(test_close_without_sending)
 }
 END_TEST
 
+/* -- postcard helpers -------------------------------------------------------- */
+
+START_TEST(test_pc_bytes)
+{
+	static const uint8_t v[] = { 'a', 0xff, 'b' };
+	uint8_t buf[16];
+	const uint8_t *p;
+	const char *s;
+	size_t pos = 0, n;
+
+	ck_assert_int_eq(guest_pc_put_bytes(buf, sizeof(buf), &pos, v, sizeof(v)), 4);
+	ck_assert_int_eq(guest_pc_put_bytes(buf, 5, &pos, v, sizeof(v)), -ENOSPC);
+	ck_assert_uint_eq(pos, 4);
+	pos = 0;
+	ck_assert_int_eq(guest_pc_get_str(buf, 4, &pos, &s, &n), -EBADMSG);	/* not UTF-8 */
+	ck_assert_int_eq(guest_pc_get_bytes(buf, 4, &pos, &p, &n), 0);
+	ck_assert_uint_eq(pos, 4);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_mem_eq(p, v, 3);
+	pos = 0;
+	ck_assert_int_eq(guest_pc_get_bytes(buf, 3, &pos, &p, &n), -EBADMSG);	/* cut */
+}
+END_TEST
+
 Suite *suite_guestlib(void);
 Suite *
 suite_guestlib(void)
@@ -598,6 +622,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_register_checks_locally);
 	tcase_add_test(tc, test_register_maps_host_errors);
 	tcase_add_test(tc, test_close_without_sending);
+	tcase_add_test(tc, test_pc_bytes);
 	suite_add_tcase(s, tc);
 	return s;
 }
