@@ -1,6 +1,7 @@
 /* libguest: attach from the spawn ticket, serve the rings, call out,
  * stream over channels, keep the heartbeat (guest.h). */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/uio.h>
 #include <stdlib.h>
@@ -18,16 +19,22 @@
 #include "proto/postcard.h"
 #include "proto/segment.h"
 #include "proto/services.h"
+#include "proto/sig.h"
 #include "proto/ticket.h"
 
 #define EXPORT		__attribute__((visibility("default")))
 #define ATTACH_RETRY_MS	1000	/* a segment still being created */
 #define BATCH		64	/* messages served before flushing */
+#define TICK_MAX	64	/* messages per clock read at most (heartbeat) */
+#define GOODBYE_MAX	255	/* bytes of the hub's Goodbye reason kept */
+#define UNDECODABLE	"(undecodable goodbye)"
 
 struct method {
 	uint64_t	id;
 	guest_handler	fn;
 	void		*ctx;
+	struct hp_sig	sig;		/* for its chan<T> arguments */
+	uint8_t		chans;		/* whether it has any */
 };
 
 struct out_call {
@@ -53,7 +60,9 @@ struct rx_chan {
 
 struct tx_chan {
 	uint32_t	sent_total;	/* r[shm.flow.remaining-credit]: local */
-	uint8_t		open;
+	uint8_t		open;		/* we send on it (opened it, or sent) */
+	uint8_t		ended;		/* Close or Reset went either way: the
+					 * id is not ours until given again */
 };
 
 struct guest {
@@ -76,8 +85,19 @@ struct guest {
 	uint32_t		chan_cursor;
 	int			stop;
 	int			dead;		/* 0, or why the loop must end */
-	uint32_t		serves;		/* rounds served, for the heartbeat */
+	uint32_t		ticks;		/* messages until the next clock read */
+	uint32_t		tick_every;	/* messages per clock read, 1..TICK_MAX */
+	uint64_t		last_clock;	/* the last clock read */
+	int			ended_by_hub;	/* a Goodbye came: goodbye is set */
+	char			goodbye[GOODBYE_MAX + 1];
 	struct guest_stats	stats;
+};
+
+/* A caller's timeout, made a point in time at its first wait: a send or
+ * call that never has to wait reads no clock. */
+struct timeout {
+	int		ms;		/* -1: forever */
+	uint64_t	at;		/* 0 until the first wait */
 };
 
 static uint64_t
@@ -99,6 +119,93 @@ heartbeat(struct guest *g, uint64_t now)
 	 * only compares it with its own clock. */
 	hp_store_relaxed_u64(&g->view.entry->last_heartbeat, now);
 	g->next_hb = now + g->hb_interval / 2;
+}
+
+/* Reads the clock and beats if a beat is due. Every clock read goes
+ * through here, so the count of messages to the next one starts over. */
+static uint64_t
+clock_beat(struct guest *g)
+{
+	uint64_t now = now_ns();
+
+	g->last_clock = now;
+	g->ticks = g->tick_every;
+	heartbeat(g, now);
+	return now;
+}
+
+/* The clock read that keeps the heartbeat going while messages flow and
+ * nothing waits: once per tick_every messages sent or received. A clock
+ * read costs a good part of a round trip, so a fast stream reads it every
+ * TICK_MAX messages; tick_every halves while the reads come further apart
+ * than an eighth of the interval (slow handlers, big copies) and doubles
+ * back while they come close together. */
+static void
+tick_slow(struct guest *g)
+{
+	uint64_t prev = g->last_clock, dt;
+
+	if (g->hb_interval == 0) {
+		g->ticks = TICK_MAX;
+		return;
+	}
+	dt = clock_beat(g) - prev;
+	if (dt > g->hb_interval / 8) {
+		while (dt > g->hb_interval / 8 && g->tick_every > 1) {
+			g->tick_every /= 2;
+			dt /= 2;
+		}
+	} else if (dt < g->hb_interval / 64 && g->tick_every < TICK_MAX) {
+		g->tick_every *= 2;
+	}
+	g->ticks = g->tick_every;
+}
+
+/* One message sent or received: no clock read on the fast path. */
+static inline void
+tick(struct guest *g)
+{
+	if (--g->ticks == 0)
+		tick_slow(g);
+}
+
+/* Milliseconds from now to at, rounded up. */
+static int
+ms_until(uint64_t at, uint64_t now)
+{
+	uint64_t ms;
+
+	if (at == UINT64_MAX)
+		return -1;
+	if (at <= now)
+		return 0;
+	ms = (at - now + 999999) / 1000000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* hp_endpoint_wait in rounds that end at the next heartbeat due time,
+ * beating between them (r[shm.crash.heartbeat]): a guest waiting on the
+ * hub is alive, whatever it waits for and however long. 1 ready, 0 when
+ * t ran out, or ready()'s or the wait's error. */
+static int
+wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
+	     struct timeout *t)
+{
+	uint64_t now = clock_beat(g), until;
+	int rc;
+
+	if (t->at == 0)
+		t->at = t->ms < 0 ? UINT64_MAX : now + (uint64_t)t->ms * 1000000u;
+	for (;;) {
+		until = t->at;
+		if (g->hb_interval != 0 && g->next_hb < until)
+			until = g->next_hb;
+		rc = hp_endpoint_wait(&g->ep, waits, ready, arg, ms_until(until, now));
+		if (rc != 0)
+			return rc;
+		if ((now = clock_beat(g)) >= t->at)
+			return 0;
+	}
 }
 
 EXPORT int
@@ -148,7 +255,8 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	/* r[shm.crash.epoch] r[shm.guest.attach]: a new instance */
 	hp_fetch_add_u32(&g->view.entry->epoch, 1, memory_order_release);
 	g->hb_interval = g->seg.params.heartbeat_interval;
-	heartbeat(g, now_ns());
+	g->tick_every = TICK_MAX;
+	clock_beat(g);
 	g->out_cap = 64;
 	g->next_req = 1;
 	g->chan_cursor = 0;
@@ -204,17 +312,19 @@ tx_ready(void *arg)
 	return hp_endpoint_tx_ready(&g->ep);
 }
 
-/* Waits until a send of any size can be attempted again. */
+/* Waits until a send of any size can be attempted again, up to t (NULL:
+ * as long as it takes). */
 static int
-wait_tx(struct guest *g, int timeout_ms)
+wait_tx(struct guest *g, struct timeout *t)
 {
+	struct timeout forever = { -1, 0 };
 	int rc;
 
 	g->stats.ring_waits++;
 	if (hp_endpoint_flush(&g->ep) == -EPROTO)
 		return -EPROTO;
-	rc = hp_endpoint_wait(&g->ep, HP_WAIT_RING_SPACE | HP_WAIT_SLOT, tx_ready,
-			      g, timeout_ms);
+	rc = wait_beating(g, HP_WAIT_RING_SPACE | HP_WAIT_SLOT, tx_ready, g,
+			  t != NULL ? t : &forever);
 	if (rc == 0)
 		return -ETIMEDOUT;
 	if (rc == -ESHUTDOWN || rc == -EPIPE)
@@ -223,10 +333,11 @@ wait_tx(struct guest *g, int timeout_ms)
 }
 
 /* Sends head (a prefix such as a response envelope) + body as one message,
- * waiting for room as long as it takes. */
+ * waiting for room up to t (NULL: as long as it takes). */
 static int
 send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
-	 const void *head, size_t hlen, const void *body, size_t blen, int flags)
+	 const void *head, size_t hlen, const void *body, size_t blen, int flags,
+	 struct timeout *t)
 {
 	struct hp_outbuf ob;
 	size_t len = hlen + blen;
@@ -237,7 +348,7 @@ send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
 	if (len > g->seg.params.max_payload_size)
 		return -EMSGSIZE;
 	while ((rc = hp_endpoint_reserve(&g->ep, (uint32_t)len, &ob)) == -EAGAIN)
-		if ((rc = wait_tx(g, -1)) != 0)
+		if ((rc = wait_tx(g, t)) != 0)
 			return rc;
 	if (rc != 0)
 		return rc;
@@ -245,6 +356,8 @@ send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
 		memcpy(ob.buf, head, hlen);
 	if (blen > 0)
 		memcpy(ob.buf + hlen, body, blen);
+	/* a handler may send for long without returning to the loop */
+	tick(g);
 	return hp_endpoint_commit(&g->ep, &ob, type, id, method, (uint32_t)len, flags);
 }
 
@@ -304,9 +417,10 @@ out_remove(struct guest *g, struct out_call *c)
 	}
 }
 
-EXPORT int
-guest_call_async(struct guest *g, const char *method, const void *args,
-		 size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id)
+/* guest_call_async, waiting for room to send up to t. */
+static int
+call_start(struct guest *g, const char *method, const void *args, size_t len,
+	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t)
 {
 	static const uint8_t no_meta[1] = { 0 };	/* empty metadata Vec */
 	struct out_call *c;
@@ -322,7 +436,7 @@ guest_call_async(struct guest *g, const char *method, const void *args,
 		id = g->next_req++;
 	} while (id == 0 || out_find(g, id) != NULL);
 	rc = send_msg(g, HP_MSG_REQUEST, id, hp_method_id(method, strlen(method)),
-		      no_meta, sizeof(no_meta), args, len, 0);
+		      no_meta, sizeof(no_meta), args, len, 0, t);
 	if (rc != 0)
 		return rc;
 	for (uint32_t i = id & (g->out_cap - 1);; i = (i + 1) & (g->out_cap - 1)) {
@@ -342,11 +456,18 @@ guest_call_async(struct guest *g, const char *method, const void *args,
 }
 
 EXPORT int
+guest_call_async(struct guest *g, const char *method, const void *args,
+		 size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id)
+{
+	return call_start(g, method, args, len, fn, ctx, call_id, NULL);
+}
+
+EXPORT int
 guest_cancel(struct guest *g, uint32_t call_id)
 {
 	if (out_find(g, call_id) == NULL)
 		return -ENOENT;
-	return send_msg(g, HP_MSG_CANCEL, call_id, 0, NULL, 0, NULL, 0, 0);
+	return send_msg(g, HP_MSG_CANCEL, call_id, 0, NULL, 0, NULL, 0, 0, NULL);
 }
 
 static int
@@ -391,39 +512,31 @@ sync_done(void *ctx, int status, const uint8_t *result, size_t len)
 }
 
 static int serve(struct guest *g, int *did);
-static int wait_rx(struct guest *g, int timeout_ms);
+static int wait_rx(struct guest *g, struct timeout *t);
 
 EXPORT int
 guest_call(struct guest *g, const char *method, const void *args, size_t len,
 	   void *result, size_t cap, size_t *result_len, int timeout_ms)
 {
 	struct sync_call s = { .buf = result, .cap = cap, .len = result_len };
-	uint64_t deadline = 0;
+	/* one timeout for sending and waiting; the clock from the first
+	 * wait on: a quick answer needs none */
+	struct timeout t = { timeout_ms, 0 };
 	uint32_t id;
 	int rc, did;
 
-	if ((rc = guest_call_async(g, method, args, len, sync_done, &s, &id)) != 0)
+	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t)) != 0)
 		return rc;
 	while (!s.done) {
-		uint64_t now;
-
 		if ((rc = serve(g, &did)) < 0)
 			break;
 		if (s.done || did)
 			continue;
-		/* the clock from the first wait on: a quick answer needs none */
-		now = now_ns();
-		if (deadline == 0)
-			deadline = timeout_ms < 0 ? UINT64_MAX :
-			    now + (uint64_t)timeout_ms * 1000000u;
-		if (now >= deadline) {
-			rc = -ETIMEDOUT;
+		if ((rc = wait_rx(g, &t)) <= 0) {
+			if (rc == 0)
+				rc = -ETIMEDOUT;
 			break;
 		}
-		rc = wait_rx(g, deadline == UINT64_MAX ? -1 :
-			     (int)((deadline - now + 999999) / 1000000));
-		if (rc < 0)
-			break;
 	}
 	if (s.done)
 		return s.status;
@@ -457,7 +570,7 @@ respond(struct guest_call *c, const struct hp_response *r)
 		rc = (int)n;
 	else
 		rc = send_msg(g, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
-			      r->value, r->value_len, 0);
+			      r->value, r->value_len, 0, NULL);
 	if (rc == -EMSGSIZE) {
 		/* The caller must get an answer: a short error instead. */
 		static const char msg[] = "result over max_payload_size";
@@ -470,7 +583,7 @@ respond(struct guest_call *c, const struct hp_response *r)
 		/* envelope alone, the error string follows it */
 		if ((n = hp_msg_encode_response(head, sizeof(head), &tb)) > 0)
 			send_msg(g, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
-				 err, e.len, 0);
+				 err, e.len, 0, NULL);
 	}
 	for (struct guest_call **pp = &g->active; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == c) {
@@ -539,21 +652,50 @@ reply_error_code(struct guest *g, uint32_t req_id, uint32_t code)
 	return respond(c, &r);
 }
 
+/* hub.register's refusal, by the shared error strings (services.h). */
+static int
+register_error(const uint8_t *res, size_t len)
+{
+	struct hp_pc_dec d;
+	const char *why;
+	size_t n;
+
+	hp_pc_dec_init(&d, res, len);
+	if (hp_pc_get_str(&d, &why, &n) != 0)
+		return -EREMOTEIO;
+	if (n == strlen(HP_SVC_REG_TAKEN) && memcmp(why, HP_SVC_REG_TAKEN, n) == 0)
+		return -EEXIST;
+	if (n == strlen(HP_SVC_REG_TOO_MANY) && memcmp(why, HP_SVC_REG_TOO_MANY, n) == 0)
+		return -ENOSPC;
+	return -EREMOTEIO;
+}
+
 EXPORT int
 guest_register(struct guest *g, const char *name, const char *signature,
 	       guest_handler fn, void *ctx)
 {
-	uint8_t args[512];
+	uint8_t args[512], res[128];
 	struct hp_pc_enc e;
+	struct hp_sig sig;
 	struct method *m;
-	uint64_t id = hp_method_id(name, strlen(name));
+	const char *why;
+	size_t n, rlen = 0;
+	uint64_t id;
 	int rc;
 
+	/* what the host would refuse anyway, without asking it */
+	if (name == NULL || fn == NULL || (n = strlen(name)) == 0)
+		return -EINVAL;
+	if (n > HP_METHOD_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (hp_sig_parse(signature, &sig, &why) != 0)
+		return -EINVAL;
+	id = hp_method_id(name, n);
 	for (uint32_t i = 0; i < g->nmethods; i++)
 		if (g->methods[i].id == id)
 			return -EEXIST;
 	hp_pc_enc_init(&e, args, sizeof(args));
-	hp_pc_put_str(&e, name, strlen(name));
+	hp_pc_put_str(&e, name, n);
 	hp_pc_put_str(&e, signature, strlen(signature));
 	if (e.err != 0)
 		return -ENAMETOOLONG;
@@ -561,13 +703,52 @@ guest_register(struct guest *g, const char *name, const char *signature,
 	if ((m = realloc(g->methods, (g->nmethods + 1) * sizeof(*m))) == NULL)
 		return -ENOMEM;
 	g->methods = m;
-	g->methods[g->nmethods++] = (struct method){ id, fn, ctx };
-	rc = guest_call(g, HP_SVC_REGISTER, args, e.len, NULL, 0, NULL, 10000);
+	m = &g->methods[g->nmethods++];
+	*m = (struct method){ .id = id, .fn = fn, .ctx = ctx, .sig = sig };
+	for (uint8_t i = 0; i < sig.nargs; i++)
+		if (sig.args[i] == HP_T_CHAN)
+			m->chans = 1;
+	rc = guest_call(g, HP_SVC_REGISTER, args, e.len, res, sizeof(res), &rlen, 10000);
 	if (rc != 0) {
-		g->nmethods--;
-		return rc == -EREMOTEIO ? -EEXIST : rc;
+		/* a handler run meanwhile may have registered more: find ours */
+		for (uint32_t i = 0; i < g->nmethods; i++) {
+			if (g->methods[i].id == id) {
+				g->methods[i] = g->methods[--g->nmethods];
+				break;
+			}
+		}
+		if (rc == -EREMOTEIO)
+			rc = register_error(res, rlen < sizeof(res) ? rlen : sizeof(res));
+		return rc;
 	}
 	return 0;
+}
+
+/* A request's chan<T> arguments are channels the host has just opened for
+ * us to send on (r[shm.id.channel-parity]: even): whatever we knew of an
+ * earlier channel with the same id is over. */
+static void
+note_channels(struct guest *g, const struct hp_sig *sig, const uint8_t *args,
+	      size_t len)
+{
+	struct hp_pc_dec d;
+	uint64_t id;
+
+	hp_pc_dec_init(&d, args, len);
+	for (uint8_t i = 0; i < sig->nargs; i++) {
+		if (sig->args[i] != HP_T_CHAN) {
+			if (hp_sig_skip(&d, sig->args[i]) != 0)
+				return;		/* the handler will say so */
+			continue;
+		}
+		id = hp_pc_get_u64(&d);
+		if (d.err != 0)
+			return;
+		if (id == 0 || id >= g->seg.params.max_channels || id % 2 != 0 ||
+		    g->tx[id].open)
+			continue;
+		g->tx[id].ended = 0;
+	}
 }
 
 static int
@@ -589,6 +770,8 @@ on_request(struct guest *g, struct hp_msg_in *m)
 		c->next = g->active;
 		g->active = c;
 		g->stats.calls_in++;
+		if (g->methods[i].chans)
+			note_channels(g, &g->methods[i].sig, req.args, req.args_len);
 		g->methods[i].fn(c, req.args, req.args_len, g->methods[i].ctx);
 		return 0;
 	}
@@ -612,6 +795,56 @@ on_response(struct guest *g, struct hp_msg_in *m)
 	return 0;
 }
 
+/* Fails every call in flight with status (the loop has ended for good:
+ * nothing new can start). */
+static void
+out_fail_all(struct guest *g, int status)
+{
+	for (uint32_t i = 0; i < g->out_cap; i++) {
+		struct out_call c = g->out[i];
+
+		if (c.id == 0)
+			continue;
+		/* cleared in place: the table ends up empty, never probed half
+		 * way through a cluster by anything that could still succeed */
+		g->out[i].id = 0;
+		g->out_count--;
+		c.fn(c.ctx, status, NULL, 0);
+	}
+}
+
+/* r[shm.goodbye.payload]: the host ended us and says why (the rule we
+ * broke). Kept for guest_goodbye_reason; the loop ends with -ECONNABORTED
+ * and so does every call in flight. */
+static int
+on_goodbye(struct guest *g, struct hp_msg_in *m)
+{
+	const char *why;
+	size_t n;
+
+	if (hp_msg_decode_goodbye(m->payload, m->len, &why, &n) != 0) {
+		why = UNDECODABLE;
+		n = strlen(why);
+	}
+	if (n > GOODBYE_MAX) {
+		n = GOODBYE_MAX;
+		while (n > 0 && ((uint8_t)why[n] & 0xC0) == 0x80)
+			n--;		/* whole UTF-8 sequences only */
+	}
+	memcpy(g->goodbye, why, n);
+	g->goodbye[n] = '\0';
+	g->ended_by_hub = 1;
+	g->dead = -ECONNABORTED;
+	out_fail_all(g, -ECONNABORTED);
+	return -ECONNABORTED;
+}
+
+EXPORT const char *
+guest_goodbye_reason(const struct guest *g)
+{
+	return g->ended_by_hub ? g->goodbye : NULL;
+}
+
 static void
 on_cancel(struct guest *g, uint32_t id)
 {
@@ -626,6 +859,15 @@ static struct hp_chan_entry *
 chan_entry(struct guest *g, uint32_t id)
 {
 	return &g->view.chans[id];
+}
+
+/* A channel the host gave us to send on that we have not touched yet:
+ * even, Active, not ended since it was given. */
+static int
+chan_given(struct guest *g, uint32_t chan)
+{
+	return chan % 2 == 0 && !g->tx[chan].ended &&
+	    hp_chan_state(chan_entry(g, chan)) == HP_CHAN_ACTIVE;
 }
 
 struct credit_wait {
@@ -655,7 +897,7 @@ credit_ready(void *arg)
  * grant), then the message, staged when more follow. */
 static int
 chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
-	      int timeout_ms, int flags)
+	      struct timeout *t, int flags)
 {
 	struct credit_wait w = { g, chan, len };
 	int rc;
@@ -667,8 +909,7 @@ chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
 		/* what we staged must reach the receiver for it to grant */
 		if (hp_endpoint_flush(&g->ep) == -EPROTO)
 			return -EPROTO;
-		rc = hp_endpoint_wait(&g->ep, HP_WAIT_CREDIT, credit_ready, &w,
-				      timeout_ms);
+		rc = wait_beating(g, HP_WAIT_CREDIT, credit_ready, &w, t);
 		if (rc == 0)
 			return -ETIMEDOUT;
 	}
@@ -677,7 +918,7 @@ chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
 			g->dead = rc;
 		return rc;
 	}
-	if ((rc = send_msg(g, HP_MSG_DATA, chan, 0, item, len, NULL, 0, flags)) != 0)
+	if ((rc = send_msg(g, HP_MSG_DATA, chan, 0, item, len, NULL, 0, flags, t)) != 0)
 		return rc;
 	g->tx[chan].sent_total += (uint32_t)len;
 	return 0;
@@ -687,6 +928,7 @@ EXPORT int
 guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 		      int n, int timeout_ms)
 {
+	struct timeout t = { timeout_ms, 0 };	/* for the whole batch */
 	int rc = 0, i;
 
 	/* r[shm.id.channel-parity]: we send on ids the host gave us (even)
@@ -694,17 +936,17 @@ guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 	if (chan == 0 || chan >= g->seg.params.max_channels || n < 0)
 		return -EINVAL;
 	if (!g->tx[chan].open) {
-		if (hp_chan_state(chan_entry(g, chan)) != HP_CHAN_ACTIVE)
+		if (!chan_given(g, chan))
 			return -ENOTCONN;
 		g->tx[chan].open = 1;
 		g->tx[chan].sent_total = 0;	/* r[shm.flow.initial] */
 	}
 	/* one publication for the lot (r[shm.ordering.ring-publish]) */
 	for (i = 0; i < n && rc == 0; i++)
-		rc = chan_send_one(g, chan, items[i].iov_base, items[i].iov_len, timeout_ms,
+		rc = chan_send_one(g, chan, items[i].iov_base, items[i].iov_len, &t,
 				   i + 1 < n ? HP_SEND_MORE : 0);
 	while (rc == 0 && (rc = hp_endpoint_flush(&g->ep)) == -EAGAIN)
-		rc = wait_tx(g, timeout_ms);
+		rc = wait_tx(g, &t);
 	return rc < 0 ? rc : 0;
 }
 
@@ -717,15 +959,21 @@ guest_chan_send(struct guest *g, uint32_t chan, const void *item, size_t len,
 	return guest_chan_send_batch(g, chan, &one, 1, timeout_ms);
 }
 
+/* Close or Reset of a channel we send on, whether or not anything was
+ * sent: the receiver frees the entry only when it sees one
+ * (r[shm.flow.channel-id-reuse]). Once only: a second would name a
+ * channel the receiver no longer has. */
 static int
 chan_end(struct guest *g, uint32_t chan, uint8_t type)
 {
 	int rc;
 
-	if (chan == 0 || chan >= g->seg.params.max_channels || !g->tx[chan].open)
+	if (chan == 0 || chan >= g->seg.params.max_channels ||
+	    (!g->tx[chan].open && !chan_given(g, chan)))
 		return -ENOTCONN;
-	rc = send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0);
+	rc = send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0, NULL);
 	g->tx[chan].open = 0;
+	g->tx[chan].ended = 1;
 	return rc;
 }
 
@@ -764,8 +1012,8 @@ guest_chan_open_send(struct guest *g)
 
 	if (id < 0)
 		return id;
-	g->tx[id].open = 1;
-	g->tx[id].sent_total = 0;	/* r[shm.flow.initial] */
+	/* r[shm.flow.initial] */
+	g->tx[id] = (struct tx_chan){ .open = 1, .sent_total = 0 };
 	return id;
 }
 
@@ -805,9 +1053,11 @@ on_chan_end(struct guest *g, struct hp_msg_in *m)
 			c->on_end(c->ctx, m->desc.msg_type == HP_MSG_CLOSE ? 0 : -ECONNRESET);
 		return 0;
 	}
-	if (g->tx[id].open) {		/* the receiver gave up on our stream */
-		/* r[shm.flow.reset]: its credit word is no longer ours to read */
+	if (g->tx[id].open || chan_given(g, id)) {
+		/* the receiver gave up on our stream; r[shm.flow.reset]: its
+		 * credit word is no longer ours to read */
 		g->tx[id].open = 0;
+		g->tx[id].ended = 1;
 		return 0;
 	}
 	return -EPROTO;
@@ -825,7 +1075,7 @@ dispatch(struct guest *g, struct hp_msg_in *m)
 	case HP_MSG_DATA:	return on_data(g, m);
 	case HP_MSG_CLOSE:
 	case HP_MSG_RESET:	return on_chan_end(g, m);
-	case HP_MSG_GOODBYE:	return -ECONNABORTED;	/* the host ended us */
+	case HP_MSG_GOODBYE:	return on_goodbye(g, m);	/* the host ended us */
 	default:		return -EPROTO;
 	}
 }
@@ -839,10 +1089,6 @@ serve(struct guest *g, int *did)
 	int rc = 0, n;
 
 	*did = 0;
-	/* a clock read costs a good part of a round trip: a busy guest
-	 * looks at it every 64 rounds, an idle one in wait_rx */
-	if ((++g->serves & 63) == 0)
-		heartbeat(g, now_ns());
 	if (g->dead)
 		return g->dead;
 	/* r[shm.goodbye.host]: detach when the host says goodbye */
@@ -858,6 +1104,8 @@ serve(struct guest *g, int *did)
 		*did = 1;
 		rc = dispatch(g, &m);
 		hp_endpoint_release(&g->ep, &m);
+		/* a busy guest beats here, an idle one in wait_rx */
+		tick(g);
 		if (rc != 0)
 			return g->dead = rc;
 	}
@@ -888,20 +1136,16 @@ guest_service_timeout_ms(const struct guest *g)
 	return g->next_hb <= now ? 0 : (int)((g->next_hb - now + 999999) / 1000000);
 }
 
+/* Waits for traffic up to t: 1 there is some, 0 t ran out, or -EPIPE. */
 static int
-wait_rx(struct guest *g, int timeout_ms)
+wait_rx(struct guest *g, struct timeout *t)
 {
-	int hb, rc;
+	int rc;
 
-	heartbeat(g, now_ns());		/* due or not, before we may sleep */
-	hb = guest_service_timeout_ms(g);
-
-	if (hb >= 0 && (timeout_ms < 0 || hb < timeout_ms))
-		timeout_ms = hb;
-	rc = hp_endpoint_wait(&g->ep, HP_WAIT_RING_DATA, rx_ready, g, timeout_ms);
+	rc = wait_beating(g, HP_WAIT_RING_DATA, rx_ready, g, t);
 	if (rc == -EPIPE)
 		g->dead = -EPIPE;
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 EXPORT int
@@ -911,7 +1155,7 @@ guest_service(struct guest *g)
 
 	if ((rc = hp_doorbell_drain(g->doorbell)) == -EPIPE)
 		return g->dead = -EPIPE;
-	heartbeat(g, now_ns());		/* its loop calls us when one is due */
+	clock_beat(g);			/* its loop calls us when one is due */
 	do {
 		if ((rc = serve(g, &did)) != 0)
 			return rc;
@@ -922,11 +1166,12 @@ guest_service(struct guest *g)
 EXPORT int
 guest_service_wait(struct guest *g, int timeout_ms)
 {
+	struct timeout t = { timeout_ms, 0 };
 	int did, rc;
 
 	if ((rc = serve(g, &did)) != 0 || did)
 		return rc;
-	if ((rc = wait_rx(g, timeout_ms)) != 0)
+	if ((rc = wait_rx(g, &t)) < 0)
 		return rc;
 	return serve(g, &did);
 }
@@ -943,9 +1188,11 @@ guest_run(struct guest *g)
 	int did, rc;
 
 	while (!g->stop) {
+		struct timeout forever = { -1, 0 };
+
 		if ((rc = serve(g, &did)) != 0)
 			return rc == -ESHUTDOWN ? 0 : rc;
-		if (!did && (rc = wait_rx(g, -1)) != 0)
+		if (!did && (rc = wait_rx(g, &forever)) < 0)
 			return rc;
 	}
 	return 0;
@@ -1004,6 +1251,18 @@ guest_pc_put_str(uint8_t *buf, size_t cap, size_t *pos, const char *s, size_t n)
 }
 
 EXPORT int
+guest_pc_put_bytes(uint8_t *buf, size_t cap, size_t *pos, const void *p, size_t n)
+{
+	struct hp_pc_enc e;
+
+	if (*pos > cap)
+		return -ENOSPC;
+	hp_pc_enc_init(&e, buf + *pos, cap - *pos);
+	hp_pc_put_bytes(&e, p, n);
+	return put_done(&e, pos);
+}
+
+EXPORT int
 guest_pc_put_u64(uint8_t *buf, size_t cap, size_t *pos, uint64_t v)
 {
 	struct hp_pc_enc e;
@@ -1024,6 +1283,21 @@ guest_pc_get_str(const uint8_t *buf, size_t len, size_t *pos, const char **s, si
 		return -EBADMSG;
 	hp_pc_dec_init(&d, buf + *pos, len - *pos);
 	if (hp_pc_get_str(&d, s, n) != 0)
+		return -EBADMSG;
+	*pos += d.pos;
+	return 0;
+}
+
+EXPORT int
+guest_pc_get_bytes(const uint8_t *buf, size_t len, size_t *pos, const uint8_t **p,
+		   size_t *n)
+{
+	struct hp_pc_dec d;
+
+	if (*pos > len)
+		return -EBADMSG;
+	hp_pc_dec_init(&d, buf + *pos, len - *pos);
+	if (hp_pc_get_bytes(&d, p, n) != 0)
 		return -EBADMSG;
 	*pos += d.pos;
 	return 0;

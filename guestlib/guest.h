@@ -18,7 +18,19 @@
  *
  * Every function returns 0 (or a count) on success and -errno on failure;
  * nothing prints or exits. One thread drives a guest: handlers, callbacks
- * and calls all run on the thread that runs the loop. */
+ * and calls all run on the thread that runs the loop.
+ *
+ * The heartbeat (a hub's heartbeat_interval: a guest silent for two
+ * intervals is ended as hung) is kept by libguest: by the service loop, by
+ * every libguest call that waits (for an answer, for credit, for ring
+ * space or a slot: each wait beats at least every half interval, however
+ * long it lasts) and by sends and received messages (a clock read every few
+ * messages, not per message). A handler that computes for longer than the
+ * interval without calling libguest must call guest_service() now and then.
+ *
+ * When the hub ends the guest for breaking a rule it says why in a Goodbye:
+ * the loop and every call and send then fail with -ECONNABORTED (calls in
+ * flight too), and guest_goodbye_reason() tells the rule. */
 #ifndef GUEST_H
 #define GUEST_H
 
@@ -50,7 +62,13 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
  * "service.method"; signature tells hubctl how to encode arguments and
  * decode the result: "ARG,ARG->RET" with types str, bytes, u64, i64, bool,
  * unit and, as an argument, chan<T> (a channel the caller receives items
- * of type T on). Errors are always str. -EEXIST if the name is taken. */
+ * of type T on). Errors are always str.
+ * Checked here, before asking the host: -EINVAL for an empty name (or
+ * NULL name or fn) or a malformed signature, -ENAMETOOLONG for a name over
+ * 63 bytes. The host's refusals: -EEXIST the name is taken, -ENOSPC this
+ * guest has as many methods as the host allows, -EREMOTEIO any other
+ * (e.g. the "hub." prefix); or a call's errors (-ETIMEDOUT, -EPIPE,
+ * -ECONNABORTED). */
 int guest_register(struct guest *g, const char *name, const char *signature,
 		   guest_handler fn, void *ctx);
 
@@ -66,8 +84,9 @@ struct guest *guest_call_guest(const struct guest_call *c);
 
 /* Outcome of a call: 0 Ok; -EREMOTEIO Err(User) (result holds the error
  * string); -ENOSYS unknown method; -EBADMSG invalid payload; -ECANCELED
- * cancelled; -ETIMEDOUT; -EPIPE the hub is gone; -EMSGSIZE result too big
- * for the buffer. */
+ * cancelled; -ETIMEDOUT; -EPIPE the hub is gone; -ECONNABORTED the hub
+ * ended this guest (guest_goodbye_reason); -EMSGSIZE result too big for
+ * the buffer. */
 typedef void (*guest_result_fn)(void *ctx, int status, const uint8_t *result,
 				size_t len);
 
@@ -79,16 +98,20 @@ int guest_call_async(struct guest *g, const char *method, const void *args,
 /* Sends Cancel for a call in flight (advisory). */
 int guest_cancel(struct guest *g, uint32_t call_id);
 
-/* Calls and waits up to timeout_ms (-1: forever), serving other traffic
- * meanwhile. The result (or error string) is copied to result[0..cap) and
- * its length stored in *result_len. */
+/* Calls and waits up to timeout_ms (-1: forever) in all, for room to send
+ * and for the answer, serving other traffic meanwhile. The result (or
+ * error string) is copied to result[0..cap) and its length stored in
+ * *result_len. */
 int guest_call(struct guest *g, const char *method, const void *args,
 	       size_t len, void *result, size_t cap, size_t *result_len,
 	       int timeout_ms);
 
 /* Channels (r[shm.flow.*]). A sender sends items on a channel id it was
  * given (e.g. as a chan<T> argument) or opened; it blocks while the
- * receiver's credit is used up, up to timeout_ms. */
+ * receiver's credit is used up, or the ring is full, up to timeout_ms for
+ * the whole call (-ETIMEDOUT). -ENOTCONN for a channel that is not ours
+ * to send on, or was closed or reset. Sends fail with -ECONNABORTED once
+ * the hub ended the guest, -EPIPE once the hub is gone. */
 int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
 		    size_t len, int timeout_ms);
 /* The same for n items, published together (one head store and at most
@@ -96,6 +119,10 @@ int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
 struct iovec;
 int guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 			  int n, int timeout_ms);
+/* Ends a channel this guest sends on, with Close (done) or Reset (given
+ * up), whether or not anything was sent on it: every channel given or
+ * opened to send on must be ended once. -ENOTCONN if it is not ours to
+ * send on or was ended already. */
 int guest_chan_close(struct guest *g, uint32_t chan);
 int guest_chan_reset(struct guest *g, uint32_t chan);
 
@@ -113,18 +140,30 @@ int64_t guest_chan_open(struct guest *g, guest_item_fn on_item,
 
 /* The service loop: returns 0 after guest_stop or when the host said
  * goodbye (r[shm.goodbye.host]), -EPIPE if the hub died, -EPROTO if the
- * host broke the protocol. */
+ * host broke the protocol, -ECONNABORTED if the hub ended this guest with
+ * a Goodbye (r[shm.goodbye.payload]: see guest_goodbye_reason). */
 int guest_run(struct guest *g);
 void guest_stop(struct guest *g);
 
+/* The reason the hub gave when it ended this guest (the spec rule it
+ * broke, e.g. "shm.desc.msg-type"), "(undecodable goodbye)" if the Goodbye
+ * did not decode, NULL if the hub did not end it. Valid until
+ * guest_detach. A guest should print it, e.g.
+ *	if (rc == -ECONNABORTED)
+ *		fprintf(stderr, "echo: hub ended me: %s\n", guest_goodbye_reason(g)); */
+const char *guest_goodbye_reason(const struct guest *g);
+
 /* Waits up to timeout_ms for traffic and serves what arrived: for a
  * handler or callback that waits for something (an answer, a Cancel)
- * while the guest keeps serving. 0, or the loop's error. */
+ * while the guest keeps serving. 0, or the loop's error (as guest_run,
+ * -ECONNABORTED included). */
 int guest_service_wait(struct guest *g, int timeout_ms);
 
 /* For plugins with their own event loop: poll this fd for POLLIN, then
  * call guest_service, which does what is ready without blocking; call it
- * also at least every guest_service_timeout_ms() (heartbeat). */
+ * also at least every guest_service_timeout_ms() (heartbeat), and from a
+ * handler that computes for longer than the heartbeat interval. 0, or the
+ * loop's error (as guest_run, -ECONNABORTED included). */
 int guest_fd(const struct guest *g);
 int guest_service(struct guest *g);
 int guest_service_timeout_ms(const struct guest *g);
@@ -142,10 +181,17 @@ void guest_get_stats(const struct guest *g, struct guest_stats *s);
 
 /* Postcard helpers for the common argument and result shapes. Each encoder
  * returns the length written or -ENOSPC; each decoder 0 or -EBADMSG, and
- * advances *pos (start at 0) so several values can be read in a row. */
+ * advances *pos (start at 0) so several values can be read in a row.
+ * str is UTF-8 (guest_pc_get_str refuses anything else); bytes is any
+ * bytes, the same length-prefixed shape without the check: a "bytes"
+ * argument or result of a signature is read and written with the _bytes
+ * pair. Decoded strings and bytes point into buf. */
 int guest_pc_put_str(uint8_t *buf, size_t cap, size_t *pos, const char *s, size_t n);
+int guest_pc_put_bytes(uint8_t *buf, size_t cap, size_t *pos, const void *p, size_t n);
 int guest_pc_put_u64(uint8_t *buf, size_t cap, size_t *pos, uint64_t v);
 int guest_pc_get_str(const uint8_t *buf, size_t len, size_t *pos, const char **s, size_t *n);
+int guest_pc_get_bytes(const uint8_t *buf, size_t len, size_t *pos, const uint8_t **p,
+		       size_t *n);
 int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v);
 
 /* The checksum hub.sink and hub.source report for a stream (FNV-1a 64 by

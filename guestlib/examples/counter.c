@@ -153,6 +153,8 @@ main(int argc, char *argv[])
 	    guest_register(g, "counter.stream", "u64,u64->str", stream, NULL) != 0)
 		errx(1, "cannot register methods");
 	rc = guest_run(g);
+	if (rc == -ECONNABORTED)	/* the hub ended us for breaking a rule */
+		fprintf(stderr, "counter: hub ended me: %s\n", guest_goodbye_reason(g));
 	guest_detach(g);
 	return rc == 0 ? 0 : 1;
 }

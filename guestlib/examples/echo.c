@@ -1,6 +1,8 @@
 /* echo: echo.echo returns its string, echo.reverse reverses it (by
  * character, so UTF-8 stays valid). */
 #include <err.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +60,8 @@ main(int argc, char *argv[])
 	    guest_register(g, "echo.reverse", "str->str", reverse, NULL) != 0)
 		errx(1, "cannot register methods");
 	rc = guest_run(g);
+	if (rc == -ECONNABORTED)	/* the hub ended us for breaking a rule */
+		fprintf(stderr, "echo: hub ended me: %s\n", guest_goodbye_reason(g));
 	guest_detach(g);
 	return rc == 0 ? 0 : 1;
 }

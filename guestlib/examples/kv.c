@@ -1,6 +1,9 @@
 /* kv: an in-memory key-value store. kv.put KEY VALUE, kv.get KEY,
- * kv.delete KEY, kv.list (the keys, one per line). */
+ * kv.delete KEY, kv.list (the keys, one per line). Keys are str, values
+ * bytes: any bytes, UTF-8 or not. */
 #include <err.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,13 +33,14 @@ find(const char *k, size_t n)
 static void
 put(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	const char *k, *v;
+	const char *k;
+	const uint8_t *v;
 	size_t kn, vn, pos = 0;
 	struct entry **pp, *e;
 
 	(void)ctx;
 	if (guest_pc_get_str(args, len, &pos, &k, &kn) != 0 ||
-	    guest_pc_get_str(args, len, &pos, &v, &vn) != 0 || pos != len) {
+	    guest_pc_get_bytes(args, len, &pos, &v, &vn) != 0 || pos != len) {
 		guest_reply_error(c, "kv.put takes a key and a value");
 		return;
 	}
@@ -82,7 +86,7 @@ get(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		guest_reply_error(c, "out of memory");
 		return;
 	}
-	guest_pc_put_str(res, e->vlen + 10, &out, (const char *)e->val, e->vlen);
+	guest_pc_put_bytes(res, e->vlen + 10, &out, e->val, e->vlen);
 	guest_reply(c, res, out);
 	free(res);
 }
@@ -153,6 +157,8 @@ main(int argc, char *argv[])
 	    guest_register(g, "kv.list", "->str", list, NULL) != 0)
 		errx(1, "cannot register methods");
 	rc = guest_run(g);
+	if (rc == -ECONNABORTED)	/* the hub ended us for breaking a rule */
+		fprintf(stderr, "kv: hub ended me: %s\n", guest_goodbye_reason(g));
 	guest_detach(g);
 	return rc == 0 ? 0 : 1;
 }

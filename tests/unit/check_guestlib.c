@@ -1,20 +1,32 @@
 /* libguest against a hub it cannot trust: a corrupt segment or a host that
- * breaks the protocol gives the guest an error, never a crash. The test
- * plays the host itself, in process, on a real segment. */
+ * breaks the protocol gives the guest an error, never a crash. And what it
+ * owes the host: a heartbeat while it waits, the Goodbye's reason, clear
+ * register errors, a Close for every channel. The test plays the host
+ * itself, in process, on a real segment. */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guest.h"
+#include "proto/channel.h"
 #include "proto/doorbell.h"
+#include "proto/endpoint.h"
+#include "proto/method.h"
+#include "proto/msg.h"
+#include "proto/postcard.h"
 #include "proto/ring.h"
 #include "proto/segment.h"
+#include "proto/services.h"
 
 static char path[64];
 static struct hp_segment seg;
 static int bell[2];
+static uint64_t heartbeat_ns;	/* the next attach()'s heartbeat_interval */
 
 static void
 name_files(void)
@@ -41,7 +53,7 @@ attach(struct guest **g, const char **why)
 	p.slot_size = 256;
 	p.slots_per_guest = 4;
 	p.max_payload_size = 252;
-	p.heartbeat_interval = 0;
+	p.heartbeat_interval = heartbeat_ns;
 	ck_assert_int_eq(hp_segment_create(&seg, path, &p, 0600, why), 0);
 	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
 	hp_store_release_u32(&hp_segment_peer(&seg, 1)->state, HP_PEER_RESERVED);
@@ -62,6 +74,80 @@ cleanup(struct guest *g)
 		close(bell[1]);
 	close(bell[0]);
 	hp_segment_close(&seg);
+}
+
+/* -- the host's end, for the tests that talk to the guest ---------------- */
+
+static struct hp_endpoint host;
+static struct hp_peer_view hview;
+
+static void
+host_init(void)
+{
+	hp_peer_view_host(&seg, 1, &hview);
+	ck_assert_int_eq(hp_endpoint_init_host(&host, &seg, &hview, bell[0],
+			 hp_load_acquire_u32(&hview.entry->guest_features)), 0);
+}
+
+static void
+host_send(uint8_t type, uint32_t id, uint64_t method, const void *payload, size_t len)
+{
+	ck_assert_int_eq(hp_endpoint_send(&host, type, id, method, payload,
+					  (uint32_t)len, 0), 0);
+}
+
+/* Answers request id with Err(User(why)), or Ok(()) when why is NULL. */
+static void
+host_answer(uint32_t id, const char *why)
+{
+	struct hp_response r = { .result = why ? HP_RESULT_ERR : HP_RESULT_OK,
+				 .error = HP_ERR_USER };
+	uint8_t val[128], buf[192];
+	struct hp_pc_enc e;
+	int64_t n;
+
+	hp_pc_enc_init(&e, val, sizeof(val));
+	if (why != NULL)
+		hp_pc_put_str(&e, why, strlen(why));
+	r.value = val;
+	r.value_len = e.len;
+	ck_assert_int_gt(n = hp_msg_encode_response(buf, sizeof(buf), &r), 0);
+	host_send(HP_MSG_RESPONSE, id, 0, buf, (size_t)n);
+}
+
+/* The next message from the guest: its type and id, or -1 if none. */
+static int
+host_next(uint32_t *id)
+{
+	struct hp_msg_in m;
+	const char *rule = NULL;
+	int rc = hp_endpoint_recv(&host, &m, &rule);
+
+	if (rc == -EAGAIN)
+		return -1;
+	ck_assert_msg(rc == 0, "the guest broke %s", rule);
+	*id = m.desc.id;
+	hp_endpoint_release(&host, &m);
+	return m.desc.msg_type;
+}
+
+static void
+host_expect(int type, uint32_t id)
+{
+	uint32_t got = 0;
+	int t = host_next(&got);
+
+	ck_assert_msg(t == type && got == id, "expected type %d id %u, got type %d id %u",
+		      type, id, t, got);
+}
+
+static void
+noop(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_reply(c, NULL, 0);
 }
 
 /* r[shm.spawn.guest-init] r[shm.guest.attach] */
@@ -184,6 +270,329 @@ START_TEST(test_host_death_ends_the_loop)
 }
 END_TEST
 
+/* -- heartbeat ----------------------------------------------------------- */
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Samples last_heartbeat as the host would, until told to stop: the
+ * largest staleness seen (host_now - last_heartbeat). */
+struct watcher {
+	pthread_t	th;
+	atomic_int	stop;
+	uint64_t	worst;
+};
+
+static void *
+watch(void *arg)
+{
+	struct watcher *w = arg;
+	struct hp_peer_entry *e = hp_segment_peer(&seg, 1);
+
+	while (!atomic_load(&w->stop)) {
+		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat), now = mono_ns();
+
+		if (now > beat && now - beat > w->worst)
+			w->worst = now - beat;
+		usleep(2000);
+	}
+	return NULL;
+}
+
+#define HB_INTERVAL	(200 * 1000000ull)	/* scheduling noise cannot fail it */
+#define HB_WAIT_MS	1000			/* five intervals */
+
+/* A guest attached with a 200 ms heartbeat, the host's end, channel 2
+ * opened by the host for the guest to send on, and the watcher running. */
+static struct guest *
+hb_setup(struct watcher *w)
+{
+	struct guest *g;
+	const char *why = NULL;
+
+	heartbeat_ns = HB_INTERVAL;
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	heartbeat_ns = 0;
+	host_init();
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
+	w->worst = 0;
+	atomic_store(&w->stop, 0);
+	ck_assert_int_eq(pthread_create(&w->th, NULL, watch, w), 0);
+	return g;
+}
+
+static void
+hb_check(struct watcher *w)
+{
+	atomic_store(&w->stop, 1);
+	pthread_join(w->th, NULL);
+	/* r[shm.crash.heartbeat]: the host ends a guest stale by 2 intervals */
+	ck_assert_msg(w->worst < 2 * HB_INTERVAL,
+		      "heartbeat stale by %llu ms while waiting (interval %llu ms)",
+		      (unsigned long long)(w->worst / 1000000),
+		      (unsigned long long)(HB_INTERVAL / 1000000));
+}
+
+/* r[shm.crash.heartbeat] r[shm.flow.zero-credit]: a guest waiting for
+ * credit for five intervals beats all along, and its timeout holds. */
+START_TEST(test_heartbeat_while_waiting_for_credit)
+{
+	struct guest_stats st;
+	struct watcher w;
+	struct guest *g = hb_setup(&w);
+	uint8_t item[8] = { 0 };
+
+	/* the receiver's credit is used up */
+	hp_store_release_u32(&hview.chans[2].granted_total, 0);
+	ck_assert_int_eq(guest_chan_send(g, 2, item, sizeof(item), HB_WAIT_MS), -ETIMEDOUT);
+	hb_check(&w);
+	guest_get_stats(g, &st);
+	ck_assert_uint_eq(st.credit_waits, 1);
+	cleanup(g);
+}
+END_TEST
+
+/* r[shm.crash.heartbeat]: a guest waiting for ring space (the host does
+ * not consume) beats all along, and the send's timeout holds. */
+START_TEST(test_heartbeat_while_waiting_for_ring_space)
+{
+	struct guest_stats st;
+	struct watcher w;
+	struct guest *g = hb_setup(&w);
+	uint8_t item[8] = { 0 };
+	int rc, sent = 0;
+
+	while ((rc = guest_chan_send(g, 2, item, sizeof(item), HB_WAIT_MS)) == 0)
+		sent++;
+	ck_assert_msg(rc == -ETIMEDOUT, "send %d: %d", sent, rc);
+	ck_assert_int_eq(sent, (int)seg.params.ring_size - 1);
+	hb_check(&w);
+	guest_get_stats(g, &st);
+	ck_assert_uint_ge(st.ring_waits, 1);
+	cleanup(g);
+}
+END_TEST
+
+/* -- Goodbye ---------------------------------------------------------------- */
+
+static int async_status = 1;
+
+static void
+async_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	(void)ctx;
+	(void)result;
+	(void)len;
+	async_status = status;
+}
+
+/* r[shm.goodbye.payload]: the host ends the guest with a Goodbye naming
+ * the rule; the loop ends with -ECONNABORTED, the call in flight fails
+ * with it, the reason is there to print. */
+START_TEST(test_goodbye_reason)
+{
+	struct guest *g;
+	const char *why = NULL;
+	uint8_t buf[64], item[8] = { 0 };
+	int64_t n;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	ck_assert_ptr_null(guest_goodbye_reason(g));
+	async_status = 1;
+	ck_assert_int_eq(guest_call_async(g, "hub.ping", NULL, 0, async_done, NULL, NULL), 0);
+	ck_assert_int_gt(n = hp_msg_encode_goodbye(buf, sizeof(buf), "shm.desc.msg-type"), 0);
+	host_send(HP_MSG_GOODBYE, 0, 0, buf, (size_t)n);
+	ck_assert_int_eq(guest_run(g), -ECONNABORTED);
+	ck_assert_int_eq(async_status, -ECONNABORTED);
+	ck_assert_pstr_eq(guest_goodbye_reason(g), "shm.desc.msg-type");
+	/* and everything after fails the same way */
+	ck_assert_int_eq(guest_service(g), -ECONNABORTED);
+	ck_assert_int_eq(guest_call(g, "hub.ping", NULL, 0, NULL, 0, NULL, 100), -ECONNABORTED);
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
+	ck_assert_int_eq(guest_chan_send(g, 2, item, sizeof(item), 100), -ECONNABORTED);
+	cleanup(g);
+}
+END_TEST
+
+/* A guest blocked in guest_call when the Goodbye comes. */
+START_TEST(test_goodbye_fails_a_waiting_call)
+{
+	struct guest *g;
+	const char *why = NULL;
+	uint8_t buf[64];
+	int64_t n;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	ck_assert_int_gt(n = hp_msg_encode_goodbye(buf, sizeof(buf), "shm.flow.remaining-credit"), 0);
+	host_send(HP_MSG_GOODBYE, 0, 0, buf, (size_t)n);
+	ck_assert_int_eq(guest_call(g, "hub.ping", NULL, 0, NULL, 0, NULL, -1), -ECONNABORTED);
+	ck_assert_pstr_eq(guest_goodbye_reason(g), "shm.flow.remaining-credit");
+	cleanup(g);
+}
+END_TEST
+
+/* A Goodbye that does not decode still ends the loop. */
+START_TEST(test_goodbye_undecodable)
+{
+	static const uint8_t bad[] = { 40, 's', 'h' };	/* 40 bytes promised */
+	struct guest *g;
+	const char *why = NULL;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	host_send(HP_MSG_GOODBYE, 0, 0, bad, sizeof(bad));
+	ck_assert_int_eq(guest_run(g), -ECONNABORTED);
+	ck_assert_pstr_eq(guest_goodbye_reason(g), "(undecodable goodbye)");
+	cleanup(g);
+}
+END_TEST
+
+/* -- guest_register ------------------------------------------------------ */
+
+/* Refused here, the host never asked. */
+START_TEST(test_register_checks_locally)
+{
+	char longname[HP_METHOD_NAME_MAX + 2];
+	struct guest *g;
+	const char *why = NULL;
+	uint32_t id;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	ck_assert_int_eq(guest_register(g, longname, "str->str", noop, NULL), -ENAMETOOLONG);
+	ck_assert_int_eq(guest_register(g, "", "str->str", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.sig", "str->nope", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.sig", "str", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.sig", NULL, noop, NULL), -EINVAL);
+	ck_assert_int_eq(host_next(&id), -1);
+	/* 63 bytes is fine */
+	longname[HP_METHOD_NAME_MAX] = '\0';
+	host_answer(1, NULL);
+	ck_assert_int_eq(guest_register(g, longname, "str->str", noop, NULL), 0);
+	host_expect(HP_MSG_REQUEST, 1);
+	cleanup(g);
+}
+END_TEST
+
+/* The host's User errors, told apart by the shared strings. */
+START_TEST(test_register_maps_host_errors)
+{
+	static const struct { const char *why; int rc; } cases[] = {
+		{ HP_SVC_REG_TAKEN, -EEXIST },
+		{ HP_SVC_REG_TOO_MANY, -ENOSPC },
+		{ "the hub. prefix is the host's", -EREMOTEIO },
+		{ HP_SVC_REG_BAD_NAME, -EREMOTEIO },
+		{ NULL, 0 },
+	};
+	struct guest *g;
+	const char *why = NULL;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	for (uint32_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		host_answer(i + 1, cases[i].why);
+		int rc = guest_register(g, "t.method", "str->str", noop, NULL);
+
+		ck_assert_msg(rc == cases[i].rc, "host said '%s': got %d, want %d",
+			      cases[i].why ? cases[i].why : "ok", rc, cases[i].rc);
+		host_expect(HP_MSG_REQUEST, i + 1);
+	}
+	cleanup(g);
+}
+END_TEST
+
+/* -- channels --------------------------------------------------------------- */
+
+static void
+close_chan(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	size_t pos = 0;
+	uint64_t chan;
+
+	(void)ctx;
+	ck_assert_int_eq(guest_pc_get_u64(args, len, &pos, &chan), 0);
+	ck_assert_int_eq(guest_chan_close(guest_call_guest(c), (uint32_t)chan), 0);
+	guest_reply(c, NULL, 0);
+}
+
+/* r[shm.flow.channel-id-reuse]: a channel the host opened for the guest
+ * to send on is closed even when nothing was sent, once; given again in
+ * a request, it can be closed again. */
+START_TEST(test_close_without_sending)
+{
+	struct guest *g;
+	const char *why = NULL;
+	uint8_t args[16], req[32], item[8] = { 0 };
+	struct hp_pc_enc e;
+	int64_t n;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[4], seg.params.initial_credit), 0);
+	ck_assert_int_eq(guest_chan_close(g, 2), 0);
+	host_expect(HP_MSG_CLOSE, 2);
+	ck_assert_int_eq(guest_chan_reset(g, 4), 0);
+	host_expect(HP_MSG_RESET, 4);
+	/* once only: the host may not have freed it yet */
+	ck_assert_int_eq(guest_chan_close(g, 2), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_send(g, 2, item, sizeof(item), 0), -ENOTCONN);
+	ck_assert_int_eq(host_next(&(uint32_t){ 0 }), -1);
+	/* not ours: never opened, or the guest's own parity */
+	ck_assert_int_eq(guest_chan_close(g, 6), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_close(g, 3), -ENOTCONN);
+	/* the host frees 2 (it saw the Close), opens it again and gives it
+	 * to the guest in a call */
+	hp_chan_free(&hview.chans[2]);
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
+	host_answer(1, NULL);
+	ck_assert_int_eq(guest_register(g, "t.close", "chan<u64>->unit", close_chan, NULL), 0);
+	host_expect(HP_MSG_REQUEST, 1);
+	hp_pc_enc_init(&e, args, sizeof(args));
+	hp_pc_put_u64(&e, 2);
+	ck_assert_int_gt(n = hp_msg_encode_request(req, sizeof(req), NULL, args, e.len), 0);
+	host_send(HP_MSG_REQUEST, 7, hp_method_id("t.close", 7), req, (size_t)n);
+	ck_assert_int_eq(guest_service(g), 0);
+	host_expect(HP_MSG_CLOSE, 2);
+	host_expect(HP_MSG_RESPONSE, 7);
+	cleanup(g);
+}
+END_TEST
+
+/* -- postcard helpers -------------------------------------------------------- */
+
+START_TEST(test_pc_bytes)
+{
+	static const uint8_t v[] = { 'a', 0xff, 'b' };
+	uint8_t buf[16];
+	const uint8_t *p;
+	const char *s;
+	size_t pos = 0, n;
+
+	ck_assert_int_eq(guest_pc_put_bytes(buf, sizeof(buf), &pos, v, sizeof(v)), 4);
+	ck_assert_int_eq(guest_pc_put_bytes(buf, 5, &pos, v, sizeof(v)), -ENOSPC);
+	ck_assert_uint_eq(pos, 4);
+	pos = 0;
+	ck_assert_int_eq(guest_pc_get_str(buf, 4, &pos, &s, &n), -EBADMSG);	/* not UTF-8 */
+	ck_assert_int_eq(guest_pc_get_bytes(buf, 4, &pos, &p, &n), 0);
+	ck_assert_uint_eq(pos, 4);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_mem_eq(p, v, 3);
+	pos = 0;
+	ck_assert_int_eq(guest_pc_get_bytes(buf, 3, &pos, &p, &n), -EBADMSG);	/* cut */
+}
+END_TEST
+
 Suite *suite_guestlib(void);
 Suite *
 suite_guestlib(void)
@@ -199,6 +608,21 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_hostile_indices);
 	tcase_add_test(tc, test_host_goodbye_ends_the_loop);
 	tcase_add_test(tc, test_host_death_ends_the_loop);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("owed");
+	tcase_add_unchecked_fixture(tc, name_files, remove_files);
+	tcase_add_checked_fixture(tc, NULL, remove_files);
+	tcase_set_timeout(tc, 15);
+	tcase_add_test(tc, test_heartbeat_while_waiting_for_credit);
+	tcase_add_test(tc, test_heartbeat_while_waiting_for_ring_space);
+	tcase_add_test(tc, test_goodbye_reason);
+	tcase_add_test(tc, test_goodbye_fails_a_waiting_call);
+	tcase_add_test(tc, test_goodbye_undecodable);
+	tcase_add_test(tc, test_register_checks_locally);
+	tcase_add_test(tc, test_register_maps_host_errors);
+	tcase_add_test(tc, test_close_without_sending);
+	tcase_add_test(tc, test_pc_bytes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,144 @@
+/* libguest with a real hubd and the example guests: a guest busy for
+ * seconds keeps its heartbeat, a channel closed without an item is freed,
+ * bytes values that are not UTF-8 survive a round trip. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+start(const char *hub_keys, const char *guests, const char *names)
+{
+	ck_assert_msg(hub_start(&hub, hub_keys, guests) == 0, "hubd did not start: %s",
+		      hub_log(&hub));
+	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "guests %s not up: %s",
+		      names, hub_log(&hub));
+}
+
+static int
+peer_int(const char *name, const char *key)
+{
+	json_object *p = hub_peer(&hub, name), *v;
+	int n = -1;
+
+	if (p != NULL && json_object_object_get_ex(p, key, &v))
+		n = json_object_get_int(v);
+	json_object_put(p);
+	return n;
+}
+
+/* How many deaths the hub has seen of name (-1: no such peer). */
+static int
+peer_deaths(const char *name)
+{
+	json_object *p = hub_peer(&hub, name), *v;
+	int n = -1;
+
+	if (p != NULL && json_object_object_get_ex(p, "deaths", &v))
+		n = (int)json_object_array_length(v);
+	json_object_put(p);
+	return n;
+}
+
+/* r[shm.crash.heartbeat]: a guest streaming for seconds into hub.sink,
+ * with a 100 ms heartbeat_interval, sends, waits for credit, for ring
+ * space and slots, and never returns to its loop until done: it must
+ * still beat, and is not taken for hung. */
+START_TEST(test_busy_guest_keeps_its_heartbeat)
+{
+	/* ~4 GB/s here: about a second, several under ASan */
+	static const char bytes[] = "4000000000";
+	char *out = NULL, *log;
+	int pid, rc;
+
+	start("heartbeat_interval = 100ms", "[guest counter]\nexec = @/guests/counter\n",
+	      "counter");
+	pid = peer_int("counter", "pid");
+	rc = hubctl(&hub, &out, "-t", "120", "call", "counter.stream", bytes, "65000",
+		    (char *)NULL);
+	log = hub_log(&hub);
+	ck_assert_msg(rc == 0 && strncmp(out, "ok 4000000000 ", 14) == 0,
+		      "counter.stream: status %d, output '%s'; log: %s", rc, out, log);
+	ck_assert_msg(peer_int("counter", "pid") == pid && peer_int("counter", "epoch") == 1 &&
+		      peer_deaths("counter") == 0,
+		      "counter was restarted (pid %d -> %d, epoch %d, %d deaths); log: %s",
+		      pid, peer_int("counter", "pid"), peer_int("counter", "epoch"),
+		      peer_deaths("counter"), log);
+	ck_assert_msg(strstr(log, "hung") == NULL, "a guest was taken for hung: %s", log);
+	free(log);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* r[shm.flow.channel-id-reuse]: counter.count 0 sends no item on the
+ * channel the host opened for it, and still closes it: the host frees
+ * the entry. */
+START_TEST(test_empty_stream_is_closed)
+{
+	char *out = NULL;
+	double end;
+	int open;
+
+	start(NULL, "[guest counter]\nexec = @/guests/counter\n", "counter");
+	ck_assert_int_eq(peer_int("counter", "channels_open"), 0);
+	ck_assert_msg(hubctl(&hub, &out, "call", "counter.count", "0", (char *)NULL) == 0 &&
+		      strcmp(out, "0\n") == 0, "counter.count 0: '%s'", out);
+	free(out);
+	end = now_s() + 5;
+	while ((open = peer_int("counter", "channels_open")) != 0 && now_s() < end)
+		usleep(10000);
+	ck_assert_msg(open == 0, "%d channel(s) still open after counter.count 0", open);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* kv.put is str,bytes->unit: a value that is not UTF-8 is stored and
+ * given back byte for byte (hubctl -j shows such bytes as hex:). */
+START_TEST(test_kv_keeps_bytes_that_are_not_utf8)
+{
+	char *out = NULL;
+	int rc;
+
+	start(NULL, "[guest kv]\nexec = @/guests/kv\n", "kv");
+	rc = hubctl(&hub, &out, "call", "kv.put", "k", "a\xff" "b", (char *)NULL);
+	ck_assert_msg(rc == 0, "kv.put: status %d, output '%s'", rc, out);
+	free(out);
+	rc = hubctl(&hub, &out, "-j", "call", "kv.get", "k", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "\"hex:61ff62\"") != NULL,
+		      "kv.get: status %d, output '%s'", rc, out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_guest(void);
+Suite *
+suite_guest(void)
+{
+	Suite *s = suite_create("guest");
+	TCase *tc = tcase_create("examples");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 150);
+	tcase_add_test(tc, test_busy_guest_keeps_its_heartbeat);
+	tcase_add_test(tc, test_empty_stream_is_closed);
+	tcase_add_test(tc, test_kv_keeps_bytes_that_are_not_utf8);
+	suite_add_tcase(s, tc);
+	return s;
+}
