@@ -207,9 +207,7 @@ setup(struct hub *h)
 		struct peer *p = &h->peers[i];
 
 		p->id = i + 1;
-		p->hub = h;
-		p->pidfd = p->bell = -1;
-		p->kill_reason = -1;
+		supervise_init(h, p);
 		p->chans = calloc(c->params.max_channels, sizeof(*p->chans));
 		if (p->chans == NULL)
 			fatal("calloc");
@@ -222,9 +220,23 @@ setup(struct hub *h)
 		 (double)h->seg.size / (1 << 20), c->params.max_guests);
 }
 
+/* The hub whose guests' process groups go with hubd, however it exits
+ * (fatal() included); none once torn down. */
+static struct hub *guests_of;
+
+static void
+kill_guests(void)
+{
+	if (guests_of != NULL)
+		supervise_kill_groups(guests_of);
+}
+
 static void
 teardown(struct hub *h)
 {
+	kill_guests();		/* all down by now, unless something went wrong */
+	guests_of = NULL;
+	reload_free(h);
 	control_close(h);
 	hp_segment_close(&h->seg);
 	unlink(h->conf.segment_path);	/* r[shm.file.cleanup] */
@@ -236,6 +248,7 @@ teardown(struct hub *h)
 		free(h->peers[i].pend);
 		guest_conf_free(h->peers[i].conf);
 		guest_conf_free(h->peers[i].next_conf);
+		lifecycle_free(&h->peers[i].life);
 	}
 	free(h->peers);
 	free(h->methods);
@@ -301,11 +314,14 @@ main(int argc, char *argv[])
 		ev_timer_init(&h->watchdog_w, watchdog_cb, 0, notify_watchdog_s() / 2);
 		ev_timer_again(h->loop, &h->watchdog_w);
 	}
-	for (uint32_t i = 0; i < h->conf.nguests; i++) {
+	for (uint32_t i = 0; i < h->conf.nguests; i++)
 		if ((h->peers[i].conf = guest_conf_dup(&h->conf.guests[i])) == NULL)
 			fatal("guest_conf_dup");
+	guests_of = h;
+	if (atexit(kill_guests) != 0)
+		fatalx("atexit");
+	for (uint32_t i = 0; i < h->conf.nguests; i++)
 		supervise_start(h, &h->peers[i]);
-	}
 	h->status_up = UINT32_MAX;
 	notify("READY=1\nSTATUS=%u guests started", h->conf.nguests);
 	ev_run(h->loop, 0);
