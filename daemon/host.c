@@ -118,7 +118,8 @@ method_unavailable(struct hub *h, const struct method *m, char *buf, size_t len)
 	else if (q->state == PEER_UP)
 		snprintf(buf, len, "guest %s has not registered it since it restarted", name);
 	else if (q->state == PEER_STARTING || q->state == PEER_BACKOFF ||
-		 (q->state == PEER_STOPPING && q->want_restart))
+		 (q->state == PEER_ENDING && q->conf->restart != RESTART_NEVER) ||
+		 (q->state == PEER_STOPPING && q->life.want_restart))
 		snprintf(buf, len, "guest %s is restarting", name);
 	else
 		snprintf(buf, len, "guest %s is %s", name, supervise_state_name(q->state));

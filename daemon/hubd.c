@@ -292,9 +292,7 @@ setup(struct hub *h)
 		struct peer *p = &h->peers[i];
 
 		p->id = i + 1;
-		p->hub = h;
-		p->pidfd = p->bell = -1;
-		p->kill_reason = -1;
+		supervise_init(h, p);
 		p->chans = calloc(c->params.max_channels, sizeof(*p->chans));
 		if (p->chans == NULL)
 			goto nomem;
@@ -314,9 +312,23 @@ nomem:
 	return -1;
 }
 
+/* The hub whose guests' process groups go with hubd, however it exits
+ * (fatal() included); none once torn down. */
+static struct hub *guests_of;
+
+static void
+kill_guests(void)
+{
+	if (guests_of != NULL)
+		supervise_kill_groups(guests_of);
+}
+
 static void
 teardown(struct hub *h)
 {
+	kill_guests();		/* all down by now, unless something went wrong */
+	guests_of = NULL;
+	reload_free(h);
 	if (h->ctl_fd >= 0)
 		control_close(h);
 	if (h->seg.base != NULL)
@@ -333,6 +345,7 @@ teardown(struct hub *h)
 		free(h->peers[i].pend);
 		guest_conf_free(h->peers[i].conf);
 		guest_conf_free(h->peers[i].next_conf);
+		lifecycle_free(&h->peers[i].life);
 	}
 	free(h->peers);
 	free(h->methods);
@@ -408,13 +421,15 @@ main(int argc, char *argv[])
 		ev_timer_init(&h->watchdog_w, watchdog_cb, 0, notify_watchdog_s() / 2);
 		ev_timer_again(h->loop, &h->watchdog_w);
 	}
-	for (uint32_t i = 0; i < h->conf.nguests; i++) {
-		if ((h->peers[i].conf = guest_conf_dup(&h->conf.guests[i])) == NULL) {
+	for (uint32_t i = 0; i < h->conf.nguests; i++)
+		if ((h->peers[i].conf = guest_conf_dup(&h->conf.guests[i])) == NULL)
 			log_warnx("guest %s: out of memory, not started", h->conf.guests[i].name);
-			continue;
-		}
-		supervise_start(h, &h->peers[i]);
-	}
+	guests_of = h;
+	if (atexit(kill_guests) != 0)
+		log_warnx("atexit: guests' children may outlive an abnormal exit");
+	for (uint32_t i = 0; i < h->conf.nguests; i++)
+		if (h->peers[i].conf != NULL)
+			supervise_start(h, &h->peers[i]);
 	h->status_up = UINT32_MAX;
 	notify("READY=1\nSTATUS=%u guests started", h->conf.nguests);
 	ev_run(h->loop, 0);

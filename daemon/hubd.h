@@ -10,6 +10,7 @@
 #include <ev.h>
 
 #include "daemon/config.h"
+#include "daemon/lifecycle.h"
 #include "proto/endpoint.h"
 #include "proto/msg.h"
 #include "proto/segment.h"
@@ -18,28 +19,18 @@
 struct hub;
 struct client;
 
-/* Supervisor states (after s6-supervise), one handler per event. */
-#define PEER_DOWN	0	/* not running, not wanted (stopped, restart=never) */
-#define PEER_STARTING	1	/* spawned, entry Reserved, not attached yet */
-#define PEER_UP		2	/* attached and served */
-#define PEER_STOPPING	3	/* asked to leave; killed after stop_grace */
-#define PEER_BACKOFF	4	/* died; restarts when the backoff timer fires */
-#define PEER_FAILED	5	/* died too often; left down until restarted by hand */
-
-/* Why a guest went away (the death tally). */
-#define DEATH_EXITED	0	/* exited by itself */
-#define DEATH_CRASHED	1	/* killed by a signal */
-#define DEATH_HUNG	2	/* heartbeat stale or attach timeout: we killed it */
-#define DEATH_VIOLATION	3	/* broke the protocol: we killed it */
-#define DEATH_SPAWN	4	/* could not be started (exec failed) */
-
+/* The supervisor's states, events and decisions: lifecycle.h. The death
+ * tally shown by hubctl peers keeps the last TALLY_MAX deaths with their
+ * wall-clock time; the count against max_deaths is lifecycle.h's, on
+ * CLOCK_MONOTONIC. */
 #define TALLY_MAX	8
+#define DEATH_DETAIL_MAX 256	/* "exec /a/long/path: strerror", a rule, ... */
 
 struct death {
-	uint64_t	when_ns;	/* CLOCK_REALTIME */
+	uint64_t	when_ns;	/* CLOCK_REALTIME, for people */
 	int		reason;		/* DEATH_* */
-	int		status;		/* exit status or signal */
-	char		detail[64];	/* the rule broken, ... */
+	int		status;		/* exit status or signal; errno if spawn failed */
+	char		detail[DEATH_DETAIL_MAX];	/* the rule broken, ... */
 };
 
 /* Who waits for the answer to a call the host made. */
@@ -109,22 +100,22 @@ struct peer {
 	struct guest_conf	*next_conf;	/* a reload's, taken at the next start */
 	int			removed;	/* a reload dropped it: free when down */
 	uint32_t		id;		/* peer id, 1..max_guests */
-	int			state;		/* PEER_* */
-	pid_t			pid;
+	enum peer_state		state;		/* lifecycle.h */
+	struct life		life;		/* wishes, recent deaths, backoff */
+	pid_t			pid;		/* also its process group's id */
 	int			pidfd;
 	int			bell;		/* our end of the doorbell */
 	ev_io			pid_w;
 	ev_io			bell_w;
-	ev_timer		timer;		/* attach, backoff, stop grace */
+	ev_timer		timer;		/* attach, backoff, stop or goodbye grace */
+	int			timer_reason;	/* DEATH_* the timer's SIGKILL means, or -1 */
+	const char		*timer_detail;	/* and why */
 	uint32_t		epoch;
 	struct hp_peer_view	view;
 	struct hp_endpoint	ep;
 	int			paused;		/* not read: a target is backlogged */
-	int			kill_reason;	/* DEATH_* when we killed it, else -1 */
-	char			kill_detail[64];
-	int			want_down;	/* stopped by hand or hub stopping */
-	int			want_restart;	/* start again as soon as it is down */
-	uint64_t		tally_from_ns;	/* deaths before this do not count */
+	int			kill_reason;	/* DEATH_* when we ended it, else -1 */
+	char			kill_detail[DEATH_DETAIL_MAX];
 	struct pending		*pend;		/* open addressing by id */
 	uint32_t		pend_cap;
 	uint32_t		pend_count;
@@ -140,7 +131,6 @@ struct peer {
 	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t		up_ns;
 	uint32_t		restarts;
-	uint64_t		backoff_ns;
 	struct death		tally[TALLY_MAX];
 	uint32_t		ndeaths;	/* ever */
 	struct peer_stats	stats;
@@ -189,23 +179,34 @@ struct hub {
 	ev_io			ctl_w;
 	struct client		*clients;
 	int			exit_code;
+	struct guest_conf	**waiting;	/* added by a reload, no entry free yet */
+	uint32_t		nwaiting;
 };
 
 /* hubd.c */
 uint64_t	now_ns(void);
 
 /* reload.c: re-read the config; 0 applied, -1 nothing changed. What it
- * did and refused goes to msgs, one line each. */
+ * did and refused goes to msgs, one line each. A guest added while every
+ * entry is taken waits and starts as soon as one is free. */
 int		reload_config(struct hub *h, FILE *msgs);
+void		reload_start_waiting(struct hub *h);
+void		reload_free(struct hub *h);
 
-/* supervise.c: spawning, death, recovery, restart */
-int		supervise_start(struct hub *h, struct peer *p);
+/* supervise.c: the lifecycle's actions: spawning, death, recovery,
+ * restart. Each call is an event of lifecycle.h. */
+void		supervise_init(struct hub *h, struct peer *p);
+void		supervise_start(struct hub *h, struct peer *p);
 void		supervise_stop(struct hub *h, struct peer *p);
 void		supervise_restart(struct hub *h, struct peer *p);
 void		supervise_check_attach(struct hub *h, struct peer *p);
+/* We give up on it: DEATH_VIOLATION (Goodbye, then SIGKILL after
+ * goodbye_grace) or DEATH_HUNG (SIGKILL now). */
 void		supervise_kill(struct peer *p, int reason, const char *detail);
 void		supervise_stop_all(struct hub *h);
 int		supervise_all_down(struct hub *h);
+/* SIGKILL to every guest's process group (hubd exiting). */
+void		supervise_kill_groups(struct hub *h);
 const char	*supervise_state_name(int state);
 const char	*supervise_death_name(int reason);
 

@@ -1,21 +1,77 @@
 /* Reload (SIGHUP, hubctl reload): re-read the config and bring the guests
  * in line with it. A broken file changes nothing. Guests are matched by
- * name: new ones start, dropped ones stop, changed ones restart with their
- * new settings. The segment cannot change under running guests: its
+ * name, one name one entry: new ones start, dropped ones stop, changed ones
+ * restart with their new settings, and one dropped earlier and still
+ * stopping is kept in its entry and restarted. A new guest finding every
+ * entry taken (an old one still stopping) waits and starts as soon as an
+ * entry is free. The segment cannot change under running guests: its
  * parameters, like the segment and control paths, are reported and kept. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/hubd.h"
 #include "daemon/log.h"
 
+/* The entry holding name, removed and still stopping included. */
 static struct peer *
 find(struct hub *h, const char *name)
 {
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-		if (h->peers[i].conf != NULL && !h->peers[i].removed &&
+		if (h->peers[i].conf != NULL &&
 		    strcmp(h->peers[i].conf->name, name) == 0)
 			return &h->peers[i];
 	return NULL;
+}
+
+static struct peer *
+free_entry(struct hub *h)
+{
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		if (h->peers[i].conf == NULL && h->peers[i].state == PEER_DOWN)
+			return &h->peers[i];
+	return NULL;
+}
+
+/* A new guest in a free entry: nothing of the last one's carries over. */
+static void
+take(struct peer *p, struct guest_conf *g)
+{
+	memset(p->tally, 0, sizeof(p->tally));
+	memset(&p->stats, 0, sizeof(p->stats));
+	p->ndeaths = p->restarts = 0;
+	lifecycle_reset(&p->life);
+	p->conf = g;
+}
+
+static void
+waiting_clear(struct hub *h)
+{
+	for (uint32_t k = 0; k < h->nwaiting; k++)
+		guest_conf_free(h->waiting[k]);
+	free(h->waiting);
+	h->waiting = NULL;
+	h->nwaiting = 0;
+}
+
+void
+reload_free(struct hub *h)
+{
+	waiting_clear(h);
+}
+
+void
+reload_start_waiting(struct hub *h)
+{
+	struct peer *p;
+
+	while (h->nwaiting > 0 && !h->stopping && (p = free_entry(h)) != NULL) {
+		struct guest_conf *g = h->waiting[0];
+
+		memmove(h->waiting, h->waiting + 1, --h->nwaiting * sizeof(*h->waiting));
+		log_info("guest %s: peer entry %u is free, starting", g->name, p->id);
+		take(p, g);
+		supervise_start(h, p);
+	}
 }
 
 static void
@@ -56,17 +112,27 @@ reload_config(struct hub *h, FILE *msgs)
 {
 	struct hub_conf n;
 	FILE *errs = msgs;
+	struct guest_conf **waiting;
 
 	if (config_load(h->conf.file, &n, errs) != 0) {
 		say(msgs, "%s is broken: nothing changed%s", h->conf.file, "");
 		return -1;
 	}
 	if (n.nguests > h->conf.params.max_guests) {
-		say(msgs, "more guests than max_guests: nothing changed%s%s", "", "");
+		say(msgs, "more guests than max_guests: they can never all run; "
+		    "nothing changed%s%s", "", "");
+		config_free(&n);
+		return -1;
+	}
+	if ((waiting = calloc(n.nguests + 1, sizeof(*waiting))) == NULL) {
+		say(msgs, "out of memory: nothing changed%s%s", "", "");
 		config_free(&n);
 		return -1;
 	}
 	keep_segment(h, &n, msgs);
+	/* the new file says who waits for an entry */
+	waiting_clear(h);
+	h->waiting = waiting;
 	/* dropped */
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
@@ -82,20 +148,33 @@ reload_config(struct hub *h, FILE *msgs)
 		p->removed = 1;
 		supervise_stop(h, p);
 		if (p->state == PEER_DOWN) {	/* nothing running: free now */
+			host_forget(h, p);
 			guest_conf_free(p->conf);
-			p->conf = NULL;
+			guest_conf_free(p->next_conf);
+			p->conf = p->next_conf = NULL;
 			p->removed = 0;
 		}
 	}
-	/* changed and added */
+	/* changed, back and added */
 	for (uint32_t k = 0; k < n.nguests; k++) {
 		struct guest_conf *g = &n.guests[k], *copy;
 		struct peer *p = find(h, g->name);
 
-		if (p != NULL && guest_conf_equal(p->conf, g))
+		if (p != NULL && !p->removed &&
+		    guest_conf_equal(p->next_conf != NULL ? p->next_conf : p->conf, g))
 			continue;
 		if ((copy = guest_conf_dup(g)) == NULL) {
 			say(msgs, "guest %s: out of memory%s", g->name, "");
+			continue;
+		}
+		if (p != NULL && p->removed) {
+			/* one name, one entry: it was stopping, it comes back */
+			say(msgs, "guest %s: back in the config while stopping: "
+			    "restarting it in its entry%s", g->name, "");
+			p->removed = 0;
+			guest_conf_free(p->next_conf);
+			p->next_conf = copy;
+			supervise_restart(h, p);
 			continue;
 		}
 		if (p != NULL) {
@@ -105,21 +184,15 @@ reload_config(struct hub *h, FILE *msgs)
 			supervise_restart(h, p);
 			continue;
 		}
-		for (uint32_t i = 0; i < h->conf.params.max_guests && copy != NULL; i++) {
-			p = &h->peers[i];
-			if (p->conf != NULL || p->state != PEER_DOWN)
-				continue;
-			memset(p->tally, 0, sizeof(p->tally));
-			p->ndeaths = p->restarts = 0;
-			p->conf = copy;
-			copy = NULL;
-			say(msgs, "guest %s: added, starting%s", g->name, "");
-			supervise_start(h, p);
+		if ((p = free_entry(h)) == NULL) {
+			say(msgs, "guest %s: added, waiting for a free peer entry "
+			    "(one is still stopping)%s", g->name, "");
+			h->waiting[h->nwaiting++] = copy;
+			continue;
 		}
-		if (copy != NULL) {
-			say(msgs, "guest %s: no free peer entry%s", g->name, "");
-			guest_conf_free(copy);
-		}
+		say(msgs, "guest %s: added, starting%s", g->name, "");
+		take(p, copy);
+		supervise_start(h, p);
 	}
 	/* the new file's other [hub] keys apply from now on */
 	h->conf.attach_timeout_ns = n.attach_timeout_ns;

@@ -1,5 +1,5 @@
-/* The guest supervisor: an explicit state machine per guest (hubd.h),
- * one handler per event: spawned, attached, died, backoff over, stop.
+/* The guest supervisor: carries out what lifecycle.h decides, one event at
+ * a time through step(): spawning, watching, signals, timers, recovery.
  *
  * Death is seen at once by pidfd (r[shm.death.process-handle]) and by
  * doorbell hang-up (r[shm.doorbell.death]), whichever comes first; a hang
@@ -10,7 +10,12 @@
  * (r[shm.death.callback-context]). Children are reaped only here, with
  * waitid(P_PIDFD) on the pidfd that said the child exited: hubd runs a
  * non-default libev loop precisely so that libev installs no SIGCHLD
- * handler of its own, whose waitpid(-1) would steal the exit statuses. */
+ * handler of its own, whose waitpid(-1) would steal the exit statuses.
+ *
+ * Each guest leads its own process group (setpgid on both sides of the
+ * fork): whatever it forks is killed with it, when it dies or is killed,
+ * and when hubd exits. Everything after start-up is recoverable: a spawn
+ * that fails (no fds, no memory, exec failed) is a death like any other. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -35,60 +40,77 @@
 #include "proto/msg.h"
 
 #define GUEST_DOORBELL_FD	3	/* where the guest finds its doorbell */
+#define BELL_GRACE_S		1.0	/* doorbell closed: time to exit by itself */
 
 const char *
 supervise_state_name(int state)
 {
-	static const char *const names[] = {
-		"down", "starting", "up", "stopping", "backoff", "failed",
-	};
-
-	return state >= 0 && state <= PEER_FAILED ? names[state] : "?";
+	return lifecycle_state_name((enum peer_state)state);
 }
 
 const char *
 supervise_death_name(int reason)
 {
-	static const char *const names[] = {
-		"exited", "crashed", "hung", "protocol violation", "spawn failed",
-	};
-
-	return reason >= 0 && reason <= DEATH_SPAWN ? names[reason] : "?";
+	return lifecycle_death_name(reason);
 }
 
-static void death(struct hub *h, struct peer *p, int reason, int status);
+/* An event's particulars: why (DIED: how it ended, VIOLATION: the rule). */
+struct why {
+	int		reason;		/* DEATH_*, or -1 */
+	int		status;
+	const char	*detail;
+};
+
+static void step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w);
+
+static double
+seconds(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+static uint64_t
+wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* SIGKILL (or sig) to the guest and everything in its process group. */
+static void
+kill_group(struct peer *p, int sig)
+{
+	if (p->pid <= 0)
+		return;
+	/* the leader by its pidfd, even if it left its group */
+	if (p->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
+	if (kill(-p->pid, sig) != 0 && errno != ESRCH)
+		log_warn("guest %s: kill process group %d", p->conf->name, (int)p->pid);
+}
 
 static void
 pid_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct peer *p = w->data;
+	struct why why = { -1, 0, NULL };
 	siginfo_t si;
 
 	(void)loop;
 	(void)revents;
 	memset(&si, 0, sizeof(si));
-	if (waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG) != 0 || si.si_pid == 0)
+	if (waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+	    si.si_pid == 0)
 		return;
-	if (si.si_code == CLD_EXITED)
-		death(p->hub, p, DEATH_EXITED, si.si_status);
-	else
-		death(p->hub, p, DEATH_CRASHED, si.si_status);
-}
-
-static void
-attached(struct hub *h, struct peer *p)
-{
-	/* acquire: pairs with the guest's epoch increment (release) */
-	p->epoch = hp_load_acquire_u32(&p->view.entry->epoch);
-	if (host_attach(h, p) != 0) {
-		supervise_kill(p, DEATH_VIOLATION, "shm.ring.capacity");
-		return;
-	}
-	p->state = PEER_UP;
-	p->up_ns = now_ns();
-	ev_timer_stop(h->loop, &p->timer);
-	log_info("guest %s: attached as peer %u (pid %d, epoch %u)", p->conf->name,
-		 p->id, (int)p->pid, p->epoch);
+	/* Its children go with it. Not reaped yet, its pid (the group's id)
+	 * cannot have been given to anyone else. */
+	kill_group(p, SIGKILL);
+	waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG);
+	why.reason = si.si_code == CLD_EXITED ? DEATH_EXITED : DEATH_CRASHED;
+	why.status = si.si_status;
+	step(p->hub, p, PE_DIED, &why);
 }
 
 /* A starting guest's entry: Attached (it is up), Reserved (not yet), or
@@ -98,11 +120,12 @@ supervise_check_attach(struct hub *h, struct peer *p)
 {
 	/* acquire: pairs with the guest's CAS Reserved -> Attached */
 	uint32_t state = hp_load_acquire_u32(&p->view.entry->state);
+	struct why why = { DEATH_VIOLATION, 0, "shm.spawn.reserved-state" };
 
 	if (state == HP_PEER_ATTACHED)
-		attached(h, p);
+		step(h, p, PE_ATTACHED, NULL);
 	else if (state != HP_PEER_RESERVED)
-		supervise_kill(p, DEATH_VIOLATION, "shm.spawn.reserved-state");
+		step(h, p, PE_VIOLATION, &why);
 }
 
 static void
@@ -114,15 +137,10 @@ bell_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (hp_doorbell_drain(p->bell) == -EPIPE) {
-		/* r[shm.doorbell.death]: its end closed, it is dying or has
-		 * died; the pidfd reports how. One that closed it and lives
-		 * on cannot be woken any more: it gets a second to exit. */
-		ev_io_stop(h->loop, &p->bell_w);
-		if (p->state == PEER_UP) {
-			ev_timer_stop(h->loop, &p->timer);
-			ev_timer_set(&p->timer, 1.0, 0);
-			ev_timer_start(h->loop, &p->timer);
-		}
+		/* r[shm.doorbell.death]: its end closed: it is dying or has
+		 * died, and the pidfd reports how; or it lives on and cannot
+		 * be woken any more */
+		step(h, p, PE_DOORBELL_GONE, NULL);
 		return;
 	}
 	/* r[shm.spawn.guest-init]: it rings once attached */
@@ -140,27 +158,27 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	switch (p->state) {
-	case PEER_STARTING:
-		supervise_kill(p, DEATH_HUNG, "did not attach in time");
-		break;
-	case PEER_UP:		/* its doorbell closed a second ago */
-		supervise_kill(p, DEATH_CRASHED, "closed its doorbell but did not exit");
-		break;
-	case PEER_STOPPING:
-		log_warnx("guest %s: did not stop in time, killing it", p->conf->name);
-		kill(p->pid, SIGKILL);
-		break;
-	case PEER_BACKOFF:
-		supervise_start(p->hub, p);
-		break;
-	}
+	step(p->hub, p, PE_TIMER, NULL);
 }
 
-static double
-seconds(uint64_t ns)
+/* Arms the peer's one timer; reason and detail say what its SIGKILL (if it
+ * kills) will mean. */
+static void
+arm(struct hub *h, struct peer *p, uint64_t ns, int reason, const char *detail)
 {
-	return (double)ns / 1e9;
+	ev_timer_stop(h->loop, &p->timer);
+	ev_timer_set(&p->timer, seconds(ns), 0);
+	ev_timer_start(h->loop, &p->timer);
+	p->timer_reason = reason;
+	p->timer_detail = detail;
+}
+
+static void
+disarm(struct hub *h, struct peer *p)
+{
+	ev_timer_stop(h->loop, &p->timer);
+	p->timer_reason = -1;
+	p->timer_detail = NULL;
 }
 
 /* Builds the guest's argv: its own, then the spawn ticket (r[shm.spawn.args];
@@ -207,15 +225,43 @@ free_argv(struct peer *p, char **argv)
 	free(argv);
 }
 
+/* What went wrong in the child before exec, sent up the error pipe. */
+enum child_step {
+	CHILD_RLIMIT_AS,
+	CHILD_RLIMIT_NOFILE,
+	CHILD_GROUP,
+	CHILD_USER,
+	CHILD_DOORBELL,
+	CHILD_EXEC,
+};
+
+struct child_err {
+	int	step;		/* enum child_step */
+	int	err;		/* errno */
+};
+
+static const char *
+child_step_name(int step)
+{
+	static const char *const names[] = {
+		[CHILD_RLIMIT_AS] = "limit_memory", [CHILD_RLIMIT_NOFILE] = "limit_files",
+		[CHILD_GROUP] = "group", [CHILD_USER] = "user",
+		[CHILD_DOORBELL] = "doorbell fd", [CHILD_EXEC] = "exec",
+	};
+
+	return step >= 0 && step <= CHILD_EXEC ? names[step] : "?";
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void __attribute__((noreturn))
 child(struct peer *p, char **argv, int guest_end, int err_fd)
 {
+	struct child_err ce = { CHILD_EXEC, 0 };
 	sigset_t all;
-	int e;
 
-	/* Its own process group: a ^C at hubd's terminal is hubd's to
-	 * handle; guests are stopped through the protocol. */
+	/* Its own process group (hubd sets it too, whichever runs first):
+	 * what it forks is ended with it, and a ^C at hubd's terminal is
+	 * hubd's to handle; guests are stopped through the protocol. */
 	setpgid(0, 0);
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
@@ -225,12 +271,14 @@ child(struct peer *p, char **argv, int guest_end, int err_fd)
 	if (p->conf->limit_memory != 0) {
 		struct rlimit rl = { p->conf->limit_memory, p->conf->limit_memory };
 
+		ce.step = CHILD_RLIMIT_AS;
 		if (setrlimit(RLIMIT_AS, &rl) != 0)
 			goto fail;
 	}
 	if (p->conf->limit_files != 0) {
 		struct rlimit rl = { p->conf->limit_files, p->conf->limit_files };
 
+		ce.step = CHILD_RLIMIT_NOFILE;
 		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
 			goto fail;
 	}
@@ -238,13 +286,16 @@ child(struct peer *p, char **argv, int guest_end, int err_fd)
 	if (p->conf->gid >= 0) {
 		gid_t gid = (gid_t)p->conf->gid;
 
+		ce.step = CHILD_GROUP;
 		if (setgroups(1, &gid) != 0 || setgid(gid) != 0)
 			goto fail;
 	}
+	ce.step = CHILD_USER;
 	if (p->conf->uid >= 0 && setuid((uid_t)p->conf->uid) != 0)
 		goto fail;
 	/* r[shm.spawn.fd-inheritance]: only the doorbell is inherited; dup2
 	 * gives a copy without close-on-exec, every other fd has it. */
+	ce.step = CHILD_DOORBELL;
 	if (guest_end == GUEST_DOORBELL_FD) {
 		if (fcntl(guest_end, F_SETFD, 0) != 0)
 			goto fail;
@@ -253,12 +304,124 @@ child(struct peer *p, char **argv, int guest_end, int err_fd)
 	}
 	/* and whatever hubd itself inherited without close-on-exec */
 	close_range(GUEST_DOORBELL_FD + 1, ~0u, CLOSE_RANGE_CLOEXEC);
+	ce.step = CHILD_EXEC;
 	execv(p->conf->exec, argv);
 fail:
-	e = errno;
-	if (write(err_fd, &e, sizeof(e)) < 0)
+	ce.err = errno;
+	if (write(err_fd, &ce, sizeof(ce)) < 0)
 		_exit(126);
 	_exit(127);
+}
+
+/* Forks and execs the guest (r[shm.spawn.ticket]). 0 with p->pid, p->pidfd
+ * and p->bell set; or -errno with why in p->kill_detail, nothing left
+ * behind and its entry Empty again. */
+static int
+spawn(struct hub *h, struct peer *p)
+{
+	struct hp_peer_entry *e = hp_segment_peer(&h->seg, p->id);
+	uint32_t empty = HP_PEER_EMPTY;
+	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 }, err = 0, status;
+	struct child_err ce;
+	const char *what = NULL;
+	char **argv = NULL;
+	ssize_t n;
+	pid_t pid;
+
+	if (p->next_conf != NULL) {	/* changed by a reload */
+		guest_conf_free(p->conf);
+		p->conf = p->next_conf;
+		p->next_conf = NULL;
+	}
+	p->kill_reason = -1;
+	p->kill_detail[0] = '\0';
+	p->start_ns = now_ns();
+	p->up_ns = 0;		/* not up: a failure here is no long run */
+	/* r[shm.spawn.ticket] 1 r[shm.spawn.reserved-state]: ours until it
+	 * attaches. Down, the entry is Empty unless a guest wrote over it. */
+	if (!hp_cas_u32(&e->state, &empty, HP_PEER_RESERVED)) {
+		snprintf(p->kill_detail, sizeof(p->kill_detail),
+			 "peer entry %u is busy (state %u)", p->id, empty);
+		return -EBUSY;
+	}
+	hp_peer_view_host(&h->seg, p->id, &p->view);
+	/* 2: r[shm.doorbell.socketpair] */
+	if ((err = hp_doorbell_pair(fds)) != 0) {
+		what = "doorbell socketpair";
+		goto fail;
+	}
+	if (pipe2(errpipe, O_CLOEXEC) != 0) {
+		err = -errno;
+		what = "pipe";
+		goto fail;
+	}
+	if ((argv = guest_argv(h, p)) == NULL) {
+		err = -ENOMEM;
+		what = "arguments";
+		goto fail;
+	}
+	if ((pid = fork()) < 0) {
+		err = -errno;
+		what = "fork";
+		goto fail;
+	}
+	if (pid == 0)
+		child(p, argv, fds[1], errpipe[1]);
+	/* the child does it too: whichever runs first, the group exists
+	 * before the guest can fork (EACCES once it has exec'd: it has) */
+	setpgid(pid, pid);
+	/* r[shm.spawn.fd-inheritance]: we keep only our end */
+	close(fds[1]);
+	close(errpipe[1]);
+	fds[1] = errpipe[1] = -1;
+	/* The child's exec closes the pipe: 0 bytes is success. */
+	while ((n = read(errpipe[0], &ce, sizeof(ce))) < 0 && errno == EINTR)
+		;
+	close(errpipe[0]);
+	errpipe[0] = -1;
+	if (n == sizeof(ce)) {
+		/* it _exits right after writing: reap it now */
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		err = -ce.err;
+		if (ce.step == CHILD_EXEC)
+			snprintf(p->kill_detail, sizeof(p->kill_detail), "exec %s: %s",
+				 p->conf->exec, strerror(ce.err));
+		else
+			snprintf(p->kill_detail, sizeof(p->kill_detail), "%s: %s",
+				 child_step_name(ce.step), strerror(ce.err));
+		goto fail;
+	}
+	if ((p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
+		err = -errno;
+		what = "pidfd_open";
+		kill(-pid, SIGKILL);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		goto fail;
+	}
+	p->pid = pid;
+	p->bell = fds[0];
+	if (p->restarts++ > 0)
+		log_info("guest %s: restarted (pid %d)", p->conf->name, (int)pid);
+	else
+		log_info("guest %s: started (pid %d)", p->conf->name, (int)pid);
+	free_argv(p, argv);
+	return 0;
+fail:
+	if (what != NULL)
+		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s: %s", what,
+			 strerror(-err));
+	free_argv(p, argv);
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		if (errpipe[i] >= 0)
+			close(errpipe[i]);
+	}
+	/* r[shm.spawn.reserved-state]: spawn failed, back to Empty */
+	hp_store_release_u32(&e->state, HP_PEER_EMPTY);
+	return err;
 }
 
 /* Resets p's part of the segment and closes its handles
@@ -299,7 +462,7 @@ recover(struct hub *h, struct peer *p)
 	}
 	ev_io_stop(h->loop, &p->pid_w);
 	ev_io_stop(h->loop, &p->bell_w);
-	ev_timer_stop(h->loop, &p->timer);
+	disarm(h, p);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	if (p->bell >= 0)
@@ -311,268 +474,277 @@ recover(struct hub *h, struct peer *p)
 	hp_store_release_u32(&e->state, HP_PEER_EMPTY);
 }
 
+/* The tally hubctl peers shows: the last TALLY_MAX deaths, wall clock. */
 static void
-tally(struct peer *p, int reason, int status)
+record(struct peer *p, int reason, int status)
 {
 	struct death *d = &p->tally[p->ndeaths % TALLY_MAX];
-	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	d->when_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	d->when_ns = wall_ns();
 	d->reason = reason;
 	d->status = status;
 	snprintf(d->detail, sizeof(d->detail), "%s", p->kill_detail);
 	p->ndeaths++;
 }
 
-/* Deaths within the guest's window, this one included. */
-static uint32_t
-recent_deaths(struct peer *p)
+/* Spawns, then tells the lifecycle how it went. */
+static void
+start(struct hub *h, struct peer *p)
 {
-	struct timespec ts;
-	uint64_t now, n = 0;
+	struct why why = { DEATH_SPAWN, 0, NULL };
+	int rc;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	for (uint32_t i = 0; i < TALLY_MAX && i < p->ndeaths; i++)
-		if (now - p->tally[i].when_ns <= p->conf->death_window_ns &&
-		    p->tally[i].when_ns >= p->tally_from_ns)
-			n++;
-	return (uint32_t)n;
+	p->state = PEER_STARTING;
+	if ((rc = spawn(h, p)) == 0) {
+		step(h, p, PE_SPAWN_OK, NULL);
+		return;
+	}
+	p->kill_reason = DEATH_SPAWN;
+	why.status = -rc;
+	step(h, p, PE_SPAWN_FAILED, &why);
 }
 
-/* The death callback (r[shm.death.callback]): runs on the loop, never
- * blocks; recovers, then decides about a restart. */
+/* A death (r[shm.death.callback]): runs on the loop, never blocks; tallies
+ * and recovers, then does what the lifecycle decided. */
 static void
-death(struct hub *h, struct peer *p, int reason, int status)
+death(struct hub *h, struct peer *p, enum peer_event e, const struct life_in *in,
+      const struct life_out *out)
 {
-	uint32_t recent;
+	const char *name = p->conf->name;
 
-	if (p->kill_reason >= 0)
-		reason = p->kill_reason;
-	tally(p, reason, status);
-	if (reason == DEATH_EXITED)
-		log_info("guest %s: exited with status %d", p->conf->name, status);
-	else if (reason == DEATH_CRASHED)
-		log_warnx("guest %s: killed by signal %d%s%s", p->conf->name, status,
+	record(p, in->reason, in->status);
+	if (in->reason == DEATH_EXITED)
+		log_info("guest %s: exited with status %d", name, in->status);
+	else if (in->reason == DEATH_CRASHED)
+		log_warnx("guest %s: killed by signal %d%s%s", name, in->status,
 			  p->kill_detail[0] ? ", " : "", p->kill_detail);
 	else
-		log_warnx("guest %s: %s: %s", p->conf->name, supervise_death_name(reason),
+		log_warnx("guest %s: %s: %s", name, lifecycle_death_name(in->reason),
 			  p->kill_detail);
-	recover(h, p);
+	if (p->life.short_ring)
+		log_warnx("guest %s: out of memory: deaths may be undercounted", name);
+	if (e == PE_DIED)
+		recover(h, p);
 	p->kill_reason = -1;
 	p->kill_detail[0] = '\0';
-	if (p->removed) {		/* dropped by a reload: the entry is free */
-		log_info("guest %s: removed", p->conf->name);
+	disarm(h, p);
+	p->state = out->next;
+	switch (out->next) {
+	case PEER_STARTING:		/* restarted by hand or by a reload */
+		start(h, p);
+		break;
+	case PEER_BACKOFF:
+		log_info("guest %s: restarting in %.3f s", name, seconds(out->delay_ns));
+		arm(h, p, out->delay_ns, -1, NULL);
+		break;
+	case PEER_FAILED:
+		log_warnx("guest %s: FAILED: died %u times within %.0f s; left down "
+			  "until 'hubctl restart %s'", name, out->recent,
+			  seconds(p->conf->death_window_ns), name);
+		break;
+	case PEER_DOWN:
+		if (!p->removed)
+			break;
+		/* dropped by a reload: the entry is free */
+		log_info("guest %s: removed", name);
+		host_forget(h, p);
 		guest_conf_free(p->conf);
 		guest_conf_free(p->next_conf);
 		p->conf = p->next_conf = NULL;
-		p->removed = p->want_restart = 0;
-		p->state = PEER_DOWN;
+		p->removed = 0;
 		p->ndeaths = 0;
 		p->restarts = 0;
-		if (h->stopping && supervise_all_down(h))
-			ev_break(h->loop, EVBREAK_ALL);
-		return;
-	}
-	if (p->want_restart && !h->stopping) {
-		p->want_restart = 0;
-		supervise_start(h, p);
-		return;
-	}
-	if (p->want_down || h->stopping ||
-	    p->conf->restart == RESTART_NEVER ||
-	    (p->conf->restart == RESTART_ON_FAILURE && reason == DEATH_EXITED && status == 0)) {
+		lifecycle_reset(&p->life);
+		reload_start_waiting(h);
+		break;
+	case PEER_UP:
+	case PEER_STOPPING:
+	case PEER_ENDING:
+	case PEER_NSTATES:
+		log_warnx("guest %s: no state after its death, left down", name);
 		p->state = PEER_DOWN;
-		if (h->stopping && supervise_all_down(h))
-			ev_break(h->loop, EVBREAK_ALL);
-		return;
+		break;
 	}
-	recent = recent_deaths(p);
-	if (recent > p->conf->max_deaths) {
-		p->state = PEER_FAILED;
-		log_warnx("guest %s: FAILED: died %u times within %.0f s; left down "
-			  "until 'hubctl restart %s'", p->conf->name, recent,
-			  seconds(p->conf->death_window_ns), p->conf->name);
-		return;
-	}
-	/* exponential backoff, back to the minimum after a long good run */
-	if (p->backoff_ns == 0 ||
-	    (p->up_ns != 0 && now_ns() - p->up_ns > p->conf->backoff_max_ns * 2))
-		p->backoff_ns = p->conf->backoff_min_ns;
-	else if ((p->backoff_ns *= 2) > p->conf->backoff_max_ns)
-		p->backoff_ns = p->conf->backoff_max_ns;
-	p->state = PEER_BACKOFF;
-	log_info("guest %s: restarting in %.3f s", p->conf->name, seconds(p->backoff_ns));
-	ev_timer_set(&p->timer, seconds(p->backoff_ns), 0);
-	ev_timer_start(h->loop, &p->timer);
+	if (h->stopping && supervise_all_down(h))
+		ev_break(h->loop, EVBREAK_ALL);
 }
 
-int
-supervise_start(struct hub *h, struct peer *p)
+/* The kill that ends it: the reason set by the event or, when a timer
+ * fired, the one the timer was armed with. */
+static void
+end(struct hub *h, struct peer *p, enum peer_state from, const struct why *w)
 {
-	struct hp_peer_entry *e = hp_segment_peer(&h->seg, p->id);
-	uint32_t empty = HP_PEER_EMPTY;
-	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 }, err = 0;
-	char **argv = NULL;
-	ssize_t n;
-	pid_t pid;
-
-	p->hub = h;
-	p->kill_reason = -1;
-	p->want_down = 0;
-	if (p->next_conf != NULL) {	/* changed by a reload */
-		guest_conf_free(p->conf);
-		p->conf = p->next_conf;
-		p->next_conf = NULL;
+	if (p->kill_reason < 0 && w != NULL && w->reason >= 0) {
+		p->kill_reason = w->reason;
+		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s", w->detail);
 	}
+	if (w == NULL && p->timer_detail != NULL) {	/* its timer ran out */
+		log_warnx("guest %s: %s, killing it", p->conf->name, p->timer_detail);
+		if (p->kill_reason < 0) {
+			p->kill_reason = p->timer_reason;
+			snprintf(p->kill_detail, sizeof(p->kill_detail), "%s",
+				 p->timer_detail);
+		}
+	}
+	/* r[shm.goodbye.payload]: an attached guest learns why, if it can */
+	if (from == PEER_UP)
+		host_goodbye(h, p, p->kill_detail);
+	disarm(h, p);
+	kill_group(p, SIGKILL);
+}
+
+/* One event: the lifecycle decides, this carries it out. */
+static void
+step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
+{
+	enum peer_state from = p->state;
+	struct life_in in;
+	struct life_out out;
+
+	memset(&in, 0, sizeof(in));
+	in.now_ns = now_ns();
+	in.conf = p->conf;
+	in.hub_stopping = h->stopping;
+	if (e == PE_DIED || e == PE_SPAWN_FAILED) {
+		/* ended by us: our reason, its status */
+		in.reason = p->kill_reason >= 0 ? p->kill_reason : w->reason;
+		in.status = w->status;
+		in.ran_ns = p->up_ns != 0 ? in.now_ns - p->up_ns : 0;
+	}
+	lifecycle_step(&p->life, from, e, &in, &out);
+	switch (out.action) {
+	case LA_NONE:
+		p->state = out.next;
+		break;
+	case LA_IGNORE:
+		log_warnx("guest %s: %s while %s: ignored", p->conf->name,
+			  lifecycle_event_name(e), lifecycle_state_name(from));
+		break;
+	case LA_SPAWN:
+		disarm(h, p);
+		start(h, p);
+		break;
+	case LA_WATCH:
+		ev_io_set(&p->pid_w, p->pidfd, EV_READ);
+		ev_io_start(h->loop, &p->pid_w);
+		ev_io_set(&p->bell_w, p->bell, EV_READ);
+		ev_io_start(h->loop, &p->bell_w);
+		arm(h, p, h->conf.attach_timeout_ns, DEATH_HUNG, "did not attach in time");
+		p->state = out.next;
+		break;
+	case LA_ATTACH:
+		/* acquire: pairs with the guest's epoch increment (release) */
+		p->epoch = hp_load_acquire_u32(&p->view.entry->epoch);
+		if (host_attach(h, p) != 0) {
+			struct why why = { DEATH_VIOLATION, 0, "shm.ring.capacity" };
+
+			step(h, p, PE_VIOLATION, &why);
+			break;
+		}
+		disarm(h, p);
+		p->state = out.next;
+		p->up_ns = now_ns();
+		log_info("guest %s: attached as peer %u (pid %d, epoch %u)", p->conf->name,
+			 p->id, (int)p->pid, p->epoch);
+		break;
+	case LA_TERM:
+		/* hub stopping: the header's Goodbye asks every guest at once */
+		if (!h->stopping &&
+		    syscall(SYS_pidfd_send_signal, p->pidfd, SIGTERM, NULL, 0) != 0)
+			kill(p->pid, SIGTERM);
+		arm(h, p, h->conf.stop_grace_ns, -1, "did not stop in time");
+		p->state = out.next;
+		break;
+	case LA_GOODBYE:
+		/* r[shm.goodbye.payload]: the rule it broke; no longer read or
+		 * written to (not up), it has goodbye_grace to read it and go */
+		p->kill_reason = w->reason;
+		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s", w->detail);
+		host_goodbye(h, p, w->detail);
+		p->state = out.next;
+		arm(h, p, h->conf.goodbye_grace_ns, -1, "goodbye_grace over");
+		log_warnx("guest %s: broke %s: Goodbye sent, SIGKILL in %.3f s unless "
+			  "it exits", p->conf->name, w->detail, seconds(h->conf.goodbye_grace_ns));
+		break;
+	case LA_KILL:
+		end(h, p, from, w);
+		p->state = out.next;
+		break;
+	case LA_BELL_GRACE:
+		ev_io_stop(h->loop, &p->bell_w);
+		arm(h, p, (uint64_t)(BELL_GRACE_S * 1e9), DEATH_HUNG,
+		    "closed its doorbell but did not exit");
+		p->state = out.next;
+		break;
+	case LA_UNWATCH_BELL:
+		ev_io_stop(h->loop, &p->bell_w);
+		p->state = out.next;
+		break;
+	case LA_CANCEL:
+		disarm(h, p);
+		p->state = out.next;
+		break;
+	case LA_DEATH:
+		death(h, p, e, &in, &out);
+		break;
+	case LA_NACTIONS:
+		break;
+	}
+}
+
+/* Once per entry, at start-up. */
+void
+supervise_init(struct hub *h, struct peer *p)
+{
+	p->hub = h;
+	p->pidfd = p->bell = -1;
+	p->kill_reason = p->timer_reason = -1;
 	ev_io_init(&p->pid_w, pid_cb, -1, EV_READ);
 	ev_io_init(&p->bell_w, bell_cb, -1, EV_READ);
 	ev_timer_init(&p->timer, timer_cb, 0, 0);
 	p->pid_w.data = p->bell_w.data = p->timer.data = p;
-	/* r[shm.spawn.ticket] 1 r[shm.spawn.reserved-state]: ours until it attaches */
-	if (!hp_cas_u32(&e->state, &empty, HP_PEER_RESERVED)) {
-		log_warnx("guest %s: peer entry %u is busy (state %u)", p->conf->name,
-			  p->id, empty);
-		return -EBUSY;
-	}
-	hp_peer_view_host(&h->seg, p->id, &p->view);
-	/* 2: r[shm.doorbell.socketpair] */
-	if ((err = hp_doorbell_pair(fds)) != 0 || pipe2(errpipe, O_CLOEXEC) != 0 ||
-	    (argv = guest_argv(h, p)) == NULL) {
-		err = err ? err : -errno;
-		log_warnx("guest %s: cannot prepare spawn: %s", p->conf->name, strerror(-err));
-		goto fail;
-	}
-	p->start_ns = now_ns();
-	p->up_ns = 0;
-	if ((pid = fork()) < 0) {
-		err = -errno;
-		log_warn("guest %s: fork", p->conf->name);
-		goto fail;
-	}
-	if (pid == 0)
-		child(p, argv, fds[1], errpipe[1]);
-	/* r[shm.spawn.fd-inheritance]: we keep only our end */
-	close(fds[1]);
-	close(errpipe[1]);
-	fds[1] = errpipe[1] = -1;
-	p->pid = pid;
-	p->bell = fds[0];
-	/* The child's exec closes the pipe: 0 bytes is success, else errno. */
-	while ((n = read(errpipe[0], &err, sizeof(err))) < 0 && errno == EINTR)
-		;
-	close(errpipe[0]);
-	errpipe[0] = -1;
-	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (p->pidfd < 0)
-		fatal("pidfd_open");	/* Linux >= 5.3 is a requirement */
-	ev_io_set(&p->pid_w, p->pidfd, EV_READ);
-	ev_io_start(h->loop, &p->pid_w);
-	p->state = PEER_STARTING;
-	if (n == sizeof(err)) {
-		snprintf(p->kill_detail, sizeof(p->kill_detail), "exec %s: %s",
-			 p->conf->exec, strerror(err));
-		p->kill_reason = DEATH_SPAWN;
-		free_argv(p, argv);
-		return 0;	/* its exit, seen on the pidfd, is the death */
-	}
-	ev_io_set(&p->bell_w, p->bell, EV_READ);
-	ev_io_start(h->loop, &p->bell_w);
-	ev_timer_set(&p->timer, seconds(h->conf.attach_timeout_ns), 0);
-	ev_timer_start(h->loop, &p->timer);
-	if (p->restarts++ > 0)
-		log_info("guest %s: restarted (pid %d)", p->conf->name, (int)pid);
-	else
-		log_info("guest %s: started (pid %d)", p->conf->name, (int)pid);
-	free_argv(p, argv);
-	return 0;
-fail:
-	free_argv(p, argv);
-	for (int i = 0; i < 2; i++) {
-		if (fds[i] >= 0)
-			close(fds[i]);
-		if (errpipe[i] >= 0)
-			close(errpipe[i]);
-	}
-	/* r[shm.spawn.reserved-state]: spawn failed, back to Empty */
-	hp_store_release_u32(&e->state, HP_PEER_EMPTY);
-	return err;
 }
 
-/* Ends a guest we gave up on: a Goodbye naming why (r[shm.goodbye.payload]),
- * then SIGKILL; recovery follows when its pidfd reports the exit. */
+/* Wanted up (hubd starting, a reload added it). */
+void
+supervise_start(struct hub *h, struct peer *p)
+{
+	step(h, p, PE_START, NULL);
+}
+
+/* We give up on a guest: a violation ends it after a Goodbye and its
+ * grace, a hang at once; recovery follows when its pidfd reports the exit. */
 void
 supervise_kill(struct peer *p, int reason, const char *detail)
 {
-	if (p->kill_reason >= 0 || p->pid <= 0)
-		return;		/* already on its way out */
-	p->kill_reason = reason;
-	snprintf(p->kill_detail, sizeof(p->kill_detail), "%s", detail);
-	host_goodbye(p->hub, p, detail);
-	if (p->state == PEER_UP)
-		p->state = PEER_STOPPING;
-	if (syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) != 0)
-		kill(p->pid, SIGKILL);
+	struct why why = { reason, 0, detail };
+
+	step(p->hub, p, reason == DEATH_VIOLATION ? PE_VIOLATION : PE_HUNG, &why);
 }
 
 /* Asks a guest to leave: SIGTERM, then SIGKILL after stop_grace. */
 void
 supervise_stop(struct hub *h, struct peer *p)
 {
-	p->want_down = 1;
-	switch (p->state) {
-	case PEER_BACKOFF:
-	case PEER_FAILED:
-		ev_timer_stop(h->loop, &p->timer);
-		p->state = PEER_DOWN;
-		return;
-	case PEER_STARTING:
-	case PEER_UP:
-		p->state = PEER_STOPPING;
-		syscall(SYS_pidfd_send_signal, p->pidfd, SIGTERM, NULL, 0);
-		ev_timer_stop(h->loop, &p->timer);
-		ev_timer_set(&p->timer, seconds(h->conf.stop_grace_ns), 0);
-		ev_timer_start(h->loop, &p->timer);
-		return;
-	}
+	step(h, p, PE_STOP, NULL);
 }
 
-/* hubctl restart: now if it is down (failed included: its tally is
- * cleared), else after a stop. */
+/* hubctl restart, a changed config: now if it is down (failed included:
+ * its tally is cleared), else once it is down. */
 void
 supervise_restart(struct hub *h, struct peer *p)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	p->tally_from_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	p->backoff_ns = 0;
-	switch (p->state) {
-	case PEER_DOWN:
-	case PEER_FAILED:
-	case PEER_BACKOFF:
-		ev_timer_stop(h->loop, &p->timer);
-		supervise_start(h, p);
-		return;
-	case PEER_STOPPING:
-		p->want_restart = 1;
-		return;
-	default:
-		supervise_stop(h, p);
-		p->want_down = 0;
-		p->want_restart = 1;
-		return;
-	}
+	step(h, p, PE_RESTART, NULL);
 }
 
 int
 supervise_all_down(struct hub *h)
 {
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
-		int s = h->peers[i].state;
+		enum peer_state s = h->peers[i].state;
 
-		if (s == PEER_STARTING || s == PEER_UP || s == PEER_STOPPING)
+		if (s == PEER_STARTING || s == PEER_UP || s == PEER_STOPPING ||
+		    s == PEER_ENDING)
 			return 0;
 	}
 	return 1;
@@ -589,21 +761,22 @@ supervise_stop_all(struct hub *h)
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
 
+		if (p->conf == NULL)
+			continue;
 		if (p->bell >= 0)
 			hp_doorbell_signal(p->bell);
 		/* a spec-only guest sleeps on its ring head */
 		hp_futex_wake(&hp_segment_peer(&h->seg, p->id)->h2g_head, INT32_MAX);
-		if (p->state == PEER_BACKOFF || p->state == PEER_FAILED) {
-			ev_timer_stop(h->loop, &p->timer);
-			p->state = PEER_DOWN;
-		} else if (p->state == PEER_STARTING || p->state == PEER_UP) {
-			p->want_down = 1;
-			p->state = PEER_STOPPING;
-			ev_timer_stop(h->loop, &p->timer);
-			ev_timer_set(&p->timer, seconds(h->conf.stop_grace_ns), 0);
-			ev_timer_start(h->loop, &p->timer);
-		}
+		step(h, p, PE_STOP, NULL);
 	}
 	if (supervise_all_down(h))
 		ev_break(h->loop, EVBREAK_ALL);
+}
+
+void
+supervise_kill_groups(struct hub *h)
+{
+	for (uint32_t i = 0; h->peers != NULL && i < h->conf.params.max_guests; i++)
+		if (h->peers[i].pid > 0)
+			kill_group(&h->peers[i], SIGKILL);
 }

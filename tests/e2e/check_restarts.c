@@ -1,0 +1,484 @@
+/* The supervisor end to end: deaths counted for any max_deaths, failed
+ * spawns as deaths, guests that hang up their doorbell, a guest's own
+ * children, reloads that rename or re-add guests, and the Goodbye grace. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int
+peer_int(const char *name, const char *key)
+{
+	json_object *p = hub_peer(&hub, name), *v;
+	int n = -1;
+
+	if (p != NULL && json_object_object_get_ex(p, key, &v))
+		n = json_object_get_int(v);
+	json_object_put(p);
+	return n;
+}
+
+static const char *
+peer_state(const char *name)
+{
+	static char state[32];
+	json_object *p = hub_peer(&hub, name), *v;
+
+	snprintf(state, sizeof(state), "?");
+	if (p != NULL && json_object_object_get_ex(p, "state", &v))
+		snprintf(state, sizeof(state), "%s", json_object_get_string(v));
+	json_object_put(p);
+	return state;
+}
+
+/* Waits until name is in state (up to timeout s); 0 or -1. */
+static int
+wait_state(const char *name, const char *state, double timeout)
+{
+	double end = now_s() + timeout;
+
+	while (now_s() < end) {
+		if (strcmp(peer_state(name), state) == 0)
+			return 0;
+		sleep_ms(5);
+	}
+	return -1;
+}
+
+/* The latest death of name: field key as a string ("" if none). */
+static const char *
+last_death(const char *name, const char *key)
+{
+	static char buf[512];
+	json_object *p = hub_peer(&hub, name), *deaths, *d, *v;
+
+	buf[0] = '\0';
+	if (p != NULL && json_object_object_get_ex(p, "deaths", &deaths) &&
+	    (d = json_object_array_get_idx(deaths, 0)) != NULL &&
+	    json_object_object_get_ex(d, key, &v))
+		snprintf(buf, sizeof(buf), "%s", json_object_get_string(v));
+	json_object_put(p);
+	return buf;
+}
+
+/* The end of the hub's log, for failure messages (Check bounds them). */
+static const char *
+log_tail(void)
+{
+	static char buf[1500];
+	char *log = hub_log(&hub);
+	size_t n = log != NULL ? strlen(log) : 0;
+
+	snprintf(buf, sizeof(buf), "%s", log == NULL ? "" :
+		 n < sizeof(buf) - 1 ? log : log + n - (sizeof(buf) - 1));
+	free(log);
+	return buf;
+}
+
+/* How many entries hold a guest called name. */
+static int
+entries_named(const char *name)
+{
+	json_object *a = hub_request(&hub, "{\"cmd\":\"peers\"}", NULL), *peers;
+	int n = 0;
+
+	if (a == NULL || !json_object_object_get_ex(a, "peers", &peers)) {
+		json_object_put(a);
+		return -1;
+	}
+	for (size_t i = 0; i < json_object_array_length(peers); i++)
+		n += strcmp(json_object_get_string(json_get(json_object_array_get_idx(peers, i),
+							    "name")), name) == 0;
+	json_object_put(a);
+	return n;
+}
+
+/* Writes the hub's config anew, as hub_start does ("@": the build dir). */
+static void
+rewrite_conf(const char *hub_keys, const char *guests)
+{
+	FILE *f = fopen(hub.conf, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\n%s\n", hub.segment, hub.sock,
+		hub_keys ? hub_keys : "");
+	for (const char *s = guests; *s != '\0'; s++) {
+		if (*s == '@')
+			fputs(BUILD_DIR, f);
+		else
+			fputc(*s, f);
+	}
+	fclose(f);
+}
+
+/* hubctl reload as JSON: ok, and its messages joined in msgs. */
+static int
+reload(char *msgs, size_t cap)
+{
+	json_object *a = hub_request(&hub, "{\"cmd\":\"reload\"}", NULL), *lines;
+	int ok;
+
+	ck_assert_ptr_nonnull(a);
+	ok = json_object_get_boolean(json_get(a, "ok"));
+	msgs[0] = '\0';
+	if ((lines = json_get(a, "messages")) != NULL)
+		for (size_t i = 0; i < json_object_array_length(lines); i++)
+			snprintf(msgs + strlen(msgs), cap - strlen(msgs), "%s\n",
+				 json_object_get_string(json_object_array_get_idx(lines, i)));
+	json_object_put(a);
+	return ok;
+}
+
+/* The pid of the last child lifeguest --mode=forker reported in the log
+ * after offset (or -1), and where that line ends. */
+static int
+logged_child(size_t *offset)
+{
+	char *log = hub_log(&hub), *p = log + *offset, *hit;
+	int pid = -1;
+
+	while ((hit = strstr(p, "lifeguest child ")) != NULL) {
+		pid = atoi(hit + strlen("lifeguest child "));
+		p = hit + 1;
+		*offset = (size_t)(p - log);
+	}
+	free(log);
+	return pid;
+}
+
+/* Children of forker guests outlive a failed test unless killed here:
+ * every pid any hub's log reported, then the harness's cleanup. */
+static void
+teardown(void)
+{
+	char path[512];
+	DIR *d = opendir(harness_dir());
+	struct dirent *e;
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		size_t n = strlen(e->d_name);
+		char line[256];
+		FILE *f;
+
+		if (n < 4 || strcmp(e->d_name + n - 4, ".log") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", harness_dir(), e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL) {
+			char *hit = strstr(line, "lifeguest child ");
+			int pid = hit ? atoi(hit + strlen("lifeguest child ")) : 0;
+
+			if (pid > 1)
+				kill(pid, SIGKILL);
+		}
+		fclose(f);
+	}
+	if (d != NULL)
+		closedir(d);
+	harness_teardown();
+}
+
+/* Defect: the tally held 8 deaths, so max_deaths >= 8 never failed a
+ * guest (/bin/false restarted 1,298 times in 28 s with max_deaths 10). */
+START_TEST(test_max_deaths_10_fails_after_11)
+{
+	char *out = NULL;
+
+	ck_assert(hub_start(&hub, NULL,
+		"[guest quitter]\nexec = /bin/false\nmax_deaths = 10\n"
+		"backoff_min = 10ms\nbackoff_max = 20ms\n") == 0);
+	ck_assert_msg(wait_state("quitter", "failed", 15) == 0,
+		      "never failed: %s after %d restarts", peer_state("quitter"),
+		      peer_int("quitter", "restarts"));
+	/* 11 deaths: the first start and 10 restarts */
+	ck_assert_int_eq(peer_int("quitter", "restarts"), 10);
+	ck_assert_str_eq(last_death("quitter", "reason"), "exited");
+	/* and it stays failed */
+	sleep_ms(200);
+	ck_assert_str_eq(peer_state("quitter"), "failed");
+	ck_assert_int_eq(peer_int("quitter", "restarts"), 10);
+	ck_assert_int_eq(hubctl(&hub, &out, "restart", "quitter", (char *)NULL), 0);
+	free(out);
+	ck_assert(wait_state("quitter", "failed", 15) == 0);
+	ck_assert_int_eq(peer_int("quitter", "restarts"), 21);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Defect: a reload renaming the guest while the only entry was still
+ * taken by the old name said ok and never started the new one. */
+START_TEST(test_rename_with_one_entry)
+{
+	char msgs[2048];
+
+	ck_assert(hub_start(&hub, "max_guests = 1\n",
+			    "[guest old]\nexec = @/guests/echo\n") == 0);
+	ck_assert(hub_wait_up(&hub, "old", 10000) == 0);
+	rewrite_conf("max_guests = 1\n", "[guest new]\nexec = @/guests/echo\n");
+	ck_assert_msg(reload(msgs, sizeof(msgs)), "reload: %s", msgs);
+	ck_assert_msg(strstr(msgs, "new: added, waiting for a free peer entry") != NULL,
+		      "reload said: %s", msgs);
+	/* old stops, its entry frees, new starts: no second reload */
+	ck_assert_msg(hub_wait_up(&hub, "new", 10000) == 0, "new is %s; log: %s",
+		      peer_state("new"), log_tail());
+	ck_assert_int_eq(entries_named("old"), 0);
+	ck_assert_int_eq(peer_int("new", "peer_id"), 1);
+	/* more guests than entries can never fit: refused, nothing changes */
+	rewrite_conf("max_guests = 2\n", "[guest new]\nexec = @/guests/echo\n"
+		     "[guest other]\nexec = @/guests/echo\n");
+	ck_assert(!reload(msgs, sizeof(msgs)));
+	ck_assert_msg(strstr(msgs, "more guests than max_guests") != NULL, "%s", msgs);
+	ck_assert_str_eq(peer_state("new"), "up");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Defect: a guest whose doorbell hung up while it was still starting was
+ * never ended: deaf, yet up forever. r[shm.doorbell.death] */
+START_TEST(test_doorbell_closed_while_starting)
+{
+	double end;
+	int pid = -1;
+
+	ck_assert(hub_start(&hub, NULL,
+		"[guest deaf]\nexec = @/tests/guests/lifeguest\nargs = --mode=hangup\n"
+		"backoff_min = 10s\n") == 0);
+	for (end = now_s() + 10; pid <= 0 && now_s() < end; sleep_ms(5))
+		pid = peer_int("deaf", "pid");
+	ck_assert_int_gt(pid, 0);
+	for (end = now_s() + 10; now_s() < end; sleep_ms(20))
+		if (strstr(last_death("deaf", "detail"), "closed its doorbell") != NULL)
+			break;
+	ck_assert_msg(strstr(last_death("deaf", "detail"), "closed its doorbell") != NULL,
+		      "deaf is %s, never ended; log: %s", peer_state("deaf"), log_tail());
+	ck_assert_str_eq(last_death("deaf", "reason"), "hung");
+	ck_assert_msg(!alive(pid), "pid %d lives on", pid);
+	/* restarted under its policy (on-failure): backing off first */
+	ck_assert_str_eq(peer_state("deaf"), "backoff");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Defect: what a guest forks outlived it and hubd, still mapping the
+ * segment. The guest's process group goes with it. */
+START_TEST(test_children_go_with_the_guest)
+{
+	size_t off = 0;
+	double end;
+	int pid, child = -1, pid2, child2 = -1;
+
+	ck_assert(hub_start(&hub, NULL,
+		"[guest forker]\nexec = @/tests/guests/lifeguest\nargs = --mode=forker\n"
+		"backoff_min = 10ms\n") == 0);
+	ck_assert(hub_wait_up(&hub, "forker", 10000) == 0);
+	pid = peer_int("forker", "pid");
+	for (end = now_s() + 10; child <= 0 && now_s() < end; sleep_ms(5))
+		child = logged_child(&off);
+	ck_assert_msg(child > 0 && alive(child), "no child: %s", log_tail());
+	/* kill -9 the guest: its child is gone too */
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	for (end = now_s() + 5; alive(child) && now_s() < end; sleep_ms(5))
+		;
+	ck_assert_msg(!alive(child), "child %d of killed guest %d lives on", child, pid);
+	/* the next instance's child goes when hubd stops */
+	for (end = now_s() + 10; now_s() < end; sleep_ms(5)) {
+		pid2 = peer_int("forker", "pid");
+		if (pid2 > 0 && pid2 != pid && strcmp(peer_state("forker"), "up") == 0)
+			break;
+	}
+	for (end = now_s() + 10; child2 <= 0 && now_s() < end; sleep_ms(5))
+		child2 = logged_child(&off);
+	ck_assert_msg(child2 > 0 && child2 != child && alive(child2), "no second child: %s",
+		      log_tail());
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	for (end = now_s() + 5; alive(child2) && now_s() < end; sleep_ms(5))
+		;
+	ck_assert_msg(!alive(child2), "child %d outlived hubd", child2);
+}
+END_TEST
+
+/* Defect: a guest re-added by a reload while still stopping got a second
+ * entry: two instances, the new one crash-looping on EEXIST. */
+START_TEST(test_readded_while_stopping)
+{
+	const char *both = "[guest slow]\nexec = @/tests/guests/lifeguest\n"
+			   "args = --mode=slowstop\n[guest echo]\nexec = @/guests/echo\n";
+	char msgs[2048], *out = NULL, *log;
+	int id, pid;
+
+	ck_assert(hub_start(&hub, "stop_grace = 500ms\n", both) == 0);
+	ck_assert(hub_wait_up(&hub, "slow,echo", 10000) == 0);
+	id = peer_int("slow", "peer_id");
+	pid = peer_int("slow", "pid");
+	rewrite_conf("stop_grace = 500ms\n", "[guest echo]\nexec = @/guests/echo\n");
+	ck_assert_msg(reload(msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_str_eq(peer_state("slow"), "stopping");	/* it ignores SIGTERM */
+	rewrite_conf("stop_grace = 500ms\n", both);
+	ck_assert_msg(reload(msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_msg(strstr(msgs, "slow: back in the config") != NULL, "%s", msgs);
+	ck_assert_int_eq(entries_named("slow"), 1);
+	/* killed after stop_grace, then started again in the same entry */
+	for (double end = now_s() + 10; now_s() < end; sleep_ms(5))
+		if (peer_int("slow", "pid") != pid && strcmp(peer_state("slow"), "up") == 0)
+			break;
+	ck_assert_msg(strcmp(peer_state("slow"), "up") == 0 && peer_int("slow", "pid") != pid,
+		      "slow is %s; log: %s", peer_state("slow"), log_tail());
+	ck_assert_int_eq(peer_int("slow", "peer_id"), id);
+	ck_assert_int_eq(entries_named("slow"), 1);
+	ck_assert(hub_wait_method(&hub, "life.ping") == 0);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "register life.ping") == NULL, "two instances: %s",
+		      log_tail());
+	free(log);
+	/* hubctl stop reaches the one there is */
+	ck_assert_int_eq(hubctl(&hub, &out, "stop", "slow", (char *)NULL), 0);
+	free(out);
+	ck_assert(wait_state("slow", "down", 10) == 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Defect: out of fds, spawning failed quietly: guests left down forever,
+ * no death, no retry. A failed spawn is a death, retried with backoff. */
+START_TEST(test_spawn_without_fds)
+{
+	enum { N = 12 };
+	char names[N][16], guests[N * 128] = "", *out = NULL;
+	int failed[N], nfailed = 0, nup = 0, stopped = 0;
+	struct rlimit old, low;
+	double end;
+
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "g%d", i);
+		snprintf(guests + strlen(guests), sizeof(guests) - strlen(guests),
+			 "[guest g%d]\nexec = @/tests/guests/lifeguest\nargs = --mode=idle\n"
+			 "max_deaths = 1000\n"
+			 "backoff_min = 10ms\nbackoff_max = 100ms\n", i);
+	}
+	/* hubd inherits a soft limit too low for all of them */
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 30;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	ck_assert(hub_start(&hub, "max_guests = 16\n", guests) == 0);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	/* some up, the others dying at spawn, again and again */
+	for (end = now_s() + 15; now_s() < end; sleep_ms(50)) {
+		nfailed = nup = 0;
+		for (int i = 0; i < N; i++) {
+			if (strcmp(peer_state(names[i]), "up") == 0)
+				nup++;
+			else if (strcmp(last_death(names[i], "reason"), "spawn failed") == 0)
+				failed[nfailed++] = i;
+		}
+		if (nup + nfailed == N && nfailed > 0)
+			break;
+	}
+	ck_assert_msg(nfailed > 0 && nup + nfailed == N, "%d up, %d failed to spawn",
+		      nup, nfailed);
+	ck_assert_msg(nup > nfailed, "only %d up for %d failed", nup, nfailed);
+	ck_assert_msg(strstr(last_death(names[failed[0]], "detail"), "Too many open files"),
+		      "detail: %s", last_death(names[failed[0]], "detail"));
+	/* fds back: stop one more guest than failed, the failed ones come up */
+	for (int i = 0; i < N && stopped <= nfailed; i++) {
+		if (strcmp(peer_state(names[i]), "up") != 0)
+			continue;
+		ck_assert_int_eq(hubctl(&hub, &out, "stop", names[i], (char *)NULL), 0);
+		free(out);
+		stopped++;
+	}
+	for (int k = 0; k < nfailed; k++)
+		ck_assert_msg(wait_state(names[failed[k]], "up", 10) == 0, "%s is %s: %s",
+			      names[failed[k]], peer_state(names[failed[k]]),
+			      last_death(names[failed[k]], "detail"));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Smaller defect: spawn failures were cut at 63 characters. */
+START_TEST(test_long_spawn_detail)
+{
+	char path[200], guests[512], want[300];
+
+	memset(path, 'x', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	memcpy(path, "/nonexistent/", 13);
+	snprintf(guests, sizeof(guests), "[guest missing]\nexec = %s\nrestart = never\n", path);
+	snprintf(want, sizeof(want), "exec %s: No such file or directory", path);
+	ck_assert(hub_start(&hub, NULL, guests) == 0);
+	ck_assert(wait_state("missing", "down", 10) == 0);
+	ck_assert_str_eq(last_death("missing", "reason"), "spawn failed");
+	ck_assert_str_eq(last_death("missing", "detail"), want);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The Goodbye grace: a guest ended for breaking a rule reads the Goodbye
+ * naming it and may leave by itself before SIGKILL. r[shm.goodbye.payload] */
+START_TEST(test_goodbye_grace)
+{
+	char *log;
+
+	ck_assert(hub_start(&hub, "goodbye_grace = 5s\n",
+		"[guest rude]\nexec = @/tests/guests/lifeguest\nargs = --mode=goodbye\n"
+		"restart = never\n") == 0);
+	ck_assert_msg(wait_state("rude", "down", 10) == 0, "rude is %s", peer_state("rude"));
+	ck_assert_str_eq(last_death("rude", "reason"), "protocol violation");
+	ck_assert_str_eq(last_death("rude", "detail"), "shm.desc.msg-type");
+	/* its own exit status: it left before the SIGKILL */
+	ck_assert_str_eq(last_death("rude", "status"), "3");
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "lifeguest: hub ended me") != NULL, "log: %s", log_tail());
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_restarts(void);
+Suite *
+suite_restarts(void)
+{
+	Suite *s = suite_create("restarts");
+	TCase *tc = tcase_create("supervisor");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_max_deaths_10_fails_after_11);
+	tcase_add_test(tc, test_rename_with_one_entry);
+	tcase_add_test(tc, test_doorbell_closed_while_starting);
+	tcase_add_test(tc, test_children_go_with_the_guest);
+	tcase_add_test(tc, test_readded_while_stopping);
+	tcase_add_test(tc, test_spawn_without_fds);
+	tcase_add_test(tc, test_long_spawn_detail);
+	tcase_add_test(tc, test_goodbye_grace);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,137 @@
+/* lifeguest: a guest for the supervisor's tests, one behaviour per --mode:
+ *   idle	attaches and serves, registering nothing (any number of
+ *		them can run side by side)
+ *   slowstop	ignores SIGTERM (stop_grace ends it), registers life.ping
+ *		and exits 1 if it cannot (a second instance would)
+ *   hangup	attaches without ringing, closes its doorbell at once, then
+ *		lives on, heartbeating: it cannot be woken any more
+ *   forker	forks a child that sleeps (in its process group), prints
+ *		"lifeguest child PID" to stderr, then serves
+ *   goodbye	breaks a rule (a descriptor with msg_type 9 written straight
+ *		into its g2h ring), then runs guest_run: the Goodbye naming
+ *		the rule ends it; prints "hub ended me: ..." and exits 3
+ * Built on libguest, with proto for what libguest would not do. */
+#include <err.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "guest.h"
+#include "proto/doorbell.h"
+#include "proto/ring.h"
+#include "proto/segment.h"
+#include "proto/ticket.h"
+#include "tests/guests/raw.h"
+
+static void
+ping(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	guest_reply(c, args, len);
+}
+
+/* Attached (Reserved -> Attached), but the host is never rung: it sees
+ * the hang-up first, while it still takes us for starting. */
+static int
+hangup(int argc, char *argv[])
+{
+	struct hp_ticket t;
+	struct hp_segment seg;
+	struct hp_peer_view v;
+	const char *why = NULL;
+	uint32_t state = HP_PEER_RESERVED;
+	pid_t hubd = getppid();
+
+	if (hp_ticket_parse(argc, argv, &t, &why) != 0 ||
+	    hp_segment_attach(&seg, t.hub_path, 0, &why) != 0 ||
+	    hp_peer_view_guest(&seg, t.peer_id, &v, &why) != 0)
+		errx(1, "attach: %s", why);
+	if (!hp_cas_u32(&v.entry->state, &state, HP_PEER_ATTACHED))
+		errx(1, "not reserved");
+	hp_fetch_add_u32(&v.entry->epoch, 1, memory_order_release);
+	raw_heartbeat(&v);
+	close(t.doorbell_fd);
+	while (getppid() == hubd) {	/* alive and well, but deaf */
+		struct timespec ts = { 0, 50 * 1000000 };
+
+		raw_heartbeat(&v);
+		nanosleep(&ts, NULL);
+	}
+	return 0;		/* hubd is gone: no doorbell to tell us */
+}
+
+/* Writes a descriptor no host accepts into our own g2h ring, behind
+ * libguest's back (it has sent nothing yet), and rings. */
+static void
+break_a_rule(int argc, char *argv[])
+{
+	struct hp_ticket t;
+	struct hp_segment seg;
+	struct hp_peer_view v;
+	struct hp_ring tx;
+	struct hp_desc d;
+	const char *why = NULL;
+
+	if (hp_ticket_parse(argc, argv, &t, &why) != 0 ||
+	    hp_segment_attach(&seg, t.hub_path, 0, &why) != 0 ||
+	    hp_peer_view_guest(&seg, t.peer_id, &v, &why) != 0)
+		errx(1, "second mapping: %s", why);
+	if (hp_ring_init_producer(&tx, &v.entry->g2h_head, &v.entry->g2h_tail, v.g2h,
+				  seg.params.ring_size) != 0)
+		errx(1, "ring");
+	memset(&d, 0, sizeof(d));
+	d.payload_slot = HP_SLOT_INLINE;
+	d.msg_type = 9;		/* r[shm.desc.msg-type]: no such type */
+	if (hp_ring_enqueue(&tx, &d) != 0)
+		errx(1, "enqueue");
+	hp_doorbell_signal(t.doorbell_fd);
+}
+
+int
+main(int argc, char *argv[])
+{
+	const char *mode = "", *why = NULL;
+	struct guest *g;
+	int rc;
+
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "--mode=", 7) == 0)
+			mode = argv[i] + 7;
+	if (strcmp(mode, "hangup") == 0)
+		return hangup(argc, argv);
+	if (guest_attach(argc, argv, &g, &why) < 0)
+		errx(1, "%s", why);
+	if (strcmp(mode, "idle") == 0) {
+		;
+	} else if (strcmp(mode, "slowstop") == 0) {
+		signal(SIGTERM, SIG_IGN);
+		if ((rc = guest_register(g, "life.ping", "str->str", ping, NULL)) != 0)
+			errx(1, "register life.ping: %s", strerror(-rc));
+	} else if (strcmp(mode, "forker") == 0) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			err(1, "fork");
+		if (pid == 0) {
+			for (;;)
+				pause();
+		}
+		fprintf(stderr, "lifeguest child %d\n", (int)pid);
+	} else if (strcmp(mode, "goodbye") == 0) {
+		break_a_rule(argc, argv);
+	} else {
+		errx(1, "unknown mode '%s'", mode);
+	}
+	rc = guest_run(g);
+	if (rc == -ECONNABORTED) {
+		fprintf(stderr, "lifeguest: hub ended me: %s\n", strerror(-rc));
+		guest_detach(g);
+		return 3;
+	}
+	guest_detach(g);
+	return rc == 0 ? 0 : 1;
+}
