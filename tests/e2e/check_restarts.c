@@ -456,7 +456,8 @@ START_TEST(test_goodbye_grace)
 	/* its own exit status: it left before the SIGKILL */
 	ck_assert_str_eq(last_death("rude", "status"), "3");
 	log = hub_log(&hub);
-	ck_assert_msg(strstr(log, "lifeguest: hub ended me") != NULL, "log: %s", log_tail());
+	ck_assert_msg(strstr(log, "lifeguest: hub ended me: shm.desc.msg-type\n") != NULL,
+		      "log: %s", log_tail());
 	free(log);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }

@@ -128,7 +128,7 @@ main(int argc, char *argv[])
 	}
 	rc = guest_run(g);
 	if (rc == -ECONNABORTED) {
-		fprintf(stderr, "lifeguest: hub ended me: %s\n", strerror(-rc));
+		fprintf(stderr, "lifeguest: hub ended me: %s\n", guest_goodbye_reason(g));
 		guest_detach(g);
 		return 3;
 	}
