@@ -1,0 +1,197 @@
+/* The control socket and hubctl against slow, idle, hostile and departed
+ * clients: streams with backpressure (r[shm.flow.*]), channels freed on
+ * every path, connection limits, hubctl's refusals and limits. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/control.h"
+#include "proto/segment.h"
+#include "tests/e2e/harness.h"
+
+#define COUNTER	"[guest counter]\nexec = @/guests/counter\n"
+#define ECHO	"[guest echo]\nexec = @/guests/echo\n"
+#define OTHER	65534		/* nobody, nogroup: a user other than hubd's */
+
+static uint64_t
+ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* -- running hubctl ---------------------------------------------------- */
+
+struct run {
+	int		as_other;	/* as OTHER instead of ourselves */
+	const char	*out_file;	/* stdout into this file, not into out */
+	int		timeout_ms;	/* killed after this (0: 60 s) */
+	char		*out;		/* what it printed (malloc'd) */
+	char		*err;
+	int		status;		/* exit status, 128 + signal, -1 killed at the deadline */
+};
+
+/* Reads what fd has into *buf; 0 at its end. */
+static ssize_t
+collect(int fd, char **buf, size_t *len, size_t *cap)
+{
+	ssize_t n;
+
+	if (*len + 65536 + 1 > *cap) {
+		*cap = (*len + 65536 + 1) * 2;
+		*buf = realloc(*buf, *cap);
+		ck_assert_ptr_nonnull(*buf);
+	}
+	n = read(fd, *buf + *len, *cap - *len - 1);
+	if (n > 0)
+		*len += (size_t)n;
+	(*buf)[*len] = '\0';
+	return n;
+}
+
+/* hubctl -s SOCK args... as r says; r->status. */
+static int
+run_hubctl(struct run *r, const char *sock, ...)
+{
+	char *argv[32], **bufs[2] = { &r->out, &r->err };
+	int argc = 0, out[2], err[2], status;
+	size_t len[2] = { 0, 0 }, cap[2] = { 0, 0 };
+	uint64_t deadline = ms_now() + (uint64_t)(r->timeout_ms > 0 ? r->timeout_ms : 60000);
+	struct pollfd p[2];
+	va_list ap;
+	pid_t pid;
+
+	argv[argc++] = "hubctl";
+	argv[argc++] = "-s";
+	argv[argc++] = (char *)(uintptr_t)sock;
+	va_start(ap, sock);
+	while (argc < 31 && (argv[argc] = va_arg(ap, char *)) != NULL)
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0);
+	if ((pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (r->as_other && (setgroups(0, NULL) != 0 || setgid(OTHER) != 0 ||
+				    setuid(OTHER) != 0))
+			_exit(120);
+		if (r->out_file != NULL) {
+			int fd = open(r->out_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+			if (fd < 0)
+				_exit(121);
+			dup2(fd, 1);
+		} else {
+			dup2(out[1], 1);
+		}
+		dup2(err[1], 2);
+		execv(bin("hubctl"), argv);
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	r->out = calloc(1, 1);
+	r->err = calloc(1, 1);
+	p[0] = (struct pollfd){ out[0], POLLIN, 0 };
+	p[1] = (struct pollfd){ err[0], POLLIN, 0 };
+	while ((p[0].fd >= 0 || p[1].fd >= 0) && ms_now() < deadline) {
+		if (poll(p, 2, 100) <= 0)
+			continue;
+		for (int i = 0; i < 2; i++) {
+			if (p[i].fd < 0 || p[i].revents == 0)
+				continue;
+			if (collect(p[i].fd, bufs[i], &len[i], &cap[i]) <= 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+			}
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+	r->status = -1;
+	while (ms_now() < deadline) {
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			return r->status;
+		}
+		sleep_ms(10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return r->status;
+}
+
+static void
+run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+/* -- segments that are not --------------------------------------------- */
+
+/* r[shm.file.attach]: a FIFO is not a segment, and opening it must not
+ * block (inspect, and libguest's attach, go through hp_segment_attach). */
+START_TEST(test_inspect_fifo)
+{
+	struct run r = { .timeout_ms = 10000 };
+	struct hp_segment seg;
+	const char *why = NULL;
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/fifo", harness_dir());
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(hp_segment_attach(&seg, path, HP_ATTACH_RDONLY, &why), -EBADMSG);
+	ck_assert_str_eq(why, "the segment is not a regular file");
+	ck_assert_int_eq(hp_segment_attach(&seg, path, 0, &why), -EBADMSG);
+	run_hubctl(&r, "/nonexistent", "inspect", path, (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "not a regular file") != NULL,
+		      "exit %d: %s", r.status, r.err);
+	run_free(&r);
+	unlink(path);
+}
+END_TEST
+
+Suite *suite_control(void);
+Suite *
+suite_control(void)
+{
+	Suite *s = suite_create("control");
+	TCase *tc = tcase_create("control");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_inspect_fifo);
+	suite_add_tcase(s, tc);
+	return s;
+}
