@@ -182,6 +182,147 @@ START_TEST(test_inspect_fifo)
 }
 END_TEST
 
+static struct hub_proc hub;
+
+static void
+start(const char *keys, const char *guests, const char *names)
+{
+	ck_assert_msg(hub_start(&hub, keys, guests) == 0, "hubd: %s", hub_log(&hub));
+	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "not up: %s", hub_log(&hub));
+}
+
+/* A guest's peers entry, field by field. */
+static int64_t
+peer_field(const char *name, const char *field)
+{
+	json_object *p = hub_peer(&hub, name);
+	int64_t v = p != NULL ? json_object_get_int64(json_get(p, field)) : -1;
+
+	json_object_put(p);
+	return v;
+}
+
+/* The control socket open to OTHER's group, as [hub] group would. */
+static void
+socket_for_other(void)
+{
+	ck_assert_int_eq(chown(hub.sock, 0, OTHER), 0);
+	ck_assert_int_eq(chmod(hub.sock, 0660), 0);
+}
+
+/* -- hubctl's refusals and limits -------------------------------------- */
+
+/* Every change refused to another user: a clear message, exit 1. */
+START_TEST(test_refusals_exit_1)
+{
+	static const char *const cmds[][3] = {
+		{ "reload", NULL, NULL }, { "call", "echo.echo", "x" }, { "restart", "echo", NULL },
+		{ "stop", "echo", NULL }, { "start", "echo", NULL },
+	};
+
+	if (geteuid() != 0)
+		return;
+	start(NULL, ECHO, "echo");
+	socket_for_other();
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		for (int json = 0; json < 2; json++) {
+			struct run r = { .as_other = 1 };
+
+			if (json)
+				run_hubctl(&r, hub.sock, "-j", cmds[i][0], cmds[i][1], cmds[i][2],
+					   (char *)NULL);
+			else
+				run_hubctl(&r, hub.sock, cmds[i][0], cmds[i][1], cmds[i][2],
+					   (char *)NULL);
+			ck_assert_msg(r.status == 1, "%s%s: exit %d: %s", json ? "-j " : "",
+				      cmds[i][0], r.status, r.err);
+			ck_assert_msg(strstr(json ? r.out : r.err, "permission denied") != NULL,
+				      "%s: %s / %s", cmds[i][0], r.out, r.err);
+			run_free(&r);
+		}
+	}
+	ck_assert_int_eq(peer_field("echo", "epoch"), 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A request over CONTROL_MSG_MAX is refused by hubctl before sending,
+ * naming the limit: exit 2, never SIGPIPE. */
+START_TEST(test_request_too_large)
+{
+	struct run r = { 0 };
+	char *big = malloc(70001);
+
+	start(NULL, ECHO, "echo");
+	memset(big, 'x', 70000);
+	big[70000] = '\0';
+	run_hubctl(&r, hub.sock, "call", "echo.echo", big, (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "65536") != NULL, "exit %d: %s", r.status,
+		      r.err);
+	run_free(&r);
+	/* just below the limit goes through */
+	memset(big, 'x', 65000);
+	big[65000] = '\0';
+	run_hubctl(&r, hub.sock, "call", "echo.echo", big, (char *)NULL);
+	ck_assert_msg(r.status == 0 && strlen(r.out) == 65001, "exit %d: %s", r.status, r.err);
+	run_free(&r);
+	free(big);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* hubctl takes an answer line of any size: a fake hubd answers 20 MiB. */
+START_TEST(test_large_answer)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct run r = { 0 };
+	size_t big = 20u << 20;
+	char path[256];
+	json_object *o;
+	int lfd, status;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/fake.sock", harness_dir());
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	ck_assert_int_ge(lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	ck_assert_int_eq(listen(lfd, 1), 0);
+	if ((pid = fork()) == 0) {
+		char *answer = malloc(big + 64), c;
+		int fd, n;
+		size_t off = 0;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (answer == NULL || (fd = accept(lfd, NULL, NULL)) < 0)
+			_exit(3);
+		while (read(fd, &c, 1) == 1 && c != '\n')	/* the request */
+			continue;
+		n = snprintf(answer, 64, "{\"ok\":true,\"segment\":\"");
+		memset(answer + n, 'x', big);
+		memcpy(answer + n + big, "\"}\n", 3);
+		for (size_t len = (size_t)n + big + 3; off < len;) {
+			ssize_t w = write(fd, answer + off, len - off);
+
+			if (w <= 0)
+				_exit(4);
+			off += (size_t)w;
+		}
+		_exit(0);
+	}
+	close(lfd);
+	run_hubctl(&r, path, "-j", "status", (char *)NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	o = json_tokener_parse(r.out);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_uint_eq((size_t)json_object_get_string_len(json_get(o, "segment")), big);
+	json_object_put(o);
+	run_free(&r);
+	waitpid(pid, &status, 0);
+	ck_assert_int_eq(status, 0);
+	unlink(path);
+}
+END_TEST
+
 Suite *suite_control(void);
 Suite *
 suite_control(void)
@@ -192,6 +333,9 @@ suite_control(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_inspect_fifo);
+	tcase_add_test(tc, test_refusals_exit_1);
+	tcase_add_test(tc, test_request_too_large);
+	tcase_add_test(tc, test_large_answer);
 	suite_add_tcase(s, tc);
 	return s;
 }
