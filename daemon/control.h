@@ -24,11 +24,17 @@ void	control_close(struct hub *h);
 
 #define CTL_ARGS_MAX	8
 
+/* A call's argument as JSON gave it: len bytes, NUL bytes included. */
+struct ctl_arg {
+	const char	*s;
+	size_t		len;
+};
+
 struct control_req {
 	int		cmd;			/* CTL_* */
 	const char	*method;		/* call */
 	const char	*name;			/* restart, stop, start */
-	char		*args[CTL_ARGS_MAX];	/* call */
+	struct ctl_arg	args[CTL_ARGS_MAX];	/* call */
 	int		nargs;
 	void		*json;			/* owns the strings above */
 };

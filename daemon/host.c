@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/control.h"
 #include "daemon/hubd.h"
 #include "daemon/log.h"
 #include "proto/channel.h"
@@ -1001,7 +1002,7 @@ host_detach(struct hub *h, struct peer *p)
 
 int
 host_call_text(struct hub *h, struct ext_call *c, const char *method,
-	       char *const *args, int nargs, const char **why)
+	       const struct ctl_arg *args, int nargs, const char **why)
 {
 	const struct method *m = host_method_find(h, method);
 	struct origin o = { ORIGIN_CLIENT, 0, 0, 0, c };
@@ -1038,11 +1039,13 @@ host_call_text(struct hub *h, struct ext_call *c, const char *method,
 	hp_pc_put_seq_len(&e, 0);		/* no metadata */
 	for (uint8_t i = 0; i < m->sig.nargs; i++) {
 		if (m->sig.args[i] != HP_T_CHAN) {
-			if (hp_sig_encode_text(&e, m->sig.args[i], args[next++]) != 0) {
+			if (hp_sig_encode_text(&e, m->sig.args[i], args[next].s,
+					       args[next].len) != 0) {
 				*why = "an argument is not of its signature's type";
 				rc = -EINVAL;
 				goto out;
 			}
+			next++;
 			continue;
 		}
 		/* a chan<T>: we receive it, the client sees the items */

@@ -226,10 +226,11 @@ struct ext_call {
 	uint32_t	chan;
 	uint8_t		ret_type;
 };
+struct ctl_arg;
 /* Calls method with text arguments encoded by its signature. 0 when the
  * call is under way (on_done will run), or -errno with *why. */
 int		host_call_text(struct hub *h, struct ext_call *c, const char *method,
-			       char *const *args, int nargs, const char **why);
+			       const struct ctl_arg *args, int nargs, const char **why);
 /* The caller went away: on_done will not run. */
 void		host_call_abandon(struct hub *h, struct ext_call *c);
 const struct method *host_method_find(struct hub *h, const char *name);

@@ -323,6 +323,39 @@ START_TEST(test_large_answer)
 }
 END_TEST
 
+/* -- arguments with NUL ------------------------------------------------ */
+
+START_TEST(test_nul_in_arguments)
+{
+	json_object *o, *v;
+
+	start(NULL, ECHO COUNTER, "echo,counter");
+	o = hub_request(&hub, "{\"cmd\":\"call\",\"method\":\"echo.echo\",\"args\":[\"a\\u0000b\"]}",
+			NULL);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_msg(json_object_get_boolean(json_get(o, "ok")), "%s", json_object_to_json_string(o));
+	v = json_get(o, "result");
+	ck_assert_int_eq(json_object_get_string_len(v), 3);
+	ck_assert_int_eq(memcmp(json_object_get_string(v), "a\0b", 3), 0);
+	json_object_put(o);
+	/* in a number it is an error, not a shorter number */
+	o = hub_request(&hub, "{\"cmd\":\"call\",\"method\":\"counter.count\",\"args\":[\"5\\u0000\"]}",
+			NULL);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_msg(!json_object_get_boolean(json_get(o, "ok")) &&
+		      strstr(json_object_get_string(json_get(o, "error")), "not of its signature's type"),
+		      "%s", json_object_to_json_string(o));
+	json_object_put(o);
+	/* and in a method's name */
+	o = hub_request(&hub, "{\"cmd\":\"call\",\"method\":\"echo.echo\\u0000x\",\"args\":[\"a\"]}",
+			NULL);
+	ck_assert_ptr_nonnull(o);
+	ck_assert(!json_object_get_boolean(json_get(o, "ok")));
+	json_object_put(o);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_control(void);
 Suite *
 suite_control(void)
@@ -336,6 +369,7 @@ suite_control(void)
 	tcase_add_test(tc, test_refusals_exit_1);
 	tcase_add_test(tc, test_request_too_large);
 	tcase_add_test(tc, test_large_answer);
+	tcase_add_test(tc, test_nul_in_arguments);
 	suite_add_tcase(s, tc);
 	return s;
 }
