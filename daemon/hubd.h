@@ -56,6 +56,7 @@ struct origin {
 	uint32_t	epoch;		/* ... instance */
 	uint32_t	req_id;		/* its request id */
 	struct ext_call	*ext;		/* ORIGIN_CLIENT */
+	uint32_t	chan;		/* a client call's stream: its channel id */
 };
 
 struct pending {
@@ -73,6 +74,11 @@ struct qmsg {
 	uint8_t		data[];
 };
 
+/* A client stream the host ended before the guest did (hchan.stale):
+ * what the guest still sends on it is dropped, not a violation. */
+#define STALE_ENDED	1	/* entry freed; the first Data gets a Reset */
+#define STALE_RESET	2	/* Reset sent; dropped until its Close or Reset */
+
 /* A channel the host receives on from a guest. */
 struct hchan {
 	uint8_t		open;
@@ -81,6 +87,7 @@ struct hchan {
 	uint32_t	received;	/* bytes received in all */
 	uint32_t	granted;	/* what we granted, kept locally */
 	uint32_t	unreported;	/* consumed, not yet granted back */
+	uint8_t		stale;		/* a client stream we ended: STALE_* */
 	uint64_t	checksum;	/* hub.sink, hub.source: FNV-1a 64 */
 	uint64_t	bytes;
 	uint64_t	to_send;	/* hub.source: bytes still to send */
@@ -231,7 +238,8 @@ struct ctl_arg;
  * call is under way (on_done will run), or -errno with *why. */
 int		host_call_text(struct hub *h, struct ext_call *c, const char *method,
 			       const struct ctl_arg *args, int nargs, const char **why);
-/* The caller went away: on_done will not run. */
+/* The caller went away: on_done will not run; the guest is told
+ * (Cancel) and its stream is drained until it ends. */
 void		host_call_abandon(struct hub *h, struct ext_call *c);
 const struct method *host_method_find(struct hub *h, const char *name);
 
