@@ -663,8 +663,10 @@ stream_over(struct hub *h, struct peer *p, uint32_t req_id, uint32_t chan)
 	if (!c->open || c->sending || c->o.req_id != req_id ||
 	    (c->o.kind != ORIGIN_CLIENT && c->o.kind != ORIGIN_NONE))
 		return;
+	if (c->o.kind == ORIGIN_CLIENT)
+		c->o.ext->chan = 0;
 	c->open = 0;
-	c->unreported = 0;
+	c->held = c->unreported = 0;
 	c->stale = STALE_ENDED;
 	hp_chan_free(&p->view.chans[chan]);
 }
@@ -729,6 +731,8 @@ chan_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 	c->open = 0;
 	/* r[shm.flow.channel-id-reuse]: the receiver frees the entry */
 	hp_chan_free(&p->view.chans[id]);
+	if (o.kind == ORIGIN_CLIENT)
+		o.ext->chan = 0;	/* what the client takes now is nobody's credit */
 	if (o.kind == ORIGIN_SINK) {
 		o.kind = ORIGIN_PEER;
 		if (reset) {
@@ -744,7 +748,8 @@ chan_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 
 /* r[shm.flow.ordering.receiver]: what channel id's receiver consumed goes
  * back to the sender in quarters of the window, or all of it at once when
- * nothing more will be consumed soon (a stream being drained). */
+ * nothing more will be consumed soon (a stream being drained, a client
+ * that took all it had). */
 static void
 chan_grant(struct hub *h, struct peer *p, uint32_t id, int all)
 {
@@ -789,11 +794,18 @@ on_data(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 	}
 	c->received += m->len;
 	c->bytes += m->len;
+	if (c->o.kind == ORIGIN_CLIENT) {
+		/* consumed once the client has taken it (host_call_consumed):
+		 * a client that reads slowly holds the guest back, not
+		 * hubd's memory */
+		c->held += m->len;
+		c->o.ext->on_item(c->o.ext, c->item_type, m->payload, m->len);
+		return;
+	}
 	if (c->o.kind == ORIGIN_SINK)
 		c->checksum = hp_checksum(c->checksum, m->payload, m->len);
-	else if (c->o.kind == ORIGIN_CLIENT)
-		c->o.ext->on_item(c->o.ext, c->item_type, m->payload, m->len);
-	/* a stream whose client is gone drains until the guest ends it */
+	/* hub.sink's consumed now; a stream whose client is gone drains
+	 * until the guest ends it */
 	c->unreported += m->len;
 	chan_grant(h, p, id, c->o.kind == ORIGIN_NONE);
 }
@@ -1144,6 +1156,27 @@ out:
 	return rc;
 }
 
+void
+host_call_consumed(struct hub *h, struct ext_call *x, uint32_t bytes)
+{
+	struct peer *p = peer_of(h, x->peer);
+	struct hchan *c;
+
+	if (p == NULL || p->state != PEER_UP || x->chan == 0 ||
+	    x->chan >= h->seg.params.max_channels)
+		return;
+	c = &p->chans[x->chan];
+	if (!c->open || c->o.kind != ORIGIN_CLIENT || c->o.ext != x)
+		return;
+	if (bytes > c->held)
+		bytes = c->held;
+	c->held -= bytes;
+	c->unreported += bytes;
+	/* all of it once the client has taken everything: the guest never
+	 * waits on credit we hold back for nobody */
+	chan_grant(h, p, x->chan, c->held == 0);
+}
+
 /* The client went away (closed, or dropped for not reading): its answer
  * has nobody to go to, the guest is told with Cancel (advisory), and its
  * stream is drained: items dropped, credit granted back at once, so that
@@ -1173,7 +1206,10 @@ host_call_abandon(struct hub *h, struct ext_call *x)
 			continue;
 		c->o.kind = ORIGIN_NONE;
 		c->o.ext = NULL;
+		c->unreported += c->held;
+		c->held = 0;
 		if (p->state == PEER_UP)
 			chan_grant(h, p, id, 1);
 	}
+	x->chan = 0;
 }

@@ -87,6 +87,7 @@ struct hchan {
 	uint32_t	received;	/* bytes received in all */
 	uint32_t	granted;	/* what we granted, kept locally */
 	uint32_t	unreported;	/* consumed, not yet granted back */
+	uint32_t	held;		/* a client stream: items its client has not taken */
 	uint8_t		stale;		/* a client stream we ended: STALE_* */
 	uint64_t	checksum;	/* hub.sink, hub.source: FNV-1a 64 */
 	uint64_t	bytes;
@@ -235,9 +236,15 @@ struct ext_call {
 };
 struct ctl_arg;
 /* Calls method with text arguments encoded by its signature. 0 when the
- * call is under way (on_done will run), or -errno with *why. */
+ * call is under way (on_done will run), or -errno with *why. A chan<T>
+ * argument is a channel the host opens: each item goes to on_item, and
+ * the guest gets its credit back only as the caller reports the items
+ * taken (host_call_consumed): a slow caller slows the guest down. */
 int		host_call_text(struct hub *h, struct ext_call *c, const char *method,
 			       const struct ctl_arg *args, int nargs, const char **why);
+/* The caller has taken bytes (item payload bytes, as on_item had them)
+ * of the call's stream off the host's hands. */
+void		host_call_consumed(struct hub *h, struct ext_call *c, uint32_t bytes);
 /* The caller went away: on_done will not run; the guest is told
  * (Cancel) and its stream is drained until it ends. */
 void		host_call_abandon(struct hub *h, struct ext_call *c);
