@@ -3,11 +3,14 @@
  * Requests are JSON objects, one per line, at most CONTROL_MSG_MAX bytes;
  * answers likewise, of any size. A client is served one request at a time
  * and no client can block the loop or another client:
+ * - connections are bounded per ordinary user and in all, with a reserve
+ *   for root and hubd's own user (CONTROL_CLIENTS_*);
  * - a client with unsent answers past OUT_HIGH is not read from until they
  *   drain; a call's stream is held back by the channel's credit, given
  *   back to the guest only as the client takes the items;
- * - a client that takes nothing for client_timeout while answers wait is
- *   dropped. */
+ * - a client that takes nothing for client_timeout while answers wait, or
+ *   asks nothing for that long, is closed;
+ * - out of file descriptors, accepting pauses for ACCEPT_RETRY. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,7 +34,7 @@
 #define OUT_LOW		(64u << 10)	/* ... and read on once below this */
 #define OUT_KEEP	(1u << 20)	/* an empty buffer larger than this is freed */
 #define MARK_SPAN	4096		/* output bytes a credit mark spans at least */
-#define CLIENTS_MAX	256
+#define ACCEPT_RETRY	0.1		/* s: accepting paused for want of fds */
 
 /* Item bytes of a call's stream that go back to the guest as credit once
  * the output up to end has been written (output offsets count from the
@@ -752,9 +755,9 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	client_watch(c);
 }
 
-/* client_timeout: answers waiting that the client does not take. A
- * client waiting for a call's answer with everything written is waiting
- * for the hub: never its fault. */
+/* client_timeout: answers waiting that the client does not take, or
+ * nothing asked and nothing to send. A client waiting for a call's answer
+ * with everything written is waiting for the hub: never its fault. */
 static void
 timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -768,14 +771,23 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_again(loop, w);
 		return;
 	}
-	since = unsent(c) > 0 ? c->tx_at : now;
+	if (unsent(c) > 0)
+		since = c->tx_at;
+	else if (c->calling)
+		since = now;
+	else
+		since = c->rx_at > c->tx_at ? c->rx_at : c->tx_at;
 	if (now - since < timeout) {
 		w->repeat = since + timeout - now;
 		ev_timer_again(loop, w);
 		return;
 	}
-	log_warnx("control: a client (uid %u) took none of its answers for %.1f s: dropped%s",
-		  (unsigned)c->uid, timeout, c->calling ? ", its call abandoned" : "");
+	if (unsent(c) > 0)
+		log_warnx("control: a client (uid %u) took none of its answers for %.1f s: dropped%s",
+			  (unsigned)c->uid, timeout, c->calling ? ", its call abandoned" : "");
+	else
+		log_debug("control: a client (uid %u) idle for %.1f s: closed",
+			  (unsigned)c->uid, timeout);
 	client_close(c);
 }
 
@@ -796,48 +808,127 @@ client_close(struct client *c)
 			break;
 		}
 	}
+	h->nclients--;
 	free(c->out);
 	free(c->marks);
 	free(c);
 }
 
+/* Turned away: a one-line answer saying why, if the socket takes it.
+ * Whatever it sent is read first, so that the close does not reset the
+ * connection before it reads the answer. */
 static void
-accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+client_refuse(struct hub *h, int fd, uid_t uid, const char *why)
 {
-	struct hub *h = w->data;
+	char buf[4096], line[256];
+	int n;
+
+	for (int i = 0; i < 16 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0; i++)
+		continue;
+	n = snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"%s\"}\n", why);
+	if (send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		log_debug("control: refusing a client: %s", strerror(errno));
+	close(fd);
+	if (!h->ctl_refusing)	/* once until someone gets in again */
+		log_warnx("control: refused a client (uid %u): %s", (unsigned)uid, why);
+	h->ctl_refusing = 1;
+}
+
+/* A new connection, if its user may have one more (control.h): nobody but
+ * root and hubd's user can take the last CONTROL_CLIENTS_RESERVED, nor
+ * more than CONTROL_CLIENTS_PER_UID, so nobody else locks the operator out. */
+static void
+client_new(struct hub *h, int fd)
+{
 	struct client *c;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	int fd, n = 0;
+	uint32_t same = 0;
+	char why[96];
+	int privileged;
 
-	(void)revents;
-	if ((fd = accept4(h->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			log_warn("control: accept");
-		return;
-	}
-	for (c = h->clients; c != NULL; c = c->next)
-		n++;
-	if (n >= CLIENTS_MAX ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-	    (c = calloc(1, sizeof(*c))) == NULL) {
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+		log_warn("control: SO_PEERCRED");
 		close(fd);
 		return;
 	}
+	privileged = cred.uid == 0 || cred.uid == geteuid();
+	for (c = h->clients; c != NULL; c = c->next)
+		same += c->uid == cred.uid;
+	if (h->nclients >= CONTROL_CLIENTS_MAX ||
+	    (!privileged && h->nclients >= CONTROL_CLIENTS_MAX - CONTROL_CLIENTS_RESERVED)) {
+		client_refuse(h, fd, cred.uid, "too many control connections: try again later");
+		return;
+	}
+	if (!privileged && same >= CONTROL_CLIENTS_PER_UID) {
+		snprintf(why, sizeof(why), "too many control connections from this user "
+			 "(%d at most): try again later", CONTROL_CLIENTS_PER_UID);
+		client_refuse(h, fd, cred.uid, why);
+		return;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		client_refuse(h, fd, cred.uid, "out of memory");
+		return;
+	}
+	h->ctl_refusing = 0;
 	c->h = h;
 	c->fd = fd;
 	c->uid = cred.uid;
-	c->rx_at = c->tx_at = ev_now(loop);
+	c->rx_at = c->tx_at = ev_now(h->loop);
 	ev_io_init(&c->rw, read_cb, fd, EV_READ);
 	ev_io_init(&c->ww, write_cb, fd, EV_WRITE);
 	ev_init(&c->tw, timer_cb);
 	c->rw.data = c->ww.data = c->tw.data = c;
 	c->tw.repeat = h->conf.client_timeout_ns > 0 ?
 	    (ev_tstamp)h->conf.client_timeout_ns / 1e9 : 1;
-	ev_timer_again(loop, &c->tw);
-	ev_io_start(loop, &c->rw);
+	ev_timer_again(h->loop, &c->tw);
+	ev_io_start(h->loop, &c->rw);
 	c->next = h->clients;
 	h->clients = c;
+	h->nclients++;
+}
+
+static void
+accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct hub *h = w->data;
+	int fd;
+
+	(void)revents;
+	for (int i = 0; i < 16; i++) {
+		if ((fd = accept4(h->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+			client_new(h, fd);
+			continue;
+		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			/* nobody waits any more: the episode is over */
+			if (h->ctl_starved)
+				log_info("control: accepting connections again");
+			h->ctl_starved = 0;
+			return;
+		}
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		/* EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays queued
+		 * and the socket readable; retrying at once would spin */
+		if (!h->ctl_starved)
+			log_warn("control: accept: not accepting for a while");
+		h->ctl_starved = 1;
+		ev_io_stop(loop, w);
+		ev_timer_set(&h->ctl_retry_w, ACCEPT_RETRY, 0);
+		ev_timer_start(loop, &h->ctl_retry_w);
+		return;
+	}
+}
+
+static void
+accept_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct hub *h = w->data;
+
+	(void)revents;
+	ev_io_start(loop, &h->ctl_w);
+	accept_cb(loop, &h->ctl_w, EV_READ);	/* at once: also sees the queue empty */
 }
 
 int
@@ -891,6 +982,8 @@ control_init(struct hub *h)
 	h->ctl_fd = fd;
 	ev_io_init(&h->ctl_w, accept_cb, fd, EV_READ);
 	h->ctl_w.data = h;
+	ev_timer_init(&h->ctl_retry_w, accept_retry_cb, ACCEPT_RETRY, 0);
+	h->ctl_retry_w.data = h;
 	ev_io_start(h->loop, &h->ctl_w);
 	return 0;
 }
@@ -901,6 +994,7 @@ control_close(struct hub *h)
 	while (h->clients != NULL)
 		client_close(h->clients);
 	ev_io_stop(h->loop, &h->ctl_w);
+	ev_timer_stop(h->loop, &h->ctl_retry_w);
 	close(h->ctl_fd);
 	unlink(h->conf.control_path);
 }

@@ -188,7 +188,11 @@ struct hub {
 	char			*lock_path;
 	int			ctl_fd;		/* control socket */
 	ev_io			ctl_w;
+	ev_timer		ctl_retry_w;	/* accepting paused: out of fds */
+	int			ctl_starved;	/* logged that episode already */
+	int			ctl_refusing;	/* logged a refused client already */
 	struct client		*clients;
+	uint32_t		nclients;
 	int			exit_code;
 };
 

@@ -686,6 +686,144 @@ START_TEST(test_stream_reader_stops_dropped)
 }
 END_TEST
 
+/* -- idle and too many clients ----------------------------------------- */
+
+/* Another user opens 256 connections and says nothing: it gets 16, the
+ * rest are told why, and root still gets in. */
+START_TEST(test_other_user_cannot_lock_out_root)
+{
+	int ready[2], done[2], status;
+	struct run r = { .as_other = 1 };
+	char c;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		return;		/* needs root to be somebody else */
+	start(NULL, ECHO, "echo");
+	socket_for_other();
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(done), 0);
+	if ((pid = fork()) == 0) {
+		struct reader *rd = calloc(1, sizeof(*rd));
+		int fds[256], ok;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setgroups(0, NULL) != 0 || setgid(OTHER) != 0 || setuid(OTHER) != 0)
+			_exit(3);
+		for (int i = 0; i < 256; i++)
+			fds[i] = raw_connect(hub.sock);
+		/* the last one was refused, with a reason */
+		rd->fd = fds[255];
+		ok = read_line(rd) == 1 && strstr(rd->line, "too many control connections") != NULL;
+		if (write(ready[1], "x", 1) != 1 || read(done[0], &c, 1) != 1)
+			_exit(4);
+		_exit(ok ? 0 : 5);
+	}
+	close(ready[1]);
+	close(done[0]);
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	/* root gets in */
+	r.as_other = 0;
+	run_hubctl(&r, hub.sock, "peers", (char *)NULL);
+	ck_assert_msg(r.status == 0 && strstr(r.out, "echo") != NULL, "root: %d %s %s",
+		      r.status, r.out, r.err);
+	run_free(&r);
+	/* the other user at its limit is told so: exit 1, never SIGPIPE */
+	r.as_other = 1;
+	run_hubctl(&r, hub.sock, "peers", (char *)NULL);
+	ck_assert_msg(r.status == 1 && strstr(r.err, "too many control connections") != NULL,
+		      "other: %d %s", r.status, r.err);
+	run_free(&r);
+	ck_assert_int_eq(write(done[1], "x", 1), 1);
+	waitpid(pid, &status, 0);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the other user: %d", status);
+	close(ready[0]);
+	close(done[1]);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A client that asks nothing for client_timeout is closed; one that keeps
+ * asking is not. */
+START_TEST(test_idle_clients_closed)
+{
+	struct reader *r = calloc(1, sizeof(*r));
+	int idle;
+	char buf[16];
+
+	start("client_timeout = 1s\n", ECHO, "echo");
+	idle = raw_connect(hub.sock);
+	r->fd = raw_connect(hub.sock);
+	for (int i = 0; i < 6; i++) {	/* busy for 2.4 s */
+		send_line(r->fd, "{\"cmd\":\"status\"}");
+		ck_assert_int_eq(read_line(r), 1);
+		ck_assert_ptr_nonnull(strstr(r->line, "\"ok\":true"));
+		sleep_ms(400);
+	}
+	send_line(r->fd, "{\"cmd\":\"status\"}");
+	ck_assert_int_eq(read_line(r), 1);
+	/* the idle one was closed meanwhile: end of file, not a timeout */
+	ck_assert_msg(read(idle, buf, sizeof(buf)) == 0, "idle client: %s", strerror(errno));
+	/* and the busy one once it stops asking */
+	ck_assert_msg(read_line(r) == 0, "busy client: %s", strerror(errno));
+	close(idle);
+	close(r->fd);
+	free(r);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* hubd out of file descriptors: it stops accepting for a while instead
+ * of spinning on accept (and logging each time), and serves again once
+ * the connections are gone. */
+START_TEST(test_out_of_fds_no_spin)
+{
+	struct rlimit old, small = { 12, 12 };
+	int fds[300], n = 0, lines = 0;
+	json_object *o = NULL;
+	char *log;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	small.rlim_max = old.rlim_max;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &small), 0);
+	/* hubd inherits it; no guest: its few descriptors are all it needs */
+	int rc = hub_start(&hub, NULL, NULL);
+
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_msg(rc == 0, "hubd: %s", hub_log(&hub));
+	for (int i = 0; i < 300; i++) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+		memcpy(sun.sun_path, hub.sock, strlen(hub.sock) + 1);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
+			fds[n++] = fd;
+		else if (fd >= 0)
+			close(fd);
+	}
+	ck_assert_int_gt(n, 12);
+	sleep_ms(1500);		/* hubd out of descriptors for a while */
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	for (uint64_t end = ms_now() + 20000; ms_now() < end && o == NULL; sleep_ms(50)) {
+		o = hub_request(&hub, "{\"cmd\":\"status\"}", NULL);
+		if (o != NULL && !json_object_get_boolean(json_get(o, "ok"))) {
+			json_object_put(o);
+			o = NULL;
+		}
+	}
+	ck_assert_msg(o != NULL, "hubd does not answer again: %s", this_log());
+	json_object_put(o);
+	log = this_log();
+	for (char *p = log; *p != '\0'; p++)
+		lines += *p == '\n';
+	ck_assert_msg(lines < 20, "%d lines logged: %.2000s", lines, log);
+	ck_assert_ptr_nonnull(strstr(log, "not accepting for a while"));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_control(void);
 Suite *
 suite_control(void)
@@ -705,6 +843,9 @@ suite_control(void)
 	tcase_add_test(tc, test_stream_million_into_file);
 	tcase_add_test(tc, test_stream_slow_reader);
 	tcase_add_test(tc, test_stream_reader_stops_dropped);
+	tcase_add_test(tc, test_other_user_cannot_lock_out_root);
+	tcase_add_test(tc, test_idle_clients_closed);
+	tcase_add_test(tc, test_out_of_fds_no_spin);
 	suite_add_tcase(s, tc);
 	return s;
 }
