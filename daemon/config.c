@@ -226,7 +226,7 @@ hub_key(struct parser *p, int k, const char *name, const char *value)
 	case 11: parse_duration_key(p, name, value, &c->stop_grace_ns); break;
 	case 12: c->gid = group_id(p, value); break;
 	case 13: parse_duration_key(p, name, value, &c->goodbye_grace_ns); break;
-	case 14: parse_positive_duration_key(p, name, value, &c->client_timeout_ns); break;
+	case 14: parse_duration_key(p, name, value, &c->client_timeout_ns); break;
 	}
 }
 

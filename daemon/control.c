@@ -1,9 +1,16 @@
 /* The control socket (after OpenBSD's control.c): a UNIX stream socket,
  * stale socket replaced, mode 0660, callers identified with SO_PEERCRED.
  * Requests are JSON objects, one per line, at most CONTROL_MSG_MAX bytes;
- * answers likewise. A client is served one request at a time; one that
- * sends garbage gets an error, one that does not read its answers is
- * dropped: no client can block the loop or another client. */
+ * answers likewise, of any size. A client is served one request at a time
+ * and no client can block the loop or another client:
+ * - connections are bounded per ordinary user and in all, with a reserve
+ *   for root and hubd's own user (CONTROL_CLIENTS_*);
+ * - a client with unsent answers past OUT_HIGH is not read from until they
+ *   drain; a call's stream is held back by the channel's credit, given
+ *   back to the guest only as the client takes the items;
+ * - a client that takes nothing for client_timeout while answers wait, or
+ *   asks nothing for that long, is closed;
+ * - out of file descriptors, accepting pauses for ACCEPT_RETRY. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,8 +30,20 @@
 #include "proto/postcard.h"
 #include "proto/services.h"
 
-#define OUT_MAX		(4u << 20)	/* unread answers before a client is dropped */
-#define CLIENTS_MAX	256
+#define OUT_HIGH	(256u << 10)	/* unsent answers: stop reading requests */
+#define OUT_LOW		(64u << 10)	/* ... and read on once below this */
+#define OUT_KEEP	(1u << 20)	/* an empty buffer larger than this is freed */
+#define MARK_SPAN	4096		/* output bytes a credit mark spans at least */
+#define ACCEPT_RETRY	0.1		/* s: accepting paused for want of fds */
+
+/* Item bytes of a call's stream that go back to the guest as credit once
+ * the output up to end has been written (output offsets count from the
+ * connection's start). */
+struct mark {
+	uint64_t	start;
+	uint64_t	end;
+	uint32_t	credit;
+};
 
 struct client {
 	struct client	*next;
@@ -33,75 +52,221 @@ struct client {
 	uid_t		uid;
 	ev_io		rw;
 	ev_io		ww;
-	char		in[CONTROL_MSG_MAX + 1];
+	ev_timer	tw;		/* client_timeout */
+	ev_tstamp	rx_at;		/* last request bytes */
+	ev_tstamp	tx_at;		/* last write progress, or since output waits */
+	char		in[CONTROL_MSG_MAX];
 	size_t		inlen;
-	char		*out;
+	char		*out;		/* out[outpos, outlen) not written yet */
+	size_t		outpos;
 	size_t		outlen;
 	size_t		outcap;
+	uint64_t	queued;		/* output bytes ever added */
+	uint64_t	written;	/* ... and written */
+	struct mark	*marks;		/* a ring, oldest at mhead */
+	uint32_t	mhead;
+	uint32_t	mcount;
+	uint32_t	mcap;
 	int		calling;	/* a call is under way */
+	int		eof;		/* it sends no more: close once served */
 	int		closing;	/* close once out is written */
+	int		broken;		/* out of memory: close at once */
 	struct ext_call	call;
 };
 
 static void client_close(struct client *c);
 static void client_process(struct client *c);
 
+static size_t
+unsent(const struct client *c)
+{
+	return c->outlen - c->outpos;
+}
+
+/* Reading requests: while none is too long or waits to be served behind
+ * unread answers. Also while a call runs, so that a client that goes
+ * away is seen at once. */
+static void
+client_watch(struct client *c)
+{
+	struct ev_loop *loop = c->h->loop;
+
+	if (!c->eof && !c->closing && !c->broken && c->inlen < CONTROL_MSG_MAX &&
+	    unsent(c) < OUT_HIGH)
+		ev_io_start(loop, &c->rw);
+	else
+		ev_io_stop(loop, &c->rw);
+}
+
+/* Out of memory for this client: it is closed from the loop (never from
+ * inside a call's callback, which the host is still running). */
+static void
+client_break(struct client *c)
+{
+	if (!c->broken)
+		log_warnx("control: out of memory for a client's answers, dropped");
+	c->broken = 1;
+	ev_io_stop(c->h->loop, &c->rw);
+	ev_feed_event(c->h->loop, &c->ww, EV_WRITE);
+}
+
+/* Room for n more bytes of output; -1 when there is no memory for it. */
+static int
+out_reserve(struct client *c, size_t n)
+{
+	size_t cap;
+	char *p;
+
+	if (c->outcap - c->outlen >= n)
+		return 0;
+	if (c->outpos > 0) {	/* what was written goes first */
+		memmove(c->out, c->out + c->outpos, unsent(c));
+		c->outlen -= c->outpos;
+		c->outpos = 0;
+	}
+	/* room, and more than a sliver (or we would move it all again soon) */
+	if (c->outcap - c->outlen >= n && c->outlen <= c->outcap / 2)
+		return 0;
+	cap = c->outcap > 0 ? c->outcap * 2 : 4096;
+	while (cap - c->outlen < n)
+		cap *= 2;
+	if ((p = realloc(c->out, cap)) == NULL)
+		return -1;
+	c->out = p;
+	c->outcap = cap;
+	return 0;
+}
+
+/* One answer line; written by write_cb. */
+static int
+out_line(struct client *c, const char *s, size_t n)
+{
+	if (c->broken)
+		return -1;
+	if (s == NULL || out_reserve(c, n + 1) != 0) {
+		client_break(c);
+		return -1;
+	}
+	if (unsent(c) == 0)
+		c->tx_at = ev_now(c->h->loop);	/* client_timeout counts from here */
+	memcpy(c->out + c->outlen, s, n);
+	c->out[c->outlen + n] = '\n';
+	c->outlen += n + 1;
+	c->queued += n + 1;
+	ev_io_start(c->h->loop, &c->ww);
+	return 0;
+}
+
+/* The bytes of an item just queued (output [start, queued)) go back to the
+ * guest once written. Marks closer than MARK_SPAN merge into one, so there
+ * are at most unsent / MARK_SPAN + 1 of them; merging only gives credit
+ * back later, never before its item is written. */
+static void
+mark_add(struct client *c, uint64_t start, uint32_t credit)
+{
+	struct mark *m;
+
+	if (c->broken || credit == 0)
+		return;
+	if (c->mcount > 0) {
+		m = &c->marks[(c->mhead + c->mcount - 1) % c->mcap];
+		if (c->queued - m->start < MARK_SPAN) {
+			m->end = c->queued;
+			m->credit += credit;
+			return;
+		}
+	}
+	if (c->mcount == c->mcap) {
+		uint32_t cap = c->mcap ? c->mcap * 2 : 64;
+		struct mark *n = malloc(cap * sizeof(*n));
+
+		if (n == NULL) {
+			client_break(c);
+			return;
+		}
+		for (uint32_t i = 0; i < c->mcount; i++)
+			n[i] = c->marks[(c->mhead + i) % c->mcap];
+		free(c->marks);
+		c->marks = n;
+		c->mhead = 0;
+		c->mcap = cap;
+	}
+	m = &c->marks[(c->mhead + c->mcount++) % c->mcap];
+	*m = (struct mark){ start, c->queued, credit };
+}
+
+/* What the client has taken of the call's stream: credit for the guest. */
+static void
+marks_written(struct client *c)
+{
+	uint64_t credit = 0;
+
+	while (c->mcount > 0 && c->marks[c->mhead].end <= c->written) {
+		credit += c->marks[c->mhead].credit;
+		c->mhead = (c->mhead + 1) % c->mcap;
+		c->mcount--;
+	}
+	if (credit > 0 && c->calling)
+		host_call_consumed(c->h, &c->call, credit > UINT32_MAX ? UINT32_MAX : (uint32_t)credit);
+}
+
 static void
 write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct client *c = w->data;
+	int progress = 0;
 	ssize_t n;
 
 	(void)revents;
-	while (c->outlen > 0) {
-		n = send(c->fd, c->out, c->outlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (c->broken) {
+		client_close(c);
+		return;
+	}
+	while (unsent(c) > 0) {
+		n = send(c->fd, c->out + c->outpos, unsent(c), MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
-			return;
+			break;
 		if (n <= 0) {
-			client_close(c);
+			client_close(c);	/* gone: its call is abandoned */
 			return;
 		}
-		memmove(c->out, c->out + n, c->outlen - (size_t)n);
-		c->outlen -= (size_t)n;
+		c->outpos += (size_t)n;
+		c->written += (uint64_t)n;
+		progress = 1;
+	}
+	if (progress) {
+		c->tx_at = ev_now(loop);
+		marks_written(c);
+	}
+	if (unsent(c) > 0) {
+		if (progress && unsent(c) < OUT_LOW && !ev_is_active(&c->rw))
+			ev_feed_event(loop, &c->rw, EV_READ);	/* requests again */
+		return;
 	}
 	ev_io_stop(loop, w);
-	if (c->closing)
+	c->outpos = c->outlen = 0;
+	if (c->outcap > OUT_KEEP) {	/* after a large answer */
+		free(c->out);
+		c->out = NULL;
+		c->outcap = 0;
+	}
+	if (c->closing) {
 		client_close(c);
+		return;
+	}
+	if (!ev_is_active(&c->rw))
+		ev_feed_event(loop, &c->rw, EV_READ);
 }
 
 static void
 reply(struct client *c, json_object *o)
 {
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	size_t n = strlen(s);
 
-	if (c->outlen + n + 1 > OUT_MAX) {
-		log_warnx("control: client does not read its answers, dropped");
-		json_object_put(o);
-		c->closing = 1;
-		c->outlen = 0;
-		ev_io_start(c->h->loop, &c->ww);
-		return;
-	}
-	if (c->outlen + n + 1 > c->outcap) {
-		size_t cap = (c->outlen + n + 1) * 2;
-		char *p = realloc(c->out, cap);
-
-		if (p == NULL) {
-			json_object_put(o);
-			c->closing = 1;
-			return;
-		}
-		c->out = p;
-		c->outcap = cap;
-	}
-	memcpy(c->out + c->outlen, s, n);
-	c->out[c->outlen + n] = '\n';
-	c->outlen += n + 1;
+	out_line(c, s, s != NULL ? strlen(s) : 0);
 	json_object_put(o);
-	ev_io_start(c->h->loop, &c->ww);
 }
 
 static void
@@ -170,18 +335,36 @@ value_of(struct hp_pc_dec *d, uint8_t t)
 	}
 }
 
+/* An item of a call's stream, as {"item":VALUE}. Its bytes go back to the
+ * guest as credit once the line is written (mark_add). */
 static void
 call_item(struct ext_call *x, uint8_t item_type, const uint8_t *item, size_t len)
 {
 	struct client *c = x->ctx;
+	uint64_t start = c->queued;
 	struct hp_pc_dec d;
-	json_object *o = json_object_new_object(), *v;
+	char line[48];
+	json_object *o, *v;
+	uint64_t u;
+	int n = -1;
 
 	hp_pc_dec_init(&d, item, len);
-	if (value_json(&d, item_type, &v) != 0)
-		v = json_object_new_string("(item does not decode)");
-	json_object_object_add(o, "item", v);
-	reply(c, o);
+	if (item_type == HP_T_U64) {	/* the common case, without json-c */
+		u = hp_pc_get_u64(&d);
+		if (d.err == 0)
+			n = snprintf(line, sizeof(line), "{\"item\":%" PRIu64 "}", u);
+	}
+	if (n > 0) {
+		out_line(c, line, (size_t)n);
+	} else {
+		hp_pc_dec_init(&d, item, len);
+		o = json_object_new_object();
+		if (value_json(&d, item_type, &v) != 0)
+			v = json_object_new_string("(item does not decode)");
+		json_object_object_add(o, "item", v);
+		reply(c, o);
+	}
+	mark_add(c, start, (uint32_t)len);
 }
 
 static void
@@ -195,6 +378,7 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 	struct hp_pc_dec d;
 
 	c->calling = 0;
+	c->mcount = 0;		/* the stream is over: nobody's credit any more */
 	if (status != 0 || r == NULL) {
 		json_object_object_add(o, "ok", json_object_new_boolean(0));
 		json_object_object_add(o, "error",
@@ -231,7 +415,6 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 	}
 	reply(c, o);
 	/* the next request, from the loop: never from inside this call */
-	ev_io_start(c->h->loop, &c->rw);
 	ev_feed_event(c->h->loop, &c->rw, EV_READ);
 }
 
@@ -334,11 +517,9 @@ cmd_call(struct client *c, struct control_req *r)
 	const char *why = "bad request";
 
 	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done };
-	c->calling = 1;
-	ev_io_stop(c->h->loop, &c->rw);	/* one request at a time */
+	c->calling = 1;		/* one request at a time: the next after on_done */
 	if (host_call_text(c->h, &c->call, r->method, r->args, r->nargs, &why) != 0) {
 		c->calling = 0;
-		ev_io_start(c->h->loop, &c->rw);
 		reply_error(c, why);
 	}
 }
@@ -510,19 +691,22 @@ handle(struct client *c, const char *line, size_t len)
 	control_req_free(&r);
 }
 
-/* Handles every complete line in the buffer, one request at a time. */
+/* Handles the complete lines in the buffer, one request at a time, while
+ * the answers to earlier ones are not piling up unread. */
 static void
 client_process(struct client *c)
 {
 	char *nl;
 
-	while (!c->calling && !c->closing &&
+	while (!c->calling && !c->closing && !c->broken && unsent(c) < OUT_HIGH &&
 	       (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
 		size_t n = (size_t)(nl - c->in);
 		char *line = malloc(n + 1);
 
-		if (line == NULL)
+		if (line == NULL) {
+			client_break(c);
 			return;
+		}
 		memcpy(line, c->in, n);
 		memmove(c->in, nl + 1, c->inlen - n - 1);
 		c->inlen -= n + 1;
@@ -538,26 +722,77 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct client *c = w->data;
 	ssize_t n;
 
-	(void)loop;
+	(void)w;
 	(void)revents;
-	if (c->calling)
-		return;
-	n = recv(c->fd, c->in + c->inlen, CONTROL_MSG_MAX - c->inlen, MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-		client_process(c);	/* lines left from before a call */
+	if (c->broken || c->closing) {
+		client_watch(c);
 		return;
 	}
-	if (n <= 0) {
-		client_close(c);
-		return;
+	if (!c->eof && c->inlen < CONTROL_MSG_MAX) {
+		n = recv(c->fd, c->in + c->inlen, CONTROL_MSG_MAX - c->inlen, MSG_DONTWAIT);
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			client_close(c);	/* gone: its call is abandoned */
+			return;
+		}
+		if (n == 0)		/* closed, or only its sending side */
+			c->eof = 1;
+		if (n > 0) {
+			c->inlen += (size_t)n;
+			c->rx_at = ev_now(loop);
+		}
 	}
-	c->inlen += (size_t)n;
 	client_process(c);
-	if (c->inlen == CONTROL_MSG_MAX && !c->calling) {
+	if (c->inlen == CONTROL_MSG_MAX && memchr(c->in, '\n', c->inlen) == NULL) {
 		reply_error(c, "request longer than 65536 bytes");
+		c->inlen = 0;
 		c->closing = 1;
-		ev_io_stop(loop, w);
 	}
+	/* it asks no more: close once what it asked is answered and written
+	 * (if it is gone altogether, writing fails first) */
+	if (c->eof && !c->calling && memchr(c->in, '\n', c->inlen) == NULL) {
+		if (unsent(c) == 0) {
+			client_close(c);
+			return;
+		}
+		c->closing = 1;
+	}
+	client_watch(c);
+}
+
+/* client_timeout: answers waiting that the client does not take, or
+ * nothing asked and nothing to send. A client waiting for a call's answer
+ * with everything written is waiting for the hub: never its fault. */
+static void
+timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct client *c = w->data;
+	ev_tstamp timeout = (ev_tstamp)c->h->conf.client_timeout_ns / 1e9;
+	ev_tstamp now = ev_now(loop), since;
+
+	(void)revents;
+	if (timeout <= 0) {		/* 0: no timeout; look again later */
+		w->repeat = 1;
+		ev_timer_again(loop, w);
+		return;
+	}
+	if (unsent(c) > 0)
+		since = c->tx_at;
+	else if (c->calling)
+		since = now;
+	else
+		since = c->rx_at > c->tx_at ? c->rx_at : c->tx_at;
+	if (now - since < timeout) {
+		w->repeat = since + timeout - now;
+		ev_timer_again(loop, w);
+		return;
+	}
+	if (unsent(c) > 0)
+		log_warnx("control: a client (uid %u) took none of its answers for %.1f s: dropped%s",
+			  (unsigned)c->uid, timeout, c->calling ? ", its call abandoned" : "");
+	else
+		log_debug("control: a client (uid %u) idle for %.1f s: closed",
+			  (unsigned)c->uid, timeout);
+	client_close(c);
 }
 
 static void
@@ -569,6 +804,7 @@ client_close(struct client *c)
 		host_call_abandon(h, &c->call);
 	ev_io_stop(h->loop, &c->rw);
 	ev_io_stop(h->loop, &c->ww);
+	ev_timer_stop(h->loop, &c->tw);
 	close(c->fd);
 	for (struct client **pp = &h->clients; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == c) {
@@ -576,42 +812,127 @@ client_close(struct client *c)
 			break;
 		}
 	}
+	h->nclients--;
 	free(c->out);
+	free(c->marks);
 	free(c);
+}
+
+/* Turned away: a one-line answer saying why, if the socket takes it.
+ * Whatever it sent is read first, so that the close does not reset the
+ * connection before it reads the answer. */
+static void
+client_refuse(struct hub *h, int fd, uid_t uid, const char *why)
+{
+	char buf[4096], line[256];
+	int n;
+
+	for (int i = 0; i < 16 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0; i++)
+		continue;
+	n = snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"%s\"}\n", why);
+	if (send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		log_debug("control: refusing a client: %s", strerror(errno));
+	close(fd);
+	if (!h->ctl_refusing)	/* once until someone gets in again */
+		log_warnx("control: refused a client (uid %u): %s", (unsigned)uid, why);
+	h->ctl_refusing = 1;
+}
+
+/* A new connection, if its user may have one more (control.h): nobody but
+ * root and hubd's user can take the last CONTROL_CLIENTS_RESERVED, nor
+ * more than CONTROL_CLIENTS_PER_UID, so nobody else locks the operator out. */
+static void
+client_new(struct hub *h, int fd)
+{
+	struct client *c;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uint32_t same = 0;
+	char why[96];
+	int privileged;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+		log_warn("control: SO_PEERCRED");
+		close(fd);
+		return;
+	}
+	privileged = cred.uid == 0 || cred.uid == geteuid();
+	for (c = h->clients; c != NULL; c = c->next)
+		same += c->uid == cred.uid;
+	if (h->nclients >= CONTROL_CLIENTS_MAX ||
+	    (!privileged && h->nclients >= CONTROL_CLIENTS_MAX - CONTROL_CLIENTS_RESERVED)) {
+		client_refuse(h, fd, cred.uid, "too many control connections: try again later");
+		return;
+	}
+	if (!privileged && same >= CONTROL_CLIENTS_PER_UID) {
+		snprintf(why, sizeof(why), "too many control connections from this user "
+			 "(%d at most): try again later", CONTROL_CLIENTS_PER_UID);
+		client_refuse(h, fd, cred.uid, why);
+		return;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		client_refuse(h, fd, cred.uid, "out of memory");
+		return;
+	}
+	h->ctl_refusing = 0;
+	c->h = h;
+	c->fd = fd;
+	c->uid = cred.uid;
+	c->rx_at = c->tx_at = ev_now(h->loop);
+	ev_io_init(&c->rw, read_cb, fd, EV_READ);
+	ev_io_init(&c->ww, write_cb, fd, EV_WRITE);
+	ev_init(&c->tw, timer_cb);
+	c->rw.data = c->ww.data = c->tw.data = c;
+	c->tw.repeat = h->conf.client_timeout_ns > 0 ?
+	    (ev_tstamp)h->conf.client_timeout_ns / 1e9 : 1;
+	ev_timer_again(h->loop, &c->tw);
+	ev_io_start(h->loop, &c->rw);
+	c->next = h->clients;
+	h->clients = c;
+	h->nclients++;
 }
 
 static void
 accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct hub *h = w->data;
-	struct client *c;
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	int fd, n = 0;
+	int fd;
 
 	(void)revents;
-	if ((fd = accept4(h->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			log_warn("control: accept");
+	for (int i = 0; i < 16; i++) {
+		if ((fd = accept4(h->ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+			client_new(h, fd);
+			continue;
+		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			/* nobody waits any more: the episode is over */
+			if (h->ctl_starved)
+				log_info("control: accepting connections again");
+			h->ctl_starved = 0;
+			return;
+		}
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		/* EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays queued
+		 * and the socket readable; retrying at once would spin */
+		if (!h->ctl_starved)
+			log_warn("control: accept: not accepting for a while");
+		h->ctl_starved = 1;
+		ev_io_stop(loop, w);
+		ev_timer_set(&h->ctl_retry_w, ACCEPT_RETRY, 0);
+		ev_timer_start(loop, &h->ctl_retry_w);
 		return;
 	}
-	for (c = h->clients; c != NULL; c = c->next)
-		n++;
-	if (n >= CLIENTS_MAX ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-	    (c = calloc(1, sizeof(*c))) == NULL) {
-		close(fd);
-		return;
-	}
-	c->h = h;
-	c->fd = fd;
-	c->uid = cred.uid;
-	ev_io_init(&c->rw, read_cb, fd, EV_READ);
-	ev_io_init(&c->ww, write_cb, fd, EV_WRITE);
-	c->rw.data = c->ww.data = c;
-	ev_io_start(loop, &c->rw);
-	c->next = h->clients;
-	h->clients = c;
+}
+
+static void
+accept_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct hub *h = w->data;
+
+	(void)revents;
+	ev_io_start(loop, &h->ctl_w);
+	accept_cb(loop, &h->ctl_w, EV_READ);	/* at once: also sees the queue empty */
 }
 
 int
@@ -665,6 +986,8 @@ control_init(struct hub *h)
 	h->ctl_fd = fd;
 	ev_io_init(&h->ctl_w, accept_cb, fd, EV_READ);
 	h->ctl_w.data = h;
+	ev_timer_init(&h->ctl_retry_w, accept_retry_cb, ACCEPT_RETRY, 0);
+	h->ctl_retry_w.data = h;
 	ev_io_start(h->loop, &h->ctl_w);
 	return 0;
 }
@@ -675,6 +998,7 @@ control_close(struct hub *h)
 	while (h->clients != NULL)
 		client_close(h->clients);
 	ev_io_stop(h->loop, &h->ctl_w);
+	ev_timer_stop(h->loop, &h->ctl_retry_w);
 	close(h->ctl_fd);
 	unlink(h->conf.control_path);
 }

@@ -8,6 +8,13 @@ struct hub;
 
 #define CONTROL_MSG_MAX		65536	/* one request line at most */
 
+/* Control connections at once, by the caller's uid (SO_PEERCRED): in all,
+ * of which the last CONTROL_CLIENTS_RESERVED only for root and hubd's own
+ * user, and at most CONTROL_CLIENTS_PER_UID for any other user. */
+#define CONTROL_CLIENTS_MAX		256
+#define CONTROL_CLIENTS_RESERVED	16
+#define CONTROL_CLIENTS_PER_UID		16
+
 int	control_init(struct hub *h);
 void	control_close(struct hub *h);
 
@@ -24,11 +31,17 @@ void	control_close(struct hub *h);
 
 #define CTL_ARGS_MAX	8
 
+/* A call's argument as JSON gave it: len bytes, NUL bytes included. */
+struct ctl_arg {
+	const char	*s;
+	size_t		len;
+};
+
 struct control_req {
 	int		cmd;			/* CTL_* */
 	const char	*method;		/* call */
 	const char	*name;			/* restart, stop, start */
-	char		*args[CTL_ARGS_MAX];	/* call */
+	struct ctl_arg	args[CTL_ARGS_MAX];	/* call */
 	int		nargs;
 	void		*json;			/* owns the strings above */
 };

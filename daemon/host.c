@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/control.h"
 #include "daemon/hubd.h"
 #include "daemon/log.h"
 #include "proto/channel.h"
@@ -477,10 +478,11 @@ pend_remove(struct peer *p, struct pending *e)
 /* Sends a Request to guest p on behalf of o. payload is the whole Request
  * payload (metadata and arguments). r[shm.topology.hub.calls]: the host
  * calls guests as guests call the host; r[shm.topology.hub.communication]:
- * a guest's call to another guest's method is one the host makes. */
+ * a guest's call to another guest's method is one the host makes. The
+ * request id goes to *idp when not NULL. */
 static int
 call_guest(struct hub *h, struct peer *p, uint64_t method_id,
-	   const uint8_t *payload, uint32_t len, const struct origin *o)
+	   const uint8_t *payload, uint32_t len, const struct origin *o, uint32_t *idp)
 {
 	uint32_t id;
 
@@ -490,6 +492,8 @@ call_guest(struct hub *h, struct peer *p, uint64_t method_id,
 	} while (id == 0 || pend_find(p, id) != NULL);
 	if (pend_insert(p, id, o) != 0)
 		return -ENOMEM;
+	if (idp != NULL)
+		*idp = id;
 	p->stats.calls_out++;
 	host_send(h, p, HP_MSG_REQUEST, id, method_id, payload, len);
 	return 0;
@@ -728,7 +732,7 @@ on_request(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 {
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
-	struct origin o = { ORIGIN_PEER, p->id, p->epoch, m->desc.id, NULL };
+	struct origin o = { ORIGIN_PEER, p->id, p->epoch, m->desc.id, NULL, 0 };
 	struct method *meth = method_by_id(h, m->desc.method_id);
 	struct peer *q;
 	char why[128];
@@ -764,12 +768,37 @@ on_request(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 		answer_error(h, &o, HP_ERR_USER, "too many calls in flight");
 		return;
 	}
-	if (call_guest(h, q, m->desc.method_id, m->payload, m->len, &o) != 0) {
+	if (call_guest(h, q, m->desc.method_id, m->payload, m->len, &o, NULL) != 0) {
 		answer_error(h, &o, HP_ERR_USER, "out of memory");
 		return;
 	}
 	if (q->bl_count >= BACKLOG_PAUSE)
 		p->paused = 1;
+}
+
+/* The answer to request req_id came while the client stream it carries,
+ * channel chan, is still open: the guest answered without closing it
+ * (nothing sent, an error, or simply forgotten). The stream ends with the
+ * answer. We receive, so we free the entry (r[shm.flow.channel-id-reuse]);
+ * what the guest may still send on it is dropped (on_data, STALE_ENDED). */
+static void
+stream_over(struct hub *h, struct peer *p, uint32_t req_id, uint32_t chan)
+{
+	struct hchan *c;
+
+	if (chan >= h->seg.params.max_channels)
+		return;
+	c = &p->chans[chan];
+	/* the call's own stream, not one that took its id since */
+	if (!c->open || c->sending || c->o.req_id != req_id ||
+	    (c->o.kind != ORIGIN_CLIENT && c->o.kind != ORIGIN_NONE))
+		return;
+	if (c->o.kind == ORIGIN_CLIENT)
+		c->o.ext->chan = 0;
+	c->open = 0;
+	c->held = c->unreported = 0;
+	c->stale = STALE_ENDED;
+	hp_chan_free(&p->view.chans[chan]);
 }
 
 static void
@@ -786,6 +815,8 @@ on_response(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 	}
 	o = e->o;
 	pend_remove(p, e);
+	if (o.chan != 0)
+		stream_over(h, p, m->desc.id, o.chan);
 	if (hp_msg_decode_response(m->payload, m->len, &r) != 0) {
 		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD, "the guest's answer does not decode");
 		violation(p, "shm.payload.encoding");
@@ -830,6 +861,8 @@ chan_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 	c->open = 0;
 	/* r[shm.flow.channel-id-reuse]: the receiver frees the entry */
 	hp_chan_free(&p->view.chans[id]);
+	if (o.kind == ORIGIN_CLIENT)
+		o.ext->chan = 0;	/* what the client takes now is nobody's credit */
 	if (o.kind == ORIGIN_SINK) {
 		o.kind = ORIGIN_PEER;
 		if (reset) {
@@ -843,13 +876,40 @@ chan_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 	/* A client's stream ends with the call's Response. */
 }
 
+/* r[shm.flow.ordering.receiver]: what channel id's receiver consumed goes
+ * back to the sender in quarters of the window, or all of it at once when
+ * nothing more will be consumed soon (a stream being drained, a client
+ * that took all it had). */
+static void
+chan_grant(struct hub *h, struct peer *p, uint32_t id, int all)
+{
+	struct hchan *c = &p->chans[id];
+
+	if (c->unreported == 0 ||
+	    (!all && c->unreported < h->seg.params.initial_credit / 4))
+		return;
+	hp_chan_grant(&p->view.chans[id], c->unreported);
+	c->granted += c->unreported;
+	c->unreported = 0;
+	hp_endpoint_notify_credit(&p->ep, &p->view.chans[id].granted_total);
+}
+
 static void
 on_data(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 {
 	uint32_t id = m->desc.id;
 	struct hchan *c = &p->chans[id];
-	uint32_t quarter = h->seg.params.initial_credit / 4;
 
+	if (!c->open && c->stale != 0) {
+		/* a client stream we ended (stream_over): the guest sent this
+		 * before it knew, no fault of its. r[shm.flow.reset]: told
+		 * once that the channel and its credit word are gone. */
+		if (c->stale == STALE_ENDED) {
+			c->stale = STALE_RESET;
+			host_send(h, p, HP_MSG_RESET, id, 0, NULL, 0);
+		}
+		return;
+	}
 	if (!c->open || c->sending) {
 		/* r[shm.id.channel-parity]: an even id is one we allocate */
 		violation(p, id % 2 == 0 ? "shm.id.channel-parity" :
@@ -864,19 +924,20 @@ on_data(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 	}
 	c->received += m->len;
 	c->bytes += m->len;
-	if (c->o.kind == ORIGIN_SINK) {
-		c->checksum = hp_checksum(c->checksum, m->payload, m->len);
-	} else if (c->o.kind == ORIGIN_CLIENT) {
+	if (c->o.kind == ORIGIN_CLIENT) {
+		/* consumed once the client has taken it (host_call_consumed):
+		 * a client that reads slowly holds the guest back, not
+		 * hubd's memory */
+		c->held += m->len;
 		c->o.ext->on_item(c->o.ext, c->item_type, m->payload, m->len);
+		return;
 	}
-	/* r[shm.flow.ordering.receiver]: grant back in quarters of the window */
+	if (c->o.kind == ORIGIN_SINK)
+		c->checksum = hp_checksum(c->checksum, m->payload, m->len);
+	/* hub.sink's consumed now; a stream whose client is gone drains
+	 * until the guest ends it */
 	c->unreported += m->len;
-	if (c->unreported >= quarter) {
-		hp_chan_grant(&p->view.chans[id], c->unreported);
-		c->granted += c->unreported;
-		c->unreported = 0;
-		hp_endpoint_notify_credit(&p->ep, &p->view.chans[id].granted_total);
-	}
+	chan_grant(h, p, id, c->o.kind == ORIGIN_NONE);
 }
 
 static void
@@ -897,6 +958,12 @@ dispatch(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 		break;
 	case HP_MSG_CLOSE:
 	case HP_MSG_RESET:
+		if (!p->chans[m->desc.id].open && p->chans[m->desc.id].stale != 0) {
+			/* its end of a client stream we ended: both sides
+			 * have now let go (r[shm.flow.channel-id-reuse]) */
+			p->chans[m->desc.id].stale = 0;
+			break;
+		}
 		if (!p->chans[m->desc.id].open) {
 			violation(p, "shm.flow.channel-table-indexing");
 			break;
@@ -1127,14 +1194,15 @@ host_detach(struct hub *h, struct peer *p)
 
 int
 host_call_text(struct hub *h, struct ext_call *c, const char *method,
-	       char *const *args, int nargs, const char **why)
+	       const struct ctl_arg *args, int nargs, const char **why)
 {
 	const struct method *m = host_method_find(h, method);
-	struct origin o = { ORIGIN_CLIENT, 0, 0, 0, c };
+	struct origin o = { ORIGIN_CLIENT, 0, 0, 0, c, 0 };
 	struct hp_pc_enc e;
 	struct peer *p = NULL;
 	uint8_t *buf;
 	size_t cap = h->seg.params.max_payload_size;
+	uint32_t req_id;
 	int rc = 0;
 
 	if (m == NULL) {
@@ -1165,11 +1233,13 @@ host_call_text(struct hub *h, struct ext_call *c, const char *method,
 	hp_pc_put_seq_len(&e, 0);		/* no metadata */
 	for (uint8_t i = 0; i < m->sig.nargs; i++) {
 		if (m->sig.args[i] != HP_T_CHAN) {
-			if (hp_sig_encode_text(&e, m->sig.args[i], args[next++]) != 0) {
+			if (hp_sig_encode_text(&e, m->sig.args[i], args[next].s,
+					       args[next].len) != 0) {
 				*why = "an argument is not of its signature's type";
 				rc = -EINVAL;
 				goto out;
 			}
+			next++;
 			continue;
 		}
 		/* a chan<T>: we receive it, the client sees the items */
@@ -1183,6 +1253,7 @@ host_call_text(struct hub *h, struct ext_call *c, const char *method,
 			goto out;
 		}
 		c->chan = (uint32_t)id;
+		o.chan = (uint32_t)id;
 		p->chans[id] = (struct hchan){ .open = 1, .item_type = m->sig.chan_item[i],
 					       .granted = h->seg.params.initial_credit, .o = o };
 		hp_pc_put_u64(&e, (uint64_t)id);
@@ -1197,8 +1268,10 @@ host_call_text(struct hub *h, struct ext_call *c, const char *method,
 		service(h, NULL, m, &o, buf + 1, e.len - 1);
 	} else {
 		c->peer = p->id;
-		if ((rc = call_guest(h, p, m->id, buf, (uint32_t)e.len, &o)) != 0)
+		if ((rc = call_guest(h, p, m->id, buf, (uint32_t)e.len, &o, &req_id)) != 0)
 			*why = "out of memory";
+		else if (c->chan != 0)
+			p->chans[c->chan].o.req_id = req_id;	/* for stream_over */
 	}
 out:
 	if (rc != 0 && c->chan != 0) {
@@ -1211,16 +1284,59 @@ out:
 }
 
 void
-host_call_abandon(struct hub *h, struct ext_call *c)
+host_call_consumed(struct hub *h, struct ext_call *x, uint32_t bytes)
 {
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
-		struct peer *p = &h->peers[i];
+	struct peer *p = peer_of(h, x->peer);
+	struct hchan *c;
 
-		for (uint32_t j = 0; j < p->pend_cap; j++)
-			if (p->pend[j].id != 0 && p->pend[j].o.ext == c)
-				p->pend[j].o.kind = ORIGIN_NONE;
-		for (uint32_t id = 0; p->chans != NULL && id < h->seg.params.max_channels; id++)
-			if (p->chans[id].open && p->chans[id].o.ext == c)
-				p->chans[id].o.kind = ORIGIN_NONE;
+	if (p == NULL || p->state != PEER_UP || x->chan == 0 ||
+	    x->chan >= h->seg.params.max_channels)
+		return;
+	c = &p->chans[x->chan];
+	if (!c->open || c->o.kind != ORIGIN_CLIENT || c->o.ext != x)
+		return;
+	if (bytes > c->held)
+		bytes = c->held;
+	c->held -= bytes;
+	c->unreported += bytes;
+	/* all of it once the client has taken everything: the guest never
+	 * waits on credit we hold back for nobody */
+	chan_grant(h, p, x->chan, c->held == 0);
+}
+
+/* The client went away (closed, or dropped for not reading): its answer
+ * has nobody to go to, the guest is told with Cancel (advisory), and its
+ * stream is drained: items dropped, credit granted back at once, so that
+ * a guest in the middle of sending finishes and ends the stream itself
+ * (chan_end), or answers (stream_over). The entry stays Active until then:
+ * its credit word stays valid for a sender that has not seen the Cancel. */
+void
+host_call_abandon(struct hub *h, struct ext_call *x)
+{
+	struct peer *p = peer_of(h, x->peer);
+
+	if (p == NULL)
+		return;
+	for (uint32_t j = 0; j < p->pend_cap; j++) {
+		struct pending *e = &p->pend[j];
+
+		if (e->id == 0 || e->o.kind != ORIGIN_CLIENT || e->o.ext != x)
+			continue;
+		e->o.kind = ORIGIN_NONE;
+		e->o.ext = NULL;
+		host_send(h, p, HP_MSG_CANCEL, e->id, 0, NULL, 0);
 	}
+	for (uint32_t id = 1; p->chans != NULL && id < h->seg.params.max_channels; id++) {
+		struct hchan *c = &p->chans[id];
+
+		if (!c->open || c->sending || c->o.kind != ORIGIN_CLIENT || c->o.ext != x)
+			continue;
+		c->o.kind = ORIGIN_NONE;
+		c->o.ext = NULL;
+		c->unreported += c->held;
+		c->held = 0;
+		if (p->state == PEER_UP)
+			chan_grant(h, p, id, 1);
+	}
+	x->chan = 0;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +15,16 @@
 
 #include <json-c/json.h>
 
+#include "daemon/control.h"
 #include "proto/segment.h"
 #include "proto/slot.h"
 
 #define DEFAULT_SOCKET	"/run/hub/hubd.sock"
-#define LINE_MAX_BYTES	(8u << 20)
+#define ANSWER_MAX	(512ul << 20)	/* one answer line, for sanity only */
 
 static int json_out;
 static int timeout_s;	/* -t: give up on an answer after this long */
+static int write_errno;	/* the request could not be sent: why */
 
 struct command {
 	const char	*name;
@@ -55,50 +58,86 @@ connect_to(const char *path)
 	return fd;
 }
 
+/* One request line. Refused here if hubd would refuse it for its size. If
+ * hubd closed the connection meanwhile, its answer (it may have said why)
+ * is read all the same; write_errno says what went wrong if none comes. */
 static void
 send_request(int fd, json_object *req)
 {
 	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	size_t n = strlen(s);
+	size_t n = strlen(s), off = 0;
+	char *line;
+	ssize_t w;
 
-	if (write(fd, s, n) != (ssize_t)n || write(fd, "\n", 1) != 1)
-		err(2, "write to hubd");
+	if (n + 1 > CONTROL_MSG_MAX)
+		errx(2, "the request would be %zu bytes with its newline: hubd takes %d at most "
+		     "(shorter arguments?)", n + 1, CONTROL_MSG_MAX);
+	if ((line = malloc(n + 1)) == NULL)
+		err(2, "malloc");
+	memcpy(line, s, n);
+	line[n] = '\n';
 	json_object_put(req);
+	while (off < n + 1) {
+		if ((w = send(fd, line + off, n + 1 - off, MSG_NOSIGNAL)) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EPIPE && errno != ECONNRESET)
+				err(2, "write to hubd");
+			write_errno = errno;
+			break;
+		}
+		off += (size_t)w;
+	}
+	free(line);
 }
 
-/* Reads one answer line; NULL when hubd closed the connection. */
+/* The connection ended without an answer. */
+static void __attribute__((noreturn))
+no_answer(const char *during)
+{
+	if (write_errno != 0)
+		errx(2, "hubd closed the connection%s: %s", during, strerror(write_errno));
+	errx(2, "hubd closed the connection%s", during);
+}
+
+/* Reads one answer line, of any length (up to ANSWER_MAX); NULL when hubd
+ * closed the connection. */
 static json_object *
 read_answer(int fd)
 {
 	static char *buf;
-	static size_t len, cap;
+	static size_t len, cap, scanned;	/* no newline in buf[0, scanned) */
 	json_object *o;
 	char *nl;
 	ssize_t n;
 
 	for (;;) {
-		if (len > 0 && (nl = memchr(buf, '\n', len)) != NULL) {
+		if (len > scanned && (nl = memchr(buf + scanned, '\n', len - scanned)) != NULL) {
 			*nl = '\0';
 			o = json_tokener_parse(buf);
 			len -= (size_t)(nl + 1 - buf);
 			memmove(buf, nl + 1, len);
+			scanned = 0;
 			if (o == NULL)
 				errx(2, "hubd sent something that is not JSON");
 			return o;
 		}
+		scanned = len;
 		if (len == cap) {
-			if (cap >= LINE_MAX_BYTES)
-				errx(2, "answer from hubd too long");
+			if (cap >= ANSWER_MAX)
+				errx(2, "an answer from hubd longer than %lu MiB", ANSWER_MAX >> 20);
 			cap = cap ? cap * 2 : 65536;
 			if ((buf = realloc(buf, cap)) == NULL)
-				err(2, "realloc");
+				err(2, "an answer of %zu bytes", cap);
 		}
 		if ((n = read(fd, buf + len, cap - len)) < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN)
 				errx(1, "no answer within %d s (-t)", timeout_s);
-			err(2, "read from hubd");
+			if (write_errno == 0)
+				write_errno = errno;
+			no_answer("");
 		}
 		if (n == 0)
 			return NULL;
@@ -115,6 +154,27 @@ get(json_object *o, const char *key)
 	return v;
 }
 
+/* o[key] as text, "" when it is not there. */
+static const char *
+text(json_object *o, const char *key)
+{
+	const char *s = json_object_get_string(get(o, key));
+
+	return s != NULL ? s : "";
+}
+
+/* o[key], which must be a list: an answer without it is not one hubctl
+ * understands. */
+static json_object *
+list(json_object *o, const char *key)
+{
+	json_object *v = get(o, key);
+
+	if (!json_object_is_type(v, json_type_array))
+		errx(2, "hubd's answer has no \"%s\" list", key);
+	return v;
+}
+
 /* 1 for an answer with ok false, printed and freed; 0 otherwise. */
 static int
 failed(json_object *a)
@@ -126,7 +186,8 @@ failed(json_object *a)
 	if (json_out)
 		printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
 	else
-		fprintf(stderr, "hubctl: %s%s%s\n", json_object_get_string(get(a, "error")),
+		fprintf(stderr, "hubctl: %s%s%s\n",
+			get(a, "error") != NULL ? text(a, "error") : "hubd said no, without a reason",
 			detail ? ": " : "", detail ? json_object_get_string(detail) : "");
 	json_object_put(a);
 	return 1;
@@ -140,7 +201,7 @@ simple(int fd, const char *cmd)
 	json_object_object_add(req, "cmd", json_object_new_string(cmd));
 	send_request(fd, req);
 	if ((a = read_answer(fd)) == NULL)
-		errx(2, "hubd closed the connection");
+		no_answer("");
 	return a;
 }
 
@@ -159,6 +220,7 @@ ask(int fd, const char *cmd, int *rc)
 {
 	json_object *a = simple(fd, cmd);
 
+	*rc = 0;
 	if (failed(a)) {
 		*rc = 1;
 		return NULL;
@@ -180,7 +242,7 @@ cmd_peers(int fd, int argc, char **argv)
 	(void)argv;
 	if ((a = ask(fd, "peers", &rc)) == NULL)
 		return rc;
-	peers = get(a, "peers");
+	peers = list(a, "peers");
 	printf("%-16s %4s %-9s %8s %5s %9s %4s %7s %9s %5s %5s  %s\n", "NAME", "PEER",
 	       "STATE", "PID", "EPOCH", "UPTIME", "RST", "HB-AGE", "RINGS", "SLOTS", "CHANS",
 	       "LAST DEATH");
@@ -189,14 +251,13 @@ cmd_peers(int fd, int argc, char **argv)
 		json_object *deaths = get(p, "deaths");
 		char last[128] = "-";
 
-		if (json_object_array_length(deaths) > 0) {
+		if (json_object_is_type(deaths, json_type_array) &&
+		    json_object_array_length(deaths) > 0) {
 			json_object *d = json_object_array_get_idx(deaths, 0);
 
-			snprintf(last, sizeof(last), "%s %d%s%s",
-				 json_object_get_string(get(d, "reason")),
+			snprintf(last, sizeof(last), "%s %d%s%s", text(d, "reason"),
 				 json_object_get_int(get(d, "status")),
-				 *json_object_get_string(get(d, "detail")) ? " " : "",
-				 json_object_get_string(get(d, "detail")));
+				 *text(d, "detail") ? " " : "", text(d, "detail"));
 		}
 		char hb[16] = "-", rings[16];
 
@@ -206,9 +267,7 @@ cmd_peers(int fd, int argc, char **argv)
 		snprintf(rings, sizeof(rings), "%d/%d", json_object_get_int(get(p, "g2h_depth")),
 			 json_object_get_int(get(p, "h2g_depth")));
 		printf("%-16s %4d %-9s %8d %5" PRId64 " %8.1fs %4d %7s %9s %5d %5d  %s\n",
-		       json_object_get_string(get(p, "name")),
-		       json_object_get_int(get(p, "peer_id")),
-		       json_object_get_string(get(p, "state")),
+		       text(p, "name"), json_object_get_int(get(p, "peer_id")), text(p, "state"),
 		       json_object_get_int(get(p, "pid")),
 		       json_object_get_int64(get(p, "epoch")),
 		       json_object_get_double(get(p, "uptime_s")),
@@ -230,14 +289,13 @@ cmd_methods(int fd, int argc, char **argv)
 	(void)argv;
 	if ((a = ask(fd, "methods", &rc)) == NULL)
 		return rc;
-	ms = get(a, "methods");
+	ms = list(a, "methods");
 	printf("%-24s %-28s %s\n", "METHOD", "SIGNATURE", "OWNER");
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
 		json_object *m = json_object_array_get_idx(ms, i);
 
-		printf("%-24s %-28s %s\n", json_object_get_string(get(m, "name")),
-		       json_object_get_string(get(m, "signature")),
-		       json_object_get_string(get(m, "owner")));
+		printf("%-24s %-28s %s\n", text(m, "name"), text(m, "signature"),
+		       text(m, "owner"));
 	}
 	json_object_put(a);
 	return 0;
@@ -268,9 +326,11 @@ print_value(json_object *v)
 {
 	if (json_object_is_type(v, json_type_string)) {
 		const char *s = json_object_get_string(v);
-		size_t n = strlen(s);
+		size_t n = (size_t)json_object_get_string_len(v);	/* NULs too */
 
-		printf("%s%s", s, n > 0 && s[n - 1] == '\n' ? "" : "\n");
+		fwrite(s, 1, n, stdout);
+		if (n == 0 || s[n - 1] != '\n')
+			putchar('\n');
 	}
 	else if (v != NULL)
 		printf("%s\n", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
@@ -288,6 +348,8 @@ cmd_call(int fd, int argc, char **argv)
 	json_object_object_add(req, "args", args);
 	send_request(fd, req);
 	while ((a = read_answer(fd)) != NULL) {
+		if (!json_object_is_type(a, json_type_object))
+			errx(2, "hubd sent an answer that is not a JSON object");
 		json_object *item = get(a, "item");
 
 		if (item != NULL) {
@@ -297,6 +359,8 @@ cmd_call(int fd, int argc, char **argv)
 				print_value(item);
 				json_object_put(a);
 			}
+			if (ferror(stdout))	/* nobody takes the items: stop */
+				err(2, "stdout");
 			continue;
 		}
 		if (failed(a))
@@ -308,7 +372,7 @@ cmd_call(int fd, int argc, char **argv)
 		json_object_put(a);
 		return 0;
 	}
-	errx(2, "hubd closed the connection during the call");
+	no_answer(" during the call");	/* never a silent end: exit 2 */
 }
 
 static int
@@ -320,12 +384,12 @@ supervise(int fd, const char *cmd, const char *name)
 	json_object_object_add(req, "name", json_object_new_string(name));
 	send_request(fd, req);
 	if ((a = read_answer(fd)) == NULL)
-		errx(2, "hubd closed the connection");
+		no_answer("");
 	if (failed(a))
 		return 1;
 	if (json_out)
 		return print_json(a);
-	printf("%s: %s\n", name, json_object_get_string(get(a, "state")));
+	printf("%s: %s\n", name, text(a, "state"));
 	json_object_put(a);
 	return 0;
 }
@@ -351,23 +415,28 @@ cmd_start(int fd, int argc, char **argv)
 	return supervise(fd, "start", argv[0]);
 }
 
+/* What reload did and refused, then the verdict. A refusal (permission)
+ * has no messages: only the error. */
 static int
 cmd_reload(int fd, int argc, char **argv)
 {
 	json_object *a = simple(fd, "reload"), *msgs;
-	int bad;
+	int ok = json_object_get_boolean(get(a, "ok"));
 
 	(void)argc;
 	(void)argv;
 	msgs = get(a, "messages");
-	if (json_out)
-		return print_json(a) || !json_object_get_boolean(get(a, "ok"));
-	for (size_t i = 0; i < json_object_array_length(msgs); i++)
+	if (json_out) {
+		print_json(a);
+		return !ok;
+	}
+	for (size_t i = 0; json_object_is_type(msgs, json_type_array) &&
+	     i < json_object_array_length(msgs); i++)
 		printf("%s\n", json_object_get_string(json_object_array_get_idx(msgs, i)));
-	bad = failed(a);
-	if (!bad)
-		json_object_put(a);
-	return bad;
+	if (failed(a))
+		return 1;
+	json_object_put(a);
+	return 0;
 }
 
 static int
@@ -390,7 +459,8 @@ cmd_stats(int fd, int argc, char **argv)
 	for (size_t k = 0; k < 11; k++)
 		printf(" %*s", k < 4 ? 12 : 10, heads[k]);
 	printf("\n");
-	guests = get(a, "guests");
+	if (!json_object_is_type(guests = get(a, "guests"), json_type_object))
+		errx(2, "hubd's answer has no \"guests\"");
 	json_object_object_foreach(guests, name, g) {
 		printf("%-16s", name);
 		for (size_t k = 0; k < 11; k++)
@@ -592,7 +662,8 @@ details(const char *name)
 		       "then the result. Strings print as they are, other values as JSON.\n"
 		       "A method's error is printed on stderr and exits 1.\n";
 	if (strcmp(name, "inspect") == 0)
-		return "Maps SEGMENT read-only (it works with hubd hung or gone) and prints the\n"
+		return "Maps SEGMENT, a regular file, read-only (it works with hubd hung or\n"
+		       "gone; anything else, a FIFO say, is refused at once) and prints the\n"
 		       "header, the host pool and every peer entry that was ever used: state,\n"
 		       "epoch, ring heads and tails, free slots, open channels, heartbeat age.\n"
 		       "It checks that indices are in range, states are states, no bitmap bit\n"
@@ -636,7 +707,10 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = getenv("HUBCTL_SOCKET");
-	int ch, fd;
+	int ch, fd, rc;
+
+	/* a connection hubd closed is an error to report, not a way to die */
+	signal(SIGPIPE, SIG_IGN);
 
 	if (sock == NULL)
 		sock = DEFAULT_SOCKET;
@@ -670,7 +744,10 @@ main(int argc, char *argv[])
 			return 2;
 		}
 		fd = c->run == cmd_inspect ? -1 : connect_to(sock);
-		return c->run(fd, argc - 1, argv + 1);
+		rc = c->run(fd, argc - 1, argv + 1);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			err(2, "stdout");
+		return rc;
 	}
 	fprintf(stderr, "hubctl: unknown command '%s'\n", argv[0]);
 	usage();

@@ -47,6 +47,7 @@ struct origin {
 	uint32_t	epoch;		/* ... instance */
 	uint32_t	req_id;		/* its request id */
 	struct ext_call	*ext;		/* ORIGIN_CLIENT */
+	uint32_t	chan;		/* a client call's stream: its channel id */
 };
 
 struct pending {
@@ -64,6 +65,11 @@ struct qmsg {
 	uint8_t		data[];
 };
 
+/* A client stream the host ended before the guest did (hchan.stale):
+ * what the guest still sends on it is dropped, not a violation. */
+#define STALE_ENDED	1	/* entry freed; the first Data gets a Reset */
+#define STALE_RESET	2	/* Reset sent; dropped until its Close or Reset */
+
 /* A channel the host receives on from a guest. */
 struct hchan {
 	uint8_t		open;
@@ -72,6 +78,8 @@ struct hchan {
 	uint32_t	received;	/* bytes received in all */
 	uint32_t	granted;	/* what we granted, kept locally */
 	uint32_t	unreported;	/* consumed, not yet granted back */
+	uint32_t	held;		/* a client stream: items its client has not taken */
+	uint8_t		stale;		/* a client stream we ended: STALE_* */
 	uint64_t	checksum;	/* hub.sink, hub.source: FNV-1a 64 */
 	uint64_t	bytes;
 	uint64_t	to_send;	/* hub.source: bytes still to send */
@@ -177,7 +185,11 @@ struct hub {
 	uint32_t		npeers;		/* entries allocated in peers */
 	int			ctl_fd;		/* control socket, -1 before */
 	ev_io			ctl_w;
+	ev_timer		ctl_retry_w;	/* accepting paused: out of fds */
+	int			ctl_starved;	/* logged that episode already */
+	int			ctl_refusing;	/* logged a refused client already */
 	struct client		*clients;
+	uint32_t		nclients;
 	int			exit_code;
 	struct guest_conf	**waiting;	/* added by a reload, no entry free yet */
 	uint32_t		nwaiting;
@@ -235,11 +247,19 @@ struct ext_call {
 	uint8_t		ret_type;
 	char		why[128];	/* room for a refusal's text */
 };
+struct ctl_arg;
 /* Calls method with text arguments encoded by its signature. 0 when the
- * call is under way (on_done will run), or -errno with *why. */
+ * call is under way (on_done will run), or -errno with *why. A chan<T>
+ * argument is a channel the host opens: each item goes to on_item, and
+ * the guest gets its credit back only as the caller reports the items
+ * taken (host_call_consumed): a slow caller slows the guest down. */
 int		host_call_text(struct hub *h, struct ext_call *c, const char *method,
-			       char *const *args, int nargs, const char **why);
-/* The caller went away: on_done will not run. */
+			       const struct ctl_arg *args, int nargs, const char **why);
+/* The caller has taken bytes (item payload bytes, as on_item had them)
+ * of the call's stream off the host's hands. */
+void		host_call_consumed(struct hub *h, struct ext_call *c, uint32_t bytes);
+/* The caller went away: on_done will not run; the guest is told
+ * (Cancel) and its stream is drained until it ends. */
 void		host_call_abandon(struct hub *h, struct ext_call *c);
 const struct method *host_method_find(struct hub *h, const char *name);
 /* Whether a method can be called now (its guest's instance is up). */

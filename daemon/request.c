@@ -1,12 +1,20 @@
 /* Control requests: one JSON object per line, parsed and checked here
  * before anything acts on it (control.h). Alone in its file so that the
  * fuzzer can take it without the daemon around it. */
-#include <stdint.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
 #include "daemon/control.h"
+
+/* A JSON string that C code may take as a C string: no NUL inside (a
+ * method or guest name cut short at one would name another). */
+static int
+is_name(json_object *v)
+{
+	return json_object_is_type(v, json_type_string) &&
+	    strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
+}
 
 int
 control_parse(const char *line, size_t len, struct control_req *r, const char **why)
@@ -36,8 +44,7 @@ control_parse(const char *line, size_t len, struct control_req *r, const char **
 		*why = "a request is one JSON object per line";
 		goto fail;
 	}
-	if (!json_object_object_get_ex(req, "cmd", &cmd) ||
-	    !json_object_is_type(cmd, json_type_string)) {
+	if (!json_object_object_get_ex(req, "cmd", &cmd) || !is_name(cmd)) {
 		*why = "the request has no \"cmd\" string";
 		goto fail;
 	}
@@ -50,9 +57,8 @@ control_parse(const char *line, size_t len, struct control_req *r, const char **
 		goto fail;
 	}
 	if (r->cmd == CTL_CALL) {
-		if (!json_object_object_get_ex(req, "method", &v) ||
-		    !json_object_is_type(v, json_type_string)) {
-			*why = "call needs \"method\": a string";
+		if (!json_object_object_get_ex(req, "method", &v) || !is_name(v)) {
+			*why = "call needs \"method\": a string (no NUL)";
 			goto fail;
 		}
 		r->method = json_object_get_string(v);
@@ -69,13 +75,14 @@ control_parse(const char *line, size_t len, struct control_req *r, const char **
 					*why = "\"args\" must be an array of strings";
 					goto fail;
 				}
-				r->args[r->nargs++] = (char *)(uintptr_t)json_object_get_string(a);
+				/* with its length: "\u0000" is a character */
+				r->args[r->nargs].s = json_object_get_string(a);
+				r->args[r->nargs++].len = (size_t)json_object_get_string_len(a);
 			}
 		}
 	}
 	if (r->cmd >= CTL_RESTART) {
-		if (!json_object_object_get_ex(req, "name", &v) ||
-		    !json_object_is_type(v, json_type_string)) {
+		if (!json_object_object_get_ex(req, "name", &v) || !is_name(v)) {
 			*why = "the request needs \"name\": a guest's name";
 			goto fail;
 		}

@@ -334,8 +334,10 @@ hp_segment_attach(struct hp_segment *seg, const char *path, int flags, const cha
 
 	memset(seg, 0, sizeof(*seg));
 	seg->fd = -1;
-	/* r[shm.file.attach] 1 */
-	if ((fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC)) < 0) {
+	/* r[shm.file.attach] 1: O_NONBLOCK so that a FIFO (or a device)
+	 * given by mistake cannot block the open; only a regular file passes
+	 * fstat, and for one O_NONBLOCK changes nothing */
+	if ((fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK)) < 0) {
 		rc = -errno;
 		if (why != NULL)
 			*why = "cannot open the segment file";

@@ -77,7 +77,8 @@ int hp_segment_create(struct hp_segment *seg, const char *path,
 
 /* r[shm.file.attach]: open, map and validate. -EAGAIN when the magic is
  * not there yet (a hub still creating it: retry briefly); -EBADMSG for a
- * foreign or corrupt file; -EPROTONOSUPPORT for another version. */
+ * foreign or corrupt file, or anything that is not a regular file (never
+ * blocks on a FIFO); -EPROTONOSUPPORT for another version. */
 int hp_segment_attach(struct hp_segment *seg, const char *path, int flags,
 		      const char **why);
 

@@ -125,51 +125,67 @@ hp_sig_check_args(const struct hp_sig *sig, const uint8_t *buf, size_t len)
 	return hp_pc_remaining(&d) == 0 ? 0 : -EBADMSG;
 }
 
-int
-hp_sig_encode_text(struct hp_pc_enc *e, uint8_t t, const char *text)
+/* text[0..len) as a NUL-terminated number for strtoull/strtoll: no
+ * embedded NUL, short enough for any u64 or i64 (leading zeros aside). */
+static int
+number_text(const char *text, size_t len, char *buf, size_t cap)
 {
-	char *end;
+	if (len == 0 || len >= cap || memchr(text, '\0', len) != NULL)
+		return -EINVAL;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	return 0;
+}
+
+int
+hp_sig_encode_text(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len)
+{
+	char buf[64], *end;
 
 	errno = 0;
 	switch (t) {
 	case HP_T_STR:
-		if (!hp_utf8_valid((const uint8_t *)text, strlen(text)))
+		/* U+0000 is valid UTF-8: carried like any other character */
+		if (!hp_utf8_valid((const uint8_t *)text, len))
 			return -EINVAL;
-		hp_pc_put_str(e, text, strlen(text));
+		hp_pc_put_str(e, text, len);
 		break;
 	case HP_T_BYTES:
-		hp_pc_put_bytes(e, text, strlen(text));
+		hp_pc_put_bytes(e, text, len);
 		break;
 	case HP_T_U64:
 	case HP_T_CHAN: {
 		unsigned long long v;
 
-		if (*text < '0' || *text > '9')
+		if (number_text(text, len, buf, sizeof(buf)) != 0 || *buf < '0' || *buf > '9')
 			return -EINVAL;
-		v = strtoull(text, &end, 10);
+		v = strtoull(buf, &end, 10);
 		if (*end != '\0' || errno != 0)
 			return -EINVAL;
 		hp_pc_put_u64(e, v);
 		break;
 	}
 	case HP_T_I64: {
-		long long v = strtoll(text, &end, 10);
+		long long v;
 
-		if (*text == '\0' || *end != '\0' || errno != 0)
+		if (number_text(text, len, buf, sizeof(buf)) != 0)
+			return -EINVAL;
+		v = strtoll(buf, &end, 10);
+		if (*end != '\0' || errno != 0)
 			return -EINVAL;
 		hp_pc_put_i64(e, v);
 		break;
 	}
 	case HP_T_BOOL:
-		if (strcmp(text, "true") == 0)
+		if (len == 4 && memcmp(text, "true", 4) == 0)
 			hp_pc_put_bool(e, 1);
-		else if (strcmp(text, "false") == 0)
+		else if (len == 5 && memcmp(text, "false", 5) == 0)
 			hp_pc_put_bool(e, 0);
 		else
 			return -EINVAL;
 		break;
 	case HP_T_UNIT:
-		if (*text != '\0')
+		if (len != 0)
 			return -EINVAL;
 		break;
 	default:

@@ -41,10 +41,11 @@ int hp_sig_skip(struct hp_pc_dec *d, uint8_t t);
 /* 0 if buf holds exactly the arguments sig describes, else -EBADMSG. */
 int hp_sig_check_args(const struct hp_sig *sig, const uint8_t *buf, size_t len);
 
-/* Encodes a value of type t from its text form (str: as is; bytes: as is;
- * u64/i64: decimal; bool: true/false; unit: empty text). -EINVAL for text
- * that is not a value of that type, -ENOSPC from the encoder. */
-int hp_sig_encode_text(struct hp_pc_enc *e, uint8_t t, const char *text);
+/* Encodes a value of type t from its text form, len bytes at text (str:
+ * as is, UTF-8, NUL allowed; bytes: as is; u64/i64: decimal; bool:
+ * true/false; unit: empty text). -EINVAL for text that is not a value of
+ * that type (a NUL in a number or bool is not), -ENOSPC from the encoder. */
+int hp_sig_encode_text(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len);
 
 const char *hp_sig_type_name(uint8_t t);
 

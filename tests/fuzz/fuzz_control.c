@@ -1,9 +1,10 @@
 /* libFuzzer: a control-socket request line, parsed and checked before
- * hubd acts on it. */
+ * hubd acts on it, and its call arguments encoded by each type. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "daemon/control.h"
+#include "proto/sig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -20,6 +21,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (r.cmd == CTL_CALL && r.method == NULL) ||
 		    (r.cmd >= CTL_RESTART && r.name == NULL))
 			abort();
+		/* every argument readable to its length (ASan checks each
+		 * byte), NULs and all, and terminated after it */
+		for (int i = 0; i < r.nargs; i++) {
+			volatile unsigned sum = 0;
+
+			if (r.args[i].s == NULL)
+				abort();
+			for (size_t k = 0; k < r.args[i].len; k++)
+				sum += (unsigned char)r.args[i].s[k];
+			if (r.args[i].s[r.args[i].len] != '\0')
+				abort();
+			/* and encoded by each type as a call would */
+			for (uint8_t t = HP_T_STR; t <= HP_T_UNIT; t++) {
+				uint8_t buf[256];
+				struct hp_pc_enc e;
+
+				hp_pc_enc_init(&e, buf, sizeof(buf));
+				hp_sig_encode_text(&e, t, r.args[i].s, r.args[i].len);
+			}
+		}
 		control_req_free(&r);
 	}
 	return 0;
