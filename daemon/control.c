@@ -940,6 +940,7 @@ control_init(struct hub *h)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	const char *path = h->conf.control_path, *slash;
+	struct stat st;
 	mode_t old;
 	int fd;
 
@@ -958,6 +959,13 @@ control_init(struct hub *h)
 	}
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
 		log_warn("control: socket");
+		return -1;
+	}
+	/* Anything but a socket at the path is somebody's file: refused. */
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		log_warnx("%s exists and is not a socket: refusing to remove it "
+			  "(remove it yourself, or set [hub] control)", path);
+		close(fd);
 		return -1;
 	}
 	/* A socket nobody answers on is stale: replace it. */

@@ -189,6 +189,17 @@ START_TEST(test_foreign_files_kept)
 	free(log);
 	ck_assert_msg(file_is(lock, "my notes\n"), "the lock path's file was changed");
 	ck_assert(!exists(path_in_run("precious2")));
+	/* a control path holding a file: refused, and the segment made
+	 * before it removed again */
+	write_file(path_in_run("ctl"), "my diary\n");
+	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", path_in_run("precious3"),
+		 path_in_run("ctl"));
+	rc = run_hubd(keys, &log);
+	ck_assert_msg(rc == 1 && strstr(log, "is not a socket") != NULL,
+		      "exit %d, log: %s", rc, log);
+	free(log);
+	ck_assert_msg(file_is(path_in_run("ctl"), "my diary\n"), "the control path's file was changed");
+	ck_assert(!exists(path_in_run("precious3")) && !exists(path_in_run("precious3.lock")));
 }
 END_TEST
 
