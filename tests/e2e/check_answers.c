@@ -15,8 +15,8 @@ static struct hub_proc hub;
 static void
 start(const char *keys, const char *guests, const char *names)
 {
-	ck_assert_msg(hub_start(&hub, keys, guests) == 0, "hubd: %s", hub_log(&hub));
-	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "not up: %s", hub_log(&hub));
+	ck_assert_msg(hub_start(&hub, keys, guests) == 0, "hubd: %s", hub_log_tail(&hub));
+	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "not up: %s", hub_log_tail(&hub));
 }
 
 /* hubctl's stdout for one call (exit status in *rc). */

@@ -193,7 +193,7 @@ START_TEST(test_live_guests_are_not_hung)
 	for (int i = 0; i < 4; i++)
 		ck_assert_msg(peer_int(names[i], "restarts") == 0 &&
 			      strcmp(peer_state(names[i]), "up") == 0,
-			      "%s died: %s", names[i], hub_log(&hub));
+			      "%s died: %s", names[i], hub_log_tail(&hub));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -281,7 +281,7 @@ START_TEST(test_hubd_killed_takes_guests_along)
 	/* r[shm.file.cleanup]: the next hubd cleans up and starts fresh on the
 	 * same paths (the stale segment, lock and socket are still there) */
 	ck_assert_int_eq(access(hub.segment, F_OK), 0);
-	ck_assert_msg(hub_restart(&hub) == 0, "second hubd: %s", hub_log(&hub));
+	ck_assert_msg(hub_restart(&hub) == 0, "second hubd: %s", hub_log_tail(&hub));
 	ck_assert(hub_wait_up(&hub, "echo,kv,counter", 10000) == 0);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }

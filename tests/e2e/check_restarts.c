@@ -88,20 +88,6 @@ last_death(const char *name, const char *key)
 	return buf;
 }
 
-/* The end of the hub's log, for failure messages (Check bounds them). */
-static const char *
-log_tail(void)
-{
-	static char buf[1500];
-	char *log = hub_log(&hub);
-	size_t n = log != NULL ? strlen(log) : 0;
-
-	snprintf(buf, sizeof(buf), "%s", log == NULL ? "" :
-		 n < sizeof(buf) - 1 ? log : log + n - (sizeof(buf) - 1));
-	free(log);
-	return buf;
-}
-
 /* How many entries hold a guest called name. */
 static int
 entries_named(const char *name)
@@ -248,7 +234,7 @@ START_TEST(test_rename_with_one_entry)
 		      "reload said: %s", msgs);
 	/* old stops, its entry frees, new starts: no second reload */
 	ck_assert_msg(hub_wait_up(&hub, "new", 10000) == 0, "new is %s; log: %s",
-		      peer_state("new"), log_tail());
+		      peer_state("new"), hub_log_tail(&hub));
 	ck_assert_int_eq(entries_named("old"), 0);
 	ck_assert_int_eq(peer_int("new", "peer_id"), 1);
 	/* more guests than entries can never fit: refused, nothing changes */
@@ -278,7 +264,7 @@ START_TEST(test_doorbell_closed_while_starting)
 		if (strstr(last_death("deaf", "detail"), "closed its doorbell") != NULL)
 			break;
 	ck_assert_msg(strstr(last_death("deaf", "detail"), "closed its doorbell") != NULL,
-		      "deaf is %s, never ended; log: %s", peer_state("deaf"), log_tail());
+		      "deaf is %s, never ended; log: %s", peer_state("deaf"), hub_log_tail(&hub));
 	ck_assert_str_eq(last_death("deaf", "reason"), "hung");
 	ck_assert_msg(!alive(pid), "pid %d lives on", pid);
 	/* restarted under its policy (on-failure): backing off first */
@@ -302,7 +288,7 @@ START_TEST(test_children_go_with_the_guest)
 	pid = peer_int("forker", "pid");
 	for (end = now_s() + 10; child <= 0 && now_s() < end; sleep_ms(5))
 		child = logged_child(&off);
-	ck_assert_msg(child > 0 && alive(child), "no child: %s", log_tail());
+	ck_assert_msg(child > 0 && alive(child), "no child: %s", hub_log_tail(&hub));
 	/* kill -9 the guest: its child is gone too */
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	for (end = now_s() + 5; alive(child) && now_s() < end; sleep_ms(5))
@@ -317,7 +303,7 @@ START_TEST(test_children_go_with_the_guest)
 	for (end = now_s() + 10; child2 <= 0 && now_s() < end; sleep_ms(5))
 		child2 = logged_child(&off);
 	ck_assert_msg(child2 > 0 && child2 != child && alive(child2), "no second child: %s",
-		      log_tail());
+		      hub_log_tail(&hub));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 	for (end = now_s() + 5; alive(child2) && now_s() < end; sleep_ms(5))
 		;
@@ -350,13 +336,13 @@ START_TEST(test_readded_while_stopping)
 		if (peer_int("slow", "pid") != pid && strcmp(peer_state("slow"), "up") == 0)
 			break;
 	ck_assert_msg(strcmp(peer_state("slow"), "up") == 0 && peer_int("slow", "pid") != pid,
-		      "slow is %s; log: %s", peer_state("slow"), log_tail());
+		      "slow is %s; log: %s", peer_state("slow"), hub_log_tail(&hub));
 	ck_assert_int_eq(peer_int("slow", "peer_id"), id);
 	ck_assert_int_eq(entries_named("slow"), 1);
 	ck_assert(hub_wait_method(&hub, "life.ping") == 0);
 	log = hub_log(&hub);
 	ck_assert_msg(strstr(log, "register life.ping") == NULL, "two instances: %s",
-		      log_tail());
+		      hub_log_tail(&hub));
 	free(log);
 	/* hubctl stop reaches the one there is */
 	ck_assert_int_eq(hubctl(&hub, &out, "stop", "slow", (char *)NULL), 0);
@@ -457,7 +443,7 @@ START_TEST(test_goodbye_grace)
 	ck_assert_str_eq(last_death("rude", "status"), "3");
 	log = hub_log(&hub);
 	ck_assert_msg(strstr(log, "lifeguest: hub ended me: shm.desc.msg-type\n") != NULL,
-		      "log: %s", log_tail());
+		      "log: %s", hub_log_tail(&hub));
 	free(log);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }

@@ -395,6 +395,19 @@ hub_log(struct hub_proc *h)
 	return buf;
 }
 
+const char *
+hub_log_tail(struct hub_proc *h)
+{
+	static char buf[3000];
+	char *log = hub_log(h);
+	size_t n = log != NULL ? strlen(log) : 0;
+
+	snprintf(buf, sizeof(buf), "%s", log == NULL ? "" :
+		 n < sizeof(buf) ? log : log + n - (sizeof(buf) - 1));
+	free(log);
+	return buf;
+}
+
 int
 hub_wait_method(struct hub_proc *h, const char *method)
 {

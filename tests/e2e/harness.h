@@ -51,8 +51,11 @@ json_object *hub_peer(struct hub_proc *h, const char *name);
 /* Runs hubctl -s SOCK args...; stdout into *out (malloc'd); exit status. */
 int hubctl(struct hub_proc *h, char **out, ...) __attribute__((sentinel));
 
-/* The hub's log so far (malloc'd), for assertions and failure messages. */
+/* The hub's log so far (malloc'd), for assertions. */
 char *hub_log(struct hub_proc *h);
+/* Its last 3000 bytes (static), for failure messages: Check refuses long
+ * ones. */
+const char *hub_log_tail(struct hub_proc *h);
 
 /* Waits until a guest registered method (10 s); 0 or -1. */
 int hub_wait_method(struct hub_proc *h, const char *method);
