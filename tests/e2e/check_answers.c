@@ -12,13 +12,6 @@
 
 static struct hub_proc hub;
 
-static void
-start(const char *keys, const char *guests, const char *names)
-{
-	ck_assert_msg(hub_start(&hub, keys, guests) == 0, "hubd: %s", hub_log_tail(&hub));
-	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "not up: %s", hub_log_tail(&hub));
-}
-
 /* hubctl's stdout for one call (exit status in *rc). */
 static char *
 call(int *rc, const char *method, const char *arg)
@@ -36,7 +29,7 @@ START_TEST(test_answer_too_big_is_an_error)
 	char *out;
 	int rc;
 
-	start(NULL, "[guest prober]\nexec = @/tests/guests/prober\n", "prober");
+	hub_start_up(&hub, NULL, "[guest prober]\nexec = @/tests/guests/prober\n", "prober");
 	ck_assert(hub_wait_method(&hub, "prober.ping") == 0);
 	/* max_payload_size 65532: a request of 1 + 3 + 65528 bytes fits,
 	 * the answer (1 + 1 + 3 + 65528) does not */
@@ -59,7 +52,7 @@ START_TEST(test_restarting_guest_says_so)
 	char *out, *err;
 	int rc, pid;
 
-	start(NULL, "[guest echo]\nexec = @/guests/echo\nbackoff_min = 3s\n"
+	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\nbackoff_min = 3s\n"
 	      "[guest prober]\nexec = @/tests/guests/prober\n", "echo,prober");
 	ck_assert(hub_wait_method(&hub, "prober.route") == 0);
 	p = hub_peer(&hub, "echo");
@@ -104,7 +97,8 @@ START_TEST(test_methods_per_guest_bounded)
 	char *log, *out = NULL;
 	int rc;
 
-	start(NULL, "[guest many]\nexec = @/tests/guests/many\nargs = --count=2000\n"
+	hub_start_up(&hub, NULL,
+	    "[guest many]\nexec = @/tests/guests/many\nargs = --count=2000\n"
 	      "[guest echo]\nexec = @/guests/echo\n", "many,echo");
 	for (int i = 0; i < 1000; i++) {
 		log = hub_log(&hub);

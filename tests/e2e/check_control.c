@@ -39,14 +39,6 @@ ms_now(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* -- running hubctl ---------------------------------------------------- */
 
 struct run {
@@ -184,13 +176,6 @@ END_TEST
 
 static struct hub_proc hub;
 
-static void
-start(const char *keys, const char *guests, const char *names)
-{
-	ck_assert_msg(hub_start(&hub, keys, guests) == 0, "hubd: %s", hub_log_tail(&hub));
-	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "not up: %s", hub_log_tail(&hub));
-}
-
 /* A guest's peers entry, field by field. */
 static int64_t
 peer_field(const char *name, const char *field)
@@ -222,7 +207,7 @@ START_TEST(test_refusals_exit_1)
 
 	if (geteuid() != 0)
 		return;
-	start(NULL, ECHO, "echo");
+	hub_start_up(&hub, NULL, ECHO, "echo");
 	socket_for_other();
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		for (int json = 0; json < 2; json++) {
@@ -253,7 +238,7 @@ START_TEST(test_request_too_large)
 	struct run r = { 0 };
 	char *big = malloc(70001);
 
-	start(NULL, ECHO, "echo");
+	hub_start_up(&hub, NULL, ECHO, "echo");
 	memset(big, 'x', 70000);
 	big[70000] = '\0';
 	run_hubctl(&r, hub.sock, "call", "echo.echo", big, (char *)NULL);
@@ -329,7 +314,7 @@ START_TEST(test_nul_in_arguments)
 {
 	json_object *o, *v;
 
-	start(NULL, ECHO COUNTER, "echo,counter");
+	hub_start_up(&hub, NULL, ECHO COUNTER, "echo,counter");
 	o = hub_request(&hub, "{\"cmd\":\"call\",\"method\":\"echo.echo\",\"args\":[\"a\\u0000b\"]}",
 			NULL);
 	ck_assert_ptr_nonnull(o);
@@ -485,7 +470,7 @@ START_TEST(test_count_zero_leaks_nothing)
 {
 	char *out = NULL;
 
-	start(NULL, COUNTER, "counter");
+	hub_start_up(&hub, NULL, COUNTER, "counter");
 	for (int i = 0; i < 100; i++) {
 		int rc = hubctl(&hub, &out, "call", "counter.count", "0", (char *)NULL);
 
@@ -510,7 +495,7 @@ START_TEST(test_disconnect_mid_stream)
 	struct reader *r = calloc(1, sizeof(*r));
 	char *out = NULL;
 
-	start(NULL, COUNTER, "counter");
+	hub_start_up(&hub, NULL, COUNTER, "counter");
 	for (int k = 0; k < 50; k++) {
 		r->len = 0;
 		r->fd = raw_connect(hub.sock);
@@ -595,7 +580,7 @@ START_TEST(test_stream_million_into_file)
 	FILE *f;
 	json_object *o;
 
-	start(NULL, COUNTER, "counter");
+	hub_start_up(&hub, NULL, COUNTER, "counter");
 	snprintf(path, sizeof(path), "%s/count.json", harness_dir());
 	r.out_file = path;
 	run_hubctl(&r, hub.sock, "-j", "call", "counter.count", "1000000", (char *)NULL);
@@ -630,7 +615,7 @@ START_TEST(test_stream_slow_reader)
 	struct reader *r = calloc(1, sizeof(*r));
 	long before, during;
 
-	start(NULL, COUNTER, "counter");
+	hub_start_up(&hub, NULL, COUNTER, "counter");
 	before = rss_anon_kb(hub.pid);
 	r->fd = raw_connect(hub.sock);
 	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"counter.count\",\"args\":[\"1000000\"]}");
@@ -664,7 +649,7 @@ START_TEST(test_stream_reader_stops_dropped)
 	char *out = NULL;
 	int n;
 
-	start("client_timeout = 1s\n", COUNTER, "counter");
+	hub_start_up(&hub, "client_timeout = 1s\n", COUNTER, "counter");
 	r->fd = raw_connect(hub.sock);
 	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"counter.count\",\"args\":[\"1000000\"]}");
 	for (int i = 1; i <= 100; i++)
@@ -699,7 +684,7 @@ START_TEST(test_other_user_cannot_lock_out_root)
 
 	if (geteuid() != 0)
 		return;		/* needs root to be somebody else */
-	start(NULL, ECHO, "echo");
+	hub_start_up(&hub, NULL, ECHO, "echo");
 	socket_for_other();
 	ck_assert_int_eq(pipe(ready), 0);
 	ck_assert_int_eq(pipe(done), 0);
@@ -751,7 +736,7 @@ START_TEST(test_idle_clients_closed)
 	int idle;
 	char buf[16];
 
-	start("client_timeout = 1s\n", ECHO, "echo");
+	hub_start_up(&hub, "client_timeout = 1s\n", ECHO, "echo");
 	idle = raw_connect(hub.sock);
 	r->fd = raw_connect(hub.sock);
 	for (int i = 0; i < 6; i++) {	/* busy for 2.4 s */

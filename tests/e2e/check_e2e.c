@@ -43,15 +43,6 @@ expect_ctl(int status, const char *want, ...)
 	free(out);
 }
 
-static void
-start(const char *hub_keys, const char *guests, const char *names)
-{
-	ck_assert_msg(hub_start(&hub, hub_keys, guests) == 0, "hubd did not start: %s",
-		      hub_log_tail(&hub));
-	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "guests %s not up: %s",
-		      names, hub_log_tail(&hub));
-}
-
 /* Stops the hub and checks it left nothing behind: r[shm.goodbye.host-atomic]
  * the guests saw host_goodbye, r[shm.guest.detach] r[shm.goodbye.guest] and
  * left by themselves. */
@@ -92,7 +83,7 @@ START_TEST(test_guests_attach_and_answer)
 {
 	char *out = NULL;
 
-	start(NULL, STD_GUESTS, "echo,kv,counter");
+	hub_start_up(&hub, NULL, STD_GUESTS, "echo,kv,counter");
 	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
 	ck_assert_msg(strstr(out, "echo") && strstr(out, "kv") && strstr(out, "counter"),
 		      "peers: %s", out);
@@ -115,7 +106,7 @@ END_TEST
 
 START_TEST(test_errors_for_bad_calls)
 {
-	start(NULL, STD_GUESTS, "echo");
+	hub_start_up(&hub, NULL, STD_GUESTS, "echo");
 	expect_ctl(1, "", "call", "no.such", NULL);
 	expect_ctl(1, "", "call", "echo.echo", NULL);		/* too few arguments */
 	expect_ctl(1, "", "call", "counter.count", "x", NULL);	/* not a u64 */
@@ -128,7 +119,7 @@ END_TEST
  * through the host, request ids its own per pair */
 START_TEST(test_guest_to_guest_routing)
 {
-	start(NULL, STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
+	hub_start_up(&hub, NULL, STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
 	      "echo,prober");
 	/* a guest's call routed by the host to another guest and back */
 	expect_ctl(0, "hi there\n", "call", "prober.route", "echo.echo", "hi there", NULL);
@@ -144,7 +135,8 @@ END_TEST
 START_TEST(test_polled_guest_and_inherited_fds)
 {
 	/* a plugin with its own poll() loop serves as well as guest_run */
-	start(NULL, STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\nargs = --poll\n",
+	hub_start_up(&hub, NULL,
+	    STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\nargs = --poll\n",
 	      "echo,prober");
 	expect_ctl(0, "polled\n", "call", "prober.route", "echo.echo", "polled", NULL);
 	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
@@ -157,7 +149,7 @@ END_TEST
 START_TEST(test_one_mib_payload)
 {
 	/* r[shm.payload.slot]: a payload far over 32 bytes goes in a slot */
-	start("slot_size = 1040K\nslots_per_guest = 4\n",
+	hub_start_up(&hub, "slot_size = 1040K\nslots_per_guest = 4\n",
 	      STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n", "echo,prober");
 	expect_ctl(0, "1048576\n", "call", "prober.big", "1048576", NULL);
 	expect_ctl(0, "40\n", "call", "prober.big", "40", NULL);
@@ -173,7 +165,7 @@ START_TEST(test_stream_with_small_credit)
 
 	/* r[shm.flow.zero-credit] r[shm.wakeup.credit-wait]: 256 MiB through a
 	 * 64 KiB window, the sender sleeping for credit */
-	start("initial_credit = 64K\nslot_size = 32K\n", STD_GUESTS, "counter");
+	hub_start_up(&hub, "initial_credit = 64K\nslot_size = 32K\n", STD_GUESTS, "counter");
 	ck_assert_int_eq(hubctl(&hub, &out, "call", "counter.stream", "268435456", "16384",
 				(char *)NULL), 0);
 	ck_assert_msg(sscanf(out, "ok %llu %31s %llu", &bytes, sum, &waits) == 3,
@@ -189,7 +181,8 @@ START_TEST(test_stream_to_a_guest)
 {
 	/* r[shm.flow.ordering.sender] r[shm.flow.ordering.receiver]: the host
 	 * sends, the guest grants; 64 MiB through a 16 KiB window */
-	start("initial_credit = 16K\n", STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
+	hub_start_up(&hub, "initial_credit = 16K\n",
+	    STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
 	      "prober");
 	expect_ctl(0, "ok 67108864\n", "call", "prober.pull", "67108864", NULL);
 	expect_ctl(0, "ok 0\n", "call", "prober.pull", "0", NULL);
@@ -202,7 +195,7 @@ START_TEST(test_cancel_reaches_the_callee)
 	char *out = NULL;
 	int i;
 
-	start(NULL, STD_GUESTS
+	hub_start_up(&hub, NULL, STD_GUESTS
 	      "[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1\n"
 	      "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n", "p1,p2");
 	/* p1's call to p2.wait times out; libguest sends Cancel, the host
@@ -253,7 +246,7 @@ START_TEST(test_violation_ends_only_the_violator)
 	snprintf(guests, sizeof(guests), STD_GUESTS
 		 "[guest bad]\nexec = @/tests/guests/violator\nargs = --mode=%s\n"
 		 "restart = never\n", v->mode);
-	start(v->hub_keys, guests, "echo");
+	hub_start_up(&hub, v->hub_keys, guests, "echo");
 	if (strcmp(v->mode, "postcard") == 0) {
 		/* it answers our call with bytes that are not a Response */
 		ck_assert(hub_wait_method(&hub, "bad.call") == 0);
@@ -291,7 +284,8 @@ START_TEST(test_spec_only_guest_is_woken)
 {
 	/* r[shm.wakeup.consumer-wait]: it sleeps in futex_wait on its ring
 	 * head for 60 s; only the host's futex_wake gets the answer in time */
-	start("heartbeat_interval = 0\n", "[guest spec]\nexec = @/tests/guests/specguest\n",
+	hub_start_up(&hub, "heartbeat_interval = 0\n",
+	    "[guest spec]\nexec = @/tests/guests/specguest\n",
 	      "spec");
 	ck_assert(hub_wait_method(&hub, "spec.echo") == 0);
 	expect_ctl(0, "woken\n", "call", "spec.echo", "woken", NULL);
@@ -380,7 +374,7 @@ START_TEST(test_one_hubd_per_segment)
 	int pipefd[2], status;
 	pid_t pid;
 
-	start(NULL, "[guest echo]\nexec = @/guests/echo\n", "echo");
+	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\n", "echo");
 	ck_assert_int_eq(pipe(pipefd), 0);
 	if ((pid = fork()) == 0) {
 		dup2(pipefd[1], 2);

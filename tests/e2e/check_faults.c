@@ -15,40 +15,6 @@
 
 static struct hub_proc hub;
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int
-peer_int(const char *name, const char *key)
-{
-	json_object *p = hub_peer(&hub, name), *v;
-	int n = -1;
-
-	if (p != NULL && json_object_object_get_ex(p, key, &v))
-		n = json_object_get_int(v);
-	json_object_put(p);
-	return n;
-}
-
-static const char *
-peer_state(const char *name)
-{
-	static char state[32];
-	json_object *p = hub_peer(&hub, name), *v;
-
-	snprintf(state, sizeof(state), "?");
-	if (p != NULL && json_object_object_get_ex(p, "state", &v))
-		snprintf(state, sizeof(state), "%s", json_object_get_string(v));
-	json_object_put(p);
-	return state;
-}
-
 /* Waits until name is up with a pid other than old (0: any); its pid. */
 static int
 wait_new_pid(const char *name, int old, double timeout)
@@ -57,8 +23,8 @@ wait_new_pid(const char *name, int old, double timeout)
 	int pid;
 
 	while (now_s() < end) {
-		pid = peer_int(name, "pid");
-		if (pid > 0 && pid != old && strcmp(peer_state(name), "up") == 0)
+		pid = hub_peer_int(&hub, name, "pid");
+		if (pid > 0 && pid != old && strcmp(hub_peer_state(&hub, name), "up") == 0)
 			return pid;
 		usleep(1000);
 	}
@@ -99,7 +65,7 @@ assert_all_slots_free(const char *names)
 	ck_assert_msg(free_host == total, "host pool: %d of %d free", free_host, total);
 	snprintf(list, sizeof(list), "%s", names);
 	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-		int f = peer_int(name, "slots_free");
+		int f = hub_peer_int(&hub, name, "slots_free");
 
 		ck_assert_msg(f == total, "guest %s pool: %d of %d free", name, f, total);
 	}
@@ -163,7 +129,7 @@ START_TEST(test_stopped_guest_is_hung)
 	ck_assert(hub_start(&hub, "heartbeat_interval = 100ms\n",
 			    "[guest echo]\nexec = @/guests/echo\n") == 0);
 	ck_assert(hub_wait_up(&hub, "echo", 10000) == 0);
-	pid = peer_int("echo", "pid");
+	pid = hub_peer_int(&hub, "echo", "pid");
 	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
 	next = wait_new_pid("echo", pid, 10);
 	ck_assert_msg(next > 0, "a stopped guest was never declared hung");
@@ -191,8 +157,8 @@ START_TEST(test_live_guests_are_not_hung)
 	ck_assert(hub_wait_up(&hub, "echo,kv,loader,polled", 10000) == 0);
 	usleep(1500000);
 	for (int i = 0; i < 4; i++)
-		ck_assert_msg(peer_int(names[i], "restarts") == 0 &&
-			      strcmp(peer_state(names[i]), "up") == 0,
+		ck_assert_msg(hub_peer_int(&hub, names[i], "restarts") == 0 &&
+			      strcmp(hub_peer_state(&hub, names[i]), "up") == 0,
 			      "%s died: %s", names[i], hub_log_tail(&hub));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
@@ -207,20 +173,20 @@ START_TEST(test_guest_that_keeps_dying_fails)
 	ck_assert(hub_start(&hub, NULL,
 		"[guest quitter]\nexec = /bin/false\nmax_deaths = 3\n"
 		"backoff_min = 50ms\nbackoff_max = 10s\n") == 0);
-	for (int i = 0; i < 500 && strcmp(peer_state("quitter"), "failed") != 0; i++)
+	for (int i = 0; i < 500 && strcmp(hub_peer_state(&hub, "quitter"), "failed") != 0; i++)
 		usleep(10000);
 	took = now_s() - t0;
-	ck_assert_str_eq(peer_state("quitter"), "failed");
-	ck_assert_int_eq(peer_int("quitter", "restarts"), 3);
+	ck_assert_str_eq(hub_peer_state(&hub, "quitter"), "failed");
+	ck_assert_int_eq(hub_peer_int(&hub, "quitter", "restarts"), 3);
 	/* the backoff delays were waited: 50 + 100 + 200 ms at least */
 	ck_assert_msg(took >= 0.35, "failed after %.3f s: no backoff", took);
 	/* hubctl restart clears it: it dies again and fails again */
 	ck_assert_int_eq(hubctl(&hub, &out, "restart", "quitter", (char *)NULL), 0);
 	free(out);
-	ck_assert_str_ne(peer_state("quitter"), "failed");
-	for (int i = 0; i < 500 && strcmp(peer_state("quitter"), "failed") != 0; i++)
+	ck_assert_str_ne(hub_peer_state(&hub, "quitter"), "failed");
+	for (int i = 0; i < 500 && strcmp(hub_peer_state(&hub, "quitter"), "failed") != 0; i++)
 		usleep(10000);
-	ck_assert_str_eq(peer_state("quitter"), "failed");
+	ck_assert_str_eq(hub_peer_state(&hub, "quitter"), "failed");
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -237,9 +203,10 @@ START_TEST(test_guests_that_never_attach)
 		"[guest never]\nexec = /bin/sh\nargs = -c \"exec sleep 1000\"\nrestart = never\n"
 		"[guest missing]\nexec = /nonexistent/guest\nrestart = never\n") == 0);
 	for (int k = 0; k < 2; k++) {
-		for (int i = 0; i < 300 && strcmp(peer_state(want[k]), "down") != 0; i++)
+		for (int i = 0; i < 300 && strcmp(hub_peer_state(&hub, want[k]), "down") != 0;
+		     i++)
 			usleep(10000);
-		ck_assert_str_eq(peer_state(want[k]), "down");
+		ck_assert_str_eq(hub_peer_state(&hub, want[k]), "down");
 		p = hub_peer(&hub, want[k]);
 		json_object_object_get_ex(p, "deaths", &deaths);
 		d = json_object_array_get_idx(deaths, 0);
@@ -264,7 +231,7 @@ START_TEST(test_hubd_killed_takes_guests_along)
 	ck_assert(hub_start(&hub, NULL, guests) == 0);
 	ck_assert(hub_wait_up(&hub, "echo,kv,counter", 10000) == 0);
 	for (int i = 0; i < 3; i++)
-		pids[i] = peer_int(names[i], "pid");
+		pids[i] = hub_peer_int(&hub, names[i], "pid");
 	t0 = now_s();
 	kill(hub.pid, SIGKILL);
 	waitpid(hub.pid, &status, 0);

@@ -12,36 +12,6 @@
 
 static struct hub_proc hub;
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void
-start(const char *hub_keys, const char *guests, const char *names)
-{
-	ck_assert_msg(hub_start(&hub, hub_keys, guests) == 0, "hubd did not start: %s",
-		      hub_log_tail(&hub));
-	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "guests %s not up: %s",
-		      names, hub_log_tail(&hub));
-}
-
-static int
-peer_int(const char *name, const char *key)
-{
-	json_object *p = hub_peer(&hub, name), *v;
-	int n = -1;
-
-	if (p != NULL && json_object_object_get_ex(p, key, &v))
-		n = json_object_get_int(v);
-	json_object_put(p);
-	return n;
-}
-
 /* How many deaths the hub has seen of name (-1: no such peer). */
 static int
 peer_deaths(const char *name)
@@ -66,18 +36,21 @@ START_TEST(test_busy_guest_keeps_its_heartbeat)
 	char *out = NULL, *log;
 	int pid, rc;
 
-	start("heartbeat_interval = 100ms", "[guest counter]\nexec = @/guests/counter\n",
+	hub_start_up(&hub, "heartbeat_interval = 100ms",
+	    "[guest counter]\nexec = @/guests/counter\n",
 	      "counter");
-	pid = peer_int("counter", "pid");
+	pid = hub_peer_int(&hub, "counter", "pid");
 	rc = hubctl(&hub, &out, "-t", "120", "call", "counter.stream", bytes, "65000",
 		    (char *)NULL);
 	log = hub_log(&hub);
 	ck_assert_msg(rc == 0 && strncmp(out, "ok 4000000000 ", 14) == 0,
 		      "counter.stream: status %d, output '%s'; log: %.2000s", rc, out, log);
-	ck_assert_msg(peer_int("counter", "pid") == pid && peer_int("counter", "epoch") == 1 &&
+	ck_assert_msg(hub_peer_int(&hub, "counter", "pid") == pid &&
+		      hub_peer_int(&hub, "counter", "epoch") == 1 &&
 		      peer_deaths("counter") == 0,
 		      "counter was restarted (pid %d -> %d, epoch %d, %d deaths); log: %.2000s",
-		      pid, peer_int("counter", "pid"), peer_int("counter", "epoch"),
+		      pid, hub_peer_int(&hub, "counter", "pid"),
+		      hub_peer_int(&hub, "counter", "epoch"),
 		      peer_deaths("counter"), log);
 	ck_assert_msg(strstr(log, "hung") == NULL, "a guest was taken for hung: %.2000s", log);
 	free(log);
@@ -95,13 +68,13 @@ START_TEST(test_empty_stream_is_closed)
 	double end;
 	int open;
 
-	start(NULL, "[guest counter]\nexec = @/guests/counter\n", "counter");
-	ck_assert_int_eq(peer_int("counter", "channels_open"), 0);
+	hub_start_up(&hub, NULL, "[guest counter]\nexec = @/guests/counter\n", "counter");
+	ck_assert_int_eq(hub_peer_int(&hub, "counter", "channels_open"), 0);
 	ck_assert_msg(hubctl(&hub, &out, "call", "counter.count", "0", (char *)NULL) == 0 &&
 		      strcmp(out, "0\n") == 0, "counter.count 0: '%s'", out);
 	free(out);
 	end = now_s() + 5;
-	while ((open = peer_int("counter", "channels_open")) != 0 && now_s() < end)
+	while ((open = hub_peer_int(&hub, "counter", "channels_open")) != 0 && now_s() < end)
 		usleep(10000);
 	ck_assert_msg(open == 0, "%d channel(s) still open after counter.count 0", open);
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -115,7 +88,7 @@ START_TEST(test_kv_keeps_bytes_that_are_not_utf8)
 	char *out = NULL;
 	int rc;
 
-	start(NULL, "[guest kv]\nexec = @/guests/kv\n", "kv");
+	hub_start_up(&hub, NULL, "[guest kv]\nexec = @/guests/kv\n", "kv");
 	rc = hubctl(&hub, &out, "call", "kv.put", "k", "a\xff" "b", (char *)NULL);
 	ck_assert_msg(rc == 0, "kv.put: status %d, output '%s'", rc, out);
 	free(out);

@@ -23,13 +23,6 @@
 
 static struct hub_proc hub;
 
-static void
-start(const char *keys, const char *guests, const char *names)
-{
-	ck_assert_msg(hub_start(&hub, keys, guests) == 0, "hubd: %s", hub_log_tail(&hub));
-	ck_assert_msg(hub_wait_up(&hub, names, 10000) == 0, "not up: %s", hub_log_tail(&hub));
-}
-
 static json_object *
 ctl_json(int want, const char *a, const char *b)
 {
@@ -49,7 +42,7 @@ START_TEST(test_json_output_parses)
 {
 	json_object *o;
 
-	start(NULL, GUESTS, "echo,kv");
+	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
 	o = ctl_json(0, "status", NULL);
 	ck_assert(json_object_get_boolean(json_get(o, "ok")));
 	ck_assert_int_eq(json_object_get_int(json_get(o, "guests")), 2);
@@ -111,7 +104,7 @@ START_TEST(test_bad_control_clients)
 	static char big[70000];
 	int fd, idle[200];
 
-	start(NULL, GUESTS, "echo");
+	hub_start_up(&hub, NULL, GUESTS, "echo");
 	/* garbage, wrong shapes, unknown commands: an error each, the
 	 * connection stays usable */
 	fd = raw_client(hub.sock);
@@ -193,7 +186,7 @@ START_TEST(test_other_user_reads_but_cannot_change)
 
 	if (geteuid() != 0)
 		return;		/* needs root to become somebody else */
-	start(NULL, GUESTS, "echo");
+	hub_start_up(&hub, NULL, GUESTS, "echo");
 	/* the socket is 0660: let nobody's group in */
 	ck_assert_int_eq(chown(hub.sock, 0, 65534), 0);
 	chmod(hub.sock, 0660);
@@ -280,7 +273,7 @@ START_TEST(test_guest_user_group_limits)
 
 	snprintf(guests, sizeof(guests), "[guest echo]\nexec = @/guests/echo\nuser = nobody\n"
 		 "group = nogroup\nlimit_files = 64\n%s", memory);
-	start("group = nogroup\n", guests, "echo");
+	hub_start_up(&hub, "group = nogroup\n", guests, "echo");
 	ck_assert_int_eq(stat(hub.segment, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0660);
 	ck_assert_uint_eq(st.st_gid, 65534);
@@ -310,7 +303,7 @@ START_TEST(test_segment_private_by_default)
 {
 	struct stat st;
 
-	start(NULL, GUESTS, "echo");
+	hub_start_up(&hub, NULL, GUESTS, "echo");
 	ck_assert_int_eq(stat(hub.segment, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0600);
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -323,7 +316,7 @@ START_TEST(test_reload)
 	int kv_pid, echo_pid;
 	json_object *p;
 
-	start(NULL, GUESTS, "echo,kv");
+	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
 	p = hub_peer(&hub, "kv");
 	kv_pid = json_object_get_int(json_get(p, "pid"));
 	json_object_put(p);
@@ -391,7 +384,7 @@ START_TEST(test_inspect)
 	char *out = NULL;
 	json_object *o;
 
-	start(NULL, GUESTS, "echo,kv");
+	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
 	/* r[shm.file.attach]: read-only, no daemon involved */
 	ck_assert_int_eq(hubctl(&hub, &out, "inspect", hub.segment, (char *)NULL), 0);
 	ck_assert_msg(strstr(out, "invariants: ok") && strstr(out, "attached"), "%s", out);
@@ -416,7 +409,7 @@ START_TEST(test_help_and_usage)
 {
 	char *out = NULL;
 
-	start(NULL, GUESTS, "echo");
+	hub_start_up(&hub, NULL, GUESTS, "echo");
 	ck_assert_int_eq(hubctl(&hub, &out, "help", (char *)NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "inspect SEGMENT"));
 	free(out);
@@ -448,7 +441,7 @@ START_TEST(test_systemd_notify)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setenv("NOTIFY_SOCKET", sun.sun_path, 1);
 	setenv("WATCHDOG_USEC", "200000", 1);
-	start(NULL, GUESTS, "echo,kv");
+	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
 	for (int i = 0; i < 30; i++) {
 		if ((n = recv(fd, buf, sizeof(buf) - 1, 0)) <= 0)
 			continue;

@@ -16,48 +16,6 @@
 
 static struct hub_proc hub;
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
-static int
-peer_int(const char *name, const char *key)
-{
-	json_object *p = hub_peer(&hub, name), *v;
-	int n = -1;
-
-	if (p != NULL && json_object_object_get_ex(p, key, &v))
-		n = json_object_get_int(v);
-	json_object_put(p);
-	return n;
-}
-
-static const char *
-peer_state(const char *name)
-{
-	static char state[32];
-	json_object *p = hub_peer(&hub, name), *v;
-
-	snprintf(state, sizeof(state), "?");
-	if (p != NULL && json_object_object_get_ex(p, "state", &v))
-		snprintf(state, sizeof(state), "%s", json_object_get_string(v));
-	json_object_put(p);
-	return state;
-}
-
 /* Waits until name is in state (up to timeout s); 0 or -1. */
 static int
 wait_state(const char *name, const char *state, double timeout)
@@ -65,7 +23,7 @@ wait_state(const char *name, const char *state, double timeout)
 	double end = now_s() + timeout;
 
 	while (now_s() < end) {
-		if (strcmp(peer_state(name), state) == 0)
+		if (strcmp(hub_peer_state(&hub, name), state) == 0)
 			return 0;
 		sleep_ms(5);
 	}
@@ -202,19 +160,19 @@ START_TEST(test_max_deaths_10_fails_after_11)
 		"[guest quitter]\nexec = /bin/false\nmax_deaths = 10\n"
 		"backoff_min = 10ms\nbackoff_max = 20ms\n") == 0);
 	ck_assert_msg(wait_state("quitter", "failed", 15) == 0,
-		      "never failed: %s after %d restarts", peer_state("quitter"),
-		      peer_int("quitter", "restarts"));
+		      "never failed: %s after %d restarts", hub_peer_state(&hub, "quitter"),
+		      hub_peer_int(&hub, "quitter", "restarts"));
 	/* 11 deaths: the first start and 10 restarts */
-	ck_assert_int_eq(peer_int("quitter", "restarts"), 10);
+	ck_assert_int_eq(hub_peer_int(&hub, "quitter", "restarts"), 10);
 	ck_assert_str_eq(last_death("quitter", "reason"), "exited");
 	/* and it stays failed */
 	sleep_ms(200);
-	ck_assert_str_eq(peer_state("quitter"), "failed");
-	ck_assert_int_eq(peer_int("quitter", "restarts"), 10);
+	ck_assert_str_eq(hub_peer_state(&hub, "quitter"), "failed");
+	ck_assert_int_eq(hub_peer_int(&hub, "quitter", "restarts"), 10);
 	ck_assert_int_eq(hubctl(&hub, &out, "restart", "quitter", (char *)NULL), 0);
 	free(out);
 	ck_assert(wait_state("quitter", "failed", 15) == 0);
-	ck_assert_int_eq(peer_int("quitter", "restarts"), 21);
+	ck_assert_int_eq(hub_peer_int(&hub, "quitter", "restarts"), 21);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -234,15 +192,15 @@ START_TEST(test_rename_with_one_entry)
 		      "reload said: %s", msgs);
 	/* old stops, its entry frees, new starts: no second reload */
 	ck_assert_msg(hub_wait_up(&hub, "new", 10000) == 0, "new is %s; log: %s",
-		      peer_state("new"), hub_log_tail(&hub));
+		      hub_peer_state(&hub, "new"), hub_log_tail(&hub));
 	ck_assert_int_eq(entries_named("old"), 0);
-	ck_assert_int_eq(peer_int("new", "peer_id"), 1);
+	ck_assert_int_eq(hub_peer_int(&hub, "new", "peer_id"), 1);
 	/* more guests than entries can never fit: refused, nothing changes */
 	rewrite_conf("max_guests = 2\n", "[guest new]\nexec = @/guests/echo\n"
 		     "[guest other]\nexec = @/guests/echo\n");
 	ck_assert(!reload(msgs, sizeof(msgs)));
 	ck_assert_msg(strstr(msgs, "more guests than max_guests") != NULL, "%s", msgs);
-	ck_assert_str_eq(peer_state("new"), "up");
+	ck_assert_str_eq(hub_peer_state(&hub, "new"), "up");
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -258,17 +216,18 @@ START_TEST(test_doorbell_closed_while_starting)
 		"[guest deaf]\nexec = @/tests/guests/lifeguest\nargs = --mode=hangup\n"
 		"backoff_min = 10s\n") == 0);
 	for (end = now_s() + 10; pid <= 0 && now_s() < end; sleep_ms(5))
-		pid = peer_int("deaf", "pid");
+		pid = hub_peer_int(&hub, "deaf", "pid");
 	ck_assert_int_gt(pid, 0);
 	for (end = now_s() + 10; now_s() < end; sleep_ms(20))
 		if (strstr(last_death("deaf", "detail"), "closed its doorbell") != NULL)
 			break;
 	ck_assert_msg(strstr(last_death("deaf", "detail"), "closed its doorbell") != NULL,
-		      "deaf is %s, never ended; log: %s", peer_state("deaf"), hub_log_tail(&hub));
+		      "deaf is %s, never ended; log: %s", hub_peer_state(&hub, "deaf"),
+		      hub_log_tail(&hub));
 	ck_assert_str_eq(last_death("deaf", "reason"), "hung");
 	ck_assert_msg(!alive(pid), "pid %d lives on", pid);
 	/* restarted under its policy (on-failure): backing off first */
-	ck_assert_str_eq(peer_state("deaf"), "backoff");
+	ck_assert_str_eq(hub_peer_state(&hub, "deaf"), "backoff");
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -285,7 +244,7 @@ START_TEST(test_children_go_with_the_guest)
 		"[guest forker]\nexec = @/tests/guests/lifeguest\nargs = --mode=forker\n"
 		"backoff_min = 10ms\n") == 0);
 	ck_assert(hub_wait_up(&hub, "forker", 10000) == 0);
-	pid = peer_int("forker", "pid");
+	pid = hub_peer_int(&hub, "forker", "pid");
 	for (end = now_s() + 10; child <= 0 && now_s() < end; sleep_ms(5))
 		child = logged_child(&off);
 	ck_assert_msg(child > 0 && alive(child), "no child: %s", hub_log_tail(&hub));
@@ -296,8 +255,9 @@ START_TEST(test_children_go_with_the_guest)
 	ck_assert_msg(!alive(child), "child %d of killed guest %d lives on", child, pid);
 	/* the next instance's child goes when hubd stops */
 	for (end = now_s() + 10; now_s() < end; sleep_ms(5)) {
-		pid2 = peer_int("forker", "pid");
-		if (pid2 > 0 && pid2 != pid && strcmp(peer_state("forker"), "up") == 0)
+		pid2 = hub_peer_int(&hub, "forker", "pid");
+		if (pid2 > 0 && pid2 != pid &&
+		    strcmp(hub_peer_state(&hub, "forker"), "up") == 0)
 			break;
 	}
 	for (end = now_s() + 10; child2 <= 0 && now_s() < end; sleep_ms(5))
@@ -322,22 +282,25 @@ START_TEST(test_readded_while_stopping)
 
 	ck_assert(hub_start(&hub, "stop_grace = 500ms\n", both) == 0);
 	ck_assert(hub_wait_up(&hub, "slow,echo", 10000) == 0);
-	id = peer_int("slow", "peer_id");
-	pid = peer_int("slow", "pid");
+	id = hub_peer_int(&hub, "slow", "peer_id");
+	pid = hub_peer_int(&hub, "slow", "pid");
 	rewrite_conf("stop_grace = 500ms\n", "[guest echo]\nexec = @/guests/echo\n");
 	ck_assert_msg(reload(msgs, sizeof(msgs)), "%s", msgs);
-	ck_assert_str_eq(peer_state("slow"), "stopping");	/* it ignores SIGTERM */
+	/* it ignores SIGTERM */
+	ck_assert_str_eq(hub_peer_state(&hub, "slow"), "stopping");
 	rewrite_conf("stop_grace = 500ms\n", both);
 	ck_assert_msg(reload(msgs, sizeof(msgs)), "%s", msgs);
 	ck_assert_msg(strstr(msgs, "slow: back in the config") != NULL, "%s", msgs);
 	ck_assert_int_eq(entries_named("slow"), 1);
 	/* killed after stop_grace, then started again in the same entry */
 	for (double end = now_s() + 10; now_s() < end; sleep_ms(5))
-		if (peer_int("slow", "pid") != pid && strcmp(peer_state("slow"), "up") == 0)
+		if (hub_peer_int(&hub, "slow", "pid") != pid &&
+		    strcmp(hub_peer_state(&hub, "slow"), "up") == 0)
 			break;
-	ck_assert_msg(strcmp(peer_state("slow"), "up") == 0 && peer_int("slow", "pid") != pid,
-		      "slow is %s; log: %s", peer_state("slow"), hub_log_tail(&hub));
-	ck_assert_int_eq(peer_int("slow", "peer_id"), id);
+	ck_assert_msg(strcmp(hub_peer_state(&hub, "slow"), "up") == 0 &&
+		      hub_peer_int(&hub, "slow", "pid") != pid,
+		      "slow is %s; log: %s", hub_peer_state(&hub, "slow"), hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "slow", "peer_id"), id);
 	ck_assert_int_eq(entries_named("slow"), 1);
 	ck_assert(hub_wait_method(&hub, "life.ping") == 0);
 	log = hub_log(&hub);
@@ -380,7 +343,7 @@ START_TEST(test_spawn_without_fds)
 	for (end = now_s() + 15; now_s() < end; sleep_ms(50)) {
 		nfailed = nup = 0;
 		for (int i = 0; i < N; i++) {
-			if (strcmp(peer_state(names[i]), "up") == 0)
+			if (strcmp(hub_peer_state(&hub, names[i]), "up") == 0)
 				nup++;
 			else if (strcmp(last_death(names[i], "reason"), "spawn failed") == 0)
 				failed[nfailed++] = i;
@@ -395,7 +358,7 @@ START_TEST(test_spawn_without_fds)
 		      "detail: %s", last_death(names[failed[0]], "detail"));
 	/* fds back: stop one more guest than failed, the failed ones come up */
 	for (int i = 0; i < N && stopped <= nfailed; i++) {
-		if (strcmp(peer_state(names[i]), "up") != 0)
+		if (strcmp(hub_peer_state(&hub, names[i]), "up") != 0)
 			continue;
 		ck_assert_int_eq(hubctl(&hub, &out, "stop", names[i], (char *)NULL), 0);
 		free(out);
@@ -403,7 +366,7 @@ START_TEST(test_spawn_without_fds)
 	}
 	for (int k = 0; k < nfailed; k++)
 		ck_assert_msg(wait_state(names[failed[k]], "up", 10) == 0, "%s is %s: %s",
-			      names[failed[k]], peer_state(names[failed[k]]),
+			      names[failed[k]], hub_peer_state(&hub, names[failed[k]]),
 			      last_death(names[failed[k]], "detail"));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
@@ -436,7 +399,8 @@ START_TEST(test_goodbye_grace)
 	ck_assert(hub_start(&hub, "goodbye_grace = 5s\n",
 		"[guest rude]\nexec = @/tests/guests/lifeguest\nargs = --mode=goodbye\n"
 		"restart = never\n") == 0);
-	ck_assert_msg(wait_state("rude", "down", 10) == 0, "rude is %s", peer_state("rude"));
+	ck_assert_msg(wait_state("rude", "down", 10) == 0, "rude is %s",
+		      hub_peer_state(&hub, "rude"));
 	ck_assert_str_eq(last_death("rude", "reason"), "protocol violation");
 	ck_assert_str_eq(last_death("rude", "detail"), "shm.desc.msg-type");
 	/* its own exit status: it left before the SIGKILL */

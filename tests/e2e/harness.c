@@ -127,7 +127,16 @@ connect_sock(const char *path)
 	return -1;
 }
 
-static void
+double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void
 sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
@@ -311,12 +320,44 @@ hub_peer(struct hub_proc *h, const char *name)
 }
 
 static const char *
-peer_state(json_object *p)
+state_of(json_object *p)
 {
 	json_object *s;
 
 	return p != NULL && json_object_object_get_ex(p, "state", &s) ?
 	    json_object_get_string(s) : "?";
+}
+
+void
+hub_start_up(struct hub_proc *h, const char *hub_keys, const char *guests, const char *names)
+{
+	ck_assert_msg(hub_start(h, hub_keys, guests) == 0, "hubd did not start: %s",
+		      hub_log_tail(h));
+	ck_assert_msg(names == NULL || hub_wait_up(h, names, 10000) == 0,
+		      "guests %s not up: %s", names, hub_log_tail(h));
+}
+
+int
+hub_peer_int(struct hub_proc *h, const char *name, const char *key)
+{
+	json_object *p = hub_peer(h, name), *v;
+	int n = -1;
+
+	if (p != NULL && json_object_object_get_ex(p, key, &v))
+		n = json_object_get_int(v);
+	json_object_put(p);
+	return n;
+}
+
+const char *
+hub_peer_state(struct hub_proc *h, const char *name)
+{
+	static char state[32];
+	json_object *p = hub_peer(h, name);
+
+	snprintf(state, sizeof(state), "%s", state_of(p));
+	json_object_put(p);
+	return state;
 }
 
 int
@@ -332,7 +373,7 @@ hub_wait_up(struct hub_proc *h, const char *names, int timeout_ms)
 		     name = strtok_r(NULL, ",", &save)) {
 			json_object *p = hub_peer(h, name);
 
-			if (strcmp(peer_state(p), "up") != 0)
+			if (strcmp(state_of(p), "up") != 0)
 				up = 0;
 			json_object_put(p);
 		}

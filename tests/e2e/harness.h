@@ -43,6 +43,18 @@ int hub_stop(struct hub_proc *h);
 /* One request line; the final answer (items before it are counted in
  * *items when not NULL). NULL if hubd did not answer. */
 json_object *hub_request(struct hub_proc *h, const char *line, int *items);
+/* hub_start, then hub_wait_up(names) unless NULL: asserts both (Check),
+ * with the log's end when it fails. */
+void hub_start_up(struct hub_proc *h, const char *hub_keys, const char *guests,
+		  const char *names);
+/* An integer of a guest's peers entry (-1: none); its state ("?": none,
+ * static). */
+int hub_peer_int(struct hub_proc *h, const char *name, const char *key);
+const char *hub_peer_state(struct hub_proc *h, const char *name);
+/* CLOCK_MONOTONIC in seconds; a sleep. */
+double now_s(void);
+void sleep_ms(int ms);
+
 /* Waits until every named guest (comma-separated) is up; 0 or -1. */
 int hub_wait_up(struct hub_proc *h, const char *names, int timeout_ms);
 /* The peers array entry of name (a new reference) or NULL. */
