@@ -433,20 +433,6 @@ wait_chans_zero(const char *name)
 	return n;
 }
 
-/* The log of this test's hub: from its last start (the log file is
- * shared by the tests of a run). */
-static char *
-this_log(void)
-{
-	char *log = hub_log(&hub), *p, *last = NULL, *copy;
-
-	for (p = log; (p = strstr(p, "hubd: segment ")) != NULL; p++)
-		last = p;
-	copy = strdup(last != NULL ? last : log);
-	free(log);
-	return copy;
-}
-
 /* The guest is still its first instance: never died, never restarted. */
 static void
 never_restarted(const char *name)
@@ -457,11 +443,26 @@ never_restarted(const char *name)
 	ck_assert_msg(json_object_get_int64(json_get(p, "epoch")) == 1 &&
 		      json_object_get_int64(json_get(p, "restarts")) == 0 &&
 		      json_object_array_length(json_get(p, "deaths")) == 0,
-		      "%s: %s; %s", name, json_object_to_json_string(p), this_log());
+		      "%s: %s; %s", name, json_object_to_json_string(p), hub_log_tail(&hub));
 	json_object_put(p);
 }
 
 /* -- channels freed on every path -------------------------------------- */
+
+/* After whatever a test did: counter streams again, with no channel left
+ * open and without ever having been restarted; then the hub stops. */
+static void
+counter_still_serves(void)
+{
+	char *out = NULL;
+
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "counter.count", "5", (char *)NULL), 0);
+	ck_assert_str_eq(out, "1\n2\n3\n4\n5\n5\n");
+	free(out);
+	ck_assert_int_eq(wait_chans_zero("counter"), 0);
+	never_restarted("counter");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
 
 /* r[shm.flow.channel-id-reuse]: a count of 0 sends no item and (with
  * some libguests) no Close: the call's answer ends the stream and frees
@@ -475,15 +476,10 @@ START_TEST(test_count_zero_leaks_nothing)
 		int rc = hubctl(&hub, &out, "call", "counter.count", "0", (char *)NULL);
 
 		ck_assert_msg(rc == 0 && strcmp(out, "0\n") == 0, "call %d: %d %s; %s", i, rc,
-			      out, this_log());
+			      out, hub_log_tail(&hub));
 		free(out);
 	}
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "counter.count", "5", (char *)NULL), 0);
-	ck_assert_str_eq(out, "1\n2\n3\n4\n5\n5\n");
-	free(out);
-	ck_assert_int_eq(wait_chans_zero("counter"), 0);
-	never_restarted("counter");
-	ck_assert_int_eq(hub_stop(&hub), 0);
+	counter_still_serves();
 }
 END_TEST
 
@@ -493,7 +489,6 @@ END_TEST
 START_TEST(test_disconnect_mid_stream)
 {
 	struct reader *r = calloc(1, sizeof(*r));
-	char *out = NULL;
 
 	hub_start_up(&hub, NULL, COUNTER, "counter");
 	for (int k = 0; k < 50; k++) {
@@ -505,12 +500,7 @@ START_TEST(test_disconnect_mid_stream)
 		close(r->fd);
 	}
 	free(r);
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "counter.count", "5", (char *)NULL), 0);
-	ck_assert_str_eq(out, "1\n2\n3\n4\n5\n5\n");
-	free(out);
-	ck_assert_int_eq(wait_chans_zero("counter"), 0);
-	never_restarted("counter");
-	ck_assert_int_eq(hub_stop(&hub), 0);
+	counter_still_serves();
 }
 END_TEST
 
@@ -539,7 +529,7 @@ static int
 log_waits_for(const char *text)
 {
 	for (uint64_t end = ms_now() + 15000; ms_now() < end; sleep_ms(20)) {
-		char *log = this_log();
+		char *log = hub_log(&hub);
 		int found = strstr(log, text) != NULL;
 
 		free(log);
@@ -584,7 +574,7 @@ START_TEST(test_stream_million_into_file)
 	snprintf(path, sizeof(path), "%s/count.json", harness_dir());
 	r.out_file = path;
 	run_hubctl(&r, hub.sock, "-j", "call", "counter.count", "1000000", (char *)NULL);
-	ck_assert_msg(r.status == 0, "hubctl: %d: %s; %s", r.status, r.err, this_log());
+	ck_assert_msg(r.status == 0, "hubctl: %d: %s; %s", r.status, r.err, hub_log_tail(&hub));
 	ck_assert_ptr_nonnull(f = fopen(path, "r"));
 	for (int i = 1; i <= 1000000; i++) {
 		snprintf(want, sizeof(want), "{\"item\":%d}\n", i);
@@ -599,7 +589,7 @@ START_TEST(test_stream_million_into_file)
 	ck_assert_ptr_null(fgets(line, sizeof(line), f));
 	fclose(f);
 	unlink(path);
-	log = this_log();
+	log = hub_log(&hub);
 	ck_assert_msg(strstr(log, "dropped") == NULL, "%.2000s", log);
 	free(log);
 	run_free(&r);
@@ -646,7 +636,6 @@ END_TEST
 START_TEST(test_stream_reader_stops_dropped)
 {
 	struct reader *r = calloc(1, sizeof(*r));
-	char *out = NULL;
 	int n;
 
 	hub_start_up(&hub, "client_timeout = 1s\n", COUNTER, "counter");
@@ -656,18 +645,13 @@ START_TEST(test_stream_reader_stops_dropped)
 		ck_assert_int_eq(read_line(r), 1);
 	/* stops reading: dropped for that, after client_timeout */
 	ck_assert_msg(log_waits_for("took none of its answers for 1.0 s: dropped") == 0,
-		      "%s", this_log());
+		      "%s", hub_log_tail(&hub));
 	/* what was sent before arrives, then the end: never a final answer */
 	while ((n = read_line(r)) == 1)
 		ck_assert_msg(strstr(r->line, "\"ok\"") == NULL, "got %s", r->line);
 	close(r->fd);
 	free(r);
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "counter.count", "5", (char *)NULL), 0);
-	ck_assert_str_eq(out, "1\n2\n3\n4\n5\n5\n");
-	free(out);
-	ck_assert_int_eq(wait_chans_zero("counter"), 0);
-	never_restarted("counter");
-	ck_assert_int_eq(hub_stop(&hub), 0);
+	counter_still_serves();
 }
 END_TEST
 
@@ -797,9 +781,9 @@ START_TEST(test_out_of_fds_no_spin)
 			o = NULL;
 		}
 	}
-	ck_assert_msg(o != NULL, "hubd does not answer again: %s", this_log());
+	ck_assert_msg(o != NULL, "hubd does not answer again: %s", hub_log_tail(&hub));
 	json_object_put(o);
-	log = this_log();
+	log = hub_log(&hub);
 	for (char *p = log; *p != '\0'; p++)
 		lines += *p == '\n';
 	ck_assert_msg(lines < 20, "%d lines logged: %.2000s", lines, log);

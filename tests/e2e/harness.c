@@ -186,6 +186,7 @@ hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 			 (int)strcspn(s + 10, "\n"), s + 10);
 	if ((s = strstr(hub_keys, "control = ")) != NULL)
 		snprintf(h->sock, sizeof(h->sock), "%.*s", (int)strcspn(s + 10, "\n"), s + 10);
+	unlink(h->log);		/* this hub's alone: an earlier test's may be there */
 	if ((f = fopen(h->conf, "w")) == NULL)
 		return -1;
 	fprintf(f, "[hub]\n");
@@ -427,10 +428,16 @@ char *
 hub_log(struct hub_proc *h)
 {
 	FILE *f = fopen(h->log, "r");
-	char *buf = calloc(1, 1 << 20);
+	char *buf = NULL;
+	long n = 0;
 
-	if (f != NULL && buf != NULL)
-		buf[fread(buf, 1, (1 << 20) - 1, f)] = '\0';
+	/* all of it: what a test looks for may come after megabytes */
+	if (f != NULL && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) < 0)
+		n = 0;
+	if ((buf = calloc(1, (size_t)n + 1)) != NULL && f != NULL) {
+		rewind(f);
+		buf[fread(buf, 1, (size_t)n, f)] = '\0';
+	}
 	if (f != NULL)
 		fclose(f);
 	return buf;
