@@ -238,7 +238,7 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	}
 	if (rc != 0)
 		goto fail;
-	/* 4: our entry, through its own offsets (DESIGN: authoritative) */
+	/* 4: our entry, through its own offsets (they are authoritative) */
 	if ((rc = hp_peer_view_guest(&g->seg, t.peer_id, &g->view, why)) != 0)
 		goto fail_unmap;
 	if ((rc = hp_endpoint_init_guest(&g->ep, &g->seg, &g->view, g->doorbell)) != 0) {

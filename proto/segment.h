@@ -125,8 +125,9 @@ struct hp_peer_view {
 int hp_peer_view_host(const struct hp_segment *seg, uint32_t peer_id,
 		      struct hp_peer_view *v);
 
-/* The guest's view: offsets read once from its PeerEntry (authoritative,
- * DESIGN.md) and checked to lie inside the segment; -EBADMSG otherwise. */
+/* The guest's view: offsets read once from its PeerEntry (authoritative:
+ * README, Protocol decisions) and checked to lie inside the segment;
+ * -EBADMSG otherwise. */
 int hp_peer_view_guest(const struct hp_segment *seg, uint32_t peer_id,
 		       struct hp_peer_view *v, const char **why);
 
