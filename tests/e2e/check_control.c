@@ -208,6 +208,7 @@ START_TEST(test_refusals_exit_1)
 	if (geteuid() != 0)
 		return;
 	hub_start_up(&hub, NULL, ECHO, "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
 	socket_for_other();
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		for (int json = 0; json < 2; json++) {
@@ -239,6 +240,7 @@ START_TEST(test_request_too_large)
 	char *big = malloc(70001);
 
 	hub_start_up(&hub, NULL, ECHO, "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
 	memset(big, 'x', 70000);
 	big[70000] = '\0';
 	run_hubctl(&r, hub.sock, "call", "echo.echo", big, (char *)NULL);
@@ -315,6 +317,7 @@ START_TEST(test_nul_in_arguments)
 	json_object *o, *v;
 
 	hub_start_up(&hub, NULL, ECHO COUNTER, "echo,counter");
+	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse,counter.count,counter.stream") == 0);
 	o = hub_request(&hub, "{\"cmd\":\"call\",\"method\":\"echo.echo\",\"args\":[\"a\\u0000b\"]}",
 			NULL);
 	ck_assert_ptr_nonnull(o);
@@ -472,6 +475,7 @@ START_TEST(test_count_zero_leaks_nothing)
 	char *out = NULL;
 
 	hub_start_up(&hub, NULL, COUNTER, "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count,counter.stream") == 0);
 	for (int i = 0; i < 100; i++) {
 		int rc = hubctl(&hub, &out, "call", "counter.count", "0", (char *)NULL);
 
@@ -491,6 +495,7 @@ START_TEST(test_disconnect_mid_stream)
 	struct reader *r = calloc(1, sizeof(*r));
 
 	hub_start_up(&hub, NULL, COUNTER, "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count,counter.stream") == 0);
 	for (int k = 0; k < 50; k++) {
 		r->len = 0;
 		r->fd = raw_connect(hub.sock);
@@ -571,6 +576,7 @@ START_TEST(test_stream_million_into_file)
 	json_object *o;
 
 	hub_start_up(&hub, NULL, COUNTER, "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count,counter.stream") == 0);
 	snprintf(path, sizeof(path), "%s/count.json", harness_dir());
 	r.out_file = path;
 	run_hubctl(&r, hub.sock, "-j", "call", "counter.count", "1000000", (char *)NULL);
@@ -606,6 +612,7 @@ START_TEST(test_stream_slow_reader)
 	long before, during;
 
 	hub_start_up(&hub, NULL, COUNTER, "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count,counter.stream") == 0);
 	before = rss_anon_kb(hub.pid);
 	r->fd = raw_connect(hub.sock);
 	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"counter.count\",\"args\":[\"1000000\"]}");
@@ -639,6 +646,7 @@ START_TEST(test_stream_reader_stops_dropped)
 	int n;
 
 	hub_start_up(&hub, "client_timeout = 1s\n", COUNTER, "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count,counter.stream") == 0);
 	r->fd = raw_connect(hub.sock);
 	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"counter.count\",\"args\":[\"1000000\"]}");
 	for (int i = 1; i <= 100; i++)
@@ -669,6 +677,7 @@ START_TEST(test_other_user_cannot_lock_out_root)
 	if (geteuid() != 0)
 		return;		/* needs root to be somebody else */
 	hub_start_up(&hub, NULL, ECHO, "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
 	socket_for_other();
 	ck_assert_int_eq(pipe(ready), 0);
 	ck_assert_int_eq(pipe(done), 0);
@@ -721,6 +730,7 @@ START_TEST(test_idle_clients_closed)
 	char buf[16];
 
 	hub_start_up(&hub, "client_timeout = 1s\n", ECHO, "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
 	idle = raw_connect(hub.sock);
 	r->fd = raw_connect(hub.sock);
 	for (int i = 0; i < 6; i++) {	/* busy for 2.4 s */

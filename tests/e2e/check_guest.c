@@ -39,6 +39,7 @@ START_TEST(test_busy_guest_keeps_its_heartbeat)
 	hub_start_up(&hub, "heartbeat_interval = 100ms",
 	    "[guest counter]\nexec = @/guests/counter\n",
 	      "counter");
+	ck_assert(hub_wait_method(&hub, "counter.stream") == 0);
 	pid = hub_peer_int(&hub, "counter", "pid");
 	rc = hubctl(&hub, &out, "-t", "120", "call", "counter.stream", bytes, "65000",
 		    (char *)NULL);
@@ -69,6 +70,7 @@ START_TEST(test_empty_stream_is_closed)
 	int open;
 
 	hub_start_up(&hub, NULL, "[guest counter]\nexec = @/guests/counter\n", "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count") == 0);
 	ck_assert_int_eq(hub_peer_int(&hub, "counter", "channels_open"), 0);
 	ck_assert_msg(hubctl(&hub, &out, "call", "counter.count", "0", (char *)NULL) == 0 &&
 		      strcmp(out, "0\n") == 0, "counter.count 0: '%s'", out);
@@ -89,6 +91,7 @@ START_TEST(test_kv_keeps_bytes_that_are_not_utf8)
 	int rc;
 
 	hub_start_up(&hub, NULL, "[guest kv]\nexec = @/guests/kv\n", "kv");
+	ck_assert(hub_wait_method(&hub, "kv.put,kv.get") == 0);
 	rc = hubctl(&hub, &out, "call", "kv.put", "k", "a\xff" "b", (char *)NULL);
 	ck_assert_msg(rc == 0, "kv.put: status %d, output '%s'", rc, out);
 	free(out);

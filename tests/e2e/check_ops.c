@@ -43,6 +43,7 @@ START_TEST(test_json_output_parses)
 	json_object *o;
 
 	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
+	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse,kv.put,kv.get,kv.delete,kv.list") == 0);
 	o = ctl_json(0, "status", NULL);
 	ck_assert(json_object_get_boolean(json_get(o, "ok")));
 	ck_assert_int_eq(json_object_get_int(json_get(o, "guests")), 2);
@@ -291,6 +292,7 @@ START_TEST(test_guest_user_group_limits)
 	/* and it works as any guest does */
 	char *out = NULL;
 
+	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
 	ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "as nobody", (char *)NULL), 0);
 	ck_assert_str_eq(out, "as nobody\n");
 	free(out);

@@ -456,15 +456,34 @@ hub_log_tail(struct hub_proc *h)
 	return buf;
 }
 
-int
-hub_wait_method(struct hub_proc *h, const char *method)
+/* Whether the methods answer a lists a method called name. */
+static int
+lists_method(json_object *a, const char *name)
 {
+	json_object *ms = json_get(a, "methods");
+
+	for (size_t i = 0; i < json_object_array_length(ms); i++)
+		if (strcmp(json_object_get_string(json_get(json_object_array_get_idx(ms, i),
+							   "name")), name) == 0)
+			return 1;
+	return 0;
+}
+
+int
+hub_wait_method(struct hub_proc *h, const char *methods)
+{
+	char list[512], *save, *name;
+
 	for (int i = 0; i < 1000; i++) {
 		json_object *a = hub_request(h, "{\"cmd\":\"methods\"}", NULL);
-		int found = a != NULL && strstr(json_object_to_json_string(a), method) != NULL;
+		int all = a != NULL;
 
+		snprintf(list, sizeof(list), "%s", methods);
+		for (name = strtok_r(list, ",", &save); name != NULL && all;
+		     name = strtok_r(NULL, ",", &save))
+			all = lists_method(a, name);
 		json_object_put(a);
-		if (found)
+		if (all)
 			return 0;
 		sleep_ms(10);
 	}

@@ -69,8 +69,9 @@ char *hub_log(struct hub_proc *h);
  * ones. */
 const char *hub_log_tail(struct hub_proc *h);
 
-/* Waits until a guest registered method (10 s); 0 or -1. */
-int hub_wait_method(struct hub_proc *h, const char *method);
+/* Waits until every method named (comma-separated) can be called: a guest
+ * is up before it has registered its methods (10 s); 0 or -1. */
+int hub_wait_method(struct hub_proc *h, const char *methods);
 
 /* o[key], or NULL. */
 json_object *json_get(json_object *o, const char *key);

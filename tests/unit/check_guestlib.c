@@ -358,6 +358,46 @@ START_TEST(test_heartbeat_while_waiting_for_credit)
 }
 END_TEST
 
+static void *
+grant_later(void *arg)
+{
+	(void)arg;
+	usleep(100000);		/* the sender is asleep by now */
+	hp_chan_grant(&hview.chans[2], 64);
+	hp_endpoint_notify_credit(&host, &hview.chans[2].granted_total);
+	return NULL;
+}
+
+/* r[shm.flow.zero-credit] r[shm.wakeup.credit-wait]: a sender out of credit
+ * sleeps until the receiver grants more, and the grant's wake ends its
+ * wait (a lost wake would run into the 10 s timeout). */
+START_TEST(test_grant_wakes_a_sender_out_of_credit)
+{
+	struct guest_stats st;
+	struct guest *g;
+	const char *why = NULL;
+	uint8_t item[8] = { 0 };
+	pthread_t th;
+	uint32_t id = 0;
+	int rc;
+
+	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	host_init();
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
+	hp_store_release_u32(&hview.chans[2].granted_total, 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, grant_later, NULL), 0);
+	rc = guest_chan_send(g, 2, item, sizeof(item), 10000);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(rc, 0);
+	guest_get_stats(g, &st);
+	ck_assert_uint_eq(st.credit_waits, 1);
+	ck_assert_uint_ge(st.sleeps, 1);
+	ck_assert_int_eq(host_next(&id), HP_MSG_DATA);
+	ck_assert_uint_eq(id, 2);
+	cleanup(g);
+}
+END_TEST
+
 /* r[shm.crash.heartbeat]: a guest waiting for ring space (the host does
  * not consume) beats all along, and the send's timeout holds. */
 START_TEST(test_heartbeat_while_waiting_for_ring_space)
@@ -615,6 +655,7 @@ suite_guestlib(void)
 	tcase_add_checked_fixture(tc, NULL, remove_files);
 	tcase_set_timeout(tc, 15);
 	tcase_add_test(tc, test_heartbeat_while_waiting_for_credit);
+	tcase_add_test(tc, test_grant_wakes_a_sender_out_of_credit);
 	tcase_add_test(tc, test_heartbeat_while_waiting_for_ring_space);
 	tcase_add_test(tc, test_goodbye_reason);
 	tcase_add_test(tc, test_goodbye_fails_a_waiting_call);
