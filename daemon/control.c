@@ -574,7 +574,7 @@ cmd_reload(struct client *c)
 	json_object_object_add(o, "ok", json_object_new_boolean(rc == 0));
 	if (rc != 0)
 		json_object_object_add(o, "error", json_object_new_string(
-			"the config is broken: nothing changed"));
+			"reload refused: nothing changed"));
 	json_object_object_add(o, "messages", lines);
 	reply(c, o);
 }

@@ -1,7 +1,9 @@
 /* chaos: a hostile guest. It attaches like any guest, then does, at
  * random, one thing after another that a buggy or malicious plugin could
  * do to the segment, counting each in the shared counter file given with
- * --counter (the test's tally of rounds), until the host ends it:
+ * --counter (the test's tally of rounds; its second word takes the
+ * harmful acts in turn across instances, so that each comes up), until
+ * the host ends it:
  * descriptors with a bad type, slot, generation, offset or length,
  * channel ids out of range or of the host's parity, Data past its credit,
  * duplicate request ids, answers to nothing, truncated and overlong
@@ -31,7 +33,7 @@
 static struct hp_endpoint ep;
 static struct hp_peer_view view;
 static struct hp_segment seg;
-static hp_atomic_u64 *rounds;
+static hp_atomic_u64 *rounds;	/* [0] rounds, [1] harmful acts so far */
 static uint64_t rng;
 static uint32_t next_id = 1;
 
@@ -248,8 +250,8 @@ main(int argc, char *argv[])
 		if (strncmp(argv[i], "--counter=", 10) == 0)
 			counter = argv[i] + 10;
 	if (counter == NULL || (fd = open(counter, O_RDWR)) < 0 ||
-	    (rounds = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
-		errx(1, "--counter=FILE (8 bytes) needed");
+	    (rounds = mmap(NULL, 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+		errx(1, "--counter=FILE (16 bytes) needed");
 	raw_attach(argc, argv, &t, &seg, &view, &ep);
 	rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ (uint64_t)time(NULL);
 	for (;;) {
@@ -267,7 +269,8 @@ main(int argc, char *argv[])
 		else if (r < 4)
 			what = 17;
 		else if (r < 100)
-			what = harmful[rnd() % (sizeof(harmful) / sizeof(harmful[0]))];
+			what = harmful[atomic_fetch_add_explicit(&rounds[1], 1,
+				memory_order_relaxed) % (sizeof(harmful) / sizeof(harmful[0]))];
 		else
 			what = harmless[rnd() % (sizeof(harmless) / sizeof(harmless[0]))];
 
