@@ -255,8 +255,10 @@ main(int argc, char *argv[])
 	raw_attach(argc, argv, &t, &seg, &view, &ep);
 	rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ (uint64_t)time(NULL);
 	for (;;) {
-		static const unsigned harmful[] = { 0, 1, 2, 3, 4, 5, 6, 8, 12, 13, 14, 15 };
-		static const unsigned harmless[] = { 7, 9, 10, 11, 16 };
+		/* 16 ends us when the host reads the descriptor after our
+		 * scribble over its length: harmful, in turn with the rest */
+		static const unsigned harmful[] = { 0, 1, 2, 3, 4, 5, 6, 8, 12, 13, 14, 15, 16 };
+		static const unsigned harmless[] = { 7, 9, 10, 11 };
 		struct hp_msg_in m;
 		const char *rule;
 		unsigned r = (unsigned)(rnd() % 1000), what;
