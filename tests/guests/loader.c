@@ -126,7 +126,7 @@ main(int argc, char *argv[])
 	if (guest_register(g, "loader.stats", "->str", stats, NULL) != 0 ||
 	    guest_register(g, "loader.pause", "->unit", pause_calls, NULL) != 0)
 		errx(1, "cannot register");
-	/* kv starts beside us: until it has registered kv.put, the hub
+	/* kv and echo start beside us: until they have registered, the hub
 	 * answers "no such method"; a guest that needs another waits */
 	for (int tries = 0; (rc = guest_call(g, "kv.put", args, pos, NULL, 0, NULL,
 					     10000)) == -ENOSYS && tries < 1000; tries++)
@@ -134,6 +134,12 @@ main(int argc, char *argv[])
 			break;
 	if (rc != 0)
 		errx(1, "cannot set up: kv.put: %s", strerror(-rc));
+	pos = 0;
+	guest_pc_put_str(args, sizeof(args), &pos, "up?", 3);
+	for (int tries = 0; (rc = guest_call(g, "echo.echo", args, pos, NULL, 0, NULL,
+					     10000)) == -ENOSYS && tries < 1000; tries++)
+		if (guest_service_wait(g, 10) != 0)
+			break;
 	for (;;) {
 		while (!paused && inflight_kv < WINDOW)
 			issue(1);
