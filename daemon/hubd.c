@@ -392,6 +392,13 @@ main(int argc, char *argv[])
 		config_free(&h->conf);
 		return 1;
 	}
+	/* before anything is made: a SIGTERM from now on waits for the loop
+	 * and stops the hub cleanly, never kills it half set up */
+	for (int i = 0; i < 3; i++) {
+		ev_signal_init(&h->sig_w[i], signal_cb, sigs[i]);
+		h->sig_w[i].data = h;
+		ev_signal_start(h->loop, &h->sig_w[i]);
+	}
 	if (setup(h) != 0) {
 		teardown(h);
 		ev_loop_destroy(h->loop);
@@ -411,11 +418,6 @@ main(int argc, char *argv[])
 	ev_timer_init(&h->tick_w, tick_cb, tick, tick);
 	h->tick_w.data = h;
 	ev_timer_start(h->loop, &h->tick_w);
-	for (int i = 0; i < 3; i++) {
-		ev_signal_init(&h->sig_w[i], signal_cb, sigs[i]);
-		h->sig_w[i].data = h;
-		ev_signal_start(h->loop, &h->sig_w[i]);
-	}
 	h->start_ns = now_ns();
 	if (notify_watchdog_s() > 0) {
 		ev_timer_init(&h->watchdog_w, watchdog_cb, 0, notify_watchdog_s() / 2);

@@ -203,6 +203,43 @@ START_TEST(test_foreign_files_kept)
 }
 END_TEST
 
+/* A SIGTERM while hubd is still setting up (here: reserving a 1 GiB
+ * segment) stops it cleanly once it is ready, never kills it half made
+ * with its lock and segment left behind. */
+START_TEST(test_sigterm_during_start)
+{
+	const char *conf = path_in_run("big.conf");
+	char seg[256], lock[300];
+	int status;
+	pid_t pid;
+	FILE *f;
+
+	snprintf(seg, sizeof(seg), "%s", harness_shm_path("big"));
+	snprintf(lock, sizeof(lock), "%s.lock", seg);
+	ck_assert_ptr_nonnull(f = fopen(conf, "w"));
+	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\nmax_guests = 15\n"
+		"slot_size = 1M\nslots_per_guest = 64\n", seg, path_in_run("big.sock"));
+	fclose(f);
+	if ((pid = fork()) == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 2);
+		execl(bin("hubd"), "hubd", "-f", conf, (char *)NULL);
+		_exit(127);
+	}
+	/* the lock is the first thing it makes */
+	for (int i = 0; i < 10000 && !exists(lock); i++)
+		usleep(100);
+	ck_assert_msg(exists(lock), "hubd never took its lock");
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "hubd ended with status %#x (signal %d)", status,
+		      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	ck_assert_msg(!exists(seg) && !exists(lock), "the segment or its lock was left");
+}
+END_TEST
+
 /* attach_timeout = 0 would kill every guest: hubd -n refuses it */
 START_TEST(test_zero_attach_timeout_refused)
 {
@@ -238,6 +275,7 @@ suite_startup(void)
 	tcase_add_test(tc, test_failed_start_removes_what_it_made);
 	tcase_add_test(tc, test_foreign_files_kept);
 	tcase_add_test(tc, test_zero_attach_timeout_refused);
+	tcase_add_test(tc, test_sigterm_during_start);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -44,6 +44,17 @@ harness_dir(void)
 	return run_dir;
 }
 
+const char *
+harness_shm_path(const char *name)
+{
+	static char path[4][256];
+	static int next;
+	char *p = path[next++ % 4];
+
+	snprintf(p, 256, "/dev/shm/%s%s", shm_prefix, name);
+	return p;
+}
+
 void
 harness_setup(void)
 {

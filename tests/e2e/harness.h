@@ -25,6 +25,10 @@ void harness_teardown(void);
  * anything a test mounted on a directory inside it). */
 const char *harness_dir(void);
 
+/* A path in /dev/shm that harness_teardown removes (with its hubd, if a
+ * lock file there names one). */
+const char *harness_shm_path(const char *name);
+
 /* Path of a built program, e.g. bin("hubd"), bin("guests/echo"). */
 const char *bin(const char *name);
 
