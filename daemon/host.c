@@ -65,8 +65,16 @@ index_slot(struct hub *h, uint64_t id)
 	return &h->mindex[i];
 }
 
+static void
+index_fill(struct hub *h)
+{
+	memset(h->mindex, 0, h->mindex_cap * sizeof(*h->mindex));
+	for (uint32_t i = 0; i < h->nmethods; i++)
+		*index_slot(h, h->methods[i].id) = i + 1;
+}
+
 static int
-index_rebuild(struct hub *h, uint32_t cap)
+index_grow(struct hub *h, uint32_t cap)
 {
 	uint32_t *idx = calloc(cap, sizeof(*idx));
 
@@ -75,8 +83,7 @@ index_rebuild(struct hub *h, uint32_t cap)
 	free(h->mindex);
 	h->mindex = idx;
 	h->mindex_cap = cap;
-	for (uint32_t i = 0; i < h->nmethods; i++)
-		*index_slot(h, h->methods[i].id) = i + 1;
+	index_fill(h);
 	return 0;
 }
 
@@ -127,6 +134,13 @@ method_unavailable(struct hub *h, const struct method *m, char *buf, size_t len)
 	return buf;
 }
 
+/* Whether a guest's entry holds nobody who will come back by itself. */
+static int
+down_for_good(const struct peer *q)
+{
+	return q->conf == NULL || q->state == PEER_DOWN || q->state == PEER_FAILED;
+}
+
 /* Registers name for owner's instance epoch (owner 0: the host). */
 static int
 method_add(struct hub *h, const char *name, const char *signature,
@@ -152,22 +166,18 @@ method_add(struct hub *h, const char *name, const char *signature,
 		/* taken, unless by an earlier instance of this guest, or by
 		 * one that is down for good */
 		if (host_method_live(h, old) ||
-		    (old->owner != owner && peer_of(h, old->owner)->conf != NULL &&
-		     peer_of(h, old->owner)->state != PEER_DOWN &&
-		     peer_of(h, old->owner)->state != PEER_FAILED)) {
+		    (old->owner != owner && !down_for_good(peer_of(h, old->owner)))) {
 			*why = HP_SVC_REG_TAKEN;
 			return -EEXIST;
 		}
-		if (p != NULL && p->nmethods >= HOST_METHODS_PER_GUEST) {
-			*why = HP_SVC_REG_TOO_MANY;
-			return -ENOSPC;
-		}
+	}
+	if (p != NULL && p->nmethods >= HOST_METHODS_PER_GUEST) {
+		*why = HP_SVC_REG_TOO_MANY;
+		return -ENOSPC;
+	}
+	if (old != NULL) {
 		m = old;
 	} else {
-		if (p != NULL && p->nmethods >= HOST_METHODS_PER_GUEST) {
-			*why = HP_SVC_REG_TOO_MANY;
-			return -ENOSPC;
-		}
 		if (h->nmethods == h->mcap) {
 			uint32_t cap = h->mcap ? h->mcap * 2 : 64;
 
@@ -179,7 +189,7 @@ method_add(struct hub *h, const char *name, const char *signature,
 			h->mcap = cap;
 		}
 		if ((h->nmethods + 1) * 2 > h->mindex_cap &&
-		    index_rebuild(h, h->mindex_cap ? h->mindex_cap * 2 : 128) != 0) {
+		    index_grow(h, h->mindex_cap ? h->mindex_cap * 2 : 128) != 0) {
 			*why = "out of memory";
 			return -ENOMEM;
 		}
@@ -210,10 +220,7 @@ host_forget(struct hub *h, struct peer *p)
 	if (kept == h->nmethods)
 		return;
 	h->nmethods = kept;
-	/* the same size cannot fail: it is only filled anew */
-	memset(h->mindex, 0, h->mindex_cap * sizeof(*h->mindex));
-	for (uint32_t i = 0; i < h->nmethods; i++)
-		*index_slot(h, h->methods[i].id) = i + 1;
+	index_fill(h);		/* indices moved: the same size, filled anew */
 }
 
 int
