@@ -41,9 +41,11 @@ HEADERS := $(wildcard proto/*.h daemon/*.h guestlib/*.h)
 DAEMON_SRC := $(filter-out daemon/hubd.c daemon/hubctl.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
-DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd) -lev
+DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash) -lev
 
 GUEST_SO := $(B)/libguest.so
+# The stream hash (hub.sink, hub.source) for the guests that check it.
+HASH_LIBS = -Wl,--as-needed $(shell pkg-config --libs libxxhash) -Wl,--no-as-needed
 GUEST_A := $(B)/libguest.a
 EXAMPLES := $(patsubst guestlib/examples/%.c,$(B)/guests/%,$(wildcard guestlib/examples/*.c))
 TEST_GUESTS := $(patsubst tests/guests/%.c,$(B)/tests/guests/%,$(wildcard tests/guests/*.c))
@@ -103,10 +105,10 @@ $(B)/hubctl: $(B)/daemon/hubctl.o $(PROTO_LIB)
 # Example guests link the shared library, found next to them.
 $(B)/guests/%: $(B)/guestlib/examples/%.o $(GUEST_SO)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< -L$(B) -lguest -Wl,-rpath,'$$ORIGIN/..'
+	$(CC) $(ALL_LDFLAGS) -o $@ $< -L$(B) -lguest -Wl,-rpath,'$$ORIGIN/..' $(HASH_LIBS)
 # Test guests: libguest-based or on proto directly (to break the rules).
 $(B)/tests/guests/%: $(B)/tests/guests/%.o $(GUEST_A) $(PROTO_LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS)
 
 # Benchmarks: the baselines (ZeroMQ when libzmq is there) and a guest.
 $(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)

@@ -422,7 +422,7 @@ static json_object *
 peer_json(struct hub *h, struct peer *p)
 {
 	json_object *o = json_object_new_object(), *deaths = json_object_new_array();
-	uint64_t now = now_ns();
+	uint64_t now = hp_now_ns();
 
 	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
 	json_object_object_add(o, "peer_id", json_object_new_int((int)p->id));
@@ -643,7 +643,7 @@ cmd_status(struct client *c)
 	json_object_object_add(o, "segment", json_object_new_string(h->conf.segment_path));
 	json_object_object_add(o, "segment_size", json_object_new_uint64(h->seg.size));
 	json_object_object_add(o, "uptime_s", json_object_new_double(
-		(double)(now_ns() - h->start_ns) / 1e9));
+		(double)(hp_now_ns() - h->start_ns) / 1e9));
 	json_object_object_add(o, "max_guests", json_object_new_int((int)p->max_guests));
 	json_object_object_add(o, "ring_size", json_object_new_int((int)p->ring_size));
 	json_object_object_add(o, "slot_size", json_object_new_int64(p->slot_size));

@@ -9,11 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "daemon/control.h"
 #include "daemon/hubd.h"
 #include "daemon/log.h"
 #include "proto/channel.h"
-#include "proto/checksum.h"
 #include "proto/method.h"
 #include "proto/services.h"
 
@@ -595,7 +596,7 @@ svc_sink(struct hub *h, struct peer *p, const struct origin *o,
 	c->open = 1;
 	c->granted = h->seg.params.initial_credit;	/* r[shm.flow.initial] */
 	c->item_type = HP_T_BYTES;
-	c->checksum = HP_CHECKSUM_INIT;
+	c->checksum = HP_STREAM_HASH_SEED;
 	c->o = *o;
 	c->o.kind = ORIGIN_SINK;	/* answered on Close */
 }
@@ -623,7 +624,7 @@ svc_source(struct hub *h, struct peer *p, const struct origin *o,
 	memset(c, 0, sizeof(*c));
 	c->open = c->sending = 1;
 	c->to_send = bytes;
-	c->checksum = HP_CHECKSUM_INIT;
+	c->checksum = HP_STREAM_HASH_SEED;
 	c->o = *o;
 	p->sources++;
 }
@@ -672,7 +673,7 @@ source_pump(struct hub *h, struct peer *p)
 				break;
 			for (uint32_t i = 0; i < n; i++)
 				ob.buf[i] = (uint8_t)(c->bytes + i);
-			c->checksum = hp_checksum(c->checksum, ob.buf, (size_t)n);
+			c->checksum = XXH3_64bits_withSeed(ob.buf, (size_t)n, c->checksum);
 			if (ob.slot != HP_SLOT_INLINE)
 				h->slot_owner[ob.slot] = (uint8_t)p->id;
 			hp_endpoint_commit(&p->ep, &ob, HP_MSG_DATA, id, 0, (uint32_t)n,
@@ -940,7 +941,7 @@ on_data(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 		return;
 	}
 	if (c->o.kind == ORIGIN_SINK)
-		c->checksum = hp_checksum(c->checksum, m->payload, m->len);
+		c->checksum = XXH3_64bits_withSeed(m->payload, m->len, c->checksum);
 	/* hub.sink's consumed now; a stream whose client is gone drains
 	 * until the guest ends it */
 	c->unreported += m->len;

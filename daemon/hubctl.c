@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "daemon/control.h"
+#include "proto/clock.h"
 #include "proto/segment.h"
 #include "proto/slot.h"
 
@@ -486,7 +487,6 @@ cmd_inspect(int fd, int argc, char **argv)
 	struct hp_slot_pool pool;
 	const char *why = NULL;
 	struct hp_header *h;
-	struct timespec ts;
 	json_object *o = json_object_new_object(), *peers = json_object_new_array();
 	json_object *problems = json_object_new_array();
 	uint64_t now;
@@ -496,8 +496,7 @@ cmd_inspect(int fd, int argc, char **argv)
 	(void)argc;
 	if ((rc = hp_segment_attach(&seg, argv[0], HP_ATTACH_RDONLY, &why)) != 0)
 		errx(2, "%s: %s", argv[0], why ? why : strerror(-rc));
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	now = hp_now_ns();
 	h = hp_segment_header(&seg);
 	const struct hp_params *p = &seg.params;
 #define PROBLEM(...) do {								char m[160];								snprintf(m, sizeof(m), __VA_ARGS__);					json_object_array_add(problems, json_object_new_string(m)); 	} while (0)

@@ -23,15 +23,6 @@
 #define YIELD_AFTER_NS	10000	/* quiet this long: yield the CPU now and then */
 #define DEFAULT_CONF	"/etc/hub/hubd.conf"
 
-uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void __attribute__((noreturn))
 usage(void)
 {
@@ -49,7 +40,7 @@ static void
 idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct hub *h = w->data;
-	uint64_t start = now_ns(), last = start, now = start;
+	uint64_t start = hp_now_ns(), last = start, now = start;
 
 	(void)revents;
 	for (unsigned round = 0;; round++) {
@@ -60,7 +51,7 @@ idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 		/* the clock only now and then: a read costs as much as a poll */
 		if (round % 16 != 0)
 			continue;
-		now = now_ns();
+		now = hp_now_ns();
 		/* quiet for a while: a guest we woke may be waiting for this
 		 * CPU (the kernel likes to wake it here), so step aside now
 		 * and then; a reply within YIELD_AFTER_NS still finds us spinning */
@@ -123,7 +114,7 @@ tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	host_check(w->data, now_ns());
+	host_check(w->data, hp_now_ns());
 	update_status(w->data);
 }
 
@@ -418,7 +409,7 @@ main(int argc, char *argv[])
 	ev_timer_init(&h->tick_w, tick_cb, tick, tick);
 	h->tick_w.data = h;
 	ev_timer_start(h->loop, &h->tick_w);
-	h->start_ns = now_ns();
+	h->start_ns = hp_now_ns();
 	if (notify_watchdog_s() > 0) {
 		ev_timer_init(&h->watchdog_w, watchdog_cb, 0, notify_watchdog_s() / 2);
 		ev_timer_again(h->loop, &h->watchdog_w);

@@ -11,6 +11,7 @@
 
 #include "daemon/config.h"
 #include "daemon/lifecycle.h"
+#include "proto/clock.h"
 #include "proto/endpoint.h"
 #include "proto/msg.h"
 #include "proto/segment.h"
@@ -80,7 +81,7 @@ struct hchan {
 	uint32_t	unreported;	/* consumed, not yet granted back */
 	uint32_t	held;		/* a client stream: items its client has not taken */
 	uint8_t		stale;		/* a client stream we ended: STALE_* */
-	uint64_t	checksum;	/* hub.sink, hub.source: FNV-1a 64 */
+	uint64_t	checksum;	/* hub.sink, hub.source: the stream hash (services.h) */
 	uint64_t	bytes;
 	uint64_t	to_send;	/* hub.source: bytes still to send */
 	uint32_t	sent_total;	/* hub.source: r[shm.flow.remaining-credit] */
@@ -194,9 +195,6 @@ struct hub {
 	struct guest_conf	**waiting;	/* added by a reload, no entry free yet */
 	uint32_t		nwaiting;
 };
-
-/* hubd.c */
-uint64_t	now_ns(void);
 
 /* reload.c: re-read the config; 0 applied, -1 nothing changed. What it
  * did and refused goes to msgs, one line each. A guest added while every

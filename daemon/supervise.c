@@ -69,15 +69,6 @@ seconds(uint64_t ns)
 	return (double)ns / 1e9;
 }
 
-static uint64_t
-wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* SIGKILL (or sig) to the guest and everything in its process group. */
 static void
 kill_group(struct peer *p, int sig)
@@ -335,7 +326,7 @@ spawn(struct hub *h, struct peer *p)
 	}
 	p->kill_reason = -1;
 	p->kill_detail[0] = '\0';
-	p->start_ns = now_ns();
+	p->start_ns = hp_now_ns();
 	p->up_ns = 0;		/* not up: a failure here is no long run */
 	/* r[shm.spawn.ticket] 1 r[shm.spawn.reserved-state]: ours until it
 	 * attaches. Down, the entry is Empty unless a guest wrote over it. */
@@ -480,7 +471,7 @@ record(struct peer *p, int reason, int status)
 {
 	struct death *d = &p->tally[p->ndeaths % TALLY_MAX];
 
-	d->when_ns = wall_ns();
+	d->when_ns = hp_clock_ns(CLOCK_REALTIME);
 	d->reason = reason;
 	d->status = status;
 	snprintf(d->detail, sizeof(d->detail), "%s", p->kill_detail);
@@ -602,7 +593,7 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 	struct life_out out;
 
 	memset(&in, 0, sizeof(in));
-	in.now_ns = now_ns();
+	in.now_ns = hp_now_ns();
 	in.conf = p->conf;
 	in.hub_stopping = h->stopping;
 	if (e == PE_DIED || e == PE_SPAWN_FAILED) {
@@ -643,7 +634,7 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		}
 		disarm(h, p);
 		p->state = out.next;
-		p->up_ns = now_ns();
+		p->up_ns = hp_now_ns();
 		log_info("guest %s: attached as peer %u (pid %d, epoch %u)", p->conf->name,
 			 p->id, (int)p->pid, p->epoch);
 		break;

@@ -11,7 +11,6 @@
 
 #include "guestlib/guest.h"
 #include "proto/channel.h"
-#include "proto/checksum.h"
 #include "proto/doorbell.h"
 #include "proto/endpoint.h"
 #include "proto/method.h"
@@ -1316,10 +1315,4 @@ guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v)
 		return -EBADMSG;
 	*pos += d.pos;
 	return 0;
-}
-
-EXPORT uint64_t
-guest_checksum(uint64_t h, const void *item, size_t len)
-{
-	return hp_checksum(h, item, len);
 }

@@ -194,9 +194,9 @@ int guest_pc_get_bytes(const uint8_t *buf, size_t len, size_t *pos, const uint8_
 		       size_t *n);
 int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v);
 
-/* The checksum hub.sink and hub.source report for a stream (FNV-1a 64 by
- * 8-byte words): start from GUEST_CHECKSUM_INIT, feed each item in order. */
-#define GUEST_CHECKSUM_INIT	0xcbf29ce484222325ull
-uint64_t guest_checksum(uint64_t h, const void *item, size_t len);
+/* hub.sink and hub.source answer with the stream's hash: XXH3-64 from
+ * libxxhash chained over the items in order, h = XXH3_64bits_withSeed(item,
+ * len, h) from h = 0, over each item as sent (for bytes items, the postcard
+ * length prefix included). */
 
 #endif

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "proto/channel.h"
+#include "proto/clock.h"
 #include "proto/doorbell.h"
 #include "proto/endpoint.h"
 #include "proto/futex.h"
@@ -344,20 +345,11 @@ hp_endpoint_cancel(struct hp_endpoint *ep)
 		hp_store_relaxed_u32(ep->my_waits, 0);
 }
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int
 hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		 int (*ready)(void *arg), void *arg, int timeout_ms)
 {
-	uint64_t start = now_ns(), deadline = UINT64_MAX;
+	uint64_t start = hp_now_ns(), deadline = UINT64_MAX;
 	int r, i;
 
 	if (timeout_ms >= 0)
@@ -366,7 +358,7 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		if ((r = ready(arg)) != 0)
 			return r < 0 ? r : 1;
 		hp_cpu_relax();
-		if ((i & 63) == 63 && now_ns() - start > SPIN_NS)
+		if ((i & 63) == 63 && hp_now_ns() - start > SPIN_NS)
 			break;
 	}
 	for (i = 0; i < YIELDS; i++) {
@@ -375,7 +367,7 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 			return r < 0 ? r : 1;
 	}
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = hp_now_ns();
 		int ms;
 
 		hp_endpoint_announce(ep, waits);

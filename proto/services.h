@@ -6,12 +6,18 @@
  *	hub.peers	-> str			one line per peer: "id name state"
  *	hub.register	str,str -> unit		registers method NAME with SIGNATURE
  *						for the calling guest (Err if taken)
- *	hub.sink	chan<bytes> -> u64	receives a stream, answers with the
- *						FNV-1a 64 of all its bytes when it closes
+ *	hub.sink	chan<bytes> -> u64	receives a stream, answers with its
+ *						stream hash when it closes
  *	hub.source	u64,u64 -> u64		sends N bytes on the caller's
  *						channel C (which the caller opened to
  *						receive on), closes it, answers with
- *						their FNV-1a 64
+ *						their stream hash
+ *
+ * The stream hash is XXH3-64 (libxxhash) chained over the items in order:
+ * h = XXH3_64bits_withSeed(item, item_len, h), from h = 0, each item's
+ * payload bytes as they travel (for chan<bytes>, the postcard length
+ * prefix included). It depends on where items begin and end, which sender
+ * and receiver see alike.
  */
 #ifndef HP_SERVICES_H
 #define HP_SERVICES_H
@@ -29,6 +35,7 @@
 #define HP_SVC_SIG_REGISTER	"str,str->unit"
 #define HP_SVC_SIG_SINK		"chan<bytes>->u64"
 #define HP_SVC_SIG_SOURCE	"u64,u64->u64"
+#define HP_STREAM_HASH_SEED	0
 
 /* hub.register's errors (User(str)), so that a guest can tell them apart. */
 #define HP_SVC_REG_TAKEN	"method already registered"

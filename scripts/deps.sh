@@ -12,6 +12,7 @@ has_pc check   || need="$need check"
 has_pc libbsd  || need="$need libbsd-dev"
 has_pc inih    || need="$need libinih-dev"
 has_pc json-c  || need="$need libjson-c-dev"
+has_pc libxxhash || need="$need libxxhash-dev"
 has_header ev.h || need="$need libev-dev"	# Debian's libev ships no .pc
 # the fuzzers: clang with its libFuzzer runtime
 command -v clang >/dev/null 2>&1 || need="$need clang"

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "guest.h"
 
 static struct guest *g;
@@ -271,7 +273,7 @@ pull_item(void *ctx, const uint8_t *item, size_t len)
 {
 	struct pull *p = ctx;
 
-	p->checksum = guest_checksum(p->checksum, item, len);
+	p->checksum = XXH3_64bits_withSeed(item, len, p->checksum);
 	p->bytes += len;
 }
 
@@ -287,7 +289,7 @@ pull_end(void *ctx, int status)
 static void
 pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	struct pull st = { 0, GUEST_CHECKSUM_INIT, 0, 0 };
+	struct pull st = { 0, 0, 0, 0 };
 	uint64_t n, host = 0;
 	uint8_t arg[32], res[16];
 	size_t pos = 0, rlen = 0;

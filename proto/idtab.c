@@ -1,0 +1,124 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/idtab.h"
+
+#define IDTAB_MIN	64
+
+static uint64_t
+slot_id(const struct hp_idtab *t, uint32_t i)
+{
+	uint64_t id;
+
+	memcpy(&id, t->slots + (size_t)i * t->esize, sizeof(id));
+	return id;
+}
+
+static void *
+slot_at(const struct hp_idtab *t, uint32_t i)
+{
+	return t->slots + (size_t)i * t->esize;
+}
+
+/* The slot holding id, or the free slot where it would go. */
+static uint32_t
+probe(const struct hp_idtab *t, uint64_t id)
+{
+	uint32_t mask = t->cap - 1, i;
+	uint64_t at;
+
+	for (i = (uint32_t)id & mask; (at = slot_id(t, i)) != 0 && at != id; i = (i + 1) & mask)
+		;
+	return i;
+}
+
+void *
+hp_idtab_find(const struct hp_idtab *t, uint64_t id)
+{
+	uint32_t i;
+
+	if (t->cap == 0 || id == 0)
+		return NULL;
+	i = probe(t, id);
+	return slot_id(t, i) == id ? slot_at(t, i) : NULL;
+}
+
+static int
+grow(struct hp_idtab *t)
+{
+	struct hp_idtab n = { NULL, t->esize, t->cap ? t->cap * 2 : IDTAB_MIN, t->count };
+
+	if (n.cap < t->cap || (n.slots = calloc(n.cap, n.esize)) == NULL)
+		return -1;
+	for (uint32_t i = 0; i < t->cap; i++) {
+		uint64_t id = slot_id(t, i);
+
+		if (id != 0)
+			memcpy(slot_at(&n, probe(&n, id)), slot_at(t, i), t->esize);
+	}
+	free(t->slots);
+	*t = n;
+	return 0;
+}
+
+void *
+hp_idtab_insert(struct hp_idtab *t, uint64_t id)
+{
+	void *e;
+
+	if (id == 0 || ((t->count + 1) * 2ull > t->cap && grow(t) != 0))
+		return NULL;
+	e = slot_at(t, probe(t, id));
+	memset(e, 0, t->esize);
+	memcpy(e, &id, sizeof(id));
+	t->count++;
+	return e;
+}
+
+/* Backward-shift deletion: each later entry of the cluster moves into the
+ * hole when the hole lies on its probe path (between its home slot and
+ * where it sits, cyclically). */
+void
+hp_idtab_remove(struct hp_idtab *t, void *e)
+{
+	uint32_t mask = t->cap - 1;
+	uint32_t hole = (uint32_t)(((uint8_t *)e - t->slots) / t->esize);
+	uint64_t id;
+
+	for (uint32_t j = (hole + 1) & mask; (id = slot_id(t, j)) != 0; j = (j + 1) & mask) {
+		uint32_t home = (uint32_t)id & mask;
+
+		if (((j - home) & mask) >= ((j - hole) & mask)) {
+			memcpy(slot_at(t, hole), slot_at(t, j), t->esize);
+			hole = j;
+		}
+	}
+	memset(slot_at(t, hole), 0, t->esize);
+	t->count--;
+}
+
+void *
+hp_idtab_next(const struct hp_idtab *t, uint32_t *pos)
+{
+	for (; *pos < t->cap; (*pos)++)
+		if (slot_id(t, *pos) != 0)
+			return slot_at(t, (*pos)++);
+	return NULL;
+}
+
+void
+hp_idtab_clear(struct hp_idtab *t)
+{
+	if (t->slots != NULL)
+		memset(t->slots, 0, (size_t)t->cap * t->esize);
+	t->count = 0;
+}
+
+void
+hp_idtab_free(struct hp_idtab *t)
+{
+	free(t->slots);
+	t->slots = NULL;
+	t->cap = 0;
+	t->count = 0;
+}

@@ -1,0 +1,120 @@
+/* The id table: every id inserted is found until removed, whatever the
+ * order of inserts and removals, across growth and wrapped clusters. */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "proto/idtab.h"
+
+struct ent {
+	uint64_t	id;
+	uint64_t	value;
+};
+
+#define N	5000
+
+START_TEST(test_insert_find_remove)
+{
+	struct hp_idtab t = HP_IDTAB_INIT(struct ent);
+	struct ent *e;
+
+	ck_assert_ptr_null(hp_idtab_find(&t, 7));
+	ck_assert_ptr_null(hp_idtab_insert(&t, 0));	/* 0 marks free */
+	for (uint64_t id = 1; id <= N; id++) {
+		ck_assert_ptr_nonnull(e = hp_idtab_insert(&t, id));
+		ck_assert_uint_eq(e->value, 0);
+		e->value = id * 3;
+	}
+	ck_assert_uint_eq(t.count, N);
+	ck_assert_uint_le(t.count * 2, t.cap);
+	for (uint64_t id = 1; id <= N; id++) {
+		ck_assert_ptr_nonnull(e = hp_idtab_find(&t, id));
+		ck_assert_uint_eq(e->value, id * 3);
+	}
+	ck_assert_ptr_null(hp_idtab_find(&t, N + 1));
+	for (uint64_t id = 1; id <= N; id += 2)
+		hp_idtab_remove(&t, hp_idtab_find(&t, id));
+	for (uint64_t id = 1; id <= N; id++) {
+		e = hp_idtab_find(&t, id);
+		ck_assert_msg((e != NULL) == (id % 2 == 0), "id %llu", (unsigned long long)id);
+		if (e != NULL)
+			ck_assert_uint_eq(e->value, id * 3);
+	}
+	hp_idtab_free(&t);
+	ck_assert_ptr_null(hp_idtab_find(&t, 2));
+}
+END_TEST
+
+/* Ids that share a home slot make long clusters, some wrapping past the
+ * end; removals in any order must keep every other id reachable. */
+START_TEST(test_collisions_random_order)
+{
+	struct hp_idtab t = HP_IDTAB_INIT(struct ent);
+	uint64_t ids[24];
+	int in[24] = { 0 };
+	unsigned seed = 12345;
+
+	for (int i = 0; i < 24; i++)	/* homes 62, 63 and 0 of a 64-slot table */
+		ids[i] = (uint64_t)(62 + i % 3) + 64ull * (uint64_t)(i + 1);
+	for (int round = 0; round < 20000; round++) {
+		int i = (int)(rand_r(&seed) % 24);
+		struct ent *e = hp_idtab_find(&t, ids[i]);
+
+		ck_assert_msg((e != NULL) == in[i], "round %d id %d", round, i);
+		if (e != NULL) {
+			ck_assert_uint_eq(e->value, ids[i] ^ 0x55);
+			hp_idtab_remove(&t, e);
+			in[i] = 0;
+		} else {
+			ck_assert_ptr_nonnull(e = hp_idtab_insert(&t, ids[i]));
+			e->value = ids[i] ^ 0x55;
+			in[i] = 1;
+		}
+		for (int k = 0; k < 24; k++)
+			ck_assert_msg((hp_idtab_find(&t, ids[k]) != NULL) == in[k],
+				      "round %d: id %d lost", round, k);
+	}
+	ck_assert_uint_eq(t.cap, 64);	/* never more than 24 in: no growth */
+	hp_idtab_free(&t);
+}
+END_TEST
+
+START_TEST(test_walk_and_clear)
+{
+	struct hp_idtab t = HP_IDTAB_INIT(struct ent);
+	uint32_t pos = 0, seen = 0;
+	uint64_t sum = 0;
+	struct ent *e;
+
+	for (uint64_t id = 100; id < 400; id++)
+		hp_idtab_insert(&t, id);
+	while ((e = hp_idtab_next(&t, &pos)) != NULL) {
+		seen++;
+		sum += e->id;
+	}
+	ck_assert_uint_eq(seen, 300);
+	ck_assert_uint_eq(sum, (100 + 399) * 300 / 2);
+	hp_idtab_clear(&t);
+	ck_assert_uint_eq(t.count, 0);
+	pos = 0;
+	ck_assert_ptr_null(hp_idtab_next(&t, &pos));
+	ck_assert_ptr_null(hp_idtab_find(&t, 150));
+	ck_assert_ptr_nonnull(hp_idtab_insert(&t, 150));
+	hp_idtab_free(&t);
+}
+END_TEST
+
+Suite *suite_idtab(void);
+
+Suite *
+suite_idtab(void)
+{
+	Suite *s = suite_create("idtab");
+	TCase *tc = tcase_create("table");
+
+	tcase_add_test(tc, test_insert_find_remove);
+	tcase_add_test(tc, test_collisions_random_order);
+	tcase_add_test(tc, test_walk_and_clear);
+	suite_add_tcase(s, tc);
+	return s;
+}
