@@ -207,7 +207,7 @@ marks_written(struct client *c)
 		c->mcount--;
 	}
 	if (credit > 0 && c->calling)
-		host_call_consumed(c->h, &c->call, credit > UINT32_MAX ? UINT32_MAX : (uint32_t)credit);
+		route_client_consumed(c->h, &c->call, credit > UINT32_MAX ? UINT32_MAX : (uint32_t)credit);
 }
 
 static void
@@ -426,7 +426,7 @@ peer_json(struct hub *h, struct peer *p)
 
 	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
 	json_object_object_add(o, "peer_id", json_object_new_int((int)p->id));
-	json_object_object_add(o, "state", json_object_new_string(supervise_state_name(p->state)));
+	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
 	json_object_object_add(o, "pid", json_object_new_int((int)p->pid));
 	json_object_object_add(o, "epoch", json_object_new_int64(p->epoch));
 	json_object_object_add(o, "uptime_s", json_object_new_double(
@@ -439,7 +439,7 @@ peer_json(struct hub *h, struct peer *p)
 
 		json_object_object_add(e, "time", json_object_new_double((double)d->when_ns / 1e9));
 		json_object_object_add(e, "reason", json_object_new_string(
-			supervise_death_name(d->reason)));
+			lifecycle_death_name(d->reason)));
 		json_object_object_add(e, "status", json_object_new_int(d->status));
 		json_object_object_add(e, "detail", json_object_new_string(d->detail));
 		json_object_array_add(deaths, e);
@@ -496,7 +496,7 @@ cmd_methods(struct client *c)
 		const struct method *m = &h->methods[i];
 		json_object *e;
 
-		if (!host_method_live(h, m))
+		if (!methods_live(h, m))
 			continue;	/* its guest is restarting or down */
 		e = json_object_new_object();
 
@@ -518,7 +518,7 @@ cmd_call(struct client *c, struct control_req *r)
 
 	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done };
 	c->calling = 1;		/* one request at a time: the next after on_done */
-	if (host_call_text(c->h, &c->call, r->method, r->args, r->nargs, &why) != 0) {
+	if (route_client_call(c->h, &c->call, r->method, r->args, r->nargs, &why) != 0) {
 		c->calling = 0;
 		reply_error(c, why);
 	}
@@ -547,7 +547,7 @@ cmd_supervise(struct client *c, struct control_req *r)
 		supervise_restart(h, p);	/* start */
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	json_object_object_add(o, "state", json_object_new_string(supervise_state_name(p->state)));
+	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
 	reply(c, o);
 }
 
@@ -603,20 +603,22 @@ cmd_stats(struct client *c)
 		struct peer *p = &h->peers[i];
 		json_object *g;
 		uint64_t v[sizeof(keys) / sizeof(keys[0])];
+		struct peer_stats st;
 
 		if (p->conf == NULL)
 			continue;
-		v[0] = p->stats.calls_in;
-		v[1] = p->stats.calls_out;
-		v[2] = p->stats.bytes_in + p->ep.stats.bytes_received;
-		v[3] = p->stats.bytes_out + p->ep.stats.bytes_sent;
-		v[4] = p->stats.ring_full + p->ep.stats.ring_full;
-		v[5] = p->stats.slot_exhausted + p->ep.stats.slot_exhausted;
-		v[6] = p->stats.credit_waits;
-		v[7] = p->stats.wakes + p->ep.stats.wakes;
+		host_stats(p, &st);
+		v[0] = st.calls_in;
+		v[1] = st.calls_out;
+		v[2] = st.bytes_in;
+		v[3] = st.bytes_out;
+		v[4] = st.ring_full;
+		v[5] = st.slot_exhausted;
+		v[6] = st.credit_waits;
+		v[7] = st.wakes;
 		v[8] = p->ndeaths;
 		v[9] = p->restarts > 0 ? p->restarts - 1 : 0;
-		v[10] = p->stats.violations;
+		v[10] = st.violations;
 		g = json_object_new_object();
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 			add_u64(g, keys[k], v[k]);
@@ -801,7 +803,7 @@ client_close(struct client *c)
 	struct hub *h = c->h;
 
 	if (c->calling)
-		host_call_abandon(h, &c->call);
+		route_client_abandon(h, &c->call);
 	ev_io_stop(h->loop, &c->rw);
 	ev_io_stop(h->loop, &c->ww);
 	ev_timer_stop(h->loop, &c->tw);

@@ -66,13 +66,16 @@ idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 	}
 }
 
-/* Just before libev blocks: announce sleep and look once more. */
+/* Each loop iteration, before libev looks for events: the supervisor acts
+ * on the faults the data path found; then, if the loop is about to block,
+ * announce sleep and look once more. */
 static void
 prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	struct hub *h = w->data;
 
 	(void)revents;
+	supervise_faults(h);
 	if (ev_is_active(&h->idle_w))
 		return;
 	h->announced = 1;
@@ -115,6 +118,7 @@ tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	host_check(w->data, hp_now_ns());
+	supervise_tick(w->data);
 	update_status(w->data);
 }
 
@@ -333,15 +337,12 @@ teardown(struct hub *h)
 	free(h->lock_path);
 	for (uint32_t i = 0; i < h->npeers; i++) {
 		free(h->peers[i].chans);
-		free(h->peers[i].pend);
 		guest_conf_free(h->peers[i].conf);
 		guest_conf_free(h->peers[i].next_conf);
 		lifecycle_free(&h->peers[i].life);
 	}
+	host_free(h);
 	free(h->peers);
-	free(h->methods);
-	free(h->mindex);
-	free(h->slot_owner);
 	config_free(&h->conf);
 }
 

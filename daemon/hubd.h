@@ -13,6 +13,7 @@
 #include "daemon/lifecycle.h"
 #include "proto/clock.h"
 #include "proto/endpoint.h"
+#include "proto/idtab.h"
 #include "proto/msg.h"
 #include "proto/segment.h"
 #include "proto/sig.h"
@@ -35,15 +36,17 @@ struct death {
 };
 
 /* Who waits for the answer to a call the host made. */
-#define ORIGIN_NONE	0	/* nobody any more: drop the answer */
-#define ORIGIN_PEER	1	/* a guest's call, routed */
-#define ORIGIN_CLIENT	2	/* a control client's call */
-#define ORIGIN_SINK	3	/* internal */
+enum origin_kind {
+	ORIGIN_NONE,		/* nobody any more: drop the answer */
+	ORIGIN_PEER,		/* a guest's call, routed */
+	ORIGIN_CLIENT,		/* a control client's call */
+	ORIGIN_SINK,		/* hub.sink: answered when its stream ends */
+};
 
 struct ext_call;
 
 struct origin {
-	int		kind;
+	enum origin_kind kind;
 	uint32_t	peer;		/* ORIGIN_PEER: caller and its ... */
 	uint32_t	epoch;		/* ... instance */
 	uint32_t	req_id;		/* its request id */
@@ -51,8 +54,9 @@ struct origin {
 	uint32_t	chan;		/* a client call's stream: its channel id */
 };
 
+/* A call the host made to a guest, awaiting its Response (route.c). */
 struct pending {
-	uint32_t	id;		/* host->guest request id, 0 = free */
+	uint64_t	id;		/* host->guest request id (idtab key) */
 	struct origin	o;
 };
 
@@ -68,8 +72,11 @@ struct qmsg {
 
 /* A client stream the host ended before the guest did (hchan.stale):
  * what the guest still sends on it is dropped, not a violation. */
-#define STALE_ENDED	1	/* entry freed; the first Data gets a Reset */
-#define STALE_RESET	2	/* Reset sent; dropped until its Close or Reset */
+enum stale {
+	STALE_NO,
+	STALE_ENDED,		/* entry freed; the first Data gets a Reset */
+	STALE_RESET,		/* Reset sent; dropped until its Close or Reset */
+};
 
 /* A channel the host receives on from a guest. */
 struct hchan {
@@ -125,9 +132,9 @@ struct peer {
 	int			paused;		/* not read: a target is backlogged */
 	int			kill_reason;	/* DEATH_* when we ended it, else -1 */
 	char			kill_detail[DEATH_DETAIL_MAX];
-	struct pending		*pend;		/* open addressing by id */
-	uint32_t		pend_cap;
-	uint32_t		pend_count;
+	const char		*fault;		/* a rule it broke, for the supervisor */
+	int			fault_reason;	/* DEATH_VIOLATION or DEATH_HUNG */
+	struct hp_idtab		pend;		/* struct pending by request id */
 	uint32_t		next_req;
 	uint32_t		inbound;	/* its calls being routed */
 	struct qmsg		*bl_head;
@@ -153,6 +160,7 @@ struct method {
 	struct hp_sig	sig;
 	uint32_t	owner;		/* peer id, 0 = host */
 	uint32_t	epoch;		/* owner's instance */
+	uint16_t	service;	/* owner 0: its row in services.c */
 };
 
 struct hub {
@@ -166,8 +174,8 @@ struct hub {
 	struct method		*methods;
 	uint32_t		nmethods;
 	uint32_t		mcap;		/* methods allocated */
-	uint32_t		*mindex;	/* id -> methods index + 1 (host.c) */
-	uint32_t		mindex_cap;	/* power of two, >= 2 * nmethods */
+	struct hp_idtab		mindex;		/* method id -> index (methods.c) */
+	uint32_t		faults;		/* peers with a fault not acted on */
 	int			stopping;
 	int			busy;		/* served something this round */
 	uint64_t		start_ns;
@@ -209,27 +217,117 @@ void		supervise_init(struct hub *h, struct peer *p);
 void		supervise_start(struct hub *h, struct peer *p);
 void		supervise_stop(struct hub *h, struct peer *p);
 void		supervise_restart(struct hub *h, struct peer *p);
-void		supervise_check_attach(struct hub *h, struct peer *p);
-/* We give up on it: DEATH_VIOLATION (Goodbye, then SIGKILL after
- * goodbye_grace) or DEATH_HUNG (SIGKILL now). */
-void		supervise_kill(struct peer *p, int reason, const char *detail);
+/* Every tick: guests that attached without ringing. */
+void		supervise_tick(struct hub *h);
+/* Acts on the faults the data path reported (host_fault): DEATH_VIOLATION
+ * gets a Goodbye, then SIGKILL after goodbye_grace; DEATH_HUNG SIGKILL now. */
+void		supervise_faults(struct hub *h);
 void		supervise_stop_all(struct hub *h);
 int		supervise_all_down(struct hub *h);
 /* SIGKILL to every guest's process group (hubd exiting). */
 void		supervise_kill_groups(struct hub *h);
-const char	*supervise_state_name(int state);
-const char	*supervise_death_name(int reason);
 
-/* host.c: the data path, routing and host services */
+/* Guest entry by peer id, NULL for 0 or out of range. */
+static inline struct peer *
+hub_peer(struct hub *h, uint32_t id)
+{
+	return id == 0 || id > h->conf.params.max_guests ? NULL : &h->peers[id - 1];
+}
+
+/* host.c: the data path's rounds, sending, liveness, attach and detach */
 int		host_init(struct hub *h);
+void		host_free(struct hub *h);
 int		host_attach(struct hub *h, struct peer *p);
 void		host_goodbye(struct hub *h, struct peer *p, const char *reason);
 void		host_detach(struct hub *h, struct peer *p);
-void		host_doorbell(struct hub *h, struct peer *p);
 int		host_poll(struct hub *h);
 int		host_sleep_prepare(struct hub *h);
 void		host_wake(struct hub *h);
 void		host_check(struct hub *h, uint64_t now);
+/* p broke rule (DEATH_VIOLATION) or stopped reading (DEATH_HUNG): it is
+ * served no more, and the supervisor ends it (supervise_faults). The data
+ * path never calls the supervisor itself. */
+void		host_fault(struct hub *h, struct peer *p, int reason, const char *rule);
+/* Whether p is attached and has broken no rule: the data path serves it. */
+static inline int
+host_serving(const struct peer *p)
+{
+	return p->state == PEER_UP && p->fault == NULL;
+}
+/* Sends to a guest, or queues in order behind what already waits. */
+void		host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
+			  uint64_t method_id, const uint8_t *payload, uint32_t len);
+int		host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
+			      uint64_t method_id, const uint8_t *payload, uint32_t len);
+int		host_reserve(struct hub *h, struct peer *p, uint32_t len,
+			     struct hp_outbuf *ob);
+/* Whether p's backlog is long enough to pause those who call it. */
+int		host_backlogged(const struct peer *p);
+/* p's counters over all its instances, the live one's included. */
+void		host_stats(const struct peer *p, struct peer_stats *s);
+
+/* methods.c: the method registry */
+void		methods_init(struct hub *h);
+void		methods_free(struct hub *h);
+/* Registers name for owner's instance epoch (owner 0: the host, service
+ * its row in services.c); -errno with *why. */
+int		methods_add(struct hub *h, const char *name, const char *signature,
+			    uint32_t owner, uint32_t epoch, uint16_t service,
+			    const char **why);
+struct method	*methods_by_id(struct hub *h, uint64_t id);
+const struct method *methods_find(struct hub *h, const char *name);
+/* Whether m can be called now: its owner is the instance that registered
+ * it, up and served. */
+int		methods_live(struct hub *h, const struct method *m);
+/* Why a method that is not live cannot be called now, written into buf. */
+const char	*methods_unavailable(struct hub *h, const struct method *m,
+				     char *buf, size_t len);
+/* p is down for good (stopped, failed, removed): its methods go. */
+void		methods_forget(struct hub *h, struct peer *p);
+
+/* services.c: the built-in hub.* services */
+int		services_init(struct hub *h);
+void		services_call(struct hub *h, struct peer *p, const struct method *m,
+			      const struct origin *o, const uint8_t *args, size_t len);
+/* hub.source: sends what credit and room allow; how many messages. */
+int		services_source_pump(struct hub *h, struct peer *p);
+/* Whether a hub.source stream of p could send now. */
+int		services_source_ready(struct hub *h, struct peer *p);
+
+/* route.c: calls to their targets, answers to their callers */
+void		route_init(struct peer *p);
+void		route_free(struct peer *p);
+void		route_request(struct hub *h, struct peer *p, const struct hp_msg_in *m);
+void		route_response(struct hub *h, struct peer *p, const struct hp_msg_in *m);
+void		route_cancel(struct hub *h, struct peer *p, uint32_t req_id);
+/* Answers with an error the host makes itself, explained in metadata. */
+void		route_answer_error(struct hub *h, const struct origin *o, uint32_t code,
+				   const char *why);
+void		route_answer_ok(struct hub *h, const struct origin *o,
+				const uint8_t *value, size_t len);
+/* Fails every call that involves p (r[shm.crash.recovery] 2). */
+void		route_detach(struct hub *h, struct peer *p);
+
+/* streams.c: the channels the host receives on */
+/* Opens a channel of p for a client call's chan<T> argument: its id, or
+ * -errno. */
+int64_t		streams_open_client(struct hub *h, struct peer *p,
+				    const struct origin *o, uint8_t item_type);
+void		streams_unopen(struct peer *p, uint32_t id);
+void		streams_data(struct hub *h, struct peer *p, const struct hp_msg_in *m);
+/* Close (reset 0) or Reset of channel id by the guest. */
+void		streams_end(struct hub *h, struct peer *p, uint32_t id, int reset);
+/* The answer to request req_id came while the client stream it carries,
+ * channel chan, is still open: the guest answered without closing it
+ * (nothing sent, an error, or simply forgotten). The stream ends with the
+ * answer. We receive, so we free the entry (r[shm.flow.channel-id-reuse]);
+ * what the guest may still send on it is dropped (STALE_ENDED). */
+void		streams_over(struct hub *h, struct peer *p, uint32_t req_id, uint32_t chan);
+void		streams_consumed(struct hub *h, struct peer *p, struct ext_call *x,
+				 uint32_t bytes);
+void		streams_abandon(struct hub *h, struct peer *p, struct ext_call *x);
+/* Every channel of p closed and forgotten (attach, detach). */
+void		streams_reset_all(struct hub *h, struct peer *p);
 
 /* Calls from outside the segment (control clients). */
 struct ext_call {
@@ -250,19 +348,14 @@ struct ctl_arg;
  * call is under way (on_done will run), or -errno with *why. A chan<T>
  * argument is a channel the host opens: each item goes to on_item, and
  * the guest gets its credit back only as the caller reports the items
- * taken (host_call_consumed): a slow caller slows the guest down. */
-int		host_call_text(struct hub *h, struct ext_call *c, const char *method,
-			       const struct ctl_arg *args, int nargs, const char **why);
+ * taken (route_client_consumed): a slow caller slows the guest down. */
+int		route_client_call(struct hub *h, struct ext_call *c, const char *method,
+				  const struct ctl_arg *args, int nargs, const char **why);
 /* The caller has taken bytes (item payload bytes, as on_item had them)
  * of the call's stream off the host's hands. */
-void		host_call_consumed(struct hub *h, struct ext_call *c, uint32_t bytes);
+void		route_client_consumed(struct hub *h, struct ext_call *c, uint32_t bytes);
 /* The caller went away: on_done will not run; the guest is told
  * (Cancel) and its stream is drained until it ends. */
-void		host_call_abandon(struct hub *h, struct ext_call *c);
-const struct method *host_method_find(struct hub *h, const char *name);
-/* Whether a method can be called now (its guest's instance is up). */
-int		host_method_live(struct hub *h, const struct method *m);
-/* p is down for good (stopped, failed, removed): its methods go. */
-void		host_forget(struct hub *h, struct peer *p);
+void		route_client_abandon(struct hub *h, struct ext_call *c);
 
 #endif

@@ -148,7 +148,7 @@ reload_config(struct hub *h, FILE *msgs)
 		p->removed = 1;
 		supervise_stop(h, p);
 		if (p->state == PEER_DOWN) {	/* nothing running: free now */
-			host_forget(h, p);
+			methods_forget(h, p);
 			guest_conf_free(p->conf);
 			guest_conf_free(p->next_conf);
 			p->conf = p->next_conf = NULL;

@@ -42,18 +42,6 @@
 #define GUEST_DOORBELL_FD	3	/* where the guest finds its doorbell */
 #define BELL_GRACE_S		1.0	/* doorbell closed: time to exit by itself */
 
-const char *
-supervise_state_name(int state)
-{
-	return lifecycle_state_name((enum peer_state)state);
-}
-
-const char *
-supervise_death_name(int reason)
-{
-	return lifecycle_death_name(reason);
-}
-
 /* An event's particulars: why (DIED: how it ended, VIOLATION: the rule). */
 struct why {
 	int		reason;		/* DEATH_*, or -1 */
@@ -106,8 +94,8 @@ pid_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* A starting guest's entry: Attached (it is up), Reserved (not yet), or
  * anything else (it wrote nonsense into the state word). */
-void
-supervise_check_attach(struct hub *h, struct peer *p)
+static void
+check_attach(struct hub *h, struct peer *p)
 {
 	/* acquire: pairs with the guest's CAS Reserved -> Attached */
 	uint32_t state = hp_load_acquire_u32(&p->view.entry->state);
@@ -136,7 +124,7 @@ bell_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	/* r[shm.spawn.guest-init]: it rings once attached */
 	if (p->state == PEER_STARTING)
-		supervise_check_attach(h, p);
+		check_attach(h, p);
 	host_wake(h);
 	if (!ev_is_active(&h->idle_w))
 		ev_idle_start(h->loop, &h->idle_w);
@@ -538,7 +526,7 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct life_in *in
 			break;
 		/* dropped by a reload: the entry is free */
 		log_info("guest %s: removed", name);
-		host_forget(h, p);
+		methods_forget(h, p);
 		guest_conf_free(p->conf);
 		guest_conf_free(p->next_conf);
 		p->conf = p->next_conf = NULL;
@@ -703,14 +691,32 @@ supervise_start(struct hub *h, struct peer *p)
 	step(h, p, PE_START, NULL);
 }
 
-/* We give up on a guest: a violation ends it after a Goodbye and its
- * grace, a hang at once; recovery follows when its pidfd reports the exit. */
+/* The guests the data path found at fault (host_fault): a violation ends
+ * one after a Goodbye and its grace, a hang at once; recovery follows when
+ * its pidfd reports the exit. */
 void
-supervise_kill(struct peer *p, int reason, const char *detail)
+supervise_faults(struct hub *h)
 {
-	struct why why = { reason, 0, detail };
+	for (uint32_t i = 0; i < h->conf.params.max_guests && h->faults > 0; i++) {
+		struct peer *p = &h->peers[i];
+		struct why why = { p->fault_reason, 0, p->fault };
 
-	step(p->hub, p, reason == DEATH_VIOLATION ? PE_VIOLATION : PE_HUNG, &why);
+		if (p->fault == NULL)
+			continue;
+		p->fault = NULL;
+		h->faults--;
+		step(h, p, why.reason == DEATH_VIOLATION ? PE_VIOLATION : PE_HUNG, &why);
+	}
+}
+
+/* Periodic: a starting guest that attached without ringing its doorbell
+ * is up all the same. */
+void
+supervise_tick(struct hub *h)
+{
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		if (h->peers[i].state == PEER_STARTING)
+			check_attach(h, &h->peers[i]);
 }
 
 /* Asks a guest to leave: SIGTERM, then SIGKILL after stop_grace. */

@@ -1,0 +1,186 @@
+/* The method registry: every method's name, signature and owner (the host
+ * or a guest's instance), found by name or id, and whether it can be
+ * called now.
+ *
+ * An array, and an index from method id to array slot (proto/idtab) rebuilt
+ * whenever a method goes. A guest's methods outlive its instance: while it
+ * restarts, a call gets "guest X is restarting", and the next instance
+ * registering a name takes its entry back; they go when the guest is down
+ * for good (methods_forget). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/hubd.h"
+#include "proto/method.h"
+#include "proto/services.h"
+
+/* Methods one guest may register: a bound on what one guest makes the
+ * host keep and list (README, security). */
+#define METHODS_PER_GUEST	256
+
+struct index_entry {
+	uint64_t	id;
+	uint32_t	at;		/* index into h->methods */
+};
+
+/* After methods went: fewer entries than the index held, so it never
+ * grows here and no insert fails. */
+static void
+index_refill(struct hub *h)
+{
+	hp_idtab_clear(&h->mindex);
+	for (uint32_t i = 0; i < h->nmethods; i++) {
+		struct index_entry *e = hp_idtab_insert(&h->mindex, h->methods[i].id);
+
+		e->at = i;
+	}
+}
+
+void
+methods_init(struct hub *h)
+{
+	h->mindex = (struct hp_idtab)HP_IDTAB_INIT(struct index_entry);
+}
+
+void
+methods_free(struct hub *h)
+{
+	free(h->methods);
+	h->methods = NULL;
+	h->nmethods = h->mcap = 0;
+	hp_idtab_free(&h->mindex);
+}
+
+struct method *
+methods_by_id(struct hub *h, uint64_t id)
+{
+	struct index_entry *e = hp_idtab_find(&h->mindex, id);
+
+	return e != NULL ? &h->methods[e->at] : NULL;
+}
+
+const struct method *
+methods_find(struct hub *h, const char *name)
+{
+	const struct method *m = methods_by_id(h, hp_method_id(name, strlen(name)));
+
+	return m != NULL && strcmp(m->name, name) == 0 ? m : NULL;
+}
+
+int
+methods_live(struct hub *h, const struct method *m)
+{
+	struct peer *q = hub_peer(h, m->owner);
+
+	return m->owner == 0 || (q != NULL && q->state == PEER_UP && q->epoch == m->epoch);
+}
+
+const char *
+methods_unavailable(struct hub *h, const struct method *m, char *buf, size_t len)
+{
+	struct peer *q = hub_peer(h, m->owner);
+	const char *name = q != NULL && q->conf != NULL ? q->conf->name : "?";
+
+	if (q == NULL || q->conf == NULL)
+		snprintf(buf, len, "the method's guest is gone");
+	else if (q->state == PEER_UP)
+		snprintf(buf, len, "guest %s has not registered it since it restarted", name);
+	else if (q->state == PEER_STARTING || q->state == PEER_BACKOFF ||
+		 (q->state == PEER_ENDING && q->conf->restart != RESTART_NEVER) ||
+		 (q->state == PEER_STOPPING && q->life.want_restart))
+		snprintf(buf, len, "guest %s is restarting", name);
+	else
+		snprintf(buf, len, "guest %s is %s", name, lifecycle_state_name(q->state));
+	return buf;
+}
+
+/* Whether a guest's entry holds nobody who will come back by itself. */
+static int
+down_for_good(const struct peer *q)
+{
+	return q->conf == NULL || q->state == PEER_DOWN || q->state == PEER_FAILED;
+}
+
+int
+methods_add(struct hub *h, const char *name, const char *signature,
+	    uint32_t owner, uint32_t epoch, uint16_t service, const char **why)
+{
+	struct peer *p = hub_peer(h, owner);
+	struct method *m, *old;
+	struct index_entry *e;
+	struct hp_sig sig;
+	size_t n = strlen(name);
+	uint64_t id = hp_method_id(name, n);
+
+	if (n == 0 || n > HP_METHOD_NAME_MAX) {
+		*why = HP_SVC_REG_BAD_NAME;
+		return -EINVAL;
+	}
+	if (hp_sig_parse(signature, &sig, why) != 0)
+		return -EINVAL;
+	if ((old = methods_by_id(h, id)) != NULL) {
+		if (strcmp(old->name, name) != 0) {
+			*why = "the method's id collides with another method's";
+			return -EEXIST;
+		}
+		/* taken, unless by an earlier instance of this guest, or by
+		 * one that is down for good */
+		if (methods_live(h, old) ||
+		    (old->owner != owner && !down_for_good(hub_peer(h, old->owner)))) {
+			*why = HP_SVC_REG_TAKEN;
+			return -EEXIST;
+		}
+	}
+	if (p != NULL && p->nmethods >= METHODS_PER_GUEST) {
+		*why = HP_SVC_REG_TOO_MANY;
+		return -ENOSPC;
+	}
+	if (old != NULL) {
+		m = old;
+	} else {
+		if (h->nmethods == h->mcap) {
+			uint32_t cap = h->mcap ? h->mcap * 2 : 64;
+
+			if ((m = realloc(h->methods, cap * sizeof(*m))) == NULL) {
+				*why = "out of memory";
+				return -ENOMEM;
+			}
+			h->methods = m;
+			h->mcap = cap;
+		}
+		if ((e = hp_idtab_insert(&h->mindex, id)) == NULL) {
+			*why = "out of memory";
+			return -ENOMEM;
+		}
+		e->at = h->nmethods;
+		m = &h->methods[h->nmethods++];
+		memset(m, 0, sizeof(*m));
+		memcpy(m->name, name, n);
+		m->id = id;
+	}
+	m->sig = sig;
+	snprintf(m->signature, sizeof(m->signature), "%s", signature);
+	m->owner = owner;
+	m->epoch = epoch;
+	m->service = service;
+	if (p != NULL)
+		p->nmethods++;
+	return 0;
+}
+
+void
+methods_forget(struct hub *h, struct peer *p)
+{
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < h->nmethods; i++)
+		if (h->methods[i].owner != p->id)
+			h->methods[kept++] = h->methods[i];
+	p->nmethods = 0;
+	if (kept == h->nmethods)
+		return;
+	h->nmethods = kept;
+	index_refill(h);
+}

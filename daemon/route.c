@@ -1,0 +1,380 @@
+/* Calls: each Request, from a guest or a control client, goes to its
+ * target (a host service or the guest that registered the method) and
+ * each answer back to whoever waits for it. A call the host makes to a
+ * guest waits in that guest's pending table under a request id of the
+ * host's (r[shm.id.request-scope]) until its Response comes or the guest
+ * goes. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/control.h"
+#include "daemon/hubd.h"
+#include "proto/services.h"
+
+#define INBOUND_MAX	1024	/* a guest's calls being routed at once */
+
+/* -- answers ------------------------------------------------------------- */
+
+/* Delivers a complete Response payload to whoever waits for it. */
+static void
+answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct peer *p;
+	int rc;
+
+	switch (o->kind) {
+	case ORIGIN_PEER:
+		p = hub_peer(h, o->peer);
+		if (p == NULL || !host_serving(p) || p->epoch != o->epoch)
+			return;		/* the caller died meanwhile */
+		/* an answer that cannot be sent must still end the call */
+		if (len > h->seg.params.max_payload_size) {
+			route_answer_error(h, o, HP_ERR_USER,
+					   "the answer is larger than max_payload_size");
+			return;
+		}
+		p->inbound--;
+		host_send(h, p, HP_MSG_RESPONSE, o->req_id, 0, payload, (uint32_t)len);
+		return;
+	case ORIGIN_CLIENT:
+		rc = hp_msg_decode_response(payload, len, &r);
+		o->ext->on_done(o->ext, rc, rc == 0 ? &r : NULL);
+		return;
+	case ORIGIN_NONE:
+	case ORIGIN_SINK:
+		return;
+	}
+}
+
+void
+route_answer_error(struct hub *h, const struct origin *o, uint32_t code, const char *why)
+{
+	uint8_t buf[512];
+	struct hp_meta_entry e = { .key = HP_META_HUB_ERROR,
+				   .key_len = strlen(HP_META_HUB_ERROR),
+				   .type = HP_META_STRING,
+				   .value = (const uint8_t *)why,
+				   .value_len = strlen(why) };
+	struct hp_response r = { .meta = { .entries = &e, .count = 1, .cap = 1 },
+				 .result = HP_RESULT_ERR, .error = code };
+	uint8_t err[256];
+	struct hp_pc_enc enc;
+	int64_t n;
+
+	if (code == HP_ERR_USER) {
+		hp_pc_enc_init(&enc, err, sizeof(err));
+		hp_pc_put_str(&enc, why, strnlen(why, 200));
+		r.value = err;
+		r.value_len = enc.len;
+	}
+	if ((n = hp_msg_encode_response(buf, sizeof(buf), &r)) > 0)
+		answer(h, o, buf, (size_t)n);
+}
+
+void
+route_answer_ok(struct hub *h, const struct origin *o, const uint8_t *value, size_t len)
+{
+	uint8_t stackbuf[256], *buf = stackbuf;
+	size_t cap = len + 8 > sizeof(stackbuf) ? len + 8 : sizeof(stackbuf);
+	struct hp_response r = { .result = HP_RESULT_OK, .value = value, .value_len = len };
+	int64_t n;
+
+	if (cap > sizeof(stackbuf) && (buf = malloc(cap)) == NULL) {
+		route_answer_error(h, o, HP_ERR_USER, "out of memory");
+		return;
+	}
+	/* empty metadata, Ok(value) */
+	n = hp_msg_encode_response(buf, cap, &r);
+	answer(h, o, buf, n < 0 ? 0 : (size_t)n);
+	if (buf != stackbuf)
+		free(buf);
+}
+
+/* -- calls the host makes to a guest ------------------------------------- */
+
+void
+route_init(struct peer *p)
+{
+	p->pend = (struct hp_idtab)HP_IDTAB_INIT(struct pending);
+}
+
+void
+route_free(struct peer *p)
+{
+	hp_idtab_free(&p->pend);
+}
+
+/* Sends a Request to guest p on behalf of o. payload is the whole Request
+ * payload (metadata and arguments). r[shm.topology.hub.calls]: the host
+ * calls guests as guests call the host; r[shm.topology.hub.communication]:
+ * a guest's call to another guest's method is one the host makes. The
+ * request id goes to *idp when not NULL. */
+static int
+call_guest(struct hub *h, struct peer *p, uint64_t method_id,
+	   const uint8_t *payload, uint32_t len, const struct origin *o, uint32_t *idp)
+{
+	struct pending *e;
+	uint32_t id;
+
+	/* r[shm.id.request-scope]: ids are ours per guest-host pair */
+	do {
+		id = p->next_req++;
+	} while (id == 0 || hp_idtab_find(&p->pend, id) != NULL);
+	if ((e = hp_idtab_insert(&p->pend, id)) == NULL)
+		return -ENOMEM;
+	e->o = *o;
+	if (idp != NULL)
+		*idp = id;
+	p->stats.calls_out++;
+	host_send(h, p, HP_MSG_REQUEST, id, method_id, payload, len);
+	return 0;
+}
+
+/* -- messages from a guest ---------------------------------------------- */
+
+void
+route_request(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct origin o = { ORIGIN_PEER, p->id, p->epoch, m->desc.id, NULL, 0 };
+	struct method *meth = methods_by_id(h, m->desc.method_id);
+	struct peer *q;
+	char why[128];
+
+	p->stats.calls_in++;
+	p->inbound++;
+	if (meth == NULL) {
+		route_answer_error(h, &o, HP_ERR_UNKNOWN_METHOD, "no such method");
+		return;
+	}
+	if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
+	    hp_sig_check_args(&meth->sig, req.args, req.args_len) != 0) {
+		route_answer_error(h, &o, HP_ERR_INVALID_PAYLOAD,
+				   "arguments do not match the signature");
+		return;
+	}
+	if (meth->owner == 0) {
+		services_call(h, p, meth, &o, req.args, req.args_len);
+		return;
+	}
+	if (!methods_live(h, meth)) {
+		route_answer_error(h, &o, HP_ERR_USER,
+				   methods_unavailable(h, meth, why, sizeof(why)));
+		return;
+	}
+	q = hub_peer(h, meth->owner);
+	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
+		if (meth->sig.args[i] == HP_T_CHAN) {
+			route_answer_error(h, &o, HP_ERR_USER,
+					   "channel arguments are not routed between guests");
+			return;
+		}
+	}
+	if (p->inbound > INBOUND_MAX) {
+		route_answer_error(h, &o, HP_ERR_USER, "too many calls in flight");
+		return;
+	}
+	if (call_guest(h, q, m->desc.method_id, m->payload, m->len, &o, NULL) != 0) {
+		route_answer_error(h, &o, HP_ERR_USER, "out of memory");
+		return;
+	}
+	if (host_backlogged(q))
+		p->paused = 1;
+}
+
+void
+route_response(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct pending *e = hp_idtab_find(&p->pend, m->desc.id);
+	struct origin o;
+
+	if (e == NULL) {
+		/* answers nothing we asked */
+		host_fault(h, p, DEATH_VIOLATION, "shm.id.request-id");
+		return;
+	}
+	o = e->o;
+	hp_idtab_remove(&p->pend, e);
+	/* a stream the call carries ends with its answer */
+	if (o.chan != 0)
+		streams_over(h, p, m->desc.id, o.chan);
+	if (hp_msg_decode_response(m->payload, m->len, &r) != 0) {
+		route_answer_error(h, &o, HP_ERR_INVALID_PAYLOAD,
+				   "the guest's answer does not decode");
+		host_fault(h, p, DEATH_VIOLATION, "shm.payload.encoding");
+		return;
+	}
+	answer(h, &o, m->payload, m->len);
+}
+
+void
+route_cancel(struct hub *h, struct peer *p, uint32_t req_id)
+{
+	/* Find where we routed it and pass the Cancel on (advisory). */
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *q = &h->peers[i];
+		struct pending *e;
+		uint32_t pos = 0;
+
+		while ((e = hp_idtab_next(&q->pend, &pos)) != NULL) {
+			if (e->o.kind == ORIGIN_PEER && e->o.peer == p->id &&
+			    e->o.epoch == p->epoch && e->o.req_id == req_id) {
+				host_send(h, q, HP_MSG_CANCEL, (uint32_t)e->id, 0, NULL, 0);
+				return;
+			}
+		}
+	}
+}
+
+void
+route_detach(struct hub *h, struct peer *p)
+{
+	char why[96];
+	struct pending *e;
+	uint32_t pos = 0;
+
+	snprintf(why, sizeof(why), "guest %s died", p->conf->name);
+	/* calls to p: their callers get an error */
+	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {
+		struct origin o = e->o;
+
+		e->o.kind = ORIGIN_NONE;
+		route_answer_error(h, &o, HP_ERR_CANCELLED, why);
+	}
+	hp_idtab_clear(&p->pend);
+	/* calls by p routed elsewhere: their answers have nobody to go to */
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *q = &h->peers[i];
+
+		pos = 0;
+		while ((e = hp_idtab_next(&q->pend, &pos)) != NULL)
+			if (e->o.kind == ORIGIN_PEER && e->o.peer == p->id)
+				e->o.kind = ORIGIN_NONE;
+	}
+}
+
+/* -- calls from control clients ----------------------------------------- */
+
+int
+route_client_call(struct hub *h, struct ext_call *c, const char *method,
+		  const struct ctl_arg *args, int nargs, const char **why)
+{
+	const struct method *m = methods_find(h, method);
+	struct origin o = { ORIGIN_CLIENT, 0, 0, 0, c, 0 };
+	struct hp_pc_enc e;
+	struct peer *p = NULL;
+	uint8_t *buf;
+	size_t cap = h->seg.params.max_payload_size;
+	uint32_t req_id;
+	int rc = 0, want = 0, next = 0;
+
+	if (m == NULL) {
+		*why = "no such method";
+		return -ENOENT;
+	}
+	/* the caller gives every argument but channels, which we open */
+	for (uint8_t i = 0; i < m->sig.nargs; i++)
+		want += m->sig.args[i] != HP_T_CHAN;
+	if (nargs != want) {
+		*why = "wrong number of arguments for the method's signature";
+		return -EINVAL;
+	}
+	if (!methods_live(h, m)) {
+		*why = methods_unavailable(h, m, c->why, sizeof(c->why));
+		return -EHOSTDOWN;
+	}
+	p = hub_peer(h, m->owner);
+	if ((buf = malloc(cap)) == NULL) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	c->chan = 0;
+	c->ret_type = m->sig.ret;
+	hp_pc_enc_init(&e, buf, cap);
+	hp_pc_put_seq_len(&e, 0);		/* no metadata */
+	for (uint8_t i = 0; i < m->sig.nargs; i++) {
+		if (m->sig.args[i] != HP_T_CHAN) {
+			if (hp_sig_encode_text(&e, m->sig.args[i], args[next].s,
+					       args[next].len) != 0) {
+				*why = "an argument is not of its signature's type";
+				rc = -EINVAL;
+				goto out;
+			}
+			next++;
+			continue;
+		}
+		/* a chan<T>: we receive it, the client sees the items */
+		int64_t id = p == NULL || c->chan != 0 ? -EINVAL :
+		    streams_open_client(h, p, &o, m->sig.chan_item[i]);
+
+		if (id < 0) {
+			*why = "no channel available";
+			rc = -EAGAIN;
+			goto out;
+		}
+		c->chan = o.chan = (uint32_t)id;
+		hp_pc_put_u64(&e, (uint64_t)id);
+	}
+	if (e.err != 0) {
+		*why = "arguments larger than max_payload_size";
+		rc = -EMSGSIZE;
+		goto out;
+	}
+	if (p == NULL) {
+		c->peer = 0;
+		services_call(h, NULL, m, &o, buf + 1, e.len - 1);
+	} else {
+		c->peer = p->id;
+		if ((rc = call_guest(h, p, m->id, buf, (uint32_t)e.len, &o, &req_id)) != 0)
+			*why = "out of memory";
+		else if (c->chan != 0)
+			p->chans[c->chan].o.req_id = req_id;	/* for streams_over */
+	}
+out:
+	if (rc != 0 && c->chan != 0) {
+		streams_unopen(p, c->chan);
+		c->chan = 0;
+	}
+	free(buf);
+	return rc;
+}
+
+void
+route_client_consumed(struct hub *h, struct ext_call *x, uint32_t bytes)
+{
+	struct peer *p = hub_peer(h, x->peer);
+
+	if (p != NULL && p->state == PEER_UP)
+		streams_consumed(h, p, x, bytes);
+}
+
+/* The client went away (closed, or dropped for not reading): its answer
+ * has nobody to go to, the guest is told with Cancel (advisory), and its
+ * stream is drained: items dropped, credit granted back at once, so that
+ * a guest in the middle of sending finishes and ends the stream itself,
+ * or answers (streams_over). The entry stays Active until then: its
+ * credit word stays valid for a sender that has not seen the Cancel. */
+void
+route_client_abandon(struct hub *h, struct ext_call *x)
+{
+	struct peer *p = hub_peer(h, x->peer);
+	struct pending *e;
+	uint32_t pos = 0;
+
+	if (p == NULL)
+		return;
+	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {
+		if (e->o.kind != ORIGIN_CLIENT || e->o.ext != x)
+			continue;
+		e->o.kind = ORIGIN_NONE;
+		e->o.ext = NULL;
+		host_send(h, p, HP_MSG_CANCEL, (uint32_t)e->id, 0, NULL, 0);
+	}
+	streams_abandon(h, p, x);
+}

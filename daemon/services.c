@@ -1,0 +1,270 @@
+/* The host's built-in services (hub.*, proto/services.h), one table of
+ * name, signature and handler; and hub.source's sending, paced by the
+ * calling guest's credit. */
+#include <stdio.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "daemon/hubd.h"
+#include "daemon/log.h"
+#include "proto/channel.h"
+#include "proto/services.h"
+
+#define SOURCE_ITEM	4096	/* hub.source's item size at most */
+
+/* A service's handler: p is the calling guest, or NULL for a control
+ * client; it answers o, now or later. */
+typedef void service_fn(struct hub *h, struct peer *p, const struct origin *o,
+			const uint8_t *args, size_t len);
+
+static void
+svc_ping(struct hub *h, struct peer *p, const struct origin *o,
+	 const uint8_t *args, size_t len)
+{
+	(void)p;
+	route_answer_ok(h, o, args, len);
+}
+
+static void
+svc_log(struct hub *h, struct peer *p, const struct origin *o,
+	const uint8_t *args, size_t len)
+{
+	const char *s;
+	size_t n;
+	struct hp_pc_dec d;
+
+	hp_pc_dec_init(&d, args, len);
+	hp_pc_get_str(&d, &s, &n);
+	log_info("guest %s: %.*s", p ? p->conf->name : "(control)",
+		 (int)(n > 1000 ? 1000 : n), s);
+	route_answer_ok(h, o, NULL, 0);
+}
+
+static void
+svc_peers(struct hub *h, struct peer *caller, const struct origin *o,
+	  const uint8_t *args, size_t len)
+{
+	char text[255 * 80];
+	size_t n = 0;
+	uint8_t buf[sizeof(text) + 8];
+	struct hp_pc_enc e;
+
+	(void)caller;
+	(void)args;
+	(void)len;
+	for (uint32_t i = 0; i < h->conf.params.max_guests && n < sizeof(text) - 80; i++) {
+		struct peer *p = &h->peers[i];
+
+		if (p->conf == NULL)
+			continue;
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%u %s %s\n", p->id,
+				      p->conf->name, lifecycle_state_name(p->state));
+	}
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_str(&e, text, n);
+	route_answer_ok(h, o, buf, e.len);
+}
+
+static void
+svc_register(struct hub *h, struct peer *p, const struct origin *o,
+	     const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	const char *name, *sig, *why;
+	size_t nlen, slen;
+	char nbuf[64], sbuf[HP_SIG_MAX_LEN + 1];
+
+	hp_pc_dec_init(&d, args, len);
+	hp_pc_get_str(&d, &name, &nlen);
+	hp_pc_get_str(&d, &sig, &slen);
+	if (p == NULL) {
+		route_answer_error(h, o, HP_ERR_USER, "only guests register methods");
+		return;
+	}
+	if (d.err != 0 || nlen >= sizeof(nbuf) || slen >= sizeof(sbuf)) {
+		route_answer_error(h, o, HP_ERR_USER, "name or signature too long");
+		return;
+	}
+	memcpy(nbuf, name, nlen);
+	nbuf[nlen] = '\0';
+	memcpy(sbuf, sig, slen);
+	sbuf[slen] = '\0';
+	if (strncmp(nbuf, "hub.", 4) == 0) {
+		route_answer_error(h, o, HP_ERR_USER, "the hub. prefix is the host's");
+		return;
+	}
+	if (methods_add(h, nbuf, sbuf, p->id, p->epoch, 0, &why) != 0) {
+		route_answer_error(h, o, HP_ERR_USER, why);
+		return;
+	}
+	log_info("guest %s: registered %s (%s)", p->conf->name, nbuf, sbuf);
+	route_answer_ok(h, o, NULL, 0);
+}
+
+static void
+svc_sink(struct hub *h, struct peer *p, const struct origin *o,
+	 const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	uint64_t id;
+	struct hchan *c;
+
+	hp_pc_dec_init(&d, args, len);
+	id = hp_pc_get_u64(&d);
+	/* the guest opened it (odd id) and sends on it; we receive */
+	if (p == NULL || d.err != 0 || id > UINT32_MAX ||
+	    hp_chan_id_check((uint32_t)id, h->seg.params.max_channels, HP_SIDE_GUEST) != 0 ||
+	    p->chans[id].open) {
+		route_answer_error(h, o, HP_ERR_USER, "hub.sink needs a channel the guest opened");
+		return;
+	}
+	c = &p->chans[id];
+	memset(c, 0, sizeof(*c));
+	c->open = 1;
+	c->granted = h->seg.params.initial_credit;	/* r[shm.flow.initial] */
+	c->item_type = HP_T_BYTES;
+	c->checksum = HP_STREAM_HASH_SEED;
+	c->o = *o;
+	c->o.kind = ORIGIN_SINK;	/* answered on Close (streams.c) */
+}
+
+static void
+svc_source(struct hub *h, struct peer *p, const struct origin *o,
+	   const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	uint64_t bytes, id;
+	struct hchan *c;
+
+	hp_pc_dec_init(&d, args, len);
+	bytes = hp_pc_get_u64(&d);
+	id = hp_pc_get_u64(&d);
+	/* the guest opened it (odd id) to receive on: it grants, we send */
+	if (p == NULL || d.err != 0 || id > UINT32_MAX ||
+	    hp_chan_id_check((uint32_t)id, h->seg.params.max_channels, HP_SIDE_GUEST) != 0 ||
+	    p->chans[id].open ||
+	    hp_chan_state(&p->view.chans[id]) != HP_CHAN_ACTIVE) {
+		route_answer_error(h, o, HP_ERR_USER, "hub.source needs a channel the guest opened");
+		return;
+	}
+	c = &p->chans[id];
+	memset(c, 0, sizeof(*c));
+	c->open = c->sending = 1;
+	c->to_send = bytes;
+	c->checksum = HP_STREAM_HASH_SEED;
+	c->o = *o;
+	p->sources++;
+}
+
+static const struct service {
+	const char	*name;
+	const char	*sig;
+	service_fn	*fn;
+} services[] = {
+	{ HP_SVC_PING, HP_SVC_SIG_PING, svc_ping },
+	{ HP_SVC_LOG, HP_SVC_SIG_LOG, svc_log },
+	{ HP_SVC_PEERS, HP_SVC_SIG_PEERS, svc_peers },
+	{ HP_SVC_REGISTER, HP_SVC_SIG_REGISTER, svc_register },
+	{ HP_SVC_SINK, HP_SVC_SIG_SINK, svc_sink },
+	{ HP_SVC_SOURCE, HP_SVC_SIG_SOURCE, svc_source },
+};
+#define NSERVICES	(sizeof(services) / sizeof(services[0]))
+
+int
+services_init(struct hub *h)
+{
+	const char *why;
+
+	for (uint16_t i = 0; i < NSERVICES; i++) {
+		if (methods_add(h, services[i].name, services[i].sig, 0, 0, i, &why) != 0) {
+			log_warnx("built-in %s: %s", services[i].name, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void
+services_call(struct hub *h, struct peer *p, const struct method *m,
+	      const struct origin *o, const uint8_t *args, size_t len)
+{
+	if (m->owner != 0 || m->service >= NSERVICES) {	/* a bug of ours */
+		route_answer_error(h, o, HP_ERR_UNKNOWN_METHOD, "no such host service");
+		return;
+	}
+	services[m->service].fn(h, p, o, args, len);
+}
+
+/* -- hub.source's sending ------------------------------------------------ */
+
+/* A hub.source stream's next item size, or 0 while the guest's credit,
+ * from its shared counter, does not allow one; -1 if that counter is corrupt. */
+static int64_t
+source_next(struct hub *h, struct peer *p, uint32_t id)
+{
+	struct hchan *c = &p->chans[id];
+	uint32_t item = h->seg.params.max_payload_size < SOURCE_ITEM ?
+	    h->seg.params.max_payload_size : SOURCE_ITEM;
+	uint32_t n = c->to_send < item ? (uint32_t)c->to_send : item;
+	/* r[shm.flow.ordering.sender]: acquire; r[shm.flow.wrap-rule] */
+	int64_t credit = hp_chan_credit(&p->view.chans[id], c->sent_total);
+
+	if (credit < 0)
+		return -1;
+	return (uint64_t)credit >= n ? n : 0;
+}
+
+int
+services_source_pump(struct hub *h, struct peer *p)
+{
+	uint8_t out[16];
+	struct hp_pc_enc e;
+	int sent = 0;
+
+	for (uint32_t id = 1; id < h->seg.params.max_channels && p->sources > 0; id++) {
+		struct hchan *c = &p->chans[id];
+		struct hp_outbuf ob;
+		int64_t n;
+
+		if (!c->open || !c->sending)
+			continue;
+		while (c->to_send > 0 && host_serving(p)) {
+			if ((n = source_next(h, p, id)) < 0) {
+				host_fault(h, p, DEATH_VIOLATION, "shm.flow.wrap-rule");
+				return sent;
+			}
+			if (n == 0)
+				p->stats.credit_waits++;
+			if (n == 0 || host_reserve(h, p, (uint32_t)n, &ob) != 0)
+				break;
+			for (uint32_t i = 0; i < n; i++)
+				ob.buf[i] = (uint8_t)(c->bytes + i);
+			c->checksum = XXH3_64bits_withSeed(ob.buf, (size_t)n, c->checksum);
+			hp_endpoint_commit(&p->ep, &ob, HP_MSG_DATA, id, 0, (uint32_t)n,
+					   HP_SEND_MORE);
+			c->sent_total += (uint32_t)n;
+			c->bytes += (uint64_t)n;
+			c->to_send -= (uint64_t)n;
+			sent++;
+		}
+		if (c->to_send > 0 || host_try_send(h, p, HP_MSG_CLOSE, id, 0, NULL, 0) != 0)
+			continue;
+		c->open = c->sending = 0;
+		p->sources--;
+		hp_pc_enc_init(&e, out, sizeof(out));
+		hp_pc_put_u64(&e, c->checksum);
+		route_answer_ok(h, &c->o, out, e.len);
+	}
+	return sent;
+}
+
+int
+services_source_ready(struct hub *h, struct peer *p)
+{
+	for (uint32_t id = 1; id < h->seg.params.max_channels && p->sources > 0; id++)
+		if (p->chans[id].open && p->chans[id].sending &&
+		    (p->chans[id].to_send == 0 || source_next(h, p, id) != 0))
+			return 1;
+	return 0;
+}

@@ -1,0 +1,203 @@
+/* The channels the host is the receiving end of: a control client's
+ * chan<T> argument, whose items go to the client, and hub.sink's, which
+ * the host hashes. Credit goes back to the guest as items are consumed
+ * (r[shm.flow.ordering.receiver]), for a client only as the client takes
+ * them. hub.source's sending side is in services.c. */
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "daemon/hubd.h"
+#include "proto/channel.h"
+
+/* What channel id's receiver consumed goes back to the sender in quarters
+ * of the window, or all of it at once when nothing more will be consumed
+ * soon (a stream being drained, a client that took all it had). */
+static void
+grant(struct hub *h, struct peer *p, uint32_t id, int all)
+{
+	struct hchan *c = &p->chans[id];
+
+	if (c->unreported == 0 ||
+	    (!all && c->unreported < h->seg.params.initial_credit / 4))
+		return;
+	hp_chan_grant(&p->view.chans[id], c->unreported);
+	c->granted += c->unreported;
+	c->unreported = 0;
+	hp_endpoint_notify_credit(&p->ep, &p->view.chans[id].granted_total);
+}
+
+int64_t
+streams_open_client(struct hub *h, struct peer *p, const struct origin *o,
+		    uint8_t item_type)
+{
+	int64_t id = hp_chan_open(p->view.chans, h->seg.params.max_channels, HP_SIDE_HOST,
+				  h->seg.params.initial_credit, &p->chan_cursor);
+
+	if (id < 0)
+		return id;
+	p->chans[id] = (struct hchan){ .open = 1, .item_type = item_type,
+				       .granted = h->seg.params.initial_credit, .o = *o };
+	p->chans[id].o.chan = (uint32_t)id;
+	return id;
+}
+
+void
+streams_unopen(struct peer *p, uint32_t id)
+{
+	p->chans[id].open = 0;
+	hp_chan_free(&p->view.chans[id]);
+}
+
+void
+streams_over(struct hub *h, struct peer *p, uint32_t req_id, uint32_t chan)
+{
+	struct hchan *c;
+
+	if (chan >= h->seg.params.max_channels)
+		return;
+	c = &p->chans[chan];
+	/* the call's own stream, not one that took its id since */
+	if (!c->open || c->sending || c->o.req_id != req_id ||
+	    (c->o.kind != ORIGIN_CLIENT && c->o.kind != ORIGIN_NONE))
+		return;
+	if (c->o.kind == ORIGIN_CLIENT)
+		c->o.ext->chan = 0;
+	c->open = 0;
+	c->held = c->unreported = 0;
+	c->stale = STALE_ENDED;
+	hp_chan_free(&p->view.chans[chan]);
+}
+
+void
+streams_data(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+{
+	uint32_t id = m->desc.id;
+	struct hchan *c = &p->chans[id];
+
+	if (!c->open && c->stale != 0) {
+		/* a client stream we ended (streams_over): the guest sent
+		 * this before it knew, no fault of its. r[shm.flow.reset]:
+		 * told once that the channel and its credit word are gone. */
+		if (c->stale == STALE_ENDED) {
+			c->stale = STALE_RESET;
+			host_send(h, p, HP_MSG_RESET, id, 0, NULL, 0);
+		}
+		return;
+	}
+	if (!c->open || c->sending) {
+		/* r[shm.id.channel-parity]: an even id is one we allocate */
+		host_fault(h, p, DEATH_VIOLATION, id % 2 == 0 ? "shm.id.channel-parity" :
+			   "shm.flow.channel-table-indexing");
+		return;
+	}
+	/* r[shm.flow.remaining-credit]: the sender must not overrun what we
+	 * granted (our own count, not the guest-writable shared word). */
+	if (!hp_credit_allows(c->granted, c->received, m->len)) {
+		host_fault(h, p, DEATH_VIOLATION, "shm.flow.remaining-credit");
+		return;
+	}
+	c->received += m->len;
+	c->bytes += m->len;
+	if (c->o.kind == ORIGIN_CLIENT) {
+		/* consumed once the client has taken it (streams_consumed):
+		 * a client that reads slowly holds the guest back, not
+		 * hubd's memory */
+		c->held += m->len;
+		c->o.ext->on_item(c->o.ext, c->item_type, m->payload, m->len);
+		return;
+	}
+	if (c->o.kind == ORIGIN_SINK)
+		c->checksum = XXH3_64bits_withSeed(m->payload, m->len, c->checksum);
+	/* hub.sink's consumed now; a stream whose client is gone drains
+	 * until the guest ends it */
+	c->unreported += m->len;
+	grant(h, p, id, c->o.kind == ORIGIN_NONE);
+}
+
+void
+streams_end(struct hub *h, struct peer *p, uint32_t id, int reset)
+{
+	struct hchan *c = &p->chans[id];
+	struct origin o = c->o;
+	uint8_t buf[16];
+	struct hp_pc_enc e;
+
+	if (!c->open && c->stale != 0) {
+		/* its end of a client stream we ended: both sides have now
+		 * let go (r[shm.flow.channel-id-reuse]) */
+		c->stale = 0;
+		return;
+	}
+	if (!c->open) {
+		host_fault(h, p, DEATH_VIOLATION, "shm.flow.channel-table-indexing");
+		return;
+	}
+	if (c->sending) {	/* the receiver gave up on our hub.source */
+		c->open = c->sending = 0;
+		p->sources--;
+		route_answer_error(h, &o, HP_ERR_USER, "the receiver reset the stream");
+		return;
+	}
+	c->open = 0;
+	/* r[shm.flow.channel-id-reuse]: the receiver frees the entry */
+	hp_chan_free(&p->view.chans[id]);
+	if (o.kind == ORIGIN_CLIENT)
+		o.ext->chan = 0;	/* what the client takes now is nobody's credit */
+	if (o.kind == ORIGIN_SINK) {
+		o.kind = ORIGIN_PEER;
+		if (reset) {
+			route_answer_error(h, &o, HP_ERR_USER, "the stream was reset");
+			return;
+		}
+		hp_pc_enc_init(&e, buf, sizeof(buf));
+		hp_pc_put_u64(&e, c->checksum);
+		route_answer_ok(h, &o, buf, e.len);
+	}
+	/* A client's stream ends with the call's Response. */
+}
+
+void
+streams_consumed(struct hub *h, struct peer *p, struct ext_call *x, uint32_t bytes)
+{
+	struct hchan *c;
+
+	if (x->chan == 0 || x->chan >= h->seg.params.max_channels)
+		return;
+	c = &p->chans[x->chan];
+	if (!c->open || c->o.kind != ORIGIN_CLIENT || c->o.ext != x)
+		return;
+	if (bytes > c->held)
+		bytes = c->held;
+	c->held -= bytes;
+	c->unreported += bytes;
+	/* all of it once the client has taken everything: the guest never
+	 * waits on credit we hold back for nobody */
+	grant(h, p, x->chan, c->held == 0);
+}
+
+void
+streams_abandon(struct hub *h, struct peer *p, struct ext_call *x)
+{
+	for (uint32_t id = 1; p->chans != NULL && id < h->seg.params.max_channels; id++) {
+		struct hchan *c = &p->chans[id];
+
+		if (!c->open || c->sending || c->o.kind != ORIGIN_CLIENT || c->o.ext != x)
+			continue;
+		c->o.kind = ORIGIN_NONE;
+		c->o.ext = NULL;
+		c->unreported += c->held;
+		c->held = 0;
+		if (p->state == PEER_UP)
+			grant(h, p, id, 1);
+	}
+	x->chan = 0;
+}
+
+void
+streams_reset_all(struct hub *h, struct peer *p)
+{
+	memset(p->chans, 0, h->seg.params.max_channels * sizeof(*p->chans));
+	p->chan_cursor = 0;
+	p->sources = 0;
+}
