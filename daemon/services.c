@@ -207,7 +207,8 @@ source_next(struct hub *h, struct peer *p, uint32_t id)
 	uint32_t item = h->seg.params.max_payload_size < SOURCE_ITEM ?
 	    h->seg.params.max_payload_size : SOURCE_ITEM;
 	uint32_t n = c->to_send < item ? (uint32_t)c->to_send : item;
-	/* r[shm.flow.ordering.sender]: acquire; r[shm.flow.wrap-rule] */
+	/* r[shm.flow.ordering.sender] r[shm.flow.wrap-rule]: hp_chan_credit
+	 * acquires the receiving guest's grant (hp_chan_grant's release) */
 	int64_t credit = hp_chan_credit(&p->view.chans[id], c->sent_total);
 
 	if (credit < 0)
