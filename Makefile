@@ -43,6 +43,8 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
 DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd) -lev
 
+GUEST_SRC := $(wildcard guestlib/*.c)
+GUEST_OBJ := $(GUEST_SRC:%.c=$(B)/%.o)
 GUEST_SO := $(B)/libguest.so
 GUEST_A := $(B)/libguest.a
 EXAMPLES := $(patsubst guestlib/examples/%.c,$(B)/guests/%,$(wildcard guestlib/examples/*.c))
@@ -86,12 +88,12 @@ $(DAEMON_LIB): $(DAEMON_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# libguest: guest.c with proto inside; only guest.h's names are exported.
-$(GUEST_SO): $(B)/guestlib/guest.o $(PROTO_OBJ) guestlib/libguest.map
+# libguest: guestlib/*.c with proto inside; only guest.h's names are exported.
+$(GUEST_SO): $(GUEST_OBJ) $(PROTO_OBJ) guestlib/libguest.map
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libguest.so.0 \
 		-Wl,--version-script=guestlib/libguest.map -o $@.0 $(filter %.o,$^)
 	ln -sf libguest.so.0 $@
-$(GUEST_A): $(B)/guestlib/guest.o $(PROTO_OBJ)
+$(GUEST_A): $(GUEST_OBJ) $(PROTO_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -145,7 +147,7 @@ $(B)/tests/check_main.o: tests/check_main.c $(B)/tests/suites.inc
 $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DBUILD_DIR='"$(abspath $(B))"' -c -o $@ $<
-$(B)/check_hub: $(TEST_OBJ) $(B)/guestlib/guest.o $(DAEMON_LIB) $(PROTO_LIB)
+$(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) -lpthread
 
 # Every header compiles on its own.
