@@ -88,7 +88,10 @@ $(DAEMON_LIB): $(DAEMON_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# libguest: guestlib/*.c with proto inside; only guest.h's names are exported.
+# libguest: guestlib/*.c with proto inside; only guest.h's names are
+# exported: everything is built hidden but what guest.h marks GUEST_API, and
+# libguest.map's local: * hides what might slip through.
+$(PROTO_OBJ) $(GUEST_OBJ): ALL_CFLAGS += -fvisibility=hidden
 $(GUEST_SO): $(GUEST_OBJ) $(PROTO_OBJ) guestlib/libguest.map
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libguest.so.0 \
 		-Wl,--version-script=guestlib/libguest.map -o $@.0 $(filter %.o,$^)
