@@ -47,6 +47,16 @@ GUEST_SRC := $(wildcard guestlib/*.c)
 GUEST_OBJ := $(GUEST_SRC:%.c=$(B)/%.o)
 GUEST_SO := $(B)/libguest.so
 GUEST_A := $(B)/libguest.a
+# libguest's version is guest.h's GUEST_VERSION_*, the one in the tree: the
+# soname, the library's file name and libguest.pc's Version come from it.
+guest_version = $(shell awk '$$2 == "GUEST_VERSION_$(1)" { print $$3 }' guestlib/guest.h)
+GUEST_MAJOR := $(call guest_version,MAJOR)
+GUEST_VER := $(GUEST_MAJOR).$(call guest_version,MINOR).$(call guest_version,PATCH)
+ifeq ($(shell echo '$(GUEST_VER)' | grep -xE '[0-9]+\.[0-9]+\.[0-9]+'),)
+$(error guestlib/guest.h: GUEST_VERSION_MAJOR, _MINOR, _PATCH not found (got "$(GUEST_VER)"))
+endif
+GUEST_SONAME := libguest.so.$(GUEST_MAJOR)
+GUEST_REAL := libguest.so.$(GUEST_VER)
 EXAMPLES := $(patsubst guestlib/examples/%.c,$(B)/guests/%,$(wildcard guestlib/examples/*.c))
 TEST_GUESTS := $(patsubst tests/guests/%.c,$(B)/tests/guests/%,$(wildcard tests/guests/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest
@@ -93,9 +103,10 @@ $(DAEMON_LIB): $(DAEMON_OBJ)
 # libguest.map's local: * hides what might slip through.
 $(PROTO_OBJ) $(GUEST_OBJ): ALL_CFLAGS += -fvisibility=hidden
 $(GUEST_SO): $(GUEST_OBJ) $(PROTO_OBJ) guestlib/libguest.map
-	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libguest.so.0 \
-		-Wl,--version-script=guestlib/libguest.map -o $@.0 $(filter %.o,$^)
-	ln -sf libguest.so.0 $@
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(GUEST_SONAME) \
+		-Wl,--version-script=guestlib/libguest.map -o $(B)/$(GUEST_REAL) $(filter %.o,$^)
+	ln -sf $(GUEST_REAL) $(B)/$(GUEST_SONAME)
+	ln -sf $(GUEST_SONAME) $@
 $(GUEST_A): $(GUEST_OBJ) $(PROTO_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -197,11 +208,13 @@ install: all
 		$(DESTDIR)$(PREFIX)/share/doc/hub $(DESTDIR)$(SYSCONFDIR)/hub
 	install -m 755 $(B)/hubd $(DESTDIR)$(PREFIX)/sbin/hubd
 	install -m 755 $(B)/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl
-	install -m 755 $(B)/libguest.so.0 $(DESTDIR)$(PREFIX)/lib/libguest.so.0
-	ln -sf libguest.so.0 $(DESTDIR)$(PREFIX)/lib/libguest.so
+	install -m 755 $(B)/$(GUEST_REAL) $(DESTDIR)$(PREFIX)/lib/$(GUEST_REAL)
+	ln -sf $(GUEST_REAL) $(DESTDIR)$(PREFIX)/lib/$(GUEST_SONAME)
+	ln -sf $(GUEST_SONAME) $(DESTDIR)$(PREFIX)/lib/libguest.so
 	install -m 644 $(B)/libguest.a $(DESTDIR)$(PREFIX)/lib/libguest.a
 	install -m 644 guestlib/guest.h $(DESTDIR)$(PREFIX)/include/guest.h
-	sed 's|@PREFIX@|$(PREFIX)|' guestlib/libguest.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libguest.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(GUEST_VER)|' guestlib/libguest.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/libguest.pc
 	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/libexec/hub/
 	sed -e 's|/usr/local/sbin/|$(PREFIX)/sbin/|g' -e 's|/etc/hub/|$(SYSCONFDIR)/hub/|g' \
 		-e 's|/usr/local/share/|$(PREFIX)/share/|g' systemd/hubd.service \
@@ -216,7 +229,8 @@ install: all
 test-install:
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	$(MAKE) --no-print-directory -s install DESTDIR=$$d PREFIX=/usr/local >/dev/null && \
-	for f in sbin/hubd bin/hubctl lib/libguest.so.0 lib/libguest.a include/guest.h \
+	for f in sbin/hubd bin/hubctl lib/libguest.so lib/$(GUEST_SONAME) lib/$(GUEST_REAL) \
+		lib/libguest.a include/guest.h \
 		lib/pkgconfig/libguest.pc libexec/hub/echo lib/systemd/system/hubd.service \
 		share/doc/hub/README.md; do \
 		test -e $$d/usr/local/$$f || { echo "install: $$f missing"; exit 1; }; done && \

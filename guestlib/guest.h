@@ -37,6 +37,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* libguest's version, the one in the tree: the Makefile makes the soname
+ * libguest.so.MAJOR (a new MAJOR when the ABI breaks), the file name
+ * libguest.so.MAJOR.MINOR.PATCH and libguest.pc's Version from these.
+ * GUEST_VERSION is one number for #if (0.1.0 is 100). */
+#define GUEST_VERSION_MAJOR	0
+#define GUEST_VERSION_MINOR	1
+#define GUEST_VERSION_PATCH	0
+#define GUEST_VERSION	(GUEST_VERSION_MAJOR * 10000 + \
+			 GUEST_VERSION_MINOR * 100 + GUEST_VERSION_PATCH)
+
 /* What the library exports: it is built with -fvisibility=hidden, so a
  * function is part of its ABI only when declared here with GUEST_API (and
  * listed in libguest.map). */
