@@ -164,11 +164,13 @@ $(B)/tests/%.o: tests/%.c
 $(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) -lpthread
 
-# Every header compiles on its own.
+# Every header compiles on its own; libguest's public one as C++ too.
 headers:
 	@for h in $(HEADERS); do \
 		echo "#include \"$$h\"" | $(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -fsyntax-only -x c - || exit 1; \
 	done
+	@echo '#include "guestlib/guest.h"' | \
+		$(CXX) -std=c++11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -x c++ -
 
 deps:
 	@sh scripts/deps.sh
@@ -225,7 +227,8 @@ install: all
 	install -m 644 README.md $(DESTDIR)$(PREFIX)/share/doc/hub/README.md
 
 # An install into a staging tree: everything lands, the config checks,
-# and a guest builds against the installed header with pkg-config.
+# a guest builds against the installed header with pkg-config, and
+# libguest's exports, version and C++ use check (scripts/check-libguest.sh).
 test-install:
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	$(MAKE) --no-print-directory -s install DESTDIR=$$d PREFIX=/usr/local >/dev/null && \
@@ -239,7 +242,8 @@ test-install:
 	PKG_CONFIG_SYSROOT_DIR=$$d PKG_CONFIG_LIBDIR=$$d/usr/local/lib/pkgconfig \
 		$(CC) -o $$d/kv guestlib/examples/kv.c $$(PKG_CONFIG_SYSROOT_DIR=$$d \
 		PKG_CONFIG_LIBDIR=$$d/usr/local/lib/pkgconfig pkg-config --cflags --libs libguest) && \
-	echo "install: 1 passed, 0 failed"
+	echo "install: 1 passed, 0 failed" && \
+	CC="$(CC)" CXX="$(CXX)" sh scripts/check-libguest.sh $$d/usr/local
 
 # The default config, with the example guests taken from this build.
 run: deps
