@@ -43,10 +43,22 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
 DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash) -lev
 
+GUEST_SRC := $(wildcard guestlib/*.c)
+GUEST_OBJ := $(GUEST_SRC:%.c=$(B)/%.o)
 GUEST_SO := $(B)/libguest.so
 # The stream hash (hub.sink, hub.source) for the guests that check it.
 HASH_LIBS = -Wl,--as-needed $(shell pkg-config --libs libxxhash) -Wl,--no-as-needed
 GUEST_A := $(B)/libguest.a
+# libguest's version is guest.h's GUEST_VERSION_*, the one in the tree: the
+# soname, the library's file name and libguest.pc's Version come from it.
+guest_version = $(shell awk '$$2 == "GUEST_VERSION_$(1)" { print $$3 }' guestlib/guest.h)
+GUEST_MAJOR := $(call guest_version,MAJOR)
+GUEST_VER := $(GUEST_MAJOR).$(call guest_version,MINOR).$(call guest_version,PATCH)
+ifeq ($(shell echo '$(GUEST_VER)' | grep -xE '[0-9]+\.[0-9]+\.[0-9]+'),)
+$(error guestlib/guest.h: GUEST_VERSION_MAJOR, _MINOR, _PATCH not found (got "$(GUEST_VER)"))
+endif
+GUEST_SONAME := libguest.so.$(GUEST_MAJOR)
+GUEST_REAL := libguest.so.$(GUEST_VER)
 EXAMPLES := $(patsubst guestlib/examples/%.c,$(B)/guests/%,$(wildcard guestlib/examples/*.c))
 TEST_GUESTS := $(patsubst tests/guests/%.c,$(B)/tests/guests/%,$(wildcard tests/guests/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest
@@ -88,12 +100,16 @@ $(DAEMON_LIB): $(DAEMON_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# libguest: guest.c with proto inside; only guest.h's names are exported.
-$(GUEST_SO): $(B)/guestlib/guest.o $(PROTO_OBJ) guestlib/libguest.map
-	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libguest.so.0 \
-		-Wl,--version-script=guestlib/libguest.map -o $@.0 $(filter %.o,$^)
-	ln -sf libguest.so.0 $@
-$(GUEST_A): $(B)/guestlib/guest.o $(PROTO_OBJ)
+# libguest: guestlib/*.c with proto inside; only guest.h's names are
+# exported: everything is built hidden but what guest.h marks GUEST_API, and
+# libguest.map's local: * hides what might slip through.
+$(PROTO_OBJ) $(GUEST_OBJ): ALL_CFLAGS += -fvisibility=hidden
+$(GUEST_SO): $(GUEST_OBJ) $(PROTO_OBJ) guestlib/libguest.map
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(GUEST_SONAME) \
+		-Wl,--version-script=guestlib/libguest.map -o $(B)/$(GUEST_REAL) $(filter %.o,$^)
+	ln -sf $(GUEST_REAL) $(B)/$(GUEST_SONAME)
+	ln -sf $(GUEST_SONAME) $@
+$(GUEST_A): $(GUEST_OBJ) $(PROTO_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -147,14 +163,16 @@ $(B)/tests/check_main.o: tests/check_main.c $(B)/tests/suites.inc
 $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DBUILD_DIR='"$(abspath $(B))"' -c -o $@ $<
-$(B)/check_hub: $(TEST_OBJ) $(B)/guestlib/guest.o $(DAEMON_LIB) $(PROTO_LIB)
+$(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) -lpthread
 
-# Every header compiles on its own.
+# Every header compiles on its own; libguest's public one as C++ too.
 headers:
 	@for h in $(HEADERS); do \
 		echo "#include \"$$h\"" | $(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -fsyntax-only -x c - || exit 1; \
 	done
+	@echo '#include "guestlib/guest.h"' | \
+		$(CXX) -std=c++11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -x c++ -
 
 deps:
 	@sh scripts/deps.sh
@@ -194,11 +212,13 @@ install: all
 		$(DESTDIR)$(PREFIX)/share/doc/hub $(DESTDIR)$(SYSCONFDIR)/hub
 	install -m 755 $(B)/hubd $(DESTDIR)$(PREFIX)/sbin/hubd
 	install -m 755 $(B)/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl
-	install -m 755 $(B)/libguest.so.0 $(DESTDIR)$(PREFIX)/lib/libguest.so.0
-	ln -sf libguest.so.0 $(DESTDIR)$(PREFIX)/lib/libguest.so
+	install -m 755 $(B)/$(GUEST_REAL) $(DESTDIR)$(PREFIX)/lib/$(GUEST_REAL)
+	ln -sf $(GUEST_REAL) $(DESTDIR)$(PREFIX)/lib/$(GUEST_SONAME)
+	ln -sf $(GUEST_SONAME) $(DESTDIR)$(PREFIX)/lib/libguest.so
 	install -m 644 $(B)/libguest.a $(DESTDIR)$(PREFIX)/lib/libguest.a
 	install -m 644 guestlib/guest.h $(DESTDIR)$(PREFIX)/include/guest.h
-	sed 's|@PREFIX@|$(PREFIX)|' guestlib/libguest.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libguest.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(GUEST_VER)|' guestlib/libguest.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/libguest.pc
 	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/libexec/hub/
 	sed -e 's|/usr/local/sbin/|$(PREFIX)/sbin/|g' -e 's|/etc/hub/|$(SYSCONFDIR)/hub/|g' \
 		-e 's|/usr/local/share/|$(PREFIX)/share/|g' systemd/hubd.service \
@@ -209,11 +229,13 @@ install: all
 	install -m 644 README.md $(DESTDIR)$(PREFIX)/share/doc/hub/README.md
 
 # An install into a staging tree: everything lands, the config checks,
-# and a guest builds against the installed header with pkg-config.
+# a guest builds against the installed header with pkg-config, and
+# libguest's exports, version and C++ use check (scripts/check-libguest.sh).
 test-install:
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	$(MAKE) --no-print-directory -s install DESTDIR=$$d PREFIX=/usr/local >/dev/null && \
-	for f in sbin/hubd bin/hubctl lib/libguest.so.0 lib/libguest.a include/guest.h \
+	for f in sbin/hubd bin/hubctl lib/libguest.so lib/$(GUEST_SONAME) lib/$(GUEST_REAL) \
+		lib/libguest.a include/guest.h \
 		lib/pkgconfig/libguest.pc libexec/hub/echo lib/systemd/system/hubd.service \
 		share/doc/hub/README.md; do \
 		test -e $$d/usr/local/$$f || { echo "install: $$f missing"; exit 1; }; done && \
@@ -222,7 +244,8 @@ test-install:
 	PKG_CONFIG_SYSROOT_DIR=$$d PKG_CONFIG_LIBDIR=$$d/usr/local/lib/pkgconfig \
 		$(CC) -o $$d/kv guestlib/examples/kv.c $$(PKG_CONFIG_SYSROOT_DIR=$$d \
 		PKG_CONFIG_LIBDIR=$$d/usr/local/lib/pkgconfig pkg-config --cflags --libs libguest) && \
-	echo "install: 1 passed, 0 failed"
+	echo "install: 1 passed, 0 failed" && \
+	CC="$(CC)" CXX="$(CXX)" sh scripts/check-libguest.sh $$d/usr/local
 
 # The default config, with the example guests taken from this build.
 run: deps

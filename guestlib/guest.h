@@ -37,20 +37,44 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* libguest's version, the one in the tree: the Makefile makes the soname
+ * libguest.so.MAJOR (a new MAJOR when the ABI breaks), the file name
+ * libguest.so.MAJOR.MINOR.PATCH and libguest.pc's Version from these.
+ * GUEST_VERSION is one number for #if (0.1.0 is 100). */
+#define GUEST_VERSION_MAJOR	0
+#define GUEST_VERSION_MINOR	1
+#define GUEST_VERSION_PATCH	0
+#define GUEST_VERSION	(GUEST_VERSION_MAJOR * 10000 + \
+			 GUEST_VERSION_MINOR * 100 + GUEST_VERSION_PATCH)
+
+/* What the library exports: it is built with -fvisibility=hidden, so a
+ * function is part of its ABI only when declared here with GUEST_API (and
+ * listed in libguest.map). */
+#if defined(__GNUC__)
+#define GUEST_API	__attribute__((visibility("default")))
+#else
+#define GUEST_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct guest;
 struct guest_call;
 
 /* Attach with the ticket in argv (--hub-path, --peer-id, --doorbell-fd).
  * On failure *why (if not NULL) says what went wrong, e.g. when started
  * by hand without a ticket. */
-int guest_attach(int argc, char *const argv[], struct guest **gp, const char **why);
+GUEST_API int guest_attach(int argc, char *const argv[], struct guest **gp,
+			   const char **why);
 
 /* Clean detach (r[shm.guest.detach]): Goodbye state, pending calls failed,
  * unmapped, freed. */
-void guest_detach(struct guest *g);
+GUEST_API void guest_detach(struct guest *g);
 
 /* This guest's peer id and name as the host knows it. */
-unsigned guest_peer_id(const struct guest *g);
+GUEST_API unsigned guest_peer_id(const struct guest *g);
 
 /* A method handler. args/len are the request's argument bytes (valid until
  * the handler returns). The handler answers with guest_reply or
@@ -69,18 +93,18 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
  * guest has as many methods as the host allows, -EREMOTEIO any other
  * (e.g. the "hub." prefix); or a call's errors (-ETIMEDOUT, -EPIPE,
  * -ECONNABORTED). */
-int guest_register(struct guest *g, const char *name, const char *signature,
-		   guest_handler fn, void *ctx);
+GUEST_API int guest_register(struct guest *g, const char *name,
+			     const char *signature, guest_handler fn, void *ctx);
 
 /* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard. */
-int guest_reply(struct guest_call *c, const void *result, size_t len);
-int guest_reply_error(struct guest_call *c, const char *message);
+GUEST_API int guest_reply(struct guest_call *c, const void *result, size_t len);
+GUEST_API int guest_reply_error(struct guest_call *c, const char *message);
 /* Answers Err(Cancelled): the reply to a call given up on after Cancel. */
-int guest_reply_cancelled(struct guest_call *c);
+GUEST_API int guest_reply_cancelled(struct guest_call *c);
 /* Nonzero once the caller sent Cancel for this call (advisory: the call
  * must still be answered). */
-int guest_call_cancelled(const struct guest_call *c);
-struct guest *guest_call_guest(const struct guest_call *c);
+GUEST_API int guest_call_cancelled(const struct guest_call *c);
+GUEST_API struct guest *guest_call_guest(const struct guest_call *c);
 
 /* Outcome of a call: 0 Ok; -EREMOTEIO Err(User) (result holds the error
  * string); -ENOSYS unknown method; -EBADMSG invalid payload; -ECANCELED
@@ -93,18 +117,19 @@ typedef void (*guest_result_fn)(void *ctx, int status, const uint8_t *result,
 /* Starts a call of method (on the host or another guest) and returns at
  * once; fn runs from the service loop when the answer arrives. *call_id
  * (if not NULL) identifies it for guest_cancel. */
-int guest_call_async(struct guest *g, const char *method, const void *args,
-		     size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id);
+GUEST_API int guest_call_async(struct guest *g, const char *method,
+			       const void *args, size_t len, guest_result_fn fn,
+			       void *ctx, uint32_t *call_id);
 /* Sends Cancel for a call in flight (advisory). */
-int guest_cancel(struct guest *g, uint32_t call_id);
+GUEST_API int guest_cancel(struct guest *g, uint32_t call_id);
 
 /* Calls and waits up to timeout_ms (-1: forever) in all, for room to send
  * and for the answer, serving other traffic meanwhile. The result (or
  * error string) is copied to result[0..cap) and its length stored in
  * *result_len. */
-int guest_call(struct guest *g, const char *method, const void *args,
-	       size_t len, void *result, size_t cap, size_t *result_len,
-	       int timeout_ms);
+GUEST_API int guest_call(struct guest *g, const char *method, const void *args,
+			 size_t len, void *result, size_t cap, size_t *result_len,
+			 int timeout_ms);
 
 /* Channels (r[shm.flow.*]). A sender sends items on a channel id it was
  * given (e.g. as a chan<T> argument) or opened; it blocks while the
@@ -112,38 +137,39 @@ int guest_call(struct guest *g, const char *method, const void *args,
  * the whole call (-ETIMEDOUT). -ENOTCONN for a channel that is not ours
  * to send on, or was closed or reset. Sends fail with -ECONNABORTED once
  * the hub ended the guest, -EPIPE once the hub is gone. */
-int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
-		    size_t len, int timeout_ms);
+GUEST_API int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
+			      size_t len, int timeout_ms);
 /* The same for n items, published together (one head store and at most
  * one wake instead of n): for streams of small items. */
 struct iovec;
-int guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
-			  int n, int timeout_ms);
+GUEST_API int guest_chan_send_batch(struct guest *g, uint32_t chan,
+				    const struct iovec *items, int n,
+				    int timeout_ms);
 /* Ends a channel this guest sends on, with Close (done) or Reset (given
  * up), whether or not anything was sent on it: every channel given or
  * opened to send on must be ended once. -ENOTCONN if it is not ours to
  * send on or was ended already. */
-int guest_chan_close(struct guest *g, uint32_t chan);
-int guest_chan_reset(struct guest *g, uint32_t chan);
+GUEST_API int guest_chan_close(struct guest *g, uint32_t chan);
+GUEST_API int guest_chan_reset(struct guest *g, uint32_t chan);
 
 /* Opens a channel this guest sends on (odd id): pass the id to the
  * receiver in a call (e.g. hub.sink), then send, then close. */
-int64_t guest_chan_open_send(struct guest *g);
+GUEST_API int64_t guest_chan_open_send(struct guest *g);
 
 /* Opens a channel this guest receives on: returns its id (odd), to pass to
  * the sender in a call. on_item runs for each item; on_end once with 0 on
  * Close or -ECONNRESET on Reset or -EPIPE if the hub died. */
 typedef void (*guest_item_fn)(void *ctx, const uint8_t *item, size_t len);
 typedef void (*guest_end_fn)(void *ctx, int status);
-int64_t guest_chan_open(struct guest *g, guest_item_fn on_item,
-			guest_end_fn on_end, void *ctx);
+GUEST_API int64_t guest_chan_open(struct guest *g, guest_item_fn on_item,
+				  guest_end_fn on_end, void *ctx);
 
 /* The service loop: returns 0 after guest_stop or when the host said
  * goodbye (r[shm.goodbye.host]), -EPIPE if the hub died, -EPROTO if the
  * host broke the protocol, -ECONNABORTED if the hub ended this guest with
  * a Goodbye (r[shm.goodbye.payload]: see guest_goodbye_reason). */
-int guest_run(struct guest *g);
-void guest_stop(struct guest *g);
+GUEST_API int guest_run(struct guest *g);
+GUEST_API void guest_stop(struct guest *g);
 
 /* The reason the hub gave when it ended this guest (the spec rule it
  * broke, e.g. "shm.desc.msg-type"), "(undecodable goodbye)" if the Goodbye
@@ -151,22 +177,22 @@ void guest_stop(struct guest *g);
  * guest_detach. A guest should print it, e.g.
  *	if (rc == -ECONNABORTED)
  *		fprintf(stderr, "echo: hub ended me: %s\n", guest_goodbye_reason(g)); */
-const char *guest_goodbye_reason(const struct guest *g);
+GUEST_API const char *guest_goodbye_reason(const struct guest *g);
 
 /* Waits up to timeout_ms for traffic and serves what arrived: for a
  * handler or callback that waits for something (an answer, a Cancel)
  * while the guest keeps serving. 0, or the loop's error (as guest_run,
  * -ECONNABORTED included). */
-int guest_service_wait(struct guest *g, int timeout_ms);
+GUEST_API int guest_service_wait(struct guest *g, int timeout_ms);
 
 /* For plugins with their own event loop: poll this fd for POLLIN, then
  * call guest_service, which does what is ready without blocking; call it
  * also at least every guest_service_timeout_ms() (heartbeat), and from a
  * handler that computes for longer than the heartbeat interval. 0, or the
  * loop's error (as guest_run, -ECONNABORTED included). */
-int guest_fd(const struct guest *g);
-int guest_service(struct guest *g);
-int guest_service_timeout_ms(const struct guest *g);
+GUEST_API int guest_fd(const struct guest *g);
+GUEST_API int guest_service(struct guest *g);
+GUEST_API int guest_service_timeout_ms(const struct guest *g);
 
 /* Counters (for tests and benchmarks). */
 struct guest_stats {
@@ -177,7 +203,7 @@ struct guest_stats {
 	uint64_t	wakes;		/* wake syscalls issued */
 	uint64_t	sleeps;
 };
-void guest_get_stats(const struct guest *g, struct guest_stats *s);
+GUEST_API void guest_get_stats(const struct guest *g, struct guest_stats *s);
 
 /* Postcard helpers for the common argument and result shapes. Each encoder
  * returns the length written or -ENOSPC; each decoder 0 or -EBADMSG, and
@@ -186,13 +212,18 @@ void guest_get_stats(const struct guest *g, struct guest_stats *s);
  * bytes, the same length-prefixed shape without the check: a "bytes"
  * argument or result of a signature is read and written with the _bytes
  * pair. Decoded strings and bytes point into buf. */
-int guest_pc_put_str(uint8_t *buf, size_t cap, size_t *pos, const char *s, size_t n);
-int guest_pc_put_bytes(uint8_t *buf, size_t cap, size_t *pos, const void *p, size_t n);
-int guest_pc_put_u64(uint8_t *buf, size_t cap, size_t *pos, uint64_t v);
-int guest_pc_get_str(const uint8_t *buf, size_t len, size_t *pos, const char **s, size_t *n);
-int guest_pc_get_bytes(const uint8_t *buf, size_t len, size_t *pos, const uint8_t **p,
-		       size_t *n);
-int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v);
+GUEST_API int guest_pc_put_str(uint8_t *buf, size_t cap, size_t *pos,
+			       const char *s, size_t n);
+GUEST_API int guest_pc_put_bytes(uint8_t *buf, size_t cap, size_t *pos,
+				 const void *p, size_t n);
+GUEST_API int guest_pc_put_u64(uint8_t *buf, size_t cap, size_t *pos,
+			       uint64_t v);
+GUEST_API int guest_pc_get_str(const uint8_t *buf, size_t len, size_t *pos,
+			       const char **s, size_t *n);
+GUEST_API int guest_pc_get_bytes(const uint8_t *buf, size_t len, size_t *pos,
+				 const uint8_t **p, size_t *n);
+GUEST_API int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos,
+			       uint64_t *v);
 
 /* hub.sink and hub.source answer with the stream's hash: XXH3-64 from
  * libxxhash chained over the items in order, h = XXH3_64bits_withSeed(item,

@@ -44,11 +44,11 @@ hp_idtab_find(const struct hp_idtab *t, uint64_t id)
 }
 
 static int
-grow(struct hp_idtab *t)
+grow(struct hp_idtab *t, uint32_t cap)
 {
-	struct hp_idtab n = { NULL, t->esize, t->cap ? t->cap * 2 : IDTAB_MIN, t->count };
+	struct hp_idtab n = { NULL, t->esize, cap, t->count };
 
-	if (n.cap < t->cap || (n.slots = calloc(n.cap, n.esize)) == NULL)
+	if ((n.slots = calloc(n.cap, n.esize)) == NULL)
 		return -1;
 	for (uint32_t i = 0; i < t->cap; i++) {
 		uint64_t id = slot_id(t, i);
@@ -61,12 +61,24 @@ grow(struct hp_idtab *t)
 	return 0;
 }
 
+int
+hp_idtab_reserve(struct hp_idtab *t, uint32_t n)
+{
+	uint64_t want = ((uint64_t)t->count + n) * 2, cap = t->cap ? t->cap : IDTAB_MIN;
+
+	while (cap < want)
+		cap *= 2;
+	if (cap > UINT32_MAX / 2 + 1)
+		return -1;
+	return cap == t->cap ? 0 : grow(t, (uint32_t)cap);
+}
+
 void *
 hp_idtab_insert(struct hp_idtab *t, uint64_t id)
 {
 	void *e;
 
-	if (id == 0 || ((t->count + 1) * 2ull > t->cap && grow(t) != 0))
+	if (id == 0 || hp_idtab_reserve(t, 1) != 0)
 		return NULL;
 	e = slot_at(t, probe(t, id));
 	memset(e, 0, t->esize);
@@ -104,6 +116,19 @@ hp_idtab_next(const struct hp_idtab *t, uint32_t *pos)
 		if (slot_id(t, *pos) != 0)
 			return slot_at(t, (*pos)++);
 	return NULL;
+}
+
+int
+hp_idtab_take(struct hp_idtab *t, void *out)
+{
+	uint32_t pos = 0;
+	void *e = hp_idtab_next(t, &pos);
+
+	if (e == NULL)
+		return -1;
+	memcpy(out, e, t->esize);
+	hp_idtab_remove(t, e);
+	return 0;
 }
 
 void

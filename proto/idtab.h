@@ -24,6 +24,9 @@ struct hp_idtab {
 
 /* The entry with this id, or NULL. */
 void	*hp_idtab_find(const struct hp_idtab *t, uint64_t id);
+/* Room for n more entries: the next n inserts cannot fail. 0 or -1 when
+ * out of memory. */
+int	hp_idtab_reserve(struct hp_idtab *t, uint32_t n);
 /* A new zeroed entry holding id (not 0, not in the table), or NULL when
  * out of memory. */
 void	*hp_idtab_insert(struct hp_idtab *t, uint64_t id);
@@ -33,6 +36,10 @@ void	hp_idtab_remove(struct hp_idtab *t, void *e);
  * at the end. The table must not change during a walk, except that the
  * entry just returned may be changed (not removed). */
 void	*hp_idtab_next(const struct hp_idtab *t, uint32_t *pos);
+/* Removes some entry and copies it to out: 0, or -1 when t is empty. For
+ * draining a table whose entries' owners are told as each goes, and may
+ * change the table meanwhile. */
+int	hp_idtab_take(struct hp_idtab *t, void *out);
 /* Empties t, keeping its memory. */
 void	hp_idtab_clear(struct hp_idtab *t);
 /* Frees t's memory; t is empty and usable again. */

@@ -14,6 +14,7 @@ has_pc inih    || need="$need libinih-dev"
 has_pc json-c  || need="$need libjson-c-dev"
 has_pc libxxhash || need="$need libxxhash-dev"
 has_header ev.h || need="$need libev-dev"	# Debian's libev ships no .pc
+command -v "${CXX:-g++}" >/dev/null 2>&1 || need="$need g++"	# guest.h as C++
 # the fuzzers: clang with its libFuzzer runtime
 command -v clang >/dev/null 2>&1 || need="$need clang"
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||

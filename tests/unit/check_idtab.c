@@ -104,6 +104,39 @@ START_TEST(test_walk_and_clear)
 }
 END_TEST
 
+/* reserve makes room ahead: the inserts it covers never grow the table;
+ * take drains it, each entry once, while the caller changes the table. */
+START_TEST(test_reserve_and_take)
+{
+	struct hp_idtab t = HP_IDTAB_INIT(struct ent);
+	struct ent e, *f;
+	uint32_t cap;
+	int seen[300] = { 0 };
+
+	ck_assert_int_eq(hp_idtab_reserve(&t, 100), 0);
+	cap = t.cap;
+	ck_assert_uint_ge(cap, 200);
+	for (uint64_t id = 1; id <= 100; id++) {
+		ck_assert_ptr_nonnull(f = hp_idtab_insert(&t, id * 64));	/* one home */
+		f->value = id;
+	}
+	ck_assert_uint_eq(t.cap, cap);
+	while (hp_idtab_take(&t, &e) == 0) {
+		ck_assert_uint_eq(e.id, e.value * 64);
+		ck_assert_int_eq(seen[e.value]++, 0);
+		/* the owner told removes another entry meanwhile */
+		if (e.value % 10 == 1 && (f = hp_idtab_find(&t, (e.value + 5) * 64)) != NULL) {
+			seen[f->value]++;
+			hp_idtab_remove(&t, f);
+		}
+	}
+	for (int v = 1; v <= 100; v++)
+		ck_assert_msg(seen[v] == 1, "entry %d seen %d times", v, seen[v]);
+	ck_assert_uint_eq(t.count, 0);
+	hp_idtab_free(&t);
+}
+END_TEST
+
 Suite *suite_idtab(void);
 
 Suite *
@@ -115,6 +148,7 @@ suite_idtab(void)
 	tcase_add_test(tc, test_insert_find_remove);
 	tcase_add_test(tc, test_collisions_random_order);
 	tcase_add_test(tc, test_walk_and_clear);
+	tcase_add_test(tc, test_reserve_and_take);
 	suite_add_tcase(s, tc);
 	return s;
 }

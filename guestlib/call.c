@@ -1,0 +1,405 @@
+/* libguest's calls: calls out (asynchronous, blocking, Cancel, the
+ * table of calls in flight), calls in (dispatch to the registered
+ * handler, replies) and method registration. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guestlib/internal.h"
+#include "proto/method.h"
+#include "proto/msg.h"
+#include "proto/postcard.h"
+#include "proto/services.h"
+
+/* -- calls out ---------------------------------------------------------- */
+
+/* guest_call_async, waiting for room to send up to t. */
+static int
+call_start(struct guest *g, const char *method, const void *args, size_t len,
+	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t)
+{
+	static const uint8_t no_meta[1] = { 0 };	/* empty metadata Vec */
+	struct out_call *c;
+	uint32_t id;
+	int rc;
+
+	if (g->dead)
+		return g->dead;
+	/* room first: once the Request is out, its entry must not fail */
+	if (hp_idtab_reserve(&g->out, 1) != 0)
+		return -ENOMEM;
+	/* r[shm.id.request-id]: u32, never 0, never one still in flight */
+	do {
+		id = g->next_req++;
+	} while (id == 0 || hp_idtab_find(&g->out, id) != NULL);
+	rc = lg_send_msg(g, HP_MSG_REQUEST, id, hp_method_id(method, strlen(method)),
+			 no_meta, sizeof(no_meta), args, len, 0, t);
+	if (rc != 0)
+		return rc;
+	c = hp_idtab_insert(&g->out, id);	/* reserved: never NULL */
+	c->fn = fn;
+	c->ctx = ctx;
+	g->stats.calls_out++;
+	if (call_id != NULL)
+		*call_id = id;
+	return 0;
+}
+
+int
+guest_call_async(struct guest *g, const char *method, const void *args,
+		 size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id)
+{
+	return call_start(g, method, args, len, fn, ctx, call_id, NULL);
+}
+
+int
+guest_cancel(struct guest *g, uint32_t call_id)
+{
+	if (hp_idtab_find(&g->out, call_id) == NULL)
+		return -ENOENT;
+	return lg_send_msg(g, HP_MSG_CANCEL, call_id, 0, NULL, 0, NULL, 0, 0, NULL);
+}
+
+static int
+status_of(const struct hp_response *r)
+{
+	if (r->result == HP_RESULT_OK)
+		return 0;
+	switch (r->error) {
+	case HP_ERR_USER: return -EREMOTEIO;
+	case HP_ERR_UNKNOWN_METHOD: return -ENOSYS;
+	case HP_ERR_INVALID_PAYLOAD: return -EBADMSG;
+	default: return -ECANCELED;
+	}
+}
+
+struct sync_call {
+	int		done;
+	int		status;
+	uint8_t		*buf;
+	size_t		cap;
+	size_t		*len;
+};
+
+static void
+sync_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct sync_call *s = ctx;
+
+	s->done = 1;
+	s->status = status;
+	if (s->len != NULL)
+		*s->len = len;
+	if (status != 0 && status != -EREMOTEIO)
+		return;
+	if (len > s->cap) {
+		len = s->cap;	/* an error string is cut, a result refused */
+		if (status == 0)
+			s->status = -EMSGSIZE;
+	}
+	if (len > 0)
+		memcpy(s->buf, result, len);
+}
+
+int
+guest_call(struct guest *g, const char *method, const void *args, size_t len,
+	   void *result, size_t cap, size_t *result_len, int timeout_ms)
+{
+	struct sync_call s = { .buf = result, .cap = cap, .len = result_len };
+	/* one timeout for sending and waiting; the clock from the first
+	 * wait on: a quick answer needs none */
+	struct timeout t = { timeout_ms, 0 };
+	uint32_t id;
+	int rc, did;
+
+	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t)) != 0)
+		return rc;
+	while (!s.done) {
+		if ((rc = lg_serve(g, &did)) < 0)
+			break;
+		if (s.done || did)
+			continue;
+		if ((rc = lg_wait_rx(g, &t)) <= 0) {
+			if (rc == 0)
+				rc = -ETIMEDOUT;
+			break;
+		}
+	}
+	if (s.done)
+		return s.status;
+	/* Gave up: the answer, if it ever comes, is dropped. */
+	struct out_call *c = hp_idtab_find(&g->out, id);
+
+	if (c != NULL) {
+		if (rc == -ETIMEDOUT)
+			guest_cancel(g, id);
+		hp_idtab_remove(&g->out, c);
+	}
+	return rc;
+}
+
+/* -- calls in ------------------------------------------------------------ */
+
+static int
+respond(struct guest_call *c, const struct hp_response *r)
+{
+	struct guest *g = c->g;
+	uint8_t head[16];
+	struct hp_response env = *r;
+	int64_t n;
+	int rc;
+
+	/* The envelope (metadata, result tag, error tag) goes first, the
+	 * value bytes follow unchanged: encode the envelope alone. */
+	env.value = NULL;
+	env.value_len = 0;
+	if ((n = hp_msg_encode_response(head, sizeof(head), &env)) < 0)
+		rc = (int)n;
+	else
+		rc = lg_send_msg(g, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
+				 r->value, r->value_len, 0, NULL);
+	if (rc == -EMSGSIZE) {
+		/* The caller must get an answer: a short error instead. */
+		static const char msg[] = "result over max_payload_size";
+		uint8_t err[64];
+		struct hp_pc_enc e;
+		struct hp_response tb = { .result = HP_RESULT_ERR, .error = HP_ERR_USER };
+
+		hp_pc_enc_init(&e, err, sizeof(err));
+		hp_pc_put_str(&e, msg, sizeof(msg) - 1);
+		/* envelope alone, the error string follows it */
+		if ((n = hp_msg_encode_response(head, sizeof(head), &tb)) > 0)
+			lg_send_msg(g, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
+				    err, e.len, 0, NULL);
+	}
+	for (struct guest_call **pp = &g->active; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	free(c);
+	return rc;
+}
+
+int
+guest_reply(struct guest_call *c, const void *result, size_t len)
+{
+	struct hp_response r = { .result = HP_RESULT_OK, .value = result,
+				 .value_len = len };
+
+	return respond(c, &r);
+}
+
+int
+guest_reply_error(struct guest_call *c, const char *message)
+{
+	uint8_t buf[256];
+	struct hp_pc_enc e;
+	struct hp_response r = { .result = HP_RESULT_ERR, .error = HP_ERR_USER };
+	size_t n = strnlen(message, 200);
+
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_str(&e, message, n);
+	r.value = buf;
+	r.value_len = e.len;
+	return respond(c, &r);
+}
+
+int
+guest_reply_cancelled(struct guest_call *c)
+{
+	struct hp_response r = { .result = HP_RESULT_ERR, .error = HP_ERR_CANCELLED };
+
+	return respond(c, &r);
+}
+
+int
+guest_call_cancelled(const struct guest_call *c)
+{
+	return c->cancelled;
+}
+
+struct guest *
+guest_call_guest(const struct guest_call *c)
+{
+	return c->g;
+}
+
+static int
+reply_error_code(struct guest *g, uint32_t req_id, uint32_t code)
+{
+	struct guest_call *c = calloc(1, sizeof(*c));
+	struct hp_response r = { .result = HP_RESULT_ERR, .error = code };
+
+	if (c == NULL)
+		return -ENOMEM;
+	c->g = g;
+	c->req_id = req_id;
+	return respond(c, &r);
+}
+
+/* hub.register's refusal, by the shared error strings (services.h). */
+static int
+register_error(const uint8_t *res, size_t len)
+{
+	struct hp_pc_dec d;
+	const char *why;
+	size_t n;
+
+	hp_pc_dec_init(&d, res, len);
+	if (hp_pc_get_str(&d, &why, &n) != 0)
+		return -EREMOTEIO;
+	if (n == strlen(HP_SVC_REG_TAKEN) && memcmp(why, HP_SVC_REG_TAKEN, n) == 0)
+		return -EEXIST;
+	if (n == strlen(HP_SVC_REG_TOO_MANY) && memcmp(why, HP_SVC_REG_TOO_MANY, n) == 0)
+		return -ENOSPC;
+	return -EREMOTEIO;
+}
+
+int
+guest_register(struct guest *g, const char *name, const char *signature,
+	       guest_handler fn, void *ctx)
+{
+	uint8_t args[512], res[128];
+	struct hp_pc_enc e;
+	struct hp_sig sig;
+	struct method *m;
+	const char *why;
+	size_t n, rlen = 0;
+	uint64_t id;
+	int rc;
+
+	/* what the host would refuse anyway, without asking it */
+	if (name == NULL || fn == NULL || (n = strlen(name)) == 0)
+		return -EINVAL;
+	if (n > HP_METHOD_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (hp_sig_parse(signature, &sig, &why) != 0)
+		return -EINVAL;
+	id = hp_method_id(name, n);
+	for (uint32_t i = 0; i < g->nmethods; i++)
+		if (g->methods[i].id == id)
+			return -EEXIST;
+	hp_pc_enc_init(&e, args, sizeof(args));
+	hp_pc_put_str(&e, name, n);
+	hp_pc_put_str(&e, signature, strlen(signature));
+	if (e.err != 0)
+		return -ENAMETOOLONG;
+	/* Known locally first: a call may arrive right after the host agrees. */
+	if ((m = realloc(g->methods, (g->nmethods + 1) * sizeof(*m))) == NULL)
+		return -ENOMEM;
+	g->methods = m;
+	m = &g->methods[g->nmethods++];
+	*m = (struct method){ .id = id, .fn = fn, .ctx = ctx, .sig = sig };
+	for (uint8_t i = 0; i < sig.nargs; i++)
+		if (sig.args[i] == HP_T_CHAN)
+			m->chans = 1;
+	rc = guest_call(g, HP_SVC_REGISTER, args, e.len, res, sizeof(res), &rlen, 10000);
+	if (rc != 0) {
+		/* a handler run meanwhile may have registered more: find ours */
+		for (uint32_t i = 0; i < g->nmethods; i++) {
+			if (g->methods[i].id == id) {
+				g->methods[i] = g->methods[--g->nmethods];
+				break;
+			}
+		}
+		if (rc == -EREMOTEIO)
+			rc = register_error(res, rlen < sizeof(res) ? rlen : sizeof(res));
+		return rc;
+	}
+	return 0;
+}
+
+/* A request's chan<T> arguments are channels the host has just opened for
+ * us to send on (r[shm.id.channel-parity]: even): whatever we knew of an
+ * earlier channel with the same id is over. */
+static void
+note_channels(struct guest *g, const struct hp_sig *sig, const uint8_t *args,
+	      size_t len)
+{
+	struct hp_pc_dec d;
+	uint64_t id;
+
+	hp_pc_dec_init(&d, args, len);
+	for (uint8_t i = 0; i < sig->nargs; i++) {
+		if (sig->args[i] != HP_T_CHAN) {
+			if (hp_sig_skip(&d, sig->args[i]) != 0)
+				return;		/* the handler will say so */
+			continue;
+		}
+		id = hp_pc_get_u64(&d);
+		if (d.err != 0)
+			return;
+		if (id == 0 || id >= g->seg.params.max_channels || id % 2 != 0 ||
+		    g->tx[id].open)
+			continue;
+		g->tx[id].ended = 0;
+	}
+}
+
+int
+lg_on_request(struct guest *g, struct hp_msg_in *m)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct guest_call *c;
+
+	for (uint32_t i = 0; i < g->nmethods; i++) {
+		if (g->methods[i].id != m->desc.method_id)
+			continue;
+		if (hp_msg_decode_request(m->payload, m->len, &req) != 0)
+			return reply_error_code(g, m->desc.id, HP_ERR_INVALID_PAYLOAD);
+		if ((c = calloc(1, sizeof(*c))) == NULL)
+			return -ENOMEM;
+		c->g = g;
+		c->req_id = m->desc.id;
+		c->next = g->active;
+		g->active = c;
+		g->stats.calls_in++;
+		if (g->methods[i].chans)
+			note_channels(g, &g->methods[i].sig, req.args, req.args_len);
+		g->methods[i].fn(c, req.args, req.args_len, g->methods[i].ctx);
+		return 0;
+	}
+	return reply_error_code(g, m->desc.id, HP_ERR_UNKNOWN_METHOD);
+}
+
+int
+lg_on_response(struct guest *g, struct hp_msg_in *m)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct out_call *c = hp_idtab_find(&g->out, m->desc.id), call;
+
+	if (c == NULL)
+		return 0;	/* we gave up on it (timeout) */
+	call = *c;
+	hp_idtab_remove(&g->out, c);
+	if (hp_msg_decode_response(m->payload, m->len, &r) != 0)
+		return -EPROTO;
+	call.fn(call.ctx, status_of(&r), r.value, r.value_len);
+	return 0;
+}
+
+/* Fails every call in flight with status (the loop has ended for good:
+ * nothing new can start). */
+void
+lg_out_fail_all(struct guest *g, int status)
+{
+	struct out_call c;
+
+	/* each out of the table before its caller hears: a callback that
+	 * cancels another call finds the table whole */
+	while (hp_idtab_take(&g->out, &c) == 0)
+		c.fn(c.ctx, status, NULL, 0);
+}
+
+
+void
+lg_on_cancel(struct guest *g, uint32_t id)
+{
+	for (struct guest_call *c = g->active; c != NULL; c = c->next)
+		if (c->req_id == id)
+			c->cancelled = 1;
+}

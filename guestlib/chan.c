@@ -1,0 +1,215 @@
+/* libguest's channels: opening them, sending items with credit flow
+ * control, ending them, and receiving items and ends. */
+#include <errno.h>
+#include <sys/uio.h>
+
+#include "guestlib/internal.h"
+#include "proto/channel.h"
+
+static struct hp_chan_entry *
+chan_entry(struct guest *g, uint32_t id)
+{
+	return &g->view.chans[id];
+}
+
+/* A channel the host gave us to send on that we have not touched yet:
+ * even, Active, not ended since it was given. */
+static int
+chan_given(struct guest *g, uint32_t chan)
+{
+	return chan % 2 == 0 && !g->tx[chan].ended &&
+	    hp_chan_state(chan_entry(g, chan)) == HP_CHAN_ACTIVE;
+}
+
+struct credit_wait {
+	struct guest	*g;
+	uint32_t	chan;
+	size_t		len;
+};
+
+static int
+credit_ready(void *arg)
+{
+	struct credit_wait *w = arg;
+	struct guest *g = w->g;
+	uint32_t id = w->chan;
+	size_t len = w->len;
+	int64_t credit;
+
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+		return -ESHUTDOWN;
+	credit = hp_chan_credit(chan_entry(g, id), g->tx[id].sent_total);
+	if (credit < 0)
+		return -EPROTO;
+	return (uint64_t)credit >= len;
+}
+
+/* One item: credit first (r[shm.flow.zero-credit]: wait for the receiver's
+ * grant), then the message, staged when more follow. */
+static int
+chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
+	      struct timeout *t, int flags)
+{
+	struct credit_wait w = { g, chan, len };
+	int rc;
+
+	if (len > g->seg.params.initial_credit)
+		return -EMSGSIZE;	/* could never fit in the window */
+	if ((rc = credit_ready(&w)) == 0) {
+		g->stats.credit_waits++;
+		/* what we staged must reach the receiver for it to grant */
+		if (hp_endpoint_flush(&g->ep) == -EPROTO)
+			return -EPROTO;
+		rc = lg_wait_beating(g, HP_WAIT_CREDIT, credit_ready, &w, t);
+		if (rc == 0)
+			return -ETIMEDOUT;
+	}
+	if (rc < 0) {
+		if (rc == -EPIPE || rc == -ESHUTDOWN)
+			g->dead = rc;
+		return rc;
+	}
+	if ((rc = lg_send_msg(g, HP_MSG_DATA, chan, 0, item, len, NULL, 0, flags, t)) != 0)
+		return rc;
+	g->tx[chan].sent_total += (uint32_t)len;
+	return 0;
+}
+
+int
+guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
+		      int n, int timeout_ms)
+{
+	struct timeout t = { timeout_ms, 0 };	/* for the whole batch */
+	int rc = 0, i;
+
+	/* r[shm.id.channel-parity]: we send on ids the host gave us (even)
+	 * or that we opened (odd); either way the entry must be Active. */
+	if (chan == 0 || chan >= g->seg.params.max_channels || n < 0)
+		return -EINVAL;
+	if (!g->tx[chan].open) {
+		if (!chan_given(g, chan))
+			return -ENOTCONN;
+		g->tx[chan].open = 1;
+		g->tx[chan].sent_total = 0;	/* r[shm.flow.initial] */
+	}
+	/* one publication for the lot (r[shm.ordering.ring-publish]) */
+	for (i = 0; i < n && rc == 0; i++)
+		rc = chan_send_one(g, chan, items[i].iov_base, items[i].iov_len, &t,
+				   i + 1 < n ? HP_SEND_MORE : 0);
+	while (rc == 0 && (rc = hp_endpoint_flush(&g->ep)) == -EAGAIN)
+		rc = lg_wait_tx(g, &t);
+	return rc < 0 ? rc : 0;
+}
+
+int
+guest_chan_send(struct guest *g, uint32_t chan, const void *item, size_t len,
+		int timeout_ms)
+{
+	struct iovec one = { (void *)(uintptr_t)item, len };
+
+	return guest_chan_send_batch(g, chan, &one, 1, timeout_ms);
+}
+
+/* Close or Reset of a channel we send on, whether or not anything was
+ * sent: the receiver frees the entry only when it sees one
+ * (r[shm.flow.channel-id-reuse]). Once only: a second would name a
+ * channel the receiver no longer has. */
+static int
+chan_end(struct guest *g, uint32_t chan, uint8_t type)
+{
+	int rc;
+
+	if (chan == 0 || chan >= g->seg.params.max_channels ||
+	    (!g->tx[chan].open && !chan_given(g, chan)))
+		return -ENOTCONN;
+	rc = lg_send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0, NULL);
+	g->tx[chan].open = 0;
+	g->tx[chan].ended = 1;
+	return rc;
+}
+
+int
+guest_chan_close(struct guest *g, uint32_t chan)
+{
+	return chan_end(g, chan, HP_MSG_CLOSE);
+}
+
+int
+guest_chan_reset(struct guest *g, uint32_t chan)
+{
+	return chan_end(g, chan, HP_MSG_RESET);
+}
+
+int64_t
+guest_chan_open(struct guest *g, guest_item_fn on_item, guest_end_fn on_end,
+		void *ctx)
+{
+	int64_t id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
+				  HP_SIDE_GUEST, g->seg.params.initial_credit,
+				  &g->chan_cursor);
+
+	if (id < 0)
+		return id;
+	g->rx[id] = (struct rx_chan){ on_item, on_end, ctx, 0, 1 };
+	return id;
+}
+
+int64_t
+guest_chan_open_send(struct guest *g)
+{
+	int64_t id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
+				  HP_SIDE_GUEST, g->seg.params.initial_credit,
+				  &g->chan_cursor);
+
+	if (id < 0)
+		return id;
+	/* r[shm.flow.initial] */
+	g->tx[id] = (struct tx_chan){ .open = 1, .sent_total = 0 };
+	return id;
+}
+
+int
+lg_on_data(struct guest *g, struct hp_msg_in *m)
+{
+	uint32_t id = m->desc.id;
+	struct rx_chan *c = &g->rx[id];
+
+	if (!c->open)
+		return -EPROTO;	/* data on a channel we do not receive */
+	c->on_item(c->ctx, m->payload, m->len);
+	/* r[shm.flow.ordering.receiver]: grant back what we consumed, in
+	 * chunks so the sender is not woken for every item. */
+	c->unreported += m->len;
+	/* a quarter of the window at a time: no item can exceed the window,
+	 * so the sender is never left waiting on grants held back here */
+	if (c->unreported >= g->seg.params.initial_credit / 4) {
+		hp_chan_grant(chan_entry(g, id), c->unreported);
+		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
+		c->unreported = 0;
+	}
+	return 0;
+}
+
+int
+lg_on_chan_end(struct guest *g, struct hp_msg_in *m)
+{
+	uint32_t id = m->desc.id;
+	struct rx_chan *c = &g->rx[id];
+
+	if (c->open) {
+		c->open = 0;
+		/* r[shm.flow.channel-id-reuse]: the receiver frees the entry */
+		hp_chan_free(chan_entry(g, id));
+		if (c->on_end != NULL)
+			c->on_end(c->ctx, m->desc.msg_type == HP_MSG_CLOSE ? 0 : -ECONNRESET);
+		return 0;
+	}
+	if (g->tx[id].open || chan_given(g, id)) {
+		/* the receiver gave up on our stream; r[shm.flow.reset]: its
+		 * credit word is no longer ours to read */
+		g->tx[id].open = 0;
+		g->tx[id].ended = 1;
+		return 0;
+	}
+	return -EPROTO;
+}

@@ -1,0 +1,113 @@
+/* libguest's private header: the guest and what its files share, and the
+ * functions one file offers the others, grouped by file. */
+#ifndef GUESTLIB_INTERNAL_H
+#define GUESTLIB_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "guestlib/guest.h"
+#include "proto/clock.h"
+#include "proto/endpoint.h"
+#include "proto/idtab.h"
+#include "proto/segment.h"
+#include "proto/sig.h"
+
+#define GOODBYE_MAX	255	/* bytes of the hub's Goodbye reason kept */
+
+struct method {
+	uint64_t	id;
+	guest_handler	fn;
+	void		*ctx;
+	struct hp_sig	sig;		/* for its chan<T> arguments */
+	uint8_t		chans;		/* whether it has any */
+};
+
+struct out_call {
+	uint64_t	id;		/* request id (idtab key) */
+	guest_result_fn	fn;
+	void		*ctx;
+};
+
+struct guest_call {
+	struct guest	*g;
+	uint32_t	req_id;
+	int		cancelled;
+	struct guest_call *next;	/* calls being handled */
+};
+
+struct rx_chan {
+	guest_item_fn	on_item;
+	guest_end_fn	on_end;
+	void		*ctx;
+	uint32_t	unreported;	/* consumed bytes not yet granted back */
+	uint8_t		open;
+};
+
+struct tx_chan {
+	uint32_t	sent_total;	/* r[shm.flow.remaining-credit]: local */
+	uint8_t		open;		/* we send on it (opened it, or sent) */
+	uint8_t		ended;		/* Close or Reset went either way: the
+					 * id is not ours until given again */
+};
+
+struct guest {
+	struct hp_segment	seg;
+	struct hp_peer_view	view;
+	struct hp_endpoint	ep;
+	uint32_t		peer_id;
+	int			doorbell;
+	uint64_t		hb_interval;
+	uint64_t		next_hb;
+	struct method		*methods;
+	uint32_t		nmethods;
+	struct hp_idtab		out;		/* struct out_call by request id */
+	uint32_t		next_req;
+	struct guest_call	*active;
+	struct rx_chan		*rx;		/* by channel id */
+	struct tx_chan		*tx;
+	uint32_t		chan_cursor;
+	int			stop;
+	int			dead;		/* 0, or why the loop must end */
+	uint32_t		ticks;		/* messages until the next clock read */
+	uint32_t		tick_every;	/* messages per clock read, 1..TICK_MAX */
+	uint64_t		last_clock;	/* the last clock read */
+	int			ended_by_hub;	/* a Goodbye came: goodbye is set */
+	char			goodbye[GOODBYE_MAX + 1];
+	struct guest_stats	stats;
+};
+
+/* A caller's timeout, made a point in time at its first wait: a send or
+ * call that never has to wait reads no clock. */
+struct timeout {
+	int		ms;		/* -1: forever */
+	uint64_t	at;		/* 0 until the first wait */
+};
+
+/* Internal: hidden even where a declaration is all a file sees, so
+ * nothing here is exported and calls between the files are direct. */
+#pragma GCC visibility push(hidden)
+
+/* guest.c */
+int	lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
+	    void *arg, struct timeout *t);
+int	lg_wait_tx(struct guest *g, struct timeout *t);
+int	lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
+	    const void *head, size_t hlen, const void *body, size_t blen,
+	    int flags, struct timeout *t);
+int	lg_serve(struct guest *g, int *did);
+int	lg_wait_rx(struct guest *g, struct timeout *t);
+
+/* call.c */
+int	lg_on_request(struct guest *g, struct hp_msg_in *m);
+int	lg_on_response(struct guest *g, struct hp_msg_in *m);
+void	lg_on_cancel(struct guest *g, uint32_t id);
+void	lg_out_fail_all(struct guest *g, int status);
+
+/* chan.c */
+int	lg_on_data(struct guest *g, struct hp_msg_in *m);
+int	lg_on_chan_end(struct guest *g, struct hp_msg_in *m);
+
+#pragma GCC visibility pop
+
+#endif
