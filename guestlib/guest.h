@@ -230,4 +230,8 @@ GUEST_API int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos,
  * len, h) from h = 0, over each item as sent (for bytes items, the postcard
  * length prefix included). */
 
+#ifdef __cplusplus
+}
+#endif
+
 #endif
