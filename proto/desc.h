@@ -13,8 +13,6 @@
 struct hp_desc_limits {
 	uint32_t	max_payload_size;
 	uint32_t	max_channels;
-	int		sender_side;	/* HP_SIDE_HOST or HP_SIDE_GUEST; not
-					 * used by hp_desc_validate (see there) */
 };
 
 /* r[shm.payload.inline] r[shm.desc.inline-fields]: payload of len <= 32

@@ -44,7 +44,6 @@ hp_endpoint_init_host(struct hp_endpoint *ep, const struct hp_segment *seg,
 	init_common(ep, seg);
 	ep->side = HP_SIDE_HOST;
 	ep->doorbell = doorbell;
-	ep->lim.sender_side = HP_SIDE_GUEST;
 	if ((rc = hp_ring_init_producer(&ep->tx, &e->h2g_head, &e->h2g_tail,
 					v->h2g, p->ring_size)) != 0 ||
 	    (rc = hp_ring_init_consumer(&ep->rx, &e->g2h_head, &e->g2h_tail,
@@ -79,7 +78,6 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, const struct hp_segment *seg,
 	init_common(ep, seg);
 	ep->side = HP_SIDE_GUEST;
 	ep->doorbell = doorbell;
-	ep->lim.sender_side = HP_SIDE_HOST;
 	if ((rc = hp_ring_init_producer(&ep->tx, &e->g2h_head, &e->g2h_tail,
 					v->g2h, p->ring_size)) != 0 ||
 	    (rc = hp_ring_init_consumer(&ep->rx, &e->h2g_head, &e->h2g_tail,
@@ -418,16 +416,4 @@ hp_endpoint_tx_ready(void *arg)
 	if (rc <= 0)
 		return rc;
 	return hp_slot_count_free(&ep->tx_pool) > 0;
-}
-
-void
-hp_endpoint_reset(struct hp_endpoint *ep)
-{
-	hp_ring_reset(&ep->tx);
-	hp_ring_reset(&ep->rx);
-	ep->staged = 0;
-	ep->inbox_pos = ep->inbox_len = 0;
-	ep->free_mask = 0;
-	ep->free_word = UINT32_MAX;
-	hp_endpoint_cancel(ep);
 }

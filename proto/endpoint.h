@@ -135,7 +135,4 @@ int hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 int hp_endpoint_rx_ready(void *ep);
 int hp_endpoint_tx_ready(void *ep);
 
-/* Host recovery: both rings empty, local state reset, staged dropped. */
-void hp_endpoint_reset(struct hp_endpoint *ep);
-
 #endif

@@ -47,6 +47,4 @@ int hp_sig_check_args(const struct hp_sig *sig, const uint8_t *buf, size_t len);
  * that type (a NUL in a number or bool is not), -ENOSPC from the encoder. */
 int hp_sig_encode_text(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len);
 
-const char *hp_sig_type_name(uint8_t t);
-
 #endif
