@@ -54,8 +54,6 @@ static inline uint32_t hp_fetch_add_u32(hp_atomic_u32 *p, uint32_t v, memory_ord
 { return atomic_fetch_add_explicit(p, v, mo); }
 static inline uint64_t hp_fetch_or_u64(hp_atomic_u64 *p, uint64_t v, memory_order mo)
 { return atomic_fetch_or_explicit(p, v, mo); }
-static inline uint64_t hp_fetch_and_u64(hp_atomic_u64 *p, uint64_t v, memory_order mo)
-{ return atomic_fetch_and_explicit(p, v, mo); }
 
 /* A full fence: the store-then-load (Dekker) pattern of the wake protocol
  * needs it on both sides; acquire/release alone does not order them. */

@@ -20,12 +20,16 @@ hp_chan_id_check(uint32_t id, uint32_t max_channels, int side)
 int
 hp_chan_activate(struct hp_chan_entry *e, uint32_t initial_credit)
 {
+	/* acquire: pairs with the release store of Free in hp_chan_free
+	 * (the last receiver's) or hp_chan_table_reset: the entry's last
+	 * user is done with it */
 	if (hp_load_acquire_u32(&e->state) != HP_CHAN_FREE)
 		return -EBUSY;
-	/* r[shm.flow.channel-activate]: credit first, then Active with
-	 * release, pairing with the sender's acquire load of state. Only
-	 * the allocator of this parity touches a Free entry, so a plain
-	 * store suffices. */
+	/* r[shm.flow.channel-activate]: credit first, relaxed: only the
+	 * allocator of this parity writes a Free entry, and the release
+	 * store of Active publishes it; that release pairs with the acquire
+	 * load of state in hp_chan_state, by which the sender sees the
+	 * channel Active before it reads its credit. */
 	hp_store_relaxed_u32(&e->granted_total, initial_credit);
 	hp_store_release_u32(&e->state, HP_CHAN_ACTIVE);
 	return 0;
@@ -59,19 +63,25 @@ hp_chan_open(struct hp_chan_entry *table, uint32_t max_channels, int side,
 void
 hp_chan_close(struct hp_chan_entry *e)
 {
+	/* release: pairs with the acquire load of state in hp_chan_state */
 	hp_store_release_u32(&e->state, HP_CHAN_CLOSED);
 }
 
 void
 hp_chan_free(struct hp_chan_entry *e)
 {
-	/* release: pairs with the allocator's acquire load in activate */
+	/* r[shm.flow.channel-id-reuse] 2: release: pairs with the
+	 * allocator's acquire load of state in hp_chan_activate, so our
+	 * last use of the entry happens before its reuse */
 	hp_store_release_u32(&e->state, HP_CHAN_FREE);
 }
 
 uint32_t
 hp_chan_state(struct hp_chan_entry *e)
 {
+	/* acquire: pairs with the release stores of state in
+	 * hp_chan_activate (Active: the initial granted_total is visible
+	 * after it), hp_chan_close, hp_chan_free and hp_chan_table_reset */
 	return hp_load_acquire_u32(&e->state);
 }
 
@@ -86,7 +96,9 @@ hp_chan_grant(struct hp_chan_entry *e, uint32_t bytes)
 int64_t
 hp_chan_credit(struct hp_chan_entry *e, uint32_t sent_total)
 {
-	/* r[shm.flow.ordering.sender] */
+	/* r[shm.flow.ordering.sender]: acquire: pairs with the release add
+	 * in hp_chan_grant (the initial credit is published by the release
+	 * store of Active in hp_chan_activate, seen through hp_chan_state) */
 	uint32_t granted = hp_load_acquire_u32(&e->granted_total);
 	/* r[shm.flow.remaining-credit] r[shm.flow.wrap-rule]: wrapping
 	 * difference read as i32; negative means corruption */
@@ -108,6 +120,8 @@ hp_chan_table_reset(struct hp_chan_entry *table, uint32_t max_channels)
 {
 	for (uint32_t i = 0; i < max_channels; i++) {
 		hp_store_relaxed_u32(&table[i].granted_total, 0);
+		/* release: pairs with the acquire load of state in
+		 * hp_chan_activate (and hp_chan_state) */
 		hp_store_release_u32(&table[i].state, HP_CHAN_FREE);
 	}
 }

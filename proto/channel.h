@@ -17,7 +17,8 @@ int hp_chan_id_check(uint32_t id, uint32_t max_channels, int allocator_side);
 /* Finds a Free entry with the side's parity, starting after *cursor, and
  * activates it (r[shm.flow.channel-activate]). Returns the id (also left in
  * *cursor) or -EAGAIN when none is free. One allocating thread per side and
- * table: the entries of a side's parity are written only by that side. */
+ * table: only that side moves entries of its parity from Free to Active
+ * (the receiver, which may be the other side, grants credit and frees). */
 int64_t hp_chan_open(struct hp_chan_entry *table, uint32_t max_channels,
 		     int side, uint32_t initial_credit, uint32_t *cursor);
 

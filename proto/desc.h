@@ -1,6 +1,6 @@
 /* Building descriptors and validating received ones. A receiver copies a
- * descriptor out of the ring once (hp_ring_dequeue does), validates the copy
- * here and acts only on the copy. */
+ * descriptor out of the ring once (hp_ring_dequeue and _batch do), validates
+ * the copy here and acts only on the copy. */
 #ifndef HP_DESC_H
 #define HP_DESC_H
 
@@ -13,8 +13,6 @@
 struct hp_desc_limits {
 	uint32_t	max_payload_size;
 	uint32_t	max_channels;
-	int		sender_side;	/* HP_SIDE_HOST or HP_SIDE_GUEST; not
-					 * used by hp_desc_validate (see there) */
 };
 
 /* r[shm.payload.inline] r[shm.desc.inline-fields]: payload of len <= 32
@@ -33,8 +31,9 @@ void hp_desc_set_slot(struct hp_desc *d, uint32_t index, uint32_t generation,
  * and below max_channels (r[shm.flow.channel-table-indexing]). Parity is
  * not checked here: the caller allocates every channel id of a call, and
  * Data flows both ways, so a guest sends Data on the host's even ids too.
- * Parity is checked where ids are allocated (hp_chan_id_check on the ids
- * a Request carries). pool may be NULL if no slot payload is acceptable.
+ * Parity is checked where a side takes an id the other allocated (hubd:
+ * hp_chan_id_check on the channel id a hub.sink or hub.source Request
+ * carries). pool may be NULL if no slot payload is acceptable.
  * On success *payload and *len give the payload bytes (inline: inside d).
  * -EPROTO otherwise with *rule set to the rule ID that was broken, for the
  * Goodbye (r[shm.goodbye.payload]). */

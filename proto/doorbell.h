@@ -17,7 +17,8 @@ int hp_doorbell_signal(int fd);
 int hp_doorbell_drain(int fd);
 
 /* r[shm.doorbell.wait]: waits up to timeout_ms (-1: forever) for a signal,
- * draining it. 1 signalled, 0 timed out, -EPIPE peer gone, -EINTR. */
+ * draining it. 1 signalled, 0 timed out, -EPIPE peer gone, -EBADF for an
+ * fd that is not open, or poll's -errno (-EINTR). */
 int hp_doorbell_wait(int fd, int timeout_ms);
 
 #endif

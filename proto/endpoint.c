@@ -45,7 +45,6 @@ hp_endpoint_init_host(struct hp_endpoint *ep, const struct hp_segment *seg,
 	init_common(ep, seg);
 	ep->side = HP_SIDE_HOST;
 	ep->doorbell = doorbell;
-	ep->lim.sender_side = HP_SIDE_GUEST;
 	if ((rc = hp_ring_init_producer(&ep->tx, &e->h2g_head, &e->h2g_tail,
 					v->h2g, p->ring_size)) != 0 ||
 	    (rc = hp_ring_init_consumer(&ep->rx, &e->g2h_head, &e->g2h_tail,
@@ -80,7 +79,6 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, const struct hp_segment *seg,
 	init_common(ep, seg);
 	ep->side = HP_SIDE_GUEST;
 	ep->doorbell = doorbell;
-	ep->lim.sender_side = HP_SIDE_HOST;
 	if ((rc = hp_ring_init_producer(&ep->tx, &e->g2h_head, &e->g2h_tail,
 					v->g2h, p->ring_size)) != 0 ||
 	    (rc = hp_ring_init_consumer(&ep->rx, &e->h2g_head, &e->h2g_tail,
@@ -93,8 +91,9 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, const struct hp_segment *seg,
 		ep->their_waits = &v->ext->host_waits;
 		ep->peer_waiters = 1;
 		hp_store_relaxed_u32(ep->my_waits, 0);
-		/* release: pairs with the host's acquire load of guest_features
-		 * when it sees us Attached */
+		/* release: pairs with hubd's acquire load of guest_features
+		 * in host_attach, made once it sees us Attached; publishes
+		 * the cleared waiter word above */
 		hp_store_release_u32(&e->guest_features, HP_FEAT_WAITERS);
 	}
 	return 0;
@@ -107,8 +106,9 @@ wake_peer(struct hp_endpoint *ep, uint32_t bit)
 	hp_atomic_u32 *legacy;
 
 	if (ep->peer_waiters) {
-		/* Dekker with the sleeper's announce: our event store, this
-		 * fence, then its waiter word (see endpoint.h). */
+		/* Dekker: pairs with the fence in the sleeper's
+		 * hp_endpoint_announce; our event store, this fence, then
+		 * its waiter word (see endpoint.h). */
 		hp_fence_seq_cst();
 		if ((hp_load_relaxed_u32(ep->their_waits) & bit) == 0)
 			return;
@@ -279,6 +279,8 @@ hp_endpoint_release(struct hp_endpoint *ep, struct hp_msg_in *m)
 	ep->free_mask |= 1ull << (slot % 64);
 }
 
+/* The ring tail needs nothing here: hp_endpoint_recv stores it and wakes
+ * a peer waiting for space as it dequeues. */
 void
 hp_endpoint_notify_consumed(struct hp_endpoint *ep)
 {
@@ -334,7 +336,8 @@ hp_endpoint_announce(struct hp_endpoint *ep, uint32_t waits)
 	if (ep->my_waits == NULL)
 		return;
 	hp_store_relaxed_u32(ep->my_waits, waits);
-	/* Dekker with wake_peer's fence: announce, fence, then re-check */
+	/* Dekker: pairs with the fence in the waker's wake_peer; announce,
+	 * fence, then re-check */
 	hp_fence_seq_cst();
 }
 
@@ -410,16 +413,4 @@ hp_endpoint_tx_ready(void *arg)
 	if (rc <= 0)
 		return rc;
 	return hp_slot_count_free(&ep->tx_pool) > 0;
-}
-
-void
-hp_endpoint_reset(struct hp_endpoint *ep)
-{
-	hp_ring_reset(&ep->tx);
-	hp_ring_reset(&ep->rx);
-	ep->staged = 0;
-	ep->inbox_pos = ep->inbox_len = 0;
-	ep->free_mask = 0;
-	ep->free_word = UINT32_MAX;
-	hp_endpoint_cancel(ep);
 }

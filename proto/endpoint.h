@@ -33,7 +33,7 @@ struct hp_endpoint_stats {
 	uint64_t	ring_full;	/* sends refused: ring full */
 	uint64_t	slot_exhausted;	/* sends refused: no slot */
 	uint64_t	wakes;		/* doorbell writes and futex wakes issued */
-	uint64_t	sleeps;		/* times this end slept */
+	uint64_t	sleeps;		/* times this end slept in hp_endpoint_wait */
 };
 
 struct hp_endpoint {
@@ -111,11 +111,15 @@ int hp_endpoint_recv(struct hp_endpoint *ep, struct hp_msg_in *m, const char **r
 /* Frees the message's slot (batched per bitmap word, r[shm.slot.free]). */
 void hp_endpoint_release(struct hp_endpoint *ep, struct hp_msg_in *m);
 
-/* Publishes batched slot frees and ring-tail progress to a waiting peer. */
+/* Publishes the batched slot frees (one atomic OR) and wakes the peer if it
+ * waits for a slot. Ring-tail progress is published by hp_endpoint_recv as
+ * it dequeues, with its wake; nothing here touches the ring. */
 void hp_endpoint_notify_consumed(struct hp_endpoint *ep);
 
 /* The peer may be waiting for credit on a channel this end receives: wake
- * it if it said so (the grant itself is hp_chan_grant). */
+ * it if it said so, or, the host serving a spec-only guest, futex_wake
+ * granted_total (r[shm.wakeup.credit-wait]). The grant itself is
+ * hp_chan_grant. */
 void hp_endpoint_notify_credit(struct hp_endpoint *ep, hp_atomic_u32 *granted_total);
 
 /* Sleep announcement, for an end that sleeps in its own event loop (hubd):
@@ -134,8 +138,5 @@ int hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 /* Conditions for hp_endpoint_wait. */
 int hp_endpoint_rx_ready(void *ep);
 int hp_endpoint_tx_ready(void *ep);
-
-/* Host recovery: both rings empty, local state reset, staged dropped. */
-void hp_endpoint_reset(struct hp_endpoint *ep);
 
 #endif

@@ -64,7 +64,7 @@ struct hp_response {
 };
 
 /* Each encoder returns the encoded length, -ENOSPC if buf is too small or
- * -EINVAL for metadata over a limit. */
+ * -EINVAL for metadata over a limit or of an unknown type. */
 int64_t hp_msg_encode_request(uint8_t *buf, size_t cap, const struct hp_meta *meta,
 			      const uint8_t *args, size_t args_len);
 int64_t hp_msg_encode_response(uint8_t *buf, size_t cap, const struct hp_response *r);

@@ -26,8 +26,9 @@ hp_ring_init_producer(struct hp_ring *r, hp_atomic_u32 *head, hp_atomic_u32 *tai
 
 	if ((rc = ring_init(r, head, tail, descs, size)) != 0)
 		return rc;
-	/* acquire: pairs with the consumer's release store of tail */
 	r->mine = hp_load_relaxed_u32(head);
+	/* acquire: pairs with the consumer's release store of tail in
+	 * hp_ring_dequeue_batch */
 	r->theirs = hp_load_acquire_u32(tail);
 	if (r->mine >= size || r->theirs >= size)
 		return -EPROTO;
@@ -43,7 +44,8 @@ hp_ring_init_consumer(struct hp_ring *r, hp_atomic_u32 *head, hp_atomic_u32 *tai
 	if ((rc = ring_init(r, head, tail, descs, size)) != 0)
 		return rc;
 	r->mine = hp_load_relaxed_u32(tail);
-	/* acquire: pairs with the producer's release store of head */
+	/* acquire: pairs with the producer's release store of head in
+	 * hp_ring_enqueue_batch */
 	r->theirs = hp_load_acquire_u32(head);
 	if (r->mine >= size || r->theirs >= size)
 		return -EPROTO;
@@ -70,7 +72,8 @@ static int
 load_tail(struct hp_ring *r)
 {
 	/* acquire: pairs with the consumer's release store of tail in
-	 * publish_tail, so its reads of those descriptors are done */
+	 * hp_ring_dequeue_batch, so its copies of those descriptors are
+	 * taken before we overwrite their places */
 	uint32_t t = hp_load_acquire_u32(r->tail);
 
 	if (t >= r->size)
@@ -134,7 +137,8 @@ hp_ring_enqueue_batch(struct hp_ring *r, const struct hp_desc *d, uint32_t n)
 	r->mine = (r->mine + n) & r->mask;
 	/* r[shm.ordering.ring-publish]: release: the descriptors (and the
 	 * payloads written before them) are visible before the new head;
-	 * pairs with the consumer's acquire load of head in load_head */
+	 * pairs with the consumer's acquire load of head in load_head
+	 * (and hp_ring_init_consumer) */
 	hp_store_release_u32(r->head, r->mine);
 	return (int)n;
 }
@@ -167,7 +171,8 @@ hp_ring_dequeue_batch(struct hp_ring *r, struct hp_desc *d, uint32_t n)
 	r->mine = (r->mine + n) & r->mask;
 	/* r[shm.ordering.ring-consume] 4: release: our copies are taken
 	 * before the producer may overwrite the places; pairs with the
-	 * producer's acquire load of tail in load_tail */
+	 * producer's acquire load of tail in load_tail (and
+	 * hp_ring_init_producer) */
 	hp_store_release_u32(r->tail, r->mine);
 	return (int)n;
 }
@@ -183,6 +188,7 @@ hp_ring_dequeue(struct hp_ring *r, struct hp_desc *d)
 void
 hp_ring_reset(struct hp_ring *r)
 {
+	/* relaxed: the caller publishes these (ring.h) */
 	hp_store_relaxed_u32(r->head, 0);
 	hp_store_relaxed_u32(r->tail, 0);
 	r->mine = 0;

@@ -22,7 +22,7 @@ struct hp_ring {
 };
 
 /* Producer side: mine = current head. -EINVAL if size is not a power of two
- * >= 2; -EPROTO if the shared head or tail is out of range. */
+ * from 2 to 2^30; -EPROTO if the shared head or tail is out of range. */
 int hp_ring_init_producer(struct hp_ring *r, hp_atomic_u32 *head,
 			  hp_atomic_u32 *tail, struct hp_desc *descs,
 			  uint32_t size);
@@ -51,7 +51,9 @@ int hp_ring_dequeue(struct hp_ring *r, struct hp_desc *d);
  * returns how many (0 when empty) or -EPROTO. */
 int hp_ring_dequeue_batch(struct hp_ring *r, struct hp_desc *d, uint32_t n);
 
-/* Host recovery (r[shm.crash.recovery]): head = tail = 0 and local state reset. */
+/* Empties the ring (r[shm.crash.recovery] 3): head = tail = 0 with relaxed
+ * stores while the other side is gone, the caller publishing them; local
+ * state reset. (hubd's recovery clears the index words itself.) */
 void hp_ring_reset(struct hp_ring *r);
 
 #endif

@@ -260,7 +260,7 @@ hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
 	if (size < HP_HEADER_SIZE)
 		return corrupt(why, "the file is smaller than a segment header");
 	/* r[shm.segment.magic]; acquire: pairs with the creator's release
-	 * store of magic, made after everything else */
+	 * store of magic in hp_segment_create, made after everything else */
 	magic = hp_load_acquire_u64(&h->magic);
 	if (magic == 0) {
 		if (why != NULL)

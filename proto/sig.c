@@ -14,17 +14,6 @@ static const struct {
 	{ "i64", HP_T_I64 }, { "bool", HP_T_BOOL }, { "unit", HP_T_UNIT },
 };
 
-const char *
-hp_sig_type_name(uint8_t t)
-{
-	if (t == HP_T_CHAN)
-		return "chan";
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (types[i].type == t)
-			return types[i].name;
-	return "?";
-}
-
 static int
 type_of(const char *s, size_t n)
 {

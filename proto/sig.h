@@ -34,8 +34,8 @@ struct hp_sig {
 /* 0, or -EINVAL with *why for a malformed signature. */
 int hp_sig_parse(const char *s, struct hp_sig *sig, const char **why);
 
-/* Reads one value of type t (not HP_T_CHAN: use HP_T_U64) and checks it;
- * 0 or the decoder's error. */
+/* Reads one value of type t (HP_T_CHAN: its channel id, a u64) and checks
+ * it; 0, the decoder's error, or -EINVAL for an unknown t. */
 int hp_sig_skip(struct hp_pc_dec *d, uint8_t t);
 
 /* 0 if buf holds exactly the arguments sig describes, else -EBADMSG. */
@@ -46,7 +46,5 @@ int hp_sig_check_args(const struct hp_sig *sig, const uint8_t *buf, size_t len);
  * true/false; unit: empty text). -EINVAL for text that is not a value of
  * that type (a NUL in a number or bool is not), -ENOSPC from the encoder. */
 int hp_sig_encode_text(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len);
-
-const char *hp_sig_type_name(uint8_t t);
 
 #endif

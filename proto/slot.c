@@ -38,9 +38,9 @@ void
 hp_slot_pool_reset(struct hp_slot_pool *pool)
 {
 	for (uint32_t w = 0; w < pool->nwords; w++)
-		/* release: a later allocator's acquire CAS sees the slots free */
-		atomic_store_explicit(&pool->bitmap[w], valid_bits(pool, w),
-				      memory_order_release);
+		/* release: pairs with the acquire of hp_slot_alloc's CAS
+		 * on this word, which then finds the slots free */
+		hp_store_release_u64(&pool->bitmap[w], valid_bits(pool, w));
 	pool->hint = 0;
 }
 
@@ -73,14 +73,19 @@ hp_slot_alloc(struct hp_slot_pool *pool, uint32_t *index, uint32_t *gen)
 
 			bit &= -bit;	/* lowest free */
 			/* r[shm.slot.allocate] 2-3: CAS the bit from 1 to 0;
-			 * acq_rel: pairs with the release of the freeing OR,
-			 * so the receiver is done with the old payload */
+			 * its acquire pairs with the release OR in
+			 * hp_slot_free_mask (or the release store in
+			 * hp_slot_pool_reset), so the receiver is done with
+			 * the old payload before we write a new one; its
+			 * release half orders nothing we rely on */
 			if (hp_cas_u64(&pool->bitmap[w], &bits, bits & ~bit)) {
 				uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bit);
 
 				pool->hint = w;
 				/* 4: a new generation for the new payload;
-				 * published by the descriptor's release */
+				 * relaxed: published with the payload by the
+				 * release store of head in
+				 * hp_ring_enqueue_batch */
 				*gen = hp_fetch_add_u32(generation(pool, i), 1,
 							memory_order_relaxed) + 1;
 				*index = i;
@@ -101,8 +106,9 @@ hp_slot_free_mask(struct hp_slot_pool *pool, uint32_t word, uint64_t mask,
 
 	if (word >= pool->nwords || (mask & ~valid_bits(pool, word)) != 0)
 		return -EINVAL;
-	/* r[shm.slot.free]: atomic OR; release: our reads of the payloads
-	 * happen before the sender may reuse the slots (its CAS) */
+	/* r[shm.slot.free]: atomic OR; release: pairs with the acquire of
+	 * the sender's CAS in hp_slot_alloc, so our reads of the payloads
+	 * happen before it may reuse the slots */
 	old = hp_fetch_or_u64(&pool->bitmap[word], mask, memory_order_release);
 	if (already != NULL)
 		*already = old & mask;
@@ -133,8 +139,12 @@ hp_slot_check(const struct hp_slot_pool *pool, uint32_t index, uint32_t gen,
 		*rule = "shm.payload.slot";	/* a free slot carries nothing */
 		return -EPROTO;
 	}
-	/* acquire: pairs with the sender's descriptor publication; the
-	 * generation it bumped before writing the payload must match */
+	/* The generation the sender bumped (relaxed, hp_slot_alloc) before
+	 * writing the payload must match. What makes it and the payload
+	 * visible is the ring: the sender's release store of head in
+	 * hp_ring_enqueue_batch, our acquire load of head in load_head
+	 * before the descriptor was copied out. This acquire pairs with no
+	 * release store of the generation; it is kept, not needed. */
 	if (hp_load_acquire_u32(generation(pool, index)) != gen) {
 		*rule = "shm.slot.generation";
 		return -EPROTO;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "guest.h"
+#include "tests/guests/testguest.h"
 
 static struct guest *g;
 
@@ -234,28 +235,17 @@ idle(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 int
 main(int argc, char *argv[])
 {
-	static const struct {
-		const char	*name;
-		const char	*sig;
-		guest_handler	fn;
-	} methods[] = {
+	static const struct tg_method methods[] = {
 		{ "rtt", "u64->str", rtt }, { "pipe", "u64,u64->str", pipelined },
 		{ "stream", "u64,u64->str", stream }, { "idle", "u64,u64->str", idle },
 	};
-	const char *prefix = "bench", *why;
-	char name[64];
+	const char *why;
 	int rc;
 
-	for (int i = 1; i + 1 < argc; i++)
-		if (strcmp(argv[i], "--prefix") == 0)
-			prefix = argv[i + 1];
 	if (guest_attach(argc, argv, &g, &why) != 0)
 		errx(1, "%s", why);
-	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-		snprintf(name, sizeof(name), "%s.%s", prefix, methods[i].name);
-		if (guest_register(g, name, methods[i].sig, methods[i].fn, NULL) != 0)
-			errx(1, "cannot register %s", name);
-	}
+	tg_register(g, tg_prefix(argc, argv, "bench"), methods,
+		    sizeof(methods) / sizeof(methods[0]));
 	rc = guest_run(g);
 	guest_detach(g);
 	return rc == 0 ? 0 : 1;

@@ -12,34 +12,28 @@
 
 static struct hub_proc hub;
 
-/* hubctl's stdout for one call (exit status in *rc). */
-static char *
-call(int *rc, const char *method, const char *arg)
+/* One call through hubctl: exit status 0 and exactly want on stdout. */
+static void
+expect_call(const char *method, const char *arg, const char *want)
 {
 	char *out = NULL;
+	int rc = hubctl(&hub, &out, "-t", "30", "call", method, arg, (char *)NULL);
 
-	*rc = hubctl(&hub, &out, "-t", "30", "call", method, arg, (char *)NULL);
-	return out;
+	ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "rc %d: %s", rc, out);
+	free(out);
 }
 
 /* A guest's hub.ping whose answer is one byte over max_payload_size gets
  * an error answer at once instead of waiting for ever. */
 START_TEST(test_answer_too_big_is_an_error)
 {
-	char *out;
-	int rc;
-
 	hub_start_up(&hub, NULL, "[guest prober]\nexec = @/tests/guests/prober\n", "prober");
 	ck_assert(hub_wait_method(&hub, "prober.ping") == 0);
 	/* max_payload_size 65532: a request of 1 + 3 + 65528 bytes fits,
 	 * the answer (1 + 1 + 3 + 65528) does not */
-	out = call(&rc, "prober.ping", "65528");
-	ck_assert_msg(rc == 0 && strcmp(out, "error: user: the answer is larger than "
-					"max_payload_size\n") == 0, "rc %d: %s", rc, out);
-	free(out);
-	out = call(&rc, "prober.ping", "65527");
-	ck_assert_msg(rc == 0 && strcmp(out, "ok 65527\n") == 0, "rc %d: %s", rc, out);
-	free(out);
+	expect_call("prober.ping", "65528",
+		    "error: user: the answer is larger than max_payload_size\n");
+	expect_call("prober.ping", "65527", "ok 65527\n");
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -82,9 +76,7 @@ START_TEST(test_restarting_guest_says_so)
 	free(out);
 	ck_assert(hub_wait_up(&hub, "echo", 10000) == 0);
 	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
-	out = call(&rc, "echo.echo", "back");
-	ck_assert_msg(rc == 0 && strcmp(out, "back\n") == 0, "rc %d: %s", rc, out);
-	free(out);
+	expect_call("echo.echo", "back", "back\n");
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST

@@ -346,22 +346,6 @@ END_TEST
 
 /* -- raw clients ------------------------------------------------------- */
 
-static int
-raw_connect(const char *sock)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct timeval tv = { 30, 0 };
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_uint_lt(strlen(sock), sizeof(sun.sun_path));
-	memcpy(sun.sun_path, sock, strlen(sock) + 1);
-	ck_assert_msg(connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0, "connect: %s",
-		      strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return fd;
-}
-
 static void
 send_line(int fd, const char *line)
 {
@@ -498,7 +482,7 @@ START_TEST(test_disconnect_mid_stream)
 	ck_assert(hub_wait_method(&hub, "counter.count,counter.stream") == 0);
 	for (int k = 0; k < 50; k++) {
 		r->len = 0;
-		r->fd = raw_connect(hub.sock);
+		r->fd = hub_client(&hub, 30);
 		send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"counter.count\",\"args\":[\"100000\"]}");
 		for (int i = 1; i <= 10; i++)
 			ck_assert_msg(read_line(r) == 1, "client %d, item %d", k, i);
@@ -614,7 +598,7 @@ START_TEST(test_stream_slow_reader)
 	hub_start_up(&hub, NULL, COUNTER, "counter");
 	ck_assert(hub_wait_method(&hub, "counter.count,counter.stream") == 0);
 	before = rss_anon_kb(hub.pid);
-	r->fd = raw_connect(hub.sock);
+	r->fd = hub_client(&hub, 30);
 	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"counter.count\",\"args\":[\"1000000\"]}");
 	for (int i = 1; i <= 1000; i++) {
 		ck_assert_int_eq(read_line(r), 1);
@@ -647,7 +631,7 @@ START_TEST(test_stream_reader_stops_dropped)
 
 	hub_start_up(&hub, "client_timeout = 1s\n", COUNTER, "counter");
 	ck_assert(hub_wait_method(&hub, "counter.count,counter.stream") == 0);
-	r->fd = raw_connect(hub.sock);
+	r->fd = hub_client(&hub, 30);
 	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"counter.count\",\"args\":[\"1000000\"]}");
 	for (int i = 1; i <= 100; i++)
 		ck_assert_int_eq(read_line(r), 1);
@@ -689,7 +673,7 @@ START_TEST(test_other_user_cannot_lock_out_root)
 		if (setgroups(0, NULL) != 0 || setgid(OTHER) != 0 || setuid(OTHER) != 0)
 			_exit(3);
 		for (int i = 0; i < 256; i++)
-			fds[i] = raw_connect(hub.sock);
+			fds[i] = hub_client(&hub, 30);
 		/* the last one was refused, with a reason */
 		rd->fd = fds[255];
 		ok = read_line(rd) == 1 && strstr(rd->line, "too many control connections") != NULL;
@@ -731,8 +715,8 @@ START_TEST(test_idle_clients_closed)
 
 	hub_start_up(&hub, "client_timeout = 1s\n", ECHO, "echo");
 	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
-	idle = raw_connect(hub.sock);
-	r->fd = raw_connect(hub.sock);
+	idle = hub_client(&hub, 30);
+	r->fd = hub_client(&hub, 30);
 	for (int i = 0; i < 6; i++) {	/* busy for 2.4 s */
 		send_line(r->fd, "{\"cmd\":\"status\"}");
 		ck_assert_int_eq(read_line(r), 1);

@@ -316,23 +316,37 @@ read_all(int fd, char *out, size_t cap)
 	out[len] = '\0';
 }
 
-START_TEST(test_guest_without_ticket)
+/* Runs path with argv until it exits, its stderr (and its stdout too when
+ * both) into out; its wait status. */
+static int
+run_captured(const char *path, char *const argv[], int both, char *out, size_t cap)
 {
 	int pipefd[2], status;
-	char buf[512] = "";
 	pid_t pid;
 
-	/* r[shm.spawn.args]: started by hand, it says what it needs */
 	ck_assert_int_eq(pipe(pipefd), 0);
 	if ((pid = fork()) == 0) {
+		if (both)
+			dup2(pipefd[1], 1);
 		dup2(pipefd[1], 2);
-		execl(bin("guests/echo"), "echo", (char *)NULL);
+		execv(path, argv);
 		_exit(127);
 	}
 	close(pipefd[1]);
-	read_all(pipefd[0], buf, sizeof(buf));
+	read_all(pipefd[0], out, cap);
 	close(pipefd[0]);
 	waitpid(pid, &status, 0);
+	return status;
+}
+
+START_TEST(test_guest_without_ticket)
+{
+	char *argv[] = { "echo", NULL };
+	char buf[512] = "";
+	int status;
+
+	/* r[shm.spawn.args]: started by hand, it says what it needs */
+	status = run_captured(bin("guests/echo"), argv, 0, buf, sizeof(buf));
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d", status);
 	ck_assert_msg(strstr(buf, "--hub-path") != NULL, "stderr: %s", buf);
 }
@@ -343,23 +357,13 @@ static int
 check_config(const char *text, char *out, size_t cap)
 {
 	char path[] = "/tmp/hub-e2e-conf-XXXXXX";
-	int fd = mkstemp(path), pipefd[2], status;
-	pid_t pid;
+	char *argv[] = { "hubd", "-n", "-f", path, NULL };
+	int fd = mkstemp(path), status;
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
-	ck_assert_int_eq(pipe(pipefd), 0);
-	if ((pid = fork()) == 0) {
-		dup2(pipefd[1], 1);
-		dup2(pipefd[1], 2);
-		execl(bin("hubd"), "hubd", "-n", "-f", path, (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	read_all(pipefd[0], out, cap);
-	close(pipefd[0]);
-	waitpid(pid, &status, 0);
+	status = run_captured(bin("hubd"), argv, 1, out, cap);
 	unlink(path);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -380,21 +384,12 @@ END_TEST
 
 START_TEST(test_one_hubd_per_segment)
 {
+	char *argv[] = { "hubd", "-f", hub.conf, NULL };
 	char out[2048];
-	int pipefd[2], status;
-	pid_t pid;
+	int status;
 
 	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\n", "echo");
-	ck_assert_int_eq(pipe(pipefd), 0);
-	if ((pid = fork()) == 0) {
-		dup2(pipefd[1], 2);
-		execl(bin("hubd"), "hubd", "-f", hub.conf, (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	read_all(pipefd[0], out, sizeof(out));
-	close(pipefd[0]);
-	waitpid(pid, &status, 0);
+	status = run_captured(bin("hubd"), argv, 0, out, sizeof(out));
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
 		      strstr(out, "another hubd") != NULL, "second hubd: %d %s", status, out);
 	/* and the first one is undisturbed */

@@ -70,20 +70,6 @@ START_TEST(test_json_output_parses)
 }
 END_TEST
 
-static int
-raw_client(const char *sock)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct timeval tv = { 10, 0 };
-
-	ck_assert_uint_lt(strlen(sock), sizeof(sun.sun_path));
-	memcpy(sun.sun_path, sock, strlen(sock) + 1);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return fd;
-}
-
 /* Sends text, returns the first answer line (static) or "" on close. */
 static const char *
 exchange(int fd, const char *text, size_t len)
@@ -108,7 +94,7 @@ START_TEST(test_bad_control_clients)
 	hub_start_up(&hub, NULL, GUESTS, "echo");
 	/* garbage, wrong shapes, unknown commands: an error each, the
 	 * connection stays usable */
-	fd = raw_client(hub.sock);
+	fd = hub_client(&hub, 10);
 	ck_assert_ptr_nonnull(strstr(exchange(fd, "hello\n", strlen("hello\n")), "\"ok\":false"));
 	ck_assert_ptr_nonnull(strstr(exchange(fd, "[1,2]\n", strlen("[1,2]\n")), "\"ok\":false"));
 	ck_assert_ptr_nonnull(strstr(exchange(fd, "{\"cmd\":42}\n", strlen("{\"cmd\":42}\n")), "\"ok\":false"));
@@ -123,7 +109,7 @@ START_TEST(test_bad_control_clients)
 	ck_assert_ptr_nonnull(strstr(exchange(fd, "\"status\"}\n", strlen("\"status\"}\n")), "\"ok\":true"));
 	close(fd);
 	/* oversized: refused and dropped */
-	fd = raw_client(hub.sock);
+	fd = hub_client(&hub, 10);
 	memset(big, 'x', sizeof(big));
 	send(fd, big, sizeof(big), MSG_NOSIGNAL);
 	ck_assert_ptr_nonnull(strstr(exchange(fd, NULL, 0), "longer than"));
@@ -131,8 +117,8 @@ START_TEST(test_bad_control_clients)
 	close(fd);
 	/* clients that connect and say nothing do not hold anyone up */
 	for (int i = 0; i < 200; i++)
-		idle[i] = raw_client(hub.sock);
-	fd = raw_client(hub.sock);
+		idle[i] = hub_client(&hub, 10);
+	fd = hub_client(&hub, 10);
 	ck_assert_ptr_nonnull(strstr(exchange(fd, "{\"cmd\":\"peers\"}\n", strlen("{\"cmd\":\"peers\"}\n")), "\"ok\":true"));
 	close(fd);
 	for (int i = 0; i < 200; i++)
@@ -154,24 +140,24 @@ START_TEST(test_bad_control_clients)
 			close(c);
 	}
 	ck_assert_int_gt(n, 0);
-	fd = raw_client(hub.sock);
+	fd = hub_client(&hub, 10);
 	usleep(100000);
 	for (int i = 0; i < n; i++)
 		close(many[i]);
 	close(fd);
 	usleep(100000);
-	fd = raw_client(hub.sock);
+	fd = hub_client(&hub, 10);
 	ck_assert_ptr_nonnull(strstr(exchange(fd, "{\"cmd\":\"peers\"}\n", strlen("{\"cmd\":\"peers\"}\n")), "\"ok\":true"));
 	close(fd);
 	/* a client that sends many requests and never reads is dropped,
 	 * and the hub goes on */
-	fd = raw_client(hub.sock);
+	fd = hub_client(&hub, 10);
 	for (int i = 0; i < 20000; i++)
 		if (send(fd, "{\"cmd\":\"methods\"}\n", 18, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 			break;
 	usleep(200000);
 	close(fd);
-	fd = raw_client(hub.sock);
+	fd = hub_client(&hub, 10);
 	ck_assert_ptr_nonnull(strstr(exchange(fd, "{\"cmd\":\"status\"}\n", strlen("{\"cmd\":\"status\"}\n")), "\"ok\":true"));
 	close(fd);
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -196,7 +182,7 @@ START_TEST(test_other_user_reads_but_cannot_change)
 
 		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
 			_exit(3);
-		fd = raw_client(hub.sock);
+		fd = hub_client(&hub, 10);
 		ok = strstr(exchange(fd, "{\"cmd\":\"peers\"}\n", strlen("{\"cmd\":\"peers\"}\n")), "\"ok\":true") != NULL;
 		ok &= strstr(exchange(fd, "{\"cmd\":\"call\",\"method\":\"echo.echo\",\"args\":[\"x\"]}\n", strlen("{\"cmd\":\"call\",\"method\":\"echo.echo\",\"args\":[\"x\"]}\n")), "permission denied") != NULL;
 		ok &= strstr(exchange(fd, "{\"cmd\":\"restart\",\"name\":\"echo\"}\n", strlen("{\"cmd\":\"restart\",\"name\":\"echo\"}\n")),

@@ -48,24 +48,12 @@ file_is(const char *path, const char *text)
 	return strcmp(buf, text) == 0;
 }
 
-/* A directory of the run for paths of the test's own. */
-static const char *
-path_in_run(const char *name)
-{
-	static char p[16][512];
-	static int next;
-	char *s = p[next++ % 16];
-
-	snprintf(s, 512, "%s/%s", harness_dir(), name);
-	return s;
-}
-
 /* Runs hubd on a config of [hub] keys in the foreground until it exits
  * (killed after 10 s); its exit status, its log in *log (malloc'd). */
 static int
 run_hubd(const char *keys, char **log)
 {
-	const char *conf = path_in_run("run.conf"), *logf = path_in_run("run.log");
+	const char *conf = harness_path("run.conf"), *logf = harness_path("run.log");
 	int status = -1;
 	FILE *f;
 	pid_t pid;
@@ -97,6 +85,19 @@ run_hubd(const char *keys, char **log)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* hubd on segment and control refuses to start (exit 1) saying want. */
+static void
+expect_refused(const char *segment, const char *control, const char *want)
+{
+	char keys[1100], *log;
+	int rc;
+
+	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", segment, control);
+	rc = run_hubd(keys, &log);
+	ck_assert_msg(rc == 1 && strstr(log, want) != NULL, "exit %d, log: %s", rc, log);
+	free(log);
+}
+
 /* r[shm.file.create]: every byte of the segment is allocated at creation,
  * not on first touch (a sparse file SIGBUSes its user when tmpfs fills) */
 START_TEST(test_segment_space_reserved)
@@ -116,7 +117,7 @@ END_TEST
  * much it needs and has, and leaves nothing behind. */
 START_TEST(test_too_little_shm_refused)
 {
-	const char *dir = path_in_run("shm"), *seg = path_in_run("shm/hub");
+	const char *dir = harness_path("shm"), *seg = harness_path("shm/hub");
 	char keys[512], lock[512], *log;
 
 	ck_assert_int_eq(mkdir(dir, 0700), 0);
@@ -145,15 +146,11 @@ END_TEST
  * start, removes its own segment and lock, and leaves the first alone. */
 START_TEST(test_failed_start_removes_what_it_made)
 {
-	char keys[512], lock[600], *out = NULL, *log;
-	const char *seg = path_in_run("second");
-	int rc;
+	char lock[600], *out = NULL;
+	const char *seg = harness_path("second");
 
 	ck_assert(hub_start(&hub, NULL, NULL) == 0);
-	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", seg, hub.sock);
-	rc = run_hubd(keys, &log);
-	ck_assert_msg(rc == 1 && strstr(log, "in use") != NULL, "exit %d, log: %s", rc, log);
-	free(log);
+	expect_refused(seg, hub.sock, "in use");
 	snprintf(lock, sizeof(lock), "%s.lock", seg);
 	ck_assert_msg(!exists(seg) && !exists(lock), "second hubd left %s or its lock", seg);
 	/* the first one's socket still answers */
@@ -168,38 +165,23 @@ END_TEST
  * file at the segment's or the lock's path that is not hub's is refused. */
 START_TEST(test_foreign_files_kept)
 {
-	const char *seg = path_in_run("precious"), *lock = path_in_run("precious2.lock");
-	char keys[512], *log;
-	int rc;
+	const char *seg = harness_path("precious"), *lock = harness_path("precious2.lock");
 
 	write_file(seg, "my thesis\n");
-	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", seg, path_in_run("f.sock"));
-	rc = run_hubd(keys, &log);
-	ck_assert_msg(rc == 1 && strstr(log, "is not a hub segment") != NULL,
-		      "exit %d, log: %s", rc, log);
-	free(log);
+	expect_refused(seg, harness_path("f.sock"), "is not a hub segment");
 	ck_assert_msg(file_is(seg, "my thesis\n"), "the file was changed");
 	/* a lock path holding something else than a pid */
 	write_file(lock, "my notes\n");
-	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", path_in_run("precious2"),
-		 path_in_run("f.sock"));
-	rc = run_hubd(keys, &log);
-	ck_assert_msg(rc == 1 && strstr(log, "is not a hubd lock file") != NULL,
-		      "exit %d, log: %s", rc, log);
-	free(log);
+	expect_refused(harness_path("precious2"), harness_path("f.sock"),
+		       "is not a hubd lock file");
 	ck_assert_msg(file_is(lock, "my notes\n"), "the lock path's file was changed");
-	ck_assert(!exists(path_in_run("precious2")));
+	ck_assert(!exists(harness_path("precious2")));
 	/* a control path holding a file: refused, and the segment made
 	 * before it removed again */
-	write_file(path_in_run("ctl"), "my diary\n");
-	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", path_in_run("precious3"),
-		 path_in_run("ctl"));
-	rc = run_hubd(keys, &log);
-	ck_assert_msg(rc == 1 && strstr(log, "is not a socket") != NULL,
-		      "exit %d, log: %s", rc, log);
-	free(log);
-	ck_assert_msg(file_is(path_in_run("ctl"), "my diary\n"), "the control path's file was changed");
-	ck_assert(!exists(path_in_run("precious3")) && !exists(path_in_run("precious3.lock")));
+	write_file(harness_path("ctl"), "my diary\n");
+	expect_refused(harness_path("precious3"), harness_path("ctl"), "is not a socket");
+	ck_assert_msg(file_is(harness_path("ctl"), "my diary\n"), "the control path's file was changed");
+	ck_assert(!exists(harness_path("precious3")) && !exists(harness_path("precious3.lock")));
 }
 END_TEST
 
@@ -208,7 +190,7 @@ END_TEST
  * with its lock and segment left behind. */
 START_TEST(test_sigterm_during_start)
 {
-	const char *conf = path_in_run("big.conf");
+	const char *conf = harness_path("big.conf");
 	char seg[256], lock[300];
 	int status;
 	pid_t pid;
@@ -218,7 +200,7 @@ START_TEST(test_sigterm_during_start)
 	snprintf(lock, sizeof(lock), "%s.lock", seg);
 	ck_assert_ptr_nonnull(f = fopen(conf, "w"));
 	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\nmax_guests = 15\n"
-		"slot_size = 1M\nslots_per_guest = 64\n", seg, path_in_run("big.sock"));
+		"slot_size = 1M\nslots_per_guest = 64\n", seg, harness_path("big.sock"));
 	fclose(f);
 	if ((pid = fork()) == 0) {
 		int null = open("/dev/null", O_WRONLY);
@@ -243,7 +225,7 @@ END_TEST
 /* attach_timeout = 0 would kill every guest: hubd -n refuses it */
 START_TEST(test_zero_attach_timeout_refused)
 {
-	const char *conf = path_in_run("zero.conf");
+	const char *conf = harness_path("zero.conf");
 	int status;
 	pid_t pid;
 

@@ -27,15 +27,22 @@ static char run_dir[128];	/* /tmp/hub-e2e-PID */
 static char shm_prefix[128];	/* /dev/shm/hub-e2e-PID- */
 static int hub_count;
 
+/* dir then name in one of 32 static buffers, taken in turn. */
+static const char *
+path_join(const char *dir, const char *name)
+{
+	static char path[32][512];
+	static int next;
+	char *p = path[next++ % 32];
+
+	snprintf(p, 512, "%s%s", dir, name);
+	return p;
+}
+
 const char *
 bin(const char *name)
 {
-	static char path[8][512];
-	static int next;
-	char *p = path[next++ % 8];
-
-	snprintf(p, 512, "%s/%s", BUILD_DIR, name);
-	return p;
+	return path_join(BUILD_DIR "/", name);
 }
 
 const char *
@@ -45,14 +52,21 @@ harness_dir(void)
 }
 
 const char *
+harness_path(const char *name)
+{
+	char dir[160];
+
+	snprintf(dir, sizeof(dir), "%s/", run_dir);
+	return path_join(dir, name);
+}
+
+const char *
 harness_shm_path(const char *name)
 {
-	static char path[4][256];
-	static int next;
-	char *p = path[next++ % 4];
+	char dir[160];
 
-	snprintf(p, 256, "/dev/shm/%s%s", shm_prefix, name);
-	return p;
+	snprintf(dir, sizeof(dir), "/dev/shm/%s", shm_prefix);
+	return path_join(dir, name);
 }
 
 void
@@ -120,22 +134,39 @@ harness_teardown(void)
 	remove_tree(run_dir);
 }
 
+/* A client of the socket at path, reads timing out after timeout_s; -1
+ * with errno set when it cannot connect. */
 static int
-connect_sock(const char *path)
+connect_sock(const char *path, int timeout_s)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { timeout_s, 0 };
+	int fd, err;
 
-	struct timeval tv = { 30, 0 };	/* no test waits forever on hubd */
-
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		return fd;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
 	}
-	if (fd >= 0)
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		err = errno;
 		close(fd);
-	return -1;
+		errno = err;
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+int
+hub_client(struct hub_proc *h, int timeout_s)
+{
+	int fd = connect_sock(h->sock, timeout_s);
+
+	ck_assert_msg(fd >= 0, "connect to %s: %s", h->sock, strerror(errno));
+	return fd;
 }
 
 double
@@ -234,7 +265,7 @@ hub_restart(struct hub_proc *h)
 		_exit(127);
 	}
 	for (int i = 0; i < 500; i++) {
-		if ((fd = connect_sock(h->sock)) >= 0) {
+		if ((fd = connect_sock(h->sock, 30)) >= 0) {
 			close(fd);
 			return 0;
 		}
@@ -273,7 +304,7 @@ hub_request(struct hub_proc *h, const char *line, int *items)
 {
 	static char buf[1 << 20];
 	size_t len = 0;
-	int fd = connect_sock(h->sock);
+	int fd = connect_sock(h->sock, 30);	/* no test waits forever on hubd */
 	json_object *o = NULL;
 
 	if (items != NULL)

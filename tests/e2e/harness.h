@@ -24,12 +24,16 @@ void harness_teardown(void);
 /* This run's private directory, removed by harness_teardown (with
  * anything a test mounted on a directory inside it). */
 const char *harness_dir(void);
+/* A path in it (static: the last 32 paths of this file's functions stay
+ * valid). */
+const char *harness_path(const char *name);
 
 /* A path in /dev/shm that harness_teardown removes (with its hubd, if a
  * lock file there names one). */
 const char *harness_shm_path(const char *name);
 
-/* Path of a built program, e.g. bin("hubd"), bin("guests/echo"). */
+/* Path of a built program, e.g. bin("hubd"), bin("guests/echo") (static, as
+ * harness_path's). */
 const char *bin(const char *name);
 
 /* Writes a config: [hub] with the private segment and socket (unless
@@ -63,6 +67,10 @@ void sleep_ms(int ms);
 int hub_wait_up(struct hub_proc *h, const char *names, int timeout_ms);
 /* The peers array entry of name (a new reference) or NULL. */
 json_object *hub_peer(struct hub_proc *h, const char *name);
+
+/* A raw client of h's control socket whose reads time out after
+ * timeout_s; asserts (Check) that it connects. */
+int hub_client(struct hub_proc *h, int timeout_s);
 
 /* Runs hubctl -s SOCK args...; stdout into *out (malloc'd); exit status. */
 int hubctl(struct hub_proc *h, char **out, ...) __attribute__((sentinel));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "proto/segment.h"
+#include "tests/unit/testseg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -17,16 +18,10 @@ static void
 make_valid(void)
 {
 	struct hp_segment s;
-	struct hp_params d;
+	struct hp_params d = testseg_params(2, 8, 128, 4);
 	const char *why;
 
-	hp_params_default(&d);
-	d.max_guests = 2;
-	d.ring_size = 8;
-	d.slot_size = 128;
-	d.slots_per_guest = 4;
 	d.max_channels = 4;
-	d.max_payload_size = 124;
 	if (hp_segment_create(&s, "/dev/shm/hub-fuzz-segment", &d, 0600, &why) != 0)
 		abort();
 	remove("/dev/shm/hub-fuzz-segment");

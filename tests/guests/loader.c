@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "guest.h"
+#include "tests/guests/testguest.h"
 
 #define WINDOW	8	/* calls in flight to each of echo and kv */
 
@@ -31,8 +32,6 @@ static void
 done(void *ctx, int status, const uint8_t *result, size_t len)
 {
 	struct call *c = ctx;
-	const char *s;
-	size_t n, pos = 0;
 
 	if (c->kv)
 		inflight_kv--;
@@ -43,8 +42,7 @@ done(void *ctx, int status, const uint8_t *result, size_t len)
 			kv_err++;
 		else
 			echo_err++;
-	} else if (guest_pc_get_str(result, len, &pos, &s, &n) != 0 ||
-		   n != c->len || memcmp(s, c->text, n) != 0) {
+	} else if (!tg_str_is(result, len, c->text, c->len)) {
 		wrong++;
 	} else if (c->kv) {
 		kv_ok++;
@@ -110,6 +108,20 @@ pause_calls(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	guest_reply(c, NULL, 0);
 }
 
+/* kv and echo start beside us: until they have registered, the hub
+ * answers "no such method"; a guest that needs another waits (10 s). */
+static int
+call_once_there(const char *method, const uint8_t *args, size_t len)
+{
+	int rc;
+
+	for (int tries = 0; (rc = guest_call(g, method, args, len, NULL, 0, NULL,
+					     10000)) == -ENOSYS && tries < 1000; tries++)
+		if (guest_service_wait(g, 10) != 0)
+			break;
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -126,20 +138,11 @@ main(int argc, char *argv[])
 	if (guest_register(g, "loader.stats", "->str", stats, NULL) != 0 ||
 	    guest_register(g, "loader.pause", "->unit", pause_calls, NULL) != 0)
 		errx(1, "cannot register");
-	/* kv and echo start beside us: until they have registered, the hub
-	 * answers "no such method"; a guest that needs another waits */
-	for (int tries = 0; (rc = guest_call(g, "kv.put", args, pos, NULL, 0, NULL,
-					     10000)) == -ENOSYS && tries < 1000; tries++)
-		if (guest_service_wait(g, 10) != 0)
-			break;
-	if (rc != 0)
+	if ((rc = call_once_there("kv.put", args, pos)) != 0)
 		errx(1, "cannot set up: kv.put: %s", strerror(-rc));
 	pos = 0;
 	guest_pc_put_str(args, sizeof(args), &pos, "up?", 3);
-	for (int tries = 0; (rc = guest_call(g, "echo.echo", args, pos, NULL, 0, NULL,
-					     10000)) == -ENOSYS && tries < 1000; tries++)
-		if (guest_service_wait(g, 10) != 0)
-			break;
+	call_once_there("echo.echo", args, pos);
 	for (;;) {
 		while (!paused && inflight_kv < WINDOW)
 			issue(1);

@@ -26,6 +26,7 @@
 #include <xxhash.h>
 
 #include "guest.h"
+#include "tests/guests/testguest.h"
 
 static struct guest *g;
 static uint64_t cancels;
@@ -160,11 +161,8 @@ static void
 one_done(void *ctx, int status, const uint8_t *result, size_t len)
 {
 	struct one *o = ctx;
-	const char *s;
-	size_t n, pos = 0;
 
-	if (status != 0 || guest_pc_get_str(result, len, &pos, &s, &n) != 0 ||
-	    n != strlen(o->text) || memcmp(s, o->text, n) != 0)
+	if (status != 0 || !tg_str_is(result, len, o->text, strlen(o->text)))
 		o->b->bad++;
 	o->b->done++;
 	free(o);
@@ -211,9 +209,8 @@ static void
 big(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	uint64_t n;
-	size_t pos = 0, rlen = 0, sn;
+	size_t pos = 0, rlen = 0;
 	uint8_t *arg, *res;
-	const char *s;
 	char *text;
 	int rc;
 
@@ -234,11 +231,9 @@ big(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	pos = 0;
 	guest_pc_put_str(arg, n + 16, &pos, text, n);
 	rc = guest_call(g, "echo.echo", arg, pos, res, n + 16, &rlen, 60000);
-	pos = 0;
 	if (rc != 0)
 		guest_reply_error(c, kind(rc));
-	else if (guest_pc_get_str(res, rlen, &pos, &s, &sn) != 0 || sn != n ||
-		 memcmp(s, text, n) != 0)
+	else if (!tg_str_is(res, rlen, text, n))
 		guest_reply_error(c, "the echo differs");
 	else
 		reply_u64(c, n);
@@ -377,11 +372,7 @@ count_cancels(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 int
 main(int argc, char *argv[])
 {
-	static const struct {
-		const char	*name;
-		const char	*sig;
-		guest_handler	fn;
-	} methods[] = {
+	static const struct tg_method methods[] = {
 		{ "route", "str,str->str", route },
 		{ "route_timeout", "str,u64->str", route_timeout },
 		{ "invalid", "->str", invalid },
@@ -393,24 +384,17 @@ main(int argc, char *argv[])
 		{ "fds", "->str", fds },
 		{ "ping", "u64->str", ping },
 	};
-	const char *prefix = "prober", *why;
-	char name[128];
+	const char *why;
 	int rc, use_poll = 0;
 
 	list_fds();
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--prefix") == 0 && i + 1 < argc)
-			prefix = argv[i + 1];
+	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--poll") == 0)
 			use_poll = 1;
-	}
 	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
 		errx(1, "%s", why);
-	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-		snprintf(name, sizeof(name), "%s.%s", prefix, methods[i].name);
-		if (guest_register(g, name, methods[i].sig, methods[i].fn, NULL) != 0)
-			errx(1, "cannot register %s", name);
-	}
+	tg_register(g, tg_prefix(argc, argv, "prober"), methods,
+		    sizeof(methods) / sizeof(methods[0]));
 	if (!use_poll) {
 		rc = guest_run(g);
 	} else {

@@ -4,12 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/channel.h"
 #include "proto/desc.h"
 
 static uint8_t *mem;
 static struct hp_slot_pool pool;
-static const struct hp_desc_limits lim = { 1000, 16, HP_SIDE_GUEST };
+static const struct hp_desc_limits lim = { 1000, 16 };
 
 static void
 setup(void)

@@ -22,6 +22,7 @@
 #include "proto/ring.h"
 #include "proto/segment.h"
 #include "proto/services.h"
+#include "tests/unit/testseg.h"
 
 static char path[64];
 static struct hp_segment seg;
@@ -40,21 +41,19 @@ remove_files(void)
 	unlink(path);
 }
 
-/* A segment with peer 1 Reserved for us, and the ticket to it. */
-static int
-attach(struct guest **g, const char **why)
+/* A segment with peer 1 Reserved for us, and a guest attached to it with
+ * the ticket. */
+static struct guest *
+attach(void)
 {
-	struct hp_params p;
+	struct hp_params p = testseg_params(1, 8, 256, 4);
 	char a[96], b[32], c[32];
+	const char *why = NULL;
+	struct guest *g;
+	int rc;
 
-	hp_params_default(&p);
-	p.max_guests = 1;
-	p.ring_size = 8;
-	p.slot_size = 256;
-	p.slots_per_guest = 4;
-	p.max_payload_size = 252;
 	p.heartbeat_interval = heartbeat_ns;
-	ck_assert_int_eq(hp_segment_create(&seg, path, &p, 0600, why), 0);
+	ck_assert_int_eq(hp_segment_create(&seg, path, &p, 0600, &why), 0);
 	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
 	hp_store_release_u32(&hp_segment_peer(&seg, 1)->state, HP_PEER_RESERVED);
 	snprintf(a, sizeof(a), "--hub-path=%s", path);
@@ -62,7 +61,9 @@ attach(struct guest **g, const char **why)
 	snprintf(c, sizeof(c), "--doorbell-fd=%d", bell[1]);
 	char *argv[] = { "guest", a, b, c, NULL };
 
-	return guest_attach(4, argv, g, why);
+	rc = guest_attach(4, argv, &g, &why);
+	ck_assert_msg(rc == 0, "attach: %s", why);
+	return g;
 }
 
 static void
@@ -153,10 +154,8 @@ noop(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 /* r[shm.spawn.guest-init] r[shm.guest.attach] */
 START_TEST(test_attach_and_detach)
 {
-	struct guest *g;
-	const char *why = NULL;
+	struct guest *g = attach();
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
 	ck_assert_uint_eq(guest_peer_id(g), 1);
 	ck_assert_uint_eq(hp_segment_peer(&seg, 1)->state, HP_PEER_ATTACHED);
 	ck_assert_uint_eq(hp_segment_peer(&seg, 1)->epoch, 1);
@@ -205,12 +204,11 @@ START_TEST(test_hostile_host)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct guest *g;
-		const char *why = NULL;
 		struct hp_peer_view v;
 		struct hp_ring tx;
 		struct hp_desc d;
 
-		ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+		g = attach();
 		hp_peer_view_host(&seg, 1, &v);
 		ck_assert_int_eq(hp_ring_init_producer(&tx, &v.entry->h2g_head, &v.entry->h2g_tail,
 						       v.h2g, 8), 0);
@@ -232,10 +230,8 @@ END_TEST
 /* Ring indices out of range, written by the host. */
 START_TEST(test_hostile_indices)
 {
-	struct guest *g;
-	const char *why = NULL;
+	struct guest *g = attach();
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
 	hp_store_release_u32(&hp_segment_peer(&seg, 1)->h2g_head, 12345);
 	ck_assert_int_eq(guest_service(g), -EPROTO);
 	cleanup(g);
@@ -245,10 +241,8 @@ END_TEST
 /* r[shm.goodbye.host]: the host says goodbye, the loop ends cleanly. */
 START_TEST(test_host_goodbye_ends_the_loop)
 {
-	struct guest *g;
-	const char *why = NULL;
+	struct guest *g = attach();
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
 	hp_store_release_u32(&hp_segment_header(&seg)->host_goodbye, 1);
 	hp_doorbell_signal(bell[0]);
 	ck_assert_int_eq(guest_run(g), 0);
@@ -259,10 +253,8 @@ END_TEST
 /* r[shm.doorbell.death]: the host dies, the loop ends with -EPIPE. */
 START_TEST(test_host_death_ends_the_loop)
 {
-	struct guest *g;
-	const char *why = NULL;
+	struct guest *g = attach();
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
 	close(bell[0]);
 	bell[0] = dup(2);	/* something for cleanup to close */
 	ck_assert_int_eq(guest_run(g), -EPIPE);
@@ -314,10 +306,9 @@ static struct guest *
 hb_setup(struct watcher *w)
 {
 	struct guest *g;
-	const char *why = NULL;
 
 	heartbeat_ns = HB_INTERVAL;
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	g = attach();
 	heartbeat_ns = 0;
 	host_init();
 	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
@@ -375,13 +366,12 @@ START_TEST(test_grant_wakes_a_sender_out_of_credit)
 {
 	struct guest_stats st;
 	struct guest *g;
-	const char *why = NULL;
 	uint8_t item[8] = { 0 };
 	pthread_t th;
 	uint32_t id = 0;
 	int rc;
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	g = attach();
 	host_init();
 	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
 	hp_store_release_u32(&hview.chans[2].granted_total, 0);
@@ -438,11 +428,10 @@ async_done(void *ctx, int status, const uint8_t *result, size_t len)
 START_TEST(test_goodbye_reason)
 {
 	struct guest *g;
-	const char *why = NULL;
 	uint8_t buf[64], item[8] = { 0 };
 	int64_t n;
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	g = attach();
 	host_init();
 	ck_assert_ptr_null(guest_goodbye_reason(g));
 	async_status = 1;
@@ -465,11 +454,10 @@ END_TEST
 START_TEST(test_goodbye_fails_a_waiting_call)
 {
 	struct guest *g;
-	const char *why = NULL;
 	uint8_t buf[64];
 	int64_t n;
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	g = attach();
 	host_init();
 	ck_assert_int_gt(n = hp_msg_encode_goodbye(buf, sizeof(buf), "shm.flow.remaining-credit"), 0);
 	host_send(HP_MSG_GOODBYE, 0, 0, buf, (size_t)n);
@@ -483,10 +471,8 @@ END_TEST
 START_TEST(test_goodbye_undecodable)
 {
 	static const uint8_t bad[] = { 40, 's', 'h' };	/* 40 bytes promised */
-	struct guest *g;
-	const char *why = NULL;
+	struct guest *g = attach();
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
 	host_init();
 	host_send(HP_MSG_GOODBYE, 0, 0, bad, sizeof(bad));
 	ck_assert_int_eq(guest_run(g), -ECONNABORTED);
@@ -502,10 +488,9 @@ START_TEST(test_register_checks_locally)
 {
 	char longname[HP_METHOD_NAME_MAX + 2];
 	struct guest *g;
-	const char *why = NULL;
 	uint32_t id;
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	g = attach();
 	host_init();
 	memset(longname, 'a', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
@@ -534,10 +519,8 @@ START_TEST(test_register_maps_host_errors)
 		{ HP_SVC_REG_BAD_NAME, -EREMOTEIO },
 		{ NULL, 0 },
 	};
-	struct guest *g;
-	const char *why = NULL;
+	struct guest *g = attach();
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
 	host_init();
 	for (uint32_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		host_answer(i + 1, cases[i].why);
@@ -571,12 +554,11 @@ close_chan(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 START_TEST(test_close_without_sending)
 {
 	struct guest *g;
-	const char *why = NULL;
 	uint8_t args[16], req[32], item[8] = { 0 };
 	struct hp_pc_enc e;
 	int64_t n;
 
-	ck_assert_msg(attach(&g, &why) == 0, "attach: %s", why);
+	g = attach();
 	host_init();
 	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
 	ck_assert_int_eq(hp_chan_activate(&hview.chans[4], seg.params.initial_credit), 0);

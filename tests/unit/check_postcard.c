@@ -129,27 +129,32 @@ START_TEST(test_varint_overflow)
 					      0x80, 0x80, 0x80, 0x80, 0x01 };
 	static const uint8_t u64_top[] = { 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
 					   0xFF, 0xFF, 0xFF, 0x02 };
+#define CASE(in, bits, max) { in, sizeof(in), bits, max }
+	static const struct {
+		const uint8_t	*in;
+		size_t		len;
+		int		bits;		/* decoded as u16, u32 or u64 */
+		uint64_t	max;		/* 0: refused (-EBADMSG), else this */
+	} cases[] = {
+		CASE(u32_six, 32, 0), CASE(u32_top, 32, 0), CASE(u32_max, 32, UINT32_MAX),
+		CASE(u16_top, 16, 0), CASE(u16_max, 16, UINT16_MAX),
+		CASE(u64_eleven, 64, 0), CASE(u64_top, 64, 0),
+	};
+#undef CASE
 	struct hp_pc_dec d;
+	uint64_t v;
 
-	hp_pc_dec_init(&d, u32_six, sizeof(u32_six));
-	hp_pc_get_u32(&d);
-	ck_assert_int_eq(d.err, -EBADMSG);
-	hp_pc_dec_init(&d, u32_top, sizeof(u32_top));
-	hp_pc_get_u32(&d);
-	ck_assert_int_eq(d.err, -EBADMSG);
-	hp_pc_dec_init(&d, u32_max, sizeof(u32_max));
-	ck_assert_uint_eq(hp_pc_get_u32(&d), UINT32_MAX);
-	hp_pc_dec_init(&d, u16_top, sizeof(u16_top));
-	hp_pc_get_u16(&d);
-	ck_assert_int_eq(d.err, -EBADMSG);
-	hp_pc_dec_init(&d, u16_max, sizeof(u16_max));
-	ck_assert_uint_eq(hp_pc_get_u16(&d), UINT16_MAX);
-	hp_pc_dec_init(&d, u64_eleven, sizeof(u64_eleven));
-	hp_pc_get_u64(&d);
-	ck_assert_int_eq(d.err, -EBADMSG);
-	hp_pc_dec_init(&d, u64_top, sizeof(u64_top));
-	hp_pc_get_u64(&d);
-	ck_assert_int_eq(d.err, -EBADMSG);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		hp_pc_dec_init(&d, cases[i].in, cases[i].len);
+		v = cases[i].bits == 16 ? hp_pc_get_u16(&d) :
+		    cases[i].bits == 32 ? hp_pc_get_u32(&d) : hp_pc_get_u64(&d);
+		if (cases[i].max == 0)
+			ck_assert_msg(d.err == -EBADMSG, "case %zu (u%d): err %d", i,
+				      cases[i].bits, d.err);
+		else
+			ck_assert_msg(v == cases[i].max, "case %zu (u%d): %llu", i,
+				      cases[i].bits, (unsigned long long)v);
+	}
 }
 END_TEST
 

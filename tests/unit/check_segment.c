@@ -11,6 +11,7 @@
 
 #include "proto/segment.h"
 #include "proto/slot.h"
+#include "tests/unit/testseg.h"
 
 static char path[64];
 
@@ -31,15 +32,9 @@ teardown(void)
 static struct hp_params
 small(void)
 {
-	struct hp_params p;
+	struct hp_params p = testseg_params(2, 8, 128, 70);
 
-	hp_params_default(&p);
-	p.max_guests = 2;
-	p.ring_size = 8;
-	p.slot_size = 128;
-	p.slots_per_guest = 70;
 	p.max_channels = 4;
-	p.max_payload_size = 124;
 	return p;
 }
 

@@ -42,21 +42,62 @@ parse(int argc, char **argv, struct hp_ticket *t, const char **why)
 	return hp_ticket_parse(argc, argv, t, why);
 }
 
-#define ARGC(a)	((int)(sizeof(a) / sizeof((a)[0])) - 1)
+/* argc of a NULL-terminated argv */
+static int
+count_args(char **argv)
+{
+	int n = 0;
+
+	while (argv[n] != NULL)
+		n++;
+	return n;
+}
+
+/* argv parses into path, peer_id and our doorbell. */
+static void
+expect_ticket(char **argv, const char *path, uint32_t peer_id)
+{
+	struct hp_ticket t;
+	const char *why;
+	int ret = parse(count_args(argv), argv, &t, &why);
+
+	ck_assert_msg(ret == 0, "parse: %d %s", ret, WHY(why));
+	ck_assert_str_eq(t.hub_path, path);
+	ck_assert_uint_eq(t.peer_id, peer_id);
+	ck_assert_int_eq(t.doorbell_fd, dfd);
+}
+
+/* Tickets refused with a reason naming what is wrong. */
+struct refusal {
+	const char	*name;
+	char		**argv;
+	const char	*want;		/* in the reason */
+};
+
+/* Each is refused (-EINVAL, want in the reason); the ticket the last
+ * one was parsed into is left as it was. */
+static void
+expect_refusals(const struct refusal *r, size_t n)
+{
+	struct hp_ticket t;
+	const char *why;
+	int ret;
+
+	for (size_t i = 0; i < n; i++) {
+		ret = parse(count_args(r[i].argv), r[i].argv, &t, &why);
+		ck_assert_msg(ret == -EINVAL && strstr(WHY(why), r[i].want),
+		    "%s: %d %s", r[i].name, ret, WHY(why));
+	}
+	ck_assert_msg(t.peer_id == 777, "ticket changed");
+}
 
 /* r[shm.spawn.args] */
 START_TEST(test_equals_form)
 {
 	char *argv[] = { "guest", "--hub-path=/dev/shm/hub", "--peer-id=3",
 	    dfd_arg, NULL };
-	struct hp_ticket t;
-	const char *why;
-	int ret = parse(ARGC(argv), argv, &t, &why);
 
-	ck_assert_msg(ret == 0, "parse: %d %s", ret, WHY(why));
-	ck_assert_str_eq(t.hub_path, "/dev/shm/hub");
-	ck_assert_uint_eq(t.peer_id, 3);
-	ck_assert_int_eq(t.doorbell_fd, dfd);
+	expect_ticket(argv, "/dev/shm/hub", 3);
 }
 END_TEST
 
@@ -65,14 +106,8 @@ START_TEST(test_separate_form)
 {
 	char *argv[] = { "guest", "--doorbell-fd", dfd_num, "--peer-id", "255",
 	    "--hub-path", "/dev/shm/x y", NULL };
-	struct hp_ticket t;
-	const char *why;
-	int ret = parse(ARGC(argv), argv, &t, &why);
 
-	ck_assert_msg(ret == 0, "parse: %d %s", ret, WHY(why));
-	ck_assert_str_eq(t.hub_path, "/dev/shm/x y");
-	ck_assert_uint_eq(t.peer_id, 255);
-	ck_assert_int_eq(t.doorbell_fd, dfd);
+	expect_ticket(argv, "/dev/shm/x y", 255);
 }
 END_TEST
 
@@ -84,7 +119,7 @@ START_TEST(test_plugin_arguments_ignored)
 	    "--peer-idx", NULL };
 	struct hp_ticket t;
 	const char *why;
-	int ret = parse(ARGC(argv), argv, &t, &why);
+	int ret = parse(count_args(argv), argv, &t, &why);
 
 	ck_assert_msg(ret == 0, "parse: %d %s", ret, WHY(why));
 	ck_assert_str_eq(t.hub_path, "/p");
@@ -107,7 +142,7 @@ START_TEST(test_peer_id_good)
 		char *argv[] = { "guest", "--hub-path=/p", arg, dfd_arg, NULL };
 
 		snprintf(arg, sizeof(arg), "--peer-id=%s", good[i]);
-		ret = parse(ARGC(argv), argv, &t, &why);
+		ret = parse(count_args(argv), argv, &t, &why);
 		ck_assert_msg(ret == 0, "%s: %d %s", good[i], ret, WHY(why));
 		ck_assert_msg(t.peer_id == want[i], "%s: %u", good[i], t.peer_id);
 	}
@@ -132,12 +167,12 @@ START_TEST(test_peer_id_bad)
 		    bad[i], dfd_arg, NULL };
 
 		snprintf(arg, sizeof(arg), "--peer-id=%s", bad[i]);
-		ret = parse(ARGC(argv), argv, &t, &why);
+		ret = parse(count_args(argv), argv, &t, &why);
 		ck_assert_msg(ret == -EINVAL && why != NULL, "\"%s\": %d", bad[i], ret);
 		ck_assert_msg(strstr(why, "--peer-id") != NULL, "\"%s\": %s", bad[i], why);
 		ck_assert_msg(t.peer_id == 777 && t.doorbell_fd == -77 &&
 		    strcmp(t.hub_path, "sentinel") == 0, "\"%s\": ticket changed", bad[i]);
-		ret = parse(ARGC(argv2), argv2, &t, &why);
+		ret = parse(count_args(argv2), argv2, &t, &why);
 		ck_assert_msg(ret == -EINVAL && why != NULL, "separate \"%s\": %d",
 		    bad[i], ret);
 	}
@@ -159,7 +194,7 @@ START_TEST(test_doorbell_fd_bad)
 		char *argv[] = { "guest", "--hub-path=/p", "--peer-id=2", arg, NULL };
 
 		snprintf(arg, sizeof(arg), "--doorbell-fd=%s", bad[i]);
-		ret = parse(ARGC(argv), argv, &t, &why);
+		ret = parse(count_args(argv), argv, &t, &why);
 		ck_assert_msg(ret == -EINVAL && why != NULL, "\"%s\": %d", bad[i], ret);
 		ck_assert_msg(strstr(why, "--doorbell-fd") != NULL, "\"%s\": %s",
 		    bad[i], why);
@@ -175,7 +210,7 @@ START_TEST(test_doorbell_fd_bad)
 		char *argv[] = { "guest", "--hub-path=/p", "--peer-id=2",
 		    "--doorbell-fd", closed, NULL };
 
-		ret = parse(ARGC(argv), argv, &t, &why);
+		ret = parse(count_args(argv), argv, &t, &why);
 		ck_assert_msg(ret == -EINVAL && why != NULL, "closed fd %d: %d", fd, ret);
 		ck_assert_msg(strstr(why, "not open") != NULL, "closed fd: %s", why);
 	}
@@ -190,7 +225,7 @@ START_TEST(test_doorbell_fd_zero)
 	struct hp_ticket t;
 	const char *why;
 	int open0 = fcntl(0, F_GETFD) >= 0;
-	int ret = parse(ARGC(argv), argv, &t, &why);
+	int ret = parse(count_args(argv), argv, &t, &why);
 
 	if (open0) {
 		ck_assert_msg(ret == 0, "fd 0: %d %s", ret, WHY(why));
@@ -211,28 +246,22 @@ START_TEST(test_missing_pieces)
 	char *no_fd[] = { "guest", "--hub-path=/p", "--peer-id=2", NULL };
 	char *after_dashes[] = { "guest", "--peer-id=2", dfd_arg, "--",
 	    "--hub-path=/p", NULL };
+	const struct refusal refusals[] = {
+		{ "no path", no_path, "--hub-path" },
+		{ "no peer", no_peer, "--peer-id" },
+		{ "no fd", no_fd, "--doorbell-fd" },
+		{ "after --", after_dashes, "--hub-path" },
+	};
 	struct hp_ticket t;
 	const char *why;
 	int ret;
 
-	ret = parse(ARGC(none), none, &t, &why);
+	ret = parse(count_args(none), none, &t, &why);
 	ck_assert_msg(ret == -EINVAL && why != NULL, "none: %d", ret);
 	ck_assert_msg(strstr(why, "--hub-path") && strstr(why, "hubd"), "none: %s", why);
 	ret = parse(0, none, &t, &why);
 	ck_assert_msg(ret == -EINVAL && why != NULL, "argc 0: %d", ret);
-	ret = parse(ARGC(no_path), no_path, &t, &why);
-	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--hub-path"), "no path: %d %s",
-	    ret, WHY(why));
-	ret = parse(ARGC(no_peer), no_peer, &t, &why);
-	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--peer-id"), "no peer: %d %s",
-	    ret, WHY(why));
-	ret = parse(ARGC(no_fd), no_fd, &t, &why);
-	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--doorbell-fd"), "no fd: %d %s",
-	    ret, WHY(why));
-	ret = parse(ARGC(after_dashes), after_dashes, &t, &why);
-	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--hub-path"),
-	    "after --: %d %s", ret, WHY(why));
-	ck_assert_msg(t.peer_id == 777, "ticket changed");
+	expect_refusals(refusals, sizeof(refusals) / sizeof(refusals[0]));
 }
 END_TEST
 
@@ -248,31 +277,19 @@ START_TEST(test_malformed)
 	    dfd_arg, NULL };
 	char *twice_path[] = { "guest", "--hub-path=/p", "--hub-path", "/q",
 	    "--peer-id=1", dfd_arg, NULL };
+	const struct refusal refusals[] = {
+		{ "no value", no_value, "--peer-id" },
+		{ "no path value", no_path_value, "--hub-path" },
+		{ "no fd value", no_fd_value, "--doorbell-fd" },
+		{ "empty path", empty_path, "--hub-path" },
+		{ "twice", twice, "twice" },
+		{ "twice path", twice_path, "twice" },
+	};
 	struct hp_ticket t;
-	const char *why;
-	int ret;
 
-	ret = parse(ARGC(no_value), no_value, &t, &why);
-	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--peer-id"), "no value: %d %s",
-	    ret, WHY(why));
-	ret = parse(ARGC(no_path_value), no_path_value, &t, &why);
-	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--hub-path"),
-	    "no path value: %d %s", ret, WHY(why));
-	ret = parse(ARGC(no_fd_value), no_fd_value, &t, &why);
-	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--doorbell-fd"),
-	    "no fd value: %d %s", ret, WHY(why));
-	ret = parse(ARGC(empty_path), empty_path, &t, &why);
-	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "--hub-path"),
-	    "empty path: %d %s", ret, WHY(why));
-	ret = parse(ARGC(twice), twice, &t, &why);
-	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "twice"), "twice: %d %s",
-	    ret, WHY(why));
-	ret = parse(ARGC(twice_path), twice_path, &t, &why);
-	ck_assert_msg(ret == -EINVAL && strstr(WHY(why), "twice"), "twice path: %d %s",
-	    ret, WHY(why));
-	ck_assert_msg(t.peer_id == 777, "ticket changed");
+	expect_refusals(refusals, sizeof(refusals) / sizeof(refusals[0]));
 	/* why may be NULL. */
-	ck_assert_int_eq(hp_ticket_parse(ARGC(twice), twice, &t, NULL), -EINVAL);
+	ck_assert_int_eq(hp_ticket_parse(count_args(twice), twice, &t, NULL), -EINVAL);
 }
 END_TEST
 

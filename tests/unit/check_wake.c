@@ -17,6 +17,7 @@
 #include "proto/endpoint.h"
 #include "proto/futex.h"
 #include "proto/ticket.h"
+#include "tests/unit/testseg.h"
 
 /* -- the wake protocol, between two threads --------------------------- */
 
@@ -28,17 +29,11 @@ static int bell[2];
 static void
 pair_setup(void)
 {
-	struct hp_params p;
+	struct hp_params p = testseg_params(1, 16, 1024, 4);
 	struct hp_peer_view hv, gv;
 	const char *why;
 
 	snprintf(seg_path, sizeof(seg_path), "/dev/shm/hub-test-wake-%d", (int)getpid());
-	hp_params_default(&p);
-	p.max_guests = 1;
-	p.ring_size = 16;
-	p.slot_size = 1024;
-	p.slots_per_guest = 4;
-	p.max_payload_size = 1020;
 	ck_assert_int_eq(hp_segment_create(&seg, seg_path, &p, 0600, &why), 0);
 	unlink(seg_path);	/* mapped: the file is not needed any more */
 	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
