@@ -21,21 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/clock.h"
 #include "proto/futex.h"
 #include "proto/ring.h"
 
 #ifdef HAVE_ZMQ
 #include <zmq.h>
 #endif
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void *
 shared(size_t n)
@@ -78,13 +70,13 @@ pingpong(uint64_t n, int sleep, unsigned idle_ms)
 	}
 	uint64_t idle = 0;
 
-	t0 = now_ns();
+	t0 = hp_now_ns();
 	for (uint32_t i = 0; i < 2 * n; i += 2) {
 		if (idle_ms > 0) {	/* both asleep, then one round trip */
-			uint64_t s0 = now_ns();
+			uint64_t s0 = hp_now_ns();
 
 			usleep(idle_ms * 1000);
-			idle += now_ns() - s0;
+			idle += hp_now_ns() - s0;
 		}
 		hp_store_release_u32(w, i + 1);
 		if (sleep)
@@ -93,7 +85,7 @@ pingpong(uint64_t n, int sleep, unsigned idle_ms)
 			if (sleep)
 				hp_futex_wait(w, i + 1, NULL);
 	}
-	printf("rtt_ns=%.0f\n", (double)(now_ns() - t0 - idle) / (double)n);
+	printf("rtt_ns=%.0f\n", (double)(hp_now_ns() - t0 - idle) / (double)n);
 	waitpid(pid, NULL, 0);
 }
 
@@ -113,11 +105,11 @@ socket_pingpong(uint64_t n)
 				_exit(1);
 		_exit(0);
 	}
-	t0 = now_ns();
+	t0 = hp_now_ns();
 	for (uint64_t i = 0; i < n; i++)
 		if (write(sv[0], buf, 8) != 8 || read(sv[0], buf, 8) != 8)
 			errx(1, "socket");
-	printf("rtt_ns=%.0f\n", (double)(now_ns() - t0) / (double)n);
+	printf("rtt_ns=%.0f\n", (double)(hp_now_ns() - t0) / (double)n);
 	waitpid(pid, NULL, 0);
 }
 
@@ -146,11 +138,11 @@ zmq_pingpong(uint64_t n)
 	zmq_connect(req, ep);
 	zmq_send(req, buf, 8, 0);	/* connection set up, not counted */
 	zmq_recv(req, buf, 8, 0);
-	t0 = now_ns();
+	t0 = hp_now_ns();
 	for (uint64_t i = 0; i < n; i++)
 		if (zmq_send(req, buf, 8, 0) < 0 || zmq_recv(req, buf, 8, 0) < 0)
 			errx(1, "zmq");
-	printf("rtt_ns=%.0f\n", (double)(now_ns() - t0) / (double)n);
+	printf("rtt_ns=%.0f\n", (double)(hp_now_ns() - t0) / (double)n);
 	zmq_close(req);
 	zmq_ctx_term(ctx);
 	waitpid(pid, NULL, 0);
@@ -177,7 +169,7 @@ copy(size_t size, uint64_t mb)
 		}
 		_exit(dst[size - 1] == 7 ? 0 : 1);
 	}
-	t0 = now_ns();
+	t0 = hp_now_ns();
 	for (uint64_t i = 0; i < blocks; i++) {
 		while (hp_load_acquire_u32(&flags[(i % 4) * 16]) != 0)
 			sched_yield();
@@ -185,7 +177,7 @@ copy(size_t size, uint64_t mb)
 		hp_store_release_u32(&flags[(i % 4) * 16], 1);
 	}
 	waitpid(pid, NULL, 0);
-	printf("gb_per_s=%.3f\n", (double)(blocks * size) / (double)(now_ns() - t0));
+	printf("gb_per_s=%.3f\n", (double)(blocks * size) / (double)(hp_now_ns() - t0));
 }
 
 static void
@@ -211,7 +203,7 @@ ring(uint64_t n)
 		_exit(0);
 	}
 	hp_ring_init_consumer(&r, &ix->head, &ix->tail, descs, 1024);
-	t0 = now_ns();
+	t0 = hp_now_ns();
 	while (got < n) {
 		int k = hp_ring_dequeue_batch(&r, batch, 32);
 
@@ -220,7 +212,7 @@ ring(uint64_t n)
 		else
 			got += (uint64_t)k;
 	}
-	printf("per_s=%.0f\n", (double)got * 1e9 / (double)(now_ns() - t0));
+	printf("per_s=%.0f\n", (double)got * 1e9 / (double)(hp_now_ns() - t0));
 	waitpid(pid, NULL, 0);
 }
 

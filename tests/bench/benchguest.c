@@ -16,19 +16,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "proto/clock.h"
 #include "guest.h"
 #include "tests/guests/testguest.h"
 
 static struct guest *g;
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void
 reply_text(struct guest_call *c, const char *text)
@@ -74,14 +66,14 @@ rtt(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	for (int i = 0; i < 2000; i++)
 		ping();
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = hp_now_ns();
 
 		if (ping() != 0) {
 			free(t);
 			guest_reply_error(c, "a ping failed");
 			return;
 		}
-		t[i] = now_ns() - t0;
+		t[i] = hp_now_ns() - t0;
 	}
 	qsort(t, n, sizeof(*t), cmp);
 	snprintf(text, sizeof(text), "median_ns=%llu p99_ns=%llu p999_ns=%llu",
@@ -120,9 +112,9 @@ pipelined(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		return;
 	}
 	done_calls = 0;
-	t0 = now_ns();
+	t0 = hp_now_ns();
 	end = t0 + ms * 1000000u;
-	while (now_ns() < end) {
+	while (hp_now_ns() < end) {
 		while (inflight < window &&
 		       guest_call_async(g, "hub.ping", arg, sizeof(arg), pipe_done, NULL, NULL) == 0)
 			inflight++;
@@ -132,7 +124,7 @@ pipelined(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	while (inflight > 0 && guest_service_wait(g, 1000) == 0)
 		;
 	snprintf(text, sizeof(text), "per_s=%.0f calls=%llu",
-		 (double)done_calls * 1e9 / (double)(now_ns() - t0), (unsigned long long)done_calls);
+		 (double)done_calls * 1e9 / (double)(hp_now_ns() - t0), (unsigned long long)done_calls);
 	reply_text(c, text);
 }
 
@@ -185,7 +177,7 @@ stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 
 	for (int i = 0; i < per; i++)
 		batch[i] = (struct iovec){ buf, item };
-	t0 = now_ns();
+	t0 = hp_now_ns();
 	while (sent < bytes) {
 		int k = bytes - sent >= per * item ? per : 1;
 
@@ -197,7 +189,7 @@ stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	guest_chan_close(g, (uint32_t)chan);
 	while (!s.done && guest_service_wait(g, 1000) == 0)
 		;
-	dt = now_ns() - t0;
+	dt = hp_now_ns() - t0;
 	free(buf);
 	snprintf(text, sizeof(text), "items_per_s=%.0f gb_per_s=%.3f status=%d",
 		 (double)items * 1e9 / (double)dt, (double)sent / (double)dt, s.status);
@@ -222,9 +214,9 @@ idle(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		uint64_t t0;
 
 		usleep((useconds_t)(ms * 1000));	/* both sides fall asleep */
-		t0 = now_ns();
+		t0 = hp_now_ns();
 		ping();
-		t[i] = now_ns() - t0;
+		t[i] = hp_now_ns() - t0;
 	}
 	qsort(t, n, sizeof(*t), cmp);
 	snprintf(text, sizeof(text), "median_ns=%llu", (unsigned long long)t[n / 2]);

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/clock.h"
 #include "daemon/control.h"
 #include "proto/segment.h"
 #include "tests/e2e/harness.h"
@@ -29,15 +30,6 @@
 #define COUNTER	"[guest counter]\nexec = @/guests/counter\n"
 #define ECHO	"[guest echo]\nexec = @/guests/echo\n"
 #define OTHER	65534		/* nobody, nogroup: a user other than hubd's */
-
-static uint64_t
-ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* -- running hubctl ---------------------------------------------------- */
 
@@ -75,7 +67,7 @@ run_hubctl(struct run *r, const char *sock, ...)
 	char *argv[32], **bufs[2] = { &r->out, &r->err };
 	int argc = 0, out[2], err[2], status;
 	size_t len[2] = { 0, 0 }, cap[2] = { 0, 0 };
-	uint64_t deadline = ms_now() + (uint64_t)(r->timeout_ms > 0 ? r->timeout_ms : 60000);
+	uint64_t deadline = (hp_now_ns() / HP_NS_PER_MS) + (uint64_t)(r->timeout_ms > 0 ? r->timeout_ms : 60000);
 	struct pollfd p[2];
 	va_list ap;
 	pid_t pid;
@@ -114,7 +106,7 @@ run_hubctl(struct run *r, const char *sock, ...)
 	r->err = calloc(1, 1);
 	p[0] = (struct pollfd){ out[0], POLLIN, 0 };
 	p[1] = (struct pollfd){ err[0], POLLIN, 0 };
-	while ((p[0].fd >= 0 || p[1].fd >= 0) && ms_now() < deadline) {
+	while ((p[0].fd >= 0 || p[1].fd >= 0) && (hp_now_ns() / HP_NS_PER_MS) < deadline) {
 		if (poll(p, 2, 100) <= 0)
 			continue;
 		for (int i = 0; i < 2; i++) {
@@ -130,7 +122,7 @@ run_hubctl(struct run *r, const char *sock, ...)
 		if (p[i].fd >= 0)
 			close(p[i].fd);
 	r->status = -1;
-	while (ms_now() < deadline) {
+	while ((hp_now_ns() / HP_NS_PER_MS) < deadline) {
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 			return r->status;
@@ -414,7 +406,7 @@ wait_chans_zero(const char *name)
 {
 	int n = -1;
 
-	for (uint64_t end = ms_now() + 30000; ms_now() < end; sleep_ms(50))
+	for (uint64_t end = (hp_now_ns() / HP_NS_PER_MS) + 30000; (hp_now_ns() / HP_NS_PER_MS) < end; sleep_ms(50))
 		if ((n = chans_shown(name)) == 0)
 			break;
 	return n;
@@ -517,7 +509,7 @@ expect_count(struct reader *r, uint64_t from, uint64_t n)
 static int
 log_waits_for(const char *text)
 {
-	for (uint64_t end = ms_now() + 15000; ms_now() < end; sleep_ms(20)) {
+	for (uint64_t end = (hp_now_ns() / HP_NS_PER_MS) + 15000; (hp_now_ns() / HP_NS_PER_MS) < end; sleep_ms(20)) {
 		char *log = hub_log(&hub);
 		int found = strstr(log, text) != NULL;
 
@@ -768,7 +760,7 @@ START_TEST(test_out_of_fds_no_spin)
 	sleep_ms(1500);		/* hubd out of descriptors for a while */
 	for (int i = 0; i < n; i++)
 		close(fds[i]);
-	for (uint64_t end = ms_now() + 20000; ms_now() < end && o == NULL; sleep_ms(50)) {
+	for (uint64_t end = (hp_now_ns() / HP_NS_PER_MS) + 20000; (hp_now_ns() / HP_NS_PER_MS) < end && o == NULL; sleep_ms(50)) {
 		o = hub_request(&hub, "{\"cmd\":\"status\"}", NULL);
 		if (o != NULL && !json_object_get_boolean(json_get(o, "ok"))) {
 			json_object_put(o);

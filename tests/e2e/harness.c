@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/clock.h"
 #include "tests/e2e/harness.h"
 
 #ifndef BUILD_DIR
@@ -172,10 +173,7 @@ hub_client(struct hub_proc *h, int timeout_s)
 double
 now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)hp_now_ns() / 1e9;
 }
 
 void

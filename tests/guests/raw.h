@@ -6,6 +6,7 @@
 #include <err.h>
 #include <time.h>
 
+#include "proto/clock.h"
 #include "proto/doorbell.h"
 #include "proto/endpoint.h"
 #include "proto/segment.h"
@@ -14,11 +15,7 @@
 static inline void
 raw_heartbeat(struct hp_peer_view *v)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	hp_store_relaxed_u64(&v->entry->last_heartbeat,
-			     (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	hp_store_relaxed_u64(&v->entry->last_heartbeat, hp_now_ns());
 }
 
 /* r[shm.spawn.guest-init], as a guest does it; exits on failure. */

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/clock.h"
 #include "guest.h"
 #include "proto/channel.h"
 #include "proto/doorbell.h"
@@ -264,15 +265,6 @@ END_TEST
 
 /* -- heartbeat ----------------------------------------------------------- */
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Samples last_heartbeat as the host would, until told to stop: the
  * largest staleness seen (host_now - last_heartbeat). */
 struct watcher {
@@ -288,7 +280,7 @@ watch(void *arg)
 	struct hp_peer_entry *e = hp_segment_peer(&seg, 1);
 
 	while (!atomic_load(&w->stop)) {
-		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat), now = mono_ns();
+		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat), now = hp_now_ns();
 
 		if (now > beat && now - beat > w->worst)
 			w->worst = now - beat;
