@@ -107,6 +107,75 @@ START_TEST(test_values_and_defaults)
 }
 END_TEST
 
+/* Each key lands in its own field (the tables name keys, not positions). */
+START_TEST(test_every_key_lands)
+{
+	struct hub_conf c;
+	const struct guest_conf *g;
+	int rc = load("[hub]\n"
+		      "segment = /dev/shm/hub-k\n"
+		      "control = /tmp/hub-k.sock\n"
+		      "max_guests = 3\n"
+		      "ring_size = 32\n"
+		      "slot_size = 4K\n"
+		      "slots_per_guest = 5\n"
+		      "max_channels = 6\n"
+		      "initial_credit = 7K\n"
+		      "max_payload_size = 1000\n"
+		      "heartbeat_interval = 8ms\n"
+		      "attach_timeout = 9s\n"
+		      "stop_grace = 10ms\n"
+		      "group = root\n"
+		      "goodbye_grace = 11ms\n"
+		      "client_timeout = 12s\n"
+		      "[guest g]\n"
+		      "exec = /bin/true\n"
+		      "args = a b\n"
+		      "restart = never\n"
+		      "max_deaths = 13\n"
+		      "death_window = 14s\n"
+		      "backoff_min = 15ms\n"
+		      "backoff_max = 16s\n"
+		      "user = root\n"
+		      "group = root\n"
+		      "limit_memory = 17M\n"
+		      "limit_files = 18\n", &c);
+
+	ck_assert_msg(rc == 0, "load: %s", errtext);
+	ck_assert_str_eq(c.segment_path, "/dev/shm/hub-k");
+	ck_assert_str_eq(c.control_path, "/tmp/hub-k.sock");
+	ck_assert_uint_eq(c.params.max_guests, 3);
+	ck_assert_uint_eq(c.params.ring_size, 32);
+	ck_assert_uint_eq(c.params.slot_size, 4096);
+	ck_assert_uint_eq(c.params.slots_per_guest, 5);
+	ck_assert_uint_eq(c.params.max_channels, 6);
+	ck_assert_uint_eq(c.params.initial_credit, 7 * 1024);
+	ck_assert_uint_eq(c.params.max_payload_size, 1000);	/* given: not slot_size - 4 */
+	ck_assert_uint_eq(c.params.heartbeat_interval, 8000000ull);
+	ck_assert_uint_eq(c.attach_timeout_ns, 9000000000ull);
+	ck_assert_uint_eq(c.stop_grace_ns, 10000000ull);
+	ck_assert_int_eq(c.gid, 0);
+	ck_assert_uint_eq(c.goodbye_grace_ns, 11000000ull);
+	ck_assert_uint_eq(c.client_timeout_ns, 12000000000ull);
+	ck_assert_uint_eq(c.nguests, 1);
+	g = &c.guests[0];
+	ck_assert_str_eq(g->exec, "/bin/true");
+	ck_assert_str_eq(g->argv[1], "a");
+	ck_assert_str_eq(g->argv[2], "b");
+	ck_assert_ptr_null(g->argv[3]);
+	ck_assert_int_eq(g->restart, RESTART_NEVER);
+	ck_assert_uint_eq(g->max_deaths, 13);
+	ck_assert_uint_eq(g->death_window_ns, 14000000000ull);
+	ck_assert_uint_eq(g->backoff_min_ns, 15000000ull);
+	ck_assert_uint_eq(g->backoff_max_ns, 16000000000ull);
+	ck_assert_int_eq(g->uid, 0);
+	ck_assert_int_eq(g->gid, 0);
+	ck_assert_uint_eq(g->limit_memory, 17ull << 20);
+	ck_assert_uint_eq(g->limit_files, 18);
+	config_free(&c);
+}
+END_TEST
+
 START_TEST(test_empty_file_is_all_defaults)
 {
 	struct hub_conf c;
@@ -231,6 +300,7 @@ suite_config(void)
 
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, test_values_and_defaults);
+	tcase_add_test(tc, test_every_key_lands);
 	tcase_add_test(tc, test_empty_file_is_all_defaults);
 	tcase_add_test(tc, test_unknown_key);
 	tcase_add_test(tc, test_duplicate_key);
