@@ -73,7 +73,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Iguestlib \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SRC_config := daemon/config.c
-FUZZ_LIBS_config := -linih
+FUZZ_LIBS_config = -linih $(shell pkg-config --libs libbsd)
 FUZZ_SRC_control := daemon/request.c
 FUZZ_LIBS_control := -ljson-c
 

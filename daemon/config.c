@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bsd/libutil.h>
 #include <ini.h>
 
 #include "daemon/config.h"
@@ -73,32 +74,25 @@ parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* A byte size: a decimal number with an optional binary suffix (K, M, G). */
+/* A byte size: a decimal number, or one with a binary unit (K, M, G, T,
+ * P, E; either case). expand_number does the units and the overflow; its
+ * input is checked first, since it also takes what a config must not mean:
+ * octal ("010" is 8), hex, a sign, blanks, and anything after the unit
+ * ("1e3" is an exbibyte). Leading zeros are decimal, as before. */
 static int
 parse_size(const char *s, uint64_t *out)
 {
-	uint64_t v, mult = 1;
 	size_t n = strspn(s, "0123456789");
-	char num[32];
 
-	if (n == 0 || n >= sizeof(num))
+	if (n == 0 || (s[n] != '\0' && (strchr("KMGTPEkmgtpe", s[n]) == NULL ||
+					s[n + 1] != '\0')))
 		return -EINVAL;
-	memcpy(num, s, n);
-	num[n] = '\0';
-	if (parse_u64(num, &v) != 0)
-		return -ERANGE;
-	if (s[n] != '\0' && s[n + 1] == '\0') {
-		switch (s[n]) {
-		case 'K': case 'k': mult = 1ull << 10; n++; break;
-		case 'M': case 'm': mult = 1ull << 20; n++; break;
-		case 'G': case 'g': mult = 1ull << 30; n++; break;
-		}
-	}
-	if (s[n] != '\0')
-		return -EINVAL;
-	if (v > UINT64_MAX / mult)
-		return -ERANGE;
-	*out = v * mult;
+	while (n > 1 && *s == '0')
+		s++, n--;
+	errno = 0;
+	/* libbsd 0.11 returns 0 on overflow, with errno ERANGE */
+	if (expand_number(s, out) != 0 || errno != 0)
+		return errno == ERANGE ? -ERANGE : -EINVAL;
 	return 0;
 }
 
@@ -185,14 +179,17 @@ key_number(struct parser *p, const struct key *k, const char *value, void *base)
 static int
 key_size(struct parser *p, const struct key *k, const char *value, void *base)
 {
+	char least[5];		/* "1.0M": humanize_number's 4 characters */
 	uint64_t v;
 
 	if (parse_size(value, &v) == 0 && v >= k->min && v <= k->max) {
 		store_uint(k, base, v);
 		return 0;
 	}
-	if (k->max == UINT64_MAX && k->min == 1u << 20)
-		perr(p, p->line, "%s: '%s' is not a size of 1M or more", k->name, value);
+	/* no upper bound: the least, as a size ("1.0M") */
+	if (k->max == UINT64_MAX && humanize_number(least, sizeof(least), (int64_t)k->min,
+						    "", HN_AUTOSCALE, HN_DECIMAL | HN_NOSPACE | HN_B) > 0)
+		perr(p, p->line, "%s: '%s' is not a size of %s or more", k->name, value, least);
 	else
 		perr(p, p->line, "%s: '%s' is not a size or number from %" PRIu64
 		     " to %" PRIu64, k->name, value, k->min, k->max);

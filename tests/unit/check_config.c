@@ -176,6 +176,51 @@ START_TEST(test_every_key_lands)
 }
 END_TEST
 
+/* Byte sizes: plain numbers, or with a binary unit (expand_number), and
+ * nothing that only looks like one. */
+START_TEST(test_sizes)
+{
+	static const struct { const char *text; uint64_t bytes; } good[] = {
+		{ "1024K", 1 << 20 }, { "2048k", 2 << 20 }, { "1M", 1 << 20 },
+		{ "2m", 2 << 20 }, { "1G", 1ull << 30 }, { "3T", 3ull << 40 },
+		{ "1048576", 1 << 20 }, { "0002M", 2 << 20 }, { "01048576", 1 << 20 },
+		{ "15E", 15ull << 60 },
+	};
+	static const char *const bad[] = {
+		"1e3", "5Kxyz", "5KB", "0x100000", "-1", "+2M", "2 M", "1.5M", "M",
+		"16E", "99999999999999999999999", "18446744073709551616",
+	};
+	struct hub_conf c;
+	char text[256];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "[hub]\ninitial_credit = 1M\n"
+			 "[guest g]\nexec = /bin/true\nlimit_memory = %s\n", good[i].text);
+		ck_assert_msg(load(text, &c) == 0, "%s: %s", good[i].text, errtext);
+		ck_assert_msg(c.guests[0].limit_memory == good[i].bytes, "%s: %llu, want %llu",
+			      good[i].text, (unsigned long long)c.guests[0].limit_memory,
+			      (unsigned long long)good[i].bytes);
+		ck_assert_uint_eq(c.params.initial_credit, 1 << 20);
+		config_free(&c);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "[guest g]\nexec = /bin/true\n"
+			 "limit_memory = %s\n", bad[i]);
+		expect_error(text, 3, "limit_memory: '");
+	}
+	/* bounds: the key's own, said in the message */
+	expect_error("[guest g]\nexec = /bin/true\nlimit_memory = 1023K\n", 3,
+		     "limit_memory: '1023K' is not a size of 1.0M or more");
+	expect_error("[hub]\nslot_size = 4G\n", 2,
+		     "slot_size: '4G' is not a size or number from 64 to 4294967295");
+	expect_error("[hub]\ninitial_credit = 0K\n", 2, "initial_credit: '0K'");
+	/* plain numbers as before */
+	ck_assert_msg(load("[hub]\nslot_size = 4096\n", &c) == 0, "%s", errtext);
+	ck_assert_uint_eq(c.params.slot_size, 4096);
+	config_free(&c);
+}
+END_TEST
+
 START_TEST(test_empty_file_is_all_defaults)
 {
 	struct hub_conf c;
@@ -301,6 +346,7 @@ suite_config(void)
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, test_values_and_defaults);
 	tcase_add_test(tc, test_every_key_lands);
+	tcase_add_test(tc, test_sizes);
 	tcase_add_test(tc, test_empty_file_is_all_defaults);
 	tcase_add_test(tc, test_unknown_key);
 	tcase_add_test(tc, test_duplicate_key);
