@@ -50,8 +50,8 @@ DAEMON_SRC := $(filter-out daemon/hubd.c daemon/hubctl.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
 DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd) -lev
-# hubctl: JSON and the segment's code, no event loop, no config parser
-HUBCTL_LIBS = $(shell pkg-config --libs json-c)
+# hubctl: JSON, sizes and the segment's code; no event loop, no config parser
+HUBCTL_LIBS = $(shell pkg-config --libs json-c libbsd)
 
 GUEST_SO := $(B)/libguest.so
 GUEST_A := $(B)/libguest.a

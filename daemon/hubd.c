@@ -2,6 +2,7 @@
  * rings and the control socket, all from one libev loop. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,8 @@
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <bsd/libutil.h>
 
 #include "daemon/control.h"
 #include "daemon/hubd.h"
@@ -156,6 +159,17 @@ signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	supervise_stop_all(h);
 }
 
+/* A byte count for people, as the config writes sizes: "35M", "1.5K"
+ * (rounded to 4 characters). */
+static const char *
+size_text(char *buf, size_t len, uint64_t bytes)
+{
+	if (bytes > INT64_MAX || humanize_number(buf, len < 5 ? len : 5, (int64_t)bytes, "",
+						 HN_AUTOSCALE, HN_DECIMAL | HN_NOSPACE | HN_B) < 0)
+		snprintf(buf, len, "%" PRIu64, bytes);
+	return buf;
+}
+
 /* One hubd per segment path: a lock beside it, not a guess from the file.
  * A file already there must be a lock file (a pid, or empty): whatever
  * else sits at that path is somebody's, not ours to overwrite. */
@@ -255,11 +269,17 @@ create_segment(struct hub *h)
 	if (rc == -ENOSPC && (dir = strdup(c->segment_path)) != NULL) {
 		if ((slash = strrchr(dir, '/')) != NULL)
 			slash[slash == dir] = '\0';
-		if (statvfs(slash != NULL ? dir : ".", &fs) == 0)
-			log_warnx("segment needs %.1f MiB, %s has %.1f MiB free",
-				  (double)h->seg.geo.total_size / (1 << 20),
-				  slash != NULL ? dir : ".",
-				  (double)fs.f_bavail * fs.f_frsize / (1 << 20));
+		if (statvfs(slash != NULL ? dir : ".", &fs) == 0) {
+			uint64_t need = h->seg.geo.total_size;
+			uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+			char needs[24], has[24];
+
+			/* rounded for people, exact for the arithmetic */
+			log_warnx("segment needs %s (%" PRIu64 " bytes), %s has %s "
+				  "(%" PRIu64 " bytes) free", size_text(needs, sizeof(needs), need),
+				  need, slash != NULL ? dir : ".",
+				  size_text(has, sizeof(has), avail), avail);
+		}
 		free(dir);
 	}
 	if (rc != 0) {
@@ -281,6 +301,7 @@ static int
 setup(struct hub *h)
 {
 	struct hub_conf *c = &h->conf;
+	char size[24];
 
 	if (lock_segment(h) != 0 || remove_stale_segment(c->segment_path) != 0 ||
 	    create_segment(h) != 0)
@@ -304,8 +325,8 @@ setup(struct hub *h)
 		log_warnx("cannot open the control socket %s", c->control_path);
 		return -1;
 	}
-	log_info("segment %s: %.1f MiB, %u guests at most", c->segment_path,
-		 (double)h->seg.size / (1 << 20), c->params.max_guests);
+	log_info("segment %s: %s, %u guests at most", c->segment_path,
+		 size_text(size, sizeof(size), h->seg.size), c->params.max_guests);
 	return 0;
 nomem:
 	log_warnx("out of memory");
