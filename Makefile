@@ -57,6 +57,9 @@ GUEST_SO := $(B)/libguest.so
 GUEST_A := $(B)/libguest.a
 EXAMPLES := $(patsubst guestlib/examples/%.c,$(B)/guests/%,$(wildcard guestlib/examples/*.c))
 TEST_GUESTS := $(patsubst tests/guests/%.c,$(B)/tests/guests/%,$(wildcard tests/guests/*.c))
+# LD_PRELOAD shims for the daemon under test: no sanitizer in them (it
+# would have to come first in the library list)
+TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest
 ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
 ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
@@ -118,6 +121,10 @@ $(B)/guests/%: $(B)/guestlib/examples/%.o $(GUEST_SO)
 $(B)/tests/guests/%: $(B)/tests/guests/%.o $(GUEST_A) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
+$(B)/tests/shim/%.so: tests/shim/%.c
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(SANFLAGS) -MMD -MP,$(ALL_CFLAGS)) $(HARDEN_LDFLAGS) -shared -o $@ $< -ldl
+
 # Benchmarks: the baselines (ZeroMQ when libzmq is there) and a guest.
 $(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)
 	@mkdir -p $(@D)
@@ -155,7 +162,7 @@ $(B)/tests/check_main.o: tests/check_main.c $(B)/tests/suites.inc
 $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DBUILD_DIR='"$(abspath $(B))"' -c -o $@ $<
-$(B)/check_hub: $(TEST_OBJ) $(B)/guestlib/guest.o $(DAEMON_LIB) $(PROTO_LIB)
+$(B)/check_hub: $(TEST_OBJ) $(B)/guestlib/guest.o $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) -lpthread
 
 # Every header compiles on its own.
@@ -184,7 +191,7 @@ check-tsan: deps
 
 # Sanitizers slow things down: give Check's per-test timeouts room.
 TIMEOUT_MULT := $(if $(SANITIZE),4,1)
-test: headers all $(TEST_GUESTS) $(BENCH_PROGS) $(B)/check_hub
+test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(BENCH_PROGS) $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
 	$(if $(SANITIZE),,bash tests/bench/run.sh $(B) --smoke > /dev/null)

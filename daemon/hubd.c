@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -170,42 +169,64 @@ size_text(char *buf, size_t len, uint64_t bytes)
 	return buf;
 }
 
+/* A lock file's pid (n bytes in pid), or -1 when the file is not one: a
+ * regular file of a pid and a newline, or empty. */
+static int
+lock_pid(int fd, char *pid, size_t len)
+{
+	struct stat st;
+	ssize_t n;
+
+	n = pread(fd, pid, len - 1, 0);
+	pid[n > 0 ? n : 0] = '\0';
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size >= (off_t)len ||
+	    pid[strspn(pid, "0123456789")] != (pid[0] ? '\n' : '\0'))
+		return -1;
+	return (int)strcspn(pid, "\n");
+}
+
 /* One hubd per segment path: a lock beside it, not a guess from the file.
  * A file already there must be a lock file (a pid, or empty): whatever
- * else sits at that path is somebody's, not ours to overwrite. */
+ * else sits at that path is somebody's, not ours to overwrite. flopen
+ * opens and locks, and locks again if the file it locked was unlinked
+ * or replaced meanwhile (a hubd that exits unlinks its lock: another's
+ * lock on the old file would be no lock at all). Not pidfile_open: it
+ * empties whatever file is there before anyone looks at it, and follows
+ * symlinks. */
 static int
 lock_segment(struct hub *h)
 {
 	char pid[32];
-	struct stat st;
-	int n;
+	int fd, n;
 
 	if (asprintf(&h->lock_path, "%s.lock", h->conf.segment_path) < 0) {
 		h->lock_path = NULL;
 		log_warnx("out of memory");
 		return -1;
 	}
-	h->lock_fd = open(h->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
-			  O_NONBLOCK, 0600);
+	/* held until lock_fd is closed (teardown, or fail below); O_NONBLOCK:
+	 * the lock is not waited for (nor a FIFO's writer) */
+	h->lock_fd = flopen(h->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+			    O_NONBLOCK, 0600);
+	if (h->lock_fd < 0 && errno == EWOULDBLOCK) {
+		/* whose: for the message only */
+		n = -1;
+		if ((fd = open(h->lock_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+			       O_NONBLOCK)) >= 0) {
+			n = lock_pid(fd, pid, sizeof(pid));
+			close(fd);
+		}
+		log_warnx("another hubd (pid %.*s) owns %s", n > 0 ? n : 1, n > 0 ? pid : "?",
+			  h->conf.segment_path);
+		return -1;
+	}
 	if (h->lock_fd < 0) {
 		log_warn("%s", h->lock_path);
 		return -1;
 	}
-	n = (int)pread(h->lock_fd, pid, sizeof(pid) - 1, 0);
-	pid[n > 0 ? n : 0] = '\0';
-	if (fstat(h->lock_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size >= 32 ||
-	    pid[strspn(pid, "0123456789")] != (pid[0] ? '\n' : '\0')) {
+	if (lock_pid(h->lock_fd, pid, sizeof(pid)) < 0) {
 		log_warnx("%s exists and is not a hubd lock file: refusing to touch it",
 			  h->lock_path);
-		goto fail;
-	}
-	if (flock(h->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-		if (errno == EWOULDBLOCK)
-			log_warnx("another hubd (pid %.*s) owns %s",
-				  pid[0] ? (int)strcspn(pid, "\n") : 1, pid[0] ? pid : "?",
-				  h->conf.segment_path);
-		else
-			log_warn("lock %s", h->lock_path);
 		goto fail;
 	}
 	h->lock_held = 1;
@@ -214,7 +235,7 @@ lock_segment(struct hub *h)
 		log_warn("%s", h->lock_path);
 	return 0;
 fail:
-	close(h->lock_fd);
+	close(h->lock_fd);	/* and its lock */
 	h->lock_fd = -1;
 	return -1;
 }
