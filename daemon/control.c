@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <bsd/string.h>
 #include <json-c/json.h>
 
 #include "daemon/control.h"
@@ -984,16 +985,15 @@ control_init(struct hub *h)
 	mode_t old;
 	int fd;
 
-	if (strlen(path) >= sizeof(sun.sun_path)) {
+	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >= sizeof(sun.sun_path)) {
 		log_warnx("control socket path too long: %s", path);
 		return -1;
 	}
-	strcpy(sun.sun_path, path);
 	/* /run/hub when run by hand (systemd's RuntimeDirectory otherwise) */
 	if ((slash = strrchr(path, '/')) != NULL && slash != path) {
 		char dir[sizeof(sun.sun_path)];
 
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		strlcpy(dir, path, (size_t)(slash - path) + 1);	/* before the slash */
 		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 			log_warn("mkdir %s", dir);
 	}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <bsd/libutil.h>
+#include <bsd/string.h>
 #include <json-c/json.h>
 
 #include "daemon/control.h"
@@ -55,9 +56,8 @@ connect_to(const char *path)
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd;
 
-	if (strlen(path) >= sizeof(sun.sun_path))
+	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >= sizeof(sun.sun_path))
 		errx(2, "socket path too long: %s", path);
-	strcpy(sun.sun_path, path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		err(2, "socket");
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0)
