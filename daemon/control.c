@@ -722,13 +722,21 @@ handle(struct client *c, const char *line, size_t len)
 	const char *why;
 
 	if (control_parse(line, len, &r, &why) != 0) {
+		log_debug("control: client %d (uid %u): bad request: %s", c->fd,
+			  (unsigned)c->uid, why);
 		reply_error(c, why);
 		return;
 	}
-	if (ctl_commands[r.cmd].access != CTL_READ && !may_change(c))
+	log_debug("control: client %d (uid %u): %s%s%s", c->fd, (unsigned)c->uid,
+		  ctl_commands[r.cmd].name, r.method || r.name ? " " : "",
+		  r.method ? r.method : r.name ? r.name : "");
+	if (ctl_commands[r.cmd].access != CTL_READ && !may_change(c)) {
+		log_debug("control: client %d (uid %u): %s: permission denied", c->fd,
+			  (unsigned)c->uid, ctl_commands[r.cmd].name);
 		reply_error(c, "permission denied: for root and the hub's user");
-	else
+	} else {
 		handlers[r.cmd](c, &r);
+	}
 	control_req_free(&r);
 }
 
@@ -841,6 +849,8 @@ client_close(struct client *c)
 {
 	struct hub *h = c->h;
 
+	log_debug("control: client %d (uid %u) closed%s", c->fd, (unsigned)c->uid,
+		  c->calling ? ", its call abandoned" : "");
 	if (c->calling)
 		host_call_abandon(h, &c->call);
 	ev_io_stop(h->loop, &c->rw);
@@ -931,6 +941,8 @@ client_new(struct hub *h, int fd)
 	c->next = h->clients;
 	h->clients = c;
 	h->nclients++;
+	log_debug("control: client %d (uid %u, pid %d) connected, %u in all", fd,
+		  (unsigned)cred.uid, (int)cred.pid, h->nclients);
 }
 
 static void

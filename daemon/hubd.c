@@ -233,6 +233,7 @@ lock_segment(struct hub *h)
 	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(h->lock_fd, 0) != 0 || pwrite(h->lock_fd, pid, (size_t)n, 0) != n)
 		log_warn("%s", h->lock_path);
+	log_debug("locked %s", h->lock_path);
 	return 0;
 fail:
 	close(h->lock_fd);	/* and its lock */
@@ -420,6 +421,7 @@ main(int argc, char *argv[])
 	h->seg.fd = -1;
 	if (config_load(file, &h->conf, stderr) != 0)
 		return 1;
+	log_debug("config %s: %u guests", file, h->conf.nguests);
 	if (check) {
 		printf("%s: configuration OK (%u guests)\n", file, h->conf.nguests);
 		config_free(&h->conf);

@@ -51,6 +51,7 @@ notify_init(void)
 	notify_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
 	if ((notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
 		log_warn("notify socket");
+	log_debug("systemd notify socket %s, watchdog %.3f s", path, watchdog_s);
 	unsetenv("NOTIFY_SOCKET");
 }
 

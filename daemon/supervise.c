@@ -336,7 +336,7 @@ spawn(struct hub *h, struct peer *p)
 	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 }, err = 0, status;
 	struct child_err ce;
 	const char *what = NULL;
-	char **argv = NULL;
+	char **argv = NULL, line[512];
 	ssize_t n;
 	pid_t pid;
 
@@ -372,6 +372,8 @@ spawn(struct hub *h, struct peer *p)
 		what = "arguments";
 		goto fail;
 	}
+	log_debug("guest %s: spawning %s", p->conf->name,
+		  log_argv(line, sizeof(line), argv));
 	if ((pid = fork()) < 0) {
 		err = -errno;
 		what = "fork";
@@ -624,6 +626,9 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		in.ran_ns = p->up_ns != 0 ? in.now_ns - p->up_ns : 0;
 	}
 	lifecycle_step(&p->life, from, e, &in, &out);
+	log_debug("guest %s: %s: %s -> %s, %s", p->conf->name, lifecycle_event_name(e),
+		  lifecycle_state_name(from), lifecycle_state_name(out.next),
+		  lifecycle_action_name(out.action));
 	switch (out.action) {
 	case LA_NONE:
 		p->state = out.next;

@@ -63,6 +63,82 @@ START_TEST(test_guest_inherits_no_fds)
 }
 END_TEST
 
+/* What an operator debugging would want, as debug lines: the config, the
+ * lock, each spawn with its argv, each lifecycle step, each control
+ * client and request, what a reload found. */
+static const char *const debug_lines[] = {
+	"hubd: config ",
+	"hubd: locked ",
+	"hubd: guest echo: spawning ",
+	" --hub-path=",
+	"hubd: guest echo: start: down -> starting, spawn",
+	"hubd: guest echo: attached: starting -> up, attach",
+	"hubd: guest echo: restart: up -> stopping, term",
+	"hubd: control: client ",
+	") connected, ",
+	"): peers\n",
+	"): call echo.echo\n",
+	"): restart echo\n",
+	"): bad request: ",
+	") closed",
+	"hubd: reload: guest echo: unchanged",
+	"hubd: reload: attach_timeout ",
+};
+
+/* Runs a hub through what the debug lines are about; its log. */
+static char *
+exercise(void)
+{
+	json_object *o;
+	char *out = NULL;
+
+	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\nargs = --x \"a b\"\n",
+		     "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "hi", (char *)NULL), 0);
+	free(out);
+	o = hub_request(&hub, "{\"cmd\":\"nonsense\"}", NULL);
+	json_object_put(o);
+	ck_assert_int_eq(hubctl(&hub, &out, "reload", (char *)NULL), 0);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "restart", "echo", (char *)NULL), 0);
+	free(out);
+	ck_assert(hub_wait_up(&hub, "echo", 10000) == 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	return hub_log(&hub);
+}
+
+/* Defect: hubd -v logged nothing more than without it. */
+START_TEST(test_verbose_logs_debug_lines)
+{
+	char *log;
+
+	harness_hubd_verbose(1);
+	log = exercise();
+	harness_hubd_verbose(0);
+	for (size_t i = 0; i < sizeof(debug_lines) / sizeof(debug_lines[0]); i++)
+		ck_assert_msg(strstr(log, debug_lines[i]) != NULL, "no '%s' with -v: %.2500s",
+			      debug_lines[i], log);
+	/* the argv as the config's args = writes it */
+	ck_assert_msg(strstr(log, "/guests/echo --x \"a b\" --hub-path=") != NULL,
+		      "argv: %.2500s", log);
+	free(log);
+}
+END_TEST
+
+START_TEST(test_no_debug_lines_without_v)
+{
+	char *log = exercise();
+
+	for (size_t i = 0; i < sizeof(debug_lines) / sizeof(debug_lines[0]); i++)
+		ck_assert_msg(strstr(log, debug_lines[i]) == NULL, "'%s' without -v: %.2500s",
+			      debug_lines[i], log);
+	/* what is logged anyway still is */
+	ck_assert_msg(strstr(log, "hubd: guest echo: started (pid ") != NULL, "%.2500s", log);
+	free(log);
+}
+END_TEST
+
 Suite *suite_hubd(void);
 Suite *
 suite_hubd(void)
@@ -73,6 +149,8 @@ suite_hubd(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_guest_inherits_no_fds);
+	tcase_add_test(tc, test_verbose_logs_debug_lines);
+	tcase_add_test(tc, test_no_debug_lines_without_v);
 	suite_add_tcase(s, tc);
 	return s;
 }
