@@ -35,9 +35,12 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes 
 HARDEN_CFLAGS := -fstack-protector-strong \
 	$(if $(filter-out -O0,$(lastword $(filter -O%,$(CFLAGS)))),-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
 HARDEN_LDFLAGS := -Wl,-z,relro,-z,now
+# libbsd without its overlay: daemon/ includes <bsd/...> by name, and
+# proto/ and libguest stay on plain libc headers.
+BSD_CFLAGS := $(shell pkg-config --cflags libbsd 2>/dev/null)
 # -fPIC everywhere: proto is linked into libguest.so as well as hubd.
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(HARDEN_CFLAGS) $(SANFLAGS) -fPIC \
-	-I. -Iguestlib -MMD -MP
+	-I. -Iguestlib $(BSD_CFLAGS) -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS) $(HARDEN_LDFLAGS) $(SANFLAGS)
 
 PROTO_SRC := $(wildcard proto/*.c)
