@@ -28,9 +28,20 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wsign-compare
+# Hardening for a daemon that runs as root: a stack protector, glibc's
+# checked string and memory functions (they need an optimised build: not
+# with a last -O0 or none), and relocations read-only once resolved, all
+# at start (full RELRO).
+HARDEN_CFLAGS := -fstack-protector-strong \
+	$(if $(filter-out -O0,$(lastword $(filter -O%,$(CFLAGS)))),-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
+HARDEN_LDFLAGS := -Wl,-z,relro,-z,now
+# libbsd without its overlay: daemon/ includes <bsd/...> by name, and
+# proto/ and libguest stay on plain libc headers.
+BSD_CFLAGS := $(shell pkg-config --cflags libbsd 2>/dev/null)
 # -fPIC everywhere: proto is linked into libguest.so as well as hubd.
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SANFLAGS) -fPIC -I. -Iguestlib -MMD -MP
-ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(HARDEN_CFLAGS) $(SANFLAGS) -fPIC \
+	-I. -Iguestlib $(BSD_CFLAGS) -MMD -MP
+ALL_LDFLAGS := $(LDFLAGS) $(HARDEN_LDFLAGS) $(SANFLAGS)
 
 PROTO_SRC := $(wildcard proto/*.c)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(B)/%.o)
@@ -42,6 +53,8 @@ DAEMON_SRC := $(filter-out daemon/hubd.c daemon/hubctl.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
 DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash) -lev
+# hubctl: JSON, sizes and the segment's code; no event loop, no config parser
+HUBCTL_LIBS = $(shell pkg-config --libs json-c libbsd)
 
 GUEST_SRC := $(wildcard guestlib/*.c)
 GUEST_OBJ := $(GUEST_SRC:%.c=$(B)/%.o)
@@ -61,6 +74,9 @@ GUEST_SONAME := libguest.so.$(GUEST_MAJOR)
 GUEST_REAL := libguest.so.$(GUEST_VER)
 EXAMPLES := $(patsubst guestlib/examples/%.c,$(B)/guests/%,$(wildcard guestlib/examples/*.c))
 TEST_GUESTS := $(patsubst tests/guests/%.c,$(B)/tests/guests/%,$(wildcard tests/guests/*.c))
+# LD_PRELOAD shims for the daemon under test: no sanitizer in them (it
+# would have to come first in the library list)
+TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest
 ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
 ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
@@ -77,7 +93,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Iguestlib \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SRC_config := daemon/config.c
-FUZZ_LIBS_config := -linih
+FUZZ_LIBS_config = -linih $(shell pkg-config --libs libbsd)
 FUZZ_SRC_control := daemon/request.c
 FUZZ_LIBS_control := -ljson-c
 
@@ -116,7 +132,7 @@ $(GUEST_A): $(GUEST_OBJ) $(PROTO_OBJ)
 $(B)/hubd: $(B)/daemon/hubd.o $(DAEMON_LIB) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 $(B)/hubctl: $(B)/daemon/hubctl.o $(PROTO_LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
 # Example guests link the shared library, found next to them.
 $(B)/guests/%: $(B)/guestlib/examples/%.o $(GUEST_SO)
@@ -125,6 +141,10 @@ $(B)/guests/%: $(B)/guestlib/examples/%.o $(GUEST_SO)
 # Test guests: libguest-based or on proto directly (to break the rules).
 $(B)/tests/guests/%: $(B)/tests/guests/%.o $(GUEST_A) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS)
+
+$(B)/tests/shim/%.so: tests/shim/%.c
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(SANFLAGS) -MMD -MP,$(ALL_CFLAGS)) $(HARDEN_LDFLAGS) -shared -o $@ $< -ldl
 
 # Benchmarks: the baselines (ZeroMQ when libzmq is there) and a guest.
 $(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)
@@ -163,7 +183,7 @@ $(B)/tests/check_main.o: tests/check_main.c $(B)/tests/suites.inc
 $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DBUILD_DIR='"$(abspath $(B))"' -c -o $@ $<
-$(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB)
+$(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) -lpthread
 
 # Every header compiles on its own; libguest's public one as C++ too.
@@ -194,7 +214,7 @@ check-tsan: deps
 
 # Sanitizers slow things down: give Check's per-test timeouts room.
 TIMEOUT_MULT := $(if $(SANITIZE),4,1)
-test: headers all $(TEST_GUESTS) $(BENCH_PROGS) $(B)/check_hub
+test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(BENCH_PROGS) $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
 	$(if $(SANITIZE),,bash tests/bench/run.sh $(B) --smoke > /dev/null)

@@ -9,9 +9,13 @@
 
 #include "proto/segment.h"
 
-#define RESTART_NEVER		0
-#define RESTART_ON_FAILURE	1
-#define RESTART_ALWAYS		2
+/* A guest's restart = */
+enum restart_policy {
+	RESTART_NEVER,
+	RESTART_ON_FAILURE,	/* not after exit 0 */
+	RESTART_ALWAYS,
+	RESTART_NPOLICIES
+};
 
 #define GUEST_NAME_MAX		32
 
@@ -19,7 +23,7 @@ struct guest_conf {
 	char		name[GUEST_NAME_MAX + 1];
 	char		*exec;		/* path of the executable */
 	char		**argv;		/* argv[0] = exec, then args; NULL-terminated */
-	int		restart;	/* RESTART_* */
+	enum restart_policy restart;
 	uint32_t	max_deaths;	/* deaths within death_window before failed */
 	uint64_t	death_window_ns;
 	uint64_t	backoff_min_ns;	/* first restart delay, doubled each death */
@@ -56,6 +60,5 @@ void config_free(struct hub_conf *c);
 struct guest_conf *guest_conf_dup(const struct guest_conf *g);
 void guest_conf_free(struct guest_conf *g);
 int guest_conf_equal(const struct guest_conf *a, const struct guest_conf *b);
-const char *config_restart_name(int restart);
 
 #endif

@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <bsd/string.h>
 #include <json-c/json.h>
 
 #include "daemon/control.h"
@@ -473,10 +474,12 @@ peer_json(struct hub *h, struct peer *p)
 }
 
 static void
-cmd_peers(struct client *c)
+cmd_peers(struct client *c, const struct control_req *r)
 {
 	struct hub *h = c->h;
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+	(void)r;
 
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
 		if (h->peers[i].conf != NULL)
@@ -487,10 +490,12 @@ cmd_peers(struct client *c)
 }
 
 static void
-cmd_methods(struct client *c)
+cmd_methods(struct client *c, const struct control_req *r)
 {
 	struct hub *h = c->h;
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+	(void)r;
 
 	for (uint32_t i = 0; i < h->nmethods; i++) {
 		const struct method *m = &h->methods[i];
@@ -512,7 +517,7 @@ cmd_methods(struct client *c)
 }
 
 static void
-cmd_call(struct client *c, struct control_req *r)
+cmd_call(struct client *c, const struct control_req *r)
 {
 	const char *why = "bad request";
 
@@ -524,41 +529,75 @@ cmd_call(struct client *c, struct control_req *r)
 	}
 }
 
-/* restart, stop, start NAME: changing state is for root and the hub's user. */
-static void
-cmd_supervise(struct client *c, struct control_req *r)
+/* restart, stop, start NAME: the guest, or NULL when there is none (and
+ * the client is told). */
+static struct peer *
+guest_named(struct client *c, const char *name)
 {
 	struct hub *h = c->h;
-	struct peer *p = NULL;
-	json_object *o;
 
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-		if (h->peers[i].conf != NULL && strcmp(h->peers[i].conf->name, r->name) == 0)
-			p = &h->peers[i];
-	if (p == NULL) {
-		reply_error(c, "no such guest");
-		return;
-	}
-	if (r->cmd == CTL_RESTART)
-		supervise_restart(h, p);
-	else if (r->cmd == CTL_STOP)
-		supervise_stop(h, p);
-	else if (p->state == PEER_DOWN || p->state == PEER_FAILED)
-		supervise_restart(h, p);	/* start */
-	o = json_object_new_object();
+		if (h->peers[i].conf != NULL && strcmp(h->peers[i].conf->name, name) == 0)
+			return &h->peers[i];
+	reply_error(c, "no such guest");
+	return NULL;
+}
+
+static void
+reply_state(struct client *c, const struct peer *p)
+{
+	json_object *o = json_object_new_object();
+
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
 	reply(c, o);
 }
 
 static void
-cmd_reload(struct client *c)
+cmd_restart(struct client *c, const struct control_req *r)
+{
+	struct peer *p;
+
+	if ((p = guest_named(c, r->name)) == NULL)
+		return;
+	supervise_restart(c->h, p);
+	reply_state(c, p);
+}
+
+static void
+cmd_stop(struct client *c, const struct control_req *r)
+{
+	struct peer *p;
+
+	if ((p = guest_named(c, r->name)) == NULL)
+		return;
+	supervise_stop(c->h, p);
+	reply_state(c, p);
+}
+
+/* A stopped or failed guest starts; a running one is left as it is. */
+static void
+cmd_start(struct client *c, const struct control_req *r)
+{
+	struct peer *p;
+
+	if ((p = guest_named(c, r->name)) == NULL)
+		return;
+	if (p->state == PEER_DOWN || p->state == PEER_FAILED)
+		supervise_restart(c->h, p);
+	reply_state(c, p);
+}
+
+static void
+cmd_reload(struct client *c, const struct control_req *r)
 {
 	json_object *o, *lines = json_object_new_array();
 	char *text = NULL, *line, *save = NULL;
 	size_t len = 0;
 	FILE *msgs;
 	int rc;
+
+	(void)r;
 
 	if ((msgs = open_memstream(&text, &len)) == NULL) {
 		json_object_put(lines);
@@ -587,7 +626,7 @@ add_u64(json_object *o, const char *key, uint64_t v)
 
 /* Counters per guest and in all. */
 static void
-cmd_stats(struct client *c)
+cmd_stats(struct client *c, const struct control_req *r)
 {
 	static const char *const keys[] = {
 		"calls_in", "calls_out", "bytes_in", "bytes_out", "ring_full",
@@ -598,6 +637,8 @@ cmd_stats(struct client *c)
 	uint64_t total[sizeof(keys) / sizeof(keys[0])] = { 0 };
 	json_object *o = json_object_new_object(), *guests = json_object_new_object();
 	json_object *all = json_object_new_object();
+
+	(void)r;
 
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
@@ -635,11 +676,13 @@ cmd_stats(struct client *c)
 }
 
 static void
-cmd_status(struct client *c)
+cmd_status(struct client *c, const struct control_req *r)
 {
 	struct hub *h = c->h;
 	const struct hp_params *p = &h->seg.params;
 	json_object *o = json_object_new_object();
+
+	(void)r;
 
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "segment", json_object_new_string(h->conf.segment_path));
@@ -660,6 +703,13 @@ cmd_status(struct client *c)
 	reply(c, o);
 }
 
+/* The handler of each command (control.h). */
+#define CTL_HANDLER(id, name, who, needs, handler)	[CTL_##id] = handler,
+static void (*const handlers[CTL_NCMDS])(struct client *, const struct control_req *) = {
+	CTL_COMMANDS(CTL_HANDLER)
+};
+#undef CTL_HANDLER
+
 /* Changing state is for root and the hub's user (SO_PEERCRED). */
 static int
 may_change(struct client *c)
@@ -674,21 +724,20 @@ handle(struct client *c, const char *line, size_t len)
 	const char *why;
 
 	if (control_parse(line, len, &r, &why) != 0) {
+		log_debug("control: client %d (uid %u): bad request: %s", c->fd,
+			  (unsigned)c->uid, why);
 		reply_error(c, why);
 		return;
 	}
-	if (r.cmd >= CTL_CALL && !may_change(c)) {
+	log_debug("control: client %d (uid %u): %s%s%s", c->fd, (unsigned)c->uid,
+		  ctl_commands[r.cmd].name, r.method || r.name ? " " : "",
+		  r.method ? r.method : r.name ? r.name : "");
+	if (ctl_commands[r.cmd].access != CTL_READ && !may_change(c)) {
+		log_debug("control: client %d (uid %u): %s: permission denied", c->fd,
+			  (unsigned)c->uid, ctl_commands[r.cmd].name);
 		reply_error(c, "permission denied: for root and the hub's user");
 	} else {
-		switch (r.cmd) {
-		case CTL_PEERS: cmd_peers(c); break;
-		case CTL_METHODS: cmd_methods(c); break;
-		case CTL_STATUS: cmd_status(c); break;
-		case CTL_STATS: cmd_stats(c); break;
-		case CTL_CALL: cmd_call(c, &r); break;
-		case CTL_RELOAD: cmd_reload(c); break;
-		default: cmd_supervise(c, &r); break;
-		}
+		handlers[r.cmd](c, &r);
 	}
 	control_req_free(&r);
 }
@@ -802,6 +851,8 @@ client_close(struct client *c)
 {
 	struct hub *h = c->h;
 
+	log_debug("control: client %d (uid %u) closed%s", c->fd, (unsigned)c->uid,
+		  c->calling ? ", its call abandoned" : "");
 	if (c->calling)
 		route_client_abandon(h, &c->call);
 	ev_io_stop(h->loop, &c->rw);
@@ -892,6 +943,8 @@ client_new(struct hub *h, int fd)
 	c->next = h->clients;
 	h->clients = c;
 	h->nclients++;
+	log_debug("control: client %d (uid %u, pid %d) connected, %u in all", fd,
+		  (unsigned)cred.uid, (int)cred.pid, h->nclients);
 }
 
 static void
@@ -946,16 +999,15 @@ control_init(struct hub *h)
 	mode_t old;
 	int fd;
 
-	if (strlen(path) >= sizeof(sun.sun_path)) {
+	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >= sizeof(sun.sun_path)) {
 		log_warnx("control socket path too long: %s", path);
 		return -1;
 	}
-	strcpy(sun.sun_path, path);
 	/* /run/hub when run by hand (systemd's RuntimeDirectory otherwise) */
 	if ((slash = strrchr(path, '/')) != NULL && slash != path) {
 		char dir[sizeof(sun.sun_path)];
 
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		strlcpy(dir, path, (size_t)(slash - path) + 1);	/* before the slash */
 		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 			log_warn("mkdir %s", dir);
 	}

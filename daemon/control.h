@@ -18,17 +18,53 @@ struct hub;
 int	control_init(struct hub *h);
 void	control_close(struct hub *h);
 
-/* One request, parsed and checked before anything acts on it. */
-#define CTL_PEERS	1
-#define CTL_METHODS	2
-#define CTL_STATUS	3
-#define CTL_STATS	4
-#define CTL_CALL	5
-#define CTL_RELOAD	6
-#define CTL_RESTART	7
-#define CTL_STOP	8
-#define CTL_START	9
+/* Every control command, one row each: X(ID, "name", who, needs, handler).
+ * The enum, the parser's table (request.c) and the dispatcher (control.c)
+ * are all made from these rows, so that a command cannot be added without
+ * saying who may run it:
+ *   who	CTL_READ: whoever can open the socket (mode 0660);
+ *		CTL_CHANGE: root and hubd's own user only (SO_PEERCRED)
+ *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
+ *		CTL_NEEDS_NAME: "name", a guest's
+ *   handler	control.c's function that serves it */
+#define CTL_COMMANDS(X)							\
+	X(PEERS,	"peers",	CTL_READ,	0,		cmd_peers)	\
+	X(METHODS,	"methods",	CTL_READ,	0,		cmd_methods)	\
+	X(STATUS,	"status",	CTL_READ,	0,		cmd_status)	\
+	X(STATS,	"stats",	CTL_READ,	0,		cmd_stats)	\
+	X(CALL,		"call",		CTL_CHANGE,	CTL_NEEDS_METHOD, cmd_call)	\
+	X(RELOAD,	"reload",	CTL_CHANGE,	0,		cmd_reload)	\
+	X(RESTART,	"restart",	CTL_CHANGE,	CTL_NEEDS_NAME,	cmd_restart)	\
+	X(STOP,		"stop",		CTL_CHANGE,	CTL_NEEDS_NAME,	cmd_stop)	\
+	X(START,	"start",	CTL_CHANGE,	CTL_NEEDS_NAME,	cmd_start)
 
+#define CTL_ENUM(id, name, who, needs, handler)	CTL_##id,
+enum ctl_cmd {
+	CTL_NONE,		/* no command: 0 is never one */
+	CTL_COMMANDS(CTL_ENUM)
+	CTL_NCMDS
+};
+#undef CTL_ENUM
+
+/* Who may run a command (no 0: every row says it). */
+enum ctl_access {
+	CTL_READ = 1,
+	CTL_CHANGE,
+};
+
+#define CTL_NEEDS_METHOD	0x1
+#define CTL_NEEDS_NAME		0x2
+
+struct ctl_command {
+	const char	*name;
+	enum ctl_access	access;
+	unsigned	needs;		/* CTL_NEEDS_* */
+};
+
+/* By enum ctl_cmd; [CTL_NONE] is empty. */
+extern const struct ctl_command ctl_commands[CTL_NCMDS];
+
+/* One request, parsed and checked before anything acts on it. */
 #define CTL_ARGS_MAX	8
 
 /* A call's argument as JSON gave it: len bytes, NUL bytes included. */
@@ -38,7 +74,7 @@ struct ctl_arg {
 };
 
 struct control_req {
-	int		cmd;			/* CTL_* */
+	enum ctl_cmd	cmd;
 	const char	*method;		/* call */
 	const char	*name;			/* restart, stop, start */
 	struct ctl_arg	args[CTL_ARGS_MAX];	/* call */

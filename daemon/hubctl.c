@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bsd/libutil.h>
+#include <bsd/string.h>
 #include <json-c/json.h>
 
 #include "daemon/control.h"
@@ -38,15 +40,25 @@ struct command {
 
 static void __attribute__((noreturn)) usage(void);
 
+/* A byte count for people, as hubd's config writes sizes: "35M", "1.5K"
+ * (rounded to 4 characters). -j gives the exact count. */
+static const char *
+size_text(char *buf, size_t len, uint64_t bytes)
+{
+	if (bytes > INT64_MAX || humanize_number(buf, len < 5 ? len : 5, (int64_t)bytes, "",
+						 HN_AUTOSCALE, HN_DECIMAL | HN_NOSPACE | HN_B) < 0)
+		snprintf(buf, len, "%" PRIu64, bytes);
+	return buf;
+}
+
 static int
 connect_to(const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd;
 
-	if (strlen(path) >= sizeof(sun.sun_path))
+	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >= sizeof(sun.sun_path))
 		errx(2, "socket path too long: %s", path);
-	strcpy(sun.sun_path, path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		err(2, "socket");
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0)
@@ -440,15 +452,33 @@ cmd_reload(int fd, int argc, char **argv)
 	return 0;
 }
 
+/* One line of hubctl stats: counts as they are, bytes for people. */
+static void
+stats_row(const char *name, json_object *g, const char *const *cols)
+{
+	char size[24];
+
+	printf("%-16s", name);
+	for (size_t k = 0; k < 11; k++) {
+		uint64_t v = json_object_get_uint64(get(g, cols[k]));
+
+		if (strncmp(cols[k], "bytes_", 6) == 0)
+			printf(" %12s", size_text(size, sizeof(size), v));
+		else
+			printf(" %*" PRIu64, k < 4 ? 12 : 10, v);
+	}
+	printf("\n");
+}
+
 static int
 cmd_stats(int fd, int argc, char **argv)
 {
 	json_object *a, *guests;
 	int rc;
-	const char *cols[] = { "calls_in", "calls_out", "bytes_in", "bytes_out",
+	static const char *const cols[] = { "calls_in", "calls_out", "bytes_in", "bytes_out",
 			       "ring_full", "slot_exhausted", "credit_waits", "wakes",
 			       "deaths", "restarts", "violations" };
-	const char *heads[] = { "CALLS-IN", "CALLS-OUT", "BYTES-IN", "BYTES-OUT",
+	static const char *const heads[] = { "CALLS-IN", "CALLS-OUT", "BYTES-IN", "BYTES-OUT",
 				"RING-FULL", "NO-SLOT", "NO-CREDIT", "WAKES", "DEATHS",
 				"RESTARTS", "VIOLATIONS" };
 
@@ -462,17 +492,9 @@ cmd_stats(int fd, int argc, char **argv)
 	printf("\n");
 	if (!json_object_is_type(guests = get(a, "guests"), json_type_object))
 		errx(2, "hubd's answer has no \"guests\"");
-	json_object_object_foreach(guests, name, g) {
-		printf("%-16s", name);
-		for (size_t k = 0; k < 11; k++)
-			printf(" %*" PRIu64, k < 4 ? 12 : 10, json_object_get_uint64(get(g, cols[k])));
-		printf("\n");
-	}
-	printf("%-16s", "(total)");
-	for (size_t k = 0; k < 11; k++)
-		printf(" %*" PRIu64, k < 4 ? 12 : 10,
-		       json_object_get_uint64(get(get(a, "total"), cols[k])));
-	printf("\n");
+	json_object_object_foreach(guests, name, g)
+		stats_row(name, g, cols);
+	stats_row("(total)", get(a, "total"), cols);
 	json_object_put(a);
 	return 0;
 }
@@ -489,6 +511,7 @@ cmd_inspect(int fd, int argc, char **argv)
 	struct hp_header *h;
 	json_object *o = json_object_new_object(), *peers = json_object_new_array();
 	json_object *problems = json_object_new_array();
+	char size[24];
 	uint64_t now;
 	int rc;
 
@@ -573,9 +596,9 @@ cmd_inspect(int fd, int argc, char **argv)
 		print_json(o);
 		return rc;
 	}
-	printf("segment %s: %.1f MiB, version %d, %d guests at most, ring %d, "
+	printf("segment %s: %s, version %d, %d guests at most, ring %d, "
 	       "%d slots of %" PRId64 " bytes, %d channels, host_goodbye %d\n",
-	       argv[0], (double)json_object_get_uint64(get(o, "size")) / (1 << 20),
+	       argv[0], size_text(size, sizeof(size), json_object_get_uint64(get(o, "size"))),
 	       json_object_get_int(get(o, "version")), json_object_get_int(get(o, "max_guests")),
 	       json_object_get_int(get(o, "ring_size")), json_object_get_int(get(o, "slots_per_guest")),
 	       json_object_get_int64(get(o, "slot_size")), json_object_get_int(get(o, "max_channels")),

@@ -2,16 +2,18 @@
  * rings and the control socket, all from one libev loop. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <bsd/libutil.h>
 
 #include "daemon/control.h"
 #include "daemon/hubd.h"
@@ -151,51 +153,85 @@ signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	supervise_stop_all(h);
 }
 
+/* A byte count for people, as the config writes sizes: "35M", "1.5K"
+ * (rounded to 4 characters). */
+static const char *
+size_text(char *buf, size_t len, uint64_t bytes)
+{
+	if (bytes > INT64_MAX || humanize_number(buf, len < 5 ? len : 5, (int64_t)bytes, "",
+						 HN_AUTOSCALE, HN_DECIMAL | HN_NOSPACE | HN_B) < 0)
+		snprintf(buf, len, "%" PRIu64, bytes);
+	return buf;
+}
+
+/* A lock file's pid (n bytes in pid), or -1 when the file is not one: a
+ * regular file of a pid and a newline, or empty. */
+static int
+lock_pid(int fd, char *pid, size_t len)
+{
+	struct stat st;
+	ssize_t n;
+
+	n = pread(fd, pid, len - 1, 0);
+	pid[n > 0 ? n : 0] = '\0';
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size >= (off_t)len ||
+	    pid[strspn(pid, "0123456789")] != (pid[0] ? '\n' : '\0'))
+		return -1;
+	return (int)strcspn(pid, "\n");
+}
+
 /* One hubd per segment path: a lock beside it, not a guess from the file.
  * A file already there must be a lock file (a pid, or empty): whatever
- * else sits at that path is somebody's, not ours to overwrite. */
+ * else sits at that path is somebody's, not ours to overwrite. flopen
+ * opens and locks, and locks again if the file it locked was unlinked
+ * or replaced meanwhile (a hubd that exits unlinks its lock: another's
+ * lock on the old file would be no lock at all). Not pidfile_open: it
+ * empties whatever file is there before anyone looks at it, and follows
+ * symlinks. */
 static int
 lock_segment(struct hub *h)
 {
 	char pid[32];
-	struct stat st;
-	int n;
+	int fd, n;
 
 	if (asprintf(&h->lock_path, "%s.lock", h->conf.segment_path) < 0) {
 		h->lock_path = NULL;
 		log_warnx("out of memory");
 		return -1;
 	}
-	h->lock_fd = open(h->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
-			  O_NONBLOCK, 0600);
+	/* held until lock_fd is closed (teardown, or fail below); O_NONBLOCK:
+	 * the lock is not waited for (nor a FIFO's writer) */
+	h->lock_fd = flopen(h->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+			    O_NONBLOCK, 0600);
+	if (h->lock_fd < 0 && errno == EWOULDBLOCK) {
+		/* whose: for the message only */
+		n = -1;
+		if ((fd = open(h->lock_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+			       O_NONBLOCK)) >= 0) {
+			n = lock_pid(fd, pid, sizeof(pid));
+			close(fd);
+		}
+		log_warnx("another hubd (pid %.*s) owns %s", n > 0 ? n : 1, n > 0 ? pid : "?",
+			  h->conf.segment_path);
+		return -1;
+	}
 	if (h->lock_fd < 0) {
 		log_warn("%s", h->lock_path);
 		return -1;
 	}
-	n = (int)pread(h->lock_fd, pid, sizeof(pid) - 1, 0);
-	pid[n > 0 ? n : 0] = '\0';
-	if (fstat(h->lock_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size >= 32 ||
-	    pid[strspn(pid, "0123456789")] != (pid[0] ? '\n' : '\0')) {
+	if (lock_pid(h->lock_fd, pid, sizeof(pid)) < 0) {
 		log_warnx("%s exists and is not a hubd lock file: refusing to touch it",
 			  h->lock_path);
-		goto fail;
-	}
-	if (flock(h->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-		if (errno == EWOULDBLOCK)
-			log_warnx("another hubd (pid %.*s) owns %s",
-				  pid[0] ? (int)strcspn(pid, "\n") : 1, pid[0] ? pid : "?",
-				  h->conf.segment_path);
-		else
-			log_warn("lock %s", h->lock_path);
 		goto fail;
 	}
 	h->lock_held = 1;
 	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(h->lock_fd, 0) != 0 || pwrite(h->lock_fd, pid, (size_t)n, 0) != n)
 		log_warn("%s", h->lock_path);
+	log_debug("locked %s", h->lock_path);
 	return 0;
 fail:
-	close(h->lock_fd);
+	close(h->lock_fd);	/* and its lock */
 	h->lock_fd = -1;
 	return -1;
 }
@@ -250,11 +286,17 @@ create_segment(struct hub *h)
 	if (rc == -ENOSPC && (dir = strdup(c->segment_path)) != NULL) {
 		if ((slash = strrchr(dir, '/')) != NULL)
 			slash[slash == dir] = '\0';
-		if (statvfs(slash != NULL ? dir : ".", &fs) == 0)
-			log_warnx("segment needs %.1f MiB, %s has %.1f MiB free",
-				  (double)h->seg.geo.total_size / (1 << 20),
-				  slash != NULL ? dir : ".",
-				  (double)fs.f_bavail * fs.f_frsize / (1 << 20));
+		if (statvfs(slash != NULL ? dir : ".", &fs) == 0) {
+			uint64_t need = h->seg.geo.total_size;
+			uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+			char needs[24], has[24];
+
+			/* rounded for people, exact for the arithmetic */
+			log_warnx("segment needs %s (%" PRIu64 " bytes), %s has %s "
+				  "(%" PRIu64 " bytes) free", size_text(needs, sizeof(needs), need),
+				  need, slash != NULL ? dir : ".",
+				  size_text(has, sizeof(has), avail), avail);
+		}
 		free(dir);
 	}
 	if (rc != 0) {
@@ -276,6 +318,7 @@ static int
 setup(struct hub *h)
 {
 	struct hub_conf *c = &h->conf;
+	char size[24];
 
 	if (lock_segment(h) != 0 || remove_stale_segment(c->segment_path) != 0 ||
 	    create_segment(h) != 0)
@@ -299,8 +342,8 @@ setup(struct hub *h)
 		log_warnx("cannot open the control socket %s", c->control_path);
 		return -1;
 	}
-	log_info("segment %s: %.1f MiB, %u guests at most", c->segment_path,
-		 (double)h->seg.size / (1 << 20), c->params.max_guests);
+	log_info("segment %s: %s, %u guests at most", c->segment_path,
+		 size_text(size, sizeof(size), h->seg.size), c->params.max_guests);
 	return 0;
 nomem:
 	log_warnx("out of memory");
@@ -370,6 +413,7 @@ main(int argc, char *argv[])
 	h->seg.fd = -1;
 	if (config_load(file, &h->conf, stderr) != 0)
 		return 1;
+	log_debug("config %s: %u guests", file, h->conf.nguests);
 	if (check) {
 		printf("%s: configuration OK (%u guests)\n", file, h->conf.nguests);
 		config_free(&h->conf);

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <syslog.h>
 
+#include <bsd/string.h>
+
 #include "daemon/log.h"
 
 static int log_verbose;
@@ -60,3 +62,42 @@ LOGFN(log_info, LOG_INFO, 0, )
 LOGFN(log_debug, LOG_DEBUG, 0, )
 LOGFN(fatal, LOG_CRIT, 1, exit(1))
 LOGFN(fatalx, LOG_CRIT, 0, exit(1))
+
+const char *
+log_argv(char *buf, size_t len, char *const argv[])
+{
+	size_t n = 0, need;
+
+	if (len < 5)
+		return "";
+	buf[0] = '\0';
+	for (int i = 0; argv[i] != NULL; i++) {
+		const char *a = argv[i];
+		int quote = *a == '\0' || strpbrk(a, " \t\"\\") != NULL;
+
+		need = (i > 0) + strlen(a);
+		if (quote) {
+			need += 2;
+			for (const char *q = a; *q != '\0'; q++)
+				need += *q == '"' || *q == '\\';
+		}
+		/* and room left for " ..." after it */
+		if (n + need + 4 >= len) {
+			strlcpy(buf + n, n > 0 ? " ..." : "...", len - n);
+			return buf;
+		}
+		if (i > 0)
+			buf[n++] = ' ';
+		if (quote)
+			buf[n++] = '"';
+		for (; *a != '\0'; a++) {
+			if (quote && (*a == '"' || *a == '\\'))
+				buf[n++] = '\\';
+			buf[n++] = *a;
+		}
+		if (quote)
+			buf[n++] = '"';
+		buf[n] = '\0';
+	}
+	return buf;
+}

@@ -5,6 +5,7 @@
 #define HUB_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 void log_init(int verbose, const char *progname);
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -13,5 +14,10 @@ void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* argv as one line for a log, in buf: words separated by blanks, a word
+ * that needs it in double quotes, as the config's args = takes them; cut
+ * short with "..." when it does not fit. */
+const char *log_argv(char *buf, size_t len, char *const argv[]);
 
 #endif

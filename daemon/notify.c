@@ -8,6 +8,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <bsd/string.h>
+
 #include "daemon/log.h"
 #include "daemon/notify.h"
 
@@ -40,15 +42,16 @@ notify_init(void)
 	unsetenv("WATCHDOG_USEC");
 	unsetenv("WATCHDOG_PID");
 	if (path == NULL || (path[0] != '/' && path[0] != '@') ||
-	    (n = strlen(path)) >= sizeof(notify_addr.sun_path))
+	    (n = strlcpy(notify_addr.sun_path, path, sizeof(notify_addr.sun_path))) >=
+	    sizeof(notify_addr.sun_path))
 		return;
 	notify_addr.sun_family = AF_UNIX;
-	memcpy(notify_addr.sun_path, path, n);
 	if (path[0] == '@')
 		notify_addr.sun_path[0] = '\0';	/* abstract namespace */
 	notify_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
 	if ((notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
 		log_warn("notify socket");
+	log_debug("systemd notify socket %s, watchdog %.3f s", path, watchdog_s);
 	unsetenv("NOTIFY_SOCKET");
 }
 

@@ -129,6 +129,7 @@ reload_config(struct hub *h, FILE *msgs)
 		config_free(&n);
 		return -1;
 	}
+	log_debug("reload: %s: %u guests", h->conf.file, n.nguests);
 	keep_segment(h, &n, msgs);
 	/* the new file says who waits for an entry */
 	waiting_clear(h);
@@ -161,8 +162,10 @@ reload_config(struct hub *h, FILE *msgs)
 		struct peer *p = find(h, g->name);
 
 		if (p != NULL && !p->removed &&
-		    guest_conf_equal(p->next_conf != NULL ? p->next_conf : p->conf, g))
+		    guest_conf_equal(p->next_conf != NULL ? p->next_conf : p->conf, g)) {
+			log_debug("reload: guest %s: unchanged", g->name);
 			continue;
+		}
 		if ((copy = guest_conf_dup(g)) == NULL) {
 			say(msgs, "guest %s: out of memory%s", g->name, "");
 			continue;
@@ -195,6 +198,9 @@ reload_config(struct hub *h, FILE *msgs)
 		supervise_start(h, p);
 	}
 	/* the new file's other [hub] keys apply from now on */
+	log_debug("reload: attach_timeout %.3f s, stop_grace %.3f s, goodbye_grace "
+		  "%.3f s, client_timeout %.3f s", n.attach_timeout_ns / 1e9,
+		  n.stop_grace_ns / 1e9, n.goodbye_grace_ns / 1e9, n.client_timeout_ns / 1e9);
 	h->conf.attach_timeout_ns = n.attach_timeout_ns;
 	h->conf.stop_grace_ns = n.stop_grace_ns;
 	h->conf.goodbye_grace_ns = n.goodbye_grace_ns;

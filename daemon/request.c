@@ -16,17 +16,20 @@ is_name(json_object *v)
 	    strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
 }
 
+#define CTL_ROW(id, n, who, what, handler) \
+	[CTL_##id] = { .name = n, .access = who, .needs = what },
+const struct ctl_command ctl_commands[CTL_NCMDS] = {
+	CTL_COMMANDS(CTL_ROW)
+};
+#undef CTL_ROW
+
 int
 control_parse(const char *line, size_t len, struct control_req *r, const char **why)
 {
-	static const struct { const char *name; int cmd; } cmds[] = {
-		{ "peers", CTL_PEERS }, { "methods", CTL_METHODS }, { "status", CTL_STATUS },
-		{ "stats", CTL_STATS }, { "call", CTL_CALL }, { "reload", CTL_RELOAD },
-		{ "restart", CTL_RESTART }, { "stop", CTL_STOP }, { "start", CTL_START },
-	};
 	json_tokener *tok = json_tokener_new();
 	json_object *req, *cmd, *v;
 	const char *name;
+	unsigned needs;
 
 	memset(r, 0, sizeof(*r));
 	if (tok == NULL) {
@@ -49,14 +52,15 @@ control_parse(const char *line, size_t len, struct control_req *r, const char **
 		goto fail;
 	}
 	name = json_object_get_string(cmd);
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (strcmp(name, cmds[i].name) == 0)
-			r->cmd = cmds[i].cmd;
-	if (r->cmd == 0) {
+	for (int i = CTL_NONE + 1; i < CTL_NCMDS && r->cmd == CTL_NONE; i++)
+		if (strcmp(name, ctl_commands[i].name) == 0)
+			r->cmd = (enum ctl_cmd)i;
+	if (r->cmd == CTL_NONE) {
 		*why = "unknown command";
 		goto fail;
 	}
-	if (r->cmd == CTL_CALL) {
+	needs = ctl_commands[r->cmd].needs;
+	if (needs & CTL_NEEDS_METHOD) {
 		if (!json_object_object_get_ex(req, "method", &v) || !is_name(v)) {
 			*why = "call needs \"method\": a string (no NUL)";
 			goto fail;
@@ -81,7 +85,7 @@ control_parse(const char *line, size_t len, struct control_req *r, const char **
 			}
 		}
 	}
-	if (r->cmd >= CTL_RESTART) {
+	if (needs & CTL_NEEDS_NAME) {
 		if (!json_object_object_get_ex(req, "name", &v) || !is_name(v)) {
 			*why = "the request needs \"name\": a guest's name";
 			goto fail;

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/close_range.h>
 #include <grp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -31,6 +30,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <bsd/unistd.h>
 
 #include "daemon/hubd.h"
 #include "daemon/log.h"
@@ -237,6 +238,7 @@ child(struct peer *p, char **argv, int guest_end, int err_fd)
 {
 	struct child_err ce = { CHILD_EXEC, 0 };
 	sigset_t all;
+	int tmp;
 
 	/* Its own process group (hubd sets it too, whichever runs first):
 	 * what it forks is ended with it, and a ^C at hubd's terminal is
@@ -272,17 +274,27 @@ child(struct peer *p, char **argv, int guest_end, int err_fd)
 	ce.step = CHILD_USER;
 	if (p->conf->uid >= 0 && setuid((uid_t)p->conf->uid) != 0)
 		goto fail;
-	/* r[shm.spawn.fd-inheritance]: only the doorbell is inherited; dup2
-	 * gives a copy without close-on-exec, every other fd has it. */
+	/* r[shm.spawn.fd-inheritance]: only the doorbell is inherited, at 3.
+	 * The error pipe (it reports a failed exec) goes to 4, close-on-exec,
+	 * by way of 5 or 6 in case it sits at 3 or 4; moves to low numbers
+	 * take no new fd (limit_files is 16 at least, hubd may be out of
+	 * fds). Everything above is closed: whatever hubd itself inherited
+	 * without close-on-exec too. */
 	ce.step = CHILD_DOORBELL;
+	tmp = guest_end == GUEST_DOORBELL_FD + 2 ? GUEST_DOORBELL_FD + 3 : GUEST_DOORBELL_FD + 2;
+	if (err_fd != tmp && dup3(err_fd, tmp, O_CLOEXEC) != tmp)
+		goto fail;
+	err_fd = tmp;
 	if (guest_end == GUEST_DOORBELL_FD) {
 		if (fcntl(guest_end, F_SETFD, 0) != 0)
 			goto fail;
 	} else if (dup2(guest_end, GUEST_DOORBELL_FD) != GUEST_DOORBELL_FD) {
 		goto fail;
 	}
-	/* and whatever hubd itself inherited without close-on-exec */
-	close_range(GUEST_DOORBELL_FD + 1, ~0u, CLOSE_RANGE_CLOEXEC);
+	if (dup3(err_fd, GUEST_DOORBELL_FD + 1, O_CLOEXEC) != GUEST_DOORBELL_FD + 1)
+		goto fail;
+	err_fd = GUEST_DOORBELL_FD + 1;
+	closefrom(GUEST_DOORBELL_FD + 2);
 	ce.step = CHILD_EXEC;
 	execv(p->conf->exec, argv);
 fail:
@@ -303,7 +315,7 @@ spawn(struct hub *h, struct peer *p)
 	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 }, err = 0, status;
 	struct child_err ce;
 	const char *what = NULL;
-	char **argv = NULL;
+	char **argv = NULL, line[512];
 	ssize_t n;
 	pid_t pid;
 
@@ -339,6 +351,8 @@ spawn(struct hub *h, struct peer *p)
 		what = "arguments";
 		goto fail;
 	}
+	log_debug("guest %s: spawning %s", p->conf->name,
+		  log_argv(line, sizeof(line), argv));
 	if ((pid = fork()) < 0) {
 		err = -errno;
 		what = "fork";
@@ -591,6 +605,9 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		in.ran_ns = p->up_ns != 0 ? in.now_ns - p->up_ns : 0;
 	}
 	lifecycle_step(&p->life, from, e, &in, &out);
+	log_debug("guest %s: %s: %s -> %s, %s", p->conf->name, lifecycle_event_name(e),
+		  lifecycle_state_name(from), lifecycle_state_name(out.next),
+		  lifecycle_action_name(out.action));
 	switch (out.action) {
 	case LA_NONE:
 		p->state = out.next;

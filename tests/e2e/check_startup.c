@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -123,12 +124,13 @@ START_TEST(test_too_little_shm_refused)
 	ck_assert_int_eq(mkdir(dir, 0700), 0);
 	ck_assert_msg(mount("tmpfs", dir, "tmpfs", 0, "size=16m") == 0, "mount: %s",
 		      strerror(errno));
-	/* the default segment is 34.5 MiB */
+	/* the default segment is 34.5 MiB: both sizes said, for people and
+	 * exactly (the lock file beside it takes a page of the 16 MiB) */
 	snprintf(keys, sizeof(keys), "segment = %s\n", seg);
 	ck_assert_msg(hub_start(&hub, keys, NULL) != 0, "hubd started on a 16 MiB tmpfs");
 	log = hub_log(&hub);
-	ck_assert_msg(strstr(log, "segment needs 34.5 MiB") != NULL &&
-		      strstr(log, "has 16.0 MiB free") != NULL, "log: %.2000s", log);
+	ck_assert_msg(strstr(log, "segment needs 35M (") != NULL &&
+		      strstr(log, "has 16M (") != NULL, "log: %.2000s", log);
 	free(log);
 	snprintf(lock, sizeof(lock), "%s.lock", seg);
 	ck_assert_msg(!exists(seg) && !exists(lock), "segment or lock left in %s", dir);
@@ -158,6 +160,63 @@ START_TEST(test_failed_start_removes_what_it_made)
 	free(out);
 	ck_assert(exists(hub.segment));
 	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Defect: hubd opened its lock file, then locked it. A hubd exiting in
+ * between unlinks the file: the lock taken was on a file nobody would
+ * open again, and a third hubd took the same segment path as well (and
+ * removed the second's live segment as stale). Now the lock is on the
+ * file at the path (flopen locks again if it changed). */
+START_TEST(test_lock_while_the_owner_exits)
+{
+	const char *at = harness_path("lockwait.at"), *go = harness_path("lockwait.go");
+	const char *blog = harness_path("b.log");
+	char keys[600], want[64], *log;
+	json_object *o = NULL;
+	int rc, status;
+	pid_t b;
+
+	ck_assert(hub_start(&hub, NULL, NULL) == 0);
+	/* B, on A's config, stops between its open and its lock */
+	if ((b = fork()) == 0) {
+		char asan[512];
+		int fd = open(blog, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		snprintf(asan, sizeof(asan), "%s:verify_asan_link_order=0",
+			 getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "");
+		setenv("ASAN_OPTIONS", asan, 1);
+		setenv("LD_PRELOAD", bin("tests/shim/lockwait.so"), 1);
+		setenv("LOCKWAIT_AT", at, 1);
+		setenv("LOCKWAIT_GO", go, 1);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(bin("hubd"), "hubd", "-f", hub.conf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 1000 && !exists(at); i++)
+		usleep(10000);
+	ck_assert_msg(exists(at), "hubd B never tried to lock");
+	/* A exits, unlinking its lock; then B locks */
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	write_file(go, "");
+	for (int i = 0; i < 1000 && (o = hub_request(&hub, "{\"cmd\":\"status\"}", NULL)) == NULL;
+	     i++)
+		usleep(10000);
+	ck_assert_msg(o != NULL, "hubd B does not answer: %s", blog);
+	json_object_put(o);
+	ck_assert_msg(waitpid(b, &status, WNOHANG) == 0, "hubd B exited: %d", status);
+	/* C, on the same paths, finds B there */
+	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", hub.segment, hub.sock);
+	rc = run_hubd(keys, &log);
+	snprintf(want, sizeof(want), "another hubd (pid %d) owns", (int)b);
+	ck_assert_msg(rc == 1 && strstr(log, want) != NULL, "exit %d, log: %s", rc, log);
+	free(log);
+	ck_assert_msg(exists(hub.segment), "B's segment was removed");
+	kill(b, SIGTERM);
+	ck_assert_int_eq(waitpid(b, &status, 0), b);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "hubd B: %d", status);
 }
 END_TEST
 
@@ -255,6 +314,7 @@ suite_startup(void)
 	tcase_add_test(tc, test_segment_space_reserved);
 	tcase_add_test(tc, test_too_little_shm_refused);
 	tcase_add_test(tc, test_failed_start_removes_what_it_made);
+	tcase_add_test(tc, test_lock_while_the_owner_exits);
 	tcase_add_test(tc, test_foreign_files_kept);
 	tcase_add_test(tc, test_zero_attach_timeout_refused);
 	tcase_add_test(tc, test_sigterm_during_start);

@@ -27,6 +27,7 @@
 static char run_dir[128];	/* /tmp/hub-e2e-PID */
 static char shm_prefix[128];	/* /dev/shm/hub-e2e-PID- */
 static int hub_count;
+static int hubd_verbose;	/* hubd -v */
 
 /* dir then name in one of 32 static buffers, taken in turn. */
 static const char *
@@ -71,8 +72,15 @@ harness_shm_path(const char *name)
 }
 
 void
+harness_hubd_verbose(int on)
+{
+	hubd_verbose = on;
+}
+
+void
 harness_setup(void)
 {
+	hubd_verbose = 0;
 	snprintf(run_dir, sizeof(run_dir), "/tmp/hub-e2e-%d", (int)getpid());
 	snprintf(shm_prefix, sizeof(shm_prefix), "hub-e2e-%d-", (int)getpid());
 	mkdir(run_dir, 0711);	/* others may reach a socket inside, not list */
@@ -259,7 +267,10 @@ hub_restart(struct hub_proc *h)
 		dup2(fd, 1);
 		dup2(fd, 2);
 		close(fd);
-		execl(bin("hubd"), "hubd", "-v", "-f", h->conf, (char *)NULL);
+		if (hubd_verbose)
+			execl(bin("hubd"), "hubd", "-v", "-f", h->conf, (char *)NULL);
+		else
+			execl(bin("hubd"), "hubd", "-f", h->conf, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 500; i++) {

@@ -36,6 +36,10 @@ const char *harness_shm_path(const char *name);
  * harness_path's). */
 const char *bin(const char *name);
 
+/* Whether the hubs started from now on run with -v (debug lines in their
+ * logs): not unless a test says so; harness_setup says no again. */
+void harness_hubd_verbose(int on);
+
 /* Writes a config: [hub] with the private segment and socket (unless
  * hub_keys has its own "segment = " or "control = ") plus
  * hub_keys, then guests (sections as text, "@" replaced by the build

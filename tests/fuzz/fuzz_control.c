@@ -17,9 +17,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > CONTROL_MSG_MAX)
 		return 0;
 	if (control_parse((const char *)data, size, &r, &why) == 0) {
-		if (r.cmd < CTL_PEERS || r.cmd > CTL_START || r.nargs > CTL_ARGS_MAX ||
-		    (r.cmd == CTL_CALL && r.method == NULL) ||
-		    (r.cmd >= CTL_RESTART && r.name == NULL))
+		unsigned needs;
+
+		if (r.cmd <= CTL_NONE || r.cmd >= CTL_NCMDS || r.nargs > CTL_ARGS_MAX)
+			abort();
+		needs = ctl_commands[r.cmd].needs;
+		if (((needs & CTL_NEEDS_METHOD) && r.method == NULL) ||
+		    ((needs & CTL_NEEDS_NAME) && r.name == NULL))
 			abort();
 		/* every argument readable to its length (ASan checks each
 		 * byte), NULs and all, and terminated after it */

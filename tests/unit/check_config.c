@@ -107,6 +107,120 @@ START_TEST(test_values_and_defaults)
 }
 END_TEST
 
+/* Each key lands in its own field (the tables name keys, not positions). */
+START_TEST(test_every_key_lands)
+{
+	struct hub_conf c;
+	const struct guest_conf *g;
+	int rc = load("[hub]\n"
+		      "segment = /dev/shm/hub-k\n"
+		      "control = /tmp/hub-k.sock\n"
+		      "max_guests = 3\n"
+		      "ring_size = 32\n"
+		      "slot_size = 4K\n"
+		      "slots_per_guest = 5\n"
+		      "max_channels = 6\n"
+		      "initial_credit = 7K\n"
+		      "max_payload_size = 1000\n"
+		      "heartbeat_interval = 8ms\n"
+		      "attach_timeout = 9s\n"
+		      "stop_grace = 10ms\n"
+		      "group = root\n"
+		      "goodbye_grace = 11ms\n"
+		      "client_timeout = 12s\n"
+		      "[guest g]\n"
+		      "exec = /bin/true\n"
+		      "args = a b\n"
+		      "restart = never\n"
+		      "max_deaths = 13\n"
+		      "death_window = 14s\n"
+		      "backoff_min = 15ms\n"
+		      "backoff_max = 16s\n"
+		      "user = root\n"
+		      "group = root\n"
+		      "limit_memory = 17M\n"
+		      "limit_files = 18\n", &c);
+
+	ck_assert_msg(rc == 0, "load: %s", errtext);
+	ck_assert_str_eq(c.segment_path, "/dev/shm/hub-k");
+	ck_assert_str_eq(c.control_path, "/tmp/hub-k.sock");
+	ck_assert_uint_eq(c.params.max_guests, 3);
+	ck_assert_uint_eq(c.params.ring_size, 32);
+	ck_assert_uint_eq(c.params.slot_size, 4096);
+	ck_assert_uint_eq(c.params.slots_per_guest, 5);
+	ck_assert_uint_eq(c.params.max_channels, 6);
+	ck_assert_uint_eq(c.params.initial_credit, 7 * 1024);
+	ck_assert_uint_eq(c.params.max_payload_size, 1000);	/* given: not slot_size - 4 */
+	ck_assert_uint_eq(c.params.heartbeat_interval, 8000000ull);
+	ck_assert_uint_eq(c.attach_timeout_ns, 9000000000ull);
+	ck_assert_uint_eq(c.stop_grace_ns, 10000000ull);
+	ck_assert_int_eq(c.gid, 0);
+	ck_assert_uint_eq(c.goodbye_grace_ns, 11000000ull);
+	ck_assert_uint_eq(c.client_timeout_ns, 12000000000ull);
+	ck_assert_uint_eq(c.nguests, 1);
+	g = &c.guests[0];
+	ck_assert_str_eq(g->exec, "/bin/true");
+	ck_assert_str_eq(g->argv[1], "a");
+	ck_assert_str_eq(g->argv[2], "b");
+	ck_assert_ptr_null(g->argv[3]);
+	ck_assert_int_eq(g->restart, RESTART_NEVER);
+	ck_assert_uint_eq(g->max_deaths, 13);
+	ck_assert_uint_eq(g->death_window_ns, 14000000000ull);
+	ck_assert_uint_eq(g->backoff_min_ns, 15000000ull);
+	ck_assert_uint_eq(g->backoff_max_ns, 16000000000ull);
+	ck_assert_int_eq(g->uid, 0);
+	ck_assert_int_eq(g->gid, 0);
+	ck_assert_uint_eq(g->limit_memory, 17ull << 20);
+	ck_assert_uint_eq(g->limit_files, 18);
+	config_free(&c);
+}
+END_TEST
+
+/* Byte sizes: plain numbers, or with a binary unit (expand_number), and
+ * nothing that only looks like one. */
+START_TEST(test_sizes)
+{
+	static const struct { const char *text; uint64_t bytes; } good[] = {
+		{ "1024K", 1 << 20 }, { "2048k", 2 << 20 }, { "1M", 1 << 20 },
+		{ "2m", 2 << 20 }, { "1G", 1ull << 30 }, { "3T", 3ull << 40 },
+		{ "1048576", 1 << 20 }, { "0002M", 2 << 20 }, { "01048576", 1 << 20 },
+		{ "15E", 15ull << 60 },
+	};
+	static const char *const bad[] = {
+		"1e3", "5Kxyz", "5KB", "0x100000", "-1", "+2M", "2 M", "1.5M", "M",
+		"16E", "99999999999999999999999", "18446744073709551616",
+	};
+	struct hub_conf c;
+	char text[256];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "[hub]\ninitial_credit = 1M\n"
+			 "[guest g]\nexec = /bin/true\nlimit_memory = %s\n", good[i].text);
+		ck_assert_msg(load(text, &c) == 0, "%s: %s", good[i].text, errtext);
+		ck_assert_msg(c.guests[0].limit_memory == good[i].bytes, "%s: %llu, want %llu",
+			      good[i].text, (unsigned long long)c.guests[0].limit_memory,
+			      (unsigned long long)good[i].bytes);
+		ck_assert_uint_eq(c.params.initial_credit, 1 << 20);
+		config_free(&c);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "[guest g]\nexec = /bin/true\n"
+			 "limit_memory = %s\n", bad[i]);
+		expect_error(text, 3, "limit_memory: '");
+	}
+	/* bounds: the key's own, said in the message */
+	expect_error("[guest g]\nexec = /bin/true\nlimit_memory = 1023K\n", 3,
+		     "limit_memory: '1023K' is not a size of 1.0M or more");
+	expect_error("[hub]\nslot_size = 4G\n", 2,
+		     "slot_size: '4G' is not a size or number from 64 to 4294967295");
+	expect_error("[hub]\ninitial_credit = 0K\n", 2, "initial_credit: '0K'");
+	/* plain numbers as before */
+	ck_assert_msg(load("[hub]\nslot_size = 4096\n", &c) == 0, "%s", errtext);
+	ck_assert_uint_eq(c.params.slot_size, 4096);
+	config_free(&c);
+}
+END_TEST
+
 START_TEST(test_empty_file_is_all_defaults)
 {
 	struct hub_conf c;
@@ -231,6 +345,8 @@ suite_config(void)
 
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, test_values_and_defaults);
+	tcase_add_test(tc, test_every_key_lands);
+	tcase_add_test(tc, test_sizes);
 	tcase_add_test(tc, test_empty_file_is_all_defaults);
 	tcase_add_test(tc, test_unknown_key);
 	tcase_add_test(tc, test_duplicate_key);

@@ -1,0 +1,156 @@
+/* hubd as a process: what its guests inherit from it, whatever the kernel,
+ * and what -v adds to its log. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+/* This process and what it starts from now on (hubd, its guests) run as
+ * on a kernel older than close_range (5.9): the call fails with ENOSYS. */
+static void
+without_close_range(void)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_close_range, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(code) / sizeof(code[0]), code };
+
+	ck_assert_msg(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+		      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0,
+		      "seccomp: %s", strerror(errno));
+}
+
+/* r[shm.spawn.fd-inheritance]: a guest gets stdin, stdout, stderr and its
+ * doorbell, nothing else, also of what hubd inherited without
+ * close-on-exec, and also where the kernel has no close_range. */
+START_TEST(test_guest_inherits_no_fds)
+{
+	char *out = NULL;
+	int fd, rc;
+
+	/* the filter stays with the process: not in a runner that runs every
+	 * test in one (CK_FORK=no) */
+	if (getenv("CK_FORK") != NULL && strcmp(getenv("CK_FORK"), "no") == 0)
+		return;
+	without_close_range();
+	/* an fd hubd inherits without close-on-exec */
+	fd = open("/dev/null", O_RDONLY);
+	ck_assert_int_eq(dup2(fd, 40), 40);
+	close(fd);
+	hub_start_up(&hub, NULL, "[guest prober]\nexec = @/tests/guests/prober\n", "prober");
+	ck_assert(hub_wait_method(&hub, "prober.fds") == 0);
+	rc = hubctl(&hub, &out, "call", "prober.fds", (char *)NULL);
+	ck_assert_msg(rc == 0 && strcmp(out, "0 1 2 3\n") == 0,
+		      "the guest started with fds '%s' (status %d)", out, rc);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* What an operator debugging would want, as debug lines: the config, the
+ * lock, each spawn with its argv, each lifecycle step, each control
+ * client and request, what a reload found. */
+static const char *const debug_lines[] = {
+	"hubd: config ",
+	"hubd: locked ",
+	"hubd: guest echo: spawning ",
+	" --hub-path=",
+	"hubd: guest echo: start: down -> starting, spawn",
+	"hubd: guest echo: attached: starting -> up, attach",
+	"hubd: guest echo: restart: up -> stopping, term",
+	"hubd: control: client ",
+	") connected, ",
+	"): peers\n",
+	"): call echo.echo\n",
+	"): restart echo\n",
+	"): bad request: ",
+	") closed",
+	"hubd: reload: guest echo: unchanged",
+	"hubd: reload: attach_timeout ",
+};
+
+/* Runs a hub through what the debug lines are about; its log. */
+static char *
+exercise(void)
+{
+	json_object *o;
+	char *out = NULL;
+
+	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\nargs = --x \"a b\"\n",
+		     "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "hi", (char *)NULL), 0);
+	free(out);
+	o = hub_request(&hub, "{\"cmd\":\"nonsense\"}", NULL);
+	json_object_put(o);
+	ck_assert_int_eq(hubctl(&hub, &out, "reload", (char *)NULL), 0);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "restart", "echo", (char *)NULL), 0);
+	free(out);
+	ck_assert(hub_wait_up(&hub, "echo", 10000) == 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	return hub_log(&hub);
+}
+
+/* Defect: hubd -v logged nothing more than without it. */
+START_TEST(test_verbose_logs_debug_lines)
+{
+	char *log;
+
+	harness_hubd_verbose(1);
+	log = exercise();
+	harness_hubd_verbose(0);
+	for (size_t i = 0; i < sizeof(debug_lines) / sizeof(debug_lines[0]); i++)
+		ck_assert_msg(strstr(log, debug_lines[i]) != NULL, "no '%s' with -v: %.2500s",
+			      debug_lines[i], log);
+	/* the argv as the config's args = writes it */
+	ck_assert_msg(strstr(log, "/guests/echo --x \"a b\" --hub-path=") != NULL,
+		      "argv: %.2500s", log);
+	free(log);
+}
+END_TEST
+
+START_TEST(test_no_debug_lines_without_v)
+{
+	char *log = exercise();
+
+	for (size_t i = 0; i < sizeof(debug_lines) / sizeof(debug_lines[0]); i++)
+		ck_assert_msg(strstr(log, debug_lines[i]) == NULL, "'%s' without -v: %.2500s",
+			      debug_lines[i], log);
+	/* what is logged anyway still is */
+	ck_assert_msg(strstr(log, "hubd: guest echo: started (pid ") != NULL, "%.2500s", log);
+	free(log);
+}
+END_TEST
+
+Suite *suite_hubd(void);
+Suite *
+suite_hubd(void)
+{
+	Suite *s = suite_create("hubd");
+	TCase *tc = tcase_create("process");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_guest_inherits_no_fds);
+	tcase_add_test(tc, test_verbose_logs_debug_lines);
+	tcase_add_test(tc, test_no_debug_lines_without_v);
+	suite_add_tcase(s, tc);
+	return s;
+}

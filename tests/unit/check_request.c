@@ -1,0 +1,112 @@
+/* Control requests: the command table and the parser that uses it. Who
+ * may run what is the socket's security boundary: pinned here. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/control.h"
+
+/* Parses line; returns control_parse's result, the command in *cmd and
+ * why in *why. */
+static int
+parse(const char *line, enum ctl_cmd *cmd, const char **why)
+{
+	struct control_req r;
+	int rc;
+
+	*why = NULL;
+	rc = control_parse(line, strlen(line), &r, why);
+	*cmd = r.cmd;
+	if (rc == 0)
+		control_req_free(&r);
+	return rc;
+}
+
+/* A request every command takes: what any of them may need. */
+static void
+request_for(const char *name, char *line, size_t len)
+{
+	snprintf(line, len, "{\"cmd\":\"%s\",\"method\":\"m\",\"name\":\"g\"}", name);
+}
+
+/* Every enum value has a row, says who may run it, and is what its name
+ * parses to. */
+START_TEST(test_every_command_has_a_row)
+{
+	char line[256];
+	const char *why;
+	enum ctl_cmd cmd;
+
+	ck_assert_ptr_null(ctl_commands[CTL_NONE].name);
+	for (int i = CTL_NONE + 1; i < CTL_NCMDS; i++) {
+		const struct ctl_command *c = &ctl_commands[i];
+
+		ck_assert_msg(c->name != NULL, "command %d has no row", i);
+		ck_assert_msg(c->access == CTL_READ || c->access == CTL_CHANGE,
+			      "%s: access %d is neither read nor change", c->name, c->access);
+		request_for(c->name, line, sizeof(line));
+		ck_assert_msg(parse(line, &cmd, &why) == 0, "%s: %s", c->name, why);
+		ck_assert_msg((int)cmd == i, "%s parsed as %d, want %d", c->name, cmd, i);
+	}
+}
+END_TEST
+
+/* Reading is for anyone who can open the socket; calls and changes only
+ * for root and hubd's user (README: "Security model"). */
+START_TEST(test_who_may_run_what)
+{
+	static const char *const reads[] = { "peers", "methods", "status", "stats" };
+	static const char *const changes[] = { "call", "reload", "restart", "stop", "start" };
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
+		for (int k = CTL_NONE + 1; k < CTL_NCMDS; k++)
+			if (strcmp(ctl_commands[k].name, reads[i]) == 0) {
+				ck_assert_msg(ctl_commands[k].access == CTL_READ,
+					      "%s is not for everyone", reads[i]);
+				n++;
+			}
+	for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++)
+		for (int k = CTL_NONE + 1; k < CTL_NCMDS; k++)
+			if (strcmp(ctl_commands[k].name, changes[i]) == 0) {
+				ck_assert_msg(ctl_commands[k].access == CTL_CHANGE,
+					      "%s is open to every user", changes[i]);
+				n++;
+			}
+	/* a new command is added here too, with its access */
+	ck_assert_msg(n == CTL_NCMDS - 1, "%d of %d commands checked", n, CTL_NCMDS - 1);
+}
+END_TEST
+
+START_TEST(test_refusals)
+{
+	const char *why;
+	enum ctl_cmd cmd;
+
+	ck_assert_int_eq(parse("{\"cmd\":\"peer\"}", &cmd, &why), -1);
+	ck_assert_str_eq(why, "unknown command");
+	ck_assert_int_eq(parse("{\"cmd\":\"call\"}", &cmd, &why), -1);
+	ck_assert_msg(strstr(why, "\"method\"") != NULL, "got: %s", why);
+	ck_assert_int_eq(parse("{\"cmd\":\"stop\"}", &cmd, &why), -1);
+	ck_assert_msg(strstr(why, "\"name\"") != NULL, "got: %s", why);
+	ck_assert_int_eq(parse("{\"cmd\":\"restart\",\"name\":\"a\\u0000b\"}", &cmd, &why), -1);
+	ck_assert_int_eq(parse("[\"peers\"]", &cmd, &why), -1);
+	ck_assert_int_eq(parse("{\"cmd\":\"peers\"} x", &cmd, &why), -1);
+	ck_assert_int_eq(parse("{\"cmd\":\"peers\"}", &cmd, &why), 0);
+	ck_assert_int_eq(cmd, CTL_PEERS);
+}
+END_TEST
+
+Suite *suite_request(void);
+Suite *
+suite_request(void)
+{
+	Suite *s = suite_create("request");
+	TCase *tc = tcase_create("parse");
+
+	tcase_add_test(tc, test_every_command_has_a_row);
+	tcase_add_test(tc, test_who_may_run_what);
+	tcase_add_test(tc, test_refusals);
+	suite_add_tcase(s, tc);
+	return s;
+}
