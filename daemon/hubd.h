@@ -211,7 +211,7 @@ int		reload_config(struct hub *h, FILE *msgs);
 void		reload_start_waiting(struct hub *h);
 void		reload_free(struct hub *h);
 
-/* supervise.c: the lifecycle's actions: spawning, death, recovery,
+/* supervise.c: the lifecycle's actions: starting, death, recovery,
  * restart. Each call is an event of lifecycle.h. */
 void		supervise_init(struct hub *h, struct peer *p);
 void		supervise_start(struct hub *h, struct peer *p);
@@ -226,6 +226,11 @@ void		supervise_stop_all(struct hub *h);
 int		supervise_all_down(struct hub *h);
 /* SIGKILL to every guest's process group (hubd exiting). */
 void		supervise_kill_groups(struct hub *h);
+
+/* spawn.c: forks and execs p's guest with its ticket. 0 with p->pid,
+ * p->pidfd and p->bell set; or -errno with why in p->kill_detail, nothing
+ * left behind and its entry Empty again. */
+int		spawn_guest(struct hub *h, struct peer *p);
 
 /* Guest entry by peer id, NULL for 0 or out of range. */
 static inline struct peer *

@@ -156,13 +156,16 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		goto fail_unmap;
 	}
 	/* 5-6: Reserved -> Attached, or somebody else's entry
-	 * (r[shm.guest.attach-failure]: then we do not attach at all) */
+	 * (r[shm.guest.attach-failure]: then we do not attach at all).
+	 * acq_rel: acquires hubd's CAS to Reserved (spawn_guest); releases
+	 * what we set up to hubd's acquire of Attached (check_attach). */
 	if (!hp_cas_u32(&g->view.entry->state, &state, HP_PEER_ATTACHED)) {
 		*why = "the peer entry is not reserved for us (started by hand?)";
 		rc = -EBUSY;
 		goto fail_unmap;
 	}
-	/* r[shm.crash.epoch] r[shm.guest.attach]: a new instance */
+	/* r[shm.crash.epoch] r[shm.guest.attach]: a new instance (release:
+	 * pairs with hubd's acquire of the epoch when it attaches us) */
 	hp_fetch_add_u32(&g->view.entry->epoch, 1, memory_order_release);
 	g->hb_interval = g->seg.params.heartbeat_interval;
 	g->tick_every = TICK_MAX;
@@ -444,7 +447,8 @@ guest_detach(struct guest *g)
 		return;
 	if (g->view.entry != NULL) {
 		hp_endpoint_flush(&g->ep);
-		/* r[shm.guest.detach] r[shm.goodbye.guest]: we are leaving */
+		/* r[shm.guest.detach] r[shm.goodbye.guest]: we are leaving
+		 * (release: pairs with host_check's acquire of the state) */
 		hp_store_release_u32(&g->view.entry->state, HP_PEER_GOODBYE);
 		hp_doorbell_signal(g->doorbell);
 	}
