@@ -201,6 +201,8 @@ spawn_guest(struct hub *h, struct peer *p)
 		return -EBUSY;
 	}
 	hp_peer_view_host(&h->seg, p->id, &p->view);
+	/* the epoch its attach increments (check_attach) */
+	p->epoch = hp_load_relaxed_u32(&e->epoch);
 	/* 2: r[shm.doorbell.socketpair] */
 	if ((err = hp_doorbell_pair(fds)) != 0) {
 		what = "doorbell socketpair";

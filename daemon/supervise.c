@@ -98,9 +98,15 @@ check_attach(struct hub *h, struct peer *p)
 	uint32_t state = hp_load_acquire_u32(&p->view.entry->state);
 	struct why why = { DEATH_VIOLATION, 0, "shm.spawn.reserved-state" };
 
-	if (state == HP_PEER_ATTACHED)
-		step(h, p, PE_ATTACHED, NULL);
-	else if (state != HP_PEER_RESERVED)
+	/* r[shm.guest.attach] 4-5: the guest increments its epoch after the
+	 * CAS; it is attached once both are done (it rings the doorbell
+	 * next, and a tick looks again), never with the epoch of before */
+	if (state == HP_PEER_ATTACHED) {
+		if (hp_load_acquire_u32(&p->view.entry->epoch) != p->epoch)
+			step(h, p, PE_ATTACHED, NULL);
+		return;
+	}
+	if (state != HP_PEER_RESERVED)
 		step(h, p, PE_VIOLATION, &why);
 }
 

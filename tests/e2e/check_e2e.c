@@ -290,6 +290,25 @@ START_TEST(test_violation_ends_only_the_violator)
 }
 END_TEST
 
+/* r[shm.guest.attach]: a guest sets Attached (4), then increments its
+ * epoch (5). The host waits for both: a guest slow between the two is not
+ * recorded with the old epoch and then ended for changing it
+ * (r[shm.crash.epoch]). */
+START_TEST(test_slow_attach_keeps_its_epoch)
+{
+	int pid;
+
+	hub_start_up(&hub, NULL, "[guest late]\nexec = @/tests/guests/lateepoch\n"
+		     "restart = never\n", "late");
+	pid = hub_peer_int(&hub, "late", "pid");
+	sleep_ms(1500);		/* six ticks: heartbeat and epoch checks */
+	ck_assert_msg(strcmp(hub_peer_state(&hub, "late"), "up") == 0 &&
+		      hub_peer_int(&hub, "late", "pid") == pid,
+		      "state %s; log: %s", hub_peer_state(&hub, "late"), hub_log(&hub));
+	stop_clean();
+}
+END_TEST
+
 START_TEST(test_spec_only_guest_is_woken)
 {
 	/* r[shm.wakeup.consumer-wait]: it sleeps in futex_wait on its ring
@@ -415,6 +434,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_stream_with_small_credit);
 	tcase_add_test(tc, test_stream_to_a_guest);
 	tcase_add_test(tc, test_cancel_reaches_the_callee);
+	tcase_add_test(tc, test_slow_attach_keeps_its_epoch);
 	tcase_add_loop_test(tc, test_violation_ends_only_the_violator, 0,
 			    (int)(sizeof(violations) / sizeof(violations[0])));
 	tcase_add_test(tc, test_spec_only_guest_is_woken);
