@@ -1,3 +1,5 @@
+/* hubd's log lines (log.h): one writer for every level, a priority prefix
+ * when stderr is journald's, debug lines only with -v. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

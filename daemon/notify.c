@@ -1,3 +1,5 @@
+/* Telling systemd how hubd is (notify.h): READY=, STATUS=, WATCHDOG= as
+ * datagrams to $NOTIFY_SOCKET, and the watchdog interval it asks for. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>

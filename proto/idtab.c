@@ -1,3 +1,4 @@
+/* The open-addressing id table (idtab.h). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* A method's id from its name (method.h). */
 #include "proto/method.h"
 
 uint64_t
