@@ -53,12 +53,12 @@ struct client {
 };
 
 /* control.c: a client's output. */
-int	out_line(struct client *c, const char *s, size_t n);
-void	mark_add(struct client *c, uint64_t start, uint32_t credit);
-void	reply(struct client *c, json_object *o);
-void	reply_error(struct client *c, const char *msg);
+int	client_out_line(struct client *c, const char *s, size_t n);
+void	client_mark_add(struct client *c, uint64_t start, uint32_t credit);
+void	client_reply(struct client *c, json_object *o);
+void	client_reply_error(struct client *c, const char *msg);
 
 /* commands.c: one request line, answered (or its call begun). */
-void	handle(struct client *c, const char *line, size_t len);
+void	commands_handle(struct client *c, const char *line, size_t len);
 
 #endif

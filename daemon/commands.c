@@ -76,7 +76,7 @@ value_of(struct hp_pc_dec *d, uint8_t t)
 }
 
 /* An item of a call's stream, as {"item":VALUE}. Its bytes go back to the
- * guest as credit once the line is written (mark_add). */
+ * guest as credit once the line is written (client_mark_add). */
 static void
 call_item(struct ext_call *x, uint8_t item_type, const uint8_t *item, size_t len)
 {
@@ -95,16 +95,16 @@ call_item(struct ext_call *x, uint8_t item_type, const uint8_t *item, size_t len
 			n = snprintf(line, sizeof(line), "{\"item\":%" PRIu64 "}", u);
 	}
 	if (n > 0) {
-		out_line(c, line, (size_t)n);
+		client_out_line(c, line, (size_t)n);
 	} else {
 		hp_pc_dec_init(&d, item, len);
 		o = json_object_new_object();
 		if (value_json(&d, item_type, &v) != 0)
 			v = json_object_new_string("(item does not decode)");
 		json_object_object_add(o, "item", v);
-		reply(c, o);
+		client_reply(c, o);
 	}
-	mark_add(c, start, (uint32_t)len);
+	client_mark_add(c, start, (uint32_t)len);
 }
 
 static void
@@ -153,7 +153,7 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 					(const char *)e->value, (int)e->value_len));
 		}
 	}
-	reply(c, o);
+	client_reply(c, o);
 	/* the next request, from the loop: never from inside this call */
 	ev_feed_event(c->h->loop, &c->rw, EV_READ);
 }
@@ -225,7 +225,7 @@ cmd_peers(struct client *c, const struct control_req *r)
 			json_object_array_add(a, peer_json(h, &h->peers[i]));
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "peers", a);
-	reply(c, o);
+	client_reply(c, o);
 }
 
 static void
@@ -252,7 +252,7 @@ cmd_methods(struct client *c, const struct control_req *r)
 	}
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "methods", a);
-	reply(c, o);
+	client_reply(c, o);
 }
 
 static void
@@ -264,7 +264,7 @@ cmd_call(struct client *c, const struct control_req *r)
 	c->calling = 1;		/* one request at a time: the next after on_done */
 	if (route_client_call(c->h, &c->call, r->method, r->args, r->nargs, &why) != 0) {
 		c->calling = 0;
-		reply_error(c, why);
+		client_reply_error(c, why);
 	}
 }
 
@@ -278,7 +278,7 @@ guest_named(struct client *c, const char *name)
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
 		if (h->peers[i].conf != NULL && strcmp(h->peers[i].conf->name, name) == 0)
 			return &h->peers[i];
-	reply_error(c, "no such guest");
+	client_reply_error(c, "no such guest");
 	return NULL;
 }
 
@@ -289,7 +289,7 @@ reply_state(struct client *c, const struct peer *p)
 
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
-	reply(c, o);
+	client_reply(c, o);
 }
 
 static void
@@ -340,7 +340,7 @@ cmd_reload(struct client *c, const struct control_req *r)
 
 	if ((msgs = open_memstream(&text, &len)) == NULL) {
 		json_object_put(lines);
-		reply_error(c, "out of memory");
+		client_reply_error(c, "out of memory");
 		return;
 	}
 	rc = reload_config(c->h, msgs);
@@ -354,7 +354,7 @@ cmd_reload(struct client *c, const struct control_req *r)
 		json_object_object_add(o, "error", json_object_new_string(
 			"reload refused: nothing changed"));
 	json_object_object_add(o, "messages", lines);
-	reply(c, o);
+	client_reply(c, o);
 }
 
 static void
@@ -411,7 +411,7 @@ cmd_stats(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "guests", guests);
 	json_object_object_add(o, "total", all);
-	reply(c, o);
+	client_reply(c, o);
 }
 
 static void
@@ -439,7 +439,7 @@ cmd_status(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "guests", json_object_new_int((int)h->conf.nguests));
 	json_object_object_add(o, "host_slots_free", json_object_new_int(
 		(int)hp_slot_count_free(&h->host_pool)));
-	reply(c, o);
+	client_reply(c, o);
 }
 
 /* The handler of each command (control.h). */
@@ -457,7 +457,7 @@ may_change(struct client *c)
 }
 
 void
-handle(struct client *c, const char *line, size_t len)
+commands_handle(struct client *c, const char *line, size_t len)
 {
 	struct control_req r;
 	const char *why;
@@ -465,7 +465,7 @@ handle(struct client *c, const char *line, size_t len)
 	if (control_parse(line, len, &r, &why) != 0) {
 		log_debug("control: client %d (uid %u): bad request: %s", c->fd,
 			  (unsigned)c->uid, why);
-		reply_error(c, why);
+		client_reply_error(c, why);
 		return;
 	}
 	log_debug("control: client %d (uid %u): %s%s%s", c->fd, (unsigned)c->uid,
@@ -474,7 +474,7 @@ handle(struct client *c, const char *line, size_t len)
 	if (ctl_commands[r.cmd].access != CTL_READ && !may_change(c)) {
 		log_debug("control: client %d (uid %u): %s: permission denied", c->fd,
 			  (unsigned)c->uid, ctl_commands[r.cmd].name);
-		reply_error(c, "permission denied: for root and the hub's user");
+		client_reply_error(c, "permission denied: for root and the hub's user");
 	} else {
 		handlers[r.cmd](c, &r);
 	}

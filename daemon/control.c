@@ -101,7 +101,7 @@ out_reserve(struct client *c, size_t n)
 
 /* One answer line; written by write_cb. */
 int
-out_line(struct client *c, const char *s, size_t n)
+client_out_line(struct client *c, const char *s, size_t n)
 {
 	if (c->broken)
 		return -1;
@@ -124,7 +124,7 @@ out_line(struct client *c, const char *s, size_t n)
  * are at most unsent / MARK_SPAN + 1 of them; merging only gives credit
  * back later, never before its item is written. */
 void
-mark_add(struct client *c, uint64_t start, uint32_t credit)
+client_mark_add(struct client *c, uint64_t start, uint32_t credit)
 {
 	struct mark *m;
 
@@ -223,22 +223,22 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 void
-reply(struct client *c, json_object *o)
+client_reply(struct client *c, json_object *o)
 {
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 
-	out_line(c, s, s != NULL ? strlen(s) : 0);
+	client_out_line(c, s, s != NULL ? strlen(s) : 0);
 	json_object_put(o);
 }
 
 void
-reply_error(struct client *c, const char *msg)
+client_reply_error(struct client *c, const char *msg)
 {
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "ok", json_object_new_boolean(0));
 	json_object_object_add(o, "error", json_object_new_string(msg));
-	reply(c, o);
+	client_reply(c, o);
 }
 
 /* Handles the complete lines in the buffer, one request at a time, while
@@ -261,7 +261,7 @@ client_process(struct client *c)
 		memmove(c->in, nl + 1, c->inlen - n - 1);
 		c->inlen -= n + 1;
 		if (n > 0)
-			handle(c, line, n);
+			commands_handle(c, line, n);
 		free(line);
 	}
 }
@@ -293,7 +293,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	client_process(c);
 	if (c->inlen == CONTROL_MSG_MAX && memchr(c->in, '\n', c->inlen) == NULL) {
-		reply_error(c, "request longer than 65536 bytes");
+		client_reply_error(c, "request longer than 65536 bytes");
 		c->inlen = 0;
 		c->closing = 1;
 	}
