@@ -48,8 +48,11 @@ PROTO_OBJ := $(PROTO_SRC:%.c=$(B)/%.o)
 PROTO_LIB := $(B)/libhubproto.a
 HEADERS := $(wildcard proto/*.h daemon/*.h guestlib/*.h)
 
+# hubctl's own files: a program apart, never in libhubd.a.
+HUBCTL_SRC := daemon/hubctl.c daemon/inspect.c
+HUBCTL_OBJ := $(HUBCTL_SRC:%.c=$(B)/%.o)
 # Daemon modules as a library, so the tests link the same code hubd runs.
-DAEMON_SRC := $(filter-out daemon/hubd.c daemon/hubctl.c,$(wildcard daemon/*.c))
+DAEMON_SRC := $(filter-out daemon/hubd.c $(HUBCTL_SRC),$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
 DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash) -lev
@@ -131,7 +134,7 @@ $(GUEST_A): $(GUEST_OBJ) $(PROTO_OBJ)
 
 $(B)/hubd: $(B)/daemon/hubd.o $(DAEMON_LIB) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
-$(B)/hubctl: $(B)/daemon/hubctl.o $(PROTO_LIB)
+$(B)/hubctl: $(HUBCTL_OBJ) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
 # Example guests link the shared library, found next to them.
