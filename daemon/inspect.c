@@ -35,7 +35,12 @@ cmd_inspect(int fd, int argc, char **argv)
 	now = hp_now_ns();
 	h = hp_segment_header(&seg);
 	const struct hp_params *p = &seg.params;
-#define PROBLEM(...) do {								char m[160];								snprintf(m, sizeof(m), __VA_ARGS__);					json_object_array_add(problems, json_object_new_string(m)); 	} while (0)
+/* One broken invariant, as a line of the answer's "problems". */
+#define PROBLEM(...) do {							\
+	char m[160];								\
+	snprintf(m, sizeof(m), __VA_ARGS__);					\
+	json_object_array_add(problems, json_object_new_string(m));		\
+} while (0)
 	json_object_object_add(o, "segment", json_object_new_string(argv[0]));
 	json_object_object_add(o, "size", json_object_new_uint64(seg.size));
 	json_object_object_add(o, "version", json_object_new_int((int)h->version));
