@@ -95,7 +95,7 @@ FUZZERS := postcard msg segment desc config control
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Iguestlib \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_SRC_config := daemon/config.c
+FUZZ_SRC_config := daemon/config.c daemon/config_keys.c
 FUZZ_LIBS_config = -linih $(shell pkg-config --libs libbsd)
 FUZZ_SRC_control := daemon/request.c
 FUZZ_LIBS_control := -ljson-c
@@ -159,7 +159,7 @@ $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
 # libFuzzer targets, built with clang: each decoder and parser that reads
 # what someone else wrote. make fuzz runs each FUZZ_SECONDS (crashes land
 # in results/fuzz/); make check runs each a few seconds from the corpus.
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(wildcard proto/*.h daemon/*.h) daemon/config.c daemon/request.c
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(wildcard proto/*.h daemon/*.h) $(FUZZ_SRC_config) $(FUZZ_SRC_control)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(PROTO_SRC) $(FUZZ_SRC_$*) $(FUZZ_LIBS_$*)
 
