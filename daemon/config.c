@@ -21,7 +21,7 @@
 #define GUESTS_MAX	HP_MAX_GUESTS
 
 void
-perr(struct parser *p, int line, const char *fmt, ...)
+config_perr(struct parser *p, int line, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -67,7 +67,8 @@ begin_section(struct parser *p, const char *s, size_t n)
 	p->guest_seen = 0;
 	if (n == 3 && memcmp(s, "hub", 3) == 0) {
 		if (p->hub_line != 0) {
-			perr(p, p->line, "duplicate [hub] section (first at line %d)", p->hub_line);
+			config_perr(p, p->line, "duplicate [hub] section (first at line %d)",
+				    p->hub_line);
 			return;
 		}
 		p->hub_line = p->line;
@@ -75,30 +76,31 @@ begin_section(struct parser *p, const char *s, size_t n)
 		return;
 	}
 	if (n < 6 || memcmp(s, "guest", 5) != 0 || !isblank((unsigned char)s[5])) {
-		perr(p, p->line, "unknown section [%.*s]: expected [hub] or [guest NAME]", (int)n, s);
+		config_perr(p, p->line, "unknown section [%.*s]: expected [hub] or [guest NAME]",
+			    (int)n, s);
 		return;
 	}
 	s += 6, n -= 6;
 	while (n > 0 && isblank((unsigned char)*s))
 		s++, n--;
 	if (!valid_guest_name(s, n)) {
-		perr(p, p->line, "bad guest name '%.*s': 1 to %d of A-Z a-z 0-9 _ . -",
-		     (int)n, s, GUEST_NAME_MAX);
+		config_perr(p, p->line, "bad guest name '%.*s': 1 to %d of A-Z a-z 0-9 _ . -",
+			    (int)n, s, GUEST_NAME_MAX);
 		return;
 	}
 	for (uint32_t i = 0; i < c->nguests; i++) {
 		if (strlen(c->guests[i].name) == n && memcmp(c->guests[i].name, s, n) == 0) {
-			perr(p, p->line, "duplicate guest '%.*s' (first at line %d)",
-			     (int)n, s, c->guests[i].line);
+			config_perr(p, p->line, "duplicate guest '%.*s' (first at line %d)",
+				    (int)n, s, c->guests[i].line);
 			return;
 		}
 	}
 	if (c->nguests == GUESTS_MAX) {
-		perr(p, p->line, "more than %u guests", GUESTS_MAX);
+		config_perr(p, p->line, "more than %u guests", GUESTS_MAX);
 		return;
 	}
 	if ((g = realloc(c->guests, (c->nguests + 1) * sizeof(*g))) == NULL) {
-		perr(p, p->line, "out of memory");
+		config_perr(p, p->line, "out of memory");
 		return;
 	}
 	c->guests = g;
@@ -125,14 +127,14 @@ reader(char *str, int num, void *user)
 	if (len > 0 && str[len - 1] != '\n' && !feof(p->in)) {
 		int ch;
 
-		perr(p, p->line, "line longer than %d bytes", num - 2);
+		config_perr(p, p->line, "line longer than %d bytes", num - 2);
 		while ((ch = fgetc(p->in)) != EOF && ch != '\n')
 			;
 		str[0] = '\0';
 		return str;
 	}
 	if (memchr(str, '\0', len) != NULL || strlen(str) != len) {
-		perr(p, p->line, "NUL byte in line");
+		config_perr(p, p->line, "NUL byte in line");
 		str[0] = '\0';
 		return str;
 	}
@@ -142,13 +144,13 @@ reader(char *str, int num, void *user)
 		return str;
 	if (*s != '[') {
 		if (strpbrk(s, "=:") == NULL) {
-			perr(p, p->line, "expected 'key = value' or '[section]'");
+			config_perr(p, p->line, "expected 'key = value' or '[section]'");
 			str[0] = '\0';
 		}
 		return str;
 	}
 	if ((end = strchr(s, ']')) == NULL) {
-		perr(p, p->line, "section line without ']'");
+		config_perr(p, p->line, "section line without ']'");
 		p->section = SEC_BAD;
 		str[0] = '\0';
 		return str;
@@ -163,7 +165,7 @@ exec_path(struct parser *p, struct guest_conf *g)
 	char *path, *slash;
 
 	if (g->exec == NULL) {
-		perr(p, g->line, "guest '%s' has no exec", g->name);
+		config_perr(p, g->line, "guest '%s' has no exec", g->name);
 		return -1;
 	}
 	/* A relative exec is relative to the config file's directory, so a
@@ -191,25 +193,26 @@ finish(struct parser *p)
 	if (!p->payload_set && c->params.slot_size >= 64)
 		c->params.max_payload_size = c->params.slot_size - HP_SLOT_GEN_SIZE;
 	if (hp_geometry_compute(&c->params, &geo, &why) != 0)
-		perr(p, line, "[hub]: %s", why ? why : "invalid segment parameters");
+		config_perr(p, line, "[hub]: %s", why ? why : "invalid segment parameters");
 	if (c->nguests > c->params.max_guests)
-		perr(p, line, "%u guests but max_guests is %u", c->nguests,
-		     c->params.max_guests);
+		config_perr(p, line, "%u guests but max_guests is %u", c->nguests,
+			    c->params.max_guests);
 	for (uint32_t i = 0; i < c->nguests; i++) {
 		struct guest_conf *g = &c->guests[i];
 
 		if (exec_path(p, g) != 0)
 			continue;
 		if (g->backoff_min_ns > g->backoff_max_ns)
-			perr(p, g->line, "guest '%s': backoff_min is above backoff_max", g->name);
+			config_perr(p, g->line, "guest '%s': backoff_min is above backoff_max",
+				    g->name);
 		/* another user must be able to map the segment, never everyone */
 		if ((g->uid >= 0 || g->gid >= 0) && c->gid < 0)
-			perr(p, g->line, "guest '%s' runs as another user or group: set [hub] "
-			     "group so that it can map the segment", g->name);
+			config_perr(p, g->line, "guest '%s' runs as another user or group: "
+				    "set [hub] group so that it can map the segment", g->name);
 		else if (g->gid >= 0 && g->uid >= 0 && g->gid != c->gid &&
 			 g->uid != (int64_t)geteuid())
-			perr(p, g->line, "guest '%s': its group is not [hub] group, so it "
-			     "could not map the segment", g->name);
+			config_perr(p, g->line, "guest '%s': its group is not [hub] group, so it "
+				    "could not map the segment", g->name);
 	}
 }
 
@@ -238,12 +241,12 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	ini_allow_multiline = 0;	/* continuation lines hide mistakes */
 	ini_inline_comment_prefixes = ";#";	/* "key = value  # why" */
 	ini_max_line = LINE_MAX_LEN;
-	rc = ini_parse_stream(reader, &p, handler, &p);
+	rc = ini_parse_stream(reader, &p, config_handler, &p);
 	fclose(p.in);
 	if (rc < 0)
-		perr(&p, 0, "cannot parse (%d)", rc);
+		config_perr(&p, 0, "cannot parse (%d)", rc);
 	else if (rc > 0 && p.errors == 0)
-		perr(&p, rc, "syntax error");	/* the reader should have caught it */
+		config_perr(&p, rc, "syntax error");	/* the reader should have caught it */
 	finish(&p);
 	if (p.errors == 0)
 		return 0;

@@ -135,8 +135,8 @@ key_number(struct parser *p, const struct key *k, const char *value, void *base)
 	uint64_t v;
 
 	if (parse_u64(value, &v) != 0 || v < k->min || v > k->max) {
-		perr(p, p->line, "%s: '%s' is not a number from %" PRIu64 " to %" PRIu64,
-		     k->name, value, k->min, k->max);
+		config_perr(p, p->line, "%s: '%s' is not a number from %" PRIu64 " to %" PRIu64,
+			    k->name, value, k->min, k->max);
 		return -1;
 	}
 	store_uint(k, base, v);
@@ -156,10 +156,11 @@ key_size(struct parser *p, const struct key *k, const char *value, void *base)
 	/* no upper bound: the least, as a size ("1.0M") */
 	if (k->max == UINT64_MAX && humanize_number(least, sizeof(least), (int64_t)k->min,
 						    "", HN_AUTOSCALE, HN_DECIMAL | HN_NOSPACE | HN_B) > 0)
-		perr(p, p->line, "%s: '%s' is not a size of %s or more", k->name, value, least);
+		config_perr(p, p->line, "%s: '%s' is not a size of %s or more", k->name, value,
+			    least);
 	else
-		perr(p, p->line, "%s: '%s' is not a size or number from %" PRIu64
-		     " to %" PRIu64, k->name, value, k->min, k->max);
+		config_perr(p, p->line, "%s: '%s' is not a size or number from %" PRIu64
+			    " to %" PRIu64, k->name, value, k->min, k->max);
 	return -1;
 }
 
@@ -170,12 +171,12 @@ key_duration(struct parser *p, const struct key *k, const char *value, void *bas
 	uint64_t v;
 
 	if (parse_duration(value, &v) != 0) {
-		perr(p, p->line, "%s: '%s' is not a duration (0, or a number "
-		     "with ns, us, ms, s or min)", k->name, value);
+		config_perr(p, p->line, "%s: '%s' is not a duration (0, or a number "
+			    "with ns, us, ms, s or min)", k->name, value);
 		return -1;
 	}
 	if (v < k->min) {
-		perr(p, p->line, "%s: must be more than 0", k->name);
+		config_perr(p, p->line, "%s: must be more than 0", k->name);
 		return -1;
 	}
 	*(uint64_t *)field(k, base) = v;
@@ -188,12 +189,12 @@ key_string(struct parser *p, const struct key *k, const char *value, void *base)
 	char **out = field(k, base);
 
 	if (*value == '\0') {
-		perr(p, p->line, "%s: empty value", k->name);
+		config_perr(p, p->line, "%s: empty value", k->name);
 		return -1;
 	}
 	free(*out);
 	if ((*out = strdup(value)) == NULL) {
-		perr(p, p->line, "out of memory");
+		config_perr(p, p->line, "out of memory");
 		return -1;
 	}
 	return 0;
@@ -205,7 +206,7 @@ key_group(struct parser *p, const struct key *k, const char *value, void *base)
 	struct group *gr = getgrnam(value);
 
 	if (gr == NULL) {
-		perr(p, p->line, "%s: no group '%s' on this system", k->name, value);
+		config_perr(p, p->line, "%s: no group '%s' on this system", k->name, value);
 		return -1;
 	}
 	*(int64_t *)field(k, base) = gr->gr_gid;
@@ -220,7 +221,7 @@ key_user(struct parser *p, const struct key *k, const char *value, void *base)
 	struct passwd *pw = getpwnam(value);
 
 	if (pw == NULL) {
-		perr(p, p->line, "%s: no user '%s' on this system", k->name, value);
+		config_perr(p, p->line, "%s: no user '%s' on this system", k->name, value);
 		return -1;
 	}
 	g->uid = pw->pw_uid;
@@ -246,9 +247,9 @@ key_restart(struct parser *p, const struct key *k, const char *value, void *base
 			return 0;
 		}
 	}
-	perr(p, p->line, "%s: '%s' is not %s, %s or %s", k->name, value,
-	     restart_names[RESTART_ALWAYS], restart_names[RESTART_ON_FAILURE],
-	     restart_names[RESTART_NEVER]);
+	config_perr(p, p->line, "%s: '%s' is not %s, %s or %s", k->name, value,
+		    restart_names[RESTART_ALWAYS], restart_names[RESTART_ON_FAILURE],
+		    restart_names[RESTART_NEVER]);
 	return -1;
 }
 
@@ -340,11 +341,11 @@ key_args(struct parser *p, const struct key *k, const char *value, void *base)
 			buf[n++] = *s++;
 		}
 		if (quoted) {
-			perr(p, p->line, "%s: unterminated quote", k->name);
+			config_perr(p, p->line, "%s: unterminated quote", k->name);
 			goto fail;
 		}
 		if (argc > ARGS_MAX) {
-			perr(p, p->line, "%s: more than %d arguments", k->name, ARGS_MAX);
+			config_perr(p, p->line, "%s: more than %d arguments", k->name, ARGS_MAX);
 			goto fail;
 		}
 		buf[n] = '\0';
@@ -362,7 +363,7 @@ key_args(struct parser *p, const struct key *k, const char *value, void *base)
 	memcpy(g->argv + 1, argv + 1, (size_t)argc * sizeof(char *));
 	return 0;
 nomem:
-	perr(p, p->line, "out of memory");
+	config_perr(p, p->line, "out of memory");
 fail:
 	while (--argc >= 1)
 		free(argv[argc]);
@@ -370,7 +371,7 @@ fail:
 }
 
 int
-handler(void *user, const char *section, const char *name, const char *value)
+config_handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parser *p = user;
 	const struct key *keys, *k;
@@ -381,7 +382,7 @@ handler(void *user, const char *section, const char *name, const char *value)
 	(void)section;	/* tracked by the reader, which knows the line */
 	switch (p->section) {
 	case SEC_NONE:
-		perr(p, p->line, "'%s' outside of any section", name);
+		config_perr(p, p->line, "'%s' outside of any section", name);
 		return 1;
 	case SEC_BAD:
 		return 1;	/* the section line was reported already */
@@ -399,13 +400,13 @@ handler(void *user, const char *section, const char *name, const char *value)
 		break;
 	}
 	if ((k = key_find(keys, nkeys, name)) == NULL) {
-		perr(p, p->line, "unknown key '%s' in [%s]", name,
-		     p->section == SEC_HUB ? "hub" : "guest");
+		config_perr(p, p->line, "unknown key '%s' in [%s]", name,
+			    p->section == SEC_HUB ? "hub" : "guest");
 		return 1;
 	}
 	bit = 1ull << (k - keys);
 	if (*seen & bit) {
-		perr(p, p->line, "duplicate key '%s'", name);
+		config_perr(p, p->line, "duplicate key '%s'", name);
 		return 1;
 	}
 	*seen |= bit;

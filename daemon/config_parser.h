@@ -28,12 +28,12 @@ struct parser {
 };
 
 /* config.c: a problem at line: counted, and written to errs if any. */
-void	perr(struct parser *p, int line, const char *fmt, ...)
+void	config_perr(struct parser *p, int line, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
 /* config_keys.c: inih's handler, one key = value of the current section
  * (p->section) into its field; always 1 (inih goes on), problems through
- * perr. */
-int	handler(void *user, const char *section, const char *name, const char *value);
+ * config_perr. */
+int	config_handler(void *user, const char *section, const char *name, const char *value);
 
 #endif
