@@ -1,5 +1,8 @@
 /* hubctl: talks to a running hubd over its control socket; its commands,
- * usage and main. The segment inspector (hubctl inspect) is inspect.c. */
+ * usage and main. The segment inspector (hubctl inspect) is inspect.c.
+ * A little over 600 lines on purpose: the rest is one short function per
+ * command, each printing its answer through the request and answer
+ * helpers above it; apart, they would only share those through a header. */
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
