@@ -48,8 +48,11 @@ PROTO_OBJ := $(PROTO_SRC:%.c=$(B)/%.o)
 PROTO_LIB := $(B)/libhubproto.a
 HEADERS := $(wildcard proto/*.h daemon/*.h guestlib/*.h)
 
+# hubctl's own files: a program apart, never in libhubd.a.
+HUBCTL_SRC := daemon/hubctl.c daemon/inspect.c
+HUBCTL_OBJ := $(HUBCTL_SRC:%.c=$(B)/%.o)
 # Daemon modules as a library, so the tests link the same code hubd runs.
-DAEMON_SRC := $(filter-out daemon/hubd.c daemon/hubctl.c,$(wildcard daemon/*.c))
+DAEMON_SRC := $(filter-out daemon/hubd.c $(HUBCTL_SRC),$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
 DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash) -lev
@@ -92,7 +95,7 @@ FUZZERS := postcard msg segment desc config control
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Iguestlib \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_SRC_config := daemon/config.c
+FUZZ_SRC_config := daemon/config.c daemon/config_keys.c
 FUZZ_LIBS_config = -linih $(shell pkg-config --libs libbsd)
 FUZZ_SRC_control := daemon/request.c
 FUZZ_LIBS_control := -ljson-c
@@ -131,7 +134,7 @@ $(GUEST_A): $(GUEST_OBJ) $(PROTO_OBJ)
 
 $(B)/hubd: $(B)/daemon/hubd.o $(DAEMON_LIB) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
-$(B)/hubctl: $(B)/daemon/hubctl.o $(PROTO_LIB)
+$(B)/hubctl: $(HUBCTL_OBJ) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
 # Example guests link the shared library, found next to them.
@@ -156,7 +159,7 @@ $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
 # libFuzzer targets, built with clang: each decoder and parser that reads
 # what someone else wrote. make fuzz runs each FUZZ_SECONDS (crashes land
 # in results/fuzz/); make check runs each a few seconds from the corpus.
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(wildcard proto/*.h daemon/*.h) daemon/config.c daemon/request.c
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(wildcard proto/*.h daemon/*.h) $(FUZZ_SRC_config) $(FUZZ_SRC_control)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(PROTO_SRC) $(FUZZ_SRC_$*) $(FUZZ_LIBS_$*)
 

@@ -1,8 +1,10 @@
-/* The control socket (after OpenBSD's control.c): a UNIX stream socket,
- * stale socket replaced, mode 0660, callers identified with SO_PEERCRED.
- * Requests are JSON objects, one per line, at most CONTROL_MSG_MAX bytes;
- * answers likewise, of any size. A client is served one request at a time
- * and no client can block the loop or another client:
+/* The control socket and its clients (after OpenBSD's control.c): a UNIX
+ * stream socket, stale socket replaced, mode 0660, callers identified with
+ * SO_PEERCRED; accepting, per-user limits, each client's buffers, timeouts
+ * and credit marks. What each command does is commands.c's. Requests are
+ * JSON objects, one per line, at most CONTROL_MSG_MAX bytes; answers
+ * likewise, of any size. A client is served one request at a time and no
+ * client can block the loop or another client:
  * - connections are bounded per ordinary user and in all, with a reserve
  *   for root and hubd's own user (CONTROL_CLIENTS_*);
  * - a client with unsent answers past OUT_HIGH is not read from until they
@@ -12,7 +14,6 @@
  *   asks nothing for that long, is closed;
  * - out of file descriptors, accepting pauses for ACCEPT_RETRY. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,56 +25,16 @@
 #include <bsd/string.h>
 #include <json-c/json.h>
 
+#include "daemon/client.h"
 #include "daemon/control.h"
 #include "daemon/hubd.h"
 #include "daemon/log.h"
-#include "proto/channel.h"
-#include "proto/postcard.h"
-#include "proto/services.h"
 
 #define OUT_HIGH	(256u << 10)	/* unsent answers: stop reading requests */
 #define OUT_LOW		(64u << 10)	/* ... and read on once below this */
 #define OUT_KEEP	(1u << 20)	/* an empty buffer larger than this is freed */
 #define MARK_SPAN	4096		/* output bytes a credit mark spans at least */
 #define ACCEPT_RETRY	0.1		/* s: accepting paused for want of fds */
-
-/* Item bytes of a call's stream that go back to the guest as credit once
- * the output up to end has been written (output offsets count from the
- * connection's start). */
-struct mark {
-	uint64_t	start;
-	uint64_t	end;
-	uint32_t	credit;
-};
-
-struct client {
-	struct client	*next;
-	struct hub	*h;
-	int		fd;
-	uid_t		uid;
-	ev_io		rw;
-	ev_io		ww;
-	ev_timer	tw;		/* client_timeout */
-	ev_tstamp	rx_at;		/* last request bytes */
-	ev_tstamp	tx_at;		/* last write progress, or since output waits */
-	char		in[CONTROL_MSG_MAX];
-	size_t		inlen;
-	char		*out;		/* out[outpos, outlen) not written yet */
-	size_t		outpos;
-	size_t		outlen;
-	size_t		outcap;
-	uint64_t	queued;		/* output bytes ever added */
-	uint64_t	written;	/* ... and written */
-	struct mark	*marks;		/* a ring, oldest at mhead */
-	uint32_t	mhead;
-	uint32_t	mcount;
-	uint32_t	mcap;
-	int		calling;	/* a call is under way */
-	int		eof;		/* it sends no more: close once served */
-	int		closing;	/* close once out is written */
-	int		broken;		/* out of memory: close at once */
-	struct ext_call	call;
-};
 
 static void client_close(struct client *c);
 static void client_process(struct client *c);
@@ -139,8 +100,8 @@ out_reserve(struct client *c, size_t n)
 }
 
 /* One answer line; written by write_cb. */
-static int
-out_line(struct client *c, const char *s, size_t n)
+int
+client_out_line(struct client *c, const char *s, size_t n)
 {
 	if (c->broken)
 		return -1;
@@ -162,8 +123,8 @@ out_line(struct client *c, const char *s, size_t n)
  * guest once written. Marks closer than MARK_SPAN merge into one, so there
  * are at most unsent / MARK_SPAN + 1 of them; merging only gives credit
  * back later, never before its item is written. */
-static void
-mark_add(struct client *c, uint64_t start, uint32_t credit)
+void
+client_mark_add(struct client *c, uint64_t start, uint32_t credit)
 {
 	struct mark *m;
 
@@ -261,485 +222,23 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ev_feed_event(loop, &c->rw, EV_READ);
 }
 
-static void
-reply(struct client *c, json_object *o)
+void
+client_reply(struct client *c, json_object *o)
 {
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 
-	out_line(c, s, s != NULL ? strlen(s) : 0);
+	client_out_line(c, s, s != NULL ? strlen(s) : 0);
 	json_object_put(o);
 }
 
-static void
-reply_error(struct client *c, const char *msg)
+void
+client_reply_error(struct client *c, const char *msg)
 {
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "ok", json_object_new_boolean(0));
 	json_object_object_add(o, "error", json_object_new_string(msg));
-	reply(c, o);
-}
-
-/* A postcard value of type t as JSON (*out; NULL is JSON null). -1 if it
- * does not decode. */
-static json_object *value_of(struct hp_pc_dec *d, uint8_t t);
-
-static int
-value_json(struct hp_pc_dec *d, uint8_t t, json_object **out)
-{
-	*out = value_of(d, t);
-	return *out == NULL && t != HP_T_UNIT ? -1 : 0;
-}
-
-static json_object *
-value_of(struct hp_pc_dec *d, uint8_t t)
-{
-	const uint8_t *b;
-	const char *s;
-	size_t n;
-	uint64_t u;
-	int64_t i;
-	int v;
-
-	switch (t) {
-	case HP_T_STR:
-		if (hp_pc_get_str(d, &s, &n) != 0)
-			return NULL;
-		return json_object_new_string_len(s, (int)n);
-	case HP_T_BYTES:
-		if (hp_pc_get_bytes(d, &b, &n) != 0)
-			return NULL;
-		if (hp_utf8_valid(b, n))
-			return json_object_new_string_len((const char *)b, (int)n);
-		char *hex = malloc(n * 2 + 5);
-		json_object *o;
-
-		if (hex == NULL)
-			return NULL;
-		memcpy(hex, "hex:", 4);
-		for (size_t k = 0; k < n; k++)
-			snprintf(hex + 4 + k * 2, 3, "%02x", b[k]);
-		o = json_object_new_string(hex);
-		free(hex);
-		return o;
-	case HP_T_U64:
-		u = hp_pc_get_u64(d);
-		return d->err ? NULL : json_object_new_uint64(u);
-	case HP_T_I64:
-		i = hp_pc_get_i64(d);
-		return d->err ? NULL : json_object_new_int64(i);
-	case HP_T_BOOL:
-		v = hp_pc_get_bool(d);
-		return d->err ? NULL : json_object_new_boolean(v);
-	default:
-		return NULL;	/* unit: JSON null */
-	}
-}
-
-/* An item of a call's stream, as {"item":VALUE}. Its bytes go back to the
- * guest as credit once the line is written (mark_add). */
-static void
-call_item(struct ext_call *x, uint8_t item_type, const uint8_t *item, size_t len)
-{
-	struct client *c = x->ctx;
-	uint64_t start = c->queued;
-	struct hp_pc_dec d;
-	char line[48];
-	json_object *o, *v;
-	uint64_t u;
-	int n = -1;
-
-	hp_pc_dec_init(&d, item, len);
-	if (item_type == HP_T_U64) {	/* the common case, without json-c */
-		u = hp_pc_get_u64(&d);
-		if (d.err == 0)
-			n = snprintf(line, sizeof(line), "{\"item\":%" PRIu64 "}", u);
-	}
-	if (n > 0) {
-		out_line(c, line, (size_t)n);
-	} else {
-		hp_pc_dec_init(&d, item, len);
-		o = json_object_new_object();
-		if (value_json(&d, item_type, &v) != 0)
-			v = json_object_new_string("(item does not decode)");
-		json_object_object_add(o, "item", v);
-		reply(c, o);
-	}
-	mark_add(c, start, (uint32_t)len);
-}
-
-static void
-call_done(struct ext_call *x, int status, const struct hp_response *r)
-{
-	static const char *const kinds[] = {
-		"user", "unknown method", "invalid payload", "cancelled",
-	};
-	struct client *c = x->ctx;
-	json_object *o = json_object_new_object(), *v;
-	struct hp_pc_dec d;
-
-	c->calling = 0;
-	c->mcount = 0;		/* the stream is over: nobody's credit any more */
-	if (status != 0 || r == NULL) {
-		json_object_object_add(o, "ok", json_object_new_boolean(0));
-		json_object_object_add(o, "error",
-				       json_object_new_string("the answer does not decode"));
-	} else if (r->result == HP_RESULT_OK) {
-		hp_pc_dec_init(&d, r->value, r->value_len);
-		if (value_json(&d, x->ret_type, &v) != 0 || hp_pc_remaining(&d) != 0) {
-			json_object_put(v);
-			json_object_object_add(o, "ok", json_object_new_boolean(0));
-			json_object_object_add(o, "error", json_object_new_string(
-				"the result does not match the method's signature"));
-		} else {
-			json_object_object_add(o, "ok", json_object_new_boolean(1));
-			json_object_object_add(o, "result", v);
-		}
-	} else {
-		const char *msg = r->error < 4 ? kinds[r->error] : "error";
-
-		json_object_object_add(o, "ok", json_object_new_boolean(0));
-		json_object_object_add(o, "kind", json_object_new_string(msg));
-		hp_pc_dec_init(&d, r->value, r->value_len);
-		if (r->error == 0 && value_json(&d, HP_T_STR, &v) == 0)
-			json_object_object_add(o, "error", v);
-		else
-			json_object_object_add(o, "error", json_object_new_string(msg));
-		for (uint32_t i = 0; i < r->meta.count; i++) {
-			const struct hp_meta_entry *e = &r->meta.entries[i];
-
-			if (e->type == HP_META_STRING && e->key_len == strlen(HP_META_HUB_ERROR) &&
-			    memcmp(e->key, HP_META_HUB_ERROR, e->key_len) == 0)
-				json_object_object_add(o, "detail", json_object_new_string_len(
-					(const char *)e->value, (int)e->value_len));
-		}
-	}
-	reply(c, o);
-	/* the next request, from the loop: never from inside this call */
-	ev_feed_event(c->h->loop, &c->rw, EV_READ);
-}
-
-static json_object *
-peer_json(struct hub *h, struct peer *p)
-{
-	json_object *o = json_object_new_object(), *deaths = json_object_new_array();
-	uint64_t now = hp_now_ns();
-
-	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
-	json_object_object_add(o, "peer_id", json_object_new_int((int)p->id));
-	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
-	json_object_object_add(o, "pid", json_object_new_int((int)p->pid));
-	json_object_object_add(o, "epoch", json_object_new_int64(p->epoch));
-	json_object_object_add(o, "uptime_s", json_object_new_double(
-		p->state == PEER_UP ? (double)(now - p->up_ns) / 1e9 : 0));
-	json_object_object_add(o, "restarts", json_object_new_int(
-		p->restarts > 0 ? (int)p->restarts - 1 : 0));
-	for (uint32_t i = 0; i < TALLY_MAX && i < p->ndeaths; i++) {
-		struct death *d = &p->tally[(p->ndeaths - 1 - i) % TALLY_MAX];
-		json_object *e = json_object_new_object();
-
-		json_object_object_add(e, "time", json_object_new_double((double)d->when_ns / 1e9));
-		json_object_object_add(e, "reason", json_object_new_string(
-			lifecycle_death_name(d->reason)));
-		json_object_object_add(e, "status", json_object_new_int(d->status));
-		json_object_object_add(e, "detail", json_object_new_string(d->detail));
-		json_object_array_add(deaths, e);
-	}
-	json_object_object_add(o, "deaths", deaths);
-	if (p->view.pool != NULL) {
-		const struct hp_params *prm = &h->seg.params;
-		struct hp_peer_entry *e = p->view.entry;
-		struct hp_slot_pool pool;
-		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat);
-		uint32_t mask = prm->ring_size - 1, open = 0;
-
-		/* what its pool holds now: all free once it is quiet */
-		hp_slot_pool_view(&pool, p->view.pool, prm->slots_per_guest, prm->slot_size);
-		json_object_object_add(o, "slots_free", json_object_new_int(
-			(int)hp_slot_count_free(&pool)));
-		json_object_object_add(o, "slots_used", json_object_new_int(
-			(int)(prm->slots_per_guest - hp_slot_count_free(&pool))));
-		/* guest-written words: shown as read, masked to the ring */
-		json_object_object_add(o, "g2h_depth", json_object_new_int((int)(
-			(hp_load_relaxed_u32(&e->g2h_head) - hp_load_relaxed_u32(&e->g2h_tail)) & mask)));
-		json_object_object_add(o, "h2g_depth", json_object_new_int((int)(
-			(hp_load_relaxed_u32(&e->h2g_head) - hp_load_relaxed_u32(&e->h2g_tail)) & mask)));
-		for (uint32_t id = 1; id < prm->max_channels; id++)
-			open += hp_chan_state(&p->view.chans[id]) == HP_CHAN_ACTIVE;
-		json_object_object_add(o, "channels_open", json_object_new_int((int)open));
-		json_object_object_add(o, "heartbeat_age_ms", beat == 0 || beat > now ?
-			NULL : json_object_new_double((double)(now - beat) / 1e6));
-	}
-	return o;
-}
-
-static void
-cmd_peers(struct client *c, const struct control_req *r)
-{
-	struct hub *h = c->h;
-	json_object *o = json_object_new_object(), *a = json_object_new_array();
-
-	(void)r;
-
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-		if (h->peers[i].conf != NULL)
-			json_object_array_add(a, peer_json(h, &h->peers[i]));
-	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	json_object_object_add(o, "peers", a);
-	reply(c, o);
-}
-
-static void
-cmd_methods(struct client *c, const struct control_req *r)
-{
-	struct hub *h = c->h;
-	json_object *o = json_object_new_object(), *a = json_object_new_array();
-
-	(void)r;
-
-	for (uint32_t i = 0; i < h->nmethods; i++) {
-		const struct method *m = &h->methods[i];
-		json_object *e;
-
-		if (!methods_live(h, m))
-			continue;	/* its guest is restarting or down */
-		e = json_object_new_object();
-
-		json_object_object_add(e, "name", json_object_new_string(m->name));
-		json_object_object_add(e, "signature", json_object_new_string(m->signature));
-		json_object_object_add(e, "owner", json_object_new_string(
-			m->owner == 0 ? "hub" : h->peers[m->owner - 1].conf->name));
-		json_object_array_add(a, e);
-	}
-	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	json_object_object_add(o, "methods", a);
-	reply(c, o);
-}
-
-static void
-cmd_call(struct client *c, const struct control_req *r)
-{
-	const char *why = "bad request";
-
-	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done };
-	c->calling = 1;		/* one request at a time: the next after on_done */
-	if (route_client_call(c->h, &c->call, r->method, r->args, r->nargs, &why) != 0) {
-		c->calling = 0;
-		reply_error(c, why);
-	}
-}
-
-/* restart, stop, start NAME: the guest, or NULL when there is none (and
- * the client is told). */
-static struct peer *
-guest_named(struct client *c, const char *name)
-{
-	struct hub *h = c->h;
-
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-		if (h->peers[i].conf != NULL && strcmp(h->peers[i].conf->name, name) == 0)
-			return &h->peers[i];
-	reply_error(c, "no such guest");
-	return NULL;
-}
-
-static void
-reply_state(struct client *c, const struct peer *p)
-{
-	json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
-	reply(c, o);
-}
-
-static void
-cmd_restart(struct client *c, const struct control_req *r)
-{
-	struct peer *p;
-
-	if ((p = guest_named(c, r->name)) == NULL)
-		return;
-	supervise_restart(c->h, p);
-	reply_state(c, p);
-}
-
-static void
-cmd_stop(struct client *c, const struct control_req *r)
-{
-	struct peer *p;
-
-	if ((p = guest_named(c, r->name)) == NULL)
-		return;
-	supervise_stop(c->h, p);
-	reply_state(c, p);
-}
-
-/* A stopped or failed guest starts; a running one is left as it is. */
-static void
-cmd_start(struct client *c, const struct control_req *r)
-{
-	struct peer *p;
-
-	if ((p = guest_named(c, r->name)) == NULL)
-		return;
-	if (p->state == PEER_DOWN || p->state == PEER_FAILED)
-		supervise_restart(c->h, p);
-	reply_state(c, p);
-}
-
-static void
-cmd_reload(struct client *c, const struct control_req *r)
-{
-	json_object *o, *lines = json_object_new_array();
-	char *text = NULL, *line, *save = NULL;
-	size_t len = 0;
-	FILE *msgs;
-	int rc;
-
-	(void)r;
-
-	if ((msgs = open_memstream(&text, &len)) == NULL) {
-		json_object_put(lines);
-		reply_error(c, "out of memory");
-		return;
-	}
-	rc = reload_config(c->h, msgs);
-	fclose(msgs);
-	for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
-		json_object_array_add(lines, json_object_new_string(line));
-	free(text);
-	o = json_object_new_object();
-	json_object_object_add(o, "ok", json_object_new_boolean(rc == 0));
-	if (rc != 0)
-		json_object_object_add(o, "error", json_object_new_string(
-			"reload refused: nothing changed"));
-	json_object_object_add(o, "messages", lines);
-	reply(c, o);
-}
-
-static void
-add_u64(json_object *o, const char *key, uint64_t v)
-{
-	json_object_object_add(o, key, json_object_new_uint64(v));
-}
-
-/* Counters per guest and in all. */
-static void
-cmd_stats(struct client *c, const struct control_req *r)
-{
-	static const char *const keys[] = {
-		"calls_in", "calls_out", "bytes_in", "bytes_out", "ring_full",
-		"slot_exhausted", "credit_waits", "wakes", "deaths", "restarts",
-		"violations",
-	};
-	struct hub *h = c->h;
-	uint64_t total[sizeof(keys) / sizeof(keys[0])] = { 0 };
-	json_object *o = json_object_new_object(), *guests = json_object_new_object();
-	json_object *all = json_object_new_object();
-
-	(void)r;
-
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
-		struct peer *p = &h->peers[i];
-		json_object *g;
-		uint64_t v[sizeof(keys) / sizeof(keys[0])];
-		struct peer_stats st;
-
-		if (p->conf == NULL)
-			continue;
-		host_stats(p, &st);
-		v[0] = st.calls_in;
-		v[1] = st.calls_out;
-		v[2] = st.bytes_in;
-		v[3] = st.bytes_out;
-		v[4] = st.ring_full;
-		v[5] = st.slot_exhausted;
-		v[6] = st.credit_waits;
-		v[7] = st.wakes;
-		v[8] = p->ndeaths;
-		v[9] = p->restarts > 0 ? p->restarts - 1 : 0;
-		v[10] = st.violations;
-		g = json_object_new_object();
-		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-			add_u64(g, keys[k], v[k]);
-			total[k] += v[k];
-		}
-		json_object_object_add(guests, p->conf->name, g);
-	}
-	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-		add_u64(all, keys[k], total[k]);
-	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	json_object_object_add(o, "guests", guests);
-	json_object_object_add(o, "total", all);
-	reply(c, o);
-}
-
-static void
-cmd_status(struct client *c, const struct control_req *r)
-{
-	struct hub *h = c->h;
-	const struct hp_params *p = &h->seg.params;
-	json_object *o = json_object_new_object();
-
-	(void)r;
-
-	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	json_object_object_add(o, "segment", json_object_new_string(h->conf.segment_path));
-	json_object_object_add(o, "segment_size", json_object_new_uint64(h->seg.size));
-	json_object_object_add(o, "uptime_s", json_object_new_double(
-		(double)(hp_now_ns() - h->start_ns) / 1e9));
-	json_object_object_add(o, "max_guests", json_object_new_int((int)p->max_guests));
-	json_object_object_add(o, "ring_size", json_object_new_int((int)p->ring_size));
-	json_object_object_add(o, "slot_size", json_object_new_int64(p->slot_size));
-	json_object_object_add(o, "slots_per_guest", json_object_new_int((int)p->slots_per_guest));
-	json_object_object_add(o, "max_channels", json_object_new_int((int)p->max_channels));
-	json_object_object_add(o, "initial_credit", json_object_new_int64(p->initial_credit));
-	json_object_object_add(o, "max_payload_size", json_object_new_int64(p->max_payload_size));
-	json_object_object_add(o, "heartbeat_interval_ns", json_object_new_uint64(p->heartbeat_interval));
-	json_object_object_add(o, "guests", json_object_new_int((int)h->conf.nguests));
-	json_object_object_add(o, "host_slots_free", json_object_new_int(
-		(int)hp_slot_count_free(&h->host_pool)));
-	reply(c, o);
-}
-
-/* The handler of each command (control.h). */
-#define CTL_HANDLER(id, name, who, needs, handler)	[CTL_##id] = handler,
-static void (*const handlers[CTL_NCMDS])(struct client *, const struct control_req *) = {
-	CTL_COMMANDS(CTL_HANDLER)
-};
-#undef CTL_HANDLER
-
-/* Changing state is for root and the hub's user (SO_PEERCRED). */
-static int
-may_change(struct client *c)
-{
-	return c->uid == 0 || c->uid == geteuid();
-}
-
-static void
-handle(struct client *c, const char *line, size_t len)
-{
-	struct control_req r;
-	const char *why;
-
-	if (control_parse(line, len, &r, &why) != 0) {
-		log_debug("control: client %d (uid %u): bad request: %s", c->fd,
-			  (unsigned)c->uid, why);
-		reply_error(c, why);
-		return;
-	}
-	log_debug("control: client %d (uid %u): %s%s%s", c->fd, (unsigned)c->uid,
-		  ctl_commands[r.cmd].name, r.method || r.name ? " " : "",
-		  r.method ? r.method : r.name ? r.name : "");
-	if (ctl_commands[r.cmd].access != CTL_READ && !may_change(c)) {
-		log_debug("control: client %d (uid %u): %s: permission denied", c->fd,
-			  (unsigned)c->uid, ctl_commands[r.cmd].name);
-		reply_error(c, "permission denied: for root and the hub's user");
-	} else {
-		handlers[r.cmd](c, &r);
-	}
-	control_req_free(&r);
+	client_reply(c, o);
 }
 
 /* Handles the complete lines in the buffer, one request at a time, while
@@ -762,7 +261,7 @@ client_process(struct client *c)
 		memmove(c->in, nl + 1, c->inlen - n - 1);
 		c->inlen -= n + 1;
 		if (n > 0)
-			handle(c, line, n);
+			commands_handle(c, line, n);
 		free(line);
 	}
 }
@@ -794,7 +293,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	client_process(c);
 	if (c->inlen == CONTROL_MSG_MAX && memchr(c->in, '\n', c->inlen) == NULL) {
-		reply_error(c, "request longer than 65536 bytes");
+		client_reply_error(c, "request longer than 65536 bytes");
 		c->inlen = 0;
 		c->closing = 1;
 	}

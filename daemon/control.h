@@ -1,4 +1,5 @@
-/* The control socket: newline-delimited JSON requests and answers. */
+/* The control socket: newline-delimited JSON requests and answers; its
+ * commands, their table and their requests' parser. */
 #ifndef HUB_CONTROL_H
 #define HUB_CONTROL_H
 
@@ -19,14 +20,14 @@ int	control_init(struct hub *h);
 void	control_close(struct hub *h);
 
 /* Every control command, one row each: X(ID, "name", who, needs, handler).
- * The enum, the parser's table (request.c) and the dispatcher (control.c)
+ * The enum, the parser's table (request.c) and the dispatcher (commands.c)
  * are all made from these rows, so that a command cannot be added without
  * saying who may run it:
  *   who	CTL_READ: whoever can open the socket (mode 0660);
  *		CTL_CHANGE: root and hubd's own user only (SO_PEERCRED)
  *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
  *		CTL_NEEDS_NAME: "name", a guest's
- *   handler	control.c's function that serves it */
+ *   handler	commands.c's function that serves it */
 #define CTL_COMMANDS(X)							\
 	X(PEERS,	"peers",	CTL_READ,	0,		cmd_peers)	\
 	X(METHODS,	"methods",	CTL_READ,	0,		cmd_methods)	\

@@ -1,0 +1,415 @@
+/* The keys of hubd.conf: one table row per key of [hub] and of
+ * [guest NAME] with its bounds and where its value goes; the syntax of
+ * each kind of value (numbers, sizes, durations, strings, users and
+ * groups, restart policies, args); and inih's handler, which takes a
+ * key = value line of the current section to its row. Reading the file
+ * and its sections is config.c's. */
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bsd/libutil.h>
+
+#include "daemon/config.h"
+#include "daemon/config_parser.h"
+
+#define ARGS_MAX	64
+
+/* A plain unsigned decimal. */
+static int
+parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *q = s;
+
+	if (!isdigit((unsigned char)*q))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*q); q++) {
+		if (v > (UINT64_MAX - (uint64_t)(*q - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*q - '0');
+	}
+	if (*q != '\0')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* A byte size: a decimal number, or one with a binary unit (K, M, G, T,
+ * P, E; either case). expand_number does the units and the overflow; its
+ * input is checked first, since it also takes what a config must not mean:
+ * octal ("010" is 8), hex, a sign, blanks, and anything after the unit
+ * ("1e3" is an exbibyte). Leading zeros are decimal, as before. */
+static int
+parse_size(const char *s, uint64_t *out)
+{
+	size_t n = strspn(s, "0123456789");
+
+	if (n == 0 || (s[n] != '\0' && (strchr("KMGTPEkmgtpe", s[n]) == NULL ||
+					s[n + 1] != '\0')))
+		return -EINVAL;
+	while (n > 1 && *s == '0')
+		s++, n--;
+	errno = 0;
+	/* libbsd 0.11 returns 0 on overflow, with errno ERANGE */
+	if (expand_number(s, out) != 0 || errno != 0)
+		return errno == ERANGE ? -ERANGE : -EINVAL;
+	return 0;
+}
+
+/* A duration: 0, or a number with a unit ns, us, ms, s, min. */
+static int
+parse_duration(const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 },
+		{ "s", 1000000000ull }, { "min", 60000000000ull },
+	};
+	char num[32];
+	size_t n = strspn(s, "0123456789");
+	uint64_t v;
+
+	if (n == 0 || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (parse_u64(num, &v) != 0)
+		return -ERANGE;
+	if (s[n] == '\0')
+		return v == 0 ? (*ns = 0, 0) : -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(s + n, units[i].unit) != 0)
+			continue;
+		if (v > UINT64_MAX / units[i].ns)
+			return -ERANGE;
+		*ns = v * units[i].ns;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* A key of [hub] or [guest NAME]: its name, the parser that reads its
+ * value, and where the value goes (a field of struct hub_conf or struct
+ * guest_conf, at off, size bytes) within bounds. A parser reports its own
+ * errors and returns 0 or -1; base is the struct its section fills. */
+struct key {
+	const char	*name;
+	int		(*parse)(struct parser *p, const struct key *k, const char *value,
+				 void *base);
+	size_t		off;
+	size_t		size;
+	uint64_t	min;		/* numbers, sizes and durations */
+	uint64_t	max;		/* numbers and sizes */
+};
+
+#define HUB(f)		.off = offsetof(struct hub_conf, f), \
+			.size = sizeof(((struct hub_conf *)0)->f)
+#define GUEST(f)	.off = offsetof(struct guest_conf, f), \
+			.size = sizeof(((struct guest_conf *)0)->f)
+
+static void *
+field(const struct key *k, void *base)
+{
+	return (char *)base + k->off;
+}
+
+/* An unsigned field of 4 or 8 bytes (the table's bounds fit it). */
+static void
+store_uint(const struct key *k, void *base, uint64_t v)
+{
+	if (k->size == sizeof(uint32_t))
+		*(uint32_t *)field(k, base) = (uint32_t)v;
+	else
+		*(uint64_t *)field(k, base) = v;
+}
+
+static int
+key_number(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	uint64_t v;
+
+	if (parse_u64(value, &v) != 0 || v < k->min || v > k->max) {
+		config_perr(p, p->line, "%s: '%s' is not a number from %" PRIu64 " to %" PRIu64,
+			    k->name, value, k->min, k->max);
+		return -1;
+	}
+	store_uint(k, base, v);
+	return 0;
+}
+
+static int
+key_size(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	char least[5];		/* "1.0M": humanize_number's 4 characters */
+	uint64_t v;
+
+	if (parse_size(value, &v) == 0 && v >= k->min && v <= k->max) {
+		store_uint(k, base, v);
+		return 0;
+	}
+	/* no upper bound: the least, as a size ("1.0M") */
+	if (k->max == UINT64_MAX && humanize_number(least, sizeof(least), (int64_t)k->min,
+						    "", HN_AUTOSCALE, HN_DECIMAL | HN_NOSPACE | HN_B) > 0)
+		config_perr(p, p->line, "%s: '%s' is not a size of %s or more", k->name, value,
+			    least);
+	else
+		config_perr(p, p->line, "%s: '%s' is not a size or number from %" PRIu64
+			    " to %" PRIu64, k->name, value, k->min, k->max);
+	return -1;
+}
+
+/* A duration; min 1 refuses 0, which would mean "at once". */
+static int
+key_duration(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	uint64_t v;
+
+	if (parse_duration(value, &v) != 0) {
+		config_perr(p, p->line, "%s: '%s' is not a duration (0, or a number "
+			    "with ns, us, ms, s or min)", k->name, value);
+		return -1;
+	}
+	if (v < k->min) {
+		config_perr(p, p->line, "%s: must be more than 0", k->name);
+		return -1;
+	}
+	*(uint64_t *)field(k, base) = v;
+	return 0;
+}
+
+static int
+key_string(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	char **out = field(k, base);
+
+	if (*value == '\0') {
+		config_perr(p, p->line, "%s: empty value", k->name);
+		return -1;
+	}
+	free(*out);
+	if ((*out = strdup(value)) == NULL) {
+		config_perr(p, p->line, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+key_group(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	struct group *gr = getgrnam(value);
+
+	if (gr == NULL) {
+		config_perr(p, p->line, "%s: no group '%s' on this system", k->name, value);
+		return -1;
+	}
+	*(int64_t *)field(k, base) = gr->gr_gid;
+	return 0;
+}
+
+/* user = NAME: its uid, and its group unless group = is given. */
+static int
+key_user(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	struct guest_conf *g = base;
+	struct passwd *pw = getpwnam(value);
+
+	if (pw == NULL) {
+		config_perr(p, p->line, "%s: no user '%s' on this system", k->name, value);
+		return -1;
+	}
+	g->uid = pw->pw_uid;
+	if (g->gid < 0)
+		g->gid = pw->pw_gid;
+	return 0;
+}
+
+static const char *const restart_names[] = {
+	[RESTART_NEVER] = "never",
+	[RESTART_ON_FAILURE] = "on-failure",
+	[RESTART_ALWAYS] = "always",
+};
+_Static_assert(sizeof(restart_names) / sizeof(restart_names[0]) == RESTART_NPOLICIES,
+	       "a name for every restart policy");
+
+static int
+key_restart(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	for (int i = 0; i < RESTART_NPOLICIES; i++) {
+		if (strcmp(value, restart_names[i]) == 0) {
+			*(enum restart_policy *)field(k, base) = (enum restart_policy)i;
+			return 0;
+		}
+	}
+	config_perr(p, p->line, "%s: '%s' is not %s, %s or %s", k->name, value,
+		    restart_names[RESTART_ALWAYS], restart_names[RESTART_ON_FAILURE],
+		    restart_names[RESTART_NEVER]);
+	return -1;
+}
+
+/* Given, it is not derived from slot_size (finish). */
+static int
+key_payload(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	if (key_size(p, k, value, base) != 0)
+		return -1;
+	p->payload_set = 1;
+	return 0;
+}
+
+static int key_args(struct parser *p, const struct key *k, const char *value, void *base);
+
+static const struct key hub_keys[] = {
+	{ "segment", key_string, HUB(segment_path) },
+	{ "control", key_string, HUB(control_path) },
+	{ "max_guests", key_number, HUB(params.max_guests), .min = 1, .max = HP_MAX_GUESTS },
+	{ "ring_size", key_number, HUB(params.ring_size), .min = 2, .max = HP_RING_SIZE_MAX },
+	{ "slot_size", key_size, HUB(params.slot_size), .min = 64, .max = UINT32_MAX },
+	{ "slots_per_guest", key_number, HUB(params.slots_per_guest), .min = 1,
+	  .max = HP_SLOTS_MAX },
+	{ "max_channels", key_number, HUB(params.max_channels), .min = 2,
+	  .max = HP_CHANNELS_MAX },
+	{ "initial_credit", key_size, HUB(params.initial_credit), .min = 1, .max = INT32_MAX },
+	{ "max_payload_size", key_payload, HUB(params.max_payload_size), .min = 1,
+	  .max = UINT32_MAX },
+	{ "heartbeat_interval", key_duration, HUB(params.heartbeat_interval) },
+	{ "attach_timeout", key_duration, HUB(attach_timeout_ns), .min = 1 },
+	{ "stop_grace", key_duration, HUB(stop_grace_ns) },
+	{ "group", key_group, HUB(gid) },
+	{ "goodbye_grace", key_duration, HUB(goodbye_grace_ns) },
+	{ "client_timeout", key_duration, HUB(client_timeout_ns) },
+};
+
+static const struct key guest_keys[] = {
+	{ "exec", key_string, GUEST(exec) },
+	{ "args", key_args, GUEST(argv) },
+	{ "restart", key_restart, GUEST(restart) },
+	{ "max_deaths", key_number, GUEST(max_deaths), .min = 1, .max = 1000000 },
+	{ "death_window", key_duration, GUEST(death_window_ns) },
+	{ "backoff_min", key_duration, GUEST(backoff_min_ns) },
+	{ "backoff_max", key_duration, GUEST(backoff_max_ns) },
+	{ "user", key_user, GUEST(uid) },
+	{ "group", key_group, GUEST(gid) },
+	{ "limit_memory", key_size, GUEST(limit_memory), .min = 1u << 20, .max = UINT64_MAX },
+	{ "limit_files", key_number, GUEST(limit_files), .min = 16, .max = 1u << 20 },
+};
+
+/* A bit per key in parser.hub_seen and guest_seen */
+_Static_assert(sizeof(hub_keys) / sizeof(hub_keys[0]) <= 64, "hub_seen has 64 bits");
+_Static_assert(sizeof(guest_keys) / sizeof(guest_keys[0]) <= 64, "guest_seen has 64 bits");
+
+static const struct key *
+key_find(const struct key *keys, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(keys[i].name, name) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+/* args: split on blanks; "double quotes" group, \" and \\ escape inside. */
+static int
+key_args(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	struct guest_conf *g = base;
+	char *argv[ARGS_MAX + 2], buf[LINE_MAX_LEN];
+	int argc = 1;
+	const char *s = value;
+
+	while (*s != '\0') {
+		size_t n = 0;
+		int quoted = 0;
+
+		while (isspace((unsigned char)*s))
+			s++;
+		if (*s == '\0')
+			break;
+		while (*s != '\0' && (quoted || !isspace((unsigned char)*s))) {
+			if (*s == '"') {
+				quoted = !quoted;
+				s++;
+				continue;
+			}
+			if (quoted && *s == '\\' && (s[1] == '"' || s[1] == '\\'))
+				s++;
+			buf[n++] = *s++;
+		}
+		if (quoted) {
+			config_perr(p, p->line, "%s: unterminated quote", k->name);
+			goto fail;
+		}
+		if (argc > ARGS_MAX) {
+			config_perr(p, p->line, "%s: more than %d arguments", k->name, ARGS_MAX);
+			goto fail;
+		}
+		buf[n] = '\0';
+		if ((argv[argc++] = strdup(buf)) == NULL)
+			goto nomem;
+	}
+	argv[argc] = NULL;
+	if (g->argv != NULL) {
+		for (int i = 1; g->argv[i] != NULL; i++)
+			free(g->argv[i]);
+		free(g->argv);
+	}
+	if ((g->argv = calloc((size_t)argc + 1, sizeof(char *))) == NULL)
+		goto nomem;
+	memcpy(g->argv + 1, argv + 1, (size_t)argc * sizeof(char *));
+	return 0;
+nomem:
+	config_perr(p, p->line, "out of memory");
+fail:
+	while (--argc >= 1)
+		free(argv[argc]);
+	return -1;
+}
+
+int
+config_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parser *p = user;
+	const struct key *keys, *k;
+	uint64_t *seen, bit;
+	size_t nkeys;
+	void *base;
+
+	(void)section;	/* tracked by the reader, which knows the line */
+	switch (p->section) {
+	case SEC_NONE:
+		config_perr(p, p->line, "'%s' outside of any section", name);
+		return 1;
+	case SEC_BAD:
+		return 1;	/* the section line was reported already */
+	case SEC_HUB:
+		keys = hub_keys;
+		nkeys = sizeof(hub_keys) / sizeof(hub_keys[0]);
+		seen = &p->hub_seen;
+		base = p->c;
+		break;
+	default:
+		keys = guest_keys;
+		nkeys = sizeof(guest_keys) / sizeof(guest_keys[0]);
+		seen = &p->guest_seen;
+		base = &p->c->guests[p->c->nguests - 1];
+		break;
+	}
+	if ((k = key_find(keys, nkeys, name)) == NULL) {
+		config_perr(p, p->line, "unknown key '%s' in [%s]", name,
+			    p->section == SEC_HUB ? "hub" : "guest");
+		return 1;
+	}
+	bit = 1ull << (k - keys);
+	if (*seen & bit) {
+		config_perr(p, p->line, "duplicate key '%s'", name);
+		return 1;
+	}
+	*seen |= bit;
+	k->parse(p, k, value, base);
+	return 1;
+}

@@ -1,0 +1,39 @@
+/* What config.c (the file: lines, sections, checks across keys) and
+ * config_keys.c (each key: its row and its value's syntax) share while
+ * they read one hubd.conf. Private to those two. */
+#ifndef HUB_CONFIG_PARSER_H
+#define HUB_CONFIG_PARSER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "daemon/config.h"
+
+#define LINE_MAX_LEN	1024
+
+enum { SEC_NONE, SEC_HUB, SEC_GUEST, SEC_BAD };
+
+struct parser {
+	struct hub_conf	*c;
+	const char	*file;
+	FILE		*in;
+	FILE		*errs;
+	int		errors;
+	int		line;
+	int		section;	/* SEC_* */
+	int		hub_line;
+	uint64_t	hub_seen;	/* bit per hub key */
+	uint64_t	guest_seen;	/* bit per guest key, current guest */
+	int		payload_set;	/* max_payload_size given explicitly */
+};
+
+/* config.c: a problem at line: counted, and written to errs if any. */
+void	config_perr(struct parser *p, int line, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+/* config_keys.c: inih's handler, one key = value of the current section
+ * (p->section) into its field; always 1 (inih goes on), problems through
+ * config_perr. */
+int	config_handler(void *user, const char *section, const char *name, const char *value);
+
+#endif

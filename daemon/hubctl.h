@@ -1,0 +1,21 @@
+/* What hubctl's two files share: hubctl.c (the commands that talk to
+ * hubd, main) and inspect.c (hubctl inspect, a segment read alone). */
+#ifndef HUB_HUBCTL_H
+#define HUB_HUBCTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+extern int json_out;	/* -j: answers as JSON, one object per line */
+
+/* hubctl.c */
+const char	*size_text(char *buf, size_t len, uint64_t bytes);
+json_object	*get(json_object *o, const char *key);
+int		 print_json(json_object *a);
+
+/* inspect.c: hubctl inspect SEGMENT; fd is unused (no daemon). */
+int		 cmd_inspect(int fd, int argc, char **argv);
+
+#endif
