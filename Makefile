@@ -95,7 +95,7 @@ FUZZERS := postcard msg segment desc config control
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Iguestlib \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_SRC_config := daemon/config.c daemon/config_keys.c
+FUZZ_SRC_config := daemon/config.c daemon/config_keys.c daemon/size.c
 FUZZ_LIBS_config = -linih $(shell pkg-config --libs libbsd)
 FUZZ_SRC_control := daemon/request.c
 FUZZ_LIBS_control := -ljson-c
@@ -134,7 +134,7 @@ $(GUEST_A): $(GUEST_OBJ) $(PROTO_OBJ)
 
 $(B)/hubd: $(B)/daemon/hubd.o $(DAEMON_LIB) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
-$(B)/hubctl: $(HUBCTL_OBJ) $(PROTO_LIB)
+$(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
 # Example guests link the shared library, found next to them.

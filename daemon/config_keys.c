@@ -18,6 +18,7 @@
 
 #include "daemon/config.h"
 #include "daemon/config_parser.h"
+#include "daemon/size.h"
 
 #define ARGS_MAX	64
 
@@ -146,7 +147,7 @@ key_number(struct parser *p, const struct key *k, const char *value, void *base)
 static int
 key_size(struct parser *p, const struct key *k, const char *value, void *base)
 {
-	char least[5];		/* "1.0M": humanize_number's 4 characters */
+	char least[24];
 	uint64_t v;
 
 	if (parse_size(value, &v) == 0 && v >= k->min && v <= k->max) {
@@ -154,10 +155,9 @@ key_size(struct parser *p, const struct key *k, const char *value, void *base)
 		return 0;
 	}
 	/* no upper bound: the least, as a size ("1.0M") */
-	if (k->max == UINT64_MAX && humanize_number(least, sizeof(least), (int64_t)k->min,
-						    "", HN_AUTOSCALE, HN_DECIMAL | HN_NOSPACE | HN_B) > 0)
+	if (k->max == UINT64_MAX)
 		config_perr(p, p->line, "%s: '%s' is not a size of %s or more", k->name, value,
-			    least);
+			    size_text(least, sizeof(least), k->min));
 	else
 		config_perr(p, p->line, "%s: '%s' is not a size or number from %" PRIu64
 			    " to %" PRIu64, k->name, value, k->min, k->max);

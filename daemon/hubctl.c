@@ -17,12 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <bsd/libutil.h>
 #include <bsd/string.h>
 #include <json-c/json.h>
 
 #include "daemon/control.h"
 #include "daemon/hubctl.h"
+#include "daemon/size.h"
 
 #define DEFAULT_SOCKET	"/run/hub/hubd.sock"
 #define ANSWER_MAX	(512ul << 20)	/* one answer line, for sanity only */
@@ -41,17 +41,6 @@ struct command {
 };
 
 static void __attribute__((noreturn)) usage(void);
-
-/* A byte count for people, as hubd's config writes sizes: "35M", "1.5K"
- * (rounded to 4 characters). -j gives the exact count. */
-const char *
-size_text(char *buf, size_t len, uint64_t bytes)
-{
-	if (bytes > INT64_MAX || humanize_number(buf, len < 5 ? len : 5, (int64_t)bytes, "",
-						 HN_AUTOSCALE, HN_DECIMAL | HN_NOSPACE | HN_B) < 0)
-		snprintf(buf, len, "%" PRIu64, bytes);
-	return buf;
-}
 
 static int
 connect_to(const char *path)

@@ -11,7 +11,6 @@
 extern int json_out;	/* -j: answers as JSON, one object per line */
 
 /* hubctl.c */
-const char	*size_text(char *buf, size_t len, uint64_t bytes);
 json_object	*get(json_object *o, const char *key);
 int		 print_json(json_object *a);
 

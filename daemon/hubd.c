@@ -19,6 +19,7 @@
 #include "daemon/hubd.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
+#include "daemon/size.h"
 
 #define SPIN_NS		50000	/* keep polling rings this long after the last work */
 #define BUSY_NS		1000000	/* then give libev a turn at least this often */
@@ -151,17 +152,6 @@ signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	log_info("%s: stopping", strsignal(w->signum));
 	notify("STOPPING=1");
 	supervise_stop_all(h);
-}
-
-/* A byte count for people, as the config writes sizes: "35M", "1.5K"
- * (rounded to 4 characters). */
-static const char *
-size_text(char *buf, size_t len, uint64_t bytes)
-{
-	if (bytes > INT64_MAX || humanize_number(buf, len < 5 ? len : 5, (int64_t)bytes, "",
-						 HN_AUTOSCALE, HN_DECIMAL | HN_NOSPACE | HN_B) < 0)
-		snprintf(buf, len, "%" PRIu64, bytes);
-	return buf;
 }
 
 /* A lock file's pid (n bytes in pid), or -1 when the file is not one: a

@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 
 #include "daemon/hubctl.h"
+#include "daemon/size.h"
 #include "proto/clock.h"
 #include "proto/segment.h"
 #include "proto/slot.h"
