@@ -15,13 +15,9 @@ main(int argc, char *argv[])
 	struct hp_segment seg;
 	struct hp_peer_view v;
 	struct hp_ticket t;
-	const char *why = NULL;
 	uint32_t state = HP_PEER_RESERVED;
 
-	if (hp_ticket_parse(argc, argv, &t, &why) != 0 ||
-	    hp_segment_attach(&seg, t.hub_path, 0, &why) != 0 ||
-	    hp_peer_view_guest(&seg, t.peer_id, &v, &why) != 0)
-		errx(1, "attach: %s", why);
+	raw_map(argc, argv, &t, &seg, &v);
 	raw_heartbeat(&v);
 	if (!hp_cas_u32(&v.entry->state, &state, HP_PEER_ATTACHED))
 		errx(1, "not reserved");

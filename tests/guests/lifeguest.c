@@ -42,14 +42,10 @@ hangup(int argc, char *argv[])
 	struct hp_ticket t;
 	struct hp_segment seg;
 	struct hp_peer_view v;
-	const char *why = NULL;
 	uint32_t state = HP_PEER_RESERVED;
 	pid_t hubd = getppid();
 
-	if (hp_ticket_parse(argc, argv, &t, &why) != 0 ||
-	    hp_segment_attach(&seg, t.hub_path, 0, &why) != 0 ||
-	    hp_peer_view_guest(&seg, t.peer_id, &v, &why) != 0)
-		errx(1, "attach: %s", why);
+	raw_map(argc, argv, &t, &seg, &v);
 	if (!hp_cas_u32(&v.entry->state, &state, HP_PEER_ATTACHED))
 		errx(1, "not reserved");
 	hp_fetch_add_u32(&v.entry->epoch, 1, memory_order_release);
@@ -74,12 +70,8 @@ break_a_rule(int argc, char *argv[])
 	struct hp_peer_view v;
 	struct hp_ring tx;
 	struct hp_desc d;
-	const char *why = NULL;
 
-	if (hp_ticket_parse(argc, argv, &t, &why) != 0 ||
-	    hp_segment_attach(&seg, t.hub_path, 0, &why) != 0 ||
-	    hp_peer_view_guest(&seg, t.peer_id, &v, &why) != 0)
-		errx(1, "second mapping: %s", why);
+	raw_map(argc, argv, &t, &seg, &v);	/* a second mapping */
 	if (hp_ring_init_producer(&tx, &v.entry->g2h_head, &v.entry->g2h_tail, v.g2h,
 				  seg.params.ring_size) != 0)
 		errx(1, "ring");

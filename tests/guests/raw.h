@@ -18,18 +18,28 @@ raw_heartbeat(struct hp_peer_view *v)
 	hp_store_relaxed_u64(&v->entry->last_heartbeat, hp_now_ns());
 }
 
-/* r[shm.spawn.guest-init], as a guest does it; exits on failure. */
+/* The ticket read, the segment mapped, our entry found: attach's first
+ * steps, state untouched; exits on failure. */
 static inline void
-raw_attach(int argc, char *argv[], struct hp_ticket *t, struct hp_segment *seg,
-	   struct hp_peer_view *v, struct hp_endpoint *ep)
+raw_map(int argc, char *argv[], struct hp_ticket *t, struct hp_segment *seg,
+	struct hp_peer_view *v)
 {
 	const char *why = NULL;
-	uint32_t state = HP_PEER_RESERVED;
 
 	if (hp_ticket_parse(argc, argv, t, &why) != 0 ||
 	    hp_segment_attach(seg, t->hub_path, 0, &why) != 0 ||
 	    hp_peer_view_guest(seg, t->peer_id, v, &why) != 0)
 		errx(1, "attach: %s", why);
+}
+
+/* r[shm.spawn.guest-init], as a guest does it; exits on failure. */
+static inline void
+raw_attach(int argc, char *argv[], struct hp_ticket *t, struct hp_segment *seg,
+	   struct hp_peer_view *v, struct hp_endpoint *ep)
+{
+	uint32_t state = HP_PEER_RESERVED;
+
+	raw_map(argc, argv, t, seg, v);
 	hp_endpoint_init_guest(ep, seg, v, t->doorbell_fd);
 	if (!hp_cas_u32(&v->entry->state, &state, HP_PEER_ATTACHED))
 		errx(1, "not reserved");
