@@ -469,6 +469,8 @@ supervise_faults(struct hub *h)
 			continue;
 		p->fault = NULL;
 		h->faults--;
+		if (p->state != PEER_UP)
+			continue;	/* ended meanwhile (a timer, a stop) */
 		step(h, p, why.reason == DEATH_VIOLATION ? PE_VIOLATION : PE_HUNG, &why);
 	}
 }
