@@ -28,6 +28,7 @@ struct client {
 	struct hub	*h;
 	int		fd;
 	uid_t		uid;
+	int		privileged;	/* root or hubd's own user: may change things */
 	ev_io		rw;
 	ev_io		ww;
 	ev_timer	tw;		/* client_timeout */

@@ -449,13 +449,8 @@ static void (*const handlers[CTL_NCMDS])(struct client *, const struct control_r
 };
 #undef CTL_HANDLER
 
-/* Changing state is for root and the hub's user (SO_PEERCRED). */
-static int
-may_change(struct client *c)
-{
-	return c->uid == 0 || c->uid == geteuid();
-}
-
+/* Changing state is for root and the hub's user (client.privileged,
+ * from SO_PEERCRED). */
 void
 commands_handle(struct client *c, const char *line, size_t len)
 {
@@ -471,7 +466,7 @@ commands_handle(struct client *c, const char *line, size_t len)
 	log_debug("control: client %d (uid %u): %s%s%s", c->fd, (unsigned)c->uid,
 		  ctl_commands[r.cmd].name, r.method || r.name ? " " : "",
 		  r.method ? r.method : r.name ? r.name : "");
-	if (ctl_commands[r.cmd].access != CTL_READ && !may_change(c)) {
+	if (ctl_commands[r.cmd].access != CTL_READ && !c->privileged) {
 		log_debug("control: client %d (uid %u): %s: permission denied", c->fd,
 			  (unsigned)c->uid, ctl_commands[r.cmd].name);
 		client_reply_error(c, "permission denied: for root and the hub's user");

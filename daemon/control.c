@@ -430,6 +430,7 @@ client_new(struct hub *h, int fd)
 	c->h = h;
 	c->fd = fd;
 	c->uid = cred.uid;
+	c->privileged = privileged;
 	c->rx_at = c->tx_at = ev_now(h->loop);
 	ev_io_init(&c->rw, read_cb, fd, EV_READ);
 	ev_io_init(&c->ww, write_cb, fd, EV_WRITE);
