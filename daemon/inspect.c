@@ -15,7 +15,54 @@
 
 static const char *const peer_states[] = { "empty", "attached", "goodbye", "reserved" };
 
-/* Reads a segment file without any daemon and checks its invariants. */
+/* One area of the file, as the answer's "areas" lists them. */
+static void
+add_area(json_object *areas, const char *name, int peer, uint64_t off, uint64_t len)
+{
+	json_object *a = json_object_new_object();
+
+	json_object_object_add(a, "area", json_object_new_string(name));
+	if (peer > 0)
+		json_object_object_add(a, "peer_id", json_object_new_int(peer));
+	json_object_object_add(a, "offset", json_object_new_uint64(off));
+	json_object_object_add(a, "size", json_object_new_uint64(len));
+	json_object_array_add(areas, a);
+}
+
+static int
+by_offset(const void *a, const void *b)
+{
+	uint64_t x = json_object_get_uint64(get(*(json_object *const *)a, "offset"));
+	uint64_t y = json_object_get_uint64(get(*(json_object *const *)b, "offset"));
+
+	return x < y ? -1 : x > y;
+}
+
+/* Whether the segment is laid out as hubd lays out its own: then it was
+ * most likely made by hubd; any other layout the spec allows reads the same. */
+static int
+hubd_layout(const struct hp_segment *seg)
+{
+	struct hp_geometry mine;
+
+	if (hp_geometry_compute(&seg->params, &mine, NULL) != 0 ||
+	    mine.total_size != seg->size || mine.peer_table_offset != seg->geo.peer_table_offset ||
+	    mine.slot_region_offset != seg->geo.slot_region_offset)
+		return 0;
+	for (uint32_t id = 1; id <= seg->params.max_guests; id++) {
+		struct hp_peer_entry *e = hp_segment_peer(seg, id);
+
+		if (e->ring_offset != hp_geometry_ring_offset(&mine, id) ||
+		    e->slot_pool_offset != hp_geometry_pool_offset(&mine, id) ||
+		    e->channel_table_offset != hp_geometry_chan_offset(&mine, id))
+			return 0;
+	}
+	return 1;
+}
+
+/* Reads a segment file without any daemon and checks its invariants. It
+ * finds every area the way a guest does (hp_segment_validate, then each
+ * PeerEntry), so it reads any segment the spec allows, not only hubd's. */
 int
 cmd_inspect(int fd, int argc, char **argv)
 {
@@ -24,7 +71,7 @@ cmd_inspect(int fd, int argc, char **argv)
 	const char *why = NULL;
 	struct hp_header *h;
 	json_object *o = json_object_new_object(), *peers = json_object_new_array();
-	json_object *problems = json_object_new_array();
+	json_object *problems = json_object_new_array(), *areas = json_object_new_array();
 	char size[24];
 	uint64_t now;
 	int rc;
@@ -36,6 +83,7 @@ cmd_inspect(int fd, int argc, char **argv)
 	now = hp_now_ns();
 	h = hp_segment_header(&seg);
 	const struct hp_params *p = &seg.params;
+	const struct hp_geometry *geo = &seg.geo;
 /* One broken invariant, as a line of the answer's "problems". */
 #define PROBLEM(...) do {							\
 	char m[160];								\
@@ -45,53 +93,70 @@ cmd_inspect(int fd, int argc, char **argv)
 	json_object_object_add(o, "segment", json_object_new_string(argv[0]));
 	json_object_object_add(o, "size", json_object_new_uint64(seg.size));
 	json_object_object_add(o, "version", json_object_new_int((int)h->version));
+	json_object_object_add(o, "layout", json_object_new_string(hubd_layout(&seg) ? "hubd" : "other"));
+	json_object_object_add(o, "host_features", json_object_new_int64(seg.host_features));
 	json_object_object_add(o, "max_guests", json_object_new_int((int)p->max_guests));
 	json_object_object_add(o, "ring_size", json_object_new_int((int)p->ring_size));
 	json_object_object_add(o, "slot_size", json_object_new_int64(p->slot_size));
 	json_object_object_add(o, "slots_per_guest", json_object_new_int((int)p->slots_per_guest));
 	json_object_object_add(o, "max_channels", json_object_new_int((int)p->max_channels));
+	json_object_object_add(o, "max_payload_size", json_object_new_int64(p->max_payload_size));
 	json_object_object_add(o, "host_goodbye", json_object_new_int(
 		(int)hp_load_relaxed_u32(&h->host_goodbye)));
-	hp_slot_pool_view(&pool, seg.base + hp_geometry_pool_offset(&seg.geo, 0),
+	add_area(areas, "header", 0, 0, HP_HEADER_SIZE);
+	add_area(areas, "peer table", 0, geo->peer_table_offset,
+		 (uint64_t)p->max_guests * HP_PEER_ENTRY_SIZE);
+	if (geo->ext_offset != 0)
+		add_area(areas, "extension table", 0, geo->ext_offset,
+			 (uint64_t)p->max_guests * HP_PEER_EXT_SIZE);
+	add_area(areas, "host slot pool", 0, geo->slot_region_offset, geo->pool_size);
+	hp_slot_pool_view(&pool, seg.base + hp_geometry_pool_offset(geo, 0),
 			  p->slots_per_guest, p->slot_size);
 	json_object_object_add(o, "host_slots_free", json_object_new_int(
 		(int)hp_slot_count_free(&pool)));
-	uint32_t bad = 0;
-
-	if (hp_segment_check_peers(seg.base, seg.size, p, &seg.geo, &bad) != 0)
-		PROBLEM("peer %u: its entry's offsets point outside the segment", bad);
 	for (uint32_t id = 1; id <= p->max_guests; id++) {
 		struct hp_peer_entry *e = hp_segment_peer(&seg, id);
 		struct hp_peer_view v;
 		json_object *j = json_object_new_object();
-		uint32_t state = hp_load_relaxed_u32(&e->state), open = 0, freeslots;
+		uint32_t state = hp_load_relaxed_u32(&e->state), open = 0, freeslots = 0;
 		uint32_t idx[4] = { hp_load_relaxed_u32(&e->g2h_head), hp_load_relaxed_u32(&e->g2h_tail),
 				    hp_load_relaxed_u32(&e->h2g_head), hp_load_relaxed_u32(&e->h2g_tail) };
 		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat);
+		int usable = hp_peer_view_guest(&seg, id, &v, &why) == 0;
 
-		hp_peer_view_host(&seg, id, &v);
-		hp_slot_pool_view(&pool, v.pool, p->slots_per_guest, p->slot_size);
-		freeslots = hp_slot_count_free(&pool);
 		if (state > HP_PEER_RESERVED)
 			PROBLEM("peer %u: state %u is not a state", id, state);
 		for (int k = 0; k < 4; k++)
 			if (idx[k] >= p->ring_size)
 				PROBLEM("peer %u: ring index %u out of range", id, idx[k]);
-		/* r[shm.slot.pool-layout]: no bits past the last slot */
-		if (p->slots_per_guest % 64 != 0 &&
-		    (hp_load_relaxed_u64(&pool.bitmap[pool.nwords - 1]) >> (p->slots_per_guest % 64)) != 0)
-			PROBLEM("peer %u: bitmap bits set past the last slot", id);
-		for (uint32_t c = 0; c < p->max_channels; c++) {
-			uint32_t cs = hp_load_relaxed_u32(&v.chans[c].state);
+		if (!usable) {
+			PROBLEM("peer %u: %s", id, why);
+		} else {
+			add_area(areas, "rings", (int)id, (uint64_t)((uint8_t *)v.g2h - seg.base),
+				 geo->ring_bytes);
+			add_area(areas, "slot pool", (int)id, (uint64_t)(v.pool - seg.base),
+				 geo->pool_size);
+			add_area(areas, "channel table", (int)id,
+				 (uint64_t)((uint8_t *)v.chans - seg.base), geo->chan_bytes);
+			hp_slot_pool_view(&pool, v.pool, p->slots_per_guest, p->slot_size);
+			freeslots = hp_slot_count_free(&pool);
+			/* r[shm.slot.pool-layout]: no bits past the last slot */
+			if (p->slots_per_guest % 64 != 0 &&
+			    (hp_load_relaxed_u64(&pool.bitmap[pool.nwords - 1]) >>
+			     (p->slots_per_guest % 64)) != 0)
+				PROBLEM("peer %u: bitmap bits set past the last slot", id);
+			for (uint32_t c = 0; c < p->max_channels; c++) {
+				uint32_t cs = hp_load_relaxed_u32(&v.chans[c].state);
 
-			open += cs == HP_CHAN_ACTIVE;
-			if (cs > HP_CHAN_CLOSED || (c == 0 && cs != HP_CHAN_FREE))
-				PROBLEM("peer %u: channel %u in state %u", id, c, cs);
+				open += cs == HP_CHAN_ACTIVE;
+				if (cs > HP_CHAN_CLOSED || (c == 0 && cs != HP_CHAN_FREE))
+					PROBLEM("peer %u: channel %u in state %u", id, c, cs);
+			}
+			/* r[shm.crash.recovery]: an Empty entry was left clean */
+			if (state == HP_PEER_EMPTY && (idx[0] != idx[1] || idx[2] != idx[3] ||
+						       freeslots != p->slots_per_guest || open != 0))
+				PROBLEM("peer %u: Empty but not recovered (rings, slots or channels in use)", id);
 		}
-		/* r[shm.crash.recovery]: an Empty entry was left clean */
-		if (state == HP_PEER_EMPTY && (idx[0] != idx[1] || idx[2] != idx[3] ||
-					       freeslots != p->slots_per_guest || open != 0))
-			PROBLEM("peer %u: Empty but not recovered (rings, slots or channels in use)", id);
 		json_object_object_add(j, "peer_id", json_object_new_int((int)id));
 		json_object_object_add(j, "state", json_object_new_string(
 			state <= HP_PEER_RESERVED ? peer_states[state] : "?"));
@@ -100,13 +165,15 @@ cmd_inspect(int fd, int argc, char **argv)
 		json_object_object_add(j, "g2h_tail", json_object_new_int64(idx[1]));
 		json_object_object_add(j, "h2g_head", json_object_new_int64(idx[2]));
 		json_object_object_add(j, "h2g_tail", json_object_new_int64(idx[3]));
-		json_object_object_add(j, "slots_free", json_object_new_int((int)freeslots));
-		json_object_object_add(j, "channels_open", json_object_new_int((int)open));
+		json_object_object_add(j, "slots_free", usable ? json_object_new_int((int)freeslots) : NULL);
+		json_object_object_add(j, "channels_open", usable ? json_object_new_int((int)open) : NULL);
 		json_object_object_add(j, "heartbeat_age_ms", beat == 0 || beat > now ? NULL :
 				       json_object_new_double((double)(now - beat) / 1e6));
 		json_object_array_add(peers, j);
 	}
 #undef PROBLEM
+	json_object_array_sort(areas, by_offset);
+	json_object_object_add(o, "areas", areas);
 	json_object_object_add(o, "peers", peers);
 	json_object_object_add(o, "problems", problems);
 	rc = json_object_array_length(problems) == 0 ? 0 : 1;
@@ -115,14 +182,30 @@ cmd_inspect(int fd, int argc, char **argv)
 		print_json(o);
 		return rc;
 	}
-	printf("segment %s: %s, version %d, %d guests at most, ring %d, "
+	printf("segment %s: %s, version %d, %s layout, %d guests at most, ring %d, "
 	       "%d slots of %" PRId64 " bytes, %d channels, host_goodbye %d\n",
 	       argv[0], size_text(size, sizeof(size), json_object_get_uint64(get(o, "size"))),
-	       json_object_get_int(get(o, "version")), json_object_get_int(get(o, "max_guests")),
+	       json_object_get_int(get(o, "version")), json_object_get_string(get(o, "layout")),
+	       json_object_get_int(get(o, "max_guests")),
 	       json_object_get_int(get(o, "ring_size")), json_object_get_int(get(o, "slots_per_guest")),
 	       json_object_get_int64(get(o, "slot_size")), json_object_get_int(get(o, "max_channels")),
 	       json_object_get_int(get(o, "host_goodbye")));
-	printf("host pool: %d slots free\n", json_object_get_int(get(o, "host_slots_free")));
+	printf("host pool: %d slots free; extensions: %s\n", json_object_get_int(get(o, "host_slots_free")),
+	       json_object_get_int64(get(o, "host_features")) != 0 ? "waiter words" : "none");
+	/* Where everything is, in file order. */
+	printf("%-18s %-16s %s\n", "OFFSET", "SIZE", "AREA");
+	for (size_t i = 0; i < json_object_array_length(areas); i++) {
+		json_object *a = json_object_array_get_idx(areas, i), *peer = get(a, "peer_id");
+		char name[48];
+
+		if (peer != NULL)
+			snprintf(name, sizeof(name), "peer %d %s", json_object_get_int(peer),
+				 json_object_get_string(get(a, "area")));
+		else
+			snprintf(name, sizeof(name), "%s", json_object_get_string(get(a, "area")));
+		printf("0x%-16" PRIx64 " %-16s %s\n", json_object_get_uint64(get(a, "offset")),
+		       size_text(size, sizeof(size), json_object_get_uint64(get(a, "size"))), name);
+	}
 	printf("%4s %-9s %6s %11s %11s %6s %5s %8s\n", "PEER", "STATE", "EPOCH", "G2H H/T",
 	       "H2G H/T", "FREE", "CHANS", "HB-AGE");
 	for (size_t i = 0; i < json_object_array_length(peers); i++) {

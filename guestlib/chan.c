@@ -60,6 +60,7 @@ chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
 		/* what we staged must reach the receiver for it to grant */
 		if (hp_endpoint_flush(&g->ep) == -EPROTO)
 			return -EPROTO;
+		g->ep.credit_word = &chan_entry(g, chan)->granted_total;
 		rc = lg_wait_beating(g, HP_WAIT_CREDIT, credit_ready, &w, t);
 		if (rc == 0)
 			return -ETIMEDOUT;

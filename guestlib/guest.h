@@ -63,9 +63,12 @@ extern "C" {
 struct guest;
 struct guest_call;
 
-/* Attach with the ticket in argv (--hub-path, --peer-id, --doorbell-fd).
- * On failure *why (if not NULL) says what went wrong, e.g. when started
- * by hand without a ticket. */
+/* Attach with the ticket in argv (--hub-path, --peer-id, --doorbell-fd), to
+ * hubd or any host that follows the spec, whatever its segment layout: the
+ * header and this guest's PeerEntry say where everything is, and all of it
+ * is checked first (doc/protocol.md, "Attaching"). On failure *why (if not
+ * NULL) says what went wrong, e.g. when started by hand without a ticket,
+ * or which area of a corrupt segment is wrong and how (-EBADMSG). */
 GUEST_API int guest_attach(int argc, char *const argv[], struct guest **gp,
 			   const char **why);
 
@@ -92,7 +95,9 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
  * 63 bytes. The host's refusals: -EEXIST the name is taken, -ENOSPC this
  * guest has as many methods as the host allows, -EREMOTEIO any other
  * (e.g. the "hub." prefix); or a call's errors (-ETIMEDOUT, -EPIPE,
- * -ECONNABORTED). */
+ * -ECONNABORTED). A host with no method registry (it answers hub.register
+ * with UnknownMethod, as a host written from the spec alone does) calls
+ * methods by id: the method is then served without registering, 0. */
 GUEST_API int guest_register(struct guest *g, const char *name,
 			     const char *signature, guest_handler fn, void *ctx);
 

@@ -17,6 +17,11 @@
  * syscall; the bound keeps two waiting processes from filling two cores. */
 #define SPIN_NS		20000
 #define YIELDS		32
+/* Longest futex sleep under a host without waiter words: it may wake a
+ * word other than ours (which slot bitmap word is its choice) or ring only
+ * the doorbell; between naps we look at the doorbell. */
+#define SPEC_NAP_MS	20
+#define SPEC_NAP_SHORT_MS 1	/* slot waits, or several things at once */
 
 static int
 wait_bit_index(uint32_t bit)
@@ -95,7 +100,20 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, const struct hp_segment *seg,
 		 * in host_attach, made once it sees us Attached; publishes
 		 * the cleared waiter word above */
 		hp_store_release_u32(&e->guest_features, HP_FEAT_WAITERS);
+		return 0;
 	}
+	/* A host without our extension: the spec's words, both ways
+	 * (r[shm.wakeup.consumer-wait], r[shm.wakeup.producer-wait],
+	 * r[shm.wakeup.slot-wait]: bitmap word 0, whose low half is a futex
+	 * word; r[shm.wakeup.credit-wait]: credit_word). */
+	ep->legacy_words[wait_bit_index(HP_WAIT_RING_DATA)] = &e->g2h_head;
+	ep->legacy_words[wait_bit_index(HP_WAIT_RING_SPACE)] = &e->h2g_tail;
+	ep->legacy_words[wait_bit_index(HP_WAIT_SLOT)] =
+	    (hp_atomic_u32 *)(uintptr_t)&ep->rx_pool.bitmap[0];
+	ep->sleep_words[wait_bit_index(HP_WAIT_RING_DATA)] = &e->h2g_head;
+	ep->sleep_words[wait_bit_index(HP_WAIT_RING_SPACE)] = &e->g2h_tail;
+	ep->sleep_words[wait_bit_index(HP_WAIT_SLOT)] =
+	    (hp_atomic_u32 *)(uintptr_t)&ep->tx_pool.bitmap[0];
 	return 0;
 }
 
@@ -114,10 +132,14 @@ wake_peer(struct hp_endpoint *ep, uint32_t bit)
 			return;
 		hp_doorbell_signal(ep->doorbell);
 	} else {
+		/* r[shm.wakeup.*]: a peer without waiter words futex-waits on
+		 * the word the spec names; a host may also sleep on its
+		 * doorbell instead (r[shm.doorbell.ring-integration]), so a
+		 * guest rings that too */
 		legacy = ep->legacy_words[wait_bit_index(bit)];
-		if (ep->side == HP_SIDE_HOST && legacy != NULL)
+		if (legacy != NULL)
 			hp_futex_wake(legacy, INT_MAX);
-		else
+		if (legacy == NULL || ep->side == HP_SIDE_GUEST)
 			hp_doorbell_signal(ep->doorbell);
 	}
 	ep->stats.wakes++;
@@ -321,9 +343,11 @@ hp_endpoint_recv(struct hp_endpoint *ep, struct hp_msg_in *m, const char **rule)
 void
 hp_endpoint_notify_credit(struct hp_endpoint *ep, hp_atomic_u32 *granted_total)
 {
-	if (!ep->peer_waiters && ep->side == HP_SIDE_HOST) {
-		/* r[shm.wakeup.credit-wait]: a spec-only guest waits on it */
+	if (!ep->peer_waiters) {
+		/* r[shm.wakeup.credit-wait]: a spec-only peer waits on it */
 		hp_futex_wake(granted_total, INT_MAX);
+		if (ep->side == HP_SIDE_GUEST)
+			hp_doorbell_signal(ep->doorbell);
 		ep->stats.wakes++;
 		return;
 	}
@@ -346,6 +370,38 @@ hp_endpoint_cancel(struct hp_endpoint *ep)
 {
 	if (ep->my_waits != NULL)
 		hp_store_relaxed_u32(ep->my_waits, 0);
+}
+
+/* The futex word a guest sleeps on under a host without waiter words (the
+ * first of waits, in bit order), or NULL: sleep on the doorbell. */
+static hp_atomic_u32 *
+spec_sleep_word(const struct hp_endpoint *ep, uint32_t waits)
+{
+	if (ep->my_waits != NULL || ep->side != HP_SIDE_GUEST || waits == 0)
+		return NULL;
+	if ((waits & -waits) == HP_WAIT_CREDIT)
+		return ep->credit_word;
+	return ep->sleep_words[wait_bit_index(waits & -waits)];
+}
+
+/* One nap on word while it still holds seen, then a look at the doorbell:
+ * drains it and tells a host that died (-EPIPE). */
+static int
+spec_sleep(struct hp_endpoint *ep, hp_atomic_u32 *word, uint32_t seen,
+	   uint32_t waits, int ms)
+{
+	int cap = (waits & (waits - 1)) != 0 || (waits & HP_WAIT_SLOT) ?
+	    SPEC_NAP_SHORT_MS : SPEC_NAP_MS;
+	struct timespec ts;
+	int rc;
+
+	if (ms < 0 || ms > cap)
+		ms = cap;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000;
+	hp_futex_wait(word, seen, &ts);
+	rc = hp_doorbell_drain(ep->doorbell);
+	return rc == -EPIPE ? -EPIPE : 0;
 }
 
 int
@@ -371,6 +427,10 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 	}
 	for (;;) {
 		uint64_t now = hp_now_ns();
+		hp_atomic_u32 *word = spec_sleep_word(ep, waits);
+		/* read before the re-check: a change after it fails the
+		 * futex_wait instead of being slept through */
+		uint32_t seen = word != NULL ? hp_load_acquire_u32(word) : 0;
 		int ms;
 
 		hp_endpoint_announce(ep, waits);
@@ -385,7 +445,8 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		ms = deadline == UINT64_MAX ? -1 :
 		    (int)((deadline - now + 999999) / 1000000);
 		ep->stats.sleeps++;
-		r = hp_doorbell_wait(ep->doorbell, ms);
+		r = word != NULL ? spec_sleep(ep, word, seen, waits, ms) :
+		    hp_doorbell_wait(ep->doorbell, ms);
 		hp_endpoint_cancel(ep);
 		if (r == -EPIPE)
 			return -EPIPE;

@@ -11,8 +11,12 @@
  * the matching bit is set. Either the sleeper's re-check sees the event or
  * the waker sees the bit (store-fence-load on both sides), and a doorbell
  * byte stays until read, so no wake is lost; while both ends are busy no
- * syscall is made. A guest that did not set HP_FEAT_WAITERS is served the
- * plain spec way: futex_wake on the word it waits on (r[shm.wakeup.*]). */
+ * syscall is made. Without the extension on both sides, each end follows
+ * the plain spec (r[shm.wakeup.*]): hubd futex_wakes the word a spec-only
+ * guest waits on; libguest under a host that does not offer it futex-waits
+ * on the word the spec names (bounded, so a wake the host never makes
+ * costs latency, not a hang) and wakes the host with futex_wake on that
+ * word plus a doorbell byte (r[shm.doorbell.ring-integration]). */
 #ifndef HP_ENDPOINT_H
 #define HP_ENDPOINT_H
 
@@ -46,7 +50,9 @@ struct hp_endpoint {
 	hp_atomic_u32		*my_waits;	/* NULL: no waiter words */
 	hp_atomic_u32		*their_waits;
 	int			peer_waiters;	/* the peer honours HP_FEAT_WAITERS */
-	hp_atomic_u32		*legacy_words[4]; /* futex words per HP_WAIT_* bit */
+	hp_atomic_u32		*legacy_words[4]; /* the peer's futex words per HP_WAIT_* bit */
+	hp_atomic_u32		*sleep_words[4]; /* ours, when the peer has no waiter words */
+	hp_atomic_u32		*credit_word;	/* granted_total an HP_WAIT_CREDIT wait is for */
 	int			doorbell;
 	struct hp_desc		stage[HP_STAGE_MAX];	/* written, unpublished */
 	uint32_t		staged;

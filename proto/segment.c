@@ -50,8 +50,11 @@ invalid(const char **why, const char *msg)
 	return -EINVAL;
 }
 
-int
-hp_geometry_compute(const struct hp_params *p, struct hp_geometry *g, const char **why)
+/* Parameters any spec segment must have in range. ours: hubd's own
+ * stricter choice for the segments it creates (slot_size a multiple of 64,
+ * so every slot starts a cache line). */
+static int
+params_check(const struct hp_params *p, int ours, const char **why)
 {
 	/* r[shm.topology.max-guests] */
 	if (p->max_guests < 1 || p->max_guests > HP_MAX_GUESTS)
@@ -60,8 +63,11 @@ hp_geometry_compute(const struct hp_params *p, struct hp_geometry *g, const char
 	if (p->ring_size < 2 || p->ring_size > HP_RING_SIZE_MAX ||
 	    (p->ring_size & (p->ring_size - 1)) != 0)
 		return invalid(why, "ring_size must be a power of two from 2 to 65536");
-	if (p->slot_size < HP_CACHE_LINE || p->slot_size % HP_CACHE_LINE != 0)
+	if (ours && (p->slot_size < HP_CACHE_LINE || p->slot_size % HP_CACHE_LINE != 0))
 		return invalid(why, "slot_size must be a multiple of 64, at least 64");
+	/* r[shm.slot.generation]: each slot starts with an aligned u32 */
+	if (p->slot_size <= HP_SLOT_GEN_SIZE || p->slot_size % HP_SLOT_GEN_SIZE != 0)
+		return invalid(why, "slot_size must be a multiple of 4, more than 4");
 	if (p->slots_per_guest < 1 || p->slots_per_guest > HP_SLOTS_MAX)
 		return invalid(why, "slots_per_guest must be 1 to 1048576");
 	/* r[shm.flow.channel-table-indexing]: id 0 unused, so 2 at least */
@@ -73,20 +79,38 @@ hp_geometry_compute(const struct hp_params *p, struct hp_geometry *g, const char
 	/* r[shm.slot.generation]: a payload fits one slot's payload area */
 	if (p->max_payload_size < 1 || p->max_payload_size > p->slot_size - HP_SLOT_GEN_SIZE)
 		return invalid(why, "max_payload_size must be 1 to slot_size - 4");
+	return 0;
+}
 
-	g->peer_table_offset = HP_HEADER_SIZE;
-	g->ext_offset = align64(mad(g->peer_table_offset, p->max_guests, HP_PEER_ENTRY_SIZE));
-	g->ring_region_offset = align64(mad(g->ext_offset, p->max_guests, HP_PEER_EXT_SIZE));
+/* The sizes every reader derives from the parameters, whoever laid out
+ * the segment. */
+static void
+sizes(const struct hp_params *p, struct hp_geometry *g)
+{
 	/* r[shm.segment.guest-rings] r[shm.ring.layout]: two rings of
 	 * ring_size descriptors per guest */
 	g->ring_bytes = 2ull * p->ring_size * HP_DESC_SIZE;
-	g->chan_region_offset = mad(g->ring_region_offset, p->max_guests, g->ring_bytes);
-	/* r[shm.flow.channel-table-location]: max_channels * 16, padded */
-	g->chan_bytes = align64((uint64_t)p->max_channels * HP_CHAN_ENTRY_SIZE);
-	g->slot_region_offset = mad(g->chan_region_offset, p->max_guests, g->chan_bytes);
+	/* r[shm.flow.channel-table-location] */
+	g->chan_bytes = (uint64_t)p->max_channels * HP_CHAN_ENTRY_SIZE;
 	/* r[shm.segment.pool-size] */
 	g->pool_header_size = hp_slot_pool_header_size(p->slots_per_guest);
 	g->pool_size = mad(g->pool_header_size, p->slots_per_guest, p->slot_size);
+}
+
+int
+hp_geometry_compute(const struct hp_params *p, struct hp_geometry *g, const char **why)
+{
+	int rc;
+
+	if ((rc = params_check(p, 1, why)) != 0)
+		return rc;
+	sizes(p, g);
+	g->chan_bytes = align64(g->chan_bytes);
+	g->peer_table_offset = HP_HEADER_SIZE;
+	g->ext_offset = align64(mad(g->peer_table_offset, p->max_guests, HP_PEER_ENTRY_SIZE));
+	g->ring_region_offset = align64(mad(g->ext_offset, p->max_guests, HP_PEER_EXT_SIZE));
+	g->chan_region_offset = mad(g->ring_region_offset, p->max_guests, g->ring_bytes);
+	g->slot_region_offset = mad(g->chan_region_offset, p->max_guests, g->chan_bytes);
 	/* r[shm.segment.slot-pools] r[shm.segment.host-slots]: the host's
 	 * pool, then one per guest */
 	g->total_size = mad(g->slot_region_offset, (uint64_t)p->max_guests + 1, g->pool_size);
@@ -236,11 +260,51 @@ corrupt(const char **why, const char *msg)
 	return -EBADMSG;
 }
 
-/* Whether [off, off + len) lies inside size bytes, 64-aligned. */
+/* An area of the file: [off, off + len). */
+struct area {
+	uint64_t	off;
+	uint64_t	len;
+};
+
+/* Whether a lies inside size bytes, aligned to align. */
 static int
-inside(uint64_t off, uint64_t len, uint64_t size)
+inside(struct area a, uint64_t align, uint64_t size)
 {
-	return off % HP_CACHE_LINE == 0 && off <= size && len <= size - off;
+	return a.off % align == 0 && a.off <= size && a.len <= size - a.off;
+}
+
+static int
+overlap(struct area a, struct area b)
+{
+	return a.off < b.off + b.len && b.off < a.off + a.len;
+}
+
+/* The areas the header locates (valid once hp_segment_validate passed). */
+static struct area
+header_area(void)
+{
+	return (struct area){ 0, HP_HEADER_SIZE };
+}
+
+static struct area
+peer_table_area(const struct hp_params *p, const struct hp_geometry *g)
+{
+	return (struct area){ g->peer_table_offset, (uint64_t)p->max_guests * HP_PEER_ENTRY_SIZE };
+}
+
+/* r[shm.segment.host-slots] r[shm.segment.guest-slot-offset]: the host's
+ * pool, then one per guest */
+static struct area
+slot_region_area(const struct hp_params *p, const struct hp_geometry *g)
+{
+	return (struct area){ g->slot_region_offset,
+			      mad(0, (uint64_t)p->max_guests + 1, g->pool_size) };
+}
+
+static struct area
+ext_area(const struct hp_params *p, const struct hp_geometry *g)
+{
+	return (struct area){ g->ext_offset, (uint64_t)p->max_guests * HP_PEER_EXT_SIZE };
 }
 
 int
@@ -250,8 +314,8 @@ hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
 	struct hp_header *h = (struct hp_header *)(uintptr_t)base;
 	struct hp_params p_unused;
 	struct hp_geometry g_unused;
+	struct area pt, sr, ext;
 	uint64_t magic;
-	int rc;
 
 	if (p == NULL)
 		p = &p_unused;
@@ -288,40 +352,118 @@ hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
 	p->max_payload_size = h->max_payload_size;
 	p->heartbeat_interval = h->heartbeat_interval;
 	/* r[shm.handshake.no-negotiation]: parameters we cannot work with */
-	if ((rc = hp_geometry_compute(p, g, why)) != 0)
-		return corrupt(why, why != NULL && *why != NULL ? *why : "bad parameters");
-	if (g->total_size != size)
-		return corrupt(why, "the parameters do not add up to the file size");
-	if (h->peer_table_offset != g->peer_table_offset ||
-	    h->slot_region_offset != g->slot_region_offset)
-		return corrupt(why, "peer table or slot region offset is wrong");
-	if (h->ext_offset != 0 && h->ext_offset != g->ext_offset)
-		return corrupt(why, "extension table offset is wrong");
+	if (params_check(p, 0, why) != 0)
+		return -EBADMSG;
+	/* The header says where the shared tables are; whatever the host's
+	 * order of regions, each must lie in the file, aligned for its
+	 * atomics, clear of the others. Only the sizes are derived. */
+	memset(g, 0, sizeof(*g));
+	sizes(p, g);
+	g->peer_table_offset = h->peer_table_offset;
+	g->slot_region_offset = h->slot_region_offset;
+	g->total_size = size;
+	pt = peer_table_area(p, g);
+	sr = slot_region_area(p, g);
+	/* r[shm.segment.peer-table]: u64 atomics in every entry */
+	if (!inside(pt, 8, size))
+		return corrupt(why, "the peer table lies outside the file or is not 8-byte aligned");
+	if (overlap(pt, header_area()))
+		return corrupt(why, "the peer table overlaps the header");
+	/* r[shm.slot.pool-layout]: u64 bitmap words */
+	if (!inside(sr, 8, size))
+		return corrupt(why, "the slot region lies outside the file or is not 8-byte aligned");
+	if (overlap(sr, header_area()) || overlap(sr, pt))
+		return corrupt(why, "the slot region overlaps the header or the peer table");
+	/* Our extension table, only where the host announces it; a host
+	 * that does not is served the plain spec way. */
+	if ((h->host_features & HP_FEAT_WAITERS) != 0 && h->ext_offset != 0) {
+		g->ext_offset = h->ext_offset;
+		ext = ext_area(p, g);
+		if (!inside(ext, HP_CACHE_LINE, size))
+			return corrupt(why, "the extension table lies outside the file or is not 64-byte aligned");
+		if (overlap(ext, header_area()) || overlap(ext, pt) || overlap(ext, sr))
+			return corrupt(why, "the extension table overlaps the header, the peer table or the slot region");
+	}
 	return 0;
 }
 
-int
-hp_segment_check_peers(const uint8_t *base, uint64_t size, const struct hp_params *p,
-		       const struct hp_geometry *g, uint32_t *bad_peer)
-{
-	for (uint32_t i = 0; i < p->max_guests; i++) {
-		const struct hp_peer_entry *e = (const struct hp_peer_entry *)(const void *)
-		    (base + g->peer_table_offset + (uint64_t)i * HP_PEER_ENTRY_SIZE);
+/* One peer entry's own areas, in entry order. */
+enum { AREA_RINGS, AREA_POOL, AREA_CHANS, AREAS };
 
-		/* r[shm.ring.alignment] and every area inside the file, past
-		 * the header and the tables (no guest writes land on those) */
-		if (!inside(e->ring_offset, g->ring_bytes, size) ||
-		    !inside(e->slot_pool_offset, g->pool_size, size) ||
-		    !inside(e->channel_table_offset,
-			    (uint64_t)p->max_channels * HP_CHAN_ENTRY_SIZE, size) ||
-		    e->ring_offset < g->ring_region_offset ||
-		    e->slot_pool_offset < g->ring_region_offset ||
-		    e->channel_table_offset < g->ring_region_offset) {
-			if (bad_peer != NULL)
-				*bad_peer = i + 1;
-			return -EBADMSG;
-		}
+/* Why a peer entry is refused: [area][problem], then pairs of areas. */
+enum { BAD_OUTSIDE, BAD_ALIGN, BAD_HEADER, BAD_PEER_TABLE, BAD_SLOT_REGION, BAD_EXT, BADS };
+static const char *const bad_area[AREAS][BADS] = {
+	{ "peer entry: its rings lie outside the file",
+	  "peer entry: its rings are not 64-byte aligned",
+	  "peer entry: its rings overlap the header",
+	  "peer entry: its rings overlap the peer table",
+	  "peer entry: its rings overlap the slot region",
+	  "peer entry: its rings overlap the extension table" },
+	{ "peer entry: its slot pool lies outside the file",
+	  "peer entry: its slot pool is not 8-byte aligned",
+	  "peer entry: its slot pool overlaps the header",
+	  "peer entry: its slot pool overlaps the peer table",
+	  "peer entry: its slot pool overlaps the host's slot pool",
+	  "peer entry: its slot pool overlaps the extension table" },
+	{ "peer entry: its channel table lies outside the file",
+	  "peer entry: its channel table is not 4-byte aligned",
+	  "peer entry: its channel table overlaps the header",
+	  "peer entry: its channel table overlaps the peer table",
+	  "peer entry: its channel table overlaps the slot region",
+	  "peer entry: its channel table overlaps the extension table" },
+};
+static const char *const bad_pair[AREAS] = {
+	"peer entry: its rings and its slot pool overlap",
+	"peer entry: its rings and its channel table overlap",
+	"peer entry: its slot pool and its channel table overlap",
+};
+
+/* Checks peer_id's entry (1..max_guests): each of its areas inside the
+ * file, aligned as its atomics need (r[shm.ring.alignment]: rings 64; the
+ * pool's u64 bitmap 8; the channel table's u32s 4), clear of the header,
+ * the peer table and the extension table and of each other. A guest's
+ * pool lies in the slot region (r[shm.segment.guest-slot-offset]) but must
+ * stay clear of the host's; rings and channel tables may lie anywhere else.
+ * The offsets are read once, into out. */
+static int
+check_entry(const uint8_t *base, uint64_t size, const struct hp_params *p,
+	    const struct hp_geometry *g, uint32_t peer_id, struct area out[AREAS],
+	    const char **why)
+{
+	const struct hp_peer_entry *e = (const struct hp_peer_entry *)(const void *)
+	    (base + g->peer_table_offset + (uint64_t)(peer_id - 1) * HP_PEER_ENTRY_SIZE);
+	static const uint64_t align[AREAS] = { HP_CACHE_LINE, 8, 4 };
+	struct area host_pool = { g->slot_region_offset, g->pool_size };
+	struct area sr = slot_region_area(p, g);
+
+	out[AREA_RINGS] = (struct area){ e->ring_offset, g->ring_bytes };
+	out[AREA_POOL] = (struct area){ e->slot_pool_offset, g->pool_size };
+	out[AREA_CHANS] = (struct area){ e->channel_table_offset, g->chan_bytes };
+	for (int i = 0; i < AREAS; i++) {
+		struct area a = out[i];
+		int bad = -1;
+
+		if (!inside(a, 1, size))
+			bad = BAD_OUTSIDE;
+		else if (a.off % align[i] != 0)
+			bad = BAD_ALIGN;
+		else if (overlap(a, header_area()))
+			bad = BAD_HEADER;
+		else if (overlap(a, peer_table_area(p, g)))
+			bad = BAD_PEER_TABLE;
+		else if (overlap(a, i == AREA_POOL ? host_pool : sr))
+			bad = BAD_SLOT_REGION;
+		else if (g->ext_offset != 0 && overlap(a, ext_area(p, g)))
+			bad = BAD_EXT;
+		if (bad >= 0)
+			return corrupt(why, bad_area[i][bad]);
 	}
+	if (overlap(out[AREA_RINGS], out[AREA_POOL]))
+		return corrupt(why, bad_pair[0]);
+	if (overlap(out[AREA_RINGS], out[AREA_CHANS]))
+		return corrupt(why, bad_pair[1]);
+	if (overlap(out[AREA_POOL], out[AREA_CHANS]))
+		return corrupt(why, bad_pair[2]);
 	return 0;
 }
 
@@ -376,8 +518,8 @@ hp_segment_attach(struct hp_segment *seg, const char *path, int flags, const cha
 		return rc;
 	}
 	/* waiter words need the table they live in */
-	seg->host_features = hp_segment_header(seg)->ext_offset != 0 ?
-	    hp_segment_header(seg)->host_features : 0;
+	seg->host_features = seg->geo.ext_offset != 0 ?
+	    hp_segment_header(seg)->host_features & HP_FEAT_ALL : 0;
 	return 0;
 }
 
@@ -395,13 +537,11 @@ hp_segment_close(struct hp_segment *seg)
 static void
 view_common(const struct hp_segment *seg, uint32_t peer_id, struct hp_peer_view *v)
 {
-	struct hp_header *h = hp_segment_header(seg);
-
 	memset(v, 0, sizeof(*v));
 	v->peer_id = peer_id;
 	v->entry = hp_segment_peer(seg, peer_id);
 	v->host_pool = seg->base + hp_geometry_pool_offset(&seg->geo, 0);
-	if (h->ext_offset != 0)
+	if (seg->geo.ext_offset != 0)
 		v->ext = (struct hp_peer_ext *)(void *)(seg->base + seg->geo.ext_offset +
 			(uint64_t)(peer_id - 1) * HP_PEER_EXT_SIZE);
 }
@@ -427,28 +567,19 @@ int
 hp_peer_view_guest(const struct hp_segment *seg, uint32_t peer_id,
 		   struct hp_peer_view *v, const char **why)
 {
-	const struct hp_geometry *g = &seg->geo;
-	struct hp_peer_entry *e = hp_segment_peer(seg, peer_id);
-	uint64_t ring, pool, chans;
+	struct area a[AREAS];
 
-	if (e == NULL) {
+	if (hp_segment_peer(seg, peer_id) == NULL) {
 		if (why != NULL)
 			*why = "peer id beyond the hub's max_guests";
 		return -EINVAL;
 	}
-	/* Read once into locals, check, then use only the locals. */
-	ring = e->ring_offset;
-	pool = e->slot_pool_offset;
-	chans = e->channel_table_offset;
-	if (!inside(ring, g->ring_bytes, seg->size) || !inside(pool, g->pool_size, seg->size) ||
-	    !inside(chans, (uint64_t)seg->params.max_channels * HP_CHAN_ENTRY_SIZE, seg->size) ||
-	    ring < g->ring_region_offset || pool < g->ring_region_offset ||
-	    chans < g->ring_region_offset)
-		return corrupt(why, "our peer entry points outside the segment");
+	if (check_entry(seg->base, seg->size, &seg->params, &seg->geo, peer_id, a, why) != 0)
+		return -EBADMSG;
 	view_common(seg, peer_id, v);
-	v->g2h = (struct hp_desc *)(void *)(seg->base + ring);
+	v->g2h = (struct hp_desc *)(void *)(seg->base + a[AREA_RINGS].off);
 	v->h2g = v->g2h + seg->params.ring_size;
-	v->pool = seg->base + pool;
-	v->chans = (struct hp_chan_entry *)(void *)(seg->base + chans);
+	v->pool = seg->base + a[AREA_POOL].off;
+	v->chans = (struct hp_chan_entry *)(void *)(seg->base + a[AREA_CHANS].off);
 	return 0;
 }

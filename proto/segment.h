@@ -13,7 +13,8 @@
 struct hp_params {
 	uint32_t	max_guests;		/* 1..255 */
 	uint32_t	ring_size;		/* power of two, 2..HP_RING_SIZE_MAX */
-	uint32_t	slot_size;		/* multiple of 64, >= 64 */
+	uint32_t	slot_size;		/* hubd's: multiple of 64; any spec
+						 * segment's: multiple of 4, > 4 */
 	uint32_t	slots_per_guest;	/* 1..HP_SLOTS_MAX */
 	uint32_t	max_channels;		/* 2..HP_CHANNELS_MAX (id 0 unused) */
 	uint32_t	initial_credit;		/* 1..INT32_MAX */
@@ -26,15 +27,20 @@ struct hp_params {
 #define HP_CHANNELS_MAX		(1u << 20)
 #define HP_SEGMENT_MAX		(64ull << 30)	/* 64 GiB: refuse anything larger */
 
-/* Every offset and size derived from hp_params. All offsets are multiples
- * of 64 (r[shm.ring.alignment], r[shm.slot.pool-header-size]). */
+/* Where a segment's areas are. hubd computes all of it for the segments it
+ * creates (hp_geometry_compute: every offset a multiple of 64,
+ * r[shm.ring.alignment], r[shm.slot.pool-header-size]). A reader of any
+ * spec segment (hp_segment_validate) knows only what the header says: the
+ * peer table, the slot region, the extension table if announced, and the
+ * sizes; ring_region_offset and chan_region_offset are then 0, and each
+ * guest's areas are where its PeerEntry says (hp_peer_view_guest). */
 struct hp_geometry {
-	uint64_t	peer_table_offset;	/* right after the header */
-	uint64_t	ext_offset;		/* hp_peer_ext[max_guests] */
-	uint64_t	ring_region_offset;	/* per guest: g2h ring then h2g ring */
+	uint64_t	peer_table_offset;
+	uint64_t	ext_offset;		/* hp_peer_ext[max_guests], 0: none */
+	uint64_t	ring_region_offset;	/* hubd's: per guest g2h then h2g ring */
 	uint64_t	ring_bytes;		/* 2 * ring_size * 64 per guest */
-	uint64_t	chan_region_offset;	/* per guest: channel table */
-	uint64_t	chan_bytes;		/* max_channels * 16, padded to 64 */
+	uint64_t	chan_region_offset;	/* hubd's: per guest a channel table */
+	uint64_t	chan_bytes;		/* max_channels * 16 (hubd pads to 64) */
 	uint64_t	slot_region_offset;	/* host pool, then guest pools */
 	uint64_t	pool_header_size;	/* bitmap padded to 64 */
 	uint64_t	pool_size;		/* header + slots_per_guest * slot_size */
@@ -82,21 +88,18 @@ int hp_segment_create(struct hp_segment *seg, const char *path,
 int hp_segment_attach(struct hp_segment *seg, const char *path, int flags,
 		      const char **why);
 
-/* Validates a mapped segment image of size bytes: header fields and the
- * geometry they imply, against the file size. Fills p and g on success.
- * Never reads outside [base, base + size). Used by attach and the fuzzer.
+/* Validates a mapped segment image of size bytes, laid out by any host that
+ * follows the spec: header fields in range, total_size the file size, the
+ * peer table, the slot region and (when host_features announces it) the
+ * extension table inside the file, aligned for their atomics and clear of
+ * the header and of each other. Fills p and g on success. Never reads
+ * outside [base, base + size). Used by attach, inspection and the fuzzer.
  * Peer entries are not looked at: a guest can write its own, and must not
  * be able to stop others from attaching that way; each guest checks its
  * own entry (hp_peer_view_guest). */
 int hp_segment_validate(const uint8_t *base, uint64_t size,
 			struct hp_params *p, struct hp_geometry *g,
 			const char **why);
-
-/* Every peer entry's offsets inside the file and aligned (inspection):
- * 0, or -EBADMSG with the first bad peer id in *bad_peer. */
-int hp_segment_check_peers(const uint8_t *base, uint64_t size,
-			   const struct hp_params *p, const struct hp_geometry *g,
-			   uint32_t *bad_peer);
 
 /* Unmaps and closes; the file stays (the host unlinks it itself). */
 void hp_segment_close(struct hp_segment *seg);
@@ -125,9 +128,13 @@ struct hp_peer_view {
 int hp_peer_view_host(const struct hp_segment *seg, uint32_t peer_id,
 		      struct hp_peer_view *v);
 
-/* The guest's view: offsets read once from its PeerEntry (authoritative:
- * README, Protocol decisions) and checked to lie inside the segment;
- * -EBADMSG otherwise. */
+/* The guest's view, whoever laid the segment out: its rings, pool and
+ * channel table where its PeerEntry says (read once), the host's pool at
+ * the slot region. -EBADMSG with *why naming the area and the problem
+ * when one lies outside the file, is misaligned for its atomics (rings 64,
+ * pool 8, channel table 4), or overlaps the header, the peer table, the
+ * host's pool (rings and channel table: the slot region), the extension
+ * table or another of its areas. */
 int hp_peer_view_guest(const struct hp_segment *seg, uint32_t peer_id,
 		       struct hp_peer_view *v, const char **why);
 

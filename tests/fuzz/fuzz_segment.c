@@ -1,7 +1,9 @@
-/* libFuzzer: segment validation (what every guest and hubctl inspect run
- * on a file they did not make) never reads outside the image. Odd first
- * bytes lay the input over a valid small segment after its magic, so most
- * inputs get past the first checks; even ones are the whole image. */
+/* libFuzzer: segment validation and each peer entry's check (what every
+ * guest and hubctl inspect run on a file they did not make) never read
+ * outside the image. A first byte with bit 0 set lays the input over a
+ * valid small segment after its magic (bit 1: another host's layout rather
+ * than hubd's), so most inputs get past the first checks; otherwise the
+ * input is the whole image. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +13,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static uint8_t *valid;
-static size_t valid_size;
+static uint8_t *valid, *foreign;
+static size_t valid_size, foreign_size;
 
 static void
 make_valid(void)
@@ -29,15 +31,15 @@ make_valid(void)
 	valid = malloc(valid_size);
 	memcpy(valid, s.base, valid_size);
 	hp_segment_close(&s);
+	foreign = testseg_foreign(&foreign_size);
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct hp_params p;
-	struct hp_geometry g;
+	struct hp_segment seg = { .fd = -1 };
+	const uint8_t *base;
 	const char *why;
-	uint32_t bad;
 	uint8_t *img;
 	size_t n;
 
@@ -46,17 +48,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size == 0)
 		return 0;
 	if (data[0] & 1) {
-		n = valid_size;
+		base = data[0] & 2 ? foreign : valid;
+		n = data[0] & 2 ? foreign_size : valid_size;
 		img = malloc(n);
-		memcpy(img, valid, n);
+		memcpy(img, base, n);
 		memcpy(img + 8, data + 1, size - 1 < n - 8 ? size - 1 : n - 8);
 	} else {
 		n = size - 1;
 		img = malloc(n ? n : 1);	/* exactly sized: ASan sees overreads */
 		memcpy(img, data + 1, n);
 	}
-	if (hp_segment_validate(img, n, &p, &g, &why) == 0)
-		hp_segment_check_peers(img, n, &p, &g, &bad);
+	if (hp_segment_validate(img, n, &seg.params, &seg.geo, &why) == 0) {
+		struct hp_peer_view v;
+
+		seg.base = img;
+		seg.size = n;
+		for (uint32_t id = 1; id <= seg.params.max_guests; id++)
+			hp_peer_view_guest(&seg, id, &v, &why);
+	}
 	free(img);
 	return 0;
 }

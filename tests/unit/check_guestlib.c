@@ -5,6 +5,7 @@
  * itself, in process, on a real segment. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -189,6 +190,68 @@ START_TEST(test_corrupt_segment_refused)
 	hp_segment_header(&seg)->total_size -= 64;
 	ck_assert_int_eq(guest_attach(4, argv, &g, &why), -EBUSY);
 	hp_segment_close(&seg);
+}
+END_TEST
+
+/* Writes a foreign segment (testseg.h) with peer 1 Reserved, entry 1's
+ * ring_offset set to ring (0: as laid out), and attaches to it. */
+static int
+attach_foreign(uint64_t ring, struct guest **g, const char **why)
+{
+	size_t size;
+	uint8_t *img = testseg_foreign(&size);
+	const struct hp_header *h = (const struct hp_header *)(const void *)img;
+	struct hp_peer_entry *e = (struct hp_peer_entry *)(void *)(img + h->peer_table_offset);
+	char a[96], c[32];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600), rc;
+
+	e->state = HP_PEER_RESERVED;
+	if (ring != 0)
+		e->ring_offset = ring;
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, img, size), (ssize_t)size);
+	close(fd);
+	free(img);
+	snprintf(a, sizeof(a), "--hub-path=%s", path);
+	snprintf(c, sizeof(c), "--doorbell-fd=%d", bell[1]);
+	char *argv[] = { "guest", a, "--peer-id=1", c, NULL };
+
+	rc = guest_attach(4, argv, g, why);
+	return rc;
+}
+
+/* Another host's layout (slot_size 4100, regions in another order, no
+ * extension table): libguest attaches through the header and its entry,
+ * announces no feature the host did not offer, and refuses an entry that
+ * points outside the file or over the header, saying so.
+ * r[shm.spawn.guest-init] r[shm.segment.peer-table] */
+START_TEST(test_foreign_segment)
+{
+	struct guest *g = NULL;
+	const char *why = NULL;
+	struct hp_segment s;
+
+	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
+	ck_assert_msg(attach_foreign(0, &g, &why) == 0, "attach: %s", why);
+	ck_assert_uint_eq(guest_peer_id(g), 1);
+	ck_assert_int_eq(hp_segment_attach(&s, path, HP_ATTACH_RDONLY, &why), 0);
+	ck_assert_uint_eq(hp_segment_peer(&s, 1)->state, HP_PEER_ATTACHED);
+	ck_assert_uint_eq(hp_segment_peer(&s, 1)->epoch, 1);
+	ck_assert_uint_eq(hp_segment_peer(&s, 1)->guest_features, 0);
+	guest_detach(g);	/* closes bell[1] */
+	ck_assert_uint_eq(hp_segment_peer(&s, 1)->state, HP_PEER_GOODBYE);
+	hp_segment_close(&s);
+	close(bell[0]);
+
+	g = NULL;
+	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
+	ck_assert_int_eq(attach_foreign(1ull << 40, &g, &why), -EBADMSG);
+	ck_assert_ptr_null(g);
+	ck_assert_msg(why != NULL && strstr(why, "rings lie outside the file") != NULL, "%s", why);
+	ck_assert_int_eq(attach_foreign(64, &g, &why), -EBADMSG);
+	ck_assert_msg(why != NULL && strstr(why, "rings overlap the header") != NULL, "%s", why);
+	close(bell[0]);
+	close(bell[1]);
 }
 END_TEST
 
@@ -618,6 +681,7 @@ suite_guestlib(void)
 	tcase_add_checked_fixture(tc, NULL, remove_files);
 	tcase_add_test(tc, test_attach_and_detach);
 	tcase_add_test(tc, test_corrupt_segment_refused);
+	tcase_add_test(tc, test_foreign_segment);
 	tcase_add_test(tc, test_hostile_host);
 	tcase_add_test(tc, test_hostile_indices);
 	tcase_add_test(tc, test_host_goodbye_ends_the_loop);

@@ -275,6 +275,10 @@ START_TEST(test_method_id)
 	ck_assert_uint_eq(hp_method_id("a", 1), 0xaf63dc4c8601ec8cull);
 	ck_assert_uint_eq(hp_method_id("foobar", 6), 0x85944171f73967e8ull);
 	ck_assert_uint_ne(hp_method_id("echo.echo", 9), hp_method_id("echo.Echo", 9));
+	/* the vectors doc/protocol.md gives a foreign peer */
+	ck_assert_uint_eq(hp_method_id("hub.ping", 8), 0x55e64ba028610f7eull);
+	ck_assert_uint_eq(hp_method_id("echo.echo", 9), 0xc3384a3424f62d1full);
+	ck_assert_uint_eq(hp_method_id("kv.put", 6), 0x327533363cfae08bull);
 }
 END_TEST
 

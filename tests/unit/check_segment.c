@@ -208,7 +208,6 @@ START_TEST(test_validate_corruptions)
 	size_t size;
 	uint8_t *img = image(&size);
 	struct hp_header *h = (struct hp_header *)(void *)img;
-	struct hp_peer_entry *e = (struct hp_peer_entry *)(void *)(img + 128);
 	struct hp_params p;
 	struct hp_geometry g;
 	const char *why;
@@ -231,31 +230,27 @@ START_TEST(test_validate_corruptions)
 	CORRUPT(h->ring_size = 3, -EBADMSG);
 	CORRUPT(h->max_guests = 0, -EBADMSG);
 	CORRUPT(h->max_guests = 300, -EBADMSG);
-	CORRUPT(h->slot_size = 64, -EBADMSG);		/* sizes no longer add up */
-	CORRUPT(h->peer_table_offset = 0, -EBADMSG);
-	CORRUPT(h->slot_region_offset += 64, -EBADMSG);
+	CORRUPT(h->slot_size = 64, -EBADMSG);		/* max_payload_size no longer fits */
+	CORRUPT(h->slot_size = 130, -EBADMSG);		/* r[shm.slot.generation]: misaligned */
+	CORRUPT(h->slot_size = 4, -EBADMSG);
+	CORRUPT(h->peer_table_offset = 0, -EBADMSG);		/* over the header */
+	CORRUPT(h->peer_table_offset = 132, -EBADMSG);	/* misaligned */
+	CORRUPT(h->peer_table_offset = size - 8, -EBADMSG);	/* outside */
+	CORRUPT(h->slot_region_offset += 64, -EBADMSG);	/* outside */
+	CORRUPT(h->slot_region_offset = 4, -EBADMSG);
+	CORRUPT(h->slot_region_offset = 128, -EBADMSG);	/* over the peer table */
 	CORRUPT(h->ext_offset = 64, -EBADMSG);
-	/* peer entries are each guest's own business: validate passes them,
-	 * check_peers (inspection) and hp_peer_view_guest (attach) do not */
-	uint32_t bad = 0;
-
-	e[1].ring_offset = size;
+	CORRUPT(h->ext_offset = 65, -EBADMSG);
+	CORRUPT(h->ext_offset = size, -EBADMSG);
+	/* without the feature bit the table is not ours to use or check */
+	h->host_features = 0;
+	h->ext_offset = 65;
 	ck_assert_int_eq(hp_segment_validate(img, size, &p, &g, &why), 0);
-	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
-	ck_assert_uint_eq(bad, 2);
-	e[1].ring_offset = 65 + g.ring_region_offset;	/* misaligned */
-	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
-	e[1].ring_offset = hp_geometry_ring_offset(&g, 2);
-	e[0].slot_pool_offset = UINT64_MAX - 10;
-	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
-	ck_assert_uint_eq(bad, 1);
-	e[0].slot_pool_offset = hp_geometry_pool_offset(&g, 1);
-	e[0].channel_table_offset = size - 32;
-	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
-	e[0].channel_table_offset = 128;	/* over the peer table */
-	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), -EBADMSG);
-	e[0].channel_table_offset = hp_geometry_chan_offset(&g, 1);
-	ck_assert_int_eq(hp_segment_check_peers(img, size, &p, &g, &bad), 0);
+	ck_assert_uint_eq(g.ext_offset, 0);
+	h->host_features = HP_FEAT_ALL;
+	h->ext_offset = 0;
+	ck_assert_int_eq(hp_segment_validate(img, size, &p, &g, &why), 0);
+	ck_assert_uint_eq(g.ext_offset, 0);
 	ck_assert_int_eq(hp_segment_validate(img, 100, &p, &g, &why), -EBADMSG);
 	ck_assert_int_eq(hp_segment_validate(img, size - 1, &p, &g, &why), -EBADMSG);
 #undef CORRUPT
@@ -317,6 +312,155 @@ START_TEST(test_peer_views)
 }
 END_TEST
 
+/* The image written to the file and attached; 0 or the error. */
+static int
+attach_image(const uint8_t *img, size_t size, struct hp_segment *s, const char **why)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, img, size), (ssize_t)size);
+	close(fd);
+	return hp_segment_attach(s, path, 0, why);
+}
+
+/* Another host's layout, read as a guest reads it: everything from the
+ * header and the entry, nothing from hubd's own geometry.
+ * r[shm.segment.header] r[shm.segment.peer-table] r[shm.segment.host-slots]
+ * r[shm.flow.channel-table-location] r[shm.slot.generation] */
+START_TEST(test_foreign_layout)
+{
+	size_t size;
+	uint8_t *img = testseg_foreign(&size);
+	const struct hp_header *fh = (const struct hp_header *)(const void *)img;
+	const struct hp_peer_entry *fe =
+	    (const struct hp_peer_entry *)(const void *)(img + fh->peer_table_offset);
+	struct hp_segment s;
+	struct hp_peer_view v;
+	struct hp_slot_pool pool;
+	const char *why = NULL;
+	uint32_t slot, gen;
+
+	ck_assert_msg(attach_image(img, size, &s, &why) == 0, "%s", why);
+	ck_assert_uint_eq(s.params.slot_size, 4100);
+	ck_assert_uint_eq(s.geo.peer_table_offset, fh->peer_table_offset);
+	ck_assert_uint_eq(s.geo.slot_region_offset, 128);
+	ck_assert_uint_eq(s.geo.ext_offset, 0);
+	ck_assert_uint_eq(s.host_features, 0);
+	for (uint32_t id = 1; id <= 2; id++) {
+		ck_assert_msg(hp_peer_view_guest(&s, id, &v, &why) == 0, "peer %u: %s", id, why);
+		ck_assert_ptr_eq(v.g2h, (void *)(s.base + fe[id - 1].ring_offset));
+		ck_assert_ptr_eq(v.pool, s.base + fe[id - 1].slot_pool_offset);
+		ck_assert_ptr_eq(v.chans, (void *)(s.base + fe[id - 1].channel_table_offset));
+		ck_assert_ptr_eq(v.host_pool, s.base + 128);
+		ck_assert_ptr_null(v.ext);
+		/* slots of 4100 bytes: each generation word still aligned */
+		hp_slot_pool_view(&pool, v.pool, s.params.slots_per_guest, s.params.slot_size);
+		for (int k = 0; k < TESTSEG_FOREIGN_SLOTS; k++) {
+			ck_assert_int_eq(hp_slot_alloc(&pool, &slot, &gen), 0);
+			ck_assert_uint_eq((uintptr_t)hp_slot_payload(&pool, slot) % 4, 0);
+		}
+		ck_assert_int_ne(hp_slot_alloc(&pool, &slot, &gen), 0);
+	}
+	hp_segment_close(&s);
+	free(img);
+}
+END_TEST
+
+/* A peer entry that points anywhere it must not: refused, with a reason
+ * naming the area and what is wrong with it. r[shm.ring.alignment]
+ * r[shm.segment.peer-table] */
+START_TEST(test_foreign_bad_entries)
+{
+	size_t size;
+	uint8_t *img = testseg_foreign(&size);
+	const struct hp_header *fh = (const struct hp_header *)(const void *)img;
+	uint64_t pt = fh->peer_table_offset, sr = fh->slot_region_offset;
+	struct hp_segment s;
+	struct hp_peer_entry *e, good;
+	struct hp_peer_view v;
+	const char *why = NULL;
+
+	ck_assert_msg(attach_image(img, size, &s, &why) == 0, "%s", why);
+	e = hp_segment_peer(&s, 1);
+	good = *e;
+#define BAD(field, value, words) do {						\
+		*e = good;							\
+		e->field = (value);						\
+		why = NULL;							\
+		ck_assert_int_eq(hp_peer_view_guest(&s, 1, &v, &why), -EBADMSG); \
+		ck_assert_msg(why != NULL && strstr(why, words) != NULL,	\
+			      #field " = " #value ": \"%s\", not \"%s\"",	\
+			      why ? why : "(none)", words);			\
+	} while (0)
+	BAD(ring_offset, s.size, "rings lie outside the file");
+	BAD(ring_offset, s.size - 64, "rings lie outside the file");
+	BAD(ring_offset, UINT64_MAX - 10, "rings lie outside the file");
+	BAD(ring_offset, good.ring_offset + 8, "rings are not 64-byte aligned");
+	BAD(ring_offset, 0, "rings overlap the header");
+	BAD(ring_offset, 64, "rings overlap the header");
+	BAD(ring_offset, sr / 64 * 64 + 64, "rings overlap the slot region");
+	BAD(slot_pool_offset, s.size, "slot pool lies outside the file");
+	BAD(slot_pool_offset, UINT64_MAX - 7, "slot pool lies outside the file");
+	BAD(slot_pool_offset, good.slot_pool_offset + 4, "slot pool is not 8-byte aligned");
+	BAD(slot_pool_offset, 0, "slot pool overlaps the header");
+	BAD(slot_pool_offset, 120, "slot pool overlaps the header");
+	BAD(slot_pool_offset, sr, "slot pool overlaps the host's slot pool");
+	BAD(slot_pool_offset, sr + 8, "slot pool overlaps the host's slot pool");
+	BAD(channel_table_offset, s.size - 32, "channel table lies outside the file");
+	BAD(channel_table_offset, good.channel_table_offset + 2, "channel table is not 4-byte aligned");
+	BAD(channel_table_offset, 4, "channel table overlaps the header");
+	BAD(channel_table_offset, pt + 4, "channel table overlaps the peer table");
+	BAD(channel_table_offset, pt - 32, "channel table overlaps the peer table");
+	BAD(channel_table_offset, sr + 100, "channel table overlaps the slot region");
+	BAD(channel_table_offset, good.ring_offset + 64, "rings and its channel table overlap");
+#undef BAD
+	*e = good;
+	ck_assert_int_eq(hp_peer_view_guest(&s, 1, &v, &why), 0);
+	/* another guest's entry is its own business */
+	hp_segment_peer(&s, 2)->ring_offset = 0;
+	ck_assert_int_eq(hp_peer_view_guest(&s, 1, &v, &why), 0);
+	ck_assert_int_eq(hp_peer_view_guest(&s, 2, &v, &why), -EBADMSG);
+	hp_segment_close(&s);
+	free(img);
+}
+END_TEST
+
+/* The header's own areas in a foreign layout. */
+START_TEST(test_foreign_bad_header)
+{
+	size_t size;
+	uint8_t *img = testseg_foreign(&size);
+	struct hp_header *fh = (struct hp_header *)(void *)img;
+	struct hp_header good = *fh;
+	struct hp_params p;
+	struct hp_geometry g;
+	const char *why;
+
+#define BADH(stmt, words) do {							\
+		*fh = good;							\
+		stmt;								\
+		why = NULL;							\
+		ck_assert_int_eq(hp_segment_validate(img, size, &p, &g, &why), -EBADMSG); \
+		ck_assert_msg(why != NULL && strstr(why, words) != NULL,	\
+			      #stmt ": \"%s\"", why ? why : "(none)");		\
+	} while (0)
+	BADH(fh->peer_table_offset = size - 64, "peer table lies outside");
+	BADH(fh->peer_table_offset = 64, "peer table overlaps the header");
+	BADH(fh->peer_table_offset = 120, "peer table overlaps the header");
+	BADH(fh->peer_table_offset = good.peer_table_offset + 4, "not 8-byte aligned");
+	BADH(fh->slot_region_offset = 0, "slot region overlaps the header");
+	BADH(fh->slot_region_offset = 132, "not 8-byte aligned");
+	BADH(fh->slot_region_offset = size - 1024, "slot region lies outside");
+	BADH(fh->slot_size = 4102, "slot_size must be a multiple of 4");
+	BADH((fh->host_features = HP_FEAT_WAITERS, fh->ext_offset = 192), "extension table");
+#undef BADH
+	*fh = good;
+	ck_assert_int_eq(hp_segment_validate(img, size, &p, &g, &why), 0);
+	free(img);
+}
+END_TEST
+
 Suite *suite_segment(void);
 Suite *
 suite_segment(void)
@@ -333,6 +477,9 @@ suite_segment(void)
 	tcase_add_test(tc, test_validate_corruptions);
 	tcase_add_test(tc, test_validate_random_corruptions);
 	tcase_add_test(tc, test_peer_views);
+	tcase_add_test(tc, test_foreign_layout);
+	tcase_add_test(tc, test_foreign_bad_entries);
+	tcase_add_test(tc, test_foreign_bad_header);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
