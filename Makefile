@@ -77,6 +77,8 @@ GUEST_SONAME := libguest.so.$(GUEST_MAJOR)
 GUEST_REAL := libguest.so.$(GUEST_VER)
 EXAMPLES := $(patsubst guestlib/examples/%.c,$(B)/guests/%,$(wildcard guestlib/examples/*.c))
 TEST_GUESTS := $(patsubst tests/guests/%.c,$(B)/tests/guests/%,$(wildcard tests/guests/*.c))
+# A host written from the spec alone, with a layout of its own (check_interop)
+SPECHOST := $(B)/tests/host/spechost
 # LD_PRELOAD shims for the daemon under test: no sanitizer in them (it
 # would have to come first in the library list)
 TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
@@ -145,6 +147,10 @@ $(B)/guests/%: $(B)/guestlib/examples/%.o $(GUEST_SO)
 $(B)/tests/guests/%: $(B)/tests/guests/%.o $(GUEST_A) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS)
 
+# The spec host: proto's pieces, never hubd's code or its segment layout.
+$(SPECHOST): $(B)/tests/host/spechost.o $(PROTO_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
 $(B)/tests/shim/%.so: tests/shim/%.c
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(SANFLAGS) -MMD -MP,$(ALL_CFLAGS)) $(HARDEN_LDFLAGS) -shared -o $@ $< -ldl
@@ -186,7 +192,7 @@ $(B)/tests/check_main.o: tests/check_main.c $(B)/tests/suites.inc
 $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DBUILD_DIR='"$(abspath $(B))"' -c -o $@ $<
-$(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS)
+$(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS) $(SPECHOST)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) -lpthread
 
 # Every header compiles on its own; libguest's public one as C++ too.
@@ -217,7 +223,7 @@ check-tsan: deps
 
 # Sanitizers slow things down: give Check's per-test timeouts room.
 TIMEOUT_MULT := $(if $(SANITIZE),4,1)
-test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(BENCH_PROGS) $(B)/check_hub
+test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(SPECHOST) $(BENCH_PROGS) $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
 	$(if $(SANITIZE),,bash tests/bench/run.sh $(B) --smoke > /dev/null)
