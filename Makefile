@@ -256,6 +256,7 @@ install: all
 		sed 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' conf/hubd.conf \
 		> $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf
 	install -m 644 README.md $(DESTDIR)$(PREFIX)/share/doc/hub/README.md
+	install -m 644 doc/protocol.md $(DESTDIR)$(PREFIX)/share/doc/hub/protocol.md
 
 # An install into a staging tree: everything lands, the config checks,
 # a guest builds against the installed header with pkg-config, and
@@ -266,7 +267,7 @@ test-install:
 	for f in sbin/hubd bin/hubctl lib/libguest.so lib/$(GUEST_SONAME) lib/$(GUEST_REAL) \
 		lib/libguest.a include/guest.h \
 		lib/pkgconfig/libguest.pc libexec/hub/echo lib/systemd/system/hubd.service \
-		share/doc/hub/README.md; do \
+		share/doc/hub/README.md share/doc/hub/protocol.md; do \
 		test -e $$d/usr/local/$$f || { echo "install: $$f missing"; exit 1; }; done && \
 	sed 's|/usr/local/libexec/|'$$d'/usr/local/libexec/|' $$d/etc/hub/hubd.conf > $$d/check.conf && \
 	$$d/usr/local/sbin/hubd -n -f $$d/check.conf >/dev/null && \

@@ -17,6 +17,7 @@
 #define BATCH		64	/* messages served before flushing */
 #define TICK_MAX	64	/* messages per clock read at most (heartbeat) */
 #define UNDECODABLE	"(undecodable goodbye)"
+#define SPEC_POLL_MS	20	/* guest_fd users under a host without waiter words */
 
 static void
 heartbeat(struct guest *g, uint64_t now)
@@ -372,10 +373,17 @@ int
 guest_service_timeout_ms(const struct guest *g)
 {
 	uint64_t now = hp_now_ns();
+	int ms;
 
 	if (g->hb_interval == 0)
-		return -1;
-	return g->next_hb <= now ? 0 : (int)((g->next_hb - now + 999999) / 1000000);
+		ms = -1;
+	else
+		ms = g->next_hb <= now ? 0 : (int)((g->next_hb - now + 999999) / 1000000);
+	/* A host without waiter words need not ring the doorbell (the spec
+	 * wakes with futex_wake, which no fd sees): look now and then. */
+	if (g->ep.my_waits == NULL && (ms < 0 || ms > SPEC_POLL_MS))
+		ms = SPEC_POLL_MS;
+	return ms;
 }
 
 /* Waits for traffic up to t: 1 there is some, 0 t ran out, or -EPIPE. */

@@ -193,8 +193,10 @@ GUEST_API int guest_service_wait(struct guest *g, int timeout_ms);
 /* For plugins with their own event loop: poll this fd for POLLIN, then
  * call guest_service, which does what is ready without blocking; call it
  * also at least every guest_service_timeout_ms() (heartbeat), and from a
- * handler that computes for longer than the heartbeat interval. 0, or the
- * loop's error (as guest_run, -ECONNABORTED included). */
+ * handler that computes for longer than the heartbeat interval (under a
+ * host that does not offer hub's waiter words, whose wakes are futex wakes
+ * no fd sees, that is at most 20 ms). 0, or the loop's error (as
+ * guest_run, -ECONNABORTED included). */
 GUEST_API int guest_fd(const struct guest *g);
 GUEST_API int guest_service(struct guest *g);
 GUEST_API int guest_service_timeout_ms(const struct guest *g);

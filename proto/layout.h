@@ -48,7 +48,7 @@
 #define HP_CHAN_ACTIVE		1u
 #define HP_CHAN_CLOSED		2u
 
-/* Extensions (README, Protocol decisions): announced in reserved bytes, used only when both
+/* Extensions (doc/protocol.md, "Waking"): announced in reserved bytes, used only when both
  * the host (header.host_features) and the guest (peer.guest_features) set
  * the bit; otherwise both sides follow the plain spec. */
 #define HP_FEAT_WAITERS		0x1u	/* hp_peer_ext waiter words are honoured */

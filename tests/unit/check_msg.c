@@ -51,7 +51,7 @@ START_TEST(test_request_round_trip)
 }
 END_TEST
 
-/* README, Protocol decisions: Result Ok=0 Err=1; RoamError User=0 UnknownMethod=1
+/* doc/protocol.md, "Messages": Result Ok=0 Err=1; RoamError User=0 UnknownMethod=1
  * InvalidPayload=2 Cancelled=3: an unknown method answers 00 01 01 */
 START_TEST(test_response_variants)
 {
