@@ -353,7 +353,11 @@ lg_on_request(struct guest *g, struct hp_msg_in *m)
 	for (uint32_t i = 0; i < g->nmethods; i++) {
 		if (g->methods[i].id != m->desc.method_id)
 			continue;
-		if (hp_msg_decode_request(m->payload, m->len, &req) != 0)
+		/* arguments that do not match the signature never reach the
+		 * handler: hubd checks them too, a host written from the spec
+		 * alone need not */
+		if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
+		    hp_sig_check_args(&g->methods[i].sig, req.args, req.args_len) != 0)
 			return reply_error_code(g, m->desc.id, HP_ERR_INVALID_PAYLOAD);
 		if ((c = calloc(1, sizeof(*c))) == NULL)
 			return -ENOMEM;
