@@ -429,8 +429,9 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		uint64_t now = hp_now_ns();
 		hp_atomic_u32 *word = spec_sleep_word(ep, waits);
 		/* read before the re-check: a change after it fails the
-		 * futex_wait instead of being slept through */
-		uint32_t seen = word != NULL ? hp_load_acquire_u32(word) : 0;
+		 * futex_wait instead of being slept through; relaxed: only
+		 * compared by the kernel, ready() makes its own acquires */
+		uint32_t seen = word != NULL ? hp_load_relaxed_u32(word) : 0;
 		int ms;
 
 		hp_endpoint_announce(ep, waits);
