@@ -383,8 +383,9 @@ send_msg(struct peer *p, uint8_t type, uint32_t id, uint64_t method,
 
 			if (now_ns() >= until)
 				return fail(p, what, "no slot of the host's pool came free");
-			/* r[shm.slot.exhaustion] r[shm.wakeup.slot-wait] */
-			nap(w, hp_load_acquire_u32(w), NAP_MS);
+			/* r[shm.slot.exhaustion] r[shm.wakeup.slot-wait];
+			 * relaxed: only the kernel compares it */
+			nap(w, hp_load_relaxed_u32(w), NAP_MS);
 		}
 		memcpy(hp_slot_payload(&host_pool, idx), payload, len);
 		d.payload_slot = idx;
@@ -393,7 +394,8 @@ send_msg(struct peer *p, uint8_t type, uint32_t id, uint64_t method,
 	}
 	/* r[shm.ordering.ring-publish]: the descriptor, then head (release) */
 	while ((rc = hp_ring_enqueue(&p->tx, &d)) == -EAGAIN) {
-		uint32_t tail = hp_load_acquire_u32(&p->e->h2g_tail);
+		/* relaxed: a futex value; the enqueue acquires the tail */
+		uint32_t tail = hp_load_relaxed_u32(&p->e->h2g_tail);
 
 		if (now_ns() >= until) {
 			if (d.payload_slot != HP_SLOT_INLINE)
@@ -576,8 +578,9 @@ next_msg(struct peer *p, struct msg *m, uint64_t until, const char *what)
 	if (p->gone)
 		return fail(p, what, "the guest is gone");
 	for (;;) {
-		/* read before looking: a publish after it fails the wait */
-		uint32_t seen = hp_load_acquire_u32(&p->e->g2h_head);
+		/* read before looking: a publish after it fails the wait;
+		 * relaxed: a futex value, recv_one acquires head itself */
+		uint32_t seen = hp_load_relaxed_u32(&p->e->g2h_head);
 
 		if ((rc = recv_one(p, m)) < 0)
 			return -1;
@@ -627,7 +630,8 @@ wait_registered(struct peer *p, const char *const (*methods)[2])
 		return fail(p, "hub.register", "out of memory");
 	for (k = 0; methods[k][0] != NULL; k++) {
 		while (registered(p, methods[k][0]) == NULL) {
-			uint32_t seen = hp_load_acquire_u32(&p->e->g2h_head);
+			/* relaxed: a futex value, recv_one acquires head */
+			uint32_t seen = hp_load_relaxed_u32(&p->e->g2h_head);
 			int got = recv_one(p, m);
 
 			if (got < 0)
@@ -1359,8 +1363,9 @@ check_goodbye(void)
 	uint64_t until;
 	int status;
 
-	/* r[shm.goodbye.host-atomic] */
-	hp_store_release_u32(&hdr->host_goodbye, 1);
+	/* r[shm.goodbye.host-atomic]: relaxed is enough, it publishes
+	 * nothing else */
+	hp_store_relaxed_u32(&hdr->host_goodbye, 1);
 	for (uint32_t i = 0; i < npeers; i++) {
 		if (peers[i].pid <= 0)
 			continue;
