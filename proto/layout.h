@@ -52,7 +52,8 @@
  * the host (header.host_features) and the guest (peer.guest_features) set
  * the bit; otherwise both sides follow the plain spec. */
 #define HP_FEAT_WAITERS		0x1u	/* hp_peer_ext waiter words are honoured */
-#define HP_FEAT_ALL		HP_FEAT_WAITERS
+#define HP_FEAT_VARSLOT		0x2u	/* the shared variable-size pool is used */
+#define HP_FEAT_ALL		(HP_FEAT_WAITERS | HP_FEAT_VARSLOT)
 
 /* r[shm.segment.header] */
 struct hp_header {
@@ -75,7 +76,8 @@ struct hp_header {
 	uint32_t	host_features;	/* HP_FEAT_* the host honours */
 	uint32_t	reserved0;
 	uint64_t	ext_offset;	/* hp_peer_ext table, 0 if none */
-	uint8_t		reserved[32];
+	uint64_t	varpool_offset;	/* hp_var_header, 0 if none */
+	uint8_t		reserved[24];
 };
 
 _Static_assert(sizeof(struct hp_header) == HP_HEADER_SIZE, "header is 128 bytes");
@@ -181,5 +183,100 @@ struct hp_peer_ext {
 
 _Static_assert(sizeof(struct hp_peer_ext) == HP_PEER_EXT_SIZE, "peer ext is 128 bytes");
 _Static_assert(offsetof(struct hp_peer_ext, host_waits) == HP_CACHE_LINE, "host line");
+
+/* r[shm.varslot.shared]: our variable-size pool, one region for the whole
+ * hub at header.varpool_offset (HP_FEAT_VARSLOT): an hp_var_header, then
+ * nclasses hp_var_class, then (max_guests + 1) * nclasses hp_var_stats
+ * (peer-major), the whole padded to HP_VAR_EXTENT_ALIGN. Each class's
+ * slots live in extents (r[shm.varslot.extent-layout]): the first follows
+ * the region inside total_size, later ones are appended to the file
+ * beyond it (r[shm.varslot.extents]). */
+#define HP_VAR_MAX_CLASSES	8u
+#define HP_VAR_MAX_EXTENTS	16u
+#define HP_VAR_EXTENT_ALIGN	4096u	/* extents are mapped on their own */
+#define HP_VAR_NIL		0xFFFFFFFFu	/* end of a free list */
+#define HP_VAR_NOBODY		0xFFFFFFFFu	/* the owner of a free slot */
+#define HP_VAR_HOST		0u		/* the host's peer id as owner */
+
+/* r[shm.varslot.ownership]: slot states */
+#define HP_VAR_FREE		0u
+#define HP_VAR_ALLOCATED	1u
+#define HP_VAR_INFLIGHT		2u
+
+/* A descriptor names a variable slot in payload_slot: bit 31 set, the
+ * class in bits 27-30, the slot's index in its class (extent-major) in
+ * bits 0-26. HP_SLOT_INLINE (all ones) names class 15: never a class. */
+#define HP_VAR_SLOT_FLAG	0x80000000u
+#define HP_VAR_CLASS_SHIFT	27
+#define HP_VAR_INDEX_MASK	0x07FFFFFFu
+
+struct hp_var_header {
+	uint32_t	nclasses;	/* 1..HP_VAR_MAX_CLASSES */
+	uint32_t	max_extents;	/* per class, 1..HP_VAR_MAX_EXTENTS */
+	uint64_t	max_payload;	/* the largest class's slot size */
+	/* a process that found every class exhausted sleeps on wake_seq
+	 * (futex) with waiters counted; a free that sees waiters bumps it */
+	hp_atomic_u32	waiters;
+	hp_atomic_u32	wake_seq;
+	uint8_t		reserved[40];
+};
+
+/* r[shm.varslot.extents] r[shm.varslot.freelist] */
+struct hp_var_class {
+	uint32_t	slot_size;	/* bytes of payload, a multiple of 64 */
+	uint32_t	slots_per_extent;
+	hp_atomic_u32	extent_count;	/* published after the extent's offset */
+	hp_atomic_u32	grow_request;	/* a guest found the class exhausted */
+	hp_atomic_u64	extent_offsets[HP_VAR_MAX_EXTENTS];
+	hp_atomic_u32	corrupt;	/* a broken free list was seen: rebuild */
+	uint8_t		pad0[44];
+	/* the hot line: (tag << 32) | first free index, HP_VAR_NIL: empty */
+	hp_atomic_u64	free_head;
+	hp_atomic_u32	in_use;
+	hp_atomic_u32	high_water;
+	uint8_t		pad1[48];
+};
+
+/* r[shm.varslot.extent-layout] */
+struct hp_var_extent {
+	uint32_t	class_index;
+	uint32_t	extent_index;
+	uint32_t	slot_count;
+	uint32_t	slot_size;
+	uint64_t	meta_offset;	/* from the extent's start */
+	uint64_t	data_offset;
+	uint8_t		reserved[32];
+};
+
+/* r[shm.varslot.ownership]: the spec's SlotMeta (generation, state,
+ * owner_peer, next_free), generation and state read and changed as one
+ * 64-bit word, plus the SP8D claim timestamp and who freed it last. */
+struct hp_var_slot {
+	hp_atomic_u64	gen_state;	/* generation | state << 32 */
+	hp_atomic_u32	owner;		/* who frees it next; HP_VAR_NOBODY */
+	hp_atomic_u32	next_free;	/* index in the class, HP_VAR_NIL */
+	hp_atomic_u64	claim_ns;	/* CLOCK_MONOTONIC of the last claim */
+	hp_atomic_u32	last_owner;	/* who freed it last (diagnostics) */
+	uint32_t	reserved;
+};
+
+/* Counters one peer keeps for one class; only that peer writes them. */
+struct hp_var_stats {
+	hp_atomic_u64	allocs;
+	hp_atomic_u64	frees;
+	hp_atomic_u64	conflicts;	/* CAS on free_head lost */
+	hp_atomic_u64	fallbacks;	/* served by a larger class */
+	hp_atomic_u64	waits;		/* every class exhausted */
+	hp_atomic_u64	errors;		/* double free, stale generation, bad link */
+	uint64_t	reserved[2];
+};
+
+_Static_assert(sizeof(struct hp_var_header) == 64, "var header is 64 bytes");
+_Static_assert(sizeof(struct hp_var_class) == 256, "class header is 256 bytes");
+_Static_assert(offsetof(struct hp_var_class, free_head) == 192, "free_head on its own line");
+_Static_assert(sizeof(struct hp_var_extent) == 64, "extent header is 64 bytes");
+_Static_assert(sizeof(struct hp_var_slot) == 32, "slot meta is 32 bytes");
+_Static_assert(sizeof(struct hp_var_stats) == 64, "stats line is 64 bytes");
+_Static_assert(offsetof(struct hp_header, varpool_offset) == 96, "varpool_offset");
 
 #endif

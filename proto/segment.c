@@ -21,6 +21,7 @@ hp_params_default(struct hp_params *p)
 	p->initial_credit = 64 * 1024;
 	p->max_payload_size = p->slot_size - HP_SLOT_GEN_SIZE;
 	p->heartbeat_interval = 1000000000ull;	/* 1 s */
+	hp_var_conf_default(&p->var);
 }
 
 static uint64_t

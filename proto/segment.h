@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "proto/layout.h"
+#include "proto/varpool.h"
 
 /* The host's unilateral configuration (r[shm.handshake]). */
 struct hp_params {
@@ -20,6 +21,7 @@ struct hp_params {
 	uint32_t	initial_credit;		/* 1..INT32_MAX */
 	uint32_t	max_payload_size;	/* 1..slot_size - 4 */
 	uint64_t	heartbeat_interval;	/* ns, 0 = off */
+	struct hp_var_conf var;			/* the shared variable pool */
 };
 
 #define HP_RING_SIZE_MAX	65536u

@@ -1,0 +1,985 @@
+/* The variable-size shared slot pool (varpool.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/futex.h"
+#include "proto/varpool.h"
+
+/* Bounds on every loop over shared words a peer can write: a CAS that a
+ * hostile peer keeps failing, or a free list it made circular, costs a
+ * bounded number of steps, then the class is marked for rebuild. */
+#define CAS_TRIES	256
+#define BAD_POPS	8
+
+#define TAG(head)	((uint32_t)((head) >> 32))
+#define IDX(head)	((uint32_t)(head))
+#define HEAD(tag, idx)	((uint64_t)(tag) << 32 | (idx))
+#define GS(gen, state)	((uint64_t)(state) << 32 | (gen))
+#define GEN(gs)		((uint32_t)(gs))
+#define STATE(gs)	((uint32_t)((gs) >> 32))
+
+static uint64_t
+align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* The claim timestamp: a coarse clock (vDSO, no syscall) is enough to
+ * tell a slot held for seconds. */
+static uint64_t
+claim_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void
+hp_var_conf_default(struct hp_var_conf *c)
+{
+	static const uint32_t sizes[][2] = {
+		{ 1u << 10, 256 },	/* small arguments */
+		{ 16u << 10, 64 },
+		{ 256u << 10, 16 },
+		{ 4u << 20, 2 },
+		{ 32u << 20, 1 },	/* a 16 MiB blob and its envelope */
+	};
+
+	memset(c, 0, sizeof(*c));
+	c->nclasses = sizeof(sizes) / sizeof(sizes[0]);
+	c->max_extents = 4;
+	for (uint32_t i = 0; i < c->nclasses; i++) {
+		c->cls[i].slot_size = sizes[i][0];
+		c->cls[i].count = sizes[i][1];
+	}
+}
+
+static int
+invalid(const char **why, const char *what)
+{
+	if (why != NULL)
+		*why = what;
+	return -EINVAL;
+}
+
+int
+hp_var_conf_check(const struct hp_var_conf *c, const char **why)
+{
+	if (c->nclasses == 0)
+		return 0;
+	/* r[shm.varslot.classes] */
+	if (c->nclasses > HP_VAR_MAX_CLASSES)
+		return invalid(why, "at most 8 size classes");
+	if (c->max_extents < 1 || c->max_extents > HP_VAR_MAX_EXTENTS)
+		return invalid(why, "max_extents must be 1 to 16");
+	for (uint32_t i = 0; i < c->nclasses; i++) {
+		uint32_t s = c->cls[i].slot_size;
+
+		if (s < HP_CACHE_LINE || s % HP_CACHE_LINE != 0 || s > HP_VAR_SLOT_MAX)
+			return invalid(why, "a class's slot size must be a multiple of 64, 64 to 256M");
+		if (i > 0 && s <= c->cls[i - 1].slot_size)
+			return invalid(why, "size classes must be listed smallest first, each larger");
+		if (c->cls[i].count < 1 ||
+		    (uint64_t)c->cls[i].count * c->max_extents > HP_VAR_INDEX_MASK)
+			return invalid(why, "a class's slot count must be 1 to 2^27 / max_extents");
+		if (hp_var_extent_size(s, c->cls[i].count) > (16ull << 30))
+			return invalid(why, "a class's extent would be larger than 16 GiB");
+	}
+	return 0;
+}
+
+uint64_t
+hp_var_region_size(uint32_t nclasses, uint32_t max_guests)
+{
+	uint64_t n = sizeof(struct hp_var_header) +
+	    (uint64_t)nclasses * sizeof(struct hp_var_class) +
+	    ((uint64_t)max_guests + 1) * nclasses * sizeof(struct hp_var_stats);
+
+	return align_up(n, HP_VAR_EXTENT_ALIGN);
+}
+
+static uint64_t
+meta_bytes(uint32_t count)
+{
+	return align_up(sizeof(struct hp_var_extent) + (uint64_t)count * sizeof(struct hp_var_slot),
+			HP_CACHE_LINE);
+}
+
+uint64_t
+hp_var_extent_size(uint32_t slot_size, uint32_t count)
+{
+	return align_up(meta_bytes(count) + (uint64_t)count * slot_size, HP_VAR_EXTENT_ALIGN);
+}
+
+uint64_t
+hp_var_initial_size(const struct hp_var_conf *c, uint32_t max_guests)
+{
+	uint64_t n;
+
+	if (c->nclasses == 0)
+		return 0;
+	n = hp_var_region_size(c->nclasses, max_guests);
+	for (uint32_t i = 0; i < c->nclasses; i++)
+		n += hp_var_extent_size(c->cls[i].slot_size, c->cls[i].count);
+	return n;
+}
+
+/* -- views ----------------------------------------------------------------- */
+
+static void
+view_headers(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
+	     uint64_t offset, uint32_t nclasses, uint32_t max_guests)
+{
+	vp->base = base;
+	vp->base_size = base_size;
+	vp->fd = fd;
+	vp->offset = offset;
+	vp->nclasses = nclasses;
+	vp->max_guests = max_guests;
+	vp->hdr = (struct hp_var_header *)(void *)(base + offset);
+	vp->cls = (struct hp_var_class *)(void *)(base + offset + sizeof(struct hp_var_header));
+	vp->stats = (struct hp_var_stats *)(void *)((uint8_t *)vp->cls +
+						    nclasses * sizeof(struct hp_var_class));
+	vp->want = HP_VAR_NIL;
+}
+
+/* Points the view at extent e of class c, at file offset off: inside the
+ * segment's mapping when it lies there, else mapped on its own. */
+static int
+view_extent(struct hp_varpool *vp, uint32_t c, uint32_t e, uint64_t off)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	uint8_t *p;
+
+	if (off + cv->extent_bytes <= vp->base_size) {
+		p = vp->base + off;
+		cv->map[e] = NULL;
+	} else {
+		p = mmap(NULL, cv->extent_bytes,
+			 vp->writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
+			 vp->fd, (off_t)off);
+		if (p == MAP_FAILED)
+			return -ENOMEM;
+		cv->map[e] = p;
+	}
+	cv->meta[e] = (struct hp_var_slot *)(void *)(p + sizeof(struct hp_var_extent));
+	cv->data[e] = p + meta_bytes(cv->spe);
+	return 0;
+}
+
+/* A guest's view reaches extents the host published since: maps them,
+ * after checking where the host says they are. */
+static int
+map_published(struct hp_varpool *vp, uint32_t c)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	/* acquire: pairs with the host's release store of extent_count in
+	 * hp_var_grow, made after the extent's offset and metadata */
+	uint32_t n = hp_load_acquire_u32(&vp->cls[c].extent_count);
+	struct stat st;
+
+	if (n > vp->max_extents)
+		return -EBADMSG;
+	if (n <= cv->mapped)
+		return 0;
+	if (fstat(vp->fd, &st) != 0)
+		return -errno;
+	while (cv->mapped < n) {
+		uint32_t e = cv->mapped;
+		uint64_t off = hp_load_relaxed_u64(&vp->cls[c].extent_offsets[e]);
+		const struct hp_var_extent *x;
+
+		if (off % HP_VAR_EXTENT_ALIGN != 0 || off < vp->offset ||
+		    off > (uint64_t)st.st_size || cv->extent_bytes > (uint64_t)st.st_size - off)
+			return -EBADMSG;
+		if (view_extent(vp, c, e, off) != 0)
+			return -ENOMEM;
+		x = (const struct hp_var_extent *)(const void *)((uint8_t *)cv->meta[e] -
+								 sizeof(*x));
+		if (x->class_index != c || x->extent_index != e || x->slot_count != cv->spe ||
+		    x->slot_size != cv->slot_size) {
+			if (cv->map[e] != NULL)
+				munmap(cv->map[e], cv->extent_bytes);
+			cv->map[e] = NULL;
+			return -EBADMSG;
+		}
+		cv->mapped = e + 1;
+	}
+	return 0;
+}
+
+static void
+init_extent(struct hp_varpool *vp, uint32_t c, uint32_t e)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	struct hp_var_extent *x = (struct hp_var_extent *)(void *)((uint8_t *)cv->meta[e] -
+								   sizeof(*x));
+	uint32_t first = e * cv->spe;
+
+	memset(x, 0, sizeof(*x));
+	x->class_index = c;
+	x->extent_index = e;
+	x->slot_count = cv->spe;
+	x->slot_size = cv->slot_size;
+	x->meta_offset = sizeof(*x);
+	x->data_offset = meta_bytes(cv->spe);
+	for (uint32_t i = 0; i < cv->spe; i++) {
+		struct hp_var_slot *s = &cv->meta[e][i];
+
+		hp_store_relaxed_u64(&s->gen_state, GS(0, HP_VAR_FREE));
+		hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
+		hp_store_relaxed_u32(&s->next_free, i + 1 < cv->spe ? first + i + 1 : HP_VAR_NIL);
+		hp_store_relaxed_u64(&s->claim_ns, 0);
+		hp_store_relaxed_u32(&s->last_owner, HP_VAR_NOBODY);
+		s->reserved = 0;
+	}
+}
+
+int
+hp_var_create(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
+	      uint64_t offset, const struct hp_var_conf *c, uint32_t max_guests)
+{
+	uint64_t off;
+
+	memset(vp, 0, sizeof(*vp));
+	if (c->nclasses == 0 || hp_var_conf_check(c, NULL) != 0 ||
+	    offset % HP_VAR_EXTENT_ALIGN != 0 ||
+	    offset + hp_var_initial_size(c, max_guests) > base_size)
+		return -EINVAL;
+	view_headers(vp, base, base_size, fd, offset, c->nclasses, max_guests);
+	vp->host = 1;
+	vp->writable = 1;
+	vp->self = HP_VAR_HOST;
+	vp->max_extents = c->max_extents;
+	memset(vp->hdr, 0, hp_var_region_size(c->nclasses, max_guests));
+	vp->hdr->nclasses = c->nclasses;
+	vp->hdr->max_extents = c->max_extents;
+	vp->hdr->max_payload = c->cls[c->nclasses - 1].slot_size;
+	vp->max_payload = c->cls[c->nclasses - 1].slot_size;
+	off = offset + hp_var_region_size(c->nclasses, max_guests);
+	for (uint32_t i = 0; i < c->nclasses; i++) {
+		struct hp_var_cview *cv = &vp->c[i];
+		struct hp_var_class *k = &vp->cls[i];
+
+		cv->slot_size = c->cls[i].slot_size;
+		cv->spe = c->cls[i].count;
+		cv->extent_bytes = hp_var_extent_size(cv->slot_size, cv->spe);
+		view_extent(vp, i, 0, off);
+		init_extent(vp, i, 0);
+		cv->mapped = 1;
+		k->slot_size = cv->slot_size;
+		k->slots_per_extent = cv->spe;
+		hp_store_relaxed_u64(&k->extent_offsets[0], off);
+		hp_store_relaxed_u32(&k->extent_count, 1);
+		/* r[shm.varslot.freelist]: every slot of the first extent */
+		hp_store_relaxed_u64(&k->free_head, HEAD(0, 0));
+		off += cv->extent_bytes;
+	}
+	/* published with the rest of the segment by the magic's release */
+	vp->file_end = off;
+	return 0;
+}
+
+static int
+corrupt(const char **why, const char *what)
+{
+	if (why != NULL)
+		*why = what;
+	return -EBADMSG;
+}
+
+int
+hp_var_attach(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
+	      int writable, uint64_t offset, uint32_t max_guests, uint32_t self,
+	      const char **why)
+{
+	const struct hp_var_header *h;
+	uint32_t n;
+
+	memset(vp, 0, sizeof(*vp));
+	if (offset % HP_VAR_EXTENT_ALIGN != 0 || offset >= base_size ||
+	    base_size - offset < sizeof(*h))
+		return corrupt(why, "the variable pool lies outside the segment or is misaligned");
+	h = (const struct hp_var_header *)(const void *)(base + offset);
+	n = h->nclasses;
+	if (n < 1 || n > HP_VAR_MAX_CLASSES || h->max_extents < 1 ||
+	    h->max_extents > HP_VAR_MAX_EXTENTS)
+		return corrupt(why, "the variable pool's class count or max_extents is out of range");
+	if (hp_var_region_size(n, max_guests) > base_size - offset)
+		return corrupt(why, "the variable pool's headers run past the end of the segment");
+	if (self > max_guests)
+		return -EINVAL;
+	view_headers(vp, base, base_size, fd, offset, n, max_guests);
+	vp->writable = writable;
+	vp->self = self;
+	vp->max_extents = h->max_extents;
+	for (uint32_t i = 0; i < n; i++) {
+		struct hp_var_cview *cv = &vp->c[i];
+		const struct hp_var_class *k = &vp->cls[i];
+
+		cv->slot_size = k->slot_size;
+		cv->spe = k->slots_per_extent;
+		if (cv->slot_size < HP_CACHE_LINE || cv->slot_size % HP_CACHE_LINE != 0 ||
+		    cv->slot_size > HP_VAR_SLOT_MAX ||
+		    (i > 0 && cv->slot_size <= vp->c[i - 1].slot_size) || cv->spe < 1 ||
+		    (uint64_t)cv->spe * vp->max_extents > HP_VAR_INDEX_MASK)
+			return corrupt(why, "a size class's slot size or count is out of range");
+		cv->extent_bytes = hp_var_extent_size(cv->slot_size, cv->spe);
+	}
+	if (h->max_payload != vp->c[n - 1].slot_size)
+		return corrupt(why, "the variable pool's max_payload is not its largest class");
+	vp->max_payload = vp->c[n - 1].slot_size;
+	for (uint32_t i = 0; i < n; i++) {
+		int rc = map_published(vp, i);
+
+		if (rc != 0 || vp->c[i].mapped == 0) {
+			hp_var_close(vp);
+			return rc == -ENOMEM ? rc :
+			    corrupt(why, "a size class's extent lies outside the file or has a bad header");
+		}
+	}
+	return 0;
+}
+
+void
+hp_var_close(struct hp_varpool *vp)
+{
+	for (uint32_t c = 0; c < vp->nclasses; c++)
+		for (uint32_t e = 0; e < HP_VAR_MAX_EXTENTS; e++)
+			if (vp->c[c].map[e] != NULL) {
+				munmap(vp->c[c].map[e], vp->c[c].extent_bytes);
+				vp->c[c].map[e] = NULL;
+			}
+}
+
+/* -- slots ----------------------------------------------------------------- */
+
+static struct hp_var_stats *
+my_stats(struct hp_varpool *vp, uint32_t c)
+{
+	return &vp->stats[(uint64_t)vp->self * vp->nclasses + c];
+}
+
+/* One writer per line: a plain read and write, no locked instruction. */
+static void
+count(hp_atomic_u64 *ctr)
+{
+	hp_store_relaxed_u64(ctr, hp_load_relaxed_u64(ctr) + 1);
+}
+
+/* The metadata of index idx of class c in *s, mapping its extent if the
+ * host published it since: 0, -ENOMEM (cannot map it), -EINVAL (no
+ * such slot). */
+static int
+find_slot(struct hp_varpool *vp, uint32_t c, uint32_t idx, struct hp_var_slot **s)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	uint32_t e = idx / cv->spe;
+
+	if (e >= vp->max_extents)
+		return -EINVAL;
+	if (e >= cv->mapped && !vp->host && map_published(vp, c) == -ENOMEM)
+		return -ENOMEM;
+	if (e >= cv->mapped)
+		return -EINVAL;
+	*s = &cv->meta[e][idx % cv->spe];
+	return 0;
+}
+
+static struct hp_var_slot *
+slot_meta(struct hp_varpool *vp, uint32_t c, uint32_t idx)
+{
+	struct hp_var_slot *s;
+
+	return find_slot(vp, c, idx, &s) == 0 ? s : NULL;
+}
+
+static uint8_t *
+slot_data(const struct hp_varpool *vp, uint32_t c, uint32_t idx)
+{
+	const struct hp_var_cview *cv = &vp->c[c];
+
+	return cv->data[idx / cv->spe] + (uint64_t)(idx % cv->spe) * cv->slot_size;
+}
+
+static void
+mark_corrupt(struct hp_varpool *vp, uint32_t c)
+{
+	hp_store_relaxed_u32(&vp->cls[c].corrupt, 1);
+	if (vp->host)
+		vp->diag[c].bad_links++;
+	else
+		count(&my_stats(vp, c)->errors);
+}
+
+/* r[shm.varslot.allocation] from class c: 0, -EAGAIN (empty, or too
+ * contended or broken to pop within bounds). */
+static int
+pop(struct hp_varpool *vp, uint32_t c, struct hp_var_ref *r)
+{
+	struct hp_var_class *k = &vp->cls[c];
+	int bad = 0;
+
+	for (int tries = 0; tries < CAS_TRIES; tries++) {
+		/* 1. acquire: pairs with the release CAS of the push that
+		 * put this head there, after writing its next_free */
+		uint64_t head = hp_load_acquire_u64(&k->free_head), gs;
+		uint32_t idx = IDX(head), next;
+		struct hp_var_slot *s;
+		int rc;
+
+		/* 2. */
+		if (idx == HP_VAR_NIL)
+			return -EAGAIN;
+		if ((rc = find_slot(vp, c, idx, &s)) != 0) {
+			if (rc == -ENOMEM)
+				return rc;	/* refused slots, nothing else */
+			mark_corrupt(vp, c);	/* a head naming no slot */
+			return -EAGAIN;
+		}
+		/* 3. */
+		next = hp_load_relaxed_u32(&s->next_free);
+		if (next != HP_VAR_NIL && next / vp->c[c].spe >= vp->max_extents) {
+			mark_corrupt(vp, c);
+			return -EAGAIN;
+		}
+		/* 4. the tag changes on every successful CAS: a head popped
+		 * and pushed back meanwhile (ABA) fails this one */
+		if (!hp_cas_u64(&k->free_head, &head, HEAD(TAG(head) + 1, next))) {
+			count(&my_stats(vp, c)->conflicts);
+			continue;
+		}
+		/* 5. ours, if it really was free: a slot on the list that is
+		 * held (a double free, a scribbled link) is left to its
+		 * holder; the list is rebuilt later */
+		gs = hp_load_relaxed_u64(&s->gen_state);
+		if (STATE(gs) != HP_VAR_FREE ||
+		    !hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_ALLOCATED))) {
+			mark_corrupt(vp, c);
+			if (++bad >= BAD_POPS)
+				return -EAGAIN;
+			continue;
+		}
+		hp_store_relaxed_u32(&s->owner, vp->self);
+		hp_store_relaxed_u64(&s->claim_ns, claim_now());
+		r->slot = HP_VAR_SLOT_FLAG | c << HP_VAR_CLASS_SHIFT | idx;
+		r->gen = GEN(gs) + 1;
+		r->data = slot_data(vp, c, idx);
+		r->cap = vp->c[c].slot_size;
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+static void
+note_in_use(struct hp_var_class *k)
+{
+	uint32_t n = hp_fetch_add_u32(&k->in_use, 1, memory_order_relaxed) + 1;
+	uint32_t hw = hp_load_relaxed_u32(&k->high_water);
+
+	while (n > hw && !hp_cas_u32(&k->high_water, &hw, n))
+		;
+}
+
+int
+hp_var_alloc(struct hp_varpool *vp, uint32_t len, struct hp_var_ref *r)
+{
+	uint32_t first = HP_VAR_NIL;
+	int rc;
+
+	if (len > vp->max_payload)
+		return -EMSGSIZE;
+	/* r[shm.varslot.selection] 1: the smallest class that fits */
+	for (uint32_t c = 0; c < vp->nclasses; c++) {
+		if (vp->c[c].slot_size < len)
+			continue;
+		if (first == HP_VAR_NIL)
+			first = c;
+		/* 2-3: its list, else the next larger class's */
+		if ((rc = pop(vp, c, r)) == -ENOMEM)
+			return rc;
+		if (rc == 0) {
+			struct hp_var_stats *st = my_stats(vp, c);
+
+			count(&st->allocs);
+			if (c != first)
+				count(&st->fallbacks);
+			note_in_use(&vp->cls[c]);
+			vp->want = HP_VAR_NIL;
+			return 0;
+		}
+		if (c == first && hp_load_relaxed_u32(&vp->cls[c].extent_count) < vp->max_extents)
+			/* r[shm.varslot.extents]: the host appends an extent */
+			hp_store_relaxed_u32(&vp->cls[c].grow_request, 1);
+	}
+	/* 4: all exhausted: the caller waits */
+	count(&my_stats(vp, first)->waits);
+	vp->want = first;
+	return -EAGAIN;
+}
+
+/* (class, index) of a descriptor's slot, or -1. */
+static int
+decode(const struct hp_varpool *vp, uint32_t slot, uint32_t *c, uint32_t *idx)
+{
+	if (!hp_var_is_slot(slot))
+		return -1;
+	*c = (slot & ~HP_VAR_SLOT_FLAG) >> HP_VAR_CLASS_SHIFT;
+	*idx = slot & HP_VAR_INDEX_MASK;
+	return *c < vp->nclasses ? 0 : -1;
+}
+
+int
+hp_var_send(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t to)
+{
+	struct hp_var_slot *s;
+	uint32_t c, idx;
+	uint64_t gs = GS(gen, HP_VAR_ALLOCATED);
+
+	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
+		return -EINVAL;
+	hp_store_relaxed_u32(&s->owner, to);
+	/* release: the payload written before it is visible to whoever
+	 * checks InFlight with acquire (hp_var_check) */
+	if (!hp_cas_u64(&s->gen_state, &gs, GS(gen, HP_VAR_INFLIGHT)))
+		return -ESTALE;
+	return 0;
+}
+
+int
+hp_var_check(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t offset,
+	     uint32_t len, uint32_t owner, const uint8_t **payload, const char **rule)
+{
+	struct hp_var_slot *s;
+	uint32_t c, idx;
+
+	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL) {
+		*rule = "shm.varslot.classes";
+		return -EPROTO;
+	}
+	/* acquire: pairs with the sender's release CAS to InFlight
+	 * (hp_var_send), after its payload writes */
+	if (hp_load_acquire_u64(&s->gen_state) != GS(gen, HP_VAR_INFLIGHT)) {
+		*rule = "shm.slot.generation";
+		return -EPROTO;
+	}
+	if (hp_load_relaxed_u32(&s->owner) != owner) {
+		*rule = "shm.varslot.ownership";
+		return -EPROTO;
+	}
+	if ((uint64_t)offset + len > vp->c[c].slot_size) {
+		*rule = "shm.slot.payload-offset";
+		return -EPROTO;
+	}
+	*payload = slot_data(vp, c, idx) + offset;
+	return 0;
+}
+
+int
+hp_var_pass(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t from, uint32_t to)
+{
+	struct hp_var_slot *s;
+	uint32_t c, idx;
+
+	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
+		return -EINVAL;
+	if (GEN(hp_load_relaxed_u64(&s->gen_state)) != gen ||
+	    !hp_cas_u32(&s->owner, &from, to))
+		return -ESTALE;
+	hp_store_relaxed_u64(&s->claim_ns, claim_now());
+	return 0;
+}
+
+/* Pushes the chain first..last (linked through next_free) of class c. */
+static int
+push(struct hp_varpool *vp, uint32_t c, uint32_t first, struct hp_var_slot *last)
+{
+	struct hp_var_class *k = &vp->cls[c];
+
+	for (int tries = 0; tries < CAS_TRIES; tries++) {
+		uint64_t head = hp_load_relaxed_u64(&k->free_head);
+
+		/* 4. */
+		hp_store_relaxed_u32(&last->next_free, IDX(head));
+		/* 5. release: our next_free (and the holder's reads of the
+		 * payload) before the slot is seen on the list */
+		if (hp_cas_u64(&k->free_head, &head, HEAD(TAG(head) + 1, first)))
+			return 0;
+		count(&my_stats(vp, c)->conflicts);
+	}
+	/* left off the list, Free: a rebuild finds it */
+	mark_corrupt(vp, c);
+	return -EAGAIN;
+}
+
+static void
+wake_waiters(struct hp_varpool *vp)
+{
+	/* Dekker with hp_var_sleep_begin: our push, a full fence, then the
+	 * count; the sleeper counts itself, fences, then re-checks */
+	hp_fence_seq_cst();
+	if (hp_load_relaxed_u32(&vp->hdr->waiters) == 0)
+		return;
+	hp_fetch_add_u32(&vp->hdr->wake_seq, 1, memory_order_relaxed);
+	hp_futex_wake(&vp->hdr->wake_seq, INT_MAX);
+}
+
+int
+hp_var_free(struct hp_varpool *vp, uint32_t slot, uint32_t gen)
+{
+	struct hp_var_slot *s;
+	uint32_t c, idx;
+	uint64_t gs;
+
+	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
+		return -EINVAL;
+	/* r[shm.varslot.freeing] 1-2: generation and state in one CAS, so
+	 * a late free never frees the slot's next allocation */
+	gs = hp_load_relaxed_u64(&s->gen_state);
+	for (;;) {
+		int rc = 0;
+
+		if (GEN(gs) != gen)
+			rc = -ESTALE;
+		else if (STATE(gs) == HP_VAR_FREE)
+			rc = -EALREADY;
+		else if (STATE(gs) != HP_VAR_ALLOCATED && STATE(gs) != HP_VAR_INFLIGHT)
+			rc = -ESTALE;
+		if (rc != 0) {
+			if (vp->host) {
+				if (rc == -EALREADY)
+					vp->diag[c].double_frees++;
+				else
+					vp->diag[c].stale_frees++;
+			} else {
+				count(&my_stats(vp, c)->errors);
+			}
+			return rc;
+		}
+		if (hp_cas_u64(&s->gen_state, &gs, GS(gen, HP_VAR_FREE)))
+			break;
+	}
+	hp_store_relaxed_u32(&s->last_owner, hp_load_relaxed_u32(&s->owner));
+	hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
+	hp_fetch_add_u32(&vp->cls[c].in_use, (uint32_t)-1, memory_order_relaxed);
+	count(&my_stats(vp, c)->frees);
+	push(vp, c, idx, s);
+	wake_waiters(vp);
+	return 0;
+}
+
+int
+hp_var_ready(struct hp_varpool *vp)
+{
+	if (vp->want == HP_VAR_NIL)
+		return 1;
+	for (uint32_t c = vp->want; c < vp->nclasses; c++)
+		if (IDX(hp_load_acquire_u64(&vp->cls[c].free_head)) != HP_VAR_NIL)
+			return 1;
+	return 0;
+}
+
+uint32_t
+hp_var_sleep_begin(struct hp_varpool *vp)
+{
+	uint32_t seen;
+
+	hp_fetch_add_u32(&vp->hdr->waiters, 1, memory_order_relaxed);
+	seen = hp_load_relaxed_u32(&vp->hdr->wake_seq);
+	/* Dekker with wake_waiters: counted, fenced, then the caller
+	 * re-checks hp_var_ready before it sleeps on wake_seq */
+	hp_fence_seq_cst();
+	return seen;
+}
+
+void
+hp_var_sleep_end(struct hp_varpool *vp)
+{
+	hp_fetch_add_u32(&vp->hdr->waiters, (uint32_t)-1, memory_order_relaxed);
+}
+
+/* -- the host's side: growth, sweeping, rebuilding ------------------------ */
+
+int
+hp_var_grow(struct hp_varpool *vp, uint32_t c)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	struct hp_var_class *k = &vp->cls[c];
+	uint32_t e = cv->mapped;
+	uint64_t off = vp->file_end;
+
+	if (!vp->host || c >= vp->nclasses || e >= vp->max_extents)
+		return -ENOSPC;
+	/* r[shm.varslot.extents]: appended to the file, every page
+	 * reserved (a sparse extent would SIGBUS a guest later) */
+	if (ftruncate(vp->fd, (off_t)(off + cv->extent_bytes)) != 0 ||
+	    posix_fallocate(vp->fd, (off_t)off, (off_t)cv->extent_bytes) != 0) {
+		if (ftruncate(vp->fd, (off_t)off) != 0) {
+			/* the file stays longer: harmless, unused */
+		}
+		return -ENOSPC;
+	}
+	if (view_extent(vp, c, e, off) != 0)
+		return -ENOSPC;
+	init_extent(vp, c, e);
+	cv->mapped = e + 1;
+	vp->file_end = off + cv->extent_bytes;
+	vp->diag[c].grown++;
+	hp_store_relaxed_u64(&k->extent_offsets[e], off);
+	/* release: pairs with the acquire in map_published; the offset and
+	 * the extent's metadata first */
+	hp_store_release_u32(&k->extent_count, e + 1);
+	hp_store_relaxed_u32(&k->grow_request, 0);
+	push(vp, c, e * cv->spe, &cv->meta[e][cv->spe - 1]);
+	wake_waiters(vp);
+	return 0;
+}
+
+/* A held slot back to its list with a new generation, so a descriptor
+ * that still names it fails its check. */
+static int
+reclaim(struct hp_varpool *vp, uint32_t c, uint32_t idx, struct hp_var_slot *s, uint64_t gs)
+{
+	if (!hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_FREE)))
+		return 0;
+	hp_store_relaxed_u32(&s->last_owner, hp_load_relaxed_u32(&s->owner));
+	hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
+	hp_fetch_add_u32(&vp->cls[c].in_use, (uint32_t)-1, memory_order_relaxed);
+	vp->diag[c].reclaimed++;
+	push(vp, c, idx, s);
+	return 1;
+}
+
+uint32_t
+hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
+	     int (*dead)(void *arg, uint32_t owner), void *arg,
+	     void (*on_stuck)(void *arg, const struct hp_var_held *s), uint32_t *stuck)
+{
+	uint32_t back = 0, held = 0;
+
+	for (uint32_t c = 0; c < vp->nclasses; c++) {
+		struct hp_var_cview *cv = &vp->c[c];
+
+		if (hp_load_relaxed_u32(&vp->cls[c].corrupt))
+			hp_var_rebuild(vp, c);
+		for (uint32_t idx = 0; idx < cv->mapped * cv->spe; idx++) {
+			struct hp_var_slot *s = &cv->meta[idx / cv->spe][idx % cv->spe];
+			uint64_t gs = hp_load_relaxed_u64(&s->gen_state), at;
+			uint32_t owner;
+
+			if (STATE(gs) == HP_VAR_FREE)
+				continue;
+			owner = hp_load_relaxed_u32(&s->owner);
+			if (STATE(gs) > HP_VAR_INFLIGHT || owner > vp->max_guests ||
+			    (owner != HP_VAR_HOST && dead(arg, owner))) {
+				back += (uint32_t)reclaim(vp, c, idx, s, gs);
+				continue;
+			}
+			at = hp_load_relaxed_u64(&s->claim_ns);
+			if (stuck_ns != 0 && owner != HP_VAR_HOST && now > at && now - at > stuck_ns) {
+				struct hp_var_held h = { c, idx, owner, GEN(gs), now - at };
+
+				held++;
+				if (on_stuck != NULL)
+					on_stuck(arg, &h);
+			}
+		}
+	}
+	if (back > 0)
+		wake_waiters(vp);
+	if (stuck != NULL)
+		*stuck = held;
+	return back;
+}
+
+void
+hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	struct hp_var_class *k = &vp->cls[c];
+	struct hp_var_slot *last = NULL;
+	uint32_t first = HP_VAR_NIL, used = 0;
+	uint64_t head = hp_load_relaxed_u64(&k->free_head);
+
+	if (!vp->host)
+		return;
+	hp_store_relaxed_u32(&k->corrupt, 0);
+	/* detach the list: pops racing with us fail their CAS */
+	for (int tries = 0; tries < CAS_TRIES; tries++)
+		if (hp_cas_u64(&k->free_head, &head, HEAD(TAG(head) + 1, HP_VAR_NIL)))
+			break;
+	/* every Free slot, chained from the metadata; anything that is no
+	 * state at all is reclaimed. A slot a racing pop took but has not
+	 * marked yet may be chained too: whoever pops it second fails the
+	 * state CAS and leaves it (pop's step 5). */
+	for (uint32_t idx = cv->mapped * cv->spe; idx-- > 0;) {
+		struct hp_var_slot *s = &cv->meta[idx / cv->spe][idx % cv->spe];
+		uint64_t gs = hp_load_relaxed_u64(&s->gen_state);
+
+		if (STATE(gs) > HP_VAR_INFLIGHT || (STATE(gs) != HP_VAR_FREE &&
+		    hp_load_relaxed_u32(&s->owner) > vp->max_guests)) {
+			if (!hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_FREE)))
+				continue;
+			hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
+			vp->diag[c].reclaimed++;
+		} else if (STATE(gs) != HP_VAR_FREE) {
+			used++;
+			continue;
+		}
+		hp_store_relaxed_u32(&s->next_free, first);
+		if (last == NULL)
+			last = s;
+		first = idx;
+	}
+	hp_store_relaxed_u32(&k->in_use, used);
+	vp->diag[c].rebuilds++;
+	if (last != NULL)
+		push(vp, c, first, last);
+	wake_waiters(vp);
+}
+
+/* -- validate and figures ------------------------------------------------- */
+
+static void
+problem(void (*report)(void *, const char *), void *rarg, uint32_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+problem(void (*report)(void *, const char *), void *rarg, uint32_t *n, const char *fmt, ...)
+{
+	char buf[200];
+	va_list ap;
+
+	(*n)++;
+	if (report == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	report(rarg, buf);
+}
+
+static const char *
+state_name(uint32_t st)
+{
+	return st == HP_VAR_ALLOCATED ? "allocated" : st == HP_VAR_INFLIGHT ? "in flight" :
+	    st == HP_VAR_FREE ? "free" : "in no state";
+}
+
+uint32_t
+hp_var_validate(struct hp_varpool *vp, int (*live)(void *arg, uint32_t owner), void *arg,
+		void (*report)(void *arg, const char *problem), void *rarg)
+{
+	uint32_t n = 0;
+
+	for (uint32_t c = 0; c < vp->nclasses; c++) {
+		struct hp_var_cview *cv = &vp->c[c];
+		uint32_t total, idx, steps = 0;
+		uint8_t *seen;
+
+		if (!vp->host)
+			map_published(vp, c);
+		total = cv->mapped * cv->spe;
+		if ((seen = calloc(total / 8 + 1, 1)) == NULL) {
+			problem(report, rarg, &n, "class %u: out of memory to validate", c);
+			continue;
+		}
+		/* the free list, at most one step per slot */
+		idx = IDX(hp_load_acquire_u64(&vp->cls[c].free_head));
+		for (uint32_t prev = HP_VAR_NIL; idx != HP_VAR_NIL; prev = idx,
+		     idx = hp_load_relaxed_u32(&cv->meta[prev / cv->spe][prev % cv->spe].next_free)) {
+			uint64_t gs;
+
+			if (idx >= total) {
+				problem(report, rarg, &n, "class %u: free list link out of range "
+					"(slot %d -> %u, %u slots)", c,
+					prev == HP_VAR_NIL ? -1 : (int)prev, idx, total);
+				break;
+			}
+			if (seen[idx / 8] & (1u << (idx % 8))) {
+				problem(report, rarg, &n, "class %u: free list has a cycle at slot %u",
+					c, idx);
+				break;
+			}
+			seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
+			gs = hp_load_relaxed_u64(&cv->meta[idx / cv->spe][idx % cv->spe].gen_state);
+			if (STATE(gs) != HP_VAR_FREE)
+				problem(report, rarg, &n, "class %u: slot %u is on the free list "
+					"but %s", c, idx, state_name(STATE(gs)));
+			if (++steps > total)
+				break;
+		}
+		for (idx = 0; idx < total; idx++) {
+			struct hp_var_slot *s = &cv->meta[idx / cv->spe][idx % cv->spe];
+			uint64_t gs = hp_load_relaxed_u64(&s->gen_state);
+			uint32_t owner = hp_load_relaxed_u32(&s->owner);
+			int on = (seen[idx / 8] & (1u << (idx % 8))) != 0;
+
+			if (STATE(gs) == HP_VAR_FREE) {
+				if (!on)
+					problem(report, rarg, &n, "class %u: slot %u is free but on "
+						"no free list", c, idx);
+				continue;
+			}
+			if (STATE(gs) > HP_VAR_INFLIGHT) {
+				problem(report, rarg, &n, "class %u: slot %u has state %u", c, idx,
+					STATE(gs));
+				continue;
+			}
+			if (GEN(gs) == 0)
+				problem(report, rarg, &n, "class %u: slot %u is %s with generation 0 "
+					"(never allocated)", c, idx, state_name(STATE(gs)));
+			if (owner > vp->max_guests)
+				problem(report, rarg, &n, "class %u: slot %u is %s by no peer "
+					"(owner %u)", c, idx, state_name(STATE(gs)), owner);
+			else if (live != NULL && owner != HP_VAR_HOST && !live(arg, owner))
+				problem(report, rarg, &n, "class %u: slot %u is %s by peer %u, "
+					"which is not running", c, idx, state_name(STATE(gs)), owner);
+		}
+		free(seen);
+	}
+	return n;
+}
+
+void
+hp_var_class_stats(struct hp_varpool *vp, uint32_t c, struct hp_var_class_stats *s)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+
+	memset(s, 0, sizeof(*s));
+	if (!vp->host)
+		map_published(vp, c);
+	s->slot_size = cv->slot_size;
+	s->slots_per_extent = cv->spe;
+	s->extents = cv->mapped;
+	s->slots = cv->mapped * cv->spe;
+	for (uint32_t idx = 0; idx < s->slots; idx++)
+		if (STATE(hp_load_relaxed_u64(&cv->meta[idx / cv->spe][idx % cv->spe].gen_state)) ==
+		    HP_VAR_FREE)
+			s->free++;
+	s->in_use = s->slots - s->free;
+	s->high_water = hp_load_relaxed_u32(&vp->cls[c].high_water);
+	if (s->high_water < s->in_use)
+		s->high_water = s->in_use;
+	for (uint32_t p = 0; p <= vp->max_guests; p++) {
+		struct hp_var_stats *st = &vp->stats[(uint64_t)p * vp->nclasses + c];
+
+		s->allocs += hp_load_relaxed_u64(&st->allocs);
+		s->frees += hp_load_relaxed_u64(&st->frees);
+		s->conflicts += hp_load_relaxed_u64(&st->conflicts);
+		s->fallbacks += hp_load_relaxed_u64(&st->fallbacks);
+		s->waits += hp_load_relaxed_u64(&st->waits);
+		s->errors += hp_load_relaxed_u64(&st->errors);
+	}
+	s->diag = vp->diag[c];
+	s->errors += s->diag.double_frees + s->diag.stale_frees + s->diag.bad_links;
+}

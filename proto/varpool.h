@@ -1,0 +1,178 @@
+/* The variable-size shared slot pool (r[shm.varslot.*]) with the SP8D slot
+ * state machine: size classes, each a lock-free Treiber free list with a
+ * tagged head, slots in extents the host appends as a class runs out,
+ * Free -> Allocated -> InFlight -> Free with every transition a CAS on the
+ * slot's (generation, state) word, and the host's sweeper, validate and
+ * rebuild. Layout in layout.h; the protocol in doc/protocol.md.
+ *
+ * Ownership: a slot's owner is who must free it next. The allocator owns
+ * it (Allocated); sending makes it InFlight: a guest's slot stays its own
+ * until the host dequeues the descriptor and takes it, a slot the host
+ * sends is the receiving guest's at once. So when a peer dies, every slot
+ * it owns is the dead peer's to lose and the sweeper returns it.
+ *
+ * Trust: the host's view (host = 1) keeps the class geometry and extent
+ * offsets privately and checks every index, link and state it reads from
+ * the shared region; every walk is bounded. A view is used by one thread. */
+#ifndef HP_VARPOOL_H
+#define HP_VARPOOL_H
+
+#include <stdint.h>
+
+#include "proto/layout.h"
+
+struct hp_var_conf {
+	uint32_t	nclasses;	/* 0: no variable pool */
+	uint32_t	max_extents;	/* per class, the first included */
+	struct {
+		uint32_t	slot_size;	/* multiple of 64, ascending */
+		uint32_t	count;		/* slots per extent */
+	} cls[HP_VAR_MAX_CLASSES];
+};
+
+#define HP_VAR_SLOT_MAX		(256u << 20)	/* largest class slot: 256 MiB */
+
+/* What the host saw itself, per class (guests count theirs in stats). */
+struct hp_var_diag {
+	uint64_t	reclaimed;	/* returned from dead owners */
+	uint64_t	rebuilds;	/* free list rebuilt from the metadata */
+	uint64_t	double_frees;	/* a free of a slot already free */
+	uint64_t	stale_frees;	/* a free whose generation moved on */
+	uint64_t	bad_links;	/* free list link out of range or to a held slot */
+	uint64_t	grown;		/* extents appended */
+};
+
+struct hp_var_cview {
+	uint32_t	slot_size;
+	uint32_t	spe;		/* slots per extent */
+	uint64_t	extent_bytes;
+	uint32_t	mapped;		/* extents this view can reach */
+	struct hp_var_slot *meta[HP_VAR_MAX_EXTENTS];
+	uint8_t		*data[HP_VAR_MAX_EXTENTS];
+	void		*map[HP_VAR_MAX_EXTENTS];	/* own mmap, or NULL */
+};
+
+struct hp_varpool {
+	uint8_t			*base;		/* the segment's mapping */
+	uint64_t		base_size;
+	int			fd;
+	int			writable;
+	int			host;
+	uint32_t		self;		/* owner id: 0 host, else peer id */
+	uint32_t		max_guests;
+	uint32_t		nclasses;
+	uint32_t		max_extents;
+	uint32_t		max_payload;
+	uint64_t		offset;		/* of the region */
+	uint64_t		file_end;	/* host: where the next extent goes */
+	struct hp_var_header	*hdr;
+	struct hp_var_class	*cls;		/* nclasses */
+	struct hp_var_stats	*stats;		/* (max_guests + 1) * nclasses */
+	struct hp_var_cview	c[HP_VAR_MAX_CLASSES];
+	struct hp_var_diag	diag[HP_VAR_MAX_CLASSES];
+	uint32_t		want;		/* class an exhausted alloc waits for */
+};
+
+/* A slot held by this process. */
+struct hp_var_ref {
+	uint32_t	slot;		/* as a descriptor names it */
+	uint32_t	gen;
+	uint8_t		*data;
+	uint32_t	cap;		/* the class's slot size */
+};
+
+static inline int
+hp_var_is_slot(uint32_t payload_slot)
+{
+	return payload_slot != 0xFFFFFFFFu && (payload_slot & HP_VAR_SLOT_FLAG) != 0;
+}
+
+/* -EINVAL with *why when out of range. */
+int hp_var_conf_check(const struct hp_var_conf *c, const char **why);
+/* The defaults: 1 KiB to 32 MiB in five classes (doc/protocol.md). */
+void hp_var_conf_default(struct hp_var_conf *c);
+/* Bytes of the region (headers and stats, page aligned) and of one extent. */
+uint64_t hp_var_region_size(uint32_t nclasses, uint32_t max_guests);
+uint64_t hp_var_extent_size(uint32_t slot_size, uint32_t count);
+/* Region plus every class's first extent: what the segment reserves. */
+uint64_t hp_var_initial_size(const struct hp_var_conf *c, uint32_t max_guests);
+
+/* Host: lays the pool out at base + offset (offset page aligned, the file
+ * at least offset + hp_var_initial_size) and keeps fd to grow the file. */
+int hp_var_create(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
+		  uint64_t offset, const struct hp_var_conf *c, uint32_t max_guests);
+/* Anyone else: a view of the pool at offset, its headers checked (-EBADMSG
+ * with *why). self is the owner id this view allocates as. */
+int hp_var_attach(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
+		  int writable, uint64_t offset, uint32_t max_guests, uint32_t self,
+		  const char **why);
+/* Unmaps the extents mapped apart from the segment. */
+void hp_var_close(struct hp_varpool *vp);
+
+/* r[shm.varslot.selection] r[shm.varslot.allocation]: a slot for len
+ * bytes, Allocated and owned by vp->self. 0; -EMSGSIZE over max_payload;
+ * -EAGAIN when every class that fits is exhausted (vp->want is set, the
+ * host asked to grow: wait with hp_var_wait); -ENOMEM when a new extent
+ * cannot be mapped (this view is refused slots, nothing else breaks). */
+int hp_var_alloc(struct hp_varpool *vp, uint32_t len, struct hp_var_ref *r);
+/* Allocated -> InFlight, owned by to. -ESTALE if the slot is not ours. */
+int hp_var_send(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t to);
+/* A received descriptor's slot: in range, InFlight, of generation gen and
+ * owned by owner, [offset, offset + len) inside it. -EPROTO with *rule. */
+int hp_var_check(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t offset,
+		 uint32_t len, uint32_t owner, const uint8_t **payload, const char **rule);
+/* Host: hands a checked slot from one owner to another (CAS on owner),
+ * stamping the claim time. -ESTALE if it is no longer from's. */
+int hp_var_pass(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t from,
+		uint32_t to);
+/* r[shm.varslot.freeing]: back on its list. -EALREADY: already free
+ * (a double free); -ESTALE: its generation moved on; -EINVAL: no such
+ * slot. Wakes processes waiting for a slot. */
+int hp_var_free(struct hp_varpool *vp, uint32_t slot, uint32_t gen);
+
+/* Whether the class an exhausted alloc waits for (or a larger one) has a
+ * free slot now. */
+int hp_var_ready(struct hp_varpool *vp);
+/* The futex word and the waiter count a sleeper for a slot uses:
+ * hp_var_sleep_begin returns the value to wait on, _end undoes the count. */
+uint32_t hp_var_sleep_begin(struct hp_varpool *vp);
+void hp_var_sleep_end(struct hp_varpool *vp);
+
+/* Host: appends an extent to class c (r[shm.varslot.extents]). 0,
+ * -ENOSPC at max_extents or when the file cannot grow. */
+int hp_var_grow(struct hp_varpool *vp, uint32_t c);
+
+/* Host: the sweeper. Every held slot whose owner dead(arg, owner) says is
+ * gone (or is no peer at all) returns to its list with a new generation;
+ * classes marked corrupt are rebuilt; held slots older than stuck_ns
+ * (0: no check) are counted into *stuck and passed to on_stuck. Returns
+ * how many slots came back. */
+struct hp_var_held {
+	uint32_t	cls, index, owner, gen;
+	uint64_t	held_ns;
+};
+uint32_t hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
+		      int (*dead)(void *arg, uint32_t owner), void *arg,
+		      void (*on_stuck)(void *arg, const struct hp_var_held *s),
+		      uint32_t *stuck);
+/* Host: the free list of class c rebuilt from the slots' metadata. */
+void hp_var_rebuild(struct hp_varpool *vp, uint32_t c);
+
+/* validate(): every slot on exactly one free list or held by one live
+ * owner (live NULL: any peer id counts as live), no list with a cycle or
+ * an out-of-range link, generations sane. Each problem goes to report;
+ * returns how many were found. */
+uint32_t hp_var_validate(struct hp_varpool *vp, int (*live)(void *arg, uint32_t owner),
+			 void *arg, void (*report)(void *arg, const char *problem), void *rarg);
+
+/* Per-class figures: the peers' counters summed, the host's diagnostics,
+ * and the slots counted from the metadata. */
+struct hp_var_class_stats {
+	uint32_t	slot_size, slots_per_extent, extents, slots;
+	uint32_t	free, in_use, high_water;
+	uint64_t	allocs, frees, conflicts, fallbacks, waits, errors;
+	struct hp_var_diag diag;
+};
+void hp_var_class_stats(struct hp_varpool *vp, uint32_t c, struct hp_var_class_stats *s);
+
+#endif
