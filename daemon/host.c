@@ -69,7 +69,7 @@ host_reserve(struct hub *h, struct peer *p, uint32_t len, struct hp_outbuf *ob)
 {
 	int rc = hp_endpoint_reserve(&p->ep, len, ob);
 
-	if (rc == 0 && ob->slot != HP_SLOT_INLINE)
+	if (rc == 0 && ob->slot != HP_SLOT_INLINE && !hp_var_is_slot(ob->slot))
 		h->slot_owner[ob->slot] = (uint8_t)p->id;
 	return rc;
 }
@@ -96,10 +96,20 @@ flush_backlog(struct hub *h, struct peer *p)
 	int rc;
 
 	while ((q = p->bl_head) != NULL) {
-		rc = host_try_send(h, p, q->type, q->id, q->method_id, q->data, q->len);
+		if (q->var_slot != HP_SLOT_INLINE)
+			rc = hp_endpoint_send_var(&p->ep, q->var_slot, q->var_gen, q->len,
+						  q->type, q->id, q->method_id, HP_SEND_MORE);
+		else
+			rc = host_try_send(h, p, q->type, q->id, q->method_id, q->data, q->len);
+		/* no variable slot free: nobody rings us when one is, so
+		 * look again shortly rather than spin (pool.c) */
+		p->bl_starved = rc == -EAGAIN && p->ep.var != NULL &&
+		    p->ep.var->want != HP_VAR_NIL;
+		if (p->bl_starved && !ev_is_active(&h->starved_w))
+			ev_timer_start(h->loop, &h->starved_w);
 		if (rc == -EAGAIN)
 			break;
-		if (rc != 0 && rc != -EMSGSIZE) {
+		if (rc != 0 && rc != -EMSGSIZE && rc != -ESTALE) {
 			host_fault(h, p, DEATH_VIOLATION, "shm.ring.capacity");
 			return;
 		}
@@ -119,6 +129,15 @@ int
 host_backlogged(const struct peer *p)
 {
 	return p->bl_count >= BACKLOG_PAUSE;
+}
+
+static void
+backlog(struct peer *p, struct qmsg *q)
+{
+	*p->bl_tail = q;
+	p->bl_tail = &q->next;
+	p->bl_count++;
+	p->stats.backlogged++;
 }
 
 void
@@ -160,17 +179,61 @@ host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	q->id = id;
 	q->method_id = method_id;
 	q->len = len;
+	q->var_slot = HP_SLOT_INLINE;
 	memcpy(q->data, payload, len);
-	*p->bl_tail = q;
-	p->bl_tail = &q->next;
-	p->bl_count++;
-	p->stats.backlogged++;
+	backlog(p, q);
+}
+
+int
+host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
+	     uint32_t id, uint64_t method_id)
+{
+	struct qmsg *b;
+	uint32_t slot, gen;
+	int rc;
+
+	if (m->len > q->ep.lim.max_payload_size)
+		return -EMSGSIZE;
+	if (!host_serving(q) || q->ep.var == NULL || !hp_var_is_slot(m->desc.payload_slot)) {
+		host_send(h, q, type, id, method_id, m->payload, m->len);
+		return 0;
+	}
+	/* zero-copy: the slot the sender filled goes on as it is */
+	hp_endpoint_take(m, &slot, &gen);
+	if (!ev_is_active(&h->idle_w))
+		ev_idle_start(h->loop, &h->idle_w);
+	if (q->bl_head == NULL) {
+		rc = hp_endpoint_send_var(&q->ep, slot, gen, m->len, type, id, method_id,
+					  HP_SEND_MORE);
+		if (rc == 0 || rc == -ESTALE)
+			return 0;	/* -ESTALE: a peer freed it under us */
+		if (rc != -EAGAIN) {
+			hp_var_free(&h->seg.var, slot, gen);
+			host_fault(h, q, DEATH_VIOLATION, "shm.ring.capacity");
+			return 0;
+		}
+	}
+	if (q->bl_count >= BACKLOG_MAX || (b = malloc(sizeof(*b))) == NULL) {
+		hp_var_free(&h->seg.var, slot, gen);
+		if (q->bl_count >= BACKLOG_MAX)
+			host_fault(h, q, DEATH_HUNG, "stopped reading its ring (shm.ring.full)");
+		return 0;
+	}
+	b->next = NULL;
+	b->type = type;
+	b->id = id;
+	b->method_id = method_id;
+	b->len = m->len;
+	b->var_slot = slot;
+	b->var_gen = gen;
+	backlog(q, b);
+	return 0;
 }
 
 /* -- serving ------------------------------------------------------------ */
 
 static void
-dispatch(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+dispatch(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
 	switch (m->desc.msg_type) {
 	case HP_MSG_REQUEST:
@@ -262,7 +325,8 @@ host_sleep_prepare(struct hub *h)
 			continue;
 		hp_endpoint_announce(&p->ep, HP_WAIT_RING_DATA | HP_WAIT_RING_SPACE |
 				     HP_WAIT_SLOT | HP_WAIT_CREDIT);
-		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) || p->bl_head != NULL ||
+		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) ||
+		    (p->bl_head != NULL && !p->bl_starved) ||
 		    services_source_ready(h, p))
 			work = 1;
 	}
@@ -343,6 +407,7 @@ host_attach(struct hub *h, struct peer *p)
 	p->bl_head = NULL;
 	p->bl_tail = &p->bl_head;
 	p->bl_count = 0;
+	p->bl_starved = 0;
 	p->paused = 0;
 	p->inbound = 0;
 	p->next_req = 1;
@@ -379,10 +444,13 @@ host_detach(struct hub *h, struct peer *p)
 	streams_reset_all(h, p);
 	while ((q = p->bl_head) != NULL) {
 		p->bl_head = q->next;
+		if (q->var_slot != HP_SLOT_INLINE)
+			hp_var_free(&h->seg.var, q->var_slot, q->var_gen);
 		free(q);
 	}
 	p->bl_tail = &p->bl_head;
 	p->bl_count = 0;
+	p->bl_starved = 0;
 	/* host pool slots p held and never freed (r[shm.crash.recovery] 4) */
 	for (uint32_t s = 0; s < h->host_pool.nslots; s++) {
 		if (h->slot_owner[s] != p->id)

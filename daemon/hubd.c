@@ -79,6 +79,8 @@ prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 
 	(void)revents;
 	supervise_faults(h);
+	/* a guest found a class exhausted (it rang the doorbell) */
+	pool_grow_requested(h);
 	if (ev_is_active(&h->idle_w))
 		return;
 	h->announced = 1;
@@ -444,6 +446,7 @@ main(int argc, char *argv[])
 	ev_timer_init(&h->tick_w, tick_cb, tick, tick);
 	h->tick_w.data = h;
 	ev_timer_start(h->loop, &h->tick_w);
+	pool_start(h);
 	h->start_ns = hp_now_ns();
 	if (notify_watchdog_s() > 0) {
 		ev_timer_init(&h->watchdog_w, watchdog_cb, 0, notify_watchdog_s() / 2);

@@ -67,6 +67,9 @@ struct qmsg {
 	uint32_t	id;
 	uint64_t	method_id;
 	uint32_t	len;
+	uint32_t	var_slot;	/* a variable slot the host holds for it
+					 * (HP_SLOT_INLINE: the payload is data) */
+	uint32_t	var_gen;
 	uint8_t		data[];
 };
 
@@ -140,6 +143,7 @@ struct peer {
 	struct qmsg		*bl_head;
 	struct qmsg		**bl_tail;
 	uint32_t		bl_count;
+	uint8_t			bl_starved;	/* its head waits for a variable slot */
 	struct hchan		*chans;		/* by channel id */
 	uint32_t		chan_cursor;
 	uint32_t		sources;	/* hub.source streams under way */
@@ -202,7 +206,18 @@ struct hub {
 	int			exit_code;
 	struct guest_conf	**waiting;	/* added by a reload, no entry free yet */
 	uint32_t		nwaiting;
+	ev_timer		pool_w;		/* the variable pool's sweeper */
+	ev_timer		starved_w;	/* a backlog waits for a variable slot */
+	uint32_t		pool_stuck;	/* slots held too long at the last sweep */
+	uint8_t			pool_full_logged[HP_VAR_MAX_CLASSES];
 };
+
+/* pool.c: the shared variable pool's host side. */
+void		pool_start(struct hub *h);
+void		pool_stop(struct hub *h);
+void		pool_grow_requested(struct hub *h);
+void		pool_reclaim(struct hub *h, uint32_t peer_id);
+int		pool_live(void *h, uint32_t owner);
 
 /* reload.c: re-read the config; 0 applied, -1 nothing changed. What it
  * did and refused goes to msgs, one line each. A guest added while every
@@ -268,6 +283,11 @@ int		host_reserve(struct hub *h, struct peer *p, uint32_t len,
 			     struct hp_outbuf *ob);
 /* Whether p's backlog is long enough to pause those who call it. */
 int		host_backlogged(const struct peer *p);
+/* A received message's payload on to q as type/id/method_id: its
+ * variable slot handed on without copying when q uses the pool, else
+ * copied (host_send). -EMSGSIZE, nothing sent, when q cannot take it. */
+int		host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m,
+		    uint8_t type, uint32_t id, uint64_t method_id);
 /* p's counters over all its instances, the live one's included. */
 void		host_stats(const struct peer *p, struct peer_stats *s);
 
@@ -302,8 +322,8 @@ int		services_source_ready(struct hub *h, struct peer *p);
 /* route.c: calls to their targets, answers to their callers */
 void		route_init(struct peer *p);
 void		route_free(struct peer *p);
-void		route_request(struct hub *h, struct peer *p, const struct hp_msg_in *m);
-void		route_response(struct hub *h, struct peer *p, const struct hp_msg_in *m);
+void		route_request(struct hub *h, struct peer *p, struct hp_msg_in *m);
+void		route_response(struct hub *h, struct peer *p, struct hp_msg_in *m);
 void		route_cancel(struct hub *h, struct peer *p, uint32_t req_id);
 /* Answers with an error the host makes itself, explained in metadata. */
 void		route_answer_error(struct hub *h, const struct origin *o, uint32_t code,

@@ -16,9 +16,11 @@
 
 /* -- answers ------------------------------------------------------------- */
 
-/* Delivers a complete Response payload to whoever waits for it. */
+/* Delivers a complete Response payload to whoever waits for it; from a
+ * guest's message m (handed on without copying where it can), or NULL. */
 static void
-answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len)
+answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len,
+       struct hp_msg_in *m)
 {
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
@@ -31,13 +33,16 @@ answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len
 		if (p == NULL || !host_serving(p) || p->epoch != o->epoch)
 			return;		/* the caller died meanwhile */
 		/* an answer that cannot be sent must still end the call */
-		if (len > h->seg.params.max_payload_size) {
+		if (len > p->ep.lim.max_payload_size) {
 			route_answer_error(h, o, HP_ERR_USER,
-					   "the answer is larger than max_payload_size");
+					   "the answer is larger than the caller's max_payload_size");
 			return;
 		}
 		p->inbound--;
-		host_send(h, p, HP_MSG_RESPONSE, o->req_id, 0, payload, (uint32_t)len);
+		if (m != NULL)
+			host_forward(h, p, m, HP_MSG_RESPONSE, o->req_id, 0);
+		else
+			host_send(h, p, HP_MSG_RESPONSE, o->req_id, 0, payload, (uint32_t)len);
 		return;
 	case ORIGIN_CLIENT:
 		rc = hp_msg_decode_response(payload, len, &r);
@@ -71,7 +76,7 @@ route_answer_error(struct hub *h, const struct origin *o, uint32_t code, const c
 		r.value_len = enc.len;
 	}
 	if ((n = hp_msg_encode_response(buf, sizeof(buf), &r)) > 0)
-		answer(h, o, buf, (size_t)n);
+		answer(h, o, buf, (size_t)n, NULL);
 }
 
 void
@@ -88,7 +93,7 @@ route_answer_ok(struct hub *h, const struct origin *o, const uint8_t *value, siz
 	}
 	/* empty metadata, Ok(value) */
 	n = hp_msg_encode_response(buf, cap, &r);
-	answer(h, o, buf, n < 0 ? 0 : (size_t)n);
+	answer(h, o, buf, n < 0 ? 0 : (size_t)n, NULL);
 	if (buf != stackbuf)
 		free(buf);
 }
@@ -108,13 +113,16 @@ route_free(struct peer *p)
 }
 
 /* Sends a Request to guest p on behalf of o. payload is the whole Request
- * payload (metadata and arguments). r[shm.topology.hub.calls]: the host
- * calls guests as guests call the host; r[shm.topology.hub.communication]:
- * a guest's call to another guest's method is one the host makes. The
- * request id goes to *idp when not NULL. */
+ * payload (metadata and arguments), a guest's message m when it comes
+ * from one (its slot handed on as it is). r[shm.topology.hub.calls]: the
+ * host calls guests as guests call the host;
+ * r[shm.topology.hub.communication]: a guest's call to another guest's
+ * method is one the host makes. The request id goes to *idp when not
+ * NULL. */
 static int
 call_guest(struct hub *h, struct peer *p, uint64_t method_id,
-	   const uint8_t *payload, uint32_t len, const struct origin *o, uint32_t *idp)
+	   const uint8_t *payload, uint32_t len, const struct origin *o, uint32_t *idp,
+	   struct hp_msg_in *m)
 {
 	struct pending *e;
 	uint32_t id;
@@ -129,14 +137,17 @@ call_guest(struct hub *h, struct peer *p, uint64_t method_id,
 	if (idp != NULL)
 		*idp = id;
 	p->stats.calls_out++;
-	host_send(h, p, HP_MSG_REQUEST, id, method_id, payload, len);
+	if (m != NULL)
+		host_forward(h, p, m, HP_MSG_REQUEST, id, method_id);
+	else
+		host_send(h, p, HP_MSG_REQUEST, id, method_id, payload, len);
 	return 0;
 }
 
 /* -- messages from a guest ---------------------------------------------- */
 
 void
-route_request(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
@@ -178,7 +189,14 @@ route_request(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 		route_answer_error(h, &o, HP_ERR_USER, "too many calls in flight");
 		return;
 	}
-	if (call_guest(h, q, m->desc.method_id, m->payload, m->len, &o, NULL) != 0) {
+	/* a guest on the fixed pools only takes max_payload_size */
+	if (m->len > q->ep.lim.max_payload_size) {
+		snprintf(why, sizeof(why), "the arguments are larger than guest %s takes "
+			 "(%u bytes)", q->conf->name, q->ep.lim.max_payload_size);
+		route_answer_error(h, &o, HP_ERR_USER, why);
+		return;
+	}
+	if (call_guest(h, q, m->desc.method_id, m->payload, m->len, &o, NULL, m) != 0) {
 		route_answer_error(h, &o, HP_ERR_USER, "out of memory");
 		return;
 	}
@@ -187,7 +205,7 @@ route_request(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 }
 
 void
-route_response(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+route_response(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
@@ -210,7 +228,7 @@ route_response(struct hub *h, struct peer *p, const struct hp_msg_in *m)
 		host_fault(h, p, DEATH_VIOLATION, "shm.payload.encoding");
 		return;
 	}
-	answer(h, &o, m->payload, m->len);
+	answer(h, &o, m->payload, m->len, m);
 }
 
 void
@@ -290,6 +308,8 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		return -EHOSTDOWN;
 	}
 	p = hub_peer(h, m->owner);
+	if (p != NULL)
+		cap = p->ep.lim.max_payload_size;	/* the variable pool's, if it uses it */
 	if ((buf = malloc(cap)) == NULL) {
 		*why = "out of memory";
 		return -ENOMEM;
@@ -331,7 +351,7 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		services_call(h, NULL, m, &o, buf + 1, e.len - 1);
 	} else {
 		c->peer = p->id;
-		if ((rc = call_guest(h, p, m->id, buf, (uint32_t)e.len, &o, &req_id)) != 0)
+		if ((rc = call_guest(h, p, m->id, buf, (uint32_t)e.len, &o, &req_id, NULL)) != 0)
 			*why = "out of memory";
 		else if (c->chan != 0)
 			p->chans[c->chan].o.req_id = req_id;	/* for streams_over */

@@ -187,6 +187,8 @@ recover(struct hub *h, struct peer *p)
 	hp_slot_pool_view(&pool, v.pool, h->seg.params.slots_per_guest,
 			  h->seg.params.slot_size);
 	hp_slot_pool_reset(&pool);
+	/* and every variable slot it held, its rings' included */
+	pool_reclaim(h, p->id);
 	/* 5: channels Free */
 	hp_chan_table_reset(v.chans, h->seg.params.max_channels);
 	hp_store_relaxed_u64(&e->last_heartbeat, 0);

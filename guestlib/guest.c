@@ -258,7 +258,7 @@ lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
 
 	if (g->dead)
 		return g->dead;
-	if (len > g->seg.params.max_payload_size)
+	if (len > g->ep.lim.max_payload_size)
 		return -EMSGSIZE;
 	while ((rc = hp_endpoint_reserve(&g->ep, (uint32_t)len, &ob)) == -EAGAIN)
 		if ((rc = lg_wait_tx(g, t)) != 0)

@@ -4,6 +4,7 @@
 
 #include "proto/channel.h"
 #include "proto/desc.h"
+#include "proto/varpool.h"
 
 int
 hp_desc_set_inline(struct hp_desc *d, const void *payload, uint32_t len)
@@ -80,6 +81,16 @@ hp_desc_validate(const struct hp_desc *d, const struct hp_desc_limits *lim,
 	/* r[shm.payload.inline]: what fits inline must be inline */
 	if (d->payload_len <= HP_INLINE_MAX)
 		return broken(rule, "shm.payload.inline");
+	/* r[shm.varslot.ownership]: a variable slot, InFlight, the
+	 * sender's (doc/protocol.md, "Variable-size slots") */
+	if (lim->var != NULL && hp_var_is_slot(d->payload_slot)) {
+		if (hp_var_check(lim->var, d->payload_slot, d->payload_generation,
+				 d->payload_offset, d->payload_len, lim->var_owner,
+				 payload, rule) != 0)
+			return -EPROTO;
+		*len = d->payload_len;
+		return 0;
+	}
 	/* r[shm.payload.slot]: in a live slot of the sender's pool */
 	if (pool == NULL)
 		return broken(rule, "shm.payload.slot");

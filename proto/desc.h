@@ -10,9 +10,14 @@
 #include "proto/slot.h"
 
 /* Limits a receiver checks a descriptor against. */
+struct hp_varpool;
+
 struct hp_desc_limits {
 	uint32_t	max_payload_size;
 	uint32_t	max_channels;
+	struct hp_varpool *var;		/* variable slots accepted (both sides
+					 * announced HP_FEAT_VARSLOT), else NULL */
+	uint32_t	var_owner;	/* who a received variable slot's owner is */
 };
 
 /* r[shm.payload.inline] r[shm.desc.inline-fields]: payload of len <= 32

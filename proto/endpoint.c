@@ -11,6 +11,7 @@
 #include "proto/doorbell.h"
 #include "proto/endpoint.h"
 #include "proto/futex.h"
+#include "proto/varpool.h"
 
 /* Progressive wait: spin this long, then yield this often, then sleep.
  * Spinning covers a peer that answers within microseconds without a
@@ -22,6 +23,10 @@
  * the doorbell; between naps we look at the doorbell. */
 #define SPEC_NAP_MS	20
 #define SPEC_NAP_SHORT_MS 1	/* slot waits, or several things at once */
+/* A variable slot is freed by whichever peer held it, straight into the
+ * shared list: the wake comes on the pool's futex word, and we look at
+ * the doorbell between naps. */
+#define VAR_NAP_MS	2
 
 static int
 wait_bit_index(uint32_t bit)
@@ -38,8 +43,21 @@ init_common(struct hp_endpoint *ep, const struct hp_segment *seg)
 	ep->free_word = UINT32_MAX;
 }
 
+/* Both ends use the shared variable pool: bigger payloads, and every
+ * payload that is not inline goes there. */
+static void
+use_var(struct hp_endpoint *ep, struct hp_segment *seg, uint32_t peer_id)
+{
+	ep->var = &seg->var;
+	ep->var_peer = peer_id;
+	if (seg->var.max_payload > ep->lim.max_payload_size)
+		ep->lim.max_payload_size = seg->var.max_payload;
+	ep->lim.var = &seg->var;
+	ep->lim.var_owner = peer_id;
+}
+
 int
-hp_endpoint_init_host(struct hp_endpoint *ep, const struct hp_segment *seg,
+hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 		      const struct hp_peer_view *v, int doorbell,
 		      uint32_t guest_features)
 {
@@ -62,6 +80,8 @@ hp_endpoint_init_host(struct hp_endpoint *ep, const struct hp_segment *seg,
 		ep->their_waits = &v->ext->guest_waits;
 		ep->peer_waiters = (guest_features & HP_FEAT_WAITERS) != 0;
 	}
+	if ((seg->host_features & HP_FEAT_VARSLOT) && (guest_features & HP_FEAT_VARSLOT))
+		use_var(ep, seg, v->peer_id);
 	/* A guest written from the spec alone futex-waits on these words
 	 * (r[shm.wakeup.consumer-wait], r[shm.wakeup.producer-wait],
 	 * r[shm.wakeup.slot-wait]: we pick bitmap word 0). */
@@ -74,11 +94,12 @@ hp_endpoint_init_host(struct hp_endpoint *ep, const struct hp_segment *seg,
 }
 
 int
-hp_endpoint_init_guest(struct hp_endpoint *ep, const struct hp_segment *seg,
+hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 		       const struct hp_peer_view *v, int doorbell)
 {
 	const struct hp_params *p = &seg->params;
 	struct hp_peer_entry *e = v->entry;
+	uint32_t features = 0;
 	int rc;
 
 	init_common(ep, seg);
@@ -91,6 +112,11 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, const struct hp_segment *seg,
 		return rc;
 	hp_slot_pool_view(&ep->tx_pool, v->pool, p->slots_per_guest, p->slot_size);
 	hp_slot_pool_view(&ep->rx_pool, v->host_pool, p->slots_per_guest, p->slot_size);
+	if ((seg->host_features & HP_FEAT_VARSLOT) && seg->var.nclasses > 0) {
+		seg->var.self = v->peer_id;
+		use_var(ep, seg, v->peer_id);
+		features |= HP_FEAT_VARSLOT;
+	}
 	if (v->ext != NULL && (seg->host_features & HP_FEAT_WAITERS)) {
 		ep->my_waits = &v->ext->guest_waits;
 		ep->their_waits = &v->ext->host_waits;
@@ -99,9 +125,11 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, const struct hp_segment *seg,
 		/* release: pairs with hubd's acquire load of guest_features
 		 * in host_attach, made once it sees us Attached; publishes
 		 * the cleared waiter word above */
-		hp_store_release_u32(&e->guest_features, HP_FEAT_WAITERS);
+		hp_store_release_u32(&e->guest_features, features | HP_FEAT_WAITERS);
 		return 0;
 	}
+	/* release: as above */
+	hp_store_release_u32(&e->guest_features, features);
 	/* A host without our extension: the spec's words, both ways
 	 * (r[shm.wakeup.consumer-wait], r[shm.wakeup.producer-wait],
 	 * r[shm.wakeup.slot-wait]: bitmap word 0, whose low half is a futex
@@ -209,6 +237,21 @@ hp_endpoint_reserve(struct hp_endpoint *ep, uint32_t len, struct hp_outbuf *ob)
 		ob->generation = 0;
 		return 0;
 	}
+	if (ep->var != NULL) {
+		struct hp_var_ref r;
+
+		/* r[shm.varslot.selection] */
+		if ((rc = hp_var_alloc(ep->var, len, &r)) != 0) {
+			if (rc == -EAGAIN)
+				ep->stats.slot_exhausted++;
+			return rc;
+		}
+		ob->slot = r.slot;
+		ob->generation = r.gen;
+		ob->buf = r.data;
+		ob->cap = len;
+		return 0;
+	}
 	if ((rc = hp_slot_alloc(&ep->tx_pool, &ob->slot, &ob->generation)) != 0) {
 		ep->stats.slot_exhausted++;
 		return rc;
@@ -221,41 +264,81 @@ hp_endpoint_reserve(struct hp_endpoint *ep, uint32_t len, struct hp_outbuf *ob)
 void
 hp_endpoint_unreserve(struct hp_endpoint *ep, struct hp_outbuf *ob)
 {
-	if (ob->slot != HP_SLOT_INLINE)
+	if (ep->var != NULL && hp_var_is_slot(ob->slot))
+		hp_var_free(ep->var, ob->slot, ob->generation);
+	else if (ob->slot != HP_SLOT_INLINE)
 		hp_slot_free(&ep->tx_pool, ob->slot);
 	ob->slot = HP_SLOT_INLINE;
+}
+
+/* Stages a descriptor; the caller made sure there is room. */
+static struct hp_desc *
+stage(struct hp_endpoint *ep, uint8_t type, uint32_t id, uint64_t method_id)
+{
+	struct hp_desc *d = &ep->stage[ep->staged];
+
+	memset(d, 0, sizeof(*d));
+	d->msg_type = type;
+	d->id = id;
+	d->method_id = method_id;
+	return d;
+}
+
+static int
+staged(struct hp_endpoint *ep, uint32_t len, int flags)
+{
+	ep->staged++;
+	ep->stats.bytes_sent += len;
+	if (flags & HP_SEND_MORE)
+		return 0;
+	/* Staged and counted: a full ring now only delays publication. */
+	if (hp_endpoint_flush(ep) == -EPROTO)
+		return -EPROTO;
+	return 0;
+}
+
+int
+hp_endpoint_send_var(struct hp_endpoint *ep, uint32_t slot, uint32_t gen, uint32_t len,
+		     uint8_t type, uint32_t id, uint64_t method_id, int flags)
+{
+	int rc;
+
+	if (ep->var == NULL)
+		return -EINVAL;
+	if ((rc = tx_room(ep)) <= 0) {
+		if (rc == 0)
+			ep->stats.ring_full++;
+		return rc == 0 ? -EAGAIN : rc;
+	}
+	/* zero-copy: the guest owns it from now on (r[shm.varslot.ownership]) */
+	if (hp_var_pass(ep->var, slot, gen, HP_VAR_HOST, ep->var_peer) != 0)
+		return -ESTALE;
+	hp_desc_set_slot(stage(ep, type, id, method_id), slot, gen, 0, len);
+	return staged(ep, len, flags);
 }
 
 int
 hp_endpoint_commit(struct hp_endpoint *ep, struct hp_outbuf *ob, uint8_t type,
 		   uint32_t id, uint64_t method_id, uint32_t len, int flags)
 {
-	struct hp_desc *d = &ep->stage[ep->staged];
+	struct hp_desc *d;
 
 	if (len > ob->cap) {
 		hp_endpoint_unreserve(ep, ob);
 		return -EINVAL;
 	}
-	memset(d, 0, sizeof(*d));
-	d->msg_type = type;
-	d->id = id;
-	d->method_id = method_id;
+	d = stage(ep, type, id, method_id);
 	if (len <= HP_INLINE_MAX) {
 		/* r[shm.payload.inline]: short payloads never use a slot */
 		hp_desc_set_inline(d, ob->buf, len);
 		hp_endpoint_unreserve(ep, ob);
 	} else {
+		/* a variable slot: Allocated -> InFlight, the guest's */
+		if (ep->var != NULL && hp_var_is_slot(ob->slot))
+			hp_var_send(ep->var, ob->slot, ob->generation, ep->var_peer);
 		hp_desc_set_slot(d, ob->slot, ob->generation, 0, len);
 	}
-	ep->staged++;
-	ep->stats.bytes_sent += len;
-	if (flags & HP_SEND_MORE) {
-		return 0;
-	}
-	/* Staged and counted: a full ring now only delays publication. */
-	if (hp_endpoint_flush(ep) == -EPROTO)
-		return -EPROTO;
-	return 0;
+	return staged(ep, len, flags);
 }
 
 int
@@ -285,6 +368,17 @@ flush_frees(struct hp_endpoint *ep)
 	wake_peer(ep, HP_WAIT_SLOT);
 }
 
+int
+hp_endpoint_take(struct hp_msg_in *m, uint32_t *slot, uint32_t *gen)
+{
+	if (!hp_var_is_slot(m->desc.payload_slot))
+		return 0;
+	*slot = m->desc.payload_slot;
+	*gen = m->desc.payload_generation;
+	m->desc.payload_slot = HP_SLOT_INLINE;
+	return 1;
+}
+
 void
 hp_endpoint_release(struct hp_endpoint *ep, struct hp_msg_in *m)
 {
@@ -293,6 +387,11 @@ hp_endpoint_release(struct hp_endpoint *ep, struct hp_msg_in *m)
 	m->desc.payload_slot = HP_SLOT_INLINE;	/* released once only */
 	if (slot == HP_SLOT_INLINE)
 		return;
+	if (ep->var != NULL && hp_var_is_slot(slot)) {
+		/* r[shm.varslot.freeing]: a double free is counted, not fatal */
+		hp_var_free(ep->var, slot, m->desc.payload_generation);
+		return;
+	}
 	word = slot / 64;
 	if (word != ep->free_word) {
 		flush_frees(ep);
@@ -334,6 +433,15 @@ hp_endpoint_recv(struct hp_endpoint *ep, struct hp_msg_in *m, const char **rule)
 	if (rc != 0) {
 		m->desc.payload_slot = HP_SLOT_INLINE;
 		return rc;
+	}
+	/* The host takes a guest's variable slot as it dequeues it: from now
+	 * on the host frees it or hands it on (r[shm.varslot.ownership]). */
+	if (ep->var != NULL && ep->side == HP_SIDE_HOST && hp_var_is_slot(m->desc.payload_slot) &&
+	    hp_var_pass(ep->var, m->desc.payload_slot, m->desc.payload_generation,
+			ep->var_peer, HP_VAR_HOST) != 0) {
+		m->desc.payload_slot = HP_SLOT_INLINE;
+		*rule = "shm.varslot.ownership";
+		return -EPROTO;
 	}
 	ep->stats.received++;
 	ep->stats.bytes_received += m->len;
@@ -404,6 +512,23 @@ spec_sleep(struct hp_endpoint *ep, hp_atomic_u32 *word, uint32_t seen,
 	return rc == -EPIPE ? -EPIPE : 0;
 }
 
+/* One nap on the variable pool's wake word (hp_var_sleep_begin counted
+ * us), then a look at the doorbell. */
+static int
+var_sleep(struct hp_endpoint *ep, uint32_t seen, int ms)
+{
+	struct timespec ts = { 0, 0 };
+	int rc;
+
+	if (ms < 0 || ms > VAR_NAP_MS)
+		ms = VAR_NAP_MS;
+	ts.tv_nsec = (long)ms * 1000000;
+	hp_futex_wait(&ep->var->hdr->wake_seq, seen, &ts);
+	hp_var_sleep_end(ep->var);
+	rc = hp_doorbell_drain(ep->doorbell);
+	return rc == -EPIPE ? -EPIPE : 0;
+}
+
 int
 hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		 int (*ready)(void *arg), void *arg, int timeout_ms)
@@ -432,21 +557,24 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		 * futex_wait instead of being slept through; relaxed: only
 		 * compared by the kernel, ready() makes its own acquires */
 		uint32_t seen = word != NULL ? hp_load_relaxed_u32(word) : 0;
+		/* waiting for a variable slot: counted on the pool's word */
+		int var_wait = (waits & HP_WAIT_SLOT) && ep->var != NULL &&
+		    ep->var->want != HP_VAR_NIL;
+		uint32_t vseen = var_wait ? hp_var_sleep_begin(ep->var) : 0;
 		int ms;
 
 		hp_endpoint_announce(ep, waits);
-		if ((r = ready(arg)) != 0) {
+		if ((r = ready(arg)) != 0 || now >= deadline) {
+			if (var_wait)
+				hp_var_sleep_end(ep->var);
 			hp_endpoint_cancel(ep);
-			return r < 0 ? r : 1;
-		}
-		if (now >= deadline) {
-			hp_endpoint_cancel(ep);
-			return 0;
+			return r < 0 ? r : r > 0;
 		}
 		ms = deadline == UINT64_MAX ? -1 :
 		    (int)((deadline - now + 999999) / 1000000);
 		ep->stats.sleeps++;
-		r = word != NULL ? spec_sleep(ep, word, seen, waits, ms) :
+		r = var_wait ? var_sleep(ep, vseen, ms) :
+		    word != NULL ? spec_sleep(ep, word, seen, waits, ms) :
 		    hp_doorbell_wait(ep->doorbell, ms);
 		hp_endpoint_cancel(ep);
 		if (r == -EPIPE)
@@ -474,5 +602,7 @@ hp_endpoint_tx_ready(void *arg)
 
 	if (rc <= 0)
 		return rc;
+	if (ep->var != NULL)
+		return hp_var_ready(ep->var);
 	return hp_slot_count_free(&ep->tx_pool) > 0;
 }

@@ -46,6 +46,11 @@ struct hp_endpoint {
 	struct hp_ring		rx;
 	struct hp_slot_pool	tx_pool;	/* payloads this end sends */
 	struct hp_slot_pool	rx_pool;	/* payloads it receives and frees */
+	struct hp_varpool	*var;		/* the shared variable pool, when both
+						 * ends use it: then every payload
+						 * that is not inline goes there */
+	uint32_t		var_peer;	/* the guest's id: owner of what this
+						 * end sends and receives */
 	struct hp_desc_limits	lim;		/* what received descriptors obey */
 	hp_atomic_u32		*my_waits;	/* NULL: no waiter words */
 	hp_atomic_u32		*their_waits;
@@ -66,11 +71,12 @@ struct hp_endpoint {
 
 /* The host's end for guest peer_id; doorbell is the host's socket end.
  * guest_features: what the guest announced in its PeerEntry. */
-int hp_endpoint_init_host(struct hp_endpoint *ep, const struct hp_segment *seg,
+int hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 			  const struct hp_peer_view *v, int doorbell,
 			  uint32_t guest_features);
-/* The guest's end. Announces HP_FEAT_WAITERS when the host offers it. */
-int hp_endpoint_init_guest(struct hp_endpoint *ep, const struct hp_segment *seg,
+/* The guest's end. Announces HP_FEAT_WAITERS and HP_FEAT_VARSLOT when the
+ * host offers them. */
+int hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 			   const struct hp_peer_view *v, int doorbell);
 
 #define HP_SEND_MORE	0x1	/* more follow: stage, publish on a later send or flush */
@@ -98,6 +104,14 @@ int hp_endpoint_commit(struct hp_endpoint *ep, struct hp_outbuf *ob, uint8_t typ
 /* Gives back a reservation that will not be sent. */
 void hp_endpoint_unreserve(struct hp_endpoint *ep, struct hp_outbuf *ob);
 
+/* Host: sends a variable slot it holds (taken from a received message
+ * with hp_endpoint_take) on to this end's guest, without copying: the
+ * guest becomes its owner. -EAGAIN when the ring is full (the slot stays
+ * the host's), -ESTALE when the slot is no longer the host's. */
+int hp_endpoint_send_var(struct hp_endpoint *ep, uint32_t slot, uint32_t gen,
+			 uint32_t len, uint8_t type, uint32_t id, uint64_t method_id,
+			 int flags);
+
 /* Publishes staged descriptors (one head store) and wakes the peer if it
  * sleeps. 0, -EAGAIN if the ring is full (some stay staged), -EPROTO. */
 int hp_endpoint_flush(struct hp_endpoint *ep);
@@ -116,6 +130,10 @@ struct hp_msg_in {
 int hp_endpoint_recv(struct hp_endpoint *ep, struct hp_msg_in *m, const char **rule);
 /* Frees the message's slot (batched per bitmap word, r[shm.slot.free]). */
 void hp_endpoint_release(struct hp_endpoint *ep, struct hp_msg_in *m);
+/* Takes a received message's variable slot out of it, so that release
+ * leaves it alone: 1 with *slot and *gen, 0 when its payload is not in
+ * a variable slot. */
+int hp_endpoint_take(struct hp_msg_in *m, uint32_t *slot, uint32_t *gen);
 
 /* Publishes the batched slot frees (one atomic OR) and wakes the peer if it
  * waits for a slot. Ring-tail progress is published by hp_endpoint_recv as

@@ -115,6 +115,17 @@ hp_geometry_compute(const struct hp_params *p, struct hp_geometry *g, const char
 	/* r[shm.segment.slot-pools] r[shm.segment.host-slots]: the host's
 	 * pool, then one per guest */
 	g->total_size = mad(g->slot_region_offset, (uint64_t)p->max_guests + 1, g->pool_size);
+	g->var_offset = g->var_size = 0;
+	if (p->var.nclasses > 0) {
+		/* r[shm.varslot.shared]: one region for the hub, page aligned
+		 * (its extents are mapped on their own) */
+		if ((rc = hp_var_conf_check(&p->var, why)) != 0)
+			return rc;
+		g->var_offset = (g->total_size + HP_VAR_EXTENT_ALIGN - 1) /
+		    HP_VAR_EXTENT_ALIGN * HP_VAR_EXTENT_ALIGN;
+		g->var_size = hp_var_initial_size(&p->var, p->max_guests);
+		g->total_size = g->var_offset + g->var_size;
+	}
 	if (g->total_size > HP_SEGMENT_MAX)
 		return invalid(why, "the segment would be larger than 64 GiB");
 	return 0;
@@ -210,7 +221,12 @@ hp_segment_create(struct hp_segment *seg, const char *path,
 	seg->fd = fd;
 	seg->writable = 1;
 	seg->params = *p;
-	seg->host_features = HP_FEAT_ALL;
+	seg->host_features = HP_FEAT_WAITERS;
+	if (p->var.nclasses > 0) {
+		hp_var_create(&seg->var, seg->base, seg->size, fd, seg->geo.var_offset,
+			      &p->var, p->max_guests);
+		seg->host_features |= HP_FEAT_VARSLOT;
+	}
 	/* 4: only what is not zero is written: the file was just emptied
 	 * and extended, and its reserved pages read zero */
 	h = hp_segment_header(seg);
@@ -227,8 +243,9 @@ hp_segment_create(struct hp_segment *seg, const char *path,
 	h->slots_per_guest = p->slots_per_guest;
 	h->max_channels = p->max_channels;
 	h->heartbeat_interval = p->heartbeat_interval;
-	h->host_features = HP_FEAT_ALL;
+	h->host_features = seg->host_features;
 	h->ext_offset = seg->geo.ext_offset;
+	h->varpool_offset = seg->geo.var_offset;
 	for (uint32_t id = 1; id <= p->max_guests; id++) {
 		struct hp_peer_entry *e = hp_segment_peer(seg, id);
 
@@ -342,7 +359,9 @@ hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
 	/* r[shm.segment.header-size] */
 	if (h->header_size != HP_HEADER_SIZE)
 		return corrupt(why, "header_size is not 128");
-	if (h->total_size != size)
+	/* r[shm.varslot.extents]: extents appended by growth lie beyond it */
+	if (h->total_size != size && ((h->host_features & HP_FEAT_VARSLOT) == 0 ||
+				      h->varpool_offset == 0 || h->total_size > size))
 		return corrupt(why, "total_size does not match the file size");
 	p->max_guests = h->max_guests;
 	p->ring_size = h->ring_size;
@@ -362,7 +381,7 @@ hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
 	sizes(p, g);
 	g->peer_table_offset = h->peer_table_offset;
 	g->slot_region_offset = h->slot_region_offset;
-	g->total_size = size;
+	g->total_size = h->total_size;
 	pt = peer_table_area(p, g);
 	sr = slot_region_area(p, g);
 	/* r[shm.segment.peer-table]: u64 atomics in every entry */
@@ -384,6 +403,26 @@ hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
 			return corrupt(why, "the extension table lies outside the file or is not 64-byte aligned");
 		if (overlap(ext, header_area()) || overlap(ext, pt) || overlap(ext, sr))
 			return corrupt(why, "the extension table overlaps the header, the peer table or the slot region");
+	}
+	/* The variable pool's headers, only where announced; its extents
+	 * are checked as they are mapped (hp_var_attach). */
+	if ((h->host_features & HP_FEAT_VARSLOT) != 0 && h->varpool_offset != 0) {
+		struct area var = { h->varpool_offset, sizeof(struct hp_var_header) };
+		const struct hp_var_header *vh;
+
+		if (!inside(var, HP_VAR_EXTENT_ALIGN, size))
+			return corrupt(why, "the variable pool lies outside the file or is not page aligned");
+		vh = (const struct hp_var_header *)(const void *)(base + var.off);
+		if (vh->nclasses < 1 || vh->nclasses > HP_VAR_MAX_CLASSES)
+			return corrupt(why, "the variable pool's class count is out of range");
+		var.len = hp_var_region_size(vh->nclasses, p->max_guests);
+		if (!inside(var, HP_VAR_EXTENT_ALIGN, size))
+			return corrupt(why, "the variable pool lies outside the file");
+		if (overlap(var, header_area()) || overlap(var, pt) || overlap(var, sr) ||
+		    (g->ext_offset != 0 && overlap(var, ext_area(p, g))))
+			return corrupt(why, "the variable pool overlaps the header, the peer table, the slot region or the extension table");
+		g->var_offset = var.off;
+		g->var_size = var.len;
 	}
 	return 0;
 }
@@ -519,14 +558,30 @@ hp_segment_attach(struct hp_segment *seg, const char *path, int flags, const cha
 		return rc;
 	}
 	/* waiter words need the table they live in */
-	seg->host_features = seg->geo.ext_offset != 0 ?
-	    hp_segment_header(seg)->host_features & HP_FEAT_ALL : 0;
+	if (seg->geo.ext_offset != 0)
+		seg->host_features |= hp_segment_header(seg)->host_features & HP_FEAT_WAITERS;
+	if (seg->geo.var_offset != 0) {
+		rc = hp_var_attach(&seg->var, seg->base, seg->size, seg->fd, !ro,
+				   seg->geo.var_offset, seg->params.max_guests, 0, why);
+		if (rc != 0) {
+			hp_segment_close(seg);
+			return rc;
+		}
+		seg->host_features |= HP_FEAT_VARSLOT;
+		seg->params.var.nclasses = seg->var.nclasses;
+		seg->params.var.max_extents = seg->var.max_extents;
+		for (uint32_t c = 0; c < seg->var.nclasses; c++) {
+			seg->params.var.cls[c].slot_size = seg->var.c[c].slot_size;
+			seg->params.var.cls[c].count = seg->var.c[c].spe;
+		}
+	}
 	return 0;
 }
 
 void
 hp_segment_close(struct hp_segment *seg)
 {
+	hp_var_close(&seg->var);
 	if (seg->base != NULL)
 		munmap(seg->base, seg->size);
 	if (seg->fd >= 0)

@@ -46,7 +46,9 @@ struct hp_geometry {
 	uint64_t	slot_region_offset;	/* host pool, then guest pools */
 	uint64_t	pool_header_size;	/* bitmap padded to 64 */
 	uint64_t	pool_size;		/* header + slots_per_guest * slot_size */
-	uint64_t	total_size;
+	uint64_t	var_offset;		/* the variable pool, 0: none */
+	uint64_t	var_size;		/* its region and first extents */
+	uint64_t	total_size;		/* extents appended lie beyond it */
 };
 
 /* Defaults a hub runs with when its config says nothing. */
@@ -71,6 +73,7 @@ struct hp_segment {
 	struct hp_params	params;
 	struct hp_geometry	geo;
 	uint32_t		host_features;
+	struct hp_varpool	var;		/* nclasses 0: none */
 };
 
 /* r[shm.file.create]: create (or truncate) path with mode, size it and

@@ -124,12 +124,12 @@ START_TEST(test_too_little_shm_refused)
 	ck_assert_int_eq(mkdir(dir, 0700), 0);
 	ck_assert_msg(mount("tmpfs", dir, "tmpfs", 0, "size=16m") == 0, "mount: %s",
 		      strerror(errno));
-	/* the default segment is 34.5 MiB: both sizes said, for people and
+	/* the default segment is 80 MiB: both sizes said, for people and
 	 * exactly (the lock file beside it takes a page of the 16 MiB) */
 	snprintf(keys, sizeof(keys), "segment = %s\n", seg);
 	ck_assert_msg(hub_start(&hub, keys, NULL) != 0, "hubd started on a 16 MiB tmpfs");
 	log = hub_log(&hub);
-	ck_assert_msg(strstr(log, "segment needs 35M (") != NULL &&
+	ck_assert_msg(strstr(log, "segment needs 80M (") != NULL &&
 		      strstr(log, "has 16M (") != NULL, "log: %.2000s", log);
 	free(log);
 	snprintf(lock, sizeof(lock), "%s.lock", seg);
@@ -137,7 +137,7 @@ START_TEST(test_too_little_shm_refused)
 	ck_assert_msg(!exists(hub.sock), "socket %s left behind", hub.sock);
 	/* with room, the same hub starts (and the test's mount goes at teardown) */
 	umount2(dir, MNT_DETACH);
-	ck_assert_int_eq(mount("tmpfs", dir, "tmpfs", 0, "size=64m"), 0);
+	ck_assert_int_eq(mount("tmpfs", dir, "tmpfs", 0, "size=128m"), 0);
 	ck_assert_msg(hub_start(&hub, keys, NULL) == 0, "hubd: %s", hub_log_tail(&hub));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 	ck_assert(!exists(seg) && !exists(lock));

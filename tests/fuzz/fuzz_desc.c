@@ -12,7 +12,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t *mem;
 	const size_t pool_bytes = 64 + 4 * 256;
-	struct hp_desc_limits lim = { 200, 16 };
+	struct hp_desc_limits lim = { .max_payload_size = 200, .max_channels = 16 };
 	struct hp_slot_pool pool;
 	struct hp_desc d;
 	const uint8_t *payload;

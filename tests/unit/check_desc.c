@@ -8,7 +8,7 @@
 
 static uint8_t *mem;
 static struct hp_slot_pool pool;
-static const struct hp_desc_limits lim = { 1000, 16 };
+static const struct hp_desc_limits lim = { .max_payload_size = 1000, .max_channels = 16 };
 
 static void
 setup(void)

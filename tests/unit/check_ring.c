@@ -309,6 +309,7 @@ START_TEST(test_two_process_ten_million)
 	hp_params_default(&prm);
 	prm.max_guests = 1;
 	prm.ring_size = 1024;
+	prm.var.nclasses = 0;
 	ck_assert_msg(hp_segment_create(&seg, seg_path, &prm, 0600, &why) == 0, "%s", why);
 	if ((child_pid = fork()) == 0) {
 		struct hp_segment cs;

@@ -131,7 +131,7 @@ START_TEST(test_create_then_attach)
 	ck_assert_uint_eq(guest.params.max_payload_size, p.max_payload_size);
 	ck_assert_uint_eq(guest.params.heartbeat_interval, p.heartbeat_interval);
 	ck_assert_uint_eq(guest.geo.total_size, host.geo.total_size);
-	ck_assert_uint_eq(hp_segment_header(&guest)->host_features, HP_FEAT_ALL);
+	ck_assert_uint_eq(hp_segment_header(&guest)->host_features, HP_FEAT_WAITERS);
 	for (uint32_t id = 1; id <= 2; id++) {
 		struct hp_peer_entry *e = hp_segment_peer(&guest, id);
 		struct hp_peer_view v;

@@ -22,6 +22,7 @@ testseg_params(uint32_t max_guests, uint32_t ring_size, uint32_t slot_size,
 	p.slot_size = slot_size;
 	p.slots_per_guest = slots_per_guest;
 	p.max_payload_size = slot_size - HP_SLOT_GEN_SIZE;
+	p.var.nclasses = 0;	/* the fixed pools alone (check_varpool has the rest) */
 	return p;
 }
 

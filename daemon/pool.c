@@ -1,0 +1,150 @@
+/* The shared variable pool, the host's side: growth when a class runs
+ * out, the sweeper (a libev timer: reclaims what dead guests held,
+ * rebuilds a free list found broken, reports slots held too long), the
+ * recovery of one dead guest's slots, and validate on demand. */
+#include <inttypes.h>
+
+#include "daemon/hubd.h"
+#include "daemon/log.h"
+#include "proto/clock.h"
+
+/* A peer that owns slots is dead when it has no process: a guest that is
+ * starting, up or being stopped still has one and keeps its slots. */
+static int
+owner_dead(void *arg, uint32_t owner)
+{
+	struct peer *p = hub_peer(arg, owner);
+
+	return p == NULL || p->pid == 0;
+}
+
+int
+pool_live(void *arg, uint32_t owner)
+{
+	return owner == HP_VAR_HOST || !owner_dead(arg, owner);
+}
+
+static int
+is_owner(void *arg, uint32_t owner)
+{
+	return owner == *(const uint32_t *)arg;
+}
+
+void
+pool_reclaim(struct hub *h, uint32_t peer_id)
+{
+	uint32_t n;
+
+	if (h->seg.var.nclasses == 0)
+		return;
+	/* r[shm.varslot.ownership]: a dead guest's slots go back */
+	n = hp_var_sweep(&h->seg.var, hp_now_ns(), 0, is_owner, &peer_id, NULL, NULL);
+	if (n > 0)
+		log_info("pool: %u slots of peer %u returned", n, peer_id);
+}
+
+void
+pool_grow_requested(struct hub *h)
+{
+	struct hp_varpool *vp = &h->seg.var;
+
+	for (uint32_t c = 0; c < vp->nclasses; c++) {
+		int rc;
+
+		if (hp_load_relaxed_u32(&vp->cls[c].grow_request) == 0)
+			continue;
+		hp_store_relaxed_u32(&vp->cls[c].grow_request, 0);
+		/* r[shm.varslot.extents] */
+		if ((rc = hp_var_grow(vp, c)) == 0) {
+			log_info("pool: class %u (%" PRIu32 " bytes) grew to %u extents",
+				 c, vp->c[c].slot_size, vp->c[c].mapped);
+		} else if (!h->pool_full_logged[c]) {
+			h->pool_full_logged[c] = 1;
+			log_warnx("pool: class %u (%" PRIu32 " bytes) is exhausted and cannot grow "
+				  "(%u of %u extents%s)", c, vp->c[c].slot_size, vp->c[c].mapped,
+				  vp->max_extents, vp->c[c].mapped < vp->max_extents ?
+				  ", no room for the file" : "");
+		}
+	}
+}
+
+struct stuck_seen {
+	struct hub		*h;
+	struct hp_var_held	oldest;
+};
+
+static void
+on_stuck(void *arg, const struct hp_var_held *s)
+{
+	struct stuck_seen *ss = arg;
+
+	if (s->held_ns > ss->oldest.held_ns)
+		ss->oldest = *s;
+}
+
+static int
+stuck_owner_dead(void *arg, uint32_t owner)
+{
+	return owner_dead(((struct stuck_seen *)arg)->h, owner);
+}
+
+static void
+sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct hub *h = w->data;
+	struct stuck_seen ss = { h, { 0, 0, 0, 0, 0 } };
+	uint32_t back, stuck;
+
+	(void)loop;
+	(void)revents;
+	pool_grow_requested(h);
+	back = hp_var_sweep(&h->seg.var, hp_now_ns(), h->conf.pool_stuck_ns, stuck_owner_dead,
+			    &ss, on_stuck, &stuck);
+	if (back > 0)
+		log_warnx("pool: %u slots held by peers that are gone returned", back);
+	/* a live holder is never robbed: it is reported, once per change */
+	if (stuck > h->pool_stuck) {
+		struct peer *p = hub_peer(h, ss.oldest.owner);
+
+		log_warnx("pool: %u slots held longer than %.1f s; the oldest, class %u "
+			  "slot %u, by guest %s for %.1f s", stuck,
+			  (double)h->conf.pool_stuck_ns / 1e9, ss.oldest.cls, ss.oldest.index,
+			  p != NULL && p->conf != NULL ? p->conf->name : "?",
+			  (double)ss.oldest.held_ns / 1e9);
+	}
+	h->pool_stuck = stuck;
+}
+
+static void
+starved_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct hub *h = w->data;
+
+	(void)revents;
+	if (!ev_is_active(&h->idle_w))
+		ev_idle_start(loop, &h->idle_w);
+}
+
+void
+pool_start(struct hub *h)
+{
+	double every = (double)h->conf.pool_sweep_ns / 1e9;
+
+	ev_timer_init(&h->starved_w, starved_cb, 0.002, 0);
+	h->starved_w.data = h;
+	if (h->seg.var.nclasses == 0)
+		return;
+	if (every <= 0)
+		every = 0.25;
+	ev_timer_init(&h->pool_w, sweep_cb, every, every);
+	h->pool_w.data = h;
+	ev_timer_start(h->loop, &h->pool_w);
+}
+
+void
+pool_stop(struct hub *h)
+{
+	ev_timer_stop(h->loop, &h->starved_w);
+	if (h->seg.var.nclasses != 0)
+		ev_timer_stop(h->loop, &h->pool_w);
+}
