@@ -242,10 +242,18 @@ hp_endpoint_reserve(struct hp_endpoint *ep, uint32_t len, struct hp_outbuf *ob)
 
 		/* r[shm.varslot.selection] */
 		if ((rc = hp_var_alloc(ep->var, len, &r)) != 0) {
-			if (rc == -EAGAIN)
-				ep->stats.slot_exhausted++;
+			if (rc != -EAGAIN)
+				return rc;
+			ep->stats.slot_exhausted++;
+			/* r[shm.varslot.extents]: the host grows a class a
+			 * guest asked for; ring once per episode so it looks */
+			if (ep->side == HP_SIDE_GUEST && !ep->var_asked) {
+				ep->var_asked = 1;
+				hp_doorbell_signal(ep->doorbell);
+			}
 			return rc;
 		}
+		ep->var_asked = 0;
 		ob->slot = r.slot;
 		ob->generation = r.gen;
 		ob->buf = r.data;

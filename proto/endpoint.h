@@ -51,6 +51,7 @@ struct hp_endpoint {
 						 * that is not inline goes there */
 	uint32_t		var_peer;	/* the guest's id: owner of what this
 						 * end sends and receives */
+	int			var_asked;	/* rang the host to grow the pool */
 	struct hp_desc_limits	lim;		/* what received descriptors obey */
 	hp_atomic_u32		*my_waits;	/* NULL: no waiter words */
 	hp_atomic_u32		*their_waits;
