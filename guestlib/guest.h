@@ -101,6 +101,14 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
 GUEST_API int guest_register(struct guest *g, const char *name,
 			     const char *signature, guest_handler fn, void *ctx);
 
+/* Payloads: up to 32 bytes travel in the descriptor; larger ones in a
+ * slot of the hub's shared pool (up to its largest class: 32 MiB with the
+ * default config) or, under a host without it, of this guest's own pool
+ * (up to max_payload_size). A send that finds no slot free waits, like one
+ * that finds the ring full; -EMSGSIZE beyond the limit. A handler's
+ * arguments, and an item or result passed to a callback, point into the
+ * slot and are valid until the callback returns. */
+
 /* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard. */
 GUEST_API int guest_reply(struct guest_call *c, const void *result, size_t len);
 GUEST_API int guest_reply_error(struct guest_call *c, const char *message);
