@@ -341,9 +341,12 @@ hp_endpoint_commit(struct hp_endpoint *ep, struct hp_outbuf *ob, uint8_t type,
 		hp_desc_set_inline(d, ob->buf, len);
 		hp_endpoint_unreserve(ep, ob);
 	} else {
-		/* a variable slot: Allocated -> InFlight, the guest's */
-		if (ep->var != NULL && hp_var_is_slot(ob->slot))
-			hp_var_send(ep->var, ob->slot, ob->generation, ep->var_peer);
+		/* a variable slot: Allocated -> InFlight, the guest's; one
+		 * taken from us meanwhile (a rebuild after a hostile peer
+		 * broke the list) is not sent */
+		if (ep->var != NULL && hp_var_is_slot(ob->slot) &&
+		    hp_var_send(ep->var, ob->slot, ob->generation, ep->var_peer) != 0)
+			return -ESTALE;
 		hp_desc_set_slot(d, ob->slot, ob->generation, 0, len);
 	}
 	return staged(ep, len, flags);

@@ -18,6 +18,7 @@
  * bounded number of steps, then the class is marked for rebuild. */
 #define CAS_TRIES	256
 #define BAD_POPS	8
+#define NOBODY_GRACE_NS	1000000000ull
 
 #define TAG(head)	((uint32_t)((head) >> 32))
 #define IDX(head)	((uint32_t)(head))
@@ -433,7 +434,7 @@ pop(struct hp_varpool *vp, uint32_t c, struct hp_var_ref *r)
 		/* 1. acquire: pairs with the release CAS of the push that
 		 * put this head there, after writing its next_free */
 		uint64_t head = hp_load_acquire_u64(&k->free_head), gs;
-		uint32_t idx = IDX(head), next;
+		uint32_t idx = IDX(head), next, prev;
 		struct hp_var_slot *s;
 		int rc;
 
@@ -458,19 +459,25 @@ pop(struct hp_varpool *vp, uint32_t c, struct hp_var_ref *r)
 			count(&my_stats(vp, c)->conflicts);
 			continue;
 		}
-		/* 5. ours, if it really was free: a slot on the list that is
-		 * held (a double free, a scribbled link) is left to its
-		 * holder; the list is rebuilt later */
+		/* 5. ours, if it really was free. The owner and the claim
+		 * time go first, released by the state CAS: the sweeper never
+		 * sees a held slot that belongs to nobody. A slot on the list
+		 * that is held (a double free, a scribbled link) is left to
+		 * its holder, its owner put back; the list is rebuilt later. */
+		prev = hp_load_relaxed_u32(&s->owner);
+		hp_store_relaxed_u32(&s->owner, vp->self);
+		hp_store_relaxed_u64(&s->claim_ns, claim_now());
 		gs = hp_load_relaxed_u64(&s->gen_state);
 		if (STATE(gs) != HP_VAR_FREE ||
 		    !hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_ALLOCATED))) {
+			uint32_t self = vp->self;
+
+			hp_cas_u32(&s->owner, &self, prev);
 			mark_corrupt(vp, c);
 			if (++bad >= BAD_POPS)
 				return -EAGAIN;
 			continue;
 		}
-		hp_store_relaxed_u32(&s->owner, vp->self);
-		hp_store_relaxed_u64(&s->claim_ns, claim_now());
 		r->slot = HP_VAR_SLOT_FLAG | c << HP_VAR_CLASS_SHIFT | idx;
 		r->gen = GEN(gs) + 1;
 		r->data = slot_data(vp, c, idx);
@@ -773,18 +780,26 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 			hp_var_rebuild(vp, c);
 		for (uint32_t idx = 0; idx < cv->mapped * cv->spe; idx++) {
 			struct hp_var_slot *s = &cv->meta[idx / cv->spe][idx % cv->spe];
-			uint64_t gs = hp_load_relaxed_u64(&s->gen_state), at;
+			/* acquire: pairs with the release of the state CAS in
+			 * pop, so the owner it stored first is seen */
+			uint64_t gs = hp_load_acquire_u64(&s->gen_state), at;
 			uint32_t owner;
 
 			if (STATE(gs) == HP_VAR_FREE)
 				continue;
 			owner = hp_load_relaxed_u32(&s->owner);
-			if (STATE(gs) > HP_VAR_INFLIGHT || owner > vp->max_guests ||
-			    (owner != HP_VAR_HOST && dead(arg, owner))) {
+			at = hp_load_relaxed_u64(&s->claim_ns);
+			/* held by nobody: normal only for the instant a freer
+			 * that lost a race with a rebuild clears the owner
+			 * late; taken back once it has lasted */
+			if (STATE(gs) > HP_VAR_INFLIGHT ||
+			    (owner > vp->max_guests && owner != HP_VAR_NOBODY) ||
+			    (owner == HP_VAR_NOBODY && now > at &&
+			     now - at > (stuck_ns != 0 ? stuck_ns : NOBODY_GRACE_NS)) ||
+			    (owner != HP_VAR_HOST && owner <= vp->max_guests && dead(arg, owner))) {
 				back += (uint32_t)reclaim(vp, c, idx, s, gs);
 				continue;
 			}
-			at = hp_load_relaxed_u64(&s->claim_ns);
 			if (stuck_ns != 0 && owner != HP_VAR_HOST && now > at && now - at > stuck_ns) {
 				struct hp_var_held h = { c, idx, owner, GEN(gs), now - at };
 
@@ -823,10 +838,13 @@ hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
 	 * state CAS and leaves it (pop's step 5). */
 	for (uint32_t idx = cv->mapped * cv->spe; idx-- > 0;) {
 		struct hp_var_slot *s = &cv->meta[idx / cv->spe][idx % cv->spe];
-		uint64_t gs = hp_load_relaxed_u64(&s->gen_state);
+		/* acquire: as in hp_var_sweep */
+		uint64_t gs = hp_load_acquire_u64(&s->gen_state);
+
+		uint32_t owner = hp_load_relaxed_u32(&s->owner);
 
 		if (STATE(gs) > HP_VAR_INFLIGHT || (STATE(gs) != HP_VAR_FREE &&
-		    hp_load_relaxed_u32(&s->owner) > vp->max_guests)) {
+		    owner > vp->max_guests && owner != HP_VAR_NOBODY)) {
 			if (!hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_FREE)))
 				continue;
 			hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
