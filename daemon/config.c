@@ -75,8 +75,18 @@ begin_section(struct parser *p, const char *s, size_t n)
 		p->section = SEC_HUB;
 		return;
 	}
+	if (n == 4 && memcmp(s, "pool", 4) == 0) {
+		if (p->pool_line != 0) {
+			config_perr(p, p->line, "duplicate [pool] section (first at line %d)",
+				    p->pool_line);
+			return;
+		}
+		p->pool_line = p->line;
+		p->section = SEC_POOL;
+		return;
+	}
 	if (n < 6 || memcmp(s, "guest", 5) != 0 || !isblank((unsigned char)s[5])) {
-		config_perr(p, p->line, "unknown section [%.*s]: expected [hub] or [guest NAME]",
+		config_perr(p, p->line, "unknown section [%.*s]: expected [hub], [pool] or [guest NAME]",
 			    (int)n, s);
 		return;
 	}
@@ -192,7 +202,10 @@ finish(struct parser *p)
 
 	if (!p->payload_set && c->params.slot_size >= 64)
 		c->params.max_payload_size = c->params.slot_size - HP_SLOT_GEN_SIZE;
-	if (hp_geometry_compute(&c->params, &geo, &why) != 0)
+	/* the pool's terms are checked on their own first: its errors name [pool] */
+	if (hp_var_conf_check(&c->params.var, &why) != 0)
+		config_perr(p, p->pool_line ? p->pool_line : line, "[pool]: %s", why);
+	else if (hp_geometry_compute(&c->params, &geo, &why) != 0)
 		config_perr(p, line, "[hub]: %s", why ? why : "invalid segment parameters");
 	if (c->nguests > c->params.max_guests)
 		config_perr(p, line, "%u guests but max_guests is %u", c->nguests,
@@ -229,6 +242,8 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	c->stop_grace_ns = 5ull * 1000000000;
 	c->goodbye_grace_ns = 100ull * 1000000;
 	c->client_timeout_ns = 30ull * 1000000000;
+	c->pool_sweep_ns = 250ull * 1000000;
+	c->pool_stuck_ns = 30ull * 1000000000;
 	if ((c->file = strdup(file)) == NULL ||
 	    (c->segment_path = strdup("/dev/shm/hub")) == NULL ||
 	    (c->control_path = strdup("/run/hub/hubd.sock")) == NULL)

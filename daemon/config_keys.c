@@ -1,5 +1,5 @@
-/* The keys of hubd.conf: one table row per key of [hub] and of
- * [guest NAME] with its bounds and where its value goes; the syntax of
+/* The keys of hubd.conf: one table row per key of [hub], of [pool] and
+ * of [guest NAME] with its bounds and where its value goes; the syntax of
  * each kind of value (numbers, sizes, durations, strings, users and
  * groups, restart policies, args); and inih's handler, which takes a
  * key = value line of the current section to its row. Reading the file
@@ -95,7 +95,7 @@ parse_duration(const char *s, uint64_t *ns)
 	return -EINVAL;
 }
 
-/* A key of [hub] or [guest NAME]: its name, the parser that reads its
+/* A key of [hub], [pool] or [guest NAME]: its name, the parser that reads its
  * value, and where the value goes (a field of struct hub_conf or struct
  * guest_conf, at off, size bytes) within bounds. A parser reports its own
  * errors and returns 0 or -1; base is the struct its section fills. */
@@ -265,6 +265,79 @@ key_payload(struct parser *p, const struct key *k, const char *value, void *base
 
 static int key_args(struct parser *p, const struct key *k, const char *value, void *base);
 
+/* " 16K x 64 " into "16K" and "64" (each under 32 characters). */
+static int
+class_item(const char *s, char size[32], char count[32])
+{
+	size_t n;
+
+	s += strspn(s, " \t");
+	n = strspn(s, "0123456789");
+	if (n > 0 && s[n] != '\0' && strchr("KMGTPEkmgtpe", s[n]) != NULL)
+		n++;
+	if (n == 0 || n >= 32)
+		return -EINVAL;
+	memcpy(size, s, n);
+	size[n] = '\0';
+	s += n;
+	s += strspn(s, " \t");
+	if (*s != 'x' && *s != 'X')
+		return -EINVAL;
+	s++;
+	s += strspn(s, " \t");
+	n = strspn(s, "0123456789");
+	if (n == 0 || n >= 32 || s[n + strspn(s + n, " \t")] != '\0')
+		return -EINVAL;
+	memcpy(count, s, n);
+	count[n] = '\0';
+	return 0;
+}
+
+/* classes = SIZE x COUNT, ... (smallest first), or none. Each class is
+ * checked with the rest of the pool's terms once the file is read. */
+static int
+key_classes(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	struct hp_var_conf *vc = field(k, base);
+	char buf[LINE_MAX_LEN], *item, *save = NULL;
+	uint32_t n = 0;
+
+	if (strcmp(value, "none") == 0) {
+		vc->nclasses = 0;
+		return 0;
+	}
+	snprintf(buf, sizeof(buf), "%s", value);
+	for (item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+		char size[32], count[32];
+		uint64_t sz, cnt;
+
+		if (class_item(item, size, count) != 0 || parse_size(size, &sz) != 0 ||
+		    parse_u64(count, &cnt) != 0) {
+			config_perr(p, p->line, "%s: '%s' is not SIZE x COUNT (as in 16K x 64)",
+				    k->name, item);
+			return -1;
+		}
+		if (n == HP_VAR_MAX_CLASSES) {
+			config_perr(p, p->line, "%s: more than %d classes", k->name,
+				    HP_VAR_MAX_CLASSES);
+			return -1;
+		}
+		if (sz > UINT32_MAX || cnt == 0 || cnt > UINT32_MAX) {
+			config_perr(p, p->line, "%s: '%s' is out of range", k->name, item);
+			return -1;
+		}
+		vc->cls[n].slot_size = (uint32_t)sz;
+		vc->cls[n].count = (uint32_t)cnt;
+		n++;
+	}
+	if (n == 0) {
+		config_perr(p, p->line, "%s: no class given (none turns the pool off)", k->name);
+		return -1;
+	}
+	vc->nclasses = n;
+	return 0;
+}
+
 static const struct key hub_keys[] = {
 	{ "segment", key_string, HUB(segment_path) },
 	{ "control", key_string, HUB(control_path) },
@@ -284,6 +357,14 @@ static const struct key hub_keys[] = {
 	{ "group", key_group, HUB(gid) },
 	{ "goodbye_grace", key_duration, HUB(goodbye_grace_ns) },
 	{ "client_timeout", key_duration, HUB(client_timeout_ns) },
+};
+
+static const struct key pool_keys[] = {
+	{ "classes", key_classes, HUB(params.var) },
+	{ "max_extents", key_number, HUB(params.var.max_extents), .min = 1,
+	  .max = HP_VAR_MAX_EXTENTS },
+	{ "sweep_interval", key_duration, HUB(pool_sweep_ns), .min = 1 },
+	{ "stuck_after", key_duration, HUB(pool_stuck_ns) },
 };
 
 static const struct key guest_keys[] = {
@@ -392,6 +473,12 @@ config_handler(void *user, const char *section, const char *name, const char *va
 		seen = &p->hub_seen;
 		base = p->c;
 		break;
+	case SEC_POOL:
+		keys = pool_keys;
+		nkeys = sizeof(pool_keys) / sizeof(pool_keys[0]);
+		seen = &p->pool_seen;
+		base = p->c;
+		break;
 	default:
 		keys = guest_keys;
 		nkeys = sizeof(guest_keys) / sizeof(guest_keys[0]);
@@ -401,7 +488,7 @@ config_handler(void *user, const char *section, const char *name, const char *va
 	}
 	if ((k = key_find(keys, nkeys, name)) == NULL) {
 		config_perr(p, p->line, "unknown key '%s' in [%s]", name,
-			    p->section == SEC_HUB ? "hub" : "guest");
+			    p->section == SEC_HUB ? "hub" : p->section == SEC_POOL ? "pool" : "guest");
 		return 1;
 	}
 	bit = 1ull << (k - keys);

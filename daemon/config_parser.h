@@ -11,7 +11,7 @@
 
 #define LINE_MAX_LEN	1024
 
-enum { SEC_NONE, SEC_HUB, SEC_GUEST, SEC_BAD };
+enum { SEC_NONE, SEC_HUB, SEC_POOL, SEC_GUEST, SEC_BAD };
 
 struct parser {
 	struct hub_conf	*c;
@@ -23,6 +23,8 @@ struct parser {
 	int		section;	/* SEC_* */
 	int		hub_line;
 	uint64_t	hub_seen;	/* bit per hub key */
+	int		pool_line;
+	uint64_t	pool_seen;	/* bit per pool key */
 	uint64_t	guest_seen;	/* bit per guest key, current guest */
 	int		payload_set;	/* max_payload_size given explicitly */
 };

@@ -215,6 +215,8 @@ struct hub {
 /* pool.c: the shared variable pool's host side. */
 void		pool_start(struct hub *h);
 void		pool_stop(struct hub *h);
+/* The sweeper's period changed (reload). */
+void		pool_retime(struct hub *h);
 void		pool_grow_requested(struct hub *h);
 void		pool_reclaim(struct hub *h, uint32_t peer_id);
 int		pool_live(void *h, uint32_t owner);

@@ -134,10 +134,20 @@ pool_start(struct hub *h)
 	h->starved_w.data = h;
 	if (h->seg.var.nclasses == 0)
 		return;
-	if (every <= 0)
-		every = 0.25;
 	ev_timer_init(&h->pool_w, sweep_cb, every, every);
 	h->pool_w.data = h;
+	ev_timer_start(h->loop, &h->pool_w);
+}
+
+void
+pool_retime(struct hub *h)
+{
+	double every = (double)h->conf.pool_sweep_ns / 1e9;
+
+	if (h->seg.var.nclasses == 0)
+		return;
+	ev_timer_stop(h->loop, &h->pool_w);
+	ev_timer_set(&h->pool_w, every, every);
 	ev_timer_start(h->loop, &h->pool_w);
 }
 

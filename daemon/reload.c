@@ -98,6 +98,9 @@ keep_segment(struct hub *h, struct hub_conf *n, FILE *msgs)
 	    o->heartbeat_interval != p->heartbeat_interval)
 		say(msgs, "segment parameters cannot change while the hub runs: "
 		    "kept%s%s (restart hubd to apply)", "", "");
+	if (memcmp(&o->var, &p->var, sizeof(o->var)) != 0)
+		say(msgs, "[pool] classes and max_extents cannot change while the hub runs: "
+		    "kept%s%s (restart hubd to apply)", "", "");
 	*p = *o;
 	if (strcmp(h->conf.segment_path, n->segment_path) != 0)
 		say(msgs, "segment path cannot change while the hub runs: kept %s%s",
@@ -205,6 +208,11 @@ reload_config(struct hub *h, FILE *msgs)
 	h->conf.stop_grace_ns = n.stop_grace_ns;
 	h->conf.goodbye_grace_ns = n.goodbye_grace_ns;
 	h->conf.client_timeout_ns = n.client_timeout_ns;
+	if (h->conf.pool_sweep_ns != n.pool_sweep_ns) {
+		h->conf.pool_sweep_ns = n.pool_sweep_ns;
+		pool_retime(h);
+	}
+	h->conf.pool_stuck_ns = n.pool_stuck_ns;
 	config_free(&n);
 	return 0;
 }

@@ -286,6 +286,48 @@ START_TEST(test_sections)
 }
 END_TEST
 
+/* r[shm.varslot.classes]: the shared pool's size classes from [pool] */
+START_TEST(test_pool_section)
+{
+	struct hub_conf c;
+
+	ck_assert_msg(load("[pool]\nclasses = 4K x 16, 1M x 2 ,16M x1\nmax_extents = 3\n"
+			   "sweep_interval = 100ms\nstuck_after = 0\n", &c) == 0, "load: %s",
+		      errtext);
+	ck_assert_uint_eq(c.params.var.nclasses, 3);
+	ck_assert_uint_eq(c.params.var.cls[0].slot_size, 4096);
+	ck_assert_uint_eq(c.params.var.cls[0].count, 16);
+	ck_assert_uint_eq(c.params.var.cls[1].slot_size, 1u << 20);
+	ck_assert_uint_eq(c.params.var.cls[2].slot_size, 16u << 20);
+	ck_assert_uint_eq(c.params.var.cls[2].count, 1);
+	ck_assert_uint_eq(c.params.var.max_extents, 3);
+	ck_assert_uint_eq(c.pool_sweep_ns, 100000000);
+	ck_assert_uint_eq(c.pool_stuck_ns, 0);
+	config_free(&c);
+	ck_assert_msg(load("[pool]\nclasses = none\n", &c) == 0, "load: %s", errtext);
+	ck_assert_uint_eq(c.params.var.nclasses, 0);
+	config_free(&c);
+	/* the defaults: five classes, a 250 ms sweep, 30 s before stuck */
+	ck_assert_msg(load("", &c) == 0, "load: %s", errtext);
+	ck_assert_uint_eq(c.params.var.nclasses, 5);
+	ck_assert_uint_eq(c.pool_sweep_ns, 250000000);
+	ck_assert_uint_eq(c.pool_stuck_ns, 30000000000ull);
+	config_free(&c);
+	expect_error("[pool]\nclasses = 4K x 16, 1K x 2\n", 1, "smallest first");
+	expect_error("[pool]\nclasses = 100 x 3\n", 1, "multiple of 64");
+	expect_error("[pool]\nclasses = 4K x 0\n", 2, "out of range");
+	expect_error("[pool]\nclasses = 4Kx\n", 2, "not SIZE x COUNT");
+	expect_error("[pool]\nclasses = 4K x 16 x 2\n", 2, "not SIZE x COUNT");
+	expect_error("[pool]\nclasses = ,\n", 2, "no class given");
+	expect_error("[pool]\nclasses = 1Kx1,2Kx1,3Kx1,4Kx1,5Kx1,6Kx1,7Kx1,8Kx1,9Kx1\n", 2,
+		     "more than 8 classes");
+	expect_error("[pool]\nmax_extents = 17\n", 2, "max_extents");
+	expect_error("[pool]\nsweep_interval = 0\n", 2, "sweep_interval: must be more than 0");
+	expect_error("[pool]\nsize = 1\n", 2, "unknown key 'size' in [pool]");
+	expect_error("[pool]\n[pool]\n", 2, "duplicate [pool]");
+}
+END_TEST
+
 START_TEST(test_guest_keys)
 {
 	expect_error("[guest a]\nargs = x\n", 1, "has no exec");
@@ -354,6 +396,7 @@ suite_config(void)
 	tcase_add_test(tc, test_zero_timeouts_refused);
 	tcase_add_test(tc, test_geometry_checked);
 	tcase_add_test(tc, test_sections);
+	tcase_add_test(tc, test_pool_section);
 	tcase_add_test(tc, test_guest_keys);
 	tcase_add_test(tc, test_overlong_line);
 	tcase_add_test(tc, test_every_error_reported);
