@@ -44,6 +44,7 @@ guest_defaults(struct guest_conf *g)
 	g->backoff_min_ns = 100ull * 1000000;
 	g->backoff_max_ns = 30ull * 1000000000;
 	g->uid = g->gid = -1;
+	g->shared_pool = 1;
 }
 
 static int
@@ -323,7 +324,7 @@ guest_conf_equal(const struct guest_conf *a, const struct guest_conf *b)
 	if (strcmp(a->name, b->name) != 0 || strcmp(a->exec, b->exec) != 0 ||
 	    a->restart != b->restart || a->max_deaths != b->max_deaths ||
 	    a->uid != b->uid || a->gid != b->gid || a->limit_memory != b->limit_memory ||
-	    a->limit_files != b->limit_files ||
+	    a->limit_files != b->limit_files || a->shared_pool != b->shared_pool ||
 	    a->death_window_ns != b->death_window_ns ||
 	    a->backoff_min_ns != b->backoff_min_ns || a->backoff_max_ns != b->backoff_max_ns)
 		return 0;

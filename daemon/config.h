@@ -33,6 +33,7 @@ struct guest_conf {
 	int64_t		gid;		/* group = NAME, or the user's; -1: hubd's */
 	uint64_t	limit_memory;	/* RLIMIT_AS in bytes, 0: unchanged */
 	uint64_t	limit_files;	/* RLIMIT_NOFILE, 0: unchanged */
+	int		shared_pool;	/* may use the shared variable pool */
 };
 
 struct hub_conf {

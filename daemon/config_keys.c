@@ -265,6 +265,17 @@ key_payload(struct parser *p, const struct key *k, const char *value, void *base
 
 static int key_args(struct parser *p, const struct key *k, const char *value, void *base);
 
+static int
+key_bool(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0) {
+		*(int *)field(k, base) = strcmp(value, "yes") == 0;
+		return 0;
+	}
+	config_perr(p, p->line, "%s: '%s' is not yes or no", k->name, value);
+	return -1;
+}
+
 /* " 16K x 64 " into "16K" and "64" (each under 32 characters). */
 static int
 class_item(const char *s, char size[32], char count[32])
@@ -379,6 +390,7 @@ static const struct key guest_keys[] = {
 	{ "group", key_group, GUEST(gid) },
 	{ "limit_memory", key_size, GUEST(limit_memory), .min = 1u << 20, .max = UINT64_MAX },
 	{ "limit_files", key_number, GUEST(limit_files), .min = 16, .max = 1u << 20 },
+	{ "shared_pool", key_bool, GUEST(shared_pool) },
 };
 
 /* A bit per key in parser.hub_seen and guest_seen */

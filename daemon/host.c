@@ -401,6 +401,8 @@ host_attach(struct hub *h, struct peer *p)
 	/* acquire: pairs with the guest's release store of guest_features,
 	 * made before its CAS to Attached */
 	features = hp_load_acquire_u32(&p->view.entry->guest_features);
+	if (!p->conf->shared_pool)	/* announced or not, it is not in the pool */
+		features &= ~HP_FEAT_VARSLOT;
 	/* r[shm.ring.capacity]: it may have put its indices out of range */
 	if (hp_endpoint_init_host(&p->ep, &h->seg, &p->view, p->bell, features) != 0)
 		return -EPROTO;

@@ -201,6 +201,11 @@ spawn_guest(struct hub *h, struct peer *p)
 		return -EBUSY;
 	}
 	hp_peer_view_host(&h->seg, p->id, &p->view);
+	/* the guest sees it at attach (the fork orders it before); host_attach
+	 * goes by p->conf, never by what a guest may have written here */
+	if (p->view.ext != NULL)
+		hp_store_relaxed_u32(&p->view.ext->host_offer,
+				     p->conf->shared_pool ? HP_FEAT_VARSLOT : 0);
 	/* the epoch its attach increments (check_attach) */
 	p->epoch = hp_load_relaxed_u32(&e->epoch);
 	/* 2: r[shm.doorbell.socketpair] */

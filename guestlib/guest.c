@@ -152,7 +152,7 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	/* 4: our entry, through its own offsets (they are authoritative) */
 	if ((rc = hp_peer_view_guest(&g->seg, t.peer_id, &g->view, why)) != 0)
 		goto fail_unmap;
-	if ((rc = hp_endpoint_init_guest(&g->ep, &g->seg, &g->view, g->doorbell)) != 0) {
+	if ((rc = hp_endpoint_init_guest(&g->ep, &g->seg, &g->view, g->doorbell, HP_FEAT_ALL)) != 0) {
 		*why = "the host's rings are corrupt";
 		goto fail_unmap;
 	}

@@ -95,7 +95,7 @@ hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 
 int
 hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
-		       const struct hp_peer_view *v, int doorbell)
+		       const struct hp_peer_view *v, int doorbell, uint32_t use)
 {
 	const struct hp_params *p = &seg->params;
 	struct hp_peer_entry *e = v->entry;
@@ -112,12 +112,14 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 		return rc;
 	hp_slot_pool_view(&ep->tx_pool, v->pool, p->slots_per_guest, p->slot_size);
 	hp_slot_pool_view(&ep->rx_pool, v->host_pool, p->slots_per_guest, p->slot_size);
-	if ((seg->host_features & HP_FEAT_VARSLOT) && seg->var.nclasses > 0) {
+	/* the shared pool where the host lets this guest in (hp_peer_ext) */
+	if ((seg->host_features & use & HP_FEAT_VARSLOT) && seg->var.nclasses > 0 &&
+	    v->ext != NULL && (hp_load_relaxed_u32(&v->ext->host_offer) & HP_FEAT_VARSLOT)) {
 		seg->var.self = v->peer_id;
 		use_var(ep, seg, v->peer_id);
 		features |= HP_FEAT_VARSLOT;
 	}
-	if (v->ext != NULL && (seg->host_features & HP_FEAT_WAITERS)) {
+	if (v->ext != NULL && (seg->host_features & use & HP_FEAT_WAITERS)) {
 		ep->my_waits = &v->ext->guest_waits;
 		ep->their_waits = &v->ext->host_waits;
 		ep->peer_waiters = 1;

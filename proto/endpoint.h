@@ -76,9 +76,9 @@ int hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 			  const struct hp_peer_view *v, int doorbell,
 			  uint32_t guest_features);
 /* The guest's end. Announces HP_FEAT_WAITERS and HP_FEAT_VARSLOT when the
- * host offers them. */
+ * host offers them and they are in use (HP_FEAT_ALL for all). */
 int hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
-			   const struct hp_peer_view *v, int doorbell);
+			   const struct hp_peer_view *v, int doorbell, uint32_t use);
 
 #define HP_SEND_MORE	0x1	/* more follow: stage, publish on a later send or flush */
 

@@ -178,7 +178,9 @@ struct hp_peer_ext {
 	hp_atomic_u32	guest_waits;	/* written by the guest */
 	uint8_t		guest_pad[HP_CACHE_LINE - 4];
 	hp_atomic_u32	host_waits;	/* written by the host */
-	uint8_t		host_pad[HP_CACHE_LINE - 4];
+	hp_atomic_u32	host_offer;	/* HP_FEAT_* the host lets this guest use,
+					 * written before it is spawned */
+	uint8_t		host_pad[HP_CACHE_LINE - 8];
 };
 
 _Static_assert(sizeof(struct hp_peer_ext) == HP_PEER_EXT_SIZE, "peer ext is 128 bytes");

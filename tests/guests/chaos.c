@@ -252,7 +252,9 @@ main(int argc, char *argv[])
 	if (counter == NULL || (fd = open(counter, O_RDWR)) < 0 ||
 	    (rounds = mmap(NULL, 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
 		errx(1, "--counter=FILE (16 bytes) needed");
-	raw_attach(argc, argv, &t, &seg, &view, &ep);
+	/* it would use the shared pool, but the test keeps it out
+	 * (shared_pool = no): its acts aim at its own pool and rings */
+	raw_attach(argc, argv, &t, &seg, &view, &ep, HP_FEAT_ALL);
 	rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ (uint64_t)time(NULL);
 	for (;;) {
 		/* 16 ends us when the host reads the descriptor after our

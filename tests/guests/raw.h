@@ -32,15 +32,16 @@ raw_map(int argc, char *argv[], struct hp_ticket *t, struct hp_segment *seg,
 		errx(1, "attach: %s", why);
 }
 
-/* r[shm.spawn.guest-init], as a guest does it; exits on failure. */
+/* r[shm.spawn.guest-init], as a guest does it, using the offered features
+ * in use (HP_FEAT_*); exits on failure. */
 static inline void
 raw_attach(int argc, char *argv[], struct hp_ticket *t, struct hp_segment *seg,
-	   struct hp_peer_view *v, struct hp_endpoint *ep)
+	   struct hp_peer_view *v, struct hp_endpoint *ep, uint32_t use)
 {
 	uint32_t state = HP_PEER_RESERVED;
 
 	raw_map(argc, argv, t, seg, v);
-	hp_endpoint_init_guest(ep, seg, v, t->doorbell_fd);
+	hp_endpoint_init_guest(ep, seg, v, t->doorbell_fd, use);
 	if (!hp_cas_u32(&v->entry->state, &state, HP_PEER_ATTACHED))
 		errx(1, "not reserved");
 	hp_fetch_add_u32(&v->entry->epoch, 1, memory_order_release);

@@ -70,7 +70,7 @@ main(int argc, char *argv[])
 	for (int i = 1; i < argc; i++)
 		if (strncmp(argv[i], "--mode=", 7) == 0)
 			mode = argv[i] + 7;
-	raw_attach(argc, argv, &t, &seg, &view, &ep);
+	raw_attach(argc, argv, &t, &seg, &view, &ep, HP_FEAT_ALL);
 	usleep(200000);		/* let the host see us attached */
 
 	memset(&d, 0, sizeof(d));

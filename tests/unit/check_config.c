@@ -325,6 +325,13 @@ START_TEST(test_pool_section)
 	expect_error("[pool]\nsweep_interval = 0\n", 2, "sweep_interval: must be more than 0");
 	expect_error("[pool]\nsize = 1\n", 2, "unknown key 'size' in [pool]");
 	expect_error("[pool]\n[pool]\n", 2, "duplicate [pool]");
+	/* a guest kept out of it */
+	ck_assert_msg(load("[guest a]\nexec = /bin/true\n[guest b]\nexec = /bin/true\n"
+			   "shared_pool = no\n", &c) == 0, "load: %s", errtext);
+	ck_assert_int_eq(c.guests[0].shared_pool, 1);
+	ck_assert_int_eq(c.guests[1].shared_pool, 0);
+	config_free(&c);
+	expect_error("[guest a]\nexec = /bin/true\nshared_pool = maybe\n", 3, "not yes or no");
 }
 END_TEST
 

@@ -39,7 +39,7 @@ pair_setup(void)
 	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
 	hp_peer_view_host(&seg, 1, &hv);
 	ck_assert_int_eq(hp_peer_view_guest(&seg, 1, &gv, &why), 0);
-	ck_assert_int_eq(hp_endpoint_init_guest(&guest_ep, &seg, &gv, bell[1]), 0);
+	ck_assert_int_eq(hp_endpoint_init_guest(&guest_ep, &seg, &gv, bell[1], HP_FEAT_ALL), 0);
 	ck_assert_int_eq(hp_endpoint_init_host(&host_ep, &seg, &hv, bell[0],
 					       hp_load_acquire_u32(&hv.entry->guest_features)), 0);
 }
