@@ -93,13 +93,22 @@ sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct hub *h = w->data;
 	struct stuck_seen ss = { h, { 0, 0, 0, 0, 0 } };
+	struct hp_varpool *vp = &h->seg.var;
+	uint64_t rebuilds[HP_VAR_MAX_CLASSES];
 	uint32_t back, stuck;
 
 	(void)loop;
 	(void)revents;
 	pool_grow_requested(h);
-	back = hp_var_sweep(&h->seg.var, hp_now_ns(), h->conf.pool_stuck_ns, stuck_owner_dead,
+	for (uint32_t c = 0; c < vp->nclasses; c++)
+		rebuilds[c] = vp->diag[c].rebuilds;
+	back = hp_var_sweep(vp, hp_now_ns(), h->conf.pool_stuck_ns, stuck_owner_dead,
 			    &ss, on_stuck, &stuck);
+	/* a guest broke it (or died mid-push): who cannot be told for sure */
+	for (uint32_t c = 0; c < vp->nclasses; c++)
+		if (vp->diag[c].rebuilds != rebuilds[c])
+			log_warnx("pool: class %u (%" PRIu32 " bytes): its free list was broken; "
+				  "rebuilt from the slots", c, vp->c[c].slot_size);
 	if (back > 0)
 		log_warnx("pool: %u slots held by peers that are gone returned", back);
 	/* a live holder is never robbed: it is reported, once per change */

@@ -766,6 +766,29 @@ reclaim(struct hp_varpool *vp, uint32_t c, uint32_t idx, struct hp_var_slot *s, 
 	return 1;
 }
 
+/* The free slots reachable from class c's head, a step per slot at most;
+ * UINT32_MAX when the walk leaves the class or meets a held slot. */
+static uint32_t
+list_length(struct hp_varpool *vp, uint32_t c)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	uint32_t total = cv->mapped * cv->spe, n = 0;
+	uint32_t idx = IDX(hp_load_acquire_u64(&vp->cls[c].free_head));
+
+	while (idx != HP_VAR_NIL) {
+		struct hp_var_slot *s;
+
+		if (idx >= total || n >= total)
+			return UINT32_MAX;
+		s = &cv->meta[idx / cv->spe][idx % cv->spe];
+		if (STATE(hp_load_relaxed_u64(&s->gen_state)) != HP_VAR_FREE)
+			return UINT32_MAX;
+		n++;
+		idx = hp_load_relaxed_u32(&s->next_free);
+	}
+	return n;
+}
+
 uint32_t
 hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 	     int (*dead)(void *arg, uint32_t owner), void *arg,
@@ -775,6 +798,7 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 
 	for (uint32_t c = 0; c < vp->nclasses; c++) {
 		struct hp_var_cview *cv = &vp->c[c];
+		uint32_t nfree = 0;
 
 		if (hp_load_relaxed_u32(&vp->cls[c].corrupt))
 			hp_var_rebuild(vp, c);
@@ -785,8 +809,10 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 			uint64_t gs = hp_load_acquire_u64(&s->gen_state), at;
 			uint32_t owner;
 
-			if (STATE(gs) == HP_VAR_FREE)
+			if (STATE(gs) == HP_VAR_FREE) {
+				nfree++;
 				continue;
+			}
 			owner = hp_load_relaxed_u32(&s->owner);
 			at = hp_load_relaxed_u64(&s->claim_ns);
 			/* held by nobody: normal only for the instant a freer
@@ -807,6 +833,16 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 				if (on_stuck != NULL)
 					on_stuck(arg, &h);
 			}
+		}
+		/* a list that loops among a few slots still works and hides
+		 * the rest: twice in a row apart from the slots, it is rebuilt
+		 * (once can be a push or pop caught in the middle) */
+		if (list_length(vp, c) == nfree) {
+			vp->suspect[c] = 0;
+		} else if (vp->suspect[c]++ > 0) {
+			vp->diag[c].bad_links++;
+			hp_var_rebuild(vp, c);
+			vp->suspect[c] = 0;
 		}
 	}
 	if (back > 0)

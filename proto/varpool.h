@@ -71,6 +71,8 @@ struct hp_varpool {
 	struct hp_var_cview	c[HP_VAR_MAX_CLASSES];
 	struct hp_var_diag	diag[HP_VAR_MAX_CLASSES];
 	uint32_t		want;		/* class an exhausted alloc waits for */
+	uint8_t			suspect[HP_VAR_MAX_CLASSES];	/* host: the last sweep
+					 * found the list and the slots apart */
 };
 
 /* A slot held by this process. */

@@ -6,6 +6,7 @@
  *   invalid		calls echo.echo with arguments that do not decode
  *   concurrent N	N calls to echo.echo in flight at once, all checked
  *   big N		an N-byte string through echo.echo and back, checked
+ *   bigkv N		N bytes through kv.put and kv.get, checked
  *   wait		answers only when cancelled (with Cancelled)
  *   cancels		how many calls were cancelled so far
  *   pull N		receives N bytes from hub.source on a channel it
@@ -243,6 +244,56 @@ out:
 	free(res);
 }
 
+/* kv.put of n bytes under "big", kv.get of it compared, kv.delete. */
+static void
+bigkv(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t n;
+	size_t pos = 0, rlen = 0, gotn;
+	uint8_t *data = NULL, *arg = NULL, *res = NULL;
+	const uint8_t *got;
+	const char *bad = NULL;
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 || n > (64u << 20)) {
+		guest_reply_error(c, "bigkv takes a size");
+		return;
+	}
+	if ((data = malloc(n + 1)) == NULL || (arg = malloc(n + 32)) == NULL ||
+	    (res = malloc(n + 32)) == NULL) {
+		guest_reply_error(c, "out of memory");
+		goto out;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		data[i] = (uint8_t)(i * 131 + i / 251);
+	pos = 0;
+	guest_pc_put_str(arg, n + 32, &pos, "big", 3);
+	guest_pc_put_bytes(arg, n + 32, &pos, data, n);
+	if ((rc = guest_call(g, "kv.put", arg, pos, NULL, 0, NULL, 60000)) != 0) {
+		bad = kind(rc);
+		goto out;
+	}
+	pos = 0;
+	guest_pc_put_str(arg, 32, &pos, "big", 3);
+	if ((rc = guest_call(g, "kv.get", arg, pos, res, n + 32, &rlen, 60000)) != 0)
+		bad = kind(rc);
+	else if ((pos = 0, guest_pc_get_bytes(res, rlen, &pos, &got, &gotn)) != 0 || gotn != n ||
+		 memcmp(got, data, n) != 0)
+		bad = "kv.get answered other bytes";
+	pos = 0;
+	guest_pc_put_str(arg, 32, &pos, "big", 3);
+	guest_call(g, "kv.delete", arg, pos, NULL, 0, NULL, 60000);
+out:
+	if (bad != NULL)
+		guest_reply_error(c, bad);
+	else if (data != NULL && res != NULL)
+		reply_u64(c, n);
+	free(data);
+	free(arg);
+	free(res);
+}
+
 static void
 wait_cancel(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
@@ -378,6 +429,7 @@ main(int argc, char *argv[])
 		{ "invalid", "->str", invalid },
 		{ "concurrent", "u64->u64", concurrent },
 		{ "big", "u64->u64", big },
+		{ "bigkv", "u64->u64", bigkv },
 		{ "wait", "->unit", wait_cancel },
 		{ "cancels", "->u64", count_cancels },
 		{ "pull", "u64->str", pull },

@@ -1,0 +1,232 @@
+/* The shared pool end to end: 1 MiB and 16 MiB payloads through kv and
+ * between two guests with the default config, handed on without a copy;
+ * and guests that break the pool, which hubd survives: ended where the
+ * damage names them, the free lists rebuilt where it does not, a dead
+ * holder's slots returned. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/segment.h"
+#include "proto/varpool.h"
+#include "tests/e2e/harness.h"
+
+#define GUESTS \
+	"[guest echo]\nexec = @/guests/echo\n" \
+	"[guest kv]\nexec = @/guests/kv\n" \
+	"[guest prober]\nexec = @/tests/guests/prober\n"
+
+static struct hub_proc hub;
+
+static void
+expect_call(const char *method, const char *arg, const char *want)
+{
+	char *out = NULL;
+	int rc = hubctl(&hub, &out, "-t", "60", "call", method, arg, (char *)NULL);
+
+	ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "%s %s: rc %d: %s", method, arg, rc, out);
+	free(out);
+}
+
+/* The hub's segment, read-only, as hubctl inspect maps it. */
+static void
+map_segment(struct hp_segment *seg)
+{
+	const char *why = NULL;
+
+	ck_assert_msg(hp_segment_attach(seg, hub.segment, HP_ATTACH_RDONLY, &why) == 0,
+		      "attach: %s", why);
+	ck_assert_uint_gt(seg->var.nclasses, 0);
+}
+
+static void
+count_problem(void *arg, const char *problem)
+{
+	(void)problem;
+	++*(int *)arg;
+}
+
+/* validate() finds nothing, within 3 s (a slot can be caught moving,
+ * and a broken list waits for the next sweep). */
+static void
+expect_pool_valid(void)
+{
+	struct hp_segment seg;
+	int problems = -1;
+
+	for (int i = 0; i < 60 && problems != 0; i++) {
+		if (i > 0)
+			sleep_ms(50);
+		map_segment(&seg);
+		problems = 0;
+		hp_var_validate(&seg.var, NULL, NULL, count_problem, &problems);
+		hp_segment_close(&seg);
+	}
+	ck_assert_msg(problems == 0, "the pool has %d problems: %s", problems,
+		      hub_log_tail(&hub));
+}
+
+static int
+log_has(const char *text, int timeout_ms)
+{
+	for (int waited = 0;; waited += 50) {
+		char *log = hub_log(&hub);
+		int found = log != NULL && strstr(log, text) != NULL;
+
+		free(log);
+		if (found || waited >= timeout_ms)
+			return found;
+		sleep_ms(50);
+	}
+}
+
+/* r[shm.varslot.selection] r[shm.varslot.shared] r[shm.varslot.extents]:
+ * with the default config a 16 MiB payload fits a class of the shared
+ * pool; guest to guest it is handed on, so hubd allocates no slot of the
+ * large classes itself (r[shm.varslot.ownership]: only owners change). */
+START_TEST(test_big_payloads_default_config)
+{
+	struct hp_segment seg;
+	uint64_t host_big = 0, guests_big = 0;
+
+	hub_start_up(&hub, NULL, GUESTS, "echo,kv,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,kv.put,prober.bigkv") == 0);
+	expect_call("prober.big", "1048576", "1048576\n");
+	expect_call("prober.bigkv", "1048576", "1048576\n");
+	expect_call("prober.big", "16777216", "16777216\n");
+	expect_call("prober.bigkv", "16777216", "16777216\n");
+	expect_call("prober.big", "100", "100\n");
+	map_segment(&seg);
+	for (uint32_t c = 0; c < seg.var.nclasses; c++) {
+		if (seg.var.cls[c].slot_size < (256u << 10))
+			continue;
+		for (uint32_t p = 0; p <= seg.params.max_guests; p++) {
+			uint64_t n = seg.var.stats[(uint64_t)p * seg.var.nclasses + c].allocs;
+
+			*(p == 0 ? &host_big : &guests_big) += n;
+		}
+	}
+	hp_segment_close(&seg);
+	ck_assert_uint_eq(host_big, 0);
+	/* four big payloads each way at least: calls and answers */
+	ck_assert_uint_ge(guests_big, 8);
+	expect_pool_valid();
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A guest kept out of the pool sends through its fixed pool: a payload
+ * over max_payload_size is refused at the sender, the rest still works. */
+START_TEST(test_guest_kept_out_of_the_pool)
+{
+	char *out = NULL;
+
+	hub_start_up(&hub, NULL, GUESTS "shared_pool = no\n", "echo,kv,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.big") == 0);
+	expect_call("prober.big", "60000", "60000\n");
+	ck_assert_int_ne(hubctl(&hub, &out, "call", "prober.big", "1048576", (char *)NULL), 0);
+	free(out);
+	expect_pool_valid();
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+static void
+start_breaker(const char *act)
+{
+	char guests[512];
+
+	snprintf(guests, sizeof(guests), GUESTS "[guest breaker]\nexec = @/tests/guests/poolbreaker\n"
+		 "args = --act=%s\nrestart = never\n", act);
+	hub_start_up(&hub, NULL, guests, "echo,kv,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.big") == 0);
+}
+
+/* A descriptor that names a slot wrongly names its sender: ended with
+ * the rule (r[shm.slot.generation], r[shm.varslot.ownership]). */
+START_TEST(test_breaker_named_by_its_descriptor)
+{
+	static const char *const acts[][2] = {
+		{ "badgen", "guest breaker: broke shm.slot.generation" },
+		{ "notmine", "guest breaker: broke shm.varslot.ownership" },
+	};
+
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+		start_breaker(acts[i][0]);
+		ck_assert_msg(log_has(acts[i][1], 5000), "%s: %s", acts[i][0], hub_log_tail(&hub));
+		expect_call("prober.big", "5000", "5000\n");
+		expect_pool_valid();
+		ck_assert_int_eq(hub_stop(&hub), 0);
+	}
+}
+END_TEST
+
+/* r[shm.varslot.freelist]: a free list broken by a guest (a cycle, a link
+ * past the end, a held slot pushed on it) costs hubd and the others a
+ * bounded walk; the sweeper rebuilds it and every call still succeeds. */
+START_TEST(test_broken_free_list_rebuilt)
+{
+	static const char *const acts[] = { "cycle", "badlink", "heldfree" };
+
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+		start_breaker(acts[i]);
+		ck_assert(hub_wait_up(&hub, "breaker", 5000) == 0);
+		/* 300-byte strings take class 0 slots, from the broken list */
+		for (int k = 0; k < 20; k++)
+			expect_call("prober.big", "300", "300\n");
+		expect_call("prober.concurrent", "64", "64\n");
+		ck_assert_msg(log_has("rebuilt", 5000), "%s: no rebuild: %s", acts[i],
+			      hub_log_tail(&hub));
+		expect_pool_valid();
+		ck_assert_int_eq(hub_stop(&hub), 0);
+	}
+}
+END_TEST
+
+/* A guest killed while it holds slots loses them: the sweeper returns
+ * them with new generations (r[shm.varslot.freeing]). */
+START_TEST(test_dead_holder_reclaimed)
+{
+	struct hp_segment seg;
+	int pid, id, held = 0;
+
+	start_breaker("hold");
+	ck_assert(hub_wait_up(&hub, "breaker", 5000) == 0);
+	pid = hub_peer_int(&hub, "breaker", "pid");
+	id = hub_peer_int(&hub, "breaker", "peer_id");
+	ck_assert_int_gt(pid, 1);
+	ck_assert_int_gt(id, 0);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_msg(log_has("slots of peer", 5000), "%s", hub_log_tail(&hub));
+	map_segment(&seg);
+	for (uint32_t s = 0; s < seg.var.c[0].spe; s++) {
+		struct hp_var_slot *m = &seg.var.c[0].meta[0][s];
+
+		held += m->owner == (uint32_t)id && (m->gen_state >> 32) != HP_VAR_FREE;
+	}
+	hp_segment_close(&seg);
+	ck_assert_int_eq(held, 0);
+	expect_pool_valid();
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_bigpayload(void);
+Suite *
+suite_bigpayload(void)
+{
+	Suite *s = suite_create("bigpayload");
+	TCase *tc = tcase_create("pool");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_big_payloads_default_config);
+	tcase_add_test(tc, test_guest_kept_out_of_the_pool);
+	tcase_add_test(tc, test_breaker_named_by_its_descriptor);
+	tcase_add_test(tc, test_broken_free_list_rebuilt);
+	tcase_add_test(tc, test_dead_holder_reclaimed);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,127 @@
+/* poolbreaker: a guest in the shared pool that breaks it, one way per run
+ * (--act=NAME), then keeps heartbeating until the host ends it:
+ *   badgen	sends a request in its own slot naming the wrong generation
+ *   notmine	sends a request naming a slot in flight from another peer
+ *   cycle	makes class 0's free list run in a circle
+ *   badlink	points class 0's free list past its last slot
+ *   heldfree	pushes a slot it holds onto the free list (a free of a slot
+ *		still in use) and keeps holding it
+ *   hold	takes 8 slots of class 0 and holds them (for a kill)
+ * Built on proto: libguest would do none of it. */
+#include <err.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto/method.h"
+#include "proto/varpool.h"
+#include "tests/guests/raw.h"
+
+#define CLS_SHIFT	27
+
+static struct hp_endpoint ep;
+static struct hp_peer_view view;
+static struct hp_segment seg;
+
+static void
+take(struct hp_var_ref *r)
+{
+	if (hp_var_alloc(ep.var, 100, r) != 0)
+		errx(1, "no slot");
+	memset(r->data, 0, 100);
+}
+
+/* hub.ping with its payload in the slot the descriptor names. */
+static void
+request_in(uint32_t slot, uint32_t gen)
+{
+	struct hp_desc d;
+
+	memset(&d, 0, sizeof(d));
+	d.msg_type = HP_MSG_REQUEST;
+	d.id = 1;
+	d.method_id = hp_method_id("hub.ping", 8);
+	hp_desc_set_slot(&d, slot, gen, 0, 100);
+	hp_ring_enqueue(&ep.tx, &d);
+	hp_doorbell_signal(ep.doorbell);
+}
+
+static struct hp_var_slot *
+meta(uint32_t idx)
+{
+	return &ep.var->c[0].meta[0][idx];
+}
+
+static void
+act(const char *what)
+{
+	struct hp_var_class *k = &ep.var->cls[0];
+	uint64_t head = hp_load_acquire_u64(&k->free_head);
+	uint32_t spe = ep.var->c[0].spe;
+	struct hp_var_ref r, r2;
+
+	if (strcmp(what, "badgen") == 0) {
+		take(&r);
+		hp_var_send(ep.var, r.slot, r.gen, ep.var_peer);
+		request_in(r.slot, r.gen + 1);
+	} else if (strcmp(what, "notmine") == 0) {
+		/* a slot in flight from another peer, as if we forwarded it */
+		take(&r);
+		hp_var_send(ep.var, r.slot, r.gen, ep.var_peer + 1);
+		request_in(r.slot, r.gen);
+	} else if (strcmp(what, "cycle") == 0) {
+		uint32_t a = (uint32_t)head, b = hp_load_relaxed_u32(&meta(a)->next_free);
+
+		if (a >= spe || b >= spe)
+			errx(1, "class 0 has fewer than 2 free slots");
+		hp_store_relaxed_u32(&meta(b)->next_free, a);
+	} else if (strcmp(what, "badlink") == 0) {
+		uint32_t a = (uint32_t)head;
+
+		if (a >= spe)
+			errx(1, "class 0 is empty");
+		hp_store_relaxed_u32(&meta(a)->next_free, spe * HP_VAR_MAX_EXTENTS + 7);
+	} else if (strcmp(what, "heldfree") == 0) {
+		take(&r);
+		take(&r2);
+		/* r on the list again while we hold it (its state says so) */
+		uint32_t idx = r.slot & ((1u << CLS_SHIFT) - 1);
+
+		do
+			hp_store_relaxed_u32(&meta(idx)->next_free, (uint32_t)head);
+		while (!hp_cas_u64(&k->free_head, &head, ((head >> 32) + 1) << 32 | idx));
+	} else if (strcmp(what, "hold") == 0) {
+		for (int i = 0; i < 8; i++)
+			take(&r);
+	} else {
+		errx(1, "--act=badgen|notmine|cycle|badlink|heldfree|hold");
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	const char *what = NULL;
+	struct hp_ticket t;
+
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "--act=", 6) == 0)
+			what = argv[i] + 6;
+	raw_attach(argc, argv, &t, &seg, &view, &ep, HP_FEAT_ALL);
+	if (ep.var == NULL)
+		errx(1, "not in the shared pool");
+	if (what != NULL)
+		act(what);
+	for (;;) {
+		struct hp_msg_in m;
+		const char *rule;
+
+		while (hp_endpoint_recv(&ep, &m, &rule) == 0)
+			hp_endpoint_release(&ep, &m);
+		hp_endpoint_notify_consumed(&ep);
+		raw_heartbeat(&view);
+		if (hp_doorbell_wait(t.doorbell_fd, 50) == -EPIPE)
+			return 0;
+	}
+}
