@@ -105,8 +105,10 @@ hubd_layout(const struct hp_segment *seg)
 {
 	struct hp_geometry mine;
 
+	/* the header's total_size: extents the shared pool grew lie beyond */
 	if (hp_geometry_compute(&seg->params, &mine, NULL) != 0 ||
-	    mine.total_size != seg->size || mine.peer_table_offset != seg->geo.peer_table_offset ||
+	    mine.total_size != hp_segment_header(seg)->total_size ||
+	    mine.peer_table_offset != seg->geo.peer_table_offset ||
 	    mine.slot_region_offset != seg->geo.slot_region_offset)
 		return 0;
 	for (uint32_t id = 1; id <= seg->params.max_guests; id++) {
