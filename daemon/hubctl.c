@@ -546,7 +546,7 @@ cmd_pool(int fd, int argc, char **argv)
 	static const char *const cols[] = { "slots", "free", "in_use", "high_water", "allocs",
 		"frees", "conflicts", "fallbacks", "waits", "reclaimed", "rebuilds", "errors" };
 	static const char *const heads[] = { "SLOTS", "FREE", "IN-USE", "HIGH", "ALLOCS",
-		"FREES", "CONFLICTS", "FALLBACKS", "WAITS", "RECLAIMED", "REBUILDS", "ERRORS" };
+		"FREES", "CONFL", "FALLBK", "WAITS", "RECLAIM", "REBUILD", "ERRORS" };
 	json_object *req = json_object_new_object(), *a, *classes, *problems;
 	char size[24], size2[24], size3[24], num[24];
 	int validate = 0, valid;
@@ -579,7 +579,7 @@ cmd_pool(int fd, int argc, char **argv)
 	classes = list(a, "classes");
 	printf("%-5s %6s %7s %7s", "CLASS", "SIZE", "PER-EXT", "EXTENTS");
 	for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
-		printf(" %*s", k < 4 ? 6 : 9, heads[k]);
+		printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6), heads[k]);
 	printf("\n");
 	for (size_t i = 0; i < json_object_array_length(classes); i++) {
 		json_object *c = json_object_array_get_idx(classes, i);
@@ -591,7 +591,8 @@ cmd_pool(int fd, int argc, char **argv)
 		       size_text(size, sizeof(size), u64(c, "slot_size")),
 		       u64(c, "slots_per_extent"), ext);
 		for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
-			printf(" %*s", k < 4 ? 6 : 9, count_text(num, sizeof(num), u64(c, cols[k])));
+			printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6),
+			       count_text(num, sizeof(num), u64(c, cols[k])));
 		printf("\n");
 	}
 	/* what the errors were, where there were any */
@@ -684,7 +685,10 @@ details(const char *name)
 		       "epoch, ring heads and tails, free slots, open channels, heartbeat age.\n"
 		       "It checks that indices are in range, states are states, no bitmap bit\n"
 		       "is set past the last slot, and Empty entries were fully recovered;\n"
-		       "exit 1 lists what is broken.\n";
+		       "exit 1 lists what is broken. The shared pool: its extents among the\n"
+		       "areas, its figures per class, and what validate finds (as in 'hubctl\n"
+		       "pool --validate', with any peer id counting as a live owner: who is\n"
+		       "alive is not known offline), each as a \"pool: \" problem.\n";
 	if (strcmp(name, "reload") == 0)
 		return "Re-reads hubd's config file (as SIGHUP does). Guests are matched by\n"
 		       "name: new ones start, dropped ones stop, changed ones restart. The\n"
@@ -693,14 +697,15 @@ details(const char *name)
 		       "changes nothing and exits 1 with what is wrong.\n";
 	if (strcmp(name, "pool") == 0)
 		return "Per size class of the shared pool: slot SIZE, slots PER-EXTent,\n"
-		       "EXTENTS now/at most, SLOTS, FREE, IN-USE and HIGH (the most in use\n"
-		       "at once), then counters since hubd started: ALLOCS, FREES, CAS\n"
-		       "CONFLICTS, FALLBACKS to a larger class, WAITS with every class that\n"
-		       "fits exhausted, slots RECLAIMED from guests that are gone, free list\n"
-		       "REBUILDS, ERRORS (double and stale frees, bad links; detailed below\n"
-		       "the table when any). Then the segment's and the pool's bytes now and\n"
-		       "at start (extents are appended to the file) and the slots a live\n"
-		       "guest has held longer than [pool] stuck_after.\n"
+		       "EXTENTS now/at most, SLOTS, FREE, IN-USE and HIGH (the most in use at\n"
+		       "once), then counters since hubd started: ALLOCS, FREES, CONFL (CAS\n"
+		       "conflicts), FALLBK (served by a larger class), WAITS (every class that\n"
+		       "fits exhausted), RECLAIM (slots taken back from guests that are gone),\n"
+		       "REBUILD (free lists rebuilt), ERRORS (double and stale frees, bad\n"
+		       "links: detailed below the table when any). Counts from a million on\n"
+		       "are rounded (1.2M; exact with -j). Then the segment's and the pool's\n"
+		       "bytes now and at start (extents are appended to the file) and the\n"
+		       "slots a live guest has held longer than [pool] stuck_after.\n"
 		       "--validate checks that every slot is on exactly one free list or held\n"
 		       "by one live owner, no list has a cycle or a link out of range, and no\n"
 		       "held slot has generation 0; a problem counts only if two passes both\n"
