@@ -1,6 +1,6 @@
 /* The control commands (control.h's CTL_COMMANDS): each request checked
  * for who may run it and handed to its cmd_* handler, which answers as
- * JSON: peers, methods, status, stats, reload, restart, stop, start, and
+ * JSON: peers, methods, status, stats, pool, reload, restart, stop, start, and
  * call with its stream's items and result rendered from postcard. The
  * socket and the clients' buffers are control.c's. */
 #include <inttypes.h>
@@ -411,6 +411,117 @@ cmd_stats(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "guests", guests);
 	json_object_object_add(o, "total", all);
+	if (h->seg.var.nclasses > 0) {
+		struct hp_var_class_stats cs;
+		uint64_t allocs = 0, frees = 0, waits = 0, errors = 0, reclaimed = 0;
+		json_object *pool = json_object_new_object();
+
+		for (uint32_t k = 0; k < h->seg.var.nclasses; k++) {
+			hp_var_class_stats(&h->seg.var, k, &cs);
+			allocs += cs.allocs;
+			frees += cs.frees;
+			waits += cs.waits;
+			errors += cs.errors;
+			reclaimed += cs.diag.reclaimed;
+		}
+		add_u64(pool, "allocations", allocs);
+		add_u64(pool, "frees", frees);
+		add_u64(pool, "waits", waits);
+		add_u64(pool, "errors", errors);
+		add_u64(pool, "reclaimed", reclaimed);
+		json_object_object_add(o, "pool", pool);
+	}
+	client_reply(c, o);
+}
+
+/* The file's bytes now: the shared pool's extents are appended beyond
+ * the size it was created with. */
+static uint64_t
+segment_bytes(const struct hub *h)
+{
+	return h->seg.var.nclasses > 0 ? h->seg.var.file_end : h->seg.geo.total_size;
+}
+
+/* What the shared pool is made of: a class's slot size, slots per extent
+ * and extents now. */
+static json_object *
+pool_classes(struct hub *h)
+{
+	json_object *a = json_object_new_array();
+
+	for (uint32_t k = 0; k < h->seg.var.nclasses; k++) {
+		json_object *e = json_object_new_object();
+
+		add_u64(e, "slot_size", h->seg.var.c[k].slot_size);
+		add_u64(e, "slots_per_extent", h->seg.var.c[k].spe);
+		add_u64(e, "extents", h->seg.var.c[k].mapped);
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
+static void
+add_problem(void *arg, const char *problem)
+{
+	json_object_array_add(arg, json_object_new_string(problem));
+}
+
+/* The shared pool per class; with "validate", its check on the live hub. */
+static void
+cmd_pool(struct client *c, const struct control_req *r)
+{
+	struct hub *h = c->h;
+	struct hp_varpool *vp = &h->seg.var;
+	json_object *o, *classes;
+
+	if (vp->nclasses == 0) {
+		client_reply_error(c, "no shared pool in this hub");
+		return;
+	}
+	o = json_object_new_object();
+	classes = json_object_new_array();
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	add_u64(o, "segment_bytes", segment_bytes(h));
+	add_u64(o, "segment_initial_bytes", h->seg.geo.total_size);
+	add_u64(o, "pool_bytes", vp->file_end - vp->offset);
+	add_u64(o, "pool_initial_bytes", h->seg.geo.var_size);
+	add_u64(o, "max_extents", vp->max_extents);
+	add_u64(o, "stuck", h->pool_stuck);
+	for (uint32_t k = 0; k < vp->nclasses; k++) {
+		struct hp_var_class_stats cs;
+		json_object *e = json_object_new_object();
+
+		hp_var_class_stats(vp, k, &cs);
+		add_u64(e, "class", k);
+		add_u64(e, "slot_size", cs.slot_size);
+		add_u64(e, "slots_per_extent", cs.slots_per_extent);
+		add_u64(e, "extents", cs.extents);
+		add_u64(e, "slots", cs.slots);
+		add_u64(e, "free", cs.free);
+		add_u64(e, "in_use", cs.in_use);
+		add_u64(e, "high_water", cs.high_water);
+		add_u64(e, "allocs", cs.allocs);
+		add_u64(e, "frees", cs.frees);
+		add_u64(e, "conflicts", cs.conflicts);
+		add_u64(e, "fallbacks", cs.fallbacks);
+		add_u64(e, "waits", cs.waits);
+		add_u64(e, "errors", cs.errors);
+		add_u64(e, "reclaimed", cs.diag.reclaimed);
+		add_u64(e, "rebuilds", cs.diag.rebuilds);
+		add_u64(e, "double_frees", cs.diag.double_frees);
+		add_u64(e, "stale_frees", cs.diag.stale_frees);
+		add_u64(e, "bad_links", cs.diag.bad_links);
+		add_u64(e, "grown", cs.diag.grown);
+		json_object_array_add(classes, e);
+	}
+	json_object_object_add(o, "classes", classes);
+	if (r->validate) {
+		json_object *problems = json_object_new_array();
+		uint32_t n = pool_validate(h, add_problem, problems);
+
+		json_object_object_add(o, "valid", json_object_new_boolean(n == 0));
+		json_object_object_add(o, "problems", problems);
+	}
 	client_reply(c, o);
 }
 
@@ -426,6 +537,9 @@ cmd_status(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "segment", json_object_new_string(h->conf.segment_path));
 	json_object_object_add(o, "segment_size", json_object_new_uint64(h->seg.size));
+	json_object_object_add(o, "segment_bytes", json_object_new_uint64(segment_bytes(h)));
+	json_object_object_add(o, "segment_initial_bytes",
+			       json_object_new_uint64(h->seg.geo.total_size));
 	json_object_object_add(o, "uptime_s", json_object_new_double(
 		(double)(hp_now_ns() - h->start_ns) / 1e9));
 	json_object_object_add(o, "max_guests", json_object_new_int((int)p->max_guests));
@@ -439,6 +553,7 @@ cmd_status(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "guests", json_object_new_int((int)h->conf.nguests));
 	json_object_object_add(o, "host_slots_free", json_object_new_int(
 		(int)hp_slot_count_free(&h->host_pool)));
+	json_object_object_add(o, "pool_classes", pool_classes(h));
 	client_reply(c, o);
 }
 

@@ -26,13 +26,15 @@ void	control_close(struct hub *h);
  *   who	CTL_READ: whoever can open the socket (mode 0660);
  *		CTL_CHANGE: root and hubd's own user only (SO_PEERCRED)
  *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
- *		CTL_NEEDS_NAME: "name", a guest's
+ *		CTL_NEEDS_NAME: "name", a guest's;
+ *		CTL_TAKES_VALIDATE: "validate", a boolean, if given
  *   handler	commands.c's function that serves it */
 #define CTL_COMMANDS(X)							\
 	X(PEERS,	"peers",	CTL_READ,	0,		cmd_peers)	\
 	X(METHODS,	"methods",	CTL_READ,	0,		cmd_methods)	\
 	X(STATUS,	"status",	CTL_READ,	0,		cmd_status)	\
 	X(STATS,	"stats",	CTL_READ,	0,		cmd_stats)	\
+	X(POOL,		"pool",		CTL_READ,	CTL_TAKES_VALIDATE, cmd_pool)	\
 	X(CALL,		"call",		CTL_CHANGE,	CTL_NEEDS_METHOD, cmd_call)	\
 	X(RELOAD,	"reload",	CTL_CHANGE,	0,		cmd_reload)	\
 	X(RESTART,	"restart",	CTL_CHANGE,	CTL_NEEDS_NAME,	cmd_restart)	\
@@ -55,6 +57,7 @@ enum ctl_access {
 
 #define CTL_NEEDS_METHOD	0x1
 #define CTL_NEEDS_NAME		0x2
+#define CTL_TAKES_VALIDATE	0x4	/* optional */
 
 struct ctl_command {
 	const char	*name;
@@ -78,6 +81,7 @@ struct control_req {
 	enum ctl_cmd	cmd;
 	const char	*method;		/* call */
 	const char	*name;			/* restart, stop, start */
+	int		validate;		/* pool */
 	struct ctl_arg	args[CTL_ARGS_MAX];	/* call */
 	int		nargs;
 	void		*json;			/* owns the strings above */

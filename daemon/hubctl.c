@@ -316,8 +316,28 @@ cmd_status(int fd, int argc, char **argv)
 	if ((a = ask(fd, "status", &rc)) == NULL)
 		return rc;
 	json_object_object_foreach(a, key, val) {
-		if (strcmp(key, "ok") != 0)
+		if (strcmp(key, "ok") == 0)
+			continue;
+		if (strcmp(key, "pool_classes") != 0) {
 			printf("%-22s %s\n", key, json_object_get_string(val));
+			continue;
+		}
+		/* slot size x slots per extent x extents, or none */
+		printf("%-22s", key);
+		for (size_t i = 0; json_object_is_type(val, json_type_array) &&
+		     i < json_object_array_length(val); i++) {
+			json_object *c = json_object_array_get_idx(val, i);
+			char size[24];
+
+			printf("%s%s x %" PRIu64 " x %" PRIu64, i > 0 ? ", " : " ",
+			       size_text(size, sizeof(size),
+					 json_object_get_uint64(get(c, "slot_size"))),
+			       json_object_get_uint64(get(c, "slots_per_extent")),
+			       json_object_get_uint64(get(c, "extents")));
+		}
+		if (json_object_array_length(val) == 0)
+			printf(" none");
+		printf("\n");
 	}
 	json_object_put(a);
 	return 0;
@@ -486,14 +506,128 @@ cmd_stats(int fd, int argc, char **argv)
 	json_object_object_foreach(guests, name, g)
 		stats_row(name, g, cols);
 	stats_row("(total)", get(a, "total"), cols);
+	if (get(a, "pool") != NULL) {
+		json_object *p = get(a, "pool");
+
+		printf("shared pool: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
+		       " waits, %" PRIu64 " errors, %" PRIu64 " reclaimed\n",
+		       json_object_get_uint64(get(p, "allocations")),
+		       json_object_get_uint64(get(p, "frees")),
+		       json_object_get_uint64(get(p, "waits")),
+		       json_object_get_uint64(get(p, "errors")),
+		       json_object_get_uint64(get(p, "reclaimed")));
+	}
 	json_object_put(a);
 	return 0;
 }
 
+/* A count of the pool's table: as it is, or in K and M when too wide. */
+static const char *
+count_text(char *buf, size_t len, uint64_t v)
+{
+	if (v < 1000000)
+		snprintf(buf, len, "%" PRIu64, v);
+	else
+		size_text(buf, len, v);
+	return buf;
+}
+
+static uint64_t
+u64(json_object *o, const char *key)
+{
+	return json_object_get_uint64(get(o, key));
+}
+
+/* hubctl pool [--validate] [--json]: the shared pool per size class, and
+ * with --validate its check on the live hub (exit 1 when broken). */
+static int
+cmd_pool(int fd, int argc, char **argv)
+{
+	static const char *const cols[] = { "slots", "free", "in_use", "high_water", "allocs",
+		"frees", "conflicts", "fallbacks", "waits", "reclaimed", "rebuilds", "errors" };
+	static const char *const heads[] = { "SLOTS", "FREE", "IN-USE", "HIGH", "ALLOCS",
+		"FREES", "CONFL", "FALLBK", "WAITS", "RECLAIM", "REBUILD", "ERRORS" };
+	json_object *req = json_object_new_object(), *a, *classes, *problems;
+	char size[24], size2[24], size3[24], num[24];
+	int validate = 0, valid;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--validate") == 0)
+			validate = 1;
+		else if (strcmp(argv[i], "--json") == 0)
+			json_out = 1;
+		else {
+			json_object_put(req);
+			fprintf(stderr, "usage: hubctl pool [--validate] [--json]\n");
+			return 2;
+		}
+	}
+	json_object_object_add(req, "cmd", json_object_new_string("pool"));
+	if (validate)
+		json_object_object_add(req, "validate", json_object_new_boolean(1));
+	send_request(fd, req);
+	if ((a = read_answer(fd)) == NULL)
+		no_answer("");
+	if (failed(a))
+		return 1;
+	/* without --validate there is no verdict: nothing is wrong */
+	valid = !validate || json_object_get_boolean(get(a, "valid"));
+	if (json_out) {
+		print_json(a);
+		return !valid;
+	}
+	classes = list(a, "classes");
+	printf("%-5s %6s %7s %7s", "CLASS", "SIZE", "PER-EXT", "EXTENTS");
+	for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
+		printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6), heads[k]);
+	printf("\n");
+	for (size_t i = 0; i < json_object_array_length(classes); i++) {
+		json_object *c = json_object_array_get_idx(classes, i);
+		char ext[24];
+
+		snprintf(ext, sizeof(ext), "%" PRIu64 "/%" PRIu64, u64(c, "extents"),
+			 u64(a, "max_extents"));
+		printf("%5" PRIu64 " %6s %7" PRIu64 " %7s", u64(c, "class"),
+		       size_text(size, sizeof(size), u64(c, "slot_size")),
+		       u64(c, "slots_per_extent"), ext);
+		for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
+			printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6),
+			       count_text(num, sizeof(num), u64(c, cols[k])));
+		printf("\n");
+	}
+	/* what the errors were, where there were any */
+	for (size_t i = 0; i < json_object_array_length(classes); i++) {
+		json_object *c = json_object_array_get_idx(classes, i);
+
+		if (u64(c, "errors") != 0)
+			printf("class %" PRIu64 " errors: %" PRIu64 " double frees, %" PRIu64
+			       " stale frees, %" PRIu64 " bad links, %" PRIu64 " by guests\n",
+			       u64(c, "class"), u64(c, "double_frees"), u64(c, "stale_frees"),
+			       u64(c, "bad_links"), u64(c, "errors") - u64(c, "double_frees") -
+			       u64(c, "stale_frees") - u64(c, "bad_links"));
+	}
+	printf("segment %s (%s at start), pool %s (%s at start), %" PRIu64
+	       " slots held too long\n",
+	       size_text(size, sizeof(size), u64(a, "segment_bytes")),
+	       size_text(size2, sizeof(size2), u64(a, "segment_initial_bytes")),
+	       size_text(size3, sizeof(size3), u64(a, "pool_bytes")),
+	       size_text(num, sizeof(num), u64(a, "pool_initial_bytes")), u64(a, "stuck"));
+	if (validate) {
+		problems = list(a, "problems");
+		for (size_t i = 0; i < json_object_array_length(problems); i++)
+			printf("PROBLEM: %s\n",
+			       json_object_get_string(json_object_array_get_idx(problems, i)));
+		printf("validate: %s\n", valid ? "valid" : "broken");
+	}
+	json_object_put(a);
+	return !valid;
+}
+
 static const struct command commands[] = {
-	{ "status", "status", 0, 0, cmd_status, "hub parameters, uptime, host pool" },
+	{ "status", "status", 0, 0, cmd_status,
+	  "hub parameters, uptime, segment size, host pool, pool classes" },
 	{ "stats", "stats", 0, 0, cmd_stats,
-	  "counters per guest and in all: calls, bytes, waits, wakes, deaths" },
+	  "counters per guest and in all: calls, bytes, waits, wakes, deaths; pool totals" },
 	{ "peers", "peers", 0, 0, cmd_peers, "guests: state, pid, epoch, uptime, deaths" },
 	{ "methods", "methods", 0, 0, cmd_methods, "registered methods, signatures, owners" },
 	{ "call", "call METHOD [ARG...]", 1, 9, cmd_call,
@@ -502,6 +636,8 @@ static const struct command commands[] = {
 	  "restart a guest now (a failed one too: its deaths are forgiven)" },
 	{ "stop", "stop NAME", 1, 1, cmd_stop, "stop a guest and keep it down" },
 	{ "start", "start NAME", 1, 1, cmd_start, "start a stopped or failed guest" },
+	{ "pool", "pool [--validate] [--json]", 0, 2, cmd_pool,
+	  "the shared pool per size class; --validate checks it (exit 1: broken)" },
 	{ "reload", "reload", 0, 0, cmd_reload,
 	  "re-read the config: new guests start, dropped stop, changed restart" },
 	{ "inspect", "inspect SEGMENT", 1, 1, cmd_inspect,
@@ -549,13 +685,33 @@ details(const char *name)
 		       "epoch, ring heads and tails, free slots, open channels, heartbeat age.\n"
 		       "It checks that indices are in range, states are states, no bitmap bit\n"
 		       "is set past the last slot, and Empty entries were fully recovered;\n"
-		       "exit 1 lists what is broken.\n";
+		       "exit 1 lists what is broken. The shared pool: its extents among the\n"
+		       "areas, its figures per class, and what validate finds (as in 'hubctl\n"
+		       "pool --validate', with any peer id counting as a live owner: who is\n"
+		       "alive is not known offline), each as a \"pool: \" problem.\n";
 	if (strcmp(name, "reload") == 0)
 		return "Re-reads hubd's config file (as SIGHUP does). Guests are matched by\n"
 		       "name: new ones start, dropped ones stop, changed ones restart. The\n"
 		       "segment parameters and paths cannot change while hubd runs: a change\n"
 		       "there is reported and the running values are kept. A broken file\n"
 		       "changes nothing and exits 1 with what is wrong.\n";
+	if (strcmp(name, "pool") == 0)
+		return "Per size class of the shared pool: slot SIZE, slots PER-EXTent,\n"
+		       "EXTENTS now/at most, SLOTS, FREE, IN-USE and HIGH (the most in use at\n"
+		       "once), then counters since hubd started: ALLOCS, FREES, CONFL (CAS\n"
+		       "conflicts), FALLBK (served by a larger class), WAITS (every class that\n"
+		       "fits exhausted), RECLAIM (slots taken back from guests that are gone),\n"
+		       "REBUILD (free lists rebuilt), ERRORS (double and stale frees, bad\n"
+		       "links: detailed below the table when any). Counts from a million on\n"
+		       "are rounded (1.2M; exact with -j). Then the segment's and the pool's\n"
+		       "bytes now and at start (extents are appended to the file) and the\n"
+		       "slots a live guest has held longer than [pool] stuck_after.\n"
+		       "--validate checks that every slot is on exactly one free list or held\n"
+		       "by one live owner, no list has a cycle or a link out of range, and no\n"
+		       "held slot has generation 0; a problem counts only if two passes both\n"
+		       "see it (a slot in transit can look odd once). Each is printed as\n"
+		       "PROBLEM: and exits 1; a class found broken is rebuilt by the sweeper.\n"
+		       "A hub without a shared pool ([pool] classes = none) exits 1.\n";
 	if (strcmp(name, "peers") == 0)
 		return "Columns: RST restarts, HB-AGE time since the guest's last heartbeat,\n"
 		       "RINGS descriptors waiting guest->host/host->guest, SLOTS slots of its\n"

@@ -220,6 +220,10 @@ void		pool_retime(struct hub *h);
 void		pool_grow_requested(struct hub *h);
 void		pool_reclaim(struct hub *h, uint32_t peer_id);
 int		pool_live(void *h, uint32_t owner);
+/* validate() twice: each problem both passes found goes to report, its
+ * class is marked for the sweeper to rebuild; returns how many. */
+uint32_t	pool_validate(struct hub *h, void (*report)(void *arg, const char *problem),
+			      void *arg);
 
 /* reload.c: re-read the config; 0 applied, -1 nothing changed. What it
  * did and refused goes to msgs, one line each. A guest added while every

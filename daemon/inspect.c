@@ -38,6 +38,66 @@ by_offset(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void
+add_pool_problem(void *arg, const char *problem)
+{
+	char m[224];
+
+	snprintf(m, sizeof(m), "pool: %s", problem);
+	json_object_array_add(arg, json_object_new_string(m));
+}
+
+/* The shared pool, read-only: its areas, its figures per class and
+ * validate()'s problems. Who is alive is not known offline: any peer id
+ * in range counts as a live owner. */
+static json_object *
+inspect_pool(struct hp_segment *seg, json_object *areas, json_object *problems)
+{
+	struct hp_varpool *vp = &seg->var;
+	json_object *o = json_object_new_object(), *classes = json_object_new_array();
+	uint64_t end = vp->offset + hp_var_region_size(vp->nclasses, vp->max_guests);
+
+	add_area(areas, "shared pool headers", 0, vp->offset, end - vp->offset);
+	for (uint32_t c = 0; c < vp->nclasses; c++) {
+		struct hp_var_class_stats cs;
+		json_object *e = json_object_new_object();
+
+		hp_var_class_stats(vp, c, &cs);
+		for (uint32_t x = 0; x < cs.extents; x++) {
+			uint64_t off = hp_load_relaxed_u64(&vp->cls[c].extent_offsets[x]);
+			char name[48];
+
+			snprintf(name, sizeof(name), "pool class %u extent %u", c, x);
+			add_area(areas, name, 0, off, vp->c[c].extent_bytes);
+			if (off + vp->c[c].extent_bytes > end)
+				end = off + vp->c[c].extent_bytes;
+		}
+		json_object_object_add(e, "class", json_object_new_int((int)c));
+		json_object_object_add(e, "slot_size", json_object_new_int64(cs.slot_size));
+		json_object_object_add(e, "slots_per_extent", json_object_new_int64(cs.slots_per_extent));
+		json_object_object_add(e, "extents", json_object_new_int64(cs.extents));
+		json_object_object_add(e, "slots", json_object_new_int64(cs.slots));
+		json_object_object_add(e, "free", json_object_new_int64(cs.free));
+		json_object_object_add(e, "in_use", json_object_new_int64(cs.in_use));
+		json_object_object_add(e, "high_water", json_object_new_int64(cs.high_water));
+		json_object_object_add(e, "allocs", json_object_new_uint64(cs.allocs));
+		json_object_object_add(e, "frees", json_object_new_uint64(cs.frees));
+		json_object_object_add(e, "conflicts", json_object_new_uint64(cs.conflicts));
+		json_object_object_add(e, "fallbacks", json_object_new_uint64(cs.fallbacks));
+		json_object_object_add(e, "waits", json_object_new_uint64(cs.waits));
+		json_object_object_add(e, "errors", json_object_new_uint64(cs.errors));
+		json_object_object_add(e, "corrupt", json_object_new_boolean(
+			hp_load_relaxed_u32(&vp->cls[c].corrupt) != 0));
+		json_object_array_add(classes, e);
+	}
+	json_object_object_add(o, "offset", json_object_new_uint64(vp->offset));
+	json_object_object_add(o, "bytes", json_object_new_uint64(end - vp->offset));
+	json_object_object_add(o, "max_extents", json_object_new_int((int)vp->max_extents));
+	json_object_object_add(o, "classes", classes);
+	hp_var_validate(vp, NULL, NULL, add_pool_problem, problems);
+	return o;
+}
+
 /* Whether the segment is laid out as hubd lays out its own: then it was
  * most likely made by hubd; any other layout the spec allows reads the same. */
 static int
@@ -45,8 +105,10 @@ hubd_layout(const struct hp_segment *seg)
 {
 	struct hp_geometry mine;
 
+	/* the header's total_size: extents the shared pool grew lie beyond */
 	if (hp_geometry_compute(&seg->params, &mine, NULL) != 0 ||
-	    mine.total_size != seg->size || mine.peer_table_offset != seg->geo.peer_table_offset ||
+	    mine.total_size != hp_segment_header(seg)->total_size ||
+	    mine.peer_table_offset != seg->geo.peer_table_offset ||
 	    mine.slot_region_offset != seg->geo.slot_region_offset)
 		return 0;
 	for (uint32_t id = 1; id <= seg->params.max_guests; id++) {
@@ -114,6 +176,8 @@ cmd_inspect(int fd, int argc, char **argv)
 			  p->slots_per_guest, p->slot_size);
 	json_object_object_add(o, "host_slots_free", json_object_new_int(
 		(int)hp_slot_count_free(&pool)));
+	if (seg.var.nclasses > 0)
+		json_object_object_add(o, "pool", inspect_pool(&seg, areas, problems));
 	for (uint32_t id = 1; id <= p->max_guests; id++) {
 		struct hp_peer_entry *e = hp_segment_peer(&seg, id);
 		struct hp_peer_view v;
@@ -190,8 +254,13 @@ cmd_inspect(int fd, int argc, char **argv)
 	       json_object_get_int(get(o, "ring_size")), json_object_get_int(get(o, "slots_per_guest")),
 	       json_object_get_int64(get(o, "slot_size")), json_object_get_int(get(o, "max_channels")),
 	       json_object_get_int(get(o, "host_goodbye")));
-	printf("host pool: %d slots free; extensions: %s\n", json_object_get_int(get(o, "host_slots_free")),
-	       json_object_get_int64(get(o, "host_features")) != 0 ? "waiter words" : "none");
+	int64_t feat = json_object_get_int64(get(o, "host_features"));
+
+	printf("host pool: %d slots free; extensions: %s%s%s\n",
+	       json_object_get_int(get(o, "host_slots_free")),
+	       feat & HP_FEAT_WAITERS ? "waiter words" : "",
+	       (feat & HP_FEAT_ALL) == HP_FEAT_ALL ? ", " : "",
+	       feat & HP_FEAT_VARSLOT ? "shared pool" : (feat & HP_FEAT_ALL) == 0 ? "none" : "");
 	/* Where everything is, in file order. */
 	printf("%-18s %-16s %s\n", "OFFSET", "SIZE", "AREA");
 	for (size_t i = 0; i < json_object_array_length(areas); i++) {
@@ -225,6 +294,34 @@ cmd_inspect(int fd, int argc, char **argv)
 		       json_object_get_string(get(j, "state")), json_object_get_int64(get(j, "epoch")),
 		       g2h, h2g, json_object_get_int(get(j, "slots_free")),
 		       json_object_get_int(get(j, "channels_open")), hb);
+	}
+	if (get(o, "pool") != NULL) {
+		json_object *vp = get(o, "pool"), *cls = get(vp, "classes");
+
+		printf("shared pool: %s, %d extents per class at most\n",
+		       size_text(size, sizeof(size), json_object_get_uint64(get(vp, "bytes"))),
+		       json_object_get_int(get(vp, "max_extents")));
+		printf("%5s %6s %7s %7s %6s %6s %6s %6s %10s %10s %8s\n", "CLASS", "SIZE",
+		       "PER-EXT", "EXTENTS", "SLOTS", "FREE", "IN-USE", "HIGH", "ALLOCS", "FREES",
+		       "ERRORS");
+		for (size_t i = 0; i < json_object_array_length(cls); i++) {
+			json_object *c = json_object_array_get_idx(cls, i);
+
+			printf("%5d %6s %7" PRId64 " %7" PRId64 " %6" PRId64 " %6" PRId64
+			       " %6" PRId64 " %6" PRId64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 "%s\n",
+			       json_object_get_int(get(c, "class")),
+			       size_text(size, sizeof(size), json_object_get_uint64(get(c, "slot_size"))),
+			       json_object_get_int64(get(c, "slots_per_extent")),
+			       json_object_get_int64(get(c, "extents")),
+			       json_object_get_int64(get(c, "slots")),
+			       json_object_get_int64(get(c, "free")),
+			       json_object_get_int64(get(c, "in_use")),
+			       json_object_get_int64(get(c, "high_water")),
+			       json_object_get_uint64(get(c, "allocs")),
+			       json_object_get_uint64(get(c, "frees")),
+			       json_object_get_uint64(get(c, "errors")),
+			       json_object_get_boolean(get(c, "corrupt")) ? " (marked corrupt)" : "");
+		}
 	}
 	for (size_t i = 0; i < json_object_array_length(problems); i++)
 		printf("PROBLEM: %s\n", json_object_get_string(json_object_array_get_idx(problems, i)));

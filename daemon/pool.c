@@ -3,6 +3,9 @@
  * rebuilds a free list found broken, reports slots held too long), the
  * recovery of one dead guest's slots, and validate on demand. */
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "daemon/hubd.h"
 #include "daemon/log.h"
@@ -166,4 +169,102 @@ pool_stop(struct hub *h)
 	ev_timer_stop(h->loop, &h->starved_w);
 	if (h->seg.var.nclasses != 0)
 		ev_timer_stop(h->loop, &h->pool_w);
+}
+
+/* validate() on demand. The hub's loop runs the two passes back to back,
+ * but guests change the pool meanwhile: a slot in transit can look odd
+ * once, so a problem counts only when the second pass says it again. A
+ * broken list of a large class can make a problem of every slot: each pass
+ * keeps the first PROBLEMS_MAX. */
+#define PROBLEMS_MAX	1000
+
+struct problems {
+	char		**s;
+	uint32_t	n, cap;
+	uint32_t	total;
+	uint8_t		cls[HP_VAR_MAX_CLASSES];	/* classes with a problem */
+};
+
+static void
+collect(void *arg, const char *problem)
+{
+	struct problems *ps = arg;
+	unsigned c;
+	char *dup;
+
+	ps->total++;
+	/* every problem names its class first (hp_var_validate) */
+	if (sscanf(problem, "class %u:", &c) == 1 && c < HP_VAR_MAX_CLASSES)
+		ps->cls[c] = 1;
+	if (ps->n == PROBLEMS_MAX)
+		return;
+	if (ps->n == ps->cap) {
+		uint32_t cap = ps->cap ? ps->cap * 2 : 16;
+		char **s = reallocarray(ps->s, cap, sizeof(*s));
+
+		if (s == NULL)
+			return;
+		ps->s = s;
+		ps->cap = cap;
+	}
+	if ((dup = strdup(problem)) != NULL)
+		ps->s[ps->n++] = dup;
+}
+
+static int
+by_text(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+problems_free(struct problems *ps)
+{
+	for (uint32_t i = 0; i < ps->n; i++)
+		free(ps->s[i]);
+	free(ps->s);
+}
+
+uint32_t
+pool_validate(struct hub *h, void (*report)(void *arg, const char *problem), void *arg)
+{
+	struct hp_varpool *vp = &h->seg.var;
+	struct problems first, second;
+	uint32_t n = 0;
+
+	if (vp->nclasses == 0)
+		return 0;
+	memset(&first, 0, sizeof(first));
+	memset(&second, 0, sizeof(second));
+	hp_var_validate(vp, pool_live, h, collect, &first);
+	if (first.total > 0)
+		hp_var_validate(vp, pool_live, h, collect, &second);
+	if (first.n > 0)
+		qsort(first.s, first.n, sizeof(*first.s), by_text);
+	for (uint32_t i = 0; i < second.n; i++) {
+		if (bsearch(&second.s[i], first.s, first.n, sizeof(*first.s), by_text) == NULL)
+			continue;
+		n++;
+		report(arg, second.s[i]);
+	}
+	if (n > 0 && first.total > first.n && second.total > second.n) {
+		char more[96];
+
+		snprintf(more, sizeof(more), "and %u more problems (shown: the first %u)",
+			 second.total - second.n, PROBLEMS_MAX);
+		report(arg, more);
+		n += second.total - second.n;
+	}
+	/* what validate found broken in both passes, the sweeper rebuilds:
+	 * nothing else marks a list whose head was scribbled while nobody
+	 * pops from it */
+	for (uint32_t c = 0; n > 0 && c < vp->nclasses; c++)
+		if (first.cls[c] && second.cls[c]) {
+			log_warnx("pool: validate found class %u (%" PRIu32 " bytes) broken: "
+				  "rebuilt at the next sweep", c, vp->c[c].slot_size);
+			hp_store_relaxed_u32(&vp->cls[c].corrupt, 1);
+		}
+	problems_free(&first);
+	problems_free(&second);
+	return n;
 }

@@ -92,6 +92,13 @@ control_parse(const char *line, size_t len, struct control_req *r, const char **
 		}
 		r->name = json_object_get_string(v);
 	}
+	if ((needs & CTL_TAKES_VALIDATE) && json_object_object_get_ex(req, "validate", &v)) {
+		if (!json_object_is_type(v, json_type_boolean)) {
+			*why = "\"validate\" must be true or false";
+			goto fail;
+		}
+		r->validate = json_object_get_boolean(v);
+	}
 	return 0;
 fail:
 	control_req_free(r);

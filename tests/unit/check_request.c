@@ -55,7 +55,7 @@ END_TEST
  * for root and hubd's user (README: "Security model"). */
 START_TEST(test_who_may_run_what)
 {
-	static const char *const reads[] = { "peers", "methods", "status", "stats" };
+	static const char *const reads[] = { "peers", "methods", "status", "stats", "pool" };
 	static const char *const changes[] = { "call", "reload", "restart", "stop", "start" };
 	int n = 0;
 
@@ -94,6 +94,33 @@ START_TEST(test_refusals)
 	ck_assert_int_eq(parse("{\"cmd\":\"peers\"} x", &cmd, &why), -1);
 	ck_assert_int_eq(parse("{\"cmd\":\"peers\"}", &cmd, &why), 0);
 	ck_assert_int_eq(cmd, CTL_PEERS);
+	ck_assert_int_eq(parse("{\"cmd\":\"pool\",\"validate\":1}", &cmd, &why), -1);
+	ck_assert_msg(strstr(why, "\"validate\"") != NULL, "got: %s", why);
+}
+END_TEST
+
+/* pool takes "validate", a boolean, and nothing else does. */
+START_TEST(test_pool_validate)
+{
+	static const struct {
+		const char	*line;
+		int		validate;
+	} cases[] = {
+		{ "{\"cmd\":\"pool\"}", 0 },
+		{ "{\"cmd\":\"pool\",\"validate\":true}", 1 },
+		{ "{\"cmd\":\"pool\",\"validate\":false}", 0 },
+		{ "{\"cmd\":\"stats\",\"validate\":true}", 0 },
+	};
+	struct control_req r;
+	const char *why;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_msg(control_parse(cases[i].line, strlen(cases[i].line), &r, &why) == 0,
+			      "%s: %s", cases[i].line, why);
+		ck_assert_msg(r.validate == cases[i].validate, "%s: validate %d", cases[i].line,
+			      r.validate);
+		control_req_free(&r);
+	}
 }
 END_TEST
 
@@ -107,6 +134,7 @@ suite_request(void)
 	tcase_add_test(tc, test_every_command_has_a_row);
 	tcase_add_test(tc, test_who_may_run_what);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_pool_validate);
 	suite_add_tcase(s, tc);
 	return s;
 }
