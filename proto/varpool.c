@@ -493,8 +493,9 @@ note_in_use(struct hp_var_class *k)
 	uint32_t n = hp_fetch_add_u32(&k->in_use, 1, memory_order_relaxed) + 1;
 	uint32_t hw = hp_load_relaxed_u32(&k->high_water);
 
-	while (n > hw && !hp_cas_u32(&k->high_water, &hw, n))
-		;
+	for (int tries = 0; n > hw && tries < CAS_TRIES; tries++)
+		if (hp_cas_u32(&k->high_water, &hw, n))
+			break;
 }
 
 int
@@ -652,9 +653,14 @@ hp_var_free(struct hp_varpool *vp, uint32_t slot, uint32_t gen)
 	/* r[shm.varslot.freeing] 1-2: generation and state in one CAS, so
 	 * a late free never frees the slot's next allocation */
 	gs = hp_load_relaxed_u64(&s->gen_state);
-	for (;;) {
+	/* bounded: a guest flipping the word cannot keep the host here */
+	for (int tries = 0;; tries++) {
 		int rc = 0;
 
+		if (tries == CAS_TRIES) {
+			mark_corrupt(vp, c);
+			return -ESTALE;
+		}
 		if (GEN(gs) != gen)
 			rc = -ESTALE;
 		else if (STATE(gs) == HP_VAR_FREE)
