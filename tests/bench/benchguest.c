@@ -6,7 +6,7 @@
  *   stream BYTES ITEM	BYTES in ITEM-byte items (up to 32 MiB) into
  *			hub.sink, the sink's XXH3 hash checked against ours
  *			after the clock stops:
- *			"items_per_s=.. gb_per_s=.. status=.. hash_ok=.."
+ *			"items_per_s=.. gb_per_s=.. status=.. send=.. hash_ok=.."
  *   absorb BYTES	a call's bytes argument, copied out of the slot (what
  *			a reader that keeps the data does): its length
  *   g2g PEER BYTES ITEM W  BYTES in ITEM-byte arguments of PEER.absorb
@@ -158,6 +158,7 @@ static void
 stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	uint64_t bytes, item, sent = 0, items = 0, t0, dt, hash = 0;
+	int serr = 0;
 	struct sink s = { 0, 0, 0 };
 	uint8_t arg[16], *buf;
 	size_t pos = 0;
@@ -191,7 +192,8 @@ stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	while (sent < bytes) {
 		int k = bytes - sent >= per * item ? per : 1;
 
-		if (guest_chan_send_batch(g, (uint32_t)chan, batch, k, 10000) != 0)
+		/* -EMSGSIZE for an item over the hub's initial_credit */
+		if ((serr = guest_chan_send_batch(g, (uint32_t)chan, batch, k, 10000)) != 0)
 			break;
 		sent += (uint64_t)k * item;
 		items += (uint64_t)k;
@@ -206,8 +208,8 @@ stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	for (uint64_t i = 0; i < items; i++)
 		hash = XXH3_64bits_withSeed(buf, item, hash);
 	free(buf);
-	snprintf(text, sizeof(text), "items_per_s=%.0f gb_per_s=%.3f status=%d hash_ok=%d",
-		 (double)items * 1e9 / (double)dt, (double)sent / (double)dt, s.status,
+	snprintf(text, sizeof(text), "items_per_s=%.0f gb_per_s=%.3f status=%d send=%d hash_ok=%d",
+		 (double)items * 1e9 / (double)dt, (double)sent / (double)dt, s.status, serr,
 		 s.status == 0 && s.hash == hash);
 	reply_text(c, text);
 }
