@@ -82,7 +82,8 @@ SPECHOST := $(B)/tests/host/spechost
 # LD_PRELOAD shims for the daemon under test: no sanitizer in them (it
 # would have to come first in the library list)
 TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
-BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest
+BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
+	$(B)/tests/bench/poolbench
 ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
 ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
 PROGS := $(B)/hubd $(B)/hubctl
@@ -155,11 +156,14 @@ $(B)/tests/shim/%.so: tests/shim/%.c
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(SANFLAGS) -MMD -MP,$(ALL_CFLAGS)) $(HARDEN_LDFLAGS) -shared -o $@ $< -ldl
 
-# Benchmarks: the baselines (ZeroMQ when libzmq is there) and a guest.
+# Benchmarks: the baselines (ZeroMQ when libzmq is there), a guest, the pools.
 $(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ZMQ_FLAGS) -o $@ $< $(PROTO_LIB) $(ZMQ_LIBS)
 $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS)
+# The pools on their own, and the segment sizes (proto only).
+$(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 # libFuzzer targets, built with clang: each decoder and parser that reads

@@ -3,8 +3,15 @@
  *   rtt N		N calls of hub.ping (8 bytes), one at a time:
  *			"median_ns=.. p99_ns=.. p999_ns=.."
  *   pipe MS W		hub.ping with W calls in flight for MS ms: "per_s=.."
- *   stream BYTES ITEM	BYTES in ITEM-byte items into hub.sink:
- *			"items_per_s=.. gb_per_s=.."
+ *   stream BYTES ITEM	BYTES in ITEM-byte items (up to 32 MiB) into
+ *			hub.sink, the sink's XXH3 hash checked against ours
+ *			after the clock stops:
+ *			"items_per_s=.. gb_per_s=.. status=.. send=.. hash_ok=.."
+ *   absorb BYTES	a call's bytes argument, copied out of the slot (what
+ *			a reader that keeps the data does): its length
+ *   g2g PEER BYTES ITEM W  BYTES in ITEM-byte arguments of PEER.absorb
+ *			calls (another benchguest), W in flight:
+ *			"gb_per_s=.. calls=.. failed=.."
  *   idle N MS		N calls with MS ms of silence before each (both
  *			sides asleep): "median_ns=.." */
 #include <err.h>
@@ -15,6 +22,7 @@
 #include <time.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "proto/clock.h"
 #include "guest.h"
@@ -131,32 +139,35 @@ pipelined(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 struct sink {
 	int		done;
 	int		status;
+	uint64_t	hash;		/* hub.sink's answer */
 };
 
 static void
 sink_done(void *ctx, int status, const uint8_t *result, size_t len)
 {
 	struct sink *s = ctx;
+	size_t pos = 0;
 
-	(void)result;
-	(void)len;
 	s->done = 1;
 	s->status = status;
+	if (status == 0 && guest_pc_get_u64(result, len, &pos, &s->hash) != 0)
+		s->status = -EBADMSG;
 }
 
 static void
 stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	uint64_t bytes, item, sent = 0, items = 0, t0, dt;
-	struct sink s = { 0, 0 };
+	uint64_t bytes, item, sent = 0, items = 0, t0, dt, hash = 0;
+	int serr = 0;
+	struct sink s = { 0, 0, 0 };
 	uint8_t arg[16], *buf;
 	size_t pos = 0;
 	int64_t chan;
-	char text[128];
+	char text[160];
 
 	(void)ctx;
 	if (guest_pc_get_u64(args, len, &pos, &bytes) != 0 ||
-	    guest_pc_get_u64(args, len, &pos, &item) != 0 || item == 0 || item > (8u << 20) ||
+	    guest_pc_get_u64(args, len, &pos, &item) != 0 || item == 0 || item > (32u << 20) ||
 	    (buf = calloc(1, item)) == NULL) {
 		guest_reply_error(c, "stream BYTES ITEM");
 		return;
@@ -181,7 +192,8 @@ stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	while (sent < bytes) {
 		int k = bytes - sent >= per * item ? per : 1;
 
-		if (guest_chan_send_batch(g, (uint32_t)chan, batch, k, 10000) != 0)
+		/* -EMSGSIZE for an item over the hub's initial_credit */
+		if ((serr = guest_chan_send_batch(g, (uint32_t)chan, batch, k, 10000)) != 0)
 			break;
 		sent += (uint64_t)k * item;
 		items += (uint64_t)k;
@@ -190,9 +202,127 @@ stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	while (!s.done && guest_service_wait(g, 1000) == 0)
 		;
 	dt = hp_now_ns() - t0;
+	/* hub.sink's hash (doc/protocol.md): XXH3-64 over every item in
+	 * order, each seeded with the hash so far; what we sent, every item
+	 * the same bytes */
+	for (uint64_t i = 0; i < items; i++)
+		hash = XXH3_64bits_withSeed(buf, item, hash);
 	free(buf);
-	snprintf(text, sizeof(text), "items_per_s=%.0f gb_per_s=%.3f status=%d",
-		 (double)items * 1e9 / (double)dt, (double)sent / (double)dt, s.status);
+	snprintf(text, sizeof(text), "items_per_s=%.0f gb_per_s=%.3f status=%d send=%d hash_ok=%d",
+		 (double)items * 1e9 / (double)dt, (double)sent / (double)dt, s.status, serr,
+		 s.status == 0 && s.hash == hash);
+	reply_text(c, text);
+}
+
+/* The reader's side of g2g: the argument copied out of the slot. */
+static void
+absorb(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static uint8_t *keep;
+	static size_t cap;
+	const uint8_t *data;
+	size_t n, pos = 0;
+	uint8_t res[16];
+
+	(void)ctx;
+	if (guest_pc_get_bytes(args, len, &pos, &data, &n) != 0) {
+		guest_reply_error(c, "absorb BYTES");
+		return;
+	}
+	if (n > cap) {
+		free(keep);
+		cap = 0;
+		if ((keep = malloc(n)) == NULL) {
+			guest_reply_error(c, "out of memory");
+			return;
+		}
+		cap = n;
+	}
+	memcpy(keep, data, n);
+	/* g2g writes byte i as i % 256 */
+	if (n > 0 && (keep[0] != 0 || keep[n - 1] != (uint8_t)(n - 1))) {
+		guest_reply_error(c, "the bytes came out wrong");
+		return;
+	}
+	pos = 0;
+	guest_pc_put_u64(res, sizeof(res), &pos, n);
+	guest_reply(c, res, pos);
+}
+
+struct g2g {
+	unsigned	inflight;
+	uint64_t	ok, failed, item;
+};
+
+static void
+g2g_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct g2g *s = ctx;
+	uint64_t n;
+	size_t pos = 0;
+
+	s->inflight--;
+	if (status == 0 && guest_pc_get_u64(result, len, &pos, &n) == 0 && n == s->item)
+		s->ok++;
+	else
+		s->failed++;
+}
+
+/* Guest to guest: calls of another guest's absorb with ITEM-byte
+ * arguments, W at a time; hubd hands each slot on without copying. */
+static void
+g2g(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t bytes, item, window, calls, t0, dt;
+	struct g2g s = { 0, 0, 0, 0 };
+	const char *peer;
+	char method[96], text[128];
+	size_t plen, pos = 0, alen = 0;
+	uint8_t *arg = NULL, *pattern = NULL;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &peer, &plen) != 0 || plen == 0 || plen > 64 ||
+	    guest_pc_get_u64(args, len, &pos, &bytes) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &item) != 0 || item == 0 || item > (32u << 20) - 16 ||
+	    guest_pc_get_u64(args, len, &pos, &window) != 0 || window == 0 || window > 64 ||
+	    (arg = malloc(item + 16)) == NULL || (pattern = malloc(item)) == NULL) {
+		free(arg);
+		guest_reply_error(c, "g2g PEER BYTES ITEM WINDOW");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s.absorb", (int)plen, peer);
+	/* the argument once, postcard bytes: byte i is i % 256 */
+	for (uint64_t i = 0; i < item; i++)
+		pattern[i] = (uint8_t)i;
+	guest_pc_put_bytes(arg, item + 16, &alen, pattern, item);
+	free(pattern);
+	s.item = item;
+	calls = (bytes + item - 1) / item;
+	t0 = hp_now_ns();
+	for (uint64_t sent = 0; sent < calls && s.failed == 0;) {
+		int rc = 0;
+
+		if (hp_now_ns() - t0 > 60000000000ull)
+			break;		/* bounded, whatever happens */
+
+		if (s.inflight < window) {
+			rc = guest_call_async(g, method, arg, alen, g2g_done, &s, NULL);
+			if (rc == 0) {
+				s.inflight++;
+				sent++;
+			}
+		}
+		if (s.inflight >= window || rc != 0)
+			if (guest_service_wait(g, 1000) != 0 || (rc != 0 && rc != -EAGAIN))
+				break;
+	}
+	while (s.inflight > 0 && guest_service_wait(g, 1000) == 0)
+		;
+	dt = hp_now_ns() - t0;
+	free(arg);
+	snprintf(text, sizeof(text), "gb_per_s=%.3f calls=%llu failed=%llu",
+		 (double)(s.ok * item) / (double)dt, (unsigned long long)s.ok,
+		 (unsigned long long)(s.failed + s.inflight));
 	reply_text(c, text);
 }
 
@@ -230,6 +360,7 @@ main(int argc, char *argv[])
 	static const struct tg_method methods[] = {
 		{ "rtt", "u64->str", rtt }, { "pipe", "u64,u64->str", pipelined },
 		{ "stream", "u64,u64->str", stream }, { "idle", "u64,u64->str", idle },
+		{ "absorb", "bytes->u64", absorb }, { "g2g", "str,u64,u64,u64->str", g2g },
 	};
 	const char *why;
 	int rc;
