@@ -103,8 +103,9 @@ GUEST_API int guest_register(struct guest *g, const char *name,
 
 /* Payloads: up to 32 bytes travel in the descriptor; larger ones in a
  * slot of the hub's shared pool (up to its largest class: 32 MiB with the
- * default config) or, under a host without it, of this guest's own pool
- * (up to max_payload_size). A send that finds no slot free waits, like one
+ * default config) or, under a host without it or for a guest kept out of
+ * it, of this guest's own pool (up to max_payload_size); a channel item is
+ * bounded by the channel's credit too. A send that finds no slot free waits, like one
  * that finds the ring full; -EMSGSIZE beyond the limit. A handler's
  * arguments, and an item or result passed to a callback, point into the
  * slot and are valid until the callback returns. */
