@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <xxhash.h>
+#include "proto/xxh.h"
 
 #include "daemon/hubd.h"
 #include "daemon/log.h"

@@ -5,7 +5,7 @@
  * them. hub.source's sending side is in services.c. */
 #include <string.h>
 
-#include <xxhash.h>
+#include "proto/xxh.h"
 
 #include "daemon/hubd.h"
 #include "proto/channel.h"

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <xxhash.h>
+#include "proto/xxh.h"
 
 #include "proto/clock.h"
 #include "guest.h"
