@@ -549,16 +549,23 @@ int
 hp_var_send(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t to)
 {
 	struct hp_var_slot *s;
-	uint32_t c, idx;
+	uint32_t c, idx, self = vp->self;
 	uint64_t gs = GS(gen, HP_VAR_ALLOCATED);
 
 	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
 		return -EINVAL;
-	hp_store_relaxed_u32(&s->owner, to);
+	/* ours only if (gen, Allocated) and owned by us: a stale reference
+	 * (the slot reclaimed and someone else's now) must not touch the
+	 * owner, or the sweeper would take the slot from its holder when
+	 * we die */
+	if (hp_load_relaxed_u64(&s->gen_state) != gs || !hp_cas_u32(&s->owner, &self, to))
+		return -ESTALE;
 	/* release: the payload written before it is visible to whoever
 	 * checks InFlight with acquire (hp_var_check) */
-	if (!hp_cas_u64(&s->gen_state, &gs, GS(gen, HP_VAR_INFLIGHT)))
+	if (!hp_cas_u64(&s->gen_state, &gs, GS(gen, HP_VAR_INFLIGHT))) {
+		hp_cas_u32(&s->owner, &to, vp->self);
 		return -ESTALE;
+	}
 	return 0;
 }
 
