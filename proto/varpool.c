@@ -26,6 +26,10 @@
 #define GS(gen, state)	((uint64_t)(state) << 32 | (gen))
 #define GEN(gs)		((uint32_t)(gs))
 #define STATE(gs)	((uint32_t)((gs) >> 32))
+/* The generation an allocation gives: never 0, which no held slot has
+ * (validate reports it, rebuild and the sweeper take such a slot back),
+ * even after 2^32 allocations of one slot. */
+#define NEXT_GEN(gs)	(GEN(gs) + 1 != 0 ? GEN(gs) + 1 : 1u)
 
 static uint64_t
 align_up(uint64_t v, uint64_t a)
@@ -469,7 +473,7 @@ pop(struct hp_varpool *vp, uint32_t c, struct hp_var_ref *r)
 		hp_store_relaxed_u64(&s->claim_ns, claim_now());
 		gs = hp_load_relaxed_u64(&s->gen_state);
 		if (STATE(gs) != HP_VAR_FREE ||
-		    !hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_ALLOCATED))) {
+		    !hp_cas_u64(&s->gen_state, &gs, GS(NEXT_GEN(gs), HP_VAR_ALLOCATED))) {
 			uint32_t self = vp->self;
 
 			hp_cas_u32(&s->owner, &self, prev);
@@ -479,7 +483,7 @@ pop(struct hp_varpool *vp, uint32_t c, struct hp_var_ref *r)
 			continue;
 		}
 		r->slot = HP_VAR_SLOT_FLAG | c << HP_VAR_CLASS_SHIFT | idx;
-		r->gen = GEN(gs) + 1;
+		r->gen = NEXT_GEN(gs);
 		r->data = slot_data(vp, c, idx);
 		r->cap = vp->c[c].slot_size;
 		return 0;
@@ -796,10 +800,12 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 				continue;
 			owner = hp_load_relaxed_u32(&s->owner);
 			at = hp_load_relaxed_u64(&s->claim_ns);
-			/* held by nobody: normal only for the instant a freer
+			/* in no state, or held as generation 0 (never
+			 * allocated: no reference can free it): taken back.
+			 * Held by nobody: normal only for the instant a freer
 			 * that lost a race with a rebuild clears the owner
 			 * late; taken back once it has lasted */
-			if (STATE(gs) > HP_VAR_INFLIGHT ||
+			if (STATE(gs) > HP_VAR_INFLIGHT || GEN(gs) == 0 ||
 			    (owner > vp->max_guests && owner != HP_VAR_NOBODY) ||
 			    (owner == HP_VAR_NOBODY && now > at &&
 			     now - at > (stuck_ns != 0 ? stuck_ns : NOBODY_GRACE_NS)) ||
@@ -840,7 +846,8 @@ hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
 		if (hp_cas_u64(&k->free_head, &head, HEAD(TAG(head) + 1, HP_VAR_NIL)))
 			break;
 	/* every Free slot, chained from the metadata; anything that is no
-	 * state at all is reclaimed. A slot a racing pop took but has not
+	 * state at all, held by no peer or held as generation 0 is
+	 * reclaimed. A slot a racing pop took but has not
 	 * marked yet may be chained too: whoever pops it second fails the
 	 * state CAS and leaves it (pop's step 5). */
 	for (uint32_t idx = cv->mapped * cv->spe; idx-- > 0;) {
@@ -851,7 +858,7 @@ hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
 		uint32_t owner = hp_load_relaxed_u32(&s->owner);
 
 		if (STATE(gs) > HP_VAR_INFLIGHT || (STATE(gs) != HP_VAR_FREE &&
-		    owner > vp->max_guests && owner != HP_VAR_NOBODY)) {
+		    ((owner > vp->max_guests && owner != HP_VAR_NOBODY) || GEN(gs) == 0))) {
 			if (!hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_FREE)))
 				continue;
 			hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);

@@ -735,6 +735,28 @@ START_TEST(test_sweep_stuck)
 }
 END_TEST
 
+/* r[shm.varslot.allocation]: a generation never comes round to 0, which
+ * marks a held slot as never allocated; the sweeper takes such a slot. */
+START_TEST(test_generation_wraps)
+{
+	struct hp_var_ref r;
+	struct reports rep;
+
+	atomic_store(&meta(&host, 0, 0)->gen_state, GS(UINT32_MAX, HP_VAR_FREE));
+	ck_assert_int_eq(hp_var_alloc(&g1, 8, &r), 0);
+	ck_assert_uint_eq(IDXOF(r.slot), 0);
+	ck_assert_uint_eq(r.gen, 1);
+	ck_assert_uint_eq(gs_of(0, 0), GS(1, HP_VAR_ALLOCATED));
+	ck_assert_uint_eq(validate(&rep), 0);
+	/* scribbled to generation 0: the sweeper returns it */
+	atomic_store(&meta(&host, 0, 0)->gen_state, GS(0, HP_VAR_INFLIGHT));
+	ck_assert_uint_eq(validate(&rep), 1);
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL), 1);
+	ck_assert_uint_eq(gs_of(0, 0), GS(1, HP_VAR_FREE));
+	ck_assert_uint_eq(validate(&rep), 0);
+}
+END_TEST
+
 /* -- corruption: each found by validate, repaired by rebuild ------------ */
 
 /* Every slot of class 0 (grown to 2 extents: 8 slots) allocatable, each
@@ -1321,6 +1343,7 @@ suite_varpool(void)
 	tcase_add_test(tc, test_aba_tag);
 	tcase_add_test(tc, test_sweep_dead);
 	tcase_add_test(tc, test_sweep_stuck);
+	tcase_add_test(tc, test_generation_wraps);
 	tcase_add_test(tc, test_attach_refusals);
 	tcase_add_test(tc, test_class_stats);
 	suite_add_tcase(s, tc);
