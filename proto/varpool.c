@@ -777,12 +777,90 @@ reclaim(struct hp_varpool *vp, uint32_t c, uint32_t idx, struct hp_var_slot *s, 
 	return 1;
 }
 
+/* One look at class c's list: marks in seen the slots on it and puts
+ * in lost (at most HP_VAR_LOST_MAX) the Free slots that are not. 1 if
+ * the head did not move meanwhile (no pop or push completed, so the list
+ * walked was the list), 0 if it did. */
+static int
+look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *lost,
+	  uint32_t *nlost)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	uint32_t total = cv->mapped * cv->spe, idx, steps = 0;
+	uint64_t head = hp_load_acquire_u64(&vp->cls[c].free_head);
+
+	memset(seen, 0, total / 8 + 1);
+	*nlost = 0;
+	/* bounded, stops at a cycle or a link out of range: what lies
+	 * beyond is found lost, and the rebuild mends the list too */
+	for (idx = IDX(head); idx < total && !(seen[idx / 8] & (1u << (idx % 8))) &&
+	     steps++ < total;
+	     idx = hp_load_relaxed_u32(&cv->meta[idx / cv->spe][idx % cv->spe].next_free))
+		seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
+	for (idx = 0; idx < total && *nlost < HP_VAR_LOST_MAX; idx++) {
+		uint64_t gs = hp_load_acquire_u64(&cv->meta[idx / cv->spe][idx % cv->spe].gen_state);
+
+		if (STATE(gs) == HP_VAR_FREE && !(seen[idx / 8] & (1u << (idx % 8)))) {
+			lost[*nlost].idx = idx;
+			lost[*nlost].gs = gs;
+			(*nlost)++;
+		}
+	}
+	return hp_load_acquire_u64(&vp->cls[c].free_head) == head;
+}
+
+/* How many Free slots of class c are on no list for good: a peer that
+ * died between its pop's head CAS and its state CAS, or between its
+ * free's state CAS and its push, left them there. A live peer passes
+ * through the same states for an instant, so a slot counts only once
+ * looks (each of a list that stood still) have found it so, its
+ * gen_state unchanged, for NOBODY_GRACE_NS, and its owner (set by a pop
+ * before its state CAS, cleared by a free after its own) is no live
+ * peer. */
+static uint32_t
+lost_slots(struct hp_varpool *vp, uint32_t c, uint64_t now,
+	   int (*dead)(void *arg, uint32_t owner), void *arg)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	struct hp_var_lost seen_now[HP_VAR_LOST_MAX];
+	uint32_t total = cv->mapped * cv->spe, n = 0, nnow = 0;
+	uint8_t *seen;
+	int tries;
+
+	if (!vp->host || (seen = malloc(total / 8 + 1)) == NULL)
+		return 0;
+	for (tries = 0; tries < 4; tries++)
+		if (look_lost(vp, c, seen, seen_now, &nnow))
+			break;
+	free(seen);
+	if (tries == 4)
+		return 0;	/* busy: the next sweep looks again */
+	for (uint32_t i = 0; i < nnow; i++) {
+		struct hp_var_lost *l = &seen_now[i];
+		uint32_t owner;
+
+		l->since = now;
+		for (uint32_t j = 0; j < vp->nlost[c]; j++)
+			if (vp->lost[c][j].idx == l->idx && vp->lost[c][j].gs == l->gs)
+				l->since = vp->lost[c][j].since;
+		if (now < l->since || now - l->since < NOBODY_GRACE_NS)
+			continue;
+		owner = hp_load_relaxed_u32(&cv->meta[l->idx / cv->spe][l->idx % cv->spe].owner);
+		if (owner == HP_VAR_NOBODY || owner == HP_VAR_HOST || owner > vp->max_guests ||
+		    dead(arg, owner))
+			n++;
+	}
+	memcpy(vp->lost[c], seen_now, nnow * sizeof(seen_now[0]));
+	vp->nlost[c] = n > 0 ? 0 : nnow;
+	return n;
+}
+
 uint32_t
 hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 	     int (*dead)(void *arg, uint32_t owner), void *arg,
 	     void (*on_stuck)(void *arg, const struct hp_var_held *s), uint32_t *stuck)
 {
-	uint32_t back = 0, held = 0;
+	uint32_t back = 0, held = 0, lost;
 
 	for (uint32_t c = 0; c < vp->nclasses; c++) {
 		struct hp_var_cview *cv = &vp->c[c];
@@ -820,6 +898,12 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 				if (on_stuck != NULL)
 					on_stuck(arg, &h);
 			}
+		}
+		/* r[shm.varslot.ownership]: what a peer that died mid-alloc
+		 * or mid-free left on no list comes back too */
+		if ((lost = lost_slots(vp, c, now, dead, arg)) > 0) {
+			hp_var_rebuild(vp, c);
+			back += lost;
 		}
 	}
 	if (back > 0)

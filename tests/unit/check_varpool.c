@@ -735,6 +735,67 @@ START_TEST(test_sweep_stuck)
 }
 END_TEST
 
+/* Pops the head of class c's list as a peer does, then dies: the slot is
+ * Free, on no list, its owner the dead peer (or nobody, had it died a
+ * step earlier). */
+static uint32_t
+pop_and_die(uint32_t c, uint32_t owner)
+{
+	hp_atomic_u64 *fh = &host.cls[c].free_head;
+	uint64_t head = atomic_load(fh);
+	uint32_t idx = (uint32_t)head;
+	uint32_t next = atomic_load(&meta(&host, c, idx)->next_free);
+
+	ck_assert(atomic_compare_exchange_strong(fh, &head, ((head >> 32) + 1) << 32 | next));
+	atomic_store(&meta(&host, c, idx)->owner, owner);
+	return idx;
+}
+
+/* r[shm.varslot.ownership]: a peer that dies between its pop's head CAS
+ * and its state CAS, or between its free's state CAS and its push, leaves
+ * a Free slot on no list: the sweeper returns it once it has stayed so,
+ * never while its owner lives. */
+START_TEST(test_sweep_lost)
+{
+	struct hp_var_ref r;
+	struct reports rep;
+	uint64_t now = mono_ns();
+	uint32_t a, b, d;
+
+	a = pop_and_die(0, 1);		/* guest 1 died after storing its id */
+	b = pop_and_die(1, HP_VAR_NOBODY);	/* a guest died a step earlier */
+	d = pop_and_die(2, 2);		/* guest 2 lives: stopped, or slow */
+	ck_assert_uint_eq(validate(&rep), 3);
+	ck_assert_ptr_nonnull(strstr(rep.text, "is free but on no free list"));
+	dead_id = 1;
+	/* a first sighting: nothing yet, nor a second one too soon */
+	ck_assert_uint_eq(hp_var_sweep(&host, now, 0, dead_is, NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(hp_var_sweep(&host, now + 100000000ull, 0, dead_is, NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(validate(&rep), 3);
+	/* it stayed: back, by rebuilding those lists */
+	ck_assert_uint_eq(hp_var_sweep(&host, now + 2000000000ull, 0, dead_is, NULL, NULL, NULL), 2);
+	ck_assert_uint_eq(validate(&rep), 1);
+	ck_assert_ptr_nonnull(strstr(rep.text, "class 2: slot"));
+	ck_assert_uint_eq(host.diag[0].rebuilds, 1);
+	ck_assert_uint_eq(host.diag[2].rebuilds, 0);
+	/* the live one's pop finishes after all */
+	ck_assert_uint_eq(gs_of(2, d), GS(0, HP_VAR_FREE));
+	atomic_store(&meta(&host, 2, d)->gen_state, GS(1, HP_VAR_ALLOCATED));
+	ck_assert_uint_eq(validate(&rep), 0);
+	ck_assert_int_eq(hp_var_free(&g2, SLOT(2, d), 1), 0);
+	/* the slot that moved on meanwhile is not counted lost: sighted,
+	 * then allocated and freed (a new generation), then sighted again */
+	a = pop_and_die(0, 1);
+	ck_assert_uint_eq(hp_var_sweep(&host, now + 3000000000ull, 0, dead_is, NULL, NULL, NULL), 0);
+	atomic_store(&meta(&host, 0, a)->gen_state, GS(7, HP_VAR_FREE));
+	ck_assert_uint_eq(hp_var_sweep(&host, now + 4000000000ull, 0, dead_is, NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(hp_var_sweep(&host, now + 6000000000ull, 0, dead_is, NULL, NULL, NULL), 1);
+	ck_assert_uint_eq(validate(&rep), 0);
+	ck_assert_int_eq(hp_var_alloc(&g1, 8, &r), 0);
+	(void)b;
+}
+END_TEST
+
 /* r[shm.varslot.allocation]: a generation never comes round to 0, which
  * marks a held slot as never allocated; the sweeper takes such a slot. */
 START_TEST(test_generation_wraps)
@@ -1233,8 +1294,11 @@ START_TEST(test_stress_processes)
 	}
 	ck_assert_int_eq(live, 0);
 
-	/* the killed held slots; the sweeper returns them */
+	/* the killed held slots, and may have died mid-alloc or mid-free:
+	 * the sweeper returns them, those on no list once they have stayed
+	 * so for a while (its second look, a few seconds on) */
 	hp_var_sweep(&host, mono_ns(), 0, killed, NULL, NULL, NULL);
+	hp_var_sweep(&host, mono_ns() + 3000000000ull, 0, killed, NULL, NULL, NULL);
 	ck_assert_msg(validate(&rep) == 0, "after the sweep: %s", rep.text);
 	for (uint32_t c = 0; c < NCLS; c++) {
 		struct hp_var_class_stats s;
@@ -1344,6 +1408,7 @@ suite_varpool(void)
 	tcase_add_test(tc, test_sweep_dead);
 	tcase_add_test(tc, test_sweep_stuck);
 	tcase_add_test(tc, test_generation_wraps);
+	tcase_add_test(tc, test_sweep_lost);
 	tcase_add_test(tc, test_attach_refusals);
 	tcase_add_test(tc, test_class_stats);
 	suite_add_tcase(s, tc);
