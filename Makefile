@@ -94,7 +94,7 @@ SUITES := $(basename $(notdir $(SUITE_SRC)))
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)
 
-FUZZERS := postcard msg segment desc config control
+FUZZERS := postcard msg segment desc config control varslot
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Iguestlib \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all

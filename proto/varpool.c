@@ -26,6 +26,10 @@
 #define GS(gen, state)	((uint64_t)(state) << 32 | (gen))
 #define GEN(gs)		((uint32_t)(gs))
 #define STATE(gs)	((uint32_t)((gs) >> 32))
+/* The generation an allocation gives: never 0, which no held slot has
+ * (validate reports it, rebuild and the sweeper take such a slot back),
+ * even after 2^32 allocations of one slot. */
+#define NEXT_GEN(gs)	(GEN(gs) + 1 != 0 ? GEN(gs) + 1 : 1u)
 
 static uint64_t
 align_up(uint64_t v, uint64_t a)
@@ -469,7 +473,7 @@ pop(struct hp_varpool *vp, uint32_t c, struct hp_var_ref *r)
 		hp_store_relaxed_u64(&s->claim_ns, claim_now());
 		gs = hp_load_relaxed_u64(&s->gen_state);
 		if (STATE(gs) != HP_VAR_FREE ||
-		    !hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_ALLOCATED))) {
+		    !hp_cas_u64(&s->gen_state, &gs, GS(NEXT_GEN(gs), HP_VAR_ALLOCATED))) {
 			uint32_t self = vp->self;
 
 			hp_cas_u32(&s->owner, &self, prev);
@@ -479,7 +483,7 @@ pop(struct hp_varpool *vp, uint32_t c, struct hp_var_ref *r)
 			continue;
 		}
 		r->slot = HP_VAR_SLOT_FLAG | c << HP_VAR_CLASS_SHIFT | idx;
-		r->gen = GEN(gs) + 1;
+		r->gen = NEXT_GEN(gs);
 		r->data = slot_data(vp, c, idx);
 		r->cap = vp->c[c].slot_size;
 		return 0;
@@ -550,16 +554,23 @@ int
 hp_var_send(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t to)
 {
 	struct hp_var_slot *s;
-	uint32_t c, idx;
+	uint32_t c, idx, self = vp->self;
 	uint64_t gs = GS(gen, HP_VAR_ALLOCATED);
 
 	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
 		return -EINVAL;
-	hp_store_relaxed_u32(&s->owner, to);
+	/* ours only if (gen, Allocated) and owned by us: a stale reference
+	 * (the slot reclaimed and someone else's now) must not touch the
+	 * owner, or the sweeper would take the slot from its holder when
+	 * we die */
+	if (hp_load_relaxed_u64(&s->gen_state) != gs || !hp_cas_u32(&s->owner, &self, to))
+		return -ESTALE;
 	/* release: the payload written before it is visible to whoever
 	 * checks InFlight with acquire (hp_var_check) */
-	if (!hp_cas_u64(&s->gen_state, &gs, GS(gen, HP_VAR_INFLIGHT)))
+	if (!hp_cas_u64(&s->gen_state, &gs, GS(gen, HP_VAR_INFLIGHT))) {
+		hp_cas_u32(&s->owner, &to, vp->self);
 		return -ESTALE;
+	}
 	return 0;
 }
 
@@ -772,26 +783,81 @@ reclaim(struct hp_varpool *vp, uint32_t c, uint32_t idx, struct hp_var_slot *s, 
 	return 1;
 }
 
-/* The free slots reachable from class c's head, a step per slot at most;
- * UINT32_MAX when the walk leaves the class or meets a held slot. */
-static uint32_t
-list_length(struct hp_varpool *vp, uint32_t c)
+/* One look at class c's list: marks in seen the slots on it and puts
+ * in lost (at most HP_VAR_LOST_MAX) the Free slots that are not. 1 if
+ * the head did not move meanwhile (no pop or push completed, so the list
+ * walked was the list), 0 if it did. */
+static int
+look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *lost,
+	  uint32_t *nlost)
 {
 	struct hp_var_cview *cv = &vp->c[c];
-	uint32_t total = cv->mapped * cv->spe, n = 0;
-	uint32_t idx = IDX(hp_load_acquire_u64(&vp->cls[c].free_head));
+	uint32_t total = cv->mapped * cv->spe, idx, steps = 0;
+	uint64_t head = hp_load_acquire_u64(&vp->cls[c].free_head);
 
-	while (idx != HP_VAR_NIL) {
-		struct hp_var_slot *s;
+	memset(seen, 0, total / 8 + 1);
+	*nlost = 0;
+	/* bounded, stops at a cycle or a link out of range: what lies
+	 * beyond is found lost, and the rebuild mends the list too */
+	for (idx = IDX(head); idx < total && !(seen[idx / 8] & (1u << (idx % 8))) &&
+	     steps++ < total;
+	     idx = hp_load_relaxed_u32(&cv->meta[idx / cv->spe][idx % cv->spe].next_free))
+		seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
+	for (idx = 0; idx < total && *nlost < HP_VAR_LOST_MAX; idx++) {
+		uint64_t gs = hp_load_acquire_u64(&cv->meta[idx / cv->spe][idx % cv->spe].gen_state);
 
-		if (idx >= total || n >= total)
-			return UINT32_MAX;
-		s = &cv->meta[idx / cv->spe][idx % cv->spe];
-		if (STATE(hp_load_relaxed_u64(&s->gen_state)) != HP_VAR_FREE)
-			return UINT32_MAX;
-		n++;
-		idx = hp_load_relaxed_u32(&s->next_free);
+		if (STATE(gs) == HP_VAR_FREE && !(seen[idx / 8] & (1u << (idx % 8)))) {
+			lost[*nlost].idx = idx;
+			lost[*nlost].gs = gs;
+			(*nlost)++;
+		}
 	}
+	return hp_load_acquire_u64(&vp->cls[c].free_head) == head;
+}
+
+/* How many Free slots of class c are on no list for good: a peer that
+ * died between its pop's head CAS and its state CAS, or between its
+ * free's state CAS and its push, left them there. A live peer passes
+ * through the same states for an instant, so a slot counts only once
+ * looks (each of a list that stood still) have found it so, its
+ * gen_state unchanged, for NOBODY_GRACE_NS, and its owner (set by a pop
+ * before its state CAS, cleared by a free after its own) is no live
+ * peer. */
+static uint32_t
+lost_slots(struct hp_varpool *vp, uint32_t c, uint64_t now,
+	   int (*dead)(void *arg, uint32_t owner), void *arg)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	struct hp_var_lost seen_now[HP_VAR_LOST_MAX];
+	uint32_t total = cv->mapped * cv->spe, n = 0, nnow = 0;
+	uint8_t *seen;
+	int tries;
+
+	if (!vp->host || (seen = malloc(total / 8 + 1)) == NULL)
+		return 0;
+	for (tries = 0; tries < 4; tries++)
+		if (look_lost(vp, c, seen, seen_now, &nnow))
+			break;
+	free(seen);
+	if (tries == 4)
+		return 0;	/* busy: the next sweep looks again */
+	for (uint32_t i = 0; i < nnow; i++) {
+		struct hp_var_lost *l = &seen_now[i];
+		uint32_t owner;
+
+		l->since = now;
+		for (uint32_t j = 0; j < vp->nlost[c]; j++)
+			if (vp->lost[c][j].idx == l->idx && vp->lost[c][j].gs == l->gs)
+				l->since = vp->lost[c][j].since;
+		if (now < l->since || now - l->since < NOBODY_GRACE_NS)
+			continue;
+		owner = hp_load_relaxed_u32(&cv->meta[l->idx / cv->spe][l->idx % cv->spe].owner);
+		if (owner == HP_VAR_NOBODY || owner == HP_VAR_HOST || owner > vp->max_guests ||
+		    dead(arg, owner))
+			n++;
+	}
+	memcpy(vp->lost[c], seen_now, nnow * sizeof(seen_now[0]));
+	vp->nlost[c] = n > 0 ? 0 : nnow;
 	return n;
 }
 
@@ -800,11 +866,10 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 	     int (*dead)(void *arg, uint32_t owner), void *arg,
 	     void (*on_stuck)(void *arg, const struct hp_var_held *s), uint32_t *stuck)
 {
-	uint32_t back = 0, held = 0;
+	uint32_t back = 0, held = 0, lost;
 
 	for (uint32_t c = 0; c < vp->nclasses; c++) {
 		struct hp_var_cview *cv = &vp->c[c];
-		uint32_t nfree = 0;
 
 		if (hp_load_relaxed_u32(&vp->cls[c].corrupt))
 			hp_var_rebuild(vp, c);
@@ -815,16 +880,16 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 			uint64_t gs = hp_load_acquire_u64(&s->gen_state), at;
 			uint32_t owner;
 
-			if (STATE(gs) == HP_VAR_FREE) {
-				nfree++;
+			if (STATE(gs) == HP_VAR_FREE)
 				continue;
-			}
 			owner = hp_load_relaxed_u32(&s->owner);
 			at = hp_load_relaxed_u64(&s->claim_ns);
-			/* held by nobody: normal only for the instant a freer
+			/* in no state, or held as generation 0 (never
+			 * allocated: no reference can free it): taken back.
+			 * Held by nobody: normal only for the instant a freer
 			 * that lost a race with a rebuild clears the owner
 			 * late; taken back once it has lasted */
-			if (STATE(gs) > HP_VAR_INFLIGHT ||
+			if (STATE(gs) > HP_VAR_INFLIGHT || GEN(gs) == 0 ||
 			    (owner > vp->max_guests && owner != HP_VAR_NOBODY) ||
 			    (owner == HP_VAR_NOBODY && now > at &&
 			     now - at > (stuck_ns != 0 ? stuck_ns : NOBODY_GRACE_NS)) ||
@@ -840,15 +905,11 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 					on_stuck(arg, &h);
 			}
 		}
-		/* a list that loops among a few slots still works and hides
-		 * the rest: twice in a row apart from the slots, it is rebuilt
-		 * (once can be a push or pop caught in the middle) */
-		if (list_length(vp, c) == nfree) {
-			vp->suspect[c] = 0;
-		} else if (vp->suspect[c]++ > 0) {
-			vp->diag[c].bad_links++;
+		/* r[shm.varslot.ownership]: what a peer that died mid-alloc
+		 * or mid-free left on no list comes back too */
+		if ((lost = lost_slots(vp, c, now, dead, arg)) > 0) {
 			hp_var_rebuild(vp, c);
-			vp->suspect[c] = 0;
+			back += lost;
 		}
 	}
 	if (back > 0)
@@ -875,7 +936,8 @@ hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
 		if (hp_cas_u64(&k->free_head, &head, HEAD(TAG(head) + 1, HP_VAR_NIL)))
 			break;
 	/* every Free slot, chained from the metadata; anything that is no
-	 * state at all is reclaimed. A slot a racing pop took but has not
+	 * state at all, held by no peer or held as generation 0 is
+	 * reclaimed. A slot a racing pop took but has not
 	 * marked yet may be chained too: whoever pops it second fails the
 	 * state CAS and leaves it (pop's step 5). */
 	for (uint32_t idx = cv->mapped * cv->spe; idx-- > 0;) {
@@ -886,7 +948,7 @@ hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
 		uint32_t owner = hp_load_relaxed_u32(&s->owner);
 
 		if (STATE(gs) > HP_VAR_INFLIGHT || (STATE(gs) != HP_VAR_FREE &&
-		    owner > vp->max_guests && owner != HP_VAR_NOBODY)) {
+		    ((owner > vp->max_guests && owner != HP_VAR_NOBODY) || GEN(gs) == 0))) {
 			if (!hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_FREE)))
 				continue;
 			hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);

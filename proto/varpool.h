@@ -31,6 +31,7 @@ struct hp_var_conf {
 };
 
 #define HP_VAR_SLOT_MAX		(256u << 20)	/* largest class slot: 256 MiB */
+#define HP_VAR_LOST_MAX		16u	/* lost slots a class's sweep keeps track of */
 
 /* What the host saw itself, per class (guests count theirs in stats). */
 struct hp_var_diag {
@@ -71,8 +72,12 @@ struct hp_varpool {
 	struct hp_var_cview	c[HP_VAR_MAX_CLASSES];
 	struct hp_var_diag	diag[HP_VAR_MAX_CLASSES];
 	uint32_t		want;		/* class an exhausted alloc waits for */
-	uint8_t			suspect[HP_VAR_MAX_CLASSES];	/* host: the last sweep
-					 * found the list and the slots apart */
+	/* host: Free slots its sweeps found on no list, since when */
+	struct hp_var_lost {
+		uint32_t	idx;
+		uint64_t	gs, since;
+	}			lost[HP_VAR_MAX_CLASSES][HP_VAR_LOST_MAX];
+	uint32_t		nlost[HP_VAR_MAX_CLASSES];
 };
 
 /* A slot held by this process. */
