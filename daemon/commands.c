@@ -15,6 +15,7 @@
 #include "daemon/control.h"
 #include "daemon/hubd.h"
 #include "daemon/log.h"
+#include "daemon/poolfig.h"
 #include "proto/channel.h"
 #include "proto/postcard.h"
 #include "proto/services.h"
@@ -487,33 +488,8 @@ cmd_pool(struct client *c, const struct control_req *r)
 	add_u64(o, "pool_initial_bytes", h->seg.geo.var_size);
 	add_u64(o, "max_extents", vp->max_extents);
 	add_u64(o, "stuck", h->pool_stuck);
-	for (uint32_t k = 0; k < vp->nclasses; k++) {
-		struct hp_var_class_stats cs;
-		json_object *e = json_object_new_object();
-
-		hp_var_class_stats(vp, k, &cs);
-		add_u64(e, "class", k);
-		add_u64(e, "slot_size", cs.slot_size);
-		add_u64(e, "slots_per_extent", cs.slots_per_extent);
-		add_u64(e, "extents", cs.extents);
-		add_u64(e, "slots", cs.slots);
-		add_u64(e, "free", cs.free);
-		add_u64(e, "in_use", cs.in_use);
-		add_u64(e, "high_water", cs.high_water);
-		add_u64(e, "allocs", cs.allocs);
-		add_u64(e, "frees", cs.frees);
-		add_u64(e, "conflicts", cs.conflicts);
-		add_u64(e, "fallbacks", cs.fallbacks);
-		add_u64(e, "waits", cs.waits);
-		add_u64(e, "errors", cs.errors);
-		add_u64(e, "reclaimed", cs.diag.reclaimed);
-		add_u64(e, "rebuilds", cs.diag.rebuilds);
-		add_u64(e, "double_frees", cs.diag.double_frees);
-		add_u64(e, "stale_frees", cs.diag.stale_frees);
-		add_u64(e, "bad_links", cs.diag.bad_links);
-		add_u64(e, "grown", cs.diag.grown);
-		json_object_array_add(classes, e);
-	}
+	for (uint32_t k = 0; k < vp->nclasses; k++)
+		json_object_array_add(classes, pool_class_json(vp, k));
 	json_object_object_add(o, "classes", classes);
 	if (r->validate) {
 		json_object *problems = json_object_new_array();

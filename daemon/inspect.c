@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 
 #include "daemon/hubctl.h"
+#include "daemon/poolfig.h"
 #include "daemon/size.h"
 #include "proto/clock.h"
 #include "proto/segment.h"
@@ -59,11 +60,10 @@ inspect_pool(struct hp_segment *seg, json_object *areas, json_object *problems)
 
 	add_area(areas, "shared pool headers", 0, vp->offset, end - vp->offset);
 	for (uint32_t c = 0; c < vp->nclasses; c++) {
-		struct hp_var_class_stats cs;
-		json_object *e = json_object_new_object();
+		json_object *e = pool_class_json(vp, c);
+		uint64_t extents = json_object_get_uint64(json_object_object_get(e, "extents"));
 
-		hp_var_class_stats(vp, c, &cs);
-		for (uint32_t x = 0; x < cs.extents; x++) {
+		for (uint32_t x = 0; x < extents; x++) {
 			uint64_t off = hp_load_relaxed_u64(&vp->cls[c].extent_offsets[x]);
 			char name[48];
 
@@ -72,22 +72,6 @@ inspect_pool(struct hp_segment *seg, json_object *areas, json_object *problems)
 			if (off + vp->c[c].extent_bytes > end)
 				end = off + vp->c[c].extent_bytes;
 		}
-		json_object_object_add(e, "class", json_object_new_int((int)c));
-		json_object_object_add(e, "slot_size", json_object_new_int64(cs.slot_size));
-		json_object_object_add(e, "slots_per_extent", json_object_new_int64(cs.slots_per_extent));
-		json_object_object_add(e, "extents", json_object_new_int64(cs.extents));
-		json_object_object_add(e, "slots", json_object_new_int64(cs.slots));
-		json_object_object_add(e, "free", json_object_new_int64(cs.free));
-		json_object_object_add(e, "in_use", json_object_new_int64(cs.in_use));
-		json_object_object_add(e, "high_water", json_object_new_int64(cs.high_water));
-		json_object_object_add(e, "allocs", json_object_new_uint64(cs.allocs));
-		json_object_object_add(e, "frees", json_object_new_uint64(cs.frees));
-		json_object_object_add(e, "conflicts", json_object_new_uint64(cs.conflicts));
-		json_object_object_add(e, "fallbacks", json_object_new_uint64(cs.fallbacks));
-		json_object_object_add(e, "waits", json_object_new_uint64(cs.waits));
-		json_object_object_add(e, "errors", json_object_new_uint64(cs.errors));
-		json_object_object_add(e, "corrupt", json_object_new_boolean(
-			hp_load_relaxed_u32(&vp->cls[c].corrupt) != 0));
 		json_object_array_add(classes, e);
 	}
 	json_object_object_add(o, "offset", json_object_new_uint64(vp->offset));
