@@ -97,7 +97,7 @@ child_step_name(int step)
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void __attribute__((noreturn))
-child(struct peer *p, char **argv, int guest_end, int err_fd)
+child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
 {
 	struct child_err ce = { CHILD_EXEC, 0 };
 	sigset_t all;
@@ -136,6 +136,11 @@ child(struct peer *p, char **argv, int guest_end, int err_fd)
 	}
 	ce.step = CHILD_USER;
 	if (p->conf->uid >= 0 && setuid((uid_t)p->conf->uid) != 0)
+		goto fail;
+	/* hubd gone, even by SIGKILL: the guest goes too, also one that
+	 * never looks at its doorbell. After setuid, which clears it; a
+	 * hubd gone already is seen by getppid. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != hubd)
 		goto fail;
 	/* r[shm.spawn.fd-inheritance]: only the doorbell is inherited, at 3.
 	 * The error pipe (it reports a failed exec) goes to 4, close-on-exec,
@@ -180,7 +185,7 @@ spawn_guest(struct hub *h, struct peer *p)
 	const char *what = NULL;
 	char **argv = NULL, line[512];
 	ssize_t n;
-	pid_t pid;
+	pid_t pid, hubd;
 
 	if (p->next_conf != NULL) {	/* changed by a reload */
 		guest_conf_free(p->conf);
@@ -225,13 +230,14 @@ spawn_guest(struct hub *h, struct peer *p)
 	}
 	log_debug("guest %s: spawning %s", p->conf->name,
 		  log_argv(line, sizeof(line), argv));
+	hubd = getpid();
 	if ((pid = fork()) < 0) {
 		err = -errno;
 		what = "fork";
 		goto fail;
 	}
 	if (pid == 0)
-		child(p, argv, fds[1], errpipe[1]);
+		child(p, argv, fds[1], errpipe[1], hubd);
 	/* the child does it too: whichever runs first, the group exists
 	 * before the guest can fork (EACCES once it has exec'd: it has) */
 	setpgid(pid, pid);

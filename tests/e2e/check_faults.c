@@ -221,23 +221,29 @@ END_TEST
 
 START_TEST(test_hubd_killed_takes_guests_along)
 {
-	int pids[3], status;
-	const char *names[] = { "echo", "kv", "counter" };
+	int pids[4], status;
+	const char *names[] = { "echo", "kv", "counter", "mute" };
 	double t0, took = 0;
+	/* mute never attaches nor looks at its doorbell: it goes by
+	 * PR_SET_PDEATHSIG */
 	const char *guests = "[guest echo]\nexec = @/guests/echo\n"
 			     "[guest kv]\nexec = @/guests/kv\n"
-			     "[guest counter]\nexec = @/guests/counter\n";
+			     "[guest counter]\nexec = @/guests/counter\n"
+			     "[guest mute]\nexec = /bin/sh\nargs = -c \"exec sleep 1000\"\n";
 
-	ck_assert(hub_start(&hub, NULL, guests) == 0);
+	ck_assert(hub_start(&hub, "stop_grace = 200ms\n", guests) == 0);
 	ck_assert(hub_wait_up(&hub, "echo,kv,counter", 10000) == 0);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		pids[i] = hub_peer_int(&hub, names[i], "pid");
+	for (t0 = now_s(); pids[3] <= 0 && now_s() - t0 < 5; sleep_ms(10))
+		pids[3] = hub_peer_int(&hub, "mute", "pid");
+	ck_assert_int_gt(pids[3], 1);
 	t0 = now_s();
 	kill(hub.pid, SIGKILL);
 	waitpid(hub.pid, &status, 0);
 	hub.pid = 0;
 	/* r[shm.doorbell.death]: each guest sees its doorbell hang up */
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		while (alive(pids[i]) && now_s() - t0 < 5)
 			usleep(1000);
 		ck_assert_msg(!alive(pids[i]), "guest %s outlived hubd", names[i]);
