@@ -182,20 +182,15 @@ struct problems {
 	char		**s;
 	uint32_t	n, cap;
 	uint32_t	total;
-	uint8_t		cls[HP_VAR_MAX_CLASSES];	/* classes with a problem */
 };
 
 static void
 collect(void *arg, const char *problem)
 {
 	struct problems *ps = arg;
-	unsigned c;
 	char *dup;
 
 	ps->total++;
-	/* every problem names its class first (hp_var_validate) */
-	if (sscanf(problem, "class %u:", &c) == 1 && c < HP_VAR_MAX_CLASSES)
-		ps->cls[c] = 1;
 	if (ps->n == PROBLEMS_MAX)
 		return;
 	if (ps->n == ps->cap) {
@@ -255,15 +250,8 @@ pool_validate(struct hub *h, void (*report)(void *arg, const char *problem), voi
 		report(arg, more);
 		n += second.total - second.n;
 	}
-	/* what validate found broken in both passes, the sweeper rebuilds:
-	 * nothing else marks a list whose head was scribbled while nobody
-	 * pops from it */
-	for (uint32_t c = 0; n > 0 && c < vp->nclasses; c++)
-		if (first.cls[c] && second.cls[c]) {
-			log_warnx("pool: validate found class %u (%" PRIu32 " bytes) broken: "
-				  "rebuilt at the next sweep", c, vp->c[c].slot_size);
-			hp_store_relaxed_u32(&vp->cls[c].corrupt, 1);
-		}
+	/* it only looks: repairs are the sweeper's, which walks every list
+	 * too (hp_var_sweep) */
 	problems_free(&first);
 	problems_free(&second);
 	return n;

@@ -793,6 +793,8 @@ look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *
 {
 	struct hp_var_cview *cv = &vp->c[c];
 	uint32_t total = cv->mapped * cv->spe, idx, steps = 0;
+	/* acquire: pairs with the release CAS of the push that put this
+	 * head there, after writing its next_free (as in pop) */
 	uint64_t head = hp_load_acquire_u64(&vp->cls[c].free_head);
 
 	memset(seen, 0, total / 8 + 1);
@@ -804,6 +806,8 @@ look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *
 	     idx = hp_load_relaxed_u32(&cv->meta[idx / cv->spe][idx % cv->spe].next_free))
 		seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
 	for (idx = 0; idx < total && *nlost < HP_VAR_LOST_MAX; idx++) {
+		/* acquire: pairs with the release of pop's state CAS, so
+		 * the owner it stored first is seen when lost_slots reads it */
 		uint64_t gs = hp_load_acquire_u64(&cv->meta[idx / cv->spe][idx % cv->spe].gen_state);
 
 		if (STATE(gs) == HP_VAR_FREE && !(seen[idx / 8] & (1u << (idx % 8)))) {
@@ -812,6 +816,8 @@ look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *
 			(*nlost)++;
 		}
 	}
+	/* acquire: as above; an unmoved head (its tag changes on every
+	 * pop and push) means the walk saw one list */
 	return hp_load_acquire_u64(&vp->cls[c].free_head) == head;
 }
 
