@@ -84,6 +84,11 @@ SPECHOST := $(B)/tests/host/spechost
 TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
 	$(B)/tests/bench/poolbench
+# The D-Bus peer (sd-bus from libsystemd): built by make bench alone, so
+# make all and make check need no libsystemd-dev.
+BENCH_DBUS := $(B)/tests/bench/dbus
+SDBUS_CFLAGS = $(shell pkg-config --cflags libsystemd 2>/dev/null)
+SDBUS_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
 ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
 PROGS := $(B)/hubd $(B)/hubctl
@@ -162,6 +167,10 @@ $(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)
 	$(CC) $(ALL_CFLAGS) $(ZMQ_FLAGS) -o $@ $< $(PROTO_LIB) $(ZMQ_LIBS)
 $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS)
+# D-Bus method calls through a private dbus-daemon or dbus-broker (dbus.sh)
+$(BENCH_DBUS): tests/bench/dbus.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(SDBUS_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(SDBUS_LIBS)
 # The pools on their own, and the segment sizes (proto only).
 $(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
@@ -215,6 +224,7 @@ bench:
 	@BENCH=1 sh scripts/deps.sh
 	@rm -f $(B)/tests/bench/baseline	# built again: with ZeroMQ now there
 	@$(MAKE) --no-print-directory all $(BENCH_PROGS)
+	@$(MAKE) --no-print-directory $(BENCH_DBUS) || echo "bench: no D-Bus peer built" >&2
 	bash tests/bench/run.sh $(B)
 
 # The sub-make runs after deps so pkg-config sees what was just installed.

@@ -22,6 +22,11 @@ ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 
 if [ -n "${BENCH:-}" ]; then	# make bench: the baselines and the plot
 	has_pc libzmq || need="$need libzmq3-dev"
 	command -v gnuplot >/dev/null 2>&1 || need="$need gnuplot-nox"
+	# the D-Bus peer: sd-bus, and a dbus-daemon started on a private socket.
+	# dbus-broker is measured when it is there but never installed from
+	# here: Debian's depends on systemd-sysv and takes over dbus.service.
+	has_pc libsystemd || need="$need libsystemd-dev"
+	command -v dbus-daemon >/dev/null 2>&1 || need="$need dbus-daemon"
 fi
 
 [ -z "$need" ] && exit 0
