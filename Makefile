@@ -84,6 +84,11 @@ SPECHOST := $(B)/tests/host/spechost
 TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
 	$(B)/tests/bench/poolbench
+# Peers built for make bench only (their packages come with BENCH=1 deps;
+# make all and make check never need them).
+BENCH_PEERS := $(B)/tests/bench/iox
+# iceoryx keeps its headers in a versioned directory
+IOX_INC = $(lastword $(sort $(wildcard /usr/include/iceoryx/v*)))
 ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
 ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
 PROGS := $(B)/hubd $(B)/hubctl
@@ -166,6 +171,11 @@ $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
 $(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
+# Eclipse iceoryx's request/response, against a RouDi the bench starts.
+$(B)/tests/bench/iox: tests/bench/iox.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -isystem $(IOX_INC) $(ALL_LDFLAGS) -o $@ $< -liceoryx_binding_c
+
 # libFuzzer targets, built with clang: each decoder and parser that reads
 # what someone else wrote. make fuzz runs each FUZZ_SECONDS (crashes land
 # in results/fuzz/); make check runs each a few seconds from the corpus.
@@ -214,7 +224,7 @@ deps:
 bench:
 	@BENCH=1 sh scripts/deps.sh
 	@rm -f $(B)/tests/bench/baseline	# built again: with ZeroMQ now there
-	@$(MAKE) --no-print-directory all $(BENCH_PROGS)
+	@$(MAKE) --no-print-directory all $(BENCH_PROGS) $(BENCH_PEERS)
 	bash tests/bench/run.sh $(B)
 
 # The sub-make runs after deps so pkg-config sees what was just installed.

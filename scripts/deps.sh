@@ -22,6 +22,10 @@ ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 
 if [ -n "${BENCH:-}" ]; then	# make bench: the baselines and the plot
 	has_pc libzmq || need="$need libzmq3-dev"
 	command -v gnuplot >/dev/null 2>&1 || need="$need gnuplot-nox"
+	# the iceoryx peer: RouDi, and the C binding (headers in a versioned dir)
+	command -v iox-roudi >/dev/null 2>&1 || need="$need iceoryx"
+	ls /usr/include/iceoryx/v*/iceoryx_binding_c/client.h >/dev/null 2>&1 ||
+		need="$need libiceoryx-binding-c-dev"
 fi
 
 [ -z "$need" ] && exit 0
