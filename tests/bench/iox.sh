@@ -3,8 +3,9 @@
 # Starts a RouDi of its own, runs tests/bench/iox (request/response, 8-byte
 # request and reply) busy-polling and in a WaitSet, then the WaitSet one
 # with every process on CPU 0. Prints iox_spin_median_ns= iox_spin_p99_ns=
-# iox_ws_median_ns= iox_ws_p99_ns= iox_ws_1cpu_median_ns=, or iox_error=
-# when the peer cannot run; returns 0 either way.
+# iox_ws_median_ns= iox_ws_p99_ns= iox_ws_1cpu_median_ns= for the variants
+# that ran, and iox_error= (the first failure) when the peer or a variant
+# could not run; returns 0 either way.
 #
 # RouDi 2.0 has no private domain: its names are fixed (/dev/shm/iceoryx_mgmt,
 # a data segment named after its group, /tmp/roudi and its lock files, and
@@ -16,7 +17,7 @@ bench_iox() {
 	# a subshell: its own trap, nothing of run.sh's set -e or variables
 	(
 	set +e
-	b=$1 n=$2 tmp="" roudi="" ours=0 clean=1
+	b=$1 n=$2 tmp="" roudi="" ours=0 clean=1 error=""
 	# roudi's data segment: named after the group it runs as
 	seg=/dev/shm/$(id -gn)
 	fixed="/dev/shm/iceoryx_mgmt $seg /tmp/roudi /tmp/roudi.lock /tmp/iox-unique-roudi.lock"
@@ -82,17 +83,20 @@ bench_iox() {
 			# two pollers on a busy machine: each waits out the
 			# other's time slice, milliseconds a round trip
 			[ $rc = 124 ] && [ "$mode" = spin ] && why="$why (busy-polling starved of CPU)"
-			echo "iox_error=$mode${1:+ on one CPU}: ${why:-exit status $rc}"
+			# the first failure is the one reported
+			[ -n "$error" ] || error="$mode${1:+ on one CPU}: ${why:-exit status $rc}"
 			return 1
 		fi
 		echo "${key}_median_ns=$(val median_ns "$out")"
 		[ "$key" = iox_ws_1cpu ] || echo "${key}_p99_ns=$(val p99_ns "$out")"
 	}
-	run iox_spin spin || exit 0
-	run iox_ws ws || exit 0
+	# one failing variant does not keep the others from running
+	run iox_spin spin
+	run iox_ws ws
 	# every process on CPU 0, RouDi's threads too (they matter little)
 	taskset -a -p -c 0 "$roudi" >/dev/null 2>&1
-	run iox_ws_1cpu ws taskset -c 0 || exit 0
+	run iox_ws_1cpu ws taskset -c 0
+	[ -z "$error" ] || echo "iox_error=$error"
 	exit 0
 	)
 	return 0
