@@ -80,9 +80,6 @@ bench_iox() {
 			clean=0
 			why=$(tail -1 "$tmp/err" | tr -cd '[:print:]' | cut -c1-120)
 			[ $rc = 124 ] && why="no result in 30 s"
-			# two pollers on a busy machine: each waits out the
-			# other's time slice, milliseconds a round trip
-			[ $rc = 124 ] && [ "$mode" = spin ] && why="$why (busy-polling starved of CPU)"
 			# the first failure is the one reported
 			[ -n "$error" ] || error="$mode${1:+ on one CPU}: ${why:-exit status $rc}"
 			return 1
