@@ -84,9 +84,11 @@ SPECHOST := $(B)/tests/host/spechost
 TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
 	$(B)/tests/bench/poolbench
-# The D-Bus peer (sd-bus from libsystemd): built by make bench alone, so
-# make all and make check need no libsystemd-dev.
-BENCH_DBUS := $(B)/tests/bench/dbus
+# Peers built for make bench only (their packages come with BENCH=1 deps;
+# make all and make check never need them): iceoryx and sd-bus.
+BENCH_PEERS := $(B)/tests/bench/iox $(B)/tests/bench/dbus
+# iceoryx keeps its headers in a versioned directory
+IOX_INC = $(lastword $(sort $(wildcard /usr/include/iceoryx/v*)))
 SDBUS_CFLAGS = $(shell pkg-config --cflags libsystemd 2>/dev/null)
 SDBUS_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
@@ -168,12 +170,17 @@ $(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)
 $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS)
 # D-Bus method calls through a private dbus-daemon or dbus-broker (dbus.sh)
-$(BENCH_DBUS): tests/bench/dbus.c
+$(B)/tests/bench/dbus: tests/bench/dbus.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(SDBUS_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(SDBUS_LIBS)
 # The pools on their own, and the segment sizes (proto only).
 $(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+# Eclipse iceoryx's request/response, against a RouDi the bench starts.
+$(B)/tests/bench/iox: tests/bench/iox.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -isystem $(IOX_INC) $(ALL_LDFLAGS) -o $@ $< -liceoryx_binding_c
 
 # libFuzzer targets, built with clang: each decoder and parser that reads
 # what someone else wrote. make fuzz runs each FUZZ_SECONDS (crashes land
@@ -224,7 +231,8 @@ bench:
 	@BENCH=1 sh scripts/deps.sh
 	@rm -f $(B)/tests/bench/baseline	# built again: with ZeroMQ now there
 	@$(MAKE) --no-print-directory all $(BENCH_PROGS)
-	@$(MAKE) --no-print-directory $(BENCH_DBUS) || echo "bench: no D-Bus peer built" >&2
+	@for p in $(BENCH_PEERS); do $(MAKE) --no-print-directory $$p || \
+		echo "bench: $$p not built: its peer is left out" >&2; done
 	bash tests/bench/run.sh $(B)
 
 # The sub-make runs after deps so pkg-config sees what was just installed.

@@ -27,6 +27,10 @@ if [ -n "${BENCH:-}" ]; then	# make bench: the baselines and the plot
 	# here: Debian's depends on systemd-sysv and takes over dbus.service.
 	has_pc libsystemd || need="$need libsystemd-dev"
 	command -v dbus-daemon >/dev/null 2>&1 || need="$need dbus-daemon"
+	# the iceoryx peer: RouDi, and the C binding (headers in a versioned dir)
+	command -v iox-roudi >/dev/null 2>&1 || need="$need iceoryx"
+	ls /usr/include/iceoryx/v*/iceoryx_binding_c/client.h >/dev/null 2>&1 ||
+		need="$need libiceoryx-binding-c-dev"
 fi
 
 [ -z "$need" ] && exit 0
