@@ -169,10 +169,6 @@ $(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)
 	$(CC) $(ALL_CFLAGS) $(ZMQ_FLAGS) -o $@ $< $(PROTO_LIB) $(ZMQ_LIBS)
 $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS)
-# D-Bus method calls through a private dbus-daemon or dbus-broker (dbus.sh)
-$(B)/tests/bench/dbus: tests/bench/dbus.c
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SDBUS_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(SDBUS_LIBS)
 # The pools on their own, and the segment sizes (proto only).
 $(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
@@ -181,6 +177,10 @@ $(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
 $(B)/tests/bench/iox: tests/bench/iox.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -isystem $(IOX_INC) $(ALL_LDFLAGS) -o $@ $< -liceoryx_binding_c
+# D-Bus method calls through a private dbus-daemon or dbus-broker (dbus.sh)
+$(B)/tests/bench/dbus: tests/bench/dbus.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(SDBUS_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(SDBUS_LIBS)
 
 # libFuzzer targets, built with clang: each decoder and parser that reads
 # what someone else wrote. make fuzz runs each FUZZ_SECONDS (crashes land
