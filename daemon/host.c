@@ -333,6 +333,15 @@ host_sleep_prepare(struct hub *h)
 	return work;
 }
 
+int
+host_crowded(const struct hub *h)
+{
+	const struct hp_header *hdr = (const struct hp_header *)(const void *)h->seg.base;
+
+	return (h->seg.host_features & HP_FEAT_WAITERS) &&
+	    hp_load_relaxed_u32((hp_atomic_u32 *)(uintptr_t)&hdr->awake) > h->ncpus;
+}
+
 void
 host_wake(struct hub *h)
 {
@@ -437,6 +446,7 @@ host_detach(struct hub *h, struct peer *p)
 
 	host_stats(p, &p->stats);
 	memset(&p->ep.stats, 0, sizeof(p->ep.stats));
+	hp_awake_forget(&h->seg, &p->view);	/* it may have died counted */
 	if (p->fault != NULL) {
 		p->fault = NULL;	/* it died before the supervisor acted */
 		h->faults--;

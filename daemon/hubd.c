@@ -51,6 +51,10 @@ idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 			last = now;
 			continue;
 		}
+		/* more of the hub's processes awake than CPUs: what we wait
+		 * for needs this CPU more than polling does (endpoint.h) */
+		if (host_crowded(h))
+			sched_yield();
 		/* the clock only now and then: a read costs as much as a poll */
 		if (round % 16 != 0)
 			continue;
@@ -84,6 +88,7 @@ prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	if (ev_is_active(&h->idle_w))
 		return;
 	h->announced = 1;
+	hp_awake_host(&h->seg, 0);
 	if (host_sleep_prepare(h))
 		ev_idle_start(loop, &h->idle_w);
 }
@@ -97,6 +102,7 @@ check_cb(struct ev_loop *loop, ev_check *w, int revents)
 	(void)revents;
 	if (h->announced) {
 		h->announced = 0;
+		hp_awake_host(&h->seg, 1);
 		host_wake(h);
 	}
 }
@@ -329,6 +335,8 @@ setup(struct hub *h)
 	}
 	if (host_init(h) != 0)
 		goto nomem;
+	h->ncpus = hp_cpus_usable();
+	hp_awake_host(&h->seg, 1);	/* counted until the loop sleeps */
 	/* last: a socket that answers means a hub that is ready */
 	if (control_init(h) != 0) {
 		log_warnx("cannot open the control socket %s", c->control_path);

@@ -191,6 +191,7 @@ struct hub {
 	ev_timer		watchdog_w;	/* systemd's WatchdogSec */
 	uint32_t		status_up;	/* guests up at the last STATUS= */
 	int			announced;	/* sleep announced to the guests */
+	uint32_t		ncpus;		/* CPUs hubd may run on */
 	uint32_t		poll_start;	/* host_poll's first peer this round */
 	char			*lock_path;
 	int			lock_held;	/* the lock is ours: unlink at exit */
@@ -269,6 +270,8 @@ void		host_detach(struct hub *h, struct peer *p);
 int		host_poll(struct hub *h);
 int		host_sleep_prepare(struct hub *h);
 void		host_wake(struct hub *h);
+/* More of the hub's processes awake than hubd's CPUs (hp_endpoint_crowded). */
+int		host_crowded(const struct hub *h);
 void		host_check(struct hub *h, uint64_t now);
 /* p broke rule (DEATH_VIOLATION) or stopped reading (DEATH_HUNG): it is
  * served no more, and the supervisor ends it (supervise_faults). The data

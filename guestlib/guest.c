@@ -455,6 +455,7 @@ guest_detach(struct guest *g)
 		return;
 	if (g->view.entry != NULL) {
 		hp_endpoint_flush(&g->ep);
+		hp_endpoint_set_awake(&g->ep, 0);	/* no longer one of the hub's */
 		/* r[shm.guest.detach] r[shm.goodbye.guest]: we are leaving
 		 * (release: pairs with host_check's acquire of the state) */
 		hp_store_release_u32(&g->view.entry->state, HP_PEER_GOODBYE);

@@ -13,11 +13,13 @@
 #include "proto/futex.h"
 #include "proto/varpool.h"
 
-/* Progressive wait: spin this long, then yield this often, then sleep.
+/* Progressive wait: spin this long, then yield for this long, then sleep.
  * Spinning covers a peer that answers within microseconds without a
- * syscall; the bound keeps two waiting processes from filling two cores. */
+ * syscall; the bound keeps two waiting processes from filling two cores.
+ * While the hub's processes outnumber the CPUs there is no spinning: each
+ * yield hands this CPU to whoever the answer waits for. */
 #define SPIN_NS		20000
-#define YIELDS		32
+#define YIELD_NS	50000
 /* Longest futex sleep under a host without waiter words: it may wake a
  * word other than ours (which slot bitmap word is its choice) or ring only
  * the doorbell; between naps we look at the doorbell. */
@@ -56,6 +58,23 @@ use_var(struct hp_endpoint *ep, struct hp_segment *seg, uint32_t peer_id)
 	ep->lim.var_owner = peer_id;
 }
 
+uint32_t
+hp_cpus_usable(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0 || (n = CPU_COUNT(&set)) < 1)
+		return 1;
+	return (uint32_t)n;
+}
+
+static hp_atomic_u32 *
+awake_word(const struct hp_segment *seg)
+{
+	return &((struct hp_header *)(void *)seg->base)->awake;
+}
+
 int
 hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 		      const struct hp_peer_view *v, int doorbell,
@@ -79,6 +98,8 @@ hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 		ep->my_waits = &v->ext->host_waits;
 		ep->their_waits = &v->ext->guest_waits;
 		ep->peer_waiters = (guest_features & HP_FEAT_WAITERS) != 0;
+		ep->awake = awake_word(seg);
+		ep->ncpus = hp_cpus_usable();
 	}
 	if ((seg->host_features & HP_FEAT_VARSLOT) && (guest_features & HP_FEAT_VARSLOT))
 		use_var(ep, seg, v->peer_id);
@@ -124,6 +145,11 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 		ep->their_waits = &v->ext->host_waits;
 		ep->peer_waiters = 1;
 		hp_store_relaxed_u32(ep->my_waits, 0);
+		ep->awake = awake_word(seg);
+		ep->awake_flag = &v->ext->guest_awake;
+		ep->ncpus = hp_cpus_usable();
+		hp_store_relaxed_u32(ep->awake_flag, 0);
+		hp_endpoint_set_awake(ep, 1);
 		/* release: pairs with hubd's acquire load of guest_features
 		 * in host_attach, made once it sees us Attached; publishes
 		 * the cleared waiter word above */
@@ -493,6 +519,40 @@ hp_endpoint_cancel(struct hp_endpoint *ep)
 		hp_store_relaxed_u32(ep->my_waits, 0);
 }
 
+/* Relaxed throughout: the count only steers spinning against yielding. */
+void
+hp_endpoint_set_awake(struct hp_endpoint *ep, int awake)
+{
+	if (ep->awake_flag == NULL || hp_load_relaxed_u32(ep->awake_flag) == (uint32_t)awake)
+		return;
+	hp_store_relaxed_u32(ep->awake_flag, (uint32_t)awake);
+	hp_fetch_add_u32(ep->awake, awake ? 1u : UINT32_MAX, memory_order_relaxed);
+}
+
+int
+hp_endpoint_crowded(const struct hp_endpoint *ep)
+{
+	return ep->awake != NULL && hp_load_relaxed_u32(ep->awake) > ep->ncpus;
+}
+
+void
+hp_awake_host(struct hp_segment *seg, int awake)
+{
+	if (seg->host_features & HP_FEAT_WAITERS)
+		hp_fetch_add_u32(awake_word(seg), awake ? 1u : UINT32_MAX,
+				 memory_order_relaxed);
+}
+
+void
+hp_awake_forget(struct hp_segment *seg, const struct hp_peer_view *v)
+{
+	uint32_t one = 1;
+
+	if (v->ext != NULL && (seg->host_features & HP_FEAT_WAITERS) &&
+	    hp_cas_u32(&v->ext->guest_awake, &one, 0))
+		hp_fetch_add_u32(awake_word(seg), UINT32_MAX, memory_order_relaxed);
+}
+
 /* The futex word a guest sleeps on under a host without waiter words (the
  * first of waits, in bit order), or NULL: sleep on the doorbell. */
 static hp_atomic_u32 *
@@ -551,17 +611,19 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000u;
-	for (i = 0;; i++) {
+	for (i = 0; !hp_endpoint_crowded(ep); i++) {
 		if ((r = ready(arg)) != 0)
 			return r < 0 ? r : 1;
 		hp_cpu_relax();
 		if ((i & 63) == 63 && hp_now_ns() - start > SPIN_NS)
 			break;
 	}
-	for (i = 0; i < YIELDS; i++) {
-		sched_yield();
+	for (start = hp_now_ns();;) {
 		if ((r = ready(arg)) != 0)
 			return r < 0 ? r : 1;
+		if (hp_now_ns() - start > YIELD_NS)
+			break;
+		sched_yield();
 	}
 	for (;;) {
 		uint64_t now = hp_now_ns();
@@ -586,9 +648,11 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		ms = deadline == UINT64_MAX ? -1 :
 		    (int)((deadline - now + 999999) / 1000000);
 		ep->stats.sleeps++;
+		hp_endpoint_set_awake(ep, 0);
 		r = var_wait ? var_sleep(ep, vseen, ms) :
 		    word != NULL ? spec_sleep(ep, word, seen, waits, ms) :
 		    hp_doorbell_wait(ep->doorbell, ms);
+		hp_endpoint_set_awake(ep, 1);
 		hp_endpoint_cancel(ep);
 		if (r == -EPIPE)
 			return -EPIPE;

@@ -59,6 +59,9 @@ struct hp_endpoint {
 	hp_atomic_u32		*legacy_words[4]; /* the peer's futex words per HP_WAIT_* bit */
 	hp_atomic_u32		*sleep_words[4]; /* ours, when the peer has no waiter words */
 	hp_atomic_u32		*credit_word;	/* granted_total an HP_WAIT_CREDIT wait is for */
+	hp_atomic_u32		*awake;		/* header.awake, NULL: no waiter words */
+	hp_atomic_u32		*awake_flag;	/* the guest's: counted in *awake */
+	uint32_t		ncpus;		/* CPUs this process may run on */
 	int			doorbell;
 	struct hp_desc		stage[HP_STAGE_MAX];	/* written, unpublished */
 	uint32_t		staged;
@@ -153,8 +156,25 @@ void hp_endpoint_notify_credit(struct hp_endpoint *ep, hp_atomic_u32 *granted_to
 void hp_endpoint_announce(struct hp_endpoint *ep, uint32_t waits);
 void hp_endpoint_cancel(struct hp_endpoint *ep);
 
-/* Progressive wait until ready(arg) returns nonzero: spin, yield, announce
- * waits, re-check, poll the doorbell. 1 when ready, 0 on timeout (ms, -1
+/* Crowding (HP_FEAT_WAITERS): header.awake counts the hub's processes
+ * that are not asleep. While they outnumber this process's CPUs, spinning
+ * only keeps the peer it waits for off a CPU, so a waiter yields instead.
+ * A guest counts itself from attach until it sleeps, again when it wakes,
+ * and no longer once detached; hubd does the same for itself and takes a
+ * dead guest's count back (hp_awake_forget). A hint only: a guest that
+ * writes nonsense into it costs others latency, never a lost wake. */
+void hp_endpoint_set_awake(struct hp_endpoint *ep, int awake);
+int hp_endpoint_crowded(const struct hp_endpoint *ep);
+/* Counts (awake 1) or uncounts hubd itself. */
+void hp_awake_host(struct hp_segment *seg, int awake);
+/* A guest's count, taken back when it is gone (its flag cleared). */
+void hp_awake_forget(struct hp_segment *seg, const struct hp_peer_view *v);
+/* CPUs this process may run on (its affinity mask). */
+uint32_t hp_cpus_usable(void);
+
+/* Progressive wait until ready(arg) returns nonzero: spin (only while the
+ * hub's processes fit the CPUs), yield, announce waits, re-check, poll the
+ * doorbell. 1 when ready, 0 on timeout (ms, -1
  * forever), -EPIPE when the peer's doorbell end closed, or ready()'s
  * negative value. */
 int hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,

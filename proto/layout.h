@@ -74,7 +74,9 @@ struct hp_header {
 	uint64_t	heartbeat_interval;	/* ns, 0 = disabled */
 	/* reserved (48 bytes): ours, zero when unused */
 	uint32_t	host_features;	/* HP_FEAT_* the host honours */
-	uint32_t	reserved0;
+	hp_atomic_u32	awake;		/* HP_FEAT_WAITERS: how many of the hub's
+					 * processes are not asleep (a hint: spin
+					 * only while they fit the CPUs) */
 	uint64_t	ext_offset;	/* hp_peer_ext table, 0 if none */
 	uint64_t	varpool_offset;	/* hp_var_header, 0 if none */
 	uint8_t		reserved[24];
@@ -176,7 +178,8 @@ _Static_assert(offsetof(struct hp_chan_entry, granted_total) == 4, "granted_tota
 
 struct hp_peer_ext {
 	hp_atomic_u32	guest_waits;	/* written by the guest */
-	uint8_t		guest_pad[HP_CACHE_LINE - 4];
+	hp_atomic_u32	guest_awake;	/* 1 while it counts itself in header.awake */
+	uint8_t		guest_pad[HP_CACHE_LINE - 8];
 	hp_atomic_u32	host_waits;	/* written by the host */
 	hp_atomic_u32	host_offer;	/* HP_FEAT_* the host lets this guest use,
 					 * written before it is spawned */

@@ -1,7 +1,10 @@
 /* benchguest: measures the hub's data path from inside a guest, against
  * the real hubd and its host services. Methods, named PREFIX.x (--prefix):
- *   rtt N		N calls of hub.ping (8 bytes), one at a time:
+ *   rtt METHOD N SIZE	N calls of METHOD (hub.ping, or another guest's
+ *			PREFIX.echo: routed) with a SIZE-byte argument,
+ *			one at a time, each answer checked:
  *			"median_ns=.. p99_ns=.. p999_ns=.."
+ *   echo BYTES		its argument back
  *   pipe MS W		hub.ping with W calls in flight for MS ms: "per_s=.."
  *   stream BYTES ITEM	BYTES in ITEM-byte items (up to 32 MiB) into
  *			hub.sink, the sink's XXH3 hash checked against ours
@@ -12,8 +15,8 @@
  *   g2g PEER BYTES ITEM W  BYTES in ITEM-byte arguments of PEER.absorb
  *			calls (another benchguest), W in flight:
  *			"gb_per_s=.. calls=.. failed=.."
- *   idle N MS		N calls with MS ms of silence before each (both
- *			sides asleep): "median_ns=.." */
+ *   idle METHOD N MS	N 8-byte calls of METHOD with MS ms of silence
+ *			before each (every side asleep): "median_ns=.." */
 #include <err.h>
 #include <errno.h>
 #include <stdio.h>
@@ -48,40 +51,75 @@ cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* One call of method with the argument arg[0..len) (postcard bytes), its
+ * answer checked: the same bytes back. */
 static int
-ping(void)
+call_echo(const char *method, const uint8_t *arg, size_t len, uint8_t *res, size_t cap)
 {
-	static const uint8_t arg[] = { 8, 'p', 'i', 'n', 'g', 'p', 'i', 'n', 'g' };
-	uint8_t res[16];
-	size_t len;
+	size_t rlen;
+	int rc = guest_call(g, method, arg, len, res, cap, &rlen, 10000);
 
-	return guest_call(g, "hub.ping", arg, sizeof(arg), res, sizeof(res), &len, 10000);
+	if (rc == 0 && (rlen != len || memcmp(res, arg, len) != 0))
+		return -EBADMSG;
+	return rc;
+}
+
+/* A SIZE-byte bytes argument, postcard encoded: *len bytes at *argp. */
+static int
+echo_arg(uint64_t size, uint8_t **argp, size_t *len)
+{
+	size_t pos = 0, cap = size + 10;
+	uint8_t *a = malloc(cap);
+
+	if (a == NULL)
+		return -1;
+	guest_pc_put_u64(a, cap, &pos, size);
+	for (uint64_t i = 0; i < size; i++)
+		a[pos++] = (uint8_t)('a' + i % 26);
+	*argp = a;
+	*len = pos;
+	return 0;
 }
 
 static void
 rtt(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	uint64_t n, *t;
-	size_t pos = 0;
-	char text[160];
+	uint64_t n, size, *t = NULL;
+	uint8_t *arg = NULL, *res = NULL;
+	size_t pos = 0, alen = 0;
+	char method[64], text[160];
+	const char *name;
+	size_t nlen;
+	int rc = 0;
 
 	(void)ctx;
-	if (guest_pc_get_u64(args, len, &pos, &n) != 0 || n == 0 || n > 10000000 ||
-	    (t = malloc(n * sizeof(*t))) == NULL) {
-		guest_reply_error(c, "rtt N");
+	if (guest_pc_get_str(args, len, &pos, &name, &nlen) != 0 || nlen >= sizeof(method) ||
+	    guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &size) != 0 || n == 0 || n > 10000000 ||
+	    size > 1 << 20 || (t = malloc(n * sizeof(*t))) == NULL ||
+	    echo_arg(size, &arg, &alen) != 0 || (res = malloc(alen)) == NULL) {
+		free(t);
+		free(arg);
+		guest_reply_error(c, "rtt METHOD N SIZE");
 		return;
 	}
-	for (int i = 0; i < 2000; i++)
-		ping();
-	for (uint64_t i = 0; i < n; i++) {
+	memcpy(method, name, nlen);
+	method[nlen] = 0;
+	for (int i = 0; i < 2000 && rc == 0; i++)
+		rc = call_echo(method, arg, alen, res, alen);
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
 		uint64_t t0 = hp_now_ns();
 
-		if (ping() != 0) {
-			free(t);
-			guest_reply_error(c, "a ping failed");
-			return;
-		}
+		rc = call_echo(method, arg, alen, res, alen);
 		t[i] = hp_now_ns() - t0;
+	}
+	free(arg);
+	free(res);
+	if (rc != 0) {
+		free(t);
+		snprintf(text, sizeof(text), "a call failed: %s", strerror(-rc));
+		guest_reply_error(c, text);
+		return;
 	}
 	qsort(t, n, sizeof(*t), cmp);
 	snprintf(text, sizeof(text), "median_ns=%llu p99_ns=%llu p999_ns=%llu",
@@ -89,6 +127,13 @@ rtt(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		 (unsigned long long)t[n * 999 / 1000]);
 	free(t);
 	reply_text(c, text);
+}
+
+static void
+echo(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	guest_reply(c, args, len);
 }
 
 static uint64_t done_calls;
@@ -329,24 +374,36 @@ g2g(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 static void
 idle(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
+	static const uint8_t arg[] = { 8, 'p', 'i', 'n', 'g', 'p', 'i', 'n', 'g' };
 	uint64_t n, ms, *t;
-	size_t pos = 0;
-	char text[64];
+	uint8_t res[sizeof(arg)];
+	size_t pos = 0, nlen;
+	char method[64], text[64];
+	const char *name;
+	int rc = 0;
 
 	(void)ctx;
-	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	if (guest_pc_get_str(args, len, &pos, &name, &nlen) != 0 || nlen >= sizeof(method) ||
+	    guest_pc_get_u64(args, len, &pos, &n) != 0 ||
 	    guest_pc_get_u64(args, len, &pos, &ms) != 0 || n == 0 || n > 100000 ||
 	    (t = malloc(n * sizeof(*t))) == NULL) {
-		guest_reply_error(c, "idle N MS");
+		guest_reply_error(c, "idle METHOD N MS");
 		return;
 	}
-	for (uint64_t i = 0; i < n; i++) {
+	memcpy(method, name, nlen);
+	method[nlen] = 0;
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
 		uint64_t t0;
 
-		usleep((useconds_t)(ms * 1000));	/* both sides fall asleep */
+		usleep((useconds_t)(ms * 1000));	/* every side falls asleep */
 		t0 = hp_now_ns();
-		ping();
+		rc = call_echo(method, arg, sizeof(arg), res, sizeof(res));
 		t[i] = hp_now_ns() - t0;
+	}
+	if (rc != 0) {
+		free(t);
+		guest_reply_error(c, "a call failed");
+		return;
 	}
 	qsort(t, n, sizeof(*t), cmp);
 	snprintf(text, sizeof(text), "median_ns=%llu", (unsigned long long)t[n / 2]);
@@ -358,8 +415,9 @@ int
 main(int argc, char *argv[])
 {
 	static const struct tg_method methods[] = {
-		{ "rtt", "u64->str", rtt }, { "pipe", "u64,u64->str", pipelined },
-		{ "stream", "u64,u64->str", stream }, { "idle", "u64,u64->str", idle },
+		{ "rtt", "str,u64,u64->str", rtt }, { "echo", "bytes->bytes", echo },
+		{ "pipe", "u64,u64->str", pipelined },
+		{ "stream", "u64,u64->str", stream }, { "idle", "str,u64,u64->str", idle },
 		{ "absorb", "bytes->u64", absorb }, { "g2g", "str,u64,u64,u64->str", g2g },
 	};
 	const char *why;

@@ -18,12 +18,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+. "$(dirname "$0")/iox.sh"
+. "$(dirname "$0")/dbus.sh"
+
 if [ "$SMOKE" = --smoke ]; then
-	N_RTT=2000; N_PP=2000; PIPE_MS=200; STREAM32=$((1 << 20)); BULK=$((32 << 20))
+	N_PEER=500; N_RTT=2000; N_PP=2000; PIPE_MS=200; STREAM32=$((1 << 20)); BULK=$((32 << 20))
 	IDLE_N=5; IDLE_S=1; NGUESTS=4; COPY_MB=64; RING_N=1000000
 	LARGE=$((64 << 20)); POOL_N=1000; REPS=1
 else
-	N_RTT=200000; N_PP=100000; PIPE_MS=2000; STREAM32=$((64 << 20)); BULK=$((2 << 30))
+	N_PEER=20000; N_RTT=200000; N_PP=100000; PIPE_MS=2000; STREAM32=$((64 << 20)); BULK=$((2 << 30))
 	IDLE_N=200; IDLE_S=10; NGUESTS=32; COPY_MB=2048; RING_N=50000000
 	LARGE=$((2 << 30)); POOL_N=2000000; REPS=3
 fi
@@ -56,6 +59,7 @@ ZMQ=$(val rtt_ns "$ZMQ")
 COPY64=$(val gb_per_s "$("$B/tests/bench/baseline" copy 65536 "$COPY_MB")")
 COPY1M=$(val gb_per_s "$("$B/tests/bench/baseline" copy 1048576 "$COPY_MB")")
 RING=$(val per_s "$("$B/tests/bench/baseline" ring "$RING_N")")
+FUTEX_1CPU=$(val rtt_ns "$(taskset -c 0 "$B/tests/bench/baseline" futex "$N_PP")")
 COPY1M_L=$(best gb_per_s max "$B/tests/bench/baseline" copy 1048576 $((LARGE >> 20)))
 COPY16M_L=$(best gb_per_s max "$B/tests/bench/baseline" copy 16777216 $((LARGE >> 20)))
 
@@ -73,7 +77,7 @@ start_hub() {
 	local conf=$TMP/$1.conf
 	printf '[hub]\nsegment = /dev/shm/hub-bench-%s-%s\ncontrol = %s/%s.sock\n%b\n%b' \
 		"$$" "$1" "$TMP" "$1" "$2" "$3" > "$conf"
-	"$B/hubd" -f "$conf" 2>"$TMP/$1.log" &
+	${PIN_HUB:-} "$B/hubd" -f "$conf" 2>"$TMP/$1.log" &
 	HUBS+=($!)
 	CTL="$B/hubctl -s $TMP/$1.sock -t 600"
 	for _ in $(seq 200); do $CTL status >/dev/null 2>&1 && break; sleep 0.05; done
@@ -86,16 +90,46 @@ start_hub() {
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
-echo "hub, one guest..." >&2
-start_hub one "max_guests = 2\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M" \
-	"[guest bench]\nexec = $B/tests/bench/benchguest\n" 1
-R=$($CTL call bench.rtt "$N_RTT")
-MED=$(val median_ns "$R"); P99=$(val p99_ns "$R"); P999=$(val p999_ns "$R")
+# peers run where make bench has them (make check's smoke run does not)
+PEERS=""
+if [ "$SMOKE" != --smoke ]; then
+	echo "peers: iceoryx, D-Bus..." >&2
+	PEERS=$(bench_iox "$B" "$N_PEER"; bench_dbus "$B" $((N_PEER / 4)))
+fi
+IOX_SPIN=$(val iox_spin_median_ns "$PEERS"); IOX_SPIN99=$(val iox_spin_p99_ns "$PEERS")
+IOX_WS=$(val iox_ws_median_ns "$PEERS"); IOX_WS99=$(val iox_ws_p99_ns "$PEERS")
+IOX_WS1=$(val iox_ws_1cpu_median_ns "$PEERS")
+DBUS=$(val dbus_daemon_median_ns "$PEERS"); DBUS99=$(val dbus_daemon_p99_ns "$PEERS")
+BROKER=$(val dbus_broker_median_ns "$PEERS"); BROKER99=$(val dbus_broker_p99_ns "$PEERS")
+PEER_ERR=$(sed -n 's/^\(iox\|dbus\)_error=/\1: /p' <<<"$PEERS" | tr '\n' ';')
+
+# rtt_pair CALLER CALLEE: round trips from guest CALLER, served by hubd
+# (hub.ping) and routed to guest CALLEE's echo, 8 B and 1 KiB arguments,
+# each answer checked by the caller; sets the R_* variables
+rtt_pair() {
+	local r
+	r=$($CTL call "$1.rtt" hub.ping "$N_RTT" 8)
+	R_HOST=$(val median_ns "$r"); R_HOST99=$(val p99_ns "$r"); R_HOST999=$(val p999_ns "$r")
+	r=$($CTL call "$1.rtt" "$2.echo" "$N_RTT" 8)
+	R_G2G=$(val median_ns "$r"); R_G2G99=$(val p99_ns "$r")
+	r=$($CTL call "$1.rtt" "$2.echo" "$N_RTT" 1024)
+	R_G2GK=$(val median_ns "$r"); R_G2GK99=$(val p99_ns "$r")
+	[ -n "$R_HOST" ] && [ -n "$R_G2G" ] && [ -n "$R_G2GK" ] ||
+		{ echo "bench: a round-trip run failed" >&2; exit 1; }
+}
+
+echo "hub, two guests..." >&2
+start_hub one "max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M" \
+	"[guest bench]\nexec = $B/tests/bench/benchguest\n[guest peer]\nexec = $B/tests/bench/benchguest\nargs = --prefix bench2\n" 2
+rtt_pair bench bench2
+MED=$R_HOST; P99=$R_HOST99; P999=$R_HOST999
+G2G=$R_G2G; G2G99=$R_G2G99; G2GK=$R_G2GK; G2GK99=$R_G2GK99
+IDLE_G2G=$(val median_ns "$($CTL call bench.idle bench2.echo "$IDLE_N" 5)")
 PIPE=$(val per_s "$($CTL call bench.pipe "$PIPE_MS" 64)")
 S32=$(val items_per_s "$($CTL call bench.stream "$STREAM32" 32)")
 B64=$(val gb_per_s "$($CTL call bench.stream "$BULK" 65536)")
 B1M=$(val gb_per_s "$($CTL call bench.stream "$BULK" 1048576)")
-IDLE=$(val median_ns "$($CTL call bench.idle "$IDLE_N" 5)")
+IDLE=$(val median_ns "$($CTL call bench.idle hub.ping "$IDLE_N" 5)")
 HUBD=${HUBS[0]}
 GPID=$($CTL -j peers | sed -n 's/.*"pid":\([0-9]*\).*/\1/p' | head -1)
 HZ=$(getconf CLK_TCK)
@@ -104,6 +138,13 @@ sleep "$IDLE_S"
 h1=$(cpu_ticks "$HUBD"); g1=$(cpu_ticks "$GPID")
 IDLE_HUB=$(awk -v d=$((h1 - h0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
 IDLE_GUEST=$(awk -v d=$((g1 - g0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
+
+# start_hub runs hubd under $PIN_HUB when set: its guests inherit the CPU
+echo "hub, two guests, all on CPU 0..." >&2
+PIN_HUB="taskset -c 0" start_hub onecpu "max_guests = 3" \
+	"[guest c1]\nexec = $B/tests/bench/benchguest\nargs = --prefix c1\n[guest c2]\nexec = $B/tests/bench/benchguest\nargs = --prefix c2\n" 2
+rtt_pair c1 c2
+ONE_HOST=$R_HOST; ONE_G2G=$R_G2G; ONE_G2G99=$R_G2G99
 
 echo "hub, $NGUESTS guests..." >&2
 G=""
@@ -121,6 +162,15 @@ wait "${CALLS[@]}"
 for i in $(seq "$NGUESTS"); do val per_s "$(cat "$TMP/g$i.out")"; done > "$TMP/rates"
 AGG=$(awk '{ s += $1 } END { printf "%.0f", s }' "$TMP/rates")
 MINR=$(sort -n "$TMP/rates" | head -1); MAXR=$(sort -n "$TMP/rates" | tail -1)
+# the same hub left alone: hubd's and all its guests' CPU
+MANY_HUBD=${HUBS[-1]}
+MANY_PIDS=$($CTL -j peers | grep -o '"pid":[0-9]*' | cut -d: -f2)
+cpu_all() { local t=0 p; for p in "$@"; do t=$((t + $(cpu_ticks "$p"))); done; echo "$t"; }
+h0=$(cpu_ticks "$MANY_HUBD"); g0=$(cpu_all $MANY_PIDS)
+sleep "$IDLE_S"
+h1=$(cpu_ticks "$MANY_HUBD"); g1=$(cpu_all $MANY_PIDS)
+IDLE_MANY_HUB=$(awk -v d=$((h1 - h0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
+IDLE_MANY_GUESTS=$(awk -v d=$((g1 - g0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
 
 # Large payloads through the shared pool, default classes: a 16 MiB item
 # needs a channel credit of at least its size (the default is 64K)
@@ -156,9 +206,21 @@ SEG_DEFAULT=$(stat -c %s "/dev/shm/hub-bench-$$-default")
 {
 echo "| figure | hub | unit | baseline (same run) | ratio | goal |"
 echo "|---|---|---|---|---|---|"
-echo "| call round trip, median | $MED | ns | shm ping-pong $SHM ns | $(ratio "$MED" "$SHM")x | <= 1.5x |"
+echo "| call round trip, median (a guest calls hub.ping, 8 B) | $MED | ns | shm ping-pong $SHM ns | $(ratio "$MED" "$SHM")x | <= 1.5x |"
 echo "| call round trip, p99 | $P99 | ns | shm ping-pong $SHM ns | $(ratio "$P99" "$SHM")x | <= 3x |"
 echo "| call round trip, p99.9 | $P999 | ns | shm ping-pong $SHM ns | $(ratio "$P999" "$SHM")x | |"
+echo "| the same against iceoryx request/response, busy-polling | $MED | ns | iceoryx ${IOX_SPIN:--} ns | $(ratio "$MED" "${IOX_SPIN:-0}")x | <= 0.33x |"
+echo "| guest to guest call (routed by hubd), 8 B, median | $G2G | ns | host-served $MED ns | $(ratio "$G2G" "$MED")x | <= 3x |"
+echo "| the same against iceoryx request/response, busy-polling | $G2G | ns | iceoryx ${IOX_SPIN:--} ns | $(ratio "$G2G" "${IOX_SPIN:-0}")x | <= 0.5x |"
+echo "| guest to guest call, 8 B, p99 | $G2G99 | ns | iceoryx busy-polling p99 ${IOX_SPIN99:--} ns | $(ratio "$G2G99" "${IOX_SPIN99:-0}")x | |"
+echo "| guest to guest call, 1 KiB, median | $G2GK | ns | host-served 8 B $MED ns | $(ratio "$G2GK" "$MED")x | |"
+echo "| guest to guest call, 1 KiB, p99 | $G2GK99 | ns | | | |"
+echo "| one CPU (taskset -c 0): host-served call, median | $ONE_HOST | ns | futex ping-pong on one CPU $FUTEX_1CPU ns | $(ratio "$ONE_HOST" "$FUTEX_1CPU")x | |"
+echo "| one CPU: guest to guest call, median | $ONE_G2G | ns | futex ping-pong on one CPU $FUTEX_1CPU ns | $(ratio "$ONE_G2G" "$FUTEX_1CPU")x | <= 2x |"
+echo "| one CPU: guest to guest call, p99 | $ONE_G2G99 | ns | iceoryx WaitSet on one CPU ${IOX_WS1:--} ns (median) | $(ratio "$ONE_G2G99" "${IOX_WS1:-0}")x | |"
+echo "| iceoryx WaitSet request/response, median / p99 | ${IOX_WS:--} / ${IOX_WS99:--} | ns | hub guest to guest $G2G ns | $(ratio "${IOX_WS:-0}" "$G2G")x slower | |"
+echo "| D-Bus (sd-bus) through dbus-daemon, median / p99 | ${DBUS:--} / ${DBUS99:--} | ns | hub guest to guest $G2G ns | $(ratio "${DBUS:-0}" "$G2G")x slower | |"
+echo "| D-Bus (sd-bus) through dbus-broker, median / p99 | ${BROKER:--} / ${BROKER99:--} | ns | hub guest to guest $G2G ns | $(ratio "${BROKER:-0}" "$G2G")x slower | |"
 echo "| UNIX socketpair round trip | $SOCK | ns | hub median $MED ns | $(ratio "$SOCK" "$MED")x slower | >= 25x |"
 echo "| ZeroMQ REQ/REP ipc:// round trip | ${ZMQ:--} | ns | hub median $MED ns | $(ratio "${ZMQ:-0}" "$MED")x slower | |"
 echo "| futex ping-pong (sleeping every time) | $FUTEX | ns | | | |"
@@ -167,10 +229,12 @@ echo "| streamed 32-byte items | $S32 | items/s | SPSC ring $RING desc/s | $(rat
 echo "| bulk 64 KiB items | $B64 | GB/s | shm copy $COPY64 GB/s | $(ratio "$B64" "$COPY64")x | >= 0.7x |"
 echo "| bulk 1 MiB items | $B1M | GB/s | shm copy $COPY1M GB/s | $(ratio "$B1M" "$COPY1M")x | >= 0.7x |"
 echo "| wake-from-idle round trip (5 ms quiet first) | $IDLE | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE" "$FUTEX_IDLE")x | <= 1.5x |"
+echo "| wake-from-idle, guest to guest (three processes wake) | $IDLE_G2G | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE_G2G" "$FUTEX_IDLE")x | |"
 echo "| idle CPU, hubd | $IDLE_HUB | % of a core | | | < 1 |"
 echo "| idle CPU, guest | $IDLE_GUEST | % of a core | | | < 1 |"
 echo "| $NGUESTS guests at once, aggregate | $AGG | calls/s | one guest $SINGLE calls/s | $(ratio "$AGG" "$SINGLE")x | >= 0.8x |"
 echo "| $NGUESTS guests, slowest / fastest | $MINR / $MAXR | calls/s | | $(ratio "$MINR" "$MAXR") | >= 0.5 |"
+echo "| idle CPU after it, hubd / all $NGUESTS guests | $IDLE_MANY_HUB / $IDLE_MANY_GUESTS | % of a core | | | < 1 |"
 echo "| 1 MiB items into hub.sink (hubd hashes every byte: XXH3-64, libxxhash; the guest checks the hash) | $SINK1M | GB/s | shm copy 1 MiB $COPY1M_L GB/s | $(ratio "$SINK1M" "$COPY1M_L")x | >= 0.7x |"
 echo "| 16 MiB items into hub.sink (the same) | $SINK16M | GB/s | shm copy 16 MiB $COPY16M_L GB/s | $(ratio "$SINK16M" "$COPY16M_L")x | >= 0.7x |"
 echo "| guest to guest, 1 MiB arguments (4 calls in flight, reader copies out) | $G2G1M | GB/s | shm copy 1 MiB $COPY1M_L GB/s | $(ratio "$G2G1M" "$COPY1M_L")x | >= 0.7x |"
@@ -180,6 +244,7 @@ echo "| shared pool allocate+free, 64 B, 2 processes, same class | $POOL_VAR2 | 
 echo "| segment, default config (16 guests, shared pool: payloads to 32 MiB; hp_geometry_compute says $SEG_DEFAULT_CALC) | $SEG_DEFAULT | bytes | fixed pools only, 16 guests, 16 MiB slots (computed) $SEG_FIXED16M bytes | $(ratio "$SEG_FIXED16M" "$SEG_DEFAULT")x smaller | |"
 echo "| segment of the large-payload hub after its runs (3 guests; extents appended on demand) | $SEG_LARGE | bytes | | | |"
 } > "$OUT/bench.md"
+[ -n "$PEER_ERR" ] && echo "peers that did not run: $PEER_ERR" >> "$OUT/bench.md"
 cat "$OUT/bench.md"
 
 cat > "$OUT/bench.dat" <<DAT
@@ -191,6 +256,10 @@ cat > "$OUT/bench.dat" <<DAT
 "hub wake-from-idle" $IDLE
 "socketpair" $SOCK
 "ZeroMQ ipc" ${ZMQ:-0}
+"hub guest to guest" $G2G
+"iceoryx busy-polling" ${IOX_SPIN:-0}
+"iceoryx WaitSet" ${IOX_WS:-0}
+"D-Bus dbus-daemon" ${DBUS:-0}
 DAT
 if command -v gnuplot >/dev/null; then
 	gnuplot <<GP || echo "bench: gnuplot failed" >&2
