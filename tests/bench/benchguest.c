@@ -5,7 +5,8 @@
  *			one at a time, each answer checked:
  *			"median_ns=.. p99_ns=.. p999_ns=.."
  *   echo BYTES		its argument back
- *   pipe MS W		hub.ping with W calls in flight for MS ms: "per_s=.."
+ *   pipe MS W AT	hub.ping with W calls in flight for MS ms from AT
+ *			(wall clock ms since the epoch, 0 now): "per_s=.."
  *   stream BYTES ITEM	BYTES in ITEM-byte items (up to 32 MiB) into
  *			hub.sink, the sink's XXH3 hash checked against ours
  *			after the clock stops:
@@ -154,15 +155,29 @@ static void
 pipelined(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	static const uint8_t arg[] = { 8, 'p', 'i', 'n', 'g', 'p', 'i', 'n', 'g' };
-	uint64_t ms, window, t0, end;
+	uint64_t ms, window, at, t0, end;
+	struct timespec now;
 	size_t pos = 0;
 	char text[96];
 
 	(void)ctx;
 	if (guest_pc_get_u64(args, len, &pos, &ms) != 0 ||
-	    guest_pc_get_u64(args, len, &pos, &window) != 0 || window == 0 || window > 4096) {
-		guest_reply_error(c, "pipe MS WINDOW");
+	    guest_pc_get_u64(args, len, &pos, &window) != 0 || window == 0 || window > 4096 ||
+	    guest_pc_get_u64(args, len, &pos, &at) != 0) {
+		guest_reply_error(c, "pipe MS WINDOW START_MS");
 		return;
+	}
+	/* guests measured together start together: at START_MS (wall
+	 * clock, ms since the epoch; 0 now), whenever their call came */
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (at != 0 && at * 1000000u > (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec) {
+		uint64_t ns = at * 1000000u - (uint64_t)now.tv_sec * 1000000000u - (uint64_t)now.tv_nsec;
+
+		if (ns > 10000000000u) {
+			guest_reply_error(c, "pipe: START_MS more than 10 s ahead");
+			return;
+		}
+		usleep((useconds_t)(ns / 1000));
 	}
 	done_calls = 0;
 	t0 = hp_now_ns();
@@ -174,10 +189,12 @@ pipelined(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		if (guest_service_wait(g, 10) != 0)
 			break;
 	}
+	/* what was answered within the window only */
+	end = done_calls;
 	while (inflight > 0 && guest_service_wait(g, 1000) == 0)
 		;
 	snprintf(text, sizeof(text), "per_s=%.0f calls=%llu",
-		 (double)done_calls * 1e9 / (double)(hp_now_ns() - t0), (unsigned long long)done_calls);
+		 (double)end * 1e3 / (double)ms, (unsigned long long)end);
 	reply_text(c, text);
 }
 
@@ -416,7 +433,7 @@ main(int argc, char *argv[])
 {
 	static const struct tg_method methods[] = {
 		{ "rtt", "str,u64,u64->str", rtt }, { "echo", "bytes->bytes", echo },
-		{ "pipe", "u64,u64->str", pipelined },
+		{ "pipe", "u64,u64,u64->str", pipelined },
 		{ "stream", "u64,u64->str", stream }, { "idle", "str,u64,u64->str", idle },
 		{ "absorb", "bytes->u64", absorb }, { "g2g", "str,u64,u64,u64->str", g2g },
 	};

@@ -125,7 +125,7 @@ rtt_pair bench bench2
 MED=$R_HOST; P99=$R_HOST99; P999=$R_HOST999
 G2G=$R_G2G; G2G99=$R_G2G99; G2GK=$R_G2GK; G2GK99=$R_G2GK99
 IDLE_G2G=$(val median_ns "$($CTL call bench.idle bench2.echo "$IDLE_N" 5)")
-PIPE=$(val per_s "$($CTL call bench.pipe "$PIPE_MS" 64)")
+PIPE=$(val per_s "$($CTL call bench.pipe "$PIPE_MS" 64 0)")
 S32=$(val items_per_s "$($CTL call bench.stream "$STREAM32" 32)")
 B64=$(val gb_per_s "$($CTL call bench.stream "$BULK" 65536)")
 B1M=$(val gb_per_s "$($CTL call bench.stream "$BULK" 1048576)")
@@ -152,10 +152,13 @@ for i in $(seq "$NGUESTS"); do
 	G+="[guest b$i]\nexec = $B/tests/bench/benchguest\nargs = --prefix b$i\n"
 done
 start_hub many "max_guests = $((NGUESTS + 1))\nslots_per_guest = 8\nheartbeat_interval = 5s" "$G" "$NGUESTS"
-SINGLE=$(val per_s "$($CTL call b1.pipe "$PIPE_MS" 16)")
+SINGLE=$(val per_s "$($CTL call b1.pipe "$PIPE_MS" 16 0)")
+# every guest's window starts at the same time, 2 s from now (starting
+# 32 clients takes a while on a busy machine)
+AT=$(($(date +%s%3N) + 2000))
 CALLS=()
 for i in $(seq "$NGUESTS"); do
-	$CTL call "b$i.pipe" "$PIPE_MS" 16 > "$TMP/g$i.out" &
+	$CTL call "b$i.pipe" "$PIPE_MS" 16 "$AT" > "$TMP/g$i.out" &
 	CALLS+=($!)
 done
 wait "${CALLS[@]}"
