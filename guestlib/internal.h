@@ -42,6 +42,8 @@ struct rx_chan {
 	void		*ctx;
 	uint32_t	unreported;	/* consumed bytes not yet granted back */
 	uint8_t		open;
+	uint8_t		stopping;	/* we told the sender to stop: items are
+					 * dropped until its Close or Reset */
 };
 
 struct tx_chan {
