@@ -204,7 +204,26 @@ lg_on_data(struct guest *g, struct hp_msg_in *m)
 		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
 		c->unreported = 0;
 	}
+	g->owed |= c->unreported != 0;
 	return 0;
+}
+
+/* The ring is empty: what is left below a quarter goes back too. The
+ * sender's next item may need more than the window less that remainder,
+ * and nothing more will arrive to make it a quarter. */
+void
+lg_grant_owed(struct guest *g)
+{
+	g->owed = 0;
+	for (uint32_t id = 1; id < g->seg.params.max_channels; id++) {
+		struct rx_chan *c = &g->rx[id];
+
+		if (!c->open || c->unreported == 0)
+			continue;
+		hp_chan_grant(chan_entry(g, id), c->unreported);
+		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
+		c->unreported = 0;
+	}
 }
 
 int
