@@ -412,6 +412,17 @@ cmd_stats(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "guests", guests);
 	json_object_object_add(o, "total", all);
+	{
+		/* streams between guests, and what hubd holds for them */
+		json_object *rel = json_object_new_object();
+		uint64_t queued;
+		uint32_t open;
+
+		relay_stats(h, &open, &queued);
+		add_u64(rel, "open", open);
+		add_u64(rel, "queued_bytes", queued);
+		json_object_object_add(o, "relays", rel);
+	}
 	if (h->seg.var.nclasses > 0) {
 		struct hp_var_class_stats cs;
 		uint64_t allocs = 0, frees = 0, waits = 0, errors = 0, reclaimed = 0;

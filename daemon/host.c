@@ -39,6 +39,7 @@ host_init(struct hub *h)
 void
 host_free(struct hub *h)
 {
+	relay_free_all(h);
 	for (uint32_t i = 0; h->peers != NULL && i < h->npeers; i++)
 		route_free(&h->peers[i]);
 	methods_free(h);
@@ -286,6 +287,8 @@ serve_peer(struct hub *h, struct peer *p)
 	}
 	if (host_serving(p) && p->sources > 0)
 		n += services_source_pump(h, p);
+	if (host_serving(p) && p->relays > 0)
+		n += relay_pump(h, p);
 	if (host_serving(p)) {
 		hp_endpoint_notify_consumed(&p->ep);
 		if (hp_endpoint_flush(&p->ep) == -EPROTO)
@@ -327,7 +330,8 @@ host_sleep_prepare(struct hub *h)
 				     HP_WAIT_SLOT | HP_WAIT_CREDIT);
 		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) ||
 		    (p->bl_head != NULL && !p->bl_starved) ||
-		    services_source_ready(h, p))
+		    services_source_ready(h, p) ||
+		    (p->relays > 0 && relay_ready(h, p)))
 			work = 1;
 	}
 	return work;
@@ -451,6 +455,7 @@ host_detach(struct hub *h, struct peer *p)
 		p->fault = NULL;	/* it died before the supervisor acted */
 		h->faults--;
 	}
+	relay_detach(h, p);	/* before route_detach: a Reset before the error */
 	route_detach(h, p);
 	/* streams from p to clients end, streams to p stop */
 	streams_reset_all(h, p);

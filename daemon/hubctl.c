@@ -517,6 +517,15 @@ cmd_stats(int fd, int argc, char **argv)
 		       json_object_get_uint64(get(p, "errors")),
 		       json_object_get_uint64(get(p, "reclaimed")));
 	}
+	if (get(a, "relays") != NULL) {
+		char size[24];
+		json_object *r = get(a, "relays");
+
+		printf("streams between guests: %" PRIu64 " open, %s held\n",
+		       json_object_get_uint64(get(r, "open")),
+		       size_text(size, sizeof(size),
+				 json_object_get_uint64(get(r, "queued_bytes"))));
+	}
 	json_object_put(a);
 	return 0;
 }

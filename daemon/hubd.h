@@ -44,6 +44,7 @@ enum origin_kind {
 };
 
 struct ext_call;
+struct relay;
 
 struct origin {
 	enum origin_kind kind;
@@ -79,6 +80,8 @@ enum stale {
 	STALE_NO,
 	STALE_ENDED,		/* entry freed; the first Data gets a Reset */
 	STALE_RESET,		/* Reset sent; dropped until its Close or Reset */
+	STALE_SENT,		/* an odd id we sent on and ended: the guest's
+				 * own Close or Reset may cross ours */
 };
 
 /* A channel the host receives on from a guest. */
@@ -96,6 +99,7 @@ struct hchan {
 	uint64_t	to_send;	/* hub.source: bytes still to send */
 	uint32_t	sent_total;	/* hub.source: r[shm.flow.remaining-credit] */
 	struct origin	o;		/* where items and the end go */
+	struct relay	*relay;		/* one end of a stream between guests (relay.c) */
 };
 
 /* Cumulative over the guest's instances: an instance's endpoint counters
@@ -147,6 +151,7 @@ struct peer {
 	struct hchan		*chans;		/* by channel id */
 	uint32_t		chan_cursor;
 	uint32_t		sources;	/* hub.source streams under way */
+	uint32_t		relays;		/* streams from other guests it receives (relay.c) */
 	uint32_t		nmethods;	/* registered by this instance */
 	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t		up_ns;
@@ -211,6 +216,7 @@ struct hub {
 	ev_timer		starved_w;	/* a backlog waits for a variable slot */
 	uint32_t		pool_stuck;	/* slots held too long at the last sweep */
 	uint8_t			pool_full_logged[HP_VAR_MAX_CLASSES];
+	struct relay		*relays;	/* streams between guests (relay.c) */
 };
 
 /* pool.c: the shared variable pool's host side. */
@@ -341,6 +347,14 @@ void		route_answer_ok(struct hub *h, const struct origin *o,
 				const uint8_t *value, size_t len);
 /* Fails every call that involves p (r[shm.crash.recovery] 2). */
 void		route_detach(struct hub *h, struct peer *p);
+/* A complete Response payload to whoever waits for it (copied). */
+void		route_answer(struct hub *h, const struct origin *o,
+			     const uint8_t *payload, size_t len);
+/* A Request to guest q on behalf of o, payload copied; the host's request
+ * id goes to *idp. 0 or -ENOMEM. */
+int		route_call_guest(struct hub *h, struct peer *q, uint64_t method_id,
+				 const uint8_t *payload, uint32_t len,
+				 const struct origin *o, uint32_t *idp);
 
 /* streams.c: the channels the host receives on */
 /* Opens a channel of p for a client call's chan<T> argument: its id, or
@@ -348,7 +362,7 @@ void		route_detach(struct hub *h, struct peer *p);
 int64_t		streams_open_client(struct hub *h, struct peer *p,
 				    const struct origin *o, uint8_t item_type);
 void		streams_unopen(struct peer *p, uint32_t id);
-void		streams_data(struct hub *h, struct peer *p, const struct hp_msg_in *m);
+void		streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m);
 /* Close (reset 0) or Reset of channel id by the guest. */
 void		streams_end(struct hub *h, struct peer *p, uint32_t id, int reset);
 /* The answer to request req_id came while the client stream it carries,
@@ -362,6 +376,37 @@ void		streams_consumed(struct hub *h, struct peer *p, struct ext_call *x,
 void		streams_abandon(struct hub *h, struct peer *p, struct ext_call *x);
 /* Every channel of p closed and forgotten (attach, detach). */
 void		streams_reset_all(struct hub *h, struct peer *p);
+
+/* relay.c: a guest's chan<T> argument to another guest's method. The
+ * caller A passes a channel it opened to receive on (odd id a); hubd
+ * opens one in the callee B's table (even id b), receives B's items on b
+ * and sends them on to A on a, credit carried end to end. */
+/* p calls q's method meth, whose signature has a chan<T>: checks p's
+ * channel, opens q's, sends q the Request with the id rewritten; or
+ * answers o with Err User itself. */
+void		relay_call(struct hub *h, struct peer *p, struct peer *q,
+			   const struct method *meth, struct hp_msg_in *m,
+			   const struct hp_request *req, const struct origin *o);
+/* Data, and Close or Reset, on a channel whose hchan has a relay. */
+void		relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m);
+void		relay_end(struct hub *h, struct peer *p, uint32_t id, int reset);
+/* p answered request req_id (o: its origin; ok: the answer decodes):
+ * the relay it carries ends. 1 when the answer is held until the
+ * caller has every item and the end of its channel (relay.c sends it
+ * then), 0 when route_response may pass it on now. */
+int		relay_response(struct hub *h, struct peer *p, uint32_t req_id,
+			       const struct origin *o, const struct hp_msg_in *m, int ok);
+/* Sends what p's credit allows on the streams it receives from other
+ * guests, passes its grants on; how many messages. */
+int		relay_pump(struct hub *h, struct peer *p);
+/* Whether relay_pump would do something for p now. */
+int		relay_ready(struct hub *h, struct peer *p);
+/* p is going (before route_detach): its streams end at the other guest
+ * with a Reset; nothing of p's is left. */
+void		relay_detach(struct hub *h, struct peer *p);
+void		relay_free_all(struct hub *h);
+/* Streams between guests now, and the bytes hubd holds for them. */
+void		relay_stats(struct hub *h, uint32_t *open, uint64_t *queued);
 
 /* Calls from outside the segment (control clients). */
 struct ext_call {

@@ -178,13 +178,6 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		return;
 	}
 	q = hub_peer(h, meth->owner);
-	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
-		if (meth->sig.args[i] == HP_T_CHAN) {
-			route_answer_error(h, &o, HP_ERR_USER,
-					   "channel arguments are not routed between guests");
-			return;
-		}
-	}
 	if (p->inbound > INBOUND_MAX) {
 		route_answer_error(h, &o, HP_ERR_USER, "too many calls in flight");
 		return;
@@ -195,6 +188,15 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 			 "(%u bytes)", q->conf->name, q->ep.lim.max_payload_size);
 		route_answer_error(h, &o, HP_ERR_USER, why);
 		return;
+	}
+	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
+		if (meth->sig.args[i] == HP_T_CHAN) {
+			/* a channel of the caller's: relay.c carries it */
+			relay_call(h, p, q, meth, m, &req, &o);
+			if (host_backlogged(q))
+				p->paused = 1;
+			return;
+		}
 	}
 	if (call_guest(h, q, m->desc.method_id, m->payload, m->len, &o, NULL, m) != 0) {
 		route_answer_error(h, &o, HP_ERR_USER, "out of memory");
@@ -211,6 +213,7 @@ route_response(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
 	struct pending *e = hp_idtab_find(&p->pend, m->desc.id);
 	struct origin o;
+	int rc;
 
 	if (e == NULL) {
 		/* answers nothing we asked */
@@ -222,13 +225,30 @@ route_response(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	/* a stream the call carries ends with its answer */
 	if (o.chan != 0)
 		streams_over(h, p, m->desc.id, o.chan);
-	if (hp_msg_decode_response(m->payload, m->len, &r) != 0) {
+	rc = hp_msg_decode_response(m->payload, m->len, &r);
+	/* a stream relayed to a guest: its items and end go first */
+	if (o.chan != 0 && relay_response(h, p, m->desc.id, &o, m, rc == 0))
+		return;
+	if (rc != 0) {
 		route_answer_error(h, &o, HP_ERR_INVALID_PAYLOAD,
 				   "the guest's answer does not decode");
 		host_fault(h, p, DEATH_VIOLATION, "shm.payload.encoding");
 		return;
 	}
 	answer(h, &o, m->payload, m->len, m);
+}
+
+void
+route_answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len)
+{
+	answer(h, o, payload, len, NULL);
+}
+
+int
+route_call_guest(struct hub *h, struct peer *q, uint64_t method_id, const uint8_t *payload,
+		 uint32_t len, const struct origin *o, uint32_t *idp)
+{
+	return call_guest(h, q, method_id, payload, len, o, idp, NULL);
 }
 
 void

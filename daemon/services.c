@@ -252,6 +252,7 @@ services_source_pump(struct hub *h, struct peer *p)
 		if (c->to_send > 0 || host_try_send(h, p, HP_MSG_CLOSE, id, 0, NULL, 0) != 0)
 			continue;
 		c->open = c->sending = 0;
+		c->stale = STALE_SENT;	/* the guest's stop may cross our Close */
 		p->sources--;
 		hp_pc_enc_init(&e, out, sizeof(out));
 		hp_pc_put_u64(&e, c->checksum);

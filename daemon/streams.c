@@ -57,8 +57,9 @@ streams_over(struct hub *h, struct peer *p, uint32_t req_id, uint32_t chan)
 	if (chan >= h->seg.params.max_channels)
 		return;
 	c = &p->chans[chan];
-	/* the call's own stream, not one that took its id since */
-	if (!c->open || c->sending || c->o.req_id != req_id ||
+	/* the call's own stream, not one that took its id since; a relay's
+	 * ends with relay_response */
+	if (!c->open || c->sending || c->relay != NULL || c->o.req_id != req_id ||
 	    (c->o.kind != ORIGIN_CLIENT && c->o.kind != ORIGIN_NONE))
 		return;
 	if (c->o.kind == ORIGIN_CLIENT)
@@ -70,12 +71,16 @@ streams_over(struct hub *h, struct peer *p, uint32_t req_id, uint32_t chan)
 }
 
 void
-streams_data(struct hub *h, struct peer *p, const struct hp_msg_in *m)
+streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
 	uint32_t id = m->desc.id;
 	struct hchan *c = &p->chans[id];
 
-	if (!c->open && c->stale != 0) {
+	if (c->relay != NULL) {
+		relay_data(h, p, m);
+		return;
+	}
+	if (!c->open && c->stale != 0 && c->stale != STALE_SENT) {
 		/* a client stream we ended (streams_over): the guest sent
 		 * this before it knew, no fault of its. r[shm.flow.reset]:
 		 * told once that the channel and its credit word are gone. */
@@ -123,9 +128,14 @@ streams_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 	uint8_t buf[16];
 	struct hp_pc_enc e;
 
+	if (c->relay != NULL) {
+		relay_end(h, p, id, reset);
+		return;
+	}
 	if (!c->open && c->stale != 0) {
-		/* its end of a client stream we ended: both sides have now
-		 * let go (r[shm.flow.channel-id-reuse]) */
+		/* its end of a client stream we ended, or its stop crossing
+		 * the end of a stream we sent: both sides have now let go
+		 * (r[shm.flow.channel-id-reuse]) */
 		c->stale = 0;
 		return;
 	}
@@ -136,6 +146,10 @@ streams_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 	if (c->sending) {	/* the receiver gave up on our hub.source */
 		c->open = c->sending = 0;
 		p->sources--;
+		/* r[shm.flow.reset]: nothing more follows; a receiver that
+		 * waits for the sender's end before freeing the entry
+		 * (libguest) may free it now */
+		host_send(h, p, HP_MSG_RESET, id, 0, NULL, 0);
 		route_answer_error(h, &o, HP_ERR_USER, "the receiver reset the stream");
 		return;
 	}

@@ -114,12 +114,20 @@ guest_chan_send(struct guest *g, uint32_t chan, const void *item, size_t len,
 /* Close or Reset of a channel we send on, whether or not anything was
  * sent: the receiver frees the entry only when it sees one
  * (r[shm.flow.channel-id-reuse]). Once only: a second would name a
- * channel the receiver no longer has. */
+ * channel the receiver no longer has. On a channel we receive on, it
+ * tells the sender to stop; the entry stays ours (Active) until the
+ * sender's own Close or Reset says nothing more follows. */
 static int
 chan_end(struct guest *g, uint32_t chan, uint8_t type)
 {
 	int rc;
 
+	if (chan != 0 && chan < g->seg.params.max_channels && g->rx[chan].open) {
+		if (g->rx[chan].stopping)
+			return -ENOTCONN;
+		g->rx[chan].stopping = 1;
+		return lg_send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0, NULL);
+	}
 	if (chan == 0 || chan >= g->seg.params.max_channels ||
 	    (!g->tx[chan].open && !chan_given(g, chan)))
 		return -ENOTCONN;
@@ -151,7 +159,7 @@ guest_chan_open(struct guest *g, guest_item_fn on_item, guest_end_fn on_end,
 
 	if (id < 0)
 		return id;
-	g->rx[id] = (struct rx_chan){ on_item, on_end, ctx, 0, 1 };
+	g->rx[id] = (struct rx_chan){ on_item, on_end, ctx, 0, 1, 0 };
 	return id;
 }
 
@@ -177,6 +185,14 @@ lg_on_data(struct guest *g, struct hp_msg_in *m)
 
 	if (!c->open)
 		return -EPROTO;	/* data on a channel we do not receive */
+	if (c->stopping) {
+		/* sent before the sender saw our stop: dropped, and its
+		 * credit back at once so that it is not left waiting */
+		hp_chan_grant(chan_entry(g, id), m->len + c->unreported);
+		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
+		c->unreported = 0;
+		return 0;
+	}
 	c->on_item(c->ctx, m->payload, m->len);
 	/* r[shm.flow.ordering.receiver]: grant back what we consumed, in
 	 * chunks so the sender is not woken for every item. */
@@ -188,7 +204,26 @@ lg_on_data(struct guest *g, struct hp_msg_in *m)
 		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
 		c->unreported = 0;
 	}
+	g->owed |= c->unreported != 0;
 	return 0;
+}
+
+/* The ring is empty: what is left below a quarter goes back too. The
+ * sender's next item may need more than the window less that remainder,
+ * and nothing more will arrive to make it a quarter. */
+void
+lg_grant_owed(struct guest *g)
+{
+	g->owed = 0;
+	for (uint32_t id = 1; id < g->seg.params.max_channels; id++) {
+		struct rx_chan *c = &g->rx[id];
+
+		if (!c->open || c->unreported == 0)
+			continue;
+		hp_chan_grant(chan_entry(g, id), c->unreported);
+		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
+		c->unreported = 0;
+	}
 }
 
 int

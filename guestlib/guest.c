@@ -340,6 +340,9 @@ lg_serve(struct guest *g, int *did)
 	for (n = 0; n < BATCH; n++) {
 		if ((rc = hp_endpoint_recv(&g->ep, &m, &rule)) == -EAGAIN) {
 			rc = 0;
+			/* all consumed: no grant held back (chan.c) */
+			if (g->owed)
+				lg_grant_owed(g);
 			break;
 		}
 		if (rc != 0)

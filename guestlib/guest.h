@@ -162,7 +162,12 @@ GUEST_API int guest_chan_send_batch(struct guest *g, uint32_t chan,
 /* Ends a channel this guest sends on, with Close (done) or Reset (given
  * up), whether or not anything was sent on it: every channel given or
  * opened to send on must be ended once. -ENOTCONN if it is not ours to
- * send on or was ended already. */
+ * send on or was ended already.
+ * On a channel this guest receives on (guest_chan_open), either tells
+ * the sender to stop: on_item runs no more, and on_end runs once the
+ * sender has ended the channel (hubd does so at once, with a Reset:
+ * on_end gets -ECONNRESET); only then is the id free again. -ENOTCONN
+ * if the sender was told already. */
 GUEST_API int guest_chan_close(struct guest *g, uint32_t chan);
 GUEST_API int guest_chan_reset(struct guest *g, uint32_t chan);
 
@@ -171,8 +176,10 @@ GUEST_API int guest_chan_reset(struct guest *g, uint32_t chan);
 GUEST_API int64_t guest_chan_open_send(struct guest *g);
 
 /* Opens a channel this guest receives on: returns its id (odd), to pass to
- * the sender in a call. on_item runs for each item; on_end once with 0 on
- * Close or -ECONNRESET on Reset or -EPIPE if the hub died. */
+ * the sender in a call (hub.source, or the chan<T> argument of another
+ * guest's method: hubd relays that guest's items, and the call's answer
+ * comes after the channel's end). on_item runs for each item; on_end once
+ * with 0 on Close or -ECONNRESET on Reset or -EPIPE if the hub died. */
 typedef void (*guest_item_fn)(void *ctx, const uint8_t *item, size_t len);
 typedef void (*guest_end_fn)(void *ctx, int status);
 GUEST_API int64_t guest_chan_open(struct guest *g, guest_item_fn on_item,

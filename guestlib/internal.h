@@ -42,6 +42,8 @@ struct rx_chan {
 	void		*ctx;
 	uint32_t	unreported;	/* consumed bytes not yet granted back */
 	uint8_t		open;
+	uint8_t		stopping;	/* we told the sender to stop: items are
+					 * dropped until its Close or Reset */
 };
 
 struct tx_chan {
@@ -67,6 +69,8 @@ struct guest {
 	struct rx_chan		*rx;		/* by channel id */
 	struct tx_chan		*tx;
 	uint32_t		chan_cursor;
+	uint8_t			owed;		/* a channel we receive on has
+						 * consumed bytes not granted back */
 	int			stop;
 	int			dead;		/* 0, or why the loop must end */
 	uint32_t		ticks;		/* messages until the next clock read */
@@ -107,6 +111,7 @@ void	lg_out_fail_all(struct guest *g, int status);
 /* chan.c */
 int	lg_on_data(struct guest *g, struct hp_msg_in *m);
 int	lg_on_chan_end(struct guest *g, struct hp_msg_in *m);
+void	lg_grant_owed(struct guest *g);
 
 #pragma GCC visibility pop
 

@@ -9,6 +9,9 @@
  *   postcard	registers a method, then answers a call with garbage
  *   response	a Response to a request never made
  *   epoch	bumps its epoch as if another instance had attached
+ *   relaywrap	passes a channel to prod.produce (another guest's method,
+ *		relayed by the host) with its credit word corrupt
+ *   relaydata	passes a channel to prod.produce, then sends Data on it
  * It is built on proto directly: libguest would not let it. */
 #include <err.h>
 #include <errno.h>
@@ -57,6 +60,50 @@ request(uint32_t id, const char *method, const uint8_t *args, size_t len)
 			     buf, (uint32_t)len + 1, 0) != 0)
 		errx(1, "send");
 	hp_doorbell_signal(ep.doorbell);
+}
+
+/* A call of prod.produce(1000, 100, chan), again while prod is not there
+ * yet; then, for relaydata, Data on chan once an item came through it. */
+static void
+relay(const char *mode, struct hp_ticket *t)
+{
+	int64_t chan = hp_chan_open(view.chans, seg.params.max_channels, HP_SIDE_GUEST,
+				    seg.params.initial_credit, &(uint32_t){ 0 });
+	uint8_t args[32];
+	struct hp_pc_enc e;
+	struct hp_msg_in m;
+	const char *rule;
+	uint32_t id = 1;
+
+	if (chan < 0)
+		errx(1, "relay: no channel");
+	/* r[shm.flow.wrap-rule]: granted - sent negative for any sender */
+	if (strcmp(mode, "relaywrap") == 0)
+		hp_store_release_u32(&view.chans[chan].granted_total, 0x80000001u);
+	hp_pc_enc_init(&e, args, sizeof(args));
+	hp_pc_put_u64(&e, 1000);
+	hp_pc_put_u64(&e, 100);
+	hp_pc_put_u64(&e, (uint64_t)chan);
+	request(id, "prod.produce", args, e.len);
+	for (;;) {
+		while (hp_endpoint_recv(&ep, &m, &rule) == 0) {
+			if (m.desc.msg_type == HP_MSG_RESPONSE) {
+				/* refused: prod is not up yet */
+				usleep(50000);
+				request(++id, "prod.produce", args, e.len);
+			} else if (m.desc.msg_type == HP_MSG_DATA && m.desc.id == chan &&
+				   strcmp(mode, "relaydata") == 0) {
+				if (hp_endpoint_send(&ep, HP_MSG_DATA, (uint32_t)chan, 0, "x", 1,
+						     0) != 0)
+					errx(1, "relaydata: cannot send");
+				hp_doorbell_signal(ep.doorbell);
+			}
+			hp_endpoint_release(&ep, &m);
+		}
+		if (hp_doorbell_wait(t->doorbell_fd, 100) == -EPIPE)
+			exit(0);
+		heartbeat();
+	}
 }
 
 int
@@ -138,6 +185,8 @@ main(int argc, char *argv[])
 		}
 	} else if (strcmp(mode, "epoch") == 0) {
 		hp_fetch_add_u32(&view.entry->epoch, 1, memory_order_release);
+	} else if (strncmp(mode, "relay", 5) == 0) {
+		relay(mode, &t);
 	} else if (strcmp(mode, "response") == 0) {
 		d.msg_type = HP_MSG_RESPONSE;
 		d.id = 12345;

@@ -646,6 +646,95 @@ START_TEST(test_close_without_sending)
 }
 END_TEST
 
+struct rx_seen {
+	int	items;
+	int	ends;
+	int	status;
+};
+
+static void
+rx_item(void *ctx, const uint8_t *item, size_t len)
+{
+	(void)item;
+	(void)len;
+	((struct rx_seen *)ctx)->items++;
+}
+
+static void
+rx_end(void *ctx, int status)
+{
+	((struct rx_seen *)ctx)->ends++;
+	((struct rx_seen *)ctx)->status = status;
+}
+
+/* r[shm.flow.reset] r[shm.flow.channel-id-reuse]: a receiver that
+ * resets a channel it opened tells the sender to stop, once; items the
+ * sender sent before it knew are dropped (their credit granted back),
+ * and the entry stays Active until the sender's own Reset, on which it
+ * is freed and on_end runs. */
+START_TEST(test_receiver_stops_a_channel)
+{
+	struct rx_seen seen = { 0, 0, 0 };
+	uint8_t item[8] = { 0 };
+	struct guest *g;
+	int64_t chan;
+	uint32_t granted;
+
+	g = attach();
+	host_init();
+	ck_assert_int_gt(chan = guest_chan_open(g, rx_item, rx_end, &seen), 0);
+	host_send(HP_MSG_DATA, (uint32_t)chan, 0, item, sizeof(item));
+	ck_assert_int_eq(guest_service(g), 0);
+	ck_assert_int_eq(seen.items, 1);
+	ck_assert_int_eq(guest_chan_reset(g, (uint32_t)chan), 0);
+	host_expect(HP_MSG_RESET, (uint32_t)chan);
+	ck_assert_int_eq(guest_chan_reset(g, (uint32_t)chan), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_close(g, (uint32_t)chan), -ENOTCONN);
+	/* sent before the host saw the stop: dropped, granted back */
+	granted = hp_load_acquire_u32(&hview.chans[chan].granted_total);
+	host_send(HP_MSG_DATA, (uint32_t)chan, 0, item, sizeof(item));
+	ck_assert_int_eq(guest_service(g), 0);
+	ck_assert_int_eq(seen.items, 1);
+	ck_assert_uint_eq(hp_load_acquire_u32(&hview.chans[chan].granted_total),
+			  granted + sizeof(item));
+	ck_assert_int_eq(hp_chan_state(&hview.chans[chan]), HP_CHAN_ACTIVE);
+	ck_assert_int_eq(seen.ends, 0);
+	/* the sender's end: nothing more follows, the id is free */
+	host_send(HP_MSG_RESET, (uint32_t)chan, 0, NULL, 0);
+	ck_assert_int_eq(guest_service(g), 0);
+	ck_assert_int_eq(seen.ends, 1);
+	ck_assert_int_eq(seen.status, -ECONNRESET);
+	ck_assert_int_eq(hp_chan_state(&hview.chans[chan]), HP_CHAN_FREE);
+	ck_assert_int_eq(host_next(&(uint32_t){ 0 }), -1);
+	cleanup(g);
+}
+END_TEST
+
+/* r[shm.flow.ordering.receiver]: a receiver that has taken everything in
+ * its ring grants all it consumed, not only whole quarters of the
+ * window: a sender whose next item needs the rest of the window (100
+ * bytes sent, then one of initial_credit - 50) is not left waiting for a
+ * grant held back by a receiver with nothing left to consume. */
+START_TEST(test_idle_receiver_grants_the_remainder)
+{
+	struct rx_seen seen = { 0, 0, 0 };
+	uint8_t item[100] = { 0 };
+	struct guest *g;
+	int64_t chan;
+	uint32_t window;
+
+	g = attach();
+	host_init();
+	window = seg.params.initial_credit;
+	ck_assert_int_gt(chan = guest_chan_open(g, rx_item, rx_end, &seen), 0);
+	host_send(HP_MSG_DATA, (uint32_t)chan, 0, item, sizeof(item));
+	ck_assert_int_eq(guest_service(g), 0);
+	ck_assert_int_eq(seen.items, 1);
+	ck_assert_int_ge(hp_chan_credit(&hview.chans[chan], sizeof(item)), window - 50);
+	cleanup(g);
+}
+END_TEST
+
 /* -- postcard helpers -------------------------------------------------------- */
 
 START_TEST(test_pc_bytes)
@@ -701,6 +790,8 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_register_checks_locally);
 	tcase_add_test(tc, test_register_maps_host_errors);
 	tcase_add_test(tc, test_close_without_sending);
+	tcase_add_test(tc, test_receiver_stops_a_channel);
+	tcase_add_test(tc, test_idle_receiver_grants_the_remainder);
 	tcase_add_test(tc, test_pc_bytes);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,592 @@
+/* Channels between guests. A guest A calling guest B's method with a
+ * chan<T> argument passes a channel it opened to receive on (odd id a in
+ * A's table); hubd opens one of its own in B's table (even id b), gives
+ * B that id in the Request, and carries what B sends on b on to A on a.
+ * hubd is the receiver of b (it checks B's credit against its own count
+ * and frees b) and the sender on a (its own sent_total against A's
+ * grants, r[shm.flow.remaining-credit]).
+ *
+ * Credit is carried end to end: B is granted back on b only what A has
+ * granted on a, and never more than hubd has delivered to A. B's window
+ * is then A's window less what waits in hubd's queue, as if B sent to A
+ * directly: the queue never holds more than initial_credit bytes, and a
+ * slow receiver slows the sender.
+ *
+ * Ends: B's Close or Reset on b goes to A on a after the queued items;
+ * A's Close or Reset on a ("stop") empties the queue, is answered with a
+ * Reset on a (nothing more follows), and B is told with a Reset on b,
+ * whose items hubd then drops, granting them back at once, until B ends
+ * b or answers. B's Response reaches A only after the queue and the end
+ * of a: an answer that comes while b is open ends b (freed, as
+ * streams_over does) and a (Close, after the queue). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/hubd.h"
+#include "daemon/log.h"
+#include "proto/channel.h"
+
+/* An item hubd received on b that A had no credit for yet. */
+struct ritem {
+	struct ritem	*next;
+	uint32_t	len;
+	uint8_t		data[];
+};
+
+struct relay {
+	struct relay	*next;
+	struct relay	**prevp;
+	/* the receiving end: the caller's channel, hubd sends on it */
+	uint32_t	a_peer, a_epoch, a_chan;
+	/* the sending end: the callee's channel, hubd receives on it */
+	uint32_t	b_peer, b_epoch, b_chan;
+	uint32_t	b_req;		/* the Request to B (its pending entry) */
+	uint32_t	sent_total;	/* on a: what hubd delivered to A */
+	uint32_t	a_seen;		/* A's granted_total as last passed on */
+	uint32_t	queued;		/* bytes waiting in the queue */
+	struct ritem	*head;
+	struct ritem	**tail;
+	uint8_t		a_live;		/* a is hubd's to send on */
+	uint8_t		a_end;		/* Close or Reset for a once the queue is empty */
+	uint8_t		b_live;		/* b is open in B's table, hubd receives */
+	uint8_t		b_drain;	/* B was told to stop: its items are dropped */
+	uint8_t		answered;	/* B's Response came */
+	/* B's answer, held until A has the queue and the end of a */
+	struct origin	ro;
+	uint8_t		*resp;
+	uint32_t	resp_len;
+	uint8_t		has_resp;
+};
+
+/* The peer at one end, if it is still the instance the relay was made
+ * for and is served. */
+static struct peer *
+end_peer(struct hub *h, uint32_t id, uint32_t epoch)
+{
+	struct peer *p = hub_peer(h, id);
+
+	return p != NULL && p->epoch == epoch && host_serving(p) ? p : NULL;
+}
+
+static void
+drop_queue(struct relay *r)
+{
+	struct ritem *it;
+
+	while ((it = r->head) != NULL) {
+		r->head = it->next;
+		free(it);
+	}
+	r->tail = &r->head;
+	r->queued = 0;
+}
+
+/* n more bytes of credit to B on b (r[shm.flow.ordering.receiver]). */
+static void
+grant_b(struct hub *h, struct relay *r, uint32_t n)
+{
+	struct peer *b = end_peer(h, r->b_peer, r->b_epoch);
+
+	if (b == NULL || !r->b_live || n == 0)
+		return;
+	hp_chan_grant(&b->view.chans[r->b_chan], n);
+	b->chans[r->b_chan].granted += n;
+	hp_endpoint_notify_credit(&b->ep, &b->view.chans[r->b_chan].granted_total);
+}
+
+/* Everything B sent and was not granted back: B is being drained. */
+static void
+grant_b_all(struct hub *h, struct relay *r)
+{
+	struct hchan *c;
+	struct peer *b = end_peer(h, r->b_peer, r->b_epoch);
+
+	if (b == NULL || !r->b_live)
+		return;
+	c = &b->chans[r->b_chan];
+	grant_b(h, r, c->received - (c->granted - h->seg.params.initial_credit));
+}
+
+/* b's entry freed: hubd receives on it (r[shm.flow.channel-id-reuse]).
+ * stale: what late messages from B on it mean (streams.c), STALE_NO when
+ * B ended it itself. */
+static void
+free_b(struct hub *h, struct relay *r, uint8_t stale)
+{
+	struct peer *b = hub_peer(h, r->b_peer);
+
+	if (!r->b_live)
+		return;
+	r->b_live = 0;
+	if (b == NULL || b->epoch != r->b_epoch)
+		return;		/* its table was reset with it */
+	b->chans[r->b_chan] = (struct hchan){ .stale = stale };
+	hp_chan_free(&b->view.chans[r->b_chan]);
+}
+
+/* B stops: told once with a Reset on b, then drained. */
+static void
+stop_b(struct hub *h, struct relay *r)
+{
+	struct peer *b = end_peer(h, r->b_peer, r->b_epoch);
+
+	if (!r->b_live || r->b_drain)
+		return;
+	r->b_drain = 1;
+	if (b == NULL)
+		return;
+	host_send(h, b, HP_MSG_RESET, r->b_chan, 0, NULL, 0);
+	grant_b_all(h, r);
+}
+
+/* a is over: type (Close or Reset) to A unless A is gone, the queue
+ * dropped, and then B's answer if it waited for this. stale: STALE_SENT
+ * when A may still send its own stop crossing ours, STALE_NO when ours
+ * answers A's. */
+static void
+end_a(struct hub *h, struct relay *r, uint8_t type, uint8_t stale)
+{
+	struct peer *a = hub_peer(h, r->a_peer);
+
+	if (!r->a_live)
+		return;
+	r->a_live = 0;
+	drop_queue(r);
+	/* still the same instance (relay_detach ends a before A's table
+	 * is reset): our side of a goes, whether A is served or not */
+	if (a != NULL && a->epoch == r->a_epoch) {
+		a->chans[r->a_chan] = (struct hchan){ .stale = stale };
+		a->relays--;
+		host_send(h, a, type, r->a_chan, 0, NULL, 0);	/* if served */
+	}
+	if (r->has_resp) {
+		r->has_resp = 0;
+		route_answer(h, &r->ro, r->resp, r->resp_len);
+		free(r->resp);
+		r->resp = NULL;
+	}
+}
+
+/* Forgets r once neither end is open and nothing waits. */
+static int
+maybe_free(struct relay *r)
+{
+	if (r->a_live || r->b_live || r->has_resp)
+		return 0;
+	drop_queue(r);
+	if ((*r->prevp = r->next) != NULL)
+		r->next->prevp = r->prevp;
+	free(r);
+	return 1;
+}
+
+/* A's new grants on a, passed on to B on b: never more than hubd has
+ * delivered to A, so hubd's queue stays within B's window. */
+static void
+pass_grants(struct hub *h, struct relay *r, struct peer *a)
+{
+	/* r[shm.flow.ordering.sender]: acquire, pairs with A's grant */
+	uint32_t g = hp_load_acquire_u32(&a->view.chans[r->a_chan].granted_total);
+	uint32_t d = g - r->a_seen, room;
+	struct peer *b;
+
+	if ((int32_t)d <= 0)
+		return;		/* nothing new (or corrupt: the credit check says so) */
+	r->a_seen = g;
+	if (!r->b_live || r->b_drain || (b = end_peer(h, r->b_peer, r->b_epoch)) == NULL)
+		return;
+	room = r->sent_total - (b->chans[r->b_chan].granted - h->seg.params.initial_credit);
+	grant_b(h, r, d < room ? d : room);
+}
+
+/* What A's credit lets hubd send now: -1 after a fault of A's. */
+static int64_t
+a_credit(struct hub *h, struct relay *r, struct peer *a)
+{
+	/* r[shm.flow.remaining-credit] r[shm.flow.wrap-rule]: A's granted
+	 * total against our own sent_total; negative is A's corruption */
+	int64_t credit = hp_chan_credit(&a->view.chans[r->a_chan], r->sent_total);
+
+	if (credit < 0)
+		host_fault(h, a, DEATH_VIOLATION, "shm.flow.wrap-rule");
+	return credit;
+}
+
+/* Sends what A's credit and ring allow, then a's end once the queue is
+ * empty. How many messages. */
+static int
+pump_one(struct hub *h, struct relay *r, struct peer *a)
+{
+	struct ritem *it;
+	int64_t credit;
+	int n = 0, rc;
+
+	pass_grants(h, r, a);
+	while ((it = r->head) != NULL && a->bl_head == NULL) {
+		if ((credit = a_credit(h, r, a)) < 0)
+			return n;
+		if ((uint64_t)credit < it->len)
+			break;
+		rc = host_try_send(h, a, HP_MSG_DATA, r->a_chan, 0, it->data, it->len);
+		if (rc == -EAGAIN)
+			break;
+		if (rc != 0) {
+			host_fault(h, a, DEATH_VIOLATION, "shm.ring.capacity");
+			return n;
+		}
+		r->sent_total += it->len;
+		r->queued -= it->len;
+		if ((r->head = it->next) == NULL)
+			r->tail = &r->head;
+		free(it);
+		n++;
+	}
+	if (n > 0 && !ev_is_active(&h->idle_w))
+		ev_idle_start(h->loop, &h->idle_w);	/* staged: published next round */
+	if (r->head == NULL && r->a_end != 0)
+		end_a(h, r, r->a_end, STALE_SENT);
+	return n;
+}
+
+/* The stream cannot go on (an item A cannot take, no memory): both ends
+ * stop, with Resets. */
+static void
+broken(struct hub *h, struct relay *r, const char *why)
+{
+	struct peer *a = hub_peer(h, r->a_peer);
+
+	log_warnx("guest %s: channel %u from another guest: %s",
+		  a != NULL && a->conf != NULL ? a->conf->name : "?", r->a_chan, why);
+	end_a(h, r, HP_MSG_RESET, STALE_SENT);
+	stop_b(h, r);
+}
+
+/* -- the call ------------------------------------------------------------ */
+
+static void
+refuse(struct hub *h, const struct origin *o, const char *why)
+{
+	route_answer_error(h, o, HP_ERR_USER, why);
+}
+
+void
+relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *meth,
+	   struct hp_msg_in *m, const struct hp_request *req, const struct origin *o)
+{
+	const struct hp_params *prm = &h->seg.params;
+	struct hp_pc_dec d;
+	struct hp_pc_enc e;
+	struct origin qo = *o;
+	struct relay *r;
+	size_t at = 0, after = 0, meta_len = (size_t)(req->args - m->payload);
+	uint64_t a = 0;
+	int64_t b;
+	uint8_t *buf;
+	uint32_t nchans = 0, req_id;
+	char why[128];
+
+	hp_pc_dec_init(&d, req->args, req->args_len);
+	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
+		if (meth->sig.args[i] != HP_T_CHAN) {
+			hp_sig_skip(&d, meth->sig.args[i]);
+			continue;
+		}
+		nchans++;
+		at = d.pos;
+		a = hp_pc_get_u64(&d);
+		after = d.pos;
+	}
+	if (nchans > 1) {
+		refuse(h, o, "only one channel argument is routed between guests");
+		return;
+	}
+	/* r[shm.id.channel-parity]: the caller's own (odd) id, opened by it
+	 * to receive on (Active) and not one hubd uses already on it */
+	if (d.err != 0 || a > UINT32_MAX ||
+	    hp_chan_id_check((uint32_t)a, prm->max_channels, HP_SIDE_GUEST) != 0 ||
+	    hp_chan_state(&p->view.chans[a]) != HP_CHAN_ACTIVE || p->chans[a].open) {
+		refuse(h, o, "the channel argument must be a channel the caller opened "
+		       "to receive on (odd id, open, not in use)");
+		return;
+	}
+	/* B's end: as for a client's call (r[shm.flow.channel-activate]) */
+	if ((b = hp_chan_open(q->view.chans, prm->max_channels, HP_SIDE_HOST,
+			      prm->initial_credit, &q->chan_cursor)) < 0) {
+		snprintf(why, sizeof(why), "no channel available in guest %s", q->conf->name);
+		refuse(h, o, why);
+		return;
+	}
+	/* the Request with a rewritten as b: its varint may change length */
+	if ((buf = malloc(m->len + HP_PC_VARINT_MAX_U64)) == NULL ||
+	    (r = calloc(1, sizeof(*r))) == NULL) {
+		free(buf);
+		hp_chan_free(&q->view.chans[b]);
+		refuse(h, o, "out of memory");
+		return;
+	}
+	hp_pc_enc_init(&e, buf, m->len + HP_PC_VARINT_MAX_U64);
+	hp_pc_put_raw(&e, m->payload, meta_len);
+	hp_pc_put_raw(&e, req->args, at);
+	hp_pc_put_u64(&e, (uint64_t)b);
+	hp_pc_put_raw(&e, req->args + after, req->args_len - after);
+	if (e.err != 0 || e.len > q->ep.lim.max_payload_size) {
+		free(buf);
+		free(r);
+		hp_chan_free(&q->view.chans[b]);
+		snprintf(why, sizeof(why), "the arguments are larger than guest %s takes "
+			 "(%u bytes)", q->conf->name, q->ep.lim.max_payload_size);
+		refuse(h, o, why);
+		return;
+	}
+	*r = (struct relay){
+		.a_peer = p->id, .a_epoch = p->epoch, .a_chan = (uint32_t)a,
+		.b_peer = q->id, .b_epoch = q->epoch, .b_chan = (uint32_t)b,
+		.a_seen = hp_load_acquire_u32(&p->view.chans[a].granted_total),
+		.a_live = 1, .b_live = 1,
+	};
+	r->tail = &r->head;
+	/* hubd receives on b for the call: its answer ends it (streams_over
+	 * leaves it to us, route_response calls relay_response) */
+	qo.chan = (uint32_t)b;
+	if (route_call_guest(h, q, m->desc.method_id, buf, (uint32_t)e.len, &qo, &req_id) != 0) {
+		free(buf);
+		free(r);
+		hp_chan_free(&q->view.chans[b]);
+		refuse(h, o, "out of memory");
+		return;
+	}
+	free(buf);
+	r->b_req = req_id;
+	q->chans[b] = (struct hchan){ .open = 1, .granted = prm->initial_credit,
+				      .o = qo, .relay = r };
+	q->chans[b].o.req_id = req_id;
+	p->chans[a] = (struct hchan){ .open = 1, .o = *o, .relay = r };
+	p->relays++;
+	if ((r->next = h->relays) != NULL)
+		r->next->prevp = &r->next;
+	h->relays = r;
+	r->prevp = &h->relays;
+}
+
+/* -- messages on the relay's channels ------------------------------------ */
+
+void
+relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
+{
+	uint32_t id = m->desc.id;
+	struct hchan *c = &p->chans[id];
+	struct relay *r = c->relay;
+	struct peer *a;
+	struct ritem *it;
+	int64_t credit;
+
+	if (p->id != r->b_peer || id != r->b_chan) {
+		/* A's own channel, on which hubd sends: A may not */
+		host_fault(h, p, DEATH_VIOLATION, "shm.flow.channel-table-indexing");
+		return;
+	}
+	/* r[shm.flow.remaining-credit]: against what hubd granted, not the
+	 * shared word */
+	if (!hp_credit_allows(c->granted, c->received, m->len)) {
+		host_fault(h, p, DEATH_VIOLATION, "shm.flow.remaining-credit");
+		return;
+	}
+	c->received += m->len;
+	c->bytes += m->len;
+	if (!r->a_live || r->b_drain) {
+		grant_b(h, r, m->len);		/* nobody takes it: dropped */
+		return;
+	}
+	a = end_peer(h, r->a_peer, r->a_epoch);
+	if (a != NULL && m->len > a->ep.lim.max_payload_size) {
+		broken(h, r, "an item is larger than the receiver takes");
+		grant_b(h, r, m->len);
+		return;
+	}
+	/* straight on when nothing waits before it and A has credit: a
+	 * variable slot is handed on as it is */
+	if (a != NULL && r->head == NULL && a->bl_head == NULL) {
+		pass_grants(h, r, a);
+		if ((credit = a_credit(h, r, a)) < 0)
+			return;
+		if ((uint64_t)credit >= m->len) {
+			host_forward(h, a, m, HP_MSG_DATA, r->a_chan, 0);
+			r->sent_total += m->len;
+			return;
+		}
+	}
+	if ((it = malloc(sizeof(*it) + m->len)) == NULL) {
+		broken(h, r, "out of memory");
+		grant_b(h, r, m->len);
+		return;
+	}
+	it->next = NULL;
+	it->len = m->len;
+	memcpy(it->data, m->payload, m->len);
+	*r->tail = it;
+	r->tail = &it->next;
+	r->queued += m->len;
+}
+
+void
+relay_end(struct hub *h, struct peer *p, uint32_t id, int reset)
+{
+	struct relay *r = p->chans[id].relay;
+	struct peer *a;
+
+	if (p->id == r->b_peer && id == r->b_chan) {
+		/* B is done: A gets the end after the queue */
+		free_b(h, r, STALE_NO);
+		if (r->a_live && r->a_end == 0) {
+			r->a_end = reset ? HP_MSG_RESET : HP_MSG_CLOSE;
+			if ((a = end_peer(h, r->a_peer, r->a_epoch)) != NULL)
+				pump_one(h, r, a);
+		}
+		maybe_free(r);
+		return;
+	}
+	/* A, the receiver, says stop: r[shm.flow.reset]. Nothing more
+	 * follows our Reset; B is told and drained. */
+	end_a(h, r, HP_MSG_RESET, STALE_NO);
+	stop_b(h, r);
+	maybe_free(r);
+}
+
+int
+relay_response(struct hub *h, struct peer *p, uint32_t req_id, const struct origin *o,
+	       const struct hp_msg_in *m, int ok)
+{
+	struct relay *r;
+	struct peer *a;
+
+	for (r = h->relays; r != NULL; r = r->next)
+		if (r->b_peer == p->id && r->b_epoch == p->epoch && r->b_req == req_id &&
+		    !r->answered)
+			break;
+	if (r == NULL)
+		return 0;
+	r->answered = 1;
+	/* answered while b is open: b ends with the answer, a after the
+	 * queue (or at once, the answer being garbage) */
+	free_b(h, r, r->b_drain ? STALE_RESET : STALE_ENDED);
+	if (!ok)
+		end_a(h, r, HP_MSG_RESET, STALE_SENT);
+	if (r->a_live && r->a_end == 0)
+		r->a_end = HP_MSG_CLOSE;
+	if (r->a_live && (a = end_peer(h, r->a_peer, r->a_epoch)) != NULL)
+		pump_one(h, r, a);
+	if (!r->a_live) {
+		maybe_free(r);
+		return 0;
+	}
+	/* A gets it once the queue and the end of a are out */
+	if ((r->resp = malloc(m->len > 0 ? m->len : 1)) == NULL) {
+		end_a(h, r, HP_MSG_RESET, STALE_SENT);
+		maybe_free(r);
+		return 0;
+	}
+	memcpy(r->resp, m->payload, m->len);
+	r->resp_len = m->len;
+	r->ro = *o;
+	r->has_resp = 1;
+	return 1;
+}
+
+/* -- the data path's turn ------------------------------------------------ */
+
+int
+relay_pump(struct hub *h, struct peer *p)
+{
+	struct relay *r, *next;
+	int n = 0;
+
+	for (r = h->relays; r != NULL && host_serving(p); r = next) {
+		next = r->next;
+		if (!r->a_live || r->a_peer != p->id || r->a_epoch != p->epoch)
+			continue;
+		n += pump_one(h, r, p);
+		maybe_free(r);
+	}
+	return n;
+}
+
+int
+relay_ready(struct hub *h, struct peer *p)
+{
+	for (struct relay *r = h->relays; r != NULL; r = r->next) {
+		if (!r->a_live || r->a_peer != p->id || r->a_epoch != p->epoch)
+			continue;
+		/* a grant of A's to pass on to B */
+		if (r->b_live && !r->b_drain &&
+		    hp_load_acquire_u32(&p->view.chans[r->a_chan].granted_total) != r->a_seen)
+			return 1;
+		if (r->head == NULL) {
+			if (r->a_end != 0)
+				return 1;
+			continue;
+		}
+		if (p->bl_head == NULL && hp_chan_credit(&p->view.chans[r->a_chan],
+							 r->sent_total) >= r->head->len &&
+		    hp_endpoint_tx_ready(&p->ep) > 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* -- death and detach ---------------------------------------------------- */
+
+void
+relay_detach(struct hub *h, struct peer *p)
+{
+	struct relay *r, *next;
+
+	for (r = h->relays; r != NULL; r = next) {
+		next = r->next;
+		if (r->a_live && r->a_peer == p->id) {
+			/* the receiver is gone: its table is reset with it;
+			 * B stops and is drained */
+			r->a_live = 0;
+			drop_queue(r);
+			if (r->has_resp) {
+				r->has_resp = 0;
+				free(r->resp);
+				r->resp = NULL;
+			}
+			if (r->b_peer != p->id)
+				stop_b(h, r);
+		}
+		if (r->b_live && r->b_peer == p->id) {
+			/* the sender is gone: A gets a Reset (before the
+			 * call's error, route_detach) */
+			r->b_live = 0;
+			end_a(h, r, HP_MSG_RESET, STALE_SENT);
+		}
+		maybe_free(r);
+	}
+	p->relays = 0;
+}
+
+void
+relay_free_all(struct hub *h)
+{
+	struct relay *r;
+
+	while ((r = h->relays) != NULL) {
+		h->relays = r->next;
+		drop_queue(r);
+		free(r->resp);
+		free(r);
+	}
+}
+
+void
+relay_stats(struct hub *h, uint32_t *open, uint64_t *queued)
+{
+	*open = 0;
+	*queued = 0;
+	for (struct relay *r = h->relays; r != NULL; r = r->next) {
+		(*open)++;
+		*queued += r->queued;
+	}
+}
