@@ -199,6 +199,8 @@ recover(struct hub *h, struct peer *p)
 	e->slot_pool_offset = hp_geometry_pool_offset(&h->seg.geo, p->id);
 	e->channel_table_offset = hp_geometry_chan_offset(&h->seg.geo, p->id);
 	if (v.ext != NULL) {
+		/* counted awake, it may have died before it ever attached */
+		hp_awake_forget(&h->seg, &v);
 		hp_store_relaxed_u32(&v.ext->guest_waits, 0);
 		hp_store_relaxed_u32(&v.ext->host_waits, 0);
 	}

@@ -14,6 +14,8 @@
  *   fds		the file descriptors it was started with
  *   ping N		calls hub.ping with N bytes, answers "ok N" or
  *			"error: <kind>[: <message>]" (no wait beyond 10 s)
+ *   busy MS		computes for MS ms without looking at the hub (a
+ *			plugin doing work: awake, never asleep), then answers
  * With --poll it runs its own poll() loop on guest_fd() and
  * guest_service() instead of guest_run(). */
 #include <err.h>
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <xxhash.h>
 
@@ -379,6 +382,27 @@ fds(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 }
 
 static void
+busy(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct timespec t0, t;
+	uint64_t ms, el;
+	size_t pos = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &ms) != 0 || ms > 60000) {
+		guest_reply_error(c, "busy takes ms");
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		el = (uint64_t)(t.tv_sec - t0.tv_sec) * 1000 +
+		    (uint64_t)((t.tv_nsec - t0.tv_nsec) / 1000000);
+	} while (el < ms);
+	guest_reply(c, NULL, 0);
+}
+
+static void
 ping(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	uint64_t n;
@@ -435,6 +459,7 @@ main(int argc, char *argv[])
 		{ "pull", "u64->str", pull },
 		{ "fds", "->str", fds },
 		{ "ping", "u64->str", ping },
+		{ "busy", "u64->unit", busy },
 	};
 	const char *why;
 	int rc, use_poll = 0;
