@@ -326,8 +326,13 @@ host_sleep_prepare(struct hub *h)
 
 		if (!host_serving(p))
 			continue;
-		hp_endpoint_announce(&p->ep, HP_WAIT_RING_DATA | HP_WAIT_RING_SPACE |
-				     HP_WAIT_SLOT | HP_WAIT_CREDIT);
+		/* only what we wait for: a guest rings for each bit we set
+		 * (a wake for nothing cost a call from idle 15-40 us: the
+		 * guest rang as it consumed the answer, then yielded to us) */
+		hp_endpoint_announce(&p->ep, HP_WAIT_RING_DATA |
+				     (p->bl_head != NULL || p->ep.staged > 0 ?
+				      HP_WAIT_RING_SPACE | HP_WAIT_SLOT : 0) |
+				     (p->sources > 0 || p->relays > 0 ? HP_WAIT_CREDIT : 0));
 		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) ||
 		    (p->bl_head != NULL && !p->bl_starved) ||
 		    services_source_ready(h, p) ||
@@ -338,12 +343,28 @@ host_sleep_prepare(struct hub *h)
 }
 
 int
-host_crowded(const struct hub *h)
+host_spin_harms(struct hub *h)
 {
-	const struct hp_header *hdr = (const struct hp_header *)(const void *)h->seg.base;
+	struct hp_header *hdr = (struct hp_header *)(void *)h->seg.base;
+	uint32_t cpu;
 
-	return (h->seg.host_features & HP_FEAT_WAITERS) &&
-	    hp_load_relaxed_u32((hp_atomic_u32 *)(uintptr_t)&hdr->awake) > h->ncpus;
+	if (!(h->seg.host_features & HP_FEAT_WAITERS))
+		return 0;
+	cpu = hp_cpu_publish(&hdr->host_cpu);
+	if (hp_load_relaxed_u32(&hdr->awake) > h->ncpus)
+		return HARM_CROWDED;
+	if (cpu == 0)
+		return 0;
+	/* an awake guest on our CPU: what we poll for may be its to send */
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *p = &h->peers[i];
+
+		if (host_serving(p) && p->view.ext != NULL &&
+		    hp_load_relaxed_u32(&p->view.ext->guest_awake) == 1 &&
+		    hp_load_relaxed_u32(&p->view.ext->guest_cpu) == cpu)
+			return HARM_SHARED;
+	}
+	return 0;
 }
 
 void

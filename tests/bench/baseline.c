@@ -2,6 +2,8 @@
  *   shm N		two processes ping-pong one cache line (the floor)
  *   futex N		the same, each side sleeping in futex_wait every time
  *   futex-idle N MS	N futex round trips, each after MS ms of silence
+ *   yield N		the same, each side calling sched_yield while it waits:
+ *			on one CPU (taskset -c 0), two hand-offs per round trip
  *   socket N		an 8-byte ping-pong over a UNIX socketpair
  *   zmq N		ZeroMQ REQ/REP over ipc:// (when built with libzmq)
  *   copy SIZE MB	SIZE-byte blocks through shared memory, one process
@@ -50,9 +52,12 @@ child(void)
 	return pid;
 }
 
+enum wait_how { SPIN, FUTEX, YIELD };
+
 static void
-pingpong(uint64_t n, int sleep, unsigned idle_ms)
+pingpong(uint64_t n, enum wait_how how, unsigned idle_ms)
 {
+	int sleep = how == FUTEX;
 	hp_atomic_u32 *w = shared(4096);
 	uint64_t t0;
 	pid_t pid;
@@ -62,6 +67,8 @@ pingpong(uint64_t n, int sleep, unsigned idle_ms)
 			while (hp_load_acquire_u32(w) != i)
 				if (sleep)
 					hp_futex_wait(w, i - 1, NULL);
+				else if (how == YIELD)
+					sched_yield();
 			hp_store_release_u32(w, i + 1);
 			if (sleep)
 				hp_futex_wake(w, 1);
@@ -84,6 +91,8 @@ pingpong(uint64_t n, int sleep, unsigned idle_ms)
 		while (hp_load_acquire_u32(w) != i + 2)
 			if (sleep)
 				hp_futex_wait(w, i + 1, NULL);
+			else if (how == YIELD)
+				sched_yield();
 	}
 	printf("rtt_ns=%.0f\n", (double)(hp_now_ns() - t0 - idle) / (double)n);
 	waitpid(pid, NULL, 0);
@@ -224,11 +233,13 @@ main(int argc, char *argv[])
 	if (argc < 2)
 		errx(2, "usage: baseline shm|futex|socket|zmq|copy|ring N [MB]");
 	if (strcmp(argv[1], "shm") == 0)
-		pingpong(n, 0, 0);
+		pingpong(n, SPIN, 0);
 	else if (strcmp(argv[1], "futex") == 0)
-		pingpong(n, 1, 0);
+		pingpong(n, FUTEX, 0);
 	else if (strcmp(argv[1], "futex-idle") == 0)
-		pingpong(n, 1, argc > 3 ? (unsigned)atoi(argv[3]) : 5);
+		pingpong(n, FUTEX, argc > 3 ? (unsigned)atoi(argv[3]) : 5);
+	else if (strcmp(argv[1], "yield") == 0)
+		pingpong(n, YIELD, 0);
 	else if (strcmp(argv[1], "socket") == 0)
 		socket_pingpong(n);
 #ifdef HAVE_ZMQ

@@ -60,6 +60,7 @@ COPY64=$(val gb_per_s "$("$B/tests/bench/baseline" copy 65536 "$COPY_MB")")
 COPY1M=$(val gb_per_s "$("$B/tests/bench/baseline" copy 1048576 "$COPY_MB")")
 RING=$(val per_s "$("$B/tests/bench/baseline" ring "$RING_N")")
 FUTEX_1CPU=$(val rtt_ns "$(taskset -c 0 "$B/tests/bench/baseline" futex "$N_PP")")
+YIELD_1CPU=$(val rtt_ns "$(taskset -c 0 "$B/tests/bench/baseline" yield "$N_PP")")
 COPY1M_L=$(best gb_per_s max "$B/tests/bench/baseline" copy 1048576 $((LARGE >> 20)))
 COPY16M_L=$(best gb_per_s max "$B/tests/bench/baseline" copy 16777216 $((LARGE >> 20)))
 
@@ -220,6 +221,7 @@ echo "| guest to guest call, 1 KiB, median | $G2GK | ns | host-served 8 B $MED n
 echo "| guest to guest call, 1 KiB, p99 | $G2GK99 | ns | | | |"
 echo "| one CPU (taskset -c 0): host-served call, median | $ONE_HOST | ns | futex ping-pong on one CPU $FUTEX_1CPU ns | $(ratio "$ONE_HOST" "$FUTEX_1CPU")x | |"
 echo "| one CPU: guest to guest call, median | $ONE_G2G | ns | futex ping-pong on one CPU $FUTEX_1CPU ns | $(ratio "$ONE_G2G" "$FUTEX_1CPU")x | <= 2x |"
+echo "| one CPU: the floor of a hand-off by sched_yield (two per ping-pong; a routed call needs four) | $YIELD_1CPU | ns | | | |"
 echo "| one CPU: guest to guest call, p99 | $ONE_G2G99 | ns | iceoryx WaitSet on one CPU ${IOX_WS1:--} ns (median) | $(ratio "$ONE_G2G99" "${IOX_WS1:-0}")x | |"
 echo "| iceoryx WaitSet request/response, median / p99 | ${IOX_WS:--} / ${IOX_WS99:--} | ns | hub guest to guest $G2G ns | $(ratio "${IOX_WS:-0}" "$G2G")x slower | |"
 echo "| D-Bus (sd-bus) through dbus-daemon, median / p99 | ${DBUS:--} / ${DBUS99:--} | ns | hub guest to guest $G2G ns | $(ratio "${DBUS:-0}" "$G2G")x slower | |"
