@@ -343,28 +343,12 @@ host_sleep_prepare(struct hub *h)
 }
 
 int
-host_spin_harms(struct hub *h)
+host_crowded(const struct hub *h)
 {
-	struct hp_header *hdr = (struct hp_header *)(void *)h->seg.base;
-	uint32_t cpu;
+	const struct hp_header *hdr = (const struct hp_header *)(const void *)h->seg.base;
 
-	if (!(h->seg.host_features & HP_FEAT_WAITERS))
-		return 0;
-	cpu = hp_cpu_publish(&hdr->host_cpu);
-	if (hp_load_relaxed_u32(&hdr->awake) > h->ncpus)
-		return HARM_CROWDED;
-	if (cpu == 0)
-		return 0;
-	/* an awake guest on our CPU: what we poll for may be its to send */
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
-		struct peer *p = &h->peers[i];
-
-		if (host_serving(p) && p->view.ext != NULL &&
-		    hp_load_relaxed_u32(&p->view.ext->guest_awake) == 1 &&
-		    hp_load_relaxed_u32(&p->view.ext->guest_cpu) == cpu)
-			return HARM_SHARED;
-	}
-	return 0;
+	return (h->seg.host_features & HP_FEAT_WAITERS) &&
+	    hp_load_relaxed_u32((hp_atomic_u32 *)(uintptr_t)&hdr->awake) > h->ncpus;
 }
 
 void

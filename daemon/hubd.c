@@ -24,7 +24,6 @@
 #define SPIN_NS		50000	/* keep polling rings this long after the last work */
 #define BUSY_NS		1000000	/* then give libev a turn at least this often */
 #define YIELD_AFTER_NS	10000	/* quiet this long: yield the CPU now and then */
-#define YIELD_SWITCHED_NS 3000	/* a yield this long ran somebody else */
 #define DEFAULT_CONF	"/etc/hub/hubd.conf"
 
 static void __attribute__((noreturn))
@@ -45,7 +44,6 @@ idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct hub *h = w->data;
 	uint64_t start = hp_now_ns(), last = start, now = start;
-	int harms = host_spin_harms(h);
 
 	(void)revents;
 	for (unsigned round = 0;; round++) {
@@ -53,27 +51,14 @@ idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 			last = now;
 			continue;
 		}
-		/* what we wait for needs this CPU more than polling does:
-		 * crowded, or a guest shares our CPU (endpoint.h) */
-		if (harms) {
-			uint64_t t0 = hp_now_ns();
-
+		/* more of the hub's processes awake than CPUs: what we wait
+		 * for needs this CPU more than polling does (endpoint.h) */
+		if (host_crowded(h))
 			sched_yield();
-			/* The guest on our CPU did not get it: just woken
-			 * from a long sleep we are owed CPU time, and the
-			 * scheduler ignores the yield. Sleep instead; the
-			 * guest rings when it sends (wake-from-idle 52 -> XX us). */
-			if (harms == HARM_SHARED && now - last > YIELD_AFTER_NS / 4 &&
-			    hp_now_ns() - t0 < YIELD_SWITCHED_NS) {
-				ev_idle_stop(loop, w);
-				return;
-			}
-		}
 		/* the clock only now and then: a read costs as much as a poll */
 		if (round % 16 != 0)
 			continue;
 		now = hp_now_ns();
-		harms = host_spin_harms(h);
 		/* quiet for a while: a guest we woke may be waiting for this
 		 * CPU (the kernel likes to wake it here), so step aside now
 		 * and then; a reply within YIELD_AFTER_NS still finds us spinning */

@@ -276,11 +276,8 @@ void		host_detach(struct hub *h, struct peer *p);
 int		host_poll(struct hub *h);
 int		host_sleep_prepare(struct hub *h);
 void		host_wake(struct hub *h);
-/* Whether spinning keeps others off a CPU: 0 no, HARM_CROWDED more of the
- * hub's processes awake than hubd's CPUs, HARM_SHARED an awake guest on
- * hubd's CPU (endpoint.h). Publishes hubd's CPU. */
-enum { HARM_CROWDED = 1, HARM_SHARED };
-int		host_spin_harms(struct hub *h);
+/* More of the hub's processes awake than hubd's CPUs (hp_endpoint_crowded). */
+int		host_crowded(const struct hub *h);
 void		host_check(struct hub *h, uint64_t now);
 /* p broke rule (DEATH_VIOLATION) or stopped reading (DEATH_HUNG): it is
  * served no more, and the supervisor ends it (supervise_faults). The data

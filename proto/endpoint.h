@@ -62,8 +62,6 @@ struct hp_endpoint {
 	hp_atomic_u32		*awake;		/* header.awake, NULL: no waiter words */
 	hp_atomic_u32		*awake_flag;	/* the guest's: counted in *awake */
 	uint32_t		ncpus;		/* CPUs this process may run on */
-	hp_atomic_u32		*my_cpu;	/* the guest's guest_cpu */
-	hp_atomic_u32		*host_cpu;	/* header.host_cpu, for a guest */
 	int			doorbell;
 	struct hp_desc		stage[HP_STAGE_MAX];	/* written, unpublished */
 	uint32_t		staged;
@@ -167,13 +165,6 @@ void hp_endpoint_cancel(struct hp_endpoint *ep);
  * writes nonsense into it costs others latency, never a lost wake. */
 void hp_endpoint_set_awake(struct hp_endpoint *ep, int awake);
 int hp_endpoint_crowded(const struct hp_endpoint *ep);
-/* Each process also says which CPU it runs on (its CPU plus 1, written
- * when it changes): the kernel often wakes a process on its waker's CPU,
- * and then a waker that spins there keeps its peer from running although
- * the count says they fit. A guest does not spin while hubd shares its
- * CPU, hubd not while an awake guest shares its. hp_cpu_publish returns
- * this process's CPU plus 1. */
-uint32_t hp_cpu_publish(hp_atomic_u32 *word);
 /* Counts (awake 1) or uncounts hubd itself. */
 void hp_awake_host(struct hp_segment *seg, int awake);
 /* A guest's count, taken back when it is gone (its flag cleared). */

@@ -79,9 +79,7 @@ struct hp_header {
 					 * only while they fit the CPUs) */
 	uint64_t	ext_offset;	/* hp_peer_ext table, 0 if none */
 	uint64_t	varpool_offset;	/* hp_var_header, 0 if none */
-	hp_atomic_u32	host_cpu;	/* HP_FEAT_WAITERS: the CPU hubd last ran
-					 * on, plus 1 (0: not known) */
-	uint8_t		reserved[20];
+	uint8_t		reserved[24];
 };
 
 _Static_assert(sizeof(struct hp_header) == HP_HEADER_SIZE, "header is 128 bytes");
@@ -101,8 +99,6 @@ _Static_assert(offsetof(struct hp_header, max_channels) == 64, "max_channels");
 _Static_assert(offsetof(struct hp_header, host_goodbye) == 68, "host_goodbye");
 _Static_assert(offsetof(struct hp_header, heartbeat_interval) == 72, "heartbeat_interval");
 _Static_assert(offsetof(struct hp_header, host_features) == 80, "reserved area starts at 80");
-_Static_assert(offsetof(struct hp_header, awake) == 84, "awake");
-_Static_assert(offsetof(struct hp_header, host_cpu) == 104, "host_cpu");
 
 /* r[shm.segment.peer-table] */
 struct hp_peer_entry {
@@ -183,8 +179,7 @@ _Static_assert(offsetof(struct hp_chan_entry, granted_total) == 4, "granted_tota
 struct hp_peer_ext {
 	hp_atomic_u32	guest_waits;	/* written by the guest */
 	hp_atomic_u32	guest_awake;	/* 1 while it counts itself in header.awake */
-	hp_atomic_u32	guest_cpu;	/* the CPU it last waited on, plus 1 */
-	uint8_t		guest_pad[HP_CACHE_LINE - 12];
+	uint8_t		guest_pad[HP_CACHE_LINE - 8];
 	hp_atomic_u32	host_waits;	/* written by the host */
 	hp_atomic_u32	host_offer;	/* HP_FEAT_* the host lets this guest use,
 					 * written before it is spawned */
