@@ -115,9 +115,11 @@ streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	if (c->o.kind == ORIGIN_SINK)
 		c->checksum = XXH3_64bits_withSeed(m->payload, m->len, c->checksum);
 	/* hub.sink's consumed now; a stream whose client is gone drains
-	 * until the guest ends it */
+	 * until the guest ends it. All of it once nothing more is queued:
+	 * a sender may be waiting for the last few bytes of the window,
+	 * less than the quarter we otherwise wait for. */
 	c->unreported += m->len;
-	grant(h, p, id, c->o.kind == ORIGIN_NONE);
+	grant(h, p, id, c->o.kind == ORIGIN_NONE || hp_endpoint_rx_ready(&p->ep) == 0);
 }
 
 void

@@ -14,6 +14,12 @@
  *   fds		the file descriptors it was started with
  *   ping N		calls hub.ping with N bytes, answers "ok N" or
  *			"error: <kind>[: <message>]" (no wait beyond 10 s)
+ *   sinkpair SMALL BIG	into hub.sink: a SMALL-byte item, then a BIG-byte
+ *			one (raw bytes, 5 s at most for each send), then
+ *			Close; answers "ok" once the sink answered, or
+ *			"error: <kind>" (the second send needs the credit the
+ *			first took back: a host that grants only in quarters
+ *			of the window never returns it)
  *   busy MS		computes for MS ms without looking at the hub (a
  *			plugin doing work: awake, never asleep), then answers
  * With --poll it runs its own poll() loop on guest_fd() and
@@ -381,6 +387,60 @@ fds(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_str(c, start_fds, strlen(start_fds));
 }
 
+static int sink_answer = 1;	/* 1 while hub.sink has not answered */
+
+static void
+sink_answered(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	(void)ctx;
+	(void)result;
+	(void)len;
+	sink_answer = status;
+}
+
+static void
+sinkpair(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t small, big;
+	uint8_t arg[16], *item;
+	size_t pos = 0;
+	int64_t chan;
+	char text[64];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &small) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &big) != 0 || small == 0 ||
+	    big > (16u << 20) || small > big || (item = calloc(1, big)) == NULL) {
+		guest_reply_error(c, "sinkpair takes two sizes");
+		return;
+	}
+	if ((chan = guest_chan_open_send(g)) < 0) {
+		free(item);
+		guest_reply_error(c, "no channel");
+		return;
+	}
+	pos = 0;
+	guest_pc_put_u64(arg, sizeof(arg), &pos, (uint64_t)chan);
+	sink_answer = 1;
+	rc = guest_call_async(g, "hub.sink", arg, pos, sink_answered, NULL, NULL);
+	if (rc == 0)
+		rc = guest_chan_send(g, (uint32_t)chan, item, small, 5000);
+	if (rc == 0)
+		rc = guest_chan_send(g, (uint32_t)chan, item, big, 5000);
+	free(item);
+	if (rc != 0)
+		guest_chan_reset(g, (uint32_t)chan);
+	else
+		guest_chan_close(g, (uint32_t)chan);
+	while (sink_answer == 1 && guest_service_wait(g, 5000) == 0)
+		;
+	if (rc == 0)
+		rc = sink_answer;
+	snprintf(text, sizeof(text), rc == 0 ? "ok" : "error: %s", kind(rc));
+	reply_str(c, text, strlen(text));
+}
+
 static void
 busy(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
@@ -460,6 +520,7 @@ main(int argc, char *argv[])
 		{ "fds", "->str", fds },
 		{ "ping", "u64->str", ping },
 		{ "busy", "u64->unit", busy },
+		{ "sinkpair", "u64,u64->str", sinkpair },
 	};
 	const char *why;
 	int rc, use_poll = 0;
