@@ -363,6 +363,9 @@ int64_t		streams_open_client(struct hub *h, struct peer *p,
 				    const struct origin *o, uint8_t item_type);
 void		streams_unopen(struct peer *p, uint32_t id);
 void		streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m);
+/* Data of len bytes on c from p: checked against what we granted (p's
+ * violation if beyond) and counted. 0, or -1 once p was faulted. */
+int		streams_take(struct hub *h, struct peer *p, struct hchan *c, uint32_t len);
 /* Close (reset 0) or Reset of channel id by the guest. */
 void		streams_end(struct hub *h, struct peer *p, uint32_t id, int reset);
 /* The answer to request req_id came while the client stream it carries,

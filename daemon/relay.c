@@ -386,14 +386,8 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		host_fault(h, p, DEATH_VIOLATION, "shm.flow.channel-table-indexing");
 		return;
 	}
-	/* r[shm.flow.remaining-credit]: against what hubd granted, not the
-	 * shared word */
-	if (!hp_credit_allows(c->granted, c->received, m->len)) {
-		host_fault(h, p, DEATH_VIOLATION, "shm.flow.remaining-credit");
+	if (streams_take(h, p, c, m->len) != 0)
 		return;
-	}
-	c->received += m->len;
-	c->bytes += m->len;
 	if (!r->a_live || r->b_drain) {
 		grant_b(h, r, m->len);		/* nobody takes it: dropped */
 		return;

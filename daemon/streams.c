@@ -70,6 +70,20 @@ streams_over(struct hub *h, struct peer *p, uint32_t req_id, uint32_t chan)
 	hp_chan_free(&p->view.chans[chan]);
 }
 
+int
+streams_take(struct hub *h, struct peer *p, struct hchan *c, uint32_t len)
+{
+	/* r[shm.flow.remaining-credit]: the sender must not overrun what we
+	 * granted (our own count, not the guest-writable shared word). */
+	if (!hp_credit_allows(c->granted, c->received, len)) {
+		host_fault(h, p, DEATH_VIOLATION, "shm.flow.remaining-credit");
+		return -1;
+	}
+	c->received += len;
+	c->bytes += len;
+	return 0;
+}
+
 void
 streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
@@ -96,14 +110,8 @@ streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 			   "shm.flow.channel-table-indexing");
 		return;
 	}
-	/* r[shm.flow.remaining-credit]: the sender must not overrun what we
-	 * granted (our own count, not the guest-writable shared word). */
-	if (!hp_credit_allows(c->granted, c->received, m->len)) {
-		host_fault(h, p, DEATH_VIOLATION, "shm.flow.remaining-credit");
+	if (streams_take(h, p, c, m->len) != 0)
 		return;
-	}
-	c->received += m->len;
-	c->bytes += m->len;
 	if (c->o.kind == ORIGIN_CLIENT) {
 		/* consumed once the client has taken it (streams_consumed):
 		 * a client that reads slowly holds the guest back, not

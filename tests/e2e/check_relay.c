@@ -140,6 +140,18 @@ assert_idle(void)
 		     "prod %d, cons %d", open, queued, prod, cons);
 }
 
+/* Every one of n items arrived intact, the channel closed, the call ok. */
+static void
+expect_complete(const struct consumed *c, unsigned long long n)
+{
+	char call[32];
+
+	snprintf(call, sizeof(call), "ok %llu", n);
+	ck_assert_msg(c->items == n && c->bad == 0, "%llu items, %llu bad", c->items, c->bad);
+	ck_assert_str_eq(c->end, "closed");
+	ck_assert_str_eq(c->call, call);
+}
+
 /* r[shm.flow.remaining-credit] r[shm.flow.ordering.sender]
  * r[shm.flow.ordering.receiver]: 3000 items of 4000 bytes, 12 MB through
  * a 64 KiB window: credit flows end to end, from the receiver through
@@ -152,14 +164,10 @@ START_TEST(test_many_items_arrive_in_order)
 
 	start(_i);
 	c = consume("prod.produce", "3000", "4000", "0", "0", "0");
-	ck_assert_msg(c.items == 3000 && c.bad == 0, "%llu items, %llu bad", c.items, c.bad);
-	ck_assert_str_eq(c.end, "closed");
-	ck_assert_str_eq(c.call, "ok 3000");
+	expect_complete(&c, 3000);
 	/* and again on the same guests: the ids were freed */
 	c = consume("prod.produce", "500", "100", "0", "0", "0");
-	ck_assert_msg(c.items == 500 && c.bad == 0, "%llu items, %llu bad", c.items, c.bad);
-	ck_assert_str_eq(c.end, "closed");
-	ck_assert_str_eq(c.call, "ok 500");
+	expect_complete(&c, 500);
 	assert_idle();
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
@@ -175,9 +183,7 @@ START_TEST(test_slow_receiver_holds_the_sender_back)
 
 	start(1);
 	c = consume("prod.produce", "150", "8000", "0", "0", "2000");
-	ck_assert_msg(c.items == 150 && c.bad == 0, "%llu items, %llu bad", c.items, c.bad);
-	ck_assert_str_eq(c.end, "closed");
-	ck_assert_str_eq(c.call, "ok 150");
+	expect_complete(&c, 150);
 	ck_assert_msg(c.gap <= CREDIT, "the producer got %llu bytes ahead of the consumer, "
 		      "more than the window (%d)", c.gap, CREDIT);
 	ck_assert_msg(c.gap >= CREDIT / 2, "the producer was never more than %llu bytes "
@@ -244,9 +250,7 @@ START_TEST(test_producer_crash_resets_the_receiver)
 	ck_assert_msg(i < 500, "prod did not come back: %s", hub_log_tail(&hub));
 	assert_idle();
 	c = consume("prod.produce", "300", "1000", "0", "0", "0");
-	ck_assert_msg(c.items == 300 && c.bad == 0, "%llu items, %llu bad", c.items, c.bad);
-	ck_assert_str_eq(c.end, "closed");
-	ck_assert_str_eq(c.call, "ok 300");
+	expect_complete(&c, 300);
 	out = call(0, "cons.badchan", "prod.produce", "2", NULL, NULL, NULL, NULL);
 	ck_assert_msg(strncmp(out, "error: user: ", 13) == 0, "%s", out);
 	free(out);
@@ -293,19 +297,13 @@ START_TEST(test_answer_without_close_ends_the_stream)
 
 	start(1);
 	c = consume("prod.produce_open", "500", "2000", "0", "0", "0");
-	ck_assert_msg(c.items == 500 && c.bad == 0, "%llu items, %llu bad", c.items, c.bad);
-	ck_assert_str_eq(c.end, "closed");
-	ck_assert_str_eq(c.call, "ok 500");
+	expect_complete(&c, 500);
 	/* tiny items to a slow receiver: its ring fills, items wait in
 	 * hubd's queue, and the answer waits there for them and the Close */
 	c = consume("prod.produce_open", "3000", "1", "0", "0", "50");
-	ck_assert_msg(c.items == 3000 && c.bad == 0, "%llu items, %llu bad", c.items, c.bad);
-	ck_assert_str_eq(c.end, "closed");
-	ck_assert_str_eq(c.call, "ok 3000");
+	expect_complete(&c, 3000);
 	c = consume("prod.produce", "3000", "1", "0", "0", "50");
-	ck_assert_msg(c.items == 3000 && c.bad == 0, "%llu items, %llu bad", c.items, c.bad);
-	ck_assert_str_eq(c.end, "closed");
-	ck_assert_str_eq(c.call, "ok 3000");
+	expect_complete(&c, 3000);
 	assert_idle();
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
