@@ -542,9 +542,8 @@ cmd_status(struct client *c, const struct control_req *r)
 		(int)hp_slot_count_free(&h->host_pool)));
 	json_object_object_add(o, "pool_classes", pool_classes(h));
 	/* the wait strategy's view: spin while awake <= cpus (endpoint.h) */
-	json_object_object_add(o, "awake_processes", json_object_new_int64(
-		(h->seg.host_features & HP_FEAT_WAITERS) ? (int64_t)hp_load_relaxed_u32(
-		&((struct hp_header *)(void *)h->seg.base)->awake) : -1));
+	json_object_object_add(o, "awake_processes",
+			       json_object_new_int64(hp_awake_count(&h->seg)));
 	json_object_object_add(o, "cpus", json_object_new_int((int)h->ncpus));
 	client_reply(c, o);
 }

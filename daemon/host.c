@@ -345,10 +345,7 @@ host_sleep_prepare(struct hub *h)
 int
 host_crowded(const struct hub *h)
 {
-	const struct hp_header *hdr = (const struct hp_header *)(const void *)h->seg.base;
-
-	return (h->seg.host_features & HP_FEAT_WAITERS) &&
-	    hp_load_relaxed_u32((hp_atomic_u32 *)(uintptr_t)&hdr->awake) > h->ncpus;
+	return hp_awake_count(&h->seg) > (int64_t)h->ncpus;
 }
 
 void
@@ -455,7 +452,6 @@ host_detach(struct hub *h, struct peer *p)
 
 	host_stats(p, &p->stats);
 	memset(&p->ep.stats, 0, sizeof(p->ep.stats));
-	hp_awake_forget(&h->seg, &p->view);	/* it may have died counted */
 	if (p->fault != NULL) {
 		p->fault = NULL;	/* it died before the supervisor acted */
 		h->faults--;

@@ -342,6 +342,7 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 	*r = (struct relay){
 		.a_peer = p->id, .a_epoch = p->epoch, .a_chan = (uint32_t)a,
 		.b_peer = q->id, .b_epoch = q->epoch, .b_chan = (uint32_t)b,
+		/* acquire: pairs with A's release add in hp_chan_grant */
 		.a_seen = hp_load_acquire_u32(&p->view.chans[a].granted_total),
 		.a_live = 1, .b_live = 1,
 	};
@@ -511,7 +512,8 @@ relay_ready(struct hub *h, struct peer *p)
 	for (struct relay *r = h->relays; r != NULL; r = r->next) {
 		if (!r->a_live || r->a_peer != p->id || r->a_epoch != p->epoch)
 			continue;
-		/* a grant of A's to pass on to B */
+		/* a grant of A's to pass on to B (acquire: pairs with A's
+		 * release add in hp_chan_grant) */
 		if (r->b_live && !r->b_drain &&
 		    hp_load_acquire_u32(&p->view.chans[r->a_chan].granted_total) != r->a_seen)
 			return 1;

@@ -539,6 +539,14 @@ hp_endpoint_crowded(const struct hp_endpoint *ep)
 	return ep->awake != NULL && hp_load_relaxed_u32(ep->awake) > ep->ncpus;
 }
 
+int64_t
+hp_awake_count(const struct hp_segment *seg)
+{
+	if (!(seg->host_features & HP_FEAT_WAITERS))
+		return -1;
+	return hp_load_relaxed_u32(awake_word(seg));
+}
+
 void
 hp_awake_host(struct hp_segment *seg, int awake)
 {

@@ -165,6 +165,8 @@ void hp_endpoint_cancel(struct hp_endpoint *ep);
  * writes nonsense into it costs others latency, never a lost wake. */
 void hp_endpoint_set_awake(struct hp_endpoint *ep, int awake);
 int hp_endpoint_crowded(const struct hp_endpoint *ep);
+/* header.awake now, or -1 when the hub has no waiter words. */
+int64_t hp_awake_count(const struct hp_segment *seg);
 /* Counts (awake 1) or uncounts hubd itself. */
 void hp_awake_host(struct hp_segment *seg, int awake);
 /* A guest's count, taken back when it is gone (its flag cleared). */

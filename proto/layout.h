@@ -99,6 +99,7 @@ _Static_assert(offsetof(struct hp_header, max_channels) == 64, "max_channels");
 _Static_assert(offsetof(struct hp_header, host_goodbye) == 68, "host_goodbye");
 _Static_assert(offsetof(struct hp_header, heartbeat_interval) == 72, "heartbeat_interval");
 _Static_assert(offsetof(struct hp_header, host_features) == 80, "reserved area starts at 80");
+_Static_assert(offsetof(struct hp_header, awake) == 84, "awake (doc/protocol.md section 10)");
 
 /* r[shm.segment.peer-table] */
 struct hp_peer_entry {
@@ -188,6 +189,7 @@ struct hp_peer_ext {
 
 _Static_assert(sizeof(struct hp_peer_ext) == HP_PEER_EXT_SIZE, "peer ext is 128 bytes");
 _Static_assert(offsetof(struct hp_peer_ext, host_waits) == HP_CACHE_LINE, "host line");
+_Static_assert(offsetof(struct hp_peer_ext, guest_awake) == 4, "guest_awake");
 
 /* r[shm.varslot.shared]: our variable-size pool, one region for the whole
  * hub at header.varpool_offset (HP_FEAT_VARSLOT): an hp_var_header, then
