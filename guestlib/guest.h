@@ -248,6 +248,159 @@ GUEST_API int guest_pc_get_bytes(const uint8_t *buf, size_t len, size_t *pos,
 GUEST_API int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos,
 			       uint64_t *v);
 
+/* -- Microthreads ---------------------------------------------------------
+ *
+ * The runtime a handler can block in without stalling its guest: every
+ * request served by guest_run_mt runs its handler in a microthread of its
+ * own, and a guest_call, guest_chan_send or runtime channel operation made
+ * there suspends only that microthread; the guest meanwhile serves other
+ * calls, keeps the heartbeat and runs other microthreads. Microthreads
+ * switch in user space (Boost.Context's fcontext: no system call), each on
+ * its own stack with a guard page. P processors (OS threads) run them,
+ * P = 1 unless configured: with P = 1 no two microthreads ever run at once,
+ * and a handler that computes for long gives the others (and the ring) a
+ * turn with guest_mt_yield; with P > 1 an idle processor serves the ring
+ * while another computes.
+ *
+ *	static void both(struct guest_call *c, const uint8_t *a, size_t n, void *ctx)
+ *	{
+ *		... guest_mt_spawn two microthreads that each guest_call one
+ *		    method and guest_mt_join them; then guest_reply ...
+ *	}
+ *	guest_register(g, "pair.both", "str->str", both, NULL);
+ *	return guest_run_mt(g, NULL) == 0 ? 0 : 1;
+ *
+ * guestlib/examples/fanout.c is that guest, complete.
+ *
+ * Functions marked (mt) are called on a microthread; elsewhere they fail
+ * with -EPERM. The callback API (guest_call_async's fn, a channel's on_item
+ * and on_end) still works under guest_run_mt: callbacks run on the
+ * processor's scheduler, not on a microthread, and must not block. */
+
+struct guest_rt;		/* a runtime: P processors */
+struct guest_mt;		/* a joinable microthread */
+struct guest_mtchan;		/* a runtime channel */
+
+struct guest_rt_config {
+	unsigned	processors;	/* OS threads running microthreads; 0: 1 */
+	size_t		stack_size;	/* bytes per microthread (rounded up to
+					 * pages, a guard page below); 0: 64 KiB */
+};
+
+/* Serves the guest like guest_run, each request's handler on a
+ * microthread from a pool (cfg NULL: defaults). Returns as guest_run
+ * does; microthreads still blocked then are abandoned (their stacks
+ * freed, nothing of theirs runs again). */
+GUEST_API int guest_run_mt(struct guest *g, const struct guest_rt_config *cfg);
+
+/* A runtime of its own, without a guest (tools, tests): guest_rt_run runs
+ * fn(arg) as the first microthread on the calling thread (processor 0)
+ * and returns 0 once every microthread has ended. */
+GUEST_API int guest_rt_new(const struct guest_rt_config *cfg, struct guest_rt **rtp);
+GUEST_API int guest_rt_run(struct guest_rt *rt, void (*fn)(void *), void *arg);
+GUEST_API void guest_rt_free(struct guest_rt *rt);
+
+/* Starts fn(arg) on a new microthread of the current runtime (from a
+ * microthread or a callback). mtp NULL: detached, its end is nobody's
+ * business; else joinable, and guest_mt_join must be called once. */
+typedef void (*guest_mt_fn)(void *arg);
+GUEST_API int guest_mt_spawn(guest_mt_fn fn, void *arg, struct guest_mt **mtp);
+/* (mt) Waits until mt has ended, and frees the handle. */
+GUEST_API int guest_mt_join(struct guest_mt *mt);
+/* (mt) Lets the other runnable microthreads (and the guest's ring) run. */
+GUEST_API int guest_mt_yield(void);
+/* (mt) Ends the calling microthread, as returning from its fn does. */
+GUEST_API void guest_mt_exit(void) __attribute__((noreturn));
+/* (mt) Sleeps ns nanoseconds (CLOCK_MONOTONIC). */
+GUEST_API int guest_mt_sleep(uint64_t ns);
+
+/* Runtime channels carry items of item_size bytes, copied in and out;
+ * capacity 0 makes a rendezvous (a send waits for its receiver), n a
+ * buffer of n items. A channel has a writer end and a reader end, one
+ * reference to each at creation: guest_mtchan_dup adds one, and
+ * guest_mtchan_close drops one. Once no writer is left, a receive gets
+ * what is buffered and then -EPIPE; once no reader is left, a send fails
+ * with -EPIPE. The channel is freed when both ends are gone. */
+#define GUEST_MT_WRITER	0
+#define GUEST_MT_READER	1
+GUEST_API int guest_mtchan_new(size_t item_size, unsigned capacity,
+			       struct guest_mtchan **chp);
+GUEST_API void guest_mtchan_dup(struct guest_mtchan *ch, int end);
+GUEST_API void guest_mtchan_close(struct guest_mtchan *ch, int end);
+/* (mt) 0, or -EPIPE as above. */
+GUEST_API int guest_mtchan_send(struct guest_mtchan *ch, const void *item);
+GUEST_API int guest_mtchan_recv(struct guest_mtchan *ch, void *item);
+
+/* alt: waits until one of n operations can complete, completes that one
+ * alone and returns its index; among several ready ones alt picks fairly
+ * (the starting point rotates), prialt the first in order. A send or
+ * receive whose channel is over (-EPIPE above) is ready, with that status.
+ * GUEST_MT_WRITER_GONE is ready once ch has no writer left (its buffer may
+ * still hold items), GUEST_MT_READER_GONE once it has no reader;
+ * GUEST_MT_DEADLINE once CLOCK_MONOTONIC reaches deadline_ns. */
+enum guest_mtop_kind {
+	GUEST_MT_SEND = 1,
+	GUEST_MT_RECV,
+	GUEST_MT_WRITER_GONE,
+	GUEST_MT_READER_GONE,
+	GUEST_MT_DEADLINE,
+};
+struct guest_mtop {
+	int			kind;		/* enum guest_mtop_kind */
+	struct guest_mtchan	*ch;
+	void			*item;		/* SEND: from; RECV: to */
+	uint64_t		deadline_ns;	/* DEADLINE */
+	int			status;		/* out: 0 or -EPIPE */
+};
+/* (mt) The index of the operation done, or -EINVAL (n < 1, a bad op). */
+GUEST_API int guest_mt_alt(struct guest_mtop *ops, int n);
+GUEST_API int guest_mt_prialt(struct guest_mtop *ops, int n);
+/* CLOCK_MONOTONIC in ns, for deadlines. */
+GUEST_API uint64_t guest_mt_now_ns(void);
+
+/* Timers as channels, to wait on with alt: after sends one uint64_t (the
+ * time) after ns and closes its writer; tick sends one every ns until the
+ * reader closes the channel. The caller holds the reader end. */
+GUEST_API int guest_mt_after(uint64_t ns, struct guest_mtchan **chp);
+GUEST_API int guest_mt_tick(uint64_t ns, struct guest_mtchan **chp);
+
+/* Stream combinators: each spawns a microthread that reads in and writes
+ * a new channel, whose reader end it gives the caller; it takes over the
+ * caller's reader reference of in. The output closes when in does; when
+ * the output's reader goes, the microthread closes in and ends.
+ * map: fn(ctx, item, out_item) turns each item into an item of out_size
+ * bytes; filter: passes the items for which keep(ctx, item) is nonzero;
+ * buffer: the same items through a buffer of n. */
+GUEST_API int guest_mt_map(struct guest_mtchan *in, size_t out_size,
+			   void (*fn)(void *ctx, const void *item, void *out),
+			   void *ctx, struct guest_mtchan **outp);
+GUEST_API int guest_mt_filter(struct guest_mtchan *in,
+			      int (*keep)(void *ctx, const void *item), void *ctx,
+			      struct guest_mtchan **outp);
+GUEST_API int guest_mt_buffer(struct guest_mtchan *in, unsigned n,
+			      struct guest_mtchan **outp);
+
+/* A channel of the hub as a runtime channel, its items struct guest_bytes
+ * (data from malloc: the receiver frees it). guest_chan_reader: opens a
+ * channel this guest receives on (its id in *chan, for the sender) whose
+ * items come out of *chp; credit goes back to the sender as they are
+ * received from *chp, so a slow reader holds the sender back. When the
+ * sender ends the channel, *chp's writer end is closed (receives get what
+ * is left, then -EPIPE) after *end (if not NULL, it must outlive the
+ * channel) is set to 0 for a Close, -ECONNRESET for a Reset, -EPIPE if the
+ * hub died. Closing *chp's reader end tells the sender to stop (a Reset).
+ * guest_chan_writer: items sent on *chp go out on channel chan (one this
+ * guest sends on: opened, or given as a chan<T> argument), each send
+ * waiting for credit; closing *chp's writer end closes chan. */
+struct guest_bytes {
+	void	*data;
+	size_t	len;
+};
+GUEST_API int guest_chan_reader(struct guest *g, uint32_t *chan,
+				struct guest_mtchan **chp, int *end);
+GUEST_API int guest_chan_writer(struct guest *g, uint32_t chan,
+				struct guest_mtchan **chp);
+
 /* hub.sink and hub.source answer with the stream's hash: XXH3-64 from
  * libxxhash chained over the items in order, h = XXH3_64bits_withSeed(item,
  * len, h) from h = 0, over each item as sent (for bytes items, the postcard

@@ -1,0 +1,64 @@
+/* The microthread runtime's private interface (mt.c): what libguest's
+ * service loop and waits use beyond guest.h's guest_mt_* / guest_mtchan_*.
+ *
+ * Outside work (the guest's rings) enters the runtime through struct
+ * mt_io: a processor polls it between microthreads, and at most one idle
+ * processor at a time sleeps in its wait (the others park on their own). */
+#ifndef GUESTLIB_MT_H
+#define GUESTLIB_MT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "guestlib/guest.h"
+
+#pragma GCC visibility push(hidden)
+
+struct mt_io {
+	/* Serves what is ready without blocking, on a processor's scheduler
+	 * (never on a microthread: mt_self() is NULL there). 1 it did
+	 * something, 0 nothing, < 0 the runtime must end (mt_rt_run returns
+	 * it). Called before a processor parks, and at least every
+	 * MT_POLL_EVERY switches on each processor; never on two processors
+	 * at once. */
+	int	(*poll)(void *ctx);
+	/* Sleeps until outside work may be there, deadline_ns
+	 * (CLOCK_MONOTONIC, UINT64_MAX: none) or kick; returns < 0 as poll
+	 * does, else 0. Its caller polls again after it. */
+	int	(*wait)(void *ctx, uint64_t deadline_ns);
+	/* From any thread: makes a wait in progress (or the next one)
+	 * return soon. */
+	void	(*kick)(void *ctx);
+	void	*ctx;
+};
+
+#define MT_POLL_EVERY	64
+
+/* Runs fn(arg) as the first microthread (fn NULL: none) on the calling
+ * thread as processor 0, with io (NULL: none). Without io it returns 0
+ * once every microthread has ended; with io it runs until io's poll or
+ * wait returns < 0 (that value) or mt_rt_stop, live microthreads or not:
+ * those left are abandoned (stacks freed, never run again). */
+int	mt_rt_run(struct guest_rt *rt, void (*fn)(void *), void *arg,
+	    const struct mt_io *io);
+/* From any thread: makes mt_rt_run return 0 soon. */
+void	mt_rt_stop(struct guest_rt *rt);
+
+/* The microthread running on this thread, NULL on a scheduler or a
+ * thread outside any runtime. */
+struct guest_mt *mt_self(void);
+
+/* Suspends the calling microthread until mt_wake or deadline_ns
+ * (CLOCK_MONOTONIC, UINT64_MAX: none). unlock (if not NULL, held once by
+ * the caller) is released after the microthread counts as waiting, so a
+ * waker that finds it under that lock cannot miss it; it is not held on
+ * return. 0 woken, -ETIMEDOUT. */
+int	mt_suspend(pthread_mutex_t *unlock, uint64_t deadline_ns);
+/* Wakes a microthread suspended (or suspending) in mt_suspend, from any
+ * thread or a scheduler. 1 it was woken by this call, 0 it was not
+ * waiting (woken already, or its deadline won). */
+int	mt_wake(struct guest_mt *m);
+
+#pragma GCC visibility pop
+
+#endif
