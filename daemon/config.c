@@ -243,6 +243,7 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	c->stop_grace_ns = 5ull * 1000000000;
 	c->goodbye_grace_ns = 100ull * 1000000;
 	c->client_timeout_ns = 30ull * 1000000000;
+	c->calls_in_flight = 1024;
 	c->pool_sweep_ns = 250ull * 1000000;
 	c->pool_stuck_ns = 30ull * 1000000000;
 	if ((c->file = strdup(file)) == NULL ||

@@ -368,6 +368,7 @@ static const struct key hub_keys[] = {
 	{ "group", key_group, HUB(gid) },
 	{ "goodbye_grace", key_duration, HUB(goodbye_grace_ns) },
 	{ "client_timeout", key_duration, HUB(client_timeout_ns) },
+	{ "calls_in_flight", key_number, HUB(calls_in_flight), .min = 1, .max = 1000000 },
 };
 
 static const struct key pool_keys[] = {

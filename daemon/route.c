@@ -12,7 +12,6 @@
 #include "daemon/hubd.h"
 #include "proto/services.h"
 
-#define INBOUND_MAX	1024	/* a guest's calls being routed at once */
 
 /* -- answers ------------------------------------------------------------- */
 
@@ -178,7 +177,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		return;
 	}
 	q = hub_peer(h, meth->owner);
-	if (p->inbound > INBOUND_MAX) {
+	if (p->inbound > h->conf.calls_in_flight) {
 		route_answer_error(h, &o, HP_ERR_USER, "too many calls in flight");
 		return;
 	}

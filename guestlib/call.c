@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "guestlib/internal.h"
+#include "guestlib/mt.h"
 #include "proto/method.h"
 #include "proto/msg.h"
 #include "proto/postcard.h"
@@ -49,15 +50,24 @@ int
 guest_call_async(struct guest *g, const char *method, const void *args,
 		 size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id)
 {
-	return call_start(g, method, args, len, fn, ctx, call_id, NULL);
+	int rc;
+
+	lg_lock(g);
+	rc = call_start(g, method, args, len, fn, ctx, call_id, NULL);
+	lg_unlock(g);
+	return rc;
 }
 
 int
 guest_cancel(struct guest *g, uint32_t call_id)
 {
-	if (hp_idtab_find(&g->out, call_id) == NULL)
-		return -ENOENT;
-	return lg_send_msg(g, HP_MSG_CANCEL, call_id, 0, NULL, 0, NULL, 0, 0, NULL);
+	int rc = -ENOENT;
+
+	lg_lock(g);
+	if (hp_idtab_find(&g->out, call_id) != NULL)
+		rc = lg_send_msg(g, HP_MSG_CANCEL, call_id, 0, NULL, 0, NULL, 0, 0, NULL);
+	lg_unlock(g);
+	return rc;
 }
 
 static int
@@ -74,6 +84,7 @@ status_of(const struct hp_response *r)
 }
 
 struct sync_call {
+	struct guest_mt	*mt;		/* suspended for the answer */
 	int		done;
 	int		status;
 	uint8_t		*buf;
@@ -99,6 +110,8 @@ sync_done(void *ctx, int status, const uint8_t *result, size_t len)
 	}
 	if (len > 0)
 		memcpy(s->buf, result, len);
+	if (s->mt != NULL)
+		mt_wake(s->mt);
 }
 
 int
@@ -112,9 +125,20 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 	uint32_t id;
 	int rc, did;
 
+	lg_lock(g);
+	if (lg_on_mt(g))
+		s.mt = mt_self();	/* suspends alone: the guest serves on */
 	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t)) != 0)
-		return rc;
+		goto out;
+	if (s.mt != NULL && t.at == 0)
+		t.at = timeout_ms < 0 ? UINT64_MAX :
+		    hp_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	while (!s.done) {
+		if (s.mt != NULL) {
+			if ((rc = lg_suspend(g, t.at)) != 0)
+				break;
+			continue;
+		}
 		if ((rc = lg_serve(g, &did)) < 0)
 			break;
 		if (s.done || did)
@@ -125,16 +149,20 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 			break;
 		}
 	}
-	if (s.done)
-		return s.status;
+	if (s.done) {
+		rc = s.status;
+		goto out;
+	}
 	/* Gave up: the answer, if it ever comes, is dropped. */
 	struct out_call *c = hp_idtab_find(&g->out, id);
 
 	if (c != NULL) {
 		if (rc == -ETIMEDOUT)
-			guest_cancel(g, id);
+			lg_send_msg(g, HP_MSG_CANCEL, id, 0, NULL, 0, NULL, 0, 0, NULL);
 		hp_idtab_remove(&g->out, c);
 	}
+out:
+	lg_unlock(g);
 	return rc;
 }
 
@@ -149,6 +177,7 @@ respond(struct guest_call *c, const struct hp_response *r)
 	int64_t n;
 	int rc;
 
+	lg_lock(g);
 	/* The envelope (metadata, result tag, error tag) goes first, the
 	 * value bytes follow unchanged: encode the envelope alone. */
 	env.value = NULL;
@@ -179,6 +208,7 @@ respond(struct guest_call *c, const struct hp_response *r)
 		}
 	}
 	free(c);
+	lg_unlock(g);
 	return rc;
 }
 
@@ -217,7 +247,12 @@ guest_reply_cancelled(struct guest_call *c)
 int
 guest_call_cancelled(const struct guest_call *c)
 {
-	return c->cancelled;
+	int cancelled;
+
+	lg_lock(c->g);
+	cancelled = c->cancelled;
+	lg_unlock(c->g);
+	return cancelled;
 }
 
 struct guest *
@@ -257,9 +292,9 @@ register_error(const uint8_t *res, size_t len)
 	return -EREMOTEIO;
 }
 
-int
-guest_register(struct guest *g, const char *name, const char *signature,
-	       guest_handler fn, void *ctx)
+static int
+register_method(struct guest *g, const char *name, const char *signature,
+		guest_handler fn, void *ctx)
 {
 	uint8_t args[512], res[128];
 	struct hp_pc_enc e;
@@ -316,6 +351,18 @@ guest_register(struct guest *g, const char *name, const char *signature,
 	return 0;
 }
 
+int
+guest_register(struct guest *g, const char *name, const char *signature,
+	       guest_handler fn, void *ctx)
+{
+	int rc;
+
+	lg_lock(g);
+	rc = register_method(g, name, signature, fn, ctx);
+	lg_unlock(g);
+	return rc;
+}
+
 /* A request's chan<T> arguments are channels the host has just opened for
  * us to send on (r[shm.id.channel-parity]: even): whatever we knew of an
  * earlier channel with the same id is over. */
@@ -368,6 +415,9 @@ lg_on_request(struct guest *g, struct hp_msg_in *m)
 		g->stats.calls_in++;
 		if (g->methods[i].chans)
 			note_channels(g, &g->methods[i].sig, req.args, req.args_len);
+		if (g->mt != NULL)	/* on a microthread of its own */
+			return lg_mt_dispatch(g, c, g->methods[i].fn,
+					      g->methods[i].ctx, req.args, req.args_len);
 		g->methods[i].fn(c, req.args, req.args_len, g->methods[i].ctx);
 		return 0;
 	}

@@ -76,9 +76,9 @@ chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
 	return 0;
 }
 
-int
-guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
-		      int n, int timeout_ms)
+static int
+chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
+		int n, int timeout_ms)
 {
 	struct timeout t = { timeout_ms, 0 };	/* for the whole batch */
 	int rc = 0, i;
@@ -100,6 +100,18 @@ guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 	while (rc == 0 && (rc = hp_endpoint_flush(&g->ep)) == -EAGAIN)
 		rc = lg_wait_tx(g, &t);
 	return rc < 0 ? rc : 0;
+}
+
+int
+guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
+		      int n, int timeout_ms)
+{
+	int rc;
+
+	lg_lock(g);
+	rc = chan_send_batch(g, chan, items, n, timeout_ms);
+	lg_unlock(g);
+	return rc;
 }
 
 int
@@ -137,43 +149,56 @@ chan_end(struct guest *g, uint32_t chan, uint8_t type)
 	return rc;
 }
 
+static int
+chan_end_locked(struct guest *g, uint32_t chan, uint8_t type)
+{
+	int rc;
+
+	lg_lock(g);
+	rc = chan_end(g, chan, type);
+	lg_unlock(g);
+	return rc;
+}
+
 int
 guest_chan_close(struct guest *g, uint32_t chan)
 {
-	return chan_end(g, chan, HP_MSG_CLOSE);
+	return chan_end_locked(g, chan, HP_MSG_CLOSE);
 }
 
 int
 guest_chan_reset(struct guest *g, uint32_t chan)
 {
-	return chan_end(g, chan, HP_MSG_RESET);
+	return chan_end_locked(g, chan, HP_MSG_RESET);
 }
 
 int64_t
 guest_chan_open(struct guest *g, guest_item_fn on_item, guest_end_fn on_end,
 		void *ctx)
 {
-	int64_t id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
-				  HP_SIDE_GUEST, g->seg.params.initial_credit,
-				  &g->chan_cursor);
+	int64_t id;
 
-	if (id < 0)
-		return id;
-	g->rx[id] = (struct rx_chan){ on_item, on_end, ctx, 0, 1, 0 };
+	lg_lock(g);
+	id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
+			  HP_SIDE_GUEST, g->seg.params.initial_credit, &g->chan_cursor);
+	if (id >= 0)
+		g->rx[id] = (struct rx_chan){ .on_item = on_item, .on_end = on_end,
+					      .ctx = ctx, .open = 1 };
+	lg_unlock(g);
 	return id;
 }
 
 int64_t
 guest_chan_open_send(struct guest *g)
 {
-	int64_t id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
-				  HP_SIDE_GUEST, g->seg.params.initial_credit,
-				  &g->chan_cursor);
+	int64_t id;
 
-	if (id < 0)
-		return id;
-	/* r[shm.flow.initial] */
-	g->tx[id] = (struct tx_chan){ .open = 1, .sent_total = 0 };
+	lg_lock(g);
+	id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
+			  HP_SIDE_GUEST, g->seg.params.initial_credit, &g->chan_cursor);
+	if (id >= 0)	/* r[shm.flow.initial] */
+		g->tx[id] = (struct tx_chan){ .open = 1, .sent_total = 0 };
+	lg_unlock(g);
 	return id;
 }
 
@@ -194,6 +219,8 @@ lg_on_data(struct guest *g, struct hp_msg_in *m)
 		return 0;
 	}
 	c->on_item(c->ctx, m->payload, m->len);
+	if (c->deferred)
+		return 0;	/* consumed when its reader takes it */
 	/* r[shm.flow.ordering.receiver]: grant back what we consumed, in
 	 * chunks so the sender is not woken for every item. */
 	c->unreported += m->len;
@@ -206,6 +233,22 @@ lg_on_data(struct guest *g, struct hp_msg_in *m)
 	}
 	g->owed |= c->unreported != 0;
 	return 0;
+}
+
+void
+lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush)
+{
+	struct rx_chan *c = &g->rx[chan];
+
+	if (!c->open || c->stopping)
+		return;		/* ended: its credit is nobody's */
+	c->unreported += (uint32_t)len;
+	if (c->unreported == 0 ||
+	    (!flush && c->unreported < g->seg.params.initial_credit / 4))
+		return;
+	hp_chan_grant(chan_entry(g, chan), c->unreported);
+	hp_endpoint_notify_credit(&g->ep, &chan_entry(g, chan)->granted_total);
+	c->unreported = 0;
 }
 
 /* The ring is empty: what is left below a quarter goes back too. The

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "guestlib/internal.h"
+#include "guestlib/mt.h"
 #include "proto/doorbell.h"
 #include "proto/msg.h"
 #include "proto/ticket.h"
@@ -79,6 +80,12 @@ tick(struct guest *g)
 		tick_slow(g);
 }
 
+void
+lg_tick(struct guest *g)
+{
+	tick(g);
+}
+
 /* Milliseconds from now to at, rounded up. */
 static int
 ms_until(uint64_t at, uint64_t now)
@@ -101,9 +108,12 @@ int
 lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 		void *arg, struct timeout *t)
 {
-	uint64_t now = clock_beat(g), until;
+	uint64_t now, until;
 	int rc;
 
+	if (lg_on_mt(g))	/* that microthread alone waits */
+		return lg_mt_wait(g, waits, ready, arg, t);
+	now = clock_beat(g);
 	if (t->at == 0)
 		t->at = t->ms < 0 ? UINT64_MAX : now + (uint64_t)t->ms * 1000000u;
 	for (;;) {
@@ -208,9 +218,13 @@ guest_fd(const struct guest *g)
 void
 guest_get_stats(const struct guest *g, struct guest_stats *s)
 {
+	struct guest *locked = (struct guest *)(uintptr_t)g;
+
+	lg_lock(locked);
 	*s = g->stats;
 	s->wakes = g->ep.stats.wakes;
 	s->sleeps = g->ep.stats.sleeps;
+	lg_unlock(locked);
 }
 
 /* -- sending ----------------------------------------------------------- */
@@ -406,6 +420,8 @@ guest_service(struct guest *g)
 {
 	int did, rc;
 
+	if (lg_on_mt(g))	/* the runtime serves: let it */
+		return guest_mt_yield();
 	if ((rc = hp_doorbell_drain(g->doorbell)) == -EPIPE)
 		return g->dead = -EPIPE;
 	clock_beat(g);			/* its loop calls us when one is due */
@@ -422,6 +438,8 @@ guest_service_wait(struct guest *g, int timeout_ms)
 	struct timeout t = { timeout_ms, 0 };
 	int did, rc;
 
+	if (lg_on_mt(g))
+		return lg_mt_service_wait(g, &t);
 	if ((rc = lg_serve(g, &did)) != 0 || did)
 		return rc;
 	if ((rc = lg_wait_rx(g, &t)) < 0)
@@ -433,6 +451,8 @@ void
 guest_stop(struct guest *g)
 {
 	g->stop = 1;
+	if (g->mt != NULL)
+		mt_rt_stop(g->mt->rt);
 }
 
 int

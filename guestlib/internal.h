@@ -3,6 +3,7 @@
 #ifndef GUESTLIB_INTERNAL_H
 #define GUESTLIB_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,9 @@ struct rx_chan {
 	uint8_t		open;
 	uint8_t		stopping;	/* we told the sender to stop: items are
 					 * dropped until its Close or Reset */
+	uint8_t		deferred;	/* an item is consumed when its reader
+					 * takes it (lg_chan_consumed), not when
+					 * on_item returns */
 };
 
 struct tx_chan {
@@ -79,6 +83,27 @@ struct guest {
 	int			ended_by_hub;	/* a Goodbye came: goodbye is set */
 	char			goodbye[GOODBYE_MAX + 1];
 	struct guest_stats	stats;
+	struct lg_mt		*mt;		/* guest_run_mt is running */
+};
+
+/* The guest on microthreads (mtguest.c). With P > 1 processors, mu guards
+ * the whole guest: every public entry takes it (recursively: a callback
+ * run by the service may call in again), the service holds it while it
+ * serves, and a microthread gives it up only to suspend. */
+struct lg_mt {
+	struct guest_rt		*rt;
+	int			locking;	/* P > 1 */
+	pthread_mutex_t		mu;
+	int			depth;		/* mu's recursion, for lg_suspend */
+	int			kick_fd;	/* eventfd: wakes the service's sleep */
+	hp_atomic_u32		sleeping;	/* the service sleeps holding mu */
+	hp_atomic_u32		kicked;
+	struct lg_blocked	*blocked;	/* microthreads waiting on the hub */
+	struct lg_worker	*idle;		/* handler microthreads to reuse */
+	uint32_t		nidle;
+	struct lg_req		*reqs;		/* requests being handled */
+	struct lg_bridge	*bridges;	/* guest_chan_reader/writer's */
+	uint64_t		served;		/* polls that found something */
 };
 
 /* A caller's timeout, made a point in time at its first wait: a send or
@@ -93,6 +118,7 @@ struct timeout {
 #pragma GCC visibility push(hidden)
 
 /* guest.c */
+void	lg_tick(struct guest *g);
 int	lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 	    void *arg, struct timeout *t);
 int	lg_wait_tx(struct guest *g, struct timeout *t);
@@ -112,6 +138,25 @@ void	lg_out_fail_all(struct guest *g, int status);
 int	lg_on_data(struct guest *g, struct hp_msg_in *m);
 int	lg_on_chan_end(struct guest *g, struct hp_msg_in *m);
 void	lg_grant_owed(struct guest *g);
+/* A deferred channel's item was taken: its credit goes back (all that is
+ * owed when flush, as once the ring is empty). */
+void	lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush);
+
+/* mtguest.c */
+/* On a microthread of this guest's runtime: waits suspend, handlers spawn. */
+int	lg_on_mt(const struct guest *g);
+void	lg_lock(struct guest *g);
+void	lg_unlock(struct guest *g);
+/* Suspends the calling microthread (mu given up meanwhile) until
+ * lg_wake or deadline_ns: 0 or -ETIMEDOUT. */
+int	lg_suspend(struct guest *g, uint64_t deadline_ns);
+int	lg_mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *),
+	    void *arg, struct timeout *t);
+void	lg_bridges_free(struct guest *g);
+/* guest_service_wait on a microthread: until the service found traffic. */
+int	lg_mt_service_wait(struct guest *g, struct timeout *t);
+int	lg_mt_dispatch(struct guest *g, struct guest_call *c, guest_handler fn,
+	    void *ctx, const uint8_t *args, size_t len);
 
 #pragma GCC visibility pop
 

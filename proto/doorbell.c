@@ -1,5 +1,6 @@
 /* Doorbells (doorbell.h). */
 #include <errno.h>
+#include <stdint.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -53,21 +54,34 @@ hp_doorbell_drain(int fd)
 }
 
 int
-hp_doorbell_wait(int fd, int timeout_ms)
+hp_doorbell_wait_or(int fd, int kick, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN },
+				 { .fd = kick, .events = POLLIN } };
+	uint64_t n;
 	int rc;
 
 	/* r[shm.doorbell.wait] */
-	rc = poll(&pfd, 1, timeout_ms);
+	rc = poll(pfd, kick >= 0 ? 2 : 1, timeout_ms);
 	if (rc < 0)
 		return -errno;
 	if (rc == 0)
 		return 0;
-	if (pfd.revents & POLLNVAL)
+	if (pfd[0].revents & POLLNVAL)
 		return -EBADF;
 	/* Hang-up wins over pending bytes: the peer is gone either way. */
-	if (pfd.revents & (POLLHUP | POLLERR))
+	if (pfd[0].revents & (POLLHUP | POLLERR))
 		return -EPIPE;
-	return (rc = hp_doorbell_drain(fd)) < 0 ? rc : 1;
+	if (kick >= 0 && (pfd[1].revents & POLLIN) &&
+	    read(kick, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		return -errno;
+	if (pfd[0].revents & POLLIN)
+		return (rc = hp_doorbell_drain(fd)) < 0 ? rc : 1;
+	return 1;
+}
+
+int
+hp_doorbell_wait(int fd, int timeout_ms)
+{
+	return hp_doorbell_wait_or(fd, -1, timeout_ms);
 }

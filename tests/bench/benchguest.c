@@ -17,7 +17,13 @@
  *			calls (another benchguest), W in flight:
  *			"gb_per_s=.. calls=.. failed=.."
  *   idle METHOD N MS	N 8-byte calls of METHOD with MS ms of silence
- *			before each (every side asleep): "median_ns=.." */
+ *			before each (every side asleep): "median_ns=.."
+ *   nest BYTES		calls hub.ping with its argument from its handler and
+ *			answers with the result (a handler that calls out)
+ *   flood METHOD MS W	W calls of METHOD (8 bytes) in flight for MS ms:
+ *			"per_s=.. calls=.. failed=.."
+ *   rss		its memory: "rss_kb=.. hwm_kb=.." (VmRSS, VmHWM)
+ * --mt runs it on microthreads (guest_run_mt), --processors P on P. */
 #include <err.h>
 #include <errno.h>
 #include <stdio.h>
@@ -137,7 +143,7 @@ echo(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	guest_reply(c, args, len);
 }
 
-static uint64_t done_calls;
+static uint64_t done_calls, failed_calls;
 static unsigned inflight;
 
 static void
@@ -149,6 +155,8 @@ pipe_done(void *ctx, int status, const uint8_t *result, size_t len)
 	inflight--;
 	if (status == 0)
 		done_calls++;
+	else
+		failed_calls++;
 }
 
 static void
@@ -428,6 +436,84 @@ idle(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_text(c, text);
 }
 
+static void
+nest(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t res[64];
+	size_t rlen = 0;
+	int rc;
+
+	(void)ctx;
+	if (len > sizeof(res)) {
+		guest_reply_error(c, "nest takes up to 64 bytes");
+		return;
+	}
+	/* on microthreads only this handler waits; in a callback the
+	 * guest serves the other calls nested inside this one */
+	if ((rc = guest_call(g, "hub.ping", args, len, res, sizeof(res), &rlen, 60000)) != 0)
+		guest_reply_error(c, strerror(-rc));
+	else
+		guest_reply(c, res, rlen);
+}
+
+static void
+flood(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static const uint8_t arg[] = { 8, 'f', 'l', 'o', 'o', 'd', 'i', 'n', 'g' };
+	uint64_t ms, window, t0, end, calls;
+	const char *name;
+	char method[64], text[128];
+	size_t pos = 0, nlen;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &name, &nlen) != 0 || nlen >= sizeof(method) ||
+	    guest_pc_get_u64(args, len, &pos, &ms) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &window) != 0 || window == 0 ||
+	    window > 100000 || ms > 60000) {
+		guest_reply_error(c, "flood METHOD MS W");
+		return;
+	}
+	memcpy(method, name, nlen);
+	method[nlen] = 0;
+	done_calls = failed_calls = 0;
+	t0 = hp_now_ns();
+	end = t0 + ms * 1000000u;
+	while (hp_now_ns() < end) {
+		while (inflight < window &&
+		       guest_call_async(g, method, arg, sizeof(arg), pipe_done, NULL, NULL) == 0)
+			inflight++;
+		if (guest_service_wait(g, 10) != 0)
+			break;
+	}
+	calls = done_calls;
+	while (inflight > 0 && guest_service_wait(g, 1000) == 0)
+		;
+	snprintf(text, sizeof(text), "per_s=%.0f calls=%llu failed=%llu",
+		 (double)calls * 1e3 / (double)ms, (unsigned long long)calls,
+		 (unsigned long long)failed_calls);
+	reply_text(c, text);
+}
+
+static void
+rss(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	char line[128], text[96];
+	unsigned long rss_kb = 0, hwm_kb = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		sscanf(line, "VmRSS: %lu", &rss_kb);
+		sscanf(line, "VmHWM: %lu", &hwm_kb);
+	}
+	if (f != NULL)
+		fclose(f);
+	snprintf(text, sizeof(text), "rss_kb=%lu hwm_kb=%lu", rss_kb, hwm_kb);
+	reply_text(c, text);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -436,15 +522,25 @@ main(int argc, char *argv[])
 		{ "pipe", "u64,u64,u64->str", pipelined },
 		{ "stream", "u64,u64->str", stream }, { "idle", "str,u64,u64->str", idle },
 		{ "absorb", "bytes->u64", absorb }, { "g2g", "str,u64,u64,u64->str", g2g },
+		{ "nest", "bytes->bytes", nest }, { "flood", "str,u64,u64->str", flood },
+		{ "rss", "->str", rss },
 	};
+	struct guest_rt_config cfg = { 1, 0 };
 	const char *why;
-	int rc;
+	int rc, mt = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--mt") == 0)
+			mt = 1;
+		if (strcmp(argv[i], "--processors") == 0 && i + 1 < argc)
+			cfg.processors = (unsigned)atoi(argv[i + 1]);
+	}
 
 	if (guest_attach(argc, argv, &g, &why) != 0)
 		errx(1, "%s", why);
 	tg_register(g, tg_prefix(argc, argv, "bench"), methods,
 		    sizeof(methods) / sizeof(methods[0]));
-	rc = guest_run(g);
+	rc = mt ? guest_run_mt(g, &cfg) : guest_run(g);
 	guest_detach(g);
 	return rc == 0 ? 0 : 1;
 }

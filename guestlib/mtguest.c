@@ -1,0 +1,604 @@
+/* libguest on microthreads: guest_run_mt serves the rings from the
+ * runtime's scheduler (mt.h's struct mt_io), runs each request's handler
+ * on a microthread of a reusable pool, and turns every libguest wait made
+ * on a microthread (an answer, ring room, a slot, credit) into a suspend
+ * of that microthread alone. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "guestlib/internal.h"
+#include "guestlib/mt.h"
+
+#define IDLE_MAX	64	/* handler microthreads kept for reuse */
+
+/* A microthread waiting for the hub: woken by the service once ready()
+ * says so (or its deadline passes). */
+struct lg_blocked {
+	struct guest_mt		*mt;
+	uint32_t		waits;		/* HP_WAIT_* it needs announced */
+	int			(*ready)(void *);
+	void			*arg;
+	struct lg_blocked	*next;
+};
+
+/* A request handed to a handler microthread: its arguments copied, since
+ * the message's slot is released once the service moves on. */
+struct lg_req {
+	struct guest_call	*call;
+	guest_handler		fn;
+	void			*ctx;
+	struct lg_req		*prev, *next;	/* in lg_mt.reqs */
+	size_t			len;
+	uint8_t			args[];
+};
+
+/* A handler microthread between requests, on its own stack. */
+struct lg_worker {
+	struct guest		*g;
+	struct guest_mt		*mt;
+	struct lg_req		*req;		/* set by whoever wakes it */
+	struct lg_worker	*next;
+};
+
+int
+lg_on_mt(const struct guest *g)
+{
+	return g->mt != NULL && mt_self() != NULL;
+}
+
+void
+lg_lock(struct guest *g)
+{
+	struct lg_mt *m = g->mt;
+
+	if (m == NULL || !m->locking)
+		return;
+	if (pthread_mutex_trylock(&m->mu) != 0) {
+		/* the service may be asleep holding it: wake it */
+		if (hp_load_acquire_u32(&m->sleeping)) {
+			uint64_t one = 1;
+
+			hp_store_release_u32(&m->kicked, 1);
+			(void)!write(m->kick_fd, &one, sizeof(one));
+		}
+		pthread_mutex_lock(&m->mu);
+	}
+	m->depth++;
+}
+
+void
+lg_unlock(struct guest *g)
+{
+	struct lg_mt *m = g->mt;
+
+	if (m == NULL || !m->locking)
+		return;
+	m->depth--;
+	pthread_mutex_unlock(&m->mu);
+}
+
+int
+lg_suspend(struct guest *g, uint64_t deadline_ns)
+{
+	struct lg_mt *m = g->mt;
+	int depth, rc;
+
+	if (!m->locking)
+		return mt_suspend(NULL, deadline_ns);
+	/* given up entirely while suspended: it may resume on another
+	 * processor, and the service must get in meanwhile */
+	depth = m->depth;
+	for (int i = 1; i < depth; i++)
+		pthread_mutex_unlock(&m->mu);
+	m->depth = 0;
+	rc = mt_suspend(&m->mu, deadline_ns);
+	for (int i = 0; i < depth; i++)
+		pthread_mutex_lock(&m->mu);
+	m->depth = depth;
+	return rc;
+}
+
+int
+lg_mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
+	   struct timeout *t)
+{
+	struct lg_blocked w = { .mt = mt_self(), .waits = waits, .ready = ready,
+				.arg = arg };
+	struct lg_blocked **pp;
+	int r, rc;
+
+	if (t->at == 0)
+		t->at = t->ms < 0 ? UINT64_MAX : hp_now_ns() + (uint64_t)t->ms * 1000000u;
+	for (;;) {
+		if ((r = ready(arg)) != 0)
+			return r < 0 ? r : 1;
+		if (g->dead)
+			return g->dead;
+		w.next = g->mt->blocked;
+		g->mt->blocked = &w;
+		rc = lg_suspend(g, t->at);
+		for (pp = &g->mt->blocked; *pp != NULL; pp = &(*pp)->next) {
+			if (*pp == &w) {	/* not woken: the deadline */
+				*pp = w.next;
+				break;
+			}
+		}
+		if (rc == -ETIMEDOUT)
+			return (r = ready(arg)) != 0 ? (r < 0 ? r : 1) : 0;
+	}
+}
+
+struct served_wait {
+	struct guest	*g;
+	uint64_t	seen;
+};
+
+static int
+served_ready(void *arg)
+{
+	struct served_wait *w = arg;
+
+	return w->g->mt->served != w->seen;
+}
+
+int
+lg_mt_service_wait(struct guest *g, struct timeout *t)
+{
+	struct served_wait w = { g, 0 };
+	int rc;
+
+	lg_lock(g);
+	w.seen = g->mt->served;
+	rc = lg_mt_wait(g, 0, served_ready, &w, t);
+	lg_unlock(g);
+	return rc < 0 ? rc : 0;
+}
+
+/* Wakes the blocked microthreads that can go on. */
+static void
+wake_ready(struct guest *g)
+{
+	struct lg_blocked **pp = &g->mt->blocked, *w;
+
+	while ((w = *pp) != NULL) {
+		if (g->dead || w->ready(w->arg) != 0) {
+			*pp = w->next;
+			mt_wake(w->mt);
+		} else {
+			pp = &w->next;
+		}
+	}
+}
+
+/* -- handlers ------------------------------------------------------------ */
+
+static void
+req_free(struct guest *g, struct lg_req *r)
+{
+	if (r->prev != NULL)
+		r->prev->next = r->next;
+	else
+		g->mt->reqs = r->next;
+	if (r->next != NULL)
+		r->next->prev = r->prev;
+	free(r);
+}
+
+static void
+worker_main(void *arg)
+{
+	struct lg_req *r = arg;
+	struct lg_worker w = { .g = r->call->g, .mt = mt_self() };
+	struct guest *g = w.g;
+
+	for (;;) {
+		r->fn(r->call, r->args, r->len, r->ctx);
+		lg_lock(g);
+		req_free(g, r);
+		if (g->mt->nidle >= IDLE_MAX) {
+			lg_unlock(g);
+			return;
+		}
+		/* back to the pool until a request comes (never a deadline:
+		 * the pool's microthreads are abandoned at the end) */
+		w.req = NULL;
+		w.next = g->mt->idle;
+		g->mt->idle = &w;
+		g->mt->nidle++;
+		lg_suspend(g, UINT64_MAX);
+		r = w.req;
+		lg_unlock(g);
+	}
+}
+
+int
+lg_mt_dispatch(struct guest *g, struct guest_call *c, guest_handler fn,
+	       void *ctx, const uint8_t *args, size_t len)
+{
+	struct lg_req *r = malloc(sizeof(*r) + len);
+	struct lg_worker *w;
+	int rc;
+
+	if (r == NULL)
+		return -ENOMEM;
+	*r = (struct lg_req){ .call = c, .fn = fn, .ctx = ctx, .len = len,
+			      .next = g->mt->reqs };
+	if (len > 0)
+		memcpy(r->args, args, len);
+	if (r->next != NULL)
+		r->next->prev = r;
+	g->mt->reqs = r;
+	if ((w = g->mt->idle) != NULL) {
+		g->mt->idle = w->next;
+		g->mt->nidle--;
+		w->req = r;
+		mt_wake(w->mt);
+		return 0;
+	}
+	if ((rc = guest_mt_spawn(worker_main, r, NULL)) != 0)
+		req_free(g, r);
+	return rc;
+}
+
+/* -- hub channels as runtime channels ----------------------------------- */
+
+struct lg_item {
+	struct lg_item		*next;
+	struct guest_bytes	bytes;
+};
+
+/* Between a hub channel and a runtime channel: guest_chan_reader's holds
+ * what arrived until its microthread hands it on (credit goes back only
+ * then); guest_chan_writer's has no queue. */
+struct lg_bridge {
+	struct guest		*g;
+	uint32_t		chan;
+	struct guest_mtchan	*ch;
+	struct lg_item		*head, **tail;
+	struct guest_mt		*waiting;	/* suspended for an item or the end */
+	int			ended;
+	int			status;		/* how the sender ended it */
+	int			*endp;
+	struct lg_bridge	*prev, *next;	/* in lg_mt.bridges */
+};
+
+static void
+bridge_link(struct guest *g, struct lg_bridge *b)
+{
+	b->next = g->mt->bridges;
+	if (b->next != NULL)
+		b->next->prev = b;
+	g->mt->bridges = b;
+}
+
+static void
+bridge_free(struct guest *g, struct lg_bridge *b)
+{
+	struct lg_item *it;
+
+	while ((it = b->head) != NULL) {
+		b->head = it->next;
+		free(it->bytes.data);
+		free(it);
+	}
+	if (b->prev != NULL)
+		b->prev->next = b->next;
+	else
+		g->mt->bridges = b->next;
+	if (b->next != NULL)
+		b->next->prev = b->prev;
+	free(b);
+}
+
+void
+lg_bridges_free(struct guest *g)
+{
+	while (g->mt->bridges != NULL)
+		bridge_free(g, g->mt->bridges);
+}
+
+static void
+bridge_wake(struct lg_bridge *b)
+{
+	if (b->waiting != NULL) {
+		mt_wake(b->waiting);
+		b->waiting = NULL;
+	}
+}
+
+/* on_item, from the service: kept until the microthread hands it on. An
+ * item we cannot keep is dropped with its credit (the stream is then
+ * incomplete: the end says -ENOMEM). */
+static void
+reader_item(void *ctx, const uint8_t *item, size_t len)
+{
+	struct lg_bridge *b = ctx;
+	struct lg_item *it = malloc(sizeof(*it));
+	void *data = malloc(len > 0 ? len : 1);
+
+	if (it == NULL || data == NULL) {
+		free(it);
+		free(data);
+		lg_chan_consumed(b->g, b->chan, len, 1);
+		b->status = -ENOMEM;
+		return;
+	}
+	memcpy(data, item, len);
+	*it = (struct lg_item){ NULL, { data, len } };
+	*b->tail = it;
+	b->tail = &it->next;
+	bridge_wake(b);
+}
+
+static void
+reader_end(void *ctx, int status)
+{
+	struct lg_bridge *b = ctx;
+
+	b->ended = 1;
+	if (b->status == 0)
+		b->status = status;
+	bridge_wake(b);
+}
+
+static void
+reader_main(void *arg)
+{
+	struct lg_bridge *b = arg;
+	struct guest *g = b->g;
+	struct lg_item *it;
+	int stop = 0;
+
+	lg_lock(g);
+	for (;;) {
+		while (b->head == NULL && !b->ended) {
+			b->waiting = mt_self();
+			lg_suspend(g, UINT64_MAX);
+		}
+		if ((it = b->head) == NULL)
+			break;
+		if ((b->head = it->next) == NULL)
+			b->tail = &b->head;
+		lg_unlock(g);
+		if (stop || guest_mtchan_send(b->ch, &it->bytes) != 0) {
+			free(it->bytes.data);	/* nobody reads any more */
+			if (!stop)
+				guest_chan_reset(g, b->chan);
+			stop = 1;
+		}
+		lg_lock(g);
+		/* taken (or dropped): credit back, all of it once we have
+		 * caught up, as the service does when its ring is empty */
+		lg_chan_consumed(g, b->chan, it->bytes.len, b->head == NULL);
+		free(it);
+	}
+	if (b->endp != NULL)
+		*b->endp = b->status;
+	guest_mtchan_close(b->ch, GUEST_MT_WRITER);
+	bridge_free(g, b);
+	lg_unlock(g);
+}
+
+int
+guest_chan_reader(struct guest *g, uint32_t *chan, struct guest_mtchan **chp,
+		  int *end)
+{
+	struct lg_bridge *b;
+	int64_t id;
+	int rc;
+
+	if (g->mt == NULL)
+		return -EPERM;
+	if ((b = calloc(1, sizeof(*b))) == NULL)
+		return -ENOMEM;
+	if ((rc = guest_mtchan_new(sizeof(struct guest_bytes), 0, &b->ch)) != 0) {
+		free(b);
+		return rc;
+	}
+	b->g = g;
+	b->tail = &b->head;
+	b->endp = end;
+	lg_lock(g);
+	/* the microthread first: it needs the lock to start, and a channel
+	 * opened could not be taken back without telling a sender */
+	if ((rc = guest_mt_spawn(reader_main, b, NULL)) != 0) {
+		lg_unlock(g);
+		guest_mtchan_close(b->ch, GUEST_MT_WRITER);
+		guest_mtchan_close(b->ch, GUEST_MT_READER);
+		free(b);
+		return rc;
+	}
+	bridge_link(g, b);
+	if ((id = guest_chan_open(g, reader_item, reader_end, b)) < 0) {
+		b->ended = 1;		/* the microthread ends at once */
+		b->status = (int)id;
+		lg_unlock(g);
+		guest_mtchan_close(b->ch, GUEST_MT_READER);
+		return (int)id;
+	}
+	b->chan = (uint32_t)id;
+	g->rx[id].deferred = 1;
+	*chan = b->chan;
+	*chp = b->ch;
+	lg_unlock(g);
+	return 0;
+}
+
+static void
+writer_main(void *arg)
+{
+	struct lg_bridge *b = arg;
+	struct guest *g = b->g;
+	struct guest_bytes it;
+
+	while (guest_mtchan_recv(b->ch, &it) == 0) {
+		int rc = guest_chan_send(g, b->chan, it.data, it.len, -1);
+
+		free(it.data);
+		if (rc != 0)
+			goto out;	/* the receiver or the hub is gone */
+	}
+	guest_chan_close(g, b->chan);
+out:
+	guest_mtchan_close(b->ch, GUEST_MT_READER);
+	lg_lock(g);
+	bridge_free(g, b);
+	lg_unlock(g);
+}
+
+int
+guest_chan_writer(struct guest *g, uint32_t chan, struct guest_mtchan **chp)
+{
+	struct lg_bridge *b;
+	int rc;
+
+	if (g->mt == NULL)
+		return -EPERM;
+	if (chan == 0 || chan >= g->seg.params.max_channels)
+		return -EINVAL;
+	if ((b = calloc(1, sizeof(*b))) == NULL)
+		return -ENOMEM;
+	if ((rc = guest_mtchan_new(sizeof(struct guest_bytes), 0, &b->ch)) != 0) {
+		free(b);
+		return rc;
+	}
+	b->g = g;
+	b->chan = chan;
+	b->tail = &b->head;
+	lg_lock(g);
+	if ((rc = guest_mt_spawn(writer_main, b, NULL)) != 0) {
+		lg_unlock(g);
+		guest_mtchan_close(b->ch, GUEST_MT_WRITER);
+		guest_mtchan_close(b->ch, GUEST_MT_READER);
+		free(b);
+		return rc;
+	}
+	bridge_link(g, b);
+	*chp = b->ch;
+	lg_unlock(g);
+	return 0;
+}
+
+/* -- the service, as the runtime's outside work --------------------------- */
+
+static int
+io_poll(void *arg)
+{
+	struct guest *g = arg;
+	int did, rc;
+
+	lg_lock(g);
+	rc = lg_serve(g, &did);
+	if (did)
+		g->mt->served++;
+	else
+		lg_tick(g);	/* the heartbeat, while microthreads keep busy */
+	if (g->mt->blocked != NULL)
+		wake_ready(g);
+	if (rc == 0 && g->stop)
+		rc = -ESHUTDOWN;	/* guest_stop */
+	lg_unlock(g);
+	return rc < 0 ? rc : did;
+}
+
+static int
+io_ready(void *arg)
+{
+	struct guest *g = arg;
+
+	if (hp_load_acquire_u32(&g->mt->kicked) || g->stop)
+		return 1;
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+		return 1;
+	for (struct lg_blocked *w = g->mt->blocked; w != NULL; w = w->next)
+		if (w->ready(w->arg) != 0)
+			return 1;
+	return hp_endpoint_rx_ready(&g->ep);
+}
+
+static int
+io_wait(void *arg, uint64_t deadline_ns)
+{
+	struct guest *g = arg;
+	struct lg_mt *m;
+	struct timeout t = { -1, deadline_ns };
+	uint32_t waits = HP_WAIT_RING_DATA;
+	uint64_t drain;
+	int rc;
+
+	lg_lock(g);
+	m = g->mt;
+	for (struct lg_blocked *w = m->blocked; w != NULL; w = w->next)
+		waits |= w->waits;
+	/* pairs with lg_lock's acquire: a locker that finds us asleep
+	 * kicks, one that does not gets the lock once we are back */
+	hp_store_release_u32(&m->sleeping, 1);
+	rc = lg_wait_beating(g, waits, io_ready, g, &t);
+	hp_store_release_u32(&m->sleeping, 0);
+	if (hp_load_acquire_u32(&m->kicked)) {
+		hp_store_release_u32(&m->kicked, 0);
+		(void)!read(m->kick_fd, &drain, sizeof(drain));
+	}
+	if (rc == -EPIPE)
+		g->dead = -EPIPE;
+	lg_unlock(g);
+	return rc < 0 ? rc : 0;
+}
+
+static void
+io_kick(void *arg)
+{
+	struct guest *g = arg;
+	uint64_t one = 1;
+
+	/* pairs with io_wait's acquire of kicked */
+	hp_store_release_u32(&g->mt->kicked, 1);
+	(void)!write(g->mt->kick_fd, &one, sizeof(one));
+}
+
+int
+guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
+{
+	struct guest_rt_config dflt = { 0, 0 };
+	struct mt_io io = { io_poll, io_wait, io_kick, g };
+	pthread_mutexattr_t attr;
+	struct lg_mt *m;
+	int rc;
+
+	if (g->mt != NULL || mt_self() != NULL)
+		return -EBUSY;
+	if (cfg == NULL)
+		cfg = &dflt;
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return -ENOMEM;
+	m->locking = cfg->processors > 1;
+	if ((m->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if ((rc = guest_rt_new(cfg, &m->rt)) != 0)
+		goto fail_fd;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&m->mu, &attr);
+	pthread_mutexattr_destroy(&attr);
+	g->mt = m;
+	g->ep.kick_fd = m->kick_fd;
+	rc = mt_rt_run(m->rt, NULL, NULL, &io);
+	/* What is left was abandoned with its microthreads. */
+	while (m->reqs != NULL)
+		req_free(g, m->reqs);
+	lg_bridges_free(g);
+	g->ep.kick_fd = -1;
+	g->mt = NULL;
+	guest_rt_free(m->rt);
+	pthread_mutex_destroy(&m->mu);
+fail_fd:
+	close(m->kick_fd);
+fail:
+	free(m);
+	return rc == -ESHUTDOWN ? 0 : rc;
+}

@@ -1,0 +1,175 @@
+/* Guests on microthreads (guest_run_mt) against a real hubd: handlers
+ * that block (in a call, on a runtime channel) suspend alone, thousands
+ * at once; a handler that computes keeps the heartbeat by yielding; a
+ * crashing handler takes down its guest only, which hubd restarts; hub
+ * channels read and written as runtime channels. Two instances of the
+ * mtprober test guest, "m1" and "m2", on P processors (loop: 1, 2). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+static void
+start(int processors, const char *keys)
+{
+	char guests[512];
+
+	snprintf(guests, sizeof(guests),
+		 "[guest m1]\nexec = @/tests/guests/mtprober\n"
+		 "args = --prefix m1 --processors %d\n"
+		 "[guest m2]\nexec = @/tests/guests/mtprober\n"
+		 "args = --prefix m2 --processors %d\n"
+		 "[guest echo]\nexec = @/guests/echo\n",
+		 processors, processors);
+	hub_start_up(&hub, keys, guests, "m1,m2,echo");
+	ck_assert(hub_wait_method(&hub, "m1.wait,m1.open,m2.fanopen,m2.call,"
+				  "m1.spin,m1.pull,m1.push,echo.echo") == 0);
+}
+
+/* hubctl call METHOD ARGS...: its output without the newline (malloc'd),
+ * asserting the exit status. */
+static char *
+call(int status, const char *method, const char *a1, const char *a2)
+{
+	char *out = NULL, *nl;
+	int rc = hubctl(&hub, &out, "-t", "120", "call", method, a1, a2, (char *)NULL);
+
+	ck_assert_msg(rc == status, "hubctl call %s %s %s: status %d, want %d, output '%s'; %s",
+		      method, a1 ? a1 : "", a2 ? a2 : "", rc, status, out,
+		      hub_log_tail(&hub));
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+	return out;
+}
+
+static void
+expect(const char *method, const char *a1, const char *a2, const char *want)
+{
+	char *out = call(0, method, a1, a2);
+
+	ck_assert_msg(strcmp(out, want) == 0, "%s %s %s: '%s', want '%s'", method,
+		      a1 ? a1 : "", a2 ? a2 : "", out, want);
+	free(out);
+}
+
+/* 200 handlers of m1 block on its gate at once, each waited on by a
+ * microthread of m2 blocked in its call; the call that opens the gate
+ * gets through all the same. A guest whose handlers ran one inside the
+ * other could not answer any of them before the last came back. */
+START_TEST(test_blocked_handlers_do_not_stall_the_guest)
+{
+	start(_i + 1, NULL);
+	expect("m2.fanopen", "200", "m1", "ok 200");
+	/* and again: the handler microthreads are reused */
+	expect("m2.fanopen", "200", "m1", "ok 200");
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+}
+END_TEST
+
+/* 10,000 calls blocked at once: 10,000 microthreads of m2 in guest_call,
+ * 10,000 handlers of m1 suspended on the gate (calls_in_flight raised
+ * for it: the default lets a guest route 1024 at once). */
+START_TEST(test_ten_thousand_calls_blocked_at_once)
+{
+	start(_i + 1, "calls_in_flight = 20000\n");
+	expect("m2.fanopen", "10000", "m1", "ok 10000");
+}
+END_TEST
+
+/* The default limit holds: past 1024 calls routed at once the rest are
+ * refused with an error, and the guest goes on. */
+START_TEST(test_calls_in_flight_limit_answers_an_error)
+{
+	char *out;
+
+	start(1, "calls_in_flight = 100\n");
+	out = call(0, "m2.fanopen", "300", "m1");
+	ck_assert_msg(strncmp(out, "error: ", 7) == 0 && strstr(out, "of 300 ok, first: user") != NULL,
+		      "fanopen past the limit: '%s'", out);
+	free(out);
+	/* the gate still has the tokens the refused ones did not take */
+	expect("m2.call", "echo.echo", "still here", "still here");
+}
+END_TEST
+
+/* A nested call from a handler, and one that times out (a Cancel goes
+ * out; the guest stays up). */
+START_TEST(test_nested_call_and_timeout)
+{
+	char *out;
+
+	start(_i + 1, NULL);
+	expect("m2.call", "echo.reverse", "abc", "cba");
+	out = call(0, "m2.call_timeout", "m1.wait", "200");
+	ck_assert_msg(strcmp(out, "error: timeout") == 0, "call_timeout: '%s'", out);
+	free(out);
+	/* the waiting handler of m1 is still there: one token frees it */
+	expect("m1.open", "1", NULL, "ok 1");
+	expect("m2.call", "echo.echo", "after", "after");
+}
+END_TEST
+
+/* A handler computing for 3 s (ten heartbeat intervals) yields now and
+ * then: the guest is never taken for hung. */
+START_TEST(test_computing_handler_keeps_the_heartbeat)
+{
+	start(_i + 1, "heartbeat_interval = 300ms\n");
+	expect("m1.spin", "3000", NULL, "ok");
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	ck_assert_str_eq(hub_peer_state(&hub, "m1"), "up");
+}
+END_TEST
+
+/* A handler that crashes takes its guest down, nothing else: the caller
+ * gets an error, hubd restarts the guest, which serves again. */
+START_TEST(test_crashing_handler_restarts_the_guest)
+{
+	char *out;
+
+	start(_i + 1, NULL);
+	out = call(1, "m1.crash", NULL, NULL);
+	free(out);
+	ck_assert_msg(hub_wait_up(&hub, "m1", 10000) == 0, "m1 not back: %s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 1);
+	ck_assert(hub_wait_method(&hub, "m1.wait") == 0);
+	expect("m2.fanopen", "20", "m1", "ok 20");
+	ck_assert_int_eq(hub_peer_int(&hub, "m2", "restarts"), 0);
+}
+END_TEST
+
+/* hub.source into a runtime channel, hub.sink from one: every byte, in
+ * order (the stream hashes agree), through a 64 KiB window. */
+START_TEST(test_hub_channels_as_runtime_channels)
+{
+	start(_i + 1, "initial_credit = 64K\n");
+	expect("m1.pull", "3000000", NULL, "ok 3000000");
+	expect("m1.push", "3000000", NULL, "ok 3000000");
+	expect("m1.pull", "1", NULL, "ok 1");
+	expect("m1.push", "1", NULL, "ok 1");
+}
+END_TEST
+
+Suite *suite_mtguest(void);
+Suite *
+suite_mtguest(void)
+{
+	Suite *s = suite_create("mtguest");
+	TCase *tc = tcase_create("mtguest");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_loop_test(tc, test_blocked_handlers_do_not_stall_the_guest, 0, 2);
+	tcase_add_loop_test(tc, test_ten_thousand_calls_blocked_at_once, 0, 2);
+	tcase_add_test(tc, test_calls_in_flight_limit_answers_an_error);
+	tcase_add_loop_test(tc, test_nested_call_and_timeout, 0, 2);
+	tcase_add_loop_test(tc, test_computing_handler_keeps_the_heartbeat, 0, 2);
+	tcase_add_loop_test(tc, test_crashing_handler_restarts_the_guest, 0, 2);
+	tcase_add_loop_test(tc, test_hub_channels_as_runtime_channels, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}

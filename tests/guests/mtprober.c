@@ -1,0 +1,432 @@
+/* mtprober: a test guest on microthreads (guest_run_mt). Methods are
+ * PREFIX.x, PREFIX from --prefix (default "mtp"); --processors P runs it
+ * on P processors.
+ *   wait		blocks on a runtime channel (a gate) until a token
+ *			comes, answers "ok"; callback handlers could not
+ *			wait like this and still serve the call that opens it
+ *   open N		puts N tokens into the gate, answers "ok N"
+ *   fanopen N TARGET	N microthreads each call TARGET.wait at once, then
+ *			TARGET.open N; answers "ok N" once all N answered
+ *			"ok", else the first failure
+ *   call METHOD ARG	calls METHOD(ARG: str) from its handler, answers the
+ *			result or "error: <kind>"
+ *   call_timeout METHOD MS  calls METHOD() with a timeout
+ *   spin MS		computes for MS ms, yielding now and then, answers "ok"
+ *   crash		dereferences NULL in its handler
+ *   pull N		receives N bytes from hub.source through a runtime
+ *			channel (guest_chan_reader), answers "ok N" when the
+ *			stream hash agrees with hub.source's
+ *   push N		sends N bytes to hub.sink through a runtime channel
+ *			(guest_chan_writer), answers "ok N" when the hash
+ *			agrees with hub.sink's */
+#include <err.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <xxhash.h>
+
+#include "guest.h"
+#include "tests/guests/testguest.h"
+
+static struct guest *g;
+static const char *prefix;
+static struct guest_mtchan *gate;	/* tokens for wait, buffered */
+
+static void
+reply_text(struct guest_call *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+reply_text(struct guest_call *c, const char *fmt, ...)
+{
+	char text[256];
+	uint8_t res[300];
+	size_t pos = 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	guest_pc_put_str(res, sizeof(res), &pos, text, strlen(text));
+	guest_reply(c, res, pos);
+}
+
+static const char *
+kind(int rc)
+{
+	switch (rc) {
+	case -ENOSYS: return "unknown method";
+	case -ETIMEDOUT: return "timeout";
+	case -EREMOTEIO: return "user";
+	case -ECANCELED: return "cancelled";
+	default: return strerror(-rc);
+	}
+}
+
+static void
+wait_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t token;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	if (guest_mtchan_recv(gate, &token) != 0)
+		guest_reply_error(c, "gate closed");
+	else
+		reply_text(c, "ok");
+}
+
+static void
+open_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t n, i;
+	size_t pos = 0;
+	uint8_t token = 1;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0) {
+		guest_reply_error(c, "open takes a count");
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (guest_mtchan_send(gate, &token) != 0)
+			break;
+	reply_text(c, "ok %llu", (unsigned long long)i);
+}
+
+struct caller {
+	char		method[80];
+	int		rc;
+	int		answered_ok;
+};
+
+static int
+call_str(const char *method, const uint8_t *arg, size_t alen, char *out,
+	 size_t cap, int timeout_ms)
+{
+	uint8_t res[512];
+	size_t rlen = 0, pos = 0, n;
+	const char *s;
+	int rc;
+
+	rc = guest_call(g, method, arg, alen, res, sizeof(res), &rlen, timeout_ms);
+	if (rc != 0)
+		return rc;
+	if (guest_pc_get_str(res, rlen, &pos, &s, &n) != 0)
+		return -EBADMSG;
+	snprintf(out, cap, "%.*s", (int)n, s);
+	return 0;
+}
+
+static void
+caller_run(void *arg)
+{
+	struct caller *k = arg;
+	char out[64];
+
+	k->rc = call_str(k->method, NULL, 0, out, sizeof(out), 60000);
+	k->answered_ok = k->rc == 0 && strcmp(out, "ok") == 0;
+}
+
+static void
+fanopen(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t n, i, ok = 0;
+	const char *target;
+	size_t pos = 0, tn;
+	struct caller *k;
+	struct guest_mt **mt;
+	uint8_t arg[16];
+	char method[80], out[64];
+	int rc, first = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_str(args, len, &pos, &target, &tn) != 0 || n == 0 ||
+	    n > 100000 || tn > 60) {
+		guest_reply_error(c, "fanopen takes a count and a prefix");
+		return;
+	}
+	k = calloc(n, sizeof(*k));
+	mt = calloc(n, sizeof(*mt));
+	if (k == NULL || mt == NULL) {
+		free(k);
+		free(mt);
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(k[i].method, sizeof(k[i].method), "%.*s.wait", (int)tn, target);
+		if ((rc = guest_mt_spawn(caller_run, &k[i], &mt[i])) != 0) {
+			k[i].rc = rc;
+			mt[i] = NULL;
+		}
+	}
+	/* every caller is blocked in its call now (or waits for ring room) */
+	guest_mt_sleep(50 * 1000000ull);
+	pos = 0;
+	guest_pc_put_u64(arg, sizeof(arg), &pos, n);
+	snprintf(method, sizeof(method), "%.*s.open", (int)tn, target);
+	rc = call_str(method, arg, pos, out, sizeof(out), 60000);
+	for (i = 0; i < n; i++) {
+		if (mt[i] != NULL)
+			guest_mt_join(mt[i]);
+		ok += k[i].answered_ok;
+		if (!k[i].answered_ok && first == 0)
+			first = k[i].rc != 0 ? k[i].rc : -EBADMSG;
+	}
+	if (rc != 0)
+		reply_text(c, "error: open: %s", kind(rc));
+	else if (ok == n)
+		reply_text(c, "ok %llu", (unsigned long long)n);
+	else
+		reply_text(c, "error: %llu of %llu ok, first: %s", (unsigned long long)ok,
+			   (unsigned long long)n, kind(first));
+	free(k);
+	free(mt);
+}
+
+static void
+call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *m, *a;
+	size_t mn, an, pos = 0;
+	uint8_t arg[300];
+	char method[80], out[256];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 ||
+	    guest_pc_get_str(args, len, &pos, &a, &an) != 0 || mn > 70 || an > 200) {
+		guest_reply_error(c, "call takes a method and a str");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s", (int)mn, m);
+	pos = 0;
+	guest_pc_put_str(arg, sizeof(arg), &pos, a, an);
+	if ((rc = call_str(method, arg, pos, out, sizeof(out), 10000)) != 0)
+		reply_text(c, "error: %s", kind(rc));
+	else
+		reply_text(c, "%s", out);
+}
+
+static void
+call_timeout(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *m;
+	size_t mn, pos = 0;
+	uint64_t ms;
+	char method[80], out[64];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &ms) != 0 || mn > 70 || ms > 60000) {
+		guest_reply_error(c, "call_timeout takes a method and ms");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s", (int)mn, m);
+	rc = call_str(method, NULL, 0, out, sizeof(out), (int)ms);
+	if (rc != 0)
+		reply_text(c, "error: %s", kind(rc));
+	else
+		reply_text(c, "%s", out);
+}
+
+static void
+spin(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t ms, end, x = 1;
+	size_t pos = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &ms) != 0 || ms > 60000) {
+		guest_reply_error(c, "spin takes ms");
+		return;
+	}
+	end = guest_mt_now_ns() + ms * 1000000ull;
+	while (guest_mt_now_ns() < end) {
+		for (int i = 0; i < 100000; i++)	/* about 0.1 ms of work */
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+		guest_mt_yield();	/* the ring (and the heartbeat) get a turn */
+	}
+	reply_text(c, "ok%s", x == 0 ? " " : "");	/* x: the work is kept */
+}
+
+static void
+crash(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	volatile int *p = NULL;
+
+	(void)c;
+	(void)args;
+	(void)len;
+	(void)ctx;
+	*p = 1;
+}
+
+/* A call answered with a stream hash (hub.source, hub.sink), made from
+ * a microthread of its own while the handler moves the items. */
+struct hashcall {
+	const char	*method;
+	uint8_t		arg[32];
+	size_t		alen;
+	uint64_t	hash;
+	int		rc;
+};
+
+static void
+hashcall_run(void *arg)
+{
+	struct hashcall *h = arg;
+	uint8_t res[16];
+	size_t rlen = 0, pos = 0;
+
+	h->rc = guest_call(g, h->method, h->arg, h->alen, res, sizeof(res), &rlen, 60000);
+	if (h->rc == 0 && guest_pc_get_u64(res, rlen, &pos, &h->hash) != 0)
+		h->rc = -EBADMSG;
+}
+
+static void
+pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct hashcall src = { .method = "hub.source" };
+	struct guest_mtchan *ch;
+	struct guest_mt *mt;
+	struct guest_bytes it;
+	uint64_t n, got = 0, h = 0;
+	size_t pos = 0;
+	uint32_t chan;
+	int rc, end = 1;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0) {
+		guest_reply_error(c, "pull takes a byte count");
+		return;
+	}
+	if ((rc = guest_chan_reader(g, &chan, &ch, &end)) != 0) {
+		reply_text(c, "error: reader: %s", kind(rc));
+		return;
+	}
+	guest_pc_put_u64(src.arg, sizeof(src.arg), &src.alen, n);
+	guest_pc_put_u64(src.arg, sizeof(src.arg), &src.alen, chan);
+	/* hub.source answers after its Close: the items are read meanwhile */
+	if ((rc = guest_mt_spawn(hashcall_run, &src, &mt)) != 0) {
+		guest_mtchan_close(ch, GUEST_MT_READER);
+		reply_text(c, "error: spawn: %s", kind(rc));
+		return;
+	}
+	while (guest_mtchan_recv(ch, &it) == 0) {
+		h = XXH3_64bits_withSeed(it.data, it.len, h);
+		got += it.len;
+		free(it.data);
+	}
+	guest_mtchan_close(ch, GUEST_MT_READER);
+	guest_mt_join(mt);
+	if (src.rc != 0)
+		reply_text(c, "error: source: %s", kind(src.rc));
+	else if (end != 0 || got != n || src.hash != h)
+		reply_text(c, "mismatch: %llu bytes, end %d", (unsigned long long)got, end);
+	else
+		reply_text(c, "ok %llu", (unsigned long long)n);
+}
+
+static void
+push(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct hashcall sink = { .method = "hub.sink" };
+	struct guest_mtchan *ch;
+	struct guest_mt *mt;
+	uint64_t n, sent = 0, h = 0;
+	size_t pos = 0;
+	int64_t chan;
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 || n > (1ull << 30)) {
+		guest_reply_error(c, "push takes a byte count");
+		return;
+	}
+	if ((chan = guest_chan_open_send(g)) < 0) {
+		reply_text(c, "error: open: %s", kind((int)chan));
+		return;
+	}
+	guest_pc_put_u64(sink.arg, sizeof(sink.arg), &sink.alen, (uint64_t)chan);
+	if ((rc = guest_chan_writer(g, (uint32_t)chan, &ch)) != 0) {
+		guest_chan_reset(g, (uint32_t)chan);
+		reply_text(c, "error: writer: %s", kind(rc));
+		return;
+	}
+	if ((rc = guest_mt_spawn(hashcall_run, &sink, &mt)) != 0) {
+		guest_mtchan_close(ch, GUEST_MT_WRITER);
+		reply_text(c, "error: spawn: %s", kind(rc));
+		return;
+	}
+	while (sent < n) {
+		/* items of 1..4000 bytes (the writer frees each), hashed
+		 * as sent: hub.sink hashes the payloads as they arrive */
+		size_t k = 1 + (size_t)((sent * 7919) % 4000);
+		struct guest_bytes it;
+
+		if (k > n - sent)
+			k = (size_t)(n - sent);
+		if ((it.data = malloc(k)) == NULL)
+			break;
+		it.len = k;
+		for (size_t i = 0; i < k; i++)
+			((uint8_t *)it.data)[i] = (uint8_t)((sent + i) % 251);
+		h = XXH3_64bits_withSeed(it.data, k, h);
+		if (guest_mtchan_send(ch, &it) != 0) {
+			free(it.data);
+			break;
+		}
+		sent += k;
+	}
+	guest_mtchan_close(ch, GUEST_MT_WRITER);	/* then Close goes out */
+	guest_mt_join(mt);
+	if (sink.rc != 0)
+		reply_text(c, "error: sink: %s", kind(sink.rc));
+	else if (sent != n || sink.hash != h)
+		reply_text(c, "mismatch: %llu bytes", (unsigned long long)sent);
+	else
+		reply_text(c, "ok %llu", (unsigned long long)n);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct tg_method methods[] = {
+		{ "wait", "->str", wait_gate },
+		{ "open", "u64->str", open_gate },
+		{ "fanopen", "u64,str->str", fanopen },
+		{ "call", "str,str->str", call },
+		{ "call_timeout", "str,u64->str", call_timeout },
+		{ "spin", "u64->str", spin },
+		{ "crash", "->str", crash },
+		{ "pull", "u64->str", pull },
+		{ "push", "u64->str", push },
+	};
+	struct guest_rt_config cfg = { 1, 0 };
+	const char *why;
+	int rc;
+
+	for (int i = 1; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--processors") == 0)
+			cfg.processors = (unsigned)atoi(argv[i + 1]);
+	prefix = tg_prefix(argc, argv, "mtp");
+	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
+		errx(1, "%s", why);
+	if (guest_mtchan_new(1, 1u << 20, &gate) != 0)
+		errx(1, "no gate");
+	tg_register(g, prefix, methods, sizeof(methods) / sizeof(methods[0]));
+	rc = guest_run_mt(g, &cfg);
+	if (rc == -ECONNABORTED)
+		fprintf(stderr, "mtprober: hub ended me: %s\n", guest_goodbye_reason(g));
+	guest_detach(g);
+	return rc == 0 ? 0 : 1;
+}
