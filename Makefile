@@ -83,7 +83,7 @@ SPECHOST := $(B)/tests/host/spechost
 # would have to come first in the library list)
 TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
-	$(B)/tests/bench/poolbench
+	$(B)/tests/bench/poolbench $(B)/tests/bench/mtbench
 # Peers built for make bench only (their packages come with BENCH=1 deps;
 # make all and make check never need them): iceoryx and sd-bus.
 BENCH_PEERS := $(B)/tests/bench/iox $(B)/tests/bench/dbus
@@ -172,6 +172,11 @@ $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
 # The pools on their own, and the segment sizes (proto only).
 $(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+# Microthreads against a bare fcontext pair (Boost.Context, declared in
+# mtbench.c) and a condvar ping-pong.
+$(B)/tests/bench/mtbench: $(B)/tests/bench/mtbench.o $(GUEST_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lboost_context -lpthread
 
 # Eclipse iceoryx's request/response, against a RouDi the bench starts.
 $(B)/tests/bench/iox: tests/bench/iox.c
