@@ -433,3 +433,9 @@ mt_alt_abandon(struct guest_mt *m)
 	m->waiters = NULL;
 	m->nwaiters = 0;
 }
+
+size_t
+mt_chan_item_size(const struct guest_mtchan *ch)
+{
+	return ch->item_size;
+}

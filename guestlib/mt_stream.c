@@ -12,12 +12,6 @@
 #include "guestlib/guest.h"
 #include "guestlib/mt.h"
 
-/* The one thing guest.h does not say of a channel, and a stage must know
- * to receive from in and to make a channel of the same items: its item
- * size (mt.c). */
-size_t	mt_chan_item_size(const struct guest_mtchan *ch)
-	    __attribute__((visibility("hidden")));
-
 /* -- timers ---------------------------------------------------------------- */
 
 struct timer {
@@ -208,7 +202,7 @@ guest_mt_map(struct guest_mtchan *in, size_t out_size,
 {
 	struct stage *s;
 
-	if (in == NULL || fn == NULL || out_size == 0 || outp == NULL)
+	if (in == NULL || fn == NULL || outp == NULL)
 		return -EINVAL;
 	if ((s = stage_alloc(in, STAGE_MAP, out_size)) == NULL)
 		return -ENOMEM;
