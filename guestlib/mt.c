@@ -527,11 +527,12 @@ mt_wait_begin(struct guest_mt *m, uint64_t deadline_ns, int timer_idx)
 	uint64_t gen = MT_W_GEN(atomic_load_explicit(&m->wstate,
 	    memory_order_relaxed)) + 1;
 
-	atomic_store_explicit(&m->sw, MT_SW_SUSPENDING, memory_order_relaxed);
-	/* release: a claimer's acquire load of wstate sees sw SUSPENDING */
-	atomic_store_explicit(&m->wstate, gen << 2 | MT_W_WAITING, memory_order_release);
 	m->timer_idx = timer_idx;
 	m->wake_idx = 0;
+	atomic_store_explicit(&m->sw, MT_SW_SUSPENDING, memory_order_relaxed);
+	/* release: pairs with mt_try_claim's CAS; a claimer sees sw
+	 * SUSPENDING and the fields above */
+	atomic_store_explicit(&m->wstate, gen << 2 | MT_W_WAITING, memory_order_release);
 	if (deadline_ns != UINT64_MAX && timer_add(m->proc, m, deadline_ns) < 0) {
 		/* no room for the deadline: it has passed, as far as we know */
 		m->wake_idx = timer_idx;

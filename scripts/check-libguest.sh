@@ -2,10 +2,11 @@
 # Checks an installed libguest (make test-install runs it on its staging
 # tree): the .so exports exactly the functions guest.h declares, each in
 # version node LIBGUEST_<MAJOR> or a later minor's LIBGUEST_<MAJOR>.<MINOR>;
-# the soname, the file name and libguest.pc's Version are guest.h's version; a C++ program builds against guest.h,
-# links and runs. Usage: check-libguest.sh ROOT (ROOT/include/guest.h,
-# ROOT/lib/libguest.so, ROOT/lib/pkgconfig/libguest.pc). Needs GCC (its
-# -aux-info lists what a header declares).
+# the soname, the file name and libguest.pc's Version are guest.h's
+# version; a C++ program builds against guest.h, links and runs. Usage:
+# check-libguest.sh ROOT (ROOT/include/guest.h, ROOT/lib/libguest.so,
+# ROOT/lib/pkgconfig/libguest.pc). Needs GCC (its -aux-info lists what a
+# header declares).
 set -u
 root=${1:?usage: check-libguest.sh ROOT}
 CC=${CC:-cc}
