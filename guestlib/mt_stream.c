@@ -116,7 +116,9 @@ struct stage {
 	int			(*keep)(void *, const void *);
 	void			*ctx;
 	unsigned char		*mapped;	/* map's output item */
-	unsigned char		item[];		/* the input item */
+	/* the input item, aligned as malloc would align it: the callbacks
+	 * read it in place */
+	_Alignas(max_align_t) unsigned char item[];
 };
 
 /* The seed's loop: prialt(out's reader gone, receive from in). Reader
@@ -183,7 +185,7 @@ stage_alloc(struct guest_mtchan *in, enum stage_kind kind, size_t out_size)
 
 	if (in_size > SIZE_MAX / 2 - sizeof(*s) || out_size > SIZE_MAX / 2)
 		return NULL;
-	/* the mapped item aligned as malloc would align it */
+	/* the mapped item after it, aligned the same */
 	in_size = (in_size + _Alignof(max_align_t) - 1) &
 	    ~(_Alignof(max_align_t) - 1);
 	if ((s = calloc(1, sizeof(*s) + in_size +
