@@ -65,6 +65,9 @@ GUEST_SO := $(B)/libguest.so
 # The stream hash (hub.sink, hub.source) for the guests that check it.
 HASH_LIBS = -Wl,--as-needed $(shell pkg-config --libs libxxhash) -Wl,--no-as-needed
 GUEST_A := $(B)/libguest.a
+# What libguest itself links: the microthreads' context switch (Boost's
+# fcontext, no system call per switch) and their processors' threads.
+GUEST_LIBS := -lboost_context -lpthread
 # libguest's version is guest.h's GUEST_VERSION_*, the one in the tree: the
 # soname, the library's file name and libguest.pc's Version come from it.
 guest_version = $(shell awk '$$2 == "GUEST_VERSION_$(1)" { print $$3 }' guestlib/guest.h)
@@ -83,7 +86,7 @@ SPECHOST := $(B)/tests/host/spechost
 # would have to come first in the library list)
 TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
-	$(B)/tests/bench/poolbench
+	$(B)/tests/bench/poolbench $(B)/tests/bench/mtbench
 # Peers built for make bench only (their packages come with BENCH=1 deps;
 # make all and make check never need them): iceoryx and sd-bus.
 BENCH_PEERS := $(B)/tests/bench/iox $(B)/tests/bench/dbus
@@ -135,7 +138,8 @@ $(DAEMON_LIB): $(DAEMON_OBJ)
 $(PROTO_OBJ) $(GUEST_OBJ): ALL_CFLAGS += -fvisibility=hidden
 $(GUEST_SO): $(GUEST_OBJ) $(PROTO_OBJ) guestlib/libguest.map
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(GUEST_SONAME) \
-		-Wl,--version-script=guestlib/libguest.map -o $(B)/$(GUEST_REAL) $(filter %.o,$^)
+		-Wl,--version-script=guestlib/libguest.map -o $(B)/$(GUEST_REAL) $(filter %.o,$^) \
+		$(GUEST_LIBS)
 	ln -sf $(GUEST_REAL) $(B)/$(GUEST_SONAME)
 	ln -sf $(GUEST_SONAME) $@
 $(GUEST_A): $(GUEST_OBJ) $(PROTO_OBJ)
@@ -153,7 +157,7 @@ $(B)/guests/%: $(B)/guestlib/examples/%.o $(GUEST_SO)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< -L$(B) -lguest -Wl,-rpath,'$$ORIGIN/..' $(HASH_LIBS)
 # Test guests: libguest-based or on proto directly (to break the rules).
 $(B)/tests/guests/%: $(B)/tests/guests/%.o $(GUEST_A) $(PROTO_LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS) $(GUEST_LIBS)
 
 # The spec host: proto's pieces, never hubd's code or its segment layout.
 $(SPECHOST): $(B)/tests/host/spechost.o $(PROTO_LIB)
@@ -168,10 +172,15 @@ $(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ZMQ_FLAGS) -o $@ $< $(PROTO_LIB) $(ZMQ_LIBS)
 $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS) $(GUEST_LIBS)
 # The pools on their own, and the segment sizes (proto only).
 $(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+# Microthreads against a bare fcontext pair (Boost.Context, declared in
+# mtbench.c) and a condvar ping-pong.
+$(B)/tests/bench/mtbench: $(B)/tests/bench/mtbench.o $(GUEST_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lboost_context -lpthread
 
 # Eclipse iceoryx's request/response, against a RouDi the bench starts.
 $(B)/tests/bench/iox: tests/bench/iox.c
@@ -213,7 +222,7 @@ $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DBUILD_DIR='"$(abspath $(B))"' -c -o $@ $<
 $(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS) $(SPECHOST)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(GUEST_LIBS)
 
 # Every header compiles on its own; libguest's public one as C++ too.
 headers:

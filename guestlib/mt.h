@@ -8,6 +8,7 @@
 #define GUESTLIB_MT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "guestlib/guest.h"
@@ -58,6 +59,10 @@ int	mt_suspend(pthread_mutex_t *unlock, uint64_t deadline_ns);
  * thread or a scheduler. 1 it was woken by this call, 0 it was not
  * waiting (woken already, or its deadline won). */
 int	mt_wake(struct guest_mt *m);
+
+/* A channel's item size (mt_chan.c): what the stream combinators
+ * (mt_stream.c) must know of their input beyond guest.h. */
+size_t	mt_chan_item_size(const struct guest_mtchan *ch);
 
 #pragma GCC visibility pop
 

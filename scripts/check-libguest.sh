@@ -1,11 +1,12 @@
 #!/bin/sh
 # Checks an installed libguest (make test-install runs it on its staging
 # tree): the .so exports exactly the functions guest.h declares, each in
-# version node LIBGUEST_<MAJOR>; the soname, the file name and libguest.pc's
-# Version are guest.h's version; a C++ program builds against guest.h,
-# links and runs. Usage: check-libguest.sh ROOT (ROOT/include/guest.h,
-# ROOT/lib/libguest.so, ROOT/lib/pkgconfig/libguest.pc). Needs GCC (its
-# -aux-info lists what a header declares).
+# version node LIBGUEST_<MAJOR> or a later minor's LIBGUEST_<MAJOR>.<MINOR>;
+# the soname, the file name and libguest.pc's Version are guest.h's
+# version; a C++ program builds against guest.h, links and runs. Usage:
+# check-libguest.sh ROOT (ROOT/include/guest.h, ROOT/lib/libguest.so,
+# ROOT/lib/pkgconfig/libguest.pc). Needs GCC (its -aux-info lists what a
+# header declares).
 set -u
 root=${1:?usage: check-libguest.sh ROOT}
 CC=${CC:-cc}
@@ -38,8 +39,8 @@ else
 	comm -23 "$tmp/declared" "$tmp/exported" | sed 's/^/  in guest.h, not exported: /' >&2
 	bad "the .so's dynamic symbols are not guest.h's functions"
 fi
-unversioned=$(awk '$2 != "A" && $3 !~ /@@LIBGUEST_'"$major"'$/ { print $3 }' "$tmp/nm")
-[ -z "$unversioned" ] && ok || bad "not in node LIBGUEST_$major:" $unversioned
+unversioned=$(awk '$2 != "A" && $3 !~ /@@LIBGUEST_'"$major"'(\.[0-9]+)?$/ { print $3 }' "$tmp/nm")
+[ -z "$unversioned" ] && ok || bad "not in a node LIBGUEST_$major[.MINOR]:" $unversioned
 
 # 2. one version: soname, file name, pkg-config
 soname=$(readelf -d "$root/lib/libguest.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')

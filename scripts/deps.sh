@@ -15,6 +15,11 @@ has_pc json-c  || need="$need libjson-c-dev"
 has_pc libxxhash || need="$need libxxhash-dev"
 has_header ev.h || need="$need libev-dev"	# Debian's libev ships no .pc
 command -v "${CXX:-g++}" >/dev/null 2>&1 || need="$need g++"	# guest.h as C++
+# libguest's microthreads switch stacks with Boost's fcontext (C linkage,
+# no .pc): the headers come with the -dev package, and the .so with them
+{ [ -d /usr/include/boost/context ] &&
+	ls /usr/lib/*/libboost_context.so /usr/lib/libboost_context.so 2>/dev/null |
+	grep -q .; } || need="$need libboost-context-dev"
 # the fuzzers: clang with its libFuzzer runtime
 command -v clang >/dev/null 2>&1 || need="$need clang"
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||

@@ -24,11 +24,11 @@ trap cleanup EXIT
 if [ "$SMOKE" = --smoke ]; then
 	N_PEER=500; N_RTT=2000; N_PP=2000; PIPE_MS=200; STREAM32=$((1 << 20)); BULK=$((32 << 20))
 	IDLE_N=5; IDLE_S=1; NGUESTS=4; COPY_MB=64; RING_N=1000000
-	LARGE=$((64 << 20)); POOL_N=1000; REPS=1
+	LARGE=$((64 << 20)); POOL_N=1000; REPS=1; N_MT=2000
 else
 	N_PEER=20000; N_RTT=200000; N_PP=100000; PIPE_MS=2000; STREAM32=$((64 << 20)); BULK=$((2 << 30))
 	IDLE_N=200; IDLE_S=10; NGUESTS=32; COPY_MB=2048; RING_N=50000000
-	LARGE=$((2 << 30)); POOL_N=2000000; REPS=3
+	LARGE=$((2 << 30)); POOL_N=2000000; REPS=3; N_MT=500000
 fi
 
 val() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
@@ -72,6 +72,20 @@ POOL_FIXED2=$(best ns_per_pair min "$B/tests/bench/poolbench" fixed2 "$POOL_N")
 SIZES=$("$B/tests/bench/poolbench" sizes)
 SEG_DEFAULT_CALC=$(val default_bytes "$SIZES")
 SEG_FIXED16M=$(val fixed16m_bytes "$SIZES")
+
+# libguest's microthreads (no hub): a switch against the bare fcontext
+# jump under it and a thread hand-off; spawning; runtime channels
+echo "microthreads..." >&2
+MTB=$B/tests/bench/mtbench
+MT_YIELD=$(best switch_ns min "$MTB" yield "$N_MT")
+MT_FCTX=$(best switch_ns min "$MTB" fcontext "$N_MT")
+MT_CONDVAR=$(best switch_ns min "$MTB" condvar $((N_MT / 5)))
+MT_CONDVAR_1CPU=$(best switch_ns min taskset -c 0 "$MTB" condvar $((N_MT / 5)))
+MT_SPAWN=$(best ns min "$MTB" spawn "$N_MT")
+MT_DETACHED=$(best ns min "$MTB" detached "$N_MT")
+MT_CHAN1=$(best rtt_ns min "$MTB" chan "$N_MT" 1)
+MT_CHAN2=$(best rtt_ns min "$MTB" chan $((N_MT / 5)) 2)
+MT_CONDVAR_RTT=$(awk -v c="$MT_CONDVAR" 'BEGIN { printf "%.1f", 2 * c }')
 
 # start_hub NAME HUB_KEYS GUEST_SECTIONS: a hub on private paths; sets CTL
 start_hub() {
@@ -248,6 +262,12 @@ echo "| shared pool allocate+free, 64 B, 1 process | $POOL_VAR | ns/pair | fixed
 echo "| shared pool allocate+free, 64 B, 2 processes, same class | $POOL_VAR2 | ns/pair | fixed pool, same pool, $POOL_FIXED2 ns/pair | $(ratio "$POOL_VAR2" "$POOL_FIXED2")x | |"
 echo "| segment, default config (16 guests, shared pool: payloads to 32 MiB; hp_geometry_compute says $SEG_DEFAULT_CALC) | $SEG_DEFAULT | bytes | fixed pools only, 16 guests, 16 MiB slots (computed) $SEG_FIXED16M bytes | $(ratio "$SEG_FIXED16M" "$SEG_DEFAULT")x smaller | |"
 echo "| segment of the large-payload hub after its runs (3 guests; extents appended on demand) | $SEG_LARGE | bytes | | | |"
+echo "| microthread yield, one switch (P = 1) | $MT_YIELD | ns | bare jump_fcontext pair $MT_FCTX ns | $(ratio "$MT_YIELD" "$MT_FCTX")x | |"
+echo "| the same against a condvar hand-off between two threads | $MT_YIELD | ns | condvar $MT_CONDVAR ns; both threads on CPU 0 $MT_CONDVAR_1CPU ns | $(ratio "$MT_CONDVAR" "$MT_YIELD")x / $(ratio "$MT_CONDVAR_1CPU" "$MT_YIELD")x slower | |"
+echo "| microthread spawn + exit + join | $MT_SPAWN | ns | one switch $MT_YIELD ns | $(ratio "$MT_SPAWN" "$MT_YIELD")x | |"
+echo "| microthread spawn + exit, detached (with the yield that runs it) | $MT_DETACHED | ns | joined $MT_SPAWN ns | $(ratio "$MT_DETACHED" "$MT_SPAWN")x | |"
+echo "| runtime channel round trip, rendezvous, P = 1 | $MT_CHAN1 | ns | two switches $MT_YIELD ns each; futex ping-pong (processes) $FUTEX ns | $(ratio "$MT_CHAN1" "$MT_YIELD")x; $(ratio "$FUTEX" "$MT_CHAN1")x slower | |"
+echo "| runtime channel round trip, rendezvous, P = 2 (placement the runtime's) | $MT_CHAN2 | ns | P = 1 $MT_CHAN1 ns; condvar round trip $MT_CONDVAR_RTT ns | $(ratio "$MT_CHAN2" "$MT_CHAN1")x; $(ratio "$MT_CHAN2" "$MT_CONDVAR_RTT")x | |"
 } > "$OUT/bench.md"
 [ -n "$PEER_ERR" ] && echo "peers that did not run: $PEER_ERR" >> "$OUT/bench.md"
 cat "$OUT/bench.md"
@@ -265,6 +285,8 @@ cat > "$OUT/bench.dat" <<DAT
 "iceoryx busy-polling" ${IOX_SPIN:-0}
 "iceoryx WaitSet" ${IOX_WS:-0}
 "D-Bus dbus-daemon" ${DBUS:-0}
+"microthread channel, P=1" $MT_CHAN1
+"microthread channel, P=2" $MT_CHAN2
 DAT
 if command -v gnuplot >/dev/null; then
 	gnuplot <<GP || echo "bench: gnuplot failed" >&2

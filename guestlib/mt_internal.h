@@ -1,0 +1,212 @@
+/* The microthread runtime's insides, used by mt.c (scheduler, stacks,
+ * timers, parking) and mt_chan.c (channels, alt). Nothing here leaves
+ * the library. */
+#ifndef GUESTLIB_MT_INTERNAL_H
+#define GUESTLIB_MT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "guestlib/guest.h"
+#include "guestlib/mt.h"
+
+/* Boost.Context's fcontext (libboost_context), C linkage: a context is the
+ * stack pointer of a suspended stack; a jump saves ours and returns the
+ * one that jumped to us, with its data. Outside the hidden block: they
+ * come from libboost_context.so. */
+typedef void *fcontext_t;
+typedef struct {
+	fcontext_t	fctx;
+	void		*data;
+} transfer_t;
+transfer_t	jump_fcontext(fcontext_t to, void *vp);
+fcontext_t	make_fcontext(void *sp, size_t size, void (*fn)(transfer_t));
+
+#pragma GCC visibility push(hidden)
+
+/* A microthread's wait word: a generation (one per wait) above the state,
+ * so a claim meant for an earlier wait can never succeed on a later one. */
+#define MT_W_IDLE	0u
+#define MT_W_WAITING	1u
+#define MT_W_CLAIMED	2u
+#define MT_W_STATE(w)	((uint32_t)((w) & 3u))
+#define MT_W_GEN(w)	((w) >> 2)
+
+/* The suspension window (the seed's suspending_/wake_pending_ as one word):
+ * SUSPENDING from before the waiter is published until its scheduler has
+ * saved its context; a claim in that window only marks it WOKEN and the
+ * scheduler queues it once the switch is complete. */
+#define MT_SW_RUNNING		0u
+#define MT_SW_SUSPENDING	1u
+#define MT_SW_WOKEN		2u
+#define MT_SW_PARKED		3u
+
+/* Why a microthread switched to its scheduler. */
+#define MT_YIELD	1
+#define MT_SUSPEND	2
+#define MT_EXIT		3
+
+#define MT_JOIN_DONE	((uintptr_t)1)
+
+struct mt_proc;
+struct mt_waiter;
+
+/* At the top of its own stack (a guard page below the stack). */
+struct guest_mt {
+	fcontext_t		ctx;		/* saved while not running */
+	struct guest_rt		*rt;
+	struct mt_proc		*proc;		/* the processor that runs it now:
+						 * set before every jump into it */
+	struct guest_mt		*next;		/* run queue or stack pool */
+	struct guest_mt		*all_prev, *all_next; /* rt->all, under rt->mu */
+	void			*map;		/* the mapping, guard page first */
+	size_t			maplen;
+	guest_mt_fn		fn;
+	void			*arg;
+	_Atomic uint64_t	wstate;		/* MT_W_*, generation above */
+	_Atomic uint32_t	sw;		/* MT_SW_* */
+	int			wake_idx;	/* the claimer's answer */
+	int			timer_idx;	/* wake_idx when the timer wins */
+	struct mt_proc		*tproc;		/* whose heap holds our deadline */
+	int			tidx;		/* index there, -1: none */
+	uint32_t		alt_rot;	/* alt's rotating start */
+	int			joinable;
+	_Atomic uintptr_t	join;		/* 0, MT_JOIN_DONE, or the joiner */
+	struct mt_waiter	*waiters;	/* registered by alt, else NULL */
+	int			nwaiters;
+	void			*tsan_fiber;
+	void			*asan_fake;
+} __attribute__((aligned(64)));
+
+/* One alt operation registered on a channel's queue. */
+struct mt_waiter {
+	struct mt_waiter	*prev, *next;
+	struct guest_mt		*m;
+	struct guest_mtop	*op;
+	uint64_t		gen;		/* m's wait generation */
+	int			idx;		/* op's index in the alt */
+	int			list;		/* MT_Q_* it is on, -1: none */
+};
+
+struct mt_timer {
+	uint64_t		at;
+	struct guest_mt		*m;
+};
+
+struct mt_proc {
+	struct guest_rt		*rt;
+	unsigned		id;
+	pthread_t		thread;
+	fcontext_t		sched_ctx;	/* this scheduler, while a mt runs */
+	struct guest_mt		*cur;
+	int			why;		/* MT_YIELD, MT_SUSPEND, MT_EXIT */
+
+	/* local run queue: FIFO, under mu */
+	pthread_mutex_t		mu;
+	struct guest_mt		*head, *tail;
+	_Atomic uint32_t	n;		/* length, read without mu */
+
+	/* timers: a min-heap by deadline, under tmu */
+	pthread_mutex_t		tmu;
+	struct mt_timer		*heap;
+	unsigned		nheap, capheap;
+	_Atomic uint64_t	tnext;		/* heap[0].at, UINT64_MAX: none */
+
+	/* parking (JEC): blocked and the wait under smu */
+	pthread_mutex_t		smu;
+	pthread_cond_t		scond;
+	int			blocked;
+	int			io_sleeper;	/* blocked in io->wait, not scond */
+	_Atomic uint32_t	latch;		/* MT_L_* */
+	uint32_t		jec_snap;
+	unsigned		rounds;
+	int			idle;
+	unsigned		since_poll;
+	unsigned		ticks;
+
+	/* sanitizers: this scheduler's fiber and stack */
+	void			*tsan_fiber;
+	void			*asan_fake;
+	const void		*sbottom;
+	size_t			ssize;
+
+	_Atomic uint64_t	switches;
+	_Atomic uint64_t	steals;
+} __attribute__((aligned(64)));
+
+/* Internal counters, for tests and the lead's status. */
+struct mt_stats {
+	uint64_t	mmaps;		/* stacks mapped, ever */
+	uint64_t	munmaps;	/* stacks unmapped, ever */
+	uint64_t	stacks;		/* mapped now (running, parked or pooled) */
+	uint64_t	pooled;		/* idle in the pool now */
+	uint64_t	spawned;
+	uint64_t	switches;	/* jumps into microthreads */
+	uint64_t	steals;		/* microthreads taken from another processor */
+	uint64_t	parks;		/* times a processor slept */
+	uint64_t	polls;		/* io->poll calls */
+	uint64_t	live;		/* microthreads not ended */
+};
+
+struct guest_rt {
+	unsigned		nproc;
+	size_t			stack_size;	/* usable, page multiple */
+	size_t			page;
+	struct mt_proc		*procs;
+	const struct mt_io	*io;
+	_Atomic int		stopping;
+	int			result;		/* io's < 0, returned by run */
+	_Atomic uint64_t	live;
+
+	/* global run queue */
+	pthread_mutex_t		gmu;
+	struct guest_mt		*ghead, *gtail;
+	_Atomic uint32_t	gn;
+
+	/* JEC counters: sleeping bits 0-15, inactive 16-31, JEC 32-63 */
+	_Atomic uint64_t	counters;
+	_Atomic int		io_busy;	/* poll or wait in progress */
+
+	/* every microthread not freed, the stack pool, stats: under mu */
+	pthread_mutex_t		mu;
+	struct guest_mt		*all;
+	struct guest_mt		*pool;
+	unsigned		npool;
+	uint64_t		mmaps, munmaps, stacks, spawned;
+	_Atomic uint64_t	parks, polls;
+};
+
+/* mt.c */
+struct mt_proc	*mt_cur_proc(void);
+void		mt_wait_begin(struct guest_mt *m, uint64_t deadline_ns, int timer_idx);
+int		mt_wait_switch(struct guest_mt *m);
+int		mt_try_claim(struct guest_mt *m, uint64_t gen);
+void		mt_ready(struct guest_mt *m, int wake_idx);
+int		mt_claim(struct guest_mt *m, uint64_t gen, int wake_idx);
+void		mt_rt_stats(struct guest_rt *rt, struct mt_stats *st);
+
+/* mt_chan.c */
+void		mt_alt_abandon(struct guest_mt *m);
+
+#pragma GCC visibility pop
+
+/* Sanitizers: a stack switch must be announced, or ASan sees a stack it
+ * does not know and TSan mixes two microthreads' histories. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define MT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MT_TSAN 1
+#endif
+#endif
+
+#endif
