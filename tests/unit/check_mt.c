@@ -85,7 +85,7 @@ START_TEST(test_order_p1)
 }
 END_TEST
 
-static int detached_ran;
+static _Atomic int detached_ran;	/* P=2 in mn_abandoned */
 
 static void
 detached_fn(void *arg)
@@ -117,7 +117,7 @@ START_TEST(test_detached_joinable)
 
 	detached_ran = 0;
 	rt_go(1, detached_main, NULL, NULL);
-	ck_assert_msg(detached_ran == 10, "detached ran: %d", detached_ran);
+	ck_assert_msg(detached_ran == 10, "detached ran: %d", (int)detached_ran);
 	/* (mt) functions off a microthread */
 	ck_assert_int_eq(guest_mt_yield(), -EPERM);
 	ck_assert_int_eq(guest_mt_join(NULL), -EPERM);
@@ -1152,7 +1152,7 @@ START_TEST(test_mn_abandoned)
 	/* and the runtime runs again */
 	detached_ran = 0;
 	ck_assert_int_eq(guest_rt_run(a.rt, detached_main, NULL), 0);
-	ck_assert_int_eq(detached_ran, 10);
+	ck_assert_int_eq((int)detached_ran, 10);
 	guest_rt_free(a.rt);
 	close(f.ev);
 	close(f.kickfd);
