@@ -230,9 +230,12 @@ stack_put(struct guest_rt *rt, struct guest_mt *m)
 
 /* -- run queues ----------------------------------------------------------- */
 
-static void
+/* Returns the queue's new length. */
+static uint32_t
 local_push(struct mt_proc *p, struct guest_mt *m)
 {
+	uint32_t n;
+
 	m->next = NULL;
 	pthread_mutex_lock(&p->mu);
 	if (p->tail != NULL)
@@ -240,9 +243,10 @@ local_push(struct mt_proc *p, struct guest_mt *m)
 	else
 		p->head = m;
 	p->tail = m;
-	atomic_store_explicit(&p->n, atomic_load_explicit(&p->n,
-	    memory_order_relaxed) + 1, memory_order_relaxed);
+	n = atomic_load_explicit(&p->n, memory_order_relaxed) + 1;
+	atomic_store_explicit(&p->n, n, memory_order_relaxed);
 	pthread_mutex_unlock(&p->mu);
+	return n;
 }
 
 static struct guest_mt *
@@ -311,42 +315,56 @@ global_take(struct mt_proc *p)
 	return first;
 }
 
-/* Steals the older half (rounded up) of another processor's queue. The
- * seed's invariants hold by construction: the running microthread is in
- * no queue, and the one its scheduler switches to next was popped under
- * the queue's lock before the switch, so neither can be taken. A queued
- * microthread is runnable and owned by its queue alone (a claim enqueues
- * once per wait), so the stolen chain is the thief's as soon as it is
- * unlinked under the victim's lock. */
+/* Steals the newer half of another processor's queue, never its head: the
+ * one it runs next, typically a peer just woken there, which runs best
+ * where its waker's data is (the seed's "never steal the next"). The head
+ * is taken only when it is alone and its processor made no switch between
+ * two of our looks: one microthread computing there for that long would
+ * hold it back. The running microthread is in no queue. A queued one is
+ * runnable and owned by its queue alone (a claim enqueues once per wait),
+ * so the stolen chain is ours once unlinked under the victim's lock. */
 static struct guest_mt *
 steal(struct mt_proc *p)
 {
 	struct guest_rt *rt = p->rt;
 	struct guest_mt *first, *m;
-	uint32_t n, take;
+	uint32_t n, keep;
+	uint64_t sw;
 
 	for (unsigned k = 1; k < rt->nproc; k++) {
 		struct mt_proc *v = &rt->procs[(p->id + k) % rt->nproc];
 
-		if (atomic_load_explicit(&v->n, memory_order_relaxed) == 0)
+		if ((n = atomic_load_explicit(&v->n, memory_order_relaxed)) == 0)
 			continue;
+		if (n == 1) {
+			sw = atomic_load_explicit(&v->switches, memory_order_relaxed);
+			if (p->seen != v || p->seen_switches != sw) {
+				p->seen = v;
+				p->seen_switches = sw;
+				continue;
+			}
+		}
 		pthread_mutex_lock(&v->mu);
-		n = atomic_load_explicit(&v->n, memory_order_relaxed);
-		if (n == 0) {
+		if ((n = atomic_load_explicit(&v->n, memory_order_relaxed)) == 0) {
 			pthread_mutex_unlock(&v->mu);
 			continue;
 		}
-		take = (n + 1) / 2;
-		first = v->head;
-		m = first;
-		for (uint32_t i = 1; i < take; i++)
-			m = m->next;
-		if ((v->head = m->next) == NULL)
-			v->tail = NULL;
-		m->next = NULL;
-		atomic_store_explicit(&v->n, n - take, memory_order_relaxed);
+		keep = n == 1 ? 0 : n - n / 2;
+		if (keep == 0) {
+			first = v->head;
+			v->head = v->tail = NULL;
+		} else {
+			m = v->head;
+			for (uint32_t i = 1; i < keep; i++)
+				m = m->next;
+			first = m->next;
+			m->next = NULL;
+			v->tail = m;
+		}
+		atomic_store_explicit(&v->n, keep, memory_order_relaxed);
 		pthread_mutex_unlock(&v->mu);
-		atomic_fetch_add_explicit(&p->steals, take, memory_order_relaxed);
+		p->seen = NULL;
+		atomic_fetch_add_explicit(&p->steals, n - keep, memory_order_relaxed);
 		for (m = first->next; m != NULL; ) {
 			struct guest_mt *nx = m->next;
 
@@ -359,17 +377,22 @@ steal(struct mt_proc *p)
 }
 
 /* Makes a claimed microthread runnable: on the calling processor's queue
- * if it is one of this runtime's, else the global queue. */
+ * if it is one of this runtime's, else the global queue. Other processors
+ * are told only of work they may take: a lone head of a local queue is
+ * for its own processor (steal), so a ping-pong between two microthreads
+ * stays on one processor and lets the others sleep. */
 static void
 enqueue(struct guest_mt *m)
 {
 	struct mt_proc *p = mt_cur_proc();
 
-	if (p != NULL && p->rt == m->rt)
-		local_push(p, m);
-	else
+	if (p != NULL && p->rt == m->rt) {
+		if (local_push(p, m) >= 2 && p->rt->nproc > 1)
+			new_work(m->rt);
+	} else {
 		global_push(m->rt, m);
-	new_work(m->rt);
+		new_work(m->rt);
+	}
 }
 
 /* The claimer's half of the suspension window: a microthread still
@@ -680,9 +703,18 @@ has_work(struct mt_proc *p)
 	if (atomic_load_explicit(&p->n, memory_order_relaxed) ||
 	    atomic_load_explicit(&rt->gn, memory_order_relaxed))
 		return 1;
-	for (unsigned i = 0; i < rt->nproc; i++)
-		if (atomic_load_explicit(&rt->procs[i].n, memory_order_relaxed))
+	/* what steal would take: two or more queued, or a lone head whose
+	 * processor has not switched since we last looked */
+	for (unsigned i = 0; i < rt->nproc; i++) {
+		struct mt_proc *v = &rt->procs[i];
+		uint32_t n = atomic_load_explicit(&v->n, memory_order_relaxed);
+
+		if (v == p || n == 0)
+			continue;
+		if (n >= 2 || (p->seen == v && p->seen_switches ==
+		    atomic_load_explicit(&v->switches, memory_order_relaxed)))
 			return 1;
+	}
 	return 0;
 }
 

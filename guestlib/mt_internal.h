@@ -132,6 +132,9 @@ struct mt_proc {
 	const void		*sbottom;
 	size_t			ssize;
 
+	struct mt_proc		*seen;		/* steal: a lone head seen there */
+	uint64_t		seen_switches;	/* with that many switches */
+
 	_Atomic uint64_t	switches;
 	_Atomic uint64_t	steals;
 } __attribute__((aligned(64)));
