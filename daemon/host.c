@@ -18,8 +18,13 @@
 #define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */
 /* Messages waiting for a guest that does not read its ring: beyond this it
  * is ended, rather than hold the host's memory (everything sent to it is
- * bounded by its own calls and the callers paused on it). */
-#define BACKLOG_MAX	(1024 + 4 * BACKLOG_PAUSE)
+ * bounded by its own calls and the callers paused on it: the answers to
+ * up to calls_in_flight calls to guests may all come at once). */
+static uint32_t
+backlog_max(const struct hub *h)
+{
+	return 1024 + 4 * BACKLOG_PAUSE + h->conf.calls_in_flight;
+}
 
 int
 host_init(struct hub *h)
@@ -167,7 +172,7 @@ host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 			return;
 		}
 	}
-	if (p->bl_count >= BACKLOG_MAX) {
+	if (p->bl_count >= backlog_max(h)) {
 		host_fault(h, p, DEATH_HUNG, "stopped reading its ring (shm.ring.full)");
 		return;
 	}
@@ -214,9 +219,9 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 			return 0;
 		}
 	}
-	if (q->bl_count >= BACKLOG_MAX || (b = malloc(sizeof(*b))) == NULL) {
+	if (q->bl_count >= backlog_max(h) || (b = malloc(sizeof(*b))) == NULL) {
 		hp_var_free(&h->seg.var, slot, gen);
-		if (q->bl_count >= BACKLOG_MAX)
+		if (q->bl_count >= backlog_max(h))
 			host_fault(h, q, DEATH_HUNG, "stopped reading its ring (shm.ring.full)");
 		return 0;
 	}

@@ -99,6 +99,7 @@ struct lg_mt {
 	hp_atomic_u32		sleeping;	/* the service sleeps holding mu */
 	hp_atomic_u32		kicked;
 	struct lg_blocked	*blocked;	/* microthreads waiting on the hub */
+	struct lg_blocked	*blocked_tail;
 	struct lg_worker	*idle;		/* handler microthreads to reuse */
 	uint32_t		nidle;
 	struct lg_req		*reqs;		/* requests being handled */

@@ -85,11 +85,15 @@ wq_add(struct mt_wq *q, struct mt_waiter *w)
 	else
 		q->head = w;
 	q->tail = w;
+	w->queued = 1;
 }
 
 static void
 wq_del(struct mt_wq *q, struct mt_waiter *w)
 {
+	if (!w->queued)
+		return;		/* taken out by its claimer */
+	w->queued = 0;
 	if (w->prev != NULL)
 		w->prev->next = w->next;
 	else
@@ -101,15 +105,19 @@ wq_del(struct mt_wq *q, struct mt_waiter *w)
 	w->prev = w->next = NULL;
 }
 
-/* The first waiter of q whose microthread we can claim; the others there
- * are claimed already (by another of their operations, or their deadline)
- * and take themselves off when they run. Under ch->mu. */
+/* The first waiter of q whose microthread we can claim, taken out of q
+ * (a rendezvous with thousands of receivers queued would otherwise scan
+ * every one claimed before it); the others passed over are claimed
+ * already (by another of their operations, or their deadline) and take
+ * themselves off when they run. Under ch->mu. */
 static struct mt_waiter *
 wq_claim(struct mt_wq *q)
 {
 	for (struct mt_waiter *w = q->head; w != NULL; w = w->next)
-		if (mt_try_claim(w->m, w->gen))
+		if (mt_try_claim(w->m, w->gen)) {
+			wq_del(q, w);
 			return w;
+		}
 	return NULL;
 }
 
@@ -123,16 +131,14 @@ end_gone(struct guest_mtchan *ch, int end)
 	struct mt_waiter *w;
 
 	ch->gone[end] = 1;
-	for (w = peers->head; w != NULL; w = w->next)
-		if (mt_try_claim(w->m, w->gen)) {
-			w->op->status = -EPIPE;
-			mt_ready(w->m, w->idx);
-		}
-	for (w = vult->head; w != NULL; w = w->next)
-		if (mt_try_claim(w->m, w->gen)) {
-			w->op->status = 0;
-			mt_ready(w->m, w->idx);
-		}
+	while ((w = wq_claim(peers)) != NULL) {
+		w->op->status = -EPIPE;
+		mt_ready(w->m, w->idx);
+	}
+	while ((w = wq_claim(vult)) != NULL) {
+		w->op->status = 0;
+		mt_ready(w->m, w->idx);
+	}
 }
 
 void

@@ -88,6 +88,8 @@ struct mt_waiter {
 	uint64_t		gen;		/* m's wait generation */
 	int			idx;		/* op's index in the alt */
 	int			list;		/* MT_Q_* it is on, -1: none */
+	int			queued;		/* still in that queue: a claimer
+						 * takes what it claims out */
 };
 
 struct mt_timer {

@@ -13,15 +13,20 @@
 #include "guestlib/mt.h"
 
 #define IDLE_MAX	64	/* handler microthreads kept for reuse */
+/* Blocked microthreads woken per poll at most: thousands waiting for ring
+ * room would otherwise all wake for each free descriptor, and all but a
+ * few go back to sleep (the next poll wakes the next ones). */
+#define WAKE_BUDGET	8
 
 /* A microthread waiting for the hub: woken by the service once ready()
  * says so (or its deadline passes). */
 struct lg_blocked {
 	struct guest_mt		*mt;
 	uint32_t		waits;		/* HP_WAIT_* it needs announced */
+	int			linked;		/* in the list: not woken yet */
 	int			(*ready)(void *);
 	void			*arg;
-	struct lg_blocked	*next;
+	struct lg_blocked	*prev, *next;	/* in lg_mt.blocked, oldest first */
 };
 
 /* A request handed to a handler microthread: its arguments copied, since
@@ -101,13 +106,28 @@ lg_suspend(struct guest *g, uint64_t deadline_ns)
 	return rc;
 }
 
+static void
+blocked_unlink(struct lg_mt *m, struct lg_blocked *w)
+{
+	if (w->prev != NULL)
+		w->prev->next = w->next;
+	else
+		m->blocked = w->next;
+	if (w->next != NULL)
+		w->next->prev = w->prev;
+	else
+		m->blocked_tail = w->prev;
+	w->prev = w->next = NULL;
+	w->linked = 0;
+}
+
 int
 lg_mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 	   struct timeout *t)
 {
 	struct lg_blocked w = { .mt = mt_self(), .waits = waits, .ready = ready,
 				.arg = arg };
-	struct lg_blocked **pp;
+	struct lg_mt *m = g->mt;
 	int r, rc;
 
 	if (t->at == 0)
@@ -117,17 +137,38 @@ lg_mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 			return r < 0 ? r : 1;
 		if (g->dead)
 			return g->dead;
-		w.next = g->mt->blocked;
-		g->mt->blocked = &w;
+		/* at the tail: the longest waiting is woken first */
+		w.prev = m->blocked_tail;
+		w.next = NULL;
+		if (w.prev != NULL)
+			w.prev->next = &w;
+		else
+			m->blocked = &w;
+		m->blocked_tail = &w;
+		w.linked = 1;
 		rc = lg_suspend(g, t->at);
-		for (pp = &g->mt->blocked; *pp != NULL; pp = &(*pp)->next) {
-			if (*pp == &w) {	/* not woken: the deadline */
-				*pp = w.next;
-				break;
-			}
-		}
+		if (w.linked)		/* not woken: the deadline */
+			blocked_unlink(m, &w);
 		if (rc == -ETIMEDOUT)
 			return (r = ready(arg)) != 0 ? (r < 0 ? r : 1) : 0;
+	}
+}
+
+/* Wakes the oldest blocked microthreads that can go on, WAKE_BUDGET at
+ * most (all of them once the guest is dead). */
+static void
+wake_ready(struct guest *g)
+{
+	struct lg_blocked *w = g->mt->blocked, *next;
+	int budget = WAKE_BUDGET;
+
+	for (; w != NULL && (budget > 0 || g->dead); w = next) {
+		next = w->next;
+		if (g->dead || w->ready(w->arg) != 0) {
+			blocked_unlink(g->mt, w);
+			mt_wake(w->mt);
+			budget--;
+		}
 	}
 }
 
@@ -155,22 +196,6 @@ lg_mt_service_wait(struct guest *g, struct timeout *t)
 	rc = lg_mt_wait(g, 0, served_ready, &w, t);
 	lg_unlock(g);
 	return rc < 0 ? rc : 0;
-}
-
-/* Wakes the blocked microthreads that can go on. */
-static void
-wake_ready(struct guest *g)
-{
-	struct lg_blocked **pp = &g->mt->blocked, *w;
-
-	while ((w = *pp) != NULL) {
-		if (g->dead || w->ready(w->arg) != 0) {
-			*pp = w->next;
-			mt_wake(w->mt);
-		} else {
-			pp = &w->next;
-		}
-	}
 }
 
 /* -- handlers ------------------------------------------------------------ */

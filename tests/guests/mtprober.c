@@ -5,9 +5,10 @@
  *			comes, answers "ok"; callback handlers could not
  *			wait like this and still serve the call that opens it
  *   open N		puts N tokens into the gate, answers "ok N"
- *   fanopen N TARGET	N microthreads each call TARGET.wait at once, then
- *			TARGET.open N; answers "ok N" once all N answered
- *			"ok", else the first failure
+ *   open_later MS N	answers at once; N tokens go into the gate MS ms later
+ *   fanopen N TARGET OPEN  N microthreads each call TARGET.wait at once, then
+ *			(if OPEN) TARGET.open N; answers "ok N" once all N
+ *			answered "ok", else "error: K of N ok, first: <kind>"
  *   call METHOD ARG	calls METHOD(ARG: str) from its handler, answers the
  *			result or "error: <kind>"
  *   call_timeout METHOD MS  calls METHOD() with a timeout
@@ -99,6 +100,41 @@ open_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_text(c, "ok %llu", (unsigned long long)i);
 }
 
+struct later {
+	uint64_t	ms;
+	uint64_t	n;
+};
+
+static void
+later_run(void *arg)
+{
+	struct later *l = arg;
+	uint8_t token = 1;
+
+	guest_mt_sleep(l->ms * 1000000ull);
+	for (uint64_t i = 0; i < l->n; i++)
+		if (guest_mtchan_send(gate, &token) != 0)
+			break;
+	free(l);
+}
+
+static void
+open_later(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct later *l = malloc(sizeof(*l));
+	size_t pos = 0;
+
+	(void)ctx;
+	if (l == NULL || guest_pc_get_u64(args, len, &pos, &l->ms) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &l->n) != 0 || l->ms > 60000 ||
+	    guest_mt_spawn(later_run, l, NULL) != 0) {
+		free(l);
+		guest_reply_error(c, "open_later takes ms and a count");
+		return;
+	}
+	reply_text(c, "ok");
+}
+
 struct caller {
 	char		method[80];
 	int		rc;
@@ -139,6 +175,7 @@ fanopen(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	uint64_t n, i, ok = 0;
 	const char *target;
 	size_t pos = 0, tn;
+	uint64_t open;
 	struct caller *k;
 	struct guest_mt **mt;
 	uint8_t arg[16];
@@ -147,9 +184,10 @@ fanopen(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 
 	(void)ctx;
 	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
-	    guest_pc_get_str(args, len, &pos, &target, &tn) != 0 || n == 0 ||
+	    guest_pc_get_str(args, len, &pos, &target, &tn) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &open) != 0 || n == 0 ||
 	    n > 100000 || tn > 60) {
-		guest_reply_error(c, "fanopen takes a count and a prefix");
+		guest_reply_error(c, "fanopen takes a count, a prefix and a bool");
 		return;
 	}
 	k = calloc(n, sizeof(*k));
@@ -167,12 +205,16 @@ fanopen(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 			mt[i] = NULL;
 		}
 	}
-	/* every caller is blocked in its call now (or waits for ring room) */
-	guest_mt_sleep(50 * 1000000ull);
-	pos = 0;
-	guest_pc_put_u64(arg, sizeof(arg), &pos, n);
-	snprintf(method, sizeof(method), "%.*s.open", (int)tn, target);
-	rc = call_str(method, arg, pos, out, sizeof(out), 60000);
+	rc = 0;
+	if (open) {
+		/* every caller is blocked in its call now (or waits for
+		 * ring room): the opening call must get through all the same */
+		guest_mt_sleep(50 * 1000000ull);
+		pos = 0;
+		guest_pc_put_u64(arg, sizeof(arg), &pos, n);
+		snprintf(method, sizeof(method), "%.*s.open", (int)tn, target);
+		rc = call_str(method, arg, pos, out, sizeof(out), 60000);
+	}
 	for (i = 0; i < n; i++) {
 		if (mt[i] != NULL)
 			guest_mt_join(mt[i]);
@@ -336,13 +378,31 @@ pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		reply_text(c, "ok %llu", (unsigned long long)n);
 }
 
+struct sinkwait {
+	int		done;
+	int		rc;
+	uint64_t	hash;
+};
+
+static void
+sink_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct sinkwait *s = ctx;
+	size_t pos = 0;
+
+	s->rc = status;
+	if (status == 0 && guest_pc_get_u64(result, len, &pos, &s->hash) != 0)
+		s->rc = -EBADMSG;
+	s->done = 1;
+}
+
 static void
 push(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	struct hashcall sink = { .method = "hub.sink" };
+	struct sinkwait sink = { 0, 0, 0 };
 	struct guest_mtchan *ch;
-	struct guest_mt *mt;
 	uint64_t n, sent = 0, h = 0;
+	uint8_t arg[16];
 	size_t pos = 0;
 	int64_t chan;
 	int rc;
@@ -356,15 +416,14 @@ push(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		reply_text(c, "error: open: %s", kind((int)chan));
 		return;
 	}
-	guest_pc_put_u64(sink.arg, sizeof(sink.arg), &sink.alen, (uint64_t)chan);
-	if ((rc = guest_chan_writer(g, (uint32_t)chan, &ch)) != 0) {
+	/* hub.sink's Request goes out before the first item: hubd must
+	 * know the channel by then; its answer comes after our Close */
+	pos = 0;
+	guest_pc_put_u64(arg, sizeof(arg), &pos, (uint64_t)chan);
+	if ((rc = guest_call_async(g, "hub.sink", arg, pos, sink_done, &sink, NULL)) != 0 ||
+	    (rc = guest_chan_writer(g, (uint32_t)chan, &ch)) != 0) {
 		guest_chan_reset(g, (uint32_t)chan);
 		reply_text(c, "error: writer: %s", kind(rc));
-		return;
-	}
-	if ((rc = guest_mt_spawn(hashcall_run, &sink, &mt)) != 0) {
-		guest_mtchan_close(ch, GUEST_MT_WRITER);
-		reply_text(c, "error: spawn: %s", kind(rc));
 		return;
 	}
 	while (sent < n) {
@@ -388,9 +447,10 @@ push(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		sent += k;
 	}
 	guest_mtchan_close(ch, GUEST_MT_WRITER);	/* then Close goes out */
-	guest_mt_join(mt);
-	if (sink.rc != 0)
-		reply_text(c, "error: sink: %s", kind(sink.rc));
+	while (!sink.done && guest_service_wait(g, 1000) == 0)
+		;
+	if (!sink.done || sink.rc != 0)
+		reply_text(c, "error: sink: %s", kind(sink.done ? sink.rc : -ETIMEDOUT));
 	else if (sent != n || sink.hash != h)
 		reply_text(c, "mismatch: %llu bytes", (unsigned long long)sent);
 	else
@@ -403,7 +463,8 @@ main(int argc, char *argv[])
 	static const struct tg_method methods[] = {
 		{ "wait", "->str", wait_gate },
 		{ "open", "u64->str", open_gate },
-		{ "fanopen", "u64,str->str", fanopen },
+		{ "open_later", "u64,u64->str", open_later },
+		{ "fanopen", "u64,str,bool->str", fanopen },
 		{ "call", "str,str->str", call },
 		{ "call_timeout", "str,u64->str", call_timeout },
 		{ "spin", "u64->str", spin },
