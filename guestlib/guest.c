@@ -86,6 +86,12 @@ lg_tick(struct guest *g)
 	tick(g);
 }
 
+uint64_t
+lg_clock_beat(struct guest *g)
+{
+	return clock_beat(g);
+}
+
 /* Milliseconds from now to at, rounded up. */
 static int
 ms_until(uint64_t at, uint64_t now)

@@ -96,8 +96,7 @@ struct lg_mt {
 	pthread_mutex_t		mu;
 	int			depth;		/* mu's recursion, for lg_suspend */
 	int			kick_fd;	/* eventfd: wakes the service's sleep */
-	hp_atomic_u32		sleeping;	/* the service sleeps holding mu */
-	hp_atomic_u32		kicked;
+	hp_atomic_u32		kicked;		/* the runtime wants it awake */
 	struct lg_blocked	*blocked;	/* microthreads waiting on the hub */
 	struct lg_blocked	*blocked_tail;
 	struct lg_worker	*idle;		/* handler microthreads to reuse */
@@ -120,6 +119,7 @@ struct timeout {
 
 /* guest.c */
 void	lg_tick(struct guest *g);
+uint64_t lg_clock_beat(struct guest *g);
 int	lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 	    void *arg, struct timeout *t);
 int	lg_wait_tx(struct guest *g, struct timeout *t);

@@ -4,6 +4,8 @@
  * on a microthread (an answer, ring room, a slot, credit) into a suspend
  * of that microthread alone. */
 #include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -11,12 +13,15 @@
 
 #include "guestlib/internal.h"
 #include "guestlib/mt.h"
+#include "proto/doorbell.h"
 
 #define IDLE_MAX	64	/* handler microthreads kept for reuse */
 /* Blocked microthreads woken per poll at most: thousands waiting for ring
  * room would otherwise all wake for each free descriptor, and all but a
  * few go back to sleep (the next poll wakes the next ones). */
 #define WAKE_BUDGET	8
+/* The longest sleep when no doorbell will ring for what is awaited. */
+#define SLEEP_UNRUNG_NS	(20 * 1000000ull)
 
 /* A microthread waiting for the hub: woken by the service once ready()
  * says so (or its deadline passes). */
@@ -61,16 +66,7 @@ lg_lock(struct guest *g)
 
 	if (m == NULL || !m->locking)
 		return;
-	if (pthread_mutex_trylock(&m->mu) != 0) {
-		/* the service may be asleep holding it: wake it */
-		if (hp_load_acquire_u32(&m->sleeping)) {
-			uint64_t one = 1;
-
-			hp_store_release_u32(&m->kicked, 1);
-			(void)!write(m->kick_fd, &one, sizeof(one));
-		}
-		pthread_mutex_lock(&m->mu);
-	}
+	pthread_mutex_lock(&m->mu);
 	m->depth++;
 }
 
@@ -534,7 +530,7 @@ io_ready(void *arg)
 {
 	struct guest *g = arg;
 
-	if (hp_load_acquire_u32(&g->mt->kicked) || g->stop)
+	if (atomic_load(&g->mt->kicked) || g->stop)
 		return 1;
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
 		return 1;
@@ -544,33 +540,52 @@ io_ready(void *arg)
 	return hp_endpoint_rx_ready(&g->ep);
 }
 
+/* Sleeps until traffic, a blocked microthread's condition, a kick or
+ * deadline_ns. mu is given up for the sleep itself: a microthread of
+ * another processor may send meanwhile. The runtime yielded before it
+ * came here: no spinning. */
 static int
 io_wait(void *arg, uint64_t deadline_ns)
 {
 	struct guest *g = arg;
-	struct lg_mt *m;
-	struct timeout t = { -1, deadline_ns };
+	struct lg_mt *m = g->mt;
 	uint32_t waits = HP_WAIT_RING_DATA;
-	uint64_t drain;
-	int rc;
+	uint64_t now, until = deadline_ns, drain;
+	int rc = 0;
 
 	lg_lock(g);
-	m = g->mt;
+	now = lg_clock_beat(g);
+	if (g->hb_interval != 0 && g->next_hb < until)
+		until = g->next_hb;
 	for (struct lg_blocked *w = m->blocked; w != NULL; w = w->next)
 		waits |= w->waits;
-	/* pairs with lg_lock's acquire: a locker that finds us asleep
-	 * kicks, one that does not gets the lock once we are back */
-	hp_store_release_u32(&m->sleeping, 1);
-	rc = lg_wait_beating(g, waits, io_ready, g, &t);
-	hp_store_release_u32(&m->sleeping, 0);
-	if (hp_load_acquire_u32(&m->kicked)) {
-		hp_store_release_u32(&m->kicked, 0);
-		(void)!read(m->kick_fd, &drain, sizeof(drain));
+	/* no doorbell rings for these: look again soon (a host without
+	 * waiter words wakes by futex; a freed variable slot by the pool's
+	 * own word) */
+	if (g->ep.my_waits == NULL && until > now + SLEEP_UNRUNG_NS)
+		until = now + SLEEP_UNRUNG_NS;
+	if ((waits & HP_WAIT_SLOT) && until > now + SLEEP_UNRUNG_NS / 4)
+		until = now + SLEEP_UNRUNG_NS / 4;
+	hp_endpoint_announce(&g->ep, waits);
+	if (!io_ready(g) && until > now) {
+		uint64_t ms = until == UINT64_MAX ? 0 : (until - now + 999999) / 1000000;
+
+		g->ep.stats.sleeps++;
+		hp_endpoint_set_awake(&g->ep, 0);
+		lg_unlock(g);
+		rc = hp_doorbell_wait_or(g->doorbell, m->kick_fd,
+					 until == UINT64_MAX ? -1 : ms > INT_MAX ? INT_MAX : (int)ms);
+		lg_lock(g);
+		hp_endpoint_set_awake(&g->ep, 1);
 	}
+	hp_endpoint_cancel(&g->ep);
+	/* seq_cst: pairs with io_kick's store, before its write */
+	if (atomic_exchange(&m->kicked, 0))
+		(void)!read(m->kick_fd, &drain, sizeof(drain));
 	if (rc == -EPIPE)
 		g->dead = -EPIPE;
 	lg_unlock(g);
-	return rc < 0 ? rc : 0;
+	return rc == -EPIPE ? rc : 0;
 }
 
 static void
@@ -579,8 +594,7 @@ io_kick(void *arg)
 	struct guest *g = arg;
 	uint64_t one = 1;
 
-	/* pairs with io_wait's acquire of kicked */
-	hp_store_release_u32(&g->mt->kicked, 1);
+	atomic_store(&g->mt->kicked, 1);
 	(void)!write(g->mt->kick_fd, &one, sizeof(one));
 }
 
@@ -611,13 +625,11 @@ guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 	pthread_mutex_init(&m->mu, &attr);
 	pthread_mutexattr_destroy(&attr);
 	g->mt = m;
-	g->ep.kick_fd = m->kick_fd;
 	rc = mt_rt_run(m->rt, NULL, NULL, &io);
 	/* What is left was abandoned with its microthreads. */
 	while (m->reqs != NULL)
 		req_free(g, m->reqs);
 	lg_bridges_free(g);
-	g->ep.kick_fd = -1;
 	g->mt = NULL;
 	guest_rt_free(m->rt);
 	pthread_mutex_destroy(&m->mu);

@@ -43,7 +43,6 @@ init_common(struct hp_endpoint *ep, const struct hp_segment *seg)
 	ep->lim.max_payload_size = seg->params.max_payload_size;
 	ep->lim.max_channels = seg->params.max_channels;
 	ep->free_word = UINT32_MAX;
-	ep->kick_fd = -1;
 }
 
 /* Both ends use the shared variable pool: bigger payloads, and every
@@ -409,7 +408,6 @@ flush_frees(struct hp_endpoint *ep)
 	hp_slot_free_mask(&ep->rx_pool, ep->free_word, ep->free_mask, NULL);
 	ep->free_mask = 0;
 	ep->free_word = UINT32_MAX;
-	ep->kick_fd = -1;
 	wake_peer(ep, HP_WAIT_SLOT);
 }
 
@@ -665,7 +663,7 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		hp_endpoint_set_awake(ep, 0);
 		r = var_wait ? var_sleep(ep, vseen, ms) :
 		    word != NULL ? spec_sleep(ep, word, seen, waits, ms) :
-		    hp_doorbell_wait_or(ep->doorbell, ep->kick_fd, ms);
+		    hp_doorbell_wait(ep->doorbell, ms);
 		hp_endpoint_set_awake(ep, 1);
 		hp_endpoint_cancel(ep);
 		if (r == -EPIPE)

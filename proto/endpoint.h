@@ -63,8 +63,6 @@ struct hp_endpoint {
 	hp_atomic_u32		*awake_flag;	/* the guest's: counted in *awake */
 	uint32_t		ncpus;		/* CPUs this process may run on */
 	int			doorbell;
-	int			kick_fd;	/* also ends a doorbell sleep (-1: none):
-						 * hp_doorbell_wait_or */
 	struct hp_desc		stage[HP_STAGE_MAX];	/* written, unpublished */
 	uint32_t		staged;
 	struct hp_desc		inbox[HP_STAGE_MAX];	/* dequeued, not yet handed out */
