@@ -259,8 +259,10 @@ test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(SPECHOST) $(BENCH_PROGS) $(B)/c
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
 	$(if $(SANITIZE),,bash tests/bench/run.sh $(B) --smoke > /dev/null)
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory fuzz-smoke)
-test-tsan: all $(B)/check_hub
-	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) CK_INCLUDE_TAGS=tsan $(B)/check_hub
+# halt_on_error: a race in a guest ends it, which its test sees
+test-tsan: all $(TEST_GUESTS) $(B)/check_hub
+	TSAN_OPTIONS=halt_on_error=1 CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) \
+		CK_INCLUDE_TAGS=tsan $(B)/check_hub
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: binaries, libguest,
 # its header and pkg-config file, the example guests, the unit, the config

@@ -18,7 +18,9 @@
  *
  * Every function returns 0 (or a count) on success and -errno on failure;
  * nothing prints or exits. One thread drives a guest: handlers, callbacks
- * and calls all run on the thread that runs the loop.
+ * and calls all run on the thread that runs the loop; under guest_run_mt
+ * (below, "Microthreads") on its microthreads instead, which may call any
+ * of these functions from any of the runtime's processors.
  *
  * The heartbeat (a hub's heartbeat_interval: a guest silent for two
  * intervals is ended as hung) is kept by libguest: by the service loop, by

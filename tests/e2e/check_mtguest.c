@@ -69,6 +69,15 @@ expect(const char *method, const char *a1, const char *a2, const char *want)
 	expect3(method, a1, a2, NULL, want);
 }
 
+/* Neither guest died (under ThreadSanitizer: no race ended one). */
+static void
+none_restarted(void)
+{
+	ck_assert_msg(hub_peer_int(&hub, "m1", "restarts") == 0 &&
+		      hub_peer_int(&hub, "m2", "restarts") == 0,
+		      "a guest was restarted: %s", hub_log_tail(&hub));
+}
+
 /* 200 handlers of m1 block on its gate at once, each waited on by a
  * microthread of m2 blocked in its call; the call that opens the gate
  * gets through all the same. A guest whose handlers ran one inside the
@@ -79,7 +88,7 @@ START_TEST(test_blocked_handlers_do_not_stall_the_guest)
 	expect3("m2.fanopen", "200", "m1", "true", "ok 200");
 	/* and again: the handler microthreads are reused */
 	expect3("m2.fanopen", "200", "m1", "true", "ok 200");
-	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	none_restarted();
 }
 END_TEST
 
@@ -124,6 +133,7 @@ START_TEST(test_nested_call_and_timeout)
 	/* the waiting handler of m1 is still there: one token frees it */
 	expect("m1.open", "1", NULL, "ok 1");
 	expect("m2.call", "echo.echo", "after", "after");
+	none_restarted();
 }
 END_TEST
 
@@ -165,6 +175,7 @@ START_TEST(test_hub_channels_as_runtime_channels)
 	expect("m1.push", "3000000", NULL, "ok 3000000");
 	expect("m1.pull", "1", NULL, "ok 1");
 	expect("m1.push", "1", NULL, "ok 1");
+	none_restarted();
 }
 END_TEST
 
@@ -184,6 +195,17 @@ suite_mtguest(void)
 	tcase_add_loop_test(tc, test_computing_handler_keeps_the_heartbeat, 0, 2);
 	tcase_add_loop_test(tc, test_crashing_handler_restarts_the_guest, 0, 2);
 	tcase_add_loop_test(tc, test_hub_channels_as_runtime_channels, 0, 2);
+	suite_add_tcase(s, tc);
+	/* the guest's lock, its service and its microthreads on two
+	 * processors under ThreadSanitizer (make check-tsan builds the
+	 * guests with it; a race ends the guest: halt_on_error) */
+	tc = tcase_create("mtguest_threads");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_set_tags(tc, "tsan");
+	tcase_add_loop_test(tc, test_blocked_handlers_do_not_stall_the_guest, 1, 2);
+	tcase_add_loop_test(tc, test_nested_call_and_timeout, 1, 2);
+	tcase_add_loop_test(tc, test_hub_channels_as_runtime_channels, 1, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -128,6 +128,7 @@ START_TEST(test_every_key_lands)
 		      "group = root\n"
 		      "goodbye_grace = 11ms\n"
 		      "client_timeout = 12s\n"
+		      "calls_in_flight = 20000\n"
 		      "[guest g]\n"
 		      "exec = /bin/true\n"
 		      "args = a b\n"
@@ -157,6 +158,7 @@ START_TEST(test_every_key_lands)
 	ck_assert_int_eq(c.gid, 0);
 	ck_assert_uint_eq(c.goodbye_grace_ns, 11000000ull);
 	ck_assert_uint_eq(c.client_timeout_ns, 12000000000ull);
+	ck_assert_uint_eq(c.calls_in_flight, 20000);
 	ck_assert_uint_eq(c.nguests, 1);
 	g = &c.guests[0];
 	ck_assert_str_eq(g->exec, "/bin/true");
@@ -232,6 +234,7 @@ START_TEST(test_empty_file_is_all_defaults)
 	ck_assert_uint_eq(c.params.ring_size, d.ring_size);
 	ck_assert_uint_eq(c.nguests, 0);
 	ck_assert_str_eq(c.segment_path, "/dev/shm/hub");
+	ck_assert_uint_eq(c.calls_in_flight, 1024);
 	config_free(&c);
 }
 END_TEST
@@ -253,6 +256,8 @@ START_TEST(test_bad_numbers)
 	expect_error("[hub]\nmax_guests =\n", 2, "max_guests");
 	expect_error("[hub]\nheartbeat_interval = 10\n", 2, "duration");
 	expect_error("[hub]\nheartbeat_interval = 5 s\n", 2, "duration");
+	expect_error("[hub]\ncalls_in_flight = 0\n", 2, "calls_in_flight");
+	expect_error("[hub]\ncalls_in_flight = 1000001\n", 2, "calls_in_flight");
 }
 END_TEST
 
