@@ -24,11 +24,11 @@ trap cleanup EXIT
 if [ "$SMOKE" = --smoke ]; then
 	N_PEER=500; N_RTT=2000; N_PP=2000; PIPE_MS=200; STREAM32=$((1 << 20)); BULK=$((32 << 20))
 	IDLE_N=5; IDLE_S=1; NGUESTS=4; COPY_MB=64; RING_N=1000000
-	LARGE=$((64 << 20)); POOL_N=1000; REPS=1; N_MT=2000
+	LARGE=$((64 << 20)); POOL_N=1000; REPS=1; N_MT=2000; MT_W=200; FLOOD_MS=200
 else
 	N_PEER=20000; N_RTT=200000; N_PP=100000; PIPE_MS=2000; STREAM32=$((64 << 20)); BULK=$((2 << 30))
 	IDLE_N=200; IDLE_S=10; NGUESTS=32; COPY_MB=2048; RING_N=50000000
-	LARGE=$((2 << 30)); POOL_N=2000000; REPS=3; N_MT=500000
+	LARGE=$((2 << 30)); POOL_N=2000000; REPS=3; N_MT=500000; MT_W=10000; FLOOD_MS=2000
 fi
 
 val() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
@@ -220,6 +220,49 @@ SEG_LARGE=$(stat -c %s "/dev/shm/hub-bench-$$-large")
 start_hub default "" "" 0
 SEG_DEFAULT=$(stat -c %s "/dev/shm/hub-bench-$$-default")
 
+# libguest on microthreads against hubd: the host-served call from a
+# handler run as a callback (fc, guest_run) and from one on a microthread
+# (fs, guest_run_mt); the issue's goal: microthreads cost that call at
+# most 10%. Then MT_W calls in flight at once into handlers that each make
+# a nested call (fc floods fs.nest; fs2 the same on two processors), on a
+# hub that lets fc route that many (calls_in_flight). The hub's keys are
+# those of the two-guest hub above, so fc's call compares with its figure.
+echo "hub, guests on microthreads..." >&2
+start_hub mt "max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M\ncalls_in_flight = 20000" \
+	"[guest fc]\nexec = $B/tests/bench/benchguest\nargs = --prefix fc\n[guest fs]\nexec = $B/tests/bench/benchguest\nargs = --prefix fs --mt\n[guest fs2]\nexec = $B/tests/bench/benchguest\nargs = --prefix fs2 --mt --processors 2\n" 3
+# the two take turns, REPS runs each; the lowest median and p99 of each
+for _ in $(seq "$REPS"); do
+	for g in fc fs; do
+		r=$($CTL call "$g.rtt" hub.ping "$N_RTT" 8)
+		must p99_ns= "$r"
+		val median_ns "$r" >> "$TMP/$g.med"; val p99_ns "$r" >> "$TMP/$g.p99"
+	done
+done
+lowest() { sort -g "$1" | head -1; }
+MT_CB=$(lowest "$TMP/fc.med"); MT_CB99=$(lowest "$TMP/fc.p99")
+MT_MT=$(lowest "$TMP/fs.med"); MT_MT99=$(lowest "$TMP/fs.p99")
+# mt_flood GUEST: fc keeps MT_W calls of GUEST.nest in flight for FLOOD_MS,
+# each checked; GUEST's peak memory (VmHWM) after it over its resident
+# size (VmRSS) before, per call in flight: one run on a fresh guest (the
+# peak is the process's)
+mt_flood() {
+	local before out after
+	before=$($CTL call "$1.rss")
+	out=$($CTL call fc.flood "$1.nest" "$FLOOD_MS" "$MT_W")
+	must failed=0 "$out"
+	after=$($CTL call "$1.rss")
+	FL_RATE=$(val per_s "$out")
+	FL_MEM=$(awk -v a="$(val hwm_kb "$after")" -v b="$(val rss_kb "$before")" -v w="$MT_W" \
+		'BEGIN { printf "%.0f", (a - b) * 1024 / w }')
+	FL_HWM=$(val hwm_kb "$after")
+}
+mt_flood fs; FLOOD=$FL_RATE; FLOOD_MEM=$FL_MEM; FLOOD_HWM=$FL_HWM
+mt_flood fs2; FLOOD2=$FL_RATE; FLOOD2_MEM=$FL_MEM; FLOOD2_HWM=$FL_HWM
+# the same handlers, 64 calls in flight
+r=$($CTL call fc.flood fs.nest "$FLOOD_MS" 64)
+must failed=0 "$r"
+FLOOD64=$(val per_s "$r")
+
 # the table: figure, value, unit, compared with, ratio, goal
 {
 echo "| figure | hub | unit | baseline (same run) | ratio | goal |"
@@ -268,6 +311,13 @@ echo "| microthread spawn + exit + join | $MT_SPAWN | ns | one switch $MT_YIELD 
 echo "| microthread spawn + exit, detached (with the yield that runs it) | $MT_DETACHED | ns | joined $MT_SPAWN ns | $(ratio "$MT_DETACHED" "$MT_SPAWN")x | |"
 echo "| runtime channel round trip, rendezvous, P = 1 | $MT_CHAN1 | ns | two switches $MT_YIELD ns each; futex ping-pong (processes) $FUTEX ns | $(ratio "$MT_CHAN1" "$MT_YIELD")x; $(ratio "$FUTEX" "$MT_CHAN1")x slower | |"
 echo "| runtime channel round trip, rendezvous, P = 2 (placement the runtime's) | $MT_CHAN2 | ns | P = 1 $MT_CHAN1 ns; condvar round trip $MT_CONDVAR_RTT ns | $(ratio "$MT_CHAN2" "$MT_CHAN1")x; $(ratio "$MT_CHAN2" "$MT_CONDVAR_RTT")x | |"
+echo "| host-served call (hub.ping, 8 B) from a handler run as a callback (guest_run), median, lowest of $REPS | $MT_CB | ns | the host-served call above (same hub keys, one run) $MED ns | $(ratio "$MT_CB" "$MED")x | |"
+echo "| the same from a handler on a microthread (guest_run_mt, P = 1), median | $MT_MT | ns | from a callback $MT_CB ns | $(ratio "$MT_MT" "$MT_CB")x | <= 1.1x |"
+echo "| host-served call from a callback / from a microthread, p99, lowest of $REPS | $MT_CB99 / $MT_MT99 | ns | | $(ratio "$MT_MT99" "$MT_CB99")x | |"
+echo "| $MT_W calls in flight into microthread handlers (P = 1) that each call hub.ping (nest) | $FLOOD | calls/s | 64 in flight $FLOOD64 calls/s | $(ratio "$FLOOD" "$FLOOD64")x | |"
+echo "| the same, memory per call in flight: (VmHWM after - VmRSS before) / $MT_W | $FLOOD_MEM | bytes | VmHWM after $FLOOD_HWM kB | | |"
+echo "| $MT_W calls in flight into microthread handlers on P = 2 | $FLOOD2 | calls/s | P = 1 $FLOOD calls/s | $(ratio "$FLOOD2" "$FLOOD")x | |"
+echo "| the same, memory per call in flight | $FLOOD2_MEM | bytes | VmHWM after $FLOOD2_HWM kB | | |"
 } > "$OUT/bench.md"
 [ -n "$PEER_ERR" ] && echo "peers that did not run: $PEER_ERR" >> "$OUT/bench.md"
 cat "$OUT/bench.md"
@@ -287,6 +337,7 @@ cat > "$OUT/bench.dat" <<DAT
 "D-Bus dbus-daemon" ${DBUS:-0}
 "microthread channel, P=1" $MT_CHAN1
 "microthread channel, P=2" $MT_CHAN2
+"hub call from a microthread" $MT_MT
 DAT
 if command -v gnuplot >/dev/null; then
 	gnuplot <<GP || echo "bench: gnuplot failed" >&2
