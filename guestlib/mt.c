@@ -641,6 +641,39 @@ mt_wake(struct guest_mt *m)
 
 /* -- parking: the JEC protocol --------------------------------------------- */
 
+/* Wakes one sleeping processor: a condvar sleeper first, the io sleeper
+ * only if none (passes 2; 1: never the io sleeper). 1 if it woke one. */
+static int
+wake_one(struct guest_rt *rt, int passes)
+{
+	for (int pass = 0; pass < passes; pass++) {
+		for (unsigned i = 0; i < rt->nproc; i++) {
+			struct mt_proc *q = &rt->procs[i];
+
+			if (atomic_load_explicit(&q->latch, memory_order_relaxed) !=
+			    MT_L_SLEEPING)
+				continue;
+			pthread_mutex_lock(&q->smu);
+			if (q->blocked && q->io_sleeper == pass) {
+				q->blocked = 0;
+				/* the waker takes the sleeper off the count */
+				atomic_fetch_sub_explicit(&rt->counters, C_SLEEP_ONE,
+				    memory_order_seq_cst);
+				atomic_store_explicit(&q->latch, MT_L_SET,
+				    memory_order_relaxed);
+				if (q->io_sleeper)
+					rt->io->kick(rt->io->ctx);
+				else
+					pthread_cond_signal(&q->scond);
+				pthread_mutex_unlock(&q->smu);
+				return 1;
+			}
+			pthread_mutex_unlock(&q->smu);
+		}
+	}
+	return 0;
+}
+
 /* New work is queued: toggle the JEC to active (a processor about to sleep
  * sees it changed) and wake one sleeper unless an idle processor that is
  * still awake will find the work anyway. */
@@ -665,32 +698,7 @@ new_work(struct guest_rt *rt)
 		return;
 	if (C_IDLE(c) > C_SLEEPING(c))
 		return;	/* an awake idle processor will take it */
-	/* wake one: a condvar sleeper first, the io sleeper only if none */
-	for (int pass = 0; pass < 2; pass++) {
-		for (unsigned i = 0; i < rt->nproc; i++) {
-			struct mt_proc *q = &rt->procs[i];
-
-			if (atomic_load_explicit(&q->latch, memory_order_relaxed) !=
-			    MT_L_SLEEPING)
-				continue;
-			pthread_mutex_lock(&q->smu);
-			if (q->blocked && q->io_sleeper == pass) {
-				q->blocked = 0;
-				/* the waker takes the sleeper off the count */
-				atomic_fetch_sub_explicit(&rt->counters, C_SLEEP_ONE,
-				    memory_order_seq_cst);
-				atomic_store_explicit(&q->latch, MT_L_SET,
-				    memory_order_relaxed);
-				if (q->io_sleeper)
-					rt->io->kick(rt->io->ctx);
-				else
-					pthread_cond_signal(&q->scond);
-				pthread_mutex_unlock(&q->smu);
-				return;
-			}
-			pthread_mutex_unlock(&q->smu);
-		}
-	}
+	wake_one(rt, 2);
 }
 
 static int
@@ -753,6 +761,10 @@ io_poll(struct mt_proc *p)
 		rt_stop(rt);
 		return 0;
 	}
+	/* what it brought may keep us busy: a processor asleep on its own
+	 * comes to take over the io (proc_sleep) */
+	if (rc > 0 && rt->nproc > 1)
+		wake_one(rt, 1);
 	return rc > 0;
 }
 
@@ -771,7 +783,7 @@ proc_sleep(struct mt_proc *p)
 	struct guest_rt *rt = p->rt;
 	uint32_t l = MT_L_UNSET;
 	uint64_t c, deadline;
-	int io = 0;
+	int io = 0, waited_io = 0;
 
 	if (!atomic_compare_exchange_strong_explicit(&p->latch, &l, MT_L_SLEEPY,
 	    memory_order_acq_rel, memory_order_acquire)) {
@@ -832,6 +844,7 @@ proc_sleep(struct mt_proc *p)
 		pthread_mutex_unlock(&p->smu);
 		int rc = rt->io->wait(rt->io->ctx, deadline);
 
+		waited_io = 1;
 		pthread_mutex_lock(&p->smu);
 		if (rc < 0) {
 			rt->result = rc;
@@ -863,6 +876,11 @@ unlock_awake:
 	pthread_mutex_unlock(&p->smu);
 	if (io)
 		io_unlock(rt);
+	/* we leave the io, maybe to run what it brought for long: a
+	 * sleeper takes the wait over (the io is free now), or nobody would
+	 * serve the rings (and beat) while we compute */
+	if (waited_io && rt->nproc > 1)
+		wake_one(rt, 1);
 awake:
 	atomic_store_explicit(&p->latch, MT_L_UNSET, memory_order_relaxed);
 	p->rounds = 0;

@@ -12,7 +12,8 @@
  *   call METHOD ARG	calls METHOD(ARG: str) from its handler, answers the
  *			result or "error: <kind>"
  *   call_timeout METHOD MS  calls METHOD() with a timeout
- *   spin MS		computes for MS ms, yielding now and then, answers "ok"
+ *   spin MS YIELD	computes for MS ms, yielding now and then if YIELD,
+ *			answers "ok"
  *   crash		dereferences NULL in its handler
  *   pull N		receives N bytes from hub.source through a runtime
  *			channel (guest_chan_reader), answers "ok N" when the
@@ -283,19 +284,21 @@ call_timeout(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 static void
 spin(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	uint64_t ms, end, x = 1;
+	uint64_t ms, yield, end, x = 1;
 	size_t pos = 0;
 
 	(void)ctx;
-	if (guest_pc_get_u64(args, len, &pos, &ms) != 0 || ms > 60000) {
-		guest_reply_error(c, "spin takes ms");
+	if (guest_pc_get_u64(args, len, &pos, &ms) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &yield) != 0 || ms > 60000) {
+		guest_reply_error(c, "spin takes ms and a bool");
 		return;
 	}
 	end = guest_mt_now_ns() + ms * 1000000ull;
 	while (guest_mt_now_ns() < end) {
 		for (int i = 0; i < 100000; i++)	/* about 0.1 ms of work */
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
-		guest_mt_yield();	/* the ring (and the heartbeat) get a turn */
+		if (yield)
+			guest_mt_yield();	/* the ring (and the heartbeat) get a turn */
 	}
 	reply_text(c, "ok%s", x == 0 ? " " : "");	/* x: the work is kept */
 }
@@ -467,7 +470,7 @@ main(int argc, char *argv[])
 		{ "fanopen", "u64,str,bool->str", fanopen },
 		{ "call", "str,str->str", call },
 		{ "call_timeout", "str,u64->str", call_timeout },
-		{ "spin", "u64->str", spin },
+		{ "spin", "u64,bool->str", spin },
 		{ "crash", "->str", crash },
 		{ "pull", "u64->str", pull },
 		{ "push", "u64->str", push },
