@@ -34,7 +34,7 @@ struct guest_call {
 	struct guest	*g;
 	uint32_t	req_id;
 	int		cancelled;
-	struct guest_call *next;	/* calls being handled */
+	struct guest_call *prev, *next;	/* calls being handled */
 };
 
 struct rx_chan {
