@@ -32,6 +32,9 @@
 #define MT_POOL_MAX		1024	/* idle stacks kept per runtime */
 #define MT_DEFAULT_STACK	(64u * 1024)
 #define MT_YIELD_ROUNDS		16	/* sched_yield rounds before sleeping */
+/* Polling the io without yielding first, while its spin says so: an
+ * answer is often a microsecond away, and sched_yield is a system call. */
+#define MT_SPIN_NS		20000
 #define MT_GLOBAL_EVERY		61	/* local picks before a look at global */
 
 /* JEC counters (the Blitz/Rayon sleep protocol) */
@@ -900,7 +903,21 @@ proc_idle(struct mt_proc *p)
 	}
 	if (rt->io != NULL && io_poll(p)) {
 		p->rounds = 0;
+		p->spin_from = 0;
 		return;
+	}
+	if (p->rounds == 0 && rt->io != NULL && rt->io->spin != NULL) {
+		if (p->spin_from == 0) {
+			p->spin_from = hp_now_ns();
+			p->spins = 0;
+		}
+		/* the clock every 64 looks; the io's word whether spinning
+		 * helps (not while processes outnumber CPUs) */
+		if (((++p->spins & 63) != 0 || hp_now_ns() - p->spin_from < MT_SPIN_NS) &&
+		    rt->io->spin(rt->io->ctx)) {
+			hp_cpu_relax();
+			return;
+		}
 	}
 	if (p->rounds < MT_YIELD_ROUNDS) {
 		p->rounds++;
@@ -928,6 +945,7 @@ proc_idle(struct mt_proc *p)
 static void
 proc_busy(struct mt_proc *p)
 {
+	p->spin_from = 0;
 	if (p->idle) {
 		p->idle = 0;
 		p->rounds = 0;

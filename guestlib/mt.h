@@ -30,6 +30,9 @@ struct mt_io {
 	/* From any thread: makes a wait in progress (or the next one)
 	 * return soon. */
 	void	(*kick)(void *ctx);
+	/* Whether an idle processor may poll without yielding for a few
+	 * microseconds before its yields (NULL: never); from any processor. */
+	int	(*spin)(void *ctx);
 	void	*ctx;
 };
 

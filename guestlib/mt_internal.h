@@ -124,6 +124,8 @@ struct mt_proc {
 	_Atomic uint32_t	latch;		/* MT_L_* */
 	uint32_t		jec_snap;
 	unsigned		rounds;
+	uint64_t		spin_from;	/* idle polling without yields since */
+	unsigned		spins;
 	int			idle;
 	unsigned		since_poll;
 	unsigned		ticks;

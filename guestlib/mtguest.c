@@ -598,11 +598,21 @@ io_kick(void *arg)
 	(void)!write(g->mt->kick_fd, &one, sizeof(one));
 }
 
+/* Spinning helps only while the hub's processes fit the CPUs (the
+ * endpoint's crowding count): else it keeps the peer off a CPU. */
+static int
+io_spin(void *arg)
+{
+	struct guest *g = arg;
+
+	return !hp_endpoint_crowded(&g->ep);
+}
+
 int
 guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 {
 	struct guest_rt_config dflt = { 0, 0 };
-	struct mt_io io = { io_poll, io_wait, io_kick, g };
+	struct mt_io io = { io_poll, io_wait, io_kick, io_spin, g };
 	pthread_mutexattr_t attr;
 	struct lg_mt *m;
 	int rc;

@@ -697,7 +697,7 @@ yielder(void *arg)
 START_TEST(test_io_poll_while_yielding)
 {
 	struct fakeio f;
-	struct mt_io io = { fake_poll, fake_wait, fake_kick, &f };
+	struct mt_io io = { fake_poll, fake_wait, fake_kick, NULL, &f };
 	struct guest_rt *rt = rt_make(1);
 	int rc;
 
@@ -740,7 +740,7 @@ io_poster(void *arg)
 START_TEST(test_io_wait)
 {
 	struct fakeio f;
-	struct mt_io io = { fake_poll, fake_wait, fake_kick, &f };
+	struct mt_io io = { fake_poll, fake_wait, fake_kick, NULL, &f };
 	pthread_t t;
 	int rc;
 
@@ -795,7 +795,7 @@ kick_waker(void *arg)
 START_TEST(test_io_kick)
 {
 	struct fakeio f;
-	struct mt_io io = { fake_poll, fake_wait, fake_kick, &f };
+	struct mt_io io = { fake_poll, fake_wait, fake_kick, NULL, &f };
 	struct kickt k = { .f = &f, .mu = PTHREAD_MUTEX_INITIALIZER };
 	pthread_t t;
 	int rc;
@@ -1126,7 +1126,7 @@ aband_main(void *arg)
 START_TEST(test_mn_abandoned)
 {
 	struct fakeio f;
-	struct mt_io io = { fake_poll, fake_wait, fake_kick, &f };
+	struct mt_io io = { fake_poll, fake_wait, fake_kick, NULL, &f };
 	struct aband a;
 	struct mt_stats st;
 	int rc;
