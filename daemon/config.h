@@ -34,6 +34,7 @@ struct guest_conf {
 	uint64_t	limit_memory;	/* RLIMIT_AS in bytes, 0: unchanged */
 	uint64_t	limit_files;	/* RLIMIT_NOFILE, 0: unchanged */
 	int		shared_pool;	/* may use the shared variable pool */
+	uint32_t	processors;	/* HUB_PROCESSORS for guest_run_mt, 0: unset */
 };
 
 struct hub_conf {

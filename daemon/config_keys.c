@@ -391,6 +391,7 @@ static const struct key guest_keys[] = {
 	{ "group", key_group, GUEST(gid) },
 	{ "limit_memory", key_size, GUEST(limit_memory), .min = 1u << 20, .max = UINT64_MAX },
 	{ "limit_files", key_number, GUEST(limit_files), .min = 16, .max = 1u << 20 },
+	{ "processors", key_number, GUEST(processors), .min = 1, .max = 256 },
 	{ "shared_pool", key_bool, GUEST(shared_pool) },
 };
 

@@ -164,6 +164,15 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
 	err_fd = GUEST_DOORBELL_FD + 1;
 	closefrom(GUEST_DOORBELL_FD + 2);
 	ce.step = CHILD_EXEC;
+	/* libguest's microthreads run on this many processors (hubd has
+	 * one thread: setenv after fork is safe) */
+	if (p->conf->processors != 0) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "%u", p->conf->processors);
+		if (setenv("HUB_PROCESSORS", n, 1) != 0)
+			goto fail;
+	}
 	execv(p->conf->exec, argv);
 fail:
 	ce.err = errno;

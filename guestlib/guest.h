@@ -284,7 +284,10 @@ struct guest_mt;		/* a joinable microthread */
 struct guest_mtchan;		/* a runtime channel */
 
 struct guest_rt_config {
-	unsigned	processors;	/* OS threads running microthreads; 0: 1 */
+	unsigned	processors;	/* OS threads running microthreads; 0: as
+					 * configured (guest_run_mt: the hub's
+					 * processors = N for this guest, given
+					 * as HUB_PROCESSORS), else 1 */
 	size_t		stack_size;	/* bytes per microthread (rounded up to
 					 * pages, a guard page below); 0: 64 KiB */
 };

@@ -612,6 +612,7 @@ int
 guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 {
 	struct guest_rt_config dflt = { 0, 0 };
+	char *env, *end;
 	struct mt_io io = { io_poll, io_wait, io_kick, io_spin, g };
 	pthread_mutexattr_t attr;
 	struct lg_mt *m;
@@ -619,8 +620,17 @@ guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 
 	if (g->mt != NULL || mt_self() != NULL)
 		return -EBUSY;
-	if (cfg == NULL)
-		cfg = &dflt;
+	if (cfg != NULL)
+		dflt = *cfg;
+	/* the operator's choice (hubd.conf processors = N), unless the
+	 * plugin made its own */
+	if (dflt.processors == 0 && (env = getenv("HUB_PROCESSORS")) != NULL) {
+		unsigned long n = strtoul(env, &end, 10);
+
+		if (*env != '\0' && *end == '\0' && n >= 1 && n <= 256)
+			dflt.processors = (unsigned)n;
+	}
+	cfg = &dflt;
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		return -ENOMEM;
 	m->locking = cfg->processors > 1;

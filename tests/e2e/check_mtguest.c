@@ -175,6 +175,22 @@ START_TEST(test_computing_handler_on_two_processors)
 }
 END_TEST
 
+/* hubd.conf's processors = N reaches a guest that leaves the choice to
+ * the operator (its threads: one per processor); unset, it has one. */
+START_TEST(test_processors_from_the_config)
+{
+	hub_start_up(&hub, NULL,
+		     "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1\n"
+		     "processors = 3\n"
+		     "[guest m2]\nexec = @/tests/guests/mtprober\nargs = --prefix m2\n",
+		     "m1,m2");
+	ck_assert(hub_wait_method(&hub, "m1.threads,m2.threads") == 0);
+	expect("m1.threads", NULL, NULL, "3");
+	expect("m2.threads", NULL, NULL, "1");
+	stop();
+}
+END_TEST
+
 /* A handler that crashes takes its guest down, nothing else: the caller
  * gets an error, hubd restarts the guest, which serves again. */
 START_TEST(test_crashing_handler_restarts_the_guest)
@@ -223,6 +239,7 @@ suite_mtguest(void)
 	tcase_add_loop_test(tc, test_nested_call_and_timeout, 0, 2);
 	tcase_add_loop_test(tc, test_computing_handler_keeps_the_heartbeat, 0, 2);
 	tcase_add_test(tc, test_computing_handler_on_two_processors);
+	tcase_add_test(tc, test_processors_from_the_config);
 	tcase_add_loop_test(tc, test_crashing_handler_restarts_the_guest, 0, 2);
 	tcase_add_loop_test(tc, test_hub_channels_as_runtime_channels, 0, 2);
 	suite_add_tcase(s, tc);

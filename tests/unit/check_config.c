@@ -140,7 +140,8 @@ START_TEST(test_every_key_lands)
 		      "user = root\n"
 		      "group = root\n"
 		      "limit_memory = 17M\n"
-		      "limit_files = 18\n", &c);
+		      "limit_files = 18\n"
+		      "processors = 4\n", &c);
 
 	ck_assert_msg(rc == 0, "load: %s", errtext);
 	ck_assert_str_eq(c.segment_path, "/dev/shm/hub-k");
@@ -174,6 +175,7 @@ START_TEST(test_every_key_lands)
 	ck_assert_int_eq(g->gid, 0);
 	ck_assert_uint_eq(g->limit_memory, 17ull << 20);
 	ck_assert_uint_eq(g->limit_files, 18);
+	ck_assert_uint_eq(g->processors, 4);
 	config_free(&c);
 }
 END_TEST
