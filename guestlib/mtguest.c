@@ -403,6 +403,39 @@ reader_main(void *arg)
 	lg_unlock(g);
 }
 
+/* A bridge on chan (0: none yet) and its microthread fn, linked; on
+ * success the guest is left locked, for the caller to finish. */
+static int
+bridge_start(struct guest *g, void (*fn)(void *), uint32_t chan, int *end,
+	     struct lg_bridge **bp)
+{
+	struct lg_bridge *b;
+	int rc;
+
+	if ((b = calloc(1, sizeof(*b))) == NULL)
+		return -ENOMEM;
+	if ((rc = guest_mtchan_new(sizeof(struct guest_bytes), 0, &b->ch)) != 0) {
+		free(b);
+		return rc;
+	}
+	b->g = g;
+	b->chan = chan;
+	b->tail = &b->head;
+	b->endp = end;
+	lg_lock(g);
+	/* it needs the lock to start: it runs once the caller is done */
+	if ((rc = guest_mt_spawn(fn, b, NULL)) != 0) {
+		lg_unlock(g);
+		guest_mtchan_close(b->ch, GUEST_MT_WRITER);
+		guest_mtchan_close(b->ch, GUEST_MT_READER);
+		free(b);
+		return rc;
+	}
+	bridge_link(g, b);
+	*bp = b;
+	return 0;
+}
+
 int
 guest_chan_reader(struct guest *g, uint32_t *chan, struct guest_mtchan **chp,
 		  int *end)
@@ -413,26 +446,10 @@ guest_chan_reader(struct guest *g, uint32_t *chan, struct guest_mtchan **chp,
 
 	if (g->mt == NULL)
 		return -EPERM;
-	if ((b = calloc(1, sizeof(*b))) == NULL)
-		return -ENOMEM;
-	if ((rc = guest_mtchan_new(sizeof(struct guest_bytes), 0, &b->ch)) != 0) {
-		free(b);
+	/* the microthread first: a channel opened could not be taken back
+	 * without telling a sender */
+	if ((rc = bridge_start(g, reader_main, 0, end, &b)) != 0)
 		return rc;
-	}
-	b->g = g;
-	b->tail = &b->head;
-	b->endp = end;
-	lg_lock(g);
-	/* the microthread first: it needs the lock to start, and a channel
-	 * opened could not be taken back without telling a sender */
-	if ((rc = guest_mt_spawn(reader_main, b, NULL)) != 0) {
-		lg_unlock(g);
-		guest_mtchan_close(b->ch, GUEST_MT_WRITER);
-		guest_mtchan_close(b->ch, GUEST_MT_READER);
-		free(b);
-		return rc;
-	}
-	bridge_link(g, b);
 	if ((id = guest_chan_open(g, reader_item, reader_end, b)) < 0) {
 		b->ended = 1;		/* the microthread ends at once */
 		b->status = (int)id;
@@ -480,24 +497,8 @@ guest_chan_writer(struct guest *g, uint32_t chan, struct guest_mtchan **chp)
 		return -EPERM;
 	if (chan == 0 || chan >= g->seg.params.max_channels)
 		return -EINVAL;
-	if ((b = calloc(1, sizeof(*b))) == NULL)
-		return -ENOMEM;
-	if ((rc = guest_mtchan_new(sizeof(struct guest_bytes), 0, &b->ch)) != 0) {
-		free(b);
+	if ((rc = bridge_start(g, writer_main, chan, NULL, &b)) != 0)
 		return rc;
-	}
-	b->g = g;
-	b->chan = chan;
-	b->tail = &b->head;
-	lg_lock(g);
-	if ((rc = guest_mt_spawn(writer_main, b, NULL)) != 0) {
-		lg_unlock(g);
-		guest_mtchan_close(b->ch, GUEST_MT_WRITER);
-		guest_mtchan_close(b->ch, GUEST_MT_READER);
-		free(b);
-		return rc;
-	}
-	bridge_link(g, b);
 	*chp = b->ch;
 	lg_unlock(g);
 	return 0;
