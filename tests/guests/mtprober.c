@@ -16,9 +16,11 @@
  *			answers "ok"
  *   crash		dereferences NULL in its handler
  *   threads		how many threads the process has (its processors)
- *   pull N		receives N bytes from hub.source through a runtime
+ *   pull N STOP	receives N bytes from hub.source through a runtime
  *			channel (guest_chan_reader), answers "ok N" when the
- *			stream hash agrees with hub.source's
+ *			stream hash agrees with hub.source's; with STOP > 0 it
+ *			closes its reader after STOP bytes instead and answers
+ *			"stopped: <hub.source's answer>"
  *   push N		sends N bytes to hub.sink through a runtime channel
  *			(guest_chan_writer), answers "ok N" when the hash
  *			agrees with hub.sink's */
@@ -363,14 +365,15 @@ pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	struct guest_mtchan *ch;
 	struct guest_mt *mt;
 	struct guest_bytes it;
-	uint64_t n, got = 0, h = 0;
+	uint64_t n, stop, got = 0, h = 0;
 	size_t pos = 0;
 	uint32_t chan;
 	int rc, end = 1;
 
 	(void)ctx;
-	if (guest_pc_get_u64(args, len, &pos, &n) != 0) {
-		guest_reply_error(c, "pull takes a byte count");
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &stop) != 0) {
+		guest_reply_error(c, "pull takes a byte count and where to stop");
 		return;
 	}
 	if ((rc = guest_chan_reader(g, &chan, &ch, &end)) != 0) {
@@ -385,14 +388,17 @@ pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		reply_text(c, "error: spawn: %s", kind(rc));
 		return;
 	}
-	while (guest_mtchan_recv(ch, &it) == 0) {
+	while ((stop == 0 || got < stop) && guest_mtchan_recv(ch, &it) == 0) {
 		h = XXH3_64bits_withSeed(it.data, it.len, h);
 		got += it.len;
 		free(it.data);
 	}
+	/* early: the sender is told to stop (a Reset) */
 	guest_mtchan_close(ch, GUEST_MT_READER);
 	guest_mt_join(mt);
-	if (src.rc != 0)
+	if (stop != 0)
+		reply_text(c, "stopped: %s", src.rc == 0 ? "ok" : kind(src.rc));
+	else if (src.rc != 0)
 		reply_text(c, "error: source: %s", kind(src.rc));
 	else if (end != 0 || got != n || src.hash != h)
 		reply_text(c, "mismatch: %llu bytes, end %d", (unsigned long long)got, end);
@@ -492,7 +498,7 @@ main(int argc, char *argv[])
 		{ "spin", "u64,bool->str", spin },
 		{ "crash", "->str", crash },
 		{ "threads", "->str", threads },
-		{ "pull", "u64->str", pull },
+		{ "pull", "u64,u64->str", pull },
 		{ "push", "u64->str", push },
 	};
 	struct guest_rt_config cfg = { 0, 0 };	/* 0: as hubd.conf says */
