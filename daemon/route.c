@@ -12,7 +12,6 @@
 #include "daemon/hubd.h"
 #include "proto/services.h"
 
-
 /* -- answers ------------------------------------------------------------- */
 
 /* Delivers a complete Response payload to whoever waits for it; from a

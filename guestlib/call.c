@@ -130,9 +130,9 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 		s.mt = mt_self();	/* suspends alone: the guest serves on */
 	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t)) != 0)
 		goto out;
-	if (s.mt != NULL && t.at == 0)
-		t.at = timeout_ms < 0 ? UINT64_MAX :
-		    hp_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	/* a microthread's deadline: no clock read for one without */
+	if (s.mt != NULL)
+		lg_timeout_at(&t, timeout_ms < 0 ? 0 : hp_now_ns());
 	while (!s.done) {
 		if (s.mt != NULL) {
 			if ((rc = lg_suspend(g, t.at)) != 0)

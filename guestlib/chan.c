@@ -202,6 +202,16 @@ guest_chan_open_send(struct guest *g)
 	return id;
 }
 
+/* Grants back what channel id consumed and has not reported yet, and
+ * extra, waking the sender if it waits for it. */
+static void
+grant(struct guest *g, uint32_t id, uint32_t extra)
+{
+	hp_chan_grant(chan_entry(g, id), g->rx[id].unreported + extra);
+	hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
+	g->rx[id].unreported = 0;
+}
+
 int
 lg_on_data(struct guest *g, struct hp_msg_in *m)
 {
@@ -213,25 +223,12 @@ lg_on_data(struct guest *g, struct hp_msg_in *m)
 	if (c->stopping) {
 		/* sent before the sender saw our stop: dropped, and its
 		 * credit back at once so that it is not left waiting */
-		hp_chan_grant(chan_entry(g, id), m->len + c->unreported);
-		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
-		c->unreported = 0;
+		grant(g, id, m->len);
 		return 0;
 	}
 	c->on_item(c->ctx, m->payload, m->len);
-	if (c->deferred)
-		return 0;	/* consumed when its reader takes it */
-	/* r[shm.flow.ordering.receiver]: grant back what we consumed, in
-	 * chunks so the sender is not woken for every item. */
-	c->unreported += m->len;
-	/* a quarter of the window at a time: no item can exceed the window,
-	 * so the sender is never left waiting on grants held back here */
-	if (c->unreported >= g->seg.params.initial_credit / 4) {
-		hp_chan_grant(chan_entry(g, id), c->unreported);
-		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
-		c->unreported = 0;
-	}
-	g->owed |= c->unreported != 0;
+	if (!c->deferred)	/* else when its reader takes it */
+		lg_chan_consumed(g, id, m->len, 0);
 	return 0;
 }
 
@@ -240,15 +237,17 @@ lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush)
 {
 	struct rx_chan *c = &g->rx[chan];
 
-	if (!c->open || c->stopping)
+	if (!c->open)
 		return;		/* ended: its credit is nobody's */
+	/* r[shm.flow.ordering.receiver]: grant back what we consumed, in
+	 * chunks so the sender is not woken for every item: a quarter of
+	 * the window at a time (no item can exceed the window, so the
+	 * sender is never left waiting on grants held back here) */
 	c->unreported += (uint32_t)len;
-	if (c->unreported == 0 ||
-	    (!flush && c->unreported < g->seg.params.initial_credit / 4))
-		return;
-	hp_chan_grant(chan_entry(g, chan), c->unreported);
-	hp_endpoint_notify_credit(&g->ep, &chan_entry(g, chan)->granted_total);
-	c->unreported = 0;
+	if (c->unreported != 0 &&
+	    (flush || c->unreported >= g->seg.params.initial_credit / 4))
+		grant(g, chan, 0);
+	g->owed |= c->unreported != 0;
 }
 
 /* The ring is empty: what is left below a quarter goes back too. The
@@ -258,15 +257,9 @@ void
 lg_grant_owed(struct guest *g)
 {
 	g->owed = 0;
-	for (uint32_t id = 1; id < g->seg.params.max_channels; id++) {
-		struct rx_chan *c = &g->rx[id];
-
-		if (!c->open || c->unreported == 0)
-			continue;
-		hp_chan_grant(chan_entry(g, id), c->unreported);
-		hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
-		c->unreported = 0;
-	}
+	for (uint32_t id = 1; id < g->seg.params.max_channels; id++)
+		if (g->rx[id].open && g->rx[id].unreported != 0)
+			grant(g, id, 0);
 }
 
 int

@@ -120,8 +120,7 @@ lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 	if (lg_on_mt(g))	/* that microthread alone waits */
 		return lg_mt_wait(g, waits, ready, arg, t);
 	now = clock_beat(g);
-	if (t->at == 0)
-		t->at = t->ms < 0 ? UINT64_MAX : now + (uint64_t)t->ms * 1000000u;
+	lg_timeout_at(t, now);
 	for (;;) {
 		until = t->at;
 		if (g->hb_interval != 0 && g->next_hb < until)
@@ -456,7 +455,9 @@ guest_service_wait(struct guest *g, int timeout_ms)
 void
 guest_stop(struct guest *g)
 {
+	lg_lock(g);	/* a microthread of another processor may be serving */
 	g->stop = 1;
+	lg_unlock(g);
 	if (g->mt != NULL)
 		mt_rt_stop(g->mt->rt);
 }

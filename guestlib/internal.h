@@ -113,6 +113,16 @@ struct timeout {
 	uint64_t	at;		/* 0 until the first wait */
 };
 
+/* t as a point in time (CLOCK_MONOTONIC ns, UINT64_MAX: none), fixed
+ * from now at its first use. */
+static inline uint64_t
+lg_timeout_at(struct timeout *t, uint64_t now)
+{
+	if (t->at == 0)
+		t->at = t->ms < 0 ? UINT64_MAX : now + (uint64_t)t->ms * 1000000u;
+	return t->at;
+}
+
 /* Internal: hidden even where a declaration is all a file sees, so
  * nothing here is exported and calls between the files are direct. */
 #pragma GCC visibility push(hidden)

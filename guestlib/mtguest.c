@@ -47,7 +47,6 @@ struct lg_req {
 
 /* A handler microthread between requests, on its own stack. */
 struct lg_worker {
-	struct guest		*g;
 	struct guest_mt		*mt;
 	struct lg_req		*req;		/* set by whoever wakes it */
 	struct lg_worker	*next;
@@ -126,8 +125,7 @@ lg_mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 	struct lg_mt *m = g->mt;
 	int r, rc;
 
-	if (t->at == 0)
-		t->at = t->ms < 0 ? UINT64_MAX : hp_now_ns() + (uint64_t)t->ms * 1000000u;
+	lg_timeout_at(t, hp_now_ns());
 	for (;;) {
 		if ((r = ready(arg)) != 0)
 			return r < 0 ? r : 1;
@@ -212,8 +210,8 @@ static void
 worker_main(void *arg)
 {
 	struct lg_req *r = arg;
-	struct lg_worker w = { .g = r->call->g, .mt = mt_self() };
-	struct guest *g = w.g;
+	struct lg_worker w = { .mt = mt_self() };
+	struct guest *g = r->call->g;	/* before the handler frees the call */
 
 	for (;;) {
 		r->fn(r->call, r->args, r->len, r->ctx);
@@ -595,6 +593,8 @@ io_kick(void *arg)
 	struct guest *g = arg;
 	uint64_t one = 1;
 
+	/* seq_cst: io_wait reads it before it sleeps (io_ready) and
+	 * takes it back after (exchange); the eventfd ends a sleep begun */
 	atomic_store(&g->mt->kicked, 1);
 	(void)!write(g->mt->kick_fd, &one, sizeof(one));
 }
