@@ -9,20 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guestlib/fcontext.h"
 #include "guestlib/guest.h"
 #include "guestlib/mt.h"
-
-/* Boost.Context's fcontext (libboost_context), C linkage: a context is the
- * stack pointer of a suspended stack; a jump saves ours and returns the
- * one that jumped to us, with its data. Outside the hidden block: they
- * come from libboost_context.so. */
-typedef void *fcontext_t;
-typedef struct {
-	fcontext_t	fctx;
-	void		*data;
-} transfer_t;
-transfer_t	jump_fcontext(fcontext_t to, void *vp);
-fcontext_t	make_fcontext(void *sp, size_t size, void (*fn)(transfer_t));
 
 #pragma GCC visibility push(hidden)
 

@@ -17,16 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guestlib/fcontext.h"
 #include "guestlib/guest.h"
-
-/* Boost.Context's fcontext, as libboost_context exports it */
-typedef void *fcontext_t;
-typedef struct {
-	fcontext_t	fctx;
-	void		*data;
-} transfer_t;
-transfer_t jump_fcontext(fcontext_t, void *);
-fcontext_t make_fcontext(void *, size_t, void (*)(transfer_t));
 
 static uint64_t iters;
 
