@@ -118,7 +118,16 @@ FUZZ_LIBS_control := -ljson-c
 
 PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
+LIBDIR ?= $(PREFIX)/lib
+MANDIR ?= $(PREFIX)/share/man
+# Where python3 looks for modules under PREFIX: Debian's own dist-packages
+# for /usr, the versioned one it adds to sys.path for anything else.
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/$(shell \
+	python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null || echo python3)/dist-packages)
 DESTDIR ?=
+# The manual pages (doc/man/NAME.SECTION) and the Python binding's package.
+MANPAGES := $(wildcard doc/man/*.[1-8])
+PY_PKG := $(wildcard bindings/python/hubguest/*.py)
 all: $(PROTO_LIB) $(DAEMON_LIB) $(GUEST_SO) $(GUEST_A) $(PROGS) $(EXAMPLES)
 
 $(B)/%.o: %.c
@@ -269,18 +278,18 @@ test-tsan: all $(TEST_GUESTS) $(B)/check_hub
 # (an existing one is kept), the docs.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include \
 		$(DESTDIR)$(PREFIX)/libexec/hub $(DESTDIR)$(PREFIX)/lib/systemd/system \
 		$(DESTDIR)$(PREFIX)/share/doc/hub $(DESTDIR)$(SYSCONFDIR)/hub
 	install -m 755 $(B)/hubd $(DESTDIR)$(PREFIX)/sbin/hubd
 	install -m 755 $(B)/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl
-	install -m 755 $(B)/$(GUEST_REAL) $(DESTDIR)$(PREFIX)/lib/$(GUEST_REAL)
-	ln -sf $(GUEST_REAL) $(DESTDIR)$(PREFIX)/lib/$(GUEST_SONAME)
-	ln -sf $(GUEST_SONAME) $(DESTDIR)$(PREFIX)/lib/libguest.so
-	install -m 644 $(B)/libguest.a $(DESTDIR)$(PREFIX)/lib/libguest.a
+	install -m 755 $(B)/$(GUEST_REAL) $(DESTDIR)$(LIBDIR)/$(GUEST_REAL)
+	ln -sf $(GUEST_REAL) $(DESTDIR)$(LIBDIR)/$(GUEST_SONAME)
+	ln -sf $(GUEST_SONAME) $(DESTDIR)$(LIBDIR)/libguest.so
+	install -m 644 $(B)/libguest.a $(DESTDIR)$(LIBDIR)/libguest.a
 	install -m 644 guestlib/guest.h $(DESTDIR)$(PREFIX)/include/guest.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(GUEST_VER)|' guestlib/libguest.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/libguest.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(GUEST_VER)|' \
+		guestlib/libguest.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libguest.pc
 	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/libexec/hub/
 	sed -e 's|/usr/local/sbin/|$(PREFIX)/sbin/|g' -e 's|/etc/hub/|$(SYSCONFDIR)/hub/|g' \
 		-e 's|/usr/local/share/|$(PREFIX)/share/|g' systemd/hubd.service \
@@ -290,6 +299,10 @@ install: all
 		> $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf
 	install -m 644 README.md $(DESTDIR)$(PREFIX)/share/doc/hub/README.md
 	install -m 644 doc/protocol.md $(DESTDIR)$(PREFIX)/share/doc/hub/protocol.md
+	for m in $(MANPAGES); do install -D -m 644 $$m \
+		$(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} || exit 1; done
+	$(if $(PY_PKG),install -d $(DESTDIR)$(PYTHONDIR)/hubguest && \
+		install -m 644 $(PY_PKG) $(DESTDIR)$(PYTHONDIR)/hubguest/)
 
 # An install into a staging tree: everything lands, the config checks,
 # a guest builds against the installed header with pkg-config, and
