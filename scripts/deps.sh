@@ -24,6 +24,11 @@ command -v "${CXX:-g++}" >/dev/null 2>&1 || need="$need g++"	# guest.h as C++
 command -v clang >/dev/null 2>&1 || need="$need clang"
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
 	need="$need libclang-rt-dev"
+# the manual pages' checks: mandoc's lint, and man-db with groff for
+# man --warnings (Debian's minimal images may lack them)
+command -v mandoc >/dev/null 2>&1 || need="$need mandoc"
+command -v man >/dev/null 2>&1 || need="$need man-db"
+command -v groff >/dev/null 2>&1 || need="$need groff-base"
 if [ -n "${BENCH:-}" ]; then	# make bench: the baselines and the plot
 	has_pc libzmq || need="$need libzmq3-dev"
 	command -v gnuplot >/dev/null 2>&1 || need="$need gnuplot-nox"

@@ -1,0 +1,134 @@
+#!/bin/sh
+# Checks the manual pages in doc/man (make check-man): each renders clean
+# under mandoc's lint and groff's warnings, and each still says what the
+# code does: hubctl.1 every command of hubctl.c's table and every option
+# its getopt_long takes; hubd.8 every option of hubd.c's getopt;
+# hubd.conf.5 every key of config_keys.c's tables, in its own section, and
+# no key that is not there; libguest.3 every GUEST_API function of guest.h,
+# in its SYNOPSIS and described below it, and no function that is gone.
+# Run from the top of the tree.
+set -u
+man_dir=doc/man
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "man: $*" >&2; fail=$((fail + 1)); }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# A list the code gave must not be empty: an empty one means the pattern
+# no longer matches the source, and every check below would pass.
+nonempty() {
+	[ -s "$2" ] || { bad "found nothing in $1: scripts/check-man.sh no longer reads it"; return 1; }
+}
+
+# 1. every page: mandoc's lint at warning level and groff's warnings, silent
+for page in hubd.8 hubctl.1 hubd.conf.5 libguest.3; do
+	[ -f "$man_dir/$page" ] || { bad "$man_dir/$page missing"; continue; }
+	if mandoc -T lint -W warning "$man_dir/$page" > "$tmp/lint" 2>&1; then
+		ok
+	else
+		bad "$page: mandoc -T lint:"; sed 's/^/  /' "$tmp/lint" >&2
+	fi
+	if man --warnings -E UTF-8 -l "$man_dir/$page" 2> "$tmp/groff" > /dev/null &&
+	    [ ! -s "$tmp/groff" ]; then
+		ok
+	else
+		bad "$page: man --warnings:"; sed 's/^/  /' "$tmp/groff" >&2
+	fi
+done
+
+# The lines of section $2 (.Sh NAME) of page $1.
+section() {
+	awk -v sh="$2" '/^\.Sh / { on = (substr($0, 5) == sh); next } on' "$man_dir/$1"
+}
+
+# Option letters of a getopt string: "+js:t:h" is j s t h.
+letters() {
+	tr -d '+:' | sed 's/./&\n/g' | sed '/^$/d'
+}
+
+# An option letter is documented as ".It Fl X" in section $2 of page $1.
+check_options() {
+	section "$1" "$2" | sed -n 's/^\.It Fl \([A-Za-z0-9]\).*/\1/p' | sort -u > "$tmp/documented"
+	while read -r o; do
+		if grep -qx -- "$o" "$tmp/documented"; then ok; else
+			bad "$1: option -$o ($3) is not documented in $2"; fi
+	done < "$tmp/options"
+}
+
+# 2. hubd.8: hubd.c's getopt string
+sed -n 's/.*getopt(argc, argv, "\([^"]*\)").*/\1/p' daemon/hubd.c | letters > "$tmp/options"
+nonempty "daemon/hubd.c's getopt" "$tmp/options" && check_options hubd.8 OPTIONS hubd
+# and no option hubd does not take
+section hubd.8 OPTIONS | sed -n 's/^\.It Fl \([A-Za-z0-9]\).*/\1/p' | while read -r o; do
+	grep -qx -- "$o" "$tmp/options" || echo "$o"
+done > "$tmp/extra"
+if [ -s "$tmp/extra" ]; then bad "hubd.8 documents options hubd does not take: $(tr '\n' ' ' < "$tmp/extra")"
+else ok; fi
+
+# 3. hubctl.1: the commands table and getopt_long's string
+awk '/^static const struct command commands\[\]/ { on = 1; next }
+	on && /^};/ { on = 0 }
+	on' daemon/hubctl.c | sed -n 's/^[[:space:]]*{ "\([a-z][a-z-]*\)",.*/\1/p' > "$tmp/commands"
+nonempty "daemon/hubctl.c's commands[]" "$tmp/commands" && {
+	# a command is an ".It Ic NAME" of COMMANDS, or ".It Xo" then ".Ic NAME"
+	section hubctl.1 COMMANDS | awk '
+		/^\.It Ic / { print $3 }
+		xo && /^\.Ic / { print $2 }
+		{ xo = ($0 == ".It Xo") }' | sort -u > "$tmp/documented"
+	while read -r c; do
+		if grep -qx -- "$c" "$tmp/documented"; then ok; else
+			bad "hubctl.1: command '$c' of hubctl.c's table is not documented in COMMANDS"; fi
+	done < "$tmp/commands"
+}
+sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' daemon/hubctl.c | letters > "$tmp/options"
+nonempty "daemon/hubctl.c's getopt_long" "$tmp/options" && check_options hubctl.1 DESCRIPTION hubctl
+
+# 4. hubd.conf.5: each table of config_keys.c against its section's keys
+for t in hub:hub pool:pool guest:"guest NAME"; do
+	table=${t%%:*} sect=${t#*:}
+	awk -v t="static const struct key ${table}_keys[] = {" '
+		$0 == t { on = 1; next }
+		on && /^};/ { on = 0 }
+		on' daemon/config_keys.c | sed -n 's/^[[:space:]]*{ "\([a-z_]*\)",.*/\1/p' |
+		sort -u > "$tmp/keys"
+	nonempty "daemon/config_keys.c's ${table}_keys[]" "$tmp/keys" || continue
+	awk -v ss="[$sect]" '
+		/^\.S[sh] / { on = (substr($0, 5) == ss); next }
+		on && /^\.It Cm / { print $3 }' "$man_dir/hubd.conf.5" | sort -u > "$tmp/documented"
+	comm -23 "$tmp/keys" "$tmp/documented" > "$tmp/missing"
+	comm -13 "$tmp/keys" "$tmp/documented" > "$tmp/extra"
+	if [ -s "$tmp/missing" ]; then
+		bad "hubd.conf.5: [$sect] keys not documented: $(tr '\n' ' ' < "$tmp/missing")"
+	else ok; fi
+	if [ -s "$tmp/extra" ]; then
+		bad "hubd.conf.5: [$sect] documents keys hubd does not take: $(tr '\n' ' ' < "$tmp/extra")"
+	else ok; fi
+done
+
+# 5. libguest.3: guest.h's GUEST_API functions (a declaration may span lines)
+awk '/^GUEST_API/ { d = ""; on = 1 }
+	on { d = d " " $0 }
+	on && /;/ { print d; on = 0 }' guestlib/guest.h |
+	sed 's/(.*//; s/.*[ *]//' | sort -u > "$tmp/functions"
+nonempty "guestlib/guest.h's GUEST_API declarations" "$tmp/functions" && {
+	section libguest.3 SYNOPSIS | sed -n 's/^\.F[no] \([a-z_][a-z_0-9]*\).*/\1/p' | sort -u > "$tmp/synopsis"
+	awk '/^\.Sh / { on = (substr($0, 5) != "NAME" && substr($0, 5) != "SYNOPSIS"); next }
+		on' "$man_dir/libguest.3" | grep -o '^\.Fn [a-z_0-9]*' | sed 's/^\.Fn //' |
+		sort -u > "$tmp/described"
+	comm -23 "$tmp/functions" "$tmp/synopsis" > "$tmp/missing"
+	comm -13 "$tmp/functions" "$tmp/synopsis" > "$tmp/extra"
+	if [ -s "$tmp/missing" ]; then
+		bad "libguest.3: not in SYNOPSIS: $(tr '\n' ' ' < "$tmp/missing")"
+	else ok; fi
+	if [ -s "$tmp/extra" ]; then
+		bad "libguest.3: SYNOPSIS has functions guest.h does not declare: $(tr '\n' ' ' < "$tmp/extra")"
+	else ok; fi
+	comm -23 "$tmp/functions" "$tmp/described" > "$tmp/missing"
+	if [ -s "$tmp/missing" ]; then
+		bad "libguest.3: not described after SYNOPSIS: $(tr '\n' ' ' < "$tmp/missing")"
+	else ok; fi
+}
+
+echo "man: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
