@@ -7,6 +7,7 @@ SHELL := /bin/bash
 #   make check-asan   the same tests under AddressSanitizer + UBSan
 #   make check-tsan   the lock-free tests under ThreadSanitizer
 #   make spec-coverage  which spec rules code and tests cite
+#   make deb          Debian packages (debian/) into build/deb/
 
 SANITIZE ?=
 ifeq ($(SANITIZE),)
@@ -114,7 +115,7 @@ FUZZ_SRC_control := daemon/request.c
 FUZZ_LIBS_control := -ljson-c
 
 .PHONY: all run check check-asan check-tsan test test-tsan test-install check-man deps \
-	headers spec-coverage install clean bench fuzz fuzz-smoke
+	headers spec-coverage install clean bench fuzz fuzz-smoke deb test-deb
 
 PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -267,6 +268,7 @@ test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(SPECHOST) $(BENCH_PROGS) $(B)/c
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory check-man)
+	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-deb)
 	$(if $(SANITIZE),,bash tests/bench/run.sh $(B) --smoke > /dev/null)
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory fuzz-smoke)
 # halt_on_error: a race in a guest ends it, which its test sees
@@ -330,6 +332,16 @@ test-install:
 		PKG_CONFIG_LIBDIR=$$d/usr/local/lib/pkgconfig pkg-config --cflags --libs libguest) && \
 	echo "install: 1 passed, 0 failed" && \
 	CC="$(CC)" CXX="$(CXX)" sh scripts/check-libguest.sh $$d/usr/local
+
+# The Debian packages hub, libguest1, libguest-dev and python3-hubguest,
+# built by dpkg-buildpackage in a copy of the tree (scripts/deb.sh).
+deb: deps
+	@sh scripts/deb.sh $(B)/deb $(GUEST_VER)
+
+# The packages installed on this machine, a hub run from them alone, a guest
+# built against libguest-dev, then all of it purged (scripts/test-deb.sh).
+test-deb: deb
+	@bash scripts/test-deb.sh $(B)/deb $(GUEST_VER)
 
 # The default config, with the example guests taken from this build.
 run: deps

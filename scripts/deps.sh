@@ -29,6 +29,13 @@ ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 
 command -v mandoc >/dev/null 2>&1 || need="$need mandoc"
 command -v man >/dev/null 2>&1 || need="$need man-db"
 command -v groff >/dev/null 2>&1 || need="$need groff-base"
+# make deb: dpkg-buildpackage with debhelper and dh_python3 (it checks for
+# build-essential); make check's test-deb looks for a manual page with man
+command -v dpkg-buildpackage >/dev/null 2>&1 || need="$need dpkg-dev"
+command -v dh >/dev/null 2>&1 || need="$need debhelper"
+command -v dh_python3 >/dev/null 2>&1 || need="$need dh-python"
+dpkg-query -W -f='${Status}' build-essential 2>/dev/null | grep -q ' installed$' ||
+	need="$need build-essential"
 if [ -n "${BENCH:-}" ]; then	# make bench: the baselines and the plot
 	has_pc libzmq || need="$need libzmq3-dev"
 	command -v gnuplot >/dev/null 2>&1 || need="$need gnuplot-nox"
