@@ -802,8 +802,15 @@ on_signal(int sig)
 		errno = saved;
 		return;
 	}
-	signal(sig, SIG_DFL);
-	raise(sig);
+	{
+		sigset_t self;	/* blocked while its handler runs */
+
+		sigemptyset(&self);
+		sigaddset(&self, sig);
+		signal(sig, SIG_DFL);
+		sigprocmask(SIG_UNBLOCK, &self, NULL);
+		raise(sig);
+	}
 	_exit(2);
 }
 
