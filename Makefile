@@ -158,7 +158,7 @@ $(GUEST_A): $(GUEST_OBJ) $(PROTO_OBJ)
 
 $(B)/hubd: $(B)/daemon/hubd.o $(DAEMON_LIB) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
-$(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/poolfig.o $(PROTO_LIB)
+$(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/poolfig.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
 # Example guests link the shared library, found next to them.

@@ -14,6 +14,7 @@
 #include "daemon/client.h"
 #include "daemon/control.h"
 #include "daemon/hubd.h"
+#include "daemon/jsonout.h"
 #include "daemon/log.h"
 #include "daemon/poolfig.h"
 #include "proto/channel.h"
@@ -170,15 +171,22 @@ peer_json(struct hub *h, struct peer *p)
 	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
 	json_object_object_add(o, "pid", json_object_new_int((int)p->pid));
 	json_object_object_add(o, "epoch", json_object_new_int64(p->epoch));
-	json_object_object_add(o, "uptime_s", json_object_new_double(
-		p->state == PEER_UP ? (double)(now - p->up_ns) / 1e9 : 0));
+	json_object_object_add(o, "uptime_s", json_seconds(p->state == PEER_UP ? now - p->up_ns : 0));
+	json_object_object_add(o, "exec", json_object_new_string(p->conf->exec));
+	{
+		json_object *args = json_object_new_array();
+
+		for (char **a = p->conf->argv + 1; *a != NULL; a++)
+			json_object_array_add(args, json_object_new_string(*a));
+		json_object_object_add(o, "args", args);
+	}
 	json_object_object_add(o, "restarts", json_object_new_int(
 		p->restarts > 0 ? (int)p->restarts - 1 : 0));
 	for (uint32_t i = 0; i < TALLY_MAX && i < p->ndeaths; i++) {
 		struct death *d = &p->tally[(p->ndeaths - 1 - i) % TALLY_MAX];
 		json_object *e = json_object_new_object();
 
-		json_object_object_add(e, "time", json_object_new_double((double)d->when_ns / 1e9));
+		json_object_object_add(e, "time", json_seconds(d->when_ns));
 		json_object_object_add(e, "reason", json_object_new_string(
 			lifecycle_death_name(d->reason)));
 		json_object_object_add(e, "status", json_object_new_int(d->status));
@@ -208,7 +216,7 @@ peer_json(struct hub *h, struct peer *p)
 			open += hp_chan_state(&p->view.chans[id]) == HP_CHAN_ACTIVE;
 		json_object_object_add(o, "channels_open", json_object_new_int((int)open));
 		json_object_object_add(o, "heartbeat_age_ms", beat == 0 || beat > now ?
-			NULL : json_object_new_double((double)(now - beat) / 1e6));
+			NULL : json_fixed((now - beat) / 1000, 3));
 	}
 	return o;
 }
@@ -527,8 +535,7 @@ cmd_status(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "segment_bytes", json_object_new_uint64(segment_bytes(h)));
 	json_object_object_add(o, "segment_initial_bytes",
 			       json_object_new_uint64(h->seg.geo.total_size));
-	json_object_object_add(o, "uptime_s", json_object_new_double(
-		(double)(hp_now_ns() - h->start_ns) / 1e9));
+	json_object_object_add(o, "uptime_s", json_seconds(hp_now_ns() - h->start_ns));
 	json_object_object_add(o, "max_guests", json_object_new_int((int)p->max_guests));
 	json_object_object_add(o, "ring_size", json_object_new_int((int)p->ring_size));
 	json_object_object_add(o, "slot_size", json_object_new_int64(p->slot_size));

@@ -28,6 +28,7 @@
 #include "daemon/client.h"
 #include "daemon/control.h"
 #include "daemon/hubd.h"
+#include "daemon/jsonout.h"
 #include "daemon/log.h"
 
 #define OUT_HIGH	(256u << 10)	/* unsent answers: stop reading requests */
@@ -225,7 +226,7 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 void
 client_reply(struct client *c, json_object *o)
 {
-	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	const char *s = json_object_to_json_string_ext(o, JSON_OUT_FLAGS);
 
 	client_out_line(c, s, s != NULL ? strlen(s) : 0);
 	json_object_put(o);

@@ -1,19 +1,25 @@
 /* hubctl: talks to a running hubd over its control socket; its commands,
  * usage and main. The segment inspector (hubctl inspect) is inspect.c.
- * A little over 600 lines on purpose: the rest is one short function per
- * command, each printing its answer through the request and answer
- * helpers above it; apart, they would only share those through a header. */
+ * Long on purpose: one short function per command, each printing its
+ * answer through the request and answer helpers above it, and the two
+ * views that run on (top, stats -w) on the same helpers; apart, they
+ * would only share those through a header. */
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,7 +28,9 @@
 
 #include "daemon/control.h"
 #include "daemon/hubctl.h"
+#include "daemon/jsonout.h"
 #include "daemon/size.h"
+#include "proto/clock.h"
 
 #define DEFAULT_SOCKET	"/run/hub/hubd.sock"
 #define ANSWER_MAX	(512ul << 20)	/* one answer line, for sanity only */
@@ -30,14 +38,23 @@
 int json_out;
 static int timeout_s;	/* -t: give up on an answer after this long */
 static int write_errno;	/* the request could not be sent: why */
+static const char *sock_path;	/* -s: for the views, which connect again */
+
+/* The views that run on (top, stats -w): their options. */
+static struct {
+	double	interval;	/* -d: seconds between frames or lines */
+	long	count;		/* -n: frames or lines, then exit 0; 0: no end */
+	int	watch;		/* stats -w */
+} every = { 1.0, 0, 0 };
 
 struct command {
 	const char	*name;
 	const char	*usage;
-	int		min_args;
+	int		min_args;	/* arguments, options left out */
 	int		max_args;
 	int		(*run)(int fd, int argc, char **argv);
 	const char	*help;
+	const char	*opts;		/* of w, d and n: the options it takes */
 };
 
 static void __attribute__((noreturn)) usage(void);
@@ -68,7 +85,7 @@ connect_to(const char *path)
 static void
 send_request(int fd, json_object *req)
 {
-	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	const char *s = json_object_to_json_string_ext(req, JSON_OUT_FLAGS);
 	size_t n = strlen(s), off = 0;
 	char *line;
 	ssize_t w;
@@ -188,7 +205,7 @@ failed(json_object *a)
 	if (json_object_get_boolean(get(a, "ok")))
 		return 0;
 	if (json_out)
-		printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
+		printf("%s\n", json_object_to_json_string_ext(a, JSON_OUT_FLAGS));
 	else
 		fprintf(stderr, "hubctl: %s%s%s\n",
 			get(a, "error") != NULL ? text(a, "error") : "hubd said no, without a reason",
@@ -197,22 +214,38 @@ failed(json_object *a)
 	return 1;
 }
 
-static json_object *
-simple(int fd, const char *cmd)
+static void
+send_cmd(int fd, const char *cmd)
 {
-	json_object *req = json_object_new_object(), *a;
+	json_object *req = json_object_new_object();
 
 	json_object_object_add(req, "cmd", json_object_new_string(cmd));
 	send_request(fd, req);
+}
+
+static json_object *
+simple(int fd, const char *cmd)
+{
+	json_object *a;
+
+	send_cmd(fd, cmd);
 	if ((a = read_answer(fd)) == NULL)
 		no_answer("");
 	return a;
 }
 
+uint64_t
+json_ns(json_object *v, uint64_t per)
+{
+	double d = json_object_get_double(v) * (double)per;
+
+	return d > 0 && d < 1.8e19 ? (uint64_t)(d + 0.5) : 0;
+}
+
 int
 print_json(json_object *a)
 {
-	printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
+	printf("%s\n", json_object_to_json_string_ext(a, JSON_OUT_FLAGS));
 	json_object_put(a);
 	return 0;
 }
@@ -236,24 +269,103 @@ ask(int fd, const char *cmd, int *rc)
 	return a;
 }
 
+/* A death as people read it: when (local time, and how long ago), why. */
+static void
+death_text(char *buf, size_t len, json_object *d)
+{
+	uint64_t when = json_ns(get(d, "time"), HP_NS_PER_S), now = hp_clock_ns(CLOCK_REALTIME);
+	time_t t = (time_t)(when / HP_NS_PER_S);
+	char at[32] = "?", ago[24];
+	struct tm tm;
+
+	if (localtime_r(&t, &tm) != NULL)
+		strftime(at, sizeof(at), "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(buf, len, "%s (%s ago): %s, status %d%s%s", at,
+		 duration_text(ago, sizeof(ago), now > when ? now - when : 0), text(d, "reason"),
+		 json_object_get_int(get(d, "status")), *text(d, "detail") ? ", " : "",
+		 text(d, "detail"));
+}
+
+/* hubctl peers NAME: one guest, a "key: value" per line. */
+static int
+peer_detail(json_object *p)
+{
+	json_object *deaths = get(p, "deaths"), *args = get(p, "args");
+	char buf[512];
+
+	if (json_out)
+		return print_json(json_object_get(p));
+	printf("name: %s\n", text(p, "name"));
+	printf("peer id: %d\n", json_object_get_int(get(p, "peer_id")));
+	printf("state: %s\n", text(p, "state"));
+	printf("pid: %d\n", json_object_get_int(get(p, "pid")));
+	printf("epoch: %" PRId64 "\n", json_object_get_int64(get(p, "epoch")));
+	printf("uptime: %s\n", duration_text(buf, sizeof(buf), json_ns(get(p, "uptime_s"), HP_NS_PER_S)));
+	printf("restarts: %d\n", json_object_get_int(get(p, "restarts")));
+	if (get(p, "heartbeat_age_ms") != NULL)
+		printf("heartbeat age: %s\n", duration_text(buf, sizeof(buf),
+			json_ns(get(p, "heartbeat_age_ms"), HP_NS_PER_MS)));
+	if (get(p, "g2h_depth") != NULL) {
+		printf("rings: %d waiting guest->host, %d host->guest\n",
+		       json_object_get_int(get(p, "g2h_depth")),
+		       json_object_get_int(get(p, "h2g_depth")));
+		printf("slots: %d in use, %d free\n", json_object_get_int(get(p, "slots_used")),
+		       json_object_get_int(get(p, "slots_free")));
+		printf("channels: %d open\n", json_object_get_int(get(p, "channels_open")));
+	}
+	if (get(p, "exec") != NULL)
+		printf("exec: %s\n", text(p, "exec"));
+	if (json_object_is_type(args, json_type_array) && json_object_array_length(args) > 0) {
+		printf("args:");
+		for (size_t i = 0; i < json_object_array_length(args); i++)
+			printf(" %s", json_object_get_string(json_object_array_get_idx(args, i)));
+		printf("\n");
+	}
+	for (size_t i = 0; json_object_is_type(deaths, json_type_array) &&
+	     i < json_object_array_length(deaths); i++) {
+		death_text(buf, sizeof(buf), json_object_array_get_idx(deaths, i));
+		printf("death %zu: %s\n", i + 1, buf);
+	}
+	if (!json_object_is_type(deaths, json_type_array) || json_object_array_length(deaths) == 0)
+		printf("deaths: none\n");
+	return 0;
+}
+
+/* hubctl peers [NAME]: every guest in a table, or one in detail. */
 static int
 cmd_peers(int fd, int argc, char **argv)
 {
-	json_object *a, *peers;
+	json_object *a = NULL, *peers;
 	int rc;
 
-	(void)argc;
-	(void)argv;
-	if ((a = ask(fd, "peers", &rc)) == NULL)
+	if (argc == 0 && (a = ask(fd, "peers", &rc)) == NULL)
 		return rc;
+	if (argc == 1) {
+		a = simple(fd, "peers");
+		if (failed(a))
+			return 1;
+		peers = list(a, "peers");
+		for (size_t i = 0; i < json_object_array_length(peers); i++) {
+			json_object *p = json_object_array_get_idx(peers, i);
+
+			if (strcmp(text(p, "name"), argv[0]) == 0) {
+				rc = peer_detail(p);
+				json_object_put(a);
+				return rc;
+			}
+		}
+		json_object_put(a);
+		fprintf(stderr, "hubctl: no guest named '%s' (hubctl peers lists them)\n", argv[0]);
+		return 1;
+	}
 	peers = list(a, "peers");
-	printf("%-16s %4s %-9s %8s %5s %9s %4s %7s %9s %5s %5s  %s\n", "NAME", "PEER",
+	printf("%-16s %4s %-9s %8s %5s %12s %4s %10s %9s %5s %5s  %s\n", "NAME", "PEER",
 	       "STATE", "PID", "EPOCH", "UPTIME", "RST", "HB-AGE", "RINGS", "SLOTS", "CHANS",
 	       "LAST DEATH");
 	for (size_t i = 0; i < json_object_array_length(peers); i++) {
 		json_object *p = json_object_array_get_idx(peers, i);
 		json_object *deaths = get(p, "deaths");
-		char last[128] = "-";
+		char last[128] = "-", hb[24] = "-", up[24], rings[24];
 
 		if (json_object_is_type(deaths, json_type_array) &&
 		    json_object_array_length(deaths) > 0) {
@@ -263,18 +375,15 @@ cmd_peers(int fd, int argc, char **argv)
 				 json_object_get_int(get(d, "status")),
 				 *text(d, "detail") ? " " : "", text(d, "detail"));
 		}
-		char hb[16] = "-", rings[16];
-
 		if (get(p, "heartbeat_age_ms") != NULL)
-			snprintf(hb, sizeof(hb), "%.0fms",
-				 json_object_get_double(get(p, "heartbeat_age_ms")));
+			duration_text(hb, sizeof(hb), json_ns(get(p, "heartbeat_age_ms"), HP_NS_PER_MS));
 		snprintf(rings, sizeof(rings), "%d/%d", json_object_get_int(get(p, "g2h_depth")),
 			 json_object_get_int(get(p, "h2g_depth")));
-		printf("%-16s %4d %-9s %8d %5" PRId64 " %8.1fs %4d %7s %9s %5d %5d  %s\n",
+		printf("%-16s %4d %-9s %8d %5" PRId64 " %12s %4d %10s %9s %5d %5d  %s\n",
 		       text(p, "name"), json_object_get_int(get(p, "peer_id")), text(p, "state"),
 		       json_object_get_int(get(p, "pid")),
 		       json_object_get_int64(get(p, "epoch")),
-		       json_object_get_double(get(p, "uptime_s")),
+		       duration_text(up, sizeof(up), json_ns(get(p, "uptime_s"), HP_NS_PER_S)),
 		       json_object_get_int(get(p, "restarts")), hb, rings,
 		       json_object_get_int(get(p, "slots_used")),
 		       json_object_get_int(get(p, "channels_open")), last);
@@ -316,7 +425,24 @@ cmd_status(int fd, int argc, char **argv)
 	if ((a = ask(fd, "status", &rc)) == NULL)
 		return rc;
 	json_object_object_foreach(a, key, val) {
+		static const char *const sizes[] = { "segment_size", "segment_bytes",
+			"segment_initial_bytes", "slot_size", "max_payload_size", NULL };
+		char buf[32];
+		int is_size = 0;
+
 		if (strcmp(key, "ok") == 0)
+			continue;
+		for (size_t k = 0; sizes[k] != NULL; k++)
+			is_size |= strcmp(key, sizes[k]) == 0;
+		if (is_size)
+			printf("%-22s %s\n", key, size_iec(buf, sizeof(buf), json_object_get_uint64(val)));
+		else if (strcmp(key, "uptime_s") == 0)
+			printf("%-22s %s\n", "uptime", duration_text(buf, sizeof(buf),
+				json_ns(val, HP_NS_PER_S)));
+		else if (strcmp(key, "heartbeat_interval_ns") == 0)
+			printf("%-22s %s\n", "heartbeat_interval", duration_text(buf, sizeof(buf),
+				json_object_get_uint64(val)));
+		if (is_size || strcmp(key, "uptime_s") == 0 || strcmp(key, "heartbeat_interval_ns") == 0)
 			continue;
 		if (strcmp(key, "pool_classes") != 0) {
 			printf("%-22s %s\n", key, json_object_get_string(val));
@@ -330,7 +456,7 @@ cmd_status(int fd, int argc, char **argv)
 			char size[24];
 
 			printf("%s%s x %" PRIu64 " x %" PRIu64, i > 0 ? ", " : " ",
-			       size_text(size, sizeof(size),
+			       size_iec(size, sizeof(size),
 					 json_object_get_uint64(get(c, "slot_size"))),
 			       json_object_get_uint64(get(c, "slots_per_extent")),
 			       json_object_get_uint64(get(c, "extents")));
@@ -357,7 +483,7 @@ print_value(json_object *v)
 			putchar('\n');
 	}
 	else if (v != NULL)
-		printf("%s\n", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		printf("%s\n", json_object_to_json_string_ext(v, JSON_OUT_FLAGS));
 }
 
 static int
@@ -463,6 +589,402 @@ cmd_reload(int fd, int argc, char **argv)
 	return 0;
 }
 
+static uint64_t
+u64(json_object *o, const char *key)
+{
+	return json_object_get_uint64(get(o, key));
+}
+
+/* -- the views that run on: top, stats -w ------------------------------- */
+
+/* cmd's answer, for a view: asked once more on a new connection when hubd
+ * closed this one (idle longer than its client_timeout); exits 2 when hubd
+ * cannot be reached any more, 1 when it says no. */
+static json_object *
+ask_again(int *fd, const char *cmd)
+{
+	json_object *a;
+
+	send_cmd(*fd, cmd);
+	if ((a = read_answer(*fd)) == NULL) {
+		close(*fd);
+		write_errno = 0;
+		*fd = connect_to(sock_path);
+		a = simple(*fd, cmd);
+	}
+	if (failed(a))
+		exit(1);
+	return a;
+}
+
+/* What the counters keys (NULL-terminated) of now grew by since before, per
+ * second over dt seconds: -1 when there is nothing to compare with. A
+ * counter that went down (hubd restarted) counts from 0. */
+static double
+rate(json_object *now, json_object *before, const char *const *keys, double dt)
+{
+	uint64_t sum = 0;
+
+	if (now == NULL || before == NULL || dt <= 0)
+		return -1;
+	for (; *keys != NULL; keys++) {
+		uint64_t a = u64(now, *keys), b = u64(before, *keys);
+
+		sum += a >= b ? a - b : a;
+	}
+	return (double)sum / dt;
+}
+
+/* A rate for people: "-" when there is none. */
+static const char *
+rate_text(char *buf, size_t len, double r)
+{
+	if (r < 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, r < 100 ? "%.1f" : "%.0f", r);
+	return buf;
+}
+
+static const char *
+bytes_rate_text(char *buf, size_t len, double r)
+{
+	if (r < 0)
+		return rate_text(buf, len, r);
+	size_iec(buf, len, (uint64_t)(r + 0.5));
+	strlcat(buf, "/s", len);
+	return buf;
+}
+
+/* A rate in JSON: a number with one decimal, null when there is none. */
+static json_object *
+rate_json(double r)
+{
+	return r < 0 ? NULL : json_fixed((uint64_t)(r * 10 + 0.5), 1);
+}
+
+static const char *const calls_keys[] = { "calls_in", "calls_out", NULL };
+static const char *const bytes_keys[] = { "bytes_in", "bytes_out", NULL };
+static const char *const waits_keys[] = { "ring_full", "slot_exhausted", "credit_waits", NULL };
+
+/* Waits until deadline (CLOCK_MONOTONIC ns); 1 when key_fd (-1: none)
+ * says q first. A key_fd at its end is not watched any more. */
+static int
+wait_until(uint64_t deadline, int *key_fd)
+{
+	uint64_t now;
+	char c;
+
+	while ((now = hp_now_ns()) < deadline) {
+		struct pollfd p = { *key_fd, POLLIN, 0 };
+		uint64_t ms = (deadline - now + HP_NS_PER_MS - 1) / HP_NS_PER_MS;
+
+		if (poll(&p, 1, ms > 1000 ? 1000 : (int)ms) <= 0 || *key_fd < 0)
+			continue;
+		if (read(*key_fd, &c, 1) != 1)
+			*key_fd = -1;
+		else if (c == 'q' || c == 'Q')
+			return 1;
+	}
+	return 0;
+}
+
+/* The next deadline, interval after the last one; from now when we are
+ * late (hubd slow to answer, the machine stopped), never in bursts. */
+static uint64_t
+next_deadline(uint64_t last)
+{
+	uint64_t now = hp_now_ns(), next = last + (uint64_t)(every.interval * 1e9);
+
+	return next > now ? next : now + (uint64_t)(every.interval * 1e9);
+}
+
+/* hubctl stats -w: the hub's totals per second, a line per interval. */
+static int
+stats_watch(int fd)
+{
+	static const char *const in_keys[] = { "calls_in", NULL }, *const out_keys[] = {
+		"calls_out", NULL }, *const bin_keys[] = { "bytes_in", NULL },
+		*const bout_keys[] = { "bytes_out", NULL }, *const wake_keys[] = { "wakes", NULL },
+		*const death_keys[] = { "deaths", NULL }, *const restart_keys[] = { "restarts", NULL };
+	json_object *before = ask_again(&fd, "stats"), *now;
+	uint64_t t0 = hp_now_ns(), t1, deadline = t0;
+	int tty = isatty(STDOUT_FILENO), none = -1;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* each line as it comes, into a pipe too */
+	for (long line = 0; every.count == 0 || line < every.count; line++) {
+		char b[6][24];
+		double dt, r[7];
+		json_object *tn, *tb;
+
+		deadline = next_deadline(deadline);
+		wait_until(deadline, &none);
+		now = ask_again(&fd, "stats");
+		t1 = hp_now_ns();
+		dt = (double)(t1 - t0) / 1e9;
+		tn = get(now, "total");
+		tb = get(before, "total");
+		r[0] = rate(tn, tb, in_keys, dt);
+		r[1] = rate(tn, tb, out_keys, dt);
+		r[2] = rate(tn, tb, bin_keys, dt);
+		r[3] = rate(tn, tb, bout_keys, dt);
+		r[4] = rate(tn, tb, waits_keys, dt);
+		r[5] = rate(tn, tb, wake_keys, dt);
+		r[6] = rate(tn, tb, death_keys, 1);	/* counts in the interval */
+		if (json_out) {
+			json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "interval_s", json_seconds(t1 - t0));
+			json_object_object_add(o, "calls_in_per_s", rate_json(r[0]));
+			json_object_object_add(o, "calls_out_per_s", rate_json(r[1]));
+			json_object_object_add(o, "bytes_in_per_s", rate_json(r[2]));
+			json_object_object_add(o, "bytes_out_per_s", rate_json(r[3]));
+			json_object_object_add(o, "waits_per_s", rate_json(r[4]));
+			json_object_object_add(o, "wakes_per_s", rate_json(r[5]));
+			json_object_object_add(o, "deaths", json_object_new_uint64((uint64_t)r[6]));
+			json_object_object_add(o, "restarts", json_object_new_uint64(
+				(uint64_t)rate(tn, tb, restart_keys, 1)));
+			print_json(o);
+		} else {
+			if (line == 0 || (tty && line % 20 == 0))
+				printf("%10s %11s %12s %12s %9s %9s %6s %8s\n", "CALLS-IN/S",
+				       "CALLS-OUT/S", "BYTES-IN/S", "BYTES-OUT/S", "WAITS/S",
+				       "WAKES/S", "DEATHS", "RESTARTS");
+			printf("%10s %11s %12s %12s %9s %9s %6" PRIu64 " %8" PRIu64 "\n",
+			       rate_text(b[0], sizeof(b[0]), r[0]), rate_text(b[1], sizeof(b[1]), r[1]),
+			       bytes_rate_text(b[2], sizeof(b[2]), r[2]),
+			       bytes_rate_text(b[3], sizeof(b[3]), r[3]),
+			       rate_text(b[4], sizeof(b[4]), r[4]), rate_text(b[5], sizeof(b[5]), r[5]),
+			       (uint64_t)r[6], (uint64_t)rate(tn, tb, restart_keys, 1));
+		}
+		if (ferror(stdout))
+			err(2, "stdout");
+		json_object_put(before);
+		before = now;
+		t0 = t1;
+	}
+	json_object_put(before);
+	return 0;
+}
+
+/* The terminal top draws on: its settings before, restored on every way
+ * out (exit, q, a signal), and top's own: no line editing, no echo. */
+static struct termios tty_saved, tty_top;
+static volatile sig_atomic_t tty_changed;
+static int tty_ours;	/* tty_top is set: top has the terminal */
+
+static void
+tty_restore(void)
+{
+	if (tty_changed)
+		tcsetattr(STDIN_FILENO, TCSANOW, &tty_saved);
+	tty_changed = 0;
+}
+
+/* SIGINT quits as q does; SIGTERM and SIGHUP end hubctl as they would;
+ * SIGTSTP stops it with the terminal as it was, SIGCONT takes it back. */
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+
+	if (sig == SIGCONT) {
+		if (tty_ours && tcsetattr(STDIN_FILENO, TCSANOW, &tty_top) == 0)
+			tty_changed = 1;
+		errno = saved;
+		return;
+	}
+	tty_restore();
+	if (sig == SIGINT)
+		_exit(0);
+	if (sig == SIGTSTP) {
+		kill(getpid(), SIGSTOP);
+		errno = saved;
+		return;
+	}
+	{
+		sigset_t self;	/* blocked while its handler runs */
+
+		sigemptyset(&self);
+		sigaddset(&self, sig);
+		signal(sig, SIG_DFL);
+		sigprocmask(SIG_UNBLOCK, &self, NULL);
+		raise(sig);
+	}
+	_exit(2);
+}
+
+/* Takes the terminal (stdin) for top; its key fd, or -1 when stdin is not
+ * a terminal (q is then not read; Ctrl-C and -n end top). */
+static int
+tty_take(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGTSTP, SIGCONT };
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&sa.sa_mask, sigs[i]);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &tty_saved) != 0)
+		return -1;
+	tty_top = tty_saved;
+	tty_top.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	tty_top.c_cc[VMIN] = 1;
+	tty_top.c_cc[VTIME] = 0;
+	tty_ours = 1;
+	atexit(tty_restore);
+	if (tcsetattr(STDIN_FILENO, TCSANOW, &tty_top) != 0)
+		return -1;
+	tty_changed = 1;
+	return STDIN_FILENO;
+}
+
+/* One line of a frame: on a terminal cut to its width, the rest of the
+ * line cleared. */
+static void __attribute__((format(printf, 2, 3)))
+frame_line(int width, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (width > 0)
+		printf("%.*s\033[K\n", width, line);
+	else
+		printf("%s\n", line);
+}
+
+/* One frame of top: samples now (peers and stats), compared with before
+ * (NULL for the first) dt seconds earlier. */
+static void
+top_frame(json_object *status, json_object *peers, json_object *now, json_object *before,
+	  double dt, int tty)
+{
+	json_object *list_ = list(peers, "peers"), *gn = get(now, "guests"),
+		    *gb = before != NULL ? get(before, "guests") : NULL, *o = NULL, *rows = NULL;
+	double calls = rate(get(now, "total"), before ? get(before, "total") : NULL, calls_keys, dt);
+	double bytes = rate(get(now, "total"), before ? get(before, "total") : NULL, bytes_keys, dt);
+	size_t n = json_object_array_length(list_), up = 0, shown = n;
+	struct winsize ws = { 0 };
+	char b[4][32];
+
+	for (size_t i = 0; i < n; i++)
+		up += strcmp(text(json_object_array_get_idx(list_, i), "state"), "up") == 0;
+	if (json_out) {
+		o = json_object_new_object();
+		rows = json_object_new_array();
+		json_object_object_add(o, "uptime_s", json_object_get(get(status, "uptime_s")));
+		json_object_object_add(o, "guests_up", json_object_new_uint64(up));
+		json_object_object_add(o, "guests", json_object_new_uint64(n));
+		json_object_object_add(o, "interval_s", before != NULL ?
+			json_seconds((uint64_t)(dt * 1e9)) : NULL);
+		json_object_object_add(o, "calls_per_s", rate_json(calls));
+		json_object_object_add(o, "bytes_per_s", rate_json(bytes));
+	} else {
+		if (tty) {
+			if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0)
+				ws.ws_col = 511;	/* frame_line's most */
+			printf("\033[H");
+			if (ws.ws_row > 3 && n > (size_t)ws.ws_row - 3)
+				shown = (size_t)ws.ws_row - 3;
+		}
+		frame_line(ws.ws_col, "hub up %s, guests %zu up of %zu, calls/s %s, bytes/s %s%s",
+			   duration_text(b[0], sizeof(b[0]), json_ns(get(status, "uptime_s"),
+								  HP_NS_PER_S)),
+			   up, n, rate_text(b[1], sizeof(b[1]), calls),
+			   bytes < 0 ? "-" : size_iec(b[2], sizeof(b[2]), (uint64_t)(bytes + 0.5)),
+			   tty ? "    (q quits)" : "");
+		frame_line(ws.ws_col, "%-16s %-9s %8s %9s %12s %9s %5s %8s %6s", "NAME", "STATE",
+			   "PID", "CALLS/S", "BYTES/S", "RING", "SLOTS", "WAITS/S", "DEATHS");
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *p = json_object_array_get_idx(list_, i);
+		json_object *sn = get(gn, text(p, "name")), *sb = gb ? get(gb, text(p, "name")) : NULL;
+		double c = rate(sn, sb, calls_keys, dt), by = rate(sn, sb, bytes_keys, dt);
+		double w = rate(sn, sb, waits_keys, dt);
+
+		if (json_out) {
+			json_object *r = json_object_new_object();
+
+			json_object_object_add(r, "name", json_object_new_string(text(p, "name")));
+			json_object_object_add(r, "state", json_object_new_string(text(p, "state")));
+			json_object_object_add(r, "pid", json_object_get(get(p, "pid")));
+			json_object_object_add(r, "calls_per_s", rate_json(c));
+			json_object_object_add(r, "bytes_per_s", rate_json(by));
+			json_object_object_add(r, "g2h_depth", json_object_get(get(p, "g2h_depth")));
+			json_object_object_add(r, "h2g_depth", json_object_get(get(p, "h2g_depth")));
+			json_object_object_add(r, "slots_used", json_object_get(get(p, "slots_used")));
+			json_object_object_add(r, "waits_per_s", rate_json(w));
+			json_object_object_add(r, "deaths", json_object_new_uint64(u64(sn, "deaths")));
+			json_object_array_add(rows, r);
+			continue;
+		}
+		if (i == shown) {
+			frame_line(ws.ws_col, "(%zu more: a taller terminal shows them)", n - shown);
+			break;
+		}
+		snprintf(b[0], sizeof(b[0]), "%d/%d", json_object_get_int(get(p, "g2h_depth")),
+			 json_object_get_int(get(p, "h2g_depth")));
+		frame_line(ws.ws_col, "%-16s %-9s %8d %9s %12s %9s %5d %8s %6" PRIu64,
+			   text(p, "name"), text(p, "state"), json_object_get_int(get(p, "pid")),
+			   rate_text(b[1], sizeof(b[1]), c), bytes_rate_text(b[2], sizeof(b[2]), by),
+			   b[0], json_object_get_int(get(p, "slots_used")),
+			   rate_text(b[3], sizeof(b[3]), w), u64(sn, "deaths"));
+	}
+	if (json_out) {
+		json_object_object_add(o, "peers", rows);
+		print_json(o);
+	} else if (tty) {
+		printf("\033[J");
+	}
+}
+
+/* hubctl top: a frame every interval until q, Ctrl-C or -n frames. */
+static int
+cmd_top(int fd, int argc, char **argv)
+{
+	int tty = !json_out && isatty(STDOUT_FILENO), key_fd = -1;
+	json_object *before = NULL;
+	uint64_t t0 = 0, deadline = hp_now_ns();
+
+	(void)argc;
+	(void)argv;
+	key_fd = tty_take();
+	if (tty) {
+		setvbuf(stdout, NULL, _IOFBF, 1 << 16);	/* a frame drawn at once */
+		printf("\033[H\033[2J");
+	} else {
+		setvbuf(stdout, NULL, _IOLBF, 0);
+	}
+	for (long frame = 0; every.count == 0 || frame < every.count; frame++) {
+		json_object *status = ask_again(&fd, "status"), *peers = ask_again(&fd, "peers");
+		json_object *now = ask_again(&fd, "stats");
+		uint64_t t1 = hp_now_ns();
+
+		if (frame > 0 && !tty && !json_out)
+			printf("\n");	/* frames apart in a log */
+		top_frame(status, peers, now, before, (double)(t1 - t0) / 1e9, tty);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			err(2, "stdout");
+		json_object_put(status);
+		json_object_put(peers);
+		json_object_put(before);
+		before = now;
+		t0 = t1;
+		if (every.count != 0 && frame + 1 == every.count)
+			break;
+		deadline = next_deadline(deadline);
+		if (wait_until(deadline, &key_fd))
+			break;
+	}
+	json_object_put(before);
+	return 0;
+}
+
 /* One line of hubctl stats: counts as they are, bytes for people. */
 static void
 stats_row(const char *name, json_object *g, const char *const *cols)
@@ -474,7 +996,7 @@ stats_row(const char *name, json_object *g, const char *const *cols)
 		uint64_t v = json_object_get_uint64(get(g, cols[k]));
 
 		if (strncmp(cols[k], "bytes_", 6) == 0)
-			printf(" %12s", size_text(size, sizeof(size), v));
+			printf(" %12s", size_iec(size, sizeof(size), v));
 		else
 			printf(" %*" PRIu64, k < 4 ? 12 : 10, v);
 	}
@@ -495,6 +1017,8 @@ cmd_stats(int fd, int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
+	if (every.watch)
+		return stats_watch(fd);
 	if ((a = ask(fd, "stats", &rc)) == NULL)
 		return rc;
 	printf("%-16s", "GUEST");
@@ -523,7 +1047,7 @@ cmd_stats(int fd, int argc, char **argv)
 
 		printf("streams between guests: %" PRIu64 " open, %s held\n",
 		       json_object_get_uint64(get(r, "open")),
-		       size_text(size, sizeof(size),
+		       size_iec(size, sizeof(size),
 				 json_object_get_uint64(get(r, "queued_bytes"))));
 	}
 	json_object_put(a);
@@ -539,12 +1063,6 @@ count_text(char *buf, size_t len, uint64_t v)
 	else
 		size_text(buf, len, v);
 	return buf;
-}
-
-static uint64_t
-u64(json_object *o, const char *key)
-{
-	return json_object_get_uint64(get(o, key));
 }
 
 /* hubctl pool [--validate] [--json]: the shared pool per size class, and
@@ -586,7 +1104,7 @@ cmd_pool(int fd, int argc, char **argv)
 		return !valid;
 	}
 	classes = list(a, "classes");
-	printf("%-5s %6s %7s %7s", "CLASS", "SIZE", "PER-EXT", "EXTENTS");
+	printf("%-5s %9s %7s %7s", "CLASS", "SIZE", "PER-EXT", "EXTENTS");
 	for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
 		printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6), heads[k]);
 	printf("\n");
@@ -596,8 +1114,8 @@ cmd_pool(int fd, int argc, char **argv)
 
 		snprintf(ext, sizeof(ext), "%" PRIu64 "/%" PRIu64, u64(c, "extents"),
 			 u64(a, "max_extents"));
-		printf("%5" PRIu64 " %6s %7" PRIu64 " %7s", u64(c, "class"),
-		       size_text(size, sizeof(size), u64(c, "slot_size")),
+		printf("%5" PRIu64 " %9s %7" PRIu64 " %7s", u64(c, "class"),
+		       size_iec(size, sizeof(size), u64(c, "slot_size")),
 		       u64(c, "slots_per_extent"), ext);
 		for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
 			printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6),
@@ -617,10 +1135,10 @@ cmd_pool(int fd, int argc, char **argv)
 	}
 	printf("segment %s (%s at start), pool %s (%s at start), %" PRIu64
 	       " slots held too long\n",
-	       size_text(size, sizeof(size), u64(a, "segment_bytes")),
-	       size_text(size2, sizeof(size2), u64(a, "segment_initial_bytes")),
-	       size_text(size3, sizeof(size3), u64(a, "pool_bytes")),
-	       size_text(num, sizeof(num), u64(a, "pool_initial_bytes")), u64(a, "stuck"));
+	       size_iec(size, sizeof(size), u64(a, "segment_bytes")),
+	       size_iec(size2, sizeof(size2), u64(a, "segment_initial_bytes")),
+	       size_iec(size3, sizeof(size3), u64(a, "pool_bytes")),
+	       size_iec(num, sizeof(num), u64(a, "pool_initial_bytes")), u64(a, "stuck"));
 	if (validate) {
 		problems = list(a, "problems");
 		for (size_t i = 0; i < json_object_array_length(problems); i++)
@@ -634,24 +1152,106 @@ cmd_pool(int fd, int argc, char **argv)
 
 static const struct command commands[] = {
 	{ "status", "status", 0, 0, cmd_status,
-	  "hub parameters, uptime, segment size, host pool, pool classes" },
-	{ "stats", "stats", 0, 0, cmd_stats,
-	  "counters per guest and in all: calls, bytes, waits, wakes, deaths; pool totals" },
-	{ "peers", "peers", 0, 0, cmd_peers, "guests: state, pid, epoch, uptime, deaths" },
-	{ "methods", "methods", 0, 0, cmd_methods, "registered methods, signatures, owners" },
+	  "hub parameters, uptime, segment size, host pool, pool classes", NULL },
+	{ "stats", "stats [-w] [-d SECONDS] [-n COUNT]", 0, 0, cmd_stats,
+	  "counters per guest and in all; -w: the hub's rates, a line per interval", "wdn" },
+	{ "top", "top [-d SECONDS] [-n FRAMES]", 0, 0, cmd_top,
+	  "a live view of the guests: state, calls/s, bytes/s, rings, slots, waits", "dn" },
+	{ "peers", "peers [NAME]", 0, 1, cmd_peers,
+	  "guests: state, pid, epoch, uptime, deaths; NAME: one in detail", NULL },
+	{ "methods", "methods", 0, 0, cmd_methods, "registered methods, signatures, owners",
+	  NULL },
 	{ "call", "call METHOD [ARG...]", 1, 9, cmd_call,
-	  "call a method; arguments are encoded by its signature" },
+	  "call a method; arguments are encoded by its signature", NULL },
 	{ "restart", "restart NAME", 1, 1, cmd_restart,
-	  "restart a guest now (a failed one too: its deaths are forgiven)" },
-	{ "stop", "stop NAME", 1, 1, cmd_stop, "stop a guest and keep it down" },
-	{ "start", "start NAME", 1, 1, cmd_start, "start a stopped or failed guest" },
+	  "restart a guest now (a failed one too: its deaths are forgiven)", NULL },
+	{ "stop", "stop NAME", 1, 1, cmd_stop, "stop a guest and keep it down", NULL },
+	{ "start", "start NAME", 1, 1, cmd_start, "start a stopped or failed guest", NULL },
 	{ "pool", "pool [--validate] [--json]", 0, 2, cmd_pool,
-	  "the shared pool per size class; --validate checks it (exit 1: broken)" },
+	  "the shared pool per size class; --validate checks it (exit 1: broken)", NULL },
 	{ "reload", "reload", 0, 0, cmd_reload,
-	  "re-read the config: new guests start, dropped stop, changed restart" },
+	  "re-read the config: new guests start, dropped stop, changed restart", NULL },
 	{ "inspect", "inspect SEGMENT", 1, 1, cmd_inspect,
-	  "read a segment file, no daemon needed, and check its invariants" },
+	  "read a segment file, no daemon needed, and check its invariants", NULL },
 };
+
+/* -d SECONDS: a number above 0, fractions allowed. */
+static int
+seconds_arg(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* -n COUNT: a whole number from 1. */
+static int
+count_arg(const char *s, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end != '\0' || errno != 0 || v < 1)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* The options of c (c->opts: -w, -d SECONDS, -n COUNT) into every, taken
+ * out of argv (*argc shrinks); -1 after saying what is wrong. -d and -n
+ * make stats a watch (-w) too. */
+static int
+view_options(const struct command *c, int *argc, char **argv)
+{
+	int n = 0, i;
+
+	for (i = 0; i < *argc; i++) {
+		const char *a = argv[i], *val;
+
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0') {
+			argv[n++] = argv[i];
+			continue;
+		}
+		if (strchr(c->opts, a[1]) == NULL || (a[1] == 'w' && a[2] != '\0')) {
+			fprintf(stderr, "hubctl: %s: unknown option '%s'\n", c->name, a);
+			return -1;
+		}
+		every.watch = 1;
+		if (a[1] == 'w')
+			continue;
+		val = a[2] != '\0' ? a + 2 : i + 1 < *argc ? argv[++i] : NULL;
+		if (val == NULL) {
+			fprintf(stderr, "hubctl: %s: -%c takes a value\n", c->name, a[1]);
+			return -1;
+		}
+		if (a[1] == 'd' && seconds_arg(val, &every.interval) != 0) {
+			fprintf(stderr, "hubctl: %s: -d takes a number of seconds above 0 "
+				"(0.5, 2), not '%s'\n", c->name, val);
+			return -1;
+		}
+		if (a[1] == 'n' && count_arg(val, &every.count) != 0) {
+			fprintf(stderr, "hubctl: %s: -n takes a count from 1, not '%s'\n", c->name,
+				val);
+			return -1;
+		}
+	}
+	while (i < *argc)
+		argv[n++] = argv[i++];
+	*argc = n;
+	return 0;
+}
 
 static void
 usage_to(FILE *f)
@@ -663,7 +1263,9 @@ usage_to(FILE *f)
 		"  -t, --timeout SECS  give up waiting for an answer after SECS\n"
 		"commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-24s %s\n", commands[i].usage, commands[i].help);
+		fprintf(f, "  %-24s%s%s\n", commands[i].usage,
+			strlen(commands[i].usage) > 24 ? "\n                           " : " ",
+			commands[i].help);
 	fprintf(f, "  %-24s %s\n", "help [COMMAND]", "this, or more about one command");
 	fprintf(f, "exit status: 0 done, 1 the hub said no (or no answer in time),"
 		" 2 bad usage or no hub\n");
@@ -724,7 +1326,34 @@ details(const char *name)
 	if (strcmp(name, "peers") == 0)
 		return "Columns: RST restarts, HB-AGE time since the guest's last heartbeat,\n"
 		       "RINGS descriptors waiting guest->host/host->guest, SLOTS slots of its\n"
-		       "pool in use, CHANS channels open, LAST DEATH reason, status, detail.\n";
+		       "pool in use, CHANS channels open, LAST DEATH reason, status, detail.\n"
+		       "With NAME, that guest alone, a \"key: value\" per line: its peer id,\n"
+		       "state, pid, epoch, uptime, restarts, heartbeat age, rings, slots,\n"
+		       "channels, exec and args, and its recent deaths (when, reason, exit\n"
+		       "status or signal, detail). An unknown NAME exits 1. -j: its object.\n";
+	if (strcmp(name, "top") == 0)
+		return "A table redrawn every SECONDS (-d, default 1, fractions allowed):\n"
+		       "the hub's uptime, guests up of all, calls/s and bytes/s in all, then a\n"
+		       "row per guest: NAME, STATE, PID, CALLS/S (in + out), BYTES/S (in +\n"
+		       "out), RING (descriptors waiting guest->host/host->guest), SLOTS (in\n"
+		       "use), WAITS/S (ring full + no slot + no credit), DEATHS. Rates are\n"
+		       "what the counters grew by over the real time between two frames: the\n"
+		       "first frame has none yet (\"-\"). On a terminal the screen is redrawn\n"
+		       "(plain ANSI: home and clear) and q or Ctrl-C quits (exit 0); the\n"
+		       "terminal's settings are restored on every way out. Not on a terminal,\n"
+		       "frames follow one another, a blank line apart, without escape codes.\n"
+		       "-n FRAMES stops after that many (exit 0). -j: a JSON object per frame,\n"
+		       "rates as numbers (null in the first). hubd going away: exit 2.\n";
+	if (strcmp(name, "stats") == 0)
+		return "Counters since hubd started, per guest and in all: CALLS-IN, CALLS-OUT,\n"
+		       "BYTES-IN, BYTES-OUT (rounded; exact with -j), RING-FULL, NO-SLOT,\n"
+		       "NO-CREDIT (waits), WAKES, DEATHS, RESTARTS, VIOLATIONS; the shared\n"
+		       "pool's and the streams between guests' totals.\n"
+		       "-w: a line per interval (-d SECONDS, default 1) with the hub's rates:\n"
+		       "calls in and out, bytes in and out per second, waits and wakes per\n"
+		       "second, and the deaths and restarts in that interval; the header again\n"
+		       "every 20 lines on a terminal; -n COUNT lines, then exit 0. -d and -n\n"
+		       "imply -w. -j: a JSON object per line.\n";
 	return "";
 }
 
@@ -753,7 +1382,7 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = getenv("HUBCTL_SOCKET");
-	int ch, fd, rc;
+	int ch, fd, rc, nargs;
 
 	/* a connection hubd closed is an error to report, not a way to die */
 	signal(SIGPIPE, SIG_IGN);
@@ -785,12 +1414,15 @@ main(int argc, char *argv[])
 			continue;
 		if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
 			return help(c->name);
-		if (argc - 1 < c->min_args || argc - 1 > c->max_args) {
+		nargs = argc - 1;
+		if ((c->opts != NULL && view_options(c, &nargs, argv + 1) != 0) ||
+		    nargs < c->min_args || nargs > c->max_args) {
 			fprintf(stderr, "usage: hubctl %s\n", c->usage);
 			return 2;
 		}
+		sock_path = sock;
 		fd = c->run == cmd_inspect ? -1 : connect_to(sock);
-		rc = c->run(fd, argc - 1, argv + 1);
+		rc = c->run(fd, nargs, argv + 1);
 		if (fflush(stdout) != 0 || ferror(stdout))
 			err(2, "stdout");
 		return rc;

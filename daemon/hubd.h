@@ -423,7 +423,7 @@ struct ext_call {
 	uint32_t	req_id;
 	uint32_t	chan;
 	uint8_t		ret_type;
-	char		why[128];	/* room for a refusal's text */
+	char		why[320];	/* room for a refusal's text, signature and all */
 };
 struct ctl_arg;
 /* Calls method with text arguments encoded by its signature. 0 when the

@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 
 #include "daemon/hubctl.h"
+#include "daemon/jsonout.h"
 #include "daemon/poolfig.h"
 #include "daemon/size.h"
 #include "proto/clock.h"
@@ -216,7 +217,7 @@ cmd_inspect(int fd, int argc, char **argv)
 		json_object_object_add(j, "slots_free", usable ? json_object_new_int((int)freeslots) : NULL);
 		json_object_object_add(j, "channels_open", usable ? json_object_new_int((int)open) : NULL);
 		json_object_object_add(j, "heartbeat_age_ms", beat == 0 || beat > now ? NULL :
-				       json_object_new_double((double)(now - beat) / 1e6));
+				       json_fixed((now - beat) / 1000, 3));
 		json_object_array_add(peers, j);
 	}
 #undef PROBLEM
@@ -259,11 +260,11 @@ cmd_inspect(int fd, int argc, char **argv)
 		printf("0x%-16" PRIx64 " %-16s %s\n", json_object_get_uint64(get(a, "offset")),
 		       size_text(size, sizeof(size), json_object_get_uint64(get(a, "size"))), name);
 	}
-	printf("%4s %-9s %6s %11s %11s %6s %5s %8s\n", "PEER", "STATE", "EPOCH", "G2H H/T",
+	printf("%4s %-9s %6s %11s %11s %6s %5s %10s\n", "PEER", "STATE", "EPOCH", "G2H H/T",
 	       "H2G H/T", "FREE", "CHANS", "HB-AGE");
 	for (size_t i = 0; i < json_object_array_length(peers); i++) {
 		json_object *j = json_object_array_get_idx(peers, i);
-		char g2h[24], h2g[24], hb[16] = "-";
+		char g2h[24], h2g[24], hb[24] = "-";
 
 		if (strcmp(json_object_get_string(get(j, "state")), "empty") == 0 &&
 		    json_object_get_int64(get(j, "epoch")) == 0)
@@ -273,8 +274,8 @@ cmd_inspect(int fd, int argc, char **argv)
 		snprintf(h2g, sizeof(h2g), "%" PRId64 "/%" PRId64, json_object_get_int64(get(j, "h2g_head")),
 			 json_object_get_int64(get(j, "h2g_tail")));
 		if (get(j, "heartbeat_age_ms") != NULL)
-			snprintf(hb, sizeof(hb), "%.0fms", json_object_get_double(get(j, "heartbeat_age_ms")));
-		printf("%4d %-9s %6" PRId64 " %11s %11s %6d %5d %8s\n", json_object_get_int(get(j, "peer_id")),
+			duration_text(hb, sizeof(hb), json_ns(get(j, "heartbeat_age_ms"), HP_NS_PER_MS));
+		printf("%4d %-9s %6" PRId64 " %11s %11s %6d %5d %10s\n", json_object_get_int(get(j, "peer_id")),
 		       json_object_get_string(get(j, "state")), json_object_get_int64(get(j, "epoch")),
 		       g2h, h2g, json_object_get_int(get(j, "slots_free")),
 		       json_object_get_int(get(j, "channels_open")), hb);

@@ -5,6 +5,8 @@
  * host's (r[shm.id.request-scope]) until its Response comes or the guest
  * goes. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -297,6 +299,32 @@ route_detach(struct hub *h, struct peer *p)
 
 /* -- calls from control clients ----------------------------------------- */
 
+/* Arguments refused, with the method's signature as people write it, in
+ * c->why: "kv.set takes (str, str) -> unit: argument 2 missing". */
+static const char * __attribute__((format(printf, 3, 4)))
+args_refused(struct ext_call *c, const struct method *m, const char *fmt, ...)
+{
+	char sig[2 * HP_SIG_MAX_LEN];
+	const char *arrow = strstr(m->signature, "->"), *s;
+	size_t n = 0, off;
+	va_list ap;
+
+	sig[n++] = '(';
+	for (s = m->signature; arrow != NULL && s < arrow && n < sizeof(sig) - 8; s++) {
+		sig[n++] = *s;
+		if (*s == ',')
+			sig[n++] = ' ';
+	}
+	snprintf(sig + n, sizeof(sig) - n, ") -> %s", arrow != NULL ? arrow + 2 : "?");
+	off = (size_t)snprintf(c->why, sizeof(c->why), "%s takes %s: ", m->name, sig);
+	if (off < sizeof(c->why)) {
+		va_start(ap, fmt);
+		vsnprintf(c->why + off, sizeof(c->why) - off, fmt, ap);
+		va_end(ap);
+	}
+	return c->why;
+}
+
 int
 route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		  const struct ctl_arg *args, int nargs, const char **why)
@@ -317,8 +345,12 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 	/* the caller gives every argument but channels, which we open */
 	for (uint8_t i = 0; i < m->sig.nargs; i++)
 		want += m->sig.args[i] != HP_T_CHAN;
-	if (nargs != want) {
-		*why = "wrong number of arguments for the method's signature";
+	if (nargs < want) {
+		*why = args_refused(c, m, "argument %d missing", nargs + 1);
+		return -EINVAL;
+	}
+	if (nargs > want) {
+		*why = args_refused(c, m, "%d arguments given, %d taken", nargs, want);
 		return -EINVAL;
 	}
 	if (!methods_live(h, m)) {
@@ -338,9 +370,13 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 	hp_pc_put_seq_len(&e, 0);		/* no metadata */
 	for (uint8_t i = 0; i < m->sig.nargs; i++) {
 		if (m->sig.args[i] != HP_T_CHAN) {
+			/* too large is said below, with the limit */
 			if (hp_sig_encode_text(&e, m->sig.args[i], args[next].s,
-					       args[next].len) != 0) {
-				*why = "an argument is not of its signature's type";
+					       args[next].len) != 0 && e.err == 0) {
+				*why = args_refused(c, m, "argument %d is not a %s%s", next + 1,
+						    hp_sig_type_name(m->sig.args[i]),
+						    m->sig.args[i] == HP_T_STR ? " (UTF-8)" :
+						    m->sig.args[i] == HP_T_BOOL ? " (true or false)" : "");
 				rc = -EINVAL;
 				goto out;
 			}

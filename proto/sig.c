@@ -23,6 +23,15 @@ type_of(const char *s, size_t n)
 	return -1;
 }
 
+const char *
+hp_sig_type_name(uint8_t t)
+{
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].type == t)
+			return types[i].name;
+	return t == HP_T_CHAN ? "chan" : "?";
+}
+
 int
 hp_sig_parse(const char *s, struct hp_sig *sig, const char **why)
 {

@@ -34,6 +34,10 @@ struct hp_sig {
 /* 0, or -EINVAL with *why for a malformed signature. */
 int hp_sig_parse(const char *s, struct hp_sig *sig, const char **why);
 
+/* The name of type t as a signature writes it ("u64"; "chan" for
+ * HP_T_CHAN), "?" for none. */
+const char *hp_sig_type_name(uint8_t t);
+
 /* Reads one value of type t (HP_T_CHAN: its channel id, a u64) and checks
  * it; 0, the decoder's error, or -EINVAL for an unknown t. */
 int hp_sig_skip(struct hp_pc_dec *d, uint8_t t);

@@ -1,17 +1,21 @@
 /* The control socket and hubctl against slow, idle, hostile and departed
  * clients: streams with backpressure (r[shm.flow.*]), channels freed on
- * every path, connection limits, hubctl's refusals and limits. */
+ * every path, connection limits, hubctl's refusals and limits; hubctl's
+ * views (top, on a terminal and not; stats -w), peers NAME, its JSON and
+ * its errors. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -19,6 +23,7 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +33,7 @@
 #include "tests/e2e/harness.h"
 
 #define COUNTER	"[guest counter]\nexec = @/guests/counter\n"
-#define ECHO	"[guest echo]\nexec = @/guests/echo\n"
+#define GUEST_ECHO	"[guest echo]\nexec = @/guests/echo\n"
 #define OTHER	65534		/* nobody, nogroup: a user other than hubd's */
 
 /* -- running hubctl ---------------------------------------------------- */
@@ -199,7 +204,7 @@ START_TEST(test_refusals_exit_1)
 
 	if (geteuid() != 0)
 		return;
-	hub_start_up(&hub, NULL, ECHO, "echo");
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
 	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
 	socket_for_other();
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -231,7 +236,7 @@ START_TEST(test_request_too_large)
 	struct run r = { 0 };
 	char *big = malloc(70001);
 
-	hub_start_up(&hub, NULL, ECHO, "echo");
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
 	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
 	memset(big, 'x', 70000);
 	big[70000] = '\0';
@@ -308,7 +313,7 @@ START_TEST(test_nul_in_arguments)
 {
 	json_object *o, *v;
 
-	hub_start_up(&hub, NULL, ECHO COUNTER, "echo,counter");
+	hub_start_up(&hub, NULL, GUEST_ECHO COUNTER, "echo,counter");
 	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse,counter.count,counter.stream") == 0);
 	o = hub_request(&hub, "{\"cmd\":\"call\",\"method\":\"echo.echo\",\"args\":[\"a\\u0000b\"]}",
 			NULL);
@@ -323,7 +328,7 @@ START_TEST(test_nul_in_arguments)
 			NULL);
 	ck_assert_ptr_nonnull(o);
 	ck_assert_msg(!json_object_get_boolean(json_get(o, "ok")) &&
-		      strstr(json_object_get_string(json_get(o, "error")), "not of its signature's type"),
+		      strstr(json_object_get_string(json_get(o, "error")), "argument 1 is not a u64"),
 		      "%s", json_object_to_json_string(o));
 	json_object_put(o);
 	/* and in a method's name */
@@ -383,21 +388,21 @@ read_line(struct reader *r)
 	}
 }
 
-/* The CHANS column of `hubctl peers` for a guest. */
+/* The channels open hubctl shows for a guest (hubctl -j peers NAME). */
 static int
 chans_shown(const char *name)
 {
-	char *out = NULL, *line, *save = NULL, nm[64], state[32], up[32], hb[32], rings[32];
-	int id, pid, epoch, rst, slots, chans = -1;
+	char *out = NULL;
+	json_object *o;
+	int chans = -1;
 
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
-	for (line = strtok_r(out, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
-		if (sscanf(line, "%63s %d %31s %d %d %31s %d %31s %31s %d %d", nm, &id, state, &pid,
-			   &epoch, up, &rst, hb, rings, &slots, &chans) == 11 &&
-		    strcmp(nm, name) == 0)
-			break;
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "peers", name, (char *)NULL), 0);
+	if ((o = json_tokener_parse(out)) != NULL &&
+	    json_object_is_type(json_get(o, "channels_open"), json_type_int))
+		chans = json_object_get_int(json_get(o, "channels_open"));
+	json_object_put(o);
 	free(out);
-	return line != NULL ? chans : -1;
+	return chans;
 }
 
 /* Waits until the guest shows no channel open (30 s); its last count. */
@@ -652,7 +657,7 @@ START_TEST(test_other_user_cannot_lock_out_root)
 
 	if (geteuid() != 0)
 		return;		/* needs root to be somebody else */
-	hub_start_up(&hub, NULL, ECHO, "echo");
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
 	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
 	socket_for_other();
 	ck_assert_int_eq(pipe(ready), 0);
@@ -705,7 +710,7 @@ START_TEST(test_idle_clients_closed)
 	int idle;
 	char buf[16];
 
-	hub_start_up(&hub, "client_timeout = 1s\n", ECHO, "echo");
+	hub_start_up(&hub, "client_timeout = 1s\n", GUEST_ECHO, "echo");
 	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
 	idle = hub_client(&hub, 30);
 	r->fd = hub_client(&hub, 30);
@@ -779,6 +784,428 @@ START_TEST(test_out_of_fds_no_spin)
 }
 END_TEST
 
+/* -- hubctl for operators: top, stats -w, peers NAME, JSON, errors ------ */
+
+#define ECHO_CALL "{\"cmd\":\"call\",\"method\":\"echo.echo\",\"args\":[\"hello\"]}\n"
+
+/* How many times needle is in s. */
+static int
+count_of(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* A child that calls echo.echo over its own connection for ms, so that a
+ * view sees calls made meanwhile; its pid. */
+static pid_t
+calls_meanwhile(int ms)
+{
+	int fd = hub_client(&hub, 10);
+	pid_t pid;
+
+	if ((pid = fork()) == 0) {
+		uint64_t end = hp_now_ns() + (uint64_t)ms * HP_NS_PER_MS;
+		char c;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		while (hp_now_ns() < end) {
+			if (write(fd, ECHO_CALL, strlen(ECHO_CALL)) != (ssize_t)strlen(ECHO_CALL))
+				_exit(3);
+			do {	/* the answer line */
+				if (read(fd, &c, 1) != 1)
+					_exit(4);
+			} while (c != '\n');
+		}
+		_exit(0);
+	}
+	close(fd);
+	ck_assert_int_gt(pid, 0);
+	return pid;
+}
+
+static void
+calls_done(pid_t pid)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "caller: status %d", status);
+}
+
+/* Not on a terminal: frames a blank line apart, a row per guest, no
+ * escape codes; rates in the second frame; -j a JSON object per frame. */
+START_TEST(test_top_not_a_tty)
+{
+	struct run r = { .timeout_ms = 20000 };
+	char *second;
+	json_object *o;
+	pid_t caller;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO COUNTER, "echo,counter");
+	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
+	caller = calls_meanwhile(1500);
+	run_hubctl(&r, hub.sock, "top", "-n", "2", "-d", "0.2", (char *)NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strchr(r.out, '\033') == NULL, "escape codes: %s", r.out);
+	ck_assert_msg(count_of(r.out, "hub up ") == 2 && count_of(r.out, "\n\nhub up ") == 1,
+		      "%s", r.out);
+	ck_assert_msg(count_of(r.out, "\necho ") == 2 && count_of(r.out, "\ncounter ") == 2, "%s",
+		      r.out);
+	/* the first frame has no rates yet, the second has echo's calls */
+	second = strstr(r.out, "\n\nhub up ");
+	ck_assert_ptr_nonnull(strstr(r.out, "calls/s -,"));
+	{
+		char state[16];
+		int pid;
+		double calls;
+		const char *row = strstr(second, "\necho ");
+
+		ck_assert_int_eq(sscanf(row, " echo %15s %d %lf", state, &pid, &calls), 3);
+		ck_assert_str_eq(state, "up");
+		ck_assert_int_eq(pid, hub_peer_int(&hub, "echo", "pid"));
+		ck_assert_msg(calls > 0, "%s", r.out);
+	}
+	run_free(&r);
+	run_hubctl(&r, hub.sock, "-j", "top", "-n", "2", "-d", "0.2", (char *)NULL);
+	ck_assert_msg(r.status == 0 && count_of(r.out, "\n") == 2, "exit %d: %s / %s", r.status,
+		      r.out, r.err);
+	o = json_tokener_parse(strchr(r.out, '\n') + 1);
+	ck_assert_ptr_nonnull(o);
+	ck_assert(json_object_is_type(json_get(o, "calls_per_s"), json_type_double));
+	ck_assert(json_object_is_type(json_get(json_object_array_get_idx(json_get(o, "peers"), 0),
+					       "calls_per_s"), json_type_double));
+	json_object_put(o);
+	run_free(&r);
+	calls_done(caller);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* stats -w: a header, a line per interval, calls made meanwhile as rates. */
+START_TEST(test_stats_watch)
+{
+	struct run r = { .timeout_ms = 20000 };
+	double in, out, best = 0;
+	char *line;
+	pid_t caller;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
+	caller = calls_meanwhile(1500);
+	run_hubctl(&r, hub.sock, "stats", "-w", "-n", "3", "-d", "0.2", (char *)NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(count_of(r.out, "\n") == 4 && strncmp(r.out, "CALLS-IN/S", 10) == 0 &&
+		      count_of(r.out, "CALLS-IN/S") == 1, "%s", r.out);
+	for (line = strchr(r.out, '\n') + 1; *line != '\0'; line = strchr(line, '\n') + 1) {
+		ck_assert_int_eq(sscanf(line, "%lf %lf", &in, &out), 2);
+		best = in + out > best ? in + out : best;
+	}
+	ck_assert_msg(best > 0, "no calls seen: %s", r.out);
+	run_free(&r);
+	run_hubctl(&r, hub.sock, "-j", "stats", "-w", "-n", "2", "-d", "0.2", (char *)NULL);
+	ck_assert_msg(r.status == 0 && count_of(r.out, "\n") == 2 &&
+		      count_of(r.out, "\"calls_out_per_s\":") == 2, "exit %d: %s", r.status, r.out);
+	run_free(&r);
+	calls_done(caller);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* -- top on a terminal (a pseudo-terminal) ------------------------------ */
+
+struct top_run {
+	pid_t		pid;
+	int		master, slave, err;
+	struct termios	before;
+	char		*out;
+	size_t		len, cap;
+};
+
+static void
+top_start(struct top_run *t)
+{
+	int errp[2], fd;
+
+	memset(t, 0, sizeof(*t));
+	ck_assert_int_eq(openpty(&t->master, &t->slave, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(tcgetattr(t->slave, &t->before), 0);
+	ck_assert_int_eq(pipe2(errp, O_CLOEXEC), 0);
+	if ((t->pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fd = t->slave;
+		if (setsid() < 0 || ioctl(fd, TIOCSCTTY, 0) != 0)
+			_exit(120);
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(errp[1], 2);
+		execl(bin("hubctl"), "hubctl", "-s", hub.sock, "top", "-d", "0.2", (char *)NULL);
+		_exit(127);
+	}
+	close(errp[1]);
+	t->err = errp[0];
+	t->out = calloc(1, 1);
+}
+
+/* Reads what top drew for up to ms, or until it has drawn n frames. */
+static void
+top_read(struct top_run *t, int frames, int ms)
+{
+	uint64_t end = hp_now_ns() + (uint64_t)ms * HP_NS_PER_MS;
+	struct pollfd p = { t->master, POLLIN, 0 };
+
+	while (hp_now_ns() < end && count_of(t->out, "hub up ") < frames) {
+		if (poll(&p, 1, 100) > 0 && collect(t->master, &t->out, &t->len, &t->cap) <= 0)
+			break;	/* EIO: it is gone */
+	}
+}
+
+/* Its exit status (128 + signal; -1 still running after 10 s, then
+ * killed), with its stderr in *err; the terminal's settings as they were
+ * before it started, or the test fails. */
+static int
+top_end(struct top_run *t, char **err)
+{
+	uint64_t end = hp_now_ns() + 10 * HP_NS_PER_S;
+	size_t elen = 0, ecap = 0;
+	struct termios after;
+	int status = -1, rc = -1;
+
+	while (hp_now_ns() < end) {
+		top_read(t, INT32_MAX, 50);	/* what it writes meanwhile */
+		if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
+			rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			break;
+		}
+	}
+	if (rc == -1) {
+		kill(t->pid, SIGKILL);
+		waitpid(t->pid, &status, 0);
+	}
+	*err = calloc(1, 1);
+	while (collect(t->err, err, &elen, &ecap) > 0)
+		continue;
+	ck_assert_int_eq(tcgetattr(t->slave, &after), 0);
+	ck_assert_msg(after.c_lflag == t->before.c_lflag && after.c_iflag == t->before.c_iflag &&
+		      after.c_oflag == t->before.c_oflag &&
+		      memcmp(after.c_cc, t->before.c_cc, sizeof(after.c_cc)) == 0,
+		      "terminal left changed: lflag %#x, was %#x", (unsigned)after.c_lflag,
+		      (unsigned)t->before.c_lflag);
+	close(t->master);
+	close(t->slave);
+	close(t->err);
+	free(t->out);
+	return rc;
+}
+
+/* While top runs the terminal is its own (no echo, no line editing), with
+ * the screen redrawn in place. */
+static void
+top_running(struct top_run *t)
+{
+	struct termios now;
+
+	top_read(t, 2, 10000);
+	ck_assert_msg(count_of(t->out, "hub up ") >= 2, "%s", t->out);
+	ck_assert_ptr_nonnull(strstr(t->out, "\033[H"));
+	ck_assert_ptr_nonnull(strstr(t->out, "echo "));
+	ck_assert_int_eq(tcgetattr(t->slave, &now), 0);
+	ck_assert((now.c_lflag & (ICANON | ECHO)) == 0);
+}
+
+START_TEST(test_top_terminal)
+{
+	struct top_run t;
+	char *err;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	/* q, without Enter */
+	top_start(&t);
+	top_running(&t);
+	ck_assert_int_eq(write(t.master, "q", 1), 1);
+	ck_assert_int_eq(top_end(&t, &err), 0);
+	free(err);
+	/* Ctrl-C, through the terminal */
+	top_start(&t);
+	top_running(&t);
+	ck_assert_int_eq(write(t.master, "\003", 1), 1);
+	ck_assert_int_eq(top_end(&t, &err), 0);
+	free(err);
+	/* SIGTERM ends it as it would, the terminal restored */
+	top_start(&t);
+	top_running(&t);
+	kill(t.pid, SIGTERM);
+	ck_assert_int_eq(top_end(&t, &err), 128 + SIGTERM);
+	free(err);
+	/* hubd going away: a message, exit 2 */
+	top_start(&t);
+	top_running(&t);
+	kill(hub.pid, SIGKILL);
+	ck_assert_int_eq(top_end(&t, &err), 2);
+	ck_assert_msg(strstr(err, "hubd") != NULL, "%s", err);
+	free(err);
+	hub_stop(&hub);		/* reaps it */
+}
+END_TEST
+
+/* peers NAME: one guest in detail; an unknown one named in the error. */
+START_TEST(test_peers_name)
+{
+	struct run r = { 0 };
+	json_object *o;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO COUNTER, "echo,counter");
+	run_hubctl(&r, hub.sock, "peers", "counter", (char *)NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	for (const char *const *k = (const char *const[]){ "name: counter\n", "peer id: ",
+	     "state: up\n", "pid: ", "epoch: 1\n", "uptime: ", "restarts: 0\n", "rings: ",
+	     "slots: ", "channels: ", "/guests/counter\n", "deaths: none\n", NULL }; *k; k++)
+		ck_assert_msg(strstr(r.out, *k) != NULL, "no '%s' in: %s", *k, r.out);
+	ck_assert_ptr_null(strstr(r.out, "echo"));
+	run_free(&r);
+	run_hubctl(&r, hub.sock, "-j", "peers", "echo", (char *)NULL);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	o = json_tokener_parse(r.out);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(json_object_get_string(json_get(o, "name")), "echo");
+	ck_assert_int_eq(json_object_get_int(json_get(o, "pid")), hub_peer_int(&hub, "echo", "pid"));
+	json_object_put(o);
+	run_free(&r);
+	run_hubctl(&r, hub.sock, "peers", "nosuch", (char *)NULL);
+	ck_assert_msg(r.status == 1 && strstr(r.err, "'nosuch'") != NULL && *r.out == '\0',
+		      "exit %d: %s", r.status, r.err);
+	run_free(&r);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The digits after the point of the number after key in s; -1 if none. */
+static int
+decimals_of(const char *s, const char *key)
+{
+	const char *p = strstr(s, key);
+	int n = 0;
+
+	if (p == NULL)
+		return -1;
+	p += strlen(key);
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p++ != '.')
+		return 0;
+	while (p[n] >= '0' && p[n] <= '9')
+		n++;
+	return n;
+}
+
+/* JSON as people and scripts like it: slashes as they are, durations to
+ * the millisecond (heartbeat ages to the microsecond), from hubd (a raw
+ * client) and from hubctl -j alike. */
+START_TEST(test_json_plain)
+{
+	struct run r = { 0 };
+	char line[65536], *raw = line;
+	int fd;
+	size_t len = 0;
+	ssize_t n;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	sleep_ms(1200);		/* a heartbeat seen */
+	fd = hub_client(&hub, 10);
+	ck_assert_int_eq(write(fd, "{\"cmd\":\"status\"}\n{\"cmd\":\"peers\"}\n", 33), 33);
+	while (count_of(line, "\n") < 2 && (n = read(fd, line + len, sizeof(line) - 1 - len)) > 0) {
+		len += (size_t)n;
+		line[len] = '\0';
+	}
+	close(fd);
+	run_hubctl(&r, hub.sock, "-j", "status", (char *)NULL);
+	ck_assert_int_eq(r.status, 0);
+	for (int i = 0; i < 2; i++, raw = r.out) {
+		ck_assert_msg(strstr(raw, hub.segment) != NULL && strstr(raw, "\\/") == NULL, "%s",
+			      raw);
+		ck_assert_msg(decimals_of(raw, "\"uptime_s\":") >= 1 &&
+			      decimals_of(raw, "\"uptime_s\":") <= 3, "%s", raw);
+	}
+	ck_assert_msg(decimals_of(line, "\"heartbeat_age_ms\":") >= 1 &&
+		      decimals_of(line, "\"heartbeat_age_ms\":") <= 3, "%s", line);
+	run_free(&r);
+	run_hubctl(&r, hub.sock, "-j", "peers", (char *)NULL);
+	ck_assert_msg(decimals_of(r.out, "\"uptime_s\":") <= 3 &&
+		      decimals_of(r.out, "\"heartbeat_age_ms\":") <= 3, "%s", r.out);
+	run_free(&r);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A call's arguments refused: the method's signature in the error, from
+ * hubd (so JSON clients have it too). */
+START_TEST(test_call_signature_errors)
+{
+	static const char *const cases[][4] = {
+		{ "echo.echo", NULL, NULL, "echo.echo takes (str) -> str: argument 1 missing" },
+		{ "echo.echo", "a", "b", "echo.echo takes (str) -> str: 2 arguments given, 1 taken" },
+		{ "counter.count", "abc", NULL,
+		  "counter.count takes (u64, chan<u64>) -> u64: argument 1 is not a u64" },
+		{ "counter.count", "-1", NULL, "argument 1 is not a u64" },
+	};
+	struct run r = { 0 };
+
+	hub_start_up(&hub, NULL, GUEST_ECHO COUNTER, "echo,counter");
+	ck_assert(hub_wait_method(&hub, "echo.echo,counter.count") == 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		run_hubctl(&r, hub.sock, "call", cases[i][0], cases[i][1], cases[i][2],
+			   (char *)NULL);
+		ck_assert_msg(r.status == 1 && strstr(r.err, cases[i][3]) != NULL &&
+			      strncmp(r.err, "hubctl: ", 8) == 0, "exit %d: %s", r.status, r.err);
+		run_free(&r);
+		run_hubctl(&r, hub.sock, "-j", "call", cases[i][0], cases[i][1], cases[i][2],
+			   (char *)NULL);
+		ck_assert_msg(r.status == 1 && strstr(r.out, cases[i][3]) != NULL, "exit %d: %s",
+			      r.status, r.out);
+		run_free(&r);
+	}
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The views' options refused before anything is asked: exit 2, usage. */
+START_TEST(test_view_bad_options)
+{
+	static const char *const cases[][5] = {
+		{ "top", "-d", "0", NULL, "-d takes a number of seconds above 0" },
+		{ "top", "-d", "-1", NULL, "not '-1'" },
+		{ "top", "-d", "abc", NULL, "not 'abc'" },
+		{ "top", "-d", "nan", NULL, "not 'nan'" },
+		{ "top", "-n", "0", NULL, "-n takes a count from 1" },
+		{ "top", "-n", "1x", NULL, "not '1x'" },
+		{ "top", "-d", NULL, NULL, "-d takes a value" },
+		{ "top", "-w", NULL, NULL, "unknown option '-w'" },
+		{ "top", "extra", NULL, NULL, "usage: hubctl top" },
+		{ "stats", "-w", "-n", "0", "-n takes a count from 1" },
+		{ "stats", "-wd", "1", NULL, "unknown option '-wd'" },
+		{ "peers", "a", "b", NULL, "usage: hubctl peers [NAME]" },
+	};
+	struct run r = { 0 };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		/* no hub there: refused before connecting */
+		run_hubctl(&r, "/nonexistent", cases[i][0], cases[i][1], cases[i][2], cases[i][3],
+			   (char *)NULL);
+		ck_assert_msg(r.status == 2 && strstr(r.err, cases[i][4]) != NULL &&
+			      strstr(r.err, "usage: hubctl ") != NULL, "%s %s: exit %d: %s",
+			      cases[i][0], cases[i][1], r.status, r.err);
+		run_free(&r);
+	}
+	/* good options get as far as connecting */
+	run_hubctl(&r, "/nonexistent", "top", "-d0.5", "-n", "3", (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "cannot reach hubd") != NULL, "%s", r.err);
+	run_free(&r);
+}
+END_TEST
+
 Suite *suite_control(void);
 Suite *
 suite_control(void)
@@ -801,6 +1228,13 @@ suite_control(void)
 	tcase_add_test(tc, test_other_user_cannot_lock_out_root);
 	tcase_add_test(tc, test_idle_clients_closed);
 	tcase_add_test(tc, test_out_of_fds_no_spin);
+	tcase_add_test(tc, test_top_not_a_tty);
+	tcase_add_test(tc, test_stats_watch);
+	tcase_add_test(tc, test_top_terminal);
+	tcase_add_test(tc, test_peers_name);
+	tcase_add_test(tc, test_json_plain);
+	tcase_add_test(tc, test_call_signature_errors);
+	tcase_add_test(tc, test_view_bad_options);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -84,7 +84,8 @@ scribble_head(const char *segment, uint32_t c, uint32_t bad)
 /* r[shm.varslot.classes]: a default hub lists its 5 classes, smallest first. */
 START_TEST(test_pool_lists_default_classes)
 {
-	static const char *const sizes[] = { "1.0K", "16K", "256K", "4.0M", "32M" };
+	static const char *const sizes[] = { "1.0 KiB", "16.0 KiB", "256.0 KiB", "4.0 MiB",
+		"32.0 MiB" };
 	struct hub_proc h;
 	char *out, line[32];
 	int rc;
@@ -94,7 +95,7 @@ START_TEST(test_pool_lists_default_classes)
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
 	ck_assert_msg(strstr(out, "CLASS") != NULL && strstr(out, "ALLOCS") != NULL, "%s", out);
 	for (int c = 0; c < 5; c++) {
-		snprintf(line, sizeof(line), "\n%5d %6s ", c, sizes[c]);
+		snprintf(line, sizeof(line), "\n%5d %9s ", c, sizes[c]);
 		ck_assert_msg(strstr(out, line) != NULL, "no class %d of %s in:\n%s", c, sizes[c],
 			      out);
 	}
@@ -223,7 +224,7 @@ START_TEST(test_status_and_stats)
 	json_object_put(o);
 	ck_assert_int_eq(hubctl(&h, &out, "status", (char *)NULL), 0);
 	ck_assert_msg(strstr(out, "segment_bytes") != NULL, "%s", out);
-	ck_assert_msg(strstr(out, "1.0K x 256 x 1, 16K x 64 x 1") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "1.0 KiB x 256 x 1, 16.0 KiB x 64 x 1") != NULL, "%s", out);
 	free(out);
 
 	ck_assert_int_eq(hubctl(&h, &out, "-j", "stats", (char *)NULL), 0);
