@@ -131,7 +131,7 @@ class Call:
                 if status == -errno.ENOSYS:
                     self._fail(Error("this hub has no hub.signature: pass signature= "
                                      "to call %s" % self.method))
-                elif status == -errno.EREMOTEIO and text.startswith("no such method"):
+                elif status == -errno.EREMOTEIO and (text or "").startswith("no such method"):
                     self._fail(UnknownMethod("%s: no such method" % self.method,
                                              -errno.ENOSYS, self.method))
                 else:
@@ -204,6 +204,7 @@ class Call:
             # guest, with another signature: ask once more
             self._retried = True
             self._retry_exc = exc
+            self._sent = False
             self._g._sigs.pop(self.method, None)
             self._lookup()
             return
@@ -299,8 +300,8 @@ class Sender:
     def _given_to(self, call, t):
         if self._given:
             raise TypeError("%s: a handler's channel cannot be passed on" % call.method)
-        if self.ended or self._sent:
-            raise ChannelClosed("channel %d is ended, or in use" % self.id)
+        if self.ended or (self._call is not None and self._call is not call):
+            raise ChannelClosed("channel %d is ended, or passed to another call" % self.id)
         if self.item_type is None and isinstance(t, Chan):
             self.item_type = t.item
         self._call = call
