@@ -126,6 +126,12 @@ class Hub:
     def peer(self, name):
         return self.peers()[name]
 
+    def last_death(self, name):
+        """The guest's latest death (hubctl lists the last 8)."""
+        deaths = self.peer(name)["deaths"]
+        assert deaths, "%s never died" % name
+        return max(deaths, key=lambda d: d["time"])
+
     def wait(self, cond, what, timeout=10):
         deadline = time.monotonic() + timeout
         while True:

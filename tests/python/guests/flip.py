@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A test guest whose flip.m changes signature each time it starts (the
 count kept in the file its first argument names): u64->str, then
-str->str, and so on."""
+str->str, and so on. Its handler is async, served by run()."""
 import sys
 
 import hubguest
@@ -16,6 +16,11 @@ with open(state, "w") as f:
     f.write(str(n + 1))
 
 g = hubguest.attach()
-g.register("flip.m", "u64->str" if n % 2 == 0 else "str->str",
-           lambda v: "%s %r" % ("u64" if n % 2 == 0 else "str", v))
-g.run()
+
+
+async def m(v):
+    return "%s %r" % ("u64" if n % 2 == 0 else "str", v)
+
+
+g.register("flip.m", "u64->str" if n % 2 == 0 else "str->str", m)
+g.run()     # an async handler: run() serves in an asyncio loop
