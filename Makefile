@@ -4,6 +4,7 @@ SHELL := /bin/bash
 #   make run          build, then run hubd in the foreground with conf/hubd.conf
 #                     and the example guests
 #   make check        install missing build deps (Debian), build, run every test
+#   make test-python  the Python binding's tests (pytest, real hubd processes)
 #   make check-asan   the same tests under AddressSanitizer + UBSan
 #   make check-tsan   the lock-free tests under ThreadSanitizer
 #   make spec-coverage  which spec rules code and tests cite
@@ -114,8 +115,8 @@ FUZZ_LIBS_config = -linih $(shell pkg-config --libs libbsd)
 FUZZ_SRC_control := daemon/request.c
 FUZZ_LIBS_control := -ljson-c
 
-.PHONY: all run check check-asan check-tsan test test-tsan test-install check-man deps \
-	headers spec-coverage install clean bench fuzz fuzz-smoke deb test-deb
+.PHONY: all run check check-asan check-tsan test test-tsan test-install test-python check-man \
+	deps headers spec-coverage install clean bench fuzz fuzz-smoke deb test-deb
 
 PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -129,7 +130,10 @@ DESTDIR ?=
 # The manual pages (doc/man/NAME.SECTION) and the Python binding's package.
 MANPAGES := $(wildcard doc/man/*.[1-8])
 PY_PKG := $(wildcard bindings/python/hubguest/*.py)
-all: $(PROTO_LIB) $(DAEMON_LIB) $(GUEST_SO) $(GUEST_A) $(PROGS) $(EXAMPLES)
+# The example guest in Python, beside the C ones (the default config runs
+# it as /usr/local/libexec/hub/greeter).
+PY_EXAMPLE := bindings/python/examples/greeter.py
+all: $(PROTO_LIB) $(DAEMON_LIB) $(GUEST_SO) $(GUEST_A) $(PROGS) $(EXAMPLES) $(B)/guests/greeter
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
@@ -165,6 +169,9 @@ $(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/
 $(B)/guests/%: $(B)/guestlib/examples/%.o $(GUEST_SO)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< -L$(B) -lguest -Wl,-rpath,'$$ORIGIN/..' $(HASH_LIBS)
+$(B)/guests/greeter: $(PY_EXAMPLE)
+	@mkdir -p $(@D)
+	install -m 755 $< $@
 # Test guests: libguest-based or on proto directly (to break the rules).
 $(B)/tests/guests/%: $(B)/tests/guests/%.o $(GUEST_A) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS) $(GUEST_LIBS)
@@ -267,6 +274,7 @@ TIMEOUT_MULT := $(if $(SANITIZE),4,1)
 test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(SPECHOST) $(BENCH_PROGS) $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
+	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-python)
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory check-man)
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-deb)
 	$(if $(SANITIZE),,bash tests/bench/run.sh $(B) --smoke > /dev/null)
@@ -294,6 +302,7 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(GUEST_VER)|' \
 		guestlib/libguest.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libguest.pc
 	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/libexec/hub/
+	install -m 755 $(PY_EXAMPLE) $(DESTDIR)$(PREFIX)/libexec/hub/greeter
 	sed -e 's|/usr/local/sbin/|$(PREFIX)/sbin/|g' -e 's|/etc/hub/|$(SYSCONFDIR)/hub/|g' \
 		-e 's|/usr/local/share/|$(PREFIX)/share/|g' systemd/hubd.service \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/system/hubd.service
@@ -315,7 +324,7 @@ test-install:
 	$(MAKE) --no-print-directory -s install DESTDIR=$$d PREFIX=/usr/local >/dev/null && \
 	for f in sbin/hubd bin/hubctl lib/libguest.so lib/$(GUEST_SONAME) lib/$(GUEST_REAL) \
 		lib/libguest.a include/guest.h \
-		lib/pkgconfig/libguest.pc libexec/hub/echo lib/systemd/system/hubd.service \
+		lib/pkgconfig/libguest.pc libexec/hub/echo libexec/hub/greeter lib/systemd/system/hubd.service \
 		share/doc/hub/README.md share/doc/hub/protocol.md \
 		share/man/man1/hubctl.1 share/man/man3/libguest.3 share/man/man5/hubd.conf.5 \
 		share/man/man8/hubd.8; do \
@@ -325,6 +334,11 @@ test-install:
 		$$d/usr/local/share/man/man$${p%%:*}/$${p#*:}.$${p%%:*} || \
 		{ echo "install: man $${p%%:*} $${p#*:} does not find the installed page"; exit 1; }; \
 	done && \
+	py=$$d$(PYTHONDIR) && \
+	PYTHONPATH=$$py HUB_LIBGUEST=$$d/usr/local/lib/$(GUEST_SONAME) python3 -c \
+		'import sys, hubguest, hubguest._lib as l; l.load(); \
+		sys.exit(not hubguest.__file__.startswith(sys.argv[1]))' $$py || \
+		{ echo "install: hubguest does not load from $$py"; exit 1; } && \
 	sed 's|/usr/local/libexec/|'$$d'/usr/local/libexec/|' $$d/etc/hub/hubd.conf > $$d/check.conf && \
 	$$d/usr/local/sbin/hubd -n -f $$d/check.conf >/dev/null && \
 	PKG_CONFIG_SYSROOT_DIR=$$d PKG_CONFIG_LIBDIR=$$d/usr/local/lib/pkgconfig \
@@ -343,11 +357,22 @@ deb: deps
 test-deb: deb
 	@bash scripts/test-deb.sh $(B)/deb $(GUEST_VER)
 
-# The default config, with the example guests taken from this build.
+# The default config, with the example guests taken from this build; the
+# Python one finds the binding and libguest in the tree (guests inherit
+# hubd's environment).
 run: deps
 	@$(MAKE) --no-print-directory all
 	@sed 's|/usr/local/libexec/hub/|$(abspath $(B))/guests/|' conf/hubd.conf > $(B)/hubd-run.conf
-	$(B)/hubd -f $(B)/hubd-run.conf
+	PYTHONPATH=$(abspath bindings/python) HUB_LIBGUEST=$(abspath $(B))/libguest.so \
+		$(B)/hubd -f $(B)/hubd-run.conf
+
+# The Python binding's tests: pytest with real hubd processes and guests in
+# C and Python (tests/python), under a python3 that has pytest (the one on
+# PATH, else Debian's, where deps.sh installs python3-pytest).
+test-python: all $(B)/tests/guests/prober
+	@py=python3; $$py -c 'import pytest' 2>/dev/null || py=/usr/bin/python3; \
+	echo "PYTHONPATH=bindings/python HUB_BUILD=$(abspath $(B)) $$py -m pytest -q -p no:cacheprovider tests/python"; \
+	PYTHONPATH=$(abspath bindings/python) HUB_BUILD=$(abspath $(B)) $$py -m pytest -q -p no:cacheprovider tests/python
 
 spec-coverage:
 	@sh scripts/spec-coverage.sh

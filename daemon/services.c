@@ -157,6 +157,48 @@ svc_source(struct hub *h, struct peer *p, const struct origin *o,
 	p->sources++;
 }
 
+/* hub.signature: the signature a method was registered with, whether or
+ * not its guest is up now (a caller encoding arguments for it needs the
+ * shape, not the state). */
+static void
+svc_signature(struct hub *h, struct peer *p, const struct origin *o,
+	      const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	const struct method *m = NULL;
+	const char *name;
+	size_t n;
+	char nbuf[HP_METHOD_NAME_MAX + 1], text[sizeof(HP_SVC_SIG_UNKNOWN) + 80];
+	uint8_t buf[HP_SIG_MAX_LEN + 8];
+	struct hp_pc_enc e;
+
+	(void)p;
+	hp_pc_dec_init(&d, args, len);
+	hp_pc_get_str(&d, &name, &n);
+	if (d.err == 0 && n <= HP_METHOD_NAME_MAX && memchr(name, '\0', n) == NULL) {
+		memcpy(nbuf, name, n);
+		nbuf[n] = '\0';
+		m = methods_find(h, nbuf);
+	}
+	if (m == NULL) {
+		/* the name as asked, cut to fit (whole UTF-8 sequences) */
+		if (d.err != 0)
+			n = 0;
+		if (n > 64) {
+			n = 64;
+			while (n > 0 && ((uint8_t)name[n] & 0xC0) == 0x80)
+				n--;
+		}
+		snprintf(text, sizeof(text), "%s%.*s", HP_SVC_SIG_UNKNOWN, (int)n,
+			 n ? name : "");
+		route_answer_error(h, o, HP_ERR_USER, text);
+		return;
+	}
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_str(&e, m->signature, strlen(m->signature));
+	route_answer_ok(h, o, buf, e.len);
+}
+
 static const struct service {
 	const char	*name;
 	const char	*sig;
@@ -168,6 +210,7 @@ static const struct service {
 	{ HP_SVC_REGISTER, HP_SVC_SIG_REGISTER, svc_register },
 	{ HP_SVC_SINK, HP_SVC_SIG_SINK, svc_sink },
 	{ HP_SVC_SOURCE, HP_SVC_SIG_SOURCE, svc_source },
+	{ HP_SVC_SIGNATURE, HP_SVC_SIG_SIGNATURE, svc_signature },
 };
 #define NSERVICES	(sizeof(services) / sizeof(services[0]))
 

@@ -430,11 +430,25 @@ guest_service(struct guest *g)
 	if ((rc = hp_doorbell_drain(g->doorbell)) == -EPIPE)
 		return g->dead = -EPIPE;
 	clock_beat(g);			/* its loop calls us when one is due */
-	do {
-		if ((rc = lg_serve(g, &did)) != 0)
-			return rc;
-	} while (did);
-	return 0;
+	for (;;) {
+		/* no doorbell for what we are about to serve anyway */
+		hp_endpoint_cancel(&g->ep);
+		do {
+			if ((rc = lg_serve(g, &did)) != 0)
+				return rc;
+		} while (did);
+		/* Back to the plugin's own loop, which sleeps in poll() on
+		 * guest_fd: announce that, as hp_endpoint_wait does before
+		 * it sleeps, so that the host rings the doorbell for the
+		 * next message (without it, the loop heard of traffic only
+		 * at its next heartbeat timeout); then look once more, for
+		 * what came before the announcement was seen. It stays
+		 * until the next guest_service or a libguest wait that
+		 * sleeps (which makes its own). */
+		hp_endpoint_announce(&g->ep, HP_WAIT_RING_DATA);
+		if (rx_ready(g) == 0)
+			return 0;
+	}
 }
 
 int

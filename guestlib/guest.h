@@ -209,7 +209,9 @@ GUEST_API const char *guest_goodbye_reason(const struct guest *g);
 GUEST_API int guest_service_wait(struct guest *g, int timeout_ms);
 
 /* For plugins with their own event loop: poll this fd for POLLIN, then
- * call guest_service, which does what is ready without blocking; call it
+ * call guest_service, which does what is ready without blocking and, as
+ * it returns, asks the hub to ring the fd for the next message (so call
+ * it last before the loop sleeps: after a guest_call, say); call it
  * also at least every guest_service_timeout_ms() (heartbeat), and from a
  * handler that computes for longer than the heartbeat interval (under a
  * host that does not offer hub's waiter words, whose wakes are futex wakes

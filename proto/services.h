@@ -12,6 +12,10 @@
  *						channel C (which the caller opened to
  *						receive on), closes it, answers with
  *						their stream hash
+ *	hub.signature	str -> str		the signature method NAME was
+ *						registered with (host services
+ *						included), Err "no such method: NAME"
+ *						for a name nobody registered
  *
  * The stream hash is XXH3-64 (libxxhash) chained over the items in order:
  * h = XXH3_64bits_withSeed(item, item_len, h), from h = 0, each item's
@@ -28,6 +32,7 @@
 #define HP_SVC_REGISTER		"hub.register"
 #define HP_SVC_SINK		"hub.sink"
 #define HP_SVC_SOURCE		"hub.source"
+#define HP_SVC_SIGNATURE	"hub.signature"
 
 #define HP_SVC_SIG_PING		"bytes->bytes"
 #define HP_SVC_SIG_LOG		"str->unit"
@@ -35,6 +40,7 @@
 #define HP_SVC_SIG_REGISTER	"str,str->unit"
 #define HP_SVC_SIG_SINK		"chan<bytes>->u64"
 #define HP_SVC_SIG_SOURCE	"u64,u64->u64"
+#define HP_SVC_SIG_SIGNATURE	"str->str"
 #define HP_STREAM_HASH_SEED	0
 
 /* hub.register's errors (User(str)), so that a guest can tell them apart. */
@@ -42,6 +48,9 @@
 #define HP_SVC_REG_TOO_MANY	"too many methods for one guest"
 #define HP_SVC_REG_BAD_NAME	"method name empty or longer than 63 bytes"
 #define HP_METHOD_NAME_MAX	63	/* bytes in a method's name */
+
+/* hub.signature's error, followed by the name asked for. */
+#define HP_SVC_SIG_UNKNOWN	"no such method: "
 
 /* Metadata key the host adds to an error it makes itself (peer died,
  * busy...), with a human-readable String value. */

@@ -20,6 +20,11 @@ command -v "${CXX:-g++}" >/dev/null 2>&1 || need="$need g++"	# guest.h as C++
 { [ -d /usr/include/boost/context ] &&
 	ls /usr/lib/*/libboost_context.so /usr/lib/libboost_context.so 2>/dev/null |
 	grep -q .; } || need="$need libboost-context-dev"
+# the Python binding's tests: python3 with pytest (Debian's python3 gets
+# python3-pytest; a python3 first on PATH that has pytest does as well)
+command -v python3 >/dev/null 2>&1 || [ -x /usr/bin/python3 ] || need="$need python3"
+{ python3 -c 'import pytest' 2>/dev/null || /usr/bin/python3 -c 'import pytest' 2>/dev/null; } ||
+	need="$need python3-pytest"
 # the fuzzers: clang with its libFuzzer runtime
 command -v clang >/dev/null 2>&1 || need="$need clang"
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||

@@ -101,6 +101,15 @@ START_TEST(test_guests_attach_and_answer)
 	expect_ctl(0, "1\n2\n3\n4\n5\n5\n", "call", "counter.count", "5", NULL);
 	/* host services */
 	expect_ctl(0, "ping\n", "call", "hub.ping", "ping", NULL);
+	/* hub.signature: a guest's method, a host service, nobody's */
+	expect_ctl(0, "str->str\n", "call", "hub.signature", "echo.reverse", NULL);
+	expect_ctl(0, "u64,chan<u64>->u64\n", "call", "hub.signature", "counter.count", NULL);
+	expect_ctl(0, "str->str\n", "call", "hub.signature", "hub.signature", NULL);
+	expect_ctl(0, "u64,u64->u64\n", "call", "hub.signature", "hub.source", NULL);
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "call", "hub.signature", "no.such", (char *)NULL), 1);
+	ck_assert_msg(strstr(out, "no such method: no.such") != NULL, "hub.signature: %s", out);
+	free(out);
+	expect_ctl(1, "", "call", "hub.signature", "", NULL);
 	stop_clean();
 }
 END_TEST
@@ -129,6 +138,9 @@ START_TEST(test_guest_to_guest_routing)
 	/* guests call host services too */
 	expect_ctl(0, "pong\n", "call", "prober.route", "hub.ping", "pong", NULL);
 	expect_ctl(0, "error: unknown method\n", "call", "prober.route", "no.such", "x", NULL);
+	/* hub.signature from a guest: known, and Err User for an unknown name */
+	expect_ctl(0, "str,str->str\n", "call", "prober.route", "hub.signature", "prober.route", NULL);
+	expect_ctl(0, "error: user\n", "call", "prober.route", "hub.signature", "no.such", NULL);
 	expect_ctl(0, "error: invalid payload\n", "call", "prober.invalid", NULL);
 	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
 	stop_clean();
@@ -143,6 +155,15 @@ START_TEST(test_polled_guest_and_inherited_fds)
 	      "echo,prober");
 	ck_assert(hub_wait_method(&hub, "echo.echo,prober.route,prober.concurrent,prober.fds") == 0);
 	expect_ctl(0, "polled\n", "call", "prober.route", "echo.echo", "polled", NULL);
+	/* each call rings its fd: none waits for the loop's heartbeat
+	 * timeout (half of heartbeat_interval, 500 ms) to be heard */
+	for (int i = 0; i < 5; i++) {
+		double t0 = now_s();
+
+		expect_ctl(0, "polled\n", "call", "prober.route", "echo.echo", "polled", NULL);
+		ck_assert_msg(now_s() - t0 < 0.25, "call %d through a polled guest took %.3f s",
+			      i, now_s() - t0);
+	}
 	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
 	/* r[shm.spawn.fd-inheritance]: stdio and the doorbell, nothing else */
 	expect_ctl(0, "0 1 2 3\n", "call", "prober.fds", NULL);

@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""greeter: a hub guest in Python.
+
+    greeter.hello NAME   answers "hello, NAME"
+    greeter.shout TEXT   calls the C guest's echo.echo with TEXT and answers
+                         what it said, upper-cased (Python calling C)
+    greeter.count N      streams 1..N on its chan<u64> argument, answers N
+
+hubd starts it with a spawn ticket (conf/hubd.conf, [guest greeter]);
+`make run` runs it from the build tree. Its prints and tracebacks go to
+hubd's standard error, with hubd's log."""
+import hubguest
+
+g = hubguest.attach()
+
+
+@g.method("greeter.hello", "str->str")
+def hello(name):
+    return "hello, " + name
+
+
+@g.method("greeter.shout", "str->str")
+def shout(text):
+    return g.call("echo.echo", text, timeout=5).upper()
+
+
+@g.method("greeter.count", "u64,chan<u64>->u64")
+def count(n, out):
+    for i in range(1, n + 1):
+        out.send(i)
+    return n        # out is closed for us once we return
+
+
+g.log("greeter: ready")
+g.run()             # until hubd stops us (SIGTERM): then a clean detach

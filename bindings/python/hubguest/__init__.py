@@ -1,0 +1,45 @@
+"""hubguest: hub guest plugins in Python.
+
+A guest is a process hubd starts with a spawn ticket on its command line;
+it attaches, registers methods, and serves calls until hubd stops it:
+
+    import hubguest
+
+    g = hubguest.attach()                       # the ticket in sys.argv
+
+    @g.method("greeter.hello", "str->str")      # arguments and result by
+    def hello(name):                            # the signature
+        return "hello, " + name
+
+    @g.method("greeter.shout", "str->str")
+    def shout(text):
+        return g.call("echo.echo", text, timeout=5).upper()   # another guest
+
+    g.run()         # until SIGTERM or SIGINT: then a clean detach
+
+Types: str <-> str, bytes <-> bytes, u64 and i64 <-> int, bool <-> bool,
+unit <-> None; a chan<T> argument reaches a handler as a Sender. A handler
+that raises answers Err "ExcType: message" (its traceback on stderr) and
+the guest serves on. A call that fails raises a CallError (RemoteError,
+UnknownMethod, Timeout, ...), HubGone or Ended: all are hubguest.Error.
+
+asyncio: async def handlers, await g.call_async(...), async for over
+g.stream(...), and await g.serve() to serve inside a running loop.
+
+The binding is ctypes over libguest.so.0 (or the file HUB_LIBGUEST
+names): guestlib/guest.h documents what each step does underneath."""
+
+from .codec import Chan, Signature, decode, encode
+from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Error,
+                     HubGone, InvalidPayload, PayloadTooLarge, RemoteError, Timeout,
+                     UnknownMethod, UserError)
+from .guest import CHANNEL, Call, Guest, Sender, Stream, attach
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "attach", "Guest", "Call", "Stream", "Sender", "CHANNEL", "Signature", "Chan",
+    "encode", "decode", "Error", "AttachError", "CallError", "RemoteError",
+    "UnknownMethod", "InvalidPayload", "Cancelled", "Timeout", "PayloadTooLarge",
+    "HubGone", "Ended", "ChannelClosed", "UserError",
+]

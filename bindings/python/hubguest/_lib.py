@@ -1,0 +1,88 @@
+"""libguest through ctypes: loading the library and the prototypes of the
+functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0).
+
+Nothing here knows Python values: see codec.py for those, guest.py for the
+objects built on these calls."""
+
+import ctypes
+import os
+
+from .errors import Error
+
+SONAME = "libguest.so.0"
+
+# guest_handler(call, args, len, ctx)
+HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                           ctypes.c_void_p)
+# guest_result_fn(ctx, status, result, len)
+RESULT_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                             ctypes.c_size_t)
+# guest_item_fn(ctx, item, len), guest_end_fn(ctx, status)
+ITEM_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+END_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int)
+
+
+class Stats(ctypes.Structure):
+    """struct guest_stats."""
+    _fields_ = [(name, ctypes.c_uint64) for name in
+                ("calls_in", "calls_out", "credit_waits", "ring_waits", "wakes", "sleeps")]
+
+
+_P = ctypes.c_void_p
+_PROTOS = {
+    # name: (restype, argtypes)
+    "guest_attach": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
+                                    ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_char_p)]),
+    "guest_detach": (None, [_P]),
+    "guest_peer_id": (ctypes.c_uint, [_P]),
+    "guest_register": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, HANDLER, _P]),
+    "guest_reply": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t]),
+    "guest_reply_error": (ctypes.c_int, [_P, ctypes.c_char_p]),
+    "guest_reply_cancelled": (ctypes.c_int, [_P]),
+    "guest_call_cancelled": (ctypes.c_int, [_P]),
+    "guest_call_async": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
+                                        RESULT_FN, _P, ctypes.POINTER(ctypes.c_uint32)]),
+    "guest_cancel": (ctypes.c_int, [_P, ctypes.c_uint32]),
+    "guest_chan_send": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t,
+                                       ctypes.c_int]),
+    "guest_chan_close": (ctypes.c_int, [_P, ctypes.c_uint32]),
+    "guest_chan_reset": (ctypes.c_int, [_P, ctypes.c_uint32]),
+    "guest_chan_open_send": (ctypes.c_int64, [_P]),
+    "guest_chan_open": (ctypes.c_int64, [_P, ITEM_FN, END_FN, _P]),
+    "guest_stop": (None, [_P]),
+    "guest_goodbye_reason": (ctypes.c_char_p, [_P]),
+    "guest_service_wait": (ctypes.c_int, [_P, ctypes.c_int]),
+    "guest_fd": (ctypes.c_int, [_P]),
+    "guest_service": (ctypes.c_int, [_P]),
+    "guest_service_timeout_ms": (ctypes.c_int, [_P]),
+    "guest_get_stats": (None, [_P, ctypes.POINTER(Stats)]),
+}
+
+_lib = None
+
+
+def load():
+    """libguest, loaded once: the file HUB_LIBGUEST names if it is set (a
+    build tree's build/libguest.so, say), else the installed libguest.so.0.
+    Raises hubguest.Error saying what was tried."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = os.environ.get("HUB_LIBGUEST")
+    try:
+        lib = ctypes.CDLL(path or SONAME)
+    except OSError as e:
+        if path:
+            raise Error("cannot load libguest from HUB_LIBGUEST=%s: %s" % (path, e)) from None
+        raise Error("cannot load %s (%s): install libguest (make install in the hub tree) "
+                    "or set HUB_LIBGUEST to the path of a libguest.so" % (SONAME, e)) from None
+    for name, (restype, argtypes) in _PROTOS.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise Error("%s has no %s: libguest too old for this binding"
+                        % (path or SONAME, name)) from None
+        fn.restype = restype
+        fn.argtypes = argtypes
+    _lib = lib
+    return lib

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""A test guest in Python (tests/python): every signature type both ways,
+errors, calls to C guests and back, channels both ways.
+Methods are named PREFIX.x, PREFIX from the first argument that is not
+part of the spawn ticket (default "py")."""
+import os
+import sys
+
+import hubguest
+from hashing import chain
+
+prefix = "py"
+for a in sys.argv[1:]:
+    if not a.startswith("--") and a.isidentifier():
+        prefix = a
+        break
+
+g = hubguest.attach()
+
+
+def m(name, sig):
+    return g.method("%s.%s" % (prefix, name), sig)
+
+
+@m("str", "str->str")
+def t_str(s):
+    return s + "!"
+
+
+@m("bytes", "bytes->bytes")
+def t_bytes(b):
+    return bytes(reversed(b))
+
+
+@m("u64", "u64->u64")
+def t_u64(n):
+    return (n + 1) % (1 << 64)
+
+
+@m("i64", "i64->i64")
+def t_i64(n):
+    return -n if n != -(1 << 63) else n
+
+
+@m("bool", "bool->bool")
+def t_bool(b):
+    return not b
+
+
+@m("unit", "->unit")
+def t_unit():
+    return None
+
+
+@m("multi", "str,bytes,u64,i64,bool->str")
+def multi(s, b, u, i, t):
+    return repr((s, b, u, i, t))
+
+
+@m("pid", "->u64")
+def pid():
+    return os.getpid()
+
+
+@m("raise", "str->str")
+def t_raise(text):
+    raise ValueError(text)
+
+
+@m("usererr", "str->str")
+def usererr(text):
+    raise hubguest.UserError(text)
+
+
+@m("wrong", "str->u64")
+def wrong(text):
+    return text         # a str where the signature says u64
+
+
+@m("shout", "str->str")
+def shout(text):
+    return g.call("echo.echo", text, timeout=5).upper()
+
+
+@m("viaprober", "str->str")
+def viaprober(text):
+    # C's prober.route calls our PREFIX.str back while we wait
+    return g.call("prober.route", prefix + ".str", text, timeout=5)
+
+
+@m("callany", "str,str->str")
+def callany(method, arg):
+    """Calls method(arg: str): its result as text, or its error's class
+    and text."""
+    try:
+        return "ok: %r" % (g.call(method, arg, timeout=5),)
+    except hubguest.Error as e:
+        return "%s: %s" % (type(e).__name__, e)
+
+
+@m("calltyped", "str,i64->str")
+def calltyped(method, n):
+    """Calls method(n: an int): its result, or the error's class and text."""
+    try:
+        return "ok: %r" % (g.call(method, n, timeout=5),)
+    except (hubguest.Error, TypeError, ValueError) as e:
+        return "%s: %s" % (type(e).__name__, e)
+
+
+@m("badargs", "->str")
+def badargs():
+    before = g.stats()["calls_out"]
+    try:
+        g.call("echo.echo", 5, timeout=5)
+    except TypeError as e:
+        sent = g.stats()["calls_out"] - before
+        # the signature's lookup went out, the call did not
+        return "TypeError (%d sent): %s" % (sent, e)
+    return "no error"
+
+
+@m("sig", "str->str")
+def sig(name):
+    try:
+        return g.signature(name, timeout=5)
+    except hubguest.Error as e:
+        return "%s: %s" % (type(e).__name__, e)
+
+
+@m("count", "u64,chan<u64>->u64")
+def count(n, out):
+    for i in range(1, n + 1):
+        out.send(i)
+    return n
+
+
+@m("words", "str,chan<str>->u64")
+def words(text, out):
+    n = 0
+    for w in text.split():
+        out.send(w)
+        n += 1
+    return n
+
+
+@m("source", "u64->str")
+def source(n):
+    """n bytes from hub.source, each checked, the hash against the hub's."""
+    h = got = 0
+    s = g.stream("hub.source", n, timeout=10)
+    for item in s:
+        if any(b != (got + k) % 256 for k, b in enumerate(item)):
+            return "bad bytes at %d" % got
+        got += len(item)
+        h = chain(h, item)
+    if got != n or s.result != h:
+        return "mismatch: %d bytes, hash %x, hub's %x" % (got, h, s.result)
+    return "ok %d %016x" % (got, h)
+
+
+@m("relay", "u64->str")
+def relay(n):
+    """counter.count (a C guest) streams 1..n to us through hubd."""
+    s = g.stream("counter.count", n, timeout=10)
+    items = list(s)
+    if items != list(range(1, n + 1)) or s.result != n:
+        return "mismatch: %r, result %r" % (items[:10], s.result)
+    return "ok %d" % len(items)
+
+
+@m("pyrelay", "str,u64->str")
+def pyrelay(method, n):
+    """method (a chan<u64> method of another guest, Python or C) streams
+    1..n to us; the items' sum."""
+    s = g.stream(method, n, timeout=10)
+    return "ok %d %d" % (sum(s), s.result)
+
+
+@m("early", "u64->str")
+def early(n):
+    """Leaves a hub.source stream of n bytes after its first item; then
+    streams another to the end."""
+    s = g.stream("hub.source", n, timeout=10)
+    for item in s:
+        break
+    s = g.stream("hub.source", 5000, timeout=10)
+    total = sum(len(i) for i in s)
+    return "ok %d" % total
+
+
+@m("nostream", "->str")
+def nostream():
+    """A stream from a method nobody registered, many times: refused each
+    time, the channel kept for the next one (never leaked)."""
+    for _ in range(100):
+        try:
+            list(g.stream("no.such", hubguest.CHANNEL, timeout=5, signature="chan<u64>->u64"))
+        except hubguest.UnknownMethod:
+            continue
+        return "no error"
+    s = g.stream("hub.source", 100, timeout=5)
+    return "ok %d" % sum(len(i) for i in s)
+
+
+@m("sink", "u64,u64->str")
+def sink(n, item):
+    """n bytes in items of item bytes into hub.sink, our hash against the
+    hub's (each item's postcard length prefix included)."""
+    s = g.open_sender()
+    c = g.start("hub.sink", s, timeout=30)
+    h = sent = seq = 0
+    with s:
+        while sent < n:
+            k = min(item, n - sent)
+            data = bytes((seq * 131 + i * 7) % 256 for i in range(k))
+            h = chain(h, hubguest.encode("bytes", data))
+            s.send(data)
+            sent += k
+            seq += 1
+    hub = c.result()
+    return "ok %d" % sent if hub == h else "mismatch: %x vs %x" % (hub, h)
+
+
+@m("log", "str->unit")
+def log(text):
+    g.log(text)
+
+
+g.run()

@@ -1,0 +1,108 @@
+"""Signatures and postcard values, without a hub: the bytes must be those
+proto/postcard.c and proto/sig.c read and write."""
+import pytest
+
+import hubguest
+from hubguest import Signature, decode, encode
+from hubguest.codec import Chan
+
+
+@pytest.mark.parametrize("t,value,wire", [
+    ("str", "", "00"),
+    ("str", "hi", "026869"),
+    ("str", "é", "02c3a9"),
+    ("bytes", b"\x00\xff", "0200ff"),
+    ("u64", 0, "00"),
+    ("u64", 127, "7f"),
+    ("u64", 128, "8001"),
+    ("u64", 300, "ac02"),
+    ("u64", 2**64 - 1, "ffffffffffffffffff01"),
+    ("i64", 0, "00"),
+    ("i64", -1, "01"),
+    ("i64", 1, "02"),
+    ("i64", -64, "7f"),
+    ("i64", 2**63 - 1, "feffffffffffffffff01"),
+    ("i64", -2**63, "ffffffffffffffffff01"),
+    ("bool", False, "00"),
+    ("bool", True, "01"),
+    ("unit", None, ""),
+])
+def test_values_round_trip(t, value, wire):
+    assert encode(t, value).hex() == wire
+    assert decode(t, bytes.fromhex(wire)) == value
+
+
+def test_request_of_hub_ping_as_the_protocol_says():
+    # doc/protocol.md: a Request to hub.ping with the bytes "hi" carries
+    # 00 (no metadata) then 02 68 69: the argument bytes are the last three
+    assert Signature("bytes->bytes").encode_args([b"hi"]).hex() == "026869"
+
+
+@pytest.mark.parametrize("t,value,exc", [
+    ("str", b"x", TypeError), ("str", "\udc80", ValueError),
+    ("bytes", "x", TypeError), ("u64", -1, ValueError), ("u64", 2**64, ValueError),
+    ("u64", True, TypeError), ("u64", 1.0, TypeError), ("i64", 2**63, ValueError),
+    ("bool", 1, TypeError), ("unit", 0, TypeError),
+])
+def test_values_that_do_not_fit(t, value, exc):
+    with pytest.raises(exc):
+        encode(t, value)
+
+
+@pytest.mark.parametrize("t,wire", [
+    ("str", "05616263"), ("str", "02c328"), ("bool", "02"), ("u64", "80"),
+    ("u64", "ffffffffffffffffff7f"), ("u64", "0000"), ("bytes", ""),
+])
+def test_bytes_that_do_not_decode(t, wire):
+    with pytest.raises(ValueError):
+        decode(t, bytes.fromhex(wire))
+
+
+def test_signatures():
+    s = Signature("str,bytes,u64,i64,bool,chan<u64>->unit")
+    assert s.args == ("str", "bytes", "u64", "i64", "bool", Chan("u64")) and s.ret == "unit"
+    assert s.chan_positions() == [5]
+    assert Signature("->str").args == ()
+    for bad in ["str", "str->", "->chan<u64>", "unit->str", "str,->str", "str, u64->str",
+                "chan<unit>->str", "chan<>->str", "x" * 120 + "->str",
+                ",".join(["u64"] * 9) + "->unit", "str->str->str"]:
+        with pytest.raises(ValueError):
+            Signature(bad)
+    with pytest.raises(TypeError):
+        Signature(5)
+
+
+def test_arguments_named_in_errors():
+    s = Signature("str,u64->str")
+    assert s.encode_args(["a", 1]).hex() == "016101"
+    with pytest.raises(TypeError, match=r"m\.x \(str,u64->str\) takes 2 arguments, 1 given"):
+        s.encode_args(["a"], "m.x")
+    with pytest.raises(TypeError, match=r"m\.x \(str,u64->str\): argument 2 must be an int"):
+        s.encode_args(["a", "1"], "m.x")
+    with pytest.raises(ValueError):
+        s.decode_args(bytes.fromhex("01610102"))   # a byte left over
+
+
+def test_errors_are_hubguest_errors():
+    for cls in (hubguest.RemoteError, hubguest.UnknownMethod, hubguest.Timeout,
+                hubguest.HubGone, hubguest.Ended, hubguest.ChannelClosed, hubguest.AttachError):
+        assert issubclass(cls, hubguest.Error)
+    assert issubclass(hubguest.Timeout, TimeoutError)
+    e = hubguest.RemoteError("a.b", "ValueError: x")
+    assert e.message == "ValueError: x" and e.method == "a.b" and str(e) == "a.b: ValueError: x"
+
+
+def test_attach_without_a_ticket(monkeypatch):
+    import os
+    from conftest import BUILD
+    monkeypatch.setenv("HUB_LIBGUEST", os.path.join(BUILD, "libguest.so"))
+    with pytest.raises(hubguest.AttachError, match="--hub-path"):
+        hubguest.attach(["by-hand"])
+
+
+def test_library_not_found(monkeypatch):
+    from hubguest import _lib
+    monkeypatch.setattr(_lib, "_lib", None)
+    monkeypatch.setenv("HUB_LIBGUEST", "/nonexistent/libguest.so")
+    with pytest.raises(hubguest.Error, match="HUB_LIBGUEST=/nonexistent/libguest.so"):
+        hubguest.attach(["x"])

@@ -1,0 +1,202 @@
+"""The Python binding end to end: Python guests (tests/python/guests) in a
+real hubd beside C guests, driven with hubctl."""
+import os
+import signal
+import subprocess
+import time
+
+from conftest import BUILD, ECHO, COUNTER, PYGUEST, PYASYNC, PYGUESTS
+
+HUBCTL = os.path.join(BUILD, "hubctl")
+
+
+def test_each_type_both_ways(hub):
+    # hubctl encodes by the signature, the Python handler decodes, answers,
+    # and hubctl decodes the answer
+    assert hub.ok("py.str", "héllo") == "héllo!"
+    assert hub.ok("py.bytes", "abc") == "cba"
+    assert hub.ok("py.u64", "41") == 42
+    assert hub.ok("py.u64", str(2**64 - 1)) == 0
+    assert hub.ok("py.i64", "-7") == 7
+    assert hub.ok("py.i64", str(-2**63)) == -2**63
+    assert hub.ok("py.bool", "true") is False
+    assert hub.ok("py.bool", "false") is True
+    assert hub.ok("py.unit") is None
+    assert hub.ok("py.multi", "s", "b", "3", "-4", "true") == "('s', b'b', 3, -4, True)"
+    # and from Python to Python through the hub (pyguest calls itself)
+    assert hub.ok("py.callany", "py.str", "x") == "ok: 'x!'"
+    assert hub.ok("py.calltyped", "py.i64", "-9") == "ok: 9"
+    assert hub.ok("py.calltyped", "py.u64", "9") == "ok: 10"
+
+
+def test_python_calls_c_and_c_calls_python(hub):
+    # Python -> C: greeter-like shout through echo.echo
+    assert hub.ok("py.shout", "make noise") == "MAKE NOISE"
+    # C -> Python: prober.route (C) calls py.str
+    assert hub.ok("prober.route", "py.str", "from C") == "from C!"
+    # Python -> C -> Python: py.viaprober waits on prober.route, which calls
+    # py.str back on the same guest while its handler waits
+    assert hub.ok("py.viaprober", "round trip") == "round trip!"
+
+
+def test_handler_that_raises(hub):
+    pid = hub.peer("pyguest")["pid"]
+    rc, err, _ = hub.call("py.raise", "boom")
+    assert rc == 1 and err == "ValueError: boom"
+    rc, err, _ = hub.call("py.usererr", "just this")
+    assert rc == 1 and err == "just this"
+    # the traceback went to stderr (hubd's log)
+    hub.wait(lambda: "ValueError: boom" in hub.log() and "Traceback" in hub.log(),
+             "the traceback in the log")
+    # the same process answers the next call
+    assert hub.ok("py.str", "still here") == "still here!"
+    assert hub.peer("pyguest")["pid"] == pid
+    # C calling a Python method that raises gets the user error
+    assert hub.ok("prober.route", "py.raise", "x") == "error: user"
+
+
+def test_wrong_result_type(hub):
+    pid = hub.peer("pyguest")["pid"]
+    rc, err, _ = hub.call("py.wrong", "not a number")
+    assert rc == 1
+    assert "does not fit the result type u64 of str->u64" in err
+    assert hub.ok("py.pid") == pid
+
+
+def test_argument_types_checked_before_sending(hub):
+    res = hub.ok("py.badargs")
+    assert res.startswith("TypeError (1 sent): echo.echo (str->str): argument 1 must be str")
+    # the errors of failed calls, as Python exceptions
+    assert hub.ok("py.callany", "no.such", "x") == "UnknownMethod: no.such: no such method"
+    assert hub.ok("py.callany", "py.raise", "bad") == "RemoteError: py.raise: ValueError: bad"
+    assert hub.ok("py.calltyped", "py.str", "5").startswith(
+        "TypeError: py.str (str->str): argument 1 must be str, not int")
+    assert hub.ok("py.calltyped", "py.u64", "-1").startswith(
+        "ValueError: py.u64 (u64->u64): argument 1 = -1 is out of u64's range")
+
+
+def test_hub_signature(hub):
+    assert hub.ok("hub.signature", "py.multi") == "str,bytes,u64,i64,bool->str"
+    assert hub.ok("py.sig", "echo.echo") == "str->str"
+    assert hub.ok("py.sig", "counter.count") == "u64,chan<u64>->u64"
+    assert hub.ok("py.sig", "hub.sink") == "chan<bytes>->u64"
+    assert hub.ok("py.sig", "no.such") == "UnknownMethod: no.such: no such method"
+    rc, err, _ = hub.call("hub.signature", "no.such")
+    assert rc == 1 and err == "no such method: no.such"
+
+
+def test_killed_python_guest_is_restarted(hub):
+    pid = hub.peer("pyguest")["pid"]
+    os.kill(pid, signal.SIGKILL)
+    hub.wait(lambda: hub.peer("pyguest")["pid"] not in (0, pid) and
+             hub.peer("pyguest")["state"] == "up", "pyguest back")
+    p = hub.peer("pyguest")
+    assert p["epoch"] == 2
+    assert hub.last_death("pyguest")["reason"] == "crashed"
+    assert hub.last_death("pyguest")["status"] == 9
+    hub.wait_methods("py.str")
+    assert hub.ok("py.str", "again") == "again!"
+    assert hub.ok("py.pid") == p["pid"]
+
+
+def test_sigterm_is_a_clean_detach(hub):
+    t0 = time.monotonic()
+    rc, _, err = hub.ctl("stop", "pyguest")
+    assert rc == 0, err
+    hub.wait(lambda: hub.peer("pyguest")["state"] == "down", "pyguest down")
+    # well within stop_grace (5 s): SIGTERM was noticed at once (run()
+    # serves in slices of 100 ms at most)
+    assert time.monotonic() - t0 < 1
+    death = hub.last_death("pyguest")
+    assert death["reason"] == "exited" and death["status"] == 0, death
+    assert "killed by signal" not in hub.log().split("pyguest: stopping")[-1]
+    rc, _, _ = hub.ctl("start", "pyguest")
+    hub.wait_up("pyguest")
+    hub.wait_methods("py.str")
+    assert hub.ok("py.str", "back") == "back!"
+
+
+def test_channels_sync(hub):
+    # a Python handler's chan<T> argument, hubctl on the other end
+    rc, res, items = hub.call("py.count", "5")
+    assert rc == 0 and items == [1, 2, 3, 4, 5] and res == 5
+    rc, res, items = hub.call("py.words", "a bb ccc")
+    assert rc == 0 and items == ["a", "bb", "ccc"] and res == 3
+    # hub.source as an iterator: every byte and the stream hash checked
+    assert hub.ok("py.source", "100000").startswith("ok 100000 ")
+    assert hub.ok("py.source", "0").startswith("ok 0 ")
+    # a relayed stream from a C guest, and from a Python one
+    assert hub.ok("py.relay", "1000") == "ok 1000"
+    assert hub.ok("py.pyrelay", "py.count", "100") == "ok 5050 100"
+    assert hub.ok("py.pyrelay", "counter.count", "10") == "ok 55 10"
+    # into hub.sink with a channel the guest opened, hashes compared
+    assert hub.ok("py.sink", "300000", "4000") == "ok 300000"
+    assert hub.ok("py.sink", "10", "3") == "ok 10"
+    # leaving a stream early stops its sender; the next one works
+    assert hub.ok("py.early", "1000000") == "ok 5000"
+    # refused streams do not use channels up
+    assert hub.ok("py.nostream") == "ok 100"
+    assert hub.peer("pyguest")["deaths"] == []
+
+
+def test_asyncio(make_hub):
+    h = make_hub(ECHO + COUNTER + PYASYNC, up=("echo", "counter", "pyasync"),
+                 methods=("aio.sleep", "aio.timeout"))
+    assert h.ok("aio.both", "abc") == "abc|cba"
+    assert h.ok("aio.source", "70000") == "ok 70000"
+    assert h.ok("aio.relay", "300") == "ok 300"
+    rc, res, items = h.call("aio.count", "200")
+    assert rc == 0 and items == list(range(1, 201)) and res == 200
+    rc, err, _ = h.call("aio.raise", "k")
+    assert rc == 1 and err == "KeyError: 'k'"
+    assert h.ok("aio.timeout").startswith("Timeout: aio.sleep: no answer in time")
+    # async handlers run side by side: four 600 ms sleeps in about 600 ms
+    t0 = time.monotonic()
+    procs = [subprocess.Popen([HUBCTL, "-s", h.sock, "call", "aio.sleep", "600"],
+                              stdout=subprocess.PIPE) for _ in range(4)]
+    outs = [p.communicate(timeout=20)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs) and outs == [b"600\n"] * 4
+    assert time.monotonic() - t0 < 1.5
+    # SIGTERM through the loop's handler: a clean exit
+    rc, _, _ = h.ctl("stop", "pyasync")
+    h.wait(lambda: h.peer("pyasync")["state"] == "down", "pyasync down")
+    death = h.last_death("pyasync")
+    assert death["reason"] == "exited" and death["status"] == 0, death
+
+
+def test_signature_asked_again_after_reregistration(make_hub, tmp_path):
+    state = tmp_path / "flip-state"
+    h = make_hub(PYGUEST + "[guest flip]\nexec = %s/flip.py\nargs = %s\n" % (PYGUESTS, state),
+                 up=("pyguest", "flip"), methods=("flip.m", "py.calltyped"))
+    assert h.methods()["flip.m"] == "u64->str"
+    assert h.ok("py.calltyped", "flip.m", "7") == "ok: 'u64 7'"
+    pid = h.peer("flip")["pid"]
+    os.kill(pid, signal.SIGKILL)
+    h.wait(lambda: h.methods().get("flip.m") == "str->str" and
+           h.peer("flip")["state"] == "up", "flip back as str->str")
+    # pyguest's cached u64->str no longer fits: InvalidPayload from the hub,
+    # the signature asked again, and the int now refused by str->str
+    assert h.ok("py.calltyped", "flip.m", "7").startswith(
+        "TypeError: flip.m (str->str): argument 1 must be str, not int")
+    assert h.ok("py.callany", "flip.m", "x") == "ok: \"str 'x'\""
+    # flip serves with run() and an async handler: run() ran an event
+    # loop, and SIGTERM ends it cleanly too
+    h.ctl("stop", "flip")
+    h.wait(lambda: h.peer("flip")["state"] == "down", "flip down")
+    death = h.last_death("flip")
+    assert death["reason"] == "exited" and death["status"] == 0, death
+
+
+def test_log_and_debugging(hub):
+    hub.ok("py.log", "a line from python")
+    hub.wait(lambda: "guest pyguest: a line from python" in hub.log(), "hub.log line")
+
+
+def test_greeter_example(make_hub):
+    greeter = os.path.join(BUILD, "guests", "greeter")
+    h = make_hub(ECHO + "[guest greeter]\nexec = %s\n" % greeter, up=("echo", "greeter"),
+                 methods=("greeter.hello", "greeter.shout", "greeter.count"))
+    assert h.ok("greeter.hello", "world") == "hello, world"
+    assert h.ok("greeter.shout", "python calls c") == "PYTHON CALLS C"
+    rc, res, items = h.call("greeter.count", "3")
+    assert rc == 0 and items == [1, 2, 3] and res == 3
