@@ -263,6 +263,24 @@ r=$($CTL call fc.flood fs.nest "$FLOOD_MS" 64)
 must failed=0 "$r"
 FLOOD64=$(val per_s "$r")
 
+# A guest in Python (bindings/python over libguest.so, ctypes): a C guest
+# calls it (routed), it calls the host and the C guest, it reads hub.source;
+# each against the same call between C guests above.
+echo "hub, a Python guest..." >&2
+N_PY=$((N_RTT / 10))
+PYTHONPATH="$(cd "$(dirname "$0")/../../bindings/python" && pwd)" HUB_LIBGUEST=$B/libguest.so \
+start_hub py "max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M" \
+	"[guest pc]\nexec = $B/tests/bench/benchguest\nargs = --prefix pc\n[guest py]\nexec = $(cd "$(dirname "$0")" && pwd)/pybench.py\n" 2
+for _ in $(seq 100); do $CTL methods | grep -q pyb.source && break; sleep 0.05; done
+r=$($CTL call pc.rtt pyb.echo "$N_PY" 8); must p99_ns= "$r"
+PY_IN=$(val median_ns "$r"); PY_IN99=$(val p99_ns "$r")
+r=$($CTL call pyb.rtt hub.ping "$N_PY" 8); must p99_ns= "$r"
+PY_HOST=$(val median_ns "$r"); PY_HOST99=$(val p99_ns "$r")
+r=$($CTL call pyb.rtt pc.echo "$N_PY" 8); must p99_ns= "$r"
+PY_OUT=$(val median_ns "$r"); PY_OUT99=$(val p99_ns "$r")
+r=$($CTL call pyb.source $((STREAM32 / 4))); must mb_per_s= "$r"
+PY_SRC=$(val mb_per_s "$r")
+
 # the table: figure, value, unit, compared with, ratio, goal
 {
 echo "| figure | hub | unit | baseline (same run) | ratio | goal |"
@@ -318,6 +336,10 @@ echo "| $MT_W calls in flight into microthread handlers (P = 1) that each call h
 echo "| the same, memory per call in flight: (VmHWM after - VmRSS before) / $MT_W | $FLOOD_MEM | bytes | VmHWM after $FLOOD_HWM kB | | |"
 echo "| $MT_W calls in flight into microthread handlers on P = 2 | $FLOOD2 | calls/s | P = 1 $FLOOD calls/s | $(ratio "$FLOOD2" "$FLOOD")x | |"
 echo "| the same, memory per call in flight | $FLOOD2_MEM | bytes | VmHWM after $FLOOD2_HWM kB | | |"
+echo "| a C guest calls a Python guest (routed), 8 B, median / p99 | $PY_IN / $PY_IN99 | ns | C guest to C guest $G2G ns | $(ratio "$PY_IN" "$G2G")x | |"
+echo "| a Python guest calls hub.ping, 8 B, median / p99 | $PY_HOST / $PY_HOST99 | ns | from a C guest $MED ns | $(ratio "$PY_HOST" "$MED")x | |"
+echo "| a Python guest calls a C guest, 8 B, median / p99 | $PY_OUT / $PY_OUT99 | ns | C guest to C guest $G2G ns | $(ratio "$PY_OUT" "$G2G")x | |"
+echo "| a Python guest reads hub.source as an iterator | $PY_SRC | MB/s | | | |"
 } > "$OUT/bench.md"
 [ -n "$PEER_ERR" ] && echo "peers that did not run: $PEER_ERR" >> "$OUT/bench.md"
 cat "$OUT/bench.md"
@@ -338,6 +360,7 @@ cat > "$OUT/bench.dat" <<DAT
 "microthread channel, P=1" $MT_CHAN1
 "microthread channel, P=2" $MT_CHAN2
 "hub call from a microthread" $MT_MT
+"Python guest calls hub.ping" $PY_HOST
 DAT
 if command -v gnuplot >/dev/null; then
 	gnuplot <<GP || echo "bench: gnuplot failed" >&2

@@ -104,9 +104,9 @@ def test_sigterm_is_a_clean_detach(hub):
     rc, _, err = hub.ctl("stop", "pyguest")
     assert rc == 0, err
     hub.wait(lambda: hub.peer("pyguest")["state"] == "down", "pyguest down")
-    # well within stop_grace (5 s): SIGTERM was noticed at once (run()
-    # serves in slices of 100 ms at most)
-    assert time.monotonic() - t0 < 1
+    # well before stop_grace (5 s) would have killed it: SIGTERM was
+    # noticed (run() serves in slices of 100 ms at most)
+    assert time.monotonic() - t0 < 3
     death = hub.last_death("pyguest")
     assert death["reason"] == "exited" and death["status"] == 0, death
     assert "killed by signal" not in hub.log().split("pyguest: stopping")[-1]
@@ -150,13 +150,14 @@ def test_asyncio(make_hub):
     rc, err, _ = h.call("aio.raise", "k")
     assert rc == 1 and err == "KeyError: 'k'"
     assert h.ok("aio.timeout").startswith("Timeout: aio.sleep: no answer in time")
-    # async handlers run side by side: four 600 ms sleeps in about 600 ms
+    # async handlers run side by side: four 1 s sleeps in about 1 s, far
+    # from the 4 s they would take one after another
     t0 = time.monotonic()
-    procs = [subprocess.Popen([HUBCTL, "-s", h.sock, "call", "aio.sleep", "600"],
+    procs = [subprocess.Popen([HUBCTL, "-s", h.sock, "call", "aio.sleep", "1000"],
                               stdout=subprocess.PIPE) for _ in range(4)]
     outs = [p.communicate(timeout=20)[0] for p in procs]
-    assert all(p.returncode == 0 for p in procs) and outs == [b"600\n"] * 4
-    assert time.monotonic() - t0 < 1.5
+    assert all(p.returncode == 0 for p in procs) and outs == [b"1000\n"] * 4
+    assert time.monotonic() - t0 < 2.5
     # SIGTERM through the loop's handler: a clean exit
     rc, _, _ = h.ctl("stop", "pyasync")
     h.wait(lambda: h.peer("pyasync")["state"] == "down", "pyasync down")
