@@ -542,6 +542,11 @@ class Stream:
             g._lib.guest_chan_reset(g._h, self.chan_id)
             g._kick()
 
+    def _over(self, item):
+        # the channel ended, the call answered, every item taken
+        return item is None and self.ended is not None and self._call.done() \
+            and self._head >= len(self._items)
+
     def __iter__(self):
         self._start()
         return self._gen()
@@ -553,8 +558,7 @@ class Stream:
             while True:
                 ready, item = self._next_ready()
                 if ready:
-                    if item is None and self.ended is not None and self._call.done() \
-                            and self._head >= len(self._items):
+                    if self._over(item):
                         break
                     deadline = _deadline(self._timeout)
                     yield item
@@ -583,8 +587,7 @@ class Stream:
             while True:
                 ready, item = self._next_ready()
                 if ready:
-                    if item is None and self.ended is not None and self._call.done() \
-                            and self._head >= len(self._items):
+                    if self._over(item):
                         break
                     yield item
                     continue
