@@ -51,7 +51,7 @@ PROTO_LIB := $(B)/libhubproto.a
 HEADERS := $(wildcard proto/*.h daemon/*.h guestlib/*.h)
 
 # hubctl's own files: a program apart, never in libhubd.a.
-HUBCTL_SRC := daemon/hubctl.c daemon/inspect.c
+HUBCTL_SRC := daemon/hubctl.c daemon/views.c daemon/inspect.c
 HUBCTL_OBJ := $(HUBCTL_SRC:%.c=$(B)/%.o)
 # Daemon modules as a library, so the tests link the same code hubd runs.
 DAEMON_SRC := $(filter-out daemon/hubd.c $(HUBCTL_SRC),$(wildcard daemon/*.c))
