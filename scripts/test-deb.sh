@@ -4,8 +4,8 @@
 # Python binding, no PYTHONPATH or HUB_LIBGUEST), builds a guest against
 # libguest-dev with pkg-config and runs it too, then purges them all, also
 # on failure, and checks the machine is as it was. Refuses to run when any
-# of the packages, or a file they would bring, is already there. Needs
-# root. Usage: test-deb.sh DEBDIR VERSION (guest.h's version).
+# of the packages, or a file they would bring, is already there (but for a
+# config in /etc/hub, set aside meanwhile and put back). Needs root. Usage: test-deb.sh DEBDIR VERSION (guest.h's version).
 set -u
 debdir=$(realpath "${1:?usage: test-deb.sh DEBDIR VERSION}")
 version=${2:?usage: test-deb.sh DEBDIR VERSION}
@@ -30,16 +30,41 @@ for p in $pkgs; do
 		"that is not the test's (apt-get purge $p to run the test)" ;;
 	esac
 done
-# A file a package would bring that is already there (make install
-# PREFIX=/usr, an /etc/hub/hubd.conf) is someone's: a purge would take it.
+# A file a package would bring that is already there is someone's: a
+# purge would take it. A config under /etc/hub (make install's hubd.conf)
+# is set aside while the packages are there and put back after, on every
+# way out; anything else (make install PREFIX=/usr) stops the test.
+conflicts=""
 for f in $debs; do
 	while read -r path; do
-		if [ -e "$path" ] || [ -L "$path" ]; then
-			die "$path is on this machine, not from a package: not" \
-				"installing ${f##*/} over it"
-		fi
+		[ -e "$path" ] || [ -L "$path" ] || continue
+		case $path in
+		/etc/hub/*) conflicts="$conflicts $path" ;;
+		*) die "$path is on this machine, not from a package: not" \
+			"installing ${f##*/} over it" ;;
+		esac
 	done < <(dpkg-deb --fsys-tarfile "$f" | tar -t | sed -n 's|^\./|/|; /[^/]$/p')
 done
+aside=""
+put_back() {
+	[ -n "$aside" ] || return 0
+	(cd "$aside" && find . -type f -o -type l) | while read -r f; do
+		mkdir -p "$(dirname "${f#.}")" && mv "$aside/$f" "${f#.}" ||
+			echo "deb: could not put ${f#.} back: it is in $aside" >&2
+	done
+	find "$aside" -depth -type d -empty -delete
+	aside=""
+}
+if [ -n "$conflicts" ]; then
+	aside=$(mktemp -d /var/tmp/hub-test-deb.XXXXXX) || exit 1
+	trap 'put_back; exit 1' INT TERM HUP
+	trap 'put_back' EXIT
+	for path in $conflicts; do
+		mkdir -p "$aside$(dirname "$path")" && mv "$path" "$aside$path" ||
+			{ put_back; die "could not set $path aside"; }
+		echo "deb: $path set aside in $aside while the packages are installed"
+	done
+fi
 
 tmp=$(mktemp -d) || exit 1
 hubd_pid=""
@@ -83,8 +108,8 @@ cleanup() {
 	fi
 	rm -rf "$tmp"
 }
-trap 'cleanup; exit 1' INT TERM HUP
-trap 'cleanup' EXIT
+trap 'cleanup; put_back; exit 1' INT TERM HUP
+trap 'cleanup; put_back' EXIT
 
 # 1. install: apt-get resolves their dependencies. From here on a signal
 # may come at any point, apt-get's included: cleanup purges what is there.
