@@ -279,7 +279,10 @@ GUEST_API int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos,
  * Functions marked (mt) are called on a microthread; elsewhere they fail
  * with -EPERM. The callback API (guest_call_async's fn, a channel's on_item
  * and on_end) still works under guest_run_mt: callbacks run on the
- * processor's scheduler, not on a microthread, and must not block. */
+ * processor's scheduler, not on a microthread, and must not block; with
+ * P > 1 one may run while a microthread runs on another processor, so what
+ * a callback writes for a microthread to read needs an atomic (release in
+ * the callback, acquire in the reader) or a runtime channel. */
 
 struct guest_rt;		/* a runtime: P processors */
 struct guest_mt;		/* a joinable microthread */

@@ -406,6 +406,8 @@ pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		reply_text(c, "ok %llu", (unsigned long long)n);
 }
 
+/* hub.sink's answer: written by its callback, which with P > 1 runs on
+ * another processor while push runs, hence done's release and acquire */
 struct sinkwait {
 	int		done;
 	int		rc;
@@ -421,7 +423,7 @@ sink_done(void *ctx, int status, const uint8_t *result, size_t len)
 	s->rc = status;
 	if (status == 0 && guest_pc_get_u64(result, len, &pos, &s->hash) != 0)
 		s->rc = -EBADMSG;
-	s->done = 1;
+	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
 }
 
 static void
@@ -433,7 +435,7 @@ push(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	uint8_t arg[16];
 	size_t pos = 0;
 	int64_t chan;
-	int rc;
+	int rc, done;
 
 	(void)ctx;
 	if (guest_pc_get_u64(args, len, &pos, &n) != 0 || n > (1ull << 30)) {
@@ -475,10 +477,11 @@ push(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		sent += k;
 	}
 	guest_mtchan_close(ch, GUEST_MT_WRITER);	/* then Close goes out */
-	while (!sink.done && guest_service_wait(g, 1000) == 0)
+	while (!(done = __atomic_load_n(&sink.done, __ATOMIC_ACQUIRE)) &&
+	       guest_service_wait(g, 1000) == 0)
 		;
-	if (!sink.done || sink.rc != 0)
-		reply_text(c, "error: sink: %s", kind(sink.done ? sink.rc : -ETIMEDOUT));
+	if (!done || sink.rc != 0)
+		reply_text(c, "error: sink: %s", kind(done ? sink.rc : -ETIMEDOUT));
 	else if (sent != n || sink.hash != h)
 		reply_text(c, "mismatch: %llu bytes", (unsigned long long)sent);
 	else
