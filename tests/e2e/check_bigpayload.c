@@ -187,10 +187,25 @@ END_TEST
 
 /* A guest killed while it holds slots loses them: the sweeper returns
  * them with new generations (r[shm.varslot.freeing]). */
+/* Class 0's slots peer id holds. */
+static int
+slots_held(const struct hp_segment *seg, int id)
+{
+	int held = 0;
+
+	for (uint32_t s = 0; s < seg->var.c[0].spe; s++) {
+		struct hp_var_slot *m = &seg->var.c[0].meta[0][s];
+
+		held += hp_load_acquire_u32(&m->owner) == (uint32_t)id &&
+			(hp_load_acquire_u64(&m->gen_state) >> 32) != HP_VAR_FREE;
+	}
+	return held;
+}
+
 START_TEST(test_dead_holder_reclaimed)
 {
 	struct hp_segment seg;
-	int pid, id, held = 0;
+	int pid, id;
 
 	start_breaker("hold");
 	ck_assert(hub_wait_up(&hub, "breaker", 5000) == 0);
@@ -198,16 +213,15 @@ START_TEST(test_dead_holder_reclaimed)
 	id = hub_peer_int(&hub, "breaker", "peer_id");
 	ck_assert_int_gt(pid, 1);
 	ck_assert_int_gt(id, 0);
+	/* up is attached: the slots are taken just after */
+	map_segment(&seg);
+	for (double t0 = now_s(); slots_held(&seg, id) < 8 && now_s() - t0 < 5; )
+		sleep_ms(10);
+	ck_assert_int_eq(slots_held(&seg, id), 8);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert_msg(log_has("slots of peer", 5000), "%s", hub_log_tail(&hub));
-	map_segment(&seg);
-	for (uint32_t s = 0; s < seg.var.c[0].spe; s++) {
-		struct hp_var_slot *m = &seg.var.c[0].meta[0][s];
-
-		held += m->owner == (uint32_t)id && (m->gen_state >> 32) != HP_VAR_FREE;
-	}
+	ck_assert_int_eq(slots_held(&seg, id), 0);
 	hp_segment_close(&seg);
-	ck_assert_int_eq(held, 0);
 	expect_pool_valid();
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
