@@ -280,6 +280,9 @@ r=$($CTL call pyb.rtt pc.echo "$N_PY" 8); must p99_ns= "$r"
 PY_OUT=$(val median_ns "$r"); PY_OUT99=$(val p99_ns "$r")
 r=$($CTL call pyb.source $((STREAM32 / 4))); must mb_per_s= "$r"
 PY_SRC=$(val mb_per_s "$r")
+# what a Python plugin would do without hub: two Python processes, a socketpair
+r=$(python3 "$(dirname "$0")/pysock.py" "$N_PY"); must p99_ns= "$r"
+PY_SOCK=$(val median_ns "$r"); PY_SOCK99=$(val p99_ns "$r")
 
 # the table: figure, value, unit, compared with, ratio, goal
 {
@@ -339,6 +342,7 @@ echo "| the same, memory per call in flight | $FLOOD2_MEM | bytes | VmHWM after 
 echo "| a C guest calls a Python guest (routed), 8 B, median / p99 | $PY_IN / $PY_IN99 | ns | C guest to C guest $G2G ns | $(ratio "$PY_IN" "$G2G")x | |"
 echo "| a Python guest calls hub.ping, 8 B, median / p99 | $PY_HOST / $PY_HOST99 | ns | from a C guest $MED ns | $(ratio "$PY_HOST" "$MED")x | |"
 echo "| a Python guest calls a C guest, 8 B, median / p99 | $PY_OUT / $PY_OUT99 | ns | C guest to C guest $G2G ns | $(ratio "$PY_OUT" "$G2G")x | |"
+echo "| an 8 B round trip between two Python processes over a UNIX socketpair (no hub), median / p99 | $PY_SOCK / $PY_SOCK99 | ns | a C guest calls a Python guest $PY_IN ns | $(ratio "$PY_SOCK" "$PY_IN")x slower | |"
 echo "| a Python guest reads hub.source as an iterator | $PY_SRC | MB/s | | | |"
 } > "$OUT/bench.md"
 [ -n "$PEER_ERR" ] && echo "peers that did not run: $PEER_ERR" >> "$OUT/bench.md"
