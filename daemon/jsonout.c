@@ -16,10 +16,11 @@ json_fixed(uint64_t v, unsigned decimals)
 		decimals = 9;
 	for (unsigned i = 0; i < decimals; i++)
 		scale *= 10;
-	n = (size_t)snprintf(text, sizeof(text), "%" PRIu64 ".%0*" PRIu64, v / scale,
-			     (int)decimals, v % scale);
 	if (decimals == 0)
 		n = (size_t)snprintf(text, sizeof(text), "%" PRIu64 ".0", v);
+	else
+		n = (size_t)snprintf(text, sizeof(text), "%" PRIu64 ".%0*" PRIu64, v / scale,
+				     (int)decimals, v % scale);
 	/* trailing zeros say nothing: one stays, so that it reads as a fraction */
 	while (n > 2 && text[n - 1] == '0' && text[n - 2] != '.')
 		text[--n] = '\0';

@@ -187,7 +187,9 @@ END_TEST
 
 /* A guest killed while it holds slots loses them: the sweeper returns
  * them with new generations (r[shm.varslot.freeing]). */
-/* Class 0's slots peer id holds. */
+/* Class 0's slots peer id holds (r[shm.varslot.ownership]): gen_state's
+ * acquire pairs with the acq_rel CAS by which hp_var_alloc (the breaker)
+ * and the sweeper move a slot's state, each after storing its owner. */
 static int
 slots_held(const struct hp_segment *seg, int id)
 {
