@@ -269,7 +269,8 @@ cmd_call(struct client *c, const struct control_req *r)
 {
 	const char *why = "bad request";
 
-	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done };
+	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done,
+				     .caller = CALLER_CLIENT | c->uid };
 	c->calling = 1;		/* one request at a time: the next after on_done */
 	if (route_client_call(c->h, &c->call, r->method, r->args, r->nargs, &why) != 0) {
 		c->calling = 0;
@@ -430,6 +431,16 @@ cmd_stats(struct client *c, const struct control_req *r)
 		add_u64(rel, "open", open);
 		add_u64(rel, "queued_bytes", queued);
 		json_object_object_add(o, "relays", rel);
+	}
+	{
+		/* the data path's own work: loop iterations, ring polling
+		 * rounds and sleeps grow with traffic, never while idle */
+		json_object *loop = json_object_new_object();
+
+		add_u64(loop, "iterations", ev_iteration(h->loop));
+		add_u64(loop, "polls", h->polls);
+		add_u64(loop, "sleeps", h->sleeps);
+		json_object_object_add(o, "loop", loop);
 	}
 	if (h->seg.var.nclasses > 0) {
 		struct hp_var_class_stats cs;

@@ -193,6 +193,21 @@ exec_path(struct parser *p, struct guest_conf *g)
 	return 0;
 }
 
+/* 0 (unset) is a quarter of the ids, worked out where it is used
+ * (streams_caller_full): what the hub runs with, a reload's max_channels
+ * being kept. */
+static void
+channels_per_caller(struct parser *p, int line)
+{
+	struct hub_conf *c = p->c;
+	uint32_t ids = (c->params.max_channels - 1) / 2;
+
+	if (c->channels_per_caller > ids && c->params.max_channels >= 2)
+		config_perr(p, line, "channels_per_caller is %u, but hubd opens at most %u "
+			    "channels in a guest's table (max_channels %u)",
+			    c->channels_per_caller, ids, c->params.max_channels);
+}
+
 static void
 finish(struct parser *p)
 {
@@ -211,6 +226,7 @@ finish(struct parser *p)
 	if (c->nguests > c->params.max_guests)
 		config_perr(p, line, "%u guests but max_guests is %u", c->nguests,
 			    c->params.max_guests);
+	channels_per_caller(p, line);
 	for (uint32_t i = 0; i < c->nguests; i++) {
 		struct guest_conf *g = &c->guests[i];
 

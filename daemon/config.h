@@ -48,6 +48,8 @@ struct hub_conf {
 	uint64_t		goodbye_grace_ns;	/* a Goodbye's time to be read before SIGKILL */
 	uint64_t		client_timeout_ns;	/* a control client silent or not reading */
 	uint32_t		calls_in_flight;	/* a guest's calls to guests routed at once */
+	uint32_t		channels_per_caller;	/* streams hubd opens in a guest's table
+							 * for one caller at once */
 	uint64_t		pool_sweep_ns;		/* [pool] sweep_interval: the sweeper's period */
 	uint64_t		pool_stuck_ns;		/* [pool] stuck_after: a slot held this long is reported (0: never) */
 	struct guest_conf	*guests;

@@ -369,6 +369,8 @@ static const struct key hub_keys[] = {
 	{ "goodbye_grace", key_duration, HUB(goodbye_grace_ns) },
 	{ "client_timeout", key_duration, HUB(client_timeout_ns) },
 	{ "calls_in_flight", key_number, HUB(calls_in_flight), .min = 1, .max = 1000000 },
+	{ "channels_per_caller", key_number, HUB(channels_per_caller), .min = 1,
+	  .max = HP_CHANNELS_MAX },
 };
 
 static const struct key pool_keys[] = {

@@ -131,6 +131,23 @@ flush_backlog(struct hub *h, struct peer *p)
 	}
 }
 
+/* Whether p's backlog can move now: room in its ring and, for a head that
+ * still needs a slot, a free one. A backlog that cannot is no work: hubd
+ * sleeps on HP_WAIT_RING_SPACE and HP_WAIT_SLOT, which p rings as it
+ * consumes (a variable slot's starvation has its timer, pool.c). Polling a
+ * ring that a guest does not read kept hubd at 100% of a CPU. */
+static int
+backlog_ready(struct peer *p)
+{
+	const struct qmsg *q = p->bl_head;
+
+	if (q == NULL || p->bl_starved)
+		return 0;
+	if (q->var_slot != HP_SLOT_INLINE || q->len <= HP_INLINE_MAX)
+		return hp_endpoint_tx_room(&p->ep) > 0;
+	return hp_endpoint_tx_ready(&p->ep) > 0;
+}
+
 int
 host_backlogged(const struct peer *p)
 {
@@ -308,6 +325,7 @@ host_poll(struct hub *h)
 	uint32_t n = h->conf.params.max_guests;
 	int work = 0;
 
+	h->polls++;
 	/* start one further each round: nobody is always served first */
 	h->poll_start = (h->poll_start + 1) % n;
 	for (uint32_t k = 0; k < n; k++) {
@@ -334,12 +352,13 @@ host_sleep_prepare(struct hub *h)
 		/* only what we wait for: a guest rings for each bit we set
 		 * (a wake for nothing cost a call from idle 15-40 us: the
 		 * guest rang as it consumed the answer, then yielded to us) */
+		int streams = p->sources > 0 || p->relays > 0;
+
 		hp_endpoint_announce(&p->ep, HP_WAIT_RING_DATA |
-				     (p->bl_head != NULL || p->ep.staged > 0 ?
+				     (p->bl_head != NULL || p->ep.staged > 0 || streams ?
 				      HP_WAIT_RING_SPACE | HP_WAIT_SLOT : 0) |
-				     (p->sources > 0 || p->relays > 0 ? HP_WAIT_CREDIT : 0));
-		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) ||
-		    (p->bl_head != NULL && !p->bl_starved) ||
+				     (streams ? HP_WAIT_CREDIT : 0));
+		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) || backlog_ready(p) ||
 		    services_source_ready(h, p) ||
 		    (p->relays > 0 && relay_ready(h, p)))
 			work = 1;

@@ -88,6 +88,7 @@ prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	if (ev_is_active(&h->idle_w))
 		return;
 	h->announced = 1;
+	h->sleeps++;
 	hp_awake_host(&h->seg, 0);
 	if (host_sleep_prepare(h))
 		ev_idle_start(loop, &h->idle_w);

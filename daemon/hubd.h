@@ -94,6 +94,8 @@ struct hchan {
 	uint32_t	unreported;	/* consumed, not yet granted back */
 	uint32_t	held;		/* a client stream: items its client has not taken */
 	uint8_t		stale;		/* a client stream we ended: STALE_* */
+	uint8_t		stopped;	/* its reader went: Reset sent, no more credit */
+	uint64_t	caller;		/* whom hubd opened it for: CALLER_* */
 	uint64_t	checksum;	/* hub.sink, hub.source: the stream hash (services.h) */
 	uint64_t	bytes;
 	uint64_t	to_send;	/* hub.source: bytes still to send */
@@ -198,6 +200,8 @@ struct hub {
 	int			announced;	/* sleep announced to the guests */
 	uint32_t		ncpus;		/* CPUs hubd may run on */
 	uint32_t		poll_start;	/* host_poll's first peer this round */
+	uint64_t		polls;		/* host_poll rounds: what a spin costs */
+	uint64_t		sleeps;		/* times the loop announced sleep */
 	char			*lock_path;
 	int			lock_held;	/* the lock is ours: unlink at exit */
 	int			seg_created;	/* the segment is ours: unlink at exit */
@@ -357,10 +361,16 @@ int		route_call_guest(struct hub *h, struct peer *q, uint64_t method_id,
 				 const struct origin *o, uint32_t *idp);
 
 /* streams.c: the channels the host receives on */
+/* Whom hubd opens a channel in a guest's table for (hchan.caller): a
+ * calling guest, by its peer id, or control clients, one caller per user. */
+#define CALLER_CLIENT	(1ull << 32)	/* | the client's uid */
+/* Whether caller holds channels_per_caller of p's channels already:
+ * one caller may not take every id that others' streams need. */
+int		streams_caller_full(struct hub *h, struct peer *p, uint64_t caller);
 /* Opens a channel of p for a client call's chan<T> argument: its id, or
  * -errno. */
 int64_t		streams_open_client(struct hub *h, struct peer *p,
-				    const struct origin *o, uint8_t item_type);
+				    const struct origin *o, uint8_t item_type, uint64_t caller);
 void		streams_unopen(struct peer *p, uint32_t id);
 void		streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m);
 /* Data of len bytes on c from p: checked against what we granted (p's
@@ -423,6 +433,7 @@ struct ext_call {
 	uint32_t	req_id;
 	uint32_t	chan;
 	uint8_t		ret_type;
+	uint64_t	caller;		/* CALLER_CLIENT | uid (commands.c) */
 	char		why[320];	/* room for a refusal's text, signature and all */
 };
 struct ctl_arg;

@@ -13,10 +13,10 @@
  * slow receiver slows the sender.
  *
  * Ends: B's Close or Reset on b goes to A on a after the queued items;
- * A's Close or Reset on a ("stop") empties the queue, is answered with a
- * Reset on a (nothing more follows), and B is told with a Reset on b,
- * whose items hubd then drops, granting them back at once, until B ends
- * b or answers. B's Response reaches A only after the queue and the end
+ * A's Close or Reset on a ("stop"), or A's death, empties the queue, is
+ * answered with a Reset on a (nothing more follows), and B is told with a
+ * Reset on b and granted nothing more: what it sent meanwhile is dropped
+ * until B ends b or answers. B's Response reaches A only after the queue and the end
  * of a: an answer that comes while b is open ends b (freed, as
  * streams_over does) and a (Close, after the queue). */
 #include <errno.h>
@@ -95,19 +95,6 @@ grant_b(struct hub *h, struct relay *r, uint32_t n)
 	hp_endpoint_notify_credit(&b->ep, &b->view.chans[r->b_chan].granted_total);
 }
 
-/* Everything B sent and was not granted back: B is being drained. */
-static void
-grant_b_all(struct hub *h, struct relay *r)
-{
-	struct hchan *c;
-	struct peer *b = end_peer(h, r->b_peer, r->b_epoch);
-
-	if (b == NULL || !r->b_live)
-		return;
-	c = &b->chans[r->b_chan];
-	grant_b(h, r, c->received - (c->granted - h->seg.params.initial_credit));
-}
-
 /* b's entry freed: hubd receives on it (r[shm.flow.channel-id-reuse]).
  * stale: what late messages from B on it mean (streams.c), STALE_NO when
  * B ended it itself. */
@@ -125,7 +112,9 @@ free_b(struct hub *h, struct relay *r, uint8_t stale)
 	hp_chan_free(&b->view.chans[r->b_chan]);
 }
 
-/* B stops: told once with a Reset on b, then drained. */
+/* B stops: told once with a Reset on b (r[shm.flow.reset]) and granted
+ * nothing more, so that it stops within its window even if it never looks
+ * at its ring; what it sent meanwhile is dropped. */
 static void
 stop_b(struct hub *h, struct relay *r)
 {
@@ -134,10 +123,8 @@ stop_b(struct hub *h, struct relay *r)
 	if (!r->b_live || r->b_drain)
 		return;
 	r->b_drain = 1;
-	if (b == NULL)
-		return;
-	host_send(h, b, HP_MSG_RESET, r->b_chan, 0, NULL, 0);
-	grant_b_all(h, r);
+	if (b != NULL)
+		host_send(h, b, HP_MSG_RESET, r->b_chan, 0, NULL, 0);
 }
 
 /* a is over: type (Close or Reset) to A unless A is gone, the queue
@@ -311,6 +298,12 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 		return;
 	}
 	/* B's end: as for a client's call (r[shm.flow.channel-activate]) */
+	if (streams_caller_full(h, q, p->id)) {
+		snprintf(why, sizeof(why), "no channel available in guest %s: this caller "
+			 "holds channels_per_caller of its streams already", q->conf->name);
+		refuse(h, o, why);
+		return;
+	}
 	if ((b = hp_chan_open(q->view.chans, prm->max_channels, HP_SIDE_HOST,
 			      prm->initial_credit, &q->chan_cursor)) < 0) {
 		snprintf(why, sizeof(why), "no channel available in guest %s", q->conf->name);
@@ -360,7 +353,7 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 	free(buf);
 	r->b_req = req_id;
 	q->chans[b] = (struct hchan){ .open = 1, .granted = prm->initial_credit,
-				      .o = qo, .relay = r };
+				      .o = qo, .relay = r, .caller = p->id };
 	q->chans[b].o.req_id = req_id;
 	p->chans[a] = (struct hchan){ .open = 1, .o = *o, .relay = r };
 	p->relays++;
@@ -389,14 +382,11 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	}
 	if (streams_take(h, p, c, m->len) != 0)
 		return;
-	if (!r->a_live || r->b_drain) {
-		grant_b(h, r, m->len);		/* nobody takes it: dropped */
-		return;
-	}
+	if (!r->a_live || r->b_drain)
+		return;		/* nobody takes it: dropped, no credit back */
 	a = end_peer(h, r->a_peer, r->a_epoch);
 	if (a != NULL && m->len > a->ep.lim.max_payload_size) {
 		broken(h, r, "an item is larger than the receiver takes");
-		grant_b(h, r, m->len);
 		return;
 	}
 	/* straight on when nothing waits before it and A has credit: a
@@ -413,7 +403,6 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	}
 	if ((it = malloc(sizeof(*it) + m->len)) == NULL) {
 		broken(h, r, "out of memory");
-		grant_b(h, r, m->len);
 		return;
 	}
 	it->next = NULL;
@@ -515,8 +504,9 @@ relay_ready(struct hub *h, struct peer *p)
 		/* a grant of A's to pass on to B (acquire: pairs with A's
 		 * release add in hp_chan_grant) */
 		if (r->b_live && !r->b_drain &&
-		    hp_load_acquire_u32(&p->view.chans[r->a_chan].granted_total) != r->a_seen)
-			return 1;
+		    (int32_t)(hp_load_acquire_u32(&p->view.chans[r->a_chan].granted_total) -
+			      r->a_seen) > 0)
+			return 1;	/* not != : a total A moved back is no work */
 		if (r->head == NULL) {
 			if (r->a_end != 0)
 				return 1;

@@ -277,7 +277,12 @@ route_detach(struct hub *h, struct peer *p)
 	struct pending *e;
 	uint32_t pos = 0;
 
-	snprintf(why, sizeof(why), "guest %s died", p->conf->name);
+	/* stopped with the hub: not a death of the guest's own */
+	if (h->stopping)
+		snprintf(why, sizeof(why), "the hub is stopping (guest %s stopped with it)",
+			 p->conf->name);
+	else
+		snprintf(why, sizeof(why), "guest %s died", p->conf->name);
 	/* calls to p: their callers get an error */
 	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {
 		struct origin o = e->o;
@@ -385,10 +390,12 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		}
 		/* a chan<T>: we receive it, the client sees the items */
 		int64_t id = p == NULL || c->chan != 0 ? -EINVAL :
-		    streams_open_client(h, p, &o, m->sig.chan_item[i]);
+		    streams_open_client(h, p, &o, m->sig.chan_item[i], c->caller);
 
 		if (id < 0) {
-			*why = "no channel available";
+			*why = id == -EUSERS ? "no channel available: this user's calls hold "
+			    "channels_per_caller streams of the guest already" :
+			    "no channel available";
 			rc = -EAGAIN;
 			goto out;
 		}
@@ -430,10 +437,8 @@ route_client_consumed(struct hub *h, struct ext_call *x, uint32_t bytes)
 
 /* The client went away (closed, or dropped for not reading): its answer
  * has nobody to go to, the guest is told with Cancel (advisory), and its
- * stream is drained: items dropped, credit granted back at once, so that
- * a guest in the middle of sending finishes and ends the stream itself,
- * or answers (streams_over). The entry stays Active until then: its
- * credit word stays valid for a sender that has not seen the Cancel. */
+ * stream is stopped (streams_abandon: a Reset, no more credit) until the
+ * guest ends it or answers (streams_over). */
 void
 route_client_abandon(struct hub *h, struct ext_call *x)
 {

@@ -307,6 +307,9 @@ services_source_pump(struct hub *h, struct peer *p)
 int
 services_source_ready(struct hub *h, struct peer *p)
 {
+	/* a full ring is no work: its consumer rings HP_WAIT_RING_SPACE */
+	if (p->sources == 0 || hp_endpoint_tx_ready(&p->ep) <= 0)
+		return 0;
 	for (uint32_t id = 1; id < h->seg.params.max_channels && p->sources > 0; id++)
 		if (p->chans[id].open && p->chans[id].sending &&
 		    (p->chans[id].to_send == 0 || source_next(h, p, id) != 0))

@@ -3,6 +3,7 @@
  * the host hashes. Credit goes back to the guest as items are consumed
  * (r[shm.flow.ordering.receiver]), for a client only as the client takes
  * them. hub.source's sending side is in services.c. */
+#include <errno.h>
 #include <string.h>
 
 #include "proto/xxh.h"
@@ -27,17 +28,37 @@ grant(struct hub *h, struct peer *p, uint32_t id, int all)
 	hp_endpoint_notify_credit(&p->ep, &p->view.chans[id].granted_total);
 }
 
+int
+streams_caller_full(struct hub *h, struct peer *p, uint64_t caller)
+{
+	uint32_t max = h->conf.channels_per_caller, n = 0;
+
+	if (max == 0) {		/* a quarter of the ids hubd opens */
+		max = (h->seg.params.max_channels - 1) / 2 / 4;
+		max = max > 0 ? max : 1;
+	}
+	/* held from open until its end or the call's answer: one it told
+	 * to stop still counts (r[shm.flow.channel-id-reuse]) */
+	for (uint32_t id = 2; id < h->seg.params.max_channels; id += 2)
+		n += p->chans[id].open && p->chans[id].caller == caller;
+	return n >= max;
+}
+
 int64_t
 streams_open_client(struct hub *h, struct peer *p, const struct origin *o,
-		    uint8_t item_type)
+		    uint8_t item_type, uint64_t caller)
 {
-	int64_t id = hp_chan_open(p->view.chans, h->seg.params.max_channels, HP_SIDE_HOST,
-				  h->seg.params.initial_credit, &p->chan_cursor);
+	int64_t id;
 
+	if (streams_caller_full(h, p, caller))
+		return -EUSERS;
+	id = hp_chan_open(p->view.chans, h->seg.params.max_channels, HP_SIDE_HOST,
+			  h->seg.params.initial_credit, &p->chan_cursor);
 	if (id < 0)
 		return id;
 	p->chans[id] = (struct hchan){ .open = 1, .item_type = item_type,
-				       .granted = h->seg.params.initial_credit, .o = *o };
+				       .granted = h->seg.params.initial_credit, .o = *o,
+				       .caller = caller };
 	p->chans[id].o.chan = (uint32_t)id;
 	return id;
 }
@@ -66,7 +87,9 @@ streams_over(struct hub *h, struct peer *p, uint32_t req_id, uint32_t chan)
 		c->o.ext->chan = 0;
 	c->open = 0;
 	c->held = c->unreported = 0;
-	c->stale = STALE_ENDED;
+	/* told to stop once already: a second Reset would name an id the
+	 * guest let go of */
+	c->stale = c->stopped ? STALE_RESET : STALE_ENDED;
 	hp_chan_free(&p->view.chans[chan]);
 }
 
@@ -120,14 +143,14 @@ streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		c->o.ext->on_item(c->o.ext, c->item_type, m->payload, m->len);
 		return;
 	}
-	if (c->o.kind == ORIGIN_SINK)
-		c->checksum = XXH3_64bits_withSeed(m->payload, m->len, c->checksum);
-	/* hub.sink's consumed now; a stream whose client is gone drains
-	 * until the guest ends it. All of it once nothing more is queued:
+	if (c->stopped)
+		return;		/* sent before it saw our Reset: dropped */
+	c->checksum = XXH3_64bits_withSeed(m->payload, m->len, c->checksum);
+	/* hub.sink's consumed now. All of it once nothing more is queued:
 	 * a sender may be waiting for the last few bytes of the window,
 	 * less than the quarter we otherwise wait for. */
 	c->unreported += m->len;
-	grant(h, p, id, c->o.kind == ORIGIN_NONE || hp_endpoint_rx_ready(&p->ep) == 0);
+	grant(h, p, id, hp_endpoint_rx_ready(&p->ep) == 0);
 }
 
 void
@@ -208,12 +231,16 @@ streams_abandon(struct hub *h, struct peer *p, struct ext_call *x)
 
 		if (!c->open || c->sending || c->o.kind != ORIGIN_CLIENT || c->o.ext != x)
 			continue;
+		/* Nobody reads it any more: the sender is told to stop, as a
+		 * receiver does (r[shm.flow.reset]), and granted nothing more,
+		 * so that it stops within a window even if it never looks at
+		 * its ring. What it sent meanwhile is dropped (within credit).
+		 * The entry stays Active until its end or the call's answer. */
 		c->o.kind = ORIGIN_NONE;
 		c->o.ext = NULL;
-		c->unreported += c->held;
-		c->held = 0;
-		if (p->state == PEER_UP)
-			grant(h, p, id, 1);
+		c->held = c->unreported = 0;
+		c->stopped = 1;
+		host_send(h, p, HP_MSG_RESET, id, 0, NULL, 0);
 	}
 	x->chan = 0;
 }

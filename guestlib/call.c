@@ -391,6 +391,53 @@ note_channels(struct guest *g, const struct hp_sig *sig, const uint8_t *args,
 	}
 }
 
+/* Its handler later, in the order requests came (lg_run_later): the call
+ * is registered now, so that its Cancel finds it, its channels noted. */
+static int
+later(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
+      const uint8_t *args, size_t len)
+{
+	struct lg_later *l = malloc(sizeof(*l) + len);
+
+	if (l == NULL)
+		return -ENOMEM;
+	*l = (struct lg_later){ .call = c, .fn = fn, .ctx = ctx, .len = len };
+	if (len > 0)
+		memcpy(l->args, args, len);
+	*g->later_tail = l;
+	g->later_tail = &l->next;
+	g->nlater++;
+	return 0;
+}
+
+int
+lg_run_later(struct guest *g)
+{
+	struct lg_later *l = g->later;
+
+	if (l == NULL)
+		return 0;
+	if ((g->later = l->next) == NULL)
+		g->later_tail = &g->later;
+	g->nlater--;
+	l->fn(l->call, l->args, l->len, l->ctx);
+	free(l);
+	return 1;
+}
+
+void
+lg_later_free(struct guest *g)
+{
+	struct lg_later *l;
+
+	while ((l = g->later) != NULL) {
+		g->later = l->next;
+		free(l);	/* its call is freed with the active ones */
+	}
+	g->later_tail = &g->later;
+	g->nlater = 0;
+}
+
 int
 lg_on_request(struct guest *g, struct hp_msg_in *m)
 {
@@ -420,6 +467,9 @@ lg_on_request(struct guest *g, struct hp_msg_in *m)
 		if (g->mt != NULL)	/* on a microthread of its own */
 			return lg_mt_dispatch(g, c, g->methods[i].fn,
 					      g->methods[i].ctx, req.args, req.args_len);
+		if (g->deferring || g->later != NULL)	/* after those before it */
+			return later(g, c, g->methods[i].fn, g->methods[i].ctx,
+				     req.args, req.args_len);
 		g->methods[i].fn(c, req.args, req.args_len, g->methods[i].ctx);
 		return 0;
 	}

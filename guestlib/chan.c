@@ -38,14 +38,63 @@ credit_ready(void *arg)
 
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
 		return -ESHUTDOWN;
+	/* the receiver stopped it meanwhile (lg_on_chan_end); r[shm.flow.reset]:
+	 * its credit word is no longer ours to read */
+	if (g->tx[id].ended)
+		return -ENOTCONN;
 	credit = hp_chan_credit(chan_entry(g, id), g->tx[id].sent_total);
 	if (credit < 0)
 		return -EPROTO;
 	return (uint64_t)credit >= len;
 }
 
-/* One item: credit first (r[shm.flow.zero-credit]: wait for the receiver's
- * grant), then the message, staged when more follow. */
+/* Credit, or something to serve. */
+static int
+credit_or_rx_ready(void *arg)
+{
+	struct credit_wait *w = arg;
+	int rc = credit_ready(w);
+
+	return rc != 0 ? rc : hp_endpoint_rx_ready(&w->g->ep);
+}
+
+/* Waits for credit (r[shm.flow.zero-credit]). On a microthread that one
+ * suspends, the runtime serving meanwhile. Otherwise the guest serves what
+ * arrives while it waits, as guest_call does: other callers' handlers, a
+ * Cancel, the receiver's Reset (which ends the wait), so that a stream
+ * nobody reads any more holds up neither the guest nor its sender. 1 with
+ * credit, 0 when t ran out, or -errno. */
+static int
+credit_wait(struct guest *g, struct credit_wait *w, struct timeout *t)
+{
+	int rc, did;
+
+	g->stats.credit_waits++;
+	g->ep.credit_word = &chan_entry(g, w->chan)->granted_total;
+	/* what we staged must reach the receiver for it to grant */
+	if (hp_endpoint_flush(&g->ep) == -EPROTO)
+		return -EPROTO;
+	if (lg_on_mt(g))
+		return lg_wait_beating(g, HP_WAIT_CREDIT, credit_ready, w, t);
+	for (;;) {
+		/* ends first (our own Reset among them): a wait that is over
+		 * runs no handler; one that goes on runs those that came */
+		if ((rc = lg_serve_ends(g)) != 0 || (rc = credit_ready(w)) != 0)
+			return rc;
+		if (g->later != NULL) {
+			if ((rc = lg_serve(g, &did)) != 0 || (rc = credit_ready(w)) != 0)
+				return rc;
+			continue;
+		}
+		g->ep.credit_word = &chan_entry(g, w->chan)->granted_total;
+		rc = lg_wait_beating(g, HP_WAIT_CREDIT | HP_WAIT_RING_DATA,
+				     credit_or_rx_ready, w, t);
+		if (rc <= 0 || (rc = credit_ready(w)) != 0)
+			return rc;
+	}
+}
+
+/* One item: credit first, then the message, staged when more follow. */
 static int
 chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
 	      struct timeout *t, int flags)
@@ -55,16 +104,8 @@ chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
 
 	if (len > g->seg.params.initial_credit)
 		return -EMSGSIZE;	/* could never fit in the window */
-	if ((rc = credit_ready(&w)) == 0) {
-		g->stats.credit_waits++;
-		/* what we staged must reach the receiver for it to grant */
-		if (hp_endpoint_flush(&g->ep) == -EPROTO)
-			return -EPROTO;
-		g->ep.credit_word = &chan_entry(g, chan)->granted_total;
-		rc = lg_wait_beating(g, HP_WAIT_CREDIT, credit_ready, &w, t);
-		if (rc == 0)
-			return -ETIMEDOUT;
-	}
+	if ((rc = credit_ready(&w)) == 0 && (rc = credit_wait(g, &w, t)) == 0)
+		return -ETIMEDOUT;
 	if (rc < 0) {
 		if (rc == -EPIPE || rc == -ESHUTDOWN)
 			g->dead = rc;
@@ -73,6 +114,19 @@ chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
 	if ((rc = lg_send_msg(g, HP_MSG_DATA, chan, 0, item, len, NULL, 0, flags, t)) != 0)
 		return rc;
 	g->tx[chan].sent_total += (uint32_t)len;
+	return 0;
+}
+
+/* Not a wait: no handler runs here (a request that came waits for the
+ * loop, or for a wait: streams would nest, each new one holding up the
+ * ends of those below it). */
+static int
+serve_while_sending(struct guest *g)
+{
+	if (!lg_on_mt(g))
+		return lg_serve_ends(g);
+	if (!g->mt->locking)	/* with more processors, an idle one serves */
+		guest_mt_yield();
 	return 0;
 }
 
@@ -87,6 +141,12 @@ chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 	 * or that we opened (odd); either way the entry must be Active. */
 	if (chan == 0 || chan >= g->seg.params.max_channels || n < 0)
 		return -EINVAL;
+	/* A look at what came (the head word, a cached line while nothing
+	 * does): a sender whose credit never runs out still sees a Cancel
+	 * or the receiver's Reset. On a microthread the runtime serves it
+	 * once we let it. */
+	if (hp_endpoint_rx_ready(&g->ep) > 0 && (rc = serve_while_sending(g)) != 0)
+		return rc;
 	if (!g->tx[chan].open) {
 		if (!chan_given(g, chan))
 			return -ENOTCONN;
@@ -283,5 +343,6 @@ lg_on_chan_end(struct guest *g, struct hp_msg_in *m)
 		g->tx[id].ended = 1;
 		return 0;
 	}
-	return -EPROTO;
+	/* the receiver's stop crossing our own end: both let go */
+	return g->tx[id].ended ? 0 : -EPROTO;
 }

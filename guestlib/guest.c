@@ -17,6 +17,7 @@
 #define ATTACH_RETRY_MS	1000	/* a segment still being created */
 #define BATCH		64	/* messages served before flushing */
 #define TICK_MAX	64	/* messages per clock read at most (heartbeat) */
+#define LATER_MAX	64	/* requests kept to run later; more wait in the ring */
 #define UNDECODABLE	"(undecodable goodbye)"
 #define SPEC_POLL_MS	20	/* guest_fd users under a host without waiter words */
 
@@ -154,6 +155,7 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	}
 	g->seg.fd = -1;
 	g->out = (struct hp_idtab)HP_IDTAB_INIT(struct out_call);
+	g->later_tail = &g->later;
 	g->doorbell = t.doorbell_fd;
 	g->peer_id = t.peer_id;
 	/* 2-3: map and validate; a hub still creating it has no magic yet */
@@ -342,13 +344,17 @@ dispatch(struct guest *g, struct hp_msg_in *m)
 	}
 }
 
-/* Serves what is there now, up to BATCH messages. *did: whether any. */
-int
-lg_serve(struct guest *g, int *did)
+/* Serves what is there now, up to BATCH messages: the handlers that wait
+ * first, then the ring. With requests 0 no handler runs: a Request waits
+ * (struct lg_later, LATER_MAX of them, then in the ring). *did: whether
+ * anything was served. */
+static int
+serve(struct guest *g, int *did, int requests)
 {
 	struct hp_msg_in m;
 	const char *rule;
-	int rc = 0, n;
+	uint8_t deferring = g->deferring;
+	int rc = 0, n = 0;
 
 	*did = 0;
 	if (g->dead)
@@ -356,7 +362,13 @@ lg_serve(struct guest *g, int *did)
 	/* r[shm.goodbye.host]: detach when the host says goodbye */
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
 		return g->dead = -ESHUTDOWN;
-	for (n = 0; n < BATCH; n++) {
+	g->deferring = !requests;
+	for (; requests && n < BATCH && lg_run_later(g); n++)
+		*did = 1;
+	for (; n < BATCH && !g->dead; n++) {
+		if (!requests && g->nlater >= LATER_MAX &&
+		    hp_endpoint_peek(&g->ep) == HP_MSG_REQUEST)
+			break;
 		if ((rc = hp_endpoint_recv(&g->ep, &m, &rule)) == -EAGAIN) {
 			rc = 0;
 			/* all consumed: no grant held back (chan.c) */
@@ -364,20 +376,41 @@ lg_serve(struct guest *g, int *did)
 				lg_grant_owed(g);
 			break;
 		}
-		if (rc != 0)
+		if (rc != 0) {
+			g->deferring = deferring;
 			return g->dead = -EPROTO;
+		}
 		*did = 1;
 		rc = dispatch(g, &m);
 		hp_endpoint_release(&g->ep, &m);
 		/* a busy guest beats here, an idle one in lg_wait_rx */
 		tick(g);
-		if (rc != 0)
+		if (rc != 0) {
+			g->deferring = deferring;
 			return g->dead = rc;
+		}
 	}
+	g->deferring = deferring;
+	if (g->dead)
+		return g->dead;
 	hp_endpoint_notify_consumed(&g->ep);
 	if (hp_endpoint_flush(&g->ep) == -EPROTO)
 		return g->dead = -EPROTO;
 	return 0;
+}
+
+int
+lg_serve(struct guest *g, int *did)
+{
+	return serve(g, did, 1);
+}
+
+int
+lg_serve_ends(struct guest *g)
+{
+	int did;
+
+	return serve(g, &did, 0);
 }
 
 static int
@@ -386,7 +419,8 @@ rx_ready(void *arg)
 	struct guest *g = arg;
 
 	/* the heartbeat is lg_wait_rx's timeout: no clock read per spin */
-	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0 ||
+	    g->later != NULL)
 		return 1;
 	return hp_endpoint_rx_ready(&g->ep);
 }
@@ -506,6 +540,7 @@ guest_detach(struct guest *g)
 		hp_doorbell_signal(g->doorbell);
 	}
 	lg_out_fail_all(g, -EPIPE);
+	lg_later_free(g);
 	while (g->active != NULL) {
 		struct guest_call *c = g->active;
 

@@ -151,8 +151,15 @@ GUEST_API int guest_call(struct guest *g, const char *method, const void *args,
  * given (e.g. as a chan<T> argument) or opened; it blocks while the
  * receiver's credit is used up, or the ring is full, up to timeout_ms for
  * the whole call (-ETIMEDOUT). -ENOTCONN for a channel that is not ours
- * to send on, or was closed or reset. Sends fail with -ECONNABORTED once
- * the hub ended the guest, -EPIPE once the hub is gone. */
+ * to send on, or was closed or reset (by us, or by the receiver: hubd
+ * resets a stream whose reader went away, and grants it no more credit).
+ * Sends fail with -ECONNABORTED once the hub ended the guest, -EPIPE once
+ * the hub is gone. Each send looks at what arrived, and while it waits
+ * for credit the guest goes on serving, as guest_call does: under
+ * guest_run other requests' handlers run inside the send (a stream that
+ * waits for a slow reader holds up nobody else), and a Cancel
+ * (guest_call_cancelled) or the receiver's Reset is seen at once; on a
+ * microthread the send suspends and the runtime serves. */
 GUEST_API int guest_chan_send(struct guest *g, uint32_t chan, const void *item,
 			      size_t len, int timeout_ms);
 /* The same for n items, published together (one head store and at most

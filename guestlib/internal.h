@@ -30,6 +30,17 @@ struct out_call {
 	void		*ctx;
 };
 
+/* A request whose handler runs later (call.c): it came while the guest
+ * looked at its ring from a send, where no handler may run. */
+struct lg_later {
+	struct lg_later	*next;
+	struct guest_call *call;
+	guest_handler	fn;
+	void		*ctx;
+	size_t		len;
+	uint8_t		args[];
+};
+
 struct guest_call {
 	struct guest	*g;
 	uint32_t	req_id;
@@ -70,6 +81,10 @@ struct guest {
 	struct hp_idtab		out;		/* struct out_call by request id */
 	uint32_t		next_req;
 	struct guest_call	*active;
+	struct lg_later		*later;		/* handlers to run, oldest first */
+	struct lg_later		**later_tail;
+	uint32_t		nlater;
+	uint8_t			deferring;	/* lg_serve_ends: requests wait */
 	struct rx_chan		*rx;		/* by channel id */
 	struct tx_chan		*tx;
 	uint32_t		chan_cursor;
@@ -137,10 +152,16 @@ int	lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
 	    const void *head, size_t hlen, const void *body, size_t blen,
 	    int flags, struct timeout *t);
 int	lg_serve(struct guest *g, int *did);
+/* Serves what comes before the next Request: answers, Cancels, channel
+ * traffic; no handler runs. */
+int	lg_serve_ends(struct guest *g);
 int	lg_wait_rx(struct guest *g, struct timeout *t);
 
 /* call.c */
 int	lg_on_request(struct guest *g, struct hp_msg_in *m);
+/* Runs the oldest handler that waits (struct lg_later): 1, or 0 if none. */
+int	lg_run_later(struct guest *g);
+void	lg_later_free(struct guest *g);
 int	lg_on_response(struct guest *g, struct hp_msg_in *m);
 void	lg_on_cancel(struct guest *g, uint32_t id);
 void	lg_out_fail_all(struct guest *g, int status);

@@ -451,24 +451,45 @@ hp_endpoint_notify_consumed(struct hp_endpoint *ep)
 	flush_frees(ep);
 }
 
+/* Descriptors in the inbox, dequeued in a batch when it is empty: 0,
+ * -EAGAIN when the ring is empty too, -EPROTO. */
+static int
+fill_inbox(struct hp_endpoint *ep)
+{
+	int n;
+
+	if (ep->inbox_pos != ep->inbox_len)
+		return 0;
+	flush_frees(ep);
+	/* r[shm.ordering.ring-consume]: copies out, one tail store */
+	n = hp_ring_dequeue_batch(&ep->rx, ep->inbox, HP_STAGE_MAX);
+	if (n < 0)
+		return -EPROTO;
+	if (n == 0)
+		return -EAGAIN;
+	ep->inbox_pos = 0;
+	ep->inbox_len = (uint32_t)n;
+	wake_peer(ep, HP_WAIT_RING_SPACE);
+	return 0;
+}
+
+int
+hp_endpoint_peek(struct hp_endpoint *ep)
+{
+	int rc = fill_inbox(ep);
+
+	/* our copy: what recv will validate, not the peer's shared word */
+	return rc != 0 ? rc : ep->inbox[ep->inbox_pos].msg_type;
+}
+
 int
 hp_endpoint_recv(struct hp_endpoint *ep, struct hp_msg_in *m, const char **rule)
 {
-	int n, rc;
+	int rc;
 
-	if (ep->inbox_pos == ep->inbox_len) {
-		flush_frees(ep);
-		/* r[shm.ordering.ring-consume]: copies out, one tail store */
-		n = hp_ring_dequeue_batch(&ep->rx, ep->inbox, HP_STAGE_MAX);
-		if (n < 0) {
-			*rule = "shm.ring.capacity";
-			return -EPROTO;
-		}
-		if (n == 0)
-			return -EAGAIN;
-		ep->inbox_pos = 0;
-		ep->inbox_len = (uint32_t)n;
-		wake_peer(ep, HP_WAIT_RING_SPACE);
+	if ((rc = fill_inbox(ep)) != 0) {
+		*rule = "shm.ring.capacity";
+		return rc;
 	}
 	m->desc = ep->inbox[ep->inbox_pos++];
 	rc = hp_desc_validate(&m->desc, &ep->lim, &ep->rx_pool, &m->payload,
@@ -681,6 +702,12 @@ hp_endpoint_rx_ready(void *arg)
 		return 1;
 	n = hp_ring_available(&ep->rx);
 	return n < 0 ? n : n > 0;
+}
+
+int
+hp_endpoint_tx_room(void *arg)
+{
+	return tx_room(arg);
 }
 
 int

@@ -132,6 +132,9 @@ struct hp_msg_in {
 /* 0 with *m filled, -EAGAIN when nothing is there, -EPROTO when the peer
  * broke a rule (*rule names it; the pair is then beyond repair). */
 int hp_endpoint_recv(struct hp_endpoint *ep, struct hp_msg_in *m, const char **rule);
+/* The type (HP_MSG_*, not validated yet) of the message recv would return
+ * next, without taking it; -EAGAIN when there is none, -EPROTO. */
+int hp_endpoint_peek(struct hp_endpoint *ep);
 /* Frees the message's slot (batched per bitmap word, r[shm.slot.free]). */
 void hp_endpoint_release(struct hp_endpoint *ep, struct hp_msg_in *m);
 /* Takes a received message's variable slot out of it, so that release
@@ -185,5 +188,7 @@ int hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 /* Conditions for hp_endpoint_wait. */
 int hp_endpoint_rx_ready(void *ep);
 int hp_endpoint_tx_ready(void *ep);
+/* Room in the ring for one more descriptor (no slot looked at). */
+int hp_endpoint_tx_room(void *ep);
 
 #endif

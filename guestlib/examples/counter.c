@@ -30,14 +30,19 @@ count(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		guest_reply_error(c, "counter.count takes a count and a channel");
 		return;
 	}
+	/* guest_chan_send serves what comes meanwhile: a Cancel (the caller
+	 * gave up), or the receiver's Reset (-ENOTCONN: nobody reads) */
 	for (uint64_t i = 1; i <= n && rc == 0 && !guest_call_cancelled(c); i++) {
 		out = 0;
 		guest_pc_put_u64(item, sizeof(item), &out, i);
 		rc = guest_chan_send(g, (uint32_t)chan, item, out, -1);
 	}
-	if (rc != 0) {
-		guest_chan_reset(g, (uint32_t)chan);
-		guest_reply_error(c, "the stream broke");
+	if (rc != 0 || guest_call_cancelled(c)) {
+		guest_chan_reset(g, (uint32_t)chan);	/* -ENOTCONN if it was */
+		if (guest_call_cancelled(c))
+			guest_reply_cancelled(c);
+		else
+			guest_reply_error(c, "the stream broke");
 		return;
 	}
 	guest_chan_close(g, (uint32_t)chan);

@@ -1,0 +1,281 @@
+/* Guests that stop reading: one that calls and never reads its answers,
+ * a stream whose reader stalls or goes away, a caller that opens stream
+ * after stream. hubd sleeps instead of polling a ring nobody drains, a
+ * sender stops once its reader is gone, and one stalled stream holds up
+ * nobody else. CPU is asserted as counts (hubd's loop iterations and ring
+ * polls, a guest's bytes sent), never as timings. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+/* A spinning hubd polls its rings hundreds of thousands of times a
+ * second; a sleeping one only when its timers or a request wake it. */
+#define QUIET_POLLS	2000
+#define QUIET_ITERS	500
+
+static struct hub_proc hub;
+
+static const char COUNTER[] = "[guest counter]\nexec = @/guests/counter\n";
+
+static unsigned long long
+stat_u64(json_object *o, const char *a, const char *b, const char *c)
+{
+	json_object *v = json_get(json_get(o, a), b);
+
+	if (c != NULL)
+		v = json_get(v, c);
+	ck_assert_msg(v != NULL, "stats has no %s.%s.%s", a, b, c ? c : "");
+	return (unsigned long long)json_object_get_uint64(v);
+}
+
+static json_object *
+stats(void)
+{
+	json_object *o = hub_request(&hub, "{\"cmd\":\"stats\"}", NULL);
+
+	ck_assert_msg(o != NULL, "no stats: %s", hub_log_tail(&hub));
+	return o;
+}
+
+/* A counter of guest name's (stats.guests.NAME.KEY). */
+static unsigned long long
+guest_stat(const char *name, const char *key)
+{
+	json_object *o = stats();
+	unsigned long long v = stat_u64(o, "guests", name, key);
+
+	json_object_put(o);
+	return v;
+}
+
+/* hubd's loop for a second while nothing should happen: it sleeps. */
+static void
+assert_hubd_sleeps(const char *while_)
+{
+	json_object *a = stats(), *b;
+	unsigned long long polls, iters;
+
+	sleep_ms(1000);
+	b = stats();
+	polls = stat_u64(b, "loop", "polls", NULL) - stat_u64(a, "loop", "polls", NULL);
+	iters = stat_u64(b, "loop", "iterations", NULL) - stat_u64(a, "loop", "iterations", NULL);
+	json_object_put(a);
+	json_object_put(b);
+	ck_assert_msg(polls < QUIET_POLLS && iters < QUIET_ITERS,
+		      "%s: hubd polled its rings %llu times and ran its loop %llu times "
+		      "in a second", while_, polls, iters);
+}
+
+/* Waits (10 s) until guest name has sent nothing for 300 ms running:
+ * its bytes_in stand still. */
+static void
+wait_sender_still(const char *name, const char *while_)
+{
+	unsigned long long prev = guest_stat(name, "bytes_in"), now = prev;
+
+	for (int i = 0; i < 100; i++) {
+		sleep_ms(300);
+		if ((now = guest_stat(name, "bytes_in")) == prev)
+			return;
+		prev = now;
+	}
+	ck_abort_msg("%s: guest %s still sends (%llu bytes so far)", while_, name, now);
+}
+
+static int
+log_has(const char *text, int timeout_ms)
+{
+	for (int waited = 0;; waited += 20) {
+		char *log = hub_log(&hub);
+		int found = strstr(log, text) != NULL;
+
+		free(log);
+		if (found || waited >= timeout_ms)
+			return found;
+		sleep_ms(20);
+	}
+}
+
+/* counter.count 3 through hubctl: 1, 2, 3 streamed, then 3. */
+static void
+counter_answers(const char *while_)
+{
+	char *out = NULL;
+	int rc = hubctl(&hub, &out, "-t", "10", "call", "counter.count", "3", (char *)NULL);
+
+	ck_assert_msg(rc == 0 && strcmp(out, "1\n2\n3\n3\n") == 0,
+		      "%s: counter.count 3: status %d, '%s'; %s", while_, rc, out,
+		      hub_log_tail(&hub));
+	free(out);
+}
+
+/* Waits (10 s) until hubd relays no stream and counter's channels are
+ * all free: the stream ended at both ends. */
+static void
+wait_streams_over(const char *while_)
+{
+	unsigned long long open = 0;
+	int chans = -1;
+
+	for (int i = 0; i < 500; i++) {
+		json_object *o = stats();
+
+		open = stat_u64(o, "relays", "open", NULL);
+		json_object_put(o);
+		chans = hub_peer_int(&hub, "counter", "channels_open");
+		if (open == 0 && chans == 0)
+			return;
+		sleep_ms(20);
+	}
+	ck_abort_msg("%s: %llu relays open, counter has %d channels open; %s", while_, open,
+		     chans, hub_log_tail(&hub));
+}
+
+/* r[shm.ring.full] r[shm.wakeup.producer-wait]: a guest makes 300 calls
+ * and reads none of the answers: 255 fill its ring, the rest wait in
+ * hubd's backlog, far below the limit that ends a guest. hubd sleeps on
+ * "room in that ring" instead of polling it; once the guest reads again
+ * every answer arrives. */
+START_TEST(test_unread_answers_hubd_sleeps)
+{
+	char guests[512];
+	int pid;
+
+	snprintf(guests, sizeof(guests),
+		 "[guest echo]\nexec = @/guests/echo\n"
+		 "[guest hoarder]\nexec = @/tests/guests/hoarder\n"
+		 "args = --act=noread --count=300 --size=100\n");
+	hub_start_up(&hub, NULL, guests, "echo,hoarder");
+	for (int i = 0; i < 500 && guest_stat("hoarder", "calls_in") < 300; i++)
+		sleep_ms(20);
+	ck_assert_uint_eq(guest_stat("hoarder", "calls_in"), 300);
+	/* its ring full of answers (ring_size 256: 255 in it) */
+	for (int i = 0; i < 500 && hub_peer_int(&hub, "hoarder", "h2g_depth") < 255; i++)
+		sleep_ms(20);
+	ck_assert_int_eq(hub_peer_int(&hub, "hoarder", "h2g_depth"), 255);
+	sleep_ms(200);		/* the last answers into the backlog */
+	assert_hubd_sleeps("answers waiting for a guest that does not read");
+	ck_assert_str_eq(hub_peer_state(&hub, "hoarder"), "up");
+	/* the others are served meanwhile */
+	{
+		char *out = NULL;
+
+		ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "hi", (char *)NULL), 0);
+		ck_assert_str_eq(out, "hi\n");
+		free(out);
+	}
+	/* it reads again: the backlog moves as its ring drains (its
+	 * consumption rings hubd), nothing lost */
+	pid = hub_peer_int(&hub, "hoarder", "pid");
+	ck_assert_int_gt(pid, 0);
+	kill(pid, SIGUSR1);
+	ck_assert_msg(log_has("hoarder: 300 answers", 10000), "%s", hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A stream relayed from counter to a guest that neither reads nor grants:
+ * counter waits for credit, hubd sleeps, and counter keeps serving its
+ * other callers meanwhile. When the reader dies, counter is told (a
+ * Reset), granted nothing more, and stops. */
+START_TEST(test_relayed_reader_stalls_then_dies)
+{
+	char guests[512];
+
+	snprintf(guests, sizeof(guests), "%s"
+		 "[guest hoarder]\nexec = @/tests/guests/hoarder\n"
+		 "args = --act=relay --count=1\nrestart = never\n", COUNTER);
+	hub_start_up(&hub, NULL, guests, "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count") == 0);
+	ck_assert_msg(log_has("hoarder: 1 calls", 10000), "%s", hub_log_tail(&hub));
+	wait_sender_still("counter", "its reader stalled");
+	ck_assert_uint_gt(guest_stat("counter", "bytes_in"), 0);
+	assert_hubd_sleeps("a relayed stream whose reader stalled");
+	/* one stalled stream holds up nobody else */
+	counter_answers("while a relayed reader stalls");
+	counter_answers("while a relayed reader stalls, again");
+	/* the reader goes */
+	ck_assert_int_eq(kill(hub_peer_int(&hub, "hoarder", "pid"), SIGKILL), 0);
+	wait_streams_over("after the relayed reader died");
+	wait_sender_still("counter", "its reader died");
+	assert_hubd_sleeps("after the relayed reader died");
+	counter_answers("after the relayed reader died");
+	ck_assert_int_eq(hub_peer_int(&hub, "counter", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A control client asks for a stream of 2^64-1 items, reads a few, and
+ * goes: counter is told (Cancel, and a Reset on the stream, no more
+ * credit), ends the call, and serves the next caller. */
+START_TEST(test_client_abandons_endless_stream)
+{
+	char buf[256];
+	int fd;
+
+	hub_start_up(&hub, NULL, COUNTER, "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count") == 0);
+	fd = hub_client(&hub, 10);
+	snprintf(buf, sizeof(buf), "{\"cmd\":\"call\",\"method\":\"counter.count\","
+		 "\"args\":[\"18446744073709551615\"]}\n");
+	ck_assert_int_eq(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
+	ck_assert_int_gt(read(fd, buf, sizeof(buf)), 0);	/* items flow */
+	close(fd);
+	wait_streams_over("after its client went");
+	wait_sender_still("counter", "its client went");
+	assert_hubd_sleeps("after a client abandoned a stream");
+	counter_answers("after a client abandoned a stream");
+	ck_assert_int_eq(hub_peer_int(&hub, "counter", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* One guest opens stream after stream of counter's and reads none: it
+ * gets channels_per_caller of counter's channel ids (a quarter of the 31
+ * hubd opens, by default), not all of them, and others still get theirs. */
+START_TEST(test_one_caller_cannot_take_every_channel)
+{
+	char guests[512];
+	int chans = -1;
+
+	snprintf(guests, sizeof(guests), "%s"
+		 "[guest hoarder]\nexec = @/tests/guests/hoarder\n"
+		 "args = --act=relay --count=31\n", COUNTER);
+	hub_start_up(&hub, NULL, guests, "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count") == 0);
+	ck_assert_msg(log_has("hoarder: 31 calls", 10000), "%s", hub_log_tail(&hub));
+	for (int i = 0; i < 250 && (chans = hub_peer_int(&hub, "counter", "channels_open")) < 7;
+	     i++)
+		sleep_ms(20);
+	wait_sender_still("counter", "its reader stalled");
+	chans = hub_peer_int(&hub, "counter", "channels_open");
+	ck_assert_msg(chans == 7, "counter has %d channels open for one caller, want 7", chans);
+	counter_answers("while one caller holds its share of counter's channels");
+	ck_assert_str_eq(hub_peer_state(&hub, "hoarder"), "up");
+	assert_hubd_sleeps("seven stalled streams");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_stalled(void);
+
+Suite *
+suite_stalled(void)
+{
+	Suite *s = suite_create("stalled");
+	TCase *tc = tcase_create("stalled");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_unread_answers_hubd_sleeps);
+	tcase_add_test(tc, test_relayed_reader_stalls_then_dies);
+	tcase_add_test(tc, test_client_abandons_endless_stream);
+	tcase_add_test(tc, test_one_caller_cannot_take_every_channel);
+	suite_add_tcase(s, tc);
+	return s;
+}
