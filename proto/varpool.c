@@ -867,24 +867,31 @@ lost_slots(struct hp_varpool *vp, uint32_t c, uint64_t now,
 	return n;
 }
 
+static void rebuild(struct hp_varpool *vp, uint32_t c, struct hp_var_back *b);
+
 uint32_t
 hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 	     int (*dead)(void *arg, uint32_t owner), void *arg,
-	     void (*on_stuck)(void *arg, const struct hp_var_held *s), uint32_t *stuck)
+	     void (*on_stuck)(void *arg, const struct hp_var_held *s), uint32_t *stuck,
+	     struct hp_var_back *why, struct hp_var_tally *held_by)
 {
-	uint32_t back = 0, held = 0, lost;
+	struct hp_var_back b;
+	uint32_t back, held = 0, lost;
 
+	memset(&b, 0, sizeof(b));
+	if (held_by != NULL)
+		memset(held_by, 0, ((size_t)vp->max_guests + 1) * sizeof(*held_by));
 	for (uint32_t c = 0; c < vp->nclasses; c++) {
 		struct hp_var_cview *cv = &vp->c[c];
 
 		if (hp_load_relaxed_u32(&vp->cls[c].corrupt))
-			hp_var_rebuild(vp, c);
+			rebuild(vp, c, &b);
 		for (uint32_t idx = 0; idx < cv->mapped * cv->spe; idx++) {
 			struct hp_var_slot *s = &cv->meta[idx / cv->spe][idx % cv->spe];
 			/* acquire: pairs with the release of the state CAS in
 			 * pop, so the owner it stored first is seen */
 			uint64_t gs = hp_load_acquire_u64(&s->gen_state), at;
-			uint32_t owner;
+			uint32_t owner, *reason = NULL;
 
 			if (STATE(gs) == HP_VAR_FREE)
 				continue;
@@ -895,13 +902,24 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 			 * Held by nobody: normal only for the instant a freer
 			 * that lost a race with a rebuild clears the owner
 			 * late; taken back once it has lasted */
-			if (STATE(gs) > HP_VAR_INFLIGHT || GEN(gs) == 0 ||
-			    (owner > vp->max_guests && owner != HP_VAR_NOBODY) ||
-			    (owner == HP_VAR_NOBODY && now > at &&
-			     now - at > (stuck_ns != 0 ? stuck_ns : NOBODY_GRACE_NS)) ||
-			    (owner != HP_VAR_HOST && owner <= vp->max_guests && dead(arg, owner))) {
-				back += (uint32_t)reclaim(vp, c, idx, s, gs);
+			if (STATE(gs) > HP_VAR_INFLIGHT)
+				reason = &b.bad_state;
+			else if (GEN(gs) == 0)
+				reason = &b.gen_zero;
+			else if ((owner > vp->max_guests && owner != HP_VAR_NOBODY) ||
+				 (owner == HP_VAR_NOBODY && now > at &&
+				  now - at > (stuck_ns != 0 ? stuck_ns : NOBODY_GRACE_NS)))
+				reason = &b.no_owner;
+			else if (owner != HP_VAR_HOST && owner <= vp->max_guests &&
+				 dead(arg, owner))
+				reason = &b.dead;
+			if (reason != NULL) {
+				*reason += (uint32_t)reclaim(vp, c, idx, s, gs);
 				continue;
+			}
+			if (held_by != NULL && owner <= vp->max_guests) {
+				held_by[owner].slots++;
+				held_by[owner].bytes += cv->slot_size;
 			}
 			if (stuck_ns != 0 && owner != HP_VAR_HOST && now > at && now - at > stuck_ns) {
 				struct hp_var_held h = { c, idx, owner, GEN(gs), now - at };
@@ -914,19 +932,23 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 		/* r[shm.varslot.ownership]: what a peer that died mid-alloc
 		 * or mid-free left on no list comes back too */
 		if ((lost = lost_slots(vp, c, now, dead, arg)) > 0) {
-			hp_var_rebuild(vp, c);
-			back += lost;
+			rebuild(vp, c, &b);
+			b.lost += lost;
 		}
 	}
+	back = b.dead + b.no_owner + b.bad_state + b.gen_zero + b.lost;
 	if (back > 0)
 		wake_waiters(vp);
 	if (stuck != NULL)
 		*stuck = held;
+	if (why != NULL)
+		*why = b;
 	return back;
 }
 
-void
-hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
+/* hp_var_rebuild, counting what it takes back into *b. */
+static void
+rebuild(struct hp_varpool *vp, uint32_t c, struct hp_var_back *b)
 {
 	struct hp_var_cview *cv = &vp->c[c];
 	struct hp_var_class *k = &vp->cls[c];
@@ -959,6 +981,12 @@ hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
 				continue;
 			hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
 			vp->diag[c].reclaimed++;
+			if (STATE(gs) > HP_VAR_INFLIGHT)
+				b->bad_state++;
+			else if (GEN(gs) == 0)
+				b->gen_zero++;
+			else
+				b->no_owner++;
 		} else if (STATE(gs) != HP_VAR_FREE) {
 			used++;
 			continue;
@@ -973,6 +1001,15 @@ hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
 	if (last != NULL)
 		push(vp, c, first, last);
 	wake_waiters(vp);
+}
+
+void
+hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
+{
+	struct hp_var_back b;
+
+	memset(&b, 0, sizeof(b));
+	rebuild(vp, c, &b);
 }
 
 /* -- validate and figures ------------------------------------------------- */

@@ -150,18 +150,37 @@ void hp_var_sleep_end(struct hp_varpool *vp);
 int hp_var_grow(struct hp_varpool *vp, uint32_t c);
 
 /* Host: the sweeper. Every held slot whose owner dead(arg, owner) says is
- * gone (or is no peer at all) returns to its list with a new generation;
- * classes marked corrupt are rebuilt; held slots older than stuck_ns
- * (0: no check) are counted into *stuck and passed to on_stuck. Returns
- * how many slots came back. */
+ * gone, that is held by no peer, or that is in no state or held as
+ * generation 0 returns to its list with a new generation; classes marked
+ * corrupt or with Free slots on no list for good are rebuilt; held slots
+ * older than stuck_ns (0: no check) are counted into *stuck and passed to
+ * on_stuck.
+ * Returns how many slots came back; *why (NULL: not wanted) says for
+ * what. held_by (NULL: not wanted), an array of max_guests + 1, is
+ * zeroed, then gets for each owner (0 the host, then each peer id) the
+ * slots it holds (Allocated or InFlight) once this sweep's returns are
+ * done, and their bytes (each its class's slot size): a slot held by
+ * nobody yet counts for no one. */
 struct hp_var_held {
 	uint32_t	cls, index, owner, gen;
 	uint64_t	held_ns;
 };
+struct hp_var_back {
+	uint32_t	dead;		/* held by a peer that is gone */
+	uint32_t	no_owner;	/* held by no peer, or by nobody for too long */
+	uint32_t	bad_state;	/* in no state at all */
+	uint32_t	gen_zero;	/* held as generation 0 (never allocated) */
+	uint32_t	lost;		/* Free, and on no list for good */
+};
+struct hp_var_tally {
+	uint32_t	slots;
+	uint64_t	bytes;
+};
 uint32_t hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 		      int (*dead)(void *arg, uint32_t owner), void *arg,
 		      void (*on_stuck)(void *arg, const struct hp_var_held *s),
-		      uint32_t *stuck);
+		      uint32_t *stuck, struct hp_var_back *why,
+		      struct hp_var_tally *held_by);
 /* Host: the free list of class c rebuilt from the slots' metadata. */
 void hp_var_rebuild(struct hp_varpool *vp, uint32_t c);
 
