@@ -67,13 +67,14 @@ log_returned(const struct hp_var_back *b, int with_dead)
 	if (with_dead)
 		add_reason(&r, b->dead, "of guests that are gone");
 	add_reason(&r, b->lost, "free but on no list");
+	add_reason(&r, b->forged, "forged as the host's");
 	add_reason(&r, b->no_owner, "held by no guest");
 	add_reason(&r, b->bad_state, "in no state");
 	add_reason(&r, b->gen_zero, "held as generation 0");
 	if (r.n == 0)
 		return;
 	log_warnx("pool: %u slot%s returned: %s%s", r.n, r.n == 1 ? "" : "s", r.text,
-		  b->no_owner + b->bad_state + b->gen_zero > 0 ?
+		  b->forged + b->no_owner + b->bad_state + b->gen_zero > 0 ?
 		  " (a guest scribbled the pool)" : "");
 }
 

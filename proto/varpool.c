@@ -260,6 +260,13 @@ hp_var_create(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
 	    offset % HP_VAR_EXTENT_ALIGN != 0 ||
 	    offset + hp_var_initial_size(c, max_guests) > base_size)
 		return -EINVAL;
+	/* the record of the host's own slots, for every extent it may add */
+	for (uint32_t i = 0; i < c->nclasses; i++)
+		if ((vp->mine[i] = calloc((size_t)c->max_extents * c->cls[i].count / 8 + 1,
+					  1)) == NULL) {
+			hp_var_close(vp);
+			return -ENOMEM;
+		}
 	view_headers(vp, base, base_size, fd, offset, c->nclasses, max_guests);
 	vp->host = 1;
 	vp->writable = 1;
@@ -364,6 +371,10 @@ hp_var_close(struct hp_varpool *vp)
 				munmap(vp->c[c].map[e], vp->c[c].extent_bytes);
 				vp->c[c].map[e] = NULL;
 			}
+	for (uint32_t c = 0; c < HP_VAR_MAX_CLASSES; c++) {
+		free(vp->mine[c]);
+		vp->mine[c] = NULL;
+	}
 }
 
 /* -- slots ----------------------------------------------------------------- */
@@ -379,6 +390,27 @@ static void
 count(hp_atomic_u64 *ctr)
 {
 	hp_store_relaxed_u64(ctr, hp_load_relaxed_u64(ctr) + 1);
+}
+
+/* The host's record of the slots it holds (varpool.h), index idx of class
+ * c below max_extents * slots per extent: set as the host takes a slot,
+ * cleared as it lets one go. Other views keep none. */
+static void
+note_mine(struct hp_varpool *vp, uint32_t c, uint32_t idx, int held)
+{
+	uint8_t *m = vp->mine[c], bit = (uint8_t)(1u << (idx % 8));
+
+	if (m != NULL)
+		m[idx / 8] = held ? (uint8_t)(m[idx / 8] | bit) : (uint8_t)(m[idx / 8] & ~bit);
+}
+
+/* A held slot whose owner word says the host's: whether that is forged,
+ * the host's record not holding it (only the host's view can tell). */
+static int
+forged(const struct hp_varpool *vp, uint32_t c, uint32_t idx, uint32_t owner)
+{
+	return owner == HP_VAR_HOST && vp->mine[c] != NULL &&
+	    (vp->mine[c][idx / 8] & (1u << (idx % 8))) == 0;
 }
 
 /* The metadata of index idx of class c in *s, mapping its extent if the
@@ -526,6 +558,7 @@ hp_var_alloc(struct hp_varpool *vp, uint32_t len, struct hp_var_ref *r)
 			if (c != first)
 				count(&st->fallbacks);
 			note_in_use(&vp->cls[c]);
+			note_mine(vp, c, r->slot & HP_VAR_INDEX_MASK, 1);
 			vp->want = HP_VAR_NIL;
 			return 0;
 		}
@@ -559,6 +592,9 @@ hp_var_send(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t to)
 
 	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
 		return -EINVAL;
+	/* the host lets it go, sent or not: a caller drops a slot it could
+	 * not send */
+	note_mine(vp, c, idx, 0);
 	/* ours only if (gen, Allocated) and owned by us: a stale reference
 	 * (the slot reclaimed and someone else's now) must not touch the
 	 * owner, or the sweeper would take the slot from its holder when
@@ -571,6 +607,7 @@ hp_var_send(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t to)
 		hp_cas_u32(&s->owner, &to, vp->self);
 		return -ESTALE;
 	}
+	note_mine(vp, c, idx, to == HP_VAR_HOST);
 	return 0;
 }
 
@@ -611,9 +648,15 @@ hp_var_pass(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t from, u
 
 	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
 		return -EINVAL;
+	/* the host lets its own go, passed or not (a caller drops a slot it
+	 * could not pass on) */
+	if (from == HP_VAR_HOST)
+		note_mine(vp, c, idx, 0);
 	if (GEN(hp_load_relaxed_u64(&s->gen_state)) != gen ||
 	    !hp_cas_u32(&s->owner, &from, to))
 		return -ESTALE;
+	if (to == HP_VAR_HOST)
+		note_mine(vp, c, idx, 1);
 	hp_store_relaxed_u64(&s->claim_ns, claim_now());
 	return 0;
 }
@@ -661,6 +704,9 @@ hp_var_free(struct hp_varpool *vp, uint32_t slot, uint32_t gen)
 
 	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
 		return -EINVAL;
+	/* the host lets it go, freed or not: a free that fails (a peer freed
+	 * it or moved it on) leaves it to nobody */
+	note_mine(vp, c, idx, 0);
 	/* r[shm.varslot.freeing] 1-2: generation and state in one CAS, so
 	 * a late free never frees the slot's next allocation */
 	gs = hp_load_relaxed_u64(&s->gen_state);
@@ -777,6 +823,7 @@ reclaim(struct hp_varpool *vp, uint32_t c, uint32_t idx, struct hp_var_slot *s, 
 		return 0;
 	hp_store_relaxed_u32(&s->last_owner, hp_load_relaxed_u32(&s->owner));
 	hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
+	note_mine(vp, c, idx, 0);
 	hp_fetch_add_u32(&vp->cls[c].in_use, (uint32_t)-1, memory_order_relaxed);
 	vp->diag[c].reclaimed++;
 	push(vp, c, idx, s);
@@ -901,7 +948,8 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 			 * allocated: no reference can free it): taken back.
 			 * Held by nobody: normal only for the instant a freer
 			 * that lost a race with a rebuild clears the owner
-			 * late; taken back once it has lasted */
+			 * late; taken back once it has lasted. Held as the
+			 * host's: only what the host's record holds */
 			if (STATE(gs) > HP_VAR_INFLIGHT)
 				reason = &b.bad_state;
 			else if (GEN(gs) == 0)
@@ -910,6 +958,8 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 				 (owner == HP_VAR_NOBODY && now > at &&
 				  now - at > (stuck_ns != 0 ? stuck_ns : NOBODY_GRACE_NS)))
 				reason = &b.no_owner;
+			else if (forged(vp, c, idx, owner))
+				reason = &b.forged;
 			else if (owner != HP_VAR_HOST && owner <= vp->max_guests &&
 				 dead(arg, owner))
 				reason = &b.dead;
@@ -936,7 +986,7 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 			b.lost += lost;
 		}
 	}
-	back = b.dead + b.no_owner + b.bad_state + b.gen_zero + b.lost;
+	back = b.dead + b.forged + b.no_owner + b.bad_state + b.gen_zero + b.lost;
 	if (back > 0)
 		wake_waiters(vp);
 	if (stuck != NULL)
@@ -980,6 +1030,7 @@ rebuild(struct hp_varpool *vp, uint32_t c, struct hp_var_back *b)
 			if (!hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_FREE)))
 				continue;
 			hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
+			note_mine(vp, c, idx, 0);
 			vp->diag[c].reclaimed++;
 			if (STATE(gs) > HP_VAR_INFLIGHT)
 				b->bad_state++;
@@ -1106,6 +1157,9 @@ hp_var_validate(struct hp_varpool *vp, int (*live)(void *arg, uint32_t owner), v
 			if (owner > vp->max_guests)
 				problem(report, rarg, &n, "class %u: slot %u is %s by no peer "
 					"(owner %u)", c, idx, state_name(STATE(gs)), owner);
+			else if (forged(vp, c, idx, owner))
+				problem(report, rarg, &n, "class %u: slot %u is held as the "
+					"host's, but the host does not hold it", c, idx);
 			else if (live != NULL && owner != HP_VAR_HOST && !live(arg, owner))
 				problem(report, rarg, &n, "class %u: slot %u is %s by peer %u, "
 					"which is not running", c, idx, state_name(STATE(gs)), owner);

@@ -7,6 +7,8 @@
  *   heldfree	pushes a slot it holds onto the free list (a free of a slot
  *		still in use) and keeps holding it
  *   hold	takes 8 slots of class 0 and holds them (for a kill)
+ *   forgehost	takes every slot it can of every class and marks each the
+ *		host's (owner 0), as if the host held them
  * Built on proto: libguest would do none of it. */
 #include <err.h>
 #include <errno.h>
@@ -94,8 +96,24 @@ act(const char *what)
 	} else if (strcmp(what, "hold") == 0) {
 		for (int i = 0; i < 8; i++)
 			take(&r);
+	} else if (strcmp(what, "forgehost") == 0) {
+		/* the smallest class first: an alloc falls back to a larger
+		 * one once a class is empty, and -EAGAIN when all are (or,
+		 * bounded, once the sweeper keeps returning them) */
+		int n = 0;
+
+		for (uint32_t c = 0; c < ep.var->nclasses; c++)
+			while (n++ < 100000 &&
+			       hp_var_alloc(ep.var, ep.var->c[c].slot_size, &r) == 0) {
+				uint32_t in = (r.slot & ~HP_VAR_SLOT_FLAG) >> HP_VAR_CLASS_SHIFT;
+				uint32_t idx = r.slot & HP_VAR_INDEX_MASK;
+				struct hp_var_cview *cv = &ep.var->c[in];
+
+				hp_store_relaxed_u32(&cv->meta[idx / cv->spe][idx % cv->spe].owner,
+						     HP_VAR_HOST);
+			}
 	} else {
-		errx(1, "--act=badgen|notmine|cycle|badlink|heldfree|hold");
+		errx(1, "--act=badgen|notmine|cycle|badlink|heldfree|hold|forgehost");
 	}
 }
 

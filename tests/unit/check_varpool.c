@@ -672,7 +672,7 @@ START_TEST(test_sweep_dead)
 	ck_assert_uint_eq(stuck, 0);
 	/* both for the one reason */
 	ck_assert_uint_eq(why.dead, 2);
-	ck_assert_uint_eq(why.no_owner + why.bad_state + why.gen_zero + why.lost, 0);
+	ck_assert_uint_eq(why.forged + why.no_owner + why.bad_state + why.gen_zero + why.lost, 0);
 	/* back on their lists with a new generation */
 	ck_assert_uint_eq(gs_of(CLS(a.slot), IDXOF(a.slot)), GS(a.gen + 1, HP_VAR_FREE));
 	ck_assert_uint_eq(gs_of(CLS(b.slot), IDXOF(b.slot)), GS(b.gen + 1, HP_VAR_FREE));
@@ -747,7 +747,7 @@ START_TEST(test_sweep_stuck)
 	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
 				       NULL), 1);
 	ck_assert_uint_eq(why.no_owner, 1);
-	ck_assert_uint_eq(why.dead + why.bad_state + why.gen_zero + why.lost, 0);
+	ck_assert_uint_eq(why.dead + why.forged + why.bad_state + why.gen_zero + why.lost, 0);
 	ck_assert_uint_eq(hp_var_free(&host, h.slot, h.gen), 0);
 	ck_assert_uint_eq(hp_var_validate(&host, NULL, NULL, NULL, NULL), 0);
 }
@@ -795,7 +795,7 @@ START_TEST(test_sweep_lost)
 	ck_assert_uint_eq(hp_var_sweep(&host, now + 2000000000ull, 0, dead_is, NULL, NULL, NULL,
 				       &why, NULL), 2);
 	ck_assert_uint_eq(why.lost, 2);
-	ck_assert_uint_eq(why.dead + why.no_owner + why.bad_state + why.gen_zero, 0);
+	ck_assert_uint_eq(why.dead + why.forged + why.no_owner + why.bad_state + why.gen_zero, 0);
 	ck_assert_uint_eq(validate(&rep), 1);
 	ck_assert_ptr_nonnull(strstr(rep.text, "class 2: slot"));
 	ck_assert_uint_eq(host.diag[0].rebuilds, 1);
@@ -843,13 +843,186 @@ START_TEST(test_generation_wraps)
 }
 END_TEST
 
+/* -- the host's own slots ------------------------------------------------- */
+
+/* Whether the host's record holds slot idx of class c. */
+static int
+host_holds(uint32_t c, uint32_t idx)
+{
+	return (host.mine[c][idx / 8] >> (idx % 8)) & 1;
+}
+
+static int
+host_holds_ref(const struct hp_var_ref *r)
+{
+	return host_holds(CLS(r->slot), IDXOF(r->slot));
+}
+
+/* r[shm.varslot.ownership]: the host's record of the slots it holds
+ * follows every way the host takes a slot (its allocation, a guest's
+ * slot passed to it) and lets one go (sent, passed on, freed, or taken
+ * back from it), whether or not the shared words still agreed. */
+START_TEST(test_host_record)
+{
+	struct hp_var_ref a, b, d, e;
+	struct hp_var_back why;
+	struct reports rep;
+
+	/* its own allocation */
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &a), 0);
+	ck_assert(host_holds_ref(&a));
+	/* a guest's slot, taken as its descriptor is dequeued */
+	ck_assert_int_eq(hp_var_alloc(&g1, 100, &b), 0);
+	ck_assert_int_eq(hp_var_send(&g1, b.slot, b.gen, 1), 0);
+	ck_assert(!host_holds_ref(&b));
+	ck_assert_int_eq(hp_var_pass(&host, b.slot, b.gen, 1, HP_VAR_HOST), 0);
+	ck_assert(host_holds_ref(&b));
+	/* genuinely the host's: valid, and the sweeper leaves them */
+	ck_assert_uint_eq(validate(&rep), 0);
+	ck_assert_uint_eq(sweep(mono_ns(), stuck_dead), 0);
+	ck_assert_uint_eq(owner_of(CLS(b.slot), IDXOF(b.slot)), HP_VAR_HOST);
+	ck_assert_uint_eq(gs_of(CLS(a.slot), IDXOF(a.slot)), GS(a.gen, HP_VAR_ALLOCATED));
+	/* handed on to guest 2 */
+	ck_assert_int_eq(hp_var_pass(&host, b.slot, b.gen, HP_VAR_HOST, 2), 0);
+	ck_assert(!host_holds_ref(&b));
+	/* a pass to the host that fails takes nothing */
+	ck_assert_int_eq(hp_var_pass(&host, b.slot, b.gen, 1, HP_VAR_HOST), -ESTALE);
+	ck_assert(!host_holds_ref(&b));
+	ck_assert_int_eq(hp_var_free(&g2, b.slot, b.gen), 0);
+	/* its own, sent to a guest */
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &d), 0);
+	ck_assert(host_holds_ref(&d));
+	ck_assert_int_eq(hp_var_send(&host, d.slot, d.gen, 2), 0);
+	ck_assert(!host_holds_ref(&d));
+	ck_assert_int_eq(hp_var_free(&g2, d.slot, d.gen), 0);
+	/* a pass on that fails (a guest moved the owner) lets it go too:
+	 * the caller drops the slot */
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &d), 0);
+	atomic_store(&meta(&host, CLS(d.slot), IDXOF(d.slot))->owner, 1);
+	ck_assert_int_eq(hp_var_pass(&host, d.slot, d.gen, HP_VAR_HOST, 2), -ESTALE);
+	ck_assert(!host_holds_ref(&d));
+	ck_assert_int_eq(hp_var_free(&g1, d.slot, d.gen), 0);
+	/* taken back from it by the sweeper (scribbled to no state), and by
+	 * a rebuild (scribbled to generation 0) */
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &d), 0);
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &e), 0);
+	atomic_store(&meta(&host, CLS(d.slot), IDXOF(d.slot))->gen_state, GS(d.gen, 7));
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
+				       NULL), 1);
+	ck_assert_uint_eq(why.bad_state, 1);
+	ck_assert(!host_holds_ref(&d));
+	atomic_store(&meta(&host, CLS(e.slot), IDXOF(e.slot))->gen_state,
+		     GS(0, HP_VAR_ALLOCATED));
+	hp_var_rebuild(&host, CLS(e.slot));
+	ck_assert(!host_holds_ref(&e));
+	/* and freed */
+	ck_assert_int_eq(hp_var_free(&host, a.slot, a.gen), 0);
+	ck_assert(!host_holds_ref(&a));
+	for (uint32_t c = 0; c < NCLS; c++)
+		for (uint32_t i = 0; i < host.c[c].mapped * host.c[c].spe; i++)
+			ck_assert_msg(!host_holds(c, i), "class %u slot %u still held", c, i);
+	ck_assert_uint_eq(validate(&rep), 0);
+	for (uint32_t c = 0; c < NCLS; c++)
+		ck_assert_uint_eq(class_free(&host, c), host.c[c].spe);
+	/* a guest's view keeps no record */
+	for (uint32_t c = 0; c < NCLS; c++)
+		ck_assert_ptr_null(g1.mine[c]);
+}
+END_TEST
+
+/* r[shm.varslot.ownership]: slots a guest marked the host's (owner 0)
+ * that the host does not hold: validate on the host's view names them,
+ * the sweeper takes them back; what the host does hold stays its own. */
+START_TEST(test_sweep_forged)
+{
+	struct hp_var_ref f1, f2, h1, h2;
+	struct hp_var_back why;
+	struct reports rep;
+	char want[128];
+
+	ck_assert_int_eq(hp_var_alloc(&g1, 10, &f1), 0);
+	ck_assert_int_eq(hp_var_alloc(&g1, 300, &f2), 0);
+	ck_assert_int_eq(hp_var_send(&g1, f2.slot, f2.gen, 1), 0);
+	atomic_store(&meta(&host, CLS(f1.slot), IDXOF(f1.slot))->owner, HP_VAR_HOST);
+	atomic_store(&meta(&host, CLS(f2.slot), IDXOF(f2.slot))->owner, HP_VAR_HOST);
+	/* the host's own: allocated, and taken from guest 2 */
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &h1), 0);
+	ck_assert_int_eq(hp_var_alloc(&g2, 100, &h2), 0);
+	ck_assert_int_eq(hp_var_send(&g2, h2.slot, h2.gen, 2), 0);
+	ck_assert_int_eq(hp_var_pass(&host, h2.slot, h2.gen, 2, HP_VAR_HOST), 0);
+
+	ck_assert_uint_eq(validate(&rep), 2);
+	snprintf(want, sizeof(want), "class %u: slot %u is held as the host's, but the host "
+		 "does not hold it", CLS(f1.slot), IDXOF(f1.slot));
+	ck_assert_msg(strstr(rep.text, want) != NULL, "no \"%s\" in %s", want, rep.text);
+	snprintf(want, sizeof(want), "class %u: slot %u is held as the host's",
+		 CLS(f2.slot), IDXOF(f2.slot));
+	ck_assert_msg(strstr(rep.text, want) != NULL, "no \"%s\" in %s", want, rep.text);
+	/* a view that is not the host's (hubctl inspect) cannot tell */
+	ck_assert_uint_eq(hp_var_validate(&g1, NULL, NULL, NULL, NULL), 0);
+
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
+				       NULL), 2);
+	ck_assert_uint_eq(why.forged, 2);
+	ck_assert_uint_eq(why.dead + why.no_owner + why.bad_state + why.gen_zero + why.lost, 0);
+	ck_assert_uint_eq(gs_of(CLS(f1.slot), IDXOF(f1.slot)), GS(f1.gen + 1, HP_VAR_FREE));
+	ck_assert_uint_eq(gs_of(CLS(f2.slot), IDXOF(f2.slot)), GS(f2.gen + 1, HP_VAR_FREE));
+	ck_assert_uint_eq(host.diag[CLS(f1.slot)].reclaimed, 1);
+	ck_assert_uint_eq(host.diag[CLS(f2.slot)].reclaimed, 1);
+	/* the host's own untouched */
+	ck_assert_uint_eq(gs_of(CLS(h1.slot), IDXOF(h1.slot)), GS(h1.gen, HP_VAR_ALLOCATED));
+	ck_assert_uint_eq(owner_of(CLS(h1.slot), IDXOF(h1.slot)), HP_VAR_HOST);
+	ck_assert_uint_eq(gs_of(CLS(h2.slot), IDXOF(h2.slot)), GS(h2.gen, HP_VAR_INFLIGHT));
+	ck_assert_uint_eq(owner_of(CLS(h2.slot), IDXOF(h2.slot)), HP_VAR_HOST);
+	ck_assert_uint_eq(validate(&rep), 0);
+	ck_assert_uint_eq(sweep(mono_ns(), stuck_dead), 0);
+	/* the forger's late free is stale */
+	ck_assert_int_eq(hp_var_free(&g1, f1.slot, f1.gen), -ESTALE);
+	ck_assert_int_eq(hp_var_free(&host, h1.slot, h1.gen), 0);
+	ck_assert_int_eq(hp_var_free(&host, h2.slot, h2.gen), 0);
+	for (uint32_t c = 0; c < NCLS; c++)
+		ck_assert_uint_eq(class_free(&host, c), host.c[c].spe);
+}
+END_TEST
+
+/* A slot the host holds that a guest frees behind its back, takes again
+ * and marks the host's: the record cannot tell it from the host's until
+ * the host lets its reference go (its free fails, stale); from then on it
+ * is forged and comes back, rather than staying in use for good. */
+START_TEST(test_sweep_forged_after_host_let_go)
+{
+	struct hp_var_ref r, r2;
+	struct hp_var_back why;
+	struct reports rep;
+
+	ck_assert_int_eq(hp_var_alloc(&g1, 10, &r), 0);
+	ck_assert_int_eq(hp_var_send(&g1, r.slot, r.gen, 1), 0);
+	ck_assert_int_eq(hp_var_pass(&host, r.slot, r.gen, 1, HP_VAR_HOST), 0);
+	ck_assert_int_eq(hp_var_free(&g1, r.slot, r.gen), 0);
+	ck_assert_int_eq(hp_var_alloc(&g1, 10, &r2), 0);
+	ck_assert_uint_eq(r2.slot, r.slot);
+	atomic_store(&meta(&host, CLS(r.slot), IDXOF(r.slot))->owner, HP_VAR_HOST);
+	ck_assert_uint_eq(sweep(mono_ns(), stuck_dead), 0);
+	ck_assert_uint_eq(validate(&rep), 0);
+	ck_assert_int_eq(hp_var_free(&host, r.slot, r.gen), -ESTALE);
+	ck_assert(!host_holds_ref(&r));
+	ck_assert_uint_eq(validate(&rep), 1);
+	ck_assert_ptr_nonnull(strstr(rep.text, "is held as the host's"));
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
+				       NULL), 1);
+	ck_assert_uint_eq(why.forged, 1);
+	ck_assert_uint_eq(validate(&rep), 0);
+	ck_assert_uint_eq(class_free(&host, 0), 4);
+}
+END_TEST
+
 /* The sweep's tally: what each owner holds (Allocated or InFlight) once
  * the sweep's returns are done, in slots and in its classes' bytes; the
  * host's at 0. */
 START_TEST(test_sweep_tally)
 {
 	struct hp_var_tally t[GUESTS + 1];
-	struct hp_var_ref r[6];
+	struct hp_var_ref r[7];
 
 	ck_assert_int_eq(hp_var_alloc(&g1, 10, &r[0]), 0);	/* 64 B */
 	ck_assert_int_eq(hp_var_alloc(&g1, 60, &r[1]), 0);	/* 64 B */
@@ -857,13 +1030,16 @@ START_TEST(test_sweep_tally)
 	ck_assert_int_eq(hp_var_send(&g1, r[2].slot, r[2].gen, 1), 0);	/* in flight, 1's */
 	ck_assert_int_eq(hp_var_alloc(&g2, 200, &r[3]), 0);	/* 256 B */
 	ck_assert_int_eq(hp_var_alloc(&host, 100, &r[4]), 0);	/* 256 B */
-	/* guest 3's, and it is gone: it comes back, not counted */
+	/* guest 3's, and it is gone; one forged as the host's: both come
+	 * back, neither is counted */
 	ck_assert_int_eq(hp_var_alloc(&g2, 10, &r[5]), 0);
 	atomic_store(&meta(&host, CLS(r[5].slot), IDXOF(r[5].slot))->owner, 3);
+	ck_assert_int_eq(hp_var_alloc(&g2, 10, &r[6]), 0);
+	atomic_store(&meta(&host, CLS(r[6].slot), IDXOF(r[6].slot))->owner, HP_VAR_HOST);
 	memset(t, 0xAA, sizeof(t));
 	dead_id = 3;
 	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, dead_is, NULL, NULL, NULL, NULL, t),
-			  1);
+			  2);
 	ck_assert_uint_eq(t[0].slots, 1);
 	ck_assert_uint_eq(t[0].bytes, 256);
 	ck_assert_uint_eq(t[1].slots, 3);
@@ -1476,6 +1652,9 @@ suite_varpool(void)
 	tcase_add_test(tc, test_sweep_stuck);
 	tcase_add_test(tc, test_generation_wraps);
 	tcase_add_test(tc, test_sweep_lost);
+	tcase_add_test(tc, test_host_record);
+	tcase_add_test(tc, test_sweep_forged);
+	tcase_add_test(tc, test_sweep_forged_after_host_let_go);
 	tcase_add_test(tc, test_sweep_tally);
 	tcase_add_test(tc, test_attach_refusals);
 	tcase_add_test(tc, test_class_stats);
