@@ -830,13 +830,14 @@ reclaim(struct hp_varpool *vp, uint32_t c, uint32_t idx, struct hp_var_slot *s, 
 	return 1;
 }
 
-/* One look at class c's list: marks in seen the slots on it and puts
- * in lost (at most HP_VAR_LOST_MAX) the Free slots that are not. 1 if
- * the head did not move meanwhile (no pop or push completed, so the list
+/* One look at class c's list: marks in seen the slots on it, puts in lost
+ * (at most HP_VAR_LOST_MAX) the Free slots that are not, and says in
+ * *broken whether the walk ended anywhere but at the list's end. 1 if the
+ * head did not move meanwhile (no pop or push completed, so the list
  * walked was the list), 0 if it did. */
 static int
 look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *lost,
-	  uint32_t *nlost)
+	  uint32_t *nlost, int *broken)
 {
 	struct hp_var_cview *cv = &vp->c[c];
 	uint32_t total = cv->mapped * cv->spe, idx, steps = 0;
@@ -852,6 +853,11 @@ look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *
 	     steps++ < total;
 	     idx = hp_load_relaxed_u32(&cv->meta[idx / cv->spe][idx % cv->spe].next_free))
 		seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
+	/* r[shm.varslot.freelist]: a list ends at nil. One stopped by a slot
+	 * seen already (a cycle: a slot linked to itself, the only one of
+	 * its class, loses no other) or by a link out of range is broken
+	 * even when no slot is lost off it */
+	*broken = idx != HP_VAR_NIL;
 	for (idx = 0; idx < total && *nlost < HP_VAR_LOST_MAX; idx++) {
 		/* acquire: pairs with the release of pop's state CAS, so
 		 * the owner it stored first is seen when lost_slots reads it */
@@ -875,10 +881,10 @@ look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *
  * looks (each of a list that stood still) have found it so, its
  * gen_state unchanged, for NOBODY_GRACE_NS, and its owner (set by a pop
  * before its state CAS, cleared by a free after its own) is no live
- * peer. */
+ * peer. *broken: the look at a list that stood still found it broken. */
 static uint32_t
 lost_slots(struct hp_varpool *vp, uint32_t c, uint64_t now,
-	   int (*dead)(void *arg, uint32_t owner), void *arg)
+	   int (*dead)(void *arg, uint32_t owner), void *arg, int *broken)
 {
 	struct hp_var_cview *cv = &vp->c[c];
 	struct hp_var_lost seen_now[HP_VAR_LOST_MAX];
@@ -886,14 +892,17 @@ lost_slots(struct hp_varpool *vp, uint32_t c, uint64_t now,
 	uint8_t *seen;
 	int tries;
 
+	*broken = 0;
 	if (!vp->host || (seen = malloc(total / 8 + 1)) == NULL)
 		return 0;
 	for (tries = 0; tries < 4; tries++)
-		if (look_lost(vp, c, seen, seen_now, &nnow))
+		if (look_lost(vp, c, seen, seen_now, &nnow, broken))
 			break;
 	free(seen);
-	if (tries == 4)
+	if (tries == 4) {
+		*broken = 0;
 		return 0;	/* busy: the next sweep looks again */
+	}
 	for (uint32_t i = 0; i < nnow; i++) {
 		struct hp_var_lost *l = &seen_now[i];
 		uint32_t owner;
@@ -910,7 +919,8 @@ lost_slots(struct hp_varpool *vp, uint32_t c, uint64_t now,
 			n++;
 	}
 	memcpy(vp->lost[c], seen_now, nnow * sizeof(seen_now[0]));
-	vp->nlost[c] = n > 0 ? 0 : nnow;
+	/* a rebuild lists them all again */
+	vp->nlost[c] = n > 0 || *broken ? 0 : nnow;
 	return n;
 }
 
@@ -924,6 +934,7 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 {
 	struct hp_var_back b;
 	uint32_t back, held = 0, lost;
+	int broken;
 
 	memset(&b, 0, sizeof(b));
 	if (held_by != NULL)
@@ -979,9 +990,13 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 					on_stuck(arg, &h);
 			}
 		}
-		/* r[shm.varslot.ownership]: what a peer that died mid-alloc
-		 * or mid-free left on no list comes back too */
-		if ((lost = lost_slots(vp, c, now, dead, arg)) > 0) {
+		/* r[shm.varslot.freelist]: a list that loops or runs out of
+		 * range is rebuilt; r[shm.varslot.ownership]: what a peer
+		 * that died mid-alloc or mid-free left on no list comes back */
+		lost = lost_slots(vp, c, now, dead, arg, &broken);
+		if (broken)
+			vp->diag[c].bad_links++;
+		if (lost > 0 || broken) {
 			rebuild(vp, c, &b);
 			b.lost += lost;
 		}

@@ -165,9 +165,10 @@ int hp_var_grow(struct hp_varpool *vp, uint32_t c);
 /* Host: the sweeper. Every held slot whose owner dead(arg, owner) says is
  * gone, that is held by no peer, in no state or as generation 0, or held
  * as the host's while the host's record says it is not, returns to its
- * list with a new generation; classes marked corrupt or with Free slots
- * on no list for good are rebuilt; held slots older than stuck_ns (0: no
- * check) are counted into *stuck and passed to on_stuck.
+ * list with a new generation; classes marked corrupt, whose list has a
+ * cycle or a link out of range, or with Free slots on no list for good
+ * are rebuilt; held slots older than stuck_ns (0: no check) are counted
+ * into *stuck and passed to on_stuck.
  * Returns how many slots came back; *why (NULL: not wanted) says for
  * what. held_by (NULL: not wanted), an array of max_guests + 1, is
  * zeroed, then gets for each owner (0 the host, then each peer id) the

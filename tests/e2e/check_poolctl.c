@@ -531,6 +531,32 @@ START_TEST(test_forged_host_slots_swept)
 }
 END_TEST
 
+/* r[shm.varslot.freelist]: the only slot of the default's 32 MiB class
+ * linked to itself loses no slot off the list, yet the list is broken:
+ * the sweeper rebuilds it within a few sweeps. */
+START_TEST(test_one_slot_cycle_rebuilt)
+{
+	struct hub_proc h;
+	json_object *o, *c4;
+	char *out;
+
+	hub_start_up(&h, NULL, BREAKER "cycle --class=4\n", "breaker");
+	ck_assert_msg(log_has(&h, "pool: class 4 (33554432 bytes): its free list was broken; "
+			      "rebuilt", 5000), "%s", hub_log_tail(&h));
+	ck_assert_int_eq(validate_clean(&h), 0);
+	ck_assert_int_eq(hubctl(&h, &out, "-j", "pool", (char *)NULL), 0);
+	o = parse_out(out);
+	free(out);
+	c4 = json_object_array_get_idx(json_get(o, "classes"), 4);
+	ck_assert_uint_eq(u64(c4, "slots"), 1);
+	ck_assert_uint_eq(u64(c4, "free"), 1);
+	ck_assert_uint_ge(u64(c4, "rebuilds"), 1);
+	ck_assert_uint_ge(u64(c4, "bad_links"), 1);
+	json_object_put(o);
+	ck_assert_int_eq(hub_stop(&h), 0);
+}
+END_TEST
+
 /* A hub without a shared pool: hubctl pool says so and exits 1. Needs the
  * [pool] section's parser. */
 START_TEST(test_no_pool)
@@ -581,6 +607,7 @@ suite_poolctl(void)
 	tcase_add_test(tc, test_no_pool);
 	tcase_add_test(tc, test_forged_host_slots_named_then_returned);
 	tcase_add_test(tc, test_forged_host_slots_swept);
+	tcase_add_test(tc, test_one_slot_cycle_rebuilt);
 	suite_add_tcase(s, tc);
 	return s;
 }

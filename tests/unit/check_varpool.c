@@ -1061,6 +1061,62 @@ START_TEST(test_sweep_tally)
 }
 END_TEST
 
+/* Class 0 of 4 slots, class 1 of one slot per extent (as the default's
+ * largest class) */
+static void
+one_slot_setup(void)
+{
+	struct hp_var_conf c;
+
+	memset(&c, 0, sizeof(c));
+	c.nclasses = 2;
+	c.max_extents = 2;
+	c.cls[0].slot_size = 64;
+	c.cls[0].count = 4;
+	c.cls[1].slot_size = 1024;
+	c.cls[1].count = 1;
+	pool_open(&c);
+	attach(&g1, 1);
+	attach(&g2, 2);
+}
+
+/* r[shm.varslot.freelist]: a list broken without losing a slot off it (a
+ * class's only slot linked to itself, a last link out of range) is
+ * rebuilt by the next sweep. */
+START_TEST(test_sweep_rebuilds_list_losing_none)
+{
+	struct hp_var_back why;
+	struct hp_var_ref r, r2;
+	struct reports rep;
+
+	atomic_store(&meta(&host, 1, 0)->next_free, 0);
+	ck_assert_uint_eq(validate(&rep), 1);
+	ck_assert_ptr_nonnull(strstr(rep.text, "class 1: free list has a cycle at slot 0"));
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
+				       NULL), 0);
+	ck_assert_msg(validate(&rep) == 0, "after one sweep: %s", rep.text);
+	ck_assert_uint_eq(host.diag[1].rebuilds, 1);
+	ck_assert_uint_eq(host.diag[1].bad_links, 1);
+	/* class 0's list 0 1 2 3, its last link past the end */
+	atomic_store(&meta(&host, 0, 3)->next_free, 1000);
+	ck_assert_uint_eq(validate(&rep), 1);
+	ck_assert_ptr_nonnull(strstr(rep.text, "class 0: free list link out of range"));
+	ck_assert_uint_eq(sweep(mono_ns(), stuck_dead), 0);
+	ck_assert_msg(validate(&rep) == 0, "after one sweep: %s", rep.text);
+	ck_assert_uint_eq(host.diag[0].rebuilds, 1);
+	/* sound lists are left alone */
+	ck_assert_uint_eq(sweep(mono_ns(), stuck_dead), 0);
+	ck_assert_uint_eq(host.diag[0].rebuilds, 1);
+	ck_assert_uint_eq(host.diag[1].rebuilds, 1);
+	/* the one slot is had once */
+	ck_assert_int_eq(hp_var_alloc(&g1, 1000, &r), 0);
+	ck_assert_uint_eq(CLS(r.slot), 1);
+	ck_assert_int_eq(hp_var_alloc(&g2, 1000, &r2), -EAGAIN);
+	ck_assert_int_eq(hp_var_free(&g1, r.slot, r.gen), 0);
+	ck_assert_uint_eq(validate(&rep), 0);
+}
+END_TEST
+
 /* -- corruption: each found by validate, repaired by rebuild ------------ */
 
 /* Every slot of class 0 (grown to 2 extents: 8 slots) allocatable, each
@@ -1635,6 +1691,7 @@ suite_varpool(void)
 	Suite *s = suite_create("varpool");
 	TCase *tc = tcase_create("pool");
 	TCase *tk = tcase_create("corrupt");
+	TCase *to = tcase_create("one slot");
 	TCase *ts = tcase_create("stress");
 	TCase *tt = tcase_create("threads");
 
@@ -1672,6 +1729,10 @@ suite_varpool(void)
 	tcase_add_test(tk, test_corrupt_head_out_of_range);
 	tcase_add_test(tk, test_corrupt_alloc_bounded);
 	suite_add_tcase(s, tk);
+
+	tcase_add_checked_fixture(to, one_slot_setup, teardown);
+	tcase_add_test(to, test_sweep_rebuilds_list_losing_none);
+	suite_add_tcase(s, to);
 
 	tcase_add_checked_fixture(ts, setup, stress_teardown);
 	tcase_add_test(ts, test_stress_processes);
