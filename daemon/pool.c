@@ -1,7 +1,8 @@
 /* The shared variable pool, the host's side: growth when a class runs
- * out, the sweeper (a libev timer: reclaims what dead guests held,
- * rebuilds a free list found broken, reports slots held too long), the
- * recovery of one dead guest's slots, and validate on demand. */
+ * out, the sweeper (a libev timer: reclaims what dead guests held and
+ * what guests scribbled, rebuilds a free list found broken, reports slots
+ * held too long), the recovery of one dead guest's slots, and validate on
+ * demand. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,17 +34,62 @@ is_owner(void *arg, uint32_t owner)
 	return owner == *(const uint32_t *)arg;
 }
 
+/* One reason a sweep returned slots for, added to a log line. */
+struct returned {
+	char		text[256];
+	size_t		len;
+	uint32_t	n;
+};
+
+static void
+add_reason(struct returned *r, uint32_t n, const char *why)
+{
+	int w;
+
+	if (n == 0)
+		return;
+	r->n += n;
+	w = snprintf(r->text + r->len, sizeof(r->text) - r->len, "%s%u %s",
+		     r->len > 0 ? ", " : "", n, why);
+	if (w > 0)
+		r->len = r->len + (size_t)w < sizeof(r->text) ? r->len + (size_t)w :
+		    sizeof(r->text) - 1;
+}
+
+/* What a sweep returned, each reason named: a dead guest's slots only
+ * when the sweep was not for that guest (pool_reclaim says so itself). */
+static void
+log_returned(const struct hp_var_back *b, int with_dead)
+{
+	struct returned r;
+
+	memset(&r, 0, sizeof(r));
+	if (with_dead)
+		add_reason(&r, b->dead, "of guests that are gone");
+	add_reason(&r, b->lost, "free but on no list");
+	add_reason(&r, b->forged, "forged as the host's");
+	add_reason(&r, b->no_owner, "held by no guest");
+	add_reason(&r, b->bad_state, "in no state");
+	add_reason(&r, b->gen_zero, "held as generation 0");
+	if (r.n == 0)
+		return;
+	log_warnx("pool: %u slot%s returned: %s%s", r.n, r.n == 1 ? "" : "s", r.text,
+		  b->forged + b->no_owner + b->bad_state + b->gen_zero > 0 ?
+		  " (a guest scribbled the pool)" : "");
+}
+
 void
 pool_reclaim(struct hub *h, uint32_t peer_id)
 {
-	uint32_t n;
+	struct hp_var_back b;
 
 	if (h->seg.var.nclasses == 0)
 		return;
 	/* r[shm.varslot.ownership]: a dead guest's slots go back */
-	n = hp_var_sweep(&h->seg.var, hp_now_ns(), 0, is_owner, &peer_id, NULL, NULL);
-	if (n > 0)
-		log_info("pool: %u slots of peer %u returned", n, peer_id);
+	hp_var_sweep(&h->seg.var, hp_now_ns(), 0, is_owner, &peer_id, NULL, NULL, &b, NULL);
+	if (b.dead > 0)
+		log_info("pool: %u slots of peer %u returned", b.dead, peer_id);
+	log_returned(&b, 0);
 }
 
 void
@@ -98,22 +144,22 @@ sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct stuck_seen ss = { h, { 0, 0, 0, 0, 0 } };
 	struct hp_varpool *vp = &h->seg.var;
 	uint64_t rebuilds[HP_VAR_MAX_CLASSES];
-	uint32_t back, stuck;
+	struct hp_var_back back;
+	uint32_t stuck;
 
 	(void)loop;
 	(void)revents;
 	pool_grow_requested(h);
 	for (uint32_t c = 0; c < vp->nclasses; c++)
 		rebuilds[c] = vp->diag[c].rebuilds;
-	back = hp_var_sweep(vp, hp_now_ns(), h->conf.pool_stuck_ns, stuck_owner_dead,
-			    &ss, on_stuck, &stuck);
+	hp_var_sweep(vp, hp_now_ns(), h->conf.pool_stuck_ns, stuck_owner_dead, &ss, on_stuck,
+		     &stuck, &back, NULL);
 	/* a guest broke it (or died mid-push): who cannot be told for sure */
 	for (uint32_t c = 0; c < vp->nclasses; c++)
 		if (vp->diag[c].rebuilds != rebuilds[c])
 			log_warnx("pool: class %u (%" PRIu32 " bytes): its free list was broken; "
 				  "rebuilt from the slots", c, vp->c[c].slot_size);
-	if (back > 0)
-		log_warnx("pool: %u slots held by peers that are gone returned", back);
+	log_returned(&back, 1);
 	/* a live holder is never robbed: it is reported, once per change */
 	if (stuck > h->pool_stuck) {
 		struct peer *p = hub_peer(h, ss.oldest.owner);

@@ -223,8 +223,15 @@ hp_segment_create(struct hp_segment *seg, const char *path,
 	seg->params = *p;
 	seg->host_features = HP_FEAT_WAITERS;
 	if (p->var.nclasses > 0) {
-		hp_var_create(&seg->var, seg->base, seg->size, fd, seg->geo.var_offset,
-			      &p->var, p->max_guests);
+		if ((rc = hp_var_create(&seg->var, seg->base, seg->size, fd, seg->geo.var_offset,
+					&p->var, p->max_guests)) != 0) {
+			munmap(seg->base, seg->size);
+			seg->base = NULL;
+			seg->fd = -1;
+			if (why != NULL)
+				*why = "cannot set up the shared pool";
+			goto fail;
+		}
 		seg->host_features |= HP_FEAT_VARSLOT;
 	}
 	/* 4: only what is not zero is written: the file was just emptied

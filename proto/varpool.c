@@ -260,6 +260,13 @@ hp_var_create(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
 	    offset % HP_VAR_EXTENT_ALIGN != 0 ||
 	    offset + hp_var_initial_size(c, max_guests) > base_size)
 		return -EINVAL;
+	/* the record of the host's own slots, for every extent it may add */
+	for (uint32_t i = 0; i < c->nclasses; i++)
+		if ((vp->mine[i] = calloc((size_t)c->max_extents * c->cls[i].count / 8 + 1,
+					  1)) == NULL) {
+			hp_var_close(vp);
+			return -ENOMEM;
+		}
 	view_headers(vp, base, base_size, fd, offset, c->nclasses, max_guests);
 	vp->host = 1;
 	vp->writable = 1;
@@ -364,6 +371,10 @@ hp_var_close(struct hp_varpool *vp)
 				munmap(vp->c[c].map[e], vp->c[c].extent_bytes);
 				vp->c[c].map[e] = NULL;
 			}
+	for (uint32_t c = 0; c < HP_VAR_MAX_CLASSES; c++) {
+		free(vp->mine[c]);
+		vp->mine[c] = NULL;
+	}
 }
 
 /* -- slots ----------------------------------------------------------------- */
@@ -379,6 +390,27 @@ static void
 count(hp_atomic_u64 *ctr)
 {
 	hp_store_relaxed_u64(ctr, hp_load_relaxed_u64(ctr) + 1);
+}
+
+/* The host's record of the slots it holds (varpool.h), index idx of class
+ * c below max_extents * slots per extent: set as the host takes a slot,
+ * cleared as it lets one go. Other views keep none. */
+static void
+note_mine(struct hp_varpool *vp, uint32_t c, uint32_t idx, int held)
+{
+	uint8_t *m = vp->mine[c], bit = (uint8_t)(1u << (idx % 8));
+
+	if (m != NULL)
+		m[idx / 8] = held ? (uint8_t)(m[idx / 8] | bit) : (uint8_t)(m[idx / 8] & ~bit);
+}
+
+/* A held slot whose owner word says the host's: whether that is forged,
+ * the host's record not holding it (only the host's view can tell). */
+static int
+forged(const struct hp_varpool *vp, uint32_t c, uint32_t idx, uint32_t owner)
+{
+	return owner == HP_VAR_HOST && vp->mine[c] != NULL &&
+	    (vp->mine[c][idx / 8] & (1u << (idx % 8))) == 0;
 }
 
 /* The metadata of index idx of class c in *s, mapping its extent if the
@@ -526,6 +558,7 @@ hp_var_alloc(struct hp_varpool *vp, uint32_t len, struct hp_var_ref *r)
 			if (c != first)
 				count(&st->fallbacks);
 			note_in_use(&vp->cls[c]);
+			note_mine(vp, c, r->slot & HP_VAR_INDEX_MASK, 1);
 			vp->want = HP_VAR_NIL;
 			return 0;
 		}
@@ -559,6 +592,9 @@ hp_var_send(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t to)
 
 	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
 		return -EINVAL;
+	/* the host lets it go, sent or not: a caller drops a slot it could
+	 * not send */
+	note_mine(vp, c, idx, 0);
 	/* ours only if (gen, Allocated) and owned by us: a stale reference
 	 * (the slot reclaimed and someone else's now) must not touch the
 	 * owner, or the sweeper would take the slot from its holder when
@@ -571,6 +607,7 @@ hp_var_send(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t to)
 		hp_cas_u32(&s->owner, &to, vp->self);
 		return -ESTALE;
 	}
+	note_mine(vp, c, idx, to == HP_VAR_HOST);
 	return 0;
 }
 
@@ -611,9 +648,15 @@ hp_var_pass(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t from, u
 
 	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
 		return -EINVAL;
+	/* the host lets its own go, passed or not (a caller drops a slot it
+	 * could not pass on) */
+	if (from == HP_VAR_HOST)
+		note_mine(vp, c, idx, 0);
 	if (GEN(hp_load_relaxed_u64(&s->gen_state)) != gen ||
 	    !hp_cas_u32(&s->owner, &from, to))
 		return -ESTALE;
+	if (to == HP_VAR_HOST)
+		note_mine(vp, c, idx, 1);
 	hp_store_relaxed_u64(&s->claim_ns, claim_now());
 	return 0;
 }
@@ -661,6 +704,9 @@ hp_var_free(struct hp_varpool *vp, uint32_t slot, uint32_t gen)
 
 	if (decode(vp, slot, &c, &idx) != 0 || (s = slot_meta(vp, c, idx)) == NULL)
 		return -EINVAL;
+	/* the host lets it go, freed or not: a free that fails (a peer freed
+	 * it or moved it on) leaves it to nobody */
+	note_mine(vp, c, idx, 0);
 	/* r[shm.varslot.freeing] 1-2: generation and state in one CAS, so
 	 * a late free never frees the slot's next allocation */
 	gs = hp_load_relaxed_u64(&s->gen_state);
@@ -777,19 +823,21 @@ reclaim(struct hp_varpool *vp, uint32_t c, uint32_t idx, struct hp_var_slot *s, 
 		return 0;
 	hp_store_relaxed_u32(&s->last_owner, hp_load_relaxed_u32(&s->owner));
 	hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
+	note_mine(vp, c, idx, 0);
 	hp_fetch_add_u32(&vp->cls[c].in_use, (uint32_t)-1, memory_order_relaxed);
 	vp->diag[c].reclaimed++;
 	push(vp, c, idx, s);
 	return 1;
 }
 
-/* One look at class c's list: marks in seen the slots on it and puts
- * in lost (at most HP_VAR_LOST_MAX) the Free slots that are not. 1 if
- * the head did not move meanwhile (no pop or push completed, so the list
+/* One look at class c's list: marks in seen the slots on it, puts in lost
+ * (at most HP_VAR_LOST_MAX) the Free slots that are not, and says in
+ * *broken whether the walk ended anywhere but at the list's end. 1 if the
+ * head did not move meanwhile (no pop or push completed, so the list
  * walked was the list), 0 if it did. */
 static int
 look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *lost,
-	  uint32_t *nlost)
+	  uint32_t *nlost, int *broken)
 {
 	struct hp_var_cview *cv = &vp->c[c];
 	uint32_t total = cv->mapped * cv->spe, idx, steps = 0;
@@ -805,6 +853,11 @@ look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *
 	     steps++ < total;
 	     idx = hp_load_relaxed_u32(&cv->meta[idx / cv->spe][idx % cv->spe].next_free))
 		seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
+	/* r[shm.varslot.freelist]: a list ends at nil. One stopped by a slot
+	 * seen already (a cycle: a slot linked to itself, the only one of
+	 * its class, loses no other) or by a link out of range is broken
+	 * even when no slot is lost off it */
+	*broken = idx != HP_VAR_NIL;
 	for (idx = 0; idx < total && *nlost < HP_VAR_LOST_MAX; idx++) {
 		/* acquire: pairs with the release of pop's state CAS, so
 		 * the owner it stored first is seen when lost_slots reads it */
@@ -828,10 +881,10 @@ look_lost(struct hp_varpool *vp, uint32_t c, uint8_t *seen, struct hp_var_lost *
  * looks (each of a list that stood still) have found it so, its
  * gen_state unchanged, for NOBODY_GRACE_NS, and its owner (set by a pop
  * before its state CAS, cleared by a free after its own) is no live
- * peer. */
+ * peer. *broken: the look at a list that stood still found it broken. */
 static uint32_t
 lost_slots(struct hp_varpool *vp, uint32_t c, uint64_t now,
-	   int (*dead)(void *arg, uint32_t owner), void *arg)
+	   int (*dead)(void *arg, uint32_t owner), void *arg, int *broken)
 {
 	struct hp_var_cview *cv = &vp->c[c];
 	struct hp_var_lost seen_now[HP_VAR_LOST_MAX];
@@ -839,14 +892,17 @@ lost_slots(struct hp_varpool *vp, uint32_t c, uint64_t now,
 	uint8_t *seen;
 	int tries;
 
+	*broken = 0;
 	if (!vp->host || (seen = malloc(total / 8 + 1)) == NULL)
 		return 0;
 	for (tries = 0; tries < 4; tries++)
-		if (look_lost(vp, c, seen, seen_now, &nnow))
+		if (look_lost(vp, c, seen, seen_now, &nnow, broken))
 			break;
 	free(seen);
-	if (tries == 4)
+	if (tries == 4) {
+		*broken = 0;
 		return 0;	/* busy: the next sweep looks again */
+	}
 	for (uint32_t i = 0; i < nnow; i++) {
 		struct hp_var_lost *l = &seen_now[i];
 		uint32_t owner;
@@ -863,28 +919,37 @@ lost_slots(struct hp_varpool *vp, uint32_t c, uint64_t now,
 			n++;
 	}
 	memcpy(vp->lost[c], seen_now, nnow * sizeof(seen_now[0]));
-	vp->nlost[c] = n > 0 ? 0 : nnow;
+	/* a rebuild lists them all again */
+	vp->nlost[c] = n > 0 || *broken ? 0 : nnow;
 	return n;
 }
+
+static void rebuild(struct hp_varpool *vp, uint32_t c, struct hp_var_back *b);
 
 uint32_t
 hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 	     int (*dead)(void *arg, uint32_t owner), void *arg,
-	     void (*on_stuck)(void *arg, const struct hp_var_held *s), uint32_t *stuck)
+	     void (*on_stuck)(void *arg, const struct hp_var_held *s), uint32_t *stuck,
+	     struct hp_var_back *why, struct hp_var_tally *held_by)
 {
-	uint32_t back = 0, held = 0, lost;
+	struct hp_var_back b;
+	uint32_t back, held = 0, lost;
+	int broken;
 
+	memset(&b, 0, sizeof(b));
+	if (held_by != NULL)
+		memset(held_by, 0, ((size_t)vp->max_guests + 1) * sizeof(*held_by));
 	for (uint32_t c = 0; c < vp->nclasses; c++) {
 		struct hp_var_cview *cv = &vp->c[c];
 
 		if (hp_load_relaxed_u32(&vp->cls[c].corrupt))
-			hp_var_rebuild(vp, c);
+			rebuild(vp, c, &b);
 		for (uint32_t idx = 0; idx < cv->mapped * cv->spe; idx++) {
 			struct hp_var_slot *s = &cv->meta[idx / cv->spe][idx % cv->spe];
 			/* acquire: pairs with the release of the state CAS in
 			 * pop, so the owner it stored first is seen */
 			uint64_t gs = hp_load_acquire_u64(&s->gen_state), at;
-			uint32_t owner;
+			uint32_t owner, *reason = NULL;
 
 			if (STATE(gs) == HP_VAR_FREE)
 				continue;
@@ -894,14 +959,28 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 			 * allocated: no reference can free it): taken back.
 			 * Held by nobody: normal only for the instant a freer
 			 * that lost a race with a rebuild clears the owner
-			 * late; taken back once it has lasted */
-			if (STATE(gs) > HP_VAR_INFLIGHT || GEN(gs) == 0 ||
-			    (owner > vp->max_guests && owner != HP_VAR_NOBODY) ||
-			    (owner == HP_VAR_NOBODY && now > at &&
-			     now - at > (stuck_ns != 0 ? stuck_ns : NOBODY_GRACE_NS)) ||
-			    (owner != HP_VAR_HOST && owner <= vp->max_guests && dead(arg, owner))) {
-				back += (uint32_t)reclaim(vp, c, idx, s, gs);
+			 * late; taken back once it has lasted. Held as the
+			 * host's: only what the host's record holds */
+			if (STATE(gs) > HP_VAR_INFLIGHT)
+				reason = &b.bad_state;
+			else if (GEN(gs) == 0)
+				reason = &b.gen_zero;
+			else if ((owner > vp->max_guests && owner != HP_VAR_NOBODY) ||
+				 (owner == HP_VAR_NOBODY && now > at &&
+				  now - at > (stuck_ns != 0 ? stuck_ns : NOBODY_GRACE_NS)))
+				reason = &b.no_owner;
+			else if (forged(vp, c, idx, owner))
+				reason = &b.forged;
+			else if (owner != HP_VAR_HOST && owner <= vp->max_guests &&
+				 dead(arg, owner))
+				reason = &b.dead;
+			if (reason != NULL) {
+				*reason += (uint32_t)reclaim(vp, c, idx, s, gs);
 				continue;
+			}
+			if (held_by != NULL && owner <= vp->max_guests) {
+				held_by[owner].slots++;
+				held_by[owner].bytes += cv->slot_size;
 			}
 			if (stuck_ns != 0 && owner != HP_VAR_HOST && now > at && now - at > stuck_ns) {
 				struct hp_var_held h = { c, idx, owner, GEN(gs), now - at };
@@ -911,22 +990,30 @@ hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 					on_stuck(arg, &h);
 			}
 		}
-		/* r[shm.varslot.ownership]: what a peer that died mid-alloc
-		 * or mid-free left on no list comes back too */
-		if ((lost = lost_slots(vp, c, now, dead, arg)) > 0) {
-			hp_var_rebuild(vp, c);
-			back += lost;
+		/* r[shm.varslot.freelist]: a list that loops or runs out of
+		 * range is rebuilt; r[shm.varslot.ownership]: what a peer
+		 * that died mid-alloc or mid-free left on no list comes back */
+		lost = lost_slots(vp, c, now, dead, arg, &broken);
+		if (broken)
+			vp->diag[c].bad_links++;
+		if (lost > 0 || broken) {
+			rebuild(vp, c, &b);
+			b.lost += lost;
 		}
 	}
+	back = b.dead + b.forged + b.no_owner + b.bad_state + b.gen_zero + b.lost;
 	if (back > 0)
 		wake_waiters(vp);
 	if (stuck != NULL)
 		*stuck = held;
+	if (why != NULL)
+		*why = b;
 	return back;
 }
 
-void
-hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
+/* hp_var_rebuild, counting what it takes back into *b. */
+static void
+rebuild(struct hp_varpool *vp, uint32_t c, struct hp_var_back *b)
 {
 	struct hp_var_cview *cv = &vp->c[c];
 	struct hp_var_class *k = &vp->cls[c];
@@ -958,7 +1045,14 @@ hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
 			if (!hp_cas_u64(&s->gen_state, &gs, GS(GEN(gs) + 1, HP_VAR_FREE)))
 				continue;
 			hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
+			note_mine(vp, c, idx, 0);
 			vp->diag[c].reclaimed++;
+			if (STATE(gs) > HP_VAR_INFLIGHT)
+				b->bad_state++;
+			else if (GEN(gs) == 0)
+				b->gen_zero++;
+			else
+				b->no_owner++;
 		} else if (STATE(gs) != HP_VAR_FREE) {
 			used++;
 			continue;
@@ -973,6 +1067,15 @@ hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
 	if (last != NULL)
 		push(vp, c, first, last);
 	wake_waiters(vp);
+}
+
+void
+hp_var_rebuild(struct hp_varpool *vp, uint32_t c)
+{
+	struct hp_var_back b;
+
+	memset(&b, 0, sizeof(b));
+	rebuild(vp, c, &b);
 }
 
 /* -- validate and figures ------------------------------------------------- */
@@ -1069,6 +1172,9 @@ hp_var_validate(struct hp_varpool *vp, int (*live)(void *arg, uint32_t owner), v
 			if (owner > vp->max_guests)
 				problem(report, rarg, &n, "class %u: slot %u is %s by no peer "
 					"(owner %u)", c, idx, state_name(STATE(gs)), owner);
+			else if (forged(vp, c, idx, owner))
+				problem(report, rarg, &n, "class %u: slot %u is held as the "
+					"host's, but the host does not hold it", c, idx);
 			else if (live != NULL && owner != HP_VAR_HOST && !live(arg, owner))
 				problem(report, rarg, &n, "class %u: slot %u is %s by peer %u, "
 					"which is not running", c, idx, state_name(STATE(gs)), owner);

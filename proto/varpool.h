@@ -11,6 +11,14 @@
  * sends is the receiving guest's at once. So when a peer dies, every slot
  * it owns is the dead peer's to lose and the sweeper returns it.
  *
+ * The host's slots: the owner word says 0 for them, and any guest can
+ * write 0 there too, so the host's view keeps its own record of the slots
+ * it holds, a bit per slot: hp_var_alloc and hp_var_pass to 0 set it;
+ * hp_var_send, hp_var_pass from 0 and hp_var_free clear it, failing or
+ * not (a caller drops a slot it could not send, pass or free), as do the
+ * sweeper's and rebuild's reclaims. A held slot that says 0 but is not in
+ * the record is forged: the sweeper takes it back, validate names it.
+ *
  * Trust: the host's view (host = 1) keeps the class geometry and extent
  * offsets privately and checks every index, link and state it reads from
  * the shared region; every walk is bounded. A view is used by one thread. */
@@ -78,6 +86,9 @@ struct hp_varpool {
 		uint64_t	gs, since;
 	}			lost[HP_VAR_MAX_CLASSES][HP_VAR_LOST_MAX];
 	uint32_t		nlost[HP_VAR_MAX_CLASSES];
+	/* host: the slots it holds itself, a bit per slot of each class
+	 * (max_extents * slots per extent bits, allocated by hp_var_create) */
+	uint8_t			*mine[HP_VAR_MAX_CLASSES];
 };
 
 /* A slot held by this process. */
@@ -105,7 +116,8 @@ uint64_t hp_var_extent_size(uint32_t slot_size, uint32_t count);
 uint64_t hp_var_initial_size(const struct hp_var_conf *c, uint32_t max_guests);
 
 /* Host: lays the pool out at base + offset (offset page aligned, the file
- * at least offset + hp_var_initial_size) and keeps fd to grow the file. */
+ * at least offset + hp_var_initial_size) and keeps fd to grow the file.
+ * -EINVAL, or -ENOMEM for the record of the host's own slots. */
 int hp_var_create(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
 		  uint64_t offset, const struct hp_var_conf *c, uint32_t max_guests);
 /* Anyone else: a view of the pool at offset, its headers checked (-EBADMSG
@@ -113,7 +125,8 @@ int hp_var_create(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int 
 int hp_var_attach(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
 		  int writable, uint64_t offset, uint32_t max_guests, uint32_t self,
 		  const char **why);
-/* Unmaps the extents mapped apart from the segment. */
+/* Unmaps the extents mapped apart from the segment; frees the host's
+ * record. */
 void hp_var_close(struct hp_varpool *vp);
 
 /* r[shm.varslot.selection] r[shm.varslot.allocation]: a slot for len
@@ -150,24 +163,46 @@ void hp_var_sleep_end(struct hp_varpool *vp);
 int hp_var_grow(struct hp_varpool *vp, uint32_t c);
 
 /* Host: the sweeper. Every held slot whose owner dead(arg, owner) says is
- * gone (or is no peer at all) returns to its list with a new generation;
- * classes marked corrupt are rebuilt; held slots older than stuck_ns
- * (0: no check) are counted into *stuck and passed to on_stuck. Returns
- * how many slots came back. */
+ * gone, that is held by no peer, in no state or as generation 0, or held
+ * as the host's while the host's record says it is not, returns to its
+ * list with a new generation; classes marked corrupt, whose list has a
+ * cycle or a link out of range, or with Free slots on no list for good
+ * are rebuilt; held slots older than stuck_ns (0: no check) are counted
+ * into *stuck and passed to on_stuck.
+ * Returns how many slots came back; *why (NULL: not wanted) says for
+ * what. held_by (NULL: not wanted), an array of max_guests + 1, is
+ * zeroed, then gets for each owner (0 the host, then each peer id) the
+ * slots it holds (Allocated or InFlight) once this sweep's returns are
+ * done, and their bytes (each its class's slot size): a slot held by
+ * nobody yet counts for no one. */
 struct hp_var_held {
 	uint32_t	cls, index, owner, gen;
 	uint64_t	held_ns;
 };
+struct hp_var_back {
+	uint32_t	dead;		/* held by a peer that is gone */
+	uint32_t	forged;		/* held as the host's, not by the host */
+	uint32_t	no_owner;	/* held by no peer, or by nobody for too long */
+	uint32_t	bad_state;	/* in no state at all */
+	uint32_t	gen_zero;	/* held as generation 0 (never allocated) */
+	uint32_t	lost;		/* Free, and on no list for good */
+};
+struct hp_var_tally {
+	uint32_t	slots;
+	uint64_t	bytes;
+};
 uint32_t hp_var_sweep(struct hp_varpool *vp, uint64_t now, uint64_t stuck_ns,
 		      int (*dead)(void *arg, uint32_t owner), void *arg,
 		      void (*on_stuck)(void *arg, const struct hp_var_held *s),
-		      uint32_t *stuck);
+		      uint32_t *stuck, struct hp_var_back *why,
+		      struct hp_var_tally *held_by);
 /* Host: the free list of class c rebuilt from the slots' metadata. */
 void hp_var_rebuild(struct hp_varpool *vp, uint32_t c);
 
 /* validate(): every slot on exactly one free list or held by one live
- * owner (live NULL: any peer id counts as live), no list with a cycle or
- * an out-of-range link, generations sane. Each problem goes to report;
+ * owner (live NULL: any peer id counts as live; on the host's view, a
+ * slot held as the host's must be in its record), no list with a cycle
+ * or an out-of-range link, generations sane. Each problem goes to report;
  * returns how many were found. */
 uint32_t hp_var_validate(struct hp_varpool *vp, int (*live)(void *arg, uint32_t owner),
 			 void *arg, void (*report)(void *arg, const char *problem), void *rarg);

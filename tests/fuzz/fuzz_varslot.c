@@ -146,7 +146,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	as_guest(d);
 	check_desc(&host, d);
 	hp_var_validate(&host, NULL, NULL, NULL, NULL);
-	hp_var_sweep(&host, 0, 0, anyone_dead, NULL, NULL, NULL);
+	hp_var_sweep(&host, 0, 0, anyone_dead, NULL, NULL, NULL, NULL, NULL);
 
 	/* repaired: the lists are sound, each slot comes out once */
 	for (uint32_t c = 0; c < host.nclasses; c++)

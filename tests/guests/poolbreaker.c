@@ -2,15 +2,19 @@
  * (--act=NAME), then keeps heartbeating until the host ends it:
  *   badgen	sends a request in its own slot naming the wrong generation
  *   notmine	sends a request naming a slot in flight from another peer
- *   cycle	makes class 0's free list run in a circle
+ *   cycle	makes class 0's free list (--class=N: class N's) run in a
+ *		circle; a slot linked to itself when it is the only one
  *   badlink	points class 0's free list past its last slot
  *   heldfree	pushes a slot it holds onto the free list (a free of a slot
  *		still in use) and keeps holding it
  *   hold	takes 8 slots of class 0 and holds them (for a kill)
+ *   forgehost	takes every slot it can of every class and marks each the
+ *		host's (owner 0), as if the host held them
  * Built on proto: libguest would do none of it. */
 #include <err.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,14 +51,21 @@ request_in(uint32_t slot, uint32_t gen)
 	hp_doorbell_signal(ep.doorbell);
 }
 
+/* Slot idx of class c's first extent. */
+static struct hp_var_slot *
+meta_of(uint32_t c, uint32_t idx)
+{
+	return &ep.var->c[c].meta[0][idx];
+}
+
 static struct hp_var_slot *
 meta(uint32_t idx)
 {
-	return &ep.var->c[0].meta[0][idx];
+	return meta_of(0, idx);
 }
 
 static void
-act(const char *what)
+act(const char *what, uint32_t cls)
 {
 	struct hp_var_class *k = &ep.var->cls[0];
 	uint64_t head = hp_load_acquire_u64(&k->free_head);
@@ -71,11 +82,21 @@ act(const char *what)
 		hp_var_send(ep.var, r.slot, r.gen, ep.var_peer + 1);
 		request_in(r.slot, r.gen);
 	} else if (strcmp(what, "cycle") == 0) {
-		uint32_t a = (uint32_t)head, b = hp_load_relaxed_u32(&meta(a)->next_free);
+		/* acquire: pairs with the release CAS of the push that put
+		 * this head there, after writing its next_free */
+		uint32_t a = (uint32_t)hp_load_acquire_u64(&ep.var->cls[cls].free_head), b;
 
-		if (a >= spe || b >= spe)
-			errx(1, "class 0 has fewer than 2 free slots");
-		hp_store_relaxed_u32(&meta(b)->next_free, a);
+		spe = ep.var->c[cls].spe;
+		if (a >= spe)
+			errx(1, "class %u has no free slot in its first extent", cls);
+		/* b -> a: the second slot back to the first, or the only one
+		 * to itself */
+		b = hp_load_relaxed_u32(&meta_of(cls, a)->next_free);
+		if (b == HP_VAR_NIL)
+			b = a;
+		if (b >= spe)
+			errx(1, "class %u's second free slot is past its first extent", cls);
+		hp_store_relaxed_u32(&meta_of(cls, b)->next_free, a);
 	} else if (strcmp(what, "badlink") == 0) {
 		uint32_t a = (uint32_t)head;
 
@@ -94,8 +115,24 @@ act(const char *what)
 	} else if (strcmp(what, "hold") == 0) {
 		for (int i = 0; i < 8; i++)
 			take(&r);
+	} else if (strcmp(what, "forgehost") == 0) {
+		/* the smallest class first: an alloc falls back to a larger
+		 * one once a class is empty, and -EAGAIN when all are (or,
+		 * bounded, once the sweeper keeps returning them) */
+		int n = 0;
+
+		for (uint32_t c = 0; c < ep.var->nclasses; c++)
+			while (n++ < 100000 &&
+			       hp_var_alloc(ep.var, ep.var->c[c].slot_size, &r) == 0) {
+				uint32_t in = (r.slot & ~HP_VAR_SLOT_FLAG) >> HP_VAR_CLASS_SHIFT;
+				uint32_t idx = r.slot & HP_VAR_INDEX_MASK;
+				struct hp_var_cview *cv = &ep.var->c[in];
+
+				hp_store_relaxed_u32(&cv->meta[idx / cv->spe][idx % cv->spe].owner,
+						     HP_VAR_HOST);
+			}
 	} else {
-		errx(1, "--act=badgen|notmine|cycle|badlink|heldfree|hold");
+		errx(1, "--act=badgen|notmine|cycle|badlink|heldfree|hold|forgehost");
 	}
 }
 
@@ -104,15 +141,20 @@ main(int argc, char *argv[])
 {
 	const char *what = NULL;
 	struct hp_ticket t;
+	uint32_t cls = 0;
 
 	for (int i = 1; i < argc; i++)
 		if (strncmp(argv[i], "--act=", 6) == 0)
 			what = argv[i] + 6;
+		else if (strncmp(argv[i], "--class=", 8) == 0)
+			cls = (uint32_t)strtoul(argv[i] + 8, NULL, 10);
 	raw_attach(argc, argv, &t, &seg, &view, &ep, HP_FEAT_ALL);
 	if (ep.var == NULL)
 		errx(1, "not in the shared pool");
+	if (cls >= ep.var->nclasses)
+		errx(1, "--class=%u: the pool has %u classes", cls, ep.var->nclasses);
 	if (what != NULL)
-		act(what);
+		act(what, cls);
 	for (;;) {
 		struct hp_msg_in m;
 		const char *rule;

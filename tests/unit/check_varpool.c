@@ -107,6 +107,13 @@ mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* hp_var_sweep with only the count of slots returned wanted */
+static uint32_t
+sweep(uint64_t now, int (*dead)(void *arg, uint32_t owner))
+{
+	return hp_var_sweep(&host, now, 0, dead, NULL, NULL, NULL, NULL, NULL);
+}
+
 static struct hp_var_slot *
 meta(struct hp_varpool *vp, uint32_t c, uint32_t idx)
 {
@@ -650,6 +657,7 @@ START_TEST(test_sweep_dead)
 	const uint8_t *payload;
 	const char *rule;
 	struct reports rep;
+	struct hp_var_back why;
 	uint32_t stuck = 99;
 
 	ck_assert_int_eq(hp_var_alloc(&g1, 10, &a), 0);
@@ -658,8 +666,13 @@ START_TEST(test_sweep_dead)
 	ck_assert_int_eq(hp_var_alloc(&g2, 10, &c), 0);
 	ck_assert_int_eq(hp_var_alloc(&host, 10, &h), 0);
 	dead_id = 1;
-	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, dead_is, NULL, NULL, &stuck), 2);
+	memset(&why, 0xFF, sizeof(why));
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, dead_is, NULL, NULL, &stuck, &why,
+				       NULL), 2);
 	ck_assert_uint_eq(stuck, 0);
+	/* both for the one reason */
+	ck_assert_uint_eq(why.dead, 2);
+	ck_assert_uint_eq(why.forged + why.no_owner + why.bad_state + why.gen_zero + why.lost, 0);
 	/* back on their lists with a new generation */
 	ck_assert_uint_eq(gs_of(CLS(a.slot), IDXOF(a.slot)), GS(a.gen + 1, HP_VAR_FREE));
 	ck_assert_uint_eq(gs_of(CLS(b.slot), IDXOF(b.slot)), GS(b.gen + 1, HP_VAR_FREE));
@@ -678,10 +691,10 @@ START_TEST(test_sweep_dead)
 	ck_assert_uint_eq(class_free(&host, 0), 2);
 	ck_assert_uint_eq(class_free(&host, 2), 2);
 	/* nothing more to take */
-	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, dead_is, NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(sweep(mono_ns(), dead_is), 0);
 	/* the host's own slots are never a dead peer's */
 	dead_id = HP_VAR_HOST;
-	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, dead_is, NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(sweep(mono_ns(), dead_is), 0);
 	ck_assert_int_eq(hp_var_free(&g2, c.slot, c.gen), 0);
 	ck_assert_int_eq(hp_var_free(&host, h.slot, h.gen), 0);
 	ck_assert_uint_eq(class_free(&host, 0), 4);
@@ -694,6 +707,7 @@ START_TEST(test_sweep_stuck)
 {
 	struct hp_var_ref a, h, z;
 	struct stuck_seen ss = { 0, { 0, 0, 0, 0, 0 } };
+	struct hp_var_back why;
 	uint64_t now = mono_ns();
 	uint32_t stuck = 0;
 
@@ -701,12 +715,12 @@ START_TEST(test_sweep_stuck)
 	ck_assert_int_eq(hp_var_alloc(&host, 100, &h), 0);
 	/* not yet too long */
 	ck_assert_uint_eq(hp_var_sweep(&host, now, 5000000000ull, stuck_dead, &ss, on_stuck,
-				       &stuck), 0);
+				       &stuck, NULL, NULL), 0);
 	ck_assert_uint_eq(stuck, 0);
 	ck_assert_int_eq(ss.n, 0);
 	/* ten seconds on: guest 2's slot is stuck, the host's not counted */
 	ck_assert_uint_eq(hp_var_sweep(&host, now + 10000000000ull, 1000000000ull, stuck_dead,
-				       &ss, on_stuck, &stuck), 0);
+				       &ss, on_stuck, &stuck, NULL, NULL), 0);
 	ck_assert_uint_eq(stuck, 1);
 	ck_assert_int_eq(ss.n, 1);
 	ck_assert_uint_eq(ss.h.cls, CLS(a.slot));
@@ -722,14 +736,18 @@ START_TEST(test_sweep_stuck)
 	ck_assert_int_eq(hp_var_alloc(&g1, 100, &z), 0);
 	atomic_store(&meta(&host, CLS(z.slot), IDXOF(z.slot))->owner, HP_VAR_NOBODY);
 	now = atomic_load(&meta(&host, CLS(z.slot), IDXOF(z.slot))->claim_ns);
-	ck_assert_uint_eq(hp_var_sweep(&host, now, 0, stuck_dead, NULL, NULL, NULL), 0);
-	ck_assert_uint_eq(hp_var_sweep(&host, now + 5000000000ull, 0, stuck_dead, NULL, NULL,
-				       NULL), 1);
+	ck_assert_uint_eq(sweep(now, stuck_dead), 0);
+	ck_assert_uint_eq(hp_var_sweep(&host, now + 5000000000ull, 0, stuck_dead, NULL, NULL, NULL,
+				       &why, NULL), 1);
+	ck_assert_uint_eq(why.no_owner, 1);
 	ck_assert_uint_eq(gs_of(CLS(z.slot), IDXOF(z.slot)), GS(z.gen + 1, HP_VAR_FREE));
 	/* owned by no peer at all: taken at once */
 	ck_assert_int_eq(hp_var_alloc(&g1, 100, &z), 0);
 	atomic_store(&meta(&host, CLS(z.slot), IDXOF(z.slot))->owner, GUESTS + 1);
-	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL), 1);
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
+				       NULL), 1);
+	ck_assert_uint_eq(why.no_owner, 1);
+	ck_assert_uint_eq(why.dead + why.forged + why.bad_state + why.gen_zero + why.lost, 0);
 	ck_assert_uint_eq(hp_var_free(&host, h.slot, h.gen), 0);
 	ck_assert_uint_eq(hp_var_validate(&host, NULL, NULL, NULL, NULL), 0);
 }
@@ -759,6 +777,7 @@ START_TEST(test_sweep_lost)
 {
 	struct hp_var_ref r;
 	struct reports rep;
+	struct hp_var_back why;
 	uint64_t now = mono_ns();
 	uint32_t a, b, d;
 
@@ -769,11 +788,14 @@ START_TEST(test_sweep_lost)
 	ck_assert_ptr_nonnull(strstr(rep.text, "is free but on no free list"));
 	dead_id = 1;
 	/* a first sighting: nothing yet, nor a second one too soon */
-	ck_assert_uint_eq(hp_var_sweep(&host, now, 0, dead_is, NULL, NULL, NULL), 0);
-	ck_assert_uint_eq(hp_var_sweep(&host, now + 100000000ull, 0, dead_is, NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(sweep(now, dead_is), 0);
+	ck_assert_uint_eq(sweep(now + 100000000ull, dead_is), 0);
 	ck_assert_uint_eq(validate(&rep), 3);
 	/* it stayed: back, by rebuilding those lists */
-	ck_assert_uint_eq(hp_var_sweep(&host, now + 2000000000ull, 0, dead_is, NULL, NULL, NULL), 2);
+	ck_assert_uint_eq(hp_var_sweep(&host, now + 2000000000ull, 0, dead_is, NULL, NULL, NULL,
+				       &why, NULL), 2);
+	ck_assert_uint_eq(why.lost, 2);
+	ck_assert_uint_eq(why.dead + why.forged + why.no_owner + why.bad_state + why.gen_zero, 0);
 	ck_assert_uint_eq(validate(&rep), 1);
 	ck_assert_ptr_nonnull(strstr(rep.text, "class 2: slot"));
 	ck_assert_uint_eq(host.diag[0].rebuilds, 1);
@@ -786,10 +808,10 @@ START_TEST(test_sweep_lost)
 	/* the slot that moved on meanwhile is not counted lost: sighted,
 	 * then allocated and freed (a new generation), then sighted again */
 	a = pop_and_die(0, 1);
-	ck_assert_uint_eq(hp_var_sweep(&host, now + 3000000000ull, 0, dead_is, NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(sweep(now + 3000000000ull, dead_is), 0);
 	atomic_store(&meta(&host, 0, a)->gen_state, GS(7, HP_VAR_FREE));
-	ck_assert_uint_eq(hp_var_sweep(&host, now + 4000000000ull, 0, dead_is, NULL, NULL, NULL), 0);
-	ck_assert_uint_eq(hp_var_sweep(&host, now + 6000000000ull, 0, dead_is, NULL, NULL, NULL), 1);
+	ck_assert_uint_eq(sweep(now + 4000000000ull, dead_is), 0);
+	ck_assert_uint_eq(sweep(now + 6000000000ull, dead_is), 1);
 	ck_assert_uint_eq(validate(&rep), 0);
 	ck_assert_int_eq(hp_var_alloc(&g1, 8, &r), 0);
 	(void)b;
@@ -802,6 +824,7 @@ START_TEST(test_generation_wraps)
 {
 	struct hp_var_ref r;
 	struct reports rep;
+	struct hp_var_back why;
 
 	atomic_store(&meta(&host, 0, 0)->gen_state, GS(UINT32_MAX, HP_VAR_FREE));
 	ck_assert_int_eq(hp_var_alloc(&g1, 8, &r), 0);
@@ -812,8 +835,284 @@ START_TEST(test_generation_wraps)
 	/* scribbled to generation 0: the sweeper returns it */
 	atomic_store(&meta(&host, 0, 0)->gen_state, GS(0, HP_VAR_INFLIGHT));
 	ck_assert_uint_eq(validate(&rep), 1);
-	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL), 1);
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
+				       NULL), 1);
+	ck_assert_uint_eq(why.gen_zero, 1);
 	ck_assert_uint_eq(gs_of(0, 0), GS(1, HP_VAR_FREE));
+	ck_assert_uint_eq(validate(&rep), 0);
+}
+END_TEST
+
+/* -- the host's own slots ------------------------------------------------- */
+
+/* Whether the host's record holds slot idx of class c. */
+static int
+host_holds(uint32_t c, uint32_t idx)
+{
+	return (host.mine[c][idx / 8] >> (idx % 8)) & 1;
+}
+
+static int
+host_holds_ref(const struct hp_var_ref *r)
+{
+	return host_holds(CLS(r->slot), IDXOF(r->slot));
+}
+
+/* r[shm.varslot.ownership]: the host's record of the slots it holds
+ * follows every way the host takes a slot (its allocation, a guest's
+ * slot passed to it) and lets one go (sent, passed on, freed, or taken
+ * back from it), whether or not the shared words still agreed. */
+START_TEST(test_host_record)
+{
+	struct hp_var_ref a, b, d, e;
+	struct hp_var_back why;
+	struct reports rep;
+
+	/* its own allocation */
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &a), 0);
+	ck_assert(host_holds_ref(&a));
+	/* a guest's slot, taken as its descriptor is dequeued */
+	ck_assert_int_eq(hp_var_alloc(&g1, 100, &b), 0);
+	ck_assert_int_eq(hp_var_send(&g1, b.slot, b.gen, 1), 0);
+	ck_assert(!host_holds_ref(&b));
+	ck_assert_int_eq(hp_var_pass(&host, b.slot, b.gen, 1, HP_VAR_HOST), 0);
+	ck_assert(host_holds_ref(&b));
+	/* genuinely the host's: valid, and the sweeper leaves them */
+	ck_assert_uint_eq(validate(&rep), 0);
+	ck_assert_uint_eq(sweep(mono_ns(), stuck_dead), 0);
+	ck_assert_uint_eq(owner_of(CLS(b.slot), IDXOF(b.slot)), HP_VAR_HOST);
+	ck_assert_uint_eq(gs_of(CLS(a.slot), IDXOF(a.slot)), GS(a.gen, HP_VAR_ALLOCATED));
+	/* handed on to guest 2 */
+	ck_assert_int_eq(hp_var_pass(&host, b.slot, b.gen, HP_VAR_HOST, 2), 0);
+	ck_assert(!host_holds_ref(&b));
+	/* a pass to the host that fails takes nothing */
+	ck_assert_int_eq(hp_var_pass(&host, b.slot, b.gen, 1, HP_VAR_HOST), -ESTALE);
+	ck_assert(!host_holds_ref(&b));
+	ck_assert_int_eq(hp_var_free(&g2, b.slot, b.gen), 0);
+	/* its own, sent to a guest */
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &d), 0);
+	ck_assert(host_holds_ref(&d));
+	ck_assert_int_eq(hp_var_send(&host, d.slot, d.gen, 2), 0);
+	ck_assert(!host_holds_ref(&d));
+	ck_assert_int_eq(hp_var_free(&g2, d.slot, d.gen), 0);
+	/* a pass on that fails (a guest moved the owner) lets it go too:
+	 * the caller drops the slot */
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &d), 0);
+	atomic_store(&meta(&host, CLS(d.slot), IDXOF(d.slot))->owner, 1);
+	ck_assert_int_eq(hp_var_pass(&host, d.slot, d.gen, HP_VAR_HOST, 2), -ESTALE);
+	ck_assert(!host_holds_ref(&d));
+	ck_assert_int_eq(hp_var_free(&g1, d.slot, d.gen), 0);
+	/* taken back from it by the sweeper (scribbled to no state), and by
+	 * a rebuild (scribbled to generation 0) */
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &d), 0);
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &e), 0);
+	atomic_store(&meta(&host, CLS(d.slot), IDXOF(d.slot))->gen_state, GS(d.gen, 7));
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
+				       NULL), 1);
+	ck_assert_uint_eq(why.bad_state, 1);
+	ck_assert(!host_holds_ref(&d));
+	atomic_store(&meta(&host, CLS(e.slot), IDXOF(e.slot))->gen_state,
+		     GS(0, HP_VAR_ALLOCATED));
+	hp_var_rebuild(&host, CLS(e.slot));
+	ck_assert(!host_holds_ref(&e));
+	/* and freed */
+	ck_assert_int_eq(hp_var_free(&host, a.slot, a.gen), 0);
+	ck_assert(!host_holds_ref(&a));
+	for (uint32_t c = 0; c < NCLS; c++)
+		for (uint32_t i = 0; i < host.c[c].mapped * host.c[c].spe; i++)
+			ck_assert_msg(!host_holds(c, i), "class %u slot %u still held", c, i);
+	ck_assert_uint_eq(validate(&rep), 0);
+	for (uint32_t c = 0; c < NCLS; c++)
+		ck_assert_uint_eq(class_free(&host, c), host.c[c].spe);
+	/* a guest's view keeps no record */
+	for (uint32_t c = 0; c < NCLS; c++)
+		ck_assert_ptr_null(g1.mine[c]);
+}
+END_TEST
+
+/* r[shm.varslot.ownership]: slots a guest marked the host's (owner 0)
+ * that the host does not hold: validate on the host's view names them,
+ * the sweeper takes them back; what the host does hold stays its own. */
+START_TEST(test_sweep_forged)
+{
+	struct hp_var_ref f1, f2, h1, h2;
+	struct hp_var_back why;
+	struct reports rep;
+	char want[128];
+
+	ck_assert_int_eq(hp_var_alloc(&g1, 10, &f1), 0);
+	ck_assert_int_eq(hp_var_alloc(&g1, 300, &f2), 0);
+	ck_assert_int_eq(hp_var_send(&g1, f2.slot, f2.gen, 1), 0);
+	atomic_store(&meta(&host, CLS(f1.slot), IDXOF(f1.slot))->owner, HP_VAR_HOST);
+	atomic_store(&meta(&host, CLS(f2.slot), IDXOF(f2.slot))->owner, HP_VAR_HOST);
+	/* the host's own: allocated, and taken from guest 2 */
+	ck_assert_int_eq(hp_var_alloc(&host, 10, &h1), 0);
+	ck_assert_int_eq(hp_var_alloc(&g2, 100, &h2), 0);
+	ck_assert_int_eq(hp_var_send(&g2, h2.slot, h2.gen, 2), 0);
+	ck_assert_int_eq(hp_var_pass(&host, h2.slot, h2.gen, 2, HP_VAR_HOST), 0);
+
+	ck_assert_uint_eq(validate(&rep), 2);
+	snprintf(want, sizeof(want), "class %u: slot %u is held as the host's, but the host "
+		 "does not hold it", CLS(f1.slot), IDXOF(f1.slot));
+	ck_assert_msg(strstr(rep.text, want) != NULL, "no \"%s\" in %s", want, rep.text);
+	snprintf(want, sizeof(want), "class %u: slot %u is held as the host's",
+		 CLS(f2.slot), IDXOF(f2.slot));
+	ck_assert_msg(strstr(rep.text, want) != NULL, "no \"%s\" in %s", want, rep.text);
+	/* a view that is not the host's (hubctl inspect) cannot tell */
+	ck_assert_uint_eq(hp_var_validate(&g1, NULL, NULL, NULL, NULL), 0);
+
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
+				       NULL), 2);
+	ck_assert_uint_eq(why.forged, 2);
+	ck_assert_uint_eq(why.dead + why.no_owner + why.bad_state + why.gen_zero + why.lost, 0);
+	ck_assert_uint_eq(gs_of(CLS(f1.slot), IDXOF(f1.slot)), GS(f1.gen + 1, HP_VAR_FREE));
+	ck_assert_uint_eq(gs_of(CLS(f2.slot), IDXOF(f2.slot)), GS(f2.gen + 1, HP_VAR_FREE));
+	ck_assert_uint_eq(host.diag[CLS(f1.slot)].reclaimed, 1);
+	ck_assert_uint_eq(host.diag[CLS(f2.slot)].reclaimed, 1);
+	/* the host's own untouched */
+	ck_assert_uint_eq(gs_of(CLS(h1.slot), IDXOF(h1.slot)), GS(h1.gen, HP_VAR_ALLOCATED));
+	ck_assert_uint_eq(owner_of(CLS(h1.slot), IDXOF(h1.slot)), HP_VAR_HOST);
+	ck_assert_uint_eq(gs_of(CLS(h2.slot), IDXOF(h2.slot)), GS(h2.gen, HP_VAR_INFLIGHT));
+	ck_assert_uint_eq(owner_of(CLS(h2.slot), IDXOF(h2.slot)), HP_VAR_HOST);
+	ck_assert_uint_eq(validate(&rep), 0);
+	ck_assert_uint_eq(sweep(mono_ns(), stuck_dead), 0);
+	/* the forger's late free is stale */
+	ck_assert_int_eq(hp_var_free(&g1, f1.slot, f1.gen), -ESTALE);
+	ck_assert_int_eq(hp_var_free(&host, h1.slot, h1.gen), 0);
+	ck_assert_int_eq(hp_var_free(&host, h2.slot, h2.gen), 0);
+	for (uint32_t c = 0; c < NCLS; c++)
+		ck_assert_uint_eq(class_free(&host, c), host.c[c].spe);
+}
+END_TEST
+
+/* A slot the host holds that a guest frees behind its back, takes again
+ * and marks the host's: the record cannot tell it from the host's until
+ * the host lets its reference go (its free fails, stale); from then on it
+ * is forged and comes back, rather than staying in use for good. */
+START_TEST(test_sweep_forged_after_host_let_go)
+{
+	struct hp_var_ref r, r2;
+	struct hp_var_back why;
+	struct reports rep;
+
+	ck_assert_int_eq(hp_var_alloc(&g1, 10, &r), 0);
+	ck_assert_int_eq(hp_var_send(&g1, r.slot, r.gen, 1), 0);
+	ck_assert_int_eq(hp_var_pass(&host, r.slot, r.gen, 1, HP_VAR_HOST), 0);
+	ck_assert_int_eq(hp_var_free(&g1, r.slot, r.gen), 0);
+	ck_assert_int_eq(hp_var_alloc(&g1, 10, &r2), 0);
+	ck_assert_uint_eq(r2.slot, r.slot);
+	atomic_store(&meta(&host, CLS(r.slot), IDXOF(r.slot))->owner, HP_VAR_HOST);
+	ck_assert_uint_eq(sweep(mono_ns(), stuck_dead), 0);
+	ck_assert_uint_eq(validate(&rep), 0);
+	ck_assert_int_eq(hp_var_free(&host, r.slot, r.gen), -ESTALE);
+	ck_assert(!host_holds_ref(&r));
+	ck_assert_uint_eq(validate(&rep), 1);
+	ck_assert_ptr_nonnull(strstr(rep.text, "is held as the host's"));
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
+				       NULL), 1);
+	ck_assert_uint_eq(why.forged, 1);
+	ck_assert_uint_eq(validate(&rep), 0);
+	ck_assert_uint_eq(class_free(&host, 0), 4);
+}
+END_TEST
+
+/* The sweep's tally: what each owner holds (Allocated or InFlight) once
+ * the sweep's returns are done, in slots and in its classes' bytes; the
+ * host's at 0. */
+START_TEST(test_sweep_tally)
+{
+	struct hp_var_tally t[GUESTS + 1];
+	struct hp_var_ref r[7];
+
+	ck_assert_int_eq(hp_var_alloc(&g1, 10, &r[0]), 0);	/* 64 B */
+	ck_assert_int_eq(hp_var_alloc(&g1, 60, &r[1]), 0);	/* 64 B */
+	ck_assert_int_eq(hp_var_alloc(&g1, 1000, &r[2]), 0);	/* 1 KiB, */
+	ck_assert_int_eq(hp_var_send(&g1, r[2].slot, r[2].gen, 1), 0);	/* in flight, 1's */
+	ck_assert_int_eq(hp_var_alloc(&g2, 200, &r[3]), 0);	/* 256 B */
+	ck_assert_int_eq(hp_var_alloc(&host, 100, &r[4]), 0);	/* 256 B */
+	/* guest 3's, and it is gone; one forged as the host's: both come
+	 * back, neither is counted */
+	ck_assert_int_eq(hp_var_alloc(&g2, 10, &r[5]), 0);
+	atomic_store(&meta(&host, CLS(r[5].slot), IDXOF(r[5].slot))->owner, 3);
+	ck_assert_int_eq(hp_var_alloc(&g2, 10, &r[6]), 0);
+	atomic_store(&meta(&host, CLS(r[6].slot), IDXOF(r[6].slot))->owner, HP_VAR_HOST);
+	memset(t, 0xAA, sizeof(t));
+	dead_id = 3;
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, dead_is, NULL, NULL, NULL, NULL, t),
+			  2);
+	ck_assert_uint_eq(t[0].slots, 1);
+	ck_assert_uint_eq(t[0].bytes, 256);
+	ck_assert_uint_eq(t[1].slots, 3);
+	ck_assert_uint_eq(t[1].bytes, 64 + 64 + 1024);
+	ck_assert_uint_eq(t[2].slots, 1);
+	ck_assert_uint_eq(t[2].bytes, 256);
+	for (int i = 3; i <= GUESTS; i++)
+		ck_assert_msg(t[i].slots == 0 && t[i].bytes == 0, "owner %d: %u slots, %llu bytes",
+			      i, t[i].slots, (unsigned long long)t[i].bytes);
+	/* all freed: nothing held by anyone */
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(hp_var_free(i == 3 ? &g2 : &g1, r[i].slot, r[i].gen), 0);
+	ck_assert_int_eq(hp_var_free(&host, r[4].slot, r[4].gen), 0);
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, dead_is, NULL, NULL, NULL, NULL, t),
+			  0);
+	for (int i = 0; i <= GUESTS; i++)
+		ck_assert_msg(t[i].slots == 0 && t[i].bytes == 0, "owner %d: %u slots", i,
+			      t[i].slots);
+}
+END_TEST
+
+/* Class 0 of 4 slots, class 1 of one slot per extent (as the default's
+ * largest class) */
+static void
+one_slot_setup(void)
+{
+	struct hp_var_conf c;
+
+	memset(&c, 0, sizeof(c));
+	c.nclasses = 2;
+	c.max_extents = 2;
+	c.cls[0].slot_size = 64;
+	c.cls[0].count = 4;
+	c.cls[1].slot_size = 1024;
+	c.cls[1].count = 1;
+	pool_open(&c);
+	attach(&g1, 1);
+	attach(&g2, 2);
+}
+
+/* r[shm.varslot.freelist]: a list broken without losing a slot off it (a
+ * class's only slot linked to itself, a last link out of range) is
+ * rebuilt by the next sweep. */
+START_TEST(test_sweep_rebuilds_list_losing_none)
+{
+	struct hp_var_back why;
+	struct hp_var_ref r, r2;
+	struct reports rep;
+
+	atomic_store(&meta(&host, 1, 0)->next_free, 0);
+	ck_assert_uint_eq(validate(&rep), 1);
+	ck_assert_ptr_nonnull(strstr(rep.text, "class 1: free list has a cycle at slot 0"));
+	ck_assert_uint_eq(hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL, &why,
+				       NULL), 0);
+	ck_assert_msg(validate(&rep) == 0, "after one sweep: %s", rep.text);
+	ck_assert_uint_eq(host.diag[1].rebuilds, 1);
+	ck_assert_uint_eq(host.diag[1].bad_links, 1);
+	/* class 0's list 0 1 2 3, its last link past the end */
+	atomic_store(&meta(&host, 0, 3)->next_free, 1000);
+	ck_assert_uint_eq(validate(&rep), 1);
+	ck_assert_ptr_nonnull(strstr(rep.text, "class 0: free list link out of range"));
+	ck_assert_uint_eq(sweep(mono_ns(), stuck_dead), 0);
+	ck_assert_msg(validate(&rep) == 0, "after one sweep: %s", rep.text);
+	ck_assert_uint_eq(host.diag[0].rebuilds, 1);
+	/* sound lists are left alone */
+	ck_assert_uint_eq(sweep(mono_ns(), stuck_dead), 0);
+	ck_assert_uint_eq(host.diag[0].rebuilds, 1);
+	ck_assert_uint_eq(host.diag[1].rebuilds, 1);
+	/* the one slot is had once */
+	ck_assert_int_eq(hp_var_alloc(&g1, 1000, &r), 0);
+	ck_assert_uint_eq(CLS(r.slot), 1);
+	ck_assert_int_eq(hp_var_alloc(&g2, 1000, &r2), -EAGAIN);
+	ck_assert_int_eq(hp_var_free(&g1, r.slot, r.gen), 0);
 	ck_assert_uint_eq(validate(&rep), 0);
 }
 END_TEST
@@ -955,7 +1254,7 @@ START_TEST(test_corrupt_head_out_of_range)
 	ck_assert_uint_eq(atomic_load(&host.cls[0].corrupt), 1);
 	ck_assert_int_eq(hp_var_free(&g1, r.slot, r.gen), 0);
 	/* the sweeper rebuilds a class marked corrupt */
-	hp_var_sweep(&host, mono_ns(), 0, stuck_dead, NULL, NULL, NULL);
+	sweep(mono_ns(), stuck_dead);
 	ck_assert_uint_eq(atomic_load(&host.cls[0].corrupt), 0);
 	ck_assert_uint_eq(hp_var_validate(&host, NULL, NULL, NULL, NULL), 0);
 	all_allocatable(8);
@@ -1297,8 +1596,8 @@ START_TEST(test_stress_processes)
 	/* the killed held slots, and may have died mid-alloc or mid-free:
 	 * the sweeper returns them, those on no list once they have stayed
 	 * so for a while (its second look, a few seconds on) */
-	hp_var_sweep(&host, mono_ns(), 0, killed, NULL, NULL, NULL);
-	hp_var_sweep(&host, mono_ns() + 3000000000ull, 0, killed, NULL, NULL, NULL);
+	sweep(mono_ns(), killed);
+	sweep(mono_ns() + 3000000000ull, killed);
 	ck_assert_msg(validate(&rep) == 0, "after the sweep: %s", rep.text);
 	for (uint32_t c = 0; c < NCLS; c++) {
 		struct hp_var_class_stats s;
@@ -1369,7 +1668,7 @@ START_TEST(test_stress_threads)
 	}
 	while (mono_ns() - start < 900000000ull) {
 		grow_requested();
-		hp_var_sweep(&host, mono_ns(), 0, nobody_dead, NULL, NULL, NULL);
+		sweep(mono_ns(), nobody_dead);
 		usleep(5000);
 	}
 	for (int i = 0; i < THREADS; i++) {
@@ -1392,6 +1691,7 @@ suite_varpool(void)
 	Suite *s = suite_create("varpool");
 	TCase *tc = tcase_create("pool");
 	TCase *tk = tcase_create("corrupt");
+	TCase *to = tcase_create("one slot");
 	TCase *ts = tcase_create("stress");
 	TCase *tt = tcase_create("threads");
 
@@ -1409,6 +1709,10 @@ suite_varpool(void)
 	tcase_add_test(tc, test_sweep_stuck);
 	tcase_add_test(tc, test_generation_wraps);
 	tcase_add_test(tc, test_sweep_lost);
+	tcase_add_test(tc, test_host_record);
+	tcase_add_test(tc, test_sweep_forged);
+	tcase_add_test(tc, test_sweep_forged_after_host_let_go);
+	tcase_add_test(tc, test_sweep_tally);
 	tcase_add_test(tc, test_attach_refusals);
 	tcase_add_test(tc, test_class_stats);
 	suite_add_tcase(s, tc);
@@ -1425,6 +1729,10 @@ suite_varpool(void)
 	tcase_add_test(tk, test_corrupt_head_out_of_range);
 	tcase_add_test(tk, test_corrupt_alloc_bounded);
 	suite_add_tcase(s, tk);
+
+	tcase_add_checked_fixture(to, one_slot_setup, teardown);
+	tcase_add_test(to, test_sweep_rebuilds_list_losing_none);
+	suite_add_tcase(s, to);
 
 	tcase_add_checked_fixture(ts, setup, stress_teardown);
 	tcase_add_test(ts, test_stress_processes);
