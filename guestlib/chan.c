@@ -198,7 +198,9 @@ chan_end(struct guest *g, uint32_t chan, uint8_t type)
 		if (g->rx[chan].stopping)
 			return -ENOTCONN;
 		g->rx[chan].stopping = 1;
-		return lg_send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0, NULL);
+		rc = lg_send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0, NULL);
+		lg_chan_stopped(g, chan);
+		return rc;
 	}
 	if (chan == 0 || chan >= g->seg.params.max_channels ||
 	    (!g->tx[chan].open && !chan_given(g, chan)))
@@ -286,8 +288,10 @@ lg_on_data(struct guest *g, struct hp_msg_in *m)
 		grant(g, id, m->len);
 		return 0;
 	}
+	if (c->deferred)	/* consumed when its reader takes it */
+		c->held += m->len;
 	c->on_item(c->ctx, m->payload, m->len);
-	if (!c->deferred)	/* else when its reader takes it */
+	if (!c->deferred)
 		lg_chan_consumed(g, id, m->len, 0);
 	return 0;
 }
@@ -297,8 +301,10 @@ lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush)
 {
 	struct rx_chan *c = &g->rx[chan];
 
-	if (!c->open)
-		return;		/* ended: its credit is nobody's */
+	if (!c->open || c->stopping)
+		return;		/* ended: its credit is nobody's; stopped:
+				 * granted back at the stop (lg_chan_stopped) */
+	c->held -= len < c->held ? len : c->held;
 	/* r[shm.flow.ordering.receiver]: grant back what we consumed, in
 	 * chunks so the sender is not woken for every item: a quarter of
 	 * the window at a time (no item can exceed the window, so the
@@ -320,6 +326,53 @@ lg_grant_owed(struct guest *g)
 	for (uint32_t id = 1; id < g->seg.params.max_channels; id++)
 		if (g->rx[id].open && g->rx[id].unreported != 0)
 			grant(g, id, 0);
+}
+
+void
+lg_chan_stopped(struct guest *g, uint32_t chan)
+{
+	struct rx_chan *c = &g->rx[chan];
+
+	if (c->unreported != 0 || c->held != 0)
+		grant(g, chan, (uint32_t)c->held);	/* within the window */
+	c->held = 0;
+}
+
+/* r[shm.flow.ordering.receiver]: a receiver that keeps items to take
+ * later (a queue of its own) grants their credit back as it takes them
+ * (guest_chan_consumed), not as they arrive: what it keeps stays within
+ * the window, and a slow reader holds the sender back. */
+int
+guest_chan_hold(struct guest *g, uint32_t chan)
+{
+	int rc = 0;
+
+	lg_lock(g);
+	if (chan == 0 || chan >= g->seg.params.max_channels || !g->rx[chan].open)
+		rc = -ENOTCONN;
+	else
+		g->rx[chan].deferred = 1;
+	lg_unlock(g);
+	return rc;
+}
+
+int
+guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes)
+{
+	struct rx_chan *c;
+	int rc = 0;
+
+	lg_lock(g);
+	if (chan == 0 || chan >= g->seg.params.max_channels || !g->rx[chan].open) {
+		rc = -ENOTCONN;
+	} else if (!(c = &g->rx[chan])->stopping) {
+		if (bytes > c->held)
+			rc = -EINVAL;	/* more than it holds (nothing if not held) */
+		else if (bytes > 0)	/* caught up: all of it, as lg_grant_owed */
+			lg_chan_consumed(g, chan, bytes, bytes == c->held);
+	}
+	lg_unlock(g);
+	return rc;
 }
 
 int

@@ -44,7 +44,7 @@
  * libguest.so.MAJOR.MINOR.PATCH and libguest.pc's Version from these.
  * GUEST_VERSION is one number for #if (0.1.0 is 100). */
 #define GUEST_VERSION_MAJOR	0
-#define GUEST_VERSION_MINOR	2
+#define GUEST_VERSION_MINOR	3
 #define GUEST_VERSION_PATCH	0
 #define GUEST_VERSION	(GUEST_VERSION_MAJOR * 10000 + \
 			 GUEST_VERSION_MINOR * 100 + GUEST_VERSION_PATCH)
@@ -193,6 +193,28 @@ typedef void (*guest_item_fn)(void *ctx, const uint8_t *item, size_t len);
 typedef void (*guest_end_fn)(void *ctx, int status);
 GUEST_API int64_t guest_chan_open(struct guest *g, guest_item_fn on_item,
 				  guest_end_fn on_end, void *ctx);
+
+/* For a receiver that keeps items to take later (a queue of its own):
+ * credit normally goes back to the sender as on_item returns, so a slow
+ * reader's queue grows without limit. Held (from guest_chan_hold on, on
+ * a channel from guest_chan_open, best before its id is passed on), an
+ * item's credit goes back only when the receiver reports it taken with
+ * guest_chan_consumed: what the receiver keeps stays within the window
+ * (the hub's initial_credit bytes), and the sender waits meanwhile. The
+ * receiver must then take what it keeps, and report it, for the stream
+ * to go on: credit goes back a quarter of the window at a time, and all
+ * of it once the receiver holds nothing more. guest_chan_close or _reset
+ * gives back at once what the receiver still holds (it need not report
+ * it); once on_end has run, the id is no longer the receiver's (the next
+ * guest_chan_open may reuse it): report nothing more for it. Not for
+ * guest_chan_reader's channels, which report their own.
+ * guest_chan_hold: 0, or -ENOTCONN if chan is not a channel this guest
+ * receives on. guest_chan_consumed: bytes is what the receiver took, the
+ * lengths on_item had (one item or several); 0, -EINVAL if that is more
+ * than it holds (nothing unless held), -ENOTCONN as guest_chan_hold. 0,
+ * doing nothing, after guest_chan_close or _reset. */
+GUEST_API int guest_chan_hold(struct guest *g, uint32_t chan);
+GUEST_API int guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes);
 
 /* The service loop: returns 0 after guest_stop or when the host said
  * goodbye (r[shm.goodbye.host]), -EPIPE if the hub died, -EPROTO if the

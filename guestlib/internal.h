@@ -53,12 +53,15 @@ struct rx_chan {
 	guest_end_fn	on_end;
 	void		*ctx;
 	uint32_t	unreported;	/* consumed bytes not yet granted back */
+	uint64_t	held;		/* deferred: bytes delivered to on_item
+					 * and not taken yet */
 	uint8_t		open;
 	uint8_t		stopping;	/* we told the sender to stop: items are
 					 * dropped until its Close or Reset */
 	uint8_t		deferred;	/* an item is consumed when its reader
 					 * takes it (lg_chan_consumed), not when
-					 * on_item returns */
+					 * on_item returns: guest_chan_hold,
+					 * guest_chan_reader */
 };
 
 struct tx_chan {
@@ -171,8 +174,15 @@ int	lg_on_data(struct guest *g, struct hp_msg_in *m);
 int	lg_on_chan_end(struct guest *g, struct hp_msg_in *m);
 void	lg_grant_owed(struct guest *g);
 /* A deferred channel's item was taken: its credit goes back (all that is
- * owed when flush, as once the ring is empty). */
+ * owed when flush, as once the ring is empty). Nothing on a channel the
+ * receiver stopped: what it held went back then. */
 void	lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush);
+/* We told the sender of chan, a channel we receive on, to stop: what it
+ * consumed and has not reported, and what it holds (it takes no more of
+ * it), goes back now, so that a sender waiting for credit is not left
+ * waiting until it sees the stop. Items that come after are granted
+ * back as they come (lg_on_data). */
+void	lg_chan_stopped(struct guest *g, uint32_t chan);
 
 /* mtguest.c */
 /* On a microthread of this guest's runtime: waits suspend, handlers spawn. */

@@ -369,7 +369,7 @@ reader_main(void *arg)
 	struct lg_bridge *b = arg;
 	struct guest *g = b->g;
 	struct lg_item *it;
-	int stop = 0;
+	int stop = 0, gone;
 
 	lg_lock(g);
 	for (;;) {
@@ -382,16 +382,21 @@ reader_main(void *arg)
 		if ((b->head = it->next) == NULL)
 			b->tail = &b->head;
 		lg_unlock(g);
-		if (stop || guest_mtchan_send(b->ch, &it->bytes) != 0) {
+		gone = stop || guest_mtchan_send(b->ch, &it->bytes) != 0;
+		lg_lock(g);
+		/* once the sender ended the channel (b->ended, under the
+		 * lock) its id may be another's (guest_chan_open): nothing
+		 * more is said on it */
+		if (gone) {
 			free(it->bytes.data);	/* nobody reads any more */
-			if (!stop)
+			if (!stop && !b->ended)
 				guest_chan_reset(g, b->chan);
 			stop = 1;
 		}
-		lg_lock(g);
 		/* taken (or dropped): credit back, all of it once we have
 		 * caught up, as the service does when its ring is empty */
-		lg_chan_consumed(g, b->chan, it->bytes.len, b->head == NULL);
+		if (!b->ended)
+			lg_chan_consumed(g, b->chan, it->bytes.len, b->head == NULL);
 		free(it);
 	}
 	if (b->endp != NULL)

@@ -46,7 +46,8 @@ start2(int prod_pool, int cons_pool)
 		 cons_pool ? "" : "shared_pool = no\n");
 	hub_start_up(&hub, keys, guests, "prod,cons");
 	ck_assert(hub_wait_method(&hub, "prod.produce,prod.produce_open,prod.produce_crash,"
-				  "prod.last,cons.consume,cons.badchan,cons.dupchan") == 0);
+				  "prod.last,prod.waits,cons.consume,cons.badchan,cons.dupchan,"
+				  "cons.hold") == 0);
 }
 
 static void
@@ -288,6 +289,77 @@ START_TEST(test_receiver_crash_stops_the_producer)
 }
 END_TEST
 
+struct held {
+	unsigned long long	items, bad, full, later, sent1, sent2, most;
+	char			end[16];
+	char			call[256];
+};
+
+/* cons.hold prod.produce N SIZE CREDIT STOP, its answer parsed. */
+static struct held
+hold(const char *n, const char *size, const char *stop)
+{
+	struct held h;
+	char window[16], *out;
+
+	snprintf(window, sizeof(window), "%d", CREDIT);
+	out = call(0, "cons.hold", "prod.produce", n, size, window, stop, NULL);
+	memset(&h, 0, sizeof(h));
+	ck_assert_msg(sscanf(out, "items=%llu bad=%llu full=%llu later=%llu sent=%llu,%llu "
+			     "most=%llu end=%15s call=%255[^\n]", &h.items, &h.bad, &h.full,
+			     &h.later, &h.sent1, &h.sent2, &h.most, h.end, h.call) == 9,
+		      "cons.hold answered '%s'", out);
+	free(out);
+	return h;
+}
+
+/* r[shm.flow.ordering.receiver] r[shm.flow.zero-credit]: a receiver
+ * that keeps items in a queue of its own and holds its channel
+ * (guest_chan_hold) grants their credit back as it takes them
+ * (guest_chan_consumed), not as they arrive. While it takes none, the
+ * producer sends the window's worth of whole items and waits, however
+ * long the receiver's guest serves on; then every item arrives, whole
+ * and in order. A receiver that stops with items queued gives their
+ * credit back: the producer is told, and nothing is left behind. */
+START_TEST(test_held_receiver_holds_the_sender_back)
+{
+	const unsigned long long item = 8002;	/* 8000 bytes and their length */
+	const unsigned long long window = CREDIT / item * item;
+	unsigned long long waits;
+	struct held h;
+	char *out;
+
+	start(1);
+	h = hold("40", "8000", "0");
+	ck_assert_msg(h.items == 40 && h.bad == 0, "%llu items, %llu bad", h.items, h.bad);
+	ck_assert_str_eq(h.end, "closed");
+	ck_assert_str_eq(h.call, "ok 40");
+	ck_assert_msg(h.full == window && h.later == window,
+		      "queued %llu bytes once the window was full, %llu later: want %llu",
+		      h.full, h.later, window);
+	ck_assert_msg(h.sent1 == window && h.sent2 == window,
+		      "the producer sent %llu, then %llu bytes: want %llu (what the receiver holds)",
+		      h.sent1, h.sent2, window);
+	ck_assert_msg(h.most <= CREDIT, "the receiver held %llu bytes, more than the window",
+		      h.most);
+	out = call(0, "prod.waits", NULL, NULL, NULL, NULL, NULL, NULL);
+	waits = strtoull(out, NULL, 10);
+	free(out);
+	ck_assert_msg(waits >= 1, "the producer never waited for credit");
+	assert_idle();
+	/* stopped with a window's worth queued */
+	h = hold("100000", "1000", "3");
+	ck_assert_msg(h.items == 3 && h.bad == 0, "%llu items, %llu bad", h.items, h.bad);
+	ck_assert_str_eq(h.end, "reset");
+	ck_assert_msg(strncmp(h.call, "error: user: stopped after ", 27) == 0 &&
+		      strstr(h.call, " items: ENOTCONN") != NULL, "call: %s", h.call);
+	ck_assert_msg(h.most <= CREDIT, "the receiver held %llu bytes, more than the window",
+		      h.most);
+	assert_idle();
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* The producer answers without closing its channel: hubd ends both
  * ends, the receiver's with a Close after every item, before the
  * answer; the producer's id is freed (r[shm.flow.channel-id-reuse]). */
@@ -450,6 +522,7 @@ suite_relay(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_many_items_arrive_in_order, 0, 2);
 	tcase_add_test(tc, test_slow_receiver_holds_the_sender_back);
+	tcase_add_test(tc, test_held_receiver_holds_the_sender_back);
 	tcase_add_test(tc, test_receiver_reset_stops_the_producer);
 	tcase_add_test(tc, test_producer_crash_resets_the_receiver);
 	tcase_add_test(tc, test_receiver_crash_stops_the_producer);

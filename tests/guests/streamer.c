@@ -27,7 +27,19 @@
  *   dupchan METHOD	opens a channel, passes it to METHOD(50, 1000, ch)
  *			and, while that call runs, to a second call of METHOD:
  *			answers the second's outcome, then "; first: " the
- *			first's, as consume's C */
+ *			first's, as consume's C
+ *   hold METHOD N SIZE WINDOW STOP	as consume, on a held channel
+ *			(guest_chan_hold) whose items on_item queues: takes
+ *			none until no further item fits in WINDOW (the hub's
+ *			initial_credit), serves on 20 times 10 ms, then takes
+ *			and checks them one at a time, reporting each
+ *			(guest_chan_consumed); after STOP items (0: never)
+ *			resets the channel and drops its queue. Answers
+ *			"items=I bad=B full=F later=L sent=S1,S2 most=M end=E
+ *			call=C": F the bytes queued once the window was full,
+ *			L after serving on, S1 and S2 what the producer had
+ *			sent then (--shared, else 0), M the most ever queued
+ *   waits		this guest's credit waits (guest_get_stats) */
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -167,21 +179,25 @@ struct recv {
 	int		ended;		/* 0 no, 1 Close, 2 Reset */
 };
 
-static void
-on_item(void *ctx, const uint8_t *item, size_t len)
+/* The bytes the producer has sent (--shared), else 0. */
+static uint64_t
+sent_bytes(void)
 {
-	struct recv *r = ctx;
+	return shared != NULL ? __atomic_load_n(&shared[0], __ATOMIC_ACQUIRE) : 0;
+}
+
+/* An item consumed: checked (its size, its index, its bytes), counted. */
+static void
+take_item(struct recv *r, const uint8_t *item, size_t len)
+{
 	const uint8_t *b;
 	size_t n, pos = 0;
+	uint64_t sent = sent_bytes();
 
 	/* what the producer has sent beyond what we had consumed:
 	 * r[shm.flow.remaining-credit] end to end, at most the window */
-	if (shared != NULL) {
-		uint64_t sent = __atomic_load_n(&shared[0], __ATOMIC_ACQUIRE);
-
-		if (sent > r->consumed && sent - r->consumed > r->gap)
-			r->gap = sent - r->consumed;
-	}
+	if (sent > r->consumed && sent - r->consumed > r->gap)
+		r->gap = sent - r->consumed;
 	if (guest_pc_get_bytes(item, len, &pos, &b, &n) != 0 || pos != len || n != r->size) {
 		r->bad++;
 	} else {
@@ -194,6 +210,14 @@ on_item(void *ctx, const uint8_t *item, size_t len)
 	}
 	r->items++;
 	r->consumed += len;
+}
+
+static void
+on_item(void *ctx, const uint8_t *item, size_t len)
+{
+	struct recv *r = ctx;
+
+	take_item(r, item, len);
 	if (r->delay_us > 0)
 		usleep((useconds_t)r->delay_us);
 	if (r->stop != 0 && r->items == r->stop) {
@@ -382,6 +406,172 @@ dupchan(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_str(c, text);
 }
 
+/* -- a receiver with a queue of its own, on a held channel ------------- */
+
+struct qitem {
+	struct qitem	*next;
+	size_t		len;
+	uint8_t		data[];
+};
+
+struct holder {
+	struct recv	r;		/* the checks, and how the channel ended */
+	struct qitem	*head, **tail;
+	uint64_t	queued;		/* bytes in the queue */
+	uint64_t	most;		/* the most it ever held */
+	int		done;		/* the call answered */
+	char		call[256];
+};
+
+static void
+hold_item(void *ctx, const uint8_t *item, size_t len)
+{
+	struct holder *h = ctx;
+	struct qitem *it = malloc(sizeof(*it) + len);
+
+	if (it == NULL) {	/* dropped: taken, as far as credit goes */
+		h->r.bad++;
+		guest_chan_consumed(g, h->r.chan, len);
+		return;
+	}
+	it->next = NULL;
+	it->len = len;
+	memcpy(it->data, item, len);
+	*h->tail = it;
+	h->tail = &it->next;
+	h->queued += len;
+	if (h->queued > h->most)
+		h->most = h->queued;
+}
+
+static void
+hold_end(void *ctx, int status)
+{
+	struct holder *h = ctx;
+
+	h->r.ended = status == 0 ? 1 : 2;
+}
+
+static void
+hold_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct holder *h = ctx;
+
+	outcome(h->call, sizeof(h->call), status, result, len);
+	h->done = 1;
+}
+
+static void
+hold_drop(struct holder *h)
+{
+	struct qitem *it;
+
+	while ((it = h->head) != NULL) {
+		h->head = it->next;
+		free(it);
+	}
+	h->tail = &h->head;
+	h->queued = 0;
+}
+
+static void
+hold(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static const char *const ends[] = { "none", "closed", "reset" };
+	char method[128], text[512];
+	uint8_t arg[64];
+	size_t pos = 0, item;
+	uint64_t n, window, full, later, sent_full, sent_later, taken = 0;
+	struct holder *h;
+	struct qitem *it;
+	int64_t chan;
+	int i, idle = 0;
+
+	(void)ctx;
+	if ((h = calloc(1, sizeof(*h))) == NULL ||
+	    method_arg(args, len, &pos, method, sizeof(method)) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &h->r.size) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &window) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &h->r.stop) != 0) {
+		free(h);
+		guest_reply_error(c, "hold takes a method, a count, a size, the window "
+				  "and a stop");
+		return;
+	}
+	h->tail = &h->head;
+	if ((chan = guest_chan_open(g, hold_item, hold_end, h)) < 0 ||
+	    guest_chan_hold(g, (uint32_t)chan) != 0) {
+		free(h);
+		guest_reply_error(c, "no channel");
+		return;
+	}
+	h->r.chan = (uint32_t)chan;
+	if (guest_call_async(g, method, arg, (size_t)chan_args(arg, sizeof(arg), n, h->r.size,
+			     (uint64_t)chan), hold_done, h, NULL) != 0) {
+		guest_reply_error(c, "the call did not start");
+		return;
+	}
+	item = 0;	/* an item's length: the postcard length, then the bytes */
+	guest_pc_put_u64(arg, sizeof(arg), &item, h->r.size);
+	item += h->r.size;
+	/* taking nothing, until no further item fits in the window */
+	for (i = 0; i < 1000 && h->queued + item <= window && !h->done; i++)
+		guest_service_wait(g, 10);
+	full = h->queued;
+	sent_full = sent_bytes();
+	/* the reader sleeps while the guest serves on: nothing more comes */
+	for (i = 0; i < 20; i++)
+		guest_service_wait(g, 10);
+	later = h->queued;
+	sent_later = sent_bytes();
+	/* then takes it all, an item at a time, reporting each */
+	while (!h->done || h->head != NULL) {
+		if ((it = h->head) == NULL) {
+			if (guest_service_wait(g, 100) != 0 || ++idle > 300)
+				break;	/* the hub is gone, or 30 s of nothing */
+			continue;
+		}
+		idle = 0;
+		if ((h->head = it->next) == NULL)
+			h->tail = &h->head;
+		h->queued -= it->len;
+		take_item(&h->r, it->data, it->len);
+		/* once the channel ended its id is not ours to report on */
+		if (h->r.ended == 0 && guest_chan_consumed(g, h->r.chan, it->len) != 0)
+			h->r.bad++;
+		free(it);
+		if (++taken == h->r.stop) {	/* stop: the rest is dropped */
+			if (guest_chan_reset(g, h->r.chan) != 0)
+				h->r.bad++;
+			hold_drop(h);
+		}
+		guest_service(g);
+	}
+	snprintf(text, sizeof(text), "items=%llu bad=%llu full=%llu later=%llu sent=%llu,%llu "
+		 "most=%llu end=%s call=%s", (unsigned long long)h->r.items,
+		 (unsigned long long)h->r.bad, (unsigned long long)full,
+		 (unsigned long long)later, (unsigned long long)sent_full,
+		 (unsigned long long)sent_later, (unsigned long long)h->most,
+		 ends[h->r.ended], h->done ? h->call : "none");
+	hold_drop(h);
+	if (h->r.ended && h->done)
+		free(h);
+	reply_str(c, text);
+}
+
+static void
+credit_waits(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest_stats st;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_get_stats(g, &st);
+	reply_u64(c, st.credit_waits);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -393,6 +583,8 @@ main(int argc, char *argv[])
 		{ "consume", "str,u64,u64,u64,u64,u64->str", consume },
 		{ "badchan", "str,u64->str", badchan },
 		{ "dupchan", "str->str", dupchan },
+		{ "hold", "str,u64,u64,u64,u64->str", hold },
+		{ "waits", "->u64", credit_waits },
 	};
 	const char *why, *path = NULL;
 	int rc, fd;

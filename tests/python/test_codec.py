@@ -106,3 +106,29 @@ def test_library_not_found(monkeypatch):
     monkeypatch.setenv("HUB_LIBGUEST", "/nonexistent/libguest.so")
     with pytest.raises(hubguest.Error, match="HUB_LIBGUEST=/nonexistent/libguest.so"):
         hubguest.attach(["x"])
+
+
+def test_libguest_too_old(monkeypatch):
+    # a libguest before 0.3 (no guest_chan_hold: streams could not hold
+    # their channels) is refused, saying what the binding needs
+    import ctypes
+    import os
+    from conftest import BUILD
+    from hubguest import _lib
+    real = ctypes.CDLL
+
+    class Old:
+        def __init__(self, path):
+            self._lib = real(path)
+
+        def __getattr__(self, name):
+            if name in ("guest_chan_hold", "guest_chan_consumed"):
+                raise AttributeError(name)
+            return getattr(self._lib, name)
+
+    monkeypatch.setattr(_lib, "_lib", None)
+    monkeypatch.setattr(_lib.ctypes, "CDLL", Old)
+    monkeypatch.setenv("HUB_LIBGUEST", os.path.join(BUILD, "libguest.so"))
+    with pytest.raises(hubguest.Error, match=r"has no guest_chan_hold: libguest too old "
+                       r"for this binding \(it needs 0\.3 or later\)"):
+        _lib.load()

@@ -165,6 +165,51 @@ def test_asyncio(make_hub):
     assert death["reason"] == "exited" and death["status"] == 0, death
 
 
+WINDOW = 65536          # initial_credit of the hubs below
+SOURCE_ITEM = 4096      # hub.source's items
+
+
+def credit_waits(h, name):
+    """hubd's credit waits for guest name: hub.source found no credit."""
+    rc, lines, err = h.ctl("stats")
+    assert rc == 0, err
+    return lines[0]["guests"][name]["credit_waits"]
+
+
+def test_slow_stream_reader_holds_the_sender_back(make_hub):
+    # 32 MiB of hub.source read slowly by a guest served meanwhile (by
+    # g.service() in a for loop, by the event loop under async for): credit
+    # goes back as the reader takes items, not as they arrive, so hubd
+    # sends a window's worth and waits, however long the reader sleeps,
+    # and the binding never queues more; every byte arrives, hashes match
+    h = make_hub(PYGUEST + PYASYNC, keys="initial_credit = 64K\n", up=("pyguest", "pyasync"),
+                 methods=("py.slowsource", "aio.slowsource"))
+    n = 32 << 20
+    per = WINDOW // SOURCE_ITEM
+    for name, method in (("pyguest", "py.slowsource"), ("pyasync", "aio.slowsource")):
+        waits = credit_waits(h, name)
+        res = h.ok(method, n, WINDOW, timeout=120)
+        assert res.startswith("ok %d " % n), res
+        queued = dict(f.split("=") for f in res.split()[2:])
+        assert int(queued["full"]) == per and int(queued["later"]) == per, res
+        assert int(queued["most"]) <= per, res
+        assert credit_waits(h, name) > waits, "hubd never waited for %s's credit" % name
+        assert h.peer(name)["deaths"] == []
+
+
+def test_abandoned_stream_reader_stops_the_sender(make_hub):
+    # a reader that leaves a stream with a window's worth queued and the
+    # sender waiting for credit (close(), a dropped iterator, break in
+    # async for, aclose()) stops it with a Reset as before: the next
+    # stream works and every channel is freed
+    h = make_hub(PYGUEST + PYASYNC, keys="initial_credit = 64K\n", up=("pyguest", "pyasync"),
+                 methods=("py.abandon", "aio.abandon"))
+    for name, method in (("pyguest", "py.abandon"), ("pyasync", "aio.abandon")):
+        assert h.ok(method, 1 << 20, WINDOW) == "ok 5000"
+        h.wait(lambda: h.peer(name)["channels_open"] == 0, "%s's channels freed" % name)
+        assert h.peer(name)["deaths"] == []
+
+
 def test_signature_asked_again_after_reregistration(make_hub, tmp_path):
     state = tmp_path / "flip-state"
     h = make_hub(PYGUEST + "[guest flip]\nexec = %s/flip.py\nargs = %s\n" % (PYGUESTS, state),

@@ -30,6 +30,7 @@ static char path[64];
 static struct hp_segment seg;
 static int bell[2];
 static uint64_t heartbeat_ns;	/* the next attach()'s heartbeat_interval */
+static uint32_t credit_window;	/* the next attach()'s initial_credit, 0: the default */
 
 static void
 name_files(void)
@@ -41,6 +42,7 @@ static void
 remove_files(void)
 {
 	unlink(path);
+	credit_window = 0;
 }
 
 /* A segment with peer 1 Reserved for us, and a guest attached to it with
@@ -55,6 +57,8 @@ attach(void)
 	int rc;
 
 	p.heartbeat_interval = heartbeat_ns;
+	if (credit_window != 0)
+		p.initial_credit = credit_window;
 	ck_assert_int_eq(hp_segment_create(&seg, path, &p, 0600, &why), 0);
 	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
 	hp_store_release_u32(&hp_segment_peer(&seg, 1)->state, HP_PEER_RESERVED);
@@ -735,6 +739,96 @@ START_TEST(test_idle_receiver_grants_the_remainder)
 }
 END_TEST
 
+/* The credit the host has left to send on chan, having sent sent bytes. */
+static int64_t
+credit_left(int64_t chan, uint32_t sent)
+{
+	return hp_chan_credit(&hview.chans[chan], sent);
+}
+
+/* n items of 20 bytes on chan (inline: no slot) */
+static void
+host_items(int64_t chan, int n)
+{
+	uint8_t item[20] = { 0 };
+
+	for (int i = 0; i < n; i++)
+		host_send(HP_MSG_DATA, (uint32_t)chan, 0, item, sizeof(item));
+}
+
+/* r[shm.flow.ordering.receiver] r[shm.flow.zero-credit]: on a held
+ * channel an item's credit goes back when the receiver reports it
+ * taken (guest_chan_consumed), not when on_item returns nor when the
+ * ring is empty: a sender that filled the window waits until then. A
+ * quarter of the window at a time, all of it once the receiver holds
+ * nothing; what it holds goes back at once when it stops the channel. */
+START_TEST(test_held_channel_grants_as_items_are_taken)
+{
+	struct rx_seen seen = { 0, 0, 0 };
+	struct guest *g;
+	int64_t chan;
+	uint32_t sent = 0;
+
+	credit_window = 120;	/* 6 items (the ring holds 7), a quarter is 30 */
+	g = attach();
+	host_init();
+	ck_assert_int_gt(chan = guest_chan_open(g, rx_item, rx_end, &seen), 0);
+	ck_assert_int_eq(guest_chan_hold(g, (uint32_t)chan), 0);
+	ck_assert_int_eq(guest_chan_hold(g, 0), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_hold(g, (uint32_t)chan + 2), -ENOTCONN);	/* not opened */
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan + 2, 0), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan, 1), -EINVAL);	/* holds none */
+
+	/* the window filled: delivered, all held, none granted back */
+	host_items(chan, 6);
+	sent += 120;
+	ck_assert_int_eq(guest_service(g), 0);
+	ck_assert_int_eq(seen.items, 6);
+	ck_assert_int_eq(credit_left(chan, sent), 0);
+	ck_assert_int_eq(guest_service(g), 0);		/* an idle ring grants nothing held */
+	ck_assert_int_eq(credit_left(chan, sent), 0);
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan, 121), -EINVAL);
+
+	/* taken: back a quarter at a time, several items in one report */
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan, 20), 0);
+	ck_assert_int_eq(credit_left(chan, sent), 0);
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan, 20), 0);
+	ck_assert_int_eq(credit_left(chan, sent), 40);
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan, 60), 0);
+	ck_assert_int_eq(credit_left(chan, sent), 100);
+	host_items(chan, 2);
+	sent += 40;
+	ck_assert_int_eq(guest_service(g), 0);
+	ck_assert_int_eq(seen.items, 8);
+	ck_assert_int_eq(credit_left(chan, sent), 60);
+	/* all taken: the remainder below a quarter goes back too */
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan, 50), 0);
+	ck_assert_int_eq(credit_left(chan, sent), 110);
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan, 10), 0);
+	ck_assert_int_eq(credit_left(chan, sent), 120);
+
+	/* the receiver stops: what it holds goes back with the Reset,
+	 * and its reports change nothing after */
+	host_items(chan, 3);
+	sent += 60;
+	ck_assert_int_eq(guest_service(g), 0);
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan, 20), 0);
+	ck_assert_int_eq(credit_left(chan, sent), 60);
+	ck_assert_int_eq(guest_chan_reset(g, (uint32_t)chan), 0);
+	host_expect(HP_MSG_RESET, (uint32_t)chan);
+	ck_assert_int_eq(credit_left(chan, sent), 120);
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan, 20), 0);
+	ck_assert_int_eq(credit_left(chan, sent), 120);
+	/* the sender's end: the id is not the receiver's any more */
+	host_send(HP_MSG_RESET, (uint32_t)chan, 0, NULL, 0);
+	ck_assert_int_eq(guest_service(g), 0);
+	ck_assert_int_eq(seen.ends, 1);
+	ck_assert_int_eq(guest_chan_consumed(g, (uint32_t)chan, 0), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_hold(g, (uint32_t)chan), -ENOTCONN);
+	cleanup(g);
+}
+END_TEST
+
 /* -- postcard helpers -------------------------------------------------------- */
 
 START_TEST(test_pc_bytes)
@@ -792,6 +886,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_close_without_sending);
 	tcase_add_test(tc, test_receiver_stops_a_channel);
 	tcase_add_test(tc, test_idle_receiver_grants_the_remainder);
+	tcase_add_test(tc, test_held_channel_grants_as_items_are_taken);
 	tcase_add_test(tc, test_pc_bytes);
 	suite_add_tcase(s, tc);
 	return s;

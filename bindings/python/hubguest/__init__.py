@@ -35,7 +35,7 @@ from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Er
                      UnknownMethod, UserError)
 from .guest import CHANNEL, Call, Guest, Sender, Stream, attach
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "attach", "Guest", "Call", "Stream", "Sender", "CHANNEL", "Signature", "Chan",

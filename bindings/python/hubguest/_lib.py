@@ -1,5 +1,6 @@
 """libguest through ctypes: loading the library and the prototypes of the
-functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0).
+functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0;
+0.3 or later: streams hold their channels with guest_chan_hold).
 
 Nothing here knows Python values: see codec.py for those, guest.py for the
 objects built on these calls."""
@@ -10,6 +11,7 @@ import os
 from .errors import Error
 
 SONAME = "libguest.so.0"
+NEEDS = "0.3"       # the libguest version whose functions _PROTOS lists
 
 # guest_handler(call, args, len, ctx)
 HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
@@ -49,6 +51,8 @@ _PROTOS = {
     "guest_chan_reset": (ctypes.c_int, [_P, ctypes.c_uint32]),
     "guest_chan_open_send": (ctypes.c_int64, [_P]),
     "guest_chan_open": (ctypes.c_int64, [_P, ITEM_FN, END_FN, _P]),
+    "guest_chan_hold": (ctypes.c_int, [_P, ctypes.c_uint32]),
+    "guest_chan_consumed": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_size_t]),
     "guest_stop": (None, [_P]),
     "guest_goodbye_reason": (ctypes.c_char_p, [_P]),
     "guest_service_wait": (ctypes.c_int, [_P, ctypes.c_int]),
@@ -80,8 +84,8 @@ def load():
         try:
             fn = getattr(lib, name)
         except AttributeError:
-            raise Error("%s has no %s: libguest too old for this binding"
-                        % (path or SONAME, name)) from None
+            raise Error("%s has no %s: libguest too old for this binding (it needs %s "
+                        "or later)" % (path or SONAME, name, NEEDS)) from None
         fn.restype = restype
         fn.argtypes = argtypes
     _lib = lib

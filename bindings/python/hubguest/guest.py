@@ -406,7 +406,12 @@ class Stream:
 
     timeout (seconds) bounds each wait: for the next item, and for the
     result once the stream ended. Leaving the loop early (break) stops
-    the sender (a Reset) and drops what still comes."""
+    the sender (a Reset) and drops what still comes.
+
+    Credit goes back to the sender as the loop takes items, not as they
+    arrive (the channel is held: guest_chan_hold): a slow loop holds the
+    sender back, and what waits to be taken is at most the hub's
+    initial_credit bytes of items, however long the stream."""
 
     def __init__(self, guest, method, args, signature, timeout):
         self._g = guest
@@ -506,6 +511,10 @@ class Stream:
             if self._head > 1024 and self._head * 2 > len(self._items):
                 del self._items[:self._head]
                 self._head = 0
+            # taken: its credit goes back to the sender (while the channel
+            # is ours: once it ended, its id may be another stream's)
+            if data and self.ended is None:
+                self._g._rx_consumed(self.chan_id, len(data))
             if self._raw:
                 return True, data
             from .codec import decode
@@ -977,7 +986,9 @@ class Guest:
         binding opens the channel and passes its id as that argument
         (leave it out of args, or put hubguest.CHANNEL where it goes).
         hub.source's items are the raw bytes it sends:
-            for chunk in g.stream("hub.source", 100000): ..."""
+            for chunk in g.stream("hub.source", 100000): ...
+        The sender goes only as fast as the loop takes items: at most the
+        hub's initial_credit bytes of them wait in the Stream."""
         return Stream(self, method, args, signature, timeout)
 
     def open_sender(self):
@@ -1003,8 +1014,22 @@ class Guest:
             cid = self._lib.guest_chan_open(self._handle(), self._c_item, self._c_end, token)
             if cid < 0:
                 raise status_error(int(cid), self.goodbye_reason, "open a channel: ")
+            # held: an item's credit goes back when the reader takes it
+            # (_rx_consumed), so what the Stream queues stays within the
+            # window however slowly it is read
+            rc = self._lib.guest_chan_hold(self._h, cid)
+            if rc != 0:
+                raise status_error(rc, self.goodbye_reason, "hold channel %d: " % cid)
         self._rx[token] = stream
         return token, int(cid)
+
+    def _rx_consumed(self, cid, n):
+        """A stream's reader took n bytes of items on channel cid."""
+        if self._h is None:
+            return
+        rc = self._lib.guest_chan_consumed(self._h, cid, n)
+        if rc != 0:
+            raise status_error(rc, self.goodbye_reason, "channel %d: " % cid)
 
     def _rx_spare(self, token, cid):
         self._rx.pop(token, None)

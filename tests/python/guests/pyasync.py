@@ -5,7 +5,7 @@ import asyncio
 import os
 
 import hubguest
-from hashing import chain
+from hashing import chain, queued, source_bytes
 
 g = hubguest.attach()
 
@@ -42,6 +42,69 @@ async def source(n):
         got += len(item)
         h = chain(h, item)
     return "ok %d" % got if s.result == h and got == n else "mismatch"
+
+
+async def fill_window(s, window, item=4096):
+    """Takes nothing of s until no further item fits in the window (10 s
+    at most): the loop serves the guest meanwhile."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while (queued(s) + 1) * item <= window and not s._call.done() \
+            and loop.time() < deadline:
+        await asyncio.sleep(0.002)
+
+
+@g.method("aio.slowsource", "u64,u64->str")
+async def slowsource(n, window):
+    """py.slowsource with async for: the event loop serves the guest
+    (hubd rings its fd for every item) while the reader sleeps."""
+    s = g.stream("hub.source", n, timeout=10)
+    ait = s.__aiter__()         # the call is made, nothing taken yet
+    await fill_window(s, window)
+    full = queued(s)
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+    later = most = queued(s)
+    h = got = 0
+    async for item in ait:
+        if item != source_bytes(got, len(item)):
+            return "bad bytes at %d" % got
+        got += len(item)
+        h = chain(h, item)
+        await asyncio.sleep(0)  # the loop serves between items
+        most = max(most, queued(s))
+    if got != n or s.result != h:
+        return "mismatch: %d bytes, hash %x, hub's %x" % (got, h, s.result)
+    return "ok %d full=%d later=%d most=%d" % (got, full, later, most)
+
+
+@g.method("aio.abandon", "u64,u64->str")
+async def abandon(n, window):
+    """Leaves hub.source streams of n bytes with the window full of items
+    not taken: by break (the async generator finalized by the loop), and
+    by aclose(); each must stop its sender. Then streams another to the
+    end."""
+    loop = asyncio.get_running_loop()
+    for how in ("break", "aclose"):
+        s = g.stream("hub.source", n, timeout=10)
+        ait = s.__aiter__()
+        await fill_window(s, window)
+        if how == "break":
+            async for item in ait:
+                break
+            del ait
+        else:
+            await ait.__anext__()
+            await ait.aclose()
+        deadline = loop.time() + 10
+        while not s._stopped and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        if not s._stopped:
+            return "%s: the stream was not stopped" % how
+    total = 0
+    async for item in g.stream("hub.source", 5000, timeout=10):
+        total += len(item)
+    return "ok %d" % total
 
 
 @g.method("aio.relay", "u64->str")

@@ -5,9 +5,10 @@ Methods are named PREFIX.x, PREFIX from the first argument that is not
 part of the spawn ticket (default "py")."""
 import os
 import sys
+import time
 
 import hubguest
-from hashing import chain
+from hashing import chain, queued, source_bytes
 
 prefix = "py"
 for a in sys.argv[1:]:
@@ -185,6 +186,66 @@ def early(n):
         break
     s = g.stream("hub.source", 5000, timeout=10)
     total = sum(len(i) for i in s)
+    return "ok %d" % total
+
+
+def fill_window(s, window, item=4096):
+    """Serves, taking nothing, until no further item of s fits in the
+    window (10 s at most)."""
+    deadline = time.monotonic() + 10
+    while (queued(s) + 1) * item <= window and not s._call.done() \
+            and time.monotonic() < deadline:
+        g.service()
+        time.sleep(0.002)
+
+
+@m("slowsource", "u64,u64->str")
+def slowsource(n, window):
+    """A slow reader of n bytes of hub.source, in a guest that serves on
+    meanwhile (g.service(), as a guest does while a handler waits):
+    takes nothing until the window (the hub's initial_credit) is full,
+    serves on 20 times, then takes the items one at a time, serving
+    between them. Answers "ok N full=F later=L most=M": the items queued
+    once the window was full, after serving on, and the most ever; every
+    byte and the hash checked."""
+    s = g.stream("hub.source", n, timeout=10)
+    it = iter(s)                # the call is made, nothing taken yet
+    fill_window(s, window)
+    full = queued(s)
+    for _ in range(20):
+        time.sleep(0.01)
+        g.service()
+    later = most = queued(s)
+    h = got = 0
+    for item in it:
+        if item != source_bytes(got, len(item)):
+            return "bad bytes at %d" % got
+        got += len(item)
+        h = chain(h, item)
+        g.service()
+        most = max(most, queued(s))
+    if got != n or s.result != h:
+        return "mismatch: %d bytes, hash %x, hub's %x" % (got, h, s.result)
+    return "ok %d full=%d later=%d most=%d" % (got, full, later, most)
+
+
+@m("abandon", "u64,u64->str")
+def abandon(n, window):
+    """Leaves hub.source streams of n bytes with the window full of items
+    not taken: by closing the iterator, and by dropping it; each must stop
+    its sender. Then streams another to the end."""
+    for how in ("close", "drop"):
+        s = g.stream("hub.source", n, timeout=10)
+        it = iter(s)
+        next(it)
+        fill_window(s, window)
+        if how == "close":
+            it.close()
+        else:
+            del it
+        if not s._stopped:
+            return "%s: the stream was not stopped" % how
+    total = sum(len(i) for i in g.stream("hub.source", 5000, timeout=10))
     return "ok %d" % total
 
 
