@@ -215,6 +215,17 @@ peer_json(struct hub *h, struct peer *p)
 		for (uint32_t id = 1; id < prm->max_channels; id++)
 			open += hp_chan_state(&p->view.chans[id]) == HP_CHAN_ACTIVE;
 		json_object_object_add(o, "channels_open", json_object_new_int((int)open));
+		if (h->seg.var.nclasses > 0) {
+			/* its share of the shared pool (as of the last sweep) */
+			struct pool_use u;
+
+			pool_usage(h, p, &u);
+			json_object_object_add(o, "pool_slots", json_object_new_uint64(u.slots));
+			json_object_object_add(o, "pool_bytes", json_object_new_uint64(u.bytes));
+			json_object_object_add(o, "pool_quota_slots",
+					       json_object_new_uint64(u.max_slots));
+			json_object_object_add(o, "pool_quota", json_object_new_uint64(u.max_bytes));
+		}
 		json_object_object_add(o, "heartbeat_age_ms", beat == 0 || beat > now ?
 			NULL : json_fixed((now - beat) / 1000, 3));
 	}

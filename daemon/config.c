@@ -342,7 +342,8 @@ guest_conf_equal(const struct guest_conf *a, const struct guest_conf *b)
 	    a->restart != b->restart || a->max_deaths != b->max_deaths ||
 	    a->uid != b->uid || a->gid != b->gid || a->limit_memory != b->limit_memory ||
 	    a->limit_files != b->limit_files || a->shared_pool != b->shared_pool ||
-	    a->processors != b->processors ||
+	    a->processors != b->processors || a->pool_quota != b->pool_quota ||
+	    a->pool_quota_slots != b->pool_quota_slots ||
 	    a->death_window_ns != b->death_window_ns ||
 	    a->backoff_min_ns != b->backoff_min_ns || a->backoff_max_ns != b->backoff_max_ns)
 		return 0;

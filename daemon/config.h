@@ -35,6 +35,8 @@ struct guest_conf {
 	uint64_t	limit_files;	/* RLIMIT_NOFILE, 0: unchanged */
 	int		shared_pool;	/* may use the shared variable pool */
 	uint32_t	processors;	/* HUB_PROCESSORS for guest_run_mt, 0: unset */
+	uint64_t	pool_quota;	/* shared pool bytes it may hold, 0: [pool] quota */
+	uint32_t	pool_quota_slots; /* and slots, 0: [pool] quota_slots */
 };
 
 struct hub_conf {
@@ -52,6 +54,8 @@ struct hub_conf {
 							 * for one caller at once */
 	uint64_t		pool_sweep_ns;		/* [pool] sweep_interval: the sweeper's period */
 	uint64_t		pool_stuck_ns;		/* [pool] stuck_after: a slot held this long is reported (0: never) */
+	uint64_t		pool_quota;		/* [pool] quota: bytes one guest may hold (0: default) */
+	uint32_t		pool_quota_slots;	/* [pool] quota_slots: slots one guest may hold (0: default) */
 	struct guest_conf	*guests;
 	uint32_t		nguests;
 };

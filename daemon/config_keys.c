@@ -379,6 +379,8 @@ static const struct key pool_keys[] = {
 	  .max = HP_VAR_MAX_EXTENTS },
 	{ "sweep_interval", key_duration, HUB(pool_sweep_ns), .min = 1 },
 	{ "stuck_after", key_duration, HUB(pool_stuck_ns) },
+	{ "quota", key_size, HUB(pool_quota), .min = 1, .max = UINT64_MAX },
+	{ "quota_slots", key_number, HUB(pool_quota_slots), .min = 1, .max = UINT32_MAX },
 };
 
 static const struct key guest_keys[] = {
@@ -395,6 +397,8 @@ static const struct key guest_keys[] = {
 	{ "limit_files", key_number, GUEST(limit_files), .min = 16, .max = 1u << 20 },
 	{ "processors", key_number, GUEST(processors), .min = 1, .max = 256 },
 	{ "shared_pool", key_bool, GUEST(shared_pool) },
+	{ "pool_quota", key_size, GUEST(pool_quota), .min = 1, .max = UINT64_MAX },
+	{ "pool_quota_slots", key_number, GUEST(pool_quota_slots), .min = 1, .max = UINT32_MAX },
 };
 
 /* A bit per key in parser.hub_seen and guest_seen */

@@ -36,7 +36,8 @@ host_init(struct hub *h)
 	methods_init(h);
 	for (uint32_t i = 0; i < h->npeers; i++)
 		route_init(&h->peers[i]);
-	if ((h->slot_owner = calloc(p->slots_per_guest, 1)) == NULL)
+	if ((h->slot_owner = calloc(p->slots_per_guest, 1)) == NULL ||
+	    (h->pool_held = calloc(p->max_guests + 1, sizeof(*h->pool_held))) == NULL)
 		return -1;
 	return services_init(h);
 }
@@ -50,6 +51,8 @@ host_free(struct hub *h)
 	methods_free(h);
 	free(h->slot_owner);
 	h->slot_owner = NULL;
+	free(h->pool_held);
+	h->pool_held = NULL;
 }
 
 void
@@ -95,6 +98,32 @@ host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	return hp_endpoint_commit(&p->ep, &ob, type, id, method_id, len, HP_SEND_MORE);
 }
 
+/* A backlogged message's slot counts against the pool quota of the guest
+ * it is for (an answer, an item) or from (a request): its doing, not the
+ * receiver's. */
+static void
+charge(struct hub *h, struct qmsg *q, int sign)
+{
+	struct peer *c = hub_peer(h, q->charged);
+	uint32_t bytes = hp_var_slot_bytes(&h->seg.var, q->var_slot);
+
+	if (c == NULL)
+		return;
+	c->pool_charged_slots += sign > 0 ? 1 : -1;
+	c->pool_charged_bytes += sign > 0 ? bytes : -(uint64_t)bytes;
+}
+
+/* A backlogged message leaves p's backlog (sent, or dropped). */
+static void
+unqueue(struct hub *h, struct peer *p, struct qmsg *q)
+{
+	charge(h, q, -1);
+	if ((p->bl_head = q->next) == NULL)
+		p->bl_tail = &p->bl_head;
+	p->bl_count--;
+	free(q);
+}
+
 static void
 flush_backlog(struct hub *h, struct peer *p)
 {
@@ -119,10 +148,7 @@ flush_backlog(struct hub *h, struct peer *p)
 			host_fault(h, p, DEATH_VIOLATION, "shm.ring.capacity");
 			return;
 		}
-		if ((p->bl_head = q->next) == NULL)
-			p->bl_tail = &p->bl_head;
-		p->bl_count--;
-		free(q);
+		unqueue(h, p, q);
 	}
 	if (p->bl_count < BACKLOG_PAUSE / 2) {
 		/* room again: callers paused on a backlog may go on */
@@ -203,13 +229,14 @@ host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	q->method_id = method_id;
 	q->len = len;
 	q->var_slot = HP_SLOT_INLINE;
+	q->charged = 0;
 	memcpy(q->data, payload, len);
 	backlog(p, q);
 }
 
 int
 host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
-	     uint32_t id, uint64_t method_id)
+	     uint32_t id, uint64_t method_id, uint32_t charged)
 {
 	struct qmsg *b;
 	uint32_t slot, gen;
@@ -249,7 +276,15 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	b->len = m->len;
 	b->var_slot = slot;
 	b->var_gen = gen;
+	/* a guest that calls and never reads what comes back, or floods a
+	 * callee, cannot take the pool from the others: what waits here on
+	 * its behalf counts against its quota (ended once over, its message
+	 * kept: the callee's answer is due all the same) */
+	b->charged = charged;
+	charge(h, b, 1);
 	backlog(q, b);
+	if (charged != 0)
+		pool_over_quota(h, hub_peer(h, charged), 0, 0);
 	return 0;
 }
 
@@ -449,6 +484,9 @@ host_attach(struct hub *h, struct peer *p)
 	p->bl_tail = &p->bl_head;
 	p->bl_count = 0;
 	p->bl_starved = 0;
+	p->pool_charged_slots = 0;
+	p->pool_charged_bytes = 0;
+	pool_forget(h, p);
 	p->paused = 0;
 	p->inbound = 0;
 	p->next_req = 1;
@@ -485,14 +523,19 @@ host_detach(struct hub *h, struct peer *p)
 	/* streams from p to clients end, streams to p stop */
 	streams_reset_all(h, p);
 	while ((q = p->bl_head) != NULL) {
-		p->bl_head = q->next;
 		if (q->var_slot != HP_SLOT_INLINE)
 			hp_var_free(&h->seg.var, q->var_slot, q->var_gen);
-		free(q);
+		unqueue(h, p, q);
 	}
-	p->bl_tail = &p->bl_head;
-	p->bl_count = 0;
 	p->bl_starved = 0;
+	/* what waits elsewhere on its behalf counts against nobody now */
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		for (q = h->peers[i].bl_head; q != NULL; q = q->next)
+			if (q->charged == p->id)
+				q->charged = 0;
+	p->pool_charged_slots = 0;
+	p->pool_charged_bytes = 0;
+	pool_forget(h, p);
 	/* host pool slots p held and never freed (r[shm.crash.recovery] 4) */
 	for (uint32_t s = 0; s < h->host_pool.nslots; s++) {
 		if (h->slot_owner[s] != p->id)

@@ -303,6 +303,15 @@ peer_detail(json_object *p)
 		       json_object_get_int(get(p, "slots_free")));
 		printf("channels: %d open\n", json_object_get_int(get(p, "channels_open")));
 	}
+	if (get(p, "pool_slots") != NULL) {
+		char q[24];
+
+		printf("shared pool: %" PRIu64 " slots, %s (quota %" PRIu64 " slots, %s)\n",
+		       json_object_get_uint64(get(p, "pool_slots")),
+		       size_iec(buf, sizeof(buf), json_object_get_uint64(get(p, "pool_bytes"))),
+		       json_object_get_uint64(get(p, "pool_quota_slots")),
+		       size_iec(q, sizeof(q), json_object_get_uint64(get(p, "pool_quota"))));
+	}
 	if (get(p, "exec") != NULL)
 		printf("exec: %s\n", text(p, "exec"));
 	if (json_object_is_type(args, json_type_array) && json_object_array_length(args) > 0) {

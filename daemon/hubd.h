@@ -71,6 +71,7 @@ struct qmsg {
 	uint32_t	var_slot;	/* a variable slot the host holds for it
 					 * (HP_SLOT_INLINE: the payload is data) */
 	uint32_t	var_gen;
+	uint32_t	charged;	/* peer id whose pool quota it counts against */
 	uint8_t		data[];
 };
 
@@ -150,6 +151,11 @@ struct peer {
 	struct qmsg		**bl_tail;
 	uint32_t		bl_count;
 	uint8_t			bl_starved;	/* its head waits for a variable slot */
+	/* shared pool slots hubd holds in backlogs on its behalf (its
+	 * answers and items, its requests to others), and their bytes */
+	uint32_t		pool_charged_slots;
+	uint64_t		pool_charged_bytes;
+	char			fault_text[128];	/* a fault's words of ours */
 	struct hchan		*chans;		/* by channel id */
 	uint32_t		chan_cursor;
 	uint32_t		sources;	/* hub.source streams under way */
@@ -220,6 +226,7 @@ struct hub {
 	ev_timer		starved_w;	/* a backlog waits for a variable slot */
 	uint32_t		pool_stuck;	/* slots held too long at the last sweep */
 	uint8_t			pool_full_logged[HP_VAR_MAX_CLASSES];
+	struct hp_var_tally	*pool_held;	/* by owner at the last sweep */
 	struct relay		*relays;	/* streams between guests (relay.c) */
 };
 
@@ -230,6 +237,21 @@ void		pool_stop(struct hub *h);
 void		pool_retime(struct hub *h);
 void		pool_grow_requested(struct hub *h);
 void		pool_reclaim(struct hub *h, uint32_t peer_id);
+/* Whether p, holding slots and bytes more, is over its share of the
+ * shared pool (pool_quota): then it is faulted (host_fault) and 1. What
+ * it holds is what the last sweep counted as its (taken, sent, or handed
+ * to it and not freed: in its rings too), plus what waits in backlogs on
+ * its behalf (host_forward). */
+int		pool_over_quota(struct hub *h, struct peer *p, uint32_t slots,
+				uint64_t bytes);
+/* What p holds of the shared pool by that count, and its quota. */
+struct pool_use {
+	uint32_t	slots, max_slots;
+	uint64_t	bytes, max_bytes;
+};
+void		pool_usage(struct hub *h, struct peer *p, struct pool_use *u);
+/* p's count from the last sweep forgotten (a new instance). */
+void		pool_forget(struct hub *h, struct peer *p);
 int		pool_live(void *h, uint32_t owner);
 /* validate() twice: each problem both passes found goes to report, its
  * class is marked for the sweeper to rebuild; returns how many. */
@@ -304,9 +326,12 @@ int		host_reserve(struct hub *h, struct peer *p, uint32_t len,
 int		host_backlogged(const struct peer *p);
 /* A received message's payload on to q as type/id/method_id: its
  * variable slot handed on without copying when q uses the pool, else
- * copied (host_send). -EMSGSIZE, nothing sent, when q cannot take it. */
+ * copied (host_send). -EMSGSIZE, nothing sent, when q cannot take it.
+ * While its slot waits in q's backlog it counts against the pool quota
+ * of the guest charged (a peer id, 0: none): q for an answer or an item,
+ * the caller for a request. */
 int		host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m,
-		    uint8_t type, uint32_t id, uint64_t method_id);
+		    uint8_t type, uint32_t id, uint64_t method_id, uint32_t charged);
 /* p's counters over all its instances, the live one's included. */
 void		host_stats(const struct peer *p, struct peer_stats *s);
 

@@ -10,6 +10,7 @@
 
 #include "daemon/hubd.h"
 #include "daemon/log.h"
+#include "daemon/size.h"
 #include "proto/clock.h"
 
 /* A peer that owns slots is dead when it has no process: a guest that is
@@ -117,6 +118,80 @@ pool_grow_requested(struct hub *h)
 	}
 }
 
+/* -- each guest's share ---------------------------------------------------- */
+
+/* p's quota: its section's, else [pool]'s, else what one guest may take
+ * of the pool grown to max_extents without leaving the others short: a
+ * quarter of its slots (but two rings' worth: a full ring is what a busy
+ * guest has in flight) and half its bytes (but two of its largest
+ * payloads). */
+static void
+quota(const struct hub *h, const struct peer *p, uint32_t *slots, uint64_t *bytes)
+{
+	const struct hp_varpool *vp = &h->seg.var;
+	uint64_t all_slots = 0, all_bytes = 0;
+
+	for (uint32_t c = 0; c < vp->nclasses; c++) {
+		all_slots += (uint64_t)vp->c[c].spe * vp->max_extents;
+		all_bytes += (uint64_t)vp->c[c].spe * vp->max_extents * vp->c[c].slot_size;
+	}
+	if (all_slots / 4 < 2ull * h->seg.params.ring_size)
+		all_slots = 8ull * h->seg.params.ring_size;
+	if (all_bytes / 2 < 2ull * vp->max_payload)
+		all_bytes = 4ull * vp->max_payload;
+	*slots = p->conf->pool_quota_slots ? p->conf->pool_quota_slots :
+	    h->conf.pool_quota_slots ? h->conf.pool_quota_slots :
+	    all_slots / 4 > UINT32_MAX ? UINT32_MAX : (uint32_t)(all_slots / 4);
+	*bytes = p->conf->pool_quota ? p->conf->pool_quota :
+	    h->conf.pool_quota ? h->conf.pool_quota : all_bytes / 2;
+}
+
+void
+pool_usage(struct hub *h, struct peer *p, struct pool_use *u)
+{
+	u->slots = h->pool_held[p->id].slots + p->pool_charged_slots;
+	u->bytes = h->pool_held[p->id].bytes + p->pool_charged_bytes;
+	quota(h, p, &u->max_slots, &u->max_bytes);
+}
+
+int
+pool_over_quota(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes)
+{
+	struct pool_use u;
+	char a[24], b[24];
+
+	if (h->seg.var.nclasses == 0 || !host_serving(p))
+		return 0;	/* no pool, or being ended already */
+	pool_usage(h, p, &u);
+	slots += u.slots;
+	bytes += u.bytes;
+	if (slots <= u.max_slots && bytes <= u.max_bytes)
+		return 0;
+	snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: it holds %u slots, %s "
+		 "(pool_quota_slots %u, pool_quota %s)", slots, size_iec(a, sizeof(a), bytes),
+		 u.max_slots, size_iec(b, sizeof(b), u.max_bytes));
+	host_fault(h, p, DEATH_VIOLATION, p->fault_text);
+	return 1;
+}
+
+void
+pool_forget(struct hub *h, struct peer *p)
+{
+	if (h->pool_held != NULL)
+		h->pool_held[p->id] = (struct hp_var_tally){ 0, 0 };
+}
+
+/* The sweep's count against each served guest's quota: what it holds
+ * itself (taken and never sent or freed, hoarded) and what waits for it
+ * unread (in its ring, in its backlog). */
+static void
+check_quotas(struct hub *h)
+{
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		if (host_serving(&h->peers[i]))
+			pool_over_quota(h, &h->peers[i], 0, 0);
+}
+
 struct stuck_seen {
 	struct hub		*h;
 	struct hp_var_held	oldest;
@@ -153,7 +228,8 @@ sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	for (uint32_t c = 0; c < vp->nclasses; c++)
 		rebuilds[c] = vp->diag[c].rebuilds;
 	hp_var_sweep(vp, hp_now_ns(), h->conf.pool_stuck_ns, stuck_owner_dead, &ss, on_stuck,
-		     &stuck, &back, NULL);
+		     &stuck, &back, h->pool_held);
+	check_quotas(h);
 	/* a guest broke it (or died mid-push): who cannot be told for sure */
 	for (uint32_t c = 0; c < vp->nclasses; c++)
 		if (vp->diag[c].rebuilds != rebuilds[c])

@@ -396,7 +396,7 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		if ((credit = a_credit(h, r, a)) < 0)
 			return;
 		if ((uint64_t)credit >= m->len) {
-			host_forward(h, a, m, HP_MSG_DATA, r->a_chan, 0);
+			host_forward(h, a, m, HP_MSG_DATA, r->a_chan, 0, a->id);
 			r->sent_total += m->len;
 			return;
 		}

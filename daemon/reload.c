@@ -214,6 +214,8 @@ reload_config(struct hub *h, FILE *msgs)
 		pool_retime(h);
 	}
 	h->conf.pool_stuck_ns = n.pool_stuck_ns;
+	h->conf.pool_quota = n.pool_quota;
+	h->conf.pool_quota_slots = n.pool_quota_slots;
 	config_free(&n);
 	return 0;
 }

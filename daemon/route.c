@@ -40,7 +40,7 @@ answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len
 		}
 		p->inbound--;
 		if (m != NULL)
-			host_forward(h, p, m, HP_MSG_RESPONSE, o->req_id, 0);
+			host_forward(h, p, m, HP_MSG_RESPONSE, o->req_id, 0, p->id);
 		else
 			host_send(h, p, HP_MSG_RESPONSE, o->req_id, 0, payload, (uint32_t)len);
 		return;
@@ -138,7 +138,8 @@ call_guest(struct hub *h, struct peer *p, uint64_t method_id,
 		*idp = id;
 	p->stats.calls_out++;
 	if (m != NULL)
-		host_forward(h, p, m, HP_MSG_REQUEST, id, method_id);
+		host_forward(h, p, m, HP_MSG_REQUEST, id, method_id,
+			     o->kind == ORIGIN_PEER ? o->peer : 0);
 	else
 		host_send(h, p, HP_MSG_REQUEST, id, method_id, payload, len);
 	return 0;

@@ -105,6 +105,15 @@ hp_var_is_slot(uint32_t payload_slot)
 	return payload_slot != 0xFFFFFFFFu && (payload_slot & HP_VAR_SLOT_FLAG) != 0;
 }
 
+/* The bytes a descriptor's slot takes (its class's slot size), 0 for none. */
+static inline uint32_t
+hp_var_slot_bytes(const struct hp_varpool *vp, uint32_t payload_slot)
+{
+	uint32_t c = (payload_slot & ~HP_VAR_SLOT_FLAG) >> HP_VAR_CLASS_SHIFT;
+
+	return hp_var_is_slot(payload_slot) && c < vp->nclasses ? vp->c[c].slot_size : 0;
+}
+
 /* -EINVAL with *why when out of range. */
 int hp_var_conf_check(const struct hp_var_conf *c, const char **why);
 /* The defaults: 1 KiB to 32 MiB in five classes (doc/protocol.md). */

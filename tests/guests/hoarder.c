@@ -23,6 +23,7 @@
 
 #include "proto/channel.h"
 #include "proto/method.h"
+#include "proto/msg.h"
 #include "proto/postcard.h"
 #include "tests/guests/raw.h"
 
@@ -69,6 +70,47 @@ call(uint32_t id, const char *method, const uint8_t *args, size_t len)
 	if (rc != 0)
 		errx(1, "send: %s", strerror(-rc));
 	hp_doorbell_signal(doorbell);
+}
+
+/* Waits until method is registered (hub.signature answers Ok): a guest
+ * started beside its callee may come up first. Its ring is still read. */
+static void
+wait_method(const char *method)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	uint8_t args[128];
+	struct hp_pc_enc e;
+	struct hp_msg_in m;
+	const char *rule;
+	uint32_t id = 0xF0000000u;
+	int rc;
+
+	hp_pc_enc_init(&e, args, sizeof(args));
+	hp_pc_put_str(&e, method, strlen(method));
+	for (;; id++) {
+		struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+		int answered = 0, ok = 0;
+
+		call(id, "hub.signature", args, e.len);
+		while (!answered) {
+			if ((rc = hp_endpoint_recv(&ep, &m, &rule)) == -EAGAIN) {
+				nap(10);
+				continue;
+			}
+			if (rc != 0)
+				errx(1, "recv: %s", rule);
+			if (m.desc.msg_type == HP_MSG_RESPONSE && m.desc.id == id) {
+				answered = 1;
+				ok = hp_msg_decode_response(m.payload, m.len, &r) == 0 &&
+				    r.result == HP_RESULT_OK;
+			}
+			hp_endpoint_release(&ep, &m);
+		}
+		hp_endpoint_notify_consumed(&ep);
+		if (ok)
+			return;
+		nap(20);
+	}
 }
 
 /* echo.echo's argument: a str of size bytes. */
@@ -144,6 +186,7 @@ main(int argc, char *argv[])
 	signal(SIGUSR1, on_usr1);
 	raw_attach(argc, argv, &t, &seg, &view, &ep, HP_FEAT_ALL);
 	doorbell = t.doorbell_fd;
+	wait_method(strcmp(act, "relay") == 0 ? method : "echo.echo");
 	if (strcmp(act, "noread") == 0) {
 		len = echo_args(args, sizeof(args), size);
 		for (uint64_t i = 1; i <= count; i++)
