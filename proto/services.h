@@ -26,6 +26,7 @@
 #ifndef HP_SERVICES_H
 #define HP_SERVICES_H
 
+#define HP_SVC_PREFIX		"hub."	/* every hub.* name is the host's */
 #define HP_SVC_PING		"hub.ping"
 #define HP_SVC_LOG		"hub.log"
 #define HP_SVC_PEERS		"hub.peers"
