@@ -501,7 +501,7 @@ key_provides(struct parser *p, const struct key *k, const char *value, void *bas
 	const char *s = value, *end;
 	int n = 0, bad = 0;
 
-	do {
+	for (;;) {
 		size_t len;
 
 		end = strchr(s, ',');
@@ -530,8 +530,10 @@ key_provides(struct parser *p, const struct key *k, const char *value, void *bas
 		} else {
 			n++;
 		}
+		if (end == NULL)
+			break;
 		s = end + 1;
-	} while (end != NULL);
+	}
 	pats[n] = NULL;
 	if (!bad && (g->provides = calloc((size_t)n + 1, sizeof(char *))) == NULL) {
 		config_perr(p, p->line, "out of memory");
