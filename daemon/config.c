@@ -2,9 +2,9 @@
  * every message carries file:line, overlong lines are caught instead of
  * split, and sections are seen even when they hold no key; the sections,
  * [hub] and [guest NAME] with its defaults; the checks across keys once
- * the file is read; and the config's lifetime (free, a guest's copy and
- * comparison). What each key means and which values it takes is
- * config_keys.c's. */
+ * the file is read (whose method names are whose among them); and the
+ * config's lifetime (free, a guest's copy and comparison). What each key
+ * means and which values it takes is config_keys.c's. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -17,6 +17,7 @@
 
 #include "daemon/config.h"
 #include "daemon/config_parser.h"
+#include "proto/services.h"
 
 #define GUESTS_MAX	HP_MAX_GUESTS
 
@@ -208,6 +209,113 @@ channels_per_caller(struct parser *p, int line)
 			    c->channels_per_caller, ids, c->params.max_channels);
 }
 
+/* -- whose names are whose --------------------------------------------- */
+
+/* A provides pattern (config_keys.c: "a.b" that name, "a.*" every name
+ * that begins with "a." and goes on) or a guest's own names, "NAME.*". */
+static int
+pattern_glob(const char *pat, size_t n)
+{
+	return n >= 2 && pat[n - 2] == '.' && pat[n - 1] == '*';
+}
+
+static int
+pattern_match(const char *pat, const char *name)
+{
+	size_t n = strlen(pat);
+
+	if (pattern_glob(pat, n))
+		return strncmp(name, pat, n - 1) == 0 && name[n - 1] != '\0';
+	return strcmp(pat, name) == 0;
+}
+
+/* Whether some method name matches both. */
+static int
+patterns_overlap(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	int ga = pattern_glob(a, na), gb = pattern_glob(b, nb);
+
+	if (ga && gb)	/* "x." a prefix of "x.y." or the other way round */
+		return strncmp(a, b, (na < nb ? na : nb) - 1) == 0;
+	if (ga)
+		return pattern_match(a, b);
+	if (gb)
+		return pattern_match(b, a);
+	return strcmp(a, b) == 0;
+}
+
+int
+guest_conf_covers(const struct guest_conf *g, const char *method)
+{
+	size_t n = strlen(g->name);
+
+	if (strncmp(method, g->name, n) == 0 && method[n] == '.' && method[n + 1] != '\0')
+		return 1;
+	for (char **q = g->provides; q != NULL && *q != NULL; q++)
+		if (pattern_match(*q, method))
+			return 1;
+	return 0;
+}
+
+/* A name belongs to one guest (README, security): a guest may register
+ * its own NAME.* and what its provides lists, so no two guests may be
+ * able to register the same name, and none a name of the host's. A guest
+ * named hub would own hub.*, the host's services: refused by name. Each
+ * overlap is reported once, where the later of the two is written. */
+static void
+check_names(struct parser *p)
+{
+	static const char host[] = HP_SVC_PREFIX "*";
+	struct hub_conf *c = p->c;
+	char own[GUEST_NAME_MAX + 3], other[GUEST_NAME_MAX + 3];
+
+	for (uint32_t i = 0; i < c->nguests; i++) {
+		const struct guest_conf *g = &c->guests[i];
+
+		snprintf(own, sizeof(own), "%s.*", g->name);
+		if (strcmp(g->name, "hub") == 0)
+			config_perr(p, g->line, "guest 'hub': a guest's names are NAME.*, and "
+				    "hub.* are the host's services: choose another name");
+		else if (patterns_overlap(own, host))
+			config_perr(p, g->line, "guest '%s': its names %s are the host's (%s)",
+				    g->name, own, host);
+		for (char **q = g->provides; q != NULL && *q != NULL; q++)
+			if (patterns_overlap(*q, host))
+				config_perr(p, g->provides_line, "guest '%s': provides '%s' "
+					    "covers names of the host's (%s)", g->name, *q, host);
+		for (uint32_t j = 0; j < i; j++) {
+			const struct guest_conf *o = &c->guests[j];
+
+			snprintf(other, sizeof(other), "%s.*", o->name);
+			if (patterns_overlap(own, other))
+				config_perr(p, g->line, "guest '%s': its names %s overlap %s, "
+					    "guest '%s''s (line %d)", g->name, own, other,
+					    o->name, o->line);
+			for (char **q = g->provides; q != NULL && *q != NULL; q++)
+				if (patterns_overlap(*q, other))
+					config_perr(p, g->provides_line, "guest '%s': provides "
+						    "'%s' overlaps %s, the names of guest '%s' "
+						    "(line %d)", g->name, *q, other, o->name,
+						    o->line);
+			for (char **r = o->provides; r != NULL && *r != NULL; r++)
+				if (patterns_overlap(*r, own))
+					config_perr(p, o->provides_line, "guest '%s': provides "
+						    "'%s' overlaps %s, the names of guest '%s' "
+						    "(line %d)", o->name, *r, own, g->name,
+						    g->line);
+			for (char **q = g->provides; q != NULL && *q != NULL; q++)
+				for (char **r = o->provides; r != NULL && *r != NULL; r++)
+					if (patterns_overlap(*q, *r))
+						config_perr(p, g->provides_line, "guest '%s': "
+							    "provides '%s' overlaps '%s', which "
+							    "guest '%s' provides (line %d)",
+							    g->name, *q, *r, o->name,
+							    o->provides_line);
+		}
+	}
+}
+
 static void
 finish(struct parser *p)
 {
@@ -244,6 +352,7 @@ finish(struct parser *p)
 			config_perr(p, g->line, "guest '%s': its group is not [hub] group, so it "
 				    "could not map the segment", g->name);
 	}
+	check_names(p);
 }
 
 int
@@ -289,6 +398,15 @@ fail:
 }
 
 static void
+strv_free(char **v)
+{
+	if (v != NULL)
+		for (int i = 0; v[i] != NULL; i++)
+			free(v[i]);
+	free(v);
+}
+
+static void
 guest_conf_clear(struct guest_conf *g)
 {
 	if (g->argv != NULL)
@@ -296,6 +414,7 @@ guest_conf_clear(struct guest_conf *g)
 			free(g->argv[a]);
 	free(g->argv);
 	free(g->exec);
+	strv_free(g->provides);
 }
 
 void
@@ -318,6 +437,7 @@ guest_conf_dup(const struct guest_conf *g)
 	*d = *g;
 	d->exec = NULL;
 	d->argv = NULL;
+	d->provides = NULL;
 	while (g->argv[n] != NULL)
 		n++;
 	if ((d->exec = strdup(g->exec)) == NULL ||
@@ -327,16 +447,44 @@ guest_conf_dup(const struct guest_conf *g)
 	for (int i = 1; i < n; i++)
 		if ((d->argv[i] = strdup(g->argv[i])) == NULL)
 			goto fail;
+	if (g->provides != NULL) {
+		for (n = 0; g->provides[n] != NULL; n++)
+			;
+		if ((d->provides = calloc((size_t)n + 1, sizeof(char *))) == NULL)
+			goto fail;
+		for (int i = 0; i < n; i++)
+			if ((d->provides[i] = strdup(g->provides[i])) == NULL)
+				goto fail;
+	}
 	return d;
 fail:
 	guest_conf_free(d);
 	return NULL;
 }
 
+/* Whether every pattern of a is one of b's (NULL: none). */
+static int
+strv_within(char *const *a, char *const *b)
+{
+	for (; a != NULL && *a != NULL; a++) {
+		char *const *q = b;
+
+		while (q != NULL && *q != NULL && strcmp(*q, *a) != 0)
+			q++;
+		if (q == NULL || *q == NULL)
+			return 0;
+	}
+	return 1;
+}
+
 int
 guest_conf_equal(const struct guest_conf *a, const struct guest_conf *b)
 {
 	int i;
+
+	/* the same names in another order are the same rights */
+	if (!strv_within(a->provides, b->provides) || !strv_within(b->provides, a->provides))
+		return 0;
 
 	if (strcmp(a->name, b->name) != 0 || strcmp(a->exec, b->exec) != 0 ||
 	    a->restart != b->restart || a->max_deaths != b->max_deaths ||

@@ -37,6 +37,10 @@ struct guest_conf {
 	uint32_t	processors;	/* HUB_PROCESSORS for guest_run_mt, 0: unset */
 	uint64_t	pool_quota;	/* shared pool bytes it may hold, 0: [pool] quota */
 	uint32_t	pool_quota_slots; /* and slots, 0: [pool] quota_slots */
+	char		**provides;	/* method names it may register besides
+					 * NAME.*: "a.b" exact, "a.*" a prefix;
+					 * NULL-terminated, NULL: none */
+	int		provides_line;	/* where provides = is */
 };
 
 struct hub_conf {
@@ -71,5 +75,10 @@ void config_free(struct hub_conf *c);
 struct guest_conf *guest_conf_dup(const struct guest_conf *g);
 void guest_conf_free(struct guest_conf *g);
 int guest_conf_equal(const struct guest_conf *a, const struct guest_conf *b);
+
+/* Whether g may register method: one of its own names (NAME.*, NAME its
+ * section's) or one its provides lists. config_load sees to it that no
+ * two guests of a file, and no guest and the host (hub.*), share a name. */
+int guest_conf_covers(const struct guest_conf *g, const char *method);
 
 #endif

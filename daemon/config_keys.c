@@ -1,8 +1,8 @@
 /* The keys of hubd.conf: one table row per key of [hub], of [pool] and
  * of [guest NAME] with its bounds and where its value goes; the syntax of
  * each kind of value (numbers, sizes, durations, strings, users and
- * groups, restart policies, args); and inih's handler, which takes a
- * key = value line of the current section to its row. Reading the file
+ * groups, restart policies, args, provides); and inih's handler, which
+ * takes a key = value line of the current section to its row. Reading the file
  * and its sections is config.c's. */
 #include <ctype.h>
 #include <errno.h>
@@ -19,8 +19,10 @@
 #include "daemon/config.h"
 #include "daemon/config_parser.h"
 #include "daemon/size.h"
+#include "proto/services.h"
 
 #define ARGS_MAX	64
+#define PROVIDES_MAX	64	/* patterns in one provides = */
 
 /* A plain unsigned decimal. */
 static int
@@ -264,6 +266,7 @@ key_payload(struct parser *p, const struct key *k, const char *value, void *base
 }
 
 static int key_args(struct parser *p, const struct key *k, const char *value, void *base);
+static int key_provides(struct parser *p, const struct key *k, const char *value, void *base);
 
 static int
 key_bool(struct parser *p, const struct key *k, const char *value, void *base)
@@ -399,6 +402,7 @@ static const struct key guest_keys[] = {
 	{ "shared_pool", key_bool, GUEST(shared_pool) },
 	{ "pool_quota", key_size, GUEST(pool_quota), .min = 1, .max = UINT64_MAX },
 	{ "pool_quota_slots", key_number, GUEST(pool_quota_slots), .min = 1, .max = UINT32_MAX },
+	{ "provides", key_provides, GUEST(provides) },
 };
 
 /* A bit per key in parser.hub_seen and guest_seen */
@@ -469,6 +473,86 @@ fail:
 	while (--argc >= 1)
 		free(argv[argc]);
 	return -1;
+}
+
+/* One pattern of provides, s[0..n): a method name ("kv.get") or a
+ * prefix ("kv.*": every name that begins with "kv." and goes on), of
+ * A-Z a-z 0-9 _ . - with no empty part between dots, and no longer than
+ * the names it stands for (HP_METHOD_NAME_MAX). Nothing else: no bare
+ * "*", no "*" inside or after anything but a dot. */
+static int
+pattern_ok(const char *s, size_t n)
+{
+	size_t len = n >= 2 && s[n - 2] == '.' && s[n - 1] == '*' ? n - 2 : n;
+
+	if (len == 0 || n > HP_METHOD_NAME_MAX || s[0] == '.' || s[len - 1] == '.')
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		if (!isalnum((unsigned char)s[i]) && strchr("_.-", s[i]) == NULL)
+			return 0;
+		if (s[i] == '.' && s[i + 1] == '.')
+			return 0;
+	}
+	return 1;
+}
+
+/* provides = PATTERN, ...: the names the guest may register besides its
+ * own NAME.*, each pattern checked here (every bad one reported); whether
+ * they overlap another guest's names or the host's is finish()'s. */
+static int
+key_provides(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	struct guest_conf *g = base;
+	char *pats[PROVIDES_MAX + 1];
+	const char *s = value, *end;
+	int n = 0, bad = 0;
+
+	for (;;) {
+		size_t len;
+
+		end = strchr(s, ',');
+		len = end != NULL ? (size_t)(end - s) : strlen(s);
+		while (len > 0 && isblank((unsigned char)*s))
+			s++, len--;
+		while (len > 0 && isblank((unsigned char)s[len - 1]))
+			len--;
+		if (len == 0) {
+			config_perr(p, p->line, "%s: an empty pattern: give method names or "
+				    "PREFIX.* separated by commas", k->name);
+			bad = 1;
+		} else if (!pattern_ok(s, len)) {
+			config_perr(p, p->line, "%s: '%.*s' is neither a method name nor PREFIX.* "
+				    "(A-Z a-z 0-9 _ . -, no empty part between dots, up to %d bytes)",
+				    k->name, (int)len, s, HP_METHOD_NAME_MAX);
+			bad = 1;
+		} else if (n == PROVIDES_MAX) {
+			config_perr(p, p->line, "%s: more than %d patterns", k->name, PROVIDES_MAX);
+			bad = 1;
+			break;
+		} else if ((pats[n] = strndup(s, len)) == NULL) {
+			config_perr(p, p->line, "out of memory");
+			bad = 1;
+			break;
+		} else {
+			n++;
+		}
+		if (end == NULL)
+			break;
+		s = end + 1;
+	}
+	pats[n] = NULL;
+	if (!bad && (g->provides = calloc((size_t)n + 1, sizeof(char *))) == NULL) {
+		config_perr(p, p->line, "out of memory");
+		bad = 1;
+	}
+	if (bad) {
+		while (--n >= 0)
+			free(pats[n]);
+		return -1;
+	}
+	memcpy(g->provides, pats, ((size_t)n + 1) * sizeof(char *));
+	g->provides_line = p->line;
+	return 0;
 }
 
 int

@@ -803,16 +803,30 @@ static const struct command commands[] = {
 	  "read a segment file, no daemon needed, and check its invariants", NULL },
 };
 
-/* -d SECONDS: a number above 0, fractions allowed. */
+/* -d SECONDS: plain decimal seconds, digits with an optional fraction
+ * (2, 0.5, .25), from SECONDS_MIN to SECONDS_MAX. Checked by hand, not
+ * by strtod alone, which also takes hex ("0x10" is 16 s), exponents
+ * ("1e300", frames with no wait at all), inf, nan and blanks. */
+#define SECONDS_MIN	0.01
+#define SECONDS_MAX	86400.0
+#define SECONDS_RANGE	"from 0.01 to 86400"
+
 static int
 seconds_arg(const char *s, double *out)
 {
-	char *end;
+	const char *q = s + strspn(s, "0123456789");
+	size_t frac = 0;
 	double v;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0)
+	if (*q == '.') {
+		if ((frac = strspn(q + 1, "0123456789")) == 0)
+			return -1;
+		q += 1 + frac;
+	}
+	if (q == s || *q != '\0')
+		return -1;
+	v = strtod(s, NULL);	/* plain decimal by now; hubctl keeps the C locale */
+	if (v < SECONDS_MIN || v > SECONDS_MAX)
 		return -1;
 	*out = v;
 	return 0;
@@ -865,8 +879,8 @@ view_options(const struct command *c, int *argc, char **argv)
 			return -1;
 		}
 		if (a[1] == 'd' && seconds_arg(val, &every.interval) != 0) {
-			fprintf(stderr, "hubctl: %s: -d takes a number of seconds above 0 "
-				"(0.5, 2), not '%s'\n", c->name, val);
+			fprintf(stderr, "hubctl: %s: -d takes seconds " SECONDS_RANGE
+				" (2, 0.5, .25), not '%s'\n", c->name, val);
 			return -1;
 		}
 		if (a[1] == 'n' && count_arg(val, &every.count) != 0) {
@@ -960,7 +974,8 @@ details(const char *name)
 		       "channels, exec and args, and its recent deaths (when, reason, exit\n"
 		       "status or signal, detail). An unknown NAME exits 1. -j: its object.\n";
 	if (strcmp(name, "top") == 0)
-		return "A table redrawn every SECONDS (-d, default 1, fractions allowed):\n"
+		return "A table redrawn every SECONDS (-d, default 1; plain decimal seconds\n"
+		       "from 0.01 to 86400, as 2, 0.5 or .25):\n"
 		       "the hub's uptime, guests up of all, calls/s and bytes/s in all, then a\n"
 		       "row per guest: NAME, STATE, PID, CALLS/S (in + out), BYTES/S (in +\n"
 		       "out), RING (descriptors waiting guest->host/host->guest), SLOTS (in\n"
@@ -977,7 +992,8 @@ details(const char *name)
 		       "BYTES-IN, BYTES-OUT (rounded; exact with -j), RING-FULL, NO-SLOT,\n"
 		       "NO-CREDIT (waits), WAKES, DEATHS, RESTARTS, VIOLATIONS; the shared\n"
 		       "pool's and the streams between guests' totals.\n"
-		       "-w: a line per interval (-d SECONDS, default 1) with the hub's rates:\n"
+		       "-w: a line per interval (-d SECONDS, default 1; plain decimal seconds\n"
+		       "from 0.01 to 86400, as 2, 0.5 or .25) with the hub's rates:\n"
 		       "calls in and out, bytes in and out per second, waits and wakes per\n"
 		       "second, and the deaths and restarts in that interval; the header again\n"
 		       "every 20 lines on a terminal; -n COUNT lines, then exit 0. -d and -n\n"

@@ -339,7 +339,8 @@ void		host_stats(const struct peer *p, struct peer_stats *s);
 void		methods_init(struct hub *h);
 void		methods_free(struct hub *h);
 /* Registers name for owner's instance epoch (owner 0: the host, service
- * its row in services.c); -errno with *why. */
+ * its row in services.c); -errno with *why: -EPERM a guest's name that is
+ * not one of its own (guest_conf_covers), -EEXIST taken, ... */
 int		methods_add(struct hub *h, const char *name, const char *signature,
 			    uint32_t owner, uint32_t epoch, uint16_t service,
 			    const char **why);
@@ -351,7 +352,7 @@ int		methods_live(struct hub *h, const struct method *m);
 /* Why a method that is not live cannot be called now, written into buf. */
 const char	*methods_unavailable(struct hub *h, const struct method *m,
 				     char *buf, size_t len);
-/* p is down for good (stopped, failed, removed): its methods go. */
+/* p is down for good (removed from the config): its methods go. */
 void		methods_forget(struct hub *h, struct peer *p);
 
 /* services.c: the built-in hub.* services */

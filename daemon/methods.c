@@ -3,10 +3,13 @@
  * called now.
  *
  * An array, and an index from method id to array slot (proto/idtab) rebuilt
- * whenever a method goes. A guest's methods outlive its instance: while it
+ * whenever a method goes. A guest registers only its own names (NAME.*
+ * and its provides, guest_conf_covers), and no other guest's config covers
+ * them (config_load), so a name stays its guest's while it is stopped,
+ * failed or restarting. Its methods outlive its instance: while it
  * restarts, a call gets "guest X is restarting", and the next instance
- * registering a name takes its entry back; they go when the guest is down
- * for good (methods_forget). */
+ * registering a name takes its entry back; they go when the guest leaves
+ * the config (methods_forget). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,11 +99,16 @@ methods_unavailable(struct hub *h, const struct method *m, char *buf, size_t len
 	return buf;
 }
 
-/* Whether a guest's entry holds nobody who will come back by itself. */
+/* Whether name is still q's: one of the names of the config it runs
+ * with, or comes back with after a reload (next_conf). Stopped, failed or
+ * restarting, a guest keeps its names; a reload that gives one to another
+ * guest frees it once the old instance is no longer up. */
 static int
-down_for_good(const struct peer *q)
+still_its(const struct peer *q, const char *name)
 {
-	return q->conf == NULL || q->state == PEER_DOWN || q->state == PEER_FAILED;
+	if (q == NULL || q->conf == NULL)
+		return 0;
+	return guest_conf_covers(q->next_conf != NULL ? q->next_conf : q->conf, name);
 }
 
 int
@@ -118,6 +126,12 @@ methods_add(struct hub *h, const char *name, const char *signature,
 		*why = HP_SVC_REG_BAD_NAME;
 		return -EINVAL;
 	}
+	/* a guest registers its own names only, by the config its
+	 * instance started with (README, security) */
+	if (owner != 0 && (p == NULL || p->conf == NULL || !guest_conf_covers(p->conf, name))) {
+		*why = HP_SVC_REG_NOT_YOURS;
+		return -EPERM;
+	}
 	if (hp_sig_parse(signature, &sig, why) != 0)
 		return -EINVAL;
 	if ((old = methods_by_id(h, id)) != NULL) {
@@ -125,10 +139,10 @@ methods_add(struct hub *h, const char *name, const char *signature,
 			*why = "the method's id collides with another method's";
 			return -EEXIST;
 		}
-		/* taken, unless by an earlier instance of this guest, or by
-		 * one that is down for good */
-		if (methods_live(h, old) ||
-		    (old->owner != owner && !down_for_good(hub_peer(h, old->owner)))) {
+		/* taken, unless by an earlier instance of this guest, or by a
+		 * guest whose name it no longer is (a reload moved it) */
+		if (methods_live(h, old) || (old->owner != owner &&
+		    (old->owner == 0 || still_its(hub_peer(h, old->owner), name)))) {
 			*why = HP_SVC_REG_TAKEN;
 			return -EEXIST;
 		}

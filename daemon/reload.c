@@ -5,7 +5,15 @@
  * stopping is kept in its entry and restarted. A new guest finding every
  * entry taken (an old one still stopping) waits and starts as soon as an
  * entry is free. The segment cannot change under running guests: its
- * parameters, like the segment and control paths, are reported and kept. */
+ * parameters, like the segment and control paths, are reported and kept.
+ *
+ * Method names: the new file is checked as at start (config_load: no name
+ * two guests', none the host's), so one that lets two guests share a name
+ * changes nothing. A changed provides is a changed setting: its guest
+ * restarts with it. A guest registers by the settings its instance
+ * started with (p->conf, not next_conf) until it restarts; a name a
+ * reload moves to another guest is that guest's once no live instance of
+ * the old one holds it (methods.c). */
 #include <stdlib.h>
 #include <string.h>
 

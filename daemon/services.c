@@ -1,6 +1,7 @@
 /* The host's built-in services (hub.*, proto/services.h), one table of
  * name, signature and handler; and hub.source's sending, paced by the
  * calling guest's credit. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,6 +75,7 @@ svc_register(struct hub *h, struct peer *p, const struct origin *o,
 	const char *name, *sig, *why;
 	size_t nlen, slen;
 	char nbuf[64], sbuf[HP_SIG_MAX_LEN + 1];
+	int rc;
 
 	hp_pc_dec_init(&d, args, len);
 	hp_pc_get_str(&d, &name, &nlen);
@@ -90,11 +92,14 @@ svc_register(struct hub *h, struct peer *p, const struct origin *o,
 	nbuf[nlen] = '\0';
 	memcpy(sbuf, sig, slen);
 	sbuf[slen] = '\0';
-	if (strncmp(nbuf, "hub.", 4) == 0) {
+	if (strncmp(nbuf, HP_SVC_PREFIX, strlen(HP_SVC_PREFIX)) == 0) {
 		route_answer_error(h, o, HP_ERR_USER, "the hub. prefix is the host's");
 		return;
 	}
-	if (methods_add(h, nbuf, sbuf, p->id, p->epoch, 0, &why) != 0) {
+	if ((rc = methods_add(h, nbuf, sbuf, p->id, p->epoch, 0, &why)) != 0) {
+		if (rc == -EPERM)
+			log_warnx("guest %s: may not register %s: not one of its names "
+				  "(%s.* or provides)", p->conf->name, nbuf, p->conf->name);
 		route_answer_error(h, o, HP_ERR_USER, why);
 		return;
 	}

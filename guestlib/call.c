@@ -290,6 +290,8 @@ register_error(const uint8_t *res, size_t len)
 		return -EEXIST;
 	if (n == strlen(HP_SVC_REG_TOO_MANY) && memcmp(why, HP_SVC_REG_TOO_MANY, n) == 0)
 		return -ENOSPC;
+	if (n == strlen(HP_SVC_REG_NOT_YOURS) && memcmp(why, HP_SVC_REG_NOT_YOURS, n) == 0)
+		return -EPERM;
 	return -EREMOTEIO;
 }
 

@@ -94,12 +94,15 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
  * of type T on). Errors are always str.
  * Checked here, before asking the host: -EINVAL for an empty name (or
  * NULL name or fn) or a malformed signature, -ENAMETOOLONG for a name over
- * 63 bytes. The host's refusals: -EEXIST the name is taken, -ENOSPC this
- * guest has as many methods as the host allows, -EREMOTEIO any other
- * (e.g. the "hub." prefix); or a call's errors (-ETIMEDOUT, -EPIPE,
- * -ECONNABORTED). A host with no method registry (it answers hub.register
- * with UnknownMethod, as a host written from the spec alone does) calls
- * methods by id: the method is then served without registering, 0. */
+ * 63 bytes. The host's refusals: -EPERM the name is not one of this
+ * guest's (a guest registers NAME.*, NAME its [guest NAME] section's, and
+ * what its section's provides = lists), -EEXIST the name is taken,
+ * -ENOSPC this guest has as many methods as the host allows, -EREMOTEIO
+ * any other (e.g. the "hub." prefix); or a call's errors (-ETIMEDOUT,
+ * -EPIPE, -ECONNABORTED). A host with no method registry (it answers
+ * hub.register with UnknownMethod, as a host written from the spec alone
+ * does) calls methods by id: the method is then served without
+ * registering, 0. */
 GUEST_API int guest_register(struct guest *g, const char *name,
 			     const char *signature, guest_handler fn, void *ctx);
 

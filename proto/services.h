@@ -5,7 +5,9 @@
  *	hub.log		str -> unit		a line in hubd's log, tagged with the guest
  *	hub.peers	-> str			one line per peer: "id name state"
  *	hub.register	str,str -> unit		registers method NAME with SIGNATURE
- *						for the calling guest (Err if taken)
+ *						for the calling guest (Err if taken,
+ *						or not one of the guest's names:
+ *						NAME.* or its config's provides)
  *	hub.sink	chan<bytes> -> u64	receives a stream, answers with its
  *						stream hash when it closes
  *	hub.source	u64,u64 -> u64		sends N bytes on the caller's
@@ -26,6 +28,7 @@
 #ifndef HP_SERVICES_H
 #define HP_SERVICES_H
 
+#define HP_SVC_PREFIX		"hub."	/* every hub.* name is the host's */
 #define HP_SVC_PING		"hub.ping"
 #define HP_SVC_LOG		"hub.log"
 #define HP_SVC_PEERS		"hub.peers"
@@ -47,6 +50,7 @@
 #define HP_SVC_REG_TAKEN	"method already registered"
 #define HP_SVC_REG_TOO_MANY	"too many methods for one guest"
 #define HP_SVC_REG_BAD_NAME	"method name empty or longer than 63 bytes"
+#define HP_SVC_REG_NOT_YOURS	"not one of this guest's names (NAME.* or provides)"
 #define HP_METHOD_NAME_MAX	63	/* bytes in a method's name */
 
 /* hub.signature's error, followed by the name asked for. */

@@ -135,7 +135,7 @@ rtt_pair() {
 
 echo "hub, two guests..." >&2
 start_hub one "max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M" \
-	"[guest bench]\nexec = $B/tests/bench/benchguest\n[guest peer]\nexec = $B/tests/bench/benchguest\nargs = --prefix bench2\n" 2
+	"[guest bench]\nexec = $B/tests/bench/benchguest\n[guest peer]\nexec = $B/tests/bench/benchguest\nargs = --prefix bench2\nprovides = bench2.*\n" 2
 rtt_pair bench bench2
 MED=$R_HOST; P99=$R_HOST99; P999=$R_HOST999
 G2G=$R_G2G; G2G99=$R_G2G99; G2GK=$R_G2GK; G2GK99=$R_G2GK99
@@ -270,7 +270,7 @@ echo "hub, a Python guest..." >&2
 N_PY=$((N_RTT / 10))
 PYTHONPATH="$(cd "$(dirname "$0")/../../bindings/python" && pwd)" HUB_LIBGUEST=$B/libguest.so \
 start_hub py "max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M" \
-	"[guest pc]\nexec = $B/tests/bench/benchguest\nargs = --prefix pc\n[guest py]\nexec = $(cd "$(dirname "$0")" && pwd)/pybench.py\n" 2
+	"[guest pc]\nexec = $B/tests/bench/benchguest\nargs = --prefix pc\n[guest py]\nexec = $(cd "$(dirname "$0")" && pwd)/pybench.py\nprovides = pyb.*\n" 2
 for _ in $(seq 100); do $CTL methods | grep -q pyb.source && break; sleep 0.05; done
 r=$($CTL call pc.rtt pyb.echo "$N_PY" 8); must p99_ns= "$r"
 PY_IN=$(val median_ns "$r"); PY_IN99=$(val p99_ns "$r")

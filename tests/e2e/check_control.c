@@ -1175,10 +1175,25 @@ END_TEST
 START_TEST(test_view_bad_options)
 {
 	static const char *const cases[][5] = {
-		{ "top", "-d", "0", NULL, "-d takes a number of seconds above 0" },
+		{ "top", "-d", "0", NULL, "-d takes seconds from 0.01 to 86400" },
 		{ "top", "-d", "-1", NULL, "not '-1'" },
 		{ "top", "-d", "abc", NULL, "not 'abc'" },
 		{ "top", "-d", "nan", NULL, "not 'nan'" },
+		/* strtod's other syntax: plain decimal seconds only */
+		{ "top", "-d", "1e300", NULL, "not '1e300'" },
+		{ "top", "-d", "1e0", NULL, "not '1e0'" },
+		{ "top", "-d", "0x10", NULL, "not '0x10'" },
+		{ "top", "-d", "inf", NULL, "not 'inf'" },
+		{ "top", "-d", " 1", NULL, "not ' 1'" },
+		{ "top", "-d", "+1", NULL, "not '+1'" },
+		{ "top", "-d", "1.", NULL, "not '1.'" },
+		{ "top", "-d", ".", NULL, "not '.'" },
+		{ "top", "-d", "1,5", NULL, "not '1,5'" },
+		/* out of range */
+		{ "top", "-d", "0.001", NULL, "not '0.001'" },
+		{ "top", "-d", "86400.5", NULL, "not '86400.5'" },
+		{ "stats", "-w", "-d", "0x10", "-d takes seconds from 0.01 to 86400" },
+		{ "stats", "-d", "1e300", NULL, "not '1e300'" },
 		{ "top", "-n", "0", NULL, "-n takes a count from 1" },
 		{ "top", "-n", "1x", NULL, "not '1x'" },
 		{ "top", "-d", NULL, NULL, "-d takes a value" },
@@ -1188,6 +1203,7 @@ START_TEST(test_view_bad_options)
 		{ "stats", "-wd", "1", NULL, "unknown option '-wd'" },
 		{ "peers", "a", "b", NULL, "usage: hubctl peers [NAME]" },
 	};
+	static const char *const good[] = { "2", "0.5", ".25", "0.01", "86400", "007.50" };
 	struct run r = { 0 };
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -1203,6 +1219,12 @@ START_TEST(test_view_bad_options)
 	run_hubctl(&r, "/nonexistent", "top", "-d0.5", "-n", "3", (char *)NULL);
 	ck_assert_msg(r.status == 2 && strstr(r.err, "cannot reach hubd") != NULL, "%s", r.err);
 	run_free(&r);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		run_hubctl(&r, "/nonexistent", "stats", "-d", good[i], (char *)NULL);
+		ck_assert_msg(r.status == 2 && strstr(r.err, "cannot reach hubd") != NULL,
+			      "-d %s: %s", good[i], r.err);
+		run_free(&r);
+	}
 }
 END_TEST
 

@@ -153,8 +153,9 @@ START_TEST(test_live_guests_are_not_hung)
 	ck_assert(hub_start(&hub, "heartbeat_interval = 50ms\n",
 		"[guest echo]\nexec = @/guests/echo\n[guest kv]\nexec = @/guests/kv\n"
 		"[guest loader]\nexec = @/tests/guests/loader\n"
-		"[guest polled]\nexec = @/tests/guests/prober\nargs = --poll\n") == 0);
+		"[guest polled]\nexec = @/tests/guests/prober\nargs = --poll --prefix polled\n") == 0);
 	ck_assert(hub_wait_up(&hub, "echo,kv,loader,polled", 10000) == 0);
+	ck_assert(hub_wait_method(&hub, "echo.echo,kv.get,loader.stats,polled.route") == 0);
 	usleep(1500000);
 	for (int i = 0; i < 4; i++)
 		ck_assert_msg(hub_peer_int(&hub, names[i], "restarts") == 0 &&

@@ -183,10 +183,12 @@ START_TEST(test_rename_with_one_entry)
 {
 	char msgs[2048];
 
+	/* the same binary under both names: echo.* is theirs in turn */
 	ck_assert(hub_start(&hub, "max_guests = 1\n",
-			    "[guest old]\nexec = @/guests/echo\n") == 0);
+			    "[guest old]\nexec = @/guests/echo\nprovides = echo.*\n") == 0);
 	ck_assert(hub_wait_up(&hub, "old", 10000) == 0);
-	rewrite_conf("max_guests = 1\n", "[guest new]\nexec = @/guests/echo\n");
+	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
+	rewrite_conf("max_guests = 1\n", "[guest new]\nexec = @/guests/echo\nprovides = echo.*\n");
 	ck_assert_msg(reload(msgs, sizeof(msgs)), "reload: %s", msgs);
 	ck_assert_msg(strstr(msgs, "new: added, waiting for a free peer entry") != NULL,
 		      "reload said: %s", msgs);
@@ -195,8 +197,9 @@ START_TEST(test_rename_with_one_entry)
 		      hub_peer_state(&hub, "new"), hub_log_tail(&hub));
 	ck_assert_int_eq(entries_named("old"), 0);
 	ck_assert_int_eq(hub_peer_int(&hub, "new", "peer_id"), 1);
+	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
 	/* more guests than entries can never fit: refused, nothing changes */
-	rewrite_conf("max_guests = 2\n", "[guest new]\nexec = @/guests/echo\n"
+	rewrite_conf("max_guests = 2\n", "[guest new]\nexec = @/guests/echo\nprovides = echo.*\n"
 		     "[guest other]\nexec = @/guests/echo\n");
 	ck_assert(!reload(msgs, sizeof(msgs)));
 	ck_assert_msg(strstr(msgs, "more guests than max_guests") != NULL, "%s", msgs);
@@ -276,7 +279,8 @@ END_TEST
 START_TEST(test_readded_while_stopping)
 {
 	const char *both = "[guest slow]\nexec = @/tests/guests/lifeguest\n"
-			   "args = --mode=slowstop\n[guest echo]\nexec = @/guests/echo\n";
+			   "args = --mode=slowstop\nprovides = life.*\n"
+			   "[guest echo]\nexec = @/guests/echo\n";
 	char msgs[2048], *out = NULL, *log;
 	int id, pid;
 

@@ -10,6 +10,10 @@
  *   goodbye	breaks a rule (a descriptor with msg_type 9 written straight
  *		into its g2h ring), then runs guest_run: the Goodbye naming
  *		the rule ends it; prints "hub ended me: ..." and exits 3
+ *   claim	a hostile guest: registers each name of --claim=NAME,...
+ *		(whosever it is), each answering "HIJACKED", prints
+ *		"lifeguest PID: claim NAME: ok" (or EPERM, EEXIST, the
+ *		error) for each to stderr, then serves
  * Built on libguest, with proto for what libguest would not do. */
 #include <err.h>
 #include <errno.h>
@@ -32,6 +36,38 @@ ping(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	(void)ctx;
 	guest_reply(c, args, len);
+}
+
+static void
+hijacked(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t out[16];
+	size_t pos = 0;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_pc_put_str(out, sizeof(out), &pos, "HIJACKED", 8);
+	guest_reply(c, out, pos);
+}
+
+/* --claim=NAME,...: each registered, whatever the hub says of it. */
+static void
+claim(struct guest *g, int argc, char *argv[])
+{
+	char names[512], *name, *save = NULL;
+
+	names[0] = '\0';
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "--claim=", 8) == 0)
+			snprintf(names, sizeof(names), "%s", argv[i] + 8);
+	for (name = strtok_r(names, ",", &save); name != NULL; name = strtok_r(NULL, ",", &save)) {
+		int rc = guest_register(g, name, "str->str", hijacked, NULL);
+
+		fprintf(stderr, "lifeguest %d: claim %s: %s\n", (int)getpid(), name,
+			rc == 0 ? "ok" : rc == -EPERM ? "EPERM" : rc == -EEXIST ? "EEXIST" :
+			strerror(-rc));
+	}
 }
 
 /* Attached (Reserved -> Attached), but the host is never rung: it sees
@@ -115,6 +151,8 @@ main(int argc, char *argv[])
 		fprintf(stderr, "lifeguest child %d\n", (int)pid);
 	} else if (strcmp(mode, "goodbye") == 0) {
 		break_a_rule(argc, argv);
+	} else if (strcmp(mode, "claim") == 0) {
+		claim(g, argc, argv);
 	} else {
 		errx(1, "unknown mode '%s'", mode);
 	}

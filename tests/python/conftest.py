@@ -27,8 +27,8 @@ _n = itertools.count()
 ECHO = "[guest echo]\nexec = %s/guests/echo\n" % BUILD
 COUNTER = "[guest counter]\nexec = %s/guests/counter\n" % BUILD
 PROBER = "[guest prober]\nexec = %s/tests/guests/prober\n" % BUILD
-PYGUEST = "[guest pyguest]\nexec = %s/pyguest.py\n" % PYGUESTS
-PYASYNC = "[guest pyasync]\nexec = %s/pyasync.py\n" % PYGUESTS
+PYGUEST = "[guest pyguest]\nexec = %s/pyguest.py\nprovides = py.*\n" % PYGUESTS
+PYASYNC = "[guest pyasync]\nexec = %s/pyasync.py\nprovides = aio.*\n" % PYGUESTS
 
 
 def alive(pid):

@@ -1,5 +1,6 @@
 """The Python binding end to end: Python guests (tests/python/guests) in a
 real hubd beside C guests, driven with hubctl."""
+import errno
 import os
 import signal
 import subprocess
@@ -37,6 +38,21 @@ def test_python_calls_c_and_c_calls_python(hub):
     # Python -> C -> Python: py.viaprober waits on prober.route, which calls
     # py.str back on the same guest while its handler waits
     assert hub.ok("py.viaprober", "round trip") == "round trip!"
+
+
+def test_register_only_its_names(hub):
+    # pyguest's own names are pyguest.*, and its config provides py.*
+    assert hub.ok("py.register", "py.extra") == "ok"
+    assert hub.ok("py.register", "pyguest.extra") == "ok"
+    assert hub.ok("py.extra") == "extra"
+    # another guest's, stopped or not, and one nobody has: refused
+    eperm = "Error %d: register %%s (->str): not one of this guest's names" % -errno.EPERM
+    assert hub.ok("py.register", "echo.mine").startswith(eperm % "echo.mine")
+    rc, _, _ = hub.ctl("stop", "echo")
+    assert rc == 0
+    assert hub.ok("py.register", "echo.echo").startswith(eperm % "echo.echo")
+    assert hub.ok("py.register", "nobody.x").startswith(eperm % "nobody.x")
+    assert "guest pyguest: may not register nobody.x" in hub.log()
 
 
 def test_handler_that_raises(hub):

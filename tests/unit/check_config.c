@@ -358,6 +358,176 @@ START_TEST(test_guest_keys)
 }
 END_TEST
 
+/* provides = : its patterns as written, and what a guest may register:
+ * its own NAME.* and what they cover. */
+START_TEST(test_provides)
+{
+	static const struct { const char *method; int ok; } cases[] = {
+		{ "a.b", 1 }, { "a.b.c", 1 }, { "a.", 0 }, { "a", 0 }, { "ab.c", 0 },
+		{ "x.q", 1 }, { "x.q.r", 1 }, { "x.", 0 }, { "x", 0 }, { "xx.q", 0 },
+		{ "y.z", 1 }, { "y.zz", 0 }, { "y.z.w", 0 }, { "w", 1 }, { "w.x", 0 },
+		{ "hub.ping", 0 }, { "", 0 },
+	};
+	struct hub_conf c;
+	struct guest_conf *d;
+	const struct guest_conf *g;
+	int rc = load("[guest a]\nexec = /bin/true\nprovides = x.*, y.z ,w\n"
+		      "[guest b]\nexec = /bin/true\n"
+		      "[guest c]\nexec = /bin/true\nprovides = w,y.z,x.*\n", &c);
+
+	ck_assert_msg(rc != 0, "w is a's and c's: accepted");
+	rc = load("[guest a]\nexec = /bin/true\nprovides = x.*, y.z ,w\n"
+		  "[guest b]\nexec = /bin/true\n", &c);
+	ck_assert_msg(rc == 0, "load: %s", errtext);
+	g = &c.guests[0];
+	ck_assert_str_eq(g->provides[0], "x.*");
+	ck_assert_str_eq(g->provides[1], "y.z");
+	ck_assert_str_eq(g->provides[2], "w");
+	ck_assert_ptr_null(g->provides[3]);
+	ck_assert_int_eq(g->provides_line, 3);
+	ck_assert_ptr_null(c.guests[1].provides);	/* the default: none */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ck_assert_msg(guest_conf_covers(g, cases[i].method) == cases[i].ok,
+			      "a covers '%s': want %d", cases[i].method, cases[i].ok);
+	ck_assert(guest_conf_covers(&c.guests[1], "b.x"));
+	ck_assert(!guest_conf_covers(&c.guests[1], "x.q"));
+	/* a copy has its own; the same names in another order are the same */
+	d = guest_conf_dup(g);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_ptr_ne(d->provides, g->provides);
+	ck_assert(guest_conf_equal(g, d));
+	free(d->provides[0]);
+	d->provides[0] = d->provides[2];
+	d->provides[2] = strdup("x.*");
+	ck_assert(guest_conf_equal(g, d));
+	free(d->provides[2]);
+	d->provides[2] = strdup("x.y");
+	ck_assert(!guest_conf_equal(g, d));
+	free(d->provides[2]);
+	d->provides[2] = NULL;	/* one fewer */
+	ck_assert(!guest_conf_equal(g, d));
+	ck_assert(!guest_conf_equal(g, &c.guests[1]) && !guest_conf_equal(&c.guests[1], g));
+	guest_conf_free(d);
+	config_free(&c);
+}
+END_TEST
+
+/* A pattern is a method name or PREFIX.*, nothing else. */
+START_TEST(test_provides_bad_patterns)
+{
+	static const char *const bad[] = {
+		"*", "a*", "*.a", "a.*.b", "a.b*", "a.**", ".*", ".a", "a.", "a..b", "a..*",
+		"a b", "a/b", "a:b", "\"a.b\"", "\xc3\xa9.x",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.*",
+	};
+	static const char *const empty[] = { "x,,y", "x,", ",x", " , " };
+	static const char *const good[] = {
+		"a", "a.b", "a-b_c.D9", "a.*", "a.b.*", "a , b",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.*",
+	};
+	char text[256], want[128];
+	struct hub_conf c;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "[guest g]\nexec = /bin/true\nprovides = %s\n", bad[i]);
+		snprintf(want, sizeof(want), "provides: '%s' is neither a method name nor "
+			 "PREFIX.*", bad[i]);
+		expect_error(text, 3, want);
+	}
+	for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+		snprintf(text, sizeof(text), "[guest g]\nexec = /bin/true\nprovides = %s\n",
+			 empty[i]);
+		expect_error(text, 3, "provides: an empty pattern");
+	}
+	expect_error("[guest g]\nexec = /bin/true\nprovides =\n", 3, "an empty pattern");
+	expect_error("[guest g]\nexec = /bin/true\nprovides = x.*\nprovides = y.*\n", 4,
+		     "duplicate key 'provides'");
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "[guest g]\nexec = /bin/true\nprovides = %s\n",
+			 good[i]);
+		ck_assert_msg(load(text, &c) == 0, "'%s': %s", good[i], errtext);
+		config_free(&c);
+	}
+	/* every bad one of a list, on its line */
+	ck_assert_int_eq(load("[guest g]\nexec = /bin/true\nprovides = a*, b.c, *, d.*\n", &c),
+			 -1);
+	ck_assert_msg(strstr(errtext, ":3: provides: 'a*'") != NULL &&
+		      strstr(errtext, ":3: provides: '*'") != NULL &&
+		      strstr(errtext, "'b.c'") == NULL && strstr(errtext, "'d.*'") == NULL,
+		      "got: %s", errtext);
+}
+END_TEST
+
+/* No two guests may both be able to register a name, and none a name of
+ * the host's: each overlap reported once, where the later one is written. */
+START_TEST(test_provides_overlaps)
+{
+	static const struct { const char *text; int line; const char *want; } bad[] = {
+		/* another guest's own names */
+		{ "[guest echo]\nexec = /bin/true\n[guest t]\nexec = /bin/true\nprovides = echo.*\n",
+		  5, "guest 't': provides 'echo.*' overlaps echo.*, the names of guest 'echo' (line 1)" },
+		{ "[guest t]\nexec = /bin/true\nprovides = echo.x\n[guest echo]\nexec = /bin/true\n",
+		  3, "guest 't': provides 'echo.x' overlaps echo.*, the names of guest 'echo' (line 4)" },
+		{ "[guest echo]\nexec = /bin/true\n[guest t]\nexec = /bin/true\nprovides = echo.a.*\n",
+		  5, "provides 'echo.a.*' overlaps echo.*" },
+		{ "[guest e]\nexec = /bin/true\n[guest t]\nexec = /bin/true\nprovides = x, e.q\n",
+		  5, "provides 'e.q' overlaps e.*" },
+		/* another guest's provides */
+		{ "[guest a]\nexec = /bin/true\nprovides = x.*\n[guest b]\nexec = /bin/true\n"
+		  "provides = x.y\n", 6, "guest 'b': provides 'x.y' overlaps 'x.*', which guest 'a' "
+		  "provides (line 3)" },
+		{ "[guest a]\nexec = /bin/true\nprovides = x.y.*\n[guest b]\nexec = /bin/true\n"
+		  "provides = x.*\n", 6, "provides 'x.*' overlaps 'x.y.*'" },
+		{ "[guest a]\nexec = /bin/true\nprovides = x\n[guest b]\nexec = /bin/true\n"
+		  "provides = x\n", 6, "provides 'x' overlaps 'x'" },
+		/* one guest's own names under another's */
+		{ "[guest a]\nexec = /bin/true\n[guest a.b]\nexec = /bin/true\n", 3,
+		  "guest 'a.b': its names a.b.* overlap a.*, guest 'a''s (line 1)" },
+		/* the host's */
+		{ "[guest t]\nexec = /bin/true\nprovides = hub.*\n", 3,
+		  "guest 't': provides 'hub.*' covers names of the host's (hub.*)" },
+		{ "[guest t]\nexec = /bin/true\nprovides = hub.ping\n", 3, "covers names of the host's" },
+		{ "[guest t]\nexec = /bin/true\nprovides = hub.x.*\n", 3, "covers names of the host's" },
+		{ "[guest hub]\nexec = /bin/true\n", 1, "guest 'hub': a guest's names are NAME.*, "
+		  "and hub.* are the host's services: choose another name" },
+		{ "[guest hub.x]\nexec = /bin/true\n", 1, "guest 'hub.x': its names hub.x.* are "
+		  "the host's (hub.*)" },
+	};
+	static const char *const good[] = {
+		"[guest a]\nexec = /bin/true\nprovides = x.*\n[guest b]\nexec = /bin/true\n"
+		"provides = xy.*, x, y.x\n",
+		"[guest a]\nexec = /bin/true\nprovides = x.y\n[guest b]\nexec = /bin/true\n"
+		"provides = x.z, x.y.z\n",
+		"[guest echo]\nexec = /bin/true\n[guest t]\nexec = /bin/true\nprovides = ech.*, echo, "
+		"echoes.*\n",
+		"[guest a]\nexec = /bin/true\n[guest ab]\nexec = /bin/true\n[guest a-b]\n"
+		"exec = /bin/true\n",
+		/* its own names again: harmless */
+		"[guest a]\nexec = /bin/true\nprovides = a.*, a.x, x.*, x.y\n",
+		"[guest t]\nexec = /bin/true\nprovides = hub, hubs.*, hu.*\n",
+		"[guest hubx]\nexec = /bin/true\n",
+	};
+	struct hub_conf c;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_error(bad[i].text, bad[i].line, bad[i].want);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ck_assert_msg(load(good[i], &c) == 0, "refused:\n%s\n%s", good[i], errtext);
+		config_free(&c);
+	}
+	/* all of them, not the first alone */
+	ck_assert_int_eq(load("[guest a]\nexec = /bin/true\nprovides = b.x, hub.log\n"
+			      "[guest b]\nexec = /bin/true\nprovides = a.*\n"
+			      "[guest hub]\nexec = /bin/true\n", &c), -1);
+	ck_assert_msg(strstr(errtext, ":3: guest 'a': provides 'b.x' overlaps b.*") != NULL &&
+		      strstr(errtext, ":3: guest 'a': provides 'hub.log' covers") != NULL &&
+		      strstr(errtext, ":6: guest 'b': provides 'a.*' overlaps a.*") != NULL &&
+		      strstr(errtext, ":7: guest 'hub': ") != NULL, "got: %s", errtext);
+}
+END_TEST
+
 START_TEST(test_overlong_line)
 {
 	char text[4096];
@@ -412,6 +582,9 @@ suite_config(void)
 	tcase_add_test(tc, test_sections);
 	tcase_add_test(tc, test_pool_section);
 	tcase_add_test(tc, test_guest_keys);
+	tcase_add_test(tc, test_provides);
+	tcase_add_test(tc, test_provides_bad_patterns);
+	tcase_add_test(tc, test_provides_overlaps);
 	tcase_add_test(tc, test_overlong_line);
 	tcase_add_test(tc, test_every_error_reported);
 	tcase_add_test(tc, test_missing_file);

@@ -574,6 +574,7 @@ START_TEST(test_register_maps_host_errors)
 	static const struct { const char *why; int rc; } cases[] = {
 		{ HP_SVC_REG_TAKEN, -EEXIST },
 		{ HP_SVC_REG_TOO_MANY, -ENOSPC },
+		{ HP_SVC_REG_NOT_YOURS, -EPERM },
 		{ "the hub. prefix is the host's", -EREMOTEIO },
 		{ HP_SVC_REG_BAD_NAME, -EREMOTEIO },
 		{ NULL, 0 },

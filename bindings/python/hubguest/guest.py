@@ -765,6 +765,8 @@ class Guest:
         if rc != 0:
             del self._methods[token]
             why = {-errno.EEXIST: "the name is taken",
+                   -errno.EPERM: "not one of this guest's names (its NAME.* or its "
+                                 "config's provides)",
                    -errno.ENOSPC: "this guest has as many methods as the hub allows",
                    -errno.EINVAL: "empty name or malformed signature",
                    -errno.ENAMETOOLONG: "name over 63 bytes",

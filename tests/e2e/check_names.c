@@ -1,0 +1,319 @@
+/* Method names belong to their guests, end to end: a guest registers its
+ * own NAME.* and what its provides lists, and nothing else, so another
+ * guest cannot take a name while its guest is stopped or failed; provides
+ * gives a guest more names; a reload that would let two guests share a
+ * name is refused, and one that moves a name hands it over. The hostile
+ * guest is lifeguest --mode=claim. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+#define ECHO	"[guest echo]\nexec = @/guests/echo\n"
+#define CLAIMER	"exec = @/tests/guests/lifeguest\nargs = --mode=claim --claim="
+
+/* Waits until name is in state (10 s); 0 or -1. */
+static int
+wait_state(const char *name, const char *state)
+{
+	for (double end = now_s() + 10; now_s() < end; sleep_ms(5))
+		if (strcmp(hub_peer_state(&hub, name), state) == 0)
+			return 0;
+	return -1;
+}
+
+/* Waits until name is up after n restarts (10 s), and asserts it. */
+static void
+wait_restarted(const char *name, int n)
+{
+	for (double end = now_s() + 10; now_s() < end; sleep_ms(5))
+		if (hub_peer_int(&hub, name, "restarts") == n &&
+		    strcmp(hub_peer_state(&hub, name), "up") == 0)
+			return;
+	ck_abort_msg("%s: %d restarts, %s; log: %s", name, hub_peer_int(&hub, name, "restarts"),
+		     hub_peer_state(&hub, name), hub_log_tail(&hub));
+}
+
+/* Waits until the log says what guest name's instance (its pid now) got
+ * for its claim of method, and asserts it is want (ok, EPERM...). */
+static void
+expect_claim(const char *name, const char *method, const char *want)
+{
+	char line[256], *log = NULL;
+	int pid = hub_peer_int(&hub, name, "pid");
+
+	snprintf(line, sizeof(line), "lifeguest %d: claim %s: ", pid, method);
+	for (double end = now_s() + 10; now_s() < end; sleep_ms(10)) {
+		free(log);
+		log = hub_log(&hub);
+		if (strstr(log, line) != NULL)
+			break;
+	}
+	strcat(line, want);
+	strcat(line, "\n");
+	ck_assert_msg(strstr(log, line) != NULL, "no '%s' in the log: %s", line,
+		      hub_log_tail(&hub));
+	free(log);
+}
+
+/* hubctl call method arg: its exit status, its output in *out. */
+static int
+call(const char *method, const char *arg, char **out)
+{
+	return hubctl(&hub, out, "-j", "call", method, arg, (char *)NULL);
+}
+
+static void
+expect_answer(const char *method, const char *arg, const char *want)
+{
+	char *out = NULL;
+	int rc = hubctl(&hub, &out, "call", method, arg, (char *)NULL);
+
+	ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "%s %s: exit %d, '%s' (want '%s')",
+		      method, arg, rc, out, want);
+	free(out);
+}
+
+static void
+ctl(const char *cmd, const char *name)
+{
+	char *out = NULL;
+
+	ck_assert_msg(hubctl(&hub, &out, cmd, name, (char *)NULL) == 0, "hubctl %s %s: %s",
+		      cmd, name, out);
+	free(out);
+}
+
+/* Defect: after hubctl stop echo, another guest registered echo.echo
+ * (answering HIJACKED) and echo, started again, looped on "cannot
+ * register methods". Stopped, its names stay its own. */
+START_TEST(test_stopped_guest_keeps_its_names)
+{
+	char *out = NULL, *log;
+	int rc, pid;
+
+	hub_start_up(&hub, NULL, ECHO "[guest hostile]\n" CLAIMER
+		     "echo.echo,echo.reverse,hostile.x\n", "echo,hostile");
+	ck_assert(hub_wait_method(&hub, "echo.echo,hostile.x") == 0);
+	/* up, echo's names are refused as not hostile's, not as taken */
+	expect_claim("hostile", "echo.echo", "EPERM");
+	expect_claim("hostile", "hostile.x", "ok");
+	ctl("stop", "echo");
+	ck_assert(wait_state("echo", "down") == 0);
+	/* a new instance of hostile tries again while echo is down */
+	ctl("restart", "hostile");
+	wait_restarted("hostile", 1);
+	expect_claim("hostile", "hostile.x", "ok");
+	expect_claim("hostile", "echo.echo", "EPERM");
+	expect_claim("hostile", "echo.reverse", "EPERM");
+	rc = call("echo.echo", "hi", &out);
+	ck_assert_msg(rc == 1 && strstr(out, "guest echo is down") != NULL &&
+		      strstr(out, "HIJACKED") == NULL, "exit %d: %s", rc, out);
+	free(out);
+	/* echo comes back with its names */
+	ctl("start", "echo");
+	ck_assert(hub_wait_up(&hub, "echo", 10000) == 0);
+	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
+	expect_answer("echo.echo", "hi", "hi\n");
+	expect_answer("hostile.x", "hi", "HIJACKED\n");
+	/* and stays up */
+	pid = hub_peer_int(&hub, "echo", "pid");
+	sleep_ms(300);
+	ck_assert_str_eq(hub_peer_state(&hub, "echo"), "up");
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "pid"), pid);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "cannot register methods") == NULL, "%s", hub_log_tail(&hub));
+	/* hubd says it once per refusal, naming the guest */
+	ck_assert_msg(strstr(log, "guest hostile: may not register echo.echo: not one of its "
+			     "names (hostile.* or provides)") != NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Defect: a guest that got kv failed (killing it repeatedly) then owned
+ * kv.get. Failed, its names stay its own. */
+START_TEST(test_failed_guest_keeps_its_names)
+{
+	char *out = NULL;
+	int rc;
+
+	hub_start_up(&hub, NULL, "[guest kv]\nexec = @/guests/kv\nmax_deaths = 1\n"
+		     "backoff_min = 10ms\n[guest hostile]\n" CLAIMER "kv.get,kv.put\n",
+		     "kv,hostile");
+	ck_assert(hub_wait_method(&hub, "kv.get") == 0);
+	expect_claim("hostile", "kv.get", "EPERM");
+	/* two deaths: more than max_deaths, failed */
+	ck_assert(kill(hub_peer_int(&hub, "kv", "pid"), SIGKILL) == 0);
+	wait_restarted("kv", 1);
+	ck_assert(kill(hub_peer_int(&hub, "kv", "pid"), SIGKILL) == 0);
+	ck_assert_msg(wait_state("kv", "failed") == 0, "kv is %s", hub_peer_state(&hub, "kv"));
+	ctl("restart", "hostile");
+	wait_restarted("hostile", 1);
+	expect_claim("hostile", "kv.get", "EPERM");
+	expect_claim("hostile", "kv.put", "EPERM");
+	rc = call("kv.get", "k", &out);
+	ck_assert_msg(rc == 1 && strstr(out, "guest kv is failed") != NULL, "exit %d: %s", rc,
+		      out);
+	free(out);
+	/* and kv, started again, has them back */
+	ctl("start", "kv");
+	ck_assert(hub_wait_method(&hub, "kv.get,kv.put") == 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "kv.put", "k", "v", (char *)NULL), 0);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* provides = other.*, exact.one: those names too, and no others. */
+START_TEST(test_provides_gives_names)
+{
+	json_object *a, *ms;
+	int seen = 0;
+
+	hub_start_up(&hub, NULL, ECHO "[guest claimer]\n" CLAIMER
+		     "other.x,other.deep.y,others.z,other.,exact.one,exact.two,echo.echo,"
+		     "claimer.own\nprovides = other.*, exact.one\n", "echo,claimer");
+	ck_assert(hub_wait_method(&hub, "other.x,other.deep.y,exact.one,claimer.own") == 0);
+	expect_claim("claimer", "other.x", "ok");
+	expect_claim("claimer", "other.deep.y", "ok");
+	expect_claim("claimer", "exact.one", "ok");
+	expect_claim("claimer", "claimer.own", "ok");
+	expect_claim("claimer", "others.z", "EPERM");
+	expect_claim("claimer", "other.", "EPERM");	/* PREFIX.* is PREFIX. and more */
+	expect_claim("claimer", "exact.two", "EPERM");
+	expect_claim("claimer", "echo.echo", "EPERM");
+	expect_answer("other.x", "hi", "HIJACKED\n");
+	expect_answer("echo.echo", "hi", "hi\n");
+	/* hubctl methods: the claimer's are its */
+	a = hub_request(&hub, "{\"cmd\":\"methods\"}", NULL);
+	ck_assert_ptr_nonnull(a);
+	ms = json_get(a, "methods");
+	ck_assert_ptr_nonnull(ms);
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		json_object *m = json_object_array_get_idx(ms, i);
+		const char *name = json_object_get_string(json_get(m, "name"));
+
+		if (strcmp(name, "other.x") == 0 || strcmp(name, "exact.one") == 0) {
+			ck_assert_str_eq(json_object_get_string(json_get(m, "owner")), "claimer");
+			seen++;
+		}
+		ck_assert_msg(strcmp(name, "others.z") != 0 && strcmp(name, "exact.two") != 0,
+			      "%s registered", name);
+	}
+	ck_assert_int_eq(seen, 2);
+	json_object_put(a);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Writes the hub's config anew, as hub_start does ("@": the build dir). */
+static void
+rewrite_conf(const char *guests)
+{
+	FILE *f = fopen(hub.conf, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\n", hub.segment, hub.sock);
+	for (const char *s = guests; *s != '\0'; s++) {
+		if (*s == '@')
+			fputs(BUILD_DIR, f);
+		else
+			fputc(*s, f);
+	}
+	fclose(f);
+}
+
+/* hubctl reload as JSON: ok, and its messages joined in msgs. */
+static int
+reload(char *msgs, size_t cap)
+{
+	json_object *a = hub_request(&hub, "{\"cmd\":\"reload\"}", NULL), *lines;
+	int ok;
+
+	ck_assert_ptr_nonnull(a);
+	ok = json_object_get_boolean(json_get(a, "ok"));
+	msgs[0] = '\0';
+	if ((lines = json_get(a, "messages")) != NULL)
+		for (size_t i = 0; i < json_object_array_length(lines); i++)
+			snprintf(msgs + strlen(msgs), cap - strlen(msgs), "%s\n",
+				 json_object_get_string(json_object_array_get_idx(lines, i)));
+	json_object_put(a);
+	return ok;
+}
+
+/* A reload whose file would let two guests register one name is refused
+ * like any broken file: nothing changes. */
+START_TEST(test_reload_overlap_refused)
+{
+	char msgs[4096];
+	int pid;
+
+	hub_start_up(&hub, NULL, ECHO, "echo");
+	pid = hub_peer_int(&hub, "echo", "pid");
+	rewrite_conf(ECHO "[guest thief]\n" CLAIMER "echo.echo\nprovides = echo.*\n");
+	ck_assert(!reload(msgs, sizeof(msgs)));
+	ck_assert_msg(strstr(msgs, "provides 'echo.*' overlaps echo.*, the names of guest "
+			     "'echo'") != NULL && strstr(msgs, "nothing changed") != NULL,
+		      "%s", msgs);
+	ck_assert_str_eq(hub_peer_state(&hub, "thief"), "?");
+	ck_assert_str_eq(hub_peer_state(&hub, "echo"), "up");
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "pid"), pid);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A reload that moves provides = shared.* from a to b: both restart (a
+ * setting changed); a's new instance may no longer register shared.x,
+ * and b's gets it once a's old instance no longer holds it. */
+START_TEST(test_reload_moves_a_name)
+{
+	char msgs[4096];
+
+	hub_start_up(&hub, NULL, "[guest a]\n" CLAIMER "shared.x\nprovides = shared.*\n"
+		     "[guest b]\n" CLAIMER "shared.x\n", "a,b");
+	ck_assert(hub_wait_method(&hub, "shared.x") == 0);
+	expect_claim("a", "shared.x", "ok");
+	expect_claim("b", "shared.x", "EPERM");
+	rewrite_conf("[guest a]\n" CLAIMER "shared.x\n"
+		     "[guest b]\n" CLAIMER "shared.x\nprovides = shared.*\n");
+	ck_assert_msg(reload(msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_msg(strstr(msgs, "guest a: changed, restarting") != NULL &&
+		      strstr(msgs, "guest b: changed, restarting") != NULL, "%s", msgs);
+	wait_restarted("a", 1);
+	wait_restarted("b", 1);
+	expect_claim("a", "shared.x", "EPERM");
+	/* b may have asked while a's old instance still held it: asked
+	 * again now, it is b's */
+	ctl("restart", "b");
+	wait_restarted("b", 2);
+	expect_claim("b", "shared.x", "ok");
+	ck_assert(hub_wait_method(&hub, "shared.x") == 0);
+	expect_answer("shared.x", "hi", "HIJACKED\n");
+	ck_assert_str_eq(hub_peer_state(&hub, "a"), "up");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_names(void);
+Suite *
+suite_names(void)
+{
+	Suite *s = suite_create("names");
+	TCase *tc = tcase_create("names");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_stopped_guest_keeps_its_names);
+	tcase_add_test(tc, test_failed_guest_keeps_its_names);
+	tcase_add_test(tc, test_provides_gives_names);
+	tcase_add_test(tc, test_reload_overlap_refused);
+	tcase_add_test(tc, test_reload_moves_a_name);
+	suite_add_tcase(s, tc);
+	return s;
+}
