@@ -14,6 +14,7 @@
  *   asks nothing for that long, is closed;
  * - out of file descriptors, accepting pauses for ACCEPT_RETRY. */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,14 @@
 #include "daemon/hubd.h"
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
+#include "proto/clock.h"
 
 #define OUT_HIGH	(256u << 10)	/* unsent answers: stop reading requests */
 #define OUT_LOW		(64u << 10)	/* ... and read on once below this */
 #define OUT_KEEP	(1u << 20)	/* an empty buffer larger than this is freed */
 #define MARK_SPAN	4096		/* output bytes a credit mark spans at least */
 #define ACCEPT_RETRY	0.1		/* s: accepting paused for want of fds */
+#define FINAL_WRITE_MS	500		/* hubd exiting: pending answers go out */
 
 static void client_close(struct client *c);
 static void client_process(struct client *c);
@@ -558,6 +561,21 @@ control_init(struct hub *h)
 void
 control_close(struct hub *h)
 {
+	uint64_t end = hp_now_ns() + FINAL_WRITE_MS * HP_NS_PER_MS, now;
+
+	/* hubd is going: what its clients were told last (a call's end: "the
+	 * hub is stopping") goes out first, for FINAL_WRITE_MS at most in
+	 * all, so that a client that does not read cannot hold the exit up */
+	for (struct client *c = h->clients; c != NULL; c = c->next) {
+		struct pollfd pfd = { c->fd, POLLOUT, 0 };
+		ssize_t n;
+
+		while (unsent(c) > 0 && (now = hp_now_ns()) < end &&
+		       poll(&pfd, 1, (int)((end - now) / HP_NS_PER_MS) + 1) == 1 &&
+		       (n = send(c->fd, c->out + c->outpos, unsent(c),
+				 MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
+			c->outpos += (size_t)n;
+	}
 	while (h->clients != NULL)
 		client_close(h->clients);
 	ev_io_stop(h->loop, &h->ctl_w);

@@ -678,6 +678,14 @@ cmd_stats(int fd, int argc, char **argv)
 		       size_iec(size, sizeof(size),
 				 json_object_get_uint64(get(r, "queued_bytes"))));
 	}
+	if (get(a, "loop") != NULL) {
+		json_object *l = get(a, "loop");
+
+		printf("hubd's loop: %" PRIu64 " iterations, %" PRIu64 " ring polls, %" PRIu64
+		       " sleeps\n", json_object_get_uint64(get(l, "iterations")),
+		       json_object_get_uint64(get(l, "polls")),
+		       json_object_get_uint64(get(l, "sleeps")));
+	}
 	json_object_put(a);
 	return 0;
 }

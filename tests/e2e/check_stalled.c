@@ -5,6 +5,7 @@
  * nobody else. CPU is asserted as counts (hubd's loop iterations and ring
  * polls, a guest's bytes sent), never as timings. */
 #include <check.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,6 +354,44 @@ START_TEST(test_hoarded_slots_over_quota_ended)
 }
 END_TEST
 
+/* A client streaming from counter while the hub stops is told that the
+ * hub is stopping, not that counter died. */
+START_TEST(test_stream_client_told_hub_stops)
+{
+	char buf[65536], *end;
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	hub_start_up(&hub, NULL, COUNTER, "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count") == 0);
+	fd = hub_client(&hub, 10);
+	snprintf(buf, sizeof(buf), "{\"cmd\":\"call\",\"method\":\"counter.count\","
+		 "\"args\":[\"18446744073709551615\"]}\n");
+	ck_assert_int_eq(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
+	ck_assert_int_gt(read(fd, buf, sizeof(buf)), 0);	/* items flow */
+	ck_assert_int_eq(kill(hub.pid, SIGTERM), 0);
+	/* the items that were on their way, then the call's end */
+	while ((n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0) {
+		len += (size_t)n;
+		buf[len] = '\0';
+		if ((end = strstr(buf, "\"ok\":false")) != NULL && strchr(end, '\n') != NULL)
+			break;
+		if (len > sizeof(buf) / 2) {	/* keep the tail */
+			memmove(buf, buf + len - 1024, 1024);
+			len = 1024;
+		}
+	}
+	close(fd);
+	buf[len] = '\0';
+	/* the end alone: Check takes no long message */
+	ck_assert_msg(strstr(buf, "the hub is stopping") != NULL && strstr(buf, "died") == NULL,
+		      "the call ended with (%zd, %s): %s; %s", n, strerror(errno),
+		      len > 300 ? buf + len - 300 : buf, hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_stalled(void);
 
 Suite *
@@ -369,6 +408,7 @@ suite_stalled(void)
 	tcase_add_test(tc, test_one_caller_cannot_take_every_channel);
 	tcase_add_test(tc, test_flood_without_reading_ended_by_pool_quota);
 	tcase_add_test(tc, test_hoarded_slots_over_quota_ended);
+	tcase_add_test(tc, test_stream_client_told_hub_stops);
 	suite_add_tcase(s, tc);
 	return s;
 }
