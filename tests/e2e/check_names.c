@@ -212,40 +212,6 @@ START_TEST(test_provides_gives_names)
 }
 END_TEST
 
-/* Writes the hub's config anew, as hub_start does ("@": the build dir). */
-static void
-rewrite_conf(const char *guests)
-{
-	FILE *f = fopen(hub.conf, "w");
-
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\n", hub.segment, hub.sock);
-	for (const char *s = guests; *s != '\0'; s++) {
-		if (*s == '@')
-			fputs(BUILD_DIR, f);
-		else
-			fputc(*s, f);
-	}
-	fclose(f);
-}
-
-/* hubctl reload as JSON: ok, and its messages joined in msgs. */
-static int
-reload(char *msgs, size_t cap)
-{
-	json_object *a = hub_request(&hub, "{\"cmd\":\"reload\"}", NULL), *lines;
-	int ok;
-
-	ck_assert_ptr_nonnull(a);
-	ok = json_object_get_boolean(json_get(a, "ok"));
-	msgs[0] = '\0';
-	if ((lines = json_get(a, "messages")) != NULL)
-		for (size_t i = 0; i < json_object_array_length(lines); i++)
-			snprintf(msgs + strlen(msgs), cap - strlen(msgs), "%s\n",
-				 json_object_get_string(json_object_array_get_idx(lines, i)));
-	json_object_put(a);
-	return ok;
-}
 
 /* A reload whose file would let two guests register one name is refused
  * like any broken file: nothing changes. */
@@ -256,8 +222,9 @@ START_TEST(test_reload_overlap_refused)
 
 	hub_start_up(&hub, NULL, ECHO, "echo");
 	pid = hub_peer_int(&hub, "echo", "pid");
-	rewrite_conf(ECHO "[guest thief]\n" CLAIMER "echo.echo\nprovides = echo.*\n");
-	ck_assert(!reload(msgs, sizeof(msgs)));
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, ECHO "[guest thief]\n" CLAIMER
+					"echo.echo\nprovides = echo.*\n"), 0);
+	ck_assert(!hub_reload(&hub, msgs, sizeof(msgs)));
 	ck_assert_msg(strstr(msgs, "provides 'echo.*' overlaps echo.*, the names of guest "
 			     "'echo'") != NULL && strstr(msgs, "nothing changed") != NULL,
 		      "%s", msgs);
@@ -280,9 +247,10 @@ START_TEST(test_reload_moves_a_name)
 	ck_assert(hub_wait_method(&hub, "shared.x") == 0);
 	expect_claim("a", "shared.x", "ok");
 	expect_claim("b", "shared.x", "EPERM");
-	rewrite_conf("[guest a]\n" CLAIMER "shared.x\n"
-		     "[guest b]\n" CLAIMER "shared.x\nprovides = shared.*\n");
-	ck_assert_msg(reload(msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, "[guest a]\n" CLAIMER "shared.x\n"
+					"[guest b]\n" CLAIMER "shared.x\nprovides = shared.*\n"),
+			 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
 	ck_assert_msg(strstr(msgs, "guest a: changed, restarting") != NULL &&
 		      strstr(msgs, "guest b: changed, restarting") != NULL, "%s", msgs);
 	wait_restarted("a", 1);

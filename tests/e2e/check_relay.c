@@ -95,27 +95,6 @@ consume(const char *method, const char *n, const char *size, const char *stop,
 	return c;
 }
 
-static unsigned long long
-stat_u64(json_object *o, const char *a, const char *b, const char *c)
-{
-	json_object *v = json_get(o, a);
-
-	if (b != NULL)
-		v = json_get(v, b);
-	if (c != NULL)
-		v = json_get(v, c);
-	ck_assert_msg(v != NULL, "stats has no %s.%s.%s", a, b ? b : "", c ? c : "");
-	return (unsigned long long)json_object_get_uint64(v);
-}
-
-static json_object *
-stats(void)
-{
-	json_object *o = hub_request(&hub, "{\"cmd\":\"stats\"}", NULL);
-
-	ck_assert_msg(o != NULL, "no stats: %s", hub_log_tail(&hub));
-	return o;
-}
 
 /* Waits (5 s) until hubd holds no relay and each guest's channels are
  * all free again: nothing of a stream is left behind. */
@@ -126,10 +105,10 @@ assert_idle(void)
 	int prod = -1, cons = -1;
 
 	for (int i = 0; i < 250; i++) {
-		json_object *o = stats();
+		json_object *o = hub_stats(&hub);
 
-		open = stat_u64(o, "relays", "open", NULL);
-		queued = stat_u64(o, "relays", "queued_bytes", NULL);
+		open = json_u64(o, "relays", "open", NULL);
+		queued = json_u64(o, "relays", "queued_bytes", NULL);
 		json_object_put(o);
 		prod = hub_peer_int(&hub, "prod", "channels_open");
 		cons = hub_peer_int(&hub, "cons", "channels_open");
@@ -394,8 +373,8 @@ START_TEST(test_bad_channel_is_refused)
 	char *out;
 
 	start(1);
-	o = stats();
-	calls = stat_u64(o, "guests", "prod", "calls_in");
+	o = hub_stats(&hub);
+	calls = json_u64(o, "guests", "prod", "calls_in");
 	json_object_put(o);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		out = call(0, "cons.badchan", "prod.produce", bad[i], NULL, NULL, NULL, NULL);
@@ -404,10 +383,10 @@ START_TEST(test_bad_channel_is_refused)
 				     "use)") == 0, "channel %s: %s", bad[i], out);
 		free(out);
 	}
-	o = stats();
-	ck_assert_int_eq(stat_u64(o, "guests", "prod", "calls_in"), calls);
-	ck_assert_int_eq(stat_u64(o, "guests", "prod", "violations"), 0);
-	ck_assert_int_eq(stat_u64(o, "guests", "cons", "violations"), 0);
+	o = hub_stats(&hub);
+	ck_assert_int_eq(json_u64(o, "guests", "prod", "calls_in"), calls);
+	ck_assert_int_eq(json_u64(o, "guests", "prod", "violations"), 0);
+	ck_assert_int_eq(json_u64(o, "guests", "cons", "violations"), 0);
 	json_object_put(o);
 	assert_idle();
 	/* the same channel in a second call while the first streams on it */
@@ -439,9 +418,9 @@ START_TEST(test_item_too_large_for_the_receiver)
 	ck_assert_msg(strstr(log, "an item is larger than the receiver takes") != NULL,
 		      "%s", hub_log_tail(&hub));
 	free(log);
-	o = stats();
-	ck_assert_int_eq(stat_u64(o, "guests", "prod", "violations"), 0);
-	ck_assert_int_eq(stat_u64(o, "guests", "cons", "violations"), 0);
+	o = hub_stats(&hub);
+	ck_assert_int_eq(json_u64(o, "guests", "prod", "violations"), 0);
+	ck_assert_int_eq(json_u64(o, "guests", "cons", "violations"), 0);
 	json_object_put(o);
 	assert_idle();
 	c = consume("prod.produce", "30", "30000", "0", "0", "0");
@@ -497,8 +476,8 @@ START_TEST(test_receiver_violation)
 		      "prod.last: %s", last);
 	free(last);
 	for (i = 0; i < 250; i++) {
-		json_object *o = stats();
-		unsigned long long open = stat_u64(o, "relays", "open", NULL);
+		json_object *o = hub_stats(&hub);
+		unsigned long long open = json_u64(o, "relays", "open", NULL);
 
 		json_object_put(o);
 		if (open == 0 && hub_peer_int(&hub, "prod", "channels_open") == 0)

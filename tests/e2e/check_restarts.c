@@ -64,41 +64,6 @@ entries_named(const char *name)
 	return n;
 }
 
-/* Writes the hub's config anew, as hub_start does ("@": the build dir). */
-static void
-rewrite_conf(const char *hub_keys, const char *guests)
-{
-	FILE *f = fopen(hub.conf, "w");
-
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\n%s\n", hub.segment, hub.sock,
-		hub_keys ? hub_keys : "");
-	for (const char *s = guests; *s != '\0'; s++) {
-		if (*s == '@')
-			fputs(BUILD_DIR, f);
-		else
-			fputc(*s, f);
-	}
-	fclose(f);
-}
-
-/* hubctl reload as JSON: ok, and its messages joined in msgs. */
-static int
-reload(char *msgs, size_t cap)
-{
-	json_object *a = hub_request(&hub, "{\"cmd\":\"reload\"}", NULL), *lines;
-	int ok;
-
-	ck_assert_ptr_nonnull(a);
-	ok = json_object_get_boolean(json_get(a, "ok"));
-	msgs[0] = '\0';
-	if ((lines = json_get(a, "messages")) != NULL)
-		for (size_t i = 0; i < json_object_array_length(lines); i++)
-			snprintf(msgs + strlen(msgs), cap - strlen(msgs), "%s\n",
-				 json_object_get_string(json_object_array_get_idx(lines, i)));
-	json_object_put(a);
-	return ok;
-}
 
 /* The pid of the last child lifeguest --mode=forker reported in the log
  * after offset (or -1), and where that line ends. */
@@ -188,8 +153,9 @@ START_TEST(test_rename_with_one_entry)
 			    "[guest old]\nexec = @/guests/echo\nprovides = echo.*\n") == 0);
 	ck_assert(hub_wait_up(&hub, "old", 10000) == 0);
 	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
-	rewrite_conf("max_guests = 1\n", "[guest new]\nexec = @/guests/echo\nprovides = echo.*\n");
-	ck_assert_msg(reload(msgs, sizeof(msgs)), "reload: %s", msgs);
+	ck_assert_int_eq(hub_write_conf(&hub, "max_guests = 1\n", "[guest new]\n"
+					"exec = @/guests/echo\nprovides = echo.*\n"), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "reload: %s", msgs);
 	ck_assert_msg(strstr(msgs, "new: added, waiting for a free peer entry") != NULL,
 		      "reload said: %s", msgs);
 	/* old stops, its entry frees, new starts: no second reload */
@@ -199,9 +165,10 @@ START_TEST(test_rename_with_one_entry)
 	ck_assert_int_eq(hub_peer_int(&hub, "new", "peer_id"), 1);
 	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
 	/* more guests than entries can never fit: refused, nothing changes */
-	rewrite_conf("max_guests = 2\n", "[guest new]\nexec = @/guests/echo\nprovides = echo.*\n"
-		     "[guest other]\nexec = @/guests/echo\n");
-	ck_assert(!reload(msgs, sizeof(msgs)));
+	ck_assert_int_eq(hub_write_conf(&hub, "max_guests = 2\n", "[guest new]\n"
+					"exec = @/guests/echo\nprovides = echo.*\n"
+					"[guest other]\nexec = @/guests/echo\n"), 0);
+	ck_assert(!hub_reload(&hub, msgs, sizeof(msgs)));
 	ck_assert_msg(strstr(msgs, "more guests than max_guests") != NULL, "%s", msgs);
 	ck_assert_str_eq(hub_peer_state(&hub, "new"), "up");
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -288,12 +255,13 @@ START_TEST(test_readded_while_stopping)
 	ck_assert(hub_wait_up(&hub, "slow,echo", 10000) == 0);
 	id = hub_peer_int(&hub, "slow", "peer_id");
 	pid = hub_peer_int(&hub, "slow", "pid");
-	rewrite_conf("stop_grace = 500ms\n", "[guest echo]\nexec = @/guests/echo\n");
-	ck_assert_msg(reload(msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_int_eq(hub_write_conf(&hub, "stop_grace = 500ms\n",
+					"[guest echo]\nexec = @/guests/echo\n"), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
 	/* it ignores SIGTERM */
 	ck_assert_str_eq(hub_peer_state(&hub, "slow"), "stopping");
-	rewrite_conf("stop_grace = 500ms\n", both);
-	ck_assert_msg(reload(msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_int_eq(hub_write_conf(&hub, "stop_grace = 500ms\n", both), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
 	ck_assert_msg(strstr(msgs, "slow: back in the config") != NULL, "%s", msgs);
 	ck_assert_int_eq(entries_named("slow"), 1);
 	/* killed after stop_grace, then started again in the same entry */

@@ -23,32 +23,13 @@ static struct hub_proc hub;
 
 static const char COUNTER[] = "[guest counter]\nexec = @/guests/counter\n";
 
-static unsigned long long
-stat_u64(json_object *o, const char *a, const char *b, const char *c)
-{
-	json_object *v = json_get(json_get(o, a), b);
-
-	if (c != NULL)
-		v = json_get(v, c);
-	ck_assert_msg(v != NULL, "stats has no %s.%s.%s", a, b, c ? c : "");
-	return (unsigned long long)json_object_get_uint64(v);
-}
-
-static json_object *
-stats(void)
-{
-	json_object *o = hub_request(&hub, "{\"cmd\":\"stats\"}", NULL);
-
-	ck_assert_msg(o != NULL, "no stats: %s", hub_log_tail(&hub));
-	return o;
-}
 
 /* A counter of guest name's (stats.guests.NAME.KEY). */
 static unsigned long long
 guest_stat(const char *name, const char *key)
 {
-	json_object *o = stats();
-	unsigned long long v = stat_u64(o, "guests", name, key);
+	json_object *o = hub_stats(&hub);
+	unsigned long long v = json_u64(o, "guests", name, key);
 
 	json_object_put(o);
 	return v;
@@ -58,13 +39,13 @@ guest_stat(const char *name, const char *key)
 static void
 assert_hubd_sleeps(const char *while_)
 {
-	json_object *a = stats(), *b;
+	json_object *a = hub_stats(&hub), *b;
 	unsigned long long polls, iters;
 
 	sleep_ms(1000);
-	b = stats();
-	polls = stat_u64(b, "loop", "polls", NULL) - stat_u64(a, "loop", "polls", NULL);
-	iters = stat_u64(b, "loop", "iterations", NULL) - stat_u64(a, "loop", "iterations", NULL);
+	b = hub_stats(&hub);
+	polls = json_u64(b, "loop", "polls", NULL) - json_u64(a, "loop", "polls", NULL);
+	iters = json_u64(b, "loop", "iterations", NULL) - json_u64(a, "loop", "iterations", NULL);
 	json_object_put(a);
 	json_object_put(b);
 	ck_assert_msg(polls < QUIET_POLLS && iters < QUIET_ITERS,
@@ -124,9 +105,9 @@ wait_streams_over(const char *while_)
 	int chans = -1;
 
 	for (int i = 0; i < 500; i++) {
-		json_object *o = stats();
+		json_object *o = hub_stats(&hub);
 
-		open = stat_u64(o, "relays", "open", NULL);
+		open = json_u64(o, "relays", "open", NULL);
 		json_object_put(o);
 		chans = hub_peer_int(&hub, "counter", "channels_open");
 		if (open == 0 && chans == 0)
@@ -135,6 +116,20 @@ wait_streams_over(const char *while_)
 	}
 	ck_abort_msg("%s: %llu relays open, counter has %d channels open; %s", while_, open,
 		     chans, hub_log_tail(&hub));
+}
+
+/* After counter's reader went: the stream ended at both ends, counter
+ * sends no more, hubd sleeps, counter serves the next caller and was
+ * never ended; then the hub stops. */
+static void
+assert_stream_stopped(const char *after)
+{
+	wait_streams_over(after);
+	wait_sender_still("counter", after);
+	assert_hubd_sleeps(after);
+	counter_answers(after);
+	ck_assert_int_eq(hub_peer_int(&hub, "counter", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 
 /* r[shm.ring.full] r[shm.wakeup.producer-wait]: a guest makes 300 calls
@@ -203,37 +198,38 @@ START_TEST(test_relayed_reader_stalls_then_dies)
 	counter_answers("while a relayed reader stalls, again");
 	/* the reader goes */
 	ck_assert_int_eq(kill(hub_peer_int(&hub, "hoarder", "pid"), SIGKILL), 0);
-	wait_streams_over("after the relayed reader died");
-	wait_sender_still("counter", "its reader died");
-	assert_hubd_sleeps("after the relayed reader died");
-	counter_answers("after the relayed reader died");
-	ck_assert_int_eq(hub_peer_int(&hub, "counter", "restarts"), 0);
-	ck_assert_int_eq(hub_stop(&hub), 0);
+	assert_stream_stopped("after the relayed reader died");
 }
 END_TEST
 
-/* A control client asks for a stream of 2^64-1 items, reads a few, and
- * goes: counter is told (Cancel, and a Reset on the stream, no more
- * credit), ends the call, and serves the next caller. */
-START_TEST(test_client_abandons_endless_stream)
+/* counter up, and a control client of it that called counter.count
+ * 2^64-1 and has its first items: the client's socket. */
+static int
+endless_stream(void)
 {
+	static const char call[] = "{\"cmd\":\"call\",\"method\":\"counter.count\","
+				   "\"args\":[\"18446744073709551615\"]}\n";
 	char buf[256];
 	int fd;
 
 	hub_start_up(&hub, NULL, COUNTER, "counter");
 	ck_assert(hub_wait_method(&hub, "counter.count") == 0);
 	fd = hub_client(&hub, 10);
-	snprintf(buf, sizeof(buf), "{\"cmd\":\"call\",\"method\":\"counter.count\","
-		 "\"args\":[\"18446744073709551615\"]}\n");
-	ck_assert_int_eq(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
+	ck_assert_int_eq(write(fd, call, strlen(call)), (ssize_t)strlen(call));
 	ck_assert_int_gt(read(fd, buf, sizeof(buf)), 0);	/* items flow */
+	return fd;
+}
+
+/* A control client asks for a stream of 2^64-1 items, reads a few, and
+ * goes: counter is told (Cancel, and a Reset on the stream, no more
+ * credit), ends the call, and serves the next caller. */
+START_TEST(test_client_abandons_endless_stream)
+{
+	int fd;
+
+	fd = endless_stream();
 	close(fd);
-	wait_streams_over("after its client went");
-	wait_sender_still("counter", "its client went");
-	assert_hubd_sleeps("after a client abandoned a stream");
-	counter_answers("after a client abandoned a stream");
-	ck_assert_int_eq(hub_peer_int(&hub, "counter", "restarts"), 0);
-	ck_assert_int_eq(hub_stop(&hub), 0);
+	assert_stream_stopped("after its client went");
 }
 END_TEST
 
@@ -363,13 +359,7 @@ START_TEST(test_stream_client_told_hub_stops)
 	ssize_t n;
 	int fd;
 
-	hub_start_up(&hub, NULL, COUNTER, "counter");
-	ck_assert(hub_wait_method(&hub, "counter.count") == 0);
-	fd = hub_client(&hub, 10);
-	snprintf(buf, sizeof(buf), "{\"cmd\":\"call\",\"method\":\"counter.count\","
-		 "\"args\":[\"18446744073709551615\"]}\n");
-	ck_assert_int_eq(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
-	ck_assert_int_gt(read(fd, buf, sizeof(buf)), 0);	/* items flow */
+	fd = endless_stream();
 	ck_assert_int_eq(kill(hub.pid, SIGTERM), 0);
 	/* the items that were on their way, then the call's end */
 	while ((n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0) {

@@ -218,7 +218,6 @@ int
 hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 {
 	const char *s;
-	FILE *f;
 
 	memset(h, 0, sizeof(*h));
 	h->n = hub_count++;
@@ -235,6 +234,19 @@ hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 	if ((s = strstr(hub_keys, "control = ")) != NULL)
 		snprintf(h->sock, sizeof(h->sock), "%.*s", (int)strcspn(s + 10, "\n"), s + 10);
 	unlink(h->log);		/* this hub's alone: an earlier test's may be there */
+	if (hub_write_conf(h, hub_keys, guests) != 0)
+		return -1;
+	return hub_restart(h);
+}
+
+int
+hub_write_conf(struct hub_proc *h, const char *hub_keys, const char *guests)
+{
+	const char *s;
+	FILE *f;
+
+	if (hub_keys == NULL)
+		hub_keys = "";
 	if ((f = fopen(h->conf, "w")) == NULL)
 		return -1;
 	fprintf(f, "[hub]\n");
@@ -249,8 +261,47 @@ hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 		else
 			fputc(*s, f);
 	}
-	fclose(f);
-	return hub_restart(h);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+int
+hub_reload(struct hub_proc *h, char *msgs, size_t cap)
+{
+	json_object *a = hub_request(h, "{\"cmd\":\"reload\"}", NULL), *lines;
+	int ok;
+
+	ck_assert_ptr_nonnull(a);
+	ok = json_object_get_boolean(json_get(a, "ok"));
+	msgs[0] = '\0';
+	if ((lines = json_get(a, "messages")) != NULL)
+		for (size_t i = 0; i < json_object_array_length(lines); i++)
+			snprintf(msgs + strlen(msgs), cap - strlen(msgs), "%s\n",
+				 json_object_get_string(json_object_array_get_idx(lines, i)));
+	json_object_put(a);
+	return ok;
+}
+
+json_object *
+hub_stats(struct hub_proc *h)
+{
+	json_object *o = hub_request(h, "{\"cmd\":\"stats\"}", NULL);
+
+	ck_assert_msg(o != NULL, "no stats: %s", hub_log_tail(h));
+	return o;
+}
+
+unsigned long long
+json_u64(json_object *o, const char *a, const char *b, const char *c)
+{
+	json_object *v = json_get(o, a);
+
+	if (b != NULL)
+		v = json_get(v, b);
+	if (c != NULL)
+		v = json_get(v, c);
+	ck_assert_msg(v != NULL, "no %s.%s.%s in %s", a, b ? b : "", c ? c : "",
+		      json_object_to_json_string(o));
+	return (unsigned long long)json_object_get_uint64(v);
 }
 
 int

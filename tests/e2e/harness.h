@@ -46,6 +46,15 @@ void harness_hubd_verbose(int on);
  * directory), starts hubd and waits until its control socket answers.
  * Returns 0 or -1. */
 int hub_start(struct hub_proc *h, const char *hub_keys, const char *guests);
+/* Writes h's config anew, as hub_start does, for a reload; 0 or -1. */
+int hub_write_conf(struct hub_proc *h, const char *hub_keys, const char *guests);
+/* hubctl reload as JSON: ok (1 or 0), and its messages joined in msgs. */
+int hub_reload(struct hub_proc *h, char *msgs, size_t cap);
+/* hubd's stats answer (a new reference), asserting (Check) there is one. */
+json_object *hub_stats(struct hub_proc *h);
+/* o.a.b.c (b, c: NULL for fewer levels) as a number, asserting (Check) it
+ * is there. */
+unsigned long long json_u64(json_object *o, const char *a, const char *b, const char *c);
 /* Starts hubd again on the same config and paths. */
 int hub_restart(struct hub_proc *h);
 /* SIGTERM, wait up to 15 s; returns hubd's exit status, or -1 if it had to
