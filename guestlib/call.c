@@ -409,6 +409,7 @@ later(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 	*g->later_tail = l;
 	g->later_tail = &l->next;
 	g->nlater++;
+	g->later_bytes += len;
 	return 0;
 }
 
@@ -422,6 +423,7 @@ lg_run_later(struct guest *g)
 	if ((g->later = l->next) == NULL)
 		g->later_tail = &g->later;
 	g->nlater--;
+	g->later_bytes -= l->len;
 	l->fn(l->call, l->args, l->len, l->ctx);
 	free(l);
 	return 1;
@@ -438,6 +440,7 @@ lg_later_free(struct guest *g)
 	}
 	g->later_tail = &g->later;
 	g->nlater = 0;
+	g->later_bytes = 0;
 }
 
 int

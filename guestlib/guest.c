@@ -18,6 +18,7 @@
 #define BATCH		64	/* messages served before flushing */
 #define TICK_MAX	64	/* messages per clock read at most (heartbeat) */
 #define LATER_MAX	64	/* requests kept to run later; more wait in the ring */
+#define LATER_BYTES	(1u << 20)	/* ... and their arguments copied, bytes */
 #define UNDECODABLE	"(undecodable goodbye)"
 #define SPEC_POLL_MS	20	/* guest_fd users under a host without waiter words */
 
@@ -346,8 +347,8 @@ dispatch(struct guest *g, struct hp_msg_in *m)
 
 /* Serves what is there now, up to BATCH messages: the handlers that wait
  * first, then the ring. With requests 0 no handler runs: a Request waits
- * (struct lg_later, LATER_MAX of them, then in the ring). *did: whether
- * anything was served. */
+ * (struct lg_later, up to LATER_MAX of them or LATER_BYTES of their
+ * arguments, then in the ring). *did: whether anything was served. */
 static int
 serve(struct guest *g, int *did, int requests)
 {
@@ -366,7 +367,7 @@ serve(struct guest *g, int *did, int requests)
 	for (; requests && n < BATCH && lg_run_later(g); n++)
 		*did = 1;
 	for (; n < BATCH && !g->dead; n++) {
-		if (!requests && g->nlater >= LATER_MAX &&
+		if (!requests && (g->nlater >= LATER_MAX || g->later_bytes >= LATER_BYTES) &&
 		    hp_endpoint_peek(&g->ep) == HP_MSG_REQUEST)
 			break;
 		if ((rc = hp_endpoint_recv(&g->ep, &m, &rule)) == -EAGAIN) {

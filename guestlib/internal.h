@@ -87,6 +87,7 @@ struct guest {
 	struct lg_later		*later;		/* handlers to run, oldest first */
 	struct lg_later		**later_tail;
 	uint32_t		nlater;
+	size_t			later_bytes;	/* their arguments, copied */
 	uint8_t			deferring;	/* lg_serve_ends: requests wait */
 	struct rx_chan		*rx;		/* by channel id */
 	struct tx_chan		*tx;

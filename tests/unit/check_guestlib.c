@@ -832,6 +832,65 @@ END_TEST
 
 /* -- postcard helpers -------------------------------------------------------- */
 
+static int handled;
+
+static void
+count_and_reply(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	handled++;
+	guest_reply(c, NULL, 0);
+}
+
+/* A Request with no metadata and no arguments for method t.m. */
+static void
+host_request(uint32_t id)
+{
+	static const uint8_t none[1] = { 0 };
+
+	host_send(HP_MSG_REQUEST, id, hp_method_id("t.m", 3), none, sizeof(none));
+}
+
+/* r[shm.flow.reset]: a send looks at what came and takes in the ends
+ * there, the receiver's Reset among them, without running a handler: a
+ * request that came first runs after, in order, from the loop. A send
+ * that waits for credit runs the handlers of what comes meanwhile. */
+START_TEST(test_send_takes_ends_runs_handlers_in_waits)
+{
+	struct guest *g = attach();
+	uint8_t item[8] = { 0 };
+	uint32_t id;
+
+	host_init();
+	handled = 0;
+	host_answer(1, NULL);
+	ck_assert_int_eq(guest_register(g, "t.m", "->unit", count_and_reply, NULL), 0);
+	host_expect(HP_MSG_REQUEST, 1);
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
+	ck_assert_int_eq(hp_chan_activate(&hview.chans[4], seg.params.initial_credit), 0);
+	/* a request, then the receiver of channel 2 stops it */
+	host_request(10);
+	host_send(HP_MSG_RESET, 2, 0, NULL, 0);
+	ck_assert_int_eq(guest_chan_send(g, 2, item, sizeof(item), 1000), -ENOTCONN);
+	ck_assert_int_eq(handled, 0);
+	ck_assert_int_eq(host_next(&id), -1);	/* nothing answered, nothing sent */
+	ck_assert_int_eq(guest_service_wait(g, 0), 0);
+	ck_assert_int_eq(handled, 1);
+	host_expect(HP_MSG_RESPONSE, 10);
+	/* channel 4 out of credit: the requests that come are served */
+	hp_store_release_u32(&hview.chans[4].granted_total, 0);
+	host_request(11);
+	host_request(12);
+	ck_assert_int_eq(guest_chan_send(g, 4, item, sizeof(item), 200), -ETIMEDOUT);
+	ck_assert_int_eq(handled, 3);
+	host_expect(HP_MSG_RESPONSE, 11);
+	host_expect(HP_MSG_RESPONSE, 12);
+	cleanup(g);
+}
+END_TEST
+
 START_TEST(test_pc_bytes)
 {
 	static const uint8_t v[] = { 'a', 0xff, 'b' };
@@ -888,6 +947,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_receiver_stops_a_channel);
 	tcase_add_test(tc, test_idle_receiver_grants_the_remainder);
 	tcase_add_test(tc, test_held_channel_grants_as_items_are_taken);
+	tcase_add_test(tc, test_send_takes_ends_runs_handlers_in_waits);
 	tcase_add_test(tc, test_pc_bytes);
 	suite_add_tcase(s, tc);
 	return s;
