@@ -210,7 +210,10 @@ host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 				  p->conf->name, len);
 			return;
 		}
-		if (rc != -EAGAIN) {
+		/* -ESTALE: a guest took the slot hubd had just taken (it
+		 * scribbled the pool): the backlog tries once more, with
+		 * another; not p's fault */
+		if (rc != -EAGAIN && rc != -ESTALE) {
 			host_fault(h, p, DEATH_VIOLATION, "shm.ring.capacity");
 			return;
 		}

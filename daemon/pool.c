@@ -123,8 +123,9 @@ pool_grow_requested(struct hub *h)
 /* p's quota: its section's, else [pool]'s, else what one guest may take
  * of the pool grown to max_extents without leaving the others short: a
  * quarter of its slots (but two rings' worth: a full ring is what a busy
- * guest has in flight) and half its bytes (but two of its largest
- * payloads). */
+ * guest has in flight) and three quarters of its bytes (but two of its
+ * largest payloads: a pipeline of the largest payloads may hold every
+ * slot of their class, which has few). */
 static void
 quota(const struct hub *h, const struct peer *p, uint32_t *slots, uint64_t *bytes)
 {
@@ -137,13 +138,14 @@ quota(const struct hub *h, const struct peer *p, uint32_t *slots, uint64_t *byte
 	}
 	if (all_slots / 4 < 2ull * h->seg.params.ring_size)
 		all_slots = 8ull * h->seg.params.ring_size;
-	if (all_bytes / 2 < 2ull * vp->max_payload)
-		all_bytes = 4ull * vp->max_payload;
+	all_bytes = all_bytes / 4 * 3;
+	if (all_bytes < 2ull * vp->max_payload)
+		all_bytes = 2ull * vp->max_payload;
 	*slots = p->conf->pool_quota_slots ? p->conf->pool_quota_slots :
 	    h->conf.pool_quota_slots ? h->conf.pool_quota_slots :
 	    all_slots / 4 > UINT32_MAX ? UINT32_MAX : (uint32_t)(all_slots / 4);
 	*bytes = p->conf->pool_quota ? p->conf->pool_quota :
-	    h->conf.pool_quota ? h->conf.pool_quota : all_bytes / 2;
+	    h->conf.pool_quota ? h->conf.pool_quota : all_bytes;
 }
 
 void
