@@ -143,6 +143,11 @@ expect libguest-dev /usr/include/guest.h /usr/lib/$ma/libguest.so /usr/lib/$ma/l
 expect python3-hubguest /usr/lib/python3/dist-packages/hubguest/__init__.py
 dpkg-query -W -f='${Conffiles}\n' hub | grep -q '^ /etc/hub/hubd.conf ' ||
 	bad "/etc/hub/hubd.conf is not a conffile of hub"
+# the licence each package states (debian/copyright, DEP-5)
+for p in $pkgs; do
+	grep -qx 'License: MIT or Apache-2.0' "/usr/share/doc/$p/copyright" 2>/dev/null ||
+		bad "/usr/share/doc/$p/copyright does not say MIT or Apache-2.0"
+done
 [ "$fail" -eq "$n" ] && ok
 
 # 3. the unit is installed, not enabled, not started
