@@ -347,7 +347,7 @@ test-install:
 	echo "install: 1 passed, 0 failed" && \
 	CC="$(CC)" CXX="$(CXX)" sh scripts/check-libguest.sh $$d/usr/local
 
-# The Debian packages hub, libguest1, libguest-dev and python3-hubguest,
+# The Debian packages hub, libguest0, libguest-dev and python3-hubguest,
 # built by dpkg-buildpackage in a copy of the tree (scripts/deb.sh).
 deb: deps
 	@sh scripts/deb.sh $(B)/deb $(GUEST_VER)

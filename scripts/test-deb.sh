@@ -9,7 +9,7 @@
 set -u
 debdir=$(realpath "${1:?usage: test-deb.sh DEBDIR VERSION}")
 version=${2:?usage: test-deb.sh DEBDIR VERSION}
-pkgs="hub libguest1 libguest-dev python3-hubguest"
+pkgs="hub libguest0 libguest-dev python3-hubguest"
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 seg=/dev/shm/hub-debtest-$$
 pass=0 fail=0
@@ -137,7 +137,7 @@ expect hub /usr/sbin/hubd /usr/bin/hubctl /usr/libexec/hub/echo /usr/libexec/hub
 	/usr/share/doc/hub/README.md /usr/share/doc/hub/protocol.md /usr/share/doc/hub/copyright \
 	/usr/share/man/man1/hubctl.1.gz /usr/share/man/man5/hubd.conf.5.gz \
 	/usr/share/man/man8/hubd.8.gz
-expect libguest1 /usr/lib/$ma/libguest.so.0 /usr/lib/$ma/libguest.so.$version
+expect libguest0 /usr/lib/$ma/libguest.so.0 /usr/lib/$ma/libguest.so.$version
 expect libguest-dev /usr/include/guest.h /usr/lib/$ma/libguest.so /usr/lib/$ma/libguest.a \
 	/usr/lib/$ma/pkgconfig/libguest.pc /usr/share/man/man3/libguest.3.gz
 expect python3-hubguest /usr/lib/python3/dist-packages/hubguest/__init__.py
