@@ -6,7 +6,9 @@
 # hubd.conf.5 every key of config_keys.c's tables, in its own section, and
 # no key that is not there; libguest.3 every GUEST_API function of guest.h,
 # in its SYNOPSIS and described below it, and no function that is gone.
-# Run from the top of the tree.
+# And the docs: every relative link of README.md and doc/*.md resolves (the
+# file, and the heading a #fragment names), and the README links every
+# doc page. Run from the top of the tree.
 set -u
 man_dir=doc/man
 pass=0 fail=0
@@ -129,6 +131,39 @@ nonempty "guestlib/guest.h's GUEST_API declarations" "$tmp/functions" && {
 		bad "libguest.3: not described after SYNOPSIS: $(tr '\n' ' ' < "$tmp/missing")"
 	else ok; fi
 }
+
+# 6. the docs' links: [text](path) and [text](path#heading) relative to
+# the page, outside indented code; web links are not followed
+docs="README.md $(ls doc/*.md)"
+# the anchors of a page's headings, as GitHub makes them: lower case,
+# punctuation dropped, blanks to hyphens
+anchors() {
+	awk '/^    / || /^\t/ { next }
+		/^#+ / { sub(/^#+ +/, ""); h = tolower($0)
+			gsub(/[^a-z0-9 _-]/, "", h); gsub(/ /, "-", h); print h }' "$1"
+}
+for page in $docs; do
+	dir=$(dirname "$page")
+	grep -v '^    \|^	' "$page" | grep -o '](\([^)]*\))' | sed 's/^](//; s/)$//' |
+		grep -v '^[a-z]*:' | sort -u > "$tmp/links"
+	while read -r link; do
+		path=${link%%#*}
+		frag=${link#"$path"}; frag=${frag#\#}
+		target=$page
+		[ -z "$path" ] || target=$dir/$path
+		if [ ! -e "$target" ]; then
+			bad "$page: link to $link: no $target"; continue
+		fi
+		case $target in *.md) ;; *) ok; continue ;; esac
+		if [ -n "$frag" ] && ! anchors "$target" | grep -qxF -- "$frag"; then
+			bad "$page: link to $link: no heading #$frag in $target"
+		else ok; fi
+	done < "$tmp/links"
+done
+for page in doc/*.md; do
+	if grep -qF "]($page" README.md; then ok; else
+		bad "README.md does not link $page"; fi
+done
 
 echo "man: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
