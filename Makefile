@@ -129,6 +129,9 @@ PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREF
 DESTDIR ?=
 # The manual pages (doc/man/NAME.SECTION) and the Python binding's package.
 MANPAGES := $(wildcard doc/man/*.[1-8])
+# The doc pages, installed beside README.md in share/doc/hub: their links
+# to each other hold there, the README's lose their doc/.
+DOCPAGES := $(wildcard doc/*.md)
 PY_PKG := $(wildcard bindings/python/hubguest/*.py)
 # The example guest in Python, beside the C ones (the default config runs
 # it as /usr/local/libexec/hub/greeter).
@@ -309,8 +312,10 @@ install: all
 	test -e $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf || \
 		sed 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' conf/hubd.conf \
 		> $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf
-	install -m 644 README.md $(DESTDIR)$(PREFIX)/share/doc/hub/README.md
-	install -m 644 doc/protocol.md $(DESTDIR)$(PREFIX)/share/doc/hub/protocol.md
+	sed 's|](doc/|](|g' README.md > $(DESTDIR)$(PREFIX)/share/doc/hub/README.md
+	for p in $(DOCPAGES); do sed 's|](\.\./README\.md|](README.md|g' $$p \
+		> $(DESTDIR)$(PREFIX)/share/doc/hub/$${p##*/} || exit 1; done
+	chmod 644 $(DESTDIR)$(PREFIX)/share/doc/hub/*.md
 	for m in $(MANPAGES); do install -D -m 644 $$m \
 		$(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} || exit 1; done
 	$(if $(PY_PKG),install -d $(DESTDIR)$(PYTHONDIR)/hubguest && \
@@ -325,7 +330,7 @@ test-install:
 	for f in sbin/hubd bin/hubctl lib/libguest.so lib/$(GUEST_SONAME) lib/$(GUEST_REAL) \
 		lib/libguest.a include/guest.h \
 		lib/pkgconfig/libguest.pc libexec/hub/echo libexec/hub/greeter lib/systemd/system/hubd.service \
-		share/doc/hub/README.md share/doc/hub/protocol.md \
+		share/doc/hub/README.md share/doc/hub/protocol.md share/doc/hub/security.md \
 		share/man/man1/hubctl.1 share/man/man3/libguest.3 share/man/man5/hubd.conf.5 \
 		share/man/man8/hubd.8; do \
 		test -e $$d/usr/local/$$f || { echo "install: $$f missing"; exit 1; }; done && \
