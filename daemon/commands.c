@@ -19,7 +19,7 @@
 #include "daemon/poolfig.h"
 #include "proto/channel.h"
 #include "proto/postcard.h"
-#include "proto/services.h"
+#include "proto/builtin.h"
 
 /* A postcard value of type t as JSON (*out; NULL is JSON null). -1 if it
  * does not decode. */

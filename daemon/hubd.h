@@ -97,7 +97,7 @@ struct hchan {
 	uint8_t		stale;		/* a client stream we ended: STALE_* */
 	uint8_t		stopped;	/* its reader went: Reset sent, no more credit */
 	uint64_t	caller;		/* whom hubd opened it for: CALLER_* */
-	uint64_t	checksum;	/* hub.sink, hub.source: the stream hash (services.h) */
+	uint64_t	checksum;	/* hub.sink, hub.source: the stream hash (proto/builtin.h) */
 	uint64_t	bytes;
 	uint64_t	to_send;	/* hub.source: bytes still to send */
 	uint32_t	sent_total;	/* hub.source: r[shm.flow.remaining-credit] */

@@ -17,7 +17,7 @@
 
 #include "daemon/hubd.h"
 #include "proto/method.h"
-#include "proto/services.h"
+#include "proto/builtin.h"
 
 /* Methods one guest may register: a bound on what one guest makes the
  * host keep and list (README, security). */

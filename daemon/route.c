@@ -12,7 +12,7 @@
 
 #include "daemon/control.h"
 #include "daemon/hubd.h"
-#include "proto/services.h"
+#include "proto/builtin.h"
 
 /* -- answers ------------------------------------------------------------- */
 

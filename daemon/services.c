@@ -1,4 +1,4 @@
-/* The host's built-in services (hub.*, proto/services.h), one table of
+/* The host's built-in services (hub.*, proto/builtin.h), one table of
  * name, signature and handler; and hub.source's sending, paced by the
  * calling guest's credit. */
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include "daemon/hubd.h"
 #include "daemon/log.h"
 #include "proto/channel.h"
-#include "proto/services.h"
+#include "proto/builtin.h"
 
 #define SOURCE_ITEM	4096	/* hub.source's item size at most */
 
