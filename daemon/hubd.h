@@ -14,12 +14,27 @@
 #include "proto/clock.h"
 #include "proto/endpoint.h"
 #include "proto/idtab.h"
+#include "proto/layout.h"
 #include "proto/msg.h"
 #include "proto/segment.h"
 #include "proto/sig.h"
 
 struct hub;
 struct client;
+struct peer;
+
+/* The hooks by which the parts above the data path hear from it; each
+ * part registers its own at start (hubd.c). */
+typedef void	host_peer_fn(struct hub *h, struct peer *p);
+typedef int	host_quota_fn(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes);
+#define HOST_HOOKS_MAX	8
+/* A handler of one message type (dispatch.c's table). */
+typedef void	dispatch_fn(struct hub *h, struct peer *p, struct hp_msg_in *m);
+/* A work source: pump sends what it can for p (how many messages), ready
+ * says whether pump would do something now. */
+typedef int	dispatch_work_fn(struct hub *h, struct peer *p);
+#define DISPATCH_TYPES		(HP_MSG_GOODBYE + 1)
+#define DISPATCH_SOURCES_MAX	4
 
 /* The supervisor's states, events and decisions: lifecycle.h. The death
  * tally shown by hubctl peers keeps the last TALLY_MAX deaths with their
@@ -55,7 +70,7 @@ struct origin {
 	uint32_t	chan;		/* a client call's stream: its channel id */
 };
 
-/* A call the host made to a guest, awaiting its Response (route.c). */
+/* A call the host made to a guest, awaiting its Response (answer.c). */
 struct pending {
 	uint64_t	id;		/* host->guest request id (idtab key) */
 	struct origin	o;
@@ -205,8 +220,8 @@ struct hub {
 	uint32_t		status_up;	/* guests up at the last STATUS= */
 	int			announced;	/* sleep announced to the guests */
 	uint32_t		ncpus;		/* CPUs hubd may run on */
-	uint32_t		poll_start;	/* host_poll's first peer this round */
-	uint64_t		polls;		/* host_poll rounds: what a spin costs */
+	uint32_t		poll_start;	/* dispatch_poll's first peer this round */
+	uint64_t		polls;		/* dispatch_poll rounds: what a spin costs */
 	uint64_t		sleeps;		/* times the loop announced sleep */
 	char			*lock_path;
 	int			lock_held;	/* the lock is ours: unlink at exit */
@@ -228,7 +243,44 @@ struct hub {
 	uint8_t			pool_full_logged[HP_VAR_MAX_CLASSES];
 	struct hp_var_tally	*pool_held;	/* by owner at the last sweep */
 	struct relay		*relays;	/* streams between guests (relay.c) */
+	struct {
+		host_peer_fn	*attach[HOST_HOOKS_MAX];	/* host_on_attach */
+		host_peer_fn	*detach[HOST_HOOKS_MAX];	/* host_on_detach */
+		uint32_t	nattach, ndetach;
+		host_quota_fn	*over_quota;	/* host_on_charge */
+		void		(*entry_freed)(struct hub *h);	/* supervise_on_free */
+	}			hooks;
+	struct {
+		dispatch_fn	*handler[DISPATCH_TYPES];	/* dispatch_on */
+		struct {
+			dispatch_work_fn *pump, *ready;
+		}		source[DISPATCH_SOURCES_MAX];	/* dispatch_source */
+		uint32_t	nsources;
+	}			dispatch;
 };
+
+/* Calls from outside the segment (control clients). */
+struct ext_call {
+	void		*ctx;
+	void		(*on_item)(struct ext_call *c, uint8_t item_type,
+				   const uint8_t *item, size_t len);
+	void		(*on_done)(struct ext_call *c, int status,
+				   const struct hp_response *r);
+	/* router's */
+	uint32_t	peer;
+	uint32_t	req_id;
+	uint32_t	chan;
+	uint8_t		ret_type;
+	uint64_t	caller;		/* CALLER_CLIENT | uid (commands.c) */
+	char		why[320];	/* room for a refusal's text, signature and all */
+};
+
+/* Guest entry by peer id, NULL for 0 or out of range. */
+static inline struct peer *
+hub_peer(struct hub *h, uint32_t id)
+{
+	return id == 0 || id > h->conf.params.max_guests ? NULL : &h->peers[id - 1];
+}
 
 /* pool.c: the shared variable pool's host side. */
 void		pool_start(struct hub *h);
@@ -269,6 +321,9 @@ void		reload_free(struct hub *h);
  * restart. Each call is an event of lifecycle.h. */
 void		supervise_init(struct hub *h, struct peer *p);
 void		supervise_start(struct hub *h, struct peer *p);
+/* fn runs whenever a reload's removal frees a peer entry (a guest may
+ * wait for one: reload_start_waiting). */
+void		supervise_on_free(struct hub *h, void (*fn)(struct hub *h));
 void		supervise_stop(struct hub *h, struct peer *p);
 void		supervise_restart(struct hub *h, struct peer *p);
 /* Every tick: guests that attached without ringing. */
@@ -286,20 +341,32 @@ void		supervise_kill_groups(struct hub *h);
  * left behind and its entry Empty again. */
 int		spawn_guest(struct hub *h, struct peer *p);
 
-/* Guest entry by peer id, NULL for 0 or out of range. */
-static inline struct peer *
-hub_peer(struct hub *h, uint32_t id)
-{
-	return id == 0 || id > h->conf.params.max_guests ? NULL : &h->peers[id - 1];
-}
-
-/* host.c: the data path's rounds, sending, liveness, attach and detach */
+/* host.c: the data path's transport: rings, sending, backlogs, sleep and
+ * wake, liveness, attach and detach; the hooks the parts above register. */
 int		host_init(struct hub *h);
 void		host_free(struct hub *h);
 int		host_attach(struct hub *h, struct peer *p);
 void		host_goodbye(struct hub *h, struct peer *p, const char *reason);
 void		host_detach(struct hub *h, struct peer *p);
-int		host_poll(struct hub *h);
+/* What an attach or a detach of p means to the parts above: run in the
+ * order registered, at attach once the transport is set up, at detach
+ * before it lets go of p's backlog and slots. */
+void		host_on_attach(struct hub *h, host_peer_fn *fn);
+void		host_on_detach(struct hub *h, host_peer_fn *fn);
+/* fn checks a guest charged for a backlogged slot against its pool quota
+ * (host_forward). */
+void		host_on_charge(struct hub *h, host_quota_fn *fn);
+/* p's next message into m: 0, -EAGAIN for none, or another -errno once
+ * p was faulted for the rule its ring broke. */
+int		host_recv(struct hub *h, struct peer *p, struct hp_msg_in *m);
+/* A received message done with (its slot freed). */
+void		host_release(struct peer *p, struct hp_msg_in *m);
+/* p's backlog into its ring, as far as there is room. */
+void		host_flush_backlog(struct hub *h, struct peer *p);
+/* The round's end for p: what it consumed and what we staged published. */
+void		host_publish(struct hub *h, struct peer *p);
+/* Announces sleep to every guest; nonzero when a ring or a backlog has
+ * work after all. */
 int		host_sleep_prepare(struct hub *h);
 void		host_wake(struct hub *h);
 /* More of the hub's processes awake than hubd's CPUs (hp_endpoint_crowded). */
@@ -335,6 +402,22 @@ int		host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m,
 /* p's counters over all its instances, the live one's included. */
 void		host_stats(const struct peer *p, struct peer_stats *s);
 
+/* dispatch.c: serves the guests' rings, each message to the handler of
+ * its type, and the work sources their turn. */
+/* The dispatcher's own handlers (a Goodbye's words to the log). */
+void		dispatch_init(struct hub *h);
+/* fn handles every message of type HP_MSG_* (one per type). */
+void		dispatch_on(struct hub *h, uint8_t type, dispatch_fn *fn);
+/* A source of work of the host's own (streams it sends): pump runs each
+ * round for every guest served, after its messages; ready keeps the loop
+ * from sleeping. */
+void		dispatch_source(struct hub *h, dispatch_work_fn *pump, dispatch_work_fn *ready);
+/* One round over every guest served; how much work it found. */
+int		dispatch_poll(struct hub *h);
+/* Before the loop blocks (host_sleep_prepare): nonzero when there is work
+ * after all, in a ring, a backlog or a source. */
+int		dispatch_sleep_prepare(struct hub *h);
+
 /* methods.c: the method registry */
 void		methods_init(struct hub *h);
 void		methods_free(struct hub *h);
@@ -364,27 +447,50 @@ int		services_source_pump(struct hub *h, struct peer *p);
 /* Whether a hub.source stream of p could send now. */
 int		services_source_ready(struct hub *h, struct peer *p);
 
-/* route.c: calls to their targets, answers to their callers */
-void		route_init(struct peer *p);
-void		route_free(struct peer *p);
+/* answer.c: the calls hubd makes to guests, and the answers to the
+ * origin of every call: a calling guest, a control client, or nobody. */
+/* p's table of the calls it was made, empty (init) or freed. */
+void		answer_init(struct peer *p);
+void		answer_free(struct peer *p);
+/* A Request to guest q on behalf of o: payload (metadata and arguments),
+ * or a guest's message m whose slot is handed on as it is (m NULL:
+ * payload copied); the host's request id goes to *idp when not NULL.
+ * 0 or -ENOMEM. */
+int		answer_call(struct hub *h, struct peer *q, uint64_t method_id,
+			    const uint8_t *payload, uint32_t len, const struct origin *o,
+			    uint32_t *idp, struct hp_msg_in *m);
+/* A complete Response payload to whoever waits for it: from a guest's
+ * message m (handed on without copying where it can), or copied (m
+ * NULL). */
+void		answer_send(struct hub *h, const struct origin *o, const uint8_t *payload,
+			    size_t len, struct hp_msg_in *m);
+/* Answers with an error the host makes itself, explained in metadata. */
+void		answer_error(struct hub *h, const struct origin *o, uint32_t code,
+			     const char *why);
+void		answer_ok(struct hub *h, const struct origin *o,
+			  const uint8_t *value, size_t len);
+/* Fails every call that involves p (r[shm.crash.recovery] 2). */
+void		answer_detach(struct hub *h, struct peer *p);
+
+/* route.c: calls to their targets, answers matched to their calls */
 void		route_request(struct hub *h, struct peer *p, struct hp_msg_in *m);
 void		route_response(struct hub *h, struct peer *p, struct hp_msg_in *m);
-void		route_cancel(struct hub *h, struct peer *p, uint32_t req_id);
-/* Answers with an error the host makes itself, explained in metadata. */
-void		route_answer_error(struct hub *h, const struct origin *o, uint32_t code,
-				   const char *why);
-void		route_answer_ok(struct hub *h, const struct origin *o,
-				const uint8_t *value, size_t len);
-/* Fails every call that involves p (r[shm.crash.recovery] 2). */
-void		route_detach(struct hub *h, struct peer *p);
-/* A complete Response payload to whoever waits for it (copied). */
-void		route_answer(struct hub *h, const struct origin *o,
-			     const uint8_t *payload, size_t len);
-/* A Request to guest q on behalf of o, payload copied; the host's request
- * id goes to *idp. 0 or -ENOMEM. */
-int		route_call_guest(struct hub *h, struct peer *q, uint64_t method_id,
-				 const uint8_t *payload, uint32_t len,
-				 const struct origin *o, uint32_t *idp);
+void		route_cancel(struct hub *h, struct peer *p, struct hp_msg_in *m);
+
+struct ctl_arg;
+/* Calls method with text arguments encoded by its signature. 0 when the
+ * call is under way (on_done will run), or -errno with *why. A chan<T>
+ * argument is a channel the host opens: each item goes to on_item, and
+ * the guest gets its credit back only as the caller reports the items
+ * taken (route_client_consumed): a slow caller slows the guest down. */
+int		route_client_call(struct hub *h, struct ext_call *c, const char *method,
+				  const struct ctl_arg *args, int nargs, const char **why);
+/* The caller has taken bytes (item payload bytes, as on_item had them)
+ * of the call's stream off the host's hands. */
+void		route_client_consumed(struct hub *h, struct ext_call *c, uint32_t bytes);
+/* The caller went away: on_done will not run; the guest is told
+ * (Cancel) and its stream is drained until it ends. */
+void		route_client_abandon(struct hub *h, struct ext_call *c);
 
 /* streams.c: the channels the host receives on */
 /* Whom hubd opens a channel in a guest's table for (hchan.caller): a
@@ -426,9 +532,11 @@ void		streams_reset_all(struct hub *h, struct peer *p);
 void		relay_call(struct hub *h, struct peer *p, struct peer *q,
 			   const struct method *meth, struct hp_msg_in *m,
 			   const struct hp_request *req, const struct origin *o);
-/* Data, and Close or Reset, on a channel whose hchan has a relay. */
+/* The handlers of Data, and of Close and Reset, on any channel: a
+ * channel whose hchan has a relay is relay.c's, any other streams.c's
+ * (streams_data, streams_end). */
 void		relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m);
-void		relay_end(struct hub *h, struct peer *p, uint32_t id, int reset);
+void		relay_end(struct hub *h, struct peer *p, struct hp_msg_in *m);
 /* p answered request req_id (o: its origin; ok: the answer decodes):
  * the relay it carries ends. 1 when the answer is held until the
  * caller has every item and the end of its channel (relay.c sends it
@@ -440,41 +548,11 @@ int		relay_response(struct hub *h, struct peer *p, uint32_t req_id,
 int		relay_pump(struct hub *h, struct peer *p);
 /* Whether relay_pump would do something for p now. */
 int		relay_ready(struct hub *h, struct peer *p);
-/* p is going (before route_detach): its streams end at the other guest
+/* p is going (before answer_detach): its streams end at the other guest
  * with a Reset; nothing of p's is left. */
 void		relay_detach(struct hub *h, struct peer *p);
 void		relay_free_all(struct hub *h);
 /* Streams between guests now, and the bytes hubd holds for them. */
 void		relay_stats(struct hub *h, uint32_t *open, uint64_t *queued);
-
-/* Calls from outside the segment (control clients). */
-struct ext_call {
-	void		*ctx;
-	void		(*on_item)(struct ext_call *c, uint8_t item_type,
-				   const uint8_t *item, size_t len);
-	void		(*on_done)(struct ext_call *c, int status,
-				   const struct hp_response *r);
-	/* router's */
-	uint32_t	peer;
-	uint32_t	req_id;
-	uint32_t	chan;
-	uint8_t		ret_type;
-	uint64_t	caller;		/* CALLER_CLIENT | uid (commands.c) */
-	char		why[320];	/* room for a refusal's text, signature and all */
-};
-struct ctl_arg;
-/* Calls method with text arguments encoded by its signature. 0 when the
- * call is under way (on_done will run), or -errno with *why. A chan<T>
- * argument is a channel the host opens: each item goes to on_item, and
- * the guest gets its credit back only as the caller reports the items
- * taken (route_client_consumed): a slow caller slows the guest down. */
-int		route_client_call(struct hub *h, struct ext_call *c, const char *method,
-				  const struct ctl_arg *args, int nargs, const char **why);
-/* The caller has taken bytes (item payload bytes, as on_item had them)
- * of the call's stream off the host's hands. */
-void		route_client_consumed(struct hub *h, struct ext_call *c, uint32_t bytes);
-/* The caller went away: on_done will not run; the guest is told
- * (Cancel) and its stream is drained until it ends. */
-void		route_client_abandon(struct hub *h, struct ext_call *c);
 
 #endif

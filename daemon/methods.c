@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "daemon/hubd.h"
-#include "proto/method.h"
 #include "proto/builtin.h"
+#include "proto/method.h"
 
 /* Methods one guest may register: a bound on what one guest makes the
  * host keep and list (README, security). */
