@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/hubd.h"
+#include "daemon/answer.h"
+#include "daemon/host.h"
 #include "proto/builtin.h"
 
 /* -- answers ------------------------------------------------------------- */

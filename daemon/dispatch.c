@@ -5,7 +5,8 @@
  * names none of them, and they never call it. */
 #include <stddef.h>
 
-#include "daemon/hubd.h"
+#include "daemon/dispatch.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
 #include "proto/msg.h"
 

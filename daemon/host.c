@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/hubd.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
 
 #define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */

@@ -15,11 +15,21 @@
 
 #include <bsd/libutil.h>
 
+#include "daemon/answer.h"
 #include "daemon/control.h"
-#include "daemon/hubd.h"
+#include "daemon/dispatch.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
 #include "daemon/notify.h"
+#include "daemon/pool.h"
+#include "daemon/relay.h"
+#include "daemon/reload.h"
+#include "daemon/route.h"
+#include "daemon/services.h"
 #include "daemon/size.h"
+#include "daemon/streams.h"
+#include "daemon/supervise.h"
 
 #define SPIN_NS		50000	/* keep polling rings this long after the last work */
 #define BUSY_NS		1000000	/* then give libev a turn at least this often */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/hubd.h"
+#include "daemon/methods.h"
 #include "proto/builtin.h"
 #include "proto/method.h"
 

@@ -24,8 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/hubd.h"
+#include "daemon/answer.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/relay.h"
+#include "daemon/streams.h"
 #include "proto/channel.h"
 
 /* An item hubd received on b that A had no credit for yet. */

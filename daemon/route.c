@@ -9,8 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/answer.h"
 #include "daemon/control.h"
-#include "daemon/hubd.h"
+#include "daemon/host.h"
+#include "daemon/methods.h"
+#include "daemon/relay.h"
+#include "daemon/route.h"
+#include "daemon/services.h"
+#include "daemon/streams.h"
 
 /* -- messages from a guest ---------------------------------------------- */
 

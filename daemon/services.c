@@ -7,8 +7,11 @@
 
 #include "proto/xxh.h"
 
-#include "daemon/hubd.h"
+#include "daemon/answer.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/services.h"
 #include "proto/builtin.h"
 #include "proto/channel.h"
 

@@ -8,7 +8,9 @@
 
 #include "proto/xxh.h"
 
-#include "daemon/hubd.h"
+#include "daemon/answer.h"
+#include "daemon/host.h"
+#include "daemon/streams.h"
 #include "proto/channel.h"
 
 /* What channel id's receiver consumed goes back to the sender in quarters

@@ -30,8 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/hubd.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/pool.h"
+#include "daemon/spawn.h"
+#include "daemon/supervise.h"
 #include "proto/channel.h"
 #include "proto/doorbell.h"
 #include "proto/futex.h"
