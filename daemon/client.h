@@ -12,7 +12,7 @@
 #include <json-c/json.h>
 
 #include "daemon/control.h"
-#include "daemon/hubd.h"
+#include "daemon/hub.h"
 
 /* Item bytes of a call's stream that go back to the guest as credit once
  * the output up to end has been written (output offsets count from the

@@ -13,13 +13,20 @@
 
 #include "daemon/client.h"
 #include "daemon/control.h"
-#include "daemon/hubd.h"
+#include "daemon/host.h"
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/pool.h"
 #include "daemon/poolfig.h"
+#include "daemon/relay.h"
+#include "daemon/reload.h"
+#include "daemon/route.h"
+#include "daemon/streams.h"
+#include "daemon/supervise.h"
 #include "proto/channel.h"
 #include "proto/postcard.h"
-#include "proto/services.h"
+#include "proto/builtin.h"
 
 /* A postcard value of type t as JSON (*out; NULL is JSON null). -1 if it
  * does not decode. */

@@ -17,7 +17,7 @@
 
 #include "daemon/config.h"
 #include "daemon/config_parser.h"
-#include "proto/services.h"
+#include "proto/builtin.h"
 
 #define GUESTS_MAX	HP_MAX_GUESTS
 

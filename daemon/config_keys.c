@@ -19,7 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/config_parser.h"
 #include "daemon/size.h"
-#include "proto/services.h"
+#include "proto/builtin.h"
 
 #define ARGS_MAX	64
 #define PROVIDES_MAX	64	/* patterns in one provides = */

@@ -28,9 +28,10 @@
 
 #include "daemon/client.h"
 #include "daemon/control.h"
-#include "daemon/hubd.h"
+#include "daemon/hub.h"
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
+#include "daemon/route.h"
 #include "proto/clock.h"
 
 #define OUT_HIGH	(256u << 10)	/* unsent answers: stop reading requests */

@@ -1,6 +1,8 @@
-/* The data path: each round serves every attached guest's ring, hands
- * each message to its handler (route.c, streams.c) and publishes what the
- * round sent; plus sending, liveness checks, attach and detach.
+/* The data path's transport: the guests' rings (receiving, sending,
+ * publishing what a round sent), the backlogs, sleep and wake, liveness
+ * checks, attach and detach. It names nothing above it: what a peer's
+ * attach or detach means to the parts above, and a backlog's charge
+ * against the pool quota, are hooks they register (hubd.c).
  *
  * Nothing here blocks: a message that finds no room waits in the target's
  * backlog, and whoever floods a backlogged target is paused (its own ring
@@ -11,10 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/hubd.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
 
-#define SERVE_BATCH	64	/* messages read from one guest per round */
 #define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */
 /* Messages waiting for a guest that does not read its ring: beyond this it
  * is ended, rather than hold the host's memory (everything sent to it is
@@ -33,22 +34,37 @@ host_init(struct hub *h)
 
 	hp_slot_pool_view(&h->host_pool, h->seg.base + hp_geometry_pool_offset(&h->seg.geo, 0),
 			  p->slots_per_guest, p->slot_size);
-	methods_init(h);
-	for (uint32_t i = 0; i < h->npeers; i++)
-		route_init(&h->peers[i]);
 	if ((h->slot_owner = calloc(p->slots_per_guest, 1)) == NULL ||
 	    (h->pool_held = calloc(p->max_guests + 1, sizeof(*h->pool_held))) == NULL)
 		return -1;
-	return services_init(h);
+	return 0;
+}
+
+void
+host_on_attach(struct hub *h, host_peer_fn *fn)
+{
+	if (h->hooks.nattach >= HOST_HOOKS_MAX)
+		fatalx("host_on_attach: more than %d hooks", HOST_HOOKS_MAX);
+	h->hooks.attach[h->hooks.nattach++] = fn;
+}
+
+void
+host_on_detach(struct hub *h, host_peer_fn *fn)
+{
+	if (h->hooks.ndetach >= HOST_HOOKS_MAX)
+		fatalx("host_on_detach: more than %d hooks", HOST_HOOKS_MAX);
+	h->hooks.detach[h->hooks.ndetach++] = fn;
+}
+
+void
+host_on_charge(struct hub *h, host_quota_fn *fn)
+{
+	h->hooks.over_quota = fn;
 }
 
 void
 host_free(struct hub *h)
 {
-	relay_free_all(h);
-	for (uint32_t i = 0; h->peers != NULL && i < h->npeers; i++)
-		route_free(&h->peers[i]);
-	methods_free(h);
 	free(h->slot_owner);
 	h->slot_owner = NULL;
 	free(h->pool_held);
@@ -124,8 +140,8 @@ unqueue(struct hub *h, struct peer *p, struct qmsg *q)
 	free(q);
 }
 
-static void
-flush_backlog(struct hub *h, struct peer *p)
+void
+host_flush_backlog(struct hub *h, struct peer *p)
 {
 	struct qmsg *q;
 	int rc;
@@ -286,97 +302,45 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	b->charged = charged;
 	charge(h, b, 1);
 	backlog(q, b);
-	if (charged != 0)
-		pool_over_quota(h, hub_peer(h, charged), 0, 0);
+	if (charged != 0 && h->hooks.over_quota != NULL)
+		h->hooks.over_quota(h, hub_peer(h, charged), 0, 0);
 	return 0;
 }
 
 /* -- serving ------------------------------------------------------------ */
 
-static void
-dispatch(struct hub *h, struct peer *p, struct hp_msg_in *m)
-{
-	switch (m->desc.msg_type) {
-	case HP_MSG_REQUEST:
-		route_request(h, p, m);
-		break;
-	case HP_MSG_RESPONSE:
-		route_response(h, p, m);
-		break;
-	case HP_MSG_CANCEL:
-		route_cancel(h, p, m->desc.id);
-		break;
-	case HP_MSG_DATA:
-		streams_data(h, p, m);
-		break;
-	case HP_MSG_CLOSE:
-	case HP_MSG_RESET:
-		streams_end(h, p, m->desc.id, m->desc.msg_type == HP_MSG_RESET);
-		break;
-	case HP_MSG_GOODBYE: {
-		const char *reason = "";
-		size_t n = 0;
-
-		hp_msg_decode_goodbye(m->payload, m->len, &reason, &n);
-		log_info("guest %s: goodbye: %.*s", p->conf->name,
-			 (int)(n > 200 ? 200 : n), reason);
-		break;
-	}
-	}
-}
-
-/* Serves one guest: up to SERVE_BATCH messages. Returns how many. */
-static int
-serve_peer(struct hub *h, struct peer *p)
-{
-	struct hp_msg_in m;
-	const char *rule;
-	int n, rc;
-
-	flush_backlog(h, p);
-	for (n = 0; n < SERVE_BATCH && !p->paused && host_serving(p); n++) {
-		rc = hp_endpoint_recv(&p->ep, &m, &rule);
-		if (rc == -EAGAIN)
-			break;
-		if (rc != 0) {
-			host_fault(h, p, DEATH_VIOLATION, rule);
-			break;
-		}
-		dispatch(h, p, &m);
-		hp_endpoint_release(&p->ep, &m);
-	}
-	if (host_serving(p) && p->sources > 0)
-		n += services_source_pump(h, p);
-	if (host_serving(p) && p->relays > 0)
-		n += relay_pump(h, p);
-	if (host_serving(p)) {
-		hp_endpoint_notify_consumed(&p->ep);
-		if (hp_endpoint_flush(&p->ep) == -EPROTO)
-			host_fault(h, p, DEATH_VIOLATION, "shm.ring.capacity");
-	}
-	return n;
-}
-
+/* p's next message into m: 0, -EAGAIN for none, or another -errno once
+ * p was faulted for the rule its ring broke. */
 int
-host_poll(struct hub *h)
+host_recv(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
-	uint32_t n = h->conf.params.max_guests;
-	int work = 0;
+	const char *rule;
+	int rc = hp_endpoint_recv(&p->ep, m, &rule);
 
-	h->polls++;
-	/* start one further each round: nobody is always served first */
-	h->poll_start = (h->poll_start + 1) % n;
-	for (uint32_t k = 0; k < n; k++) {
-		struct peer *p = &h->peers[(h->poll_start + k) % n];
+	if (rc != 0 && rc != -EAGAIN)
+		host_fault(h, p, DEATH_VIOLATION, rule);
+	return rc;
+}
 
-		if (host_serving(p))
-			work += serve_peer(h, p);
-	}
-	return work;
+void
+host_release(struct peer *p, struct hp_msg_in *m)
+{
+	hp_endpoint_release(&p->ep, m);
+}
+
+/* The round's end for p: what it consumed and what we staged for it
+ * published. */
+void
+host_publish(struct hub *h, struct peer *p)
+{
+	hp_endpoint_notify_consumed(&p->ep);
+	if (hp_endpoint_flush(&p->ep) == -EPROTO)
+		host_fault(h, p, DEATH_VIOLATION, "shm.ring.capacity");
 }
 
 /* Before the loop blocks: announce sleep to every guest, then look once
- * more (endpoint.h); returns nonzero if there is work after all. */
+ * more (endpoint.h); returns nonzero if there is work after all in a ring
+ * or a backlog (the work sources above: dispatch_sleep_prepare). */
 int
 host_sleep_prepare(struct hub *h)
 {
@@ -396,9 +360,7 @@ host_sleep_prepare(struct hub *h)
 				     (p->bl_head != NULL || p->ep.staged > 0 || streams ?
 				      HP_WAIT_RING_SPACE | HP_WAIT_SLOT : 0) |
 				     (streams ? HP_WAIT_CREDIT : 0));
-		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) || backlog_ready(p) ||
-		    services_source_ready(h, p) ||
-		    (p->relays > 0 && relay_ready(h, p)))
+		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) || backlog_ready(p))
 			work = 1;
 	}
 	return work;
@@ -489,13 +451,14 @@ host_attach(struct hub *h, struct peer *p)
 	p->bl_starved = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
-	pool_forget(h, p);
 	p->paused = 0;
 	p->inbound = 0;
 	p->next_req = 1;
 	p->nmethods = 0;	/* this instance's registrations */
 	p->fault = NULL;
-	streams_reset_all(h, p);
+	/* the parts above start afresh: its pool count, its channels */
+	for (uint32_t i = 0; i < h->hooks.nattach; i++)
+		h->hooks.attach[i](h, p);
 	return 0;
 }
 
@@ -521,10 +484,11 @@ host_detach(struct hub *h, struct peer *p)
 		p->fault = NULL;	/* it died before the supervisor acted */
 		h->faults--;
 	}
-	relay_detach(h, p);	/* before route_detach: a Reset before the error */
-	route_detach(h, p);
-	/* streams from p to clients end, streams to p stop */
-	streams_reset_all(h, p);
+	/* the parts above let go of p, in the order registered (hubd.c):
+	 * its relays, the calls that involve it, its streams, its pool
+	 * count */
+	for (uint32_t i = 0; i < h->hooks.ndetach; i++)
+		h->hooks.detach[i](h, p);
 	while ((q = p->bl_head) != NULL) {
 		if (q->var_slot != HP_SLOT_INLINE)
 			hp_var_free(&h->seg.var, q->var_slot, q->var_gen);
@@ -538,7 +502,6 @@ host_detach(struct hub *h, struct peer *p)
 				q->charged = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
-	pool_forget(h, p);
 	/* host pool slots p held and never freed (r[shm.crash.recovery] 4) */
 	for (uint32_t s = 0; s < h->host_pool.nslots; s++) {
 		if (h->slot_owner[s] != p->id)

@@ -15,11 +15,21 @@
 
 #include <bsd/libutil.h>
 
+#include "daemon/answer.h"
 #include "daemon/control.h"
-#include "daemon/hubd.h"
+#include "daemon/dispatch.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
 #include "daemon/notify.h"
+#include "daemon/pool.h"
+#include "daemon/relay.h"
+#include "daemon/reload.h"
+#include "daemon/route.h"
+#include "daemon/services.h"
 #include "daemon/size.h"
+#include "daemon/streams.h"
+#include "daemon/supervise.h"
 
 #define SPIN_NS		50000	/* keep polling rings this long after the last work */
 #define BUSY_NS		1000000	/* then give libev a turn at least this often */
@@ -47,7 +57,7 @@ idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 
 	(void)revents;
 	for (unsigned round = 0;; round++) {
-		if (host_poll(h) > 0) {
+		if (dispatch_poll(h) > 0) {
 			last = now;
 			continue;
 		}
@@ -90,7 +100,7 @@ prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	h->announced = 1;
 	h->sleeps++;
 	hp_awake_host(&h->seg, 0);
-	if (host_sleep_prepare(h))
+	if (dispatch_sleep_prepare(h))
 		ev_idle_start(loop, &h->idle_w);
 }
 
@@ -310,6 +320,50 @@ create_segment(struct hub *h)
 	return 0;
 }
 
+/* The data path, each part below the next: the transport (host.c), the
+ * dispatcher, the handlers. The handlers fill the dispatcher's table and
+ * its work sources, and register what a peer's attach or detach means to
+ * them; the supervisor learns who waits for a freed entry. Nothing below
+ * names what sits above it. */
+static int
+wire(struct hub *h)
+{
+	methods_init(h);
+	for (uint32_t i = 0; i < h->npeers; i++)
+		answer_init(&h->peers[i]);
+	if (host_init(h) != 0 || services_init(h) != 0)
+		return -1;
+	dispatch_init(h);
+	dispatch_on(h, HP_MSG_REQUEST, route_request);
+	dispatch_on(h, HP_MSG_RESPONSE, route_response);
+	dispatch_on(h, HP_MSG_CANCEL, route_cancel);
+	/* a channel without a relay: relay.c hands it to streams.c */
+	dispatch_on(h, HP_MSG_DATA, relay_data);
+	dispatch_on(h, HP_MSG_CLOSE, relay_end);
+	dispatch_on(h, HP_MSG_RESET, relay_end);
+	dispatch_source(h, services_source_pump, services_source_ready);
+	dispatch_source(h, relay_pump, relay_ready);
+	host_on_attach(h, pool_forget);
+	host_on_attach(h, streams_reset_all);
+	host_on_detach(h, relay_detach);	/* before answer_detach: a Reset before the error */
+	host_on_detach(h, answer_detach);
+	host_on_detach(h, streams_reset_all);	/* streams from p to clients end, to p stop */
+	host_on_detach(h, pool_forget);
+	host_on_charge(h, pool_over_quota);
+	supervise_on_free(h, reload_start_waiting);
+	return 0;
+}
+
+static void
+unwire(struct hub *h)
+{
+	relay_free_all(h);
+	for (uint32_t i = 0; h->peers != NULL && i < h->npeers; i++)
+		answer_free(&h->peers[i]);
+	methods_free(h);
+	host_free(h);
+}
+
 /* r[shm.topology.hub]: one host, owning the segment, and its guests.
  * Everything made here is undone by teardown, also after a failure half
  * way: no segment, lock or socket is left behind. */
@@ -334,7 +388,7 @@ setup(struct hub *h)
 		if (p->chans == NULL)
 			goto nomem;
 	}
-	if (host_init(h) != 0)
+	if (wire(h) != 0)
 		goto nomem;
 	h->ncpus = hp_cpus_usable();
 	hp_awake_host(&h->seg, 1);	/* counted until the loop sleeps */
@@ -385,7 +439,7 @@ teardown(struct hub *h)
 		guest_conf_free(h->peers[i].next_conf);
 		lifecycle_free(&h->peers[i].life);
 	}
-	host_free(h);
+	unwire(h);
 	free(h->peers);
 	config_free(&h->conf);
 }

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/hubd.h"
+#include "daemon/methods.h"
+#include "proto/builtin.h"
 #include "proto/method.h"
-#include "proto/services.h"
 
 /* Methods one guest may register: a bound on what one guest makes the
  * host keep and list (README, security). */

@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/hubd.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/pool.h"
 #include "daemon/size.h"
 #include "proto/clock.h"
 

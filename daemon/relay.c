@@ -18,13 +18,17 @@
  * Reset on b and granted nothing more: what it sent meanwhile is dropped
  * until B ends b or answers. B's Response reaches A only after the queue and the end
  * of a: an answer that comes while b is open ends b (freed, as
- * streams_over does) and a (Close, after the queue). */
+ * streams_over does) and a (Close, after the queue). Data, Close and
+ * Reset on any channel come here first; one without a relay is streams.c's. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/hubd.h"
+#include "daemon/answer.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/relay.h"
+#include "daemon/streams.h"
 #include "proto/channel.h"
 
 /* An item hubd received on b that A had no credit for yet. */
@@ -149,7 +153,7 @@ end_a(struct hub *h, struct relay *r, uint8_t type, uint8_t stale)
 	}
 	if (r->has_resp) {
 		r->has_resp = 0;
-		route_answer(h, &r->ro, r->resp, r->resp_len);
+		answer_send(h, &r->ro, r->resp, r->resp_len, NULL);
 		free(r->resp);
 		r->resp = NULL;
 	}
@@ -254,7 +258,7 @@ broken(struct hub *h, struct relay *r, const char *why)
 static void
 refuse(struct hub *h, const struct origin *o, const char *why)
 {
-	route_answer_error(h, o, HP_ERR_USER, why);
+	answer_error(h, o, HP_ERR_USER, why);
 }
 
 void
@@ -343,7 +347,7 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 	/* hubd receives on b for the call: its answer ends it (streams_over
 	 * leaves it to us, route_response calls relay_response) */
 	qo.chan = (uint32_t)b;
-	if (route_call_guest(h, q, m->desc.method_id, buf, (uint32_t)e.len, &qo, &req_id) != 0) {
+	if (answer_call(h, q, m->desc.method_id, buf, (uint32_t)e.len, &qo, &req_id, NULL) != 0) {
 		free(buf);
 		free(r);
 		hp_chan_free(&q->view.chans[b]);
@@ -365,6 +369,8 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 
 /* -- messages on the relay's channels ------------------------------------ */
 
+/* Data on any channel of p's: a relayed one's here, the others' to
+ * streams.c. */
 void
 relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
@@ -375,6 +381,10 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	struct ritem *it;
 	int64_t credit;
 
+	if (r == NULL) {
+		streams_data(h, p, m);
+		return;
+	}
 	if (p->id != r->b_peer || id != r->b_chan) {
 		/* A's own channel, on which hubd sends: A may not */
 		host_fault(h, p, DEATH_VIOLATION, "shm.flow.channel-table-indexing");
@@ -413,12 +423,20 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	r->queued += m->len;
 }
 
+/* Close or Reset of any channel of p's: a relayed one's here, the
+ * others' to streams.c. */
 void
-relay_end(struct hub *h, struct peer *p, uint32_t id, int reset)
+relay_end(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
+	uint32_t id = m->desc.id;
+	int reset = m->desc.msg_type == HP_MSG_RESET;
 	struct relay *r = p->chans[id].relay;
 	struct peer *a;
 
+	if (r == NULL) {
+		streams_end(h, p, id, reset);
+		return;
+	}
 	if (p->id == r->b_peer && id == r->b_chan) {
 		/* B is done: A gets the end after the queue */
 		free_b(h, r, STALE_NO);
@@ -485,6 +503,8 @@ relay_pump(struct hub *h, struct peer *p)
 	struct relay *r, *next;
 	int n = 0;
 
+	if (p->relays == 0)
+		return 0;	/* it receives no stream from another guest */
 	for (r = h->relays; r != NULL && host_serving(p); r = next) {
 		next = r->next;
 		if (!r->a_live || r->a_peer != p->id || r->a_epoch != p->epoch)
@@ -498,6 +518,8 @@ relay_pump(struct hub *h, struct peer *p)
 int
 relay_ready(struct hub *h, struct peer *p)
 {
+	if (p->relays == 0)
+		return 0;
 	for (struct relay *r = h->relays; r != NULL; r = r->next) {
 		if (!r->a_live || r->a_peer != p->id || r->a_epoch != p->epoch)
 			continue;
@@ -544,7 +566,7 @@ relay_detach(struct hub *h, struct peer *p)
 		}
 		if (r->b_live && r->b_peer == p->id) {
 			/* the sender is gone: A gets a Reset (before the
-			 * call's error, route_detach) */
+			 * call's error, answer_detach) */
 			r->b_live = 0;
 			end_a(h, r, HP_MSG_RESET, STALE_SENT);
 		}

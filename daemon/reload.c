@@ -17,8 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/hubd.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/pool.h"
+#include "daemon/reload.h"
+#include "daemon/supervise.h"
 
 /* The entry holding name, removed and still stopping included. */
 static struct peer *

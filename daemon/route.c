@@ -1,149 +1,22 @@
-/* Calls: each Request, from a guest or a control client, goes to its
- * target (a host service or the guest that registered the method) and
- * each answer back to whoever waits for it. A call the host makes to a
- * guest waits in that guest's pending table under a request id of the
- * host's (r[shm.id.request-scope]) until its Response comes or the guest
- * goes. */
+/* Routing: each Request, from a guest or a control client, goes to its
+ * target (a host service, or the guest that registered the method: a call
+ * the host makes, answer.c); each Response is matched to the call it
+ * answers and handed to its origin (answer.c), after the stream it
+ * carries (streams.c, relay.c); a Cancel follows its call. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/answer.h"
 #include "daemon/control.h"
-#include "daemon/hubd.h"
-#include "proto/services.h"
-
-/* -- answers ------------------------------------------------------------- */
-
-/* Delivers a complete Response payload to whoever waits for it; from a
- * guest's message m (handed on without copying where it can), or NULL. */
-static void
-answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len,
-       struct hp_msg_in *m)
-{
-	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
-	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
-	struct peer *p;
-	int rc;
-
-	switch (o->kind) {
-	case ORIGIN_PEER:
-		p = hub_peer(h, o->peer);
-		if (p == NULL || !host_serving(p) || p->epoch != o->epoch)
-			return;		/* the caller died meanwhile */
-		/* an answer that cannot be sent must still end the call */
-		if (len > p->ep.lim.max_payload_size) {
-			route_answer_error(h, o, HP_ERR_USER,
-					   "the answer is larger than the caller's max_payload_size");
-			return;
-		}
-		p->inbound--;
-		if (m != NULL)
-			host_forward(h, p, m, HP_MSG_RESPONSE, o->req_id, 0, p->id);
-		else
-			host_send(h, p, HP_MSG_RESPONSE, o->req_id, 0, payload, (uint32_t)len);
-		return;
-	case ORIGIN_CLIENT:
-		rc = hp_msg_decode_response(payload, len, &r);
-		o->ext->on_done(o->ext, rc, rc == 0 ? &r : NULL);
-		return;
-	case ORIGIN_NONE:
-	case ORIGIN_SINK:
-		return;
-	}
-}
-
-void
-route_answer_error(struct hub *h, const struct origin *o, uint32_t code, const char *why)
-{
-	uint8_t buf[512];
-	struct hp_meta_entry e = { .key = HP_META_HUB_ERROR,
-				   .key_len = strlen(HP_META_HUB_ERROR),
-				   .type = HP_META_STRING,
-				   .value = (const uint8_t *)why,
-				   .value_len = strlen(why) };
-	struct hp_response r = { .meta = { .entries = &e, .count = 1, .cap = 1 },
-				 .result = HP_RESULT_ERR, .error = code };
-	uint8_t err[256];
-	struct hp_pc_enc enc;
-	int64_t n;
-
-	if (code == HP_ERR_USER) {
-		hp_pc_enc_init(&enc, err, sizeof(err));
-		hp_pc_put_str(&enc, why, strnlen(why, 200));
-		r.value = err;
-		r.value_len = enc.len;
-	}
-	if ((n = hp_msg_encode_response(buf, sizeof(buf), &r)) > 0)
-		answer(h, o, buf, (size_t)n, NULL);
-}
-
-void
-route_answer_ok(struct hub *h, const struct origin *o, const uint8_t *value, size_t len)
-{
-	uint8_t stackbuf[256], *buf = stackbuf;
-	size_t cap = len + 8 > sizeof(stackbuf) ? len + 8 : sizeof(stackbuf);
-	struct hp_response r = { .result = HP_RESULT_OK, .value = value, .value_len = len };
-	int64_t n;
-
-	if (cap > sizeof(stackbuf) && (buf = malloc(cap)) == NULL) {
-		route_answer_error(h, o, HP_ERR_USER, "out of memory");
-		return;
-	}
-	/* empty metadata, Ok(value) */
-	n = hp_msg_encode_response(buf, cap, &r);
-	answer(h, o, buf, n < 0 ? 0 : (size_t)n, NULL);
-	if (buf != stackbuf)
-		free(buf);
-}
-
-/* -- calls the host makes to a guest ------------------------------------- */
-
-void
-route_init(struct peer *p)
-{
-	p->pend = (struct hp_idtab)HP_IDTAB_INIT(struct pending);
-}
-
-void
-route_free(struct peer *p)
-{
-	hp_idtab_free(&p->pend);
-}
-
-/* Sends a Request to guest p on behalf of o. payload is the whole Request
- * payload (metadata and arguments), a guest's message m when it comes
- * from one (its slot handed on as it is). r[shm.topology.hub.calls]: the
- * host calls guests as guests call the host;
- * r[shm.topology.hub.communication]: a guest's call to another guest's
- * method is one the host makes. The request id goes to *idp when not
- * NULL. */
-static int
-call_guest(struct hub *h, struct peer *p, uint64_t method_id,
-	   const uint8_t *payload, uint32_t len, const struct origin *o, uint32_t *idp,
-	   struct hp_msg_in *m)
-{
-	struct pending *e;
-	uint32_t id;
-
-	/* r[shm.id.request-scope]: ids are ours per guest-host pair */
-	do {
-		id = p->next_req++;
-	} while (id == 0 || hp_idtab_find(&p->pend, id) != NULL);
-	if ((e = hp_idtab_insert(&p->pend, id)) == NULL)
-		return -ENOMEM;
-	e->o = *o;
-	if (idp != NULL)
-		*idp = id;
-	p->stats.calls_out++;
-	if (m != NULL)
-		host_forward(h, p, m, HP_MSG_REQUEST, id, method_id,
-			     o->kind == ORIGIN_PEER ? o->peer : 0);
-	else
-		host_send(h, p, HP_MSG_REQUEST, id, method_id, payload, len);
-	return 0;
-}
+#include "daemon/host.h"
+#include "daemon/methods.h"
+#include "daemon/relay.h"
+#include "daemon/route.h"
+#include "daemon/services.h"
+#include "daemon/streams.h"
 
 /* -- messages from a guest ---------------------------------------------- */
 
@@ -160,12 +33,12 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	p->stats.calls_in++;
 	p->inbound++;
 	if (meth == NULL) {
-		route_answer_error(h, &o, HP_ERR_UNKNOWN_METHOD, "no such method");
+		answer_error(h, &o, HP_ERR_UNKNOWN_METHOD, "no such method");
 		return;
 	}
 	if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
 	    hp_sig_check_args(&meth->sig, req.args, req.args_len) != 0) {
-		route_answer_error(h, &o, HP_ERR_INVALID_PAYLOAD,
+		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD,
 				   "arguments do not match the signature");
 		return;
 	}
@@ -174,20 +47,20 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		return;
 	}
 	if (!methods_live(h, meth)) {
-		route_answer_error(h, &o, HP_ERR_USER,
+		answer_error(h, &o, HP_ERR_USER,
 				   methods_unavailable(h, meth, why, sizeof(why)));
 		return;
 	}
 	q = hub_peer(h, meth->owner);
 	if (p->inbound > h->conf.calls_in_flight) {
-		route_answer_error(h, &o, HP_ERR_USER, "too many calls in flight");
+		answer_error(h, &o, HP_ERR_USER, "too many calls in flight");
 		return;
 	}
 	/* a guest on the fixed pools only takes max_payload_size */
 	if (m->len > q->ep.lim.max_payload_size) {
 		snprintf(why, sizeof(why), "the arguments are larger than guest %s takes "
 			 "(%u bytes)", q->conf->name, q->ep.lim.max_payload_size);
-		route_answer_error(h, &o, HP_ERR_USER, why);
+		answer_error(h, &o, HP_ERR_USER, why);
 		return;
 	}
 	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
@@ -199,8 +72,8 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 			return;
 		}
 	}
-	if (call_guest(h, q, m->desc.method_id, m->payload, m->len, &o, NULL, m) != 0) {
-		route_answer_error(h, &o, HP_ERR_USER, "out of memory");
+	if (answer_call(h, q, m->desc.method_id, m->payload, m->len, &o, NULL, m) != 0) {
+		answer_error(h, &o, HP_ERR_USER, "out of memory");
 		return;
 	}
 	if (host_backlogged(q))
@@ -231,30 +104,19 @@ route_response(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	if (o.chan != 0 && relay_response(h, p, m->desc.id, &o, m, rc == 0))
 		return;
 	if (rc != 0) {
-		route_answer_error(h, &o, HP_ERR_INVALID_PAYLOAD,
+		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD,
 				   "the guest's answer does not decode");
 		host_fault(h, p, DEATH_VIOLATION, "shm.payload.encoding");
 		return;
 	}
-	answer(h, &o, m->payload, m->len, m);
+	answer_send(h, &o, m->payload, m->len, m);
 }
 
 void
-route_answer(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len)
+route_cancel(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
-	answer(h, o, payload, len, NULL);
-}
+	uint32_t req_id = m->desc.id;
 
-int
-route_call_guest(struct hub *h, struct peer *q, uint64_t method_id, const uint8_t *payload,
-		 uint32_t len, const struct origin *o, uint32_t *idp)
-{
-	return call_guest(h, q, method_id, payload, len, o, idp, NULL);
-}
-
-void
-route_cancel(struct hub *h, struct peer *p, uint32_t req_id)
-{
 	/* Find where we routed it and pass the Cancel on (advisory). */
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *q = &h->peers[i];
@@ -268,38 +130,6 @@ route_cancel(struct hub *h, struct peer *p, uint32_t req_id)
 				return;
 			}
 		}
-	}
-}
-
-void
-route_detach(struct hub *h, struct peer *p)
-{
-	char why[96];
-	struct pending *e;
-	uint32_t pos = 0;
-
-	/* stopped with the hub: not a death of the guest's own */
-	if (h->stopping)
-		snprintf(why, sizeof(why), "the hub is stopping (guest %s stopped with it)",
-			 p->conf->name);
-	else
-		snprintf(why, sizeof(why), "guest %s died", p->conf->name);
-	/* calls to p: their callers get an error */
-	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {
-		struct origin o = e->o;
-
-		e->o.kind = ORIGIN_NONE;
-		route_answer_error(h, &o, HP_ERR_CANCELLED, why);
-	}
-	hp_idtab_clear(&p->pend);
-	/* calls by p routed elsewhere: their answers have nobody to go to */
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
-		struct peer *q = &h->peers[i];
-
-		pos = 0;
-		while ((e = hp_idtab_next(&q->pend, &pos)) != NULL)
-			if (e->o.kind == ORIGIN_PEER && e->o.peer == p->id)
-				e->o.kind = ORIGIN_NONE;
 	}
 }
 
@@ -413,7 +243,7 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		services_call(h, NULL, m, &o, buf + 1, e.len - 1);
 	} else {
 		c->peer = p->id;
-		if ((rc = call_guest(h, p, m->id, buf, (uint32_t)e.len, &o, &req_id, NULL)) != 0)
+		if ((rc = answer_call(h, p, m->id, buf, (uint32_t)e.len, &o, &req_id, NULL)) != 0)
 			*why = "out of memory";
 		else if (c->chan != 0)
 			p->chans[c->chan].o.req_id = req_id;	/* for streams_over */

@@ -1,4 +1,4 @@
-/* The host's built-in services (hub.*, proto/services.h), one table of
+/* The host's built-in services (hub.*, proto/builtin.h), one table of
  * name, signature and handler; and hub.source's sending, paced by the
  * calling guest's credit. */
 #include <errno.h>
@@ -7,10 +7,13 @@
 
 #include "proto/xxh.h"
 
-#include "daemon/hubd.h"
+#include "daemon/answer.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/services.h"
+#include "proto/builtin.h"
 #include "proto/channel.h"
-#include "proto/services.h"
 
 #define SOURCE_ITEM	4096	/* hub.source's item size at most */
 
@@ -24,7 +27,7 @@ svc_ping(struct hub *h, struct peer *p, const struct origin *o,
 	 const uint8_t *args, size_t len)
 {
 	(void)p;
-	route_answer_ok(h, o, args, len);
+	answer_ok(h, o, args, len);
 }
 
 static void
@@ -39,7 +42,7 @@ svc_log(struct hub *h, struct peer *p, const struct origin *o,
 	hp_pc_get_str(&d, &s, &n);
 	log_info("guest %s: %.*s", p ? p->conf->name : "(control)",
 		 (int)(n > 1000 ? 1000 : n), s);
-	route_answer_ok(h, o, NULL, 0);
+	answer_ok(h, o, NULL, 0);
 }
 
 static void
@@ -64,7 +67,7 @@ svc_peers(struct hub *h, struct peer *caller, const struct origin *o,
 	}
 	hp_pc_enc_init(&e, buf, sizeof(buf));
 	hp_pc_put_str(&e, text, n);
-	route_answer_ok(h, o, buf, e.len);
+	answer_ok(h, o, buf, e.len);
 }
 
 static void
@@ -81,11 +84,11 @@ svc_register(struct hub *h, struct peer *p, const struct origin *o,
 	hp_pc_get_str(&d, &name, &nlen);
 	hp_pc_get_str(&d, &sig, &slen);
 	if (p == NULL) {
-		route_answer_error(h, o, HP_ERR_USER, "only guests register methods");
+		answer_error(h, o, HP_ERR_USER, "only guests register methods");
 		return;
 	}
 	if (d.err != 0 || nlen >= sizeof(nbuf) || slen >= sizeof(sbuf)) {
-		route_answer_error(h, o, HP_ERR_USER, "name or signature too long");
+		answer_error(h, o, HP_ERR_USER, "name or signature too long");
 		return;
 	}
 	memcpy(nbuf, name, nlen);
@@ -93,18 +96,18 @@ svc_register(struct hub *h, struct peer *p, const struct origin *o,
 	memcpy(sbuf, sig, slen);
 	sbuf[slen] = '\0';
 	if (strncmp(nbuf, HP_SVC_PREFIX, strlen(HP_SVC_PREFIX)) == 0) {
-		route_answer_error(h, o, HP_ERR_USER, "the hub. prefix is the host's");
+		answer_error(h, o, HP_ERR_USER, "the hub. prefix is the host's");
 		return;
 	}
 	if ((rc = methods_add(h, nbuf, sbuf, p->id, p->epoch, 0, &why)) != 0) {
 		if (rc == -EPERM)
 			log_warnx("guest %s: may not register %s: not one of its names "
 				  "(%s.* or provides)", p->conf->name, nbuf, p->conf->name);
-		route_answer_error(h, o, HP_ERR_USER, why);
+		answer_error(h, o, HP_ERR_USER, why);
 		return;
 	}
 	log_info("guest %s: registered %s (%s)", p->conf->name, nbuf, sbuf);
-	route_answer_ok(h, o, NULL, 0);
+	answer_ok(h, o, NULL, 0);
 }
 
 static void
@@ -121,7 +124,7 @@ svc_sink(struct hub *h, struct peer *p, const struct origin *o,
 	if (p == NULL || d.err != 0 || id > UINT32_MAX ||
 	    hp_chan_id_check((uint32_t)id, h->seg.params.max_channels, HP_SIDE_GUEST) != 0 ||
 	    p->chans[id].open) {
-		route_answer_error(h, o, HP_ERR_USER, "hub.sink needs a channel the guest opened");
+		answer_error(h, o, HP_ERR_USER, "hub.sink needs a channel the guest opened");
 		return;
 	}
 	c = &p->chans[id];
@@ -150,7 +153,7 @@ svc_source(struct hub *h, struct peer *p, const struct origin *o,
 	    hp_chan_id_check((uint32_t)id, h->seg.params.max_channels, HP_SIDE_GUEST) != 0 ||
 	    p->chans[id].open ||
 	    hp_chan_state(&p->view.chans[id]) != HP_CHAN_ACTIVE) {
-		route_answer_error(h, o, HP_ERR_USER, "hub.source needs a channel the guest opened");
+		answer_error(h, o, HP_ERR_USER, "hub.source needs a channel the guest opened");
 		return;
 	}
 	c = &p->chans[id];
@@ -196,12 +199,12 @@ svc_signature(struct hub *h, struct peer *p, const struct origin *o,
 		}
 		snprintf(text, sizeof(text), "%s%.*s", HP_SVC_SIG_UNKNOWN, (int)n,
 			 n ? name : "");
-		route_answer_error(h, o, HP_ERR_USER, text);
+		answer_error(h, o, HP_ERR_USER, text);
 		return;
 	}
 	hp_pc_enc_init(&e, buf, sizeof(buf));
 	hp_pc_put_str(&e, m->signature, strlen(m->signature));
-	route_answer_ok(h, o, buf, e.len);
+	answer_ok(h, o, buf, e.len);
 }
 
 static const struct service {
@@ -238,7 +241,7 @@ services_call(struct hub *h, struct peer *p, const struct method *m,
 	      const struct origin *o, const uint8_t *args, size_t len)
 {
 	if (m->owner != 0 || m->service >= NSERVICES) {	/* a bug of ours */
-		route_answer_error(h, o, HP_ERR_UNKNOWN_METHOD, "no such host service");
+		answer_error(h, o, HP_ERR_UNKNOWN_METHOD, "no such host service");
 		return;
 	}
 	services[m->service].fn(h, p, o, args, len);
@@ -304,7 +307,7 @@ services_source_pump(struct hub *h, struct peer *p)
 		p->sources--;
 		hp_pc_enc_init(&e, out, sizeof(out));
 		hp_pc_put_u64(&e, c->checksum);
-		route_answer_ok(h, &c->o, out, e.len);
+		answer_ok(h, &c->o, out, e.len);
 	}
 	return sent;
 }

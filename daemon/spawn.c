@@ -18,8 +18,8 @@
 
 #include <bsd/unistd.h>
 
-#include "daemon/hubd.h"
 #include "daemon/log.h"
+#include "daemon/spawn.h"
 #include "proto/doorbell.h"
 
 #define GUEST_DOORBELL_FD	3	/* where the guest finds its doorbell */

@@ -8,7 +8,9 @@
 
 #include "proto/xxh.h"
 
-#include "daemon/hubd.h"
+#include "daemon/answer.h"
+#include "daemon/host.h"
+#include "daemon/streams.h"
 #include "proto/channel.h"
 
 /* What channel id's receiver consumed goes back to the sender in quarters
@@ -113,10 +115,6 @@ streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	uint32_t id = m->desc.id;
 	struct hchan *c = &p->chans[id];
 
-	if (c->relay != NULL) {
-		relay_data(h, p, m);
-		return;
-	}
 	if (!c->open && c->stale != 0 && c->stale != STALE_SENT) {
 		/* a client stream we ended (streams_over): the guest sent
 		 * this before it knew, no fault of its. r[shm.flow.reset]:
@@ -161,10 +159,6 @@ streams_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 	uint8_t buf[16];
 	struct hp_pc_enc e;
 
-	if (c->relay != NULL) {
-		relay_end(h, p, id, reset);
-		return;
-	}
 	if (!c->open && c->stale != 0) {
 		/* its end of a client stream we ended, or its stop crossing
 		 * the end of a stream we sent: both sides have now let go
@@ -183,7 +177,7 @@ streams_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 		 * waits for the sender's end before freeing the entry
 		 * (libguest) may free it now */
 		host_send(h, p, HP_MSG_RESET, id, 0, NULL, 0);
-		route_answer_error(h, &o, HP_ERR_USER, "the receiver reset the stream");
+		answer_error(h, &o, HP_ERR_USER, "the receiver reset the stream");
 		return;
 	}
 	c->open = 0;
@@ -194,12 +188,12 @@ streams_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 	if (o.kind == ORIGIN_SINK) {
 		o.kind = ORIGIN_PEER;
 		if (reset) {
-			route_answer_error(h, &o, HP_ERR_USER, "the stream was reset");
+			answer_error(h, &o, HP_ERR_USER, "the stream was reset");
 			return;
 		}
 		hp_pc_enc_init(&e, buf, sizeof(buf));
 		hp_pc_put_u64(&e, c->checksum);
-		route_answer_ok(h, &o, buf, e.len);
+		answer_ok(h, &o, buf, e.len);
 	}
 	/* A client's stream ends with the call's Response. */
 }

@@ -30,8 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/hubd.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/pool.h"
+#include "daemon/spawn.h"
+#include "daemon/supervise.h"
 #include "proto/channel.h"
 #include "proto/doorbell.h"
 #include "proto/futex.h"
@@ -299,7 +303,8 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct life_in *in
 		p->ndeaths = 0;
 		p->restarts = 0;
 		lifecycle_reset(&p->life);
-		reload_start_waiting(h);
+		if (h->hooks.entry_freed != NULL)
+			h->hooks.entry_freed(h);	/* a guest waiting for one (reload.c) */
 		break;
 	case PEER_UP:
 	case PEER_STOPPING:
@@ -450,6 +455,13 @@ supervise_init(struct hub *h, struct peer *p)
 	ev_io_init(&p->bell_w, bell_cb, -1, EV_READ);
 	ev_timer_init(&p->timer, timer_cb, 0, 0);
 	p->pid_w.data = p->bell_w.data = p->timer.data = p;
+}
+
+/* fn runs whenever a reload's removal frees a peer entry. */
+void
+supervise_on_free(struct hub *h, void (*fn)(struct hub *h))
+{
+	h->hooks.entry_freed = fn;
 }
 
 /* Wanted up (hubd starting, a reload added it). */

@@ -10,7 +10,7 @@
 #include "proto/method.h"
 #include "proto/msg.h"
 #include "proto/postcard.h"
-#include "proto/services.h"
+#include "proto/builtin.h"
 
 /* -- calls out ---------------------------------------------------------- */
 

@@ -23,7 +23,7 @@
 #include "proto/postcard.h"
 #include "proto/ring.h"
 #include "proto/segment.h"
-#include "proto/services.h"
+#include "proto/builtin.h"
 #include "tests/unit/testseg.h"
 
 static char path[64];

@@ -1,4 +1,4 @@
-"""The stream hash of hub.sink and hub.source (proto/services.h): XXH3-64
+"""The stream hash of hub.sink and hub.source (proto/builtin.h): XXH3-64
 chained over the items, from libxxhash through ctypes (the tests' own
 helper: the binding does not need it); hub.source's bytes; what a stream
 has queued."""

@@ -25,8 +25,8 @@
  * prefix included). It depends on where items begin and end, which sender
  * and receiver see alike.
  */
-#ifndef HP_SERVICES_H
-#define HP_SERVICES_H
+#ifndef HP_BUILTIN_H
+#define HP_BUILTIN_H
 
 #define HP_SVC_PREFIX		"hub."	/* every hub.* name is the host's */
 #define HP_SVC_PING		"hub.ping"

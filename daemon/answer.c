@@ -1,0 +1,176 @@
+/* Answers: each call the host makes to a guest waits in that guest's
+ * pending table under a request id of the host's (r[shm.id.request-scope])
+ * until its Response comes or the guest goes; each answer, the guest's or
+ * one the host makes itself, goes to the origin of the call: a calling
+ * guest, a control client, or nobody any more. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/answer.h"
+#include "daemon/host.h"
+#include "proto/builtin.h"
+
+/* -- answers ------------------------------------------------------------- */
+
+void
+answer_send(struct hub *h, const struct origin *o, const uint8_t *payload, size_t len,
+       struct hp_msg_in *m)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct peer *p;
+	int rc;
+
+	switch (o->kind) {
+	case ORIGIN_PEER:
+		p = hub_peer(h, o->peer);
+		if (p == NULL || !host_serving(p) || p->epoch != o->epoch)
+			return;		/* the caller died meanwhile */
+		/* an answer that cannot be sent must still end the call */
+		if (len > p->ep.lim.max_payload_size) {
+			answer_error(h, o, HP_ERR_USER,
+					   "the answer is larger than the caller's max_payload_size");
+			return;
+		}
+		p->inbound--;
+		if (m != NULL)
+			host_forward(h, p, m, HP_MSG_RESPONSE, o->req_id, 0, p->id);
+		else
+			host_send(h, p, HP_MSG_RESPONSE, o->req_id, 0, payload, (uint32_t)len);
+		return;
+	case ORIGIN_CLIENT:
+		rc = hp_msg_decode_response(payload, len, &r);
+		o->ext->on_done(o->ext, rc, rc == 0 ? &r : NULL);
+		return;
+	case ORIGIN_NONE:
+	case ORIGIN_SINK:
+		return;
+	}
+}
+
+void
+answer_error(struct hub *h, const struct origin *o, uint32_t code, const char *why)
+{
+	uint8_t buf[512];
+	struct hp_meta_entry e = { .key = HP_META_HUB_ERROR,
+				   .key_len = strlen(HP_META_HUB_ERROR),
+				   .type = HP_META_STRING,
+				   .value = (const uint8_t *)why,
+				   .value_len = strlen(why) };
+	struct hp_response r = { .meta = { .entries = &e, .count = 1, .cap = 1 },
+				 .result = HP_RESULT_ERR, .error = code };
+	uint8_t err[256];
+	struct hp_pc_enc enc;
+	int64_t n;
+
+	if (code == HP_ERR_USER) {
+		hp_pc_enc_init(&enc, err, sizeof(err));
+		hp_pc_put_str(&enc, why, strnlen(why, 200));
+		r.value = err;
+		r.value_len = enc.len;
+	}
+	if ((n = hp_msg_encode_response(buf, sizeof(buf), &r)) > 0)
+		answer_send(h, o, buf, (size_t)n, NULL);
+}
+
+void
+answer_ok(struct hub *h, const struct origin *o, const uint8_t *value, size_t len)
+{
+	uint8_t stackbuf[256], *buf = stackbuf;
+	size_t cap = len + 8 > sizeof(stackbuf) ? len + 8 : sizeof(stackbuf);
+	struct hp_response r = { .result = HP_RESULT_OK, .value = value, .value_len = len };
+	int64_t n;
+
+	if (cap > sizeof(stackbuf) && (buf = malloc(cap)) == NULL) {
+		answer_error(h, o, HP_ERR_USER, "out of memory");
+		return;
+	}
+	/* empty metadata, Ok(value) */
+	n = hp_msg_encode_response(buf, cap, &r);
+	answer_send(h, o, buf, n < 0 ? 0 : (size_t)n, NULL);
+	if (buf != stackbuf)
+		free(buf);
+}
+
+/* -- calls the host makes to a guest ------------------------------------- */
+
+void
+answer_init(struct peer *p)
+{
+	p->pend = (struct hp_idtab)HP_IDTAB_INIT(struct pending);
+}
+
+void
+answer_free(struct peer *p)
+{
+	hp_idtab_free(&p->pend);
+}
+
+/* Sends a Request to guest p on behalf of o. payload is the whole Request
+ * payload (metadata and arguments), a guest's message m when it comes
+ * from one (its slot handed on as it is). r[shm.topology.hub.calls]: the
+ * host calls guests as guests call the host;
+ * r[shm.topology.hub.communication]: a guest's call to another guest's
+ * method is one the host makes. The request id goes to *idp when not
+ * NULL. */
+int
+answer_call(struct hub *h, struct peer *p, uint64_t method_id,
+	    const uint8_t *payload, uint32_t len, const struct origin *o, uint32_t *idp,
+	    struct hp_msg_in *m)
+{
+	struct pending *e;
+	uint32_t id;
+
+	/* r[shm.id.request-scope]: ids are ours per guest-host pair */
+	do {
+		id = p->next_req++;
+	} while (id == 0 || hp_idtab_find(&p->pend, id) != NULL);
+	if ((e = hp_idtab_insert(&p->pend, id)) == NULL)
+		return -ENOMEM;
+	e->o = *o;
+	if (idp != NULL)
+		*idp = id;
+	p->stats.calls_out++;
+	if (m != NULL)
+		host_forward(h, p, m, HP_MSG_REQUEST, id, method_id,
+			     o->kind == ORIGIN_PEER ? o->peer : 0);
+	else
+		host_send(h, p, HP_MSG_REQUEST, id, method_id, payload, len);
+	return 0;
+}
+
+/* -- a guest that goes ---------------------------------------------------- */
+
+void
+answer_detach(struct hub *h, struct peer *p)
+{
+	char why[96];
+	struct pending *e;
+	uint32_t pos = 0;
+
+	/* stopped with the hub: not a death of the guest's own */
+	if (h->stopping)
+		snprintf(why, sizeof(why), "the hub is stopping (guest %s stopped with it)",
+			 p->conf->name);
+	else
+		snprintf(why, sizeof(why), "guest %s died", p->conf->name);
+	/* calls to p: their callers get an error */
+	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {
+		struct origin o = e->o;
+
+		e->o.kind = ORIGIN_NONE;
+		answer_error(h, &o, HP_ERR_CANCELLED, why);
+	}
+	hp_idtab_clear(&p->pend);
+	/* calls by p routed elsewhere: their answers have nobody to go to */
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *q = &h->peers[i];
+
+		pos = 0;
+		while ((e = hp_idtab_next(&q->pend, &pos)) != NULL)
+			if (e->o.kind == ORIGIN_PEER && e->o.peer == p->id)
+				e->o.kind = ORIGIN_NONE;
+	}
+}

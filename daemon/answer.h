@@ -1,0 +1,33 @@
+/* answer.c: the calls hubd makes to guests, and the answers to the
+ * origin of every call: a calling guest, a control client, or nobody. */
+#ifndef ANSWER_H
+#define ANSWER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "daemon/hub.h"
+
+/* p's table of the calls it was made, empty (init) or freed. */
+void		answer_init(struct peer *p);
+void		answer_free(struct peer *p);
+/* A Request to guest q on behalf of o: payload (metadata and arguments),
+ * or a guest's message m whose slot is handed on as it is (m NULL:
+ * payload copied); the host's request id goes to *idp when not NULL.
+ * 0 or -ENOMEM. */
+int		answer_call(struct hub *h, struct peer *q, uint64_t method_id,
+			    const uint8_t *payload, uint32_t len, const struct origin *o,
+			    uint32_t *idp, struct hp_msg_in *m);
+/* A complete Response payload to whoever waits for it: from a guest's
+ * message m (handed on without copying where it can), or copied (m
+ * NULL). */
+void		answer_send(struct hub *h, const struct origin *o, const uint8_t *payload,
+			    size_t len, struct hp_msg_in *m);
+/* Answers with an error the host makes itself, explained in metadata. */
+void		answer_error(struct hub *h, const struct origin *o, uint32_t code,
+			     const char *why);
+void		answer_ok(struct hub *h, const struct origin *o,
+			  const uint8_t *value, size_t len);
+/* Fails every call that involves p (r[shm.crash.recovery] 2). */
+void		answer_detach(struct hub *h, struct peer *p);
+
+#endif

@@ -1,0 +1,69 @@
+/* host.c: the data path's transport: rings, sending, backlogs, sleep and
+ * wake, liveness, attach and detach; the hooks the parts above register. */
+#ifndef HOST_H
+#define HOST_H
+
+#include <stdint.h>
+#include "daemon/hub.h"
+#include "proto/endpoint.h"
+
+int		host_init(struct hub *h);
+void		host_free(struct hub *h);
+int		host_attach(struct hub *h, struct peer *p);
+void		host_goodbye(struct hub *h, struct peer *p, const char *reason);
+void		host_detach(struct hub *h, struct peer *p);
+/* What an attach or a detach of p means to the parts above: run in the
+ * order registered, at attach once the transport is set up, at detach
+ * before it lets go of p's backlog and slots. */
+void		host_on_attach(struct hub *h, host_peer_fn *fn);
+void		host_on_detach(struct hub *h, host_peer_fn *fn);
+/* fn checks a guest charged for a backlogged slot against its pool quota
+ * (host_forward). */
+void		host_on_charge(struct hub *h, host_quota_fn *fn);
+/* p's next message into m: 0, -EAGAIN for none, or another -errno once
+ * p was faulted for the rule its ring broke. */
+int		host_recv(struct hub *h, struct peer *p, struct hp_msg_in *m);
+/* A received message done with (its slot freed). */
+void		host_release(struct peer *p, struct hp_msg_in *m);
+/* p's backlog into its ring, as far as there is room. */
+void		host_flush_backlog(struct hub *h, struct peer *p);
+/* The round's end for p: what it consumed and what we staged published. */
+void		host_publish(struct hub *h, struct peer *p);
+/* Announces sleep to every guest; nonzero when a ring or a backlog has
+ * work after all. */
+int		host_sleep_prepare(struct hub *h);
+void		host_wake(struct hub *h);
+/* More of the hub's processes awake than hubd's CPUs (hp_endpoint_crowded). */
+int		host_crowded(const struct hub *h);
+void		host_check(struct hub *h, uint64_t now);
+/* p broke rule (DEATH_VIOLATION) or stopped reading (DEATH_HUNG): it is
+ * served no more, and the supervisor ends it (supervise_faults). The data
+ * path never calls the supervisor itself. */
+void		host_fault(struct hub *h, struct peer *p, int reason, const char *rule);
+/* Whether p is attached and has broken no rule: the data path serves it. */
+static inline int
+host_serving(const struct peer *p)
+{
+	return p->state == PEER_UP && p->fault == NULL;
+}
+/* Sends to a guest, or queues in order behind what already waits. */
+void		host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
+			  uint64_t method_id, const uint8_t *payload, uint32_t len);
+int		host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
+			      uint64_t method_id, const uint8_t *payload, uint32_t len);
+int		host_reserve(struct hub *h, struct peer *p, uint32_t len,
+			     struct hp_outbuf *ob);
+/* Whether p's backlog is long enough to pause those who call it. */
+int		host_backlogged(const struct peer *p);
+/* A received message's payload on to q as type/id/method_id: its
+ * variable slot handed on without copying when q uses the pool, else
+ * copied (host_send). -EMSGSIZE, nothing sent, when q cannot take it.
+ * While its slot waits in q's backlog it counts against the pool quota
+ * of the guest charged (a peer id, 0: none): q for an answer or an item,
+ * the caller for a request. */
+int		host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m,
+		    uint8_t type, uint32_t id, uint64_t method_id, uint32_t charged);
+/* p's counters over all its instances, the live one's included. */
+void		host_stats(const struct peer *p, struct peer_stats *s);
+
+#endif

@@ -1,0 +1,286 @@
+/* hubd's core types: the hub, its peers, their channels and calls, and
+ * the hooks the parts register; each part's functions are in its own
+ * header. */
+#ifndef HUB_H
+#define HUB_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include <ev.h>
+
+#include "daemon/config.h"
+#include "daemon/lifecycle.h"
+#include "proto/clock.h"
+#include "proto/endpoint.h"
+#include "proto/idtab.h"
+#include "proto/layout.h"
+#include "proto/msg.h"
+#include "proto/segment.h"
+#include "proto/sig.h"
+
+struct hub;
+struct client;
+struct peer;
+
+/* The hooks by which the parts above the data path hear from it; each
+ * part registers its own at start (hubd.c). */
+typedef void	host_peer_fn(struct hub *h, struct peer *p);
+typedef int	host_quota_fn(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes);
+#define HOST_HOOKS_MAX	8
+/* A handler of one message type (dispatch.c's table). */
+typedef void	dispatch_fn(struct hub *h, struct peer *p, struct hp_msg_in *m);
+/* A work source: pump sends what it can for p (how many messages), ready
+ * says whether pump would do something now. */
+typedef int	dispatch_work_fn(struct hub *h, struct peer *p);
+#define DISPATCH_TYPES		(HP_MSG_GOODBYE + 1)
+#define DISPATCH_SOURCES_MAX	4
+
+/* The supervisor's states, events and decisions: lifecycle.h. The death
+ * tally shown by hubctl peers keeps the last TALLY_MAX deaths with their
+ * wall-clock time; the count against max_deaths is lifecycle.h's, on
+ * CLOCK_MONOTONIC. */
+#define TALLY_MAX	8
+#define DEATH_DETAIL_MAX 256	/* "exec /a/long/path: strerror", a rule, ... */
+
+struct death {
+	uint64_t	when_ns;	/* CLOCK_REALTIME, for people */
+	int		reason;		/* DEATH_* */
+	int		status;		/* exit status or signal; errno if spawn failed */
+	char		detail[DEATH_DETAIL_MAX];	/* the rule broken, ... */
+};
+
+/* Who waits for the answer to a call the host made. */
+enum origin_kind {
+	ORIGIN_NONE,		/* nobody any more: drop the answer */
+	ORIGIN_PEER,		/* a guest's call, routed */
+	ORIGIN_CLIENT,		/* a control client's call */
+	ORIGIN_SINK,		/* hub.sink: answered when its stream ends */
+};
+
+struct ext_call;
+struct relay;
+
+struct origin {
+	enum origin_kind kind;
+	uint32_t	peer;		/* ORIGIN_PEER: caller and its ... */
+	uint32_t	epoch;		/* ... instance */
+	uint32_t	req_id;		/* its request id */
+	struct ext_call	*ext;		/* ORIGIN_CLIENT */
+	uint32_t	chan;		/* a client call's stream: its channel id */
+};
+
+/* A call the host made to a guest, awaiting its Response (answer.c). */
+struct pending {
+	uint64_t	id;		/* host->guest request id (idtab key) */
+	struct origin	o;
+};
+
+/* A message waiting for room in a guest's ring or the host's pool. */
+struct qmsg {
+	struct qmsg	*next;
+	uint8_t		type;
+	uint32_t	id;
+	uint64_t	method_id;
+	uint32_t	len;
+	uint32_t	var_slot;	/* a variable slot the host holds for it
+					 * (HP_SLOT_INLINE: the payload is data) */
+	uint32_t	var_gen;
+	uint32_t	charged;	/* peer id whose pool quota it counts against */
+	uint8_t		data[];
+};
+
+/* A client stream the host ended before the guest did (hchan.stale):
+ * what the guest still sends on it is dropped, not a violation. */
+enum stale {
+	STALE_NO,
+	STALE_ENDED,		/* entry freed; the first Data gets a Reset */
+	STALE_RESET,		/* Reset sent; dropped until its Close or Reset */
+	STALE_SENT,		/* an odd id we sent on and ended: the guest's
+				 * own Close or Reset may cross ours */
+};
+
+/* A channel the host receives on from a guest. */
+struct hchan {
+	uint8_t		open;
+	uint8_t		sending;	/* hub.source: we send, the guest receives */
+	uint8_t		item_type;	/* HP_T_* for a client stream */
+	uint32_t	received;	/* bytes received in all */
+	uint32_t	granted;	/* what we granted, kept locally */
+	uint32_t	unreported;	/* consumed, not yet granted back */
+	uint32_t	held;		/* a client stream: items its client has not taken */
+	uint8_t		stale;		/* a client stream we ended: STALE_* */
+	uint8_t		stopped;	/* its reader went: Reset sent, no more credit */
+	uint64_t	caller;		/* whom hubd opened it for: CALLER_* */
+	uint64_t	checksum;	/* hub.sink, hub.source: the stream hash (proto/builtin.h) */
+	uint64_t	bytes;
+	uint64_t	to_send;	/* hub.source: bytes still to send */
+	uint32_t	sent_total;	/* hub.source: r[shm.flow.remaining-credit] */
+	struct origin	o;		/* where items and the end go */
+	struct relay	*relay;		/* one end of a stream between guests (relay.c) */
+};
+
+/* Cumulative over the guest's instances: an instance's endpoint counters
+ * are added in when it goes. */
+struct peer_stats {
+	uint64_t	calls_in;	/* requests from the guest */
+	uint64_t	calls_out;	/* requests to the guest */
+	uint64_t	violations;
+	uint64_t	backlogged;	/* messages that had to wait for room */
+	uint64_t	credit_waits;	/* hub.source found no credit */
+	uint64_t	bytes_in;
+	uint64_t	bytes_out;
+	uint64_t	ring_full;
+	uint64_t	slot_exhausted;
+	uint64_t	wakes;
+};
+
+struct peer {
+	struct hub		*hub;
+	struct guest_conf	*conf;		/* its own copy; NULL: entry unused */
+	struct guest_conf	*next_conf;	/* a reload's, taken at the next start */
+	int			removed;	/* a reload dropped it: free when down */
+	uint32_t		id;		/* peer id, 1..max_guests */
+	enum peer_state		state;		/* lifecycle.h */
+	struct life		life;		/* wishes, recent deaths, backoff */
+	pid_t			pid;		/* also its process group's id */
+	int			pidfd;
+	int			bell;		/* our end of the doorbell */
+	ev_io			pid_w;
+	ev_io			bell_w;
+	ev_timer		timer;		/* attach, backoff, stop or goodbye grace */
+	int			timer_reason;	/* DEATH_* the timer's SIGKILL means, or -1 */
+	const char		*timer_detail;	/* and why */
+	uint32_t		epoch;
+	struct hp_peer_view	view;
+	struct hp_endpoint	ep;
+	int			paused;		/* not read: a target is backlogged */
+	int			kill_reason;	/* DEATH_* when we ended it, else -1 */
+	char			kill_detail[DEATH_DETAIL_MAX];
+	const char		*fault;		/* a rule it broke, for the supervisor */
+	int			fault_reason;	/* DEATH_VIOLATION or DEATH_HUNG */
+	struct hp_idtab		pend;		/* struct pending by request id */
+	uint32_t		next_req;
+	uint32_t		inbound;	/* its calls being routed */
+	struct qmsg		*bl_head;
+	struct qmsg		**bl_tail;
+	uint32_t		bl_count;
+	uint8_t			bl_starved;	/* its head waits for a variable slot */
+	/* shared pool slots hubd holds in backlogs on its behalf (its
+	 * answers and items, its requests to others), and their bytes */
+	uint32_t		pool_charged_slots;
+	uint64_t		pool_charged_bytes;
+	char			fault_text[128];	/* a fault's words of ours */
+	struct hchan		*chans;		/* by channel id */
+	uint32_t		chan_cursor;
+	uint32_t		sources;	/* hub.source streams under way */
+	uint32_t		relays;		/* streams from other guests it receives (relay.c) */
+	uint32_t		nmethods;	/* registered by this instance */
+	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
+	uint64_t		up_ns;
+	uint32_t		restarts;
+	struct death		tally[TALLY_MAX];
+	uint32_t		ndeaths;	/* ever */
+	struct peer_stats	stats;
+};
+
+/* A registered method: a host service or a guest's. */
+struct method {
+	uint64_t	id;
+	char		name[64];
+	char		signature[HP_SIG_MAX_LEN + 1];
+	struct hp_sig	sig;
+	uint32_t	owner;		/* peer id, 0 = host */
+	uint32_t	epoch;		/* owner's instance */
+	uint16_t	service;	/* owner 0: its row in services.c */
+};
+
+struct hub {
+	struct ev_loop		*loop;
+	struct hub_conf		conf;
+	struct hp_segment	seg;
+	struct hp_slot_pool	host_pool;
+	uint8_t			*slot_owner;	/* host pool slot -> peer id holding it */
+	int			lock_fd;
+	struct peer		*peers;		/* [max_guests], index = id - 1 */
+	struct method		*methods;
+	uint32_t		nmethods;
+	uint32_t		mcap;		/* methods allocated */
+	struct hp_idtab		mindex;		/* method id -> index (methods.c) */
+	uint32_t		faults;		/* peers with a fault not acted on */
+	int			stopping;
+	int			busy;		/* served something this round */
+	uint64_t		start_ns;
+	ev_idle			idle_w;		/* keeps polling rings while busy */
+	ev_prepare		prepare_w;	/* announces sleep before blocking */
+	ev_check		check_w;
+	ev_signal		sig_w[3];
+	ev_timer		tick_w;		/* heartbeats, epochs, stalls */
+	ev_timer		watchdog_w;	/* systemd's WatchdogSec */
+	uint32_t		status_up;	/* guests up at the last STATUS= */
+	int			announced;	/* sleep announced to the guests */
+	uint32_t		ncpus;		/* CPUs hubd may run on */
+	uint32_t		poll_start;	/* dispatch_poll's first peer this round */
+	uint64_t		polls;		/* dispatch_poll rounds: what a spin costs */
+	uint64_t		sleeps;		/* times the loop announced sleep */
+	char			*lock_path;
+	int			lock_held;	/* the lock is ours: unlink at exit */
+	int			seg_created;	/* the segment is ours: unlink at exit */
+	uint32_t		npeers;		/* entries allocated in peers */
+	int			ctl_fd;		/* control socket, -1 before */
+	ev_io			ctl_w;
+	ev_timer		ctl_retry_w;	/* accepting paused: out of fds */
+	int			ctl_starved;	/* logged that episode already */
+	int			ctl_refusing;	/* logged a refused client already */
+	struct client		*clients;
+	uint32_t		nclients;
+	int			exit_code;
+	struct guest_conf	**waiting;	/* added by a reload, no entry free yet */
+	uint32_t		nwaiting;
+	ev_timer		pool_w;		/* the variable pool's sweeper */
+	ev_timer		starved_w;	/* a backlog waits for a variable slot */
+	uint32_t		pool_stuck;	/* slots held too long at the last sweep */
+	uint8_t			pool_full_logged[HP_VAR_MAX_CLASSES];
+	struct hp_var_tally	*pool_held;	/* by owner at the last sweep */
+	struct relay		*relays;	/* streams between guests (relay.c) */
+	struct {
+		host_peer_fn	*attach[HOST_HOOKS_MAX];	/* host_on_attach */
+		host_peer_fn	*detach[HOST_HOOKS_MAX];	/* host_on_detach */
+		uint32_t	nattach, ndetach;
+		host_quota_fn	*over_quota;	/* host_on_charge */
+		void		(*entry_freed)(struct hub *h);	/* supervise_on_free */
+	}			hooks;
+	struct {
+		dispatch_fn	*handler[DISPATCH_TYPES];	/* dispatch_on */
+		struct {
+			dispatch_work_fn *pump, *ready;
+		}		source[DISPATCH_SOURCES_MAX];	/* dispatch_source */
+		uint32_t	nsources;
+	}			dispatch;
+};
+
+/* Calls from outside the segment (control clients). */
+struct ext_call {
+	void		*ctx;
+	void		(*on_item)(struct ext_call *c, uint8_t item_type,
+				   const uint8_t *item, size_t len);
+	void		(*on_done)(struct ext_call *c, int status,
+				   const struct hp_response *r);
+	/* router's */
+	uint32_t	peer;
+	uint32_t	req_id;
+	uint32_t	chan;
+	uint8_t		ret_type;
+	uint64_t	caller;		/* CALLER_CLIENT | uid (commands.c) */
+	char		why[320];	/* room for a refusal's text, signature and all */
+};
+
+/* Guest entry by peer id, NULL for 0 or out of range. */
+static inline struct peer *
+hub_peer(struct hub *h, uint32_t id)
+{
+	return id == 0 || id > h->conf.params.max_guests ? NULL : &h->peers[id - 1];
+}
+
+#endif

@@ -1,0 +1,35 @@
+/* pool.c: the shared variable pool's host side. */
+#ifndef POOL_H
+#define POOL_H
+
+#include <stdint.h>
+#include "daemon/hub.h"
+
+void		pool_start(struct hub *h);
+void		pool_stop(struct hub *h);
+/* The sweeper's period changed (reload). */
+void		pool_retime(struct hub *h);
+void		pool_grow_requested(struct hub *h);
+void		pool_reclaim(struct hub *h, uint32_t peer_id);
+/* Whether p, holding slots and bytes more, is over its share of the
+ * shared pool (pool_quota): then it is faulted (host_fault) and 1. What
+ * it holds is what the last sweep counted as its (taken, sent, or handed
+ * to it and not freed: in its rings too), plus what waits in backlogs on
+ * its behalf (host_forward). */
+int		pool_over_quota(struct hub *h, struct peer *p, uint32_t slots,
+				uint64_t bytes);
+/* What p holds of the shared pool by that count, and its quota. */
+struct pool_use {
+	uint32_t	slots, max_slots;
+	uint64_t	bytes, max_bytes;
+};
+void		pool_usage(struct hub *h, struct peer *p, struct pool_use *u);
+/* p's count from the last sweep forgotten (a new instance). */
+void		pool_forget(struct hub *h, struct peer *p);
+int		pool_live(void *h, uint32_t owner);
+/* validate() twice: each problem both passes found goes to report, its
+ * class is marked for the sweeper to rebuild; returns how many. */
+uint32_t	pool_validate(struct hub *h, void (*report)(void *arg, const char *problem),
+			      void *arg);
+
+#endif
