@@ -17,6 +17,7 @@
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
 #include "daemon/poolfig.h"
+#include "daemon/request.h"
 #include "proto/channel.h"
 #include "proto/postcard.h"
 #include "proto/services.h"
@@ -592,7 +593,7 @@ commands_handle(struct client *c, const char *line, size_t len)
 	struct control_req r;
 	const char *why;
 
-	if (control_parse(line, len, &r, &why) != 0) {
+	if (request_parse(line, len, &r, &why) != 0) {
 		log_debug("control: client %d (uid %u): bad request: %s", c->fd,
 			  (unsigned)c->uid, why);
 		client_reply_error(c, why);
@@ -608,5 +609,5 @@ commands_handle(struct client *c, const char *line, size_t len)
 	} else {
 		handlers[r.cmd](c, &r);
 	}
-	control_req_free(&r);
+	request_free(&r);
 }
