@@ -1,6 +1,6 @@
-/* What control.c (the socket, its clients and their buffers) and
- * commands.c (what each command does) share: a client, and the ways a
- * command answers it. Private to those two. */
+/* What control.c (the socket, its clients and their buffers) and the
+ * commands above it (commands.c) share: a client, and the ways a command
+ * answers it. Private to those two. */
 #ifndef HUB_CLIENT_H
 #define HUB_CLIENT_H
 
@@ -58,8 +58,5 @@ int	client_out_line(struct client *c, const char *s, size_t n);
 void	client_mark_add(struct client *c, uint64_t start, uint32_t credit);
 void	client_reply(struct client *c, json_object *o);
 void	client_reply_error(struct client *c, const char *msg);
-
-/* commands.c: one request line, answered (or its call begun). */
-void	commands_handle(struct client *c, const char *line, size_t len);
 
 #endif

@@ -1,8 +1,8 @@
-/* The control commands (control.h's CTL_COMMANDS): each request checked
- * for who may run it and handed to its cmd_* handler, which answers as
- * JSON: peers, methods, status, stats, pool, reload, restart, stop, start, and
- * call with its stream's items and result rendered from postcard. The
- * socket and the clients' buffers are control.c's. */
+/* The control commands (request.h's CTL_COMMANDS): one cmd_* handler
+ * each, which answers as JSON: peers, methods, status, stats, pool,
+ * reload, restart, stop, start, and call with its stream's items and
+ * result rendered from postcard; and their table, for the socket below
+ * (control.c: the clients, their buffers, parsing and who may run what). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +12,10 @@
 #include <json-c/json.h>
 
 #include "daemon/client.h"
+#include "daemon/commands.h"
 #include "daemon/control.h"
 #include "daemon/hubd.h"
 #include "daemon/jsonout.h"
-#include "daemon/log.h"
 #include "daemon/poolfig.h"
 #include "daemon/request.h"
 #include "proto/channel.h"
@@ -578,36 +578,13 @@ cmd_status(struct client *c, const struct control_req *r)
 	client_reply(c, o);
 }
 
-/* The handler of each command (control.h). */
-#define CTL_HANDLER(id, name, who, needs, handler)	[CTL_##id] = handler,
-static void (*const handlers[CTL_NCMDS])(struct client *, const struct control_req *) = {
-	CTL_COMMANDS(CTL_HANDLER)
+/* Each command's handler (request.h's rows), handed to the socket by
+ * hubd.c; a client's call goes through route.c (cmd_call), and so do its
+ * client's progress and going away. */
+#define CTL_HANDLER(id, name, who, needs)	[CTL_##id] = cmd_##name,
+const struct control_ops commands_ops = {
+	.cmd = { CTL_COMMANDS(CTL_HANDLER) },
+	.call_consumed = route_client_consumed,
+	.call_abandon = route_client_abandon,
 };
 #undef CTL_HANDLER
-
-/* Changing state is for root and the hub's user (client.privileged,
- * from SO_PEERCRED). */
-void
-commands_handle(struct client *c, const char *line, size_t len)
-{
-	struct control_req r;
-	const char *why;
-
-	if (request_parse(line, len, &r, &why) != 0) {
-		log_debug("control: client %d (uid %u): bad request: %s", c->fd,
-			  (unsigned)c->uid, why);
-		client_reply_error(c, why);
-		return;
-	}
-	log_debug("control: client %d (uid %u): %s%s%s", c->fd, (unsigned)c->uid,
-		  ctl_commands[r.cmd].name, r.method || r.name ? " " : "",
-		  r.method ? r.method : r.name ? r.name : "");
-	if (ctl_commands[r.cmd].access != CTL_READ && !c->privileged) {
-		log_debug("control: client %d (uid %u): %s: permission denied", c->fd,
-			  (unsigned)c->uid, ctl_commands[r.cmd].name);
-		client_reply_error(c, "permission denied: for root and the hub's user");
-	} else {
-		handlers[r.cmd](c, &r);
-	}
-	request_free(&r);
-}

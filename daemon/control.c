@@ -1,8 +1,9 @@
 /* The control socket and its clients (after OpenBSD's control.c): a UNIX
  * stream socket, stale socket replaced, mode 0660, callers identified with
  * SO_PEERCRED; accepting, per-user limits, each client's buffers, timeouts
- * and credit marks. What each command does is commands.c's. Requests are
- * JSON objects, one per line, at most CONTROL_MSG_MAX bytes; answers
+ * and credit marks; each request parsed (request.c), checked for who may
+ * run it, and handed to its command. What each command does is handed in
+ * at control_init (commands.c's table). Requests are JSON objects, one per line, at most CONTROL_MSG_MAX bytes; answers
  * likewise, of any size. A client is served one request at a time and no
  * client can block the loop or another client:
  * - connections are bounded per ordinary user and in all, with a reserve
@@ -31,6 +32,7 @@
 #include "daemon/hubd.h"
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
+#include "daemon/request.h"
 #include "proto/clock.h"
 
 #define OUT_HIGH	(256u << 10)	/* unsent answers: stop reading requests */
@@ -39,6 +41,9 @@
 #define MARK_SPAN	4096		/* output bytes a credit mark spans at least */
 #define ACCEPT_RETRY	0.1		/* s: accepting paused for want of fds */
 #define FINAL_WRITE_MS	500		/* hubd exiting: pending answers go out */
+
+/* What the clients are served with (control_init): one socket per hubd. */
+static const struct control_ops *handlers;
 
 static void client_close(struct client *c);
 static void client_process(struct client *c);
@@ -173,7 +178,8 @@ marks_written(struct client *c)
 		c->mcount--;
 	}
 	if (credit > 0 && c->calling)
-		route_client_consumed(c->h, &c->call, credit > UINT32_MAX ? UINT32_MAX : (uint32_t)credit);
+		handlers->call_consumed(c->h, &c->call,
+					credit > UINT32_MAX ? UINT32_MAX : (uint32_t)credit);
 }
 
 static void
@@ -245,6 +251,34 @@ client_reply_error(struct client *c, const char *msg)
 	client_reply(c, o);
 }
 
+/* One request line: parsed, checked for who may run it, and handed to its
+ * command. Changing state is for root and the hub's user
+ * (client.privileged, from SO_PEERCRED). */
+static void
+client_request(struct client *c, const char *line, size_t len)
+{
+	struct control_req r;
+	const char *why;
+
+	if (request_parse(line, len, &r, &why) != 0) {
+		log_debug("control: client %d (uid %u): bad request: %s", c->fd,
+			  (unsigned)c->uid, why);
+		client_reply_error(c, why);
+		return;
+	}
+	log_debug("control: client %d (uid %u): %s%s%s", c->fd, (unsigned)c->uid,
+		  ctl_commands[r.cmd].name, r.method || r.name ? " " : "",
+		  r.method ? r.method : r.name ? r.name : "");
+	if (ctl_commands[r.cmd].access != CTL_READ && !c->privileged) {
+		log_debug("control: client %d (uid %u): %s: permission denied", c->fd,
+			  (unsigned)c->uid, ctl_commands[r.cmd].name);
+		client_reply_error(c, "permission denied: for root and the hub's user");
+	} else {
+		handlers->cmd[r.cmd](c, &r);
+	}
+	request_free(&r);
+}
+
 /* Handles the complete lines in the buffer, one request at a time, while
  * the answers to earlier ones are not piling up unread. */
 static void
@@ -265,7 +299,7 @@ client_process(struct client *c)
 		memmove(c->in, nl + 1, c->inlen - n - 1);
 		c->inlen -= n + 1;
 		if (n > 0)
-			commands_handle(c, line, n);
+			client_request(c, line, n);
 		free(line);
 	}
 }
@@ -357,7 +391,7 @@ client_close(struct client *c)
 	log_debug("control: client %d (uid %u) closed%s", c->fd, (unsigned)c->uid,
 		  c->calling ? ", its call abandoned" : "");
 	if (c->calling)
-		route_client_abandon(h, &c->call);
+		handlers->call_abandon(h, &c->call);
 	ev_io_stop(h->loop, &c->rw);
 	ev_io_stop(h->loop, &c->ww);
 	ev_timer_stop(h->loop, &c->tw);
@@ -495,7 +529,7 @@ accept_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 int
-control_init(struct hub *h)
+control_init(struct hub *h, const struct control_ops *ops)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	const char *path = h->conf.control_path, *slash;
@@ -549,6 +583,7 @@ control_init(struct hub *h)
 		unlink(path);
 		return -1;
 	}
+	handlers = ops;
 	h->ctl_fd = fd;
 	ev_io_init(&h->ctl_w, accept_cb, fd, EV_READ);
 	h->ctl_w.data = h;

@@ -1,12 +1,16 @@
-/* The control socket: newline-delimited JSON requests and answers. Its
- * commands, and the parser of its requests: request.h. */
+/* The control socket: newline-delimited JSON requests and answers. The
+ * commands and the parser of their requests: request.h; what each does
+ * is handed in at control_init (commands.h), so that the socket names
+ * nothing above it. */
 #ifndef HUB_CONTROL_H
 #define HUB_CONTROL_H
 
-#include <stddef.h>
+#include <stdint.h>
 
 #include "daemon/request.h"
 
+struct client;
+struct ext_call;
 struct hub;
 
 #define CONTROL_MSG_MAX		65536	/* one request line at most */
@@ -18,7 +22,21 @@ struct hub;
 #define CONTROL_CLIENTS_RESERVED	16
 #define CONTROL_CLIENTS_PER_UID		16
 
-int	control_init(struct hub *h);
+/* What the layer above the socket serves its clients with. */
+struct control_ops {
+	/* By enum ctl_cmd ([CTL_NONE] unused), for a request that parsed and
+	 * that its client may run: answers through client.h's client_reply*,
+	 * or begins a call (client.calling, client.call) whose end answers. */
+	void	(*cmd[CTL_NCMDS])(struct client *c, const struct control_req *r);
+	/* A call under way: its client has taken bytes of the items of the
+	 * call's stream (as on_item had them) ... */
+	void	(*call_consumed)(struct hub *h, struct ext_call *x, uint32_t bytes);
+	/* ... or went away before the call's end. */
+	void	(*call_abandon)(struct hub *h, struct ext_call *x);
+};
+
+/* ops stays in use until control_close. */
+int	control_init(struct hub *h, const struct control_ops *ops);
 void	control_close(struct hub *h);
 
 #endif

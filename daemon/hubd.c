@@ -15,6 +15,7 @@
 
 #include <bsd/libutil.h>
 
+#include "daemon/commands.h"
 #include "daemon/control.h"
 #include "daemon/hubd.h"
 #include "daemon/log.h"
@@ -339,7 +340,7 @@ setup(struct hub *h)
 	h->ncpus = hp_cpus_usable();
 	hp_awake_host(&h->seg, 1);	/* counted until the loop sleeps */
 	/* last: a socket that answers means a hub that is ready */
-	if (control_init(h) != 0) {
+	if (control_init(h, &commands_ops) != 0) {
 		log_warnx("cannot open the control socket %s", c->control_path);
 		return -1;
 	}

@@ -16,8 +16,8 @@ is_name(json_object *v)
 	    strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
 }
 
-#define CTL_ROW(id, n, who, what, handler) \
-	[CTL_##id] = { .name = n, .access = who, .needs = what },
+#define CTL_ROW(id, n, who, what) \
+	[CTL_##id] = { .name = #n, .access = who, .needs = what },
 const struct ctl_command ctl_commands[CTL_NCMDS] = {
 	CTL_COMMANDS(CTL_ROW)
 };

@@ -7,29 +7,30 @@
 
 #include <stddef.h>
 
-/* Every control command, one row each: X(ID, "name", who, needs, handler).
- * The enum, the parser's table (request.c) and the dispatcher (commands.c)
- * are all made from these rows, so that a command cannot be added without
- * saying who may run it:
+/* Every control command, one row each: X(ID, name, who, needs). The enum,
+ * the parser's table (request.c) and the handlers' table (commands.c) are
+ * all made from these rows, so that a command cannot be added without
+ * saying who may run it, nor without its handler:
+ *   name	as a request gives it ("cmd"), and its handler's: cmd_<name>,
+ *		which commands.c must define
  *   who	CTL_READ: whoever can open the socket (mode 0660);
  *		CTL_CHANGE: root and hubd's own user only (SO_PEERCRED)
  *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
  *		CTL_NEEDS_NAME: "name", a guest's;
- *		CTL_TAKES_VALIDATE: "validate", a boolean, if given
- *   handler	commands.c's function that serves it */
-#define CTL_COMMANDS(X)							\
-	X(PEERS,	"peers",	CTL_READ,	0,		cmd_peers)	\
-	X(METHODS,	"methods",	CTL_READ,	0,		cmd_methods)	\
-	X(STATUS,	"status",	CTL_READ,	0,		cmd_status)	\
-	X(STATS,	"stats",	CTL_READ,	0,		cmd_stats)	\
-	X(POOL,		"pool",		CTL_READ,	CTL_TAKES_VALIDATE, cmd_pool)	\
-	X(CALL,		"call",		CTL_CHANGE,	CTL_NEEDS_METHOD, cmd_call)	\
-	X(RELOAD,	"reload",	CTL_CHANGE,	0,		cmd_reload)	\
-	X(RESTART,	"restart",	CTL_CHANGE,	CTL_NEEDS_NAME,	cmd_restart)	\
-	X(STOP,		"stop",		CTL_CHANGE,	CTL_NEEDS_NAME,	cmd_stop)	\
-	X(START,	"start",	CTL_CHANGE,	CTL_NEEDS_NAME,	cmd_start)
+ *		CTL_TAKES_VALIDATE: "validate", a boolean, if given */
+#define CTL_COMMANDS(X)						\
+	X(PEERS,	peers,		CTL_READ,	0)			\
+	X(METHODS,	methods,	CTL_READ,	0)			\
+	X(STATUS,	status,		CTL_READ,	0)			\
+	X(STATS,	stats,		CTL_READ,	0)			\
+	X(POOL,		pool,		CTL_READ,	CTL_TAKES_VALIDATE)	\
+	X(CALL,		call,		CTL_CHANGE,	CTL_NEEDS_METHOD)	\
+	X(RELOAD,	reload,		CTL_CHANGE,	0)			\
+	X(RESTART,	restart,	CTL_CHANGE,	CTL_NEEDS_NAME)		\
+	X(STOP,		stop,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
+	X(START,	start,		CTL_CHANGE,	CTL_NEEDS_NAME)
 
-#define CTL_ENUM(id, name, who, needs, handler)	CTL_##id,
+#define CTL_ENUM(id, name, who, needs)	CTL_##id,
 enum ctl_cmd {
 	CTL_NONE,		/* no command: 0 is never one */
 	CTL_COMMANDS(CTL_ENUM)
