@@ -382,8 +382,8 @@ teardown(struct hub *h)
 	free(h->lock_path);
 	for (uint32_t i = 0; i < h->npeers; i++) {
 		free(h->peers[i].chans);
-		guest_conf_free(h->peers[i].conf);
-		guest_conf_free(h->peers[i].next_conf);
+		config_guest_free(h->peers[i].conf);
+		config_guest_free(h->peers[i].next_conf);
 		lifecycle_free(&h->peers[i].life);
 	}
 	host_free(h);
@@ -463,7 +463,7 @@ main(int argc, char *argv[])
 		ev_timer_again(h->loop, &h->watchdog_w);
 	}
 	for (uint32_t i = 0; i < h->conf.nguests; i++)
-		if ((h->peers[i].conf = guest_conf_dup(&h->conf.guests[i])) == NULL)
+		if ((h->peers[i].conf = config_guest_dup(&h->conf.guests[i])) == NULL)
 			log_warnx("guest %s: out of memory, not started", h->conf.guests[i].name);
 	guests_of = h;
 	if (atexit(kill_guests) != 0)

@@ -122,8 +122,8 @@ struct peer_stats {
 
 struct peer {
 	struct hub		*hub;
-	struct guest_conf	*conf;		/* its own copy; NULL: entry unused */
-	struct guest_conf	*next_conf;	/* a reload's, taken at the next start */
+	struct config_guest	*conf;		/* its own copy; NULL: entry unused */
+	struct config_guest	*next_conf;	/* a reload's, taken at the next start */
 	int			removed;	/* a reload dropped it: free when down */
 	uint32_t		id;		/* peer id, 1..max_guests */
 	enum peer_state		state;		/* lifecycle.h */
@@ -220,7 +220,7 @@ struct hub {
 	struct client		*clients;
 	uint32_t		nclients;
 	int			exit_code;
-	struct guest_conf	**waiting;	/* added by a reload, no entry free yet */
+	struct config_guest	**waiting;	/* added by a reload, no entry free yet */
 	uint32_t		nwaiting;
 	ev_timer		pool_w;		/* the variable pool's sweeper */
 	ev_timer		starved_w;	/* a backlog waits for a variable slot */
@@ -340,7 +340,7 @@ void		methods_init(struct hub *h);
 void		methods_free(struct hub *h);
 /* Registers name for owner's instance epoch (owner 0: the host, service
  * its row in services.c); -errno with *why: -EPERM a guest's name that is
- * not one of its own (guest_conf_covers), -EEXIST taken, ... */
+ * not one of its own (config_guest_covers), -EEXIST taken, ... */
 int		methods_add(struct hub *h, const char *name, const char *signature,
 			    uint32_t owner, uint32_t epoch, uint16_t service,
 			    const char **why);
