@@ -1,11 +1,13 @@
 /* The control socket and its clients (after OpenBSD's control.c): a UNIX
  * stream socket, stale socket replaced, mode 0660, callers identified with
- * SO_PEERCRED; accepting, per-user limits, each client's buffers, timeouts
- * and credit marks; each request parsed (request.c), checked for who may
- * run it, and handed to its command. What each command does is handed in
- * at control_init (commands.c's table). Requests are JSON objects, one per line, at most CONTROL_MSG_MAX bytes; answers
- * likewise, of any size. A client is served one request at a time and no
- * client can block the loop or another client:
+ * SO_PEERCRED; accepting, per-user limits, reading and writing each client,
+ * timeouts; each request parsed (request.c), checked for who may run it,
+ * and handed to its command. What each command does is handed in at
+ * control_init (commands.c's table); a client's output buffer and credit
+ * marks are client.c's. Requests are JSON objects, one per line, at most
+ * CONTROL_MSG_MAX bytes; answers likewise, of any size. A client is
+ * served one request at a time and no client can block the loop or
+ * another client:
  * - connections are bounded per ordinary user and in all, with a reserve
  *   for root and hubd's own user (CONTROL_CLIENTS_*);
  * - a client with unsent answers past OUT_HIGH is not read from until they
@@ -25,12 +27,10 @@
 #include <unistd.h>
 
 #include <bsd/string.h>
-#include <json-c/json.h>
 
 #include "daemon/client.h"
 #include "daemon/control.h"
 #include "daemon/hubd.h"
-#include "daemon/jsonout.h"
 #include "daemon/log.h"
 #include "daemon/request.h"
 #include "proto/clock.h"
@@ -38,7 +38,6 @@
 #define OUT_HIGH	(256u << 10)	/* unsent answers: stop reading requests */
 #define OUT_LOW		(64u << 10)	/* ... and read on once below this */
 #define OUT_KEEP	(1u << 20)	/* an empty buffer larger than this is freed */
-#define MARK_SPAN	4096		/* output bytes a credit mark spans at least */
 #define ACCEPT_RETRY	0.1		/* s: accepting paused for want of fds */
 #define FINAL_WRITE_MS	500		/* hubd exiting: pending answers go out */
 
@@ -47,12 +46,6 @@ static const struct control_ops *handlers;
 
 static void client_close(struct client *c);
 static void client_process(struct client *c);
-
-static size_t
-unsent(const struct client *c)
-{
-	return c->outlen - c->outpos;
-}
 
 /* Reading requests: while none is too long or waits to be served behind
  * unread answers. Also while a call runs, so that a client that goes
@@ -69,123 +62,11 @@ client_watch(struct client *c)
 		ev_io_stop(loop, &c->rw);
 }
 
-/* Out of memory for this client: it is closed from the loop (never from
- * inside a call's callback, which the host is still running). */
-static void
-client_break(struct client *c)
-{
-	if (!c->broken)
-		log_warnx("control: out of memory for a client's answers, dropped");
-	c->broken = 1;
-	ev_io_stop(c->h->loop, &c->rw);
-	ev_feed_event(c->h->loop, &c->ww, EV_WRITE);
-}
-
-/* Room for n more bytes of output; -1 when there is no memory for it. */
-static int
-out_reserve(struct client *c, size_t n)
-{
-	size_t cap;
-	char *p;
-
-	if (c->outcap - c->outlen >= n)
-		return 0;
-	if (c->outpos > 0) {	/* what was written goes first */
-		memmove(c->out, c->out + c->outpos, unsent(c));
-		c->outlen -= c->outpos;
-		c->outpos = 0;
-	}
-	/* room, and more than a sliver (or we would move it all again soon) */
-	if (c->outcap - c->outlen >= n && c->outlen <= c->outcap / 2)
-		return 0;
-	cap = c->outcap > 0 ? c->outcap * 2 : 4096;
-	while (cap - c->outlen < n)
-		cap *= 2;
-	if ((p = realloc(c->out, cap)) == NULL)
-		return -1;
-	c->out = p;
-	c->outcap = cap;
-	return 0;
-}
-
-/* One answer line; written by write_cb. */
-int
-client_out_line(struct client *c, const char *s, size_t n)
-{
-	if (c->broken)
-		return -1;
-	if (s == NULL || out_reserve(c, n + 1) != 0) {
-		client_break(c);
-		return -1;
-	}
-	if (unsent(c) == 0)
-		c->tx_at = ev_now(c->h->loop);	/* client_timeout counts from here */
-	memcpy(c->out + c->outlen, s, n);
-	c->out[c->outlen + n] = '\n';
-	c->outlen += n + 1;
-	c->queued += n + 1;
-	ev_io_start(c->h->loop, &c->ww);
-	return 0;
-}
-
-/* The bytes of an item just queued (output [start, queued)) go back to the
- * guest once written. Marks closer than MARK_SPAN merge into one, so there
- * are at most unsent / MARK_SPAN + 1 of them; merging only gives credit
- * back later, never before its item is written. */
-void
-client_mark_add(struct client *c, uint64_t start, uint32_t credit)
-{
-	struct mark *m;
-
-	if (c->broken || credit == 0)
-		return;
-	if (c->mcount > 0) {
-		m = &c->marks[(c->mhead + c->mcount - 1) % c->mcap];
-		if (c->queued - m->start < MARK_SPAN) {
-			m->end = c->queued;
-			m->credit += credit;
-			return;
-		}
-	}
-	if (c->mcount == c->mcap) {
-		uint32_t cap = c->mcap ? c->mcap * 2 : 64;
-		struct mark *n = malloc(cap * sizeof(*n));
-
-		if (n == NULL) {
-			client_break(c);
-			return;
-		}
-		for (uint32_t i = 0; i < c->mcount; i++)
-			n[i] = c->marks[(c->mhead + i) % c->mcap];
-		free(c->marks);
-		c->marks = n;
-		c->mhead = 0;
-		c->mcap = cap;
-	}
-	m = &c->marks[(c->mhead + c->mcount++) % c->mcap];
-	*m = (struct mark){ start, c->queued, credit };
-}
-
-/* What the client has taken of the call's stream: credit for the guest. */
-static void
-marks_written(struct client *c)
-{
-	uint64_t credit = 0;
-
-	while (c->mcount > 0 && c->marks[c->mhead].end <= c->written) {
-		credit += c->marks[c->mhead].credit;
-		c->mhead = (c->mhead + 1) % c->mcap;
-		c->mcount--;
-	}
-	if (credit > 0 && c->calling)
-		handlers->call_consumed(c->h, &c->call,
-					credit > UINT32_MAX ? UINT32_MAX : (uint32_t)credit);
-}
-
 static void
 write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct client *c = w->data;
+	uint64_t credit;
 	int progress = 0;
 	ssize_t n;
 
@@ -208,9 +89,13 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->written += (uint64_t)n;
 		progress = 1;
 	}
+	/* what the client has taken of the call's stream: credit for the guest */
 	if (progress) {
 		c->tx_at = ev_now(loop);
-		marks_written(c);
+		credit = client_marks_written(c);
+		if (credit > 0 && c->calling)
+			handlers->call_consumed(c->h, &c->call,
+						credit > UINT32_MAX ? UINT32_MAX : (uint32_t)credit);
 	}
 	if (unsent(c) > 0) {
 		if (progress && unsent(c) < OUT_LOW && !ev_is_active(&c->rw))
@@ -230,25 +115,6 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	if (!ev_is_active(&c->rw))
 		ev_feed_event(loop, &c->rw, EV_READ);
-}
-
-void
-client_reply(struct client *c, json_object *o)
-{
-	const char *s = json_object_to_json_string_ext(o, JSON_OUT_FLAGS);
-
-	client_out_line(c, s, s != NULL ? strlen(s) : 0);
-	json_object_put(o);
-}
-
-void
-client_reply_error(struct client *c, const char *msg)
-{
-	json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "ok", json_object_new_boolean(0));
-	json_object_object_add(o, "error", json_object_new_string(msg));
-	client_reply(c, o);
 }
 
 /* One request line: parsed, checked for who may run it, and handed to its

@@ -13,8 +13,6 @@ struct client;
 struct ext_call;
 struct hub;
 
-#define CONTROL_MSG_MAX		65536	/* one request line at most */
-
 /* Control connections at once, by the caller's uid (SO_PEERCRED): in all,
  * of which the last CONTROL_CLIENTS_RESERVED only for root and hubd's own
  * user, and at most CONTROL_CLIENTS_PER_UID for any other user. */

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#define CONTROL_MSG_MAX		65536	/* one request line at most */
+
 /* Every control command, one row each: X(ID, name, who, needs). The enum,
  * the parser's table (request.c) and the handlers' table (commands.c) are
  * all made from these rows, so that a command cannot be added without
