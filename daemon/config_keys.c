@@ -3,7 +3,10 @@
  * each kind of value (numbers, sizes, durations, strings, users and
  * groups, restart policies, args, provides); and inih's handler, which
  * takes a key = value line of the current section to its row. Reading the file
- * and its sections is config.c's. */
+ * and its sections is config.c's. Over 600 lines because it is one table:
+ * each row names the parser of its kind of value, and the rows and those
+ * parsers are read together (make check-man holds hubd.conf.5 to the
+ * rows); split, a row's meaning would sit in another file. */
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
