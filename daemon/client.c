@@ -35,7 +35,7 @@ out_reserve(struct client *c, size_t n)
 	if (c->outcap - c->outlen >= n)
 		return 0;
 	if (c->outpos > 0) {	/* what was written goes first */
-		memmove(c->out, c->out + c->outpos, unsent(c));
+		memmove(c->out, c->out + c->outpos, client_unsent(c));
 		c->outlen -= c->outpos;
 		c->outpos = 0;
 	}
@@ -62,7 +62,7 @@ client_out_line(struct client *c, const char *s, size_t n)
 		client_break(c);
 		return -1;
 	}
-	if (unsent(c) == 0)
+	if (client_unsent(c) == 0)
 		c->tx_at = ev_now(c->h->loop);	/* client_timeout counts from here */
 	memcpy(c->out + c->outlen, s, n);
 	c->out[c->outlen + n] = '\n';

@@ -55,7 +55,7 @@ struct client {
 
 /* Output bytes not written yet. */
 static inline size_t
-unsent(const struct client *c)
+client_unsent(const struct client *c)
 {
 	return c->outlen - c->outpos;
 }

@@ -56,7 +56,7 @@ client_watch(struct client *c)
 	struct ev_loop *loop = c->h->loop;
 
 	if (!c->eof && !c->closing && !c->broken && c->inlen < CONTROL_MSG_MAX &&
-	    unsent(c) < OUT_HIGH)
+	    client_unsent(c) < OUT_HIGH)
 		ev_io_start(loop, &c->rw);
 	else
 		ev_io_stop(loop, &c->rw);
@@ -75,8 +75,9 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		client_close(c);
 		return;
 	}
-	while (unsent(c) > 0) {
-		n = send(c->fd, c->out + c->outpos, unsent(c), MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (client_unsent(c) > 0) {
+		n = send(c->fd, c->out + c->outpos, client_unsent(c),
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -97,8 +98,8 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 			handlers->call_consumed(c->h, &c->call,
 						credit > UINT32_MAX ? UINT32_MAX : (uint32_t)credit);
 	}
-	if (unsent(c) > 0) {
-		if (progress && unsent(c) < OUT_LOW && !ev_is_active(&c->rw))
+	if (client_unsent(c) > 0) {
+		if (progress && client_unsent(c) < OUT_LOW && !ev_is_active(&c->rw))
 			ev_feed_event(loop, &c->rw, EV_READ);	/* requests again */
 		return;
 	}
@@ -152,7 +153,7 @@ client_process(struct client *c)
 {
 	char *nl;
 
-	while (!c->calling && !c->closing && !c->broken && unsent(c) < OUT_HIGH &&
+	while (!c->calling && !c->closing && !c->broken && client_unsent(c) < OUT_HIGH &&
 	       (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
 		size_t n = (size_t)(nl - c->in);
 		char *line = malloc(n + 1);
@@ -204,7 +205,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	/* it asks no more: close once what it asked is answered and written
 	 * (if it is gone altogether, writing fails first) */
 	if (c->eof && !c->calling && memchr(c->in, '\n', c->inlen) == NULL) {
-		if (unsent(c) == 0) {
+		if (client_unsent(c) == 0) {
 			client_close(c);
 			return;
 		}
@@ -229,7 +230,7 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_again(loop, w);
 		return;
 	}
-	if (unsent(c) > 0)
+	if (client_unsent(c) > 0)
 		since = c->tx_at;
 	else if (c->calling)
 		since = now;
@@ -240,7 +241,7 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_again(loop, w);
 		return;
 	}
-	if (unsent(c) > 0)
+	if (client_unsent(c) > 0)
 		log_warnx("control: a client (uid %u) took none of its answers for %.1f s: dropped%s",
 			  (unsigned)c->uid, timeout, c->calling ? ", its call abandoned" : "");
 	else
@@ -471,9 +472,9 @@ control_close(struct hub *h)
 		struct pollfd pfd = { c->fd, POLLOUT, 0 };
 		ssize_t n;
 
-		while (unsent(c) > 0 && (now = hp_now_ns()) < end &&
+		while (client_unsent(c) > 0 && (now = hp_now_ns()) < end &&
 		       poll(&pfd, 1, (int)((end - now) / HP_NS_PER_MS) + 1) == 1 &&
-		       (n = send(c->fd, c->out + c->outpos, unsent(c),
+		       (n = send(c->fd, c->out + c->outpos, client_unsent(c),
 				 MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
 			c->outpos += (size_t)n;
 	}
