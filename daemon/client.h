@@ -1,6 +1,6 @@
-/* What control.c (the socket, its clients and their buffers) and
- * commands.c (what each command does) share: a client, and the ways a
- * command answers it. Private to those two. */
+/* A control client, what the socket (control.c) and the commands above
+ * it (commands.c) share: the client, and the ways a command answers it
+ * (client.c). Private to those three. */
 #ifndef HUB_CLIENT_H
 #define HUB_CLIENT_H
 
@@ -11,8 +11,8 @@
 #include <ev.h>
 #include <json-c/json.h>
 
-#include "daemon/control.h"
 #include "daemon/hub.h"
+#include "daemon/request.h"
 
 /* Item bytes of a call's stream that go back to the guest as credit once
  * the output up to end has been written (output offsets count from the
@@ -53,13 +53,23 @@ struct client {
 	struct ext_call	call;
 };
 
-/* control.c: a client's output. */
+/* Output bytes not written yet. */
+static inline size_t
+client_unsent(const struct client *c)
+{
+	return c->outlen - c->outpos;
+}
+
+/* client.c: a client's output. One answer line; written by control.c. */
 int	client_out_line(struct client *c, const char *s, size_t n);
+/* The bytes of an item just queued (output [start, queued)) go back to
+ * the guest as credit once written. */
 void	client_mark_add(struct client *c, uint64_t start, uint32_t credit);
 void	client_reply(struct client *c, json_object *o);
 void	client_reply_error(struct client *c, const char *msg);
-
-/* commands.c: one request line, answered (or its call begun). */
-void	commands_handle(struct client *c, const char *line, size_t len);
+/* For control.c: out of memory for c, closed from the loop; and the
+ * credit of the marks that the output written by now has passed. */
+void	client_break(struct client *c);
+uint64_t client_marks_written(struct client *c);
 
 #endif

@@ -1,8 +1,8 @@
-/* The control commands (control.h's CTL_COMMANDS): each request checked
- * for who may run it and handed to its cmd_* handler, which answers as
- * JSON: peers, methods, status, stats, pool, reload, restart, stop, start, and
- * call with its stream's items and result rendered from postcard. The
- * socket and the clients' buffers are control.c's. */
+/* The control commands (request.h's CTL_COMMANDS): one cmd_* handler
+ * each, which answers as JSON: peers, methods, status, stats, pool,
+ * reload, restart, stop, start, and call with its stream's items and
+ * result rendered from postcard (pcjson.c); and their table, for the
+ * socket below (control.c: the clients, parsing, who may run what). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,77 +12,24 @@
 #include <json-c/json.h>
 
 #include "daemon/client.h"
+#include "daemon/commands.h"
 #include "daemon/control.h"
 #include "daemon/host.h"
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
+#include "daemon/pcjson.h"
 #include "daemon/pool.h"
 #include "daemon/poolfig.h"
 #include "daemon/relay.h"
 #include "daemon/reload.h"
+#include "daemon/request.h"
 #include "daemon/route.h"
 #include "daemon/streams.h"
 #include "daemon/supervise.h"
+#include "proto/builtin.h"
 #include "proto/channel.h"
 #include "proto/postcard.h"
-#include "proto/builtin.h"
-
-/* A postcard value of type t as JSON (*out; NULL is JSON null). -1 if it
- * does not decode. */
-static json_object *value_of(struct hp_pc_dec *d, uint8_t t);
-
-static int
-value_json(struct hp_pc_dec *d, uint8_t t, json_object **out)
-{
-	*out = value_of(d, t);
-	return *out == NULL && t != HP_T_UNIT ? -1 : 0;
-}
-
-static json_object *
-value_of(struct hp_pc_dec *d, uint8_t t)
-{
-	const uint8_t *b;
-	const char *s;
-	size_t n;
-	uint64_t u;
-	int64_t i;
-	int v;
-
-	switch (t) {
-	case HP_T_STR:
-		if (hp_pc_get_str(d, &s, &n) != 0)
-			return NULL;
-		return json_object_new_string_len(s, (int)n);
-	case HP_T_BYTES:
-		if (hp_pc_get_bytes(d, &b, &n) != 0)
-			return NULL;
-		if (hp_utf8_valid(b, n))
-			return json_object_new_string_len((const char *)b, (int)n);
-		char *hex = malloc(n * 2 + 5);
-		json_object *o;
-
-		if (hex == NULL)
-			return NULL;
-		memcpy(hex, "hex:", 4);
-		for (size_t k = 0; k < n; k++)
-			snprintf(hex + 4 + k * 2, 3, "%02x", b[k]);
-		o = json_object_new_string(hex);
-		free(hex);
-		return o;
-	case HP_T_U64:
-		u = hp_pc_get_u64(d);
-		return d->err ? NULL : json_object_new_uint64(u);
-	case HP_T_I64:
-		i = hp_pc_get_i64(d);
-		return d->err ? NULL : json_object_new_int64(i);
-	case HP_T_BOOL:
-		v = hp_pc_get_bool(d);
-		return d->err ? NULL : json_object_new_boolean(v);
-	default:
-		return NULL;	/* unit: JSON null */
-	}
-}
 
 /* An item of a call's stream, as {"item":VALUE}. Its bytes go back to the
  * guest as credit once the line is written (client_mark_add). */
@@ -108,7 +55,7 @@ call_item(struct ext_call *x, uint8_t item_type, const uint8_t *item, size_t len
 	} else {
 		hp_pc_dec_init(&d, item, len);
 		o = json_object_new_object();
-		if (value_json(&d, item_type, &v) != 0)
+		if (pcjson_value(&d, item_type, &v) != 0)
 			v = json_object_new_string("(item does not decode)");
 		json_object_object_add(o, "item", v);
 		client_reply(c, o);
@@ -134,7 +81,7 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 				       json_object_new_string("the answer does not decode"));
 	} else if (r->result == HP_RESULT_OK) {
 		hp_pc_dec_init(&d, r->value, r->value_len);
-		if (value_json(&d, x->ret_type, &v) != 0 || hp_pc_remaining(&d) != 0) {
+		if (pcjson_value(&d, x->ret_type, &v) != 0 || hp_pc_remaining(&d) != 0) {
 			json_object_put(v);
 			json_object_object_add(o, "ok", json_object_new_boolean(0));
 			json_object_object_add(o, "error", json_object_new_string(
@@ -149,7 +96,7 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 		json_object_object_add(o, "ok", json_object_new_boolean(0));
 		json_object_object_add(o, "kind", json_object_new_string(msg));
 		hp_pc_dec_init(&d, r->value, r->value_len);
-		if (r->error == 0 && value_json(&d, HP_T_STR, &v) == 0)
+		if (r->error == 0 && pcjson_value(&d, HP_T_STR, &v) == 0)
 			json_object_object_add(o, "error", v);
 		else
 			json_object_object_add(o, "error", json_object_new_string(msg));
@@ -584,36 +531,13 @@ cmd_status(struct client *c, const struct control_req *r)
 	client_reply(c, o);
 }
 
-/* The handler of each command (control.h). */
-#define CTL_HANDLER(id, name, who, needs, handler)	[CTL_##id] = handler,
-static void (*const handlers[CTL_NCMDS])(struct client *, const struct control_req *) = {
-	CTL_COMMANDS(CTL_HANDLER)
+/* Each command's handler (request.h's rows), handed to the socket by
+ * hubd.c; a client's call goes through route.c (cmd_call), and so do its
+ * client's progress and going away. */
+#define CTL_HANDLER(id, name, who, needs)	[CTL_##id] = cmd_##name,
+const struct control_ops commands_ops = {
+	.cmd = { CTL_COMMANDS(CTL_HANDLER) },
+	.call_consumed = route_client_consumed,
+	.call_abandon = route_client_abandon,
 };
 #undef CTL_HANDLER
-
-/* Changing state is for root and the hub's user (client.privileged,
- * from SO_PEERCRED). */
-void
-commands_handle(struct client *c, const char *line, size_t len)
-{
-	struct control_req r;
-	const char *why;
-
-	if (control_parse(line, len, &r, &why) != 0) {
-		log_debug("control: client %d (uid %u): bad request: %s", c->fd,
-			  (unsigned)c->uid, why);
-		client_reply_error(c, why);
-		return;
-	}
-	log_debug("control: client %d (uid %u): %s%s%s", c->fd, (unsigned)c->uid,
-		  ctl_commands[r.cmd].name, r.method || r.name ? " " : "",
-		  r.method ? r.method : r.name ? r.name : "");
-	if (ctl_commands[r.cmd].access != CTL_READ && !c->privileged) {
-		log_debug("control: client %d (uid %u): %s: permission denied", c->fd,
-			  (unsigned)c->uid, ctl_commands[r.cmd].name);
-		client_reply_error(c, "permission denied: for root and the hub's user");
-	} else {
-		handlers[r.cmd](c, &r);
-	}
-	control_req_free(&r);
-}

@@ -37,7 +37,7 @@ config_perr(struct parser *p, int line, const char *fmt, ...)
 }
 
 static void
-guest_defaults(struct guest_conf *g)
+config_guest_defaults(struct config_guest *g)
 {
 	g->restart = RESTART_ON_FAILURE;
 	g->max_deaths = 5;
@@ -51,7 +51,7 @@ guest_defaults(struct guest_conf *g)
 static int
 valid_guest_name(const char *s, size_t n)
 {
-	if (n == 0 || n > GUEST_NAME_MAX)
+	if (n == 0 || n > CONFIG_GUEST_NAME_MAX)
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)s[i]) && strchr("_.-", s[i]) == NULL)
@@ -63,7 +63,7 @@ static void
 begin_section(struct parser *p, const char *s, size_t n)
 {
 	struct hub_conf *c = p->c;
-	struct guest_conf *g;
+	struct config_guest *g;
 
 	p->section = SEC_BAD;
 	p->guest_seen = 0;
@@ -97,7 +97,7 @@ begin_section(struct parser *p, const char *s, size_t n)
 		s++, n--;
 	if (!valid_guest_name(s, n)) {
 		config_perr(p, p->line, "bad guest name '%.*s': 1 to %d of A-Z a-z 0-9 _ . -",
-			    (int)n, s, GUEST_NAME_MAX);
+			    (int)n, s, CONFIG_GUEST_NAME_MAX);
 		return;
 	}
 	for (uint32_t i = 0; i < c->nguests; i++) {
@@ -120,7 +120,7 @@ begin_section(struct parser *p, const char *s, size_t n)
 	memset(g, 0, sizeof(*g));
 	memcpy(g->name, s, n);
 	g->line = p->line;
-	guest_defaults(g);
+	config_guest_defaults(g);
 	p->section = SEC_GUEST;
 }
 
@@ -172,7 +172,7 @@ reader(char *str, int num, void *user)
 }
 
 static int
-exec_path(struct parser *p, struct guest_conf *g)
+exec_path(struct parser *p, struct config_guest *g)
 {
 	char *path, *slash;
 
@@ -246,7 +246,7 @@ patterns_overlap(const char *a, const char *b)
 }
 
 int
-guest_conf_covers(const struct guest_conf *g, const char *method)
+config_guest_covers(const struct config_guest *g, const char *method)
 {
 	size_t n = strlen(g->name);
 
@@ -268,10 +268,10 @@ check_names(struct parser *p)
 {
 	static const char host[] = HP_SVC_PREFIX "*";
 	struct hub_conf *c = p->c;
-	char own[GUEST_NAME_MAX + 3], other[GUEST_NAME_MAX + 3];
+	char own[CONFIG_GUEST_NAME_MAX + 3], other[CONFIG_GUEST_NAME_MAX + 3];
 
 	for (uint32_t i = 0; i < c->nguests; i++) {
-		const struct guest_conf *g = &c->guests[i];
+		const struct config_guest *g = &c->guests[i];
 
 		snprintf(own, sizeof(own), "%s.*", g->name);
 		if (strcmp(g->name, "hub") == 0)
@@ -285,7 +285,7 @@ check_names(struct parser *p)
 				config_perr(p, g->provides_line, "guest '%s': provides '%s' "
 					    "covers names of the host's (%s)", g->name, *q, host);
 		for (uint32_t j = 0; j < i; j++) {
-			const struct guest_conf *o = &c->guests[j];
+			const struct config_guest *o = &c->guests[j];
 
 			snprintf(other, sizeof(other), "%s.*", o->name);
 			if (patterns_overlap(own, other))
@@ -336,7 +336,7 @@ finish(struct parser *p)
 			    c->params.max_guests);
 	channels_per_caller(p, line);
 	for (uint32_t i = 0; i < c->nguests; i++) {
-		struct guest_conf *g = &c->guests[i];
+		struct config_guest *g = &c->guests[i];
 
 		if (exec_path(p, g) != 0)
 			continue;
@@ -407,7 +407,7 @@ strv_free(char **v)
 }
 
 static void
-guest_conf_clear(struct guest_conf *g)
+config_guest_clear(struct config_guest *g)
 {
 	if (g->argv != NULL)
 		for (int a = 1; g->argv[a] != NULL; a++)
@@ -418,18 +418,18 @@ guest_conf_clear(struct guest_conf *g)
 }
 
 void
-guest_conf_free(struct guest_conf *g)
+config_guest_free(struct config_guest *g)
 {
 	if (g == NULL)
 		return;
-	guest_conf_clear(g);
+	config_guest_clear(g);
 	free(g);
 }
 
-struct guest_conf *
-guest_conf_dup(const struct guest_conf *g)
+struct config_guest *
+config_guest_dup(const struct config_guest *g)
 {
-	struct guest_conf *d = calloc(1, sizeof(*d));
+	struct config_guest *d = calloc(1, sizeof(*d));
 	int n = 0;
 
 	if (d == NULL)
@@ -458,7 +458,7 @@ guest_conf_dup(const struct guest_conf *g)
 	}
 	return d;
 fail:
-	guest_conf_free(d);
+	config_guest_free(d);
 	return NULL;
 }
 
@@ -478,7 +478,7 @@ strv_within(char *const *a, char *const *b)
 }
 
 int
-guest_conf_equal(const struct guest_conf *a, const struct guest_conf *b)
+config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 {
 	int i;
 
@@ -505,7 +505,7 @@ void
 config_free(struct hub_conf *c)
 {
 	for (uint32_t i = 0; i < c->nguests; i++)
-		guest_conf_clear(&c->guests[i]);
+		config_guest_clear(&c->guests[i]);
 	free(c->guests);
 	free(c->file);
 	free(c->segment_path);

@@ -17,10 +17,10 @@ enum restart_policy {
 	RESTART_NPOLICIES
 };
 
-#define GUEST_NAME_MAX		32
+#define CONFIG_GUEST_NAME_MAX	32
 
-struct guest_conf {
-	char		name[GUEST_NAME_MAX + 1];
+struct config_guest {
+	char		name[CONFIG_GUEST_NAME_MAX + 1];
 	char		*exec;		/* path of the executable */
 	char		**argv;		/* argv[0] = exec, then args; NULL-terminated */
 	enum restart_policy restart;
@@ -60,7 +60,7 @@ struct hub_conf {
 	uint64_t		pool_stuck_ns;		/* [pool] stuck_after: a slot held this long is reported (0: never) */
 	uint64_t		pool_quota;		/* [pool] quota: bytes one guest may hold (0: default) */
 	uint32_t		pool_quota_slots;	/* [pool] quota_slots: slots one guest may hold (0: default) */
-	struct guest_conf	*guests;
+	struct config_guest	*guests;
 	uint32_t		nguests;
 };
 
@@ -72,13 +72,13 @@ void config_free(struct hub_conf *c);
 
 /* A guest's settings on their own (a running guest owns a copy, so a
  * reload can replace the config under it). */
-struct guest_conf *guest_conf_dup(const struct guest_conf *g);
-void guest_conf_free(struct guest_conf *g);
-int guest_conf_equal(const struct guest_conf *a, const struct guest_conf *b);
+struct config_guest *config_guest_dup(const struct config_guest *g);
+void config_guest_free(struct config_guest *g);
+int config_guest_equal(const struct config_guest *a, const struct config_guest *b);
 
 /* Whether g may register method: one of its own names (NAME.*, NAME its
  * section's) or one its provides lists. config_load sees to it that no
  * two guests of a file, and no guest and the host (hub.*), share a name. */
-int guest_conf_covers(const struct guest_conf *g, const char *method);
+int config_guest_covers(const struct config_guest *g, const char *method);
 
 #endif

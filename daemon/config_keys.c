@@ -3,7 +3,10 @@
  * each kind of value (numbers, sizes, durations, strings, users and
  * groups, restart policies, args, provides); and inih's handler, which
  * takes a key = value line of the current section to its row. Reading the file
- * and its sections is config.c's. */
+ * and its sections is config.c's. Over 600 lines because it is one table:
+ * each row names the parser of its kind of value, and the rows and those
+ * parsers are read together (make check-man holds hubd.conf.5 to the
+ * rows); split, a row's meaning would sit in another file. */
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
@@ -99,7 +102,7 @@ parse_duration(const char *s, uint64_t *ns)
 
 /* A key of [hub], [pool] or [guest NAME]: its name, the parser that reads its
  * value, and where the value goes (a field of struct hub_conf or struct
- * guest_conf, at off, size bytes) within bounds. A parser reports its own
+ * config_guest, at off, size bytes) within bounds. A parser reports its own
  * errors and returns 0 or -1; base is the struct its section fills. */
 struct key {
 	const char	*name;
@@ -113,8 +116,8 @@ struct key {
 
 #define HUB(f)		.off = offsetof(struct hub_conf, f), \
 			.size = sizeof(((struct hub_conf *)0)->f)
-#define GUEST(f)	.off = offsetof(struct guest_conf, f), \
-			.size = sizeof(((struct guest_conf *)0)->f)
+#define GUEST(f)	.off = offsetof(struct config_guest, f), \
+			.size = sizeof(((struct config_guest *)0)->f)
 
 static void *
 field(const struct key *k, void *base)
@@ -219,7 +222,7 @@ key_group(struct parser *p, const struct key *k, const char *value, void *base)
 static int
 key_user(struct parser *p, const struct key *k, const char *value, void *base)
 {
-	struct guest_conf *g = base;
+	struct config_guest *g = base;
 	struct passwd *pw = getpwnam(value);
 
 	if (pw == NULL) {
@@ -422,7 +425,7 @@ key_find(const struct key *keys, size_t n, const char *name)
 static int
 key_args(struct parser *p, const struct key *k, const char *value, void *base)
 {
-	struct guest_conf *g = base;
+	struct config_guest *g = base;
 	char *argv[ARGS_MAX + 2], buf[LINE_MAX_LEN];
 	int argc = 1;
 	const char *s = value;
@@ -502,7 +505,7 @@ pattern_ok(const char *s, size_t n)
 static int
 key_provides(struct parser *p, const struct key *k, const char *value, void *base)
 {
-	struct guest_conf *g = base;
+	struct config_guest *g = base;
 	char *pats[PROVIDES_MAX + 1];
 	const char *s = value, *end;
 	int n = 0, bad = 0;

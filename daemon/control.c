@@ -1,10 +1,13 @@
 /* The control socket and its clients (after OpenBSD's control.c): a UNIX
  * stream socket, stale socket replaced, mode 0660, callers identified with
- * SO_PEERCRED; accepting, per-user limits, each client's buffers, timeouts
- * and credit marks. What each command does is commands.c's. Requests are
- * JSON objects, one per line, at most CONTROL_MSG_MAX bytes; answers
- * likewise, of any size. A client is served one request at a time and no
- * client can block the loop or another client:
+ * SO_PEERCRED; accepting, per-user limits, reading and writing each client,
+ * timeouts; each request parsed (request.c), checked for who may run it,
+ * and handed to its command. What each command does is handed in at
+ * control_init (commands.c's table); a client's output buffer and credit
+ * marks are client.c's. Requests are JSON objects, one per line, at most
+ * CONTROL_MSG_MAX bytes; answers likewise, of any size. A client is
+ * served one request at a time and no client can block the loop or
+ * another client:
  * - connections are bounded per ordinary user and in all, with a reserve
  *   for root and hubd's own user (CONTROL_CLIENTS_*);
  * - a client with unsent answers past OUT_HIGH is not read from until they
@@ -24,31 +27,26 @@
 #include <unistd.h>
 
 #include <bsd/string.h>
-#include <json-c/json.h>
 
 #include "daemon/client.h"
 #include "daemon/control.h"
 #include "daemon/hub.h"
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
-#include "daemon/route.h"
+#include "daemon/request.h"
 #include "proto/clock.h"
 
 #define OUT_HIGH	(256u << 10)	/* unsent answers: stop reading requests */
 #define OUT_LOW		(64u << 10)	/* ... and read on once below this */
 #define OUT_KEEP	(1u << 20)	/* an empty buffer larger than this is freed */
-#define MARK_SPAN	4096		/* output bytes a credit mark spans at least */
 #define ACCEPT_RETRY	0.1		/* s: accepting paused for want of fds */
 #define FINAL_WRITE_MS	500		/* hubd exiting: pending answers go out */
 
+/* What the clients are served with (control_init): one socket per hubd. */
+static const struct control_ops *handlers;
+
 static void client_close(struct client *c);
 static void client_process(struct client *c);
-
-static size_t
-unsent(const struct client *c)
-{
-	return c->outlen - c->outpos;
-}
 
 /* Reading requests: while none is too long or waits to be served behind
  * unread answers. Also while a call runs, so that a client that goes
@@ -59,128 +57,17 @@ client_watch(struct client *c)
 	struct ev_loop *loop = c->h->loop;
 
 	if (!c->eof && !c->closing && !c->broken && c->inlen < CONTROL_MSG_MAX &&
-	    unsent(c) < OUT_HIGH)
+	    client_unsent(c) < OUT_HIGH)
 		ev_io_start(loop, &c->rw);
 	else
 		ev_io_stop(loop, &c->rw);
-}
-
-/* Out of memory for this client: it is closed from the loop (never from
- * inside a call's callback, which the host is still running). */
-static void
-client_break(struct client *c)
-{
-	if (!c->broken)
-		log_warnx("control: out of memory for a client's answers, dropped");
-	c->broken = 1;
-	ev_io_stop(c->h->loop, &c->rw);
-	ev_feed_event(c->h->loop, &c->ww, EV_WRITE);
-}
-
-/* Room for n more bytes of output; -1 when there is no memory for it. */
-static int
-out_reserve(struct client *c, size_t n)
-{
-	size_t cap;
-	char *p;
-
-	if (c->outcap - c->outlen >= n)
-		return 0;
-	if (c->outpos > 0) {	/* what was written goes first */
-		memmove(c->out, c->out + c->outpos, unsent(c));
-		c->outlen -= c->outpos;
-		c->outpos = 0;
-	}
-	/* room, and more than a sliver (or we would move it all again soon) */
-	if (c->outcap - c->outlen >= n && c->outlen <= c->outcap / 2)
-		return 0;
-	cap = c->outcap > 0 ? c->outcap * 2 : 4096;
-	while (cap - c->outlen < n)
-		cap *= 2;
-	if ((p = realloc(c->out, cap)) == NULL)
-		return -1;
-	c->out = p;
-	c->outcap = cap;
-	return 0;
-}
-
-/* One answer line; written by write_cb. */
-int
-client_out_line(struct client *c, const char *s, size_t n)
-{
-	if (c->broken)
-		return -1;
-	if (s == NULL || out_reserve(c, n + 1) != 0) {
-		client_break(c);
-		return -1;
-	}
-	if (unsent(c) == 0)
-		c->tx_at = ev_now(c->h->loop);	/* client_timeout counts from here */
-	memcpy(c->out + c->outlen, s, n);
-	c->out[c->outlen + n] = '\n';
-	c->outlen += n + 1;
-	c->queued += n + 1;
-	ev_io_start(c->h->loop, &c->ww);
-	return 0;
-}
-
-/* The bytes of an item just queued (output [start, queued)) go back to the
- * guest once written. Marks closer than MARK_SPAN merge into one, so there
- * are at most unsent / MARK_SPAN + 1 of them; merging only gives credit
- * back later, never before its item is written. */
-void
-client_mark_add(struct client *c, uint64_t start, uint32_t credit)
-{
-	struct mark *m;
-
-	if (c->broken || credit == 0)
-		return;
-	if (c->mcount > 0) {
-		m = &c->marks[(c->mhead + c->mcount - 1) % c->mcap];
-		if (c->queued - m->start < MARK_SPAN) {
-			m->end = c->queued;
-			m->credit += credit;
-			return;
-		}
-	}
-	if (c->mcount == c->mcap) {
-		uint32_t cap = c->mcap ? c->mcap * 2 : 64;
-		struct mark *n = malloc(cap * sizeof(*n));
-
-		if (n == NULL) {
-			client_break(c);
-			return;
-		}
-		for (uint32_t i = 0; i < c->mcount; i++)
-			n[i] = c->marks[(c->mhead + i) % c->mcap];
-		free(c->marks);
-		c->marks = n;
-		c->mhead = 0;
-		c->mcap = cap;
-	}
-	m = &c->marks[(c->mhead + c->mcount++) % c->mcap];
-	*m = (struct mark){ start, c->queued, credit };
-}
-
-/* What the client has taken of the call's stream: credit for the guest. */
-static void
-marks_written(struct client *c)
-{
-	uint64_t credit = 0;
-
-	while (c->mcount > 0 && c->marks[c->mhead].end <= c->written) {
-		credit += c->marks[c->mhead].credit;
-		c->mhead = (c->mhead + 1) % c->mcap;
-		c->mcount--;
-	}
-	if (credit > 0 && c->calling)
-		route_client_consumed(c->h, &c->call, credit > UINT32_MAX ? UINT32_MAX : (uint32_t)credit);
 }
 
 static void
 write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct client *c = w->data;
+	uint64_t credit;
 	int progress = 0;
 	ssize_t n;
 
@@ -189,8 +76,9 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		client_close(c);
 		return;
 	}
-	while (unsent(c) > 0) {
-		n = send(c->fd, c->out + c->outpos, unsent(c), MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (client_unsent(c) > 0) {
+		n = send(c->fd, c->out + c->outpos, client_unsent(c),
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -203,12 +91,16 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->written += (uint64_t)n;
 		progress = 1;
 	}
+	/* what the client has taken of the call's stream: credit for the guest */
 	if (progress) {
 		c->tx_at = ev_now(loop);
-		marks_written(c);
+		credit = client_marks_written(c);
+		if (credit > 0 && c->calling)
+			handlers->call_consumed(c->h, &c->call,
+						credit > UINT32_MAX ? UINT32_MAX : (uint32_t)credit);
 	}
-	if (unsent(c) > 0) {
-		if (progress && unsent(c) < OUT_LOW && !ev_is_active(&c->rw))
+	if (client_unsent(c) > 0) {
+		if (progress && client_unsent(c) < OUT_LOW && !ev_is_active(&c->rw))
 			ev_feed_event(loop, &c->rw, EV_READ);	/* requests again */
 		return;
 	}
@@ -227,23 +119,32 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ev_feed_event(loop, &c->rw, EV_READ);
 }
 
-void
-client_reply(struct client *c, json_object *o)
+/* One request line: parsed, checked for who may run it, and handed to its
+ * command. Changing state is for root and the hub's user
+ * (client.privileged, from SO_PEERCRED). */
+static void
+client_request(struct client *c, const char *line, size_t len)
 {
-	const char *s = json_object_to_json_string_ext(o, JSON_OUT_FLAGS);
+	struct control_req r;
+	const char *why;
 
-	client_out_line(c, s, s != NULL ? strlen(s) : 0);
-	json_object_put(o);
-}
-
-void
-client_reply_error(struct client *c, const char *msg)
-{
-	json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "ok", json_object_new_boolean(0));
-	json_object_object_add(o, "error", json_object_new_string(msg));
-	client_reply(c, o);
+	if (request_parse(line, len, &r, &why) != 0) {
+		log_debug("control: client %d (uid %u): bad request: %s", c->fd,
+			  (unsigned)c->uid, why);
+		client_reply_error(c, why);
+		return;
+	}
+	log_debug("control: client %d (uid %u): %s%s%s", c->fd, (unsigned)c->uid,
+		  ctl_commands[r.cmd].name, r.method || r.name ? " " : "",
+		  r.method ? r.method : r.name ? r.name : "");
+	if (ctl_commands[r.cmd].access != CTL_READ && !c->privileged) {
+		log_debug("control: client %d (uid %u): %s: permission denied", c->fd,
+			  (unsigned)c->uid, ctl_commands[r.cmd].name);
+		client_reply_error(c, "permission denied: for root and the hub's user");
+	} else {
+		handlers->cmd[r.cmd](c, &r);
+	}
+	request_free(&r);
 }
 
 /* Handles the complete lines in the buffer, one request at a time, while
@@ -253,7 +154,7 @@ client_process(struct client *c)
 {
 	char *nl;
 
-	while (!c->calling && !c->closing && !c->broken && unsent(c) < OUT_HIGH &&
+	while (!c->calling && !c->closing && !c->broken && client_unsent(c) < OUT_HIGH &&
 	       (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
 		size_t n = (size_t)(nl - c->in);
 		char *line = malloc(n + 1);
@@ -266,7 +167,7 @@ client_process(struct client *c)
 		memmove(c->in, nl + 1, c->inlen - n - 1);
 		c->inlen -= n + 1;
 		if (n > 0)
-			commands_handle(c, line, n);
+			client_request(c, line, n);
 		free(line);
 	}
 }
@@ -305,7 +206,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	/* it asks no more: close once what it asked is answered and written
 	 * (if it is gone altogether, writing fails first) */
 	if (c->eof && !c->calling && memchr(c->in, '\n', c->inlen) == NULL) {
-		if (unsent(c) == 0) {
+		if (client_unsent(c) == 0) {
 			client_close(c);
 			return;
 		}
@@ -330,7 +231,7 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_again(loop, w);
 		return;
 	}
-	if (unsent(c) > 0)
+	if (client_unsent(c) > 0)
 		since = c->tx_at;
 	else if (c->calling)
 		since = now;
@@ -341,7 +242,7 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_again(loop, w);
 		return;
 	}
-	if (unsent(c) > 0)
+	if (client_unsent(c) > 0)
 		log_warnx("control: a client (uid %u) took none of its answers for %.1f s: dropped%s",
 			  (unsigned)c->uid, timeout, c->calling ? ", its call abandoned" : "");
 	else
@@ -358,7 +259,7 @@ client_close(struct client *c)
 	log_debug("control: client %d (uid %u) closed%s", c->fd, (unsigned)c->uid,
 		  c->calling ? ", its call abandoned" : "");
 	if (c->calling)
-		route_client_abandon(h, &c->call);
+		handlers->call_abandon(h, &c->call);
 	ev_io_stop(h->loop, &c->rw);
 	ev_io_stop(h->loop, &c->ww);
 	ev_timer_stop(h->loop, &c->tw);
@@ -496,7 +397,7 @@ accept_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 int
-control_init(struct hub *h)
+control_init(struct hub *h, const struct control_ops *ops)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	const char *path = h->conf.control_path, *slash;
@@ -550,6 +451,7 @@ control_init(struct hub *h)
 		unlink(path);
 		return -1;
 	}
+	handlers = ops;
 	h->ctl_fd = fd;
 	ev_io_init(&h->ctl_w, accept_cb, fd, EV_READ);
 	h->ctl_w.data = h;
@@ -571,9 +473,9 @@ control_close(struct hub *h)
 		struct pollfd pfd = { c->fd, POLLOUT, 0 };
 		ssize_t n;
 
-		while (unsent(c) > 0 && (now = hp_now_ns()) < end &&
+		while (client_unsent(c) > 0 && (now = hp_now_ns()) < end &&
 		       poll(&pfd, 1, (int)((end - now) / HP_NS_PER_MS) + 1) == 1 &&
-		       (n = send(c->fd, c->out + c->outpos, unsent(c),
+		       (n = send(c->fd, c->out + c->outpos, client_unsent(c),
 				 MSG_NOSIGNAL | MSG_DONTWAIT)) > 0)
 			c->outpos += (size_t)n;
 	}

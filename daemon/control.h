@@ -1,13 +1,17 @@
-/* The control socket: newline-delimited JSON requests and answers; its
- * commands, their table and their requests' parser. */
+/* The control socket: newline-delimited JSON requests and answers. The
+ * commands and the parser of their requests: request.h; what each does
+ * is handed in at control_init (commands.h), so that the socket names
+ * nothing above it. */
 #ifndef HUB_CONTROL_H
 #define HUB_CONTROL_H
 
-#include <stddef.h>
+#include <stdint.h>
 
+#include "daemon/request.h"
+
+struct client;
+struct ext_call;
 struct hub;
-
-#define CONTROL_MSG_MAX		65536	/* one request line at most */
 
 /* Control connections at once, by the caller's uid (SO_PEERCRED): in all,
  * of which the last CONTROL_CLIENTS_RESERVED only for root and hubd's own
@@ -16,79 +20,21 @@ struct hub;
 #define CONTROL_CLIENTS_RESERVED	16
 #define CONTROL_CLIENTS_PER_UID		16
 
-int	control_init(struct hub *h);
+/* What the layer above the socket serves its clients with. */
+struct control_ops {
+	/* By enum ctl_cmd ([CTL_NONE] unused), for a request that parsed and
+	 * that its client may run: answers through client.h's client_reply*,
+	 * or begins a call (client.calling, client.call) whose end answers. */
+	void	(*cmd[CTL_NCMDS])(struct client *c, const struct control_req *r);
+	/* A call under way: its client has taken bytes of the items of the
+	 * call's stream (as on_item had them) ... */
+	void	(*call_consumed)(struct hub *h, struct ext_call *x, uint32_t bytes);
+	/* ... or went away before the call's end. */
+	void	(*call_abandon)(struct hub *h, struct ext_call *x);
+};
+
+/* ops stays in use until control_close. */
+int	control_init(struct hub *h, const struct control_ops *ops);
 void	control_close(struct hub *h);
-
-/* Every control command, one row each: X(ID, "name", who, needs, handler).
- * The enum, the parser's table (request.c) and the dispatcher (commands.c)
- * are all made from these rows, so that a command cannot be added without
- * saying who may run it:
- *   who	CTL_READ: whoever can open the socket (mode 0660);
- *		CTL_CHANGE: root and hubd's own user only (SO_PEERCRED)
- *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
- *		CTL_NEEDS_NAME: "name", a guest's;
- *		CTL_TAKES_VALIDATE: "validate", a boolean, if given
- *   handler	commands.c's function that serves it */
-#define CTL_COMMANDS(X)							\
-	X(PEERS,	"peers",	CTL_READ,	0,		cmd_peers)	\
-	X(METHODS,	"methods",	CTL_READ,	0,		cmd_methods)	\
-	X(STATUS,	"status",	CTL_READ,	0,		cmd_status)	\
-	X(STATS,	"stats",	CTL_READ,	0,		cmd_stats)	\
-	X(POOL,		"pool",		CTL_READ,	CTL_TAKES_VALIDATE, cmd_pool)	\
-	X(CALL,		"call",		CTL_CHANGE,	CTL_NEEDS_METHOD, cmd_call)	\
-	X(RELOAD,	"reload",	CTL_CHANGE,	0,		cmd_reload)	\
-	X(RESTART,	"restart",	CTL_CHANGE,	CTL_NEEDS_NAME,	cmd_restart)	\
-	X(STOP,		"stop",		CTL_CHANGE,	CTL_NEEDS_NAME,	cmd_stop)	\
-	X(START,	"start",	CTL_CHANGE,	CTL_NEEDS_NAME,	cmd_start)
-
-#define CTL_ENUM(id, name, who, needs, handler)	CTL_##id,
-enum ctl_cmd {
-	CTL_NONE,		/* no command: 0 is never one */
-	CTL_COMMANDS(CTL_ENUM)
-	CTL_NCMDS
-};
-#undef CTL_ENUM
-
-/* Who may run a command (no 0: every row says it). */
-enum ctl_access {
-	CTL_READ = 1,
-	CTL_CHANGE,
-};
-
-#define CTL_NEEDS_METHOD	0x1
-#define CTL_NEEDS_NAME		0x2
-#define CTL_TAKES_VALIDATE	0x4	/* optional */
-
-struct ctl_command {
-	const char	*name;
-	enum ctl_access	access;
-	unsigned	needs;		/* CTL_NEEDS_* */
-};
-
-/* By enum ctl_cmd; [CTL_NONE] is empty. */
-extern const struct ctl_command ctl_commands[CTL_NCMDS];
-
-/* One request, parsed and checked before anything acts on it. */
-#define CTL_ARGS_MAX	8
-
-/* A call's argument as JSON gave it: len bytes, NUL bytes included. */
-struct ctl_arg {
-	const char	*s;
-	size_t		len;
-};
-
-struct control_req {
-	enum ctl_cmd	cmd;
-	const char	*method;		/* call */
-	const char	*name;			/* restart, stop, start */
-	int		validate;		/* pool */
-	struct ctl_arg	args[CTL_ARGS_MAX];	/* call */
-	int		nargs;
-	void		*json;			/* owns the strings above */
-};
-
-/* 0, or -1 with *why saying what is wrong with the request. */
-int	control_parse(const char *line, size_t len, struct control_req *r, const char **why);
-void	control_req_free(struct control_req *r);
 
 #endif

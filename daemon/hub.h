@@ -138,8 +138,8 @@ struct peer_stats {
 
 struct peer {
 	struct hub		*hub;
-	struct guest_conf	*conf;		/* its own copy; NULL: entry unused */
-	struct guest_conf	*next_conf;	/* a reload's, taken at the next start */
+	struct config_guest	*conf;		/* its own copy; NULL: entry unused */
+	struct config_guest	*next_conf;	/* a reload's, taken at the next start */
 	int			removed;	/* a reload dropped it: free when down */
 	uint32_t		id;		/* peer id, 1..max_guests */
 	enum peer_state		state;		/* lifecycle.h */
@@ -236,7 +236,7 @@ struct hub {
 	struct client		*clients;
 	uint32_t		nclients;
 	int			exit_code;
-	struct guest_conf	**waiting;	/* added by a reload, no entry free yet */
+	struct config_guest	**waiting;	/* added by a reload, no entry free yet */
 	uint32_t		nwaiting;
 	ev_timer		pool_w;		/* the variable pool's sweeper */
 	ev_timer		starved_w;	/* a backlog waits for a variable slot */

@@ -16,6 +16,7 @@
 #include <bsd/libutil.h>
 
 #include "daemon/answer.h"
+#include "daemon/commands.h"
 #include "daemon/control.h"
 #include "daemon/dispatch.h"
 #include "daemon/host.h"
@@ -393,7 +394,7 @@ setup(struct hub *h)
 	h->ncpus = hp_cpus_usable();
 	hp_awake_host(&h->seg, 1);	/* counted until the loop sleeps */
 	/* last: a socket that answers means a hub that is ready */
-	if (control_init(h) != 0) {
+	if (control_init(h, &commands_ops) != 0) {
 		log_warnx("cannot open the control socket %s", c->control_path);
 		return -1;
 	}
@@ -435,8 +436,8 @@ teardown(struct hub *h)
 	free(h->lock_path);
 	for (uint32_t i = 0; i < h->npeers; i++) {
 		free(h->peers[i].chans);
-		guest_conf_free(h->peers[i].conf);
-		guest_conf_free(h->peers[i].next_conf);
+		config_guest_free(h->peers[i].conf);
+		config_guest_free(h->peers[i].next_conf);
 		lifecycle_free(&h->peers[i].life);
 	}
 	unwire(h);
@@ -516,7 +517,7 @@ main(int argc, char *argv[])
 		ev_timer_again(h->loop, &h->watchdog_w);
 	}
 	for (uint32_t i = 0; i < h->conf.nguests; i++)
-		if ((h->peers[i].conf = guest_conf_dup(&h->conf.guests[i])) == NULL)
+		if ((h->peers[i].conf = config_guest_dup(&h->conf.guests[i])) == NULL)
 			log_warnx("guest %s: out of memory, not started", h->conf.guests[i].name);
 	guests_of = h;
 	if (atexit(kill_guests) != 0)

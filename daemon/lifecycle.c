@@ -135,7 +135,7 @@ drop_oldest(struct life *l)
 /* Records a death at now; returns the deaths within the window, this one
  * included, counted up to max_deaths + 1 (all that is needed). */
 static uint32_t
-tally_add(struct life *l, const struct guest_conf *c, uint64_t now)
+tally_add(struct life *l, const struct config_guest *c, uint64_t now)
 {
 	uint32_t want = c->max_deaths + 1;
 
@@ -169,7 +169,7 @@ tally_add(struct life *l, const struct guest_conf *c, uint64_t now)
 }
 
 uint32_t
-lifecycle_recent(struct life *l, const struct guest_conf *c, uint64_t now)
+lifecycle_recent(struct life *l, const struct config_guest *c, uint64_t now)
 {
 	uint32_t k = 0;
 
@@ -199,7 +199,7 @@ lifecycle_free(struct life *l)
  * backoff_max; back to the minimum after a run longer than twice the
  * maximum. */
 static uint64_t
-backoff(struct life *l, const struct guest_conf *c, uint64_t ran_ns)
+backoff(struct life *l, const struct config_guest *c, uint64_t ran_ns)
 {
 	if (l->backoff_ns == 0 || l->backoff_ns < c->backoff_min_ns ||
 	    ran_ns - ran_ns / 2 > c->backoff_max_ns)	/* ran > 2 max */
@@ -217,7 +217,7 @@ backoff(struct life *l, const struct guest_conf *c, uint64_t ran_ns)
 static void
 decide(struct life *l, const struct life_in *in, struct life_out *out)
 {
-	const struct guest_conf *c = in->conf;
+	const struct config_guest *c = in->conf;
 	int restart = l->want_restart;
 
 	out->recent = tally_add(l, c, in->now_ns);

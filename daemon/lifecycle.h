@@ -91,7 +91,7 @@ struct life {
 
 struct life_in {
 	uint64_t		now_ns;		/* CLOCK_MONOTONIC */
-	const struct guest_conf	*conf;		/* restart, max_deaths, window, backoff */
+	const struct config_guest	*conf;		/* restart, max_deaths, window, backoff */
 	int			hub_stopping;
 	int			reason;		/* DIED, SPAWN_FAILED: DEATH_* */
 	int			status;		/* DIED: exit status or signal */
@@ -119,7 +119,7 @@ void	lifecycle_step(struct life *l, enum peer_state s, enum peer_event e,
 		       const struct life_in *in, struct life_out *out);
 
 /* Deaths in the window ending at now (those counted for max_deaths). */
-uint32_t lifecycle_recent(struct life *l, const struct guest_conf *c, uint64_t now_ns);
+uint32_t lifecycle_recent(struct life *l, const struct config_guest *c, uint64_t now_ns);
 
 /* Forgets the deaths and the backoff (a restart by hand, a new guest). */
 void	lifecycle_reset(struct life *l);

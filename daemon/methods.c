@@ -4,7 +4,7 @@
  *
  * An array, and an index from method id to array slot (proto/idtab) rebuilt
  * whenever a method goes. A guest registers only its own names (NAME.*
- * and its provides, guest_conf_covers), and no other guest's config covers
+ * and its provides, config_guest_covers), and no other guest's config covers
  * them (config_load), so a name stays its guest's while it is stopped,
  * failed or restarting. Its methods outlive its instance: while it
  * restarts, a call gets "guest X is restarting", and the next instance
@@ -108,7 +108,7 @@ still_its(const struct peer *q, const char *name)
 {
 	if (q == NULL || q->conf == NULL)
 		return 0;
-	return guest_conf_covers(q->next_conf != NULL ? q->next_conf : q->conf, name);
+	return config_guest_covers(q->next_conf != NULL ? q->next_conf : q->conf, name);
 }
 
 int
@@ -128,7 +128,7 @@ methods_add(struct hub *h, const char *name, const char *signature,
 	}
 	/* a guest registers its own names only, by the config its
 	 * instance started with (README, security) */
-	if (owner != 0 && (p == NULL || p->conf == NULL || !guest_conf_covers(p->conf, name))) {
+	if (owner != 0 && (p == NULL || p->conf == NULL || !config_guest_covers(p->conf, name))) {
 		*why = HP_SVC_REG_NOT_YOURS;
 		return -EPERM;
 	}

@@ -10,7 +10,7 @@ void		methods_init(struct hub *h);
 void		methods_free(struct hub *h);
 /* Registers name for owner's instance epoch (owner 0: the host, service
  * its row in services.c); -errno with *why: -EPERM a guest's name that is
- * not one of its own (guest_conf_covers), -EEXIST taken, ... */
+ * not one of its own (config_guest_covers), -EEXIST taken, ... */
 int		methods_add(struct hub *h, const char *name, const char *signature,
 			    uint32_t owner, uint32_t epoch, uint16_t service,
 			    const char **why);

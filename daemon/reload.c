@@ -45,7 +45,7 @@ free_entry(struct hub *h)
 
 /* A new guest in a free entry: nothing of the last one's carries over. */
 static void
-take(struct peer *p, struct guest_conf *g)
+take(struct peer *p, struct config_guest *g)
 {
 	memset(p->tally, 0, sizeof(p->tally));
 	memset(&p->stats, 0, sizeof(p->stats));
@@ -58,7 +58,7 @@ static void
 waiting_clear(struct hub *h)
 {
 	for (uint32_t k = 0; k < h->nwaiting; k++)
-		guest_conf_free(h->waiting[k]);
+		config_guest_free(h->waiting[k]);
 	free(h->waiting);
 	h->waiting = NULL;
 	h->nwaiting = 0;
@@ -76,7 +76,7 @@ reload_start_waiting(struct hub *h)
 	struct peer *p;
 
 	while (h->nwaiting > 0 && !h->stopping && (p = free_entry(h)) != NULL) {
-		struct guest_conf *g = h->waiting[0];
+		struct config_guest *g = h->waiting[0];
 
 		memmove(h->waiting, h->waiting + 1, --h->nwaiting * sizeof(*h->waiting));
 		log_info("guest %s: peer entry %u is free, starting", g->name, p->id);
@@ -126,7 +126,7 @@ reload_config(struct hub *h, FILE *msgs)
 {
 	struct hub_conf n;
 	FILE *errs = msgs;
-	struct guest_conf **waiting;
+	struct config_guest **waiting;
 
 	if (config_load(h->conf.file, &n, errs) != 0) {
 		say(msgs, "%s is broken: nothing changed%s", h->conf.file, "");
@@ -164,23 +164,23 @@ reload_config(struct hub *h, FILE *msgs)
 		supervise_stop(h, p);
 		if (p->state == PEER_DOWN) {	/* nothing running: free now */
 			methods_forget(h, p);
-			guest_conf_free(p->conf);
-			guest_conf_free(p->next_conf);
+			config_guest_free(p->conf);
+			config_guest_free(p->next_conf);
 			p->conf = p->next_conf = NULL;
 			p->removed = 0;
 		}
 	}
 	/* changed, back and added */
 	for (uint32_t k = 0; k < n.nguests; k++) {
-		struct guest_conf *g = &n.guests[k], *copy;
+		struct config_guest *g = &n.guests[k], *copy;
 		struct peer *p = find(h, g->name);
 
 		if (p != NULL && !p->removed &&
-		    guest_conf_equal(p->next_conf != NULL ? p->next_conf : p->conf, g)) {
+		    config_guest_equal(p->next_conf != NULL ? p->next_conf : p->conf, g)) {
 			log_debug("reload: guest %s: unchanged", g->name);
 			continue;
 		}
-		if ((copy = guest_conf_dup(g)) == NULL) {
+		if ((copy = config_guest_dup(g)) == NULL) {
 			say(msgs, "guest %s: out of memory%s", g->name, "");
 			continue;
 		}
@@ -189,14 +189,14 @@ reload_config(struct hub *h, FILE *msgs)
 			say(msgs, "guest %s: back in the config while stopping: "
 			    "restarting it in its entry%s", g->name, "");
 			p->removed = 0;
-			guest_conf_free(p->next_conf);
+			config_guest_free(p->next_conf);
 			p->next_conf = copy;
 			supervise_restart(h, p);
 			continue;
 		}
 		if (p != NULL) {
 			say(msgs, "guest %s: changed, restarting%s", g->name, "");
-			guest_conf_free(p->next_conf);
+			config_guest_free(p->next_conf);
 			p->next_conf = copy;
 			supervise_restart(h, p);
 			continue;

@@ -1,11 +1,11 @@
 /* Control requests: one JSON object per line, parsed and checked here
- * before anything acts on it (control.h). Alone in its file so that the
+ * before anything acts on it (request.h). Alone in its file so that the
  * fuzzer can take it without the daemon around it. */
 #include <string.h>
 
 #include <json-c/json.h>
 
-#include "daemon/control.h"
+#include "daemon/request.h"
 
 /* A JSON string that C code may take as a C string: no NUL inside (a
  * method or guest name cut short at one would name another). */
@@ -16,15 +16,15 @@ is_name(json_object *v)
 	    strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
 }
 
-#define CTL_ROW(id, n, who, what, handler) \
-	[CTL_##id] = { .name = n, .access = who, .needs = what },
+#define CTL_ROW(id, n, who, what) \
+	[CTL_##id] = { .name = #n, .access = who, .needs = what },
 const struct ctl_command ctl_commands[CTL_NCMDS] = {
 	CTL_COMMANDS(CTL_ROW)
 };
 #undef CTL_ROW
 
 int
-control_parse(const char *line, size_t len, struct control_req *r, const char **why)
+request_parse(const char *line, size_t len, struct control_req *r, const char **why)
 {
 	json_tokener *tok = json_tokener_new();
 	json_object *req, *cmd, *v;
@@ -101,12 +101,12 @@ control_parse(const char *line, size_t len, struct control_req *r, const char **
 	}
 	return 0;
 fail:
-	control_req_free(r);
+	request_free(r);
 	return -1;
 }
 
 void
-control_req_free(struct control_req *r)
+request_free(struct control_req *r)
 {
 	json_object_put(r->json);
 	memset(r, 0, sizeof(*r));

@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "daemon/answer.h"
-#include "daemon/control.h"
 #include "daemon/host.h"
 #include "daemon/methods.h"
 #include "daemon/relay.h"
+#include "daemon/request.h"
 #include "daemon/route.h"
 #include "daemon/services.h"
 #include "daemon/streams.h"

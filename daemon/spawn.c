@@ -197,7 +197,7 @@ spawn_guest(struct hub *h, struct peer *p)
 	pid_t pid, hubd;
 
 	if (p->next_conf != NULL) {	/* changed by a reload */
-		guest_conf_free(p->conf);
+		config_guest_free(p->conf);
 		p->conf = p->next_conf;
 		p->next_conf = NULL;
 	}

@@ -296,8 +296,8 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct life_in *in
 		/* dropped by a reload: the entry is free */
 		log_info("guest %s: removed", name);
 		methods_forget(h, p);
-		guest_conf_free(p->conf);
-		guest_conf_free(p->next_conf);
+		config_guest_free(p->conf);
+		config_guest_free(p->next_conf);
 		p->conf = p->next_conf = NULL;
 		p->removed = 0;
 		p->ndeaths = 0;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "daemon/control.h"
+#include "daemon/request.h"
 #include "proto/sig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -16,7 +17,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > CONTROL_MSG_MAX)
 		return 0;
-	if (control_parse((const char *)data, size, &r, &why) == 0) {
+	if (request_parse((const char *)data, size, &r, &why) == 0) {
 		unsigned needs;
 
 		if (r.cmd <= CTL_NONE || r.cmd >= CTL_NCMDS || r.nargs > CTL_ARGS_MAX)
@@ -45,7 +46,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				hp_sig_encode_text(&e, t, r.args[i].s, r.args[i].len);
 			}
 		}
-		control_req_free(&r);
+		request_free(&r);
 	}
 	return 0;
 }

@@ -111,7 +111,7 @@ END_TEST
 START_TEST(test_every_key_lands)
 {
 	struct hub_conf c;
-	const struct guest_conf *g;
+	const struct config_guest *g;
 	int rc = load("[hub]\n"
 		      "segment = /dev/shm/hub-k\n"
 		      "control = /tmp/hub-k.sock\n"
@@ -369,8 +369,8 @@ START_TEST(test_provides)
 		{ "hub.ping", 0 }, { "", 0 },
 	};
 	struct hub_conf c;
-	struct guest_conf *d;
-	const struct guest_conf *g;
+	struct config_guest *d;
+	const struct config_guest *g;
 	int rc = load("[guest a]\nexec = /bin/true\nprovides = x.*, y.z ,w\n"
 		      "[guest b]\nexec = /bin/true\n"
 		      "[guest c]\nexec = /bin/true\nprovides = w,y.z,x.*\n", &c);
@@ -387,27 +387,27 @@ START_TEST(test_provides)
 	ck_assert_int_eq(g->provides_line, 3);
 	ck_assert_ptr_null(c.guests[1].provides);	/* the default: none */
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		ck_assert_msg(guest_conf_covers(g, cases[i].method) == cases[i].ok,
+		ck_assert_msg(config_guest_covers(g, cases[i].method) == cases[i].ok,
 			      "a covers '%s': want %d", cases[i].method, cases[i].ok);
-	ck_assert(guest_conf_covers(&c.guests[1], "b.x"));
-	ck_assert(!guest_conf_covers(&c.guests[1], "x.q"));
+	ck_assert(config_guest_covers(&c.guests[1], "b.x"));
+	ck_assert(!config_guest_covers(&c.guests[1], "x.q"));
 	/* a copy has its own; the same names in another order are the same */
-	d = guest_conf_dup(g);
+	d = config_guest_dup(g);
 	ck_assert_ptr_nonnull(d);
 	ck_assert_ptr_ne(d->provides, g->provides);
-	ck_assert(guest_conf_equal(g, d));
+	ck_assert(config_guest_equal(g, d));
 	free(d->provides[0]);
 	d->provides[0] = d->provides[2];
 	d->provides[2] = strdup("x.*");
-	ck_assert(guest_conf_equal(g, d));
+	ck_assert(config_guest_equal(g, d));
 	free(d->provides[2]);
 	d->provides[2] = strdup("x.y");
-	ck_assert(!guest_conf_equal(g, d));
+	ck_assert(!config_guest_equal(g, d));
 	free(d->provides[2]);
 	d->provides[2] = NULL;	/* one fewer */
-	ck_assert(!guest_conf_equal(g, d));
-	ck_assert(!guest_conf_equal(g, &c.guests[1]) && !guest_conf_equal(&c.guests[1], g));
-	guest_conf_free(d);
+	ck_assert(!config_guest_equal(g, d));
+	ck_assert(!config_guest_equal(g, &c.guests[1]) && !config_guest_equal(&c.guests[1], g));
+	config_guest_free(d);
 	config_free(&c);
 }
 END_TEST

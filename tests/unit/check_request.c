@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/control.h"
+#include "daemon/request.h"
 
-/* Parses line; returns control_parse's result, the command in *cmd and
+/* Parses line; returns request_parse's result, the command in *cmd and
  * why in *why. */
 static int
 parse(const char *line, enum ctl_cmd *cmd, const char **why)
@@ -15,10 +15,10 @@ parse(const char *line, enum ctl_cmd *cmd, const char **why)
 	int rc;
 
 	*why = NULL;
-	rc = control_parse(line, strlen(line), &r, why);
+	rc = request_parse(line, strlen(line), &r, why);
 	*cmd = r.cmd;
 	if (rc == 0)
-		control_req_free(&r);
+		request_free(&r);
 	return rc;
 }
 
@@ -115,11 +115,11 @@ START_TEST(test_pool_validate)
 	const char *why;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ck_assert_msg(control_parse(cases[i].line, strlen(cases[i].line), &r, &why) == 0,
+		ck_assert_msg(request_parse(cases[i].line, strlen(cases[i].line), &r, &why) == 0,
 			      "%s: %s", cases[i].line, why);
 		ck_assert_msg(r.validate == cases[i].validate, "%s: validate %d", cases[i].line,
 			      r.validate);
-		control_req_free(&r);
+		request_free(&r);
 	}
 }
 END_TEST

@@ -11,7 +11,7 @@
 #define S	1000000000ull
 #define POLICY	PEER_NSTATES
 
-static struct guest_conf conf;
+static struct config_guest conf;
 static struct life life;
 
 static void

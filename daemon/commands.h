@@ -1,0 +1,10 @@
+/* The control commands (commands.c): what serves the control socket's
+ * requests, for hubd.c to hand to control_init. */
+#ifndef HUB_COMMANDS_H
+#define HUB_COMMANDS_H
+
+#include "daemon/control.h"
+
+extern const struct control_ops commands_ops;
+
+#endif

@@ -1,0 +1,85 @@
+/* Control requests (request.c): the commands a request may name, who may
+ * run each and what it needs, and the parser that checks a request line
+ * against them before anything acts on it. Below the socket (control.c)
+ * and the commands (commands.c): it knows neither. */
+#ifndef HUB_REQUEST_H
+#define HUB_REQUEST_H
+
+#include <stddef.h>
+
+#define CONTROL_MSG_MAX		65536	/* one request line at most */
+
+/* Every control command, one row each: X(ID, name, who, needs). The enum,
+ * the parser's table (request.c) and the handlers' table (commands.c) are
+ * all made from these rows, so that a command cannot be added without
+ * saying who may run it, nor without its handler:
+ *   name	as a request gives it ("cmd"), and its handler's: cmd_<name>,
+ *		which commands.c must define
+ *   who	CTL_READ: whoever can open the socket (mode 0660);
+ *		CTL_CHANGE: root and hubd's own user only (SO_PEERCRED)
+ *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
+ *		CTL_NEEDS_NAME: "name", a guest's;
+ *		CTL_TAKES_VALIDATE: "validate", a boolean, if given */
+#define CTL_COMMANDS(X)						\
+	X(PEERS,	peers,		CTL_READ,	0)			\
+	X(METHODS,	methods,	CTL_READ,	0)			\
+	X(STATUS,	status,		CTL_READ,	0)			\
+	X(STATS,	stats,		CTL_READ,	0)			\
+	X(POOL,		pool,		CTL_READ,	CTL_TAKES_VALIDATE)	\
+	X(CALL,		call,		CTL_CHANGE,	CTL_NEEDS_METHOD)	\
+	X(RELOAD,	reload,		CTL_CHANGE,	0)			\
+	X(RESTART,	restart,	CTL_CHANGE,	CTL_NEEDS_NAME)		\
+	X(STOP,		stop,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
+	X(START,	start,		CTL_CHANGE,	CTL_NEEDS_NAME)
+
+#define CTL_ENUM(id, name, who, needs)	CTL_##id,
+enum ctl_cmd {
+	CTL_NONE,		/* no command: 0 is never one */
+	CTL_COMMANDS(CTL_ENUM)
+	CTL_NCMDS
+};
+#undef CTL_ENUM
+
+/* Who may run a command (no 0: every row says it). */
+enum ctl_access {
+	CTL_READ = 1,
+	CTL_CHANGE,
+};
+
+#define CTL_NEEDS_METHOD	0x1
+#define CTL_NEEDS_NAME		0x2
+#define CTL_TAKES_VALIDATE	0x4	/* optional */
+
+struct ctl_command {
+	const char	*name;
+	enum ctl_access	access;
+	unsigned	needs;		/* CTL_NEEDS_* */
+};
+
+/* By enum ctl_cmd; [CTL_NONE] is empty. */
+extern const struct ctl_command ctl_commands[CTL_NCMDS];
+
+/* One request, parsed and checked before anything acts on it. */
+#define CTL_ARGS_MAX	8
+
+/* A call's argument as JSON gave it: len bytes, NUL bytes included. */
+struct ctl_arg {
+	const char	*s;
+	size_t		len;
+};
+
+struct control_req {
+	enum ctl_cmd	cmd;
+	const char	*method;		/* call */
+	const char	*name;			/* restart, stop, start */
+	int		validate;		/* pool */
+	struct ctl_arg	args[CTL_ARGS_MAX];	/* call */
+	int		nargs;
+	void		*json;			/* owns the strings above */
+};
+
+/* 0, or -1 with *why saying what is wrong with the request. */
+int	request_parse(const char *line, size_t len, struct control_req *r, const char **why);
+void	request_free(struct control_req *r);
+
+#endif
