@@ -22,7 +22,7 @@
 #include <json-c/json.h>
 
 #include "daemon/control.h"
-#include "daemon/hubctl.h"
+#include "hubctl/hubctl.h"
 #include "daemon/jsonout.h"
 #include "daemon/size.h"
 #include "proto/clock.h"

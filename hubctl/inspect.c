@@ -7,7 +7,7 @@
 
 #include <json-c/json.h>
 
-#include "daemon/hubctl.h"
+#include "hubctl/hubctl.h"
 #include "daemon/jsonout.h"
 #include "daemon/poolfig.h"
 #include "daemon/size.h"

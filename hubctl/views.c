@@ -18,7 +18,7 @@
 #include <bsd/string.h>
 #include <json-c/json.h>
 
-#include "daemon/hubctl.h"
+#include "hubctl/hubctl.h"
 #include "daemon/jsonout.h"
 #include "daemon/size.h"
 #include "proto/clock.h"

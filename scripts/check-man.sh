@@ -69,8 +69,8 @@ else ok; fi
 # 3. hubctl.1: the commands table and getopt_long's string
 awk '/^static const struct command commands\[\]/ { on = 1; next }
 	on && /^};/ { on = 0 }
-	on' daemon/hubctl.c | sed -n 's/^[[:space:]]*{ "\([a-z][a-z-]*\)",.*/\1/p' > "$tmp/commands"
-nonempty "daemon/hubctl.c's commands[]" "$tmp/commands" && {
+	on' hubctl/hubctl.c | sed -n 's/^[[:space:]]*{ "\([a-z][a-z-]*\)",.*/\1/p' > "$tmp/commands"
+nonempty "hubctl/hubctl.c's commands[]" "$tmp/commands" && {
 	# a command is an ".It Ic NAME" of COMMANDS, or ".It Xo" then ".Ic NAME"
 	section hubctl.1 COMMANDS | awk '
 		/^\.It Ic / { print $3 }
@@ -81,8 +81,8 @@ nonempty "daemon/hubctl.c's commands[]" "$tmp/commands" && {
 			bad "hubctl.1: command '$c' of hubctl.c's table is not documented in COMMANDS"; fi
 	done < "$tmp/commands"
 }
-sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' daemon/hubctl.c | letters > "$tmp/options"
-nonempty "daemon/hubctl.c's getopt_long" "$tmp/options" && check_options hubctl.1 DESCRIPTION hubctl
+sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' hubctl/hubctl.c | letters > "$tmp/options"
+nonempty "hubctl/hubctl.c's getopt_long" "$tmp/options" && check_options hubctl.1 DESCRIPTION hubctl
 
 # 4. hubd.conf.5: each table of config_keys.c against its section's keys
 for t in hub:hub pool:pool guest:"guest NAME"; do
