@@ -18,9 +18,9 @@
 #include <bsd/string.h>
 #include <json-c/json.h>
 
-#include "hubctl/hubctl.h"
 #include "daemon/jsonout.h"
 #include "daemon/size.h"
+#include "hubctl/hubctl.h"
 #include "proto/clock.h"
 
 /* What the counters keys (NULL-terminated) of now grew by since before, per
