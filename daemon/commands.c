@@ -20,6 +20,7 @@
 #include "proto/channel.h"
 #include "proto/postcard.h"
 #include "proto/services.h"
+#include "proto/varpool_host.h"
 
 /* A postcard value of type t as JSON (*out; NULL is JSON null). -1 if it
  * does not decode. */

@@ -13,6 +13,7 @@
 
 #include "daemon/hubd.h"
 #include "daemon/log.h"
+#include "proto/varpool_host.h"	/* struct hp_var_tally: pool_held */
 
 #define SERVE_BATCH	64	/* messages read from one guest per round */
 #define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */

@@ -12,6 +12,7 @@
 #include "daemon/log.h"
 #include "daemon/size.h"
 #include "proto/clock.h"
+#include "proto/varpool_host.h"
 
 /* A peer that owns slots is dead when it has no process: a guest that is
  * starting, up or being stopped still has one and keeps its slots. */

@@ -7,13 +7,14 @@
 
 #include <json-c/json.h>
 
-#include "hubctl/hubctl.h"
 #include "daemon/jsonout.h"
 #include "daemon/poolfig.h"
 #include "daemon/size.h"
+#include "hubctl/hubctl.h"
 #include "proto/clock.h"
 #include "proto/segment.h"
 #include "proto/slot.h"
+#include "proto/varpool_host.h"
 
 static const char *const peer_states[] = { "empty", "attached", "goodbye", "reserved" };
 
