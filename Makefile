@@ -48,13 +48,14 @@ ALL_LDFLAGS := $(LDFLAGS) $(HARDEN_LDFLAGS) $(SANFLAGS)
 PROTO_SRC := $(wildcard proto/*.c)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(B)/%.o)
 PROTO_LIB := $(B)/libhubproto.a
-HEADERS := $(wildcard proto/*.h daemon/*.h guestlib/*.h)
+HEADERS := $(wildcard proto/*.h daemon/*.h guestlib/*.h hubctl/*.h)
 
-# hubctl's own files: a program apart, never in libhubd.a.
-HUBCTL_SRC := daemon/hubctl.c daemon/views.c daemon/inspect.c
-HUBCTL_OBJ := $(HUBCTL_SRC:%.c=$(B)/%.o)
+# hubctl: a program apart, in a folder of its own, never in libhubd.a.
+HUBCTL_SRC := $(wildcard hubctl/*.c)
+# Its objects beside, not under, $(B)/hubctl: that is the program.
+HUBCTL_OBJ := $(HUBCTL_SRC:hubctl/%.c=$(B)/hubctl-obj/%.o)
 # Daemon modules as a library, so the tests link the same code hubd runs.
-DAEMON_SRC := $(filter-out daemon/hubd.c $(HUBCTL_SRC),$(wildcard daemon/*.c))
+DAEMON_SRC := $(filter-out daemon/hubd.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
 DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash) -lev
@@ -139,6 +140,9 @@ PY_EXAMPLE := bindings/python/examples/greeter.py
 all: $(PROTO_LIB) $(DAEMON_LIB) $(GUEST_SO) $(GUEST_A) $(PROGS) $(EXAMPLES) $(B)/guests/greeter
 
 $(B)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(B)/hubctl-obj/%.o: hubctl/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 

@@ -30,6 +30,7 @@
 #include "proto/builtin.h"
 #include "proto/channel.h"
 #include "proto/postcard.h"
+#include "proto/varpool_host.h"
 
 /* An item of a call's stream, as {"item":VALUE}. Its bytes go back to the
  * guest as credit once the line is written (client_mark_add). */

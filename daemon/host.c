@@ -15,6 +15,7 @@
 
 #include "daemon/host.h"
 #include "daemon/log.h"
+#include "proto/varpool_host.h"	/* struct hp_var_tally: pool_held */
 
 #define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */
 /* Messages waiting for a guest that does not read its ring: beyond this it

@@ -13,6 +13,7 @@
 #include "daemon/pool.h"
 #include "daemon/size.h"
 #include "proto/clock.h"
+#include "proto/varpool_host.h"
 
 /* A peer that owns slots is dead when it has no process: a guest that is
  * starting, up or being stopped still has one and keeps its slots. */

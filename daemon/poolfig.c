@@ -2,6 +2,7 @@
 #include <stdint.h>
 
 #include "daemon/poolfig.h"
+#include "proto/varpool_host.h"
 
 static void
 add(json_object *o, const char *key, uint64_t v)

@@ -1,40 +1,16 @@
-/* A guest-host pair's end: sending, receiving and the wake protocol
- * described in endpoint.h. */
+/* A guest-host pair's end: setting it up, sending, receiving and the
+ * wake protocol described in endpoint.h. The progressive wait a blocking
+ * caller makes, and the conditions it waits for, are wait.c. */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 
 #include "proto/channel.h"
-#include "proto/clock.h"
 #include "proto/doorbell.h"
 #include "proto/endpoint.h"
 #include "proto/futex.h"
 #include "proto/varpool.h"
-
-/* Progressive wait: spin this long, then yield for this long, then sleep.
- * Spinning covers a peer that answers within microseconds without a
- * syscall; the bound keeps two waiting processes from filling two cores.
- * While the hub's processes outnumber the CPUs there is no spinning: each
- * yield hands this CPU to whoever the answer waits for. */
-#define SPIN_NS		20000
-#define YIELD_NS	50000
-/* Longest futex sleep under a host without waiter words: it may wake a
- * word other than ours (which slot bitmap word is its choice) or ring only
- * the doorbell; between naps we look at the doorbell. */
-#define SPEC_NAP_MS	20
-#define SPEC_NAP_SHORT_MS 1	/* slot waits, or several things at once */
-/* A variable slot is freed by whichever peer held it, straight into the
- * shared list: the wake comes on the pool's futex word, and we look at
- * the doorbell between naps. */
-#define VAR_NAP_MS	2
-
-static int
-wait_bit_index(uint32_t bit)
-{
-	return __builtin_ctz(bit);
-}
 
 static void
 init_common(struct hp_endpoint *ep, const struct hp_segment *seg)
@@ -106,10 +82,10 @@ hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 	/* A guest written from the spec alone futex-waits on these words
 	 * (r[shm.wakeup.consumer-wait], r[shm.wakeup.producer-wait],
 	 * r[shm.wakeup.slot-wait]: we pick bitmap word 0). */
-	ep->legacy_words[wait_bit_index(HP_WAIT_RING_DATA)] = &e->h2g_head;
-	ep->legacy_words[wait_bit_index(HP_WAIT_RING_SPACE)] = &e->g2h_tail;
+	ep->legacy_words[hp_wait_bit_index(HP_WAIT_RING_DATA)] = &e->h2g_head;
+	ep->legacy_words[hp_wait_bit_index(HP_WAIT_RING_SPACE)] = &e->g2h_tail;
 	/* futex words are 32 bits: the low half of bitmap word 0 */
-	ep->legacy_words[wait_bit_index(HP_WAIT_SLOT)] =
+	ep->legacy_words[hp_wait_bit_index(HP_WAIT_SLOT)] =
 	    (hp_atomic_u32 *)(uintptr_t)&ep->rx_pool.bitmap[0];
 	return 0;
 }
@@ -162,13 +138,13 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 	 * (r[shm.wakeup.consumer-wait], r[shm.wakeup.producer-wait],
 	 * r[shm.wakeup.slot-wait]: bitmap word 0, whose low half is a futex
 	 * word; r[shm.wakeup.credit-wait]: credit_word). */
-	ep->legacy_words[wait_bit_index(HP_WAIT_RING_DATA)] = &e->g2h_head;
-	ep->legacy_words[wait_bit_index(HP_WAIT_RING_SPACE)] = &e->h2g_tail;
-	ep->legacy_words[wait_bit_index(HP_WAIT_SLOT)] =
+	ep->legacy_words[hp_wait_bit_index(HP_WAIT_RING_DATA)] = &e->g2h_head;
+	ep->legacy_words[hp_wait_bit_index(HP_WAIT_RING_SPACE)] = &e->h2g_tail;
+	ep->legacy_words[hp_wait_bit_index(HP_WAIT_SLOT)] =
 	    (hp_atomic_u32 *)(uintptr_t)&ep->rx_pool.bitmap[0];
-	ep->sleep_words[wait_bit_index(HP_WAIT_RING_DATA)] = &e->h2g_head;
-	ep->sleep_words[wait_bit_index(HP_WAIT_RING_SPACE)] = &e->g2h_tail;
-	ep->sleep_words[wait_bit_index(HP_WAIT_SLOT)] =
+	ep->sleep_words[hp_wait_bit_index(HP_WAIT_RING_DATA)] = &e->h2g_head;
+	ep->sleep_words[hp_wait_bit_index(HP_WAIT_RING_SPACE)] = &e->g2h_tail;
+	ep->sleep_words[hp_wait_bit_index(HP_WAIT_SLOT)] =
 	    (hp_atomic_u32 *)(uintptr_t)&ep->tx_pool.bitmap[0];
 	return 0;
 }
@@ -192,7 +168,7 @@ wake_peer(struct hp_endpoint *ep, uint32_t bit)
 		 * the word the spec names; a host may also sleep on its
 		 * doorbell instead (r[shm.doorbell.ring-integration]), so a
 		 * guest rings that too */
-		legacy = ep->legacy_words[wait_bit_index(bit)];
+		legacy = ep->legacy_words[hp_wait_bit_index(bit)];
 		if (legacy != NULL)
 			hp_futex_wake(legacy, INT_MAX);
 		if (legacy == NULL || ep->side == HP_SIDE_GUEST)
@@ -586,139 +562,8 @@ hp_awake_forget(struct hp_segment *seg, const struct hp_peer_view *v)
 		hp_fetch_add_u32(awake_word(seg), UINT32_MAX, memory_order_relaxed);
 }
 
-/* The futex word a guest sleeps on under a host without waiter words (the
- * first of waits, in bit order), or NULL: sleep on the doorbell. */
-static hp_atomic_u32 *
-spec_sleep_word(const struct hp_endpoint *ep, uint32_t waits)
-{
-	if (ep->my_waits != NULL || ep->side != HP_SIDE_GUEST || waits == 0)
-		return NULL;
-	if ((waits & -waits) == HP_WAIT_CREDIT)
-		return ep->credit_word;
-	return ep->sleep_words[wait_bit_index(waits & -waits)];
-}
-
-/* One nap on word while it still holds seen, then a look at the doorbell:
- * drains it and tells a host that died (-EPIPE). */
-static int
-spec_sleep(struct hp_endpoint *ep, hp_atomic_u32 *word, uint32_t seen,
-	   uint32_t waits, int ms)
-{
-	int cap = (waits & (waits - 1)) != 0 || (waits & HP_WAIT_SLOT) ?
-	    SPEC_NAP_SHORT_MS : SPEC_NAP_MS;
-	struct timespec ts;
-	int rc;
-
-	if (ms < 0 || ms > cap)
-		ms = cap;
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (long)(ms % 1000) * 1000000;
-	hp_futex_wait(word, seen, &ts);
-	rc = hp_doorbell_drain(ep->doorbell);
-	return rc == -EPIPE ? -EPIPE : 0;
-}
-
-/* One nap on the variable pool's wake word (hp_var_sleep_begin counted
- * us), then a look at the doorbell. */
-static int
-var_sleep(struct hp_endpoint *ep, uint32_t seen, int ms)
-{
-	struct timespec ts = { 0, 0 };
-	int rc;
-
-	if (ms < 0 || ms > VAR_NAP_MS)
-		ms = VAR_NAP_MS;
-	ts.tv_nsec = (long)ms * 1000000;
-	hp_futex_wait(&ep->var->hdr->wake_seq, seen, &ts);
-	hp_var_sleep_end(ep->var);
-	rc = hp_doorbell_drain(ep->doorbell);
-	return rc == -EPIPE ? -EPIPE : 0;
-}
-
-int
-hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
-		 int (*ready)(void *arg), void *arg, int timeout_ms)
-{
-	uint64_t start = hp_now_ns(), deadline = UINT64_MAX;
-	int r, i;
-
-	if (timeout_ms >= 0)
-		deadline = start + (uint64_t)timeout_ms * 1000000u;
-	for (i = 0; !hp_endpoint_crowded(ep); i++) {
-		if ((r = ready(arg)) != 0)
-			return r < 0 ? r : 1;
-		hp_cpu_relax();
-		if ((i & 63) == 63 && hp_now_ns() - start > SPIN_NS)
-			break;
-	}
-	for (start = hp_now_ns();;) {
-		if ((r = ready(arg)) != 0)
-			return r < 0 ? r : 1;
-		if (hp_now_ns() - start > YIELD_NS)
-			break;
-		sched_yield();
-	}
-	for (;;) {
-		uint64_t now = hp_now_ns();
-		hp_atomic_u32 *word = spec_sleep_word(ep, waits);
-		/* read before the re-check: a change after it fails the
-		 * futex_wait instead of being slept through; relaxed: only
-		 * compared by the kernel, ready() makes its own acquires */
-		uint32_t seen = word != NULL ? hp_load_relaxed_u32(word) : 0;
-		/* waiting for a variable slot: counted on the pool's word */
-		int var_wait = (waits & HP_WAIT_SLOT) && ep->var != NULL &&
-		    ep->var->want != HP_VAR_NIL;
-		uint32_t vseen = var_wait ? hp_var_sleep_begin(ep->var) : 0;
-		int ms;
-
-		hp_endpoint_announce(ep, waits);
-		if ((r = ready(arg)) != 0 || now >= deadline) {
-			if (var_wait)
-				hp_var_sleep_end(ep->var);
-			hp_endpoint_cancel(ep);
-			return r < 0 ? r : r > 0;
-		}
-		ms = deadline == UINT64_MAX ? -1 :
-		    (int)((deadline - now + 999999) / 1000000);
-		ep->stats.sleeps++;
-		hp_endpoint_set_awake(ep, 0);
-		r = var_wait ? var_sleep(ep, vseen, ms) :
-		    word != NULL ? spec_sleep(ep, word, seen, waits, ms) :
-		    hp_doorbell_wait(ep->doorbell, ms);
-		hp_endpoint_set_awake(ep, 1);
-		hp_endpoint_cancel(ep);
-		if (r == -EPIPE)
-			return -EPIPE;
-	}
-}
-
-int
-hp_endpoint_rx_ready(void *arg)
-{
-	struct hp_endpoint *ep = arg;
-	int n;
-
-	if (ep->inbox_pos != ep->inbox_len)
-		return 1;
-	n = hp_ring_available(&ep->rx);
-	return n < 0 ? n : n > 0;
-}
-
 int
 hp_endpoint_tx_room(void *arg)
 {
 	return tx_room(arg);
-}
-
-int
-hp_endpoint_tx_ready(void *arg)
-{
-	struct hp_endpoint *ep = arg;
-	int rc = tx_room(ep);
-
-	if (rc <= 0)
-		return rc;
-	if (ep->var != NULL)
-		return hp_var_ready(ep->var);
-	return hp_slot_count_free(&ep->tx_pool) > 0;
 }

@@ -73,6 +73,13 @@ struct hp_endpoint {
 	struct hp_endpoint_stats stats;
 };
 
+/* The index of an HP_WAIT_* bit in legacy_words and sleep_words. */
+static inline int
+hp_wait_bit_index(uint32_t bit)
+{
+	return __builtin_ctz(bit);
+}
+
 /* The host's end for guest peer_id; doorbell is the host's socket end.
  * guest_features: what the guest announced in its PeerEntry. */
 int hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
@@ -177,7 +184,7 @@ void hp_awake_forget(struct hp_segment *seg, const struct hp_peer_view *v);
 /* CPUs this process may run on (its affinity mask). */
 uint32_t hp_cpus_usable(void);
 
-/* Progressive wait until ready(arg) returns nonzero: spin (only while the
+/* wait.c: progressive wait until ready(arg) returns nonzero: spin (only while the
  * hub's processes fit the CPUs), yield, announce waits, re-check, poll the
  * doorbell. 1 when ready, 0 on timeout (ms, -1
  * forever), -EPIPE when the peer's doorbell end closed, or ready()'s

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Checks the manual pages in doc/man (make check-man): each renders clean
 # under mandoc's lint and groff's warnings, and each still says what the
-# code does: hubctl.1 every command of hubctl.c's table and every option
+# code does: hubctl.1 every command of main.c's table and every option
 # its getopt_long takes; hubd.8 every option of hubd.c's getopt;
 # hubd.conf.5 every key of config_keys.c's tables, in its own section, and
 # no key that is not there; libguest.3 every GUEST_API function of guest.h,
@@ -71,8 +71,8 @@ else ok; fi
 # 3. hubctl.1: the commands table and getopt_long's string
 awk '/^static const struct command commands\[\]/ { on = 1; next }
 	on && /^};/ { on = 0 }
-	on' daemon/hubctl.c | sed -n 's/^[[:space:]]*{ "\([a-z][a-z-]*\)",.*/\1/p' > "$tmp/commands"
-nonempty "daemon/hubctl.c's commands[]" "$tmp/commands" && {
+	on' hubctl/main.c | sed -n 's/^[[:space:]]*{ "\([a-z][a-z-]*\)",.*/\1/p' > "$tmp/commands"
+nonempty "hubctl/main.c's commands[]" "$tmp/commands" && {
 	# a command is an ".It Ic NAME" of COMMANDS, or ".It Xo" then ".Ic NAME"
 	section hubctl.1 COMMANDS | awk '
 		/^\.It Ic / { print $3 }
@@ -80,11 +80,11 @@ nonempty "daemon/hubctl.c's commands[]" "$tmp/commands" && {
 		{ xo = ($0 == ".It Xo") }' | sort -u > "$tmp/documented"
 	while read -r c; do
 		if grep -qx -- "$c" "$tmp/documented"; then ok; else
-			bad "hubctl.1: command '$c' of hubctl.c's table is not documented in COMMANDS"; fi
+			bad "hubctl.1: command '$c' of main.c's table is not documented in COMMANDS"; fi
 	done < "$tmp/commands"
 }
-sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' daemon/hubctl.c | letters > "$tmp/options"
-nonempty "daemon/hubctl.c's getopt_long" "$tmp/options" && check_options hubctl.1 DESCRIPTION hubctl
+sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' hubctl/main.c | letters > "$tmp/options"
+nonempty "hubctl/main.c's getopt_long" "$tmp/options" && check_options hubctl.1 DESCRIPTION hubctl
 
 # 4. hubd.conf.5: each table of config_keys.c against its section's keys
 for t in hub:hub pool:pool guest:"guest NAME"; do

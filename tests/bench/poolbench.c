@@ -29,6 +29,7 @@
 #include "proto/segment.h"
 #include "proto/slot.h"
 #include "proto/varpool.h"
+#include "proto/varpool_host.h"
 
 #define SMALL		64u	/* the payload a pair allocates */
 #define MAX_GUESTS	16u

@@ -11,6 +11,7 @@
 
 #include "proto/segment.h"
 #include "proto/varpool.h"
+#include "proto/varpool_host.h"
 #include "tests/e2e/harness.h"
 
 #define GUESTS \

@@ -17,6 +17,7 @@
 #include "proto/layout.h"
 #include "proto/segment.h"
 #include "proto/varpool.h"
+#include "proto/varpool_host.h"
 #include "tests/e2e/harness.h"
 
 #define ECHO	"[guest echo]\nexec = @/guests/echo\n"

@@ -1,4 +1,4 @@
-/* libFuzzer: the variable pool (proto/varpool.c) against a shared region
+/* libFuzzer: the variable pool (proto/varpool*.c) against a shared region
  * a hostile peer scribbled on. The input's first 20 bytes are a received
  * descriptor (slot, generation, offset, length, expected owner); the rest
  * is XORed over a small pool's header, class headers (free heads, extent
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "proto/varpool.h"
+#include "proto/varpool_host.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,8 +1,8 @@
-/* The variable-size shared pool (proto/varpool.c): configuration, class
- * selection and fallback, growth, the slot's life and the receiver's
- * checks, the tagged free list, the sweeper, validate and rebuild against
- * a scribbled region, attach refusals, the per-class figures; then many
- * processes and many threads at once.
+/* The variable-size shared pool (proto/varpool.c, varpool_host.c):
+ * configuration, class selection and fallback, growth, the slot's life and
+ * the receiver's checks, the tagged free list, the sweeper, validate and
+ * rebuild against a scribbled region, attach refusals, the per-class
+ * figures; then many processes and many threads at once.
  *
  * The pool lives in a memfd (nothing in /dev/shm): the host's view from
  * hp_var_create, guests' views from hp_var_attach on the same mapping. */
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "proto/varpool.h"
+#include "proto/varpool_host.h"
 
 #define GUESTS		4
 #define OFFSET		4096u	/* the region after one page of "segment" */

@@ -18,9 +18,9 @@
 #include <bsd/string.h>
 #include <json-c/json.h>
 
-#include "daemon/hubctl.h"
 #include "daemon/jsonout.h"
 #include "daemon/size.h"
+#include "hubctl/hubctl.h"
 #include "proto/clock.h"
 
 /* What the counters keys (NULL-terminated) of now grew by since before, per
@@ -98,34 +98,34 @@ wait_until(uint64_t deadline, int *key_fd)
 /* The next deadline, interval after the last one; from now when we are
  * late (hubd slow to answer, the machine stopped), never in bursts. */
 static uint64_t
-next_deadline(uint64_t last)
+next_deadline(uint64_t last, double interval)
 {
-	uint64_t now = hp_now_ns(), next = last + (uint64_t)(every.interval * 1e9);
+	uint64_t now = hp_now_ns(), next = last + (uint64_t)(interval * 1e9);
 
-	return next > now ? next : now + (uint64_t)(every.interval * 1e9);
+	return next > now ? next : now + (uint64_t)(interval * 1e9);
 }
 
 /* hubctl stats -w: the hub's totals per second, a line per interval. */
 int
-stats_watch(int fd)
+stats_watch(struct ctl *ctl)
 {
 	static const char *const in_keys[] = { "calls_in", NULL }, *const out_keys[] = {
 		"calls_out", NULL }, *const bin_keys[] = { "bytes_in", NULL },
 		*const bout_keys[] = { "bytes_out", NULL }, *const wake_keys[] = { "wakes", NULL },
 		*const death_keys[] = { "deaths", NULL }, *const restart_keys[] = { "restarts", NULL };
-	json_object *before = ask_again(&fd, "stats"), *now;
+	json_object *before = client_ask_again(ctl, "stats"), *now;
 	uint64_t t0 = hp_now_ns(), t1, deadline = t0;
 	int tty = isatty(STDOUT_FILENO), none = -1;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* each line as it comes, into a pipe too */
-	for (long line = 0; every.count == 0 || line < every.count; line++) {
+	for (long line = 0; ctl->every.count == 0 || line < ctl->every.count; line++) {
 		char b[6][24];
 		double dt, r[7];
 		json_object *tn, *tb;
 
-		deadline = next_deadline(deadline);
+		deadline = next_deadline(deadline, ctl->every.interval);
 		wait_until(deadline, &none);
-		now = ask_again(&fd, "stats");
+		now = client_ask_again(ctl, "stats");
 		t1 = hp_now_ns();
 		dt = (double)(t1 - t0) / 1e9;
 		tn = get(now, "total");
@@ -137,7 +137,7 @@ stats_watch(int fd)
 		r[4] = rate(tn, tb, waits_keys, dt);
 		r[5] = rate(tn, tb, wake_keys, dt);
 		r[6] = rate(tn, tb, death_keys, 1);	/* counts in the interval */
-		if (json_out) {
+		if (ctl->json) {
 			json_object *o = json_object_new_object();
 
 			json_object_object_add(o, "interval_s", json_seconds(t1 - t0));
@@ -267,7 +267,7 @@ frame_line(int width, const char *fmt, ...)
 /* One frame of top: samples now (peers and stats), compared with before
  * (NULL for the first) dt seconds earlier. */
 static void
-top_frame(json_object *status, json_object *peers, json_object *now, json_object *before,
+top_frame(const struct ctl *ctl, json_object *status, json_object *peers, json_object *now, json_object *before,
 	  double dt, int tty)
 {
 	json_object *list_ = list(peers, "peers"), *gn = get(now, "guests"),
@@ -280,7 +280,7 @@ top_frame(json_object *status, json_object *peers, json_object *now, json_object
 
 	for (size_t i = 0; i < n; i++)
 		up += strcmp(text(json_object_array_get_idx(list_, i), "state"), "up") == 0;
-	if (json_out) {
+	if (ctl->json) {
 		o = json_object_new_object();
 		rows = json_object_new_array();
 		json_object_object_add(o, "uptime_s", json_object_get(get(status, "uptime_s")));
@@ -313,7 +313,7 @@ top_frame(json_object *status, json_object *peers, json_object *now, json_object
 		double c = rate(sn, sb, calls_keys, dt), by = rate(sn, sb, bytes_keys, dt);
 		double w = rate(sn, sb, waits_keys, dt);
 
-		if (json_out) {
+		if (ctl->json) {
 			json_object *r = json_object_new_object();
 
 			json_object_object_add(r, "name", json_object_new_string(text(p, "name")));
@@ -341,7 +341,7 @@ top_frame(json_object *status, json_object *peers, json_object *now, json_object
 			   b[0], json_object_get_int(get(p, "slots_used")),
 			   rate_text(b[3], sizeof(b[3]), w), u64(sn, "deaths"));
 	}
-	if (json_out) {
+	if (ctl->json) {
 		json_object_object_add(o, "peers", rows);
 		print_json(o);
 	} else if (tty) {
@@ -351,9 +351,9 @@ top_frame(json_object *status, json_object *peers, json_object *now, json_object
 
 /* hubctl top: a frame every interval until q, Ctrl-C or -n frames. */
 int
-cmd_top(int fd, int argc, char **argv)
+hubctl_top(struct ctl *ctl, int argc, char **argv)
 {
-	int tty = !json_out && isatty(STDOUT_FILENO), key_fd = -1;
+	int tty = !ctl->json && isatty(STDOUT_FILENO), key_fd = -1;
 	json_object *before = NULL;
 	uint64_t t0 = 0, deadline = hp_now_ns();
 
@@ -366,14 +366,15 @@ cmd_top(int fd, int argc, char **argv)
 	} else {
 		setvbuf(stdout, NULL, _IOLBF, 0);
 	}
-	for (long frame = 0; every.count == 0 || frame < every.count; frame++) {
-		json_object *status = ask_again(&fd, "status"), *peers = ask_again(&fd, "peers");
-		json_object *now = ask_again(&fd, "stats");
+	for (long frame = 0; ctl->every.count == 0 || frame < ctl->every.count; frame++) {
+		json_object *status = client_ask_again(ctl, "status");
+		json_object *peers = client_ask_again(ctl, "peers");
+		json_object *now = client_ask_again(ctl, "stats");
 		uint64_t t1 = hp_now_ns();
 
-		if (frame > 0 && !tty && !json_out)
+		if (frame > 0 && !tty && !ctl->json)
 			printf("\n");	/* frames apart in a log */
-		top_frame(status, peers, now, before, (double)(t1 - t0) / 1e9, tty);
+		top_frame(ctl, status, peers, now, before, (double)(t1 - t0) / 1e9, tty);
 		if (fflush(stdout) != 0 || ferror(stdout))
 			err(2, "stdout");
 		json_object_put(status);
@@ -381,9 +382,9 @@ cmd_top(int fd, int argc, char **argv)
 		json_object_put(before);
 		before = now;
 		t0 = t1;
-		if (every.count != 0 && frame + 1 == every.count)
+		if (ctl->every.count != 0 && frame + 1 == ctl->every.count)
 			break;
-		deadline = next_deadline(deadline);
+		deadline = next_deadline(deadline, ctl->every.interval);
 		if (wait_until(deadline, &key_fd))
 			break;
 	}

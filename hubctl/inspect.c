@@ -7,13 +7,14 @@
 
 #include <json-c/json.h>
 
-#include "daemon/hubctl.h"
 #include "daemon/jsonout.h"
 #include "daemon/poolfig.h"
 #include "daemon/size.h"
+#include "hubctl/hubctl.h"
 #include "proto/clock.h"
 #include "proto/segment.h"
 #include "proto/slot.h"
+#include "proto/varpool_host.h"
 
 static const char *const peer_states[] = { "empty", "attached", "goodbye", "reserved" };
 
@@ -111,7 +112,7 @@ hubd_layout(const struct hp_segment *seg)
  * finds every area the way a guest does (hp_segment_validate, then each
  * PeerEntry), so it reads any segment the spec allows, not only hubd's. */
 int
-cmd_inspect(int fd, int argc, char **argv)
+hubctl_inspect(struct ctl *ctl, int argc, char **argv)
 {
 	struct hp_segment seg;
 	struct hp_slot_pool pool;
@@ -123,7 +124,6 @@ cmd_inspect(int fd, int argc, char **argv)
 	uint64_t now;
 	int rc;
 
-	(void)fd;
 	(void)argc;
 	if ((rc = hp_segment_attach(&seg, argv[0], HP_ATTACH_RDONLY, &why)) != 0)
 		errx(2, "%s: %s", argv[0], why ? why : strerror(-rc));
@@ -227,7 +227,7 @@ cmd_inspect(int fd, int argc, char **argv)
 	json_object_object_add(o, "problems", problems);
 	rc = json_object_array_length(problems) == 0 ? 0 : 1;
 	hp_segment_close(&seg);
-	if (json_out) {
+	if (ctl->json) {
 		print_json(o);
 		return rc;
 	}

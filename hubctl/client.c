@@ -1,0 +1,205 @@
+/* hubctl's client: a connection to hubd's control socket, a request line
+ * sent, its answer lines read (of any length), an answer that says no
+ * printed. What goes wrong on the way ends hubctl with exit 2. */
+#include <err.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <bsd/string.h>
+#include <json-c/json.h>
+
+#include "daemon/control.h"
+#include "daemon/jsonout.h"
+#include "hubctl/hubctl.h"
+
+#define ANSWER_MAX	(512ul << 20)	/* one answer line, for sanity only */
+
+int
+client_connect(const struct ctl *ctl)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	const char *path = ctl->sock;
+	int fd;
+
+	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >= sizeof(sun.sun_path))
+		errx(2, "socket path too long: %s", path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		err(2, "socket");
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0)
+		err(2, "cannot reach hubd at %s (is it running? -s sets the socket)", path);
+	if (ctl->timeout_s > 0) {
+		struct timeval tv = { ctl->timeout_s, 0 };
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	return fd;
+}
+
+/* One request line. Refused here if hubd would refuse it for its size. If
+ * hubd closed the connection meanwhile, its answer (it may have said why)
+ * is read all the same; write_errno says what went wrong if none comes. */
+void
+client_send(struct ctl *ctl, json_object *req)
+{
+	const char *s = json_object_to_json_string_ext(req, JSON_OUT_FLAGS);
+	size_t n = strlen(s), off = 0;
+	char *line;
+	ssize_t w;
+
+	if (n + 1 > CONTROL_MSG_MAX)
+		errx(2, "the request would be %zu bytes with its newline: hubd takes %d at most "
+		     "(shorter arguments?)", n + 1, CONTROL_MSG_MAX);
+	if ((line = malloc(n + 1)) == NULL)
+		err(2, "malloc");
+	memcpy(line, s, n);
+	line[n] = '\n';
+	json_object_put(req);
+	while (off < n + 1) {
+		if ((w = send(ctl->fd, line + off, n + 1 - off, MSG_NOSIGNAL)) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EPIPE && errno != ECONNRESET)
+				err(2, "write to hubd");
+			ctl->write_errno = errno;
+			break;
+		}
+		off += (size_t)w;
+	}
+	free(line);
+}
+
+/* The connection ended without an answer. */
+void
+client_no_answer(const struct ctl *ctl, const char *during)
+{
+	if (ctl->write_errno != 0)
+		errx(2, "hubd closed the connection%s: %s", during, strerror(ctl->write_errno));
+	errx(2, "hubd closed the connection%s", during);
+}
+
+/* Reads one answer line, of any length (up to ANSWER_MAX); NULL when hubd
+ * closed the connection. */
+json_object *
+client_read(struct ctl *ctl)
+{
+	static char *buf;
+	static size_t len, cap, scanned;	/* no newline in buf[0, scanned) */
+	json_object *o;
+	char *nl;
+	ssize_t n;
+
+	for (;;) {
+		if (len > scanned && (nl = memchr(buf + scanned, '\n', len - scanned)) != NULL) {
+			*nl = '\0';
+			o = json_tokener_parse(buf);
+			len -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, len);
+			scanned = 0;
+			if (o == NULL)
+				errx(2, "hubd sent something that is not JSON");
+			return o;
+		}
+		scanned = len;
+		if (len == cap) {
+			if (cap >= ANSWER_MAX)
+				errx(2, "an answer from hubd longer than %lu MiB", ANSWER_MAX >> 20);
+			cap = cap ? cap * 2 : 65536;
+			if ((buf = realloc(buf, cap)) == NULL)
+				err(2, "an answer of %zu bytes", cap);
+		}
+		if ((n = read(ctl->fd, buf + len, cap - len)) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				errx(1, "no answer within %d s (-t)", ctl->timeout_s);
+			if (ctl->write_errno == 0)
+				ctl->write_errno = errno;
+			client_no_answer(ctl, "");
+		}
+		if (n == 0)
+			return NULL;
+		len += (size_t)n;
+	}
+}
+
+/* 1 for an answer with ok false, printed and freed; 0 otherwise. */
+int
+client_failed(const struct ctl *ctl, json_object *a)
+{
+	json_object *detail = get(a, "detail");
+
+	if (json_object_get_boolean(get(a, "ok")))
+		return 0;
+	if (ctl->json)
+		printf("%s\n", json_object_to_json_string_ext(a, JSON_OUT_FLAGS));
+	else
+		fprintf(stderr, "hubctl: %s%s%s\n",
+			get(a, "error") != NULL ? text(a, "error") : "hubd said no, without a reason",
+			detail ? ": " : "", detail ? json_object_get_string(detail) : "");
+	json_object_put(a);
+	return 1;
+}
+
+static void
+send_cmd(struct ctl *ctl, const char *cmd)
+{
+	json_object *req = json_object_new_object();
+
+	json_object_object_add(req, "cmd", json_object_new_string(cmd));
+	client_send(ctl, req);
+}
+
+json_object *
+client_cmd(struct ctl *ctl, const char *cmd)
+{
+	json_object *a;
+
+	send_cmd(ctl, cmd);
+	if ((a = client_read(ctl)) == NULL)
+		client_no_answer(ctl, "");
+	return a;
+}
+
+/* Asks cmd; NULL when that is all there is to do: it failed (*rc 1,
+ * printed) or the answer went out as JSON (*rc 0). */
+json_object *
+client_ask(struct ctl *ctl, const char *cmd, int *rc)
+{
+	json_object *a = client_cmd(ctl, cmd);
+
+	*rc = 0;
+	if (client_failed(ctl, a)) {
+		*rc = 1;
+		return NULL;
+	}
+	if (ctl->json) {
+		*rc = print_json(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* A view's question: hubd closes a connection idle longer than its
+ * client_timeout, so a view that waits longer connects again. */
+json_object *
+client_ask_again(struct ctl *ctl, const char *cmd)
+{
+	json_object *a;
+
+	send_cmd(ctl, cmd);
+	if ((a = client_read(ctl)) == NULL) {
+		close(ctl->fd);
+		ctl->write_errno = 0;
+		ctl->fd = client_connect(ctl);
+		a = client_cmd(ctl, cmd);
+	}
+	if (client_failed(ctl, a))
+		exit(1);
+	return a;
+}

@@ -1,0 +1,517 @@
+/* hubctl's commands that ask hubd: one function per command, each
+ * sending its request through client.c and printing the answer for people
+ * (a table, "key: value" lines) or, with -j, as the JSON it is. */
+#include <err.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "daemon/jsonout.h"
+#include "daemon/size.h"
+#include "hubctl/hubctl.h"
+#include "proto/clock.h"
+
+/* A death as people read it: when (local time, and how long ago), why. */
+static void
+death_text(char *buf, size_t len, json_object *d)
+{
+	uint64_t when = json_ns(get(d, "time"), HP_NS_PER_S), now = hp_clock_ns(CLOCK_REALTIME);
+	time_t t = (time_t)(when / HP_NS_PER_S);
+	char at[32] = "?", ago[24];
+	struct tm tm;
+
+	if (localtime_r(&t, &tm) != NULL)
+		strftime(at, sizeof(at), "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(buf, len, "%s (%s ago): %s, status %d%s%s", at,
+		 duration_text(ago, sizeof(ago), now > when ? now - when : 0), text(d, "reason"),
+		 json_object_get_int(get(d, "status")), *text(d, "detail") ? ", " : "",
+		 text(d, "detail"));
+}
+
+/* hubctl peers NAME: one guest, a "key: value" per line. */
+static int
+peer_detail(const struct ctl *ctl, json_object *p)
+{
+	json_object *deaths = get(p, "deaths"), *args = get(p, "args");
+	char buf[512];
+
+	if (ctl->json)
+		return print_json(json_object_get(p));
+	printf("name: %s\n", text(p, "name"));
+	printf("peer id: %d\n", json_object_get_int(get(p, "peer_id")));
+	printf("state: %s\n", text(p, "state"));
+	printf("pid: %d\n", json_object_get_int(get(p, "pid")));
+	printf("epoch: %" PRId64 "\n", json_object_get_int64(get(p, "epoch")));
+	printf("uptime: %s\n", duration_text(buf, sizeof(buf), json_ns(get(p, "uptime_s"), HP_NS_PER_S)));
+	printf("restarts: %d\n", json_object_get_int(get(p, "restarts")));
+	if (get(p, "heartbeat_age_ms") != NULL)
+		printf("heartbeat age: %s\n", duration_text(buf, sizeof(buf),
+			json_ns(get(p, "heartbeat_age_ms"), HP_NS_PER_MS)));
+	if (get(p, "g2h_depth") != NULL) {
+		printf("rings: %d waiting guest->host, %d host->guest\n",
+		       json_object_get_int(get(p, "g2h_depth")),
+		       json_object_get_int(get(p, "h2g_depth")));
+		printf("slots: %d in use, %d free\n", json_object_get_int(get(p, "slots_used")),
+		       json_object_get_int(get(p, "slots_free")));
+		printf("channels: %d open\n", json_object_get_int(get(p, "channels_open")));
+	}
+	if (get(p, "pool_slots") != NULL) {
+		char q[24];
+
+		printf("shared pool: %" PRIu64 " slots, %s (quota %" PRIu64 " slots, %s)\n",
+		       json_object_get_uint64(get(p, "pool_slots")),
+		       size_iec(buf, sizeof(buf), json_object_get_uint64(get(p, "pool_bytes"))),
+		       json_object_get_uint64(get(p, "pool_quota_slots")),
+		       size_iec(q, sizeof(q), json_object_get_uint64(get(p, "pool_quota"))));
+	}
+	if (get(p, "exec") != NULL)
+		printf("exec: %s\n", text(p, "exec"));
+	if (json_object_is_type(args, json_type_array) && json_object_array_length(args) > 0) {
+		printf("args:");
+		for (size_t i = 0; i < json_object_array_length(args); i++)
+			printf(" %s", json_object_get_string(json_object_array_get_idx(args, i)));
+		printf("\n");
+	}
+	for (size_t i = 0; json_object_is_type(deaths, json_type_array) &&
+	     i < json_object_array_length(deaths); i++) {
+		death_text(buf, sizeof(buf), json_object_array_get_idx(deaths, i));
+		printf("death %zu: %s\n", i + 1, buf);
+	}
+	if (!json_object_is_type(deaths, json_type_array) || json_object_array_length(deaths) == 0)
+		printf("deaths: none\n");
+	return 0;
+}
+
+/* hubctl peers [NAME]: every guest in a table, or one in detail. */
+int
+hubctl_peers(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *a = NULL, *peers;
+	int rc;
+
+	if (argc == 0 && (a = client_ask(ctl, "peers", &rc)) == NULL)
+		return rc;
+	if (argc == 1) {
+		a = client_cmd(ctl, "peers");
+		if (client_failed(ctl, a))
+			return 1;
+		peers = list(a, "peers");
+		for (size_t i = 0; i < json_object_array_length(peers); i++) {
+			json_object *p = json_object_array_get_idx(peers, i);
+
+			if (strcmp(text(p, "name"), argv[0]) == 0) {
+				rc = peer_detail(ctl, p);
+				json_object_put(a);
+				return rc;
+			}
+		}
+		json_object_put(a);
+		fprintf(stderr, "hubctl: no guest named '%s' (hubctl peers lists them)\n", argv[0]);
+		return 1;
+	}
+	peers = list(a, "peers");
+	printf("%-16s %4s %-9s %8s %5s %12s %4s %10s %9s %5s %5s  %s\n", "NAME", "PEER",
+	       "STATE", "PID", "EPOCH", "UPTIME", "RST", "HB-AGE", "RINGS", "SLOTS", "CHANS",
+	       "LAST DEATH");
+	for (size_t i = 0; i < json_object_array_length(peers); i++) {
+		json_object *p = json_object_array_get_idx(peers, i);
+		json_object *deaths = get(p, "deaths");
+		char last[128] = "-", hb[24] = "-", up[24], rings[24];
+
+		if (json_object_is_type(deaths, json_type_array) &&
+		    json_object_array_length(deaths) > 0) {
+			json_object *d = json_object_array_get_idx(deaths, 0);
+
+			snprintf(last, sizeof(last), "%s %d%s%s", text(d, "reason"),
+				 json_object_get_int(get(d, "status")),
+				 *text(d, "detail") ? " " : "", text(d, "detail"));
+		}
+		if (get(p, "heartbeat_age_ms") != NULL)
+			duration_text(hb, sizeof(hb), json_ns(get(p, "heartbeat_age_ms"), HP_NS_PER_MS));
+		snprintf(rings, sizeof(rings), "%d/%d", json_object_get_int(get(p, "g2h_depth")),
+			 json_object_get_int(get(p, "h2g_depth")));
+		printf("%-16s %4d %-9s %8d %5" PRId64 " %12s %4d %10s %9s %5d %5d  %s\n",
+		       text(p, "name"), json_object_get_int(get(p, "peer_id")), text(p, "state"),
+		       json_object_get_int(get(p, "pid")),
+		       json_object_get_int64(get(p, "epoch")),
+		       duration_text(up, sizeof(up), json_ns(get(p, "uptime_s"), HP_NS_PER_S)),
+		       json_object_get_int(get(p, "restarts")), hb, rings,
+		       json_object_get_int(get(p, "slots_used")),
+		       json_object_get_int(get(p, "channels_open")), last);
+	}
+	json_object_put(a);
+	return 0;
+}
+
+int
+hubctl_methods(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *a, *ms;
+	int rc;
+
+	(void)argc;
+	(void)argv;
+	if ((a = client_ask(ctl, "methods", &rc)) == NULL)
+		return rc;
+	ms = list(a, "methods");
+	printf("%-24s %-28s %s\n", "METHOD", "SIGNATURE", "OWNER");
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		json_object *m = json_object_array_get_idx(ms, i);
+
+		printf("%-24s %-28s %s\n", text(m, "name"), text(m, "signature"),
+		       text(m, "owner"));
+	}
+	json_object_put(a);
+	return 0;
+}
+
+int
+hubctl_status(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *a;
+	int rc;
+
+	(void)argc;
+	(void)argv;
+	if ((a = client_ask(ctl, "status", &rc)) == NULL)
+		return rc;
+	json_object_object_foreach(a, key, val) {
+		static const char *const sizes[] = { "segment_size", "segment_bytes",
+			"segment_initial_bytes", "slot_size", "max_payload_size", NULL };
+		char buf[32];
+		int is_size = 0;
+
+		if (strcmp(key, "ok") == 0)
+			continue;
+		for (size_t k = 0; sizes[k] != NULL; k++)
+			is_size |= strcmp(key, sizes[k]) == 0;
+		if (is_size)
+			printf("%-22s %s\n", key, size_iec(buf, sizeof(buf), json_object_get_uint64(val)));
+		else if (strcmp(key, "uptime_s") == 0)
+			printf("%-22s %s\n", "uptime", duration_text(buf, sizeof(buf),
+				json_ns(val, HP_NS_PER_S)));
+		else if (strcmp(key, "heartbeat_interval_ns") == 0)
+			printf("%-22s %s\n", "heartbeat_interval", duration_text(buf, sizeof(buf),
+				json_object_get_uint64(val)));
+		if (is_size || strcmp(key, "uptime_s") == 0 || strcmp(key, "heartbeat_interval_ns") == 0)
+			continue;
+		if (strcmp(key, "pool_classes") != 0) {
+			printf("%-22s %s\n", key, json_object_get_string(val));
+			continue;
+		}
+		/* slot size x slots per extent x extents, or none */
+		printf("%-22s", key);
+		for (size_t i = 0; json_object_is_type(val, json_type_array) &&
+		     i < json_object_array_length(val); i++) {
+			json_object *c = json_object_array_get_idx(val, i);
+			char size[24];
+
+			printf("%s%s x %" PRIu64 " x %" PRIu64, i > 0 ? ", " : " ",
+			       size_iec(size, sizeof(size),
+					 json_object_get_uint64(get(c, "slot_size"))),
+			       json_object_get_uint64(get(c, "slots_per_extent")),
+			       json_object_get_uint64(get(c, "extents")));
+		}
+		if (json_object_array_length(val) == 0)
+			printf(" none");
+		printf("\n");
+	}
+	json_object_put(a);
+	return 0;
+}
+
+/* A value printed for people: strings as they are (ending in a newline),
+ * the rest as JSON. */
+static void
+print_value(json_object *v)
+{
+	if (json_object_is_type(v, json_type_string)) {
+		const char *s = json_object_get_string(v);
+		size_t n = (size_t)json_object_get_string_len(v);	/* NULs too */
+
+		fwrite(s, 1, n, stdout);
+		if (n == 0 || s[n - 1] != '\n')
+			putchar('\n');
+	}
+	else if (v != NULL)
+		printf("%s\n", json_object_to_json_string_ext(v, JSON_OUT_FLAGS));
+}
+
+int
+hubctl_call(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *req = json_object_new_object(), *args = json_object_new_array(), *a;
+
+	json_object_object_add(req, "cmd", json_object_new_string("call"));
+	json_object_object_add(req, "method", json_object_new_string(argv[0]));
+	for (int i = 1; i < argc; i++)
+		json_object_array_add(args, json_object_new_string(argv[i]));
+	json_object_object_add(req, "args", args);
+	client_send(ctl, req);
+	while ((a = client_read(ctl)) != NULL) {
+		if (!json_object_is_type(a, json_type_object))
+			errx(2, "hubd sent an answer that is not a JSON object");
+		json_object *item = get(a, "item");
+
+		if (item != NULL) {
+			if (ctl->json)
+				print_json(a);
+			else {
+				print_value(item);
+				json_object_put(a);
+			}
+			if (ferror(stdout))	/* nobody takes the items: stop */
+				err(2, "stdout");
+			continue;
+		}
+		if (client_failed(ctl, a))
+			return 1;
+		if (ctl->json)
+			return print_json(a);
+		if (!json_object_is_type(get(a, "result"), json_type_null))
+			print_value(get(a, "result"));
+		json_object_put(a);
+		return 0;
+	}
+	client_no_answer(ctl, " during the call");	/* never a silent end: exit 2 */
+}
+
+static int
+supervise(struct ctl *ctl, const char *cmd, const char *name)
+{
+	json_object *req = json_object_new_object(), *a;
+
+	json_object_object_add(req, "cmd", json_object_new_string(cmd));
+	json_object_object_add(req, "name", json_object_new_string(name));
+	client_send(ctl, req);
+	if ((a = client_read(ctl)) == NULL)
+		client_no_answer(ctl, "");
+	if (client_failed(ctl, a))
+		return 1;
+	if (ctl->json)
+		return print_json(a);
+	printf("%s: %s\n", name, text(a, "state"));
+	json_object_put(a);
+	return 0;
+}
+
+int
+hubctl_restart(struct ctl *ctl, int argc, char **argv)
+{
+	(void)argc;
+	return supervise(ctl, "restart", argv[0]);
+}
+
+int
+hubctl_stop(struct ctl *ctl, int argc, char **argv)
+{
+	(void)argc;
+	return supervise(ctl, "stop", argv[0]);
+}
+
+int
+hubctl_start(struct ctl *ctl, int argc, char **argv)
+{
+	(void)argc;
+	return supervise(ctl, "start", argv[0]);
+}
+
+/* What reload did and refused, then the verdict. A refusal (permission)
+ * has no messages: only the error. */
+int
+hubctl_reload(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *a = client_cmd(ctl, "reload"), *msgs;
+	int ok = json_object_get_boolean(get(a, "ok"));
+
+	(void)argc;
+	(void)argv;
+	msgs = get(a, "messages");
+	if (ctl->json) {
+		print_json(a);
+		return !ok;
+	}
+	for (size_t i = 0; json_object_is_type(msgs, json_type_array) &&
+	     i < json_object_array_length(msgs); i++)
+		printf("%s\n", json_object_get_string(json_object_array_get_idx(msgs, i)));
+	if (client_failed(ctl, a))
+		return 1;
+	json_object_put(a);
+	return 0;
+}
+
+/* One line of hubctl stats: counts as they are, bytes for people. */
+static void
+stats_row(const char *name, json_object *g, const char *const *cols)
+{
+	char size[24];
+
+	printf("%-16s", name);
+	for (size_t k = 0; k < 11; k++) {
+		uint64_t v = json_object_get_uint64(get(g, cols[k]));
+
+		if (strncmp(cols[k], "bytes_", 6) == 0)
+			printf(" %12s", size_iec(size, sizeof(size), v));
+		else
+			printf(" %*" PRIu64, k < 4 ? 12 : 10, v);
+	}
+	printf("\n");
+}
+
+int
+hubctl_stats(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *a, *guests;
+	int rc;
+	static const char *const cols[] = { "calls_in", "calls_out", "bytes_in", "bytes_out",
+			       "ring_full", "slot_exhausted", "credit_waits", "wakes",
+			       "deaths", "restarts", "violations" };
+	static const char *const heads[] = { "CALLS-IN", "CALLS-OUT", "BYTES-IN", "BYTES-OUT",
+				"RING-FULL", "NO-SLOT", "NO-CREDIT", "WAKES", "DEATHS",
+				"RESTARTS", "VIOLATIONS" };
+
+	(void)argc;
+	(void)argv;
+	if (ctl->every.watch)
+		return stats_watch(ctl);
+	if ((a = client_ask(ctl, "stats", &rc)) == NULL)
+		return rc;
+	printf("%-16s", "GUEST");
+	for (size_t k = 0; k < 11; k++)
+		printf(" %*s", k < 4 ? 12 : 10, heads[k]);
+	printf("\n");
+	if (!json_object_is_type(guests = get(a, "guests"), json_type_object))
+		errx(2, "hubd's answer has no \"guests\"");
+	json_object_object_foreach(guests, name, g)
+		stats_row(name, g, cols);
+	stats_row("(total)", get(a, "total"), cols);
+	if (get(a, "pool") != NULL) {
+		json_object *p = get(a, "pool");
+
+		printf("shared pool: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
+		       " waits, %" PRIu64 " errors, %" PRIu64 " reclaimed\n",
+		       json_object_get_uint64(get(p, "allocations")),
+		       json_object_get_uint64(get(p, "frees")),
+		       json_object_get_uint64(get(p, "waits")),
+		       json_object_get_uint64(get(p, "errors")),
+		       json_object_get_uint64(get(p, "reclaimed")));
+	}
+	if (get(a, "relays") != NULL) {
+		char size[24];
+		json_object *r = get(a, "relays");
+
+		printf("streams between guests: %" PRIu64 " open, %s held\n",
+		       json_object_get_uint64(get(r, "open")),
+		       size_iec(size, sizeof(size),
+				 json_object_get_uint64(get(r, "queued_bytes"))));
+	}
+	if (get(a, "loop") != NULL) {
+		json_object *l = get(a, "loop");
+
+		printf("hubd's loop: %" PRIu64 " iterations, %" PRIu64 " ring polls, %" PRIu64
+		       " sleeps\n", json_object_get_uint64(get(l, "iterations")),
+		       json_object_get_uint64(get(l, "polls")),
+		       json_object_get_uint64(get(l, "sleeps")));
+	}
+	json_object_put(a);
+	return 0;
+}
+
+/* A count of the pool's table: as it is, or in K and M when too wide. */
+static const char *
+count_text(char *buf, size_t len, uint64_t v)
+{
+	if (v < 1000000)
+		snprintf(buf, len, "%" PRIu64, v);
+	else
+		size_text(buf, len, v);
+	return buf;
+}
+
+/* hubctl pool [--validate] [--json]: the shared pool per size class, and
+ * with --validate its check on the live hub (exit 1 when broken). */
+int
+hubctl_pool(struct ctl *ctl, int argc, char **argv)
+{
+	static const char *const cols[] = { "slots", "free", "in_use", "high_water", "allocs",
+		"frees", "conflicts", "fallbacks", "waits", "reclaimed", "rebuilds", "errors" };
+	static const char *const heads[] = { "SLOTS", "FREE", "IN-USE", "HIGH", "ALLOCS",
+		"FREES", "CONFL", "FALLBK", "WAITS", "RECLAIM", "REBUILD", "ERRORS" };
+	json_object *req = json_object_new_object(), *a, *classes, *problems;
+	char size[24], size2[24], size3[24], num[24];
+	int validate = 0, valid;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--validate") == 0)
+			validate = 1;
+		else if (strcmp(argv[i], "--json") == 0)
+			ctl->json = 1;
+		else {
+			json_object_put(req);
+			fprintf(stderr, "usage: hubctl pool [--validate] [--json]\n");
+			return 2;
+		}
+	}
+	json_object_object_add(req, "cmd", json_object_new_string("pool"));
+	if (validate)
+		json_object_object_add(req, "validate", json_object_new_boolean(1));
+	client_send(ctl, req);
+	if ((a = client_read(ctl)) == NULL)
+		client_no_answer(ctl, "");
+	if (client_failed(ctl, a))
+		return 1;
+	/* without --validate there is no verdict: nothing is wrong */
+	valid = !validate || json_object_get_boolean(get(a, "valid"));
+	if (ctl->json) {
+		print_json(a);
+		return !valid;
+	}
+	classes = list(a, "classes");
+	printf("%-5s %9s %7s %7s", "CLASS", "SIZE", "PER-EXT", "EXTENTS");
+	for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
+		printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6), heads[k]);
+	printf("\n");
+	for (size_t i = 0; i < json_object_array_length(classes); i++) {
+		json_object *c = json_object_array_get_idx(classes, i);
+		char ext[24];
+
+		snprintf(ext, sizeof(ext), "%" PRIu64 "/%" PRIu64, u64(c, "extents"),
+			 u64(a, "max_extents"));
+		printf("%5" PRIu64 " %9s %7" PRIu64 " %7s", u64(c, "class"),
+		       size_iec(size, sizeof(size), u64(c, "slot_size")),
+		       u64(c, "slots_per_extent"), ext);
+		for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
+			printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6),
+			       count_text(num, sizeof(num), u64(c, cols[k])));
+		printf("\n");
+	}
+	/* what the errors were, where there were any */
+	for (size_t i = 0; i < json_object_array_length(classes); i++) {
+		json_object *c = json_object_array_get_idx(classes, i);
+
+		if (u64(c, "errors") != 0)
+			printf("class %" PRIu64 " errors: %" PRIu64 " double frees, %" PRIu64
+			       " stale frees, %" PRIu64 " bad links, %" PRIu64 " by guests\n",
+			       u64(c, "class"), u64(c, "double_frees"), u64(c, "stale_frees"),
+			       u64(c, "bad_links"), u64(c, "errors") - u64(c, "double_frees") -
+			       u64(c, "stale_frees") - u64(c, "bad_links"));
+	}
+	printf("segment %s (%s at start), pool %s (%s at start), %" PRIu64
+	       " slots held too long\n",
+	       size_iec(size, sizeof(size), u64(a, "segment_bytes")),
+	       size_iec(size2, sizeof(size2), u64(a, "segment_initial_bytes")),
+	       size_iec(size3, sizeof(size3), u64(a, "pool_bytes")),
+	       size_iec(num, sizeof(num), u64(a, "pool_initial_bytes")), u64(a, "stuck"));
+	if (validate) {
+		problems = list(a, "problems");
+		for (size_t i = 0; i < json_object_array_length(problems); i++)
+			printf("PROBLEM: %s\n",
+			       json_object_get_string(json_object_array_get_idx(problems, i)));
+		printf("validate: %s\n", valid ? "valid" : "broken");
+	}
+	json_object_put(a);
+	return !valid;
+}

@@ -1,0 +1,83 @@
+/* What hubctl's files share: main.c (the command table, usage, main),
+ * client.c (the connection to hubd), json.c (reading its answers),
+ * commands.c (a command each: ask, print), views.c (top and stats -w) and
+ * inspect.c (hubctl inspect, a segment read alone). Every command gets
+ * the struct ctl that main filled: no file reaches into another's globals. */
+#ifndef HUB_HUBCTL_H
+#define HUB_HUBCTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+/* The views that run on (top, stats -w): their options. */
+struct every {
+	double	interval;	/* -d: seconds between frames or lines */
+	long	count;		/* -n: frames or lines, then exit 0; 0: no end */
+	int	watch;		/* stats -w */
+};
+
+/* One run of hubctl: its options and its connection to hubd. */
+struct ctl {
+	int		 fd;		/* the connection; -1 for inspect (no daemon) */
+	const char	*sock;		/* -s: where the views connect again */
+	int		 timeout_s;	/* -t: give up on an answer after this long */
+	int		 json;		/* -j: answers as JSON, one object per line */
+	int		 write_errno;	/* client.c: the request could not be sent: why */
+	struct every	 every;
+};
+
+/* client.c: requests to hubd and its answers; each exits 2 when hubd
+ * cannot be reached or the connection ends without an answer. */
+int		 client_connect(const struct ctl *ctl);
+/* One request line (req is freed); refused here if hubd would refuse it
+ * for its size. */
+void		 client_send(struct ctl *ctl, json_object *req);
+/* One answer; NULL when hubd closed the connection. */
+json_object	*client_read(struct ctl *ctl);
+void		 client_no_answer(const struct ctl *ctl, const char *during)
+	__attribute__((noreturn));
+/* 1 for an answer with ok false, printed and freed; 0 otherwise. */
+int		 client_failed(const struct ctl *ctl, json_object *a);
+/* {"cmd": cmd} sent, its answer read. */
+json_object	*client_cmd(struct ctl *ctl, const char *cmd);
+/* cmd's answer to print; NULL when that is all there is to do: it failed
+ * (*rc 1, printed) or the answer went out as JSON (*rc 0). */
+json_object	*client_ask(struct ctl *ctl, const char *cmd, int *rc);
+/* cmd's answer, for a view: asked once more on a new connection when hubd
+ * closed this one; exits 1 when it says no. */
+json_object	*client_ask_again(struct ctl *ctl, const char *cmd);
+
+/* json.c: o[key]; as text ("" when it is not there), as a number, as a
+ * list (which must be there: hubctl exits 2 if not) */
+json_object	*get(json_object *o, const char *key);
+const char	*text(json_object *o, const char *key);
+uint64_t	 u64(json_object *o, const char *key);
+json_object	*list(json_object *o, const char *key);
+/* A JSON number of units, each per ns long, in ns (0 if not a number). */
+uint64_t	 json_ns(json_object *v, uint64_t per);
+/* a on a line as JSON, then freed; 0 */
+int		 print_json(json_object *a);
+
+/* commands.c: the commands that ask hubd and print its answer;
+ * hubctl_NAME runs "hubctl NAME", as each of these below. */
+int		 hubctl_status(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_stats(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_peers(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_methods(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_call(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_restart(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_stop(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_start(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_pool(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_reload(struct ctl *ctl, int argc, char **argv);
+
+/* views.c: hubctl top, and hubctl stats -w */
+int		 hubctl_top(struct ctl *ctl, int argc, char **argv);
+int		 stats_watch(struct ctl *ctl);
+
+/* inspect.c: hubctl inspect SEGMENT; ctl->fd is unused (no daemon). */
+int		 hubctl_inspect(struct ctl *ctl, int argc, char **argv);
+
+#endif

@@ -1,0 +1,323 @@
+/* hubctl: talks to a running hubd over its control socket. This file is
+ * its command table, its options, usage and help, and main; the commands
+ * are commands.c (those that ask and print), views.c (top, stats -w) and
+ * inspect.c (a segment read alone), each given the struct ctl main fills. */
+#include <err.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hubctl/hubctl.h"
+
+#define DEFAULT_SOCKET	"/run/hub/hubd.sock"
+
+struct command {
+	const char	*name;
+	const char	*usage;
+	int		min_args;	/* arguments, options left out */
+	int		max_args;
+	int		(*run)(struct ctl *ctl, int argc, char **argv);
+	const char	*help;
+	const char	*opts;		/* of w, d and n: the options it takes */
+};
+
+static const struct command commands[] = {
+	{ "status", "status", 0, 0, hubctl_status,
+	  "hub parameters, uptime, segment size, host pool, pool classes", NULL },
+	{ "stats", "stats [-w] [-d SECONDS] [-n COUNT]", 0, 0, hubctl_stats,
+	  "counters per guest and in all; -w: the hub's rates, a line per interval", "wdn" },
+	{ "top", "top [-d SECONDS] [-n FRAMES]", 0, 0, hubctl_top,
+	  "a live view of the guests: state, calls/s, bytes/s, rings, slots, waits", "dn" },
+	{ "peers", "peers [NAME]", 0, 1, hubctl_peers,
+	  "guests: state, pid, epoch, uptime, deaths; NAME: one in detail", NULL },
+	{ "methods", "methods", 0, 0, hubctl_methods, "registered methods, signatures, owners",
+	  NULL },
+	{ "call", "call METHOD [ARG...]", 1, 9, hubctl_call,
+	  "call a method; arguments are encoded by its signature", NULL },
+	{ "restart", "restart NAME", 1, 1, hubctl_restart,
+	  "restart a guest now (a failed one too: its deaths are forgiven)", NULL },
+	{ "stop", "stop NAME", 1, 1, hubctl_stop, "stop a guest and keep it down", NULL },
+	{ "start", "start NAME", 1, 1, hubctl_start, "start a stopped or failed guest", NULL },
+	{ "pool", "pool [--validate] [--json]", 0, 2, hubctl_pool,
+	  "the shared pool per size class; --validate checks it (exit 1: broken)", NULL },
+	{ "reload", "reload", 0, 0, hubctl_reload,
+	  "re-read the config: new guests start, dropped stop, changed restart", NULL },
+	{ "inspect", "inspect SEGMENT", 1, 1, hubctl_inspect,
+	  "read a segment file, no daemon needed, and check its invariants", NULL },
+};
+
+/* -d SECONDS: plain decimal seconds, digits with an optional fraction
+ * (2, 0.5, .25), from SECONDS_MIN to SECONDS_MAX. Checked by hand, not
+ * by strtod alone, which also takes hex ("0x10" is 16 s), exponents
+ * ("1e300", frames with no wait at all), inf, nan and blanks. */
+#define SECONDS_MIN	0.01
+#define SECONDS_MAX	86400.0
+#define SECONDS_RANGE	"from 0.01 to 86400"
+
+static int
+seconds_arg(const char *s, double *out)
+{
+	const char *q = s + strspn(s, "0123456789");
+	size_t frac = 0;
+	double v;
+
+	if (*q == '.') {
+		if ((frac = strspn(q + 1, "0123456789")) == 0)
+			return -1;
+		q += 1 + frac;
+	}
+	if (q == s || *q != '\0')
+		return -1;
+	v = strtod(s, NULL);	/* plain decimal by now; hubctl keeps the C locale */
+	if (v < SECONDS_MIN || v > SECONDS_MAX)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* -n COUNT: a whole number from 1. */
+static int
+count_arg(const char *s, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end != '\0' || errno != 0 || v < 1)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* The options of c (c->opts: -w, -d SECONDS, -n COUNT) into every, taken
+ * out of argv (*argc shrinks); -1 after saying what is wrong. -d and -n
+ * make stats a watch (-w) too. */
+static int
+view_options(const struct command *c, struct every *every, int *argc, char **argv)
+{
+	int n = 0, i;
+
+	for (i = 0; i < *argc; i++) {
+		const char *a = argv[i], *val;
+
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0') {
+			argv[n++] = argv[i];
+			continue;
+		}
+		if (strchr(c->opts, a[1]) == NULL || (a[1] == 'w' && a[2] != '\0')) {
+			fprintf(stderr, "hubctl: %s: unknown option '%s'\n", c->name, a);
+			return -1;
+		}
+		every->watch = 1;
+		if (a[1] == 'w')
+			continue;
+		val = a[2] != '\0' ? a + 2 : i + 1 < *argc ? argv[++i] : NULL;
+		if (val == NULL) {
+			fprintf(stderr, "hubctl: %s: -%c takes a value\n", c->name, a[1]);
+			return -1;
+		}
+		if (a[1] == 'd' && seconds_arg(val, &every->interval) != 0) {
+			fprintf(stderr, "hubctl: %s: -d takes seconds " SECONDS_RANGE
+				" (2, 0.5, .25), not '%s'\n", c->name, val);
+			return -1;
+		}
+		if (a[1] == 'n' && count_arg(val, &every->count) != 0) {
+			fprintf(stderr, "hubctl: %s: -n takes a count from 1, not '%s'\n", c->name,
+				val);
+			return -1;
+		}
+	}
+	while (i < *argc)
+		argv[n++] = argv[i++];
+	*argc = n;
+	return 0;
+}
+
+static void
+usage_to(FILE *f)
+{
+	fprintf(f, "usage: hubctl [-j] [-s socket] [-t seconds] command [arg...]\n"
+		"  -j, --json          answers as JSON, one object per line\n"
+		"  -s, --socket PATH   hubd's control socket (default " DEFAULT_SOCKET
+		",\n                      or $HUBCTL_SOCKET)\n"
+		"  -t, --timeout SECS  give up waiting for an answer after SECS\n"
+		"commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-24s%s%s\n", commands[i].usage,
+			strlen(commands[i].usage) > 24 ? "\n                           " : " ",
+			commands[i].help);
+	fprintf(f, "  %-24s %s\n", "help [COMMAND]", "this, or more about one command");
+	fprintf(f, "exit status: 0 done, 1 the hub said no (or no answer in time),"
+		" 2 bad usage or no hub\n");
+}
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	usage_to(stderr);
+	exit(2);
+}
+
+/* More than a line, for the commands that need it. */
+static const char *
+details(const char *name)
+{
+	if (strcmp(name, "call") == 0)
+		return "Arguments are given as text and encoded by the method's registered\n"
+		       "signature (see 'hubctl methods'): str and bytes as they are, u64 and\n"
+		       "i64 in decimal, bool as true or false. A chan<T> argument is not given:\n"
+		       "hubd opens the channel and hubctl prints each item as it arrives,\n"
+		       "then the result. Strings print as they are, other values as JSON.\n"
+		       "A method's error is printed on stderr and exits 1.\n";
+	if (strcmp(name, "inspect") == 0)
+		return "Maps SEGMENT, a regular file, read-only (it works with hubd hung or\n"
+		       "gone; anything else, a FIFO say, is refused at once) and prints the\n"
+		       "header, the host pool and every peer entry that was ever used: state,\n"
+		       "epoch, ring heads and tails, free slots, open channels, heartbeat age.\n"
+		       "It checks that indices are in range, states are states, no bitmap bit\n"
+		       "is set past the last slot, and Empty entries were fully recovered;\n"
+		       "exit 1 lists what is broken. The shared pool: its extents among the\n"
+		       "areas, its figures per class, and what validate finds (as in 'hubctl\n"
+		       "pool --validate', with any peer id counting as a live owner: who is\n"
+		       "alive is not known offline), each as a \"pool: \" problem.\n";
+	if (strcmp(name, "reload") == 0)
+		return "Re-reads hubd's config file (as SIGHUP does). Guests are matched by\n"
+		       "name: new ones start, dropped ones stop, changed ones restart. The\n"
+		       "segment parameters and paths cannot change while hubd runs: a change\n"
+		       "there is reported and the running values are kept. A broken file\n"
+		       "changes nothing and exits 1 with what is wrong.\n";
+	if (strcmp(name, "pool") == 0)
+		return "Per size class of the shared pool: slot SIZE, slots PER-EXTent,\n"
+		       "EXTENTS now/at most, SLOTS, FREE, IN-USE and HIGH (the most in use at\n"
+		       "once), then counters since hubd started: ALLOCS, FREES, CONFL (CAS\n"
+		       "conflicts), FALLBK (served by a larger class), WAITS (every class that\n"
+		       "fits exhausted), RECLAIM (slots taken back from guests that are gone),\n"
+		       "REBUILD (free lists rebuilt), ERRORS (double and stale frees, bad\n"
+		       "links: detailed below the table when any). Counts from a million on\n"
+		       "are rounded (1.2M; exact with -j). Then the segment's and the pool's\n"
+		       "bytes now and at start (extents are appended to the file) and the\n"
+		       "slots a live guest has held longer than [pool] stuck_after.\n"
+		       "--validate checks that every slot is on exactly one free list or held\n"
+		       "by one live owner, no list has a cycle or a link out of range, and no\n"
+		       "held slot has generation 0; a problem counts only if two passes both\n"
+		       "see it (a slot in transit can look odd once). Each is printed as\n"
+		       "PROBLEM: and exits 1; a class found broken is rebuilt by the sweeper.\n"
+		       "A hub without a shared pool ([pool] classes = none) exits 1.\n";
+	if (strcmp(name, "peers") == 0)
+		return "Columns: RST restarts, HB-AGE time since the guest's last heartbeat,\n"
+		       "RINGS descriptors waiting guest->host/host->guest, SLOTS slots of its\n"
+		       "pool in use, CHANS channels open, LAST DEATH reason, status, detail.\n"
+		       "With NAME, that guest alone, a \"key: value\" per line: its peer id,\n"
+		       "state, pid, epoch, uptime, restarts, heartbeat age, rings, slots,\n"
+		       "channels, exec and args, and its recent deaths (when, reason, exit\n"
+		       "status or signal, detail). An unknown NAME exits 1. -j: its object.\n";
+	if (strcmp(name, "top") == 0)
+		return "A table redrawn every SECONDS (-d, default 1; plain decimal seconds\n"
+		       "from 0.01 to 86400, as 2, 0.5 or .25):\n"
+		       "the hub's uptime, guests up of all, calls/s and bytes/s in all, then a\n"
+		       "row per guest: NAME, STATE, PID, CALLS/S (in + out), BYTES/S (in +\n"
+		       "out), RING (descriptors waiting guest->host/host->guest), SLOTS (in\n"
+		       "use), WAITS/S (ring full + no slot + no credit), DEATHS. Rates are\n"
+		       "what the counters grew by over the real time between two frames: the\n"
+		       "first frame has none yet (\"-\"). On a terminal the screen is redrawn\n"
+		       "(plain ANSI: home and clear) and q or Ctrl-C quits (exit 0); the\n"
+		       "terminal's settings are restored on every way out. Not on a terminal,\n"
+		       "frames follow one another, a blank line apart, without escape codes.\n"
+		       "-n FRAMES stops after that many (exit 0). -j: a JSON object per frame,\n"
+		       "rates as numbers (null in the first). hubd going away: exit 2.\n";
+	if (strcmp(name, "stats") == 0)
+		return "Counters since hubd started, per guest and in all: CALLS-IN, CALLS-OUT,\n"
+		       "BYTES-IN, BYTES-OUT (rounded; exact with -j), RING-FULL, NO-SLOT,\n"
+		       "NO-CREDIT (waits), WAKES, DEATHS, RESTARTS, VIOLATIONS; the shared\n"
+		       "pool's and the streams between guests' totals.\n"
+		       "-w: a line per interval (-d SECONDS, default 1; plain decimal seconds\n"
+		       "from 0.01 to 86400, as 2, 0.5 or .25) with the hub's rates:\n"
+		       "calls in and out, bytes in and out per second, waits and wakes per\n"
+		       "second, and the deaths and restarts in that interval; the header again\n"
+		       "every 20 lines on a terminal; -n COUNT lines, then exit 0. -d and -n\n"
+		       "imply -w. -j: a JSON object per line.\n";
+	return "";
+}
+
+static int
+help(const char *name)
+{
+	for (size_t i = 0; name != NULL && i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(name, commands[i].name) != 0)
+			continue;
+		printf("usage: hubctl %s\n%s\n%s", commands[i].usage, commands[i].help,
+		       details(name));
+		return 0;
+	}
+	usage_to(stdout);
+	return name == NULL ? 0 : 2;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ctl ctl = { .fd = -1, .sock = getenv("HUBCTL_SOCKET"), .every = { 1.0, 0, 0 } };
+	int ch, rc, nargs;
+
+	/* a connection hubd closed is an error to report, not a way to die */
+	signal(SIGPIPE, SIG_IGN);
+
+	if (ctl.sock == NULL)
+		ctl.sock = DEFAULT_SOCKET;
+	while ((ch = getopt_long(argc, argv, "+js:t:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'j': ctl.json = 1; break;
+		case 's': ctl.sock = optarg; break;
+		case 't':
+			if ((ctl.timeout_s = atoi(optarg)) <= 0)
+				errx(2, "-t takes a number of seconds");
+			break;
+		case 'h': return help(NULL);
+		default: usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		usage();
+	if (strcmp(argv[0], "help") == 0)
+		return help(argc > 1 ? argv[1] : NULL);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const struct command *c = &commands[i];
+
+		if (strcmp(argv[0], c->name) != 0)
+			continue;
+		if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
+			return help(c->name);
+		nargs = argc - 1;
+		if ((c->opts != NULL && view_options(c, &ctl.every, &nargs, argv + 1) != 0) ||
+		    nargs < c->min_args || nargs > c->max_args) {
+			fprintf(stderr, "usage: hubctl %s\n", c->usage);
+			return 2;
+		}
+		if (c->run != hubctl_inspect)
+			ctl.fd = client_connect(&ctl);
+		rc = c->run(&ctl, nargs, argv + 1);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			err(2, "stdout");
+		return rc;
+	}
+	fprintf(stderr, "hubctl: unknown command '%s'\n", argv[0]);
+	usage();
+}
+
