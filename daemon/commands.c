@@ -29,6 +29,7 @@
 #include "daemon/supervise.h"
 #include "proto/builtin.h"
 #include "proto/channel.h"
+#include "proto/peer.h"
 #include "proto/postcard.h"
 #include "proto/varpool_host.h"
 
@@ -151,11 +152,13 @@ peer_json(struct hub *h, struct peer *p)
 	json_object_object_add(o, "deaths", deaths);
 	if (p->view.pool != NULL) {
 		const struct hp_params *prm = &h->seg.params;
-		struct hp_peer_entry *e = p->view.entry;
+		struct hp_peer_snap e;
 		struct hp_slot_pool pool;
-		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat);
+		uint64_t beat;
 		uint32_t mask = prm->ring_size - 1, open = 0;
 
+		hp_peer_snapshot(p->view.entry, &e);
+		beat = e.last_heartbeat;
 		/* what its pool holds now: all free once it is quiet */
 		hp_slot_pool_view(&pool, p->view.pool, prm->slots_per_guest, prm->slot_size);
 		json_object_object_add(o, "slots_free", json_object_new_int(
@@ -164,9 +167,9 @@ peer_json(struct hub *h, struct peer *p)
 			(int)(prm->slots_per_guest - hp_slot_count_free(&pool))));
 		/* guest-written words: shown as read, masked to the ring */
 		json_object_object_add(o, "g2h_depth", json_object_new_int((int)(
-			(hp_load_relaxed_u32(&e->g2h_head) - hp_load_relaxed_u32(&e->g2h_tail)) & mask)));
+			(e.g2h_head - e.g2h_tail) & mask)));
 		json_object_object_add(o, "h2g_depth", json_object_new_int((int)(
-			(hp_load_relaxed_u32(&e->h2g_head) - hp_load_relaxed_u32(&e->h2g_tail)) & mask)));
+			(e.h2g_head - e.h2g_tail) & mask)));
 		for (uint32_t id = 1; id < prm->max_channels; id++)
 			open += hp_chan_state(&p->view.chans[id]) == HP_CHAN_ACTIVE;
 		json_object_object_add(o, "channels_open", json_object_new_int((int)open));

@@ -15,6 +15,7 @@
 
 #include "daemon/host.h"
 #include "daemon/log.h"
+#include "proto/peer.h"
 #include "proto/varpool_host.h"	/* struct hp_var_tally: pool_held */
 
 #define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */
@@ -390,27 +391,26 @@ host_check(struct hub *h, uint64_t now)
 
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
-		uint64_t beat;
-		uint32_t state;
+		struct hp_peer_snap e;
 
 		if (!host_serving(p))
 			continue;
-		/* acquire: pairs with the guest's release of Goodbye
-		 * (guest_detach) */
-		state = hp_load_acquire_u32(&p->view.entry->state);
-		if (state == HP_PEER_GOODBYE)
+		/* its state with acquire: pairs with the guest's release of
+		 * Goodbye (guest_detach) */
+		hp_peer_snapshot(p->view.entry, &e);
+		if (e.state == HP_PEER_GOODBYE)
 			continue;	/* detaching: its exit follows */
-		if (state != HP_PEER_ATTACHED) {
+		if (e.state != HP_PEER_ATTACHED) {
 			host_fault(h, p, DEATH_VIOLATION, "shm.segment.peer-state");
 			continue;
 		}
-		if (hp_load_relaxed_u32(&p->view.entry->epoch) != p->epoch) {
+		if (e.epoch != p->epoch) {
 			host_fault(h, p, DEATH_VIOLATION, "shm.crash.epoch");
 			continue;
 		}
 		/* r[shm.crash.heartbeat-clock]: its CLOCK_MONOTONIC against ours */
-		beat = hp_load_relaxed_u64(&p->view.entry->last_heartbeat);
-		if (interval != 0 && now > beat && now - beat > 2 * interval)
+		if (interval != 0 && now > e.last_heartbeat &&
+		    now - e.last_heartbeat > 2 * interval)
 			host_fault(h, p, DEATH_HUNG, "heartbeat stale (shm.crash.heartbeat)");
 	}
 }
@@ -440,7 +440,7 @@ host_attach(struct hub *h, struct peer *p)
 	hp_peer_view_host(&h->seg, p->id, &p->view);
 	/* acquire: pairs with the guest's release store of guest_features,
 	 * made before its CAS to Attached */
-	features = hp_load_acquire_u32(&p->view.entry->guest_features);
+	features = hp_peer_features(p->view.entry);
 	if (!p->conf->shared_pool)	/* announced or not, it is not in the pool */
 		features &= ~HP_FEAT_VARSLOT;
 	/* r[shm.ring.capacity]: it may have put its indices out of range */

@@ -21,6 +21,7 @@
 #include "daemon/log.h"
 #include "daemon/spawn.h"
 #include "proto/doorbell.h"
+#include "proto/peer.h"
 
 #define GUEST_DOORBELL_FD	3	/* where the guest finds its doorbell */
 
@@ -187,8 +188,7 @@ fail:
 int
 spawn_guest(struct hub *h, struct peer *p)
 {
-	struct hp_peer_entry *e = hp_segment_peer(&h->seg, p->id);
-	uint32_t empty = HP_PEER_EMPTY;
+	uint32_t seen;
 	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 }, err = 0, status;
 	struct child_err ce;
 	const char *what = NULL;
@@ -206,22 +206,18 @@ spawn_guest(struct hub *h, struct peer *p)
 	p->start_ns = hp_now_ns();
 	p->up_ns = 0;		/* not up: a failure here is no long run */
 	/* r[shm.spawn.ticket] 1 r[shm.spawn.reserved-state]: ours until it
-	 * attaches. Down, the entry is Empty unless a guest wrote over it.
-	 * acq_rel: acquires recover()'s release of Empty (the reset entry);
-	 * releases to the guest's CAS Reserved -> Attached (guest_attach). */
-	if (!hp_cas_u32(&e->state, &empty, HP_PEER_RESERVED)) {
+	 * attaches. Down, the entry is Empty unless a guest wrote over it. */
+	if (hp_peer_reserve(hp_segment_peer(&h->seg, p->id), &seen) != 0) {
 		snprintf(p->kill_detail, sizeof(p->kill_detail),
-			 "peer entry %u is busy (state %u)", p->id, empty);
+			 "peer entry %u is busy (state %u)", p->id, seen);
 		return -EBUSY;
 	}
 	hp_peer_view_host(&h->seg, p->id, &p->view);
 	/* the guest sees it at attach (the fork orders it before); host_attach
 	 * goes by p->conf, never by what a guest may have written here */
-	if (p->view.ext != NULL)
-		hp_store_relaxed_u32(&p->view.ext->host_offer,
-				     p->conf->shared_pool ? HP_FEAT_VARSLOT : 0);
+	hp_peer_offer(&p->view, p->conf->shared_pool ? HP_FEAT_VARSLOT : 0);
 	/* the epoch its attach increments (check_attach) */
-	p->epoch = hp_load_relaxed_u32(&e->epoch);
+	p->epoch = hp_peer_epoch(p->view.entry);
 	/* 2: r[shm.doorbell.socketpair] */
 	if ((err = hp_doorbell_pair(fds)) != 0) {
 		what = "doorbell socketpair";
@@ -299,8 +295,7 @@ fail:
 		if (errpipe[i] >= 0)
 			close(errpipe[i]);
 	}
-	/* r[shm.spawn.reserved-state]: spawn failed, back to Empty (release:
-	 * pairs with the next spawn's CAS, as recover()'s does) */
-	hp_store_release_u32(&e->state, HP_PEER_EMPTY);
+	/* r[shm.spawn.reserved-state]: spawn failed, back to Empty */
+	hp_peer_unreserve(p->view.entry);
 	return err;
 }

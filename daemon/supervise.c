@@ -36,10 +36,9 @@
 #include "daemon/pool.h"
 #include "daemon/spawn.h"
 #include "daemon/supervise.h"
-#include "proto/channel.h"
 #include "proto/doorbell.h"
-#include "proto/futex.h"
 #include "proto/msg.h"
+#include "proto/peer.h"
 
 #define BELL_GRACE_S		1.0	/* doorbell closed: time to exit by itself */
 
@@ -99,14 +98,14 @@ static void
 check_attach(struct hub *h, struct peer *p)
 {
 	/* acquire: pairs with the guest's CAS Reserved -> Attached */
-	uint32_t state = hp_load_acquire_u32(&p->view.entry->state);
+	uint32_t state = hp_peer_state(p->view.entry);
 	struct why why = { DEATH_VIOLATION, 0, "shm.spawn.reserved-state" };
 
 	/* r[shm.guest.attach] 4-5: the guest increments its epoch after the
 	 * CAS; it is attached once both are done (it rings the doorbell
 	 * next, and a tick looks again), never with the epoch of before */
 	if (state == HP_PEER_ATTACHED) {
-		if (hp_load_acquire_u32(&p->view.entry->epoch) != p->epoch)
+		if (hp_peer_epoch(p->view.entry) != p->epoch)
 			step(h, p, PE_ATTACHED, NULL);
 		return;
 	}
@@ -172,42 +171,18 @@ disarm(struct hub *h, struct peer *p)
 static void
 recover(struct hub *h, struct peer *p)
 {
-	struct hp_peer_entry *e = hp_segment_peer(&h->seg, p->id);
 	struct hp_peer_view v;
-	struct hp_slot_pool pool;
 
-	/* 1: Goodbye while we clean up (release for the guest_attach CAS
-	 * that may read it and fail; nothing is published with it) */
-	hp_store_release_u32(&e->state, HP_PEER_GOODBYE);
-	/* 2: every call in flight to or from it fails */
-	host_detach(h, p);
 	hp_peer_view_host(&h->seg, p->id, &v);
-	/* 3: rings empty */
-	hp_store_relaxed_u32(&e->g2h_head, 0);
-	hp_store_relaxed_u32(&e->g2h_tail, 0);
-	hp_store_relaxed_u32(&e->h2g_head, 0);
-	hp_store_relaxed_u32(&e->h2g_tail, 0);
-	/* 4: every slot of its pool free (host pool slots: host_detach) */
-	hp_slot_pool_view(&pool, v.pool, h->seg.params.slots_per_guest,
-			  h->seg.params.slot_size);
-	hp_slot_pool_reset(&pool);
-	/* and every variable slot it held, its rings' included */
+	/* 1: Goodbye while we clean up */
+	hp_peer_goodbye(v.entry);
+	/* 2: every call in flight to or from it fails (host pool slots:
+	 * host_detach) */
+	host_detach(h, p);
+	/* every variable slot it held, its rings' included */
 	pool_reclaim(h, p->id);
-	/* 5: channels Free */
-	hp_chan_table_reset(v.chans, h->seg.params.max_channels);
-	hp_store_relaxed_u64(&e->last_heartbeat, 0);
-	hp_store_relaxed_u32(&e->guest_features, 0);
-	/* whatever it wrote over its entry's offsets, the next guest finds
-	 * its areas where the host keeps them */
-	e->ring_offset = hp_geometry_ring_offset(&h->seg.geo, p->id);
-	e->slot_pool_offset = hp_geometry_pool_offset(&h->seg.geo, p->id);
-	e->channel_table_offset = hp_geometry_chan_offset(&h->seg.geo, p->id);
-	if (v.ext != NULL) {
-		/* counted awake, it may have died before it ever attached */
-		hp_awake_forget(&h->seg, &v);
-		hp_store_relaxed_u32(&v.ext->guest_waits, 0);
-		hp_store_relaxed_u32(&v.ext->host_waits, 0);
-	}
+	/* counted awake, it may have died before it ever attached */
+	hp_awake_forget(&h->seg, &v);
 	ev_io_stop(h->loop, &p->pid_w);
 	ev_io_stop(h->loop, &p->bell_w);
 	disarm(h, p);
@@ -217,9 +192,9 @@ recover(struct hub *h, struct peer *p)
 		close(p->bell);
 	p->pidfd = p->bell = -1;
 	p->pid = 0;
-	/* 6: Empty: the entry may be reserved again (release: everything
-	 * above is visible to whoever reserves it next) */
-	hp_store_release_u32(&e->state, HP_PEER_EMPTY);
+	/* 3-6: rings, slots, channels and the rest of its entry reset,
+	 * then Empty: the entry may be reserved again */
+	hp_peer_recover(&h->seg, p->id);
 }
 
 /* The tally hubctl peers shows: the last TALLY_MAX deaths, wall clock. */
@@ -386,7 +361,7 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		break;
 	case LA_ATTACH:
 		/* acquire: pairs with the guest's epoch increment (release) */
-		p->epoch = hp_load_acquire_u32(&p->view.entry->epoch);
+		p->epoch = hp_peer_epoch(p->view.entry);
 		if (host_attach(h, p) != 0) {
 			struct why why = { DEATH_VIOLATION, 0, "shm.ring.capacity" };
 
@@ -546,7 +521,7 @@ supervise_stop_all(struct hub *h)
 		if (p->bell >= 0)
 			hp_doorbell_signal(p->bell);
 		/* a spec-only guest sleeps on its ring head */
-		hp_futex_wake(&hp_segment_peer(&h->seg, p->id)->h2g_head, INT32_MAX);
+		hp_peer_wake(hp_segment_peer(&h->seg, p->id));
 		step(h, p, PE_STOP, NULL);
 	}
 	if (supervise_all_down(h))

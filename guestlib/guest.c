@@ -12,6 +12,7 @@
 #include "guestlib/mt.h"
 #include "proto/doorbell.h"
 #include "proto/msg.h"
+#include "proto/peer.h"
 #include "proto/ticket.h"
 
 #define ATTACH_RETRY_MS	1000	/* a segment still being created */
@@ -30,7 +31,7 @@ heartbeat(struct guest *g, uint64_t now)
 	/* r[shm.crash.heartbeat] r[shm.crash.heartbeat-clock]: our
 	 * CLOCK_MONOTONIC, at least once per interval; relaxed: the host
 	 * only compares it with its own clock. */
-	hp_store_relaxed_u64(&g->view.entry->last_heartbeat, now);
+	hp_peer_beat(g->view.entry, now);
 	g->next_hb = now + g->hb_interval / 2;
 }
 
@@ -174,18 +175,14 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		*why = "the host's rings are corrupt";
 		goto fail_unmap;
 	}
-	/* 5-6: Reserved -> Attached, or somebody else's entry
-	 * (r[shm.guest.attach-failure]: then we do not attach at all).
-	 * acq_rel: acquires hubd's CAS to Reserved (spawn_guest); releases
-	 * what we set up to hubd's acquire of Attached (check_attach). */
-	if (!hp_cas_u32(&g->view.entry->state, &state, HP_PEER_ATTACHED)) {
+	/* 5-6: Reserved -> Attached and the epoch incremented, or somebody
+	 * else's entry (r[shm.guest.attach-failure]: then we do not attach
+	 * at all). What we set up is released to hubd's acquire of Attached
+	 * (check_attach); r[shm.crash.epoch]: a new instance. */
+	if ((rc = hp_peer_attach(g->view.entry, &state)) != 0) {
 		*why = "the peer entry is not reserved for us (started by hand?)";
-		rc = -EBUSY;
 		goto fail_unmap;
 	}
-	/* r[shm.crash.epoch] r[shm.guest.attach]: a new instance (release:
-	 * pairs with hubd's acquire of the epoch when it attaches us) */
-	hp_fetch_add_u32(&g->view.entry->epoch, 1, memory_order_release);
 	g->hb_interval = g->seg.params.heartbeat_interval;
 	g->tick_every = TICK_MAX;
 	clock_beat(g);
@@ -537,7 +534,7 @@ guest_detach(struct guest *g)
 		hp_endpoint_set_awake(&g->ep, 0);	/* no longer one of the hub's */
 		/* r[shm.guest.detach] r[shm.goodbye.guest]: we are leaving
 		 * (release: pairs with host_check's acquire of the state) */
-		hp_store_release_u32(&g->view.entry->state, HP_PEER_GOODBYE);
+		hp_peer_goodbye(g->view.entry);
 		hp_doorbell_signal(g->doorbell);
 	}
 	lg_out_fail_all(g, -EPIPE);

@@ -12,6 +12,7 @@
 #include "daemon/size.h"
 #include "hubctl/hubctl.h"
 #include "proto/clock.h"
+#include "proto/peer.h"
 #include "proto/segment.h"
 #include "proto/slot.h"
 #include "proto/varpool_host.h"
@@ -98,11 +99,12 @@ hubd_layout(const struct hp_segment *seg)
 	    mine.slot_region_offset != seg->geo.slot_region_offset)
 		return 0;
 	for (uint32_t id = 1; id <= seg->params.max_guests; id++) {
-		struct hp_peer_entry *e = hp_segment_peer(seg, id);
+		struct hp_peer_snap e;
 
-		if (e->ring_offset != hp_geometry_ring_offset(&mine, id) ||
-		    e->slot_pool_offset != hp_geometry_pool_offset(&mine, id) ||
-		    e->channel_table_offset != hp_geometry_chan_offset(&mine, id))
+		hp_peer_snapshot(hp_segment_peer(seg, id), &e);
+		if (e.ring_offset != hp_geometry_ring_offset(&mine, id) ||
+		    e.slot_pool_offset != hp_geometry_pool_offset(&mine, id) ||
+		    e.channel_table_offset != hp_geometry_chan_offset(&mine, id))
 			return 0;
 	}
 	return 1;
@@ -164,14 +166,22 @@ hubctl_inspect(struct ctl *ctl, int argc, char **argv)
 	if (seg.var.nclasses > 0)
 		json_object_object_add(o, "pool", inspect_pool(&seg, areas, problems));
 	for (uint32_t id = 1; id <= p->max_guests; id++) {
-		struct hp_peer_entry *e = hp_segment_peer(&seg, id);
+		struct hp_peer_snap e;
 		struct hp_peer_view v;
 		json_object *j = json_object_new_object();
-		uint32_t state = hp_load_relaxed_u32(&e->state), open = 0, freeslots = 0;
-		uint32_t idx[4] = { hp_load_relaxed_u32(&e->g2h_head), hp_load_relaxed_u32(&e->g2h_tail),
-				    hp_load_relaxed_u32(&e->h2g_head), hp_load_relaxed_u32(&e->h2g_tail) };
-		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat);
-		int usable = hp_peer_view_guest(&seg, id, &v, &why) == 0;
+		uint32_t state, open = 0, freeslots = 0;
+		uint32_t idx[4];
+		uint64_t beat;
+		int usable;
+
+		hp_peer_snapshot(hp_segment_peer(&seg, id), &e);
+		state = e.state;
+		idx[0] = e.g2h_head;
+		idx[1] = e.g2h_tail;
+		idx[2] = e.h2g_head;
+		idx[3] = e.h2g_tail;
+		beat = e.last_heartbeat;
+		usable = hp_peer_view_guest(&seg, id, &v, &why) == 0;
 
 		if (state > HP_PEER_RESERVED)
 			PROBLEM("peer %u: state %u is not a state", id, state);
@@ -209,7 +219,7 @@ hubctl_inspect(struct ctl *ctl, int argc, char **argv)
 		json_object_object_add(j, "peer_id", json_object_new_int((int)id));
 		json_object_object_add(j, "state", json_object_new_string(
 			state <= HP_PEER_RESERVED ? peer_states[state] : "?"));
-		json_object_object_add(j, "epoch", json_object_new_int64(hp_load_relaxed_u32(&e->epoch)));
+		json_object_object_add(j, "epoch", json_object_new_int64(e.epoch));
 		json_object_object_add(j, "g2h_head", json_object_new_int64(idx[0]));
 		json_object_object_add(j, "g2h_tail", json_object_new_int64(idx[1]));
 		json_object_object_add(j, "h2g_head", json_object_new_int64(idx[2]));

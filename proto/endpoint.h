@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "proto/desc.h"
+#include "proto/peer.h"
 #include "proto/ring.h"
 #include "proto/segment.h"
 #include "proto/slot.h"

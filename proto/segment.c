@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/peer.h"
 #include "proto/segment.h"
 #include "proto/slot.h"
 
@@ -159,16 +160,6 @@ magic_word(void)
 	return w;
 }
 
-struct hp_peer_entry *
-hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id)
-{
-	/* r[shm.topology.peer-id]: entry P - 1 is peer P */
-	if (peer_id < 1 || peer_id > seg->params.max_guests)
-		return NULL;
-	return (struct hp_peer_entry *)(void *)(seg->base + seg->geo.peer_table_offset +
-						(uint64_t)(peer_id - 1) * HP_PEER_ENTRY_SIZE);
-}
-
 int
 hp_segment_create(struct hp_segment *seg, const char *path,
 		  const struct hp_params *p, mode_t mode, const char **why)
@@ -257,9 +248,9 @@ hp_segment_create(struct hp_segment *seg, const char *path,
 		struct hp_peer_entry *e = hp_segment_peer(seg, id);
 
 		/* r[shm.segment.peer-table]: state Empty (0) already */
-		e->ring_offset = hp_geometry_ring_offset(&seg->geo, id);
-		e->slot_pool_offset = hp_geometry_pool_offset(&seg->geo, id);
-		e->channel_table_offset = hp_geometry_chan_offset(&seg->geo, id);
+		hp_peer_set_offsets(e, hp_geometry_ring_offset(&seg->geo, id),
+				    hp_geometry_pool_offset(&seg->geo, id),
+				    hp_geometry_chan_offset(&seg->geo, id));
 	}
 	for (uint32_t id = 0; id <= p->max_guests; id++) {
 		hp_slot_pool_view(&pool, seg->base + hp_geometry_pool_offset(&seg->geo, id),
@@ -465,27 +456,28 @@ static const char *const bad_pair[AREAS] = {
 	"peer entry: its slot pool and its channel table overlap",
 };
 
-/* Checks peer_id's entry (1..max_guests): each of its areas inside the
- * file, aligned as its atomics need (r[shm.ring.alignment]: rings 64; the
- * pool's u64 bitmap 8; the channel table's u32s 4), clear of the header,
- * the peer table and the extension table and of each other. A guest's
- * pool lies in the slot region (r[shm.segment.guest-slot-offset]) but must
- * stay clear of the host's; rings and channel tables may lie anywhere else.
- * The offsets are read once, into out. */
-static int
-check_entry(const uint8_t *base, uint64_t size, const struct hp_params *p,
-	    const struct hp_geometry *g, uint32_t peer_id, struct area out[AREAS],
-	    const char **why)
+/* Each area inside the file, aligned as its atomics need
+ * (r[shm.ring.alignment]: rings 64; the pool's u64 bitmap 8; the channel
+ * table's u32s 4), clear of the header, the peer table and the extension
+ * table and of each other. A guest's pool lies in the slot region
+ * (r[shm.segment.guest-slot-offset]) but must stay clear of the host's;
+ * rings and channel tables may lie anywhere else. */
+int
+hp_segment_check_areas(const struct hp_segment *seg, uint64_t ring_offset,
+		       uint64_t slot_pool_offset, uint64_t channel_table_offset,
+		       const char **why)
 {
-	const struct hp_peer_entry *e = (const struct hp_peer_entry *)(const void *)
-	    (base + g->peer_table_offset + (uint64_t)(peer_id - 1) * HP_PEER_ENTRY_SIZE);
+	const struct hp_params *p = &seg->params;
+	const struct hp_geometry *g = &seg->geo;
+	uint64_t size = seg->size;
+	struct area out[AREAS];
 	static const uint64_t align[AREAS] = { HP_CACHE_LINE, 8, 4 };
 	struct area host_pool = { g->slot_region_offset, g->pool_size };
 	struct area sr = slot_region_area(p, g);
 
-	out[AREA_RINGS] = (struct area){ e->ring_offset, g->ring_bytes };
-	out[AREA_POOL] = (struct area){ e->slot_pool_offset, g->pool_size };
-	out[AREA_CHANS] = (struct area){ e->channel_table_offset, g->chan_bytes };
+	out[AREA_RINGS] = (struct area){ ring_offset, g->ring_bytes };
+	out[AREA_POOL] = (struct area){ slot_pool_offset, g->pool_size };
+	out[AREA_CHANS] = (struct area){ channel_table_offset, g->chan_bytes };
 	for (int i = 0; i < AREAS; i++) {
 		struct area a = out[i];
 		int bad = -1;
@@ -595,54 +587,4 @@ hp_segment_close(struct hp_segment *seg)
 		close(seg->fd);
 	seg->base = NULL;
 	seg->fd = -1;
-}
-
-static void
-view_common(const struct hp_segment *seg, uint32_t peer_id, struct hp_peer_view *v)
-{
-	memset(v, 0, sizeof(*v));
-	v->peer_id = peer_id;
-	v->entry = hp_segment_peer(seg, peer_id);
-	v->host_pool = seg->base + hp_geometry_pool_offset(&seg->geo, 0);
-	if (seg->geo.ext_offset != 0)
-		v->ext = (struct hp_peer_ext *)(void *)(seg->base + seg->geo.ext_offset +
-			(uint64_t)(peer_id - 1) * HP_PEER_EXT_SIZE);
-}
-
-int
-hp_peer_view_host(const struct hp_segment *seg, uint32_t peer_id, struct hp_peer_view *v)
-{
-	const struct hp_geometry *g = &seg->geo;
-
-	if (hp_segment_peer(seg, peer_id) == NULL)
-		return -EINVAL;
-	view_common(seg, peer_id, v);
-	/* the host's own layout: a guest can scribble over its entry's
-	 * offsets, never redirect the host */
-	v->g2h = (struct hp_desc *)(void *)(seg->base + hp_geometry_ring_offset(g, peer_id));
-	v->h2g = v->g2h + seg->params.ring_size;
-	v->pool = seg->base + hp_geometry_pool_offset(g, peer_id);
-	v->chans = (struct hp_chan_entry *)(void *)(seg->base + hp_geometry_chan_offset(g, peer_id));
-	return 0;
-}
-
-int
-hp_peer_view_guest(const struct hp_segment *seg, uint32_t peer_id,
-		   struct hp_peer_view *v, const char **why)
-{
-	struct area a[AREAS];
-
-	if (hp_segment_peer(seg, peer_id) == NULL) {
-		if (why != NULL)
-			*why = "peer id beyond the hub's max_guests";
-		return -EINVAL;
-	}
-	if (check_entry(seg->base, seg->size, &seg->params, &seg->geo, peer_id, a, why) != 0)
-		return -EBADMSG;
-	view_common(seg, peer_id, v);
-	v->g2h = (struct hp_desc *)(void *)(seg->base + a[AREA_RINGS].off);
-	v->h2g = v->g2h + seg->params.ring_size;
-	v->pool = seg->base + a[AREA_POOL].off;
-	v->chans = (struct hp_chan_entry *)(void *)(seg->base + a[AREA_CHANS].off);
-	return 0;
 }

@@ -101,7 +101,7 @@ int hp_segment_attach(struct hp_segment *seg, const char *path, int flags,
  * outside [base, base + size). Used by attach, inspection and the fuzzer.
  * Peer entries are not looked at: a guest can write its own, and must not
  * be able to stop others from attaching that way; each guest checks its
- * own entry (hp_peer_view_guest). */
+ * own entry (hp_peer_view_guest, peer.h). */
 int hp_segment_validate(const uint8_t *base, uint64_t size,
 			struct hp_params *p, struct hp_geometry *g,
 			const char **why);
@@ -114,33 +114,12 @@ static inline struct hp_header *hp_segment_header(const struct hp_segment *seg)
 	return (struct hp_header *)(void *)seg->base;
 }
 
-/* NULL if peer_id is not 1..max_guests (r[shm.topology.peer-id]). */
-struct hp_peer_entry *hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id);
-
-/* Where one guest's shared areas are, resolved once and kept locally. */
-struct hp_peer_view {
-	uint32_t		peer_id;
-	struct hp_peer_entry	*entry;
-	struct hp_desc		*g2h;		/* ring_size descriptors */
-	struct hp_desc		*h2g;		/* ring_size descriptors */
-	uint8_t			*pool;		/* the guest's slot pool */
-	uint8_t			*host_pool;	/* the host's slot pool */
-	struct hp_chan_entry	*chans;		/* max_channels entries */
-	struct hp_peer_ext	*ext;		/* NULL when the segment has none */
-};
-
-/* The host's view: from its own geometry, never from guest-writable offsets. */
-int hp_peer_view_host(const struct hp_segment *seg, uint32_t peer_id,
-		      struct hp_peer_view *v);
-
-/* The guest's view, whoever laid the segment out: its rings, pool and
- * channel table where its PeerEntry says (read once), the host's pool at
- * the slot region. -EBADMSG with *why naming the area and the problem
- * when one lies outside the file, is misaligned for its atomics (rings 64,
- * pool 8, channel table 4), or overlaps the header, the peer table, the
- * host's pool (rings and channel table: the slot region), the extension
- * table or another of its areas. */
-int hp_peer_view_guest(const struct hp_segment *seg, uint32_t peer_id,
-		       struct hp_peer_view *v, const char **why);
+/* r[shm.segment.peer-table]: one guest's areas, at the offsets its
+ * PeerEntry gives (read once by the caller: hp_peer_view_guest, peer.h),
+ * checked against the validated geometry: 0, or -EBADMSG with *why naming
+ * the area and the problem. */
+int hp_segment_check_areas(const struct hp_segment *seg, uint64_t ring_offset,
+			   uint64_t slot_pool_offset, uint64_t channel_table_offset,
+			   const char **why);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/peer.h"
 #include "proto/segment.h"
 #include "tests/unit/testseg.h"
 

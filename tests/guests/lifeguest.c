@@ -27,6 +27,7 @@
 #include "guest.h"
 #include "proto/doorbell.h"
 #include "proto/ring.h"
+#include "proto/peer.h"
 #include "proto/segment.h"
 #include "proto/ticket.h"
 #include "tests/guests/raw.h"

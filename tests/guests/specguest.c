@@ -13,6 +13,7 @@
 #include "proto/method.h"
 #include "proto/postcard.h"
 #include "proto/ring.h"
+#include "proto/peer.h"
 #include "proto/segment.h"
 #include "proto/ticket.h"
 

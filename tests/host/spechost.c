@@ -34,6 +34,7 @@
 #include "proto/layout.h"
 #include "proto/method.h"
 #include "proto/msg.h"
+#include "proto/peer.h"
 #include "proto/postcard.h"
 #include "proto/ring.h"
 #include "proto/slot.h"
@@ -322,11 +323,8 @@ segment_create(const char *path)
 	hdr->heartbeat_interval = HEARTBEAT_NS;
 	/* r[shm.segment.peer-table]: every entry's areas, used or not */
 	for (uint32_t id = 1; id <= MAX_GUESTS; id++) {
-		struct hp_peer_entry *e = peer_entry(id);
-
-		e->ring_offset = ring_offset(id);
-		e->slot_pool_offset = pool_offset(id);
-		e->channel_table_offset = chan_offset(id);
+		hp_peer_set_offsets(peer_entry(id), ring_offset(id), pool_offset(id),
+				    chan_offset(id));
 	}
 	/* r[shm.slot.pool-layout]: every slot free (bit set), no other bit */
 	for (uint32_t id = 0; id <= MAX_GUESTS; id++) {
@@ -787,7 +785,7 @@ static int
 spawn(struct peer *p)
 {
 	char a_path[PATH_MAX + 16], a_peer[32], a_fd[32];
-	uint32_t empty = HP_PEER_EMPTY;
+	uint32_t seen;
 	pid_t parent = getpid();
 	int fds[2];
 
@@ -813,13 +811,13 @@ spawn(struct peer *p)
 		return fail(p, "spawn", "fcntl: %s", strerror(errno));
 	}
 	p->bell = fds[0];
-	/* r[shm.spawn.reserved-state]: Empty -> Reserved; acq_rel: the
-	 * guest's CAS to Attached acquires what we set up */
-	if (!hp_cas_u32(&p->e->state, &empty, HP_PEER_RESERVED)) {
+	/* r[shm.spawn.reserved-state]: Empty -> Reserved; the guest's CAS
+	 * to Attached acquires what we set up */
+	if (hp_peer_reserve(p->e, &seen) != 0) {
 		close(fds[1]);
-		return fail(p, "spawn", "its entry is not Empty (state %u)", empty);
+		return fail(p, "spawn", "its entry is not Empty (state %u)", seen);
 	}
-	p->epoch0 = hp_load_acquire_u32(&p->e->epoch);
+	p->epoch0 = hp_peer_epoch(p->e);
 	/* r[shm.spawn.args] */
 	snprintf(a_path, sizeof(a_path), "--hub-path=%s", seg_path);
 	snprintf(a_peer, sizeof(a_peer), "--peer-id=%u", p->id);
@@ -840,8 +838,8 @@ spawn(struct peer *p)
 	if (p->pid < 0) {
 		p->pid = 0;
 		p->gone = 1;
-		/* spawn failed: Reserved -> Empty again (release) */
-		hp_store_release_u32(&p->e->state, HP_PEER_EMPTY);
+		/* spawn failed: Reserved -> Empty again */
+		hp_peer_unreserve(p->e);
 		return fail(p, "spawn", "fork: %s", strerror(errno));
 	}
 	kids[p->id - 1] = p->pid;
@@ -858,8 +856,8 @@ wait_attached(struct peer *p)
 	for (;;) {
 		/* acquire: pairs with the guest's CAS to Attached and its
 		 * release increment of the epoch */
-		uint32_t state = hp_load_acquire_u32(&p->e->state);
-		uint32_t epoch = hp_load_acquire_u32(&p->e->epoch);
+		uint32_t state = hp_peer_state(p->e);
+		uint32_t epoch = hp_peer_epoch(p->e);
 
 		if (state == HP_PEER_ATTACHED && epoch != p->epoch0) {
 			p->attached = 1;
@@ -868,7 +866,7 @@ wait_attached(struct peer *p)
 		}
 		if (reaped(p, &status)) {
 			p->gone = 1;
-			hp_store_release_u32(&p->e->state, HP_PEER_EMPTY);
+			hp_peer_unreserve(p->e);
 			return fail(p, "attach", "the guest exited first (%s)", status_text(status));
 		}
 		if (now_ns() >= until) {
@@ -879,7 +877,7 @@ wait_attached(struct peer *p)
 			waitpid(p->pid, NULL, 0);
 			kids[p->id - 1] = 0;
 			p->pid = 0;
-			hp_store_release_u32(&p->e->state, HP_PEER_EMPTY);
+			hp_peer_unreserve(p->e);
 			return fail(p, "attach", "state %u, epoch %u after %d ms: killed", state,
 				    epoch, ATTACH_MS);
 		}
@@ -1291,7 +1289,7 @@ check_heartbeats(void)
 	int stale[MAX_GUESTS] = { 0 };
 
 	for (uint32_t i = 0; i < npeers; i++)
-		first[i] = hp_load_relaxed_u64(&peers[i].e->last_heartbeat);
+		first[i] = hp_peer_heartbeat(peers[i].e);
 	until = now_ns() + 3 * HEARTBEAT_NS + HEARTBEAT_NS / 2;
 	while (now_ns() < until) {
 		serve_others(NULL);
@@ -1302,7 +1300,7 @@ check_heartbeats(void)
 
 			if (!p->attached || p->gone)
 				continue;
-			beat = hp_load_relaxed_u64(&p->e->last_heartbeat);
+			beat = hp_peer_heartbeat(p->e);
 			now = now_ns();
 			age = (int64_t)(now - beat);
 			if (age > 0 && (uint64_t)age > oldest[i])
@@ -1314,7 +1312,7 @@ check_heartbeats(void)
 	}
 	for (uint32_t i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
-		uint64_t last = hp_load_relaxed_u64(&p->e->last_heartbeat);
+		uint64_t last = hp_peer_heartbeat(p->e);
 
 		if (!p->attached || p->gone)
 			continue;
@@ -1369,7 +1367,7 @@ check_goodbye(void)
 	for (uint32_t i = 0; i < npeers; i++) {
 		if (peers[i].pid <= 0)
 			continue;
-		hp_futex_wake(&peers[i].e->h2g_head, INT_MAX);
+		hp_peer_wake(peers[i].e);
 		hp_doorbell_signal(peers[i].bell);
 	}
 	until = deadline_ms(GOODBYE_MS);
@@ -1392,7 +1390,7 @@ check_goodbye(void)
 			continue;
 		}
 		/* acquire: pairs with the guest's release store of Goodbye */
-		state = hp_load_acquire_u32(&p->e->state);
+		state = hp_peer_state(p->e);
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			fail(p, "goodbye", "the guest ended with %s", status_text(status));
 		else if (state != HP_PEER_GOODBYE)

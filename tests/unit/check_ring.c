@@ -14,6 +14,7 @@
 
 #include "proto/futex.h"
 #include "proto/ring.h"
+#include "proto/peer.h"
 #include "proto/segment.h"
 
 #define SIZE 8

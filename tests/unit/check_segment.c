@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/peer.h"
 #include "proto/segment.h"
 #include "proto/slot.h"
 #include "tests/unit/testseg.h"

@@ -1,0 +1,246 @@
+/* A guest's PeerEntry, its lifecycle and its view (peer.h). */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "proto/channel.h"
+#include "proto/futex.h"
+#include "proto/peer.h"
+#include "proto/slot.h"
+
+struct hp_peer_entry *
+hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id)
+{
+	/* r[shm.topology.peer-id]: entry P - 1 is peer P */
+	if (peer_id < 1 || peer_id > seg->params.max_guests)
+		return NULL;
+	return (struct hp_peer_entry *)(void *)(seg->base + seg->geo.peer_table_offset +
+						(uint64_t)(peer_id - 1) * HP_PEER_ENTRY_SIZE);
+}
+
+static void
+view_common(const struct hp_segment *seg, uint32_t peer_id, struct hp_peer_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->peer_id = peer_id;
+	v->entry = hp_segment_peer(seg, peer_id);
+	v->host_pool = seg->base + hp_geometry_pool_offset(&seg->geo, 0);
+	if (seg->geo.ext_offset != 0)
+		v->ext = (struct hp_peer_ext *)(void *)(seg->base + seg->geo.ext_offset +
+			(uint64_t)(peer_id - 1) * HP_PEER_EXT_SIZE);
+}
+
+int
+hp_peer_view_host(const struct hp_segment *seg, uint32_t peer_id, struct hp_peer_view *v)
+{
+	const struct hp_geometry *g = &seg->geo;
+
+	if (hp_segment_peer(seg, peer_id) == NULL)
+		return -EINVAL;
+	view_common(seg, peer_id, v);
+	/* the host's own layout: a guest can scribble over its entry's
+	 * offsets, never redirect the host */
+	v->g2h = (struct hp_desc *)(void *)(seg->base + hp_geometry_ring_offset(g, peer_id));
+	v->h2g = v->g2h + seg->params.ring_size;
+	v->pool = seg->base + hp_geometry_pool_offset(g, peer_id);
+	v->chans = (struct hp_chan_entry *)(void *)(seg->base + hp_geometry_chan_offset(g, peer_id));
+	return 0;
+}
+
+int
+hp_peer_view_guest(const struct hp_segment *seg, uint32_t peer_id,
+		   struct hp_peer_view *v, const char **why)
+{
+	const struct hp_peer_entry *e = hp_segment_peer(seg, peer_id);
+	uint64_t rings, pool, chans;
+
+	if (e == NULL) {
+		if (why != NULL)
+			*why = "peer id beyond the hub's max_guests";
+		return -EINVAL;
+	}
+	/* the offsets read once: what is checked is what is used */
+	rings = e->ring_offset;
+	pool = e->slot_pool_offset;
+	chans = e->channel_table_offset;
+	if (hp_segment_check_areas(seg, rings, pool, chans, why) != 0)
+		return -EBADMSG;
+	view_common(seg, peer_id, v);
+	v->g2h = (struct hp_desc *)(void *)(seg->base + rings);
+	v->h2g = v->g2h + seg->params.ring_size;
+	v->pool = seg->base + pool;
+	v->chans = (struct hp_chan_entry *)(void *)(seg->base + chans);
+	return 0;
+}
+
+void
+hp_peer_snapshot(struct hp_peer_entry *e, struct hp_peer_snap *s)
+{
+	/* acquire: pairs with whichever CAS or release store set the state
+	 * last (hp_peer_reserve, hp_peer_attach, hp_peer_goodbye,
+	 * hp_peer_recover, hp_peer_unreserve) */
+	s->state = hp_load_acquire_u32(&e->state);
+	s->epoch = hp_load_relaxed_u32(&e->epoch);
+	s->g2h_head = hp_load_relaxed_u32(&e->g2h_head);
+	s->g2h_tail = hp_load_relaxed_u32(&e->g2h_tail);
+	s->h2g_head = hp_load_relaxed_u32(&e->h2g_head);
+	s->h2g_tail = hp_load_relaxed_u32(&e->h2g_tail);
+	s->last_heartbeat = hp_load_relaxed_u64(&e->last_heartbeat);
+	s->ring_offset = e->ring_offset;
+	s->slot_pool_offset = e->slot_pool_offset;
+	s->channel_table_offset = e->channel_table_offset;
+	s->guest_features = hp_load_relaxed_u32(&e->guest_features);
+}
+
+uint32_t
+hp_peer_state(struct hp_peer_entry *e)
+{
+	/* acquire: pairs with the guest's CAS Reserved -> Attached
+	 * (hp_peer_attach) and its release of Goodbye (hp_peer_goodbye) */
+	return hp_load_acquire_u32(&e->state);
+}
+
+uint32_t
+hp_peer_epoch(struct hp_peer_entry *e)
+{
+	/* acquire: pairs with the guest's release increment (hp_peer_attach) */
+	return hp_load_acquire_u32(&e->epoch);
+}
+
+uint32_t
+hp_peer_features(struct hp_peer_entry *e)
+{
+	/* acquire: pairs with the guest's release store of guest_features
+	 * (hp_endpoint_init_guest), made before its CAS to Attached */
+	return hp_load_acquire_u32(&e->guest_features);
+}
+
+uint64_t
+hp_peer_heartbeat(struct hp_peer_entry *e)
+{
+	return hp_load_relaxed_u64(&e->last_heartbeat);
+}
+
+void
+hp_peer_set_offsets(struct hp_peer_entry *e, uint64_t ring_offset,
+		    uint64_t slot_pool_offset, uint64_t channel_table_offset)
+{
+	/* plain words: published by the magic (hp_segment_create) or by
+	 * the release of Empty (hp_peer_recover) */
+	e->ring_offset = ring_offset;
+	e->slot_pool_offset = slot_pool_offset;
+	e->channel_table_offset = channel_table_offset;
+}
+
+int
+hp_peer_reserve(struct hp_peer_entry *e, uint32_t *seen)
+{
+	uint32_t empty = HP_PEER_EMPTY;
+
+	/* r[shm.spawn.reserved-state]: ours until it attaches. acq_rel:
+	 * acquires hp_peer_recover's release of Empty (the reset entry);
+	 * releases to the guest's CAS Reserved -> Attached (hp_peer_attach). */
+	if (!hp_cas_u32(&e->state, &empty, HP_PEER_RESERVED)) {
+		*seen = empty;
+		return -EBUSY;
+	}
+	*seen = HP_PEER_EMPTY;
+	return 0;
+}
+
+void
+hp_peer_unreserve(struct hp_peer_entry *e)
+{
+	/* r[shm.spawn.reserved-state]: back to Empty (release: pairs with
+	 * the next hp_peer_reserve's CAS, as hp_peer_recover's does) */
+	hp_store_release_u32(&e->state, HP_PEER_EMPTY);
+}
+
+void
+hp_peer_offer(const struct hp_peer_view *v, uint32_t features)
+{
+	/* relaxed: the guest reads it at attach, and the fork or exec that
+	 * starts it orders it before */
+	if (v->ext != NULL)
+		hp_store_relaxed_u32(&v->ext->host_offer, features);
+}
+
+void
+hp_peer_wake(struct hp_peer_entry *e)
+{
+	hp_futex_wake(&e->h2g_head, INT32_MAX);
+}
+
+int
+hp_peer_recover(const struct hp_segment *seg, uint32_t peer_id)
+{
+	struct hp_peer_view v;
+	struct hp_slot_pool pool;
+	struct hp_peer_entry *e;
+
+	if (hp_peer_view_host(seg, peer_id, &v) != 0)
+		return -EINVAL;
+	e = v.entry;
+	/* r[shm.crash.recovery] 3: rings empty */
+	hp_store_relaxed_u32(&e->g2h_head, 0);
+	hp_store_relaxed_u32(&e->g2h_tail, 0);
+	hp_store_relaxed_u32(&e->h2g_head, 0);
+	hp_store_relaxed_u32(&e->h2g_tail, 0);
+	/* 4: every slot of its pool free (the host's pool slots it held
+	 * are the host's to return) */
+	hp_slot_pool_view(&pool, v.pool, seg->params.slots_per_guest, seg->params.slot_size);
+	hp_slot_pool_reset(&pool);
+	/* 5: channels Free */
+	hp_chan_table_reset(v.chans, seg->params.max_channels);
+	hp_store_relaxed_u64(&e->last_heartbeat, 0);
+	hp_store_relaxed_u32(&e->guest_features, 0);
+	/* whatever it wrote over its entry's offsets, the next guest finds
+	 * its areas where the host keeps them */
+	hp_peer_set_offsets(e, hp_geometry_ring_offset(&seg->geo, peer_id),
+			    hp_geometry_pool_offset(&seg->geo, peer_id),
+			    hp_geometry_chan_offset(&seg->geo, peer_id));
+	if (v.ext != NULL) {
+		hp_store_relaxed_u32(&v.ext->guest_waits, 0);
+		hp_store_relaxed_u32(&v.ext->host_waits, 0);
+	}
+	/* 6: Empty: the entry may be reserved again (release: everything
+	 * above is visible to whoever reserves it next, hp_peer_reserve) */
+	hp_store_release_u32(&e->state, HP_PEER_EMPTY);
+	return 0;
+}
+
+int
+hp_peer_attach(struct hp_peer_entry *e, uint32_t *seen)
+{
+	uint32_t state = HP_PEER_RESERVED;
+
+	/* r[shm.guest.attach] 4: Reserved -> Attached, or somebody else's
+	 * entry (r[shm.guest.attach-failure]). acq_rel: acquires the host's
+	 * CAS to Reserved (hp_peer_reserve); releases what the guest set up
+	 * to the host's acquire of Attached (hp_peer_state). */
+	if (!hp_cas_u32(&e->state, &state, HP_PEER_ATTACHED)) {
+		*seen = state;
+		return -EBUSY;
+	}
+	*seen = HP_PEER_RESERVED;
+	/* 5: r[shm.crash.epoch]: a new instance (release: pairs with the
+	 * host's acquire of the epoch when it attaches us, hp_peer_epoch) */
+	hp_fetch_add_u32(&e->epoch, 1, memory_order_release);
+	return 0;
+}
+
+void
+hp_peer_beat(struct hp_peer_entry *e, uint64_t now)
+{
+	/* relaxed: the host only compares it with its own clock */
+	hp_store_relaxed_u64(&e->last_heartbeat, now);
+}
+
+void
+hp_peer_goodbye(struct hp_peer_entry *e)
+{
+	/* release: pairs with the host's acquire of the state (hp_peer_state,
+	 * hp_peer_snapshot); from the host, for the guest's attach CAS that
+	 * may read it and fail: nothing is published with it */
+	hp_store_release_u32(&e->state, HP_PEER_GOODBYE);
+}
