@@ -126,14 +126,11 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 		ep->ncpus = hp_cpus_usable();
 		hp_store_relaxed_u32(ep->awake_flag, 0);
 		hp_endpoint_set_awake(ep, 1);
-		/* release: pairs with hubd's acquire load of guest_features
-		 * in host_attach, made once it sees us Attached; publishes
-		 * the cleared waiter word above */
-		hp_store_release_u32(&e->guest_features, features | HP_FEAT_WAITERS);
+		/* publishes the cleared waiter word above */
+		hp_peer_announce(e, features | HP_FEAT_WAITERS);
 		return 0;
 	}
-	/* release: as above */
-	hp_store_release_u32(&e->guest_features, features);
+	hp_peer_announce(e, features);
 	/* A host without our extension: the spec's words, both ways
 	 * (r[shm.wakeup.consumer-wait], r[shm.wakeup.producer-wait],
 	 * r[shm.wakeup.slot-wait]: bitmap word 0, whose low half is a futex

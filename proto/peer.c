@@ -110,8 +110,8 @@ hp_peer_epoch(struct hp_peer_entry *e)
 uint32_t
 hp_peer_features(struct hp_peer_entry *e)
 {
-	/* acquire: pairs with the guest's release store of guest_features
-	 * (hp_endpoint_init_guest), made before its CAS to Attached */
+	/* acquire: pairs with the guest's release store in hp_peer_announce,
+	 * made before its CAS to Attached */
 	return hp_load_acquire_u32(&e->guest_features);
 }
 
@@ -234,6 +234,15 @@ hp_peer_beat(struct hp_peer_entry *e, uint64_t now)
 {
 	/* relaxed: the host only compares it with its own clock */
 	hp_store_relaxed_u64(&e->last_heartbeat, now);
+}
+
+void
+hp_peer_announce(struct hp_peer_entry *e, uint32_t features)
+{
+	/* release: pairs with hubd's acquire load in hp_peer_features, made
+	 * once it sees us Attached; publishes what the guest set up before
+	 * (its cleared waiter word) */
+	hp_store_release_u32(&e->guest_features, features);
 }
 
 void

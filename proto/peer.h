@@ -69,7 +69,7 @@ void hp_peer_snapshot(struct hp_peer_entry *e, struct hp_peer_snap *s);
 /* Single words, acquire: the state (pairs with the CAS or release store
  * that set it), the epoch (pairs with the guest's release increment in
  * hp_peer_attach), the features (pairs with the guest's release store
- * made before its CAS to Attached, hp_endpoint_init_guest). */
+ * made before its CAS to Attached, hp_peer_announce). */
 uint32_t hp_peer_state(struct hp_peer_entry *e);
 uint32_t hp_peer_epoch(struct hp_peer_entry *e);
 uint32_t hp_peer_features(struct hp_peer_entry *e);
@@ -113,6 +113,10 @@ int hp_peer_recover(const struct hp_segment *seg, uint32_t peer_id);
  * incremented (r[shm.crash.epoch]). -EBUSY with *seen the state found
  * when the entry was not reserved (r[shm.guest.attach-failure]). */
 int hp_peer_attach(struct hp_peer_entry *e, uint32_t *seen);
+
+/* The HP_FEAT_* this guest honours, stored before its attach CAS so the
+ * host reads them once it sees it Attached (hp_peer_features). */
+void hp_peer_announce(struct hp_peer_entry *e, uint32_t features);
 
 /* r[shm.crash.heartbeat] r[shm.crash.heartbeat-clock]: now, our
  * CLOCK_MONOTONIC in ns. */
