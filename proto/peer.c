@@ -8,16 +8,6 @@
 #include "proto/peer.h"
 #include "proto/slot.h"
 
-struct hp_peer_entry *
-hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id)
-{
-	/* r[shm.topology.peer-id]: entry P - 1 is peer P */
-	if (peer_id < 1 || peer_id > seg->params.max_guests)
-		return NULL;
-	return (struct hp_peer_entry *)(void *)(seg->base + seg->geo.peer_table_offset +
-						(uint64_t)(peer_id - 1) * HP_PEER_ENTRY_SIZE);
-}
-
 static void
 view_common(const struct hp_segment *seg, uint32_t peer_id, struct hp_peer_view *v)
 {
@@ -121,12 +111,12 @@ hp_peer_heartbeat(struct hp_peer_entry *e)
 	return hp_load_relaxed_u64(&e->last_heartbeat);
 }
 
-void
-hp_peer_set_offsets(struct hp_peer_entry *e, uint64_t ring_offset,
+static void
+set_offsets(struct hp_peer_entry *e, uint64_t ring_offset,
 		    uint64_t slot_pool_offset, uint64_t channel_table_offset)
 {
-	/* plain words: published by the magic (hp_segment_create) or by
-	 * the release of Empty (hp_peer_recover) */
+	/* plain words: published by the release of Empty (hp_peer_recover);
+	 * at creation hp_segment_create writes them, published by the magic */
 	e->ring_offset = ring_offset;
 	e->slot_pool_offset = slot_pool_offset;
 	e->channel_table_offset = channel_table_offset;
@@ -196,7 +186,7 @@ hp_peer_recover(const struct hp_segment *seg, uint32_t peer_id)
 	hp_store_relaxed_u32(&e->guest_features, 0);
 	/* whatever it wrote over its entry's offsets, the next guest finds
 	 * its areas where the host keeps them */
-	hp_peer_set_offsets(e, hp_geometry_ring_offset(&seg->geo, peer_id),
+	set_offsets(e, hp_geometry_ring_offset(&seg->geo, peer_id),
 			    hp_geometry_pool_offset(&seg->geo, peer_id),
 			    hp_geometry_chan_offset(&seg->geo, peer_id));
 	if (v.ext != NULL) {

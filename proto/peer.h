@@ -20,8 +20,6 @@
 #include "proto/layout.h"
 #include "proto/segment.h"
 
-/* NULL if peer_id is not 1..max_guests (r[shm.topology.peer-id]). */
-struct hp_peer_entry *hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id);
 
 /* Where one guest's shared areas are, resolved once and kept locally. */
 struct hp_peer_view {
@@ -79,11 +77,6 @@ uint32_t hp_peer_features(struct hp_peer_entry *e);
 uint64_t hp_peer_heartbeat(struct hp_peer_entry *e);
 
 /* -- host ----------------------------------------------------------------- */
-
-/* Writes the areas the host laid out for this entry into its offsets
- * (at creation, and at recovery whatever a guest wrote over them). */
-void hp_peer_set_offsets(struct hp_peer_entry *e, uint64_t ring_offset,
-			 uint64_t slot_pool_offset, uint64_t channel_table_offset);
 
 /* r[shm.spawn.reserved-state]: Empty -> Reserved before the guest is
  * spawned. -EBUSY with *seen the state found when the entry is not Empty. */

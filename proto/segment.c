@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/peer.h"
 #include "proto/segment.h"
 #include "proto/slot.h"
 
@@ -160,6 +159,16 @@ magic_word(void)
 	return w;
 }
 
+struct hp_peer_entry *
+hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id)
+{
+	/* r[shm.topology.peer-id]: entry P - 1 is peer P */
+	if (peer_id < 1 || peer_id > seg->params.max_guests)
+		return NULL;
+	return (struct hp_peer_entry *)(void *)(seg->base + seg->geo.peer_table_offset +
+						(uint64_t)(peer_id - 1) * HP_PEER_ENTRY_SIZE);
+}
+
 int
 hp_segment_create(struct hp_segment *seg, const char *path,
 		  const struct hp_params *p, mode_t mode, const char **why)
@@ -247,10 +256,12 @@ hp_segment_create(struct hp_segment *seg, const char *path,
 	for (uint32_t id = 1; id <= p->max_guests; id++) {
 		struct hp_peer_entry *e = hp_segment_peer(seg, id);
 
-		/* r[shm.segment.peer-table]: state Empty (0) already */
-		hp_peer_set_offsets(e, hp_geometry_ring_offset(&seg->geo, id),
-				    hp_geometry_pool_offset(&seg->geo, id),
-				    hp_geometry_chan_offset(&seg->geo, id));
+		/* r[shm.segment.peer-table]: state Empty (0) already; the
+		 * areas are fresh memory, published by the magic below (after
+		 * a crash hp_peer_recover writes them again) */
+		e->ring_offset = hp_geometry_ring_offset(&seg->geo, id);
+		e->slot_pool_offset = hp_geometry_pool_offset(&seg->geo, id);
+		e->channel_table_offset = hp_geometry_chan_offset(&seg->geo, id);
 	}
 	for (uint32_t id = 0; id <= p->max_guests; id++) {
 		hp_slot_pool_view(&pool, seg->base + hp_geometry_pool_offset(&seg->geo, id),

@@ -76,6 +76,10 @@ struct hp_segment {
 	struct hp_varpool	var;		/* nclasses 0: none */
 };
 
+/* Peer P's entry in the table; NULL if peer_id is not 1..max_guests
+ * (r[shm.topology.peer-id]). Its words are proto/peer.h's to touch. */
+struct hp_peer_entry *hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id);
+
 /* r[shm.file.create]: create (or truncate) path with mode, size it and
  * reserve every byte (-ENOSPC when the filesystem has no room: a sparse
  * segment would SIGBUS later), map it MAP_SHARED, initialise every

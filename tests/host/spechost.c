@@ -323,8 +323,11 @@ segment_create(const char *path)
 	hdr->heartbeat_interval = HEARTBEAT_NS;
 	/* r[shm.segment.peer-table]: every entry's areas, used or not */
 	for (uint32_t id = 1; id <= MAX_GUESTS; id++) {
-		hp_peer_set_offsets(peer_entry(id), ring_offset(id), pool_offset(id),
-				    chan_offset(id));
+		struct hp_peer_entry *e = peer_entry(id);
+
+		e->ring_offset = ring_offset(id);
+		e->slot_pool_offset = pool_offset(id);
+		e->channel_table_offset = chan_offset(id);
 	}
 	/* r[shm.slot.pool-layout]: every slot free (bit set), no other bit */
 	for (uint32_t id = 0; id <= MAX_GUESTS; id++) {

@@ -187,7 +187,9 @@ START_TEST(test_recover_resets_every_word)
 	hp_store_relaxed_u32(&e->h2g_tail, 8);
 	hp_peer_beat(e, 777);
 	hp_store_relaxed_u32(&e->guest_features, HP_FEAT_ALL);
-	hp_peer_set_offsets(e, 1, 2, 3);
+	e->ring_offset = 1;
+	e->slot_pool_offset = 2;
+	e->channel_table_offset = 3;
 	hp_store_relaxed_u32(&v.ext->guest_waits, 0xff);
 	hp_store_relaxed_u32(&v.ext->host_waits, 0xff);
 	hp_slot_pool_view(&pool, v.pool, seg.params.slots_per_guest, seg.params.slot_size);
@@ -230,7 +232,9 @@ START_TEST(test_snapshot)
 	hp_store_relaxed_u32(&e->h2g_head, 13);
 	hp_store_relaxed_u32(&e->h2g_tail, 14);
 	hp_peer_beat(e, 1234567890123ull);
-	hp_peer_set_offsets(e, 4096, 8192, 16384);
+	e->ring_offset = 4096;
+	e->slot_pool_offset = 8192;
+	e->channel_table_offset = 16384;
 	hp_store_relaxed_u32(&e->guest_features, HP_FEAT_WAITERS);
 	memset(&s, 0xa5, sizeof(s));
 	hp_peer_snapshot(e, &s);
