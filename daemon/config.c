@@ -258,7 +258,7 @@ config_guest_covers(const struct config_guest *g, const char *method)
 	return 0;
 }
 
-/* A name belongs to one guest (README, security): a guest may register
+/* A name belongs to one guest (doc/security.md): a guest may register
  * its own NAME.* and what its provides lists, so no two guests may be
  * able to register the same name, and none a name of the host's. A guest
  * named hub would own hub.*, the host's services: refused by name. Each

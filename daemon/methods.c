@@ -20,7 +20,7 @@
 #include "proto/method.h"
 
 /* Methods one guest may register: a bound on what one guest makes the
- * host keep and list (README, security). */
+ * host keep and list (doc/security.md). */
 #define METHODS_PER_GUEST	256
 
 struct index_entry {
@@ -127,7 +127,7 @@ methods_add(struct hub *h, const char *name, const char *signature,
 		return -EINVAL;
 	}
 	/* a guest registers its own names only, by the config its
-	 * instance started with (README, security) */
+	 * instance started with (doc/security.md) */
 	if (owner != 0 && (p == NULL || p->conf == NULL || !config_guest_covers(p->conf, name))) {
 		*why = HP_SVC_REG_NOT_YOURS;
 		return -EPERM;

@@ -12,7 +12,7 @@
  *	guest_register(g, "echo.echo", "str->str", echo, NULL);
  *	return guest_run(g) == 0 ? 0 : 1;
  *
- * Payloads are postcard values (see README): handlers receive the raw
+ * Payloads are postcard values (see doc/protocol.md): handlers receive the raw
  * argument bytes and reply with raw result bytes; guest_pc_* helpers
  * below cover the common shapes (strings, bytes, u64).
  *

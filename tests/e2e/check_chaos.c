@@ -42,7 +42,7 @@ START_TEST(test_chaos_guest)
 	rounds = mmap(NULL, 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ck_assert_ptr_ne(rounds, MAP_FAILED);
 	/* chaos writes payloads after sending them: in the shared pool that
-	 * would reach the others' payloads (README), so it is kept out */
+	 * would reach the others' payloads (doc/pool.md), so it is kept out */
 	snprintf(guests, sizeof(guests),
 		 "[guest echo]\nexec = @/guests/echo\n"
 		 "[guest kv]\nexec = @/guests/kv\n"

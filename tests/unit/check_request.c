@@ -52,7 +52,7 @@ START_TEST(test_every_command_has_a_row)
 END_TEST
 
 /* Reading is for anyone who can open the socket; calls and changes only
- * for root and hubd's user (README: "Security model"). */
+ * for root and hubd's user (doc/security.md). */
 START_TEST(test_who_may_run_what)
 {
 	static const char *const reads[] = { "peers", "methods", "status", "stats", "pool" };
