@@ -5,7 +5,7 @@
  * The files in layers, each calling only those below it: guest.c
  * (attach, which wires the rest; detach; the public loop entries) above
  * call.c, chan.c and mtguest.c (the microthread runtime, over its waits
- * in mtwait.c), above callback.c (the callback runtime), above serve.c
+ * in mtguest_wait.c), above callback.c (the callback runtime), above serve.c
  * (the loop), above session.c (the heartbeat, waits on the hub, sends).
  * Upward only through struct lg_runtime and the dispatch table. */
 #ifndef GUESTLIB_INTERNAL_H
@@ -264,7 +264,7 @@ void	lg_chan_wire(struct guest *g);
  * receiver stopped: what it held went back then. */
 void	lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush);
 
-/* mtwait.c */
+/* mtguest_wait.c */
 /* The guest's lock while guest_run_mt runs (struct lg_mt's mu). */
 void	lg_mt_lock(struct guest *g);
 void	lg_mt_unlock(struct guest *g);
