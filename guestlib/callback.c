@@ -10,7 +10,7 @@
 
 /* One thread: nothing to lock. */
 static void
-cb_lock(struct guest *g)
+cb_nolock(struct guest *g)
 {
 	(void)g;
 }
@@ -156,8 +156,8 @@ cb_stop(struct guest *g)
 }
 
 const struct lg_runtime lg_callback = {
-	.lock		= cb_lock,
-	.unlock		= cb_lock,
+	.lock		= cb_nolock,
+	.unlock		= cb_nolock,
 	.wait		= lg_wait_beating,
 	.wait_serving	= cb_wait_serving,
 	.await		= cb_await,
