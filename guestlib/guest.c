@@ -18,6 +18,7 @@
 
 static int	on_goodbye(struct guest *g, struct hp_msg_in *m);
 
+/* guest_attach's first beat: the clock is session.c's. */
 static uint64_t
 clock_beat(struct guest *g)
 {
