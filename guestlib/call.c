@@ -1,12 +1,13 @@
 /* libguest's calls: calls out (asynchronous, blocking, Cancel, the
- * table of calls in flight), calls in (dispatch to the registered
- * handler, replies) and method registration. */
+ * table of calls in flight), calls in (to the registered handler, run by
+ * the runtime in use; replies) and method registration. Fills the service
+ * loop's Request, Response and Cancel. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "guestlib/internal.h"
-#include "guestlib/mt.h"
+#include "guestlib/list.h"
 #include "proto/method.h"
 #include "proto/msg.h"
 #include "proto/postcard.h"
@@ -52,9 +53,9 @@ guest_call_async(struct guest *g, const char *method, const void *args,
 {
 	int rc;
 
-	lg_lock(g);
+	g->rt->lock(g);
 	rc = call_start(g, method, args, len, fn, ctx, call_id, NULL);
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return rc;
 }
 
@@ -63,10 +64,10 @@ guest_cancel(struct guest *g, uint32_t call_id)
 {
 	int rc = -ENOENT;
 
-	lg_lock(g);
+	g->rt->lock(g);
 	if (hp_idtab_find(&g->out, call_id) != NULL)
 		rc = lg_send_msg(g, HP_MSG_CANCEL, call_id, 0, NULL, 0, NULL, 0, 0, NULL);
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return rc;
 }
 
@@ -84,8 +85,8 @@ status_of(const struct hp_response *r)
 }
 
 struct sync_call {
-	struct guest_mt	*mt;		/* suspended for the answer */
-	int		done;
+	struct guest	*g;
+	struct lg_event	ev;		/* the answer */
 	int		status;
 	uint8_t		*buf;
 	size_t		cap;
@@ -97,7 +98,7 @@ sync_done(void *ctx, int status, const uint8_t *result, size_t len)
 {
 	struct sync_call *s = ctx;
 
-	s->done = 1;
+	s->ev.done = 1;
 	s->status = status;
 	if (s->len != NULL)
 		*s->len = len;
@@ -110,46 +111,25 @@ sync_done(void *ctx, int status, const uint8_t *result, size_t len)
 	}
 	if (len > 0)
 		memcpy(s->buf, result, len);
-	if (s->mt != NULL)
-		mt_wake(s->mt);
+	s->g->rt->wake(&s->ev);
 }
 
 int
 guest_call(struct guest *g, const char *method, const void *args, size_t len,
 	   void *result, size_t cap, size_t *result_len, int timeout_ms)
 {
-	struct sync_call s = { .buf = result, .cap = cap, .len = result_len };
+	struct sync_call s = { .g = g, .buf = result, .cap = cap, .len = result_len };
 	/* one timeout for sending and waiting; the clock from the first
 	 * wait on: a quick answer needs none */
 	struct timeout t = { timeout_ms, 0 };
 	uint32_t id;
-	int rc, did;
+	int rc;
 
-	lg_lock(g);
-	if (lg_on_mt(g))
-		s.mt = mt_self();	/* suspends alone: the guest serves on */
+	g->rt->lock(g);
 	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t)) != 0)
 		goto out;
-	/* a microthread's deadline: no clock read for one without */
-	if (s.mt != NULL)
-		lg_timeout_at(&t, timeout_ms < 0 ? 0 : hp_now_ns());
-	while (!s.done) {
-		if (s.mt != NULL) {
-			if ((rc = lg_suspend(g, t.at)) != 0)
-				break;
-			continue;
-		}
-		if ((rc = lg_serve(g, &did)) < 0)
-			break;
-		if (s.done || did)
-			continue;
-		if ((rc = lg_wait_rx(g, &t)) <= 0) {
-			if (rc == 0)
-				rc = -ETIMEDOUT;
-			break;
-		}
-	}
-	if (s.done) {
+	rc = g->rt->await(g, &s.ev, &t);
+	if (s.ev.done) {
 		rc = s.status;
 		goto out;
 	}
@@ -162,7 +142,7 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 		hp_idtab_remove(&g->out, c);
 	}
 out:
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return rc;
 }
 
@@ -177,7 +157,7 @@ respond(struct guest_call *c, const struct hp_response *r)
 	int64_t n;
 	int rc;
 
-	lg_lock(g);
+	g->rt->lock(g);
 	/* The envelope (metadata, result tag, error tag) goes first, the
 	 * value bytes follow unchanged: encode the envelope alone. */
 	env.value = NULL;
@@ -202,14 +182,9 @@ respond(struct guest_call *c, const struct hp_response *r)
 				    err, e.len, 0, NULL);
 	}
 	/* out of the calls being handled (thousands, on microthreads) */
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else if (g->active == c)
-		g->active = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
+	LG_LIST_UNLINK(&g->active, c);
 	free(c);
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return rc;
 }
 
@@ -250,9 +225,9 @@ guest_call_cancelled(const struct guest_call *c)
 {
 	int cancelled;
 
-	lg_lock(c->g);
+	c->g->rt->lock(c->g);
 	cancelled = c->cancelled;
-	lg_unlock(c->g);
+	c->g->rt->unlock(c->g);
 	return cancelled;
 }
 
@@ -360,9 +335,9 @@ guest_register(struct guest *g, const char *name, const char *signature,
 {
 	int rc;
 
-	lg_lock(g);
+	g->rt->lock(g);
 	rc = register_method(g, name, signature, fn, ctx);
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return rc;
 }
 
@@ -393,58 +368,8 @@ note_channels(struct guest *g, const struct hp_sig *sig, const uint8_t *args,
 	}
 }
 
-/* Its handler later, in the order requests came (lg_run_later): the call
- * is registered now, so that its Cancel finds it, its channels noted. */
 static int
-later(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
-      const uint8_t *args, size_t len)
-{
-	struct lg_later *l = malloc(sizeof(*l) + len);
-
-	if (l == NULL)
-		return -ENOMEM;
-	*l = (struct lg_later){ .call = c, .fn = fn, .ctx = ctx, .len = len };
-	if (len > 0)
-		memcpy(l->args, args, len);
-	*g->later_tail = l;
-	g->later_tail = &l->next;
-	g->nlater++;
-	g->later_bytes += len;
-	return 0;
-}
-
-int
-lg_run_later(struct guest *g)
-{
-	struct lg_later *l = g->later;
-
-	if (l == NULL)
-		return 0;
-	if ((g->later = l->next) == NULL)
-		g->later_tail = &g->later;
-	g->nlater--;
-	g->later_bytes -= l->len;
-	l->fn(l->call, l->args, l->len, l->ctx);
-	free(l);
-	return 1;
-}
-
-void
-lg_later_free(struct guest *g)
-{
-	struct lg_later *l;
-
-	while ((l = g->later) != NULL) {
-		g->later = l->next;
-		free(l);	/* its call is freed with the active ones */
-	}
-	g->later_tail = &g->later;
-	g->nlater = 0;
-	g->later_bytes = 0;
-}
-
-int
-lg_on_request(struct guest *g, struct hp_msg_in *m)
+on_request(struct guest *g, struct hp_msg_in *m)
 {
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
@@ -463,26 +388,18 @@ lg_on_request(struct guest *g, struct hp_msg_in *m)
 			return -ENOMEM;
 		c->g = g;
 		c->req_id = m->desc.id;
-		if ((c->next = g->active) != NULL)
-			c->next->prev = c;
-		g->active = c;
+		LG_LIST_PUSH(&g->active, c);
 		g->stats.calls_in++;
 		if (g->methods[i].chans)
 			note_channels(g, &g->methods[i].sig, req.args, req.args_len);
-		if (g->mt != NULL)	/* on a microthread of its own */
-			return lg_mt_dispatch(g, c, g->methods[i].fn,
-					      g->methods[i].ctx, req.args, req.args_len);
-		if (g->deferring || g->later != NULL)	/* after those before it */
-			return later(g, c, g->methods[i].fn, g->methods[i].ctx,
+		return g->rt->handle(g, c, g->methods[i].fn, g->methods[i].ctx,
 				     req.args, req.args_len);
-		g->methods[i].fn(c, req.args, req.args_len, g->methods[i].ctx);
-		return 0;
 	}
 	return reply_error_code(g, m->desc.id, HP_ERR_UNKNOWN_METHOD);
 }
 
-int
-lg_on_response(struct guest *g, struct hp_msg_in *m)
+static int
+on_response(struct guest *g, struct hp_msg_in *m)
 {
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
@@ -511,11 +428,19 @@ lg_out_fail_all(struct guest *g, int status)
 		c.fn(c.ctx, status, NULL, 0);
 }
 
-
-void
-lg_on_cancel(struct guest *g, uint32_t id)
+static int
+on_cancel(struct guest *g, struct hp_msg_in *m)
 {
 	for (struct guest_call *c = g->active; c != NULL; c = c->next)
-		if (c->req_id == id)
+		if (c->req_id == m->desc.id)
 			c->cancelled = 1;
+	return 0;
+}
+
+void
+lg_call_wire(struct guest *g)
+{
+	g->on_msg[HP_MSG_REQUEST] = on_request;
+	g->on_msg[HP_MSG_RESPONSE] = on_response;
+	g->on_msg[HP_MSG_CANCEL] = on_cancel;
 }

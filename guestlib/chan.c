@@ -1,10 +1,13 @@
 /* libguest's channels: opening them, sending items with credit flow
- * control, ending them, and receiving items and ends. */
+ * control, ending them, and receiving items and ends (the service loop's
+ * Data, Close and Reset, which this file fills). */
 #include <errno.h>
 #include <sys/uio.h>
 
 #include "guestlib/internal.h"
 #include "proto/channel.h"
+
+static void	chan_stopped(struct guest *g, uint32_t chan);
 
 static struct hp_chan_entry *
 chan_entry(struct guest *g, uint32_t id)
@@ -38,7 +41,7 @@ credit_ready(void *arg)
 
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
 		return -ESHUTDOWN;
-	/* the receiver stopped it meanwhile (lg_on_chan_end); r[shm.flow.reset]:
+	/* the receiver stopped it meanwhile (on_chan_end); r[shm.flow.reset]:
 	 * its credit word is no longer ours to read */
 	if (g->tx[id].ended)
 		return -ENOTCONN;
@@ -48,50 +51,20 @@ credit_ready(void *arg)
 	return (uint64_t)credit >= len;
 }
 
-/* Credit, or something to serve. */
-static int
-credit_or_rx_ready(void *arg)
-{
-	struct credit_wait *w = arg;
-	int rc = credit_ready(w);
-
-	return rc != 0 ? rc : hp_endpoint_rx_ready(&w->g->ep);
-}
-
-/* Waits for credit (r[shm.flow.zero-credit]). On a microthread that one
- * suspends, the runtime serving meanwhile. Otherwise the guest serves what
- * arrives while it waits, as guest_call does: other callers' handlers, a
- * Cancel, the receiver's Reset (which ends the wait), so that a stream
- * nobody reads any more holds up neither the guest nor its sender. 1 with
- * credit, 0 when t ran out, or -errno. */
+/* Waits for credit (r[shm.flow.zero-credit]), serving meanwhile what
+ * the runtime in use serves (a microthread suspends, the runtime serving;
+ * the callback runtime serves the receiver's Reset, which ends the wait,
+ * and other callers' handlers). 1 with credit, 0 when t ran out, or
+ * -errno. */
 static int
 credit_wait(struct guest *g, struct credit_wait *w, struct timeout *t)
 {
-	int rc, did;
-
 	g->stats.credit_waits++;
 	g->ep.credit_word = &chan_entry(g, w->chan)->granted_total;
 	/* what we staged must reach the receiver for it to grant */
 	if (hp_endpoint_flush(&g->ep) == -EPROTO)
 		return -EPROTO;
-	if (lg_on_mt(g))
-		return lg_wait_beating(g, HP_WAIT_CREDIT, credit_ready, w, t);
-	for (;;) {
-		/* ends first (our own Reset among them): a wait that is over
-		 * runs no handler; one that goes on runs those that came */
-		if ((rc = lg_serve_ends(g)) != 0 || (rc = credit_ready(w)) != 0)
-			return rc;
-		if (g->later != NULL) {
-			if ((rc = lg_serve(g, &did)) != 0 || (rc = credit_ready(w)) != 0)
-				return rc;
-			continue;
-		}
-		g->ep.credit_word = &chan_entry(g, w->chan)->granted_total;
-		rc = lg_wait_beating(g, HP_WAIT_CREDIT | HP_WAIT_RING_DATA,
-				     credit_or_rx_ready, w, t);
-		if (rc <= 0 || (rc = credit_ready(w)) != 0)
-			return rc;
-	}
+	return g->rt->wait_serving(g, HP_WAIT_CREDIT, credit_ready, w, t);
 }
 
 /* One item: credit first, then the message, staged when more follow. */
@@ -117,19 +90,6 @@ chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
 	return 0;
 }
 
-/* Not a wait: no handler runs here (a request that came waits for the
- * loop, or for a wait: streams would nest, each new one holding up the
- * ends of those below it). */
-static int
-serve_while_sending(struct guest *g)
-{
-	if (!lg_on_mt(g))
-		return lg_serve_ends(g);
-	if (!g->mt->locking)	/* with more processors, an idle one serves */
-		guest_mt_yield();
-	return 0;
-}
-
 static int
 chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 		int n, int timeout_ms)
@@ -145,7 +105,7 @@ chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 	 * does): a sender whose credit never runs out still sees a Cancel
 	 * or the receiver's Reset. On a microthread the runtime serves it
 	 * once we let it. */
-	if (hp_endpoint_rx_ready(&g->ep) > 0 && (rc = serve_while_sending(g)) != 0)
+	if (hp_endpoint_rx_ready(&g->ep) > 0 && (rc = g->rt->sending(g)) != 0)
 		return rc;
 	if (!g->tx[chan].open) {
 		if (!chan_given(g, chan))
@@ -168,9 +128,9 @@ guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 {
 	int rc;
 
-	lg_lock(g);
+	g->rt->lock(g);
 	rc = chan_send_batch(g, chan, items, n, timeout_ms);
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return rc;
 }
 
@@ -199,7 +159,7 @@ chan_end(struct guest *g, uint32_t chan, uint8_t type)
 			return -ENOTCONN;
 		g->rx[chan].stopping = 1;
 		rc = lg_send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0, NULL);
-		lg_chan_stopped(g, chan);
+		chan_stopped(g, chan);
 		return rc;
 	}
 	if (chan == 0 || chan >= g->seg.params.max_channels ||
@@ -216,9 +176,9 @@ chan_end_locked(struct guest *g, uint32_t chan, uint8_t type)
 {
 	int rc;
 
-	lg_lock(g);
+	g->rt->lock(g);
 	rc = chan_end(g, chan, type);
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return rc;
 }
 
@@ -240,13 +200,13 @@ guest_chan_open(struct guest *g, guest_item_fn on_item, guest_end_fn on_end,
 {
 	int64_t id;
 
-	lg_lock(g);
+	g->rt->lock(g);
 	id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
 			  HP_SIDE_GUEST, g->seg.params.initial_credit, &g->chan_cursor);
 	if (id >= 0)
 		g->rx[id] = (struct rx_chan){ .on_item = on_item, .on_end = on_end,
 					      .ctx = ctx, .open = 1 };
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return id;
 }
 
@@ -255,12 +215,12 @@ guest_chan_open_send(struct guest *g)
 {
 	int64_t id;
 
-	lg_lock(g);
+	g->rt->lock(g);
 	id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
 			  HP_SIDE_GUEST, g->seg.params.initial_credit, &g->chan_cursor);
 	if (id >= 0)	/* r[shm.flow.initial] */
 		g->tx[id] = (struct tx_chan){ .open = 1, .sent_total = 0 };
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return id;
 }
 
@@ -274,8 +234,8 @@ grant(struct guest *g, uint32_t id, uint32_t extra)
 	g->rx[id].unreported = 0;
 }
 
-int
-lg_on_data(struct guest *g, struct hp_msg_in *m)
+static int
+on_data(struct guest *g, struct hp_msg_in *m)
 {
 	uint32_t id = m->desc.id;
 	struct rx_chan *c = &g->rx[id];
@@ -303,7 +263,7 @@ lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush)
 
 	if (!c->open || c->stopping)
 		return;		/* ended: its credit is nobody's; stopped:
-				 * granted back at the stop (lg_chan_stopped) */
+				 * granted back at the stop (chan_stopped) */
 	c->held -= len < c->held ? len : c->held;
 	/* r[shm.flow.ordering.receiver]: grant back what we consumed, in
 	 * chunks so the sender is not woken for every item: a quarter of
@@ -319,8 +279,8 @@ lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush)
 /* The ring is empty: what is left below a quarter goes back too. The
  * sender's next item may need more than the window less that remainder,
  * and nothing more will arrive to make it a quarter. */
-void
-lg_grant_owed(struct guest *g)
+static void
+grant_owed(struct guest *g)
 {
 	g->owed = 0;
 	for (uint32_t id = 1; id < g->seg.params.max_channels; id++)
@@ -328,8 +288,13 @@ lg_grant_owed(struct guest *g)
 			grant(g, id, 0);
 }
 
-void
-lg_chan_stopped(struct guest *g, uint32_t chan)
+/* We told the sender of chan, a channel we receive on, to stop: what it
+ * consumed and has not reported, and what it holds (it takes no more of
+ * it), goes back now, so that a sender waiting for credit is not left
+ * waiting until it sees the stop. Items that come after are granted
+ * back as they come (on_data). */
+static void
+chan_stopped(struct guest *g, uint32_t chan)
 {
 	struct rx_chan *c = &g->rx[chan];
 
@@ -347,12 +312,12 @@ guest_chan_hold(struct guest *g, uint32_t chan)
 {
 	int rc = 0;
 
-	lg_lock(g);
+	g->rt->lock(g);
 	if (chan == 0 || chan >= g->seg.params.max_channels || !g->rx[chan].open)
 		rc = -ENOTCONN;
 	else
 		g->rx[chan].deferred = 1;
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return rc;
 }
 
@@ -362,21 +327,21 @@ guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes)
 	struct rx_chan *c;
 	int rc = 0;
 
-	lg_lock(g);
+	g->rt->lock(g);
 	if (chan == 0 || chan >= g->seg.params.max_channels || !g->rx[chan].open) {
 		rc = -ENOTCONN;
 	} else if (!(c = &g->rx[chan])->stopping) {
 		if (bytes > c->held)
 			rc = -EINVAL;	/* more than it holds (nothing if not held) */
-		else if (bytes > 0)	/* caught up: all of it, as lg_grant_owed */
+		else if (bytes > 0)	/* caught up: all of it, as grant_owed */
 			lg_chan_consumed(g, chan, bytes, bytes == c->held);
 	}
-	lg_unlock(g);
+	g->rt->unlock(g);
 	return rc;
 }
 
-int
-lg_on_chan_end(struct guest *g, struct hp_msg_in *m)
+static int
+on_chan_end(struct guest *g, struct hp_msg_in *m)
 {
 	uint32_t id = m->desc.id;
 	struct rx_chan *c = &g->rx[id];
@@ -398,4 +363,13 @@ lg_on_chan_end(struct guest *g, struct hp_msg_in *m)
 	}
 	/* the receiver's stop crossing our own end: both let go */
 	return g->tx[id].ended ? 0 : -EPROTO;
+}
+
+void
+lg_chan_wire(struct guest *g)
+{
+	g->on_msg[HP_MSG_DATA] = on_data;
+	g->on_msg[HP_MSG_CLOSE] = on_chan_end;
+	g->on_msg[HP_MSG_RESET] = on_chan_end;
+	g->drained = grant_owed;
 }

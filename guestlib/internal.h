@@ -1,5 +1,13 @@
-/* libguest's private header: the guest and what its files share, and the
- * functions one file offers the others, grouped by file. */
+/* libguest's private header: the guest and what its files share, the
+ * runtime interface (struct lg_runtime) and the service loop's dispatch
+ * table, and the functions one file offers the others, grouped by file.
+ *
+ * The files in layers, each calling only those below it: guest.c
+ * (attach, which wires the rest; detach; the public loop entries) above
+ * call.c, chan.c and mtguest.c (the microthread runtime, over its waits
+ * in mtguest_wait.c), above callback.c (the callback runtime), above serve.c
+ * (the loop), above session.c (the heartbeat, waits on the hub, sends).
+ * Upward only through struct lg_runtime and the dispatch table. */
 #ifndef GUESTLIB_INTERNAL_H
 #define GUESTLIB_INTERNAL_H
 
@@ -15,6 +23,7 @@
 #include "proto/sig.h"
 
 #define GOODBYE_MAX	255	/* bytes of the hub's Goodbye reason kept */
+#define TICK_MAX	64	/* messages per clock read at most (heartbeat) */
 
 struct method {
 	uint64_t	id;
@@ -39,6 +48,54 @@ struct lg_later {
 	void		*ctx;
 	size_t		len;
 	uint8_t		args[];
+};
+
+struct timeout;
+
+/* A message type's handler in the service loop (serve.c): 0, or an error
+ * that ends the loop. */
+typedef int (*lg_msg_fn)(struct guest *g, struct hp_msg_in *m);
+
+#define LG_MSG_TYPES	8	/* HP_MSG_* are below */
+
+/* A caller waiting for an event the service delivers (an answer): set by
+ * the runtime's await, woken through its wake. */
+struct lg_event {
+	int		done;
+	void		*waiter;	/* the runtime's: who to wake */
+};
+
+/* How the guest runs handlers and waits: the callback runtime
+ * (callback.c: guest_run, guest_service, the caller's own thread) or the
+ * microthread runtime (mtguest.c, while guest_run_mt runs). Hooks take
+ * the guest locked (lock/unlock: what the runtime needs for a public
+ * entry; a callback may call in again). */
+struct lg_runtime {
+	void	(*lock)(struct guest *g);
+	void	(*unlock)(struct guest *g);
+	/* Waits on the hub until ready(arg), beating: 1 ready, 0 when t ran
+	 * out, or ready()'s or the wait's error. */
+	int	(*wait)(struct guest *g, uint32_t waits, int (*ready)(void *),
+		    void *arg, struct timeout *t);
+	/* As wait, serving meanwhile what must be served for ready() to
+	 * come (a credit wait: the receiver's Reset, other callers'
+	 * handlers). */
+	int	(*wait_serving)(struct guest *g, uint32_t waits,
+		    int (*ready)(void *), void *arg, struct timeout *t);
+	/* Until ev->done (0), or t ran out (-ETIMEDOUT) or the loop's
+	 * error: for guest_call's answer. */
+	int	(*await)(struct guest *g, struct lg_event *ev, struct timeout *t);
+	/* ev is done: wakes its waiter (from the service). */
+	void	(*wake)(struct lg_event *ev);
+	/* Runs (or queues) a request's handler. */
+	int	(*handle)(struct guest *g, struct guest_call *c, guest_handler fn,
+		    void *ctx, const uint8_t *args, size_t len);
+	/* A sender saw traffic: what it may serve without running a handler. */
+	int	(*sending)(struct guest *g);
+	/* guest_service, guest_service_wait, guest_stop's part. */
+	int	(*service)(struct guest *g);
+	int	(*service_wait)(struct guest *g, struct timeout *t);
+	void	(*stop)(struct guest *g);
 };
 
 struct guest_call {
@@ -72,6 +129,10 @@ struct tx_chan {
 };
 
 struct guest {
+	const struct lg_runtime	*rt;		/* the runtime in use */
+	lg_msg_fn		on_msg[LG_MSG_TYPES]; /* by HP_MSG_* (serve.c) */
+	void			(*drained)(struct guest *g); /* the ring is
+						 * empty (chan.c's grants) */
 	struct hp_segment	seg;
 	struct hp_peer_view	view;
 	struct hp_endpoint	ep;
@@ -125,6 +186,17 @@ struct lg_mt {
 	uint64_t		served;		/* polls that found something */
 };
 
+/* A microthread waiting for the hub: woken by the service once ready()
+ * says so (or its deadline passes). */
+struct lg_blocked {
+	struct guest_mt		*mt;
+	uint32_t		waits;		/* HP_WAIT_* it needs announced */
+	int			linked;		/* in the list: not woken yet */
+	int			(*ready)(void *);
+	void			*arg;
+	struct lg_blocked	*prev, *next;	/* in lg_mt.blocked, oldest first */
+};
+
 /* A caller's timeout, made a point in time at its first wait: a send or
  * call that never has to wait reads no clock. */
 struct timeout {
@@ -146,60 +218,66 @@ lg_timeout_at(struct timeout *t, uint64_t now)
  * nothing here is exported and calls between the files are direct. */
 #pragma GCC visibility push(hidden)
 
-/* guest.c */
+/* session.c */
+/* One message sent or received: the clock read that keeps the heartbeat
+ * going while messages flow, once every so many. */
 void	lg_tick(struct guest *g);
+/* Reads the clock and beats if a beat is due. */
 uint64_t lg_clock_beat(struct guest *g);
+/* The callback runtime's wait (struct lg_runtime's wait), the caller's
+ * thread sleeping in hp_endpoint_wait. */
 int	lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 	    void *arg, struct timeout *t);
 int	lg_wait_tx(struct guest *g, struct timeout *t);
 int	lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
 	    const void *head, size_t hlen, const void *body, size_t blen,
 	    int flags, struct timeout *t);
+
+/* serve.c */
 int	lg_serve(struct guest *g, int *did);
 /* Serves what comes before the next Request: answers, Cancels, channel
  * traffic; no handler runs. */
 int	lg_serve_ends(struct guest *g);
 int	lg_wait_rx(struct guest *g, struct timeout *t);
+/* Whether the service has something to do (traffic, a Goodbye, a
+ * handler waiting). */
+int	lg_rx_ready(void *g);
+/* A request's handler later, in the order requests came: the call is
+ * registered already, so that its Cancel finds it. */
+int	lg_later(struct guest *g, struct guest_call *c, guest_handler fn,
+	    void *ctx, const uint8_t *args, size_t len);
+void	lg_later_free(struct guest *g);
+
+/* callback.c */
+extern const struct lg_runtime lg_callback;
 
 /* call.c */
-int	lg_on_request(struct guest *g, struct hp_msg_in *m);
-/* Runs the oldest handler that waits (struct lg_later): 1, or 0 if none. */
-int	lg_run_later(struct guest *g);
-void	lg_later_free(struct guest *g);
-int	lg_on_response(struct guest *g, struct hp_msg_in *m);
-void	lg_on_cancel(struct guest *g, uint32_t id);
+/* Fills the dispatch table's Request, Response and Cancel. */
+void	lg_call_wire(struct guest *g);
 void	lg_out_fail_all(struct guest *g, int status);
 
 /* chan.c */
-int	lg_on_data(struct guest *g, struct hp_msg_in *m);
-int	lg_on_chan_end(struct guest *g, struct hp_msg_in *m);
-void	lg_grant_owed(struct guest *g);
+/* Fills the dispatch table's Data, Close and Reset, and drained. */
+void	lg_chan_wire(struct guest *g);
 /* A deferred channel's item was taken: its credit goes back (all that is
  * owed when flush, as once the ring is empty). Nothing on a channel the
  * receiver stopped: what it held went back then. */
 void	lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush);
-/* We told the sender of chan, a channel we receive on, to stop: what it
- * consumed and has not reported, and what it holds (it takes no more of
- * it), goes back now, so that a sender waiting for credit is not left
- * waiting until it sees the stop. Items that come after are granted
- * back as they come (lg_on_data). */
-void	lg_chan_stopped(struct guest *g, uint32_t chan);
 
-/* mtguest.c */
-/* On a microthread of this guest's runtime: waits suspend, handlers spawn. */
-int	lg_on_mt(const struct guest *g);
-void	lg_lock(struct guest *g);
-void	lg_unlock(struct guest *g);
+/* mtguest_wait.c */
+/* The guest's lock while guest_run_mt runs (struct lg_mt's mu). */
+void	lg_mt_lock(struct guest *g);
+void	lg_mt_unlock(struct guest *g);
 /* Suspends the calling microthread (mu given up meanwhile) until
- * lg_wake or deadline_ns: 0 or -ETIMEDOUT. */
+ * mt_wake or deadline_ns: 0 or -ETIMEDOUT. */
 int	lg_suspend(struct guest *g, uint64_t deadline_ns);
+/* The microthread runtime's wait: that microthread alone suspends. */
 int	lg_mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *),
 	    void *arg, struct timeout *t);
-void	lg_bridges_free(struct guest *g);
+/* Wakes the blocked microthreads that can go on (from the service). */
+void	lg_mt_wake_ready(struct guest *g);
 /* guest_service_wait on a microthread: until the service found traffic. */
 int	lg_mt_service_wait(struct guest *g, struct timeout *t);
-int	lg_mt_dispatch(struct guest *g, struct guest_call *c, guest_handler fn,
-	    void *ctx, const uint8_t *args, size_t len);
 
 #pragma GCC visibility pop
 

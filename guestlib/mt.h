@@ -1,5 +1,6 @@
-/* The microthread runtime's private interface (mt.c): what libguest's
- * service loop and waits use beyond guest.h's guest_mt_* / guest_mtchan_*.
+/* The microthread runtime's private interface (mt_sched.c and its parts):
+ * what libguest's service loop and waits use beyond guest.h's guest_mt_* /
+ * guest_mtchan_*.
  *
  * Outside work (the guest's rings) enters the runtime through struct
  * mt_io: a processor polls it between microthreads, and at most one idle

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guestlib/list.h"
 #include "guestlib/mt_internal.h"
 #include "proto/clock.h"
 
@@ -75,16 +76,12 @@ guest_mtchan_dup(struct guest_mtchan *ch, int end)
 	atomic_fetch_add_explicit(&ch->refs[end], 1, memory_order_relaxed);
 }
 
+static void	alt_abandon(struct guest_mt *m);
+
 static void
 wq_add(struct mt_wq *q, struct mt_waiter *w)
 {
-	w->next = NULL;
-	w->prev = q->tail;
-	if (q->tail != NULL)
-		q->tail->next = w;
-	else
-		q->head = w;
-	q->tail = w;
+	LG_LIST_APPEND(&q->head, &q->tail, w);
 	w->queued = 1;
 }
 
@@ -94,15 +91,7 @@ wq_del(struct mt_wq *q, struct mt_waiter *w)
 	if (!w->queued)
 		return;		/* taken out by its claimer */
 	w->queued = 0;
-	if (w->prev != NULL)
-		w->prev->next = w->next;
-	else
-		q->head = w->next;
-	if (w->next != NULL)
-		w->next->prev = w->prev;
-	else
-		q->tail = w->prev;
-	w->prev = w->next = NULL;
+	LG_LIST_UNLINK_TAIL(&q->head, &q->tail, w);
 }
 
 /* The first waiter of q whose microthread we can claim, taken out of q
@@ -313,7 +302,7 @@ alt(struct guest_mtop *ops, int n, int pri)
 		nw++;
 	}
 	if (nw > MT_ALT_SMALL) {
-		/* one block, freed through ws (mt_alt_abandon knows only ws) */
+		/* one block, freed through ws (alt_abandon knows only ws) */
 		if ((ws = malloc((size_t)nw * (sizeof(*ws) + sizeof(*chs)))) == NULL)
 			return -ENOMEM;
 		chs = (struct guest_mtchan **)(ws + nw);
@@ -362,6 +351,7 @@ alt(struct guest_mtop *ops, int n, int pri)
 	}
 	self->waiters = ws;
 	self->nwaiters = nw;
+	self->abandon = alt_abandon;
 	/* the suspension window is open (mt_wait_begin): a claimer that
 	 * comes in before our switch is complete only marks us woken */
 	unlock_all(chs, nch);
@@ -419,8 +409,8 @@ guest_mtchan_recv(struct guest_mtchan *ch, void *item)
 
 /* A microthread abandoned while waiting leaves its channels, which may
  * outlive the runtime; its waiters are on its stack, about to go. */
-void
-mt_alt_abandon(struct guest_mt *m)
+static void
+alt_abandon(struct guest_mt *m)
 {
 	struct mt_waiter *ws = m->waiters;
 

@@ -1,6 +1,7 @@
-/* The microthread runtime's insides, used by mt.c (scheduler, stacks,
- * timers, parking) and mt_chan.c (channels, alt). Nothing here leaves
- * the library. */
+/* The microthread runtime's insides, shared by its files (mt_sched.c: the
+ * scheduler and microthreads; mt_stack.c, mt_queue.c, mt_wait.c,
+ * mt_park.c, mt_tls.c) and mt_chan.c (channels, alt). Nothing here
+ * leaves the library. */
 #ifndef GUESTLIB_MT_INTERNAL_H
 #define GUESTLIB_MT_INTERNAL_H
 
@@ -39,6 +40,13 @@
 
 #define MT_JOIN_DONE	((uintptr_t)1)
 
+/* A processor's latch: UNSET running or looking, SLEEPY announced, SLEEPING
+ * about to block or blocked, SET told to wake. */
+#define MT_L_UNSET	0u
+#define MT_L_SLEEPY	1u
+#define MT_L_SLEEPING	2u
+#define MT_L_SET	3u
+
 struct mt_proc;
 struct mt_waiter;
 
@@ -65,6 +73,9 @@ struct guest_mt {
 	_Atomic uintptr_t	join;		/* 0, MT_JOIN_DONE, or the joiner */
 	struct mt_waiter	*waiters;	/* registered by alt, else NULL */
 	int			nwaiters;
+	/* set by alt with waiters: takes them off their channels when the
+	 * microthread is abandoned (mt_chan.c) */
+	void			(*abandon)(struct guest_mt *m);
 	void			*tsan_fiber;
 	void			*asan_fake;
 } __attribute__((aligned(64)));
@@ -174,17 +185,43 @@ struct guest_rt {
 	_Atomic uint64_t	parks, polls;
 };
 
-/* mt.c */
+struct mt_tls {
+	struct mt_proc	*p;	/* this thread's processor, if any */
+	struct guest_mt	*cur;	/* the microthread it runs, if any */
+};
+
+/* mt_tls.c */
+extern _Thread_local struct mt_tls mt_tls;
 struct mt_proc	*mt_cur_proc(void);
+
+/* mt_stack.c */
+void		mt_stack_unmap(struct guest_rt *rt, struct guest_mt *m);
+int		mt_stack_get(struct guest_rt *rt, struct guest_mt **mp);
+void		mt_stack_put(struct guest_rt *rt, struct guest_mt *m);
+
+/* mt_park.c */
+int		mt_wake_one(struct guest_rt *rt, int passes);
+void		mt_new_work(struct guest_rt *rt);
+int		mt_io_poll(struct mt_proc *p);
+void		mt_proc_idle(struct mt_proc *p);
+void		mt_proc_busy(struct mt_proc *p);
+
+/* mt_queue.c */
+uint32_t	mt_local_push(struct mt_proc *p, struct guest_mt *m);
+void		mt_enqueue(struct guest_mt *m);
+void		mt_make_runnable(struct guest_mt *m);
+struct guest_mt	*mt_proc_next(struct mt_proc *p);
+
+/* mt_wait.c */
+void		mt_timers_fire(struct mt_proc *p);
 void		mt_wait_begin(struct guest_mt *m, uint64_t deadline_ns, int timer_idx);
 int		mt_wait_switch(struct guest_mt *m);
 int		mt_try_claim(struct guest_mt *m, uint64_t gen);
 void		mt_ready(struct guest_mt *m, int wake_idx);
 int		mt_claim(struct guest_mt *m, uint64_t gen, int wake_idx);
-void		mt_rt_stats(struct guest_rt *rt, struct mt_stats *st);
 
-/* mt_chan.c */
-void		mt_alt_abandon(struct guest_mt *m);
+/* mt_sched.c */
+void		mt_rt_stats(struct guest_rt *rt, struct mt_stats *st);
 
 #pragma GCC visibility pop
 
@@ -204,5 +241,64 @@ void		mt_alt_abandon(struct guest_mt *m);
 #define MT_TSAN 1
 #endif
 #endif
+
+#ifdef MT_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef MT_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+/* The switches, announced (mt_sched.c, mt_wait.c). */
+static inline void
+san_to_mt(struct mt_proc *p, struct guest_mt *m)
+{
+#ifdef MT_ASAN
+	__sanitizer_start_switch_fiber(&p->asan_fake, (char *)m->map + p->rt->page,
+	    (size_t)((char *)m - ((char *)m->map + p->rt->page)));
+#endif
+#ifdef MT_TSAN
+	__tsan_switch_to_fiber(m->tsan_fiber, 0);
+#endif
+	(void)p;
+	(void)m;
+}
+
+static inline void
+san_in_sched(struct mt_proc *p)
+{
+#ifdef MT_ASAN
+	__sanitizer_finish_switch_fiber(p->asan_fake, NULL, NULL);
+#endif
+	(void)p;
+}
+
+static inline void
+san_to_sched(struct guest_mt *m, struct mt_proc *p, int dying)
+{
+#ifdef MT_ASAN
+	/* NULL: a dying fiber's fake stack goes with it */
+	__sanitizer_start_switch_fiber(dying ? NULL : &m->asan_fake, p->sbottom, p->ssize);
+#endif
+#ifdef MT_TSAN
+	__tsan_switch_to_fiber(p->tsan_fiber, 0);
+#endif
+	(void)m;
+	(void)p;
+	(void)dying;
+}
+
+static inline void
+san_in_mt(struct guest_mt *m, struct mt_proc *p, int first)
+{
+#ifdef MT_ASAN
+	/* what we came from is p's scheduler stack: kept to switch back */
+	__sanitizer_finish_switch_fiber(first ? NULL : m->asan_fake, &p->sbottom, &p->ssize);
+#endif
+	(void)m;
+	(void)p;
+	(void)first;
+}
+
 
 #endif

@@ -12,27 +12,13 @@
 #include <unistd.h>
 
 #include "guestlib/internal.h"
+#include "guestlib/list.h"
 #include "guestlib/mt.h"
 #include "proto/doorbell.h"
 
 #define IDLE_MAX	64	/* handler microthreads kept for reuse */
-/* Blocked microthreads woken per poll at most: thousands waiting for ring
- * room would otherwise all wake for each free descriptor, and all but a
- * few go back to sleep (the next poll wakes the next ones). */
-#define WAKE_BUDGET	8
 /* The longest sleep when no doorbell will ring for what is awaited. */
 #define SLEEP_UNRUNG_NS	(20 * 1000000ull)
-
-/* A microthread waiting for the hub: woken by the service once ready()
- * says so (or its deadline passes). */
-struct lg_blocked {
-	struct guest_mt		*mt;
-	uint32_t		waits;		/* HP_WAIT_* it needs announced */
-	int			linked;		/* in the list: not woken yet */
-	int			(*ready)(void *);
-	void			*arg;
-	struct lg_blocked	*prev, *next;	/* in lg_mt.blocked, oldest first */
-};
 
 /* A request handed to a handler microthread: its arguments copied, since
  * the message's slot is released once the service moves on. */
@@ -52,157 +38,12 @@ struct lg_worker {
 	struct lg_worker	*next;
 };
 
-int
-lg_on_mt(const struct guest *g)
-{
-	return g->mt != NULL && mt_self() != NULL;
-}
-
-void
-lg_lock(struct guest *g)
-{
-	struct lg_mt *m = g->mt;
-
-	if (m == NULL || !m->locking)
-		return;
-	pthread_mutex_lock(&m->mu);
-	m->depth++;
-}
-
-void
-lg_unlock(struct guest *g)
-{
-	struct lg_mt *m = g->mt;
-
-	if (m == NULL || !m->locking)
-		return;
-	m->depth--;
-	pthread_mutex_unlock(&m->mu);
-}
-
-int
-lg_suspend(struct guest *g, uint64_t deadline_ns)
-{
-	struct lg_mt *m = g->mt;
-	int depth, rc;
-
-	if (!m->locking)
-		return mt_suspend(NULL, deadline_ns);
-	/* given up entirely while suspended: it may resume on another
-	 * processor, and the service must get in meanwhile */
-	depth = m->depth;
-	for (int i = 1; i < depth; i++)
-		pthread_mutex_unlock(&m->mu);
-	m->depth = 0;
-	rc = mt_suspend(&m->mu, deadline_ns);
-	for (int i = 0; i < depth; i++)
-		pthread_mutex_lock(&m->mu);
-	m->depth = depth;
-	return rc;
-}
-
-static void
-blocked_unlink(struct lg_mt *m, struct lg_blocked *w)
-{
-	if (w->prev != NULL)
-		w->prev->next = w->next;
-	else
-		m->blocked = w->next;
-	if (w->next != NULL)
-		w->next->prev = w->prev;
-	else
-		m->blocked_tail = w->prev;
-	w->prev = w->next = NULL;
-	w->linked = 0;
-}
-
-int
-lg_mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
-	   struct timeout *t)
-{
-	struct lg_blocked w = { .mt = mt_self(), .waits = waits, .ready = ready,
-				.arg = arg };
-	struct lg_mt *m = g->mt;
-	int r, rc;
-
-	lg_timeout_at(t, hp_now_ns());
-	for (;;) {
-		if ((r = ready(arg)) != 0)
-			return r < 0 ? r : 1;
-		if (g->dead)
-			return g->dead;
-		/* at the tail: the longest waiting is woken first */
-		w.prev = m->blocked_tail;
-		w.next = NULL;
-		if (w.prev != NULL)
-			w.prev->next = &w;
-		else
-			m->blocked = &w;
-		m->blocked_tail = &w;
-		w.linked = 1;
-		rc = lg_suspend(g, t->at);
-		if (w.linked)		/* not woken: the deadline */
-			blocked_unlink(m, &w);
-		if (rc == -ETIMEDOUT)
-			return (r = ready(arg)) != 0 ? (r < 0 ? r : 1) : 0;
-	}
-}
-
-/* Wakes the oldest blocked microthreads that can go on, WAKE_BUDGET at
- * most (all of them once the guest is dead). */
-static void
-wake_ready(struct guest *g)
-{
-	struct lg_blocked *w = g->mt->blocked, *next;
-	int budget = WAKE_BUDGET;
-
-	for (; w != NULL && (budget > 0 || g->dead); w = next) {
-		next = w->next;
-		if (g->dead || w->ready(w->arg) != 0) {
-			blocked_unlink(g->mt, w);
-			mt_wake(w->mt);
-			budget--;
-		}
-	}
-}
-
-struct served_wait {
-	struct guest	*g;
-	uint64_t	seen;
-};
-
-static int
-served_ready(void *arg)
-{
-	struct served_wait *w = arg;
-
-	return w->g->mt->served != w->seen;
-}
-
-int
-lg_mt_service_wait(struct guest *g, struct timeout *t)
-{
-	struct served_wait w = { g, 0 };
-	int rc;
-
-	lg_lock(g);
-	w.seen = g->mt->served;
-	rc = lg_mt_wait(g, 0, served_ready, &w, t);
-	lg_unlock(g);
-	return rc < 0 ? rc : 0;
-}
-
 /* -- handlers ------------------------------------------------------------ */
 
 static void
 req_free(struct guest *g, struct lg_req *r)
 {
-	if (r->prev != NULL)
-		r->prev->next = r->next;
-	else
-		g->mt->reqs = r->next;
-	if (r->next != NULL)
-		r->next->prev = r->prev;
+	LG_LIST_UNLINK(&g->mt->reqs, r);
 	free(r);
 }
 
@@ -215,10 +56,10 @@ worker_main(void *arg)
 
 	for (;;) {
 		r->fn(r->call, r->args, r->len, r->ctx);
-		lg_lock(g);
+		lg_mt_lock(g);
 		req_free(g, r);
 		if (g->mt->nidle >= IDLE_MAX) {
-			lg_unlock(g);
+			lg_mt_unlock(g);
 			return;
 		}
 		/* back to the pool until a request comes (never a deadline:
@@ -229,13 +70,14 @@ worker_main(void *arg)
 		g->mt->nidle++;
 		lg_suspend(g, UINT64_MAX);
 		r = w.req;
-		lg_unlock(g);
+		lg_mt_unlock(g);
 	}
 }
 
-int
-lg_mt_dispatch(struct guest *g, struct guest_call *c, guest_handler fn,
-	       void *ctx, const uint8_t *args, size_t len)
+/* Each request on a microthread of its own. */
+static int
+mt_handle(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
+	  const uint8_t *args, size_t len)
 {
 	struct lg_req *r = malloc(sizeof(*r) + len);
 	struct lg_worker *w;
@@ -243,13 +85,10 @@ lg_mt_dispatch(struct guest *g, struct guest_call *c, guest_handler fn,
 
 	if (r == NULL)
 		return -ENOMEM;
-	*r = (struct lg_req){ .call = c, .fn = fn, .ctx = ctx, .len = len,
-			      .next = g->mt->reqs };
+	*r = (struct lg_req){ .call = c, .fn = fn, .ctx = ctx, .len = len };
 	if (len > 0)
 		memcpy(r->args, args, len);
-	if (r->next != NULL)
-		r->next->prev = r;
-	g->mt->reqs = r;
+	LG_LIST_PUSH(&g->mt->reqs, r);
 	if ((w = g->mt->idle) != NULL) {
 		g->mt->idle = w->next;
 		g->mt->nidle--;
@@ -284,14 +123,6 @@ struct lg_bridge {
 	struct lg_bridge	*prev, *next;	/* in lg_mt.bridges */
 };
 
-static void
-bridge_link(struct guest *g, struct lg_bridge *b)
-{
-	b->next = g->mt->bridges;
-	if (b->next != NULL)
-		b->next->prev = b;
-	g->mt->bridges = b;
-}
 
 static void
 bridge_free(struct guest *g, struct lg_bridge *b)
@@ -303,17 +134,12 @@ bridge_free(struct guest *g, struct lg_bridge *b)
 		free(it->bytes.data);
 		free(it);
 	}
-	if (b->prev != NULL)
-		b->prev->next = b->next;
-	else
-		g->mt->bridges = b->next;
-	if (b->next != NULL)
-		b->next->prev = b->prev;
+	LG_LIST_UNLINK(&g->mt->bridges, b);
 	free(b);
 }
 
-void
-lg_bridges_free(struct guest *g)
+static void
+bridges_free(struct guest *g)
 {
 	while (g->mt->bridges != NULL)
 		bridge_free(g, g->mt->bridges);
@@ -371,7 +197,7 @@ reader_main(void *arg)
 	struct lg_item *it;
 	int stop = 0, gone;
 
-	lg_lock(g);
+	lg_mt_lock(g);
 	for (;;) {
 		while (b->head == NULL && !b->ended) {
 			b->waiting = mt_self();
@@ -381,9 +207,9 @@ reader_main(void *arg)
 			break;
 		if ((b->head = it->next) == NULL)
 			b->tail = &b->head;
-		lg_unlock(g);
+		lg_mt_unlock(g);
 		gone = stop || guest_mtchan_send(b->ch, &it->bytes) != 0;
-		lg_lock(g);
+		lg_mt_lock(g);
 		/* once the sender ended the channel (b->ended, under the
 		 * lock) its id may be another's (guest_chan_open): nothing
 		 * more is said on it */
@@ -403,7 +229,7 @@ reader_main(void *arg)
 		*b->endp = b->status;
 	guest_mtchan_close(b->ch, GUEST_MT_WRITER);
 	bridge_free(g, b);
-	lg_unlock(g);
+	lg_mt_unlock(g);
 }
 
 /* A bridge on chan (0: none yet) and its microthread fn, linked; on
@@ -425,16 +251,16 @@ bridge_start(struct guest *g, void (*fn)(void *), uint32_t chan, int *end,
 	b->chan = chan;
 	b->tail = &b->head;
 	b->endp = end;
-	lg_lock(g);
+	lg_mt_lock(g);
 	/* it needs the lock to start: it runs once the caller is done */
 	if ((rc = guest_mt_spawn(fn, b, NULL)) != 0) {
-		lg_unlock(g);
+		lg_mt_unlock(g);
 		guest_mtchan_close(b->ch, GUEST_MT_WRITER);
 		guest_mtchan_close(b->ch, GUEST_MT_READER);
 		free(b);
 		return rc;
 	}
-	bridge_link(g, b);
+	LG_LIST_PUSH(&g->mt->bridges, b);
 	*bp = b;
 	return 0;
 }
@@ -456,7 +282,7 @@ guest_chan_reader(struct guest *g, uint32_t *chan, struct guest_mtchan **chp,
 	if ((id = guest_chan_open(g, reader_item, reader_end, b)) < 0) {
 		b->ended = 1;		/* the microthread ends at once */
 		b->status = (int)id;
-		lg_unlock(g);
+		lg_mt_unlock(g);
 		guest_mtchan_close(b->ch, GUEST_MT_READER);
 		return (int)id;
 	}
@@ -464,7 +290,7 @@ guest_chan_reader(struct guest *g, uint32_t *chan, struct guest_mtchan **chp,
 	g->rx[id].deferred = 1;
 	*chan = b->chan;
 	*chp = b->ch;
-	lg_unlock(g);
+	lg_mt_unlock(g);
 	return 0;
 }
 
@@ -485,9 +311,9 @@ writer_main(void *arg)
 	guest_chan_close(g, b->chan);
 out:
 	guest_mtchan_close(b->ch, GUEST_MT_READER);
-	lg_lock(g);
+	lg_mt_lock(g);
 	bridge_free(g, b);
-	lg_unlock(g);
+	lg_mt_unlock(g);
 }
 
 int
@@ -503,7 +329,7 @@ guest_chan_writer(struct guest *g, uint32_t chan, struct guest_mtchan **chp)
 	if ((rc = bridge_start(g, writer_main, chan, NULL, &b)) != 0)
 		return rc;
 	*chp = b->ch;
-	lg_unlock(g);
+	lg_mt_unlock(g);
 	return 0;
 }
 
@@ -515,17 +341,17 @@ io_poll(void *arg)
 	struct guest *g = arg;
 	int did, rc;
 
-	lg_lock(g);
+	lg_mt_lock(g);
 	rc = lg_serve(g, &did);
 	if (did)
 		g->mt->served++;
 	else
 		lg_tick(g);	/* the heartbeat, while microthreads keep busy */
 	if (g->mt->blocked != NULL)
-		wake_ready(g);
+		lg_mt_wake_ready(g);
 	if (rc == 0 && g->stop)
 		rc = -ESHUTDOWN;	/* guest_stop */
-	lg_unlock(g);
+	lg_mt_unlock(g);
 	return rc < 0 ? rc : did;
 }
 
@@ -557,7 +383,7 @@ io_wait(void *arg, uint64_t deadline_ns)
 	uint64_t now, until = deadline_ns, drain;
 	int rc = 0;
 
-	lg_lock(g);
+	lg_mt_lock(g);
 	now = lg_clock_beat(g);
 	if (g->hb_interval != 0 && g->next_hb < until)
 		until = g->next_hb;
@@ -576,10 +402,10 @@ io_wait(void *arg, uint64_t deadline_ns)
 
 		g->ep.stats.sleeps++;
 		hp_endpoint_set_awake(&g->ep, 0);
-		lg_unlock(g);
+		lg_mt_unlock(g);
 		rc = hp_doorbell_wait_or(g->doorbell, m->kick_fd,
 					 until == UINT64_MAX ? -1 : ms > INT_MAX ? INT_MAX : (int)ms);
-		lg_lock(g);
+		lg_mt_lock(g);
 		hp_endpoint_set_awake(&g->ep, 1);
 	}
 	hp_endpoint_cancel(&g->ep);
@@ -588,7 +414,7 @@ io_wait(void *arg, uint64_t deadline_ns)
 		(void)!read(m->kick_fd, &drain, sizeof(drain));
 	if (rc == -EPIPE)
 		g->dead = -EPIPE;
-	lg_unlock(g);
+	lg_mt_unlock(g);
 	return rc == -EPIPE ? rc : 0;
 }
 
@@ -613,6 +439,106 @@ io_spin(void *arg)
 
 	return !hp_endpoint_crowded(&g->ep);
 }
+
+/* -- the runtime (struct lg_runtime) -------------------------------------- */
+
+/* On a microthread of this guest's runtime: waits suspend, the runtime
+ * serves. Elsewhere (another thread) as the callback runtime. */
+static int
+on_mt(const struct guest *g)
+{
+	return g->mt != NULL && mt_self() != NULL;
+}
+
+static int
+mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
+	struct timeout *t)
+{
+	if (on_mt(g))	/* that microthread alone waits */
+		return lg_mt_wait(g, waits, ready, arg, t);
+	return lg_wait_beating(g, waits, ready, arg, t);
+}
+
+static int
+mt_wait_serving(struct guest *g, uint32_t waits, int (*ready)(void *),
+		void *arg, struct timeout *t)
+{
+	if (on_mt(g))	/* suspended: the runtime serves meanwhile */
+		return lg_mt_wait(g, waits, ready, arg, t);
+	return lg_callback.wait_serving(g, waits, ready, arg, t);
+}
+
+/* Suspends alone: the guest serves on. */
+static int
+mt_await(struct guest *g, struct lg_event *ev, struct timeout *t)
+{
+	int rc = 0;
+
+	if (!on_mt(g))
+		return lg_callback.await(g, ev, t);
+	ev->waiter = mt_self();
+	/* a microthread's deadline: no clock read for one without */
+	lg_timeout_at(t, t->ms < 0 ? 0 : hp_now_ns());
+	while (!ev->done)
+		if ((rc = lg_suspend(g, t->at)) != 0)
+			break;
+	return ev->done ? 0 : rc;
+}
+
+static void
+mt_wake_event(struct lg_event *ev)
+{
+	if (ev->waiter != NULL)
+		mt_wake(ev->waiter);
+}
+
+/* A sender that saw traffic lets the runtime serve it. */
+static int
+mt_sending(struct guest *g)
+{
+	if (!on_mt(g))
+		return lg_callback.sending(g);
+	if (!g->mt->locking)	/* with more processors, an idle one serves */
+		guest_mt_yield();
+	return 0;
+}
+
+static int
+mt_service(struct guest *g)
+{
+	if (on_mt(g))	/* the runtime serves: let it */
+		return guest_mt_yield();
+	return lg_callback.service(g);
+}
+
+static int
+mt_service_wait(struct guest *g, struct timeout *t)
+{
+	if (on_mt(g))
+		return lg_mt_service_wait(g, t);
+	return lg_callback.service_wait(g, t);
+}
+
+static void
+mt_stop(struct guest *g)
+{
+	if (g->mt != NULL)
+		mt_rt_stop(g->mt->rt);
+}
+
+static const struct lg_runtime lg_microthreads = {
+	.lock		= lg_mt_lock,
+	.unlock		= lg_mt_unlock,
+	.wait		= mt_wait,
+	.wait_serving	= mt_wait_serving,
+	.await		= mt_await,
+	.wake		= mt_wake_event,
+	.handle		= mt_handle,
+	.sending	= mt_sending,
+	.service	= mt_service,
+	.service_wait	= mt_service_wait,
+	.stop		= mt_stop,
+};
 
 int
 guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
@@ -651,11 +577,13 @@ guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 	pthread_mutex_init(&m->mu, &attr);
 	pthread_mutexattr_destroy(&attr);
 	g->mt = m;
+	g->rt = &lg_microthreads;
 	rc = mt_rt_run(m->rt, NULL, NULL, &io);
+	g->rt = &lg_callback;
 	/* What is left was abandoned with its microthreads. */
 	while (m->reqs != NULL)
 		req_free(g, m->reqs);
-	lg_bridges_free(g);
+	bridges_free(g);
 	g->mt = NULL;
 	guest_rt_free(m->rt);
 	pthread_mutex_destroy(&m->mu);

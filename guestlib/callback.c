@@ -1,0 +1,186 @@
+/* The callback runtime (struct lg_runtime): the caller's own thread does
+ * everything. A wait serves what arrives while it waits, a handler runs
+ * in the loop that read its request (or later, when that loop may run
+ * none), and guest_run and guest_service are the loop itself. */
+#include <errno.h>
+
+#include "guestlib/internal.h"
+#include "proto/doorbell.h"
+#include "proto/msg.h"
+
+/* One thread: nothing to lock. */
+static void
+cb_nolock(struct guest *g)
+{
+	(void)g;
+}
+
+/* What a wait that serves waits for: its condition, or something to
+ * serve. */
+struct or_rx {
+	struct guest	*g;
+	int		(*ready)(void *);
+	void		*arg;
+};
+
+static int
+or_rx_ready(void *arg)
+{
+	struct or_rx *w = arg;
+	int rc = w->ready(w->arg);
+
+	return rc != 0 ? rc : hp_endpoint_rx_ready(&w->g->ep);
+}
+
+/* Serves what arrives while it waits, as guest_call does: other callers'
+ * handlers, a Cancel, the receiver's Reset (which ends a credit wait),
+ * so that a stream nobody reads any more holds up neither the guest nor
+ * its sender. */
+static int
+cb_wait_serving(struct guest *g, uint32_t waits, int (*ready)(void *),
+		void *arg, struct timeout *t)
+{
+	hp_atomic_u32 *word = g->ep.credit_word;	/* a handler may wait on another */
+	struct or_rx w = { g, ready, arg };
+	int rc, did;
+
+	for (;;) {
+		/* ends first (our own Reset among them): a wait that is over
+		 * runs no handler; one that goes on runs those that came */
+		if ((rc = lg_serve_ends(g)) != 0 || (rc = ready(arg)) != 0)
+			return rc;
+		if (g->later != NULL) {
+			if ((rc = lg_serve(g, &did)) != 0 || (rc = ready(arg)) != 0)
+				return rc;
+			continue;
+		}
+		g->ep.credit_word = word;
+		rc = lg_wait_beating(g, waits | HP_WAIT_RING_DATA, or_rx_ready, &w, t);
+		if (rc <= 0 || (rc = ready(arg)) != 0)
+			return rc;
+	}
+}
+
+/* The loop, until ev is done. */
+static int
+cb_await(struct guest *g, struct lg_event *ev, struct timeout *t)
+{
+	int rc = 0, did;
+
+	while (!ev->done) {
+		if ((rc = lg_serve(g, &did)) < 0)
+			break;
+		if (ev->done || did)
+			continue;
+		if ((rc = lg_wait_rx(g, t)) <= 0) {
+			if (rc == 0)
+				rc = -ETIMEDOUT;
+			break;
+		}
+	}
+	return ev->done ? 0 : rc;
+}
+
+/* The awaiting caller serves: it sees done itself. */
+static void
+cb_wake(struct lg_event *ev)
+{
+	(void)ev;
+}
+
+static int
+cb_handle(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
+	  const uint8_t *args, size_t len)
+{
+	if (g->deferring || g->later != NULL)	/* after those before it */
+		return lg_later(g, c, fn, ctx, args, len);
+	fn(c, args, len, ctx);
+	return 0;
+}
+
+/* Not a wait: no handler runs here (a request that came waits for the
+ * loop, or for a wait: streams would nest, each new one holding up the
+ * ends of those below it). */
+static int
+cb_sending(struct guest *g)
+{
+	return lg_serve_ends(g);
+}
+
+static int
+cb_service(struct guest *g)
+{
+	int did, rc;
+
+	if ((rc = hp_doorbell_drain(g->doorbell)) == -EPIPE)
+		return g->dead = -EPIPE;
+	lg_clock_beat(g);		/* its loop calls us when one is due */
+	for (;;) {
+		/* no doorbell for what we are about to serve anyway */
+		hp_endpoint_cancel(&g->ep);
+		do {
+			if ((rc = lg_serve(g, &did)) != 0)
+				return rc;
+		} while (did);
+		/* Back to the plugin's own loop, which sleeps in poll() on
+		 * guest_fd: announce that, as hp_endpoint_wait does before
+		 * it sleeps, so that the host rings the doorbell for the
+		 * next message (without it, the loop heard of traffic only
+		 * at its next heartbeat timeout); then look once more, for
+		 * what came before the announcement was seen. It stays
+		 * until the next guest_service or a libguest wait that
+		 * sleeps (which makes its own). */
+		hp_endpoint_announce(&g->ep, HP_WAIT_RING_DATA);
+		if (lg_rx_ready(g) == 0)
+			return 0;
+	}
+}
+
+static int
+cb_service_wait(struct guest *g, struct timeout *t)
+{
+	int did, rc;
+
+	if ((rc = lg_serve(g, &did)) != 0 || did)
+		return rc;
+	if ((rc = lg_wait_rx(g, t)) < 0)
+		return rc;
+	return lg_serve(g, &did);
+}
+
+/* guest_run sees g->stop itself. */
+static void
+cb_stop(struct guest *g)
+{
+	(void)g;
+}
+
+const struct lg_runtime lg_callback = {
+	.lock		= cb_nolock,
+	.unlock		= cb_nolock,
+	.wait		= lg_wait_beating,
+	.wait_serving	= cb_wait_serving,
+	.await		= cb_await,
+	.wake		= cb_wake,
+	.handle		= cb_handle,
+	.sending	= cb_sending,
+	.service	= cb_service,
+	.service_wait	= cb_service_wait,
+	.stop		= cb_stop,
+};
+
+int
+guest_run(struct guest *g)
+{
+	int did, rc;
+
+	while (!g->stop) {
+		struct timeout forever = { -1, 0 };
+
+		if ((rc = lg_serve(g, &did)) != 0)
+			return rc == -ESHUTDOWN ? 0 : rc;
+		if (!did && (rc = lg_wait_rx(g, &forever)) < 0)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,185 @@
+/* libguest's service loop: serves what arrives, handing each message to
+ * its type's handler in the guest's dispatch table (call.c and chan.c
+ * fill it), and keeps the requests whose handlers must run later (a
+ * loop serving from a send runs none). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guestlib/internal.h"
+#include "proto/msg.h"
+
+#define BATCH		64	/* messages served before flushing */
+#define LATER_MAX	64	/* requests kept to run later; more wait in the ring */
+#define LATER_BYTES	(1u << 20)	/* ... and their arguments copied, bytes */
+#define SPEC_POLL_MS	20	/* guest_fd users under a host without waiter words */
+
+int
+lg_later(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
+	 const uint8_t *args, size_t len)
+{
+	struct lg_later *l = malloc(sizeof(*l) + len);
+
+	if (l == NULL)
+		return -ENOMEM;
+	*l = (struct lg_later){ .call = c, .fn = fn, .ctx = ctx, .len = len };
+	if (len > 0)
+		memcpy(l->args, args, len);
+	*g->later_tail = l;
+	g->later_tail = &l->next;
+	g->nlater++;
+	g->later_bytes += len;
+	return 0;
+}
+
+/* Runs the oldest handler that waits: 1, or 0 if none. */
+static int
+run_later(struct guest *g)
+{
+	struct lg_later *l = g->later;
+
+	if (l == NULL)
+		return 0;
+	if ((g->later = l->next) == NULL)
+		g->later_tail = &g->later;
+	g->nlater--;
+	g->later_bytes -= l->len;
+	l->fn(l->call, l->args, l->len, l->ctx);
+	free(l);
+	return 1;
+}
+
+void
+lg_later_free(struct guest *g)
+{
+	struct lg_later *l;
+
+	while ((l = g->later) != NULL) {
+		g->later = l->next;
+		free(l);	/* its call is freed with the active ones */
+	}
+	g->later_tail = &g->later;
+	g->nlater = 0;
+	g->later_bytes = 0;
+}
+
+/* m to its type's handler (guest.c wires the table at attach). */
+static int
+dispatch(struct guest *g, struct hp_msg_in *m)
+{
+	uint8_t type = m->desc.msg_type;
+
+	if (type >= LG_MSG_TYPES || g->on_msg[type] == NULL)
+		return -EPROTO;
+	return g->on_msg[type](g, m);
+}
+
+/* Serves what is there now, up to BATCH messages: the handlers that wait
+ * first, then the ring. With requests 0 no handler runs: a Request waits
+ * (struct lg_later, up to LATER_MAX of them or LATER_BYTES of their
+ * arguments, then in the ring). *did: whether anything was served. */
+static int
+serve(struct guest *g, int *did, int requests)
+{
+	struct hp_msg_in m;
+	const char *rule;
+	uint8_t deferring = g->deferring;
+	int rc = 0, n = 0;
+
+	*did = 0;
+	if (g->dead)
+		return g->dead;
+	/* r[shm.goodbye.host]: detach when the host says goodbye */
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+		return g->dead = -ESHUTDOWN;
+	g->deferring = !requests;
+	for (; requests && n < BATCH && run_later(g); n++)
+		*did = 1;
+	for (; n < BATCH && !g->dead; n++) {
+		if (!requests && (g->nlater >= LATER_MAX || g->later_bytes >= LATER_BYTES) &&
+		    hp_endpoint_peek(&g->ep) == HP_MSG_REQUEST)
+			break;
+		if ((rc = hp_endpoint_recv(&g->ep, &m, &rule)) == -EAGAIN) {
+			rc = 0;
+			/* all consumed: no grant held back (chan.c) */
+			if (g->owed)
+				g->drained(g);
+			break;
+		}
+		if (rc != 0) {
+			g->deferring = deferring;
+			return g->dead = -EPROTO;
+		}
+		*did = 1;
+		rc = dispatch(g, &m);
+		hp_endpoint_release(&g->ep, &m);
+		/* a busy guest beats here, an idle one in lg_wait_rx */
+		lg_tick(g);
+		if (rc != 0) {
+			g->deferring = deferring;
+			return g->dead = rc;
+		}
+	}
+	g->deferring = deferring;
+	if (g->dead)
+		return g->dead;
+	hp_endpoint_notify_consumed(&g->ep);
+	if (hp_endpoint_flush(&g->ep) == -EPROTO)
+		return g->dead = -EPROTO;
+	return 0;
+}
+
+int
+lg_serve(struct guest *g, int *did)
+{
+	return serve(g, did, 1);
+}
+
+int
+lg_serve_ends(struct guest *g)
+{
+	int did;
+
+	return serve(g, &did, 0);
+}
+
+int
+lg_rx_ready(void *arg)
+{
+	struct guest *g = arg;
+
+	/* the heartbeat is lg_wait_rx's timeout: no clock read per spin */
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0 ||
+	    g->later != NULL)
+		return 1;
+	return hp_endpoint_rx_ready(&g->ep);
+}
+
+int
+guest_service_timeout_ms(const struct guest *g)
+{
+	uint64_t now = hp_now_ns();
+	int ms;
+
+	if (g->hb_interval == 0)
+		ms = -1;
+	else
+		ms = g->next_hb <= now ? 0 : (int)((g->next_hb - now + 999999) / 1000000);
+	/* A host without waiter words need not ring the doorbell (the spec
+	 * wakes with futex_wake, which no fd sees): look now and then. */
+	if (g->ep.my_waits == NULL && (ms < 0 || ms > SPEC_POLL_MS))
+		ms = SPEC_POLL_MS;
+	return ms;
+}
+
+/* Waits for traffic up to t: 1 there is some, 0 t ran out, or -EPIPE. */
+int
+lg_wait_rx(struct guest *g, struct timeout *t)
+{
+	int rc;
+
+	rc = g->rt->wait(g, HP_WAIT_RING_DATA, lg_rx_ready, g, t);
+	if (rc == -EPIPE)
+		g->dead = -EPIPE;
+	return rc;
+}

@@ -1,0 +1,181 @@
+/* libguest's session with the hub, below the service loop: the
+ * heartbeat and the clock reads that keep it, a wait on the hub that
+ * beats, and sending a message (waiting for room through the runtime). */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "guestlib/internal.h"
+#include "proto/peer.h"
+
+static void
+heartbeat(struct guest *g, uint64_t now)
+{
+	if (g->hb_interval == 0 || now < g->next_hb)
+		return;
+	/* r[shm.crash.heartbeat] r[shm.crash.heartbeat-clock]: our
+	 * CLOCK_MONOTONIC, at least once per interval; relaxed: the host
+	 * only compares it with its own clock. */
+	hp_peer_beat(g->view.entry, now);
+	g->next_hb = now + g->hb_interval / 2;
+}
+
+/* Reads the clock and beats if a beat is due. Every clock read goes
+ * through here, so the count of messages to the next one starts over. */
+static uint64_t
+clock_beat(struct guest *g)
+{
+	uint64_t now = hp_now_ns();
+
+	g->last_clock = now;
+	g->ticks = g->tick_every;
+	heartbeat(g, now);
+	return now;
+}
+
+/* The clock read that keeps the heartbeat going while messages flow and
+ * nothing waits: once per tick_every messages sent or received. A clock
+ * read costs a good part of a round trip, so a fast stream reads it every
+ * TICK_MAX messages; tick_every halves while the reads come further apart
+ * than an eighth of the interval (slow handlers, big copies) and doubles
+ * back while they come close together. */
+static void
+tick_slow(struct guest *g)
+{
+	uint64_t prev = g->last_clock, dt;
+
+	if (g->hb_interval == 0) {
+		g->ticks = TICK_MAX;
+		return;
+	}
+	dt = clock_beat(g) - prev;
+	if (dt > g->hb_interval / 8) {
+		while (dt > g->hb_interval / 8 && g->tick_every > 1) {
+			g->tick_every /= 2;
+			dt /= 2;
+		}
+	} else if (dt < g->hb_interval / 64 && g->tick_every < TICK_MAX) {
+		g->tick_every *= 2;
+	}
+	g->ticks = g->tick_every;
+}
+
+/* One message sent or received: no clock read on the fast path. */
+static inline void
+tick(struct guest *g)
+{
+	if (--g->ticks == 0)
+		tick_slow(g);
+}
+
+void
+lg_tick(struct guest *g)
+{
+	tick(g);
+}
+
+uint64_t
+lg_clock_beat(struct guest *g)
+{
+	return clock_beat(g);
+}
+
+/* Milliseconds from now to at, rounded up. */
+static int
+ms_until(uint64_t at, uint64_t now)
+{
+	uint64_t ms;
+
+	if (at == UINT64_MAX)
+		return -1;
+	if (at <= now)
+		return 0;
+	ms = (at - now + 999999) / 1000000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* The callback runtime's wait: hp_endpoint_wait in rounds that end at the next heartbeat due time,
+ * beating between them (r[shm.crash.heartbeat]): a guest waiting on the
+ * hub is alive, whatever it waits for and however long. 1 ready, 0 when
+ * t ran out, or ready()'s or the wait's error. */
+int
+lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
+		void *arg, struct timeout *t)
+{
+	uint64_t now, until;
+	int rc;
+
+	now = clock_beat(g);
+	lg_timeout_at(t, now);
+	for (;;) {
+		until = t->at;
+		if (g->hb_interval != 0 && g->next_hb < until)
+			until = g->next_hb;
+		rc = hp_endpoint_wait(&g->ep, waits, ready, arg, ms_until(until, now));
+		if (rc != 0)
+			return rc;
+		if ((now = clock_beat(g)) >= t->at)
+			return 0;
+	}
+}
+
+/* -- sending ----------------------------------------------------------- */
+
+static int
+tx_ready(void *arg)
+{
+	struct guest *g = arg;
+
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+		return -ESHUTDOWN;
+	return hp_endpoint_tx_ready(&g->ep);
+}
+
+/* Waits until a send of any size can be attempted again, up to t (NULL:
+ * as long as it takes). */
+int
+lg_wait_tx(struct guest *g, struct timeout *t)
+{
+	struct timeout forever = { -1, 0 };
+	int rc;
+
+	g->stats.ring_waits++;
+	if (hp_endpoint_flush(&g->ep) == -EPROTO)
+		return -EPROTO;
+	rc = g->rt->wait(g, HP_WAIT_RING_SPACE | HP_WAIT_SLOT, tx_ready, g,
+			 t != NULL ? t : &forever);
+	if (rc == 0)
+		return -ETIMEDOUT;
+	if (rc == -ESHUTDOWN || rc == -EPIPE)
+		g->dead = rc;
+	return rc < 0 ? rc : 0;
+}
+
+/* Sends head (a prefix such as a response envelope) + body as one message,
+ * waiting for room up to t (NULL: as long as it takes). */
+int
+lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
+	    const void *head, size_t hlen, const void *body, size_t blen,
+	    int flags, struct timeout *t)
+{
+	struct hp_outbuf ob;
+	size_t len = hlen + blen;
+	int rc;
+
+	if (g->dead)
+		return g->dead;
+	if (len > g->ep.lim.max_payload_size)
+		return -EMSGSIZE;
+	while ((rc = hp_endpoint_reserve(&g->ep, (uint32_t)len, &ob)) == -EAGAIN)
+		if ((rc = lg_wait_tx(g, t)) != 0)
+			return rc;
+	if (rc != 0)
+		return rc;
+	if (hlen > 0)
+		memcpy(ob.buf, head, hlen);
+	if (blen > 0)
+		memcpy(ob.buf + hlen, body, blen);
+	/* a handler may send for long without returning to the loop */
+	tick(g);
+	return hp_endpoint_commit(&g->ep, &ob, type, id, method, (uint32_t)len, flags);
+}
