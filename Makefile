@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 SHELL := /bin/bash
 # hub: a shared-memory plugin hub. GNU make.
 #   make              build everything

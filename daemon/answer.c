@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Answers: each call the host makes to a guest waits in that guest's
  * pending table under a request id of the host's (r[shm.id.request-scope])
  * until its Response comes or the guest goes; each answer, the guest's or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* answer.c: the calls hubd makes to guests, and the answers to the
  * origin of every call: a calling guest, a control client, or nobody. */
 #ifndef ANSWER_H

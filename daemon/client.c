@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A control client's answers: its output buffer, grown as answers come
  * and written out by control.c, and the credit marks of a call's stream,
  * each given back to the guest once the client has taken its bytes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A control client, what the socket (control.c) and the commands above
  * it (commands.c) share: the client, and the ways a command answers it
  * (client.c). Private to those three. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The control commands (request.h's CTL_COMMANDS): one cmd_* handler
  * each, which answers as JSON: peers, methods, status, stats, pool,
  * reload, restart, stop, start, and call with its stream's items and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Reading hubd.conf, on libinih: our own line reader feeds inih so that
  * every message carries file:line, overlong lines are caught instead of
  * split, and sections are seen even when they hold no key; the sections,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubd.conf: an INI file with one [hub] section and one [guest NAME]
  * section per guest. See conf/hubd.conf for every key and its default. */
 #ifndef HUB_CONFIG_H

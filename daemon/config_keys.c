@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The keys of hubd.conf: one table row per key of [hub], of [pool] and
  * of [guest NAME] with its bounds and where its value goes; the syntax of
  * each kind of value (numbers, sizes, durations, strings, users and

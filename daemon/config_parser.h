@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* What config.c (the file: lines, sections, checks across keys) and
  * config_keys.c (each key: its row and its value's syntax) share while
  * they read one hubd.conf. Private to those two. */

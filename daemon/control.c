@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The control socket and its clients (after OpenBSD's control.c): a UNIX
  * stream socket, stale socket replaced, mode 0660, callers identified with
  * SO_PEERCRED; accepting, per-user limits, reading and writing each client,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The control socket: newline-delimited JSON requests and answers. The
  * commands and the parser of their requests: request.h; what each does
  * is handed in at control_init (commands.h), so that the socket names

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The dispatcher: each round serves every attached guest, hands each
  * message it sent to the handler of its type, gives the work sources
  * (streams the host sends) their turn, and has the transport publish

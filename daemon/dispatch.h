@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* dispatch.c: serves the guests' rings, each message to the handler of
  * its type, and the work sources their turn. */
 #ifndef DISPATCH_H

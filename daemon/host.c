@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The data path's transport: the guests' rings (receiving, sending,
  * publishing what a round sent), the backlogs, sleep and wake, liveness
  * checks, attach and detach. It names nothing above it: what a peer's

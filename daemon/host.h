@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* host.c: the data path's transport: rings, sending, backlogs, sleep and
  * wake, liveness, attach and detach; the hooks the parts above register. */
 #ifndef HOST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubd's core types: the hub, its peers, their channels and calls, and
  * the hooks the parts register; each part's functions are in its own
  * header. */

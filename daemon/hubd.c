@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubd: owns the segment, spawns and supervises the guests, serves their
  * rings and the control socket, all from one libev loop. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Numbers for JSON without float noise (jsonout.h). */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* How hubd and hubctl write JSON: one line per object, slashes as they are
  * ("/dev/shm/hub", never "\/dev\/shm\/hub"), and fractional numbers with
  * the digits they mean, never a double's noise (1.502, not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The supervisor's decisions (lifecycle.h): the transition table, the
  * restart policy, the backoff and the death tally. No OS calls, no clock
  * of its own: the unit tests drive it with a fake one. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The guest supervisor's decisions, without the OS (after s6-supervise):
  * the states a guest goes through, the events that move it, one table of
  * (state x event) -> (next state, action), the restart policy, the backoff

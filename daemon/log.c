@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubd's log lines (log.h): one writer for every level, a priority prefix
  * when stderr is journald's, debug lines only with -v. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubd's logging, after OpenBSD's log.c: log_warn appends strerror(errno),
  * log_warnx does not; fatal/fatalx exit and are for start-up or broken
  * invariants only. Lines go to stderr (journald adds the time). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The method registry: every method's name, signature and owner (the host
  * or a guest's instance), found by name or id, and whether it can be
  * called now.

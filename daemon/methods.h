@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* methods.c: the method registry */
 #ifndef METHODS_H
 #define METHODS_H

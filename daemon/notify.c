@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Telling systemd how hubd is (notify.h): READY=, STATUS=, WATCHDOG= as
  * datagrams to $NOTIFY_SOCKET, and the watchdog interval it asks for. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The systemd notify protocol (sd_notify(3)), without libsystemd: one
  * datagram per message to $NOTIFY_SOCKET. Harmless when not under systemd. */
 #ifndef HUB_NOTIFY_H

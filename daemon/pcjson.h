@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A postcard value as JSON: how the control socket shows a call's result
  * and its stream's items. A string is a string; bytes are a string when
  * they are UTF-8, else "hex:" and their digits; unit is null. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The shared variable pool, the host's side: growth when a class runs
  * out, the sweeper (a libev timer: reclaims what dead guests held and
  * what guests scribbled, rebuilds a free list found broken, reports slots

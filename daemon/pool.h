@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* pool.c: the shared variable pool's host side. */
 #ifndef POOL_H
 #define POOL_H

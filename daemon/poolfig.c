@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* One size class of the shared pool as JSON (poolfig.h). */
 #include <stdint.h>
 

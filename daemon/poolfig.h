@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* One size class of the shared pool as JSON: what hubctl pool shows of a
  * live hub and hubctl inspect of a file, the same keys in both. */
 #ifndef HUB_POOLFIG_H

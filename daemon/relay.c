@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Channels between guests. A guest A calling guest B's method with a
  * chan<T> argument passes a channel it opened to receive on (odd id a in
  * A's table); hubd opens one of its own in B's table (even id b), gives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* relay.c: a guest's chan<T> argument to another guest's method. The
  * caller A passes a channel it opened to receive on (odd id a); hubd
  * opens one in the callee B's table (even id b), receives B's items on b

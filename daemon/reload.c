@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Reload (SIGHUP, hubctl reload): re-read the config and bring the guests
  * in line with it. A broken file changes nothing. Guests are matched by
  * name, one name one entry: new ones start, dropped ones stop, changed ones

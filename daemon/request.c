@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Control requests: one JSON object per line, parsed and checked here
  * before anything acts on it (request.h). Alone in its file so that the
  * fuzzer can take it without the daemon around it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Control requests (request.c): the commands a request may name, who may
  * run each and what it needs, and the parser that checks a request line
  * against them before anything acts on it. Below the socket (control.c)

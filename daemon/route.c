@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Routing: each Request, from a guest or a control client, goes to its
  * target (a host service, or the guest that registered the method: a call
  * the host makes, answer.c); each Response is matched to the call it

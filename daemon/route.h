@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* route.c: calls to their targets, answers matched to their calls */
 #ifndef ROUTE_H
 #define ROUTE_H

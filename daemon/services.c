@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The host's built-in services (hub.*, proto/builtin.h), one table of
  * name, signature and handler; and hub.source's sending, paced by the
  * calling guest's credit. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* services.c: the built-in hub.* services */
 #ifndef SERVICES_H
 #define SERVICES_H

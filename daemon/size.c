@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Byte counts and durations for people (size.h). */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Byte counts and durations written for people. size_text: the way the
  * config takes them ("35M", "1.5K"; libbsd's humanize_number, 4
  * characters), for hubd's messages and the config's errors. size_iec and

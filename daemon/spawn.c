@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Starting a guest's process (r[shm.spawn.ticket]): its peer entry
  * reserved, the spawn ticket on its command line, its doorbell at fd 3,
  * its limits, user and group set and every other fd closed between fork

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The channels the host is the receiving end of: a control client's
  * chan<T> argument, whose items go to the client, and hub.sink's, which
  * the host hashes. Credit goes back to the guest as items are consumed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* streams.c: the channels the host receives on */
 #ifndef STREAMS_H
 #define STREAMS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The guest supervisor: carries out what lifecycle.h decides, one event at
  * a time through step(): starting (spawn.c), watching, signals, timers,
  * the faults the data path reports, recovery.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* supervise.c: the lifecycle's actions: starting, death, recovery,
  * restart. Each call is an event of lifecycle.h. */
 #ifndef SUPERVISE_H

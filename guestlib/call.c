@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's calls: calls out (asynchronous, blocking, Cancel, the
  * table of calls in flight), calls in (to the registered handler, run by
  * the runtime in use; replies) and method registration. Fills the service

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The callback runtime (struct lg_runtime): the caller's own thread does
  * everything. A wait serves what arrives while it waits, a handler runs
  * in the loop that read its request (or later, when that loop may run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's channels: opening them, sending items with credit flow
  * control, ending them, and receiving items and ends (the service loop's
  * Data, Close and Reset, which this file fills). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Boost.Context's fcontext (libboost_context), C linkage: a context is the
  * stack pointer of a suspended stack; a jump saves ours and returns the
  * one that jumped to us, with its data. Never hidden: they come from

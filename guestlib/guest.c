@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's guest: attach (which wires the service loop's dispatch table
  * to calls, channels and the Goodbye, and starts on the callback
  * runtime) and detach, and the public entries to the loop, each handed to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest: what a hub guest plugin links.
  *
  * A guest is started by hubd with a spawn ticket on its command line. It

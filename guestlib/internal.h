@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's private header: the guest and what its files share, the
  * runtime interface (struct lg_runtime) and the service loop's dispatch
  * table, and the functions one file offers the others, grouped by file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* An intrusive doubly linked list: the element's own prev and next
  * fields, a head pointer and (where the list keeps one) a tail pointer.
  * Macros, so that each element type keeps its own field names' types. */

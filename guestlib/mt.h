@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime's private interface (mt_sched.c and its parts):
  * what libguest's service loop and waits use beyond guest.h's guest_mt_* /
  * guest_mtchan_*.

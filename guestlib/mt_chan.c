@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Runtime channels and alt/prialt.
  *
  * A channel's mutex guards its buffer, its ends' gone flags and its four

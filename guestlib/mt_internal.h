@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime's insides, shared by its files (mt_sched.c: the
  * scheduler and microthreads; mt_stack.c, mt_queue.c, mt_wait.c,
  * mt_park.c, mt_tls.c) and mt_chan.c (channels, alt). Nothing here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime's parking (the JEC protocol of Blitz/Rayon):
  * an idle processor polls the outside work, yields, announces it is
  * sleepy and sleeps; new work wakes one sleeper; a stop wakes all. */

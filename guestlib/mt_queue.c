@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime's run queues: each processor's local FIFO, the
  * global one, stealing, and making a claimed microthread runnable. */
 #include "guestlib/mt_internal.h"

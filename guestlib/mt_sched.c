@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime: the M:N scheduler's loop and context switches,
  * microthreads (spawn, yield, exit, join, sleep) and runtimes (new, run,
  * free). Its other parts: mt_stack.c (stacks), mt_queue.c (run queues),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime's stacks: mapped with a guard page below, the
  * microthread's own struct at the top, pooled for reuse. */
 #include <errno.h>

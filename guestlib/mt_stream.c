@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Timers and stream combinators: guest_mt_after, _tick, _map, _filter and
  * _buffer. Each is a microthread of the caller's runtime, written on the
  * runtime's public calls alone; it holds the writer end of the channel it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime's thread-local state: the processor this thread
  * is, and the microthread it runs. */
 #include "guestlib/mt_internal.h"

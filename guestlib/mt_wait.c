@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime's waits: each processor's timer heap of
  * deadlines, suspending a microthread and claiming (waking) it. */
 #include <errno.h>

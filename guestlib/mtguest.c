@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest on microthreads: guest_run_mt serves the rings from the
  * runtime's scheduler (mt.h's struct mt_io), runs each request's handler
  * on a microthread of a reusable pool, and turns every libguest wait made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime's waits: the guest's lock (a recursive mutex
  * with P > 1 processors, given up entirely while a microthread is
  * suspended), a microthread suspended until the service finds what it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's helpers on the caller's bytes, no guest involved: postcard
  * values (guest_pc_*). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's service loop: serves what arrives, handing each message to
  * its type's handler in the guest's dispatch table (call.c and chan.c
  * fill it), and keeps the requests whose handlers must run later (a

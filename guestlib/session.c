@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's session with the hub, below the service loop: the
  * heartbeat and the clock reads that keep it, a wait on the hub that
  * beats, and sending a message (waiting for room through the runtime). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl's client: a connection to hubd's control socket, a request line
  * sent, its answer lines read (of any length), an answer that says no
  * printed. What goes wrong on the way ends hubctl with exit 2. */

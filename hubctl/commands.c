@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl's commands that ask hubd: one function per command, each
  * sending its request through client.c and printing the answer for people
  * (a table, "key: value" lines) or, with -j, as the JSON it is. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* What hubctl's files share: main.c (the command table, usage, main),
  * client.c (the connection to hubd), json.c (reading its answers),
  * commands.c (a command each: ask, print), views.c (top and stats -w) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl inspect: reads a segment file read-only, without any daemon,
  * and checks its invariants. Part of hubctl (hubctl.h), not of hubd. */
 #include <err.h>

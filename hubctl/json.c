@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl's reading of hubd's answers: a key's value as JSON, text, a
  * number or a list, and an answer printed as the JSON it is. */
 #include <err.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl: talks to a running hubd over its control socket. This file is
  * its command table, its options, usage and help, and main; the commands
  * are commands.c (those that ask and print), views.c (top, stats -w) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl's views that run on: top (a frame per interval) and stats -w (a
  * line per interval), both rates of the counters hubd's stats answer
  * holds; top owns the terminal while it runs and gives it back on every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Memory-ordering helpers for words shared through the segment.
  *
  * Every shared word is touched only through these, with the order spelled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The host's built-in services, callable by every guest (and by hubctl
  * through hubd). Names map to ids with hp_method_id like any method.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Channel table and credit (channel.h). */
 #include <errno.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Channel table and credit (r[shm.flow.*], r[shm.id.channel-*]). */
 #ifndef HP_CHANNEL_H
 #define HP_CHANNEL_H

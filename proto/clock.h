@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Clocks read as nanoseconds: the one conversion hubd, libguest and
  * hubctl share. CLOCK_MONOTONIC for deadlines and heartbeats (the clock
  * r[shm.crash.heartbeat-clock] has host and guests compare); CLOCK_REALTIME

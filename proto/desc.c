@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Descriptor building and validation (desc.h). */
 #include <errno.h>
 #include <string.h>

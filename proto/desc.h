@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Building descriptors and validating received ones. A receiver copies a
  * descriptor out of the ring once (hp_ring_dequeue and _batch do), validates
  * the copy here and acts only on the copy. */

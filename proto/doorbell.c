@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Doorbells (doorbell.h). */
 #include <errno.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Doorbells (r[shm.doorbell.*]): a SOCK_STREAM socketpair per guest, for
  * wake-ups that an event loop can poll and for instant death detection. */
 #ifndef HP_DOORBELL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A guest-host pair's end: setting it up, sending, receiving and the
  * wake protocol described in endpoint.h. The progressive wait a blocking
  * caller makes, and the conditions it waits for, are wait.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* One end of a guest-host pair: the ring it produces, the ring it consumes,
  * the slot pool it sends from, the peer's pool it receives from, and the
  * wake protocol between them. hubd keeps one per guest, libguest one.

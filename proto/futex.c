@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* futex on shared words: never FUTEX_PRIVATE_FLAG, the waiter and the
  * waker are different processes. */
 #include <errno.h>

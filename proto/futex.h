@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* futex wait and wake on words in the shared segment. Never
  * FUTEX_PRIVATE_FLAG: waiter and waker are different processes
  * (r[shm.wakeup.consumer-wait], r[shm.wakeup.producer-wait]). */

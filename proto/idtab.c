@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The open-addressing id table (idtab.h). */
 #include <stdlib.h>
 #include <string.h>

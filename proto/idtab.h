@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A table of fixed-size entries found by a 64-bit id: hubd's calls to a
  * guest awaiting their answer and its method index, libguest's calls out.
  * Each entry begins with its id (uint64_t); id 0 marks a free slot.

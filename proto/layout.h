@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The segment format: every shared struct, with its size and each offset the
  * spec names checked at compile time. Fixed-width fields only; shared words
  * are hp_atomic_* and touched only through proto/atomic.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A method's id from its name (method.h). */
 #include "proto/method.h"
 

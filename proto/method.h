@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The one mapping from a method name to its u64 method_id, shared by the
  * host, every guest and hubctl.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Message payloads (r[shm.metadata.in-payload], r[shm.goodbye.payload]).
  *
  *   Request  = { metadata: Vec<(String, MetadataValue)>, arguments }

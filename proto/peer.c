@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A guest's PeerEntry, its lifecycle and its view (peer.h). */
 #include <errno.h>
 #include <limits.h>

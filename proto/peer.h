@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* One guest's PeerEntry and its lifecycle: the only code that stores its
  * words (r[shm.segment.peer-table], r[shm.segment.peer-state]), and where
  * each guest's shared areas are (hp_peer_view). Host and guest each call

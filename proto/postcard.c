@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Postcard (postcard.h). Every get checks what is left before reading;
  * lengths are compared with what remains, never added to a position. */
 #include <errno.h>

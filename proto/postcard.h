@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Postcard encoding (r[shm.payload.encoding]): LEB128 varints for integers
  * wider than a byte, zigzag for signed, length-prefixed strings and bytes,
  * varint enum tags. The decoder never reads past its input: every get checks

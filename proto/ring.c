@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* SPSC descriptor rings (ring.h). */
 #include <errno.h>
 #include <string.h>

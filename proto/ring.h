@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Single-producer single-consumer descriptor rings (r[shm.ring.*]).
  *
  * Each side keeps its own index in a local copy and treats that copy as the

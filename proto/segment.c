@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Segment geometry, creation and validated attach (segment.h). */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Segment geometry, creation (host) and attach with full validation (guest,
  * inspector). Functions return 0 or -errno; on error *why, when not NULL,
  * points at a static sentence saying what is wrong. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Method signatures (sig.h). */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Method signatures: how hubctl and the host know the shape of a method's
  * arguments and result. A signature is "ARGS->RET": ARGS a comma-separated
  * list (maybe empty) of types, RET one type, with the types

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Slot pools (slot.h). */
 #include <errno.h>
 

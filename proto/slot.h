@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Slot pools (r[shm.slot.*]): a free bitmap (1 = free) then slots whose
  * first 4 bytes are a generation counter, payload from byte 4. */
 #ifndef HP_SLOT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The spawn ticket (r[shm.spawn.ticket], r[shm.spawn.args]): hubd starts a
  * guest with --hub-path, --peer-id and --doorbell-fd. Each is accepted as
  * "--name=value" or "--name value"; everything else is the plugin's, and

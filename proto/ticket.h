@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The spawn ticket a guest is started with (r[shm.spawn.ticket]). */
 #ifndef HP_TICKET_H
 #define HP_TICKET_H

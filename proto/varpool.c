@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The variable-size shared slot pool (varpool.h): what every view does,
  * the guest's and the host's: views and their extents, attach, and the hot
  * path (alloc, send, check, pass, free, the wait for a slot). What only the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The variable-size shared slot pool (r[shm.varslot.*]) with the SP8D slot
  * state machine: size classes, each a lock-free Treiber free list with a
  * tagged head, slots in extents the host appends as a class runs out,

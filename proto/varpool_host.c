@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The host's side of the variable-size shared slot pool (varpool.h,
  * varpool_host.h): its configuration, laying it out, appending extents,
  * the sweeper that takes slots back, rebuilding a free list, validate and

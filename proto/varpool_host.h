@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The host's upkeep of the variable-size shared slot pool (varpool.h):
  * appending extents, the sweeper, rebuilding a free list, validate and the
  * per-class figures; varpool_host.c. hubd calls them, hubctl inspect calls

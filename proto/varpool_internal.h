@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* What varpool.c (every view) and varpool_host.c (the host's upkeep)
  * share and no one else uses: the words' encodings, the loop bounds, and
  * the helpers both sides of the pool call. Not a public header. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The progressive wait of a guest-host pair's end (endpoint.h): spin,
  * yield, then announce and sleep (on the doorbell, on the spec's futex
  * words under a host without waiter words, or on the shared pool's word

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* XXH3 from libxxhash, at the widest vectors the CPU has: Debian builds
  * the library for SSE2, but ships its x86 dispatcher, which picks AVX2 or
  * AVX-512 at run time (twice as fast here) and hashes the same. */

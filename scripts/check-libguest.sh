@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Checks an installed libguest (make test-install runs it on its staging
 # tree): the .so exports exactly the functions guest.h declares, each in
 # version node LIBGUEST_<MAJOR> or a later minor's LIBGUEST_<MAJOR>.<MINOR>;

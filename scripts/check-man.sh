@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Checks the manual pages in doc/man (make check-man): each renders clean
 # under mandoc's lint and groff's warnings, and each still says what the
 # code does: hubctl.1 every command of main.c's table and every option

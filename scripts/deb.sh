@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # make deb: builds the Debian packages (debian/) with dpkg-buildpackage in a
 # copy of the source tree, never in the checkout (debian/rules' clean would
 # wipe build/), and leaves the .deb files in OUT. Usage: deb.sh OUT VERSION

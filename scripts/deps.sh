@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Installs the Debian packages hub builds and tests with, only those missing
 # (found with pkg-config or the compiler), so nothing is reinstalled.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # For each rule ID of the spec (tests/spec-rules.txt), whether code and tests
 # cite it as r[rule]; then the totals.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # make test-deb: installs the packages make deb built on this machine, runs
 # a hub from them alone (the installed hubd, hubctl, example guests and
 # Python binding, no PYTHONPATH or HUB_LIBGUEST), builds a guest against

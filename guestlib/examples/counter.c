@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* counter: streams over channels.
  *   counter.count N CHAN	sends 1..N (u64 items) on CHAN, answers N
  *   counter.stream BYTES ITEM	streams BYTES bytes in ITEM-byte items into

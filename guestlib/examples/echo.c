@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* echo: echo.echo returns its string, echo.reverse reverses it (by
  * character, so UTF-8 stays valid). */
 #include <err.h>

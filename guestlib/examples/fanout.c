@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* fanout: fanout.both calls echo.echo and echo.reverse at once, each from
  * a microthread of its own, and answers with both results ("abc | cba").
  * Its handler blocks in guest_call and guest_mt_join; on microthreads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* kv: an in-memory key-value store. kv.put KEY VALUE, kv.get KEY,
  * kv.delete KEY, kv.list (the keys, one per line). Keys are str, values
  * bytes: any bytes, UTF-8 or not. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* baseline: what hub is measured against, on this machine, now.
  *   shm N		two processes ping-pong one cache line (the floor)
  *   futex N		the same, each side sleeping in futex_wait every time

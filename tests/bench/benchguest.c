@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* benchguest: measures the hub's data path from inside a guest, against
  * the real hubd and its host services. Methods, named PREFIX.x (--prefix):
  *   rtt METHOD N SIZE	N calls of METHOD (hub.ping, or another guest's

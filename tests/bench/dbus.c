@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* dbus: the D-Bus baseline for make bench, with sd-bus (libsystemd).
  *   dbus ADDRESS N	fork a server onto the bus at ADDRESS (it owns
  *			hub.bench.Echo and serves Echo(t) -> t), then make N

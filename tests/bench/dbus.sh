@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Sourced by run.sh. bench_dbus BUILD_DIR [N]: N synchronous D-Bus method
 # calls (sd-bus, Echo(t) -> t) through a private dbus-daemon, then through a
 # bare dbus-broker when it is installed, each bus on a socket in a temp dir

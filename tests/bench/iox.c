@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* iox: Eclipse iceoryx 2.0's request/response (its C binding) as a bench
  * peer. iox MODE N [W]: W (2000) warm-up round trips, then N timed ones,
  * each an 8-byte request carrying a counter and an 8-byte reply that must

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Eclipse iceoryx 2.0 (Debian's iceoryx) as a bench peer; sourced by run.sh.
 #   bench_iox BUILD_DIR N
 # Starts a RouDi of its own, runs tests/bench/iox (request/response, 8-byte

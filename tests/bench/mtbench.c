@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* mtbench: libguest's microthreads against what they replace.
  *   yield N		two microthreads yielding to each other, P = 1
  *   fcontext N		the floor: a bare jump_fcontext pair, no runtime

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* poolbench: the slot pools' own costs, and the segment sizes they lead to.
  *   var N		N hp_var_alloc + hp_var_free pairs of a 64-byte slot
  *			(the shared pool, default classes, on a memfd), one

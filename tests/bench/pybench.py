@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """pybench: the Python binding's data path, measured from inside a Python
 guest (make bench, tests/bench/run.sh). Methods, named pyb.x:
   rtt METHOD N SIZE   N calls of METHOD (hub.ping, or a guest's echo) with a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """pysock N: what a Python plugin would use instead of hub, the baseline
 for the Python rows of make bench: N round trips of 8 bytes between two
 Python processes over a UNIX socketpair, each answer checked.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # make bench: hub's data path against the alternatives, measured side by
 # side in one run on this machine. Prints a table of every figure with its
 # ratio to the baselines and the goal, writes results/bench.md, .dat, .png.

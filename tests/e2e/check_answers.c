@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Every call gets an answer: one too big to send becomes an error, a
  * guest being restarted says so, a guest cannot make the host keep (and
  * list) more methods than its share. */

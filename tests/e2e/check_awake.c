@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The wait strategy's crowding count (header.awake, doc/protocol.md section
  * 10, "Crowding"): hubd and libguest count themselves in while they are not
  * asleep, a guest that dies counted is taken back, and a hub whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The shared pool end to end: 1 MiB and 16 MiB payloads through kv and
  * between two guests with the default config, handed on without a copy;
  * and guests that break the pool, which hubd survives: ended where the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Hostile guests: a chaos guest does everything a plugin should not, over
  * and over, while well-behaved guests keep calling each other with
  * checked payloads. hubd must never crash, hang or leak (the ASan build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The control socket and hubctl against slow, idle, hostile and departed
  * clients: streams with backpressure (r[shm.flow.*]), channels freed on
  * every path, connection limits, hubctl's refusals and limits; hubctl's

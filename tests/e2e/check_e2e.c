@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* End to end: a real hubd with real guest processes on private paths.
  * Calls both ways, routing between guests, errors, concurrency, big
  * payloads, streams with credit, Cancel, protocol violations, spawn

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Liveness and recovery: every death and hang is noticed, everything the
  * dead guest held is recovered, and it is restarted, or left failed when it
  * keeps dying. hubd itself dying takes its guests with it. */

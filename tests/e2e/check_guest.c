@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest with a real hubd and the example guests: a guest busy for
  * seconds keeps its heartbeat, a channel closed without an item is freed,
  * bytes values that are not UTF-8 survive a round trip. */

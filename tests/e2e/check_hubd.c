@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubd as a process: what its guests inherit from it, whatever the kernel,
  * and what -v adds to its log. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The example guests under a host that is not hubd: tests/host/spechost,
  * written from the wire spec alone, with a segment layout of its own (the
  * slot region first, channel tables 4 mod 64 in reverse peer order, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Guests on microthreads (guest_run_mt) against a real hubd: handlers
  * that block (in a call, on a runtime channel) suspend alone, thousands
  * at once; a handler that computes keeps the heartbeat by yielding; a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Method names belong to their guests, end to end: a guest registers its
  * own NAME.* and what its provides lists, and nothing else, so another
  * guest cannot take a name while its guest is stopped or failed; provides

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The operator's hub: hubctl's commands and JSON, the control socket
  * against bad clients, reload, inspect, systemd's notify protocol and unit. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl pool [--validate], the pool figures of status and stats, and
  * inspect of the shared pool, against a real hubd and segment files:
  * what they show, what validate finds in a scribbled pool, and that the

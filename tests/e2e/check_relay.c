@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Channels between guests: a guest passes a channel it opened to receive
  * on as the chan<T> argument of another guest's method, and hubd relays
  * what the callee sends (daemon/relay.c). Two instances of the streamer

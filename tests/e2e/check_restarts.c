@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The supervisor end to end: deaths counted for any max_deaths, failed
  * spawns as deaths, guests that hang up their doorbell, a guest's own
  * children, reloads that rename or re-add guests, and the Goodbye grace. */

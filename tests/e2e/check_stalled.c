@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Guests that stop reading: one that calls and never reads its answers,
  * a stream whose reader stalls or goes away, a caller that opens stream
  * after stream. hubd sleeps instead of polling a ring nobody drains, a

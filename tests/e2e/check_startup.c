@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubd's start: the segment's space reserved up front (a full /dev/shm is
  * a clear refusal, never a SIGBUS later), files that are not hub's left
  * alone, and every failed start removing what it made. */

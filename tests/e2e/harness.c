@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Runs a real hubd with real guests on private paths for end-to-end tests,
  * and cleans up after them even when a test fails. */
 #ifndef HUB_HARNESS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libFuzzer: hubd.conf parsing. Whatever the file, a clear failure or a
  * config that passes the same checks hubd -n makes; never a crash or a
  * leak (the config is freed either way). */

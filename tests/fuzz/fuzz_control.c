@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libFuzzer: a control-socket request line, parsed and checked before
  * hubd acts on it, and its call arguments encoded by each type. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libFuzzer: a received descriptor, any 64 bytes, against a slot pool
  * whose bitmap and generations are fuzzed too. */
 #include <stdlib.h>

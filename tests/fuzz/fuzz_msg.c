@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libFuzzer: Request, Response and Goodbye payloads, and method
  * signatures with arguments checked against them. What decodes must
  * encode back to the same bytes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libFuzzer: the postcard decoder reads only its input, whatever it is;
  * the first byte picks the sequence of gets. */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libFuzzer: segment validation and each peer entry's check (what every
  * guest and hubctl inspect run on a file they did not make) never read
  * outside the image. A first byte with bit 0 set lays the input over a

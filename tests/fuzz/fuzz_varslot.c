@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libFuzzer: the variable pool (proto/varpool*.c) against a shared region
  * a hostile peer scribbled on. The input's first 20 bytes are a received
  * descriptor (slot, generation, offset, length, expected owner); the rest

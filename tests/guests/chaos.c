@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* chaos: a hostile guest. It attaches like any guest, then does, at
  * random, one thing after another that a buggy or malicious plugin could
  * do to the segment, counting each in the shared counter file given with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hoarder: a guest that calls and then stops reading its ring (what a
  * plugin stuck in a loop, or a hostile one, does), one way per run:
  *   --act=noread --count=N --size=S

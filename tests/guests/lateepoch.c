@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* lateepoch: attaches in the spec's order, but slowly: Reserved ->
  * Attached (r[shm.guest.attach] 4), then its epoch (5) a second and a half
  * later, heartbeating all along; then it rings and lives on quietly until

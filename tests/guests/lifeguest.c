@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* lifeguest: a guest for the supervisor's tests, one behaviour per --mode:
  *   idle	attaches and serves, registering nothing (any number of
  *		them can run side by side)

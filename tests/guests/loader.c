@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* loader: a test guest that keeps calls in flight all the time, to echo
  * (which tests kill over and over) and to kv (which must never fail).
  *   loader.stats	"ECHO_OK ECHO_ERR KV_OK KV_ERR WRONG": answers that

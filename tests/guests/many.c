@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* many: a test guest that registers --count=N methods "many.mK" (unit ->
  * unit), says on stderr how many the hub took and why it refused the
  * rest, then serves them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* mtprober: a test guest on microthreads (guest_run_mt). Methods are
  * PREFIX.x, PREFIX from --prefix (default "mtp"); --processors P runs it
  * on P processors.

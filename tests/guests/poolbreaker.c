@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* poolbreaker: a guest in the shared pool that breaks it, one way per run
  * (--act=NAME), then keeps heartbeating until the host ends it:
  *   badgen	sends a request in its own slot naming the wrong generation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* prober: a test guest that calls out. Methods are named PREFIX.x, with
  * PREFIX from --prefix (default "prober"), so several can run at once.
  *   route METHOD ARG	calls METHOD(ARG: str), answers its str result or

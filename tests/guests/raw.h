@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* For test guests built on proto directly (they break rules libguest
  * would not let them): attach from the spawn ticket, and heartbeat. */
 #ifndef HUB_TEST_RAW_H

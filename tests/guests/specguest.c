@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* specguest: a guest written from the spec alone, without our extensions
  * (it never sets guest_features). It registers spec.echo, then sleeps the
  * spec's way, futex_wait on its ring's head (r[shm.wakeup.consumer-wait]),

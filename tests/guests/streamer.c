@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* streamer: a test guest for channels between guests. Methods are named
  * PREFIX.x, with PREFIX from --prefix (default "streamer"), so that one
  * instance can produce for another. With --shared FILE the producer

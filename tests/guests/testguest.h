@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* What several test guests and the bench guest share: methods named
  * PREFIX.NAME from a table, the --prefix option, and checking that an
  * answer is a given str. Header only, on libguest's API. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* violator: attaches like a guest, then breaks one protocol rule, chosen
  * with --mode, and waits to be ended by the host:
  *   msgtype	a descriptor with msg_type 9

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* spechost: a host written from the wire spec alone, with a segment layout
  * of its own, unlike hubd's: the slot region right after the header, then
  * the channel tables (in reverse peer order, 4 mod 64), then the rings,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """pytest fixtures for the Python binding: a real hubd, started from the
 build tree ($HUB_BUILD, default build/) with a config of the test's own
 (a segment of its own under /dev/shm, the control socket in a temporary

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Signatures and postcard values, without a hub: the bytes must be those
 proto/postcard.c and proto/sig.c read and write."""
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The Python binding end to end: Python guests (tests/python/guests) in a
 real hubd beside C guests, driven with hubctl."""
 import errno

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* LD_PRELOAD for a hubd under test: its first flock waits, having made the
  * file $LOCKWAIT_AT, until the file $LOCKWAIT_GO exists (30 s at most), so
  * that a test can act between hubd's open of its lock file and its lock. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Channel ids, table states and credit arithmetic. */
 #include <check.h>
 #include <errno.h>

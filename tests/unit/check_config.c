@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubd.conf parsing: values, defaults, and every malformed shape reported
  * with file:line while nothing is half-loaded. */
 #include <check.h>

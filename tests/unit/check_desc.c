@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Descriptor building and the receiver's validation of a copy. */
 #include <check.h>
 #include <errno.h>

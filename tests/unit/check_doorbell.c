@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Doorbells: signal and wait, timeouts, coalescing of many signals, and
  * death of the peer (closed end, dead process) as -EPIPE without SIGPIPE. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* futex wait and wake between processes: a wrong expected value, timeouts,
  * signals, and a waiter in another process woken through a MAP_SHARED
  * word (which FUTEX_PRIVATE_FLAG would never reach). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest against a hub it cannot trust: a corrupt segment or a host that
  * breaks the protocol gives the guest an error, never a crash. And what it
  * owes the host: a heartbeat while it waits, the Goodbye's reason, clear

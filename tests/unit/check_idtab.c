@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The id table: every id inserted is found until removed, whatever the
  * order of inserts and removals, across growth and wrapped clusters. */
 #include <check.h>

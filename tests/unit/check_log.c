@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* log_argv: a command line for a debug line, quoted as the config's
  * args = takes it, and cut short rather than overrun. */
 #include <check.h>

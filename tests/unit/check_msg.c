@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Message payloads: Request, Response, Goodbye and metadata limits. */
 #include <check.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime: spawn, yield, join, sleep, stacks, channels,
  * alt, suspend and wake, io hooks, and the M:N scheduler across
  * processors (the "tsan" cases). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The runtime's timers and stream combinators (guestlib/mt_stream.c):
  * after and tick deliver and end with their reader, pipelines keep order
  * and content, and an end on either side runs through the whole chain.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The PeerEntry's lifecycle (proto/peer.c): each transition from the state
  * it needs and from no other, recovery resetting every word, snapshots
  * reading what was written. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Postcard: known encodings, every boundary, and inputs that are too
  * short, too long or malformed, decoded from exactly-sized buffers so
  * that AddressSanitizer catches any read past the end. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Control requests: the command table and the parser that uses it. Who
  * may run what is the socket's security boundary: pinned here. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Descriptor rings: capacity, wrap-around, batches, hostile indices, and
  * stress across two processes and two threads. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Segment geometry, creation and attach: every corrupt or foreign file
  * gives a clear error, never a crash. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Sizes and durations for people (size.h), and JSON numbers without
  * float noise (jsonout.h): exact strings at the edges. */
 #include <check.h>

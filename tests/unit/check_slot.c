@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Slot pools: allocation, generations, frees, double frees, and the
  * receiver's checks against hostile descriptors. */
 #include <check.h>

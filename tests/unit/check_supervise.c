@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The supervisor's decisions (daemon/lifecycle.h) on a fake clock: every
  * (state, event) pair of the table, the restart policy, the backoff, and
  * the count of deaths in the window for any max_deaths. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The spawn ticket: both argument forms, plugin arguments left alone, and
  * every bad or missing piece refused with a reason. */
 #include <check.h>

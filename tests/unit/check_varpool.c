@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The variable-size shared pool (proto/varpool.c, varpool_host.c):
  * configuration, class selection and fallback, growth, the slot's life and
  * the receiver's checks, the tagged free list, the sweeper, validate and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The endpoint's wake protocol between two threads: no wake lost, no
  * syscall while busy. */
 #include <check.h>

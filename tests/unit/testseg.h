@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Segment parameters the unit tests and fuzzers build their small segments
  * with: the defaults, a few guests, short rings, small slots, and the
  * largest payload a slot holds. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """greeter: a hub guest in Python.
 
     greeter.hello NAME   answers "hello, NAME"

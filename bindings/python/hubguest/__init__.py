@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """hubguest: hub guest plugins in Python.
 
 A guest is a process hubd starts with a spawn ticket on its command line;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """libguest through ctypes: loading the library and the prototypes of the
 functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0;
 0.3 or later: streams hold their channels with guest_chan_hold).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Method signatures and the postcard encoding of their values.
 
 A signature is "ARGS->RET" (proto/sig.h): ARGS a comma-separated list,

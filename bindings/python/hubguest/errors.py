@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The exceptions of hubguest, and libguest's -errno codes mapped to them.
 
 Every exception the binding raises for something the hub or libguest said

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The guest: attaching, methods, calls, channels and the service loop, on
 libguest's functions (guestlib/guest.h) through ctypes.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """A test guest whose flip.m changes signature each time it starts (the
 count kept in the file its first argument names): u64->str, then
 str->str, and so on. Its handler is async, served by run()."""

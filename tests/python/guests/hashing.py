@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """The stream hash of hub.sink and hub.source (proto/builtin.h): XXH3-64
 chained over the items, from libxxhash through ctypes (the tests' own
 helper: the binding does not need it); hub.source's bytes; what a stream

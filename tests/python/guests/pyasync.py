@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """A test guest in Python on asyncio (tests/python): async handlers,
 call_async, async streams, served by serve()."""
 import asyncio

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """A test guest in Python (tests/python): every signature type both ways,
 errors, calls to C guests and back, channels both ways.
 Methods are named PREFIX.x, PREFIX from the first argument that is not
