@@ -90,6 +90,7 @@ has_work(struct mt_proc *p)
 {
 	struct guest_rt *rt = p->rt;
 
+	/* acquire: pairs with rt_stop's release store */
 	if (atomic_load_explicit(&rt->stopping, memory_order_acquire))
 		return 1;
 	if (atomic_load_explicit(&p->n, memory_order_relaxed) ||
@@ -169,6 +170,8 @@ proc_sleep(struct mt_proc *p)
 	uint64_t c, deadline;
 	int io = 0, waited_io = 0;
 
+	/* acq_rel: pairs with a waker's store of SET, made after the work
+	 * it publishes; failing, we see that work */
 	if (!atomic_compare_exchange_strong_explicit(&p->latch, &l, MT_L_SLEEPY,
 	    memory_order_acq_rel, memory_order_acquire)) {
 		/* SET: someone woke us already */
@@ -194,6 +197,7 @@ proc_sleep(struct mt_proc *p)
 	}
 	pthread_mutex_lock(&p->smu);
 	l = MT_L_SLEEPY;
+	/* acq_rel: as above */
 	if (!atomic_compare_exchange_strong_explicit(&p->latch, &l, MT_L_SLEEPING,
 	    memory_order_acq_rel, memory_order_acquire))
 		goto unlock_awake;

@@ -175,6 +175,7 @@ mt_enqueue(struct guest_mt *m)
 void
 mt_make_runnable(struct guest_mt *m)
 {
+	/* acquire: pairs with the scheduler's CAS of sw (below) */
 	uint32_t s = atomic_load_explicit(&m->sw, memory_order_acquire);
 
 	for (;;) {

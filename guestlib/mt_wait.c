@@ -116,6 +116,7 @@ mt_timers_fire(struct mt_proc *p)
 	pthread_mutex_lock(&p->tmu);
 	while (p->nheap > 0 && p->heap[0].at <= now) {
 		struct guest_mt *m = p->heap[0].m;
+		/* acquire: pairs with mt_wait_begin's release store of WAITING */
 		uint64_t w = atomic_load_explicit(&m->wstate, memory_order_acquire);
 
 		heap_remove(p, 0);
@@ -218,6 +219,7 @@ mt_suspend(pthread_mutex_t *unlock, uint64_t deadline_ns)
 int
 mt_wake(struct guest_mt *m)
 {
+	/* acquire: pairs with mt_wait_begin's release store of WAITING */
 	uint64_t w = atomic_load_explicit(&m->wstate, memory_order_acquire);
 
 	if (MT_W_STATE(w) != MT_W_WAITING)

@@ -586,6 +586,7 @@ hp_var_ready(struct hp_varpool *vp)
 	if (vp->want == HP_VAR_NIL)
 		return 1;
 	for (uint32_t c = vp->want; c < vp->nclasses; c++)
+		/* acquire: pairs with a free's release CAS (step 5) */
 		if (IDX(hp_load_acquire_u64(&vp->cls[c].free_head)) != HP_VAR_NIL)
 			return 1;
 	return 0;

@@ -521,6 +521,8 @@ hp_var_validate(struct hp_varpool *vp, int (*live)(void *arg, uint32_t owner), v
 			continue;
 		}
 		/* the free list, at most one step per slot */
+		/* acquire: pairs with a free's release CAS (step 5), so the
+		 * next_free words read below are the ones it wrote */
 		idx = IDX(hp_load_acquire_u64(&vp->cls[c].free_head));
 		for (uint32_t prev = HP_VAR_NIL; idx != HP_VAR_NIL; prev = idx,
 		     idx = hp_load_relaxed_u32(&cv->meta[prev / cv->spe][prev % cv->spe].next_free)) {
