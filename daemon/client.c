@@ -2,7 +2,9 @@
 /* A control client's answers: its output buffer, grown as answers come
  * and written out by control.c, and the credit marks of a call's stream,
  * each given back to the guest once the client has taken its bytes. */
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -124,6 +126,36 @@ client_marks_written(struct client *c)
 		c->mcount--;
 	}
 	return credit;
+}
+
+int
+client_pass_fds(struct client *c, const int *fds, uint32_t n)
+{
+	client_drop_fds(c);
+	if (n == 0)
+		return 0;
+	if ((c->fds = calloc(n, sizeof(*c->fds))) == NULL)
+		return -1;
+	/* our own copies: a guest's domain may go before they are sent */
+	for (c->nfds = 0; c->nfds < n; c->nfds++) {
+		if ((c->fds[c->nfds] = fcntl(fds[c->nfds], F_DUPFD_CLOEXEC, 3)) < 0) {
+			client_drop_fds(c);
+			return -1;
+		}
+	}
+	c->fds_sent = 0;
+	c->fds_at = c->queued;
+	return 0;
+}
+
+void
+client_drop_fds(struct client *c)
+{
+	for (uint32_t i = 0; i < c->nfds; i++)
+		close(c->fds[i]);
+	free(c->fds);
+	c->fds = NULL;
+	c->nfds = c->fds_sent = 0;
 }
 
 void

@@ -51,6 +51,10 @@ struct client {
 	int		eof;		/* it sends no more: close once served */
 	int		closing;	/* close once out is written */
 	int		broken;		/* out of memory: close at once */
+	int		*fds;		/* to hand over with the answer at ... */
+	uint64_t	fds_at;		/* ... this output byte (control.c) */
+	uint32_t	nfds;
+	uint32_t	fds_sent;
 	struct ext_call	call;
 };
 
@@ -60,6 +64,13 @@ client_unsent(const struct client *c)
 {
 	return c->outlen - c->outpos;
 }
+
+/* The fds (dup'd here) go with the next answer line's first bytes
+ * (SCM_RIGHTS): 0, or -1 when they cannot (then nothing is kept). One
+ * set at a time. */
+int	client_pass_fds(struct client *c, const int *fds, uint32_t n);
+/* Closes the fds not handed over yet. */
+void	client_drop_fds(struct client *c);
 
 /* client.c: a client's output. One answer line; written by control.c. */
 int	client_out_line(struct client *c, const char *s, size_t n);

@@ -152,7 +152,7 @@ peer_json(struct hub *h, struct peer *p)
 	}
 	json_object_object_add(o, "deaths", deaths);
 	if (p->view.pool != NULL) {
-		const struct hp_params *prm = &h->seg.params;
+		const struct hp_params *prm = &h->conf.params;
 		struct hp_peer_snap e;
 		struct hp_slot_pool pool;
 		uint64_t beat;
@@ -174,11 +174,17 @@ peer_json(struct hub *h, struct peer *p)
 		for (uint32_t id = 1; id < prm->max_channels; id++)
 			open += hp_chan_state(&p->view.chans[id]) == HP_CHAN_ACTIVE;
 		json_object_object_add(o, "channels_open", json_object_new_int((int)open));
-		if (h->seg.var.nclasses > 0) {
-			/* its share of the shared pool (as of the last sweep) */
+		/* what hubd sent it and it has not freed yet */
+		hp_slot_pool_view(&pool, p->view.host_pool, prm->slots_per_guest, prm->slot_size);
+		json_object_object_add(o, "host_slots_free", json_object_new_int(
+			(int)hp_slot_count_free(&pool)));
+		json_object_object_add(o, "domain_bytes", json_object_new_uint64(p->dom.size));
+		if (p->zone != NULL) {
+			/* its share of its zone's pool (as of the last sweep) */
 			struct pool_use u;
 
 			pool_usage(h, p, &u);
+			json_object_object_add(o, "zone", json_object_new_string(p->zone->name));
 			json_object_object_add(o, "pool_slots", json_object_new_uint64(u.slots));
 			json_object_object_add(o, "pool_bytes", json_object_new_uint64(u.bytes));
 			json_object_object_add(o, "pool_quota_slots",
@@ -412,18 +418,21 @@ cmd_stats(struct client *c, const struct control_req *r)
 		add_u64(loop, "sleeps", h->sleeps);
 		json_object_object_add(o, "loop", loop);
 	}
-	if (h->seg.var.nclasses > 0) {
+	if (h->conf.params.var.nclasses > 0) {
 		struct hp_var_class_stats cs;
 		uint64_t allocs = 0, frees = 0, waits = 0, errors = 0, reclaimed = 0;
 		json_object *pool = json_object_new_object();
 
-		for (uint32_t k = 0; k < h->seg.var.nclasses; k++) {
-			hp_var_class_stats(&h->seg.var, k, &cs);
-			allocs += cs.allocs;
-			frees += cs.frees;
-			waits += cs.waits;
-			errors += cs.errors;
-			reclaimed += cs.diag.reclaimed;
+		/* every zone's pool together */
+		for (struct zone *z = h->zones; z != NULL; z = z->next) {
+			for (uint32_t k = 0; k < z->var.nclasses; k++) {
+				hp_var_class_stats(&z->var, k, &cs);
+				allocs += cs.allocs;
+				frees += cs.frees;
+				waits += cs.waits;
+				errors += cs.errors;
+				reclaimed += cs.diag.reclaimed;
+			}
 		}
 		add_u64(pool, "allocations", allocs);
 		add_u64(pool, "frees", frees);
@@ -435,30 +444,35 @@ cmd_stats(struct client *c, const struct control_req *r)
 	client_reply(c, o);
 }
 
-/* The file's bytes now: the shared pool's extents are appended beyond
- * the size it was created with. */
-static uint64_t
-segment_bytes(const struct hub *h)
-{
-	return h->seg.var.nclasses > 0 ? h->seg.var.file_end : h->seg.geo.total_size;
-}
-
-/* What the shared pool is made of: a class's slot size, slots per extent
- * and extents now. */
+/* The shared pools' terms: a class's slot size and slots per extent. */
 static json_object *
 pool_classes(struct hub *h)
 {
+	const struct hp_var_conf *vc = &h->conf.params.var;
 	json_object *a = json_object_new_array();
 
-	for (uint32_t k = 0; k < h->seg.var.nclasses; k++) {
+	for (uint32_t k = 0; k < vc->nclasses; k++) {
 		json_object *e = json_object_new_object();
 
-		add_u64(e, "slot_size", h->seg.var.c[k].slot_size);
-		add_u64(e, "slots_per_extent", h->seg.var.c[k].spe);
-		add_u64(e, "extents", h->seg.var.c[k].mapped);
+		add_u64(e, "slot_size", vc->cls[k].slot_size);
+		add_u64(e, "slots_per_extent", vc->cls[k].count);
 		json_object_array_add(a, e);
 	}
 	return a;
+}
+
+/* The memory the hub maps now: each guest's domain and each zone's pool
+ * (its extents included). What is resident is what has been touched. */
+static uint64_t
+mapped_bytes(const struct hub *h)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < h->npeers; i++)
+		n += h->peers[i].dom.size;
+	for (const struct zone *z = h->zones; z != NULL; z = z->next)
+		n += z->var.file_end;
+	return n;
 }
 
 static void
@@ -467,30 +481,36 @@ add_problem(void *arg, const char *problem)
 	json_object_array_add(arg, json_object_new_string(problem));
 }
 
-/* The shared pool per class; with "validate", its check on the live hub. */
+/* Each zone's pool per class; with "validate", its check on the live hub. */
 static void
 cmd_pool(struct client *c, const struct control_req *r)
 {
 	struct hub *h = c->h;
-	struct hp_varpool *vp = &h->seg.var;
-	json_object *o, *classes;
+	json_object *o, *zones;
 
-	if (vp->nclasses == 0) {
+	if (h->conf.params.var.nclasses == 0) {
 		client_reply_error(c, "no shared pool in this hub");
 		return;
 	}
 	o = json_object_new_object();
-	classes = json_object_new_array();
+	zones = json_object_new_array();
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	add_u64(o, "segment_bytes", segment_bytes(h));
-	add_u64(o, "segment_initial_bytes", h->seg.geo.total_size);
-	add_u64(o, "pool_bytes", vp->file_end - vp->offset);
-	add_u64(o, "pool_initial_bytes", h->seg.geo.var_size);
-	add_u64(o, "max_extents", vp->max_extents);
-	add_u64(o, "stuck", h->pool_stuck);
-	for (uint32_t k = 0; k < vp->nclasses; k++)
-		json_object_array_add(classes, pool_class_json(vp, k));
-	json_object_object_add(o, "classes", classes);
+	add_u64(o, "max_extents", h->conf.params.var.max_extents);
+	add_u64(o, "initial_bytes", hp_var_initial_size(&h->conf.params.var,
+							 h->conf.params.max_guests));
+	for (struct zone *z = h->zones; z != NULL; z = z->next) {
+		json_object *e = json_object_new_object(), *classes = json_object_new_array();
+
+		json_object_object_add(e, "name", json_object_new_string(z->name));
+		add_u64(e, "members", z->members);
+		add_u64(e, "bytes", z->var.file_end);
+		add_u64(e, "stuck", z->stuck);
+		for (uint32_t k = 0; k < z->var.nclasses; k++)
+			json_object_array_add(classes, pool_class_json(&z->var, k));
+		json_object_object_add(e, "classes", classes);
+		json_object_array_add(zones, e);
+	}
+	json_object_object_add(o, "zones", zones);
 	if (r->validate) {
 		json_object *problems = json_object_new_array();
 		uint32_t n = pool_validate(h, add_problem, problems);
@@ -501,21 +521,73 @@ cmd_pool(struct client *c, const struct control_req *r)
 	client_reply(c, o);
 }
 
+/* Every guest's domain and every zone's pool, as fds that go with the
+ * answer (SCM_RIGHTS, in the answer's order): hubctl inspect and dump.
+ * Root and hubd's own user only (request.h): it is all the hub's memory. */
+static void
+cmd_domains(struct client *c, const struct control_req *r)
+{
+	struct hub *h = c->h;
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+	int *fds = calloc(h->npeers + 256, sizeof(*fds));
+	uint32_t n = 0;
+
+	(void)r;
+	if (fds == NULL) {
+		json_object_put(a);
+		json_object_put(o);
+		client_reply_error(c, "out of memory");
+		return;
+	}
+	for (uint32_t i = 0; i < h->npeers; i++) {
+		struct peer *p = &h->peers[i];
+		json_object *e;
+
+		if (p->dom.base == NULL)
+			continue;
+		e = json_object_new_object();
+		json_object_object_add(e, "kind", json_object_new_string("guest"));
+		json_object_object_add(e, "name", json_object_new_string(p->conf->name));
+		add_u64(e, "peer", p->id);
+		add_u64(e, "bytes", p->dom.size);
+		if (p->zone != NULL)
+			json_object_object_add(e, "zone", json_object_new_string(p->zone->name));
+		json_object_array_add(a, e);
+		fds[n++] = p->dom.fd;
+	}
+	for (struct zone *z = h->zones; z != NULL && n < h->npeers + 256; z = z->next) {
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "kind", json_object_new_string("pool"));
+		json_object_object_add(e, "name", json_object_new_string(z->name));
+		add_u64(e, "bytes", z->var.file_end);
+		json_object_array_add(a, e);
+		fds[n++] = z->fd;
+	}
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	add_u64(o, "max_guests", h->conf.params.max_guests);
+	json_object_object_add(o, "domains", a);
+	if (client_pass_fds(c, fds, n) != 0) {
+		json_object_put(o);
+		client_reply_error(c, "cannot pass the domains' fds (out of fds?)");
+	} else {
+		client_reply(c, o);
+	}
+	free(fds);
+}
+
 static void
 cmd_status(struct client *c, const struct control_req *r)
 {
 	struct hub *h = c->h;
-	const struct hp_params *p = &h->seg.params;
+	const struct hp_params *p = &h->conf.params;
 	json_object *o = json_object_new_object();
 
 	(void)r;
 
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	json_object_object_add(o, "segment", json_object_new_string(h->conf.segment_path));
-	json_object_object_add(o, "segment_size", json_object_new_uint64(h->seg.size));
-	json_object_object_add(o, "segment_bytes", json_object_new_uint64(segment_bytes(h)));
-	json_object_object_add(o, "segment_initial_bytes",
-			       json_object_new_uint64(h->seg.geo.total_size));
+	json_object_object_add(o, "control", json_object_new_string(h->conf.control_path));
+	json_object_object_add(o, "mapped_bytes", json_object_new_uint64(mapped_bytes(h)));
 	json_object_object_add(o, "uptime_s", json_seconds(hp_now_ns() - h->start_ns));
 	json_object_object_add(o, "max_guests", json_object_new_int((int)p->max_guests));
 	json_object_object_add(o, "ring_size", json_object_new_int((int)p->ring_size));
@@ -526,12 +598,16 @@ cmd_status(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "max_payload_size", json_object_new_int64(p->max_payload_size));
 	json_object_object_add(o, "heartbeat_interval_ns", json_object_new_uint64(p->heartbeat_interval));
 	json_object_object_add(o, "guests", json_object_new_int((int)h->conf.nguests));
-	json_object_object_add(o, "host_slots_free", json_object_new_int(
-		(int)hp_slot_count_free(&h->host_pool)));
+	{
+		uint32_t zones = 0;
+
+		for (struct zone *z = h->zones; z != NULL; z = z->next)
+			zones++;
+		json_object_object_add(o, "zones", json_object_new_int((int)zones));
+	}
 	json_object_object_add(o, "pool_classes", pool_classes(h));
 	/* the wait strategy's view: spin while awake <= cpus (endpoint.h) */
-	json_object_object_add(o, "awake_processes",
-			       json_object_new_int64(hp_awake_count(&h->seg)));
+	json_object_object_add(o, "awake_processes", json_object_new_int64(h->awake));
 	json_object_object_add(o, "cpus", json_object_new_int((int)h->ncpus));
 	client_reply(c, o);
 }

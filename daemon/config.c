@@ -49,8 +49,8 @@ config_guest_defaults(struct config_guest *g)
 	g->shared_pool = 1;
 }
 
-static int
-valid_guest_name(const char *s, size_t n)
+int
+config_valid_name(const char *s, size_t n)
 {
 	if (n == 0 || n > CONFIG_GUEST_NAME_MAX)
 		return 0;
@@ -96,7 +96,7 @@ begin_section(struct parser *p, const char *s, size_t n)
 	s += 6, n -= 6;
 	while (n > 0 && isblank((unsigned char)*s))
 		s++, n--;
-	if (!valid_guest_name(s, n)) {
+	if (!config_valid_name(s, n)) {
 		config_perr(p, p->line, "bad guest name '%.*s': 1 to %d of A-Z a-z 0-9 _ . -",
 			    (int)n, s, CONFIG_GUEST_NAME_MAX);
 		return;
@@ -344,14 +344,6 @@ finish(struct parser *p)
 		if (g->backoff_min_ns > g->backoff_max_ns)
 			config_perr(p, g->line, "guest '%s': backoff_min is above backoff_max",
 				    g->name);
-		/* another user must be able to map the segment, never everyone */
-		if ((g->uid >= 0 || g->gid >= 0) && c->gid < 0)
-			config_perr(p, g->line, "guest '%s' runs as another user or group: "
-				    "set [hub] group so that it can map the segment", g->name);
-		else if (g->gid >= 0 && g->uid >= 0 && g->gid != c->gid &&
-			 g->uid != (int64_t)geteuid())
-			config_perr(p, g->line, "guest '%s': its group is not [hub] group, so it "
-				    "could not map the segment", g->name);
 	}
 	check_names(p);
 }
@@ -373,7 +365,6 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	c->pool_sweep_ns = 250ull * 1000000;
 	c->pool_stuck_ns = 30ull * 1000000000;
 	if ((c->file = strdup(file)) == NULL ||
-	    (c->segment_path = strdup("/dev/shm/hub")) == NULL ||
 	    (c->control_path = strdup("/run/hub/hubd.sock")) == NULL)
 		goto fail;
 	if ((p.in = fopen(file, "re")) == NULL) {
@@ -491,6 +482,7 @@ config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 	    a->restart != b->restart || a->max_deaths != b->max_deaths ||
 	    a->uid != b->uid || a->gid != b->gid || a->limit_memory != b->limit_memory ||
 	    a->limit_files != b->limit_files || a->shared_pool != b->shared_pool ||
+	    strcmp(a->zone, b->zone) != 0 ||
 	    a->processors != b->processors || a->pool_quota != b->pool_quota ||
 	    a->pool_quota_slots != b->pool_quota_slots ||
 	    a->death_window_ns != b->death_window_ns ||
@@ -509,7 +501,6 @@ config_free(struct hub_conf *c)
 		config_guest_clear(&c->guests[i]);
 	free(c->guests);
 	free(c->file);
-	free(c->segment_path);
 	free(c->control_path);
 	memset(c, 0, sizeof(*c));
 }

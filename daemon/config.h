@@ -35,6 +35,8 @@ struct config_guest {
 	uint64_t	limit_memory;	/* RLIMIT_AS in bytes, 0: unchanged */
 	uint64_t	limit_files;	/* RLIMIT_NOFILE, 0: unchanged */
 	int		shared_pool;	/* may use the shared variable pool */
+	char		zone[CONFIG_GUEST_NAME_MAX + 1];	/* whose pool it shares;
+						 * "": its own (config_zone) */
 	uint32_t	processors;	/* HUB_PROCESSORS for guest_run_mt, 0: unset */
 	uint64_t	pool_quota;	/* shared pool bytes it may hold, 0: [pool] quota */
 	uint32_t	pool_quota_slots; /* and slots, 0: [pool] quota_slots */
@@ -46,10 +48,9 @@ struct config_guest {
 
 struct hub_conf {
 	char			*file;
-	char			*segment_path;
 	char			*control_path;
 	struct hp_params	params;
-	int64_t			gid;		/* group = NAME: segment and socket 0660 for it */
+	int64_t			gid;		/* group = NAME: the socket 0660 for it */
 	uint64_t		attach_timeout_ns;	/* Reserved too long: recovered */
 	uint64_t		stop_grace_ns;		/* drain time before SIGKILL */
 	uint64_t		goodbye_grace_ns;	/* a Goodbye's time to be read before SIGKILL */

@@ -206,6 +206,34 @@ key_string(struct parser *p, const struct key *k, const char *value, void *base)
 	return 0;
 }
 
+/* zone = NAME: a pool shared with the guests of the same zone. */
+static int
+key_zone(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	char *out = field(k, base);
+
+	if (!config_valid_name(value, strlen(value))) {
+		config_perr(p, p->line, "%s: '%s' is not a name (A-Z a-z 0-9 _ . -, up to %d)",
+			    k->name, value, CONFIG_GUEST_NAME_MAX);
+		return -1;
+	}
+	strcpy(out, value);
+	return 0;
+}
+
+/* A key hubd no longer has: a clear error rather than a silent change. */
+static int
+key_gone(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	(void)value;
+	(void)base;
+	config_perr(p, p->line, "%s: no longer a key: each guest's memory is handed to it as a "
+		    "file descriptor and nothing is kept in /dev/shm (the lock is the control "
+		    "socket's path with .lock; hubctl dump saves the memory); remove the line",
+		    k->name);
+	return -1;
+}
+
 static int
 key_group(struct parser *p, const struct key *k, const char *value, void *base)
 {
@@ -357,7 +385,7 @@ key_classes(struct parser *p, const struct key *k, const char *value, void *base
 }
 
 static const struct key hub_keys[] = {
-	{ "segment", key_string, HUB(segment_path) },
+	{ "segment", key_gone, 0, 0, 0, 0 },
 	{ "control", key_string, HUB(control_path) },
 	{ "max_guests", key_number, HUB(params.max_guests), .min = 1, .max = HP_MAX_GUESTS },
 	{ "ring_size", key_number, HUB(params.ring_size), .min = 2, .max = HP_RING_SIZE_MAX },
@@ -404,6 +432,7 @@ static const struct key guest_keys[] = {
 	{ "limit_files", key_number, GUEST(limit_files), .min = 16, .max = 1u << 20 },
 	{ "processors", key_number, GUEST(processors), .min = 1, .max = 256 },
 	{ "shared_pool", key_bool, GUEST(shared_pool) },
+	{ "zone", key_zone, GUEST(zone) },
 	{ "pool_quota", key_size, GUEST(pool_quota), .min = 1, .max = UINT64_MAX },
 	{ "pool_quota_slots", key_number, GUEST(pool_quota_slots), .min = 1, .max = UINT32_MAX },
 	{ "provides", key_provides, GUEST(provides) },

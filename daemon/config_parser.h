@@ -34,6 +34,9 @@ struct parser {
 void	config_perr(struct parser *p, int line, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
+/* config.c: whether s (n bytes) is a guest's or a zone's name. */
+int	config_valid_name(const char *s, size_t n);
+
 /* config_keys.c: inih's handler, one key = value of the current section
  * (p->section) into its field; always 1 (inih goes on), problems through
  * config_perr. */

@@ -34,6 +34,7 @@
 #include "daemon/hub.h"
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
+#include "proto/fdpass.h"
 #include "daemon/request.h"
 #include "proto/clock.h"
 
@@ -78,8 +79,21 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	while (client_unsent(c) > 0) {
-		n = send(c->fd, c->out + c->outpos, client_unsent(c),
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (c->fds_sent < c->nfds && c->written >= c->fds_at) {
+			/* the fds an answer hands over go with its first bytes,
+			 * a message's worth (and one byte) at a time */
+			uint32_t k = c->nfds - c->fds_sent;
+
+			k = k > HP_FDPASS_MAX ? HP_FDPASS_MAX : k;
+			n = hp_fdpass_send(c->fd, c->out + c->outpos, 1, c->fds + c->fds_sent, k);
+			if (n == 1 && (c->fds_sent += k) == c->nfds)
+				client_drop_fds(c);	/* the receiver has its own */
+			else if (n < 0)
+				errno = (int)-n;
+		} else {
+			n = send(c->fd, c->out + c->outpos, client_unsent(c),
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -272,6 +286,7 @@ client_close(struct client *c)
 		}
 	}
 	h->nclients--;
+	client_drop_fds(c);
 	free(c->out);
 	free(c->marks);
 	free(c);
@@ -401,7 +416,7 @@ int
 control_init(struct hub *h, const struct control_ops *ops)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	const char *path = h->conf.control_path, *slash;
+	const char *path = h->conf.control_path;
 	struct stat st;
 	mode_t old;
 	int fd;
@@ -410,14 +425,7 @@ control_init(struct hub *h, const struct control_ops *ops)
 		log_warnx("control socket path too long: %s", path);
 		return -1;
 	}
-	/* /run/hub when run by hand (systemd's RuntimeDirectory otherwise) */
-	if ((slash = strrchr(path, '/')) != NULL && slash != path) {
-		char dir[sizeof(sun.sun_path)];
-
-		strlcpy(dir, path, (size_t)(slash - path) + 1);	/* before the slash */
-		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-			log_warn("mkdir %s", dir);
-	}
+	/* its directory exists: the lock beside it was made first (hubd.c) */
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0) {
 		log_warn("control: socket");
 		return -1;

@@ -17,7 +17,6 @@
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "proto/peer.h"
-#include "proto/varpool_host.h"	/* struct hp_var_tally: pool_held */
 
 #define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */
 /* Messages waiting for a guest that does not read its ring: beyond this it
@@ -28,19 +27,6 @@ static uint32_t
 backlog_max(const struct hub *h)
 {
 	return 1024 + 4 * BACKLOG_PAUSE + h->conf.calls_in_flight;
-}
-
-int
-host_init(struct hub *h)
-{
-	const struct hp_params *p = &h->seg.params;
-
-	hp_slot_pool_view(&h->host_pool, h->seg.base + hp_geometry_pool_offset(&h->seg.geo, 0),
-			  p->slots_per_guest, p->slot_size);
-	if ((h->slot_owner = calloc(p->slots_per_guest, 1)) == NULL ||
-	    (h->pool_held = calloc(p->max_guests + 1, sizeof(*h->pool_held))) == NULL)
-		return -1;
-	return 0;
 }
 
 void
@@ -66,15 +52,6 @@ host_on_charge(struct hub *h, host_quota_fn *fn)
 }
 
 void
-host_free(struct hub *h)
-{
-	free(h->slot_owner);
-	h->slot_owner = NULL;
-	free(h->pool_held);
-	h->pool_held = NULL;
-}
-
-void
 host_fault(struct hub *h, struct peer *p, int reason, const char *rule)
 {
 	if (p->fault != NULL)
@@ -88,18 +65,15 @@ host_fault(struct hub *h, struct peer *p, int reason, const char *rule)
 
 /* -- sending to a guest ------------------------------------------------- */
 
-/* Room for a message of len bytes in p's ring. A host pool slot taken for
- * it is noted as p's until p frees it, so that recovery can return it
- * (r[shm.crash.recovery] 4; r[shm.segment.slot-ownership]: the receiver
- * frees into the sender's pool). */
+/* Room for a message of len bytes in p's ring. The host's slots for p
+ * are in p's own domain (r[shm.segment.host-slots]): p frees them there
+ * (r[shm.segment.slot-ownership]), and what it never freed goes with the
+ * domain. */
 int
 host_reserve(struct hub *h, struct peer *p, uint32_t len, struct hp_outbuf *ob)
 {
-	int rc = hp_endpoint_reserve(&p->ep, len, ob);
-
-	if (rc == 0 && ob->slot != HP_SLOT_INLINE && !hp_var_is_slot(ob->slot))
-		h->slot_owner[ob->slot] = (uint8_t)p->id;
-	return rc;
+	(void)h;
+	return hp_endpoint_reserve(&p->ep, len, ob);
 }
 
 /* One message into p's ring, staged (published by the round's flush). */
@@ -121,10 +95,10 @@ host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
  * it is for (an answer, an item) or from (a request): its doing, not the
  * receiver's. */
 static void
-charge(struct hub *h, struct qmsg *q, int sign)
+charge(struct hub *h, struct peer *p, struct qmsg *q, int sign)
 {
 	struct peer *c = hub_peer(h, q->charged);
-	uint32_t bytes = hp_var_slot_bytes(&h->seg.var, q->var_slot);
+	uint32_t bytes = p->zone != NULL ? hp_var_slot_bytes(&p->zone->var, q->var_slot) : 0;
 
 	if (c == NULL)
 		return;
@@ -136,7 +110,7 @@ charge(struct hub *h, struct qmsg *q, int sign)
 static void
 unqueue(struct hub *h, struct peer *p, struct qmsg *q)
 {
-	charge(h, q, -1);
+	charge(h, p, q, -1);
 	if ((p->bl_head = q->next) == NULL)
 		p->bl_tail = &p->bl_head;
 	p->bl_count--;
@@ -266,7 +240,10 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 
 	if (m->len > q->ep.lim.max_payload_size)
 		return -EMSGSIZE;
-	if (!host_serving(q) || q->ep.var == NULL || !hp_var_is_slot(m->desc.payload_slot)) {
+	/* copied unless q shares the pool the slot is in (its zone): a
+	 * guest reads only what was sent to it */
+	if (!host_serving(q) || q->ep.var == NULL || !hp_var_is_slot(m->desc.payload_slot) ||
+	    m->var != q->ep.var) {
 		host_send(h, q, type, id, method_id, m->payload, m->len);
 		return 0;
 	}
@@ -280,13 +257,13 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 		if (rc == 0 || rc == -ESTALE)
 			return 0;	/* -ESTALE: a peer freed it under us */
 		if (rc != -EAGAIN) {
-			hp_var_free(&h->seg.var, slot, gen);
+			hp_var_free(q->ep.var, slot, gen);
 			host_fault(h, q, DEATH_VIOLATION, "shm.ring.capacity");
 			return 0;
 		}
 	}
 	if (q->bl_count >= backlog_max(h) || (b = malloc(sizeof(*b))) == NULL) {
-		hp_var_free(&h->seg.var, slot, gen);
+		hp_var_free(q->ep.var, slot, gen);
 		if (q->bl_count >= backlog_max(h))
 			host_fault(h, q, DEATH_HUNG, "stopped reading its ring (shm.ring.full)");
 		return 0;
@@ -303,7 +280,7 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	 * its behalf counts against its quota (ended once over, its message
 	 * kept: the callee's answer is due all the same) */
 	b->charged = charged;
-	charge(h, b, 1);
+	charge(h, q, b, 1);
 	backlog(q, b);
 	if (charged != 0 && h->hooks.over_quota != NULL)
 		h->hooks.over_quota(h, hub_peer(h, charged), 0, 0);
@@ -372,7 +349,27 @@ host_sleep_prepare(struct hub *h)
 int
 host_crowded(const struct hub *h)
 {
-	return hp_awake_count(&h->seg) > (int64_t)h->ncpus;
+	return h->awake > h->ncpus;
+}
+
+/* Crowding (endpoint.h): the guests' own flags and hubd's summed, and the
+ * count written into each guest's header when it changed. No guest can
+ * write what another reads; a flag left up by a guest that went is
+ * forgotten with its domain. */
+void
+host_awake_update(struct hub *h, int self)
+{
+	uint32_t n = self != 0;
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		if (h->peers[i].state == PEER_UP && hp_awake_flag(&h->peers[i].view))
+			n++;
+	if (n == h->awake)
+		return;
+	h->awake = n;
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		if (h->peers[i].dom.base != NULL)
+			hp_awake_publish(&h->peers[i].dom, n);
 }
 
 void
@@ -388,7 +385,7 @@ host_wake(struct hub *h)
 void
 host_check(struct hub *h, uint64_t now)
 {
-	uint64_t interval = h->seg.params.heartbeat_interval;
+	uint64_t interval = h->conf.params.heartbeat_interval;
 
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
@@ -438,14 +435,14 @@ host_attach(struct hub *h, struct peer *p)
 {
 	uint32_t features;
 
-	hp_peer_view_host(&h->seg, p->id, &p->view);
+	hp_peer_view_host(&p->dom, p->id, &p->view);
 	/* acquire: pairs with the guest's release store of guest_features,
 	 * made before its CAS to Attached */
 	features = hp_peer_features(p->view.entry);
-	if (!p->conf->shared_pool)	/* announced or not, it is not in the pool */
-		features &= ~HP_FEAT_VARSLOT;
-	/* r[shm.ring.capacity]: it may have put its indices out of range */
-	if (hp_endpoint_init_host(&p->ep, &h->seg, &p->view, p->bell, features) != 0)
+	/* r[shm.ring.capacity]: it may have put its indices out of range;
+	 * announced or not, a guest out of every zone has no pool */
+	if (hp_endpoint_init_host(&p->ep, &p->dom, &p->view, p->bell, features,
+				  p->zone != NULL ? &p->zone->var : NULL) != 0)
 		return -EPROTO;
 	p->bl_head = NULL;
 	p->bl_tail = &p->bl_head;
@@ -493,7 +490,7 @@ host_detach(struct hub *h, struct peer *p)
 		h->hooks.detach[i](h, p);
 	while ((q = p->bl_head) != NULL) {
 		if (q->var_slot != HP_SLOT_INLINE)
-			hp_var_free(&h->seg.var, q->var_slot, q->var_gen);
+			hp_var_free(&p->zone->var, q->var_slot, q->var_gen);
 		unqueue(h, p, q);
 	}
 	p->bl_starved = 0;
@@ -504,13 +501,6 @@ host_detach(struct hub *h, struct peer *p)
 				q->charged = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
-	/* host pool slots p held and never freed (r[shm.crash.recovery] 4) */
-	for (uint32_t s = 0; s < h->host_pool.nslots; s++) {
-		if (h->slot_owner[s] != p->id)
-			continue;
-		h->slot_owner[s] = 0;
-		hp_slot_free(&h->host_pool, s);	/* -EALREADY if p had freed it */
-	}
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
 		h->peers[i].paused = 0;
 }

@@ -8,8 +8,6 @@
 #include "daemon/hub.h"
 #include "proto/endpoint.h"
 
-int		host_init(struct hub *h);
-void		host_free(struct hub *h);
 int		host_attach(struct hub *h, struct peer *p);
 void		host_goodbye(struct hub *h, struct peer *p, const char *reason);
 void		host_detach(struct hub *h, struct peer *p);
@@ -36,6 +34,9 @@ int		host_sleep_prepare(struct hub *h);
 void		host_wake(struct hub *h);
 /* More of the hub's processes awake than hubd's CPUs (hp_endpoint_crowded). */
 int		host_crowded(const struct hub *h);
+/* The hub's processes awake (self: hubd counts itself), written into each
+ * guest's header when the count changed. */
+void		host_awake_update(struct hub *h, int self);
 void		host_check(struct hub *h, uint64_t now);
 /* p broke rule (DEATH_VIOLATION) or stopped reading (DEATH_HUNG): it is
  * served no more, and the supervisor ends it (supervise_faults). The data
@@ -57,8 +58,8 @@ int		host_reserve(struct hub *h, struct peer *p, uint32_t len,
 /* Whether p's backlog is long enough to pause those who call it. */
 int		host_backlogged(const struct peer *p);
 /* A received message's payload on to q as type/id/method_id: its
- * variable slot handed on without copying when q uses the pool, else
- * copied (host_send). -EMSGSIZE, nothing sent, when q cannot take it.
+ * variable slot handed on without copying when q uses the pool it is in
+ * (q's zone), else copied (host_send). -EMSGSIZE, nothing sent, when q cannot take it.
  * While its slot waits in q's backlog it counts against the pool quota
  * of the guest charged (a peer id, 0: none): q for an answer or an item,
  * the caller for a request. */

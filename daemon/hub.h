@@ -20,6 +20,7 @@
 #include "proto/msg.h"
 #include "proto/segment.h"
 #include "proto/sig.h"
+#include "proto/varpool_host.h"
 
 struct hub;
 struct client;
@@ -137,6 +138,23 @@ struct peer_stats {
 	uint64_t	wakes;
 };
 
+/* A shared pool and the guests in it ([guest] zone = NAME; by default a
+ * guest's own): a sealed memfd of its own that only its members map.
+ * Within a zone payloads are handed on without copying; across zones
+ * hubd copies (host_forward). */
+struct zone {
+	struct zone		*next;
+	char			name[CONFIG_GUEST_NAME_MAX + 1];
+	uint32_t		members;	/* configured guests that joined */
+	struct hp_varpool	var;
+	uint8_t			*base;		/* its region and first extents */
+	uint64_t		size;
+	int			fd;
+	struct hp_var_tally	*held;		/* by owner at the last sweep */
+	uint32_t		stuck;		/* slots held too long then */
+	uint8_t			full_logged[HP_VAR_MAX_CLASSES];
+};
+
 struct peer {
 	struct hub		*hub;
 	struct config_guest	*conf;		/* its own copy; NULL: entry unused */
@@ -154,6 +172,10 @@ struct peer {
 	int			timer_reason;	/* DEATH_* the timer's SIGKILL means, or -1 */
 	const char		*timer_detail;	/* and why */
 	uint32_t		epoch;
+	/* its memory domain, one per instance: a sealed memfd only it and
+	 * hubd map, made at spawn and dropped once it is gone */
+	struct hp_segment	dom;
+	struct zone		*zone;		/* its shared pool, NULL: none */
 	struct hp_peer_view	view;
 	struct hp_endpoint	ep;
 	int			paused;		/* not read: a target is backlogged */
@@ -200,9 +222,10 @@ struct method {
 struct hub {
 	struct ev_loop		*loop;
 	struct hub_conf		conf;
-	struct hp_segment	seg;
-	struct hp_slot_pool	host_pool;
-	uint8_t			*slot_owner;	/* host pool slot -> peer id holding it */
+	uint32_t		features;	/* HP_FEAT_* every domain offers */
+	struct zone		*zones;
+	uint32_t		awake;		/* the hub's processes awake, as last
+						 * published to the guests (host.c) */
 	int			lock_fd;
 	struct peer		*peers;		/* [max_guests], index = id - 1 */
 	struct method		*methods;
@@ -227,7 +250,6 @@ struct hub {
 	uint64_t		sleeps;		/* times the loop announced sleep */
 	char			*lock_path;
 	int			lock_held;	/* the lock is ours: unlink at exit */
-	int			seg_created;	/* the segment is ours: unlink at exit */
 	uint32_t		npeers;		/* entries allocated in peers */
 	int			ctl_fd;		/* control socket, -1 before */
 	ev_io			ctl_w;
@@ -241,9 +263,6 @@ struct hub {
 	uint32_t		nwaiting;
 	ev_timer		pool_w;		/* the variable pool's sweeper */
 	ev_timer		starved_w;	/* a backlog waits for a variable slot */
-	uint32_t		pool_stuck;	/* slots held too long at the last sweep */
-	uint8_t			pool_full_logged[HP_VAR_MAX_CLASSES];
-	struct hp_var_tally	*pool_held;	/* by owner at the last sweep */
 	struct relay		*relays;	/* streams between guests (relay.c) */
 	struct {
 		host_peer_fn	*attach[HOST_HOOKS_MAX];	/* host_on_attach */

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,7 +100,7 @@ prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 		return;
 	h->announced = 1;
 	h->sleeps++;
-	hp_awake_host(&h->seg, 0);
+	host_awake_update(h, 0);
 	if (dispatch_sleep_prepare(h))
 		ev_idle_start(loop, &h->idle_w);
 }
@@ -115,7 +114,7 @@ check_cb(struct ev_loop *loop, ev_check *w, int revents)
 	(void)revents;
 	if (h->announced) {
 		h->announced = 0;
-		hp_awake_host(&h->seg, 1);
+		host_awake_update(h, 1);
 		host_wake(h);
 	}
 }
@@ -191,7 +190,8 @@ lock_pid(int fd, char *pid, size_t len)
 	return (int)strcspn(pid, "\n");
 }
 
-/* One hubd per segment path: a lock beside it, not a guess from the file.
+/* One hubd per control socket: a lock beside it, not a guess from the
+ * socket (a hubd killed leaves it behind; its lock goes with it).
  * A file already there must be a lock file (a pid, or empty): whatever
  * else sits at that path is somebody's, not ours to overwrite. flopen
  * opens and locks, and locks again if the file it locked was unlinked
@@ -200,15 +200,25 @@ lock_pid(int fd, char *pid, size_t len)
  * empties whatever file is there before anyone looks at it, and follows
  * symlinks. */
 static int
-lock_segment(struct hub *h)
+lock_hub(struct hub *h)
 {
+	const char *slash = strrchr(h->conf.control_path, '/');
 	char pid[32];
 	int fd, n;
 
-	if (asprintf(&h->lock_path, "%s.lock", h->conf.segment_path) < 0) {
+	if (asprintf(&h->lock_path, "%s.lock", h->conf.control_path) < 0) {
 		h->lock_path = NULL;
 		log_warnx("out of memory");
 		return -1;
+	}
+	/* /run/hub when run by hand (systemd's RuntimeDirectory otherwise) */
+	if (slash != NULL && slash != h->conf.control_path) {
+		char *dir = strndup(h->conf.control_path,
+				    (size_t)(slash - h->conf.control_path));
+
+		if (dir == NULL || (mkdir(dir, 0755) != 0 && errno != EEXIST))
+			log_warn("mkdir %s", dir != NULL ? dir : "");
+		free(dir);
 	}
 	/* held until lock_fd is closed (teardown, or fail below); O_NONBLOCK:
 	 * the lock is not waited for (nor a FIFO's writer) */
@@ -223,7 +233,7 @@ lock_segment(struct hub *h)
 			close(fd);
 		}
 		log_warnx("another hubd (pid %.*s) owns %s", n > 0 ? n : 1, n > 0 ? pid : "?",
-			  h->conf.segment_path);
+			  h->conf.control_path);
 		return -1;
 	}
 	if (h->lock_fd < 0) {
@@ -247,81 +257,6 @@ fail:
 	return -1;
 }
 
-/* r[shm.file.cleanup]: with the lock held, a hub segment at our path is a
- * dead hubd's and is removed; any other file there is refused. */
-static int
-remove_stale_segment(const char *path)
-{
-	uint8_t magic[HP_MAGIC_LEN];
-	struct stat st;
-	int fd, stale;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		log_warn("%s", path);
-		return -1;
-	}
-	stale = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (st.st_size == 0 || (pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
-				 memcmp(magic, HP_MAGIC, sizeof(magic)) == 0));
-	close(fd);
-	if (!stale) {
-		log_warnx("%s exists and is not a hub segment: refusing to remove it "
-			  "(remove it yourself, or set [hub] segment)", path);
-		return -1;
-	}
-	log_info("removing stale segment %s", path);
-	if (unlink(path) != 0) {
-		log_warn("unlink %s", path);
-		return -1;
-	}
-	return 0;
-}
-
-/* The segment, reserved in full (a sparse one would SIGBUS later when
- * /dev/shm fills up). */
-static int
-create_segment(struct hub *h)
-{
-	const char *why = NULL;
-	struct hub_conf *c = &h->conf;
-	struct statvfs fs;
-	char *dir, *slash;
-	int rc;
-
-	/* r[shm.file.permissions]: ours alone, or ours and [hub] group's;
-	 * never anybody else's */
-	rc = hp_segment_create(&h->seg, c->segment_path, &c->params,
-			       c->gid >= 0 ? 0660 : 0600, &why);
-	if (rc == -ENOSPC && (dir = strdup(c->segment_path)) != NULL) {
-		if ((slash = strrchr(dir, '/')) != NULL)
-			slash[slash == dir] = '\0';
-		if (statvfs(slash != NULL ? dir : ".", &fs) == 0) {
-			uint64_t need = h->seg.geo.total_size;
-			uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize;
-			char needs[24], has[24];
-
-			/* rounded for people, exact for the arithmetic */
-			log_warnx("segment needs %s (%" PRIu64 " bytes), %s has %s "
-				  "(%" PRIu64 " bytes) free", size_text(needs, sizeof(needs), need),
-				  need, slash != NULL ? dir : ".",
-				  size_text(has, sizeof(has), avail), avail);
-		}
-		free(dir);
-	}
-	if (rc != 0) {
-		log_warnx("cannot create %s: %s", c->segment_path, why ? why : strerror(-rc));
-		return -1;
-	}
-	h->seg_created = 1;
-	if (c->gid >= 0 && fchown(h->seg.fd, (uid_t)-1, (gid_t)c->gid) != 0) {
-		log_warn("chgrp %s", c->segment_path);
-		return -1;
-	}
-	return 0;
-}
-
 /* The data path, each part below the next: the transport (host.c), the
  * dispatcher, the handlers. The handlers fill the dispatcher's table and
  * its work sources, and register what a peer's attach or detach means to
@@ -333,7 +268,7 @@ wire(struct hub *h)
 	methods_init(h);
 	for (uint32_t i = 0; i < h->npeers; i++)
 		answer_init(&h->peers[i]);
-	if (host_init(h) != 0 || services_init(h) != 0)
+	if (services_init(h) != 0)
 		return -1;
 	dispatch_init(h);
 	dispatch_on(h, HP_MSG_REQUEST, route_request);
@@ -363,21 +298,25 @@ unwire(struct hub *h)
 	for (uint32_t i = 0; h->peers != NULL && i < h->npeers; i++)
 		answer_free(&h->peers[i]);
 	methods_free(h);
-	host_free(h);
 }
 
-/* r[shm.topology.hub]: one host, owning the segment, and its guests.
- * Everything made here is undone by teardown, also after a failure half
- * way: no segment, lock or socket is left behind. */
+/* r[shm.topology.hub]: one host and its guests, each guest's memory a
+ * domain of its own made as it starts (spawn.c). Everything made here is
+ * undone by teardown, also after a failure half way: no lock or socket is
+ * left behind, and there is no file of shared memory to leave. */
 static int
 setup(struct hub *h)
 {
 	struct hub_conf *c = &h->conf;
+	struct hp_geometry geo;
 	char size[24];
 
-	if (lock_segment(h) != 0 || remove_stale_segment(c->segment_path) != 0 ||
-	    create_segment(h) != 0)
+	if (hp_geometry_compute(&c->params, &geo, NULL) != 0)
+		return -1;	/* config_load checked it */
+	if (lock_hub(h) != 0)
 		return -1;
+	/* what every domain offers (r[shm.handshake]) */
+	h->features = HP_FEAT_WAITERS | (c->params.var.nclasses > 0 ? HP_FEAT_VARSLOT : 0);
 	if ((h->peers = calloc(c->params.max_guests, sizeof(*h->peers))) == NULL)
 		goto nomem;
 	h->npeers = c->params.max_guests;
@@ -385,6 +324,7 @@ setup(struct hub *h)
 		struct peer *p = &h->peers[i];
 
 		p->id = i + 1;
+		p->dom.fd = -1;
 		supervise_init(h, p);
 		p->chans = calloc(c->params.max_channels, sizeof(*p->chans));
 		if (p->chans == NULL)
@@ -393,14 +333,14 @@ setup(struct hub *h)
 	if (wire(h) != 0)
 		goto nomem;
 	h->ncpus = hp_cpus_usable();
-	hp_awake_host(&h->seg, 1);	/* counted until the loop sleeps */
+	host_awake_update(h, 1);	/* counted until the loop sleeps */
 	/* last: a socket that answers means a hub that is ready */
 	if (control_init(h, &commands_ops) != 0) {
 		log_warnx("cannot open the control socket %s", c->control_path);
 		return -1;
 	}
-	log_info("segment %s: %s, %u guests at most", c->segment_path,
-		 size_text(size, sizeof(size), h->seg.size), c->params.max_guests);
+	log_info("%u guests at most, each in memory of its own (%s mapped, what it uses "
+		 "resident)", c->params.max_guests, size_text(size, sizeof(size), geo.total_size));
 	return 0;
 nomem:
 	log_warnx("out of memory");
@@ -426,10 +366,9 @@ teardown(struct hub *h)
 	reload_free(h);
 	if (h->ctl_fd >= 0)
 		control_close(h);
-	if (h->seg.base != NULL)
-		hp_segment_close(&h->seg);
-	if (h->seg_created)
-		unlink(h->conf.segment_path);	/* r[shm.file.cleanup] */
+	for (uint32_t i = 0; i < h->npeers; i++)
+		hp_segment_close(&h->peers[i].dom);
+	pool_free(h);
 	if (h->lock_held)
 		unlink(h->lock_path);
 	if (h->lock_fd >= 0)
@@ -467,7 +406,6 @@ main(int argc, char *argv[])
 	log_init(verbose, "hubd");
 	memset(h, 0, sizeof(*h));
 	h->lock_fd = h->ctl_fd = -1;
-	h->seg.fd = -1;
 	if (config_load(file, &h->conf, stderr) != 0)
 		return 1;
 	log_debug("config %s: %u guests", file, h->conf.nguests);

@@ -1,20 +1,130 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* The shared variable pool, the host's side: growth when a class runs
- * out, the sweeper (a libev timer: reclaims what dead guests held and
- * what guests scribbled, rebuilds a free list found broken, reports slots
- * held too long), the recovery of one dead guest's slots, and validate on
- * demand. */
+/* The shared variable pools, the host's side: one per zone (struct zone,
+ * a sealed memfd its members map), made as its first guest starts and
+ * dropped with its last; growth when a class runs out, the sweeper (a
+ * libev timer: reclaims what dead guests held and what guests scribbled,
+ * rebuilds a free list found broken, reports slots held too long), the
+ * recovery of one dead guest's slots, and validate on demand. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/pool.h"
 #include "daemon/size.h"
 #include "proto/clock.h"
+#include "proto/segment.h"
 #include "proto/varpool_host.h"
+
+/* -- zones ------------------------------------------------------------------ */
+
+static const char *
+zone_name(const struct config_guest *g)
+{
+	return g->zone[0] != '\0' ? g->zone : g->name;
+}
+
+static void
+zone_free(struct zone *z)
+{
+	hp_var_close(&z->var);
+	if (z->base != NULL)
+		munmap(z->base, z->size);
+	if (z->fd >= 0)
+		close(z->fd);
+	free(z->held);
+	free(z);
+}
+
+static struct zone *
+zone_new(struct hub *h, const char *name, const char **why)
+{
+	const struct hp_params *prm = &h->conf.params;
+	struct zone *z;
+	char mname[64];
+	int rc;
+
+	if ((z = calloc(1, sizeof(*z))) == NULL ||
+	    (z->held = calloc(prm->max_guests + 1, sizeof(*z->held))) == NULL) {
+		free(z);
+		*why = "out of memory";
+		return NULL;
+	}
+	snprintf(z->name, sizeof(z->name), "%s", name);
+	snprintf(mname, sizeof(mname), "hub-pool:%s", name);
+	z->size = hp_var_initial_size(&prm->var, prm->max_guests);
+	/* it grows by extents appended: sealed against shrinking only */
+	if ((z->fd = hp_segment_memfd(mname, z->size, 0, why)) < 0) {
+		z->fd = -1;
+		zone_free(z);
+		return NULL;
+	}
+	z->base = mmap(NULL, z->size, PROT_READ | PROT_WRITE, MAP_SHARED, z->fd, 0);
+	if (z->base == MAP_FAILED) {
+		z->base = NULL;
+		*why = "cannot map the pool";
+		zone_free(z);
+		return NULL;
+	}
+	if ((rc = hp_var_create(&z->var, z->base, z->size, z->fd, 0, &prm->var,
+				prm->max_guests)) != 0) {
+		*why = "cannot set up the pool";
+		zone_free(z);
+		return NULL;
+	}
+	z->next = h->zones;
+	h->zones = z;
+	return z;
+}
+
+int
+pool_join(struct hub *h, struct peer *p, const char **why)
+{
+	const char *name = zone_name(p->conf);
+	struct zone *z;
+
+	if (p->zone != NULL && strcmp(p->zone->name, name) == 0 && p->conf->shared_pool)
+		return 0;
+	pool_leave(h, p);	/* a reload moved it, or took it out */
+	if (!p->conf->shared_pool || h->conf.params.var.nclasses == 0)
+		return 0;
+	for (z = h->zones; z != NULL; z = z->next)
+		if (strcmp(z->name, name) == 0)
+			break;
+	if (z == NULL && (z = zone_new(h, name, why)) == NULL)
+		return -ENOMEM;
+	z->members++;
+	p->zone = z;
+	return 0;
+}
+
+void
+pool_leave(struct hub *h, struct peer *p)
+{
+	struct zone *z = p->zone, **zp;
+
+	if (z == NULL)
+		return;
+	p->zone = NULL;
+	if (--z->members > 0)
+		return;
+	for (zp = &h->zones; *zp != z; zp = &(*zp)->next)
+		;
+	*zp = z->next;
+	zone_free(z);
+}
+
+void
+pool_free(struct hub *h)
+{
+	for (uint32_t i = 0; i < h->npeers; i++)
+		pool_leave(h, &h->peers[i]);
+}
 
 /* A peer that owns slots is dead when it has no process: a guest that is
  * starting, up or being stopped still has one and keeps its slots. */
@@ -63,7 +173,7 @@ add_reason(struct returned *r, uint32_t n, const char *why)
 /* What a sweep returned, each reason named: a dead guest's slots only
  * when the sweep was not for that guest (pool_reclaim says so itself). */
 static void
-log_returned(const struct hp_var_back *b, int with_dead)
+log_returned(const struct zone *z, const struct hp_var_back *b, int with_dead)
 {
 	struct returned r;
 
@@ -77,29 +187,30 @@ log_returned(const struct hp_var_back *b, int with_dead)
 	add_reason(&r, b->gen_zero, "held as generation 0");
 	if (r.n == 0)
 		return;
-	log_warnx("pool: %u slot%s returned: %s%s", r.n, r.n == 1 ? "" : "s", r.text,
+	log_warnx("pool %s: %u slot%s returned: %s%s", z->name, r.n, r.n == 1 ? "" : "s", r.text,
 		  b->forged + b->no_owner + b->bad_state + b->gen_zero > 0 ?
 		  " (a guest scribbled the pool)" : "");
 }
 
 void
-pool_reclaim(struct hub *h, uint32_t peer_id)
+pool_reclaim(struct peer *p)
 {
 	struct hp_var_back b;
+	uint32_t peer_id = p->id;
 
-	if (h->seg.var.nclasses == 0)
+	if (p->zone == NULL)
 		return;
 	/* r[shm.varslot.ownership]: a dead guest's slots go back */
-	hp_var_sweep(&h->seg.var, hp_now_ns(), 0, is_owner, &peer_id, NULL, NULL, &b, NULL);
+	hp_var_sweep(&p->zone->var, hp_now_ns(), 0, is_owner, &peer_id, NULL, NULL, &b, NULL);
 	if (b.dead > 0)
-		log_info("pool: %u slots of peer %u returned", b.dead, peer_id);
-	log_returned(&b, 0);
+		log_info("pool %s: %u slots of peer %u returned", p->zone->name, b.dead, peer_id);
+	log_returned(p->zone, &b, 0);
 }
 
-void
-pool_grow_requested(struct hub *h)
+static void
+zone_grow_requested(struct zone *z)
 {
-	struct hp_varpool *vp = &h->seg.var;
+	struct hp_varpool *vp = &z->var;
 
 	for (uint32_t c = 0; c < vp->nclasses; c++) {
 		int rc;
@@ -109,16 +220,23 @@ pool_grow_requested(struct hub *h)
 		hp_store_relaxed_u32(&vp->cls[c].grow_request, 0);
 		/* r[shm.varslot.extents] */
 		if ((rc = hp_var_grow(vp, c)) == 0) {
-			log_info("pool: class %u (%" PRIu32 " bytes) grew to %u extents",
-				 c, vp->c[c].slot_size, vp->c[c].mapped);
-		} else if (!h->pool_full_logged[c]) {
-			h->pool_full_logged[c] = 1;
-			log_warnx("pool: class %u (%" PRIu32 " bytes) is exhausted and cannot grow "
-				  "(%u of %u extents%s)", c, vp->c[c].slot_size, vp->c[c].mapped,
-				  vp->max_extents, vp->c[c].mapped < vp->max_extents ?
-				  ", no room for the file" : "");
+			log_info("pool %s: class %u (%" PRIu32 " bytes) grew to %u extents",
+				 z->name, c, vp->c[c].slot_size, vp->c[c].mapped);
+		} else if (!z->full_logged[c]) {
+			z->full_logged[c] = 1;
+			log_warnx("pool %s: class %u (%" PRIu32 " bytes) is exhausted and cannot "
+				  "grow (%u of %u extents%s)", z->name, c, vp->c[c].slot_size,
+				  vp->c[c].mapped, vp->max_extents,
+				  vp->c[c].mapped < vp->max_extents ? ", no room for the file" : "");
 		}
 	}
+}
+
+void
+pool_grow_requested(struct hub *h)
+{
+	for (struct zone *z = h->zones; z != NULL; z = z->next)
+		zone_grow_requested(z);
 }
 
 /* -- each guest's share ---------------------------------------------------- */
@@ -132,15 +250,15 @@ pool_grow_requested(struct hub *h)
 static void
 quota(const struct hub *h, const struct peer *p, uint32_t *slots, uint64_t *bytes)
 {
-	const struct hp_varpool *vp = &h->seg.var;
+	const struct hp_varpool *vp = &p->zone->var;
 	uint64_t all_slots = 0, all_bytes = 0;
 
 	for (uint32_t c = 0; c < vp->nclasses; c++) {
 		all_slots += (uint64_t)vp->c[c].spe * vp->max_extents;
 		all_bytes += (uint64_t)vp->c[c].spe * vp->max_extents * vp->c[c].slot_size;
 	}
-	if (all_slots / 4 < 2ull * h->seg.params.ring_size)
-		all_slots = 8ull * h->seg.params.ring_size;
+	if (all_slots / 4 < 2ull * h->conf.params.ring_size)
+		all_slots = 8ull * h->conf.params.ring_size;
 	all_bytes = all_bytes / 4 * 3;
 	if (all_bytes < 2ull * vp->max_payload)
 		all_bytes = 2ull * vp->max_payload;
@@ -154,8 +272,11 @@ quota(const struct hub *h, const struct peer *p, uint32_t *slots, uint64_t *byte
 void
 pool_usage(struct hub *h, struct peer *p, struct pool_use *u)
 {
-	u->slots = h->pool_held[p->id].slots + p->pool_charged_slots;
-	u->bytes = h->pool_held[p->id].bytes + p->pool_charged_bytes;
+	memset(u, 0, sizeof(*u));
+	if (p->zone == NULL)
+		return;
+	u->slots = p->zone->held[p->id].slots + p->pool_charged_slots;
+	u->bytes = p->zone->held[p->id].bytes + p->pool_charged_bytes;
 	quota(h, p, &u->max_slots, &u->max_bytes);
 }
 
@@ -165,7 +286,7 @@ pool_over_quota(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes)
 	struct pool_use u;
 	char a[24], b[24];
 
-	if (h->seg.var.nclasses == 0 || !host_serving(p))
+	if (p->zone == NULL || !host_serving(p))
 		return 0;	/* no pool, or being ended already */
 	pool_usage(h, p, &u);
 	slots += u.slots;
@@ -182,8 +303,9 @@ pool_over_quota(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes)
 void
 pool_forget(struct hub *h, struct peer *p)
 {
-	if (h->pool_held != NULL)
-		h->pool_held[p->id] = (struct hp_var_tally){ 0, 0 };
+	(void)h;
+	if (p->zone != NULL)
+		p->zone->held[p->id] = (struct hp_var_tally){ 0, 0 };
 }
 
 /* The sweep's count against each served guest's quota: what it holds
@@ -218,40 +340,48 @@ stuck_owner_dead(void *arg, uint32_t owner)
 }
 
 static void
-sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
+zone_sweep(struct hub *h, struct zone *z)
 {
-	struct hub *h = w->data;
 	struct stuck_seen ss = { h, { 0, 0, 0, 0, 0 } };
-	struct hp_varpool *vp = &h->seg.var;
+	struct hp_varpool *vp = &z->var;
 	uint64_t rebuilds[HP_VAR_MAX_CLASSES];
 	struct hp_var_back back;
 	uint32_t stuck;
 
-	(void)loop;
-	(void)revents;
-	pool_grow_requested(h);
+	zone_grow_requested(z);
 	for (uint32_t c = 0; c < vp->nclasses; c++)
 		rebuilds[c] = vp->diag[c].rebuilds;
 	hp_var_sweep(vp, hp_now_ns(), h->conf.pool_stuck_ns, stuck_owner_dead, &ss, on_stuck,
-		     &stuck, &back, h->pool_held);
-	check_quotas(h);
+		     &stuck, &back, z->held);
 	/* a guest broke it (or died mid-push): who cannot be told for sure */
 	for (uint32_t c = 0; c < vp->nclasses; c++)
 		if (vp->diag[c].rebuilds != rebuilds[c])
-			log_warnx("pool: class %u (%" PRIu32 " bytes): its free list was broken; "
-				  "rebuilt from the slots", c, vp->c[c].slot_size);
-	log_returned(&back, 1);
+			log_warnx("pool %s: class %u (%" PRIu32 " bytes): its free list was "
+				  "broken; rebuilt from the slots", z->name, c, vp->c[c].slot_size);
+	log_returned(z, &back, 1);
 	/* a live holder is never robbed: it is reported, once per change */
-	if (stuck > h->pool_stuck) {
+	if (stuck > z->stuck) {
 		struct peer *p = hub_peer(h, ss.oldest.owner);
 
-		log_warnx("pool: %u slots held longer than %.1f s; the oldest, class %u "
-			  "slot %u, by guest %s for %.1f s", stuck,
+		log_warnx("pool %s: %u slots held longer than %.1f s; the oldest, class %u "
+			  "slot %u, by guest %s for %.1f s", z->name, stuck,
 			  (double)h->conf.pool_stuck_ns / 1e9, ss.oldest.cls, ss.oldest.index,
 			  p != NULL && p->conf != NULL ? p->conf->name : "?",
 			  (double)ss.oldest.held_ns / 1e9);
 	}
-	h->pool_stuck = stuck;
+	z->stuck = stuck;
+}
+
+static void
+sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct hub *h = w->data;
+
+	(void)loop;
+	(void)revents;
+	for (struct zone *z = h->zones; z != NULL; z = z->next)
+		zone_sweep(h, z);
+	check_quotas(h);
 }
 
 static void
@@ -271,7 +401,7 @@ pool_start(struct hub *h)
 
 	ev_timer_init(&h->starved_w, starved_cb, 0.002, 0);
 	h->starved_w.data = h;
-	if (h->seg.var.nclasses == 0)
+	if (h->conf.params.var.nclasses == 0)
 		return;
 	ev_timer_init(&h->pool_w, sweep_cb, every, every);
 	h->pool_w.data = h;
@@ -283,7 +413,7 @@ pool_retime(struct hub *h)
 {
 	double every = (double)h->conf.pool_sweep_ns / 1e9;
 
-	if (h->seg.var.nclasses == 0)
+	if (h->conf.params.var.nclasses == 0)
 		return;
 	ev_timer_stop(h->loop, &h->pool_w);
 	ev_timer_set(&h->pool_w, every, every);
@@ -294,7 +424,7 @@ void
 pool_stop(struct hub *h)
 {
 	ev_timer_stop(h->loop, &h->starved_w);
-	if (h->seg.var.nclasses != 0)
+	if (h->conf.params.var.nclasses != 0)
 		ev_timer_stop(h->loop, &h->pool_w);
 }
 
@@ -347,15 +477,20 @@ problems_free(struct problems *ps)
 	free(ps->s);
 }
 
-uint32_t
-pool_validate(struct hub *h, void (*report)(void *arg, const char *problem), void *arg)
+/* One zone's problems, each named with its zone. */
+struct zone_report {
+	void			(*report)(void *arg, const char *problem);
+	void			*arg;
+};
+
+static uint32_t
+zone_validate(struct hub *h, struct zone *z, struct zone_report *zr)
 {
-	struct hp_varpool *vp = &h->seg.var;
+	struct hp_varpool *vp = &z->var;
 	struct problems first, second;
+	char text[320];
 	uint32_t n = 0;
 
-	if (vp->nclasses == 0)
-		return 0;
 	memset(&first, 0, sizeof(first));
 	memset(&second, 0, sizeof(second));
 	hp_var_validate(vp, pool_live, h, collect, &first);
@@ -367,19 +502,31 @@ pool_validate(struct hub *h, void (*report)(void *arg, const char *problem), voi
 		if (bsearch(&second.s[i], first.s, first.n, sizeof(*first.s), by_text) == NULL)
 			continue;
 		n++;
-		report(arg, second.s[i]);
+		snprintf(text, sizeof(text), "pool %s: %s", z->name, second.s[i]);
+		zr->report(zr->arg, text);
 	}
 	if (n > 0 && first.total > first.n && second.total > second.n) {
-		char more[96];
-
-		snprintf(more, sizeof(more), "and %u more problems (shown: the first %u)",
-			 second.total - second.n, PROBLEMS_MAX);
-		report(arg, more);
+		snprintf(text, sizeof(text), "pool %s: and %u more problems (shown: the first %u)",
+			 z->name, second.total - second.n, PROBLEMS_MAX);
+		zr->report(zr->arg, text);
 		n += second.total - second.n;
 	}
 	/* it only looks: repairs are the sweeper's, which walks every list
 	 * too (hp_var_sweep) */
 	problems_free(&first);
 	problems_free(&second);
+	return n;
+}
+
+uint32_t
+pool_validate(struct hub *h, void (*report)(void *arg, const char *problem), void *arg)
+{
+	uint32_t n = 0;
+
+	for (struct zone *z = h->zones; z != NULL; z = z->next) {
+		struct zone_report zr = { report, arg };
+
+		n += zone_validate(h, z, &zr);
+	}
 	return n;
 }

@@ -11,7 +11,16 @@ void		pool_stop(struct hub *h);
 /* The sweeper's period changed (reload). */
 void		pool_retime(struct hub *h);
 void		pool_grow_requested(struct hub *h);
-void		pool_reclaim(struct hub *h, uint32_t peer_id);
+/* p's zone (config: zone, or its own), made if it is the first: 0, or
+ * -errno with *why. A guest out of the pool (shared_pool = no, or no
+ * [pool]) has none. */
+int		pool_join(struct hub *h, struct peer *p, const char **why);
+/* p out of its zone, the zone dropped with its last member. */
+void		pool_leave(struct hub *h, struct peer *p);
+/* Every zone dropped (hubd's exit). */
+void		pool_free(struct hub *h);
+/* A dead guest's slots in its zone's pool back. */
+void		pool_reclaim(struct peer *p);
 /* Whether p, holding slots and bytes more, is over its share of the
  * shared pool (pool_quota): then it is faulted (host_fault) and 1. What
  * it holds is what the last sweep counted as its (taken, sent, or handed

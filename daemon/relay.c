@@ -188,7 +188,7 @@ pass_grants(struct hub *h, struct relay *r, struct peer *a)
 	r->a_seen = g;
 	if (!r->b_live || r->b_drain || (b = end_peer(h, r->b_peer, r->b_epoch)) == NULL)
 		return;
-	room = r->sent_total - (b->chans[r->b_chan].granted - h->seg.params.initial_credit);
+	room = r->sent_total - (b->chans[r->b_chan].granted - h->conf.params.initial_credit);
 	grant_b(h, r, d < room ? d : room);
 }
 
@@ -266,7 +266,7 @@ void
 relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *meth,
 	   struct hp_msg_in *m, const struct hp_request *req, const struct origin *o)
 {
-	const struct hp_params *prm = &h->seg.params;
+	const struct hp_params *prm = &h->conf.params;
 	struct hp_pc_dec d;
 	struct hp_pc_enc e;
 	struct origin qo = *o;

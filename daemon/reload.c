@@ -114,9 +114,6 @@ keep_segment(struct hub *h, struct hub_conf *n, FILE *msgs)
 		say(msgs, "[pool] classes and max_extents cannot change while the hub runs: "
 		    "kept%s%s (restart hubd to apply)", "", "");
 	*p = *o;
-	if (strcmp(h->conf.segment_path, n->segment_path) != 0)
-		say(msgs, "segment path cannot change while the hub runs: kept %s%s",
-		    h->conf.segment_path, "");
 	if (strcmp(h->conf.control_path, n->control_path) != 0)
 		say(msgs, "control socket cannot change while the hub runs: kept %s%s",
 		    h->conf.control_path, "");

@@ -171,7 +171,7 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 	struct hp_pc_enc e;
 	struct peer *p = NULL;
 	uint8_t *buf;
-	size_t cap = h->seg.params.max_payload_size;
+	size_t cap = h->conf.params.max_payload_size;
 	uint32_t req_id;
 	int rc = 0, want = 0, next = 0;
 

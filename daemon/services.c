@@ -123,7 +123,7 @@ svc_sink(struct hub *h, struct peer *p, const struct origin *o,
 	id = hp_pc_get_u64(&d);
 	/* the guest opened it (odd id) and sends on it; we receive */
 	if (p == NULL || d.err != 0 || id > UINT32_MAX ||
-	    hp_chan_id_check((uint32_t)id, h->seg.params.max_channels, HP_SIDE_GUEST) != 0 ||
+	    hp_chan_id_check((uint32_t)id, h->conf.params.max_channels, HP_SIDE_GUEST) != 0 ||
 	    p->chans[id].open) {
 		answer_error(h, o, HP_ERR_USER, "hub.sink needs a channel the guest opened");
 		return;
@@ -131,7 +131,7 @@ svc_sink(struct hub *h, struct peer *p, const struct origin *o,
 	c = &p->chans[id];
 	memset(c, 0, sizeof(*c));
 	c->open = 1;
-	c->granted = h->seg.params.initial_credit;	/* r[shm.flow.initial] */
+	c->granted = h->conf.params.initial_credit;	/* r[shm.flow.initial] */
 	c->item_type = HP_T_BYTES;
 	c->checksum = HP_STREAM_HASH_SEED;
 	c->o = *o;
@@ -151,7 +151,7 @@ svc_source(struct hub *h, struct peer *p, const struct origin *o,
 	id = hp_pc_get_u64(&d);
 	/* the guest opened it (odd id) to receive on: it grants, we send */
 	if (p == NULL || d.err != 0 || id > UINT32_MAX ||
-	    hp_chan_id_check((uint32_t)id, h->seg.params.max_channels, HP_SIDE_GUEST) != 0 ||
+	    hp_chan_id_check((uint32_t)id, h->conf.params.max_channels, HP_SIDE_GUEST) != 0 ||
 	    p->chans[id].open ||
 	    hp_chan_state(&p->view.chans[id]) != HP_CHAN_ACTIVE) {
 		answer_error(h, o, HP_ERR_USER, "hub.source needs a channel the guest opened");
@@ -256,8 +256,8 @@ static int64_t
 source_next(struct hub *h, struct peer *p, uint32_t id)
 {
 	struct hchan *c = &p->chans[id];
-	uint32_t item = h->seg.params.max_payload_size < SOURCE_ITEM ?
-	    h->seg.params.max_payload_size : SOURCE_ITEM;
+	uint32_t item = h->conf.params.max_payload_size < SOURCE_ITEM ?
+	    h->conf.params.max_payload_size : SOURCE_ITEM;
 	uint32_t n = c->to_send < item ? (uint32_t)c->to_send : item;
 	/* r[shm.flow.ordering.sender] r[shm.flow.wrap-rule]: hp_chan_credit
 	 * acquires the receiving guest's grant (hp_chan_grant's release) */
@@ -275,7 +275,7 @@ services_source_pump(struct hub *h, struct peer *p)
 	struct hp_pc_enc e;
 	int sent = 0;
 
-	for (uint32_t id = 1; id < h->seg.params.max_channels && p->sources > 0; id++) {
+	for (uint32_t id = 1; id < h->conf.params.max_channels && p->sources > 0; id++) {
 		struct hchan *c = &p->chans[id];
 		struct hp_outbuf ob;
 		int64_t n;
@@ -319,7 +319,7 @@ services_source_ready(struct hub *h, struct peer *p)
 	/* a full ring is no work: its consumer rings HP_WAIT_RING_SPACE */
 	if (p->sources == 0 || hp_endpoint_tx_ready(&p->ep) <= 0)
 		return 0;
-	for (uint32_t id = 1; id < h->seg.params.max_channels && p->sources > 0; id++)
+	for (uint32_t id = 1; id < h->conf.params.max_channels && p->sources > 0; id++)
 		if (p->chans[id].open && p->chans[id].sending &&
 		    (p->chans[id].to_send == 0 || source_next(h, p, id) != 0))
 			return 1;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Starting a guest's process (r[shm.spawn.ticket]): its peer entry
- * reserved, the spawn ticket on its command line, its doorbell at fd 3,
+/* Starting a guest's process (r[shm.spawn.ticket]): its memory domain
+ * made and its peer entry there reserved, the spawn ticket on its command
+ * line, its doorbell at fd 3, its domain at 5 and its zone's pool at 6,
  * its limits, user and group set and every other fd closed between fork
  * and exec; a failure before exec comes back up a pipe with the step that
  * failed. */
@@ -20,35 +21,44 @@
 #include <bsd/unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/pool.h"
 #include "daemon/spawn.h"
 #include "proto/doorbell.h"
 #include "proto/peer.h"
 
-#define GUEST_DOORBELL_FD	3	/* where the guest finds its doorbell */
+/* The fds a guest inherits, and the error pipe's place (close-on-exec). */
+enum {
+	GUEST_DOORBELL_FD = 3,
+	GUEST_ERRPIPE_FD,
+	GUEST_DOMAIN_FD,
+	GUEST_POOL_FD,
+	GUEST_FDS
+};
 
 /* Builds the guest's argv: its own, then the spawn ticket (r[shm.spawn.args];
- * r[shm.file.path]: the segment's path travels on the command line). */
+ * r[shm.file.path]: where its segment is travels on the command line, a
+ * path to the fd it inherits, so that a guest that opens a path attaches
+ * unchanged), and its zone's pool if it has one. */
+#define TICKET_ARGS	4
 static char **
-guest_argv(struct hub *h, struct peer *p)
+guest_argv(struct peer *p)
 {
 	char **argv;
-	int n = 0;
+	int n = 0, bad = 0;
 
 	while (p->conf->argv[n] != NULL)
 		n++;
-	if ((argv = calloc((size_t)n + 4, sizeof(*argv))) == NULL)
+	if ((argv = calloc((size_t)n + TICKET_ARGS + 1, sizeof(*argv))) == NULL)
 		return NULL;
 	memcpy(argv, p->conf->argv, (size_t)n * sizeof(*argv));
-	if (asprintf(&argv[n], "--hub-path=%s", h->conf.segment_path) < 0)
-		argv[n] = NULL;
-	if (asprintf(&argv[n + 1], "--peer-id=%u", p->id) < 0)
-		argv[n + 1] = NULL;
-	if (asprintf(&argv[n + 2], "--doorbell-fd=%d", GUEST_DOORBELL_FD) < 0)
-		argv[n + 2] = NULL;
-	if (argv[n] == NULL || argv[n + 1] == NULL || argv[n + 2] == NULL) {
-		free(argv[n]);
-		free(argv[n + 1]);
-		free(argv[n + 2]);
+	bad |= asprintf(&argv[n], "--hub-path=/proc/self/fd/%d", GUEST_DOMAIN_FD) < 0;
+	bad |= asprintf(&argv[n + 1], "--peer-id=%u", p->id) < 0;
+	bad |= asprintf(&argv[n + 2], "--doorbell-fd=%d", GUEST_DOORBELL_FD) < 0;
+	if (p->zone != NULL)
+		bad |= asprintf(&argv[n + 3], "--hub-pool=/proc/self/fd/%d", GUEST_POOL_FD) < 0;
+	if (bad) {
+		for (int i = 0; i < TICKET_ARGS; i++)
+			free(argv[n + i]);
 		free(argv);
 		return NULL;
 	}
@@ -64,9 +74,8 @@ free_argv(struct peer *p, char **argv)
 		return;
 	while (p->conf->argv[n] != NULL)
 		n++;
-	free(argv[n]);
-	free(argv[n + 1]);
-	free(argv[n + 2]);
+	for (int i = 0; i < TICKET_ARGS; i++)
+		free(argv[n + i]);
 	free(argv);
 }
 
@@ -76,7 +85,7 @@ enum child_step {
 	CHILD_RLIMIT_NOFILE,
 	CHILD_GROUP,
 	CHILD_USER,
-	CHILD_DOORBELL,
+	CHILD_FDS,
 	CHILD_EXEC,
 };
 
@@ -91,10 +100,32 @@ child_step_name(int step)
 	static const char *const names[] = {
 		[CHILD_RLIMIT_AS] = "limit_memory", [CHILD_RLIMIT_NOFILE] = "limit_files",
 		[CHILD_GROUP] = "group", [CHILD_USER] = "user",
-		[CHILD_DOORBELL] = "doorbell fd", [CHILD_EXEC] = "exec",
+		[CHILD_FDS] = "inherited fds", [CHILD_EXEC] = "exec",
 	};
 
 	return step >= 0 && step <= CHILD_EXEC ? names[step] : "?";
+}
+
+/* In the child: closes every fd above 2 but the n in keep (-1: none). */
+static void
+close_others(const int *keep, int n)
+{
+	int lo = 3;
+
+	for (;;) {
+		int next = -1;
+
+		/* the lowest kept fd at lo or above */
+		for (int i = 0; i < n; i++)
+			if (keep[i] >= lo && (next < 0 || keep[i] < next))
+				next = keep[i];
+		if (next < 0)
+			break;
+		if (next > lo)
+			close_range((unsigned)lo, (unsigned)next - 1, 0);
+		lo = next + 1;
+	}
+	closefrom(lo);
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
@@ -103,7 +134,6 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
 {
 	struct child_err ce = { CHILD_EXEC, 0 };
 	sigset_t all;
-	int tmp;
 
 	/* Its own process group (hubd sets it too, whichever runs first):
 	 * what it forks is ended with it, and a ^C at hubd's terminal is
@@ -144,27 +174,39 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
 	 * hubd gone already is seen by getppid. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != hubd)
 		goto fail;
-	/* r[shm.spawn.fd-inheritance]: only the doorbell is inherited, at 3.
-	 * The error pipe (it reports a failed exec) goes to 4, close-on-exec,
-	 * by way of 5 or 6 in case it sits at 3 or 4; moves to low numbers
-	 * take no new fd (limit_files is 16 at least, hubd may be out of
-	 * fds). Everything above is closed: whatever hubd itself inherited
-	 * without close-on-exec too. */
-	ce.step = CHILD_DOORBELL;
-	tmp = guest_end == GUEST_DOORBELL_FD + 2 ? GUEST_DOORBELL_FD + 3 : GUEST_DOORBELL_FD + 2;
-	if (err_fd != tmp && dup3(err_fd, tmp, O_CLOEXEC) != tmp)
-		goto fail;
-	err_fd = tmp;
-	if (guest_end == GUEST_DOORBELL_FD) {
-		if (fcntl(guest_end, F_SETFD, 0) != 0)
-			goto fail;
-	} else if (dup2(guest_end, GUEST_DOORBELL_FD) != GUEST_DOORBELL_FD) {
-		goto fail;
+	/* r[shm.spawn.fd-inheritance]: the doorbell at 3, the domain at 5
+	 * and the pool at 6 are inherited; the error pipe (it reports a
+	 * failed exec) goes to 4, close-on-exec. Everything else is closed
+	 * first, whatever hubd itself inherited without close-on-exec too,
+	 * so that the moves below find free fds under any limit_files (16
+	 * at least) even when hubd is out of fds; each fd is first lifted
+	 * above the targets, so that none overwrites another. */
+	ce.step = CHILD_FDS;
+	{
+		int src[GUEST_FDS] = { -1, -1, -1, -1, -1, -1, -1 };
+		int lifted[GUEST_FDS];
+
+		src[GUEST_DOORBELL_FD] = guest_end;
+		src[GUEST_ERRPIPE_FD] = err_fd;
+		src[GUEST_DOMAIN_FD] = p->dom.fd;
+		src[GUEST_POOL_FD] = p->zone != NULL ? p->zone->fd : -1;
+		close_others(src + GUEST_DOORBELL_FD, GUEST_FDS - GUEST_DOORBELL_FD);
+		for (int t = GUEST_DOORBELL_FD; t < GUEST_FDS; t++) {
+			lifted[t] = -1;
+			if (src[t] >= 0 && (lifted[t] = fcntl(src[t], F_DUPFD_CLOEXEC, GUEST_FDS)) < 0)
+				goto fail;
+		}
+		for (int t = GUEST_DOORBELL_FD; t < GUEST_FDS; t++) {
+			int flags = t == GUEST_ERRPIPE_FD ? O_CLOEXEC : 0;
+
+			if (lifted[t] >= 0 && dup3(lifted[t], t, flags) != t)
+				goto fail;
+			if (lifted[t] < 0)
+				close(t);
+		}
+		err_fd = GUEST_ERRPIPE_FD;
+		closefrom(GUEST_FDS);
 	}
-	if (dup3(err_fd, GUEST_DOORBELL_FD + 1, O_CLOEXEC) != GUEST_DOORBELL_FD + 1)
-		goto fail;
-	err_fd = GUEST_DOORBELL_FD + 1;
-	closefrom(GUEST_DOORBELL_FD + 2);
 	ce.step = CHILD_EXEC;
 	/* libguest's microthreads run on this many processors (hubd has
 	 * one thread: setenv after fork is safe) */
@@ -193,7 +235,7 @@ spawn_guest(struct hub *h, struct peer *p)
 	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 }, err = 0, status;
 	struct child_err ce;
 	const char *what = NULL;
-	char **argv = NULL, line[512];
+	char **argv = NULL, line[512], name[48];
 	ssize_t n;
 	pid_t pid, hubd;
 
@@ -206,17 +248,26 @@ spawn_guest(struct hub *h, struct peer *p)
 	p->kill_detail[0] = '\0';
 	p->start_ns = hp_now_ns();
 	p->up_ns = 0;		/* not up: a failure here is no long run */
+	/* its zone's pool, and its own memory, which no other guest maps
+	 * (the previous instance's went at its recovery) */
+	if ((err = pool_join(h, p, &what)) != 0)
+		goto fail;
+	snprintf(name, sizeof(name), "hub:%s", p->conf->name);
+	if ((err = hp_segment_create(&p->dom, &h->conf.params, p->id,
+				     p->zone != NULL ? h->features : h->features & ~HP_FEAT_VARSLOT,
+				     name, &what)) != 0)
+		goto fail;
 	/* r[shm.spawn.ticket] 1 r[shm.spawn.reserved-state]: ours until it
-	 * attaches. Down, the entry is Empty unless a guest wrote over it. */
-	if (hp_peer_reserve(hp_segment_peer(&h->seg, p->id), &seen) != 0) {
-		snprintf(p->kill_detail, sizeof(p->kill_detail),
-			 "peer entry %u is busy (state %u)", p->id, seen);
-		return -EBUSY;
+	 * attaches */
+	if (hp_peer_reserve(hp_segment_peer(&p->dom, p->id), &seen) != 0) {
+		err = -EBUSY;
+		what = "peer entry busy in a fresh domain";
+		goto fail;
 	}
-	hp_peer_view_host(&h->seg, p->id, &p->view);
+	hp_peer_view_host(&p->dom, p->id, &p->view);
 	/* the guest sees it at attach (the fork orders it before); host_attach
-	 * goes by p->conf, never by what a guest may have written here */
-	hp_peer_offer(&p->view, p->conf->shared_pool ? HP_FEAT_VARSLOT : 0);
+	 * goes by p->zone, never by what a guest may have written here */
+	hp_peer_offer(&p->view, p->zone != NULL ? HP_FEAT_VARSLOT : 0);
 	/* the epoch its attach increments (check_attach) */
 	p->epoch = hp_peer_epoch(p->view.entry);
 	/* 2: r[shm.doorbell.socketpair] */
@@ -229,7 +280,7 @@ spawn_guest(struct hub *h, struct peer *p)
 		what = "pipe";
 		goto fail;
 	}
-	if ((argv = guest_argv(h, p)) == NULL) {
+	if ((argv = guest_argv(p)) == NULL) {
 		err = -ENOMEM;
 		what = "arguments";
 		goto fail;
@@ -296,7 +347,8 @@ fail:
 		if (errpipe[i] >= 0)
 			close(errpipe[i]);
 	}
-	/* r[shm.spawn.reserved-state]: spawn failed, back to Empty */
-	hp_peer_unreserve(p->view.entry);
+	/* r[shm.spawn.reserved-state]: spawn failed; its domain goes */
+	hp_segment_close(&p->dom);
+	memset(&p->view, 0, sizeof(p->view));
 	return err;
 }

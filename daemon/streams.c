@@ -23,7 +23,7 @@ grant(struct hub *h, struct peer *p, uint32_t id, int all)
 	struct hchan *c = &p->chans[id];
 
 	if (c->unreported == 0 ||
-	    (!all && c->unreported < h->seg.params.initial_credit / 4))
+	    (!all && c->unreported < h->conf.params.initial_credit / 4))
 		return;
 	hp_chan_grant(&p->view.chans[id], c->unreported);
 	c->granted += c->unreported;
@@ -37,12 +37,12 @@ streams_caller_full(struct hub *h, struct peer *p, uint64_t caller)
 	uint32_t max = h->conf.channels_per_caller, n = 0;
 
 	if (max == 0) {		/* a quarter of the ids hubd opens */
-		max = (h->seg.params.max_channels - 1) / 2 / 4;
+		max = (h->conf.params.max_channels - 1) / 2 / 4;
 		max = max > 0 ? max : 1;
 	}
 	/* held from open until its end or the call's answer: one it told
 	 * to stop still counts (r[shm.flow.channel-id-reuse]) */
-	for (uint32_t id = 2; id < h->seg.params.max_channels; id += 2)
+	for (uint32_t id = 2; id < h->conf.params.max_channels; id += 2)
 		n += p->chans[id].open && p->chans[id].caller == caller;
 	return n >= max;
 }
@@ -55,12 +55,12 @@ streams_open_client(struct hub *h, struct peer *p, const struct origin *o,
 
 	if (streams_caller_full(h, p, caller))
 		return -EUSERS;
-	id = hp_chan_open(p->view.chans, h->seg.params.max_channels, HP_SIDE_HOST,
-			  h->seg.params.initial_credit, &p->chan_cursor);
+	id = hp_chan_open(p->view.chans, h->conf.params.max_channels, HP_SIDE_HOST,
+			  h->conf.params.initial_credit, &p->chan_cursor);
 	if (id < 0)
 		return id;
 	p->chans[id] = (struct hchan){ .open = 1, .item_type = item_type,
-				       .granted = h->seg.params.initial_credit, .o = *o,
+				       .granted = h->conf.params.initial_credit, .o = *o,
 				       .caller = caller };
 	p->chans[id].o.chan = (uint32_t)id;
 	return id;
@@ -78,7 +78,7 @@ streams_over(struct hub *h, struct peer *p, uint32_t req_id, uint32_t chan)
 {
 	struct hchan *c;
 
-	if (chan >= h->seg.params.max_channels)
+	if (chan >= h->conf.params.max_channels)
 		return;
 	c = &p->chans[chan];
 	/* the call's own stream, not one that took its id since; a relay's
@@ -204,7 +204,7 @@ streams_consumed(struct hub *h, struct peer *p, struct ext_call *x, uint32_t byt
 {
 	struct hchan *c;
 
-	if (x->chan == 0 || x->chan >= h->seg.params.max_channels)
+	if (x->chan == 0 || x->chan >= h->conf.params.max_channels)
 		return;
 	c = &p->chans[x->chan];
 	if (!c->open || c->o.kind != ORIGIN_CLIENT || c->o.ext != x)
@@ -221,7 +221,7 @@ streams_consumed(struct hub *h, struct peer *p, struct ext_call *x, uint32_t byt
 void
 streams_abandon(struct hub *h, struct peer *p, struct ext_call *x)
 {
-	for (uint32_t id = 1; p->chans != NULL && id < h->seg.params.max_channels; id++) {
+	for (uint32_t id = 1; p->chans != NULL && id < h->conf.params.max_channels; id++) {
 		struct hchan *c = &p->chans[id];
 
 		if (!c->open || c->sending || c->o.kind != ORIGIN_CLIENT || c->o.ext != x)
@@ -243,7 +243,7 @@ streams_abandon(struct hub *h, struct peer *p, struct ext_call *x)
 void
 streams_reset_all(struct hub *h, struct peer *p)
 {
-	memset(p->chans, 0, h->seg.params.max_channels * sizeof(*p->chans));
+	memset(p->chans, 0, h->conf.params.max_channels * sizeof(*p->chans));
 	p->chan_cursor = 0;
 	p->sources = 0;
 }

@@ -167,23 +167,19 @@ disarm(struct hub *h, struct peer *p)
 	p->timer_detail = NULL;
 }
 
-/* Resets p's part of the segment and closes its handles
- * (r[shm.crash.recovery], r[shm.death.recovery]). */
+/* Recovers what p held and closes its handles (r[shm.crash.recovery],
+ * r[shm.death.recovery]). Its domain goes with it: rings, slots, channels
+ * and whatever it wrote there; the next instance gets a fresh one. */
 static void
 recover(struct hub *h, struct peer *p)
 {
-	struct hp_peer_view v;
-
-	hp_peer_view_host(&h->seg, p->id, &v);
 	/* 1: Goodbye while we clean up */
-	hp_peer_goodbye(v.entry);
-	/* 2: every call in flight to or from it fails (host pool slots:
-	 * host_detach) */
+	if (p->dom.base != NULL)
+		hp_peer_goodbye(p->view.entry);
+	/* 2: every call in flight to or from it fails */
 	host_detach(h, p);
-	/* every variable slot it held, its rings' included */
-	pool_reclaim(h, p->id);
-	/* counted awake, it may have died before it ever attached */
-	hp_awake_forget(&h->seg, &v);
+	/* 4: every slot of the shared pool it held, its rings' included */
+	pool_reclaim(p);
 	ev_io_stop(h->loop, &p->pid_w);
 	ev_io_stop(h->loop, &p->bell_w);
 	disarm(h, p);
@@ -193,9 +189,10 @@ recover(struct hub *h, struct peer *p)
 		close(p->bell);
 	p->pidfd = p->bell = -1;
 	p->pid = 0;
-	/* 3-6: rings, slots, channels and the rest of its entry reset,
-	 * then Empty: the entry may be reserved again */
-	hp_peer_recover(&h->seg, p->id);
+	/* 3-6: nothing of it is reused: its memory goes (a flag it left
+	 * up in its header counts no more) */
+	hp_segment_close(&p->dom);
+	memset(&p->view, 0, sizeof(p->view));
 }
 
 /* The tally hubctl peers shows: the last TALLY_MAX deaths, wall clock. */
@@ -511,18 +508,22 @@ void
 supervise_stop_all(struct hub *h)
 {
 	h->stopping = 1;
-	/* r[shm.goodbye.host-atomic]; release, though guests load it relaxed
-	 * (guest.c, chan.c): it is a flag and carries no data */
-	hp_store_release_u32(&hp_segment_header(&h->seg)->host_goodbye, 1);
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
 
 		if (p->conf == NULL)
 			continue;
+		/* r[shm.goodbye.host-atomic] in each guest's own header (one a
+		 * guest sets in its own stops nobody else); release, though
+		 * guests load it relaxed (guest.c, chan.c): it is a flag and
+		 * carries no data */
+		if (p->dom.base != NULL) {
+			hp_store_release_u32(&hp_segment_header(&p->dom)->host_goodbye, 1);
+			/* a spec-only guest sleeps on its ring head */
+			hp_peer_wake(p->view.entry);
+		}
 		if (p->bell >= 0)
 			hp_doorbell_signal(p->bell);
-		/* a spec-only guest sleeps on its ring head */
-		hp_peer_wake(hp_segment_peer(&h->seg, p->id));
 		step(h, p, PE_STOP, NULL);
 	}
 	if (supervise_all_down(h))

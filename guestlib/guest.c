@@ -70,6 +70,10 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	}
 	if (rc != 0)
 		goto fail;
+	/* the shared pool, a file of its own, where the host lets us in */
+	if (t.pool_path != NULL &&
+	    (rc = hp_segment_attach_pool(&g->seg, t.pool_path, t.peer_id, why)) != 0)
+		goto fail_unmap;
 	/* 4: our entry, through its own offsets (they are authoritative) */
 	if ((rc = hp_peer_view_guest(&g->seg, t.peer_id, &g->view, why)) != 0)
 		goto fail_unmap;

@@ -25,13 +25,13 @@ init_common(struct hp_endpoint *ep, const struct hp_segment *seg)
 /* Both ends use the shared variable pool: bigger payloads, and every
  * payload that is not inline goes there. */
 static void
-use_var(struct hp_endpoint *ep, struct hp_segment *seg, uint32_t peer_id)
+use_var(struct hp_endpoint *ep, struct hp_varpool *var, uint32_t peer_id)
 {
-	ep->var = &seg->var;
+	ep->var = var;
 	ep->var_peer = peer_id;
-	if (seg->var.max_payload > ep->lim.max_payload_size)
-		ep->lim.max_payload_size = seg->var.max_payload;
-	ep->lim.var = &seg->var;
+	if (var->max_payload > ep->lim.max_payload_size)
+		ep->lim.max_payload_size = var->max_payload;
+	ep->lim.var = var;
 	ep->lim.var_owner = peer_id;
 }
 
@@ -55,7 +55,7 @@ awake_word(const struct hp_segment *seg)
 int
 hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 		      const struct hp_peer_view *v, int doorbell,
-		      uint32_t guest_features)
+		      uint32_t guest_features, struct hp_varpool *var)
 {
 	const struct hp_params *p = &seg->params;
 	struct hp_peer_entry *e = v->entry;
@@ -75,11 +75,9 @@ hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 		ep->my_waits = &v->ext->host_waits;
 		ep->their_waits = &v->ext->guest_waits;
 		ep->peer_waiters = (guest_features & HP_FEAT_WAITERS) != 0;
-		ep->awake = awake_word(seg);
-		ep->ncpus = hp_cpus_usable();
 	}
-	if ((seg->host_features & HP_FEAT_VARSLOT) && (guest_features & HP_FEAT_VARSLOT))
-		use_var(ep, seg, v->peer_id);
+	if (var != NULL && (guest_features & HP_FEAT_VARSLOT))
+		use_var(ep, var, v->peer_id);
 	/* A guest written from the spec alone futex-waits on these words
 	 * (r[shm.wakeup.consumer-wait], r[shm.wakeup.producer-wait],
 	 * r[shm.wakeup.slot-wait]: we pick bitmap word 0). */
@@ -114,7 +112,7 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 	if ((seg->host_features & use & HP_FEAT_VARSLOT) && seg->var.nclasses > 0 &&
 	    v->ext != NULL && (hp_load_relaxed_u32(&v->ext->host_offer) & HP_FEAT_VARSLOT)) {
 		seg->var.self = v->peer_id;
-		use_var(ep, seg, v->peer_id);
+		use_var(ep, &seg->var, v->peer_id);
 		features |= HP_FEAT_VARSLOT;
 	}
 	if (v->ext != NULL && (seg->host_features & use & HP_FEAT_WAITERS)) {
@@ -466,6 +464,7 @@ hp_endpoint_recv(struct hp_endpoint *ep, struct hp_msg_in *m, const char **rule)
 		return rc;
 	}
 	m->desc = ep->inbox[ep->inbox_pos++];
+	m->var = ep->var;
 	rc = hp_desc_validate(&m->desc, &ep->lim, &ep->rx_pool, &m->payload,
 			      &m->len, rule);
 	if (rc != 0) {
@@ -522,10 +521,11 @@ hp_endpoint_cancel(struct hp_endpoint *ep)
 void
 hp_endpoint_set_awake(struct hp_endpoint *ep, int awake)
 {
-	if (ep->awake_flag == NULL || hp_load_relaxed_u32(ep->awake_flag) == (uint32_t)awake)
-		return;
-	hp_store_relaxed_u32(ep->awake_flag, (uint32_t)awake);
-	hp_fetch_add_u32(ep->awake, awake ? 1u : UINT32_MAX, memory_order_relaxed);
+	/* our own flag only: hubd sums the flags (hp_awake_flag) and writes
+	 * the count into each guest's header (hp_awake_publish), so that no
+	 * guest can write what another reads */
+	if (ep->awake_flag != NULL)
+		hp_store_relaxed_u32(ep->awake_flag, awake != 0);
 }
 
 int
@@ -534,30 +534,17 @@ hp_endpoint_crowded(const struct hp_endpoint *ep)
 	return ep->awake != NULL && hp_load_relaxed_u32(ep->awake) > ep->ncpus;
 }
 
-int64_t
-hp_awake_count(const struct hp_segment *seg)
+int
+hp_awake_flag(const struct hp_peer_view *v)
 {
-	if (!(seg->host_features & HP_FEAT_WAITERS))
-		return -1;
-	return hp_load_relaxed_u32(awake_word(seg));
+	return v->ext != NULL && hp_load_relaxed_u32(&v->ext->guest_awake) != 0;
 }
 
 void
-hp_awake_host(struct hp_segment *seg, int awake)
+hp_awake_publish(struct hp_segment *seg, uint32_t count)
 {
 	if (seg->host_features & HP_FEAT_WAITERS)
-		hp_fetch_add_u32(awake_word(seg), awake ? 1u : UINT32_MAX,
-				 memory_order_relaxed);
-}
-
-void
-hp_awake_forget(struct hp_segment *seg, const struct hp_peer_view *v)
-{
-	uint32_t one = 1;
-
-	if (v->ext != NULL && (seg->host_features & HP_FEAT_WAITERS) &&
-	    hp_cas_u32(&v->ext->guest_awake, &one, 0))
-		hp_fetch_add_u32(awake_word(seg), UINT32_MAX, memory_order_relaxed);
+		hp_store_relaxed_u32(awake_word(seg), count);
 }
 
 int

@@ -61,8 +61,9 @@ struct hp_endpoint {
 	hp_atomic_u32		*legacy_words[4]; /* the peer's futex words per HP_WAIT_* bit */
 	hp_atomic_u32		*sleep_words[4]; /* ours, when the peer has no waiter words */
 	hp_atomic_u32		*credit_word;	/* granted_total an HP_WAIT_CREDIT wait is for */
-	hp_atomic_u32		*awake;		/* header.awake, NULL: no waiter words */
-	hp_atomic_u32		*awake_flag;	/* the guest's: counted in *awake */
+	hp_atomic_u32		*awake;		/* a guest's header.awake (hubd writes
+						 * it), NULL: no waiter words */
+	hp_atomic_u32		*awake_flag;	/* the guest's own: hubd counts it */
 	uint32_t		ncpus;		/* CPUs this process may run on */
 	int			doorbell;
 	struct hp_desc		stage[HP_STAGE_MAX];	/* written, unpublished */
@@ -83,10 +84,11 @@ hp_wait_bit_index(uint32_t bit)
 }
 
 /* The host's end for guest peer_id; doorbell is the host's socket end.
- * guest_features: what the guest announced in its PeerEntry. */
+ * guest_features: what the guest announced in its PeerEntry; var: the
+ * shared pool the host lets it use (NULL: none). */
 int hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 			  const struct hp_peer_view *v, int doorbell,
-			  uint32_t guest_features);
+			  uint32_t guest_features, struct hp_varpool *var);
 /* The guest's end. Announces HP_FEAT_WAITERS and HP_FEAT_VARSLOT when the
  * host offers them and they are in use (HP_FEAT_ALL for all). */
 int hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
@@ -136,6 +138,7 @@ struct hp_msg_in {
 	struct hp_desc	desc;
 	const uint8_t	*payload;
 	uint32_t	len;
+	struct hp_varpool *var;		/* the pool a variable slot of it is in */
 };
 
 /* 0 with *m filled, -EAGAIN when nothing is there, -EPROTO when the peer
@@ -168,21 +171,20 @@ void hp_endpoint_notify_credit(struct hp_endpoint *ep, hp_atomic_u32 *granted_to
 void hp_endpoint_announce(struct hp_endpoint *ep, uint32_t waits);
 void hp_endpoint_cancel(struct hp_endpoint *ep);
 
-/* Crowding (HP_FEAT_WAITERS): header.awake counts the hub's processes
- * that are not asleep. While they outnumber this process's CPUs, spinning
- * only keeps the peer it waits for off a CPU, so a waiter yields instead.
- * A guest counts itself from attach until it sleeps, again when it wakes,
- * and no longer once detached; hubd does the same for itself and takes a
- * dead guest's count back (hp_awake_forget). A hint only: a guest that
- * writes nonsense into it costs others latency, never a lost wake. */
+/* Crowding (HP_FEAT_WAITERS): how many of the hub's processes are not
+ * asleep. While they outnumber this process's CPUs, spinning only keeps
+ * the peer it waits for off a CPU, so a waiter yields instead. A guest
+ * raises its own flag (hp_peer_ext.guest_awake) from attach until it
+ * sleeps, again when it wakes, and clears it once detached; hubd sums the
+ * flags of its guests and itself and writes the count into each guest's
+ * header.awake. A hint only, and each guest's copy is its own: a guest
+ * that writes nonsense there misleads nobody but itself. */
 void hp_endpoint_set_awake(struct hp_endpoint *ep, int awake);
 int hp_endpoint_crowded(const struct hp_endpoint *ep);
-/* header.awake now, or -1 when the hub has no waiter words. */
-int64_t hp_awake_count(const struct hp_segment *seg);
-/* Counts (awake 1) or uncounts hubd itself. */
-void hp_awake_host(struct hp_segment *seg, int awake);
-/* A guest's count, taken back when it is gone (its flag cleared). */
-void hp_awake_forget(struct hp_segment *seg, const struct hp_peer_view *v);
+/* hubd: whether a guest's flag says it is awake. */
+int hp_awake_flag(const struct hp_peer_view *v);
+/* hubd: the hub's count into one guest's header. */
+void hp_awake_publish(struct hp_segment *seg, uint32_t count);
 /* CPUs this process may run on (its affinity mask). */
 uint32_t hp_cpus_usable(void);
 

@@ -116,17 +116,8 @@ hp_geometry_compute(const struct hp_params *p, struct hp_geometry *g, const char
 	/* r[shm.segment.slot-pools] r[shm.segment.host-slots]: the host's
 	 * pool, then one per guest */
 	g->total_size = mad(g->slot_region_offset, (uint64_t)p->max_guests + 1, g->pool_size);
-	g->var_offset = g->var_size = 0;
-	if (p->var.nclasses > 0) {
-		/* r[shm.varslot.shared]: one region for the hub, page aligned
-		 * (its extents are mapped on their own) */
-		if ((rc = hp_var_conf_check(&p->var, why)) != 0)
-			return rc;
-		g->var_offset = (g->total_size + HP_VAR_EXTENT_ALIGN - 1) /
-		    HP_VAR_EXTENT_ALIGN * HP_VAR_EXTENT_ALIGN;
-		g->var_size = hp_var_initial_size(&p->var, p->max_guests);
-		g->total_size = g->var_offset + g->var_size;
-	}
+	if (p->var.nclasses > 0 && (rc = hp_var_conf_check(&p->var, why)) != 0)
+		return rc;
 	if (g->total_size > HP_SEGMENT_MAX)
 		return invalid(why, "the segment would be larger than 64 GiB");
 	return 0;
@@ -171,72 +162,69 @@ hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id)
 }
 
 int
-hp_segment_create(struct hp_segment *seg, const char *path,
-		  const struct hp_params *p, mode_t mode, const char **why)
+hp_segment_memfd(const char *name, uint64_t size, int fixed, const char **why)
+{
+	unsigned int seals = F_SEAL_SHRINK | F_SEAL_SEAL | (fixed ? F_SEAL_GROW : 0);
+	int fd, rc;
+
+	/* no name in any filesystem: nothing to leave behind, nothing another
+	 * process can open unless handed the fd (MFD_CLOEXEC: only the
+	 * guest it is meant for inherits it, spawn.c) */
+	if ((fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0) {
+		rc = -errno;
+		if (why != NULL)
+			*why = "memfd_create";
+		return rc;
+	}
+	/* Sparse: memfd pages come from no mounted tmpfs (a small /dev/shm
+	 * does not limit them) and are allocated as touched. Sealed against
+	 * shrinking, so that no process given the fd can make a page vanish
+	 * under the host's mapping (SIGBUS); holes punched read as zeros. */
+	if (ftruncate(fd, (off_t)size) != 0 || fcntl(fd, F_ADD_SEALS, seals) != 0) {
+		rc = -errno;
+		close(fd);
+		if (why != NULL)
+			*why = "cannot size or seal the memfd";
+		return rc;
+	}
+	return fd;
+}
+
+int
+hp_segment_create(struct hp_segment *seg, const struct hp_params *p, uint32_t peer_id,
+		  uint32_t features, const char *name, const char **why)
 {
 	struct hp_header *h;
 	struct hp_slot_pool pool;
-	struct stat st;
-	int fd, existed, rc;
+	int fd, rc;
 	void *base;
 
 	memset(seg, 0, sizeof(*seg));
 	seg->fd = -1;
 	if ((rc = hp_geometry_compute(p, &seg->geo, why)) != 0)
 		return rc;
-	existed = lstat(path, &st) == 0;
-	/* r[shm.file.create] 1-2: open or create, then the exact size; O_TRUNC
-	 * first so that every byte reads zero (r[shm.ring.initialization]) */
-	if ((fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)) < 0) {
-		rc = -errno;
-		if (why != NULL)
-			*why = "cannot open the segment file";
-		return rc;
-	}
-	/* r[shm.file.permissions]: exactly mode, whatever the umask */
-	if (fchmod(fd, mode) != 0 || ftruncate(fd, (off_t)seg->geo.total_size) != 0) {
-		rc = -errno;
-		if (why != NULL)
-			*why = "cannot size the segment file";
-		goto fail;
-	}
-	/* Every page reserved now: a sparse file on a full tmpfs would
-	 * SIGBUS whoever touches a page later, host or guest. */
-	if ((rc = posix_fallocate(fd, 0, (off_t)seg->geo.total_size)) != 0) {
-		rc = -rc;
-		if (why != NULL)
-			*why = rc == -ENOSPC ? "not enough free space for the segment" :
-			    "cannot reserve the segment's space";
-		goto fail;
-	}
+	if (peer_id > p->max_guests)
+		return invalid(why, "peer id beyond max_guests");
+	/* r[shm.file.create] 1-2: a fresh memfd reads zero everywhere
+	 * (r[shm.ring.initialization]); its size is fixed */
+	if ((fd = hp_segment_memfd(name, seg->geo.total_size, 1, why)) < 0)
+		return fd;
 	/* r[shm.file.mmap-posix] 3 */
 	base = mmap(NULL, seg->geo.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED) {
 		rc = -errno;
+		close(fd);
 		if (why != NULL)
 			*why = "cannot map the segment";
-		goto fail;
+		return rc;
 	}
 	seg->base = base;
 	seg->size = seg->geo.total_size;
 	seg->fd = fd;
 	seg->writable = 1;
 	seg->params = *p;
-	seg->host_features = HP_FEAT_WAITERS;
-	if (p->var.nclasses > 0) {
-		if ((rc = hp_var_create(&seg->var, seg->base, seg->size, fd, seg->geo.var_offset,
-					&p->var, p->max_guests)) != 0) {
-			munmap(seg->base, seg->size);
-			seg->base = NULL;
-			seg->fd = -1;
-			if (why != NULL)
-				*why = "cannot set up the shared pool";
-			goto fail;
-		}
-		seg->host_features |= HP_FEAT_VARSLOT;
-	}
-	/* 4: only what is not zero is written: the file was just emptied
-	 * and extended, and its reserved pages read zero */
+	seg->host_features = HP_FEAT_WAITERS | (features & HP_FEAT_VARSLOT);
+	/* 4: only what is not zero is written */
 	h = hp_segment_header(seg);
 	h->version = HP_VERSION;
 	h->header_size = HP_HEADER_SIZE;
@@ -253,18 +241,22 @@ hp_segment_create(struct hp_segment *seg, const char *path,
 	h->heartbeat_interval = p->heartbeat_interval;
 	h->host_features = seg->host_features;
 	h->ext_offset = seg->geo.ext_offset;
-	h->varpool_offset = seg->geo.var_offset;
+	/* one guest's domain: its entry alone has areas; the others stay
+	 * Empty with none, and their areas are never touched (no pages) */
 	for (uint32_t id = 1; id <= p->max_guests; id++) {
 		struct hp_peer_entry *e = hp_segment_peer(seg, id);
 
+		if (peer_id != 0 && id != peer_id)
+			continue;
 		/* r[shm.segment.peer-table]: state Empty (0) already; the
-		 * areas are fresh memory, published by the magic below (after
-		 * a crash hp_peer_recover writes them again) */
+		 * areas are fresh memory, published by the magic below */
 		e->ring_offset = hp_geometry_ring_offset(&seg->geo, id);
 		e->slot_pool_offset = hp_geometry_pool_offset(&seg->geo, id);
 		e->channel_table_offset = hp_geometry_chan_offset(&seg->geo, id);
 	}
 	for (uint32_t id = 0; id <= p->max_guests; id++) {
+		if (peer_id != 0 && id != 0 && id != peer_id)
+			continue;
 		hp_slot_pool_view(&pool, seg->base + hp_geometry_pool_offset(&seg->geo, id),
 				  p->slots_per_guest, p->slot_size);
 		hp_slot_pool_reset(&pool);
@@ -273,11 +265,6 @@ hp_segment_create(struct hp_segment *seg, const char *path,
 	 * in hp_segment_validate, so whoever sees it sees all of the above */
 	hp_store_release_u64(&h->magic, magic_word());
 	return 0;
-fail:
-	close(fd);
-	if (!existed)
-		unlink(path);
-	return rc;
 }
 
 static int
@@ -369,9 +356,7 @@ hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
 	/* r[shm.segment.header-size] */
 	if (h->header_size != HP_HEADER_SIZE)
 		return corrupt(why, "header_size is not 128");
-	/* r[shm.varslot.extents]: extents appended by growth lie beyond it */
-	if (h->total_size != size && ((h->host_features & HP_FEAT_VARSLOT) == 0 ||
-				      h->varpool_offset == 0 || h->total_size > size))
+	if (h->total_size != size)
 		return corrupt(why, "total_size does not match the file size");
 	p->max_guests = h->max_guests;
 	p->ring_size = h->ring_size;
@@ -413,26 +398,6 @@ hp_segment_validate(const uint8_t *base, uint64_t size, struct hp_params *p,
 			return corrupt(why, "the extension table lies outside the file or is not 64-byte aligned");
 		if (overlap(ext, header_area()) || overlap(ext, pt) || overlap(ext, sr))
 			return corrupt(why, "the extension table overlaps the header, the peer table or the slot region");
-	}
-	/* The variable pool's headers, only where announced; its extents
-	 * are checked as they are mapped (hp_var_attach). */
-	if ((h->host_features & HP_FEAT_VARSLOT) != 0 && h->varpool_offset != 0) {
-		struct area var = { h->varpool_offset, sizeof(struct hp_var_header) };
-		const struct hp_var_header *vh;
-
-		if (!inside(var, HP_VAR_EXTENT_ALIGN, size))
-			return corrupt(why, "the variable pool lies outside the file or is not page aligned");
-		vh = (const struct hp_var_header *)(const void *)(base + var.off);
-		if (vh->nclasses < 1 || vh->nclasses > HP_VAR_MAX_CLASSES)
-			return corrupt(why, "the variable pool's class count is out of range");
-		var.len = hp_var_region_size(vh->nclasses, p->max_guests);
-		if (!inside(var, HP_VAR_EXTENT_ALIGN, size))
-			return corrupt(why, "the variable pool lies outside the file");
-		if (overlap(var, header_area()) || overlap(var, pt) || overlap(var, sr) ||
-		    (g->ext_offset != 0 && overlap(var, ext_area(p, g))))
-			return corrupt(why, "the variable pool overlaps the header, the peer table, the slot region or the extension table");
-		g->var_offset = var.off;
-		g->var_size = var.len;
 	}
 	return 0;
 }
@@ -571,21 +536,49 @@ hp_segment_attach(struct hp_segment *seg, const char *path, int flags, const cha
 	/* waiter words need the table they live in */
 	if (seg->geo.ext_offset != 0)
 		seg->host_features |= hp_segment_header(seg)->host_features & HP_FEAT_WAITERS;
-	if (seg->geo.var_offset != 0) {
-		rc = hp_var_attach(&seg->var, seg->base, seg->size, seg->fd, !ro,
-				   seg->geo.var_offset, seg->params.max_guests, 0, why);
-		if (rc != 0) {
-			hp_segment_close(seg);
-			return rc;
-		}
-		seg->host_features |= HP_FEAT_VARSLOT;
-		seg->params.var.nclasses = seg->var.nclasses;
-		seg->params.var.max_extents = seg->var.max_extents;
-		for (uint32_t c = 0; c < seg->var.nclasses; c++) {
-			seg->params.var.cls[c].slot_size = seg->var.c[c].slot_size;
-			seg->params.var.cls[c].count = seg->var.c[c].spe;
-		}
+	return 0;
+}
+
+int
+hp_segment_attach_pool(struct hp_segment *seg, const char *path, uint32_t self,
+		       const char **why)
+{
+	struct stat st;
+	void *base;
+	int fd, rc;
+
+	if ((fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK)) < 0) {
+		rc = -errno;
+		if (why != NULL)
+			*why = "cannot open the shared pool";
+		return rc;
 	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < HP_VAR_EXTENT_ALIGN ||
+	    (uint64_t)st.st_size > HP_SEGMENT_MAX) {
+		close(fd);
+		return corrupt(why, "the shared pool is not a regular file of a possible size");
+	}
+	/* the region and the extents there are now; later ones are mapped
+	 * as they appear (hp_var_attach) */
+	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		if (why != NULL)
+			*why = "cannot map the shared pool";
+		return rc;
+	}
+	rc = hp_var_attach(&seg->var, base, (uint64_t)st.st_size, fd, 1, 0,
+			   seg->params.max_guests, self, why);
+	if (rc != 0) {
+		munmap(base, (size_t)st.st_size);
+		close(fd);
+		return rc;
+	}
+	seg->var_map = base;
+	seg->var_map_size = (uint64_t)st.st_size;
+	seg->host_features |= HP_FEAT_VARSLOT;
 	return 0;
 }
 
@@ -593,6 +586,11 @@ void
 hp_segment_close(struct hp_segment *seg)
 {
 	hp_var_close(&seg->var);
+	if (seg->var_map != NULL) {
+		munmap(seg->var_map, seg->var_map_size);
+		close(seg->var.fd);
+		seg->var_map = NULL;
+	}
 	if (seg->base != NULL)
 		munmap(seg->base, seg->size);
 	if (seg->fd >= 0)

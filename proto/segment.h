@@ -22,7 +22,8 @@ struct hp_params {
 	uint32_t	initial_credit;		/* 1..INT32_MAX */
 	uint32_t	max_payload_size;	/* 1..slot_size - 4 */
 	uint64_t	heartbeat_interval;	/* ns, 0 = off */
-	struct hp_var_conf var;			/* the shared variable pool */
+	struct hp_var_conf var;			/* the shared variable pool: a
+						 * file of its own (hp_segment_attach_pool) */
 };
 
 #define HP_RING_SIZE_MAX	65536u
@@ -47,9 +48,7 @@ struct hp_geometry {
 	uint64_t	slot_region_offset;	/* host pool, then guest pools */
 	uint64_t	pool_header_size;	/* bitmap padded to 64 */
 	uint64_t	pool_size;		/* header + slots_per_guest * slot_size */
-	uint64_t	var_offset;		/* the variable pool, 0: none */
-	uint64_t	var_size;		/* its region and first extents */
-	uint64_t	total_size;		/* extents appended lie beyond it */
+	uint64_t	total_size;
 };
 
 /* Defaults a hub runs with when its config says nothing. */
@@ -75,19 +74,28 @@ struct hp_segment {
 	struct hp_geometry	geo;
 	uint32_t		host_features;
 	struct hp_varpool	var;		/* nclasses 0: none */
+	uint8_t			*var_map;	/* a guest's mapping of its pool file */
+	uint64_t		var_map_size;
 };
 
 /* Peer P's entry in the table; NULL if peer_id is not 1..max_guests
  * (r[shm.topology.peer-id]). Its words are proto/peer.h's to touch. */
 struct hp_peer_entry *hp_segment_peer(const struct hp_segment *seg, uint32_t peer_id);
 
-/* r[shm.file.create]: create (or truncate) path with mode, size it and
- * reserve every byte (-ENOSPC when the filesystem has no room: a sparse
- * segment would SIGBUS later), map it MAP_SHARED, initialise every
- * structure and publish the magic last. The file is left in place on
- * error only if it existed before. */
-int hp_segment_create(struct hp_segment *seg, const char *path,
-		      const struct hp_params *p, mode_t mode, const char **why);
+/* A sealed memfd of size bytes named name (for /proc and debuggers only):
+ * nobody can shrink it (F_SEAL_SHRINK: a page gone under a mapping is a
+ * SIGBUS), nor grow it when fixed. The fd, or -errno with *why. */
+int hp_segment_memfd(const char *name, uint64_t size, int fixed, const char **why);
+
+/* r[shm.file.create]: a segment in a fresh sealed memfd (hp_segment_memfd),
+ * mapped MAP_SHARED, every structure initialised, the magic published
+ * last. peer_id 1..max_guests: that guest's domain, in which its entry
+ * alone has areas (the others stay Empty); 0: every guest's, one segment
+ * for a whole hub as the spec draws it. features: HP_FEAT_VARSLOT when
+ * the host honours a shared pool (a file of its own). Attach to it as
+ * /proc/self/fd/N, or hand the fd to a guest. */
+int hp_segment_create(struct hp_segment *seg, const struct hp_params *p, uint32_t peer_id,
+		      uint32_t features, const char *name, const char **why);
 
 #define HP_ATTACH_RDONLY	0x1	/* map read-only (inspection) */
 
@@ -111,7 +119,12 @@ int hp_segment_validate(const uint8_t *base, uint64_t size,
 			struct hp_params *p, struct hp_geometry *g,
 			const char **why);
 
-/* Unmaps and closes; the file stays (the host unlinks it itself). */
+/* A guest's shared pool, a file of its own (--hub-pool): mapped and its
+ * headers checked into seg->var, self the owner id it allocates as. */
+int hp_segment_attach_pool(struct hp_segment *seg, const char *path, uint32_t self,
+			   const char **why);
+
+/* Unmaps and closes (the pool too). */
 void hp_segment_close(struct hp_segment *seg);
 
 static inline struct hp_header *hp_segment_header(const struct hp_segment *seg)

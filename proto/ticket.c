@@ -63,7 +63,7 @@ int
 hp_ticket_parse(int argc, char *const argv[], struct hp_ticket *t,
 		const char **why)
 {
-	const char *path = NULL, *peer = NULL, *fd = NULL, *v;
+	const char *path = NULL, *pool = NULL, *peer = NULL, *fd = NULL, *v;
 	long peer_id, dfd;
 	int i, m;
 
@@ -80,6 +80,18 @@ hp_ticket_parse(int argc, char *const argv[], struct hp_ticket *t,
 				return -EINVAL;
 			}
 			path = v;
+		} else if ((m = match(argc, argv, &i, "--hub-pool", &v)) != 0) {
+			/* ours: the shared pool's file, when the host lets
+			 * this guest use one (doc/protocol.md) */
+			if (m < 0 || *v == '\0') {
+				SET_WHY("--hub-pool needs a value");
+				return -EINVAL;
+			}
+			if (pool != NULL) {
+				SET_WHY("--hub-pool is given twice");
+				return -EINVAL;
+			}
+			pool = v;
 		} else if ((m = match(argc, argv, &i, "--peer-id", &v)) != 0) {
 			if (m < 0) {
 				SET_WHY("--peer-id needs a value");
@@ -141,6 +153,7 @@ hp_ticket_parse(int argc, char *const argv[], struct hp_ticket *t,
 		return -EINVAL;
 	}
 	t->hub_path = path;
+	t->pool_path = pool;
 	t->peer_id = (uint32_t)peer_id;
 	t->doorbell_fd = (int)dfd;
 	return 0;

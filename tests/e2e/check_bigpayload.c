@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* The shared pool end to end: 1 MiB and 16 MiB payloads through kv and
- * between two guests with the default config, handed on without a copy;
- * and guests that break the pool, which hubd survives: ended where the
- * damage names them, the free lists rebuilt where it does not, a dead
- * holder's slots returned. */
+/* The shared pools end to end: 1 MiB and 16 MiB payloads through kv and
+ * between two guests, handed on without a copy inside a zone and copied
+ * by hubd across zones; and guests that break the pool, which hubd
+ * survives: ended where the damage names them, the free lists rebuilt
+ * where it does not, a dead holder's slots returned. */
 #include <check.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,11 @@
 	"[guest echo]\nexec = @/guests/echo\n" \
 	"[guest kv]\nexec = @/guests/kv\n" \
 	"[guest prober]\nexec = @/tests/guests/prober\n"
+/* kv and prober share a pool: payloads between them are not copied */
+#define ZONED \
+	"[guest echo]\nexec = @/guests/echo\n" \
+	"[guest kv]\nexec = @/guests/kv\nzone = big\n" \
+	"[guest prober]\nexec = @/tests/guests/prober\nzone = big\n"
 
 static struct hub_proc hub;
 
@@ -32,42 +40,80 @@ expect_call(const char *method, const char *arg, const char *want)
 	free(out);
 }
 
-/* The hub's segment, read-only, as hubctl inspect maps it. */
+/* A zone's pool, read-only, as hubctl inspect maps it (from hubd). */
+struct mapped {
+	struct hp_varpool	var;
+	void			*base;
+	size_t			size;
+	int			fd;
+};
+
 static void
-map_segment(struct hp_segment *seg)
+map_pool(const char *zone, struct mapped *m)
 {
+	json_object *st = hub_request(&hub, "{\"cmd\":\"status\"}", NULL);
 	const char *why = NULL;
+	struct stat sb;
 
-	ck_assert_msg(hp_segment_attach(seg, hub.segment, HP_ATTACH_RDONLY, &why) == 0,
-		      "attach: %s", why);
-	ck_assert_uint_gt(seg->var.nclasses, 0);
+	ck_assert_ptr_nonnull(st);
+	m->fd = hub_domain_fd(&hub, "pool", zone);
+	ck_assert_msg(m->fd >= 0, "no pool %s", zone);
+	ck_assert_int_eq(fstat(m->fd, &sb), 0);
+	m->size = (size_t)sb.st_size;
+	m->base = mmap(NULL, m->size, PROT_READ, MAP_SHARED, m->fd, 0);
+	ck_assert(m->base != MAP_FAILED);
+	ck_assert_msg(hp_var_attach(&m->var, m->base, m->size, m->fd, 0, 0,
+				    (uint32_t)json_object_get_int(json_get(st, "max_guests")), 0,
+				    &why) == 0, "attach: %s", why);
+	json_object_put(st);
 }
 
 static void
-count_problem(void *arg, const char *problem)
+unmap_pool(struct mapped *m)
 {
-	(void)problem;
-	++*(int *)arg;
+	hp_var_close(&m->var);
+	munmap(m->base, m->size);
+	close(m->fd);
 }
 
-/* validate() finds nothing, within 3 s (a slot can be caught moving,
- * and a broken list waits for the next sweep). */
+/* Big allocations in a pool by the host (peer 0) and by guests. */
+static void
+big_allocs(const char *zone, uint64_t *host, uint64_t *guests)
+{
+	struct mapped m;
+
+	map_pool(zone, &m);
+	*host = *guests = 0;
+	for (uint32_t c = 0; c < m.var.nclasses; c++) {
+		if (m.var.cls[c].slot_size < (256u << 10))
+			continue;
+		for (uint32_t p = 0; p <= m.var.max_guests; p++) {
+			uint64_t n = m.var.stats[(uint64_t)p * m.var.nclasses + c].allocs;
+
+			*(p == 0 ? host : guests) += n;
+		}
+	}
+	unmap_pool(&m);
+}
+
+/* validate() on every pool finds nothing, within 3 s (a slot can be
+ * caught moving, and a broken list waits for the next sweep). */
 static void
 expect_pool_valid(void)
 {
-	struct hp_segment seg;
-	int problems = -1;
+	int valid = 0;
 
-	for (int i = 0; i < 60 && problems != 0; i++) {
+	for (int i = 0; i < 60 && !valid; i++) {
+		json_object *o;
+
 		if (i > 0)
 			sleep_ms(50);
-		map_segment(&seg);
-		problems = 0;
-		hp_var_validate(&seg.var, NULL, NULL, count_problem, &problems);
-		hp_segment_close(&seg);
+		o = hub_request(&hub, "{\"cmd\":\"pool\",\"validate\":true}", NULL);
+		ck_assert_ptr_nonnull(o);
+		valid = json_object_get_boolean(json_get(o, "valid"));
+		json_object_put(o);
 	}
-	ck_assert_msg(problems == 0, "the pool has %d problems: %s", problems,
-		      hub_log_tail(&hub));
+	ck_assert_msg(valid, "the pool has problems: %s", hub_log_tail(&hub));
 }
 
 static int
@@ -85,35 +131,45 @@ log_has(const char *text, int timeout_ms)
 }
 
 /* r[shm.varslot.selection] r[shm.varslot.shared] r[shm.varslot.extents]:
- * with the default config a 16 MiB payload fits a class of the shared
- * pool; guest to guest it is handed on, so hubd allocates no slot of the
- * large classes itself (r[shm.varslot.ownership]: only owners change). */
-START_TEST(test_big_payloads_default_config)
+ * a 16 MiB payload fits a class of the shared pool; guest to guest inside
+ * a zone it is handed on, so hubd allocates no slot of the large classes
+ * itself (r[shm.varslot.ownership]: only owners change). */
+START_TEST(test_big_payloads_in_a_zone)
 {
-	struct hp_segment seg;
-	uint64_t host_big = 0, guests_big = 0;
+	uint64_t host_big, guests_big;
 
-	hub_start_up(&hub, NULL, GUESTS, "echo,kv,prober");
+	hub_start_up(&hub, NULL, ZONED, "echo,kv,prober");
 	ck_assert(hub_wait_method(&hub, "echo.echo,kv.put,prober.bigkv") == 0);
 	expect_call("prober.big", "1048576", "1048576\n");
 	expect_call("prober.bigkv", "1048576", "1048576\n");
 	expect_call("prober.big", "16777216", "16777216\n");
 	expect_call("prober.bigkv", "16777216", "16777216\n");
 	expect_call("prober.big", "100", "100\n");
-	map_segment(&seg);
-	for (uint32_t c = 0; c < seg.var.nclasses; c++) {
-		if (seg.var.cls[c].slot_size < (256u << 10))
-			continue;
-		for (uint32_t p = 0; p <= seg.params.max_guests; p++) {
-			uint64_t n = seg.var.stats[(uint64_t)p * seg.var.nclasses + c].allocs;
-
-			*(p == 0 ? &host_big : &guests_big) += n;
-		}
-	}
-	hp_segment_close(&seg);
+	big_allocs("big", &host_big, &guests_big);
 	ck_assert_uint_eq(host_big, 0);
 	/* four big payloads each way at least: calls and answers */
 	ck_assert_uint_ge(guests_big, 8);
+	ck_assert_int_lt(hub_domain_fd(&hub, "pool", "kv"), 0);	/* no pool of its own */
+	expect_pool_valid();
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* With the default config each guest is a zone of its own: a big payload
+ * from prober to kv is copied by hubd into kv's pool (a slot hubd
+ * allocates there), so neither reads the other's memory. */
+START_TEST(test_big_payloads_across_zones)
+{
+	uint64_t host_big, guests_big;
+
+	hub_start_up(&hub, NULL, GUESTS, "echo,kv,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,kv.put,prober.bigkv") == 0);
+	expect_call("prober.bigkv", "1048576", "1048576\n");
+	expect_call("prober.bigkv", "16777216", "16777216\n");
+	big_allocs("kv", &host_big, &guests_big);
+	ck_assert_uint_ge(host_big, 2);		/* the two calls, copied */
+	big_allocs("prober", &host_big, &guests_big);
+	ck_assert_uint_ge(guests_big, 2);	/* prober's own, in its own pool */
 	expect_pool_valid();
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
@@ -193,7 +249,7 @@ END_TEST
  * acquire pairs with the acq_rel CAS by which hp_var_alloc (the breaker)
  * and the sweeper move a slot's state, each after storing its owner. */
 static int
-slots_held(const struct hp_segment *seg, int id)
+slots_held(const struct mapped *seg, int id)
 {
 	int held = 0;
 
@@ -208,7 +264,7 @@ slots_held(const struct hp_segment *seg, int id)
 
 START_TEST(test_dead_holder_reclaimed)
 {
-	struct hp_segment seg;
+	struct mapped seg;
 	int pid, id;
 
 	start_breaker("hold");
@@ -217,15 +273,16 @@ START_TEST(test_dead_holder_reclaimed)
 	id = hub_peer_int(&hub, "breaker", "peer_id");
 	ck_assert_int_gt(pid, 1);
 	ck_assert_int_gt(id, 0);
-	/* up is attached: the slots are taken just after */
-	map_segment(&seg);
+	/* up is attached: the slots are taken just after; its pool stays
+	 * when it dies (its zone's) */
+	map_pool("breaker", &seg);
 	for (double t0 = now_s(); slots_held(&seg, id) < 8 && now_s() - t0 < 5; )
 		sleep_ms(10);
 	ck_assert_int_eq(slots_held(&seg, id), 8);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert_msg(log_has("slots of peer", 5000), "%s", hub_log_tail(&hub));
 	ck_assert_int_eq(slots_held(&seg, id), 0);
-	hp_segment_close(&seg);
+	unmap_pool(&seg);
 	expect_pool_valid();
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
@@ -240,7 +297,8 @@ suite_bigpayload(void)
 
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_big_payloads_default_config);
+	tcase_add_test(tc, test_big_payloads_in_a_zone);
+	tcase_add_test(tc, test_big_payloads_across_zones);
 	tcase_add_test(tc, test_guest_kept_out_of_the_pool);
 	tcase_add_test(tc, test_breaker_named_by_its_descriptor);
 	tcase_add_test(tc, test_broken_free_list_rebuilt);

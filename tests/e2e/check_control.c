@@ -1125,7 +1125,7 @@ START_TEST(test_json_plain)
 	run_hubctl(&r, hub.sock, "-j", "status", (char *)NULL);
 	ck_assert_int_eq(r.status, 0);
 	for (int i = 0; i < 2; i++, raw = r.out) {
-		ck_assert_msg(strstr(raw, hub.segment) != NULL && strstr(raw, "\\/") == NULL, "%s",
+		ck_assert_msg(strstr(raw, hub.sock) != NULL && strstr(raw, "\\/") == NULL, "%s",
 			      raw);
 		ck_assert_msg(decimals_of(raw, "\"uptime_s\":") >= 1 &&
 			      decimals_of(raw, "\"uptime_s\":") <= 3, "%s", raw);

@@ -4,6 +4,7 @@
  * payloads, streams with credit, Cancel, protocol violations, spawn
  * tickets, config checking. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +20,21 @@
 	"[guest echo]\nexec = @/guests/echo\n" \
 	"[guest kv]\nexec = @/guests/kv\n" \
 	"[guest counter]\nexec = @/guests/counter\n"
+
+/* Files in /dev/shm named hub-anything (this hub makes none). */
+static int
+shm_files(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	int n = 0;
+
+	while (d != NULL && (e = readdir(d)) != NULL)
+		n += strncmp(e->d_name, "hub", 3) == 0;
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
 
 static struct hub_proc hub;
 
@@ -71,8 +87,9 @@ stop_clean(void)
 	ck_assert_msg(stopping != NULL && strstr(stopping, "killed by signal") == NULL,
 		      "a guest was killed at stop: %.2000s", log);
 	free(log);
-	/* r[shm.file.cleanup] */
-	ck_assert_msg(access(hub.segment, F_OK) != 0, "segment left behind");
+	/* r[shm.file.cleanup]: no file of memory anywhere, no lock, no socket */
+	ck_assert_msg(shm_files() == 0, "a file left in /dev/shm");
+	ck_assert_msg(access(harness_path("hub0.sock.lock"), F_OK) != 0, "lock left behind");
 	ck_assert_msg(access(hub.sock, F_OK) != 0, "socket left behind");
 	for (int i = 0; i < n; i++)
 		ck_assert_msg(!alive(pids[i]), "guest pid %d outlived hubd", pids[i]);

@@ -48,7 +48,7 @@ START_TEST(test_json_output_parses)
 	o = ctl_json(0, "status", NULL);
 	ck_assert(json_object_get_boolean(json_get(o, "ok")));
 	ck_assert_int_eq(json_object_get_int(json_get(o, "guests")), 2);
-	ck_assert_str_eq(json_object_get_string(json_get(o, "segment")), hub.segment);
+	ck_assert_str_eq(json_object_get_string(json_get(o, "control")), hub.sock);
 	json_object_put(o);
 	o = ctl_json(0, "peers", NULL);
 	ck_assert_int_eq(json_object_array_length(json_get(o, "peers")), 2);
@@ -214,7 +214,7 @@ rewrite_conf(const char *guests)
 	FILE *f = fopen(hub.conf, "w");
 
 	ck_assert_ptr_nonnull(f);
-	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\n", hub.segment, hub.sock);
+	fprintf(f, "[hub]\ncontrol = %s\n", hub.sock);
 	for (const char *s = guests; *s; s++) {
 		if (*s == '@')
 			fputs(bin(""), f);
@@ -241,8 +241,8 @@ proc_field(int pid, const char *file, const char *key)
 	return v;
 }
 
-/* A guest as another user, with limits; the segment shared with its group
- * only (r[shm.file.permissions]), never world-writable. */
+/* A guest as another user, with limits; its memory handed to it as an
+ * fd, the socket its group's. */
 START_TEST(test_guest_user_group_limits)
 {
 	struct stat st;
@@ -262,9 +262,6 @@ START_TEST(test_guest_user_group_limits)
 	snprintf(guests, sizeof(guests), "[guest echo]\nexec = @/guests/echo\nuser = nobody\n"
 		 "group = nogroup\nlimit_files = 64\n%s", memory);
 	hub_start_up(&hub, "group = nogroup\n", guests, "echo");
-	ck_assert_int_eq(stat(hub.segment, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 0777, 0660);
-	ck_assert_uint_eq(st.st_gid, 65534);
 	ck_assert_int_eq(stat(hub.sock, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0660);
 	p = hub_peer(&hub, "echo");
@@ -287,14 +284,36 @@ START_TEST(test_guest_user_group_limits)
 }
 END_TEST
 
-/* Without a guest of another user the segment is the hub's alone. */
-START_TEST(test_segment_private_by_default)
+/* What /proc/PID/fd/N of a guest links to. */
+static const char *
+fd_link(int pid, int fd)
 {
-	struct stat st;
+	static char target[256];
+	char path[64];
+	ssize_t n;
 
-	hub_start_up(&hub, NULL, GUESTS, "echo");
-	ck_assert_int_eq(stat(hub.segment, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 0777, 0600);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	target[n > 0 ? n : 0] = '\0';
+	return target;
+}
+
+/* r[shm.spawn.fd-inheritance]: a guest has its doorbell, its own domain
+ * and its own pool, memfds with no name in any filesystem, and nothing
+ * else of hubd's (its pipe to hubd is gone with the exec). */
+START_TEST(test_guest_memory_is_its_own)
+{
+	int pid;
+
+	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
+	pid = hub_peer_int(&hub, "echo", "pid");
+	ck_assert_int_gt(pid, 1);
+	ck_assert_msg(strncmp(fd_link(pid, 3), "socket:", 7) == 0, "%s", fd_link(pid, 3));
+	ck_assert_msg(strncmp(fd_link(pid, 5), "/memfd:hub:echo ", 16) == 0, "%s", fd_link(pid, 5));
+	ck_assert_msg(strncmp(fd_link(pid, 6), "/memfd:hub-pool:echo ", 21) == 0, "%s",
+		      fd_link(pid, 6));
+	ck_assert_str_eq(fd_link(pid, 4), "");
+	ck_assert_str_eq(fd_link(pid, 7), "");
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -339,9 +358,9 @@ START_TEST(test_reload)
 	size_t n = 0;
 	FILE *m = open_memstream(&conf, &n);
 
-	fprintf(m, "[hub]\nsegment = %s\ncontrol = %s\nring_size = 64\n"
+	fprintf(m, "[hub]\ncontrol = %s\nring_size = 64\n"
 		"[guest kv]\nexec = %s/guests/kv\nargs = --changed\n"
-		"[guest counter]\nexec = %s/guests/counter\n", hub.segment, hub.sock,
+		"[guest counter]\nexec = %s/guests/counter\n", hub.sock,
 		bin(""), bin(""));
 	fclose(m);
 	f = fopen(hub.conf, "w");
@@ -375,17 +394,17 @@ START_TEST(test_inspect)
 
 	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
 	/* r[shm.file.attach]: read-only, no daemon involved */
-	ck_assert_int_eq(hubctl(&hub, &out, "inspect", hub.segment, (char *)NULL), 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "inspect", (char *)NULL), 0);
 	ck_assert_msg(strstr(out, "invariants: ok") && strstr(out, "attached"), "%s", out);
 	free(out);
-	o = ctl_json(0, "inspect", hub.segment);
+	o = ctl_json(0, "inspect", NULL);
 	ck_assert_int_eq(json_object_array_length(json_get(o, "problems")), 0);
 	ck_assert_str_eq(json_object_get_string(json_get(json_object_array_get_idx(json_get(o, "peers"), 0),
 						     "state")), "attached");
 	json_object_put(o);
 	/* it works with the daemon stopped dead (SIGSTOP) */
 	kill(hub.pid, SIGSTOP);
-	ck_assert_int_eq(hubctl(&hub, &out, "inspect", hub.segment, (char *)NULL), 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "inspect", (char *)NULL), 0);
 	free(out);
 	kill(hub.pid, SIGCONT);
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -486,7 +505,7 @@ suite_ops(void)
 	tcase_add_test(tc, test_bad_control_clients);
 	tcase_add_test(tc, test_other_user_reads_but_cannot_change);
 	tcase_add_test(tc, test_guest_user_group_limits);
-	tcase_add_test(tc, test_segment_private_by_default);
+	tcase_add_test(tc, test_guest_memory_is_its_own);
 	tcase_add_test(tc, test_reload);
 	tcase_add_test(tc, test_inspect);
 	tcase_add_test(tc, test_help_and_usage);

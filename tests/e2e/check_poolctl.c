@@ -220,7 +220,7 @@ START_TEST(test_status_and_stats)
 	free(out);
 	ck_assert_uint_gt(u64(o, "segment_bytes"), 0);
 	ck_assert_uint_eq(u64(o, "segment_bytes"), u64(o, "segment_initial_bytes"));
-	ck_assert_int_eq(stat(h.segment, &st), 0);
+	ck_assert_int_eq(stat(harness_path("no-segment"), &st), 0);
 	ck_assert_uint_eq(u64(o, "segment_bytes"), (uint64_t)st.st_size);
 	cls = json_get(o, "pool_classes");
 	ck_assert(json_object_is_type(cls, json_type_array));
@@ -262,7 +262,7 @@ START_TEST(test_inspect_live)
 	int rc;
 
 	hub_start_up(&h, NULL, ECHO, "echo");
-	rc = hubctl(&h, &out, "inspect", h.segment, (char *)NULL);
+	rc = hubctl(&h, &out, "inspect", harness_path("no-segment"), (char *)NULL);
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
 	ck_assert_msg(strstr(out, "shared pool:") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "pool class 0 extent 0") != NULL, "%s", out);
@@ -270,7 +270,7 @@ START_TEST(test_inspect_live)
 	ck_assert_msg(strstr(out, "PROBLEM") == NULL, "%s", out);
 	ck_assert_msg(strstr(out, "invariants: ok") != NULL, "%s", out);
 	free(out);
-	rc = hubctl(&h, &out, "-j", "inspect", h.segment, (char *)NULL);
+	rc = hubctl(&h, &out, "-j", "inspect", harness_path("no-segment"), (char *)NULL);
 	ck_assert_int_eq(rc, 0);
 	o = parse_out(out);
 	free(out);
@@ -305,7 +305,8 @@ make_segment(const char *path, struct hp_segment *seg)
 	p.var.cls[0].count = 4;
 	p.var.cls[1].slot_size = 4096;
 	p.var.cls[1].count = 2;
-	rc = hp_segment_create(seg, path, &p, 0600, &why);
+	(void)path;
+	rc = hp_segment_create(seg, &p, 0, HP_FEAT_VARSLOT, "hub-test", &why);
 	ck_assert_msg(rc == 0, "create %s: %s", path, why ? why : "?");
 }
 
@@ -368,7 +369,7 @@ START_TEST(test_validate_scribbled_then_rebuilt)
 	ck_assert_msg(rc == 0, "exit %d before scribbling: %s", rc, out);
 	free(out);
 
-	scribble_head(h.segment, 0, 0x00ABCDEF);
+	scribble_head(harness_path("no-segment"), 0, 0x00ABCDEF);
 	rc = hubctl(&h, &out, "pool", "--validate", (char *)NULL);
 	ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
 	ck_assert_msg(strstr(out, "PROBLEM: class 0: free list link out of range") != NULL,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* hubd's start: the segment's space reserved up front (a full /dev/shm is
- * a clear refusal, never a SIGBUS later), files that are not hub's left
- * alone, and every failed start removing what it made. */
+/* hubd's start: no file of shared memory anywhere (a small /dev/shm
+ * limits nothing), files that are not hub's left alone, one hubd per
+ * control socket, and every failed start removing what it made. */
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -87,88 +88,76 @@ run_hubd(const char *keys, char **log)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* hubd on segment and control refuses to start (exit 1) saying want. */
+/* hubd on control refuses to start (exit 1) saying want. */
 static void
-expect_refused(const char *segment, const char *control, const char *want)
+expect_refused(const char *control, const char *want)
 {
 	char keys[1100], *log;
 	int rc;
 
-	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", segment, control);
+	snprintf(keys, sizeof(keys), "control = %s\n", control);
 	rc = run_hubd(keys, &log);
 	ck_assert_msg(rc == 1 && strstr(log, want) != NULL, "exit %d, log: %s", rc, log);
 	free(log);
 }
 
-/* r[shm.file.create]: every byte of the segment is allocated at creation,
- * not on first touch (a sparse file SIGBUSes its user when tmpfs fills) */
-START_TEST(test_segment_space_reserved)
+/* The guests' memory is in no filesystem: a hub whose /dev/shm holds
+ * 16 MiB (a container's may hold 64) still carries a 16 MiB payload, and
+ * nothing appears there. hubd runs in a mount namespace of its own with
+ * a small tmpfs on /dev/shm. */
+START_TEST(test_small_dev_shm_limits_nothing)
 {
-	struct stat st;
+	char *out = NULL;
+	int status;
+	pid_t pid;
 
-	ck_assert(hub_start(&hub, NULL, NULL) == 0);
-	ck_assert_int_eq(stat(hub.segment, &st), 0);
-	ck_assert_msg((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size,
-		      "segment of %lld bytes has only %lld allocated: %s", (long long)st.st_size,
-		      (long long)st.st_blocks * 512, hub_log_tail(&hub));
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, "[guest prober]\nexec = @/tests/guests/prober\n"
+					"[guest echo]\nexec = @/guests/echo\n"), 0);
+	if ((pid = fork()) == 0) {
+		int fd = open(hub.log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (unshare(CLONE_NEWNS) != 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=16m") != 0)
+			_exit(126);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(bin("hubd"), "hubd", "-f", hub.conf, (char *)NULL);
+		_exit(127);
+	}
+	hub.pid = pid;
+	ck_assert(hub_wait_up(&hub, "prober,echo", 10000) == 0);
+	ck_assert(hub_wait_method(&hub, "prober.big") == 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "-t", "60", "call", "prober.big", "16777216",
+				(char *)NULL), 0);
+	ck_assert_str_eq(out, "16777216\n");
+	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
+	(void)status;
 }
 END_TEST
 
-/* A /dev/shm too small for the segment: hubd refuses to start, says how
- * much it needs and has, and leaves nothing behind. */
-START_TEST(test_too_little_shm_refused)
-{
-	const char *dir = harness_path("shm"), *seg = harness_path("shm/hub");
-	char keys[512], lock[512], *log;
-
-	ck_assert_int_eq(mkdir(dir, 0700), 0);
-	ck_assert_msg(mount("tmpfs", dir, "tmpfs", 0, "size=16m") == 0, "mount: %s",
-		      strerror(errno));
-	/* the default segment is 80 MiB: both sizes said, for people and
-	 * exactly (the lock file beside it takes a page of the 16 MiB) */
-	snprintf(keys, sizeof(keys), "segment = %s\n", seg);
-	ck_assert_msg(hub_start(&hub, keys, NULL) != 0, "hubd started on a 16 MiB tmpfs");
-	log = hub_log(&hub);
-	ck_assert_msg(strstr(log, "segment needs 80M (") != NULL &&
-		      strstr(log, "has 16M (") != NULL, "log: %.2000s", log);
-	free(log);
-	snprintf(lock, sizeof(lock), "%s.lock", seg);
-	ck_assert_msg(!exists(seg) && !exists(lock), "segment or lock left in %s", dir);
-	ck_assert_msg(!exists(hub.sock), "socket %s left behind", hub.sock);
-	/* with room, the same hub starts (and the test's mount goes at teardown) */
-	umount2(dir, MNT_DETACH);
-	ck_assert_int_eq(mount("tmpfs", dir, "tmpfs", 0, "size=128m"), 0);
-	ck_assert_msg(hub_start(&hub, keys, NULL) == 0, "hubd: %s", hub_log_tail(&hub));
-	ck_assert_int_eq(hub_stop(&hub), 0);
-	ck_assert(!exists(seg) && !exists(lock));
-}
-END_TEST
-
-/* A second hubd on another segment but the same control socket fails to
- * start, removes its own segment and lock, and leaves the first alone. */
+/* A second hubd on the same control socket fails to start (the lock
+ * beside the socket is the first one's) and leaves the first alone. */
 START_TEST(test_failed_start_removes_what_it_made)
 {
-	char lock[600], *out = NULL;
-	const char *seg = harness_path("second");
+	char *out = NULL;
 
 	ck_assert(hub_start(&hub, NULL, NULL) == 0);
-	expect_refused(seg, hub.sock, "in use");
-	snprintf(lock, sizeof(lock), "%s.lock", seg);
-	ck_assert_msg(!exists(seg) && !exists(lock), "second hubd left %s or its lock", seg);
-	/* the first one's socket still answers */
+	expect_refused(hub.sock, "another hubd");
+	/* the first one's socket and lock are still there, and it answers */
 	ck_assert_int_eq(hubctl(&hub, &out, "status", (char *)NULL), 0);
 	free(out);
-	ck_assert(exists(hub.segment));
+	ck_assert(exists(harness_path("hub0.sock.lock")));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
 
 /* Defect: hubd opened its lock file, then locked it. A hubd exiting in
  * between unlinks the file: the lock taken was on a file nobody would
- * open again, and a third hubd took the same segment path as well (and
- * removed the second's live segment as stale). Now the lock is on the
- * file at the path (flopen locks again if it changed). */
+ * open again, and a third hubd took the same paths as well. Now the
+ * lock is on the file at the path (flopen locks again if it changed). */
 START_TEST(test_lock_while_the_owner_exits)
 {
 	const char *at = harness_path("lockwait.at"), *go = harness_path("lockwait.go");
@@ -209,58 +198,52 @@ START_TEST(test_lock_while_the_owner_exits)
 	json_object_put(o);
 	ck_assert_msg(waitpid(b, &status, WNOHANG) == 0, "hubd B exited: %d", status);
 	/* C, on the same paths, finds B there */
-	snprintf(keys, sizeof(keys), "segment = %s\ncontrol = %s\n", hub.segment, hub.sock);
+	snprintf(keys, sizeof(keys), "control = %s\n", hub.sock);
 	rc = run_hubd(keys, &log);
 	snprintf(want, sizeof(want), "another hubd (pid %d) owns", (int)b);
 	ck_assert_msg(rc == 1 && strstr(log, want) != NULL, "exit %d, log: %s", rc, log);
 	free(log);
-	ck_assert_msg(exists(hub.segment), "B's segment was removed");
+	ck_assert_msg(exists(hub.sock), "B's socket was removed");
 	kill(b, SIGTERM);
 	ck_assert_int_eq(waitpid(b, &status, 0), b);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "hubd B: %d", status);
 }
 END_TEST
 
-/* r[shm.file.cleanup] removes a dead hub's segment, and nothing else: a
- * file at the segment's or the lock's path that is not hub's is refused. */
+/* A file at the lock's or the socket's path that is not hub's is
+ * refused and left as it is. */
 START_TEST(test_foreign_files_kept)
 {
-	const char *seg = harness_path("precious"), *lock = harness_path("precious2.lock");
+	const char *lock = harness_path("precious2.sock.lock");
 
-	write_file(seg, "my thesis\n");
-	expect_refused(seg, harness_path("f.sock"), "is not a hub segment");
-	ck_assert_msg(file_is(seg, "my thesis\n"), "the file was changed");
 	/* a lock path holding something else than a pid */
 	write_file(lock, "my notes\n");
-	expect_refused(harness_path("precious2"), harness_path("f.sock"),
-		       "is not a hubd lock file");
+	expect_refused(harness_path("precious2.sock"), "is not a hubd lock file");
 	ck_assert_msg(file_is(lock, "my notes\n"), "the lock path's file was changed");
-	ck_assert(!exists(harness_path("precious2")));
-	/* a control path holding a file: refused, and the segment made
-	 * before it removed again */
+	ck_assert(!exists(harness_path("precious2.sock")));
+	/* a control path holding a file: refused, and the lock made before
+	 * it removed again */
 	write_file(harness_path("ctl"), "my diary\n");
-	expect_refused(harness_path("precious3"), harness_path("ctl"), "is not a socket");
+	expect_refused(harness_path("ctl"), "is not a socket");
 	ck_assert_msg(file_is(harness_path("ctl"), "my diary\n"), "the control path's file was changed");
-	ck_assert(!exists(harness_path("precious3")) && !exists(harness_path("precious3.lock")));
+	ck_assert(!exists(harness_path("ctl.lock")));
 }
 END_TEST
 
-/* A SIGTERM while hubd is still setting up (here: reserving a 1 GiB
- * segment) stops it cleanly once it is ready, never kills it half made
- * with its lock and segment left behind. */
+/* A SIGTERM while hubd is still setting up stops it cleanly once it is
+ * ready, never kills it half made with its lock or socket left behind. */
 START_TEST(test_sigterm_during_start)
 {
 	const char *conf = harness_path("big.conf");
-	char seg[256], lock[300];
+	char lock[300];
 	int status;
 	pid_t pid;
 	FILE *f;
 
-	snprintf(seg, sizeof(seg), "%s", harness_shm_path("big"));
-	snprintf(lock, sizeof(lock), "%s.lock", seg);
+	snprintf(lock, sizeof(lock), "%s.lock", harness_path("big.sock"));
 	ck_assert_ptr_nonnull(f = fopen(conf, "w"));
-	fprintf(f, "[hub]\nsegment = %s\ncontrol = %s\nmax_guests = 15\n"
-		"slot_size = 1M\nslots_per_guest = 64\n", seg, harness_path("big.sock"));
+	fprintf(f, "[hub]\ncontrol = %s\nmax_guests = 15\n"
+		"slot_size = 1M\nslots_per_guest = 64\n", harness_path("big.sock"));
 	fclose(f);
 	if ((pid = fork()) == 0) {
 		int null = open("/dev/null", O_WRONLY);
@@ -278,7 +261,8 @@ START_TEST(test_sigterm_during_start)
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "hubd ended with status %#x (signal %d)", status,
 		      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-	ck_assert_msg(!exists(seg) && !exists(lock), "the segment or its lock was left");
+	ck_assert_msg(!exists(lock) && !exists(harness_path("big.sock")),
+		      "the lock or the socket was left");
 }
 END_TEST
 
@@ -312,8 +296,7 @@ suite_startup(void)
 
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_segment_space_reserved);
-	tcase_add_test(tc, test_too_little_shm_refused);
+	tcase_add_test(tc, test_small_dev_shm_limits_nothing);
 	tcase_add_test(tc, test_failed_start_removes_what_it_made);
 	tcase_add_test(tc, test_lock_while_the_owner_exits);
 	tcase_add_test(tc, test_foreign_files_kept);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "proto/clock.h"
+#include "proto/fdpass.h"
 #include "tests/e2e/harness.h"
 
 #ifndef BUILD_DIR
@@ -112,8 +113,24 @@ remove_tree(const char *dir)
 	rmdir(dir);
 }
 
-/* Kills any hubd a failed test left (its pid is in the segment's lock
- * file; its guests follow it through their doorbells), then removes files. */
+/* Kills the hubd whose lock file path is, if it names one. */
+static void
+kill_locker(const char *path)
+{
+	size_t n = strlen(path);
+	FILE *f;
+	int pid;
+
+	if (n <= 5 || strcmp(path + n - 5, ".lock") != 0 || (f = fopen(path, "r")) == NULL)
+		return;
+	if (fscanf(f, "%d", &pid) == 1 && pid > 1)
+		kill(pid, SIGKILL);
+	fclose(f);
+}
+
+/* Kills any hubd a failed test left (its pid is in the lock beside its
+ * control socket, in this run's directory; its guests follow it through
+ * their doorbells), then removes files. */
 void
 harness_teardown(void)
 {
@@ -121,22 +138,18 @@ harness_teardown(void)
 	struct dirent *e;
 	char path[512];
 
+	if ((d = opendir(run_dir)) != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			snprintf(path, sizeof(path), "%s/%s", run_dir, e->d_name);
+			kill_locker(path);
+		}
+		closedir(d);
+	}
 	if ((d = opendir("/dev/shm")) != NULL) {
 		while ((e = readdir(d)) != NULL) {
 			if (strncmp(e->d_name, shm_prefix, strlen(shm_prefix)) != 0)
 				continue;
 			snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
-			size_t n = strlen(path);
-
-			if (n > 5 && strcmp(path + n - 5, ".lock") == 0) {
-				FILE *f = fopen(path, "r");
-				int pid;
-
-				if (f != NULL && fscanf(f, "%d", &pid) == 1 && pid > 1)
-					kill(pid, SIGKILL);
-				if (f != NULL)
-					fclose(f);
-			}
 			unlink(path);
 		}
 		closedir(d);
@@ -224,14 +237,10 @@ hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 	h->n = hub_count++;
 	snprintf(h->conf, sizeof(h->conf), "%s/hub%d.conf", run_dir, h->n);
 	snprintf(h->log, sizeof(h->log), "%s/hub%d.log", run_dir, h->n);
-	snprintf(h->segment, sizeof(h->segment), "/dev/shm/%s%d", shm_prefix, h->n);
 	snprintf(h->sock, sizeof(h->sock), "%s/hub%d.sock", run_dir, h->n);
 	if (hub_keys == NULL)
 		hub_keys = "";
-	/* the test's own segment or control path replaces ours */
-	if ((s = strstr(hub_keys, "segment = ")) != NULL)
-		snprintf(h->segment, sizeof(h->segment), "%.*s",
-			 (int)strcspn(s + 10, "\n"), s + 10);
+	/* the test's own control path replaces ours */
 	if ((s = strstr(hub_keys, "control = ")) != NULL)
 		snprintf(h->sock, sizeof(h->sock), "%.*s", (int)strcspn(s + 10, "\n"), s + 10);
 	unlink(h->log);		/* this hub's alone: an earlier test's may be there */
@@ -251,8 +260,6 @@ hub_write_conf(struct hub_proc *h, const char *hub_keys, const char *guests)
 	if ((f = fopen(h->conf, "w")) == NULL)
 		return -1;
 	fprintf(f, "[hub]\n");
-	if (strstr(hub_keys, "segment = ") == NULL)
-		fprintf(f, "segment = %s\n", h->segment);
 	if (strstr(hub_keys, "control = ") == NULL)
 		fprintf(f, "control = %s\n", h->sock);
 	fprintf(f, "%s\n", hub_keys);
@@ -401,6 +408,51 @@ hub_request(struct hub_proc *h, const char *line, int *items)
 out:
 	close(fd);
 	return o;
+}
+
+int
+hub_domain_fd(struct hub_proc *h, const char *kind, const char *name)
+{
+	static char buf[1 << 16];
+	int fds[512], fd = connect_sock(h->sock, 30), found = -1;
+	uint32_t nfds = 0;
+	size_t len = 0;
+	json_object *a = NULL, *list;
+	const char *line = "{\"cmd\":\"domains\"}\n";
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line))
+		goto out;
+	while (memchr(buf, '\n', len) == NULL && len < sizeof(buf) - 1) {
+		ssize_t n = hp_fdpass_recv(fd, buf + len, sizeof(buf) - 1 - len, fds, 512, &nfds);
+
+		if (n <= 0)
+			goto out;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if ((a = json_tokener_parse(buf)) == NULL ||
+	    !json_object_object_get_ex(a, "domains", &list))
+		goto out;
+	/* the fds come in the list's order */
+	for (size_t i = 0; i < json_object_array_length(list) && i < nfds; i++) {
+		json_object *e = json_object_array_get_idx(list, i);
+
+		if (strcmp(json_object_get_string(json_get(e, "kind")), kind) == 0 &&
+		    strcmp(json_object_get_string(json_get(e, "name")), name) == 0) {
+			found = fds[i];
+			fds[i] = -1;
+			break;
+		}
+	}
+out:
+	for (uint32_t i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	json_object_put(a);
+	close(fd);
+	return found;
 }
 
 json_object *

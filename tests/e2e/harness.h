@@ -13,7 +13,6 @@ struct hub_proc {
 	int	n;			/* which hub of this test run */
 	char	conf[256];
 	char	log[256];
-	char	segment[256];
 	char	sock[256];
 };
 
@@ -29,8 +28,7 @@ const char *harness_dir(void);
  * valid). */
 const char *harness_path(const char *name);
 
-/* A path in /dev/shm that harness_teardown removes (with its hubd, if a
- * lock file there names one). */
+/* A path in /dev/shm that harness_teardown removes. */
 const char *harness_shm_path(const char *name);
 
 /* Path of a built program, e.g. bin("hubd"), bin("guests/echo") (static, as
@@ -41,8 +39,8 @@ const char *bin(const char *name);
  * logs): not unless a test says so; harness_setup says no again. */
 void harness_hubd_verbose(int on);
 
-/* Writes a config: [hub] with the private segment and socket (unless
- * hub_keys has its own "segment = " or "control = ") plus
+/* Writes a config: [hub] with the private socket (unless hub_keys has
+ * its own "control = ") plus
  * hub_keys, then guests (sections as text, "@" replaced by the build
  * directory), starts hubd and waits until its control socket answers.
  * Returns 0 or -1. */
@@ -56,6 +54,10 @@ json_object *hub_stats(struct hub_proc *h);
 /* o.a.b.c (b, c: NULL for fewer levels) as a number, asserting (Check) it
  * is there. */
 unsigned long long json_u64(json_object *o, const char *a, const char *b, const char *c);
+/* hubd's fd for a guest's domain (kind "guest") or a zone's pool ("pool")
+ * named name, received as hubctl inspect receives it (SCM_RIGHTS); the
+ * caller closes it. -1 when there is none. */
+int hub_domain_fd(struct hub_proc *h, const char *kind, const char *name);
 /* Starts hubd again on the same config and paths. */
 int hub_restart(struct hub_proc *h);
 /* SIGTERM, wait up to 15 s; returns hubd's exit status, or -1 if it had to

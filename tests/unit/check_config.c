@@ -62,7 +62,7 @@ expect_error(const char *text, int line, const char *want)
 	snprintf(at, sizeof(at), ":%d: ", line);
 	ck_assert_msg(strstr(errtext, at) != NULL && strstr(errtext, want) != NULL,
 		      "want line %d '%s', got: %s", line, want, errtext);
-	ck_assert_msg(c.guests == NULL && c.nguests == 0 && c.segment_path == NULL,
+	ck_assert_msg(c.guests == NULL && c.nguests == 0 && c.control_path == NULL,
 		      "a failed load left state behind");
 }
 
@@ -71,7 +71,6 @@ START_TEST(test_values_and_defaults)
 	struct hub_conf c;
 	int rc = load("# comment\n"
 		      "[hub]\n"
-		      "segment = /dev/shm/hub-x\n"
 		      "control = /tmp/hub-x.sock\n"
 		      "ring_size = 64\n"
 		      "slot_size = 8K\n"
@@ -85,7 +84,6 @@ START_TEST(test_values_and_defaults)
 		      "exec = bin/kv\n", &c);
 
 	ck_assert_msg(rc == 0, "load: %s", errtext);
-	ck_assert_str_eq(c.segment_path, "/dev/shm/hub-x");
 	ck_assert_str_eq(c.control_path, "/tmp/hub-x.sock");
 	ck_assert_uint_eq(c.params.ring_size, 64);
 	ck_assert_uint_eq(c.params.slot_size, 8192);
@@ -103,7 +101,7 @@ START_TEST(test_values_and_defaults)
 	ck_assert_int_eq(c.guests[1].restart, RESTART_ON_FAILURE);
 	/* relative exec: relative to the config file's directory */
 	ck_assert_str_eq(c.guests[1].exec, "/tmp/bin/kv");
-	ck_assert_int_eq(c.guests[1].line, 13);
+	ck_assert_int_eq(c.guests[1].line, 12);
 	config_free(&c);
 }
 END_TEST
@@ -114,7 +112,6 @@ START_TEST(test_every_key_lands)
 	struct hub_conf c;
 	const struct config_guest *g;
 	int rc = load("[hub]\n"
-		      "segment = /dev/shm/hub-k\n"
 		      "control = /tmp/hub-k.sock\n"
 		      "max_guests = 3\n"
 		      "ring_size = 32\n"
@@ -145,7 +142,6 @@ START_TEST(test_every_key_lands)
 		      "processors = 4\n", &c);
 
 	ck_assert_msg(rc == 0, "load: %s", errtext);
-	ck_assert_str_eq(c.segment_path, "/dev/shm/hub-k");
 	ck_assert_str_eq(c.control_path, "/tmp/hub-k.sock");
 	ck_assert_uint_eq(c.params.max_guests, 3);
 	ck_assert_uint_eq(c.params.ring_size, 32);
@@ -236,7 +232,7 @@ START_TEST(test_empty_file_is_all_defaults)
 	ck_assert_uint_eq(c.params.max_guests, d.max_guests);
 	ck_assert_uint_eq(c.params.ring_size, d.ring_size);
 	ck_assert_uint_eq(c.nguests, 0);
-	ck_assert_str_eq(c.segment_path, "/dev/shm/hub");
+	ck_assert_str_eq(c.control_path, "/run/hub/hubd.sock");
 	ck_assert_uint_eq(c.calls_in_flight, 1024);
 	config_free(&c);
 }
@@ -345,6 +341,8 @@ END_TEST
 
 START_TEST(test_guest_keys)
 {
+	struct hub_conf c;
+
 	expect_error("[guest a]\nargs = x\n", 1, "has no exec");
 	expect_error("[guest a]\nexec = /bin/true\nrestart = sometimes\n", 3, "restart");
 	expect_error("[guest a]\nexec = /bin/true\nargs = \"open\n", 3, "unterminated quote");
@@ -352,7 +350,12 @@ START_TEST(test_guest_keys)
 		     1, "backoff_min is above backoff_max");
 	expect_error("[hub]\nmax_guests = 1\n[guest a]\nexec=/bin/true\n[guest b]\nexec=/bin/true\n",
 		     1, "2 guests but max_guests is 1");
-	expect_error("[guest a]\nexec = /bin/true\nuser = nobody\n", 1, "set [hub] group");
+	/* its memory is handed to it as an fd: no [hub] group needed */
+	ck_assert_msg(load("[guest a]\nexec = /bin/true\nuser = nobody\n", &c) == 0, "%s",
+		      errtext);
+	config_free(&c);
+	expect_error("[hub]\nsegment = /dev/shm/x\n", 2, "segment: no longer a key");
+	expect_error("[guest a]\nexec = /bin/true\nzone = a/b\n", 3, "zone: 'a/b' is not a name");
 	expect_error("[guest a]\nexec = /bin/true\nuser = no-such-user-here\n", 3, "no user");
 	expect_error("[hub]\ngroup = no-such-group-here\n", 2, "no group");
 	expect_error("[guest a]\nexec = /bin/true\nlimit_memory = 10\n", 3, "limit_memory");
@@ -533,7 +536,7 @@ START_TEST(test_overlong_line)
 {
 	char text[4096];
 
-	snprintf(text, sizeof(text), "[hub]\nsegment = /dev/shm/%03000d\n", 7);
+	snprintf(text, sizeof(text), "[hub]\ncontrol = /tmp/%03000d\n", 7);
 	expect_error(text, 2, "line longer than");
 }
 END_TEST

@@ -60,7 +60,7 @@ attach(void)
 	p.heartbeat_interval = heartbeat_ns;
 	if (credit_window != 0)
 		p.initial_credit = credit_window;
-	ck_assert_int_eq(hp_segment_create(&seg, path, &p, 0600, &why), 0);
+	ck_assert_int_eq(testseg_create(&seg, path, &p, &why), 0);
 	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
 	hp_store_release_u32(&hp_segment_peer(&seg, 1)->state, HP_PEER_RESERVED);
 	snprintf(a, sizeof(a), "--hub-path=%s", path);
@@ -94,7 +94,7 @@ host_init(void)
 {
 	hp_peer_view_host(&seg, 1, &hview);
 	ck_assert_int_eq(hp_endpoint_init_host(&host, &seg, &hview, bell[0],
-			 hp_load_acquire_u32(&hview.entry->guest_features)), 0);
+			 hp_load_acquire_u32(&hview.entry->guest_features), NULL), 0);
 }
 
 static void
@@ -183,7 +183,7 @@ START_TEST(test_corrupt_segment_refused)
 
 	hp_params_default(&p);
 	p.max_guests = 1;
-	ck_assert_int_eq(hp_segment_create(&seg, path, &p, 0600, &why), 0);
+	ck_assert_int_eq(testseg_create(&seg, path, &p, &why), 0);
 	hp_segment_header(&seg)->total_size += 64;	/* a lie about its size */
 	snprintf(a, sizeof(a), "--hub-path=%s", path);
 	char *argv[] = { "guest", a, "--peer-id=1", "--doorbell-fd=2", NULL };

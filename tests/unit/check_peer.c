@@ -32,7 +32,7 @@ setup(void)
 	struct hp_params p = testseg_params(2, 8, 128, 70);
 
 	p.max_channels = 4;
-	ck_assert_msg(hp_segment_create(&seg, path, &p, 0600, &why) == 0, "create: %s", why);
+	ck_assert_msg(testseg_create(&seg, path, &p, &why) == 0, "create: %s", why);
 }
 
 static void

@@ -17,6 +17,7 @@
 #include "proto/ring.h"
 #include "proto/peer.h"
 #include "proto/segment.h"
+#include "tests/unit/testseg.h"
 
 #define SIZE 8
 
@@ -312,7 +313,7 @@ START_TEST(test_two_process_ten_million)
 	prm.max_guests = 1;
 	prm.ring_size = 1024;
 	prm.var.nclasses = 0;
-	ck_assert_msg(hp_segment_create(&seg, seg_path, &prm, 0600, &why) == 0, "%s", why);
+	ck_assert_msg(testseg_create(&seg, seg_path, &prm, &why) == 0, "%s", why);
 	if ((child_pid = fork()) == 0) {
 		struct hp_segment cs;
 

@@ -105,9 +105,10 @@ START_TEST(test_bad_parameters)
 }
 END_TEST
 
-/* r[shm.file.create] r[shm.file.permissions] r[shm.file.attach]
- * r[shm.segment.magic] r[shm.segment.header] r[shm.ring.initialization]
- * r[shm.segment.peer-state] r[shm.file.mmap-posix] */
+/* r[shm.file.create] r[shm.file.attach] r[shm.segment.magic]
+ * r[shm.segment.header] r[shm.ring.initialization] r[shm.segment.peer-state]
+ * r[shm.file.mmap-posix]; a memfd sealed so that nobody can shrink or grow
+ * it under the host's mapping */
 START_TEST(test_create_then_attach)
 {
 	struct hp_params p = small();
@@ -115,13 +116,20 @@ START_TEST(test_create_then_attach)
 	struct hp_slot_pool pool;
 	struct stat st;
 	const char *why = NULL;
-	mode_t old = umask(077);
+	int fd;
 
-	ck_assert_msg(hp_segment_create(&host, path, &p, 0660, &why) == 0, "%s", why);
-	umask(old);
+	ck_assert_msg(testseg_create(&host, path, &p, &why) == 0, "%s", why);
 	ck_assert_int_eq(stat(path, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 0777, 0660);
 	ck_assert_uint_eq((uint64_t)st.st_size, host.geo.total_size);
+	ck_assert_int_eq(fcntl(host.fd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+			 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	/* a guest that opens it again by its path is held to the seals */
+	ck_assert_int_ge(fd = open(path, O_RDWR), 0);
+	ck_assert_int_eq(ftruncate(fd, 4096), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(ftruncate(fd, (off_t)host.size * 2), -1);
+	ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), -1);
+	close(fd);
 	ck_assert_mem_eq(host.base, "RAPAHUB\x01", 8);
 	ck_assert_msg(hp_segment_attach(&guest, path, 0, &why) == 0, "%s", why);
 	ck_assert_uint_eq(guest.params.max_guests, p.max_guests);
@@ -197,7 +205,9 @@ image(size_t *size)
 	const char *why;
 	uint8_t *copy;
 
-	ck_assert_int_eq(hp_segment_create(&host, path, &p, 0600, &why), 0);
+	char own[64];
+
+	ck_assert_int_eq(testseg_create(&host, own, &p, &why), 0);
 	*size = host.size;
 	copy = malloc(*size);
 	memcpy(copy, host.base, *size);
@@ -298,7 +308,9 @@ START_TEST(test_peer_views)
 	struct hp_peer_view hv, gv;
 	const char *why;
 
-	ck_assert_int_eq(hp_segment_create(&host, path, &p, 0600, &why), 0);
+	char own[64];
+
+	ck_assert_int_eq(testseg_create(&host, own, &p, &why), 0);
 	ck_assert_int_eq(hp_peer_view_guest(&host, 1, &gv, &why), 0);
 	ck_assert_int_eq(hp_peer_view_host(&host, 1, &hv), 0);
 	ck_assert_ptr_eq(gv.g2h, hv.g2h);

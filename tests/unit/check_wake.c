@@ -34,15 +34,14 @@ pair_setup(void)
 	struct hp_peer_view hv, gv;
 	const char *why;
 
-	snprintf(seg_path, sizeof(seg_path), "/dev/shm/hub-test-wake-%d", (int)getpid());
-	ck_assert_int_eq(hp_segment_create(&seg, seg_path, &p, 0600, &why), 0);
-	unlink(seg_path);	/* mapped: the file is not needed any more */
+	ck_assert_int_eq(testseg_create(&seg, seg_path, &p, &why), 0);
 	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
 	hp_peer_view_host(&seg, 1, &hv);
 	ck_assert_int_eq(hp_peer_view_guest(&seg, 1, &gv, &why), 0);
 	ck_assert_int_eq(hp_endpoint_init_guest(&guest_ep, &seg, &gv, bell[1], HP_FEAT_ALL), 0);
 	ck_assert_int_eq(hp_endpoint_init_host(&host_ep, &seg, &hv, bell[0],
-					       hp_load_acquire_u32(&hv.entry->guest_features)), 0);
+					       hp_load_acquire_u32(&hv.entry->guest_features),
+					       NULL), 0);
 }
 
 static void

@@ -5,6 +5,7 @@
 #ifndef HUB_TESTSEG_H
 #define HUB_TESTSEG_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,21 @@ testseg_params(uint32_t max_guests, uint32_t ring_size, uint32_t slot_size,
 	p.max_payload_size = slot_size - HP_SLOT_GEN_SIZE;
 	p.var.nclasses = 0;	/* the fixed pools alone (check_varpool has the rest) */
 	return p;
+}
+
+/* A segment for every guest (peer_id 0) in a sealed memfd, and in path
+ * (64 bytes) what a guest attaches by, /proc/self/fd/N: a forked child
+ * inherits the fd. */
+static inline int
+testseg_create(struct hp_segment *seg, char *path, const struct hp_params *p,
+	       const char **why)
+{
+	int rc = hp_segment_create(seg, p, 0, p->var.nclasses > 0 ? HP_FEAT_VARSLOT : 0,
+				   "hub-test", why);
+
+	if (rc == 0)
+		snprintf(path, 64, "/proc/self/fd/%d", seg->fd);
+	return rc;
 }
 
 /* A segment image as another host that follows the spec might lay it out,
