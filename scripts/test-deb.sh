@@ -12,7 +12,6 @@ debdir=$(realpath "${1:?usage: test-deb.sh DEBDIR VERSION}")
 version=${2:?usage: test-deb.sh DEBDIR VERSION}
 pkgs="hub libguest0 libguest-dev python3-hubguest"
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-seg=/dev/shm/hub-debtest-$$
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "deb: $*" >&2; fail=$((fail + 1)); }
@@ -78,7 +77,7 @@ present() {
 }
 before=$(present)
 
-# The hub stopped, the segment and the temporary files gone, the packages
+# The hub stopped, its lock and the temporary files gone, the packages
 # (and whatever apt added for them) purged: on every way out.
 cleanup() {
 	if [ -n "$hubd_pid" ]; then
@@ -88,7 +87,6 @@ cleanup() {
 		wait "$hubd_pid" 2>/dev/null
 		hubd_pid=""
 	fi
-	rm -f "$seg" "$seg.lock"
 	if [ -n "$installing" ]; then
 		# ours (none was there before), in whatever state apt left them
 		ours=$(for p in $pkgs; do
@@ -198,7 +196,6 @@ done
 sock=$tmp/hubd.sock
 cat > "$tmp/hubd.conf" <<EOF
 [hub]
-segment = $seg
 control = $sock
 stop_grace = 1s
 
@@ -249,7 +246,7 @@ for p in $pkgs; do
 done
 for f in /etc/hub /usr/sbin/hubd /usr/libexec/hub /usr/lib/python3/dist-packages/hubguest \
 	/usr/lib/$ma/libguest.so.0 /var/lib/systemd/deb-systemd-helper-enabled/hubd.service.dsh-also \
-	"$seg" "$seg.lock"; do
+	/dev/shm/hub; do
 	[ -e "$f" ] && bad "$f is left after the purge"
 done
 [ "$(present)" = "$before" ] || bad "the installed packages differ from before the test"

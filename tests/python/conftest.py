@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 """pytest fixtures for the Python binding: a real hubd, started from the
 build tree ($HUB_BUILD, default build/) with a config of the test's own
-(a segment of its own under /dev/shm, the control socket in a temporary
-directory), driven with hubctl -j. Teardown always stops it (SIGTERM,
-SIGKILL after a few seconds) and checks it left no segment and no guest
-process behind."""
+(the control socket and its lock in a temporary directory; the guests'
+memory is handed to them as fds and lives in no filesystem), driven with
+hubctl -j. Teardown always stops it (SIGTERM, SIGKILL after a few
+seconds) and checks it left no lock and no guest process behind."""
 import itertools
 import json
 import os
@@ -46,13 +46,11 @@ class Hub:
     def __init__(self, guests, keys=""):
         n = next(_n)
         self.dir = tempfile.mkdtemp(prefix="hubpy-")
-        self.segment = "/dev/shm/hub-pytest-%d-%d" % (os.getpid(), n)
         self.sock = os.path.join(self.dir, "hub.sock")
         self.conf = os.path.join(self.dir, "hub.conf")
         self.logpath = os.path.join(self.dir, "hub.log")
         with open(self.conf, "w") as f:
-            f.write("[hub]\nsegment = %s\ncontrol = %s\n%s\n%s"
-                    % (self.segment, self.sock, keys, guests))
+            f.write("[hub]\ncontrol = %s\n%s\n%s" % (self.sock, keys, guests))
         self.proc = None
         self.pids = set()
 
@@ -158,7 +156,7 @@ class Hub:
 
     def stop(self):
         """SIGTERM, then SIGKILL after a few seconds; checks that the
-        segment is gone and no guest lives on."""
+        lock is gone and no guest lives on."""
         if self.proc is None:
             return
         try:
@@ -177,7 +175,7 @@ class Hub:
         # on hubd's stop every guest leaves by itself (the host's goodbye)
         tail = self.log().rsplit("stopping", 1)[-1]
         assert "killed by signal" not in tail, "a guest was killed at stop:%s" % tail
-        assert not os.path.exists(self.segment), "segment left behind"
+        assert not os.path.exists(self.sock + ".lock"), "lock left behind"
         deadline = time.monotonic() + 3
         while any(alive(p) for p in self.pids) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -191,11 +189,6 @@ class Hub:
         for p in self.pids:
             if alive(p):
                 os.kill(p, signal.SIGKILL)
-        for path in (self.segment, self.segment + ".lock"):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
