@@ -95,10 +95,10 @@ host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
  * it is for (an answer, an item) or from (a request): its doing, not the
  * receiver's. */
 static void
-charge(struct hub *h, struct peer *p, struct qmsg *q, int sign)
+charge(struct hub *h, struct qmsg *q, int sign)
 {
 	struct peer *c = hub_peer(h, q->charged);
-	uint32_t bytes = p->zone != NULL ? hp_var_slot_bytes(&p->zone->var, q->var_slot) : 0;
+	uint32_t bytes = q->zone != NULL ? hp_var_slot_bytes(&q->zone->var, q->var_slot) : 0;
 
 	if (c == NULL)
 		return;
@@ -110,11 +110,36 @@ charge(struct hub *h, struct peer *p, struct qmsg *q, int sign)
 static void
 unqueue(struct hub *h, struct peer *p, struct qmsg *q)
 {
-	charge(h, p, q, -1);
+	charge(h, q, -1);
+	if (q->zone != NULL)
+		q->zone->backlogged--;
 	if ((p->bl_head = q->next) == NULL)
 		p->bl_tail = &p->bl_head;
 	p->bl_count--;
 	free(q);
+}
+
+/* A message from another zone that waited with its sender's slot: copied
+ * into p's pool now, the sender's slot freed. One the sender broke while
+ * it waited (its own pool: it can) is dropped (-ESTALE). */
+static int
+copy_held(struct hub *h, struct peer *p, struct qmsg *q)
+{
+	struct hp_varpool *src = &q->zone->var;
+	const uint8_t *payload;
+	const char *rule;
+	int rc;
+
+	if (hp_var_check(src, q->var_slot, q->var_gen, q->var_off, q->len, HP_VAR_HOST,
+			 &payload, &rule) != 0) {
+		log_warnx("guest %s: dropped a message whose payload its sender changed "
+			  "while it waited (%s)", p->conf->name, rule);
+		hp_var_free(src, q->var_slot, q->var_gen);
+		return -ESTALE;
+	}
+	if ((rc = host_try_send(h, p, q->type, q->id, q->method_id, payload, q->len)) == 0)
+		hp_var_free(src, q->var_slot, q->var_gen);
+	return rc;
 }
 
 void
@@ -124,11 +149,13 @@ host_flush_backlog(struct hub *h, struct peer *p)
 	int rc;
 
 	while ((q = p->bl_head) != NULL) {
-		if (q->var_slot != HP_SLOT_INLINE)
+		if (q->var_slot == HP_SLOT_INLINE)
+			rc = host_try_send(h, p, q->type, q->id, q->method_id, q->data, q->len);
+		else if (p->ep.var == &q->zone->var)
 			rc = hp_endpoint_send_var(&p->ep, q->var_slot, q->var_gen, q->len,
 						  q->type, q->id, q->method_id, HP_SEND_MORE);
 		else
-			rc = host_try_send(h, p, q->type, q->id, q->method_id, q->data, q->len);
+			rc = copy_held(h, p, q);
 		/* no variable slot free: nobody rings us when one is, so
 		 * look again shortly rather than spin (pool.c) */
 		p->bl_starved = rc == -EAGAIN && p->ep.var != NULL &&
@@ -225,6 +252,7 @@ host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	q->method_id = method_id;
 	q->len = len;
 	q->var_slot = HP_SLOT_INLINE;
+	q->zone = NULL;
 	q->charged = 0;
 	memcpy(q->data, payload, len);
 	backlog(p, q);
@@ -235,35 +263,49 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	     uint32_t id, uint64_t method_id, uint32_t charged)
 {
 	struct qmsg *b;
-	uint32_t slot, gen;
-	int rc;
+	uint32_t slot, gen, off = m->desc.payload_offset;
+	int same, rc;
 
 	if (m->len > q->ep.lim.max_payload_size)
 		return -EMSGSIZE;
-	/* copied unless q shares the pool the slot is in (its zone): a
-	 * guest reads only what was sent to it */
 	if (!host_serving(q) || q->ep.var == NULL || !hp_var_is_slot(m->desc.payload_slot) ||
-	    m->var != q->ep.var) {
+	    m->var == NULL) {
 		host_send(h, q, type, id, method_id, m->payload, m->len);
 		return 0;
 	}
-	/* zero-copy: the slot the sender filled goes on as it is */
-	hp_endpoint_take(m, &slot, &gen);
 	if (!ev_is_active(&h->idle_w))
 		ev_idle_start(h->loop, &h->idle_w);
+	/* q shares the pool the slot is in (its zone): it goes on as it is;
+	 * else it is copied into q's (a guest reads only what was sent to
+	 * it) */
+	same = m->var == q->ep.var;
 	if (q->bl_head == NULL) {
-		rc = hp_endpoint_send_var(&q->ep, slot, gen, m->len, type, id, method_id,
-					  HP_SEND_MORE);
-		if (rc == 0 || rc == -ESTALE)
-			return 0;	/* -ESTALE: a peer freed it under us */
+		if (same) {
+			hp_endpoint_take(m, &slot, &gen);
+			rc = hp_endpoint_send_var(&q->ep, slot, gen, m->len, type, id, method_id,
+						  HP_SEND_MORE);
+			if (rc == 0 || rc == -ESTALE)
+				return 0;	/* -ESTALE: a peer freed it under us */
+		} else {
+			rc = host_try_send(h, q, type, id, method_id, m->payload, m->len);
+			if (rc == 0)
+				return 0;
+			hp_endpoint_take(m, &slot, &gen);
+			if (rc == -ESTALE)
+				rc = -EAGAIN;	/* a slot of q's taken under us: later */
+		}
 		if (rc != -EAGAIN) {
-			hp_var_free(q->ep.var, slot, gen);
+			hp_var_free(m->var, slot, gen);
 			host_fault(h, q, DEATH_VIOLATION, "shm.ring.capacity");
 			return 0;
 		}
+	} else {
+		hp_endpoint_take(m, &slot, &gen);
 	}
+	/* no room yet: the slot waits in q's backlog as it is, not a copy
+	 * on hubd's heap (a copy across zones is made when it goes) */
 	if (q->bl_count >= backlog_max(h) || (b = malloc(sizeof(*b))) == NULL) {
-		hp_var_free(q->ep.var, slot, gen);
+		hp_var_free(m->var, slot, gen);
 		if (q->bl_count >= backlog_max(h))
 			host_fault(h, q, DEATH_HUNG, "stopped reading its ring (shm.ring.full)");
 		return 0;
@@ -275,12 +317,15 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	b->len = m->len;
 	b->var_slot = slot;
 	b->var_gen = gen;
+	b->var_off = same ? 0 : off;
+	b->zone = zone_of(m->var);
+	b->zone->backlogged++;
 	/* a guest that calls and never reads what comes back, or floods a
 	 * callee, cannot take the pool from the others: what waits here on
 	 * its behalf counts against its quota (ended once over, its message
 	 * kept: the callee's answer is due all the same) */
 	b->charged = charged;
-	charge(h, q, b, 1);
+	charge(h, b, 1);
 	backlog(q, b);
 	if (charged != 0 && h->hooks.over_quota != NULL)
 		h->hooks.over_quota(h, hub_peer(h, charged), 0, 0);
@@ -490,7 +535,7 @@ host_detach(struct hub *h, struct peer *p)
 		h->hooks.detach[i](h, p);
 	while ((q = p->bl_head) != NULL) {
 		if (q->var_slot != HP_SLOT_INLINE)
-			hp_var_free(&p->zone->var, q->var_slot, q->var_gen);
+			hp_var_free(&q->zone->var, q->var_slot, q->var_gen);
 		unqueue(h, p, q);
 	}
 	p->bl_starved = 0;

@@ -5,6 +5,7 @@
 #ifndef HUB_H
 #define HUB_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -89,6 +90,9 @@ struct qmsg {
 	uint32_t	var_slot;	/* a variable slot the host holds for it
 					 * (HP_SLOT_INLINE: the payload is data) */
 	uint32_t	var_gen;
+	uint32_t	var_off;	/* where in it the payload starts */
+	struct zone	*zone;		/* the slot's pool: the target's, or the
+					 * sender's, to copy from once there is room */
 	uint32_t	charged;	/* peer id whose pool quota it counts against */
 	uint8_t		data[];
 };
@@ -146,6 +150,8 @@ struct zone {
 	struct zone		*next;
 	char			name[CONFIG_GUEST_NAME_MAX + 1];
 	uint32_t		members;	/* configured guests that joined */
+	uint32_t		backlogged;	/* its slots waiting in hubd's backlogs:
+						 * it stays until they are gone */
 	struct hp_varpool	var;
 	uint8_t			*base;		/* its region and first extents */
 	uint64_t		size;
@@ -295,6 +301,13 @@ struct ext_call {
 	uint64_t	caller;		/* CALLER_CLIENT | uid (commands.c) */
 	char		why[320];	/* room for a refusal's text, signature and all */
 };
+
+/* The zone a pool of hubd's belongs to (every one is a zone's). */
+static inline struct zone *
+zone_of(struct hp_varpool *vp)
+{
+	return (struct zone *)(void *)((char *)vp - offsetof(struct zone, var));
+}
 
 /* Guest entry by peer id, NULL for 0 or out of range. */
 static inline struct peer *

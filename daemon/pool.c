@@ -41,8 +41,9 @@ zone_free(struct zone *z)
 	free(z);
 }
 
-static struct zone *
-zone_new(struct hub *h, const char *name, const char **why)
+/* A zone's pool made: 0 with *zp, or -errno with *why. */
+static int
+zone_new(struct hub *h, const char *name, struct zone **zp, const char **why)
 {
 	const struct hp_params *prm = &h->conf.params;
 	struct zone *z;
@@ -53,33 +54,53 @@ zone_new(struct hub *h, const char *name, const char **why)
 	    (z->held = calloc(prm->max_guests + 1, sizeof(*z->held))) == NULL) {
 		free(z);
 		*why = "out of memory";
-		return NULL;
+		return -ENOMEM;
 	}
 	snprintf(z->name, sizeof(z->name), "%s", name);
 	snprintf(mname, sizeof(mname), "hub-pool:%s", name);
 	z->size = hp_var_initial_size(&prm->var, prm->max_guests);
 	/* it grows by extents appended: sealed against shrinking only */
 	if ((z->fd = hp_segment_memfd(mname, z->size, 0, why)) < 0) {
+		rc = z->fd;
 		z->fd = -1;
 		zone_free(z);
-		return NULL;
+		return rc;
 	}
 	z->base = mmap(NULL, z->size, PROT_READ | PROT_WRITE, MAP_SHARED, z->fd, 0);
 	if (z->base == MAP_FAILED) {
+		rc = -errno;
 		z->base = NULL;
 		*why = "cannot map the pool";
 		zone_free(z);
-		return NULL;
+		return rc;
 	}
 	if ((rc = hp_var_create(&z->var, z->base, z->size, z->fd, 0, &prm->var,
 				prm->max_guests)) != 0) {
 		*why = "cannot set up the pool";
 		zone_free(z);
-		return NULL;
+		return rc;
 	}
 	z->next = h->zones;
 	h->zones = z;
-	return z;
+	*zp = z;
+	return 0;
+}
+
+/* Zones no guest is in any more and none of whose slots waits in a
+ * backlog (host_forward holds a sender's slot there until it is copied). */
+static void
+drop_unused(struct hub *h)
+{
+	for (struct zone **zp = &h->zones; *zp != NULL; ) {
+		struct zone *z = *zp;
+
+		if (z->members > 0 || z->backlogged > 0) {
+			zp = &z->next;
+			continue;
+		}
+		*zp = z->next;
+		zone_free(z);
+	}
 }
 
 int
@@ -87,6 +108,7 @@ pool_join(struct hub *h, struct peer *p, const char **why)
 {
 	const char *name = zone_name(p->conf);
 	struct zone *z;
+	int rc;
 
 	if (p->zone != NULL && strcmp(p->zone->name, name) == 0 && p->conf->shared_pool)
 		return 0;
@@ -96,8 +118,8 @@ pool_join(struct hub *h, struct peer *p, const char **why)
 	for (z = h->zones; z != NULL; z = z->next)
 		if (strcmp(z->name, name) == 0)
 			break;
-	if (z == NULL && (z = zone_new(h, name, why)) == NULL)
-		return -ENOMEM;
+	if (z == NULL && (rc = zone_new(h, name, &z, why)) != 0)
+		return rc;
 	z->members++;
 	p->zone = z;
 	return 0;
@@ -106,24 +128,26 @@ pool_join(struct hub *h, struct peer *p, const char **why)
 void
 pool_leave(struct hub *h, struct peer *p)
 {
-	struct zone *z = p->zone, **zp;
+	struct zone *z = p->zone;
 
 	if (z == NULL)
 		return;
 	p->zone = NULL;
-	if (--z->members > 0)
-		return;
-	for (zp = &h->zones; *zp != z; zp = &(*zp)->next)
-		;
-	*zp = z->next;
-	zone_free(z);
+	z->members--;
+	drop_unused(h);
 }
 
 void
 pool_free(struct hub *h)
 {
+	struct zone *z;
+
 	for (uint32_t i = 0; i < h->npeers; i++)
-		pool_leave(h, &h->peers[i]);
+		h->peers[i].zone = NULL;
+	while ((z = h->zones) != NULL) {
+		h->zones = z->next;
+		zone_free(z);
+	}
 }
 
 /* A peer that owns slots is dead when it has no process: a guest that is
@@ -379,6 +403,7 @@ sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
+	drop_unused(h);
 	for (struct zone *z = h->zones; z != NULL; z = z->next)
 		zone_sweep(h, z);
 	check_quotas(h);

@@ -121,8 +121,10 @@ close_others(const int *keep, int n)
 				next = keep[i];
 		if (next < 0)
 			break;
-		if (next > lo)
-			close_range((unsigned)lo, (unsigned)next - 1, 0);
+		/* one by one where the kernel has no close_range */
+		if (next > lo && close_range((unsigned)lo, (unsigned)next - 1, 0) != 0)
+			for (int fd = lo; fd < next; fd++)
+				close(fd);
 		lo = next + 1;
 	}
 	closefrom(lo);
@@ -257,6 +259,8 @@ spawn_guest(struct hub *h, struct peer *p)
 				     p->zone != NULL ? h->features : h->features & ~HP_FEAT_VARSLOT,
 				     name, &what)) != 0)
 		goto fail;
+	/* the epochs go on from the last instance's */
+	hp_peer_carry_epoch(hp_segment_peer(&p->dom, p->id), p->epoch);
 	/* r[shm.spawn.ticket] 1 r[shm.spawn.reserved-state]: ours until it
 	 * attaches */
 	if (hp_peer_reserve(hp_segment_peer(&p->dom, p->id), &seen) != 0) {

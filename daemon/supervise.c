@@ -269,6 +269,7 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct life_in *in
 		/* dropped by a reload: the entry is free */
 		log_info("guest %s: removed", name);
 		methods_forget(h, p);
+		pool_leave(h, p);	/* its zone's pool goes with its last member */
 		config_guest_free(p->conf);
 		config_guest_free(p->next_conf);
 		p->conf = p->next_conf = NULL;

@@ -22,8 +22,7 @@ int
 hp_chan_activate(struct hp_chan_entry *e, uint32_t initial_credit)
 {
 	/* acquire: pairs with the release store of Free in hp_chan_free
-	 * (the last receiver's) or hp_chan_table_reset: the entry's last
-	 * user is done with it */
+	 * (the last receiver's): the entry's last user is done with it */
 	if (hp_load_acquire_u32(&e->state) != HP_CHAN_FREE)
 		return -EBUSY;
 	/* r[shm.flow.channel-activate]: credit first, relaxed: only the
@@ -82,7 +81,7 @@ hp_chan_state(struct hp_chan_entry *e)
 {
 	/* acquire: pairs with the release stores of state in
 	 * hp_chan_activate (Active: the initial granted_total is visible
-	 * after it), hp_chan_close, hp_chan_free and hp_chan_table_reset */
+	 * after it), hp_chan_close and hp_chan_free */
 	return hp_load_acquire_u32(&e->state);
 }
 
@@ -114,15 +113,4 @@ hp_credit_allows(uint32_t granted_total, uint32_t sent_total, uint32_t len)
 	int32_t remaining = (int32_t)(granted_total - sent_total);
 
 	return remaining >= 0 && (uint32_t)remaining >= len;
-}
-
-void
-hp_chan_table_reset(struct hp_chan_entry *table, uint32_t max_channels)
-{
-	for (uint32_t i = 0; i < max_channels; i++) {
-		hp_store_relaxed_u32(&table[i].granted_total, 0);
-		/* release: pairs with the acquire load of state in
-		 * hp_chan_activate (and hp_chan_state) */
-		hp_store_release_u32(&table[i].state, HP_CHAN_FREE);
-	}
 }

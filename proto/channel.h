@@ -46,7 +46,4 @@ int64_t hp_chan_credit(struct hp_chan_entry *e, uint32_t sent_total);
  * 1 yes, 0 no (also when granted - sent is negative as i32). */
 int hp_credit_allows(uint32_t granted_total, uint32_t sent_total, uint32_t len);
 
-/* Recovery: every entry Free, credit zero (r[shm.crash.recovery]). */
-void hp_chan_table_reset(struct hp_chan_entry *table, uint32_t max_channels);
-
 #endif

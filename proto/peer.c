@@ -69,7 +69,7 @@ hp_peer_snapshot(struct hp_peer_entry *e, struct hp_peer_snap *s)
 {
 	/* acquire: pairs with whichever CAS or release store set the state
 	 * last (hp_peer_reserve, hp_peer_attach, hp_peer_goodbye,
-	 * hp_peer_recover, hp_peer_unreserve) */
+	 * hp_peer_unreserve) */
 	s->state = hp_load_acquire_u32(&e->state);
 	s->epoch = hp_load_relaxed_u32(&e->epoch);
 	s->g2h_head = hp_load_relaxed_u32(&e->g2h_head);
@@ -112,25 +112,15 @@ hp_peer_heartbeat(struct hp_peer_entry *e)
 	return hp_load_relaxed_u64(&e->last_heartbeat);
 }
 
-static void
-set_offsets(struct hp_peer_entry *e, uint64_t ring_offset,
-		    uint64_t slot_pool_offset, uint64_t channel_table_offset)
-{
-	/* plain words: published by the release of Empty (hp_peer_recover);
-	 * at creation hp_segment_create writes them, published by the magic */
-	e->ring_offset = ring_offset;
-	e->slot_pool_offset = slot_pool_offset;
-	e->channel_table_offset = channel_table_offset;
-}
-
 int
 hp_peer_reserve(struct hp_peer_entry *e, uint32_t *seen)
 {
 	uint32_t empty = HP_PEER_EMPTY;
 
 	/* r[shm.spawn.reserved-state]: ours until it attaches. acq_rel:
-	 * acquires hp_peer_recover's release of Empty (the reset entry);
-	 * releases to the guest's CAS Reserved -> Attached (hp_peer_attach). */
+	 * acquires hp_peer_unreserve's release of Empty (a host that reuses
+	 * an entry); releases to the guest's CAS Reserved -> Attached
+	 * (hp_peer_attach). */
 	if (!hp_cas_u32(&e->state, &empty, HP_PEER_RESERVED)) {
 		*seen = empty;
 		return -EBUSY;
@@ -140,10 +130,18 @@ hp_peer_reserve(struct hp_peer_entry *e, uint32_t *seen)
 }
 
 void
+hp_peer_carry_epoch(struct hp_peer_entry *e, uint32_t epoch)
+{
+	/* relaxed: published with the reservation (hp_peer_reserve's CAS,
+	 * and the fork that starts the guest) */
+	hp_store_relaxed_u32(&e->epoch, epoch);
+}
+
+void
 hp_peer_unreserve(struct hp_peer_entry *e)
 {
 	/* r[shm.spawn.reserved-state]: back to Empty (release: pairs with
-	 * the next hp_peer_reserve's CAS, as hp_peer_recover's does) */
+	 * the next hp_peer_reserve's CAS) */
 	hp_store_release_u32(&e->state, HP_PEER_EMPTY);
 }
 
@@ -162,43 +160,6 @@ hp_peer_wake(struct hp_peer_entry *e)
 	hp_futex_wake(&e->h2g_head, INT32_MAX);
 }
 
-int
-hp_peer_recover(const struct hp_segment *seg, uint32_t peer_id)
-{
-	struct hp_peer_view v;
-	struct hp_slot_pool pool;
-	struct hp_peer_entry *e;
-
-	if (hp_peer_view_host(seg, peer_id, &v) != 0)
-		return -EINVAL;
-	e = v.entry;
-	/* r[shm.crash.recovery] 3: rings empty */
-	hp_store_relaxed_u32(&e->g2h_head, 0);
-	hp_store_relaxed_u32(&e->g2h_tail, 0);
-	hp_store_relaxed_u32(&e->h2g_head, 0);
-	hp_store_relaxed_u32(&e->h2g_tail, 0);
-	/* 4: every slot of its pool free (the host's pool slots it held
-	 * are the host's to return) */
-	hp_slot_pool_view(&pool, v.pool, seg->params.slots_per_guest, seg->params.slot_size);
-	hp_slot_pool_reset(&pool);
-	/* 5: channels Free */
-	hp_chan_table_reset(v.chans, seg->params.max_channels);
-	hp_store_relaxed_u64(&e->last_heartbeat, 0);
-	hp_store_relaxed_u32(&e->guest_features, 0);
-	/* whatever it wrote over its entry's offsets, the next guest finds
-	 * its areas where the host keeps them */
-	set_offsets(e, hp_geometry_ring_offset(&seg->geo, peer_id),
-			    hp_geometry_pool_offset(&seg->geo, peer_id),
-			    hp_geometry_chan_offset(&seg->geo, peer_id));
-	if (v.ext != NULL) {
-		hp_store_relaxed_u32(&v.ext->guest_waits, 0);
-		hp_store_relaxed_u32(&v.ext->host_waits, 0);
-	}
-	/* 6: Empty: the entry may be reserved again (release: everything
-	 * above is visible to whoever reserves it next, hp_peer_reserve) */
-	hp_store_release_u32(&e->state, HP_PEER_EMPTY);
-	return 0;
-}
 
 int
 hp_peer_attach(struct hp_peer_entry *e, uint32_t *seen)

@@ -8,8 +8,12 @@
  *   guest hp_peer_attach       Reserved -> Attached   (then epoch + 1)
  *   guest hp_peer_goodbye      Attached -> Goodbye    (detach)
  *   host  hp_peer_goodbye      any      -> Goodbye    (recovery step 1)
- *   host  hp_peer_recover      Goodbye  -> Empty      (recovery steps 3-6)
  *   host  hp_peer_unreserve    Reserved -> Empty      (spawn failed)
+ *
+ * hubd makes a fresh domain (segment) for each instance of a guest and
+ * drops it at recovery, so an entry of its is never reused: recovery
+ * steps 3-6 are the domain going (daemon/supervise.c). A host that keeps
+ * one segment for every guest resets the entry itself (tests/host). 
  *
  * The ring indices in the entry belong to the ring protocol (proto/ring.h)
  * once a side has set its rings up; here they are only reset and read. */
@@ -91,15 +95,13 @@ void hp_peer_unreserve(struct hp_peer_entry *e);
  * (nothing without one); written before the guest is spawned. */
 void hp_peer_offer(const struct hp_peer_view *v, uint32_t features);
 
+/* A fresh entry's epoch set to the last instance's (before reserve): a
+ * host that gives each instance new memory still has every instance
+ * attach with an epoch of its own (r[shm.crash.epoch]). */
+void hp_peer_carry_epoch(struct hp_peer_entry *e, uint32_t epoch);
+
 /* Wakes a guest written from the spec alone, asleep on its ring head. */
 void hp_peer_wake(struct hp_peer_entry *e);
-
-/* r[shm.crash.recovery] 3-6, once the host has set the entry Goodbye
- * (hp_peer_goodbye) and failed its calls in flight: rings empty, every
- * slot of its pool free, channels Free, heartbeat, features and waiter
- * words cleared, the offsets the host's again, and Empty last. Its areas
- * from the host's geometry; -EINVAL for a peer_id out of range. */
-int hp_peer_recover(const struct hp_segment *seg, uint32_t peer_id);
 
 /* -- guest ---------------------------------------------------------------- */
 

@@ -184,8 +184,9 @@ START_TEST(test_polled_guest_and_inherited_fds)
 			      i, now_s() - t0);
 	}
 	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
-	/* r[shm.spawn.fd-inheritance]: stdio and the doorbell, nothing else */
-	expect_ctl(0, "0 1 2 3\n", "call", "prober.fds", NULL);
+	/* r[shm.spawn.fd-inheritance]: stdio, the doorbell, its domain and its
+	 * pool, nothing else */
+	expect_ctl(0, "0 1 2 3 5 6\n", "call", "prober.fds", NULL);
 	stop_clean();
 }
 END_TEST

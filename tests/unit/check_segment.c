@@ -163,6 +163,44 @@ START_TEST(test_create_then_attach)
 }
 END_TEST
 
+/* r[shm.segment.peer-table]: guest 2's domain, as hubd makes it: only
+ * its entry has areas, its pool and the host's pool are set up, and the
+ * other entry is Empty with no areas (a guest given peer id 1 would
+ * refuse it); the pool flag is announced only when asked for. */
+START_TEST(test_domain_of_one_guest)
+{
+	struct hp_params p = small();
+	struct hp_segment dom, g;
+	struct hp_peer_view v;
+	struct hp_slot_pool pool;
+	const char *why = NULL;
+	char at[64];
+
+	ck_assert_msg(hp_segment_create(&dom, &p, 2, HP_FEAT_VARSLOT, "hub:test", &why) == 0,
+		      "%s", why);
+	snprintf(at, sizeof(at), "/proc/self/fd/%d", dom.fd);
+	ck_assert_msg(hp_segment_attach(&g, at, 0, &why) == 0, "%s", why);
+	ck_assert_uint_eq(hp_segment_header(&g)->host_features, HP_FEAT_WAITERS | HP_FEAT_VARSLOT);
+	ck_assert_uint_eq(hp_segment_header(&g)->varpool_offset, 0);
+	ck_assert_int_eq(hp_peer_view_guest(&g, 2, &v, &why), 0);
+	hp_slot_pool_view(&pool, v.pool, p.slots_per_guest, p.slot_size);
+	ck_assert_uint_eq(hp_slot_count_free(&pool), p.slots_per_guest);
+	hp_slot_pool_view(&pool, v.host_pool, p.slots_per_guest, p.slot_size);
+	ck_assert_uint_eq(hp_slot_count_free(&pool), p.slots_per_guest);
+	ck_assert_uint_eq(hp_segment_peer(&g, 1)->state, HP_PEER_EMPTY);
+	ck_assert_uint_eq(hp_segment_peer(&g, 1)->ring_offset, 0);
+	ck_assert_int_eq(hp_peer_view_guest(&g, 1, &v, &why), -EBADMSG);
+	hp_segment_close(&g);
+	hp_segment_close(&dom);
+	/* peer ids beyond the hub's are refused */
+	ck_assert_int_eq(hp_segment_create(&dom, &p, p.max_guests + 1, 0, "hub:test", &why),
+			 -EINVAL);
+	ck_assert_int_eq(hp_segment_create(&dom, &p, 1, 0, "hub:test", &why), 0);
+	ck_assert_uint_eq(hp_segment_header(&dom)->host_features, HP_FEAT_WAITERS);
+	hp_segment_close(&dom);
+}
+END_TEST
+
 static int
 attach_file(const void *data, size_t n, const char **why)
 {
@@ -487,6 +525,7 @@ suite_segment(void)
 	tcase_add_test(tc, test_geometry_by_hand);
 	tcase_add_test(tc, test_bad_parameters);
 	tcase_add_test(tc, test_create_then_attach);
+	tcase_add_test(tc, test_domain_of_one_guest);
 	tcase_add_test(tc, test_attach_bad_files);
 	tcase_add_test(tc, test_validate_corruptions);
 	tcase_add_test(tc, test_validate_random_corruptions);
