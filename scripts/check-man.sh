@@ -88,12 +88,14 @@ sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' hubctl/main.c | letters 
 nonempty "hubctl/main.c's getopt_long" "$tmp/options" && check_options hubctl.1 DESCRIPTION hubctl
 
 # 4. hubd.conf.5: each table of config_keys.c against its section's keys
+# (a key_gone entry is a key no longer taken, refused with an error: the
+# page must not list it)
 for t in hub:hub pool:pool guest:"guest NAME"; do
 	table=${t%%:*} sect=${t#*:}
 	awk -v t="static const struct key ${table}_keys[] = {" '
 		$0 == t { on = 1; next }
 		on && /^};/ { on = 0 }
-		on' daemon/config_keys.c | sed -n 's/^[[:space:]]*{ "\([a-z_]*\)",.*/\1/p' |
+		on && !/key_gone/' daemon/config_keys.c | sed -n 's/^[[:space:]]*{ "\([a-z_]*\)",.*/\1/p' |
 		sort -u > "$tmp/keys"
 	nonempty "daemon/config_keys.c's ${table}_keys[]" "$tmp/keys" || continue
 	awk -v ss="[$sect]" '
