@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "proto/varpool.h"
@@ -173,18 +174,20 @@ hp_var_grow(struct hp_varpool *vp, uint32_t c)
 	struct hp_var_class *k = &vp->cls[c];
 	uint32_t e = cv->mapped;
 	uint64_t off = vp->file_end;
+	struct stat st;
 
 	if (!vp->host || c >= vp->nclasses || e >= vp->max_extents)
 		return -ENOSPC;
 	/* r[shm.varslot.extents]: appended to the file, every page
-	 * reserved (a sparse extent would SIGBUS a guest later) */
-	if (ftruncate(vp->fd, (off_t)(off + cv->extent_bytes)) != 0 ||
-	    posix_fallocate(vp->fd, (off_t)off, (off_t)cv->extent_bytes) != 0) {
-		if (ftruncate(vp->fd, (off_t)off) != 0) {
-			/* the file stays longer: harmless, unused */
-		}
+	 * reserved (a sparse extent would SIGBUS a guest later). A file
+	 * already longer (a guest of the pool grew it, or an earlier growth
+	 * failed half way; it cannot be shrunk, it is sealed) is used as
+	 * it is. */
+	if (fstat(vp->fd, &st) != 0 ||
+	    ((uint64_t)st.st_size < off + cv->extent_bytes &&
+	     ftruncate(vp->fd, (off_t)(off + cv->extent_bytes)) != 0) ||
+	    posix_fallocate(vp->fd, (off_t)off, (off_t)cv->extent_bytes) != 0)
 		return -ENOSPC;
-	}
 	if (hp_var_view_extent(vp, c, e, off) != 0)
 		return -ENOSPC;
 	init_extent(vp, c, e);
