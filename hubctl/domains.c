@@ -35,7 +35,9 @@ domain_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n == 0 || n > 64 || s[0] == '.' || s[0] == '-')
+	/* hubd's config takes these (config_valid_name); with a suffix
+	 * after it, never "." or "..", never a slash */
+	if (n == 0 || n > 64)
 		return 0;
 	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
 }

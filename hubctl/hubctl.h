@@ -98,8 +98,8 @@ struct domains {
 void		 domains_fetch(struct ctl *ctl, struct domains *d);
 /* Closes every fd still open and frees the answer. */
 void		 domains_free(struct domains *d);
-/* Whether a guest's or zone's name can be a file name: letters, digits,
- * '.', '_', '-', not first '.' or '-', 64 at most. */
+/* Whether a guest's or zone's name, a suffix after it, can be a file
+ * name: letters, digits, '.', '_', '-', 64 at most. */
 int		 domain_name_ok(const char *s);
 /* hubctl dump DIR */
 int		 hubctl_dump(struct ctl *ctl, int argc, char **argv);
