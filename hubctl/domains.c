@@ -129,8 +129,8 @@ domains_fetch(struct ctl *ctl, struct domains *d)
 		}
 		len += (size_t)n;
 	}
-	buf[len] = '\0';
-	*strchr(buf, '\n') = '\0';
+	/* the line alone (a NUL in it ends it sooner: no JSON then) */
+	*(char *)memchr(buf, '\n', len) = '\0';
 	if ((d->answer = json_tokener_parse(buf)) == NULL ||
 	    !json_object_is_type(d->answer, json_type_object))
 		domains_fail(d, "hubd sent something that is not a JSON object");

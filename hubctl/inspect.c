@@ -559,11 +559,30 @@ is_segment(const char *path)
 	return seg;
 }
 
+/* Whether path is a dump's domains.json: read for max_guests, not a
+ * file to inspect (so that a shell's glob of a dump's directory reads). */
+static int
+is_answer(const char *path)
+{
+	size_t n = strlen(path);
+
+	return strcmp(path, "domains.json") == 0 ||
+	       (n > 13 && strcmp(path + n - 13, "/domains.json") == 0);
+}
+
 static void
 inspect_files(int argc, char **argv, struct found *f)
 {
 	uint32_t max_guests = 0;
 	char name[80], label[96];
+	int n = 0;
+
+	/* the answers out */
+	for (int i = 0; i < argc; i++)
+		if (!is_answer(argv[i]))
+			argv[n++] = argv[i];
+	if ((argc = n) == 0)
+		errx(2, "inspect: no domain, pool or segment file among the files");
 
 	/* the segments first: a pool file takes their max_guests when no
 	 * domains.json is beside it */

@@ -198,7 +198,8 @@ details(const char *name)
 		       "With FILE...: the same on files, no daemon needed (it works with hubd\n"
 		       "hung or gone): what 'hubctl dump' wrote (NAME.domain, ZONE.pool; a pool\n"
 		       "file takes max_guests from the domains.json beside it, or from a\n"
-		       "domain among the files), or a segment file of any host the spec allows.\n"
+		       "domain among the files; domains.json itself is passed over, so DIR/*\n"
+		       "reads a dump), or a segment file of any host the spec allows.\n"
 		       "Anything else, a FIFO say, is refused at once (exit 2).\n";
 	if (strcmp(name, "dump") == 0)
 		return "Gets every guest's domain and every zone's pool as 'inspect' does and\n"
@@ -206,8 +207,8 @@ details(const char *name)
 		       "zeros left as holes), and hubd's answer as domains.json. DIR is made\n"
 		       "(0700) when it is not there, and refused when it holds anything. The\n"
 		       "copies are taken while the hub runs: a slot that moves meanwhile can\n"
-		       "look odd. Read them later, the hub gone: hubctl inspect DIR/*.domain\n"
-		       "DIR/*.pool. Exit 2 when it cannot finish (what it wrote is removed).\n";
+		       "look odd. Read them later, the hub gone: hubctl inspect DIR/*.\n"
+		       "Exit 2 when it cannot finish (what it wrote is removed).\n";
 	if (strcmp(name, "reload") == 0)
 		return "Re-reads hubd's config file (as SIGHUP does). Guests are matched by\n"
 		       "name: new ones start, dropped ones stop, changed ones restart. The\n"

@@ -488,6 +488,12 @@ START_TEST(test_inspect)
 	ck_assert_msg(rc == 2 && strstr(err, "cannot reach hubd at ") != NULL, "exit %d: %s", rc,
 		      err);
 	free(err);
+	/* a dump with no hub makes no directory */
+	rc = hubctl_stderr(&err, "dump", harness_path("ops-dump2"), (char *)NULL);
+	ck_assert_msg(rc == 2 && strstr(err, "cannot reach hubd at ") != NULL, "exit %d: %s", rc,
+		      err);
+	free(err);
+	ck_assert_int_ne(access(harness_path("ops-dump2"), F_OK), 0);
 	o = ctl_json(0, "inspect", echo_dom);
 	ck_assert_int_eq(json_object_array_length(json_get(o, "domains")), 1);
 	ck_assert_str_eq(json_object_get_string(json_get(json_object_array_get_idx(
