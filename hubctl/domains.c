@@ -9,10 +9,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,15 +54,19 @@ domains_free(struct domains *d)
 	d->list = NULL;
 }
 
-/* Gives up on d: every fd closed, a message, exit 2. */
+/* Gives up on d: the message (its words may be the answer's: made
+ * first), every fd closed, exit 2. */
 static void __attribute__((noreturn, format(printf, 2, 3)))
 domains_fail(struct domains *d, const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
 
-	domains_free(d);
 	va_start(ap, fmt);
-	verrx(2, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	domains_free(d);
+	errx(2, "%s", msg);
 }
 
 /* Each entry of the list: a kind hubctl knows and a name it can use as a
@@ -251,16 +255,19 @@ write_all(int fd, const char *buf, size_t len)
 static void __attribute__((noreturn, format(printf, 4, 5)))
 dump_fail(struct made *m, const char *dirname, struct domains *d, const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
 
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	for (uint32_t i = 0; i < m->n; i++)
 		unlinkat(m->dir, m->names[i], 0);
 	close(m->dir);
 	if (m->made_dir)
 		rmdir(dirname);
 	domains_free(d);
-	va_start(ap, fmt);
-	verrx(2, fmt, ap);
+	errx(2, "%s", msg);
 }
 
 /* hubctl dump DIR: every domain and pool of the live hub copied into

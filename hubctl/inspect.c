@@ -467,8 +467,9 @@ inspect_live(struct ctl *ctl, struct found *f, json_object *o)
 			struct pool_map pm;
 
 			if ((rc = pool_open(&pm, path, d.max_guests, &why)) != 0) {
+				snprintf(label, sizeof(label), "pool %s", name);
 				domains_free(&d);
-				errx(2, "pool %s: %s (%s)", name, why, strerror(-rc));
+				errx(2, "%s: %s (%s)", label, why, strerror(-rc));
 			}
 			j = inspect_pool(&pm.vp, name, NULL, 1);
 			pool_close(&pm);
@@ -478,8 +479,9 @@ inspect_live(struct ctl *ctl, struct found *f, json_object *o)
 			struct hp_segment seg;
 
 			if ((rc = hp_segment_attach(&seg, path, HP_ATTACH_RDONLY, &why)) != 0) {
+				snprintf(label, sizeof(label), "guest %s", name);
 				domains_free(&d);
-				errx(2, "guest %s: %s", name, why ? why : strerror(-rc));
+				errx(2, "%s: %s", label, why ? why : strerror(-rc));
 			}
 			j = inspect_domain(&seg, name, (uint32_t)u64(e, "peer"),
 					   get(e, "zone") ? text(e, "zone") : NULL, NULL);
