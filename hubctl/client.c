@@ -32,8 +32,12 @@ client_connect(const struct ctl *ctl)
 		errx(2, "socket path too long: %s", path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		err(2, "socket");
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0)
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		if (errno == EACCES)
+			errx(2, "cannot reach hubd at %s: permission denied (the socket is for "
+			     "root, hubd's user and its group)", path);
 		err(2, "cannot reach hubd at %s (is it running? -s sets the socket)", path);
+	}
 	if (ctl->timeout_s > 0) {
 		struct timeval tv = { ctl->timeout_s, 0 };
 

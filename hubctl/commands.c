@@ -180,8 +180,8 @@ hubctl_status(struct ctl *ctl, int argc, char **argv)
 	if ((a = client_ask(ctl, "status", &rc)) == NULL)
 		return rc;
 	json_object_object_foreach(a, key, val) {
-		static const char *const sizes[] = { "segment_size", "segment_bytes",
-			"segment_initial_bytes", "slot_size", "max_payload_size", NULL };
+		static const char *const sizes[] = { "mapped_bytes", "slot_size",
+			"max_payload_size", NULL };
 		char buf[32];
 		int is_size = 0;
 
@@ -203,20 +203,19 @@ hubctl_status(struct ctl *ctl, int argc, char **argv)
 			printf("%-22s %s\n", key, json_object_get_string(val));
 			continue;
 		}
-		/* slot size x slots per extent x extents, or none */
+		/* each zone's pool has these classes: slot size x slots per
+		 * extent (its extents: hubctl pool), or none */
 		printf("%-22s", key);
 		for (size_t i = 0; json_object_is_type(val, json_type_array) &&
 		     i < json_object_array_length(val); i++) {
 			json_object *c = json_object_array_get_idx(val, i);
 			char size[24];
 
-			printf("%s%s x %" PRIu64 " x %" PRIu64, i > 0 ? ", " : " ",
-			       size_iec(size, sizeof(size),
-					 json_object_get_uint64(get(c, "slot_size"))),
-			       json_object_get_uint64(get(c, "slots_per_extent")),
-			       json_object_get_uint64(get(c, "extents")));
+			printf("%s%s x %" PRIu64, i > 0 ? ", " : " ",
+			       size_iec(size, sizeof(size), u64(c, "slot_size")),
+			       u64(c, "slots_per_extent"));
 		}
-		if (json_object_array_length(val) == 0)
+		if (!json_object_is_type(val, json_type_array) || json_object_array_length(val) == 0)
 			printf(" none");
 		printf("\n");
 	}
@@ -432,45 +431,20 @@ count_text(char *buf, size_t len, uint64_t v)
 	return buf;
 }
 
-/* hubctl pool [--validate] [--json]: the shared pool per size class, and
- * with --validate its check on the live hub (exit 1 when broken). */
-int
-hubctl_pool(struct ctl *ctl, int argc, char **argv)
+/* One zone's table: a row per size class, then what the errors were. */
+static void
+pool_zone(json_object *a, json_object *z)
 {
 	static const char *const cols[] = { "slots", "free", "in_use", "high_water", "allocs",
 		"frees", "conflicts", "fallbacks", "waits", "reclaimed", "rebuilds", "errors" };
 	static const char *const heads[] = { "SLOTS", "FREE", "IN-USE", "HIGH", "ALLOCS",
 		"FREES", "CONFL", "FALLBK", "WAITS", "RECLAIM", "REBUILD", "ERRORS" };
-	json_object *req = json_object_new_object(), *a, *classes, *problems;
-	char size[24], size2[24], size3[24], num[24];
-	int validate = 0, valid;
+	json_object *classes = list(z, "classes");
+	char size[24], num[24];
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--validate") == 0)
-			validate = 1;
-		else if (strcmp(argv[i], "--json") == 0)
-			ctl->json = 1;
-		else {
-			json_object_put(req);
-			fprintf(stderr, "usage: hubctl pool [--validate] [--json]\n");
-			return 2;
-		}
-	}
-	json_object_object_add(req, "cmd", json_object_new_string("pool"));
-	if (validate)
-		json_object_object_add(req, "validate", json_object_new_boolean(1));
-	client_send(ctl, req);
-	if ((a = client_read(ctl)) == NULL)
-		client_no_answer(ctl, "");
-	if (client_failed(ctl, a))
-		return 1;
-	/* without --validate there is no verdict: nothing is wrong */
-	valid = !validate || json_object_get_boolean(get(a, "valid"));
-	if (ctl->json) {
-		print_json(a);
-		return !valid;
-	}
-	classes = list(a, "classes");
+	printf("zone %s: %" PRIu64 " member%s, %s, %" PRIu64 " slots held too long\n",
+	       text(z, "name"), u64(z, "members"), u64(z, "members") == 1 ? "" : "s",
+	       size_iec(size, sizeof(size), u64(z, "bytes")), u64(z, "stuck"));
 	printf("%-5s %9s %7s %7s", "CLASS", "SIZE", "PER-EXT", "EXTENTS");
 	for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
 		printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6), heads[k]);
@@ -500,12 +474,53 @@ hubctl_pool(struct ctl *ctl, int argc, char **argv)
 			       u64(c, "bad_links"), u64(c, "errors") - u64(c, "double_frees") -
 			       u64(c, "stale_frees") - u64(c, "bad_links"));
 	}
-	printf("segment %s (%s at start), pool %s (%s at start), %" PRIu64
-	       " slots held too long\n",
-	       size_iec(size, sizeof(size), u64(a, "segment_bytes")),
-	       size_iec(size2, sizeof(size2), u64(a, "segment_initial_bytes")),
-	       size_iec(size3, sizeof(size3), u64(a, "pool_bytes")),
-	       size_iec(num, sizeof(num), u64(a, "pool_initial_bytes")), u64(a, "stuck"));
+}
+
+/* hubctl pool [--validate] [--json]: each zone's shared pool per size
+ * class, and with --validate their check on the live hub (exit 1 when
+ * broken). */
+int
+hubctl_pool(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *req = json_object_new_object(), *a, *zones, *problems;
+	char size[24];
+	int validate = 0, valid;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--validate") == 0)
+			validate = 1;
+		else if (strcmp(argv[i], "--json") == 0)
+			ctl->json = 1;
+		else {
+			json_object_put(req);
+			fprintf(stderr, "usage: hubctl pool [--validate] [--json]\n");
+			return 2;
+		}
+	}
+	json_object_object_add(req, "cmd", json_object_new_string("pool"));
+	if (validate)
+		json_object_object_add(req, "validate", json_object_new_boolean(1));
+	client_send(ctl, req);
+	if ((a = client_read(ctl)) == NULL)
+		client_no_answer(ctl, "");
+	if (client_failed(ctl, a))
+		return 1;
+	/* without --validate there is no verdict: nothing is wrong */
+	valid = !validate || json_object_get_boolean(get(a, "valid"));
+	if (ctl->json) {
+		print_json(a);
+		return !valid;
+	}
+	zones = list(a, "zones");
+	for (size_t i = 0; i < json_object_array_length(zones); i++) {
+		if (i > 0)
+			printf("\n");
+		pool_zone(a, json_object_array_get_idx(zones, i));
+	}
+	printf("%s%zu zone%s, each pool %s at start\n", json_object_array_length(zones) > 0 ?
+	       "\n" : "", json_object_array_length(zones),
+	       json_object_array_length(zones) == 1 ? "" : "s",
+	       size_iec(size, sizeof(size), u64(a, "initial_bytes")));
 	if (validate) {
 		problems = list(a, "problems");
 		for (size_t i = 0; i < json_object_array_length(problems); i++)

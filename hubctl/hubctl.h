@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* What hubctl's files share: main.c (the command table, usage, main),
  * client.c (the connection to hubd), json.c (reading its answers),
- * commands.c (a command each: ask, print), views.c (top and stats -w) and
- * inspect.c (hubctl inspect, a segment read alone). Every command gets
+ * commands.c (a command each: ask, print), views.c (top and stats -w),
+ * domains.c (a live hub's memory as fds; hubctl dump) and inspect.c
+ * (hubctl inspect: that memory, or files, read alone). Every command gets
  * the struct ctl that main filled: no file reaches into another's globals. */
 #ifndef HUB_HUBCTL_H
 #define HUB_HUBCTL_H
@@ -21,7 +22,7 @@ struct every {
 
 /* One run of hubctl: its options and its connection to hubd. */
 struct ctl {
-	int		 fd;		/* the connection; -1 for inspect (no daemon) */
+	int		 fd;		/* the connection; -1 for inspect of files */
 	const char	*sock;		/* -s: where the views connect again */
 	int		 timeout_s;	/* -t: give up on an answer after this long */
 	int		 json;		/* -j: answers as JSON, one object per line */
@@ -78,7 +79,33 @@ int		 hubctl_reload(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_top(struct ctl *ctl, int argc, char **argv);
 int		 stats_watch(struct ctl *ctl);
 
-/* inspect.c: hubctl inspect SEGMENT; ctl->fd is unused (no daemon). */
+/* domains.c: a live hub's memory, hubd's "domains" answer and the fds
+ * that came with it (fds[i] is list[i]'s: a guest's domain, or a zone's
+ * pool), every entry checked: a kind hubctl knows, a name it can use as
+ * a file name, the guests first. */
+#define DOMAINS_MAX	512	/* max_guests domains and as many zones: 255 + 255 */
+struct domains {
+	json_object	*answer;
+	json_object	*list;			/* answer's "domains" */
+	uint32_t	 max_guests;		/* the hub's: a pool's owner ids */
+	int		 fds[DOMAINS_MAX];		/* -1: closed already */
+	uint32_t	 nfds;
+};
+/* Connects (ctl->fd), asks and receives; exits 2 (every fd closed, a
+ * message) when it cannot: no hub, no answer within -t (10 s when not
+ * given: hubd may be hung), a refusal (root and hubd's user only), or an
+ * answer that is not what hubd sends. */
+void		 domains_fetch(struct ctl *ctl, struct domains *d);
+/* Closes every fd still open and frees the answer. */
+void		 domains_free(struct domains *d);
+/* Whether a guest's or zone's name, a suffix after it, can be a file
+ * name: letters, digits, '.', '_', '-', 64 at most. */
+int		 domain_name_ok(const char *s);
+/* hubctl dump DIR */
+int		 hubctl_dump(struct ctl *ctl, int argc, char **argv);
+
+/* inspect.c: hubctl inspect [FILE...]: without FILE the live hub's
+ * memory (domains.c), with FILE those files (no daemon, ctl->fd unused). */
 int		 hubctl_inspect(struct ctl *ctl, int argc, char **argv);
 
 #endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl: talks to a running hubd over its control socket. This file is
  * its command table, its options, usage and help, and main; the commands
- * are commands.c (those that ask and print), views.c (top, stats -w) and
- * inspect.c (a segment read alone), each given the struct ctl main fills. */
+ * are commands.c (those that ask and print), views.c (top, stats -w),
+ * domains.c (dump) and inspect.c (the hub's memory read alone), each
+ * given the struct ctl main fills. */
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
@@ -27,7 +28,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "status", "status", 0, 0, hubctl_status,
-	  "hub parameters, uptime, segment size, host pool, pool classes", NULL },
+	  "hub parameters, uptime, memory mapped, zones, pool classes", NULL },
 	{ "stats", "stats [-w] [-d SECONDS] [-n COUNT]", 0, 0, hubctl_stats,
 	  "counters per guest and in all; -w: the hub's rates, a line per interval", "wdn" },
 	{ "top", "top [-d SECONDS] [-n FRAMES]", 0, 0, hubctl_top,
@@ -43,11 +44,14 @@ static const struct command commands[] = {
 	{ "stop", "stop NAME", 1, 1, hubctl_stop, "stop a guest and keep it down", NULL },
 	{ "start", "start NAME", 1, 1, hubctl_start, "start a stopped or failed guest", NULL },
 	{ "pool", "pool [--validate] [--json]", 0, 2, hubctl_pool,
-	  "the shared pool per size class; --validate checks it (exit 1: broken)", NULL },
+	  "each zone's shared pool per size class; --validate checks them (exit 1: broken)",
+	  NULL },
 	{ "reload", "reload", 0, 0, hubctl_reload,
 	  "re-read the config: new guests start, dropped stop, changed restart", NULL },
-	{ "inspect", "inspect SEGMENT", 1, 1, hubctl_inspect,
-	  "read a segment file, no daemon needed, and check its invariants", NULL },
+	{ "inspect", "inspect [FILE...]", 0, 1024, hubctl_inspect,
+	  "the hub's memory read-only, invariants checked; FILE...: files, offline", NULL },
+	{ "dump", "dump DIR", 1, 1, hubctl_dump,
+	  "copy every domain and pool into DIR, for inspect after the hub is gone", NULL },
 };
 
 /* -d SECONDS: plain decimal seconds, digits with an optional fraction
@@ -179,16 +183,32 @@ details(const char *name)
 		       "then the result. Strings print as they are, other values as JSON.\n"
 		       "A method's error is printed on stderr and exits 1.\n";
 	if (strcmp(name, "inspect") == 0)
-		return "Maps SEGMENT, a regular file, read-only (it works with hubd hung or\n"
-		       "gone; anything else, a FIFO say, is refused at once) and prints the\n"
-		       "header, the host pool and every peer entry that was ever used: state,\n"
-		       "epoch, ring heads and tails, free slots, open channels, heartbeat age.\n"
-		       "It checks that indices are in range, states are states, no bitmap bit\n"
-		       "is set past the last slot, and Empty entries were fully recovered;\n"
-		       "exit 1 lists what is broken. The shared pool: its extents among the\n"
-		       "areas, its figures per class, and what validate finds (as in 'hubctl\n"
-		       "pool --validate', with any peer id counting as a live owner: who is\n"
-		       "alive is not known offline), each as a \"pool: \" problem.\n";
+		return "Without FILE: asks hubd for every guest's domain and every zone's pool\n"
+		       "(their fds, over the control socket: root and hubd's user only; no\n"
+		       "answer within -t, 10 s when not given, exits 2), maps each read-only\n"
+		       "and prints, per guest, its domain's header, where each area lies, the\n"
+		       "host pool and its peer entry: state, epoch, ring heads and tails, free\n"
+		       "slots, open channels, heartbeat age; per zone, its pool's areas and\n"
+		       "figures per class. It checks that indices are in range, states are\n"
+		       "states, no bitmap bit is set past the last slot, Empty entries were\n"
+		       "fully recovered, and what validate finds in each pool (as 'hubctl pool\n"
+		       "--validate', any peer id counting as a live owner; on a live pool a\n"
+		       "problem counts only if two passes see it). Each problem is printed as\n"
+		       "PROBLEM: with the guest or pool it is in; exit 1 when any.\n"
+		       "With FILE...: the same on files, no daemon needed (it works with hubd\n"
+		       "hung or gone): what 'hubctl dump' wrote (NAME.domain, ZONE.pool; a pool\n"
+		       "file takes max_guests from the domains.json beside it, or from a\n"
+		       "domain among the files; domains.json itself is passed over, so DIR/*\n"
+		       "reads a dump), or a segment file of any host the spec allows.\n"
+		       "Anything else, a FIFO say, is refused at once (exit 2).\n";
+	if (strcmp(name, "dump") == 0)
+		return "Gets every guest's domain and every zone's pool as 'inspect' does and\n"
+		       "copies each into DIR: NAME.domain, ZONE.pool (0600, their untouched\n"
+		       "zeros left as holes), and hubd's answer as domains.json. DIR is made\n"
+		       "(0700) when it is not there, and refused when it holds anything. The\n"
+		       "copies are taken while the hub runs: a slot that moves meanwhile can\n"
+		       "look odd. Read them later, the hub gone: hubctl inspect DIR/*.\n"
+		       "Exit 2 when it cannot finish (what it wrote is removed).\n";
 	if (strcmp(name, "reload") == 0)
 		return "Re-reads hubd's config file (as SIGHUP does). Guests are matched by\n"
 		       "name: new ones start, dropped ones stop, changed ones restart. The\n"
@@ -196,22 +216,23 @@ details(const char *name)
 		       "there is reported and the running values are kept. A broken file\n"
 		       "changes nothing and exits 1 with what is wrong.\n";
 	if (strcmp(name, "pool") == 0)
-		return "Per size class of the shared pool: slot SIZE, slots PER-EXTent,\n"
-		       "EXTENTS now/at most, SLOTS, FREE, IN-USE and HIGH (the most in use at\n"
-		       "once), then counters since hubd started: ALLOCS, FREES, CONFL (CAS\n"
-		       "conflicts), FALLBK (served by a larger class), WAITS (every class that\n"
-		       "fits exhausted), RECLAIM (slots taken back from guests that are gone),\n"
+		return "A table per zone (its name, its member guests, its pool's bytes now),\n"
+		       "a row per size class: slot SIZE, slots PER-EXTent, EXTENTS now/at\n"
+		       "most, SLOTS, FREE, IN-USE and HIGH (the most in use at once), then\n"
+		       "counters since hubd started: ALLOCS, FREES, CONFL (CAS conflicts),\n"
+		       "FALLBK (served by a larger class), WAITS (every class that fits\n"
+		       "exhausted), RECLAIM (slots taken back from guests that are gone),\n"
 		       "REBUILD (free lists rebuilt), ERRORS (double and stale frees, bad\n"
 		       "links: detailed below the table when any). Counts from a million on\n"
-		       "are rounded (1.2M; exact with -j). Then the segment's and the pool's\n"
-		       "bytes now and at start (extents are appended to the file) and the\n"
-		       "slots a live guest has held longer than [pool] stuck_after.\n"
+		       "are rounded (1.2M; exact with -j). Then the slots a live guest has\n"
+		       "held longer than [pool] stuck_after, and a pool's bytes at start.\n"
 		       "--validate checks that every slot is on exactly one free list or held\n"
 		       "by one live owner, no list has a cycle or a link out of range, and no\n"
 		       "held slot has generation 0; a problem counts only if two passes both\n"
 		       "see it (a slot in transit can look odd once). Each is printed as\n"
-		       "PROBLEM: and exits 1; a class found broken is rebuilt by the sweeper.\n"
-		       "A hub without a shared pool ([pool] classes = none) exits 1.\n";
+		       "PROBLEM: pool ZONE: ... and exits 1; a class found broken is rebuilt\n"
+		       "by the sweeper. A hub without a shared pool ([pool] classes = none)\n"
+		       "exits 1.\n";
 	if (strcmp(name, "peers") == 0)
 		return "Columns: RST restarts, HB-AGE time since the guest's last heartbeat,\n"
 		       "RINGS descriptors waiting guest->host/host->guest, SLOTS slots of its\n"
@@ -311,7 +332,8 @@ main(int argc, char *argv[])
 			fprintf(stderr, "usage: hubctl %s\n", c->usage);
 			return 2;
 		}
-		if (c->run != hubctl_inspect)
+		/* inspect and dump connect themselves, when they need hubd */
+		if (c->run != hubctl_inspect && c->run != hubctl_dump)
 			ctl.fd = client_connect(&ctl);
 		rc = c->run(&ctl, nargs, argv + 1);
 		if (fflush(stdout) != 0 || ferror(stdout))

@@ -28,8 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/clock.h"
 #include "daemon/control.h"
+#include "proto/clock.h"
+#include "proto/fdpass.h"
 #include "proto/segment.h"
 #include "tests/e2e/harness.h"
 
@@ -226,6 +227,81 @@ START_TEST(test_refusals_exit_1)
 		}
 	}
 	ck_assert_int_eq(peer_field("echo", "epoch"), 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The domains are all the hub's memory: a user other than root and
+ * hubd's gets none of it. With the socket as hubd made it (0660, root's
+ * group) it cannot even connect; let in by the socket's group, hubd
+ * refuses it the domains. Either way no fd: hubctl inspect and dump say
+ * why and exit 2, dump makes nothing, and a raw client's answer carries
+ * no fd. */
+START_TEST(test_other_user_gets_no_domains)
+{
+	static const char refused[] = "hubctl: hubd refused the domains: permission denied: "
+				      "for root and the hub's user";
+	const char *dir = harness_path("other-dump");
+	struct run r = { .as_other = 1, .timeout_ms = 20000 };
+	struct stat st;
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		return;		/* needs root to be somebody else */
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	run_hubctl(&r, hub.sock, "inspect", (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "cannot reach hubd at ") != NULL &&
+		      strstr(r.err, ": permission denied (the socket is for root, hubd's user "
+			     "and its group)") != NULL && r.out[0] == '\0',
+		      "exit %d: %s / %s", r.status, r.out, r.err);
+	run_free(&r);
+
+	socket_for_other();
+	run_hubctl(&r, hub.sock, "inspect", (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, refused) != NULL && r.out[0] == '\0',
+		      "exit %d: %s / %s", r.status, r.out, r.err);
+	run_free(&r);
+	run_hubctl(&r, hub.sock, "-j", "inspect", (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, refused) != NULL, "exit %d: %s / %s",
+		      r.status, r.out, r.err);
+	run_free(&r);
+	run_hubctl(&r, hub.sock, "dump", dir, (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, refused) != NULL, "exit %d: %s / %s",
+		      r.status, r.out, r.err);
+	run_free(&r);
+	ck_assert_msg(stat(dir, &st) != 0 && errno == ENOENT, "dump made %s", dir);
+
+	if ((pid = fork()) == 0) {
+		static char buf[4096];
+		int fds[16], fd;
+		uint32_t nfds = 0;
+		size_t len = 0;
+		const char *line = "{\"cmd\":\"domains\"}\n";
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setgroups(0, NULL) != 0 || setgid(OTHER) != 0 || setuid(OTHER) != 0)
+			_exit(3);
+		fd = hub_client(&hub, 10);
+		if (write(fd, line, strlen(line)) != (ssize_t)strlen(line))
+			_exit(4);
+		while (memchr(buf, '\n', len) == NULL && len < sizeof(buf) - 1) {
+			ssize_t n = hp_fdpass_recv(fd, buf + len, sizeof(buf) - 1 - len, fds, 16,
+						   &nfds);
+
+			if (n <= 0)
+				_exit(5);
+			len += (size_t)n;
+		}
+		_exit(nfds != 0 ? 6 : strstr(buf, "permission denied") == NULL ? 7 : 0);
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the other user's raw client: status %#x (6: it got fds)", status);
+	/* and the hub's own user still gets them */
+	ck_assert_int_ge(status = hub_domain_fd(&hub, "guest", "echo"), 0);
+	close(status);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -1240,6 +1316,7 @@ suite_control(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_inspect_fifo);
 	tcase_add_test(tc, test_refusals_exit_1);
+	tcase_add_test(tc, test_other_user_gets_no_domains);
 	tcase_add_test(tc, test_request_too_large);
 	tcase_add_test(tc, test_large_answer);
 	tcase_add_test(tc, test_nul_in_arguments);

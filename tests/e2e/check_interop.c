@@ -152,13 +152,8 @@ spechost_total(void)
 	return off + SH_GUESTS * HP_PEER_ENTRY_SIZE;
 }
 
-/* ---- hubctl inspect on a layout that is not hubd's -------------------
- * The lead adds the inspect assertions here: run
- *	build/hubctl inspect PATH
- *	build/hubctl --json inspect PATH
- * on the segment spechost --create-only leaves, and check what they say
- * (run() above captures a program's output). For now: the segment is
- * there, a regular 0600 file of the layout's size, with its header. */
+/* ---- hubctl inspect on a layout that is not hubd's ------------------- */
+
 /* The area of inspect's answer named name (for peer, 0: the hub's own). */
 static json_object *
 find_area(json_object *areas, const char *name, int peer)
@@ -182,7 +177,9 @@ area_offset(json_object *areas, const char *name, int peer)
 
 /* hubctl inspect reads another host's layout the way a guest does: every
  * area where the header and the entries say, the layout named as not
- * hubd's, no problem; and a bad entry is reported, naming the peer. */
+ * hubd's, no problem; and a bad entry is reported, naming the peer. The
+ * file is one segment for all the guests: a "segment" in the answer's
+ * domains, of no single peer. */
 static void
 inspect_foreign(const char *seg, const struct hp_header *h)
 {
@@ -190,7 +187,7 @@ inspect_foreign(const char *seg, const struct hp_header *h)
 	char *json_argv[] = { ctl, "--json", "inspect", path, NULL };
 	char *text_argv[] = { ctl, "inspect", path, NULL };
 	struct hp_peer_entry e[SH_GUESTS];
-	json_object *o, *areas;
+	json_object *o, *d, *areas;
 	char *out;
 	int status, fd;
 
@@ -204,11 +201,18 @@ inspect_foreign(const char *seg, const struct hp_header *h)
 	o = json_tokener_parse(out);
 	ck_assert_msg(o != NULL, "not JSON:\n%s", tail(out));
 	free(out);
-	ck_assert_str_eq(json_object_get_string(json_get(o, "layout")), "other");
-	ck_assert_int_eq(json_object_get_int(json_get(o, "slot_size")), SH_SLOT_SIZE);
-	ck_assert_int_eq(json_object_get_int(json_get(o, "host_features")), 0);
 	ck_assert_int_eq(json_object_array_length(json_get(o, "problems")), 0);
-	areas = json_get(o, "areas");
+	ck_assert_int_eq(json_object_array_length(json_get(o, "pools")), 0);
+	ck_assert_int_eq(json_object_array_length(json_get(o, "domains")), 1);
+	d = json_object_array_get_idx(json_get(o, "domains"), 0);
+	ck_assert_str_eq(json_object_get_string(json_get(d, "file")), seg);
+	ck_assert_ptr_null(json_get(d, "peer_id"));	/* every guest's */
+	ck_assert_str_eq(json_object_get_string(json_get(d, "layout")), "other");
+	ck_assert_int_eq(json_object_get_int(json_get(d, "slot_size")), SH_SLOT_SIZE);
+	ck_assert_int_eq(json_object_get_int(json_get(d, "host_features")), 0);
+	ck_assert_int_eq(json_object_array_length(json_get(d, "peers")), SH_GUESTS);
+	ck_assert_int_eq(json_object_array_length(json_get(d, "problems")), 0);
+	areas = json_get(d, "areas");
 	ck_assert_uint_eq(area_offset(areas, "peer table", 0), h->peer_table_offset);
 	ck_assert_uint_eq(area_offset(areas, "host slot pool", 0), h->slot_region_offset);
 	for (int id = 1; id <= (int)SH_GUESTS; id++) {
@@ -236,7 +240,9 @@ inspect_foreign(const char *seg, const struct hp_header *h)
 	close(fd);
 	status = run(text_argv, &out);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
-		      strstr(out, "peer 2: peer entry: its rings overlap the header") != NULL,
+		      strstr(out, "PROBLEM: segment ") != NULL &&
+		      strstr(out, ": peer 2: peer entry: its rings overlap the header") != NULL &&
+		      strstr(out, "invariants: broken") != NULL,
 		      "hubctl inspect of a bad entry: status %#x:\n%s", status, tail(out));
 	free(out);
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl pool [--validate], the pool figures of status and stats, and
- * inspect of the shared pool, against a real hubd and segment files:
- * what they show, what validate finds in a scribbled pool, and that the
- * sweeper repairs it, when a test scribbles or a guest (poolbreaker). */
+ * hubctl inspect and dump of each zone's pool, against a real hubd: what
+ * they show, what validate and inspect find in a scribbled pool (live,
+ * through the pool's fd, or in a dump's copy), and that the sweeper
+ * repairs it, when a test scribbles or a guest (poolbreaker). */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +28,8 @@
 		"args = --act="
 /* the default classes' slots in one extent each */
 #define DEFAULT_SLOTS	"339"
+/* a list head naming no slot of any class */
+#define BAD_HEAD	0x00ABCDEFu
 
 static const char *const class_keys[] = {
 	"slot_size", "slots_per_extent", "extents", "slots", "free", "in_use", "high_water",
@@ -51,44 +55,71 @@ u64(json_object *o, const char *key)
 	return json_object_get_uint64(json_get(o, key));
 }
 
-/* The class header of class c in a segment file, mapped read-write for
- * scribbling; *map and *len to unmap. */
-static struct hp_var_class *
-map_class(const char *segment, uint32_t c, void **map, size_t *len)
+/* The entry of list (an array of objects) whose "name" is name. */
+static json_object *
+named(json_object *list, const char *name)
 {
-	struct hp_header h;
-	int fd = open(segment, O_RDWR | O_CLOEXEC);
+	ck_assert_msg(json_object_is_type(list, json_type_array), "not a list: %s",
+		      json_object_to_json_string(list));
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		json_object *e = json_object_array_get_idx(list, i);
+
+		if (strcmp(json_object_get_string(json_get(e, "name")), name) == 0)
+			return e;
+	}
+	ck_abort_msg("no %s in %s", name, json_object_to_json_string(list));
+	return NULL;
+}
+
+/* hubctl -j pool's classes of zone (a new reference to the answer in
+ * *answer, to put). */
+static json_object *
+zone_classes(struct hub_proc *h, const char *zone, json_object **answer)
+{
+	char *out;
+	int rc = hubctl(h, &out, "-j", "pool", (char *)NULL);
+
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+	*answer = parse_out(out);
+	free(out);
+	return json_get(named(json_get(*answer, "zones"), zone), "classes");
+}
+
+/* The header of class c of the pool in fd (a zone's memfd from hubd, or
+ * a dump's copy), mapped read-write for scribbling; *map to unmap
+ * (HP_VAR_EXTENT_ALIGN bytes: the pool's headers start its file). */
+static struct hp_var_class *
+map_class(int fd, uint32_t c, void **map)
+{
 	uint8_t *p;
 
-	ck_assert_msg(fd >= 0, "open %s", segment);
-	ck_assert_int_eq(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
-	ck_assert_msg(h.varpool_offset != 0 && h.varpool_offset % HP_VAR_EXTENT_ALIGN == 0,
-		      "varpool_offset %llu", (unsigned long long)h.varpool_offset);
-	*len = HP_VAR_EXTENT_ALIGN * 2;
-	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)h.varpool_offset);
-	close(fd);
-	ck_assert_msg(p != MAP_FAILED, "mmap");
+	_Static_assert(sizeof(struct hp_var_header) + HP_VAR_MAX_CLASSES *
+		       sizeof(struct hp_var_class) <= HP_VAR_EXTENT_ALIGN, "headers in a page");
+	ck_assert_int_ge(fd, 0);
+	p = mmap(NULL, HP_VAR_EXTENT_ALIGN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_msg(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	ck_assert_uint_gt(((struct hp_var_header *)(void *)p)->nclasses, c);
 	*map = p;
 	return (struct hp_var_class *)(void *)(p + sizeof(struct hp_var_header) +
 					       c * sizeof(struct hp_var_class));
 }
 
-/* r[shm.varslot.freelist]: a free list head naming no slot, its tag kept
- * (CAS: hubd may pop meanwhile; with no guest nobody does). */
+/* r[shm.varslot.freelist]: class c's free list head naming slot bad, its
+ * tag kept (CAS: hubd may pop meanwhile). */
 static void
-scribble_head(const char *segment, uint32_t c, uint32_t bad)
+scribble_head(int fd, uint32_t c, uint32_t bad)
 {
 	void *map;
-	size_t len;
-	struct hp_var_class *k = map_class(segment, c, &map, &len);
+	struct hp_var_class *k = map_class(fd, c, &map);
 	uint64_t head = hp_load_relaxed_u64(&k->free_head);
 
 	while (!hp_cas_u64(&k->free_head, &head, (head & 0xFFFFFFFF00000000ull) | bad))
 		;
-	munmap(map, len);
+	munmap(map, HP_VAR_EXTENT_ALIGN);
 }
 
-/* r[shm.varslot.classes]: a default hub lists its 5 classes, smallest first. */
+/* r[shm.varslot.classes]: a default hub lists its 5 classes, smallest
+ * first, in a table per zone. */
 START_TEST(test_pool_lists_default_classes)
 {
 	static const char *const sizes[] = { "1.0 KiB", "16.0 KiB", "256.0 KiB", "4.0 MiB",
@@ -97,9 +128,10 @@ START_TEST(test_pool_lists_default_classes)
 	char *out, line[32];
 	int rc;
 
-	hub_start_up(&h, NULL, NULL, NULL);
+	hub_start_up(&h, NULL, ECHO, "echo");
 	rc = hubctl(&h, &out, "pool", (char *)NULL);
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+	ck_assert_msg(strstr(out, "zone echo: 1 member, ") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "CLASS") != NULL && strstr(out, "ALLOCS") != NULL, "%s", out);
 	for (int c = 0; c < 5; c++) {
 		snprintf(line, sizeof(line), "\n%5d %9s ", c, sizes[c]);
@@ -108,7 +140,8 @@ START_TEST(test_pool_lists_default_classes)
 	}
 	snprintf(line, sizeof(line), "\n%5d ", 5);
 	ck_assert_msg(strstr(out, line) == NULL, "a 6th class:\n%s", out);
-	ck_assert_msg(strstr(out, "held too long") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "0 slots held too long") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "1 zone, each pool ") != NULL, "%s", out);
 	free(out);
 	ck_assert_int_eq(hub_stop(&h), 0);
 }
@@ -140,19 +173,22 @@ START_TEST(test_pool_validate_clean)
 }
 END_TEST
 
-/* The JSON answer: every class with every figure, consistent with itself;
- * the calls' slots counted; the region totals; and validate's verdict. */
+/* The JSON answer: every zone, each with every class and every figure,
+ * consistent with itself; the calls' slots counted; the bytes; and
+ * validate's verdict. */
 START_TEST(test_pool_json)
 {
 	struct hub_proc h;
-	json_object *o, *classes;
+	json_object *o, *classes, *zones, *z;
 	uint64_t allocs = 0, frees = 0;
 	char *out, big[3001];
 	int rc;
 
 	memset(big, 'y', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	hub_start_up(&h, NULL, ECHO, "echo");
+	hub_start_up(&h, NULL, ECHO "[guest kv]\nexec = @/guests/kv\nzone = shared\n"
+		     "[guest counter]\nexec = @/guests/counter\nzone = shared\n",
+		     "echo,kv,counter");
 	ck_assert_int_eq(hub_wait_method(&h, "echo.echo"), 0);
 	rc = hubctl(&h, &out, "call", "echo.echo", big, (char *)NULL);
 	ck_assert_int_eq(rc, 0);
@@ -166,13 +202,16 @@ START_TEST(test_pool_json)
 	ck_assert(json_object_get_boolean(json_get(o, "valid")));
 	ck_assert(json_object_is_type(json_get(o, "problems"), json_type_array));
 	ck_assert_int_eq(json_object_array_length(json_get(o, "problems")), 0);
-	ck_assert_uint_gt(u64(o, "segment_bytes"), 0);
-	ck_assert_uint_ge(u64(o, "segment_bytes"), u64(o, "segment_initial_bytes"));
-	ck_assert_uint_gt(u64(o, "pool_initial_bytes"), 0);
-	ck_assert_uint_ge(u64(o, "pool_bytes"), u64(o, "pool_initial_bytes"));
 	ck_assert_uint_eq(u64(o, "max_extents"), 4);
-	ck_assert_uint_eq(u64(o, "stuck"), 0);
-	classes = json_get(o, "classes");
+	ck_assert_uint_gt(u64(o, "initial_bytes"), 0);
+	zones = json_get(o, "zones");
+	ck_assert_int_eq(json_object_array_length(zones), 2);
+	ck_assert_uint_eq(u64(named(zones, "shared"), "members"), 2);
+	z = named(zones, "echo");
+	ck_assert_uint_eq(u64(z, "members"), 1);
+	ck_assert_uint_ge(u64(z, "bytes"), u64(o, "initial_bytes"));
+	ck_assert_uint_eq(u64(z, "stuck"), 0);
+	classes = json_get(z, "classes");
 	ck_assert(json_object_is_type(classes, json_type_array));
 	ck_assert_int_eq(json_object_array_length(classes), 5);
 	for (size_t i = 0; i < 5; i++) {
@@ -189,7 +228,8 @@ START_TEST(test_pool_json)
 	}
 	ck_assert_uint_eq(u64(json_object_array_get_idx(classes, 0), "slot_size"), 1024);
 	ck_assert_uint_eq(u64(json_object_array_get_idx(classes, 4), "slot_size"), 32u << 20);
-	/* r[shm.varslot.selection]: a 3000-byte payload each way took slots */
+	/* r[shm.varslot.selection]: a 3000-byte payload each way took slots
+	 * of echo's pool */
 	ck_assert_uint_ge(allocs, 2);
 	ck_assert_uint_ge(frees, 2);
 	json_object_put(o);
@@ -199,39 +239,57 @@ START_TEST(test_pool_json)
 	o = parse_out(out);
 	free(out);
 	ck_assert_ptr_null(json_get(o, "valid"));
-	ck_assert_ptr_nonnull(json_get(o, "classes"));
+	ck_assert_ptr_nonnull(json_get(named(json_get(o, "zones"), "shared"), "classes"));
 	json_object_put(o);
 	ck_assert_int_eq(hub_stop(&h), 0);
 }
 END_TEST
 
-/* status: the segment's bytes now and at start, the classes; stats: the
- * pool's totals. */
+/* The bytes of the file behind fd (a domain or a pool from hubd); the
+ * fd closed. */
+static uint64_t
+fd_bytes(int fd)
+{
+	struct stat st;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	close(fd);
+	return (uint64_t)st.st_size;
+}
+
+/* status: the control socket, the bytes the hub maps (each domain and
+ * each zone's pool), the zones, the classes; stats: the pools' totals. */
 START_TEST(test_status_and_stats)
 {
 	struct hub_proc h;
 	json_object *o, *cls, *pool;
-	struct stat st;
+	uint64_t mapped;
 	char *out;
 
-	hub_start_up(&h, NULL, NULL, NULL);
+	hub_start_up(&h, NULL, ECHO, "echo");
 	ck_assert_int_eq(hubctl(&h, &out, "-j", "status", (char *)NULL), 0);
 	o = parse_out(out);
 	free(out);
-	ck_assert_uint_gt(u64(o, "segment_bytes"), 0);
-	ck_assert_uint_eq(u64(o, "segment_bytes"), u64(o, "segment_initial_bytes"));
-	ck_assert_int_eq(stat(harness_path("no-segment"), &st), 0);
-	ck_assert_uint_eq(u64(o, "segment_bytes"), (uint64_t)st.st_size);
+	ck_assert_str_eq(json_object_get_string(json_get(o, "control")), h.sock);
+	ck_assert_uint_eq(u64(o, "zones"), 1);
+	mapped = fd_bytes(hub_domain_fd(&h, "guest", "echo")) +
+		 fd_bytes(hub_domain_fd(&h, "pool", "echo"));
+	ck_assert_uint_eq(u64(o, "mapped_bytes"), mapped);
+	ck_assert_ptr_null(json_get(o, "segment_bytes"));
 	cls = json_get(o, "pool_classes");
 	ck_assert(json_object_is_type(cls, json_type_array));
 	ck_assert_int_eq(json_object_array_length(cls), 5);
 	ck_assert_uint_eq(u64(json_object_array_get_idx(cls, 1), "slot_size"), 16384);
 	ck_assert_uint_eq(u64(json_object_array_get_idx(cls, 1), "slots_per_extent"), 64);
-	ck_assert_uint_eq(u64(json_object_array_get_idx(cls, 1), "extents"), 1);
 	json_object_put(o);
 	ck_assert_int_eq(hubctl(&h, &out, "status", (char *)NULL), 0);
-	ck_assert_msg(strstr(out, "segment_bytes") != NULL, "%s", out);
-	ck_assert_msg(strstr(out, "1.0 KiB x 256 x 1, 16.0 KiB x 64 x 1") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "mapped_bytes") != NULL && strstr(out, " MiB\n") != NULL,
+		      "%s", out);
+	ck_assert_msg(strstr(out, "\nzones                  1\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "\npool_classes           1.0 KiB x 256, 16.0 KiB x 64, "
+			     "256.0 KiB x 16, 4.0 MiB x 2, 32.0 MiB x 1\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "segment") == NULL, "%s", out);
 	free(out);
 
 	ck_assert_int_eq(hubctl(&h, &out, "-j", "stats", (char *)NULL), 0);
@@ -246,138 +304,239 @@ START_TEST(test_status_and_stats)
 	(void)u64(pool, "reclaimed");
 	json_object_put(o);
 	ck_assert_int_eq(hubctl(&h, &out, "stats", (char *)NULL), 0);
-	ck_assert_msg(strstr(out, "shared pool: 0 allocations") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "shared pool: ") != NULL && strstr(out, " allocations") != NULL,
+		      "%s", out);
 	free(out);
 	ck_assert_int_eq(hub_stop(&h), 0);
 }
 END_TEST
 
-/* r[shm.varslot.extent-layout]: inspect reads a live hub's pool read-only
- * and finds nothing wrong. */
+#define ZONED	ECHO "[guest kv]\nexec = @/guests/kv\nzone = shared\n" \
+		"[guest counter]\nexec = @/guests/counter\nzone = shared\n"
+
+/* r[shm.varslot.extent-layout] r[shm.file.attach]: inspect, given no
+ * file, reads each guest's domain and each zone's pool of the live hub
+ * read-only, through the fds hubd passes, and finds nothing wrong. */
 START_TEST(test_inspect_live)
 {
+	static const char *const guests[] = { "echo", "kv", "counter" };
 	struct hub_proc h;
-	json_object *o, *vp;
+	json_object *o, *doms, *pools, *p;
 	char *out;
 	int rc;
 
-	hub_start_up(&h, NULL, ECHO, "echo");
-	rc = hubctl(&h, &out, "inspect", harness_path("no-segment"), (char *)NULL);
+	hub_start_up(&h, NULL, ZONED, "echo,kv,counter");
+	rc = hubctl(&h, &out, "inspect", (char *)NULL);
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
-	ck_assert_msg(strstr(out, "shared pool:") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "3 guests' domains, 2 pools, 16 guests at most") != NULL,
+		      "%s", out);
+	ck_assert_msg(strstr(out, ", zone echo): ") != NULL && strstr(out, ", zone shared): "),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "hubd layout") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "\npool shared: ") != NULL && strstr(out, "\npool echo: "),
+		      "%s", out);
 	ck_assert_msg(strstr(out, "pool class 0 extent 0") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "pool class 4 extent 0") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "PROBLEM") == NULL, "%s", out);
 	ck_assert_msg(strstr(out, "invariants: ok") != NULL, "%s", out);
 	free(out);
-	rc = hubctl(&h, &out, "-j", "inspect", harness_path("no-segment"), (char *)NULL);
+	rc = hubctl(&h, &out, "-j", "inspect", (char *)NULL);
 	ck_assert_int_eq(rc, 0);
 	o = parse_out(out);
 	free(out);
-	vp = json_get(o, "pool");
-	ck_assert_ptr_nonnull(vp);
-	ck_assert_int_eq(json_object_array_length(json_get(vp, "classes")), 5);
-	ck_assert_uint_eq(u64(json_object_array_get_idx(json_get(vp, "classes"), 0), "slots"),
-			  256);
+	ck_assert(json_object_get_boolean(json_get(o, "valid")));
+	ck_assert_int_eq(json_object_array_length(json_get(o, "problems")), 0);
+	ck_assert_uint_eq(u64(o, "max_guests"), 16);
+	doms = json_get(o, "domains");
+	ck_assert_int_eq(json_object_array_length(doms), 3);
+	for (size_t i = 0; i < 3; i++) {
+		json_object *d = named(doms, guests[i]), *peers = json_get(d, "peers");
+		uint64_t id = u64(d, "peer_id");
+
+		ck_assert_int_eq(hub_peer_int(&h, guests[i], "peer_id"), (int)id);
+		ck_assert_str_eq(json_object_get_string(json_get(d, "layout")), "hubd");
+		ck_assert_str_eq(json_object_get_string(json_get(d, "zone")),
+				 i == 0 ? "echo" : "shared");
+		/* its own entry alone: the others have no areas in its domain */
+		ck_assert_int_eq(json_object_array_length(peers), 1);
+		ck_assert_uint_eq(u64(json_object_array_get_idx(peers, 0), "peer_id"), id);
+		ck_assert_str_eq(json_object_get_string(json_get(json_object_array_get_idx(peers, 0),
+								 "state")), "attached");
+		ck_assert_int_eq(json_object_array_length(json_get(d, "problems")), 0);
+	}
+	pools = json_get(o, "pools");
+	ck_assert_int_eq(json_object_array_length(pools), 2);
+	p = named(pools, "echo");
+	ck_assert_int_eq(json_object_array_length(json_get(p, "classes")), 5);
+	ck_assert_uint_eq(u64(json_object_array_get_idx(json_get(p, "classes"), 0), "slots"), 256);
+	ck_assert_uint_eq(u64(p, "bytes"), fd_bytes(hub_domain_fd(&h, "pool", "echo")));
 	json_object_put(o);
 	ck_assert_int_eq(hub_stop(&h), 0);
 }
 END_TEST
 
-/* A small segment of our own, made with hubd's code: max_guests 2, two
- * classes. */
-static void
-make_segment(const char *path, struct hp_segment *seg)
+/* r[shm.varslot.extents]: a class grown by an extent (a guest took all
+ * of it), dumped; with the hub gone inspect reads the dump's files, the
+ * extent among the areas; a list head scribbled in the dump's copy is
+ * named as a problem of that pool (exit 1). */
+START_TEST(test_dump_grown_then_scribbled)
 {
-	struct hp_params p;
-	const char *why = NULL;
-	int rc;
+	const char *dir = harness_path("dump"), *dom, *pool, *js;
+	char dom_s[512], pool_s[512], js_s[512], *out;
+	struct hub_proc h;
+	json_object *o, *c0 = NULL, *a = NULL, *p;
+	struct stat st;
+	int rc, fd;
 
-	hp_params_default(&p);
-	p.max_guests = 2;
-	p.slots_per_guest = 4;
-	p.slot_size = 4096;
-	p.max_payload_size = 4092;
-	memset(&p.var, 0, sizeof(p.var));
-	p.var.nclasses = 2;
-	p.var.max_extents = 4;
-	p.var.cls[0].slot_size = 1024;
-	p.var.cls[0].count = 4;
-	p.var.cls[1].slot_size = 4096;
-	p.var.cls[1].count = 2;
-	(void)path;
-	rc = hp_segment_create(seg, &p, 0, HP_FEAT_VARSLOT, "hub-test", &why);
-	ck_assert_msg(rc == 0, "create %s: %s", path, why ? why : "?");
-}
+	hub_start_up(&h, "[pool]\nclasses = 1K x 4, 64K x 2\n",
+		     ECHO "zone = z\n" BREAKER "hold\nzone = z\n", "echo");
+	/* 4 slots of class 0, 2 of class 1, then it asks class 0 to grow */
+	for (int i = 0; i < 100; i++) {
+		c0 = json_object_array_get_idx(zone_classes(&h, "z", &a), 0);
+		if (u64(c0, "extents") >= 2)
+			break;
+		json_object_put(a);
+		a = NULL;
+		sleep_ms(50);
+	}
+	ck_assert_msg(a != NULL, "class 0 never grew: %s", hub_log_tail(&h));
+	json_object_put(a);
+	/* its slots back: every one free */
+	rc = hubctl(&h, &out, "stop", "breaker", (char *)NULL);
+	free(out);
+	for (int i = 0; i < 100; i++) {
+		c0 = json_object_array_get_idx(zone_classes(&h, "z", &a), 0);
+		rc = u64(c0, "free") == u64(c0, "slots");
+		json_object_put(a);
+		if (rc)
+			break;
+		sleep_ms(50);
+	}
+	ck_assert_msg(rc, "slots still held: %s", hub_log_tail(&h));
 
-/* r[shm.varslot.extents]: a class grown beyond the segment's size is
- * mapped read-only by inspect, the file still hubd's layout; a scribbled
- * list head is named as a "pool:" problem (exit 1). */
-START_TEST(test_inspect_grown_and_scribbled)
-{
-	const char *path = harness_shm_path("grown");
-	struct hp_segment seg;
-	struct hub_proc h;	/* only for hubctl()'s socket argument */
-	json_object *o, *c0;
-	char *out;
-	int rc;
-
-	memset(&h, 0, sizeof(h));
-	snprintf(h.sock, sizeof(h.sock), "%s", harness_path("none.sock"));
-	make_segment(path, &seg);
-	ck_assert_int_eq(hp_var_grow(&seg.var, 0), 0);
-	hp_segment_close(&seg);
-
-	rc = hubctl(&h, &out, "inspect", path, (char *)NULL);
+	rc = hubctl(&h, &out, "dump", dir, (char *)NULL);
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+	ck_assert_msg(strstr(out, "/echo.domain: guest echo, ") != NULL &&
+		      strstr(out, "/z.pool: pool z, ") != NULL, "%s", out);
+	free(out);
+	snprintf(dom_s, sizeof(dom_s), "%s/echo.domain", dir);
+	snprintf(pool_s, sizeof(pool_s), "%s/z.pool", dir);
+	snprintf(js_s, sizeof(js_s), "%s/domains.json", dir);
+	dom = dom_s;
+	pool = pool_s;
+	js = js_s;
+	ck_assert_int_eq(stat(dir, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0700);
+	ck_assert_int_eq(stat(dom, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	/* a snapshot of all of it, its untouched zeros left as holes */
+	ck_assert_uint_eq((uint64_t)st.st_size, fd_bytes(hub_domain_fd(&h, "guest", "echo")));
+	ck_assert_uint_lt((uint64_t)st.st_blocks * 512, (uint64_t)st.st_size);
+	ck_assert_int_eq(stat(pool, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	ck_assert_int_eq(stat(js, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	/* into a directory that holds anything: refused, nothing changed */
+	rc = hubctl(&h, &out, "dump", dir, (char *)NULL);
+	ck_assert_msg(rc == 2, "exit %d: %s", rc, out);
+	free(out);
+	ck_assert_int_eq(stat(js, &st), 0);
+	ck_assert_int_eq(hub_stop(&h), 0);
+
+	/* the hub gone: the files alone (domains.json among them, as a
+	 * shell's glob of the directory gives it, passed over) */
+	rc = hubctl(&h, &out, "inspect", dom, js, pool, (char *)NULL);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+	ck_assert_msg(strstr(out, "guest echo (peer ") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "hubd layout") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "pool class 0 extent 1") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "invariants: ok") != NULL, "%s", out);
 	free(out);
-	rc = hubctl(&h, &out, "-j", "inspect", path, (char *)NULL);
-	ck_assert_int_eq(rc, 0);
+	rc = hubctl(&h, &out, "-j", "inspect", pool, (char *)NULL);	/* domains.json beside */
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
 	o = parse_out(out);
 	free(out);
-	c0 = json_object_array_get_idx(json_get(json_get(o, "pool"), "classes"), 0);
+	ck_assert_int_eq(json_object_array_length(json_get(o, "domains")), 0);
+	p = named(json_get(o, "pools"), "z");
+	ck_assert_str_eq(json_object_get_string(json_get(p, "file")), pool);
+	c0 = json_object_array_get_idx(json_get(p, "classes"), 0);
 	ck_assert_uint_eq(u64(c0, "extents"), 2);
 	ck_assert_uint_eq(u64(c0, "slots"), 8);
 	ck_assert_uint_eq(u64(c0, "free"), 8);
+	ck_assert_uint_ge(u64(c0, "allocs"), 4);
 	json_object_put(o);
 
-	scribble_head(path, 0, 1000);
-	rc = hubctl(&h, &out, "inspect", path, (char *)NULL);
+	fd = open(pool, O_RDWR | O_CLOEXEC);
+	scribble_head(fd, 0, BAD_HEAD);
+	close(fd);
+	rc = hubctl(&h, &out, "inspect", dom, pool, (char *)NULL);
 	ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
-	ck_assert_msg(strstr(out, "PROBLEM: pool: class 0: free list link out of range") != NULL,
+	ck_assert_msg(strstr(out, "PROBLEM: pool z: class 0: free list link out of range") != NULL,
 		      "%s", out);
+	ck_assert_msg(strstr(out, "PROBLEM: guest") == NULL, "%s", out);
 	ck_assert_msg(strstr(out, "invariants: broken") != NULL, "%s", out);
 	free(out);
-	unlink(path);
+	rc = hubctl(&h, &out, "-j", "inspect", pool, (char *)NULL);
+	ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
+	o = parse_out(out);
+	free(out);
+	ck_assert(!json_object_get_boolean(json_get(o, "valid")));
+	ck_assert_int_ge(json_object_array_length(json_get(named(json_get(o, "pools"), "z"),
+							   "problems")), 1);
+	json_object_put(o);
+
+	/* without domains.json, a pool takes max_guests from a domain given
+	 * with it, and is not read without one */
+	ck_assert_int_eq(unlink(js), 0);
+	rc = hubctl(&h, &out, "inspect", pool, (char *)NULL);
+	ck_assert_msg(rc == 2, "exit %d: %s", rc, out);
+	free(out);
+	rc = hubctl(&h, &out, "inspect", pool, dom, (char *)NULL);
+	ck_assert_msg(rc == 1 && strstr(out, "PROBLEM: pool z: class 0: ") != NULL,
+		      "exit %d: %s", rc, out);
+	free(out);
+	/* neither a domain nor a pool: the config */
+	rc = hubctl(&h, &out, "inspect", h.conf, (char *)NULL);
+	ck_assert_msg(rc == 2, "exit %d: %s", rc, out);
+	free(out);
 }
 END_TEST
 
-/* r[shm.varslot.freelist]: a list head scribbled on a live hub: validate
- * names it and exits 1, then the sweeper rebuilds the list and validate
- * is clean again. */
+/* r[shm.varslot.freelist]: a list head scribbled on a live hub (through
+ * the pool's fd, as a guest of the zone could): validate and inspect name
+ * it and exit 1; then the sweeper (made quick by a reload) rebuilds the
+ * list and both are clean again. */
 START_TEST(test_validate_scribbled_then_rebuilt)
 {
 	struct hub_proc h;
 	json_object *o, *c0;
-	char *out;
-	int rc = -1;
+	char *out, msgs[1024];
+	int rc = -1, fd;
 
-	hub_start_up(&h, NULL, NULL, NULL);
+	/* no sweep before the reload: what validate sees stays to be seen */
+	hub_start_up(&h, "[pool]\nsweep_interval = 600s\n", ECHO, "echo");
 	rc = hubctl(&h, &out, "pool", "--validate", (char *)NULL);
 	ck_assert_msg(rc == 0, "exit %d before scribbling: %s", rc, out);
 	free(out);
 
-	scribble_head(harness_path("no-segment"), 0, 0x00ABCDEF);
+	fd = hub_domain_fd(&h, "pool", "echo");
+	scribble_head(fd, 0, BAD_HEAD);
+	close(fd);
 	rc = hubctl(&h, &out, "pool", "--validate", (char *)NULL);
 	ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
-	ck_assert_msg(strstr(out, "PROBLEM: class 0: free list link out of range") != NULL,
+	ck_assert_msg(strstr(out, "PROBLEM: pool echo: class 0: free list link out of range") != NULL,
 		      "%s", out);
 	ck_assert_msg(strstr(out, "validate: broken") != NULL, "%s", out);
 	free(out);
+	rc = hubctl(&h, &out, "inspect", (char *)NULL);
+	ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
+	ck_assert_msg(strstr(out, "PROBLEM: pool echo: class 0: free list link out of range") != NULL,
+		      "%s", out);
+	ck_assert_msg(strstr(out, "invariants: broken") != NULL, "%s", out);
+	free(out);
 
-	/* the sweeper runs every 250 ms: a few seconds at most */
+	ck_assert_int_eq(hub_write_conf(&h, "[pool]\nsweep_interval = 50ms\n", ECHO), 0);
+	ck_assert_msg(hub_reload(&h, msgs, sizeof(msgs)), "%s", msgs);
 	for (int i = 0; i < 100; i++) {
 		rc = hubctl(&h, &out, "pool", "--validate", (char *)NULL);
 		free(out);
@@ -386,22 +545,23 @@ START_TEST(test_validate_scribbled_then_rebuilt)
 		sleep_ms(50);
 	}
 	ck_assert_msg(rc == 0, "still broken: %s", hub_log_tail(&h));
-	ck_assert_int_eq(hubctl(&h, &out, "-j", "pool", (char *)NULL), 0);
-	o = parse_out(out);
-	free(out);
-	c0 = json_object_array_get_idx(json_get(o, "classes"), 0);
+	c0 = json_object_array_get_idx(zone_classes(&h, "echo", &o), 0);
 	ck_assert_uint_ge(u64(c0, "rebuilds"), 1);
 	ck_assert_uint_eq(u64(c0, "free"), 256);
 	json_object_put(o);
+	rc = hubctl(&h, &out, "inspect", (char *)NULL);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+	free(out);
 	ck_assert_int_eq(hub_stop(&h), 0);
 }
 END_TEST
 
-/* Whether every class's figure key (hubctl -j pool) is all its slots. */
+/* Whether every class's figure key (hubctl -j pool), in every zone, is
+ * all its slots. */
 static int
 every_class(struct hub_proc *h, const char *key)
 {
-	json_object *o, *classes;
+	json_object *o, *zones;
 	char *out;
 	int all = 1;
 
@@ -411,11 +571,15 @@ every_class(struct hub_proc *h, const char *key)
 	}
 	o = parse_out(out);
 	free(out);
-	classes = json_get(o, "classes");
-	for (size_t i = 0; i < json_object_array_length(classes); i++) {
-		json_object *c = json_object_array_get_idx(classes, i);
+	zones = json_get(o, "zones");
+	for (size_t z = 0; z < json_object_array_length(zones); z++) {
+		json_object *classes = json_get(json_object_array_get_idx(zones, z), "classes");
 
-		all = all && u64(c, key) == u64(c, "slots");
+		for (size_t i = 0; i < json_object_array_length(classes); i++) {
+			json_object *c = json_object_array_get_idx(classes, i);
+
+			all = all && u64(c, key) == u64(c, "slots");
+		}
 	}
 	json_object_put(o);
 	return all;
@@ -481,9 +645,11 @@ START_TEST(test_forged_host_slots_named_then_returned)
 		      hub_log_tail(&h));
 	rc = hubctl(&h, &out, "pool", "--validate", (char *)NULL);
 	ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
-	ck_assert_msg(strstr(out, "PROBLEM: class 0: slot 0 is held as the host's, but the host "
+	ck_assert_msg(strstr(out, "PROBLEM: pool breaker: class 0: slot 0 is held as the host's, "
+			     "but the host "
 			     "does not hold it") != NULL, "%s", out);
-	ck_assert_msg(strstr(out, "PROBLEM: class 4: slot 0 is held as the host's") != NULL, "%s",
+	ck_assert_msg(strstr(out, "PROBLEM: pool breaker: class 4: slot 0 is held as the "
+			     "host's") != NULL, "%s",
 		      out);
 	ck_assert_msg(strstr(out, "validate: broken") != NULL, "%s", out);
 	free(out);
@@ -493,7 +659,7 @@ START_TEST(test_forged_host_slots_named_then_returned)
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	/* at its death, long before the sweeper's first run */
 	ck_assert_msg(wait_every_class(&h, "free", 5000), "%s", hub_log_tail(&h));
-	ck_assert_msg(log_has(&h, "pool: " DEFAULT_SLOTS " slots returned: " DEFAULT_SLOTS
+	ck_assert_msg(log_has(&h, "pool breaker: " DEFAULT_SLOTS " slots returned: " DEFAULT_SLOTS
 			      " forged as the host's (a guest scribbled the pool)", 2000), "%s",
 		      hub_log_tail(&h));
 	/* none were the dead guest's own */
@@ -512,18 +678,15 @@ START_TEST(test_forged_host_slots_swept)
 {
 	struct hub_proc h;
 	json_object *o;
-	char *out, *log;
+	char *log;
 
 	hub_start_up(&h, NULL, "[pool]\nmax_extents = 1\n" BREAKER "forgehost\n", "breaker");
 	ck_assert_msg(log_has(&h, "forged as the host's (a guest scribbled the pool)", 5000),
 		      "%s", hub_log_tail(&h));
 	ck_assert_msg(wait_every_class(&h, "free", 5000), "%s", hub_log_tail(&h));
 	ck_assert_int_eq(validate_clean(&h), 0);
-	ck_assert_int_eq(hubctl(&h, &out, "-j", "pool", (char *)NULL), 0);
-	o = parse_out(out);
-	free(out);
-	ck_assert_uint_ge(u64(json_object_array_get_idx(json_get(o, "classes"), 0), "reclaimed"),
-			  256);
+	ck_assert_uint_ge(u64(json_object_array_get_idx(zone_classes(&h, "breaker", &o), 0),
+			      "reclaimed"), 256);
 	json_object_put(o);
 	log = hub_log(&h);
 	ck_assert_msg(strstr(log, "of guests that are gone") == NULL &&
@@ -541,16 +704,12 @@ START_TEST(test_one_slot_cycle_rebuilt)
 {
 	struct hub_proc h;
 	json_object *o, *c4;
-	char *out;
 
 	hub_start_up(&h, NULL, BREAKER "cycle --class=4\n", "breaker");
-	ck_assert_msg(log_has(&h, "pool: class 4 (33554432 bytes): its free list was broken; "
+	ck_assert_msg(log_has(&h, "pool breaker: class 4 (33554432 bytes): its free list was broken; "
 			      "rebuilt", 5000), "%s", hub_log_tail(&h));
 	ck_assert_int_eq(validate_clean(&h), 0);
-	ck_assert_int_eq(hubctl(&h, &out, "-j", "pool", (char *)NULL), 0);
-	o = parse_out(out);
-	free(out);
-	c4 = json_object_array_get_idx(json_get(o, "classes"), 4);
+	c4 = json_object_array_get_idx(zone_classes(&h, "breaker", &o), 4);
 	ck_assert_uint_eq(u64(c4, "slots"), 1);
 	ck_assert_uint_eq(u64(c4, "free"), 1);
 	ck_assert_uint_ge(u64(c4, "rebuilds"), 1);
@@ -560,8 +719,9 @@ START_TEST(test_one_slot_cycle_rebuilt)
 }
 END_TEST
 
-/* A hub without a shared pool: hubctl pool says so and exits 1. Needs the
- * [pool] section's parser. */
+/* A hub without a shared pool: hubctl pool says so and exits 1; status
+ * has no classes and no zone; inspect reads the guest's domain alone.
+ * Needs the [pool] section's parser. */
 START_TEST(test_no_pool)
 {
 	struct hub_proc h;
@@ -569,7 +729,7 @@ START_TEST(test_no_pool)
 	char *out;
 	int rc;
 
-	hub_start_up(&h, NULL, "[pool]\nclasses = none\n", NULL);
+	hub_start_up(&h, NULL, "[pool]\nclasses = none\n" ECHO, "echo");
 	rc = hubctl(&h, &out, "pool", (char *)NULL);
 	ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
 	free(out);
@@ -580,12 +740,23 @@ START_TEST(test_no_pool)
 	ck_assert(!json_object_get_boolean(json_get(o, "ok")));
 	ck_assert_str_eq(json_object_get_string(json_get(o, "error")), "no shared pool in this hub");
 	json_object_put(o);
-	/* status: no classes, the segment as created */
+	ck_assert_int_lt(hub_domain_fd(&h, "pool", "echo"), 0);
 	ck_assert_int_eq(hubctl(&h, &out, "-j", "status", (char *)NULL), 0);
 	o = parse_out(out);
 	free(out);
 	ck_assert_int_eq(json_object_array_length(json_get(o, "pool_classes")), 0);
-	ck_assert_uint_eq(u64(o, "segment_bytes"), u64(o, "segment_initial_bytes"));
+	ck_assert_uint_eq(u64(o, "zones"), 0);
+	ck_assert_uint_eq(u64(o, "mapped_bytes"), fd_bytes(hub_domain_fd(&h, "guest", "echo")));
+	json_object_put(o);
+	ck_assert_int_eq(hubctl(&h, &out, "status", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "\npool_classes           none\n") != NULL, "%s", out);
+	free(out);
+	rc = hubctl(&h, &out, "-j", "inspect", (char *)NULL);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+	o = parse_out(out);
+	free(out);
+	ck_assert_int_eq(json_object_array_length(json_get(o, "domains")), 1);
+	ck_assert_int_eq(json_object_array_length(json_get(o, "pools")), 0);
 	json_object_put(o);
 	ck_assert_int_eq(hub_stop(&h), 0);
 }
@@ -605,7 +776,7 @@ suite_poolctl(void)
 	tcase_add_test(tc, test_pool_json);
 	tcase_add_test(tc, test_status_and_stats);
 	tcase_add_test(tc, test_inspect_live);
-	tcase_add_test(tc, test_inspect_grown_and_scribbled);
+	tcase_add_test(tc, test_dump_grown_then_scribbled);
 	tcase_add_test(tc, test_validate_scribbled_then_rebuilt);
 	tcase_add_test(tc, test_no_pool);
 	tcase_add_test(tc, test_forged_host_slots_named_then_returned);
