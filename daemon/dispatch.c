@@ -89,7 +89,11 @@ dispatch_poll(struct hub *h)
 	uint32_t n = h->conf.params.max_guests;
 	int work = 0;
 
-	h->polls++;
+	/* the guests' awake flags summed now and then while hubd is busy
+	 * (it also does so as it sleeps and wakes): their spin-or-yield
+	 * hint stays fresh at a cost of one look at each flag per 64 rounds */
+	if ((++h->polls & 63) == 0)
+		host_awake_update(h, 1);
 	/* start one further each round: nobody is always served first */
 	h->poll_start = (h->poll_start + 1) % n;
 	for (uint32_t k = 0; k < n; k++) {

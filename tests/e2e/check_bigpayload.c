@@ -22,9 +22,10 @@
 	"[guest echo]\nexec = @/guests/echo\n" \
 	"[guest kv]\nexec = @/guests/kv\n" \
 	"[guest prober]\nexec = @/tests/guests/prober\n"
-/* kv and prober share a pool: payloads between them are not copied */
+/* the three share a pool: payloads between them are not copied (prober
+ * calls echo and kv) */
 #define ZONED \
-	"[guest echo]\nexec = @/guests/echo\n" \
+	"[guest echo]\nexec = @/guests/echo\nzone = big\n" \
 	"[guest kv]\nexec = @/guests/kv\nzone = big\n" \
 	"[guest prober]\nexec = @/tests/guests/prober\nzone = big\n"
 
@@ -150,6 +151,7 @@ START_TEST(test_big_payloads_in_a_zone)
 	/* four big payloads each way at least: calls and answers */
 	ck_assert_uint_ge(guests_big, 8);
 	ck_assert_int_lt(hub_domain_fd(&hub, "pool", "kv"), 0);	/* no pool of its own */
+	ck_assert_int_lt(hub_domain_fd(&hub, "pool", "echo"), 0);
 	expect_pool_valid();
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
@@ -191,13 +193,16 @@ START_TEST(test_guest_kept_out_of_the_pool)
 }
 END_TEST
 
+/* A breaker in the zone of the others: what it breaks in the pool they
+ * share is theirs too (a guest of a zone of its own breaks only its
+ * own pool). */
 static void
 start_breaker(const char *act)
 {
 	char guests[512];
 
-	snprintf(guests, sizeof(guests), GUESTS "[guest breaker]\nexec = @/tests/guests/poolbreaker\n"
-		 "args = --act=%s\nrestart = never\n", act);
+	snprintf(guests, sizeof(guests), ZONED "[guest breaker]\nexec = @/tests/guests/poolbreaker\n"
+		 "args = --act=%s\nrestart = never\nzone = big\n", act);
 	hub_start_up(&hub, NULL, guests, "echo,kv,prober");
 	ck_assert(hub_wait_method(&hub, "echo.echo,prober.big") == 0);
 }
@@ -273,9 +278,9 @@ START_TEST(test_dead_holder_reclaimed)
 	id = hub_peer_int(&hub, "breaker", "peer_id");
 	ck_assert_int_gt(pid, 1);
 	ck_assert_int_gt(id, 0);
-	/* up is attached: the slots are taken just after; its pool stays
-	 * when it dies (its zone's) */
-	map_pool("breaker", &seg);
+	/* up is attached: the slots are taken just after; its zone's pool
+	 * stays when it dies */
+	map_pool("big", &seg);
 	for (double t0 = now_s(); slots_held(&seg, id) < 8 && now_s() - t0 < 5; )
 		sleep_ms(10);
 	ck_assert_int_eq(slots_held(&seg, id), 8);
