@@ -453,94 +453,21 @@ pool_stop(struct hub *h)
 		ev_timer_stop(h->loop, &h->pool_w);
 }
 
-/* validate() on demand. The hub's loop runs the two passes back to back,
- * but guests change the pool meanwhile: a slot in transit can look odd
- * once, so a problem counts only when the second pass says it again. A
- * broken list of a large class can make a problem of every slot: each pass
- * keeps the first PROBLEMS_MAX. */
-#define PROBLEMS_MAX	1000
-
-struct problems {
-	char		**s;
-	uint32_t	n, cap;
-	uint32_t	total;
-};
-
-static void
-collect(void *arg, const char *problem)
-{
-	struct problems *ps = arg;
-	char *dup;
-
-	ps->total++;
-	if (ps->n == PROBLEMS_MAX)
-		return;
-	if (ps->n == ps->cap) {
-		uint32_t cap = ps->cap ? ps->cap * 2 : 16;
-		char **s = reallocarray(ps->s, cap, sizeof(*s));
-
-		if (s == NULL)
-			return;
-		ps->s = s;
-		ps->cap = cap;
-	}
-	if ((dup = strdup(problem)) != NULL)
-		ps->s[ps->n++] = dup;
-}
-
-static int
-by_text(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void
-problems_free(struct problems *ps)
-{
-	for (uint32_t i = 0; i < ps->n; i++)
-		free(ps->s[i]);
-	free(ps->s);
-}
-
-/* One zone's problems, each named with its zone. */
+/* A zone's problems, each named with its zone. */
 struct zone_report {
+	const struct zone	*z;
 	void			(*report)(void *arg, const char *problem);
 	void			*arg;
 };
 
-static uint32_t
-zone_validate(struct hub *h, struct zone *z, struct zone_report *zr)
+static void
+zone_problem(void *arg, const char *problem)
 {
-	struct hp_varpool *vp = &z->var;
-	struct problems first, second;
+	struct zone_report *zr = arg;
 	char text[320];
-	uint32_t n = 0;
 
-	memset(&first, 0, sizeof(first));
-	memset(&second, 0, sizeof(second));
-	hp_var_validate(vp, pool_live, h, collect, &first);
-	if (first.total > 0)
-		hp_var_validate(vp, pool_live, h, collect, &second);
-	if (first.n > 0)
-		qsort(first.s, first.n, sizeof(*first.s), by_text);
-	for (uint32_t i = 0; i < second.n; i++) {
-		if (bsearch(&second.s[i], first.s, first.n, sizeof(*first.s), by_text) == NULL)
-			continue;
-		n++;
-		snprintf(text, sizeof(text), "pool %s: %s", z->name, second.s[i]);
-		zr->report(zr->arg, text);
-	}
-	if (n > 0 && first.total > first.n && second.total > second.n) {
-		snprintf(text, sizeof(text), "pool %s: and %u more problems (shown: the first %u)",
-			 z->name, second.total - second.n, PROBLEMS_MAX);
-		zr->report(zr->arg, text);
-		n += second.total - second.n;
-	}
-	/* it only looks: repairs are the sweeper's, which walks every list
-	 * too (hp_var_sweep) */
-	problems_free(&first);
-	problems_free(&second);
-	return n;
+	snprintf(text, sizeof(text), "pool %s: %s", zr->z->name, problem);
+	zr->report(zr->arg, text);
 }
 
 uint32_t
@@ -548,10 +475,17 @@ pool_validate(struct hub *h, void (*report)(void *arg, const char *problem), voi
 {
 	uint32_t n = 0;
 
+	/* it only looks: repairs are the sweeper's, which walks every list
+	 * too (hp_var_sweep) */
 	for (struct zone *z = h->zones; z != NULL; z = z->next) {
-		struct zone_report zr = { report, arg };
+		struct zone_report zr = { z, report, arg };
+		int64_t k = hp_var_validate_twice(&z->var, 1, pool_live, h, zone_problem, &zr);
 
-		n += zone_validate(h, z, &zr);
+		if (k < 0) {
+			zone_problem(&zr, "not checked: out of memory");
+			k = 1;
+		}
+		n += (uint32_t)k;
 	}
 	return n;
 }

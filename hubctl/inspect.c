@@ -30,10 +30,6 @@
 
 static const char *const peer_states[] = { "empty", "attached", "goodbye", "reserved" };
 
-/* A pass of validate keeps this many problems (a broken list of a large
- * class can make a problem of every slot), as hubd's pool --validate. */
-#define PROBLEMS_MAX	1000
-
 /* What inspect found, for the answer: each domain's object, each pool's,
  * and every problem named with the domain or pool it is in. */
 struct found {
@@ -90,61 +86,21 @@ by_offset(const void *a, const void *b)
 
 /* -- a pool ------------------------------------------------------------- */
 
-/* One pass of validate's problems, the first PROBLEMS_MAX kept. */
-struct pass {
-	char		*s[PROBLEMS_MAX];
-	uint32_t	n, total;
-};
-
 static void
-collect(void *arg, const char *text_)
+add_problem(void *arg, const char *text)
 {
-	struct pass *p = arg;
-
-	p->total++;
-	if (p->n < PROBLEMS_MAX && (p->s[p->n] = strdup(text_)) != NULL)
-		p->n++;
-}
-
-static int
-by_text(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void
-pass_free(struct pass *p)
-{
-	for (uint32_t i = 0; i < p->n; i++)
-		free(p->s[i]);
-	p->n = p->total = 0;
+	problem(arg, "%s", text);
 }
 
 /* validate()'s problems into problems. Who is alive is not known here:
- * any peer id counts as a live owner. A live pool changes meanwhile (a
- * slot in transit can look odd once): with twice set, a problem counts
- * only when a second pass says it again, as in hubd's pool --validate. */
+ * any peer id counts as a live owner. A live pool changes meanwhile:
+ * with twice set, a problem counts only when a second pass says it
+ * again, as in hubd's pool --validate. */
 static void
 pool_problems(struct hp_varpool *vp, int twice, json_object *problems)
 {
-	static struct pass first, second;
-	struct pass *last = &first;
-
-	hp_var_validate(vp, NULL, NULL, collect, &first);
-	if (twice && first.total > 0) {
-		hp_var_validate(vp, NULL, NULL, collect, &second);
-		qsort(first.s, first.n, sizeof(first.s[0]), by_text);
-		last = &second;
-	}
-	for (uint32_t i = 0; i < last->n; i++)
-		if (last == &first || bsearch(&second.s[i], first.s, first.n, sizeof(first.s[0]),
-					      by_text) != NULL)
-			problem(problems, "%s", last->s[i]);
-	if (json_object_array_length(problems) > 0 && last->total > last->n)
-		problem(problems, "and %u more problems (shown: the first %u)",
-			last->total - last->n, PROBLEMS_MAX);
-	pass_free(&first);
-	pass_free(&second);
+	if (hp_var_validate_twice(vp, twice, NULL, NULL, add_problem, problems) < 0)
+		problem(problems, "not checked: out of memory");
 }
 
 /* A pool, read-only: its areas, its figures per class and validate()'s

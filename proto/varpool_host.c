@@ -618,3 +618,81 @@ hp_var_class_stats(struct hp_varpool *vp, uint32_t c, struct hp_var_class_stats 
 	s->diag = vp->diag[c];
 	s->errors += s->diag.double_frees + s->diag.stale_frees + s->diag.bad_links;
 }
+
+/* One pass of validate's problems, the first HP_VAR_PROBLEMS_MAX kept. */
+struct var_pass {
+	char		**s;
+	uint32_t	n, total;
+	int		nomem;
+};
+
+static void
+pass_collect(void *arg, const char *problem)
+{
+	struct var_pass *p = arg;
+
+	p->total++;
+	if (p->n == HP_VAR_PROBLEMS_MAX || p->nomem)
+		return;
+	if (p->s == NULL && (p->s = calloc(HP_VAR_PROBLEMS_MAX, sizeof(*p->s))) == NULL) {
+		p->nomem = 1;
+		return;
+	}
+	if ((p->s[p->n] = strdup(problem)) == NULL)
+		p->nomem = 1;
+	else
+		p->n++;
+}
+
+static int
+pass_order(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+pass_free(struct var_pass *p)
+{
+	for (uint32_t i = 0; i < p->n; i++)
+		free(p->s[i]);
+	free(p->s);
+}
+
+int64_t
+hp_var_validate_twice(struct hp_varpool *vp, int twice, int (*live)(void *arg, uint32_t owner),
+		      void *arg, void (*report)(void *arg, const char *problem), void *rarg)
+{
+	struct var_pass first = { NULL, 0, 0, 0 }, second = { NULL, 0, 0, 0 }, *last = &first;
+	int64_t n = 0;
+
+	hp_var_validate(vp, live, arg, pass_collect, &first);
+	if (twice && first.total > 0) {
+		hp_var_validate(vp, live, arg, pass_collect, &second);
+		if (first.n > 0)
+			qsort(first.s, first.n, sizeof(*first.s), pass_order);
+		last = &second;
+	}
+	if (first.nomem || second.nomem) {
+		n = -1;
+		goto out;
+	}
+	for (uint32_t i = 0; i < last->n; i++) {
+		if (last == &second && bsearch(&second.s[i], first.s, first.n,
+					       sizeof(*first.s), pass_order) == NULL)
+			continue;
+		n++;
+		report(rarg, last->s[i]);
+	}
+	if (n > 0 && last->total > last->n && (last == &first || first.total > first.n)) {
+		char more[96];
+
+		snprintf(more, sizeof(more), "and %u more problems (shown: the first %u)",
+			 last->total - last->n, HP_VAR_PROBLEMS_MAX);
+		report(rarg, more);
+		n += last->total - last->n;
+	}
+out:
+	pass_free(&first);
+	pass_free(&second);
+	return n;
+}

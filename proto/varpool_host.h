@@ -59,6 +59,17 @@ void hp_var_rebuild(struct hp_varpool *vp, uint32_t c);
 uint32_t hp_var_validate(struct hp_varpool *vp, int (*live)(void *arg, uint32_t owner),
 			 void *arg, void (*report)(void *arg, const char *problem), void *rarg);
 
+/* validate() of a pool others change meanwhile: a slot in transit can
+ * look odd once, so with twice a problem counts only when a second pass
+ * says it again. A broken list of a large class can make a problem of
+ * every slot: each pass keeps the first HP_VAR_PROBLEMS_MAX, and one more
+ * report says how many were left out. Returns how many problems counted;
+ * -1 (nothing reported) when out of memory. */
+#define HP_VAR_PROBLEMS_MAX	1000
+int64_t hp_var_validate_twice(struct hp_varpool *vp, int twice,
+			      int (*live)(void *arg, uint32_t owner), void *arg,
+			      void (*report)(void *arg, const char *problem), void *rarg);
+
 /* Per-class figures: the peers' counters summed, the host's diagnostics,
  * and the slots counted from the metadata. */
 struct hp_var_class_stats {

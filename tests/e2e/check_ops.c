@@ -409,49 +409,6 @@ START_TEST(test_reload)
 }
 END_TEST
 
-/* hubctl -s SOCK args... with its stderr in *err (malloc'd; stdout
- * dropped); its exit status. */
-static int
-hubctl_stderr(char **err, ...)
-{
-	char *argv[32];
-	int argc = 0, pipefd[2], status;
-	size_t len = 0, cap = 4096;
-	va_list ap;
-	pid_t pid;
-	ssize_t n;
-
-	argv[argc++] = "hubctl";
-	argv[argc++] = "-s";
-	argv[argc++] = hub.sock;
-	va_start(ap, err);
-	while (argc < 31 && (argv[argc] = va_arg(ap, char *)) != NULL)
-		argc++;
-	va_end(ap);
-	argv[argc] = NULL;
-	ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
-	if ((pid = fork()) == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		dup2(pipefd[1], 2);
-		execv(bin("hubctl"), argv);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	*err = malloc(cap);
-	while (*err != NULL && (n = read(pipefd[0], *err + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (len + 1 == cap)
-			*err = realloc(*err, cap *= 2);
-	}
-	ck_assert_ptr_nonnull(*err);
-	(*err)[len] = '\0';
-	close(pipefd[0]);
-	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* r[shm.file.attach]: inspect reads the live hub's memory read-only
  * through the fds hubd passes; with hubd stopped dead (SIGSTOP) it gives
  * up within -t and says so, while a dump taken before reads offline, as
@@ -491,7 +448,7 @@ START_TEST(test_inspect)
 
 	ck_assert_int_eq(kill(hub.pid, SIGSTOP), 0);
 	t0 = now_s();
-	rc = hubctl_stderr(&err, "-t", "1", "inspect", (char *)NULL);
+	rc = hubctl_err(&hub, &err, "-t", "1", "inspect", (char *)NULL);
 	took = now_s() - t0;
 	ck_assert_msg(rc == 2 && strstr(err, "hubctl: no answer from hubd within 1 s (-t)") != NULL,
 		      "exit %d: %s", rc, err);
@@ -505,12 +462,12 @@ START_TEST(test_inspect)
 	ck_assert_int_eq(hub_stop(&hub), 0);
 
 	/* the hub gone: no live inspect, the dump as before */
-	rc = hubctl_stderr(&err, "inspect", (char *)NULL);
+	rc = hubctl_err(&hub, &err, "inspect", (char *)NULL);
 	ck_assert_msg(rc == 2 && strstr(err, "cannot reach hubd at ") != NULL, "exit %d: %s", rc,
 		      err);
 	free(err);
 	/* a dump with no hub makes no directory */
-	rc = hubctl_stderr(&err, "dump", harness_path("ops-dump2"), (char *)NULL);
+	rc = hubctl_err(&hub, &err, "dump", harness_path("ops-dump2"), (char *)NULL);
 	ck_assert_msg(rc == 2 && strstr(err, "cannot reach hubd at ") != NULL, "exit %d: %s", rc,
 		      err);
 	free(err);

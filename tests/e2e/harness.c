@@ -540,28 +540,30 @@ hub_wait_up(struct hub_proc *h, const char *names, int timeout_ms)
 	return -1;
 }
 
-int
-hubctl(struct hub_proc *h, char **out, ...)
+/* hubctl -s SOCK args...: what it writes to fd (1 or 2) in *out, the
+ * other to /dev/null; its exit status. */
+static int
+vhubctl(struct hub_proc *h, int fd, char **out, va_list ap)
 {
 	char *argv[32];
 	int argc = 0, pipefd[2], status;
 	size_t len = 0, cap = 4096;
-	va_list ap;
 	pid_t pid;
 	ssize_t n;
 
 	argv[argc++] = "hubctl";
 	argv[argc++] = "-s";
 	argv[argc++] = h->sock;
-	va_start(ap, out);
 	while (argc < 31 && (argv[argc] = va_arg(ap, char *)) != NULL)
 		argc++;
-	va_end(ap);
 	argv[argc] = NULL;
 	if (pipe2(pipefd, O_CLOEXEC) != 0)
 		return -1;
 	if ((pid = fork()) == 0) {
-		dup2(pipefd[1], 1);
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, fd == 1 ? 2 : 1);
+		dup2(pipefd[1], fd);
 		execv(bin("hubctl"), argv);
 		_exit(127);
 	}
@@ -577,6 +579,30 @@ hubctl(struct hub_proc *h, char **out, ...)
 	close(pipefd[0]);
 	waitpid(pid, &status, 0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int
+hubctl(struct hub_proc *h, char **out, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, out);
+	rc = vhubctl(h, 1, out, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+hubctl_err(struct hub_proc *h, char **err, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, err);
+	rc = vhubctl(h, 2, err, ap);
+	va_end(ap);
+	return rc;
 }
 
 char *

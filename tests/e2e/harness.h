@@ -90,6 +90,8 @@ int hub_client(struct hub_proc *h, int timeout_s);
 
 /* Runs hubctl -s SOCK args...; stdout into *out (malloc'd); exit status. */
 int hubctl(struct hub_proc *h, char **out, ...) __attribute__((sentinel));
+/* The same with its stderr into *err (stdout dropped). */
+int hubctl_err(struct hub_proc *h, char **err, ...) __attribute__((sentinel));
 
 /* The hub's log so far (malloc'd), for assertions. */
 char *hub_log(struct hub_proc *h);
