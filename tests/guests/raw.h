@@ -19,7 +19,8 @@ raw_heartbeat(struct hp_peer_view *v)
 	hp_store_relaxed_u64(&v->entry->last_heartbeat, hp_now_ns());
 }
 
-/* The ticket read, the segment mapped, our entry found: attach's first
+/* The ticket read, the segment mapped (its zone's pool too, a file of
+ * its own, when the ticket names one), our entry found: attach's first
  * steps, state untouched; exits on failure. */
 static inline void
 raw_map(int argc, char *argv[], struct hp_ticket *t, struct hp_segment *seg,
@@ -29,6 +30,8 @@ raw_map(int argc, char *argv[], struct hp_ticket *t, struct hp_segment *seg,
 
 	if (hp_ticket_parse(argc, argv, t, &why) != 0 ||
 	    hp_segment_attach(seg, t->hub_path, 0, &why) != 0 ||
+	    (t->pool_path != NULL &&
+	     hp_segment_attach_pool(seg, t->pool_path, t->peer_id, &why) != 0) ||
 	    hp_peer_view_guest(seg, t->peer_id, v, &why) != 0)
 		errx(1, "attach: %s", why);
 }
