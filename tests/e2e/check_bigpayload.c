@@ -28,6 +28,12 @@
 	"[guest kv]\nexec = @/guests/kv\nzone = big\n" \
 	"[guest prober]\nexec = @/tests/guests/prober\nzone = big\n"
 
+/* echo and prober in one zone with a guest that breaks its pool */
+#define SHARED \
+	"[guest echo]\nexec = @/guests/echo\nzone = shared\n" \
+	"[guest kv]\nexec = @/guests/kv\n" \
+	"[guest prober]\nexec = @/tests/guests/prober\nzone = shared\n"
+
 static struct hub_proc hub;
 
 static void
@@ -191,13 +197,16 @@ START_TEST(test_guest_kept_out_of_the_pool)
 }
 END_TEST
 
+/* The breaker in a zone of its own, or (shared) in one with echo and
+ * prober, whose calls then take their slots from the pool it breaks. */
 static void
-start_breaker(const char *act)
+start_breaker(const char *act, int shared)
 {
-	char guests[512];
+	char guests[768];
 
-	snprintf(guests, sizeof(guests), GUESTS "[guest breaker]\nexec = @/tests/guests/poolbreaker\n"
-		 "args = --act=%s\nrestart = never\n", act);
+	snprintf(guests, sizeof(guests), "%s[guest breaker]\nexec = @/tests/guests/poolbreaker\n"
+		 "args = --act=%s\nrestart = never\n%s", shared ? SHARED : GUESTS, act,
+		 shared ? "zone = shared\n" : "");
 	hub_start_up(&hub, NULL, guests, "echo,kv,prober");
 	ck_assert(hub_wait_method(&hub, "echo.echo,prober.big") == 0);
 }
@@ -212,7 +221,7 @@ START_TEST(test_breaker_named_by_its_descriptor)
 	};
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
-		start_breaker(acts[i][0]);
+		start_breaker(acts[i][0], 0);
 		ck_assert_msg(log_has(acts[i][1], 5000), "%s: %s", acts[i][0], hub_log_tail(&hub));
 		expect_call("prober.big", "5000", "5000\n");
 		expect_pool_valid();
@@ -222,14 +231,15 @@ START_TEST(test_breaker_named_by_its_descriptor)
 END_TEST
 
 /* r[shm.varslot.freelist]: a free list broken by a guest (a cycle, a link
- * past the end, a held slot pushed on it) costs hubd and the others a
- * bounded walk; the sweeper rebuilds it and every call still succeeds. */
+ * past the end, a held slot pushed on it) costs hubd and the others of
+ * its zone a bounded walk; the sweeper rebuilds it and every call still
+ * succeeds. (Only its zone's guests ever take slots from that list.) */
 START_TEST(test_broken_free_list_rebuilt)
 {
 	static const char *const acts[] = { "cycle", "badlink", "heldfree" };
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
-		start_breaker(acts[i]);
+		start_breaker(acts[i], 1);
 		ck_assert(hub_wait_up(&hub, "breaker", 5000) == 0);
 		/* 300-byte strings take class 0 slots, from the broken list */
 		for (int k = 0; k < 20; k++)
@@ -267,7 +277,7 @@ START_TEST(test_dead_holder_reclaimed)
 	struct mapped seg;
 	int pid, id;
 
-	start_breaker("hold");
+	start_breaker("hold", 0);
 	ck_assert(hub_wait_up(&hub, "breaker", 5000) == 0);
 	pid = hub_peer_int(&hub, "breaker", "pid");
 	id = hub_peer_int(&hub, "breaker", "peer_id");
