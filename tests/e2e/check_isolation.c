@@ -113,15 +113,19 @@ untouched(const char *name, pid_t pid)
 	json_object_put(p);
 }
 
-/* Before an attack: hubd's pid and the victims', each serving, kv
- * holding a value. */
+/* Before an attack: hubd started (on a control socket named after the
+ * test: a hub a failed test left stopping holds none of its paths), its
+ * pid and the victims', each serving, kv holding a value. */
 static void
-victims_up(struct victims *v, const char *hub_keys, const char *guests)
+victims_up(struct victims *v, const char *test, const char *guests)
 {
 	json_object *stats;
+	char keys[512], sock[64];
 
 	memset(v, 0, sizeof(*v));
-	hub_start_up(&hub, hub_keys, guests, "echo,kv,counter,hostile");
+	snprintf(sock, sizeof(sock), "%s.sock", test);
+	snprintf(keys, sizeof(keys), "control = %s\n", harness_path(sock));
+	hub_start_up(&hub, keys, guests, "echo,kv,counter,hostile");
 	ck_assert_msg(hub_wait_method(&hub, METHODS) == 0, "methods: %s", hub_log_tail(&hub));
 	v->hubd = hub.pid;
 	v->echo = hub_peer_int(&hub, "echo", "pid");
@@ -285,7 +289,7 @@ START_TEST(test_shrink_and_punch)
 	struct victims v;
 	char *out;
 
-	victims_up(&v, NULL, VICTIMS HOSTILE);
+	victims_up(&v, "punch", VICTIMS HOSTILE);
 	out = hostile_call("hostile.seals", NULL);
 	ck_assert_str_eq(out,
 		"domain fd: shrink EPERM, empty EPERM, grow EPERM, seal-write EPERM; "
@@ -350,13 +354,13 @@ holds(pid_t pid, const char *path)
  * hubs on the machine may have theirs: what it lists is checked to be
  * nobody's here). */
 static void
-search(const char *hub_keys, const char *guests)
+search(const char *test, const char *guests)
 {
 	struct victims v;
 	pid_t pids[5];
 	char *out, arg[64], *line, *save;
 
-	victims_up(&v, hub_keys, guests);
+	victims_up(&v, test, guests);
 	out = hostile_call("hostile.fds", NULL);
 	ck_assert_str_eq(out, "0 1 2 3 5 6\n");
 	free(out);
@@ -391,14 +395,14 @@ search(const char *hub_keys, const char *guests)
 
 START_TEST(test_search_others_memory)
 {
-	search(NULL, VICTIMS HOSTILE);
+	search("search", VICTIMS HOSTILE);
 }
 END_TEST
 
 /* The same, the hostile guest given a user of its own by the config */
 START_TEST(test_search_as_user)
 {
-	search(NULL, VICTIMS HOSTILE "user = nobody\n");
+	search("search-user", VICTIMS HOSTILE "user = nobody\n");
 }
 END_TEST
 
@@ -412,7 +416,7 @@ START_TEST(test_scribble_random)
 {
 	struct victims v;
 
-	victims_up(&v, NULL, VICTIMS HOSTILE);
+	victims_up(&v, "random", VICTIMS HOSTILE);
 	attack("random", "hostile: scribbled random bytes");
 	hostile_outcome(NULL, 0);
 	victims_fine(&v);
@@ -429,7 +433,7 @@ START_TEST(test_scribble_self)
 {
 	struct victims v;
 
-	victims_up(&v, NULL, VICTIMS HOSTILE);
+	victims_up(&v, "self", VICTIMS HOSTILE);
 	attack("self", "hostile: scribbled itself");
 	hostile_outcome(NULL, 0);
 	victims_fine(&v);
@@ -448,7 +452,7 @@ START_TEST(test_scribble_others)
 	struct victims v;
 	json_object *st;
 
-	victims_up(&v, NULL, VICTIMS HOSTILE);
+	victims_up(&v, "others", VICTIMS HOSTILE);
 	attack("others", "hostile: scribbled the");
 	for (int i = 0; i < 20; i++) {
 		st = status();
@@ -474,7 +478,7 @@ START_TEST(test_forge_rings)
 {
 	struct victims v;
 
-	victims_up(&v, NULL, VICTIMS HOSTILE);
+	victims_up(&v, "forge-rings", VICTIMS HOSTILE);
 	attack("forge-rings", "hostile: forged");
 	/* a few rounds of hubd's checks */
 	sleep_ms(1000);
@@ -519,7 +523,7 @@ START_TEST(test_forge_responses)
 	int ws = -1;
 	FILE *f;
 
-	victims_up(&v, NULL, VICTIMS HOSTILE);
+	victims_up(&v, "forge-responses", VICTIMS HOSTILE);
 	stats = hub_stats(&hub);
 	before = calls(stats, "counter", "calls_out");
 	json_object_put(stats);
@@ -616,7 +620,7 @@ START_TEST(test_zones)
 	char a[256], b[256];
 	char *out;
 
-	victims_up(&v, NULL,
+	victims_up(&v, "zones",
 		   "[guest echo]\nexec = @/guests/echo\nzone = z\n"
 		   "[guest kv]\nexec = @/guests/kv\nzone = z\n"
 		   "[guest counter]\nexec = @/guests/counter\n"
