@@ -54,7 +54,6 @@
 #include "proto/method.h"
 #include "proto/msg.h"
 #include "proto/postcard.h"
-#include "proto/slot.h"
 #include "tests/guests/raw.h"
 
 #define DOMAIN_FD	5
