@@ -330,6 +330,9 @@ finish(struct parser *p)
 	/* the pool's terms are checked on their own first: its errors name [pool] */
 	if (hp_var_conf_check(&c->params.var, &why) != 0)
 		config_perr(p, p->pool_line ? p->pool_line : line, "[pool]: %s", why);
+	else if (hp_var_max_size(&c->params.var, c->params.max_guests) > HP_SEGMENT_MAX)
+		config_perr(p, p->pool_line ? p->pool_line : line,
+			    "[pool]: a pool grown to max_extents would be larger than 64 GiB");
 	else if (hp_geometry_compute(&c->params, &geo, &why) != 0)
 		config_perr(p, line, "[hub]: %s", why ? why : "invalid segment parameters");
 	if (c->nguests > c->params.max_guests)

@@ -58,9 +58,13 @@ zone_new(struct hub *h, const char *name, struct zone **zp, const char **why)
 	}
 	snprintf(z->name, sizeof(z->name), "%s", name);
 	snprintf(mname, sizeof(mname), "hub-pool:%s", name);
+	/* The file as long as the pool may grow (sparse: only touched pages
+	 * count) and sealed at that: no guest of the zone can shrink it
+	 * under hubd, nor grow it to use memory no limit counts. hubd maps
+	 * the region and the first extents; growth maps each extent. */
 	z->size = hp_var_initial_size(&prm->var, prm->max_guests);
-	/* it grows by extents appended: sealed against shrinking only */
-	if ((z->fd = hp_segment_memfd(mname, z->size, 0, why)) < 0) {
+	if ((z->fd = hp_segment_memfd(mname, hp_var_max_size(&prm->var, prm->max_guests), 1,
+				      why)) < 0) {
 		rc = z->fd;
 		z->fd = -1;
 		zone_free(z);

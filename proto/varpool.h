@@ -116,9 +116,9 @@ hp_var_slot_bytes(const struct hp_varpool *vp, uint32_t payload_slot)
 	return hp_var_is_slot(payload_slot) && c < vp->nclasses ? vp->c[c].slot_size : 0;
 }
 
-/* What the segment calls to lay the pool out or to view it. The
- * configuration, hp_var_initial_size and hp_var_create are the host's
- * (varpool_host.c); the sizes, attach and close are every view's. */
+/* What lays the pool out or views it. The configuration, the pool's
+ * sizes and hp_var_create are the host's (varpool_host.c); the region's
+ * and an extent's size, attach and close are every view's. */
 
 /* -EINVAL with *why when out of range. */
 int hp_var_conf_check(const struct hp_var_conf *c, const char **why);
@@ -127,11 +127,14 @@ void hp_var_conf_default(struct hp_var_conf *c);
 /* Bytes of the region (headers and stats, page aligned) and of one extent. */
 uint64_t hp_var_region_size(uint32_t nclasses, uint32_t max_guests);
 uint64_t hp_var_extent_size(uint32_t slot_size, uint32_t count);
-/* Region plus every class's first extent: what the segment reserves. */
+/* Region plus every class's first extent: what the pool starts with. */
 uint64_t hp_var_initial_size(const struct hp_var_conf *c, uint32_t max_guests);
+/* ... and grown to max_extents in every class: how far its file goes. */
+uint64_t hp_var_max_size(const struct hp_var_conf *c, uint32_t max_guests);
 
 /* Host: lays the pool out at base + offset (offset page aligned, the file
- * at least offset + hp_var_initial_size) and keeps fd to grow the file.
+ * at least offset + hp_var_initial_size) and keeps fd to grow it by
+ * (extents appended, and the file made longer if it is not yet).
  * -EINVAL, or -ENOMEM for the record of the host's own slots. */
 int hp_var_create(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
 		  uint64_t offset, const struct hp_var_conf *c, uint32_t max_guests);

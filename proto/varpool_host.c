@@ -84,6 +84,17 @@ hp_var_initial_size(const struct hp_var_conf *c, uint32_t max_guests)
 	return n;
 }
 
+uint64_t
+hp_var_max_size(const struct hp_var_conf *c, uint32_t max_guests)
+{
+	uint64_t n = hp_var_initial_size(c, max_guests);
+
+	for (uint32_t i = 0; i < c->nclasses && c->max_extents > 1; i++)
+		n += (uint64_t)(c->max_extents - 1) *
+		    hp_var_extent_size(c->cls[i].slot_size, c->cls[i].count);
+	return n;
+}
+
 /* -- laying the pool out --------------------------------------------------- */
 
 static void
@@ -180,9 +191,8 @@ hp_var_grow(struct hp_varpool *vp, uint32_t c)
 		return -ENOSPC;
 	/* r[shm.varslot.extents]: appended to the file, every page
 	 * reserved (a sparse extent would SIGBUS a guest later). A file
-	 * already longer (a guest of the pool grew it, or an earlier growth
-	 * failed half way; it cannot be shrunk, it is sealed) is used as
-	 * it is. */
+	 * already long enough (hubd sizes a pool's for its growth, and seals
+	 * it) is used as it is. */
 	if (fstat(vp->fd, &st) != 0 ||
 	    ((uint64_t)st.st_size < off + cv->extent_bytes &&
 	     ftruncate(vp->fd, (off_t)(off + cv->extent_bytes)) != 0) ||

@@ -277,8 +277,8 @@ stop_hub(void)
 
 /* -- 1: shrinking, emptying and punching its own memory ------------------- */
 
-/* r[shm.file.create]: a domain is sealed against shrinking and growing, a
- * pool against shrinking (it grows by hubd's extents), both against new
+/* r[shm.file.create]: a domain and a pool are sealed against shrinking
+ * and growing (a pool's file is as long as it may grow), and against new
  * seals: no guest can SIGBUS hubd or the others by taking pages from
  * under a mapping, nor stop hubd writing by F_SEAL_WRITE. Punching holes
  * keeps the size, so the seals allow it: the guest zeroes its own memory,
@@ -294,8 +294,8 @@ START_TEST(test_shrink_and_punch)
 	ck_assert_str_eq(out,
 		"domain fd: shrink EPERM, empty EPERM, grow EPERM, seal-write EPERM; "
 		"domain fresh: shrink EPERM, empty EPERM, grow EPERM, seal-write EPERM; "
-		"pool fd: shrink EPERM, empty EPERM, seal-write EPERM; "
-		"pool fresh: shrink EPERM, empty EPERM, seal-write EPERM; \n");
+		"pool fd: shrink EPERM, empty EPERM, grow EPERM, seal-write EPERM; "
+		"pool fresh: shrink EPERM, empty EPERM, grow EPERM, seal-write EPERM; \n");
 	free(out);
 	/* all of that failed: it serves on */
 	out = hostile_call("hostile.ping", NULL);

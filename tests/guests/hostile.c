@@ -8,7 +8,7 @@
  *				opened any itself ("0 1 2 3 5 6")
  *   hostile.seals ->str	shrinks and empties its domain and pool
  *				(the inherited fds and fresh opens of
- *				/proc/self/fd/N), grows its domain, adds
+ *				/proc/self/fd/N), grows them, adds
  *				F_SEAL_WRITE; the errno of each attempt
  *   hostile.search str->str	"HUBD_PID ECHO_PID": opens what it can of
  *				those processes (/proc/PID/fd/N, mem,
@@ -223,13 +223,13 @@ m_seals(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	try_resize("domain fresh", fd, 1);
 	if (fd >= 0)
 		close(fd);
-	/* the pool grows by hubd's extents: not sealed against growing,
-	 * which would only stop its own zone's growth (not tried) */
+	/* the pool's file is as long as it may grow: sealed against
+	 * growing too (memory no limit of the guest's would count) */
 	if (ticket.pool_path != NULL) {
-		try_resize("pool fd", POOL_FD, 0);
+		try_resize("pool fd", POOL_FD, 1);
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", POOL_FD);
 		fd = open(path, O_RDWR | O_CLOEXEC);
-		try_resize("pool fresh", fd, 0);
+		try_resize("pool fresh", fd, 1);
 		if (fd >= 0)
 			close(fd);
 	}
