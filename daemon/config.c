@@ -344,8 +344,10 @@ finish(struct parser *p)
 		if (g->backoff_min_ns > g->backoff_max_ns)
 			config_perr(p, g->line, "guest '%s': backoff_min is above backoff_max",
 				    g->name);
-		/* another user must be able to map the segment, never everyone */
-		if ((g->uid >= 0 || g->gid >= 0) && c->gid < 0)
+		/* another user must be able to map the segment, never everyone;
+		 * hubd's own user (user = root for a hubd of root) maps it already */
+		if ((g->uid >= 0 || g->gid >= 0) && c->gid < 0 &&
+		    !(g->uid == (int64_t)geteuid() && (g->gid < 0 || g->gid == (int64_t)getegid())))
 			config_perr(p, g->line, "guest '%s' runs as another user or group: "
 				    "set [hub] group so that it can map the segment", g->name);
 		else if (g->gid >= 0 && g->uid >= 0 && g->gid != c->gid &&

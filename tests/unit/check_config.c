@@ -359,6 +359,20 @@ START_TEST(test_guest_keys)
 }
 END_TEST
 
+/* user = hubd's own user needs no [hub] group: the segment is its own */
+START_TEST(test_user_root_without_group)
+{
+	struct hub_conf c;
+
+	if (geteuid() != 0)
+		return;
+	ck_assert_msg(load("[guest a]\nexec = /bin/true\nuser = root\n", &c) == 0, "load: %s",
+		      errtext);
+	ck_assert_int_eq(c.guests[0].uid, 0);
+	config_free(&c);
+}
+END_TEST
+
 /* provides = : its patterns as written, and what a guest may register:
  * its own NAME.* and what they cover. */
 START_TEST(test_provides)
@@ -583,6 +597,7 @@ suite_config(void)
 	tcase_add_test(tc, test_sections);
 	tcase_add_test(tc, test_pool_section);
 	tcase_add_test(tc, test_guest_keys);
+	tcase_add_test(tc, test_user_root_without_group);
 	tcase_add_test(tc, test_provides);
 	tcase_add_test(tc, test_provides_bad_patterns);
 	tcase_add_test(tc, test_provides_overlaps);
