@@ -117,6 +117,28 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 	ev_feed_event(c->h->loop, &c->rw, EV_READ);
 }
 
+/* Whom the guest runs as (users.c): {"as": "own" | "user" | "hubd",
+ * "uid", "gid", "name" (null: no passwd entry), "why" (for "hubd")}. */
+static json_object *
+user_json(const struct config_guest *g)
+{
+	static const char *const as[] = {
+		[GUEST_RUNS_HUBD] = "hubd", [GUEST_RUNS_OWN] = "own", [GUEST_RUNS_USER] = "user",
+	};
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "as", json_object_new_string(as[g->runs]));
+	json_object_object_add(o, "uid", json_object_new_int64(
+		g->run_uid >= 0 ? g->run_uid : (int64_t)geteuid()));
+	json_object_object_add(o, "gid", json_object_new_int64(
+		g->run_gid >= 0 ? g->run_gid : (int64_t)getegid()));
+	json_object_object_add(o, "name", g->run_user[0] != '\0' ?
+			       json_object_new_string(g->run_user) : NULL);
+	if (g->runs == GUEST_RUNS_HUBD)
+		json_object_object_add(o, "why", json_object_new_string(g->run_why));
+	return o;
+}
+
 static json_object *
 peer_json(struct hub *h, struct peer *p)
 {
@@ -130,6 +152,7 @@ peer_json(struct hub *h, struct peer *p)
 	json_object_object_add(o, "epoch", json_object_new_int64(p->epoch));
 	json_object_object_add(o, "uptime_s", json_seconds(p->state == PEER_UP ? now - p->up_ns : 0));
 	json_object_object_add(o, "exec", json_object_new_string(p->conf->exec));
+	json_object_object_add(o, "user", user_json(p->conf));
 	{
 		json_object *args = json_object_new_array();
 

@@ -46,6 +46,7 @@ config_guest_defaults(struct config_guest *g)
 	g->backoff_min_ns = 100ull * 1000000;
 	g->backoff_max_ns = 30ull * 1000000000;
 	g->uid = g->gid = -1;
+	g->run_uid = g->run_gid = -1;
 	g->shared_pool = 1;
 }
 
@@ -324,6 +325,7 @@ finish(struct parser *p)
 	struct hp_geometry geo;
 	const char *why = NULL;
 	int line = p->hub_line ? p->hub_line : 1;
+	uint32_t own = 0;	/* guests that get a uid of their own */
 
 	if (!p->payload_set && c->params.slot_size >= 64)
 		c->params.max_payload_size = c->params.slot_size - HP_SLOT_GEN_SIZE;
@@ -342,12 +344,22 @@ finish(struct parser *p)
 	for (uint32_t i = 0; i < c->nguests; i++) {
 		struct config_guest *g = &c->guests[i];
 
+		/* a uid of its own, unless it names a user; a change of the
+		 * range is a change of its settings (a reload restarts it) */
+		if (g->uid < 0) {
+			g->uids = c->guest_uids;
+			own += c->guest_uids.first != 0;
+		}
 		if (exec_path(p, g) != 0)
 			continue;
 		if (g->backoff_min_ns > g->backoff_max_ns)
 			config_perr(p, g->line, "guest '%s': backoff_min is above backoff_max",
 				    g->name);
 	}
+	if (own > 0 && (uint64_t)c->guest_uids.last - c->guest_uids.first + 1 < own)
+		config_perr(p, p->hub_line ? p->hub_line : line, "guest_uids: %u uid(s) for "
+			    "%u guests without user =",
+			    c->guest_uids.last - c->guest_uids.first + 1, own);
 	check_names(p);
 }
 
@@ -361,6 +373,7 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	hp_params_default(&c->params);
 	c->attach_timeout_ns = 10ull * 1000000000;
 	c->gid = -1;
+	c->guest_uids = (struct config_uids){ CONFIG_GUEST_UIDS_FIRST, CONFIG_GUEST_UIDS_LAST };
 	c->stop_grace_ns = 5ull * 1000000000;
 	c->goodbye_grace_ns = 100ull * 1000000;
 	c->client_timeout_ns = 30ull * 1000000000;
@@ -488,6 +501,7 @@ config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 	    strcmp(a->zone, b->zone) != 0 ||
 	    a->processors != b->processors || a->pool_quota != b->pool_quota ||
 	    a->pool_quota_slots != b->pool_quota_slots ||
+	    a->uids.first != b->uids.first || a->uids.last != b->uids.last ||
 	    a->death_window_ns != b->death_window_ns ||
 	    a->backoff_min_ns != b->backoff_min_ns || a->backoff_max_ns != b->backoff_max_ns)
 		return 0;

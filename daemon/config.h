@@ -20,6 +20,26 @@ enum restart_policy {
 
 #define CONFIG_GUEST_NAME_MAX	32
 
+/* [hub] guest_uids: the uids guests without user = get one each from
+ * (first 0: guest_uids = no, they run as hubd's user). The default lies
+ * above systemd's container ranges (524288-1879048191) and below its
+ * foreign range (from 2147352576) and 2^31: no range systemd or Debian
+ * hands out. */
+struct config_uids {
+	uint32_t	first;
+	uint32_t	last;
+};
+#define CONFIG_GUEST_UIDS_FIRST	0x70010000u	/* 1879113728 */
+#define CONFIG_GUEST_UIDS_LAST	0x7001ffffu	/* 1879179263 */
+
+/* Whom a guest runs as (users.c decides it when hubd takes the guest's
+ * settings): a uid of its own, its user =, or hubd's user. */
+enum guest_runs {
+	GUEST_RUNS_HUBD,
+	GUEST_RUNS_OWN,
+	GUEST_RUNS_USER,
+};
+
 struct config_guest {
 	char		name[CONFIG_GUEST_NAME_MAX + 1];
 	char		*exec;		/* path of the executable */
@@ -44,6 +64,14 @@ struct config_guest {
 					 * NAME.*: "a.b" exact, "a.*" a prefix;
 					 * NULL-terminated, NULL: none */
 	int		provides_line;	/* where provides = is */
+	struct config_uids uids;	/* [hub] guest_uids, without user =; else 0 */
+	/* Not settings of the file (config_guest_equal ignores them): */
+	uint32_t	own_uid;	/* its number in uids (users_number), 0: none */
+	enum guest_runs	runs;		/* whom it runs as (users_take) */
+	int64_t		run_uid;	/* setuid to it, -1: hubd's */
+	int64_t		run_gid;	/* setgid to it, -1: hubd's */
+	char		run_user[40];	/* run_uid's name, "" if it has none */
+	char		run_why[320];	/* GUEST_RUNS_HUBD: why not its own */
 };
 
 struct hub_conf {
@@ -51,6 +79,7 @@ struct hub_conf {
 	char			*control_path;
 	struct hp_params	params;
 	int64_t			gid;		/* group = NAME: the socket 0660 for it */
+	struct config_uids	guest_uids;	/* guests' own uids; first 0: no */
 	uint64_t		attach_timeout_ns;	/* Reserved too long: recovered */
 	uint64_t		stop_grace_ns;		/* drain time before SIGKILL */
 	uint64_t		goodbye_grace_ns;	/* a Goodbye's time to be read before SIGKILL */

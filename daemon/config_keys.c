@@ -2,7 +2,7 @@
 /* The keys of hubd.conf: one table row per key of [hub], of [pool] and
  * of [guest NAME] with its bounds and where its value goes; the syntax of
  * each kind of value (numbers, sizes, durations, strings, users and
- * groups, restart policies, args, provides); and inih's handler, which
+ * groups, uid ranges, restart policies, args, provides); and inih's handler, which
  * takes a key = value line of the current section to its row. Reading the file
  * and its sections is config.c's. Over 600 lines because it is one table:
  * each row names the parser of its kind of value, and the rows and those
@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bsd/libutil.h>
 
@@ -264,6 +265,53 @@ key_user(struct parser *p, const struct key *k, const char *value, void *base)
 	return 0;
 }
 
+/* guest_uids = FIRST-LAST (decimal uids), or no. Never uid 0, nor
+ * hubd's own (a guest would be hubd's equal), nor one above 2^31 - 1
+ * (many programs take a uid for a signed int); FIRST-LAST holds
+ * FIRST and LAST. */
+static int
+key_uids(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	struct config_uids *r = field(k, base);
+	char first[24];
+	size_t n = strspn(value, "0123456789");
+	uint64_t a, b;
+
+	if (strcmp(value, "no") == 0) {
+		r->first = r->last = 0;
+		return 0;
+	}
+	if (n == 0 || n >= sizeof(first) || value[n] != '-') {
+		config_perr(p, p->line, "%s: '%s' is neither FIRST-LAST (uids, as in %u-%u) nor no",
+			    k->name, value, CONFIG_GUEST_UIDS_FIRST, CONFIG_GUEST_UIDS_LAST);
+		return -1;
+	}
+	memcpy(first, value, n);
+	first[n] = '\0';
+	if (parse_u64(first, &a) != 0 || parse_u64(value + n + 1, &b) != 0 ||
+	    a > INT32_MAX || b > INT32_MAX) {
+		config_perr(p, p->line, "%s: '%s' is not FIRST-LAST of uids from 1 to %d",
+			    k->name, value, INT32_MAX);
+		return -1;
+	}
+	if (a > b) {
+		config_perr(p, p->line, "%s: '%s': FIRST is above LAST", k->name, value);
+		return -1;
+	}
+	if (a == 0) {
+		config_perr(p, p->line, "%s: '%s' holds uid 0, root's", k->name, value);
+		return -1;
+	}
+	if (geteuid() >= a && geteuid() <= b) {
+		config_perr(p, p->line, "%s: '%s' holds hubd's own uid %u", k->name, value,
+			    (unsigned)geteuid());
+		return -1;
+	}
+	r->first = (uint32_t)a;
+	r->last = (uint32_t)b;
+	return 0;
+}
+
 static const char *const restart_names[] = {
 	[RESTART_NEVER] = "never",
 	[RESTART_ON_FAILURE] = "on-failure",
@@ -401,6 +449,7 @@ static const struct key hub_keys[] = {
 	{ "attach_timeout", key_duration, HUB(attach_timeout_ns), .min = 1 },
 	{ "stop_grace", key_duration, HUB(stop_grace_ns) },
 	{ "group", key_group, HUB(gid) },
+	{ "guest_uids", key_uids, HUB(guest_uids) },
 	{ "goodbye_grace", key_duration, HUB(goodbye_grace_ns) },
 	{ "client_timeout", key_duration, HUB(client_timeout_ns) },
 	{ "calls_in_flight", key_number, HUB(calls_in_flight), .min = 1, .max = 1000000 },

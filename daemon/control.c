@@ -330,6 +330,8 @@ client_new(struct hub *h, int fd)
 		close(fd);
 		return;
 	}
+	/* a guest of a uid of its own (users.c) is never one of these: the
+	 * socket's mode keeps it out, or with [hub] group, this does */
 	privileged = cred.uid == 0 || cred.uid == geteuid();
 	for (c = h->clients; c != NULL; c = c->next)
 		same += c->uid == cred.uid;

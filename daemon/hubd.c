@@ -31,6 +31,7 @@
 #include "daemon/size.h"
 #include "daemon/streams.h"
 #include "daemon/supervise.h"
+#include "daemon/users.h"
 
 #define SPIN_NS		50000	/* keep polling rings this long after the last work */
 #define BUSY_NS		1000000	/* then give libev a turn at least this often */
@@ -455,9 +456,13 @@ main(int argc, char *argv[])
 		ev_timer_init(&h->watchdog_w, watchdog_cb, 0, notify_watchdog_s() / 2);
 		ev_timer_again(h->loop, &h->watchdog_w);
 	}
-	for (uint32_t i = 0; i < h->conf.nguests; i++)
+	users_number(h, &h->conf);
+	for (uint32_t i = 0; i < h->conf.nguests; i++) {
 		if ((h->peers[i].conf = config_guest_dup(&h->conf.guests[i])) == NULL)
 			log_warnx("guest %s: out of memory, not started", h->conf.guests[i].name);
+		else
+			users_take(h->peers[i].conf);
+	}
 	guests_of = h;
 	if (atexit(kill_guests) != 0)
 		log_warnx("atexit: guests' children may outlive an abnormal exit");

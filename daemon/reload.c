@@ -23,6 +23,7 @@
 #include "daemon/pool.h"
 #include "daemon/reload.h"
 #include "daemon/supervise.h"
+#include "daemon/users.h"
 
 /* The entry holding name, removed and still stopping included. */
 static struct peer *
@@ -143,6 +144,8 @@ reload_config(struct hub *h, FILE *msgs)
 	}
 	log_debug("reload: %s: %u guests", h->conf.file, n.nguests);
 	keep_segment(h, &n, msgs);
+	/* each guest's uid: a running one keeps its own */
+	users_number(h, &n);
 	/* the new file says who waits for an entry */
 	waiting_clear(h);
 	h->waiting = waiting;
@@ -182,6 +185,7 @@ reload_config(struct hub *h, FILE *msgs)
 			say(msgs, "guest %s: out of memory%s", g->name, "");
 			continue;
 		}
+		users_take(copy);	/* settings taken: whom it runs as */
 		if (p != NULL && p->removed) {
 			/* one name, one entry: it was stopping, it comes back */
 			say(msgs, "guest %s: back in the config while stopping: "

@@ -160,16 +160,18 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
 		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
 			goto fail;
 	}
-	/* its own user and group, and no supplementary groups of ours */
-	if (p->conf->gid >= 0) {
-		gid_t gid = (gid_t)p->conf->gid;
+	/* whom it runs as (users.c): a uid of its own with no other group,
+	 * its user = and group =, or hubd's; never our supplementary groups */
+	if (p->conf->run_gid >= 0) {
+		gid_t gid = (gid_t)p->conf->run_gid;
 
 		ce.step = CHILD_GROUP;
-		if (setgroups(1, &gid) != 0 || setgid(gid) != 0)
+		if (setgroups(p->conf->runs == GUEST_RUNS_OWN ? 0 : 1, &gid) != 0 ||
+		    setgid(gid) != 0)
 			goto fail;
 	}
 	ce.step = CHILD_USER;
-	if (p->conf->uid >= 0 && setuid((uid_t)p->conf->uid) != 0)
+	if (p->conf->run_uid >= 0 && setuid((uid_t)p->conf->run_uid) != 0)
 		goto fail;
 	/* hubd gone, even by SIGKILL: the guest goes too, also one that
 	 * never looks at its doorbell. After setuid, which clears it; a

@@ -32,6 +32,35 @@ death_text(char *buf, size_t len, json_object *d)
 		 text(d, "detail"));
 }
 
+/* Whom a guest runs as (peers' "user"), for people: "uid N (its own)",
+ * "kv (user =)", "root (hubd's: hubd is not root)"; brief, for the
+ * table: "own", "kv", "hubd's". "" from a hubd that does not say. */
+static void
+user_text(char *buf, size_t len, json_object *u, int brief)
+{
+	const char *as = text(u, "as"), *name = text(u, "name");
+	int64_t uid = json_object_get_int64(get(u, "uid"));
+	int64_t gid = json_object_get_int64(get(u, "gid"));
+	char who[64];
+
+	if (*name != '\0')
+		snprintf(who, sizeof(who), "%s", name);
+	else
+		snprintf(who, sizeof(who), "uid %" PRId64, uid);
+	if (strcmp(as, "own") == 0 && brief)
+		snprintf(buf, len, "own");
+	else if (strcmp(as, "own") == 0 && gid != uid)
+		snprintf(buf, len, "uid %" PRId64 ", gid %" PRId64 " (its own)", uid, gid);
+	else if (strcmp(as, "own") == 0)
+		snprintf(buf, len, "uid %" PRId64 " (its own)", uid);
+	else if (strcmp(as, "user") == 0)
+		snprintf(buf, len, brief ? "%s" : "%s (user =)", who);
+	else if (strcmp(as, "hubd") == 0)
+		snprintf(buf, len, brief ? "hubd's" : "%s (hubd's: %s)", who, text(u, "why"));
+	else
+		snprintf(buf, len, "%s", brief ? "-" : "");
+}
+
 /* hubctl peers NAME: one guest, a "key: value" per line. */
 static int
 peer_detail(const struct ctl *ctl, json_object *p)
@@ -70,6 +99,9 @@ peer_detail(const struct ctl *ctl, json_object *p)
 	}
 	if (get(p, "exec") != NULL)
 		printf("exec: %s\n", text(p, "exec"));
+	user_text(buf, sizeof(buf), get(p, "user"), 0);
+	if (buf[0] != '\0')
+		printf("user: %s\n", buf);
 	if (json_object_is_type(args, json_type_array) && json_object_array_length(args) > 0) {
 		printf("args:");
 		for (size_t i = 0; i < json_object_array_length(args); i++)
@@ -114,13 +146,13 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		return 1;
 	}
 	peers = list(a, "peers");
-	printf("%-16s %4s %-9s %8s %5s %12s %4s %10s %9s %5s %5s  %s\n", "NAME", "PEER",
-	       "STATE", "PID", "EPOCH", "UPTIME", "RST", "HB-AGE", "RINGS", "SLOTS", "CHANS",
-	       "LAST DEATH");
+	printf("%-16s %4s %-9s %8s %-8s %5s %12s %4s %10s %9s %5s %5s  %s\n", "NAME", "PEER",
+	       "STATE", "PID", "USER", "EPOCH", "UPTIME", "RST", "HB-AGE", "RINGS", "SLOTS",
+	       "CHANS", "LAST DEATH");
 	for (size_t i = 0; i < json_object_array_length(peers); i++) {
 		json_object *p = json_object_array_get_idx(peers, i);
 		json_object *deaths = get(p, "deaths");
-		char last[128] = "-", hb[24] = "-", up[24], rings[24];
+		char last[128] = "-", hb[24] = "-", up[24], rings[24], user[64];
 
 		if (json_object_is_type(deaths, json_type_array) &&
 		    json_object_array_length(deaths) > 0) {
@@ -134,9 +166,10 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 			duration_text(hb, sizeof(hb), json_ns(get(p, "heartbeat_age_ms"), HP_NS_PER_MS));
 		snprintf(rings, sizeof(rings), "%d/%d", json_object_get_int(get(p, "g2h_depth")),
 			 json_object_get_int(get(p, "h2g_depth")));
-		printf("%-16s %4d %-9s %8d %5" PRId64 " %12s %4d %10s %9s %5d %5d  %s\n",
+		user_text(user, sizeof(user), get(p, "user"), 1);
+		printf("%-16s %4d %-9s %8d %-8.8s %5" PRId64 " %12s %4d %10s %9s %5d %5d  %s\n",
 		       text(p, "name"), json_object_get_int(get(p, "peer_id")), text(p, "state"),
-		       json_object_get_int(get(p, "pid")),
+		       json_object_get_int(get(p, "pid")), user,
 		       json_object_get_int64(get(p, "epoch")),
 		       duration_text(up, sizeof(up), json_ns(get(p, "uptime_s"), HP_NS_PER_S)),
 		       json_object_get_int(get(p, "restarts")), hb, rings,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,10 +36,12 @@ START_TEST(test_chaos_guest)
 	json_object *st, *p;
 	int fd, deaths;
 
-	/* in the run's directory: removed even if this test dies */
+	/* in the run's directory: removed even if this test dies; open to
+	 * the guest, a uid of its own */
 	snprintf(counter, sizeof(counter), "%s/chaos.counter", harness_dir());
 	fd = open(counter, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fchmod(fd, 0666), 0);
 	ck_assert_int_eq(ftruncate(fd, 16), 0);
 	rounds = mmap(NULL, 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ck_assert_ptr_ne(rounds, MAP_FAILED);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/e2e/harness.h"
@@ -16,7 +17,9 @@
 
 static struct hub_proc hub;
 
-/* The file the producer counts its sent bytes in (streamer --shared). */
+/* The file the producer counts its sent bytes in (streamer --shared),
+ * open to the two guests, each a uid of its own (the directory it is in
+ * can be searched, not listed, by others). */
 static const char *
 shared_file(void)
 {
@@ -24,6 +27,7 @@ shared_file(void)
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 
 	ck_assert_msg(fd >= 0, "cannot create %s", path);
+	ck_assert_int_eq(fchmod(fd, 0666), 0);
 	ck_assert_int_eq(ftruncate(fd, 4096), 0);
 	close(fd);
 	return path;

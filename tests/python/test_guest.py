@@ -3,8 +3,10 @@
 real hubd beside C guests, driven with hubctl."""
 import errno
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 from conftest import BUILD, ECHO, COUNTER, PYGUEST, PYASYNC, PYGUESTS
@@ -227,8 +229,15 @@ def test_abandoned_stream_reader_stops_the_sender(make_hub):
         assert h.peer(name)["deaths"] == []
 
 
-def test_signature_asked_again_after_reregistration(make_hub, tmp_path):
-    state = tmp_path / "flip-state"
+def test_signature_asked_again_after_reregistration(make_hub, request):
+    # flip keeps its count where its own uid (a hubd of root gives it one)
+    # can write: not under pytest's tmp_path, which only we can reach
+    d = tempfile.mkdtemp(prefix="hubpy-flip-")
+    request.addfinalizer(lambda: shutil.rmtree(d, ignore_errors=True))
+    os.chmod(d, 0o711)
+    state = os.path.join(d, "flip-state")
+    os.close(os.open(state, os.O_CREAT | os.O_WRONLY, 0o600))
+    os.chmod(state, 0o666)
     h = make_hub(PYGUEST + "[guest flip]\nexec = %s/flip.py\nargs = %s\n" % (PYGUESTS, state),
                  up=("pyguest", "flip"), methods=("flip.m", "py.calltyped"))
     assert h.methods()["flip.m"] == "u64->str"

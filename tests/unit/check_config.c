@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon/config.h"
@@ -362,6 +363,83 @@ START_TEST(test_guest_keys)
 }
 END_TEST
 
+/* [hub] guest_uids: a range of uids (by default above systemd's and
+ * Debian's), or no; never 0, hubd's own uid, LAST below FIRST or past
+ * 2^31 - 1, nor fewer uids than guests without user =. A guest without
+ * user = carries the range, so that a reload changing it restarts it. */
+START_TEST(test_guest_uids)
+{
+	struct hub_conf c, d;
+	int status;
+	pid_t pid;
+
+	ck_assert_msg(load("[guest a]\nexec = /bin/true\n", &c) == 0, "load: %s", errtext);
+	ck_assert_uint_eq(c.guest_uids.first, 1879113728u);
+	ck_assert_uint_eq(c.guest_uids.last, 1879179263u);
+	ck_assert_uint_eq(c.guests[0].uids.first, 1879113728u);
+	ck_assert_uint_eq(c.guests[0].uids.last, 1879179263u);
+	ck_assert_msg(load("[hub]\nguest_uids = 100000-100001\n[guest a]\nexec = /bin/true\n"
+			   "[guest b]\nexec = /bin/true\n", &d) == 0, "load: %s", errtext);
+	ck_assert_uint_eq(d.guests[1].uids.first, 100000);
+	ck_assert_uint_eq(d.guests[1].uids.last, 100001);
+	ck_assert_msg(!config_guest_equal(&c.guests[0], &d.guests[0]),
+		      "a changed range is a changed guest");
+	config_free(&d);
+	ck_assert_msg(load("[hub]\nguest_uids = no\n[guest a]\nexec = /bin/true\n", &d) == 0,
+		      "load: %s", errtext);
+	ck_assert_uint_eq(d.guest_uids.first, 0);
+	ck_assert_uint_eq(d.guests[0].uids.first, 0);
+	config_free(&d);
+	config_free(&c);
+	/* user = NAME: no uid of its own, and a range as small as it likes */
+	ck_assert_msg(load("[hub]\ngroup = root\nguest_uids = 7-7\n[guest a]\nexec = /bin/true\n"
+			   "user = root\n[guest b]\nexec = /bin/true\n", &c) == 0,
+		      "load: %s", errtext);
+	ck_assert_uint_eq(c.guests[0].uids.first, 0);
+	ck_assert_uint_eq(c.guests[1].uids.first, 7);
+	config_free(&c);
+	expect_error("[hub]\nguest_uids = 200-100\n", 2, "FIRST is above LAST");
+	expect_error("[hub]\nguest_uids = 0-100\n", 2, "holds uid 0, root's");
+	expect_error("[hub]\nguest_uids = 1-2147483648\n", 2, "uids from 1 to 2147483647");
+	expect_error("[hub]\nguest_uids = 5-\n", 2, "uids from 1 to 2147483647");
+	expect_error("[hub]\nguest_uids = yes\n", 2, "is neither FIRST-LAST");
+	expect_error("[hub]\nguest_uids = 0x70010000-0x7001ffff\n", 2, "is neither FIRST-LAST");
+	expect_error("[hub]\nguest_uids = 10-10\n[guest a]\nexec = /bin/true\n"
+		     "[guest b]\nexec = /bin/true\n", 1, "1 uid(s) for 2 guests without user =");
+	/* hubd's own uid: as root that is 0 (above); as another user, nobody */
+	if (geteuid() != 0) {
+		char text[96];
+
+		snprintf(text, sizeof(text), "[hub]\nguest_uids = %u-%u\n", (unsigned)geteuid(),
+			 (unsigned)geteuid());
+		expect_error(text, 2, "holds hubd's own uid");
+		return;
+	}
+	if ((pid = fork()) == 0) {
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(2);
+		_exit(load("[hub]\nguest_uids = 65000-66000\n", &c) == -1 &&
+		      strstr(errtext, "holds hubd's own uid 65534") != NULL ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "as nobody: %d", status);
+}
+END_TEST
+
+/* user = hubd's own user needs no [hub] group: the segment is its own */
+START_TEST(test_user_root_without_group)
+{
+	struct hub_conf c;
+
+	if (geteuid() != 0)
+		return;
+	ck_assert_msg(load("[guest a]\nexec = /bin/true\nuser = root\n", &c) == 0, "load: %s",
+		      errtext);
+	ck_assert_int_eq(c.guests[0].uid, 0);
+	config_free(&c);
+}
+END_TEST
+
 /* provides = : its patterns as written, and what a guest may register:
  * its own NAME.* and what they cover. */
 START_TEST(test_provides)
@@ -586,6 +664,8 @@ suite_config(void)
 	tcase_add_test(tc, test_sections);
 	tcase_add_test(tc, test_pool_section);
 	tcase_add_test(tc, test_guest_keys);
+	tcase_add_test(tc, test_guest_uids);
+	tcase_add_test(tc, test_user_root_without_group);
 	tcase_add_test(tc, test_provides);
 	tcase_add_test(tc, test_provides_bad_patterns);
 	tcase_add_test(tc, test_provides_overlaps);

@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Each guest its own user ([hub] guest_uids): a guest without user = runs
+ * as a uid of its own, the same for its name across restarts; it cannot
+ * signal, ptrace or read the /proc files of another guest or of hubd, nor
+ * use the control socket; user = root, guest_uids = no, a hubd that is
+ * not root and an executable its uid cannot reach run it as said, the
+ * last two as hubd's user with one log line. The guests are copies of
+ * tests/guests/intruder in this run's directory, which any uid can reach
+ * (the build directory may be under /root). Needs root; skipped without. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon/config.h"
+#include "tests/e2e/harness.h"
+
+#define NOBODY	65534		/* nobody, nogroup */
+
+static struct hub_proc hub;
+
+/* A copy of the built program name at path (mode 0755); path. */
+static const char *
+copy_bin(const char *name, const char *path)
+{
+	char buf[65536];
+	ssize_t n;
+	int in = open(bin(name), O_RDONLY | O_CLOEXEC), out;
+
+	ck_assert_msg(in >= 0, "%s: %s", name, strerror(errno));
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	ck_assert_msg(out >= 0, "%s: %s", path, strerror(errno));
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	ck_assert_int_eq(fchmod(out, 0755), 0);
+	ck_assert_int_eq(close(out), 0);
+	return path;
+}
+
+/* The intruder in this run's directory, which every uid can reach. */
+static const char *
+intruder(void)
+{
+	static char path[512];
+
+	snprintf(path, sizeof(path), "%s", harness_path("intruder"));
+	if (access(path, X_OK) != 0)
+		copy_bin("tests/guests/intruder", path);
+	return path;
+}
+
+/* [guest NAME] running the intruder with methods NAME.*, then extra. */
+static const char *
+guest(char *buf, size_t len, const char *name, const char *exec, const char *extra)
+{
+	snprintf(buf, len, "[guest %s]\nexec = %s\nargs = --prefix %s\n%s", name, exec, name,
+		 extra != NULL ? extra : "");
+	return buf;
+}
+
+/* hubctl call method [arg [arg2]]: its output (malloc'd), asserting it
+ * answered. */
+static char *
+call(const char *method, const char *arg, const char *arg2)
+{
+	char *out = NULL;
+	int rc = hubctl(&hub, &out, "call", method, arg, arg2, (char *)NULL);
+
+	ck_assert_msg(rc == 0, "%s: exit %d, '%s': %s", method, rc, out ? out : "",
+		      hub_log_tail(&hub));
+	return out;
+}
+
+/* The guest's "user" of hubctl -j peers NAME (a new reference). */
+static json_object *
+user_of(const char *name)
+{
+	char *out = NULL;
+	json_object *o, *u;
+
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "peers", name, (char *)NULL), 0);
+	o = json_tokener_parse(out);
+	ck_assert_msg(o != NULL && (u = json_get(o, "user")) != NULL, "peers %s: %s", name, out);
+	json_object_get(u);
+	json_object_put(o);
+	free(out);
+	return u;
+}
+
+static long long
+user_uid(const char *name)
+{
+	json_object *u = user_of(name);
+	long long uid = json_object_get_int64(json_get(u, "uid"));
+
+	json_object_put(u);
+	return uid;
+}
+
+/* A field of /proc/PID/status ("Uid:" ...): its first number, -1. */
+static long
+status_field(int pid, const char *key)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, strlen(key)) == 0)
+			v = strtol(line + strlen(key), NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* How many times text is in the hub's log. */
+static int
+log_count(const char *text)
+{
+	char *log = hub_log(&hub), *p = log;
+	int n = 0;
+
+	while (p != NULL && (p = strstr(p, text)) != NULL) {
+		n++;
+		p += strlen(text);
+	}
+	free(log);
+	return n;
+}
+
+/* Asserts that guest name runs as a uid of its own: in the default
+ * range, not 0, its process's uid and gid (with no other group), no new
+ * privileges; returns it. */
+static long long
+expect_own(const char *name)
+{
+	json_object *u = user_of(name);
+	long long uid = json_object_get_int64(json_get(u, "uid"));
+	int pid = hub_peer_int(&hub, name, "pid");
+	char method[64], want[64], *out;
+
+	ck_assert_msg(strcmp(json_object_get_string(json_get(u, "as")), "own") == 0 &&
+		      uid >= CONFIG_GUEST_UIDS_FIRST && uid <= CONFIG_GUEST_UIDS_LAST &&
+		      json_object_get_int64(json_get(u, "gid")) == uid,
+		      "%s: %s", name, json_object_to_json_string(u));
+	json_object_put(u);
+	ck_assert_int_eq(status_field(pid, "Uid:"), uid);
+	ck_assert_int_eq(status_field(pid, "Gid:"), uid);
+	ck_assert_int_eq(status_field(pid, "NoNewPrivs:"), 1);
+	snprintf(method, sizeof(method), "%s.whoami", name);
+	snprintf(want, sizeof(want), "uid=%lld gid=%lld groups=\n", uid, uid);
+	out = call(method, NULL, NULL);
+	ck_assert_str_eq(out, want);
+	free(out);
+	return uid;
+}
+
+/* A uid of its own per guest, in the range, not 0, one per name, the
+ * same after the guest's restart, hubd's restart and a reload that adds
+ * a guest. Its memory is handed to it as fds: the uid needs no group. */
+START_TEST(test_own_uid_per_guest)
+{
+	char a[1100], b[1100], c[1100], guests[3400], msgs[1024];
+	long long ua, ub, uc;
+
+	if (geteuid() != 0)
+		return;
+	guest(a, sizeof(a), "a", intruder(), NULL);
+	guest(b, sizeof(b), "b", intruder(), NULL);
+	snprintf(guests, sizeof(guests), "%s%s", a, b);
+	hub_start_up(&hub, NULL, guests, "a,b");
+	ck_assert(hub_wait_method(&hub, "a.whoami,b.whoami") == 0);
+	ua = expect_own("a");
+	ub = expect_own("b");
+	ck_assert_msg(ua != ub, "a and b share uid %lld", ua);
+	/* the guest restarted: the same uid */
+	free(call("a.whoami", NULL, NULL));
+	{
+		char *out = NULL;
+
+		ck_assert_int_eq(hubctl(&hub, &out, "restart", "a", (char *)NULL), 0);
+		free(out);
+	}
+	ck_assert(hub_wait_up(&hub, "a", 10000) == 0);
+	ck_assert(hub_wait_method(&hub, "a.whoami") == 0);
+	ck_assert_int_eq(expect_own("a"), ua);
+	/* hubd restarted: the same uids */
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert_msg(hub_restart(&hub) == 0, "hubd: %s", hub_log_tail(&hub));
+	ck_assert(hub_wait_up(&hub, "a,b", 10000) == 0);
+	ck_assert(hub_wait_method(&hub, "a.whoami,b.whoami") == 0);
+	ck_assert_int_eq(expect_own("a"), ua);
+	ck_assert_int_eq(expect_own("b"), ub);
+	/* a guest added by a reload: another uid, the others keep theirs */
+	guest(c, sizeof(c), "c", intruder(), NULL);
+	snprintf(guests, sizeof(guests), "%s%s%s", a, b, c);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, guests), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 1, "reload: %s", msgs);
+	ck_assert(hub_wait_up(&hub, "c", 10000) == 0);
+	ck_assert(hub_wait_method(&hub, "c.whoami") == 0);
+	uc = expect_own("c");
+	ck_assert_msg(uc != ua && uc != ub, "c has %lld (a %lld, b %lld)", uc, ua, ub);
+	ck_assert_int_eq(user_uid("a"), ua);
+	ck_assert_int_eq(user_uid("b"), ub);
+	ck_assert_int_eq(hub_peer_int(&hub, "a", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Every try of probe's answer (NAME=OUTCOME ...) was refused, with EPERM
+ * or EACCES, and all ten were made. */
+static void
+expect_refused(const char *answer, const char *whom)
+{
+	static const char *const tries[] = {
+		"kill0", "kill", "ptrace", "mem", "environ", "fd", "fd0", "fd1", "fd2", "fd3",
+	};
+	char want[32];
+
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		const char *p;
+
+		snprintf(want, sizeof(want), "%s=", tries[i]);
+		for (p = answer; (p = strstr(p, want)) != NULL; p++)
+			if (p == answer || p[-1] == ' ')
+				break;
+		ck_assert_msg(p != NULL, "%s: no %s in '%s'", whom, tries[i], answer);
+		p += strlen(want);
+		ck_assert_msg(strncmp(p, "EPERM", 5) == 0 || strncmp(p, "EACCES", 6) == 0,
+			      "%s: %s was not refused: '%s'", whom, tries[i], answer);
+	}
+}
+
+/* A guest cannot signal, ptrace, or open /proc/PID/mem, environ or fd of
+ * another guest or of hubd; both still answer after the tries. */
+START_TEST(test_guest_cannot_touch_others)
+{
+	char in[1100], vi[1100], guests[2300], pid[24], *out;
+	int victim;
+
+	if (geteuid() != 0)
+		return;
+	guest(in, sizeof(in), "intruder", intruder(), NULL);
+	guest(vi, sizeof(vi), "victim", intruder(), NULL);
+	snprintf(guests, sizeof(guests), "%s%s", in, vi);
+	hub_start_up(&hub, NULL, guests, "intruder,victim");
+	ck_assert(hub_wait_method(&hub, "intruder.probe,victim.whoami") == 0);
+	expect_own("intruder");
+	expect_own("victim");
+	victim = hub_peer_int(&hub, "victim", "pid");
+	snprintf(pid, sizeof(pid), "%d", victim);
+	out = call("intruder.probe", pid, NULL);
+	expect_refused(out, "victim");
+	free(out);
+	snprintf(pid, sizeof(pid), "%d", (int)hub.pid);
+	out = call("intruder.probe", pid, NULL);
+	expect_refused(out, "hubd");
+	free(out);
+	/* the victims live on, the same processes */
+	free(call("victim.whoami", NULL, NULL));
+	ck_assert_int_eq(hub_peer_int(&hub, "victim", "pid"), victim);
+	ck_assert_int_eq(hub_peer_int(&hub, "victim", "restarts"), 0);
+	ck_assert(alive(hub.pid));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A guest cannot use the control socket: it cannot open it (0660,
+ * hubd's user and group), and its stop of another guest changes
+ * nothing. */
+START_TEST(test_guest_cannot_use_control)
+{
+	char in[1100], vi[1100], guests[2300], *out;
+	int victim;
+
+	if (geteuid() != 0)
+		return;
+	guest(in, sizeof(in), "intruder", intruder(), NULL);
+	guest(vi, sizeof(vi), "victim", intruder(), NULL);
+	snprintf(guests, sizeof(guests), "%s%s", in, vi);
+	hub_start_up(&hub, NULL, guests, "intruder,victim");
+	ck_assert(hub_wait_method(&hub, "intruder.control,victim.whoami") == 0);
+	expect_own("intruder");
+	victim = hub_peer_int(&hub, "victim", "pid");
+	out = call("intruder.control", hub.sock, "victim");
+	ck_assert_msg(strcmp(out, "connect=EACCES\n") == 0, "control: '%s'", out);
+	free(out);
+	ck_assert_str_eq(hub_peer_state(&hub, "victim"), "up");
+	ck_assert_int_eq(hub_peer_int(&hub, "victim", "pid"), victim);
+	free(call("victim.whoami", NULL, NULL));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* [hub] group is the control socket's, not the guests': a guest's own
+ * uid has its own number as its group and no other, so even with the
+ * group set it cannot open the socket. */
+START_TEST(test_hub_group_is_not_the_guests)
+{
+	char in[1100], vi[1100], guests[2300], want[96], *out;
+	long long uid;
+	int victim;
+
+	if (geteuid() != 0)
+		return;
+	guest(in, sizeof(in), "intruder", intruder(), NULL);
+	guest(vi, sizeof(vi), "victim", intruder(), NULL);
+	snprintf(guests, sizeof(guests), "%s%s", in, vi);
+	hub_start_up(&hub, "group = nogroup\n", guests, "intruder,victim");
+	ck_assert(hub_wait_method(&hub, "intruder.control,victim.whoami") == 0);
+	uid = user_uid("intruder");
+	ck_assert_msg(uid >= CONFIG_GUEST_UIDS_FIRST && uid <= CONFIG_GUEST_UIDS_LAST,
+		      "uid %lld", uid);
+	snprintf(want, sizeof(want), "uid=%lld gid=%lld groups=\n", uid, uid);
+	out = call("intruder.whoami", NULL, NULL);
+	ck_assert_str_eq(out, want);
+	free(out);
+	victim = hub_peer_int(&hub, "victim", "pid");
+	out = call("intruder.control", hub.sock, "victim");
+	ck_assert_msg(strcmp(out, "connect=EACCES\n") == 0, "control: '%s'", out);
+	free(out);
+	ck_assert_str_eq(hub_peer_state(&hub, "victim"), "up");
+	ck_assert_int_eq(hub_peer_int(&hub, "victim", "pid"), victim);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* user = root runs the guest as root, said so; guest_uids = no runs
+ * every guest without user = as hubd's user. */
+START_TEST(test_user_root_and_guest_uids_no)
+{
+	char g[1100], *out;
+	json_object *u;
+
+	if (geteuid() != 0)
+		return;
+	hub_start_up(&hub, NULL, guest(g, sizeof(g), "root", intruder(), "user = root\n"),
+		     "root");
+	ck_assert(hub_wait_method(&hub, "root.whoami") == 0);
+	u = user_of("root");
+	ck_assert_msg(strcmp(json_object_get_string(json_get(u, "as")), "user") == 0 &&
+		      json_object_get_int64(json_get(u, "uid")) == 0 &&
+		      strcmp(json_object_get_string(json_get(u, "name")), "root") == 0,
+		      "%s", json_object_to_json_string(u));
+	json_object_put(u);
+	ck_assert_int_eq(status_field(hub_peer_int(&hub, "root", "pid"), "Uid:"), 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", "root", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "user: root (user =)\n") != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+
+	hub_start_up(&hub, "guest_uids = no\n", guest(g, sizeof(g), "a", intruder(), NULL),
+		     "a");
+	ck_assert(hub_wait_method(&hub, "a.whoami") == 0);
+	u = user_of("a");
+	ck_assert_msg(strcmp(json_object_get_string(json_get(u, "as")), "hubd") == 0 &&
+		      json_object_get_int64(json_get(u, "uid")) == 0 &&
+		      strcmp(json_object_get_string(json_get(u, "why")), "guest_uids = no") == 0,
+		      "%s", json_object_to_json_string(u));
+	json_object_put(u);
+	ck_assert_int_eq(status_field(hub_peer_int(&hub, "a", "pid"), "Uid:"), 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", "a", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "user: root (hubd's: guest_uids = no)\n") != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* An executable its uid cannot reach (in a directory of mode 0700): the
+ * guest runs as hubd's user, said once when hubd takes its settings (not
+ * again at its restart), and once for a guest a reload adds; it answers. */
+START_TEST(test_unreachable_exec_runs_as_hubd)
+{
+	const char *dir = harness_path("private");
+	char exec[512], g[1100], g2[1100], both[2300], msgs[1024], want[600], *out;
+	json_object *u;
+
+	if (geteuid() != 0)
+		return;
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	ck_assert_int_eq(chmod(dir, 0700), 0);
+	snprintf(exec, sizeof(exec), "%s/intruder", dir);
+	copy_bin("tests/guests/intruder", exec);
+	guest(g, sizeof(g), "hidden", exec, NULL);
+	hub_start_up(&hub, NULL, g, "hidden");
+	ck_assert(hub_wait_method(&hub, "hidden.whoami") == 0);
+	out = call("hidden.whoami", NULL, NULL);
+	ck_assert_msg(strncmp(out, "uid=0 gid=0 ", 12) == 0, "whoami: %s", out);
+	free(out);
+	u = user_of("hidden");
+	ck_assert_msg(strcmp(json_object_get_string(json_get(u, "as")), "hubd") == 0 &&
+		      json_object_get_int64(json_get(u, "uid")) == 0 &&
+		      strstr(json_object_get_string(json_get(u, "why")), exec) != NULL &&
+		      strstr(json_object_get_string(json_get(u, "why")),
+			     " is not reachable by uid ") != NULL,
+		      "%s", json_object_to_json_string(u));
+	snprintf(want, sizeof(want), "user: root (hubd's: %s)\n",
+		 json_object_get_string(json_get(u, "why")));
+	json_object_put(u);
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", "hidden", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, want) != NULL, "no '%s' in: %s", want, out);
+	free(out);
+	ck_assert_msg(log_count("guest hidden: runs as hubd's user") == 1, "log: %s",
+		      hub_log_tail(&hub));
+	/* a restart decides nothing again */
+	ck_assert_int_eq(hubctl(&hub, &out, "restart", "hidden", (char *)NULL), 0);
+	free(out);
+	ck_assert(hub_wait_up(&hub, "hidden", 10000) == 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "hidden", "restarts"), 1);
+	ck_assert_msg(log_count("guest hidden: runs as hubd's user") == 1, "log: %s",
+		      hub_log_tail(&hub));
+	/* a guest added by a reload: its own line, the first not again */
+	guest(g2, sizeof(g2), "hidden2", exec, NULL);
+	snprintf(both, sizeof(both), "%s%s", g, g2);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, both), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 1, "reload: %s", msgs);
+	ck_assert(hub_wait_up(&hub, "hidden2", 10000) == 0);
+	ck_assert(hub_wait_method(&hub, "hidden2.whoami") == 0);
+	free(call("hidden2.whoami", NULL, NULL));
+	ck_assert_msg(log_count("guest hidden2: runs as hubd's user") == 1 &&
+		      log_count("guest hidden: runs as hubd's user") == 1, "log: %s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* hubd not root (here nobody, running a copy that nobody can reach):
+ * every guest runs as hubd's user, said in one line for the hub, not one
+ * per guest. */
+START_TEST(test_hubd_not_root)
+{
+	const char *dir = harness_path("nobody");
+	char a[1100], b[1100], guests[2300], hubd[512], *out;
+	json_object *o = NULL, *u;
+
+	if (geteuid() != 0)
+		return;
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	ck_assert_int_eq(chown(dir, NOBODY, NOBODY), 0);
+	memset(&hub, 0, sizeof(hub));
+	snprintf(hub.conf, sizeof(hub.conf), "%s/hub.conf", dir);
+	snprintf(hub.log, sizeof(hub.log), "%s/hub.log", dir);
+	snprintf(hub.sock, sizeof(hub.sock), "%s/hub.sock", dir);
+	guest(a, sizeof(a), "a", intruder(), NULL);
+	guest(b, sizeof(b), "b", intruder(), NULL);
+	snprintf(guests, sizeof(guests), "%s%s", a, b);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, guests), 0);
+	ck_assert_int_eq(chown(hub.conf, NOBODY, NOBODY), 0);
+	copy_bin("hubd", strcpy(hubd, harness_path("hubd")));
+	if ((hub.pid = fork()) == 0) {
+		int fd;
+
+		if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
+			_exit(126);
+		/* after setuid, which clears it: hubd goes with the test */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if ((fd = open(hub.log, O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0)
+			_exit(126);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(hubd, "hubd", "-f", hub.conf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && (o = hub_request(&hub, "{\"cmd\":\"status\"}", NULL)) == NULL;
+	     i++)
+		sleep_ms(10);
+	ck_assert_msg(o != NULL, "hubd as nobody: %s", hub_log_tail(&hub));
+	json_object_put(o);
+	ck_assert_msg(hub_wait_up(&hub, "a,b", 10000) == 0, "%s", hub_log_tail(&hub));
+	ck_assert(hub_wait_method(&hub, "a.whoami,b.whoami") == 0);
+	for (const char *const *n = (const char *const[]){ "a", "b", NULL }; *n; n++) {
+		u = user_of(*n);
+		ck_assert_msg(strcmp(json_object_get_string(json_get(u, "as")), "hubd") == 0 &&
+			      json_object_get_int64(json_get(u, "uid")) == NOBODY &&
+			      strcmp(json_object_get_string(json_get(u, "why")),
+				     "hubd is not root") == 0,
+			      "%s: %s", *n, json_object_to_json_string(u));
+		json_object_put(u);
+		ck_assert_int_eq(status_field(hub_peer_int(&hub, *n, "pid"), "Uid:"), NOBODY);
+	}
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", "a", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "user: nobody (hubd's: hubd is not root)\n") != NULL, "%s", out);
+	free(out);
+	ck_assert_msg(log_count("hubd is not root") == 1 && log_count("apart by memory alone") == 1,
+		      "log: %s", hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_users(void);
+Suite *
+suite_users(void)
+{
+	Suite *s = suite_create("users");
+	TCase *tc = tcase_create("users");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_own_uid_per_guest);
+	tcase_add_test(tc, test_guest_cannot_touch_others);
+	tcase_add_test(tc, test_guest_cannot_use_control);
+	tcase_add_test(tc, test_hub_group_is_not_the_guests);
+	tcase_add_test(tc, test_user_root_and_guest_uids_no);
+	tcase_add_test(tc, test_unreachable_exec_runs_as_hubd);
+	tcase_add_test(tc, test_hubd_not_root);
+	suite_add_tcase(s, tc);
+	return s;
+}

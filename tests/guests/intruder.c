@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* intruder: a test guest that reaches for what is not its own, to show
+ * that a guest with a uid of its own cannot. Methods are named PREFIX.x,
+ * PREFIX from --prefix (default "intruder"), so it can be its own victim:
+ *   probe PID		tries on process PID, answering each try's outcome
+ *			as NAME=ok or NAME=ERRNO (EPERM, EACCES, ...):
+ *			kill0 (kill 0), kill (SIGKILL), ptrace (PTRACE_SEIZE),
+ *			mem and environ (open /proc/PID/...), fd (opendir
+ *			/proc/PID/fd), fd0..fd3 (open /proc/PID/fd/N)
+ *   control PATH NAME	connects to the control socket PATH and asks it to
+ *			stop guest NAME: "connect=ERRNO", or "answer=LINE"
+ *   whoami		"uid=N gid=N groups=A,B" (groups empty: none) */
+#include <dirent.h>
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "guest.h"
+#include "tests/guests/testguest.h"
+
+static void
+reply_str(struct guest_call *c, const char *s)
+{
+	size_t n = strlen(s), pos = 0;
+	uint8_t *buf = malloc(n + 10);
+
+	if (buf == NULL) {
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	guest_pc_put_str(buf, n + 10, &pos, s, n);
+	guest_reply(c, buf, pos);
+	free(buf);
+}
+
+static const char *
+err_name(int err)
+{
+	static char other[24];
+
+	switch (err) {
+	case 0: return "ok";
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case ESRCH: return "ESRCH";
+	case ENOENT: return "ENOENT";
+	case ENXIO: return "ENXIO";
+	default:
+		snprintf(other, sizeof(other), "errno%d", err);
+		return other;
+	}
+}
+
+/* " name=OUTCOME" appended to out. */
+static void
+note(char *out, size_t len, const char *name, int ok)
+{
+	size_t n = strlen(out);
+
+	snprintf(out + n, len - n, "%s%s=%s", n ? " " : "", name, err_name(ok ? 0 : errno));
+}
+
+static void
+try_open(char *out, size_t len, const char *name, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	note(out, len, name, fd >= 0);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void
+probe(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	char out[512] = "", path[64], name[8];
+	size_t pos = 0;
+	uint64_t v;
+	pid_t pid;
+	DIR *d;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &v) != 0 || v == 0 || v > INT32_MAX) {
+		guest_reply_error(c, "probe takes a pid");
+		return;
+	}
+	pid = (pid_t)v;
+	note(out, sizeof(out), "kill0", kill(pid, 0) == 0);
+	note(out, sizeof(out), "kill", kill(pid, SIGKILL) == 0);
+	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) == 0) {
+		note(out, sizeof(out), "ptrace", 1);
+		ptrace(PTRACE_DETACH, pid, NULL, NULL);
+	} else {
+		note(out, sizeof(out), "ptrace", 0);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	try_open(out, sizeof(out), "mem", path);
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	try_open(out, sizeof(out), "environ", path);
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	note(out, sizeof(out), "fd", d != NULL);
+	if (d != NULL)
+		closedir(d);
+	for (int fd = 0; fd <= 3; fd++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+		snprintf(name, sizeof(name), "fd%d", fd);
+		try_open(out, sizeof(out), name, path);
+	}
+	reply_str(c, out);
+}
+
+static void
+control(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { 5, 0 };
+	char out[512], line[256], req[128];
+	const char *p, *n;
+	size_t pn, nn, pos = 0;
+	ssize_t got;
+	int fd;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &p, &pn) != 0 || pn >= sizeof(sun.sun_path) ||
+	    guest_pc_get_str(args, len, &pos, &n, &nn) != 0 || nn > 64) {
+		guest_reply_error(c, "control takes a socket path and a guest's name");
+		return;
+	}
+	memcpy(sun.sun_path, p, pn);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		snprintf(out, sizeof(out), "connect=%s", err_name(errno));
+		if (fd >= 0)
+			close(fd);
+		reply_str(c, out);
+		return;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	snprintf(req, sizeof(req), "{\"cmd\":\"stop\",\"name\":\"%.*s\"}\n", (int)nn, n);
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+		snprintf(out, sizeof(out), "write=%s", err_name(errno));
+	else if ((got = read(fd, line, sizeof(line) - 1)) <= 0)
+		snprintf(out, sizeof(out), "read=%s", got == 0 ? "eof" : err_name(errno));
+	else
+		snprintf(out, sizeof(out), "answer=%.*s", (int)got, line);
+	out[strcspn(out, "\n")] = '\0';
+	close(fd);
+	reply_str(c, out);
+}
+
+static void
+whoami(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	gid_t groups[64];
+	char out[1024];
+	int n = getgroups(64, groups);
+	size_t k;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	k = (size_t)snprintf(out, sizeof(out), "uid=%u gid=%u groups=", (unsigned)getuid(),
+			     (unsigned)getgid());
+	for (int i = 0; i < n && k < sizeof(out) - 16; i++)
+		k += (size_t)snprintf(out + k, sizeof(out) - k, "%s%u", i ? "," : "",
+				      (unsigned)groups[i]);
+	reply_str(c, out);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct tg_method methods[] = {
+		{ "probe", "u64->str", probe },
+		{ "control", "str,str->str", control },
+		{ "whoami", "->str", whoami },
+	};
+	struct guest *g;
+	const char *why;
+	int rc;
+
+	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
+		errx(1, "%s", why);
+	tg_register(g, tg_prefix(argc, argv, "intruder"), methods,
+		    sizeof(methods) / sizeof(methods[0]));
+	rc = guest_run(g);
+	guest_detach(g);
+	return rc == 0 ? 0 : 1;
+}
