@@ -23,7 +23,8 @@
 #   hubd VmSize		the address space hubd has mapped
 #   hubd VmPTE		its page tables (kernel memory, in no RSS)
 #   per guest		(hubd's and the guests' Pss without their Pss_Shmem,
-#			plus the shared memory) / guests: every page once
+#			plus the shared memory, plus hubd's and the guests'
+#			page tables) / guests: every page once
 # Prints the table and writes it to results/memory.md. MEM_GUESTS="16 255"
 # (the default) sets the hub sizes.
 set -euo pipefail
@@ -88,7 +89,7 @@ memfd_kb() {
 # measure LABEL BUILD N: a hub of N guests from BUILD, one table row
 measure() {
 	local label=$1 b=$2 n=$3 conf=$TMP/$1-$3.conf seg="" ctl t0 t1 up i p
-	local rss pss pss_shm gpss=0 gshm=0 shm vms pte per
+	local rss pss pss_shm gpss=0 gshm=0 gpte=0 shm vms pte per
 
 	ctl="$b/hubctl -s $TMP/$label-$n.sock -t 60"
 	{
@@ -128,13 +129,14 @@ measure() {
 	for p in $GUESTS; do
 		gpss=$((gpss + $(kb "/proc/$p/smaps_rollup" Pss)))
 		gshm=$((gshm + $(kb "/proc/$p/smaps_rollup" Pss_Shmem)))
+		gpte=$((gpte + $(kb "/proc/$p/status" VmPTE)))
 	done
 	if [ -n "$seg" ]; then
 		shm=$(($(stat -c '%b * %B' "$seg") / 1024))
 	else
 		shm=$(memfd_kb "$HUBD")
 	fi
-	per=$(((pss - pss_shm + gpss - gshm + shm) / n))
+	per=$(((pss - pss_shm + gpss - gshm + shm + pte + gpte) / n))
 	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$n" \
 		"$(awk -v d=$((t1 - t0)) 'BEGIN { printf "%.1f", d / 1e9 }')" \
 		"$(mib "$rss")" "$(mib "$pss")" "$(mib "$gpss")" "$(mib "$shm")" \
