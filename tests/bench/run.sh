@@ -207,55 +207,61 @@ IDLE_MANY_GUESTS=$(awk -v d=$((g1 - g0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { pri
 
 # Large payloads through the shared pools, default classes: a 16 MiB item
 # needs a channel credit of at least its size (the default is 64K). The
-# guest to guest runs twice: each guest a zone of its own (the default:
-# hubd copies every argument from the caller's pool into the callee's)
-# and both in one zone (the slot is handed on, no byte copied); the small
-# calls too (8 B travels inline, 1 KiB in a pool slot).
+# guest to guest runs go through two hubs: each guest a zone of its own
+# (the default: hubd copies every argument from the caller's pool into
+# the callee's) and both in one zone (the slot is handed on, no byte
+# copied); the small calls too (8 B travels inline, 1 KiB in a pool slot).
+# The two hubs take turns, REPS rounds: the best of each figure.
 LARGE_KEYS="max_guests = 3\ninitial_credit = 64M"
 large_guests() {	# large_guests ZONE_LINE
 	printf '[guest l1]\nexec = %s\nargs = --prefix l1\n%s[guest l2]\nexec = %s\nargs = --prefix l2\n%s' \
 		"$B/tests/bench/benchguest" "$1" "$B/tests/bench/benchguest" "$1"
 }
-large() {	# large KIND ITEM: the best of REPS runs, each checked
-	local out i rates=()
+large() {	# large KIND ITEM: one run's GB/s, checked
+	local out
 
-	for i in $(seq "$REPS"); do
-		if [ "$1" = sink ]; then
-			out=$($CTL call l1.stream "$LARGE" "$2")
-			must "send=0 hash_ok=1" "$out"
-		else
-			out=$($CTL call l1.g2g l2 "$LARGE" "$2" 4)
-			must failed=0 "$out"
-		fi
-		rates+=("$(val gb_per_s "$out")")
-	done
-	printf '%s\n' "${rates[@]}" | sort -g | tail -1
+	if [ "$1" = sink ]; then
+		out=$($CTL call l1.stream "$LARGE" "$2")
+		must "send=0 hash_ok=1" "$out"
+	else
+		out=$($CTL call l1.g2g l2 "$LARGE" "$2" 4)
+		must failed=0 "$out"
+	fi
+	val gb_per_s "$out"
 }
-# large_g2g: the four guest to guest figures of the hub just started, and
-# what it maps and holds after them; sets L_*
-large_g2g() {
+# g2g_round NAME: one round of the guest to guest figures on the hub CTL
+# names, each appended to $TMP/NAME.FIGURE
+g2g_round() {
 	local r
 
-	L1M=$(large g2g 1048576)
-	L16M=$(large g2g 16777216)
+	large g2g 1048576 >> "$TMP/$1.1m"
+	large g2g 16777216 >> "$TMP/$1.16m"
 	r=$($CTL call l1.rtt l2.echo "$N_RTT" 8); must p99_ns= "$r"
-	LS=$(val median_ns "$r")
+	val median_ns "$r" >> "$TMP/$1.8"
 	r=$($CTL call l1.rtt l2.echo "$N_RTT" 1024); must p99_ns= "$r"
-	LK=$(val median_ns "$r")
-	L_MAPPED=$(mapped); L_HELD=$(resident "${HUBS[-1]}")
+	val median_ns "$r" >> "$TMP/$1.1k"
 }
-echo "hub, large payloads, each guest a zone of its own..." >&2
+highest() { sort -g "$1" | tail -1; }
+echo "hub, large payloads: each guest a zone of its own, and both in one zone..." >&2
 start_hub large "$LARGE_KEYS" "$(large_guests "")" 2
-SINK1M=$(large sink 1048576)
-SINK16M=$(large sink 16777216)
-large_g2g
-G2G1M=$L1M; G2G16M=$L16M; G2G_SMALL=$LS; G2G_1K=$LK
-LARGE_MAPPED=$L_MAPPED; LARGE_HELD=$L_HELD
-echo "hub, large payloads, both guests in one zone..." >&2
+CTL_OWN=$CTL; HUBD_OWN=${HUBS[-1]}
+for _ in $(seq "$REPS"); do
+	large sink 1048576 >> "$TMP/sink.1m"
+	large sink 16777216 >> "$TMP/sink.16m"
+done
+SINK1M=$(highest "$TMP/sink.1m"); SINK16M=$(highest "$TMP/sink.16m")
 start_hub largez "$LARGE_KEYS" "$(large_guests "zone = bench\n")" 2
-large_g2g
-Z1M=$L1M; Z16M=$L16M; Z_SMALL=$LS; Z_1K=$LK
-LARGEZ_MAPPED=$L_MAPPED; LARGEZ_HELD=$L_HELD
+CTL_ONE=$CTL; HUBD_ONE=${HUBS[-1]}
+for _ in $(seq "$REPS"); do
+	CTL=$CTL_OWN g2g_round own
+	CTL=$CTL_ONE g2g_round one
+done
+G2G1M=$(highest "$TMP/own.1m"); G2G16M=$(highest "$TMP/own.16m")
+Z1M=$(highest "$TMP/one.1m"); Z16M=$(highest "$TMP/one.16m")
+G2G_SMALL=$(sort -g "$TMP/own.8" | head -1); G2G_1K=$(sort -g "$TMP/own.1k" | head -1)
+Z_SMALL=$(sort -g "$TMP/one.8" | head -1); Z_1K=$(sort -g "$TMP/one.1k" | head -1)
+LARGE_MAPPED=$(CTL=$CTL_OWN mapped); LARGE_HELD=$(resident "$HUBD_OWN")
+LARGEZ_MAPPED=$(CTL=$CTL_ONE mapped); LARGEZ_HELD=$(resident "$HUBD_ONE")
 
 # The default config's hub with two guests: each guest's domain, each
 # zone's pool, what hubd maps and what of it is resident
@@ -370,7 +376,7 @@ echo "| 16 MiB items into hub.sink (the same) | $SINK16M | GB/s | shm copy 16 Mi
 echo "| guest to guest, 1 MiB arguments (4 calls in flight, reader copies out): both guests in one zone (zero copy) / each a zone of its own (hubd copies) | $Z1M / $G2G1M | GB/s | shm copy 1 MiB $COPY1M_L GB/s | $(ratio "$Z1M" "$COPY1M_L")x / $(ratio "$G2G1M" "$COPY1M_L")x | >= 0.7x |"
 echo "| guest to guest, 16 MiB arguments (the same): one zone / zones of their own | $Z16M / $G2G16M | GB/s | shm copy 16 MiB $COPY16M_L GB/s | $(ratio "$Z16M" "$COPY16M_L")x / $(ratio "$G2G16M" "$COPY16M_L")x | >= 0.7x |"
 echo "| what isolation costs big payloads: zones of their own over one zone, 1 MiB / 16 MiB | $(ratio "$G2G1M" "$Z1M")x / $(ratio "$G2G16M" "$Z16M")x | | | | |"
-echo "| guest to guest call, 8 B (inline, never copied), median: one zone / zones of their own (the same two hubs) | $Z_SMALL / $G2G_SMALL | ns | | $(ratio "$G2G_SMALL" "$Z_SMALL")x | |"
+echo "| guest to guest call, 8 B (inline, never copied), median, lowest of $REPS: one zone / zones of their own (the same two hubs) | $Z_SMALL / $G2G_SMALL | ns | | $(ratio "$G2G_SMALL" "$Z_SMALL")x | |"
 echo "| guest to guest call, 1 KiB (a pool slot: copied across zones), median: one zone / zones of their own | $Z_1K / $G2G_1K | ns | | $(ratio "$G2G_1K" "$Z_1K")x | |"
 echo "| shared pool allocate+free, 64 B, 1 process | $POOL_VAR | ns/pair | fixed pool $POOL_FIXED ns/pair | $(ratio "$POOL_VAR" "$POOL_FIXED")x | |"
 echo "| shared pool allocate+free, 64 B, 2 processes, same class | $POOL_VAR2 | ns/pair | fixed pool, same pool, $POOL_FIXED2 ns/pair | $(ratio "$POOL_VAR2" "$POOL_FIXED2")x | |"
