@@ -260,7 +260,9 @@ headers:
 deps:
 	@sh scripts/deps.sh
 
-# make bench: everything measured side by side, results in results/.
+# make bench: everything measured side by side, results in results/;
+# then the memory of hubs of 16 and 255 idle guests (tests/bench/memory.sh),
+# beside that of another build when BEFORE=BUILD_DIR names one.
 bench:
 	@BENCH=1 sh scripts/deps.sh
 	@rm -f $(B)/tests/bench/baseline	# built again: with ZeroMQ now there
@@ -268,6 +270,7 @@ bench:
 	@for p in $(BENCH_PEERS); do $(MAKE) --no-print-directory $$p || \
 		echo "bench: $$p not built: its peer is left out" >&2; done
 	bash tests/bench/run.sh $(B)
+	bash tests/bench/memory.sh $(B) $(BEFORE)
 
 # The sub-make runs after deps so pkg-config sees what was just installed.
 check: deps

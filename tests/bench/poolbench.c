@@ -9,10 +9,11 @@
  *   fixed N		hp_slot_alloc + hp_slot_free on a per-guest fixed
  *			pool (32 slots of 64 KiB, the default), one process
  *   fixed2 N		the same, two processes on the same pool
- *   sizes		segment bytes hp_geometry_compute gives for the
- *			default config (shared pool included) and for a
- *			fixed-pool-only config carrying 16 MiB payloads:
- *			"default_bytes=.. fixed16m_bytes=.."
+ *   sizes		the bytes hp_geometry_compute gives a guest's domain
+ *			for the default config, a zone's pool as it starts
+ *			(hp_var_initial_size, default classes), and a domain
+ *			of a fixed-pool-only config carrying 16 MiB payloads:
+ *			"default_bytes=.. fixed16m_bytes=.. pool_bytes=.."
  * Every loop is bounded by N; nothing spins unboundedly. */
 #include <err.h>
 #include <errno.h>
@@ -237,6 +238,9 @@ fixed_bench(uint64_t n, int contended)
 
 /* -- segment sizes ----------------------------------------------------------- */
 
+/* A domain is laid out for every guest of the hub but only its own
+ * guest's areas are touched: these are the sizes mapped, not resident. */
+
 static void
 sizes(void)
 {
@@ -254,9 +258,10 @@ sizes(void)
 	p.max_payload_size = 16u << 20;
 	if (hp_geometry_compute(&p, &fixed, &why) != 0)
 		errx(1, "fixed 16 MiB config: %s", why);
-	printf("default_bytes=%llu fixed16m_bytes=%llu var_bytes=%llu\n",
+	hp_params_default(&p);
+	printf("default_bytes=%llu fixed16m_bytes=%llu pool_bytes=%llu\n",
 	       (unsigned long long)dflt.total_size, (unsigned long long)fixed.total_size,
-	       (unsigned long long)dflt.var_size);
+	       (unsigned long long)hp_var_initial_size(&p.var, p.max_guests));
 }
 
 int

@@ -15,7 +15,7 @@ cleanup() {
 	for pid in "${HUBS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
 	sleep 0.3
 	for pid in "${HUBS[@]:-}"; do [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; done
-	rm -rf "$TMP" /dev/shm/hub-bench-$$-* 2>/dev/null || true
+	rm -rf "$TMP" 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -71,8 +71,9 @@ POOL_FIXED=$(best ns_per_pair min "$B/tests/bench/poolbench" fixed "$POOL_N")
 POOL_VAR2=$(best ns_per_pair min "$B/tests/bench/poolbench" var2 "$POOL_N")
 POOL_FIXED2=$(best ns_per_pair min "$B/tests/bench/poolbench" fixed2 "$POOL_N")
 SIZES=$("$B/tests/bench/poolbench" sizes)
-SEG_DEFAULT_CALC=$(val default_bytes "$SIZES")
-SEG_FIXED16M=$(val fixed16m_bytes "$SIZES")
+DOM_DEFAULT_CALC=$(val default_bytes "$SIZES")
+DOM_FIXED16M=$(val fixed16m_bytes "$SIZES")
+POOL_DEFAULT_CALC=$(val pool_bytes "$SIZES")
 
 # libguest's microthreads (no hub): a switch against the bare fcontext
 # jump under it and a thread hand-off; spawning; runtime channels
@@ -88,11 +89,11 @@ MT_CHAN1=$(best rtt_ns min "$MTB" chan "$N_MT" 1)
 MT_CHAN2=$(best rtt_ns min "$MTB" chan $((N_MT / 5)) 2)
 MT_CONDVAR_RTT=$(awk -v c="$MT_CONDVAR" 'BEGIN { printf "%.1f", 2 * c }')
 
-# start_hub NAME HUB_KEYS GUEST_SECTIONS: a hub on private paths; sets CTL
+# start_hub NAME HUB_KEYS GUEST_SECTIONS N: a hub on a private control
+# socket (its lock beside it) with N guests up; sets CTL
 start_hub() {
 	local conf=$TMP/$1.conf
-	printf '[hub]\nsegment = /dev/shm/hub-bench-%s-%s\ncontrol = %s/%s.sock\n%b\n%b' \
-		"$$" "$1" "$TMP" "$1" "$2" "$3" > "$conf"
+	printf '[hub]\ncontrol = %s/%s.sock\n%b\n%b' "$TMP" "$1" "$2" "$3" > "$conf"
 	${PIN_HUB:-} "$B/hubd" -f "$conf" 2>"$TMP/$1.log" &
 	HUBS+=($!)
 	CTL="$B/hubctl -s $TMP/$1.sock -t 600"
@@ -105,6 +106,19 @@ start_hub() {
 }
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# What hubd maps (its domains and pools: hubctl status) and what of it is
+# resident (the pages of every /memfd:hub* it holds open), in bytes
+mapped() { $CTL -j status | sed -n 's/.*"mapped_bytes":\([0-9]*\).*/\1/p'; }
+resident() {
+	local f n=0
+
+	for f in /proc/"$1"/fd/*; do
+		case $(readlink "$f" 2>/dev/null) in
+		/memfd:hub*) n=$((n + $(stat -L -c '%b * %B' "$f"))) ;;
+		esac
+	done
+	echo "$n"
+}
 
 # peers run where make bench has them (make check's smoke run does not)
 PEERS=""
@@ -191,35 +205,73 @@ h1=$(cpu_ticks "$MANY_HUBD"); g1=$(cpu_all $MANY_PIDS)
 IDLE_MANY_HUB=$(awk -v d=$((h1 - h0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
 IDLE_MANY_GUESTS=$(awk -v d=$((g1 - g0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
 
-# Large payloads through the shared pool, default classes: a 16 MiB item
-# needs a channel credit of at least its size (the default is 64K)
-echo "hub, large payloads..." >&2
-start_hub large "max_guests = 3\ninitial_credit = 64M" \
-	"[guest l1]\nexec = $B/tests/bench/benchguest\nargs = --prefix l1\n[guest l2]\nexec = $B/tests/bench/benchguest\nargs = --prefix l2\n" 2
-large() {	# large KIND ITEM: the best of REPS runs, each checked
-	local out i rates=()
-
-	for i in $(seq "$REPS"); do
-		if [ "$1" = sink ]; then
-			out=$($CTL call l1.stream "$LARGE" "$2")
-			must "send=0 hash_ok=1" "$out"
-		else
-			out=$($CTL call l1.g2g l2 "$LARGE" "$2" 4)
-			must failed=0 "$out"
-		fi
-		rates+=("$(val gb_per_s "$out")")
-	done
-	printf '%s\n' "${rates[@]}" | sort -g | tail -1
+# Large payloads through the shared pools, default classes: a 16 MiB item
+# needs a channel credit of at least its size (the default is 64K). The
+# guest to guest runs go through two hubs: each guest a zone of its own
+# (the default: hubd copies every argument from the caller's pool into
+# the callee's) and both in one zone (the slot is handed on, no byte
+# copied); the small calls too (8 B travels inline, 1 KiB in a pool slot).
+# The two hubs take turns, REPS rounds: the best of each figure.
+LARGE_KEYS="max_guests = 3\ninitial_credit = 64M"
+large_guests() {	# large_guests ZONE_LINE
+	printf '[guest l1]\nexec = %s\nargs = --prefix l1\n%s[guest l2]\nexec = %s\nargs = --prefix l2\n%s' \
+		"$B/tests/bench/benchguest" "$1" "$B/tests/bench/benchguest" "$1"
 }
-SINK1M=$(large sink 1048576)
-SINK16M=$(large sink 16777216)
-G2G1M=$(large g2g 1048576)
-G2G16M=$(large g2g 16777216)
-SEG_LARGE=$(stat -c %s "/dev/shm/hub-bench-$$-large")
+large() {	# large KIND ITEM: one run's GB/s, checked
+	local out
 
-# The default config's segment, as hubd lays it out
-start_hub default "" "" 0
-SEG_DEFAULT=$(stat -c %s "/dev/shm/hub-bench-$$-default")
+	if [ "$1" = sink ]; then
+		out=$($CTL call l1.stream "$LARGE" "$2")
+		must "send=0 hash_ok=1" "$out"
+	else
+		out=$($CTL call l1.g2g l2 "$LARGE" "$2" 4)
+		must failed=0 "$out"
+	fi
+	val gb_per_s "$out"
+}
+# g2g_round NAME: one round of the guest to guest figures on the hub CTL
+# names, each appended to $TMP/NAME.FIGURE
+g2g_round() {
+	local r
+
+	large g2g 1048576 >> "$TMP/$1.1m"
+	large g2g 16777216 >> "$TMP/$1.16m"
+	r=$($CTL call l1.rtt l2.echo "$N_RTT" 8); must p99_ns= "$r"
+	val median_ns "$r" >> "$TMP/$1.8"
+	r=$($CTL call l1.rtt l2.echo "$N_RTT" 1024); must p99_ns= "$r"
+	val median_ns "$r" >> "$TMP/$1.1k"
+}
+highest() { sort -g "$1" | tail -1; }
+echo "hub, large payloads: each guest a zone of its own, and both in one zone..." >&2
+start_hub large "$LARGE_KEYS" "$(large_guests "")" 2
+CTL_OWN=$CTL; HUBD_OWN=${HUBS[-1]}
+for _ in $(seq "$REPS"); do
+	large sink 1048576 >> "$TMP/sink.1m"
+	large sink 16777216 >> "$TMP/sink.16m"
+done
+SINK1M=$(highest "$TMP/sink.1m"); SINK16M=$(highest "$TMP/sink.16m")
+start_hub largez "$LARGE_KEYS" "$(large_guests "zone = bench\n")" 2
+CTL_ONE=$CTL; HUBD_ONE=${HUBS[-1]}
+for _ in $(seq "$REPS"); do
+	CTL=$CTL_OWN g2g_round own
+	CTL=$CTL_ONE g2g_round one
+done
+G2G1M=$(highest "$TMP/own.1m"); G2G16M=$(highest "$TMP/own.16m")
+Z1M=$(highest "$TMP/one.1m"); Z16M=$(highest "$TMP/one.16m")
+G2G_SMALL=$(sort -g "$TMP/own.8" | head -1); G2G_1K=$(sort -g "$TMP/own.1k" | head -1)
+Z_SMALL=$(sort -g "$TMP/one.8" | head -1); Z_1K=$(sort -g "$TMP/one.1k" | head -1)
+LARGE_MAPPED=$(CTL=$CTL_OWN mapped); LARGE_HELD=$(resident "$HUBD_OWN")
+LARGEZ_MAPPED=$(CTL=$CTL_ONE mapped); LARGEZ_HELD=$(resident "$HUBD_ONE")
+
+# The default config's hub with two guests: each guest's domain, each
+# zone's pool, what hubd maps and what of it is resident
+echo "hub, the default config..." >&2
+start_hub default "" \
+	"[guest d1]\nexec = $B/tests/bench/benchguest\nargs = --prefix d1\n[guest d2]\nexec = $B/tests/bench/benchguest\nargs = --prefix d2\n" 2
+DOM_DEFAULT=$($CTL -j peers | sed -n 's/.*"domain_bytes":\([0-9]*\).*/\1/p' | head -1)
+POOL_DEFAULT=$($CTL -j pool | grep -o '"members":[0-9]*,"bytes":[0-9]*' | head -1 | sed 's/.*://')
+DEFAULT_MAPPED=$(mapped); DEFAULT_HELD=$(resident "${HUBS[-1]}")
+DEFAULT_RSS=$(awk '$1 == "VmRSS:" { print $2 * 1024 }' "/proc/${HUBS[-1]}/status")
 
 # libguest on microthreads against hubd: the host-served call from a
 # handler run as a callback (fc, guest_run) and from one on a microthread
@@ -321,12 +373,18 @@ echo "| $NGUESTS guests, slowest / fastest | $MINR / $MAXR | calls/s | | $(ratio
 echo "| idle CPU after it, hubd / all $NGUESTS guests | $IDLE_MANY_HUB / $IDLE_MANY_GUESTS | % of a core | | | < 1 |"
 echo "| 1 MiB items into hub.sink (hubd hashes every byte: XXH3-64, libxxhash; the guest checks the hash) | $SINK1M | GB/s | shm copy 1 MiB $COPY1M_L GB/s | $(ratio "$SINK1M" "$COPY1M_L")x | >= 0.7x |"
 echo "| 16 MiB items into hub.sink (the same) | $SINK16M | GB/s | shm copy 16 MiB $COPY16M_L GB/s | $(ratio "$SINK16M" "$COPY16M_L")x | >= 0.7x |"
-echo "| guest to guest, 1 MiB arguments (4 calls in flight, reader copies out) | $G2G1M | GB/s | shm copy 1 MiB $COPY1M_L GB/s | $(ratio "$G2G1M" "$COPY1M_L")x | >= 0.7x |"
-echo "| guest to guest, 16 MiB arguments (the same) | $G2G16M | GB/s | shm copy 16 MiB $COPY16M_L GB/s | $(ratio "$G2G16M" "$COPY16M_L")x | >= 0.7x |"
+echo "| guest to guest, 1 MiB arguments (4 calls in flight, reader copies out): both guests in one zone (zero copy) / each a zone of its own (hubd copies) | $Z1M / $G2G1M | GB/s | shm copy 1 MiB $COPY1M_L GB/s | $(ratio "$Z1M" "$COPY1M_L")x / $(ratio "$G2G1M" "$COPY1M_L")x | >= 0.7x |"
+echo "| guest to guest, 16 MiB arguments (the same): one zone / zones of their own | $Z16M / $G2G16M | GB/s | shm copy 16 MiB $COPY16M_L GB/s | $(ratio "$Z16M" "$COPY16M_L")x / $(ratio "$G2G16M" "$COPY16M_L")x | >= 0.7x |"
+echo "| what isolation costs big payloads: zones of their own over one zone, 1 MiB / 16 MiB | $(ratio "$G2G1M" "$Z1M")x / $(ratio "$G2G16M" "$Z16M")x | | | | |"
+echo "| guest to guest call, 8 B (inline, never copied), median, lowest of $REPS: one zone / zones of their own (the same two hubs) | $Z_SMALL / $G2G_SMALL | ns | | $(ratio "$G2G_SMALL" "$Z_SMALL")x | |"
+echo "| guest to guest call, 1 KiB (a pool slot: copied across zones), median: one zone / zones of their own | $Z_1K / $G2G_1K | ns | | $(ratio "$G2G_1K" "$Z_1K")x | |"
 echo "| shared pool allocate+free, 64 B, 1 process | $POOL_VAR | ns/pair | fixed pool $POOL_FIXED ns/pair | $(ratio "$POOL_VAR" "$POOL_FIXED")x | |"
 echo "| shared pool allocate+free, 64 B, 2 processes, same class | $POOL_VAR2 | ns/pair | fixed pool, same pool, $POOL_FIXED2 ns/pair | $(ratio "$POOL_VAR2" "$POOL_FIXED2")x | |"
-echo "| segment, default config (16 guests, shared pool: payloads to 32 MiB; hp_geometry_compute says $SEG_DEFAULT_CALC) | $SEG_DEFAULT | bytes | fixed pools only, 16 guests, 16 MiB slots (computed) $SEG_FIXED16M bytes | $(ratio "$SEG_FIXED16M" "$SEG_DEFAULT")x smaller | |"
-echo "| segment of the large-payload hub after its runs (3 guests; extents appended on demand) | $SEG_LARGE | bytes | | | |"
+echo "| a guest's domain, default config (laid out for 16 guests, only its own areas touched; hp_geometry_compute says $DOM_DEFAULT_CALC) | $DOM_DEFAULT | bytes | fixed pools only, 16 MiB slots (computed) $DOM_FIXED16M bytes | $(ratio "$DOM_FIXED16M" "$DOM_DEFAULT")x smaller | |"
+echo "| a zone's pool, default config, as it starts (payloads to 32 MiB; hp_var_initial_size says $POOL_DEFAULT_CALC) | $POOL_DEFAULT | bytes | | | |"
+echo "| the default config's hub with 2 guests: mapped by hubd (2 domains, 2 pools) / resident in them | $DEFAULT_MAPPED / $DEFAULT_HELD | bytes | hubd's VmRSS $DEFAULT_RSS bytes | | |"
+echo "| the large-payload hubs after their runs (2 guests; extents appended on demand), mapped / resident: one zone | $LARGEZ_MAPPED / $LARGEZ_HELD | bytes | | | |"
+echo "| the same, zones of their own | $LARGE_MAPPED / $LARGE_HELD | bytes | one zone, resident $LARGEZ_HELD bytes | $(ratio "$LARGE_HELD" "$LARGEZ_HELD")x | |"
 echo "| microthread yield, one switch (P = 1) | $MT_YIELD | ns | bare jump_fcontext pair $MT_FCTX ns | $(ratio "$MT_YIELD" "$MT_FCTX")x | |"
 echo "| the same against a condvar hand-off between two threads | $MT_YIELD | ns | condvar $MT_CONDVAR ns; both threads on CPU 0 $MT_CONDVAR_1CPU ns | $(ratio "$MT_CONDVAR" "$MT_YIELD")x / $(ratio "$MT_CONDVAR_1CPU" "$MT_YIELD")x slower | |"
 echo "| microthread spawn + exit + join | $MT_SPAWN | ns | one switch $MT_YIELD ns | $(ratio "$MT_SPAWN" "$MT_YIELD")x | |"
