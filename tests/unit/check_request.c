@@ -52,12 +52,14 @@ START_TEST(test_every_command_has_a_row)
 }
 END_TEST
 
-/* Reading is for anyone who can open the socket; calls and changes only
- * for root and hubd's user (doc/security.md). */
+/* Reading is for anyone who can open the socket; calls, changes and the
+ * guests' memory (domains) only for root and hubd's user
+ * (doc/security.md). */
 START_TEST(test_who_may_run_what)
 {
 	static const char *const reads[] = { "peers", "methods", "status", "stats", "pool" };
-	static const char *const changes[] = { "call", "reload", "restart", "stop", "start" };
+	static const char *const changes[] = { "call", "reload", "restart", "stop", "start",
+					       "domains" };
 	int n = 0;
 
 	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
