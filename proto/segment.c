@@ -167,9 +167,11 @@ hp_segment_memfd(const char *name, uint64_t size, int fixed, const char **why)
 	unsigned int seals = F_SEAL_SHRINK | F_SEAL_SEAL | (fixed ? F_SEAL_GROW : 0);
 	int fd, rc;
 
-	/* no name in any filesystem: nothing to leave behind, nothing another
-	 * process can open unless handed the fd (MFD_CLOEXEC: only the
-	 * guest it is meant for inherits it, spawn.c) */
+	/* No name in any filesystem. r[shm.file.permissions]: nothing
+	 * another process can open unless handed the fd (MFD_CLOEXEC: only
+	 * the guest it is meant for inherits it, spawn.c), whatever its
+	 * mode; r[shm.file.cleanup]: nothing to leave behind, the memory
+	 * goes with the last process that holds it, a hubd killed too */
 	if ((fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0) {
 		rc = -errno;
 		if (why != NULL)
