@@ -59,7 +59,7 @@ HUBCTL_OBJ := $(HUBCTL_SRC:hubctl/%.c=$(B)/hubctl-obj/%.o)
 DAEMON_SRC := $(filter-out daemon/hubd.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
-DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash) -lev
+DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash libseccomp) -lev
 # hubctl: JSON, sizes and the segment's code; no event loop, no config parser
 HUBCTL_LIBS = $(shell pkg-config --libs json-c libbsd)
 

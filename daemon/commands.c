@@ -14,6 +14,7 @@
 
 #include "daemon/client.h"
 #include "daemon/commands.h"
+#include "daemon/filter.h"
 #include "daemon/control.h"
 #include "daemon/host.h"
 #include "daemon/jsonout.h"
@@ -153,6 +154,8 @@ peer_json(struct hub *h, struct peer *p)
 	json_object_object_add(o, "uptime_s", json_seconds(p->state == PEER_UP ? now - p->up_ns : 0));
 	json_object_object_add(o, "exec", json_object_new_string(p->conf->exec));
 	json_object_object_add(o, "user", user_json(p->conf));
+	json_object_object_add(o, "seccomp", json_object_new_boolean(p->conf->seccomp &&
+								       filter_ready()));
 	{
 		json_object *args = json_object_new_array();
 

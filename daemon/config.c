@@ -48,6 +48,7 @@ config_guest_defaults(struct config_guest *g)
 	g->uid = g->gid = -1;
 	g->run_uid = g->run_gid = -1;
 	g->shared_pool = 1;
+	g->seccomp = 1;
 }
 
 int
@@ -498,6 +499,7 @@ config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 	    a->restart != b->restart || a->max_deaths != b->max_deaths ||
 	    a->uid != b->uid || a->gid != b->gid || a->limit_memory != b->limit_memory ||
 	    a->limit_files != b->limit_files || a->shared_pool != b->shared_pool ||
+	    a->seccomp != b->seccomp ||
 	    strcmp(a->zone, b->zone) != 0 ||
 	    a->processors != b->processors || a->pool_quota != b->pool_quota ||
 	    a->pool_quota_slots != b->pool_quota_slots ||

@@ -55,6 +55,7 @@ struct config_guest {
 	uint64_t	limit_memory;	/* RLIMIT_AS in bytes, 0: unchanged */
 	uint64_t	limit_files;	/* RLIMIT_NOFILE, 0: unchanged */
 	int		shared_pool;	/* may use the shared variable pool */
+	int		seccomp;	/* started with filter.c's system call filter */
 	char		zone[CONFIG_GUEST_NAME_MAX + 1];	/* whose pool it shares;
 						 * "": its own (config_zone) */
 	uint32_t	processors;	/* HUB_PROCESSORS for guest_run_mt, 0: unset */

@@ -481,6 +481,7 @@ static const struct key guest_keys[] = {
 	{ "limit_files", key_number, GUEST(limit_files), .min = 16, .max = 1u << 20 },
 	{ "processors", key_number, GUEST(processors), .min = 1, .max = 256 },
 	{ "shared_pool", key_bool, GUEST(shared_pool) },
+	{ "seccomp", key_bool, GUEST(seccomp) },
 	{ "zone", key_zone, GUEST(zone) },
 	{ "pool_quota", key_size, GUEST(pool_quota), .min = 1, .max = UINT64_MAX },
 	{ "pool_quota_slots", key_number, GUEST(pool_quota_slots), .min = 1, .max = UINT32_MAX },

@@ -19,6 +19,7 @@
 #include "daemon/commands.h"
 #include "daemon/control.h"
 #include "daemon/dispatch.h"
+#include "daemon/filter.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
@@ -311,6 +312,7 @@ setup(struct hub *h)
 	struct hub_conf *c = &h->conf;
 	struct hp_geometry geo;
 	char size[24];
+	int rc;
 
 	if (hp_geometry_compute(&c->params, &geo, NULL) != 0)
 		return -1;	/* config_load checked it */
@@ -335,6 +337,8 @@ setup(struct hub *h)
 		goto nomem;
 	h->ncpus = hp_cpus_usable();
 	host_awake_update(h, 1);	/* counted until the loop sleeps */
+	if ((rc = filter_init()) != 0)
+		log_warnx("guests run without a system call filter: %s", strerror(-rc));
 	/* last: a socket that answers means a hub that is ready */
 	if (control_init(h, &commands_ops) != 0) {
 		log_warnx("cannot open the control socket %s", c->control_path);
@@ -369,6 +373,7 @@ teardown(struct hub *h)
 		control_close(h);
 	for (uint32_t i = 0; i < h->npeers; i++)
 		hp_segment_close(&h->peers[i].dom);
+	filter_free();
 	pool_free(h);
 	if (h->lock_held)
 		unlink(h->lock_path);

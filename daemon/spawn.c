@@ -20,6 +20,7 @@
 
 #include <bsd/unistd.h>
 
+#include "daemon/filter.h"
 #include "daemon/log.h"
 #include "daemon/pool.h"
 #include "daemon/spawn.h"
@@ -86,6 +87,7 @@ enum child_step {
 	CHILD_GROUP,
 	CHILD_USER,
 	CHILD_FDS,
+	CHILD_FILTER,
 	CHILD_EXEC,
 };
 
@@ -100,7 +102,8 @@ child_step_name(int step)
 	static const char *const names[] = {
 		[CHILD_RLIMIT_AS] = "limit_memory", [CHILD_RLIMIT_NOFILE] = "limit_files",
 		[CHILD_GROUP] = "group", [CHILD_USER] = "user",
-		[CHILD_FDS] = "inherited fds", [CHILD_EXEC] = "exec",
+		[CHILD_FDS] = "inherited fds", [CHILD_FILTER] = "seccomp",
+		[CHILD_EXEC] = "exec",
 	};
 
 	return step >= 0 && step <= CHILD_EXEC ? names[step] : "?";
@@ -136,6 +139,7 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
 {
 	struct child_err ce = { CHILD_EXEC, 0 };
 	sigset_t all;
+	int rc;
 
 	/* Its own process group (hubd sets it too, whichever runs first):
 	 * what it forks is ended with it, and a ^C at hubd's terminal is
@@ -210,6 +214,12 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
 		}
 		err_fd = GUEST_ERRPIPE_FD;
 		closefrom(GUEST_FDS);
+	}
+	/* last, no_new_privs set: what no guest may ask of the kernel */
+	ce.step = CHILD_FILTER;
+	if (p->conf->seccomp && (rc = filter_apply()) != 0) {
+		errno = -rc;
+		goto fail;
 	}
 	ce.step = CHILD_EXEC;
 	/* libguest's microthreads run on this many processors (hubd has

@@ -102,6 +102,9 @@ peer_detail(const struct ctl *ctl, json_object *p)
 	user_text(buf, sizeof(buf), get(p, "user"), 0);
 	if (buf[0] != '\0')
 		printf("user: %s\n", buf);
+	if (get(p, "seccomp") != NULL)
+		printf("seccomp: %s\n", json_object_get_boolean(get(p, "seccomp")) ?
+		       "its system calls filtered" : "none");
 	if (json_object_is_type(args, json_type_array) && json_object_array_length(args) > 0) {
 		printf("args:");
 		for (size_t i = 0; i < json_object_array_length(args); i++)

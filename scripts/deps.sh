@@ -14,6 +14,7 @@ has_pc libbsd  || need="$need libbsd-dev"
 has_pc inih    || need="$need libinih-dev"
 has_pc json-c  || need="$need libjson-c-dev"
 has_pc libxxhash || need="$need libxxhash-dev"
+has_pc libseccomp || need="$need libseccomp-dev"	# the guests' system call filter
 has_header ev.h || need="$need libev-dev"	# Debian's libev ships no .pc
 command -v "${CXX:-g++}" >/dev/null 2>&1 || need="$need g++"	# guest.h as C++
 # libguest's microthreads switch stacks with Boost's fcontext (C linkage,

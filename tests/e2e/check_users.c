@@ -336,6 +336,39 @@ START_TEST(test_hub_group_is_not_the_guests)
 }
 END_TEST
 
+/* Every guest starts with filter.c's system call filter: even as root
+ * (user = root, so that its uid stops nothing) it cannot read its own
+ * memory through process_vm_readv, unshare, use keys or perf; with
+ * seccomp = no it can, and peers says which. */
+START_TEST(test_system_calls_filtered)
+{
+	char a[1100], b[1100], guests[2300], *out;
+	json_object *p;
+
+	if (geteuid() != 0)
+		return;
+	guest(a, sizeof(a), "kept", intruder(), "user = root\n");
+	guest(b, sizeof(b), "free", intruder(), "user = root\nseccomp = no\n");
+	snprintf(guests, sizeof(guests), "%s%s", a, b);
+	hub_start_up(&hub, NULL, guests, "kept,free");
+	ck_assert(hub_wait_method(&hub, "kept.kernel,free.kernel") == 0);
+	out = call("kept.kernel", NULL, NULL);
+	ck_assert_str_eq(out, "process_vm_readv=EPERM unshare=EPERM keyctl=EPERM "
+			 "perf_event_open=EPERM\n");
+	free(out);
+	out = call("free.kernel", NULL, NULL);
+	ck_assert_msg(strncmp(out, "process_vm_readv=ok unshare=ok ", 31) == 0, "%s", out);
+	free(out);
+	p = hub_peer(&hub, "kept");
+	ck_assert(json_object_get_boolean(json_get(p, "seccomp")));
+	json_object_put(p);
+	p = hub_peer(&hub, "free");
+	ck_assert(!json_object_get_boolean(json_get(p, "seccomp")));
+	json_object_put(p);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* user = root runs the guest as root, said so; guest_uids = no runs
  * every guest without user = as hubd's user. */
 START_TEST(test_user_root_and_guest_uids_no)
@@ -511,6 +544,7 @@ suite_users(void)
 	tcase_add_test(tc, test_guest_cannot_touch_others);
 	tcase_add_test(tc, test_guest_cannot_use_control);
 	tcase_add_test(tc, test_hub_group_is_not_the_guests);
+	tcase_add_test(tc, test_system_calls_filtered);
 	tcase_add_test(tc, test_user_root_and_guest_uids_no);
 	tcase_add_test(tc, test_unreachable_exec_runs_as_hubd);
 	tcase_add_test(tc, test_hubd_not_root);

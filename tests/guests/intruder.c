@@ -9,7 +9,12 @@
  *			/proc/PID/fd), fd0..fd3 (open /proc/PID/fd/N)
  *   control PATH NAME	connects to the control socket PATH and asks it to
  *			stop guest NAME: "connect=ERRNO", or "answer=LINE"
- *   whoami		"uid=N gid=N groups=A,B" (groups empty: none) */
+ *   whoami		"uid=N gid=N groups=A,B" (groups empty: none)
+ *   kernel		asks what filter.c's seccomp filter forbids, of
+ *			itself (so that only the filter can say no):
+ *			process_vm_readv of its own memory, unshare of a
+ *			mount namespace, keyctl, perf_event_open: each
+ *			NAME=ok or NAME=ERRNO */
 #include <dirent.h>
 #include <err.h>
 #include <errno.h>
@@ -18,7 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -177,6 +185,35 @@ whoami(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_str(c, out);
 }
 
+static void
+kernel(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	char mine[16] = "mine", got[16], out[256];
+	struct iovec local = { got, sizeof(got) }, remote = { mine, sizeof(mine) };
+	long r[4];
+	int e[4];
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	errno = 0;
+	r[0] = (long)process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	e[0] = errno;
+	errno = 0;
+	r[1] = unshare(CLONE_NEWNS);	/* allowed to root, were it not filtered */
+	e[1] = errno;
+	errno = 0;
+	r[2] = syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -1 /* thread */, 0);
+	e[2] = errno;
+	errno = 0;
+	r[3] = syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0);
+	e[3] = errno;
+	snprintf(out, sizeof(out), "process_vm_readv=%s unshare=%s keyctl=%s perf_event_open=%s",
+		 r[0] >= 0 ? "ok" : err_name(e[0]), r[1] == 0 ? "ok" : err_name(e[1]),
+		 r[2] >= 0 ? "ok" : err_name(e[2]), r[3] >= 0 ? "ok" : err_name(e[3]));
+	reply_str(c, out);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -184,6 +221,7 @@ main(int argc, char *argv[])
 		{ "probe", "u64->str", probe },
 		{ "control", "str,str->str", control },
 		{ "whoami", "->str", whoami },
+		{ "kernel", "->str", kernel },
 	};
 	struct guest *g;
 	const char *why;

@@ -336,6 +336,12 @@ START_TEST(test_pool_section)
 	ck_assert_int_eq(c.guests[0].shared_pool, 1);
 	ck_assert_int_eq(c.guests[1].shared_pool, 0);
 	config_free(&c);
+	/* the system call filter, on unless said otherwise */
+	ck_assert_msg(load("[guest a]\nexec = /bin/true\n[guest b]\nexec = /bin/true\n"
+			   "seccomp = no\n", &c) == 0, "load: %s", errtext);
+	ck_assert_int_eq(c.guests[0].seccomp, 1);
+	ck_assert_int_eq(c.guests[1].seccomp, 0);
+	config_free(&c);
 	expect_error("[guest a]\nexec = /bin/true\nshared_pool = maybe\n", 3, "not yes or no");
 }
 END_TEST
