@@ -263,6 +263,7 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	     uint32_t id, uint64_t method_id, uint32_t charged)
 {
 	struct qmsg *b;
+	struct peer *c;
 	uint32_t slot, gen, off = m->desc.payload_offset;
 	int same, rc;
 
@@ -323,12 +324,14 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	/* a guest that calls and never reads what comes back, or floods a
 	 * callee, cannot take the pool from the others: what waits here on
 	 * its behalf counts against its quota (ended once over, its message
-	 * kept: the callee's answer is due all the same) */
-	b->charged = charged;
+	 * kept: the callee's answer is due all the same); a slot of a pool
+	 * it has alone starves only itself, and does not count */
+	c = hub_peer(h, charged);
+	b->charged = c != NULL && c->zone == b->zone && b->zone->members == 1 ? 0 : charged;
 	charge(h, b, 1);
 	backlog(q, b);
-	if (charged != 0 && h->hooks.over_quota != NULL)
-		h->hooks.over_quota(h, hub_peer(h, charged), 0, 0);
+	if (b->charged != 0 && h->hooks.over_quota != NULL)
+		h->hooks.over_quota(h, c, 0, 0);
 	return 0;
 }
 

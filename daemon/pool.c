@@ -303,8 +303,15 @@ pool_usage(struct hub *h, struct peer *p, struct pool_use *u)
 	memset(u, 0, sizeof(*u));
 	if (p->zone == NULL)
 		return;
-	u->slots = p->zone->held[p->id].slots + p->pool_charged_slots;
-	u->bytes = p->zone->held[p->id].bytes + p->pool_charged_bytes;
+	/* what it holds of its zone's pool counts where it has zone mates
+	 * to starve (alone in its zone it can starve only itself); what
+	 * hubd holds on its behalf, in any zone's pool, always */
+	u->slots = p->pool_charged_slots;
+	u->bytes = p->pool_charged_bytes;
+	if (p->zone->members > 1) {
+		u->slots += p->zone->held[p->id].slots;
+		u->bytes += p->zone->held[p->id].bytes;
+	}
 	quota(h, p, &u->max_slots, &u->max_bytes);
 }
 
@@ -419,6 +426,9 @@ starved_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct hub *h = w->data;
 
 	(void)revents;
+	/* the backlogs that waited for a slot are tried again */
+	for (uint32_t i = 0; i < h->npeers; i++)
+		h->peers[i].bl_starved = 0;
 	if (!ev_is_active(&h->idle_w))
 		ev_idle_start(loop, &h->idle_w);
 }

@@ -330,16 +330,25 @@ START_TEST(test_flood_without_reading_ended_by_pool_quota)
 }
 END_TEST
 
-/* A guest that takes slots itself and keeps them is ended by the
- * sweeper once it holds more than [pool] quota_slots. */
+/* A guest that takes slots of the pool it shares with a zone mate and
+ * keeps them is ended by the sweeper once it holds more than [pool]
+ * quota_slots; alone in its zone it starves only itself, and is not. */
 START_TEST(test_hoarded_slots_over_quota_ended)
 {
 	char detail[256];
 	const char *d = NULL;
 
-	hub_start_up(&hub, "[pool]\nquota_slots = 4\n",
+	hub_start_up(&hub, "[pool]\nquota_slots = 4\nsweep_interval = 50ms\n",
 		     "[guest breaker]\nexec = @/tests/guests/poolbreaker\n"
 		     "args = --act=hold\nrestart = never\n", NULL);
+	ck_assert(hub_wait_up(&hub, "breaker", 5000) == 0);
+	sleep_ms(1000);		/* twenty sweeps */
+	ck_assert_str_eq(hub_peer_state(&hub, "breaker"), "up");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	hub_start_up(&hub, "[pool]\nquota_slots = 4\n",
+		     "[guest breaker]\nexec = @/tests/guests/poolbreaker\n"
+		     "args = --act=hold\nrestart = never\nzone = z\n"
+		     "[guest echo]\nexec = @/guests/echo\nzone = z\n", NULL);
 	for (int i = 0; i < 500 && d == NULL; i++) {
 		d = death_detail("breaker", "pool quota", detail, sizeof(detail));
 		sleep_ms(20);
