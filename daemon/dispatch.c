@@ -67,7 +67,10 @@ serve_peer(struct hub *h, struct peer *p)
 	struct hp_msg_in m;
 	int n, rc;
 
-	host_flush_backlog(h, p);
+	/* a backlog that waits for a pool slot is tried again by its timer,
+	 * not on every round (pool.c) */
+	if (!p->bl_starved)
+		host_flush_backlog(h, p);
 	for (n = 0; n < SERVE_BATCH && !p->paused && host_serving(p); n++) {
 		rc = host_recv(h, p, &m);
 		if (rc != 0)
