@@ -16,8 +16,11 @@
  *   back to the guest only as the client takes the items;
  * - a client that takes nothing for client_timeout while answers wait, or
  *   asks nothing for that long, is closed;
- * - out of file descriptors, accepting pauses for ACCEPT_RETRY. */
+ * - out of file descriptors (guests failing to spawn take every one that
+ *   comes free), one kept in reserve takes a client, so that an operator
+ *   can still stop guests; beyond it accepting pauses for ACCEPT_RETRY. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +51,7 @@
 static const struct control_ops *handlers;
 
 static void client_close(struct client *c);
+static void spare_take(struct hub *h);
 static void client_process(struct client *c);
 
 /* Reading requests: while none is too long or waits to be served behind
@@ -279,6 +283,7 @@ client_close(struct client *c)
 	ev_io_stop(h->loop, &c->ww);
 	ev_timer_stop(h->loop, &c->tw);
 	close(c->fd);
+	spare_take(h);		/* before anything else can take the fd just freed */
 	for (struct client **pp = &h->clients; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
@@ -371,6 +376,14 @@ client_new(struct hub *h, int fd)
 		  (unsigned)cred.uid, (int)cred.pid, h->nclients);
 }
 
+/* The fd kept in reserve for a client, if one is free to keep. */
+static void
+spare_take(struct hub *h)
+{
+	if (h->ctl_spare < 0)
+		h->ctl_spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 static void
 accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -392,6 +405,15 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
+		if ((errno == EMFILE || errno == ENFILE) && h->ctl_spare >= 0) {
+			if (!h->ctl_starved)
+				log_warnx("control: out of file descriptors: a client "
+					  "takes the one kept for it");
+			h->ctl_starved = 1;
+			close(h->ctl_spare);
+			h->ctl_spare = -1;
+			continue;
+		}
 		/* EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays queued
 		 * and the socket readable; retrying at once would spin */
 		if (!h->ctl_starved)
@@ -410,6 +432,7 @@ accept_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct hub *h = w->data;
 
 	(void)revents;
+	spare_take(h);
 	ev_io_start(loop, &h->ctl_w);
 	accept_cb(loop, &h->ctl_w, EV_READ);	/* at once: also sees the queue empty */
 }
@@ -468,6 +491,7 @@ control_init(struct hub *h, const struct control_ops *ops)
 	h->ctl_w.data = h;
 	ev_timer_init(&h->ctl_retry_w, accept_retry_cb, ACCEPT_RETRY, 0);
 	h->ctl_retry_w.data = h;
+	spare_take(h);
 	ev_io_start(h->loop, &h->ctl_w);
 	return 0;
 }
@@ -495,5 +519,8 @@ control_close(struct hub *h)
 	ev_io_stop(h->loop, &h->ctl_w);
 	ev_timer_stop(h->loop, &h->ctl_retry_w);
 	close(h->ctl_fd);
+	if (h->ctl_spare >= 0)
+		close(h->ctl_spare);
+	h->ctl_spare = -1;
 	unlink(h->conf.control_path);
 }

@@ -261,6 +261,7 @@ struct hub {
 	ev_io			ctl_w;
 	ev_timer		ctl_retry_w;	/* accepting paused: out of fds */
 	int			ctl_starved;	/* logged that episode already */
+	int			ctl_spare;	/* /dev/null, closed to take a client when no fd is left */
 	int			ctl_refusing;	/* logged a refused client already */
 	struct client		*clients;
 	uint32_t		nclients;
