@@ -18,6 +18,7 @@
 #include "daemon/control.h"
 #include "daemon/host.h"
 #include "daemon/jsonout.h"
+#include "daemon/lanes.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/pcjson.h"
@@ -177,6 +178,20 @@ peer_json(struct hub *h, struct peer *p)
 		json_object_array_add(deaths, e);
 	}
 	json_object_object_add(o, "deaths", deaths);
+	{
+		/* its traffic, lanes included (lanes.c), and its lanes */
+		struct peer_stats st;
+
+		host_stats(p, &st);
+		lanes_stats(h, p, &st);
+		json_object_object_add(o, "calls_in", json_object_new_uint64(st.calls_in));
+		json_object_object_add(o, "calls_out", json_object_new_uint64(st.calls_out));
+		json_object_object_add(o, "lanes", json_object_new_int((int)p->nlanes));
+		json_object_object_add(o, "lane_calls_in", json_object_new_uint64(st.lane_calls_in));
+		json_object_object_add(o, "lane_calls_out", json_object_new_uint64(st.lane_calls_out));
+		json_object_object_add(o, "lane_violations",
+				       json_object_new_uint64(st.lane_violations));
+	}
 	if (p->view.pool != NULL) {
 		const struct hp_params *prm = &h->conf.params;
 		struct hp_peer_snap e;
@@ -382,7 +397,7 @@ cmd_stats(struct client *c, const struct control_req *r)
 	static const char *const keys[] = {
 		"calls_in", "calls_out", "bytes_in", "bytes_out", "ring_full",
 		"slot_exhausted", "credit_waits", "wakes", "deaths", "restarts",
-		"violations",
+		"violations", "lane_calls_in", "lane_calls_out", "lane_violations",
 	};
 	struct hub *h = c->h;
 	uint64_t total[sizeof(keys) / sizeof(keys[0])] = { 0 };
@@ -400,6 +415,7 @@ cmd_stats(struct client *c, const struct control_req *r)
 		if (p->conf == NULL)
 			continue;
 		host_stats(p, &st);
+		lanes_stats(h, p, &st);	/* its calls over lanes count as well */
 		v[0] = st.calls_in;
 		v[1] = st.calls_out;
 		v[2] = st.bytes_in;
@@ -411,6 +427,9 @@ cmd_stats(struct client *c, const struct control_req *r)
 		v[8] = p->ndeaths;
 		v[9] = p->restarts > 0 ? p->restarts - 1 : 0;
 		v[10] = st.violations;
+		v[11] = st.lane_calls_in;
+		v[12] = st.lane_calls_out;
+		v[13] = st.lane_violations;
 		g = json_object_new_object();
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 			add_u64(g, keys[k], v[k]);
@@ -635,6 +654,18 @@ cmd_status(struct client *c, const struct control_req *r)
 	/* the wait strategy's view: spin while awake <= cpus (endpoint.h) */
 	json_object_object_add(o, "awake_processes", json_object_new_int64(h->awake));
 	json_object_object_add(o, "cpus", json_object_new_int((int)h->ncpus));
+	client_reply(c, o);
+}
+
+/* Open lanes with each side's figures, and the lanes closed over a
+ * broken rule (lanes.c). */
+static void
+cmd_lanes(struct client *c, const struct control_req *r)
+{
+	json_object *o = lanes_json(c->h);
+
+	(void)r;
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	client_reply(c, o);
 }
 

@@ -49,6 +49,18 @@ config_guest_defaults(struct config_guest *g)
 	g->run_uid = g->run_gid = -1;
 	g->shared_pool = 1;
 	g->seccomp = 1;
+	g->lanes = LANES_ANY;
+}
+
+int
+config_lanes_allow(const struct config_guest *g, const char *name)
+{
+	char word[CONFIG_GUEST_NAME_MAX + 3];
+
+	if (g->lanes != LANES_WITH)
+		return g->lanes == LANES_ANY;
+	snprintf(word, sizeof(word), " %s ", name);
+	return strstr(g->lanes_with, word) != NULL;
 }
 
 int
@@ -379,6 +391,7 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	c->goodbye_grace_ns = 100ull * 1000000;
 	c->client_timeout_ns = 30ull * 1000000000;
 	c->calls_in_flight = 1024;
+	c->lanes_per_guest = 16;
 	c->pool_sweep_ns = 250ull * 1000000;
 	c->pool_stuck_ns = 30ull * 1000000000;
 	if ((c->file = strdup(file)) == NULL ||
@@ -499,7 +512,8 @@ config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 	    a->restart != b->restart || a->max_deaths != b->max_deaths ||
 	    a->uid != b->uid || a->gid != b->gid || a->limit_memory != b->limit_memory ||
 	    a->limit_files != b->limit_files || a->shared_pool != b->shared_pool ||
-	    a->seccomp != b->seccomp ||
+	    a->seccomp != b->seccomp || a->lanes != b->lanes ||
+	    strcmp(a->lanes_with, b->lanes_with) != 0 ||
 	    strcmp(a->zone, b->zone) != 0 ||
 	    a->processors != b->processors || a->pool_quota != b->pool_quota ||
 	    a->pool_quota_slots != b->pool_quota_slots ||

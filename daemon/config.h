@@ -40,6 +40,14 @@ enum guest_runs {
 	GUEST_RUNS_USER,
 };
 
+/* [guest] lanes = yes | no | NAME, ...: with whom a guest may have
+ * direct lanes (lanes.c); a pair gets one only when each allows the other. */
+enum config_lanes {
+	LANES_NONE,
+	LANES_ANY,
+	LANES_WITH,
+};
+#define CONFIG_LANES_WITH_MAX	512
 struct config_guest {
 	char		name[CONFIG_GUEST_NAME_MAX + 1];
 	char		*exec;		/* path of the executable */
@@ -56,6 +64,8 @@ struct config_guest {
 	uint64_t	limit_files;	/* RLIMIT_NOFILE, 0: unchanged */
 	int		shared_pool;	/* may use the shared variable pool */
 	int		seccomp;	/* started with filter.c's system call filter */
+	int		lanes;		/* LANES_*: direct lanes to other guests */
+	char		lanes_with[CONFIG_LANES_WITH_MAX]; /* LANES_WITH: " a b " */
 	char		zone[CONFIG_GUEST_NAME_MAX + 1];	/* whose pool it shares;
 						 * "": its own (config_zone) */
 	uint32_t	processors;	/* HUB_PROCESSORS for guest_run_mt, 0: unset */
@@ -88,6 +98,7 @@ struct hub_conf {
 	uint32_t		calls_in_flight;	/* a guest's calls to guests routed at once */
 	uint32_t		channels_per_caller;	/* streams hubd opens in a guest's table
 							 * for one caller at once */
+	uint32_t		lanes_per_guest;	/* lanes one guest may have open */
 	uint64_t		pool_sweep_ns;		/* [pool] sweep_interval: the sweeper's period */
 	uint64_t		pool_stuck_ns;		/* [pool] stuck_after: a slot held this long is reported (0: never) */
 	uint64_t		pool_quota;		/* [pool] quota: bytes one guest may hold (0: default) */
@@ -107,6 +118,9 @@ void config_free(struct hub_conf *c);
 struct config_guest *config_guest_dup(const struct config_guest *g);
 void config_guest_free(struct config_guest *g);
 int config_guest_equal(const struct config_guest *a, const struct config_guest *b);
+
+/* Whether g allows a lane with the guest named name. */
+int config_lanes_allow(const struct config_guest *g, const char *name);
 
 /* Whether g may register method: one of its own names (NAME.*, NAME its
  * section's) or one its provides lists. config_load sees to it that no

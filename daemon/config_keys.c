@@ -347,6 +347,7 @@ key_payload(struct parser *p, const struct key *k, const char *value, void *base
 
 static int key_args(struct parser *p, const struct key *k, const char *value, void *base);
 static int key_provides(struct parser *p, const struct key *k, const char *value, void *base);
+static int key_lanes(struct parser *p, const struct key *k, const char *value, void *base);
 
 static int
 key_bool(struct parser *p, const struct key *k, const char *value, void *base)
@@ -455,6 +456,7 @@ static const struct key hub_keys[] = {
 	{ "calls_in_flight", key_number, HUB(calls_in_flight), .min = 1, .max = 1000000 },
 	{ "channels_per_caller", key_number, HUB(channels_per_caller), .min = 1,
 	  .max = HP_CHANNELS_MAX },
+	{ "lanes_per_guest", key_number, HUB(lanes_per_guest), .min = 1, .max = 64 },
 };
 
 static const struct key pool_keys[] = {
@@ -486,6 +488,7 @@ static const struct key guest_keys[] = {
 	{ "pool_quota", key_size, GUEST(pool_quota), .min = 1, .max = UINT64_MAX },
 	{ "pool_quota_slots", key_number, GUEST(pool_quota_slots), .min = 1, .max = UINT32_MAX },
 	{ "provides", key_provides, GUEST(provides) },
+	{ "lanes", key_lanes, GUEST(lanes) },
 };
 
 /* A bit per key in parser.hub_seen and guest_seen */
@@ -579,6 +582,22 @@ pattern_ok(const char *s, size_t n)
 	return 1;
 }
 
+/* The next item of a comma-separated list at *s, blanks around it cut:
+ * its start and length; *s moves past its comma, to NULL after the last. */
+static const char *
+list_item(const char **s, size_t *len)
+{
+	const char *item = *s, *end = strchr(item, ',');
+
+	*len = end != NULL ? (size_t)(end - item) : strlen(item);
+	*s = end != NULL ? end + 1 : NULL;
+	while (*len > 0 && isblank((unsigned char)*item))
+		item++, (*len)--;
+	while (*len > 0 && isblank((unsigned char)item[*len - 1]))
+		(*len)--;
+	return item;
+}
+
 /* provides = PATTERN, ...: the names the guest may register besides its
  * own NAME.*, each pattern checked here (every bad one reported); whether
  * they overlap another guest's names or the host's is finish()'s. */
@@ -587,18 +606,13 @@ key_provides(struct parser *p, const struct key *k, const char *value, void *bas
 {
 	struct config_guest *g = base;
 	char *pats[PROVIDES_MAX + 1];
-	const char *s = value, *end;
+	const char *next = value;
 	int n = 0, bad = 0;
 
-	for (;;) {
+	while (next != NULL) {
 		size_t len;
+		const char *s = list_item(&next, &len);
 
-		end = strchr(s, ',');
-		len = end != NULL ? (size_t)(end - s) : strlen(s);
-		while (len > 0 && isblank((unsigned char)*s))
-			s++, len--;
-		while (len > 0 && isblank((unsigned char)s[len - 1]))
-			len--;
 		if (len == 0) {
 			config_perr(p, p->line, "%s: an empty pattern: give method names or "
 				    "PREFIX.* separated by commas", k->name);
@@ -619,9 +633,6 @@ key_provides(struct parser *p, const struct key *k, const char *value, void *bas
 		} else {
 			n++;
 		}
-		if (end == NULL)
-			break;
-		s = end + 1;
 	}
 	pats[n] = NULL;
 	if (!bad && (g->provides = calloc((size_t)n + 1, sizeof(char *))) == NULL) {
@@ -635,6 +646,45 @@ key_provides(struct parser *p, const struct key *k, const char *value, void *bas
 	}
 	memcpy(g->provides, pats, ((size_t)n + 1) * sizeof(char *));
 	g->provides_line = p->line;
+	return 0;
+}
+
+/* lanes = yes | no | NAME, ...: the names kept as " a b " for
+ * config_lanes_allow; whether they name guests of the file is not
+ * checked (a guest added by a later reload may be meant). */
+static int
+key_lanes(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	struct config_guest *g = base;
+	const char *next = value;
+	size_t used = 1;
+
+	if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0) {
+		g->lanes = value[0] == 'y' ? LANES_ANY : LANES_NONE;
+		return 0;
+	}
+	g->lanes = LANES_WITH;
+	snprintf(g->lanes_with, sizeof(g->lanes_with), " ");
+	while (next != NULL) {
+		size_t len;
+		const char *s = list_item(&next, &len);
+
+		if (!config_valid_name(s, len)) {
+			config_perr(p, p->line, "%s: '%.*s' is not yes, no or a guest's name "
+				    "(give yes, no, or names separated by commas)",
+				    k->name, (int)len, s);
+			return -1;
+		}
+		if (used + len + 1 >= sizeof(g->lanes_with)) {
+			config_perr(p, p->line, "%s: more names than fit in %d bytes", k->name,
+				    CONFIG_LANES_WITH_MAX);
+			return -1;
+		}
+		memcpy(g->lanes_with + used, s, len);
+		used += len;
+		g->lanes_with[used++] = ' ';
+		g->lanes_with[used] = '\0';
+	}
 	return 0;
 }
 

@@ -37,7 +37,7 @@ typedef void	dispatch_fn(struct hub *h, struct peer *p, struct hp_msg_in *m);
 /* A work source: pump sends what it can for p (how many messages), ready
  * says whether pump would do something now. */
 typedef int	dispatch_work_fn(struct hub *h, struct peer *p);
-#define DISPATCH_TYPES		(HP_MSG_GOODBYE + 1)
+#define DISPATCH_TYPES		(HP_MSG_LANE + 1)
 #define DISPATCH_SOURCES_MAX	4
 
 /* The supervisor's states, events and decisions: lifecycle.h. The death
@@ -64,6 +64,8 @@ enum origin_kind {
 
 struct ext_call;
 struct relay;
+struct lane;
+struct lane_record;
 
 struct origin {
 	enum origin_kind kind;
@@ -140,6 +142,13 @@ struct peer_stats {
 	uint64_t	ring_full;
 	uint64_t	slot_exhausted;
 	uint64_t	wakes;
+	/* over lanes, in the figures the guests publish (lanes.c): counted
+	 * in calls_* and bytes_* too */
+	uint64_t	lane_calls_in;
+	uint64_t	lane_calls_out;
+	uint64_t	lane_violations;	/* lanes closed because it said the
+						 * other broke a rule, or the other
+						 * said it did */
 };
 
 /* A shared pool and the guests in it ([guest] zone = NAME; by default a
@@ -206,6 +215,7 @@ struct peer {
 	uint32_t		sources;	/* hub.source streams under way */
 	uint32_t		relays;		/* streams from other guests it receives (relay.c) */
 	uint32_t		nmethods;	/* registered by this instance */
+	uint32_t		nlanes;		/* lanes open (lanes.c) */
 	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t		up_ns;
 	uint32_t		restarts;
@@ -271,6 +281,11 @@ struct hub {
 	ev_timer		pool_w;		/* the variable pool's sweeper */
 	ev_timer		starved_w;	/* a backlog waits for a variable slot */
 	struct relay		*relays;	/* streams between guests (relay.c) */
+	struct lane		*lanes;		/* open lanes (lanes.c) */
+	uint32_t		next_lane;
+	uint64_t		lane_retry_ns;	/* no lane made before (one failed) */
+	struct lane_record	*lane_records;	/* [LANES_HISTORY], a ring */
+	uint32_t		nlane_records;	/* ever */
 	struct {
 		host_peer_fn	*attach[HOST_HOOKS_MAX];	/* host_on_attach */
 		host_peer_fn	*detach[HOST_HOOKS_MAX];	/* host_on_detach */

@@ -21,6 +21,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/filter.h"
 #include "daemon/host.h"
+#include "daemon/lanes.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/notify.h"
@@ -289,6 +290,7 @@ wire(struct hub *h)
 	host_on_detach(h, streams_reset_all);	/* streams from p to clients end, to p stop */
 	host_on_detach(h, pool_forget);
 	host_on_charge(h, pool_over_quota);
+	lanes_init(h);
 	supervise_on_free(h, reload_start_waiting);
 	return 0;
 }
@@ -297,6 +299,7 @@ static void
 unwire(struct hub *h)
 {
 	relay_free_all(h);
+	lanes_free(h);
 	for (uint32_t i = 0; h->peers != NULL && i < h->npeers; i++)
 		answer_free(&h->peers[i]);
 	methods_free(h);

@@ -12,6 +12,7 @@
 
 #include "daemon/answer.h"
 #include "daemon/host.h"
+#include "daemon/lanes.h"
 #include "daemon/methods.h"
 #include "daemon/relay.h"
 #include "daemon/request.h"
@@ -77,6 +78,8 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		answer_error(h, &o, HP_ERR_USER, "out of memory");
 		return;
 	}
+	/* later calls of this method may go straight to q (lanes.c) */
+	lanes_offer(h, p, q, meth);
 	if (host_backlogged(q))
 		p->paused = 1;
 }

@@ -283,7 +283,8 @@ spawn_guest(struct hub *h, struct peer *p)
 	hp_peer_view_host(&p->dom, p->id, &p->view);
 	/* the guest sees it at attach (the fork orders it before); host_attach
 	 * goes by p->zone, never by what a guest may have written here */
-	hp_peer_offer(&p->view, p->zone != NULL ? HP_FEAT_VARSLOT : 0);
+	hp_peer_offer(&p->view, (p->zone != NULL ? HP_FEAT_VARSLOT : 0) |
+		      (p->conf->lanes != LANES_NONE ? HP_FEAT_LANES : 0));
 	/* the epoch its attach increments (check_attach) */
 	p->epoch = hp_peer_epoch(p->view.entry);
 	/* 2: r[shm.doorbell.socketpair] */

@@ -16,12 +16,36 @@
 
 /* -- calls out ---------------------------------------------------------- */
 
+/* lg_send_on for a call's message: a lane whose peer broke its ring
+ * closes, and the send says -EPIPE as for a lane that is closing. */
+static int
+send_on(struct guest *g, struct lg_lane *ln, uint8_t type, uint32_t id, uint64_t method,
+	const void *head, size_t hlen, const void *body, size_t blen, struct timeout *t)
+{
+	int rc = lg_send_on(g, ln, type, id, method, head, hlen, body, blen, 0, t);
+
+	if (rc == -EPROTO && ln != NULL) {
+		lg_lane_broken(ln, "shm.ring.capacity");
+		rc = -EPIPE;
+	}
+	return rc;
+}
+
+/* A Cancel goes the way its call went. */
+static int
+send_cancel(struct guest *g, const struct out_call *c)
+{
+	return send_on(g, c->lane, HP_MSG_CANCEL, (uint32_t)c->id, 0, NULL, 0, NULL, 0, NULL);
+}
+
 /* guest_call_async, waiting for room to send up to t. */
 static int
 call_start(struct guest *g, const char *method, const void *args, size_t len,
 	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t)
 {
 	static const uint8_t no_meta[1] = { 0 };	/* empty metadata Vec */
+	uint64_t mid = hp_method_id(method, strlen(method));
+	struct lg_lane *ln = g->nroutes > 0 ? lg_lane_route(g, mid) : NULL;
 	struct out_call *c;
 	uint32_t id;
 	int rc;
@@ -35,13 +59,21 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	do {
 		id = g->next_req++;
 	} while (id == 0 || hp_idtab_find(&g->out, id) != NULL);
-	rc = lg_send_msg(g, HP_MSG_REQUEST, id, hp_method_id(method, strlen(method)),
-			 no_meta, sizeof(no_meta), args, len, 0, t);
+	rc = send_on(g, ln, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta), args, len, t);
+	if (rc == -EPIPE && ln != NULL) {
+		/* the lane is closing: the hub takes the call, as before it */
+		ln = NULL;
+		rc = lg_send_msg(g, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta),
+				 args, len, 0, t);
+	}
 	if (rc != 0)
 		return rc;
 	c = hp_idtab_insert(&g->out, id);	/* reserved: never NULL */
 	c->fn = fn;
 	c->ctx = ctx;
+	c->lane = ln;
+	if (ln != NULL)
+		ln->n_out++;
 	g->stats.calls_out++;
 	if (call_id != NULL)
 		*call_id = id;
@@ -63,11 +95,12 @@ guest_call_async(struct guest *g, const char *method, const void *args,
 int
 guest_cancel(struct guest *g, uint32_t call_id)
 {
+	struct out_call *c;
 	int rc = -ENOENT;
 
 	g->rt->lock(g);
-	if (hp_idtab_find(&g->out, call_id) != NULL)
-		rc = lg_send_msg(g, HP_MSG_CANCEL, call_id, 0, NULL, 0, NULL, 0, 0, NULL);
+	if ((c = hp_idtab_find(&g->out, call_id)) != NULL)
+		rc = send_cancel(g, c);
 	g->rt->unlock(g);
 	return rc;
 }
@@ -139,8 +172,13 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 
 	if (c != NULL) {
 		if (rc == -ETIMEDOUT)
-			lg_send_msg(g, HP_MSG_CANCEL, id, 0, NULL, 0, NULL, 0, 0, NULL);
-		hp_idtab_remove(&g->out, c);
+			send_cancel(g, c);
+		/* over a lane, the answer must still come (its peer answers
+		 * what it was asked, and nothing else): kept, for nobody */
+		if (c->lane != NULL && rc == -ETIMEDOUT)
+			c->fn = NULL;
+		else
+			hp_idtab_remove(&g->out, c);
 	}
 out:
 	g->rt->unlock(g);
@@ -163,11 +201,15 @@ respond(struct guest_call *c, const struct hp_response *r)
 	 * value bytes follow unchanged: encode the envelope alone. */
 	env.value = NULL;
 	env.value_len = 0;
-	if ((n = hp_msg_encode_response(head, sizeof(head), &env)) < 0)
+	if (c->lane_gone)
+		rc = 0;		/* its caller is gone: as through the hub, dropped */
+	else if ((n = hp_msg_encode_response(head, sizeof(head), &env)) < 0)
 		rc = (int)n;
 	else
-		rc = lg_send_msg(g, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
-				 r->value, r->value_len, 0, NULL);
+		rc = send_on(g, c->lane, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
+			     r->value, r->value_len, NULL);
+	if (rc == -EPIPE && c->lane != NULL)
+		rc = 0;		/* the lane closed meanwhile: the same */
 	if (rc == -EMSGSIZE) {
 		/* The caller must get an answer: a short error instead. */
 		static const char msg[] = "result over max_payload_size";
@@ -179,9 +221,11 @@ respond(struct guest_call *c, const struct hp_response *r)
 		hp_pc_put_str(&e, msg, sizeof(msg) - 1);
 		/* envelope alone, the error string follows it */
 		if ((n = hp_msg_encode_response(head, sizeof(head), &tb)) > 0)
-			lg_send_msg(g, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
-				    err, e.len, 0, NULL);
+			send_on(g, c->lane, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
+				err, e.len, NULL);
 	}
+	if (c->lane != NULL)
+		c->lane->calls_in--;
 	/* out of the calls being handled (thousands, on microthreads) */
 	LG_LIST_UNLINK(&g->active, c);
 	free(c);
@@ -238,16 +282,28 @@ guest_call_guest(const struct guest_call *c)
 	return c->g;
 }
 
+/* An error of ours to a request no handler sees, back the way it came
+ * (g->cur_lane). message: Err(User(message)), else Err(code). */
 static int
-reply_error_code(struct guest *g, uint32_t req_id, uint32_t code)
+reply_error_code(struct guest *g, uint32_t req_id, uint32_t code, const char *message)
 {
 	struct guest_call *c = calloc(1, sizeof(*c));
 	struct hp_response r = { .result = HP_RESULT_ERR, .error = code };
+	uint8_t buf[128];
+	struct hp_pc_enc e;
 
 	if (c == NULL)
 		return -ENOMEM;
 	c->g = g;
 	c->req_id = req_id;
+	if ((c->lane = g->cur_lane) != NULL)
+		c->lane->calls_in++;
+	if (message != NULL) {
+		hp_pc_enc_init(&e, buf, sizeof(buf));
+		hp_pc_put_str(&e, message, strlen(message));
+		r.value = buf;
+		r.value_len = e.len;
+	}
 	return respond(c, &r);
 }
 
@@ -374,21 +430,37 @@ on_request(struct guest *g, struct hp_msg_in *m)
 {
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct lg_lane *ln = g->cur_lane;
 	struct guest_call *c;
 
 	for (uint32_t i = 0; i < g->nmethods; i++) {
 		if (g->methods[i].id != m->desc.method_id)
 			continue;
+		if (ln != NULL) {
+			/* hubd routes no call with channels over a lane */
+			if (g->methods[i].chans) {
+				g->lane_rule = "lane.channels";
+				return -EPROTO;
+			}
+			/* the hub's limit, kept by the callee on a lane */
+			if (ln->calls_in >= ln->calls_max)
+				return reply_error_code(g, m->desc.id, HP_ERR_USER,
+							"too many calls in flight");
+		}
 		/* arguments that do not match the signature never reach the
 		 * handler: hubd checks them too, a host written from the spec
 		 * alone need not */
 		if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
 		    hp_sig_check_args(&g->methods[i].sig, req.args, req.args_len) != 0)
-			return reply_error_code(g, m->desc.id, HP_ERR_INVALID_PAYLOAD);
+			return reply_error_code(g, m->desc.id, HP_ERR_INVALID_PAYLOAD, NULL);
 		if ((c = calloc(1, sizeof(*c))) == NULL)
 			return -ENOMEM;
 		c->g = g;
 		c->req_id = m->desc.id;
+		if ((c->lane = ln) != NULL) {
+			ln->calls_in++;
+			ln->n_in++;
+		}
 		LG_LIST_PUSH(&g->active, c);
 		g->stats.calls_in++;
 		if (g->methods[i].chans)
@@ -396,7 +468,7 @@ on_request(struct guest *g, struct hp_msg_in *m)
 		return g->rt->handle(g, c, g->methods[i].fn, g->methods[i].ctx,
 				     req.args, req.args_len);
 	}
-	return reply_error_code(g, m->desc.id, HP_ERR_UNKNOWN_METHOD);
+	return reply_error_code(g, m->desc.id, HP_ERR_UNKNOWN_METHOD, NULL);
 }
 
 static int
@@ -406,13 +478,33 @@ on_response(struct guest *g, struct hp_msg_in *m)
 	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
 	struct out_call *c = hp_idtab_find(&g->out, m->desc.id), call;
 
+	if (c == NULL && g->cur_lane != NULL) {
+		/* a lane's peer answers only what it was asked: a call we
+		 * gave up on was never on it, or is over here for good */
+		g->lane_rule = "shm.id.request-id";
+		return -EPROTO;
+	}
 	if (c == NULL)
 		return 0;	/* we gave up on it (timeout) */
+	if (c->lane != g->cur_lane) {
+		if (g->cur_lane == NULL)
+			return 0;	/* not the hub's to answer */
+		g->lane_rule = "shm.id.request-id";
+		return -EPROTO;
+	}
 	call = *c;
 	hp_idtab_remove(&g->out, c);
-	if (hp_msg_decode_response(m->payload, m->len, &r) != 0)
+	if (hp_msg_decode_response(m->payload, m->len, &r) != 0) {
+		if (call.lane == NULL)
+			return -EPROTO;
+		/* as hubd says of a callee's answer that does not decode */
+		if (call.fn != NULL)
+			call.fn(call.ctx, -EBADMSG, NULL, 0);
+		g->lane_rule = "shm.payload.encoding";
 		return -EPROTO;
-	call.fn(call.ctx, status_of(&r), r.value, r.value_len);
+	}
+	if (call.fn != NULL)	/* NULL: given up on (guest_call) */
+		call.fn(call.ctx, status_of(&r), r.value, r.value_len);
 	return 0;
 }
 
@@ -426,21 +518,55 @@ lg_out_fail_all(struct guest *g, int status)
 	/* each out of the table before its caller hears: a callback that
 	 * cancels another call finds the table whole */
 	while (hp_idtab_take(&g->out, &c) == 0)
-		c.fn(c.ctx, status, NULL, 0);
+		if (c.fn != NULL)
+			c.fn(c.ctx, status, NULL, 0);
 }
 
 static int
 on_cancel(struct guest *g, struct hp_msg_in *m)
 {
 	for (struct guest_call *c = g->active; c != NULL; c = c->next)
-		if (c->req_id == m->desc.id)
+		if (c->req_id == m->desc.id && c->lane == g->cur_lane && !c->lane_gone)
 			c->cancelled = 1;
 	return 0;
+}
+
+/* The lane's hook (g->lane_gone): its callee is gone for us, so each call
+ * over it fails as one through the hub does when the callee dies
+ * (Cancelled); the calls it brought are cancelled, their answers
+ * dropped. */
+static void
+lane_gone(struct guest *g, struct lg_lane *ln)
+{
+	struct out_call c, *e;
+	uint32_t pos = 0;
+
+	for (struct guest_call *a = g->active; a != NULL; a = a->next) {
+		if (a->lane == ln) {
+			a->lane = NULL;
+			a->lane_gone = 1;
+			a->cancelled = 1;
+		}
+	}
+	/* one at a time, out of the table before its caller hears: a
+	 * callback may start or cancel other calls */
+	for (;;) {
+		pos = 0;
+		while ((e = hp_idtab_next(&g->out, &pos)) != NULL && e->lane != ln)
+			;
+		if (e == NULL)
+			break;
+		c = *e;
+		hp_idtab_remove(&g->out, e);
+		if (c.fn != NULL)
+			c.fn(c.ctx, -ECANCELED, NULL, 0);
+	}
 }
 
 void
 lg_call_wire(struct guest *g)
 {
+	g->lane_gone = lane_gone;
 	g->on_msg[HP_MSG_REQUEST] = on_request;
 	g->on_msg[HP_MSG_RESPONSE] = on_response;
 	g->on_msg[HP_MSG_CANCEL] = on_cancel;

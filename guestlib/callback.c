@@ -6,7 +6,6 @@
 #include <errno.h>
 
 #include "guestlib/internal.h"
-#include "proto/doorbell.h"
 #include "proto/msg.h"
 
 /* One thread: nothing to lock. */
@@ -30,7 +29,7 @@ or_rx_ready(void *arg)
 	struct or_rx *w = arg;
 	int rc = w->ready(w->arg);
 
-	return rc != 0 ? rc : hp_endpoint_rx_ready(&w->g->ep);
+	return rc != 0 ? rc : lg_traffic(w->g);
 }
 
 /* Serves what arrives while it waits, as guest_call does: other callers'
@@ -113,7 +112,7 @@ cb_service(struct guest *g)
 {
 	int did, rc;
 
-	if ((rc = hp_doorbell_drain(g->doorbell)) == -EPIPE)
+	if ((rc = hp_endpoint_drain(&g->ep)) == -EPIPE)
 		return g->dead = -EPIPE;
 	lg_clock_beat(g);		/* its loop calls us when one is due */
 	for (;;) {
@@ -132,8 +131,11 @@ cb_service(struct guest *g)
 		 * until the next guest_service or a libguest wait that
 		 * sleeps (which makes its own). */
 		hp_endpoint_announce(&g->ep, HP_WAIT_RING_DATA);
-		if (lg_rx_ready(g) == 0)
+		if (lg_rx_ready(g) == 0) {
+			if (g->nlanes > 0)
+				lg_lanes_publish(g);	/* as before any sleep */
 			return 0;
+		}
 	}
 }
 

@@ -57,6 +57,7 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		return -ENOMEM;
 	}
 	g->seg.fd = -1;
+	g->epfd = -1;
 	g->out = (struct hp_idtab)HP_IDTAB_INIT(struct out_call);
 	g->later_tail = &g->later;
 	wire(g);
@@ -77,9 +78,14 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	/* 4: our entry, through its own offsets (they are authoritative) */
 	if ((rc = hp_peer_view_guest(&g->seg, t.peer_id, &g->view, why)) != 0)
 		goto fail_unmap;
-	if ((rc = hp_endpoint_init_guest(&g->ep, &g->seg, &g->view, g->doorbell, HP_FEAT_ALL)) != 0) {
+	if ((rc = hp_endpoint_init_guest(&g->ep, &g->seg, &g->view, g->doorbell,
+					 HP_FEAT_ALL | HP_FEAT_LANES)) != 0) {
 		*why = "the host's rings are corrupt";
 		goto fail_unmap;
+	}
+	if ((rc = lg_lanes_init(g)) != 0) {
+		*why = "cannot make the descriptor guest_fd gives";
+		goto fail_lanes;
 	}
 	/* 5-6: Reserved -> Attached and the epoch incremented, or somebody
 	 * else's entry (r[shm.guest.attach-failure]: then we do not attach
@@ -107,6 +113,8 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	*gp = g;
 	return 0;
 
+fail_lanes:
+	lg_lanes_free(g);
 fail_unmap:
 	hp_segment_close(&g->seg);
 fail:
@@ -123,7 +131,8 @@ guest_peer_id(const struct guest *g)
 int
 guest_fd(const struct guest *g)
 {
-	return g->doorbell;
+	/* with lanes, an epoll set of every doorbell (lane.c) */
+	return g->epfd >= 0 ? g->epfd : g->doorbell;
 }
 
 void
@@ -208,6 +217,7 @@ guest_detach(struct guest *g)
 		hp_peer_goodbye(g->view.entry);
 		hp_doorbell_signal(g->doorbell);
 	}
+	lg_lanes_free(g);
 	lg_out_fail_all(g, -EPIPE);
 	lg_later_free(g);
 	while (g->active != NULL) {

@@ -7,7 +7,8 @@
  * (attach, which wires the rest; detach; the public loop entries) above
  * call.c, chan.c and mtguest.c (the microthread runtime, over its waits
  * in mtguest_wait.c), above callback.c (the callback runtime), above serve.c
- * (the loop), above session.c (the heartbeat, waits on the hub, sends).
+ * (the loop), above lane.c (direct lanes to other guests), above
+ * session.c (the heartbeat, waits on the hub, sends).
  * Upward only through struct lg_runtime and the dispatch table. */
 #ifndef GUESTLIB_INTERNAL_H
 #define GUESTLIB_INTERNAL_H
@@ -15,11 +16,14 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "guestlib/guest.h"
 #include "proto/clock.h"
 #include "proto/endpoint.h"
 #include "proto/idtab.h"
+#include "proto/lane.h"
 #include "proto/segment.h"
 #include "proto/sig.h"
 
@@ -34,10 +38,78 @@ struct method {
 	uint8_t		chans;		/* whether it has any */
 };
 
+struct lg_lane;
+
 struct out_call {
 	uint64_t	id;		/* request id (idtab key) */
-	guest_result_fn	fn;
+	guest_result_fn	fn;		/* NULL: given up on, its answer awaited
+					 * to be dropped (over a lane) */
 	void		*ctx;
+	struct lg_lane	*lane;		/* sent over it, NULL: through the hub */
+};
+
+/* A direct lane to another guest (lane.c, proto/lane.h): one more
+ * endpoint, served by the same loop, in the hub endpoint's wait group. */
+#define LG_LANES_MAX	(HP_GROUP_MAX - 1)
+#define LG_ROUTES_MAX	1024	/* methods called over lanes, in all */
+
+struct lg_lane {
+	uint32_t		id;		/* hubd's */
+	uint32_t		side;		/* HP_LANE_SIDE_* */
+	uint32_t		calls_max;	/* the peer's requests in flight to us */
+	uint32_t		calls_in;	/* ... now */
+	int			bell;
+	uint32_t		refs;		/* frames using it across a serve or a
+						 * wait: freed at the last lg_lane_put */
+	int			closed;		/* out of the guest's tables */
+	int			closing;	/* reaped at the end of the round */
+	int			violation;	/* the peer broke rule (why) */
+	int			told;		/* the hub closed it: no report */
+	uint64_t		n_out, n_in;	/* calls each way, for the figures */
+	char			peer[HP_LANE_NAME_MAX + 1];
+	char			why[HP_LANE_REASON_MAX + 1];
+	struct hp_lane_map	map;
+	struct hp_endpoint	ep;
+};
+
+/* A lane held across a serve or a wait (refs), so that closing it
+ * meanwhile (a nested serve reaps it) does not free it under the holder;
+ * the last put frees a closed one. */
+static inline void
+lg_lane_hold(struct lg_lane *ln)
+{
+	ln->refs++;
+}
+
+static inline void
+lg_lane_put(struct lg_lane *ln)
+{
+	if (--ln->refs == 0 && ln->closed) {
+		hp_segment_close(&ln->map.seg);
+		free(ln);
+	}
+}
+
+/* The peer broke rule: the lane closes at the end of the round. */
+static inline void
+lg_lane_broken(struct lg_lane *ln, const char *rule)
+{
+	if (ln->closing)
+		return;
+	ln->closing = 1;
+	ln->violation = 1;
+	snprintf(ln->why, sizeof(ln->why), "guest %s broke %s on the lane", ln->peer,
+		 rule != NULL ? rule : "the protocol");
+}
+
+/* How long a send waits for room on a lane before its peer is taken to
+ * have stopped reading it, and loses the lane (one that stops reading its
+ * hub ring is ended by hubd). */
+#define LG_LANE_STALL_MS	2000
+
+struct lg_route {
+	uint64_t	method;
+	struct lg_lane	*lane;
 };
 
 /* A request whose handler runs later (call.c): it came while the guest
@@ -57,7 +129,7 @@ struct timeout;
  * that ends the loop. */
 typedef int (*lg_msg_fn)(struct guest *g, struct hp_msg_in *m);
 
-#define LG_MSG_TYPES	8	/* HP_MSG_* are below */
+#define LG_MSG_TYPES	9	/* HP_MSG_* are below */
 
 /* A caller waiting for an event the service delivers (an answer): set by
  * the runtime's await, woken through its wake. */
@@ -103,6 +175,8 @@ struct guest_call {
 	struct guest	*g;
 	uint32_t	req_id;
 	int		cancelled;
+	struct lg_lane	*lane;		/* came over it, NULL: from the hub */
+	int		lane_gone;	/* ... and it closed: the answer is dropped */
 	struct guest_call *prev, *next;	/* calls being handled */
 };
 
@@ -134,11 +208,23 @@ struct guest {
 	lg_msg_fn		on_msg[LG_MSG_TYPES]; /* by HP_MSG_* (serve.c) */
 	void			(*drained)(struct guest *g); /* the ring is
 						 * empty (chan.c's grants) */
+	void			(*lane_gone)(struct guest *g, struct lg_lane *ln);
+						/* call.c: fails the calls over
+						 * it, drops the answers to it */
 	struct hp_segment	seg;
 	struct hp_peer_view	view;
 	struct hp_endpoint	ep;
 	uint32_t		peer_id;
 	int			doorbell;
+	int			epfd;		/* guest_fd with lanes: every doorbell */
+	struct hp_wait_group	group;		/* ep, then the lanes' */
+	struct lg_lane		*lanes[LG_LANES_MAX];
+	uint32_t		nlanes;
+	struct lg_route		*routes;	/* method -> lane */
+	uint32_t		nroutes;
+	struct lg_lane		*cur_lane;	/* the message served came over it */
+	const char		*lane_rule;	/* the rule a lane's peer broke */
+	uint32_t		rounds;		/* serve rounds, for the lanes' figures */
 	uint64_t		hb_interval;
 	uint64_t		next_hb;
 	struct method		*methods;
@@ -233,6 +319,11 @@ int	lg_wait_tx(struct guest *g, struct timeout *t);
 int	lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
 	    const void *head, size_t hlen, const void *body, size_t blen,
 	    int flags, struct timeout *t);
+/* lg_send_msg over a lane (NULL: the hub's ring); -EPIPE when the lane
+ * is closing or its peer gone, -EPROTO when the peer broke its ring. */
+int	lg_send_on(struct guest *g, struct lg_lane *ln, uint8_t type, uint32_t id,
+	    uint64_t method, const void *head, size_t hlen, const void *body,
+	    size_t blen, int flags, struct timeout *t);
 
 /* serve.c */
 int	lg_serve(struct guest *g, int *did);
@@ -243,6 +334,8 @@ int	lg_wait_rx(struct guest *g, struct timeout *t);
 /* Whether the service has something to do (traffic, a Goodbye, a
  * handler waiting). */
 int	lg_rx_ready(void *g);
+/* Traffic on the hub's ring or a lane's, or a lane to reap. */
+int	lg_traffic(struct guest *g);
 /* A request's handler later, in the order requests came: the call is
  * registered already, so that its Cancel finds it. */
 int	lg_later(struct guest *g, struct guest_call *c, guest_handler fn,
@@ -256,6 +349,21 @@ extern const struct lg_runtime lg_callback;
 /* Fills the dispatch table's Request, Response and Cancel. */
 void	lg_call_wire(struct guest *g);
 void	lg_out_fail_all(struct guest *g, int status);
+
+/* lane.c */
+/* Fills the dispatch table's Lane; sets the lanes up when the hub
+ * offers them (after the endpoint): 0 or -errno. */
+int	lg_lanes_init(struct guest *g);
+/* The lane a call of method goes over, or NULL. */
+struct lg_lane *lg_lane_route(struct guest *g, uint64_t method);
+/* Whether a lane has traffic, or is to be reaped. */
+int	lg_lanes_ready(struct guest *g);
+/* Closes the lanes marked closing, or whose peer hung up. */
+void	lg_lanes_reap(struct guest *g);
+/* Each lane's figures where hubd reads them. */
+void	lg_lanes_publish(struct guest *g);
+/* Closes every lane (detach). */
+void	lg_lanes_free(struct guest *g);
 
 /* chan.c */
 /* Fills the dispatch table's Data, Close and Reset, and drained. */

@@ -368,7 +368,7 @@ io_ready(void *arg)
 	for (struct lg_blocked *w = g->mt->blocked; w != NULL; w = w->next)
 		if (w->ready(w->arg) != 0)
 			return 1;
-	return hp_endpoint_rx_ready(&g->ep);
+	return lg_traffic(g);
 }
 
 /* Sleeps until traffic, a blocked microthread's condition, a kick or
@@ -400,13 +400,21 @@ io_wait(void *arg, uint64_t deadline_ns)
 	hp_endpoint_announce(&g->ep, waits);
 	if (!io_ready(g) && until > now) {
 		uint64_t ms = until == UINT64_MAX ? 0 : (until - now + 999999) / 1000000;
+		struct hp_sleep sl;
 
 		g->ep.stats.sleeps++;
 		hp_endpoint_set_awake(&g->ep, 0);
+		/* the group and the lanes' figures are the lock's: another
+		 * processor may open or close a lane while we sleep */
+		hp_endpoint_sleep_prepare(&g->ep, m->kick_fd, &sl);
+		if (g->nlanes > 0)
+			lg_lanes_publish(g);
 		lg_mt_unlock(g);
-		rc = hp_doorbell_wait_or(g->doorbell, m->kick_fd,
-					 until == UINT64_MAX ? -1 : ms > INT_MAX ? INT_MAX : (int)ms);
+		rc = hp_sleep_poll(&sl, until == UINT64_MAX ? -1 :
+				   ms > INT_MAX ? INT_MAX : (int)ms);
 		lg_mt_lock(g);
+		if (rc > 0)
+			rc = hp_endpoint_sleep_finish(&g->ep, &sl);
 		hp_endpoint_set_awake(&g->ep, 1);
 	}
 	hp_endpoint_cancel(&g->ep);

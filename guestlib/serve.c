@@ -75,15 +75,81 @@ dispatch(struct guest *g, struct hp_msg_in *m)
 	return g->on_msg[type](g, m);
 }
 
+/* A lane carries calls only: channels and the hub's words stay on the
+ * hub's ring (doc/protocol.md, "Lanes"). */
+static int
+lane_type(uint8_t type)
+{
+	return type == HP_MSG_REQUEST || type == HP_MSG_RESPONSE || type == HP_MSG_CANCEL;
+}
+
+/* Serves one endpoint, the hub's (ln NULL) or a lane's, up to BATCH
+ * messages in all this round (*n). A broken rule ends the guest on the
+ * hub's ring, and only the lane on a lane's. */
+static int
+serve_ep(struct guest *g, struct lg_lane *ln, int *did, int requests, int *n)
+{
+	struct hp_endpoint *ep = ln != NULL ? &ln->ep : &g->ep;
+	struct hp_msg_in m;
+	const char *rule;
+	int rc = 0;
+
+	for (; *n < BATCH && !g->dead && (ln == NULL || !ln->closing); (*n)++) {
+		if (!requests && (g->nlater >= LATER_MAX || g->later_bytes >= LATER_BYTES) &&
+		    hp_endpoint_peek(ep) == HP_MSG_REQUEST)
+			break;
+		if ((rc = hp_endpoint_recv(ep, &m, &rule)) == -EAGAIN) {
+			rc = 0;
+			/* all consumed: no grant held back (chan.c) */
+			if (ln == NULL && g->owed)
+				g->drained(g);
+			break;
+		}
+		if (rc == 0 && ln != NULL && !lane_type(m.desc.msg_type)) {
+			hp_endpoint_release(ep, &m);
+			rc = -EPROTO;
+			rule = "lane.msg-type";
+		}
+		if (rc != 0 && ln != NULL) {
+			lg_lane_broken(ln, rule);
+			return 0;
+		}
+		if (rc != 0)
+			return g->dead = -EPROTO;
+		*did = 1;
+		g->cur_lane = ln;
+		g->lane_rule = NULL;
+		rc = dispatch(g, &m);
+		g->cur_lane = NULL;
+		hp_endpoint_release(ep, &m);
+		/* a busy guest beats here, an idle one in lg_wait_rx */
+		lg_tick(g);
+		if (rc == -EPROTO && ln != NULL) {
+			lg_lane_broken(ln, g->lane_rule);
+			return 0;
+		}
+		if (rc != 0)
+			return g->dead = rc;
+	}
+	if (g->dead)
+		return g->dead;
+	hp_endpoint_notify_consumed(ep);
+	if (hp_endpoint_flush(ep) == -EPROTO) {
+		if (ln == NULL)
+			return g->dead = -EPROTO;
+		lg_lane_broken(ln, "shm.ring.capacity");
+	}
+	return 0;
+}
+
 /* Serves what is there now, up to BATCH messages: the handlers that wait
- * first, then the ring. With requests 0 no handler runs: a Request waits
- * (struct lg_later, up to LATER_MAX of them or LATER_BYTES of their
- * arguments, then in the ring). *did: whether anything was served. */
+ * first, then the hub's ring, then each lane's. With requests 0 no
+ * handler runs: a Request waits (struct lg_later, up to LATER_MAX of
+ * them or LATER_BYTES of their arguments, then in the ring). *did:
+ * whether anything was served. */
 static int
 serve(struct guest *g, int *did, int requests)
 {
-	struct hp_msg_in m;
-	const char *rule;
 	uint8_t deferring = g->deferring;
 	int rc = 0, n = 0;
 
@@ -96,38 +162,25 @@ serve(struct guest *g, int *did, int requests)
 	g->deferring = !requests;
 	for (; requests && n < BATCH && run_later(g); n++)
 		*did = 1;
-	for (; n < BATCH && !g->dead; n++) {
-		if (!requests && (g->nlater >= LATER_MAX || g->later_bytes >= LATER_BYTES) &&
-		    hp_endpoint_peek(&g->ep) == HP_MSG_REQUEST)
-			break;
-		if ((rc = hp_endpoint_recv(&g->ep, &m, &rule)) == -EAGAIN) {
-			rc = 0;
-			/* all consumed: no grant held back (chan.c) */
-			if (g->owed)
-				g->drained(g);
-			break;
-		}
-		if (rc != 0) {
-			g->deferring = deferring;
-			return g->dead = -EPROTO;
-		}
-		*did = 1;
-		rc = dispatch(g, &m);
-		hp_endpoint_release(&g->ep, &m);
-		/* a busy guest beats here, an idle one in lg_wait_rx */
-		lg_tick(g);
-		if (rc != 0) {
-			g->deferring = deferring;
-			return g->dead = rc;
-		}
+	rc = serve_ep(g, NULL, did, requests, &n);
+	for (uint32_t i = 0; rc == 0 && i < g->nlanes; i++) {
+		struct lg_lane *ln = g->lanes[i];
+		int k = 0;	/* each lane its own batch: none starves */
+
+		/* a handler's nested serve may close it meanwhile */
+		lg_lane_hold(ln);
+		rc = serve_ep(g, ln, did, requests, &k);
+		lg_lane_put(ln);
 	}
 	g->deferring = deferring;
-	if (g->dead)
-		return g->dead;
-	hp_endpoint_notify_consumed(&g->ep);
-	if (hp_endpoint_flush(&g->ep) == -EPROTO)
-		return g->dead = -EPROTO;
-	return 0;
+	if (rc == 0 && g->nlanes > 0) {
+		lg_lanes_reap(g);
+		/* the figures hubd shows, now and then while busy (and
+		 * before each sleep: lane.c) */
+		if ((++g->rounds & 63) == 0)
+			lg_lanes_publish(g);
+	}
+	return rc != 0 ? rc : g->dead;
 }
 
 int
@@ -153,7 +206,15 @@ lg_rx_ready(void *arg)
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0 ||
 	    g->later != NULL)
 		return 1;
-	return hp_endpoint_rx_ready(&g->ep);
+	return lg_traffic(g);
+}
+
+int
+lg_traffic(struct guest *g)
+{
+	int rc = hp_endpoint_rx_ready(&g->ep);
+
+	return rc != 0 || g->nlanes == 0 ? rc : lg_lanes_ready(g);
 }
 
 int

@@ -122,53 +122,96 @@ lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 
 /* -- sending ----------------------------------------------------------- */
 
+struct tx_wait {
+	struct guest	*g;
+	struct lg_lane	*lane;		/* NULL: the hub's ring */
+};
+
 static int
 tx_ready(void *arg)
 {
-	struct guest *g = arg;
+	struct tx_wait *w = arg;
+	struct guest *g = w->g;
 
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
 		return -ESHUTDOWN;
-	return hp_endpoint_tx_ready(&g->ep);
+	if (w->lane == NULL)
+		return hp_endpoint_tx_ready(&g->ep);
+	/* a lane whose peer went never has room again */
+	if (w->lane->closing || hp_group_hung(&w->lane->ep))
+		return -EPIPE;
+	return hp_endpoint_tx_ready(&w->lane->ep);
 }
 
-/* Waits until a send of any size can be attempted again, up to t (NULL:
- * as long as it takes). */
-int
-lg_wait_tx(struct guest *g, struct timeout *t)
+/* Waits until a send of any size can be attempted again on ln's ring
+ * (NULL: the hub's), up to t (NULL: as long as it takes). The wait is
+ * the group's: the awaited bits go to every endpoint of it. */
+static int
+wait_tx(struct guest *g, struct lg_lane *ln, struct timeout *t)
 {
 	struct timeout forever = { -1, 0 };
+	struct tx_wait w = { g, ln };
+	struct hp_endpoint *ep = ln != NULL ? &ln->ep : &g->ep;
 	int rc;
 
+	struct timeout stall = { LG_LANE_STALL_MS, 0 };
+	int peer_first = 0;
+
 	g->stats.ring_waits++;
-	if (hp_endpoint_flush(&g->ep) == -EPROTO)
+	if (hp_endpoint_flush(ep) == -EPROTO)
 		return -EPROTO;
-	rc = g->rt->wait(g, HP_WAIT_RING_SPACE | HP_WAIT_SLOT, tx_ready, g,
-			 t != NULL ? t : &forever);
+	if (t == NULL)
+		t = &forever;
+	if (ln != NULL) {
+		uint64_t now = hp_now_ns();
+
+		/* a lane's peer that takes nothing for this long has
+		 * stopped reading it: it loses the lane, we go on (through
+		 * the hub: a caller never hangs on a peer's ring, as hubd
+		 * ends a guest that stops reading its own) */
+		peer_first = lg_timeout_at(t, now) > now + LG_LANE_STALL_MS * 1000000ull;
+		lg_lane_hold(ln);	/* closed meanwhile: tx_ready says so */
+	}
+	rc = g->rt->wait(g, HP_WAIT_RING_SPACE | HP_WAIT_SLOT, tx_ready, &w,
+			 peer_first ? &stall : t);
+	if (ln != NULL) {
+		if (rc == 0 && peer_first)
+			lg_lane_broken(ln, "shm.ring.full");
+		lg_lane_put(ln);
+		if (rc == 0 && peer_first)
+			return -EPIPE;
+	}
 	if (rc == 0)
 		return -ETIMEDOUT;
-	if (rc == -ESHUTDOWN || rc == -EPIPE)
+	if (ln == NULL && (rc == -ESHUTDOWN || rc == -EPIPE))
 		g->dead = rc;
 	return rc < 0 ? rc : 0;
 }
 
-/* Sends head (a prefix such as a response envelope) + body as one message,
- * waiting for room up to t (NULL: as long as it takes). */
 int
-lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
-	    const void *head, size_t hlen, const void *body, size_t blen,
-	    int flags, struct timeout *t)
+lg_wait_tx(struct guest *g, struct timeout *t)
 {
+	return wait_tx(g, NULL, t);
+}
+
+int
+lg_send_on(struct guest *g, struct lg_lane *ln, uint8_t type, uint32_t id,
+	   uint64_t method, const void *head, size_t hlen, const void *body,
+	   size_t blen, int flags, struct timeout *t)
+{
+	struct hp_endpoint *ep = ln != NULL ? &ln->ep : &g->ep;
 	struct hp_outbuf ob;
 	size_t len = hlen + blen;
 	int rc;
 
 	if (g->dead)
 		return g->dead;
-	if (len > g->ep.lim.max_payload_size)
+	if (ln != NULL && ln->closing)
+		return -EPIPE;
+	if (len > ep->lim.max_payload_size)
 		return -EMSGSIZE;
-	while ((rc = hp_endpoint_reserve(&g->ep, (uint32_t)len, &ob)) == -EAGAIN)
-		if ((rc = lg_wait_tx(g, t)) != 0)
+	while ((rc = hp_endpoint_reserve(ep, (uint32_t)len, &ob)) == -EAGAIN)
+		if ((rc = wait_tx(g, ln, t)) != 0)
 			return rc;
 	if (rc != 0)
 		return rc;
@@ -178,5 +221,15 @@ lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
 		memcpy(ob.buf + hlen, body, blen);
 	/* a handler may send for long without returning to the loop */
 	tick(g);
-	return hp_endpoint_commit(&g->ep, &ob, type, id, method, (uint32_t)len, flags);
+	return hp_endpoint_commit(ep, &ob, type, id, method, (uint32_t)len, flags);
+}
+
+/* Sends head (a prefix such as a response envelope) + body as one message
+ * on the hub's ring, waiting for room up to t (NULL: as long as it takes). */
+int
+lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
+	    const void *head, size_t hlen, const void *body, size_t blen,
+	    int flags, struct timeout *t)
+{
+	return lg_send_on(g, NULL, type, id, method, head, hlen, body, blen, flags, t);
 }

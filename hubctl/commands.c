@@ -88,6 +88,17 @@ peer_detail(const struct ctl *ctl, json_object *p)
 		       json_object_get_int(get(p, "slots_free")));
 		printf("channels: %d open\n", json_object_get_int(get(p, "channels_open")));
 	}
+	if (get(p, "calls_in") != NULL)
+		printf("calls: %" PRIu64 " made, %" PRIu64 " served (over lanes: %" PRIu64
+		       " made, %" PRIu64 " served)\n",
+		       json_object_get_uint64(get(p, "calls_in")),
+		       json_object_get_uint64(get(p, "calls_out")),
+		       json_object_get_uint64(get(p, "lane_calls_in")),
+		       json_object_get_uint64(get(p, "lane_calls_out")));
+	if (get(p, "lanes") != NULL)
+		printf("lanes: %d open, %" PRIu64 " closed over a broken rule\n",
+		       json_object_get_int(get(p, "lanes")),
+		       json_object_get_uint64(get(p, "lane_violations")));
 	if (get(p, "pool_slots") != NULL) {
 		char q[24];
 
@@ -200,6 +211,51 @@ hubctl_methods(struct ctl *ctl, int argc, char **argv)
 
 		printf("%-24s %-28s %s\n", text(m, "name"), text(m, "signature"),
 		       text(m, "owner"));
+	}
+	json_object_put(a);
+	return 0;
+}
+
+/* hubctl lanes: the open lanes, each side's figures, and the lanes
+ * closed because a side said the other broke a rule. */
+int
+hubctl_lanes(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *a, *ls, *vs;
+	char ab[24], ba[24], age[32];
+	int rc;
+
+	(void)argc;
+	(void)argv;
+	if ((a = client_ask(ctl, "lanes", &rc)) == NULL)
+		return rc;
+	if (ctl->json)
+		return print_json(a);
+	ls = list(a, "lanes");
+	vs = list(a, "violations");
+	printf("%-5s %-16s %-16s %10s %10s %10s %10s %8s %8s\n", "LANE", "A", "B", "CALLS-A>B",
+	       "CALLS-B>A", "BYTES-A>B", "BYTES-B>A", "WAKES", "AGE");
+	for (size_t i = 0; i < json_object_array_length(ls); i++) {
+		json_object *l = json_object_array_get_idx(ls, i), *x = get(l, "a"), *y = get(l, "b");
+
+		printf("%-5" PRIu64 " %-16s %-16s %10" PRIu64 " %10" PRIu64 " %10s %10s %8" PRIu64
+		       " %8s\n", json_object_get_uint64(get(l, "id")), text(x, "guest"),
+		       text(y, "guest"), json_object_get_uint64(get(x, "calls_out")),
+		       json_object_get_uint64(get(y, "calls_out")),
+		       size_iec(ab, sizeof(ab), json_object_get_uint64(get(x, "bytes_out"))),
+		       size_iec(ba, sizeof(ba), json_object_get_uint64(get(y, "bytes_out"))),
+		       json_object_get_uint64(get(x, "wakes")) +
+		       json_object_get_uint64(get(y, "wakes")),
+		       duration_text(age, sizeof(age), json_object_get_uint64(get(l, "age_ms")) *
+				     HP_NS_PER_MS));
+	}
+	if (json_object_array_length(ls) == 0)
+		printf("(no lane open)\n");
+	for (size_t i = 0; i < json_object_array_length(vs); i++) {
+		json_object *v = json_object_array_get_idx(vs, i);
+
+		printf("closed: %s-%s, %s said: %s\n", text(v, "a"), text(v, "b"),
+		       text(v, "reported_by"), text(v, "reason"));
 	}
 	json_object_put(a);
 	return 0;
@@ -424,6 +480,9 @@ hubctl_stats(struct ctl *ctl, int argc, char **argv)
 	json_object_object_foreach(guests, name, g)
 		stats_row(name, g, cols);
 	stats_row("(total)", get(a, "total"), cols);
+	if (get(get(a, "total"), "lane_calls_in") != NULL)
+		printf("over direct lanes (counted above too): %" PRIu64 " calls\n",
+		       json_object_get_uint64(get(get(a, "total"), "lane_calls_in")));
 	if (get(a, "pool") != NULL) {
 		json_object *p = get(a, "pool");
 

@@ -68,6 +68,7 @@ int		 hubctl_status(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_stats(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_peers(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_methods(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_lanes(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_call(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_restart(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_stop(struct ctl *ctl, int argc, char **argv);

@@ -19,6 +19,8 @@ struct hp_desc_limits {
 	struct hp_varpool *var;		/* variable slots accepted (both sides
 					 * announced HP_FEAT_VARSLOT), else NULL */
 	uint32_t	var_owner;	/* who a received variable slot's owner is */
+	uint8_t		lane_msgs;	/* HP_MSG_LANE accepted (HP_FEAT_LANES on
+					 * a hub's ring) */
 };
 
 /* r[shm.payload.inline] r[shm.desc.inline-fields]: payload of len <= 32

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "proto/doorbell.h"
@@ -34,16 +35,51 @@ hp_doorbell_signal(int fd)
 	}
 }
 
+/* The descriptors a doorbell byte carried: into q while there is room,
+ * else closed (nobody leaks a descriptor by sending many). */
+static void
+keep_fds(struct msghdr *msg, struct hp_fdq *q)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
+		size_t n;
+		int fd;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			if (q != NULL && q->n < HP_FDQ_MAX)
+				q->fd[q->n++] = fd;
+			else
+				close(fd);
+		}
+	}
+}
+
 int
-hp_doorbell_drain(int fd)
+hp_doorbell_drain_fds(int fd, struct hp_fdq *q)
 {
 	char buf[64];
+	union {
+		struct cmsghdr	h;
+		char		space[CMSG_SPACE(sizeof(int) * 4)];
+	} cm;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr msg;
 	ssize_t n;
 
 	for (;;) {
-		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n > 0)
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cm.space;
+		msg.msg_controllen = sizeof(cm.space);
+		n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n > 0) {
+			keep_fds(&msg, q);
 			continue;
+		}
 		if (n == 0)
 			return -EPIPE;	/* r[shm.doorbell.death] */
 		if (errno == EINTR)
@@ -52,6 +88,60 @@ hp_doorbell_drain(int fd)
 			return 0;
 		return errno == ECONNRESET ? -EPIPE : -errno;
 	}
+}
+
+int
+hp_doorbell_drain(int fd)
+{
+	return hp_doorbell_drain_fds(fd, NULL);
+}
+
+int
+hp_fdq_take(struct hp_fdq *q)
+{
+	int fd;
+
+	if (q->n == 0)
+		return -1;
+	fd = q->fd[0];
+	memmove(q->fd, q->fd + 1, --q->n * sizeof(q->fd[0]));
+	return fd;
+}
+
+void
+hp_fdq_clear(struct hp_fdq *q)
+{
+	while (q->n > 0)
+		close(q->fd[--q->n]);
+}
+
+int
+hp_doorbell_send_fds(int fd, const int *fds, int n)
+{
+	static char byte = 1;
+	union {
+		struct cmsghdr	h;
+		char		space[CMSG_SPACE(sizeof(int) * 4)];
+	} cm;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cm.space,
+			      .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n) };
+	struct cmsghdr *c;
+
+	if (n < 1 || n > 4)
+		return -EINVAL;
+	memset(&cm, 0, sizeof(cm));
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
+	/* a full socket would refuse it: the byte and the fds go together
+	 * or not at all, and the caller gives the lane up */
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != 1)
+		return -errno;
+	return 0;
 }
 
 int

@@ -4,6 +4,8 @@
 #ifndef HP_DOORBELL_H
 #define HP_DOORBELL_H
 
+#include <stdint.h>
+
 /* r[shm.doorbell.socketpair]: fds[0] host end, fds[1] guest end. Both are
  * close-on-exec and non-blocking; the spawner makes the guest's end
  * inheritable in that child only (dup2 clears the flag). */
@@ -14,8 +16,26 @@ int hp_doorbell_pair(int fds[2]);
 int hp_doorbell_signal(int fd);
 
 /* Reads every pending byte. 0, or -EPIPE when the peer has closed its end
- * (r[shm.doorbell.death]). */
+ * (r[shm.doorbell.death]). Descriptors sent with a byte are closed. */
 int hp_doorbell_drain(int fd);
+
+/* Descriptors that came with doorbell bytes (HP_FEAT_LANES: hubd hands a
+ * guest its lanes that way), oldest first. */
+#define HP_FDQ_MAX	130	/* two per lane, for every lane a guest may have */
+struct hp_fdq {
+	int		fd[HP_FDQ_MAX];
+	uint32_t	n;
+};
+
+/* hp_doorbell_drain keeping the descriptors that came in q (NULL: closed;
+ * beyond HP_FDQ_MAX: closed too, the taker then finds none). */
+int hp_doorbell_drain_fds(int fd, struct hp_fdq *q);
+/* The oldest descriptor in q, or -1. */
+int hp_fdq_take(struct hp_fdq *q);
+/* Closes what is left. */
+void hp_fdq_clear(struct hp_fdq *q);
+/* Sends one doorbell byte carrying n descriptors (SCM_RIGHTS). */
+int hp_doorbell_send_fds(int fd, const int *fds, int n);
 
 /* r[shm.doorbell.wait]: waits up to timeout_ms (-1: forever) for a signal,
  * draining it. 1 signalled, 0 timed out, -EPIPE peer gone, -EBADF for an

@@ -3,6 +3,8 @@
  * wake protocol described in endpoint.h. The progressive wait a blocking
  * caller makes, and the conditions it waits for, are wait.c. */
 #include <errno.h>
+#include <poll.h>
+#include <unistd.h>
 #include <limits.h>
 #include <sched.h>
 #include <string.h>
@@ -78,6 +80,8 @@ hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 	}
 	if (var != NULL && (guest_features & HP_FEAT_VARSLOT))
 		use_var(ep, var, v->peer_id);
+	/* its reports on its lanes (HP_MSG_LANE) */
+	ep->lim.lane_msgs = (guest_features & HP_FEAT_LANES) != 0;
 	/* A guest written from the spec alone futex-waits on these words
 	 * (r[shm.wakeup.consumer-wait], r[shm.wakeup.producer-wait],
 	 * r[shm.wakeup.slot-wait]: we pick bitmap word 0). */
@@ -100,6 +104,7 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 
 	init_common(ep, seg);
 	ep->side = HP_SIDE_GUEST;
+	ep->wake_yield = 1;
 	ep->doorbell = doorbell;
 	if ((rc = hp_ring_init_producer(&ep->tx, &e->g2h_head, &e->g2h_tail,
 					v->g2h, p->ring_size)) != 0 ||
@@ -114,6 +119,13 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 		seg->var.self = v->peer_id;
 		use_var(ep, &seg->var, v->peer_id);
 		features |= HP_FEAT_VARSLOT;
+	}
+	/* lanes where the host offers them (HP_MSG_LANE on this ring) */
+	if (v->ext != NULL && (seg->host_features & use & HP_FEAT_WAITERS) &&
+	    (use & HP_FEAT_LANES) &&
+	    (hp_load_relaxed_u32(&v->ext->host_offer) & HP_FEAT_LANES)) {
+		features |= HP_FEAT_LANES;
+		ep->lim.lane_msgs = 1;
 	}
 	if (v->ext != NULL && (seg->host_features & use & HP_FEAT_WAITERS)) {
 		ep->my_waits = &v->ext->guest_waits;
@@ -178,7 +190,7 @@ wake_peer(struct hp_endpoint *ep, uint32_t bit)
 	 * in a round, and each yield would hand its CPU to one of them
 	 * (32 guests: 1.2 M calls/s in all, 3-4 M without); it yields when
 	 * quiet instead. */
-	if (ep->side == HP_SIDE_GUEST)
+	if (ep->wake_yield)
 		sched_yield();
 }
 
@@ -502,9 +514,16 @@ hp_endpoint_notify_credit(struct hp_endpoint *ep, hp_atomic_u32 *granted_total)
 void
 hp_endpoint_announce(struct hp_endpoint *ep, uint32_t waits)
 {
-	if (ep->my_waits == NULL)
+	struct hp_wait_group *g = ep->group;
+
+	/* the others of the group: woken by what they receive */
+	for (uint32_t i = 0; g != NULL && i < g->n; i++)
+		if (g->ep[i] != ep && g->ep[i]->my_waits != NULL && !g->ep[i]->hung)
+			hp_store_relaxed_u32(g->ep[i]->my_waits, HP_WAIT_RING_DATA);
+	if (ep->my_waits == NULL && g == NULL)
 		return;
-	hp_store_relaxed_u32(ep->my_waits, waits);
+	if (ep->my_waits != NULL)
+		hp_store_relaxed_u32(ep->my_waits, waits);
 	/* Dekker: pairs with the fence in the waker's wake_peer; announce,
 	 * fence, then re-check */
 	hp_fence_seq_cst();
@@ -513,8 +532,146 @@ hp_endpoint_announce(struct hp_endpoint *ep, uint32_t waits)
 void
 hp_endpoint_cancel(struct hp_endpoint *ep)
 {
+	struct hp_wait_group *g = ep->group;
+
+	for (uint32_t i = 0; g != NULL && i < g->n; i++)
+		if (g->ep[i] != ep && g->ep[i]->my_waits != NULL)
+			hp_store_relaxed_u32(g->ep[i]->my_waits, 0);
 	if (ep->my_waits != NULL)
 		hp_store_relaxed_u32(ep->my_waits, 0);
+}
+
+/* -- sleeping with a group ------------------------------------------------ */
+
+int
+hp_group_add(struct hp_wait_group *g, struct hp_endpoint *ep)
+{
+	if (g->n >= HP_GROUP_MAX)
+		return -ENOSPC;
+	ep->hung = 0;
+	g->ep[g->n++] = ep;
+	ep->group = g;
+	return 0;
+}
+
+void
+hp_group_remove(struct hp_wait_group *g, struct hp_endpoint *ep)
+{
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (g->ep[i] != ep)
+			continue;
+		g->n--;
+		g->ep[i] = g->ep[g->n];
+		ep->group = NULL;
+		return;
+	}
+}
+
+int
+hp_group_hung(const struct hp_endpoint *ep)
+{
+	return ep->hung;
+}
+
+/* Drains member i: 0, or -EPIPE for the hub's hang-up (another's is
+ * noted in its hung). */
+static int
+drain_member(struct hp_wait_group *g, uint32_t i)
+{
+	int rc = hp_doorbell_drain_fds(g->ep[i]->doorbell, i == 0 ? &g->fdq : NULL);
+
+	if (rc == -EPIPE && i != 0) {
+		g->ep[i]->hung = 1;
+		return 0;
+	}
+	return rc;
+}
+
+int
+hp_endpoint_drain(struct hp_endpoint *ep)
+{
+	struct hp_wait_group *g = ep->group;
+	int rc, hub = 0;
+
+	if (g == NULL)
+		return hp_doorbell_drain(ep->doorbell);
+	for (uint32_t i = 0; i < g->n; i++)
+		if (!g->ep[i]->hung && (rc = drain_member(g, i)) != 0 && i == 0)
+			hub = rc;
+	return hub;
+}
+
+void
+hp_endpoint_sleep_prepare(struct hp_endpoint *ep, int kick, struct hp_sleep *s)
+{
+	struct hp_wait_group *g = ep->group;
+	uint32_t i, n = g != NULL ? g->n : 1;
+
+	/* r[shm.doorbell.wait], on every doorbell of the group */
+	for (i = 0; i < n; i++) {
+		struct hp_endpoint *m = g != NULL ? g->ep[i] : ep;
+
+		s->ep[i] = m;
+		s->pfd[i] = (struct pollfd){ .fd = m->hung ? -1 : m->doorbell,
+					     .events = POLLIN };
+	}
+	s->pfd[n] = (struct pollfd){ .fd = kick, .events = POLLIN };
+	s->n = n;
+}
+
+int
+hp_sleep_poll(struct hp_sleep *s, int ms)
+{
+	uint64_t k;
+	int rc = poll(s->pfd, s->n + 1, ms);
+
+	if (rc < 0)
+		return -errno;
+	if (s->pfd[s->n].fd >= 0 && (s->pfd[s->n].revents & POLLIN) &&
+	    read(s->pfd[s->n].fd, &k, sizeof(k)) < 0 && errno != EAGAIN)
+		return -errno;
+	return rc > 0;
+}
+
+int
+hp_endpoint_sleep_finish(struct hp_endpoint *ep, const struct hp_sleep *s)
+{
+	struct hp_wait_group *g = ep->group;
+	int rc, hub = 0;
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		uint32_t j = 0;
+
+		if (s->pfd[i].revents == 0)
+			continue;
+		if (g == NULL) {
+			/* hang-up wins over pending bytes: the peer is gone */
+			if (s->pfd[i].revents & (POLLHUP | POLLERR | POLLNVAL))
+				return s->pfd[i].revents & POLLNVAL ? -EBADF : -EPIPE;
+			return hp_doorbell_drain_fds(ep->doorbell, NULL);
+		}
+		/* still a member (the group may have changed while we
+		 * slept): what its doorbell says now, by reading it */
+		while (j < g->n && (g->ep[j] != s->ep[i] || g->ep[j]->doorbell != s->pfd[i].fd))
+			j++;
+		if (j < g->n && !g->ep[j]->hung && (rc = drain_member(g, j)) != 0 && j == 0)
+			hub = rc;
+	}
+	return hub;
+}
+
+int
+hp_endpoint_sleep(struct hp_endpoint *ep, int kick, int ms)
+{
+	struct hp_sleep s;
+	int rc;
+
+	hp_endpoint_sleep_prepare(ep, kick, &s);
+	if (ep->group != NULL && ep->group->on_sleep != NULL)
+		ep->group->on_sleep(ep->group->on_sleep_arg);
+	if ((rc = hp_sleep_poll(&s, ms)) <= 0)
+		return rc;
+	return (rc = hp_endpoint_sleep_finish(ep, &s)) != 0 ? rc : 1;
 }
 
 /* Relaxed throughout: the count only steers spinning against yielding. */

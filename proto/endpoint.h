@@ -21,9 +21,11 @@
 #ifndef HP_ENDPOINT_H
 #define HP_ENDPOINT_H
 
+#include <poll.h>
 #include <stdint.h>
 
 #include "proto/desc.h"
+#include "proto/doorbell.h"
 #include "proto/peer.h"
 #include "proto/ring.h"
 #include "proto/segment.h"
@@ -42,8 +44,15 @@ struct hp_endpoint_stats {
 	uint64_t	sleeps;		/* times this end slept in hp_endpoint_wait */
 };
 
+struct hp_wait_group;
+
 struct hp_endpoint {
 	int			side;		/* HP_SIDE_*: this end */
+	int			wake_yield;	/* steps aside after a wake (a guest
+						 * process: see wake_peer) */
+	struct hp_wait_group	*group;		/* sleeps with these, NULL: alone */
+	int			hung;		/* in a group: its doorbell hung up */
+	int			woke;		/* its last wait slept and was woken */
 	struct hp_ring		tx;
 	struct hp_ring		rx;
 	struct hp_slot_pool	tx_pool;	/* payloads this end sends */
@@ -76,6 +85,46 @@ struct hp_endpoint {
 	struct hp_endpoint_stats stats;
 };
 
+/* Endpoints one process sleeps on together (a guest's hub endpoint and
+ * its lanes, HP_FEAT_LANES): a sleep announces the awaited bits on the
+ * endpoint waited on and HP_WAIT_RING_DATA on every other, and polls
+ * every doorbell. ep[0] is the hub's: its hang-up is -EPIPE; another's
+ * is only noted (its hung) and its doorbell left out of polls from then
+ * on. */
+#define HP_GROUP_MAX	65
+struct hp_wait_group {
+	struct hp_endpoint	*ep[HP_GROUP_MAX];
+	uint32_t		n;
+	struct hp_fdq		fdq;	/* descriptors the hub's doorbell carried */
+	void			(*on_sleep)(void *arg);	/* just before a sleep */
+	void			*on_sleep_arg;
+};
+
+/* Adds ep (0, -ENOSPC) or takes it out of g. */
+int hp_group_add(struct hp_wait_group *g, struct hp_endpoint *ep);
+void hp_group_remove(struct hp_wait_group *g, struct hp_endpoint *ep);
+/* Whether ep's doorbell hung up (its peer is gone). */
+int hp_group_hung(const struct hp_endpoint *ep);
+
+/* Sleeps on ep's doorbell (its group's doorbells) and kick (-1: none) up
+ * to ms (-1: forever), draining what rang: 1 woken, 0 timed out, -EPIPE
+ * when the hub's doorbell hung up, or poll's -errno. */
+int hp_endpoint_sleep(struct hp_endpoint *ep, int kick, int ms);
+/* The same in three steps, for a process whose other threads change the
+ * group while it sleeps (libguest on microthreads): prepare and finish
+ * under its lock, the poll without: 1 woken, 0 timed out, -errno; then
+ * finish: 0, or -EPIPE. */
+struct hp_sleep {
+	struct pollfd		pfd[HP_GROUP_MAX + 1];	/* doorbells, then kick */
+	struct hp_endpoint	*ep[HP_GROUP_MAX];
+	uint32_t		n;
+};
+void hp_endpoint_sleep_prepare(struct hp_endpoint *ep, int kick, struct hp_sleep *s);
+int hp_sleep_poll(struct hp_sleep *s, int ms);
+int hp_endpoint_sleep_finish(struct hp_endpoint *ep, const struct hp_sleep *s);
+/* Drains ep's doorbell (its group's): 0 or -EPIPE as above. */
+int hp_endpoint_drain(struct hp_endpoint *ep);
+
 /* The index of an HP_WAIT_* bit in legacy_words and sleep_words. */
 static inline int
 hp_wait_bit_index(uint32_t bit)
@@ -89,8 +138,9 @@ hp_wait_bit_index(uint32_t bit)
 int hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 			  const struct hp_peer_view *v, int doorbell,
 			  uint32_t guest_features, struct hp_varpool *var);
-/* The guest's end. Announces HP_FEAT_WAITERS and HP_FEAT_VARSLOT when the
- * host offers them and they are in use (HP_FEAT_ALL for all). */
+/* The guest's end. Announces HP_FEAT_WAITERS, HP_FEAT_VARSLOT and
+ * HP_FEAT_LANES when the host offers them and use has them (HP_FEAT_ALL
+ * for the first two). */
 int hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 			   const struct hp_peer_view *v, int doorbell, uint32_t use);
 

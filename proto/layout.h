@@ -43,6 +43,9 @@
 #define HP_MSG_CLOSE		5u
 #define HP_MSG_RESET		6u
 #define HP_MSG_GOODBYE		7u
+/* Ours (HP_FEAT_LANES): the hub's word to a guest about its lanes and a
+ * guest's report back, on the hub's rings only (doc/protocol.md, "Lanes") */
+#define HP_MSG_LANE		8u
 
 /* r[shm.flow.channel-table] */
 #define HP_CHAN_FREE		0u
@@ -55,6 +58,7 @@
 #define HP_FEAT_WAITERS		0x1u	/* hp_peer_ext waiter words are honoured */
 #define HP_FEAT_VARSLOT		0x2u	/* the shared variable-size pool is used */
 #define HP_FEAT_ALL		(HP_FEAT_WAITERS | HP_FEAT_VARSLOT)
+#define HP_FEAT_LANES		0x4u	/* direct lanes to other guests (lane.h) */
 
 /* r[shm.segment.header] */
 struct hp_header {

@@ -106,6 +106,21 @@ start_hub() {
 }
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# cpu_ns PID: the CPU time of all of PID's threads so far, in ns: the
+# scheduler's own count (schedstat) where the kernel keeps it, else the
+# ticks of /proc/PID/stat (10 ms steps at 100 Hz)
+cpu_ns() {
+	local f t=0
+
+	if [ -r "/proc/$1/schedstat" ]; then
+		for f in /proc/"$1"/task/*/schedstat; do
+			t=$((t + $(cut -d' ' -f1 "$f" 2>/dev/null || echo 0)))
+		done
+		echo "$t"
+	else
+		echo $(($(cpu_ticks "$1") * 1000000000 / $(getconf CLK_TCK)))
+	fi
+}
 # What hubd maps (its domains and pools: hubctl status) and what of it is
 # resident (the pages of every /memfd:hub* it holds open), in bytes
 mapped() { $CTL -j status | sed -n 's/.*"mapped_bytes":\([0-9]*\).*/\1/p'; }
@@ -134,8 +149,9 @@ BROKER=$(val dbus_broker_median_ns "$PEERS"); BROKER99=$(val dbus_broker_p99_ns 
 PEER_ERR=$(sed -n 's/^\(iox\|dbus\)_error=/\1: /p' <<<"$PEERS" | tr '\n' ';')
 
 # rtt_pair CALLER CALLEE: round trips from guest CALLER, served by hubd
-# (hub.ping) and routed to guest CALLEE's echo, 8 B and 1 KiB arguments,
-# each answer checked by the caller; sets the R_* variables
+# (hub.ping) and to guest CALLEE's echo (routed by hubd, or over a lane
+# where the hub's guests have lanes), 8 B and 1 KiB arguments, each
+# answer checked by the caller; sets the R_* variables
 rtt_pair() {
 	local r
 	r=$($CTL call "$1.rtt" hub.ping "$N_RTT" 8)
@@ -148,9 +164,15 @@ rtt_pair() {
 		{ echo "bench: a round-trip run failed" >&2; exit 1; }
 }
 
-echo "hub, two guests..." >&2
-start_hub one "max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M" \
-	"[guest bench]\nexec = $B/tests/bench/benchguest\n[guest peer]\nexec = $B/tests/bench/benchguest\nargs = --prefix bench2\nprovides = bench2.*\n" 2
+# Lanes are on by default ([guest] lanes = yes): after the first call
+# between two guests, their calls go over a lane of their own and no
+# longer through hubd. The hubs whose guest to guest figures are meant
+# through hubd say lanes = no for every guest; the lane figures come
+# from hubs of the same keys with lanes on.
+ONE_KEYS="max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M"
+echo "hub, two guests (through hubd: lanes = no)..." >&2
+start_hub one "$ONE_KEYS" \
+	"[guest bench]\nexec = $B/tests/bench/benchguest\nlanes = no\n[guest peer]\nexec = $B/tests/bench/benchguest\nargs = --prefix bench2\nprovides = bench2.*\nlanes = no\n" 2
 rtt_pair bench bench2
 MED=$R_HOST; P99=$R_HOST99; P999=$R_HOST999
 G2G=$R_G2G; G2G99=$R_G2G99; G2GK=$R_G2GK; G2GK99=$R_G2GK99
@@ -169,19 +191,49 @@ h1=$(cpu_ticks "$HUBD"); g1=$(cpu_ticks "$GPID")
 IDLE_HUB=$(awk -v d=$((h1 - h0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
 IDLE_GUEST=$(awk -v d=$((g1 - g0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
 
+# The same keys, lanes on: the guest to guest call over a lane (its
+# host-served call from the same hub, just before), and hubd's CPU
+# through the lane run (all its threads), what a lane leaves to hubd
+echo "hub, two guests over a lane..." >&2
+start_hub lane "$ONE_KEYS" \
+	"[guest la]\nexec = $B/tests/bench/benchguest\nargs = --prefix la\n[guest lb]\nexec = $B/tests/bench/benchguest\nargs = --prefix lb\n" 2
+HUBD_LANE=${HUBS[-1]}
+r=$($CTL call la.rtt hub.ping "$N_RTT" 8); must p99_ns= "$r"
+LANE_HOST=$(val median_ns "$r"); LANE_HOST99=$(val p99_ns "$r")
+r=$($CTL call la.rtt lb.echo 1 8); must p99_ns= "$r"	# the lane opens
+h0=$(cpu_ns "$HUBD_LANE"); t0=$(date +%s%N)
+r=$($CTL call la.rtt lb.echo "$N_RTT" 8); must p99_ns= "$r"
+h1=$(cpu_ns "$HUBD_LANE"); t1=$(date +%s%N)
+LANE=$(val median_ns "$r"); LANE99=$(val p99_ns "$r"); LANE999=$(val p999_ns "$r")
+LANE_HUBD=$(awk -v d=$((h1 - h0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.2f", 100 * d / t }')
+LANE_HUBD_MS=$(awk -v d=$((h1 - h0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f / %.0f", d / 1e6, t / 1e6 }')
+r=$($CTL call la.rtt lb.echo "$N_RTT" 1024); must p99_ns= "$r"
+LANEK=$(val median_ns "$r"); LANEK99=$(val p99_ns "$r")
+IDLE_LANE=$(val median_ns "$($CTL call la.idle lb.echo "$IDLE_N" 5)")
+LANES_OPEN=$($CTL -j lanes | grep -o '"id":' | wc -l)
+[ "$LANES_OPEN" -eq 1 ] || { echo "bench: hub lane has $LANES_OPEN lanes open, not 1" >&2; exit 1; }
+
 # start_hub runs hubd under $PIN_HUB when set: its guests inherit the CPU
-echo "hub, two guests, all on CPU 0..." >&2
+echo "hub, two guests, all on CPU 0 (through hubd)..." >&2
 PIN_HUB="taskset -c 0" start_hub onecpu "max_guests = 3" \
-	"[guest c1]\nexec = $B/tests/bench/benchguest\nargs = --prefix c1\n[guest c2]\nexec = $B/tests/bench/benchguest\nargs = --prefix c2\n" 2
+	"[guest c1]\nexec = $B/tests/bench/benchguest\nargs = --prefix c1\nlanes = no\n[guest c2]\nexec = $B/tests/bench/benchguest\nargs = --prefix c2\nlanes = no\n" 2
 rtt_pair c1 c2
 ONE_HOST=$R_HOST; ONE_G2G=$R_G2G; ONE_G2G99=$R_G2G99
+echo "hub, two guests, all on CPU 0, over a lane..." >&2
+PIN_HUB="taskset -c 0" start_hub lanecpu "max_guests = 3" \
+	"[guest lc1]\nexec = $B/tests/bench/benchguest\nargs = --prefix lc1\n[guest lc2]\nexec = $B/tests/bench/benchguest\nargs = --prefix lc2\n" 2
+rtt_pair lc1 lc2
+ONE_LANE=$R_G2G; ONE_LANE99=$R_G2G99; ONE_LANE_HOST=$R_HOST
 
 echo "hub, $NGUESTS guests..." >&2
-G=""
-for i in $(seq "$NGUESTS"); do
-	G+="[guest b$i]\nexec = $B/tests/bench/benchguest\nargs = --prefix b$i\n"
-done
-start_hub many "max_guests = $((NGUESTS + 1))\nslots_per_guest = 8\nheartbeat_interval = 5s" "$G" "$NGUESTS"
+many_guests() {	# many_guests LANES_LINE
+	for i in $(seq "$NGUESTS"); do
+		printf '[guest b%d]\nexec = %s\nargs = --prefix b%d\n%s' \
+			"$i" "$B/tests/bench/benchguest" "$i" "$1"
+	done
+}
+MANY_KEYS="max_guests = $((NGUESTS + 1))\nslots_per_guest = 8\nheartbeat_interval = 5s"
+start_hub many "$MANY_KEYS" "$(many_guests "lanes = no\n")" "$NGUESTS"
 SINGLE=$(val per_s "$($CTL call b1.pipe "$PIPE_MS" 16 0)")
 # every guest's window starts at the same time, 2 s from now (starting
 # 32 clients takes a while on a busy machine)
@@ -205,15 +257,56 @@ h1=$(cpu_ticks "$MANY_HUBD"); g1=$(cpu_all $MANY_PIDS)
 IDLE_MANY_HUB=$(awk -v d=$((h1 - h0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
 IDLE_MANY_GUESTS=$(awk -v d=$((g1 - g0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
 
+# The same guests in pairs calling each other, all at once: b(2k-1)
+# keeps 16 calls of b(2k).echo in flight (each answer checked), through
+# hubd on the hub above (lanes = no) and over a lane each on a hub of the
+# same keys with lanes on. The two hubs take turns, REPS rounds: of each
+# the round of the highest aggregate, its slowest and fastest pair.
+NPAIRS=$((NGUESTS / 2))
+echo "hub, $NGUESTS guests in $NPAIRS pairs over lanes..." >&2
+CTL_MANY=$CTL
+start_hub manylane "$MANY_KEYS" "$(many_guests "")" "$NGUESTS"
+CTL_MANYLANE=$CTL
+pairs_round() {	# pairs_round NAME: one round on the hub CTL names
+	local k calls=() at
+
+	at=$(($(date +%s%3N) + 2000))
+	for k in $(seq "$NPAIRS"); do
+		$CTL call "b$((2 * k - 1)).pipeto" "b$((2 * k)).echo" "$PIPE_MS" 16 "$at" \
+			> "$TMP/pair$k.out" &
+		calls+=($!)
+	done
+	wait "${calls[@]}"
+	for k in $(seq "$NPAIRS"); do
+		must failed=0 "$(cat "$TMP/pair$k.out")"
+		val per_s "$(cat "$TMP/pair$k.out")"
+	done > "$TMP/pairs"
+	echo "$(awk '{ s += $1 } END { printf "%.0f", s }' "$TMP/pairs")" \
+		"$(sort -n "$TMP/pairs" | head -1)" "$(sort -n "$TMP/pairs" | tail -1)" >> "$TMP/$1.pairs"
+}
+for _ in $(seq "$REPS"); do
+	CTL=$CTL_MANY pairs_round hubd
+	CTL=$CTL_MANYLANE pairs_round lane
+done
+read -r PAIRS_HUBD PAIRS_HUBD_MIN PAIRS_HUBD_MAX < <(sort -g "$TMP/hubd.pairs" | tail -1)
+read -r PAIRS_LANE PAIRS_LANE_MIN PAIRS_LANE_MAX < <(sort -g "$TMP/lane.pairs" | tail -1)
+PAIRS_LANES_OPEN=$(CTL=$CTL_MANYLANE; $CTL -j lanes | grep -o '"id":' | wc -l)
+[ "$PAIRS_LANES_OPEN" -eq "$NPAIRS" ] ||
+	{ echo "bench: hub manylane has $PAIRS_LANES_OPEN lanes open, not $NPAIRS" >&2; exit 1; }
+
 # Large payloads through the shared pools, default classes: a 16 MiB item
 # needs a channel credit of at least its size (the default is 64K). The
 # guest to guest runs go through two hubs: each guest a zone of its own
 # (the default: hubd copies every argument from the caller's pool into
 # the callee's) and both in one zone (the slot is handed on, no byte
 # copied); the small calls too (8 B travels inline, 1 KiB in a pool slot).
-# The two hubs take turns, REPS rounds: the best of each figure.
+# Both through hubd (lanes = no); a third hub of the same keys has lanes
+# on: a lane's slots are as large as the hub's largest payload (the
+# default classes': 32 MiB), and the caller writes each argument into
+# one, the callee copies it out, as the copy baseline does. The three
+# hubs take turns, REPS rounds: the best of each figure.
 LARGE_KEYS="max_guests = 3\ninitial_credit = 64M"
-large_guests() {	# large_guests ZONE_LINE
+large_guests() {	# large_guests LINES: ZONE and LANES lines of each guest
 	printf '[guest l1]\nexec = %s\nargs = --prefix l1\n%s[guest l2]\nexec = %s\nargs = --prefix l2\n%s' \
 		"$B/tests/bench/benchguest" "$1" "$B/tests/bench/benchguest" "$1"
 }
@@ -242,20 +335,25 @@ g2g_round() {
 	val median_ns "$r" >> "$TMP/$1.1k"
 }
 highest() { sort -g "$1" | tail -1; }
-echo "hub, large payloads: each guest a zone of its own, and both in one zone..." >&2
-start_hub large "$LARGE_KEYS" "$(large_guests "")" 2
+echo "hub, large payloads: each guest a zone of its own, both in one zone, and over a lane..." >&2
+start_hub large "$LARGE_KEYS" "$(large_guests "lanes = no\n")" 2
 CTL_OWN=$CTL; HUBD_OWN=${HUBS[-1]}
 for _ in $(seq "$REPS"); do
 	large sink 1048576 >> "$TMP/sink.1m"
 	large sink 16777216 >> "$TMP/sink.16m"
 done
 SINK1M=$(highest "$TMP/sink.1m"); SINK16M=$(highest "$TMP/sink.16m")
-start_hub largez "$LARGE_KEYS" "$(large_guests "zone = bench\n")" 2
+start_hub largez "$LARGE_KEYS" "$(large_guests "zone = bench\nlanes = no\n")" 2
 CTL_ONE=$CTL; HUBD_ONE=${HUBS[-1]}
+start_hub largelane "$LARGE_KEYS" "$(large_guests "")" 2
+CTL_LLANE=$CTL
 for _ in $(seq "$REPS"); do
 	CTL=$CTL_OWN g2g_round own
 	CTL=$CTL_ONE g2g_round one
+	CTL=$CTL_LLANE large g2g 1048576 >> "$TMP/lane.1m"
+	CTL=$CTL_LLANE large g2g 16777216 >> "$TMP/lane.16m"
 done
+LANE1M=$(highest "$TMP/lane.1m"); LANE16M=$(highest "$TMP/lane.16m")
 G2G1M=$(highest "$TMP/own.1m"); G2G16M=$(highest "$TMP/own.16m")
 Z1M=$(highest "$TMP/one.1m"); Z16M=$(highest "$TMP/one.16m")
 G2G_SMALL=$(sort -g "$TMP/own.8" | head -1); G2G_1K=$(sort -g "$TMP/own.1k" | head -1)
@@ -282,7 +380,7 @@ DEFAULT_RSS=$(awk '$1 == "VmRSS:" { print $2 * 1024 }' "/proc/${HUBS[-1]}/status
 # those of the two-guest hub above, so fc's call compares with its figure.
 echo "hub, guests on microthreads..." >&2
 start_hub mt "max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M\ncalls_in_flight = 20000" \
-	"[guest fc]\nexec = $B/tests/bench/benchguest\nargs = --prefix fc\n[guest fs]\nexec = $B/tests/bench/benchguest\nargs = --prefix fs --mt\n[guest fs2]\nexec = $B/tests/bench/benchguest\nargs = --prefix fs2 --mt --processors 2\n" 3
+	"[guest fc]\nexec = $B/tests/bench/benchguest\nargs = --prefix fc\nlanes = no\n[guest fs]\nexec = $B/tests/bench/benchguest\nargs = --prefix fs --mt\nlanes = no\n[guest fs2]\nexec = $B/tests/bench/benchguest\nargs = --prefix fs2 --mt --processors 2\nlanes = no\n" 3
 # the two take turns, REPS runs each; the lowest median and p99 of each
 for _ in $(seq "$REPS"); do
 	for g in fc fs; do
@@ -323,7 +421,7 @@ echo "hub, a Python guest..." >&2
 N_PY=$((N_RTT / 10))
 PYTHONPATH="$(cd "$(dirname "$0")/../../bindings/python" && pwd)" HUB_LIBGUEST=$B/libguest.so \
 start_hub py "max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M" \
-	"[guest pc]\nexec = $B/tests/bench/benchguest\nargs = --prefix pc\n[guest py]\nexec = $(cd "$(dirname "$0")" && pwd)/pybench.py\nprovides = pyb.*\n" 2
+	"[guest pc]\nexec = $B/tests/bench/benchguest\nargs = --prefix pc\nlanes = no\n[guest py]\nexec = $(cd "$(dirname "$0")" && pwd)/pybench.py\nprovides = pyb.*\nlanes = no\n" 2
 for _ in $(seq 100); do $CTL methods | grep -q pyb.source && break; sleep 0.05; done
 r=$($CTL call pc.rtt pyb.echo "$N_PY" 8); must p99_ns= "$r"
 PY_IN=$(val median_ns "$r"); PY_IN99=$(val p99_ns "$r")
@@ -345,18 +443,28 @@ echo "| call round trip, median (a guest calls hub.ping, 8 B) | $MED | ns | shm 
 echo "| call round trip, p99 | $P99 | ns | shm ping-pong $SHM ns | $(ratio "$P99" "$SHM")x | <= 3x |"
 echo "| call round trip, p99.9 | $P999 | ns | shm ping-pong $SHM ns | $(ratio "$P999" "$SHM")x | |"
 echo "| the same against iceoryx request/response, busy-polling | $MED | ns | iceoryx ${IOX_SPIN:--} ns | $(ratio "$MED" "${IOX_SPIN:-0}")x | <= 0.33x |"
-echo "| guest to guest call (routed by hubd), 8 B, median | $G2G | ns | host-served $MED ns | $(ratio "$G2G" "$MED")x | <= 3x |"
+echo "| guest to guest call through hubd (routed), 8 B, median | $G2G | ns | host-served $MED ns | $(ratio "$G2G" "$MED")x | <= 3x |"
 echo "| the same against iceoryx request/response, busy-polling | $G2G | ns | iceoryx ${IOX_SPIN:--} ns | $(ratio "$G2G" "${IOX_SPIN:-0}")x | <= 0.5x |"
-echo "| guest to guest call, 8 B, p99 | $G2G99 | ns | iceoryx busy-polling p99 ${IOX_SPIN99:--} ns | $(ratio "$G2G99" "${IOX_SPIN99:-0}")x | |"
-echo "| guest to guest call, 1 KiB, median | $G2GK | ns | host-served 8 B $MED ns | $(ratio "$G2GK" "$MED")x | |"
-echo "| guest to guest call, 1 KiB, p99 | $G2GK99 | ns | | | |"
+echo "| guest to guest call through hubd, 8 B, p99 | $G2G99 | ns | iceoryx busy-polling p99 ${IOX_SPIN99:--} ns | $(ratio "$G2G99" "${IOX_SPIN99:-0}")x | |"
+echo "| guest to guest call through hubd, 1 KiB, median | $G2GK | ns | host-served 8 B $MED ns | $(ratio "$G2GK" "$MED")x | |"
+echo "| guest to guest call through hubd, 1 KiB, p99 | $G2GK99 | ns | | | |"
+echo "| guest to guest call over a lane, 8 B, median | $LANE | ns | host-served, same hub $LANE_HOST ns | $(ratio "$LANE" "$LANE_HOST")x | <= 1.3x |"
+echo "| the same against iceoryx request/response, busy-polling | $LANE | ns | iceoryx ${IOX_SPIN:--} ns | $(ratio "$LANE" "${IOX_SPIN:-0}")x | <= 0.4x |"
+echo "| guest to guest call over a lane, 8 B, p99 | $LANE99 | ns | iceoryx busy-polling p99 ${IOX_SPIN99:--} ns | $(ratio "$LANE99" "${IOX_SPIN99:-0}")x | |"
+echo "| guest to guest call over a lane, 8 B, p99.9 | $LANE999 | ns | host-served p99, same hub $LANE_HOST99 ns | $(ratio "$LANE999" "$LANE_HOST99")x | |"
+echo "| guest to guest call over a lane against through hubd, 8 B, median | $LANE | ns | through hubd $G2G ns | $(ratio "$LANE" "$G2G")x | |"
+echo "| guest to guest call over a lane, 1 KiB, median / p99 | $LANEK / $LANEK99 | ns | through hubd $G2GK ns | $(ratio "$LANEK" "$G2GK")x | |"
+echo "| hubd's CPU through the lane's 8 B run ($LANE_HUBD_MS ms of CPU / of wall clock) | $LANE_HUBD | % of a CPU | | | ~0 |"
 echo "| one CPU (taskset -c 0): host-served call, median | $ONE_HOST | ns | futex ping-pong on one CPU $FUTEX_1CPU ns | $(ratio "$ONE_HOST" "$FUTEX_1CPU")x | |"
-echo "| one CPU: guest to guest call, median | $ONE_G2G | ns | futex ping-pong on one CPU $FUTEX_1CPU ns | $(ratio "$ONE_G2G" "$FUTEX_1CPU")x | <= 2x |"
+echo "| one CPU: guest to guest call through hubd, median | $ONE_G2G | ns | futex ping-pong on one CPU $FUTEX_1CPU ns | $(ratio "$ONE_G2G" "$FUTEX_1CPU")x | <= 2x |"
 echo "| one CPU: the floor of a hand-off by sched_yield (two per ping-pong; a routed call needs four) | $YIELD_1CPU | ns | | | |"
-echo "| one CPU: guest to guest call, p99 | $ONE_G2G99 | ns | iceoryx WaitSet on one CPU ${IOX_WS1:--} ns (median) | $(ratio "$ONE_G2G99" "${IOX_WS1:-0}")x | |"
-echo "| iceoryx WaitSet request/response, median / p99 | ${IOX_WS:--} / ${IOX_WS99:--} | ns | hub guest to guest $G2G ns | $(ratio "${IOX_WS:-0}" "$G2G")x slower | |"
-echo "| D-Bus (sd-bus) through dbus-daemon, median / p99 | ${DBUS:--} / ${DBUS99:--} | ns | hub guest to guest $G2G ns | $(ratio "${DBUS:-0}" "$G2G")x slower | |"
-echo "| D-Bus (sd-bus) through dbus-broker, median / p99 | ${BROKER:--} / ${BROKER99:--} | ns | hub guest to guest $G2G ns | $(ratio "${BROKER:-0}" "$G2G")x slower | |"
+echo "| one CPU: guest to guest call through hubd, p99 | $ONE_G2G99 | ns | iceoryx WaitSet on one CPU ${IOX_WS1:--} ns (median) | $(ratio "$ONE_G2G99" "${IOX_WS1:-0}")x | |"
+echo "| one CPU: guest to guest call over a lane, median | $ONE_LANE | ns | futex ping-pong on one CPU $FUTEX_1CPU ns | $(ratio "$ONE_LANE" "$FUTEX_1CPU")x | <= 1.2x |"
+echo "| one CPU: guest to guest call over a lane, p99 | $ONE_LANE99 | ns | through hubd $ONE_G2G99 ns | $(ratio "$ONE_LANE99" "$ONE_G2G99")x | |"
+echo "| one CPU: host-served call on the lane hub, median | $ONE_LANE_HOST | ns | the through-hubd hub's $ONE_HOST ns | $(ratio "$ONE_LANE_HOST" "$ONE_HOST")x | |"
+echo "| iceoryx WaitSet request/response, median / p99 | ${IOX_WS:--} / ${IOX_WS99:--} | ns | hub guest to guest through hubd $G2G ns | $(ratio "${IOX_WS:-0}" "$G2G")x slower | |"
+echo "| D-Bus (sd-bus) through dbus-daemon, median / p99 | ${DBUS:--} / ${DBUS99:--} | ns | hub guest to guest through hubd $G2G ns | $(ratio "${DBUS:-0}" "$G2G")x slower | |"
+echo "| D-Bus (sd-bus) through dbus-broker, median / p99 | ${BROKER:--} / ${BROKER99:--} | ns | hub guest to guest through hubd $G2G ns | $(ratio "${BROKER:-0}" "$G2G")x slower | |"
 echo "| UNIX socketpair round trip | $SOCK | ns | hub median $MED ns | $(ratio "$SOCK" "$MED")x slower | >= 25x |"
 echo "| ZeroMQ REQ/REP ipc:// round trip | ${ZMQ:--} | ns | hub median $MED ns | $(ratio "${ZMQ:-0}" "$MED")x slower | |"
 echo "| futex ping-pong (sleeping every time) | $FUTEX | ns | | | |"
@@ -365,19 +473,25 @@ echo "| streamed 32-byte items | $S32 | items/s | SPSC ring $RING desc/s | $(rat
 echo "| bulk 64 KiB items | $B64 | GB/s | shm copy $COPY64 GB/s | $(ratio "$B64" "$COPY64")x | >= 0.7x |"
 echo "| bulk 1 MiB items | $B1M | GB/s | shm copy $COPY1M GB/s | $(ratio "$B1M" "$COPY1M")x | >= 0.7x |"
 echo "| wake-from-idle round trip (5 ms quiet first) | $IDLE | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE" "$FUTEX_IDLE")x | <= 1.5x |"
-echo "| wake-from-idle, guest to guest (three processes wake) | $IDLE_G2G | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE_G2G" "$FUTEX_IDLE")x | |"
+echo "| wake-from-idle, guest to guest through hubd (three processes wake) | $IDLE_G2G | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE_G2G" "$FUTEX_IDLE")x | |"
+echo "| wake-from-idle, guest to guest over a lane (two processes wake) | $IDLE_LANE | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE_LANE" "$FUTEX_IDLE")x | <= 2x |"
 echo "| idle CPU, hubd | $IDLE_HUB | % of a core | | | < 1 |"
 echo "| idle CPU, guest | $IDLE_GUEST | % of a core | | | < 1 |"
 echo "| $NGUESTS guests at once, aggregate | $AGG | calls/s | one guest $SINGLE calls/s | $(ratio "$AGG" "$SINGLE")x | >= 0.8x |"
 echo "| $NGUESTS guests, slowest / fastest | $MINR / $MAXR | calls/s | | $(ratio "$MINR" "$MAXR") | >= 0.5 |"
 echo "| idle CPU after it, hubd / all $NGUESTS guests | $IDLE_MANY_HUB / $IDLE_MANY_GUESTS | % of a core | | | < 1 |"
+echo "| $NGUESTS guests in $NPAIRS pairs calling each other at once (16 in flight each), over lanes, aggregate, best of $REPS | $PAIRS_LANE | calls/s | through hubd $PAIRS_HUBD calls/s | $(ratio "$PAIRS_LANE" "$PAIRS_HUBD")x | |"
+echo "| the same over lanes, slowest / fastest pair | $PAIRS_LANE_MIN / $PAIRS_LANE_MAX | calls/s | | $(ratio "$PAIRS_LANE_MIN" "$PAIRS_LANE_MAX") | |"
+echo "| the same through hubd, slowest / fastest pair | $PAIRS_HUBD_MIN / $PAIRS_HUBD_MAX | calls/s | | $(ratio "$PAIRS_HUBD_MIN" "$PAIRS_HUBD_MAX") | |"
 echo "| 1 MiB items into hub.sink (hubd hashes every byte: XXH3-64, libxxhash; the guest checks the hash) | $SINK1M | GB/s | shm copy 1 MiB $COPY1M_L GB/s | $(ratio "$SINK1M" "$COPY1M_L")x | >= 0.7x |"
 echo "| 16 MiB items into hub.sink (the same) | $SINK16M | GB/s | shm copy 16 MiB $COPY16M_L GB/s | $(ratio "$SINK16M" "$COPY16M_L")x | >= 0.7x |"
-echo "| guest to guest, 1 MiB arguments (4 calls in flight, reader copies out): both guests in one zone (zero copy) / each a zone of its own (hubd copies) | $Z1M / $G2G1M | GB/s | shm copy 1 MiB $COPY1M_L GB/s | $(ratio "$Z1M" "$COPY1M_L")x / $(ratio "$G2G1M" "$COPY1M_L")x | >= 0.7x |"
-echo "| guest to guest, 16 MiB arguments (the same): one zone / zones of their own | $Z16M / $G2G16M | GB/s | shm copy 16 MiB $COPY16M_L GB/s | $(ratio "$Z16M" "$COPY16M_L")x / $(ratio "$G2G16M" "$COPY16M_L")x | >= 0.7x |"
+echo "| guest to guest through hubd, 1 MiB arguments (4 calls in flight, reader copies out): both guests in one zone (zero copy) / each a zone of its own (hubd copies) | $Z1M / $G2G1M | GB/s | shm copy 1 MiB $COPY1M_L GB/s | $(ratio "$Z1M" "$COPY1M_L")x / $(ratio "$G2G1M" "$COPY1M_L")x | >= 0.7x |"
+echo "| guest to guest through hubd, 16 MiB arguments (the same): one zone / zones of their own | $Z16M / $G2G16M | GB/s | shm copy 16 MiB $COPY16M_L GB/s | $(ratio "$Z16M" "$COPY16M_L")x / $(ratio "$G2G16M" "$COPY16M_L")x | >= 0.7x |"
+echo "| guest to guest over a lane, 1 MiB arguments (the same: the caller writes each into a lane slot, the callee copies it out), best of $REPS | $LANE1M | GB/s | shm copy 1 MiB $COPY1M_L GB/s | $(ratio "$LANE1M" "$COPY1M_L")x | >= 0.9x |"
+echo "| guest to guest over a lane, 16 MiB arguments (the same) | $LANE16M | GB/s | shm copy 16 MiB $COPY16M_L GB/s | $(ratio "$LANE16M" "$COPY16M_L")x | >= 0.9x |"
 echo "| what isolation costs big payloads: zones of their own over one zone, 1 MiB / 16 MiB | $(ratio "$G2G1M" "$Z1M")x / $(ratio "$G2G16M" "$Z16M")x | | | | |"
-echo "| guest to guest call, 8 B (inline, never copied), median, lowest of $REPS: one zone / zones of their own (the same two hubs) | $Z_SMALL / $G2G_SMALL | ns | | $(ratio "$G2G_SMALL" "$Z_SMALL")x | |"
-echo "| guest to guest call, 1 KiB (a pool slot: copied across zones), median: one zone / zones of their own | $Z_1K / $G2G_1K | ns | | $(ratio "$G2G_1K" "$Z_1K")x | |"
+echo "| guest to guest call through hubd, 8 B (inline, never copied), median, lowest of $REPS: one zone / zones of their own (the same two hubs) | $Z_SMALL / $G2G_SMALL | ns | | $(ratio "$G2G_SMALL" "$Z_SMALL")x | |"
+echo "| guest to guest call through hubd, 1 KiB (a pool slot: copied across zones), median: one zone / zones of their own | $Z_1K / $G2G_1K | ns | | $(ratio "$G2G_1K" "$Z_1K")x | |"
 echo "| shared pool allocate+free, 64 B, 1 process | $POOL_VAR | ns/pair | fixed pool $POOL_FIXED ns/pair | $(ratio "$POOL_VAR" "$POOL_FIXED")x | |"
 echo "| shared pool allocate+free, 64 B, 2 processes, same class | $POOL_VAR2 | ns/pair | fixed pool, same pool, $POOL_FIXED2 ns/pair | $(ratio "$POOL_VAR2" "$POOL_FIXED2")x | |"
 echo "| a guest's domain, default config (laid out for 16 guests, only its own areas touched; hp_geometry_compute says $DOM_DEFAULT_CALC) | $DOM_DEFAULT | bytes | fixed pools only, 16 MiB slots (computed) $DOM_FIXED16M bytes | $(ratio "$DOM_FIXED16M" "$DOM_DEFAULT")x smaller | |"
@@ -398,9 +512,9 @@ echo "| $MT_W calls in flight into microthread handlers (P = 1) that each call h
 echo "| the same, memory per call in flight: (VmHWM after - VmRSS before) / $MT_W | $FLOOD_MEM | bytes | VmHWM after $FLOOD_HWM kB | | |"
 echo "| $MT_W calls in flight into microthread handlers on P = 2 | $FLOOD2 | calls/s | P = 1 $FLOOD calls/s | $(ratio "$FLOOD2" "$FLOOD")x | |"
 echo "| the same, memory per call in flight | $FLOOD2_MEM | bytes | VmHWM after $FLOOD2_HWM kB | | |"
-echo "| a C guest calls a Python guest (routed), 8 B, median / p99 | $PY_IN / $PY_IN99 | ns | C guest to C guest $G2G ns | $(ratio "$PY_IN" "$G2G")x | |"
+echo "| a C guest calls a Python guest (routed), 8 B, median / p99 | $PY_IN / $PY_IN99 | ns | C guest to C guest through hubd $G2G ns | $(ratio "$PY_IN" "$G2G")x | |"
 echo "| a Python guest calls hub.ping, 8 B, median / p99 | $PY_HOST / $PY_HOST99 | ns | from a C guest $MED ns | $(ratio "$PY_HOST" "$MED")x | |"
-echo "| a Python guest calls a C guest, 8 B, median / p99 | $PY_OUT / $PY_OUT99 | ns | C guest to C guest $G2G ns | $(ratio "$PY_OUT" "$G2G")x | |"
+echo "| a Python guest calls a C guest, 8 B, median / p99 | $PY_OUT / $PY_OUT99 | ns | C guest to C guest through hubd $G2G ns | $(ratio "$PY_OUT" "$G2G")x | |"
 echo "| an 8 B round trip between two Python processes over a UNIX socketpair (no hub), median / p99 | $PY_SOCK / $PY_SOCK99 | ns | a C guest calls a Python guest $PY_IN ns | $(ratio "$PY_SOCK" "$PY_IN")x slower | |"
 echo "| a Python guest reads hub.source as an iterator | $PY_SRC | MB/s | | | |"
 } > "$OUT/bench.md"
@@ -416,7 +530,8 @@ cat > "$OUT/bench.dat" <<DAT
 "hub wake-from-idle" $IDLE
 "socketpair" $SOCK
 "ZeroMQ ipc" ${ZMQ:-0}
-"hub guest to guest" $G2G
+"hub guest to guest, through hubd" $G2G
+"hub guest to guest, lane" $LANE
 "iceoryx busy-polling" ${IOX_SPIN:-0}
 "iceoryx WaitSet" ${IOX_WS:-0}
 "D-Bus dbus-daemon" ${DBUS:-0}

@@ -18,16 +18,19 @@
 #include "proto/varpool_host.h"
 #include "tests/e2e/harness.h"
 
+/* These are the pools' tests: payloads go through hubd, not over a
+ * direct lane of their own (lanes = no on prober, the caller; check_lanes.c
+ * has the lanes' big payloads). */
 #define GUESTS \
 	"[guest echo]\nexec = @/guests/echo\n" \
 	"[guest kv]\nexec = @/guests/kv\n" \
-	"[guest prober]\nexec = @/tests/guests/prober\n"
+	"[guest prober]\nexec = @/tests/guests/prober\nlanes = no\n"
 /* the three share a pool: payloads between them are not copied (prober
  * calls echo and kv) */
 #define ZONED \
 	"[guest echo]\nexec = @/guests/echo\nzone = big\n" \
 	"[guest kv]\nexec = @/guests/kv\nzone = big\n" \
-	"[guest prober]\nexec = @/tests/guests/prober\nzone = big\n"
+	"[guest prober]\nexec = @/tests/guests/prober\nzone = big\nlanes = no\n"
 
 static struct hub_proc hub;
 

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* libFuzzer: Request, Response and Goodbye payloads, and method
+/* libFuzzer: Request, Response, Goodbye and Lane payloads, and method
  * signatures with arguments checked against them. What decodes must
  * encode back to the same bytes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/lane.h"
 #include "proto/msg.h"
 #include "proto/sig.h"
 
@@ -41,6 +42,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	hp_msg_decode_goodbye(data, size, &reason, &n);
+	{
+		/* a guest's report to hubd (HP_MSG_LANE): what decodes
+		 * encodes, and decodes again to the same */
+		struct hp_lane_msg lm, again;
+
+		if (hp_lane_msg_decode(data, size, &lm) == 0) {
+			len = hp_lane_msg_encode(out, sizeof(out), &lm);
+			if (len < 0 || hp_lane_msg_decode(out, (size_t)len, &again) != 0 ||
+			    memcmp(&lm, &again, sizeof(lm)) != 0)
+				abort();
+		}
+	}
 	/* the first line as a signature, the rest as its arguments */
 	n = size < sizeof(text) - 1 ? size : sizeof(text) - 1;
 	memcpy(text, data, n);

@@ -28,7 +28,6 @@
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -524,28 +523,14 @@ main(int argc, char *argv[])
 		{ "sinkpair", "u64,u64->str", sinkpair },
 	};
 	const char *why;
-	int rc, use_poll = 0;
+	int rc;
 
 	list_fds();
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--poll") == 0)
-			use_poll = 1;
 	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
 		errx(1, "%s", why);
 	tg_register(g, tg_prefix(argc, argv, "prober"), methods,
 		    sizeof(methods) / sizeof(methods[0]));
-	if (!use_poll) {
-		rc = guest_run(g);
-	} else {
-		/* a plugin with its own event loop */
-		struct pollfd pfd = { .fd = guest_fd(g), .events = POLLIN };
-
-		do {
-			poll(&pfd, 1, guest_service_timeout_ms(g));
-			rc = guest_service(g);
-		} while (rc == 0);
-		rc = rc == -ESHUTDOWN ? 0 : rc;
-	}
+	rc = tg_run(g, argc, argv);
 	guest_detach(g);
 	return rc == 0 ? 0 : 1;
 }

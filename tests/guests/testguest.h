@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* What several test guests and the bench guest share: methods named
- * PREFIX.NAME from a table, the --prefix option, and checking that an
- * answer is a given str. Header only, on libguest's API. */
+ * PREFIX.NAME from a table, the --prefix option, the loop (--poll: a
+ * plugin's own), and checking that an answer is a given str. Header
+ * only, on libguest's API. */
 #ifndef HUB_TESTGUEST_H
 #define HUB_TESTGUEST_H
 
 #include <err.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,6 +42,26 @@ tg_register(struct guest *g, const char *prefix, const struct tg_method *m,
 		if (guest_register(g, name, m[i].sig, m[i].fn, NULL) != 0)
 			errx(1, "cannot register %s", name);
 	}
+}
+
+/* Runs the guest's loop until it ends: guest_run, or with "--poll" in
+ * argv a plugin's own poll() loop on guest_fd() and guest_service().
+ * 0 when it ended well. */
+static inline int
+tg_run(struct guest *g, int argc, char *argv[])
+{
+	struct pollfd pfd = { .fd = guest_fd(g), .events = POLLIN };
+	int rc, use_poll = 0;
+
+	for (int i = 1; i < argc; i++)
+		use_poll |= strcmp(argv[i], "--poll") == 0;
+	if (!use_poll)
+		return guest_run(g);
+	do {
+		poll(&pfd, 1, guest_service_timeout_ms(g));
+		rc = guest_service(g);
+	} while (rc == 0);
+	return rc == -ESHUTDOWN ? 0 : rc;
 }
 
 /* Whether res[0..len) is the postcard str text[0..n). */

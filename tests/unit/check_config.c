@@ -446,6 +446,44 @@ START_TEST(test_user_root_without_group)
 }
 END_TEST
 
+/* lanes = yes | no | NAME, ...: whom a guest allows a lane with; a
+ * changed policy is a changed guest (a reload restarts it); lanes_per_guest
+ * in its bounds. */
+START_TEST(test_lanes)
+{
+	struct hub_conf c;
+	struct config_guest *d;
+	int rc = load("[hub]\nlanes_per_guest = 3\n"
+		      "[guest a]\nexec = /bin/true\nlanes = b , c-2\n"
+		      "[guest b]\nexec = /bin/true\nlanes = no\n"
+		      "[guest c]\nexec = /bin/true\n", &c);
+
+	ck_assert_msg(rc == 0, "load: %s", errtext);
+	ck_assert_uint_eq(c.lanes_per_guest, 3);
+	ck_assert(config_lanes_allow(&c.guests[0], "b"));
+	ck_assert(config_lanes_allow(&c.guests[0], "c-2"));
+	ck_assert(!config_lanes_allow(&c.guests[0], "c"));	/* whole names only */
+	ck_assert(!config_lanes_allow(&c.guests[0], "b , c-2"));
+	ck_assert(!config_lanes_allow(&c.guests[1], "a"));
+	ck_assert(config_lanes_allow(&c.guests[2], "anyone"));	/* the default: yes */
+	d = config_guest_dup(&c.guests[0]);
+	ck_assert(config_guest_equal(d, &c.guests[0]));
+	d->lanes = LANES_ANY;
+	ck_assert(!config_guest_equal(d, &c.guests[0]));
+	config_guest_free(d);
+	config_free(&c);
+	rc = load("[guest a]\nexec = /bin/true\n", &c);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(c.lanes_per_guest, 16);
+	config_free(&c);
+	expect_error("[guest a]\nexec = /bin/true\nlanes = b,,c\n", 3, "lanes: '' is not");
+	expect_error("[guest a]\nexec = /bin/true\nlanes = b c\n", 3, "lanes: 'b c' is not");
+	expect_error("[guest a]\nexec = /bin/true\nlanes = maybe!\n", 3, "lanes: 'maybe!'");
+	expect_error("[hub]\nlanes_per_guest = 0\n", 2, "lanes_per_guest");
+	expect_error("[hub]\nlanes_per_guest = 65\n", 2, "lanes_per_guest");
+}
+END_TEST
+
 /* provides = : its patterns as written, and what a guest may register:
  * its own NAME.* and what they cover. */
 START_TEST(test_provides)
@@ -673,6 +711,7 @@ suite_config(void)
 	tcase_add_test(tc, test_guest_uids);
 	tcase_add_test(tc, test_user_root_without_group);
 	tcase_add_test(tc, test_provides);
+	tcase_add_test(tc, test_lanes);
 	tcase_add_test(tc, test_provides_bad_patterns);
 	tcase_add_test(tc, test_provides_overlaps);
 	tcase_add_test(tc, test_overlong_line);

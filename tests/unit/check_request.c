@@ -57,7 +57,8 @@ END_TEST
  * (doc/security.md). */
 START_TEST(test_who_may_run_what)
 {
-	static const char *const reads[] = { "peers", "methods", "status", "stats", "pool" };
+	static const char *const reads[] = { "peers", "methods", "status", "stats", "pool",
+					     "lanes" };
 	static const char *const changes[] = { "call", "reload", "restart", "stop", "start",
 					       "domains" };
 	int n = 0;

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Direct lanes between guests (proto/lane.h). hubd brokers and
+ * supervises them and is not in their path: when a guest's call to
+ * another's method comes through it, both announced HP_FEAT_LANES and the
+ * policy allows ([guest] lanes, [hub] lanes_per_guest), it makes a lane
+ * (a sealed memfd and a doorbell socketpair), hands each side its end
+ * over its doorbell and tells the caller to call that method over it;
+ * later calls go straight from guest to guest. A side that goes takes
+ * its lanes with it at once (the other is told, and fails what was in
+ * flight over them as a callee's death fails it through the hub); a
+ * side that closes one (its peer hung up, or broke a rule) says so, and
+ * a broken rule is recorded against the lane and keeps the pair on
+ * calls through the hub until either restarts. Neither side can get the
+ * other ended by what it says: a report closes a lane, nothing more. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/dispatch.h"
+#include "daemon/host.h"
+#include "daemon/lanes.h"
+#include "daemon/log.h"
+#include "proto/doorbell.h"
+
+/* How many methods one side is told to call over one lane at most: more
+ * go through the hub. */
+#define ROUTES_MAX	1024
+/* A lane closed this soon, nothing served over it, without a broken
+ * rule: the side could not take it, and is not offered it again. */
+#define SETUP_NS	(2ull * 1000000000)
+/* After a lane could not be made, hubd tries again for the pair no
+ * sooner (and logs no more often). */
+#define RETRY_NS	(10ull * 1000000000)
+
+static int
+side_of(const struct lane *ln, const struct peer *p)
+{
+	if (ln->peer[0] == p->id && ln->epoch[0] == p->epoch)
+		return 0;
+	if (ln->peer[1] == p->id && ln->epoch[1] == p->epoch)
+		return 1;
+	return -1;
+}
+
+static struct lane *
+lane_between(struct hub *h, const struct peer *p, const struct peer *q)
+{
+	for (struct lane *ln = h->lanes; ln != NULL; ln = ln->next)
+		if (side_of(ln, p) >= 0 && side_of(ln, q) >= 0)
+			return ln;
+	return NULL;
+}
+
+/* One message about a lane to p, on its ring (after the descriptors, for
+ * an OPEN). */
+static void
+tell(struct hub *h, struct peer *p, const struct hp_lane_msg *m)
+{
+	uint8_t buf[320];
+	int64_t n = hp_lane_msg_encode(buf, sizeof(buf), m);
+
+	if (n > 0)
+		host_send(h, p, HP_MSG_LANE, 0, 0, buf, (uint32_t)n);
+}
+
+static void
+tell_close(struct hub *h, struct peer *p, uint32_t id, const char *reason)
+{
+	struct hp_lane_msg m = { .op = HP_LANE_CLOSE, .lane = id };
+
+	snprintf(m.reason, sizeof(m.reason), "%s", reason);
+	tell(h, p, &m);
+}
+
+/* Adds a side's published figures to its guest's counters, as if the
+ * traffic had gone through hubd: what it sent came in, what it served
+ * went out. */
+static void
+figures_add(const struct hp_lane_figures *f, struct peer_stats *s)
+{
+	/* relaxed: figures for people (the guest writes them now and then) */
+	uint64_t out = hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->calls_out);
+	uint64_t in = hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->calls_in);
+
+	s->calls_in += out;
+	s->calls_out += in;
+	s->lane_calls_in += out;
+	s->lane_calls_out += in;
+	s->bytes_in += hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->bytes_out);
+	s->bytes_out += hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->bytes_in);
+	s->wakes += hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->wakes);
+}
+
+/* Calls made over the lane, both ways, as its sides say. */
+static uint64_t
+calls_over(const struct lane *ln)
+{
+	uint64_t n = 0;
+
+	for (uint32_t s = 0; s < 2; s++)
+		n += hp_load_relaxed_u64(&hp_lane_figures_of(&ln->map, s)->calls_out);
+	return n;
+}
+
+/* Out of the list and freed, its figures kept in its guests' counters. */
+static void
+lane_drop(struct hub *h, struct lane *ln)
+{
+	for (struct lane **pp = &h->lanes; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == ln) {
+			*pp = ln->next;
+			break;
+		}
+	}
+	for (int s = 0; s < 2; s++) {
+		struct peer *p = hub_peer(h, ln->peer[s]);
+
+		if (p != NULL) {
+			figures_add(hp_lane_figures_of(&ln->map, (uint32_t)s), &p->stats);
+			if (p->nlanes > 0)
+				p->nlanes--;
+		}
+		free(ln->routes[s]);
+	}
+	hp_segment_close(&ln->map.seg);
+	free(ln);
+}
+
+/* The largest payload both may send and take through the hub (each its
+ * fixed pool's, or its shared pool's largest class): a lane takes that
+ * much, no more (a guest kept out of the pool stays on its limit). */
+static uint32_t
+max_payload(const struct peer *p, const struct peer *q)
+{
+	uint32_t a = p->ep.lim.max_payload_size, b = q->ep.lim.max_payload_size;
+
+	return a < b ? a : b;
+}
+
+/* A new lane between p (side A) and q (side B), each handed its end; NULL
+ * when it cannot be made (said in the log, calls go through the hub). */
+static struct lane *
+lane_open(struct hub *h, struct peer *p, struct peer *q)
+{
+	struct hp_params lp;
+	struct lane *ln;
+	struct peer *side[2] = { p, q };
+	const char *why = "";
+	char name[80];
+	int bells[2], sent[2] = { 0, 0 }, rc;
+
+	if ((ln = calloc(1, sizeof(*ln))) == NULL)
+		return NULL;
+	hp_lane_params(&h->conf.params, max_payload(p, q), &lp);
+	snprintf(name, sizeof(name), "hub-lane:%s-%s", p->conf->name, q->conf->name);
+	if ((rc = hp_lane_create(&ln->map, &lp, name, &why)) != 0) {
+		log_warnx("lane %s-%s: %s: %s", p->conf->name, q->conf->name, why, strerror(-rc));
+		free(ln);
+		return NULL;
+	}
+	if ((rc = hp_doorbell_pair(bells)) != 0) {
+		log_warnx("lane %s-%s: doorbell: %s", p->conf->name, q->conf->name, strerror(-rc));
+		hp_segment_close(&ln->map.seg);
+		free(ln);
+		return NULL;
+	}
+	do {
+		ln->id = ++h->next_lane;
+	} while (ln->id == 0);
+	for (int s = 0; s < 2; s++) {
+		int fds[2] = { ln->map.seg.fd, bells[s] };
+
+		ln->peer[s] = side[s]->id;
+		ln->epoch[s] = side[s]->epoch;
+		/* a doorbell so full that it takes no more: that side is not
+		 * reading it, and gets no lane */
+		sent[s] = hp_doorbell_send_fds(side[s]->bell, fds, 2) == 0;
+	}
+	close(bells[0]);
+	close(bells[1]);
+	/* the guests have the memory; ours stays mapped for the figures */
+	close(ln->map.seg.fd);
+	ln->map.seg.fd = -1;
+	ln->opened_ns = hp_now_ns();
+	for (int s = 0; s < 2; s++) {
+		struct hp_lane_msg m = { .op = HP_LANE_OPEN, .lane = ln->id, .side = (uint32_t)s,
+					 .calls_max = h->conf.calls_in_flight };
+
+		if (!sent[s])
+			continue;
+		/* every descriptor sent is taken by its OPEN, in order */
+		snprintf(m.peer, sizeof(m.peer), "%s", side[1 - s]->conf->name);
+		tell(h, side[s], &m);
+		if (!sent[1 - s])
+			tell_close(h, side[s], ln->id, "the lane could not be handed over");
+	}
+	if (!sent[0] || !sent[1]) {
+		log_warnx("lane %s-%s: a doorbell is full: calls go through the hub",
+			  p->conf->name, q->conf->name);
+		hp_segment_close(&ln->map.seg);
+		free(ln);
+		return NULL;
+	}
+	p->nlanes++;
+	q->nlanes++;
+	ln->next = h->lanes;
+	h->lanes = ln;
+	log_info("lane %u: %s and %s call each other directly", ln->id, p->conf->name,
+		 q->conf->name);
+	return ln;
+}
+
+/* Whether the pair closed a lane over a broken rule, these instances. */
+static int
+refused(struct hub *h, const struct peer *p, const struct peer *q)
+{
+	uint32_t n = h->nlane_records < LANES_HISTORY ? h->nlane_records : LANES_HISTORY;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct lane_record *r = &h->lane_records[i];
+
+		for (int s = 0; s < 2; s++)
+			if (r->peer[s] == p->id && r->epoch[s] == p->epoch &&
+			    r->peer[1 - s] == q->id && r->epoch[1 - s] == q->epoch)
+				return 1;
+	}
+	return 0;
+}
+
+void
+lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m)
+{
+	struct lane *ln;
+	uint64_t *r;
+	int s;
+
+	/* both announced lanes (their HP_MSG_LANE is allowed), each allows
+	 * the other */
+	if (p == q || !p->ep.lim.lane_msgs || !q->ep.lim.lane_msgs ||
+	    !config_lanes_allow(p->conf, q->conf->name) ||
+	    !config_lanes_allow(q->conf, p->conf->name))
+		return;
+	if ((ln = lane_between(h, p, q)) == NULL) {
+		if (p->nlanes >= h->conf.lanes_per_guest || q->nlanes >= h->conf.lanes_per_guest ||
+		    refused(h, p, q) || hp_now_ns() < h->lane_retry_ns)
+			return;
+		if ((ln = lane_open(h, p, q)) == NULL) {
+			/* out of memory or descriptors, or a side not reading
+			 * its doorbell: each call would try (and log) again */
+			h->lane_retry_ns = hp_now_ns() + RETRY_NS;
+			return;
+		}
+	}
+	s = side_of(ln, p);
+	for (uint32_t i = 0; i < ln->nroutes[s]; i++)
+		if (ln->routes[s][i] == m->id)
+			return;
+	if (ln->nroutes[s] >= ROUTES_MAX ||
+	    (r = realloc(ln->routes[s], (ln->nroutes[s] + 1) * sizeof(*r))) == NULL)
+		return;
+	ln->routes[s] = r;
+	r[ln->nroutes[s]++] = m->id;
+	tell(h, p, &(struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = ln->id,
+					  .method = m->id });
+}
+
+/* Kept against the pair: no lane again for these instances; a broken
+ * rule (violation) is shown by hubctl lanes. */
+static void
+record(struct hub *h, const struct lane *ln, int reporter, const char *reason, int violation)
+{
+	struct lane_record *r = &h->lane_records[h->nlane_records++ % LANES_HISTORY];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(r, 0, sizeof(*r));
+	r->when_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	r->reporter = (uint32_t)reporter;
+	r->violation = violation;
+	snprintf(r->reason, sizeof(r->reason), "%s", reason);
+	for (int s = 0; s < 2; s++) {
+		struct peer *p = hub_peer(h, ln->peer[s]);
+
+		r->peer[s] = ln->peer[s];
+		r->epoch[s] = ln->epoch[s];
+		if (p != NULL && p->conf != NULL) {
+			snprintf(r->name[s], sizeof(r->name[s]), "%s", p->conf->name);
+			p->stats.lane_violations += violation != 0;
+		}
+	}
+}
+
+/* HP_MSG_LANE from guest p: it closed a lane (CLOSED); nothing else comes
+ * this way. */
+static void
+on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
+{
+	struct hp_lane_msg r;
+	struct lane *ln;
+	struct peer *q;
+	char why[HP_LANE_REASON_MAX + 1];
+	int s;
+
+	if (hp_lane_msg_decode(m->payload, m->len, &r) != 0 || r.op != HP_LANE_CLOSED) {
+		host_fault(h, p, DEATH_VIOLATION, "lane.report");
+		return;
+	}
+	for (ln = h->lanes; ln != NULL && ln->id != r.lane; ln = ln->next)
+		;
+	/* one closed already (the other side's report, or a death) */
+	if (ln == NULL || (s = side_of(ln, p)) < 0)
+		return;
+	q = hub_peer(h, ln->peer[1 - s]);
+	if (r.violation) {
+		log_warnx("lane %u: guest %s closed it: %s", ln->id, p->conf->name, r.reason);
+		record(h, ln, s, r.reason, 1);
+	} else if (hp_now_ns() - ln->opened_ns < SETUP_NS && calls_over(ln) == 0) {
+		/* it could not take the lane (its memory limit, say): not
+		 * offered again to these two, calls go through the hub */
+		log_warnx("lane %u: guest %s could not take it: %s", ln->id, p->conf->name,
+			  r.reason);
+		record(h, ln, s, r.reason, 0);
+	}
+	if (q != NULL && q->conf != NULL && q->epoch == ln->epoch[1 - s]) {
+		snprintf(why, sizeof(why), "guest %s closed the lane", p->conf->name);
+		tell_close(h, q, ln->id, why);
+	}
+	lane_drop(h, ln);
+}
+
+/* A guest gone: its lanes close at once, the other sides told. */
+static void
+on_detach(struct hub *h, struct peer *p)
+{
+	char why[96];
+	struct lane *ln, *next;
+
+	if (h->stopping)
+		snprintf(why, sizeof(why), "the hub is stopping (guest %s stopped with it)",
+			 p->conf->name);
+	else
+		snprintf(why, sizeof(why), "guest %s died", p->conf->name);
+	for (ln = h->lanes; ln != NULL; ln = next) {
+		int s = side_of(ln, p);
+		struct peer *q;
+
+		next = ln->next;
+		if (s < 0)
+			continue;
+		q = hub_peer(h, ln->peer[1 - s]);
+		if (q != NULL && q->conf != NULL && q->epoch == ln->epoch[1 - s])
+			tell_close(h, q, ln->id, why);
+		lane_drop(h, ln);
+	}
+}
+
+void
+lanes_init(struct hub *h)
+{
+	dispatch_on(h, HP_MSG_LANE, on_report);
+	host_on_detach(h, on_detach);
+	h->lane_records = calloc(LANES_HISTORY, sizeof(*h->lane_records));
+}
+
+void
+lanes_stats(struct hub *h, const struct peer *p, struct peer_stats *s)
+{
+	for (struct lane *ln = h->lanes; ln != NULL; ln = ln->next) {
+		int side = side_of(ln, p);
+
+		if (side >= 0)
+			figures_add(hp_lane_figures_of(&ln->map, (uint32_t)side), s);
+	}
+}
+
+static void
+add_u64(json_object *o, const char *key, uint64_t v)
+{
+	json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+json_object *
+lanes_json(struct hub *h)
+{
+	json_object *open = json_object_new_array(), *recs = json_object_new_array();
+	json_object *o = json_object_new_object();
+	uint32_t n = h->nlane_records < LANES_HISTORY ? h->nlane_records : LANES_HISTORY;
+	uint64_t now = hp_now_ns();
+
+	for (struct lane *ln = h->lanes; ln != NULL; ln = ln->next) {
+		json_object *l = json_object_new_object();
+
+		add_u64(l, "id", ln->id);
+		add_u64(l, "age_ms", (now - ln->opened_ns) / 1000000u);
+		for (int s = 0; s < 2; s++) {
+			const struct hp_lane_figures *f = hp_lane_figures_of(&ln->map, (uint32_t)s);
+			struct peer *p = hub_peer(h, ln->peer[s]);
+			json_object *side = json_object_new_object();
+
+			json_object_object_add(side, "guest", json_object_new_string(
+				p != NULL && p->conf != NULL ? p->conf->name : "?"));
+			add_u64(side, "calls_out", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->calls_out));
+			add_u64(side, "calls_in", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->calls_in));
+			add_u64(side, "bytes_out", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->bytes_out));
+			add_u64(side, "bytes_in", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->bytes_in));
+			add_u64(side, "wakes", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->wakes));
+			add_u64(side, "sleeps", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->sleeps));
+			add_u64(side, "methods", ln->nroutes[s]);
+			json_object_object_add(l, s == 0 ? "a" : "b", side);
+		}
+		json_object_array_add(open, l);
+	}
+	/* newest first */
+	for (uint32_t i = 0; i < n; i++) {
+		const struct lane_record *r =
+		    &h->lane_records[(h->nlane_records - 1 - i) % LANES_HISTORY];
+		json_object *j;
+
+		if (!r->violation)
+			continue;
+		j = json_object_new_object();
+		add_u64(j, "when_ns", r->when_ns);
+		json_object_object_add(j, "a", json_object_new_string(r->name[0]));
+		json_object_object_add(j, "b", json_object_new_string(r->name[1]));
+		json_object_object_add(j, "reported_by", json_object_new_string(r->name[r->reporter]));
+		json_object_object_add(j, "reason", json_object_new_string(r->reason));
+		json_object_array_add(recs, j);
+	}
+	json_object_object_add(o, "lanes", open);
+	json_object_object_add(o, "violations", recs);
+	return o;
+}
+
+void
+lanes_free(struct hub *h)
+{
+	while (h->lanes != NULL)
+		lane_drop(h, h->lanes);
+	free(h->lane_records);
+	h->lane_records = NULL;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Direct lanes between guests (lanes.c, proto/lane.h): hubd offers them,
+ * closes them when a side goes, hears the guests' reports, and shows
+ * them; it never carries their traffic. */
+#ifndef LANES_H
+#define LANES_H
+
+#include <json-c/json.h>
+
+#include "daemon/hub.h"
+#include "proto/lane.h"
+
+#define LANES_HISTORY	16	/* lanes closed for a broken rule, kept to show */
+
+/* One open lane: side A is peer[0], side B peer[1]. */
+struct lane {
+	struct lane		*next;
+	uint32_t		id;
+	uint32_t		peer[2];
+	uint32_t		epoch[2];	/* the instances it joins */
+	uint64_t		opened_ns;	/* CLOCK_MONOTONIC */
+	struct hp_lane_map	map;		/* hubd's mapping: the figures */
+	uint64_t		*routes[2];	/* methods side s was told to call over it */
+	uint32_t		nroutes[2];
+};
+
+/* A lane that closed because a side said the other broke a rule, or
+ * could not take it: the pair gets no lane again until either
+ * restarts. */
+struct lane_record {
+	uint64_t	when_ns;	/* CLOCK_REALTIME */
+	uint32_t	peer[2], epoch[2];
+	char		name[2][CONFIG_GUEST_NAME_MAX + 1];
+	uint32_t	reporter;	/* 0: side A said so, 1: side B */
+	int		violation;	/* a broken rule (shown), or a set-up failure */
+	char		reason[HP_LANE_REASON_MAX + 1];
+};
+
+/* Registers the Lane handler and the detach hook. */
+void	lanes_init(struct hub *h);
+/* Caller p called a method of callee q through the hub: offer them a
+ * lane and tell p to call m over it, as the policy allows. */
+void	lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m);
+/* Adds p's lane traffic (open lanes, and those closed before) to s. */
+void	lanes_stats(struct hub *h, const struct peer *p, struct peer_stats *s);
+/* Every open lane and the records, for hubctl lanes. */
+json_object *lanes_json(struct hub *h);
+/* Closes every lane (hubd stopping). */
+void	lanes_free(struct hub *h);
+
+#endif

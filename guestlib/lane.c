@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* libguest's direct lanes to other guests (proto/lane.h): what the hub
+ * says of them (HP_MSG_LANE: a lane, a method to call over it, its end),
+ * the table of methods called over lanes, and closing a lane: at once
+ * when its peer hangs up or breaks a rule, the calls in flight over it
+ * failing as they would through the hub when the callee goes, and the
+ * hub told why. Serving a lane is serve.c's, as for the hub's ring. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "guestlib/internal.h"
+
+static struct lg_lane *
+lane_by_id(struct guest *g, uint32_t id)
+{
+	for (uint32_t i = 0; i < g->nlanes; i++)
+		if (g->lanes[i]->id == id)
+			return g->lanes[i];
+	return NULL;
+}
+
+/* Tells the hub (HP_MSG_LANE CLOSED); a hub that cannot take it now
+ * learns of it from the other side, or when ours ends. */
+static void
+report(struct guest *g, struct lg_lane *ln)
+{
+	struct hp_lane_msg r = { .op = HP_LANE_CLOSED, .lane = ln->id,
+				 .violation = (uint32_t)ln->violation };
+	struct timeout t = { 100, 0 };
+	uint8_t buf[256];
+	int64_t n;
+
+	snprintf(r.reason, sizeof(r.reason), "%s", ln->why);
+	if ((n = hp_lane_msg_encode(buf, sizeof(buf), &r)) > 0)
+		lg_send_msg(g, HP_MSG_LANE, 0, 0, buf, (size_t)n, NULL, 0, 0, &t);
+}
+
+static void
+publish(struct lg_lane *ln)
+{
+	struct hp_lane_figures *f = ln->map.mine;
+
+	/* relaxed: figures for people, read by hubd now and then */
+	hp_store_relaxed_u64(&f->calls_out, ln->n_out);
+	hp_store_relaxed_u64(&f->calls_in, ln->n_in);
+	hp_store_relaxed_u64(&f->bytes_out, ln->ep.stats.bytes_sent);
+	hp_store_relaxed_u64(&f->bytes_in, ln->ep.stats.bytes_received);
+	hp_store_relaxed_u64(&f->wakes, ln->ep.stats.wakes);
+	hp_store_relaxed_u64(&f->sleeps, ln->ep.stats.sleeps);
+}
+
+void
+lg_lanes_publish(struct guest *g)
+{
+	for (uint32_t i = 0; i < g->nlanes; i++)
+		publish(g->lanes[i]);
+}
+
+/* The group's on_sleep: a sleep costs far more than these stores. */
+static void
+publish_all(void *g)
+{
+	lg_lanes_publish(g);
+}
+
+/* Its end: out of the table and the group, every call over it failed
+ * (r[shm.crash.*] as through the hub: the callee is gone for us), its
+ * doorbell closed (the peer sees the hang-up), its memory unmapped. */
+static void
+lane_close(struct guest *g, struct lg_lane *ln)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < g->nlanes && g->lanes[i] != ln; i++)
+		;
+	if (i == g->nlanes)
+		return;
+	g->lanes[i] = g->lanes[--g->nlanes];
+	for (i = j = 0; i < g->nroutes; i++)
+		if (g->routes[i].lane != ln)
+			g->routes[j++] = g->routes[i];
+	g->nroutes = j;
+	hp_group_remove(&g->group, &ln->ep);
+	if (g->epfd >= 0)
+		epoll_ctl(g->epfd, EPOLL_CTL_DEL, ln->bell, NULL);
+	publish(ln);
+	if (!ln->told)
+		report(g, ln);
+	g->lane_gone(g, ln);
+	/* nothing signals it from now on: the number may be reused */
+	close(ln->bell);
+	ln->bell = ln->ep.doorbell = -1;
+	ln->closed = 1;
+	lg_lane_hold(ln);
+	lg_lane_put(ln);	/* freed now, or by the last holder */
+}
+
+void
+lg_lanes_reap(struct guest *g)
+{
+	for (uint32_t i = 0; i < g->nlanes;) {
+		struct lg_lane *ln = g->lanes[i];
+
+		/* a peer gone: what it sent before is served first */
+		if (!ln->closing && hp_group_hung(&ln->ep) &&
+		    hp_endpoint_rx_ready(&ln->ep) == 0) {
+			ln->closing = 1;
+			snprintf(ln->why, sizeof(ln->why), "guest %s hung up", ln->peer);
+		}
+		if (ln->closing)
+			lane_close(g, ln);	/* g->lanes[i] is another now */
+		else
+			i++;
+	}
+}
+
+int
+lg_lanes_ready(struct guest *g)
+{
+	for (uint32_t i = 0; i < g->nlanes; i++) {
+		struct lg_lane *ln = g->lanes[i];
+
+		if (ln->closing || hp_group_hung(&ln->ep) || hp_endpoint_rx_ready(&ln->ep) != 0)
+			return 1;
+	}
+	return 0;
+}
+
+struct lg_lane *
+lg_lane_route(struct guest *g, uint64_t method)
+{
+	for (uint32_t i = 0; i < g->nroutes; i++)
+		if (g->routes[i].method == method)
+			return g->routes[i].lane->closing ? NULL : g->routes[i].lane;
+	return NULL;
+}
+
+/* OPEN: its memfd and doorbell came with a doorbell byte before. 0, or
+ * -errno with what went wrong in gone->why: -EBADMSG (gone->violation)
+ * when the lane broke the rules before we took it (the peer may write it
+ * first), else we could not take it. */
+static int
+lane_open(struct guest *g, const struct hp_lane_msg *lm, struct lg_lane *gone)
+{
+	struct lg_lane *ln;
+	struct epoll_event ev = { .events = EPOLLIN };
+	const char *why = "";
+	int memfd, bell, rc;
+
+	hp_endpoint_drain(&g->ep);
+	memfd = hp_fdq_take(&g->group.fdq);
+	bell = hp_fdq_take(&g->group.fdq);
+	if (memfd < 0 || bell < 0 || g->nlanes >= LG_LANES_MAX ||
+	    lane_by_id(g, lm->lane) != NULL || (ln = calloc(1, sizeof(*ln))) == NULL) {
+		if (memfd >= 0)
+			close(memfd);
+		if (bell >= 0)
+			close(bell);
+		snprintf(gone->why, sizeof(gone->why), "the lane could not be set up");
+		return -ENOMEM;
+	}
+	ln->id = lm->lane;
+	ln->side = lm->side;
+	ln->calls_max = lm->calls_max;
+	ln->bell = bell;
+	snprintf(ln->peer, sizeof(ln->peer), "%s", lm->peer);
+	if ((rc = hp_lane_attach(&ln->map, memfd, lm->side, bell, &ln->ep, &why)) == 0 &&
+	    (rc = hp_group_add(&g->group, &ln->ep)) != 0)
+		hp_segment_close(&ln->map.seg);	/* attach closes its own */
+	if (rc != 0) {
+		close(bell);
+		free(ln);
+		/* a lane the spec's checks refuse was written by the peer
+		 * (it may take it first); running out of something is ours */
+		gone->violation = rc != -ENOMEM && rc != -EMFILE && rc != -ENFILE &&
+		    rc != -ENOSPC;
+		if (gone->violation)
+			snprintf(gone->why, sizeof(gone->why), "guest %s broke %s on the lane "
+				 "before it was taken (%s)", lm->peer, rc == -EPROTO ?
+				 "shm.ring.capacity" : "shm.file.attach", why);
+		else
+			snprintf(gone->why, sizeof(gone->why), "the lane could not be set up: %s",
+				 why);
+		return rc;
+	}
+	ln->ep.awake = g->ep.awake;
+	ln->ep.awake_flag = g->ep.awake_flag;
+	ln->ep.ncpus = g->ep.ncpus;
+	ev.data.fd = bell;
+	if (g->epfd >= 0)
+		epoll_ctl(g->epfd, EPOLL_CTL_ADD, bell, &ev);
+	g->lanes[g->nlanes++] = ln;
+	return 0;
+}
+
+static void
+lane_route(struct guest *g, const struct hp_lane_msg *lm)
+{
+	struct lg_lane *ln = lane_by_id(g, lm->lane);
+
+	if (ln == NULL || ln->closing)
+		return;
+	for (uint32_t i = 0; i < g->nroutes; i++) {
+		if (g->routes[i].method == lm->method) {
+			g->routes[i].lane = ln;
+			return;
+		}
+	}
+	if (g->nroutes < LG_ROUTES_MAX)
+		g->routes[g->nroutes++] = (struct lg_route){ lm->method, ln };
+}
+
+/* The hub's word on a lane (from the hub's ring only: a lane's
+ * endpoint refuses the type). One the guest cannot act on is left:
+ * the call that brought it went through the hub all the same. */
+static int
+on_lane(struct guest *g, struct hp_msg_in *m)
+{
+	struct hp_lane_msg lm;
+	struct lg_lane *ln, gone = { .id = 0 };
+
+	if (hp_lane_msg_decode(m->payload, m->len, &lm) != 0)
+		return 0;
+	gone.id = lm.lane;
+	switch (lm.op) {
+	case HP_LANE_OPEN:
+		if (lane_open(g, &lm, &gone) != 0)
+			report(g, &gone);	/* or the hub counts it open */
+		break;
+	case HP_LANE_ROUTE:
+		lane_route(g, &lm);
+		break;
+	case HP_LANE_CLOSE:
+		if ((ln = lane_by_id(g, lm.lane)) != NULL && !ln->closing) {
+			ln->closing = 1;
+			ln->told = 1;
+			snprintf(ln->why, sizeof(ln->why), "%s", lm.reason);
+		}
+		break;
+	}
+	return 0;
+}
+
+int
+lg_lanes_init(struct guest *g)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = g->doorbell };
+
+	g->epfd = -1;
+	g->on_msg[HP_MSG_LANE] = on_lane;
+	if (hp_group_add(&g->group, &g->ep) != 0)
+		return -ENOSPC;
+	g->group.on_sleep = publish_all;
+	g->group.on_sleep_arg = g;
+	if (!g->ep.lim.lane_msgs)
+		return 0;
+	/* guest_fd: one descriptor for a plugin's own loop to poll, whatever
+	 * lanes come and go */
+	if ((g->routes = calloc(LG_ROUTES_MAX, sizeof(*g->routes))) == NULL ||
+	    (g->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->doorbell, &ev) != 0)
+		return -errno;
+	return 0;
+}
+
+void
+lg_lanes_free(struct guest *g)
+{
+	while (g->nlanes > 0) {
+		g->lanes[0]->told = 1;	/* the hub sees us go */
+		lane_close(g, g->lanes[0]);
+	}
+	hp_fdq_clear(&g->group.fdq);
+	if (g->epfd >= 0)
+		close(g->epfd);
+	free(g->routes);
+}

@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Direct lanes between guests (daemon/lanes.c, guestlib/lane.c,
+ * proto/lane.h): hubd offers a lane after the first call of a method
+ * through it, later calls go straight from guest to guest; a side that
+ * goes takes its lanes with it, and the calls in flight over them fail as
+ * they would through hubd; a peer that breaks a lane's rules loses the
+ * lane and nothing else; the config can refuse lanes. Most guests here
+ * are the lanebreaker test guest (tests/guests/lanebreaker.c). */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+#define LB(name, extra) \
+	"[guest " name "]\nexec = @/tests/guests/lanebreaker\nargs = --prefix " name "\n" extra
+
+/* hubctl call METHOD ARGS... (up to three): its first line (malloc'd),
+ * asserting it succeeded. */
+static char *
+call(const char *method, const char *a1, const char *a2, const char *a3)
+{
+	char *out = NULL, *nl;
+	int rc = hubctl(&hub, &out, "-t", "30", "call", method, a1, a2, a3, (char *)NULL);
+
+	ck_assert_msg(rc == 0, "hubctl call %s %s %s: status %d, output '%s'; %s", method,
+		      a1 ? a1 : "", a2 ? a2 : "", rc, out, hub_log_tail(&hub));
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+	return out;
+}
+
+static void
+expect(const char *want, const char *method, const char *a1, const char *a2, const char *a3)
+{
+	char *out = call(method, a1, a2, a3);
+
+	ck_assert_msg(strcmp(out, want) == 0, "%s %s %s: '%s', want '%s'", method,
+		      a1 ? a1 : "", a2 ? a2 : "", out, want);
+	free(out);
+}
+
+/* hubctl -j lanes (a new reference). */
+static json_object *
+lanes(void)
+{
+	json_object *o = hub_request(&hub, "{\"cmd\":\"lanes\"}", NULL);
+
+	ck_assert_msg(o != NULL, "no answer to lanes; %s", hub_log_tail(&hub));
+	return o;
+}
+
+static size_t
+count(const char *key)
+{
+	json_object *o = lanes();
+	size_t n = json_object_array_length(json_get(o, key));
+
+	json_object_put(o);
+	return n;
+}
+
+/* Waits (5 s) until hubd lists n open lanes; asserts it. */
+static void
+expect_open(size_t n)
+{
+	for (int i = 0; i < 100 && count("lanes") != n; i++)
+		sleep_ms(50);
+	ck_assert_msg(count("lanes") == n, "%zu lanes open, want %zu; %s", count("lanes"), n,
+		      hub_log_tail(&hub));
+}
+
+/* The open lane's id, side figure or guest name (the first lane). */
+static unsigned long long
+lane_u64(const char *side, const char *key)
+{
+	json_object *o = lanes(), *l = json_object_array_get_idx(json_get(o, "lanes"), 0);
+	unsigned long long v;
+
+	ck_assert_msg(l != NULL, "no lane open");
+	v = side != NULL ? json_u64(l, side, key, NULL) : json_u64(l, key, NULL, NULL);
+	json_object_put(o);
+	return v;
+}
+
+/* A guest's stats counter, waited for (5 s) to reach at least min: the
+ * guests publish their lanes' figures now and then, and before they
+ * sleep. */
+static unsigned long long
+stat_at_least(const char *guest, const char *key, unsigned long long min)
+{
+	unsigned long long v = 0;
+
+	for (int i = 0; i < 100; i++) {
+		json_object *s = hub_stats(&hub);
+
+		v = json_u64(s, "guests", guest, key);
+		json_object_put(s);
+		if (v >= min)
+			break;
+		sleep_ms(50);
+	}
+	ck_assert_msg(v >= min, "%s's %s is %llu, want >= %llu", guest, key, v, min);
+	return v;
+}
+
+/* The first call goes through hubd, which offers a lane; the second goes
+ * over it: both guests see the lane, hubd lists it with its figures, and
+ * the stats count the lane's calls as every other. */
+START_TEST(test_lane_set_up)
+{
+	char *out = NULL, *log;
+
+	hub_start_up(&hub, NULL, LB("a", "") LB("b", ""), "a,b");
+	ck_assert(hub_wait_method(&hub, "a.call,b.echo,b.lanes") == 0);
+	expect_open(0);
+	expect("ok hi", "a.call", "b.echo", "hi", NULL);
+	expect_open(1);
+	expect("1", "a.lanes", NULL, NULL, NULL);
+	expect("1", "b.lanes", NULL, NULL, NULL);
+	/* the second call of the two went over the lane */
+	stat_at_least("a", "lane_calls_in", 1);
+	stat_at_least("b", "lane_calls_out", 1);
+	stat_at_least("b", "calls_out", 2);	/* both, whichever way */
+	ck_assert_uint_ge(lane_u64("a", "calls_out"), 1);
+	ck_assert_uint_eq(lane_u64("b", "calls_out"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "a", "lanes"), 1);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "lane 1: a and b call each other directly") != NULL,
+		      "no lane in the log: %s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hubctl(&hub, &out, "lanes", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "CALLS-A>B") != NULL && strstr(out, " a ") != NULL &&
+		      strstr(out, " b ") != NULL, "hubctl lanes: %s", out);
+	free(out);
+	/* calls the other way take the same lane: no second one */
+	expect("ok back", "b.call", "a.echo", "back", NULL);
+	expect_open(1);
+	stat_at_least("b", "lane_calls_in", 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* 1 MiB and 16 MiB arguments and answers over a lane: prober.big sends N
+ * bytes to echo.echo and checks what comes back. */
+START_TEST(test_big_payloads_over_a_lane)
+{
+	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\n"
+		     "[guest prober]\nexec = @/tests/guests/prober\n", "echo,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.big") == 0);
+	expect("100", "prober.big", "100", NULL, NULL);	/* through hubd: a lane follows */
+	expect_open(1);
+	expect("1048576", "prober.big", "1048576", NULL, NULL);
+	expect("16777216", "prober.big", "16777216", NULL, NULL);
+	stat_at_least("prober", "lane_calls_in", 2);
+	ck_assert_uint_ge(lane_u64("a", "bytes_out"), 16777216 + 1048576);
+	ck_assert_uint_ge(lane_u64("b", "bytes_out"), 16777216 + 1048576);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The policy: lanes = no on either side, a list that does not name the
+ * caller, or lanes_per_guest reached: calls go through hubd, and work. */
+START_TEST(test_lanes_refused_by_config)
+{
+	static const char *const keys[] = { NULL, NULL, "lanes_per_guest = 1\n" };
+	static const char *const bs[] = { LB("b", "lanes = no\n"), LB("b", "lanes = c, d\n"),
+					  LB("b", "") };
+	char guests[1024];
+
+	snprintf(guests, sizeof(guests), "%s%s%s", LB("a", "lanes = yes\n"), bs[_i],
+		 LB("c", "lanes = a\n"));
+	hub_start_up(&hub, keys[_i], guests, "a,b,c");
+	ck_assert(hub_wait_method(&hub, "a.call,b.echo,c.echo") == 0);
+	expect("ok one", "a.call", "b.echo", "one", NULL);
+	expect("ok two", "a.call", "c.echo", "two", NULL);
+	expect("ok one", "a.call", "b.echo", "one", NULL);
+	/* 0, 1: a-c only (c allows a); 2: a's one lane, with b */
+	expect_open(1);
+	expect("1", "a.lanes", NULL, NULL, NULL);
+	expect(_i == 2 ? "1" : "0", "b.lanes", NULL, NULL, NULL);
+	expect(_i == 2 ? "0" : "1", "c.lanes", NULL, NULL, NULL);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Runs hubctl call METHOD A1 A2 in a child; its pid, and the read end of
+ * a pipe its output comes on. */
+static pid_t
+call_in_child(const char *method, const char *a1, const char *a2, int *rfd)
+{
+	int p[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		char *out = NULL;
+		int rc;
+
+		close(p[0]);
+		rc = hubctl(&hub, &out, "-t", "30", "call", method, a1, a2, (char *)NULL);
+		if (out != NULL)
+			(void)!write(p[1], out, strlen(out));
+		_exit(rc == 0 ? 0 : 1);
+	}
+	ck_assert_int_gt(pid, 0);
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+/* The child's output, once it is done. */
+static char *
+child_output(pid_t pid, int rfd)
+{
+	char *buf = calloc(1, 512), *nl;
+	ssize_t n = read(rfd, buf, 511);
+
+	close(rfd);
+	waitpid(pid, NULL, 0);
+	ck_assert_int_ge(n, 0);
+	if ((nl = strchr(buf, '\n')) != NULL)
+		*nl = '\0';
+	return buf;
+}
+
+static void
+kill_guest(const char *name)
+{
+	int pid = hub_peer_int(&hub, name, "pid");
+
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+}
+
+/* The callee dies while a call over the lane is in flight: the caller's
+ * call fails with Cancelled (-ECANCELED), as it does through hubd (_i 1:
+ * lanes = no, the same test). */
+START_TEST(test_callee_dies_mid_call)
+{
+	char guests[512], *out;
+	int rfd;
+	pid_t pid;
+
+	snprintf(guests, sizeof(guests), "%s%s", LB("a", ""),
+		 _i == 0 ? LB("b", "") : LB("b", "lanes = no\n"));
+	hub_start_up(&hub, NULL, guests, "a,b");
+	ck_assert(hub_wait_method(&hub, "a.callsleep,b.sleep") == 0);
+	pid = call_in_child("a.callsleep", "b.sleep", "5000", &rfd);
+	expect_open(_i == 0 ? 1 : 0);
+	sleep_ms(500);
+	kill_guest("b");
+	out = child_output(pid, rfd);
+	ck_assert_msg(strcmp(out, "error: -125") == 0, "the caller got '%s'; %s", out,
+		      hub_log_tail(&hub));
+	free(out);
+	expect_open(0);
+	ck_assert_str_eq(hub_peer_state(&hub, "a"), "up");
+	ck_assert_int_eq(hub_peer_int(&hub, "a", "restarts"), 0);
+	ck_assert_int_eq(hub_wait_up(&hub, "b", 10000), 0);
+	ck_assert(hub_wait_method(&hub, "b.echo") == 0);
+	expect("ok again", "a.call", "b.echo", "again", NULL);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The caller dies while its call over the lane is being handled: the
+ * callee's answer goes nowhere and harms nobody; the caller's next
+ * instance gets a lane of its own. */
+START_TEST(test_caller_dies_mid_call)
+{
+	char *out;
+	unsigned long long first;
+	int rfd;
+	pid_t pid;
+
+	hub_start_up(&hub, NULL, LB("a", "") LB("b", ""), "a,b");
+	ck_assert(hub_wait_method(&hub, "a.callsleep,b.sleep") == 0);
+	pid = call_in_child("a.callsleep", "b.sleep", "1500", &rfd);
+	expect_open(1);
+	first = lane_u64(NULL, "id");
+	sleep_ms(300);
+	kill_guest("a");
+	out = child_output(pid, rfd);
+	free(out);
+	expect_open(0);
+	sleep_ms(1500);		/* b answers into the closed lane */
+	ck_assert_str_eq(hub_peer_state(&hub, "b"), "up");
+	ck_assert_int_eq(hub_peer_int(&hub, "b", "restarts"), 0);
+	ck_assert_int_eq(hub_wait_up(&hub, "a", 10000), 0);
+	ck_assert(hub_wait_method(&hub, "a.call") == 0);
+	expect("ok x", "a.call", "b.echo", "x", NULL);
+	expect_open(1);
+	ck_assert_uint_gt(lane_u64(NULL, "id"), first);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A restarted callee: its lanes close at once (the caller is told), the
+ * next call goes through hubd to the new instance and a new lane
+ * follows. */
+START_TEST(test_restart_reroutes)
+{
+	char *out = NULL;
+	unsigned long long first;
+
+	hub_start_up(&hub, NULL, LB("a", "") LB("b", ""), "a,b");
+	ck_assert(hub_wait_method(&hub, "a.call,b.echo") == 0);
+	expect("ok 1", "a.call", "b.echo", "1", NULL);
+	expect_open(1);
+	first = lane_u64(NULL, "id");
+	ck_assert_int_eq(hubctl(&hub, &out, "restart", "b", (char *)NULL), 0);
+	free(out);
+	ck_assert_int_eq(hub_wait_up(&hub, "b", 10000), 0);
+	ck_assert(hub_wait_method(&hub, "b.echo") == 0);
+	expect("0", "a.lanes", NULL, NULL, NULL);
+	expect("ok 2", "a.call", "b.echo", "2", NULL);
+	expect_open(1);
+	ck_assert_uint_gt(lane_u64(NULL, "id"), first);
+	expect("1", "b.lanes", NULL, NULL, NULL);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Cancel goes the way its call went: prober pa calls pb.wait (which
+ * answers only when cancelled) with a timeout, twice: the first through
+ * hubd, the second over the lane; pb sees both Cancels. */
+START_TEST(test_cancel_over_a_lane)
+{
+	hub_start_up(&hub, NULL,
+		     "[guest pa]\nexec = @/tests/guests/prober\nargs = --prefix pa\n"
+		     "[guest pb]\nexec = @/tests/guests/prober\nargs = --prefix pb\n", "pa,pb");
+	ck_assert(hub_wait_method(&hub, "pa.route_timeout,pb.wait,pb.cancels") == 0);
+	expect("error: timeout", "pa.route_timeout", "pb.wait", "300", NULL);
+	expect_open(1);
+	expect("error: timeout", "pa.route_timeout", "pb.wait", "300", NULL);
+	for (int i = 0; i < 100; i++) {
+		char *out = call("pb.cancels", NULL, NULL, NULL);
+		int done = strcmp(out, "2") == 0;
+
+		free(out);
+		if (done)
+			break;
+		sleep_ms(50);
+	}
+	expect("2", "pb.cancels", NULL, NULL, NULL);
+	ck_assert_uint_ge(lane_u64("a", "calls_out"), 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A callee with its own poll() loop on guest_fd(): a call over the lane
+ * wakes it (no heartbeat here to wake it otherwise). */
+START_TEST(test_own_loop_woken_by_a_lane)
+{
+	hub_start_up(&hub, "heartbeat_interval = 0\n",
+		     LB("a", "") "[guest pp]\nexec = @/tests/guests/lanebreaker\n"
+		     "args = --prefix pp --poll\n", "a,pp");
+	ck_assert(hub_wait_method(&hub, "a.call,pp.echo") == 0);
+	for (int i = 0; i < 5; i++) {
+		expect("ok w", "a.call", "pp.echo", "w", NULL);
+		sleep_ms(100);	/* pp sleeps in its poll() again */
+	}
+	expect_open(1);
+	stat_at_least("pp", "lane_calls_out", 5);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A hostile peer on a lane, each rule it can break: the victim closes the
+ * lane and says why, hubd records it against the lane, both keep
+ * running, the pair gets no new lane and its calls go through hubd. */
+static const struct {
+	const char	*mode;
+	const char	*rule;		/* in the record's reason */
+	const char	*reporter;
+} breaches[] = {
+	{ "type", "lane.msg-type", "vic" },
+	{ "goodbye", "lane.msg-type", "vic" },
+	{ "unknown", "shm.desc.msg-type", "vic" },
+	{ "slot", "shm.payload.slot", "vic" },
+	{ "generation", "shm.slot.generation", "vic" },
+	{ "bounds", "shm.slot.payload-offset", "vic" },
+	{ "inline", "shm.desc.inline-fields", "vic" },
+	{ "response", "shm.id.request-id", "vic" },
+	{ "channels", "lane.channels", "vic" },
+	{ "ring", "shm.ring.capacity", "vic" },
+	{ "lie", "lies", "brk" },
+};
+
+START_TEST(test_hostile_peer)
+{
+	json_object *o, *rec;
+
+	hub_start_up(&hub, NULL, LB("vic", "") LB("brk", ""), "vic,brk");
+	ck_assert(hub_wait_method(&hub, "brk.break,vic.echo,vic.sink") == 0);
+	expect("sent", "brk.break", breaches[_i].mode, "vic.echo", NULL);
+	for (int i = 0; i < 100 && count("violations") == 0; i++)
+		sleep_ms(50);
+	o = lanes();
+	ck_assert_msg(json_object_array_length(json_get(o, "violations")) == 1,
+		      "%s: no record; %s", breaches[_i].mode, hub_log_tail(&hub));
+	rec = json_object_array_get_idx(json_get(o, "violations"), 0);
+	ck_assert_msg(strstr(json_object_get_string(json_get(rec, "reason")),
+			     breaches[_i].rule) != NULL, "%s: reason '%s', want %s",
+		      breaches[_i].mode, json_object_get_string(json_get(rec, "reason")),
+		      breaches[_i].rule);
+	ck_assert_str_eq(json_object_get_string(json_get(rec, "reported_by")),
+			 breaches[_i].reporter);
+	json_object_put(o);
+	expect_open(0);
+	/* nobody ended, nobody restarted */
+	ck_assert_str_eq(hub_peer_state(&hub, "vic"), "up");
+	ck_assert_str_eq(hub_peer_state(&hub, "brk"), "up");
+	ck_assert_int_eq(hub_peer_int(&hub, "vic", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "brk", "restarts"), 0);
+	/* through hubd from now on: no new lane for the pair */
+	expect("ok z", "brk.call", "vic.echo", "z", NULL);
+	expect("ok z", "vic.call", "brk.echo", "z", NULL);
+	expect_open(0);
+	stat_at_least("vic", "lane_violations", 1);
+	stat_at_least("brk", "lane_violations", 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Guests on microthreads (_i + 1 processors): calls over the lane from
+ * many microthreads at once, each waiting in its own handler; the
+ * callee keeps calls_in_flight per lane as hubd does (past it: an
+ * error, the guest goes on). */
+START_TEST(test_microthreads_over_a_lane)
+{
+	char guests[512], *out;
+
+	snprintf(guests, sizeof(guests),
+		 "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1 --processors %d\n"
+		 "[guest m2]\nexec = @/tests/guests/mtprober\nargs = --prefix m2 --processors %d\n",
+		 _i + 1, _i + 1);
+	hub_start_up(&hub, "calls_in_flight = 100\n", guests, "m1,m2");
+	ck_assert(hub_wait_method(&hub, "m1.wait,m1.open,m1.open_later,m2.fanopen") == 0);
+	/* through hubd, then over the lane */
+	expect("ok 20", "m2.fanopen", "20", "m1", "true");
+	expect_open(1);
+	expect("ok 60", "m2.fanopen", "60", "m1", "true");
+	stat_at_least("m2", "lane_calls_in", 60);
+	/* past the limit: refused by m1 itself */
+	expect("ok", "m1.open_later", "1000", "300", NULL);
+	out = call("m2.fanopen", "300", "m1", "false");
+	ck_assert_msg(strncmp(out, "error: ", 7) == 0 &&
+		      strstr(out, "of 300 ok, first: user") != NULL, "fanopen past the limit: '%s'",
+		      out);
+	free(out);
+	expect("ok 10", "m2.fanopen", "10", "m1", "true");
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "m2", "restarts"), 0);
+	expect_open(1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A peer that stops reading the lane (its slots never come back): a
+ * sender waiting for room gives up on the lane after a while, says the
+ * peer broke shm.ring.full, and its call goes through hubd, where the
+ * peer still answers. Nobody is ended. */
+START_TEST(test_deaf_peer)
+{
+	json_object *o, *rec;
+
+	hub_start_up(&hub, NULL, LB("vic", "") LB("brk", ""), "vic,brk");
+	ck_assert(hub_wait_method(&hub, "vic.burst,vic.call,brk.echo,brk.deaf") == 0);
+	expect("ok x", "vic.call", "brk.echo", "x", NULL);
+	expect_open(1);
+	expect("deaf 1", "brk.deaf", NULL, NULL, NULL);
+	expect("ok last", "vic.burst", "brk.echo", "20", NULL);
+	o = lanes();
+	rec = json_object_array_get_idx(json_get(o, "violations"), 0);
+	ck_assert_msg(rec != NULL && strstr(json_object_get_string(json_get(rec, "reason")),
+					    "shm.ring.full") != NULL, "no record; %s",
+		      hub_log_tail(&hub));
+	json_object_put(o);
+	expect_open(0);
+	ck_assert_int_eq(hub_peer_int(&hub, "vic", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "brk", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_lanes(void);
+Suite *
+suite_lanes(void)
+{
+	Suite *s = suite_create("lanes");
+	TCase *tc = tcase_create("lanes");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_lane_set_up);
+	tcase_add_test(tc, test_big_payloads_over_a_lane);
+	tcase_add_loop_test(tc, test_lanes_refused_by_config, 0, 3);
+	tcase_add_loop_test(tc, test_callee_dies_mid_call, 0, 2);
+	tcase_add_test(tc, test_caller_dies_mid_call);
+	tcase_add_test(tc, test_restart_reroutes);
+	tcase_add_test(tc, test_cancel_over_a_lane);
+	tcase_add_test(tc, test_own_loop_woken_by_a_lane);
+	tcase_add_loop_test(tc, test_hostile_peer, 0, (int)(sizeof(breaches) / sizeof(breaches[0])));
+	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 0, 1);
+	tcase_add_test(tc, test_deaf_peer);
+	suite_add_tcase(s, tc);
+	/* two processors a guest under ThreadSanitizer (make check-tsan) */
+	tc = tcase_create("lanes_threads");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_set_tags(tc, "tsan");
+	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 1, 2);
+	tcase_add_test(tc, test_lane_set_up);
+	suite_add_tcase(s, tc);
+	return s;
+}

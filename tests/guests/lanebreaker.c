@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* lanebreaker: a test guest that breaks the rules of a direct lane
+ * (proto/lane.h) on purpose, to show that the worst it gets is the loss
+ * of its lane. Built on libguest, with its internals (guestlib/internal.h)
+ * to reach the lane's ring. Methods, PREFIX.NAME (--prefix, default
+ * "lb"):
+ *   echo S		answers S
+ *   sink C		chan<bytes>: answers the bytes received (never
+ *			called over a lane: hubd routes channels itself)
+ *   badanswer S	answers bytes that are no Response when called over
+ *			a lane, S when through the hub
+ *   call M S		calls M(S: str) twice (the second over a lane if
+ *			hubd offers one) and answers "ok RESULT" or
+ *			"error: <errno>"
+ *   lanes		how many lanes it has open
+ *   sleep MS		answers after MS ms, serving meanwhile
+ *   callsleep M MS	calls M(0) (through the hub: a lane follows), then
+ *			M(MS) (over the lane); answers "ok" or "error: <errno>"
+ *   deaf		stops reading its lanes (they stay open): answers
+ *			"deaf N", N the lanes it left
+ *   burst M N		N calls of M (a 100-byte str) in flight at once,
+ *			then one more waited for: answers "ok RESULT" or
+ *			"error: <errno>"
+ *   break MODE M	calls M("x") once through the hub (which offers a
+ *			lane with M's owner), then breaks the lane's rules
+ *			the MODE way and rings the lane's doorbell; answers
+ *			"sent", or "error: no lane"
+ * MODEs: type (a Data on the lane), goodbye, unknown (type 99), slot
+ * (a slot index out of range), generation (a live slot, the wrong
+ * generation), bounds (offset and length past the slot's end), inline
+ * (inline, 40 bytes), response (an answer to a call never made), channels
+ * (a call of a method with a chan<T> argument: M's owner's PREFIX.sink),
+ * ring (the ring's head moved past its capacity), lie (nothing on the
+ * lane: it tells hubd the peer broke a rule).
+ * With --poll it runs its own poll() loop on guest_fd() and
+ * guest_service() instead of guest_run(). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guestlib/internal.h"
+#include "guestlib/list.h"
+#include "proto/clock.h"
+#include "proto/doorbell.h"
+#include "proto/method.h"
+#include "proto/msg.h"
+#include "proto/ring.h"
+#include "tests/guests/testguest.h"
+
+static const char *prefix;
+
+static void
+reply_str(struct guest_call *c, const char *s)
+{
+	uint8_t buf[256];
+	size_t pos = 0;
+
+	guest_pc_put_str(buf, sizeof(buf), &pos, s, strlen(s));
+	guest_reply(c, buf, pos);
+}
+
+static void
+m_echo(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	guest_reply(c, args, len);
+}
+
+static void
+m_sink(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	reply_str(c, "sink");
+}
+
+static void
+m_badanswer(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static const uint8_t junk[4] = { 0xff, 0xff, 0xff, 0xff };
+	struct guest *g = guest_call_guest(c);
+
+	(void)ctx;
+	if (c->lane == NULL) {
+		guest_reply(c, args, len);
+		return;
+	}
+	/* no envelope at all: the caller cannot decode it */
+	lg_send_on(g, c->lane, HP_MSG_RESPONSE, c->req_id, 0, junk, sizeof(junk),
+		   NULL, 0, 0, NULL);
+	LG_LIST_UNLINK(&g->active, c);
+	c->lane->calls_in--;
+	free(c);
+}
+
+/* args: two str; into a and b (NUL-terminated, cut to cap). */
+static int
+two_str(const uint8_t *args, size_t len, char *a, char *b, size_t cap)
+{
+	const char *s;
+	size_t n, pos = 0;
+
+	if (guest_pc_get_str(args, len, &pos, &s, &n) != 0)
+		return -1;
+	snprintf(a, cap, "%.*s", (int)n, s);
+	if (guest_pc_get_str(args, len, &pos, &s, &n) != 0)
+		return -1;
+	snprintf(b, cap, "%.*s", (int)n, s);
+	return 0;
+}
+
+static int
+call_str(struct guest *g, const char *method, const char *s, char *out, size_t cap)
+{
+	uint8_t arg[256], res[256];
+	size_t pos = 0, rlen = 0, n;
+	const char *r;
+	int rc;
+
+	guest_pc_put_str(arg, sizeof(arg), &pos, s, strlen(s));
+	if ((rc = guest_call(g, method, arg, pos, res, sizeof(res), &rlen, 10000)) != 0)
+		return rc;
+	pos = 0;
+	if (guest_pc_get_str(res, rlen, &pos, &r, &n) != 0)
+		return -EBADMSG;
+	snprintf(out, cap, "%.*s", (int)n, r);
+	return 0;
+}
+
+/* "ok OUT", or "error: RC" */
+static void
+reply_result(struct guest_call *c, int rc, const char *out)
+{
+	char res[200];
+
+	if (rc != 0)
+		snprintf(res, sizeof(res), "error: %d", rc);
+	else
+		snprintf(res, sizeof(res), "ok %s", out);
+	reply_str(c, res);
+}
+
+static void
+m_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	char method[128], s[128], out[160];
+	int rc;
+
+	(void)ctx;
+	if (two_str(args, len, method, s, sizeof(method)) != 0) {
+		reply_str(c, "error: arguments");
+		return;
+	}
+	if ((rc = call_str(g, method, s, out, sizeof(out))) == 0)
+		rc = call_str(g, method, s, out, sizeof(out));
+	reply_result(c, rc, out);
+}
+
+static void
+m_sleep(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	uint64_t ms = 0, end;
+	size_t pos = 0;
+
+	(void)ctx;
+	guest_pc_get_u64(args, len, &pos, &ms);
+	for (end = hp_now_ns() + ms * 1000000u; hp_now_ns() < end;)
+		guest_service_wait(g, 20);
+	guest_reply(c, NULL, 0);
+}
+
+static void
+m_callsleep(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	uint8_t arg[16];
+	const char *m;
+	char method[128], res[64];
+	size_t n, pos = 0, alen = 0;
+	uint64_t ms;
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &n) != 0 || n >= sizeof(method) ||
+	    guest_pc_get_u64(args, len, &pos, &ms) != 0) {
+		reply_str(c, "error: arguments");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s", (int)n, m);
+	guest_pc_put_u64(arg, sizeof(arg), &alen, 0);
+	if ((rc = guest_call(g, method, arg, alen, NULL, 0, NULL, 10000)) == 0) {
+		alen = 0;
+		guest_pc_put_u64(arg, sizeof(arg), &alen, ms);
+		rc = guest_call(g, method, arg, alen, NULL, 0, NULL, 60000);
+	}
+	snprintf(res, sizeof(res), rc == 0 ? "ok" : "error: %d", rc);
+	reply_str(c, res);
+}
+
+static void
+m_deaf(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	char out[32];
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	/* out of its table and its sleep: never served, never closed */
+	snprintf(out, sizeof(out), "deaf %u", g->nlanes);
+	for (uint32_t i = 0; i < g->nlanes; i++)
+		hp_group_remove(&g->group, &g->lanes[i]->ep);
+	g->nlanes = 0;
+	g->nroutes = 0;
+	reply_str(c, out);
+}
+
+static void
+burst_done(void *ctx, int status, const uint8_t *res, size_t len)
+{
+	(void)ctx;
+	(void)status;
+	(void)res;
+	(void)len;
+}
+
+static void
+m_burst(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	uint8_t arg[128];
+	const char *m;
+	char method[128], s[101], out[160];
+	size_t n, pos = 0, alen = 0;
+	uint64_t count;
+	int rc = 0;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &n) != 0 || n >= sizeof(method) ||
+	    guest_pc_get_u64(args, len, &pos, &count) != 0) {
+		reply_str(c, "error: arguments");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s", (int)n, m);
+	memset(s, 'b', 100);
+	s[100] = '\0';
+	guest_pc_put_str(arg, sizeof(arg), &alen, s, 100);
+	for (uint64_t i = 0; i < count && rc == 0; i++)
+		rc = guest_call_async(g, method, arg, alen, burst_done, NULL, NULL);
+	if (rc == 0)
+		rc = call_str(g, method, "last", out, sizeof(out));
+	reply_result(c, rc, out);
+}
+
+static void
+m_lanes(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t buf[16];
+	size_t pos = 0;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_pc_put_u64(buf, sizeof(buf), &pos, guest_call_guest(c)->nlanes);
+	guest_reply(c, buf, pos);
+}
+
+/* A Request over the lane for method, args as given. */
+static void
+request(struct lg_lane *ln, struct hp_desc *d, const char *method)
+{
+	static const uint8_t req[3] = { 0, 1, 'x' };	/* no metadata, str "x" */
+
+	d->msg_type = HP_MSG_REQUEST;
+	d->id = 4242;
+	d->method_id = hp_method_id(method, strlen(method));
+	hp_desc_set_inline(d, req, sizeof(req));
+	(void)ln;
+}
+
+/* Breaks the lane the MODE way: 0, or -1 for a MODE it does not know. */
+static int
+breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target)
+{
+	struct hp_desc d;
+	struct hp_lane_msg lm = { .op = HP_LANE_CLOSED, .lane = ln->id, .violation = 1 };
+	char owner[128], sink[160];
+	const char *dot;
+
+	memset(&d, 0, sizeof(d));
+	d.msg_type = HP_MSG_REQUEST;
+	d.id = 7;
+	hp_desc_set_inline(&d, NULL, 0);
+	if (strcmp(mode, "type") == 0) {
+		d.msg_type = HP_MSG_DATA;
+		d.id = 1;
+	} else if (strcmp(mode, "goodbye") == 0) {
+		d.msg_type = HP_MSG_GOODBYE;
+	} else if (strcmp(mode, "unknown") == 0) {
+		d.msg_type = 99;
+	} else if (strcmp(mode, "slot") == 0) {
+		request(ln, &d, target);
+		hp_desc_set_slot(&d, 1000, 1, 0, 100);
+	} else if (strcmp(mode, "generation") == 0) {
+		uint32_t slot, gen;
+
+		request(ln, &d, target);
+		if (hp_slot_alloc(&ln->ep.tx_pool, &slot, &gen) != 0)
+			return -1;
+		hp_desc_set_slot(&d, slot, gen + 7, 0, 100);
+	} else if (strcmp(mode, "bounds") == 0) {
+		uint32_t slot, gen;
+
+		request(ln, &d, target);
+		if (hp_slot_alloc(&ln->ep.tx_pool, &slot, &gen) != 0)
+			return -1;
+		hp_desc_set_slot(&d, slot, gen, ln->ep.tx_pool.slot_size - 8, 100);
+	} else if (strcmp(mode, "inline") == 0) {
+		request(ln, &d, target);
+		d.payload_len = 40;
+	} else if (strcmp(mode, "response") == 0) {
+		d.msg_type = HP_MSG_RESPONSE;
+		d.id = 12345;
+		hp_desc_set_inline(&d, (const uint8_t[]){ 0, 0, 0 }, 3);
+	} else if (strcmp(mode, "channels") == 0) {
+		dot = strchr(target, '.');
+		snprintf(owner, sizeof(owner), "%.*s", dot != NULL ? (int)(dot - target) : 0, target);
+		snprintf(sink, sizeof(sink), "%s.sink", owner);
+		request(ln, &d, sink);
+		hp_desc_set_inline(&d, (const uint8_t[]){ 0, 2 }, 2);	/* channel 2 */
+	} else if (strcmp(mode, "ring") == 0) {
+		/* release, as a head store is: the peer checks it */
+		hp_store_release_u32(ln->ep.tx.head, ln->ep.tx.mine + ln->ep.tx.size + 5);
+		hp_doorbell_signal(ln->bell);
+		return 0;
+	} else if (strcmp(mode, "lie") == 0) {
+		uint8_t buf[256];
+		int64_t n;
+
+		snprintf(lm.reason, sizeof(lm.reason), "guest lies: the peer did nothing wrong");
+		if ((n = hp_lane_msg_encode(buf, sizeof(buf), &lm)) < 0)
+			return -1;
+		ln->told = 1;	/* it is our own report */
+		return lg_send_msg(g, HP_MSG_LANE, 0, 0, buf, (size_t)n, NULL, 0, 0, NULL);
+	} else {
+		return -1;
+	}
+	if (hp_ring_enqueue(&ln->ep.tx, &d) != 0)
+		return -1;
+	hp_doorbell_signal(ln->bell);
+	return 0;
+}
+
+static void
+m_break(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	char mode[128], target[128], out[160];
+	int rc;
+
+	(void)ctx;
+	if (two_str(args, len, mode, target, sizeof(mode)) != 0) {
+		reply_str(c, "error: arguments");
+		return;
+	}
+	if ((rc = call_str(g, target, "x", out, sizeof(out))) != 0 || g->nlanes == 0) {
+		snprintf(out, sizeof(out), "error: no lane (%d)", rc);
+		reply_str(c, out);
+		return;
+	}
+	rc = breach(g, g->lanes[0], mode, target);
+	reply_str(c, rc == 0 ? "sent" : "error: mode");
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct tg_method methods[] = {
+		{ "echo", "str->str", m_echo },
+		{ "sink", "chan<bytes>->str", m_sink },
+		{ "badanswer", "str->str", m_badanswer },
+		{ "call", "str,str->str", m_call },
+		{ "lanes", "->u64", m_lanes },
+		{ "deaf", "->str", m_deaf },
+		{ "burst", "str,u64->str", m_burst },
+		{ "sleep", "u64->unit", m_sleep },
+		{ "callsleep", "str,u64->str", m_callsleep },
+		{ "break", "str,str->str", m_break },
+	};
+	struct guest *g;
+	const char *why;
+	int rc;
+
+	if ((rc = guest_attach(argc, argv, &g, &why)) != 0) {
+		fprintf(stderr, "lanebreaker: attach: %s\n", why);
+		return 1;
+	}
+	prefix = tg_prefix(argc, argv, "lb");
+	tg_register(g, prefix, methods, sizeof(methods) / sizeof(methods[0]));
+	rc = tg_run(g, argc, argv);
+	guest_detach(g);
+	return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Lanes' building blocks (proto/lane.h, proto/doorbell.h, the wait group
+ * of proto/endpoint.h): HP_MSG_LANE payloads both ways and what a decoder
+ * refuses; descriptors handed over with a doorbell byte, and closed when
+ * nobody keeps them; a lane made as hubd makes it, attached by both sides
+ * in this process, carrying a message each way; the group's sleep on every
+ * doorbell, a lane's hang-up noted and the hub's an -EPIPE. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/doorbell.h"
+#include "proto/lane.h"
+#include "proto/postcard.h"
+#include "tests/unit/testseg.h"
+
+/* Open descriptors of this process. */
+static int
+open_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+static void
+round_trip(const struct hp_lane_msg *m)
+{
+	uint8_t buf[512];
+	struct hp_lane_msg d;
+	int64_t n = hp_lane_msg_encode(buf, sizeof(buf), m);
+
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(hp_lane_msg_decode(buf, (size_t)n, &d), 0);
+	ck_assert_uint_eq(d.op, m->op);
+	ck_assert_uint_eq(d.lane, m->lane);
+	ck_assert_uint_eq(d.side, m->side);
+	ck_assert_uint_eq(d.calls_max, m->calls_max);
+	ck_assert(d.method == m->method);
+	ck_assert_uint_eq(d.violation, m->violation);
+	ck_assert_str_eq(d.peer, m->peer);
+	ck_assert_str_eq(d.reason, m->reason);
+	/* a byte more is trailing garbage; a byte less is cut short */
+	buf[n] = 0;
+	ck_assert_int_eq(hp_lane_msg_decode(buf, (size_t)n + 1, &d), -EBADMSG);
+	ck_assert_int_eq(hp_lane_msg_decode(buf, (size_t)n - 1, &d), -EBADMSG);
+}
+
+START_TEST(test_msg_round_trip)
+{
+	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_OPEN, .lane = 7, .side = 1,
+					  .calls_max = 1024, .peer = "kv" });
+	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = 7,
+					  .method = 0x1234567890abcdefull });
+	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_CLOSE, .lane = 1,
+					  .reason = "guest kv died" });
+	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_CLOSED, .lane = 99, .violation = 1,
+					  .reason = "guest kv broke shm.payload.slot" });
+}
+END_TEST
+
+/* What a guest may send hubd and hubd refuses: lane 0, an op nobody
+ * knows, a side beyond B, a name over HP_LANE_NAME_MAX, a bool not 0 or 1,
+ * a string not UTF-8. */
+START_TEST(test_msg_refused)
+{
+	uint8_t buf[512];
+	struct hp_pc_enc e;
+	struct hp_lane_msg d;
+	char name[HP_LANE_NAME_MAX + 2];
+
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_u32(&e, HP_LANE_ROUTE);
+	hp_pc_put_u32(&e, 0);
+	hp_pc_put_u64(&e, 1);
+	ck_assert_int_eq(hp_lane_msg_decode(buf, e.len, &d), -EBADMSG);
+
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_u32(&e, 9);
+	hp_pc_put_u32(&e, 1);
+	ck_assert_int_eq(hp_lane_msg_decode(buf, e.len, &d), -EBADMSG);
+
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_u32(&e, HP_LANE_OPEN);
+	hp_pc_put_u32(&e, 1);
+	hp_pc_put_u32(&e, 2);
+	hp_pc_put_u32(&e, 1);
+	hp_pc_put_str(&e, "kv", 2);
+	ck_assert_int_eq(hp_lane_msg_decode(buf, e.len, &d), -EBADMSG);
+
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_u32(&e, HP_LANE_OPEN);
+	hp_pc_put_u32(&e, 1);
+	hp_pc_put_u32(&e, 0);
+	hp_pc_put_u32(&e, 1);
+	hp_pc_put_str(&e, name, strlen(name));
+	ck_assert_int_eq(hp_lane_msg_decode(buf, e.len, &d), -EBADMSG);
+
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_u32(&e, HP_LANE_CLOSED);
+	hp_pc_put_u32(&e, 1);
+	hp_pc_put_u8(&e, 2);
+	hp_pc_put_str(&e, "x", 1);
+	ck_assert_int_eq(hp_lane_msg_decode(buf, e.len, &d), -EBADMSG);
+
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_u32(&e, HP_LANE_CLOSE);
+	hp_pc_put_u32(&e, 1);
+	hp_pc_put_bytes(&e, "\xff\xfe", 2);
+	ck_assert_int_eq(hp_lane_msg_decode(buf, e.len, &d), -EBADMSG);
+}
+END_TEST
+
+/* Two descriptors with a doorbell byte arrive in the queue in order; a
+ * drain that keeps none closes them; a full queue closes the rest. */
+START_TEST(test_fds_with_a_doorbell_byte)
+{
+	struct hp_fdq q = { .n = 0 };
+	struct stat a, b;
+	int bell[2], pair[2], before, fds[2], got;
+
+	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
+	ck_assert_int_eq(pipe(pair), 0);
+	ck_assert_int_eq(hp_doorbell_send_fds(bell[0], pair, 2), 0);
+	ck_assert_int_eq(hp_doorbell_drain_fds(bell[1], &q), 0);
+	ck_assert_uint_eq(q.n, 2);
+	fds[0] = hp_fdq_take(&q);
+	fds[1] = hp_fdq_take(&q);
+	ck_assert_int_eq(hp_fdq_take(&q), -1);
+	/* the same pipe ends, in order */
+	ck_assert_int_eq(fstat(fds[0], &a), 0);
+	ck_assert_int_eq(fstat(pair[0], &b), 0);
+	ck_assert(a.st_ino == b.st_ino);
+	ck_assert_int_eq(fstat(fds[1], &a), 0);
+	ck_assert_int_eq(fstat(pair[1], &b), 0);
+	ck_assert(a.st_ino == b.st_ino);
+	close(fds[0]);
+	close(fds[1]);
+
+	/* nobody keeps them: closed, none left open */
+	before = open_fds();
+	ck_assert_int_eq(hp_doorbell_send_fds(bell[0], pair, 2), 0);
+	ck_assert_int_eq(hp_doorbell_drain(bell[1]), 0);
+	ck_assert_int_eq(open_fds(), before);
+
+	/* more than the queue holds: the rest closed */
+	for (int i = 0; i < HP_FDQ_MAX / 2 + 2; i++)
+		ck_assert_int_eq(hp_doorbell_send_fds(bell[0], pair, 2), 0);
+	ck_assert_int_eq(hp_doorbell_drain_fds(bell[1], &q), 0);
+	ck_assert_uint_eq(q.n, HP_FDQ_MAX);
+	got = open_fds();
+	hp_fdq_clear(&q);
+	ck_assert_int_eq(open_fds(), got - HP_FDQ_MAX);
+	ck_assert_int_eq(open_fds(), before);
+	close(pair[0]);
+	close(pair[1]);
+	close(bell[0]);
+	close(bell[1]);
+}
+END_TEST
+
+/* A lane as hubd makes it (only its head mapped in hubd), both sides
+ * attached as guests attach it: a Request from A reaches B, B's Response
+ * reaches A, payloads over 32 bytes in slots; each side's figures are
+ * where hubd reads them. */
+START_TEST(test_lane_both_sides)
+{
+	struct hp_params hub = testseg_params(4, 8, 256, 4), lp;
+	struct hp_lane_map hubd, a, b;
+	struct hp_endpoint ea, eb;
+	struct hp_msg_in m;
+	const char *why = "", *rule;
+	uint8_t big[200];
+	int bells[2];
+
+	hp_lane_params(&hub, 100000, &lp);
+	ck_assert_uint_ge(lp.max_payload_size, 100000);
+	ck_assert_uint_eq(lp.slots_per_guest, HP_LANE_SLOTS);
+	ck_assert_int_eq(hp_lane_create(&hubd, &lp, "hub-lane:test", &why), 0);
+	ck_assert_msg(hubd.seg.size < 65536, "hubd maps %llu bytes of the lane",
+		      (unsigned long long)hubd.seg.size);
+	ck_assert_int_eq(hp_doorbell_pair(bells), 0);
+	ck_assert_int_eq(hp_lane_attach(&a, dup(hubd.seg.fd), HP_LANE_SIDE_A, bells[0], &ea,
+					&why), 0);
+	ck_assert_int_eq(hp_lane_attach(&b, dup(hubd.seg.fd), HP_LANE_SIDE_B, bells[1], &eb,
+					&why), 0);
+	memset(big, 'x', sizeof(big));
+	ck_assert_int_eq(hp_endpoint_send(&ea, HP_MSG_REQUEST, 5, 42, big, sizeof(big), 0), 0);
+	ck_assert_int_eq(hp_endpoint_recv(&eb, &m, &rule), 0);
+	ck_assert_uint_eq(m.desc.id, 5);
+	ck_assert(m.desc.method_id == 42);
+	ck_assert_uint_eq(m.len, sizeof(big));
+	ck_assert(memcmp(m.payload, big, sizeof(big)) == 0);
+	hp_endpoint_release(&eb, &m);
+	ck_assert_int_eq(hp_endpoint_send(&eb, HP_MSG_RESPONSE, 5, 0, "ok", 2, 0), 0);
+	ck_assert_int_eq(hp_endpoint_recv(&ea, &m, &rule), 0);
+	ck_assert_uint_eq(m.desc.msg_type, HP_MSG_RESPONSE);
+	hp_endpoint_release(&ea, &m);
+	/* a lane carries no HP_MSG_LANE and no channels */
+	ck_assert_int_eq(ea.lim.lane_msgs, 0);
+	ck_assert_uint_eq(eb.lim.max_channels, 2);
+	/* each side writes its own figures; hubd reads both */
+	hp_store_relaxed_u64(&a.mine->calls_out, 3);
+	hp_store_relaxed_u64(&b.mine->calls_in, 4);
+	ck_assert(a.mine != b.mine);
+	ck_assert_uint_eq(hp_load_relaxed_u64(&hp_lane_figures_of(&hubd, HP_LANE_SIDE_A)->calls_out), 3);
+	ck_assert_uint_eq(hp_load_relaxed_u64(&hp_lane_figures_of(&hubd, HP_LANE_SIDE_B)->calls_in), 4);
+	hp_segment_close(&a.seg);
+	hp_segment_close(&b.seg);
+	hp_segment_close(&hubd.seg);
+	close(bells[0]);
+	close(bells[1]);
+}
+END_TEST
+
+/* A segment that is not a lane (several peers, channels) is refused. */
+START_TEST(test_not_a_lane)
+{
+	struct hp_params p = testseg_params(4, 8, 256, 4);
+	struct hp_segment seg;
+	struct hp_lane_map m;
+	struct hp_endpoint ep;
+	const char *why = "";
+	int bells[2];
+
+	ck_assert_int_eq(hp_segment_create(&seg, &p, 0, 0, "hub-test", &why), 0);
+	ck_assert_int_eq(hp_doorbell_pair(bells), 0);
+	ck_assert_int_eq(hp_lane_attach(&m, dup(seg.fd), HP_LANE_SIDE_B, bells[1], &ep, &why),
+			 -EBADMSG);
+	ck_assert_str_eq(why, "not a lane");
+	hp_segment_close(&seg);
+	close(bells[0]);
+	close(bells[1]);
+}
+END_TEST
+
+/* The group sleeps on every doorbell: a lane's byte wakes it; a lane's
+ * hang-up is noted and left out of later polls; the hub's is -EPIPE. */
+START_TEST(test_group_sleep)
+{
+	struct hp_wait_group g;
+	struct hp_endpoint hubep, lane;
+	int hb[2], lb[2];
+
+	memset(&g, 0, sizeof(g));
+	memset(&hubep, 0, sizeof(hubep));
+	memset(&lane, 0, sizeof(lane));
+	ck_assert_int_eq(hp_doorbell_pair(hb), 0);
+	ck_assert_int_eq(hp_doorbell_pair(lb), 0);
+	hubep.doorbell = hb[1];
+	lane.doorbell = lb[1];
+	ck_assert_int_eq(hp_group_add(&g, &hubep), 0);
+	ck_assert_int_eq(hp_group_add(&g, &lane), 0);
+	ck_assert_int_eq(hp_endpoint_sleep(&hubep, -1, 0), 0);
+	ck_assert_int_eq(hp_doorbell_signal(lb[0]), 0);
+	ck_assert_int_eq(hp_endpoint_sleep(&hubep, -1, 1000), 1);
+	ck_assert_int_eq(hp_endpoint_sleep(&hubep, -1, 0), 0);	/* drained */
+	close(lb[0]);
+	ck_assert_int_eq(hp_endpoint_sleep(&hubep, -1, 1000), 1);
+	ck_assert_int_eq(hp_group_hung(&lane), 1);
+	ck_assert_int_eq(hp_group_hung(&hubep), 0);
+	ck_assert_int_eq(hp_endpoint_sleep(&hubep, -1, 0), 0);	/* left out now */
+	hp_group_remove(&g, &lane);
+	ck_assert_uint_eq(g.n, 1);
+	ck_assert_ptr_null(lane.group);
+	close(hb[0]);
+	ck_assert_int_eq(hp_endpoint_sleep(&hubep, -1, 1000), -EPIPE);
+	close(hb[1]);
+	close(lb[1]);
+}
+END_TEST
+
+Suite *suite_lane(void);
+Suite *
+suite_lane(void)
+{
+	Suite *s = suite_create("lane");
+	TCase *tc = tcase_create("lane");
+
+	tcase_add_test(tc, test_msg_round_trip);
+	tcase_add_test(tc, test_msg_refused);
+	tcase_add_test(tc, test_fds_with_a_doorbell_byte);
+	tcase_add_test(tc, test_lane_both_sides);
+	tcase_add_test(tc, test_not_a_lane);
+	tcase_add_test(tc, test_group_sleep);
+	suite_add_tcase(s, tc);
+	return s;
+}
