@@ -154,8 +154,14 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 
 	if ((ln = calloc(1, sizeof(*ln))) == NULL)
 		return NULL;
+	do {
+		ln->id = ++h->next_lane;
+	} while (ln->id == 0);
 	hp_lane_params(&h->conf.params, max_payload(p, q), &lp);
-	snprintf(name, sizeof(name), "hub-lane:%s-%s", p->conf->name, q->conf->name);
+	/* the id in the name: a guest checks that the memfd it takes is the
+	 * one its OPEN is about (hp_lane_fd_is) */
+	snprintf(name, sizeof(name), HP_LANE_MEMFD "%u:%s-%s", ln->id, p->conf->name,
+		 q->conf->name);
 	if ((rc = hp_lane_create(&ln->map, &lp, name, &why)) != 0) {
 		log_warnx("lane %s-%s: %s: %s", p->conf->name, q->conf->name, why, strerror(-rc));
 		free(ln);
@@ -167,9 +173,6 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 		free(ln);
 		return NULL;
 	}
-	do {
-		ln->id = ++h->next_lane;
-	} while (ln->id == 0);
 	for (int s = 0; s < 2; s++) {
 		int fds[2] = { ln->map.seg.fd, bells[s] };
 

@@ -154,6 +154,13 @@ lane_open(struct guest *g, const struct hp_lane_msg *lm, struct lg_lane *gone)
 	hp_endpoint_drain(&g->ep);
 	memfd = hp_fdq_take(&g->group.fdq);
 	bell = hp_fdq_take(&g->group.fdq);
+	if (memfd >= 0 && !hp_lane_fd_is(memfd, lm->lane)) {
+		/* out of step with the hub (an OPEN it could not send): none
+		 * of what waits is ours, and the next OPEN's come anew */
+		hp_fdq_clear(&g->group.fdq);
+		close(memfd);
+		memfd = -1;
+	}
 	if (memfd < 0 || bell < 0 || g->nlanes >= LG_LANES_MAX ||
 	    lane_by_id(g, lm->lane) != NULL || (ln = calloc(1, sizeof(*ln))) == NULL) {
 		if (memfd >= 0)

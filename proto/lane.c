@@ -76,6 +76,20 @@ hp_lane_create(struct hp_lane_map *m, const struct hp_params *lp, const char *na
 	return keep_head(m);
 }
 
+int
+hp_lane_fd_is(int fd, uint32_t id)
+{
+	char path[64], link[256], want[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if ((n = readlink(path, link, sizeof(link) - 1)) < 0)
+		return 0;
+	link[n] = '\0';
+	snprintf(want, sizeof(want), "/memfd:" HP_LANE_MEMFD "%u:", id);
+	return strncmp(link, want, strlen(want)) == 0;
+}
+
 struct hp_lane_figures *
 hp_lane_figures_of(const struct hp_lane_map *m, uint32_t side)
 {

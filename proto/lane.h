@@ -58,6 +58,12 @@ int hp_lane_create(struct hp_lane_map *m, const struct hp_params *lp, const char
 int hp_lane_attach(struct hp_lane_map *m, int memfd, uint32_t side, int bell,
 		   struct hp_endpoint *ep, const char **why);
 
+/* A lane's memfd is named HP_LANE_MEMFD "ID:A-B". Whether fd is the
+ * memfd of lane id (what /proc says of it): a guest's check that the
+ * descriptors it takes are those its OPEN is about. */
+#define HP_LANE_MEMFD	"hub-lane:"
+int hp_lane_fd_is(int fd, uint32_t id);
+
 /* The figures side writes. */
 struct hp_lane_figures *hp_lane_figures_of(const struct hp_lane_map *m, uint32_t side);
 

@@ -2,7 +2,7 @@
 /* Lanes' building blocks (proto/lane.h, proto/doorbell.h, the wait group
  * of proto/endpoint.h): HP_MSG_LANE payloads both ways and what a decoder
  * refuses; descriptors handed over with a doorbell byte, and closed when
- * nobody keeps them; a lane made as hubd makes it, attached by both sides
+ * nobody keeps them; a lane's memfd told by its name; a lane made as hubd makes it, attached by both sides
  * in this process, carrying a message each way; the group's sleep on every
  * doorbell, a lane's hang-up noted and the hub's an -EPIPE. */
 #include <check.h>
@@ -183,7 +183,12 @@ START_TEST(test_lane_both_sides)
 	hp_lane_params(&hub, 100000, &lp);
 	ck_assert_uint_ge(lp.max_payload_size, 100000);
 	ck_assert_uint_eq(lp.slots_per_guest, HP_LANE_SLOTS);
-	ck_assert_int_eq(hp_lane_create(&hubd, &lp, "hub-lane:test", &why), 0);
+	ck_assert_int_eq(hp_lane_create(&hubd, &lp, HP_LANE_MEMFD "7:a-b", &why), 0);
+	/* a guest tells its lane's memfd by the id in its name */
+	ck_assert(hp_lane_fd_is(hubd.seg.fd, 7));
+	ck_assert(!hp_lane_fd_is(hubd.seg.fd, 77));
+	ck_assert(!hp_lane_fd_is(hubd.seg.fd, 8));
+	ck_assert(!hp_lane_fd_is(0, 7));
 	ck_assert_msg(hubd.seg.size < 65536, "hubd maps %llu bytes of the lane",
 		      (unsigned long long)hubd.seg.size);
 	ck_assert_int_eq(hp_doorbell_pair(bells), 0);
