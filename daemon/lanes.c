@@ -79,30 +79,29 @@ tell_close(struct hub *h, struct peer *p, uint32_t id, const char *reason)
  * traffic had gone through hubd: what it sent came in, what it served
  * went out. */
 static void
-figures_add(const struct hp_lane_figures *f, struct peer_stats *s)
+figures_add(const struct lane *ln, uint32_t side, struct peer_stats *s)
 {
-	/* relaxed: figures for people (the guest writes them now and then) */
-	uint64_t out = hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->calls_out);
-	uint64_t in = hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->calls_in);
+	struct hp_lane_tally t;
 
-	s->calls_in += out;
-	s->calls_out += in;
-	s->lane_calls_in += out;
-	s->lane_calls_out += in;
-	s->bytes_in += hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->bytes_out);
-	s->bytes_out += hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->bytes_in);
-	s->wakes += hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->wakes);
+	hp_lane_figures_read(&ln->map, side, &t);
+	s->calls_in += t.calls_out;
+	s->calls_out += t.calls_in;
+	s->lane_calls_in += t.calls_out;
+	s->lane_calls_out += t.calls_in;
+	s->bytes_in += t.bytes_out;
+	s->bytes_out += t.bytes_in;
+	s->wakes += t.wakes;
 }
 
 /* Calls made over the lane, both ways, as its sides say. */
 static uint64_t
 calls_over(const struct lane *ln)
 {
-	uint64_t n = 0;
+	struct hp_lane_tally a, b;
 
-	for (uint32_t s = 0; s < 2; s++)
-		n += hp_load_relaxed_u64(&hp_lane_figures_of(&ln->map, s)->calls_out);
-	return n;
+	hp_lane_figures_read(&ln->map, HP_LANE_SIDE_A, &a);
+	hp_lane_figures_read(&ln->map, HP_LANE_SIDE_B, &b);
+	return a.calls_out + b.calls_out;
 }
 
 /* Out of the list and freed, its figures kept in its guests' counters. */
@@ -119,7 +118,7 @@ lane_drop(struct hub *h, struct lane *ln)
 		struct peer *p = hub_peer(h, ln->peer[s]);
 
 		if (p != NULL) {
-			figures_add(hp_lane_figures_of(&ln->map, (uint32_t)s), &p->stats);
+			figures_add(ln, (uint32_t)s, &p->stats);
 			if (p->nlanes > 0)
 				p->nlanes--;
 		}
@@ -375,7 +374,7 @@ lanes_stats(struct hub *h, const struct peer *p, struct peer_stats *s)
 		int side = side_of(ln, p);
 
 		if (side >= 0)
-			figures_add(hp_lane_figures_of(&ln->map, (uint32_t)side), s);
+			figures_add(ln, (uint32_t)side, s);
 	}
 }
 
@@ -399,18 +398,19 @@ lanes_json(struct hub *h)
 		add_u64(l, "id", ln->id);
 		add_u64(l, "age_ms", (now - ln->opened_ns) / 1000000u);
 		for (int s = 0; s < 2; s++) {
-			const struct hp_lane_figures *f = hp_lane_figures_of(&ln->map, (uint32_t)s);
 			struct peer *p = hub_peer(h, ln->peer[s]);
 			json_object *side = json_object_new_object();
+			struct hp_lane_tally t;
 
+			hp_lane_figures_read(&ln->map, (uint32_t)s, &t);
 			json_object_object_add(side, "guest", json_object_new_string(
 				p != NULL && p->conf != NULL ? p->conf->name : "?"));
-			add_u64(side, "calls_out", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->calls_out));
-			add_u64(side, "calls_in", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->calls_in));
-			add_u64(side, "bytes_out", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->bytes_out));
-			add_u64(side, "bytes_in", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->bytes_in));
-			add_u64(side, "wakes", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->wakes));
-			add_u64(side, "sleeps", hp_load_relaxed_u64((hp_atomic_u64 *)(uintptr_t)&f->sleeps));
+			add_u64(side, "calls_out", t.calls_out);
+			add_u64(side, "calls_in", t.calls_in);
+			add_u64(side, "bytes_out", t.bytes_out);
+			add_u64(side, "bytes_in", t.bytes_in);
+			add_u64(side, "wakes", t.wakes);
+			add_u64(side, "sleeps", t.sleeps);
 			add_u64(side, "methods", ln->nroutes[s]);
 			json_object_object_add(l, s == 0 ? "a" : "b", side);
 		}

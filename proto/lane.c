@@ -101,6 +101,20 @@ hp_lane_figures_of(const struct hp_lane_map *m, uint32_t side)
 	    (uint8_t *)x + HP_CACHE_LINE + 8 : (uint8_t *)x + 8);
 }
 
+void
+hp_lane_figures_read(const struct hp_lane_map *m, uint32_t side, struct hp_lane_tally *t)
+{
+	struct hp_lane_figures *f = hp_lane_figures_of(m, side);
+
+	/* relaxed: figures for people, each written by its side alone */
+	t->calls_out = hp_load_relaxed_u64(&f->calls_out);
+	t->calls_in = hp_load_relaxed_u64(&f->calls_in);
+	t->bytes_out = hp_load_relaxed_u64(&f->bytes_out);
+	t->bytes_in = hp_load_relaxed_u64(&f->bytes_in);
+	t->wakes = hp_load_relaxed_u64(&f->wakes);
+	t->sleeps = hp_load_relaxed_u64(&f->sleeps);
+}
+
 int
 hp_lane_attach(struct hp_lane_map *m, int memfd, uint32_t side, int bell,
 	       struct hp_endpoint *ep, const char **why)

@@ -66,6 +66,11 @@ int hp_lane_fd_is(int fd, uint32_t id);
 
 /* The figures side writes. */
 struct hp_lane_figures *hp_lane_figures_of(const struct hp_lane_map *m, uint32_t side);
+/* ... and as they read now (hubd), into plain numbers. */
+struct hp_lane_tally {
+	uint64_t	calls_out, calls_in, bytes_out, bytes_in, wakes, sleeps;
+};
+void hp_lane_figures_read(const struct hp_lane_map *m, uint32_t side, struct hp_lane_tally *t);
 
 /* -- HP_MSG_LANE --------------------------------------------------------- */
 

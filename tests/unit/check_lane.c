@@ -246,12 +246,14 @@ START_TEST(test_not_a_lane)
 }
 END_TEST
 
-/* The group sleeps on every doorbell: a lane's byte wakes it; a lane's
+/* The group announces on every member and sleeps on every doorbell: a
+ * lane's byte wakes it; a lane's
  * hang-up is noted and left out of later polls; the hub's is -EPIPE. */
 START_TEST(test_group_sleep)
 {
 	struct hp_wait_group g;
 	struct hp_endpoint hubep, lane;
+	hp_atomic_u32 hub_waits = 0, lane_waits = 0;
 	int hb[2], lb[2];
 
 	memset(&g, 0, sizeof(g));
@@ -263,6 +265,20 @@ START_TEST(test_group_sleep)
 	lane.doorbell = lb[1];
 	ck_assert_int_eq(hp_group_add(&g, &hubep), 0);
 	ck_assert_int_eq(hp_group_add(&g, &lane), 0);
+	/* a wait announces on every member: data everywhere, and room
+	 * where the send that waits may be (a lane's), credit on the hub's
+	 * alone */
+	hubep.my_waits = &hub_waits;
+	lane.my_waits = &lane_waits;
+	hp_endpoint_announce(&hubep, HP_WAIT_RING_SPACE | HP_WAIT_SLOT | HP_WAIT_CREDIT);
+	ck_assert_uint_eq(hp_load_relaxed_u32(&hub_waits),
+			  HP_WAIT_RING_SPACE | HP_WAIT_SLOT | HP_WAIT_CREDIT);
+	ck_assert_uint_eq(hp_load_relaxed_u32(&lane_waits),
+			  HP_WAIT_RING_DATA | HP_WAIT_RING_SPACE | HP_WAIT_SLOT);
+	hp_endpoint_cancel(&hubep);
+	ck_assert_uint_eq(hp_load_relaxed_u32(&hub_waits), 0);
+	ck_assert_uint_eq(hp_load_relaxed_u32(&lane_waits), 0);
+	hubep.my_waits = lane.my_waits = NULL;
 	ck_assert_int_eq(hp_endpoint_sleep(&hubep, -1, 0), 0);
 	ck_assert_int_eq(hp_doorbell_signal(lb[0]), 0);
 	ck_assert_int_eq(hp_endpoint_sleep(&hubep, -1, 1000), 1);
