@@ -254,7 +254,8 @@ host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	q->var_slot = HP_SLOT_INLINE;
 	q->zone = NULL;
 	q->charged = 0;
-	memcpy(q->data, payload, len);
+	if (len > 0)	/* an empty message may have no payload at all */
+		memcpy(q->data, payload, len);
 	backlog(p, q);
 }
 

@@ -235,6 +235,7 @@ refused(struct hub *h, const struct peer *p, const struct peer *q)
 void
 lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m)
 {
+	struct hp_lane_msg route;
 	struct lane *ln;
 	uint64_t *r;
 	int s;
@@ -265,8 +266,9 @@ lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *
 		return;
 	ln->routes[s] = r;
 	r[ln->nroutes[s]++] = m->id;
-	tell(h, p, &(struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = ln->id,
-					  .method = m->id });
+	route = (struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = ln->id, .method = m->id };
+	snprintf(route.sig, sizeof(route.sig), "%s", m->signature);
+	tell(h, p, &route);
 }
 
 /* Kept against the pair: no lane again for these instances; a broken

@@ -67,8 +67,10 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	}
 	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
 		if (meth->sig.args[i] == HP_T_CHAN) {
-			/* a channel of the caller's: relay.c carries it */
+			/* a channel of the caller's: relay.c carries it, and
+			 * a lane later calls (lanes.c) */
 			relay_call(h, p, q, meth, m, &req, &o);
+			lanes_offer(h, p, q, meth);
 			if (host_backlogged(q))
 				p->paused = 1;
 			return;

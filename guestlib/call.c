@@ -38,15 +38,50 @@ send_cancel(struct guest *g, const struct out_call *c)
 	return send_on(g, c->lane, HP_MSG_CANCEL, (uint32_t)c->id, 0, NULL, 0, NULL, 0, NULL);
 }
 
+/* The Request, over the lane its method is routed on (its channels
+ * moved there first) or through the hub: what went, in c. */
+static int
+send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
+	     const void *args, size_t len, struct out_call *c, struct timeout *t)
+{
+	static const uint8_t no_meta[1] = { 0 };	/* empty metadata Vec */
+	struct lg_lane *ln = r != NULL ? r->lane : NULL;
+	uint8_t *moved = NULL;
+	size_t mlen = 0;
+	int rc;
+
+	c->nchans = 0;
+	if (ln != NULL && r->chans && (rc = lg_chan_move(g, ln, &r->sig, args, len, c,
+							  &moved, &mlen)) != 0) {
+		if (rc < 0)
+			return rc;
+		ln = NULL;	/* channels the hub takes, or refuses, itself */
+	}
+	rc = send_on(g, ln, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta),
+		     moved != NULL ? moved : args, moved != NULL ? mlen : len, t);
+	if (rc != 0 && moved != NULL) {
+		lg_chan_unmove(g, ln, c);
+		c->nchans = 0;
+	}
+	free(moved);
+	if (rc == -EPIPE && ln != NULL) {
+		/* the lane is closing: the hub takes the call, as before it */
+		ln = NULL;
+		rc = lg_send_msg(g, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta),
+				 args, len, 0, t);
+	}
+	c->lane = ln;
+	return rc;
+}
+
 /* guest_call_async, waiting for room to send up to t. */
 static int
 call_start(struct guest *g, const char *method, const void *args, size_t len,
 	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t)
 {
-	static const uint8_t no_meta[1] = { 0 };	/* empty metadata Vec */
 	uint64_t mid = hp_method_id(method, strlen(method));
-	struct lg_lane *ln = g->nroutes > 0 ? lg_lane_route(g, mid) : NULL;
-	struct out_call *c;
+	struct lg_route *r = g->nroutes > 0 ? lg_lane_route(g, mid) : NULL;
+	struct out_call sent, *c;
 	uint32_t id;
 	int rc;
 
@@ -59,21 +94,15 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	do {
 		id = g->next_req++;
 	} while (id == 0 || hp_idtab_find(&g->out, id) != NULL);
-	rc = send_on(g, ln, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta), args, len, t);
-	if (rc == -EPIPE && ln != NULL) {
-		/* the lane is closing: the hub takes the call, as before it */
-		ln = NULL;
-		rc = lg_send_msg(g, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta),
-				 args, len, 0, t);
-	}
-	if (rc != 0)
+	if ((rc = send_request(g, r, id, mid, args, len, &sent, t)) != 0)
 		return rc;
 	c = hp_idtab_insert(&g->out, id);	/* reserved: never NULL */
-	c->fn = fn;
-	c->ctx = ctx;
-	c->lane = ln;
-	if (ln != NULL)
-		ln->n_out++;
+	sent.fn = fn;
+	sent.ctx = ctx;
+	sent.id = c->id;
+	*c = sent;
+	if (c->lane != NULL)
+		c->lane->n_out++;
 	g->stats.calls_out++;
 	if (call_id != NULL)
 		*call_id = id;
@@ -136,15 +165,16 @@ sync_done(void *ctx, int status, const uint8_t *result, size_t len)
 	s->status = status;
 	if (s->len != NULL)
 		*s->len = len;
-	if (status != 0 && status != -EREMOTEIO)
-		return;
-	if (len > s->cap) {
-		len = s->cap;	/* an error string is cut, a result refused */
-		if (status == 0)
-			s->status = -EMSGSIZE;
+	if (status == 0 || status == -EREMOTEIO) {
+		if (len > s->cap) {
+			len = s->cap;	/* an error string is cut, a result refused */
+			if (status == 0)
+				s->status = -EMSGSIZE;
+		}
+		if (len > 0)
+			memcpy(s->buf, result, len);
 	}
-	if (len > 0)
-		memcpy(s->buf, result, len);
+	/* whatever the outcome: a microthread sleeps until woken */
 	s->g->rt->wake(&s->ev);
 }
 
@@ -210,6 +240,8 @@ respond(struct guest_call *c, const struct hp_response *r)
 			     r->value, r->value_len, NULL);
 	if (rc == -EPIPE && c->lane != NULL)
 		rc = 0;		/* the lane closed meanwhile: the same */
+	if (c->lane != NULL && c->nchans > 0)
+		lg_chan_replied(c);
 	if (rc == -EMSGSIZE) {
 		/* The caller must get an answer: a short error instead. */
 		static const char msg[] = "result over max_payload_size";
@@ -418,10 +450,9 @@ note_channels(struct guest *g, const struct hp_sig *sig, const uint8_t *args,
 		id = hp_pc_get_u64(&d);
 		if (d.err != 0)
 			return;
-		if (id == 0 || id >= g->seg.params.max_channels || id % 2 != 0 ||
-		    g->tx[id].open)
+		if (id == 0 || id >= g->chans.max || id % 2 != 0 || g->chans.tx[id].open)
 			continue;
-		g->tx[id].ended = 0;
+		g->chans.tx[id].ended = 0;
 	}
 }
 
@@ -431,44 +462,50 @@ on_request(struct guest *g, struct hp_msg_in *m)
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
 	struct lg_lane *ln = g->cur_lane;
+	struct method *me = NULL;
 	struct guest_call *c;
+	uint8_t *adopted = NULL;
+	size_t alen = 0;
+	int rc;
 
-	for (uint32_t i = 0; i < g->nmethods; i++) {
-		if (g->methods[i].id != m->desc.method_id)
-			continue;
-		if (ln != NULL) {
-			/* hubd routes no call with channels over a lane */
-			if (g->methods[i].chans) {
-				g->lane_rule = "lane.channels";
-				return -EPROTO;
-			}
-			/* the hub's limit, kept by the callee on a lane */
-			if (ln->calls_in >= ln->calls_max)
-				return reply_error_code(g, m->desc.id, HP_ERR_USER,
-							"too many calls in flight");
-		}
-		/* arguments that do not match the signature never reach the
-		 * handler: hubd checks them too, a host written from the spec
-		 * alone need not */
-		if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
-		    hp_sig_check_args(&g->methods[i].sig, req.args, req.args_len) != 0)
-			return reply_error_code(g, m->desc.id, HP_ERR_INVALID_PAYLOAD, NULL);
-		if ((c = calloc(1, sizeof(*c))) == NULL)
-			return -ENOMEM;
-		c->g = g;
-		c->req_id = m->desc.id;
-		if ((c->lane = ln) != NULL) {
-			ln->calls_in++;
-			ln->n_in++;
-		}
-		LG_LIST_PUSH(&g->active, c);
-		g->stats.calls_in++;
-		if (g->methods[i].chans)
-			note_channels(g, &g->methods[i].sig, req.args, req.args_len);
-		return g->rt->handle(g, c, g->methods[i].fn, g->methods[i].ctx,
-				     req.args, req.args_len);
+	for (uint32_t i = 0; i < g->nmethods && me == NULL; i++)
+		if (g->methods[i].id == m->desc.method_id)
+			me = &g->methods[i];
+	if (me == NULL)
+		return reply_error_code(g, m->desc.id, HP_ERR_UNKNOWN_METHOD, NULL);
+	/* the hub's limit, kept by the callee on a lane */
+	if (ln != NULL && ln->calls_in >= ln->calls_max)
+		return reply_error_code(g, m->desc.id, HP_ERR_USER, "too many calls in flight");
+	/* arguments that do not match the signature never reach the
+	 * handler: hubd checks them too, a host written from the spec
+	 * alone need not */
+	if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
+	    hp_sig_check_args(&me->sig, req.args, req.args_len) != 0)
+		return reply_error_code(g, m->desc.id, HP_ERR_INVALID_PAYLOAD, NULL);
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return -ENOMEM;
+	c->g = g;
+	c->req_id = m->desc.id;
+	/* over a lane, its channels are the lane's: checked, and named for
+	 * the handler as ids of the lane's (LG_LANE_CHAN) */
+	if (ln != NULL && me->chans &&
+	    (rc = lg_chan_adopt(g, ln, &me->sig, req.args, req.args_len, c,
+				&adopted, &alen)) != 0) {
+		free(c);
+		return rc;
 	}
-	return reply_error_code(g, m->desc.id, HP_ERR_UNKNOWN_METHOD, NULL);
+	if ((c->lane = ln) != NULL) {
+		ln->calls_in++;
+		ln->n_in++;
+	}
+	LG_LIST_PUSH(&g->active, c);
+	g->stats.calls_in++;
+	if (ln == NULL && me->chans)
+		note_channels(g, &me->sig, req.args, req.args_len);
+	rc = g->rt->handle(g, c, me->fn, me->ctx, adopted != NULL ? adopted : req.args,
+			   adopted != NULL ? alen : req.args_len);
+	free(adopted);		/* the handler's runtime copies what it keeps */
+	return rc;
 }
 
 static int
@@ -503,6 +540,8 @@ on_response(struct guest *g, struct hp_msg_in *m)
 		g->lane_rule = "shm.payload.encoding";
 		return -EPROTO;
 	}
+	if (call.nchans > 0)
+		lg_chan_answered(g, &call);
 	if (call.fn != NULL)	/* NULL: given up on (guest_call) */
 		call.fn(call.ctx, status_of(&r), r.value, r.value_len);
 	return 0;
@@ -541,6 +580,8 @@ lane_gone(struct guest *g, struct lg_lane *ln)
 	struct out_call c, *e;
 	uint32_t pos = 0;
 
+	/* its streams end first, as hubd resets them before the answer */
+	lg_chan_lane_gone(g, ln);
 	for (struct guest_call *a = g->active; a != NULL; a = a->next) {
 		if (a->lane == ln) {
 			a->lane = NULL;

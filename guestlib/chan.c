@@ -1,33 +1,93 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's channels: opening them, sending items with credit flow
  * control, ending them, and receiving items and ends (the service loop's
- * Data, Close and Reset, which this file fills). */
+ * Data, Close and Reset, which this file fills). A channel lives in a
+ * table (struct lg_chans): the hub's, or a lane's once it is passed to a
+ * call that goes over the lane. The caller's channel then moves to the
+ * lane's table under the id it had (its hub entry held Closed), and the
+ * callee knows the lane's as LG_LANE_CHAN ids; over a lane each side
+ * checks the other as hubd checks a guest, and a broken rule costs the
+ * peer the lane. */
 #include <errno.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "guestlib/internal.h"
 #include "proto/channel.h"
 
-static void	chan_stopped(struct guest *g, uint32_t chan);
+static void	chan_stopped(struct guest *g, struct lg_chans *cs, uint32_t id);
 
 static struct hp_chan_entry *
-chan_entry(struct guest *g, uint32_t id)
+chan_entry(struct lg_chans *cs, uint32_t id)
 {
-	return &g->view.chans[id];
+	return &cs->entries[id];
 }
 
-/* A channel the host gave us to send on that we have not touched yet:
- * even, Active, not ended since it was given. */
-static int
-chan_given(struct guest *g, uint32_t chan)
+static uint32_t
+lane_pub(const struct lg_lane *ln, uint32_t id)
 {
-	return chan % 2 == 0 && !g->tx[chan].ended &&
-	    hp_chan_state(chan_entry(g, chan)) == HP_CHAN_ACTIVE;
+	return LG_LANE_CHAN | (ln->id & 0x7fffu) << 16 | id;
+}
+
+/* The table and id a public channel id names, or NULL: none of ours. */
+static struct lg_chans *
+chan_find(struct guest *g, uint32_t pub, uint32_t *id)
+{
+	struct lg_lane *ln;
+
+	if (pub & LG_LANE_CHAN) {
+		*id = pub & 0xffffu;
+		for (uint32_t i = 0; i < g->nlanes; i++) {
+			ln = g->lanes[i];
+			if ((ln->id & 0x7fffu) == ((pub >> 16) & 0x7fffu))
+				return *id != 0 && *id < ln->chans.max ? &ln->chans : NULL;
+		}
+		return NULL;
+	}
+	if (pub == 0 || pub >= g->chans.max)
+		return NULL;
+	if ((ln = g->chans.rx[pub].lane) != NULL) {
+		*id = g->chans.rx[pub].lane_chan;
+		return &ln->chans;
+	}
+	*id = pub;
+	return &g->chans;
+}
+
+/* What a public id that names nothing gets: a lane's channel whose lane
+ * is gone is over (-ENOTCONN), an id out of range is the caller's error. */
+static int
+chan_missing(uint32_t pub)
+{
+	return pub & LG_LANE_CHAN ? -ENOTCONN : -EINVAL;
+}
+
+/* A channel the other side of the table gave us to send on that we have
+ * not touched yet: its parity, Active, not ended since it was given. */
+static int
+chan_given(struct lg_chans *cs, uint32_t id)
+{
+	return (int)(id % 2) != cs->side && !cs->tx[id].ended &&
+	    hp_chan_state(chan_entry(cs, id)) == HP_CHAN_ACTIVE;
+}
+
+/* A send's error as the channel's user sees it: over a lane, the lane
+ * closing ends the channel (-ENOTCONN), and a peer that broke its ring
+ * loses the lane. */
+static int
+chan_send_rc(struct lg_chans *cs, int rc)
+{
+	if (cs->lane == NULL || rc == 0)
+		return rc;
+	if (rc == -EPROTO)
+		lg_lane_broken(cs->lane, "shm.ring.capacity");
+	return rc == -EPIPE || rc == -EPROTO ? -ENOTCONN : rc;
 }
 
 struct credit_wait {
 	struct guest	*g;
-	uint32_t	chan;
+	struct lg_chans	*cs;
+	uint32_t	id;
 	size_t		len;
 };
 
@@ -35,21 +95,24 @@ static int
 credit_ready(void *arg)
 {
 	struct credit_wait *w = arg;
-	struct guest *g = w->g;
-	uint32_t id = w->chan;
-	size_t len = w->len;
+	struct lg_chans *cs = w->cs;
 	int64_t credit;
 
-	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+	if (hp_load_relaxed_u32(&hp_segment_header(&w->g->seg)->host_goodbye) != 0)
 		return -ESHUTDOWN;
-	/* the receiver stopped it meanwhile (on_chan_end); r[shm.flow.reset]:
-	 * its credit word is no longer ours to read */
-	if (g->tx[id].ended)
+	/* the receiver stopped it meanwhile (on_chan_end), or its lane
+	 * closes; r[shm.flow.reset]: its credit word is no longer ours to
+	 * read */
+	if (cs->tx[w->id].ended || (cs->lane != NULL && cs->lane->closing))
 		return -ENOTCONN;
-	credit = hp_chan_credit(chan_entry(g, id), g->tx[id].sent_total);
+	credit = hp_chan_credit(chan_entry(cs, w->id), cs->tx[w->id].sent_total);
+	if (credit < 0 && cs->lane != NULL) {
+		lg_lane_broken(cs->lane, "shm.flow.wrap-rule");	/* the peer wrote it */
+		return -ENOTCONN;
+	}
 	if (credit < 0)
 		return -EPROTO;
-	return (uint64_t)credit >= len;
+	return (uint64_t)credit >= w->len;
 }
 
 /* Waits for credit (r[shm.flow.zero-credit]), serving meanwhile what
@@ -60,77 +123,121 @@ credit_ready(void *arg)
 static int
 credit_wait(struct guest *g, struct credit_wait *w, struct timeout *t)
 {
+	struct lg_chans *cs = w->cs;
+
 	g->stats.credit_waits++;
-	g->ep.credit_word = &chan_entry(g, w->chan)->granted_total;
+	cs->ep->credit_word = &chan_entry(cs, w->id)->granted_total;
 	/* what we staged must reach the receiver for it to grant */
-	if (hp_endpoint_flush(&g->ep) == -EPROTO)
-		return -EPROTO;
+	if (hp_endpoint_flush(cs->ep) == -EPROTO)
+		return chan_send_rc(cs, -EPROTO);
 	return g->rt->wait_serving(g, HP_WAIT_CREDIT, credit_ready, w, t);
+}
+
+/* Ends a channel we send on: ended first, so that a stop the receiver
+ * sends meanwhile (while this waits for room) is taken as crossing our
+ * end, and not answered with a Reset of its own after which ours would
+ * come. */
+static int
+tx_end(struct guest *g, struct lg_chans *cs, uint32_t id, uint8_t type)
+{
+	cs->tx[id].open = 0;
+	cs->tx[id].ended = 1;
+	return lg_send_on(g, cs->lane, type, id, 0, NULL, 0, NULL, 0, 0, NULL);
 }
 
 /* One item: credit first, then the message, staged when more follow. */
 static int
-chan_send_one(struct guest *g, uint32_t chan, const void *item, size_t len,
-	      struct timeout *t, int flags)
+chan_send_one(struct guest *g, struct lg_chans *cs, uint32_t id, const void *item,
+	      size_t len, struct timeout *t, int flags)
 {
-	struct credit_wait w = { g, chan, len };
+	struct credit_wait w = { g, cs, id, len };
 	int rc;
 
-	if (len > g->seg.params.initial_credit)
+	if (len > cs->credit)
 		return -EMSGSIZE;	/* could never fit in the window */
-	if ((rc = credit_ready(&w)) == 0 && (rc = credit_wait(g, &w, t)) == 0)
-		return -ETIMEDOUT;
-	if (rc < 0) {
-		if (rc == -EPIPE || rc == -ESHUTDOWN)
-			g->dead = rc;
-		return rc;
+	if (cs->lane != NULL && len > cs->ep->lim.max_payload_size) {
+		/* larger than the receiver takes (a lane's slots are the
+		 * smaller of the two guests' payloads): the stream ends at
+		 * both ends with a Reset, as hubd ends one it cannot deliver */
+		tx_end(g, cs, id, HP_MSG_RESET);
+		return -ENOTCONN;
 	}
-	if ((rc = lg_send_msg(g, HP_MSG_DATA, chan, 0, item, len, NULL, 0, flags, t)) != 0)
-		return rc;
-	g->tx[chan].sent_total += (uint32_t)len;
+	/* credit, then room, then out with no wait between the last check
+	 * and the send: a receiver's stop served while we wait ends the
+	 * channel, and over a lane we answer it with a Reset that nothing
+	 * may follow */
+	for (;;) {
+		if ((rc = credit_ready(&w)) == 0 && (rc = credit_wait(g, &w, t)) == 0)
+			return -ETIMEDOUT;
+		if (rc < 0) {
+			if (rc == -EPIPE || rc == -ESHUTDOWN)
+				g->dead = rc;	/* the hub's: a wait is on its doorbell */
+			return rc;
+		}
+		if ((rc = hp_endpoint_tx_ready(cs->ep)) != 0)
+			break;
+		if ((rc = lg_wait_tx(g, cs->lane, t)) != 0)
+			return chan_send_rc(cs, rc);
+	}
+	if (rc < 0 || (rc = lg_send_on(g, cs->lane, HP_MSG_DATA, id, 0, item, len, NULL, 0,
+				       flags, t)) != 0)
+		return chan_send_rc(cs, rc);
+	cs->tx[id].sent_total += (uint32_t)len;
 	return 0;
 }
 
 static int
-chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
-		int n, int timeout_ms)
+chan_send_batch(struct guest *g, struct lg_chans *cs, uint32_t id,
+		const struct iovec *items, int n, int timeout_ms)
 {
 	struct timeout t = { timeout_ms, 0 };	/* for the whole batch */
 	int rc = 0, i;
 
-	/* r[shm.id.channel-parity]: we send on ids the host gave us (even)
-	 * or that we opened (odd); either way the entry must be Active. */
-	if (chan == 0 || chan >= g->seg.params.max_channels || n < 0)
-		return -EINVAL;
 	/* A look at what came (the head word, a cached line while nothing
 	 * does): a sender whose credit never runs out still sees a Cancel
 	 * or the receiver's Reset. On a microthread the runtime serves it
 	 * once we let it. */
-	if (hp_endpoint_rx_ready(&g->ep) > 0 && (rc = g->rt->sending(g)) != 0)
+	if (hp_endpoint_rx_ready(cs->ep) > 0 && (rc = g->rt->sending(g)) != 0)
 		return rc;
-	if (!g->tx[chan].open) {
-		if (!chan_given(g, chan))
+	if (cs->lane != NULL && cs->lane->closed)
+		return -ENOTCONN;	/* closed while we served */
+	/* r[shm.id.channel-parity]: we send on ids the other side gave us
+	 * or that we opened; either way the entry must be Active. */
+	if (!cs->tx[id].open) {
+		if (!chan_given(cs, id))
 			return -ENOTCONN;
-		g->tx[chan].open = 1;
-		g->tx[chan].sent_total = 0;	/* r[shm.flow.initial] */
+		cs->tx[id].open = 1;
+		cs->tx[id].sent_total = 0;	/* r[shm.flow.initial] */
 	}
 	/* one publication for the lot (r[shm.ordering.ring-publish]) */
 	for (i = 0; i < n && rc == 0; i++)
-		rc = chan_send_one(g, chan, items[i].iov_base, items[i].iov_len, &t,
+		rc = chan_send_one(g, cs, id, items[i].iov_base, items[i].iov_len, &t,
 				   i + 1 < n ? HP_SEND_MORE : 0);
-	while (rc == 0 && (rc = hp_endpoint_flush(&g->ep)) == -EAGAIN)
-		rc = lg_wait_tx(g, &t);
-	return rc < 0 ? rc : 0;
+	while (rc == 0 && !(cs->lane != NULL && cs->lane->closed) &&
+	       (rc = hp_endpoint_flush(cs->ep)) == -EAGAIN)
+		rc = chan_send_rc(cs, lg_wait_tx(g, cs->lane, &t));
+	return rc < 0 ? chan_send_rc(cs, rc) : 0;
 }
 
 int
 guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 		      int n, int timeout_ms)
 {
+	struct lg_chans *cs;
+	uint32_t id;
 	int rc;
 
 	g->rt->lock(g);
-	rc = chan_send_batch(g, chan, items, n, timeout_ms);
+	if (n < 0 || (cs = chan_find(g, chan, &id)) == NULL) {
+		rc = n < 0 ? -EINVAL : chan_missing(chan);
+	} else {
+		/* a lane closed while we wait is freed only after */
+		if (cs->lane != NULL)
+			lg_lane_hold(cs->lane);
+		rc = chan_send_batch(g, cs, id, items, n, timeout_ms);
+		if (cs->lane != NULL)
+			lg_lane_put(cs->lane);
+	}
 	g->rt->unlock(g);
 	return rc;
 }
@@ -153,23 +260,23 @@ guest_chan_send(struct guest *g, uint32_t chan, const void *item, size_t len,
 static int
 chan_end(struct guest *g, uint32_t chan, uint8_t type)
 {
+	struct lg_chans *cs;
+	uint32_t id;
 	int rc;
 
-	if (chan != 0 && chan < g->seg.params.max_channels && g->rx[chan].open) {
-		if (g->rx[chan].stopping)
-			return -ENOTCONN;
-		g->rx[chan].stopping = 1;
-		rc = lg_send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0, NULL);
-		chan_stopped(g, chan);
-		return rc;
-	}
-	if (chan == 0 || chan >= g->seg.params.max_channels ||
-	    (!g->tx[chan].open && !chan_given(g, chan)))
+	if ((cs = chan_find(g, chan, &id)) == NULL)
 		return -ENOTCONN;
-	rc = lg_send_msg(g, type, chan, 0, NULL, 0, NULL, 0, 0, NULL);
-	g->tx[chan].open = 0;
-	g->tx[chan].ended = 1;
-	return rc;
+	if (cs->rx[id].open) {
+		if (cs->rx[id].stopping)
+			return -ENOTCONN;
+		cs->rx[id].stopping = 1;
+		rc = lg_send_on(g, cs->lane, type, id, 0, NULL, 0, NULL, 0, 0, NULL);
+		chan_stopped(g, cs, id);
+		return chan_send_rc(cs, rc);
+	}
+	if (!cs->tx[id].open && !chan_given(cs, id))
+		return -ENOTCONN;
+	return chan_send_rc(cs, tx_end(g, cs, id, type));
 }
 
 static int
@@ -199,14 +306,14 @@ int64_t
 guest_chan_open(struct guest *g, guest_item_fn on_item, guest_end_fn on_end,
 		void *ctx)
 {
+	struct lg_chans *cs = &g->chans;
 	int64_t id;
 
 	g->rt->lock(g);
-	id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
-			  HP_SIDE_GUEST, g->seg.params.initial_credit, &g->chan_cursor);
+	id = hp_chan_open(cs->entries, cs->max, cs->side, cs->credit, &cs->cursor);
 	if (id >= 0)
-		g->rx[id] = (struct rx_chan){ .on_item = on_item, .on_end = on_end,
-					      .ctx = ctx, .open = 1 };
+		cs->rx[id] = (struct rx_chan){ .on_item = on_item, .on_end = on_end,
+					       .ctx = ctx, .open = 1 };
 	g->rt->unlock(g);
 	return id;
 }
@@ -214,13 +321,13 @@ guest_chan_open(struct guest *g, guest_item_fn on_item, guest_end_fn on_end,
 int64_t
 guest_chan_open_send(struct guest *g)
 {
+	struct lg_chans *cs = &g->chans;
 	int64_t id;
 
 	g->rt->lock(g);
-	id = hp_chan_open(g->view.chans, g->seg.params.max_channels,
-			  HP_SIDE_GUEST, g->seg.params.initial_credit, &g->chan_cursor);
+	id = hp_chan_open(cs->entries, cs->max, cs->side, cs->credit, &cs->cursor);
 	if (id >= 0)	/* r[shm.flow.initial] */
-		g->tx[id] = (struct tx_chan){ .open = 1, .sent_total = 0 };
+		cs->tx[id] = (struct tx_chan){ .open = 1, .sent_total = 0 };
 	g->rt->unlock(g);
 	return id;
 }
@@ -228,39 +335,22 @@ guest_chan_open_send(struct guest *g)
 /* Grants back what channel id consumed and has not reported yet, and
  * extra, waking the sender if it waits for it. */
 static void
-grant(struct guest *g, uint32_t id, uint32_t extra)
+grant(struct guest *g, struct lg_chans *cs, uint32_t id, uint32_t extra)
 {
-	hp_chan_grant(chan_entry(g, id), g->rx[id].unreported + extra);
-	hp_endpoint_notify_credit(&g->ep, &chan_entry(g, id)->granted_total);
-	g->rx[id].unreported = 0;
+	struct rx_chan *c = &cs->rx[id];
+
+	(void)g;
+	hp_chan_grant(chan_entry(cs, id), c->unreported + extra);
+	c->granted += c->unreported + extra;
+	if (cs->lane == NULL || !cs->lane->closed)
+		hp_endpoint_notify_credit(cs->ep, &chan_entry(cs, id)->granted_total);
+	c->unreported = 0;
 }
 
-static int
-on_data(struct guest *g, struct hp_msg_in *m)
+static void
+consumed(struct guest *g, struct lg_chans *cs, uint32_t id, size_t len, int flush)
 {
-	uint32_t id = m->desc.id;
-	struct rx_chan *c = &g->rx[id];
-
-	if (!c->open)
-		return -EPROTO;	/* data on a channel we do not receive */
-	if (c->stopping) {
-		/* sent before the sender saw our stop: dropped, and its
-		 * credit back at once so that it is not left waiting */
-		grant(g, id, m->len);
-		return 0;
-	}
-	if (c->deferred)	/* consumed when its reader takes it */
-		c->held += m->len;
-	c->on_item(c->ctx, m->payload, m->len);
-	if (!c->deferred)
-		lg_chan_consumed(g, id, m->len, 0);
-	return 0;
-}
-
-void
-lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush)
-{
-	struct rx_chan *c = &g->rx[chan];
+	struct rx_chan *c = &cs->rx[id];
 
 	if (!c->open || c->stopping)
 		return;		/* ended: its credit is nobody's; stopped:
@@ -271,36 +361,100 @@ lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush)
 	 * the window at a time (no item can exceed the window, so the
 	 * sender is never left waiting on grants held back here) */
 	c->unreported += (uint32_t)len;
-	if (c->unreported != 0 &&
-	    (flush || c->unreported >= g->seg.params.initial_credit / 4))
-		grant(g, chan, 0);
-	g->owed |= c->unreported != 0;
+	if (c->unreported != 0 && (flush || c->unreported >= cs->credit / 4))
+		grant(g, cs, id, 0);
+	cs->owed |= c->unreported != 0;
+}
+
+void
+lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush)
+{
+	struct lg_chans *cs;
+	uint32_t id;
+
+	if ((cs = chan_find(g, chan, &id)) != NULL)
+		consumed(g, cs, id, len, flush);
+}
+
+/* The end of a channel we receive on: the receiver frees the entry
+ * (r[shm.flow.channel-id-reuse]), and the hub's entry it moved from,
+ * before on_end, which may open another. */
+static void
+rx_end(struct guest *g, struct lg_chans *cs, uint32_t id, int status)
+{
+	struct rx_chan c = cs->rx[id];
+
+	cs->rx[id].open = 0;
+	hp_chan_free(chan_entry(cs, id));
+	if (cs->lane != NULL && c.origin != 0) {
+		g->chans.rx[c.origin] = (struct rx_chan){ .open = 0 };
+		hp_chan_free(chan_entry(&g->chans, c.origin));
+	}
+	if (c.on_end != NULL)
+		c.on_end(c.ctx, status);
+}
+
+static int
+on_data(struct guest *g, struct hp_msg_in *m)
+{
+	struct lg_lane *ln = g->cur_lane;
+	struct lg_chans *cs = ln != NULL ? &ln->chans : &g->chans;
+	uint32_t id = m->desc.id;
+	struct rx_chan *c = &cs->rx[id];
+
+	/* data on a channel we do not receive (a moved one comes only over
+	 * its lane) */
+	if (!c->open || (ln == NULL && c->lane != NULL)) {
+		g->lane_rule = "lane.channel";
+		return -EPROTO;
+	}
+	/* r[shm.flow.remaining-credit]: a lane's peer sends within what we
+	 * granted, by our own count (it may write the shared word too) */
+	if (ln != NULL) {
+		if (!hp_credit_allows(c->granted, c->got, m->len)) {
+			g->lane_rule = "shm.flow.remaining-credit";
+			return -EPROTO;
+		}
+		c->got += m->len;
+	}
+	if (c->stopping) {
+		/* sent before the sender saw our stop: dropped, and its
+		 * credit back at once so that it is not left waiting */
+		grant(g, cs, id, m->len);
+		return 0;
+	}
+	if (c->deferred)	/* consumed when its reader takes it */
+		c->held += m->len;
+	c->on_item(c->ctx, m->payload, m->len);
+	if (!c->deferred)
+		consumed(g, cs, id, m->len, 0);
+	return 0;
 }
 
 /* The ring is empty: what is left below a quarter goes back too. The
  * sender's next item may need more than the window less that remainder,
  * and nothing more will arrive to make it a quarter. */
 static void
-grant_owed(struct guest *g)
+grant_owed(struct guest *g, struct lg_chans *cs)
 {
-	g->owed = 0;
-	for (uint32_t id = 1; id < g->seg.params.max_channels; id++)
-		if (g->rx[id].open && g->rx[id].unreported != 0)
-			grant(g, id, 0);
+	cs->owed = 0;
+	for (uint32_t id = 1; id < cs->max; id++)
+		if (cs->rx[id].open && cs->rx[id].unreported != 0)
+			grant(g, cs, id, 0);
 }
 
-/* We told the sender of chan, a channel we receive on, to stop: what it
+/* We told the sender of id, a channel we receive on, to stop: what it
  * consumed and has not reported, and what it holds (it takes no more of
  * it), goes back now, so that a sender waiting for credit is not left
  * waiting until it sees the stop. Items that come after are granted
  * back as they come (on_data). */
 static void
-chan_stopped(struct guest *g, uint32_t chan)
+chan_stopped(struct guest *g, struct lg_chans *cs, uint32_t id)
 {
-	struct rx_chan *c = &g->rx[chan];
+	struct rx_chan *c = &cs->rx[id];
 
 	if (c->unreported != 0 || c->held != 0)
-		grant(g, chan, (uint32_t)c->held);	/* within the window */
+		grant(g, cs, id, (uint32_t)c->held);	/* within the window */
 	c->held = 0;
 }
 
@@ -311,13 +465,15 @@ chan_stopped(struct guest *g, uint32_t chan)
 int
 guest_chan_hold(struct guest *g, uint32_t chan)
 {
+	struct lg_chans *cs;
+	uint32_t id;
 	int rc = 0;
 
 	g->rt->lock(g);
-	if (chan == 0 || chan >= g->seg.params.max_channels || !g->rx[chan].open)
+	if ((cs = chan_find(g, chan, &id)) == NULL || !cs->rx[id].open)
 		rc = -ENOTCONN;
 	else
-		g->rx[chan].deferred = 1;
+		cs->rx[id].deferred = 1;
 	g->rt->unlock(g);
 	return rc;
 }
@@ -325,17 +481,19 @@ guest_chan_hold(struct guest *g, uint32_t chan)
 int
 guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes)
 {
+	struct lg_chans *cs;
 	struct rx_chan *c;
+	uint32_t id;
 	int rc = 0;
 
 	g->rt->lock(g);
-	if (chan == 0 || chan >= g->seg.params.max_channels || !g->rx[chan].open) {
+	if ((cs = chan_find(g, chan, &id)) == NULL || !cs->rx[id].open) {
 		rc = -ENOTCONN;
-	} else if (!(c = &g->rx[chan])->stopping) {
+	} else if (!(c = &cs->rx[id])->stopping) {
 		if (bytes > c->held)
 			rc = -EINVAL;	/* more than it holds (nothing if not held) */
 		else if (bytes > 0)	/* caught up: all of it, as grant_owed */
-			lg_chan_consumed(g, chan, bytes, bytes == c->held);
+			consumed(g, cs, id, bytes, bytes == c->held);
 	}
 	g->rt->unlock(g);
 	return rc;
@@ -344,26 +502,247 @@ guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes)
 static int
 on_chan_end(struct guest *g, struct hp_msg_in *m)
 {
+	struct lg_lane *ln = g->cur_lane;
+	struct lg_chans *cs = ln != NULL ? &ln->chans : &g->chans;
 	uint32_t id = m->desc.id;
-	struct rx_chan *c = &g->rx[id];
 
-	if (c->open) {
-		c->open = 0;
-		/* r[shm.flow.channel-id-reuse]: the receiver frees the entry */
-		hp_chan_free(chan_entry(g, id));
-		if (c->on_end != NULL)
-			c->on_end(c->ctx, m->desc.msg_type == HP_MSG_CLOSE ? 0 : -ECONNRESET);
+	if (cs->rx[id].open && (ln != NULL || cs->rx[id].lane == NULL)) {
+		rx_end(g, cs, id, m->desc.msg_type == HP_MSG_CLOSE ? 0 : -ECONNRESET);
 		return 0;
 	}
-	if (g->tx[id].open || chan_given(g, id)) {
+	if (cs->tx[id].open || chan_given(cs, id)) {
 		/* the receiver gave up on our stream; r[shm.flow.reset]: its
 		 * credit word is no longer ours to read */
-		g->tx[id].open = 0;
-		g->tx[id].ended = 1;
+		/* over a lane the sender answers a stop itself (hubd does
+		 * through the hub): nothing more follows, the receiver may
+		 * free the entry */
+		if (ln != NULL)
+			tx_end(g, cs, id, HP_MSG_RESET);
+		cs->tx[id].open = 0;
+		cs->tx[id].ended = 1;
 		return 0;
 	}
 	/* the receiver's stop crossing our own end: both let go */
-	return g->tx[id].ended ? 0 : -EPROTO;
+	if (cs->tx[id].ended)
+		return 0;
+	g->lane_rule = "lane.channel";
+	return -EPROTO;
+}
+
+/* -- channels passed to calls over a lane ---------------------------------- */
+
+/* Where a call's chan<T> arguments are in its arguments. */
+struct chan_args {
+	uint8_t		n;
+	uint64_t	id[HP_SIG_MAX_ARGS];
+	size_t		at[HP_SIG_MAX_ARGS], end[HP_SIG_MAX_ARGS];
+};
+
+static int
+chan_args_find(const struct hp_sig *sig, const uint8_t *args, size_t len,
+	       struct chan_args *ca)
+{
+	struct hp_pc_dec d;
+
+	hp_pc_dec_init(&d, args, len);
+	ca->n = 0;
+	for (uint8_t i = 0; i < sig->nargs; i++) {
+		if (sig->args[i] != HP_T_CHAN) {
+			if (hp_sig_skip(&d, sig->args[i]) != 0)
+				return -EINVAL;
+			continue;
+		}
+		ca->at[ca->n] = d.pos;
+		ca->id[ca->n] = hp_pc_get_u64(&d);
+		if (d.err != 0)
+			return -EINVAL;
+		ca->end[ca->n++] = d.pos;
+	}
+	return 0;
+}
+
+/* args with the i-th channel id made ids[i] (malloc'd: NULL when out of
+ * memory). */
+static uint8_t *
+chan_args_rewrite(const uint8_t *args, size_t len, const struct chan_args *ca,
+		  const uint32_t *ids, size_t *outlen)
+{
+	size_t cap = len + (size_t)ca->n * 10, from = 0;
+	uint8_t *out = malloc(cap > 0 ? cap : 1);
+	struct hp_pc_enc e;
+
+	if (out == NULL)
+		return NULL;
+	hp_pc_enc_init(&e, out, cap);
+	for (uint8_t i = 0; i < ca->n; i++) {
+		memcpy(out + e.len, args + from, ca->at[i] - from);
+		e.len += ca->at[i] - from;
+		hp_pc_put_u64(&e, ids[i]);
+		from = ca->end[i];
+	}
+	memcpy(out + e.len, args + from, len - from);
+	*outlen = e.len + len - from;
+	return out;
+}
+
+int
+lg_chan_move(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
+	     const uint8_t *args, size_t len, struct out_call *c, uint8_t **out,
+	     size_t *outlen)
+{
+	struct lg_chans *hub = &g->chans, *cs = &ln->chans;
+	struct chan_args ca;
+	uint32_t z[HP_SIG_MAX_ARGS] = { 0 };
+	uint8_t i, j;
+	int64_t id;
+
+	if (chan_args_find(sig, args, len, &ca) != 0)
+		return 1;
+	/* only channels we opened to receive on and have not passed on:
+	 * any other the hub refuses, with its own words */
+	for (i = 0; i < ca.n; i++) {
+		uint64_t x = ca.id[i];
+		struct rx_chan *r = x != 0 && x < hub->max ? &hub->rx[x] : NULL;
+
+		if (r == NULL || (int)(x % 2) != hub->side || !r->open || r->stopping ||
+		    r->lane != NULL || r->held != 0 || r->unreported != 0)
+			return 1;
+		for (j = 0; j < i; j++)
+			if (ca.id[j] == x)
+				return 1;
+	}
+	for (i = 0; i < ca.n; i++) {
+		id = hp_chan_open(cs->entries, cs->max, cs->side, cs->credit, &cs->cursor);
+		if (id >= 0 && cs->rx[id].open) {
+			/* one we receive on, Free in the table: the peer wrote it */
+			lg_lane_broken(ln, "shm.flow.channel-id-reuse");
+			id = -EPROTO;
+		}
+		if (id < 0)
+			break;
+		z[i] = (uint32_t)id;
+	}
+	if (i < ca.n || (*out = chan_args_rewrite(args, len, &ca, z, outlen)) == NULL) {
+		while (i-- > 0)
+			hp_chan_free(chan_entry(cs, z[i]));
+		return 1;	/* through the hub, which has room of its own */
+	}
+	for (i = 0; i < ca.n; i++) {
+		uint32_t x = (uint32_t)ca.id[i];
+		struct rx_chan *r = &cs->rx[z[i]];
+
+		*r = hub->rx[x];
+		r->origin = x;
+		r->serial = ++g->chan_serial;
+		r->granted = cs->credit;	/* r[shm.flow.channel-activate] */
+		r->got = 0;
+		hub->rx[x].lane = ln;
+		hub->rx[x].lane_chan = z[i];
+		/* taken by no other call through the hub meanwhile, and not
+		 * reused: hubd relays only Active ones, we open only Free */
+		hp_chan_close(chan_entry(hub, x));
+		c->chans[i] = z[i];
+		c->serials[i] = r->serial;
+	}
+	c->nchans = ca.n;
+	return 0;
+}
+
+void
+lg_chan_unmove(struct guest *g, struct lg_lane *ln, const struct out_call *c)
+{
+	struct lg_chans *cs = &ln->chans;
+
+	for (uint8_t i = 0; i < c->nchans; i++) {
+		uint32_t z = c->chans[i], x = cs->rx[z].origin;
+
+		g->chans.rx[x].lane = NULL;
+		g->chans.rx[x].lane_chan = 0;
+		/* Closed -> Free -> Active: the odd ids are ours alone */
+		hp_chan_free(chan_entry(&g->chans, x));
+		hp_chan_activate(chan_entry(&g->chans, x), g->chans.credit);
+		cs->rx[z] = (struct rx_chan){ .open = 0 };
+		hp_chan_free(chan_entry(cs, z));
+	}
+}
+
+void
+lg_chan_answered(struct guest *g, const struct out_call *c)
+{
+	struct lg_chans *cs = &c->lane->chans;
+
+	/* an answer ends the call's streams, after their items (as hubd
+	 * ends them when the callee answers first): a Close */
+	for (uint8_t i = 0; i < c->nchans; i++)
+		if (cs->rx[c->chans[i]].open && cs->rx[c->chans[i]].serial == c->serials[i])
+			rx_end(g, cs, c->chans[i], 0);
+}
+
+int
+lg_chan_adopt(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
+	      const uint8_t *args, size_t len, struct guest_call *c, uint8_t **out,
+	      size_t *outlen)
+{
+	struct lg_chans *cs = &ln->chans;
+	struct chan_args ca;
+	uint32_t pub[HP_SIG_MAX_ARGS];
+	uint8_t i, j;
+
+	if (chan_args_find(sig, args, len, &ca) != 0)
+		return -EINVAL;
+	for (i = 0; i < ca.n; i++) {
+		uint64_t z = ca.id[i];
+
+		/* r[shm.id.channel-parity]: one the caller opened */
+		if (z == 0 || z >= cs->max || (int)(z % 2) == cs->side) {
+			g->lane_rule = "shm.id.channel-parity";
+			return -EPROTO;
+		}
+		/* r[shm.flow.channel-activate]: and activated, once per call */
+		for (j = 0; j < i && ca.id[j] != z; j++)
+			;
+		if (j < i || hp_chan_state(chan_entry(cs, (uint32_t)z)) != HP_CHAN_ACTIVE) {
+			g->lane_rule = "shm.flow.channel-activate";
+			return -EPROTO;
+		}
+	}
+	for (i = 0; i < ca.n; i++) {
+		/* a new channel: whatever we knew of the id is over */
+		cs->tx[ca.id[i]] = (struct tx_chan){ .open = 0 };
+		pub[i] = lane_pub(ln, (uint32_t)ca.id[i]);
+		c->chans[i] = (uint32_t)ca.id[i];
+	}
+	c->nchans = ca.n;
+	if ((*out = chan_args_rewrite(args, len, &ca, pub, outlen)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+void
+lg_chan_replied(struct guest_call *c)
+{
+	struct lg_chans *cs = &c->lane->chans;
+
+	/* the caller ends what is still open with the answer
+	 * (lg_chan_answered): nothing more goes out on them */
+	for (uint8_t i = 0; i < c->nchans; i++) {
+		cs->tx[c->chans[i]].open = 0;
+		cs->tx[c->chans[i]].ended = 1;
+	}
+}
+
+void
+lg_chan_lane_gone(struct guest *g, struct lg_lane *ln)
+{
+	struct lg_chans *cs = &ln->chans;
+
+	/* the sender is gone for us: a Reset, as hubd gives a receiver
+	 * whose sender died; what we send on goes nowhere */
+	for (uint32_t id = 1; id < cs->max; id++) {
+		if (cs->rx[id].open)
+			rx_end(g, cs, id, -ECONNRESET);
+		cs->tx[id] = (struct tx_chan){ .ended = 1 };
+	}
 }
 
 void

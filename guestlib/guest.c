@@ -99,10 +99,9 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	g->tick_every = TICK_MAX;
 	clock_beat(g);
 	g->next_req = 1;
-	g->chan_cursor = 0;
 	if (hp_idtab_reserve(&g->out, 32) != 0 ||
-	    (g->rx = calloc(g->seg.params.max_channels, sizeof(*g->rx))) == NULL ||
-	    (g->tx = calloc(g->seg.params.max_channels, sizeof(*g->tx))) == NULL) {
+	    lg_chans_alloc(&g->chans, g->view.chans, g->seg.params.max_channels,
+			   g->seg.params.initial_credit, HP_SIDE_GUEST, &g->ep, NULL) != 0) {
 		*why = "out of memory";
 		rc = -ENOMEM;
 		guest_detach(g);
@@ -230,7 +229,6 @@ guest_detach(struct guest *g)
 	close(g->doorbell);
 	free(g->methods);
 	hp_idtab_free(&g->out);
-	free(g->rx);
-	free(g->tx);
+	lg_chans_free(&g->chans);
 	free(g);
 }

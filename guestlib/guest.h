@@ -152,7 +152,8 @@ GUEST_API int guest_call(struct guest *g, const char *method, const void *args,
 			 int timeout_ms);
 
 /* Channels (r[shm.flow.*]). A sender sends items on a channel id it was
- * given (e.g. as a chan<T> argument) or opened; it blocks while the
+ * given (e.g. as a chan<T> argument: one that came over a direct lane has
+ * the top bit set) or opened; it blocks while the
  * receiver's credit is used up, or the ring is full, up to timeout_ms for
  * the whole call (-ETIMEDOUT). -ENOTCONN for a channel that is not ours
  * to send on, or was closed or reset (by us, or by the receiver: hubd

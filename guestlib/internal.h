@@ -13,6 +13,7 @@
 #ifndef GUESTLIB_INTERNAL_H
 #define GUESTLIB_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 
 #include "guestlib/guest.h"
+#include "proto/channel.h"
 #include "proto/clock.h"
 #include "proto/endpoint.h"
 #include "proto/idtab.h"
@@ -46,7 +48,86 @@ struct out_call {
 					 * to be dropped (over a lane) */
 	void		*ctx;
 	struct lg_lane	*lane;		/* sent over it, NULL: through the hub */
+	uint8_t		nchans;		/* its channels passed over the lane */
+	uint32_t	chans[HP_SIG_MAX_ARGS];	/* ... their ids in its table */
+	uint32_t	serials[HP_SIG_MAX_ARGS];
 };
+
+struct rx_chan {
+	guest_item_fn	on_item;
+	guest_end_fn	on_end;
+	void		*ctx;
+	uint32_t	unreported;	/* consumed bytes not yet granted back */
+	uint64_t	held;		/* deferred: bytes delivered to on_item
+					 * and not taken yet */
+	uint8_t		open;
+	uint8_t		stopping;	/* we told the sender to stop: items are
+					 * dropped until its Close or Reset */
+	uint8_t		deferred;	/* an item is consumed when its reader
+					 * takes it (lg_chan_consumed), not when
+					 * on_item returns: guest_chan_hold,
+					 * guest_chan_reader */
+	/* A channel of the hub's table passed to a call over a lane: it goes
+	 * on as lane_chan of lane's table, the hub's entry Closed meanwhile
+	 * (hubd takes it for no other call), and freed with its end. */
+	struct lg_lane	*lane;
+	uint32_t	lane_chan;
+	/* ... and in the lane's table: the hub's id it came from, the call
+	 * it was passed to (serial), and what the peer may send on it */
+	uint32_t	origin;
+	uint32_t	serial;
+	uint32_t	granted;	/* initial_credit and every grant */
+	uint32_t	got;		/* bytes received */
+};
+
+struct tx_chan {
+	uint32_t	sent_total;	/* r[shm.flow.remaining-credit]: local */
+	uint8_t		open;		/* we send on it (opened it, or sent) */
+	uint8_t		ended;		/* Close or Reset went either way: the
+					 * id is not ours until given again */
+};
+
+/* A table of channels (chan.c): the hub's, in the guest's own segment,
+ * or a lane's, shared with the peer (the spec's table either way: the
+ * segment's host side opens even ids, its guest side odd ones). */
+struct lg_chans {
+	struct hp_chan_entry	*entries;
+	struct rx_chan		*rx;		/* by id */
+	struct tx_chan		*tx;
+	uint32_t		max;		/* max_channels */
+	uint32_t		credit;		/* initial_credit */
+	int			side;		/* HP_SIDE_*: the ids we open */
+	uint32_t		cursor;		/* hp_chan_open's */
+	uint8_t			owed;		/* a channel we receive on has
+						 * consumed bytes not granted back */
+	struct hp_endpoint	*ep;		/* its traffic goes on */
+	struct lg_lane		*lane;		/* NULL: the hub's */
+};
+
+/* Public ids of a lane's channels (the callee's, given in a Request over
+ * the lane): LG_LANE_CHAN | the lane's id (low 15 bits) << 16 | its id
+ * in the lane's table (HP_LANE_CHANNELS_MAX keeps it in 16 bits). */
+#define LG_LANE_CHAN	0x80000000u
+
+static inline int
+lg_chans_alloc(struct lg_chans *cs, struct hp_chan_entry *entries, uint32_t max,
+	       uint32_t credit, int side, struct hp_endpoint *ep, struct lg_lane *lane)
+{
+	*cs = (struct lg_chans){ .entries = entries, .max = max, .credit = credit,
+				 .side = side, .ep = ep, .lane = lane };
+	cs->rx = calloc(max, sizeof(*cs->rx));
+	cs->tx = calloc(max, sizeof(*cs->tx));
+	return cs->rx != NULL && cs->tx != NULL ? 0 : -ENOMEM;
+}
+
+static inline void
+lg_chans_free(struct lg_chans *cs)
+{
+	free(cs->rx);
+	free(cs->tx);
+	cs->rx = NULL;
+	cs->tx = NULL;
+}
 
 /* A direct lane to another guest (lane.c, proto/lane.h): one more
  * endpoint, served by the same loop, in the hub endpoint's wait group. */
@@ -70,6 +151,7 @@ struct lg_lane {
 	char			why[HP_LANE_REASON_MAX + 1];
 	struct hp_lane_map	map;
 	struct hp_endpoint	ep;
+	struct lg_chans		chans;		/* the lane's table (chan<T> calls) */
 };
 
 /* A lane held across a serve or a wait (refs), so that closing it
@@ -86,6 +168,7 @@ lg_lane_put(struct lg_lane *ln)
 {
 	if (--ln->refs == 0 && ln->closed) {
 		hp_segment_close(&ln->map.seg);
+		lg_chans_free(&ln->chans);
 		free(ln);
 	}
 }
@@ -110,6 +193,8 @@ lg_lane_broken(struct lg_lane *ln, const char *rule)
 struct lg_route {
 	uint64_t	method;
 	struct lg_lane	*lane;
+	struct hp_sig	sig;		/* for its chan<T> arguments */
+	uint8_t		chans;		/* whether it has any */
 };
 
 /* A request whose handler runs later (call.c): it came while the guest
@@ -177,37 +262,17 @@ struct guest_call {
 	int		cancelled;
 	struct lg_lane	*lane;		/* came over it, NULL: from the hub */
 	int		lane_gone;	/* ... and it closed: the answer is dropped */
+	uint8_t		nchans;		/* its channels in the lane's table */
+	uint32_t	chans[HP_SIG_MAX_ARGS];
 	struct guest_call *prev, *next;	/* calls being handled */
-};
-
-struct rx_chan {
-	guest_item_fn	on_item;
-	guest_end_fn	on_end;
-	void		*ctx;
-	uint32_t	unreported;	/* consumed bytes not yet granted back */
-	uint64_t	held;		/* deferred: bytes delivered to on_item
-					 * and not taken yet */
-	uint8_t		open;
-	uint8_t		stopping;	/* we told the sender to stop: items are
-					 * dropped until its Close or Reset */
-	uint8_t		deferred;	/* an item is consumed when its reader
-					 * takes it (lg_chan_consumed), not when
-					 * on_item returns: guest_chan_hold,
-					 * guest_chan_reader */
-};
-
-struct tx_chan {
-	uint32_t	sent_total;	/* r[shm.flow.remaining-credit]: local */
-	uint8_t		open;		/* we send on it (opened it, or sent) */
-	uint8_t		ended;		/* Close or Reset went either way: the
-					 * id is not ours until given again */
 };
 
 struct guest {
 	const struct lg_runtime	*rt;		/* the runtime in use */
 	lg_msg_fn		on_msg[LG_MSG_TYPES]; /* by HP_MSG_* (serve.c) */
-	void			(*drained)(struct guest *g); /* the ring is
-						 * empty (chan.c's grants) */
+	void			(*drained)(struct guest *g, struct lg_chans *cs);
+						/* cs's ring is empty (chan.c's
+						 * grants) */
 	void			(*lane_gone)(struct guest *g, struct lg_lane *ln);
 						/* call.c: fails the calls over
 						 * it, drops the answers to it */
@@ -237,11 +302,8 @@ struct guest {
 	uint32_t		nlater;
 	size_t			later_bytes;	/* their arguments, copied */
 	uint8_t			deferring;	/* lg_serve_ends: requests wait */
-	struct rx_chan		*rx;		/* by channel id */
-	struct tx_chan		*tx;
-	uint32_t		chan_cursor;
-	uint8_t			owed;		/* a channel we receive on has
-						 * consumed bytes not granted back */
+	struct lg_chans		chans;		/* the hub's table */
+	uint32_t		chan_serial;	/* channels passed over lanes */
 	int			stop;
 	int			dead;		/* 0, or why the loop must end */
 	uint32_t		ticks;		/* messages until the next clock read */
@@ -315,7 +377,8 @@ uint64_t lg_clock_beat(struct guest *g);
  * thread sleeping in hp_endpoint_wait. */
 int	lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 	    void *arg, struct timeout *t);
-int	lg_wait_tx(struct guest *g, struct timeout *t);
+/* Waits for room on ln's ring (NULL: the hub's); -EPIPE: ln closes. */
+int	lg_wait_tx(struct guest *g, struct lg_lane *ln, struct timeout *t);
 int	lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
 	    const void *head, size_t hlen, const void *body, size_t blen,
 	    int flags, struct timeout *t);
@@ -354,8 +417,8 @@ void	lg_out_fail_all(struct guest *g, int status);
 /* Fills the dispatch table's Lane; sets the lanes up when the hub
  * offers them (after the endpoint): 0 or -errno. */
 int	lg_lanes_init(struct guest *g);
-/* The lane a call of method goes over, or NULL. */
-struct lg_lane *lg_lane_route(struct guest *g, uint64_t method);
+/* The route a call of method takes over a lane, or NULL. */
+struct lg_route *lg_lane_route(struct guest *g, uint64_t method);
 /* Whether a lane has traffic, or is to be reaped. */
 int	lg_lanes_ready(struct guest *g);
 /* Closes the lanes marked closing, or whose peer hung up. */
@@ -372,6 +435,27 @@ void	lg_chan_wire(struct guest *g);
  * owed when flush, as once the ring is empty). Nothing on a channel the
  * receiver stopped: what it held went back then. */
 void	lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush);
+/* A call of a method with chan<T> arguments (sig) going over ln: moves
+ * each channel to ln's table (c->chans) and gives the arguments with
+ * their ids there in *out (malloc'd). 0, 1 when the call must go through
+ * the hub (a channel not ours to pass, the lane's table full), -ENOMEM. */
+int	lg_chan_move(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
+	    const uint8_t *args, size_t len, struct out_call *c, uint8_t **out,
+	    size_t *outlen);
+/* ... back to the hub's table: the Request did not go out. */
+void	lg_chan_unmove(struct guest *g, struct lg_lane *ln, const struct out_call *c);
+/* c's answer came over its lane: its channels still open end (Close). */
+void	lg_chan_answered(struct guest *g, const struct out_call *c);
+/* A Request over ln: its chan<T> arguments checked (0, or -EPROTO with
+ * g->lane_rule), noted in c and given to the handler as public ids in
+ * *out (malloc'd; -ENOMEM). */
+int	lg_chan_adopt(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
+	    const uint8_t *args, size_t len, struct guest_call *c, uint8_t **out,
+	    size_t *outlen);
+/* c was answered: nothing more goes out on its channels. */
+void	lg_chan_replied(struct guest_call *c);
+/* ln closes: the channels in its table end. */
+void	lg_chan_lane_gone(struct guest *g, struct lg_lane *ln);
 
 /* mtguest_wait.c */
 /* The guest's lock while guest_run_mt runs (struct lg_mt's mu). */

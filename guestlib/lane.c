@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "guestlib/internal.h"
+#include "proto/channel.h"
 
 static struct lg_lane *
 lane_by_id(struct guest *g, uint32_t id)
@@ -130,12 +131,12 @@ lg_lanes_ready(struct guest *g)
 	return 0;
 }
 
-struct lg_lane *
+struct lg_route *
 lg_lane_route(struct guest *g, uint64_t method)
 {
 	for (uint32_t i = 0; i < g->nroutes; i++)
 		if (g->routes[i].method == method)
-			return g->routes[i].lane->closing ? NULL : g->routes[i].lane;
+			return g->routes[i].lane->closing ? NULL : &g->routes[i];
 	return NULL;
 }
 
@@ -176,8 +177,14 @@ lane_open(struct guest *g, const struct hp_lane_msg *lm, struct lg_lane *gone)
 	ln->bell = bell;
 	snprintf(ln->peer, sizeof(ln->peer), "%s", lm->peer);
 	if ((rc = hp_lane_attach(&ln->map, memfd, lm->side, bell, &ln->ep, &why)) == 0 &&
-	    (rc = hp_group_add(&g->group, &ln->ep)) != 0)
+	    ((rc = lg_chans_alloc(&ln->chans, ln->map.view.chans, ln->map.seg.params.max_channels,
+				  ln->map.seg.params.initial_credit,
+				  lm->side == HP_LANE_SIDE_A ? HP_SIDE_HOST : HP_SIDE_GUEST,
+				  &ln->ep, ln)) != 0 ||
+	     (rc = hp_group_add(&g->group, &ln->ep)) != 0)) {
 		hp_segment_close(&ln->map.seg);	/* attach closes its own */
+		lg_chans_free(&ln->chans);
+	}
 	if (rc != 0) {
 		close(bell);
 		free(ln);
@@ -208,17 +215,22 @@ static void
 lane_route(struct guest *g, const struct hp_lane_msg *lm)
 {
 	struct lg_lane *ln = lane_by_id(g, lm->lane);
+	struct lg_route r = { lm->method, ln, { 0 }, 0 };
+	uint32_t i;
 
-	if (ln == NULL || ln->closing)
+	/* the signature says which arguments are channels, to move to the
+	 * lane with the call; one we cannot read keeps the method on the
+	 * hub */
+	if (ln == NULL || ln->closing || hp_sig_parse(lm->sig, &r.sig, NULL) != 0)
 		return;
-	for (uint32_t i = 0; i < g->nroutes; i++) {
-		if (g->routes[i].method == lm->method) {
-			g->routes[i].lane = ln;
-			return;
-		}
-	}
-	if (g->nroutes < LG_ROUTES_MAX)
-		g->routes[g->nroutes++] = (struct lg_route){ lm->method, ln };
+	for (i = 0; i < r.sig.nargs; i++)
+		r.chans |= r.sig.args[i] == HP_T_CHAN;
+	for (i = 0; i < g->nroutes && g->routes[i].method != lm->method; i++)
+		;
+	if (i < g->nroutes)
+		g->routes[i] = r;
+	else if (g->nroutes < LG_ROUTES_MAX)
+		g->routes[g->nroutes++] = r;
 }
 
 /* The hub's word on a lane (from the hub's ring only: a lane's

@@ -288,7 +288,7 @@ guest_chan_reader(struct guest *g, uint32_t *chan, struct guest_mtchan **chp,
 		return (int)id;
 	}
 	b->chan = (uint32_t)id;
-	g->rx[id].deferred = 1;
+	g->chans.rx[id].deferred = 1;
 	*chan = b->chan;
 	*chp = b->ch;
 	lg_mt_unlock(g);
@@ -325,7 +325,7 @@ guest_chan_writer(struct guest *g, uint32_t chan, struct guest_mtchan **chp)
 
 	if (g->mt == NULL)
 		return -EPERM;
-	if (chan == 0 || chan >= g->seg.params.max_channels)
+	if (chan == 0 || ((chan & LG_LANE_CHAN) == 0 && chan >= g->chans.max))
 		return -EINVAL;
 	if ((rc = bridge_start(g, writer_main, chan, NULL, &b)) != 0)
 		return rc;

@@ -75,12 +75,13 @@ dispatch(struct guest *g, struct hp_msg_in *m)
 	return g->on_msg[type](g, m);
 }
 
-/* A lane carries calls only: channels and the hub's words stay on the
+/* A lane carries calls and their channels: the hub's words stay on the
  * hub's ring (doc/protocol.md, "Lanes"). */
 static int
 lane_type(uint8_t type)
 {
-	return type == HP_MSG_REQUEST || type == HP_MSG_RESPONSE || type == HP_MSG_CANCEL;
+	return type == HP_MSG_REQUEST || type == HP_MSG_RESPONSE || type == HP_MSG_CANCEL ||
+	    type == HP_MSG_DATA || type == HP_MSG_CLOSE || type == HP_MSG_RESET;
 }
 
 /* Serves one endpoint, the hub's (ln NULL) or a lane's, up to BATCH
@@ -90,6 +91,7 @@ static int
 serve_ep(struct guest *g, struct lg_lane *ln, int *did, int requests, int *n)
 {
 	struct hp_endpoint *ep = ln != NULL ? &ln->ep : &g->ep;
+	struct lg_chans *cs = ln != NULL ? &ln->chans : &g->chans;
 	struct hp_msg_in m;
 	const char *rule;
 	int rc = 0;
@@ -101,8 +103,8 @@ serve_ep(struct guest *g, struct lg_lane *ln, int *did, int requests, int *n)
 		if ((rc = hp_endpoint_recv(ep, &m, &rule)) == -EAGAIN) {
 			rc = 0;
 			/* all consumed: no grant held back (chan.c) */
-			if (ln == NULL && g->owed)
-				g->drained(g);
+			if (cs->owed)
+				g->drained(g, cs);
 			break;
 		}
 		if (rc == 0 && ln != NULL && !lane_type(m.desc.msg_type)) {

@@ -146,8 +146,8 @@ tx_ready(void *arg)
 /* Waits until a send of any size can be attempted again on ln's ring
  * (NULL: the hub's), up to t (NULL: as long as it takes). The wait is
  * the group's: the awaited bits go to every endpoint of it. */
-static int
-wait_tx(struct guest *g, struct lg_lane *ln, struct timeout *t)
+int
+lg_wait_tx(struct guest *g, struct lg_lane *ln, struct timeout *t)
 {
 	struct timeout forever = { -1, 0 };
 	struct tx_wait w = { g, ln };
@@ -189,12 +189,6 @@ wait_tx(struct guest *g, struct lg_lane *ln, struct timeout *t)
 }
 
 int
-lg_wait_tx(struct guest *g, struct timeout *t)
-{
-	return wait_tx(g, NULL, t);
-}
-
-int
 lg_send_on(struct guest *g, struct lg_lane *ln, uint8_t type, uint32_t id,
 	   uint64_t method, const void *head, size_t hlen, const void *body,
 	   size_t blen, int flags, struct timeout *t)
@@ -211,7 +205,7 @@ lg_send_on(struct guest *g, struct lg_lane *ln, uint8_t type, uint32_t id,
 	if (len > ep->lim.max_payload_size)
 		return -EMSGSIZE;
 	while ((rc = hp_endpoint_reserve(ep, (uint32_t)len, &ob)) == -EAGAIN)
-		if ((rc = wait_tx(g, ln, t)) != 0)
+		if ((rc = lg_wait_tx(g, ln, t)) != 0)
 			return rc;
 	if (rc != 0)
 		return rc;

@@ -517,12 +517,12 @@ hp_endpoint_announce(struct hp_endpoint *ep, uint32_t waits)
 	struct hp_wait_group *g = ep->group;
 
 	/* the others of the group: woken by what they receive, and by what
-	 * is awaited (a send waiting for room may be a lane's: the caller's
-	 * wait names the hub's endpoint; a wake for nothing costs a loop) */
+	 * is awaited (a send waiting for room or credit may be a lane's: the
+	 * caller's wait names the hub's endpoint; a wake for nothing costs a
+	 * loop) */
 	for (uint32_t i = 0; g != NULL && i < g->n; i++)
 		if (g->ep[i] != ep && g->ep[i]->my_waits != NULL && !g->ep[i]->hung)
-			hp_store_relaxed_u32(g->ep[i]->my_waits,
-					     (waits & ~HP_WAIT_CREDIT) | HP_WAIT_RING_DATA);
+			hp_store_relaxed_u32(g->ep[i]->my_waits, waits | HP_WAIT_RING_DATA);
 	if (ep->my_waits == NULL && g == NULL)
 		return;
 	if (ep->my_waits != NULL)

@@ -87,8 +87,7 @@ struct hp_endpoint {
 
 /* Endpoints one process sleeps on together (a guest's hub endpoint and
  * its lanes, HP_FEAT_LANES): a sleep announces the awaited bits on the
- * endpoint waited on and on every other (credit only on the hub's: lanes
- * carry no channels), HP_WAIT_RING_DATA on all, and polls
+ * endpoint waited on and on every other, HP_WAIT_RING_DATA on all, and polls
  * every doorbell. ep[0] is the hub's: its hang-up is -EPIPE; another's
  * is only noted (its hung) and its doorbell left out of polls from then
  * on. */

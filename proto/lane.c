@@ -25,8 +25,11 @@ hp_lane_params(const struct hp_params *hub, uint32_t max_payload, struct hp_para
 	lp->slot_size = (max_payload + HP_SLOT_GEN_SIZE + 63) / 64 * 64;
 	lp->max_payload_size = lp->slot_size - HP_SLOT_GEN_SIZE;
 	lp->slots_per_guest = HP_LANE_SLOTS;
-	lp->max_channels = 2;
-	lp->initial_credit = 1;
+	/* the hub's channel window, and its table up to what a lane's ids
+	 * allow (a caller's channels move to it with a call over the lane) */
+	lp->max_channels = hub->max_channels < HP_LANE_CHANNELS_MAX ?
+	    hub->max_channels : HP_LANE_CHANNELS_MAX;
+	lp->initial_credit = hub->initial_credit;
 	lp->heartbeat_interval = 0;
 }
 
@@ -130,7 +133,7 @@ hp_lane_attach(struct hp_lane_map *m, int memfd, uint32_t side, int bell,
 	close(memfd);
 	if (rc != 0)
 		return rc;
-	if (m->seg.params.max_guests != 1 || m->seg.params.max_channels != 2 ||
+	if (m->seg.params.max_guests != 1 || m->seg.params.max_channels > HP_LANE_CHANNELS_MAX ||
 	    (m->seg.host_features & HP_FEAT_WAITERS) == 0) {
 		if (why != NULL)
 			*why = "not a lane";
@@ -186,6 +189,7 @@ hp_lane_msg_encode(uint8_t *buf, size_t cap, const struct hp_lane_msg *m)
 		break;
 	case HP_LANE_ROUTE:
 		hp_pc_put_u64(&e, m->method);
+		hp_pc_put_str(&e, m->sig, strnlen(m->sig, HP_SIG_MAX_LEN));
 		break;
 	case HP_LANE_CLOSE:
 		hp_pc_put_str(&e, m->reason, strnlen(m->reason, HP_LANE_REASON_MAX));
@@ -237,6 +241,8 @@ hp_lane_msg_decode(const uint8_t *buf, size_t len, struct hp_lane_msg *m)
 		break;
 	case HP_LANE_ROUTE:
 		m->method = hp_pc_get_u64(&d);
+		if (get_str(&d, m->sig, HP_SIG_MAX_LEN) != 0)
+			return -EBADMSG;
 		break;
 	case HP_LANE_CLOSE:
 		if (get_str(&d, m->reason, HP_LANE_REASON_MAX) != 0)

@@ -16,11 +16,14 @@
 #include "proto/endpoint.h"
 #include "proto/peer.h"
 #include "proto/segment.h"
+#include "proto/sig.h"
 
 #define HP_LANE_SIDE_A	0u	/* the segment's host side */
 #define HP_LANE_SIDE_B	1u	/* its guest side */
 
 #define HP_LANE_SLOTS	8u	/* slots per side: payloads in flight out of line */
+#define HP_LANE_CHANNELS_MAX 65536u	/* a lane's max_channels at most: its
+					 * channel ids fit 16 bits */
 
 /* What each side counts of its traffic, written by that side alone into
  * the free bytes of its own line of the lane's peer extension (A: the
@@ -44,7 +47,8 @@ struct hp_lane_map {
 
 /* The lane's parameters for a hub with these: its ring size, slots for
  * max_payload bytes (the largest both guests may send and take through
- * the hub), HP_LANE_SLOTS of them a side, no channels, no heartbeat. */
+ * the hub), HP_LANE_SLOTS of them a side, the hub's channel table (up
+ * to HP_LANE_CHANNELS_MAX ids) and credit window, no heartbeat. */
 void hp_lane_params(const struct hp_params *hub, uint32_t max_payload, struct hp_params *lp);
 
 /* hubd: a new lane in m->seg.fd, of which *m keeps only the head mapped
@@ -91,13 +95,14 @@ struct hp_lane_msg {
 	uint32_t	calls_max;	/* OPEN: requests the peer may have in
 					 * flight to us (calls_in_flight) */
 	uint64_t	method;		/* ROUTE */
+	char		sig[HP_SIG_MAX_LEN + 1];	/* ROUTE: the method's signature */
 	uint32_t	violation;	/* CLOSED: the peer broke a rule */
 	char		peer[HP_LANE_NAME_MAX + 1];	/* OPEN: the other guest */
 	char		reason[HP_LANE_REASON_MAX + 1];	/* CLOSE, CLOSED */
 };
 
 /* Postcard: op, lane, then per op: OPEN side, calls_max, peer; ROUTE
- * method; CLOSE reason; CLOSED violation (bool), reason. Encode: the
+ * method, signature; CLOSE reason; CLOSED violation (bool), reason. Encode: the
  * length or -ENOSPC; decode: 0 or -EBADMSG (unknown op, trailing bytes,
  * a string too long, not UTF-8 or with a NUL in it). */
 int64_t hp_lane_msg_encode(uint8_t *buf, size_t cap, const struct hp_lane_msg *m);

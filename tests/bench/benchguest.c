@@ -343,6 +343,131 @@ stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_text(c, text);
 }
 
+/* The sender's side of gstream: BYTES in ITEM-byte items on the
+ * caller's channel, in batches as stream sends them; answers the items
+ * sent. */
+static void
+produce(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t bytes, item, chan, sent = 0, items = 0;
+	struct iovec batch[32];
+	uint8_t res[16], *buf;
+	size_t pos = 0;
+	int per, rc = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &bytes) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &item) != 0 || item == 0 || item > (32u << 20) ||
+	    guest_pc_get_u64(args, len, &pos, &chan) != 0 || (buf = calloc(1, item)) == NULL) {
+		guest_reply_error(c, "produce BYTES ITEM CHAN");
+		return;
+	}
+	for (uint64_t i = 0; i < item; i++)
+		buf[i] = (uint8_t)i;
+	per = item <= 1024 ? 32 : 1;
+	for (int i = 0; i < per; i++)
+		batch[i] = (struct iovec){ buf, item };
+	while (sent < bytes && rc == 0) {
+		int k = bytes - sent >= per * item ? per : 1;
+
+		if ((rc = guest_chan_send_batch(g, (uint32_t)chan, batch, k, 10000)) == 0) {
+			sent += (uint64_t)k * item;
+			items += (uint64_t)k;
+		}
+	}
+	free(buf);
+	if (rc != 0) {
+		guest_reply_error(c, strerror(-rc));
+		return;
+	}
+	guest_chan_close(g, (uint32_t)chan);
+	pos = 0;
+	guest_pc_put_u64(res, sizeof(res), &pos, items);
+	guest_reply(c, res, pos);
+}
+
+struct gstream {
+	uint64_t	bytes, items, hash;
+	int		ended, end;
+};
+
+static void
+gstream_item(void *ctx, const uint8_t *item, size_t len)
+{
+	struct gstream *s = ctx;
+
+	/* read as hub.sink reads: every byte, hashed */
+	s->hash = XXH3_64bits_withSeed(item, len, s->hash);
+	s->bytes += len;
+	s->items++;
+}
+
+static void
+gstream_end(void *ctx, int status)
+{
+	struct gstream *s = ctx;
+
+	s->ended = 1;
+	s->end = status;
+}
+
+/* Guest to guest stream: PEER.produce sends BYTES in ITEM-byte items on
+ * a channel of ours (relayed by hubd, or over a lane), each read and
+ * hashed as it comes; items_ok when all came, whole and in order. */
+static void
+gstream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static struct gstream s;	/* the channel's callbacks write it */
+	uint64_t bytes, item, sent = 0, t0, dt, want = 0;
+	uint8_t *pattern;
+	int hashed = 0;
+	uint8_t arg[32], res[16];
+	size_t plen, pos = 0, alen = 0, rlen = 0;
+	const char *peer;
+	char method[96], text[160];
+	int64_t chan;
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &peer, &plen) != 0 || plen == 0 || plen > 64 ||
+	    guest_pc_get_u64(args, len, &pos, &bytes) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &item) != 0) {
+		guest_reply_error(c, "gstream PEER BYTES ITEM");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s.produce", (int)plen, peer);
+	memset(&s, 0, sizeof(s));
+	if ((chan = guest_chan_open(g, gstream_item, gstream_end, &s)) < 0) {
+		guest_reply_error(c, "no channel");
+		return;
+	}
+	guest_pc_put_u64(arg, sizeof(arg), &alen, bytes);
+	guest_pc_put_u64(arg, sizeof(arg), &alen, item);
+	guest_pc_put_u64(arg, sizeof(arg), &alen, (uint64_t)chan);
+	t0 = hp_now_ns();
+	/* items are served while the call waits; its answer comes after
+	 * the channel's end */
+	rc = guest_call(g, method, arg, alen, res, sizeof(res), &rlen, 120000);
+	dt = hp_now_ns() - t0;
+	pos = 0;
+	if (rc == 0 && guest_pc_get_u64(res, rlen, &pos, &sent) != 0)
+		rc = -EBADMSG;
+	/* produce's items: byte i of each is i % 256 */
+	if ((pattern = malloc(item)) != NULL) {
+		hashed = 1;
+		for (uint64_t i = 0; i < item; i++)
+			pattern[i] = (uint8_t)i;
+		for (uint64_t i = 0; i < sent; i++)
+			want = XXH3_64bits_withSeed(pattern, item, want);
+		free(pattern);
+	}
+	snprintf(text, sizeof(text), "items_per_s=%.0f gb_per_s=%.3f status=%d items_ok=%d",
+		 (double)s.items * 1e9 / (double)dt, (double)s.bytes / (double)dt, rc,
+		 rc == 0 && hashed && s.ended && s.end == 0 && s.items == sent &&
+		 s.bytes == sent * item && s.hash == want);
+	reply_text(c, text);
+}
+
 /* The reader's side of g2g: the argument copied out of the slot. */
 static void
 absorb(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
@@ -584,6 +709,8 @@ main(int argc, char *argv[])
 		{ "absorb", "bytes->u64", absorb }, { "g2g", "str,u64,u64,u64->str", g2g },
 		{ "nest", "bytes->bytes", nest }, { "flood", "str,u64,u64->str", flood },
 		{ "rss", "->str", rss },
+		{ "produce", "u64,u64,chan<bytes>->u64", produce },
+		{ "gstream", "str,u64,u64->str", gstream },
 	};
 	struct guest_rt_config cfg = { 1, 0 };
 	const char *why;

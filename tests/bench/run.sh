@@ -182,6 +182,14 @@ S32=$(val items_per_s "$($CTL call bench.stream "$STREAM32" 32)")
 B64=$(val gb_per_s "$($CTL call bench.stream "$BULK" 65536)")
 B1M=$(val gb_per_s "$($CTL call bench.stream "$BULK" 1048576)")
 IDLE=$(val median_ns "$($CTL call bench.idle hub.ping "$IDLE_N" 5)")
+# guest to guest streams (a chan<bytes> argument: bench2 sends, bench
+# receives, reading and hashing every item as hub.sink does), relayed by
+# hubd
+GBULK=$((BULK / 4))
+r=$($CTL call bench.gstream bench2 "$STREAM32" 32); must items_ok=1 "$r"
+G_S32=$(val items_per_s "$r")
+r=$($CTL call bench.gstream bench2 "$GBULK" 1048576); must items_ok=1 "$r"
+G_B1M=$(val gb_per_s "$r")
 HUBD=${HUBS[0]}
 GPID=$($CTL -j peers | sed -n 's/.*"pid":\([0-9]*\).*/\1/p' | head -1)
 HZ=$(getconf CLK_TCK)
@@ -210,6 +218,13 @@ LANE_HUBD_MS=$(awk -v d=$((h1 - h0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f / %
 r=$($CTL call la.rtt lb.echo "$N_RTT" 1024); must p99_ns= "$r"
 LANEK=$(val median_ns "$r"); LANEK99=$(val p99_ns "$r")
 IDLE_LANE=$(val median_ns "$($CTL call la.idle lb.echo "$IDLE_N" 5)")
+# the same streams over the lane (the first call of lb.produce goes
+# through hubd, which routes the method over the lane)
+r=$($CTL call la.gstream lb 1000 32); must items_ok=1 "$r"
+r=$($CTL call la.gstream lb "$STREAM32" 32); must items_ok=1 "$r"
+L_S32=$(val items_per_s "$r")
+r=$($CTL call la.gstream lb "$GBULK" 1048576); must items_ok=1 "$r"
+L_B1M=$(val gb_per_s "$r")
 LANES_OPEN=$($CTL -j lanes | grep -o '"id":' | wc -l)
 [ "$LANES_OPEN" -eq 1 ] || { echo "bench: hub lane has $LANES_OPEN lanes open, not 1" >&2; exit 1; }
 
@@ -472,6 +487,10 @@ echo "| pipelined calls (64 in flight) | $PIPE | calls/s | | | >= 3000000 |"
 echo "| streamed 32-byte items | $S32 | items/s | SPSC ring $RING desc/s | $(ratio "$S32" "$RING")x | >= 20000000 |"
 echo "| bulk 64 KiB items | $B64 | GB/s | shm copy $COPY64 GB/s | $(ratio "$B64" "$COPY64")x | >= 0.7x |"
 echo "| bulk 1 MiB items | $B1M | GB/s | shm copy $COPY1M GB/s | $(ratio "$B1M" "$COPY1M")x | >= 0.7x |"
+echo "| guest to guest stream, 32-byte items, through hubd | $G_S32 | items/s | guest to host $S32 items/s | $(ratio "$G_S32" "$S32")x | |"
+echo "| guest to guest stream, 32-byte items, over a lane | $L_S32 | items/s | through hubd $G_S32 items/s | $(ratio "$L_S32" "$G_S32")x | |"
+echo "| guest to guest stream, 1 MiB items, through hubd | $G_B1M | GB/s | shm copy $COPY1M GB/s | $(ratio "$G_B1M" "$COPY1M")x | |"
+echo "| guest to guest stream, 1 MiB items, over a lane | $L_B1M | GB/s | shm copy $COPY1M GB/s; through hubd $G_B1M GB/s | $(ratio "$L_B1M" "$COPY1M")x; $(ratio "$L_B1M" "$G_B1M")x | |"
 echo "| wake-from-idle round trip (5 ms quiet first) | $IDLE | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE" "$FUTEX_IDLE")x | <= 1.5x |"
 echo "| wake-from-idle, guest to guest through hubd (three processes wake) | $IDLE_G2G | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE_G2G" "$FUTEX_IDLE")x | |"
 echo "| wake-from-idle, guest to guest over a lane (two processes wake) | $IDLE_LANE | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE_LANE" "$FUTEX_IDLE")x | <= 2x |"

@@ -381,7 +381,8 @@ static const struct {
 	const char	*rule;		/* in the record's reason */
 	const char	*reporter;
 } breaches[] = {
-	{ "type", "lane.msg-type", "vic" },
+	{ "data", "lane.channel", "vic" },
+	{ "close", "lane.channel", "vic" },
 	{ "goodbye", "lane.msg-type", "vic" },
 	{ "unknown", "shm.desc.msg-type", "vic" },
 	{ "slot", "shm.payload.slot", "vic" },
@@ -389,7 +390,9 @@ static const struct {
 	{ "bounds", "shm.slot.payload-offset", "vic" },
 	{ "inline", "shm.desc.inline-fields", "vic" },
 	{ "response", "shm.id.request-id", "vic" },
-	{ "channels", "lane.channels", "vic" },
+	{ "channels", "shm.flow.channel-activate", "vic" },
+	{ "parity", "shm.id.channel-parity", "vic" },
+	{ "credit", "shm.flow.remaining-credit", "vic" },
 	{ "ring", "shm.ring.capacity", "vic" },
 	{ "lie", "lies", "brk" },
 };
@@ -399,8 +402,11 @@ START_TEST(test_hostile_peer)
 	json_object *o, *rec;
 
 	hub_start_up(&hub, NULL, LB("vic", "") LB("brk", ""), "vic,brk");
-	ck_assert(hub_wait_method(&hub, "brk.break,vic.echo,vic.sink") == 0);
-	expect("sent", "brk.break", breaches[_i].mode, "vic.echo", NULL);
+	ck_assert(hub_wait_method(&hub, "brk.break,vic.echo,vic.sink,brk.flood") == 0);
+	if (strcmp(breaches[_i].mode, "credit") == 0)	/* brk the sender, vic the caller */
+		free(call("vic.stream", "brk.flood", NULL, NULL));
+	else
+		expect("sent", "brk.break", breaches[_i].mode, "vic.echo", NULL);
 	for (int i = 0; i < 100 && count("violations") == 0; i++)
 		sleep_ms(50);
 	o = lanes();
@@ -464,6 +470,36 @@ START_TEST(test_microthreads_over_a_lane)
 }
 END_TEST
 
+/* r[shm.flow.remaining-credit] r[shm.flow.reset]: a stream over a lane
+ * between guests on microthreads (_i + 1 processors): the reader takes
+ * it through guest_chan_reader, the sender waits for credit on its
+ * microthread; every byte arrives in order (the hashes agree), and a
+ * reader that stops early stops the sender, both guests going on. */
+START_TEST(test_streams_over_a_lane_on_microthreads)
+{
+	char guests[512];
+
+	snprintf(guests, sizeof(guests),
+		 "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1 --processors %d\n"
+		 "[guest m2]\nexec = @/tests/guests/mtprober\nargs = --prefix m2 --processors %d\n",
+		 _i + 1, _i + 1);
+	hub_start_up(&hub, NULL, guests, "m1,m2");
+	ck_assert(hub_wait_method(&hub, "m1.pullfrom,m2.source") == 0);
+	/* through hubd, then over the lane */
+	expect("ok 1000", "m1.pullfrom", "1000", "0", "m2.source");
+	expect_open(1);
+	expect("ok 3000000", "m1.pullfrom", "3000000", "0", "m2.source");
+	stat_at_least("m1", "lane_calls_in", 1);
+	expect("stopped: user", "m1.pullfrom", "100000000", "300000", "m2.source");
+	expect("ok 200000", "m1.pullfrom", "200000", "0", "m2.source");
+	stat_at_least("m1", "lane_calls_in", 3);
+	expect_open(1);
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "m2", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A peer that stops reading the lane (its slots never come back): a
  * sender waiting for room gives up on the lane after a while, says the
  * peer broke shm.ring.full, and its call goes through hubd, where the
@@ -510,6 +546,7 @@ suite_lanes(void)
 	tcase_add_test(tc, test_own_loop_woken_by_a_lane);
 	tcase_add_loop_test(tc, test_hostile_peer, 0, (int)(sizeof(breaches) / sizeof(breaches[0])));
 	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 0, 1);
+	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 0, 1);
 	tcase_add_test(tc, test_deaf_peer);
 	suite_add_tcase(s, tc);
 	/* two processors a guest under ThreadSanitizer (make check-tsan) */
@@ -518,6 +555,7 @@ suite_lanes(void)
 	tcase_set_timeout(tc, 180);
 	tcase_set_tags(tc, "tsan");
 	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 1, 2);
+	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 1, 2);
 	tcase_add_test(tc, test_lane_set_up);
 	suite_add_tcase(s, tc);
 	return s;

@@ -206,6 +206,10 @@ START_TEST(test_crashing_handler_restarts_the_guest)
 	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 1);
 	ck_assert(hub_wait_method(&hub, "m1.wait") == 0);
 	expect3("m2.fanopen", "20", "m1", "true", "ok 20");
+	/* a microthread whose callee dies hears Cancelled at once, not
+	 * when its own timeout (20 s, past the hubctl call's) runs out */
+	expect("m2.call_timeout", "m1.crash", "20000", "error: cancelled");
+	ck_assert(hub_wait_up(&hub, "m1", 10000) == 0);
 	ck_assert_int_eq(hub_peer_int(&hub, "m2", "restarts"), 0);
 	stop();
 }

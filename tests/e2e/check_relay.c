@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Channels between guests: a guest passes a channel it opened to receive
  * on as the chan<T> argument of another guest's method, and hubd relays
- * what the callee sends (daemon/relay.c). Two instances of the streamer
- * test guest: "cons" calls "prod". */
+ * what the callee sends (daemon/relay.c), or (tcase relay_lanes) the
+ * channel moves with the call to the two guests' lane and the items go
+ * straight from one to the other (guestlib/chan.c). Two instances of the
+ * streamer test guest: "cons" calls "prod". */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +18,11 @@
 #define CREDIT	65536	/* initial_credit of every hub here */
 
 static struct hub_proc hub;
+
+/* 0: every call through hubd (the guests' lanes = no); 1 (tcase
+ * relay_lanes): prod and cons get a lane by a first call through hubd,
+ * and each later call goes over it with its channel. */
+static int over_lanes;
 
 /* The file the producer counts its sent bytes in (streamer --shared),
  * open to the two guests, each a uid of its own (the directory it is in
@@ -33,6 +40,8 @@ shared_file(void)
 	return path;
 }
 
+static void	lane_up(void);
+
 /* prod and cons up, their methods registered; pool: whether they use
  * the shared pool (items handed on in variable slots) or their own. */
 static void
@@ -44,15 +53,17 @@ start2(int prod_pool, int cons_pool)
 	snprintf(keys, sizeof(keys), "initial_credit = %d\n", CREDIT);
 	snprintf(guests, sizeof(guests),
 		 "[guest prod]\nexec = @/tests/guests/streamer\n"
-		 "args = --prefix prod --shared %s\n%s"
+		 "args = --prefix prod --shared %s\n%s%s"
 		 "[guest cons]\nexec = @/tests/guests/streamer\n"
-		 "args = --prefix cons --shared %s\n%s",
-		 path, prod_pool ? "" : "shared_pool = no\n", path,
-		 cons_pool ? "" : "shared_pool = no\n");
+		 "args = --prefix cons --shared %s\n%s%s",
+		 path, prod_pool ? "" : "shared_pool = no\n", over_lanes ? "" : "lanes = no\n",
+		 path, cons_pool ? "" : "shared_pool = no\n", over_lanes ? "" : "lanes = no\n");
 	hub_start_up(&hub, keys, guests, "prod,cons");
 	ck_assert(hub_wait_method(&hub, "prod.produce,prod.produce_open,prod.produce_crash,"
 				  "prod.last,prod.waits,cons.consume,cons.badchan,cons.dupchan,"
 				  "cons.hold") == 0);
+	if (over_lanes)
+		lane_up();
 }
 
 static void
@@ -125,6 +136,41 @@ assert_idle(void)
 		     "prod %d, cons %d", open, queued, prod, cons);
 }
 
+/* The calls cons made to prod over their lane so far (requests from cons,
+ * as hubd counts: lane_calls_in), once they are at
+ * least want (a guest publishes its lanes' figures now and then: up to
+ * 2 s), or what they are then. */
+static unsigned long long
+lane_calls(unsigned long long want)
+{
+	unsigned long long n = 0;
+
+	for (int i = 0; i < 100; i++) {
+		json_object *o = hub_stats(&hub);
+
+		n = json_u64(o, "guests", "cons", "lane_calls_in");
+		json_object_put(o);
+		if (n >= want)
+			break;
+		sleep_ms(20);
+	}
+	return n;
+}
+
+/* A stream through hubd, which offers prod and cons a lane; the next
+ * goes over it. */
+static void
+lane_up(void)
+{
+	struct consumed c = consume("prod.produce", "1", "10", "0", "0", "0");
+
+	ck_assert_str_eq(c.call, "ok 1");
+	c = consume("prod.produce", "1", "10", "0", "0", "0");
+	ck_assert_str_eq(c.call, "ok 1");
+	ck_assert_msg(lane_calls(1) == 1, "cons made %llu calls over a lane, want 1; %s",
+		      lane_calls(1), hub_log_tail(&hub));
+}
+
 /* Every one of n items arrived intact, the channel closed, the call ok. */
 static void
 expect_complete(const struct consumed *c, unsigned long long n)
@@ -154,6 +200,7 @@ START_TEST(test_many_items_arrive_in_order)
 	c = consume("prod.produce", "500", "100", "0", "0", "0");
 	expect_complete(&c, 500);
 	assert_idle();
+	ck_assert_int_eq(lane_calls(over_lanes ? 3 : 0), over_lanes ? 3 : 0);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -420,7 +467,7 @@ START_TEST(test_item_too_large_for_the_receiver)
 	ck_assert_msg(strncmp(c.call, "error: user: stopped after ", 27) == 0 &&
 		      strstr(c.call, " items: ENOTCONN") != NULL, "call: %s", c.call);
 	log = hub_log(&hub);
-	ck_assert_msg(strstr(log, "an item is larger than the receiver takes") != NULL,
+	ck_assert_msg(over_lanes || strstr(log, "an item is larger than the receiver takes") != NULL,
 		      "%s", hub_log_tail(&hub));
 	free(log);
 	o = hub_stats(&hub);
@@ -495,14 +542,18 @@ START_TEST(test_receiver_violation)
 }
 END_TEST
 
-Suite *suite_relay(void);
-Suite *
-suite_relay(void)
+static void
+lanes_setup(void)
 {
-	Suite *s = suite_create("relay");
-	TCase *tc = tcase_create("relay");
+	over_lanes = 1;
+	harness_setup();
+}
 
-	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+/* The streams between prod and cons, each case a hub of its own. */
+static void
+add_stream_tests(TCase *tc, void (*setup)(void))
+{
+	tcase_add_unchecked_fixture(tc, setup, harness_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_many_items_arrive_in_order, 0, 2);
 	tcase_add_test(tc, test_slow_receiver_holds_the_sender_back);
@@ -513,7 +564,21 @@ suite_relay(void)
 	tcase_add_test(tc, test_answer_without_close_ends_the_stream);
 	tcase_add_test(tc, test_bad_channel_is_refused);
 	tcase_add_test(tc, test_item_too_large_for_the_receiver);
+}
+
+Suite *suite_relay(void);
+Suite *
+suite_relay(void)
+{
+	Suite *s = suite_create("relay");
+	TCase *tc = tcase_create("relay");
+
+	add_stream_tests(tc, harness_setup);
 	tcase_add_loop_test(tc, test_receiver_violation, 0, 2);
+	suite_add_tcase(s, tc);
+	/* the same over a lane */
+	tc = tcase_create("relay_lanes");
+	add_stream_tests(tc, lanes_setup);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -5,8 +5,17 @@
  * to reach the lane's ring. Methods, PREFIX.NAME (--prefix, default
  * "lb"):
  *   echo S		answers S
- *   sink C		chan<bytes>: answers the bytes received (never
- *			called over a lane: hubd routes channels itself)
+ *   sink C		chan<bytes>: answers "sink" (a target for a Request
+ *			with a bad channel)
+ *   flood C		chan<bytes>: through the hub, closes C and answers
+ *			"calm"; over a lane, sends three items of more than
+ *			half the window each on C, paying no heed to credit,
+ *			and answers "flooded"
+ *   stream M		opens a channel and holds it (guest_chan_hold: it takes
+ *			no item, so grants nothing), calls M(it) twice (the second over
+ *			a lane if hubd offers one): answers "ok ITEMS END
+ *			RESULT" (END: the channel's end status) or
+ *			"error: <errno>"
  *   badanswer S	answers bytes that are no Response when called over
  *			a lane, S when through the hub
  *   call M S		calls M(S: str) twice (the second over a lane if
@@ -25,7 +34,8 @@
  *			lane with M's owner), then breaks the lane's rules
  *			the MODE way and rings the lane's doorbell; answers
  *			"sent", or "error: no lane"
- * MODEs: type (a Data on the lane), goodbye, unknown (type 99), slot
+ * MODEs: data (a Data on a channel the peer does not receive on), close
+ * (a Close on a channel the peer has not), goodbye, unknown (type 99), slot
  * (a slot index out of range), generation (a live slot, the wrong
  * generation), bounds (offset and length past the slot's end), inline
  * (inline, 40 bytes), response (an answer to a call never made), channels
@@ -140,6 +150,98 @@ reply_result(struct guest_call *c, int rc, const char *out)
 	else
 		snprintf(res, sizeof(res), "ok %s", out);
 	reply_str(c, res);
+}
+
+/* Over a lane: items past the window on the caller's channel. */
+static void
+m_flood(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static uint8_t item[1 << 20];
+	struct guest *g = guest_call_guest(c);
+	uint64_t chan = 0;
+	size_t pos = 0, n;
+
+	(void)ctx;
+	guest_pc_get_u64(args, len, &pos, &chan);
+	if (c->lane == NULL) {
+		guest_chan_close(g, (uint32_t)chan);
+		reply_str(c, "calm");
+		return;
+	}
+	n = c->lane->chans.credit / 2 + 1;
+	if (n > sizeof(item))
+		n = sizeof(item);
+	for (int i = 0; i < 3; i++)
+		hp_endpoint_send(&c->lane->ep, HP_MSG_DATA, (uint32_t)chan & 0xffffu, 0, item, n, 0);
+	hp_doorbell_signal(c->lane->bell);
+	reply_str(c, "flooded");
+}
+
+struct streamed {
+	unsigned	items;
+	int		end;
+	int		ended;
+};
+
+static void
+stream_item(void *ctx, const uint8_t *item, size_t len)
+{
+	(void)item;
+	(void)len;
+	((struct streamed *)ctx)->items++;
+}
+
+static void
+stream_end(void *ctx, int status)
+{
+	((struct streamed *)ctx)->end = status;
+	((struct streamed *)ctx)->ended = 1;
+}
+
+/* M(a channel of ours), once: rc, what came in out. */
+static int
+stream_once(struct guest *g, const char *method, struct streamed *st, char *out, size_t cap)
+{
+	uint8_t arg[16], res[256];
+	size_t alen = 0, rlen = 0, pos = 0, n;
+	const char *r;
+	int64_t chan;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if ((chan = guest_chan_open(g, stream_item, stream_end, st)) < 0)
+		return (int)chan;
+	guest_chan_hold(g, (uint32_t)chan);
+	guest_pc_put_u64(arg, sizeof(arg), &alen, (uint64_t)chan);
+	rc = guest_call(g, method, arg, alen, res, sizeof(res), &rlen, 10000);
+	/* a call that failed ends its channel as it fails */
+	for (int i = 0; rc != 0 && !st->ended && i < 50; i++)
+		guest_service_wait(g, 100);
+	if (rc == 0 && guest_pc_get_str(res, rlen, &pos, &r, &n) == 0)
+		snprintf(out, cap, "%u %d %.*s", st->items, st->end, (int)n, r);
+	return rc;
+}
+
+static void
+m_stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static struct streamed st[2];	/* the channels' callbacks write
+					 * them: they outlive the call */
+	struct guest *g = guest_call_guest(c);
+	const char *m;
+	char method[128], out[200] = "";
+	size_t n, pos = 0;
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &n) != 0 || n >= sizeof(method)) {
+		reply_str(c, "error: arguments");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s", (int)n, m);
+	if ((rc = stream_once(g, method, &st[0], out, sizeof(out))) == 0)
+		rc = stream_once(g, method, &st[1], out, sizeof(out));
+	reply_result(c, rc, out);
 }
 
 static void
@@ -295,8 +397,8 @@ breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target
 	d.msg_type = HP_MSG_REQUEST;
 	d.id = 7;
 	hp_desc_set_inline(&d, NULL, 0);
-	if (strcmp(mode, "type") == 0) {
-		d.msg_type = HP_MSG_DATA;
+	if (strcmp(mode, "data") == 0 || strcmp(mode, "close") == 0) {
+		d.msg_type = mode[0] == 'd' ? HP_MSG_DATA : HP_MSG_CLOSE;
 		d.id = 1;
 	} else if (strcmp(mode, "goodbye") == 0) {
 		d.msg_type = HP_MSG_GOODBYE;
@@ -326,12 +428,17 @@ breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target
 		d.msg_type = HP_MSG_RESPONSE;
 		d.id = 12345;
 		hp_desc_set_inline(&d, (const uint8_t[]){ 0, 0, 0 }, 3);
-	} else if (strcmp(mode, "channels") == 0) {
+	} else if (strcmp(mode, "channels") == 0 || strcmp(mode, "parity") == 0) {
+		/* ours (side A: even) but never opened, or the callee's own */
+		uint8_t chan = ln->side == HP_LANE_SIDE_A ? 2 : 1;
+
+		if (mode[0] == 'p')
+			chan ^= 3;
 		dot = strchr(target, '.');
 		snprintf(owner, sizeof(owner), "%.*s", dot != NULL ? (int)(dot - target) : 0, target);
 		snprintf(sink, sizeof(sink), "%s.sink", owner);
 		request(ln, &d, sink);
-		hp_desc_set_inline(&d, (const uint8_t[]){ 0, 2 }, 2);	/* channel 2 */
+		hp_desc_set_inline(&d, (const uint8_t[]){ 0, chan }, 2);
 	} else if (strcmp(mode, "ring") == 0) {
 		/* release, as a head store is: the peer checks it */
 		hp_store_release_u32(ln->ep.tx.head, ln->ep.tx.mine + ln->ep.tx.size + 5);
@@ -382,6 +489,8 @@ main(int argc, char *argv[])
 	static const struct tg_method methods[] = {
 		{ "echo", "str->str", m_echo },
 		{ "sink", "chan<bytes>->str", m_sink },
+		{ "flood", "chan<bytes>->str", m_flood },
+		{ "stream", "str->str", m_stream },
 		{ "badanswer", "str->str", m_badanswer },
 		{ "call", "str,str->str", m_call },
 		{ "lanes", "->u64", m_lanes },

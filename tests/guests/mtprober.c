@@ -24,7 +24,11 @@
  *			"stopped: <hub.source's answer>"
  *   push N		sends N bytes to hub.sink through a runtime channel
  *			(guest_chan_writer), answers "ok N" when the hash
- *			agrees with hub.sink's */
+ *			agrees with hub.sink's
+ *   pullfrom N STOP M	pull, from M(N, channel) instead of hub.source
+ *   source N C		chan<bytes>: sends N bytes on C from its handler,
+ *			closes it and answers their hash, as hub.source;
+ *			a send that fails answers Err User "<kind>" */
 #include <dirent.h>
 #include <err.h>
 #include <stdarg.h>
@@ -360,23 +364,16 @@ hashcall_run(void *arg)
 }
 
 static void
-pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+pull_from(struct guest_call *c, uint64_t n, uint64_t stop, const char *method)
 {
-	struct hashcall src = { .method = "hub.source" };
+	struct hashcall src = { .method = method };
 	struct guest_mtchan *ch;
 	struct guest_mt *mt;
 	struct guest_bytes it;
-	uint64_t n, stop, got = 0, h = 0;
-	size_t pos = 0;
+	uint64_t got = 0, h = 0;
 	uint32_t chan;
 	int rc, end = 1;
 
-	(void)ctx;
-	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
-	    guest_pc_get_u64(args, len, &pos, &stop) != 0) {
-		guest_reply_error(c, "pull takes a byte count and where to stop");
-		return;
-	}
 	if ((rc = guest_chan_reader(g, &chan, &ch, &end)) != 0) {
 		reply_text(c, "error: reader: %s", kind(rc));
 		return;
@@ -405,6 +402,77 @@ pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		reply_text(c, "mismatch: %llu bytes, end %d", (unsigned long long)got, end);
 	else
 		reply_text(c, "ok %llu", (unsigned long long)n);
+}
+
+static void
+pull(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t n, stop;
+	size_t pos = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &stop) != 0) {
+		guest_reply_error(c, "pull takes a byte count and where to stop");
+		return;
+	}
+	pull_from(c, n, stop, "hub.source");
+}
+
+static void
+pullfrom(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	char method[128];
+	const char *m;
+	uint64_t n, stop;
+	size_t pos = 0, k;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &stop) != 0 ||
+	    guest_pc_get_str(args, len, &pos, &m, &k) != 0 || k >= sizeof(method)) {
+		guest_reply_error(c, "pullfrom takes a byte count, where to stop and a method");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s", (int)k, m);
+	pull_from(c, n, stop, method);
+}
+
+/* As hub.source: items of 1..4000 bytes, their hash the answer. */
+static void
+source(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static uint8_t item[4000];
+	uint64_t n, chan, sent = 0, h = 0;
+	uint8_t res[16];
+	size_t pos = 0;
+	int rc = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &chan) != 0) {
+		guest_reply_error(c, "source takes a byte count and a channel");
+		return;
+	}
+	while (sent < n && rc == 0) {
+		size_t k = 1 + (size_t)((sent * 7919) % sizeof(item));
+
+		if (k > n - sent)
+			k = (size_t)(n - sent);
+		for (size_t i = 0; i < k; i++)
+			item[i] = (uint8_t)((sent + i) % 251);
+		h = XXH3_64bits_withSeed(item, k, h);
+		rc = guest_chan_send(g, (uint32_t)chan, item, k, 60000);
+		sent += k;
+	}
+	if (rc != 0) {
+		guest_reply_error(c, kind(rc));
+		return;
+	}
+	guest_chan_close(g, (uint32_t)chan);
+	pos = 0;
+	guest_pc_put_u64(res, sizeof(res), &pos, h);
+	guest_reply(c, res, pos);
 }
 
 /* hub.sink's answer: written by its callback, which with P > 1 runs on
@@ -504,6 +572,8 @@ main(int argc, char *argv[])
 		{ "threads", "->str", threads },
 		{ "pull", "u64,u64->str", pull },
 		{ "push", "u64->str", push },
+		{ "pullfrom", "u64,u64,str->str", pullfrom },
+		{ "source", "u64,chan<bytes>->u64", source },
 	};
 	struct guest_rt_config cfg = { 0, 0 };	/* 0: as hubd.conf says */
 	const char *why;

@@ -45,6 +45,7 @@ round_trip(const struct hp_lane_msg *m)
 	ck_assert_uint_eq(d.violation, m->violation);
 	ck_assert_str_eq(d.peer, m->peer);
 	ck_assert_str_eq(d.reason, m->reason);
+	ck_assert_str_eq(d.sig, m->sig);
 	/* a byte more is trailing garbage; a byte less is cut short */
 	buf[n] = 0;
 	ck_assert_int_eq(hp_lane_msg_decode(buf, (size_t)n + 1, &d), -EBADMSG);
@@ -56,7 +57,7 @@ START_TEST(test_msg_round_trip)
 	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_OPEN, .lane = 7, .side = 1,
 					  .calls_max = 1024, .peer = "kv" });
 	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = 7,
-					  .method = 0x1234567890abcdefull });
+					  .method = 0x1234567890abcdefull, .sig = "str,chan<bytes>->u64" });
 	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_CLOSE, .lane = 1,
 					  .reason = "guest kv died" });
 	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_CLOSED, .lane = 99, .violation = 1,
@@ -72,12 +73,23 @@ START_TEST(test_msg_refused)
 	uint8_t buf[512];
 	struct hp_pc_enc e;
 	struct hp_lane_msg d;
-	char name[HP_LANE_NAME_MAX + 2];
+	char name[HP_LANE_NAME_MAX + 2], sig[HP_SIG_MAX_LEN + 1];
 
 	hp_pc_enc_init(&e, buf, sizeof(buf));
 	hp_pc_put_u32(&e, HP_LANE_ROUTE);
 	hp_pc_put_u32(&e, 0);
 	hp_pc_put_u64(&e, 1);
+	hp_pc_put_str(&e, "->unit", 6);
+	ck_assert_int_eq(hp_lane_msg_decode(buf, e.len, &d), -EBADMSG);
+
+	/* a ROUTE without its signature, or one longer than any method's */
+	hp_pc_enc_init(&e, buf, sizeof(buf));
+	hp_pc_put_u32(&e, HP_LANE_ROUTE);
+	hp_pc_put_u32(&e, 1);
+	hp_pc_put_u64(&e, 1);
+	ck_assert_int_eq(hp_lane_msg_decode(buf, e.len, &d), -EBADMSG);
+	memset(sig, 's', sizeof(sig));
+	hp_pc_put_str(&e, sig, sizeof(sig));
 	ck_assert_int_eq(hp_lane_msg_decode(buf, e.len, &d), -EBADMSG);
 
 	hp_pc_enc_init(&e, buf, sizeof(buf));
@@ -208,9 +220,10 @@ START_TEST(test_lane_both_sides)
 	ck_assert_int_eq(hp_endpoint_recv(&ea, &m, &rule), 0);
 	ck_assert_uint_eq(m.desc.msg_type, HP_MSG_RESPONSE);
 	hp_endpoint_release(&ea, &m);
-	/* a lane carries no HP_MSG_LANE and no channels */
+	/* a lane carries no HP_MSG_LANE; its channel table is the hub's */
 	ck_assert_int_eq(ea.lim.lane_msgs, 0);
-	ck_assert_uint_eq(eb.lim.max_channels, 2);
+	ck_assert_uint_eq(eb.lim.max_channels, hub.max_channels);
+	ck_assert_uint_eq(lp.initial_credit, hub.initial_credit);
 	/* each side writes its own figures; hubd reads both */
 	hp_store_relaxed_u64(&a.mine->calls_out, 3);
 	hp_store_relaxed_u64(&b.mine->calls_in, 4);
@@ -265,16 +278,15 @@ START_TEST(test_group_sleep)
 	lane.doorbell = lb[1];
 	ck_assert_int_eq(hp_group_add(&g, &hubep), 0);
 	ck_assert_int_eq(hp_group_add(&g, &lane), 0);
-	/* a wait announces on every member: data everywhere, and room
-	 * where the send that waits may be (a lane's), credit on the hub's
-	 * alone */
+	/* a wait announces on every member: data everywhere, and room or
+	 * credit where the send that waits may be (a lane's) */
 	hubep.my_waits = &hub_waits;
 	lane.my_waits = &lane_waits;
 	hp_endpoint_announce(&hubep, HP_WAIT_RING_SPACE | HP_WAIT_SLOT | HP_WAIT_CREDIT);
 	ck_assert_uint_eq(hp_load_relaxed_u32(&hub_waits),
 			  HP_WAIT_RING_SPACE | HP_WAIT_SLOT | HP_WAIT_CREDIT);
 	ck_assert_uint_eq(hp_load_relaxed_u32(&lane_waits),
-			  HP_WAIT_RING_DATA | HP_WAIT_RING_SPACE | HP_WAIT_SLOT);
+			  HP_WAIT_RING_DATA | HP_WAIT_RING_SPACE | HP_WAIT_SLOT | HP_WAIT_CREDIT);
 	hp_endpoint_cancel(&hubep);
 	ck_assert_uint_eq(hp_load_relaxed_u32(&hub_waits), 0);
 	ck_assert_uint_eq(hp_load_relaxed_u32(&lane_waits), 0);
