@@ -397,7 +397,10 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			continue;
 		}
 		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			/* nobody waits any more: the episode is over */
+			/* nobody waits any more: the episode is over. accept
+			 * says EMFILE before it looks at the queue, so the
+			 * spare may have been given up for nobody: kept again */
+			spare_take(h);
 			if (h->ctl_starved)
 				log_info("control: accepting connections again");
 			h->ctl_starved = 0;
