@@ -15,7 +15,7 @@
 #include "guestlib/internal.h"
 #include "proto/channel.h"
 
-static void	chan_stopped(struct guest *g, struct lg_chans *cs, uint32_t id);
+static void	chan_stopped(struct lg_chans *cs, uint32_t id);
 
 static struct hp_chan_entry *
 chan_entry(struct lg_chans *cs, uint32_t id)
@@ -271,7 +271,7 @@ chan_end(struct guest *g, uint32_t chan, uint8_t type)
 			return -ENOTCONN;
 		cs->rx[id].stopping = 1;
 		rc = lg_send_on(g, cs->lane, type, id, 0, NULL, 0, NULL, 0, 0, NULL);
-		chan_stopped(g, cs, id);
+		chan_stopped(cs, id);
 		return chan_send_rc(cs, rc);
 	}
 	if (!cs->tx[id].open && !chan_given(cs, id))
@@ -335,11 +335,10 @@ guest_chan_open_send(struct guest *g)
 /* Grants back what channel id consumed and has not reported yet, and
  * extra, waking the sender if it waits for it. */
 static void
-grant(struct guest *g, struct lg_chans *cs, uint32_t id, uint32_t extra)
+grant(struct lg_chans *cs, uint32_t id, uint32_t extra)
 {
 	struct rx_chan *c = &cs->rx[id];
 
-	(void)g;
 	hp_chan_grant(chan_entry(cs, id), c->unreported + extra);
 	c->granted += c->unreported + extra;
 	if (cs->lane == NULL || !cs->lane->closed)
@@ -348,7 +347,7 @@ grant(struct guest *g, struct lg_chans *cs, uint32_t id, uint32_t extra)
 }
 
 static void
-consumed(struct guest *g, struct lg_chans *cs, uint32_t id, size_t len, int flush)
+consumed(struct lg_chans *cs, uint32_t id, size_t len, int flush)
 {
 	struct rx_chan *c = &cs->rx[id];
 
@@ -362,7 +361,7 @@ consumed(struct guest *g, struct lg_chans *cs, uint32_t id, size_t len, int flus
 	 * sender is never left waiting on grants held back here) */
 	c->unreported += (uint32_t)len;
 	if (c->unreported != 0 && (flush || c->unreported >= cs->credit / 4))
-		grant(g, cs, id, 0);
+		grant(cs, id, 0);
 	cs->owed |= c->unreported != 0;
 }
 
@@ -373,7 +372,7 @@ lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush)
 	uint32_t id;
 
 	if ((cs = chan_find(g, chan, &id)) != NULL)
-		consumed(g, cs, id, len, flush);
+		consumed(cs, id, len, flush);
 }
 
 /* The end of a channel we receive on: the receiver frees the entry
@@ -420,14 +419,14 @@ on_data(struct guest *g, struct hp_msg_in *m)
 	if (c->stopping) {
 		/* sent before the sender saw our stop: dropped, and its
 		 * credit back at once so that it is not left waiting */
-		grant(g, cs, id, m->len);
+		grant(cs, id, m->len);
 		return 0;
 	}
 	if (c->deferred)	/* consumed when its reader takes it */
 		c->held += m->len;
 	c->on_item(c->ctx, m->payload, m->len);
 	if (!c->deferred)
-		consumed(g, cs, id, m->len, 0);
+		consumed(cs, id, m->len, 0);
 	return 0;
 }
 
@@ -435,12 +434,12 @@ on_data(struct guest *g, struct hp_msg_in *m)
  * sender's next item may need more than the window less that remainder,
  * and nothing more will arrive to make it a quarter. */
 static void
-grant_owed(struct guest *g, struct lg_chans *cs)
+grant_owed(struct lg_chans *cs)
 {
 	cs->owed = 0;
 	for (uint32_t id = 1; id < cs->max; id++)
 		if (cs->rx[id].open && cs->rx[id].unreported != 0)
-			grant(g, cs, id, 0);
+			grant(cs, id, 0);
 }
 
 /* We told the sender of id, a channel we receive on, to stop: what it
@@ -449,12 +448,12 @@ grant_owed(struct guest *g, struct lg_chans *cs)
  * waiting until it sees the stop. Items that come after are granted
  * back as they come (on_data). */
 static void
-chan_stopped(struct guest *g, struct lg_chans *cs, uint32_t id)
+chan_stopped(struct lg_chans *cs, uint32_t id)
 {
 	struct rx_chan *c = &cs->rx[id];
 
 	if (c->unreported != 0 || c->held != 0)
-		grant(g, cs, id, (uint32_t)c->held);	/* within the window */
+		grant(cs, id, (uint32_t)c->held);	/* within the window */
 	c->held = 0;
 }
 
@@ -493,7 +492,7 @@ guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes)
 		if (bytes > c->held)
 			rc = -EINVAL;	/* more than it holds (nothing if not held) */
 		else if (bytes > 0)	/* caught up: all of it, as grant_owed */
-			consumed(g, cs, id, bytes, bytes == c->held);
+			consumed(cs, id, bytes, bytes == c->held);
 	}
 	g->rt->unlock(g);
 	return rc;

@@ -270,7 +270,7 @@ struct guest_call {
 struct guest {
 	const struct lg_runtime	*rt;		/* the runtime in use */
 	lg_msg_fn		on_msg[LG_MSG_TYPES]; /* by HP_MSG_* (serve.c) */
-	void			(*drained)(struct guest *g, struct lg_chans *cs);
+	void			(*drained)(struct lg_chans *cs);
 						/* cs's ring is empty (chan.c's
 						 * grants) */
 	void			(*lane_gone)(struct guest *g, struct lg_lane *ln);

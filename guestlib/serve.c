@@ -75,13 +75,13 @@ dispatch(struct guest *g, struct hp_msg_in *m)
 	return g->on_msg[type](g, m);
 }
 
-/* A lane carries calls and their channels: the hub's words stay on the
- * hub's ring (doc/protocol.md, "Lanes"). */
+/* A lane carries calls and their channels (Request to Reset): a Goodbye
+ * is the hub's word, on the hub's ring (doc/protocol.md, "Lanes"); the
+ * endpoint refuses the types above it. */
 static int
 lane_type(uint8_t type)
 {
-	return type == HP_MSG_REQUEST || type == HP_MSG_RESPONSE || type == HP_MSG_CANCEL ||
-	    type == HP_MSG_DATA || type == HP_MSG_CLOSE || type == HP_MSG_RESET;
+	return type != HP_MSG_GOODBYE;
 }
 
 /* Serves one endpoint, the hub's (ln NULL) or a lane's, up to BATCH
@@ -104,7 +104,7 @@ serve_ep(struct guest *g, struct lg_lane *ln, int *did, int requests, int *n)
 			rc = 0;
 			/* all consumed: no grant held back (chan.c) */
 			if (cs->owed)
-				g->drained(g, cs);
+				g->drained(cs);
 			break;
 		}
 		if (rc == 0 && ln != NULL && !lane_type(m.desc.msg_type)) {
