@@ -437,6 +437,7 @@ config_guest_clear(struct config_guest *g)
 	free(g->argv);
 	free(g->exec);
 	strv_free(g->provides);
+	strv_free(g->env);
 }
 
 void
@@ -446,6 +447,28 @@ config_guest_free(struct config_guest *g)
 		return;
 	config_guest_clear(g);
 	free(g);
+}
+
+/* A copy of v (NULL: none) in *d; -ENOMEM with *d freed. */
+static int
+strv_dup(char *const *v, char ***d)
+{
+	size_t n = 0;
+
+	*d = NULL;
+	if (v == NULL)
+		return 0;
+	while (v[n] != NULL)
+		n++;
+	if ((*d = calloc(n + 1, sizeof(char *))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (((*d)[i] = strdup(v[i])) == NULL) {
+			strv_free(*d);
+			*d = NULL;
+			return -ENOMEM;
+		}
+	return 0;
 }
 
 struct config_guest *
@@ -460,6 +483,7 @@ config_guest_dup(const struct config_guest *g)
 	d->exec = NULL;
 	d->argv = NULL;
 	d->provides = NULL;
+	d->env = NULL;
 	while (g->argv[n] != NULL)
 		n++;
 	if ((d->exec = strdup(g->exec)) == NULL ||
@@ -469,15 +493,8 @@ config_guest_dup(const struct config_guest *g)
 	for (int i = 1; i < n; i++)
 		if ((d->argv[i] = strdup(g->argv[i])) == NULL)
 			goto fail;
-	if (g->provides != NULL) {
-		for (n = 0; g->provides[n] != NULL; n++)
-			;
-		if ((d->provides = calloc((size_t)n + 1, sizeof(char *))) == NULL)
-			goto fail;
-		for (int i = 0; i < n; i++)
-			if ((d->provides[i] = strdup(g->provides[i])) == NULL)
-				goto fail;
-	}
+	if (strv_dup(g->provides, &d->provides) != 0 || strv_dup(g->env, &d->env) != 0)
+		goto fail;
 	return d;
 fail:
 	config_guest_free(d);
@@ -506,6 +523,9 @@ config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 
 	/* the same names in another order are the same rights */
 	if (!strv_within(a->provides, b->provides) || !strv_within(b->provides, a->provides))
+		return 0;
+	/* and so is the same environment: each name is there once */
+	if (!strv_within(a->env, b->env) || !strv_within(b->env, a->env))
 		return 0;
 
 	if (strcmp(a->name, b->name) != 0 || strcmp(a->exec, b->exec) != 0 ||

@@ -75,6 +75,8 @@ struct config_guest {
 					 * NAME.*: "a.b" exact, "a.*" a prefix;
 					 * NULL-terminated, NULL: none */
 	int		provides_line;	/* where provides = is */
+	char		**env;		/* env = NAME=VALUE ...: set in its
+					 * environment; NULL-terminated, NULL: none */
 	struct config_uids uids;	/* [hub] guest_uids, without user =; else 0 */
 	/* Not settings of the file (config_guest_equal ignores them): */
 	uint32_t	own_uid;	/* its number in uids (users_number), 0: none */

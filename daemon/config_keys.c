@@ -346,6 +346,7 @@ key_payload(struct parser *p, const struct key *k, const char *value, void *base
 }
 
 static int key_args(struct parser *p, const struct key *k, const char *value, void *base);
+static int key_env(struct parser *p, const struct key *k, const char *value, void *base);
 static int key_provides(struct parser *p, const struct key *k, const char *value, void *base);
 static int key_lanes(struct parser *p, const struct key *k, const char *value, void *base);
 
@@ -489,6 +490,7 @@ static const struct key guest_keys[] = {
 	{ "pool_quota_slots", key_number, GUEST(pool_quota_slots), .min = 1, .max = UINT32_MAX },
 	{ "provides", key_provides, GUEST(provides) },
 	{ "lanes", key_lanes, GUEST(lanes) },
+	{ "env", key_env, GUEST(env) },
 };
 
 /* A bit per key in parser.hub_seen and guest_seen */
@@ -504,17 +506,18 @@ key_find(const struct key *keys, size_t n, const char *name)
 	return NULL;
 }
 
-/* args: split on blanks; "double quotes" group, \" and \\ escape inside. */
+/* value's words into words[0..], strdup'd: split on blanks; "double
+ * quotes" group, \" and \\ escape inside. Their count, or -1 (an error
+ * told, nothing left allocated). */
 static int
-key_args(struct parser *p, const struct key *k, const char *value, void *base)
+split_words(struct parser *p, const struct key *k, const char *value, char **words, int max)
 {
-	struct config_guest *g = base;
-	char *argv[ARGS_MAX + 2], buf[LINE_MAX_LEN];
-	int argc = 1;
+	char buf[LINE_MAX_LEN];
 	const char *s = value;
+	int n = 0;
 
 	while (*s != '\0') {
-		size_t n = 0;
+		size_t len = 0;
 		int quoted = 0;
 
 		while (isspace((unsigned char)*s))
@@ -529,35 +532,102 @@ key_args(struct parser *p, const struct key *k, const char *value, void *base)
 			}
 			if (quoted && *s == '\\' && (s[1] == '"' || s[1] == '\\'))
 				s++;
-			buf[n++] = *s++;
+			buf[len++] = *s++;
 		}
 		if (quoted) {
 			config_perr(p, p->line, "%s: unterminated quote", k->name);
 			goto fail;
 		}
-		if (argc > ARGS_MAX) {
-			config_perr(p, p->line, "%s: more than %d arguments", k->name, ARGS_MAX);
+		if (n == max) {
+			config_perr(p, p->line, "%s: more than %d words", k->name, max);
 			goto fail;
 		}
-		buf[n] = '\0';
-		if ((argv[argc++] = strdup(buf)) == NULL)
-			goto nomem;
+		buf[len] = '\0';
+		if ((words[n++] = strdup(buf)) == NULL) {
+			config_perr(p, p->line, "out of memory");
+			goto fail;
+		}
 	}
-	argv[argc] = NULL;
+	return n;
+fail:
+	while (n > 0)
+		free(words[--n]);
+	return -1;
+}
+
+/* args: the words after argv[0], which is exec (config.c sets it). */
+static int
+key_args(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	struct config_guest *g = base;
+	char *words[ARGS_MAX];
+	int n;
+
+	if ((n = split_words(p, k, value, words, ARGS_MAX)) < 0)
+		return -1;
 	if (g->argv != NULL) {
 		for (int i = 1; g->argv[i] != NULL; i++)
 			free(g->argv[i]);
 		free(g->argv);
 	}
-	if ((g->argv = calloc((size_t)argc + 1, sizeof(char *))) == NULL)
-		goto nomem;
-	memcpy(g->argv + 1, argv + 1, (size_t)argc * sizeof(char *));
+	if ((g->argv = calloc((size_t)n + 2, sizeof(char *))) == NULL) {
+		config_perr(p, p->line, "out of memory");
+		while (n > 0)
+			free(words[--n]);
+		return -1;
+	}
+	memcpy(g->argv + 1, words, (size_t)n * sizeof(char *));
 	return 0;
-nomem:
-	config_perr(p, p->line, "out of memory");
+}
+
+/* env = NAME=VALUE ...: words as args = splits them, each a portable
+ * variable name ([A-Za-z_][A-Za-z0-9_]*), once, and not one hubd sets
+ * itself (HUB_PROCESSORS: processors =). */
+static int
+key_env(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	char **env, *words[ARGS_MAX];
+	int n;
+
+	if ((n = split_words(p, k, value, words, ARGS_MAX)) < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		size_t len = strcspn(words[i], "=");
+
+		if (words[i][len] != '=' || len == 0 || isdigit((unsigned char)words[i][0]) ||
+		    strspn(words[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			   "0123456789_") != len) {
+			config_perr(p, p->line, "%s: '%s' is not NAME=VALUE (a name of "
+				    "letters, digits and _, not first a digit)", k->name, words[i]);
+			goto fail;
+		}
+		if (len == strlen("HUB_PROCESSORS") && strncmp(words[i], "HUB_PROCESSORS", len) == 0) {
+			config_perr(p, p->line, "%s: HUB_PROCESSORS is hubd's to set "
+				    "(processors =)", k->name);
+			goto fail;
+		}
+		for (int j = 0; j < i; j++)
+			if (strncmp(words[j], words[i], len + 1) == 0) {
+				config_perr(p, p->line, "%s: %.*s given twice", k->name,
+					    (int)len, words[i]);
+				goto fail;
+			}
+	}
+	if (n == 0) {
+		config_perr(p, p->line, "%s: no NAME=VALUE given", k->name);
+		return -1;
+	}
+	/* a key once per section (config_handler): the field is unset */
+	if ((env = calloc((size_t)n + 1, sizeof(char *))) == NULL) {
+		config_perr(p, p->line, "out of memory");
+		goto fail;
+	}
+	memcpy(env, words, (size_t)n * sizeof(char *));
+	*(char ***)field(k, base) = env;
+	return 0;
 fail:
-	while (--argc >= 1)
-		free(argv[argc]);
+	while (n > 0)
+		free(words[--n]);
 	return -1;
 }
 

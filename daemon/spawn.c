@@ -222,6 +222,10 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
 		goto fail;
 	}
 	ce.step = CHILD_EXEC;
+	/* its env = (config_keys.c checked each NAME=VALUE) */
+	for (char **e = p->conf->env; e != NULL && *e != NULL; e++)
+		if (putenv(*e) != 0)
+			goto fail;
 	/* libguest's microthreads run on this many processors (hubd has
 	 * one thread: setenv after fork is safe) */
 	if (p->conf->processors != 0) {

@@ -654,6 +654,47 @@ START_TEST(test_provides_overlaps)
 }
 END_TEST
 
+/* env = NAME=VALUE ...: split and quoted as args =; each name portable
+ * and given once; HUB_PROCESSORS is processors ='s; a copy is equal, a
+ * changed value is a changed guest (a reload restarts it). */
+START_TEST(test_env)
+{
+	struct hub_conf c;
+	struct config_guest *d;
+
+	ck_assert_msg(load("[guest a]\nexec = /bin/true\n"
+			   "env = PYTHONPATH=/opt/x \"GREETING=hello world\" EMPTY= _a1=\"q\\\"\"\n"
+			   "[guest b]\nexec = /bin/true\n", &c) == 0, "load: %s", errtext);
+	ck_assert_ptr_nonnull(c.guests[0].env);
+	ck_assert_str_eq(c.guests[0].env[0], "PYTHONPATH=/opt/x");
+	ck_assert_str_eq(c.guests[0].env[1], "GREETING=hello world");
+	ck_assert_str_eq(c.guests[0].env[2], "EMPTY=");
+	ck_assert_str_eq(c.guests[0].env[3], "_a1=q\"");
+	ck_assert_ptr_null(c.guests[0].env[4]);
+	ck_assert_ptr_null(c.guests[1].env);
+	d = config_guest_dup(&c.guests[0]);
+	ck_assert_ptr_nonnull(d);
+	ck_assert(config_guest_equal(d, &c.guests[0]));
+	free(d->env[2]);
+	d->env[2] = strdup("EMPTY=1");
+	ck_assert(!config_guest_equal(d, &c.guests[0]) && !config_guest_equal(&c.guests[0], d));
+	ck_assert(!config_guest_equal(&c.guests[1], &c.guests[0]));
+	config_guest_free(d);
+	config_free(&c);
+
+	expect_error("[guest a]\nexec = /bin/true\nenv = NOEQUALS\n", 3, "'NOEQUALS' is not NAME=VALUE");
+	expect_error("[guest a]\nexec = /bin/true\nenv = =x\n", 3, "'=x' is not NAME=VALUE");
+	expect_error("[guest a]\nexec = /bin/true\nenv = 1A=x\n", 3, "'1A=x' is not NAME=VALUE");
+	expect_error("[guest a]\nexec = /bin/true\nenv = A-B=x\n", 3, "'A-B=x' is not NAME=VALUE");
+	expect_error("[guest a]\nexec = /bin/true\nenv = A=1 B=2 A=3\n", 3, "A given twice");
+	expect_error("[guest a]\nexec = /bin/true\nenv = HUB_PROCESSORS=4\n", 3,
+		     "HUB_PROCESSORS is hubd's");
+	expect_error("[guest a]\nexec = /bin/true\nenv = \"A=open\n", 3, "unterminated quote");
+	expect_error("[guest a]\nexec = /bin/true\nenv =\n", 3, "no NAME=VALUE");
+	expect_error("[guest a]\nexec = /bin/true\nenv = A=1\nenv = B=2\n", 4, "env");
+}
+END_TEST
+
 START_TEST(test_overlong_line)
 {
 	char text[4096];
@@ -714,6 +755,7 @@ suite_config(void)
 	tcase_add_test(tc, test_lanes);
 	tcase_add_test(tc, test_provides_bad_patterns);
 	tcase_add_test(tc, test_provides_overlaps);
+	tcase_add_test(tc, test_env);
 	tcase_add_test(tc, test_overlong_line);
 	tcase_add_test(tc, test_every_error_reported);
 	tcase_add_test(tc, test_missing_file);
