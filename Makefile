@@ -100,7 +100,7 @@ SDBUS_CFLAGS = $(shell pkg-config --cflags libsystemd 2>/dev/null)
 SDBUS_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
 ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
-PROGS := $(B)/hubd $(B)/hubctl
+PROGS := $(B)/hubd $(B)/hubctl $(B)/hub-run
 
 SUITE_SRC := $(sort $(wildcard tests/unit/check_*.c tests/e2e/check_*.c))
 TEST_OBJ := $(SUITE_SRC:%.c=$(B)/%.o) $(B)/tests/check_main.o $(B)/tests/e2e/harness.o
@@ -118,11 +118,19 @@ FUZZ_SRC_control := daemon/request.c
 FUZZ_LIBS_control := -ljson-c
 
 .PHONY: all run check check-asan check-tsan test test-tsan test-install test-python check-man \
-	deps headers spec-coverage install clean bench fuzz fuzz-smoke deb test-deb
+	deps headers spec-coverage install uninstall clean bench fuzz fuzz-smoke deb test-deb
 
 PREFIX ?= /usr/local
-SYSCONFDIR ?= /etc
+# /etc for /usr and /usr/local, where hubd looks by default (hubd.8) and a
+# config kept from an earlier install is; PREFIX/etc for any other prefix,
+# so that an install there writes nothing outside it.
+SYSCONFDIR ?= $(if $(filter /usr /usr/local,$(PREFIX)),/etc,$(PREFIX)/etc)
 LIBDIR ?= $(PREFIX)/lib
+# The installed example guests find libguest in LIBDIR by a RUNPATH, but
+# where the dynamic loader looks anyway (Debian's LIBDIR among them).
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+SYSTEM_LIBDIRS := /lib /usr/lib /lib64 /usr/lib64 $(if $(MULTIARCH),/lib/$(MULTIARCH) /usr/lib/$(MULTIARCH))
+INSTALL_RPATH := $(if $(filter $(SYSTEM_LIBDIRS),$(LIBDIR)),,-Wl,-rpath,$(LIBDIR))
 MANDIR ?= $(PREFIX)/share/man
 # Where python3 looks for modules under PREFIX: Debian's own dist-packages
 # for /usr, the versioned one it adds to sys.path for anything else.
@@ -170,6 +178,10 @@ $(GUEST_A): $(GUEST_OBJ) $(PROTO_OBJ)
 
 $(B)/hubd: $(B)/daemon/hubd.o $(DAEMON_LIB) $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+# hub-run: a shell script, beside hubd and hubctl as it is once installed
+$(B)/hub-run: scripts/hub-run.sh
+	@mkdir -p $(@D)
+	install -m 755 $< $@
 $(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/poolfig.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
@@ -297,7 +309,26 @@ test-tsan: all $(TEST_GUESTS) $(B)/check_hub
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: binaries, libguest,
 # its header and pkg-config file, the example guests, the unit, the config
-# (an existing one is kept), the docs.
+# (an existing one is kept), the docs. make uninstall with the same
+# variables takes it all away again (doc/packaging.md).
+INSTALLED = $(PREFIX)/sbin/hubd $(PREFIX)/bin/hubctl $(PREFIX)/bin/hub-run \
+	$(addprefix $(LIBDIR)/,$(GUEST_REAL) $(GUEST_SONAME) libguest.so libguest.a \
+	pkgconfig/libguest.pc) $(PREFIX)/include/guest.h \
+	$(addprefix $(PREFIX)/libexec/hub/,$(notdir $(EXAMPLES)) greeter) \
+	$(PREFIX)/lib/systemd/system/hubd.service \
+	$(addprefix $(PREFIX)/share/doc/hub/,README.md $(notdir $(DOCPAGES))) \
+	$(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
+	$(addprefix $(PYTHONDIR)/hubguest/,$(notdir $(PY_PKG)))
+# Directories of hub's own, gone at uninstall once empty
+INSTALLED_DIRS = $(PREFIX)/libexec/hub $(PREFIX)/share/doc/hub $(SYSCONFDIR)/hub \
+	$(PYTHONDIR)/hubguest
+# The config install writes: the examples from PREFIX; where python3 or the
+# loader would not look, the Python example is told where the binding and
+# libguest are.
+GREETER_ENV = $(strip $(if $(filter /usr /usr/local,$(PREFIX)),,PYTHONPATH=$(PYTHONDIR)) \
+	$(if $(INSTALL_RPATH),HUB_LIBGUEST=$(LIBDIR)/$(GUEST_SONAME)))
+INSTALL_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
+	$(if $(GREETER_ENV),-e '/^exec = .*\/greeter$$/a env = $(GREETER_ENV)') conf/hubd.conf
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include \
@@ -305,6 +336,7 @@ install: all
 		$(DESTDIR)$(PREFIX)/share/doc/hub $(DESTDIR)$(SYSCONFDIR)/hub
 	install -m 755 $(B)/hubd $(DESTDIR)$(PREFIX)/sbin/hubd
 	install -m 755 $(B)/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl
+	install -m 755 $(B)/hub-run $(DESTDIR)$(PREFIX)/bin/hub-run
 	install -m 755 $(B)/$(GUEST_REAL) $(DESTDIR)$(LIBDIR)/$(GUEST_REAL)
 	ln -sf $(GUEST_REAL) $(DESTDIR)$(LIBDIR)/$(GUEST_SONAME)
 	ln -sf $(GUEST_SONAME) $(DESTDIR)$(LIBDIR)/libguest.so
@@ -312,14 +344,17 @@ install: all
 	install -m 644 guestlib/guest.h $(DESTDIR)$(PREFIX)/include/guest.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(GUEST_VER)|' \
 		guestlib/libguest.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libguest.pc
-	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/libexec/hub/
+	@# linked again: a RUNPATH to LIBDIR, not the build tree's $$ORIGIN/..
+	for g in $(notdir $(EXAMPLES)); do \
+		$(CC) $(ALL_LDFLAGS) -o $(DESTDIR)$(PREFIX)/libexec/hub/$$g \
+		$(B)/guestlib/examples/$$g.o -L$(B) -lguest $(INSTALL_RPATH) $(HASH_LIBS) || exit 1; \
+	done
 	install -m 755 $(PY_EXAMPLE) $(DESTDIR)$(PREFIX)/libexec/hub/greeter
 	sed -e 's|/usr/local/sbin/|$(PREFIX)/sbin/|g' -e 's|/etc/hub/|$(SYSCONFDIR)/hub/|g' \
 		-e 's|/usr/local/share/|$(PREFIX)/share/|g' systemd/hubd.service \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/system/hubd.service
 	test -e $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf || \
-		sed 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' conf/hubd.conf \
-		> $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf
+		$(INSTALL_CONF) > $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf
 	sed 's|](doc/|](|g' README.md > $(DESTDIR)$(PREFIX)/share/doc/hub/README.md
 	for p in $(DOCPAGES); do sed 's|](\.\./README\.md|](README.md|g' $$p \
 		> $(DESTDIR)$(PREFIX)/share/doc/hub/$${p##*/} || exit 1; done
@@ -329,20 +364,41 @@ install: all
 	$(if $(PY_PKG),install -d $(DESTDIR)$(PYTHONDIR)/hubguest && \
 		install -m 644 $(PY_PKG) $(DESTDIR)$(PYTHONDIR)/hubguest/)
 
+# Every file install wrote, the config only as install wrote it (a changed
+# one is kept, and said so), then the directories left empty: hub's own
+# always; under DESTDIR, or a PREFIX other than /usr and /usr/local, every
+# one up to DESTDIR or PREFIX's parent.
+uninstall:
+	@conf=$(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf; \
+	if [ -f $$conf ] && $(INSTALL_CONF) | cmp -s - $$conf; then rm -f $$conf; \
+	elif [ -e $$conf ]; then echo "uninstall: $$conf kept: changed since install"; fi; \
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED)) && \
+	rm -rf $(DESTDIR)$(PYTHONDIR)/hubguest/__pycache__ && \
+	for d in $(addprefix $(DESTDIR),$(INSTALLED_DIRS)); do \
+		[ ! -d $$d ] || rmdir --ignore-fail-on-non-empty $$d || exit 1; done; \
+	stop='$(if $(DESTDIR),$(DESTDIR),$(if $(filter /usr /usr/local,$(PREFIX)),,$(dir $(PREFIX))))'; \
+	stop=$${stop%/}; [ -n "$$stop" ] || exit 0; \
+	for f in $(addprefix $(DESTDIR),$(INSTALLED) $(INSTALLED_DIRS)); do \
+		d=$${f%/*}; \
+		while [ "$${d#$$stop/}" != "$$d" ] && rmdir "$$d" 2>/dev/null; do d=$${d%/*}; done; \
+	done
+
 # An install into a staging tree: everything lands, the config checks,
 # a guest builds against the installed header with pkg-config, and
-# libguest's exports, version and C++ use check (scripts/check-libguest.sh).
-test-install:
-	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
+# libguest's exports, version and C++ use check (scripts/check-libguest.sh);
+# make uninstall then leaves the tree empty. Then an install used in place
+# under a prefix of its own (scripts/check-install.sh).
+test-install: all
+	@d=$$(mktemp -d) && t=$$(mktemp -d) && trap 'rm -rf $$d $$t' EXIT && \
 	$(MAKE) --no-print-directory -s install DESTDIR=$$d PREFIX=/usr/local >/dev/null && \
-	for f in sbin/hubd bin/hubctl lib/libguest.so lib/$(GUEST_SONAME) lib/$(GUEST_REAL) \
+	for f in sbin/hubd bin/hubctl bin/hub-run lib/libguest.so lib/$(GUEST_SONAME) lib/$(GUEST_REAL) \
 		lib/libguest.a include/guest.h \
 		lib/pkgconfig/libguest.pc libexec/hub/echo libexec/hub/greeter lib/systemd/system/hubd.service \
 		share/doc/hub/README.md share/doc/hub/protocol.md share/doc/hub/security.md \
-		share/man/man1/hubctl.1 share/man/man3/libguest.3 share/man/man5/hubd.conf.5 \
-		share/man/man8/hubd.8; do \
+		share/man/man1/hubctl.1 share/man/man1/hub-run.1 share/man/man3/libguest.3 \
+		share/man/man5/hubd.conf.5 share/man/man8/hubd.8; do \
 		test -e $$d/usr/local/$$f || { echo "install: $$f missing"; exit 1; }; done && \
-	for p in 1:hubctl 3:libguest 5:hubd.conf 8:hubd; do \
+	for p in 1:hubctl 1:hub-run 3:libguest 5:hubd.conf 8:hubd; do \
 		test "$$(MANPATH=$$d/usr/local/share/man man -w $${p%%:*} $${p#*:})" = \
 		$$d/usr/local/share/man/man$${p%%:*}/$${p#*:}.$${p%%:*} || \
 		{ echo "install: man $${p%%:*} $${p#*:} does not find the installed page"; exit 1; }; \
@@ -352,13 +408,17 @@ test-install:
 		'import sys, hubguest, hubguest._lib as l; l.load(); \
 		sys.exit(not hubguest.__file__.startswith(sys.argv[1]))' $$py || \
 		{ echo "install: hubguest does not load from $$py"; exit 1; } && \
-	sed 's|/usr/local/libexec/|'$$d'/usr/local/libexec/|' $$d/etc/hub/hubd.conf > $$d/check.conf && \
-	$$d/usr/local/sbin/hubd -n -f $$d/check.conf >/dev/null && \
+	sed 's|/usr/local/libexec/|'$$d'/usr/local/libexec/|' $$d/etc/hub/hubd.conf > $$t/check.conf && \
+	$$d/usr/local/sbin/hubd -n -f $$t/check.conf >/dev/null && \
 	PKG_CONFIG_SYSROOT_DIR=$$d PKG_CONFIG_LIBDIR=$$d/usr/local/lib/pkgconfig \
-		$(CC) -o $$d/kv guestlib/examples/kv.c $$(PKG_CONFIG_SYSROOT_DIR=$$d \
+		$(CC) -o $$t/kv guestlib/examples/kv.c $$(PKG_CONFIG_SYSROOT_DIR=$$d \
 		PKG_CONFIG_LIBDIR=$$d/usr/local/lib/pkgconfig pkg-config --cflags --libs libguest) && \
 	echo "install: 1 passed, 0 failed" && \
-	CC="$(CC)" CXX="$(CXX)" sh scripts/check-libguest.sh $$d/usr/local
+	CC="$(CC)" CXX="$(CXX)" sh scripts/check-libguest.sh $$d/usr/local && \
+	$(MAKE) --no-print-directory -s uninstall DESTDIR=$$d PREFIX=/usr/local && \
+	{ test -z "$$(ls -A $$d)" || { find $$d | sed 's/^/  left: /'; \
+		echo "uninstall: files or directories left in the staging tree"; exit 1; }; } && \
+	MAKE="$(MAKE)" CC="$(CC)" sh scripts/check-install.sh
 
 # The Debian packages hub, libguest0, libguest-dev and python3-hubguest,
 # built by dpkg-buildpackage in a copy of the tree (scripts/deb.sh).

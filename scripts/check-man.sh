@@ -3,7 +3,7 @@
 # Checks the manual pages in doc/man (make check-man): each renders clean
 # under mandoc's lint and groff's warnings, and each still says what the
 # code does: hubctl.1 every command of main.c's table and every option
-# its getopt_long takes; hubd.8 every option of hubd.c's getopt;
+# its getopt_long takes; hub-run.1 every option of hub-run.sh; hubd.8 every option of hubd.c's getopt;
 # hubd.conf.5 every key of config_keys.c's tables, in its own section, and
 # no key that is not there; libguest.3 every GUEST_API function of guest.h,
 # in its SYNOPSIS and described below it, and no function that is gone.
@@ -25,7 +25,7 @@ nonempty() {
 }
 
 # 1. every page: mandoc's lint at warning level and groff's warnings, silent
-for page in hubd.8 hubctl.1 hubd.conf.5 libguest.3; do
+for page in hubd.8 hubctl.1 hub-run.1 hubd.conf.5 libguest.3; do
 	[ -f "$man_dir/$page" ] || { bad "$man_dir/$page missing"; continue; }
 	if mandoc -T lint -W warning "$man_dir/$page" > "$tmp/lint" 2>&1; then
 		ok
@@ -86,6 +86,10 @@ nonempty "hubctl/main.c's commands[]" "$tmp/commands" && {
 }
 sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' hubctl/main.c | letters > "$tmp/options"
 nonempty "hubctl/main.c's getopt_long" "$tmp/options" && check_options hubctl.1 DESCRIPTION hubctl
+
+# hub-run.1: the options hub-run.sh's getopts takes
+sed -n 's/.*getopts \([a-z:]*\) opt.*/\1/p' scripts/hub-run.sh | letters > "$tmp/options"
+nonempty "scripts/hub-run.sh's getopts" "$tmp/options" && check_options hub-run.1 DESCRIPTION hub-run
 
 # 4. hubd.conf.5: each table of config_keys.c against its section's keys
 # (a key_gone entry is a key no longer taken, refused with an error: the

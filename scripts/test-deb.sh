@@ -130,12 +130,12 @@ expect() {	# PACKAGE PATH...
 	done
 }
 n=$fail
-expect hub /usr/sbin/hubd /usr/bin/hubctl /usr/libexec/hub/echo /usr/libexec/hub/kv \
+expect hub /usr/sbin/hubd /usr/bin/hubctl /usr/bin/hub-run /usr/libexec/hub/echo /usr/libexec/hub/kv \
 	/usr/libexec/hub/counter /usr/libexec/hub/fanout /usr/libexec/hub/greeter \
 	/lib/systemd/system/hubd.service /etc/hub/hubd.conf \
 	/usr/share/doc/hub/README.md /usr/share/doc/hub/protocol.md /usr/share/doc/hub/security.md \
 	/usr/share/doc/hub/copyright \
-	/usr/share/man/man1/hubctl.1.gz /usr/share/man/man5/hubd.conf.5.gz \
+	/usr/share/man/man1/hubctl.1.gz /usr/share/man/man1/hub-run.1.gz /usr/share/man/man5/hubd.conf.5.gz \
 	/usr/share/man/man8/hubd.8.gz
 expect libguest0 /usr/lib/$ma/libguest.so.0 /usr/lib/$ma/libguest.so.$version
 expect libguest-dev /usr/include/guest.h /usr/lib/$ma/libguest.so /usr/lib/$ma/libguest.a \

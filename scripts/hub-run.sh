@@ -1,0 +1,217 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# hub-run: a throwaway hub around one command, for tests (hub-run(1)).
+# It writes a config of its own in a temporary directory (the control
+# socket there), starts hubd, waits until every guest is up and every
+# method named with -w is registered, runs the command with HUBCTL_SOCKET
+# set, then stops hubd, checks no guest outlived it, removes the directory
+# and exits with the command's status (125: hub-run itself failed).
+set -u
+
+prog=hub-run
+usage() {
+	echo "usage: $prog [-v] [-c conf] [-g 'name=exec [arg...]']... [-w method]..." \
+		"[-t seconds] [--] command [arg...]"
+}
+die() {
+	echo "$prog: $*" >&2
+	exit 125
+}
+
+conf= guests= waits= timeout=10 verbose=0
+while getopts c:g:w:t:vh opt; do
+	case $opt in
+	c) [ -r "$OPTARG" ] || die "$OPTARG: cannot read it"; conf=$OPTARG ;;
+	g) case $OPTARG in
+	   [A-Za-z0-9_-]*=?*) ;;
+	   *) die "-g $OPTARG: not name=exec" ;;
+	   esac
+	   guests="$guests$OPTARG
+" ;;
+	w) waits="$waits $OPTARG" ;;
+	t) case $OPTARG in
+	   ''|*[!0-9]*|0) die "-t $OPTARG: not a whole number of seconds above 0" ;;
+	   esac
+	   timeout=$OPTARG ;;
+	v) verbose=1 ;;
+	h) usage; exit 0 ;;
+	*) usage >&2; exit 125 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -gt 0 ] || { usage >&2; exit 125; }
+[ -n "$conf$guests" ] || die "no guest: give -c conf or -g name=exec"
+
+# hubd and hubctl beside this script (a build tree: build/hub-run) or in
+# the install it came with (PREFIX/bin/hub-run, PREFIX/sbin/hubd), else
+# on PATH.
+here=$(cd "$(dirname "$0")" && pwd) || die "cannot find where it lives"
+find_prog() {
+	for p in "$here/$1" "$here/../sbin/$1" "$here/../bin/$1"; do
+		[ -x "$p" ] && { echo "$p"; return 0; }
+	done
+	PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin command -v "$1"
+}
+hubd=$(find_prog hubd) || die "hubd not found beside $0 nor on PATH"
+hubctl=$(find_prog hubctl) || die "hubctl not found beside $0 nor on PATH"
+# In a build tree, Python guests find the binding and libguest there.
+if [ -e "$here/libguest.so" ] && [ -d "$here/../bindings/python/hubguest" ]; then
+	HUB_LIBGUEST=${HUB_LIBGUEST:-$here/libguest.so}
+	PYTHONPATH=$(cd "$here/../bindings/python" && pwd)${PYTHONPATH:+:$PYTHONPATH}
+	export HUB_LIBGUEST PYTHONPATH
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hub-run.XXXXXX") || die "mktemp failed"
+sock=$tmp/hub.sock
+log=$tmp/hubd.log
+hubd_pid= cmd_pid= pids=
+
+# Stops hubd (SIGTERM, SIGKILL after 10 s), then checks that no guest
+# lives on; 0 if all went cleanly.
+stop_hub() {
+	clean=0
+	[ -n "$hubd_pid" ] || return 0
+	# the pids of the guests, for the check after
+	pids="$pids $("$hubctl" -s "$sock" -j -t 2 peers 2>/dev/null |
+		grep -o '"pid":[0-9]*' | sed 's/.*://')"
+	kill -TERM "$hubd_pid" 2>/dev/null
+	n=0
+	while kill -0 "$hubd_pid" 2>/dev/null && [ $n -lt 200 ]; do
+		sleep 0.05
+		n=$((n + 1))
+	done
+	if kill -0 "$hubd_pid" 2>/dev/null; then
+		echo "$prog: hubd did not stop in 10 s: killed" >&2
+		kill -KILL "$hubd_pid" 2>/dev/null
+		clean=1
+	fi
+	wait "$hubd_pid"
+	rc=$?
+	hubd_pid=
+	[ $clean -ne 0 ] || [ $rc -eq 0 ] || { echo "$prog: hubd exited with status $rc" >&2; clean=1; }
+	# guests die with hubd (their parent-death signal), and are reaped by init
+	n=0 left=
+	while [ $n -lt 60 ]; do
+		left=
+		for p in $pids; do
+			st=$(sed 's/.*) \(.\).*/\1/' "/proc/$p/stat" 2>/dev/null) || continue
+			[ "$st" = Z ] || left="$left $p"
+		done
+		[ -n "$left" ] || break
+		sleep 0.05
+		n=$((n + 1))
+	done
+	if [ -n "$left" ]; then
+		echo "$prog: guest processes outlived hubd:$left (killed)" >&2
+		kill -KILL $left 2>/dev/null
+		clean=1
+	fi
+	return $clean
+}
+
+show_log() {
+	echo "$prog: hubd's log:" >&2
+	sed 's/^/  /' "$log" >&2
+}
+
+cleanup() {
+	trap '' INT TERM HUP
+	[ -z "$cmd_pid" ] || kill -TERM "$cmd_pid" 2>/dev/null
+	stop_hub || show_log
+	rm -rf "$tmp"
+}
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+trap 'cleanup; exit 129' HUP
+
+# The config: -c's file with its [hub] section's control = ours (a [hub]
+# added if it has none), then a section per -g.
+{
+	if [ -z "$conf" ] || ! grep -q '^[[:space:]]*\[hub\]' "$conf"; then
+		printf '[hub]\ncontrol = %s\n' "$sock"
+	fi
+	[ -z "$conf" ] || awk -v sock="$sock" '
+		/^[ \t]*\[/ {
+			hub = $0 ~ /^[ \t]*\[hub\][ \t]*([#;].*)?$/
+			print
+			if (hub)
+				print "control = " sock
+			next
+		}
+		hub && /^[ \t]*control[ \t]*=/ { next }
+		{ print }' "$conf"
+	printf '%s' "$guests" | while IFS= read -r g; do
+		[ -n "$g" ] || continue
+		name=${g%%=*} rest=${g#*=}
+		exe=${rest%% *}
+		# a path relative to here, as a shell would take it
+		case $exe in
+		/*) ;;
+		*/*) exe=$PWD/$exe ;;
+		esac
+		printf '[guest %s]\nexec = %s\n' "$name" "$exe"
+		[ "$exe" = "$rest" ] || printf 'args = %s\n' "${rest#* }"
+	done
+} > "$tmp/hubd.conf" || { rm -rf "$tmp"; die "cannot write $tmp/hubd.conf"; }
+
+# Its own session: a ^C at the terminal is ours to handle, not hubd's.
+setsid "$hubd" -f "$tmp/hubd.conf" > "$log" 2>&1 &
+hubd_pid=$!
+
+# Ready: every guest up and every -w method registered. A guest that dies
+# meanwhile (it has restarted), hubd gone, or the time out: failed.
+why= missing=
+deadline=$(($(date +%s) + timeout))
+while :; do
+	if ! kill -0 "$hubd_pid" 2>/dev/null; then
+		why="hubd exited"
+		break
+	fi
+	if peers=$("$hubctl" -s "$sock" -j -t 2 peers 2>/dev/null); then
+		pids="$pids $(echo "$peers" | grep -o '"pid":[0-9]*' | sed 's/.*://')"
+		if echo "$peers" | grep -q '"restarts":[1-9]'; then
+			why="a guest died: $("$hubctl" -s "$sock" peers 2>&1)"
+			break
+		fi
+		if ! echo "$peers" | grep -o '"state":"[^"]*"' | grep -qv '"up"'; then
+			methods=$("$hubctl" -s "$sock" methods 2>/dev/null | awk 'NR > 1 { print $1 }')
+			missing=
+			for m in $waits; do
+				echo "$methods" | grep -qxF "$m" || missing="$missing $m"
+			done
+			[ -n "$missing" ] || break
+		fi
+	fi
+	if [ "$(date +%s)" -ge "$deadline" ]; then
+		why="not ready in $timeout s${missing:+ (not registered:$missing)}"
+		break
+	fi
+	sleep 0.05
+done
+if [ -n "$why" ]; then
+	echo "$prog: $why" >&2
+	show_log
+	cleanup
+	exit 125
+fi
+
+# The command: hubctl inside it reaches this hub. In the background, so
+# that a signal to hub-run is handled at once; its stdin is ours still.
+HUBCTL_SOCKET=$sock
+PATH=$(dirname "$hubctl"):$PATH
+export HUBCTL_SOCKET PATH
+exec 3<&0
+"$@" <&3 3<&- &
+cmd_pid=$!
+exec 3<&-
+wait "$cmd_pid"
+status=$?
+cmd_pid=
+[ $verbose -eq 0 ] || show_log
+trap '' INT TERM HUP
+if ! stop_hub; then
+	show_log
+	[ $status -ne 0 ] || status=125
+fi
+rm -rf "$tmp"
+exit $status
