@@ -296,6 +296,7 @@ check-tsan: deps
 TIMEOUT_MULT := $(if $(SANITIZE),4,1)
 test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(SPECHOST) $(BENCH_PROGS) $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
+	sh guestlib/examples/test-kv.sh $(B)
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-python)
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory check-man)
