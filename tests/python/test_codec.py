@@ -97,8 +97,12 @@ def test_attach_without_a_ticket(monkeypatch):
     import os
     from conftest import BUILD
     monkeypatch.setenv("HUB_LIBGUEST", os.path.join(BUILD, "libguest.so"))
+    g = hubguest.attach(["by-hand"])    # attaches at its first use
+    assert not g.attached
     with pytest.raises(hubguest.AttachError, match="--hub-path"):
-        hubguest.attach(["by-hand"])
+        g.run()
+    with pytest.raises(hubguest.AttachError, match="--hub-path"):
+        hubguest.attach(["by-hand"]).call("echo.echo", "x")
 
 
 def test_library_not_found(monkeypatch):
@@ -106,7 +110,7 @@ def test_library_not_found(monkeypatch):
     monkeypatch.setattr(_lib, "_lib", None)
     monkeypatch.setenv("HUB_LIBGUEST", "/nonexistent/libguest.so")
     with pytest.raises(hubguest.Error, match="HUB_LIBGUEST=/nonexistent/libguest.so"):
-        hubguest.attach(["x"])
+        hubguest.attach(["x"]).run()
 
 
 def test_libguest_too_old(monkeypatch):

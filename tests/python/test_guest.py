@@ -160,7 +160,7 @@ def test_channels_sync(hub):
 
 def test_asyncio(make_hub):
     h = make_hub(ECHO + COUNTER + PYASYNC, up=("echo", "counter", "pyasync"),
-                 methods=("aio.sleep", "aio.timeout"))
+                 wait=("aio.sleep", "aio.timeout"))
     assert h.ok("aio.both", "abc") == "abc|cba"
     assert h.ok("aio.source", "70000") == "ok 70000"
     assert h.ok("aio.relay", "300") == "ok 300"
@@ -202,7 +202,7 @@ def test_slow_stream_reader_holds_the_sender_back(make_hub):
     # sends a window's worth and waits, however long the reader sleeps,
     # and the binding never queues more; every byte arrives, hashes match
     h = make_hub(PYGUEST + PYASYNC, keys="initial_credit = 64K\n", up=("pyguest", "pyasync"),
-                 methods=("py.slowsource", "aio.slowsource"))
+                 wait=("py.slowsource", "aio.slowsource"))
     n = 32 << 20
     per = WINDOW // SOURCE_ITEM
     for name, method in (("pyguest", "py.slowsource"), ("pyasync", "aio.slowsource")):
@@ -222,7 +222,7 @@ def test_abandoned_stream_reader_stops_the_sender(make_hub):
     # async for, aclose()) stops it with a Reset as before: the next
     # stream works and every channel is freed
     h = make_hub(PYGUEST + PYASYNC, keys="initial_credit = 64K\n", up=("pyguest", "pyasync"),
-                 methods=("py.abandon", "aio.abandon"))
+                 wait=("py.abandon", "aio.abandon"))
     for name, method in (("pyguest", "py.abandon"), ("pyasync", "aio.abandon")):
         assert h.ok(method, 1 << 20, WINDOW) == "ok 5000"
         h.wait(lambda: h.peer(name)["channels_open"] == 0, "%s's channels freed" % name)
@@ -239,7 +239,7 @@ def test_signature_asked_again_after_reregistration(make_hub, request):
     os.close(os.open(state, os.O_CREAT | os.O_WRONLY, 0o600))
     os.chmod(state, 0o666)
     h = make_hub(PYGUEST + "[guest flip]\nexec = %s/flip.py\nargs = %s\n" % (PYGUESTS, state),
-                 up=("pyguest", "flip"), methods=("flip.m", "py.calltyped"))
+                 up=("pyguest", "flip"), wait=("flip.m", "py.calltyped"))
     assert h.methods()["flip.m"] == "u64->str"
     assert h.ok("py.calltyped", "flip.m", "7") == "ok: 'u64 7'"
     pid = h.peer("flip")["pid"]
@@ -267,7 +267,7 @@ def test_log_and_debugging(hub):
 def test_greeter_example(make_hub):
     greeter = os.path.join(BUILD, "guests", "greeter")
     h = make_hub(ECHO + "[guest greeter]\nexec = %s\n" % greeter, up=("echo", "greeter"),
-                 methods=("greeter.hello", "greeter.shout", "greeter.count"))
+                 wait=("greeter.hello", "greeter.shout", "greeter.count"))
     assert h.ok("greeter.hello", "world") == "hello, world"
     assert h.ok("greeter.shout", "python calls c") == "PYTHON CALLS C"
     rc, res, items = h.call("greeter.count", "3")

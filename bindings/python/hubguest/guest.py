@@ -639,9 +639,12 @@ class _Method:
 
 
 class Guest:
-    """A hub guest: attached at creation from the spawn ticket in argv
-    (sys.argv by default), detached by detach() (and by run() and serve()
-    when they end, and at interpreter exit).
+    """A hub guest, attached to the hub at its first use (run(), serve(),
+    call(), ...) with the spawn ticket in argv (sys.argv by default);
+    detached by detach() (and by run() and serve() when they end, and at
+    interpreter exit). Until then nothing needs a hub, nor libguest:
+    a plugin's module imports, and its handlers run as plain functions,
+    in a unit test.
 
     Register methods with the method() decorator or register(), call
     others with call(), start() or call_async(), stream with stream(),
@@ -649,22 +652,11 @@ class Guest:
     await serve() (in an asyncio loop)."""
 
     def __init__(self, argv=None):
-        self._lib = _lib.load()
         self._h = None
-        argv = list(sys.argv if argv is None else argv)
-        if not argv:
-            argv = ["guest"]
-        arr = (ctypes.c_char_p * (len(argv) + 1))(
-            *[a.encode() if isinstance(a, str) else a for a in argv], None)
-        h = ctypes.c_void_p()
-        why = ctypes.c_char_p()
-        rc = self._lib.guest_attach(len(argv), arr, ctypes.byref(h), ctypes.byref(why))
-        if rc != 0:
-            text = why.value.decode("utf-8", "replace") if why.value else describe(rc)
-            raise AttachError("cannot attach to the hub: %s" % text, rc)
-        self._h = h.value
-        self._thread = threading.get_ident()
-        self._methods = {}              # token -> _Method
+        self._argv = list(sys.argv if argv is None else argv) or ["guest"]
+        self._ever = False              # attached once, or detached: never again
+        self._thread = None
+        self._methods = {}              # token -> _Method (registered at attach)
         self._method_tokens = itertools.count(1)
         self._sigs = {}                 # method name -> Signature (hub.signature's)
         self._calls = {}                # token -> fn(status, data)
@@ -684,18 +676,41 @@ class Guest:
         self._c_result = _lib.RESULT_FN(self._on_result)
         self._c_item = _lib.ITEM_FN(self._on_item)
         self._c_end = _lib.END_FN(self._on_end)
+
+    # -- state -----------------------------------------------------------------
+
+    @property
+    def _lib(self):
+        return _lib.load()
+
+    def _attach(self):
+        """guest_attach with the ticket, then the methods registered so far."""
+        argv = self._argv
+        arr = (ctypes.c_char_p * (len(argv) + 1))(
+            *[a.encode() if isinstance(a, str) else a for a in argv], None)
+        h = ctypes.c_void_p()
+        why = ctypes.c_char_p()
+        rc = self._lib.guest_attach(len(argv), arr, ctypes.byref(h), ctypes.byref(why))
+        if rc != 0:
+            text = why.value.decode("utf-8", "replace") if why.value else describe(rc)
+            raise AttachError("cannot attach to the hub: %s" % text, rc)
+        self._h = h.value
+        self._ever = True
+        self._thread = threading.get_ident()
         _attached.add(self)
         # a plugin's prints should reach hubd's log as they happen
         try:
             sys.stdout.reconfigure(line_buffering=True)
         except (AttributeError, ValueError):
             pass
-
-    # -- state -----------------------------------------------------------------
+        for token, m in list(self._methods.items()):
+            self._register(token, m)
 
     def _handle(self):
         if self._h is None:
-            raise Error("the guest is detached")
+            if self._ever:
+                raise Error("the guest is detached")
+            self._attach()
         return self._h
 
     @property
@@ -734,7 +749,9 @@ class Guest:
 
     def detach(self):
         """Leaves the hub cleanly (Goodbye): calls still in flight fail with
-        HubGone, calls being answered are dropped. Idempotent."""
+        HubGone, calls being answered are dropped. Idempotent; a guest
+        never attached is not attached later."""
+        self._ever = True
         if self._h is None:
             return
         self._last_reason = self.goodbye_reason
@@ -760,8 +777,16 @@ class Guest:
             raise TypeError("a handler must be callable")
         m = _Method(name, sig, fn)
         token = next(self._method_tokens)
+        if self._h is None and not self._ever:
+            self._methods[token] = m    # registered when it attaches
+            return fn
+        self._handle()
+        self._register(token, m)
+        return fn
+
+    def _register(self, token, m):
         self._methods[token] = m
-        rc = self._lib.guest_register(self._handle(), name.encode(), sig.text.encode(),
+        rc = self._lib.guest_register(self._h, m.name.encode(), m.sig.text.encode(),
                                       self._c_handler, token)
         if rc != 0:
             del self._methods[token]
@@ -773,10 +798,9 @@ class Guest:
                    -errno.ENAMETOOLONG: "name over 63 bytes",
                    -errno.EREMOTEIO: "the hub refused it (a hub.* name?)"}.get(rc)
             if why is None:
-                raise status_error(rc, self.goodbye_reason, "register %s: " % name)
-            raise Error("register %s (%s): %s" % (name, sig.text, why), rc)
-        self._sigs[name] = sig
-        return fn
+                raise status_error(rc, self.goodbye_reason, "register %s: " % m.name)
+            raise Error("register %s (%s): %s" % (m.name, m.sig.text, why), rc)
+        self._sigs[m.name] = m.sig
 
     def method(self, name, signature):
         """Decorator: @g.method("greeter.hello", "str->str")."""
@@ -1229,8 +1253,10 @@ def _restore_signals(old):
 
 
 def attach(argv=None):
-    """A Guest attached with the spawn ticket in argv (sys.argv by default:
-    hubd starts a guest with --hub-path, --peer-id and --doorbell-fd).
-    Raises AttachError with libguest's reason when it cannot (started by
-    hand, say)."""
+    """A Guest that attaches with the spawn ticket in argv (sys.argv by
+    default: hubd starts a guest with --hub-path, --peer-id and
+    --doorbell-fd) at its first use: run(), serve(), call() and the rest
+    raise AttachError with libguest's reason when it cannot (started by
+    hand, say). Registering methods needs no hub: they are registered
+    when it attaches, so a plugin's module imports in a unit test."""
     return Guest(argv)

@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
+"""What a plugin's author has to test with: a handler tried without a hub
+(attach() attaches at the first use), hubguest.testing's Hub and its
+make_hub fixture, and env = in a guest's section."""
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+import hubguest
+from hubguest.testing import Hub, HubError
+
+from conftest import BUILD, PYGUESTS
+
+GREET = os.path.join(PYGUESTS, "greet.py")
+
+
+def test_handlers_without_a_hub(monkeypatch):
+    # no ticket in argv, no libguest to load: the module still imports
+    from hubguest import _lib
+    monkeypatch.setattr(sys, "argv", ["pytest"])
+    monkeypatch.setattr(_lib, "_lib", None)     # not loaded yet
+    monkeypatch.setenv("HUB_LIBGUEST", "/nonexistent/libguest.so")
+    spec = importlib.util.spec_from_file_location("greet_under_test", GREET)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.hello("world") == "hello, world"
+    monkeypatch.setenv("GREET_TEST", "x")
+    assert mod.env("GREET_TEST") == "x"
+    assert not mod.g.attached
+    # the first use that needs the hub says what is missing
+    with pytest.raises(hubguest.Error, match="HUB_LIBGUEST=/nonexistent/libguest.so"):
+        mod.g.call("greet.hello", "x")
+
+
+def test_as_a_plugin_author(make_hub):
+    hub = make_hub({"greet": GREET}, wait=["greet.hello"])
+    assert hub.ok("greet.hello", "world") == "hello, world"
+    # hubctl run by the test reaches this hub by HUBCTL_SOCKET
+    r = subprocess.run([hub.hubctl, "call", "greet.hello", "you"], env=hub.env(),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout.strip() == "hello, you", r
+
+
+def test_hub_as_a_context_manager():
+    with Hub({"greet": GREET}, wait=["greet.hello"]) as hub:
+        assert hub.ok("greet.hello", "a") == "hello, a"
+        d = hub.dir
+    assert not os.path.exists(d)
+
+
+def test_a_guest_that_dies_fails_the_start():
+    h = Hub({"bad": "/bin/false"}, wait=["bad.x"], timeout=2)
+    with pytest.raises(HubError, match="not in 2 s"):
+        h.start()
+    assert not os.path.exists(h.dir) and h.proc is None
+
+
+def test_env(make_hub):
+    # env = in the guest's section, quoted as args =; reload with another
+    # value restarts the guest with it
+    hub = make_hub({"greet": {"exec": GREET, "env": 'GREETING="hello world" EMPTY='}},
+                   wait=["greet.env"])
+    assert hub.ok("greet.env", "GREETING") == "hello world"
+    assert hub.ok("greet.env", "EMPTY") == ""
+    assert hub.ok("greet.env", "UNSET_HERE") == ""
+    with open(hub.conf) as f:
+        text = f.read()
+    with open(hub.conf, "w") as f:
+        f.write(text.replace('GREETING="hello world"', "GREETING=bye"))
+    rc, _, err = hub.ctl("reload")
+    assert rc == 0, err
+    hub.wait(lambda: hub.call("greet.env", "GREETING")[1] == "bye", "the new env =")
+    # a bad entry: the reload is refused and the guest keeps its env
+    with open(hub.conf, "w") as f:
+        f.write(text.replace('GREETING="hello world"', "1BAD=x"))
+    rc, lines, err = hub.ctl("reload")
+    assert rc != 0 and "1BAD=x" in str(lines), (lines, err)
+    assert hub.ok("greet.env", "GREETING") == "bye"
