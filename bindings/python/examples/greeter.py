@@ -32,5 +32,6 @@ def count(n, out):
     return n        # out is closed for us once we return
 
 
-g.log("greeter: ready")
-g.run()             # until hubd stops us (SIGTERM): then a clean detach
+if __name__ == "__main__":
+    g.log("greeter: ready")
+    g.run()         # until hubd stops us (SIGTERM): then a clean detach

@@ -6,7 +6,8 @@ it attaches, registers methods, and serves calls until hubd stops it:
 
     import hubguest
 
-    g = hubguest.attach()                       # the ticket in sys.argv
+    g = hubguest.attach()                       # attaches at its first use,
+                                                # with the ticket in sys.argv
 
     @g.method("greeter.hello", "str->str")      # arguments and result by
     def hello(name):                            # the signature
@@ -16,7 +17,8 @@ it attaches, registers methods, and serves calls until hubd stops it:
     def shout(text):
         return g.call("echo.echo", text, timeout=5).upper()   # another guest
 
-    g.run()         # until SIGTERM or SIGINT: then a clean detach
+    if __name__ == "__main__":
+        g.run()     # until SIGTERM or SIGINT: then a clean detach
 
 Types: str <-> str, bytes <-> bytes, u64 and i64 <-> int, bool <-> bool,
 unit <-> None; a chan<T> argument reaches a handler as a Sender. A handler
@@ -28,7 +30,8 @@ asyncio: async def handlers, await g.call_async(...), async for over
 g.stream(...), and await g.serve() to serve inside a running loop.
 
 The binding is ctypes over libguest.so.0 (or the file HUB_LIBGUEST
-names): guestlib/guest.h documents what each step does underneath."""
+names): guestlib/guest.h documents what each step does underneath.
+hubguest.testing has a throwaway hub for a plugin's tests."""
 
 from .codec import Chan, Signature, decode, encode
 from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Error,
