@@ -126,11 +126,18 @@ GUEST_API int guest_reply_cancelled(struct guest_call *c);
 GUEST_API int guest_call_cancelled(const struct guest_call *c);
 GUEST_API struct guest *guest_call_guest(const struct guest_call *c);
 
-/* Outcome of a call: 0 Ok; -EREMOTEIO Err(User) (result holds the error
- * string); -ENOSYS unknown method; -EBADMSG invalid payload; -ECANCELED
- * cancelled; -ETIMEDOUT; -EPIPE the hub is gone; -ECONNABORTED the hub
- * ended this guest (guest_goodbye_reason); -EMSGSIZE result too big for
- * the buffer. */
+/* Outcome of a call: 0 Ok; -EREMOTEIO the callee's error (its handler
+ * answered guest_reply_error); -ECONNREFUSED the hub's own error, the
+ * callee never saw the call (its guest down or restarting, too many
+ * calls in flight, arguments too large for it, a host service's
+ * refusal); -ENOSYS unknown method; -EBADMSG invalid payload;
+ * -ECANCELED cancelled (by the callee, or the hub: the callee died);
+ * -ETIMEDOUT; -EPIPE the hub is gone; -ECONNABORTED the hub ended this
+ * guest (guest_goodbye_reason); -EMSGSIZE result too big for the buffer.
+ * For an error that came as an answer (-EREMOTEIO, -ECONNREFUSED,
+ * -ENOSYS, -EBADMSG, -ECANCELED), result is its text, decoded: len
+ * bytes (at most 1023) followed by a NUL, e.g. "no such key" or "guest
+ * kv is down"; for the others result is NULL and len 0. */
 typedef void (*guest_result_fn)(void *ctx, int status, const uint8_t *result,
 				size_t len);
 
@@ -144,9 +151,12 @@ GUEST_API int guest_call_async(struct guest *g, const char *method,
 GUEST_API int guest_cancel(struct guest *g, uint32_t call_id);
 
 /* Calls and waits up to timeout_ms (-1: forever) in all, for room to send
- * and for the answer, serving other traffic meanwhile. The result (or
- * error string) is copied to result[0..cap) and its length stored in
- * *result_len. */
+ * and for the answer, serving other traffic meanwhile. Ok: the result is
+ * copied to result[0..cap) and its length stored in *result_len
+ * (-EMSGSIZE if over cap: *result_len says how much it needs). An error
+ * with text (as for guest_result_fn): the text, cut to cap - 1 bytes,
+ * NUL-terminated, in result, its length (without the NUL) in
+ * *result_len. The same on a microthread. */
 GUEST_API int guest_call(struct guest *g, const char *method, const void *args,
 			 size_t len, void *result, size_t cap, size_t *result_len,
 			 int timeout_ms);

@@ -30,6 +30,7 @@
 #include "proto/sig.h"
 
 #define GOODBYE_MAX	255	/* bytes of the hub's Goodbye reason kept */
+#define LG_ERR_TEXT_MAX	1023	/* bytes of a call's error text given */
 #define TICK_MAX	64	/* messages per clock read at most (heartbeat) */
 
 struct method {

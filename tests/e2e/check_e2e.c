@@ -164,9 +164,36 @@ START_TEST(test_guest_to_guest_routing)
 	expect_ctl(0, "error: unknown method\n", "call", "prober.route", "no.such", "x", NULL);
 	/* hub.signature from a guest: known, and Err User for an unknown name */
 	expect_ctl(0, "str,str->str\n", "call", "prober.route", "hub.signature", "prober.route", NULL);
-	expect_ctl(0, "error: user\n", "call", "prober.route", "hub.signature", "no.such", NULL);
+	expect_ctl(0, "error: hub\n", "call", "prober.route", "hub.signature", "no.such", NULL);
 	expect_ctl(0, "error: invalid payload\n", "call", "prober.invalid", NULL);
 	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
+	stop_clean();
+}
+END_TEST
+
+/* A call's error reaches the caller as text, the same from guest_call
+ * and guest_call_async; the callee's (guest_reply_error: user) apart from
+ * the hub's own (hub). */
+START_TEST(test_error_text)
+{
+	double until;
+
+	hub_start_up(&hub, NULL, STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
+		     "kv,prober");
+	ck_assert(hub_wait_method(&hub, "kv.get,prober.why") == 0);
+	expect_ctl(0, "user: no such key | user: no such key\n",
+		   "call", "prober.why", "kv.get", "nokey", NULL);
+	expect_ctl(0, "unknown method: no such method | unknown method: no such method\n",
+		   "call", "prober.why", "no.such", "x", NULL);
+	expect_ctl(0, "hub: no such method: no.such | hub: no such method: no.such\n",
+		   "call", "prober.why", "hub.signature", "no.such", NULL);
+	/* the callee stopped: hubd answers for it */
+	expect_ctl(0, NULL, "stop", "kv", NULL);
+	until = now_s() + 10;
+	while (strcmp(hub_peer_state(&hub, "kv"), "stopped") != 0 && now_s() < until)
+		sleep_ms(20);
+	expect_ctl(0, "hub: guest kv is down | hub: guest kv is down\n",
+		   "call", "prober.why", "kv.get", "nokey", NULL);
 	stop_clean();
 }
 END_TEST
@@ -361,11 +388,14 @@ START_TEST(test_spec_only_guest_is_woken)
 	/* r[shm.wakeup.consumer-wait]: it sleeps in futex_wait on its ring
 	 * head for 60 s; only the host's futex_wake gets the answer in time */
 	hub_start_up(&hub, "heartbeat_interval = 0\n",
-	    "[guest spec]\nexec = @/tests/guests/specguest\n",
-	      "spec");
-	ck_assert(hub_wait_method(&hub, "spec.echo") == 0);
+	    "[guest spec]\nexec = @/tests/guests/specguest\n"
+	    "[guest prober]\nexec = @/tests/guests/prober\n", "spec,prober");
+	ck_assert(hub_wait_method(&hub, "spec.echo,prober.why") == 0);
 	expect_ctl(0, "woken\n", "call", "spec.echo", "woken", NULL);
 	expect_ctl(0, "again\n", "call", "spec.echo", "again", NULL);
+	/* a guest's error that claims to be the hub's is the guest's */
+	expect_ctl(0, "user: forged | user: forged\n", "call", "prober.why", "spec.echo",
+		   "forge", NULL);
 	stop_clean();
 }
 END_TEST
@@ -476,6 +506,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_guests_attach_and_answer);
 	tcase_add_test(tc, test_errors_for_bad_calls);
 	tcase_add_test(tc, test_guest_to_guest_routing);
+	tcase_add_test(tc, test_error_text);
 	tcase_add_test(tc, test_polled_guest_and_inherited_fds);
 	tcase_add_test(tc, test_one_mib_payload);
 	tcase_add_test(tc, test_stream_with_small_credit);

@@ -125,7 +125,7 @@ START_TEST(test_calls_in_flight_limit_answers_an_error)
 	start(1, "calls_in_flight = 100\n");
 	expect("m1.open_later", "1000", "300", "ok");
 	out = call3(0, "m2.fanopen", "300", "m1", "false");
-	ck_assert_msg(strncmp(out, "error: ", 7) == 0 && strstr(out, "of 300 ok, first: user") != NULL,
+	ck_assert_msg(strncmp(out, "error: ", 7) == 0 && strstr(out, "of 300 ok, first: hub") != NULL,
 		      "fanopen past the limit: '%s'", out);
 	free(out);
 	expect("m2.call", "echo.echo", "still here", "still here");
@@ -224,7 +224,7 @@ START_TEST(test_hub_channels_as_runtime_channels)
 	expect("m1.push", "3000000", NULL, "ok 3000000");
 	expect("m1.pull", "1", "0", "ok 1");
 	/* the reader closes early: hub.source hears of it and gives up */
-	expect("m1.pull", "100000000", "300000", "stopped: user");
+	expect("m1.pull", "100000000", "300000", "stopped: hub");
 	expect("m1.pull", "200000", "0", "ok 200000");
 	expect("m1.push", "1", NULL, "ok 1");
 	none_restarted();

@@ -73,6 +73,7 @@ kind(int rc)
 	case -ENOSYS: return "unknown method";
 	case -ETIMEDOUT: return "timeout";
 	case -EREMOTEIO: return "user";
+	case -ECONNREFUSED: return "hub";
 	case -ECANCELED: return "cancelled";
 	default: return strerror(-rc);
 	}
