@@ -274,6 +274,17 @@ out:
 
 /* -- calls in ------------------------------------------------------------ */
 
+/* c is answered and its handler has returned: kept a while, so that a
+ * second answer, a bug of the guest's, gets -EALREADY rather than
+ * memory freed under it; the call answered LG_DONE_KEPT calls ago goes. */
+static void
+call_done(struct guest *g, struct guest_call *c)
+{
+	free(g->done[g->done_pos]);
+	g->done[g->done_pos] = c;
+	g->done_pos = (g->done_pos + 1) % LG_DONE_KEPT;
+}
+
 static int
 respond(struct guest_call *c, const struct hp_response *r)
 {
@@ -284,6 +295,10 @@ respond(struct guest_call *c, const struct hp_response *r)
 	int rc;
 
 	g->rt->lock(g);
+	if (c->answered) {
+		g->rt->unlock(g);
+		return -EALREADY;
+	}
 	/* The envelope (metadata, result tag, error tag) goes first, the
 	 * value bytes follow unchanged: encode the envelope alone. */
 	env.value = NULL;
@@ -317,9 +332,42 @@ respond(struct guest_call *c, const struct hp_response *r)
 		c->lane->calls_in--;
 	/* out of the calls being handled (thousands, on microthreads) */
 	LG_LIST_UNLINK(&g->active, c);
-	free(c);
+	c->answered = 1;
+	if (c->running)
+		LG_LIST_PUSH(&g->answered, c);	/* freed once its handler returns */
+	else
+		call_done(g, c);
 	g->rt->unlock(g);
 	return rc;
+}
+
+void
+lg_call_ran(struct guest *g, struct guest_call *c)
+{
+	g->rt->lock(g);
+	c->running = 0;
+	if (c->answered) {
+		LG_LIST_UNLINK(&g->answered, c);
+		call_done(g, c);
+	}
+	g->rt->unlock(g);
+}
+
+void
+lg_calls_free(struct guest *g)
+{
+	struct guest_call *c;
+
+	while ((c = g->active) != NULL) {
+		g->active = c->next;
+		free(c);
+	}
+	while ((c = g->answered) != NULL) {
+		g->answered = c->next;
+		free(c);
+	}
+	for (uint32_t i = 0; i < LG_DONE_KEPT; i++)
+		free(g->done[i]);
 }
 
 int
@@ -558,6 +606,7 @@ on_request(struct guest *g, struct hp_msg_in *m)
 		ln->n_in++;
 	}
 	LG_LIST_PUSH(&g->active, c);
+	c->running = 1;
 	g->stats.calls_in++;
 	if (ln == NULL && me->chans)
 		note_channels(g, &me->sig, req.args, req.args_len);

@@ -95,6 +95,7 @@ cb_handle(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 	if (g->deferring || g->later != NULL)	/* after those before it */
 		return lg_later(g, c, fn, ctx, args, len);
 	fn(c, args, len, ctx);
+	lg_call_ran(g, c);
 	return 0;
 }
 

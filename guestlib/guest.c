@@ -219,12 +219,7 @@ guest_detach(struct guest *g)
 	lg_lanes_free(g);
 	lg_out_fail_all(g, -EPIPE);
 	lg_later_free(g);
-	while (g->active != NULL) {
-		struct guest_call *c = g->active;
-
-		g->active = c->next;
-		free(c);
-	}
+	lg_calls_free(g);
 	hp_segment_close(&g->seg);
 	close(g->doorbell);
 	free(g->methods);

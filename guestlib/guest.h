@@ -116,7 +116,11 @@ GUEST_API int guest_register(struct guest *g, const char *name,
  * arguments, and an item or result passed to a callback, point into the
  * slot and are valid until the callback returns. */
 
-/* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard. */
+/* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard.
+ * A call is answered once: a second answer (any of the three) sends
+ * nothing and returns -EALREADY, from the handler, its microthread or a
+ * callback after the handler returned (for the last, until the guest has
+ * answered 256 other calls since, when the call is freed). */
 GUEST_API int guest_reply(struct guest_call *c, const void *result, size_t len);
 GUEST_API int guest_reply_error(struct guest_call *c, const char *message);
 /* Answers Err(Cancelled): the reply to a call given up on after Cancel. */

@@ -53,10 +53,11 @@ worker_main(void *arg)
 {
 	struct lg_req *r = arg;
 	struct lg_worker w = { .mt = mt_self() };
-	struct guest *g = r->call->g;	/* before the handler frees the call */
+	struct guest *g = r->call->g;
 
 	for (;;) {
 		r->fn(r->call, r->args, r->len, r->ctx);
+		lg_call_ran(g, r->call);
 		lg_mt_lock(g);
 		req_free(g, r);
 		if (g->mt->nidle >= IDLE_MAX) {

@@ -46,6 +46,7 @@ run_later(struct guest *g)
 	g->nlater--;
 	g->later_bytes -= l->len;
 	l->fn(l->call, l->args, l->len, l->ctx);
+	lg_call_ran(g, l->call);
 	free(l);
 	return 1;
 }

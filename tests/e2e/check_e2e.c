@@ -198,6 +198,26 @@ START_TEST(test_error_text)
 }
 END_TEST
 
+/* A second answer to a call is refused (-EALREADY), from the handler
+ * and from a callback after it returned; the guest serves on. */
+START_TEST(test_second_answer_is_refused)
+{
+	pid_t pid;
+
+	hub_start_up(&hub, NULL, "[guest prober]\nexec = @/tests/guests/prober\n", "prober");
+	ck_assert(hub_wait_method(&hub, "prober.twice") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	expect_ctl(0, "first\n", "call", "prober.twice", "0", NULL);
+	expect_ctl(0, "EALREADY EALREADY\n", "call", "prober.twice_rc", NULL);
+	expect_ctl(1, NULL, "call", "prober.twice", "1", NULL);
+	expect_ctl(0, "EALREADY EALREADY\n", "call", "prober.twice_rc", NULL);
+	expect_ctl(0, "first\n", "call", "prober.twice", "2", NULL);
+	expect_ctl(0, "EALREADY EALREADY\n", "call", "prober.twice_rc", NULL);
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "pid"), pid);
+	stop_clean();
+}
+END_TEST
+
 START_TEST(test_polled_guest_and_inherited_fds)
 {
 	/* a plugin with its own poll() loop serves as well as guest_run; a
@@ -507,6 +527,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_errors_for_bad_calls);
 	tcase_add_test(tc, test_guest_to_guest_routing);
 	tcase_add_test(tc, test_error_text);
+	tcase_add_test(tc, test_second_answer_is_refused);
 	tcase_add_test(tc, test_polled_guest_and_inherited_fds);
 	tcase_add_test(tc, test_one_mib_payload);
 	tcase_add_test(tc, test_stream_with_small_credit);

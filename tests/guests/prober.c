@@ -571,6 +571,8 @@ main(int argc, char *argv[])
 {
 	static const struct tg_method methods[] = {
 		{ "route", "str,str->str", route },
+		{ "twice", "u64->str", tg_twice },
+		{ "twice_rc", "->str", tg_twice_rc },
 		{ "route_timeout", "str,u64->str", route_timeout },
 		{ "why", "str,str->str", why },
 		{ "invalid", "->str", invalid },
@@ -591,6 +593,7 @@ main(int argc, char *argv[])
 	list_fds();
 	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
 		errx(1, "%s", why);
+	tg_twice_g = g;
 	tg_register(g, tg_prefix(argc, argv, "prober"), methods,
 		    sizeof(methods) / sizeof(methods[0]));
 	rc = tg_run(g, argc, argv);
