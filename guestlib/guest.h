@@ -240,6 +240,15 @@ GUEST_API int guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes);
  * host broke the protocol, -ECONNABORTED if the hub ended this guest with
  * a Goodbye (r[shm.goodbye.payload]: see guest_goodbye_reason). */
 GUEST_API int guest_run(struct guest *g);
+/* Makes guest_run (or guest_run_mt) return 0 once the handler running,
+ * if any, has returned. Async-signal-safe: an atomic flag and a write(2)
+ * to an eventfd that ends the loop's sleep. hubd asks a guest to leave
+ * (hubctl stop or restart) with SIGTERM, then SIGKILL after stop_grace:
+ * guest_attach installs a SIGTERM handler that calls guest_stop, so the
+ * guest detaches and exits 0, a clean stop, not a crash. It does so only
+ * if SIGTERM has its default action (to keep SIGTERM, install your own
+ * handler, or SIG_IGN, before guest_attach), for the first guest of the
+ * process; guest_detach restores the default. */
 GUEST_API void guest_stop(struct guest *g);
 
 /* The reason the hub gave when it ended this guest (the spec rule it

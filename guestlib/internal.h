@@ -313,7 +313,9 @@ struct guest {
 	uint8_t			deferring;	/* lg_serve_ends: requests wait */
 	struct lg_chans		chans;		/* the hub's table */
 	uint32_t		chan_serial;	/* channels passed over lanes */
-	int			stop;
+	hp_atomic_u32		stop;		/* guest_stop: from a signal handler too */
+	int			wake_fd;	/* eventfd: guest_stop ends a sleep */
+	int			term_handler;	/* guest_attach installed SIGTERM's */
 	int			dead;		/* 0, or why the loop must end */
 	uint32_t		ticks;		/* messages until the next clock read */
 	uint32_t		tick_every;	/* messages per clock read, 1..TICK_MAX */

@@ -351,7 +351,7 @@ io_poll(void *arg)
 		lg_tick(g);	/* the heartbeat, while microthreads keep busy */
 	if (g->mt->blocked != NULL)
 		lg_mt_wake_ready(g);
-	if (rc == 0 && g->stop)
+	if (rc == 0 && hp_load_acquire_u32(&g->stop))
 		rc = -ESHUTDOWN;	/* guest_stop */
 	lg_mt_unlock(g);
 	return rc < 0 ? rc : did;
@@ -362,7 +362,7 @@ io_ready(void *arg)
 {
 	struct guest *g = arg;
 
-	if (atomic_load(&g->mt->kicked) || g->stop)
+	if (atomic_load(&g->mt->kicked) || hp_load_acquire_u32(&g->stop))
 		return 1;
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
 		return 1;
@@ -529,11 +529,13 @@ mt_service_wait(struct guest *g, struct timeout *t)
 	return lg_callback.service_wait(g, t);
 }
 
+/* The service's next poll ends the runtime (io_poll): only a kick here,
+ * which is async-signal-safe. */
 static void
 mt_stop(struct guest *g)
 {
 	if (g->mt != NULL)
-		mt_rt_stop(g->mt->rt);
+		io_kick(g);
 }
 
 static const struct lg_runtime lg_microthreads = {

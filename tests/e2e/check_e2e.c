@@ -218,6 +218,37 @@ START_TEST(test_second_answer_is_refused)
 }
 END_TEST
 
+/* hubctl stop of a C guest: libguest takes SIGTERM for a clean detach
+ * (guest_run returns 0), the example exits 0, and hubd records an exit
+ * with status 0, not a crash by signal 15; the same on microthreads. */
+START_TEST(test_sigterm_is_a_clean_detach)
+{
+	static const char *const names[] = { "echo", "fanout" };
+
+	hub_start_up(&hub, NULL, STD_GUESTS "[guest fanout]\nexec = @/guests/fanout\n",
+		     "echo,fanout");
+	for (int i = 0; i < 2; i++) {
+		json_object *p, *deaths, *d;
+		double until = now_s() + 10;
+
+		expect_ctl(0, NULL, "stop", names[i], NULL);
+		while (strcmp(hub_peer_state(&hub, names[i]), "down") != 0 && now_s() < until)
+			sleep_ms(20);
+		ck_assert_str_eq(hub_peer_state(&hub, names[i]), "down");
+		ck_assert_ptr_nonnull(p = hub_peer(&hub, names[i]));
+		ck_assert(json_object_object_get_ex(p, "deaths", &deaths));
+		ck_assert_int_eq(json_object_array_length(deaths), 1);
+		d = json_object_array_get_idx(deaths, 0);
+		ck_assert_msg(strcmp(json_object_get_string(json_get(d, "reason")), "exited") == 0 &&
+			      json_object_get_int(json_get(d, "status")) == 0,
+			      "%s: %s", names[i], json_object_to_json_string(d));
+		ck_assert_int_eq(hub_peer_int(&hub, names[i], "restarts"), 0);
+		json_object_put(p);
+	}
+	stop_clean();
+}
+END_TEST
+
 START_TEST(test_polled_guest_and_inherited_fds)
 {
 	/* a plugin with its own poll() loop serves as well as guest_run; a
@@ -528,6 +559,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_guest_to_guest_routing);
 	tcase_add_test(tc, test_error_text);
 	tcase_add_test(tc, test_second_answer_is_refused);
+	tcase_add_test(tc, test_sigterm_is_a_clean_detach);
 	tcase_add_test(tc, test_polled_guest_and_inherited_fds);
 	tcase_add_test(tc, test_one_mib_payload);
 	tcase_add_test(tc, test_stream_with_small_credit);
