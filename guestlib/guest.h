@@ -79,7 +79,8 @@ GUEST_API int guest_attach(int argc, char *const argv[], struct guest **gp,
  * unmapped, freed. */
 GUEST_API void guest_detach(struct guest *g);
 
-/* This guest's peer id and name as the host knows it. */
+/* This guest's peer id: the host's number for its entry (1 up to the
+ * hub's max_guests), not its name. */
 GUEST_API unsigned guest_peer_id(const struct guest *g);
 
 /* A method handler. args/len are the request's argument bytes (valid until
