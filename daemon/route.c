@@ -19,6 +19,7 @@
 #include "daemon/route.h"
 #include "daemon/services.h"
 #include "daemon/streams.h"
+#include "proto/builtin.h"
 
 /* -- messages from a guest ---------------------------------------------- */
 
@@ -86,12 +87,45 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		p->paused = 1;
 }
 
+/* A guest's answer that carries the hub.error entry the host gives its
+ * own errors (proto/builtin.h) loses it: a caller takes an error with it
+ * for the hub's. The answer without it goes in *copy (buf malloc'd,
+ * freed by the caller); 0, 1 when there was none, -ENOMEM. */
+static int
+strip_hub_error(struct hp_response *r, const struct hp_msg_in *m,
+		struct hp_msg_in *copy, uint8_t **buf)
+{
+	uint32_t i, keep = 0;
+	int64_t n;
+
+	for (i = 0; i < r->meta.count; i++) {
+		const struct hp_meta_entry *e = &r->meta.entries[i];
+
+		if (e->key_len == strlen(HP_META_HUB_ERROR) &&
+		    memcmp(e->key, HP_META_HUB_ERROR, e->key_len) == 0)
+			continue;
+		r->meta.entries[keep++] = *e;
+	}
+	if (keep == r->meta.count)
+		return 1;
+	r->meta.count = keep;
+	if ((*buf = malloc(m->len)) == NULL)
+		return -ENOMEM;
+	/* shorter than it was: it fits */
+	n = hp_msg_encode_response(*buf, m->len, r);
+	*copy = (struct hp_msg_in){ .desc = m->desc, .payload = *buf,
+				    .len = n < 0 ? 0 : (uint32_t)n };
+	return 0;
+}
+
 void
 route_response(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
 	struct pending *e = hp_idtab_find(&p->pend, m->desc.id);
+	struct hp_msg_in copy;
+	uint8_t *buf = NULL;
 	struct origin o;
 	int rc;
 
@@ -106,16 +140,24 @@ route_response(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	if (o.chan != 0)
 		streams_over(h, p, m->desc.id, o.chan);
 	rc = hp_msg_decode_response(m->payload, m->len, &r);
+	if (rc == 0 && (rc = strip_hub_error(&r, m, &copy, &buf)) == 0)
+		m = &copy;	/* sent on as a copy */
+	else if (rc == 1)
+		rc = 0;
 	/* a stream relayed to a guest: its items and end go first */
-	if (o.chan != 0 && relay_response(h, p, m->desc.id, &o, m, rc == 0))
+	if (o.chan != 0 && relay_response(h, p, m->desc.id, &o, m, rc == 0)) {
+		free(buf);
 		return;
-	if (rc != 0) {
+	}
+	if (rc == -ENOMEM)
+		answer_error(h, &o, HP_ERR_USER, "out of memory");
+	else if (rc != 0) {
 		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD,
 				   "the guest's answer does not decode");
 		host_fault(h, p, DEATH_VIOLATION, "shm.payload.encoding");
-		return;
-	}
-	answer_send(h, &o, m->payload, m->len, m);
+	} else
+		answer_send(h, &o, m->payload, m->len, m);
+	free(buf);
 }
 
 void

@@ -134,17 +134,67 @@ guest_cancel(struct guest *g, uint32_t call_id)
 	return rc;
 }
 
+/* Whether the host made this error itself (r[shm.metadata.in-payload]:
+ * its hub.error entry, which hubd keeps out of the answers it routes);
+ * its text in *why. */
 static int
-status_of(const struct hp_response *r)
+hub_made(const struct hp_response *r, const char **why, size_t *n)
 {
+	for (uint32_t i = 0; i < r->meta.count; i++) {
+		const struct hp_meta_entry *e = &r->meta.entries[i];
+
+		if (e->type == HP_META_STRING && e->key_len == strlen(HP_META_HUB_ERROR) &&
+		    memcmp(e->key, HP_META_HUB_ERROR, e->key_len) == 0) {
+			*why = (const char *)e->value;
+			*n = e->value_len;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* A Response's status, and for an error its text as text (the string
+ * decoded, cut to LG_ERR_TEXT_MAX bytes, NUL-terminated) in text. */
+static int
+status_of(const struct hp_response *r, char *text, size_t *tlen)
+{
+	static const char *const kinds[] = {
+		[HP_ERR_UNKNOWN_METHOD] = "no such method",
+		[HP_ERR_INVALID_PAYLOAD] = "invalid payload",
+		[HP_ERR_CANCELLED] = "cancelled",
+	};
+	const char *why = NULL;
+	struct hp_pc_dec d;
+	size_t n = 0;
+	int hub, status;
+
 	if (r->result == HP_RESULT_OK)
 		return 0;
+	hub = hub_made(r, &why, &n);
 	switch (r->error) {
-	case HP_ERR_USER: return -EREMOTEIO;
-	case HP_ERR_UNKNOWN_METHOD: return -ENOSYS;
-	case HP_ERR_INVALID_PAYLOAD: return -EBADMSG;
-	default: return -ECANCELED;
+	case HP_ERR_USER:
+		status = hub ? -ECONNREFUSED : -EREMOTEIO;
+		hp_pc_dec_init(&d, r->value, r->value_len);
+		if (hp_pc_get_str(&d, &why, &n) != 0) {
+			why = "(undecodable error)";
+			n = strlen(why);
+		}
+		break;
+	case HP_ERR_UNKNOWN_METHOD: status = -ENOSYS; break;
+	case HP_ERR_INVALID_PAYLOAD: status = -EBADMSG; break;
+	default: status = -ECANCELED; break;
 	}
+	if (why == NULL) {
+		why = kinds[r->error < 4 && r->error != HP_ERR_USER ? r->error :
+			    HP_ERR_CANCELLED];
+		n = strlen(why);
+	}
+	if (n > LG_ERR_TEXT_MAX)
+		n = LG_ERR_TEXT_MAX;
+	memcpy(text, why, n);
+	text[n] = '\0';
+	*tlen = n;
+	return status;
 }
 
 struct sync_call {
@@ -165,14 +215,21 @@ sync_done(void *ctx, int status, const uint8_t *result, size_t len)
 	s->status = status;
 	if (s->len != NULL)
 		*s->len = len;
-	if (status == 0 || status == -EREMOTEIO) {
+	if (status == 0) {
 		if (len > s->cap) {
-			len = s->cap;	/* an error string is cut, a result refused */
-			if (status == 0)
-				s->status = -EMSGSIZE;
+			len = s->cap;	/* refused; *len says what it needs */
+			s->status = -EMSGSIZE;
 		}
 		if (len > 0)
 			memcpy(s->buf, result, len);
+	} else if (result != NULL && s->cap > 0) {
+		/* an error's text: cut to fit, NUL-terminated */
+		if (len > s->cap - 1)
+			len = s->cap - 1;
+		memcpy(s->buf, result, len);
+		((char *)s->buf)[len] = '\0';
+		if (s->len != NULL)
+			*s->len = len;
 	}
 	/* whatever the outcome: a microthread sleeps until woken */
 	s->g->rt->wake(&s->ev);
@@ -217,16 +274,31 @@ out:
 
 /* -- calls in ------------------------------------------------------------ */
 
+/* c is answered and its handler has returned: kept a while, so that a
+ * second answer, a bug of the guest's, gets -EALREADY rather than
+ * memory freed under it; the call answered LG_DONE_KEPT calls ago goes. */
+static void
+call_done(struct guest *g, struct guest_call *c)
+{
+	free(g->done[g->done_pos]);
+	g->done[g->done_pos] = c;
+	g->done_pos = (g->done_pos + 1) % LG_DONE_KEPT;
+}
+
 static int
 respond(struct guest_call *c, const struct hp_response *r)
 {
 	struct guest *g = c->g;
-	uint8_t head[16];
+	uint8_t head[128];	/* the envelope: hub.error at most */
 	struct hp_response env = *r;
 	int64_t n;
 	int rc;
 
 	g->rt->lock(g);
+	if (c->answered) {
+		g->rt->unlock(g);
+		return -EALREADY;
+	}
 	/* The envelope (metadata, result tag, error tag) goes first, the
 	 * value bytes follow unchanged: encode the envelope alone. */
 	env.value = NULL;
@@ -260,9 +332,42 @@ respond(struct guest_call *c, const struct hp_response *r)
 		c->lane->calls_in--;
 	/* out of the calls being handled (thousands, on microthreads) */
 	LG_LIST_UNLINK(&g->active, c);
-	free(c);
+	c->answered = 1;
+	if (c->running)
+		LG_LIST_PUSH(&g->answered, c);	/* freed once its handler returns */
+	else
+		call_done(g, c);
 	g->rt->unlock(g);
 	return rc;
+}
+
+void
+lg_call_ran(struct guest *g, struct guest_call *c)
+{
+	g->rt->lock(g);
+	c->running = 0;
+	if (c->answered) {
+		LG_LIST_UNLINK(&g->answered, c);
+		call_done(g, c);
+	}
+	g->rt->unlock(g);
+}
+
+void
+lg_calls_free(struct guest *g)
+{
+	struct guest_call *c;
+
+	while ((c = g->active) != NULL) {
+		g->active = c->next;
+		free(c);
+	}
+	while ((c = g->answered) != NULL) {
+		g->answered = c->next;
+		free(c);
+	}
+	for (uint32_t i = 0; i < LG_DONE_KEPT; i++)
+		free(g->done[i]);
 }
 
 int
@@ -315,12 +420,21 @@ guest_call_guest(const struct guest_call *c)
 }
 
 /* An error of ours to a request no handler sees, back the way it came
- * (g->cur_lane). message: Err(User(message)), else Err(code). */
+ * (g->cur_lane), marked as hubd marks its own (over a lane, libguest
+ * answers what hubd would). message: Err(User(message)), else Err(code). */
 static int
 reply_error_code(struct guest *g, uint32_t req_id, uint32_t code, const char *message)
 {
 	struct guest_call *c = calloc(1, sizeof(*c));
-	struct hp_response r = { .result = HP_RESULT_ERR, .error = code };
+	const char *why = message != NULL ? message :
+		code == HP_ERR_UNKNOWN_METHOD ? "no such method" :
+		"arguments do not match the signature";
+	struct hp_meta_entry me = { .key = HP_META_HUB_ERROR,
+				    .key_len = strlen(HP_META_HUB_ERROR),
+				    .type = HP_META_STRING, .value = (const uint8_t *)why,
+				    .value_len = strlen(why) };
+	struct hp_response r = { .meta = { .entries = &me, .count = 1, .cap = 1 },
+				 .result = HP_RESULT_ERR, .error = code };
 	uint8_t buf[128];
 	struct hp_pc_enc e;
 
@@ -341,20 +455,13 @@ reply_error_code(struct guest *g, uint32_t req_id, uint32_t code, const char *me
 
 /* hub.register's refusal, by the shared error strings (services.h). */
 static int
-register_error(const uint8_t *res, size_t len)
+register_error(const char *why)
 {
-	struct hp_pc_dec d;
-	const char *why;
-	size_t n;
-
-	hp_pc_dec_init(&d, res, len);
-	if (hp_pc_get_str(&d, &why, &n) != 0)
-		return -EREMOTEIO;
-	if (n == strlen(HP_SVC_REG_TAKEN) && memcmp(why, HP_SVC_REG_TAKEN, n) == 0)
+	if (strcmp(why, HP_SVC_REG_TAKEN) == 0)
 		return -EEXIST;
-	if (n == strlen(HP_SVC_REG_TOO_MANY) && memcmp(why, HP_SVC_REG_TOO_MANY, n) == 0)
+	if (strcmp(why, HP_SVC_REG_TOO_MANY) == 0)
 		return -ENOSPC;
-	if (n == strlen(HP_SVC_REG_NOT_YOURS) && memcmp(why, HP_SVC_REG_NOT_YOURS, n) == 0)
+	if (strcmp(why, HP_SVC_REG_NOT_YOURS) == 0)
 		return -EPERM;
 	return -EREMOTEIO;
 }
@@ -411,8 +518,8 @@ register_method(struct guest *g, const char *name, const char *signature,
 				break;
 			}
 		}
-		if (rc == -EREMOTEIO)
-			rc = register_error(res, rlen < sizeof(res) ? rlen : sizeof(res));
+		if (rc == -EREMOTEIO || rc == -ECONNREFUSED)
+			rc = register_error((const char *)res);
 		return rc;
 	}
 	return 0;
@@ -499,6 +606,7 @@ on_request(struct guest *g, struct hp_msg_in *m)
 		ln->n_in++;
 	}
 	LG_LIST_PUSH(&g->active, c);
+	c->running = 1;
 	g->stats.calls_in++;
 	if (ln == NULL && me->chans)
 		note_channels(g, &me->sig, req.args, req.args_len);
@@ -542,8 +650,16 @@ on_response(struct guest *g, struct hp_msg_in *m)
 	}
 	if (call.nchans > 0)
 		lg_chan_answered(g, &call);
-	if (call.fn != NULL)	/* NULL: given up on (guest_call) */
-		call.fn(call.ctx, status_of(&r), r.value, r.value_len);
+	if (call.fn != NULL) {	/* NULL: given up on (guest_call) */
+		char text[LG_ERR_TEXT_MAX + 1];
+		size_t tlen = 0;
+		int status = status_of(&r, text, &tlen);
+
+		if (status == 0)
+			call.fn(call.ctx, 0, r.value, r.value_len);
+		else
+			call.fn(call.ctx, status, (const uint8_t *)text, tlen);
+	}
 	return 0;
 }
 

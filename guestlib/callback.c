@@ -4,6 +4,7 @@
  * in the loop that read its request (or later, when that loop may run
  * none), and guest_run and guest_service are the loop itself. */
 #include <errno.h>
+#include <unistd.h>
 
 #include "guestlib/internal.h"
 #include "proto/msg.h"
@@ -95,6 +96,7 @@ cb_handle(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 	if (g->deferring || g->later != NULL)	/* after those before it */
 		return lg_later(g, c, fn, ctx, args, len);
 	fn(c, args, len, ctx);
+	lg_call_ran(g, c);
 	return 0;
 }
 
@@ -151,11 +153,13 @@ cb_service_wait(struct guest *g, struct timeout *t)
 	return lg_serve(g, &did);
 }
 
-/* guest_run sees g->stop itself. */
+/* guest_run sees g->stop once its sleep ends (async-signal-safe). */
 static void
 cb_stop(struct guest *g)
 {
-	(void)g;
+	uint64_t one = 1;
+
+	(void)!write(g->wake_fd, &one, sizeof(one));
 }
 
 const struct lg_runtime lg_callback = {
@@ -177,7 +181,7 @@ guest_run(struct guest *g)
 {
 	int did, rc;
 
-	while (!g->stop) {
+	while (!hp_load_acquire_u32(&g->stop)) {
 		struct timeout forever = { -1, 0 };
 
 		if ((rc = lg_serve(g, &did)) != 0)

@@ -4,8 +4,11 @@
  * runtime) and detach, and the public entries to the loop, each handed to
  * the runtime in use. */
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +40,9 @@ wire(struct guest *g)
 	g->on_msg[HP_MSG_GOODBYE] = on_goodbye;	/* the host ended us */
 }
 
+static void	sigterm_install(struct guest *g);
+static void	sigterm_remove(struct guest *g);
+
 int
 guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 {
@@ -58,6 +64,7 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	}
 	g->seg.fd = -1;
 	g->epfd = -1;
+	g->wake_fd = -1;
 	g->out = (struct hp_idtab)HP_IDTAB_INIT(struct out_call);
 	g->later_tail = &g->later;
 	wire(g);
@@ -95,6 +102,13 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		*why = "the peer entry is not reserved for us (started by hand?)";
 		goto fail_unmap;
 	}
+	if ((g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		*why = "cannot make an eventfd";
+		rc = -errno;
+		guest_detach(g);
+		return rc;
+	}
+	g->ep.wake_fd = g->wake_fd;
 	g->hb_interval = g->seg.params.heartbeat_interval;
 	g->tick_every = TICK_MAX;
 	clock_beat(g);
@@ -107,6 +121,7 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		guest_detach(g);
 		return rc;
 	}
+	sigterm_install(g);
 	/* 7: tell the host we are here (r[shm.doorbell.signal]) */
 	hp_doorbell_signal(g->doorbell);
 	*gp = g;
@@ -194,13 +209,68 @@ guest_service_wait(struct guest *g, int timeout_ms)
 	return g->rt->service_wait(g, &t);
 }
 
+/* Async-signal-safe: an atomic store and a write(2) to an eventfd. */
 void
 guest_stop(struct guest *g)
 {
-	g->rt->lock(g);	/* a microthread of another processor may be serving */
-	g->stop = 1;
-	g->rt->unlock(g);
+	hp_store_release_u32(&g->stop, 1);
 	g->rt->stop(g);
+}
+
+/* SIGTERM (hubctl stop, restart, a hub that stops): guest_run returns 0,
+ * as on the hub's goodbye, and the guest detaches and exits; installed
+ * only over the default action, for the first guest attached. */
+static struct guest *_Atomic term_guest;
+
+static void
+on_sigterm(int sig)
+{
+	struct guest *g = atomic_load(&term_guest);
+	int saved = errno;
+
+	(void)sig;
+	if (g != NULL)
+		guest_stop(g);
+	errno = saved;
+}
+
+static void
+sigterm_install(struct guest *g)
+{
+	struct sigaction sa, old;
+	struct guest *none = NULL;
+
+	if (sigaction(SIGTERM, NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+	    (old.sa_flags & SA_SIGINFO))
+		return;		/* the application's choice */
+	if (!atomic_compare_exchange_strong(&term_guest, &none, g))
+		return;		/* another guest of this process has it */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigterm;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGTERM, &sa, NULL) != 0)
+		atomic_store(&term_guest, NULL);
+	else
+		g->term_handler = 1;
+}
+
+/* Back to the default action if the handler is still ours. */
+static void
+sigterm_remove(struct guest *g)
+{
+	struct sigaction sa, old;
+	struct guest *me = g;
+
+	if (!g->term_handler)
+		return;
+	if (sigaction(SIGTERM, NULL, &old) == 0 && old.sa_handler == on_sigterm) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+	atomic_compare_exchange_strong(&term_guest, &me, NULL);
 }
 
 void
@@ -219,12 +289,10 @@ guest_detach(struct guest *g)
 	lg_lanes_free(g);
 	lg_out_fail_all(g, -EPIPE);
 	lg_later_free(g);
-	while (g->active != NULL) {
-		struct guest_call *c = g->active;
-
-		g->active = c->next;
-		free(c);
-	}
+	lg_calls_free(g);
+	sigterm_remove(g);
+	if (g->wake_fd >= 0)
+		close(g->wake_fd);
 	hp_segment_close(&g->seg);
 	close(g->doorbell);
 	free(g->methods);

@@ -79,7 +79,8 @@ GUEST_API int guest_attach(int argc, char *const argv[], struct guest **gp,
  * unmapped, freed. */
 GUEST_API void guest_detach(struct guest *g);
 
-/* This guest's peer id and name as the host knows it. */
+/* This guest's peer id: the host's number for its entry (1 up to the
+ * hub's max_guests), not its name. */
 GUEST_API unsigned guest_peer_id(const struct guest *g);
 
 /* A method handler. args/len are the request's argument bytes (valid until
@@ -116,7 +117,11 @@ GUEST_API int guest_register(struct guest *g, const char *name,
  * arguments, and an item or result passed to a callback, point into the
  * slot and are valid until the callback returns. */
 
-/* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard. */
+/* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard.
+ * A call is answered once: a second answer (any of the three) sends
+ * nothing and returns -EALREADY, from the handler, its microthread or a
+ * callback after the handler returned (for the last, until the guest has
+ * answered 256 other calls since, when the call is freed). */
 GUEST_API int guest_reply(struct guest_call *c, const void *result, size_t len);
 GUEST_API int guest_reply_error(struct guest_call *c, const char *message);
 /* Answers Err(Cancelled): the reply to a call given up on after Cancel. */
@@ -126,11 +131,18 @@ GUEST_API int guest_reply_cancelled(struct guest_call *c);
 GUEST_API int guest_call_cancelled(const struct guest_call *c);
 GUEST_API struct guest *guest_call_guest(const struct guest_call *c);
 
-/* Outcome of a call: 0 Ok; -EREMOTEIO Err(User) (result holds the error
- * string); -ENOSYS unknown method; -EBADMSG invalid payload; -ECANCELED
- * cancelled; -ETIMEDOUT; -EPIPE the hub is gone; -ECONNABORTED the hub
- * ended this guest (guest_goodbye_reason); -EMSGSIZE result too big for
- * the buffer. */
+/* Outcome of a call: 0 Ok; -EREMOTEIO the callee's error (its handler
+ * answered guest_reply_error); -ECONNREFUSED the hub's own error, the
+ * callee never saw the call (its guest down or restarting, too many
+ * calls in flight, arguments too large for it, a host service's
+ * refusal); -ENOSYS unknown method; -EBADMSG invalid payload;
+ * -ECANCELED cancelled (by the callee, or the hub: the callee died);
+ * -ETIMEDOUT; -EPIPE the hub is gone; -ECONNABORTED the hub ended this
+ * guest (guest_goodbye_reason); -EMSGSIZE result too big for the buffer.
+ * For an error that came as an answer (-EREMOTEIO, -ECONNREFUSED,
+ * -ENOSYS, -EBADMSG, -ECANCELED), result is its text, decoded: len
+ * bytes (at most 1023) followed by a NUL, e.g. "no such key" or "guest
+ * kv is down"; for the others result is NULL and len 0. */
 typedef void (*guest_result_fn)(void *ctx, int status, const uint8_t *result,
 				size_t len);
 
@@ -144,9 +156,12 @@ GUEST_API int guest_call_async(struct guest *g, const char *method,
 GUEST_API int guest_cancel(struct guest *g, uint32_t call_id);
 
 /* Calls and waits up to timeout_ms (-1: forever) in all, for room to send
- * and for the answer, serving other traffic meanwhile. The result (or
- * error string) is copied to result[0..cap) and its length stored in
- * *result_len. */
+ * and for the answer, serving other traffic meanwhile. Ok: the result is
+ * copied to result[0..cap) and its length stored in *result_len
+ * (-EMSGSIZE if over cap: *result_len says how much it needs). An error
+ * with text (as for guest_result_fn): the text, cut to cap - 1 bytes,
+ * NUL-terminated, in result, its length (without the NUL) in
+ * *result_len. The same on a microthread. */
 GUEST_API int guest_call(struct guest *g, const char *method, const void *args,
 			 size_t len, void *result, size_t cap, size_t *result_len,
 			 int timeout_ms);
@@ -226,6 +241,15 @@ GUEST_API int guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes);
  * host broke the protocol, -ECONNABORTED if the hub ended this guest with
  * a Goodbye (r[shm.goodbye.payload]: see guest_goodbye_reason). */
 GUEST_API int guest_run(struct guest *g);
+/* Makes guest_run (or guest_run_mt) return 0 once the handler running,
+ * if any, has returned. Async-signal-safe: an atomic flag and a write(2)
+ * to an eventfd that ends the loop's sleep. hubd asks a guest to leave
+ * (hubctl stop or restart) with SIGTERM, then SIGKILL after stop_grace:
+ * guest_attach installs a SIGTERM handler that calls guest_stop, so the
+ * guest detaches and exits 0, a clean stop, not a crash. It does so only
+ * if SIGTERM has its default action (to keep SIGTERM, install your own
+ * handler, or SIG_IGN, before guest_attach), for the first guest of the
+ * process; guest_detach restores the default. */
 GUEST_API void guest_stop(struct guest *g);
 
 /* The reason the hub gave when it ended this guest (the spec rule it

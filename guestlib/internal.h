@@ -30,6 +30,8 @@
 #include "proto/sig.h"
 
 #define GOODBYE_MAX	255	/* bytes of the hub's Goodbye reason kept */
+#define LG_ERR_TEXT_MAX	1023	/* bytes of a call's error text given */
+#define LG_DONE_KEPT	256	/* answered calls kept after their handler */
 #define TICK_MAX	64	/* messages per clock read at most (heartbeat) */
 
 struct method {
@@ -260,6 +262,8 @@ struct guest_call {
 	struct guest	*g;
 	uint32_t	req_id;
 	int		cancelled;
+	uint8_t		answered;	/* a second answer is -EALREADY */
+	uint8_t		running;	/* its handler has not returned */
 	struct lg_lane	*lane;		/* came over it, NULL: from the hub */
 	int		lane_gone;	/* ... and it closed: the answer is dropped */
 	uint8_t		nchans;		/* its channels in the lane's table */
@@ -296,7 +300,12 @@ struct guest {
 	uint32_t		nmethods;
 	struct hp_idtab		out;		/* struct out_call by request id */
 	uint32_t		next_req;
-	struct guest_call	*active;
+	struct guest_call	*active;		/* calls not answered yet */
+	struct guest_call	*answered;	/* answered, their handler running */
+	struct guest_call	*done[LG_DONE_KEPT];	/* answered last, freed in
+						 * turn: a late second answer
+						 * finds its call */
+	uint32_t		done_pos;
 	struct lg_later		*later;		/* handlers to run, oldest first */
 	struct lg_later		**later_tail;
 	uint32_t		nlater;
@@ -304,7 +313,9 @@ struct guest {
 	uint8_t			deferring;	/* lg_serve_ends: requests wait */
 	struct lg_chans		chans;		/* the hub's table */
 	uint32_t		chan_serial;	/* channels passed over lanes */
-	int			stop;
+	hp_atomic_u32		stop;		/* guest_stop: from a signal handler too */
+	int			wake_fd;	/* eventfd: guest_stop ends a sleep */
+	int			term_handler;	/* guest_attach installed SIGTERM's */
 	int			dead;		/* 0, or why the loop must end */
 	uint32_t		ticks;		/* messages until the next clock read */
 	uint32_t		tick_every;	/* messages per clock read, 1..TICK_MAX */
@@ -411,6 +422,10 @@ extern const struct lg_runtime lg_callback;
 /* call.c */
 /* Fills the dispatch table's Request, Response and Cancel. */
 void	lg_call_wire(struct guest *g);
+/* c's handler has returned (the runtime's, after it ran it). */
+void	lg_call_ran(struct guest *g, struct guest_call *c);
+/* Frees every call (detach). */
+void	lg_calls_free(struct guest *g);
 void	lg_out_fail_all(struct guest *g, int status);
 
 /* lane.c */

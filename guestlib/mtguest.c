@@ -53,10 +53,11 @@ worker_main(void *arg)
 {
 	struct lg_req *r = arg;
 	struct lg_worker w = { .mt = mt_self() };
-	struct guest *g = r->call->g;	/* before the handler frees the call */
+	struct guest *g = r->call->g;
 
 	for (;;) {
 		r->fn(r->call, r->args, r->len, r->ctx);
+		lg_call_ran(g, r->call);
 		lg_mt_lock(g);
 		req_free(g, r);
 		if (g->mt->nidle >= IDLE_MAX) {
@@ -350,7 +351,7 @@ io_poll(void *arg)
 		lg_tick(g);	/* the heartbeat, while microthreads keep busy */
 	if (g->mt->blocked != NULL)
 		lg_mt_wake_ready(g);
-	if (rc == 0 && g->stop)
+	if (rc == 0 && hp_load_acquire_u32(&g->stop))
 		rc = -ESHUTDOWN;	/* guest_stop */
 	lg_mt_unlock(g);
 	return rc < 0 ? rc : did;
@@ -361,7 +362,7 @@ io_ready(void *arg)
 {
 	struct guest *g = arg;
 
-	if (atomic_load(&g->mt->kicked) || g->stop)
+	if (atomic_load(&g->mt->kicked) || hp_load_acquire_u32(&g->stop))
 		return 1;
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
 		return 1;
@@ -528,11 +529,13 @@ mt_service_wait(struct guest *g, struct timeout *t)
 	return lg_callback.service_wait(g, t);
 }
 
+/* The service's next poll ends the runtime (io_poll): only a kick here,
+ * which is async-signal-safe. */
 static void
 mt_stop(struct guest *g)
 {
 	if (g->mt != NULL)
-		mt_rt_stop(g->mt->rt);
+		io_kick(g);
 }
 
 static const struct lg_runtime lg_microthreads = {

@@ -46,6 +46,7 @@ run_later(struct guest *g)
 	g->nlater--;
 	g->later_bytes -= l->len;
 	l->fn(l->call, l->args, l->len, l->ctx);
+	lg_call_ran(g, l->call);
 	free(l);
 	return 1;
 }
@@ -206,7 +207,7 @@ lg_rx_ready(void *arg)
 
 	/* the heartbeat is lg_wait_rx's timeout: no clock read per spin */
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0 ||
-	    g->later != NULL)
+	    g->later != NULL || hp_load_relaxed_u32(&g->stop))
 		return 1;
 	return lg_traffic(g);
 }

@@ -22,6 +22,7 @@ init_common(struct hp_endpoint *ep, const struct hp_segment *seg)
 	ep->lim.max_payload_size = seg->params.max_payload_size;
 	ep->lim.max_channels = seg->params.max_channels;
 	ep->free_word = UINT32_MAX;
+	ep->wake_fd = -1;
 }
 
 /* Both ends use the shared variable pool: bigger payloads, and every

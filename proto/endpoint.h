@@ -53,6 +53,8 @@ struct hp_endpoint {
 	struct hp_wait_group	*group;		/* sleeps with these, NULL: alone */
 	int			hung;		/* in a group: its doorbell hung up */
 	int			woke;		/* its last wait slept and was woken */
+	int			wake_fd;	/* readable: also ends hp_endpoint_wait's
+						 * sleep (drained), -1: none */
 	struct hp_ring		tx;
 	struct hp_ring		rx;
 	struct hp_slot_pool	tx_pool;	/* payloads this end sends */

@@ -139,7 +139,7 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		hp_endpoint_set_awake(ep, 0);
 		r = var_wait ? var_sleep(ep, vseen, ms) :
 		    word != NULL ? spec_sleep(ep, word, seen, waits, ms) :
-		    hp_endpoint_sleep(ep, -1, ms);
+		    hp_endpoint_sleep(ep, ep->wake_fd, ms);
 		hp_endpoint_set_awake(ep, 1);
 		hp_endpoint_cancel(ep);
 		if (r == -EPIPE)

@@ -34,7 +34,7 @@ START_TEST(test_answer_too_big_is_an_error)
 	/* max_payload_size 65532: a request of 1 + 3 + 65528 bytes fits,
 	 * the answer (1 + 1 + 3 + 65528) does not */
 	expect_call("prober.ping", "65528",
-		    "error: user: the answer is larger than the caller's max_payload_size\n");
+		    "error: hub: the answer is larger than the caller's max_payload_size\n");
 	expect_call("prober.ping", "65527", "ok 65527\n");
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
@@ -69,7 +69,7 @@ START_TEST(test_restarting_guest_says_so)
 	/* a guest's call */
 	out = hubctl(&hub, &err, "call", "prober.route", "echo.echo", "hi", (char *)NULL) == 0 ?
 	    err : NULL;
-	ck_assert_msg(out != NULL && strstr(out, "error: user") != NULL, "route: %s", err);
+	ck_assert_msg(out != NULL && strstr(out, "error: hub") != NULL, "route: %s", err);
 	free(err);
 	/* hubctl's: exit 1, the reason as the error's JSON */
 	rc = hubctl(&hub, &out, "-j", "call", "echo.echo", "hi", (char *)NULL);

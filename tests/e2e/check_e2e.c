@@ -164,9 +164,87 @@ START_TEST(test_guest_to_guest_routing)
 	expect_ctl(0, "error: unknown method\n", "call", "prober.route", "no.such", "x", NULL);
 	/* hub.signature from a guest: known, and Err User for an unknown name */
 	expect_ctl(0, "str,str->str\n", "call", "prober.route", "hub.signature", "prober.route", NULL);
-	expect_ctl(0, "error: user\n", "call", "prober.route", "hub.signature", "no.such", NULL);
+	expect_ctl(0, "error: hub\n", "call", "prober.route", "hub.signature", "no.such", NULL);
 	expect_ctl(0, "error: invalid payload\n", "call", "prober.invalid", NULL);
 	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
+	stop_clean();
+}
+END_TEST
+
+/* A call's error reaches the caller as text, the same from guest_call
+ * and guest_call_async; the callee's (guest_reply_error: user) apart from
+ * the hub's own (hub). */
+START_TEST(test_error_text)
+{
+	double until;
+
+	hub_start_up(&hub, NULL, STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
+		     "kv,prober");
+	ck_assert(hub_wait_method(&hub, "kv.get,prober.why") == 0);
+	expect_ctl(0, "user: no such key | user: no such key\n",
+		   "call", "prober.why", "kv.get", "nokey", NULL);
+	expect_ctl(0, "unknown method: no such method | unknown method: no such method\n",
+		   "call", "prober.why", "no.such", "x", NULL);
+	expect_ctl(0, "hub: no such method: no.such | hub: no such method: no.such\n",
+		   "call", "prober.why", "hub.signature", "no.such", NULL);
+	/* the callee stopped: hubd answers for it */
+	expect_ctl(0, NULL, "stop", "kv", NULL);
+	until = now_s() + 10;
+	while (strcmp(hub_peer_state(&hub, "kv"), "stopped") != 0 && now_s() < until)
+		sleep_ms(20);
+	expect_ctl(0, "hub: guest kv is down | hub: guest kv is down\n",
+		   "call", "prober.why", "kv.get", "nokey", NULL);
+	stop_clean();
+}
+END_TEST
+
+/* A second answer to a call is refused (-EALREADY), from the handler
+ * and from a callback after it returned; the guest serves on. */
+START_TEST(test_second_answer_is_refused)
+{
+	pid_t pid;
+
+	hub_start_up(&hub, NULL, "[guest prober]\nexec = @/tests/guests/prober\n", "prober");
+	ck_assert(hub_wait_method(&hub, "prober.twice") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	expect_ctl(0, "first\n", "call", "prober.twice", "0", NULL);
+	expect_ctl(0, "EALREADY EALREADY\n", "call", "prober.twice_rc", NULL);
+	expect_ctl(1, NULL, "call", "prober.twice", "1", NULL);
+	expect_ctl(0, "EALREADY EALREADY\n", "call", "prober.twice_rc", NULL);
+	expect_ctl(0, "first\n", "call", "prober.twice", "2", NULL);
+	expect_ctl(0, "EALREADY EALREADY\n", "call", "prober.twice_rc", NULL);
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "pid"), pid);
+	stop_clean();
+}
+END_TEST
+
+/* hubctl stop of a C guest: libguest takes SIGTERM for a clean detach
+ * (guest_run returns 0), the example exits 0, and hubd records an exit
+ * with status 0, not a crash by signal 15; the same on microthreads. */
+START_TEST(test_sigterm_is_a_clean_detach)
+{
+	static const char *const names[] = { "echo", "fanout" };
+
+	hub_start_up(&hub, NULL, STD_GUESTS "[guest fanout]\nexec = @/guests/fanout\n",
+		     "echo,fanout");
+	for (int i = 0; i < 2; i++) {
+		json_object *p, *deaths, *d;
+		double until = now_s() + 10;
+
+		expect_ctl(0, NULL, "stop", names[i], NULL);
+		while (strcmp(hub_peer_state(&hub, names[i]), "down") != 0 && now_s() < until)
+			sleep_ms(20);
+		ck_assert_str_eq(hub_peer_state(&hub, names[i]), "down");
+		ck_assert_ptr_nonnull(p = hub_peer(&hub, names[i]));
+		ck_assert(json_object_object_get_ex(p, "deaths", &deaths));
+		ck_assert_int_eq(json_object_array_length(deaths), 1);
+		d = json_object_array_get_idx(deaths, 0);
+		ck_assert_msg(strcmp(json_object_get_string(json_get(d, "reason")), "exited") == 0 &&
+			      json_object_get_int(json_get(d, "status")) == 0,
+			      "%s: %s", names[i], json_object_to_json_string(d));
+		ck_assert_int_eq(hub_peer_int(&hub, names[i], "restarts"), 0);
+		json_object_put(p);
+	}
 	stop_clean();
 }
 END_TEST
@@ -361,11 +439,14 @@ START_TEST(test_spec_only_guest_is_woken)
 	/* r[shm.wakeup.consumer-wait]: it sleeps in futex_wait on its ring
 	 * head for 60 s; only the host's futex_wake gets the answer in time */
 	hub_start_up(&hub, "heartbeat_interval = 0\n",
-	    "[guest spec]\nexec = @/tests/guests/specguest\n",
-	      "spec");
-	ck_assert(hub_wait_method(&hub, "spec.echo") == 0);
+	    "[guest spec]\nexec = @/tests/guests/specguest\n"
+	    "[guest prober]\nexec = @/tests/guests/prober\n", "spec,prober");
+	ck_assert(hub_wait_method(&hub, "spec.echo,prober.why") == 0);
 	expect_ctl(0, "woken\n", "call", "spec.echo", "woken", NULL);
 	expect_ctl(0, "again\n", "call", "spec.echo", "again", NULL);
+	/* a guest's error that claims to be the hub's is the guest's */
+	expect_ctl(0, "user: forged | user: forged\n", "call", "prober.why", "spec.echo",
+		   "forge", NULL);
 	stop_clean();
 }
 END_TEST
@@ -476,6 +557,9 @@ suite_e2e(void)
 	tcase_add_test(tc, test_guests_attach_and_answer);
 	tcase_add_test(tc, test_errors_for_bad_calls);
 	tcase_add_test(tc, test_guest_to_guest_routing);
+	tcase_add_test(tc, test_error_text);
+	tcase_add_test(tc, test_second_answer_is_refused);
+	tcase_add_test(tc, test_sigterm_is_a_clean_detach);
 	tcase_add_test(tc, test_polled_guest_and_inherited_fds);
 	tcase_add_test(tc, test_one_mib_payload);
 	tcase_add_test(tc, test_stream_with_small_credit);

@@ -459,7 +459,7 @@ START_TEST(test_microthreads_over_a_lane)
 	expect("ok", "m1.open_later", "1000", "300", NULL);
 	out = call("m2.fanopen", "300", "m1", "false");
 	ck_assert_msg(strncmp(out, "error: ", 7) == 0 &&
-		      strstr(out, "of 300 ok, first: user") != NULL, "fanopen past the limit: '%s'",
+		      strstr(out, "of 300 ok, first: hub") != NULL, "fanopen past the limit: '%s'",
 		      out);
 	free(out);
 	expect("ok 10", "m2.fanopen", "10", "m1", "true");

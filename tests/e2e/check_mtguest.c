@@ -125,7 +125,7 @@ START_TEST(test_calls_in_flight_limit_answers_an_error)
 	start(1, "calls_in_flight = 100\n");
 	expect("m1.open_later", "1000", "300", "ok");
 	out = call3(0, "m2.fanopen", "300", "m1", "false");
-	ck_assert_msg(strncmp(out, "error: ", 7) == 0 && strstr(out, "of 300 ok, first: user") != NULL,
+	ck_assert_msg(strncmp(out, "error: ", 7) == 0 && strstr(out, "of 300 ok, first: hub") != NULL,
 		      "fanopen past the limit: '%s'", out);
 	free(out);
 	expect("m2.call", "echo.echo", "still here", "still here");
@@ -224,7 +224,7 @@ START_TEST(test_hub_channels_as_runtime_channels)
 	expect("m1.push", "3000000", NULL, "ok 3000000");
 	expect("m1.pull", "1", "0", "ok 1");
 	/* the reader closes early: hub.source hears of it and gives up */
-	expect("m1.pull", "100000000", "300000", "stopped: user");
+	expect("m1.pull", "100000000", "300000", "stopped: hub");
 	expect("m1.pull", "200000", "0", "ok 200000");
 	expect("m1.push", "1", NULL, "ok 1");
 	none_restarted();
@@ -233,6 +233,23 @@ START_TEST(test_hub_channels_as_runtime_channels)
 END_TEST
 
 Suite *suite_mtguest(void);
+/* A second answer from a microthread handler, or from a callback after
+ * it returned, is refused (-EALREADY): the guest serves on. */
+START_TEST(test_second_answer_is_refused)
+{
+	start(_i + 1, NULL);
+	ck_assert(hub_wait_method(&hub, "m1.twice,m1.twice_rc") == 0);
+	expect("m1.twice", "0", NULL, "first");
+	expect("m1.twice_rc", NULL, NULL, "EALREADY EALREADY");
+	free(call(1, "m1.twice", "1", NULL));
+	expect("m1.twice_rc", NULL, NULL, "EALREADY EALREADY");
+	expect("m1.twice", "2", NULL, "first");
+	expect("m1.twice_rc", NULL, NULL, "EALREADY EALREADY");
+	none_restarted();
+	stop();
+}
+END_TEST
+
 Suite *
 suite_mtguest(void)
 {
@@ -250,6 +267,7 @@ suite_mtguest(void)
 	tcase_add_test(tc, test_processors_from_the_config);
 	tcase_add_loop_test(tc, test_crashing_handler_restarts_the_guest, 0, 2);
 	tcase_add_loop_test(tc, test_hub_channels_as_runtime_channels, 0, 2);
+	tcase_add_loop_test(tc, test_second_answer_is_refused, 0, 2);
 	suite_add_tcase(s, tc);
 	/* the guest's lock, its service and its microthreads on two
 	 * processors under ThreadSanitizer (make check-tsan builds the

@@ -284,7 +284,7 @@ START_TEST(test_producer_crash_resets_the_receiver)
 	c = consume("prod.produce", "300", "1000", "0", "0", "0");
 	expect_complete(&c, 300);
 	out = call(0, "cons.badchan", "prod.produce", "2", NULL, NULL, NULL, NULL);
-	ck_assert_msg(strncmp(out, "error: user: ", 13) == 0, "%s", out);
+	ck_assert_msg(strncmp(out, "error: hub: ", 12) == 0, "%s", out);
 	free(out);
 	assert_idle();
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -430,7 +430,7 @@ START_TEST(test_bad_channel_is_refused)
 	json_object_put(o);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		out = call(0, "cons.badchan", "prod.produce", bad[i], NULL, NULL, NULL, NULL);
-		ck_assert_msg(strcmp(out, "error: user: the channel argument must be a channel "
+		ck_assert_msg(strcmp(out, "error: hub: the channel argument must be a channel "
 				     "the caller opened to receive on (odd id, open, not in "
 				     "use)") == 0, "channel %s: %s", bad[i], out);
 		free(out);
@@ -443,7 +443,7 @@ START_TEST(test_bad_channel_is_refused)
 	assert_idle();
 	/* the same channel in a second call while the first streams on it */
 	out = call(0, "cons.dupchan", "prod.produce", NULL, NULL, NULL, NULL, NULL);
-	ck_assert_msg(strncmp(out, "error: user: the channel argument must be", 41) == 0 &&
+	ck_assert_msg(strncmp(out, "error: hub: the channel argument must be", 40) == 0 &&
 		      strstr(out, "; first: ok 50 items=50 bad=0") != NULL, "%s", out);
 	free(out);
 	assert_idle();

@@ -73,6 +73,7 @@ kind(int rc)
 	case -ENOSYS: return "unknown method";
 	case -ETIMEDOUT: return "timeout";
 	case -EREMOTEIO: return "user";
+	case -ECONNREFUSED: return "hub";
 	case -ECANCELED: return "cancelled";
 	default: return strerror(-rc);
 	}
@@ -562,6 +563,8 @@ main(int argc, char *argv[])
 {
 	static const struct tg_method methods[] = {
 		{ "wait", "->str", wait_gate },
+		{ "twice", "u64->str", tg_twice },
+		{ "twice_rc", "->str", tg_twice_rc },
 		{ "open", "u64->str", open_gate },
 		{ "open_later", "u64,u64->str", open_later },
 		{ "fanopen", "u64,str,bool->str", fanopen },
@@ -585,6 +588,7 @@ main(int argc, char *argv[])
 	prefix = tg_prefix(argc, argv, "mtp");
 	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
 		errx(1, "%s", why);
+	tg_twice_g = g;
 	if (guest_mtchan_new(1, 1u << 20, &gate) != 0)
 		errx(1, "no gate");
 	tg_register(g, prefix, methods, sizeof(methods) / sizeof(methods[0]));

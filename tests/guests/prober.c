@@ -62,6 +62,7 @@ kind(int rc)
 	case -ECANCELED: return "cancelled";
 	case -ETIMEDOUT: return "timeout";
 	case -EREMOTEIO: return "user";
+	case -ECONNREFUSED: return "hub";
 	default: return strerror(-rc);
 	}
 }
@@ -118,6 +119,69 @@ route(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	}
 	snprintf(text, sizeof(text), "error: %s", rc == 0 ? "result is not a str" : kind(rc));
 	reply_str(c, text, strlen(text));
+}
+
+/* "KIND: TEXT" for a call's error (the text libguest gives, which must
+ * end with a NUL), "ok" for none. */
+static void
+why_text(char *text, size_t cap, int rc, const uint8_t *res, size_t len)
+{
+	if (rc == 0)
+		snprintf(text, cap, "ok");
+	else if (res == NULL)
+		snprintf(text, cap, "%s", kind(rc));
+	else if (res[len] != '\0' || strlen((const char *)res) != len)
+		snprintf(text, cap, "%s: text not NUL-terminated", kind(rc));
+	else
+		snprintf(text, cap, "%s: %s", kind(rc), (const char *)res);
+}
+
+struct why {
+	struct guest_call	*c;
+	char			text[300];
+};
+
+static void
+why_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct why *w = ctx;
+	size_t n = strlen(w->text);
+
+	snprintf(w->text + n, sizeof(w->text) - n, " | ");
+	n = strlen(w->text);
+	why_text(w->text + n, sizeof(w->text) - n, status, result, len);
+	reply_str(w->c, w->text, strlen(w->text));
+	free(w);
+}
+
+/* prober.why METHOD ARG: how a call of METHOD with the str ARG fails,
+ * "KIND: TEXT" from guest_call and then from guest_call_async. */
+static void
+why(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *m, *a;
+	size_t mn, an, pos = 0, rlen = 0;
+	char method[128];
+	uint8_t arg[512], res[512];
+	struct why *w;
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 || mn >= sizeof(method) ||
+	    guest_pc_get_str(args, len, &pos, &a, &an) != 0 || an > 400 ||
+	    (w = malloc(sizeof(*w))) == NULL) {
+		guest_reply_error(c, "why takes a method and a string");
+		return;
+	}
+	memcpy(method, m, mn);
+	method[mn] = '\0';
+	pos = 0;
+	guest_pc_put_str(arg, sizeof(arg), &pos, a, an);
+	rc = guest_call(g, method, arg, pos, res, sizeof(res), &rlen, 10000);
+	w->c = c;
+	why_text(w->text, sizeof(w->text), rc, rc != 0 && rlen > 0 ? res : NULL, rlen);
+	if ((rc = guest_call_async(g, method, arg, pos, why_done, w, NULL)) != 0)
+		why_done(w, rc, NULL, 0);
 }
 
 static void
@@ -466,9 +530,8 @@ static void
 ping(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	uint64_t n;
-	size_t pos = 0, rlen = 0, mn;
+	size_t pos = 0, rlen = 0;
 	uint8_t *arg = NULL, *res = NULL;
-	const char *m;
 	char text[256];
 	int rc;
 
@@ -482,11 +545,10 @@ ping(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	pos = 0;
 	guest_pc_put_str(arg, n + 16, &pos, (const char *)res, n);
 	rc = guest_call(g, "hub.ping", arg, pos, res, n + 16, &rlen, 10000);
-	pos = 0;
 	if (rc == 0)
 		snprintf(text, sizeof(text), "ok %llu", (unsigned long long)n);
-	else if (rc == -EREMOTEIO && guest_pc_get_str(res, rlen, &pos, &m, &mn) == 0)
-		snprintf(text, sizeof(text), "error: user: %.*s", (int)(mn > 200 ? 200 : mn), m);
+	else if (rc == -EREMOTEIO || rc == -ECONNREFUSED)
+		snprintf(text, sizeof(text), "error: %s: %.200s", kind(rc), (char *)res);
 	else
 		snprintf(text, sizeof(text), "error: %s", kind(rc));
 	reply_str(c, text, strlen(text));
@@ -509,7 +571,10 @@ main(int argc, char *argv[])
 {
 	static const struct tg_method methods[] = {
 		{ "route", "str,str->str", route },
+		{ "twice", "u64->str", tg_twice },
+		{ "twice_rc", "->str", tg_twice_rc },
 		{ "route_timeout", "str,u64->str", route_timeout },
+		{ "why", "str,str->str", why },
 		{ "invalid", "->str", invalid },
 		{ "concurrent", "u64->u64", concurrent },
 		{ "big", "u64->u64", big },
@@ -528,6 +593,7 @@ main(int argc, char *argv[])
 	list_fds();
 	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
 		errx(1, "%s", why);
+	tg_twice_g = g;
 	tg_register(g, tg_prefix(argc, argv, "prober"), methods,
 		    sizeof(methods) / sizeof(methods[0]));
 	rc = tg_run(g, argc, argv);

@@ -2,7 +2,8 @@
 /* specguest: a guest written from the spec alone, without our extensions
  * (it never sets guest_features). It registers spec.echo, then sleeps the
  * spec's way, futex_wait on its ring's head (r[shm.wakeup.consumer-wait]),
- * so it is only woken if the host wakes that futex. */
+ * so it is only woken if the host wakes that futex. Asked to echo
+ * "forge", it answers an error that claims to be the hub's. */
 #include <err.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -88,6 +89,15 @@ main(int argc, char *argv[])
 		r.inline_payload[1] = 0;			/* Ok */
 		memcpy(r.inline_payload + 2, d.inline_payload + 1, n - 1);
 		r.payload_len = n + 1;
+		if (n == 7 && memcmp(d.inline_payload + 1, "\x05" "forge", 6) == 0) {
+			/* Err(User("forged")) with the metadata hubd gives its
+			 * own errors: hubd must not pass that on */
+			static const uint8_t forged[] = "\x01\x09" "hub.error" "\x00\x06"
+				"forged" "\x01\x00\x06" "forged";
+
+			memcpy(r.inline_payload, forged, sizeof(forged) - 1);
+			r.payload_len = sizeof(forged) - 1;
+		}
 		while (hp_ring_enqueue(&tx, &r) == -EAGAIN)
 			hp_futex_wait(&v.entry->g2h_tail, hp_load_acquire_u32(&v.entry->g2h_tail), &ts);
 		hp_futex_wake(&v.entry->g2h_head, 1);

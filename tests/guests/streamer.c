@@ -241,14 +241,14 @@ on_end(void *ctx, int status)
 static void
 outcome(char *text, size_t cap, int rc, const uint8_t *res, size_t rlen)
 {
-	const char *s;
-	size_t n, pos = 0;
+	size_t pos = 0;
 	uint64_t v;
 
 	if (rc == 0 && guest_pc_get_u64(res, rlen, &pos, &v) == 0)
 		snprintf(text, cap, "ok %llu", (unsigned long long)v);
-	else if (rc == -EREMOTEIO && guest_pc_get_str(res, rlen, &pos, &s, &n) == 0)
-		snprintf(text, cap, "error: user: %.*s", (int)(n > 200 ? 200 : n), s);
+	else if (rc == -EREMOTEIO || rc == -ECONNREFUSED)
+		snprintf(text, cap, "error: %s: %.*s", rc == -EREMOTEIO ? "user" : "hub",
+			 (int)(rlen > 200 ? 200 : rlen), (const char *)res);
 	else if (rc == -ECANCELED)
 		snprintf(text, cap, "error: cancelled");
 	else

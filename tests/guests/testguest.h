@@ -75,4 +75,84 @@ tg_str_is(const uint8_t *res, size_t len, const char *text, size_t n)
 	    memcmp(s, text, n) == 0;
 }
 
+/* PREFIX.twice MODE answers its call twice: the first answer "first"
+ * (mode 0, 2: Ok; 1: an error), the second an error (0, 2) or Ok (1);
+ * mode 2 from a callback, after the handler returned. PREFIX.twice_rc
+ * says what the second answer returned ("EALREADY" is right). Each
+ * needs the guest in tg_twice_g. */
+static struct guest *tg_twice_g;
+static char tg_twice_rc_text[64] = "none";
+
+static inline void
+tg_twice_second(struct guest_call *c, uint64_t mode)
+{
+	uint8_t res[16];
+	size_t pos = 0;
+	int rc, rc2;
+
+	guest_pc_put_str(res, sizeof(res), &pos, "second", 6);
+	if (mode == 1)
+		rc = guest_reply(c, res, pos);
+	else
+		rc = guest_reply_error(c, "second");
+	rc2 = guest_reply_cancelled(c);
+	snprintf(tg_twice_rc_text, sizeof(tg_twice_rc_text), "%s %s",
+		 rc == -EALREADY ? "EALREADY" : strerror(-rc),
+		 rc2 == -EALREADY ? "EALREADY" : strerror(-rc2));
+}
+
+static inline void
+tg_twice_answer(struct guest_call *c, uint64_t mode)
+{
+	uint8_t res[16];
+	size_t pos = 0;
+
+	guest_pc_put_str(res, sizeof(res), &pos, "first", 5);
+	if (mode == 1)
+		guest_reply_error(c, "first");
+	else
+		guest_reply(c, res, pos);
+	tg_twice_second(c, mode);
+}
+
+static inline void
+tg_twice_later(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	(void)status;
+	(void)result;
+	(void)len;
+	tg_twice_answer(ctx, 2);
+}
+
+static inline void
+tg_twice(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static const uint8_t empty[1] = { 0 };	/* hub.ping's empty bytes */
+	uint64_t mode;
+	size_t pos = 0;
+
+	(void)ctx;
+	snprintf(tg_twice_rc_text, sizeof(tg_twice_rc_text), "pending");
+	if (guest_pc_get_u64(args, len, &pos, &mode) != 0 || mode > 2)
+		guest_reply_error(c, "twice takes 0, 1 or 2");
+	else if (mode < 2)
+		tg_twice_answer(c, mode);
+	else if (guest_call_async(tg_twice_g, "hub.ping", empty, sizeof(empty),
+				  tg_twice_later, c, NULL) != 0)
+		guest_reply_error(c, "hub.ping did not go");
+}
+
+static inline void
+tg_twice_rc(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t res[80];
+	size_t pos = 0;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_pc_put_str(res, sizeof(res), &pos, tg_twice_rc_text, strlen(tg_twice_rc_text));
+	guest_reply(c, res, pos);
+}
+
 #endif

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 """Signatures and postcard values, without a hub: the bytes must be those
 proto/postcard.c and proto/sig.c read and write."""
+import errno
+
 import pytest
 
 import hubguest
@@ -85,12 +87,16 @@ def test_arguments_named_in_errors():
 
 
 def test_errors_are_hubguest_errors():
-    for cls in (hubguest.RemoteError, hubguest.UnknownMethod, hubguest.Timeout,
+    for cls in (hubguest.RemoteError, hubguest.HubError, hubguest.UnknownMethod, hubguest.Timeout,
                 hubguest.HubGone, hubguest.Ended, hubguest.ChannelClosed, hubguest.AttachError):
         assert issubclass(cls, hubguest.Error)
     assert issubclass(hubguest.Timeout, TimeoutError)
     e = hubguest.RemoteError("a.b", "ValueError: x")
     assert e.message == "ValueError: x" and e.method == "a.b" and str(e) == "a.b: ValueError: x"
+    # the hub's errors apart from the callee's
+    e = hubguest.HubError("a.b", "guest a is down")
+    assert isinstance(e, hubguest.CallError) and not isinstance(e, hubguest.RemoteError)
+    assert e.code == -errno.ECONNREFUSED and e.message == "guest a is down"
 
 
 def test_attach_without_a_ticket(monkeypatch):

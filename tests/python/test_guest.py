@@ -54,6 +54,9 @@ def test_register_only_its_names(hub):
     rc, _, _ = hub.ctl("stop", "echo")
     assert rc == 0
     assert hub.ok("py.register", "echo.echo").startswith(eperm % "echo.echo")
+    # a call of a stopped guest's method: the hub's error, not the callee's
+    hub.wait(lambda: hub.peer("echo")["state"] == "down", "echo down")
+    assert hub.ok("py.callany", "echo.echo", "x") == "HubError: echo.echo: guest echo is down"
     assert hub.ok("py.register", "nobody.x").startswith(eperm % "nobody.x")
     assert "guest pyguest: may not register nobody.x" in hub.log()
 

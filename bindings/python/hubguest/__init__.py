@@ -23,8 +23,9 @@ it attaches, registers methods, and serves calls until hubd stops it:
 Types: str <-> str, bytes <-> bytes, u64 and i64 <-> int, bool <-> bool,
 unit <-> None; a chan<T> argument reaches a handler as a Sender. A handler
 that raises answers Err "ExcType: message" (its traceback on stderr) and
-the guest serves on. A call that fails raises a CallError (RemoteError,
-UnknownMethod, Timeout, ...), HubGone or Ended: all are hubguest.Error.
+the guest serves on. A call that fails raises a CallError (RemoteError:
+the callee's error, HubError: the hub's, UnknownMethod, Timeout, ...),
+HubGone or Ended: all are hubguest.Error.
 
 asyncio: async def handlers, await g.call_async(...), async for over
 g.stream(...), and await g.serve() to serve inside a running loop.
@@ -35,7 +36,7 @@ hubguest.testing has a throwaway hub for a plugin's tests."""
 
 from .codec import Chan, Signature, decode, encode
 from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Error,
-                     HubGone, InvalidPayload, PayloadTooLarge, RemoteError, Timeout,
+                     HubError, HubGone, InvalidPayload, PayloadTooLarge, RemoteError, Timeout,
                      UnknownMethod, UserError)
 from .guest import CHANNEL, Call, Guest, Sender, Stream, attach
 
@@ -43,7 +44,7 @@ __version__ = "0.3.0"
 
 __all__ = [
     "attach", "Guest", "Call", "Stream", "Sender", "CHANNEL", "Signature", "Chan",
-    "encode", "decode", "Error", "AttachError", "CallError", "RemoteError",
+    "encode", "decode", "Error", "AttachError", "CallError", "RemoteError", "HubError",
     "UnknownMethod", "InvalidPayload", "Cancelled", "Timeout", "PayloadTooLarge",
     "HubGone", "Ended", "ChannelClosed", "UserError",
 ]

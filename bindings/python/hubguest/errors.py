@@ -33,11 +33,20 @@ class CallError(Error):
 
 class RemoteError(CallError):
     """The method answered Err: .message is its error text (for a Python
-    handler that raised, "ExcType: message"), or the hub's when it
-    answered for the method (guest restarting, too many calls...)."""
+    handler that raised, "ExcType: message")."""
 
     def __init__(self, method, message):
         super().__init__("%s: %s" % (method, message), -errno.EREMOTEIO, method)
+        self.message = message
+
+
+class HubError(CallError):
+    """The hub answered for the method, which never saw the call (its
+    guest down or restarting, too many calls in flight, the arguments too
+    large for it, a host service's refusal): .message is the hub's text."""
+
+    def __init__(self, method, message):
+        super().__init__("%s: %s" % (method, message), -errno.ECONNREFUSED, method)
         self.message = message
 
 
@@ -92,10 +101,12 @@ def describe(code):
 
 def call_error(method, code, text=None, reason=None):
     """The exception for a call of method that ended with libguest status
-    code (guest_result_fn's statuses); text is the error string of an
-    Err(User), reason the Goodbye's for -ECONNABORTED."""
+    code (guest_result_fn's statuses); text is the error's text, reason
+    the Goodbye's for -ECONNABORTED."""
     if code == -errno.EREMOTEIO:
         return RemoteError(method, text if text is not None else "(no error text)")
+    if code == -errno.ECONNREFUSED:
+        return HubError(method, text if text is not None else "(no error text)")
     if code == -errno.ENOSYS:
         return UnknownMethod("%s: no such method" % method, code, method)
     if code == -errno.EBADMSG:

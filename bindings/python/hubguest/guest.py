@@ -20,7 +20,7 @@ import traceback
 
 from . import _lib
 from .codec import Chan, Signature
-from .errors import (Error, AttachError, RemoteError, InvalidPayload, Timeout, HubGone,
+from .errors import (Error, AttachError, HubError, InvalidPayload, Timeout, HubGone,
                      UnknownMethod, UserError, ChannelClosed, call_error, describe,
                      status_error)
 
@@ -132,7 +132,7 @@ class Call:
                 if status == -errno.ENOSYS:
                     self._fail(Error("this hub has no hub.signature: pass signature= "
                                      "to call %s" % self.method))
-                elif status == -errno.EREMOTEIO and (text or "").startswith("no such method"):
+                elif status == -errno.ECONNREFUSED and (text or "").startswith("no such method"):
                     self._fail(UnknownMethod("%s: no such method" % self.method,
                                              -errno.ENOSYS, self.method))
                 else:
@@ -911,12 +911,8 @@ class Guest:
     # -- calls ---------------------------------------------------------------------
 
     def _err_text(self, status, data):
-        if status != -errno.EREMOTEIO or not data:
-            return None
-        try:
-            return _SIG_SIGNATURE.decode_result(data)
-        except ValueError:
-            return data.decode("utf-8", "replace")
+        # libguest gives an error's text as text
+        return data.decode("utf-8", "replace") if status != 0 and data else None
 
     def _call_raw(self, method, payload, fn):
         """guest_call_async(method, payload): fn(status, bytes) later."""
@@ -991,7 +987,7 @@ class Guest:
             try:
                 text = self.call("hub.signature", method, timeout=timeout,
                                  signature=_SIG_SIGNATURE)
-            except RemoteError as e:
+            except HubError as e:
                 if e.message.startswith("no such method"):
                     raise UnknownMethod("%s: no such method" % method, -errno.ENOSYS,
                                         method) from None
