@@ -355,7 +355,10 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 				print_value(item);
 				json_object_put(a);
 			}
-			if (ferror(stdout))	/* nobody takes the items: stop */
+			/* out as it arrives: a reader downstream sees each item
+			 * while the stream goes on, and an interrupted hubctl
+			 * has printed every item it took */
+			if (fflush(stdout) != 0 || ferror(stdout))	/* nobody takes them: stop */
 				err(2, "stdout");
 			continue;
 		}

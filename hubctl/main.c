@@ -182,8 +182,9 @@ details(const char *name)
 		return "Arguments are given as text and encoded by the method's registered\n"
 		       "signature (see 'hubctl methods'): str and bytes as they are, u64 and\n"
 		       "i64 in decimal, bool as true or false. A chan<T> argument is not given:\n"
-		       "hubd opens the channel and hubctl prints each item as it arrives,\n"
-		       "then the result. Strings print as they are, other values as JSON.\n"
+		       "hubd opens the channel and hubctl prints each item as it arrives\n"
+		       "(written out at once, to a pipe too), then the result. Strings print\n"
+		       "as they are, other values as JSON.\n"
 		       "A method's error is printed on stderr and exits 1.\n";
 	if (strcmp(name, "inspect") == 0)
 		return "Without FILE: asks hubd for every guest's domain and every zone's pool\n"

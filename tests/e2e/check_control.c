@@ -567,6 +567,101 @@ START_TEST(test_disconnect_mid_stream)
 }
 END_TEST
 
+/* hubctl -s SOCK args... with its stdout a pipe (*fd, to read from) and
+ * its stderr dropped; its pid. PR_SET_PDEATHSIG ends it with the test. */
+static pid_t
+spawn_hubctl(int *fd, ...)
+{
+	char *argv[16];
+	int argc = 0, p[2];
+	va_list ap;
+	pid_t pid;
+
+	argv[argc++] = "hubctl";
+	argv[argc++] = "-s";
+	argv[argc++] = hub.sock;
+	va_start(ap, fd);
+	while (argc < 15 && (argv[argc] = va_arg(ap, char *)) != NULL)
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	if ((pid = fork()) == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(p[1], 1);
+		dup2(null, 2);
+		execv(bin("hubctl"), argv);
+		_exit(127);
+	}
+	ck_assert_int_ge(pid, 0);
+	close(p[1]);
+	*fd = p[0];
+	return pid;
+}
+
+/* The next line of r within ms: 1, 0 at its end, -1 when none came. */
+static int
+read_line_within(struct reader *r, int ms)
+{
+	struct pollfd pfd = { r->fd, POLLIN, 0 };
+
+	if (memchr(r->buf, '\n', r->len) == NULL && poll(&pfd, 1, ms) != 1)
+		return -1;
+	return read_line(r);
+}
+
+/* hubctl writes each item of a stream as it comes, not at the stream's
+ * end, with its stdout a pipe (not line-buffered by stdio): the guest
+ * holds the stream open after 3 items, and the reader has them all the
+ * same. Interrupted then (SIGINT, SIGTERM), hubctl has printed them and
+ * nothing is lost; the guest sees its caller go (Cancel) and serves on.
+ * Both for people and with -j. */
+START_TEST(test_stream_items_flushed)
+{
+	static const char *const want[2][3] = {
+		{ "1", "2", "3" }, { "{\"item\":1}", "{\"item\":2}", "{\"item\":3}" },
+	};
+	struct reader *r = calloc(1, sizeof(*r));
+	char *out = NULL;
+	int status;
+	pid_t pid;
+
+	hub_start_up(&hub, NULL, "[guest streamer]\nexec = @/tests/guests/streamer\n",
+		     "streamer");
+	ck_assert(hub_wait_method(&hub, "streamer.trickle,streamer.waits") == 0);
+	for (int json = 0; json < 2; json++) {
+		int sig = json ? SIGTERM : SIGINT;
+
+		r->len = 0;
+		pid = json ? spawn_hubctl(&r->fd, "-j", "call", "streamer.trickle", "3",
+					  (char *)NULL) :
+		    spawn_hubctl(&r->fd, "call", "streamer.trickle", "3", (char *)NULL);
+		/* the stream is open for a minute yet: a line now is an item
+		 * flushed as it came (the deadline is for a broken hubctl) */
+		for (int i = 0; i < 3; i++) {
+			ck_assert_msg(read_line_within(r, 30000) == 1,
+				      "%s: item %d not out while the stream is open",
+				      json ? "-j" : "text", i + 1);
+			ck_assert_str_eq(r->line, want[json][i]);
+		}
+		ck_assert_int_eq(kill(pid, sig), 0);
+		ck_assert_int_eq(read_line_within(r, 30000), 0);	/* nothing more */
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == sig, "status %d", status);
+		close(r->fd);
+		/* its caller gone, the guest's handler was cancelled: it serves */
+		ck_assert_int_eq(hubctl(&hub, &out, "call", "streamer.waits", (char *)NULL), 0);
+		free(out);
+		out = NULL;
+	}
+	free(r);
+	never_restarted("streamer");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Items 1..n in order on r, then the final answer with result n. */
 static void
 expect_count(struct reader *r, uint64_t from, uint64_t n)
@@ -1423,6 +1518,12 @@ suite_control(void)
 	tcase_add_test(tc, test_json_plain);
 	tcase_add_test(tc, test_call_signature_errors);
 	tcase_add_test(tc, test_view_bad_options);
+	suite_add_tcase(s, tc);
+	/* hubctl's calls: streams in and out, errors, the protocol's version */
+	tc = tcase_create("calls");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_stream_items_flushed);
 	suite_add_tcase(s, tc);
 	return s;
 }
