@@ -107,9 +107,14 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 			json_object_object_add(o, "error", json_object_new_string(msg));
 		for (uint32_t i = 0; i < r->meta.count; i++) {
 			const struct hp_meta_entry *e = &r->meta.entries[i];
+			json_object *error = json_object_object_get(o, "error");
 
+			/* what hubd said of an error it made: the error itself
+			 * for a User error, not said twice */
 			if (e->type == HP_META_STRING && e->key_len == strlen(HP_META_HUB_ERROR) &&
-			    memcmp(e->key, HP_META_HUB_ERROR, e->key_len) == 0)
+			    memcmp(e->key, HP_META_HUB_ERROR, e->key_len) == 0 &&
+			    ((size_t)json_object_get_string_len(error) != e->value_len ||
+			     memcmp(json_object_get_string(error), e->value, e->value_len) != 0))
 				json_object_object_add(o, "detail", json_object_new_string_len(
 					(const char *)e->value, (int)e->value_len));
 		}
@@ -302,10 +307,13 @@ guest_named(struct client *c, const char *name)
 {
 	struct hub *h = c->h;
 
+	char why[96];
+
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
 		if (h->peers[i].conf != NULL && strcmp(h->peers[i].conf->name, name) == 0)
 			return &h->peers[i];
-	client_reply_error(c, "no such guest");
+	snprintf(why, sizeof(why), "no such guest: %.64s", name);
+	client_reply_error(c, why);
 	return NULL;
 }
 

@@ -181,7 +181,9 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 	int rc = 0, want = 0, next = 0;
 
 	if (m == NULL) {
-		*why = "no such method";
+		/* named as asked (cut to 64 bytes, as hub.signature's) */
+		snprintf(c->why, sizeof(c->why), "no such method: %.64s", method);
+		*why = c->why;
 		return -ENOENT;
 	}
 	/* the caller gives every argument but channels, which we open */

@@ -662,6 +662,46 @@ START_TEST(test_stream_items_flushed)
 }
 END_TEST
 
+/* hubctl's errors name what they are about, once each: the method or
+ * guest asked for, and an error hubd made said once, not as error and
+ * again as its detail. The same texts for JSON clients. */
+START_TEST(test_call_errors_named_once)
+{
+	static const char *const cases[][4] = {
+		{ "call", "echo.ech", "x", "hubctl: no such method: echo.ech\n" },
+		{ "call", "hub.source", "10", "hubctl: hub.source needs a channel the guest opened\n" },
+		{ "call", "hub.signature", "no.such", "hubctl: no such method: no.such\n" },
+		{ "restart", "nosuch", NULL, "hubctl: no such guest: nosuch\n" },
+		{ "stop", "nosuch", NULL, "hubctl: no such guest: nosuch\n" },
+	};
+	char *err = NULL, *out = NULL;
+	int rc;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (strcmp(cases[i][1], "hub.source") == 0)
+			rc = hubctl_err(&hub, &err, cases[i][0], cases[i][1], cases[i][2], "3",
+					(char *)NULL);
+		else
+			rc = hubctl_err(&hub, &err, cases[i][0], cases[i][1], cases[i][2],
+					(char *)NULL);
+		ck_assert_msg(rc == 1, "%s %s: exit %d", cases[i][0], cases[i][1], rc);
+		ck_assert_str_eq(err, cases[i][3]);
+		free(err);
+		err = NULL;
+	}
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "call", "echo.ech", "x", (char *)NULL), 1);
+	ck_assert_str_eq(out, "{\"ok\":false,\"error\":\"no such method: echo.ech\"}\n");
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "call", "hub.source", "10", "3", (char *)NULL), 1);
+	ck_assert_str_eq(out, "{\"ok\":false,\"kind\":\"user\","
+			 "\"error\":\"hub.source needs a channel the guest opened\"}\n");
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Items 1..n in order on r, then the final answer with result n. */
 static void
 expect_count(struct reader *r, uint64_t from, uint64_t n)
@@ -1524,6 +1564,7 @@ suite_control(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_stream_items_flushed);
+	tcase_add_test(tc, test_call_errors_named_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
