@@ -629,6 +629,19 @@ cmd_domains(struct client *c, const struct control_req *r)
 	free(fds);
 }
 
+/* The guests the config has now: after a reload, not at start (h->conf
+ * keeps the file hubd started with): those in an entry but the dropped
+ * ones still stopping, and those waiting for an entry. */
+static uint32_t
+configured(const struct hub *h)
+{
+	uint32_t n = h->nwaiting;
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		n += h->peers[i].conf != NULL && !h->peers[i].removed;
+	return n;
+}
+
 static void
 cmd_status(struct client *c, const struct control_req *r)
 {
@@ -650,7 +663,7 @@ cmd_status(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "initial_credit", json_object_new_int64(p->initial_credit));
 	json_object_object_add(o, "max_payload_size", json_object_new_int64(p->max_payload_size));
 	json_object_object_add(o, "heartbeat_interval_ns", json_object_new_uint64(p->heartbeat_interval));
-	json_object_object_add(o, "guests", json_object_new_int((int)h->conf.nguests));
+	json_object_object_add(o, "guests", json_object_new_int((int)configured(h)));
 	{
 		uint32_t zones = 0;
 

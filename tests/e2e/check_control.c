@@ -702,6 +702,45 @@ START_TEST(test_call_errors_named_once)
 }
 END_TEST
 
+/* The guests hubctl status counts: those of the config now, after each
+ * reload (it said the start-up count for ever). */
+static int64_t
+status_guests(void)
+{
+	char *out = NULL;
+	json_object *o;
+	int64_t n = -1;
+
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "status", (char *)NULL), 0);
+	if ((o = json_tokener_parse(out)) != NULL)
+		n = json_object_get_int64(json_get(o, "guests"));
+	json_object_put(o);
+	free(out);
+	return n;
+}
+
+START_TEST(test_status_after_reload)
+{
+	char msgs[2048], *out = NULL;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	ck_assert_int_eq(status_guests(), 1);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, GUEST_ECHO COUNTER), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "reload: %s", msgs);
+	ck_assert_int_eq(status_guests(), 2);
+	ck_assert_int_eq(hubctl(&hub, &out, "status", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "\nguests                 2\n") != NULL, "%s", out);
+	free(out);
+	/* a dropped guest no longer counts, stopping or not */
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, COUNTER), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "reload: %s", msgs);
+	ck_assert_int_eq(status_guests(), 1);
+	ck_assert(hub_wait_up(&hub, "counter", 10000) == 0);
+	ck_assert_int_eq(status_guests(), 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Items 1..n in order on r, then the final answer with result n. */
 static void
 expect_count(struct reader *r, uint64_t from, uint64_t n)
@@ -1565,6 +1604,7 @@ suite_control(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_stream_items_flushed);
 	tcase_add_test(tc, test_call_errors_named_once);
+	tcase_add_test(tc, test_status_after_reload);
 	suite_add_tcase(s, tc);
 	return s;
 }
