@@ -678,6 +678,29 @@ cmd_status(struct client *c, const struct control_req *r)
 	client_reply(c, o);
 }
 
+/* The control protocol's version and the commands this hubd takes, each
+ * with whether this client may run it: what a client checks before it
+ * relies on one (doc/control.md, versioning). */
+static void
+cmd_version(struct client *c, const struct control_req *r)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+	(void)r;
+	for (int i = CTL_NONE + 1; i < CTL_NCMDS; i++) {
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "name", json_object_new_string(ctl_commands[i].name));
+		json_object_object_add(e, "allowed", json_object_new_boolean(
+			ctl_commands[i].access == CTL_READ || c->privileged));
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "protocol", json_object_new_int(CONTROL_PROTOCOL));
+	json_object_object_add(o, "commands", a);
+	client_reply(c, o);
+}
+
 /* Open lanes with each side's figures, and the lanes closed over a
  * broken rule (lanes.c). */
 static void

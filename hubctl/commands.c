@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "daemon/jsonout.h"
+#include "daemon/request.h"
 #include "daemon/size.h"
 #include "hubctl/hubctl.h"
 #include "proto/clock.h"
@@ -309,6 +310,44 @@ hubctl_status(struct ctl *ctl, int argc, char **argv)
 		}
 		if (!json_object_is_type(val, json_type_array) || json_object_array_length(val) == 0)
 			printf(" none");
+		printf("\n");
+	}
+	json_object_put(a);
+	return 0;
+}
+
+/* hubctl version: the control protocol hubd speaks and hubctl's, and the
+ * commands hubd takes (those this user may not run, apart). */
+int
+hubctl_version(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *a, *cmds;
+	int rc, denied = 0;
+
+	(void)argc;
+	(void)argv;
+	if ((a = client_ask(ctl, "version", &rc)) == NULL)
+		return rc;
+	cmds = list(a, "commands");
+	printf("protocol: %" PRIu64 " (hubctl's: %d)\ncommands:", u64(a, "protocol"),
+	       CONTROL_PROTOCOL);
+	for (size_t i = 0; i < json_object_array_length(cmds); i++) {
+		json_object *c = json_object_array_get_idx(cmds, i);
+
+		if (json_object_get_boolean(get(c, "allowed")))
+			printf(" %s", text(c, "name"));
+		else
+			denied++;
+	}
+	printf("\n");
+	if (denied > 0) {
+		printf("for root and hubd's user only:");
+		for (size_t i = 0; i < json_object_array_length(cmds); i++) {
+			json_object *c = json_object_array_get_idx(cmds, i);
+
+			if (!json_object_get_boolean(get(c, "allowed")))
+				printf(" %s", text(c, "name"));
+		}
 		printf("\n");
 	}
 	json_object_put(a);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "daemon/control.h"
+#include "daemon/request.h"
 #include "proto/clock.h"
 #include "proto/fdpass.h"
 #include "proto/segment.h"
@@ -737,6 +738,51 @@ START_TEST(test_status_after_reload)
 	ck_assert_int_eq(status_guests(), 1);
 	ck_assert(hub_wait_up(&hub, "counter", 10000) == 0);
 	ck_assert_int_eq(status_guests(), 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* version: the control protocol's version and every command of hubd's
+ * table, in order, each allowed to us (root or hubd's user); to another
+ * user, those that change things are not (doc/control.md). */
+START_TEST(test_version)
+{
+	struct run r = { 0 };
+	char *out = NULL, want[64];
+	json_object *o, *cmds;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "version", (char *)NULL), 0);
+	ck_assert_ptr_nonnull(o = json_tokener_parse(out));
+	ck_assert_int_eq(json_object_get_int(json_get(o, "protocol")), CONTROL_PROTOCOL);
+	cmds = json_get(o, "commands");
+	ck_assert_int_eq(json_object_array_length(cmds), CTL_NCMDS - 1);
+	for (int i = CTL_NONE + 1; i < CTL_NCMDS; i++) {
+		json_object *c = json_object_array_get_idx(cmds, (size_t)i - 1);
+
+		ck_assert_str_eq(json_object_get_string(json_get(c, "name")), ctl_commands[i].name);
+		ck_assert(json_object_get_boolean(json_get(c, "allowed")));
+	}
+	json_object_put(o);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "version", (char *)NULL), 0);
+	snprintf(want, sizeof(want), "protocol: %d (hubctl's: %d)\ncommands: version peers ",
+		 CONTROL_PROTOCOL, CONTROL_PROTOCOL);
+	ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "only") == NULL, "%s", out);
+	free(out);
+	if (geteuid() == 0) {
+		r.as_other = 1;
+		socket_for_other();
+		run_hubctl(&r, hub.sock, "version", (char *)NULL);
+		char *only = strstr(r.out, "\nfor root and hubd's user only: ");
+
+		ck_assert_msg(r.status == 0 && only != NULL && strstr(only, " call ") != NULL &&
+			      strstr(only, " reload ") != NULL &&
+			      strstr(r.out, " status ") != NULL && strstr(r.out, " status ") < only,
+			      "exit %d: %s%s", r.status, r.out, r.err);
+		run_free(&r);
+	}
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -1605,6 +1651,7 @@ suite_control(void)
 	tcase_add_test(tc, test_stream_items_flushed);
 	tcase_add_test(tc, test_call_errors_named_once);
 	tcase_add_test(tc, test_status_after_reload);
+	tcase_add_test(tc, test_version);
 	suite_add_tcase(s, tc);
 	return s;
 }
