@@ -34,6 +34,8 @@
 #include "proto/channel.h"
 #include "proto/peer.h"
 #include "proto/postcard.h"
+#include "proto/sig.h"
+#include "proto/xxh.h"
 #include "proto/varpool_host.h"
 
 /* An item of a call's stream, as {"item":VALUE}. Its bytes go back to the
@@ -286,10 +288,96 @@ cmd_methods(struct client *c, const struct control_req *r)
 	client_reply(c, o);
 }
 
+/* hub.sink called with "-" for its channel: the client sends the stream,
+ * a line per item, and hubd, the sink, hashes each as it comes (as it
+ * hashes a guest's: the item's postcard value, r[shm.flow.ordering.receiver]).
+ * Nothing is held: the next line is read once this one is taken, so a
+ * client that sends fast waits on the socket. */
+static int
+sink_fed(const struct control_req *r)
+{
+	return strcmp(r->method, HP_SVC_SINK) == 0 && r->nargs == 1 && r->args[0].len == 1 &&
+	    r->args[0].s[0] == '-';
+}
+
+static void
+feed_over(struct client *c, const char *error)
+{
+	json_object *o = json_object_new_object();
+
+	c->calling = c->feeding = 0;
+	json_object_object_add(o, "ok", json_object_new_boolean(error == NULL));
+	if (error != NULL) {
+		json_object_object_add(o, "kind", json_object_new_string("user"));
+		json_object_object_add(o, "error", json_object_new_string(error));
+	} else {
+		json_object_object_add(o, "result", json_object_new_uint64(c->sink_hash));
+	}
+	client_reply(c, o);
+}
+
+/* One line of the stream: {"item":TEXT}, then {"end":true} (or
+ * {"reset":true}: given up). Anything else ends the call, and the
+ * connection, which may hold more of what was meant as items. */
+static void
+call_feed(struct client *c, const char *line, size_t len)
+{
+	static uint8_t buf[CONTROL_MSG_MAX + 16];
+	json_tokener *tok;
+	json_object *o = NULL, *v;
+	struct hp_pc_enc e;
+
+	if (line == NULL) {
+		feed_over(c, "the stream was reset");	/* its sender went */
+		return;
+	}
+	if ((tok = json_tokener_new()) != NULL) {
+		o = json_tokener_parse_ex(tok, line, (int)len);
+		if (o != NULL && json_tokener_get_parse_end(tok) != len) {
+			json_object_put(o);
+			o = NULL;
+		}
+		json_tokener_free(tok);
+	}
+	if (json_object_object_get_ex(o, "item", &v) && json_object_is_type(v, json_type_string)) {
+		hp_pc_enc_init(&e, buf, sizeof(buf));
+		if (hp_sig_encode_text(&e, HP_T_BYTES, json_object_get_string(v),
+				       (size_t)json_object_get_string_len(v)) != 0 || e.err != 0) {
+			feed_over(c, "an item that is not bytes");
+			c->closing = 1;
+		} else if (e.len > c->h->conf.params.initial_credit) {
+			/* what a channel could never carry */
+			feed_over(c, "an item larger than initial_credit");
+			c->closing = 1;
+		} else {
+			c->sink_hash = XXH3_64bits_withSeed(buf, e.len, c->sink_hash);
+		}
+	} else if (json_object_object_get_ex(o, "end", &v) && json_object_get_boolean(v)) {
+		feed_over(c, NULL);
+	} else if (json_object_object_get_ex(o, "reset", &v) && json_object_get_boolean(v)) {
+		feed_over(c, "the stream was reset");
+	} else {
+		feed_over(c, "a line of the stream is {\"item\":TEXT}, {\"end\":true} or "
+			  "{\"reset\":true}");
+		c->closing = 1;
+	}
+	json_object_put(o);
+}
+
 static void
 cmd_call(struct client *c, const struct control_req *r)
 {
 	const char *why = "bad request";
+
+	if (sink_fed(r)) {
+		json_object *o = json_object_new_object();
+
+		c->calling = c->feeding = 1;
+		c->sink_hash = HP_STREAM_HASH_SEED;
+		json_object_object_add(o, "send", json_object_new_boolean(1));
+		client_reply(c, o);
+		return;
+	}
 
 	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done,
 				     .caller = CALLER_CLIENT | c->uid };
@@ -721,5 +809,6 @@ const struct control_ops commands_ops = {
 	.cmd = { CTL_COMMANDS(CTL_HANDLER) },
 	.call_consumed = route_client_consumed,
 	.call_abandon = route_client_abandon,
+	.call_feed = call_feed,
 };
 #undef CTL_HANDLER

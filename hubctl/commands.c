@@ -5,11 +5,13 @@
 #include <err.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <json-c/json.h>
 
+#include "daemon/control.h"
 #include "daemon/jsonout.h"
 #include "daemon/request.h"
 #include "daemon/size.h"
@@ -371,6 +373,40 @@ print_value(json_object *v)
 		printf("%s\n", json_object_to_json_string_ext(v, JSON_OUT_FLAGS));
 }
 
+/* The stream a call takes from its caller (hub.sink -): stdin's lines,
+ * each an item (its text form, the newline left out), then the end.
+ * Sent as fast as hubd reads them: it reads the next once it has taken
+ * one, so the socket holds the rest back. */
+static void
+send_items(struct ctl *ctl)
+{
+	char *line = NULL;
+	size_t cap = 0, nline = 0;
+	ssize_t n;
+	json_object *req;
+
+	while ((n = getline(&line, &cap, stdin)) > 0) {
+		nline++;
+		if (line[n - 1] == '\n')
+			n--;
+		req = json_object_new_object();
+		json_object_object_add(req, "item", json_object_new_string_len(line, (int)n));
+		if (strlen(json_object_to_json_string_ext(req, JSON_OUT_FLAGS)) + 1 >
+		    CONTROL_MSG_MAX)
+			errx(2, "stdin line %zu: an item of %zd bytes, too long for a line of "
+			     "%d bytes to hubd", nline, n, CONTROL_MSG_MAX);
+		client_send(ctl, req);
+		if (ctl->write_errno != 0)
+			break;		/* hubd said why, or its end says so */
+	}
+	if (ferror(stdin))
+		err(2, "stdin");
+	free(line);
+	req = json_object_new_object();
+	json_object_object_add(req, "end", json_object_new_boolean(1));
+	client_send(ctl, req);
+}
+
 int
 hubctl_call(struct ctl *ctl, int argc, char **argv)
 {
@@ -387,6 +423,11 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 			errx(2, "hubd sent an answer that is not a JSON object");
 		json_object *item = get(a, "item");
 
+		if (json_object_get_boolean(get(a, "send"))) {
+			json_object_put(a);	/* ours to send: the items, from stdin */
+			send_items(ctl);
+			continue;
+		}
 		if (item != NULL) {
 			if (ctl->json)
 				print_json(a);

@@ -187,7 +187,9 @@ details(const char *name)
 		       "i64 in decimal, bool as true or false. A chan<T> argument is not given:\n"
 		       "hubd opens the channel and hubctl prints each item as it arrives\n"
 		       "(written out at once, to a pipe too), then the result. Strings print\n"
-		       "as they are, other values as JSON.\n"
+		       "as they are, other values as JSON. hub.sink's channel is the caller's\n"
+		       "to send on: given as -, each line of stdin is an item, until its end\n"
+		       "(hubctl call hub.sink - < FILE: the stream hash of FILE's lines).\n"
 		       "A method's error is printed on stderr and exits 1.\n";
 	if (strcmp(name, "inspect") == 0)
 		return "Without FILE: asks hubd for every guest's domain and every zone's pool\n"

@@ -31,6 +31,7 @@
 #include "daemon/control.h"
 #include "daemon/request.h"
 #include "proto/clock.h"
+#include "proto/xxh.h"
 #include "proto/fdpass.h"
 #include "proto/segment.h"
 #include "tests/e2e/harness.h"
@@ -44,6 +45,7 @@
 struct run {
 	int		as_other;	/* as OTHER instead of ourselves */
 	const char	*out_file;	/* stdout into this file, not into out */
+	const char	*in_file;	/* stdin from this file (NULL: none) */
 	int		timeout_ms;	/* killed after this (0: 60 s) */
 	char		*out;		/* what it printed (malloc'd) */
 	char		*err;
@@ -105,6 +107,13 @@ run_hubctl(struct run *r, const char *sock, ...)
 			dup2(out[1], 1);
 		}
 		dup2(err[1], 2);
+		if (r->in_file != NULL) {
+			int fd = open(r->in_file, O_RDONLY);
+
+			if (fd < 0)
+				_exit(122);
+			dup2(fd, 0);
+		}
 		execv(bin("hubctl"), argv);
 		_exit(127);
 	}
@@ -783,6 +792,118 @@ START_TEST(test_version)
 			      "exit %d: %s%s", r.status, r.out, r.err);
 		run_free(&r);
 	}
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* hubctl call hub.sink -: the stream is the caller's to send, stdin's
+ * lines its items; hubd, the sink, answers the stream hash of what came
+ * (doc/protocol.md: XXH3 over each item's postcard value, in order). Far
+ * more than a window of initial_credit, and nothing held by hubd: it
+ * reads a line once it has taken the last one. */
+static long rss_anon_kb(pid_t pid);
+
+START_TEST(test_sink_from_stdin)
+{
+	struct run r = { .timeout_ms = 120000 };
+	char path[256], line[64], want[32];
+	uint8_t item[80];
+	uint64_t hash = 0;
+	size_t bytes = 0;
+	long before, after;
+	FILE *f;
+
+	hub_start_up(&hub, "initial_credit = 65536\n", GUEST_ECHO, "echo");
+	snprintf(path, sizeof(path), "%s/items", harness_dir());
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	for (int i = 0; i < 100000; i++) {
+		int n = snprintf(line, sizeof(line), "item %d of the stream", i);
+
+		item[0] = (uint8_t)n;	/* its postcard value: length (< 128), bytes */
+		memcpy(item + 1, line, (size_t)n);
+		hash = XXH3_64bits_withSeed(item, (size_t)n + 1, hash);
+		bytes += (size_t)n + 1;
+		fprintf(f, "%s\n", line);
+	}
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_msg(bytes > 30 * 65536, "%zu bytes", bytes);
+	before = rss_anon_kb(hub.pid);
+	r.in_file = path;
+	run_hubctl(&r, hub.sock, "call", "hub.sink", "-", (char *)NULL);
+	after = rss_anon_kb(hub.pid);
+	snprintf(want, sizeof(want), "%" PRIu64 "\n", hash);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, want);
+	run_free(&r);
+#ifndef __SANITIZE_ADDRESS__
+	ck_assert_msg(after - before < 2048, "hubd grew by %ld kB", after - before);
+#else
+	(void)before;
+	(void)after;
+#endif
+	/* an empty stream, and one given up (hubctl gone before its end) */
+	r.in_file = "/dev/null";
+	run_hubctl(&r, hub.sock, "call", "hub.sink", "-", (char *)NULL);
+	snprintf(want, sizeof(want), "%" PRIu64 "\n", (uint64_t)0);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, want);
+	run_free(&r);
+	/* without -: the refusal says what to give */
+	run_hubctl(&r, hub.sock, "call", "hub.sink", (char *)NULL);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_str_eq(r.err, "hubctl: hub.sink takes (chan<bytes>) -> u64: its stream is "
+			 "the caller's to send: give - for the channel, then the items\n");
+	run_free(&r);
+	unlink(path);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A client that sends a stream and goes before its end, or sends what is
+ * not an item: the call ends there with an error, hubd serves on. */
+START_TEST(test_sink_feed_broken)
+{
+	struct reader *r = calloc(1, sizeof(*r));
+	json_object *o;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	r->fd = hub_client(&hub, 30);
+	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"hub.sink\",\"args\":[\"-\"]}");
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"send\":true}");
+	send_line(r->fd, "{\"item\":\"a\"}");
+	send_line(r->fd, "{\"cmd\":\"status\"}");
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"ok\":false,\"kind\":\"user\",\"error\":\"a line of the "
+			 "stream is {\\\"item\\\":TEXT}, {\\\"end\\\":true} or "
+			 "{\\\"reset\\\":true}\"}");
+	ck_assert_int_eq(read_line(r), 0);	/* and closed */
+	close(r->fd);
+	r->len = 0;
+	r->fd = hub_client(&hub, 30);
+	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"hub.sink\",\"args\":[\"-\"]}");
+	send_line(r->fd, "{\"item\":\"a\"}");
+	send_line(r->fd, "{\"reset\":true}");
+	send_line(r->fd, "{\"cmd\":\"status\"}");
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"ok\":false,\"kind\":\"user\",\"error\":\"the stream was reset\"}");
+	ck_assert_int_eq(read_line(r), 1);	/* the next request is served */
+	ck_assert_ptr_nonnull(o = json_tokener_parse(r->line));
+	ck_assert(json_object_get_boolean(json_get(o, "ok")));
+	json_object_put(o);
+	/* and one that closes mid stream: nothing left behind */
+	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"hub.sink\",\"args\":[\"-\"]}");
+	send_line(r->fd, "{\"item\":\"a\"}");
+	ck_assert_int_eq(shutdown(r->fd, SHUT_WR), 0);
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"send\":true}");
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"ok\":false,\"kind\":\"user\",\"error\":\"the stream was reset\"}");
+	ck_assert_int_eq(read_line(r), 0);
+	close(r->fd);
+	free(r);
+	ck_assert_int_eq(status_guests(), 1);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -1652,6 +1773,8 @@ suite_control(void)
 	tcase_add_test(tc, test_call_errors_named_once);
 	tcase_add_test(tc, test_status_after_reload);
 	tcase_add_test(tc, test_version);
+	tcase_add_test(tc, test_sink_from_stdin);
+	tcase_add_test(tc, test_sink_feed_broken);
 	suite_add_tcase(s, tc);
 	return s;
 }
