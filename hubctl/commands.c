@@ -407,6 +407,48 @@ send_items(struct ctl *ctl)
 	client_send(ctl, req);
 }
 
+/* --bytes-file FILE: the file's bytes, whatever they are (NULs, newlines),
+ * as a bytes argument's text form "base64:..." (doc/control.md). The
+ * request line bounds it: a file too large for one is refused here. */
+static json_object *
+bytes_file_arg(const char *path)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t cap = (CONTROL_MSG_MAX - 1024) / 4 * 3, n = 0, k, o;	/* room for the rest */
+	uint8_t *in = malloc(cap + 1);
+	char *out;
+	json_object *v;
+	FILE *f;
+
+	if (in == NULL || (out = malloc(sizeof("base64:") + (cap + 3) / 3 * 4)) == NULL)
+		err(2, "malloc");
+	if ((f = fopen(path, "rb")) == NULL)
+		err(2, "--bytes-file %s", path);
+	while (n <= cap && (k = fread(in + n, 1, cap + 1 - n, f)) > 0)
+		n += k;
+	if (ferror(f))
+		err(2, "--bytes-file %s", path);
+	fclose(f);
+	if (n > cap)
+		errx(2, "--bytes-file %s: more than %zu bytes, too large for a request to hubd",
+		     path, cap);
+	o = (size_t)sprintf(out, "base64:");
+	for (k = 0; k < n; k += 3) {
+		uint32_t w = (uint32_t)in[k] << 16 | (k + 1 < n ? (uint32_t)in[k + 1] << 8 : 0) |
+		    (k + 2 < n ? in[k + 2] : 0);
+
+		out[o++] = b64[w >> 18 & 63];
+		out[o++] = b64[w >> 12 & 63];
+		out[o++] = k + 1 < n ? b64[w >> 6 & 63] : '=';
+		out[o++] = k + 2 < n ? b64[w & 63] : '=';
+	}
+	v = json_object_new_string_len(out, (int)o);
+	free(in);
+	free(out);
+	return v;
+}
+
 int
 hubctl_call(struct ctl *ctl, int argc, char **argv)
 {
@@ -414,8 +456,17 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 
 	json_object_object_add(req, "cmd", json_object_new_string("call"));
 	json_object_object_add(req, "method", json_object_new_string(argv[0]));
-	for (int i = 1; i < argc; i++)
-		json_object_array_add(args, json_object_new_string(argv[i]));
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--bytes-file") != 0) {
+			json_object_array_add(args, json_object_new_string(argv[i]));
+			continue;
+		}
+		if (++i == argc) {
+			fprintf(stderr, "hubctl: call: --bytes-file takes a file\n");
+			return 2;
+		}
+		json_object_array_add(args, bytes_file_arg(argv[i]));
+	}
 	json_object_object_add(req, "args", args);
 	client_send(ctl, req);
 	while ((a = client_read(ctl)) != NULL) {

@@ -908,6 +908,51 @@ START_TEST(test_sink_feed_broken)
 }
 END_TEST
 
+/* --bytes-file FILE: a bytes argument that is a file's bytes, NULs and
+ * newlines included (none of which a command line can carry), reaches
+ * the method whole. hubctl sends it as "base64:..."; hubd decodes that
+ * form for a bytes parameter (the value forms of doc/hubctl.md). A file
+ * too large for a request is refused by hubctl, before hubd sees it. */
+START_TEST(test_call_bytes_file)
+{
+	struct run r = { 0 };
+	char path[256], want[64];
+	uint8_t data[40000];
+	FILE *f;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 131 + i / 256);	/* every byte value, NUL and \n too */
+	hub_start_up(&hub, NULL, "[guest streamer]\nexec = @/tests/guests/streamer\n",
+		     "streamer");
+	ck_assert(hub_wait_method(&hub, "streamer.digest") == 0);
+	snprintf(path, sizeof(path), "%s/blob", harness_dir());
+	ck_assert_ptr_nonnull(f = fopen(path, "wb"));
+	ck_assert_int_eq(fwrite(data, 1, sizeof(data), f), sizeof(data));
+	ck_assert_int_eq(fclose(f), 0);
+	run_hubctl(&r, hub.sock, "call", "streamer.digest", "--bytes-file", path, (char *)NULL);
+	snprintf(want, sizeof(want), "%zu %016llx\n", sizeof(data),
+		 (unsigned long long)XXH3_64bits(data, sizeof(data)));
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, want);	/* hubd's base64: decoding */
+	run_free(&r);
+	/* too large for a request line: refused by hubctl, exit 2 */
+	ck_assert_ptr_nonnull(f = fopen(path, "wb"));
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(fwrite(data, 1, sizeof(data), f), sizeof(data));
+	ck_assert_int_eq(fclose(f), 0);
+	run_hubctl(&r, hub.sock, "call", "streamer.digest", "--bytes-file", path, (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "too large for a request to hubd") != NULL,
+		      "exit %d: %s", r.status, r.err);
+	run_free(&r);
+	unlink(path);
+	run_hubctl(&r, hub.sock, "call", "streamer.digest", "--bytes-file", path, (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "No such file") != NULL, "exit %d: %s",
+		      r.status, r.err);
+	run_free(&r);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Items 1..n in order on r, then the final answer with result n. */
 static void
 expect_count(struct reader *r, uint64_t from, uint64_t n)
@@ -1775,6 +1820,7 @@ suite_control(void)
 	tcase_add_test(tc, test_version);
 	tcase_add_test(tc, test_sink_from_stdin);
 	tcase_add_test(tc, test_sink_feed_broken);
+	tcase_add_test(tc, test_call_bytes_file);
 	suite_add_tcase(s, tc);
 	return s;
 }

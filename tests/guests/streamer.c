@@ -13,6 +13,8 @@
  *   produce_open N SIZE CHAN	the same without closing CHAN
  *   produce_crash N SIZE CHAN	sends N/2 items, then SIGKILLs itself
  *   last		how the last produce ended: "sent I: ERR" or "sent I"
+ *   digest BYTES	answers "LEN HASH": the argument's length and its
+ *			XXH3-64 in hex (what a caller sent, checked whole)
  *   trickle N CHAN	sends 1..N (u64 items) on CHAN, then holds CHAN open,
  *			serving, until the call is cancelled (its caller went
  *			away: answers Cancelled) or for 60 s (closes CHAN,
@@ -55,6 +57,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <xxhash.h>
 
 #include "guest.h"
 #include "tests/guests/testguest.h"
@@ -159,6 +163,23 @@ produce_crash(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	(void)ctx;
 	produce_as(c, args, len, PRODUCE_CRASH);
+}
+
+static void
+digest(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const uint8_t *b;
+	size_t pos = 0, n;
+	char text[64];
+
+	(void)ctx;
+	if (guest_pc_get_bytes(args, len, &pos, &b, &n) != 0) {
+		guest_reply_error(c, "digest takes bytes");
+		return;
+	}
+	snprintf(text, sizeof(text), "%zu %016llx", n,
+		 (unsigned long long)XXH3_64bits(b, n));
+	reply_str(c, text);
 }
 
 static void
@@ -621,6 +642,7 @@ main(int argc, char *argv[])
 		{ "produce_crash", "u64,u64,chan<bytes>->u64", produce_crash },
 		{ "last", "->str", last_outcome },
 		{ "trickle", "u64,chan<u64>->u64", trickle },
+		{ "digest", "bytes->str", digest },
 		{ "consume", "str,u64,u64,u64,u64,u64->str", consume },
 		{ "badchan", "str,u64->str", badchan },
 		{ "dupchan", "str->str", dupchan },
