@@ -372,6 +372,8 @@ cmd_call(struct client *c, const struct control_req *r)
 	if (sink_fed(r)) {
 		json_object *o = json_object_new_object();
 
+		/* no guest's: nothing to abandon if the client goes */
+		c->call = (struct ext_call){ .ctx = c };
 		c->calling = c->feeding = 1;
 		c->sink_hash = HP_STREAM_HASH_SEED;
 		json_object_object_add(o, "send", json_object_new_boolean(1));

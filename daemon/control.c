@@ -241,7 +241,8 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* client_timeout: answers waiting that the client does not take, or
  * nothing asked and nothing to send. A client waiting for a call's answer
- * with everything written is waiting for the hub: never its fault. */
+ * with everything written is waiting for the hub: never its fault; one
+ * that sends a call's stream and sends nothing more is idle. */
 static void
 timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -257,7 +258,7 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	if (client_unsent(c) > 0)
 		since = c->tx_at;
-	else if (c->calling)
+	else if (c->calling && !c->feeding)
 		since = now;
 	else
 		since = c->rx_at > c->tx_at ? c->rx_at : c->tx_at;

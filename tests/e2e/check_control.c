@@ -860,13 +860,14 @@ START_TEST(test_sink_from_stdin)
 END_TEST
 
 /* A client that sends a stream and goes before its end, or sends what is
- * not an item: the call ends there with an error, hubd serves on. */
+ * not an item: the call ends there with an error, hubd serves on; one
+ * that stops sending is idle, closed after client_timeout. */
 START_TEST(test_sink_feed_broken)
 {
 	struct reader *r = calloc(1, sizeof(*r));
 	json_object *o;
 
-	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	hub_start_up(&hub, "client_timeout = 1s\n", GUEST_ECHO, "echo");
 	r->fd = hub_client(&hub, 30);
 	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"hub.sink\",\"args\":[\"-\"]}");
 	ck_assert_int_eq(read_line(r), 1);
@@ -900,6 +901,15 @@ START_TEST(test_sink_feed_broken)
 	ck_assert_str_eq(r->line, "{\"send\":true}");
 	ck_assert_int_eq(read_line(r), 1);
 	ck_assert_str_eq(r->line, "{\"ok\":false,\"kind\":\"user\",\"error\":\"the stream was reset\"}");
+	ck_assert_int_eq(read_line(r), 0);
+	close(r->fd);
+	/* and one that sends nothing more: idle, closed after client_timeout */
+	r->len = 0;
+	r->fd = hub_client(&hub, 30);
+	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"hub.sink\",\"args\":[\"-\"]}");
+	send_line(r->fd, "{\"item\":\"a\"}");
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"send\":true}");
 	ck_assert_int_eq(read_line(r), 0);
 	close(r->fd);
 	free(r);
