@@ -48,6 +48,8 @@ struct client {
 	uint32_t	mcount;
 	uint32_t	mcap;
 	int		calling;	/* a call is under way */
+	int		feeding;	/* ... whose stream the client sends (hub.sink -) */
+	uint64_t	sink_hash;	/* ... hashed as it comes (the stream hash) */
 	int		eof;		/* it sends no more: close once served */
 	int		closing;	/* close once out is written */
 	int		broken;		/* out of memory: close at once */

@@ -34,6 +34,8 @@
 #include "proto/channel.h"
 #include "proto/peer.h"
 #include "proto/postcard.h"
+#include "proto/sig.h"
+#include "proto/xxh.h"
 #include "proto/varpool_host.h"
 
 /* An item of a call's stream, as {"item":VALUE}. Its bytes go back to the
@@ -107,9 +109,14 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 			json_object_object_add(o, "error", json_object_new_string(msg));
 		for (uint32_t i = 0; i < r->meta.count; i++) {
 			const struct hp_meta_entry *e = &r->meta.entries[i];
+			json_object *error = json_object_object_get(o, "error");
 
+			/* what hubd said of an error it made: the error itself
+			 * for a User error, not said twice */
 			if (e->type == HP_META_STRING && e->key_len == strlen(HP_META_HUB_ERROR) &&
-			    memcmp(e->key, HP_META_HUB_ERROR, e->key_len) == 0)
+			    memcmp(e->key, HP_META_HUB_ERROR, e->key_len) == 0 &&
+			    ((size_t)json_object_get_string_len(error) != e->value_len ||
+			     memcmp(json_object_get_string(error), e->value, e->value_len) != 0))
 				json_object_object_add(o, "detail", json_object_new_string_len(
 					(const char *)e->value, (int)e->value_len));
 		}
@@ -281,10 +288,98 @@ cmd_methods(struct client *c, const struct control_req *r)
 	client_reply(c, o);
 }
 
+/* hub.sink called with "-" for its channel: the client sends the stream,
+ * a line per item, and hubd, the sink, hashes each as it comes (as it
+ * hashes a guest's: the item's postcard value, r[shm.flow.ordering.receiver]).
+ * Nothing is held: the next line is read once this one is taken, so a
+ * client that sends fast waits on the socket. */
+static int
+sink_fed(const struct control_req *r)
+{
+	return strcmp(r->method, HP_SVC_SINK) == 0 && r->nargs == 1 && r->args[0].len == 1 &&
+	    r->args[0].s[0] == '-';
+}
+
+static void
+feed_over(struct client *c, const char *error)
+{
+	json_object *o = json_object_new_object();
+
+	c->calling = c->feeding = 0;
+	json_object_object_add(o, "ok", json_object_new_boolean(error == NULL));
+	if (error != NULL) {
+		json_object_object_add(o, "kind", json_object_new_string("user"));
+		json_object_object_add(o, "error", json_object_new_string(error));
+	} else {
+		json_object_object_add(o, "result", json_object_new_uint64(c->sink_hash));
+	}
+	client_reply(c, o);
+}
+
+/* One line of the stream: {"item":TEXT}, then {"end":true} (or
+ * {"reset":true}: given up). Anything else ends the call, and the
+ * connection, which may hold more of what was meant as items. */
+static void
+call_feed(struct client *c, const char *line, size_t len)
+{
+	static uint8_t buf[CONTROL_MSG_MAX + 16];
+	json_tokener *tok;
+	json_object *o = NULL, *v;
+	struct hp_pc_enc e;
+
+	if (line == NULL) {
+		feed_over(c, "the stream was reset");	/* its sender went */
+		return;
+	}
+	if ((tok = json_tokener_new()) != NULL) {
+		o = json_tokener_parse_ex(tok, line, (int)len);
+		if (o != NULL && json_tokener_get_parse_end(tok) != len) {
+			json_object_put(o);
+			o = NULL;
+		}
+		json_tokener_free(tok);
+	}
+	if (json_object_object_get_ex(o, "item", &v) && json_object_is_type(v, json_type_string)) {
+		hp_pc_enc_init(&e, buf, sizeof(buf));
+		if (hp_sig_encode_text(&e, HP_T_BYTES, json_object_get_string(v),
+				       (size_t)json_object_get_string_len(v)) != 0 || e.err != 0) {
+			feed_over(c, "an item that is not bytes");
+			c->closing = 1;
+		} else if (e.len > c->h->conf.params.initial_credit) {
+			/* what a channel could never carry */
+			feed_over(c, "an item larger than initial_credit");
+			c->closing = 1;
+		} else {
+			c->sink_hash = XXH3_64bits_withSeed(buf, e.len, c->sink_hash);
+		}
+	} else if (json_object_object_get_ex(o, "end", &v) && json_object_get_boolean(v)) {
+		feed_over(c, NULL);
+	} else if (json_object_object_get_ex(o, "reset", &v) && json_object_get_boolean(v)) {
+		feed_over(c, "the stream was reset");
+	} else {
+		feed_over(c, "a line of the stream is {\"item\":TEXT}, {\"end\":true} or "
+			  "{\"reset\":true}");
+		c->closing = 1;
+	}
+	json_object_put(o);
+}
+
 static void
 cmd_call(struct client *c, const struct control_req *r)
 {
 	const char *why = "bad request";
+
+	if (sink_fed(r)) {
+		json_object *o = json_object_new_object();
+
+		/* no guest's: nothing to abandon if the client goes */
+		c->call = (struct ext_call){ .ctx = c };
+		c->calling = c->feeding = 1;
+		c->sink_hash = HP_STREAM_HASH_SEED;
+		json_object_object_add(o, "send", json_object_new_boolean(1));
+		client_reply(c, o);
+		return;
+	}
 
 	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done,
 				     .caller = CALLER_CLIENT | c->uid };
@@ -302,10 +397,13 @@ guest_named(struct client *c, const char *name)
 {
 	struct hub *h = c->h;
 
+	char why[96];
+
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
 		if (h->peers[i].conf != NULL && strcmp(h->peers[i].conf->name, name) == 0)
 			return &h->peers[i];
-	client_reply_error(c, "no such guest");
+	snprintf(why, sizeof(why), "no such guest: %.64s", name);
+	client_reply_error(c, why);
 	return NULL;
 }
 
@@ -621,6 +719,19 @@ cmd_domains(struct client *c, const struct control_req *r)
 	free(fds);
 }
 
+/* The guests the config has now: after a reload, not at start (h->conf
+ * keeps the file hubd started with): those in an entry but the dropped
+ * ones still stopping, and those waiting for an entry. */
+static uint32_t
+configured(const struct hub *h)
+{
+	uint32_t n = h->nwaiting;
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+		n += h->peers[i].conf != NULL && !h->peers[i].removed;
+	return n;
+}
+
 static void
 cmd_status(struct client *c, const struct control_req *r)
 {
@@ -642,7 +753,7 @@ cmd_status(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "initial_credit", json_object_new_int64(p->initial_credit));
 	json_object_object_add(o, "max_payload_size", json_object_new_int64(p->max_payload_size));
 	json_object_object_add(o, "heartbeat_interval_ns", json_object_new_uint64(p->heartbeat_interval));
-	json_object_object_add(o, "guests", json_object_new_int((int)h->conf.nguests));
+	json_object_object_add(o, "guests", json_object_new_int((int)configured(h)));
 	{
 		uint32_t zones = 0;
 
@@ -654,6 +765,29 @@ cmd_status(struct client *c, const struct control_req *r)
 	/* the wait strategy's view: spin while awake <= cpus (endpoint.h) */
 	json_object_object_add(o, "awake_processes", json_object_new_int64(h->awake));
 	json_object_object_add(o, "cpus", json_object_new_int((int)h->ncpus));
+	client_reply(c, o);
+}
+
+/* The control protocol's version and the commands this hubd takes, each
+ * with whether this client may run it: what a client checks before it
+ * relies on one (doc/control.md, versioning). */
+static void
+cmd_version(struct client *c, const struct control_req *r)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+	(void)r;
+	for (int i = CTL_NONE + 1; i < CTL_NCMDS; i++) {
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "name", json_object_new_string(ctl_commands[i].name));
+		json_object_object_add(e, "allowed", json_object_new_boolean(
+			ctl_commands[i].access == CTL_READ || c->privileged));
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "protocol", json_object_new_int(CONTROL_PROTOCOL));
+	json_object_object_add(o, "commands", a);
 	client_reply(c, o);
 }
 
@@ -677,5 +811,6 @@ const struct control_ops commands_ops = {
 	.cmd = { CTL_COMMANDS(CTL_HANDLER) },
 	.call_consumed = route_client_consumed,
 	.call_abandon = route_client_abandon,
+	.call_feed = call_feed,
 };
 #undef CTL_HANDLER

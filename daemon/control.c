@@ -173,8 +173,8 @@ client_process(struct client *c)
 {
 	char *nl;
 
-	while (!c->calling && !c->closing && !c->broken && client_unsent(c) < OUT_HIGH &&
-	       (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
+	while ((!c->calling || c->feeding) && !c->closing && !c->broken &&
+	       client_unsent(c) < OUT_HIGH && (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
 		size_t n = (size_t)(nl - c->in);
 		char *line = malloc(n + 1);
 
@@ -185,7 +185,9 @@ client_process(struct client *c)
 		memcpy(line, c->in, n);
 		memmove(c->in, nl + 1, c->inlen - n - 1);
 		c->inlen -= n + 1;
-		if (n > 0)
+		if (c->feeding)		/* a line of the stream it sends */
+			handlers->call_feed(c, line, n);
+		else if (n > 0)
 			client_request(c, line, n);
 		free(line);
 	}
@@ -222,6 +224,9 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->inlen = 0;
 		c->closing = 1;
 	}
+	/* it sends no more of its stream: the stream ends there (unended) */
+	if (c->eof && c->feeding && memchr(c->in, '\n', c->inlen) == NULL)
+		handlers->call_feed(c, NULL, 0);
 	/* it asks no more: close once what it asked is answered and written
 	 * (if it is gone altogether, writing fails first) */
 	if (c->eof && !c->calling && memchr(c->in, '\n', c->inlen) == NULL) {
@@ -236,7 +241,8 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* client_timeout: answers waiting that the client does not take, or
  * nothing asked and nothing to send. A client waiting for a call's answer
- * with everything written is waiting for the hub: never its fault. */
+ * with everything written is waiting for the hub: never its fault; one
+ * that sends a call's stream and sends nothing more is idle. */
 static void
 timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -252,7 +258,7 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	if (client_unsent(c) > 0)
 		since = c->tx_at;
-	else if (c->calling)
+	else if (c->calling && !c->feeding)
 		since = now;
 	else
 		since = c->rx_at > c->tx_at ? c->rx_at : c->tx_at;

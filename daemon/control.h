@@ -32,6 +32,11 @@ struct control_ops {
 	void	(*call_consumed)(struct hub *h, struct ext_call *x, uint32_t bytes);
 	/* ... or went away before the call's end. */
 	void	(*call_abandon)(struct hub *h, struct ext_call *x);
+	/* A line of the stream the client sends (client.feeding), len
+	 * bytes, no newline; NULL when it sends no more (its end of the
+	 * connection closed). Read one at a time: the next waits, unread,
+	 * until this one is taken. */
+	void	(*call_feed)(struct client *c, const char *line, size_t len);
 };
 
 /* ops stays in use until control_close. */

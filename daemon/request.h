@@ -10,6 +10,12 @@
 
 #define CONTROL_MSG_MAX		65536	/* one request line at most */
 
+/* The control protocol's version, in the version command's answer
+ * (doc/control.md): raised only by a change an existing client could
+ * trip on (a command, key or value it knows, gone or changed); added
+ * commands and keys keep it. */
+#define CONTROL_PROTOCOL	1
+
 /* Every control command, one row each: X(ID, name, who, needs). The enum,
  * the parser's table (request.c) and the handlers' table (commands.c) are
  * all made from these rows, so that a command cannot be added without
@@ -24,6 +30,7 @@
  *		CTL_NEEDS_NAME: "name", a guest's;
  *		CTL_TAKES_VALIDATE: "validate", a boolean, if given */
 #define CTL_COMMANDS(X)						\
+	X(VERSION,	version,	CTL_READ,	0)			\
 	X(PEERS,	peers,		CTL_READ,	0)			\
 	X(METHODS,	methods,	CTL_READ,	0)			\
 	X(STATUS,	status,		CTL_READ,	0)			\

@@ -223,7 +223,9 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 	int rc = 0, want = 0, next = 0;
 
 	if (m == NULL) {
-		*why = "no such method";
+		/* named as asked (cut to 64 bytes, as hub.signature's) */
+		snprintf(c->why, sizeof(c->why), "no such method: %.64s", method);
+		*why = c->why;
 		return -ENOENT;
 	}
 	/* the caller gives every argument but channels, which we open */
@@ -271,6 +273,13 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		int64_t id = p == NULL || c->chan != 0 ? -EINVAL :
 		    streams_open_client(h, p, &o, m->sig.chan_item[i], c->caller);
 
+		if (id < 0 && p == NULL) {
+			/* hub.sink: the caller sends (commands.c, "-") */
+			*why = args_refused(c, m, "its stream is the caller's to send: give - "
+					    "for the channel, then the items");
+			rc = -EINVAL;
+			goto out;
+		}
 		if (id < 0) {
 			*why = id == -EUSERS ? "no channel available: this user's calls hold "
 			    "channels_per_caller streams of the guest already" :

@@ -75,6 +75,7 @@ int		 hubctl_stop(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_start(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_pool(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_reload(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_version(struct ctl *ctl, int argc, char **argv);
 
 /* views.c: hubctl top, and hubctl stats -w */
 int		 hubctl_top(struct ctl *ctl, int argc, char **argv);

@@ -40,7 +40,7 @@ static const struct command commands[] = {
 	{ "lanes", "lanes", 0, 0, hubctl_lanes,
 	  "direct lanes between guests: calls and bytes each way; lanes closed over a broken rule",
 	  NULL },
-	{ "call", "call METHOD [ARG...]", 1, 9, hubctl_call,
+	{ "call", "call METHOD [ARG | --bytes-file FILE]...", 1, 17, hubctl_call,
 	  "call a method; arguments are encoded by its signature", NULL },
 	{ "restart", "restart NAME", 1, 1, hubctl_restart,
 	  "restart a guest now (a failed one too: its deaths are forgiven)", NULL },
@@ -51,6 +51,9 @@ static const struct command commands[] = {
 	  NULL },
 	{ "reload", "reload", 0, 0, hubctl_reload,
 	  "re-read the config: new guests start, dropped stop, changed restart", NULL },
+	{ "version", "version", 0, 0, hubctl_version,
+	  "the control protocol's version, hubd's and hubctl's; the commands hubd takes",
+	  NULL },
 	{ "inspect", "inspect [FILE...]", 0, 1024, hubctl_inspect,
 	  "the hub's memory read-only, invariants checked; FILE...: files, offline", NULL },
 	{ "dump", "dump DIR", 1, 1, hubctl_dump,
@@ -182,8 +185,13 @@ details(const char *name)
 		return "Arguments are given as text and encoded by the method's registered\n"
 		       "signature (see 'hubctl methods'): str and bytes as they are, u64 and\n"
 		       "i64 in decimal, bool as true or false. A chan<T> argument is not given:\n"
-		       "hubd opens the channel and hubctl prints each item as it arrives,\n"
-		       "then the result. Strings print as they are, other values as JSON.\n"
+		       "hubd opens the channel and hubctl prints each item as it arrives\n"
+		       "(written out at once, to a pipe too), then the result. Strings print\n"
+		       "as they are, other values as JSON. hub.sink's channel is the caller's\n"
+		       "to send on: given as -, each line of stdin is an item, until its end\n"
+		       "(hubctl call hub.sink - < FILE: the stream hash of FILE's lines).\n"
+		       "--bytes-file FILE gives a bytes argument as FILE's bytes, whatever\n"
+		       "they are (sent as its text form base64:...), up to about 48 KiB.\n"
 		       "A method's error is printed on stderr and exits 1.\n";
 	if (strcmp(name, "inspect") == 0)
 		return "Without FILE: asks hubd for every guest's domain and every zone's pool\n"

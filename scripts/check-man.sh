@@ -3,7 +3,9 @@
 # Checks the manual pages in doc/man (make check-man): each renders clean
 # under mandoc's lint and groff's warnings, and each still says what the
 # code does: hubctl.1 every command of main.c's table and every option
-# its getopt_long takes; hub-run.1 every option of hub-run.sh; hubd.8 every option of hubd.c's getopt;
+# its getopt_long takes; hub-run.1 every option of hub-run.sh;
+# doc/control.md every control command of request.h's table; hubd.8
+# every option of hubd.c's getopt;
 # hubd.conf.5 every key of config_keys.c's tables, in its own section, and
 # no key that is not there; libguest.3 every GUEST_API function of guest.h,
 # in its SYNOPSIS and described below it, and no function that is gone.
@@ -90,6 +92,23 @@ nonempty "hubctl/main.c's getopt_long" "$tmp/options" && check_options hubctl.1 
 # hub-run.1: the options hub-run.sh's getopts takes
 sed -n 's/.*getopts \([a-z:]*\) opt.*/\1/p' scripts/hub-run.sh | letters > "$tmp/options"
 nonempty "scripts/hub-run.sh's getopts" "$tmp/options" && check_options hub-run.1 DESCRIPTION hub-run
+
+# 3b. doc/control.md: the control commands of request.h's table
+# (X(ID, name, who, needs) rows), each named in a "### `name`" heading
+# (one heading may name several), and none that is not there
+sed -n 's/^[[:space:]]*X([A-Z_]*,[[:space:]]*\([a-z_]*\),.*/\1/p' daemon/request.h |
+	sort -u > "$tmp/commands"
+nonempty "daemon/request.h's CTL_COMMANDS" "$tmp/commands" && {
+	grep '^### ' doc/control.md | grep -o '`[a-z_]*`' | tr -d '`' | sort -u > "$tmp/documented"
+	comm -23 "$tmp/commands" "$tmp/documented" > "$tmp/missing"
+	comm -13 "$tmp/commands" "$tmp/documented" > "$tmp/extra"
+	if [ -s "$tmp/missing" ]; then
+		bad "doc/control.md: commands not documented: $(tr '\n' ' ' < "$tmp/missing")"
+	else ok; fi
+	if [ -s "$tmp/extra" ]; then
+		bad "doc/control.md: documents commands hubd does not have: $(tr '\n' ' ' < "$tmp/extra")"
+	else ok; fi
+}
 
 # 4. hubd.conf.5: each table of config_keys.c against its section's keys
 # (a key_gone entry is a key no longer taken, refused with an error: the

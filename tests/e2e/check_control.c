@@ -29,7 +29,9 @@
 #include <unistd.h>
 
 #include "daemon/control.h"
+#include "daemon/request.h"
 #include "proto/clock.h"
+#include "proto/xxh.h"
 #include "proto/fdpass.h"
 #include "proto/segment.h"
 #include "tests/e2e/harness.h"
@@ -43,6 +45,7 @@
 struct run {
 	int		as_other;	/* as OTHER instead of ourselves */
 	const char	*out_file;	/* stdout into this file, not into out */
+	const char	*in_file;	/* stdin from this file (NULL: none) */
 	int		timeout_ms;	/* killed after this (0: 60 s) */
 	char		*out;		/* what it printed (malloc'd) */
 	char		*err;
@@ -104,6 +107,13 @@ run_hubctl(struct run *r, const char *sock, ...)
 			dup2(out[1], 1);
 		}
 		dup2(err[1], 2);
+		if (r->in_file != NULL) {
+			int fd = open(r->in_file, O_RDONLY);
+
+			if (fd < 0)
+				_exit(122);
+			dup2(fd, 0);
+		}
 		execv(bin("hubctl"), argv);
 		_exit(127);
 	}
@@ -564,6 +574,392 @@ START_TEST(test_disconnect_mid_stream)
 	}
 	free(r);
 	counter_still_serves();
+}
+END_TEST
+
+/* hubctl -s SOCK args... with its stdout a pipe (*fd, to read from) and
+ * its stderr dropped; its pid. PR_SET_PDEATHSIG ends it with the test. */
+static pid_t
+spawn_hubctl(int *fd, ...)
+{
+	char *argv[16];
+	int argc = 0, p[2];
+	va_list ap;
+	pid_t pid;
+
+	argv[argc++] = "hubctl";
+	argv[argc++] = "-s";
+	argv[argc++] = hub.sock;
+	va_start(ap, fd);
+	while (argc < 15 && (argv[argc] = va_arg(ap, char *)) != NULL)
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	if ((pid = fork()) == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(p[1], 1);
+		dup2(null, 2);
+		execv(bin("hubctl"), argv);
+		_exit(127);
+	}
+	ck_assert_int_ge(pid, 0);
+	close(p[1]);
+	*fd = p[0];
+	return pid;
+}
+
+/* The next line of r within ms: 1, 0 at its end, -1 when none came. */
+static int
+read_line_within(struct reader *r, int ms)
+{
+	struct pollfd pfd = { r->fd, POLLIN, 0 };
+
+	if (memchr(r->buf, '\n', r->len) == NULL && poll(&pfd, 1, ms) != 1)
+		return -1;
+	return read_line(r);
+}
+
+/* hubctl writes each item of a stream as it comes, not at the stream's
+ * end, with its stdout a pipe (not line-buffered by stdio): the guest
+ * holds the stream open after 3 items, and the reader has them all the
+ * same. Interrupted then (SIGINT, SIGTERM), hubctl has printed them and
+ * nothing is lost; the guest sees its caller go (Cancel) and serves on.
+ * Both for people and with -j. */
+START_TEST(test_stream_items_flushed)
+{
+	static const char *const want[2][3] = {
+		{ "1", "2", "3" }, { "{\"item\":1}", "{\"item\":2}", "{\"item\":3}" },
+	};
+	struct reader *r = calloc(1, sizeof(*r));
+	char *out = NULL;
+	int status;
+	pid_t pid;
+
+	hub_start_up(&hub, NULL, "[guest streamer]\nexec = @/tests/guests/streamer\n",
+		     "streamer");
+	ck_assert(hub_wait_method(&hub, "streamer.trickle,streamer.waits") == 0);
+	for (int json = 0; json < 2; json++) {
+		int sig = json ? SIGTERM : SIGINT;
+
+		r->len = 0;
+		pid = json ? spawn_hubctl(&r->fd, "-j", "call", "streamer.trickle", "3",
+					  (char *)NULL) :
+		    spawn_hubctl(&r->fd, "call", "streamer.trickle", "3", (char *)NULL);
+		/* the stream is open for a minute yet: a line now is an item
+		 * flushed as it came (the deadline is for a broken hubctl) */
+		for (int i = 0; i < 3; i++) {
+			ck_assert_msg(read_line_within(r, 30000) == 1,
+				      "%s: item %d not out while the stream is open",
+				      json ? "-j" : "text", i + 1);
+			ck_assert_str_eq(r->line, want[json][i]);
+		}
+		ck_assert_int_eq(kill(pid, sig), 0);
+		ck_assert_int_eq(read_line_within(r, 30000), 0);	/* nothing more */
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == sig, "status %d", status);
+		close(r->fd);
+		/* its caller gone, the guest's handler was cancelled: it serves */
+		ck_assert_int_eq(hubctl(&hub, &out, "call", "streamer.waits", (char *)NULL), 0);
+		free(out);
+		out = NULL;
+	}
+	free(r);
+	never_restarted("streamer");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* hubctl's errors name what they are about, once each: the method or
+ * guest asked for, and an error hubd made said once, not as error and
+ * again as its detail. The same texts for JSON clients. */
+START_TEST(test_call_errors_named_once)
+{
+	static const char *const cases[][4] = {
+		{ "call", "echo.ech", "x", "hubctl: no such method: echo.ech\n" },
+		{ "call", "hub.source", "10", "hubctl: hub.source needs a channel the guest opened\n" },
+		{ "call", "hub.signature", "no.such", "hubctl: no such method: no.such\n" },
+		{ "restart", "nosuch", NULL, "hubctl: no such guest: nosuch\n" },
+		{ "stop", "nosuch", NULL, "hubctl: no such guest: nosuch\n" },
+	};
+	char *err = NULL, *out = NULL;
+	int rc;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (strcmp(cases[i][1], "hub.source") == 0)
+			rc = hubctl_err(&hub, &err, cases[i][0], cases[i][1], cases[i][2], "3",
+					(char *)NULL);
+		else
+			rc = hubctl_err(&hub, &err, cases[i][0], cases[i][1], cases[i][2],
+					(char *)NULL);
+		ck_assert_msg(rc == 1, "%s %s: exit %d", cases[i][0], cases[i][1], rc);
+		ck_assert_str_eq(err, cases[i][3]);
+		free(err);
+		err = NULL;
+	}
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "call", "echo.ech", "x", (char *)NULL), 1);
+	ck_assert_str_eq(out, "{\"ok\":false,\"error\":\"no such method: echo.ech\"}\n");
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "call", "hub.source", "10", "3", (char *)NULL), 1);
+	ck_assert_str_eq(out, "{\"ok\":false,\"kind\":\"user\","
+			 "\"error\":\"hub.source needs a channel the guest opened\"}\n");
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The guests hubctl status counts: those of the config now, after each
+ * reload (it said the start-up count for ever). */
+static int64_t
+status_guests(void)
+{
+	char *out = NULL;
+	json_object *o;
+	int64_t n = -1;
+
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "status", (char *)NULL), 0);
+	if ((o = json_tokener_parse(out)) != NULL)
+		n = json_object_get_int64(json_get(o, "guests"));
+	json_object_put(o);
+	free(out);
+	return n;
+}
+
+START_TEST(test_status_after_reload)
+{
+	char msgs[2048], *out = NULL;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	ck_assert_int_eq(status_guests(), 1);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, GUEST_ECHO COUNTER), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "reload: %s", msgs);
+	ck_assert_int_eq(status_guests(), 2);
+	ck_assert_int_eq(hubctl(&hub, &out, "status", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "\nguests                 2\n") != NULL, "%s", out);
+	free(out);
+	/* a dropped guest no longer counts, stopping or not */
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, COUNTER), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "reload: %s", msgs);
+	ck_assert_int_eq(status_guests(), 1);
+	ck_assert(hub_wait_up(&hub, "counter", 10000) == 0);
+	ck_assert_int_eq(status_guests(), 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* version: the control protocol's version and every command of hubd's
+ * table, in order, each allowed to us (root or hubd's user); to another
+ * user, those that change things are not (doc/control.md). */
+START_TEST(test_version)
+{
+	struct run r = { 0 };
+	char *out = NULL, want[64];
+	json_object *o, *cmds;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "version", (char *)NULL), 0);
+	ck_assert_ptr_nonnull(o = json_tokener_parse(out));
+	ck_assert_int_eq(json_object_get_int(json_get(o, "protocol")), CONTROL_PROTOCOL);
+	cmds = json_get(o, "commands");
+	ck_assert_int_eq(json_object_array_length(cmds), CTL_NCMDS - 1);
+	for (int i = CTL_NONE + 1; i < CTL_NCMDS; i++) {
+		json_object *c = json_object_array_get_idx(cmds, (size_t)i - 1);
+
+		ck_assert_str_eq(json_object_get_string(json_get(c, "name")), ctl_commands[i].name);
+		ck_assert(json_object_get_boolean(json_get(c, "allowed")));
+	}
+	json_object_put(o);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "version", (char *)NULL), 0);
+	snprintf(want, sizeof(want), "protocol: %d (hubctl's: %d)\ncommands: version peers ",
+		 CONTROL_PROTOCOL, CONTROL_PROTOCOL);
+	ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "only") == NULL, "%s", out);
+	free(out);
+	if (geteuid() == 0) {
+		r.as_other = 1;
+		socket_for_other();
+		run_hubctl(&r, hub.sock, "version", (char *)NULL);
+		char *only = strstr(r.out, "\nfor root and hubd's user only: ");
+
+		ck_assert_msg(r.status == 0 && only != NULL && strstr(only, " call ") != NULL &&
+			      strstr(only, " reload ") != NULL &&
+			      strstr(r.out, " status ") != NULL && strstr(r.out, " status ") < only,
+			      "exit %d: %s%s", r.status, r.out, r.err);
+		run_free(&r);
+	}
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* hubctl call hub.sink -: the stream is the caller's to send, stdin's
+ * lines its items; hubd, the sink, answers the stream hash of what came
+ * (doc/protocol.md: XXH3 over each item's postcard value, in order). Far
+ * more than a window of initial_credit, and nothing held by hubd: it
+ * reads a line once it has taken the last one. */
+static long rss_anon_kb(pid_t pid);
+
+START_TEST(test_sink_from_stdin)
+{
+	struct run r = { .timeout_ms = 120000 };
+	char path[256], line[64], want[32];
+	uint8_t item[80];
+	uint64_t hash = 0;
+	size_t bytes = 0;
+	long before, after;
+	FILE *f;
+
+	hub_start_up(&hub, "initial_credit = 65536\n", GUEST_ECHO, "echo");
+	snprintf(path, sizeof(path), "%s/items", harness_dir());
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	for (int i = 0; i < 100000; i++) {
+		int n = snprintf(line, sizeof(line), "item %d of the stream", i);
+
+		item[0] = (uint8_t)n;	/* its postcard value: length (< 128), bytes */
+		memcpy(item + 1, line, (size_t)n);
+		hash = XXH3_64bits_withSeed(item, (size_t)n + 1, hash);
+		bytes += (size_t)n + 1;
+		fprintf(f, "%s\n", line);
+	}
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_msg(bytes > 30 * 65536, "%zu bytes", bytes);
+	before = rss_anon_kb(hub.pid);
+	r.in_file = path;
+	run_hubctl(&r, hub.sock, "call", "hub.sink", "-", (char *)NULL);
+	after = rss_anon_kb(hub.pid);
+	snprintf(want, sizeof(want), "%" PRIu64 "\n", hash);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, want);
+	run_free(&r);
+#ifndef __SANITIZE_ADDRESS__
+	ck_assert_msg(after - before < 2048, "hubd grew by %ld kB", after - before);
+#else
+	(void)before;
+	(void)after;
+#endif
+	/* an empty stream, and one given up (hubctl gone before its end) */
+	r.in_file = "/dev/null";
+	run_hubctl(&r, hub.sock, "call", "hub.sink", "-", (char *)NULL);
+	snprintf(want, sizeof(want), "%" PRIu64 "\n", (uint64_t)0);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, want);
+	run_free(&r);
+	/* without -: the refusal says what to give */
+	run_hubctl(&r, hub.sock, "call", "hub.sink", (char *)NULL);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_str_eq(r.err, "hubctl: hub.sink takes (chan<bytes>) -> u64: its stream is "
+			 "the caller's to send: give - for the channel, then the items\n");
+	run_free(&r);
+	unlink(path);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A client that sends a stream and goes before its end, or sends what is
+ * not an item: the call ends there with an error, hubd serves on; one
+ * that stops sending is idle, closed after client_timeout. */
+START_TEST(test_sink_feed_broken)
+{
+	struct reader *r = calloc(1, sizeof(*r));
+	json_object *o;
+
+	hub_start_up(&hub, "client_timeout = 1s\n", GUEST_ECHO, "echo");
+	r->fd = hub_client(&hub, 30);
+	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"hub.sink\",\"args\":[\"-\"]}");
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"send\":true}");
+	send_line(r->fd, "{\"item\":\"a\"}");
+	send_line(r->fd, "{\"cmd\":\"status\"}");
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"ok\":false,\"kind\":\"user\",\"error\":\"a line of the "
+			 "stream is {\\\"item\\\":TEXT}, {\\\"end\\\":true} or "
+			 "{\\\"reset\\\":true}\"}");
+	ck_assert_int_eq(read_line(r), 0);	/* and closed */
+	close(r->fd);
+	r->len = 0;
+	r->fd = hub_client(&hub, 30);
+	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"hub.sink\",\"args\":[\"-\"]}");
+	send_line(r->fd, "{\"item\":\"a\"}");
+	send_line(r->fd, "{\"reset\":true}");
+	send_line(r->fd, "{\"cmd\":\"status\"}");
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"ok\":false,\"kind\":\"user\",\"error\":\"the stream was reset\"}");
+	ck_assert_int_eq(read_line(r), 1);	/* the next request is served */
+	ck_assert_ptr_nonnull(o = json_tokener_parse(r->line));
+	ck_assert(json_object_get_boolean(json_get(o, "ok")));
+	json_object_put(o);
+	/* and one that closes mid stream: nothing left behind */
+	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"hub.sink\",\"args\":[\"-\"]}");
+	send_line(r->fd, "{\"item\":\"a\"}");
+	ck_assert_int_eq(shutdown(r->fd, SHUT_WR), 0);
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"send\":true}");
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"ok\":false,\"kind\":\"user\",\"error\":\"the stream was reset\"}");
+	ck_assert_int_eq(read_line(r), 0);
+	close(r->fd);
+	/* and one that sends nothing more: idle, closed after client_timeout */
+	r->len = 0;
+	r->fd = hub_client(&hub, 30);
+	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"hub.sink\",\"args\":[\"-\"]}");
+	send_line(r->fd, "{\"item\":\"a\"}");
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"send\":true}");
+	ck_assert_int_eq(read_line(r), 0);
+	close(r->fd);
+	free(r);
+	ck_assert_int_eq(status_guests(), 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* --bytes-file FILE: a bytes argument that is a file's bytes, NULs and
+ * newlines included (none of which a command line can carry), reaches
+ * the method whole. hubctl sends it as "base64:..."; hubd decodes that
+ * form for a bytes parameter (the value forms of doc/hubctl.md). A file
+ * too large for a request is refused by hubctl, before hubd sees it. */
+START_TEST(test_call_bytes_file)
+{
+	struct run r = { 0 };
+	char path[256], want[64];
+	uint8_t data[40000];
+	FILE *f;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 131 + i / 256);	/* every byte value, NUL and \n too */
+	hub_start_up(&hub, NULL, "[guest streamer]\nexec = @/tests/guests/streamer\n",
+		     "streamer");
+	ck_assert(hub_wait_method(&hub, "streamer.digest") == 0);
+	snprintf(path, sizeof(path), "%s/blob", harness_dir());
+	ck_assert_ptr_nonnull(f = fopen(path, "wb"));
+	ck_assert_int_eq(fwrite(data, 1, sizeof(data), f), sizeof(data));
+	ck_assert_int_eq(fclose(f), 0);
+	run_hubctl(&r, hub.sock, "call", "streamer.digest", "--bytes-file", path, (char *)NULL);
+	snprintf(want, sizeof(want), "%zu %016llx\n", sizeof(data),
+		 (unsigned long long)XXH3_64bits(data, sizeof(data)));
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, want);	/* hubd's base64: decoding */
+	run_free(&r);
+	/* too large for a request line: refused by hubctl, exit 2 */
+	ck_assert_ptr_nonnull(f = fopen(path, "wb"));
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(fwrite(data, 1, sizeof(data), f), sizeof(data));
+	ck_assert_int_eq(fclose(f), 0);
+	run_hubctl(&r, hub.sock, "call", "streamer.digest", "--bytes-file", path, (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "too large for a request to hubd") != NULL,
+		      "exit %d: %s", r.status, r.err);
+	run_free(&r);
+	unlink(path);
+	run_hubctl(&r, hub.sock, "call", "streamer.digest", "--bytes-file", path, (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "No such file") != NULL, "exit %d: %s",
+		      r.status, r.err);
+	run_free(&r);
+	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
 
@@ -1423,6 +1819,18 @@ suite_control(void)
 	tcase_add_test(tc, test_json_plain);
 	tcase_add_test(tc, test_call_signature_errors);
 	tcase_add_test(tc, test_view_bad_options);
+	suite_add_tcase(s, tc);
+	/* hubctl's calls: streams in and out, errors, the protocol's version */
+	tc = tcase_create("calls");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_stream_items_flushed);
+	tcase_add_test(tc, test_call_errors_named_once);
+	tcase_add_test(tc, test_status_after_reload);
+	tcase_add_test(tc, test_version);
+	tcase_add_test(tc, test_sink_from_stdin);
+	tcase_add_test(tc, test_sink_feed_broken);
+	tcase_add_test(tc, test_call_bytes_file);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -13,6 +13,13 @@
  *   produce_open N SIZE CHAN	the same without closing CHAN
  *   produce_crash N SIZE CHAN	sends N/2 items, then SIGKILLs itself
  *   last		how the last produce ended: "sent I: ERR" or "sent I"
+ *   digest BYTES	answers "LEN HASH": the argument's length and its
+ *			XXH3-64 in hex (what a caller sent, checked whole)
+ *   trickle N CHAN	sends 1..N (u64 items) on CHAN, then holds CHAN open,
+ *			serving, until the call is cancelled (its caller went
+ *			away: answers Cancelled) or for 60 s (closes CHAN,
+ *			answers N): a stream whose reader must see the items
+ *			before its end
  *   consume METHOD N SIZE STOP HOW DELAY	opens a channel to receive on,
  *			calls METHOD(N, SIZE, channel) and checks every item
  *			(its size, its index, its bytes); after STOP items
@@ -50,6 +57,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <xxhash.h>
 
 #include "guest.h"
 #include "tests/guests/testguest.h"
@@ -154,6 +163,57 @@ produce_crash(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	(void)ctx;
 	produce_as(c, args, len, PRODUCE_CRASH);
+}
+
+static void
+digest(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const uint8_t *b;
+	size_t pos = 0, n;
+	char text[64];
+
+	(void)ctx;
+	if (guest_pc_get_bytes(args, len, &pos, &b, &n) != 0) {
+		guest_reply_error(c, "digest takes bytes");
+		return;
+	}
+	snprintf(text, sizeof(text), "%zu %016llx", n,
+		 (unsigned long long)XXH3_64bits(b, n));
+	reply_str(c, text);
+}
+
+static void
+trickle(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t n, chan;
+	size_t pos = 0, ilen;
+	uint8_t item[16];
+	int rc = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &chan) != 0 || chan > UINT32_MAX) {
+		guest_reply_error(c, "trickle takes a count and a channel");
+		return;
+	}
+	for (uint64_t i = 1; i <= n && rc == 0; i++) {
+		ilen = 0;
+		guest_pc_put_u64(item, sizeof(item), &ilen, i);
+		rc = guest_chan_send(g, (uint32_t)chan, item, ilen, 30000);
+	}
+	/* the stream stays open: the caller's Cancel ends it */
+	for (int k = 0; k < 600 && rc == 0 && !guest_call_cancelled(c); k++)
+		rc = guest_service_wait(g, 100);
+	if (rc != 0 || guest_call_cancelled(c)) {
+		guest_chan_reset(g, (uint32_t)chan);
+		if (guest_call_cancelled(c))
+			guest_reply_cancelled(c);
+		else
+			guest_reply_error(c, "the stream broke");
+		return;
+	}
+	guest_chan_close(g, (uint32_t)chan);
+	reply_u64(c, n);
 }
 
 static void
@@ -581,6 +641,8 @@ main(int argc, char *argv[])
 		{ "produce_open", "u64,u64,chan<bytes>->u64", produce_open },
 		{ "produce_crash", "u64,u64,chan<bytes>->u64", produce_crash },
 		{ "last", "->str", last_outcome },
+		{ "trickle", "u64,chan<u64>->u64", trickle },
+		{ "digest", "bytes->str", digest },
 		{ "consume", "str,u64,u64,u64,u64,u64->str", consume },
 		{ "badchan", "str,u64->str", badchan },
 		{ "dupchan", "str->str", dupchan },

@@ -58,7 +58,7 @@ END_TEST
 START_TEST(test_who_may_run_what)
 {
 	static const char *const reads[] = { "peers", "methods", "status", "stats", "pool",
-					     "lanes" };
+					     "lanes", "version" };
 	static const char *const changes[] = { "call", "reload", "restart", "stop", "start",
 					       "domains" };
 	int n = 0;
