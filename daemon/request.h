@@ -29,6 +29,7 @@
 	X(STATUS,	status,		CTL_READ,	0)			\
 	X(STATS,	stats,		CTL_READ,	0)			\
 	X(LANES,	lanes,		CTL_READ,	0)			\
+	X(CALLS,	calls,		CTL_READ,	0)			\
 	X(POOL,		pool,		CTL_READ,	CTL_TAKES_VALIDATE)	\
 	X(DOMAINS,	domains,	CTL_CHANGE,	0)			\
 	X(CALL,		call,		CTL_CHANGE,	CTL_NEEDS_METHOD)	\

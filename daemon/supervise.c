@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/answer.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
@@ -48,6 +49,7 @@ struct why {
 	int		reason;		/* DEATH_*, or -1 */
 	int		status;
 	const char	*detail;
+	int		sig;		/* DIED: the signal that ended it, 0: exited */
 };
 
 static void step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w);
@@ -75,7 +77,7 @@ static void
 pid_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct peer *p = w->data;
-	struct why why = { -1, 0, NULL };
+	struct why why = { -1, 0, NULL, 0 };
 	siginfo_t si;
 
 	(void)loop;
@@ -90,6 +92,7 @@ pid_cb(struct ev_loop *loop, ev_io *w, int revents)
 	waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG);
 	why.reason = si.si_code == CLD_EXITED ? DEATH_EXITED : DEATH_CRASHED;
 	why.status = si.si_status;
+	why.sig = si.si_code == CLD_EXITED ? 0 : si.si_status;
 	step(p->hub, p, PE_DIED, &why);
 }
 
@@ -100,7 +103,7 @@ check_attach(struct hub *h, struct peer *p)
 {
 	/* acquire: pairs with the guest's CAS Reserved -> Attached */
 	uint32_t state = hp_peer_state(p->view.entry);
-	struct why why = { DEATH_VIOLATION, 0, "shm.spawn.reserved-state" };
+	struct why why = { DEATH_VIOLATION, 0, "shm.spawn.reserved-state", 0 };
 
 	/* r[shm.guest.attach] 4-5: the guest increments its epoch after the
 	 * CAS; it is attached once both are done (it rings the doorbell
@@ -195,24 +198,60 @@ recover(struct hub *h, struct peer *p)
 	memset(&p->view, 0, sizeof(p->view));
 }
 
-/* The tally hubctl peers shows: the last TALLY_MAX deaths, wall clock. */
-static void
-record(struct peer *p, int reason, int status)
+/* The tally hubctl peers shows: the last TALLY_MAX deaths, wall clock,
+ * with the calls it was serving (before recovery fails them). */
+static struct death *
+record(struct hub *h, struct peer *p, int reason, int status, int sig)
 {
 	struct death *d = &p->tally[p->ndeaths % TALLY_MAX];
 
 	d->when_ns = hp_clock_ns(CLOCK_REALTIME);
 	d->reason = reason;
 	d->status = status;
+	d->sig = sig;
 	snprintf(d->detail, sizeof(d->detail), "%s", p->kill_detail);
+	answer_serving(h, p, d);
 	p->ndeaths++;
+	return d;
+}
+
+/* "SIGKILL", "signal 77" for one without a name. */
+const char *
+supervise_signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (abbrev != NULL)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+/* ", while serving kv.get (1 call), kv.put (2 calls)", or "". */
+static const char *
+serving_text(const struct death *d, char *buf, size_t len)
+{
+	size_t n = 0;
+	uint32_t named = 0;
+
+	buf[0] = '\0';
+	for (uint32_t k = 0; k < d->nserving && n < len; k++) {
+		named += d->serving[k].calls;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s (%u call%s)",
+				      k == 0 ? ", while serving " : ", ", d->serving[k].method,
+				      d->serving[k].calls, d->serving[k].calls == 1 ? "" : "s");
+	}
+	if (d->in_flight > named && n < len)
+		snprintf(buf + n, len - n, " and %u more", d->in_flight - named);
+	return buf;
 }
 
 /* Spawns, then tells the lifecycle how it went. */
 static void
 start(struct hub *h, struct peer *p)
 {
-	struct why why = { DEATH_SPAWN, 0, NULL };
+	struct why why = { DEATH_SPAWN, 0, NULL, 0 };
 	int rc;
 
 	p->state = PEER_STARTING;
@@ -228,20 +267,27 @@ start(struct hub *h, struct peer *p)
 /* A death (r[shm.death.callback]): runs on the loop, never blocks; tallies
  * and recovers, then does what the lifecycle decided. */
 static void
-death(struct hub *h, struct peer *p, enum peer_event e, const struct life_in *in,
-      const struct life_out *out)
+death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
+      const struct life_in *in, const struct life_out *out)
 {
 	const char *name = p->conf->name;
+	struct death *d = record(h, p, in->reason, in->status, w != NULL ? w->sig : 0);
+	char serving[320], sig[32];
 
-	record(p, in->reason, in->status);
+	serving_text(d, serving, sizeof(serving));
 	if (in->reason == DEATH_EXITED)
-		log_info("guest %s: exited with status %d", name, in->status);
+		log_info("guest %s: exited with status %d%s", name, in->status, serving);
 	else if (in->reason == DEATH_CRASHED)
-		log_warnx("guest %s: killed by signal %d%s%s", name, in->status,
-			  p->kill_detail[0] ? ", " : "", p->kill_detail);
+		log_warnx("guest %s: killed by signal %d (%s)%s%s%s", name, in->status,
+			  supervise_signal_name(in->status, sig, sizeof(sig)),
+			  p->kill_detail[0] ? ", " : "", p->kill_detail, serving);
+	else if (d->sig != 0)
+		log_warnx("guest %s: %s: %s (%s)%s", name, lifecycle_death_name(in->reason),
+			  p->kill_detail, supervise_signal_name(d->sig, sig, sizeof(sig)),
+			  serving);
 	else
-		log_warnx("guest %s: %s: %s", name, lifecycle_death_name(in->reason),
-			  p->kill_detail);
+		log_warnx("guest %s: %s: %s%s", name, lifecycle_death_name(in->reason),
+			  p->kill_detail, serving);
 	if (p->life.short_ring)
 		log_warnx("guest %s: out of memory: deaths may be undercounted", name);
 	if (e == PE_DIED)
@@ -362,7 +408,7 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		/* acquire: pairs with the guest's epoch increment (release) */
 		p->epoch = hp_peer_epoch(p->view.entry);
 		if (host_attach(h, p) != 0) {
-			struct why why = { DEATH_VIOLATION, 0, "shm.ring.capacity" };
+			struct why why = { DEATH_VIOLATION, 0, "shm.ring.capacity", 0 };
 
 			step(h, p, PE_VIOLATION, &why);
 			break;
@@ -411,7 +457,7 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		p->state = out.next;
 		break;
 	case LA_DEATH:
-		death(h, p, e, &in, &out);
+		death(h, p, e, w, &in, &out);
 		break;
 	case LA_NACTIONS:
 		break;
@@ -453,7 +499,7 @@ supervise_faults(struct hub *h)
 {
 	for (uint32_t i = 0; i < h->conf.params.max_guests && h->faults > 0; i++) {
 		struct peer *p = &h->peers[i];
-		struct why why = { p->fault_reason, 0, p->fault };
+		struct why why = { p->fault_reason, 0, p->fault, 0 };
 
 		if (p->fault == NULL)
 			continue;

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Debugging a guest under hubd: deaths named by signal with the calls the
+ * guest was serving, the calls in flight (hubctl calls), its output
+ * tagged and kept (hubctl logs), heartbeat = off per guest, and its
+ * stack taken before a hung guest is killed. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+#define PROBER	"[guest prober]\nexec = @/tests/guests/prober\n"
+
+/* Waits until name is up with a pid other than old (0: any); its pid. */
+static int
+wait_new_pid(const char *name, int old, double timeout)
+{
+	double end = now_s() + timeout;
+	int pid;
+
+	while (now_s() < end) {
+		pid = hub_peer_int(&hub, name, "pid");
+		if (pid > 0 && pid != old && strcmp(hub_peer_state(&hub, name), "up") == 0)
+			return pid;
+		sleep_ms(5);
+	}
+	return -1;
+}
+
+/* The calls answer (a new reference), asserting there is one. */
+static json_object *
+calls(void)
+{
+	json_object *a = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL);
+
+	ck_assert_msg(a != NULL && json_get(a, "calls") != NULL, "no calls: %s",
+		      hub_log_tail(&hub));
+	return a;
+}
+
+/* Waits until n calls of method are in flight (10 s); 0 or -1. */
+static int
+wait_calls(const char *method, int n)
+{
+	double end = now_s() + 10;
+
+	while (now_s() < end) {
+		json_object *a = calls(), *cs = json_get(a, "calls");
+		int k = 0;
+
+		for (size_t i = 0; i < json_object_array_length(cs); i++)
+			k += strcmp(json_object_get_string(json_get(
+				json_object_array_get_idx(cs, i), "method")), method) == 0;
+		json_object_put(a);
+		if (k == n)
+			return 0;
+		sleep_ms(5);
+	}
+	return -1;
+}
+
+/* A control client that calls method (args: a JSON array, or NULL) and
+ * leaves the answer unread. */
+static int
+call_unread(const char *method, const char *args)
+{
+	char line[256];
+	int fd = hub_client(&hub, 10);
+	int n = snprintf(line, sizeof(line), "{\"cmd\":\"call\",\"method\":\"%s\"%s%s}\n",
+			 method, args != NULL ? ",\"args\":" : "", args != NULL ? args : "");
+
+	ck_assert_int_eq(write(fd, line, (size_t)n), n);
+	return fd;
+}
+
+/* The latest death of name (a new reference to its guest's entry in *p). */
+static json_object *
+last_death(const char *name, json_object **p)
+{
+	json_object *deaths;
+
+	*p = hub_peer(&hub, name);
+	ck_assert_ptr_nonnull(*p);
+	deaths = json_get(*p, "deaths");
+	ck_assert_msg(deaths != NULL && json_object_array_length(deaths) > 0, "no death");
+	return json_object_array_get_idx(deaths, 0);
+}
+
+/* A guest killed by SIGSEGV while serving two calls: the log, peers and
+ * its JSON say the signal by name and the calls by method. */
+START_TEST(test_death_says_signal_and_calls)
+{
+	json_object *p, *d, *f, *m;
+	char *log, *out = NULL;
+	int fd[2], pid;
+
+	hub_start_up(&hub, NULL, PROBER, "prober");
+	ck_assert(hub_wait_method(&hub, "prober.wait") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	fd[0] = call_unread("prober.wait", NULL);
+	fd[1] = call_unread("prober.wait", NULL);
+	ck_assert_msg(wait_calls("prober.wait", 2) == 0, "the calls never showed");
+	ck_assert_int_eq(kill(pid, SIGSEGV), 0);
+	ck_assert_msg(wait_new_pid("prober", pid, 10) > 0, "%s", hub_log_tail(&hub));
+	d = last_death("prober", &p);
+	ck_assert_str_eq(json_object_get_string(json_get(d, "reason")), "crashed");
+	ck_assert_int_eq(json_object_get_int(json_get(d, "status")), SIGSEGV);
+	ck_assert_str_eq(json_object_get_string(json_get(d, "signal")), "SIGSEGV");
+	f = json_get(d, "in_flight");
+	ck_assert_int_eq(json_object_get_int(json_get(f, "calls")), 2);
+	m = json_object_array_get_idx(json_get(f, "methods"), 0);
+	ck_assert_str_eq(json_object_get_string(json_get(m, "method")), "prober.wait");
+	ck_assert_int_eq(json_object_get_int(json_get(m, "calls")), 2);
+	json_object_put(p);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "guest prober: killed by signal 11 (SIGSEGV), while serving "
+			     "prober.wait (2 calls)") != NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "crashed SIGSEGV while serving prober.wait (2 calls)") != NULL,
+		      "%s", out);
+	free(out);
+	/* the calls failed with the death: none is left */
+	ck_assert_int_eq(wait_calls("prober.wait", 0), 0);
+	close(fd[0]);
+	close(fd[1]);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The entry of the calls answer for method (a new reference in *a). */
+static json_object *
+call_of(json_object **a, const char *method)
+{
+	json_object *cs;
+
+	*a = calls();
+	cs = json_get(*a, "calls");
+	for (size_t i = 0; i < json_object_array_length(cs); i++) {
+		json_object *c = json_object_array_get_idx(cs, i);
+
+		if (strcmp(json_object_get_string(json_get(c, "method")), method) == 0)
+			return c;
+	}
+	ck_abort_msg("no call of %s: %s", method, json_object_to_json_string(*a));
+	return NULL;
+}
+
+/* A call whose handler never answers is listed with its caller, method
+ * and age; gone once its caller gives up (a guest's call with a timeout:
+ * its Cancel ends it). */
+START_TEST(test_calls_lists_unanswered)
+{
+	json_object *a, *c;
+	char *out = NULL;
+	int fd;
+
+	hub_start_up(&hub, NULL, PROBER "[guest caller]\nexec = @/tests/guests/prober\n"
+		     "args = --prefix caller\n", "prober,caller");
+	ck_assert(hub_wait_method(&hub, "prober.wait,caller.route_timeout") == 0);
+	fd = call_unread("caller.route_timeout", "[\"prober.wait\",\"5000\"]");
+	ck_assert_msg(wait_calls("prober.wait", 1) == 0, "the call never showed");
+	c = call_of(&a, "prober.wait");
+	ck_assert_str_eq(json_object_get_string(json_get(c, "callee")), "prober");
+	ck_assert_str_eq(json_object_get_string(json_get(c, "caller")), "caller");
+	ck_assert_str_eq(json_object_get_string(json_get(c, "caller_kind")), "guest");
+	ck_assert_msg(json_object_get_double(json_get(c, "age_s")) >= 0, "%s",
+		      json_object_to_json_string(c));
+	ck_assert_msg(json_object_get_int64(json_get(c, "id")) > 0, "%s",
+		      json_object_to_json_string(c));
+	json_object_put(a);
+	ck_assert_int_eq(hubctl(&hub, &out, "calls", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "prober.wait") != NULL && strstr(out, "client (uid ") != NULL,
+		      "%s", out);
+	free(out);
+	/* the caller gives up: Cancel, and prober.wait answers Cancelled;
+	 * then caller.route_timeout answers the client */
+	ck_assert_msg(wait_calls("prober.wait", 0) == 0, "the call stayed: %s",
+		      hub_log_tail(&hub));
+	ck_assert_msg(wait_calls("caller.route_timeout", 0) == 0, "the call stayed: %s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hubctl(&hub, &out, "calls", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "(no call in flight through hubd)") != NULL, "%s", out);
+	free(out);
+	close(fd);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_debug(void);
+Suite *
+suite_debug(void)
+{
+	Suite *s = suite_create("debug");
+	TCase *tc = tcase_create("debug");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_death_says_signal_and_calls);
+	tcase_add_test(tc, test_calls_lists_unanswered);
+	suite_add_tcase(s, tc);
+	return s;
+}
