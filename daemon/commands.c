@@ -15,6 +15,7 @@
 #include "daemon/client.h"
 #include "daemon/commands.h"
 #include "daemon/filter.h"
+#include "daemon/guestlog.h"
 #include "daemon/control.h"
 #include "daemon/host.h"
 #include "daemon/jsonout.h"
@@ -176,6 +177,9 @@ peer_json(struct hub *h, struct peer *p)
 	json_object_object_add(o, "uptime_s", json_seconds(p->state == PEER_UP ? now - p->up_ns : 0));
 	json_object_object_add(o, "exec", json_object_new_string(p->conf->exec));
 	json_object_object_add(o, "user", user_json(p->conf));
+	json_object_object_add(o, "heartbeat_interval_ns", json_object_new_uint64(
+		p->conf->heartbeat_ns != CONFIG_HEARTBEAT_HUB ? p->conf->heartbeat_ns :
+		h->conf.params.heartbeat_interval));
 	json_object_object_add(o, "seccomp", json_object_new_boolean(p->conf->seccomp &&
 								       filter_ready()));
 	{
@@ -759,6 +763,27 @@ cmd_calls(struct client *c, const struct control_req *r)
 	}
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "calls", a);
+	client_reply(c, o);
+}
+
+/* A guest's last lines of output (guestlog.c), the oldest first; kept
+ * across its restarts. */
+static void
+cmd_logs(struct client *c, const struct control_req *r)
+{
+	json_object *o, *a;
+	struct peer *p;
+
+	if ((p = guest_named(c, r->name)) == NULL)
+		return;
+	o = json_object_new_object();
+	a = json_object_new_array();
+	for (uint32_t i = 0; i < p->out.n; i++)
+		json_object_array_add(a, json_object_new_string(guestlog_line(p, i)));
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
+	add_u64(o, "lines_ever", p->out.total);
+	json_object_object_add(o, "lines", a);
 	client_reply(c, o);
 }
 

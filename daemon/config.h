@@ -48,6 +48,8 @@ enum config_lanes {
 	LANES_WITH,
 };
 #define CONFIG_LANES_WITH_MAX	512
+#define CONFIG_HEARTBEAT_HUB	UINT64_MAX	/* a guest's heartbeat: the hub's */
+
 struct config_guest {
 	char		name[CONFIG_GUEST_NAME_MAX + 1];
 	char		*exec;		/* path of the executable */
@@ -69,6 +71,8 @@ struct config_guest {
 	char		zone[CONFIG_GUEST_NAME_MAX + 1];	/* whose pool it shares;
 						 * "": its own (config_zone) */
 	uint32_t	processors;	/* HUB_PROCESSORS for guest_run_mt, 0: unset */
+	uint64_t	heartbeat_ns;	/* heartbeat =: its domain's interval, 0: off,
+					 * CONFIG_HEARTBEAT_HUB: heartbeat_interval's */
 	uint64_t	pool_quota;	/* shared pool bytes it may hold, 0: [pool] quota */
 	uint32_t	pool_quota_slots; /* and slots, 0: [pool] quota_slots */
 	char		**provides;	/* method names it may register besides

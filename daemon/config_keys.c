@@ -190,6 +190,18 @@ key_duration(struct parser *p, const struct key *k, const char *value, void *bas
 	return 0;
 }
 
+/* A guest's heartbeat: off (a guest in a debugger is never taken for
+ * hung), or a duration of its own (0 is off too). */
+static int
+key_heartbeat(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	if (strcmp(value, "off") == 0) {
+		*(uint64_t *)field(k, base) = 0;
+		return 0;
+	}
+	return key_duration(p, k, value, base);
+}
+
 static int
 key_string(struct parser *p, const struct key *k, const char *value, void *base)
 {
@@ -482,6 +494,7 @@ static const struct key guest_keys[] = {
 	{ "limit_memory", key_size, GUEST(limit_memory), .min = 1u << 20, .max = UINT64_MAX },
 	{ "limit_files", key_number, GUEST(limit_files), .min = 16, .max = 1u << 20 },
 	{ "processors", key_number, GUEST(processors), .min = 1, .max = 256 },
+	{ "heartbeat", key_heartbeat, GUEST(heartbeat_ns) },
 	{ "shared_pool", key_bool, GUEST(shared_pool) },
 	{ "seccomp", key_bool, GUEST(seccomp) },
 	{ "zone", key_zone, GUEST(zone) },

@@ -13,6 +13,7 @@
 #include <ev.h>
 
 #include "daemon/config.h"
+#include "daemon/guestlog.h"
 #include "daemon/lifecycle.h"
 #include "proto/clock.h"
 #include "proto/endpoint.h"
@@ -231,9 +232,11 @@ struct peer {
 	uint32_t		nlanes;		/* lanes open (lanes.c) */
 	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t		up_ns;
+	uint64_t		heartbeat_ns;	/* this instance's interval, 0: none */
 	uint32_t		restarts;
 	struct death		tally[TALLY_MAX];
 	uint32_t		ndeaths;	/* ever */
+	struct guestlog		out;		/* its stdout and stderr */
 	struct peer_stats	stats;
 };
 

@@ -165,6 +165,7 @@ reload_config(struct hub *h, FILE *msgs)
 		supervise_stop(h, p);
 		if (p->state == PEER_DOWN) {	/* nothing running: free now */
 			methods_forget(h, p);
+			guestlog_free(p);
 			config_guest_free(p->conf);
 			config_guest_free(p->next_conf);
 			p->conf = p->next_conf = NULL;

@@ -185,6 +185,7 @@ recover(struct hub *h, struct peer *p)
 	pool_reclaim(p);
 	ev_io_stop(h->loop, &p->pid_w);
 	ev_io_stop(h->loop, &p->bell_w);
+	guestlog_end(h, p);	/* its last words; its lines stay */
 	disarm(h, p);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
@@ -271,8 +272,13 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
       const struct life_in *in, const struct life_out *out)
 {
 	const char *name = p->conf->name;
-	struct death *d = record(h, p, in->reason, in->status, w != NULL ? w->sig : 0);
+	struct death *d;
 	char serving[320], sig[32];
+
+	/* its last words first: they often say why */
+	if (e == PE_DIED)
+		guestlog_end(h, p);
+	d = record(h, p, in->reason, in->status, w != NULL ? w->sig : 0);
 
 	serving_text(d, serving, sizeof(serving));
 	if (in->reason == DEATH_EXITED)
@@ -321,6 +327,7 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
 		p->conf = p->next_conf = NULL;
 		p->removed = 0;
 		p->ndeaths = 0;
+		guestlog_free(p);
 		p->restarts = 0;
 		lifecycle_reset(&p->life);
 		if (h->hooks.entry_freed != NULL)
@@ -474,6 +481,7 @@ supervise_init(struct hub *h, struct peer *p)
 	ev_io_init(&p->pid_w, pid_cb, -1, EV_READ);
 	ev_io_init(&p->bell_w, bell_cb, -1, EV_READ);
 	ev_timer_init(&p->timer, timer_cb, 0, 0);
+	guestlog_init(p);
 	p->pid_w.data = p->bell_w.data = p->timer.data = p;
 }
 

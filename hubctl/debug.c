@@ -38,3 +38,28 @@ hubctl_calls(struct ctl *ctl, int argc, char **argv)
 	json_object_put(a);
 	return 0;
 }
+
+/* hubctl logs NAME: the guest's last lines of stdout and stderr, as hubd
+ * keeps them. */
+int
+hubctl_logs(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *req, *a, *ls;
+
+	(void)argc;
+	req = json_object_new_object();
+	json_object_object_add(req, "cmd", json_object_new_string("logs"));
+	json_object_object_add(req, "name", json_object_new_string(argv[0]));
+	client_send(ctl, req);
+	if ((a = client_read(ctl)) == NULL)
+		client_no_answer(ctl, "");
+	if (client_failed(ctl, a))
+		return 1;
+	if (ctl->json)
+		return print_json(a);
+	ls = list(a, "lines");
+	for (size_t i = 0; i < json_object_array_length(ls); i++)
+		printf("%s\n", json_object_get_string(json_object_array_get_idx(ls, i)));
+	json_object_put(a);
+	return 0;
+}

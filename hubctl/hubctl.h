@@ -78,6 +78,7 @@ int		 hubctl_reload(struct ctl *ctl, int argc, char **argv);
 
 /* debug.c: hubctl calls, hubctl logs NAME */
 int		 hubctl_calls(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_logs(struct ctl *ctl, int argc, char **argv);
 
 /* views.c: hubctl top, and hubctl stats -w */
 int		 hubctl_top(struct ctl *ctl, int argc, char **argv);

@@ -43,6 +43,8 @@ static const struct command commands[] = {
 	{ "calls", "calls", 0, 0, hubctl_calls,
 	  "calls routed through hubd and not answered yet: caller, callee, method, age",
 	  NULL },
+	{ "logs", "logs NAME", 1, 1, hubctl_logs,
+	  "a guest's last lines of stdout and stderr, kept across its restarts", NULL },
 	{ "call", "call METHOD [ARG...]", 1, 9, hubctl_call,
 	  "call a method; arguments are encoded by its signature", NULL },
 	{ "restart", "restart NAME", 1, 1, hubctl_restart,

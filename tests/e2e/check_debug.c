@@ -192,6 +192,131 @@ START_TEST(test_calls_lists_unanswered)
 }
 END_TEST
 
+/* The lines of hubctl logs NAME -j (a new reference), asserting there
+ * are some. */
+static json_object *
+logs(const char *name, json_object **a)
+{
+	char line[128];
+
+	snprintf(line, sizeof(line), "{\"cmd\":\"logs\",\"name\":\"%s\"}", name);
+	*a = hub_request(&hub, line, NULL);
+	ck_assert_msg(*a != NULL && json_get(*a, "lines") != NULL, "no logs: %s",
+		      hub_log_tail(&hub));
+	return json_get(*a, "lines");
+}
+
+/* Waits until the last kept line of name holds s (10 s); 0 or -1. */
+static int
+wait_last_line(const char *name, const char *s)
+{
+	double end = now_s() + 10;
+
+	while (now_s() < end) {
+		json_object *a, *ls = logs(name, &a);
+		size_t n = json_object_array_length(ls);
+		int found = n > 0 && strstr(json_object_get_string(
+			json_object_array_get_idx(ls, n - 1)), s) != NULL;
+
+		json_object_put(a);
+		if (found)
+			return 0;
+		sleep_ms(5);
+	}
+	return -1;
+}
+
+/* A guest's stderr and stdout: tagged with its name in hubd's log, the
+ * last lines kept for hubctl logs, bounded in count and bytes, control
+ * characters replaced, long lines cut; kept across a restart. */
+START_TEST(test_output_tagged_and_kept)
+{
+	json_object *a, *ls;
+	char *log, *out = NULL, hello[64];
+	size_t bytes = 0;
+	int pid, yline = 0;
+
+	hub_start_up(&hub, NULL, "[guest chatty]\nexec = @/tests/guests/lifeguest\n"
+		     "args = --mode=chatty\n", "chatty");
+	pid = hub_peer_int(&hub, "chatty", "pid");
+	ck_assert_msg(wait_last_line("chatty", "lifeguest flood done") == 0, "%s",
+		      hub_log_tail(&hub));
+	ls = logs("chatty", &a);
+	ck_assert_msg(json_object_array_length(ls) <= 200, "%zu lines kept",
+		      json_object_array_length(ls));
+	for (size_t i = 0; i < json_object_array_length(ls); i++) {
+		const char *l = json_object_get_string(json_object_array_get_idx(ls, i));
+
+		bytes += strlen(l) + 1;
+		ck_assert_msg(strlen(l) <= 1024, "a line of %zu bytes", strlen(l));
+		ck_assert_msg(strchr(l, '\033') == NULL && strchr(l, '\r') == NULL, "%s", l);
+		yline |= strncmp(l, "yyyyyyyyyy?yyyyyyyyy?yyy", 24) == 0;
+	}
+	ck_assert_msg(bytes <= 65536, "%zu bytes kept", bytes);
+	ck_assert_msg(yline, "the long line was not kept, cut");
+	json_object_put(a);
+	snprintf(hello, sizeof(hello), "lifeguest says hello (pid %d)", pid);
+	log = hub_log(&hub);
+	{
+		char tagged[96];
+
+		snprintf(tagged, sizeof(tagged), "hubd: chatty: %s\n", hello);
+		ck_assert_msg(strstr(log, tagged) != NULL, "%s", hub_log_tail(&hub));
+		ck_assert_msg(strstr(log, "hubd: chatty: 2999 xxx") != NULL, "%s",
+			      hub_log_tail(&hub));
+	}
+	free(log);
+	/* hubd still serves while and after it floods */
+	ck_assert_int_eq(hubctl(&hub, &out, "logs", "chatty", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "lifeguest flood done\n") != NULL, "%s", out);
+	free(out);
+	/* a restart: the lines of before stay, the new instance's follow */
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_msg(wait_new_pid("chatty", pid, 10) > 0, "%s", hub_log_tail(&hub));
+	ck_assert_msg(wait_last_line("chatty", "lifeguest flood done") == 0, "%s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hubctl_err(&hub, &out, "logs", "nosuch", (char *)NULL), 1);
+	ck_assert_msg(strstr(out, "no such guest") != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* heartbeat = off: a guest stopped (as in a debugger) is not taken for
+ * hung, while one on the hub's heartbeat is; a bad value is refused. */
+START_TEST(test_heartbeat_off_per_guest)
+{
+	int quiet, beating;
+	char *out = NULL;
+
+	hub_start_up(&hub, "heartbeat_interval = 100ms\n",
+		     "[guest quiet]\nexec = @/guests/echo\nheartbeat = off\nprovides = echo.*\n"
+		     "[guest beating]\nexec = @/tests/guests/lifeguest\nargs = --mode=idle\n",
+		     "quiet,beating");
+	ck_assert_int_eq(hub_peer_int(&hub, "quiet", "heartbeat_interval_ns"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "beating", "heartbeat_interval_ns"), 100000000);
+	quiet = hub_peer_int(&hub, "quiet", "pid");
+	beating = hub_peer_int(&hub, "beating", "pid");
+	ck_assert_int_eq(kill(quiet, SIGSTOP), 0);
+	ck_assert_int_eq(kill(beating, SIGSTOP), 0);
+	ck_assert_msg(wait_new_pid("beating", beating, 10) > 0, "%s", hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "quiet", "pid"), quiet);
+	ck_assert_str_eq(hub_peer_state(&hub, "quiet"), "up");
+	ck_assert_int_eq(kill(quiet, SIGCONT), 0);
+	/* it serves on, once let go */
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "still here", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "still here") != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert(hub_start(&hub, NULL, "[guest bad]\nexec = @/guests/echo\nheartbeat = soon\n")
+		  != 0);
+	out = hub_log(&hub);
+	ck_assert_msg(strstr(out, "heartbeat: 'soon' is not a duration") != NULL, "%s",
+		      hub_log_tail(&hub));
+	free(out);
+}
+END_TEST
+
 Suite *suite_debug(void);
 Suite *
 suite_debug(void)
@@ -203,6 +328,8 @@ suite_debug(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_death_says_signal_and_calls);
 	tcase_add_test(tc, test_calls_lists_unanswered);
+	tcase_add_test(tc, test_output_tagged_and_kept);
+	tcase_add_test(tc, test_heartbeat_off_per_guest);
 	suite_add_tcase(s, tc);
 	return s;
 }
