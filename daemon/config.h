@@ -89,6 +89,12 @@ struct config_guest {
 	char		run_why[320];	/* GUEST_RUNS_HUBD: why not its own */
 };
 
+/* hang_stack =: what hubd does before it kills a hung guest. */
+enum {
+	HANG_STACK_AUTO,	/* eu-stack or gdb if installed, else SIGABRT */
+	HANG_STACK_OFF,		/* SIGKILL at once */
+};
+
 struct hub_conf {
 	char			*file;
 	char			*control_path;
@@ -103,6 +109,7 @@ struct hub_conf {
 	uint32_t		channels_per_caller;	/* streams hubd opens in a guest's table
 							 * for one caller at once */
 	uint32_t		lanes_per_guest;	/* lanes one guest may have open */
+	int			hang_stack;		/* HANG_STACK_*: a hung guest's stack */
 	uint64_t		pool_sweep_ns;		/* [pool] sweep_interval: the sweeper's period */
 	uint64_t		pool_stuck_ns;		/* [pool] stuck_after: a slot held this long is reported (0: never) */
 	uint64_t		pool_quota;		/* [pool] quota: bytes one guest may hold (0: default) */

@@ -190,6 +190,19 @@ key_duration(struct parser *p, const struct key *k, const char *value, void *bas
 	return 0;
 }
 
+/* hang_stack = auto | off */
+static int
+key_hang_stack(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	if (strcmp(value, "auto") == 0 || strcmp(value, "off") == 0) {
+		*(int *)field(k, base) = strcmp(value, "off") == 0 ? HANG_STACK_OFF :
+		    HANG_STACK_AUTO;
+		return 0;
+	}
+	config_perr(p, p->line, "%s: '%s' is not auto or off", k->name, value);
+	return -1;
+}
+
 /* A guest's heartbeat: off (a guest in a debugger is never taken for
  * hung), or a duration of its own (0 is off too). */
 static int
@@ -465,6 +478,7 @@ static const struct key hub_keys[] = {
 	{ "guest_uids", key_uids, HUB(guest_uids) },
 	{ "goodbye_grace", key_duration, HUB(goodbye_grace_ns) },
 	{ "client_timeout", key_duration, HUB(client_timeout_ns) },
+	{ "hang_stack", key_hang_stack, HUB(hang_stack) },
 	{ "calls_in_flight", key_number, HUB(calls_in_flight), .min = 1, .max = 1000000 },
 	{ "channels_per_caller", key_number, HUB(channels_per_caller), .min = 1,
 	  .max = HP_CHANNELS_MAX },

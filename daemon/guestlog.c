@@ -32,30 +32,53 @@ drop_oldest(struct guestlog *l)
 	l->n--;
 }
 
-/* One line of the guest's (len bytes, no newline): logged and kept. */
+/* One line of the guest's (len bytes, no newline), or of what hubd
+ * wrote about it (tag, e.g. "[stack] "): logged and kept. */
 static void
-emit(struct peer *p, char *s, size_t len)
+emit(struct peer *p, const char *tag, char *s, size_t len)
 {
 	struct guestlog *l = &p->out;
+	size_t tlen = strlen(tag);
 	char *copy;
 
 	for (size_t i = 0; i < len; i++)
 		if (((unsigned char)s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
 			s[i] = '?';
-	log_info("%s: %.*s", p->conf->name, (int)len, s);
+	log_info("%s: %s%.*s", p->conf->name, tag, (int)len, s);
 	l->total++;
 	if (l->lines == NULL &&
 	    (l->lines = calloc(GUESTLOG_LINES, sizeof(*l->lines))) == NULL)
 		return;		/* logged, not kept */
+	len += tlen;
 	while (l->n > 0 && (l->n == GUESTLOG_LINES || l->bytes + len + 1 > GUESTLOG_BYTES))
 		drop_oldest(l);
 	if ((copy = malloc(len + 1)) == NULL)
 		return;
-	memcpy(copy, s, len);
+	memcpy(copy, tag, tlen);
+	memcpy(copy + tlen, s, len - tlen);
 	copy[len] = '\0';
 	l->lines[(l->first + l->n) % GUESTLOG_LINES] = copy;
 	l->n++;
 	l->bytes += len + 1;
+}
+
+void
+guestlog_text(struct peer *p, const char *tag, char *text, size_t len)
+{
+	while (len > 0) {
+		char *nl = memchr(text, '\n', len);
+		size_t n = nl != NULL ? (size_t)(nl - text) : len;
+		size_t cut = n > GUESTLOG_LINE_MAX ? GUESTLOG_LINE_MAX : n;
+
+		emit(p, tag, text, cut);
+		if (cut < n) {		/* the rest of a long line next */
+			text += cut;
+			len -= cut;
+			continue;
+		}
+		text += n + (nl != NULL);
+		len -= n + (nl != NULL);
+	}
 }
 
 /* Bytes read: complete lines out, the rest kept for the next read. */
@@ -66,12 +89,12 @@ take(struct peer *p, const char *buf, size_t len)
 
 	for (size_t i = 0; i < len; i++) {
 		if (buf[i] == '\n') {
-			emit(p, l->part, l->plen);
+			emit(p, "", l->part, l->plen);
 			l->plen = 0;
 			continue;
 		}
 		if (l->plen == sizeof(l->part)) {
-			emit(p, l->part, l->plen);
+			emit(p, "", l->part, l->plen);
 			l->plen = 0;
 		}
 		l->part[l->plen++] = buf[i];
@@ -161,7 +184,7 @@ guestlog_end(struct hub *h, struct peer *p)
 		}
 	}
 	if (l->plen > 0) {
-		emit(p, l->part, l->plen);
+		emit(p, "", l->part, l->plen);
 		l->plen = 0;
 	}
 	close(l->fd);

@@ -40,6 +40,9 @@ void		guestlog_watch(struct hub *h, struct peer *p);
 void		guestlog_end(struct hub *h, struct peer *p);
 /* The kept lines go (the entry is freed; its instance ended before). */
 void		guestlog_free(struct peer *p);
+/* Lines hubd writes about the guest (its stack), tag before each: logged
+ * and kept as its own. text is changed (control characters). */
+void		guestlog_text(struct peer *p, const char *tag, char *text, size_t len);
 /* The i-th kept line, the oldest first (i < p->out.n). */
 const char	*guestlog_line(const struct peer *p, uint32_t i);
 

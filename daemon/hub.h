@@ -14,6 +14,7 @@
 
 #include "daemon/config.h"
 #include "daemon/guestlog.h"
+#include "daemon/hangstack.h"
 #include "daemon/lifecycle.h"
 #include "proto/clock.h"
 #include "proto/endpoint.h"
@@ -237,6 +238,7 @@ struct peer {
 	struct death		tally[TALLY_MAX];
 	uint32_t		ndeaths;	/* ever */
 	struct guestlog		out;		/* its stdout and stderr */
+	struct hangstack	stack;		/* taking its stack, hung */
 	struct peer_stats	stats;
 };
 

@@ -222,6 +222,7 @@ reload_config(struct hub *h, FILE *msgs)
 	h->conf.stop_grace_ns = n.stop_grace_ns;
 	h->conf.goodbye_grace_ns = n.goodbye_grace_ns;
 	h->conf.client_timeout_ns = n.client_timeout_ns;
+	h->conf.hang_stack = n.hang_stack;
 	h->conf.channels_per_caller = n.channels_per_caller;
 	if (h->conf.pool_sweep_ns != n.pool_sweep_ns) {
 		h->conf.pool_sweep_ns = n.pool_sweep_ns;

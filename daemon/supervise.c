@@ -369,6 +369,27 @@ end(struct hub *h, struct peer *p, enum peer_state from, const struct why *w)
 	kill_group(p, SIGKILL);
 }
 
+/* A guest hung while up: its stack taken (a tool, until it is done or
+ * HANGSTACK_LIMIT_S is over) or SIGABRT (HANGSTACK_ABORT_S to dump),
+ * then the timer's SIGKILL. 0: nothing started, kill it now. */
+static int
+take_stack(struct hub *h, struct peer *p, const struct why *w)
+{
+	enum hangstack_how how = hangstack_start(h, p);
+
+	if (how == HANGSTACK_NONE)
+		return 0;
+	p->kill_reason = w->reason;
+	snprintf(p->kill_detail, sizeof(p->kill_detail), "%s", w->detail);
+	host_goodbye(h, p, p->kill_detail);
+	if (how == HANGSTACK_TOOL)
+		arm(h, p, (uint64_t)(HANGSTACK_LIMIT_S * 1e9), DEATH_HUNG, "stack taken");
+	else
+		arm(h, p, (uint64_t)(HANGSTACK_ABORT_S * 1e9), DEATH_HUNG,
+		    "SIGABRT sent, not dead yet");
+	return 1;
+}
+
 /* One event: the lifecycle decides, this carries it out. */
 static void
 step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
@@ -446,7 +467,9 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 			  "it exits", p->conf->name, w->detail, seconds(h->conf.goodbye_grace_ns));
 		break;
 	case LA_KILL:
-		end(h, p, from, w);
+		/* hung while up: its stack first, if we can (hangstack.c) */
+		if (e != PE_HUNG || from != PEER_UP || !take_stack(h, p, w))
+			end(h, p, from, w);
 		p->state = out.next;
 		break;
 	case LA_BELL_GRACE:
@@ -482,6 +505,7 @@ supervise_init(struct hub *h, struct peer *p)
 	ev_io_init(&p->bell_w, bell_cb, -1, EV_READ);
 	ev_timer_init(&p->timer, timer_cb, 0, 0);
 	guestlog_init(p);
+	hangstack_init(p);
 	p->pid_w.data = p->bell_w.data = p->timer.data = p;
 }
 
@@ -588,7 +612,17 @@ supervise_stop_all(struct hub *h)
 void
 supervise_kill_groups(struct hub *h)
 {
-	for (uint32_t i = 0; h->peers != NULL && i < h->conf.params.max_guests; i++)
+	for (uint32_t i = 0; h->peers != NULL && i < h->conf.params.max_guests; i++) {
 		if (h->peers[i].pid > 0)
 			kill_group(&h->peers[i], SIGKILL);
+		hangstack_kill(&h->peers[i]);
+	}
+}
+
+/* Its stack is in the log: the timer's SIGKILL now, if it waits still. */
+void
+supervise_stack_taken(struct hub *h, struct peer *p)
+{
+	if (p->state == PEER_ENDING && ev_is_active(&p->timer))
+		step(h, p, PE_TIMER, NULL);
 }

@@ -317,6 +317,73 @@ START_TEST(test_heartbeat_off_per_guest)
 }
 END_TEST
 
+/* A guest hung in a handler: its stack is taken before it is killed, by
+ * eu-stack or gdb when installed (the lines in hubd's log and hubctl
+ * logs), else by SIGABRT; then it is killed and restarted. */
+START_TEST(test_hung_guest_stack_taken)
+{
+	json_object *p, *d;
+	char *log, *out = NULL;
+	int pid, fd;
+
+	hub_start_up(&hub, "heartbeat_interval = 100ms\n", PROBER, "prober");
+	ck_assert(hub_wait_method(&hub, "prober.busy") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	fd = call_unread("prober.busy", "[\"60000\"]");
+	ck_assert_msg(wait_new_pid("prober", pid, 20) > 0, "%s", hub_log_tail(&hub));
+	d = last_death("prober", &p);
+	ck_assert_str_eq(json_object_get_string(json_get(d, "reason")), "hung");
+	json_object_put(p);
+	log = hub_log(&hub);
+	if (strstr(log, "guest prober: taking its stack with ") != NULL) {
+		/* a tool's lines, tagged; then the kill */
+		ck_assert_msg(strstr(log, "hubd: prober: [stack] ") != NULL, "%s",
+			      hub_log_tail(&hub));
+		ck_assert_msg(strstr(log, "guest prober: stack taken, killing it") != NULL ||
+			      strstr(log, "guest prober: stack taken") != NULL, "%s",
+			      hub_log_tail(&hub));
+		ck_assert_int_eq(hubctl(&hub, &out, "logs", "prober", (char *)NULL), 0);
+		ck_assert_msg(strstr(out, "[stack] ") != NULL, "%s", out);
+		free(out);
+	} else {
+		ck_assert_msg(strstr(log, "no eu-stack nor gdb installed: SIGABRT") != NULL,
+			      "%s", hub_log_tail(&hub));
+	}
+	ck_assert_msg(strstr(log, "while serving prober.busy (1 call)") != NULL, "%s",
+		      hub_log_tail(&hub));
+	free(log);
+	close(fd);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* hang_stack = off: killed at once; a bad value is refused. */
+START_TEST(test_hang_stack_off)
+{
+	char *log;
+	int pid, fd;
+
+	hub_start_up(&hub, "heartbeat_interval = 100ms\nhang_stack = off\n", PROBER, "prober");
+	ck_assert(hub_wait_method(&hub, "prober.busy") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	fd = call_unread("prober.busy", "[\"60000\"]");
+	ck_assert_msg(wait_new_pid("prober", pid, 20) > 0, "%s", hub_log_tail(&hub));
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "taking its stack") == NULL &&
+		      strstr(log, "SIGABRT") == NULL, "%s", hub_log_tail(&hub));
+	ck_assert_msg(strstr(log, "guest prober: hung: heartbeat stale") != NULL, "%s",
+		      hub_log_tail(&hub));
+	free(log);
+	close(fd);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert(hub_start(&hub, "hang_stack = maybe\n", PROBER) != 0);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "hang_stack: 'maybe' is not auto or off") != NULL, "%s",
+		      hub_log_tail(&hub));
+	free(log);
+}
+END_TEST
+
 Suite *suite_debug(void);
 Suite *
 suite_debug(void)
@@ -330,6 +397,8 @@ suite_debug(void)
 	tcase_add_test(tc, test_calls_lists_unanswered);
 	tcase_add_test(tc, test_output_tagged_and_kept);
 	tcase_add_test(tc, test_heartbeat_off_per_guest);
+	tcase_add_test(tc, test_hung_guest_stack_taken);
+	tcase_add_test(tc, test_hang_stack_off);
 	suite_add_tcase(s, tc);
 	return s;
 }
