@@ -28,6 +28,9 @@ void		answer_error(struct hub *h, const struct origin *o, uint32_t code,
 			     const char *why);
 void		answer_ok(struct hub *h, const struct origin *o,
 			  const uint8_t *value, size_t len);
+/* The calls routed to p and not answered yet, by method, into d: what
+ * it was serving when it died. */
+void		answer_serving(struct hub *h, struct peer *p, struct death *d);
 /* Fails every call that involves p (r[shm.crash.recovery] 2). */
 void		answer_detach(struct hub *h, struct peer *p);
 

@@ -15,6 +15,7 @@
 #include "daemon/client.h"
 #include "daemon/commands.h"
 #include "daemon/filter.h"
+#include "daemon/guestlog.h"
 #include "daemon/control.h"
 #include "daemon/host.h"
 #include "daemon/jsonout.h"
@@ -148,11 +149,32 @@ user_json(const struct config_guest *g)
 	return o;
 }
 
+/* What a guest was serving when it died: {"calls": N, "methods":
+ * [{"method", "calls"}...]} (the first methods by name, every call in
+ * "calls"). */
+static json_object *
+serving_json(const struct death *d)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+	json_object_object_add(o, "calls", json_object_new_int64(d->in_flight));
+	for (uint32_t k = 0; k < d->nserving; k++) {
+		json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "method", json_object_new_string(d->serving[k].method));
+		json_object_object_add(e, "calls", json_object_new_int64(d->serving[k].calls));
+		json_object_array_add(a, e);
+	}
+	json_object_object_add(o, "methods", a);
+	return o;
+}
+
 static json_object *
 peer_json(struct hub *h, struct peer *p)
 {
 	json_object *o = json_object_new_object(), *deaths = json_object_new_array();
 	uint64_t now = hp_now_ns();
+	char sig[32];
 
 	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
 	json_object_object_add(o, "peer_id", json_object_new_int((int)p->id));
@@ -162,6 +184,9 @@ peer_json(struct hub *h, struct peer *p)
 	json_object_object_add(o, "uptime_s", json_seconds(p->state == PEER_UP ? now - p->up_ns : 0));
 	json_object_object_add(o, "exec", json_object_new_string(p->conf->exec));
 	json_object_object_add(o, "user", user_json(p->conf));
+	json_object_object_add(o, "heartbeat_interval_ns", json_object_new_uint64(
+		p->conf->heartbeat_ns != CONFIG_HEARTBEAT_HUB ? p->conf->heartbeat_ns :
+		h->conf.params.heartbeat_interval));
 	json_object_object_add(o, "seccomp", json_object_new_boolean(p->conf->seccomp &&
 								       filter_ready()));
 	{
@@ -181,7 +206,10 @@ peer_json(struct hub *h, struct peer *p)
 		json_object_object_add(e, "reason", json_object_new_string(
 			lifecycle_death_name(d->reason)));
 		json_object_object_add(e, "status", json_object_new_int(d->status));
+		json_object_object_add(e, "signal", d->sig == 0 ? NULL : json_object_new_string(
+			supervise_signal_name(d->sig, sig, sizeof(sig))));
 		json_object_object_add(e, "detail", json_object_new_string(d->detail));
+		json_object_object_add(e, "in_flight", serving_json(d));
 		json_object_array_add(deaths, e);
 	}
 	json_object_object_add(o, "deaths", deaths);
@@ -800,6 +828,96 @@ cmd_lanes(struct client *c, const struct control_req *r)
 
 	(void)r;
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	client_reply(c, o);
+}
+
+/* Who waits for a call's answer, for hubctl calls. */
+static void
+caller_json(struct hub *h, json_object *e, const struct origin *o)
+{
+	static const char *const kinds[] = {
+		[ORIGIN_NONE] = "gone", [ORIGIN_PEER] = "guest",
+		[ORIGIN_CLIENT] = "client", [ORIGIN_SINK] = "hub",
+	};
+	const struct peer *q = hub_peer(h, o->peer);
+	char who[64];
+
+	json_object_object_add(e, "caller_kind", json_object_new_string(kinds[o->kind]));
+	switch (o->kind) {
+	case ORIGIN_PEER:
+		snprintf(who, sizeof(who), "%s", q != NULL && q->conf != NULL ?
+			 q->conf->name : "?");
+		add_u64(e, "caller_id", o->req_id);
+		break;
+	case ORIGIN_CLIENT:
+		snprintf(who, sizeof(who), "client (uid %u)",
+			 (unsigned)(o->ext->caller & 0xffffffffu));
+		break;
+	case ORIGIN_SINK:
+		snprintf(who, sizeof(who), "hub");
+		break;
+	case ORIGIN_NONE:
+	default:
+		snprintf(who, sizeof(who), "(gone)");
+		break;
+	}
+	json_object_object_add(e, "caller", json_object_new_string(who));
+}
+
+/* The calls hubd routed to guests and that wait for their answer: each
+ * guest's pending table (answer.c). Calls over lanes never pass here. */
+static void
+cmd_calls(struct client *c, const struct control_req *r)
+{
+	struct hub *h = c->h;
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+	uint64_t now = hp_now_ns();
+
+	(void)r;
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		struct peer *p = &h->peers[i];
+		struct pending *e;
+		uint32_t pos = 0;
+
+		if (p->conf == NULL)
+			continue;
+		while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {
+			const struct method *m = methods_by_id(h, e->method_id);
+			json_object *j = json_object_new_object();
+
+			json_object_object_add(j, "callee", json_object_new_string(p->conf->name));
+			json_object_object_add(j, "method", json_object_new_string(
+				m != NULL ? m->name : "?"));
+			add_u64(j, "id", e->id);
+			caller_json(h, j, &e->o);
+			json_object_object_add(j, "age_s", json_seconds(
+				now > e->since_ns ? now - e->since_ns : 0));
+			json_object_array_add(a, j);
+		}
+	}
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "calls", a);
+	client_reply(c, o);
+}
+
+/* A guest's last lines of output (guestlog.c), the oldest first; kept
+ * across its restarts. */
+static void
+cmd_logs(struct client *c, const struct control_req *r)
+{
+	json_object *o, *a;
+	struct peer *p;
+
+	if ((p = guest_named(c, r->name)) == NULL)
+		return;
+	o = json_object_new_object();
+	a = json_object_new_array();
+	for (uint32_t i = 0; i < p->out.n; i++)
+		json_object_array_add(a, json_object_new_string(guestlog_line(p, i)));
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
+	add_u64(o, "lines_ever", p->out.total);
+	json_object_object_add(o, "lines", a);
 	client_reply(c, o);
 }
 

@@ -45,6 +45,7 @@ config_guest_defaults(struct config_guest *g)
 	g->death_window_ns = 60ull * 1000000000;
 	g->backoff_min_ns = 100ull * 1000000;
 	g->backoff_max_ns = 30ull * 1000000000;
+	g->heartbeat_ns = CONFIG_HEARTBEAT_HUB;
 	g->uid = g->gid = -1;
 	g->run_uid = g->run_gid = -1;
 	g->shared_pool = 1;
@@ -539,7 +540,8 @@ config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 	    a->pool_quota_slots != b->pool_quota_slots ||
 	    a->uids.first != b->uids.first || a->uids.last != b->uids.last ||
 	    a->death_window_ns != b->death_window_ns ||
-	    a->backoff_min_ns != b->backoff_min_ns || a->backoff_max_ns != b->backoff_max_ns)
+	    a->backoff_min_ns != b->backoff_min_ns || a->backoff_max_ns != b->backoff_max_ns ||
+	    a->heartbeat_ns != b->heartbeat_ns)
 		return 0;
 	for (i = 1; a->argv[i] != NULL && b->argv[i] != NULL; i++)
 		if (strcmp(a->argv[i], b->argv[i]) != 0)

@@ -48,6 +48,8 @@ enum config_lanes {
 	LANES_WITH,
 };
 #define CONFIG_LANES_WITH_MAX	512
+#define CONFIG_HEARTBEAT_HUB	UINT64_MAX	/* a guest's heartbeat: the hub's */
+
 struct config_guest {
 	char		name[CONFIG_GUEST_NAME_MAX + 1];
 	char		*exec;		/* path of the executable */
@@ -69,6 +71,8 @@ struct config_guest {
 	char		zone[CONFIG_GUEST_NAME_MAX + 1];	/* whose pool it shares;
 						 * "": its own (config_zone) */
 	uint32_t	processors;	/* HUB_PROCESSORS for guest_run_mt, 0: unset */
+	uint64_t	heartbeat_ns;	/* heartbeat =: its domain's interval, 0: off,
+					 * CONFIG_HEARTBEAT_HUB: heartbeat_interval's */
 	uint64_t	pool_quota;	/* shared pool bytes it may hold, 0: [pool] quota */
 	uint32_t	pool_quota_slots; /* and slots, 0: [pool] quota_slots */
 	char		**provides;	/* method names it may register besides
@@ -87,6 +91,12 @@ struct config_guest {
 	char		run_why[320];	/* GUEST_RUNS_HUBD: why not its own */
 };
 
+/* hang_stack =: what hubd does before it kills a hung guest. */
+enum {
+	HANG_STACK_AUTO,	/* eu-stack or gdb if installed, else SIGABRT */
+	HANG_STACK_OFF,		/* SIGKILL at once */
+};
+
 struct hub_conf {
 	char			*file;
 	char			*control_path;
@@ -101,6 +111,7 @@ struct hub_conf {
 	uint32_t		channels_per_caller;	/* streams hubd opens in a guest's table
 							 * for one caller at once */
 	uint32_t		lanes_per_guest;	/* lanes one guest may have open */
+	int			hang_stack;		/* HANG_STACK_*: a hung guest's stack */
 	uint64_t		pool_sweep_ns;		/* [pool] sweep_interval: the sweeper's period */
 	uint64_t		pool_stuck_ns;		/* [pool] stuck_after: a slot held this long is reported (0: never) */
 	uint64_t		pool_quota;		/* [pool] quota: bytes one guest may hold (0: default) */

@@ -190,6 +190,31 @@ key_duration(struct parser *p, const struct key *k, const char *value, void *bas
 	return 0;
 }
 
+/* hang_stack = auto | off */
+static int
+key_hang_stack(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	if (strcmp(value, "auto") == 0 || strcmp(value, "off") == 0) {
+		*(int *)field(k, base) = strcmp(value, "off") == 0 ? HANG_STACK_OFF :
+		    HANG_STACK_AUTO;
+		return 0;
+	}
+	config_perr(p, p->line, "%s: '%s' is not auto or off", k->name, value);
+	return -1;
+}
+
+/* A guest's heartbeat: off (a guest in a debugger is never taken for
+ * hung), or a duration of its own (0 is off too). */
+static int
+key_heartbeat(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	if (strcmp(value, "off") == 0) {
+		*(uint64_t *)field(k, base) = 0;
+		return 0;
+	}
+	return key_duration(p, k, value, base);
+}
+
 static int
 key_string(struct parser *p, const struct key *k, const char *value, void *base)
 {
@@ -454,6 +479,7 @@ static const struct key hub_keys[] = {
 	{ "guest_uids", key_uids, HUB(guest_uids) },
 	{ "goodbye_grace", key_duration, HUB(goodbye_grace_ns) },
 	{ "client_timeout", key_duration, HUB(client_timeout_ns) },
+	{ "hang_stack", key_hang_stack, HUB(hang_stack) },
 	{ "calls_in_flight", key_number, HUB(calls_in_flight), .min = 1, .max = 1000000 },
 	{ "channels_per_caller", key_number, HUB(channels_per_caller), .min = 1,
 	  .max = HP_CHANNELS_MAX },
@@ -483,6 +509,7 @@ static const struct key guest_keys[] = {
 	{ "limit_memory", key_size, GUEST(limit_memory), .min = 1u << 20, .max = UINT64_MAX },
 	{ "limit_files", key_number, GUEST(limit_files), .min = 16, .max = 1u << 20 },
 	{ "processors", key_number, GUEST(processors), .min = 1, .max = 256 },
+	{ "heartbeat", key_heartbeat, GUEST(heartbeat_ns) },
 	{ "shared_pool", key_bool, GUEST(shared_pool) },
 	{ "seccomp", key_bool, GUEST(seccomp) },
 	{ "zone", key_zone, GUEST(zone) },

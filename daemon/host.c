@@ -434,10 +434,9 @@ host_wake(struct hub *h)
 void
 host_check(struct hub *h, uint64_t now)
 {
-	uint64_t interval = h->conf.params.heartbeat_interval;
-
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
+		uint64_t interval = p->heartbeat_ns;	/* its domain's: its own or the hub's */
 		struct hp_peer_snap e;
 
 		if (!host_serving(p))

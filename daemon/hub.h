@@ -13,6 +13,8 @@
 #include <ev.h>
 
 #include "daemon/config.h"
+#include "daemon/guestlog.h"
+#include "daemon/hangstack.h"
 #include "daemon/lifecycle.h"
 #include "proto/clock.h"
 #include "proto/endpoint.h"
@@ -47,11 +49,22 @@ typedef int	dispatch_work_fn(struct hub *h, struct peer *p);
 #define TALLY_MAX	8
 #define DEATH_DETAIL_MAX 256	/* "exec /a/long/path: strerror", a rule, ... */
 
+/* The calls a guest was serving when it died, by method: the first
+ * DEATH_SERVING_MAX methods by name, all of them in the count. */
+#define DEATH_SERVING_MAX 4
+
 struct death {
 	uint64_t	when_ns;	/* CLOCK_REALTIME, for people */
 	int		reason;		/* DEATH_* */
 	int		status;		/* exit status or signal; errno if spawn failed */
+	int		sig;		/* the signal that ended it, 0: it exited */
 	char		detail[DEATH_DETAIL_MAX];	/* the rule broken, ... */
+	uint32_t	in_flight;	/* calls routed to it, unanswered */
+	uint32_t	nserving;	/* methods in serving[] */
+	struct {
+		char		method[64];
+		uint32_t	calls;
+	}		serving[DEATH_SERVING_MAX];
 };
 
 /* Who waits for the answer to a call the host made. */
@@ -80,6 +93,8 @@ struct origin {
 struct pending {
 	uint64_t	id;		/* host->guest request id (idtab key) */
 	struct origin	o;
+	uint64_t	method_id;	/* what it calls: hubctl calls, deaths */
+	uint64_t	since_ns;	/* CLOCK_MONOTONIC, sent then */
 };
 
 /* A message waiting for room in a guest's ring or the host's pool. */
@@ -218,9 +233,12 @@ struct peer {
 	uint32_t		nlanes;		/* lanes open (lanes.c) */
 	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t		up_ns;
+	uint64_t		heartbeat_ns;	/* this instance's interval, 0: none */
 	uint32_t		restarts;
 	struct death		tally[TALLY_MAX];
 	uint32_t		ndeaths;	/* ever */
+	struct guestlog		out;		/* its stdout and stderr */
+	struct hangstack	stack;		/* taking its stack, hung */
 	struct peer_stats	stats;
 };
 

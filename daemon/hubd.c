@@ -388,6 +388,7 @@ teardown(struct hub *h)
 		config_guest_free(h->peers[i].conf);
 		config_guest_free(h->peers[i].next_conf);
 		lifecycle_free(&h->peers[i].life);
+		guestlog_free(&h->peers[i]);
 	}
 	unwire(h);
 	free(h->peers);

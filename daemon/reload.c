@@ -165,6 +165,7 @@ reload_config(struct hub *h, FILE *msgs)
 		supervise_stop(h, p);
 		if (p->state == PEER_DOWN) {	/* nothing running: free now */
 			methods_forget(h, p);
+			guestlog_free(p);
 			config_guest_free(p->conf);
 			config_guest_free(p->next_conf);
 			p->conf = p->next_conf = NULL;
@@ -221,6 +222,7 @@ reload_config(struct hub *h, FILE *msgs)
 	h->conf.stop_grace_ns = n.stop_grace_ns;
 	h->conf.goodbye_grace_ns = n.goodbye_grace_ns;
 	h->conf.client_timeout_ns = n.client_timeout_ns;
+	h->conf.hang_stack = n.hang_stack;
 	h->conf.channels_per_caller = n.channels_per_caller;
 	if (h->conf.pool_sweep_ns != n.pool_sweep_ns) {
 		h->conf.pool_sweep_ns = n.pool_sweep_ns;

@@ -25,7 +25,7 @@
  *   who	CTL_READ: whoever can open the socket (mode 0660);
  *		CTL_CHANGE: root and hubd's own user only (SO_PEERCRED):
  *		what changes things, and what hands over the guests'
- *		memory (domains)
+ *		memory (domains) or their output (logs)
  *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
  *		CTL_NEEDS_NAME: "name", a guest's;
  *		CTL_TAKES_VALIDATE: "validate", a boolean, if given */
@@ -36,8 +36,10 @@
 	X(STATUS,	status,		CTL_READ,	0)			\
 	X(STATS,	stats,		CTL_READ,	0)			\
 	X(LANES,	lanes,		CTL_READ,	0)			\
+	X(CALLS,	calls,		CTL_READ,	0)			\
 	X(POOL,		pool,		CTL_READ,	CTL_TAKES_VALIDATE)	\
 	X(DOMAINS,	domains,	CTL_CHANGE,	0)			\
+	X(LOGS,		logs,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
 	X(CALL,		call,		CTL_CHANGE,	CTL_NEEDS_METHOD)	\
 	X(RELOAD,	reload,		CTL_CHANGE,	0)			\
 	X(RESTART,	restart,	CTL_CHANGE,	CTL_NEEDS_NAME)		\

@@ -21,6 +21,7 @@
 #include <bsd/unistd.h>
 
 #include "daemon/filter.h"
+#include "daemon/guestlog.h"
 #include "daemon/log.h"
 #include "daemon/pool.h"
 #include "daemon/spawn.h"
@@ -135,7 +136,7 @@ close_others(const int *keep, int n)
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void __attribute__((noreturn))
-child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
+child(struct peer *p, char **argv, int guest_end, int err_fd, int out_fd, pid_t hubd)
 {
 	struct child_err ce = { CHILD_EXEC, 0 };
 	sigset_t all;
@@ -188,17 +189,21 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
 	 * first, whatever hubd itself inherited without close-on-exec too,
 	 * so that the moves below find free fds under any limit_files (16
 	 * at least) even when hubd is out of fds; each fd is first lifted
-	 * above the targets, so that none overwrites another. */
+	 * above the targets, so that none overwrites another. Its stdout
+	 * and stderr are the pipe hubd reads (guestlog.c). */
 	ce.step = CHILD_FDS;
 	{
-		int src[GUEST_FDS] = { -1, -1, -1, -1, -1, -1, -1 };
-		int lifted[GUEST_FDS];
+		int src[GUEST_FDS + 1] = { -1, -1, -1, -1, -1, -1, -1, -1 };
+		int lifted[GUEST_FDS], out;
 
 		src[GUEST_DOORBELL_FD] = guest_end;
 		src[GUEST_ERRPIPE_FD] = err_fd;
 		src[GUEST_DOMAIN_FD] = p->dom.fd;
 		src[GUEST_POOL_FD] = p->zone != NULL ? p->zone->fd : -1;
-		close_others(src + GUEST_DOORBELL_FD, GUEST_FDS - GUEST_DOORBELL_FD);
+		src[GUEST_FDS] = out_fd;	/* kept too, and lifted first */
+		close_others(src + GUEST_DOORBELL_FD, GUEST_FDS + 1 - GUEST_DOORBELL_FD);
+		if ((out = fcntl(out_fd, F_DUPFD_CLOEXEC, GUEST_FDS)) < 0)
+			goto fail;
 		for (int t = GUEST_DOORBELL_FD; t < GUEST_FDS; t++) {
 			lifted[t] = -1;
 			if (src[t] >= 0 && (lifted[t] = fcntl(src[t], F_DUPFD_CLOEXEC, GUEST_FDS)) < 0)
@@ -213,6 +218,9 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, pid_t hubd)
 				close(t);
 		}
 		err_fd = GUEST_ERRPIPE_FD;
+		if (dup2(out, STDOUT_FILENO) != STDOUT_FILENO ||
+		    dup2(out, STDERR_FILENO) != STDERR_FILENO)
+			goto fail;
 		closefrom(GUEST_FDS);
 	}
 	/* last, no_new_privs set: what no guest may ask of the kernel */
@@ -250,8 +258,9 @@ int
 spawn_guest(struct hub *h, struct peer *p)
 {
 	uint32_t seen;
-	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 }, err = 0, status;
+	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 }, out_w = -1, err = 0, status;
 	struct child_err ce;
+	struct hp_params prm = h->conf.params;
 	const char *what = NULL;
 	char **argv = NULL, line[512], name[48];
 	ssize_t n;
@@ -271,7 +280,12 @@ spawn_guest(struct hub *h, struct peer *p)
 	if ((err = pool_join(h, p, &what)) != 0)
 		goto fail;
 	snprintf(name, sizeof(name), "hub:%s", p->conf->name);
-	if ((err = hp_segment_create(&p->dom, &h->conf.params, p->id,
+	/* its heartbeat, the hub's or its own (r[shm.crash.heartbeat]: the
+	 * header of its domain says how often it beats, 0: never) */
+	if (p->conf->heartbeat_ns != CONFIG_HEARTBEAT_HUB)
+		prm.heartbeat_interval = p->conf->heartbeat_ns;
+	p->heartbeat_ns = prm.heartbeat_interval;
+	if ((err = hp_segment_create(&p->dom, &prm, p->id,
 				     p->zone != NULL ? h->features : h->features & ~HP_FEAT_VARSLOT,
 				     name, &what)) != 0)
 		goto fail;
@@ -301,6 +315,10 @@ spawn_guest(struct hub *h, struct peer *p)
 		what = "pipe";
 		goto fail;
 	}
+	if ((err = guestlog_pipe(p, &out_w)) != 0) {
+		what = "output pipe";
+		goto fail;
+	}
 	if ((argv = guest_argv(p)) == NULL) {
 		err = -ENOMEM;
 		what = "arguments";
@@ -315,14 +333,15 @@ spawn_guest(struct hub *h, struct peer *p)
 		goto fail;
 	}
 	if (pid == 0)
-		child(p, argv, fds[1], errpipe[1], hubd);
+		child(p, argv, fds[1], errpipe[1], out_w, hubd);
 	/* the child does it too: whichever runs first, the group exists
 	 * before the guest can fork (EACCES once it has exec'd: it has) */
 	setpgid(pid, pid);
 	/* r[shm.spawn.fd-inheritance]: we keep only our end */
 	close(fds[1]);
 	close(errpipe[1]);
-	fds[1] = errpipe[1] = -1;
+	close(out_w);
+	fds[1] = errpipe[1] = out_w = -1;
 	/* The child's exec closes the pipe: 0 bytes is success. */
 	while ((n = read(errpipe[0], &ce, sizeof(ce))) < 0 && errno == EINTR)
 		;
@@ -351,6 +370,7 @@ spawn_guest(struct hub *h, struct peer *p)
 	}
 	p->pid = pid;
 	p->bell = fds[0];
+	guestlog_watch(h, p);
 	if (p->restarts++ > 0)
 		log_info("guest %s: restarted (pid %d)", p->conf->name, (int)pid);
 	else
@@ -368,6 +388,9 @@ fail:
 		if (errpipe[i] >= 0)
 			close(errpipe[i]);
 	}
+	if (out_w >= 0)
+		close(out_w);
+	guestlog_end(h, p);
 	/* r[shm.spawn.reserved-state]: spawn failed; its domain goes */
 	hp_segment_close(&p->dom);
 	memset(&p->view, 0, sizeof(p->view));

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/answer.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
@@ -48,6 +49,7 @@ struct why {
 	int		reason;		/* DEATH_*, or -1 */
 	int		status;
 	const char	*detail;
+	int		sig;		/* DIED: the signal that ended it, 0: exited */
 };
 
 static void step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w);
@@ -75,7 +77,7 @@ static void
 pid_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct peer *p = w->data;
-	struct why why = { -1, 0, NULL };
+	struct why why = { -1, 0, NULL, 0 };
 	siginfo_t si;
 
 	(void)loop;
@@ -90,6 +92,7 @@ pid_cb(struct ev_loop *loop, ev_io *w, int revents)
 	waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG);
 	why.reason = si.si_code == CLD_EXITED ? DEATH_EXITED : DEATH_CRASHED;
 	why.status = si.si_status;
+	why.sig = si.si_code == CLD_EXITED ? 0 : si.si_status;
 	step(p->hub, p, PE_DIED, &why);
 }
 
@@ -100,7 +103,7 @@ check_attach(struct hub *h, struct peer *p)
 {
 	/* acquire: pairs with the guest's CAS Reserved -> Attached */
 	uint32_t state = hp_peer_state(p->view.entry);
-	struct why why = { DEATH_VIOLATION, 0, "shm.spawn.reserved-state" };
+	struct why why = { DEATH_VIOLATION, 0, "shm.spawn.reserved-state", 0 };
 
 	/* r[shm.guest.attach] 4-5: the guest increments its epoch after the
 	 * CAS; it is attached once both are done (it rings the doorbell
@@ -182,6 +185,7 @@ recover(struct hub *h, struct peer *p)
 	pool_reclaim(p);
 	ev_io_stop(h->loop, &p->pid_w);
 	ev_io_stop(h->loop, &p->bell_w);
+	guestlog_end(h, p);	/* its last words; its lines stay */
 	disarm(h, p);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
@@ -195,24 +199,60 @@ recover(struct hub *h, struct peer *p)
 	memset(&p->view, 0, sizeof(p->view));
 }
 
-/* The tally hubctl peers shows: the last TALLY_MAX deaths, wall clock. */
-static void
-record(struct peer *p, int reason, int status)
+/* The tally hubctl peers shows: the last TALLY_MAX deaths, wall clock,
+ * with the calls it was serving (before recovery fails them). */
+static struct death *
+record(struct hub *h, struct peer *p, int reason, int status, int sig)
 {
 	struct death *d = &p->tally[p->ndeaths % TALLY_MAX];
 
 	d->when_ns = hp_clock_ns(CLOCK_REALTIME);
 	d->reason = reason;
 	d->status = status;
+	d->sig = sig;
 	snprintf(d->detail, sizeof(d->detail), "%s", p->kill_detail);
+	answer_serving(h, p, d);
 	p->ndeaths++;
+	return d;
+}
+
+/* "SIGKILL", "signal 77" for one without a name. */
+const char *
+supervise_signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (abbrev != NULL)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+/* ", while serving kv.get (1 call), kv.put (2 calls)", or "". */
+static const char *
+serving_text(const struct death *d, char *buf, size_t len)
+{
+	size_t n = 0;
+	uint32_t named = 0;
+
+	buf[0] = '\0';
+	for (uint32_t k = 0; k < d->nserving && n < len; k++) {
+		named += d->serving[k].calls;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s (%u call%s)",
+				      k == 0 ? ", while serving " : ", ", d->serving[k].method,
+				      d->serving[k].calls, d->serving[k].calls == 1 ? "" : "s");
+	}
+	if (d->in_flight > named && n < len)
+		snprintf(buf + n, len - n, " and %u more", d->in_flight - named);
+	return buf;
 }
 
 /* Spawns, then tells the lifecycle how it went. */
 static void
 start(struct hub *h, struct peer *p)
 {
-	struct why why = { DEATH_SPAWN, 0, NULL };
+	struct why why = { DEATH_SPAWN, 0, NULL, 0 };
 	int rc;
 
 	p->state = PEER_STARTING;
@@ -228,20 +268,32 @@ start(struct hub *h, struct peer *p)
 /* A death (r[shm.death.callback]): runs on the loop, never blocks; tallies
  * and recovers, then does what the lifecycle decided. */
 static void
-death(struct hub *h, struct peer *p, enum peer_event e, const struct life_in *in,
-      const struct life_out *out)
+death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
+      const struct life_in *in, const struct life_out *out)
 {
 	const char *name = p->conf->name;
+	struct death *d;
+	char serving[320], sig[32];
 
-	record(p, in->reason, in->status);
+	/* its last words first: they often say why */
+	if (e == PE_DIED)
+		guestlog_end(h, p);
+	d = record(h, p, in->reason, in->status, w != NULL ? w->sig : 0);
+
+	serving_text(d, serving, sizeof(serving));
 	if (in->reason == DEATH_EXITED)
-		log_info("guest %s: exited with status %d", name, in->status);
+		log_info("guest %s: exited with status %d%s", name, in->status, serving);
 	else if (in->reason == DEATH_CRASHED)
-		log_warnx("guest %s: killed by signal %d%s%s", name, in->status,
-			  p->kill_detail[0] ? ", " : "", p->kill_detail);
+		log_warnx("guest %s: killed by signal %d (%s)%s%s%s", name, in->status,
+			  supervise_signal_name(in->status, sig, sizeof(sig)),
+			  p->kill_detail[0] ? ", " : "", p->kill_detail, serving);
+	else if (d->sig != 0)
+		log_warnx("guest %s: %s: %s (%s)%s", name, lifecycle_death_name(in->reason),
+			  p->kill_detail, supervise_signal_name(d->sig, sig, sizeof(sig)),
+			  serving);
 	else
-		log_warnx("guest %s: %s: %s", name, lifecycle_death_name(in->reason),
-			  p->kill_detail);
+		log_warnx("guest %s: %s: %s%s", name, lifecycle_death_name(in->reason),
+			  p->kill_detail, serving);
 	if (p->life.short_ring)
 		log_warnx("guest %s: out of memory: deaths may be undercounted", name);
 	if (e == PE_DIED)
@@ -275,6 +327,7 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct life_in *in
 		p->conf = p->next_conf = NULL;
 		p->removed = 0;
 		p->ndeaths = 0;
+		guestlog_free(p);
 		p->restarts = 0;
 		lifecycle_reset(&p->life);
 		if (h->hooks.entry_freed != NULL)
@@ -314,6 +367,27 @@ end(struct hub *h, struct peer *p, enum peer_state from, const struct why *w)
 		host_goodbye(h, p, p->kill_detail);
 	disarm(h, p);
 	kill_group(p, SIGKILL);
+}
+
+/* A guest hung while up: its stack taken (a tool, until it is done or
+ * HANGSTACK_LIMIT_S is over) or SIGABRT (HANGSTACK_ABORT_S to dump),
+ * then the timer's SIGKILL. 0: nothing started, kill it now. */
+static int
+take_stack(struct hub *h, struct peer *p, const struct why *w)
+{
+	enum hangstack_how how = hangstack_start(h, p);
+
+	if (how == HANGSTACK_NONE)
+		return 0;
+	p->kill_reason = w->reason;
+	snprintf(p->kill_detail, sizeof(p->kill_detail), "%s", w->detail);
+	host_goodbye(h, p, p->kill_detail);
+	if (how == HANGSTACK_TOOL)
+		arm(h, p, (uint64_t)(HANGSTACK_LIMIT_S * 1e9), DEATH_HUNG, "stack taken");
+	else
+		arm(h, p, (uint64_t)(HANGSTACK_ABORT_S * 1e9), DEATH_HUNG,
+		    "SIGABRT sent, not dead yet");
+	return 1;
 }
 
 /* One event: the lifecycle decides, this carries it out. */
@@ -362,7 +436,7 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		/* acquire: pairs with the guest's epoch increment (release) */
 		p->epoch = hp_peer_epoch(p->view.entry);
 		if (host_attach(h, p) != 0) {
-			struct why why = { DEATH_VIOLATION, 0, "shm.ring.capacity" };
+			struct why why = { DEATH_VIOLATION, 0, "shm.ring.capacity", 0 };
 
 			step(h, p, PE_VIOLATION, &why);
 			break;
@@ -393,7 +467,9 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 			  "it exits", p->conf->name, w->detail, seconds(h->conf.goodbye_grace_ns));
 		break;
 	case LA_KILL:
-		end(h, p, from, w);
+		/* hung while up: its stack first, if we can (hangstack.c) */
+		if (e != PE_HUNG || from != PEER_UP || !take_stack(h, p, w))
+			end(h, p, from, w);
 		p->state = out.next;
 		break;
 	case LA_BELL_GRACE:
@@ -411,7 +487,7 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		p->state = out.next;
 		break;
 	case LA_DEATH:
-		death(h, p, e, &in, &out);
+		death(h, p, e, w, &in, &out);
 		break;
 	case LA_NACTIONS:
 		break;
@@ -428,6 +504,8 @@ supervise_init(struct hub *h, struct peer *p)
 	ev_io_init(&p->pid_w, pid_cb, -1, EV_READ);
 	ev_io_init(&p->bell_w, bell_cb, -1, EV_READ);
 	ev_timer_init(&p->timer, timer_cb, 0, 0);
+	guestlog_init(p);
+	hangstack_init(p);
 	p->pid_w.data = p->bell_w.data = p->timer.data = p;
 }
 
@@ -453,7 +531,7 @@ supervise_faults(struct hub *h)
 {
 	for (uint32_t i = 0; i < h->conf.params.max_guests && h->faults > 0; i++) {
 		struct peer *p = &h->peers[i];
-		struct why why = { p->fault_reason, 0, p->fault };
+		struct why why = { p->fault_reason, 0, p->fault, 0 };
 
 		if (p->fault == NULL)
 			continue;
@@ -534,7 +612,17 @@ supervise_stop_all(struct hub *h)
 void
 supervise_kill_groups(struct hub *h)
 {
-	for (uint32_t i = 0; h->peers != NULL && i < h->conf.params.max_guests; i++)
+	for (uint32_t i = 0; h->peers != NULL && i < h->conf.params.max_guests; i++) {
 		if (h->peers[i].pid > 0)
 			kill_group(&h->peers[i], SIGKILL);
+		hangstack_kill(&h->peers[i]);
+	}
+}
+
+/* Its stack is in the log: the timer's SIGKILL now, if it waits still. */
+void
+supervise_stack_taken(struct hub *h, struct peer *p)
+{
+	if (p->state == PEER_ENDING && ev_is_active(&p->timer))
+		step(h, p, PE_TIMER, NULL);
 }

@@ -18,21 +18,63 @@
 #include "hubctl/hubctl.h"
 #include "proto/clock.h"
 
+/* How a death ended, brief: "crashed SIGSEGV", "hung SIGKILL", "exited 1"
+ * (a hubd that does not name signals: "crashed 11"). */
+static const char *
+death_cause(char *buf, size_t len, json_object *d)
+{
+	if (*text(d, "signal") != '\0')
+		snprintf(buf, len, "%s %s", text(d, "reason"), text(d, "signal"));
+	else
+		snprintf(buf, len, "%s %d", text(d, "reason"),
+			 json_object_get_int(get(d, "status")));
+	return buf;
+}
+
+/* The calls it was serving: " while serving kv.get (1 call), kv.put (2
+ * calls)", or "". */
+static const char *
+death_serving(char *buf, size_t len, json_object *d)
+{
+	json_object *f = get(d, "in_flight"), *ms = get(f, "methods");
+	uint64_t all = u64(f, "calls"), named = 0;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; json_object_is_type(ms, json_type_array) &&
+	     i < json_object_array_length(ms) && n < len; i++) {
+		json_object *m = json_object_array_get_idx(ms, i);
+		uint64_t calls = u64(m, "calls");
+
+		named += calls;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s (%" PRIu64 " call%s)",
+				      i == 0 ? " while serving " : ", ", text(m, "method"),
+				      calls, calls == 1 ? "" : "s");
+	}
+	if (all > named && n < len)
+		snprintf(buf + n, len - n, "%s%" PRIu64 " more call%s",
+			 n == 0 ? " while serving " : " and ", all - named,
+			 all - named == 1 ? "" : "s");
+	return buf;
+}
+
 /* A death as people read it: when (local time, and how long ago), why. */
 static void
 death_text(char *buf, size_t len, json_object *d)
 {
 	uint64_t when = json_ns(get(d, "time"), HP_NS_PER_S), now = hp_clock_ns(CLOCK_REALTIME);
 	time_t t = (time_t)(when / HP_NS_PER_S);
-	char at[32] = "?", ago[24];
+	char at[32] = "?", ago[24], sig[48] = "", serving[320];
 	struct tm tm;
 
 	if (localtime_r(&t, &tm) != NULL)
 		strftime(at, sizeof(at), "%Y-%m-%d %H:%M:%S", &tm);
-	snprintf(buf, len, "%s (%s ago): %s, status %d%s%s", at,
+	if (*text(d, "signal") != '\0')
+		snprintf(sig, sizeof(sig), " (%s)", text(d, "signal"));
+	snprintf(buf, len, "%s (%s ago): %s, status %d%s%s%s%s", at,
 		 duration_text(ago, sizeof(ago), now > when ? now - when : 0), text(d, "reason"),
-		 json_object_get_int(get(d, "status")), *text(d, "detail") ? ", " : "",
-		 text(d, "detail"));
+		 json_object_get_int(get(d, "status")), sig, *text(d, "detail") ? ", " : "",
+		 text(d, "detail"), death_serving(serving, sizeof(serving), d));
 }
 
 /* Whom a guest runs as (peers' "user"), for people: "uid N (its own)",
@@ -169,15 +211,17 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < json_object_array_length(peers); i++) {
 		json_object *p = json_object_array_get_idx(peers, i);
 		json_object *deaths = get(p, "deaths");
-		char last[128] = "-", hb[24] = "-", up[24], rings[24], user[64];
+		char last[512] = "-", hb[24] = "-", up[24], rings[24], user[64];
+		char cause[64], serving[320];
 
 		if (json_object_is_type(deaths, json_type_array) &&
 		    json_object_array_length(deaths) > 0) {
 			json_object *d = json_object_array_get_idx(deaths, 0);
 
-			snprintf(last, sizeof(last), "%s %d%s%s", text(d, "reason"),
-				 json_object_get_int(get(d, "status")),
-				 *text(d, "detail") ? " " : "", text(d, "detail"));
+			snprintf(last, sizeof(last), "%s%s%s%s",
+				 death_cause(cause, sizeof(cause), d),
+				 *text(d, "detail") ? " " : "", text(d, "detail"),
+				 death_serving(serving, sizeof(serving), d));
 		}
 		if (get(p, "heartbeat_age_ms") != NULL)
 			duration_text(hb, sizeof(hb), json_ns(get(p, "heartbeat_age_ms"), HP_NS_PER_MS));

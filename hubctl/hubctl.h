@@ -77,6 +77,10 @@ int		 hubctl_pool(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_reload(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_version(struct ctl *ctl, int argc, char **argv);
 
+/* debug.c: hubctl calls, hubctl logs NAME */
+int		 hubctl_calls(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_logs(struct ctl *ctl, int argc, char **argv);
+
 /* views.c: hubctl top, and hubctl stats -w */
 int		 hubctl_top(struct ctl *ctl, int argc, char **argv);
 int		 stats_watch(struct ctl *ctl);

@@ -11,6 +11,10 @@
  *   goodbye	breaks a rule (a descriptor with msg_type 9 written straight
  *		into its g2h ring), then runs guest_run: the Goodbye naming
  *		the rule ends it; prints "hub ended me: ..." and exits 3
+ *   chatty	writes "lifeguest says hello (pid PID)" to stderr, then
+ *		floods: 3000 lines of 200 bytes to stdout, a line of 5000
+ *		bytes with control characters, and "lifeguest flood done"
+ *		to stderr; then serves
  *   claim	a hostile guest: registers each name of --claim=NAME,...
  *		(whosever it is), each answering "HIJACKED", prints
  *		"lifeguest PID: claim NAME: ok" (or EPERM, EEXIST, the
@@ -121,6 +125,26 @@ break_a_rule(int argc, char *argv[])
 	hp_doorbell_signal(t.doorbell_fd);
 }
 
+/* --mode=chatty: some output, then a flood of it. */
+static void
+chatter(void)
+{
+	char line[5001];
+
+	fprintf(stderr, "lifeguest says hello (pid %d)\n", (int)getpid());
+	memset(line, 'x', 199);
+	line[199] = '\0';
+	for (int i = 0; i < 3000; i++)
+		printf("%04d %s\n", i, line);
+	memset(line, 'y', 5000);
+	line[10] = '\033';
+	line[20] = '\r';
+	line[5000] = '\0';
+	printf("%s\n", line);
+	fflush(stdout);
+	fprintf(stderr, "lifeguest flood done\n");
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -153,6 +177,8 @@ main(int argc, char *argv[])
 		fprintf(stderr, "lifeguest child %d\n", (int)pid);
 	} else if (strcmp(mode, "goodbye") == 0) {
 		break_a_rule(argc, argv);
+	} else if (strcmp(mode, "chatty") == 0) {
+		chatter();
 	} else if (strcmp(mode, "claim") == 0) {
 		claim(g, argc, argv);
 	} else {

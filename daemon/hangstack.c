@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* A hung guest's stack (hangstack.h). The tool runs as hubd's child in a
+ * process group of its own, its output into a memfd (no pipe to drain
+ * while it runs, nothing to block on); its pidfd in the loop says when it
+ * is done, the guest's timer (supervise.c) bounds its time. Its output
+ * goes to hubd's log and the guest's kept lines, tagged "[stack] ". */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bsd/unistd.h>
+
+#include "daemon/hangstack.h"
+#include "daemon/hub.h"
+#include "daemon/log.h"
+#include "daemon/supervise.h"
+
+#define OUT_MAX		65536	/* of its output, logged */
+
+/* The first tool installed, NULL: none. Fixed places, never PATH. */
+static const char *
+find_tool(void)
+{
+	static const char *const tools[] = {
+		"/usr/bin/eu-stack", "/usr/local/bin/eu-stack",
+		"/usr/bin/gdb", "/usr/local/bin/gdb",
+	};
+
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+		if (access(tools[i], X_OK) == 0)
+			return tools[i];
+	return NULL;
+}
+
+static void
+done_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct peer *p = w->data;
+	struct hangstack *s = &p->stack;
+	siginfo_t si;
+	char *buf;
+	ssize_t n;
+
+	(void)revents;
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) != 0 || si.si_pid == 0)
+		return;
+	ev_io_stop(loop, w);
+	close(s->pidfd);
+	s->pidfd = -1;
+	s->pid = 0;
+	if ((buf = malloc(OUT_MAX)) != NULL &&
+	    (n = pread(s->out, buf, OUT_MAX, 0)) > 0)
+		guestlog_text(p, "[stack] ", buf, (size_t)n);
+	else
+		log_warnx("guest %s: its stack: no output", p->conf->name);
+	free(buf);
+	close(s->out);
+	s->out = -1;
+	/* the guest it was for, still waiting for it: ended now */
+	if (p->pid == s->target)
+		supervise_stack_taken(p->hub, p);
+}
+
+void
+hangstack_init(struct peer *p)
+{
+	p->stack.pid = 0;
+	p->stack.pidfd = p->stack.out = -1;
+	ev_io_init(&p->stack.w, done_cb, -1, EV_READ);
+	p->stack.w.data = p;
+}
+
+/* The tool, on p's pid, its output into out. -errno. */
+static int
+run_tool(struct hangstack *s, const char *tool, pid_t target)
+{
+	char pid[16], *argv[12];
+	int n = 0;
+	pid_t child;
+
+	snprintf(pid, sizeof(pid), "%d", (int)target);
+	argv[n++] = (char *)(uintptr_t)tool;
+	if (strstr(tool, "eu-stack") != NULL) {
+		argv[n++] = "-p";
+		argv[n++] = pid;
+	} else {
+		argv[n++] = "-batch";
+		argv[n++] = "-nx";
+		argv[n++] = "-q";
+		argv[n++] = "-p";
+		argv[n++] = pid;
+		argv[n++] = "-ex";
+		argv[n++] = "thread apply all bt";
+	}
+	argv[n] = NULL;
+	if ((child = fork()) < 0)
+		return -errno;
+	if (child == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (int sig = 1; sig < NSIG; sig++)
+			signal(sig, SIG_DFL);
+		if (null < 0 || dup2(null, 0) != 0 || dup2(s->out, 1) != 1 ||
+		    dup2(s->out, 2) != 2)
+			_exit(127);
+		closefrom(3);
+		execv(tool, argv);
+		_exit(127);
+	}
+	setpgid(child, child);
+	s->pid = child;
+	if ((s->pidfd = (int)syscall(SYS_pidfd_open, child, 0)) < 0) {
+		int err = -errno;
+
+		kill(-child, SIGKILL);
+		while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+			;
+		s->pid = 0;
+		return err;
+	}
+	return 0;
+}
+
+enum hangstack_how
+hangstack_start(struct hub *h, struct peer *p)
+{
+	struct hangstack *s = &p->stack;
+	const char *tool;
+	int rc;
+
+	if (h->conf.hang_stack == HANG_STACK_OFF || p->pid <= 0 || s->pid != 0)
+		return HANGSTACK_NONE;	/* off, or one still runs (an earlier hang) */
+	if ((tool = find_tool()) == NULL) {
+		log_warnx("guest %s: no eu-stack nor gdb installed: SIGABRT, for a core dump "
+			  "or its crash handler", p->conf->name);
+		if (p->pidfd >= 0 && syscall(SYS_pidfd_send_signal, p->pidfd, SIGABRT, NULL, 0) == 0)
+			return HANGSTACK_ABORT;
+		return HANGSTACK_NONE;
+	}
+	if ((s->out = memfd_create("hub-stack", MFD_CLOEXEC)) < 0) {
+		log_warn("guest %s: its stack: memfd", p->conf->name);
+		return HANGSTACK_NONE;
+	}
+	if ((rc = run_tool(s, tool, p->pid)) != 0) {
+		errno = -rc;
+		log_warn("guest %s: its stack: %s", p->conf->name, tool);
+		close(s->out);
+		s->out = -1;
+		return HANGSTACK_NONE;
+	}
+	s->target = p->pid;
+	ev_io_set(&s->w, s->pidfd, EV_READ);
+	ev_io_start(h->loop, &s->w);
+	log_warnx("guest %s: taking its stack with %s (%.0f s at most)", p->conf->name, tool,
+		  HANGSTACK_LIMIT_S);
+	return HANGSTACK_TOOL;
+}
+
+void
+hangstack_kill(struct peer *p)
+{
+	if (p->stack.pid > 0)
+		kill(-p->stack.pid, SIGKILL);
+}

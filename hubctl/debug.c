@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* hubctl's commands for debugging a guest: the calls hubd waits on
+ * (calls) and a guest's last lines of output (logs). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "daemon/size.h"
+#include "hubctl/hubctl.h"
+#include "proto/clock.h"
+
+/* hubctl calls: the calls routed through hubd and not answered yet, the
+ * oldest first within each guest. */
+int
+hubctl_calls(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *a, *cs;
+	char age[32];
+	int rc;
+
+	(void)argc;
+	(void)argv;
+	if ((a = client_ask(ctl, "calls", &rc)) == NULL)
+		return rc;
+	cs = list(a, "calls");
+	printf("%-24s %-16s %-32s %10s %12s\n", "CALLER", "CALLEE", "METHOD", "ID", "AGE");
+	for (size_t i = 0; i < json_object_array_length(cs); i++) {
+		json_object *c = json_object_array_get_idx(cs, i);
+
+		printf("%-24s %-16s %-32s %10" PRIu64 " %12s\n", text(c, "caller"),
+		       text(c, "callee"), text(c, "method"), u64(c, "id"),
+		       duration_text(age, sizeof(age), json_ns(get(c, "age_s"), HP_NS_PER_S)));
+	}
+	if (json_object_array_length(cs) == 0)
+		printf("(no call in flight through hubd)\n");
+	json_object_put(a);
+	return 0;
+}
+
+/* hubctl logs NAME: the guest's last lines of stdout and stderr, as hubd
+ * keeps them. */
+int
+hubctl_logs(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *req, *a, *ls;
+
+	(void)argc;
+	req = json_object_new_object();
+	json_object_object_add(req, "cmd", json_object_new_string("logs"));
+	json_object_object_add(req, "name", json_object_new_string(argv[0]));
+	client_send(ctl, req);
+	if ((a = client_read(ctl)) == NULL)
+		client_no_answer(ctl, "");
+	if (client_failed(ctl, a))
+		return 1;
+	if (ctl->json)
+		return print_json(a);
+	ls = list(a, "lines");
+	for (size_t i = 0; i < json_object_array_length(ls); i++)
+		printf("%s\n", json_object_get_string(json_object_array_get_idx(ls, i)));
+	json_object_put(a);
+	return 0;
+}

@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Debugging a guest under hubd: deaths named by signal with the calls the
+ * guest was serving, the calls in flight (hubctl calls), its output
+ * tagged and kept (hubctl logs), heartbeat = off per guest, and its
+ * stack taken before a hung guest is killed. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+#define PROBER	"[guest prober]\nexec = @/tests/guests/prober\n"
+
+/* Waits until name is up with a pid other than old (0: any); its pid. */
+static int
+wait_new_pid(const char *name, int old, double timeout)
+{
+	double end = now_s() + timeout;
+	int pid;
+
+	while (now_s() < end) {
+		pid = hub_peer_int(&hub, name, "pid");
+		if (pid > 0 && pid != old && strcmp(hub_peer_state(&hub, name), "up") == 0)
+			return pid;
+		sleep_ms(5);
+	}
+	return -1;
+}
+
+/* The calls answer (a new reference), asserting there is one. */
+static json_object *
+calls(void)
+{
+	json_object *a = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL);
+
+	ck_assert_msg(a != NULL && json_get(a, "calls") != NULL, "no calls: %s",
+		      hub_log_tail(&hub));
+	return a;
+}
+
+/* Waits until n calls of method are in flight (10 s); 0 or -1. */
+static int
+wait_calls(const char *method, int n)
+{
+	double end = now_s() + 10;
+
+	while (now_s() < end) {
+		json_object *a = calls(), *cs = json_get(a, "calls");
+		int k = 0;
+
+		for (size_t i = 0; i < json_object_array_length(cs); i++)
+			k += strcmp(json_object_get_string(json_get(
+				json_object_array_get_idx(cs, i), "method")), method) == 0;
+		json_object_put(a);
+		if (k == n)
+			return 0;
+		sleep_ms(5);
+	}
+	return -1;
+}
+
+/* A control client that calls method (args: a JSON array, or NULL) and
+ * leaves the answer unread. */
+static int
+call_unread(const char *method, const char *args)
+{
+	char line[256];
+	int fd = hub_client(&hub, 10);
+	int n = snprintf(line, sizeof(line), "{\"cmd\":\"call\",\"method\":\"%s\"%s%s}\n",
+			 method, args != NULL ? ",\"args\":" : "", args != NULL ? args : "");
+
+	ck_assert_int_eq(write(fd, line, (size_t)n), n);
+	return fd;
+}
+
+/* The latest death of name (a new reference to its guest's entry in *p). */
+static json_object *
+last_death(const char *name, json_object **p)
+{
+	json_object *deaths;
+
+	*p = hub_peer(&hub, name);
+	ck_assert_ptr_nonnull(*p);
+	deaths = json_get(*p, "deaths");
+	ck_assert_msg(deaths != NULL && json_object_array_length(deaths) > 0, "no death");
+	return json_object_array_get_idx(deaths, 0);
+}
+
+/* A guest killed by SIGSEGV while serving two calls: the log, peers and
+ * its JSON say the signal by name and the calls by method. */
+START_TEST(test_death_says_signal_and_calls)
+{
+	json_object *p, *d, *f, *m;
+	char *log, *out = NULL;
+	int fd[2], pid;
+
+	hub_start_up(&hub, NULL, PROBER, "prober");
+	ck_assert(hub_wait_method(&hub, "prober.wait") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	fd[0] = call_unread("prober.wait", NULL);
+	fd[1] = call_unread("prober.wait", NULL);
+	ck_assert_msg(wait_calls("prober.wait", 2) == 0, "the calls never showed");
+	ck_assert_int_eq(kill(pid, SIGSEGV), 0);
+	ck_assert_msg(wait_new_pid("prober", pid, 10) > 0, "%s", hub_log_tail(&hub));
+	d = last_death("prober", &p);
+	ck_assert_str_eq(json_object_get_string(json_get(d, "reason")), "crashed");
+	ck_assert_int_eq(json_object_get_int(json_get(d, "status")), SIGSEGV);
+	ck_assert_str_eq(json_object_get_string(json_get(d, "signal")), "SIGSEGV");
+	f = json_get(d, "in_flight");
+	ck_assert_int_eq(json_object_get_int(json_get(f, "calls")), 2);
+	m = json_object_array_get_idx(json_get(f, "methods"), 0);
+	ck_assert_str_eq(json_object_get_string(json_get(m, "method")), "prober.wait");
+	ck_assert_int_eq(json_object_get_int(json_get(m, "calls")), 2);
+	json_object_put(p);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "guest prober: killed by signal 11 (SIGSEGV), while serving "
+			     "prober.wait (2 calls)") != NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "crashed SIGSEGV while serving prober.wait (2 calls)") != NULL,
+		      "%s", out);
+	free(out);
+	/* the calls failed with the death: none is left */
+	ck_assert_int_eq(wait_calls("prober.wait", 0), 0);
+	close(fd[0]);
+	close(fd[1]);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The entry of the calls answer for method (a new reference in *a). */
+static json_object *
+call_of(json_object **a, const char *method)
+{
+	json_object *cs;
+
+	*a = calls();
+	cs = json_get(*a, "calls");
+	for (size_t i = 0; i < json_object_array_length(cs); i++) {
+		json_object *c = json_object_array_get_idx(cs, i);
+
+		if (strcmp(json_object_get_string(json_get(c, "method")), method) == 0)
+			return c;
+	}
+	ck_abort_msg("no call of %s: %s", method, json_object_to_json_string(*a));
+	return NULL;
+}
+
+/* A call whose handler never answers is listed with its caller, method
+ * and age; gone once its caller gives up (a guest's call with a timeout:
+ * its Cancel ends it). */
+START_TEST(test_calls_lists_unanswered)
+{
+	json_object *a, *c;
+	char *out = NULL;
+	int fd;
+
+	hub_start_up(&hub, NULL, PROBER "[guest caller]\nexec = @/tests/guests/prober\n"
+		     "args = --prefix caller\n", "prober,caller");
+	ck_assert(hub_wait_method(&hub, "prober.wait,caller.route_timeout") == 0);
+	fd = call_unread("caller.route_timeout", "[\"prober.wait\",\"5000\"]");
+	ck_assert_msg(wait_calls("prober.wait", 1) == 0, "the call never showed");
+	c = call_of(&a, "prober.wait");
+	ck_assert_str_eq(json_object_get_string(json_get(c, "callee")), "prober");
+	ck_assert_str_eq(json_object_get_string(json_get(c, "caller")), "caller");
+	ck_assert_str_eq(json_object_get_string(json_get(c, "caller_kind")), "guest");
+	ck_assert_msg(json_object_get_double(json_get(c, "age_s")) >= 0, "%s",
+		      json_object_to_json_string(c));
+	ck_assert_msg(json_object_get_int64(json_get(c, "id")) > 0, "%s",
+		      json_object_to_json_string(c));
+	json_object_put(a);
+	ck_assert_int_eq(hubctl(&hub, &out, "calls", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "prober.wait") != NULL && strstr(out, "client (uid ") != NULL,
+		      "%s", out);
+	free(out);
+	/* the caller gives up: Cancel, and prober.wait answers Cancelled;
+	 * then caller.route_timeout answers the client */
+	ck_assert_msg(wait_calls("prober.wait", 0) == 0, "the call stayed: %s",
+		      hub_log_tail(&hub));
+	ck_assert_msg(wait_calls("caller.route_timeout", 0) == 0, "the call stayed: %s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hubctl(&hub, &out, "calls", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "(no call in flight through hubd)") != NULL, "%s", out);
+	free(out);
+	close(fd);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The lines of hubctl logs NAME -j (a new reference), asserting there
+ * are some. */
+static json_object *
+logs(const char *name, json_object **a)
+{
+	char line[128];
+
+	snprintf(line, sizeof(line), "{\"cmd\":\"logs\",\"name\":\"%s\"}", name);
+	*a = hub_request(&hub, line, NULL);
+	ck_assert_msg(*a != NULL && json_get(*a, "lines") != NULL, "no logs: %s",
+		      hub_log_tail(&hub));
+	return json_get(*a, "lines");
+}
+
+/* Waits until the last kept line of name holds s (10 s); 0 or -1. */
+static int
+wait_last_line(const char *name, const char *s)
+{
+	double end = now_s() + 10;
+
+	while (now_s() < end) {
+		json_object *a, *ls = logs(name, &a);
+		size_t n = json_object_array_length(ls);
+		int found = n > 0 && strstr(json_object_get_string(
+			json_object_array_get_idx(ls, n - 1)), s) != NULL;
+
+		json_object_put(a);
+		if (found)
+			return 0;
+		sleep_ms(5);
+	}
+	return -1;
+}
+
+/* A guest's stderr and stdout: tagged with its name in hubd's log, the
+ * last lines kept for hubctl logs, bounded in count and bytes, control
+ * characters replaced, long lines cut; kept across a restart. */
+START_TEST(test_output_tagged_and_kept)
+{
+	json_object *a, *ls;
+	char *log, *out = NULL, hello[64];
+	size_t bytes = 0;
+	int pid, yline = 0;
+
+	hub_start_up(&hub, NULL, "[guest chatty]\nexec = @/tests/guests/lifeguest\n"
+		     "args = --mode=chatty\n", "chatty");
+	pid = hub_peer_int(&hub, "chatty", "pid");
+	ck_assert_msg(wait_last_line("chatty", "lifeguest flood done") == 0, "%s",
+		      hub_log_tail(&hub));
+	ls = logs("chatty", &a);
+	ck_assert_msg(json_object_array_length(ls) <= 200, "%zu lines kept",
+		      json_object_array_length(ls));
+	for (size_t i = 0; i < json_object_array_length(ls); i++) {
+		const char *l = json_object_get_string(json_object_array_get_idx(ls, i));
+
+		bytes += strlen(l) + 1;
+		ck_assert_msg(strlen(l) <= 1024, "a line of %zu bytes", strlen(l));
+		ck_assert_msg(strchr(l, '\033') == NULL && strchr(l, '\r') == NULL, "%s", l);
+		yline |= strncmp(l, "yyyyyyyyyy?yyyyyyyyy?yyy", 24) == 0;
+	}
+	ck_assert_msg(bytes <= 65536, "%zu bytes kept", bytes);
+	ck_assert_msg(yline, "the long line was not kept, cut");
+	json_object_put(a);
+	snprintf(hello, sizeof(hello), "lifeguest says hello (pid %d)", pid);
+	log = hub_log(&hub);
+	{
+		char tagged[96];
+
+		snprintf(tagged, sizeof(tagged), "hubd: chatty: %s\n", hello);
+		ck_assert_msg(strstr(log, tagged) != NULL, "%s", hub_log_tail(&hub));
+		ck_assert_msg(strstr(log, "hubd: chatty: 2999 xxx") != NULL, "%s",
+			      hub_log_tail(&hub));
+	}
+	free(log);
+	/* hubd still serves while and after it floods */
+	ck_assert_int_eq(hubctl(&hub, &out, "logs", "chatty", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "lifeguest flood done\n") != NULL, "%s", out);
+	free(out);
+	/* a restart: the lines of before stay, the new instance's follow */
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_msg(wait_new_pid("chatty", pid, 10) > 0, "%s", hub_log_tail(&hub));
+	ck_assert_msg(wait_last_line("chatty", "lifeguest flood done") == 0, "%s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hubctl_err(&hub, &out, "logs", "nosuch", (char *)NULL), 1);
+	ck_assert_msg(strstr(out, "no such guest") != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* heartbeat = off: a guest stopped (as in a debugger) is not taken for
+ * hung, while one on the hub's heartbeat is; a bad value is refused. */
+START_TEST(test_heartbeat_off_per_guest)
+{
+	int quiet, beating;
+	char *out = NULL;
+
+	hub_start_up(&hub, "heartbeat_interval = 100ms\n",
+		     "[guest quiet]\nexec = @/guests/echo\nheartbeat = off\nprovides = echo.*\n"
+		     "[guest beating]\nexec = @/tests/guests/lifeguest\nargs = --mode=idle\n",
+		     "quiet,beating");
+	ck_assert_int_eq(hub_peer_int(&hub, "quiet", "heartbeat_interval_ns"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "beating", "heartbeat_interval_ns"), 100000000);
+	quiet = hub_peer_int(&hub, "quiet", "pid");
+	beating = hub_peer_int(&hub, "beating", "pid");
+	ck_assert_int_eq(kill(quiet, SIGSTOP), 0);
+	ck_assert_int_eq(kill(beating, SIGSTOP), 0);
+	ck_assert_msg(wait_new_pid("beating", beating, 10) > 0, "%s", hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "quiet", "pid"), quiet);
+	ck_assert_str_eq(hub_peer_state(&hub, "quiet"), "up");
+	ck_assert_int_eq(kill(quiet, SIGCONT), 0);
+	/* it serves on, once let go */
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "still here", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "still here") != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert(hub_start(&hub, NULL, "[guest bad]\nexec = @/guests/echo\nheartbeat = soon\n")
+		  != 0);
+	out = hub_log(&hub);
+	ck_assert_msg(strstr(out, "heartbeat: 'soon' is not a duration") != NULL, "%s",
+		      hub_log_tail(&hub));
+	free(out);
+}
+END_TEST
+
+/* A guest hung in a handler: its stack is taken before it is killed, by
+ * eu-stack or gdb when installed (the lines in hubd's log and hubctl
+ * logs), else by SIGABRT; then it is killed and restarted. */
+START_TEST(test_hung_guest_stack_taken)
+{
+	json_object *p, *d;
+	char *log, *out = NULL;
+	int pid, fd;
+
+	hub_start_up(&hub, "heartbeat_interval = 100ms\n", PROBER, "prober");
+	ck_assert(hub_wait_method(&hub, "prober.busy") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	fd = call_unread("prober.busy", "[\"60000\"]");
+	ck_assert_msg(wait_new_pid("prober", pid, 20) > 0, "%s", hub_log_tail(&hub));
+	d = last_death("prober", &p);
+	ck_assert_str_eq(json_object_get_string(json_get(d, "reason")), "hung");
+	json_object_put(p);
+	log = hub_log(&hub);
+	if (strstr(log, "guest prober: taking its stack with ") != NULL) {
+		/* a tool's lines, tagged; then the kill */
+		ck_assert_msg(strstr(log, "hubd: prober: [stack] ") != NULL, "%s",
+			      hub_log_tail(&hub));
+		ck_assert_msg(strstr(log, "guest prober: stack taken, killing it") != NULL ||
+			      strstr(log, "guest prober: stack taken") != NULL, "%s",
+			      hub_log_tail(&hub));
+		ck_assert_int_eq(hubctl(&hub, &out, "logs", "prober", (char *)NULL), 0);
+		ck_assert_msg(strstr(out, "[stack] ") != NULL, "%s", out);
+		free(out);
+	} else {
+		ck_assert_msg(strstr(log, "no eu-stack nor gdb installed: SIGABRT") != NULL,
+			      "%s", hub_log_tail(&hub));
+	}
+	ck_assert_msg(strstr(log, "while serving prober.busy (1 call)") != NULL, "%s",
+		      hub_log_tail(&hub));
+	free(log);
+	close(fd);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* hang_stack = off: killed at once; a bad value is refused. */
+START_TEST(test_hang_stack_off)
+{
+	char *log;
+	int pid, fd;
+
+	hub_start_up(&hub, "heartbeat_interval = 100ms\nhang_stack = off\n", PROBER, "prober");
+	ck_assert(hub_wait_method(&hub, "prober.busy") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	fd = call_unread("prober.busy", "[\"60000\"]");
+	ck_assert_msg(wait_new_pid("prober", pid, 20) > 0, "%s", hub_log_tail(&hub));
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "taking its stack") == NULL &&
+		      strstr(log, "SIGABRT") == NULL, "%s", hub_log_tail(&hub));
+	ck_assert_msg(strstr(log, "guest prober: hung: heartbeat stale") != NULL, "%s",
+		      hub_log_tail(&hub));
+	free(log);
+	close(fd);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert(hub_start(&hub, "hang_stack = maybe\n", PROBER) != 0);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "hang_stack: 'maybe' is not auto or off") != NULL, "%s",
+		      hub_log_tail(&hub));
+	free(log);
+}
+END_TEST
+
+Suite *suite_debug(void);
+Suite *
+suite_debug(void)
+{
+	Suite *s = suite_create("debug");
+	TCase *tc = tcase_create("debug");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_death_says_signal_and_calls);
+	tcase_add_test(tc, test_calls_lists_unanswered);
+	tcase_add_test(tc, test_output_tagged_and_kept);
+	tcase_add_test(tc, test_heartbeat_off_per_guest);
+	tcase_add_test(tc, test_hung_guest_stack_taken);
+	tcase_add_test(tc, test_hang_stack_off);
+	suite_add_tcase(s, tc);
+	return s;
+}
