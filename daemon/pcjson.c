@@ -63,21 +63,6 @@ f64_json(double v)
 	return json_object_new_double_s(v, text);
 }
 
-static double
-get_f64(struct hp_pc_dec *d)
-{
-	const uint8_t *b;
-	uint64_t u = 0;
-	double v;
-
-	if (hp_pc_get_raw(d, &b, 8) != 0)
-		return 0;
-	for (int i = 7; i >= 0; i--)
-		u = u << 8 | b[i];
-	memcpy(&v, &u, sizeof(v));
-	return v;
-}
-
 static int value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at,
 		    json_object **out);
 
@@ -132,7 +117,7 @@ value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object 
 		o = json_object_new_boolean(hp_pc_get_bool(d) == 1);
 		break;
 	case HP_T_F64:
-		o = f64_json(get_f64(d));
+		o = f64_json(hp_pc_get_f64(d));
 		break;
 	case HP_T_UNIT:
 		return 0;
@@ -210,18 +195,6 @@ wrong(const struct hp_sig *sig, uint8_t at, char *why, size_t cap, const char *f
 		va_end(ap);
 	}
 	return -EINVAL;
-}
-
-static void
-put_f64(struct hp_pc_enc *e, double v)
-{
-	uint8_t b[8];
-	uint64_t u;
-
-	memcpy(&u, &v, sizeof(u));
-	for (int i = 0; i < 8; i++, u >>= 8)
-		b[i] = (uint8_t)u;
-	hp_pc_put_raw(e, b, 8);
 }
 
 /* NaN, Infinity, -Infinity: 0 and *v, or -1. */
@@ -323,7 +296,7 @@ scalar_in(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len)
 			if (*end != '\0' || (errno != 0 && isinf(f)))
 				return -EINVAL;
 		}
-		put_f64(e, f);
+		hp_pc_put_f64(e, f);
 	} else {
 		return -EINVAL;
 	}
@@ -372,7 +345,7 @@ json_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *
 			 f64_word(json_object_get_string(j),
 				  (size_t)json_object_get_string_len(j), &f) != 0)
 			return wrong(sig, at, why, cap, NULL);
-		put_f64(e, f);
+		hp_pc_put_f64(e, f);
 		return 0;
 	case HP_T_OPT:
 		hp_pc_put_bool(e, j != NULL);
