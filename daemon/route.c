@@ -41,8 +41,11 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	}
 	if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
 	    hp_sig_check_args(&meth->sig, req.args, req.args_len) != 0) {
-		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD,
-				   "arguments do not match the signature");
+		char text[HP_SIG_MAX_LEN + 128];
+
+		snprintf(text, sizeof(text), "arguments do not match the signature of %s: %s",
+			 meth->name, meth->signature);
+		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD, text);
 		return;
 	}
 	if (meth->owner == 0) {
