@@ -252,8 +252,8 @@ hp_sig_text(const struct hp_sig *sig, char *buf, size_t cap)
 	return done(&o);
 }
 
-/* Recursion is as deep as the signature's types: HP_SIG_MAX_DEPTH at
- * most. Loops run once per element, each at least a byte of the input
+/* r[shm.payload.encoding]: each type's postcard form. Recursion is as
+ * deep as the signature's types: HP_SIG_MAX_DEPTH at most. Loops run once per element, each at least a byte of the input
  * (hp_pc_get_seq_len: no type inside a compound is empty). */
 int
 hp_sig_skip(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at)

@@ -147,6 +147,7 @@ check(const char *sigtext, const void *p, size_t n)
 #define BAD(sig, bytes)	ck_assert_msg(check(sig, bytes, sizeof(bytes) - 1) == -EBADMSG, \
 				      "%s took %s", sig, #bytes)
 
+/* r[shm.payload.encoding] */
 START_TEST(test_values)
 {
 	OK("str->unit", "\x02hi");
