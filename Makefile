@@ -59,7 +59,7 @@ HUBCTL_OBJ := $(HUBCTL_SRC:hubctl/%.c=$(B)/hubctl-obj/%.o)
 DAEMON_SRC := $(filter-out daemon/hubd.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
-DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash libseccomp) -lev
+DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash libseccomp) -lev -lresolv
 # hubctl: JSON, sizes and the segment's code; no event loop, no config parser
 HUBCTL_LIBS = $(shell pkg-config --libs json-c libbsd)
 
@@ -114,8 +114,8 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Iguestlib \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SRC_config := daemon/config.c daemon/config_keys.c daemon/size.c
 FUZZ_LIBS_config = -linih $(shell pkg-config --libs libbsd)
-FUZZ_SRC_control := daemon/request.c
-FUZZ_LIBS_control := -ljson-c
+FUZZ_SRC_control := daemon/request.c daemon/pcjson.c
+FUZZ_LIBS_control := -ljson-c -lresolv
 
 .PHONY: all run check check-asan check-tsan test test-tsan test-install test-python check-man \
 	deps headers spec-coverage install uninstall clean bench fuzz fuzz-smoke deb test-deb

@@ -42,7 +42,7 @@
 /* An item of a call's stream, as {"item":VALUE}. Its bytes go back to the
  * guest as credit once the line is written (client_mark_add). */
 static void
-call_item(struct ext_call *x, uint8_t item_type, const uint8_t *item, size_t len)
+call_item(struct ext_call *x, const uint8_t *item, size_t len)
 {
 	struct client *c = x->ctx;
 	uint64_t start = c->queued;
@@ -53,7 +53,7 @@ call_item(struct ext_call *x, uint8_t item_type, const uint8_t *item, size_t len
 	int n = -1;
 
 	hp_pc_dec_init(&d, item, len);
-	if (item_type == HP_T_U64) {	/* the common case, without json-c */
+	if (x->sig.node[x->item].type == HP_T_U64) {	/* the common case, without json-c */
 		u = hp_pc_get_u64(&d);
 		if (d.err == 0)
 			n = snprintf(line, sizeof(line), "{\"item\":%" PRIu64 "}", u);
@@ -63,8 +63,10 @@ call_item(struct ext_call *x, uint8_t item_type, const uint8_t *item, size_t len
 	} else {
 		hp_pc_dec_init(&d, item, len);
 		o = json_object_new_object();
-		if (pcjson_value(&d, item_type, &v) != 0)
+		if (pcjson_value(&d, &x->sig, x->item, &v) != 0 || hp_pc_remaining(&d) != 0) {
+			json_object_put(v);
 			v = json_object_new_string("(item does not decode)");
+		}
 		json_object_object_add(o, "item", v);
 		client_reply(c, o);
 	}
@@ -80,6 +82,8 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 	struct client *c = x->ctx;
 	json_object *o = json_object_new_object(), *v;
 	struct hp_pc_dec d;
+	const char *s;
+	size_t n;
 
 	c->calling = 0;
 	c->mcount = 0;		/* the stream is over: nobody's credit any more */
@@ -89,11 +93,16 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 				       json_object_new_string("the answer does not decode"));
 	} else if (r->result == HP_RESULT_OK) {
 		hp_pc_dec_init(&d, r->value, r->value_len);
-		if (pcjson_value(&d, x->ret_type, &v) != 0 || hp_pc_remaining(&d) != 0) {
+		if (pcjson_value(&d, &x->sig, x->sig.ret, &v) != 0 || hp_pc_remaining(&d) != 0) {
+			char sig[HP_SIG_MAX_LEN + 1];
+			char text[sizeof(x->method) + HP_SIG_MAX_LEN + 64];
+
 			json_object_put(v);
+			hp_sig_text(&x->sig, sig, sizeof(sig));
+			snprintf(text, sizeof(text), "%s returned a value that does not match "
+				 "its signature %s", x->method, sig);
 			json_object_object_add(o, "ok", json_object_new_boolean(0));
-			json_object_object_add(o, "error", json_object_new_string(
-				"the result does not match the method's signature"));
+			json_object_object_add(o, "error", json_object_new_string(text));
 		} else {
 			json_object_object_add(o, "ok", json_object_new_boolean(1));
 			json_object_object_add(o, "result", v);
@@ -104,8 +113,8 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 		json_object_object_add(o, "ok", json_object_new_boolean(0));
 		json_object_object_add(o, "kind", json_object_new_string(msg));
 		hp_pc_dec_init(&d, r->value, r->value_len);
-		if (r->error == 0 && pcjson_value(&d, HP_T_STR, &v) == 0)
-			json_object_object_add(o, "error", v);
+		if (r->error == 0 && hp_pc_get_str(&d, &s, &n) == 0)
+			json_object_object_add(o, "error", json_object_new_string_len(s, (int)n));
 		else
 			json_object_object_add(o, "error", json_object_new_string(msg));
 		for (uint32_t i = 0; i < r->meta.count; i++) {

@@ -128,7 +128,6 @@ enum stale {
 struct hchan {
 	uint8_t		open;
 	uint8_t		sending;	/* hub.source: we send, the guest receives */
-	uint8_t		item_type;	/* HP_T_* for a client stream */
 	uint32_t	received;	/* bytes received in all */
 	uint32_t	granted;	/* what we granted, kept locally */
 	uint32_t	unreported;	/* consumed, not yet granted back */
@@ -323,17 +322,18 @@ struct hub {
 /* Calls from outside the segment (control clients). */
 struct ext_call {
 	void		*ctx;
-	void		(*on_item)(struct ext_call *c, uint8_t item_type,
-				   const uint8_t *item, size_t len);
+	void		(*on_item)(struct ext_call *c, const uint8_t *item, size_t len);
 	void		(*on_done)(struct ext_call *c, int status,
 				   const struct hp_response *r);
 	/* router's */
 	uint32_t	peer;
 	uint32_t	req_id;
 	uint32_t	chan;
-	uint8_t		ret_type;
+	struct hp_sig	sig;		/* the method's, as it was at the call */
+	char		method[64];	/* its name, as struct method's */
+	uint8_t		item;		/* the stream's item type: its node */
 	uint64_t	caller;		/* CALLER_CLIENT | uid (commands.c) */
-	char		why[320];	/* room for a refusal's text, signature and all */
+	char		why[768];	/* room for a refusal's text, signature and all */
 };
 
 /* The zone a pool of hubd's belongs to (every one is a zone's). */

@@ -1,60 +1,463 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* A postcard value as JSON (pcjson.h). */
+/* Postcard values as JSON and from text (pcjson.h). Recursion follows the
+ * signature's types, HP_SIG_MAX_DEPTH deep at most. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <resolv.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/pcjson.h"
-#include "proto/sig.h"
 
+#define B64_LEN	(sizeof(PCJSON_BASE64) - 1)
+
+/* -- out ---------------------------------------------------------------- */
+
+/* Bytes as text: as they are, or PCJSON_BASE64 and base64 when they are
+ * not UTF-8 or would read as that form (then they go back in unchanged). */
 static json_object *
-value_of(struct hp_pc_dec *d, uint8_t t)
+bytes_json(const uint8_t *b, size_t n)
 {
+	json_object *o;
+	size_t cap;
+	char *t;
+
+	if (hp_utf8_valid(b, n) && (n < B64_LEN || memcmp(b, PCJSON_BASE64, B64_LEN) != 0))
+		return json_object_new_string_len((const char *)b, (int)n);
+	cap = B64_LEN + (n + 2) / 3 * 4 + 1;
+	if ((t = malloc(cap)) == NULL)
+		return NULL;
+	memcpy(t, PCJSON_BASE64, B64_LEN);
+	if (b64_ntop(b, n, t + B64_LEN, cap - B64_LEN) < 0) {
+		free(t);
+		return NULL;
+	}
+	o = json_object_new_string(t);
+	free(t);
+	return o;
+}
+
+/* The shortest text that reads back as v; JSON has no NaN or infinity:
+ * those are strings. */
+static json_object *
+f64_json(double v)
+{
+	char text[32];
+
+	if (isnan(v))
+		return json_object_new_string("NaN");
+	if (isinf(v))
+		return json_object_new_string(v > 0 ? "Infinity" : "-Infinity");
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(text, sizeof(text), "%.*g", prec, v);
+		if (strtod(text, NULL) == v)
+			break;
+	}
+	/* a number with a point, so that it reads as one that has a fraction */
+	if (strpbrk(text, ".e") == NULL && strlen(text) + 2 < sizeof(text))
+		strcat(text, ".0");
+	return json_object_new_double_s(v, text);
+}
+
+static int value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at,
+		    json_object **out);
+
+/* A map key (a scalar) as an object's key: a string as is, the others as
+ * their JSON text. */
+static int
+key_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object **out)
+{
+	json_object *k;
+
+	if (value_of(d, sig, at, &k) != 0)
+		return -1;
+	if (json_object_is_type(k, json_type_string)) {
+		*out = k;
+		return 0;
+	}
+	*out = json_object_new_string(json_object_to_json_string(k));
+	json_object_put(k);
+	return *out != NULL ? 0 : -1;
+}
+
+static int
+value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object **out)
+{
+	const struct hp_sig_node *nd = &sig->node[at];
+	json_object *o = NULL, *k, *v;
 	const uint8_t *b;
 	const char *s;
 	size_t n;
-	uint64_t u;
-	int64_t i;
-	int v;
+	int bad = 0;
 
-	switch (t) {
+	*out = NULL;
+	switch (nd->type) {
 	case HP_T_STR:
 		if (hp_pc_get_str(d, &s, &n) != 0)
-			return NULL;
-		return json_object_new_string_len(s, (int)n);
+			return -1;
+		o = json_object_new_string_len(s, (int)n);
+		break;
 	case HP_T_BYTES:
 		if (hp_pc_get_bytes(d, &b, &n) != 0)
-			return NULL;
-		if (hp_utf8_valid(b, n))
-			return json_object_new_string_len((const char *)b, (int)n);
-		char *hex = malloc(n * 2 + 5);
-		json_object *o;
-
-		if (hex == NULL)
-			return NULL;
-		memcpy(hex, "hex:", 4);
-		for (size_t k = 0; k < n; k++)
-			snprintf(hex + 4 + k * 2, 3, "%02x", b[k]);
-		o = json_object_new_string(hex);
-		free(hex);
-		return o;
+			return -1;
+		o = bytes_json(b, n);
+		break;
 	case HP_T_U64:
-		u = hp_pc_get_u64(d);
-		return d->err ? NULL : json_object_new_uint64(u);
+	case HP_T_CHAN:
+		o = json_object_new_uint64(hp_pc_get_u64(d));
+		break;
 	case HP_T_I64:
-		i = hp_pc_get_i64(d);
-		return d->err ? NULL : json_object_new_int64(i);
+		o = json_object_new_int64(hp_pc_get_i64(d));
+		break;
 	case HP_T_BOOL:
-		v = hp_pc_get_bool(d);
-		return d->err ? NULL : json_object_new_boolean(v);
+		o = json_object_new_boolean(hp_pc_get_bool(d) == 1);
+		break;
+	case HP_T_F64:
+		o = f64_json(hp_pc_get_f64(d));
+		break;
+	case HP_T_UNIT:
+		return 0;
+	case HP_T_OPT:
+		if (hp_pc_get_bool(d) != 1)
+			return d->err != 0 ? -1 : 0;	/* None: null */
+		return value_of(d, sig, (uint8_t)(at + 1), out);
+	case HP_T_LIST:
+	case HP_T_TUPLE:
+		n = nd->type == HP_T_LIST ? hp_pc_get_seq_len(d) : nd->n;
+		o = json_object_new_array_ext((int)n);
+		for (size_t i = 0; i < n && !bad && o != NULL; i++) {
+			if ((bad = value_of(d, sig, nd->type == HP_T_LIST ? (uint8_t)(at + 1) :
+					    hp_sig_child(sig, at, (unsigned)i), &v)) != 0)
+				break;
+			json_object_array_add(o, v);
+		}
+		break;
+	case HP_T_MAP:
+		n = hp_pc_get_seq_len(d);
+		o = json_object_new_object();
+		for (size_t i = 0; i < n && !bad && o != NULL; i++) {
+			if ((bad = key_of(d, sig, (uint8_t)(at + 1), &k)) != 0)
+				break;
+			if ((bad = value_of(d, sig, hp_sig_child(sig, at, 1), &v)) != 0) {
+				json_object_put(k);
+				break;
+			}
+			/* a key given twice: the last value stands */
+			json_object_object_add(o, json_object_get_string(k), v);
+			json_object_put(k);
+		}
+		break;
 	default:
-		return NULL;	/* unit: JSON null */
+		return -1;
 	}
+	if (bad || d->err != 0 || o == NULL) {
+		json_object_put(o);
+		return -1;
+	}
+	*out = o;
+	return 0;
 }
 
 int
-pcjson_value(struct hp_pc_dec *d, uint8_t t, json_object **out)
+pcjson_value(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object **out)
 {
-	*out = value_of(d, t);
-	return *out == NULL && t != HP_T_UNIT ? -1 : 0;
+	return value_of(d, sig, at, out);
+}
+
+/* -- in ----------------------------------------------------------------- */
+
+/* "is not a list<u64>", and ": " and the rest when fmt is given. */
+static int __attribute__((format(printf, 5, 6)))
+wrong(const struct hp_sig *sig, uint8_t at, char *why, size_t cap, const char *fmt, ...)
+{
+	static const char *const hint[] = {
+		[HP_T_STR] = " (UTF-8)", [HP_T_BOOL] = " (true or false)",
+		[HP_T_F64] = " (a number, NaN, Infinity or -Infinity)",
+	};
+	uint8_t t = sig->node[at].type;
+	char type[HP_SIG_MAX_LEN + 1];
+	size_t off;
+	va_list ap;
+
+	hp_sig_type_text(sig, at, type, sizeof(type));
+	/* "an i64", "an f64", "an opt<str>"; "a u64" */
+	off = (size_t)snprintf(why, cap, "is not a%s %s%s", strchr("ifo", type[0]) != NULL ?
+			       "n" : "", type, fmt == NULL && t < sizeof(hint) / sizeof(hint[0]) &&
+			       hint[t] != NULL ? hint[t] : "");
+	if (fmt != NULL && off + 2 < cap) {
+		memcpy(why + off, ": ", 3);
+		va_start(ap, fmt);
+		vsnprintf(why + off + 2, cap - off - 2, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* NaN, Infinity, -Infinity: 0 and *v, or -1. */
+static int
+f64_word(const char *s, size_t n, double *v)
+{
+	if (n == 3 && memcmp(s, "NaN", 3) == 0)
+		*v = NAN;
+	else if (n == 8 && memcmp(s, "Infinity", 8) == 0)
+		*v = INFINITY;
+	else if (n == 9 && memcmp(s, "-Infinity", 9) == 0)
+		*v = -INFINITY;
+	else
+		return -1;
+	return 0;
+}
+
+/* Bytes from their text: decoded after PCJSON_BASE64, else as they are. */
+static int
+bytes_in(struct hp_pc_enc *e, const char *text, size_t len)
+{
+	uint8_t *b;
+	char *src;
+	int n;
+
+	if (len < B64_LEN || memcmp(text, PCJSON_BASE64, B64_LEN) != 0) {
+		hp_pc_put_bytes(e, text, len);
+		return 0;
+	}
+	/* b64_pton reads a C string: a NUL inside is no base64 */
+	if ((src = strndup(text + B64_LEN, len - B64_LEN)) == NULL)
+		return -ENOMEM;
+	if (strlen(src) != len - B64_LEN || (b = malloc(len / 4 * 3 + 3)) == NULL) {
+		free(src);
+		return -EINVAL;
+	}
+	n = b64_pton(src, b, len / 4 * 3 + 3);
+	if (n >= 0)
+		hp_pc_put_bytes(e, b, (size_t)n);
+	free(b);
+	free(src);
+	return n >= 0 ? 0 : -EINVAL;
+}
+
+/* A scalar from its plain text (an argument, a map's key). */
+static int
+scalar_in(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len)
+{
+	char buf[32], *end;
+	double f;
+
+	errno = 0;
+	switch (t) {
+	case HP_T_STR:
+		/* U+0000 is valid UTF-8: carried like any other character */
+		if (!hp_utf8_valid((const uint8_t *)text, len))
+			return -EINVAL;
+		hp_pc_put_str(e, text, len);
+		return 0;
+	case HP_T_BYTES:
+		return bytes_in(e, text, len);
+	case HP_T_BOOL:
+		if (len == 4 && memcmp(text, "true", 4) == 0)
+			hp_pc_put_bool(e, 1);
+		else if (len == 5 && memcmp(text, "false", 5) == 0)
+			hp_pc_put_bool(e, 0);
+		else
+			return -EINVAL;
+		return 0;
+	case HP_T_UNIT:
+		return len == 0 ? 0 : -EINVAL;
+	}
+	/* a number: no NUL inside, short enough for any (leading zeros aside) */
+	if (len == 0 || len >= sizeof(buf) || memchr(text, '\0', len) != NULL)
+		return -EINVAL;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	if (t == HP_T_U64 || t == HP_T_CHAN) {
+		unsigned long long v;
+
+		if (*buf < '0' || *buf > '9')
+			return -EINVAL;
+		v = strtoull(buf, &end, 10);
+		if (*end != '\0' || errno != 0)
+			return -EINVAL;
+		hp_pc_put_u64(e, v);
+	} else if (t == HP_T_I64) {
+		long long v = strtoll(buf, &end, 10);
+
+		if (*end != '\0' || errno != 0 || isspace((unsigned char)*buf))
+			return -EINVAL;
+		hp_pc_put_i64(e, v);
+	} else if (t == HP_T_F64) {
+		if (f64_word(buf, len, &f) != 0) {
+			/* JSON's number syntax: no hex, no "inf", no space */
+			if (strspn(buf, "-+.0123456789eE") != len)
+				return -EINVAL;
+			f = strtod(buf, &end);
+			if (*end != '\0' || (errno != 0 && isinf(f)))
+				return -EINVAL;
+		}
+		hp_pc_put_f64(e, f);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int
+json_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *j,
+	char *why, size_t cap)
+{
+	const struct hp_sig_node *nd = &sig->node[at];
+	char sub[512];
+	int64_t i;
+	size_t n;
+	double f;
+
+	switch (nd->type) {
+	case HP_T_STR:
+	case HP_T_BYTES:
+		if (!json_object_is_type(j, json_type_string) ||
+		    scalar_in(e, nd->type, json_object_get_string(j),
+			      (size_t)json_object_get_string_len(j)) != 0)
+			return wrong(sig, at, why, cap, NULL);
+		return 0;
+	case HP_T_U64:
+		if (!json_object_is_type(j, json_type_int) || json_object_get_int64(j) < 0)
+			return wrong(sig, at, why, cap, NULL);
+		hp_pc_put_u64(e, json_object_get_uint64(j));
+		return 0;
+	case HP_T_I64:
+		i = json_object_get_int64(j);
+		if (!json_object_is_type(j, json_type_int) ||
+		    (i == INT64_MAX && json_object_get_uint64(j) != (uint64_t)INT64_MAX))
+			return wrong(sig, at, why, cap, NULL);
+		hp_pc_put_i64(e, i);
+		return 0;
+	case HP_T_BOOL:
+		if (!json_object_is_type(j, json_type_boolean))
+			return wrong(sig, at, why, cap, NULL);
+		hp_pc_put_bool(e, json_object_get_boolean(j));
+		return 0;
+	case HP_T_F64:
+		if (json_object_is_type(j, json_type_double) || json_object_is_type(j, json_type_int))
+			f = json_object_get_double(j);
+		else if (!json_object_is_type(j, json_type_string) ||
+			 f64_word(json_object_get_string(j),
+				  (size_t)json_object_get_string_len(j), &f) != 0)
+			return wrong(sig, at, why, cap, NULL);
+		hp_pc_put_f64(e, f);
+		return 0;
+	case HP_T_OPT:
+		hp_pc_put_bool(e, j != NULL);
+		if (j != NULL && json_in(e, sig, (uint8_t)(at + 1), j, sub, sizeof(sub)) != 0)
+			return wrong(sig, at, why, cap, "%s", sub);
+		return 0;
+	case HP_T_LIST:
+	case HP_T_TUPLE:
+		if (!json_object_is_type(j, json_type_array))
+			return wrong(sig, at, why, cap, "not a JSON array");
+		n = json_object_array_length(j);
+		if (nd->type == HP_T_TUPLE && n != nd->n)
+			return wrong(sig, at, why, cap, "%zu fields, not %u", n, nd->n);
+		if (nd->type == HP_T_LIST)
+			hp_pc_put_seq_len(e, n);
+		for (size_t k = 0; k < n && e->err == 0; k++)
+			if (json_in(e, sig, nd->type == HP_T_LIST ? (uint8_t)(at + 1) :
+				    hp_sig_child(sig, at, (unsigned)k),
+				    json_object_array_get_idx(j, k), sub, sizeof(sub)) != 0)
+				return wrong(sig, at, why, cap, "%s %zu %s", nd->type == HP_T_LIST ?
+					     "element" : "field", k + 1, sub);
+		return 0;
+	case HP_T_MAP:
+		if (!json_object_is_type(j, json_type_object))
+			return wrong(sig, at, why, cap, "not a JSON object");
+		hp_pc_put_seq_len(e, (size_t)json_object_object_length(j));
+		json_object_object_foreach(j, key, val) {
+			if (e->err != 0)
+				break;
+			if (scalar_in(e, sig->node[at + 1].type, key, strlen(key)) != 0) {
+				wrong(sig, (uint8_t)(at + 1), sub, sizeof(sub), NULL);
+				return wrong(sig, at, why, cap, "key \"%.64s\" %s", key, sub);
+			}
+			if (json_in(e, sig, hp_sig_child(sig, at, 1), val, sub, sizeof(sub)) != 0)
+				return wrong(sig, at, why, cap, "the value of \"%.64s\" %s", key, sub);
+		}
+		return 0;
+	}
+	return wrong(sig, at, why, cap, NULL);
+}
+
+/* json-c takes an integer too large for 64 bits as the largest there is:
+ * every integer in text (outside strings) is looked at first. */
+static int
+ints_fit(const char *s, size_t len)
+{
+	for (size_t k = 0; k < len; k++) {
+		size_t n;
+
+		if (s[k] == '"') {
+			for (k++; k < len && s[k] != '"'; k++)
+				k += s[k] == '\\';
+			continue;
+		}
+		if (s[k] != '-' && (s[k] < '0' || s[k] > '9'))
+			continue;
+		n = strspn(s + k, "-0123456789");
+		if (strchr(".eE", s[k + n]) == NULL || s[k + n] == '\0') {
+			char buf[32];
+
+			if (n >= sizeof(buf))
+				return 0;
+			memcpy(buf, s + k, n);
+			buf[n] = '\0';
+			errno = 0;
+			if (buf[0] == '-')
+				(void)strtoll(buf, NULL, 10);
+			else
+				(void)strtoull(buf, NULL, 10);
+			if (errno != 0)
+				return 0;
+		}
+		k += n;		/* a number's fraction or exponent is digits too */
+		k += strspn(s + k, ".eE+-0123456789");
+		k--;
+	}
+	return 1;
+}
+
+int
+pcjson_encode_arg(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
+		  const char *text, size_t len, char *why, size_t cap)
+{
+	uint8_t t = sig->node[at].type;
+	json_tokener *tok;
+	json_object *j;
+	int rc;
+
+	if (sig->node[at].n == 0 || t == HP_T_CHAN) {
+		rc = scalar_in(e, t, text, len);
+		return rc == -EINVAL ? wrong(sig, at, why, cap, NULL) : rc != 0 ? rc : e->err;
+	}
+	/* JSON, nested no deeper than the type can be */
+	if ((tok = json_tokener_new_ex(HP_SIG_MAX_DEPTH + 1)) == NULL)
+		return -ENOMEM;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	/* the NUL after the text ends a number at its end */
+	j = json_tokener_parse_ex(tok, text, (int)len + 1);
+	if (json_tokener_get_error(tok) != json_tokener_success) {
+		rc = wrong(sig, at, why, cap, "not JSON (%s)",
+			   json_tokener_error_desc(json_tokener_get_error(tok)));
+	} else if (json_tokener_get_parse_end(tok) < len &&
+		   strspn(text + json_tokener_get_parse_end(tok), " \t\r\n") !=
+		   len - json_tokener_get_parse_end(tok)) {
+		rc = wrong(sig, at, why, cap, "more after the JSON value");
+	} else if (!ints_fit(text, len)) {
+		rc = wrong(sig, at, why, cap, "a number larger than 64 bits");
+	} else {
+		rc = json_in(e, sig, at, j, why, cap);
+		rc = rc != 0 ? rc : e->err;
+	}
+	json_object_put(j);
+	json_tokener_free(tok);
+	return rc;
 }

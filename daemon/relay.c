@@ -280,8 +280,8 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 
 	hp_pc_dec_init(&d, req->args, req->args_len);
 	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
-		if (meth->sig.args[i] != HP_T_CHAN) {
-			hp_sig_skip(&d, meth->sig.args[i]);
+		if (hp_sig_arg_type(&meth->sig, i) != HP_T_CHAN) {
+			hp_sig_skip(&d, &meth->sig, meth->sig.args[i]);
 			continue;
 		}
 		nchans++;

@@ -14,6 +14,7 @@
 #include "daemon/host.h"
 #include "daemon/lanes.h"
 #include "daemon/methods.h"
+#include "daemon/pcjson.h"
 #include "daemon/relay.h"
 #include "daemon/request.h"
 #include "daemon/route.h"
@@ -41,8 +42,11 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	}
 	if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
 	    hp_sig_check_args(&meth->sig, req.args, req.args_len) != 0) {
-		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD,
-				   "arguments do not match the signature");
+		char text[HP_SIG_MAX_LEN + 128];
+
+		snprintf(text, sizeof(text), "arguments do not match the signature of %s: %s",
+			 meth->name, meth->signature);
+		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD, text);
 		return;
 	}
 	if (meth->owner == 0) {
@@ -67,7 +71,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		return;
 	}
 	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
-		if (meth->sig.args[i] == HP_T_CHAN) {
+		if (hp_sig_arg_type(&meth->sig, i) == HP_T_CHAN) {
 			/* a channel of the caller's: relay.c carries it, and
 			 * a lane later calls (lanes.c) */
 			relay_call(h, p, q, meth, m, &req, &o);
@@ -188,19 +192,19 @@ route_cancel(struct hub *h, struct peer *p, struct hp_msg_in *m)
 static const char * __attribute__((format(printf, 3, 4)))
 args_refused(struct ext_call *c, const struct method *m, const char *fmt, ...)
 {
-	char sig[2 * HP_SIG_MAX_LEN];
-	const char *arrow = strstr(m->signature, "->"), *s;
-	size_t n = 0, off;
+	char type[HP_SIG_MAX_LEN + 1];
+	size_t off;
 	va_list ap;
 
-	sig[n++] = '(';
-	for (s = m->signature; arrow != NULL && s < arrow && n < sizeof(sig) - 8; s++) {
-		sig[n++] = *s;
-		if (*s == ',')
-			sig[n++] = ' ';
+	off = (size_t)snprintf(c->why, sizeof(c->why), "%s takes (", m->name);
+	for (uint8_t i = 0; i < m->sig.nargs && off < sizeof(c->why); i++) {
+		hp_sig_type_text(&m->sig, m->sig.args[i], type, sizeof(type));
+		off += (size_t)snprintf(c->why + off, sizeof(c->why) - off, "%s%s",
+					i > 0 ? ", " : "", type);
 	}
-	snprintf(sig + n, sizeof(sig) - n, ") -> %s", arrow != NULL ? arrow + 2 : "?");
-	off = (size_t)snprintf(c->why, sizeof(c->why), "%s takes %s: ", m->name, sig);
+	hp_sig_type_text(&m->sig, m->sig.ret, type, sizeof(type));
+	if (off < sizeof(c->why))
+		off += (size_t)snprintf(c->why + off, sizeof(c->why) - off, ") -> %s: ", type);
 	if (off < sizeof(c->why)) {
 		va_start(ap, fmt);
 		vsnprintf(c->why + off, sizeof(c->why) - off, fmt, ap);
@@ -230,7 +234,7 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 	}
 	/* the caller gives every argument but channels, which we open */
 	for (uint8_t i = 0; i < m->sig.nargs; i++)
-		want += m->sig.args[i] != HP_T_CHAN;
+		want += hp_sig_arg_type(&m->sig, i) != HP_T_CHAN;
 	if (nargs < want) {
 		*why = args_refused(c, m, "argument %d missing", nargs + 1);
 		return -EINVAL;
@@ -251,27 +255,29 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		return -ENOMEM;
 	}
 	c->chan = 0;
-	c->ret_type = m->sig.ret;
+	c->sig = m->sig;		/* the method may go before its answer comes */
+	snprintf(c->method, sizeof(c->method), "%s", m->name);
 	hp_pc_enc_init(&e, buf, cap);
 	hp_pc_put_seq_len(&e, 0);		/* no metadata */
 	for (uint8_t i = 0; i < m->sig.nargs; i++) {
-		if (m->sig.args[i] != HP_T_CHAN) {
+		if (hp_sig_arg_type(&m->sig, i) != HP_T_CHAN) {
+			char what[384];
+
 			/* too large is said below, with the limit */
-			if (hp_sig_encode_text(&e, m->sig.args[i], args[next].s,
-					       args[next].len) != 0 && e.err == 0) {
-				*why = args_refused(c, m, "argument %d is not a %s%s", next + 1,
-						    hp_sig_type_name(m->sig.args[i]),
-						    m->sig.args[i] == HP_T_STR ? " (UTF-8)" :
-						    m->sig.args[i] == HP_T_BOOL ? " (true or false)" : "");
-				rc = -EINVAL;
+			if ((rc = pcjson_encode_arg(&e, &m->sig, m->sig.args[i], args[next].s,
+						    args[next].len, what, sizeof(what))) != 0 &&
+			    e.err == 0) {
+				*why = rc == -EINVAL ? args_refused(c, m, "argument %d %s", next + 1,
+								    what) : "out of memory";
 				goto out;
 			}
+			rc = 0;
 			next++;
 			continue;
 		}
 		/* a chan<T>: we receive it, the client sees the items */
 		int64_t id = p == NULL || c->chan != 0 ? -EINVAL :
-		    streams_open_client(h, p, &o, m->sig.chan_item[i], c->caller);
+		    streams_open_client(h, p, &o, c->caller);
 
 		if (id < 0 && p == NULL) {
 			/* hub.sink: the caller sends (commands.c, "-") */
@@ -288,6 +294,7 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 			goto out;
 		}
 		c->chan = o.chan = (uint32_t)id;
+		c->item = hp_sig_chan_item(&m->sig, i);
 		hp_pc_put_u64(&e, (uint64_t)id);
 	}
 	if (e.err != 0) {

@@ -132,7 +132,6 @@ svc_sink(struct hub *h, struct peer *p, const struct origin *o,
 	memset(c, 0, sizeof(*c));
 	c->open = 1;
 	c->granted = h->conf.params.initial_credit;	/* r[shm.flow.initial] */
-	c->item_type = HP_T_BYTES;
 	c->checksum = HP_STREAM_HASH_SEED;
 	c->o = *o;
 	c->o.kind = ORIGIN_SINK;	/* answered on Close (streams.c) */

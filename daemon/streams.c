@@ -49,7 +49,7 @@ streams_caller_full(struct hub *h, struct peer *p, uint64_t caller)
 
 int64_t
 streams_open_client(struct hub *h, struct peer *p, const struct origin *o,
-		    uint8_t item_type, uint64_t caller)
+		    uint64_t caller)
 {
 	int64_t id;
 
@@ -59,7 +59,7 @@ streams_open_client(struct hub *h, struct peer *p, const struct origin *o,
 			  h->conf.params.initial_credit, &p->chan_cursor);
 	if (id < 0)
 		return id;
-	p->chans[id] = (struct hchan){ .open = 1, .item_type = item_type,
+	p->chans[id] = (struct hchan){ .open = 1,
 				       .granted = h->conf.params.initial_credit, .o = *o,
 				       .caller = caller };
 	p->chans[id].o.chan = (uint32_t)id;
@@ -139,7 +139,7 @@ streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		 * a client that reads slowly holds the guest back, not
 		 * hubd's memory */
 		c->held += m->len;
-		c->o.ext->on_item(c->o.ext, c->item_type, m->payload, m->len);
+		c->o.ext->on_item(c->o.ext, m->payload, m->len);
 		return;
 	}
 	if (c->stopped)

@@ -15,7 +15,7 @@ int		streams_caller_full(struct hub *h, struct peer *p, uint64_t caller);
 /* Opens a channel of p for a client call's chan<T> argument: its id, or
  * -errno. */
 int64_t		streams_open_client(struct hub *h, struct peer *p,
-				    const struct origin *o, uint8_t item_type, uint64_t caller);
+				    const struct origin *o, uint64_t caller);
 void		streams_unopen(struct peer *p, uint32_t id);
 void		streams_data(struct hub *h, struct peer *p, struct hp_msg_in *m);
 /* Data of len bytes on c from p: checked against what we granted (p's

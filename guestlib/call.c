@@ -502,7 +502,7 @@ register_method(struct guest *g, const char *name, const char *signature,
 	m = &g->methods[g->nmethods++];
 	*m = (struct method){ .id = id, .fn = fn, .ctx = ctx, .sig = sig };
 	for (uint8_t i = 0; i < sig.nargs; i++)
-		if (sig.args[i] == HP_T_CHAN)
+		if (hp_sig_arg_type(&sig, i) == HP_T_CHAN)
 			m->chans = 1;
 	rc = guest_call(g, HP_SVC_REGISTER, args, e.len, res, sizeof(res), &rlen, 10000);
 	/* A host with no method registry (one written from the spec alone)
@@ -549,8 +549,8 @@ note_channels(struct guest *g, const struct hp_sig *sig, const uint8_t *args,
 
 	hp_pc_dec_init(&d, args, len);
 	for (uint8_t i = 0; i < sig->nargs; i++) {
-		if (sig->args[i] != HP_T_CHAN) {
-			if (hp_sig_skip(&d, sig->args[i]) != 0)
+		if (hp_sig_arg_type(sig, i) != HP_T_CHAN) {
+			if (hp_sig_skip(&d, sig, sig->args[i]) != 0)
 				return;		/* the handler will say so */
 			continue;
 		}

@@ -546,8 +546,8 @@ chan_args_find(const struct hp_sig *sig, const uint8_t *args, size_t len,
 	hp_pc_dec_init(&d, args, len);
 	ca->n = 0;
 	for (uint8_t i = 0; i < sig->nargs; i++) {
-		if (sig->args[i] != HP_T_CHAN) {
-			if (hp_sig_skip(&d, sig->args[i]) != 0)
+		if (hp_sig_arg_type(sig, i) != HP_T_CHAN) {
+			if (hp_sig_skip(&d, sig, sig->args[i]) != 0)
 				return -EINVAL;
 			continue;
 		}

@@ -45,7 +45,7 @@
  * libguest.so.MAJOR.MINOR.PATCH and libguest.pc's Version from these.
  * GUEST_VERSION is one number for #if (0.1.0 is 100). */
 #define GUEST_VERSION_MAJOR	0
-#define GUEST_VERSION_MINOR	3
+#define GUEST_VERSION_MINOR	4
 #define GUEST_VERSION_PATCH	0
 #define GUEST_VERSION	(GUEST_VERSION_MAJOR * 10000 + \
 			 GUEST_VERSION_MINOR * 100 + GUEST_VERSION_PATCH)
@@ -290,25 +290,45 @@ struct guest_stats {
 };
 GUEST_API void guest_get_stats(const struct guest *g, struct guest_stats *s);
 
-/* Postcard helpers for the common argument and result shapes. Each encoder
- * returns the length written or -ENOSPC; each decoder 0 or -EBADMSG, and
- * advances *pos (start at 0) so several values can be read in a row.
- * str is UTF-8 (guest_pc_get_str refuses anything else); bytes is any
- * bytes, the same length-prefixed shape without the check: a "bytes"
- * argument or result of a signature is read and written with the _bytes
- * pair. Decoded strings and bytes point into buf. */
+/* Postcard helpers for argument and result values. Each encoder returns
+ * the length written or -ENOSPC; each decoder 0 or -EBADMSG, and advances
+ * *pos (start at 0) so several values can be read in a row.
+ * str is UTF-8: guest_pc_put_str refuses anything else with -EILSEQ and
+ * writes nothing, guest_pc_get_str with -EBADMSG; bytes is any bytes,
+ * the same length-prefixed shape without the check: a "bytes" argument
+ * or result of a signature is read and written with the _bytes pair.
+ * Decoded strings and bytes point into buf. bool is 0 or 1 (put takes
+ * any int, non-zero is true); f64 8 bytes little-endian.
+ * Compounds are their parts in a row: a list<T> or map<K,V> is its count
+ * (guest_pc_put_len; guest_pc_get_len refuses a count larger than the
+ * bytes left) then the elements, or each key then its value; an opt<T>
+ * is guest_pc_put_opt(present) then, if present, the value; a tuple is
+ * its fields in order. */
 GUEST_API int guest_pc_put_str(uint8_t *buf, size_t cap, size_t *pos,
 			       const char *s, size_t n);
 GUEST_API int guest_pc_put_bytes(uint8_t *buf, size_t cap, size_t *pos,
 				 const void *p, size_t n);
 GUEST_API int guest_pc_put_u64(uint8_t *buf, size_t cap, size_t *pos,
 			       uint64_t v);
+GUEST_API int guest_pc_put_i64(uint8_t *buf, size_t cap, size_t *pos,
+			       int64_t v);
+GUEST_API int guest_pc_put_bool(uint8_t *buf, size_t cap, size_t *pos, int v);
+GUEST_API int guest_pc_put_f64(uint8_t *buf, size_t cap, size_t *pos, double v);
+GUEST_API int guest_pc_put_len(uint8_t *buf, size_t cap, size_t *pos, size_t n);
+GUEST_API int guest_pc_put_opt(uint8_t *buf, size_t cap, size_t *pos, int present);
 GUEST_API int guest_pc_get_str(const uint8_t *buf, size_t len, size_t *pos,
 			       const char **s, size_t *n);
 GUEST_API int guest_pc_get_bytes(const uint8_t *buf, size_t len, size_t *pos,
 				 const uint8_t **p, size_t *n);
 GUEST_API int guest_pc_get_u64(const uint8_t *buf, size_t len, size_t *pos,
 			       uint64_t *v);
+GUEST_API int guest_pc_get_i64(const uint8_t *buf, size_t len, size_t *pos,
+			       int64_t *v);
+GUEST_API int guest_pc_get_bool(const uint8_t *buf, size_t len, size_t *pos, int *v);
+GUEST_API int guest_pc_get_f64(const uint8_t *buf, size_t len, size_t *pos, double *v);
+GUEST_API int guest_pc_get_len(const uint8_t *buf, size_t len, size_t *pos, size_t *n);
+GUEST_API int guest_pc_get_opt(const uint8_t *buf, size_t len, size_t *pos,
+			       int *present);
 
 /* -- Microthreads ---------------------------------------------------------
  *

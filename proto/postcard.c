@@ -66,6 +66,18 @@ hp_pc_put_i64(struct hp_pc_enc *e, int64_t v)
 }
 
 void
+hp_pc_put_f64(struct hp_pc_enc *e, double v)
+{
+	uint8_t b[8];
+	uint64_t u;
+
+	memcpy(&u, &v, sizeof(u));
+	for (int i = 0; i < 8; i++, u >>= 8)
+		b[i] = (uint8_t)u;
+	hp_pc_put_raw(e, b, sizeof(b));
+}
+
+void
 hp_pc_put_bytes(struct hp_pc_enc *e, const void *p, size_t n)
 {
 	hp_pc_put_u64(e, n);
@@ -180,6 +192,21 @@ hp_pc_get_i64(struct hp_pc_dec *d)
 	uint64_t u = hp_pc_get_u64(d);
 
 	return (int64_t)((u >> 1) ^ (0ull - (u & 1)));
+}
+
+double
+hp_pc_get_f64(struct hp_pc_dec *d)
+{
+	const uint8_t *b;
+	uint64_t u = 0;
+	double v;
+
+	if (hp_pc_get_raw(d, &b, 8) != 0)
+		return 0;
+	for (int i = 7; i >= 0; i--)
+		u = u << 8 | b[i];
+	memcpy(&v, &u, sizeof(v));
+	return v;
 }
 
 int

@@ -37,6 +37,7 @@ void hp_pc_put_u32(struct hp_pc_enc *e, uint32_t v);
 void hp_pc_put_u64(struct hp_pc_enc *e, uint64_t v);
 void hp_pc_put_i32(struct hp_pc_enc *e, int32_t v);
 void hp_pc_put_i64(struct hp_pc_enc *e, int64_t v);
+void hp_pc_put_f64(struct hp_pc_enc *e, double v);	/* 8 bytes, little-endian */
 void hp_pc_put_bytes(struct hp_pc_enc *e, const void *p, size_t n);	/* len + bytes */
 void hp_pc_put_str(struct hp_pc_enc *e, const char *s, size_t n);	/* len + UTF-8 */
 void hp_pc_put_raw(struct hp_pc_enc *e, const void *p, size_t n);	/* bytes only */
@@ -51,6 +52,7 @@ uint32_t hp_pc_get_u32(struct hp_pc_dec *d);
 uint64_t hp_pc_get_u64(struct hp_pc_dec *d);
 int32_t hp_pc_get_i32(struct hp_pc_dec *d);
 int64_t hp_pc_get_i64(struct hp_pc_dec *d);
+double hp_pc_get_f64(struct hp_pc_dec *d);
 /* Zero-copy: *p points into the input. Strings are checked to be UTF-8. */
 int hp_pc_get_bytes(struct hp_pc_dec *d, const uint8_t **p, size_t *n);
 int hp_pc_get_str(struct hp_pc_dec *d, const char **s, size_t *n);

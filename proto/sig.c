@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Method signatures (sig.h). */
+/* Method signatures (sig.h): parsed into a tree of nodes, rendered back,
+ * and values read by it. */
 #include <errno.h>
-#include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "proto/sig.h"
@@ -10,86 +9,261 @@
 static const struct {
 	const char	*name;
 	uint8_t		type;
+	uint8_t		n;		/* type parameters */
 } types[] = {
-	{ "str", HP_T_STR }, { "bytes", HP_T_BYTES }, { "u64", HP_T_U64 },
-	{ "i64", HP_T_I64 }, { "bool", HP_T_BOOL }, { "unit", HP_T_UNIT },
+	{ "str", HP_T_STR, 0 }, { "bytes", HP_T_BYTES, 0 }, { "u64", HP_T_U64, 0 },
+	{ "i64", HP_T_I64, 0 }, { "bool", HP_T_BOOL, 0 }, { "unit", HP_T_UNIT, 0 },
+	{ "f64", HP_T_F64, 0 }, { "chan", HP_T_CHAN, 1 }, { "list", HP_T_LIST, 1 },
+	{ "opt", HP_T_OPT, 1 }, { "map", HP_T_MAP, 2 },
+};
+
+struct parser {
+	const char	*p;
+	struct hp_sig	*sig;
+	const char	*why;
 };
 
 static int
-type_of(const char *s, size_t n)
+fail(struct parser *ps, const char *why)
 {
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (strlen(types[i].name) == n && memcmp(types[i].name, s, n) == 0)
-			return types[i].type;
+	if (ps->why == NULL)
+		ps->why = why;
 	return -1;
 }
 
-const char *
-hp_sig_type_name(uint8_t t)
+static int parse_type(struct parser *ps, unsigned depth);
+
+/* A type inside another: neither unit nor a channel. */
+static int
+parse_inner(struct parser *ps, unsigned depth)
 {
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (types[i].type == t)
-			return types[i].name;
-	return t == HP_T_CHAN ? "chan" : "?";
+	int at = parse_type(ps, depth);
+
+	if (at < 0)
+		return -1;
+	if (ps->sig->node[at].type == HP_T_UNIT)
+		return fail(ps, "unit is only a result type");
+	if (ps->sig->node[at].type == HP_T_CHAN)
+		return fail(ps, "chan<T> is only an argument type");
+	return at;
+}
+
+static int
+parse_type(struct parser *ps, unsigned depth)
+{
+	struct hp_sig *sig = ps->sig;
+	struct hp_sig_node *nd;
+	size_t n = 0, k;
+	int at, c;
+
+	if (sig->nnodes == HP_SIG_MAX_NODES)
+		return fail(ps, "more than 64 types");
+	at = sig->nnodes++;
+	nd = &sig->node[at];
+	if (*ps->p == '(') {
+		if (depth == HP_SIG_MAX_DEPTH)
+			return fail(ps, "types nested more than 8 deep");
+		nd->type = HP_T_TUPLE;
+		do {
+			ps->p++;
+			if (parse_inner(ps, depth + 1) < 0)
+				return -1;
+			nd->n++;
+		} while (*ps->p == ',');
+		if (*ps->p != ')')
+			return fail(ps, "a tuple without its ')'");
+		ps->p++;
+	} else {
+		while ((ps->p[n] >= 'a' && ps->p[n] <= 'z') || (ps->p[n] >= '0' && ps->p[n] <= '9'))
+			n++;
+		for (k = 0; k < sizeof(types) / sizeof(types[0]); k++)
+			if (strlen(types[k].name) == n && memcmp(types[k].name, ps->p, n) == 0)
+				break;
+		if (k == sizeof(types) / sizeof(types[0]))
+			return fail(ps, "unknown type");
+		ps->p += n;
+		nd->type = types[k].type;
+		if (types[k].n > 0) {
+			if (depth == HP_SIG_MAX_DEPTH)
+				return fail(ps, "types nested more than 8 deep");
+			for (unsigned i = 0; i < types[k].n; i++) {
+				if (*ps->p != (i == 0 ? '<' : ','))
+					return fail(ps, i == 0 ? "a type without its '<'" :
+						    "a map without its value type");
+				ps->p++;
+				if ((c = parse_inner(ps, depth + 1)) < 0)
+					return -1;
+				if (nd->type == HP_T_MAP && i == 0 &&
+				    (sig->node[c].n > 0 || sig->node[c].type == HP_T_F64))
+					return fail(ps, "a map key that is not str, bytes, "
+						    "u64, i64 or bool");
+				nd->n++;
+			}
+			if (*ps->p != '>')
+				return fail(ps, "a type without its '>'");
+			ps->p++;
+		}
+	}
+	nd->size = (uint8_t)(sig->nnodes - at);
+	return at;
 }
 
 int
 hp_sig_parse(const char *s, struct hp_sig *sig, const char **why)
 {
-	const char *arrow, *p, *end;
-	int t;
+	struct parser ps = { s, sig, NULL };
+	int at;
 
 	memset(sig, 0, sizeof(*sig));
 	if (s == NULL || strlen(s) > HP_SIG_MAX_LEN) {
-		*why = "signature missing or longer than 128 bytes";
-		return -EINVAL;
+		fail(&ps, "signature missing or longer than 256 bytes");
+		goto bad;
 	}
-	if ((arrow = strstr(s, "->")) == NULL) {
-		*why = "signature has no '->'";
-		return -EINVAL;
+	if (strstr(s, "->") == NULL) {
+		fail(&ps, "signature has no '->'");
+		goto bad;
 	}
-	if ((t = type_of(arrow + 2, strlen(arrow + 2))) < 0) {
-		*why = "unknown result type";
-		return -EINVAL;
-	}
-	sig->ret = (uint8_t)t;
-	for (p = s; p < arrow; p = end + 1) {
-		const char *comma = memchr(p, ',', (size_t)(arrow - p));
-		size_t n;
-
-		end = comma != NULL ? comma : arrow;
-		n = (size_t)(end - p);
+	while (*ps.p != '-') {
 		if (sig->nargs == HP_SIG_MAX_ARGS) {
-			*why = "more than 8 arguments";
-			return -EINVAL;
+			fail(&ps, "more than 8 arguments");
+			goto bad;
 		}
-		if (n > 6 && memcmp(p, "chan<", 5) == 0 && p[n - 1] == '>') {
-			t = type_of(p + 5, n - 6);
-			if (t < 0 || t == HP_T_UNIT) {
-				*why = "unknown channel item type";
-				return -EINVAL;
-			}
-			sig->chan_item[sig->nargs] = (uint8_t)t;
-			t = HP_T_CHAN;
-		} else if ((t = type_of(p, n)) < 0 || t == HP_T_UNIT) {
-			*why = "unknown argument type";
-			return -EINVAL;
+		if ((at = parse_type(&ps, 0)) < 0)
+			goto bad;
+		if (sig->node[at].type == HP_T_UNIT) {
+			fail(&ps, "unit is only a result type");
+			goto bad;
 		}
-		sig->args[sig->nargs++] = (uint8_t)t;
-		if (end == arrow)
-			break;
+		sig->args[sig->nargs++] = (uint8_t)at;
+		if (*ps.p == ',' && ps.p[1] == '-') {
+			fail(&ps, "unknown type");	/* none after the ',' */
+			goto bad;
+		} else if (*ps.p == ',') {
+			ps.p++;
+		} else if (*ps.p != '-') {
+			fail(&ps, "arguments not separated by ','");
+			goto bad;
+		}
 	}
+	if (ps.p[1] != '>') {
+		fail(&ps, "signature has no '->'");
+		goto bad;
+	}
+	ps.p += 2;
+	if ((at = parse_type(&ps, 0)) < 0)
+		goto bad;
+	if (sig->node[at].type == HP_T_CHAN) {
+		fail(&ps, "chan<T> is only an argument type");
+		goto bad;
+	}
+	if (*ps.p != '\0') {
+		fail(&ps, "signature goes on after its result type");
+		goto bad;
+	}
+	sig->ret = (uint8_t)at;
 	return 0;
+bad:
+	if (why != NULL)
+		*why = ps.why;
+	memset(sig, 0, sizeof(*sig));
+	return -EINVAL;
 }
 
-int
-hp_sig_skip(struct hp_pc_dec *d, uint8_t t)
+uint8_t
+hp_sig_child(const struct hp_sig *sig, uint8_t at, unsigned i)
 {
+	uint8_t c = (uint8_t)(at + 1);
+
+	while (i-- > 0)
+		c = (uint8_t)(c + sig->node[c].size);
+	return c;
+}
+
+struct out {
+	char	*buf;
+	size_t	cap;
+	size_t	len;
+};
+
+static void
+put(struct out *o, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (o->len < o->cap)
+		memcpy(o->buf + o->len, s, n < o->cap - o->len ? n : o->cap - o->len);
+	o->len += n;
+}
+
+static void
+render(struct out *o, const struct hp_sig *sig, uint8_t at)
+{
+	const struct hp_sig_node *nd = &sig->node[at];
+
+	if (nd->type == HP_T_TUPLE) {
+		put(o, "(");
+	} else {
+		for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++)
+			if (types[k].type == nd->type)
+				put(o, types[k].name);
+		if (nd->n > 0)
+			put(o, "<");
+	}
+	for (unsigned i = 0; i < nd->n; i++) {
+		if (i > 0)
+			put(o, ",");
+		render(o, sig, hp_sig_child(sig, at, i));
+	}
+	if (nd->type == HP_T_TUPLE)
+		put(o, ")");
+	else if (nd->n > 0)
+		put(o, ">");
+}
+
+static size_t
+done(struct out *o)
+{
+	if (o->cap > 0)
+		o->buf[o->len < o->cap ? o->len : o->cap - 1] = '\0';
+	return o->len;
+}
+
+size_t
+hp_sig_type_text(const struct hp_sig *sig, uint8_t at, char *buf, size_t cap)
+{
+	struct out o = { buf, cap, 0 };
+
+	render(&o, sig, at);
+	return done(&o);
+}
+
+size_t
+hp_sig_text(const struct hp_sig *sig, char *buf, size_t cap)
+{
+	struct out o = { buf, cap, 0 };
+
+	for (unsigned i = 0; i < sig->nargs; i++) {
+		if (i > 0)
+			put(&o, ",");
+		render(&o, sig, sig->args[i]);
+	}
+	put(&o, "->");
+	render(&o, sig, sig->ret);
+	return done(&o);
+}
+
+/* r[shm.payload.encoding]: each type's postcard form. Recursion is as
+ * deep as the signature's types: HP_SIG_MAX_DEPTH at most. Loops run once per element, each at least a byte of the input
+ * (hp_pc_get_seq_len: no type inside a compound is empty). */
+int
+hp_sig_skip(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at)
+{
+	const struct hp_sig_node *nd = &sig->node[at];
 	const uint8_t *b;
 	const char *s;
 	size_t n;
 
-	switch (t) {
+	switch (nd->type) {
 	case HP_T_STR:
 		return hp_pc_get_str(d, &s, &n);
 	case HP_T_BYTES:
@@ -106,6 +280,25 @@ hp_sig_skip(struct hp_pc_dec *d, uint8_t t)
 		break;
 	case HP_T_UNIT:
 		break;
+	case HP_T_F64:
+		return hp_pc_get_raw(d, &b, 8);
+	case HP_T_OPT:
+		if (hp_pc_get_bool(d) == 1)
+			return hp_sig_skip(d, sig, (uint8_t)(at + 1));
+		break;
+	case HP_T_LIST:
+	case HP_T_MAP:
+		n = hp_pc_get_seq_len(d);
+		for (size_t i = 0; i < n && d->err == 0; i++) {
+			hp_sig_skip(d, sig, (uint8_t)(at + 1));
+			if (nd->type == HP_T_MAP)
+				hp_sig_skip(d, sig, hp_sig_child(sig, at, 1));
+		}
+		break;
+	case HP_T_TUPLE:
+		for (unsigned i = 0; i < nd->n && d->err == 0; i++)
+			hp_sig_skip(d, sig, hp_sig_child(sig, at, i));
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -119,76 +312,18 @@ hp_sig_check_args(const struct hp_sig *sig, const uint8_t *buf, size_t len)
 
 	hp_pc_dec_init(&d, buf, len);
 	for (unsigned i = 0; i < sig->nargs; i++)
-		if (hp_sig_skip(&d, sig->args[i]) != 0)
+		if (hp_sig_skip(&d, sig, sig->args[i]) != 0)
 			return -EBADMSG;
 	return hp_pc_remaining(&d) == 0 ? 0 : -EBADMSG;
 }
 
-/* text[0..len) as a NUL-terminated number for strtoull/strtoll: no
- * embedded NUL, short enough for any u64 or i64 (leading zeros aside). */
-static int
-number_text(const char *text, size_t len, char *buf, size_t cap)
-{
-	if (len == 0 || len >= cap || memchr(text, '\0', len) != NULL)
-		return -EINVAL;
-	memcpy(buf, text, len);
-	buf[len] = '\0';
-	return 0;
-}
-
 int
-hp_sig_encode_text(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len)
+hp_sig_check_result(const struct hp_sig *sig, const uint8_t *buf, size_t len)
 {
-	char buf[64], *end;
+	struct hp_pc_dec d;
 
-	errno = 0;
-	switch (t) {
-	case HP_T_STR:
-		/* U+0000 is valid UTF-8: carried like any other character */
-		if (!hp_utf8_valid((const uint8_t *)text, len))
-			return -EINVAL;
-		hp_pc_put_str(e, text, len);
-		break;
-	case HP_T_BYTES:
-		hp_pc_put_bytes(e, text, len);
-		break;
-	case HP_T_U64:
-	case HP_T_CHAN: {
-		unsigned long long v;
-
-		if (number_text(text, len, buf, sizeof(buf)) != 0 || *buf < '0' || *buf > '9')
-			return -EINVAL;
-		v = strtoull(buf, &end, 10);
-		if (*end != '\0' || errno != 0)
-			return -EINVAL;
-		hp_pc_put_u64(e, v);
-		break;
-	}
-	case HP_T_I64: {
-		long long v;
-
-		if (number_text(text, len, buf, sizeof(buf)) != 0)
-			return -EINVAL;
-		v = strtoll(buf, &end, 10);
-		if (*end != '\0' || errno != 0)
-			return -EINVAL;
-		hp_pc_put_i64(e, v);
-		break;
-	}
-	case HP_T_BOOL:
-		if (len == 4 && memcmp(text, "true", 4) == 0)
-			hp_pc_put_bool(e, 1);
-		else if (len == 5 && memcmp(text, "false", 5) == 0)
-			hp_pc_put_bool(e, 0);
-		else
-			return -EINVAL;
-		break;
-	case HP_T_UNIT:
-		if (len != 0)
-			return -EINVAL;
-		break;
-	default:
-		return -EINVAL;
-	}
-	return e->err;
+	hp_pc_dec_init(&d, buf, len);
+	if (hp_sig_skip(&d, sig, sig->ret) != 0)
+		return -EBADMSG;
+	return hp_pc_remaining(&d) == 0 ? 0 : -EBADMSG;
 }

@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Method signatures: how hubctl and the host know the shape of a method's
- * arguments and result. A signature is "ARGS->RET": ARGS a comma-separated
- * list (maybe empty) of types, RET one type, with the types
- *	str bytes u64 i64 bool unit, and as an argument chan<T>
- * (T one of the others but unit: a channel id, u64 on the wire, on which the
- * callee sends items of type T). Method errors are always str.
- * Example: "str,bytes->unit", "u64,chan<u64>->u64", "->str". */
+ * arguments and result. A signature is "ARGS->RET", no spaces: ARGS a
+ * comma-separated list (maybe empty) of at most 8 types, RET one type. A
+ * type is
+ *	str bytes u64 i64 f64 bool		scalars
+ *	list<T> opt<T> map<K,V> (T1,T2,...)	compounds, K a scalar but f64
+ *	unit					the result only
+ *	chan<T>					an argument only
+ * with T any type but unit and chan. A chan<T> is a channel id, u64 on the
+ * wire, on which the callee sends items of type T. Types nest at most
+ * HP_SIG_MAX_DEPTH deep, a signature has at most HP_SIG_MAX_NODES types
+ * and HP_SIG_MAX_LEN bytes: a hostile one cannot make a reader recurse or
+ * loop without bound. Method errors are always str.
+ * Example: "str,bytes->unit", "u64,chan<u64>->u64", "->list<opt<str>>",
+ * "map<str,u64>->(u64,f64)". */
 #ifndef HP_SIG_H
 #define HP_SIG_H
 
@@ -20,36 +28,70 @@
 #define HP_T_I64	4
 #define HP_T_BOOL	5
 #define HP_T_UNIT	6
-#define HP_T_CHAN	7	/* item type in hp_sig.chan_item[i] */
+#define HP_T_CHAN	7	/* one child: the item type */
+#define HP_T_F64	8	/* 8 bytes, little-endian IEEE 754 */
+#define HP_T_LIST	9	/* one child: varint count, the elements */
+#define HP_T_OPT	10	/* one child: 0, or 1 and the value */
+#define HP_T_TUPLE	11	/* n children: the fields in order */
+#define HP_T_MAP	12	/* two children, key and value: varint
+				 * count, the pairs */
 
-#define HP_SIG_MAX_ARGS	8
-#define HP_SIG_MAX_LEN	128
+#define HP_SIG_MAX_ARGS		8
+#define HP_SIG_MAX_LEN		256
+#define HP_SIG_MAX_NODES	64
+#define HP_SIG_MAX_DEPTH	8	/* compounds within compounds, chan<T> too */
 
-struct hp_sig {
-	uint8_t		nargs;
-	uint8_t		args[HP_SIG_MAX_ARGS];
-	uint8_t		chan_item[HP_SIG_MAX_ARGS];
-	uint8_t		ret;
+/* A type as a tree in preorder: a node's first child is the next node, and
+ * each child's subtree is size nodes long, so the one after it follows. */
+struct hp_sig_node {
+	uint8_t		type;		/* HP_T_* */
+	uint8_t		n;		/* children: a tuple's fields, 1 or 2 */
+	uint8_t		size;		/* nodes in its subtree, itself included */
 };
 
-/* 0, or -EINVAL with *why for a malformed signature. */
+struct hp_sig {
+	uint8_t			nargs;
+	uint8_t			args[HP_SIG_MAX_ARGS];	/* each argument's node */
+	uint8_t			ret;			/* the result's node */
+	uint8_t			nnodes;
+	struct hp_sig_node	node[HP_SIG_MAX_NODES];
+};
+
+/* The type of argument i (HP_T_CHAN for a channel). */
+static inline uint8_t
+hp_sig_arg_type(const struct hp_sig *sig, unsigned i)
+{
+	return sig->node[sig->args[i]].type;
+}
+
+/* The node of the item type of argument i, a chan<T>. */
+static inline uint8_t
+hp_sig_chan_item(const struct hp_sig *sig, unsigned i)
+{
+	return (uint8_t)(sig->args[i] + 1);
+}
+
+/* Node at's i-th child (i below its n). */
+uint8_t hp_sig_child(const struct hp_sig *sig, uint8_t at, unsigned i);
+
+/* 0, or -EINVAL with *why (why may be NULL) for a malformed signature. */
 int hp_sig_parse(const char *s, struct hp_sig *sig, const char **why);
 
-/* The name of type t as a signature writes it ("u64"; "chan" for
- * HP_T_CHAN), "?" for none. */
-const char *hp_sig_type_name(uint8_t t);
+/* The text of node at's type as a signature writes it ("list<u64>"), or of
+ * the whole signature, NUL-terminated in buf, cut to fit; the length it
+ * would have, as snprintf. */
+size_t hp_sig_type_text(const struct hp_sig *sig, uint8_t at, char *buf, size_t cap);
+size_t hp_sig_text(const struct hp_sig *sig, char *buf, size_t cap);
 
-/* Reads one value of type t (HP_T_CHAN: its channel id, a u64) and checks
- * it; 0, the decoder's error, or -EINVAL for an unknown t. */
-int hp_sig_skip(struct hp_pc_dec *d, uint8_t t);
+/* Reads one value of node at's type (a chan<T>: its channel id, a u64) and
+ * checks it: strings UTF-8, counts no larger than the input left, bools
+ * and options 0 or 1. 0, or the decoder's error. */
+int hp_sig_skip(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at);
 
 /* 0 if buf holds exactly the arguments sig describes, else -EBADMSG. */
 int hp_sig_check_args(const struct hp_sig *sig, const uint8_t *buf, size_t len);
 
-/* Encodes a value of type t from its text form, len bytes at text (str:
- * as is, UTF-8, NUL allowed; bytes: as is; u64/i64: decimal; bool:
- * true/false; unit: empty text). -EINVAL for text that is not a value of
- * that type (a NUL in a number or bool is not), -ENOSPC from the encoder. */
-int hp_sig_encode_text(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len);
+/* 0 if buf holds exactly a result of sig's type, else -EBADMSG. */
+int hp_sig_check_result(const struct hp_sig *sig, const uint8_t *buf, size_t len);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* kv: an in-memory key-value store. kv.put KEY VALUE, kv.get KEY,
- * kv.delete KEY, kv.list (the keys, one per line). Keys are str, values
- * bytes: any bytes, UTF-8 or not. */
+ * kv.delete KEY, kv.list (the keys, one per line), kv.keys (the keys as a
+ * list<str>), kv.mget KEYS (a list<str>: the value of each, or none).
+ * Keys are str, values bytes: any bytes, UTF-8 or not. */
 #include <err.h>
 #include <errno.h>
 #include <stdio.h>
@@ -143,6 +144,71 @@ list(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	free(res);
 }
 
+/* ->list<str>: the count, then each key. */
+static void
+keys(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	size_t cap = 10, n = 0, out = 0;
+	uint8_t *res;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	for (struct entry *e = table; e != NULL; e = e->next, n++)
+		cap += e->klen + 10;
+	if ((res = malloc(cap)) == NULL) {
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	guest_pc_put_len(res, cap, &out, n);
+	for (struct entry *e = table; e != NULL; e = e->next)
+		guest_pc_put_str(res, cap, &out, e->key, e->klen);
+	guest_reply(c, res, out);
+	free(res);
+}
+
+/* list<str>->list<opt<bytes>>: as many values as keys, in their order,
+ * none for a key not there. The keys are read twice: once for the room
+ * the answer needs, once to answer. */
+static void
+mget(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *k;
+	size_t n, kn, pos = 0, cap = 10, out = 0;
+	struct entry *e;
+	uint8_t *res;
+
+	(void)ctx;
+	if (guest_pc_get_len(args, len, &pos, &n) != 0) {
+		guest_reply_error(c, "kv.mget takes a list of keys");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (guest_pc_get_str(args, len, &pos, &k, &kn) != 0) {
+			guest_reply_error(c, "kv.mget takes a list of keys");
+			return;
+		}
+		e = *find(k, kn);
+		cap += 1 + (e != NULL ? e->vlen + 10 : 0);
+	}
+	if ((res = malloc(cap)) == NULL) {
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	pos = 0;
+	guest_pc_get_len(args, len, &pos, &n);
+	guest_pc_put_len(res, cap, &out, n);
+	for (size_t i = 0; i < n; i++) {
+		guest_pc_get_str(args, len, &pos, &k, &kn);
+		e = *find(k, kn);
+		guest_pc_put_opt(res, cap, &out, e != NULL);
+		if (e != NULL)
+			guest_pc_put_bytes(res, cap, &out, e->val, e->vlen);
+	}
+	guest_reply(c, res, out);
+	free(res);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -155,7 +221,9 @@ main(int argc, char *argv[])
 	if (guest_register(g, "kv.put", "str,bytes->unit", put, NULL) != 0 ||
 	    guest_register(g, "kv.get", "str->bytes", get, NULL) != 0 ||
 	    guest_register(g, "kv.delete", "str->unit", del, NULL) != 0 ||
-	    guest_register(g, "kv.list", "->str", list, NULL) != 0)
+	    guest_register(g, "kv.list", "->str", list, NULL) != 0 ||
+	    guest_register(g, "kv.keys", "->list<str>", keys, NULL) != 0 ||
+	    guest_register(g, "kv.mget", "list<str>->list<opt<bytes>>", mget, NULL) != 0)
 		errx(1, "cannot register methods");
 	rc = guest_run(g);
 	if (rc == -ECONNABORTED)	/* the hub ended us for breaking a rule */

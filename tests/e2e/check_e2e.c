@@ -167,6 +167,9 @@ START_TEST(test_guest_to_guest_routing)
 	expect_ctl(0, "error: hub\n", "call", "prober.route", "hub.signature", "no.such", NULL);
 	expect_ctl(0, "error: invalid payload\n", "call", "prober.invalid", NULL);
 	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
+	/* a result that is not of the method's type: the method named */
+	expect_ctl(1, "{\"ok\":false,\"error\":\"prober.badresult returned a value that does "
+		   "not match its signature ->u64\"}\n", "-j", "call", "prober.badresult", NULL);
 	stop_clean();
 }
 END_TEST

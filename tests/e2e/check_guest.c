@@ -105,7 +105,8 @@ START_TEST(test_empty_stream_is_closed)
 END_TEST
 
 /* kv.put is str,bytes->unit: a value that is not UTF-8 is stored and
- * given back byte for byte (hubctl -j shows such bytes as hex:). */
+ * given back byte for byte (hubd shows such bytes as "base64:" and their
+ * base64), and that form, given back, is the same bytes. */
 START_TEST(test_kv_keeps_bytes_that_are_not_utf8)
 {
 	char *out = NULL;
@@ -117,8 +118,66 @@ START_TEST(test_kv_keeps_bytes_that_are_not_utf8)
 	ck_assert_msg(rc == 0, "kv.put: status %d, output '%s'", rc, out);
 	free(out);
 	rc = hubctl(&hub, &out, "-j", "call", "kv.get", "k", (char *)NULL);
-	ck_assert_msg(rc == 0 && strstr(out, "\"hex:61ff62\"") != NULL,
+	ck_assert_msg(rc == 0 && strstr(out, "\"base64:Yf9i\"") != NULL,
 		      "kv.get: status %d, output '%s'", rc, out);
+	free(out);
+	rc = hubctl(&hub, &out, "call", "kv.put", "k2", "base64:Yf9i", (char *)NULL);
+	ck_assert_msg(rc == 0, "kv.put: status %d, output '%s'", rc, out);
+	free(out);
+	rc = hubctl(&hub, &out, "-j", "call", "kv.get", "k2", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "\"base64:Yf9i\"") != NULL,
+		      "kv.get: status %d, output '%s'", rc, out);
+	free(out);
+	/* text that is only like the form is taken as it is */
+	rc = hubctl(&hub, &out, "call", "kv.put", "k3", "hex:fffe", (char *)NULL);
+	ck_assert_msg(rc == 0, "kv.put: status %d, output '%s'", rc, out);
+	free(out);
+	rc = hubctl(&hub, &out, "-j", "call", "kv.get", "k3", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "\"hex:fffe\"") != NULL,
+		      "kv.get: status %d, output '%s'", rc, out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* kv.keys is ->list<str>, kv.mget list<str>->list<opt<bytes>>: hubctl's
+ * argument is JSON, the result JSON (none is null, bytes not UTF-8 in the
+ * base64 form), and an argument that is not the type is refused naming
+ * the argument, the method and what is wrong. */
+START_TEST(test_kv_compound_types)
+{
+	char *out = NULL;
+	int rc;
+
+	hub_start_up(&hub, NULL, "[guest kv]\nexec = @/guests/kv\n", "kv");
+	ck_assert(hub_wait_method(&hub, "kv.put,kv.keys,kv.mget") == 0);
+	rc = hubctl(&hub, &out, "call", "kv.keys", (char *)NULL);
+	ck_assert_msg(rc == 0 && strcmp(out, "[]\n") == 0, "kv.keys: %d '%s'", rc, out);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "kv.put", "a", "1", (char *)NULL), 0);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "kv.put", "b", "base64:/w==", (char *)NULL), 0);
+	free(out);
+	rc = hubctl(&hub, &out, "-j", "call", "kv.keys", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "\"result\":[\"a\",\"b\"]") != NULL,
+		      "kv.keys: %d '%s'", rc, out);
+	free(out);
+	rc = hubctl(&hub, &out, "-j", "call", "kv.mget", "[\"a\", \"x\", \"b\"]", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "\"result\":[\"1\",null,\"base64:/w==\"]") != NULL,
+		      "kv.mget: %d '%s'", rc, out);
+	free(out);
+	/* text output: JSON too */
+	rc = hubctl(&hub, &out, "call", "kv.mget", "[\"x\"]", (char *)NULL);
+	ck_assert_msg(rc == 0 && strcmp(out, "[null]\n") == 0, "kv.mget: %d '%s'", rc, out);
+	free(out);
+	rc = hubctl(&hub, &out, "-j", "call", "kv.mget", "[\"a\", 3]", (char *)NULL);
+	ck_assert_msg(rc != 0 && strstr(out, "kv.mget takes (list<str>) -> list<opt<bytes>>: "
+					"argument 1 is not a list<str>: element 2 is not a str") != NULL,
+		      "kv.mget: %d '%s'", rc, out);
+	free(out);
+	rc = hubctl(&hub, &out, "-j", "call", "kv.mget", "[\"a\"", (char *)NULL);
+	ck_assert_msg(rc != 0 && strstr(out, "argument 1 is not a list<str>: not JSON") != NULL,
+		      "kv.mget: %d '%s'", rc, out);
 	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
@@ -137,6 +196,7 @@ suite_guest(void)
 	tcase_add_test(tc, test_empty_stream_is_closed);
 	tcase_add_test(tc, test_sink_grants_the_rest_of_the_window);
 	tcase_add_test(tc, test_kv_keeps_bytes_that_are_not_utf8);
+	tcase_add_test(tc, test_kv_compound_types);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -58,7 +58,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = size < sizeof(text) - 1 ? size : sizeof(text) - 1;
 	memcpy(text, data, n);
 	text[n] = '\0';
-	if (hp_sig_parse(text, &sig, &why) == 0)
+	if (hp_sig_parse(text, &sig, &why) == 0) {
+		/* a signature that parses renders back as it was written */
+		char again[HP_SIG_MAX_LEN + 1];
+
+		if (hp_sig_text(&sig, again, sizeof(again)) != strlen(text) ||
+		    strcmp(again, text) != 0)
+			abort();
 		hp_sig_check_args(&sig, data, size);
+		hp_sig_check_result(&sig, data, size);
+	}
 	return 0;
 }

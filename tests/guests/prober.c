@@ -221,6 +221,16 @@ invalid(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_str(c, text, strlen(text));
 }
 
+/* ->u64 answered with a str: hubd shows it as not matching */
+static void
+badresult(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	reply_str(c, "x", 1);
+}
+
 struct batch {
 	uint64_t	done;
 	uint64_t	bad;
@@ -576,6 +586,7 @@ main(int argc, char *argv[])
 		{ "route_timeout", "str,u64->str", route_timeout },
 		{ "why", "str,str->str", why },
 		{ "invalid", "->str", invalid },
+		{ "badresult", "->u64", badresult },
 		{ "concurrent", "u64->u64", concurrent },
 		{ "big", "u64->u64", big },
 		{ "bigkv", "u64->u64", bigkv },

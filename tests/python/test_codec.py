@@ -143,3 +143,80 @@ def test_libguest_too_old(monkeypatch):
     with pytest.raises(hubguest.Error, match=r"has no guest_chan_hold: libguest too old "
                        r"for this binding \(it needs 0\.3 or later\)"):
         _lib.load()
+
+
+@pytest.mark.parametrize("t,value,wire", [
+    ("f64", 1.5, "000000000000f83f"),
+    ("f64", -0.0, "0000000000000080"),
+    ("list<u64>", [], "00"),
+    ("list<u64>", [1, 300], "0201ac02"),
+    ("opt<str>", None, "00"),
+    ("opt<str>", "a", "010161"),
+    ("(u64,str,bool)", (5, "z", True), "05017a01"),
+    ("map<str,i64>", {"a": 1, "b": -1}, "0201610201620" + "1"),
+    ("list<opt<bytes>>", [b"\xff", None], "020101ff00"),
+    ("map<u64,(f64,list<str>)>", {7: (2.0, ["x"])}, "01070000000000000040010178"),
+    ("opt<opt<bool>>", False, "010100"),
+])
+def test_compound_values_round_trip(t, value, wire):
+    # the bytes are those tests/unit/check_sig.c and proto/sig.c take
+    assert encode(t, value).hex() == wire
+    assert decode(t, bytes.fromhex(wire)) == value
+
+
+def test_compound_values_python_forms():
+    # a tuple is taken for a list and a list for a tuple; ints for f64
+    assert encode("list<u64>", (1, 2)) == encode("list<u64>", [1, 2])
+    assert decode("(u64,u64)", encode("(u64,u64)", [1, 2])) == (1, 2)
+    assert decode("f64", encode("f64", 3)) == 3.0
+    nan = decode("f64", encode("f64", float("nan")))
+    assert nan != nan
+    assert decode("f64", encode("f64", float("-inf"))) == float("-inf")
+
+
+@pytest.mark.parametrize("t,value,exc,match", [
+    ("list<u64>", [1, -2], ValueError, "element 2"),
+    ("list<u64>", {1}, TypeError, "must be a list"),
+    ("(u64,str)", (1,), TypeError, "a tuple of 2"),
+    ("(u64,str)", (1, 2), TypeError, "field 2 must be str"),
+    ("map<u64,str>", {"a": "b"}, TypeError, "key 'a' must be an int"),
+    ("map<str,bool>", {"a": 1}, TypeError, "the value of 'a' must be a bool"),
+    ("opt<u64>", "x", TypeError, "must be an int"),
+    ("f64", "1.5", TypeError, "must be a float"),
+    ("f64", True, TypeError, "must be a float"),
+    ("f64", 10 ** 400, ValueError, "too large"),
+])
+def test_compound_values_that_do_not_fit(t, value, exc, match):
+    with pytest.raises(exc, match=match):
+        encode(t, value)
+
+
+@pytest.mark.parametrize("t,wire", [
+    ("f64", "000000000000f8"),                 # 7 bytes of 8
+    ("list<u64>", "0301"),                     # a count past the input
+    ("list<u64>", "ffffffffffffffff7f"),       # no loop for elements not there
+    ("opt<u64>", "0205"),                      # tag 0 or 1
+    ("map<str,u64>", "010161"),                # a value missing
+    ("(u64,str)", "05"),
+    ("list<str>", "0102c328"),                 # not UTF-8 inside
+])
+def test_compound_bytes_that_do_not_decode(t, wire):
+    with pytest.raises(ValueError):
+        decode(t, bytes.fromhex(wire))
+
+
+def test_compound_signatures():
+    from hubguest.codec import List, Map, Opt, Tuple
+    text = "map<str,list<opt<(u64,f64)>>>,chan<(i64,bool)>->list<str>"
+    s = Signature(text)
+    assert s.args == (Map("str", List(Opt(Tuple(["u64", "f64"])))), Chan(Tuple(["i64", "bool"])))
+    assert s.ret == List("str") and s.chan_positions() == [1]
+    # rendered back as written
+    assert ",".join(str(a) for a in s.args) + "->" + str(s.ret) == text
+    deep = "list<" * 8 + "u64" + ">" * 8
+    assert str(Signature("->" + deep).ret) == deep
+    for bad in ["->" + "list<" * 9 + "u64" + ">" * 9, "map<f64,str>->unit", "map<(u64),str>->unit",
+                "list<unit>->unit", "->list<chan<u64>>", "()->unit", "(u64,)->unit",
+                "list<u64->unit", "map<str>->unit", "(" + "((u64))," * 21 + "u64)->unit"]:
+        with pytest.raises(ValueError):
+            Signature(bad)

@@ -33,6 +33,17 @@ def test_each_type_both_ways(hub):
     assert hub.ok("py.calltyped", "py.u64", "9") == "ok: 10"
 
 
+def test_compound_types_both_ways(hub):
+    # hubctl's JSON arguments decoded into dicts, lists, None, tuples and
+    # floats, and the handler's tuple shown as JSON
+    assert hub.ok("py.compound", '{"b":[1.5,-2],"a":[]}', "null") == \
+        [["a", "b"], 1.5, {"0": False, "2": True}]
+    assert hub.ok("py.compound", '{}', '[7,"base64:/w=="]') == [[], None, {"7": True}]
+    rc, err, _ = hub.call("py.compound", '{"a":["x"]}', "null")
+    assert rc == 1 and "argument 1 is not a map<str,list<f64>>: the value of \"a\" is not " \
+        "a list<f64>: element 1 is not an f64" in err
+
+
 def test_python_calls_c_and_c_calls_python(hub):
     # Python -> C: greeter-like shout through echo.echo
     assert hub.ok("py.shout", "make noise") == "MAKE NOISE"

@@ -22,6 +22,7 @@
 #include "proto/method.h"
 #include "proto/msg.h"
 #include "proto/postcard.h"
+#include "proto/sig.h"
 #include "proto/ring.h"
 #include "proto/segment.h"
 #include "proto/builtin.h"
@@ -914,6 +915,74 @@ START_TEST(test_pc_bytes)
 }
 END_TEST
 
+/* The helpers for every type of a signature: what one writes the other
+ * reads back, a value cut short or out of range is refused, and a str that
+ * is not UTF-8 is never written. The bytes are checked against the
+ * signature as hubd checks them. */
+START_TEST(test_pc_types)
+{
+	static const uint8_t want[] = {
+		0x03,					/* list of 3 */
+		0x01, 0x01, 'a',			/* Some("a") */
+		0x00,					/* None */
+		0x01, 0x00,				/* Some("") */
+		0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf8, 0x3f,
+	};
+	struct hp_sig sig;
+	uint8_t buf[32];
+	const char *s;
+	size_t pos = 0, n;
+	int64_t i;
+	double f;
+	int b;
+
+	/* (list<opt<str>>,i64,bool,f64) */
+	ck_assert_int_eq(guest_pc_put_len(buf, sizeof(buf), &pos, 3), 1);
+	ck_assert_int_eq(guest_pc_put_opt(buf, sizeof(buf), &pos, 1), 1);
+	ck_assert_int_eq(guest_pc_put_str(buf, sizeof(buf), &pos, "a", 1), 2);
+	ck_assert_int_eq(guest_pc_put_opt(buf, sizeof(buf), &pos, 0), 1);
+	ck_assert_int_eq(guest_pc_put_opt(buf, sizeof(buf), &pos, 7), 1);	/* any non-zero */
+	ck_assert_int_eq(guest_pc_put_str(buf, sizeof(buf), &pos, "\xc0\x80", 2), -EILSEQ);
+	ck_assert_int_eq(guest_pc_put_str(buf, sizeof(buf), &pos, "", 0), 1);
+	ck_assert_int_eq(guest_pc_put_i64(buf, sizeof(buf), &pos, -3), 1);
+	ck_assert_int_eq(guest_pc_put_bool(buf, sizeof(buf), &pos, 2), 1);
+	ck_assert_int_eq(guest_pc_put_f64(buf, sizeof(buf), &pos, 1.5), 8);
+	ck_assert_int_eq(guest_pc_put_f64(buf, pos + 7, &pos, 1.5), -ENOSPC);
+	ck_assert_uint_eq(pos, sizeof(want));
+	ck_assert_mem_eq(buf, want, sizeof(want));
+	ck_assert_int_eq(hp_sig_parse("(list<opt<str>>,i64,bool,f64)->unit", &sig, NULL), 0);
+	ck_assert_int_eq(hp_sig_check_args(&sig, buf, pos), 0);
+
+	pos = 0;
+	ck_assert_int_eq(guest_pc_get_len(want, sizeof(want), &pos, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(guest_pc_get_opt(want, sizeof(want), &pos, &b), 0);
+	ck_assert_int_eq(b, 1);
+	ck_assert_int_eq(guest_pc_get_str(want, sizeof(want), &pos, &s, &n), 0);
+	ck_assert_int_eq(guest_pc_get_opt(want, sizeof(want), &pos, &b), 0);
+	ck_assert_int_eq(b, 0);
+	ck_assert_int_eq(guest_pc_get_opt(want, sizeof(want), &pos, &b), 0);
+	ck_assert_int_eq(guest_pc_get_str(want, sizeof(want), &pos, &s, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(guest_pc_get_i64(want, sizeof(want), &pos, &i), 0);
+	ck_assert_int_eq(i, -3);
+	ck_assert_int_eq(guest_pc_get_bool(want, sizeof(want), &pos, &b), 0);
+	ck_assert_int_eq(b, 1);
+	ck_assert_int_eq(guest_pc_get_f64(want, sizeof(want) - 1, &pos, &f), -EBADMSG);
+	ck_assert_int_eq(guest_pc_get_f64(want, sizeof(want), &pos, &f), 0);
+	ck_assert(f == 1.5);
+	ck_assert_uint_eq(pos, sizeof(want));
+	/* a bool or an opt is 0 or 1; a count no larger than what is left */
+	pos = 0;
+	ck_assert_int_eq(guest_pc_get_bool((const uint8_t *)"\x02", 1, &pos, &b), -EBADMSG);
+	ck_assert_int_eq(guest_pc_get_opt((const uint8_t *)"\x02", 1, &pos, &b), -EBADMSG);
+	ck_assert_int_eq(guest_pc_get_len((const uint8_t *)"\x03\x01\x02", 3, &pos, &n), -EBADMSG);
+	ck_assert_uint_eq(pos, 0);
+	ck_assert_int_eq(guest_pc_get_len((const uint8_t *)"\x02\x01\x02", 3, &pos, &n), 0);
+	ck_assert_uint_eq(n, 2);
+}
+END_TEST
+
 Suite *suite_guestlib(void);
 Suite *
 suite_guestlib(void)
@@ -950,6 +1019,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_held_channel_grants_as_items_are_taken);
 	tcase_add_test(tc, test_send_takes_ends_runs_handlers_in_waits);
 	tcase_add_test(tc, test_pc_bytes);
+	tcase_add_test(tc, test_pc_types);
 	suite_add_tcase(s, tc);
 	return s;
 }

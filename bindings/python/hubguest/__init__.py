@@ -40,7 +40,7 @@ from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Er
                      UnknownMethod, UserError)
 from .guest import CHANNEL, Call, Guest, Sender, Stream, attach
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "attach", "Guest", "Call", "Stream", "Sender", "CHANNEL", "Signature", "Chan",

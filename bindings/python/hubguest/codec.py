@@ -2,39 +2,102 @@
 """Method signatures and the postcard encoding of their values.
 
 A signature is "ARGS->RET" (proto/sig.h): ARGS a comma-separated list,
-maybe empty, of str bytes u64 i64 bool, or chan<T> (T one of those: a
-channel id, u64 on the wire); RET one of them or unit. No blanks.
+maybe empty, of at most 8 types, RET one type. No blanks. A type is a
+scalar (str bytes u64 i64 f64 bool), list<T>, opt<T>, map<K,V> (K a
+scalar but f64), a tuple (T1,T2,...), unit (the result only) or chan<T>
+(an argument only: a channel id, u64 on the wire). Types nest at most 8
+deep; a signature has at most 64 types and 256 bytes.
 
 Python values: str <-> str, bytes <-> bytes (bytearray and memoryview
-accepted), u64 and i64 <-> int (bool refused), bool <-> bool, unit <->
-None. Postcard (proto/postcard.h): LEB128 varints, zigzag for i64,
-a varint length before the bytes of str and bytes, bool one byte 0 or 1,
-unit nothing."""
+accepted), u64 and i64 <-> int (bool refused), f64 <-> float (int
+accepted), bool <-> bool, unit <-> None, list<T> <-> list (tuple
+accepted), opt<T> <-> None or the value, tuple <-> tuple (list
+accepted), map<K,V> <-> dict. An opt<opt<T>> cannot hold Some(None):
+None is the outer None. Postcard (proto/postcard.h): LEB128 varints,
+zigzag for i64, a varint length before the bytes of str and bytes, bool
+one byte 0 or 1, f64 8 bytes little-endian, unit nothing; a list or map
+its varint count then the elements (each key then its value), an opt 0,
+or 1 and the value, a tuple its fields in order."""
 
-TYPES = ("str", "bytes", "u64", "i64", "bool", "unit")
-SIG_MAX_LEN = 128
+import struct
+
+SCALARS = ("str", "bytes", "u64", "i64", "f64", "bool")
+TYPES = SCALARS + ("unit",)
+MAP_KEYS = ("str", "bytes", "u64", "i64", "bool")
+SIG_MAX_LEN = 256
 SIG_MAX_ARGS = 8
+SIG_MAX_NODES = 64
+SIG_MAX_DEPTH = 8
 U64_MAX = (1 << 64) - 1
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-class Chan:
+class _Compound:
+    """A type with type parameters; equal by its text."""
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return type(other) is type(self) and str(other) == str(self)
+
+    def __hash__(self):
+        return hash(str(self))
+
+    __repr__ = lambda self: str(self)
+
+
+class Chan(_Compound):
     """The type chan<T> of a signature's argument."""
     __slots__ = ("item",)
 
     def __init__(self, item):
         self.item = item
 
-    def __eq__(self, other):
-        return isinstance(other, Chan) and other.item == self.item
+    def __str__(self):
+        return "chan<%s>" % (self.item,)
 
-    def __hash__(self):
-        return hash(("chan", self.item))
 
-    def __repr__(self):
-        return "chan<%s>" % self.item
+class List(_Compound):
+    """list<T>: a Python list."""
+    __slots__ = ("item",)
 
-    __str__ = __repr__
+    def __init__(self, item):
+        self.item = item
+
+    def __str__(self):
+        return "list<%s>" % (self.item,)
+
+
+class Opt(_Compound):
+    """opt<T>: None or the value."""
+    __slots__ = ("item",)
+
+    def __init__(self, item):
+        self.item = item
+
+    def __str__(self):
+        return "opt<%s>" % (self.item,)
+
+
+class Map(_Compound):
+    """map<K,V>: a dict."""
+    __slots__ = ("key", "value")
+
+    def __init__(self, key, value):
+        self.key, self.value = key, value
+
+    def __str__(self):
+        return "map<%s,%s>" % (self.key, self.value)
+
+
+class Tuple(_Compound):
+    """(T1,T2,...): a tuple of as many fields."""
+    __slots__ = ("fields",)
+
+    def __init__(self, fields):
+        self.fields = tuple(fields)
+
+    def __str__(self):
+        return "(%s)" % ",".join(str(f) for f in self.fields)
 
 
 class Signature:
@@ -104,41 +167,102 @@ class Signature:
         return v
 
 
-def _type_of(s):
-    if s in TYPES:
-        return s
-    return None
+class _Parser:
+    """proto/sig.c's hp_sig_parse, in Python."""
+
+    def __init__(self, text):
+        self.text, self.pos, self.nodes = text, 0, 0
+
+    def fail(self, why):
+        raise ValueError("signature %r: %s" % (self.text, why))
+
+    def peek(self):
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def type(self, depth):
+        self.nodes += 1
+        if self.nodes > SIG_MAX_NODES:
+            self.fail("more than %d types" % SIG_MAX_NODES)
+        if self.peek() == "(":
+            if depth == SIG_MAX_DEPTH:
+                self.fail("types nested more than %d deep" % SIG_MAX_DEPTH)
+            fields = []
+            while True:
+                self.pos += 1
+                fields.append(self.inner(depth + 1))
+                if self.peek() != ",":
+                    break
+            if self.peek() != ")":
+                self.fail("a tuple without its ')'")
+            self.pos += 1
+            return Tuple(fields)
+        start = self.pos
+        while self.peek().isdigit() or "a" <= self.peek() <= "z":
+            self.pos += 1
+        name = self.text[start:self.pos]
+        if name in TYPES:
+            return name
+        if name not in ("list", "opt", "map", "chan"):
+            self.fail("unknown type %r (one of %s, list<T>, opt<T>, map<K,V>, (T,...), "
+                      "chan<T>)" % (name, ", ".join(TYPES)))
+        if depth == SIG_MAX_DEPTH:
+            self.fail("types nested more than %d deep" % SIG_MAX_DEPTH)
+        params = []
+        for i in range(2 if name == "map" else 1):
+            if self.peek() != ("<" if i == 0 else ","):
+                self.fail("a type without its '<'" if i == 0 else "a map without its value type")
+            self.pos += 1
+            params.append(self.inner(depth + 1))
+            if name == "map" and i == 0 and params[0] not in MAP_KEYS:
+                self.fail("a map key that is not str, bytes, u64, i64 or bool")
+        if self.peek() != ">":
+            self.fail("a type without its '>'")
+        self.pos += 1
+        return {"list": List, "opt": Opt, "chan": Chan}[name](params[0]) if name != "map" \
+            else Map(params[0], params[1])
+
+    def inner(self, depth):
+        t = self.type(depth)
+        if t == "unit":
+            self.fail("unit is only a result type")
+        if isinstance(t, Chan):
+            self.fail("chan<T> is only an argument type")
+        return t
 
 
 def _parse(text):
     """(args, ret) of a signature, as proto/sig.c's hp_sig_parse reads it."""
     if len(text.encode("utf-8", "surrogatepass")) > SIG_MAX_LEN:
         raise ValueError("signature %r: longer than %d bytes" % (text, SIG_MAX_LEN))
-    arrow = text.find("->")
-    if arrow < 0:
+    if "->" not in text:
         raise ValueError("signature %r has no '->'" % text)
-    ret = _type_of(text[arrow + 2:])
-    if ret is None:
-        raise ValueError("signature %r: unknown result type %r (one of %s)"
-                         % (text, text[arrow + 2:], ", ".join(TYPES)))
+    p = _Parser(text)
     args = []
-    if arrow > 0:
-        for part in text[:arrow].split(","):
-            if len(args) == SIG_MAX_ARGS:
-                raise ValueError("signature %r: more than %d arguments" % (text, SIG_MAX_ARGS))
-            if len(part) > 6 and part.startswith("chan<") and part.endswith(">"):
-                t = _type_of(part[5:-1])
-                if t is None or t == "unit":
-                    raise ValueError("signature %r: unknown channel item type %r"
-                                     % (text, part[5:-1]))
-                args.append(Chan(t))
-                continue
-            t = _type_of(part)
-            if t is None or t == "unit":
-                raise ValueError("signature %r: unknown argument type %r (one of "
-                                 "str, bytes, u64, i64, bool, chan<T>)" % (text, part))
-            args.append(t)
+    while p.peek() != "-":
+        if len(args) == SIG_MAX_ARGS:
+            p.fail("more than %d arguments" % SIG_MAX_ARGS)
+        t = p.type(0)
+        if t == "unit":
+            p.fail("unit is only a result type")
+        args.append(t)
+        if p.peek() == "," and p.text[p.pos + 1:p.pos + 2] != "-":
+            p.pos += 1
+        elif p.peek() != "-":
+            p.fail("arguments not separated by ','" if p.peek() != "," else "unknown type ''")
+    if p.text[p.pos:p.pos + 2] != "->":
+        p.fail("no '->'")
+    p.pos += 2
+    ret = p.type(0)
+    if isinstance(ret, Chan):
+        p.fail("chan<T> is only an argument type")
+    if p.pos != len(text):
+        p.fail("goes on after its result type")
     return tuple(args), ret
+
+
+def parse_type(text):
+    """The type that text writes ("list<u64>"), as a signature holds it."""
+    return _parse("->" + text)[1] if isinstance(text, str) else text
 
 
 # -- postcard ----------------------------------------------------------------
@@ -190,22 +314,54 @@ def _put(out, t, v, what, where):
         if not isinstance(v, bool):
             raise wrong("a bool")
         out.append(1 if v else 0)
+    elif t == "f64":
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise wrong("a float (f64)")
+        try:
+            out += struct.pack("<d", float(v))
+        except OverflowError:
+            raise ValueError("%s: %s = %d is too large for an f64" % (what, where, v)) from None
     elif t == "unit":
         if v is not None:
             raise wrong("None (unit)")
+    elif isinstance(t, List):
+        if not isinstance(v, (list, tuple)):
+            raise wrong("a list (%s)" % t)
+        _varint(out, len(v))
+        for i, x in enumerate(v):
+            _put(out, t.item, x, what, "%s, element %d" % (where, i + 1))
+    elif isinstance(t, Opt):
+        out.append(0 if v is None else 1)
+        if v is not None:
+            _put(out, t.item, v, what, where)
+    elif isinstance(t, Tuple):
+        if not isinstance(v, (list, tuple)) or len(v) != len(t.fields):
+            raise wrong("a tuple of %d (%s)" % (len(t.fields), t))
+        for i, (ft, x) in enumerate(zip(t.fields, v)):
+            _put(out, ft, x, what, "%s, field %d" % (where, i + 1))
+    elif isinstance(t, Map):
+        if not isinstance(v, dict):
+            raise wrong("a dict (%s)" % t)
+        _varint(out, len(v))
+        for k, x in v.items():
+            _put(out, t.key, k, what, "%s, key %r" % (where, k))
+            _put(out, t.value, x, what, "%s, the value of %r" % (where, k))
     else:
         raise TypeError("%s: %s: no such type %r" % (what, where, t))
 
 
 def encode(t, value):
-    """The postcard bytes of value as type t ("str", ... or "unit")."""
+    """The postcard bytes of value as type t ("str", "list<u64>", ... or a
+    type as Signature.args holds it)."""
+    t = parse_type(t)
     out = bytearray()
-    _put(out, t, value, t, "the value")
+    _put(out, t, value, str(t), "the value")
     return bytes(out)
 
 
 def decode(t, data):
     """The value of type t that data holds exactly (ValueError if not)."""
+    t = parse_type(t)
     r = _Reader(data)
     v = r.get(t)
     r.end()
@@ -260,9 +416,35 @@ class _Reader:
             if b > 1:
                 raise ValueError("postcard: bool byte %d (0 or 1)" % b)
             return b == 1
+        if t == "f64":
+            return struct.unpack("<d", self.take(8))[0]
         if t == "unit":
             return None
+        if isinstance(t, List):
+            # a count no larger than the bytes left: every element is one at least
+            n = self.count()
+            return [self.get(t.item) for _ in range(n)]
+        if isinstance(t, Opt):
+            return self.get(t.item) if self.get("bool") else None
+        if isinstance(t, Tuple):
+            return tuple(self.get(f) for f in t.fields)
+        if isinstance(t, Map):
+            n = self.count()
+            d = {}
+            for _ in range(n):
+                k = self.get(t.key)
+                d[k] = self.get(t.value)
+            return d
+        if isinstance(t, Chan):
+            return self.varint()
         raise ValueError("no such type %r" % (t,))
+
+    def count(self):
+        n = self.varint()
+        if n > len(self.data) - self.pos:
+            raise ValueError("postcard: %d elements announced, %d bytes left"
+                             % (n, len(self.data) - self.pos))
+        return n
 
     def end(self):
         if self.pos != len(self.data):

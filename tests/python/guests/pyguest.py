@@ -59,6 +59,15 @@ def multi(s, b, u, i, t):
     return repr((s, b, u, i, t))
 
 
+@m("compound", "map<str,list<f64>>,opt<(u64,bytes)>->(list<str>,opt<f64>,map<u64,bool>)")
+def compound(groups, extra):
+    # the keys sorted, the largest value, whether each group is long
+    values = [v for vs in groups.values() for v in vs]
+    return (sorted(groups), max(values) if values else None,
+            {len(vs): len(vs) > 1 for vs in groups.values()} if extra is None
+            else {extra[0]: extra[1] == b"\xff"})
+
+
 @m("pid", "->u64")
 def pid():
     return os.getpid()
