@@ -377,9 +377,15 @@ call_feed(struct client *c, const char *line, size_t len)
 		json_tokener_free(tok);
 	}
 	if (json_object_object_get_ex(o, "item", &v) && json_object_is_type(v, json_type_string)) {
+		const struct method *m = methods_find(c->h, HP_SVC_SINK);
+		char why[128];
+
 		hp_pc_enc_init(&e, buf, sizeof(buf));
-		if (hp_sig_encode_text(&e, HP_T_BYTES, json_object_get_string(v),
-				       (size_t)json_object_get_string_len(v)) != 0 || e.err != 0) {
+		/* an item's text form as the channel's item type has it */
+		if (m == NULL || pcjson_encode_arg(&e, &m->sig, hp_sig_chan_item(&m->sig, 0),
+						   json_object_get_string(v),
+						   (size_t)json_object_get_string_len(v),
+						   why, sizeof(why)) != 0 || e.err != 0) {
 			feed_over(c, "an item that is not bytes");
 			c->closing = 1;
 		} else if (e.len > c->h->conf.params.initial_credit) {
