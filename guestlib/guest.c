@@ -5,6 +5,7 @@
  * the runtime in use. */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,10 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		return rc;
 	}
 	sigterm_install(g);
+	/* hubd reads our output through a pipe, where stdio would hold a
+	 * plugin's printf lines until exit (or lose them in a crash) */
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, NULL, _IOLBF, 0);
 	/* 7: tell the host we are here (r[shm.doorbell.signal]) */
 	hp_doorbell_signal(g->doorbell);
 	*gp = g;
