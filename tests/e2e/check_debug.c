@@ -239,7 +239,7 @@ START_TEST(test_output_tagged_and_kept)
 	hub_start_up(&hub, NULL, "[guest chatty]\nexec = @/tests/guests/lifeguest\n"
 		     "args = --mode=chatty\n", "chatty");
 	pid = hub_peer_int(&hub, "chatty", "pid");
-	ck_assert_msg(wait_last_line("chatty", "lifeguest flood done") == 0, "%s",
+	ck_assert_msg(wait_last_line("chatty", "lifeguest serving") == 0, "%s",
 		      hub_log_tail(&hub));
 	ls = logs("chatty", &a);
 	ck_assert_msg(json_object_array_length(ls) <= 200, "%zu lines kept",
@@ -273,7 +273,7 @@ START_TEST(test_output_tagged_and_kept)
 	/* a restart: the lines of before stay, the new instance's follow */
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert_msg(wait_new_pid("chatty", pid, 10) > 0, "%s", hub_log_tail(&hub));
-	ck_assert_msg(wait_last_line("chatty", "lifeguest flood done") == 0, "%s",
+	ck_assert_msg(wait_last_line("chatty", "lifeguest serving") == 0, "%s",
 		      hub_log_tail(&hub));
 	ck_assert_int_eq(hubctl_err(&hub, &out, "logs", "nosuch", (char *)NULL), 1);
 	ck_assert_msg(strstr(out, "no such guest") != NULL, "%s", out);

@@ -13,8 +13,9 @@
  *		the rule ends it; prints "hub ended me: ..." and exits 3
  *   chatty	writes "lifeguest says hello (pid PID)" to stderr, then
  *		floods: 3000 lines of 200 bytes to stdout, a line of 5000
- *		bytes with control characters, and "lifeguest flood done"
- *		to stderr; then serves
+ *		bytes with control characters, "lifeguest flood done"
+ *		to stderr, and "lifeguest serving" to stdout, not flushed
+ *		(libguest made stdout line-buffered); then serves
  *   claim	a hostile guest: registers each name of --claim=NAME,...
  *		(whosever it is), each answering "HIJACKED", prints
  *		"lifeguest PID: claim NAME: ok" (or EPERM, EEXIST, the
@@ -143,6 +144,7 @@ chatter(void)
 	printf("%s\n", line);
 	fflush(stdout);
 	fprintf(stderr, "lifeguest flood done\n");
+	printf("lifeguest serving\n");
 }
 
 int
