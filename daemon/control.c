@@ -193,6 +193,18 @@ client_process(struct client *c)
 	}
 }
 
+/* Whether the client closed its socket both ways, not only shut down its
+ * sending side: for AF_UNIX stream sockets poll reports POLLHUP only
+ * then. A call of a client that went is abandoned at once (Cancel to its
+ * callee) instead of holding a connection until an answer nobody reads. */
+static int
+peer_gone(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) != 0;
+}
+
 static void
 read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -211,7 +223,11 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			client_close(c);	/* gone: its call is abandoned */
 			return;
 		}
-		if (n == 0)		/* closed, or only its sending side */
+		if (n == 0 && c->calling && peer_gone(c->fd)) {
+			client_close(c);	/* killed or Ctrl-C: its call is abandoned */
+			return;
+		}
+		if (n == 0)		/* only its sending side: answers still go */
 			c->eof = 1;
 		if (n > 0) {
 			c->inlen += (size_t)n;

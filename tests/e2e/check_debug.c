@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/e2e/harness.h"
@@ -187,6 +188,20 @@ START_TEST(test_calls_lists_unanswered)
 	ck_assert_int_eq(hubctl(&hub, &out, "calls", (char *)NULL), 0);
 	ck_assert_msg(strstr(out, "(no call in flight through hubd)") != NULL, "%s", out);
 	free(out);
+	close(fd);
+	/* a client that goes (killed, Ctrl-C) gives its call up at once: the
+	 * callee gets a Cancel, nothing waits for an answer nobody reads;
+	 * one that only shuts down its sending side still gets its answer */
+	fd = call_unread("prober.wait", NULL);
+	ck_assert_msg(wait_calls("prober.wait", 1) == 0, "the call never showed");
+	close(fd);
+	ck_assert_msg(wait_calls("prober.wait", 0) == 0, "the call stayed after its client went: %s",
+		      hub_log_tail(&hub));
+	fd = call_unread("prober.wait", NULL);
+	ck_assert_msg(wait_calls("prober.wait", 1) == 0, "the call never showed");
+	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+	sleep_ms(300);
+	ck_assert_msg(wait_calls("prober.wait", 1) == 0, "a half-closed client's call was dropped");
 	close(fd);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
