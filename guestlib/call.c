@@ -499,8 +499,11 @@ register_method(struct guest *g, const char *name, const char *signature,
 	if ((m = realloc(g->methods, (g->nmethods + 1) * sizeof(*m))) == NULL)
 		return -ENOMEM;
 	g->methods = m;
-	m = &g->methods[g->nmethods++];
+	m = &g->methods[g->nmethods];
 	*m = (struct method){ .id = id, .fn = fn, .ctx = ctx, .sig = sig };
+	if ((m->name = strdup(name)) == NULL)
+		return -ENOMEM;
+	g->nmethods++;
 	for (uint8_t i = 0; i < sig.nargs; i++)
 		if (hp_sig_arg_type(&sig, i) == HP_T_CHAN)
 			m->chans = 1;
@@ -514,6 +517,7 @@ register_method(struct guest *g, const char *name, const char *signature,
 		/* a handler run meanwhile may have registered more: find ours */
 		for (uint32_t i = 0; i < g->nmethods; i++) {
 			if (g->methods[i].id == id) {
+				free(g->methods[i].name);
 				g->methods[i] = g->methods[--g->nmethods];
 				break;
 			}
@@ -593,6 +597,7 @@ on_request(struct guest *g, struct hp_msg_in *m)
 		return -ENOMEM;
 	c->g = g;
 	c->req_id = m->desc.id;
+	c->method = me->name;
 	/* over a lane, its channels are the lane's: checked, and named for
 	 * the handler as ids of the lane's (LG_LANE_CHAN) */
 	if (ln != NULL && me->chans &&

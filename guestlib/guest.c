@@ -300,6 +300,8 @@ guest_detach(struct guest *g)
 		close(g->wake_fd);
 	hp_segment_close(&g->seg);
 	close(g->doorbell);
+	for (uint32_t i = 0; i < g->nmethods; i++)
+		free(g->methods[i].name);
 	free(g->methods);
 	hp_idtab_free(&g->out);
 	lg_chans_free(&g->chans);

@@ -338,7 +338,7 @@ GUEST_API int guest_pc_get_opt(const uint8_t *buf, size_t len, size_t *pos,
  * there suspends only that microthread; the guest meanwhile serves other
  * calls, keeps the heartbeat and runs other microthreads. Microthreads
  * switch in user space (Boost.Context's fcontext: no system call), each on
- * its own stack with a guard page. P processors (OS threads) run them,
+ * its own stack with a guard below. P processors (OS threads) run them,
  * P = 1 unless configured: with P = 1 no two microthreads ever run at once,
  * and a handler that computes for long gives the others (and the ring) a
  * turn with guest_mt_yield; with P > 1 an idle processor serves the ring
@@ -372,7 +372,11 @@ struct guest_rt_config {
 					 * processors = N for this guest, given
 					 * as HUB_PROCESSORS), else 1 */
 	size_t		stack_size;	/* bytes per microthread (rounded up to
-					 * pages, a guard page below); 0: 64 KiB */
+					 * pages, a guard below); 0: as
+					 * configured (HUB_MT_STACK, e.g.
+					 * "256k"), else 64 KiB. An overflow
+					 * kills the guest with a line on
+					 * stderr naming the handler */
 };
 
 /* Serves the guest like guest_run, each request's handler on a

@@ -36,6 +36,8 @@
 
 struct method {
 	uint64_t	id;
+	char		*name;		/* its own copy: a call's handler may
+					 * outlive a realloc of g->methods */
 	guest_handler	fn;
 	void		*ctx;
 	struct hp_sig	sig;		/* for its chan<T> arguments */
@@ -261,6 +263,7 @@ struct lg_runtime {
 struct guest_call {
 	struct guest	*g;
 	uint32_t	req_id;
+	const char	*method;	/* its method's name (struct method's) */
 	int		cancelled;
 	uint8_t		answered;	/* a second answer is -EALREADY */
 	uint8_t		running;	/* its handler has not returned */

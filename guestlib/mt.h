@@ -53,6 +53,10 @@ void	mt_rt_stop(struct guest_rt *rt);
 /* The microthread running on this thread, NULL on a scheduler or a
  * thread outside any runtime. */
 struct guest_mt *mt_self(void);
+/* Names what the calling microthread runs (a handler's method name, kept
+ * alive by the caller while it runs; NULL: nothing), for the message a
+ * stack overflow prints. Microthreads it spawns inherit it. */
+void	mt_set_label(const char *label);
 
 /* Suspends the calling microthread until mt_wake or deadline_ns
  * (CLOCK_MONOTONIC, UINT64_MAX: none). unlock (if not NULL, held once by

@@ -59,10 +59,12 @@ struct guest_mt {
 						 * set before every jump into it */
 	struct guest_mt		*next;		/* run queue or stack pool */
 	struct guest_mt		*all_prev, *all_next; /* rt->all, under rt->mu */
-	void			*map;		/* the mapping, guard page first */
+	void			*map;		/* the mapping, guard first */
 	size_t			maplen;
 	guest_mt_fn		fn;
 	void			*arg;
+	const char		*label;		/* what it runs, for the overflow
+						 * message (mt_set_label) */
 	_Atomic uint64_t	wstate;		/* MT_W_*, generation above */
 	_Atomic uint32_t	sw;		/* MT_SW_* */
 	int			wake_idx;	/* the claimer's answer */
@@ -131,6 +133,8 @@ struct mt_proc {
 	unsigned		since_poll;
 	unsigned		ticks;
 
+	void			*altstack;	/* ours, for the fault handler */
+
 	/* sanitizers: this scheduler's fiber and stack */
 	void			*tsan_fiber;
 	void			*asan_fake;
@@ -162,6 +166,7 @@ struct guest_rt {
 	unsigned		nproc;
 	size_t			stack_size;	/* usable, page multiple */
 	size_t			page;
+	size_t			guard;		/* below each stack, page multiple */
 	struct mt_proc		*procs;
 	const struct mt_io	*io;
 	_Atomic int		stopping;
@@ -199,6 +204,9 @@ struct mt_proc	*mt_cur_proc(void);
 void		mt_stack_unmap(struct guest_rt *rt, struct guest_mt *m);
 int		mt_stack_get(struct guest_rt *rt, struct guest_mt **mp);
 void		mt_stack_put(struct guest_rt *rt, struct guest_mt *m);
+void		mt_fault_install(void);
+void		mt_altstack_on(struct mt_proc *p);
+void		mt_altstack_off(struct mt_proc *p);
 
 /* mt_park.c */
 int		mt_wake_one(struct guest_rt *rt, int passes);
@@ -255,8 +263,8 @@ static inline void
 san_to_mt(struct mt_proc *p, struct guest_mt *m)
 {
 #ifdef MT_ASAN
-	__sanitizer_start_switch_fiber(&p->asan_fake, (char *)m->map + p->rt->page,
-	    (size_t)((char *)m - ((char *)m->map + p->rt->page)));
+	__sanitizer_start_switch_fiber(&p->asan_fake, (char *)m->map + p->rt->guard,
+	    (size_t)((char *)m - ((char *)m->map + p->rt->guard)));
 #endif
 #ifdef MT_TSAN
 	__tsan_switch_to_fiber(m->tsan_fiber, 0);

@@ -11,6 +11,7 @@
  * released and where a suspending one is published once its context is
  * saved, so neither can be touched while still in use. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,11 @@
 
 #define MT_MAX_PROCS		1024
 #define MT_DEFAULT_STACK	(64u * 1024)
+#define MT_MAX_STACK		(1ull << 30)	/* HUB_MT_STACK's most */
+/* Unmapped below each stack: address space only. More than a page, so
+ * that a large frame written upwards (a local array's memset) still
+ * lands in it rather than in the stack below. */
+#define MT_GUARD		(64u * 1024)
 
 /* -- the scheduler ------------------------------------------------------- */
 
@@ -89,6 +95,7 @@ proc_loop(struct mt_proc *p)
 	struct guest_mt *m;
 
 	mt_tls.p = p;
+	mt_altstack_on(p);
 #ifdef MT_TSAN
 	p->tsan_fiber = __tsan_get_current_fiber();
 #endif
@@ -108,6 +115,7 @@ proc_loop(struct mt_proc *p)
 		mt_proc_idle(p);
 	}
 	mt_proc_busy(p);
+	mt_altstack_off(p);
 	mt_tls.p = NULL;
 }
 
@@ -144,9 +152,10 @@ spawn_on(struct guest_rt *rt, guest_mt_fn fn, void *arg, struct guest_mt **mtp)
 		return rc;
 	m->fn = fn;
 	m->arg = arg;
+	m->label = mt_self() != NULL ? mt_self()->label : NULL;
 	m->joinable = mtp != NULL;
 	/* started lazily: its first jump lands in mt_entry */
-	m->ctx = make_fcontext(m, (size_t)((char *)m - ((char *)m->map + rt->page)),
+	m->ctx = make_fcontext(m, (size_t)((char *)m - ((char *)m->map + rt->guard)),
 	    mt_entry);
 #ifdef MT_TSAN
 	m->tsan_fiber = __tsan_create_fiber(0);
@@ -256,15 +265,49 @@ guest_mt_sleep(uint64_t ns)
 
 /* -- runtimes -------------------------------------------------------------- */
 
+/* HUB_MT_STACK: bytes, or with a k, m or g suffix (powers of 1024);
+ * anything else is refused, not ignored, so a typo is not a surprise. */
+static int
+env_stack_size(size_t *ss)
+{
+	const char *env = getenv("HUB_MT_STACK"), *p;
+	uint64_t n = 0, unit = 1;
+
+	if (env == NULL)
+		return 0;
+	for (p = env; *p >= '0' && *p <= '9' && n <= MT_MAX_STACK; p++)
+		n = n * 10 + (uint64_t)(*p - '0');
+	switch (*p) {
+	case 'k': case 'K': unit = 1ull << 10; p++; break;
+	case 'm': case 'M': unit = 1ull << 20; p++; break;
+	case 'g': case 'G': unit = 1ull << 30; p++; break;
+	}
+	if (p == env || !(env[0] >= '0' && env[0] <= '9') || *p != '\0' ||
+	    n == 0 || n > MT_MAX_STACK / unit) {
+		fprintf(stderr, "libguest: HUB_MT_STACK=%s: not a stack size "
+		    "(bytes, or a number with k, m or g, at most 1g)\n", env);
+		return -EINVAL;
+	}
+	*ss = (size_t)(n * unit);
+	return 0;
+}
+
 int
 guest_rt_new(const struct guest_rt_config *cfg, struct guest_rt **rtp)
 {
 	struct guest_rt *rt;
 	unsigned nproc = cfg != NULL && cfg->processors ? cfg->processors : 1;
-	size_t ss = cfg != NULL && cfg->stack_size ? cfg->stack_size : MT_DEFAULT_STACK;
+	size_t ss = cfg != NULL ? cfg->stack_size : 0;
 	long page = sysconf(_SC_PAGESIZE);
 	void *procs;
+	int rc;
 
+	/* the operator's choice (hubd.conf env =), unless the plugin made
+	 * its own */
+	if (ss == 0 && (rc = env_stack_size(&ss)) != 0)
+		return rc;
+	if (ss == 0)
+		ss = MT_DEFAULT_STACK;
 	if (nproc > MT_MAX_PROCS || page <= 0 || ss > ((size_t)1 << 40))
 		return -EINVAL;
 	if ((rt = calloc(1, sizeof(*rt))) == NULL)
@@ -273,6 +316,7 @@ guest_rt_new(const struct guest_rt_config *cfg, struct guest_rt **rtp)
 	rt->stack_size = (ss + rt->page - 1) / rt->page * rt->page;
 	if (rt->stack_size < 2 * rt->page)
 		rt->stack_size = 2 * rt->page;
+	rt->guard = (MT_GUARD + rt->page - 1) / rt->page * rt->page;
 	rt->nproc = nproc;
 	if (posix_memalign(&procs, 64, nproc * sizeof(struct mt_proc)) != 0) {
 		free(rt);
@@ -346,6 +390,7 @@ mt_rt_run(struct guest_rt *rt, void (*fn)(void *), void *arg, const struct mt_io
 
 	if (rt == NULL || mt_cur_proc() != NULL)
 		return rt == NULL ? -EINVAL : -EBUSY;	/* no nested runs */
+	mt_fault_install();
 	rt->io = io;
 	rt->result = 0;
 	rt->stopping = 0;

@@ -22,6 +22,15 @@ mt_self(void)
 	return mt_tls.cur;
 }
 
+void
+mt_set_label(const char *label)
+{
+	struct guest_mt *m = mt_self();
+
+	if (m != NULL)
+		m->label = label;
+}
+
 uint64_t
 guest_mt_now_ns(void)
 {

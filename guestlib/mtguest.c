@@ -56,6 +56,7 @@ worker_main(void *arg)
 	struct guest *g = r->call->g;
 
 	for (;;) {
+		mt_set_label(r->call->method);
 		r->fn(r->call, r->args, r->len, r->ctx);
 		lg_call_ran(g, r->call);
 		lg_mt_lock(g);

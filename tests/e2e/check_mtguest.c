@@ -215,6 +215,61 @@ START_TEST(test_crashing_handler_restarts_the_guest)
 }
 END_TEST
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+/* Waits (10 s) until the hub's log (its guests' stderr too) has text. */
+static int
+log_has(const char *text)
+{
+	for (int i = 0; i < 1000; i++) {
+		char *log = hub_log(&hub);
+		int found = log != NULL && strstr(log, text) != NULL;
+
+		free(log);
+		if (found)
+			return 1;
+		sleep_ms(10);
+	}
+	return 0;
+}
+
+/* A handler that needs more stack than a microthread has dies in its
+ * guard with a line that names it and says what to raise; with env =
+ * HUB_MT_STACK=1m the same call fits; a HUB_MT_STACK that is not a size
+ * stops the guest at its start, saying so. Not under ASan or TSan: their
+ * own SIGSEGV handler is there first, and libguest leaves it alone. */
+START_TEST(test_stack_overflow_is_named)
+{
+	char guests[256], *out;
+
+	start(_i + 1, NULL);
+	out = call(1, "m1.big", NULL, NULL);
+	free(out);
+	ck_assert_msg(log_has("libguest: microthread stack overflow in the handler "
+			      "of m1.big (stack 64 KiB; raise it with "
+			      "guest_rt_config.stack_size or HUB_MT_STACK)\n"),
+		      "no overflow message: %s", hub_log_tail(&hub));
+	ck_assert(hub_wait_up(&hub, "m1", 10000) == 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 1);
+	stop();
+
+	snprintf(guests, sizeof(guests),
+		 "[guest m1]\nexec = @/tests/guests/mtprober\n"
+		 "args = --prefix m1 --processors %d\nenv = HUB_MT_STACK=1m\n", _i + 1);
+	hub_start_up(&hub, NULL, guests, "m1");
+	ck_assert(hub_wait_method(&hub, "m1.big") == 0);
+	expect("m1.big", NULL, NULL, "ok");
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	stop();
+
+	hub_start_up(&hub, NULL, "[guest m1]\nexec = @/tests/guests/mtprober\n"
+		     "args = --prefix m1\nenv = HUB_MT_STACK=64x\n", NULL);
+	ck_assert_msg(log_has("libguest: HUB_MT_STACK=64x: not a stack size"),
+		      "no complaint: %s", hub_log_tail(&hub));
+	stop();
+}
+END_TEST
+#endif
+
 /* hub.source into a runtime channel, hub.sink from one: every byte, in
  * order (the stream hashes agree), through a 64 KiB window. */
 START_TEST(test_hub_channels_as_runtime_channels)
@@ -266,6 +321,9 @@ suite_mtguest(void)
 	tcase_add_test(tc, test_computing_handler_on_two_processors);
 	tcase_add_test(tc, test_processors_from_the_config);
 	tcase_add_loop_test(tc, test_crashing_handler_restarts_the_guest, 0, 2);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	tcase_add_loop_test(tc, test_stack_overflow_is_named, 0, 2);
+#endif
 	tcase_add_loop_test(tc, test_hub_channels_as_runtime_channels, 0, 2);
 	tcase_add_loop_test(tc, test_second_answer_is_refused, 0, 2);
 	suite_add_tcase(s, tc);

@@ -16,6 +16,9 @@
  *   spin MS YIELD	computes for MS ms, yielding now and then if YIELD,
  *			answers "ok"
  *   crash		dereferences NULL in its handler
+ *   big		uses 128 KiB of its stack (more than the default 64 KiB),
+ *			written from the top down so that an overflow meets the
+ *			guard first; answers "ok" if it fits
  *   threads		how many threads the process has (its processors)
  *   pull N STOP	receives N bytes from hub.source through a runtime
  *			channel (guest_chan_reader), answers "ok N" when the
@@ -342,6 +345,29 @@ crash(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	*p = 1;
 }
 
+/* 128 KiB of locals, touched a page at a time from the top (where the
+ * stack is) down: the first write past the stack's end lands in its
+ * guard, whatever the optimisation level. */
+static __attribute__((noinline)) int
+big_frame(void)
+{
+	volatile char buf[128 * 1024];
+
+	for (size_t i = sizeof(buf); i > 0; i -= 4096)
+		buf[i - 1] = (char)i;
+	return buf[sizeof(buf) - 1] + buf[4095];
+}
+
+static void
+big(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	big_frame();
+	reply_text(c, "ok");
+}
+
 /* A call answered with a stream hash (hub.source, hub.sink), made from
  * a microthread of its own while the handler moves the items. */
 struct hashcall {
@@ -572,6 +598,7 @@ main(int argc, char *argv[])
 		{ "call_timeout", "str,u64->str", call_timeout },
 		{ "spin", "u64,bool->str", spin },
 		{ "crash", "->str", crash },
+		{ "big", "->str", big },
 		{ "threads", "->str", threads },
 		{ "pull", "u64,u64->str", pull },
 		{ "push", "u64->str", push },
