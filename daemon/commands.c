@@ -21,6 +21,7 @@
 #include "daemon/jsonout.h"
 #include "daemon/lanes.h"
 #include "daemon/log.h"
+#include "daemon/manual.h"
 #include "daemon/methods.h"
 #include "daemon/pcjson.h"
 #include "daemon/pool.h"
@@ -196,8 +197,11 @@ peer_json(struct hub *h, struct peer *p)
 	json_object_object_add(o, "heartbeat_interval_ns", json_object_new_uint64(
 		p->conf->heartbeat_ns != CONFIG_HEARTBEAT_HUB ? p->conf->heartbeat_ns :
 		h->conf.params.heartbeat_interval));
+	json_object_object_add(o, "start", json_object_new_string(
+		p->conf->start_manual ? "manual" : "auto"));
+	/* one started by hand runs without hubd's filter and limits */
 	json_object_object_add(o, "seccomp", json_object_new_boolean(p->conf->seccomp &&
-								       filter_ready()));
+		!p->conf->start_manual && filter_ready()));
 	{
 		json_object *args = json_object_new_array();
 
@@ -933,6 +937,70 @@ cmd_logs(struct client *c, const struct control_req *r)
 	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
 	add_u64(o, "lines_ever", p->out.total);
 	json_object_object_add(o, "lines", a);
+	client_reply(c, o);
+}
+
+/* start = manual: how to start the guest by hand, with its ticket
+ * (manual.c): {"env": what hubd would add to its environment, "argv",
+ * "as": what switches to its user first, [] when nothing need}. */
+static void
+cmd_ticket(struct client *c, const struct control_req *r)
+{
+	json_object *o, *env, *argv, *as;
+	struct peer *p;
+	char why[160], *arg;
+
+	if ((p = guest_named(c, r->name)) == NULL)
+		return;
+	if (manual_socket(p) == NULL) {
+		snprintf(why, sizeof(why), "guest %s is %s: %s", p->conf->name,
+			 lifecycle_state_name(p->state), !p->conf->start_manual ?
+			 "hubd starts it (its start is not manual)" :
+			 "no ticket waits (hubctl start or restart makes one)");
+		client_reply_error(c, why);
+		return;
+	}
+	if (asprintf(&arg, "--hub-ticket=%s:%s", manual_socket(p), manual_secret(p)) < 0) {
+		client_reply_error(c, "out of memory");
+		return;
+	}
+	o = json_object_new_object();
+	env = json_object_new_array();
+	argv = json_object_new_array();
+	as = json_object_new_array();
+	/* what spawn.c's child sets */
+	for (char **e = p->conf->env; e != NULL && *e != NULL; e++)
+		json_object_array_add(env, json_object_new_string(*e));
+	if (p->conf->processors != 0) {
+		char n[32];
+
+		snprintf(n, sizeof(n), "HUB_PROCESSORS=%u", p->conf->processors);
+		json_object_array_add(env, json_object_new_string(n));
+	}
+	json_object_array_add(argv, json_object_new_string(p->conf->exec));
+	for (char **a = p->conf->argv + 1; *a != NULL; a++)
+		json_object_array_add(argv, json_object_new_string(*a));
+	json_object_array_add(argv, json_object_new_string(arg));
+	explicit_bzero(arg, strlen(arg));
+	free(arg);
+	/* root runs it as its user, as hubd would */
+	if (geteuid() == 0 && p->conf->run_uid > 0) {
+		char u[32], g[32];
+
+		snprintf(u, sizeof(u), "--reuid=%lld", (long long)p->conf->run_uid);
+		snprintf(g, sizeof(g), "--regid=%lld", (long long)(p->conf->run_gid >= 0 ?
+			 p->conf->run_gid : p->conf->run_uid));
+		json_object_array_add(as, json_object_new_string("setpriv"));
+		json_object_array_add(as, json_object_new_string(u));
+		json_object_array_add(as, json_object_new_string(g));
+		json_object_array_add(as, json_object_new_string("--clear-groups"));
+	}
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
+	json_object_object_add(o, "socket", json_object_new_string(manual_socket(p)));
+	json_object_object_add(o, "as", as);
+	json_object_object_add(o, "env", env);
+	json_object_object_add(o, "argv", argv);
 	client_reply(c, o);
 }
 

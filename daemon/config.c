@@ -541,7 +541,7 @@ config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 	    a->uids.first != b->uids.first || a->uids.last != b->uids.last ||
 	    a->death_window_ns != b->death_window_ns ||
 	    a->backoff_min_ns != b->backoff_min_ns || a->backoff_max_ns != b->backoff_max_ns ||
-	    a->heartbeat_ns != b->heartbeat_ns)
+	    a->heartbeat_ns != b->heartbeat_ns || a->start_manual != b->start_manual)
 		return 0;
 	for (i = 1; a->argv[i] != NULL && b->argv[i] != NULL; i++)
 		if (strcmp(a->argv[i], b->argv[i]) != 0)

@@ -81,6 +81,7 @@ struct config_guest {
 	int		provides_line;	/* where provides = is */
 	char		**env;		/* env = NAME=VALUE ...: set in its
 					 * environment; NULL-terminated, NULL: none */
+	int		start_manual;	/* start = manual: started by hand (manual.c) */
 	struct config_uids uids;	/* [hub] guest_uids, without user =; else 0 */
 	/* Not settings of the file (config_guest_equal ignores them): */
 	uint32_t	own_uid;	/* its number in uids (users_number), 0: none */

@@ -215,6 +215,18 @@ key_heartbeat(struct parser *p, const struct key *k, const char *value, void *ba
 	return key_duration(p, k, value, base);
 }
 
+/* start = auto | manual: hubd starts it, or a person does (manual.c) */
+static int
+key_start(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	if (strcmp(value, "auto") == 0 || strcmp(value, "manual") == 0) {
+		*(int *)field(k, base) = strcmp(value, "manual") == 0;
+		return 0;
+	}
+	config_perr(p, p->line, "%s: '%s' is not auto or manual", k->name, value);
+	return -1;
+}
+
 static int
 key_string(struct parser *p, const struct key *k, const char *value, void *base)
 {
@@ -518,6 +530,7 @@ static const struct key guest_keys[] = {
 	{ "provides", key_provides, GUEST(provides) },
 	{ "lanes", key_lanes, GUEST(lanes) },
 	{ "env", key_env, GUEST(env) },
+	{ "start", key_start, GUEST(start_manual) },
 };
 
 /* A bit per key in parser.hub_seen and guest_seen */

@@ -79,6 +79,7 @@ struct ext_call;
 struct relay;
 struct lane;
 struct lane_record;
+struct manual;
 
 struct origin {
 	enum origin_kind kind;
@@ -195,6 +196,8 @@ struct peer {
 	pid_t			pid;		/* also its process group's id */
 	int			pidfd;
 	int			bell;		/* our end of the doorbell */
+	struct manual		*manual;	/* start = manual: its ticket, while
+						 * it waits (manual.c) */
 	ev_io			pid_w;
 	ev_io			bell_w;
 	ev_timer		timer;		/* attach, backoff, stop or goodbye grace */

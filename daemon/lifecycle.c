@@ -108,6 +108,20 @@ static const struct life_rule rules[PEER_NSTATES][PE_NEVENTS] = {
 		[PE_VIOLATION]		= R(PEER_FAILED, LA_IGNORE),
 		[PE_HUNG]		= R(PEER_FAILED, LA_IGNORE),
 	},
+	/* start = manual: nothing runs yet, nothing is watched */
+	[PEER_WAITING] = {
+		[PE_START]		= R(PEER_WAITING, LA_NONE),
+		[PE_SPAWN_OK]		= R(PEER_STARTING, LA_WATCH),
+		[PE_SPAWN_FAILED]	= R(PEER_WAITING, LA_IGNORE),
+		[PE_ATTACHED]		= R(PEER_WAITING, LA_IGNORE),
+		[PE_DIED]		= R(PEER_WAITING, LA_IGNORE),
+		[PE_TIMER]		= R(PEER_WAITING, LA_IGNORE),
+		[PE_STOP]		= R(PEER_DOWN, LA_WITHDRAW),
+		[PE_RESTART]		= R(PEER_STARTING, LA_WITHDRAW),	/* a new ticket */
+		[PE_DOORBELL_GONE]	= R(PEER_WAITING, LA_IGNORE),
+		[PE_VIOLATION]		= R(PEER_WAITING, LA_IGNORE),
+		[PE_HUNG]		= R(PEER_WAITING, LA_IGNORE),
+	},
 };
 
 const struct life_rule *
@@ -227,6 +241,13 @@ decide(struct life *l, const struct life_in *in, struct life_out *out)
 		out->next = PEER_STARTING;
 		return;
 	}
+	/* start = manual: a person starts it again, with a new ticket;
+	 * hubd only gets that ready (a failure to is a death like others) */
+	if (c->start_manual && !l->want_down && !in->hub_stopping &&
+	    in->reason != DEATH_SPAWN) {
+		out->next = PEER_STARTING;
+		return;
+	}
 	if (l->want_down || in->hub_stopping || c->restart == RESTART_NEVER ||
 	    (c->restart == RESTART_ON_FAILURE && in->reason == DEATH_EXITED &&
 	     in->status == 0)) {
@@ -266,7 +287,7 @@ lifecycle_step(struct life *l, enum peer_state s, enum peer_event e,
 		break;
 	case PE_RESTART:
 		l->want_down = 0;
-		l->want_restart = r->action != LA_SPAWN;
+		l->want_restart = r->action != LA_SPAWN && r->action != LA_WITHDRAW;
 		lifecycle_reset(l);
 		break;
 	case PE_STOP:
@@ -295,6 +316,7 @@ lifecycle_state_name(enum peer_state s)
 		[PEER_DOWN] = "down", [PEER_STARTING] = "starting", [PEER_UP] = "up",
 		[PEER_STOPPING] = "stopping", [PEER_ENDING] = "ending",
 		[PEER_BACKOFF] = "backoff", [PEER_FAILED] = "failed",
+		[PEER_WAITING] = "waiting",
 	};
 
 	return (unsigned)s < PEER_NSTATES ? names[s] : "?";
@@ -322,7 +344,7 @@ lifecycle_action_name(enum life_action a)
 		[LA_WATCH] = "watch", [LA_ATTACH] = "attach", [LA_TERM] = "term",
 		[LA_GOODBYE] = "goodbye", [LA_KILL] = "kill",
 		[LA_BELL_GRACE] = "bell grace", [LA_UNWATCH_BELL] = "unwatch bell",
-		[LA_CANCEL] = "cancel", [LA_DEATH] = "death",
+		[LA_CANCEL] = "cancel", [LA_DEATH] = "death", [LA_WITHDRAW] = "withdraw",
 	};
 
 	return (unsigned)a < LA_NACTIONS ? names[a] : "?";

@@ -12,7 +12,11 @@
  *	STARTING, UP --DOORBELL_GONE--> ENDING (SIGKILL unless it exits in 1 s)
  *	any running state --DIED--> DOWN, BACKOFF, FAILED, or STARTING at
  *	    once after a restart by hand; a failed spawn is a death too
- *	BACKOFF --TIMER--> STARTING; BACKOFF, FAILED --STOP--> DOWN */
+ *	BACKOFF --TIMER--> STARTING; BACKOFF, FAILED --STOP--> DOWN
+ *	start = manual (manual.c): STARTING prepares everything but the
+ *	    process and WAITS for a person to start it; WAITING --SPAWN_OK
+ *	    (it came for its ticket)--> STARTING; WAITING --STOP--> DOWN,
+ *	    --RESTART--> STARTING (a new ticket); a death waits again */
 #ifndef HUB_LIFECYCLE_H
 #define HUB_LIFECYCLE_H
 
@@ -29,12 +33,15 @@ enum peer_state {
 				 * once or when its grace is over */
 	PEER_BACKOFF,		/* died; starts again when the backoff is over */
 	PEER_FAILED,		/* died too often; down until started by hand */
+	PEER_WAITING,		/* start = manual: ready, its ticket waits for
+				 * a process started by hand (manual.c) */
 	PEER_NSTATES
 };
 
 enum peer_event {
 	PE_START,		/* wanted up: hubd starts, hubctl start, reload added it */
-	PE_SPAWN_OK,		/* forked and exec'd */
+	PE_SPAWN_OK,		/* forked and exec'd; start = manual: a process
+				 * took its ticket */
 	PE_SPAWN_FAILED,	/* could not be started: a death of its own */
 	PE_ATTACHED,		/* its entry says Attached */
 	PE_DIED,		/* its pidfd says it exited */
@@ -63,6 +70,8 @@ enum life_action {
 	LA_CANCEL,		/* stop the backoff timer */
 	LA_DEATH,		/* tally, recover; next by the policy (DOWN, BACKOFF
 				 * with a delay, FAILED, or STARTING: spawn) */
+	LA_WITHDRAW,		/* WAITING: its ticket and domain go; spawn
+				 * again if the next state is STARTING */
 	LA_NACTIONS
 };
 

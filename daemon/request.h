@@ -25,7 +25,8 @@
  *   who	CTL_READ: whoever can open the socket (mode 0660);
  *		CTL_CHANGE: root and hubd's own user only (SO_PEERCRED):
  *		what changes things, and what hands over the guests'
- *		memory (domains) or their output (logs)
+ *		memory (domains), their output (logs) or the secret that
+ *		starts one (ticket)
  *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
  *		CTL_NEEDS_NAME: "name", a guest's;
  *		CTL_TAKES_VALIDATE: "validate", a boolean, if given */
@@ -40,6 +41,7 @@
 	X(POOL,		pool,		CTL_READ,	CTL_TAKES_VALIDATE)	\
 	X(DOMAINS,	domains,	CTL_CHANGE,	0)			\
 	X(LOGS,		logs,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
+	X(TICKET,	ticket,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
 	X(CALL,		call,		CTL_CHANGE,	CTL_NEEDS_METHOD)	\
 	X(RELOAD,	reload,		CTL_CHANGE,	0)			\
 	X(RESTART,	restart,	CTL_CHANGE,	CTL_NEEDS_NAME)		\

@@ -23,6 +23,7 @@
 #include "daemon/filter.h"
 #include "daemon/guestlog.h"
 #include "daemon/log.h"
+#include "daemon/manual.h"
 #include "daemon/pool.h"
 #include "daemon/spawn.h"
 #include "proto/doorbell.h"
@@ -252,8 +253,9 @@ fail:
 }
 
 /* Forks and execs the guest (r[shm.spawn.ticket]). 0 with p->pid, p->pidfd
- * and p->bell set; or -errno with why in p->kill_detail, nothing left
- * behind and its entry Empty again. */
+ * and p->bell set (start = manual: p->bell only, p->pid 0, its ticket
+ * waiting in manual.c for a process started by hand); or -errno with why
+ * in p->kill_detail, nothing left behind and its entry Empty again. */
 int
 spawn_guest(struct hub *h, struct peer *p)
 {
@@ -309,6 +311,12 @@ spawn_guest(struct hub *h, struct peer *p)
 	if ((err = hp_doorbell_pair(fds)) != 0) {
 		what = "doorbell socketpair";
 		goto fail;
+	}
+	if (p->conf->start_manual) {
+		if ((err = manual_listen(h, p, fds[1], &what)) != 0)
+			goto fail;
+		p->bell = fds[0];
+		return 0;
 	}
 	if (pipe2(errpipe, O_CLOEXEC) != 0) {
 		err = -errno;

@@ -34,6 +34,7 @@
 #include "daemon/answer.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
+#include "daemon/manual.h"
 #include "daemon/methods.h"
 #include "daemon/pool.h"
 #include "daemon/spawn.h"
@@ -60,7 +61,8 @@ seconds(uint64_t ns)
 	return (double)ns / 1e9;
 }
 
-/* SIGKILL (or sig) to the guest and everything in its process group. */
+/* SIGKILL (or sig) to the guest and everything in its process group
+ * (started by hand: to it alone, its group is not ours). */
 static void
 kill_group(struct peer *p, int sig)
 {
@@ -69,6 +71,8 @@ kill_group(struct peer *p, int sig)
 	/* the leader by its pidfd, even if it left its group */
 	if (p->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
+	if (p->conf->start_manual)
+		return;
 	if (kill(-p->pid, sig) != 0 && errno != ESRCH)
 		log_warn("guest %s: kill process group %d", p->conf->name, (int)p->pid);
 }
@@ -82,6 +86,16 @@ pid_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
+	if (p->conf->start_manual) {
+		/* not our child: gone, how is its parent's to know */
+		why.reason = DEATH_EXITED;
+		why.status = -1;
+		if (p->kill_detail[0] == '\0')
+			snprintf(p->kill_detail, sizeof(p->kill_detail),
+				 "started by hand: its status is not hubd's to see");
+		step(p->hub, p, PE_DIED, &why);
+		return;
+	}
 	memset(&si, 0, sizeof(si));
 	if (waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
 	    si.si_pid == 0)
@@ -185,6 +199,7 @@ recover(struct hub *h, struct peer *p)
 	pool_reclaim(p);
 	ev_io_stop(h->loop, &p->pid_w);
 	ev_io_stop(h->loop, &p->bell_w);
+	manual_end(h, p);	/* a ticket nobody took */
 	guestlog_end(h, p);	/* its last words; its lines stay */
 	disarm(h, p);
 	if (p->pidfd >= 0)
@@ -256,7 +271,12 @@ start(struct hub *h, struct peer *p)
 	int rc;
 
 	p->state = PEER_STARTING;
-	if ((rc = spawn_guest(h, p)) == 0) {
+	if ((rc = spawn_guest(h, p)) == 0 && p->pid == 0) {
+		/* start = manual: nothing runs yet (manual.c) */
+		p->state = PEER_WAITING;
+		return;
+	}
+	if (rc == 0) {
 		step(h, p, PE_SPAWN_OK, NULL);
 		return;
 	}
@@ -281,7 +301,9 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
 	d = record(h, p, in->reason, in->status, w != NULL ? w->sig : 0);
 
 	serving_text(d, serving, sizeof(serving));
-	if (in->reason == DEATH_EXITED)
+	if (in->reason == DEATH_EXITED && in->status < 0)	/* started by hand */
+		log_info("guest %s: exited%s", name, serving);
+	else if (in->reason == DEATH_EXITED)
 		log_info("guest %s: exited with status %d%s", name, in->status, serving);
 	else if (in->reason == DEATH_CRASHED)
 		log_warnx("guest %s: killed by signal %d (%s)%s%s%s", name, in->status,
@@ -336,6 +358,7 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
 	case PEER_UP:
 	case PEER_STOPPING:
 	case PEER_ENDING:
+	case PEER_WAITING:
 	case PEER_NSTATES:
 		log_warnx("guest %s: no state after its death, left down", name);
 		p->state = PEER_DOWN;
@@ -429,7 +452,10 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		ev_io_start(h->loop, &p->pid_w);
 		ev_io_set(&p->bell_w, p->bell, EV_READ);
 		ev_io_start(h->loop, &p->bell_w);
-		arm(h, p, h->conf.attach_timeout_ns, DEATH_HUNG, "did not attach in time");
+		/* one started by hand may stop in a debugger before attaching */
+		if (!p->conf->start_manual)
+			arm(h, p, h->conf.attach_timeout_ns, DEATH_HUNG,
+			    "did not attach in time");
 		p->state = out.next;
 		break;
 	case LA_ATTACH:
@@ -488,6 +514,13 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		break;
 	case LA_DEATH:
 		death(h, p, e, w, &in, &out);
+		break;
+	case LA_WITHDRAW:
+		/* start = manual, waiting: its ticket and domain go */
+		recover(h, p);
+		p->state = out.next;
+		if (out.next == PEER_STARTING)
+			start(h, p);	/* a new ticket */
 		break;
 	case LA_NACTIONS:
 		break;
@@ -558,6 +591,12 @@ void
 supervise_stop(struct hub *h, struct peer *p)
 {
 	step(h, p, PE_STOP, NULL);
+}
+
+void
+supervise_manual_started(struct hub *h, struct peer *p)
+{
+	step(h, p, PE_SPAWN_OK, NULL);
 }
 
 /* hubctl restart, a changed config: now if it is down (failed included:

@@ -12,6 +12,8 @@ void		supervise_start(struct hub *h, struct peer *p);
  * wait for one: reload_start_waiting). */
 void		supervise_on_free(struct hub *h, void (*fn)(struct hub *h));
 void		supervise_stop(struct hub *h, struct peer *p);
+/* manual.c: a process started by hand took p's ticket (p->pid, p->pidfd). */
+void		supervise_manual_started(struct hub *h, struct peer *p);
 void		supervise_restart(struct hub *h, struct peer *p);
 /* Every tick: guests that attached without ringing. */
 void		supervise_tick(struct hub *h);

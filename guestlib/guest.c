@@ -59,8 +59,12 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	/* r[shm.spawn.guest-init] 1: the ticket */
 	if ((rc = hp_ticket_parse(argc, argv, &t, why)) != 0)
 		return rc;
+	/* started by hand (start = manual): the rest from hubd */
+	if (t.hand != NULL && (rc = hp_ticket_fetch(&t, why)) != 0)
+		return rc;
 	if ((g = calloc(1, sizeof(*g))) == NULL) {
 		*why = "out of memory";
+		hp_ticket_close(&t);
 		return -ENOMEM;
 	}
 	g->seg.fd = -1;
@@ -138,6 +142,7 @@ fail_unmap:
 	hp_segment_close(&g->seg);
 fail:
 	free(g);
+	hp_ticket_close(&t);	/* what a hand-started guest received */
 	return rc;
 }
 

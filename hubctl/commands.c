@@ -118,6 +118,9 @@ peer_detail(const struct ctl *ctl, json_object *p)
 	printf("name: %s\n", text(p, "name"));
 	printf("peer id: %d\n", json_object_get_int(get(p, "peer_id")));
 	printf("state: %s\n", text(p, "state"));
+	if (strcmp(text(p, "state"), "waiting") == 0)
+		printf("  (start = manual: 'hubctl ticket %s' says how to start it)\n",
+		       text(p, "name"));
 	printf("pid: %d\n", json_object_get_int(get(p, "pid")));
 	printf("epoch: %" PRId64 "\n", json_object_get_int64(get(p, "epoch")));
 	printf("uptime: %s\n", duration_text(buf, sizeof(buf), json_ns(get(p, "uptime_s"), HP_NS_PER_S)));
@@ -158,6 +161,8 @@ peer_detail(const struct ctl *ctl, json_object *p)
 	user_text(buf, sizeof(buf), get(p, "user"), 0);
 	if (buf[0] != '\0')
 		printf("user: %s\n", buf);
+	if (get(p, "start") != NULL)
+		printf("start: %s\n", text(p, "start"));
 	if (get(p, "seccomp") != NULL)
 		printf("seccomp: %s\n", json_object_get_boolean(get(p, "seccomp")) ?
 		       "its system calls filtered" : "none");

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl's commands for debugging a guest: the calls hubd waits on
- * (calls) and a guest's last lines of output (logs). */
+ * (calls), a guest's last lines of output (logs) and the command line
+ * that starts one by hand (ticket). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,6 +61,87 @@ hubctl_logs(struct ctl *ctl, int argc, char **argv)
 	ls = list(a, "lines");
 	for (size_t i = 0; i < json_object_array_length(ls); i++)
 		printf("%s\n", json_object_get_string(json_object_array_get_idx(ls, i)));
+	json_object_put(a);
+	return 0;
+}
+
+/* One word for sh: as it is when it is safe, else in single quotes. */
+static void
+put_word(const char *w)
+{
+	if (*w != '\0' && w[strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				  "0123456789_@%+=:,./-")] == '\0') {
+		fputs(w, stdout);
+		return;
+	}
+	putchar('\'');
+	for (; *w != '\0'; w++) {
+		if (*w == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*w);
+	}
+	putchar('\'');
+}
+
+/* The words of the array at key, each after a blank (none first if
+ * first). */
+static void
+put_words(json_object *a, const char *key, int *first)
+{
+	json_object *ws = list(a, key);
+
+	for (size_t i = 0; i < json_object_array_length(ws); i++) {
+		if (!*first)
+			putchar(' ');
+		*first = 0;
+		put_word(json_object_get_string(json_object_array_get_idx(ws, i)));
+	}
+}
+
+/* One command line: AS [env ENV...] [gdb --args] ARGV. */
+static void
+put_line(json_object *a, int gdb)
+{
+	int first = 1;
+
+	put_words(a, "as", &first);
+	if (json_object_array_length(list(a, "env")) > 0) {
+		fputs(first ? "env" : " env", stdout);
+		first = 0;
+		put_words(a, "env", &first);
+	}
+	if (gdb) {
+		fputs(first ? "gdb --args" : " gdb --args", stdout);
+		first = 0;
+	}
+	put_words(a, "argv", &first);
+	putchar('\n');
+}
+
+/* hubctl ticket NAME: the command that starts a guest of start = manual
+ * by hand, and the same under gdb. */
+int
+hubctl_ticket(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *req, *a;
+
+	(void)argc;
+	req = json_object_new_object();
+	json_object_object_add(req, "cmd", json_object_new_string("ticket"));
+	json_object_object_add(req, "name", json_object_new_string(argv[0]));
+	client_send(ctl, req);
+	if ((a = client_read(ctl)) == NULL)
+		client_no_answer(ctl, "");
+	if (client_failed(ctl, a))
+		return 1;
+	if (ctl->json)
+		return print_json(a);
+	put_line(a, 0);
+	printf("# or under a debugger:\n# ");
+	put_line(a, 1);
+	printf("# the ticket is good once; guest %s waits for it (hubctl peers)\n",
+	       text(a, "name"));
 	json_object_put(a);
 	return 0;
 }

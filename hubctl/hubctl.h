@@ -80,6 +80,7 @@ int		 hubctl_version(struct ctl *ctl, int argc, char **argv);
 /* debug.c: hubctl calls, hubctl logs NAME */
 int		 hubctl_calls(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_logs(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_ticket(struct ctl *ctl, int argc, char **argv);
 
 /* views.c: hubctl top, and hubctl stats -w */
 int		 hubctl_top(struct ctl *ctl, int argc, char **argv);

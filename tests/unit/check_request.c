@@ -60,7 +60,7 @@ START_TEST(test_who_may_run_what)
 	static const char *const reads[] = { "peers", "methods", "status", "stats", "pool",
 					     "lanes", "version", "calls" };
 	static const char *const changes[] = { "call", "reload", "restart", "stop", "start",
-					       "domains", "logs" };
+					       "domains", "logs", "ticket" };
 	int n = 0;
 
 	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)

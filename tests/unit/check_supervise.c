@@ -149,6 +149,19 @@ static const struct {
 		{ PEER_FAILED, LA_IGNORE },
 		{ PEER_FAILED, LA_IGNORE },
 	},
+	[PEER_WAITING] = {
+		{ PEER_WAITING, LA_NONE },
+		{ PEER_STARTING, LA_WATCH },	/* its process came */
+		{ PEER_WAITING, LA_IGNORE },
+		{ PEER_WAITING, LA_IGNORE },
+		{ PEER_WAITING, LA_IGNORE },
+		{ PEER_WAITING, LA_IGNORE },
+		{ PEER_DOWN, LA_WITHDRAW },
+		{ PEER_STARTING, LA_WITHDRAW },
+		{ PEER_WAITING, LA_IGNORE },
+		{ PEER_WAITING, LA_IGNORE },
+		{ PEER_WAITING, LA_IGNORE },
+	},
 };
 
 START_TEST(test_every_pair_listed)
@@ -433,6 +446,40 @@ START_TEST(test_max_deaths_changed)
 END_TEST
 
 Suite *suite_supervise(void);
+/* start = manual: after any death it waits for a person again (STARTING
+ * gets its ticket ready), whatever restart, max_deaths and the backoff
+ * say; never after a stop or when the hub stops; a failure to get ready
+ * goes by the policy, so that it cannot loop. */
+START_TEST(test_manual)
+{
+	struct life_out o;
+
+	conf.start_manual = 1;
+	conf.restart = RESTART_NEVER;
+	conf.max_deaths = 1;
+	for (int i = 0; i < 5; i++) {
+		o = ev(PEER_UP, PE_DIED, (uint64_t)i * MS, DEATH_CRASHED, 9, 0);
+		ck_assert_msg(o.next == PEER_STARTING, "death %d: %s", i,
+			      lifecycle_state_name(o.next));
+	}
+	/* a restart by hand while waiting: a new ticket, no wish left over */
+	o = ev(PEER_WAITING, PE_RESTART, 10 * MS, 0, 0, 0);
+	ck_assert_int_eq(o.next, PEER_STARTING);
+	ck_assert_int_eq(o.action, LA_WITHDRAW);
+	ck_assert_int_eq(life.want_restart, 0);
+	o = ev(PEER_WAITING, PE_STOP, 11 * MS, 0, 0, 0);
+	ck_assert_int_eq(o.next, PEER_DOWN);
+	ck_assert_int_eq(life.want_down, 1);
+	ev(PEER_DOWN, PE_START, 12 * MS, 0, 0, 0);
+	ev(PEER_UP, PE_STOP, 13 * MS, 0, 0, 0);
+	ck_assert_int_eq(ev(PEER_STOPPING, PE_DIED, 14 * MS, DEATH_CRASHED, 15, 0).next,
+			 PEER_DOWN);
+	ev(PEER_DOWN, PE_START, 15 * MS, 0, 0, 0);
+	ck_assert_int_ne(ev(PEER_STARTING, PE_SPAWN_FAILED, 16 * MS, DEATH_SPAWN, 24, 0).next,
+			 PEER_STARTING);
+}
+END_TEST
+
 Suite *
 suite_supervise(void)
 {
@@ -449,6 +496,7 @@ suite_supervise(void)
 	tcase_add_test(tc, test_window_slides);
 	tcase_add_test(tc, test_spawn_failures_count);
 	tcase_add_test(tc, test_max_deaths_changed);
+	tcase_add_test(tc, test_manual);
 	suite_add_tcase(s, tc);
 	return s;
 }

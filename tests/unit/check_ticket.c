@@ -294,6 +294,38 @@ START_TEST(test_malformed)
 }
 END_TEST
 
+/* A guest started by hand: --hub-ticket=PATH:SECRET alone (the rest
+ * comes from hubd); with the spawn ticket's options, twice, or without
+ * its secret it is refused. */
+START_TEST(test_hub_ticket)
+{
+	char *alone[] = { "guest", "-v", "--hub-ticket=/run/h.sock.g.ticket:00ff", NULL };
+	char *split[] = { "guest", "--hub-ticket", "/a:b:c", NULL };
+	char *mixed[] = { "guest", "--hub-ticket=/a:b", "--peer-id=3", NULL };
+	char *twice[] = { "guest", "--hub-ticket=/a:b", "--hub-ticket=/a:b", NULL };
+	char *bare[] = { "guest", "--hub-ticket=/a", NULL };
+	char *none[] = { "guest", "--hub-ticket", NULL };
+	const struct refusal bad[] = {
+		{ "with --peer-id", mixed, "goes without" },
+		{ "twice", twice, "twice" },
+		{ "no secret", bare, "PATH:SECRET" },
+		{ "no value", none, "PATH:SECRET" },
+	};
+	struct hp_ticket t;
+	const char *why;
+
+	ck_assert_int_eq(parse(count_args(alone), alone, &t, &why), 0);
+	ck_assert_str_eq(t.hand, "/run/h.sock.g.ticket:00ff");
+	ck_assert_int_eq(t.fds[0], -1);
+	ck_assert_int_eq(parse(count_args(split), split, &t, &why), 0);
+	ck_assert_str_eq(t.hand, "/a:b:c");
+	/* a secret that is not hubctl ticket's: refused before connecting */
+	ck_assert_int_eq(hp_ticket_fetch(&t, &why), -EINVAL);
+	ck_assert_msg(strstr(why, "secret") != NULL, "%s", why);
+	expect_refusals(bad, sizeof(bad) / sizeof(bad[0]));
+}
+END_TEST
+
 Suite *suite_ticket(void);
 
 Suite *
@@ -312,6 +344,7 @@ suite_ticket(void)
 	tcase_add_test(tc, test_doorbell_fd_zero);
 	tcase_add_test(tc, test_missing_pieces);
 	tcase_add_test(tc, test_malformed);
+	tcase_add_test(tc, test_hub_ticket);
 	suite_add_tcase(s, tc);
 	return s;
 }

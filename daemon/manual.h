@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* manual.c: a guest started by hand (start = manual), to debug it: its
+ * ticket waits on a socket of its own for the process a person starts,
+ * which receives there what a spawned guest inherits. */
+#ifndef MANUAL_H
+#define MANUAL_H
+
+#include "daemon/hub.h"
+
+/* Listens for p's process (spawn.c, in place of the fork): guest_end is
+ * its doorbell's end, taken on success. 0, or -errno with *what set. */
+int		manual_listen(struct hub *h, struct peer *p, int guest_end,
+			      const char **what);
+/* Its socket, ticket and doorbell end go (recovery; idempotent). */
+void		manual_end(struct hub *h, struct peer *p);
+/* The socket's path and the secret, NULL when p waits for nobody. */
+const char	*manual_socket(const struct peer *p);
+const char	*manual_secret(const struct peer *p);
+
+#endif
