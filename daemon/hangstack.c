@@ -21,7 +21,6 @@
 #include "daemon/hangstack.h"
 #include "daemon/hub.h"
 #include "daemon/log.h"
-#include "daemon/supervise.h"
 
 #define OUT_MAX		65536	/* of its output, logged */
 
@@ -67,7 +66,7 @@ done_cb(struct ev_loop *loop, ev_io *w, int revents)
 	s->out = -1;
 	/* the guest it was for, still waiting for it: ended now */
 	if (p->pid == s->target)
-		supervise_stack_taken(p->hub, p);
+		s->done(p->hub, p);
 }
 
 void
@@ -133,7 +132,7 @@ run_tool(struct hangstack *s, const char *tool, pid_t target)
 }
 
 enum hangstack_how
-hangstack_start(struct hub *h, struct peer *p)
+hangstack_start(struct hub *h, struct peer *p, void (*done)(struct hub *h, struct peer *p))
 {
 	struct hangstack *s = &p->stack;
 	const char *tool;
@@ -160,6 +159,7 @@ hangstack_start(struct hub *h, struct peer *p)
 		return HANGSTACK_NONE;
 	}
 	s->target = p->pid;
+	s->done = done;
 	ev_io_set(&s->w, s->pidfd, EV_READ);
 	ev_io_start(h->loop, &s->w);
 	log_warnx("guest %s: taking its stack with %s (%.0f s at most)", p->conf->name, tool,

@@ -27,12 +27,15 @@ struct hangstack {
 	int		pidfd;
 	int		out;		/* a memfd: its stdout and stderr */
 	pid_t		target;		/* the guest's pid then */
+	void		(*done)(struct hub *h, struct peer *p);	/* the tool ended */
 	ev_io		w;
 };
 
 void		hangstack_init(struct peer *p);
-/* Starts taking p's stack (p->pid). */
-enum hangstack_how hangstack_start(struct hub *h, struct peer *p);
+/* Starts taking p's stack (p->pid); with HANGSTACK_TOOL, done runs when
+ * the tool has ended, its output logged. */
+enum hangstack_how hangstack_start(struct hub *h, struct peer *p,
+				   void (*done)(struct hub *h, struct peer *p));
 /* hubd exits: a tool still running is killed. */
 void		hangstack_kill(struct peer *p);
 

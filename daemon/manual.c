@@ -24,7 +24,6 @@
 
 #include "daemon/log.h"
 #include "daemon/manual.h"
-#include "daemon/supervise.h"
 #include "proto/fdpass.h"
 #include "proto/ticket.h"
 
@@ -35,6 +34,7 @@ struct manual {
 	ev_io		cw;
 	struct ucred	cred;		/* cfd's peer */
 	int		guest_end;	/* its doorbell's end, handed over */
+	host_peer_fn	*started;	/* the supervisor's, once handed over */
 	char		path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char		secret[HP_TICKET_SECRET_LEN + 1];	/* hex */
 };
@@ -107,6 +107,7 @@ conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct peer *p = w->data;
 	struct hub *h = p->hub;
 	struct manual *m = p->manual;
+	host_peer_fn *started;
 	char got[HP_TICKET_SECRET_LEN + 1], reply[32];
 	int fds[HP_TICKET_FDS], nfds = 0, pidfd, len;
 	ssize_t n;
@@ -150,8 +151,9 @@ conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 		log_info("guest %s: started again by hand (pid %d)", p->conf->name, (int)p->pid);
 	else
 		log_info("guest %s: started by hand (pid %d)", p->conf->name, (int)p->pid);
+	started = m->started;
 	manual_end(h, p);	/* used once */
-	supervise_manual_started(h, p);
+	started(h, p);
 }
 
 static void
@@ -183,7 +185,8 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 int
-manual_listen(struct hub *h, struct peer *p, int guest_end, const char **what)
+manual_listen(struct hub *h, struct peer *p, int guest_end, host_peer_fn *started,
+	      const char **what)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	uint8_t rnd[HP_TICKET_SECRET_LEN / 2];
@@ -196,6 +199,7 @@ manual_listen(struct hub *h, struct peer *p, int guest_end, const char **what)
 		return -ENOMEM;
 	}
 	m->lfd = m->cfd = m->guest_end = -1;
+	m->started = started;
 	p->manual = m;
 	/* beside the control socket, where only hubd makes files */
 	if ((size_t)snprintf(m->path, sizeof(m->path), "%s.%s.ticket",

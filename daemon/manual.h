@@ -8,9 +8,10 @@
 #include "daemon/hub.h"
 
 /* Listens for p's process (spawn.c, in place of the fork): guest_end is
- * its doorbell's end, taken on success. 0, or -errno with *what set. */
+ * its doorbell's end, taken on success; started runs once a process took
+ * the ticket (p->pid, p->pidfd set). 0, or -errno with *what set. */
 int		manual_listen(struct hub *h, struct peer *p, int guest_end,
-			      const char **what);
+			      host_peer_fn *started, const char **what);
 /* Its socket, ticket and doorbell end go (recovery; idempotent). */
 void		manual_end(struct hub *h, struct peer *p);
 /* The socket's path and the secret, NULL when p waits for nobody. */

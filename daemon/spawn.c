@@ -257,7 +257,7 @@ fail:
  * waiting in manual.c for a process started by hand); or -errno with why
  * in p->kill_detail, nothing left behind and its entry Empty again. */
 int
-spawn_guest(struct hub *h, struct peer *p)
+spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand)
 {
 	uint32_t seen;
 	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 }, out_w = -1, err = 0, status;
@@ -313,7 +313,7 @@ spawn_guest(struct hub *h, struct peer *p)
 		goto fail;
 	}
 	if (p->conf->start_manual) {
-		if ((err = manual_listen(h, p, fds[1], &what)) != 0)
+		if ((err = manual_listen(h, p, fds[1], started_by_hand, &what)) != 0)
 			goto fail;
 		p->bell = fds[0];
 		return 0;

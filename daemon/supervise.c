@@ -43,6 +43,9 @@
 #include "proto/msg.h"
 #include "proto/peer.h"
 
+static void	started_by_hand(struct hub *h, struct peer *p);
+static void	stack_taken(struct hub *h, struct peer *p);
+
 #define BELL_GRACE_S		1.0	/* doorbell closed: time to exit by itself */
 
 /* An event's particulars: why (DIED: how it ended, VIOLATION: the rule). */
@@ -271,7 +274,7 @@ start(struct hub *h, struct peer *p)
 	int rc;
 
 	p->state = PEER_STARTING;
-	if ((rc = spawn_guest(h, p)) == 0 && p->pid == 0) {
+	if ((rc = spawn_guest(h, p, started_by_hand)) == 0 && p->pid == 0) {
 		/* start = manual: nothing runs yet (manual.c) */
 		p->state = PEER_WAITING;
 		return;
@@ -398,7 +401,7 @@ end(struct hub *h, struct peer *p, enum peer_state from, const struct why *w)
 static int
 take_stack(struct hub *h, struct peer *p, const struct why *w)
 {
-	enum hangstack_how how = hangstack_start(h, p);
+	enum hangstack_how how = hangstack_start(h, p, stack_taken);
 
 	if (how == HANGSTACK_NONE)
 		return 0;
@@ -593,8 +596,9 @@ supervise_stop(struct hub *h, struct peer *p)
 	step(h, p, PE_STOP, NULL);
 }
 
-void
-supervise_manual_started(struct hub *h, struct peer *p)
+/* manual.c: a process started by hand took p's ticket (p->pid, p->pidfd). */
+static void
+started_by_hand(struct hub *h, struct peer *p)
 {
 	step(h, p, PE_SPAWN_OK, NULL);
 }
@@ -659,8 +663,8 @@ supervise_kill_groups(struct hub *h)
 }
 
 /* Its stack is in the log: the timer's SIGKILL now, if it waits still. */
-void
-supervise_stack_taken(struct hub *h, struct peer *p)
+static void
+stack_taken(struct hub *h, struct peer *p)
 {
 	if (p->state == PEER_ENDING && ev_is_active(&p->timer))
 		step(h, p, PE_TIMER, NULL);

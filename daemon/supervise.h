@@ -12,8 +12,6 @@ void		supervise_start(struct hub *h, struct peer *p);
  * wait for one: reload_start_waiting). */
 void		supervise_on_free(struct hub *h, void (*fn)(struct hub *h));
 void		supervise_stop(struct hub *h, struct peer *p);
-/* manual.c: a process started by hand took p's ticket (p->pid, p->pidfd). */
-void		supervise_manual_started(struct hub *h, struct peer *p);
 void		supervise_restart(struct hub *h, struct peer *p);
 /* Every tick: guests that attached without ringing. */
 void		supervise_tick(struct hub *h);
@@ -22,8 +20,6 @@ void		supervise_tick(struct hub *h);
 void		supervise_faults(struct hub *h);
 void		supervise_stop_all(struct hub *h);
 int		supervise_all_down(struct hub *h);
-/* hangstack.c: p's stack was taken; it is killed now. */
-void		supervise_stack_taken(struct hub *h, struct peer *p);
 /* A signal's name, "SIGKILL" ("signal N" for one without), in buf. */
 const char	*supervise_signal_name(int sig, char *buf, size_t len);
 /* SIGKILL to every guest's process group (hubd exiting). */
