@@ -235,7 +235,10 @@ decide(struct life *l, const struct life_in *in, struct life_out *out)
 	const struct config_guest *c = in->conf;
 	int restart = l->want_restart;
 
-	out->recent = tally_add(l, c, in->now_ns);
+	/* an end somebody asked for (hubctl stop or restart, a reload, the
+	 * hub stopping) is no death: it brings no guest nearer max_deaths */
+	out->recent = restart || l->want_down || in->hub_stopping ?
+	    lifecycle_recent(l, c, in->now_ns) : tally_add(l, c, in->now_ns);
 	l->want_restart = 0;
 	if (restart && !in->hub_stopping) {
 		out->next = PEER_STARTING;

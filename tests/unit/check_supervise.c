@@ -363,6 +363,31 @@ START_TEST(test_max_deaths)
 }
 END_TEST
 
+/* Ends asked for (hubctl restart, stop) are not deaths: however many, a
+ * crash after them is the first in the window. */
+START_TEST(test_asked_ends_not_deaths)
+{
+	uint64_t t = 1 * S;
+	struct life_out o;
+
+	lifecycle_free(&life);
+	conf.restart = RESTART_ALWAYS;
+	conf.max_deaths = 2;
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(ev(PEER_UP, PE_RESTART, t += MS, 0, 0, 0).next, PEER_STOPPING);
+		o = ev(PEER_STOPPING, PE_DIED, t += MS, DEATH_EXITED, 0, 0);
+		ck_assert_int_eq(o.next, PEER_STARTING);
+		ck_assert_uint_eq(o.recent, 0);
+	}
+	ck_assert_int_eq(ev(PEER_UP, PE_STOP, t += MS, 0, 0, 0).next, PEER_STOPPING);
+	ck_assert_int_eq(ev(PEER_STOPPING, PE_DIED, t += MS, DEATH_EXITED, 0, 0).next, PEER_DOWN);
+	ck_assert_int_eq(ev(PEER_DOWN, PE_START, t += MS, 0, 0, 0).next, PEER_STARTING);
+	o = crash(t += MS, 0);
+	ck_assert_msg(o.next == PEER_BACKOFF && o.recent == 1, "%s, %u in the window",
+		      lifecycle_state_name(o.next), o.recent);
+}
+END_TEST
+
 START_TEST(test_window_slides)
 {
 	struct life_out o;
@@ -493,6 +518,7 @@ suite_supervise(void)
 	tcase_add_test(tc, test_restart_policy);
 	tcase_add_test(tc, test_backoff_doubles_and_resets);
 	tcase_add_test(tc, test_max_deaths);
+	tcase_add_test(tc, test_asked_ends_not_deaths);
 	tcase_add_test(tc, test_window_slides);
 	tcase_add_test(tc, test_spawn_failures_count);
 	tcase_add_test(tc, test_max_deaths_changed);
