@@ -98,6 +98,32 @@ answer_ok(struct hub *h, const struct origin *o, const uint8_t *value, size_t le
 
 /* -- calls the host makes to a guest ------------------------------------- */
 
+const char *
+origin_name(struct hub *h, const struct origin *o, char *buf, size_t n)
+{
+	const struct peer *q;
+
+	switch (o->kind) {
+	case ORIGIN_PEER:
+		q = hub_peer(h, o->peer);
+		snprintf(buf, n, "%s", q != NULL && q->conf != NULL ? q->conf->name : "?");
+		break;
+	case ORIGIN_CLIENT:
+		/* no guest name has a ':' (config_valid_name) */
+		snprintf(buf, n, "%s%u", HP_SVC_CALLER_CLIENT,
+			 (unsigned)(o->ext->caller & 0xffffffffu));
+		break;
+	case ORIGIN_SINK:
+		snprintf(buf, n, "hub");
+		break;
+	case ORIGIN_NONE:
+	default:
+		snprintf(buf, n, "(gone)");
+		break;
+	}
+	return buf;
+}
+
 void
 answer_init(struct peer *p)
 {

@@ -28,6 +28,12 @@ void		answer_error(struct hub *h, const struct origin *o, uint32_t code,
 			     const char *why);
 void		answer_ok(struct hub *h, const struct origin *o,
 			  const uint8_t *value, size_t len);
+/* Who made a call, as handlers (hub.caller) and hubctl calls name it:
+ * the calling guest's name, "client:UID" for a control client, "hub" for
+ * hubd's own, "(gone)" when nobody waits any more. Into buf (n bytes:
+ * ORIGIN_NAME_MAX fits every one); returns buf. */
+#define ORIGIN_NAME_MAX	64
+const char	*origin_name(struct hub *h, const struct origin *o, char *buf, size_t n);
 /* The calls routed to p and not answered yet, by method, into d: what
  * it was serving when it died. */
 void		answer_serving(struct hub *h, struct peer *p, struct death *d);

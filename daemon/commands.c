@@ -12,6 +12,7 @@
 
 #include <json-c/json.h>
 
+#include "daemon/answer.h"
 #include "daemon/client.h"
 #include "daemon/commands.h"
 #include "daemon/filter.h"
@@ -858,29 +859,13 @@ caller_json(struct hub *h, json_object *e, const struct origin *o)
 		[ORIGIN_NONE] = "gone", [ORIGIN_PEER] = "guest",
 		[ORIGIN_CLIENT] = "client", [ORIGIN_SINK] = "hub",
 	};
-	const struct peer *q = hub_peer(h, o->peer);
-	char who[64];
+	char who[ORIGIN_NAME_MAX];
 
 	json_object_object_add(e, "caller_kind", json_object_new_string(kinds[o->kind]));
-	switch (o->kind) {
-	case ORIGIN_PEER:
-		snprintf(who, sizeof(who), "%s", q != NULL && q->conf != NULL ?
-			 q->conf->name : "?");
+	if (o->kind == ORIGIN_PEER)
 		add_u64(e, "caller_id", o->req_id);
-		break;
-	case ORIGIN_CLIENT:
-		snprintf(who, sizeof(who), "client (uid %u)",
-			 (unsigned)(o->ext->caller & 0xffffffffu));
-		break;
-	case ORIGIN_SINK:
-		snprintf(who, sizeof(who), "hub");
-		break;
-	case ORIGIN_NONE:
-	default:
-		snprintf(who, sizeof(who), "(gone)");
-		break;
-	}
-	json_object_object_add(e, "caller", json_object_new_string(who));
+	json_object_object_add(e, "caller", json_object_new_string(
+		origin_name(h, o, who, sizeof(who))));
 }
 
 /* The calls hubd routed to guests and that wait for their answer: each

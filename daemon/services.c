@@ -3,6 +3,7 @@
  * name, signature and handler; and hub.source's sending, paced by the
  * calling guest's credit. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -207,6 +208,43 @@ svc_signature(struct hub *h, struct peer *p, const struct origin *o,
 	answer_ok(h, o, buf, e.len);
 }
 
+/* hub.caller: who made call id, one the asking guest is serving. Only
+ * p's own table is looked in: no guest learns who calls another. */
+static void
+svc_caller(struct hub *h, struct peer *p, const struct origin *o,
+	   const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	const struct pending *e = NULL;
+	uint64_t id;
+	char who[ORIGIN_NAME_MAX], text[80];
+	uint8_t buf[ORIGIN_NAME_MAX + 8];
+	struct hp_pc_enc enc;
+
+	hp_pc_dec_init(&d, args, len);
+	id = hp_pc_get_u64(&d);
+	if (p == NULL) {
+		answer_error(h, o, HP_ERR_USER, "only guests ask who called them");
+		return;
+	}
+	if (d.err == 0 && id != 0 && id <= UINT32_MAX)
+		e = hp_idtab_find(&p->pend, (uint32_t)id);
+	if (e == NULL) {
+		snprintf(text, sizeof(text), "%s%" PRIu64 " in flight to you",
+			 HP_SVC_CALLER_UNKNOWN, d.err == 0 ? id : 0);
+		answer_error(h, o, HP_ERR_USER, text);
+		return;
+	}
+	if (e->o.kind == ORIGIN_NONE) {
+		answer_error(h, o, HP_ERR_USER, HP_SVC_CALLER_GONE);
+		return;
+	}
+	origin_name(h, &e->o, who, sizeof(who));
+	hp_pc_enc_init(&enc, buf, sizeof(buf));
+	hp_pc_put_str(&enc, who, strlen(who));
+	answer_ok(h, o, buf, enc.len);
+}
+
 static const struct service {
 	const char	*name;
 	const char	*sig;
@@ -219,6 +257,7 @@ static const struct service {
 	{ HP_SVC_SINK, HP_SVC_SIG_SINK, svc_sink },
 	{ HP_SVC_SOURCE, HP_SVC_SIG_SOURCE, svc_source },
 	{ HP_SVC_SIGNATURE, HP_SVC_SIG_SIGNATURE, svc_signature },
+	{ HP_SVC_CALLER, HP_SVC_SIG_CALLER, svc_caller },
 };
 #define NSERVICES	(sizeof(services) / sizeof(services[0]))
 

@@ -413,6 +413,37 @@ guest_call_cancelled(const struct guest_call *c)
 	return cancelled;
 }
 
+const char *
+guest_call_caller(struct guest_call *c)
+{
+	struct guest *g = c->g;
+	uint8_t arg[16], res[HP_LANE_NAME_MAX + 8];
+	const char *name;
+	size_t n, pos = 0, len;
+	int gone;
+
+	g->rt->lock(g);
+	gone = c->answered || c->lane_gone;
+	if (!gone && c->caller[0] == '\0' && c->lane != NULL)
+		snprintf(c->caller, sizeof(c->caller), "%s", c->lane->peer);
+	g->rt->unlock(g);
+	/* over a closed lane req_id is the lane's, which the hub never saw */
+	if (gone)
+		return NULL;
+	if (c->caller[0] != '\0')
+		return c->caller;
+	/* through the hub: it knows the call by the id it gave it */
+	n = 0;
+	if (guest_pc_put_u64(arg, sizeof(arg), &n, c->req_id) < 0 ||
+	    guest_call(g, HP_SVC_CALLER, arg, n, res, sizeof(res), &len, 10000) != 0 ||
+	    guest_pc_get_str(res, len, &pos, &name, &n) != 0 || n == 0 ||
+	    n >= sizeof(c->caller))
+		return NULL;
+	memcpy(c->caller, name, n);
+	c->caller[n] = '\0';
+	return c->caller;
+}
+
 struct guest *
 guest_call_guest(const struct guest_call *c)
 {

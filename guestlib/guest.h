@@ -129,6 +129,14 @@ GUEST_API int guest_reply_cancelled(struct guest_call *c);
 /* Nonzero once the caller sent Cancel for this call (advisory: the call
  * must still be answered). */
 GUEST_API int guest_call_cancelled(const struct guest_call *c);
+/* Who made the call, for its handler to decide what the caller may do:
+ * the calling guest's name (its [guest NAME] section), "client:UID" for a
+ * control client (hubctl call), "hub" for the hub's own. Over a lane the
+ * lane's peer, at once; else the hub says (hub.caller, a synchronous call
+ * that serves meanwhile as guest_call does). Kept: a second ask is free.
+ * Valid until the call is answered; NULL once it is, or when the hub
+ * cannot tell (the caller left, the hub is gone). */
+GUEST_API const char *guest_call_caller(struct guest_call *c);
 GUEST_API struct guest *guest_call_guest(const struct guest_call *c);
 
 /* Outcome of a call: 0 Ok; -EREMOTEIO the callee's error (its handler

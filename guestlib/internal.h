@@ -264,6 +264,7 @@ struct guest_call {
 	struct guest	*g;
 	uint32_t	req_id;
 	const char	*method;	/* its method's name (struct method's) */
+	char		caller[HP_LANE_NAME_MAX + 1]; /* guest_call_caller's, once asked */
 	int		cancelled;
 	uint8_t		answered;	/* a second answer is -EALREADY */
 	uint8_t		running;	/* its handler has not returned */

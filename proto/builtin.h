@@ -19,6 +19,12 @@
  *						registered with (host services
  *						included), Err "no such method: NAME"
  *						for a name nobody registered
+ *	hub.caller	u64 -> str		who made call ID, a call in flight
+ *						to the asking guest (ID: the
+ *						Request's id as the host sent it):
+ *						a guest's name, "client:UID" for a
+ *						control client, "hub" for the host;
+ *						Err for an id not in flight to it
  *
  * The stream hash is XXH3-64 (libxxhash) chained over the items in order:
  * h = XXH3_64bits_withSeed(item, item_len, h), from h = 0, each item's
@@ -37,6 +43,7 @@
 #define HP_SVC_SINK		"hub.sink"
 #define HP_SVC_SOURCE		"hub.source"
 #define HP_SVC_SIGNATURE	"hub.signature"
+#define HP_SVC_CALLER		"hub.caller"
 
 #define HP_SVC_SIG_PING		"bytes->bytes"
 #define HP_SVC_SIG_LOG		"str->unit"
@@ -45,6 +52,7 @@
 #define HP_SVC_SIG_SINK		"chan<bytes>->u64"
 #define HP_SVC_SIG_SOURCE	"u64,u64->u64"
 #define HP_SVC_SIG_SIGNATURE	"str->str"
+#define HP_SVC_SIG_CALLER	"u64->str"
 #define HP_STREAM_HASH_SEED	0
 
 /* hub.register's errors (User(str)), so that a guest can tell them apart. */
@@ -56,6 +64,12 @@
 
 /* hub.signature's error, followed by the name asked for. */
 #define HP_SVC_SIG_UNKNOWN	"no such method: "
+
+/* hub.caller's errors: an id not in flight to the asking guest
+ * (followed by the id and " in flight to you"), a call whose caller left. */
+#define HP_SVC_CALLER_UNKNOWN	"no call "
+#define HP_SVC_CALLER_GONE	"the caller left"
+#define HP_SVC_CALLER_CLIENT	"client:"	/* followed by the uid */
 
 /* Metadata key the host adds to an error it makes itself (peer died,
  * busy...), with a human-readable String value. */

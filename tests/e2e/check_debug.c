@@ -176,7 +176,7 @@ START_TEST(test_calls_lists_unanswered)
 		      json_object_to_json_string(c));
 	json_object_put(a);
 	ck_assert_int_eq(hubctl(&hub, &out, "calls", (char *)NULL), 0);
-	ck_assert_msg(strstr(out, "prober.wait") != NULL && strstr(out, "client (uid ") != NULL,
+	ck_assert_msg(strstr(out, "prober.wait") != NULL && strstr(out, "client:") != NULL,
 		      "%s", out);
 	free(out);
 	/* the caller gives up: Cancel, and prober.wait answers Cancelled;
@@ -203,6 +203,81 @@ START_TEST(test_calls_lists_unanswered)
 	sleep_ms(300);
 	ck_assert_msg(wait_calls("prober.wait", 1) == 0, "a half-closed client's call was dropped");
 	close(fd);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* hubctl call METHOD [ARG [ARG2]]: its output's first line (malloc'd),
+ * asserting it succeeded. */
+static char *
+call_line(const char *method, const char *arg, const char *arg2)
+{
+	char *out = NULL, *nl;
+
+	ck_assert_msg(hubctl(&hub, &out, "-t", "30", "call", method, arg, arg2,
+			     (char *)NULL) == 0,
+		      "hubctl call %s: %s; %s", method, out, hub_log_tail(&hub));
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+	return out;
+}
+
+static void
+expect_line(const char *want, const char *method, const char *arg)
+{
+	char *out = call_line(method, arg, NULL);
+
+	ck_assert_msg(strcmp(out, want) == 0, "%s %s: '%s', want '%s'", method,
+		      arg != NULL ? arg : "", out, want);
+	free(out);
+}
+
+/* guest_call_caller in a callback guest, answered by hubd's hub.caller:
+ * a control client is client:UID, another guest its name; after the
+ * answer the call is forgotten (NULL). A guest learns only about calls
+ * in flight to itself: asking about a call in flight to another guest,
+ * or an id nobody uses, is an error that names nobody. */
+START_TEST(test_handler_learns_its_caller)
+{
+	json_object *a, *c;
+	char client[32], id[32], *out = NULL;
+	int fd;
+
+	snprintf(client, sizeof(client), "client:%u", (unsigned)getuid());
+	hub_start_up(&hub, NULL, PROBER "[guest caller]\nexec = @/tests/guests/prober\n"
+		     "args = --prefix caller\n", "prober,caller");
+	ck_assert(hub_wait_method(&hub, "prober.caller,prober.wait,caller.route,"
+				  "caller.askcaller") == 0);
+	expect_line(client, "prober.caller", "x");
+	expect_line("NULL", "prober.caller_after", NULL);
+	out = call_line("caller.route", "prober.caller", "x");
+	ck_assert_msg(strcmp(out, "caller") == 0, "through hubd: '%s'", out);
+	free(out);
+	/* hub.caller itself: for guests only */
+	ck_assert_int_eq(hubctl_err(&hub, &out, "call", "hub.caller", "1", (char *)NULL), 1);
+	ck_assert_msg(strstr(out, "only guests ask who called them") != NULL, "%s", out);
+	free(out);
+	/* a call in flight to prober: prober may ask about it, caller may
+	 * not (caller's own calls have smaller ids: it was called once) */
+	fd = call_unread("prober.wait", NULL);
+	ck_assert_msg(wait_calls("prober.wait", 1) == 0, "the call never showed");
+	c = call_of(&a, "prober.wait");
+	snprintf(id, sizeof(id), "%lld", (long long)json_object_get_int64(json_get(c, "id")));
+	json_object_put(a);
+	ck_assert_msg(atoi(id) > 2, "prober.wait's id %s", id);
+	expect_line(client, "prober.askcaller", id);
+	out = call_line("caller.askcaller", id, NULL);
+	ck_assert_msg(strstr(out, "error: ") == out && strstr(out, "no call ") != NULL &&
+		      strstr(out, " in flight to you") != NULL && strstr(out, "client") == NULL,
+		      "asking about another guest's call: '%s'", out);
+	free(out);
+	out = call_line("prober.askcaller", "99999", NULL);
+	ck_assert_msg(strstr(out, "no call 99999 in flight to you") != NULL, "'%s'", out);
+	free(out);
+	close(fd);
+	ck_assert_msg(wait_calls("prober.wait", 0) == 0, "the call stayed: %s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "restarts"), 0);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -410,6 +485,7 @@ suite_debug(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_death_says_signal_and_calls);
 	tcase_add_test(tc, test_calls_lists_unanswered);
+	tcase_add_test(tc, test_handler_learns_its_caller);
 	tcase_add_test(tc, test_output_tagged_and_kept);
 	tcase_add_test(tc, test_heartbeat_off_per_guest);
 	tcase_add_test(tc, test_hung_guest_stack_taken);

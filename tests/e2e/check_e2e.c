@@ -130,6 +130,7 @@ START_TEST(test_guests_attach_and_answer)
 	expect_ctl(0, "u64,chan<u64>->u64\n", "call", "hub.signature", "counter.count", NULL);
 	expect_ctl(0, "str->str\n", "call", "hub.signature", "hub.signature", NULL);
 	expect_ctl(0, "u64,u64->u64\n", "call", "hub.signature", "hub.source", NULL);
+	expect_ctl(0, "u64->str\n", "call", "hub.signature", "hub.caller", NULL);
 	ck_assert_int_eq(hubctl(&hub, &out, "-j", "call", "hub.signature", "no.such", (char *)NULL), 1);
 	ck_assert_msg(strstr(out, "no such method: no.such") != NULL, "hub.signature: %s", out);
 	free(out);

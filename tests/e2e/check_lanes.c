@@ -470,6 +470,33 @@ START_TEST(test_microthreads_over_a_lane)
 }
 END_TEST
 
+/* guest_call_caller on microthreads: client:UID for hubctl's call; the
+ * calling guest's name through hubd (hub.caller) and over the lane that
+ * follows (the lane's peer, no question to hubd). */
+START_TEST(test_callee_learns_its_caller)
+{
+	char client[32];
+
+	snprintf(client, sizeof(client), "client:%u", (unsigned)getuid());
+	hub_start_up(&hub, NULL,
+		     "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1\n"
+		     "[guest m2]\nexec = @/tests/guests/mtprober\nargs = --prefix m2\n",
+		     "m1,m2");
+	ck_assert(hub_wait_method(&hub, "m1.caller,m1.caller_after,m2.call") == 0);
+	expect(client, "m1.caller", "x", NULL, NULL);
+	expect("NULL", "m1.caller_after", NULL, NULL, NULL);
+	expect_open(0);
+	expect("m2", "m2.call", "m1.caller", "x", NULL);	/* through hubd */
+	expect_open(1);
+	expect("m2", "m2.call", "m1.caller", "x", NULL);	/* over the lane */
+	stat_at_least("m2", "lane_calls_in", 1);	/* as test_lane_set_up counts */
+	expect(client, "m1.caller", "x", NULL, NULL);
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "m2", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* r[shm.flow.remaining-credit] r[shm.flow.reset]: a stream over a lane
  * between guests on microthreads (_i + 1 processors): the reader takes
  * it through guest_chan_reader, the sender waits for credit on its
@@ -538,6 +565,7 @@ suite_lanes(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_lane_set_up);
 	tcase_add_test(tc, test_big_payloads_over_a_lane);
+	tcase_add_test(tc, test_callee_learns_its_caller);
 	tcase_add_loop_test(tc, test_lanes_refused_by_config, 0, 3);
 	tcase_add_loop_test(tc, test_callee_dies_mid_call, 0, 2);
 	tcase_add_test(tc, test_caller_dies_mid_call);

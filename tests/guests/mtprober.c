@@ -16,6 +16,7 @@
  *   spin MS YIELD	computes for MS ms, yielding now and then if YIELD,
  *			answers "ok"
  *   crash		dereferences NULL in its handler
+ *   caller X, caller_after  see testguest.h
  *   big		uses 128 KiB of its stack (more than the default 64 KiB),
  *			written from the top down so that an overflow meets the
  *			guard first; answers "ok" if it fits
@@ -599,6 +600,8 @@ main(int argc, char *argv[])
 		{ "spin", "u64,bool->str", spin },
 		{ "crash", "->str", crash },
 		{ "big", "->str", big },
+		{ "caller", "str->str", tg_caller },
+		{ "caller_after", "->str", tg_caller_after_answer },
 		{ "threads", "->str", threads },
 		{ "pull", "u64,u64->str", pull },
 		{ "push", "u64->str", push },

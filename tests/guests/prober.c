@@ -21,6 +21,9 @@
  *			"error: <kind>" (the second send needs the credit the
  *			first took back: a host that grants only in quarters
  *			of the window never returns it)
+ *   askcaller ID	calls hub.caller(ID), answers the name or
+ *			"error: <kind>: <message>"
+ *   caller X, caller_after  see testguest.h
  *   busy MS		computes for MS ms without looking at the hub (a
  *			plugin doing work: awake, never asleep), then answers
  * With --poll it runs its own poll() loop on guest_fd() and
@@ -568,6 +571,35 @@ out:
 }
 
 static void
+askcaller(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t id;
+	size_t pos = 0, rlen = 0;
+	uint8_t arg[16], res[256];
+	const char *s;
+	size_t sn;
+	char text[300];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &id) != 0) {
+		guest_reply_error(c, "askcaller takes a request id");
+		return;
+	}
+	pos = 0;
+	guest_pc_put_u64(arg, sizeof(arg), &pos, id);
+	rc = guest_call(g, "hub.caller", arg, pos, res, sizeof(res), &rlen, 10000);
+	pos = 0;
+	if (rc == 0 && guest_pc_get_str(res, rlen, &pos, &s, &sn) == 0) {
+		reply_str(c, s, sn);
+		return;
+	}
+	snprintf(text, sizeof(text), "error: ");
+	why_text(text + 7, sizeof(text) - 7, rc, rc != 0 && rlen > 0 ? res : NULL, rlen);
+	reply_str(c, text, strlen(text));
+}
+
+static void
 count_cancels(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	(void)args;
@@ -597,6 +629,9 @@ main(int argc, char *argv[])
 		{ "ping", "u64->str", ping },
 		{ "busy", "u64->unit", busy },
 		{ "sinkpair", "u64,u64->str", sinkpair },
+		{ "askcaller", "u64->str", askcaller },
+		{ "caller", "str->str", tg_caller },
+		{ "caller_after", "->str", tg_caller_after_answer },
 	};
 	const char *why;
 	int rc;

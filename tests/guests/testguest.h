@@ -155,4 +155,42 @@ tg_twice_rc(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	guest_reply(c, res, pos);
 }
 
+/* PREFIX.caller X answers guest_call_caller (X ignored), asked twice: the
+ * second must be the first, kept; "error: none" for NULL. What it gives
+ * once the call is answered (NULL is right) goes to PREFIX.caller_after. */
+static char tg_caller_after[16] = "none";
+
+static inline void
+tg_caller(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *who = guest_call_caller(c);
+	uint8_t res[128];
+	size_t pos = 0;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	if (who == NULL)
+		who = "error: none";
+	else if (guest_call_caller(c) != who)
+		who = "error: not kept";
+	guest_pc_put_str(res, sizeof(res), &pos, who, strlen(who));
+	guest_reply(c, res, pos);
+	snprintf(tg_caller_after, sizeof(tg_caller_after), "%s",
+		 guest_call_caller(c) == NULL ? "NULL" : "not NULL");
+}
+
+static inline void
+tg_caller_after_answer(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t res[32];
+	size_t pos = 0;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_pc_put_str(res, sizeof(res), &pos, tg_caller_after, strlen(tg_caller_after));
+	guest_reply(c, res, pos);
+}
+
 #endif

@@ -120,8 +120,8 @@ def test_library_not_found(monkeypatch):
 
 
 def test_libguest_too_old(monkeypatch):
-    # a libguest before 0.3 (no guest_chan_hold: streams could not hold
-    # their channels) is refused, saying what the binding needs
+    # a libguest before 0.4 (no guest_call_caller: hubguest.caller()
+    # could not ask) is refused, saying what the binding needs
     import ctypes
     import os
     from conftest import BUILD
@@ -133,15 +133,15 @@ def test_libguest_too_old(monkeypatch):
             self._lib = real(path)
 
         def __getattr__(self, name):
-            if name in ("guest_chan_hold", "guest_chan_consumed"):
+            if name == "guest_call_caller":
                 raise AttributeError(name)
             return getattr(self._lib, name)
 
     monkeypatch.setattr(_lib, "_lib", None)
     monkeypatch.setattr(_lib.ctypes, "CDLL", Old)
     monkeypatch.setenv("HUB_LIBGUEST", os.path.join(BUILD, "libguest.so"))
-    with pytest.raises(hubguest.Error, match=r"has no guest_chan_hold: libguest too old "
-                       r"for this binding \(it needs 0\.3 or later\)"):
+    with pytest.raises(hubguest.Error, match=r"has no guest_call_caller: libguest too old "
+                       r"for this binding \(it needs 0\.4 or later\)"):
         _lib.load()
 
 

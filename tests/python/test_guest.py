@@ -54,6 +54,17 @@ def test_python_calls_c_and_c_calls_python(hub):
     assert hub.ok("py.viaprober", "round trip") == "round trip!"
 
 
+def test_handler_learns_its_caller(hub):
+    # hubctl's call is a control client's; a C guest's, through the hub
+    # (hub.caller) and then over the lane that follows, is that guest's;
+    # pyguest calling itself is pyguest
+    assert hub.ok("py.who", "x") == "client:%d" % os.getuid()
+    assert hub.ok("prober.route", "py.who", "x") == "prober"
+    assert hub.ok("prober.route", "py.who", "x") == "prober"
+    assert hub.ok("py.callany", "py.who", "x") == "ok: 'pyguest'"
+    assert hub.peer("pyguest")["deaths"] == []
+
+
 def test_register_only_its_names(hub):
     # pyguest's own names are pyguest.*, and its config provides py.*
     assert hub.ok("py.register", "py.extra") == "ok"
@@ -176,6 +187,7 @@ def test_asyncio(make_hub):
     h = make_hub(ECHO + COUNTER + PYASYNC, up=("echo", "counter", "pyasync"),
                  wait=("aio.sleep", "aio.timeout"))
     assert h.ok("aio.both", "abc") == "abc|cba"
+    assert h.ok("aio.who", "x") == "client:%d" % os.getuid()
     assert h.ok("aio.source", "70000") == "ok 70000"
     assert h.ok("aio.relay", "300") == "ok 300"
     rc, res, items = h.call("aio.count", "200")

@@ -38,12 +38,12 @@ from .codec import Chan, Signature, decode, encode
 from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Error,
                      HubError, HubGone, InvalidPayload, PayloadTooLarge, RemoteError, Timeout,
                      UnknownMethod, UserError)
-from .guest import CHANNEL, Call, Guest, Sender, Stream, attach
+from .guest import CHANNEL, Call, Guest, Sender, Stream, attach, caller
 
 __version__ = "0.4.0"
 
 __all__ = [
-    "attach", "Guest", "Call", "Stream", "Sender", "CHANNEL", "Signature", "Chan",
+    "attach", "caller", "Guest", "Call", "Stream", "Sender", "CHANNEL", "Signature", "Chan",
     "encode", "decode", "Error", "AttachError", "CallError", "RemoteError", "HubError",
     "UnknownMethod", "InvalidPayload", "Cancelled", "Timeout", "PayloadTooLarge",
     "HubGone", "Ended", "ChannelClosed", "UserError",

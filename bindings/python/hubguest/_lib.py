@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 """libguest through ctypes: loading the library and the prototypes of the
 functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0;
-0.3 or later: streams hold their channels with guest_chan_hold).
+0.3 or later: streams hold their channels with guest_chan_hold; 0.4: a
+call's caller, guest_call_caller).
 
 Nothing here knows Python values: see codec.py for those, guest.py for the
 objects built on these calls."""
@@ -12,7 +13,7 @@ import os
 from .errors import Error
 
 SONAME = "libguest.so.0"
-NEEDS = "0.3"       # the libguest version whose functions _PROTOS lists
+NEEDS = "0.4"       # the libguest version whose functions _PROTOS lists
 
 # guest_handler(call, args, len, ctx)
 HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
@@ -43,6 +44,7 @@ _PROTOS = {
     "guest_reply_error": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "guest_reply_cancelled": (ctypes.c_int, [_P]),
     "guest_call_cancelled": (ctypes.c_int, [_P]),
+    "guest_call_caller": (ctypes.c_char_p, [_P]),
     "guest_call_async": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
                                         RESULT_FN, _P, ctypes.POINTER(ctypes.c_uint32)]),
     "guest_cancel": (ctypes.c_int, [_P, ctypes.c_uint32]),

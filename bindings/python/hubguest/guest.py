@@ -8,6 +8,7 @@ serves other traffic meanwhile, as guest_call does)."""
 
 import asyncio
 import atexit
+import contextvars
 import ctypes
 import errno
 import inspect
@@ -42,6 +43,41 @@ class _Channel:
 
 
 CHANNEL = _Channel()
+
+
+class _Running:
+    """A call whose handler runs (an async one's task too): what caller()
+    asks libguest about, while live (libguest frees a call answered)."""
+    __slots__ = ("g", "call", "live")
+
+    def __init__(self, g, call):
+        self.g, self.call, self.live = g, call, True
+
+
+_running = contextvars.ContextVar("hubguest_running", default=None)
+
+
+def caller():
+    """Inside a handler (an async def one too): who made the call, as
+    guest_call_caller says: the calling guest's name, "client:UID" for a
+    control client (hubctl call), "hub" for the hub's own. The hub says
+    it (once per call, asked only if a handler asks), so a handler may
+    trust it. None outside a handler; raises hubguest.Error when nobody
+    can tell (the caller left, the hub is gone)."""
+    r = _running.get()
+    if r is None:
+        return None
+    if not r.live or r.g._h is None:
+        raise Error("no caller: the call is over")
+    try:
+        name = r.g._lib.guest_call_caller(r.call)
+    finally:
+        r.g._kick()         # it may have served and slept, as a call does
+    r.g._reraise()
+    if name is None:
+        raise Error("the hub cannot say who made this call (its caller left, or the "
+                    "hub is gone)")
+    return name.decode("utf-8", "replace")
 
 # Methods whose channel is a plain u64 argument, not a chan<T>: the
 # argument index, and their items are raw bytes (hub.source sends the
@@ -821,6 +857,16 @@ class Guest:
             self._defer(e)
 
     def _dispatch(self, call, m, data):
+        # caller() names this call while its handler runs (a task made
+        # for it copies the context)
+        r = _Running(self, call)
+        token = _running.set(r)
+        try:
+            self._dispatch_in(call, m, data, r)
+        finally:
+            _running.reset(token)
+
+    def _dispatch_in(self, call, m, data, r):
         try:
             values = m.sig.decode_args(data)
         except ValueError as e:
@@ -833,26 +879,30 @@ class Guest:
                 senders.append(s)
                 values[i] = s
         try:
-            r = m.fn(*values)
+            v = m.fn(*values)
         except BaseException as e:
+            r.live = False
             self._answer(call, m, senders, None, e)
             return
-        if inspect.isawaitable(r):
+        if inspect.isawaitable(v):
             loop = self._loop
             if loop is None:
-                if inspect.iscoroutine(r):
-                    r.close()
+                if inspect.iscoroutine(v):
+                    v.close()
+                r.live = False
                 self._answer(call, m, senders, None, Error(
                     "%s is async: serve the guest with serve() (or run(), which "
                     "does when a handler is async)" % m.name))
                 return
             self._answering[call] = m
-            task = asyncio.ensure_future(r, loop=loop)
-            task.add_done_callback(lambda t: self._task_done(call, m, senders, t))
+            task = asyncio.ensure_future(v, loop=loop)
+            task.add_done_callback(lambda t: self._task_done(call, m, senders, t, r))
             return
-        self._answer(call, m, senders, r, None)
+        r.live = False
+        self._answer(call, m, senders, v, None)
 
-    def _task_done(self, call, m, senders, task):
+    def _task_done(self, call, m, senders, task, r):
+        r.live = False
         if self._answering.pop(call, None) is None:
             return          # detached meanwhile: libguest freed the call
         if task.cancelled():

@@ -24,6 +24,13 @@ async def both(text):
     return a + "|" + b
 
 
+@g.method("aio.who", "str->str")
+async def who(_):
+    # in the handler's task, after the loop ran others
+    await asyncio.sleep(0)
+    return hubguest.caller()
+
+
 @g.method("aio.pid", "->u64")
 def pid():
     return os.getpid()

@@ -18,6 +18,7 @@ for a in sys.argv[1:]:
         break
 
 g = hubguest.attach()
+assert hubguest.caller() is None    # outside a handler
 
 
 def m(name, sig):
@@ -97,6 +98,14 @@ def shout(text):
 def viaprober(text):
     # C's prober.route calls our PREFIX.str back while we wait
     return g.call("prober.route", prefix + ".str", text, timeout=5)
+
+
+@m("who", "str->str")
+def who(_):
+    # asked twice: the second is libguest's kept answer
+    first = hubguest.caller()
+    assert hubguest.caller() == first
+    return first
 
 
 @m("callany", "str,str->str")
