@@ -151,32 +151,47 @@ client_failed(const struct ctl *ctl, json_object *a)
 	return 1;
 }
 
+/* {"cmd": cmd}, and "name": name unless it is NULL. */
 static void
-send_cmd(struct ctl *ctl, const char *cmd)
+send_cmd(struct ctl *ctl, const char *cmd, const char *name)
 {
 	json_object *req = json_object_new_object();
 
 	json_object_object_add(req, "cmd", json_object_new_string(cmd));
+	if (name != NULL)
+		json_object_object_add(req, "name", json_object_new_string(name));
 	client_send(ctl, req);
 }
 
-json_object *
-client_cmd(struct ctl *ctl, const char *cmd)
+static json_object *
+ask(struct ctl *ctl, const char *cmd, const char *name)
 {
 	json_object *a;
 
-	send_cmd(ctl, cmd);
+	send_cmd(ctl, cmd, name);
 	if ((a = client_read(ctl)) == NULL)
 		client_no_answer(ctl, "");
 	return a;
 }
 
-/* Asks cmd; NULL when that is all there is to do: it failed (*rc 1,
- * printed) or the answer went out as JSON (*rc 0). */
+json_object *
+client_cmd(struct ctl *ctl, const char *cmd)
+{
+	return ask(ctl, cmd, NULL);
+}
+
 json_object *
 client_ask(struct ctl *ctl, const char *cmd, int *rc)
 {
-	json_object *a = client_cmd(ctl, cmd);
+	return client_ask_about(ctl, cmd, NULL, rc);
+}
+
+/* Asks cmd (about name); NULL when that is all there is to do: it failed
+ * (*rc 1, printed) or the answer went out as JSON (*rc 0). */
+json_object *
+client_ask_about(struct ctl *ctl, const char *cmd, const char *name, int *rc)
+{
+	json_object *a = ask(ctl, cmd, name);
 
 	*rc = 0;
 	if (client_failed(ctl, a)) {
@@ -197,7 +212,7 @@ client_ask_again(struct ctl *ctl, const char *cmd)
 {
 	json_object *a;
 
-	send_cmd(ctl, cmd);
+	send_cmd(ctl, cmd, NULL);
 	if ((a = client_read(ctl)) == NULL) {
 		close(ctl->fd);
 		ctl->write_errno = 0;

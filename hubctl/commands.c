@@ -557,17 +557,11 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 static int
 supervise(struct ctl *ctl, const char *cmd, const char *name)
 {
-	json_object *req = json_object_new_object(), *a;
+	json_object *a;
+	int rc;
 
-	json_object_object_add(req, "cmd", json_object_new_string(cmd));
-	json_object_object_add(req, "name", json_object_new_string(name));
-	client_send(ctl, req);
-	if ((a = client_read(ctl)) == NULL)
-		client_no_answer(ctl, "");
-	if (client_failed(ctl, a))
-		return 1;
-	if (ctl->json)
-		return print_json(a);
+	if ((a = client_ask_about(ctl, cmd, name, &rc)) == NULL)
+		return rc;
 	printf("%s: %s\n", name, text(a, "state"));
 	json_object_put(a);
 	return 0;

@@ -45,19 +45,12 @@ hubctl_calls(struct ctl *ctl, int argc, char **argv)
 int
 hubctl_logs(struct ctl *ctl, int argc, char **argv)
 {
-	json_object *req, *a, *ls;
+	json_object *a, *ls;
+	int rc;
 
 	(void)argc;
-	req = json_object_new_object();
-	json_object_object_add(req, "cmd", json_object_new_string("logs"));
-	json_object_object_add(req, "name", json_object_new_string(argv[0]));
-	client_send(ctl, req);
-	if ((a = client_read(ctl)) == NULL)
-		client_no_answer(ctl, "");
-	if (client_failed(ctl, a))
-		return 1;
-	if (ctl->json)
-		return print_json(a);
+	if ((a = client_ask_about(ctl, "logs", argv[0], &rc)) == NULL)
+		return rc;
 	ls = list(a, "lines");
 	for (size_t i = 0; i < json_object_array_length(ls); i++)
 		printf("%s\n", json_object_get_string(json_object_array_get_idx(ls, i)));
@@ -124,19 +117,12 @@ put_line(json_object *a, int gdb)
 int
 hubctl_ticket(struct ctl *ctl, int argc, char **argv)
 {
-	json_object *req, *a;
+	json_object *a;
+	int rc;
 
 	(void)argc;
-	req = json_object_new_object();
-	json_object_object_add(req, "cmd", json_object_new_string("ticket"));
-	json_object_object_add(req, "name", json_object_new_string(argv[0]));
-	client_send(ctl, req);
-	if ((a = client_read(ctl)) == NULL)
-		client_no_answer(ctl, "");
-	if (client_failed(ctl, a))
-		return 1;
-	if (ctl->json)
-		return print_json(a);
+	if ((a = client_ask_about(ctl, "ticket", argv[0], &rc)) == NULL)
+		return rc;
 	put_line(a, 0);
 	printf("# or under a debugger:\n# ");
 	put_line(a, 1);

@@ -47,6 +47,9 @@ json_object	*client_cmd(struct ctl *ctl, const char *cmd);
 /* cmd's answer to print; NULL when that is all there is to do: it failed
  * (*rc 1, printed) or the answer went out as JSON (*rc 0). */
 json_object	*client_ask(struct ctl *ctl, const char *cmd, int *rc);
+/* The same with "name": name (a guest's), for the commands about one. */
+json_object	*client_ask_about(struct ctl *ctl, const char *cmd, const char *name,
+				  int *rc);
 /* cmd's answer, for a view: asked once more on a new connection when hubd
  * closed this one; exits 1 when it says no. */
 json_object	*client_ask_again(struct ctl *ctl, const char *cmd);
