@@ -17,22 +17,6 @@ static struct hub_proc hub;
 
 #define PROBER	"[guest prober]\nexec = @/tests/guests/prober\n"
 
-/* Waits until name is up with a pid other than old (0: any); its pid. */
-static int
-wait_new_pid(const char *name, int old, double timeout)
-{
-	double end = now_s() + timeout;
-	int pid;
-
-	while (now_s() < end) {
-		pid = hub_peer_int(&hub, name, "pid");
-		if (pid > 0 && pid != old && strcmp(hub_peer_state(&hub, name), "up") == 0)
-			return pid;
-		sleep_ms(5);
-	}
-	return -1;
-}
-
 /* The calls answer (a new reference), asserting there is one. */
 static json_object *
 calls(void)
@@ -107,7 +91,7 @@ START_TEST(test_death_says_signal_and_calls)
 	fd[1] = call_unread("prober.wait", NULL);
 	ck_assert_msg(wait_calls("prober.wait", 2) == 0, "the calls never showed");
 	ck_assert_int_eq(kill(pid, SIGSEGV), 0);
-	ck_assert_msg(wait_new_pid("prober", pid, 10) > 0, "%s", hub_log_tail(&hub));
+	ck_assert_msg(hub_wait_new_pid(&hub, "prober", pid, 10) > 0, "%s", hub_log_tail(&hub));
 	d = last_death("prober", &p);
 	ck_assert_str_eq(json_object_get_string(json_get(d, "reason")), "crashed");
 	ck_assert_int_eq(json_object_get_int(json_get(d, "status")), SIGSEGV);
@@ -362,7 +346,7 @@ START_TEST(test_output_tagged_and_kept)
 	free(out);
 	/* a restart: the lines of before stay, the new instance's follow */
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
-	ck_assert_msg(wait_new_pid("chatty", pid, 10) > 0, "%s", hub_log_tail(&hub));
+	ck_assert_msg(hub_wait_new_pid(&hub, "chatty", pid, 10) > 0, "%s", hub_log_tail(&hub));
 	ck_assert_msg(wait_last_line("chatty", "lifeguest serving") == 0, "%s",
 		      hub_log_tail(&hub));
 	ck_assert_int_eq(hubctl_err(&hub, &out, "logs", "nosuch", (char *)NULL), 1);
@@ -389,7 +373,7 @@ START_TEST(test_heartbeat_off_per_guest)
 	beating = hub_peer_int(&hub, "beating", "pid");
 	ck_assert_int_eq(kill(quiet, SIGSTOP), 0);
 	ck_assert_int_eq(kill(beating, SIGSTOP), 0);
-	ck_assert_msg(wait_new_pid("beating", beating, 10) > 0, "%s", hub_log_tail(&hub));
+	ck_assert_msg(hub_wait_new_pid(&hub, "beating", beating, 10) > 0, "%s", hub_log_tail(&hub));
 	ck_assert_int_eq(hub_peer_int(&hub, "quiet", "pid"), quiet);
 	ck_assert_str_eq(hub_peer_state(&hub, "quiet"), "up");
 	ck_assert_int_eq(kill(quiet, SIGCONT), 0);
@@ -420,7 +404,7 @@ START_TEST(test_hung_guest_stack_taken)
 	ck_assert(hub_wait_method(&hub, "prober.busy") == 0);
 	pid = hub_peer_int(&hub, "prober", "pid");
 	fd = call_unread("prober.busy", "[\"60000\"]");
-	ck_assert_msg(wait_new_pid("prober", pid, 20) > 0, "%s", hub_log_tail(&hub));
+	ck_assert_msg(hub_wait_new_pid(&hub, "prober", pid, 20) > 0, "%s", hub_log_tail(&hub));
 	d = last_death("prober", &p);
 	ck_assert_str_eq(json_object_get_string(json_get(d, "reason")), "hung");
 	json_object_put(p);
@@ -457,7 +441,7 @@ START_TEST(test_hang_stack_off)
 	ck_assert(hub_wait_method(&hub, "prober.busy") == 0);
 	pid = hub_peer_int(&hub, "prober", "pid");
 	fd = call_unread("prober.busy", "[\"60000\"]");
-	ck_assert_msg(wait_new_pid("prober", pid, 20) > 0, "%s", hub_log_tail(&hub));
+	ck_assert_msg(hub_wait_new_pid(&hub, "prober", pid, 20) > 0, "%s", hub_log_tail(&hub));
 	log = hub_log(&hub);
 	ck_assert_msg(strstr(log, "taking its stack") == NULL &&
 		      strstr(log, "SIGABRT") == NULL, "%s", hub_log_tail(&hub));

@@ -16,22 +16,6 @@
 
 static struct hub_proc hub;
 
-/* Waits until name is up with a pid other than old (0: any); its pid. */
-static int
-wait_new_pid(const char *name, int old, double timeout)
-{
-	double end = now_s() + timeout;
-	int pid;
-
-	while (now_s() < end) {
-		pid = hub_peer_int(&hub, name, "pid");
-		if (pid > 0 && pid != old && strcmp(hub_peer_state(&hub, name), "up") == 0)
-			return pid;
-		usleep(1000);
-	}
-	return -1;
-}
-
 static char *
 call(const char *method)
 {
@@ -88,13 +72,13 @@ START_TEST(test_kill9_under_traffic_200_times)
 		"[guest loader]\nexec = @/tests/guests/loader\n") == 0);
 	ck_assert(hub_wait_up(&hub, "echo,kv,loader", 10000) == 0);
 	ck_assert(hub_wait_method(&hub, "loader.stats") == 0);
-	pid = wait_new_pid("echo", 0, 10);
+	pid = hub_wait_new_pid(&hub, "echo", 0, 10);
 	for (i = 0; i < 200; i++) {
 		double t0 = now_s();
 		int next;
 
 		ck_assert_int_eq(kill(pid, SIGKILL), 0);
-		next = wait_new_pid("echo", pid, 10);
+		next = hub_wait_new_pid(&hub, "echo", pid, 10);
 		ck_assert_msg(next > 0, "round %d: echo did not come back", i);
 		lat[i] = now_s() - t0;
 		sum += lat[i];
@@ -132,7 +116,7 @@ START_TEST(test_stopped_guest_is_hung)
 	ck_assert(hub_wait_up(&hub, "echo", 10000) == 0);
 	pid = hub_peer_int(&hub, "echo", "pid");
 	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
-	next = wait_new_pid("echo", pid, 10);
+	next = hub_wait_new_pid(&hub, "echo", pid, 10);
 	ck_assert_msg(next > 0, "a stopped guest was never declared hung");
 	p = hub_peer(&hub, "echo");
 	json_object_object_get_ex(p, "deaths", &deaths);

@@ -517,6 +517,21 @@ hub_peer_state(struct hub_proc *h, const char *name)
 }
 
 int
+hub_wait_new_pid(struct hub_proc *h, const char *name, int old, double timeout)
+{
+	double end = now_s() + timeout;
+	int pid;
+
+	while (now_s() < end) {
+		pid = hub_peer_int(h, name, "pid");
+		if (pid > 0 && pid != old && strcmp(hub_peer_state(h, name), "up") == 0)
+			return pid;
+		sleep_ms(1);
+	}
+	return -1;
+}
+
+int
 hub_wait_up(struct hub_proc *h, const char *names, int timeout_ms)
 {
 	char list[512], *save, *name;

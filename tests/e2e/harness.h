@@ -81,6 +81,9 @@ void sleep_ms(int ms);
 
 /* Waits until every named guest (comma-separated) is up; 0 or -1. */
 int hub_wait_up(struct hub_proc *h, const char *names, int timeout_ms);
+/* Waits until name is up with a pid other than old (0: any), timeout in
+ * seconds; its pid, or -1. */
+int hub_wait_new_pid(struct hub_proc *h, const char *name, int old, double timeout);
 /* The peers array entry of name (a new reference) or NULL. */
 json_object *hub_peer(struct hub_proc *h, const char *name);
 
