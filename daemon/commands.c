@@ -4,6 +4,7 @@
  * reload, restart, stop, start, and call with its stream's items and
  * result rendered from postcard (pcjson.c); and their table, for the
  * socket below (control.c: the clients, parsing, who may run what). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,15 +95,22 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 		json_object_object_add(o, "error",
 				       json_object_new_string("the answer does not decode"));
 	} else if (r->result == HP_RESULT_OK) {
+		int rc;
+
 		hp_pc_dec_init(&d, r->value, r->value_len);
-		if (pcjson_value(&d, &x->sig, x->sig.ret, &v) != 0 || hp_pc_remaining(&d) != 0) {
+		if ((rc = pcjson_value(&d, &x->sig, x->sig.ret, &v)) != 0 ||
+		    hp_pc_remaining(&d) != 0) {
 			char sig[HP_SIG_MAX_LEN + 1];
 			char text[sizeof(x->method) + HP_SIG_MAX_LEN + 64];
 
 			json_object_put(v);
 			hp_sig_text(&x->sig, sig, sizeof(sig));
-			snprintf(text, sizeof(text), "%s returned a value that does not match "
-				 "its signature %s", x->method, sig);
+			if (rc == -E2BIG)
+				snprintf(text, sizeof(text), "%s returned more than %u values: "
+					 "too many to show", x->method, PCJSON_VALUES_MAX);
+			else
+				snprintf(text, sizeof(text), "%s returned a value that does not "
+					 "match its signature %s", x->method, sig);
 			json_object_object_add(o, "ok", json_object_new_boolean(0));
 			json_object_object_add(o, "error", json_object_new_string(text));
 		} else {

@@ -64,17 +64,19 @@ f64_json(double v)
 }
 
 static int value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at,
-		    json_object **out);
+		    uint32_t *left, json_object **out);
 
 /* A map key (a scalar) as an object's key: a string as is, the others as
  * their JSON text. */
 static int
-key_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object **out)
+key_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, uint32_t *left,
+       json_object **out)
 {
 	json_object *k;
+	int rc;
 
-	if (value_of(d, sig, at, &k) != 0)
-		return -1;
+	if ((rc = value_of(d, sig, at, left, &k)) != 0)
+		return rc;
 	if (json_object_is_type(k, json_type_string)) {
 		*out = k;
 		return 0;
@@ -85,7 +87,8 @@ key_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object **
 }
 
 static int
-value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object **out)
+value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, uint32_t *left,
+	 json_object **out)
 {
 	const struct hp_sig_node *nd = &sig->node[at];
 	json_object *o = NULL, *k, *v;
@@ -95,6 +98,11 @@ value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object 
 	int bad = 0;
 
 	*out = NULL;
+	/* a byte can make a value (list<bool>), and a value costs hubd some
+	 * 50 bytes as JSON: a guest's 32 MiB answer must not cost it GiBs */
+	if (*left == 0)
+		return -E2BIG;
+	(*left)--;
 	switch (nd->type) {
 	case HP_T_STR:
 		if (hp_pc_get_str(d, &s, &n) != 0)
@@ -124,14 +132,14 @@ value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object 
 	case HP_T_OPT:
 		if (hp_pc_get_bool(d) != 1)
 			return d->err != 0 ? -1 : 0;	/* None: null */
-		return value_of(d, sig, (uint8_t)(at + 1), out);
+		return value_of(d, sig, (uint8_t)(at + 1), left, out);
 	case HP_T_LIST:
 	case HP_T_TUPLE:
 		n = nd->type == HP_T_LIST ? hp_pc_get_seq_len(d) : nd->n;
 		o = json_object_new_array_ext((int)n);
 		for (size_t i = 0; i < n && !bad && o != NULL; i++) {
 			if ((bad = value_of(d, sig, nd->type == HP_T_LIST ? (uint8_t)(at + 1) :
-					    hp_sig_child(sig, at, (unsigned)i), &v)) != 0)
+					    hp_sig_child(sig, at, (unsigned)i), left, &v)) != 0)
 				break;
 			json_object_array_add(o, v);
 		}
@@ -140,9 +148,9 @@ value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object 
 		n = hp_pc_get_seq_len(d);
 		o = json_object_new_object();
 		for (size_t i = 0; i < n && !bad && o != NULL; i++) {
-			if ((bad = key_of(d, sig, (uint8_t)(at + 1), &k)) != 0)
+			if ((bad = key_of(d, sig, (uint8_t)(at + 1), left, &k)) != 0)
 				break;
-			if ((bad = value_of(d, sig, hp_sig_child(sig, at, 1), &v)) != 0) {
+			if ((bad = value_of(d, sig, hp_sig_child(sig, at, 1), left, &v)) != 0) {
 				json_object_put(k);
 				break;
 			}
@@ -156,7 +164,7 @@ value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object 
 	}
 	if (bad || d->err != 0 || o == NULL) {
 		json_object_put(o);
-		return -1;
+		return bad == -E2BIG ? -E2BIG : -1;
 	}
 	*out = o;
 	return 0;
@@ -165,7 +173,9 @@ value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object 
 int
 pcjson_value(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_object **out)
 {
-	return value_of(d, sig, at, out);
+	uint32_t left = PCJSON_VALUES_MAX;
+
+	return value_of(d, sig, at, &left, out);
 }
 
 /* -- in ----------------------------------------------------------------- */

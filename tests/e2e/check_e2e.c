@@ -171,6 +171,11 @@ START_TEST(test_guest_to_guest_routing)
 	/* a result that is not of the method's type: the method named */
 	expect_ctl(1, "{\"ok\":false,\"error\":\"prober.badresult returned a value that does "
 		   "not match its signature ->u64\"}\n", "-j", "call", "prober.badresult", NULL);
+	/* a value of more values than hubd shows: said so, hubd unharmed */
+	expect_ctl(0, "[true,true,true]\n", "call", "prober.bools", "3", NULL);
+	expect_ctl(1, "{\"ok\":false,\"error\":\"prober.bools returned more than 1048576 "
+		   "values: too many to show\"}\n", "-j", "call", "prober.bools", "2000000", NULL);
+	expect_ctl(0, "[true]\n", "call", "prober.bools", "1", NULL);
 	stop_clean();
 }
 END_TEST

@@ -224,6 +224,27 @@ invalid(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_str(c, text, strlen(text));
 }
 
+/* u64->list<bool>: N values of a byte each, all true (a large answer
+ * hubd must not blow up into N JSON objects for hubctl) */
+static void
+bools(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t n;
+	size_t pos = 0, out = 0;
+	uint8_t *res;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 || n > (64u << 20) ||
+	    (res = malloc((size_t)n + 16)) == NULL) {
+		guest_reply_error(c, "bools takes a count up to 64 Mi");
+		return;
+	}
+	guest_pc_put_len(res, (size_t)n + 16, &out, (size_t)n);
+	memset(res + out, 1, (size_t)n);
+	guest_reply(c, res, out + (size_t)n);
+	free(res);
+}
+
 /* ->u64 answered with a str: hubd shows it as not matching */
 static void
 badresult(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
@@ -619,6 +640,7 @@ main(int argc, char *argv[])
 		{ "why", "str,str->str", why },
 		{ "invalid", "->str", invalid },
 		{ "badresult", "->u64", badresult },
+		{ "bools", "u64->list<bool>", bools },
 		{ "concurrent", "u64->u64", concurrent },
 		{ "big", "u64->u64", big },
 		{ "bigkv", "u64->u64", bigkv },
