@@ -185,8 +185,8 @@ status_of(const struct hp_response *r, char *text, size_t *tlen)
 	default: status = -ECANCELED; break;
 	}
 	if (why == NULL) {
-		why = kinds[r->error < 4 && r->error != HP_ERR_USER ? r->error :
-			    HP_ERR_CANCELLED];
+		why = kinds[r->error < sizeof(kinds) / sizeof(kinds[0]) &&
+			    kinds[r->error] != NULL ? r->error : HP_ERR_CANCELLED];
 		n = strlen(why);
 	}
 	if (n > LG_ERR_TEXT_MAX)
