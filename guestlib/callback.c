@@ -181,6 +181,7 @@ guest_run(struct guest *g)
 {
 	int did, rc;
 
+	/* acquire: pairs with guest_stop's release */
 	while (!hp_load_acquire_u32(&g->stop)) {
 		struct timeout forever = { -1, 0 };
 

@@ -223,6 +223,9 @@ guest_service_wait(struct guest *g, int timeout_ms)
 void
 guest_stop(struct guest *g)
 {
+	/* release: pairs with the acquire loads of guest_run (callback.c)
+	 * and the microthread service (mtguest.c), which then see what the
+	 * stopping thread wrote before; the wake below ends their sleep */
 	hp_store_release_u32(&g->stop, 1);
 	g->rt->stop(g);
 }

@@ -352,6 +352,7 @@ io_poll(void *arg)
 		lg_tick(g);	/* the heartbeat, while microthreads keep busy */
 	if (g->mt->blocked != NULL)
 		lg_mt_wake_ready(g);
+	/* acquire: pairs with guest_stop's release */
 	if (rc == 0 && hp_load_acquire_u32(&g->stop))
 		rc = -ESHUTDOWN;	/* guest_stop */
 	lg_mt_unlock(g);

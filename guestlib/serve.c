@@ -207,7 +207,8 @@ lg_rx_ready(void *arg)
 
 	/* the heartbeat is lg_wait_rx's timeout: no clock read per spin */
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0 ||
-	    g->later != NULL || hp_load_relaxed_u32(&g->stop))
+	    g->later != NULL || hp_load_relaxed_u32(&g->stop))	/* only a wake:
+		 * guest_run reads it again with acquire */
 		return 1;
 	return lg_traffic(g);
 }
