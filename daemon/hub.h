@@ -79,6 +79,7 @@ struct ext_call;
 struct relay;
 struct lane;
 struct lane_record;
+struct lane_ends;
 struct manual;
 
 struct origin {
@@ -306,6 +307,8 @@ struct hub {
 	uint64_t		lane_retry_ns;	/* no lane made before (one failed) */
 	struct lane_record	*lane_records;	/* [LANES_HISTORY], a ring */
 	uint32_t		nlane_records;	/* ever */
+	struct lane_ends	*lanes_gone;	/* [LANES_GONE], a ring */
+	uint32_t		nlanes_gone;	/* ever */
 	struct {
 		host_peer_fn	*attach[HOST_HOOKS_MAX];	/* host_on_attach */
 		host_peer_fn	*detach[HOST_HOOKS_MAX];	/* host_on_detach */

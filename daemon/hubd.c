@@ -290,7 +290,8 @@ wire(struct hub *h)
 	host_on_detach(h, streams_reset_all);	/* streams from p to clients end, to p stop */
 	host_on_detach(h, pool_forget);
 	host_on_charge(h, pool_over_quota);
-	lanes_init(h);
+	if (lanes_init(h) != 0)
+		return -1;
 	supervise_on_free(h, reload_start_waiting);
 	return 0;
 }

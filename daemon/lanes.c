@@ -36,13 +36,19 @@
 #define RETRY_NS	(10ull * 1000000000)
 
 static int
-side_of(const struct lane *ln, const struct peer *p)
+side_in(const struct lane_ends *e, const struct peer *p)
 {
-	if (ln->peer[0] == p->id && ln->epoch[0] == p->epoch)
+	if (e->peer[0] == p->id && e->epoch[0] == p->epoch)
 		return 0;
-	if (ln->peer[1] == p->id && ln->epoch[1] == p->epoch)
+	if (e->peer[1] == p->id && e->epoch[1] == p->epoch)
 		return 1;
 	return -1;
+}
+
+static int
+side_of(const struct lane *ln, const struct peer *p)
+{
+	return side_in(&ln->e, p);
 }
 
 static struct lane *
@@ -115,7 +121,7 @@ lane_drop(struct hub *h, struct lane *ln)
 		}
 	}
 	for (int s = 0; s < 2; s++) {
-		struct peer *p = hub_peer(h, ln->peer[s]);
+		struct peer *p = hub_peer(h, ln->e.peer[s]);
 
 		if (p != NULL) {
 			figures_add(ln, (uint32_t)s, &p->stats);
@@ -124,6 +130,7 @@ lane_drop(struct hub *h, struct lane *ln)
 		}
 		free(ln->routes[s]);
 	}
+	h->lanes_gone[h->nlanes_gone++ % LANES_GONE] = ln->e;
 	hp_segment_close(&ln->map.seg);
 	free(ln);
 }
@@ -154,12 +161,12 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 	if ((ln = calloc(1, sizeof(*ln))) == NULL)
 		return NULL;
 	do {
-		ln->id = ++h->next_lane;
-	} while (ln->id == 0);
+		ln->e.id = ++h->next_lane;
+	} while (ln->e.id == 0);
 	hp_lane_params(&h->conf.params, max_payload(p, q), &lp);
 	/* the id in the name: a guest checks that the memfd it takes is the
 	 * one its OPEN is about (hp_lane_fd_is) */
-	snprintf(name, sizeof(name), HP_LANE_MEMFD "%u:%s-%s", ln->id, p->conf->name,
+	snprintf(name, sizeof(name), HP_LANE_MEMFD "%u:%s-%s", ln->e.id, p->conf->name,
 		 q->conf->name);
 	if ((rc = hp_lane_create(&ln->map, &lp, name, &why)) != 0) {
 		log_warnx("lane %s-%s: %s: %s", p->conf->name, q->conf->name, why, strerror(-rc));
@@ -175,8 +182,8 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 	for (int s = 0; s < 2; s++) {
 		int fds[2] = { ln->map.seg.fd, bells[s] };
 
-		ln->peer[s] = side[s]->id;
-		ln->epoch[s] = side[s]->epoch;
+		ln->e.peer[s] = side[s]->id;
+		ln->e.epoch[s] = side[s]->epoch;
 		/* a doorbell so full that it takes no more: that side is not
 		 * reading it, and gets no lane */
 		sent[s] = hp_doorbell_send_fds(side[s]->bell, fds, 2) == 0;
@@ -188,7 +195,7 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 	ln->map.seg.fd = -1;
 	ln->opened_ns = hp_now_ns();
 	for (int s = 0; s < 2; s++) {
-		struct hp_lane_msg m = { .op = HP_LANE_OPEN, .lane = ln->id, .side = (uint32_t)s,
+		struct hp_lane_msg m = { .op = HP_LANE_OPEN, .lane = ln->e.id, .side = (uint32_t)s,
 					 .calls_max = h->conf.calls_in_flight };
 
 		if (!sent[s])
@@ -197,7 +204,7 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 		snprintf(m.peer, sizeof(m.peer), "%s", side[1 - s]->conf->name);
 		tell(h, side[s], &m);
 		if (!sent[1 - s])
-			tell_close(h, side[s], ln->id, "the lane could not be handed over");
+			tell_close(h, side[s], ln->e.id, "the lane could not be handed over");
 	}
 	if (!sent[0] || !sent[1]) {
 		log_warnx("lane %s-%s: a doorbell is full: calls go through the hub",
@@ -210,7 +217,7 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 	q->nlanes++;
 	ln->next = h->lanes;
 	h->lanes = ln;
-	log_info("lane %u: %s and %s call each other directly", ln->id, p->conf->name,
+	log_info("lane %u: %s and %s call each other directly", ln->e.id, p->conf->name,
 		 q->conf->name);
 	return ln;
 }
@@ -225,8 +232,8 @@ refused(struct hub *h, const struct peer *p, const struct peer *q)
 		const struct lane_record *r = &h->lane_records[i];
 
 		for (int s = 0; s < 2; s++)
-			if (r->peer[s] == p->id && r->epoch[s] == p->epoch &&
-			    r->peer[1 - s] == q->id && r->epoch[1 - s] == q->epoch)
+			if (r->e.peer[s] == p->id && r->e.epoch[s] == p->epoch &&
+			    r->e.peer[1 - s] == q->id && r->e.epoch[1 - s] == q->epoch)
 				return 1;
 	}
 	return 0;
@@ -266,35 +273,63 @@ lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *
 		return;
 	ln->routes[s] = r;
 	r[ln->nroutes[s]++] = m->id;
-	route = (struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = ln->id, .method = m->id };
+	route = (struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = ln->e.id, .method = m->id };
 	snprintf(route.sig, sizeof(route.sig), "%s", m->signature);
 	tell(h, p, &route);
 }
 
 /* Kept against the pair: no lane again for these instances; a broken
- * rule (violation) is shown by hubctl lanes. */
+ * rule (violation) is shown by hubctl lanes. A violation reported after
+ * the other side's plain close (hubd may read the two reports either
+ * way round) takes that close's place. */
 static void
-record(struct hub *h, const struct lane *ln, int reporter, const char *reason, int violation)
+record(struct hub *h, const struct lane_ends *e, int reporter, const char *reason,
+       int violation)
 {
-	struct lane_record *r = &h->lane_records[h->nlane_records++ % LANES_HISTORY];
+	uint32_t n = h->nlane_records < LANES_HISTORY ? h->nlane_records : LANES_HISTORY;
+	struct lane_record *r = NULL;
 	struct timespec ts;
 
+	for (uint32_t i = 0; i < n && r == NULL; i++) {
+		struct lane_record *o = &h->lane_records[(h->nlane_records - 1 - i) % LANES_HISTORY];
+
+		if (o->e.id == e->id && !o->violation)
+			r = o;
+	}
+	if (r == NULL)
+		r = &h->lane_records[h->nlane_records++ % LANES_HISTORY];
 	clock_gettime(CLOCK_REALTIME, &ts);
 	memset(r, 0, sizeof(*r));
 	r->when_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	r->e = *e;
 	r->reporter = (uint32_t)reporter;
 	r->violation = violation;
 	snprintf(r->reason, sizeof(r->reason), "%s", reason);
 	for (int s = 0; s < 2; s++) {
-		struct peer *p = hub_peer(h, ln->peer[s]);
+		struct peer *p = hub_peer(h, e->peer[s]);
 
-		r->peer[s] = ln->peer[s];
-		r->epoch[s] = ln->epoch[s];
 		if (p != NULL && p->conf != NULL) {
 			snprintf(r->name[s], sizeof(r->name[s]), "%s", p->conf->name);
 			p->stats.lane_violations += violation != 0;
 		}
 	}
+}
+
+/* A report about lane id from p after hubd dropped it: the side that saw
+ * the other hang up may have been heard first. Its ends, or NULL (too
+ * old, or not p's). */
+static const struct lane_ends *
+gone(struct hub *h, uint32_t id, const struct peer *p)
+{
+	uint32_t n = h->nlanes_gone < LANES_GONE ? h->nlanes_gone : LANES_GONE;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct lane_ends *e = &h->lanes_gone[(h->nlanes_gone - 1 - i) % LANES_GONE];
+
+		if (e->id == id)
+			return side_in(e, p) >= 0 ? e : NULL;
+	}
+	return NULL;
 }
 
 /* HP_MSG_LANE from guest p: it closed a lane (CLOSED); nothing else comes
@@ -303,6 +338,7 @@ static void
 on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
 	struct hp_lane_msg r;
+	const struct lane_ends *e;
 	struct lane *ln;
 	struct peer *q;
 	char why[HP_LANE_REASON_MAX + 1];
@@ -312,25 +348,31 @@ on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		host_fault(h, p, DEATH_VIOLATION, "lane.report");
 		return;
 	}
-	for (ln = h->lanes; ln != NULL && ln->id != r.lane; ln = ln->next)
+	for (ln = h->lanes; ln != NULL && ln->e.id != r.lane; ln = ln->next)
 		;
-	/* one closed already (the other side's report, or a death) */
-	if (ln == NULL || (s = side_of(ln, p)) < 0)
+	if (ln == NULL || side_of(ln, p) < 0) {
+		/* closed already: by the other side's report, or a death */
+		if (r.violation && (e = gone(h, r.lane, p)) != NULL) {
+			log_warnx("lane %u: guest %s closed it: %s", r.lane, p->conf->name, r.reason);
+			record(h, e, side_in(e, p), r.reason, 1);
+		}
 		return;
-	q = hub_peer(h, ln->peer[1 - s]);
+	}
+	s = side_of(ln, p);
+	q = hub_peer(h, ln->e.peer[1 - s]);
 	if (r.violation) {
-		log_warnx("lane %u: guest %s closed it: %s", ln->id, p->conf->name, r.reason);
-		record(h, ln, s, r.reason, 1);
+		log_warnx("lane %u: guest %s closed it: %s", ln->e.id, p->conf->name, r.reason);
+		record(h, &ln->e, s, r.reason, 1);
 	} else if (hp_now_ns() - ln->opened_ns < SETUP_NS && calls_over(ln) == 0) {
 		/* it could not take the lane (its memory limit, say): not
 		 * offered again to these two, calls go through the hub */
-		log_warnx("lane %u: guest %s could not take it: %s", ln->id, p->conf->name,
+		log_warnx("lane %u: guest %s could not take it: %s", ln->e.id, p->conf->name,
 			  r.reason);
-		record(h, ln, s, r.reason, 0);
+		record(h, &ln->e, s, r.reason, 0);
 	}
-	if (q != NULL && q->conf != NULL && q->epoch == ln->epoch[1 - s]) {
+	if (q != NULL && q->conf != NULL && q->epoch == ln->e.epoch[1 - s]) {
 		snprintf(why, sizeof(why), "guest %s closed the lane", p->conf->name);
-		tell_close(h, q, ln->id, why);
+		tell_close(h, q, ln->e.id, why);
 	}
 	lane_drop(h, ln);
 }
@@ -354,19 +396,21 @@ on_detach(struct hub *h, struct peer *p)
 		next = ln->next;
 		if (s < 0)
 			continue;
-		q = hub_peer(h, ln->peer[1 - s]);
-		if (q != NULL && q->conf != NULL && q->epoch == ln->epoch[1 - s])
-			tell_close(h, q, ln->id, why);
+		q = hub_peer(h, ln->e.peer[1 - s]);
+		if (q != NULL && q->conf != NULL && q->epoch == ln->e.epoch[1 - s])
+			tell_close(h, q, ln->e.id, why);
 		lane_drop(h, ln);
 	}
 }
 
-void
+int
 lanes_init(struct hub *h)
 {
 	dispatch_on(h, HP_MSG_LANE, on_report);
 	host_on_detach(h, on_detach);
 	h->lane_records = calloc(LANES_HISTORY, sizeof(*h->lane_records));
+	h->lanes_gone = calloc(LANES_GONE, sizeof(*h->lanes_gone));
+	return h->lane_records != NULL && h->lanes_gone != NULL ? 0 : -ENOMEM;
 }
 
 void
@@ -397,10 +441,10 @@ lanes_json(struct hub *h)
 	for (struct lane *ln = h->lanes; ln != NULL; ln = ln->next) {
 		json_object *l = json_object_new_object();
 
-		add_u64(l, "id", ln->id);
+		add_u64(l, "id", ln->e.id);
 		add_u64(l, "age_ms", (now - ln->opened_ns) / 1000000u);
 		for (int s = 0; s < 2; s++) {
-			struct peer *p = hub_peer(h, ln->peer[s]);
+			struct peer *p = hub_peer(h, ln->e.peer[s]);
 			json_object *side = json_object_new_object();
 			struct hp_lane_tally t;
 
@@ -445,5 +489,7 @@ lanes_free(struct hub *h)
 	while (h->lanes != NULL)
 		lane_drop(h, h->lanes);
 	free(h->lane_records);
+	free(h->lanes_gone);
 	h->lane_records = NULL;
+	h->lanes_gone = NULL;
 }

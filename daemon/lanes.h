@@ -11,13 +11,20 @@
 #include "proto/lane.h"
 
 #define LANES_HISTORY	16	/* lanes closed for a broken rule, kept to show */
+#define LANES_GONE	32	/* lanes dropped, kept for a report on its way */
 
-/* One open lane: side A is peer[0], side B peer[1]. */
+/* Which lane, between which instances: side A is peer[0], side B
+ * peer[1]. */
+struct lane_ends {
+	uint32_t	id;
+	uint32_t	peer[2];
+	uint32_t	epoch[2];
+};
+
+/* One open lane. */
 struct lane {
 	struct lane		*next;
-	uint32_t		id;
-	uint32_t		peer[2];
-	uint32_t		epoch[2];	/* the instances it joins */
+	struct lane_ends	e;
 	uint64_t		opened_ns;	/* CLOCK_MONOTONIC */
 	struct hp_lane_map	map;		/* hubd's mapping: the figures */
 	uint64_t		*routes[2];	/* methods side s was told to call over it */
@@ -29,15 +36,15 @@ struct lane {
  * restarts. */
 struct lane_record {
 	uint64_t	when_ns;	/* CLOCK_REALTIME */
-	uint32_t	peer[2], epoch[2];
+	struct lane_ends e;
 	char		name[2][CONFIG_GUEST_NAME_MAX + 1];
 	uint32_t	reporter;	/* 0: side A said so, 1: side B */
 	int		violation;	/* a broken rule (shown), or a set-up failure */
 	char		reason[HP_LANE_REASON_MAX + 1];
 };
 
-/* Registers the Lane handler and the detach hook. */
-void	lanes_init(struct hub *h);
+/* Registers the Lane handler and the detach hook; -ENOMEM. */
+int	lanes_init(struct hub *h);
 /* Caller p called a method of callee q through the hub: offer them a
  * lane and tell p to call m over it, as the policy allows. */
 void	lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m);

@@ -384,12 +384,28 @@ request(struct lg_lane *ln, struct hp_desc *d, const char *method)
 	(void)ln;
 }
 
-/* Breaks the lane the MODE way: 0, or -1 for a MODE it does not know. */
+/* A CLOSED report about lane id to hubd, as libguest would send it. */
+static int
+report(struct guest *g, uint32_t id, int violation, const char *reason)
+{
+	struct hp_lane_msg lm = { .op = HP_LANE_CLOSED, .lane = id,
+				  .violation = (uint32_t)violation };
+	uint8_t buf[256];
+	int64_t n;
+
+	snprintf(lm.reason, sizeof(lm.reason), "%s", reason);
+	if ((n = hp_lane_msg_encode(buf, sizeof(buf), &lm)) < 0)
+		return -1;
+	return lg_send_msg(g, HP_MSG_LANE, 0, 0, buf, (size_t)n, NULL, 0, 0, NULL);
+}
+
+/* Breaks the lane the MODE way: 0, or -1 for a MODE it does not know.
+ * "first" plays the race of two reports: ours (the peer hung up) heard
+ * first, then the peer's of a broken rule, asked for through hubd. */
 static int
 breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target)
 {
 	struct hp_desc d;
-	struct hp_lane_msg lm = { .op = HP_LANE_CLOSED, .lane = ln->id, .violation = 1 };
 	char owner[128], sink[160];
 	const char *dot;
 
@@ -397,6 +413,8 @@ breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target
 	d.msg_type = HP_MSG_REQUEST;
 	d.id = 7;
 	hp_desc_set_inline(&d, NULL, 0);
+	dot = strchr(target, '.');
+	snprintf(owner, sizeof(owner), "%.*s", dot != NULL ? (int)(dot - target) : 0, target);
 	if (strcmp(mode, "data") == 0 || strcmp(mode, "close") == 0) {
 		d.msg_type = mode[0] == 'd' ? HP_MSG_DATA : HP_MSG_CLOSE;
 		d.id = 1;
@@ -434,8 +452,6 @@ breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target
 
 		if (mode[0] == 'p')
 			chan ^= 3;
-		dot = strchr(target, '.');
-		snprintf(owner, sizeof(owner), "%.*s", dot != NULL ? (int)(dot - target) : 0, target);
 		snprintf(sink, sizeof(sink), "%s.sink", owner);
 		request(ln, &d, sink);
 		hp_desc_set_inline(&d, (const uint8_t[]){ 0, chan }, 2);
@@ -445,14 +461,19 @@ breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target
 		hp_doorbell_signal(ln->bell);
 		return 0;
 	} else if (strcmp(mode, "lie") == 0) {
-		uint8_t buf[256];
-		int64_t n;
+		ln->told = 1;	/* our own report */
+		return report(g, ln->id, 1, "guest lies: the peer did nothing wrong");
+	} else if (strcmp(mode, "first") == 0) {
+		char why[HP_LANE_REASON_MAX + 1], id[16], out[64];
 
-		snprintf(lm.reason, sizeof(lm.reason), "guest lies: the peer did nothing wrong");
-		if ((n = hp_lane_msg_encode(buf, sizeof(buf), &lm)) < 0)
+		snprintf(why, sizeof(why), "guest %s hung up", ln->peer);
+		ln->told = 1;
+		if (report(g, ln->id, 0, why) != 0)
 			return -1;
-		ln->told = 1;	/* it is our own report */
-		return lg_send_msg(g, HP_MSG_LANE, 0, 0, buf, (size_t)n, NULL, 0, 0, NULL);
+		/* through hubd (the lane routes only target): after our report */
+		snprintf(id, sizeof(id), "%u", ln->id);
+		snprintf(sink, sizeof(sink), "%s.accuse", owner);
+		return call_str(g, sink, id, out, sizeof(out)) == 0 ? 0 : -1;
 	} else {
 		return -1;
 	}
@@ -460,6 +481,25 @@ breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target
 		return -1;
 	hp_doorbell_signal(ln->bell);
 	return 0;
+}
+
+/* accuse(ID): reports lane ID closed for a broken rule, whatever lanes
+ * this guest has (the other half of breach's "first"). */
+static void
+m_accuse(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *s;
+	size_t n, pos = 0;
+	char id[16];
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &s, &n) != 0) {
+		reply_str(c, "error: arguments");
+		return;
+	}
+	snprintf(id, sizeof(id), "%.*s", (int)n, s);
+	reply_str(c, report(guest_call_guest(c), (uint32_t)strtoul(id, NULL, 10), 1,
+			    "lane.channel: told after the peer's close") == 0 ? "sent" : "error");
 }
 
 static void
@@ -499,6 +539,7 @@ main(int argc, char *argv[])
 		{ "sleep", "u64->unit", m_sleep },
 		{ "callsleep", "str,u64->str", m_callsleep },
 		{ "break", "str,str->str", m_break },
+		{ "accuse", "str->str", m_accuse },
 	};
 	struct guest *g;
 	const char *why;
