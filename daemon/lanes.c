@@ -110,9 +110,10 @@ calls_over(const struct lane *ln)
 	return a.calls_out + b.calls_out;
 }
 
-/* Out of the list and freed, its figures kept in its guests' counters. */
+/* Out of the list and freed, its figures kept in its guests' counters;
+ * with late, remembered for one report still on its way (gone()). */
 static void
-lane_drop(struct hub *h, struct lane *ln)
+lane_drop(struct hub *h, struct lane *ln, int late)
 {
 	for (struct lane **pp = &h->lanes; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == ln) {
@@ -130,7 +131,8 @@ lane_drop(struct hub *h, struct lane *ln)
 		}
 		free(ln->routes[s]);
 	}
-	h->lanes_gone[h->nlanes_gone++ % LANES_GONE] = ln->e;
+	if (late)
+		h->lanes_gone[h->nlanes_gone++ % LANES_GONE] = ln->e;
 	hp_segment_close(&ln->map.seg);
 	free(ln);
 }
@@ -317,14 +319,15 @@ record(struct hub *h, const struct lane_ends *e, int reporter, const char *reaso
 
 /* A report about lane id from p after hubd dropped it: the side that saw
  * the other hang up may have been heard first. Its ends, or NULL (too
- * old, or not p's). */
-static const struct lane_ends *
+ * old, not p's, or reported on already: a guest gets one late word, not
+ * a record per message). */
+static struct lane_ends *
 gone(struct hub *h, uint32_t id, const struct peer *p)
 {
 	uint32_t n = h->nlanes_gone < LANES_GONE ? h->nlanes_gone : LANES_GONE;
 
 	for (uint32_t i = 0; i < n; i++) {
-		const struct lane_ends *e = &h->lanes_gone[(h->nlanes_gone - 1 - i) % LANES_GONE];
+		struct lane_ends *e = &h->lanes_gone[(h->nlanes_gone - 1 - i) % LANES_GONE];
 
 		if (e->id == id)
 			return side_in(e, p) >= 0 ? e : NULL;
@@ -338,7 +341,7 @@ static void
 on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
 	struct hp_lane_msg r;
-	const struct lane_ends *e;
+	struct lane_ends *e;
 	struct lane *ln;
 	struct peer *q;
 	char why[HP_LANE_REASON_MAX + 1];
@@ -355,6 +358,7 @@ on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		if (r.violation && (e = gone(h, r.lane, p)) != NULL) {
 			log_warnx("lane %u: guest %s closed it: %s", r.lane, p->conf->name, r.reason);
 			record(h, e, side_in(e, p), r.reason, 1);
+			e->id = 0;	/* ids start at 1: found no more */
 		}
 		return;
 	}
@@ -374,7 +378,8 @@ on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		snprintf(why, sizeof(why), "guest %s closed the lane", p->conf->name);
 		tell_close(h, q, ln->e.id, why);
 	}
-	lane_drop(h, ln);
+	/* closed for a broken rule: recorded, no second word from either */
+	lane_drop(h, ln, !r.violation);
 }
 
 /* A guest gone: its lanes close at once, the other sides told. */
@@ -399,7 +404,7 @@ on_detach(struct hub *h, struct peer *p)
 		q = hub_peer(h, ln->e.peer[1 - s]);
 		if (q != NULL && q->conf != NULL && q->epoch == ln->e.epoch[1 - s])
 			tell_close(h, q, ln->e.id, why);
-		lane_drop(h, ln);
+		lane_drop(h, ln, 1);	/* the survivor's report may be on its way */
 	}
 }
 
@@ -487,7 +492,7 @@ void
 lanes_free(struct hub *h)
 {
 	while (h->lanes != NULL)
-		lane_drop(h, h->lanes);
+		lane_drop(h, h->lanes, 0);
 	free(h->lane_records);
 	free(h->lanes_gone);
 	h->lane_records = NULL;

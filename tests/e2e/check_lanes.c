@@ -413,7 +413,8 @@ START_TEST(test_hostile_peer)
 		sleep_ms(50);
 	o = lanes();
 	ck_assert_msg(json_object_array_length(json_get(o, "violations")) == 1,
-		      "%s: no record; %s", breaches[_i].mode, hub_log_tail(&hub));
+		      "%s: %zu records, want 1; %s", breaches[_i].mode,
+		      json_object_array_length(json_get(o, "violations")), hub_log_tail(&hub));
 	rec = json_object_array_get_idx(json_get(o, "violations"), 0);
 	ck_assert_msg(strstr(json_object_get_string(json_get(rec, "reason")),
 			     breaches[_i].rule) != NULL, "%s: reason '%s', want %s",

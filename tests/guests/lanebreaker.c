@@ -401,7 +401,8 @@ report(struct guest *g, uint32_t id, int violation, const char *reason)
 
 /* Breaks the lane the MODE way: 0, or -1 for a MODE it does not know.
  * "first" plays the race of two reports: ours (the peer hung up) heard
- * first, then the peer's of a broken rule, asked for through hubd. */
+ * first, then the peer's of a broken rule, asked for through hubd
+ * (twice: hubd must record it once). */
 static int
 breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target)
 {
@@ -473,6 +474,9 @@ breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target
 		/* through hubd (the lane routes only target): after our report */
 		snprintf(id, sizeof(id), "%u", ln->id);
 		snprintf(sink, sizeof(sink), "%s.accuse", owner);
+		/* twice: the second is one report too many, recorded nowhere */
+		if (call_str(g, sink, id, out, sizeof(out)) != 0)
+			return -1;
 		return call_str(g, sink, id, out, sizeof(out)) == 0 ? 0 : -1;
 	} else {
 		return -1;
