@@ -100,10 +100,15 @@ SDBUS_CFLAGS = $(shell pkg-config --cflags libsystemd 2>/dev/null)
 SDBUS_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
 ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
-PROGS := $(B)/hubd $(B)/hubctl $(B)/hub-run
+# hub-nats: the guest that bridges hubs on many hosts through NATS
+# (bridge/, on libguest and Debian's libnats)
+BRIDGE_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard bridge/*.c))
+NATS_LIBS = $(shell pkg-config --libs libnats 2>/dev/null || echo -lnats)
+PROGS := $(B)/hubd $(B)/hubctl $(B)/hub-run $(B)/hub-nats
 
 SUITE_SRC := $(sort $(wildcard tests/unit/check_*.c tests/e2e/check_*.c))
-TEST_OBJ := $(SUITE_SRC:%.c=$(B)/%.o) $(B)/tests/check_main.o $(B)/tests/e2e/harness.o
+TEST_OBJ := $(SUITE_SRC:%.c=$(B)/%.o) $(B)/tests/check_main.o $(B)/tests/e2e/harness.o \
+	$(B)/tests/e2e/natsd.o
 SUITES := $(basename $(notdir $(SUITE_SRC)))
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)
@@ -185,6 +190,11 @@ $(B)/hub-run: scripts/hub-run.sh
 $(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/poolfig.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
+# Static libguest: hub-nats is installed beside hubd, not with the examples
+$(B)/hub-nats: $(BRIDGE_OBJ) $(GUEST_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) $(shell pkg-config --libs json-c inih) \
+		$(GUEST_LIBS)
+
 # Example guests link the shared library, found next to them.
 $(B)/guests/%: $(B)/guestlib/examples/%.o $(GUEST_SO)
 	@mkdir -p $(@D)
@@ -258,7 +268,8 @@ $(B)/tests/check_main.o: tests/check_main.c $(B)/tests/suites.inc
 $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DBUILD_DIR='"$(abspath $(B))"' -c -o $@ $<
-$(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS) $(SPECHOST)
+$(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS) $(SPECHOST) \
+		$(B)/hub-nats
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(GUEST_LIBS)
 
 # Every header compiles on its own; libguest's public one as C++ too.

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/xxh.h"
@@ -245,6 +246,65 @@ svc_caller(struct hub *h, struct peer *p, const struct origin *o,
 	answer_ok(h, o, buf, enc.len);
 }
 
+/* Whether name is what pattern asks for: "" or "*" every name, "a.*"
+ * every name that begins "a.", else that name. */
+static int
+name_matches(const char *pattern, size_t plen, const char *name)
+{
+	if (plen == 0 || (plen == 1 && pattern[0] == '*'))
+		return 1;
+	if (plen >= 2 && pattern[plen - 1] == '*' && pattern[plen - 2] == '.')
+		return strncmp(name, pattern, plen - 1) == 0;
+	return strlen(name) == plen && memcmp(name, pattern, plen) == 0;
+}
+
+/* hub.methods: the methods that can be called now, other than the host's
+ * and the asking guest's own (a bridge that offers this hub's methods
+ * elsewhere must not offer back what it brought in). */
+static void
+svc_methods(struct hub *h, struct peer *p, const struct origin *o,
+	    const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	struct hp_pc_enc e;
+	const char *pat;
+	size_t plen, cap, n = 0;
+	uint8_t *buf;
+
+	hp_pc_dec_init(&d, args, len);
+	hp_pc_get_str(&d, &pat, &plen);
+	if (d.err != 0 || plen > HP_METHOD_NAME_MAX) {
+		answer_error(h, o, HP_ERR_USER, "the pattern is not a method name or NAME.*");
+		return;
+	}
+	/* each entry at most a name and a signature with their lengths */
+	cap = 16 + (size_t)h->nmethods * (HP_METHOD_NAME_MAX + HP_SIG_MAX_LEN + 8);
+	if ((buf = malloc(cap)) == NULL) {
+		answer_error(h, o, HP_ERR_USER, "out of memory");
+		return;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		/* first the count, then the entries */
+		hp_pc_enc_init(&e, buf, cap);
+		hp_pc_put_u64(&e, n);
+		n = 0;
+		for (uint32_t i = 0; i < h->nmethods; i++) {
+			const struct method *m = &h->methods[i];
+
+			if (m->owner == 0 || (p != NULL && m->owner == p->id) ||
+			    !methods_live(h, m) || !name_matches(pat, plen, m->name))
+				continue;
+			n++;
+			if (pass == 1) {
+				hp_pc_put_str(&e, m->name, strlen(m->name));
+				hp_pc_put_str(&e, m->signature, strlen(m->signature));
+			}
+		}
+	}
+	answer_ok(h, o, buf, e.len);
+	free(buf);
+}
+
 static const struct service {
 	const char	*name;
 	const char	*sig;
@@ -258,6 +318,7 @@ static const struct service {
 	{ HP_SVC_SOURCE, HP_SVC_SIG_SOURCE, svc_source },
 	{ HP_SVC_SIGNATURE, HP_SVC_SIG_SIGNATURE, svc_signature },
 	{ HP_SVC_CALLER, HP_SVC_SIG_CALLER, svc_caller },
+	{ HP_SVC_METHODS, HP_SVC_SIG_METHODS, svc_methods },
 };
 #define NSERVICES	(sizeof(services) / sizeof(services[0]))
 

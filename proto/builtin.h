@@ -25,6 +25,12 @@
  *						a guest's name, "client:UID" for a
  *						control client, "hub" for the host;
  *						Err for an id not in flight to it
+ *	hub.methods	str -> list<(str,str)>	the methods that can be called now
+ *						(owner up), as (NAME, SIGNATURE),
+ *						matching PATTERN ("" or "*" all,
+ *						"a.*" those in a., else that
+ *						name); neither the host's nor the
+ *						asking guest's own
  *
  * The stream hash is XXH3-64 (libxxhash) chained over the items in order:
  * h = XXH3_64bits_withSeed(item, item_len, h), from h = 0, each item's
@@ -44,6 +50,7 @@
 #define HP_SVC_SOURCE		"hub.source"
 #define HP_SVC_SIGNATURE	"hub.signature"
 #define HP_SVC_CALLER		"hub.caller"
+#define HP_SVC_METHODS		"hub.methods"
 
 #define HP_SVC_SIG_PING		"bytes->bytes"
 #define HP_SVC_SIG_LOG		"str->unit"
@@ -53,6 +60,7 @@
 #define HP_SVC_SIG_SOURCE	"u64,u64->u64"
 #define HP_SVC_SIG_SIGNATURE	"str->str"
 #define HP_SVC_SIG_CALLER	"u64->str"
+#define HP_SVC_SIG_METHODS	"str->list<(str,str)>"
 #define HP_STREAM_HASH_SEED	0
 
 /* hub.register's errors (User(str)), so that a guest can tell them apart. */

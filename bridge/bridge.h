@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* hub-nats: a guest that joins hubs on many hosts through NATS
+ * (doc/nats.md). Exports: NATS requests for this hub's methods become
+ * calls here, their answers the replies. Imports: methods other hubs
+ * export are registered here under their names, and a call of one
+ * becomes a NATS request. hubd and libguest never speak TCP: only this
+ * guest does, through libnats.
+ *
+ * One thread (the loop, main.c) runs libguest and every table below;
+ * libnats's threads only hand messages over (handoff.c). */
+#ifndef BRIDGE_H
+#define BRIDGE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <nats/nats.h>
+
+#include "guest.h"
+#include "proto/idtab.h"
+#include "proto/sig.h"
+
+#define BR_NAME_MAX	63	/* a hub's name on NATS; a method's, as hubd's */
+#define BR_PATTERNS_MAX	64	/* export or import patterns */
+#define BR_REMOTES_MAX	256	/* hubs heard of */
+#define BR_METHODS_MAX	4096	/* methods one announcement lists */
+
+struct br_conf {
+	char		*servers[16];	/* nats:// or tls:// URLs */
+	int		nservers;
+	char		name[BR_NAME_MAX + 1];	/* this hub on NATS */
+	char		subject[64];	/* every subject's first tokens */
+	char		user[128], password[128], token[256];
+	char		creds[4096], tls_ca[4096], tls_cert[4096], tls_key[4096];
+	int		tls;
+	uint32_t	announce_ms;
+	uint32_t	calls_max;	/* in flight each way */
+	char		*exports[BR_PATTERNS_MAX];
+	int		nexports;
+	int		queue;		/* share load with hubs exporting the same */
+	char		*imports[BR_PATTERNS_MAX];
+	int		nimports;
+	char		prefix[32];	/* before an imported method's name here */
+	char		from[BR_NAME_MAX + 1];	/* only from this hub ("" any) */
+	uint32_t	timeout_ms;	/* an imported call's answer, at most */
+};
+
+/* Reads the file at path; 0, or -1 with the reason (file:line: ...) in
+ * why. */
+int	br_conf_load(struct br_conf *c, const char *path, char *why, size_t cap);
+void	br_conf_free(struct br_conf *c);
+/* Whether name is what pattern names: "*", "a.*" or a name. */
+int	br_pattern_matches(const char *pattern, const char *name);
+
+/* Messages from libnats's threads, taken in order by the loop. */
+struct br_handoff;
+struct br_handoff *br_handoff_new(uint32_t cap);
+void	br_handoff_free(struct br_handoff *q);
+/* The fd that is readable while messages wait (an eventfd). */
+int	br_handoff_fd(const struct br_handoff *q);
+/* From a libnats thread: 0, or -1 when full (the caller keeps msg). */
+int	br_handoff_put(struct br_handoff *q, natsMsg *msg);
+/* From the loop: the next message (the caller destroys it), NULL if none. */
+natsMsg	*br_handoff_take(struct br_handoff *q);
+
+/* A method this hub serves to others (export.c). */
+struct br_export {
+	char			name[BR_NAME_MAX + 1];
+	char			sig[HP_SIG_MAX_LEN + 1];
+	natsSubscription	*sub;		/* NULL: not offered on NATS */
+	uint32_t		seen;		/* the refresh that listed it */
+};
+
+/* A hub heard of, and what it exports (import.c). */
+struct br_remote {
+	char		name[BR_NAME_MAX + 1];
+	uint64_t	seen_ns;	/* its last announcement, CLOCK_MONOTONIC */
+	uint64_t	every_ns;	/* how often it announces */
+	uint32_t	nmethods;
+	char		(*methods)[BR_NAME_MAX + 1];
+};
+
+/* A method brought in: registered here, served elsewhere. */
+struct br_import {
+	char		local[BR_NAME_MAX + 1];	/* its name here */
+	char		remote[BR_NAME_MAX + 1];
+	char		sig[HP_SIG_MAX_LEN + 1];
+	struct bridge	*b;
+};
+
+struct bridge {
+	struct br_conf		conf;
+	struct guest		*g;
+	natsConnection		*nc;
+	struct br_handoff	*q;
+	atomic_int		connected;	/* as libnats last said (its threads) */
+	char			inbox[128];	/* our replies come to inbox.SEQ */
+	int64_t			max_payload;	/* the server's, bytes */
+	uint64_t		now_ns;
+	/* export.c */
+	struct br_export	*exports;
+	uint32_t		nexports, refresh, refreshing;
+	natsSubscription	*sub_at, *sub_cancel, *sub_discover;
+	struct hp_idtab		ecalls;		/* calls we make for NATS */
+	uint64_t		next_announce_ns;
+	int			refresh_pending, refresh_failed;
+	/* import.c */
+	struct br_remote	remotes[BR_REMOTES_MAX];
+	uint32_t		nremotes;
+	struct br_import	**imports;
+	uint32_t		nimports;
+	natsSubscription	*sub_announce, *sub_replies;
+	struct hp_idtab		icalls;		/* calls waiting for NATS */
+	uint32_t		next_seq;
+	/* counters, for the note hubctl shows */
+	uint64_t		calls_in, calls_out, errors;
+};
+
+/* Subjects (doc/nats.md): PREFIX.call.METHOD (any hub, a queue group),
+ * PREFIX.at.HUB.METHOD (that hub), PREFIX.cancel, PREFIX.announce,
+ * PREFIX.discover. */
+#define BR_SUBJECT_MAX	256
+
+/* Headers. */
+#define BR_H_SIG	"Hub-Signature"	/* the caller's signature of the method */
+#define BR_H_TIMEOUT	"Hub-Timeout-Ms"	/* how long the caller waits */
+#define BR_H_FROM	"Hub-From"	/* the calling hub */
+#define BR_H_STATUS	"Hub-Status"	/* an answer's kind (below) */
+
+/* An answer's Hub-Status, and the libguest status each stands for. */
+const char	*br_status_word(int status);
+int		br_status_of(const char *word);
+
+/* Every subscription's callback, on a libnats thread: hands m over. */
+void	br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure);
+
+uint64_t br_now_ns(void);
+void	br_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* export.c */
+int	br_export_start(struct bridge *b);
+void	br_export_tick(struct bridge *b);
+/* A message on one of export's subjects: 1 taken (and destroyed), 0 not
+ * export's. */
+int	br_export_msg(struct bridge *b, natsMsg *m);
+void	br_export_stop(struct bridge *b);
+
+/* import.c */
+int	br_import_start(struct bridge *b);
+void	br_import_tick(struct bridge *b);
+int	br_import_msg(struct bridge *b, natsMsg *m);
+void	br_import_stop(struct bridge *b);
+/* A one-line summary of what is bridged, for hubctl. */
+void	br_import_summary(struct bridge *b, char *buf, size_t cap);
+
+#endif

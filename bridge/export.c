@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Exports: this hub's methods that match [export] methods, served on
+ * NATS. hub.methods lists them (now and every announce interval: a
+ * method comes and goes with its guest); each gets a subscription to
+ * PREFIX.call.METHOD in the queue group PREFIX (NATS gives each request
+ * to one of the hubs that export it), and PREFIX.at.HUB.> reaches this
+ * hub by name. A request becomes a call here; its answer, the reply.
+ * Every byte from NATS is untrusted: the signature the caller used must
+ * be ours, hubd checks the arguments against it, and the calls in
+ * flight are bounded. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "bridge/bridge.h"
+#include "proto/builtin.h"
+
+struct ecall {
+	uint64_t	id;		/* ours: the answer's callback finds it so */
+	uint64_t	deadline_ns;
+	uint64_t	forget_ns;	/* after a timeout: a late answer is dropped */
+	uint32_t	call_id;	/* libguest's, for guest_cancel */
+	int		answered;	/* the reply went (a timeout) */
+	char		*reply;		/* the caller's reply subject */
+	char		*from;		/* the calling hub, for the log */
+};
+
+#define FORGET_NS	(60ull * 1000000000)	/* a timed-out call kept for its answer */
+
+static uint64_t next_ecall;
+
+/* Publishes an answer on reply: Hub-Status word, the bytes. */
+static void
+answer(struct bridge *b, const char *reply, const char *word, const void *data, size_t len)
+{
+	natsMsg *r = NULL;
+	char text[160];
+
+	if (b->max_payload > 0 && (int64_t)len > b->max_payload - 512) {
+		snprintf(text, sizeof(text), "the answer (%zu bytes) is larger than NATS takes (%lld)",
+			 len, (long long)b->max_payload);
+		word = "error";
+		data = text;
+		len = strlen(text);
+	}
+	if (natsMsg_Create(&r, reply, NULL, data, (int)len) != NATS_OK)
+		return;
+	natsMsgHeader_Set(r, BR_H_STATUS, word);
+	natsMsgHeader_Set(r, BR_H_FROM, b->conf.name);
+	if (natsConnection_PublishMsg(b->nc, r) != NATS_OK)
+		b->errors++;
+	natsMsg_Destroy(r);
+}
+
+static void
+answer_text(struct bridge *b, const char *reply, const char *word, const char *text)
+{
+	answer(b, reply, word, text, strlen(text));
+}
+
+static struct br_export *
+export_find(struct bridge *b, const char *name)
+{
+	for (uint32_t i = 0; i < b->nexports; i++)
+		if (strcmp(b->exports[i].name, name) == 0)
+			return &b->exports[i];
+	return NULL;
+}
+
+/* The local call's answer: the reply, unless a timeout answered first. */
+static void
+on_answer(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct bridge *b = (struct bridge *)((void **)ctx)[0];
+	uint64_t id = (uint64_t)(uintptr_t)((void **)ctx)[1];
+	struct ecall *e = hp_idtab_find(&b->ecalls, id);
+
+	free(ctx);
+	if (e == NULL)
+		return;
+	if (!e->answered)
+		answer(b, e->reply, br_status_word(status), result, len);
+	free(e->reply);
+	free(e->from);
+	hp_idtab_remove(&b->ecalls, e);
+}
+
+static uint32_t
+timeout_of(struct bridge *b, natsMsg *m)
+{
+	const char *v = NULL;
+	char *end;
+	unsigned long ms;
+
+	if (natsMsgHeader_Get(m, BR_H_TIMEOUT, &v) != NATS_OK || v == NULL)
+		return b->conf.timeout_ms;
+	ms = strtoul(v, &end, 10);
+	if (*v == '\0' || *end != '\0' || ms == 0 || ms > 86400000)
+		return b->conf.timeout_ms;
+	return (uint32_t)ms;
+}
+
+/* A request for method: checked, then called here. */
+static void
+request(struct bridge *b, natsMsg *m, const char *method)
+{
+	const char *reply = natsMsg_GetReply(m), *sig = NULL, *from = NULL;
+	const struct br_export *x = export_find(b, method);
+	struct ecall *e;
+	char text[HP_SIG_MAX_LEN * 2 + 400];
+	void **ctx;
+	uint32_t call_id;
+	uint64_t id;
+	int rc;
+
+	if (reply == NULL || *reply == '\0')
+		return;		/* nobody to answer */
+	natsMsgHeader_Get(m, BR_H_FROM, &from);
+	if (x == NULL) {
+		snprintf(text, sizeof(text), "hub %s does not export %.64s", b->conf.name, method);
+		answer_text(b, reply, "no-method", text);
+		return;
+	}
+	if (natsMsgHeader_Get(m, BR_H_SIG, &sig) != NATS_OK || sig == NULL ||
+	    strcmp(sig, x->sig) != 0) {
+		snprintf(text, sizeof(text), "hub %s serves %s as %s, the caller's is %.256s",
+			 b->conf.name, x->name, x->sig, sig != NULL ? sig : "(none)");
+		answer_text(b, reply, "bad-payload", text);
+		return;
+	}
+	if (strstr(x->sig, "chan<") != NULL) {
+		snprintf(text, sizeof(text), "%s takes a channel: streams do not cross NATS yet",
+			 x->name);
+		answer_text(b, reply, "refused", text);
+		return;
+	}
+	if (b->ecalls.count >= b->conf.calls_max) {
+		snprintf(text, sizeof(text), "hub %s has %u calls from NATS in flight already",
+			 b->conf.name, b->ecalls.count);
+		answer_text(b, reply, "refused", text);
+		return;
+	}
+	if ((ctx = malloc(2 * sizeof(*ctx))) == NULL ||
+	    hp_idtab_reserve(&b->ecalls, 1) != 0) {
+		free(ctx);
+		answer_text(b, reply, "refused", "hub-nats is out of memory");
+		return;
+	}
+	if (++next_ecall == 0)
+		++next_ecall;
+	id = next_ecall;
+	ctx[0] = b;
+	ctx[1] = (void *)(uintptr_t)id;
+	rc = guest_call_async(b->g, x->name, natsMsg_GetData(m),
+			      (size_t)natsMsg_GetDataLength(m), on_answer, ctx, &call_id);
+	if (rc < 0) {
+		free(ctx);
+		snprintf(text, sizeof(text), "hub %s could not call %s: %s", b->conf.name,
+			 x->name, strerror(-rc));
+		answer_text(b, reply, "refused", text);
+		return;
+	}
+	e = hp_idtab_insert(&b->ecalls, id);
+	e->call_id = call_id;
+	e->deadline_ns = b->now_ns + (uint64_t)timeout_of(b, m) * 1000000u;
+	e->reply = strdup(reply);
+	e->from = from != NULL ? strndup(from, BR_NAME_MAX) : NULL;
+	if (e->reply == NULL) {
+		guest_cancel(b->g, call_id);
+		e->answered = 1;
+		e->forget_ns = b->now_ns;
+	}
+	b->calls_in++;
+}
+
+/* PREFIX.cancel: the caller gave up on the call it asked for on reply. */
+static void
+cancel(struct bridge *b, natsMsg *m)
+{
+	int n = natsMsg_GetDataLength(m);
+	const char *reply = natsMsg_GetData(m);
+	struct ecall *e;
+	uint32_t pos = 0;
+
+	if (n <= 0 || n > BR_SUBJECT_MAX)
+		return;
+	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL)
+		if (e->reply != NULL && (int)strlen(e->reply) == n && memcmp(e->reply, reply, (size_t)n) == 0)
+			guest_cancel(b->g, e->call_id);
+}
+
+/* Announces what this hub exports (an empty list: it is leaving). */
+static void
+announce(struct bridge *b, int leaving)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+	char subject[BR_SUBJECT_MAX];
+	const char *text;
+	size_t budget = b->max_payload > 0 ? (size_t)b->max_payload - 1024 : 1u << 20;
+	size_t used = 0;
+
+	json_object_object_add(o, "hub", json_object_new_string(b->conf.name));
+	json_object_object_add(o, "every_ms", json_object_new_int64(b->conf.announce_ms));
+	for (uint32_t i = 0; !leaving && i < b->nexports; i++) {
+		const struct br_export *x = &b->exports[i];
+		json_object *pair;
+
+		if (x->sub == NULL)
+			continue;
+		used += strlen(x->name) + strlen(x->sig) + 8;
+		if (used > budget)
+			break;	/* the rest stay reachable, unannounced */
+		pair = json_object_new_array();
+		json_object_array_add(pair, json_object_new_string(x->name));
+		json_object_array_add(pair, json_object_new_string(x->sig));
+		json_object_array_add(a, pair);
+	}
+	json_object_object_add(o, "methods", a);
+	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
+	natsConnection_Publish(b->nc, subject, text, (int)strlen(text));
+	json_object_put(o);
+}
+
+static int
+subscribe(struct bridge *b, struct br_export *x)
+{
+	char subject[BR_SUBJECT_MAX];
+
+	snprintf(subject, sizeof(subject), "%s.call.%s", b->conf.subject, x->name);
+	return natsConnection_QueueSubscribe(&x->sub, b->nc, subject, b->conf.subject,
+					     br_on_msg, b) == NATS_OK ? 0 : -1;
+}
+
+/* A name hubd listed, usable as NATS subject tokens. */
+static int
+subject_safe(const char *s, size_t n)
+{
+	if (n == 0 || n > BR_NAME_MAX || s[0] == '.' || s[n - 1] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] <= ' ' || s[i] == '*' || s[i] == '>' || s[i] == 0x7f ||
+		    (s[i] == '.' && s[i + 1] == '.'))
+			return 0;
+	return 1;
+}
+
+/* hub.methods's answer for one pattern: what it lists is exported. */
+static void
+on_methods(void *ctx, int status, const uint8_t *res, size_t len)
+{
+	struct bridge *b = ctx;
+	const char *name, *sig;
+	char nbuf[BR_NAME_MAX + 1];
+	size_t count = 0, pos = 0, nn, sn;
+
+	b->refreshing--;
+	if (status != 0) {
+		b->refresh_failed = 1;
+		br_log("hub.methods: %.*s", (int)len, res != NULL ? (const char *)res : "");
+		return;
+	}
+	if (guest_pc_get_len(res, len, &pos, &count) != 0)
+		return;
+	for (size_t i = 0; i < count; i++) {
+		struct br_export *x, *grown;
+
+		if (guest_pc_get_str(res, len, &pos, &name, &nn) != 0 ||
+		    guest_pc_get_str(res, len, &pos, &sig, &sn) != 0)
+			return;
+		if (!subject_safe(name, nn) || sn > HP_SIG_MAX_LEN)
+			continue;
+		snprintf(nbuf, sizeof(nbuf), "%.*s", (int)nn, name);
+		if ((x = export_find(b, nbuf)) == NULL) {
+			if (b->nexports >= BR_METHODS_MAX ||
+			    (grown = realloc(b->exports, (b->nexports + 1) * sizeof(*grown))) == NULL)
+				continue;
+			b->exports = grown;
+			x = &b->exports[b->nexports++];
+			memset(x, 0, sizeof(*x));
+			memcpy(x->name, nbuf, nn + 1);
+		}
+		snprintf(x->sig, sizeof(x->sig), "%.*s", (int)sn, sig);
+		x->seen = b->refresh;
+	}
+}
+
+/* After every pattern's answer: new methods subscribed, gone ones
+ * dropped, then announced. */
+static void
+refresh_done(struct bridge *b)
+{
+	for (uint32_t i = 0; i < b->nexports;) {
+		struct br_export *x = &b->exports[i];
+
+		if (x->seen != b->refresh) {
+			if (x->sub != NULL) {
+				natsSubscription_Unsubscribe(x->sub);
+				natsSubscription_Destroy(x->sub);
+				br_log("no longer exporting %s", x->name);
+			}
+			b->exports[i] = b->exports[--b->nexports];
+			continue;
+		}
+		if (x->sub == NULL && b->conf.queue) {
+			if (subscribe(b, x) == 0)
+				br_log("exporting %s (%s)", x->name, x->sig);
+			else
+				x->sub = NULL;
+		}
+		i++;
+	}
+	announce(b, 0);
+}
+
+static void
+refresh(struct bridge *b)
+{
+	uint8_t arg[BR_NAME_MAX + 8];
+	size_t pos;
+
+	b->refresh++;
+	b->refresh_pending = 1;
+	b->refresh_failed = 0;
+	for (int i = 0; i < b->conf.nexports; i++) {
+		pos = 0;
+		guest_pc_put_str(arg, sizeof(arg), &pos, b->conf.exports[i],
+				 strlen(b->conf.exports[i]));
+		if (guest_call_async(b->g, HP_SVC_METHODS, arg, pos, on_methods, b, NULL) == 0)
+			b->refreshing++;
+		else
+			b->refresh_failed = 1;
+	}
+}
+
+int
+br_export_msg(struct bridge *b, natsMsg *m)
+{
+	const char *s = natsMsg_GetSubject(m), *rest;
+	size_t plen = strlen(b->conf.subject), nlen = strlen(b->conf.name);
+
+	if (b->conf.nexports == 0 || strncmp(s, b->conf.subject, plen) != 0 || s[plen] != '.')
+		return 0;
+	rest = s + plen + 1;
+	if (strncmp(rest, "call.", 5) == 0)
+		request(b, m, rest + 5);
+	else if (strncmp(rest, "at.", 3) == 0 && strncmp(rest + 3, b->conf.name, nlen) == 0 &&
+		 rest[3 + nlen] == '.')
+		request(b, m, rest + 3 + nlen + 1);
+	else if (strcmp(rest, "cancel") == 0)
+		cancel(b, m);
+	else if (strcmp(rest, "discover") == 0) {
+		/* soon, not at once: every hub answers the same question */
+		if (b->next_announce_ns > b->now_ns + 100000000u)
+			b->next_announce_ns = b->now_ns + 100000000u;
+	} else
+		return 0;
+	natsMsg_Destroy(m);
+	return 1;
+}
+
+void
+br_export_tick(struct bridge *b)
+{
+	struct ecall *e;
+	uint64_t gone[64];
+	uint32_t pos = 0, ngone = 0;
+	char text[96];
+
+	if (b->conf.nexports == 0)
+		return;
+	b->max_payload = natsConnection_GetMaxPayload(b->nc);
+	if (b->refresh_pending && b->refreshing == 0) {
+		/* a pattern unanswered: keep what was exported, say it again */
+		if (b->refresh_failed)
+			announce(b, 0);
+		else
+			refresh_done(b);
+		b->refresh_pending = 0;
+	}
+	if (b->now_ns >= b->next_announce_ns && b->refreshing == 0) {
+		refresh(b);
+		b->next_announce_ns = b->now_ns + (uint64_t)b->conf.announce_ms * 1000000u;
+	}
+	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
+		if (!e->answered && b->now_ns >= e->deadline_ns) {
+			snprintf(text, sizeof(text), "no answer on hub %s in time", b->conf.name);
+			answer_text(b, e->reply, "timeout", text);
+			guest_cancel(b->g, e->call_id);
+			e->answered = 1;
+			e->forget_ns = b->now_ns + FORGET_NS;
+		} else if (e->answered && b->now_ns >= e->forget_ns && ngone < 64) {
+			gone[ngone++] = e->id;
+		}
+	}
+	for (uint32_t i = 0; i < ngone; i++) {
+		e = hp_idtab_find(&b->ecalls, gone[i]);
+		free(e->reply);
+		free(e->from);
+		hp_idtab_remove(&b->ecalls, e);
+	}
+}
+
+int
+br_export_start(struct bridge *b)
+{
+	char subject[BR_SUBJECT_MAX];
+
+	b->ecalls = (struct hp_idtab)HP_IDTAB_INIT(struct ecall);
+	if (b->conf.nexports == 0)
+		return 0;
+	snprintf(subject, sizeof(subject), "%s.at.%s.>", b->conf.subject, b->conf.name);
+	if (natsConnection_Subscribe(&b->sub_at, b->nc, subject, br_on_msg, b) != NATS_OK)
+		return -1;
+	snprintf(subject, sizeof(subject), "%s.cancel", b->conf.subject);
+	if (natsConnection_Subscribe(&b->sub_cancel, b->nc, subject, br_on_msg, b) != NATS_OK)
+		return -1;
+	snprintf(subject, sizeof(subject), "%s.discover", b->conf.subject);
+	if (natsConnection_Subscribe(&b->sub_discover, b->nc, subject, br_on_msg, b) != NATS_OK)
+		return -1;
+	b->next_announce_ns = 0;
+	return 0;
+}
+
+void
+br_export_stop(struct bridge *b)
+{
+	struct ecall *e;
+	uint32_t pos = 0;
+
+	if (b->conf.nexports > 0)
+		announce(b, 1);
+	for (uint32_t i = 0; i < b->nexports; i++)
+		if (b->exports[i].sub != NULL)
+			natsSubscription_Destroy(b->exports[i].sub);
+	natsSubscription_Destroy(b->sub_at);
+	natsSubscription_Destroy(b->sub_cancel);
+	natsSubscription_Destroy(b->sub_discover);
+	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
+		if (!e->answered)
+			answer_text(b, e->reply, "unreachable", "the hub's bridge is stopping");
+		free(e->reply);
+		free(e->from);
+	}
+	hp_idtab_free(&b->ecalls);
+	free(b->exports);
+	natsConnection_Flush(b->nc);
+}

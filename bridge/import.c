@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Imports: what other hubs announce on PREFIX.announce, where it matches
+ * [import] methods, is registered on this hub (under [import] prefix),
+ * and a call of it becomes a NATS request: to PREFIX.call.METHOD (one of
+ * the hubs exporting it) or, with [import] from, PREFIX.at.HUB.METHOD.
+ * Its reply (to our inbox.SEQ) answers the call, with the same kind of
+ * error; no reply in time, or the caller's Cancel, sends PREFIX.cancel.
+ * Announcements are untrusted: names, signatures and sizes checked,
+ * hubs and methods bounded. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "bridge/bridge.h"
+#include "bridge/tmp_status.h"
+
+struct icall {
+	uint64_t		id;		/* SEQ in the reply subject */
+	uint64_t		deadline_ns;
+	struct guest_call	*c;
+	const struct br_import	*imp;
+	int			cancel_sent;
+};
+
+/* The caller waits this much longer than it tells the callee, so that the
+ * callee's own "timeout" (which names where) comes first. */
+#define GRACE_NS	(500ull * 1000000)
+
+static void
+publish_cancel(struct bridge *b, uint64_t id)
+{
+	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX];
+
+	snprintf(subject, sizeof(subject), "%s.cancel", b->conf.subject);
+	snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
+	natsConnection_Publish(b->nc, subject, reply, (int)strlen(reply));
+}
+
+static int
+connected(struct bridge *b)
+{
+	return atomic_load_explicit(&b->connected, memory_order_relaxed);
+}
+
+/* A call of an imported method, on the loop's thread. */
+static void
+on_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const struct br_import *imp = ctx;
+	struct bridge *b = imp->b;
+	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX], ms[16], text[160];
+	natsMsg *m = NULL;
+	struct icall *ic;
+	natsStatus s;
+	uint64_t id;
+
+	if (!connected(b)) {
+		guest_reply_status(c, -EHOSTUNREACH, "hub-nats is not connected to NATS");
+		return;
+	}
+	if (b->icalls.count >= b->conf.calls_max) {
+		snprintf(text, sizeof(text), "hub-nats has %u calls out in flight already",
+			 b->icalls.count);
+		guest_reply_error(c, text);
+		return;
+	}
+	if (b->max_payload > 0 && (int64_t)len > b->max_payload - 1024) {
+		snprintf(text, sizeof(text), "the arguments (%zu bytes) are larger than NATS takes (%lld)",
+			 len, (long long)b->max_payload);
+		guest_reply_status(c, -EBADMSG, text);
+		return;
+	}
+	if (hp_idtab_reserve(&b->icalls, 1) != 0) {
+		guest_reply_error(c, "hub-nats is out of memory");
+		return;
+	}
+	if (++b->next_seq == 0)
+		++b->next_seq;
+	id = b->next_seq;
+	if (b->conf.from[0] != '\0')
+		snprintf(subject, sizeof(subject), "%s.at.%s.%s", b->conf.subject, b->conf.from,
+			 imp->remote);
+	else
+		snprintf(subject, sizeof(subject), "%s.call.%s", b->conf.subject, imp->remote);
+	snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
+	snprintf(ms, sizeof(ms), "%u", b->conf.timeout_ms);
+	s = natsMsg_Create(&m, subject, reply, (const char *)args, (int)len);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(m, BR_H_SIG, imp->sig);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(m, BR_H_TIMEOUT, ms);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(m, BR_H_FROM, b->conf.name);
+	if (s == NATS_OK)
+		s = natsConnection_PublishMsg(b->nc, m);
+	natsMsg_Destroy(m);
+	if (s != NATS_OK) {
+		snprintf(text, sizeof(text), "NATS: %s", natsStatus_GetText(s));
+		guest_reply_status(c, -EHOSTUNREACH, text);
+		return;
+	}
+	ic = hp_idtab_insert(&b->icalls, id);
+	ic->c = c;
+	ic->imp = imp;
+	ic->deadline_ns = b->now_ns + (uint64_t)b->conf.timeout_ms * 1000000u + GRACE_NS;
+	b->calls_out++;
+}
+
+/* A reply on inbox.SEQ. */
+static void
+on_reply(struct bridge *b, natsMsg *m, const char *seq)
+{
+	const char *word = NULL, *from = NULL;
+	const char *data = natsMsg_GetData(m);
+	size_t len = (size_t)natsMsg_GetDataLength(m);
+	char text[1100], *end;
+	struct icall *ic;
+	uint64_t id;
+	int status;
+
+	id = strtoull(seq, &end, 10);
+	if (*seq == '\0' || *end != '\0' || (ic = hp_idtab_find(&b->icalls, id)) == NULL)
+		return;		/* answered already (a timeout), or not ours */
+	if (natsMsg_IsNoResponders(m)) {
+		snprintf(text, sizeof(text), "no hub on NATS serves %s%s%s", ic->imp->remote,
+			 b->conf.from[0] != '\0' ? " at hub " : "", b->conf.from);
+		guest_reply_status(ic->c, -EHOSTUNREACH, text);
+		hp_idtab_remove(&b->icalls, ic);
+		return;
+	}
+	natsMsgHeader_Get(m, BR_H_STATUS, &word);
+	natsMsgHeader_Get(m, BR_H_FROM, &from);
+	status = br_status_of(word);
+	if (status == 0) {
+		guest_reply(ic->c, data, len);
+	} else {
+		/* the text as it came (libguest checks it is UTF-8) */
+		snprintf(text, sizeof(text), "%.*s", (int)(len > 1023 ? 1023 : len),
+			 data != NULL ? data : "");
+		if (status == 1) {
+			snprintf(text, sizeof(text), "a malformed answer from hub %.63s",
+				 from != NULL ? from : "?");
+			status = -EHOSTUNREACH;
+		} else if (status == -ECONNREFUSED) {
+			/* only hubd makes a hub's error here; the remote's is
+			 * the remote side being unreachable for this call */
+			char why[sizeof(text)];
+
+			memcpy(why, text, sizeof(why));
+			snprintf(text, sizeof(text), "hub %.63s: %.1024s", from != NULL ? from : "?", why);
+			status = -EHOSTUNREACH;
+		}
+		if (guest_reply_status(ic->c, status, text) == -EILSEQ)
+			guest_reply_status(ic->c, status, NULL);
+	}
+	hp_idtab_remove(&b->icalls, ic);
+}
+
+static struct br_remote *
+remote_find(struct bridge *b, const char *name)
+{
+	for (uint32_t i = 0; i < b->nremotes; i++)
+		if (strcmp(b->remotes[i].name, name) == 0)
+			return &b->remotes[i];
+	return NULL;
+}
+
+static void
+remote_drop(struct bridge *b, struct br_remote *r)
+{
+	free(r->methods);
+	*r = b->remotes[--b->nremotes];
+}
+
+static int
+wanted(const struct bridge *b, const char *name)
+{
+	for (int i = 0; i < b->conf.nimports; i++)
+		if (br_pattern_matches(b->conf.imports[i], name))
+			return 1;
+	return 0;
+}
+
+static struct br_import *
+import_find(struct bridge *b, const char *remote)
+{
+	for (uint32_t i = 0; i < b->nimports; i++)
+		if (strcmp(b->imports[i]->remote, remote) == 0)
+			return b->imports[i];
+	return NULL;
+}
+
+/* remote offers name as sig: registered here the first time. */
+static void
+bring_in(struct bridge *b, const char *hub, const char *name, const char *sig)
+{
+	struct br_import *imp = import_find(b, name), **grown;
+	int rc;
+
+	if (imp != NULL) {
+		if (strcmp(imp->sig, sig) != 0)
+			br_log("hub %s serves %s as %s, here it is %s: it refuses these calls",
+			       hub, name, sig, imp->sig);
+		return;
+	}
+	if (b->nimports >= BR_METHODS_MAX || (imp = calloc(1, sizeof(*imp))) == NULL ||
+	    (grown = realloc(b->imports, (b->nimports + 1) * sizeof(*grown))) == NULL) {
+		free(imp);
+		return;
+	}
+	b->imports = grown;
+	imp->b = b;
+	snprintf(imp->remote, sizeof(imp->remote), "%s", name);
+	snprintf(imp->sig, sizeof(imp->sig), "%s", sig);
+	if (b->conf.prefix[0] != '\0' &&
+	    (size_t)snprintf(imp->local, sizeof(imp->local), "%s.%s", b->conf.prefix, name) >=
+	    sizeof(imp->local)) {
+		br_log("%s.%s: too long a name for this hub", b->conf.prefix, name);
+		b->imports[b->nimports++] = imp;	/* kept: not tried again */
+		return;
+	} else if (b->conf.prefix[0] == '\0') {
+		snprintf(imp->local, sizeof(imp->local), "%s", name);
+	}
+	b->imports[b->nimports++] = imp;
+	rc = guest_register(b->g, imp->local, sig, on_call, imp);
+	if (rc == -EPERM)
+		br_log("cannot register %s: add it to provides = in hub-nats's [guest] section",
+		       imp->local);
+	else if (rc == -EEXIST)
+		br_log("cannot register %s: this hub has it already", imp->local);
+	else if (rc < 0)
+		br_log("cannot register %s: %s", imp->local, strerror(-rc));
+	else
+		br_log("importing %s (%s) from hub %s", imp->local, sig, hub);
+}
+
+static int
+name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > BR_NAME_MAX)
+		return 0;
+	for (const char *q = s; *q != '\0'; q++)
+		if (*q <= ' ' || *q == '*' || *q == '>' || *q == 0x7f)
+			return 0;
+	return 1;
+}
+
+static int
+hub_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > BR_NAME_MAX)
+		return 0;
+	for (const char *q = s; *q != '\0'; q++)
+		if (*q <= ' ' || *q == '.' || *q == '*' || *q == '>' || *q == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* PREFIX.announce: {"hub": NAME, "every_ms": N, "methods": [[NAME, SIG], ...]} */
+static void
+on_announce(struct bridge *b, natsMsg *m)
+{
+	struct json_tokener *tok = json_tokener_new_ex(4);
+	json_object *o = NULL, *v, *methods;
+	const char *hub;
+	struct br_remote *r;
+	struct hp_sig parsed;
+	const char *why;
+	int64_t every;
+	size_t n;
+
+	if (tok == NULL)
+		return;
+	o = json_tokener_parse_ex(tok, natsMsg_GetData(m), natsMsg_GetDataLength(m));
+	json_tokener_free(tok);
+	if (o == NULL || !json_object_is_type(o, json_type_object) ||
+	    !json_object_object_get_ex(o, "hub", &v) || !json_object_is_type(v, json_type_string) ||
+	    !hub_name_ok(hub = json_object_get_string(v)) ||
+	    !json_object_object_get_ex(o, "methods", &methods) ||
+	    !json_object_is_type(methods, json_type_array) ||
+	    (n = json_object_array_length(methods)) > BR_METHODS_MAX)
+		goto out;
+	every = json_object_object_get_ex(o, "every_ms", &v) ? json_object_get_int64(v) : 0;
+	if (every < 100 || every > 3600000)
+		every = 2000;
+	if (strcmp(hub, b->conf.name) == 0 ||
+	    (b->conf.from[0] != '\0' && strcmp(hub, b->conf.from) != 0))
+		goto out;
+	if ((r = remote_find(b, hub)) == NULL) {
+		if (n == 0)
+			goto out;
+		if (b->nremotes >= BR_REMOTES_MAX) {
+			br_log("hub %s: more than %d hubs heard of, not kept", hub, BR_REMOTES_MAX);
+			goto out;
+		}
+		r = &b->remotes[b->nremotes++];
+		memset(r, 0, sizeof(*r));
+		snprintf(r->name, sizeof(r->name), "%s", hub);
+		br_log("hub %s announced itself", hub);
+	}
+	if (n == 0) {
+		br_log("hub %s left", hub);
+		remote_drop(b, r);
+		goto out;
+	}
+	r->seen_ns = b->now_ns;
+	r->every_ns = (uint64_t)every * 1000000u;
+	free(r->methods);
+	r->methods = NULL;
+	r->nmethods = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *pair = json_object_array_get_idx(methods, i), *jn, *js;
+		const char *name, *sig;
+		char (*grown)[BR_NAME_MAX + 1];
+
+		if (!json_object_is_type(pair, json_type_array) ||
+		    json_object_array_length(pair) != 2 ||
+		    !json_object_is_type(jn = json_object_array_get_idx(pair, 0), json_type_string) ||
+		    !json_object_is_type(js = json_object_array_get_idx(pair, 1), json_type_string))
+			continue;
+		name = json_object_get_string(jn);
+		sig = json_object_get_string(js);
+		if (!name_ok(name) || !wanted(b, name) || strlen(sig) > HP_SIG_MAX_LEN ||
+		    hp_sig_parse(sig, &parsed, &why) != 0)
+			continue;
+		if ((grown = realloc(r->methods, (r->nmethods + 1) * sizeof(*grown))) == NULL)
+			break;
+		r->methods = grown;
+		snprintf(r->methods[r->nmethods++], BR_NAME_MAX + 1, "%s", name);
+		bring_in(b, hub, name, sig);
+	}
+out:
+	json_object_put(o);
+}
+
+int
+br_import_msg(struct bridge *b, natsMsg *m)
+{
+	const char *s = natsMsg_GetSubject(m);
+	size_t plen = strlen(b->conf.subject), ilen = strlen(b->inbox);
+
+	if (b->conf.nimports == 0)
+		return 0;
+	if (strncmp(s, b->inbox, ilen) == 0 && s[ilen] == '.')
+		on_reply(b, m, s + ilen + 1);
+	else if (strncmp(s, b->conf.subject, plen) == 0 && strcmp(s + plen, ".announce") == 0)
+		on_announce(b, m);
+	else
+		return 0;
+	natsMsg_Destroy(m);
+	return 1;
+}
+
+void
+br_import_tick(struct bridge *b)
+{
+	struct icall *ic;
+	uint64_t late[64];
+	uint32_t pos = 0, nlate = 0;
+	char text[128];
+
+	if (b->conf.nimports == 0)
+		return;
+	b->max_payload = natsConnection_GetMaxPayload(b->nc);
+	while ((ic = hp_idtab_next(&b->icalls, &pos)) != NULL) {
+		if (b->now_ns >= ic->deadline_ns && nlate < 64) {
+			late[nlate++] = ic->id;
+		} else if (!ic->cancel_sent && guest_call_cancelled(ic->c)) {
+			publish_cancel(b, ic->id);
+			ic->cancel_sent = 1;
+		}
+	}
+	for (uint32_t i = 0; i < nlate; i++) {
+		ic = hp_idtab_find(&b->icalls, late[i]);
+		snprintf(text, sizeof(text), "no answer through NATS within %u ms",
+			 b->conf.timeout_ms);
+		guest_reply_status(ic->c, -ETIMEDOUT, text);
+		if (!ic->cancel_sent)
+			publish_cancel(b, ic->id);
+		hp_idtab_remove(&b->icalls, ic);
+	}
+	for (uint32_t i = 0; i < b->nremotes;) {
+		struct br_remote *r = &b->remotes[i];
+
+		if (b->now_ns > r->seen_ns + 3 * r->every_ns) {
+			br_log("hub %s went silent", r->name);
+			remote_drop(b, r);
+		} else {
+			i++;
+		}
+	}
+}
+
+int
+br_import_start(struct bridge *b)
+{
+	char subject[BR_SUBJECT_MAX];
+	natsInbox *inbox = NULL;
+
+	b->icalls = (struct hp_idtab)HP_IDTAB_INIT(struct icall);
+	if (b->conf.nimports == 0)
+		return 0;
+	if (natsInbox_Create(&inbox) != NATS_OK)
+		return -1;
+	snprintf(b->inbox, sizeof(b->inbox), "%s", (const char *)inbox);
+	natsInbox_Destroy(inbox);
+	snprintf(subject, sizeof(subject), "%s.*", b->inbox);
+	if (natsConnection_Subscribe(&b->sub_replies, b->nc, subject, br_on_msg, b) != NATS_OK)
+		return -1;
+	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
+	if (natsConnection_Subscribe(&b->sub_announce, b->nc, subject, br_on_msg, b) != NATS_OK)
+		return -1;
+	/* who exports what: every hub announces soon */
+	snprintf(subject, sizeof(subject), "%s.discover", b->conf.subject);
+	natsConnection_Publish(b->nc, subject, NULL, 0);
+	return 0;
+}
+
+void
+br_import_stop(struct bridge *b)
+{
+	struct icall *ic;
+	uint32_t pos = 0;
+
+	while ((ic = hp_idtab_next(&b->icalls, &pos)) != NULL)
+		guest_reply_status(ic->c, -EHOSTUNREACH, "the hub's bridge is stopping");
+	hp_idtab_free(&b->icalls);
+	natsSubscription_Destroy(b->sub_replies);
+	natsSubscription_Destroy(b->sub_announce);
+	for (uint32_t i = 0; i < b->nremotes; i++)
+		free(b->remotes[i].methods);
+	for (uint32_t i = 0; i < b->nimports; i++)
+		free(b->imports[i]);
+	free(b->imports);
+}
+
+void
+br_import_summary(struct bridge *b, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%u hub(s) heard of, %u method(s) imported, %zu call(s) waiting",
+		 b->nremotes, b->nimports, (size_t)b->icalls.count);
+}

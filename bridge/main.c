@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* hub-nats: started by hubd like any guest, with its config file:
+ *	[guest nats]
+ *	exec = /usr/libexec/hub/hub-nats
+ *	args = --config /etc/hub/nats.conf
+ * It connects to NATS (reconnecting for as long as it runs: a hub outlives
+ * a NATS restart), then runs one loop: libguest's fd, the handoff's fd
+ * (messages from libnats's threads), and the ticks that keep deadlines
+ * and announcements. */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bridge/bridge.h"
+
+#define HANDOFF_MAX	65536	/* messages from NATS the loop has not taken */
+#define TICK_MS		50	/* deadlines are kept this closely */
+
+static const struct {
+	const char	*word;
+	int		status;
+} statuses[] = {
+	{ "ok", 0 },
+	{ "error", -EREMOTEIO },		/* the callee's own */
+	{ "no-method", -ENOSYS },
+	{ "bad-payload", -EBADMSG },
+	{ "cancelled", -ECANCELED },
+	{ "refused", -ECONNREFUSED },	/* the remote hub's: the callee never saw it */
+	{ "timeout", -ETIMEDOUT },
+	{ "unreachable", -EHOSTUNREACH },
+};
+
+const char *
+br_status_word(int status)
+{
+	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
+		if (statuses[i].status == status)
+			return statuses[i].word;
+	return "error";
+}
+
+int
+br_status_of(const char *word)
+{
+	for (size_t i = 0; word != NULL && i < sizeof(statuses) / sizeof(statuses[0]); i++)
+		if (strcmp(statuses[i].word, word) == 0)
+			return statuses[i].status;
+	return 1;	/* none: the answer is malformed */
+}
+
+uint64_t
+br_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+br_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("hub-nats: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void
+br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+	struct bridge *b = closure;
+	const char *reply = natsMsg_GetReply(m);
+	natsMsg *r = NULL;
+	static const char busy[] = "hub-nats is behind: too many messages from NATS waiting";
+
+	(void)sub;
+	if (br_handoff_put(b->q, m) == 0)
+		return;
+	/* full: a request is refused at once (its caller need not wait out
+	 * its timeout), anything else dropped */
+	if (reply != NULL && *reply != '\0' &&
+	    natsMsg_Create(&r, reply, NULL, busy, (int)strlen(busy)) == NATS_OK) {
+		natsMsgHeader_Set(r, BR_H_STATUS, "refused");
+		natsConnection_PublishMsg(nc, r);
+		natsMsg_Destroy(r);
+	}
+	natsMsg_Destroy(m);
+}
+
+static void
+on_disconnected(natsConnection *nc, void *arg)
+{
+	struct bridge *b = arg;
+
+	(void)nc;
+	atomic_store_explicit(&b->connected, 0, memory_order_relaxed);
+	br_log("NATS connection lost: calls out fail until it is back");
+}
+
+static void
+on_connected(natsConnection *nc, void *arg)
+{
+	struct bridge *b = arg;
+	char url[256] = "";
+
+	natsConnection_GetConnectedUrl(nc, url, sizeof(url));
+	atomic_store_explicit(&b->connected, 1, memory_order_relaxed);
+	br_log("connected to NATS at %s", url);
+}
+
+static void
+on_error(natsConnection *nc, natsSubscription *sub, natsStatus err, void *arg)
+{
+	(void)nc;
+	(void)sub;
+	(void)arg;
+	br_log("NATS: %s", natsStatus_GetText(err));
+}
+
+static natsStatus
+connect_nats(struct bridge *b)
+{
+	const struct br_conf *c = &b->conf;
+	const char *urls[16];
+	natsOptions *o = NULL;
+	char name[128];
+	natsStatus s;
+
+	for (int i = 0; i < c->nservers; i++)
+		urls[i] = c->servers[i];
+
+	snprintf(name, sizeof(name), "hub-nats %s", c->name);
+	s = natsOptions_Create(&o);
+	if (s == NATS_OK)
+		s = natsOptions_SetServers(o, urls, c->nservers);
+	if (s == NATS_OK)
+		s = natsOptions_SetName(o, name);
+	/* a hub outlives NATS restarts: retry for ever, from the start too */
+	if (s == NATS_OK)
+		s = natsOptions_SetMaxReconnect(o, -1);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectWait(o, 250);
+	if (s == NATS_OK)
+		s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, b);
+	if (s == NATS_OK)
+		s = natsOptions_SetDisconnectedCB(o, on_disconnected, b);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectedCB(o, on_connected, b);
+	if (s == NATS_OK)
+		s = natsOptions_SetErrorHandler(o, on_error, b);
+	/* one delivery thread for every subscription, not one each */
+	if (s == NATS_OK)
+		s = natsOptions_UseGlobalMessageDelivery(o, true);
+	/* our own requests and announcements never come back to us */
+	if (s == NATS_OK)
+		s = natsOptions_SetNoEcho(o, true);
+	if (s == NATS_OK && c->user[0] != '\0')
+		s = natsOptions_SetUserInfo(o, c->user, c->password);
+	if (s == NATS_OK && c->token[0] != '\0')
+		s = natsOptions_SetToken(o, c->token);
+	if (s == NATS_OK && c->creds[0] != '\0')
+		s = natsOptions_SetUserCredentialsFromFiles(o, c->creds, NULL);
+	if (s == NATS_OK && (c->tls || c->tls_ca[0] != '\0'))
+		s = natsOptions_SetSecure(o, true);
+	if (s == NATS_OK && c->tls_ca[0] != '\0')
+		s = natsOptions_LoadCATrustedCertificates(o, c->tls_ca);
+	if (s == NATS_OK && c->tls_cert[0] != '\0')
+		s = natsOptions_LoadCertificatesChain(o, c->tls_cert,
+						      c->tls_key[0] != '\0' ? c->tls_key : NULL);
+	if (s == NATS_OK) {
+		s = natsConnection_Connect(&b->nc, o);
+		if (s == NATS_OK)
+			on_connected(b->nc, b);
+		else if (s == NATS_NOT_YET_CONNECTED) {
+			br_log("NATS not reachable yet at %s: trying on", c->servers[0]);
+			s = NATS_OK;
+		}
+	}
+	natsOptions_Destroy(o);
+	return s;
+}
+
+static const char *
+config_path(int argc, char *argv[])
+{
+	for (int i = 1; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--config") == 0)
+			return argv[i + 1];
+	return NULL;
+}
+
+static int
+run(struct bridge *b)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = guest_fd(b->g), .events = POLLIN },
+		{ .fd = br_handoff_fd(b->q), .events = POLLIN },
+	};
+	natsMsg *m;
+	int rc, timeout;
+
+	for (;;) {
+		b->now_ns = br_now_ns();
+		for (int n = 0; n < 1024 && (m = br_handoff_take(b->q)) != NULL; n++)
+			if (!br_export_msg(b, m) && !br_import_msg(b, m))
+				natsMsg_Destroy(m);
+		br_export_tick(b);
+		br_import_tick(b);
+		/* last before sleeping: it asks hubd to ring guest_fd */
+		if ((rc = guest_service(b->g)) != 0)
+			return rc == -ESHUTDOWN ? 0 : rc;
+		timeout = guest_service_timeout_ms(b->g);
+		if (timeout < 0 || timeout > TICK_MS)
+			timeout = TICK_MS;
+		poll(pfd, 2, timeout);
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	static struct bridge br;
+	struct bridge *b = &br;
+	const char *path = config_path(argc, argv), *why = NULL;
+	char err[512];
+	natsStatus s;
+	int rc;
+
+	if (path == NULL) {
+		fprintf(stderr, "usage: hub-nats --config FILE (started by hubd: see hub-nats(8))\n");
+		return 2;
+	}
+	if (br_conf_load(&b->conf, path, err, sizeof(err)) != 0) {
+		fprintf(stderr, "hub-nats: %s: %s\n", path, err);
+		return 2;
+	}
+	if ((rc = guest_attach(argc, argv, &b->g, &why)) < 0) {
+		fprintf(stderr, "hub-nats: %s\n", why != NULL ? why : strerror(-rc));
+		return 1;
+	}
+	if ((b->q = br_handoff_new(HANDOFF_MAX)) == NULL) {
+		fprintf(stderr, "hub-nats: out of memory\n");
+		return 1;
+	}
+	b->now_ns = br_now_ns();
+	if ((s = connect_nats(b)) != NATS_OK) {
+		fprintf(stderr, "hub-nats: NATS: %s\n", natsStatus_GetText(s));
+		return 1;
+	}
+	if (br_import_start(b) != 0 || br_export_start(b) != 0) {
+		const char *e = nats_GetLastError(NULL);
+
+		fprintf(stderr, "hub-nats: cannot subscribe: %s\n", e != NULL ? e : "out of memory");
+		return 1;
+	}
+	br_log("hub %s: exporting %d pattern(s), importing %d, subjects %s.*", b->conf.name,
+	       b->conf.nexports, b->conf.nimports, b->conf.subject);
+	rc = run(b);
+	if (rc != 0)
+		br_log("the hub ended: %s", strerror(-rc));
+	br_export_stop(b);
+	br_import_stop(b);
+	natsConnection_Close(b->nc);
+	natsConnection_Destroy(b->nc);
+	br_handoff_free(b->q);
+	guest_detach(b->g);
+	br_conf_free(&b->conf);
+	nats_Close();
+	return rc == 0 ? 0 : 1;
+}
