@@ -40,10 +40,13 @@ publish_cancel(struct bridge *b, uint64_t id)
 	natsConnection_Publish(b->nc, subject, reply, (int)strlen(reply));
 }
 
+/* As libnats's callbacks last said, and as the connection is now (a
+ * request published while it reconnects would wait in its buffer). */
 static int
 connected(struct bridge *b)
 {
-	return atomic_load_explicit(&b->connected, memory_order_relaxed);
+	return atomic_load_explicit(&b->connected, memory_order_relaxed) &&
+	    natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED;
 }
 
 /* A call of an imported method, on the loop's thread. */

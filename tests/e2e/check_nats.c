@@ -5,15 +5,18 @@
  * shared by a queue group, and NATS going away ends in an error or an
  * answer, never a hang. */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/e2e/harness.h"
 #include "tests/e2e/natsd.h"
 
 static struct natsd natsd[3];
-static struct hub_proc hub_a, hub_b;
+static struct hub_proc hub_a, hub_b, hub_b2;
 
 #define LB(name) "[guest " name "]\nexec = @/tests/guests/lanebreaker\nargs = --prefix " name "\n"
 
@@ -95,6 +98,87 @@ expect_err(struct hub_proc *h, const char *want, const char *method, const char 
 	free(err);
 }
 
+/* Polls hubctl call on h until it answers want (the network settling),
+ * then asserts it did. */
+static void
+wait_ok(struct hub_proc *h, const char *want, const char *method, const char *a1, const char *a2)
+{
+	char *out = NULL;
+	int rc = 1;
+
+	for (int i = 0; i < 100; i++) {
+		free(out);
+		out = NULL;
+		if ((rc = ctl(h, &out, method, a1, a2)) == 0 && strcmp(out, want) == 0)
+			break;
+		sleep_ms(100);
+	}
+	ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "%s: status %d, '%s', want '%s'; %s",
+		      method, rc, out, want, hub_log_tail(h));
+	free(out);
+}
+
+/* cl.load METHOD N on hub A, in a child (a hub can be killed meanwhile):
+ * its pid; the answer comes on *rfd. */
+static pid_t
+load_in_child(const char *method, const char *n, int *rfd)
+{
+	int p[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		char *out = NULL;
+
+		close(p[0]);
+		if (ctl(&hub_a, &out, "cl.load", method, n) != 0)
+			dprintf(p[1], "failed: %s", out != NULL ? out : "");
+		else
+			dprintf(p[1], "%s", out);
+		_exit(0);
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+static char *
+child_answer(pid_t pid, int rfd)
+{
+	static char buf[512];
+	ssize_t n = read(rfd, buf, sizeof(buf) - 1);
+
+	buf[n > 0 ? n : 0] = '\0';
+	close(rfd);
+	waitpid(pid, NULL, 0);
+	return buf;
+}
+
+/* The count after key= in a cl.load answer, 0 if absent. */
+static unsigned
+load_count(const char *answer, const char *key)
+{
+	const char *p = strstr(answer, key);
+
+	return p != NULL ? (unsigned)strtoul(p + strlen(key), NULL, 10) : 0;
+}
+
+/* Every one of n calls ended: answered, or an error; none lost. */
+static void
+all_ended(const char *answer, unsigned n)
+{
+	unsigned ended = load_count(answer, "ok=");
+	const char *p = answer;
+
+	ck_assert_msg(strncmp(answer, "ok=", 3) == 0 && strstr(answer, "unanswered") == NULL,
+		      "load: %s", answer);
+	while ((p = strstr(p, " e")) != NULL) {
+		p = strchr(p, '=');
+		ended += (unsigned)strtoul(p + 1, NULL, 10);
+	}
+	ck_assert_msg(ended == n, "load: %s: %u of %u ended", answer, ended, n);
+}
+
 START_TEST(test_call_across_hubs)
 {
 	natsd_start(&natsd[0]);
@@ -113,6 +197,137 @@ START_TEST(test_call_across_hubs)
 }
 END_TEST
 
+/* Each kind of error on the far side is the same kind here: the caller
+ * guest sees its status (cl.call answers "error: -ERRNO"), hubctl its
+ * text. */
+START_TEST(test_errors_keep_their_meaning)
+{
+	char *out = NULL;
+
+	natsd_start(&natsd[0]);
+	start_b(&hub_b, "b", natsd[0].url);
+	start_a(natsd[0].url, "timeout = 1s\n");
+	ck_assert_msg(hub_wait_method(&hub_a, "kv.get,sl.sleep,sl.echo") == 0, "%s",
+		      hub_log_tail(&hub_a));
+	/* the callee's own error */
+	expect_ok(&hub_a, "error: -121", "cl.call", "kv.get", "nothing");
+	/* no answer in time: B says so first (ETIMEDOUT), A stops waiting */
+	expect_err(&hub_a, "no answer on hub b in time", "sl.sleep", "3000", NULL);
+	/* arguments the signature refuses never leave A (hubd checks) */
+	ck_assert_int_ne(ctl(&hub_a, &out, "sl.sleep", "-1", NULL), 0);
+	free(out);
+	/* B gone: nobody serves it (EHOSTUNREACH), at once */
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	expect_ok(&hub_a, "error: -113", "cl.call", "kv.get", "colour");
+	expect_err(&hub_a, "no hub on NATS serves kv.get", "kv.get", "colour", NULL);
+	/* B back: calls resume */
+	start_b(&hub_b, "b", natsd[0].url);
+	wait_ok(&hub_a, "", "kv.put", "colour", "red");
+	expect_ok(&hub_a, "red", "kv.get", "colour", NULL);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
+/* Two B hubs export the same methods: NATS's queue group gives each a
+ * share; one killed in the middle of a load loses no call silently
+ * (each is answered, or ends in an error once A's timeout passes). */
+START_TEST(test_queue_group_shares_and_survives_a_kill)
+{
+	char *answer;
+	pid_t pid;
+	int rfd;
+
+	natsd_start(&natsd[0]);
+	start_b(&hub_b, "b1", natsd[0].url);
+	start_b(&hub_b2, "b2", natsd[0].url);
+	start_a(natsd[0].url, "timeout = 2s\n");
+	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
+	wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	pid = load_in_child("sl.echo", "400", &rfd);
+	answer = child_answer(pid, rfd);
+	ck_assert_msg(strcmp(answer, "ok=400") == 0, "load: %s", answer);
+	ck_assert_uint_gt(hub_peer_int(&hub_b, "sl", "calls_in"), 0);
+	ck_assert_uint_gt(hub_peer_int(&hub_b2, "sl", "calls_in"), 0);
+	/* b1 killed under load */
+	pid = load_in_child("sl.echo", "3000", &rfd);
+	sleep_ms(150);
+	kill(hub_b.pid, SIGKILL);
+	waitpid(hub_b.pid, NULL, 0);
+	answer = child_answer(pid, rfd);
+	all_ended(answer, 3000);
+	ck_assert_msg(load_count(answer, "ok=") > 0, "load: %s", answer);
+	/* b2 serves all of it from now on */
+	pid = load_in_child("sl.echo", "200", &rfd);
+	answer = child_answer(pid, rfd);
+	ck_assert_msg(strcmp(answer, "ok=200") == 0, "load: %s", answer);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b2), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
+/* The NATS server killed and started again: a call meanwhile ends at once
+ * (not connected), one in flight ends in an error or an answer, and calls
+ * work again once the bridges are back. */
+START_TEST(test_nats_restarts)
+{
+	char *answer;
+	pid_t pid;
+	int rfd;
+
+	natsd_start(&natsd[0]);
+	start_b(&hub_b, "b", natsd[0].url);
+	start_a(natsd[0].url, "timeout = 3s\n");
+	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
+	wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	pid = load_in_child("sl.sleep", "1", &rfd);
+	sleep_ms(100);
+	natsd_kill(&natsd[0]);
+	/* once A's bridge has seen it go, a call fails at once */
+	for (int i = 0; i < 100 && strstr(hub_log_tail(&hub_a), "NATS connection lost") == NULL; i++)
+		sleep_ms(50);
+	expect_err(&hub_a, "not connected to NATS", "sl.echo", "y", NULL);
+	natsd_restart(&natsd[0]);
+	answer = child_answer(pid, rfd);
+	all_ended(answer, 1);
+	wait_ok(&hub_a, "z", "sl.echo", "z", NULL);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
+/* A cluster of three NATS servers: each bridge knows all three; one
+ * killed, calls go on through the others. */
+START_TEST(test_cluster_loses_a_node)
+{
+	char servers[256], *answer;
+	pid_t pid;
+	int rfd;
+
+	natsd_cluster(natsd, 3);
+	snprintf(servers, sizeof(servers), "%s, %s, %s", natsd[0].url, natsd[1].url, natsd[2].url);
+	start_b(&hub_b, "b", servers);
+	start_a(servers, "timeout = 2s\n");
+	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
+	wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	for (int i = 0; i < 3; i++) {
+		natsd_kill(&natsd[i]);
+		wait_ok(&hub_a, "y", "sl.echo", "y", NULL);
+		pid = load_in_child("sl.echo", "100", &rfd);
+	answer = child_answer(pid, rfd);
+		all_ended(answer, 100);
+		natsd_restart(&natsd[i]);
+	}
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	for (int i = 0; i < 3; i++)
+		natsd_kill(&natsd[i]);
+}
+END_TEST
+
 Suite *suite_nats(void);
 
 Suite *
@@ -124,6 +339,10 @@ suite_nats(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_call_across_hubs);
+	tcase_add_test(tc, test_errors_keep_their_meaning);
+	tcase_add_test(tc, test_queue_group_shares_and_survives_a_kill);
+	tcase_add_test(tc, test_nats_restarts);
+	tcase_add_test(tc, test_cluster_loses_a_node);
 	suite_add_tcase(s, tc);
 	return s;
 }
