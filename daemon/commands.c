@@ -198,6 +198,8 @@ peer_json(struct hub *h, struct peer *p)
 	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
 	json_object_object_add(o, "peer_id", json_object_new_int((int)p->id));
 	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
+	if (p->note[0] != '\0')	/* hub.describe "": what it says of itself */
+		json_object_object_add(o, "note", json_object_new_string(p->note));
 	json_object_object_add(o, "pid", json_object_new_int((int)p->pid));
 	json_object_object_add(o, "epoch", json_object_new_int64(p->epoch));
 	json_object_object_add(o, "uptime_s", json_seconds(p->state == PEER_UP ? now - p->up_ns : 0));
@@ -331,6 +333,8 @@ cmd_methods(struct client *c, const struct control_req *r)
 		json_object_object_add(e, "signature", json_object_new_string(m->signature));
 		json_object_object_add(e, "owner", json_object_new_string(
 			m->owner == 0 ? "hub" : h->peers[m->owner - 1].conf->name));
+		if (m->where[0] != '\0')	/* hub.describe: where it is served */
+			json_object_object_add(e, "where", json_object_new_string(m->where));
 		json_object_array_add(a, e);
 	}
 	json_object_object_add(o, "ok", json_object_new_boolean(1));

@@ -572,6 +572,38 @@ guest_register(struct guest *g, const char *name, const char *signature,
 	return rc;
 }
 
+int
+guest_describe(struct guest *g, const char *method, const char *text)
+{
+	uint8_t args[HP_METHOD_NAME_MAX + HP_DESCRIBE_MAX + 16], res[128] = "";
+	size_t n, tn, rlen = 0;
+	struct hp_pc_enc e;
+	const char *why;
+	int rc;
+
+	method = method != NULL ? method : "";
+	text = text != NULL ? text : "";
+	if ((n = strlen(method)) > HP_METHOD_NAME_MAX)
+		return -ENAMETOOLONG;
+	/* what the host refuses anyway, without asking it */
+	if ((why = hp_describe_refused(text, tn = strlen(text))) != NULL)
+		return strcmp(why, HP_SVC_DESC_TOO_LONG) == 0 ? -EMSGSIZE :
+		    strcmp(why, HP_SVC_DESC_NOT_UTF8) == 0 ? -EILSEQ : -EINVAL;
+	hp_pc_enc_init(&e, args, sizeof(args));
+	hp_pc_put_str(&e, method, n);
+	hp_pc_put_str(&e, text, tn);
+	if (e.err != 0)
+		return -EMSGSIZE;
+	rc = guest_call(g, HP_SVC_DESCRIBE, args, e.len, res, sizeof(res), &rlen, 10000);
+	if (rc != -EREMOTEIO && rc != -ECONNREFUSED)
+		return rc;	/* 0; -ENOSYS: a host without hub.describe; ... */
+	if (strncmp((const char *)res, HP_SVC_DESC_NOT_YOURS, strlen(HP_SVC_DESC_NOT_YOURS)) == 0)
+		return -EPERM;
+	if (strncmp((const char *)res, HP_SVC_SIG_UNKNOWN, strlen(HP_SVC_SIG_UNKNOWN)) == 0)
+		return -ENOENT;
+	return -EREMOTEIO;
+}
+
 /* A request's chan<T> arguments are channels the host has just opened for
  * us to send on (r[shm.id.channel-parity]: even): whatever we knew of an
  * earlier channel with the same id is over. */

@@ -108,6 +108,20 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
 GUEST_API int guest_register(struct guest *g, const char *name,
 			     const char *signature, guest_handler fn, void *ctx);
 
+/* Tells operators what this guest serves, really (hub.describe): text
+ * shown by hubctl methods beside method, a method this instance
+ * registered ("WHERE": "nats (hub b, hub c)" for a bridge's), or, for
+ * method NULL or "", by hubctl peers beside the guest ("NATS ...:
+ * connected, 2 remote hubs"). One text each, replaced by the next; text
+ * NULL or "" clears it; the host forgets them all when this instance
+ * detaches. A synchronous call, serving meanwhile as guest_call does.
+ * Checked here: -ENAMETOOLONG a method name over 63 bytes, -EMSGSIZE a
+ * text over 200 bytes (HP_DESCRIBE_MAX), -EILSEQ not UTF-8, -EINVAL a
+ * control character. The host's refusals: -EPERM not a method of this
+ * instance's, -ENOENT no such method, -EREMOTEIO any other; -ENOSYS a
+ * host without hub.describe; or a call's errors. Since 0.4. */
+GUEST_API int guest_describe(struct guest *g, const char *method, const char *text);
+
 /* Payloads: up to 32 bytes travel in the descriptor; larger ones in a
  * slot of the hub's shared pool (up to its largest class: 32 MiB with the
  * default config) or, under a host without it or for a guest kept out of

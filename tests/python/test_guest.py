@@ -290,6 +290,19 @@ def test_log_and_debugging(hub):
     hub.wait(lambda: "guest pyguest: a line from python" in hub.log(), "hub.log line")
 
 
+def test_describe(hub):
+    # hub.describe from Python: a method's where, the guest's note, a refusal
+    assert hub.ok("py.describe", "py.str", "over there") == "ok"
+    assert hub.ok("py.describe", "", "all well") == "ok"
+    rc, lines, _ = hub.ctl("methods")
+    where = {m["name"]: m.get("where") for m in lines[0]["methods"]}
+    assert where["py.str"] == "over there" and where["py.u64"] is None
+    assert hub.peer("pyguest")["note"] == "all well"
+    assert hub.ok("py.describe", "echo.echo", "x") == "error: not your method: echo.echo"
+    assert hub.ok("py.describe", "", "") == "ok"
+    assert "note" not in hub.peer("pyguest")
+
+
 def test_greeter_example(make_hub):
     greeter = os.path.join(BUILD, "guests", "greeter")
     h = make_hub(ECHO + "[guest greeter]\nexec = %s\n" % greeter, up=("echo", "greeter"),

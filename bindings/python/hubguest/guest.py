@@ -1050,6 +1050,15 @@ class Guest:
         """A line in hubd's log, tagged with this guest's name (hub.log)."""
         self.call("hub.log", text, timeout=timeout, signature="str->unit")
 
+    def describe(self, method, text, timeout=5):
+        """Tells operators where method (one this guest registered) is really
+        served, shown by hubctl methods; method "" (or None): how this guest
+        is, its note in hubctl peers (hub.describe). text: UTF-8, up to 200
+        bytes, no control characters; "" clears it. The hub forgets them
+        when this guest detaches. A refusal raises HubError."""
+        self.call("hub.describe", method or "", text or "", timeout=timeout,
+                  signature="str,str->unit")
+
     # -- channels ------------------------------------------------------------------
 
     def stream(self, method, *args, timeout=None, signature=None):

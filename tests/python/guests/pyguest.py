@@ -317,4 +317,13 @@ def log(text):
     g.log(text)
 
 
+@m("describe", "str,str->str")
+def describe(method, text):
+    try:
+        g.describe(method, text)
+    except hubguest.HubError as e:
+        return "error: %s" % e.message
+    return "ok"
+
+
 g.run()
