@@ -67,6 +67,8 @@ natsMsg	*br_handoff_take(struct br_handoff *q);
 struct br_export {
 	char			name[BR_NAME_MAX + 1];
 	char			sig[HP_SIG_MAX_LEN + 1];
+	struct hp_sig		parsed;
+	int			chan_arg;	/* br_chan_arg */
 	natsSubscription	*sub;		/* NULL: not offered on NATS */
 	uint32_t		seen;		/* the refresh that listed it */
 };
@@ -85,8 +87,14 @@ struct br_import {
 	char		local[BR_NAME_MAX + 1];	/* its name here */
 	char		remote[BR_NAME_MAX + 1];
 	char		sig[HP_SIG_MAX_LEN + 1];
+	struct hp_sig	parsed;
+	int		chan_arg;		/* br_chan_arg */
+	char		where[200];		/* as told to hubd (hub.describe) */
 	struct bridge	*b;
 };
+
+struct estream;
+struct istream;
 
 struct bridge {
 	struct br_conf		conf;
@@ -94,7 +102,9 @@ struct bridge {
 	natsConnection		*nc;
 	struct br_handoff	*q;
 	atomic_int		connected;	/* as libnats last said (its threads) */
-	char			inbox[128];	/* our replies come to inbox.SEQ */
+	char			inbox[128];	/* inbox.SEQ: replies; inbox.s.SEQ: a
+						 * stream's items; inbox.c.ID: credit */
+	natsSubscription	*sub_inbox;
 	int64_t			max_payload;	/* the server's, bytes */
 	uint64_t		now_ns;
 	/* export.c */
@@ -102,6 +112,7 @@ struct bridge {
 	uint32_t		nexports, refresh, refreshing;
 	natsSubscription	*sub_at, *sub_cancel, *sub_discover;
 	struct hp_idtab		ecalls;		/* calls we make for NATS */
+	struct estream		*estreams;	/* their channels, sent on over NATS */
 	uint64_t		next_announce_ns;
 	int			refresh_pending, refresh_failed;
 	/* import.c */
@@ -109,12 +120,25 @@ struct bridge {
 	uint32_t		nremotes;
 	struct br_import	**imports;
 	uint32_t		nimports;
-	natsSubscription	*sub_announce, *sub_replies;
+	natsSubscription	*sub_announce;
 	struct hp_idtab		icalls;		/* calls waiting for NATS */
+	struct istream		*istreams;	/* their channels, fed from NATS */
 	uint32_t		next_seq;
 	/* counters, for the note hubctl shows */
 	uint64_t		calls_in, calls_out, errors;
 };
+
+/* chanarg.c: the index of sig's chan<T> argument, -1 none, -2 more
+ * than one (only one crosses NATS). */
+int	br_chan_arg(const struct hp_sig *sig);
+/* Where argument arg (a chan<T>) is in args: its offset, length and id;
+ * 0 or -EBADMSG. */
+int	br_chan_find(const struct hp_sig *sig, int arg, const uint8_t *args, size_t len,
+		     size_t *off, size_t *n, uint64_t *chan);
+/* args with the id at [off, off + n) replaced by chan (malloc'd, its
+ * length in *out_len), or NULL. */
+uint8_t	*br_chan_rewrite(const uint8_t *args, size_t len, size_t off, size_t n,
+			 uint64_t chan, size_t *out_len);
 
 /* Subjects (doc/nats.md): PREFIX.call.METHOD (any hub, a queue group),
  * PREFIX.at.HUB.METHOD (that hub), PREFIX.cancel, PREFIX.announce,
@@ -126,6 +150,12 @@ struct bridge {
 #define BR_H_TIMEOUT	"Hub-Timeout-Ms"	/* how long the caller waits */
 #define BR_H_FROM	"Hub-From"	/* the calling hub */
 #define BR_H_STATUS	"Hub-Status"	/* an answer's kind (below) */
+#define BR_H_STREAM	"Hub-Stream"	/* where a chan<T> argument's items go */
+#define BR_H_CREDIT	"Hub-Credit"	/* where the items' receiver says it took them */
+#define BR_H_END	"Hub-End"	/* a stream's end: close or reset */
+
+/* A receiver tells what it took at least this often (bytes). */
+#define BR_ACK_BYTES	(16u * 1024)
 
 /* An answer's Hub-Status, and the libguest status each stands for. */
 const char	*br_status_word(int status);

@@ -70,15 +70,21 @@ export_find(struct bridge *b, const char *name)
 	return NULL;
 }
 
+/* What an answer's callback is told: which bridge, which call. */
+struct answer_ctx {
+	struct bridge	*b;
+	uint64_t	id;
+};
+
 /* The local call's answer: the reply, unless a timeout answered first. */
 static void
 on_answer(void *ctx, int status, const uint8_t *result, size_t len)
 {
-	struct bridge *b = (struct bridge *)((void **)ctx)[0];
-	uint64_t id = (uint64_t)(uintptr_t)((void **)ctx)[1];
-	struct ecall *e = hp_idtab_find(&b->ecalls, id);
+	struct answer_ctx *a = ctx;
+	struct bridge *b = a->b;
+	struct ecall *e = hp_idtab_find(&b->ecalls, a->id);
 
-	free(ctx);
+	free(a);
 	if (e == NULL)
 		return;
 	if (!e->answered)
@@ -86,6 +92,116 @@ on_answer(void *ctx, int status, const uint8_t *result, size_t len)
 	free(e->reply);
 	free(e->from);
 	hp_idtab_remove(&b->ecalls, e);
+}
+
+/* A call's chan<T> argument, served here: a channel this bridge receives
+ * on (held: its credit goes back only as the caller's side says it took
+ * the items), its items published to the caller's stream subject. */
+struct estream {
+	struct estream	*next;
+	struct bridge	*b;
+	uint64_t	id;		/* inbox.c.ID: the caller's acks */
+	uint64_t	ecall;		/* the call it belongs to */
+	uint32_t	chan;
+	int		told;		/* the credit subject went with an item */
+	char		items[BR_SUBJECT_MAX];
+};
+
+static struct estream *
+estream_find(struct bridge *b, uint64_t id)
+{
+	struct estream *es;
+
+	for (es = b->estreams; es != NULL && es->id != id; es = es->next)
+		;
+	return es;
+}
+
+static void
+estream_free(struct bridge *b, struct estream *es)
+{
+	for (struct estream **pp = &b->estreams; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == es) {
+			*pp = es->next;
+			break;
+		}
+	}
+	free(es);
+}
+
+/* One stream message to the caller's side: an item, or the end. */
+static void
+stream_publish(struct bridge *b, struct estream *es, const void *data, size_t len,
+	       const char *end)
+{
+	char credit[BR_SUBJECT_MAX];
+	natsMsg *m = NULL;
+
+	if (natsMsg_Create(&m, es->items, NULL, data, (int)len) != NATS_OK)
+		return;
+	if (!es->told) {
+		snprintf(credit, sizeof(credit), "%s.c.%llu", b->inbox, (unsigned long long)es->id);
+		natsMsgHeader_Set(m, BR_H_CREDIT, credit);
+		es->told = 1;
+	}
+	if (end != NULL)
+		natsMsgHeader_Set(m, BR_H_END, end);
+	if (natsConnection_PublishMsg(b->nc, m) != NATS_OK)
+		b->errors++;
+	natsMsg_Destroy(m);
+}
+
+static void
+on_item(void *ctx, const uint8_t *item, size_t len)
+{
+	struct estream *es = ctx;
+	struct bridge *b = es->b;
+	struct ecall *e;
+
+	stream_publish(b, es, item, len, NULL);
+	/* a stream is as slow as its reader: its call times out when idle */
+	if ((e = hp_idtab_find(&b->ecalls, es->ecall)) != NULL && !e->answered)
+		e->deadline_ns = br_now_ns() + (uint64_t)b->conf.timeout_ms * 1000000u;
+}
+
+static void
+on_end(void *ctx, int status)
+{
+	struct estream *es = ctx;
+	struct bridge *b = es->b;
+
+	stream_publish(b, es, NULL, 0, status == 0 ? "close" : "reset");
+	estream_free(b, es);
+}
+
+/* inbox.c.ID: the caller's side took N bytes of items (their credit
+ * goes back to the sender here), or said Hub-End: reset (its reader
+ * went away: the sender is told to stop). */
+static void
+on_credit(struct bridge *b, natsMsg *m, const char *idtext)
+{
+	const char *end = NULL, *data = natsMsg_GetData(m);
+	char num[24], *stop;
+	struct estream *es;
+	unsigned long long n;
+	uint64_t id;
+	int len = natsMsg_GetDataLength(m);
+
+	id = strtoull(idtext, &stop, 10);
+	if (*idtext == '\0' || *stop != '\0' || (es = estream_find(b, id)) == NULL)
+		return;
+	if (natsMsgHeader_Get(m, BR_H_END, &end) == NATS_OK && end != NULL) {
+		guest_chan_reset(b->g, es->chan);
+		return;
+	}
+	if (len <= 0 || len >= (int)sizeof(num))
+		return;
+	memcpy(num, data, (size_t)len);
+	num[len] = '\0';
+	n = strtoull(num, &stop, 10);
+	/* more than it was sent: the other side lies, the stream ends */
+	if (*stop != '\0' || guest_chan_consumed(b->g, es->chan, (size_t)n) == -EINVAL)
+		guest_chan_reset(b->g, es->chan);
 }
 
 static uint32_t
@@ -103,17 +219,79 @@ timeout_of(struct bridge *b, natsMsg *m)
 	return (uint32_t)ms;
 }
 
+/* A chan<T> argument's channel, opened here and put in the arguments in
+ * place of the caller's (*args then points to malloc'd bytes, freed by
+ * the caller); NULL with the reason in text. */
+static struct estream *
+stream_open(struct bridge *b, natsMsg *m, const struct br_export *x, const uint8_t **args,
+	    size_t *len, uint8_t **copy, char *text, size_t cap)
+{
+	const char *items = NULL;
+	struct estream *es;
+	size_t off, n;
+	uint64_t theirs;
+	int64_t chan;
+
+	if (x->chan_arg == -2) {
+		snprintf(text, cap, "%s takes more than one channel: one crosses NATS", x->name);
+		return NULL;
+	}
+	if (natsMsgHeader_Get(m, BR_H_STREAM, &items) != NATS_OK || items == NULL ||
+	    strlen(items) >= BR_SUBJECT_MAX || strchr(items, ' ') != NULL ||
+	    strchr(items, '*') != NULL || strchr(items, '>') != NULL) {
+		snprintf(text, cap, "%s takes a channel: the request names no stream subject",
+			 x->name);
+		return NULL;
+	}
+	if (br_chan_find(&x->parsed, x->chan_arg, *args, *len, &off, &n, &theirs) != 0) {
+		snprintf(text, cap, "arguments do not match the signature of %s", x->name);
+		return NULL;
+	}
+	if ((es = calloc(1, sizeof(*es))) == NULL) {
+		snprintf(text, cap, "hub-nats is out of memory");
+		return NULL;
+	}
+	es->b = b;
+	snprintf(es->items, sizeof(es->items), "%s", items);
+	if ((chan = guest_chan_open(b->g, on_item, on_end, es)) < 0) {
+		snprintf(text, cap, "no channel for %s: %s", x->name, strerror((int)-chan));
+		free(es);
+		return NULL;
+	}
+	es->chan = (uint32_t)chan;
+	/* what it sends waits, in its credit, for the far side to take it */
+	guest_chan_hold(b->g, es->chan);
+	if ((*copy = br_chan_rewrite(*args, *len, off, n, (uint64_t)chan, len)) == NULL) {
+		snprintf(text, cap, "hub-nats is out of memory");
+		guest_chan_close(b->g, es->chan);	/* on_end frees it */
+		es->id = 0;
+		es->next = b->estreams;
+		b->estreams = es;
+		return NULL;
+	}
+	*args = *copy;
+	if (++b->next_seq == 0)
+		++b->next_seq;
+	es->id = b->next_seq;
+	es->next = b->estreams;
+	b->estreams = es;
+	return es;
+}
+
 /* A request for method: checked, then called here. */
 static void
 request(struct bridge *b, natsMsg *m, const char *method)
 {
 	const char *reply = natsMsg_GetReply(m), *sig = NULL, *from = NULL;
 	const struct br_export *x = export_find(b, method);
+	const uint8_t *args = (const uint8_t *)natsMsg_GetData(m);
+	size_t len = (size_t)natsMsg_GetDataLength(m);
+	char text[HP_SIG_MAX_LEN * 2 + 400], name[BR_NAME_MAX + 1];
+	struct estream *es = NULL;
+	struct answer_ctx *ctx;
+	uint8_t *copy = NULL;
 	struct ecall *e;
-	char text[HP_SIG_MAX_LEN * 2 + 400];
-	void **ctx;
 	uint32_t call_id;
-	uint64_t id;
 	int rc;
 
 	if (reply == NULL || *reply == '\0')
@@ -131,39 +309,42 @@ request(struct bridge *b, natsMsg *m, const char *method)
 		answer_text(b, reply, "bad-payload", text);
 		return;
 	}
-	if (strstr(x->sig, "chan<") != NULL) {
-		snprintf(text, sizeof(text), "%s takes a channel: streams do not cross NATS yet",
-			 x->name);
-		answer_text(b, reply, "refused", text);
-		return;
-	}
 	if (b->ecalls.count >= b->conf.calls_max) {
 		snprintf(text, sizeof(text), "hub %s has %u calls from NATS in flight already",
 			 b->conf.name, b->ecalls.count);
 		answer_text(b, reply, "refused", text);
 		return;
 	}
-	if ((ctx = malloc(2 * sizeof(*ctx))) == NULL ||
-	    hp_idtab_reserve(&b->ecalls, 1) != 0) {
+	if ((ctx = malloc(sizeof(*ctx))) == NULL || hp_idtab_reserve(&b->ecalls, 1) != 0) {
 		free(ctx);
 		answer_text(b, reply, "refused", "hub-nats is out of memory");
 		return;
 	}
+	/* x may move from here on: libguest serves while it sends */
+	snprintf(name, sizeof(name), "%s", x->name);
+	if (x->chan_arg != -1 &&
+	    (es = stream_open(b, m, x, &args, &len, &copy, text, sizeof(text))) == NULL) {
+		free(ctx);
+		answer_text(b, reply, "bad-payload", text);
+		return;
+	}
 	if (++next_ecall == 0)
 		++next_ecall;
-	id = next_ecall;
-	ctx[0] = b;
-	ctx[1] = (void *)(uintptr_t)id;
-	rc = guest_call_async(b->g, x->name, natsMsg_GetData(m),
-			      (size_t)natsMsg_GetDataLength(m), on_answer, ctx, &call_id);
+	*ctx = (struct answer_ctx){ b, next_ecall };
+	if (es != NULL)
+		es->ecall = ctx->id;
+	rc = guest_call_async(b->g, name, args, len, on_answer, ctx, &call_id);
+	free(copy);
 	if (rc < 0) {
 		free(ctx);
+		if (es != NULL)
+			guest_chan_close(b->g, es->chan);	/* on_end frees it */
 		snprintf(text, sizeof(text), "hub %s could not call %s: %s", b->conf.name,
-			 x->name, strerror(-rc));
+			 name, strerror(-rc));
 		answer_text(b, reply, "refused", text);
 		return;
 	}
-	e = hp_idtab_insert(&b->ecalls, id);
+	e = hp_idtab_insert(&b->ecalls, next_ecall);
 	e->call_id = call_id;
 	e->deadline_ns = b->now_ns + (uint64_t)timeout_of(b, m) * 1000000u;
 	e->reply = strdup(reply);
@@ -284,6 +465,11 @@ on_methods(void *ctx, int status, const uint8_t *res, size_t len)
 			memcpy(x->name, nbuf, nn + 1);
 		}
 		snprintf(x->sig, sizeof(x->sig), "%.*s", (int)sn, sig);
+		if (hp_sig_parse(x->sig, &x->parsed, NULL) != 0) {
+			x->sig[0] = '\0';	/* hubd checked it: not reached */
+			continue;
+		}
+		x->chan_arg = br_chan_arg(&x->parsed);
 		x->seen = b->refresh;
 	}
 }
@@ -341,8 +527,16 @@ br_export_msg(struct bridge *b, natsMsg *m)
 {
 	const char *s = natsMsg_GetSubject(m), *rest;
 	size_t plen = strlen(b->conf.subject), nlen = strlen(b->conf.name);
+	size_t ilen = strlen(b->inbox);
 
-	if (b->conf.nexports == 0 || strncmp(s, b->conf.subject, plen) != 0 || s[plen] != '.')
+	if (b->conf.nexports == 0)
+		return 0;
+	if (strncmp(s, b->inbox, ilen) == 0 && strncmp(s + ilen, ".c.", 3) == 0) {
+		on_credit(b, m, s + ilen + 3);
+		natsMsg_Destroy(m);
+		return 1;
+	}
+	if (strncmp(s, b->conf.subject, plen) != 0 || s[plen] != '.')
 		return 0;
 	rest = s + plen + 1;
 	if (strncmp(rest, "call.", 5) == 0)
@@ -446,6 +640,8 @@ br_export_stop(struct bridge *b)
 		free(e->from);
 	}
 	hp_idtab_free(&b->ecalls);
+	while (b->estreams != NULL)
+		estream_free(b, b->estreams);
 	free(b->exports);
 	natsConnection_Flush(b->nc);
 }

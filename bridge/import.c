@@ -113,6 +113,18 @@ on_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	b->calls_out++;
 }
 
+static int hub_name_ok(const char *s);
+
+/* Answers c, the call taken out of the table first: an answer may wait
+ * for room on the ring, and libguest serves meanwhile (another call's
+ * handler may come in and change the table). */
+static void
+reply_status(struct guest_call *c, int status, const char *text)
+{
+	if (guest_reply_status(c, status, text) == -EILSEQ)
+		guest_reply_status(c, status, NULL);	/* not UTF-8: the kind alone */
+}
+
 /* A reply on inbox.SEQ. */
 static void
 on_reply(struct bridge *b, natsMsg *m, const char *seq)
@@ -121,46 +133,44 @@ on_reply(struct bridge *b, natsMsg *m, const char *seq)
 	const char *data = natsMsg_GetData(m);
 	size_t len = (size_t)natsMsg_GetDataLength(m);
 	char text[1100], *end;
-	struct icall *ic;
+	struct icall *ic, call;
 	uint64_t id;
 	int status;
 
 	id = strtoull(seq, &end, 10);
 	if (*seq == '\0' || *end != '\0' || (ic = hp_idtab_find(&b->icalls, id)) == NULL)
 		return;		/* answered already (a timeout), or not ours */
+	call = *ic;
+	hp_idtab_remove(&b->icalls, ic);
 	if (natsMsg_IsNoResponders(m)) {
-		snprintf(text, sizeof(text), "no hub on NATS serves %s%s%s", ic->imp->remote,
+		snprintf(text, sizeof(text), "no hub on NATS serves %s%s%s", call.imp->remote,
 			 b->conf.from[0] != '\0' ? " at hub " : "", b->conf.from);
-		guest_reply_status(ic->c, -EHOSTUNREACH, text);
-		hp_idtab_remove(&b->icalls, ic);
+		reply_status(call.c, -EHOSTUNREACH, text);
 		return;
 	}
 	natsMsgHeader_Get(m, BR_H_STATUS, &word);
 	natsMsgHeader_Get(m, BR_H_FROM, &from);
+	if (from == NULL || !hub_name_ok(from))
+		from = "?";
 	status = br_status_of(word);
 	if (status == 0) {
-		guest_reply(ic->c, data, len);
+		guest_reply(call.c, data, len);
+		return;
+	}
+	if (status == 1) {
+		snprintf(text, sizeof(text), "a malformed answer from hub %.63s", from);
+		status = -EHOSTUNREACH;
+	} else if (status == -ECONNREFUSED) {
+		/* only hubd makes a hub's error here; for this caller the
+		 * remote hub's refusal is that side being unreachable */
+		snprintf(text, sizeof(text), "hub %.63s: %.*s", from, (int)(len > 1000 ? 1000 : len),
+			 data != NULL ? data : "");
+		status = -EHOSTUNREACH;
 	} else {
-		/* the text as it came (libguest checks it is UTF-8) */
 		snprintf(text, sizeof(text), "%.*s", (int)(len > 1023 ? 1023 : len),
 			 data != NULL ? data : "");
-		if (status == 1) {
-			snprintf(text, sizeof(text), "a malformed answer from hub %.63s",
-				 from != NULL ? from : "?");
-			status = -EHOSTUNREACH;
-		} else if (status == -ECONNREFUSED) {
-			/* only hubd makes a hub's error here; the remote's is
-			 * the remote side being unreachable for this call */
-			char why[sizeof(text)];
-
-			memcpy(why, text, sizeof(why));
-			snprintf(text, sizeof(text), "hub %.63s: %.1024s", from != NULL ? from : "?", why);
-			status = -EHOSTUNREACH;
-		}
-		if (guest_reply_status(ic->c, status, text) == -EILSEQ)
-			guest_reply_status(ic->c, status, NULL);
 	}
-	hp_idtab_remove(&b->icalls, ic);
+	reply_status(call.c, status, text);
 }
 
 static struct br_remote *
@@ -382,13 +392,17 @@ br_import_tick(struct bridge *b)
 		}
 	}
 	for (uint32_t i = 0; i < nlate; i++) {
-		ic = hp_idtab_find(&b->icalls, late[i]);
+		struct icall call;
+
+		if ((ic = hp_idtab_find(&b->icalls, late[i])) == NULL)
+			continue;
+		call = *ic;
+		hp_idtab_remove(&b->icalls, ic);
+		if (!call.cancel_sent)
+			publish_cancel(b, call.id);
 		snprintf(text, sizeof(text), "no answer through NATS within %u ms",
 			 b->conf.timeout_ms);
-		guest_reply_status(ic->c, -ETIMEDOUT, text);
-		if (!ic->cancel_sent)
-			publish_cancel(b, ic->id);
-		hp_idtab_remove(&b->icalls, ic);
+		reply_status(call.c, -ETIMEDOUT, text);
 	}
 	for (uint32_t i = 0; i < b->nremotes;) {
 		struct br_remote *r = &b->remotes[i];
@@ -406,18 +420,10 @@ int
 br_import_start(struct bridge *b)
 {
 	char subject[BR_SUBJECT_MAX];
-	natsInbox *inbox = NULL;
 
 	b->icalls = (struct hp_idtab)HP_IDTAB_INIT(struct icall);
 	if (b->conf.nimports == 0)
 		return 0;
-	if (natsInbox_Create(&inbox) != NATS_OK)
-		return -1;
-	snprintf(b->inbox, sizeof(b->inbox), "%s", (const char *)inbox);
-	natsInbox_Destroy(inbox);
-	snprintf(subject, sizeof(subject), "%s.*", b->inbox);
-	if (natsConnection_Subscribe(&b->sub_replies, b->nc, subject, br_on_msg, b) != NATS_OK)
-		return -1;
 	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
 	if (natsConnection_Subscribe(&b->sub_announce, b->nc, subject, br_on_msg, b) != NATS_OK)
 		return -1;
@@ -430,13 +436,11 @@ br_import_start(struct bridge *b)
 void
 br_import_stop(struct bridge *b)
 {
-	struct icall *ic;
-	uint32_t pos = 0;
+	struct icall call;
 
-	while ((ic = hp_idtab_next(&b->icalls, &pos)) != NULL)
-		guest_reply_status(ic->c, -EHOSTUNREACH, "the hub's bridge is stopping");
+	while (hp_idtab_take(&b->icalls, &call) == 0)
+		reply_status(call.c, -EHOSTUNREACH, "the hub's bridge is stopping");
 	hp_idtab_free(&b->icalls);
-	natsSubscription_Destroy(b->sub_replies);
 	natsSubscription_Destroy(b->sub_announce);
 	for (uint32_t i = 0; i < b->nremotes; i++)
 		free(b->remotes[i].methods);

@@ -189,6 +189,22 @@ connect_nats(struct bridge *b)
 	return s;
 }
 
+/* The subjects only this bridge hears: replies, streams, credit. */
+static int
+inbox_start(struct bridge *b)
+{
+	char subject[BR_SUBJECT_MAX];
+	natsInbox *inbox = NULL;
+
+	if (natsInbox_Create(&inbox) != NATS_OK)
+		return -1;
+	snprintf(b->inbox, sizeof(b->inbox), "%s", (const char *)inbox);
+	natsInbox_Destroy(inbox);
+	snprintf(subject, sizeof(subject), "%s.>", b->inbox);
+	return natsConnection_Subscribe(&b->sub_inbox, b->nc, subject, br_on_msg, b) == NATS_OK ?
+	    0 : -1;
+}
+
 static const char *
 config_path(int argc, char *argv[])
 {
@@ -256,7 +272,7 @@ main(int argc, char *argv[])
 		fprintf(stderr, "hub-nats: NATS: %s\n", natsStatus_GetText(s));
 		return 1;
 	}
-	if (br_import_start(b) != 0 || br_export_start(b) != 0) {
+	if (inbox_start(b) != 0 || br_import_start(b) != 0 || br_export_start(b) != 0) {
 		const char *e = nats_GetLastError(NULL);
 
 		fprintf(stderr, "hub-nats: cannot subscribe: %s\n", e != NULL ? e : "out of memory");
@@ -269,6 +285,7 @@ main(int argc, char *argv[])
 		br_log("the hub ended: %s", strerror(-rc));
 	br_export_stop(b);
 	br_import_stop(b);
+	natsSubscription_Destroy(b->sub_inbox);
 	natsConnection_Close(b->nc);
 	natsConnection_Destroy(b->nc);
 	br_handoff_free(b->q);
