@@ -23,7 +23,8 @@
  *			of the window never returns it)
  *   askcaller ID	calls hub.caller(ID), answers the name or
  *			"error: <kind>: <message>"
- *   caller X, caller_after  see testguest.h
+ *   caller X, caller_after, fail KIND TEXT, fail_rc, why2 METHOD A B
+ *			see testguest.h
  *   busy MS		computes for MS ms without looking at the hub (a
  *			plugin doing work: awake, never asleep), then answers
  * With --poll it runs its own poll() loop on guest_fd() and
@@ -654,6 +655,9 @@ main(int argc, char *argv[])
 		{ "askcaller", "u64->str", askcaller },
 		{ "caller", "str->str", tg_caller },
 		{ "caller_after", "->str", tg_caller_after_answer },
+		{ "fail", "str,str->unit", tg_fail },
+		{ "fail_rc", "->str", tg_fail_rc },
+		{ "why2", "str,str,str->str", tg_why2 },
 	};
 	const char *why;
 	int rc;
