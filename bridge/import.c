@@ -16,7 +16,6 @@
 #include <json-c/json.h>
 
 #include "bridge/bridge.h"
-#include "bridge/tmp_status.h"
 
 struct icall {
 	uint64_t		id;		/* SEQ in the reply subject */

@@ -127,4 +127,18 @@ hp_describe_refused(const char *text, size_t n)
  * busy...), with a human-readable String value. */
 #define HP_META_HUB_ERROR	"hub.error"
 
+/* Metadata a guest may put in its own error answer (guest_reply_status),
+ * so that an answer forwarded from elsewhere (a bridge to another host)
+ * keeps its meaning; hubd passes both on (it strips hub.error alone).
+ * HP_META_ERROR_TEXT: a String, the text of an Err(UnknownMethod),
+ * Err(InvalidPayload) or Err(Cancelled), which carry none of their own.
+ * HP_META_ERROR_KIND: a String beside Err(User(text)) saying what failed
+ * on the far side: HP_ERR_KIND_UNREACHABLE (the remote hub could not be
+ * reached) or HP_ERR_KIND_TIMEOUT (the remote side timed out); any other
+ * value means nothing (a plain User error). */
+#define HP_META_ERROR_TEXT	"error.text"
+#define HP_META_ERROR_KIND	"error.kind"
+#define HP_ERR_KIND_UNREACHABLE	"unreachable"
+#define HP_ERR_KIND_TIMEOUT	"timeout"
+
 #endif

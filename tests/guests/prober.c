@@ -28,7 +28,8 @@
  *			"ok" or "error: <kind>: <message>"
  *   describe_lib METHOD TEXT  guest_describe(METHOD, TEXT), answers "ok"
  *			or "error: <errno name>"
- *   caller X, caller_after  see testguest.h
+ *   caller X, caller_after, fail KIND TEXT, fail_rc, why2 METHOD A B
+ *			see testguest.h
  *   busy MS		computes for MS ms without looking at the hub (a
  *			plugin doing work: awake, never asleep), then answers
  * With --poll it runs its own poll() loop on guest_fd() and
@@ -712,6 +713,9 @@ main(int argc, char *argv[])
 		{ "describe_lib", "str,str->str", describe_lib },
 		{ "caller", "str->str", tg_caller },
 		{ "caller_after", "->str", tg_caller_after_answer },
+		{ "fail", "str,str->unit", tg_fail },
+		{ "fail_rc", "->str", tg_fail_rc },
+		{ "why2", "str,str,str->str", tg_why2 },
 	};
 	const char *why;
 	int rc;

@@ -119,6 +119,26 @@ def test_argument_types_checked_before_sending(hub):
         "ValueError: py.u64 (u64->u64): argument 1 = -1 is out of u64's range")
 
 
+def test_forwarded_errors(hub):
+    hub.wait(lambda: "prober.why2" in hub.methods() and "prober.fail" in hub.methods(),
+             "prober.why2 and prober.fail")
+    # a C guest's guest_reply_status reaches Python as its own class
+    assert hub.ok("py.callfail", "unreachable", "no responders") == \
+        "HubUnreachable EHOSTUNREACH: no responders"
+    assert hub.ok("py.callfail", "timeout", "after 2s") == "RemoteTimeout ETIMEDOUT: after 2s"
+    assert hub.ok("py.callfail", "user", "plain") == "RemoteError EREMOTEIO: plain"
+    # a Python handler raising one forwards it: C's caller gets the status
+    assert hub.ok("prober.why2", "py.forward", "unreachable", "no responders") == \
+        "unreachable: no responders | unreachable: no responders"
+    assert hub.ok("prober.why2", "py.forward", "timeout", "after 2s") == \
+        "timeout: after 2s | timeout: after 2s"
+    assert hub.ok("prober.why2", "py.forward", "user", "plain") == "user: plain | user: plain"
+    # and hubctl says what failed
+    rc, lines, _ = hub.ctl("call", "py.forward", "timeout", "after 2s")
+    assert rc == 1 and lines[-1] == {"ok": False, "kind": "timeout", "error": "after 2s"}
+    assert hub.peer("pyguest")["deaths"] == []
+
+
 def test_hub_signature(hub):
     assert hub.ok("hub.signature", "py.multi") == "str,bytes,u64,i64,bool->str"
     assert hub.ok("py.sig", "echo.echo") == "str->str"
