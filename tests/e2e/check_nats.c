@@ -128,13 +128,15 @@ load_in_child(const char *method, const char *n, int *rfd)
 
 	ck_assert_int_eq(pipe(p), 0);
 	if ((pid = fork()) == 0) {
-		char *out = NULL;
+		char *out = NULL, *err = NULL;
 
 		close(p[0]);
-		if (ctl(&hub_a, &out, "cl.load", method, n) != 0)
-			dprintf(p[1], "failed: %s", out != NULL ? out : "");
-		else
+		if (ctl(&hub_a, &out, "cl.load", method, n) != 0) {
+			hubctl_err(&hub_a, &err, "peers", (char *)NULL);
+			dprintf(p[1], "failed: %s; %s", out != NULL ? out : "", hub_log_tail(&hub_a));
+		} else {
 			dprintf(p[1], "%s", out);
+		}
 		_exit(0);
 	}
 	close(p[1]);
@@ -145,7 +147,7 @@ load_in_child(const char *method, const char *n, int *rfd)
 static char *
 child_answer(pid_t pid, int rfd)
 {
-	static char buf[512];
+	static char buf[4096];
 	ssize_t n = read(rfd, buf, sizeof(buf) - 1);
 
 	buf[n > 0 ? n : 0] = '\0';
@@ -257,7 +259,7 @@ START_TEST(test_queue_group_shares_and_survives_a_kill)
 	waitpid(hub_b.pid, NULL, 0);
 	answer = child_answer(pid, rfd);
 	all_ended(answer, 3000);
-	ck_assert_msg(load_count(answer, "ok=") > 0, "load: %s", answer);
+	ck_assert_msg(load_count(answer, "ok=") > 0, "load: %s; %s", answer, hub_log_tail(&hub_a));
 	/* b2 serves all of it from now on */
 	pid = load_in_child("sl.echo", "200", &rfd);
 	answer = child_answer(pid, rfd);

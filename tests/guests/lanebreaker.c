@@ -44,7 +44,7 @@
  * lane: it tells hubd the peer broke a rule), first (it tells hubd the
  * peer hung up, then has the peer report a broken rule: accuse).
  *   accuse ID		reports lane ID closed for a broken rule
- *   load M N		N calls of M("x") at once: "ok=A eERRNO=B ..." once
+ *   load M N		N calls of M("x"), 64 at a time: "ok=A eERRNO=B ..." once
  *			every one has ended (the bridge's tests)
  * With --poll it runs its own poll() loop on guest_fd() and
  * guest_service() instead of guest_run(). */
@@ -388,8 +388,10 @@ request(struct lg_lane *ln, struct hp_desc *d, const char *method)
 	(void)ln;
 }
 
-/* load(METHOD, N): N calls of METHOD("x") at once; answers how they
- * ended, "ok=A" then " eERRNO=B" for each error seen, once all have. */
+/* load(METHOD, N): N calls of METHOD("x"), LOAD_WINDOW in flight at a
+ * time; answers how they ended, "ok=A" then " eERRNO=B" for each error
+ * seen, once all have. */
+#define LOAD_WINDOW	64
 struct load {
 	uint32_t	done;
 	uint32_t	ok;
@@ -431,10 +433,15 @@ m_load(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	}
 	snprintf(method, sizeof(method), "%.*s", (int)n, m);
 	guest_pc_put_str(arg, sizeof(arg), &alen, "x", 1);
-	for (; sent < count; sent++)
-		if (guest_call_async(g, method, arg, alen, load_done, l, NULL) != 0)
-			break;
-	for (end = hp_now_ns() + 120ull * 1000000000; l->done < sent && hp_now_ns() < end;)
+	for (end = hp_now_ns() + 120ull * 1000000000; l->done < count && hp_now_ns() < end;) {
+		while (sent < count && sent - l->done < LOAD_WINDOW &&
+		       guest_call_async(g, method, arg, alen, load_done, l, NULL) == 0)
+			sent++;
+		if (sent < count && sent - l->done < LOAD_WINDOW)
+			break;	/* a call could not start: say so below */
+		guest_service_wait(g, 20);
+	}
+	for (; l->done < sent && hp_now_ns() < end;)
 		guest_service_wait(g, 20);
 	o = (size_t)snprintf(out, sizeof(out), "ok=%u", l->ok);
 	for (int e = 1; e < 256; e++)
