@@ -5,10 +5,12 @@
  * shared by a queue group, and NATS going away ends in an error or an
  * answer, never a hang. */
 #include <check.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -330,6 +332,125 @@ START_TEST(test_cluster_loses_a_node)
 }
 END_TEST
 
+#define CREDIT	65536	/* initial_credit of both hubs in the stream tests */
+
+/* The stream tests' hubs: B serves streamer sp and counter, A has
+ * streamer sc; each bridge exports its own and imports the other's. */
+static void
+start_streams(void)
+{
+	char shared[256], hubkeys[64], guests[2048], *nats;
+
+	int fd;
+
+	/* where the producer counts what it sent, for the consumer to read
+	 * (streamer --shared): open to both guests, each a uid of its own */
+	snprintf(shared, sizeof(shared), "%s", harness_path("sent"));
+	ck_assert_int_ge(fd = open(shared, O_RDWR | O_CREAT | O_TRUNC, 0600), 0);
+	ck_assert_int_eq(fchmod(fd, 0666), 0);
+	ck_assert_int_eq(ftruncate(fd, 4096), 0);
+	close(fd);
+	snprintf(hubkeys, sizeof(hubkeys), "initial_credit = %d\n", CREDIT);
+	natsd_start(&natsd[0]);
+	nats = bridge("b", natsd[0].url, "sc.*",
+		      "[export]\nmethods = sp.* counter.*\n[import]\nmethods = sc.*\n");
+	snprintf(guests, sizeof(guests),
+		 "[guest sp]\nexec = @/tests/guests/streamer\nargs = --prefix sp --shared %s\n"
+		 "[guest counter]\nexec = @/guests/counter\n%s", shared, nats);
+	free(nats);
+	hub_start_up(&hub_b, hubkeys, guests, "sp,counter,nats");
+	nats = bridge("a", natsd[0].url, "sp.*, counter.*",
+		      "[export]\nmethods = sc.*\n[import]\nmethods = sp.* counter.*\ntimeout = 5s\n");
+	snprintf(guests, sizeof(guests),
+		 "[guest sc]\nexec = @/tests/guests/streamer\nargs = --prefix sc --shared %s\n%s",
+		 shared, nats);
+	free(nats);
+	hub_start_up(&hub_a, hubkeys, guests, "sc,nats");
+	ck_assert_msg(hub_wait_method(&hub_a, "sp.produce,counter.count") == 0, "%s",
+		      hub_log_tail(&hub_a));
+	ck_assert_msg(hub_wait_method(&hub_b, "sc.produce") == 0, "%s", hub_log_tail(&hub_b));
+}
+
+struct consumed {
+	unsigned long long	items, bad, gap;
+	char			end[16], call[256];
+};
+
+/* CONSUMER.consume METHOD N SIZE STOP HOW DELAY on h (streamer's). */
+static struct consumed
+consume(struct hub_proc *h, const char *consumer, const char *method, const char *n,
+	const char *size, const char *stop, const char *delay)
+{
+	struct consumed c = { 0 };
+	char *out = NULL;
+	int rc = hubctl(h, &out, "-t", "60", "call", consumer, method, n, size, stop, "0", delay,
+			(char *)NULL);
+
+	ck_assert_msg(rc == 0, "%s: status %d, '%s'; %s", consumer, rc, out, hub_log_tail(h));
+	ck_assert_msg(sscanf(out, "items=%llu bad=%llu end=%15s gap=%llu call=%255[^\n]",
+			     &c.items, &c.bad, c.end, &c.gap, c.call) == 5, "consume: '%s'", out);
+	free(out);
+	return c;
+}
+
+/* A stream across, both ways: a guest on A reads what a guest on B
+ * sends (every item checked, in order), and the other way round; and
+ * hubctl on A reads counter's stream on B as it would on B. */
+START_TEST(test_streams_both_ways)
+{
+	struct consumed c;
+	char want[16], *out = NULL;
+
+	start_streams();
+	c = consume(&hub_a, "sc.consume", "sp.produce", "2000", "1000", "0", "0");
+	snprintf(want, sizeof(want), "ok %d", 2000);
+	ck_assert_msg(c.items == 2000 && c.bad == 0 && strcmp(c.end, "closed") == 0 &&
+		      strcmp(c.call, want) == 0, "items=%llu bad=%llu end=%s call=%s; %s", c.items,
+		      c.bad, c.end, c.call, hub_log_tail(&hub_a));
+	c = consume(&hub_b, "sp.consume", "sc.produce", "500", "100", "0", "0");
+	ck_assert_msg(c.items == 500 && c.bad == 0 && strcmp(c.end, "closed") == 0,
+		      "items=%llu bad=%llu end=%s call=%s; %s", c.items, c.bad, c.end, c.call,
+		      hub_log_tail(&hub_b));
+	ck_assert_int_eq(hubctl(&hub_a, &out, "call", "counter.count", "5", (char *)NULL), 0);
+	ck_assert_str_eq(out, "1\n2\n3\n4\n5\n5\n");
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
+/* A slow reader on A holds the writer on B back: the producer is never
+ * further ahead of what was read than the two hubs' windows (B's held
+ * until A says it sent the items on, then A's), and does get ahead. A
+ * reader that stops in the middle stops the writer over there. */
+START_TEST(test_stream_credit_across)
+{
+	struct consumed c;
+	char *out = NULL;
+
+	start_streams();
+	c = consume(&hub_a, "sc.consume", "sp.produce", "150", "8000", "0", "2000");
+	ck_assert_msg(c.items == 150 && c.bad == 0 && strcmp(c.end, "closed") == 0,
+		      "items=%llu bad=%llu end=%s call=%s", c.items, c.bad, c.end, c.call);
+	ck_assert_msg(c.gap <= 2 * CREDIT, "the producer got %llu bytes ahead of the consumer, "
+		      "more than both windows (%d)", c.gap, 2 * CREDIT);
+	ck_assert_msg(c.gap >= CREDIT / 2, "the producer was never more than %llu bytes ahead",
+		      c.gap);
+	/* the reader resets after 100 of 100000 items: B's producer stops */
+	c = consume(&hub_a, "sc.consume", "sp.produce", "100000", "1000", "100", "0");
+	ck_assert_msg(strcmp(c.end, "reset") == 0 && c.items >= 100,
+		      "items=%llu end=%s call=%s", c.items, c.end, c.call);
+	ck_assert_int_eq(hubctl(&hub_b, &out, "call", "sp.last", (char *)NULL), 0);
+	ck_assert_msg(strncmp(out, "sent ", 5) == 0 && strtoul(out + 5, NULL, 10) < 100000 &&
+		      strstr(out, "ENOTCONN") != NULL, "sp.last: %s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
 Suite *suite_nats(void);
 
 Suite *
@@ -345,6 +466,8 @@ suite_nats(void)
 	tcase_add_test(tc, test_queue_group_shares_and_survives_a_kill);
 	tcase_add_test(tc, test_nats_restarts);
 	tcase_add_test(tc, test_cluster_loses_a_node);
+	tcase_add_test(tc, test_streams_both_ways);
+	tcase_add_test(tc, test_stream_credit_across);
 	suite_add_tcase(s, tc);
 	return s;
 }
