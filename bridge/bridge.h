@@ -126,6 +126,8 @@ struct bridge {
 	uint32_t		next_seq;
 	/* counters, for the note hubctl shows */
 	uint64_t		calls_in, calls_out, errors;
+	uint64_t		next_describe_ns;
+	char			note[200];	/* as told to hubd */
 };
 
 /* chanarg.c: the index of sig's chan<T> argument, -1 none, -2 more
@@ -180,7 +182,10 @@ int	br_import_start(struct bridge *b);
 void	br_import_tick(struct bridge *b);
 int	br_import_msg(struct bridge *b, natsMsg *m);
 void	br_import_stop(struct bridge *b);
-/* A one-line summary of what is bridged, for hubctl. */
+/* Tells hubd where each imported method is served now (hub.describe:
+ * hubctl methods shows it), where that changed. */
+void	br_import_describe(struct bridge *b);
+/* What is imported, in a few words, for the bridge's note. */
 void	br_import_summary(struct bridge *b, char *buf, size_t cap);
 
 #endif

@@ -715,9 +715,56 @@ br_import_stop(struct bridge *b)
 	free(b->imports);
 }
 
+/* Whether remote r announced method name. */
+static int
+serves(const struct br_remote *r, const char *name)
+{
+	for (uint32_t i = 0; i < r->nmethods; i++)
+		if (strcmp(r->methods[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+void
+br_import_describe(struct bridge *b)
+{
+	char text[sizeof(((struct br_import *)0)->where)];
+
+	for (uint32_t i = 0; i < b->nimports; i++) {
+		struct br_import *imp = b->imports[i];
+		size_t n = (size_t)snprintf(text, sizeof(text), "NATS:");
+		uint32_t named = 0, more = 0;
+
+		for (uint32_t r = 0; r < b->nremotes; r++) {
+			if (!serves(&b->remotes[r], imp->remote))
+				continue;
+			if (n + strlen(b->remotes[r].name) + 24 < sizeof(text))
+				n += (size_t)snprintf(text + n, sizeof(text) - n, "%s hub %s",
+						      named++ ? "," : "", b->remotes[r].name);
+			else
+				more++;
+		}
+		if (more > 0)
+			snprintf(text + n, sizeof(text) - n, " and %u more", more);
+		else if (named == 0)
+			snprintf(text + n, sizeof(text) - n, " no hub serves it now");
+		if (strcmp(text, imp->where) == 0)
+			continue;
+		/* hubd says "not your method" when it could not be
+		 * registered: nothing to describe then */
+		guest_describe(b->g, imp->local, text);
+		snprintf(b->imports[i]->where, sizeof(imp->where), "%s", text);
+	}
+}
+
 void
 br_import_summary(struct bridge *b, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "%u hub(s) heard of, %u method(s) imported, %zu call(s) waiting",
-		 b->nremotes, b->nimports, (size_t)b->icalls.count);
+	size_t n = (size_t)snprintf(buf, cap, "%u imported from %u hub(s)", b->nimports,
+				    b->nremotes);
+
+	for (uint32_t r = 0; r < b->nremotes && r < 4 && n < cap; r++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s", r ? ", " : " (", b->remotes[r].name);
+	if (b->nremotes > 0 && n < cap)
+		snprintf(buf + n, cap - n, "%s)", b->nremotes > 4 ? ", ..." : "");
 }

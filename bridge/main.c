@@ -150,8 +150,6 @@ connect_nats(struct bridge *b)
 	if (s == NATS_OK)
 		s = natsOptions_SetReconnectWait(o, 250);
 	if (s == NATS_OK)
-		s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, b);
-	if (s == NATS_OK)
 		s = natsOptions_SetDisconnectedCB(o, on_disconnected, b);
 	if (s == NATS_OK)
 		s = natsOptions_SetReconnectedCB(o, on_connected, b);
@@ -176,14 +174,28 @@ connect_nats(struct bridge *b)
 	if (s == NATS_OK && c->tls_cert[0] != '\0')
 		s = natsOptions_LoadCertificatesChain(o, c->tls_cert,
 						      c->tls_key[0] != '\0' ? c->tls_key : NULL);
-	if (s == NATS_OK) {
-		s = natsConnection_Connect(&b->nc, o);
+	if (s != NATS_OK) {
+		/* an option refused (a certificate that does not load, say) */
+		const char *why = nats_GetLastError(NULL);
+
+		br_log("NATS options: %s", why != NULL && *why != '\0' ? why : natsStatus_GetText(s));
+		natsOptions_Destroy(o);
+		return s;
+	}
+	/* a first try alone, to say why it failed (wrong credentials, say);
+	 * then on in the background for as long as it takes */
+	if ((s = natsConnection_Connect(&b->nc, o)) == NATS_OK) {
+		on_connected(b->nc, b);
+	} else if (s != NATS_NO_MEMORY) {
+		const char *why = nats_GetLastError(NULL);
+
+		br_log("cannot connect to NATS at %s: %s: trying on", c->servers[0],
+		       why != NULL && *why != '\0' ? why : natsStatus_GetText(s));
+		s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, b);
 		if (s == NATS_OK)
-			on_connected(b->nc, b);
-		else if (s == NATS_NOT_YET_CONNECTED) {
-			br_log("NATS not reachable yet at %s: trying on", c->servers[0]);
+			s = natsConnection_Connect(&b->nc, o);
+		if (s == NATS_NOT_YET_CONNECTED)
 			s = NATS_OK;
-		}
 	}
 	natsOptions_Destroy(o);
 	return s;
@@ -214,6 +226,30 @@ config_path(int argc, char *argv[])
 	return NULL;
 }
 
+/* What hubctl shows of the bridge: its note (hubctl peers), and where
+ * each imported method is served (hubctl methods); told to hubd when it
+ * changed, at most every announce interval. */
+static void
+describe(struct bridge *b)
+{
+	char note[sizeof(b->note)], url[128] = "", imports[120] = "";
+	size_t exported = 0;
+
+	if (b->now_ns < b->next_describe_ns)
+		return;
+	b->next_describe_ns = b->now_ns + (uint64_t)b->conf.announce_ms * 1000000u;
+	for (uint32_t i = 0; i < b->nexports; i++)
+		exported += b->exports[i].sub != NULL;
+	if (natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
+		natsConnection_GetConnectedUrl(b->nc, url, sizeof(url));
+	br_import_summary(b, imports, sizeof(imports));
+	snprintf(note, sizeof(note), "NATS %s as hub %s: %zu exported, %s",
+		 url[0] != '\0' ? url : "(not connected)", b->conf.name, exported, imports);
+	if (strcmp(note, b->note) != 0 && guest_describe(b->g, "", note) == 0)
+		memcpy(b->note, note, sizeof(note));
+	br_import_describe(b);
+}
+
 static int
 run(struct bridge *b)
 {
@@ -231,6 +267,7 @@ run(struct bridge *b)
 				natsMsg_Destroy(m);
 		br_export_tick(b);
 		br_import_tick(b);
+		describe(b);
 		/* last before sleeping: it asks hubd to ring guest_fd */
 		if ((rc = guest_service(b->g)) != 0)
 			return rc == -ESHUTDOWN ? 0 : rc;

@@ -183,8 +183,54 @@ all_ended(const char *answer, unsigned n)
 	ck_assert_msg(ended == n, "load: %s: %u of %u ended", answer, ended, n);
 }
 
+/* The "where" hubctl methods shows for method on h, "" if none
+ * (static). */
+static const char *
+where(struct hub_proc *h, const char *method)
+{
+	static char buf[256];
+	json_object *a = hub_request(h, "{\"cmd\":\"methods\"}", NULL), *ms;
+
+	buf[0] = '\0';
+	ck_assert(a != NULL && json_object_object_get_ex(a, "methods", &ms));
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		json_object *m = json_object_array_get_idx(ms, i);
+
+		if (strcmp(json_object_get_string(json_get(m, "name")), method) == 0 &&
+		    json_get(m, "where") != NULL)
+			snprintf(buf, sizeof(buf), "%s", json_object_get_string(json_get(m, "where")));
+	}
+	json_object_put(a);
+	return buf;
+}
+
+/* The note hubctl peers shows for guest name on h, "" if none (static). */
+static const char *
+note_of(struct hub_proc *h, const char *name)
+{
+	static char buf[256];
+	json_object *p = hub_peer(h, name);
+
+	snprintf(buf, sizeof(buf), "%s", p != NULL && json_get(p, "note") != NULL ?
+		 json_object_get_string(json_get(p, "note")) : "");
+	json_object_put(p);
+	return buf;
+}
+
+/* Waits until method's "where" on h is want. */
+static void
+wait_where(struct hub_proc *h, const char *method, const char *want)
+{
+	for (int i = 0; i < 100 && strcmp(where(h, method), want) != 0; i++)
+		sleep_ms(50);
+	ck_assert_msg(strcmp(where(h, method), want) == 0, "%s is served at '%s', want '%s'",
+		      method, where(h, method), want);
+}
+
 START_TEST(test_call_across_hubs)
 {
+	const char *note;
+
 	natsd_start(&natsd[0]);
 	start_b(&hub_b, "b", natsd[0].url);
 	start_a(natsd[0].url, NULL);
@@ -195,6 +241,14 @@ START_TEST(test_call_across_hubs)
 	expect_ok(&hub_a, "ok blue", "cl.call", "kv.get", "colour");
 	/* the callee's own error, as it said it */
 	expect_err(&hub_a, "no such key", "kv.get", "shape", NULL);
+	/* hubctl methods says where, hubctl peers how the bridge is */
+	wait_where(&hub_a, "kv.get", "NATS: hub b");
+	for (int i = 0; i < 100 && strstr(note_of(&hub_a, "nats"), "from 1 hub(s)") == NULL; i++)
+		sleep_ms(50);
+	note = note_of(&hub_a, "nats");
+	ck_assert_msg(note != NULL && strstr(note, natsd[0].url) != NULL &&
+		      strstr(note, "as hub a") != NULL && strstr(note, "from 1 hub(s) (b)") != NULL,
+		      "note: %s", note);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
 	natsd_kill(&natsd[0]);
@@ -451,6 +505,97 @@ START_TEST(test_stream_credit_across)
 }
 END_TEST
 
+/* Calls in flight on h (hubctl calls). */
+static size_t
+calls_in_flight(struct hub_proc *h)
+{
+	json_object *a = hub_request(h, "{\"cmd\":\"calls\"}", NULL), *calls;
+	size_t n;
+
+	ck_assert(a != NULL && json_object_object_get_ex(a, "calls", &calls));
+	n = json_object_array_length(calls);
+	json_object_put(a);
+	return n;
+}
+
+/* A caller on A that gives up cancels the call on B too: trickle holds
+ * its stream open until cancelled (or 60 s), and B has no call left in
+ * flight soon after hubctl on A gave up. A bridge hubd restarts carries
+ * calls again once it is back. */
+START_TEST(test_cancel_crosses_and_bridge_restarts)
+{
+	char *out = NULL;
+	size_t n = 1;
+
+	start_streams();
+	ck_assert_int_ne(hubctl(&hub_a, &out, "-t", "1", "call", "sp.trickle", "3", (char *)NULL), 0);
+	ck_assert_msg(strncmp(out, "1\n2\n3\n", 6) == 0, "trickle: '%s'", out);
+	free(out);
+	for (int i = 0; i < 100 && (n = calls_in_flight(&hub_b)) != 0; i++)
+		sleep_ms(50);
+	ck_assert_msg(n == 0, "B still serves %zu call(s) 5 s after A gave up; %s", n,
+		      hub_log_tail(&hub_b));
+	for (int i = 0; i < 100 && (n = calls_in_flight(&hub_a)) != 0; i++)
+		sleep_ms(50);
+	ck_assert_msg(n == 0, "A's bridge still has the call; %s", hub_log_tail(&hub_a));
+	/* B's bridge restarted by its hubd: calls through it resume */
+	ck_assert_int_eq(hubctl(&hub_b, &out, "restart", "nats", (char *)NULL), 0);
+	free(out);
+	out = NULL;
+	for (int i = 0; i < 100; i++) {
+		free(out);
+		out = NULL;
+		if (hubctl(&hub_a, &out, "-t", "10", "call", "counter.count", "2", (char *)NULL) == 0)
+			break;
+		sleep_ms(100);
+	}
+	ck_assert_msg(out != NULL && strcmp(out, "1\n2\n2\n") == 0, "count: '%s'; %s", out,
+		      hub_log_tail(&hub_a));
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
+/* A NATS server that wants a user and password: a bridge with the wrong
+ * one never gets in (its calls fail at once, it says why and keeps
+ * trying), one with the right one works. */
+START_TEST(test_credentials)
+{
+	char servers[128], *nats, guests[1024];
+
+	natsd_start_auth(&natsd[0], "hubuser", "s3cret");
+	snprintf(servers, sizeof(servers), "%s", natsd[0].url);
+	nats = bridge("b", servers, NULL,
+		      "user = hubuser\npassword = s3cret\n[export]\nmethods = sl.*\n");
+	snprintf(guests, sizeof(guests), LB("sl") "%s", nats);
+	free(nats);
+	hub_start_up(&hub_b, NULL, guests, "sl,nats");
+	nats = bridge("a", servers, "sl.*",
+		      "user = hubuser\npassword = wrong\n[import]\nmethods = sl.*\n");
+	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
+	free(nats);
+	hub_start_up(&hub_a, NULL, guests, "cl,nats");
+	for (int i = 0; i < 100 && strstr(hub_log_tail(&hub_a), "Authorization") == NULL; i++)
+		sleep_ms(50);
+	ck_assert_msg(strstr(hub_log_tail(&hub_a), "Authorization") != NULL, "%s",
+		      hub_log_tail(&hub_a));
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	/* the right password */
+	nats = bridge("a", servers, "sl.*",
+		      "user = hubuser\npassword = s3cret\n[import]\nmethods = sl.*\n");
+	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
+	free(nats);
+	hub_start_up(&hub_a, NULL, guests, "cl,nats");
+	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
+	wait_ok(&hub_a, "z", "sl.echo", "z", NULL);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
 Suite *suite_nats(void);
 
 Suite *
@@ -468,6 +613,8 @@ suite_nats(void)
 	tcase_add_test(tc, test_cluster_loses_a_node);
 	tcase_add_test(tc, test_streams_both_ways);
 	tcase_add_test(tc, test_stream_credit_across);
+	tcase_add_test(tc, test_cancel_crosses_and_bridge_restarts);
+	tcase_add_test(tc, test_credentials);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -63,7 +63,11 @@ spawn(struct natsd *n)
 	snprintf(cluster, sizeof(cluster), "nats://127.0.0.1:%d", n->cluster);
 	if ((n->pid = fork()) == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (n->cluster != 0)
+		if (n->user[0] != '\0')
+			execl(server_path(), "nats-server", "-a", "127.0.0.1", "-p", port,
+			      "-P", pidfile, "-l", log, "--user", n->user, "--pass", n->password,
+			      (char *)NULL);
+		else if (n->cluster != 0)
 			execl(server_path(), "nats-server", "-a", "127.0.0.1", "-p", port,
 			      "-P", pidfile, "-l", log, "--cluster_name", "hubtest",
 			      "--cluster", cluster, "--routes", n->routes, (char *)NULL);
@@ -87,6 +91,17 @@ natsd_start(struct natsd *n)
 	memset(n, 0, sizeof(*n));
 	n->port = free_port();
 	snprintf(n->url, sizeof(n->url), "nats://127.0.0.1:%d", n->port);
+	spawn(n);
+}
+
+void
+natsd_start_auth(struct natsd *n, const char *user, const char *password)
+{
+	memset(n, 0, sizeof(*n));
+	n->port = free_port();
+	snprintf(n->url, sizeof(n->url), "nats://127.0.0.1:%d", n->port);
+	snprintf(n->user, sizeof(n->user), "%s", user);
+	snprintf(n->password, sizeof(n->password), "%s", password);
 	spawn(n);
 }
 

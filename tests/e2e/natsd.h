@@ -13,10 +13,13 @@ struct natsd {
 	int	cluster;	/* routes between servers, 0 alone */
 	char	routes[256];	/* the other members' cluster URLs */
 	char	url[64];	/* nats://127.0.0.1:PORT */
+	char	user[32], password[32];	/* "": none */
 };
 
 /* One server alone; asserts it is up. */
 void	natsd_start(struct natsd *n);
+/* The same, wanting user and password from its clients. */
+void	natsd_start_auth(struct natsd *n, const char *user, const char *password);
 /* n servers in a cluster, each routing to the others; asserts all up. */
 void	natsd_cluster(struct natsd *n, int count);
 /* Started again on its ports (after natsd_kill). */
