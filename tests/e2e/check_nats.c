@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nats/nats.h>
+
 #include "tests/e2e/harness.h"
 #include "tests/e2e/natsd.h"
 
@@ -596,6 +598,115 @@ START_TEST(test_credentials)
 }
 END_TEST
 
+/* A request from the test itself (anyone on NATS): the answer's
+ * Hub-Status and text, or "none" when nothing came in 5 s. */
+static const char *
+raw_request(natsConnection *nc, const char *subject, const char *sig, const void *data,
+	    int len, char *text, size_t cap)
+{
+	static char word[32];
+	natsMsg *m = NULL, *r = NULL;
+	const char *v = NULL;
+
+	ck_assert_int_eq(natsMsg_Create(&m, subject, NULL, data, len), NATS_OK);
+	if (sig != NULL)
+		natsMsgHeader_Set(m, "Hub-Signature", sig);
+	snprintf(word, sizeof(word), "none");
+	text[0] = '\0';
+	if (natsConnection_RequestMsg(&r, nc, m, 5000) == NATS_OK) {
+		if (natsMsgHeader_Get(r, "Hub-Status", &v) == NATS_OK && v != NULL)
+			snprintf(word, sizeof(word), "%s", v);
+		snprintf(text, cap, "%.*s", natsMsg_GetDataLength(r), natsMsg_GetData(r));
+		natsMsg_Destroy(r);
+	}
+	natsMsg_Destroy(m);
+	return word;
+}
+
+/* Whatever anyone on NATS sends, the bridges answer with an error or
+ * drop it, and go on: no signature or the wrong one, arguments that do
+ * not decode, a method not exported, announcements that are not JSON or
+ * name what cannot be a method. Nothing is registered from them. */
+START_TEST(test_hostile_messages)
+{
+	static const char *const junk[] = {
+		"not json", "[]", "{\"hub\":\"x.y\",\"methods\":[[\"sl.a\",\"str->str\"]]}",
+		"{\"hub\":\"m\",\"methods\":[[\"sl.b c\",\"str->str\"],[\"sl.>\",\"str->str\"],"
+		"[\"sl.d\",\"str->\"],[\"sl.e\",7],[\"sl.f\"]]}",
+		"{\"hub\":\"m\",\"methods\":7}", "{\"hub\":7}",
+	};
+	natsConnection *nc = NULL;
+	char text[512], *out = NULL;
+	const char *word;
+
+	natsd_start(&natsd[0]);
+	start_b(&hub_b, "b", natsd[0].url);
+	start_a(natsd[0].url, NULL);
+	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
+	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd[0].url), NATS_OK);
+	word = raw_request(nc, "hub.call.sl.echo", NULL, "\x01x", 2, text, sizeof(text));
+	ck_assert_msg(strcmp(word, "bad-payload") == 0, "%s: %s", word, text);
+	word = raw_request(nc, "hub.call.sl.echo", "bytes->bytes", "\x01x", 2, text, sizeof(text));
+	ck_assert_msg(strcmp(word, "bad-payload") == 0 && strstr(text, "str->str") != NULL,
+		      "%s: %s", word, text);
+	/* a str whose length runs past the end: B's hubd refuses it */
+	word = raw_request(nc, "hub.call.sl.echo", "str->str", "\x09x", 2, text, sizeof(text));
+	ck_assert_msg(strcmp(word, "bad-payload") == 0, "%s: %s", word, text);
+	word = raw_request(nc, "hub.at.b.kv.nothing", "str->str", "\x01x", 2, text, sizeof(text));
+	ck_assert_msg(strcmp(word, "no-method") == 0, "%s: %s", word, text);
+	word = raw_request(nc, "hub.call.sl.echo", "str->str", "\x01x", 2, text, sizeof(text));
+	ck_assert_msg(strcmp(word, "ok") == 0 && memcmp(text, "\x01x", 2) == 0, "%s: %s", word, text);
+	for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++)
+		ck_assert_int_eq(natsConnection_PublishString(nc, "hub.announce", junk[i]), NATS_OK);
+	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
+	sleep_ms(500);
+	/* both bridges still there, as they were; nothing of the junk here */
+	ck_assert_int_eq(hub_peer_int(&hub_a, "nats", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub_b, "nats", "restarts"), 0);
+	ck_assert_int_eq(hubctl(&hub_a, &out, "methods", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "\nsl.a ") == NULL && strstr(out, "\nsl.b ") == NULL &&
+		      strstr(out, "\nsl.d ") == NULL && strstr(out, "\nsl.e ") == NULL &&
+		      strstr(out, "\nsl.f ") == NULL && strstr(out, "\nsl.echo ") != NULL, "%s", out);
+	free(out);
+	expect_ok(&hub_a, "ok y", "cl.call", "sl.echo", "y");
+	natsConnection_Destroy(nc);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
+/* hub.methods (the bridge's view of what it may export): the live
+ * methods matching a pattern, without the host's or the asker's own. */
+START_TEST(test_hub_methods_service)
+{
+	char *out = NULL;
+
+	hub_start_up(&hub_a, NULL, "[guest kv]\nexec = @/guests/kv\n" LB("cl"), "kv,cl");
+	ck_assert(hub_wait_method(&hub_a, "kv.get,cl.echo") == 0);
+	ck_assert_int_eq(hubctl(&hub_a, &out, "call", "hub.methods", "kv.*", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "[\"kv.get\",\"str->bytes\"]") != NULL &&
+		      strstr(out, "cl.") == NULL && strstr(out, "hub.") == NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub_a, &out, "call", "hub.methods", "cl.echo", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "cl.echo") != NULL && strstr(out, "kv.") == NULL, "%s", out);
+	free(out);
+	/* a guest does not see its own: cl asks (an empty list, read as
+	 * a str by cl.call, is "") */
+	expect_ok(&hub_a, "ok ", "cl.call", "hub.methods", "cl.*");
+	ck_assert_int_ne(hubctl(&hub_a, &out, "call", "hub.methods",
+				"a-pattern-far-too-long-to-be-a-method-name-at-all-not-even-close-no", (char *)NULL), 0);
+	free(out);
+	/* a guest down: its methods are not offered */
+	ck_assert_int_eq(hubctl(&hub_a, &out, "stop", "kv", (char *)NULL), 0);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub_a, &out, "call", "hub.methods", "*", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "kv.") == NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+}
+END_TEST
+
 Suite *suite_nats(void);
 
 Suite *
@@ -615,6 +726,8 @@ suite_nats(void)
 	tcase_add_test(tc, test_stream_credit_across);
 	tcase_add_test(tc, test_cancel_crosses_and_bridge_restarts);
 	tcase_add_test(tc, test_credentials);
+	tcase_add_test(tc, test_hostile_messages);
+	tcase_add_test(tc, test_hub_methods_service);
 	suite_add_tcase(s, tc);
 	return s;
 }
