@@ -389,8 +389,8 @@ announce(struct bridge *b, int leaving)
 		const struct br_export *x = &b->exports[i];
 		json_object *pair;
 
-		if (x->sub == NULL)
-			continue;
+		/* with queue = no too: callers that name this hub (from =)
+		 * learn of it so */
 		used += strlen(x->name) + strlen(x->sig) + 8;
 		if (used > budget)
 			break;	/* the rest stay reachable, unannounced */

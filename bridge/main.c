@@ -233,18 +233,15 @@ static void
 describe(struct bridge *b)
 {
 	char note[sizeof(b->note)], url[128] = "", imports[120] = "";
-	size_t exported = 0;
 
 	if (b->now_ns < b->next_describe_ns)
 		return;
 	b->next_describe_ns = b->now_ns + (uint64_t)b->conf.announce_ms * 1000000u;
-	for (uint32_t i = 0; i < b->nexports; i++)
-		exported += b->exports[i].sub != NULL;
 	if (natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
 		natsConnection_GetConnectedUrl(b->nc, url, sizeof(url));
 	br_import_summary(b, imports, sizeof(imports));
-	snprintf(note, sizeof(note), "NATS %s as hub %s: %zu exported, %s",
-		 url[0] != '\0' ? url : "(not connected)", b->conf.name, exported, imports);
+	snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s",
+		 url[0] != '\0' ? url : "(not connected)", b->conf.name, b->nexports, imports);
 	if (strcmp(note, b->note) != 0 && guest_describe(b->g, "", note) == 0)
 		memcpy(b->note, note, sizeof(note));
 	br_import_describe(b);

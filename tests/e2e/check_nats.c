@@ -707,6 +707,41 @@ START_TEST(test_hub_methods_service)
 }
 END_TEST
 
+/* [import] from and prefix: A takes B's methods under b.*, calls reach
+ * B by name (PREFIX.at.b.METHOD, B exporting with queue = no), and a
+ * method B does not export is B's "no such method" here. */
+START_TEST(test_prefix_and_from)
+{
+	char *nats, guests[1024], *out = NULL;
+
+	natsd_start(&natsd[0]);
+	nats = bridge("b", natsd[0].url, NULL, "[export]\nmethods = kv.* sl.echo\nqueue = no\n");
+	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n" LB("sl") "%s", nats);
+	free(nats);
+	hub_start_up(&hub_b, NULL, guests, "kv,sl,nats");
+	nats = bridge("a", natsd[0].url, "b.*",
+		      "[import]\nmethods = kv.* sl.*\nprefix = b\nfrom = b\n");
+	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
+	free(nats);
+	hub_start_up(&hub_a, NULL, guests, "cl,nats");
+	ck_assert_msg(hub_wait_method(&hub_a, "b.kv.put,b.kv.get,b.sl.echo") == 0, "%s",
+		      hub_log_tail(&hub_a));
+	expect_ok(&hub_a, "", "b.kv.put", "k", "v");
+	expect_ok(&hub_b, "v", "kv.get", "k", NULL);
+	expect_ok(&hub_a, "ok v", "cl.call", "b.kv.get", "k");
+	ck_assert_int_eq(hubctl(&hub_b, &out, "stop", "kv", (char *)NULL), 0);
+	free(out);
+	/* B no longer exports kv.* (its guest is down): B says so */
+	for (int i = 0; i < 100 && strstr(where(&hub_a, "b.kv.get"), "no hub") == NULL; i++)
+		sleep_ms(50);
+	expect_ok(&hub_a, "error: -38", "cl.call", "b.kv.get", "k");
+	expect_err(&hub_a, "hub b does not export kv.get", "b.kv.get", "k", NULL);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
 Suite *suite_nats(void);
 
 Suite *
@@ -728,6 +763,7 @@ suite_nats(void)
 	tcase_add_test(tc, test_credentials);
 	tcase_add_test(tc, test_hostile_messages);
 	tcase_add_test(tc, test_hub_methods_service);
+	tcase_add_test(tc, test_prefix_and_from);
 	suite_add_tcase(s, tc);
 	return s;
 }
