@@ -20,6 +20,7 @@ has_pc libnats || need="$need libnats-dev"	# hub-nats, the bridge onto NATS
 # its tests run a NATS server of their own (nats-server, never its service)
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] ||
 	need="$need nats-server"
+command -v openssl >/dev/null 2>&1 || need="$need openssl"	# its TLS test's certificate
 command -v "${CXX:-g++}" >/dev/null 2>&1 || need="$need g++"	# guest.h as C++
 # libguest's microthreads switch stacks with Boost's fcontext (C linkage,
 # no .pc): the headers come with the -dev package, and the .so with them

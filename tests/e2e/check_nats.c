@@ -742,6 +742,41 @@ START_TEST(test_prefix_and_from)
 }
 END_TEST
 
+/* A NATS server that speaks TLS only: a bridge that trusts its
+ * certificate (tls_ca) gets in and calls cross; one that trusts nothing
+ * in particular is refused, says why and keeps trying. */
+START_TEST(test_tls)
+{
+	char extra[512], *nats, guests[1024];
+
+	natsd_start_tls(&natsd[0]);
+	snprintf(extra, sizeof(extra), "tls_ca = %s\n[export]\nmethods = sl.*\n", natsd[0].cert);
+	nats = bridge("b", natsd[0].url, NULL, extra);
+	snprintf(guests, sizeof(guests), LB("sl") "%s", nats);
+	free(nats);
+	hub_start_up(&hub_b, NULL, guests, "sl,nats");
+	nats = bridge("a", natsd[0].url, "sl.*", "tls = yes\n[import]\nmethods = sl.*\n");
+	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
+	free(nats);
+	hub_start_up(&hub_a, NULL, guests, "cl,nats");
+	for (int i = 0; i < 100 && strstr(hub_log_tail(&hub_a), "cannot connect") == NULL; i++)
+		sleep_ms(50);
+	ck_assert_msg(strstr(hub_log_tail(&hub_a), "cannot connect") != NULL, "%s",
+		      hub_log_tail(&hub_a));
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	snprintf(extra, sizeof(extra), "tls_ca = %s\n[import]\nmethods = sl.*\n", natsd[0].cert);
+	nats = bridge("a", natsd[0].url, "sl.*", extra);
+	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
+	free(nats);
+	hub_start_up(&hub_a, NULL, guests, "cl,nats");
+	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
+	wait_ok(&hub_a, "t", "sl.echo", "t", NULL);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
 Suite *suite_nats(void);
 
 Suite *
@@ -764,6 +799,7 @@ suite_nats(void)
 	tcase_add_test(tc, test_hostile_messages);
 	tcase_add_test(tc, test_hub_methods_service);
 	tcase_add_test(tc, test_prefix_and_from);
+	tcase_add_test(tc, test_tls);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,9 +4,11 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,7 +65,11 @@ spawn(struct natsd *n)
 	snprintf(cluster, sizeof(cluster), "nats://127.0.0.1:%d", n->cluster);
 	if ((n->pid = fork()) == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (n->user[0] != '\0')
+		if (n->cert[0] != '\0')
+			execl(server_path(), "nats-server", "-a", "127.0.0.1", "-p", port,
+			      "-P", pidfile, "-l", log, "--tls", "--tlscert", n->cert,
+			      "--tlskey", n->key, (char *)NULL);
+		else if (n->user[0] != '\0')
 			execl(server_path(), "nats-server", "-a", "127.0.0.1", "-p", port,
 			      "-P", pidfile, "-l", log, "--user", n->user, "--pass", n->password,
 			      (char *)NULL);
@@ -102,6 +108,25 @@ natsd_start_auth(struct natsd *n, const char *user, const char *password)
 	snprintf(n->url, sizeof(n->url), "nats://127.0.0.1:%d", n->port);
 	snprintf(n->user, sizeof(n->user), "%s", user);
 	snprintf(n->password, sizeof(n->password), "%s", password);
+	spawn(n);
+}
+
+void
+natsd_start_tls(struct natsd *n)
+{
+	char cmd[1024];
+
+	memset(n, 0, sizeof(*n));
+	n->port = free_port();
+	snprintf(n->url, sizeof(n->url), "tls://127.0.0.1:%d", n->port);
+	snprintf(n->cert, sizeof(n->cert), "%s", harness_path("natsd.crt"));
+	snprintf(n->key, sizeof(n->key), "%s", harness_path("natsd.key"));
+	snprintf(cmd, sizeof(cmd), "openssl req -x509 -newkey rsa:2048 -nodes -days 1 "
+		 "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+		 "-keyout %s -out %s 2>/dev/null", n->key, n->cert);
+	ck_assert_msg(system(cmd) == 0, "openssl could not make a certificate (make deps)");
+	/* the guests run as users of their own: they read the certificate */
+	ck_assert_int_eq(chmod(n->cert, 0644), 0);
 	spawn(n);
 }
 

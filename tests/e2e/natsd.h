@@ -14,12 +14,16 @@ struct natsd {
 	char	routes[256];	/* the other members' cluster URLs */
 	char	url[64];	/* nats://127.0.0.1:PORT */
 	char	user[32], password[32];	/* "": none */
+	char	cert[256], key[256];		/* "": no TLS */
 };
 
 /* One server alone; asserts it is up. */
 void	natsd_start(struct natsd *n);
 /* The same, wanting user and password from its clients. */
 void	natsd_start_auth(struct natsd *n, const char *user, const char *password);
+/* The same, with TLS only: a certificate for 127.0.0.1 made for it
+ * (openssl), its path in n->cert (what a client trusts). */
+void	natsd_start_tls(struct natsd *n);
 /* n servers in a cluster, each routing to the others; asserts all up. */
 void	natsd_cluster(struct natsd *n, int count);
 /* Started again on its ports (after natsd_kill). */
