@@ -112,6 +112,7 @@ struct bridge {
 	uint32_t		nexports, refresh, refreshing;
 	natsSubscription	*sub_at, *sub_cancel, *sub_discover;
 	struct hp_idtab		ecalls;		/* calls we make for NATS */
+	uint64_t		next_ecall;
 	struct estream		*estreams;	/* their channels, sent on over NATS */
 	uint64_t		next_announce_ns;
 	int			refresh_pending, refresh_failed;

@@ -25,12 +25,9 @@ struct ecall {
 	uint32_t	call_id;	/* libguest's, for guest_cancel */
 	int		answered;	/* the reply went (a timeout) */
 	char		*reply;		/* the caller's reply subject */
-	char		*from;		/* the calling hub, for the log */
 };
 
 #define FORGET_NS	(60ull * 1000000000)	/* a timed-out call kept for its answer */
-
-static uint64_t next_ecall;
 
 /* Publishes an answer on reply: Hub-Status word, the bytes. */
 static void
@@ -90,7 +87,6 @@ on_answer(void *ctx, int status, const uint8_t *result, size_t len)
 	if (!e->answered)
 		answer(b, e->reply, br_status_word(status), result, len);
 	free(e->reply);
-	free(e->from);
 	hp_idtab_remove(&b->ecalls, e);
 }
 
@@ -282,7 +278,7 @@ stream_open(struct bridge *b, natsMsg *m, const struct br_export *x, const uint8
 static void
 request(struct bridge *b, natsMsg *m, const char *method)
 {
-	const char *reply = natsMsg_GetReply(m), *sig = NULL, *from = NULL;
+	const char *reply = natsMsg_GetReply(m), *sig = NULL;
 	const struct br_export *x = export_find(b, method);
 	const uint8_t *args = (const uint8_t *)natsMsg_GetData(m);
 	size_t len = (size_t)natsMsg_GetDataLength(m);
@@ -292,11 +288,11 @@ request(struct bridge *b, natsMsg *m, const char *method)
 	uint8_t *copy = NULL;
 	struct ecall *e;
 	uint32_t call_id;
+	uint64_t id;
 	int rc;
 
 	if (reply == NULL || *reply == '\0')
 		return;		/* nobody to answer */
-	natsMsgHeader_Get(m, BR_H_FROM, &from);
 	if (x == NULL) {
 		snprintf(text, sizeof(text), "hub %s does not export %.64s", b->conf.name, method);
 		answer_text(b, reply, "no-method", text);
@@ -328,11 +324,12 @@ request(struct bridge *b, natsMsg *m, const char *method)
 		answer_text(b, reply, "bad-payload", text);
 		return;
 	}
-	if (++next_ecall == 0)
-		++next_ecall;
-	*ctx = (struct answer_ctx){ b, next_ecall };
+	if (++b->next_ecall == 0)
+		++b->next_ecall;
+	*ctx = (struct answer_ctx){ b, b->next_ecall };
+	id = ctx->id;	/* ctx is the callback's from the call on */
 	if (es != NULL)
-		es->ecall = ctx->id;
+		es->ecall = id;
 	rc = guest_call_async(b->g, name, args, len, on_answer, ctx, &call_id);
 	free(copy);
 	if (rc < 0) {
@@ -344,11 +341,10 @@ request(struct bridge *b, natsMsg *m, const char *method)
 		answer_text(b, reply, "refused", text);
 		return;
 	}
-	e = hp_idtab_insert(&b->ecalls, next_ecall);
+	e = hp_idtab_insert(&b->ecalls, id);
 	e->call_id = call_id;
 	e->deadline_ns = b->now_ns + (uint64_t)timeout_of(b, m) * 1000000u;
 	e->reply = strdup(reply);
-	e->from = from != NULL ? strndup(from, BR_NAME_MAX) : NULL;
 	if (e->reply == NULL) {
 		guest_cancel(b->g, call_id);
 		e->answered = 1;
@@ -593,7 +589,6 @@ br_export_tick(struct bridge *b)
 	for (uint32_t i = 0; i < ngone; i++) {
 		e = hp_idtab_find(&b->ecalls, gone[i]);
 		free(e->reply);
-		free(e->from);
 		hp_idtab_remove(&b->ecalls, e);
 	}
 }
@@ -637,7 +632,6 @@ br_export_stop(struct bridge *b)
 		if (!e->answered)
 			answer_text(b, e->reply, "unreachable", "the hub's bridge is stopping");
 		free(e->reply);
-		free(e->from);
 	}
 	hp_idtab_free(&b->ecalls);
 	while (b->estreams != NULL)
