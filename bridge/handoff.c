@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -102,4 +103,26 @@ br_handoff_take(struct br_handoff *q)
 	}
 	pthread_mutex_unlock(&q->mu);
 	return m;
+}
+
+void
+br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+	struct bridge *b = closure;
+	const char *reply = natsMsg_GetReply(m);
+	natsMsg *r = NULL;
+	static const char busy[] = "hub-nats is behind: too many messages from NATS waiting";
+
+	(void)sub;
+	if (br_handoff_put(b->q, m) == 0)
+		return;
+	/* full: a request is refused at once (its caller need not wait out
+	 * its timeout), anything else dropped */
+	if (reply != NULL && *reply != '\0' &&
+	    natsMsg_Create(&r, reply, NULL, busy, (int)strlen(busy)) == NATS_OK) {
+		natsMsgHeader_Set(r, BR_H_STATUS, "refused");
+		natsConnection_PublishMsg(nc, r);
+		natsMsg_Destroy(r);
+	}
+	natsMsg_Destroy(m);
 }

@@ -9,92 +9,15 @@
  * and announcements. */
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bridge/bridge.h"
 
 #define HANDOFF_MAX	65536	/* messages from NATS the loop has not taken */
 #define TICK_MS		50	/* deadlines are kept this closely */
-
-static const struct {
-	const char	*word;
-	int		status;
-} statuses[] = {
-	{ "ok", 0 },
-	{ "error", -EREMOTEIO },		/* the callee's own */
-	{ "no-method", -ENOSYS },
-	{ "bad-payload", -EBADMSG },
-	{ "cancelled", -ECANCELED },
-	{ "refused", -ECONNREFUSED },	/* the remote hub's: the callee never saw it */
-	{ "timeout", -ETIMEDOUT },
-	{ "unreachable", -EHOSTUNREACH },
-};
-
-const char *
-br_status_word(int status)
-{
-	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
-		if (statuses[i].status == status)
-			return statuses[i].word;
-	return "error";
-}
-
-int
-br_status_of(const char *word)
-{
-	for (size_t i = 0; word != NULL && i < sizeof(statuses) / sizeof(statuses[0]); i++)
-		if (strcmp(statuses[i].word, word) == 0)
-			return statuses[i].status;
-	return 1;	/* none: the answer is malformed */
-}
-
-uint64_t
-br_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void
-br_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("hub-nats: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-void
-br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
-{
-	struct bridge *b = closure;
-	const char *reply = natsMsg_GetReply(m);
-	natsMsg *r = NULL;
-	static const char busy[] = "hub-nats is behind: too many messages from NATS waiting";
-
-	(void)sub;
-	if (br_handoff_put(b->q, m) == 0)
-		return;
-	/* full: a request is refused at once (its caller need not wait out
-	 * its timeout), anything else dropped */
-	if (reply != NULL && *reply != '\0' &&
-	    natsMsg_Create(&r, reply, NULL, busy, (int)strlen(busy)) == NATS_OK) {
-		natsMsgHeader_Set(r, BR_H_STATUS, "refused");
-		natsConnection_PublishMsg(nc, r);
-		natsMsg_Destroy(r);
-	}
-	natsMsg_Destroy(m);
-}
 
 static void
 on_disconnected(natsConnection *nc, void *arg)
