@@ -801,5 +801,14 @@ suite_nats(void)
 	tcase_add_test(tc, test_prefix_and_from);
 	tcase_add_test(tc, test_tls);
 	suite_add_tcase(s, tc);
+	/* hub-nats's threads (libnats's, handing messages to the loop)
+	 * under ThreadSanitizer: make check-tsan runs these */
+	tc = tcase_create("nats_threads");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_set_tags(tc, "tsan");
+	tcase_add_test(tc, test_queue_group_shares_and_survives_a_kill);
+	tcase_add_test(tc, test_streams_both_ways);
+	suite_add_tcase(s, tc);
 	return s;
 }
