@@ -777,6 +777,49 @@ START_TEST(test_tls)
 }
 END_TEST
 
+/* Every kind of error a callee on B answers with (guest_reply_status)
+ * is the same kind, with its text, for a caller on A: through guest_call
+ * and guest_call_async (prober's why2 asks both). */
+START_TEST(test_every_error_kind_crosses)
+{
+	static const struct {
+		const char	*kind, *want;
+	} kinds[] = {
+		{ "user", "user: t1 | user: t1" },
+		{ "unknown", "unknown method: t2 | unknown method: t2" },
+		{ "invalid", "invalid payload: t3 | invalid payload: t3" },
+		{ "cancelled", "cancelled: t4 | cancelled: t4" },
+		{ "unreachable", "unreachable: t5 | unreachable: t5" },
+		{ "timeout", "timeout: t6 | timeout: t6" },
+	};
+	char *nats, guests[1024], *out = NULL, text[8];
+
+	natsd_start(&natsd[0]);
+	nats = bridge("b", natsd[0].url, NULL, "[export]\nmethods = pr.*\n");
+	snprintf(guests, sizeof(guests), "[guest pr]\nexec = @/tests/guests/prober\n"
+		 "args = --prefix pr\n%s", nats);
+	free(nats);
+	hub_start_up(&hub_b, NULL, guests, "pr,nats");
+	nats = bridge("a", natsd[0].url, "pr.*", "[import]\nmethods = pr.*\n");
+	snprintf(guests, sizeof(guests), "[guest pa]\nexec = @/tests/guests/prober\n"
+		 "args = --prefix pa\n%s", nats);
+	free(nats);
+	hub_start_up(&hub_a, NULL, guests, "pa,nats");
+	ck_assert_msg(hub_wait_method(&hub_a, "pr.fail,pa.why2") == 0, "%s", hub_log_tail(&hub_a));
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		snprintf(text, sizeof(text), "t%zu", i + 1);
+		ck_assert_int_eq(hubctl(&hub_a, &out, "call", "pa.why2", "pr.fail", kinds[i].kind, text,
+					(char *)NULL), 0);
+		ck_assert_msg(strncmp(out, kinds[i].want, strlen(kinds[i].want)) == 0,
+			      "%s: '%s', want '%s'", kinds[i].kind, out, kinds[i].want);
+		free(out);
+	}
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
 Suite *suite_nats(void);
 
 Suite *
@@ -800,6 +843,7 @@ suite_nats(void)
 	tcase_add_test(tc, test_hub_methods_service);
 	tcase_add_test(tc, test_prefix_and_from);
 	tcase_add_test(tc, test_tls);
+	tcase_add_test(tc, test_every_error_kind_crosses);
 	suite_add_tcase(s, tc);
 	/* hub-nats's threads (libnats's, handing messages to the loop)
 	 * under ThreadSanitizer: make check-tsan runs these */
