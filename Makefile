@@ -320,13 +320,14 @@ test-tsan: all $(TEST_GUESTS) $(B)/check_hub
 		CK_INCLUDE_TAGS=tsan $(B)/check_hub
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: binaries, libguest,
-# its header and pkg-config file, the example guests, the unit, the config
-# (an existing one is kept), the docs. make uninstall with the same
-# variables takes it all away again (doc/packaging.md).
+# its header and pkg-config file, the example guests, hub-nats (beside
+# them: a guest, not a command), the unit, the configs hubd.conf and
+# nats.conf (an existing one is kept), the docs. make uninstall with the
+# same variables takes it all away again (doc/packaging.md).
 INSTALLED = $(PREFIX)/sbin/hubd $(PREFIX)/bin/hubctl $(PREFIX)/bin/hub-run \
 	$(addprefix $(LIBDIR)/,$(GUEST_REAL) $(GUEST_SONAME) libguest.so libguest.a \
 	pkgconfig/libguest.pc) $(PREFIX)/include/guest.h \
-	$(addprefix $(PREFIX)/libexec/hub/,$(notdir $(EXAMPLES)) greeter) \
+	$(addprefix $(PREFIX)/libexec/hub/,$(notdir $(EXAMPLES)) greeter hub-nats) \
 	$(PREFIX)/lib/systemd/system/hubd.service \
 	$(addprefix $(PREFIX)/share/doc/hub/,README.md $(notdir $(DOCPAGES))) \
 	$(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
@@ -340,7 +341,11 @@ INSTALLED_DIRS = $(PREFIX)/libexec/hub $(PREFIX)/share/doc/hub $(SYSCONFDIR)/hub
 GREETER_ENV = $(strip $(if $(filter /usr /usr/local,$(PREFIX)),,PYTHONPATH=$(PYTHONDIR)) \
 	$(if $(INSTALL_RPATH),HUB_LIBGUEST=$(LIBDIR)/$(GUEST_SONAME)))
 INSTALL_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
+	-e 's|/etc/hub/|$(SYSCONFDIR)/hub/|' \
 	$(if $(GREETER_ENV),-e '/^exec = .*\/greeter$$/a env = $(GREETER_ENV)') conf/hubd.conf
+# hub-nats's example config: its paths where this install put things
+INSTALL_NATS_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
+	-e 's|/etc/hub/|$(SYSCONFDIR)/hub/|' conf/nats.conf
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include \
@@ -362,11 +367,14 @@ install: all
 		$(B)/guestlib/examples/$$g.o -L$(B) -lguest $(INSTALL_RPATH) $(HASH_LIBS) || exit 1; \
 	done
 	install -m 755 $(PY_EXAMPLE) $(DESTDIR)$(PREFIX)/libexec/hub/greeter
+	install -m 755 $(B)/hub-nats $(DESTDIR)$(PREFIX)/libexec/hub/hub-nats
 	sed -e 's|/usr/local/sbin/|$(PREFIX)/sbin/|g' -e 's|/etc/hub/|$(SYSCONFDIR)/hub/|g' \
 		-e 's|/usr/local/share/|$(PREFIX)/share/|g' systemd/hubd.service \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/system/hubd.service
 	test -e $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf || \
 		$(INSTALL_CONF) > $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf
+	test -e $(DESTDIR)$(SYSCONFDIR)/hub/nats.conf || \
+		$(INSTALL_NATS_CONF) > $(DESTDIR)$(SYSCONFDIR)/hub/nats.conf
 	sed 's|](doc/|](|g' README.md > $(DESTDIR)$(PREFIX)/share/doc/hub/README.md
 	for p in $(DOCPAGES); do sed 's|](\.\./README\.md|](README.md|g' $$p \
 		> $(DESTDIR)$(PREFIX)/share/doc/hub/$${p##*/} || exit 1; done
@@ -376,13 +384,16 @@ install: all
 	$(if $(PY_PKG),install -d $(DESTDIR)$(PYTHONDIR)/hubguest && \
 		install -m 644 $(PY_PKG) $(DESTDIR)$(PYTHONDIR)/hubguest/)
 
-# Every file install wrote, the config only as install wrote it (a changed
+# Every file install wrote, each config only as install wrote it (a changed
 # one is kept, and said so), then the directories left empty: hub's own
 # always; under DESTDIR, or a PREFIX other than /usr and /usr/local, every
 # one up to DESTDIR or PREFIX's parent.
 uninstall:
 	@conf=$(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf; \
 	if [ -f $$conf ] && $(INSTALL_CONF) | cmp -s - $$conf; then rm -f $$conf; \
+	elif [ -e $$conf ]; then echo "uninstall: $$conf kept: changed since install"; fi; \
+	conf=$(DESTDIR)$(SYSCONFDIR)/hub/nats.conf; \
+	if [ -f $$conf ] && $(INSTALL_NATS_CONF) | cmp -s - $$conf; then rm -f $$conf; \
 	elif [ -e $$conf ]; then echo "uninstall: $$conf kept: changed since install"; fi; \
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED)) && \
 	rm -rf $(DESTDIR)$(PYTHONDIR)/hubguest/__pycache__ && \
@@ -405,12 +416,17 @@ test-install: all
 	$(MAKE) --no-print-directory -s install DESTDIR=$$d PREFIX=/usr/local >/dev/null && \
 	for f in sbin/hubd bin/hubctl bin/hub-run lib/libguest.so lib/$(GUEST_SONAME) lib/$(GUEST_REAL) \
 		lib/libguest.a include/guest.h \
-		lib/pkgconfig/libguest.pc libexec/hub/echo libexec/hub/greeter lib/systemd/system/hubd.service \
+		lib/pkgconfig/libguest.pc libexec/hub/echo libexec/hub/greeter libexec/hub/hub-nats \
+		lib/systemd/system/hubd.service \
 		share/doc/hub/README.md share/doc/hub/protocol.md share/doc/hub/security.md \
+		share/doc/hub/nats.md \
 		share/man/man1/hubctl.1 share/man/man1/hub-run.1 share/man/man3/libguest.3 \
-		share/man/man5/hubd.conf.5 share/man/man8/hubd.8; do \
+		share/man/man5/hubd.conf.5 share/man/man8/hubd.8 share/man/man8/hub-nats.8; do \
 		test -e $$d/usr/local/$$f || { echo "install: $$f missing"; exit 1; }; done && \
-	for p in 1:hubctl 1:hub-run 3:libguest 5:hubd.conf 8:hubd; do \
+	test -e $$d/etc/hub/nats.conf || { echo "install: etc/hub/nats.conf missing"; exit 1; } && \
+	{ ! readelf -d $$d/usr/local/libexec/hub/hub-nats | grep -q 'NEEDED.*libguest' || \
+		{ echo "install: hub-nats links libguest.so, not libguest.a"; exit 1; }; } && \
+	for p in 1:hubctl 1:hub-run 3:libguest 5:hubd.conf 8:hubd 8:hub-nats; do \
 		test "$$(MANPATH=$$d/usr/local/share/man man -w $${p%%:*} $${p#*:})" = \
 		$$d/usr/local/share/man/man$${p%%:*}/$${p#*:}.$${p%%:*} || \
 		{ echo "install: man $${p%%:*} $${p#*:} does not find the installed page"; exit 1; }; \
