@@ -99,7 +99,8 @@ br_pattern_matches(const char *pattern, const char *name)
 	return strcmp(pattern, name) == 0;
 }
 
-/* "500ms", "2s", "1m" (or bare seconds) into ms, within [lo, hi]. */
+/* "500ms", "2s", "1m" or "1min" (or bare seconds) into ms, within
+ * [lo, hi]. */
 static int
 duration_ms(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 {
@@ -112,7 +113,7 @@ duration_ms(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 		return -1;
 	if (strcmp(end, "ms") == 0)
 		mul = 1;
-	else if (strcmp(end, "m") == 0)
+	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
 		mul = 60000;
 	else if (strcmp(end, "s") != 0 && *end != '\0')
 		return -1;
@@ -321,8 +322,15 @@ br_conf_load(struct br_conf *c, const char *path, char *why, size_t cap)
 		br_conf_free(c);
 		return -1;
 	}
-	if (c->user[0] != '\0' && c->password[0] == '\0') {
-		snprintf(why, cap, "user without password");
+	if ((c->user[0] != '\0') != (c->password[0] != '\0')) {
+		snprintf(why, cap, "%s", c->user[0] != '\0' ? "user without password" :
+			 "password without user");
+		br_conf_free(c);
+		return -1;
+	}
+	if ((c->tls_cert[0] != '\0') != (c->tls_key[0] != '\0')) {
+		snprintf(why, cap, "%s", c->tls_cert[0] != '\0' ? "tls_cert without tls_key" :
+			 "tls_key without tls_cert");
 		br_conf_free(c);
 		return -1;
 	}

@@ -23,6 +23,7 @@ struct ecall {
 	uint64_t	deadline_ns;
 	uint64_t	forget_ns;	/* after a timeout: a late answer is dropped */
 	uint32_t	call_id;	/* libguest's, for guest_cancel */
+	uint32_t	timeout_ms;	/* the caller's: each stream item restarts it */
 	int		answered;	/* the reply went (a timeout) */
 	char		*reply;		/* the caller's reply subject */
 };
@@ -157,7 +158,7 @@ on_item(void *ctx, const uint8_t *item, size_t len)
 	stream_publish(b, es, item, len, NULL);
 	/* a stream is as slow as its reader: its call times out when idle */
 	if ((e = hp_idtab_find(&b->ecalls, es->ecall)) != NULL && !e->answered)
-		e->deadline_ns = br_now_ns() + (uint64_t)b->conf.timeout_ms * 1000000u;
+		e->deadline_ns = br_now_ns() + (uint64_t)e->timeout_ms * 1000000u;
 }
 
 static void
@@ -343,7 +344,8 @@ request(struct bridge *b, natsMsg *m, const char *method)
 	}
 	e = hp_idtab_insert(&b->ecalls, id);
 	e->call_id = call_id;
-	e->deadline_ns = b->now_ns + (uint64_t)timeout_of(b, m) * 1000000u;
+	e->timeout_ms = timeout_of(b, m);
+	e->deadline_ns = b->now_ns + (uint64_t)e->timeout_ms * 1000000u;
 	e->reply = strdup(reply);
 	if (e->reply == NULL) {
 		guest_cancel(b->g, call_id);
@@ -637,5 +639,7 @@ br_export_stop(struct bridge *b)
 	while (b->estreams != NULL)
 		estream_free(b, b->estreams);
 	free(b->exports);
-	natsConnection_Flush(b->nc);
+	/* the last answers and the goodbye out, if there is a way out */
+	if (natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
+		natsConnection_FlushTimeout(b->nc, 500);
 }

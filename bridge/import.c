@@ -157,9 +157,10 @@ on_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		return;
 	}
 	if (b->icalls.count >= b->conf.calls_max) {
+		/* never sent: like the hub's own refusal, try again later */
 		snprintf(text, sizeof(text), "hub-nats has %u calls out in flight already",
 			 b->icalls.count);
-		guest_reply_error(c, text);
+		guest_reply_status(c, -EHOSTUNREACH, text);
 		return;
 	}
 	if (b->max_payload > 0 && (int64_t)len > b->max_payload - 1024) {

@@ -18,6 +18,7 @@
 
 #define HANDOFF_MAX	65536	/* messages from NATS the loop has not taken */
 #define TICK_MS		50	/* deadlines are kept this closely */
+#define CONNECT_MS	2000	/* one try of one server, TLS included */
 
 static void
 on_disconnected(natsConnection *nc, void *arg)
@@ -67,6 +68,10 @@ connect_nats(struct bridge *b)
 		s = natsOptions_SetServers(o, urls, c->nservers);
 	if (s == NATS_OK)
 		s = natsOptions_SetName(o, name);
+	/* each try of a server: the first is made before attaching, within
+	 * hubd's attach_timeout */
+	if (s == NATS_OK)
+		s = natsOptions_SetTimeout(o, CONNECT_MS);
 	/* a hub outlives NATS restarts: retry for ever, from the start too */
 	if (s == NATS_OK)
 		s = natsOptions_SetMaxReconnect(o, -1);
@@ -95,8 +100,7 @@ connect_nats(struct bridge *b)
 	if (s == NATS_OK && c->tls_ca[0] != '\0')
 		s = natsOptions_LoadCATrustedCertificates(o, c->tls_ca);
 	if (s == NATS_OK && c->tls_cert[0] != '\0')
-		s = natsOptions_LoadCertificatesChain(o, c->tls_cert,
-						      c->tls_key[0] != '\0' ? c->tls_key : NULL);
+		s = natsOptions_LoadCertificatesChain(o, c->tls_cert, c->tls_key);
 	if (s != NATS_OK) {
 		/* an option refused (a certificate that does not load, say) */
 		const char *why = nats_GetLastError(NULL);
@@ -105,16 +109,23 @@ connect_nats(struct bridge *b)
 		natsOptions_Destroy(o);
 		return s;
 	}
-	/* a first try alone, to say why it failed (wrong credentials, say);
-	 * then on in the background for as long as it takes */
-	if ((s = natsConnection_Connect(&b->nc, o)) == NATS_OK) {
+	/* a first try, of the first server alone, to say why it failed
+	 * (wrong credentials, say); then all of them in the background for
+	 * as long as it takes */
+	s = natsOptions_SetServers(o, urls, 1);
+	if (s == NATS_OK && (s = natsConnection_Connect(&b->nc, o)) == NATS_OK) {
 		on_connected(b->nc, b);
-	} else if (s != NATS_NO_MEMORY) {
+		natsOptions_Destroy(o);
+		return s;
+	}
+	if (s != NATS_NO_MEMORY) {
 		const char *why = nats_GetLastError(NULL);
 
 		br_log("cannot connect to NATS at %s: %s: trying on", c->servers[0],
 		       why != NULL && *why != '\0' ? why : natsStatus_GetText(s));
-		s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, b);
+		s = natsOptions_SetServers(o, urls, c->nservers);
+		if (s == NATS_OK)
+			s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, b);
 		if (s == NATS_OK)
 			s = natsConnection_Connect(&b->nc, o);
 		if (s == NATS_NOT_YET_CONNECTED)
@@ -216,19 +227,20 @@ main(int argc, char *argv[])
 		fprintf(stderr, "hub-nats: %s: %s\n", path, err);
 		return 2;
 	}
-	if ((rc = guest_attach(argc, argv, &b->g, &why)) < 0) {
-		fprintf(stderr, "hub-nats: %s\n", why != NULL ? why : strerror(-rc));
-		return 1;
-	}
 	if ((b->q = br_handoff_new(HANDOFF_MAX)) == NULL) {
 		fprintf(stderr, "hub-nats: out of memory\n");
 		return 1;
 	}
-	b->now_ns = br_now_ns();
+	/* before attaching: a slow first try keeps no heartbeat waiting */
 	if ((s = connect_nats(b)) != NATS_OK) {
 		fprintf(stderr, "hub-nats: NATS: %s\n", natsStatus_GetText(s));
 		return 1;
 	}
+	if ((rc = guest_attach(argc, argv, &b->g, &why)) < 0) {
+		fprintf(stderr, "hub-nats: %s\n", why != NULL ? why : strerror(-rc));
+		return 1;
+	}
+	b->now_ns = br_now_ns();
 	if (inbox_start(b) != 0 || br_import_start(b) != 0 || br_export_start(b) != 0) {
 		const char *e = nats_GetLastError(NULL);
 

@@ -43,7 +43,7 @@ START_TEST(test_defaults_and_keys)
 			      "subject = bus\nannounce = 500ms\ncalls_max = 10\n"
 			      "user = u\npassword = p\n"
 			      "[export]\nmethods = kv.* echo.echo\nqueue = no\n"
-			      "[import]\nmethods = *\nprefix = far\nfrom = west\ntimeout = 2m\n",
+			      "[import]\nmethods = *\nprefix = far\nfrom = west\ntimeout = 2min\n",
 			      &c, why, sizeof(why)), 0);
 	ck_assert_int_eq(c.nservers, 3);
 	ck_assert_str_eq(c.servers[1], "tls://b:2");
@@ -86,6 +86,8 @@ static const struct {
 	{ "[nats]\nname = x\n", "nothing to do" },
 	{ "[nats]\nuser = u\n[export]\nmethods = a.b\n", "user without password" },
 	{ "[export]\nmethods\n", "not a key = value line" },
+	{ "[nats]\npassword = p\n[export]\nmethods = a.b\n", "password without user" },
+	{ "[nats]\ntls_cert = /etc/hostname\n[export]\nmethods = a.b\n", "tls_cert without tls_key" },
 };
 
 START_TEST(test_refused)
