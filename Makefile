@@ -90,7 +90,7 @@ SPECHOST := $(B)/tests/host/spechost
 # would have to come first in the library list)
 TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
-	$(B)/tests/bench/poolbench $(B)/tests/bench/mtbench
+	$(B)/tests/bench/poolbench $(B)/tests/bench/mtbench $(B)/tests/bench/natsbase
 # Peers built for make bench only (their packages come with BENCH=1 deps;
 # make all and make check never need them): iceoryx and sd-bus.
 BENCH_PEERS := $(B)/tests/bench/iox $(B)/tests/bench/dbus
@@ -228,6 +228,10 @@ $(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
 # mtbench.c) and a condvar ping-pong.
 $(B)/tests/bench/mtbench: $(B)/tests/bench/mtbench.o $(GUEST_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lboost_context -lpthread
+
+# Plain NATS request/reply on libnats, against a call across hub-nats.
+$(B)/tests/bench/natsbase: $(B)/tests/bench/natsbase.o $(PROTO_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) -lpthread
 
 # Eclipse iceoryx's request/response, against a RouDi the bench starts.
 $(B)/tests/bench/iox: tests/bench/iox.c
