@@ -86,6 +86,11 @@ connect_nats(struct bridge *b)
 	/* one delivery thread for every subscription, not one each */
 	if (s == NATS_OK)
 		s = natsOptions_UseGlobalMessageDelivery(o, true);
+	/* a message goes out as it is published: libnats's flusher would
+	 * hold it about a millisecond (twice per call, once each way); a
+	 * loop pass's messages cost a write each instead */
+	if (s == NATS_OK)
+		s = natsOptions_SetSendAsap(o, true);
 	/* our own requests and announcements never come back to us */
 	if (s == NATS_OK)
 		s = natsOptions_SetNoEcho(o, true);
