@@ -110,7 +110,7 @@ GUEST_API int guest_register(struct guest *g, const char *name,
 
 /* Tells operators what this guest serves, really (hub.describe): text
  * shown by hubctl methods beside method, a method this instance
- * registered ("WHERE": "nats (hub b, hub c)" for a bridge's), or, for
+ * registered ("WHERE": "NATS: hub b, hub c" for a bridge's), or, for
  * method NULL or "", by hubctl peers beside the guest ("NATS ...:
  * connected, 2 remote hubs"). One text each, replaced by the next; text
  * NULL or "" clears it; the host forgets them all when this instance

@@ -616,7 +616,7 @@ expect_note(const char *guest, const char *want)
 	free(note);
 }
 
-#define BRIDGE_WHERE	"nats (hub b, hub c)"
+#define BRIDGE_WHERE	"NATS: hub b, hub c"
 #define BRIDGE_NOTE	"NATS nats://10.0.0.2:4222: connected, 2 remote hubs"
 
 /* hub.describe: a guest says where a method of its is really served
