@@ -148,17 +148,24 @@ stream_publish(struct bridge *b, struct estream *es, const void *data, size_t le
 	natsMsg_Destroy(m);
 }
 
+/* A stream is as slow as its reader: its call times out when nothing
+ * moves, an item sent or taken, for the caller's timeout. */
+static void
+stream_moved(struct bridge *b, struct estream *es)
+{
+	struct ecall *e = hp_idtab_find(&b->ecalls, es->ecall);
+
+	if (e != NULL && !e->answered)
+		e->deadline_ns = br_now_ns() + (uint64_t)e->timeout_ms * 1000000u;
+}
+
 static void
 on_item(void *ctx, const uint8_t *item, size_t len)
 {
 	struct estream *es = ctx;
-	struct bridge *b = es->b;
-	struct ecall *e;
 
-	stream_publish(b, es, item, len, NULL);
-	/* a stream is as slow as its reader: its call times out when idle */
-	if ((e = hp_idtab_find(&b->ecalls, es->ecall)) != NULL && !e->answered)
-		e->deadline_ns = br_now_ns() + (uint64_t)e->timeout_ms * 1000000u;
+	stream_publish(es->b, es, item, len, NULL);
+	stream_moved(es->b, es);
 }
 
 static void
@@ -199,6 +206,8 @@ on_credit(struct bridge *b, natsMsg *m, const char *idtext)
 	/* more than it was sent: the other side lies, the stream ends */
 	if (*stop != '\0' || guest_chan_consumed(b->g, es->chan, (size_t)n) == -EINVAL)
 		guest_chan_reset(b->g, es->chan);
+	else
+		stream_moved(b, es);
 }
 
 static uint32_t

@@ -137,6 +137,17 @@ istream_end(struct bridge *b, struct istream *st, int reset)
 	}
 }
 
+/* A call answered here, never sent: the caller's channel, if it gave
+ * one, is ended first (every channel given to send on is ended once). */
+static void
+refuse(struct bridge *b, struct guest_call *c, const struct br_import *imp, uint64_t chan,
+       int status, const char *text)
+{
+	if (imp->chan_arg >= 0)
+		guest_chan_reset(b->g, (uint32_t)chan);
+	guest_reply_status(c, status, text);
+}
+
 /* A call of an imported method, on the loop's thread. */
 static void
 on_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
@@ -152,23 +163,6 @@ on_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	uint64_t id, chan = 0;
 	size_t off, n;
 
-	if (!connected(b)) {
-		guest_reply_status(c, -EHOSTUNREACH, "hub-nats is not connected to NATS");
-		return;
-	}
-	if (b->icalls.count >= b->conf.calls_max) {
-		/* never sent: like the hub's own refusal, try again later */
-		snprintf(text, sizeof(text), "hub-nats has %u calls out in flight already",
-			 b->icalls.count);
-		guest_reply_status(c, -EHOSTUNREACH, text);
-		return;
-	}
-	if (b->max_payload > 0 && (int64_t)len > b->max_payload - 1024) {
-		snprintf(text, sizeof(text), "the arguments (%zu bytes) are larger than NATS takes (%lld)",
-			 len, (long long)b->max_payload);
-		guest_reply_status(c, -EBADMSG, text);
-		return;
-	}
 	if (imp->chan_arg == -2) {
 		guest_reply_status(c, -EBADMSG, "more than one channel in a call: one crosses NATS");
 		return;
@@ -178,9 +172,27 @@ on_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		guest_reply_status(c, -EBADMSG, "arguments do not match the signature");
 		return;
 	}
+	text[0] = '\0';
+	if (!connected(b)) {
+		refuse(b, c, imp, chan, -EHOSTUNREACH, "hub-nats is not connected to NATS");
+		return;
+	}
+	if (b->icalls.count >= b->conf.calls_max) {
+		/* never sent: like the hub's own refusal, try again later */
+		snprintf(text, sizeof(text), "hub-nats has %u calls out in flight already",
+			 b->icalls.count);
+		refuse(b, c, imp, chan, -EHOSTUNREACH, text);
+		return;
+	}
+	if (b->max_payload > 0 && (int64_t)len > b->max_payload - 1024) {
+		snprintf(text, sizeof(text), "the arguments (%zu bytes) are larger than NATS takes (%lld)",
+			 len, (long long)b->max_payload);
+		refuse(b, c, imp, chan, -EBADMSG, text);
+		return;
+	}
 	if (hp_idtab_reserve(&b->icalls, 1) != 0 ||
 	    (imp->chan_arg >= 0 && (st = calloc(1, sizeof(*st))) == NULL)) {
-		guest_reply_error(c, "hub-nats is out of memory");
+		refuse(b, c, imp, chan, -EREMOTEIO, "hub-nats is out of memory");
 		return;
 	}
 	if (++b->next_seq == 0)
@@ -220,7 +232,7 @@ on_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 			istream_free(b, st);
 		}
 		snprintf(text, sizeof(text), "NATS: %s", natsStatus_GetText(s));
-		guest_reply_status(c, -EHOSTUNREACH, text);
+		guest_reply_status(c, -EHOSTUNREACH, text);	/* istream_end reset it */
 		return;
 	}
 	ic = hp_idtab_insert(&b->icalls, id);
@@ -333,8 +345,14 @@ pump(struct bridge *b)
 			natsMsg_Destroy(m);
 		}
 		if (st->taken > 0 && (st->qcount == 0 || st->taken >= BR_ACK_BYTES)) {
+			struct icall *ic = hp_idtab_find(&b->icalls, st->id);
+
 			tell_sender(b, st, st->taken, NULL);
 			st->taken = 0;
+			/* the reader moves: the call is not idle */
+			if (ic != NULL)
+				ic->deadline_ns = b->now_ns +
+				    (uint64_t)b->conf.timeout_ms * 1000000u + GRACE_NS;
 		}
 		if (st->end != 0 && st->qcount == 0)
 			istream_end(b, st, st->end == 2);
