@@ -61,3 +61,20 @@ br_log(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 }
+
+int
+br_subject_part_ok(const char *s, size_t n, int dots)
+{
+	if (n == 0 || n > BR_NAME_MAX || s[0] == '.' || s[n - 1] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		/* signed char: bytes over 0x7f (UTF-8) are below ' ' too, and
+		 * NATS takes them; only ASCII blanks and controls are out */
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch <= ' ' || ch == 0x7f || ch == '*' || ch == '>' ||
+		    (ch == '.' && (!dots || s[i + 1] == '.')))
+			return 0;
+	}
+	return 1;
+}

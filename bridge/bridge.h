@@ -167,6 +167,11 @@ int		br_status_of(const char *word);
 /* Every subscription's callback, on a libnats thread: hands m over. */
 void	br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure);
 
+/* Whether s[0..n) can stand in a NATS subject: 1 to 63 bytes, no blank,
+ * control, '*' or '>'; dots between tokens if dots (a method's name),
+ * none if not (a hub's). */
+int	br_subject_part_ok(const char *s, size_t n, int dots);
+
 uint64_t br_now_ns(void);
 void	br_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -423,19 +423,6 @@ subscribe(struct bridge *b, struct br_export *x)
 					     br_on_msg, b) == NATS_OK ? 0 : -1;
 }
 
-/* A name hubd listed, usable as NATS subject tokens. */
-static int
-subject_safe(const char *s, size_t n)
-{
-	if (n == 0 || n > BR_NAME_MAX || s[0] == '.' || s[n - 1] == '.')
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] <= ' ' || s[i] == '*' || s[i] == '>' || s[i] == 0x7f ||
-		    (s[i] == '.' && s[i + 1] == '.'))
-			return 0;
-	return 1;
-}
-
 /* hub.methods's answer for one pattern: what it lists is exported. */
 static void
 on_methods(void *ctx, int status, const uint8_t *res, size_t len)
@@ -459,7 +446,7 @@ on_methods(void *ctx, int status, const uint8_t *res, size_t len)
 		if (guest_pc_get_str(res, len, &pos, &name, &nn) != 0 ||
 		    guest_pc_get_str(res, len, &pos, &sig, &sn) != 0)
 			return;
-		if (!subject_safe(name, nn) || sn > HP_SIG_MAX_LEN)
+		if (!br_subject_part_ok(name, nn, 1) || sn > HP_SIG_MAX_LEN)
 			continue;
 		snprintf(nbuf, sizeof(nbuf), "%.*s", (int)nn, name);
 		if ((x = export_find(b, nbuf)) == NULL) {

@@ -242,8 +242,6 @@ on_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	b->calls_out++;
 }
 
-static int hub_name_ok(const char *s);
-
 /* Answers c, the call taken out of the table first: an answer may wait
  * for room on the ring, and libguest serves meanwhile (another call's
  * handler may come in and change the table). */
@@ -415,7 +413,7 @@ on_reply_now(struct bridge *b, natsMsg *m, uint64_t id)
 	}
 	natsMsgHeader_Get(m, BR_H_STATUS, &word);
 	natsMsgHeader_Get(m, BR_H_FROM, &from);
-	if (from == NULL || !hub_name_ok(from))
+	if (from == NULL || !br_subject_part_ok(from, strlen(from), 0))
 		from = "?";
 	status = br_status_of(word);
 	if (status == 0) {
@@ -518,32 +516,6 @@ bring_in(struct bridge *b, const char *hub, const char *name, const char *sig)
 		br_log("importing %s (%s) from hub %s", imp->local, sig, hub);
 }
 
-static int
-name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > BR_NAME_MAX)
-		return 0;
-	for (const char *q = s; *q != '\0'; q++)
-		if (*q <= ' ' || *q == '*' || *q == '>' || *q == 0x7f)
-			return 0;
-	return 1;
-}
-
-static int
-hub_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > BR_NAME_MAX)
-		return 0;
-	for (const char *q = s; *q != '\0'; q++)
-		if (*q <= ' ' || *q == '.' || *q == '*' || *q == '>' || *q == 0x7f)
-			return 0;
-	return 1;
-}
-
 /* PREFIX.announce: {"hub": NAME, "every_ms": N, "methods": [[NAME, SIG], ...]} */
 static void
 on_announce(struct bridge *b, natsMsg *m)
@@ -563,11 +535,12 @@ on_announce(struct bridge *b, natsMsg *m)
 	json_tokener_free(tok);
 	if (o == NULL || !json_object_is_type(o, json_type_object) ||
 	    !json_object_object_get_ex(o, "hub", &v) || !json_object_is_type(v, json_type_string) ||
-	    !hub_name_ok(hub = json_object_get_string(v)) ||
+	    !br_subject_part_ok(json_object_get_string(v), (size_t)json_object_get_string_len(v), 0) ||
 	    !json_object_object_get_ex(o, "methods", &methods) ||
 	    !json_object_is_type(methods, json_type_array) ||
 	    (n = json_object_array_length(methods)) > BR_METHODS_MAX)
 		goto out;
+	hub = json_object_get_string(json_object_object_get(o, "hub"));
 	every = json_object_object_get_ex(o, "every_ms", &v) ? json_object_get_int64(v) : 0;
 	if (every < 100 || every > 3600000)
 		every = 2000;
@@ -608,7 +581,10 @@ on_announce(struct bridge *b, natsMsg *m)
 			continue;
 		name = json_object_get_string(jn);
 		sig = json_object_get_string(js);
-		if (!name_ok(name) || !wanted(b, name) || strlen(sig) > HP_SIG_MAX_LEN ||
+		/* the length JSON gave: a NUL inside is refused, not cut at */
+		if (!br_subject_part_ok(name, (size_t)json_object_get_string_len(jn), 1) ||
+		    !wanted(b, name) || (size_t)json_object_get_string_len(js) != strlen(sig) ||
+		    strlen(sig) > HP_SIG_MAX_LEN ||
 		    hp_sig_parse(sig, &parsed, &why) != 0)
 			continue;
 		if ((grown = realloc(r->methods, (r->nmethods + 1) * sizeof(*grown))) == NULL)

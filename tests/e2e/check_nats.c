@@ -634,6 +634,8 @@ START_TEST(test_hostile_messages)
 		"{\"hub\":\"m\",\"methods\":[[\"sl.b c\",\"str->str\"],[\"sl.>\",\"str->str\"],"
 		"[\"sl.d\",\"str->\"],[\"sl.e\",7],[\"sl.f\"]]}",
 		"{\"hub\":\"m\",\"methods\":7}", "{\"hub\":7}",
+		"{\"hub\":\"m\",\"methods\":[[\"sl.g\\u0000x\",\"str->str\"]]}",
+		"{\"hub\":\"m\\u0000n\",\"methods\":[[\"sl.h\",\"str->str\"]]}",
 	};
 	natsConnection *nc = NULL;
 	char text[512], *out = NULL;
@@ -666,7 +668,8 @@ START_TEST(test_hostile_messages)
 	ck_assert_int_eq(hubctl(&hub_a, &out, "methods", (char *)NULL), 0);
 	ck_assert_msg(strstr(out, "\nsl.a ") == NULL && strstr(out, "\nsl.b ") == NULL &&
 		      strstr(out, "\nsl.d ") == NULL && strstr(out, "\nsl.e ") == NULL &&
-		      strstr(out, "\nsl.f ") == NULL && strstr(out, "\nsl.echo ") != NULL, "%s", out);
+		      strstr(out, "\nsl.f ") == NULL && strstr(out, "\nsl.g ") == NULL &&
+		      strstr(out, "\nsl.h ") == NULL && strstr(out, "\nsl.echo ") != NULL, "%s", out);
 	free(out);
 	expect_ok(&hub_a, "ok y", "cl.call", "sl.echo", "y");
 	natsConnection_Destroy(nc);
