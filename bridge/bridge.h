@@ -52,6 +52,8 @@ void	br_conf_free(struct br_conf *c);
 /* Whether name is what pattern names: "*", "a.*" or a name. */
 int	br_pattern_matches(const char *pattern, const char *name);
 
+struct bridge;
+
 /* Messages from libnats's threads, taken in order by the loop. */
 struct br_handoff;
 struct br_handoff *br_handoff_new(uint32_t cap);
@@ -62,6 +64,23 @@ int	br_handoff_fd(const struct br_handoff *q);
 int	br_handoff_put(struct br_handoff *q, natsMsg *msg);
 /* From the loop: the next message (the caller destroys it), NULL if none. */
 natsMsg	*br_handoff_take(struct br_handoff *q);
+
+/* Hands fn the messages waiting on sub, a subscription the loop reads
+ * itself (fn: 1 taken, 0 not its own: destroyed here). */
+void	br_drain(natsSubscription *sub, struct bridge *b, int (*fn)(struct bridge *, natsMsg *));
+/* Wakes the loop (from any thread). */
+void	br_handoff_wake(struct br_handoff *q);
+
+/* libnats on the loop (evloop.c). */
+struct br_evloop;
+struct pollfd;
+struct br_evloop *br_evloop_new(struct br_handoff *wake);
+void	br_evloop_free(struct br_evloop *e);
+natsStatus br_evloop_use(struct br_evloop *e, natsOptions *o);
+/* The connection's socket and what to poll it for (fd -1: none now). */
+void	br_evloop_pollfd(struct br_evloop *e, struct pollfd *pfd);
+/* Whether libnats has a socket on the loop now. */
+int	br_evloop_attached(struct br_evloop *e);
 
 /* A method this hub serves to others (export.c). */
 struct br_export {
@@ -101,6 +120,7 @@ struct bridge {
 	struct guest		*g;
 	natsConnection		*nc;
 	struct br_handoff	*q;
+	struct br_evloop	*ev;
 	atomic_int		connected;	/* as libnats last said (its threads) */
 	char			inbox[128];	/* inbox.SEQ: replies; inbox.s.SEQ: a
 						 * stream's items; inbox.c.ID: credit */
@@ -114,7 +134,7 @@ struct bridge {
 	struct hp_idtab		ecalls;		/* calls we make for NATS */
 	uint64_t		next_ecall;
 	struct estream		*estreams;	/* their channels, sent on over NATS */
-	uint64_t		next_announce_ns;
+	uint64_t		next_announce_ns, next_escan_ns;
 	int			refresh_pending, refresh_failed;
 	/* import.c */
 	struct br_remote	remotes[BR_REMOTES_MAX];
@@ -125,6 +145,7 @@ struct bridge {
 	struct hp_idtab		icalls;		/* calls waiting for NATS */
 	struct istream		*istreams;	/* their channels, fed from NATS */
 	uint32_t		next_seq;
+	uint64_t		next_iscan_ns;
 	/* counters, for the note hubctl shows */
 	uint64_t		calls_in, calls_out, errors;
 	uint64_t		next_describe_ns;
@@ -157,6 +178,9 @@ uint8_t	*br_chan_rewrite(const uint8_t *args, size_t len, size_t off, size_t n,
 #define BR_H_CREDIT	"Hub-Credit"	/* where the items' receiver says it took them */
 #define BR_H_END	"Hub-End"	/* a stream's end: close or reset */
 
+/* Deadlines, Cancels and refreshes are looked at this often. */
+#define BR_SCAN_NS	(20ull * 1000000)
+
 /* A receiver tells what it took at least this often (bytes). */
 #define BR_ACK_BYTES	(16u * 1024)
 
@@ -177,6 +201,7 @@ void	br_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* export.c */
 int	br_export_start(struct bridge *b);
+void	br_export_drain(struct bridge *b);
 void	br_export_tick(struct bridge *b);
 /* A message on one of export's subjects: 1 taken (and destroyed), 0 not
  * export's. */
@@ -185,6 +210,7 @@ void	br_export_stop(struct bridge *b);
 
 /* import.c */
 int	br_import_start(struct bridge *b);
+void	br_import_drain(struct bridge *b);
 void	br_import_tick(struct bridge *b);
 int	br_import_msg(struct bridge *b, natsMsg *m);
 void	br_import_stop(struct bridge *b);

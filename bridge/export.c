@@ -419,8 +419,8 @@ subscribe(struct bridge *b, struct br_export *x)
 	char subject[BR_SUBJECT_MAX];
 
 	snprintf(subject, sizeof(subject), "%s.call.%s", b->conf.subject, x->name);
-	return natsConnection_QueueSubscribe(&x->sub, b->nc, subject, b->conf.subject,
-					     br_on_msg, b) == NATS_OK ? 0 : -1;
+	return natsConnection_QueueSubscribeSync(&x->sub, b->nc, subject, b->conf.subject) ==
+	    NATS_OK ? 0 : -1;
 }
 
 /* hub.methods's answer for one pattern: what it lists is exported. */
@@ -550,6 +550,21 @@ br_export_msg(struct bridge *b, natsMsg *m)
 	return 1;
 }
 
+/* What came on the subscriptions the loop reads itself (requests,
+ * cancels, discovery), after libnats read the socket. */
+void
+br_export_drain(struct bridge *b)
+{
+	natsSubscription *fixed[3] = { b->sub_at, b->sub_cancel, b->sub_discover };
+
+	for (int i = 0; i < 3; i++)
+		br_drain(fixed[i], b, br_export_msg);
+	/* index, not pointer: a request's call may let libguest serve, and
+	 * the list of exports be grown meanwhile */
+	for (uint32_t i = 0; i < b->nexports; i++)
+		br_drain(b->exports[i].sub, b, br_export_msg);
+}
+
 void
 br_export_tick(struct bridge *b)
 {
@@ -558,8 +573,10 @@ br_export_tick(struct bridge *b)
 	uint32_t pos = 0, ngone = 0;
 	char text[96];
 
-	if (b->conf.nexports == 0)
+	if (b->conf.nexports == 0 || b->now_ns < b->next_escan_ns)
 		return;
+	/* as import's: every BR_SCAN_NS */
+	b->next_escan_ns = b->now_ns + BR_SCAN_NS;
 	b->max_payload = natsConnection_GetMaxPayload(b->nc);
 	if (b->refresh_pending && b->refreshing == 0) {
 		/* a pattern unanswered: keep what was exported, say it again */
@@ -600,13 +617,13 @@ br_export_start(struct bridge *b)
 	if (b->conf.nexports == 0)
 		return 0;
 	snprintf(subject, sizeof(subject), "%s.at.%s.>", b->conf.subject, b->conf.name);
-	if (natsConnection_Subscribe(&b->sub_at, b->nc, subject, br_on_msg, b) != NATS_OK)
+	if (natsConnection_SubscribeSync(&b->sub_at, b->nc, subject) != NATS_OK)
 		return -1;
 	snprintf(subject, sizeof(subject), "%s.cancel", b->conf.subject);
-	if (natsConnection_Subscribe(&b->sub_cancel, b->nc, subject, br_on_msg, b) != NATS_OK)
+	if (natsConnection_SubscribeSync(&b->sub_cancel, b->nc, subject) != NATS_OK)
 		return -1;
 	snprintf(subject, sizeof(subject), "%s.discover", b->conf.subject);
-	if (natsConnection_Subscribe(&b->sub_discover, b->nc, subject, br_on_msg, b) != NATS_OK)
+	if (natsConnection_SubscribeSync(&b->sub_discover, b->nc, subject) != NATS_OK)
 		return -1;
 	b->next_announce_ns = 0;
 	return 0;

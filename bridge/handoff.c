@@ -84,6 +84,20 @@ br_handoff_put(struct br_handoff *q, natsMsg *msg)
 	return 0;
 }
 
+void
+br_handoff_wake(struct br_handoff *q)
+{
+	uint64_t one = 1;
+	int ring = 0;
+
+	pthread_mutex_lock(&q->mu);
+	if (!q->rung)
+		ring = q->rung = 1;
+	pthread_mutex_unlock(&q->mu);
+	if (ring && write(q->efd, &one, sizeof(one)) < 0)
+		return;		/* EAGAIN: it is readable already */
+}
+
 natsMsg *
 br_handoff_take(struct br_handoff *q)
 {
@@ -125,4 +139,16 @@ br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
 		natsMsg_Destroy(r);
 	}
 	natsMsg_Destroy(m);
+}
+
+void
+br_drain(natsSubscription *sub, struct bridge *b, int (*fn)(struct bridge *, natsMsg *))
+{
+	natsMsg *m = NULL;
+
+	/* a bound per pass: one busy subscription starves no other */
+	for (int n = 0; sub != NULL && n < 1024 && natsSubscription_NextMsg(&m, sub, 0) == NATS_OK;
+	     n++)
+		if (!fn(b, m))
+			natsMsg_Destroy(m);
 }

@@ -624,6 +624,12 @@ br_import_msg(struct bridge *b, natsMsg *m)
 }
 
 void
+br_import_drain(struct bridge *b)
+{
+	br_drain(b->sub_announce, b, br_import_msg);
+}
+
+void
 br_import_tick(struct bridge *b)
 {
 	struct istream *st;
@@ -634,8 +640,13 @@ br_import_tick(struct bridge *b)
 
 	if (b->conf.nimports == 0)
 		return;
-	b->max_payload = natsConnection_GetMaxPayload(b->nc);
 	pump(b);
+	/* the deadlines and Cancels: every BR_SCAN_NS, not every pass (a
+	 * pass per message, a walk over every call in flight each) */
+	if (b->now_ns < b->next_iscan_ns)
+		return;
+	b->next_iscan_ns = b->now_ns + BR_SCAN_NS;
+	b->max_payload = natsConnection_GetMaxPayload(b->nc);
 	while ((ic = hp_idtab_next(&b->icalls, &pos)) != NULL) {
 		if (b->now_ns >= ic->deadline_ns && nlate < 64) {
 			late[nlate++] = ic->id;
@@ -682,7 +693,7 @@ br_import_start(struct bridge *b)
 	if (b->conf.nimports == 0)
 		return 0;
 	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
-	if (natsConnection_Subscribe(&b->sub_announce, b->nc, subject, br_on_msg, b) != NATS_OK)
+	if (natsConnection_SubscribeSync(&b->sub_announce, b->nc, subject) != NATS_OK)
 		return -1;
 	/* who exports what: every hub announces soon */
 	snprintf(subject, sizeof(subject), "%s.discover", b->conf.subject);

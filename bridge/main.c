@@ -86,11 +86,11 @@ connect_nats(struct bridge *b)
 	/* one delivery thread for every subscription, not one each */
 	if (s == NATS_OK)
 		s = natsOptions_UseGlobalMessageDelivery(o, true);
-	/* a message goes out as it is published: libnats's flusher would
-	 * hold it about a millisecond (twice per call, once each way); a
-	 * loop pass's messages cost a write each instead */
+	/* the socket on our loop: read as it is readable, written at the
+	 * end of each pass (libnats's flusher would hold a message about a
+	 * millisecond, twice per call) */
 	if (s == NATS_OK)
-		s = natsOptions_SetSendAsap(o, true);
+		s = br_evloop_use(b->ev, o);
 	/* our own requests and announcements never come back to us */
 	if (s == NATS_OK)
 		s = natsOptions_SetNoEcho(o, true);
@@ -189,7 +189,7 @@ describe(struct bridge *b)
 static int
 run(struct bridge *b)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = guest_fd(b->g), .events = POLLIN },
 		{ .fd = br_handoff_fd(b->q), .events = POLLIN },
 	};
@@ -201,16 +201,27 @@ run(struct bridge *b)
 		for (int n = 0; n < 1024 && (m = br_handoff_take(b->q)) != NULL; n++)
 			if (!br_export_msg(b, m) && !br_import_msg(b, m))
 				natsMsg_Destroy(m);
+		br_export_drain(b);
+		br_import_drain(b);
 		br_export_tick(b);
 		br_import_tick(b);
 		describe(b);
 		/* last before sleeping: it asks hubd to ring guest_fd */
 		if ((rc = guest_service(b->g)) != 0)
 			return rc == -ESHUTDOWN ? 0 : rc;
+		/* what this pass published, in one write, now: libnats asks
+		 * for it only from its flusher, about a millisecond later */
+		if (br_evloop_attached(b->ev) && natsConnection_Buffered(b->nc) > 0)
+			natsConnection_ProcessWriteEvent(b->nc);
 		timeout = guest_service_timeout_ms(b->g);
 		if (timeout < 0 || timeout > TICK_MS)
 			timeout = TICK_MS;
-		poll(pfd, 2, timeout);
+		br_evloop_pollfd(b->ev, &pfd[2]);
+		poll(pfd, pfd[2].fd >= 0 ? 3 : 2, timeout);
+		if (pfd[2].fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR)))
+			natsConnection_ProcessReadEvent(b->nc);
+		if (pfd[2].fd >= 0 && (pfd[2].revents & POLLOUT))
+			natsConnection_ProcessWriteEvent(b->nc);
 	}
 }
 
@@ -232,7 +243,8 @@ main(int argc, char *argv[])
 		fprintf(stderr, "hub-nats: %s: %s\n", path, err);
 		return 2;
 	}
-	if ((b->q = br_handoff_new(HANDOFF_MAX)) == NULL) {
+	if ((b->q = br_handoff_new(HANDOFF_MAX)) == NULL ||
+	    (b->ev = br_evloop_new(b->q)) == NULL) {
 		fprintf(stderr, "hub-nats: out of memory\n");
 		return 1;
 	}
@@ -262,6 +274,7 @@ main(int argc, char *argv[])
 	natsSubscription_Destroy(b->sub_inbox);
 	natsConnection_Close(b->nc);
 	natsConnection_Destroy(b->nc);
+	br_evloop_free(b->ev);
 	br_handoff_free(b->q);
 	guest_detach(b->g);
 	br_conf_free(&b->conf);
