@@ -11,6 +11,7 @@
 #ifndef BRIDGE_H
 #define BRIDGE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -118,7 +119,14 @@ struct istream;
 struct bridge {
 	struct br_conf		conf;
 	struct guest		*g;
-	natsConnection		*nc;
+	natsConnection		*nc;		/* NULL until connected */
+	/* the connector thread: connects, hands the connection over */
+	pthread_t		connector;
+	int			connecting;	/* the thread runs (the loop's word) */
+	pthread_mutex_t		mu;
+	natsConnection		*ready;		/* connected, for the loop to take */
+	atomic_int		closed;		/* libnats gave the connection up */
+	atomic_int		stopping;
 	struct br_handoff	*q;
 	struct br_evloop	*ev;
 	atomic_int		connected;	/* as libnats last said (its threads) */
@@ -200,7 +208,11 @@ uint64_t br_now_ns(void);
 void	br_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* export.c */
-int	br_export_start(struct bridge *b);
+void	br_export_start(struct bridge *b);
+/* Subscribes on a new connection (b->nc); -1 when it cannot. */
+int	br_export_attach(struct bridge *b);
+/* Its subscriptions gone with the connection. */
+void	br_export_detach(struct bridge *b);
 void	br_export_drain(struct bridge *b);
 void	br_export_tick(struct bridge *b);
 /* A message on one of export's subjects: 1 taken (and destroyed), 0 not
@@ -209,7 +221,9 @@ int	br_export_msg(struct bridge *b, natsMsg *m);
 void	br_export_stop(struct bridge *b);
 
 /* import.c */
-int	br_import_start(struct bridge *b);
+void	br_import_start(struct bridge *b);
+int	br_import_attach(struct bridge *b);
+void	br_import_detach(struct bridge *b);
 void	br_import_drain(struct bridge *b);
 void	br_import_tick(struct bridge *b);
 int	br_import_msg(struct bridge *b, natsMsg *m);

@@ -485,7 +485,7 @@ refresh_done(struct bridge *b)
 			b->exports[i] = b->exports[--b->nexports];
 			continue;
 		}
-		if (x->sub == NULL && b->conf.queue) {
+		if (x->sub == NULL && b->conf.queue && b->nc != NULL) {
 			if (subscribe(b, x) == 0)
 				br_log("exporting %s (%s)", x->name, x->sig);
 			else
@@ -493,7 +493,8 @@ refresh_done(struct bridge *b)
 		}
 		i++;
 	}
-	announce(b, 0);
+	if (b->nc != NULL)
+		announce(b, 0);
 }
 
 static void
@@ -577,16 +578,17 @@ br_export_tick(struct bridge *b)
 		return;
 	/* as import's: every BR_SCAN_NS */
 	b->next_escan_ns = b->now_ns + BR_SCAN_NS;
-	b->max_payload = natsConnection_GetMaxPayload(b->nc);
+	if (b->nc != NULL)
+		b->max_payload = natsConnection_GetMaxPayload(b->nc);
 	if (b->refresh_pending && b->refreshing == 0) {
 		/* a pattern unanswered: keep what was exported, say it again */
-		if (b->refresh_failed)
+		if (b->refresh_failed && b->nc != NULL)
 			announce(b, 0);
 		else
 			refresh_done(b);
 		b->refresh_pending = 0;
 	}
-	if (b->now_ns >= b->next_announce_ns && b->refreshing == 0) {
+	if (b->now_ns >= b->next_announce_ns && b->refreshing == 0 && b->nc != NULL) {
 		refresh(b);
 		b->next_announce_ns = b->now_ns + (uint64_t)b->conf.announce_ms * 1000000u;
 	}
@@ -608,12 +610,17 @@ br_export_tick(struct bridge *b)
 	}
 }
 
-int
+void
 br_export_start(struct bridge *b)
+{
+	b->ecalls = (struct hp_idtab)HP_IDTAB_INIT(struct ecall);
+}
+
+int
+br_export_attach(struct bridge *b)
 {
 	char subject[BR_SUBJECT_MAX];
 
-	b->ecalls = (struct hp_idtab)HP_IDTAB_INIT(struct ecall);
 	if (b->conf.nexports == 0)
 		return 0;
 	snprintf(subject, sizeof(subject), "%s.at.%s.>", b->conf.subject, b->conf.name);
@@ -625,8 +632,23 @@ br_export_start(struct bridge *b)
 	snprintf(subject, sizeof(subject), "%s.discover", b->conf.subject);
 	if (natsConnection_SubscribeSync(&b->sub_discover, b->nc, subject) != NATS_OK)
 		return -1;
+	/* the methods are subscribed and announced at the next refresh */
 	b->next_announce_ns = 0;
+	b->next_escan_ns = 0;
 	return 0;
+}
+
+void
+br_export_detach(struct bridge *b)
+{
+	for (uint32_t i = 0; i < b->nexports; i++) {
+		natsSubscription_Destroy(b->exports[i].sub);
+		b->exports[i].sub = NULL;
+	}
+	natsSubscription_Destroy(b->sub_at);
+	natsSubscription_Destroy(b->sub_cancel);
+	natsSubscription_Destroy(b->sub_discover);
+	b->sub_at = b->sub_cancel = b->sub_discover = NULL;
 }
 
 void
@@ -635,14 +657,9 @@ br_export_stop(struct bridge *b)
 	struct ecall *e;
 	uint32_t pos = 0;
 
-	if (b->conf.nexports > 0)
+	if (b->conf.nexports > 0 && b->nc != NULL)
 		announce(b, 1);
-	for (uint32_t i = 0; i < b->nexports; i++)
-		if (b->exports[i].sub != NULL)
-			natsSubscription_Destroy(b->exports[i].sub);
-	natsSubscription_Destroy(b->sub_at);
-	natsSubscription_Destroy(b->sub_cancel);
-	natsSubscription_Destroy(b->sub_discover);
+	br_export_detach(b);
 	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
 		if (!e->answered)
 			answer_text(b, e->reply, "unreachable", "the hub's bridge is stopping");
@@ -653,6 +670,6 @@ br_export_stop(struct bridge *b)
 		estream_free(b, b->estreams);
 	free(b->exports);
 	/* the last answers and the goodbye out, if there is a way out */
-	if (natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
+	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
 		natsConnection_FlushTimeout(b->nc, 500);
 }

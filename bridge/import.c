@@ -44,7 +44,7 @@ publish_cancel(struct bridge *b, uint64_t id)
 static int
 connected(struct bridge *b)
 {
-	return atomic_load_explicit(&b->connected, memory_order_relaxed) &&
+	return b->nc != NULL && atomic_load_explicit(&b->connected, memory_order_relaxed) &&
 	    natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED;
 }
 
@@ -646,7 +646,8 @@ br_import_tick(struct bridge *b)
 	if (b->now_ns < b->next_iscan_ns)
 		return;
 	b->next_iscan_ns = b->now_ns + BR_SCAN_NS;
-	b->max_payload = natsConnection_GetMaxPayload(b->nc);
+	if (b->nc != NULL)
+		b->max_payload = natsConnection_GetMaxPayload(b->nc);
 	while ((ic = hp_idtab_next(&b->icalls, &pos)) != NULL) {
 		if (b->now_ns >= ic->deadline_ns && nlate < 64) {
 			late[nlate++] = ic->id;
@@ -684,12 +685,17 @@ br_import_tick(struct bridge *b)
 	}
 }
 
-int
+void
 br_import_start(struct bridge *b)
+{
+	b->icalls = (struct hp_idtab)HP_IDTAB_INIT(struct icall);
+}
+
+int
+br_import_attach(struct bridge *b)
 {
 	char subject[BR_SUBJECT_MAX];
 
-	b->icalls = (struct hp_idtab)HP_IDTAB_INIT(struct icall);
 	if (b->conf.nimports == 0)
 		return 0;
 	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
@@ -699,6 +705,13 @@ br_import_start(struct bridge *b)
 	snprintf(subject, sizeof(subject), "%s.discover", b->conf.subject);
 	natsConnection_Publish(b->nc, subject, NULL, 0);
 	return 0;
+}
+
+void
+br_import_detach(struct bridge *b)
+{
+	natsSubscription_Destroy(b->sub_announce);
+	b->sub_announce = NULL;
 }
 
 void
@@ -713,7 +726,7 @@ br_import_stop(struct bridge *b)
 	while (hp_idtab_take(&b->icalls, &call) == 0)
 		reply_status(call.c, -EHOSTUNREACH, "the hub's bridge is stopping");
 	hp_idtab_free(&b->icalls);
-	natsSubscription_Destroy(b->sub_announce);
+	br_import_detach(b);
 	for (uint32_t i = 0; i < b->nremotes; i++)
 		free(b->remotes[i].methods);
 	for (uint32_t i = 0; i < b->nimports; i++)
