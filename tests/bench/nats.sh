@@ -140,7 +140,7 @@ bench_nats() {
 # the local guest to guest call over a lane on one hub, from run.sh
 nats_rows() {
 	local how="A's guest to B's: A's hub-nats, NATS, B's hub-nats; 8 B"
-	local asap="plain NATS request/reply, 2 processes, send_asap as hub-nats has it"
+	local asap="plain NATS request/reply, 2 processes, send_asap (no flusher delay: hub-nats writes at the end of each loop pass)"
 	local plain="plain NATS with libnats defaults (its flusher holds a message about 1 ms)"
 
 	echo "| a call across hub-nats ($how), median / p99 | $BR_MED / $BR_P99 | ns | $asap: $NBA_MED / $NBA_P99 ns | $(ratio "$BR_MED" "$NBA_MED")x / $(ratio "$BR_P99" "$NBA_P99")x | <= 1.5x |"
