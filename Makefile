@@ -90,7 +90,7 @@ SPECHOST := $(B)/tests/host/spechost
 # would have to come first in the library list)
 TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
-	$(B)/tests/bench/poolbench $(B)/tests/bench/mtbench
+	$(B)/tests/bench/poolbench $(B)/tests/bench/mtbench $(B)/tests/bench/natsbase
 # Peers built for make bench only (their packages come with BENCH=1 deps;
 # make all and make check never need them): iceoryx and sd-bus.
 BENCH_PEERS := $(B)/tests/bench/iox $(B)/tests/bench/dbus
@@ -100,10 +100,15 @@ SDBUS_CFLAGS = $(shell pkg-config --cflags libsystemd 2>/dev/null)
 SDBUS_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
 ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
-PROGS := $(B)/hubd $(B)/hubctl $(B)/hub-run
+# hub-nats: the guest that bridges hubs on many hosts through NATS
+# (bridge/, on libguest and Debian's libnats)
+BRIDGE_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard bridge/*.c))
+NATS_LIBS = $(shell pkg-config --libs libnats 2>/dev/null || echo -lnats)
+PROGS := $(B)/hubd $(B)/hubctl $(B)/hub-run $(B)/hub-nats
 
 SUITE_SRC := $(sort $(wildcard tests/unit/check_*.c tests/e2e/check_*.c))
-TEST_OBJ := $(SUITE_SRC:%.c=$(B)/%.o) $(B)/tests/check_main.o $(B)/tests/e2e/harness.o
+TEST_OBJ := $(SUITE_SRC:%.c=$(B)/%.o) $(B)/tests/check_main.o $(B)/tests/e2e/harness.o \
+	$(B)/tests/e2e/natsd.o $(B)/bridge/conf.o
 SUITES := $(basename $(notdir $(SUITE_SRC)))
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)
@@ -185,6 +190,11 @@ $(B)/hub-run: scripts/hub-run.sh
 $(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/poolfig.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
+# Static libguest: hub-nats is installed beside hubd, not with the examples
+$(B)/hub-nats: $(BRIDGE_OBJ) $(GUEST_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) $(shell pkg-config --libs json-c inih) \
+		$(GUEST_LIBS)
+
 # Example guests link the shared library, found next to them.
 $(B)/guests/%: $(B)/guestlib/examples/%.o $(GUEST_SO)
 	@mkdir -p $(@D)
@@ -218,6 +228,10 @@ $(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
 # mtbench.c) and a condvar ping-pong.
 $(B)/tests/bench/mtbench: $(B)/tests/bench/mtbench.o $(GUEST_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lboost_context -lpthread
+
+# Plain NATS request/reply on libnats, against a call across hub-nats.
+$(B)/tests/bench/natsbase: $(B)/tests/bench/natsbase.o $(PROTO_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) -lpthread
 
 # Eclipse iceoryx's request/response, against a RouDi the bench starts.
 $(B)/tests/bench/iox: tests/bench/iox.c
@@ -258,8 +272,9 @@ $(B)/tests/check_main.o: tests/check_main.c $(B)/tests/suites.inc
 $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DBUILD_DIR='"$(abspath $(B))"' -c -o $@ $<
-$(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS) $(SPECHOST)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(GUEST_LIBS)
+$(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS) $(SPECHOST) \
+		$(B)/hub-nats
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(GUEST_LIBS) $(NATS_LIBS)
 
 # Every header compiles on its own; libguest's public one as C++ too.
 headers:
@@ -309,13 +324,14 @@ test-tsan: all $(TEST_GUESTS) $(B)/check_hub
 		CK_INCLUDE_TAGS=tsan $(B)/check_hub
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: binaries, libguest,
-# its header and pkg-config file, the example guests, the unit, the config
-# (an existing one is kept), the docs. make uninstall with the same
-# variables takes it all away again (doc/packaging.md).
+# its header and pkg-config file, the example guests, hub-nats (beside
+# them: a guest, not a command), the unit, the configs hubd.conf and
+# nats.conf (an existing one is kept), the docs. make uninstall with the
+# same variables takes it all away again (doc/packaging.md).
 INSTALLED = $(PREFIX)/sbin/hubd $(PREFIX)/bin/hubctl $(PREFIX)/bin/hub-run \
 	$(addprefix $(LIBDIR)/,$(GUEST_REAL) $(GUEST_SONAME) libguest.so libguest.a \
 	pkgconfig/libguest.pc) $(PREFIX)/include/guest.h \
-	$(addprefix $(PREFIX)/libexec/hub/,$(notdir $(EXAMPLES)) greeter) \
+	$(addprefix $(PREFIX)/libexec/hub/,$(notdir $(EXAMPLES)) greeter hub-nats) \
 	$(PREFIX)/lib/systemd/system/hubd.service \
 	$(addprefix $(PREFIX)/share/doc/hub/,README.md $(notdir $(DOCPAGES))) \
 	$(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
@@ -329,7 +345,11 @@ INSTALLED_DIRS = $(PREFIX)/libexec/hub $(PREFIX)/share/doc/hub $(SYSCONFDIR)/hub
 GREETER_ENV = $(strip $(if $(filter /usr /usr/local,$(PREFIX)),,PYTHONPATH=$(PYTHONDIR)) \
 	$(if $(INSTALL_RPATH),HUB_LIBGUEST=$(LIBDIR)/$(GUEST_SONAME)))
 INSTALL_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
+	-e 's|/etc/hub/|$(SYSCONFDIR)/hub/|' \
 	$(if $(GREETER_ENV),-e '/^exec = .*\/greeter$$/a env = $(GREETER_ENV)') conf/hubd.conf
+# hub-nats's example config: its paths where this install put things
+INSTALL_NATS_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
+	-e 's|/etc/hub/|$(SYSCONFDIR)/hub/|' conf/nats.conf
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include \
@@ -351,11 +371,14 @@ install: all
 		$(B)/guestlib/examples/$$g.o -L$(B) -lguest $(INSTALL_RPATH) $(HASH_LIBS) || exit 1; \
 	done
 	install -m 755 $(PY_EXAMPLE) $(DESTDIR)$(PREFIX)/libexec/hub/greeter
+	install -m 755 $(B)/hub-nats $(DESTDIR)$(PREFIX)/libexec/hub/hub-nats
 	sed -e 's|/usr/local/sbin/|$(PREFIX)/sbin/|g' -e 's|/etc/hub/|$(SYSCONFDIR)/hub/|g' \
 		-e 's|/usr/local/share/|$(PREFIX)/share/|g' systemd/hubd.service \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/system/hubd.service
 	test -e $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf || \
 		$(INSTALL_CONF) > $(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf
+	test -e $(DESTDIR)$(SYSCONFDIR)/hub/nats.conf || \
+		$(INSTALL_NATS_CONF) > $(DESTDIR)$(SYSCONFDIR)/hub/nats.conf
 	sed 's|](doc/|](|g' README.md > $(DESTDIR)$(PREFIX)/share/doc/hub/README.md
 	for p in $(DOCPAGES); do sed 's|](\.\./README\.md|](README.md|g' $$p \
 		> $(DESTDIR)$(PREFIX)/share/doc/hub/$${p##*/} || exit 1; done
@@ -365,13 +388,16 @@ install: all
 	$(if $(PY_PKG),install -d $(DESTDIR)$(PYTHONDIR)/hubguest && \
 		install -m 644 $(PY_PKG) $(DESTDIR)$(PYTHONDIR)/hubguest/)
 
-# Every file install wrote, the config only as install wrote it (a changed
+# Every file install wrote, each config only as install wrote it (a changed
 # one is kept, and said so), then the directories left empty: hub's own
 # always; under DESTDIR, or a PREFIX other than /usr and /usr/local, every
 # one up to DESTDIR or PREFIX's parent.
 uninstall:
 	@conf=$(DESTDIR)$(SYSCONFDIR)/hub/hubd.conf; \
 	if [ -f $$conf ] && $(INSTALL_CONF) | cmp -s - $$conf; then rm -f $$conf; \
+	elif [ -e $$conf ]; then echo "uninstall: $$conf kept: changed since install"; fi; \
+	conf=$(DESTDIR)$(SYSCONFDIR)/hub/nats.conf; \
+	if [ -f $$conf ] && $(INSTALL_NATS_CONF) | cmp -s - $$conf; then rm -f $$conf; \
 	elif [ -e $$conf ]; then echo "uninstall: $$conf kept: changed since install"; fi; \
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED)) && \
 	rm -rf $(DESTDIR)$(PYTHONDIR)/hubguest/__pycache__ && \
@@ -394,12 +420,17 @@ test-install: all
 	$(MAKE) --no-print-directory -s install DESTDIR=$$d PREFIX=/usr/local >/dev/null && \
 	for f in sbin/hubd bin/hubctl bin/hub-run lib/libguest.so lib/$(GUEST_SONAME) lib/$(GUEST_REAL) \
 		lib/libguest.a include/guest.h \
-		lib/pkgconfig/libguest.pc libexec/hub/echo libexec/hub/greeter lib/systemd/system/hubd.service \
+		lib/pkgconfig/libguest.pc libexec/hub/echo libexec/hub/greeter libexec/hub/hub-nats \
+		lib/systemd/system/hubd.service \
 		share/doc/hub/README.md share/doc/hub/protocol.md share/doc/hub/security.md \
+		share/doc/hub/nats.md \
 		share/man/man1/hubctl.1 share/man/man1/hub-run.1 share/man/man3/libguest.3 \
-		share/man/man5/hubd.conf.5 share/man/man8/hubd.8; do \
+		share/man/man5/hubd.conf.5 share/man/man8/hubd.8 share/man/man8/hub-nats.8; do \
 		test -e $$d/usr/local/$$f || { echo "install: $$f missing"; exit 1; }; done && \
-	for p in 1:hubctl 1:hub-run 3:libguest 5:hubd.conf 8:hubd; do \
+	test -e $$d/etc/hub/nats.conf || { echo "install: etc/hub/nats.conf missing"; exit 1; } && \
+	{ ! readelf -d $$d/usr/local/libexec/hub/hub-nats | grep -q 'NEEDED.*libguest' || \
+		{ echo "install: hub-nats links libguest.so, not libguest.a"; exit 1; }; } && \
+	for p in 1:hubctl 1:hub-run 3:libguest 5:hubd.conf 8:hubd 8:hub-nats; do \
 		test "$$(MANPATH=$$d/usr/local/share/man man -w $${p%%:*} $${p#*:})" = \
 		$$d/usr/local/share/man/man$${p%%:*}/$${p#*:}.$${p%%:*} || \
 		{ echo "install: man $${p%%:*} $${p#*:} does not find the installed page"; exit 1; }; \

@@ -118,27 +118,38 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 			json_object_object_add(o, "result", v);
 		}
 	} else {
-		const char *msg = r->error < 4 ? kinds[r->error] : "error";
+		const char *msg = r->error < 4 ? kinds[r->error] : "error", *t, *why;
+		size_t tn, wn;
+		int hub = hp_meta_str(&r->meta, HP_META_HUB_ERROR, &why, &wn);
 
+		/* a guest's answer forwarded from elsewhere (guest_reply_status):
+		 * what failed there, and the text of a kind that has none */
+		if (!hub && r->error == HP_ERR_USER &&
+		    hp_meta_str(&r->meta, HP_META_ERROR_KIND, &t, &tn)) {
+			if (hp_meta_is(t, tn, HP_ERR_KIND_UNREACHABLE))
+				msg = HP_ERR_KIND_UNREACHABLE;
+			else if (hp_meta_is(t, tn, HP_ERR_KIND_TIMEOUT))
+				msg = HP_ERR_KIND_TIMEOUT;
+		}
 		json_object_object_add(o, "ok", json_object_new_boolean(0));
 		json_object_object_add(o, "kind", json_object_new_string(msg));
 		hp_pc_dec_init(&d, r->value, r->value_len);
-		if (r->error == 0 && hp_pc_get_str(&d, &s, &n) == 0)
+		if (r->error == HP_ERR_USER && hp_pc_get_str(&d, &s, &n) == 0)
 			json_object_object_add(o, "error", json_object_new_string_len(s, (int)n));
+		else if (!hub && r->error != HP_ERR_USER &&
+			 hp_meta_str(&r->meta, HP_META_ERROR_TEXT, &t, &tn))
+			json_object_object_add(o, "error", json_object_new_string_len(t, (int)tn));
 		else
 			json_object_object_add(o, "error", json_object_new_string(msg));
-		for (uint32_t i = 0; i < r->meta.count; i++) {
-			const struct hp_meta_entry *e = &r->meta.entries[i];
+		/* what hubd said of an error it made: the error itself for a
+		 * User error, not said twice */
+		if (hub) {
 			json_object *error = json_object_object_get(o, "error");
 
-			/* what hubd said of an error it made: the error itself
-			 * for a User error, not said twice */
-			if (e->type == HP_META_STRING && e->key_len == strlen(HP_META_HUB_ERROR) &&
-			    memcmp(e->key, HP_META_HUB_ERROR, e->key_len) == 0 &&
-			    ((size_t)json_object_get_string_len(error) != e->value_len ||
-			     memcmp(json_object_get_string(error), e->value, e->value_len) != 0))
-				json_object_object_add(o, "detail", json_object_new_string_len(
-					(const char *)e->value, (int)e->value_len));
+			if ((size_t)json_object_get_string_len(error) != wn ||
+			    memcmp(json_object_get_string(error), why, wn) != 0)
+				json_object_object_add(o, "detail",
+						       json_object_new_string_len(why, (int)wn));
 		}
 	}
 	client_reply(c, o);
@@ -198,6 +209,8 @@ peer_json(struct hub *h, struct peer *p)
 	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
 	json_object_object_add(o, "peer_id", json_object_new_int((int)p->id));
 	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
+	if (p->note[0] != '\0')	/* hub.describe "": what it says of itself */
+		json_object_object_add(o, "note", json_object_new_string(p->note));
 	json_object_object_add(o, "pid", json_object_new_int((int)p->pid));
 	json_object_object_add(o, "epoch", json_object_new_int64(p->epoch));
 	json_object_object_add(o, "uptime_s", json_seconds(p->state == PEER_UP ? now - p->up_ns : 0));
@@ -331,6 +344,8 @@ cmd_methods(struct client *c, const struct control_req *r)
 		json_object_object_add(e, "signature", json_object_new_string(m->signature));
 		json_object_object_add(e, "owner", json_object_new_string(
 			m->owner == 0 ? "hub" : h->peers[m->owner - 1].conf->name));
+		if (m->where[0] != '\0')	/* hub.describe: where it is served */
+			json_object_object_add(e, "where", json_object_new_string(m->where));
 		json_object_array_add(a, e);
 	}
 	json_object_object_add(o, "ok", json_object_new_boolean(1));

@@ -16,6 +16,7 @@
 #include "daemon/guestlog.h"
 #include "daemon/hangstack.h"
 #include "daemon/lifecycle.h"
+#include "proto/builtin.h"
 #include "proto/clock.h"
 #include "proto/endpoint.h"
 #include "proto/idtab.h"
@@ -233,6 +234,8 @@ struct peer {
 	uint32_t		sources;	/* hub.source streams under way */
 	uint32_t		relays;		/* streams from other guests it receives (relay.c) */
 	uint32_t		nmethods;	/* registered by this instance */
+	char			note[HP_DESCRIBE_MAX + 1];	/* hub.describe "": this
+						 * instance's, cleared at detach */
 	uint32_t		nlanes;		/* lanes open (lanes.c) */
 	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t		up_ns;
@@ -254,6 +257,8 @@ struct method {
 	uint32_t	owner;		/* peer id, 0 = host */
 	uint32_t	epoch;		/* owner's instance */
 	uint16_t	service;	/* owner 0: its row in services.c */
+	char		where[HP_DESCRIBE_MAX + 1];	/* hub.describe: its owner's
+					 * instance's words, cleared at detach */
 };
 
 struct hub {

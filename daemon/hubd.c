@@ -289,6 +289,7 @@ wire(struct hub *h)
 	host_on_detach(h, answer_detach);
 	host_on_detach(h, streams_reset_all);	/* streams from p to clients end, to p stop */
 	host_on_detach(h, pool_forget);
+	host_on_detach(h, methods_detach);	/* hub.describe's texts */
 	host_on_charge(h, pool_over_quota);
 	if (lanes_init(h) != 0)
 		return -1;

@@ -10,7 +10,8 @@
  * failed or restarting. Its methods outlive its instance: while it
  * restarts, a call gets "guest X is restarting", and the next instance
  * registering a name takes its entry back; they go when the guest leaves
- * the config (methods_forget). */
+ * the config (methods_forget). What an instance said of them and of
+ * itself (hub.describe) goes when it detaches (methods_detach). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,9 +181,19 @@ methods_add(struct hub *h, const char *name, const char *signature,
 	m->owner = owner;
 	m->epoch = epoch;
 	m->service = service;
+	m->where[0] = '\0';	/* a new registration says nothing yet */
 	if (p != NULL)
 		p->nmethods++;
 	return 0;
+}
+
+void
+methods_detach(struct hub *h, struct peer *p)
+{
+	p->note[0] = '\0';
+	for (uint32_t i = 0; i < h->nmethods; i++)
+		if (h->methods[i].owner == p->id)
+			h->methods[i].where[0] = '\0';
 }
 
 void

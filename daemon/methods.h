@@ -23,6 +23,9 @@ int		methods_live(struct hub *h, const struct method *m);
 /* Why a method that is not live cannot be called now, written into buf. */
 const char	*methods_unavailable(struct hub *h, const struct method *m,
 				     char *buf, size_t len);
+/* p's instance went (a detach hook): what it said of itself and its
+ * methods (hub.describe) described live state, so it goes too. */
+void		methods_detach(struct hub *h, struct peer *p);
 /* p is down for good (removed from the config): its methods go. */
 void		methods_forget(struct hub *h, struct peer *p);
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/xxh.h"
@@ -16,6 +17,7 @@
 #include "daemon/services.h"
 #include "proto/builtin.h"
 #include "proto/channel.h"
+#include "proto/method.h"
 
 #define SOURCE_ITEM	4096	/* hub.source's item size at most */
 
@@ -166,6 +168,38 @@ svc_source(struct hub *h, struct peer *p, const struct origin *o,
 	p->sources++;
 }
 
+/* Err User PREFIX and the name as asked, cut to fit (whole UTF-8
+ * sequences); bad: it did not decode. */
+static void
+name_error(struct hub *h, const struct origin *o, const char *prefix, const char *name,
+	   size_t n, int bad)
+{
+	char text[64 + 80];
+
+	if (bad)
+		n = 0;
+	if (n > 64) {
+		n = 64;
+		while (n > 0 && ((uint8_t)name[n] & 0xC0) == 0x80)
+			n--;
+	}
+	snprintf(text, sizeof(text), "%s%.*s", prefix, (int)n, n ? name : "");
+	answer_error(h, o, HP_ERR_USER, text);
+}
+
+/* A method by the name as asked: NULL for one nobody registered (or a
+ * name no method has: too long, a NUL in it). */
+static struct method *
+find_asked(struct hub *h, const char *name, size_t n)
+{
+	struct method *m;
+
+	if (n == 0 || n > HP_METHOD_NAME_MAX || memchr(name, '\0', n) != NULL)
+		return NULL;
+	m = methods_by_id(h, hp_method_id(name, n));
+	return m != NULL && strlen(m->name) == n && memcmp(m->name, name, n) == 0 ? m : NULL;
+}
+
 /* hub.signature: the signature a method was registered with, whether or
  * not its guest is up now (a caller encoding arguments for it needs the
  * shape, not the state). */
@@ -177,35 +211,73 @@ svc_signature(struct hub *h, struct peer *p, const struct origin *o,
 	const struct method *m = NULL;
 	const char *name;
 	size_t n;
-	char nbuf[HP_METHOD_NAME_MAX + 1], text[sizeof(HP_SVC_SIG_UNKNOWN) + 80];
 	uint8_t buf[HP_SIG_MAX_LEN + 8];
 	struct hp_pc_enc e;
 
 	(void)p;
 	hp_pc_dec_init(&d, args, len);
 	hp_pc_get_str(&d, &name, &n);
-	if (d.err == 0 && n <= HP_METHOD_NAME_MAX && memchr(name, '\0', n) == NULL) {
-		memcpy(nbuf, name, n);
-		nbuf[n] = '\0';
-		m = methods_find(h, nbuf);
-	}
+	if (d.err == 0)
+		m = find_asked(h, name, n);
 	if (m == NULL) {
-		/* the name as asked, cut to fit (whole UTF-8 sequences) */
-		if (d.err != 0)
-			n = 0;
-		if (n > 64) {
-			n = 64;
-			while (n > 0 && ((uint8_t)name[n] & 0xC0) == 0x80)
-				n--;
-		}
-		snprintf(text, sizeof(text), "%s%.*s", HP_SVC_SIG_UNKNOWN, (int)n,
-			 n ? name : "");
-		answer_error(h, o, HP_ERR_USER, text);
+		name_error(h, o, HP_SVC_SIG_UNKNOWN, name, n, d.err != 0);
 		return;
 	}
 	hp_pc_enc_init(&e, buf, sizeof(buf));
 	hp_pc_put_str(&e, m->signature, strlen(m->signature));
 	answer_ok(h, o, buf, e.len);
+}
+
+/* hub.describe: METHOD, TEXT. What the calling guest says of a method its
+ * instance registered, or of itself (METHOD ""), for operators (hubctl
+ * methods, peers): one text per method and one per guest, replaced by the
+ * next, "" clears; all of them cleared when the instance detaches
+ * (methods_detach). Nothing changes unless everything checks out. */
+static void
+svc_describe(struct hub *h, struct peer *p, const struct origin *o,
+	     const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	struct method *m = NULL;
+	const char *name, *text, *why;
+	size_t nlen, tlen;
+	char *to;
+
+	hp_pc_dec_init(&d, args, len);
+	hp_pc_get_str(&d, &name, &nlen);
+	hp_pc_get_str(&d, &text, &tlen);
+	if (p == NULL) {
+		answer_error(h, o, HP_ERR_USER, HP_SVC_DESC_GUESTS);
+		return;
+	}
+	if (d.err != 0 || hp_pc_remaining(&d) != 0) {
+		answer_error(h, o, HP_ERR_USER, "hub.describe takes a method and a text");
+		return;
+	}
+	/* UTF-8 was checked against the signature already (the control
+	 * path's too): checked again, it is cheap */
+	if ((why = hp_describe_refused(text, tlen)) != NULL) {
+		answer_error(h, o, HP_ERR_USER, why);
+		return;
+	}
+	if (nlen == 0) {
+		to = p->note;
+	} else {
+		if ((m = find_asked(h, name, nlen)) == NULL) {
+			name_error(h, o, HP_SVC_SIG_UNKNOWN, name, nlen, 0);
+			return;
+		}
+		/* registered by this instance: another's, or an earlier
+		 * instance's not registered again, is not its to describe */
+		if (m->owner != p->id || m->epoch != p->epoch) {
+			name_error(h, o, HP_SVC_DESC_NOT_YOURS, name, nlen, 0);
+			return;
+		}
+		to = m->where;
+	}
+	memcpy(to, text, tlen);
+	to[tlen] = '\0';
+	answer_ok(h, o, NULL, 0);
 }
 
 /* hub.caller: who made call id, one the asking guest is serving. Only
@@ -245,6 +317,65 @@ svc_caller(struct hub *h, struct peer *p, const struct origin *o,
 	answer_ok(h, o, buf, enc.len);
 }
 
+/* Whether name is what pattern asks for: "" or "*" every name, "a.*"
+ * every name that begins "a.", else that name. */
+static int
+name_matches(const char *pattern, size_t plen, const char *name)
+{
+	if (plen == 0 || (plen == 1 && pattern[0] == '*'))
+		return 1;
+	if (plen >= 2 && pattern[plen - 1] == '*' && pattern[plen - 2] == '.')
+		return strncmp(name, pattern, plen - 1) == 0;
+	return strlen(name) == plen && memcmp(name, pattern, plen) == 0;
+}
+
+/* hub.methods: the methods that can be called now, other than the host's
+ * and the asking guest's own (a bridge that offers this hub's methods
+ * elsewhere must not offer back what it brought in). */
+static void
+svc_methods(struct hub *h, struct peer *p, const struct origin *o,
+	    const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	struct hp_pc_enc e;
+	const char *pat;
+	size_t plen, cap, n = 0;
+	uint8_t *buf;
+
+	hp_pc_dec_init(&d, args, len);
+	hp_pc_get_str(&d, &pat, &plen);
+	if (d.err != 0 || plen > HP_METHOD_NAME_MAX) {
+		answer_error(h, o, HP_ERR_USER, "the pattern is not a method name or NAME.*");
+		return;
+	}
+	/* each entry at most a name and a signature with their lengths */
+	cap = 16 + (size_t)h->nmethods * (HP_METHOD_NAME_MAX + HP_SIG_MAX_LEN + 8);
+	if ((buf = malloc(cap)) == NULL) {
+		answer_error(h, o, HP_ERR_USER, "out of memory");
+		return;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		/* first the count, then the entries */
+		hp_pc_enc_init(&e, buf, cap);
+		hp_pc_put_u64(&e, n);
+		n = 0;
+		for (uint32_t i = 0; i < h->nmethods; i++) {
+			const struct method *m = &h->methods[i];
+
+			if (m->owner == 0 || (p != NULL && m->owner == p->id) ||
+			    !methods_live(h, m) || !name_matches(pat, plen, m->name))
+				continue;
+			n++;
+			if (pass == 1) {
+				hp_pc_put_str(&e, m->name, strlen(m->name));
+				hp_pc_put_str(&e, m->signature, strlen(m->signature));
+			}
+		}
+	}
+	answer_ok(h, o, buf, e.len);
+	free(buf);
+}
+
 static const struct service {
 	const char	*name;
 	const char	*sig;
@@ -258,6 +389,8 @@ static const struct service {
 	{ HP_SVC_SOURCE, HP_SVC_SIG_SOURCE, svc_source },
 	{ HP_SVC_SIGNATURE, HP_SVC_SIG_SIGNATURE, svc_signature },
 	{ HP_SVC_CALLER, HP_SVC_SIG_CALLER, svc_caller },
+	{ HP_SVC_METHODS, HP_SVC_SIG_METHODS, svc_methods },
+	{ HP_SVC_DESCRIBE, HP_SVC_SIG_DESCRIBE, svc_describe },
 };
 #define NSERVICES	(sizeof(services) / sizeof(services[0]))
 

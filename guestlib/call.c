@@ -134,27 +134,28 @@ guest_cancel(struct guest *g, uint32_t call_id)
 	return rc;
 }
 
-/* Whether the host made this error itself (r[shm.metadata.in-payload]:
- * its hub.error entry, which hubd keeps out of the answers it routes);
- * its text in *why. */
+/* A callee's Err(User): what its error.kind says failed on the far side
+ * (guest_reply_status), -EREMOTEIO for none or a kind we do not know. */
 static int
-hub_made(const struct hp_response *r, const char **why, size_t *n)
+user_status(const struct hp_response *r)
 {
-	for (uint32_t i = 0; i < r->meta.count; i++) {
-		const struct hp_meta_entry *e = &r->meta.entries[i];
+	const char *k;
+	size_t n;
 
-		if (e->type == HP_META_STRING && e->key_len == strlen(HP_META_HUB_ERROR) &&
-		    memcmp(e->key, HP_META_HUB_ERROR, e->key_len) == 0) {
-			*why = (const char *)e->value;
-			*n = e->value_len;
-			return 1;
-		}
-	}
-	return 0;
+	if (!hp_meta_str(&r->meta, HP_META_ERROR_KIND, &k, &n))
+		return -EREMOTEIO;
+	if (hp_meta_is(k, n, HP_ERR_KIND_UNREACHABLE))
+		return -EHOSTUNREACH;
+	if (hp_meta_is(k, n, HP_ERR_KIND_TIMEOUT))
+		return -ETIMEDOUT;
+	return -EREMOTEIO;
 }
 
 /* A Response's status, and for an error its text as text (the string
- * decoded, cut to LG_ERR_TEXT_MAX bytes, NUL-terminated) in text. */
+ * decoded, cut to LG_ERR_TEXT_MAX bytes, NUL-terminated) in text. The
+ * host's own mark (r[shm.metadata.in-payload]: its hub.error entry, which
+ * hubd keeps out of the answers it routes) wins over what a callee's
+ * error.kind or error.text say. */
 static int
 status_of(const struct hp_response *r, char *text, size_t *tlen)
 {
@@ -170,10 +171,10 @@ status_of(const struct hp_response *r, char *text, size_t *tlen)
 
 	if (r->result == HP_RESULT_OK)
 		return 0;
-	hub = hub_made(r, &why, &n);
+	hub = hp_meta_str(&r->meta, HP_META_HUB_ERROR, &why, &n);
 	switch (r->error) {
 	case HP_ERR_USER:
-		status = hub ? -ECONNREFUSED : -EREMOTEIO;
+		status = hub ? -ECONNREFUSED : user_status(r);
 		hp_pc_dec_init(&d, r->value, r->value_len);
 		if (hp_pc_get_str(&d, &why, &n) != 0) {
 			why = "(undecodable error)";
@@ -184,6 +185,9 @@ status_of(const struct hp_response *r, char *text, size_t *tlen)
 	case HP_ERR_INVALID_PAYLOAD: status = -EBADMSG; break;
 	default: status = -ECANCELED; break;
 	}
+	/* a kind without text of its own: the callee's text, if it gave one */
+	if (!hub && r->error != HP_ERR_USER)
+		hp_meta_str(&r->meta, HP_META_ERROR_TEXT, &why, &n);
 	if (why == NULL) {
 		why = kinds[r->error < sizeof(kinds) / sizeof(kinds[0]) &&
 			    kinds[r->error] != NULL ? r->error : HP_ERR_CANCELLED];
@@ -246,6 +250,8 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 	uint32_t id;
 	int rc;
 
+	if (result_len != NULL)
+		*result_len = 0;	/* stays so unless an answer came */
 	g->rt->lock(g);
 	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t)) != 0)
 		goto out;
@@ -289,7 +295,9 @@ static int
 respond(struct guest_call *c, const struct hp_response *r)
 {
 	struct guest *g = c->g;
-	uint8_t head[128];	/* the envelope: hub.error at most */
+	/* the envelope: a hub.error, or an error.text of up to
+	 * LG_ERR_TEXT_MAX bytes, at most */
+	uint8_t head[LG_ERR_TEXT_MAX + 64];
 	struct hp_response env = *r;
 	int64_t n;
 	int rc;
@@ -399,6 +407,74 @@ guest_reply_cancelled(struct guest_call *c)
 {
 	struct hp_response r = { .result = HP_RESULT_ERR, .error = HP_ERR_CANCELLED };
 
+	return respond(c, &r);
+}
+
+/* guest_reply_status's statuses: the error each answers with, the
+ * error.kind beside a User one, the text when given none (NULL: none
+ * sent, the caller's libguest has the kind's own). */
+static const struct {
+	int		status;
+	uint32_t	error;
+	const char	*kind;
+	const char	*text;
+} reply_kinds[] = {
+	{ -EREMOTEIO, HP_ERR_USER, NULL, "error" },
+	{ -EHOSTUNREACH, HP_ERR_USER, HP_ERR_KIND_UNREACHABLE, "remote hub unreachable" },
+	{ -ETIMEDOUT, HP_ERR_USER, HP_ERR_KIND_TIMEOUT, "the remote side timed out" },
+	{ -ENOSYS, HP_ERR_UNKNOWN_METHOD, NULL, NULL },
+	{ -EBADMSG, HP_ERR_INVALID_PAYLOAD, NULL, NULL },
+	{ -ECANCELED, HP_ERR_CANCELLED, NULL, NULL },
+};
+
+int
+guest_reply_status(struct guest_call *c, int status, const char *text)
+{
+	uint8_t buf[LG_ERR_TEXT_MAX + 8];
+	struct hp_meta_entry me = { .type = HP_META_STRING };
+	struct hp_response r = { .meta = { .entries = &me, .cap = 1 },
+				 .result = HP_RESULT_ERR };
+	struct hp_pc_enc e;
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(reply_kinds) / sizeof(reply_kinds[0]); i++)
+		if (reply_kinds[i].status == status)
+			break;
+	if (i == sizeof(reply_kinds) / sizeof(reply_kinds[0]))
+		return -EINVAL;
+	if (text == NULL)
+		text = reply_kinds[i].text;
+	if (text != NULL) {
+		/* what the caller (and hubd on the way) would refuse is never
+		 * sent; cut between characters */
+		n = strlen(text);
+		if (!hp_utf8_valid((const uint8_t *)text, n))
+			return -EILSEQ;
+		if (n > LG_ERR_TEXT_MAX)
+			for (n = LG_ERR_TEXT_MAX; n > 0 && ((uint8_t)text[n] & 0xc0) == 0x80; n--)
+				;
+	}
+	r.error = reply_kinds[i].error;
+	if (r.error == HP_ERR_USER) {
+		hp_pc_enc_init(&e, buf, sizeof(buf));
+		hp_pc_put_str(&e, text, n);
+		r.value = buf;
+		r.value_len = e.len;
+		if (reply_kinds[i].kind != NULL) {
+			me.key = HP_META_ERROR_KIND;
+			me.value = (const uint8_t *)reply_kinds[i].kind;
+			me.value_len = strlen(reply_kinds[i].kind);
+			r.meta.count = 1;
+		}
+	} else if (text != NULL) {
+		/* UnknownMethod, InvalidPayload and Cancelled carry no text of
+		 * their own: it goes in the metadata */
+		me.key = HP_META_ERROR_TEXT;
+		me.value = (const uint8_t *)text;
+		me.value_len = n;
+		r.meta.count = 1;
+	}
+	me.key_len = me.key != NULL ? strlen(me.key) : 0;
 	return respond(c, &r);
 }
 
@@ -570,6 +646,38 @@ guest_register(struct guest *g, const char *name, const char *signature,
 	rc = register_method(g, name, signature, fn, ctx);
 	g->rt->unlock(g);
 	return rc;
+}
+
+int
+guest_describe(struct guest *g, const char *method, const char *text)
+{
+	uint8_t args[HP_METHOD_NAME_MAX + HP_DESCRIBE_MAX + 16], res[128] = "";
+	size_t n, tn, rlen = 0;
+	struct hp_pc_enc e;
+	const char *why;
+	int rc;
+
+	method = method != NULL ? method : "";
+	text = text != NULL ? text : "";
+	if ((n = strlen(method)) > HP_METHOD_NAME_MAX)
+		return -ENAMETOOLONG;
+	/* what the host refuses anyway, without asking it */
+	if ((why = hp_describe_refused(text, tn = strlen(text))) != NULL)
+		return strcmp(why, HP_SVC_DESC_TOO_LONG) == 0 ? -EMSGSIZE :
+		    strcmp(why, HP_SVC_DESC_NOT_UTF8) == 0 ? -EILSEQ : -EINVAL;
+	hp_pc_enc_init(&e, args, sizeof(args));
+	hp_pc_put_str(&e, method, n);
+	hp_pc_put_str(&e, text, tn);
+	if (e.err != 0)
+		return -EMSGSIZE;
+	rc = guest_call(g, HP_SVC_DESCRIBE, args, e.len, res, sizeof(res), &rlen, 10000);
+	if (rc != -EREMOTEIO && rc != -ECONNREFUSED)
+		return rc;	/* 0; -ENOSYS: a host without hub.describe; ... */
+	if (strncmp((const char *)res, HP_SVC_DESC_NOT_YOURS, strlen(HP_SVC_DESC_NOT_YOURS)) == 0)
+		return -EPERM;
+	if (strncmp((const char *)res, HP_SVC_SIG_UNKNOWN, strlen(HP_SVC_SIG_UNKNOWN)) == 0)
+		return -ENOENT;
+	return -EREMOTEIO;
 }
 
 /* A request's chan<T> arguments are channels the host has just opened for

@@ -108,6 +108,20 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
 GUEST_API int guest_register(struct guest *g, const char *name,
 			     const char *signature, guest_handler fn, void *ctx);
 
+/* Tells operators what this guest serves, really (hub.describe): text
+ * shown by hubctl methods beside method, a method this instance
+ * registered ("WHERE": "NATS: hub b, hub c" for a bridge's), or, for
+ * method NULL or "", by hubctl peers beside the guest ("NATS ...:
+ * connected, 2 remote hubs"). One text each, replaced by the next; text
+ * NULL or "" clears it; the host forgets them all when this instance
+ * detaches. A synchronous call, serving meanwhile as guest_call does.
+ * Checked here: -ENAMETOOLONG a method name over 63 bytes, -EMSGSIZE a
+ * text over 200 bytes (HP_DESCRIBE_MAX), -EILSEQ not UTF-8, -EINVAL a
+ * control character. The host's refusals: -EPERM not a method of this
+ * instance's, -ENOENT no such method, -EREMOTEIO any other; -ENOSYS a
+ * host without hub.describe; or a call's errors. Since 0.4. */
+GUEST_API int guest_describe(struct guest *g, const char *method, const char *text);
+
 /* Payloads: up to 32 bytes travel in the descriptor; larger ones in a
  * slot of the hub's shared pool (up to its largest class: 32 MiB with the
  * default config) or, under a host without it or for a guest kept out of
@@ -118,7 +132,7 @@ GUEST_API int guest_register(struct guest *g, const char *name,
  * slot and are valid until the callback returns. */
 
 /* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard.
- * A call is answered once: a second answer (any of the three) sends
+ * A call is answered once: a second answer (any of the four) sends
  * nothing and returns -EALREADY, from the handler, its microthread or a
  * callback after the handler returned (for the last, until the guest has
  * answered 256 other calls since, when the call is freed). */
@@ -126,6 +140,20 @@ GUEST_API int guest_reply(struct guest_call *c, const void *result, size_t len);
 GUEST_API int guest_reply_error(struct guest_call *c, const char *message);
 /* Answers Err(Cancelled): the reply to a call given up on after Cancel. */
 GUEST_API int guest_reply_cancelled(struct guest_call *c);
+/* (libguest 0.4) Answers with the error a caller of this guest's would see
+ * as status (guest_result_fn below), text its text: for a guest that
+ * forwards an answer it got from elsewhere (a bridge to another host), so
+ * that the error keeps its meaning. status: -EREMOTEIO (as
+ * guest_reply_error), -ENOSYS, -EBADMSG, -ECANCELED (UnknownMethod,
+ * InvalidPayload, Cancelled: text in an "error.text" metadata entry),
+ * -EHOSTUNREACH (the remote hub was unreachable) or -ETIMEDOUT (the
+ * remote side timed out): Err(User(text)) with an "error.kind" metadata
+ * entry "unreachable" or "timeout" (doc/protocol.md, section 6). text
+ * NULL: the kind's own ("no such method", "remote hub unreachable"...);
+ * UTF-8, cut to 1023 bytes (between characters). -EINVAL for another
+ * status, -EILSEQ for text that is not UTF-8 (nothing sent for either);
+ * -EALREADY as guest_reply. */
+GUEST_API int guest_reply_status(struct guest_call *c, int status, const char *text);
 /* Nonzero once the caller sent Cancel for this call (advisory: the call
  * must still be answered). */
 GUEST_API int guest_call_cancelled(const struct guest_call *c);
@@ -145,12 +173,18 @@ GUEST_API struct guest *guest_call_guest(const struct guest_call *c);
  * calls in flight, arguments too large for it, a host service's
  * refusal); -ENOSYS unknown method; -EBADMSG invalid payload;
  * -ECANCELED cancelled (by the callee, or the hub: the callee died);
- * -ETIMEDOUT; -EPIPE the hub is gone; -ECONNABORTED the hub ended this
- * guest (guest_goodbye_reason); -EMSGSIZE result too big for the buffer.
+ * -EHOSTUNREACH the callee answered that a remote hub it forwards to was
+ * unreachable, -ETIMEDOUT no answer in time, or the callee answered that
+ * the remote side timed out (both guest_reply_status); -EPIPE the hub is
+ * gone; -ECONNABORTED the hub ended this guest (guest_goodbye_reason);
+ * -EMSGSIZE result too big for the buffer.
  * For an error that came as an answer (-EREMOTEIO, -ECONNREFUSED,
- * -ENOSYS, -EBADMSG, -ECANCELED), result is its text, decoded: len
- * bytes (at most 1023) followed by a NUL, e.g. "no such key" or "guest
- * kv is down"; for the others result is NULL and len 0. */
+ * -ENOSYS, -EBADMSG, -ECANCELED, -EHOSTUNREACH, -ETIMEDOUT answered),
+ * result is its text, decoded: len bytes (at most 1023) followed by a
+ * NUL, e.g. "no such key" or "guest kv is down" (for -ENOSYS, -EBADMSG
+ * and -ECANCELED the callee's guest_reply_status text, else the hub's
+ * or the kind's own); for the others (a -ETIMEDOUT of this side's
+ * timeout included) result is NULL and len 0. */
 typedef void (*guest_result_fn)(void *ctx, int status, const uint8_t *result,
 				size_t len);
 
@@ -169,7 +203,9 @@ GUEST_API int guest_cancel(struct guest *g, uint32_t call_id);
  * (-EMSGSIZE if over cap: *result_len says how much it needs). An error
  * with text (as for guest_result_fn): the text, cut to cap - 1 bytes,
  * NUL-terminated, in result, its length (without the NUL) in
- * *result_len. The same on a microthread. */
+ * *result_len; an error without (this side's -ETIMEDOUT, say) writes
+ * nothing to result and sets *result_len to 0. The same on a
+ * microthread. */
 GUEST_API int guest_call(struct guest *g, const char *method, const void *args,
 			 size_t len, void *result, size_t cap, size_t *result_len,
 			 int timeout_ms);

@@ -133,20 +133,37 @@ client_read(struct ctl *ctl)
 	}
 }
 
+/* What failed, for a call's error of kind (call's "kind"), before its
+ * text; NULL for none: the method's own error ("user") says itself. */
+static const char *
+kind_label(const char *kind, const char *error)
+{
+	if (kind == NULL || strcmp(kind, "user") == 0)
+		return NULL;
+	if (strcmp(kind, "unreachable") == 0)
+		return "remote hub unreachable";
+	if (strcmp(kind, "timeout") == 0)
+		return "remote timeout";
+	/* "unknown method" alone when that is all there is to say */
+	return strcmp(kind, error) == 0 ? NULL : kind;
+}
+
 /* 1 for an answer with ok false, printed and freed; 0 otherwise. */
 int
 client_failed(const struct ctl *ctl, json_object *a)
 {
 	json_object *detail = get(a, "detail");
+	const char *error = get(a, "error") != NULL ? text(a, "error") :
+		"hubd said no, without a reason", *label;
 
 	if (json_object_get_boolean(get(a, "ok")))
 		return 0;
+	label = kind_label(get(a, "kind") != NULL ? text(a, "kind") : NULL, error);
 	if (ctl->json)
 		printf("%s\n", json_object_to_json_string_ext(a, JSON_OUT_FLAGS));
 	else
-		fprintf(stderr, "hubctl: %s%s%s\n",
-			get(a, "error") != NULL ? text(a, "error") : "hubd said no, without a reason",
-			detail ? ": " : "", detail ? json_object_get_string(detail) : "");
+		fprintf(stderr, "hubctl: %s%s%s%s%s\n", label ? label : "", label ? ": " : "",
+			error, detail ? ": " : "", detail ? json_object_get_string(detail) : "");
 	json_object_put(a);
 	return 1;
 }

@@ -121,6 +121,8 @@ peer_detail(const struct ctl *ctl, json_object *p)
 	if (strcmp(text(p, "state"), "waiting") == 0)
 		printf("  (start = manual: 'hubctl ticket %s' says how to start it)\n",
 		       text(p, "name"));
+	if (*text(p, "note") != '\0')	/* what it says of itself (hub.describe) */
+		printf("note: %s\n", printable(buf, sizeof(buf), text(p, "note")));
 	printf("pid: %d\n", json_object_get_int(get(p, "pid")));
 	printf("epoch: %" PRId64 "\n", json_object_get_int64(get(p, "epoch")));
 	printf("uptime: %s\n", duration_text(buf, sizeof(buf), json_ns(get(p, "uptime_s"), HP_NS_PER_S)));
@@ -241,6 +243,9 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		       json_object_get_int(get(p, "restarts")), hb, rings,
 		       json_object_get_int(get(p, "slots_used")),
 		       json_object_get_int(get(p, "channels_open")), last);
+		/* what it says of itself (hub.describe), under its row */
+		if (*text(p, "note") != '\0')
+			printf("  note: %s\n", printable(last, sizeof(last), text(p, "note")));
 	}
 	json_object_put(a);
 	return 0;
@@ -250,19 +255,32 @@ int
 hubctl_methods(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a, *ms;
-	int rc;
+	char buf[512];
+	int rc, where = 0;
 
 	(void)argc;
 	(void)argv;
 	if ((a = client_ask(ctl, "methods", &rc)) == NULL)
 		return rc;
 	ms = list(a, "methods");
-	printf("%-24s %-28s %s\n", "METHOD", "SIGNATURE", "OWNER");
+	/* a WHERE column once a method has one (hub.describe: where its
+	 * guest really serves it, a bridge's remote hubs, say) */
+	for (size_t i = 0; i < json_object_array_length(ms); i++)
+		if (*text(json_object_array_get_idx(ms, i), "where") != '\0')
+			where = 1;
+	if (where)
+		printf("%-24s %-28s %-16s %s\n", "METHOD", "SIGNATURE", "OWNER", "WHERE");
+	else
+		printf("%-24s %-28s %s\n", "METHOD", "SIGNATURE", "OWNER");
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
 		json_object *m = json_object_array_get_idx(ms, i);
 
-		printf("%-24s %-28s %s\n", text(m, "name"), text(m, "signature"),
-		       text(m, "owner"));
+		if (*text(m, "where") != '\0')
+			printf("%-24s %-28s %-16s %s\n", text(m, "name"), text(m, "signature"),
+			       text(m, "owner"), printable(buf, sizeof(buf), text(m, "where")));
+		else
+			printf("%-24s %-28s %s\n", text(m, "name"), text(m, "signature"),
+			       text(m, "owner"));
 	}
 	json_object_put(a);
 	return 0;

@@ -59,6 +59,8 @@ json_object	*client_ask_again(struct ctl *ctl, const char *cmd);
 json_object	*get(json_object *o, const char *key);
 const char	*text(json_object *o, const char *key);
 uint64_t	 u64(json_object *o, const char *key);
+/* s without control characters (each '?'), in buf: for a guest's words */
+const char	*printable(char *buf, size_t len, const char *s);
 json_object	*list(json_object *o, const char *key);
 /* A JSON number of units, each per ns long, in ns (0 if not a number). */
 uint64_t	 json_ns(json_object *v, uint64_t per);

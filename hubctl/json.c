@@ -27,6 +27,27 @@ text(json_object *o, const char *key)
 	return s != NULL ? s : "";
 }
 
+/* s for a terminal: each control character (C0, DEL, C1 in UTF-8)
+ * as '?', cut to fit buf. For what a guest said (hub.describe): hubd
+ * refuses such text already, but a terminal is not to trust hubd with. */
+const char *
+printable(char *buf, size_t len, const char *s)
+{
+	size_t n = 0;
+
+	for (const uint8_t *p = (const uint8_t *)s; *p != '\0' && n + 1 < len; p++) {
+		if (p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
+			buf[n++] = '?';
+			p++;
+		} else {
+			buf[n++] = *p < 0x20 || *p == 0x7F ? '?' : (char)*p;
+		}
+	}
+	if (len > 0)
+		buf[n] = '\0';
+	return buf;
+}
+
 uint64_t
 u64(json_object *o, const char *key)
 {

@@ -25,6 +25,19 @@
  *						a guest's name, "client:UID" for a
  *						control client, "hub" for the host;
  *						Err for an id not in flight to it
+ *	hub.methods	str -> list<(str,str)>	the methods that can be called now
+ *						(owner up), as (NAME, SIGNATURE),
+ *						matching PATTERN ("" or "*" all,
+ *						"a.*" those in a., else that
+ *						name); neither the host's nor the
+ *						asking guest's own
+ *	hub.describe	str,str -> unit		METHOD, TEXT: what the calling guest
+ *						says of a method it registered (""
+ *						for itself: its note), shown by
+ *						hubctl methods / peers; TEXT UTF-8,
+ *						at most HP_DESCRIBE_MAX bytes, no
+ *						control characters, "" clears it;
+ *						cleared when the guest detaches
  *
  * The stream hash is XXH3-64 (libxxhash) chained over the items in order:
  * h = XXH3_64bits_withSeed(item, item_len, h), from h = 0, each item's
@@ -35,6 +48,11 @@
 #ifndef HP_BUILTIN_H
 #define HP_BUILTIN_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/postcard.h"
+
 #define HP_SVC_PREFIX		"hub."	/* every hub.* name is the host's */
 #define HP_SVC_PING		"hub.ping"
 #define HP_SVC_LOG		"hub.log"
@@ -44,6 +62,8 @@
 #define HP_SVC_SOURCE		"hub.source"
 #define HP_SVC_SIGNATURE	"hub.signature"
 #define HP_SVC_CALLER		"hub.caller"
+#define HP_SVC_METHODS		"hub.methods"
+#define HP_SVC_DESCRIBE		"hub.describe"
 
 #define HP_SVC_SIG_PING		"bytes->bytes"
 #define HP_SVC_SIG_LOG		"str->unit"
@@ -53,6 +73,8 @@
 #define HP_SVC_SIG_SOURCE	"u64,u64->u64"
 #define HP_SVC_SIG_SIGNATURE	"str->str"
 #define HP_SVC_SIG_CALLER	"u64->str"
+#define HP_SVC_SIG_METHODS	"str->list<(str,str)>"
+#define HP_SVC_SIG_DESCRIBE	"str,str->unit"
 #define HP_STREAM_HASH_SEED	0
 
 /* hub.register's errors (User(str)), so that a guest can tell them apart. */
@@ -71,8 +93,52 @@
 #define HP_SVC_CALLER_GONE	"the caller left"
 #define HP_SVC_CALLER_CLIENT	"client:"	/* followed by the uid */
 
+/* hub.describe: a text's bytes at most (UTF-8, no control characters),
+ * and its errors; NOT_YOURS and UNKNOWN (hub.signature's) are followed by
+ * the name asked for (cut to 64 bytes). */
+#define HP_DESCRIBE_MAX		200
+#define HP_SVC_DESC_NOT_YOURS	"not your method: "
+#define HP_SVC_DESC_TOO_LONG	"text longer than 200 bytes"
+#define HP_SVC_DESC_NOT_UTF8	"text is not UTF-8"
+#define HP_SVC_DESC_CONTROL	"text has a control character"
+#define HP_SVC_DESC_GUESTS	"only guests describe what they serve"
+
+/* Why hub.describe refuses text (TOO_LONG, NOT_UTF8, CONTROL), NULL if it
+ * does not: hubd's rule, which libguest checks before asking. Control
+ * characters are C0, DEL and C1 (U+0080..U+009F): the text is printed
+ * to people's terminals. */
+static inline const char *
+hp_describe_refused(const char *text, size_t n)
+{
+	const uint8_t *s = (const uint8_t *)text;
+
+	if (n > HP_DESCRIBE_MAX)
+		return HP_SVC_DESC_TOO_LONG;
+	if (n > 0 && !hp_utf8_valid(s, n))
+		return HP_SVC_DESC_NOT_UTF8;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] == 0x7F ||
+		    (s[i] == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9F))
+			return HP_SVC_DESC_CONTROL;
+	return NULL;
+}
+
 /* Metadata key the host adds to an error it makes itself (peer died,
  * busy...), with a human-readable String value. */
 #define HP_META_HUB_ERROR	"hub.error"
+
+/* Metadata a guest may put in its own error answer (guest_reply_status),
+ * so that an answer forwarded from elsewhere (a bridge to another host)
+ * keeps its meaning; hubd passes both on (it strips hub.error alone).
+ * HP_META_ERROR_TEXT: a String, the text of an Err(UnknownMethod),
+ * Err(InvalidPayload) or Err(Cancelled), which carry none of their own.
+ * HP_META_ERROR_KIND: a String beside Err(User(text)) saying what failed
+ * on the far side: HP_ERR_KIND_UNREACHABLE (the remote hub could not be
+ * reached) or HP_ERR_KIND_TIMEOUT (the remote side timed out); any other
+ * value means nothing (a plain User error). */
+#define HP_META_ERROR_TEXT	"error.text"
+#define HP_META_ERROR_KIND	"error.kind"
+#define HP_ERR_KIND_UNREACHABLE	"unreachable"
+#define HP_ERR_KIND_TIMEOUT	"timeout"
 
 #endif

@@ -28,6 +28,30 @@ hp_meta_check(const struct hp_meta *meta)
 	return 0;
 }
 
+int
+hp_meta_str(const struct hp_meta *meta, const char *key, const char **v, size_t *n)
+{
+	size_t klen = strlen(key);
+
+	for (uint32_t i = 0; i < meta->count; i++) {
+		const struct hp_meta_entry *e = &meta->entries[i];
+
+		if (e->type == HP_META_STRING && e->key_len == klen &&
+		    memcmp(e->key, key, klen) == 0) {
+			*v = (const char *)e->value;
+			*n = e->value_len;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int
+hp_meta_is(const char *s, size_t n, const char *want)
+{
+	return n == strlen(want) && memcmp(s, want, n) == 0;
+}
+
 static int
 put_meta(struct hp_pc_enc *e, const struct hp_meta *meta)
 {

@@ -82,4 +82,10 @@ int hp_msg_decode_goodbye(const uint8_t *buf, size_t len, const char **reason,
 /* Checks metadata against r[shm.metadata.limits]; 0 or -E2BIG. */
 int hp_meta_check(const struct hp_meta *meta);
 
+/* The first String entry named key: 1 with its value in *v (UTF-8, as
+ * decoded) and *n, else 0. */
+int hp_meta_str(const struct hp_meta *meta, const char *key, const char **v, size_t *n);
+/* Whether s[0..n) is the NUL-terminated text want. */
+int hp_meta_is(const char *s, size_t n, const char *want);
+
 #endif

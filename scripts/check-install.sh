@@ -4,7 +4,9 @@
 # runs it): make install PREFIX=TMP writes nothing outside TMP; the
 # installed hub-run starts the installed hubd with the installed config,
 # whose example guests (C, found their libguest by RUNPATH; Python, told
-# where the binding is by env =) come up and answer; a guest built
+# where the binding is by env =) come up and answer; the installed hub-nats
+# loads and reads its installed example config, which hubd.conf's
+# commented-out [guest nats] section names where it is; a guest built
 # against the installed libguest with pkg-config runs under it; then make
 # uninstall leaves TMP empty. Usage: check-install.sh (MAKE and CC from
 # the environment). Everything goes, also when a step fails.
@@ -24,6 +26,7 @@ if ! $MAKE --no-print-directory -s install PREFIX="$p" > "$tmp/make.log" 2>&1; t
 	exit 1
 fi
 [ -f "$p/etc/hub/hubd.conf" ] && ok || bad "no $p/etc/hub/hubd.conf (SYSCONFDIR under PREFIX)"
+[ -f "$p/etc/hub/nats.conf" ] && ok || bad "no $p/etc/hub/nats.conf (SYSCONFDIR under PREFIX)"
 
 # the examples find libguest by their RUNPATH, the Python one the binding
 # by its env = (the loader and python3 would not look under TMP)
@@ -31,6 +34,30 @@ readelf -d "$p/libexec/hub/kv" | grep -q "RUNPATH.*\[$p/lib\]" && ok ||
 	bad "libexec/hub/kv has no RUNPATH to $p/lib"
 grep -qx "env = PYTHONPATH=$p/lib/python3[.0-9]*/dist-packages HUB_LIBGUEST=$p/lib/libguest.so.0" \
 	"$p/etc/hub/hubd.conf" && ok || bad "hubd.conf gives greeter no env = for $p"
+
+# hub-nats: hubd.conf's example section names it and its config where they
+# are; it runs with the libraries it needs (libguest inside it), reads the
+# example config (which exports and imports nothing: it says so), and with
+# methods to import gets as far as the hub it must be started by
+n=$fail
+grep -qx "# exec = $p/libexec/hub/hub-nats" "$p/etc/hub/hubd.conf" ||
+	bad "hubd.conf's [guest nats] example does not exec $p/libexec/hub/hub-nats"
+grep -qx "# args = --config $p/etc/hub/nats.conf" "$p/etc/hub/hubd.conf" ||
+	bad "hubd.conf's [guest nats] example does not name $p/etc/hub/nats.conf"
+readelf -d "$p/libexec/hub/hub-nats" | grep -q 'NEEDED.*libguest' &&
+	bad "libexec/hub/hub-nats needs libguest.so: it links libguest.a"
+env -i PATH=/usr/bin:/bin "$p/libexec/hub/hub-nats" --config "$p/etc/hub/nats.conf" \
+	> "$tmp/nats.log" 2>&1
+rc=$?
+[ "$rc" = 2 ] && grep -q 'nothing to do' "$tmp/nats.log" ||
+	{ cat "$tmp/nats.log" >&2; bad "hub-nats with the example nats.conf: exit $rc, not 2 (nothing to do)"; }
+sed 's/^; methods = /methods = /' "$p/etc/hub/nats.conf" > "$tmp/nats.conf"
+env -i PATH=/usr/bin:/bin "$p/libexec/hub/hub-nats" --config "$tmp/nats.conf" \
+	> "$tmp/nats.log" 2>&1
+rc=$?
+[ "$rc" = 1 ] && grep -q 'started by hubd' "$tmp/nats.log" ||
+	{ cat "$tmp/nats.log" >&2; bad "hub-nats with nats.conf's methods set: exit $rc, not 1 (not started by hubd)"; }
+[ "$fail" -eq "$n" ] && ok
 
 # a plugin of a plugin author's: pkg-config, and a RUNPATH to libguest's libdir
 export PKG_CONFIG_PATH="$p/lib/pkgconfig"

@@ -7,7 +7,8 @@
 # doc/control.md every control command of request.h's table; hubd.8
 # every option of hubd.c's getopt;
 # hubd.conf.5 every key of config_keys.c's tables, in its own section, and
-# no key that is not there; libguest.3 every GUEST_API function of guest.h,
+# no key that is not there; hub-nats.8 every option of bridge/main.c and
+# every key of bridge/conf.c, in its own section, and none that is not there; libguest.3 every GUEST_API function of guest.h,
 # in its SYNOPSIS and described below it, and no function that is gone.
 # And the docs: every relative link of README.md and doc/*.md resolves (the
 # file, and the heading a #fragment names), and the README links every
@@ -27,7 +28,7 @@ nonempty() {
 }
 
 # 1. every page: mandoc's lint at warning level and groff's warnings, silent
-for page in hubd.8 hubctl.1 hub-run.1 hubd.conf.5 libguest.3; do
+for page in hubd.8 hubctl.1 hub-run.1 hubd.conf.5 hub-nats.8 libguest.3; do
 	[ -f "$man_dir/$page" ] || { bad "$man_dir/$page missing"; continue; }
 	if mandoc -T lint -W warning "$man_dir/$page" > "$tmp/lint" 2>&1; then
 		ok
@@ -133,6 +134,51 @@ for t in hub:hub pool:pool guest:"guest NAME"; do
 		bad "hubd.conf.5: [$sect] documents keys hubd does not take: $(tr '\n' ' ' < "$tmp/extra")"
 	else ok; fi
 done
+
+# 4b. hub-nats.8: the keys bridge/conf.c takes, each section's from its own
+# part of the parser (on_nats for [nats], handler's branch for each other
+# section, as strcmp(key, "NAME")), against that section's ".It Cm NAME"
+# lines; and the long options main.c takes (strcmp(argv[i], "--NAME"))
+# against OPTIONS' ".It Fl -NAME"
+awk '/^on_nats\(/ { sec = "nats" }
+	/strcmp\(section, "export"\)/ { sec = "export" }
+	/strcmp\(section, "import"\)/ { sec = "import" }
+	/^}/ { sec = "" }
+	sec != "" {
+		line = $0
+		while (match(line, /strcmp\(key, "[a-z_]*"\)/)) {
+			k = substr(line, RSTART + 13, RLENGTH - 15)
+			print sec, k
+			line = substr(line, RSTART + RLENGTH)
+		}
+	}' bridge/conf.c | sort -u > "$tmp/nkeys"
+nonempty "bridge/conf.c's keys" "$tmp/nkeys" && for sect in nats export import; do
+	sed -n "s/^$sect //p" "$tmp/nkeys" > "$tmp/keys"
+	nonempty "bridge/conf.c's [$sect] keys" "$tmp/keys" || continue
+	awk -v ss="[$sect]" '
+		/^\.S[sh] / { on = (substr($0, 5) == ss); next }
+		on && /^\.It Cm / { print $3 }' "$man_dir/hub-nats.8" | sort -u > "$tmp/documented"
+	comm -23 "$tmp/keys" "$tmp/documented" > "$tmp/missing"
+	comm -13 "$tmp/keys" "$tmp/documented" > "$tmp/extra"
+	if [ -s "$tmp/missing" ]; then
+		bad "hub-nats.8: [$sect] keys not documented: $(tr '\n' ' ' < "$tmp/missing")"
+	else ok; fi
+	if [ -s "$tmp/extra" ]; then
+		bad "hub-nats.8: [$sect] documents keys hub-nats does not take: $(tr '\n' ' ' < "$tmp/extra")"
+	else ok; fi
+done
+sed -n 's/.*strcmp(argv\[i\], "--\([a-z-]*\)").*/\1/p' bridge/main.c | sort -u > "$tmp/options"
+nonempty "bridge/main.c's options" "$tmp/options" && {
+	section hub-nats.8 OPTIONS | sed -n 's/^\.It Fl -\([a-z-]*\).*/\1/p' | sort -u > "$tmp/documented"
+	comm -23 "$tmp/options" "$tmp/documented" > "$tmp/missing"
+	comm -13 "$tmp/options" "$tmp/documented" > "$tmp/extra"
+	if [ -s "$tmp/missing" ]; then
+		bad "hub-nats.8: options not documented in OPTIONS: $(tr '\n' ' ' < "$tmp/missing")"
+	else ok; fi
+	if [ -s "$tmp/extra" ]; then
+		bad "hub-nats.8: OPTIONS documents options hub-nats does not take: $(tr '\n' ' ' < "$tmp/extra")"
+	else ok; fi
+}
 
 # 5. libguest.3: guest.h's GUEST_API functions (a declaration may span lines)
 awk '/^GUEST_API/ { d = ""; on = 1 }

@@ -16,6 +16,11 @@ has_pc json-c  || need="$need libjson-c-dev"
 has_pc libxxhash || need="$need libxxhash-dev"
 has_pc libseccomp || need="$need libseccomp-dev"	# the guests' system call filter
 has_header ev.h || need="$need libev-dev"	# Debian's libev ships no .pc
+has_pc libnats || need="$need libnats-dev"	# hub-nats, the bridge onto NATS
+# its tests run a NATS server of their own (nats-server, never its service)
+command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] ||
+	need="$need nats-server"
+command -v openssl >/dev/null 2>&1 || need="$need openssl"	# its TLS test's certificate
 command -v "${CXX:-g++}" >/dev/null 2>&1 || need="$need g++"	# guest.h as C++
 # libguest's microthreads switch stacks with Boost's fcontext (C linkage,
 # no .pc): the headers come with the -dev package, and the .so with them
@@ -65,4 +70,12 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "hub: installing$need"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq && apt-get install -y -qq --no-install-recommends $need
+apt-get update -qq && apt-get install -y -qq --no-install-recommends $need || exit 1
+# Debian's nats-server starts a system-wide server on port 4222 where
+# systemd runs; the tests need only the program
+case " $need " in *" nats-server "*)
+	if [ -d /run/systemd/system ] && systemctl is-active --quiet nats-server 2>/dev/null; then
+		systemctl disable --now nats-server >/dev/null 2>&1 &&
+			echo "hub: stopped and disabled the nats-server service the package started"
+	fi ;;
+esac

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # make test-deb: installs the packages make deb built on this machine, runs
 # a hub from them alone (the installed hubd, hubctl, example guests and
-# Python binding, no PYTHONPATH or HUB_LIBGUEST), builds a guest against
+# Python binding, no PYTHONPATH or HUB_LIBGUEST), checks the installed
+# hub-nats runs and reads its config, builds a guest against
 # libguest-dev with pkg-config and runs it too, then purges them all, also
 # on failure, and checks the machine is as it was. Refuses to run when any
 # of the packages, or a file they would bring, is already there (but for a
@@ -132,17 +133,20 @@ expect() {	# PACKAGE PATH...
 n=$fail
 expect hub /usr/sbin/hubd /usr/bin/hubctl /usr/bin/hub-run /usr/libexec/hub/echo /usr/libexec/hub/kv \
 	/usr/libexec/hub/counter /usr/libexec/hub/fanout /usr/libexec/hub/greeter \
-	/lib/systemd/system/hubd.service /etc/hub/hubd.conf \
+	/usr/libexec/hub/hub-nats \
+	/lib/systemd/system/hubd.service /etc/hub/hubd.conf /etc/hub/nats.conf \
 	/usr/share/doc/hub/README.md /usr/share/doc/hub/protocol.md /usr/share/doc/hub/security.md \
-	/usr/share/doc/hub/copyright \
+	/usr/share/doc/hub/nats.md /usr/share/doc/hub/copyright \
 	/usr/share/man/man1/hubctl.1.gz /usr/share/man/man1/hub-run.1.gz /usr/share/man/man5/hubd.conf.5.gz \
-	/usr/share/man/man8/hubd.8.gz
+	/usr/share/man/man8/hubd.8.gz /usr/share/man/man8/hub-nats.8.gz
 expect libguest0 /usr/lib/$ma/libguest.so.0 /usr/lib/$ma/libguest.so.$version
 expect libguest-dev /usr/include/guest.h /usr/lib/$ma/libguest.so /usr/lib/$ma/libguest.a \
 	/usr/lib/$ma/pkgconfig/libguest.pc /usr/share/man/man3/libguest.3.gz
 expect python3-hubguest /usr/lib/python3/dist-packages/hubguest/__init__.py
-dpkg-query -W -f='${Conffiles}\n' hub | grep -q '^ /etc/hub/hubd.conf ' ||
-	bad "/etc/hub/hubd.conf is not a conffile of hub"
+for c in hubd.conf nats.conf; do
+	dpkg-query -W -f='${Conffiles}\n' hub | grep -q "^ /etc/hub/$c " ||
+		bad "/etc/hub/$c is not a conffile of hub"
+done
 # the licence each package states (debian/copyright, DEP-5)
 for p in $pkgs; do
 	grep -qx 'License: MIT or Apache-2.0' "/usr/share/doc/$p/copyright" 2>/dev/null ||
@@ -170,6 +174,15 @@ done
 /usr/sbin/hubd -n -f /etc/hub/hubd.conf > "$tmp/check.log" 2>&1 && ok ||
 	{ cat "$tmp/check.log" >&2; bad "hubd -n -f /etc/hub/hubd.conf fails"; }
 
+# 4b. hub-nats runs with what the packages brought (libnats by hub's
+# Depends, libguest inside it) and reads its installed config, which
+# exports and imports nothing until edited: it says so, exit 2
+env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin /usr/libexec/hub/hub-nats --config /etc/hub/nats.conf \
+	> "$tmp/nats.log" 2>&1
+rc=$?
+[ "$rc" = 2 ] && grep -q 'nothing to do' "$tmp/nats.log" && ok ||
+	{ cat "$tmp/nats.log" >&2; bad "hub-nats --config /etc/hub/nats.conf: exit $rc, not 2 (nothing to do)"; }
+
 # 5. a guest builds against libguest-dev: pkg-config, the .so, the .a
 n=$fail
 pkg-config --exists libguest || bad "pkg-config does not find libguest"
@@ -186,7 +199,7 @@ cc -o "$tmp/kv-static" guestlib/examples/kv.c $(pkg-config --cflags libguest) \
 
 # 6. man finds the pages
 n=$fail
-for page in hubctl hubd hubd.conf libguest; do
+for page in hubctl hubd hubd.conf hub-nats libguest; do
 	man -w "$page" > /dev/null 2>&1 || bad "man -w $page finds nothing"
 done
 [ "$fail" -eq "$n" ] && ok

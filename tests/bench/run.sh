@@ -4,32 +4,53 @@
 # side in one run on this machine. Prints a table of every figure with its
 # ratio to the baselines and the goal, writes results/bench.md, .dat, .png.
 #   run.sh BUILD_DIR [--smoke]   (--smoke: tiny runs, for make check)
+# BENCH_ONLY=nats: only the call across hub-nats, plain NATS and the local
+# call over a lane they are compared with, into results/bench-nats.md
 set -euo pipefail
 B=$(cd "$1" && pwd)
 SMOKE=${2:-}
 OUT=results
 mkdir -p "$OUT"
 TMP=$(mktemp -d /tmp/hub-bench-XXXXXX)
-HUBS=()
+HUBS=()		# every process started here (hubds, NATS responders, ...)
+LATE=()		# stopped after them: nats-servers (hub-nats says goodbye on NATS)
+# running PID: not gone, not a zombie (ours, reaped at exit)
+running() { local st; st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) && [ "$st" != Z ]; }
+# stop_pids PID...: SIGTERM, up to 3 s to go (a hubd stops its guests
+# first), then SIGKILL for what is left
+stop_pids() {
+	local pid left
+
+	for pid in "$@"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
+	for _ in $(seq 60); do
+		left=0
+		for pid in "$@"; do [ -n "$pid" ] && running "$pid" && left=1; done
+		[ "$left" = 0 ] && break
+		sleep 0.05
+	done
+	for pid in "$@"; do [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; done
+}
 cleanup() {
-	for pid in "${HUBS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
-	sleep 0.3
-	for pid in "${HUBS[@]:-}"; do [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; done
+	stop_pids "${HUBS[@]}"
+	stop_pids "${LATE[@]}"
 	rm -rf "$TMP" 2>/dev/null || true
 }
 trap cleanup EXIT
 
 . "$(dirname "$0")/iox.sh"
 . "$(dirname "$0")/dbus.sh"
+. "$(dirname "$0")/nats.sh"
 
 if [ "$SMOKE" = --smoke ]; then
 	N_PEER=500; N_RTT=2000; N_PP=2000; PIPE_MS=200; STREAM32=$((1 << 20)); BULK=$((32 << 20))
 	IDLE_N=5; IDLE_S=1; NGUESTS=4; COPY_MB=64; RING_N=1000000
 	LARGE=$((64 << 20)); POOL_N=1000; REPS=1; N_MT=2000; MT_W=200; FLOOD_MS=200
+	N_NATS=50
 else
 	N_PEER=20000; N_RTT=200000; N_PP=100000; PIPE_MS=2000; STREAM32=$((64 << 20)); BULK=$((2 << 30))
 	IDLE_N=200; IDLE_S=10; NGUESTS=32; COPY_MB=2048; RING_N=50000000
 	LARGE=$((2 << 30)); POOL_N=2000000; REPS=3; N_MT=500000; MT_W=10000; FLOOD_MS=2000
+	N_NATS=2000
 fi
 
 val() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
@@ -49,6 +70,48 @@ best() {
 must() {
 	grep -q "$1" <<<"$2" || { echo "bench: expected $1 in: $2" >&2; exit 1; }
 }
+
+# start_hub NAME HUB_KEYS GUEST_SECTIONS N: a hub on a private control
+# socket (its lock beside it) with N guests up; sets CTL
+start_hub() {
+	local conf=$TMP/$1.conf
+	printf '[hub]\ncontrol = %s/%s.sock\n%b\n%b' "$TMP" "$1" "$2" "$3" > "$conf"
+	${PIN_HUB:-} "$B/hubd" -f "$conf" 2>"$TMP/$1.log" &
+	HUBS+=($!)
+	CTL="$B/hubctl -s $TMP/$1.sock -t 600"
+	for _ in $(seq 200); do $CTL status >/dev/null 2>&1 && break; sleep 0.05; done
+	for _ in $(seq 200); do
+		[ "$($CTL -j peers | grep -o '"state":"up"' | wc -l)" -ge "$4" ] && return 0
+		sleep 0.05
+	done
+	echo "bench: hub $1 did not come up" >&2; cat "$TMP/$1.log" >&2; exit 1
+}
+
+# The local call over a lane the bridge is compared with, on a hub of
+# two guests with lanes on (the default): its keys, its guests
+ONE_KEYS="max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M"
+LANE_GUESTS="[guest la]\nexec = $B/tests/bench/benchguest\nargs = --prefix la\n[guest lb]\nexec = $B/tests/bench/benchguest\nargs = --prefix lb\n"
+# lane_pipe: la keeps 64 calls of lb.echo in flight on the lane hub
+lane_pipe() {
+	local r
+
+	r=$($CTL call la.pipeto lb.echo "$PIPE_MS" 64 0); must failed=0 "$r"
+	LANE_P64=$(val per_s "$r")
+}
+NATS_HEAD="| figure | hub | unit | baseline (same run) | ratio | goal |\n|---|---|---|---|---|---|"
+
+if [ "${BENCH_ONLY:-}" = nats ]; then
+	echo "hub, two guests over a lane (the local call)..." >&2
+	start_hub lane "$ONE_KEYS" "$LANE_GUESTS" 2
+	r=$($CTL call la.rtt lb.echo "$N_RTT" 8); must p99_ns= "$r"
+	LANE=$(val median_ns "$r")
+	lane_pipe
+	bench_nats
+	{ printf '%b\n' "$NATS_HEAD"; nats_rows; } > "$OUT/bench-nats.md"
+	cat "$OUT/bench-nats.md"
+	echo "bench: 1 passed, 0 failed"
+	exit 0
+fi
 
 echo "baselines..." >&2
 SHM=$(val rtt_ns "$("$B/tests/bench/baseline" shm $((N_PP * 2)))")
@@ -88,22 +151,6 @@ MT_DETACHED=$(best ns min "$MTB" detached "$N_MT")
 MT_CHAN1=$(best rtt_ns min "$MTB" chan "$N_MT" 1)
 MT_CHAN2=$(best rtt_ns min "$MTB" chan $((N_MT / 5)) 2)
 MT_CONDVAR_RTT=$(awk -v c="$MT_CONDVAR" 'BEGIN { printf "%.1f", 2 * c }')
-
-# start_hub NAME HUB_KEYS GUEST_SECTIONS N: a hub on a private control
-# socket (its lock beside it) with N guests up; sets CTL
-start_hub() {
-	local conf=$TMP/$1.conf
-	printf '[hub]\ncontrol = %s/%s.sock\n%b\n%b' "$TMP" "$1" "$2" "$3" > "$conf"
-	${PIN_HUB:-} "$B/hubd" -f "$conf" 2>"$TMP/$1.log" &
-	HUBS+=($!)
-	CTL="$B/hubctl -s $TMP/$1.sock -t 600"
-	for _ in $(seq 200); do $CTL status >/dev/null 2>&1 && break; sleep 0.05; done
-	for _ in $(seq 200); do
-		[ "$($CTL -j peers | grep -o '"state":"up"' | wc -l)" -ge "$4" ] && return 0
-		sleep 0.05
-	done
-	echo "bench: hub $1 did not come up" >&2; cat "$TMP/$1.log" >&2; exit 1
-}
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # cpu_ns PID: the CPU time of all of PID's threads so far, in ns: the
@@ -169,7 +216,6 @@ rtt_pair() {
 # longer through hubd. The hubs whose guest to guest figures are meant
 # through hubd say lanes = no for every guest; the lane figures come
 # from hubs of the same keys with lanes on.
-ONE_KEYS="max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M"
 echo "hub, two guests (through hubd: lanes = no)..." >&2
 start_hub one "$ONE_KEYS" \
 	"[guest bench]\nexec = $B/tests/bench/benchguest\nlanes = no\n[guest peer]\nexec = $B/tests/bench/benchguest\nargs = --prefix bench2\nprovides = bench2.*\nlanes = no\n" 2
@@ -203,8 +249,7 @@ IDLE_GUEST=$(awk -v d=$((g1 - g0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%
 # host-served call from the same hub, just before), and hubd's CPU
 # through the lane run (all its threads), what a lane leaves to hubd
 echo "hub, two guests over a lane..." >&2
-start_hub lane "$ONE_KEYS" \
-	"[guest la]\nexec = $B/tests/bench/benchguest\nargs = --prefix la\n[guest lb]\nexec = $B/tests/bench/benchguest\nargs = --prefix lb\n" 2
+start_hub lane "$ONE_KEYS" "$LANE_GUESTS" 2
 HUBD_LANE=${HUBS[-1]}
 r=$($CTL call la.rtt hub.ping "$N_RTT" 8); must p99_ns= "$r"
 LANE_HOST=$(val median_ns "$r"); LANE_HOST99=$(val p99_ns "$r")
@@ -217,6 +262,7 @@ LANE_HUBD=$(awk -v d=$((h1 - h0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.2f", 100 
 LANE_HUBD_MS=$(awk -v d=$((h1 - h0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f / %.0f", d / 1e6, t / 1e6 }')
 r=$($CTL call la.rtt lb.echo "$N_RTT" 1024); must p99_ns= "$r"
 LANEK=$(val median_ns "$r"); LANEK99=$(val p99_ns "$r")
+lane_pipe
 IDLE_LANE=$(val median_ns "$($CTL call la.idle lb.echo "$IDLE_N" 5)")
 # the same streams over the lane (the first call of lb.produce goes
 # through hubd, which routes the method over the lane)
@@ -450,10 +496,11 @@ PY_SRC=$(val mb_per_s "$r")
 r=$(python3 "$(dirname "$0")/pysock.py" "$N_PY"); must p99_ns= "$r"
 PY_SOCK=$(val median_ns "$r"); PY_SOCK99=$(val p99_ns "$r")
 
+bench_nats
+
 # the table: figure, value, unit, compared with, ratio, goal
 {
-echo "| figure | hub | unit | baseline (same run) | ratio | goal |"
-echo "|---|---|---|---|---|---|"
+printf '%b\n' "$NATS_HEAD"
 echo "| call round trip, median (a guest calls hub.ping, 8 B) | $MED | ns | shm ping-pong $SHM ns | $(ratio "$MED" "$SHM")x | <= 1.5x |"
 echo "| call round trip, p99 | $P99 | ns | shm ping-pong $SHM ns | $(ratio "$P99" "$SHM")x | <= 3x |"
 echo "| call round trip, p99.9 | $P999 | ns | shm ping-pong $SHM ns | $(ratio "$P999" "$SHM")x | |"
@@ -536,6 +583,7 @@ echo "| a Python guest calls hub.ping, 8 B, median / p99 | $PY_HOST / $PY_HOST99
 echo "| a Python guest calls a C guest, 8 B, median / p99 | $PY_OUT / $PY_OUT99 | ns | C guest to C guest through hubd $G2G ns | $(ratio "$PY_OUT" "$G2G")x | |"
 echo "| an 8 B round trip between two Python processes over a UNIX socketpair (no hub), median / p99 | $PY_SOCK / $PY_SOCK99 | ns | a C guest calls a Python guest $PY_IN ns | $(ratio "$PY_SOCK" "$PY_IN")x slower | |"
 echo "| a Python guest reads hub.source as an iterator | $PY_SRC | MB/s | | | |"
+nats_rows
 } > "$OUT/bench.md"
 [ -n "$PEER_ERR" ] && echo "peers that did not run: $PEER_ERR" >> "$OUT/bench.md"
 cat "$OUT/bench.md"
@@ -558,6 +606,9 @@ cat > "$OUT/bench.dat" <<DAT
 "microthread channel, P=2" $MT_CHAN2
 "hub call from a microthread" $MT_MT
 "Python guest calls hub.ping" $PY_HOST
+"NATS request/reply" $NB_MED
+"NATS request/reply, send_asap" $NBA_MED
+"hub call across hub-nats" $BR_MED
 DAT
 if command -v gnuplot >/dev/null; then
 	gnuplot <<GP || echo "bench: gnuplot failed" >&2

@@ -111,9 +111,141 @@ START_TEST(test_methods_per_guest_bounded)
 	free(out);
 	a = hub_request(&hub, "{\"cmd\":\"methods\"}", NULL);
 	ck_assert(a != NULL && json_object_object_get_ex(a, "methods", &ms));
-	/* 8 host services, echo's 2, many's 256 */
-	ck_assert_int_eq(json_object_array_length(ms), 8 + 2 + 256);
+	/* 10 host services, echo's 2, many's 256 */
+	ck_assert_int_eq(json_object_array_length(ms), 10 + 2 + 256);
 	json_object_put(a);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* hubctl call ARGS... expecting exit status 1 and exactly want, "\n"
+ * added, on stderr (json: -j, and on stdout). */
+static void
+expect_fail(int json, const char *want, const char *method, const char *a1, const char *a2)
+{
+	char *out = NULL, line[2048];
+	int rc = json ? hubctl(&hub, &out, "-j", "call", method, a1, a2, (char *)NULL) :
+		 hubctl_err(&hub, &out, "call", method, a1, a2, (char *)NULL);
+
+	snprintf(line, sizeof(line), "%s\n", want);
+	ck_assert_msg(rc == 1 && strcmp(out, line) == 0, "hubctl call %s %s %s: rc %d, '%s', "
+		      "want '%s'", method, a1, a2, rc, out, want);
+	free(out);
+}
+
+/* A guest that forwards an answer from elsewhere (a bridge to another
+ * host) answers with the error its own caller would see
+ * (guest_reply_status): each kind reaches a guest caller with its status
+ * and text, from guest_call and guest_call_async alike, through hubd
+ * (_i 0), over a lane (1), between guests on microthreads over a lane
+ * (2); hubctl shows what failed. A status it does not take, or text
+ * that is not UTF-8, is refused with nothing sent; a second answer is
+ * refused. */
+START_TEST(test_forwarded_error_kinds)
+{
+	static const char *const guests[] = {
+		"[guest prober]\nexec = @/tests/guests/prober\nlanes = no\n"
+		"[guest fwd]\nexec = @/tests/guests/prober\nargs = --prefix fwd\nlanes = no\n",
+		"[guest prober]\nexec = @/tests/guests/prober\n"
+		"[guest fwd]\nexec = @/tests/guests/prober\nargs = --prefix fwd\n",
+		"[guest prober]\nexec = @/tests/guests/mtprober\nargs = --prefix prober\n"
+		"[guest fwd]\nexec = @/tests/guests/mtprober\nargs = --prefix fwd\n",
+	};
+	static const struct { const char *kind, *text, *want; } cases[] = {
+		{ "user", "no such key", "user: no such key" },
+		{ "user", "@null", "user: error" },
+		{ "unreachable", "nats: no responders", "unreachable: nats: no responders" },
+		{ "unreachable", "@null", "unreachable: remote hub unreachable" },
+		{ "timeout", "nats: timeout after 2s", "timeout: nats: timeout after 2s" },
+		{ "timeout", "@null", "timeout: the remote side timed out" },
+		{ "unknown", "no method kv.gett there", "unknown method: no method kv.gett there" },
+		{ "unknown", "@null", "unknown method: no such method" },
+		{ "invalid", "kv.put takes 2 arguments", "invalid payload: kv.put takes 2 arguments" },
+		{ "invalid", "@null", "invalid payload: invalid payload" },
+		{ "cancelled", "the remote guest died", "cancelled: the remote guest died" },
+		{ "cancelled", "@null", "cancelled: cancelled" },
+		/* refused: the handler answers a User error instead */
+		{ "bogus", "x", "user: refused: EINVAL" },
+		{ "timeout", "@bad", "user: refused: EILSEQ" },
+	};
+	char want[512], *out, *p;
+	size_t n;
+
+	hub_start_up(&hub, NULL, guests[_i], "prober,fwd");
+	/* every method there: until the last, mtprober serves off
+	 * microthreads (inside guest_register) */
+	ck_assert(hub_wait_method(&hub, _i < 2 ? "prober.why2,fwd.fail,fwd.fail_rc" :
+				  "prober.source,fwd.source") == 0);
+	if (_i > 0) {
+		/* the first call goes through hubd, which offers the lane the
+		 * others take */
+		out = NULL;
+		ck_assert_int_eq(hubctl(&hub, &out, "call", "prober.why2", "fwd.fail", "user",
+					"x", (char *)NULL), 0);
+		free(out);
+		for (int i = 0; i < 100; i++) {
+			json_object *l = hub_request(&hub, "{\"cmd\":\"lanes\"}", NULL);
+
+			n = json_object_array_length(json_get(l, "lanes"));
+			json_object_put(l);
+			if (n == 1)
+				break;
+			sleep_ms(50);
+		}
+		ck_assert_uint_eq(n, 1);
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		out = NULL;
+		ck_assert_int_eq(hubctl(&hub, &out, "-t", "30", "call", "prober.why2", "fwd.fail",
+					cases[i].kind, cases[i].text, (char *)NULL), 0);
+		snprintf(want, sizeof(want), "%s | %s\n", cases[i].want, cases[i].want);
+		ck_assert_msg(strcmp(out, want) == 0, "%s %s: '%s', want '%s'", cases[i].kind,
+			      cases[i].text, out, want);
+		free(out);
+		/* the second answer, after the first or after a refusal */
+		expect_call("fwd.fail_rc", NULL, strncmp(cases[i].want, "user: refused: ", 15) == 0 ?
+			    (strstr(cases[i].want, "EINVAL") ? "EINVAL EALREADY\n" :
+			     "EILSEQ EALREADY\n") : "0 EALREADY\n");
+	}
+	/* cut to 1023 bytes, between characters: 511 of the 600 "é" */
+	out = NULL;
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "prober.why2", "fwd.fail", "unreachable",
+				"@long", (char *)NULL), 0);
+	p = strstr(out, " | ");
+	ck_assert_msg(p != NULL && strncmp(out, "unreachable: \xc3\xa9", 15) == 0, "%.80s", out);
+	n = (size_t)(p - out) - strlen("unreachable: ");
+	ck_assert_uint_eq(n, 1022);
+	ck_assert_uint_eq(strlen(p + 3), strlen("unreachable: ") + 1022 + 1);	/* and "\n" */
+	free(out);
+	if (_i > 0) {
+		/* those went over the lane */
+		json_object *st = hub_stats(&hub);
+
+		ck_assert_uint_ge(json_u64(st, "guests", "prober", "lane_calls_in"),
+				  2 * sizeof(cases) / sizeof(cases[0]));
+		json_object_put(st);
+	}
+	/* hubctl: what failed, then the text */
+	expect_fail(0, "hubctl: no such key", "fwd.fail", "user", "no such key");
+	expect_fail(0, "hubctl: remote hub unreachable: no responders", "fwd.fail",
+		    "unreachable", "no responders");
+	expect_fail(0, "hubctl: remote timeout: after 2s", "fwd.fail", "timeout", "after 2s");
+	expect_fail(0, "hubctl: remote timeout: the remote side timed out", "fwd.fail",
+		    "timeout", "@null");
+	expect_fail(0, "hubctl: unknown method: not there", "fwd.fail", "unknown", "not there");
+	expect_fail(0, "hubctl: unknown method", "fwd.fail", "unknown", "@null");
+	expect_fail(0, "hubctl: invalid payload: 2 arguments", "fwd.fail", "invalid",
+		    "2 arguments");
+	expect_fail(0, "hubctl: cancelled: remote died", "fwd.fail", "cancelled", "remote died");
+	expect_fail(1, "{\"ok\":false,\"kind\":\"unreachable\",\"error\":\"no responders\"}",
+		    "fwd.fail", "unreachable", "no responders");
+	expect_fail(1, "{\"ok\":false,\"kind\":\"timeout\",\"error\":\"after 2s\"}",
+		    "fwd.fail", "timeout", "after 2s");
+	expect_fail(1, "{\"ok\":false,\"kind\":\"unknown method\",\"error\":\"not there\"}",
+		    "fwd.fail", "unknown", "not there");
+	expect_fail(1, "{\"ok\":false,\"kind\":\"cancelled\",\"error\":\"cancelled\"}",
+		    "fwd.fail", "cancelled", "@null");
+	ck_assert_int_eq(hub_peer_int(&hub, "fwd", "restarts"), 0);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -130,6 +262,7 @@ suite_answers(void)
 	tcase_add_test(tc, test_answer_too_big_is_an_error);
 	tcase_add_test(tc, test_restarting_guest_says_so);
 	tcase_add_test(tc, test_methods_per_guest_bounded);
+	tcase_add_loop_test(tc, test_forwarded_error_kinds, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

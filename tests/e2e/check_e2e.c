@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proto/builtin.h"
 #include "tests/e2e/harness.h"
 
 #define STD_GUESTS \
@@ -131,6 +132,7 @@ START_TEST(test_guests_attach_and_answer)
 	expect_ctl(0, "str->str\n", "call", "hub.signature", "hub.signature", NULL);
 	expect_ctl(0, "u64,u64->u64\n", "call", "hub.signature", "hub.source", NULL);
 	expect_ctl(0, "u64->str\n", "call", "hub.signature", "hub.caller", NULL);
+	expect_ctl(0, "str,str->unit\n", "call", "hub.signature", "hub.describe", NULL);
 	ck_assert_int_eq(hubctl(&hub, &out, "-j", "call", "hub.signature", "no.such", (char *)NULL), 1);
 	ck_assert_msg(strstr(out, "no such method: no.such") != NULL, "hub.signature: %s", out);
 	free(out);
@@ -554,6 +556,190 @@ START_TEST(test_one_hubd_per_segment)
 }
 END_TEST
 
+/* A method's "where" in hubctl methods' JSON (a new string), NULL for none. */
+static char *
+method_where(const char *name)
+{
+	json_object *a = hub_request(&hub, "{\"cmd\":\"methods\"}", NULL), *ms;
+	char *where = NULL;
+	int seen = 0;
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(ms = json_get(a, "methods"));
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		json_object *m = json_object_array_get_idx(ms, i), *w;
+
+		if (strcmp(json_object_get_string(json_get(m, "name")), name) != 0)
+			continue;
+		seen = 1;
+		if ((w = json_get(m, "where")) != NULL)
+			where = strdup(json_object_get_string(w));
+	}
+	json_object_put(a);
+	ck_assert_msg(seen, "%s not listed", name);
+	return where;
+}
+
+/* A guest's "note" in hubctl peers' JSON (a new string), NULL for none. */
+static char *
+peer_note(const char *name)
+{
+	json_object *p = hub_peer(&hub, name), *n;
+	char *note = NULL;
+
+	ck_assert_ptr_nonnull(p);
+	if ((n = json_get(p, "note")) != NULL)
+		note = strdup(json_object_get_string(n));
+	json_object_put(p);
+	return note;
+}
+
+static void
+expect_where(const char *method, const char *want)
+{
+	char *where = method_where(method);
+
+	ck_assert_msg(want == NULL ? where == NULL : where != NULL && strcmp(where, want) == 0,
+		      "%s: where '%s', want '%s'", method, where ? where : "(none)",
+		      want ? want : "(none)");
+	free(where);
+}
+
+static void
+expect_note(const char *guest, const char *want)
+{
+	char *note = peer_note(guest);
+
+	ck_assert_msg(want == NULL ? note == NULL : note != NULL && strcmp(note, want) == 0,
+		      "%s: note '%s', want '%s'", guest, note ? note : "(none)",
+		      want ? want : "(none)");
+	free(note);
+}
+
+#define BRIDGE_WHERE	"NATS: hub b, hub c"
+#define BRIDGE_NOTE	"NATS nats://10.0.0.2:4222: connected, 2 remote hubs"
+
+/* hub.describe: a guest says where a method of its is really served
+ * (WHERE in hubctl methods) and how it is (a note in hubctl peers);
+ * hubd refuses what is not its to describe or not fit to print, and
+ * changes nothing then; a restarted guest's words are gone. */
+START_TEST(test_describe)
+{
+	char *out = NULL, line[256], big[HP_DESCRIBE_MAX + 2];
+	int pid;
+
+	hub_start_up(&hub, NULL, STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
+		     "echo,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.describe,prober.route") == 0);
+	expect_where("prober.route", NULL);
+	expect_note("prober", NULL);
+	/* a method of its own, and itself (through libguest's guest_describe) */
+	expect_ctl(0, "ok\n", "call", "prober.describe", "prober.route", BRIDGE_WHERE, NULL);
+	expect_ctl(0, "ok\n", "call", "prober.describe_lib", "", BRIDGE_NOTE, NULL);
+	expect_where("prober.route", BRIDGE_WHERE);
+	expect_where("prober.ping", NULL);
+	expect_where("echo.echo", NULL);
+	expect_note("prober", BRIDGE_NOTE);
+	expect_note("echo", NULL);
+	/* up to 200 bytes; UTF-8 beyond ASCII is text like any */
+	memset(big, 'x', HP_DESCRIBE_MAX);
+	big[HP_DESCRIBE_MAX] = '\0';
+	expect_ctl(0, "ok\n", "call", "prober.describe_lib", "prober.ping", big, NULL);
+	expect_where("prober.ping", big);
+	expect_ctl(0, "ok\n", "call", "prober.describe", "prober.busy", "Zürich → Genève", NULL);
+	expect_where("prober.busy", "Zürich → Genève");
+	/* hubctl shows them: a WHERE column, a note under the guest's row */
+	ck_assert_int_eq(hubctl(&hub, &out, "methods", (char *)NULL), 0);
+	snprintf(line, sizeof(line), "%-24s %-28s %-16s %s\n", "prober.route", "str,str->str",
+		 "prober", BRIDGE_WHERE);
+	ck_assert_msg(strstr(out, line) != NULL && strstr(out, "WHERE\n") != NULL,
+		      "hubctl methods: %s", out);
+	snprintf(line, sizeof(line), "%-24s %-28s %s\n", "echo.echo", "str->str", "echo");
+	ck_assert_msg(strstr(out, line) != NULL, "hubctl methods: %s", out);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
+	/* one note, prober's, under its row */
+	ck_assert_msg(strstr(out, "\n  note: " BRIDGE_NOTE "\n") != NULL &&
+		      strstr(strstr(out, "note:") + 1, "note:") == NULL, "hubctl peers: %s", out);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", "prober", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "\nnote: " BRIDGE_NOTE "\n") != NULL, "hubctl peers prober: %s", out);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", "echo", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "note:") == NULL, "hubctl peers echo: %s", out);
+	free(out);
+
+	/* refused, each with its reason, and nothing changes */
+	expect_ctl(0, "error: hub: not your method: echo.echo\n",
+		   "call", "prober.describe", "echo.echo", "mine now", NULL);
+	expect_ctl(0, "error: hub: not your method: hub.ping\n",
+		   "call", "prober.describe", "hub.ping", "mine now", NULL);
+	expect_ctl(0, "error: hub: no such method: prober.nosuch\n",
+		   "call", "prober.describe", "prober.nosuch", "x", NULL);
+	big[HP_DESCRIBE_MAX] = 'x';
+	big[HP_DESCRIBE_MAX + 1] = '\0';
+	expect_ctl(0, "error: hub: text longer than 200 bytes\n",
+		   "call", "prober.describe", "prober.route", big, NULL);
+	expect_ctl(0, "error: hub: text longer than 200 bytes\n",
+		   "call", "prober.describe", "", big, NULL);
+	expect_ctl(0, "error: hub: text has a control character\n",
+		   "call", "prober.describe", "prober.route", "a\x01" "b", NULL);
+	expect_ctl(0, "error: hub: text has a control character\n",
+		   "call", "prober.describe", "", "tab\there", NULL);
+	expect_ctl(0, "error: hub: text has a control character\n",
+		   "call", "prober.describe", "", "\x1b[2J", NULL);
+	expect_ctl(0, "error: hub: text has a control character\n",
+		   "call", "prober.describe", "prober.route", "del\x7f", NULL);
+	expect_ctl(0, "error: hub: text has a control character\n",
+		   "call", "prober.describe", "prober.route", "c1 \xc2\x9b" "2J", NULL);
+	/* not UTF-8 (bytes 0xff 0x41): hubd checks a str argument before
+	 * any service sees it */
+	expect_ctl(0, "error: invalid payload: arguments do not match the signature of "
+		   "hub.describe: str,str->unit\n",
+		   "call", "prober.describe", "prober.route", "base64:/0E=", NULL);
+	/* libguest checks first what hubd would refuse */
+	expect_ctl(0, "error: EPERM\n", "call", "prober.describe_lib", "echo.echo", "x", NULL);
+	expect_ctl(0, "error: ENOENT\n", "call", "prober.describe_lib", "prober.nosuch", "x",
+		   NULL);
+	expect_ctl(0, "error: EMSGSIZE\n", "call", "prober.describe_lib", "", big, NULL);
+	expect_ctl(0, "error: EINVAL\n", "call", "prober.describe_lib", "", "a\x01" "b", NULL);
+	/* a control client is no guest */
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "call", "hub.describe", "", "x", (char *)NULL), 1);
+	ck_assert_msg(strstr(out, "only guests describe what they serve") != NULL,
+		      "hubctl call hub.describe: %s", out);
+	free(out);
+	expect_where("prober.route", BRIDGE_WHERE);
+	expect_where("echo.echo", NULL);
+	expect_where("hub.ping", NULL);
+	expect_note("prober", BRIDGE_NOTE);
+	expect_note("echo", NULL);
+	/* "" clears */
+	expect_ctl(0, "ok\n", "call", "prober.describe", "prober.busy", "", NULL);
+	expect_where("prober.busy", NULL);
+	expect_where("prober.route", BRIDGE_WHERE);
+
+	/* a restart: its methods come back, its words do not */
+	pid = hub_peer_int(&hub, "prober", "pid");
+	expect_ctl(0, NULL, "restart", "prober", NULL);
+	ck_assert_msg(hub_wait_new_pid(&hub, "prober", pid, 10) > 0, "%s", hub_log_tail(&hub));
+	ck_assert(hub_wait_method(&hub, "prober.route,prober.ping,prober.describe") == 0);
+	expect_where("prober.route", NULL);
+	expect_where("prober.ping", NULL);
+	expect_note("prober", NULL);
+	ck_assert_int_eq(hubctl(&hub, &out, "methods", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "WHERE") == NULL && strstr(out, BRIDGE_WHERE) == NULL,
+		      "hubctl methods: %s", out);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "note:") == NULL, "hubctl peers: %s", out);
+	free(out);
+	/* the new instance describes afresh */
+	expect_ctl(0, "ok\n", "call", "prober.describe", "prober.route", "again", NULL);
+	expect_where("prober.route", "again");
+	stop_clean();
+}
+END_TEST
+
 Suite *suite_e2e(void);
 Suite *
 suite_e2e(void)
@@ -581,6 +767,11 @@ suite_e2e(void)
 	tcase_add_test(tc, test_guest_without_ticket);
 	tcase_add_test(tc, test_check_config);
 	tcase_add_test(tc, test_one_hubd_per_segment);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("describe");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_describe);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -41,7 +41,11 @@
  * (inline, 40 bytes), response (an answer to a call never made), channels
  * (a call of a method with a chan<T> argument: M's owner's PREFIX.sink),
  * ring (the ring's head moved past its capacity), lie (nothing on the
- * lane: it tells hubd the peer broke a rule).
+ * lane: it tells hubd the peer broke a rule), first (it tells hubd the
+ * peer hung up, then has the peer report a broken rule: accuse).
+ *   accuse ID		reports lane ID closed for a broken rule
+ *   load M N		N calls of M("x"), 64 at a time: "ok=A eERRNO=B ..." once
+ *			every one has ended (the bridge's tests)
  * With --poll it runs its own poll() loop on guest_fd() and
  * guest_service() instead of guest_run(). */
 #include <errno.h>
@@ -384,6 +388,71 @@ request(struct lg_lane *ln, struct hp_desc *d, const char *method)
 	(void)ln;
 }
 
+/* load(METHOD, N): N calls of METHOD("x"), LOAD_WINDOW in flight at a
+ * time; answers how they ended, "ok=A" then " eERRNO=B" for each error
+ * seen, once all have. */
+#define LOAD_WINDOW	64
+struct load {
+	uint32_t	done;
+	uint32_t	ok;
+	uint32_t	err[256];
+};
+
+static void
+load_done(void *ctx, int status, const uint8_t *res, size_t len)
+{
+	struct load *l = ctx;
+
+	(void)res;
+	(void)len;
+	l->done++;
+	if (status == 0)
+		l->ok++;
+	else
+		l->err[-status < 256 ? -status : 255]++;
+}
+
+static void
+m_load(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	struct load *l = calloc(1, sizeof(*l));
+	uint8_t arg[16];
+	const char *m;
+	char method[128], out[512];
+	size_t n, pos = 0, alen = 0, o;
+	uint64_t count, end;
+	uint32_t sent = 0;
+
+	(void)ctx;
+	if (l == NULL || guest_pc_get_str(args, len, &pos, &m, &n) != 0 || n >= sizeof(method) ||
+	    guest_pc_get_u64(args, len, &pos, &count) != 0 || count > 100000) {
+		free(l);
+		reply_str(c, "error: arguments");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s", (int)n, m);
+	guest_pc_put_str(arg, sizeof(arg), &alen, "x", 1);
+	for (end = hp_now_ns() + 120ull * 1000000000; l->done < count && hp_now_ns() < end;) {
+		while (sent < count && sent - l->done < LOAD_WINDOW &&
+		       guest_call_async(g, method, arg, alen, load_done, l, NULL) == 0)
+			sent++;
+		if (sent < count && sent - l->done < LOAD_WINDOW)
+			break;	/* a call could not start: say so below */
+		guest_service_wait(g, 20);
+	}
+	for (; l->done < sent && hp_now_ns() < end;)
+		guest_service_wait(g, 20);
+	o = (size_t)snprintf(out, sizeof(out), "ok=%u", l->ok);
+	for (int e = 1; e < 256; e++)
+		if (l->err[e] != 0 && o < sizeof(out))
+			o += (size_t)snprintf(out + o, sizeof(out) - o, " e%d=%u", e, l->err[e]);
+	if (l->done < count && o < sizeof(out))
+		snprintf(out + o, sizeof(out) - o, " unanswered=%u", (uint32_t)count - l->done);
+	reply_str(c, out);
+	free(l);	/* every callback has run, or the test fails on unanswered */
+}
+
 /* A CLOSED report about lane id to hubd, as libguest would send it. */
 static int
 report(struct guest *g, uint32_t id, int violation, const char *reason)
@@ -544,6 +613,7 @@ main(int argc, char *argv[])
 		{ "callsleep", "str,u64->str", m_callsleep },
 		{ "break", "str,str->str", m_break },
 		{ "accuse", "str->str", m_accuse },
+		{ "load", "str,u64->str", m_load },
 	};
 	struct guest *g;
 	const char *why;

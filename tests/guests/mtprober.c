@@ -16,7 +16,8 @@
  *   spin MS YIELD	computes for MS ms, yielding now and then if YIELD,
  *			answers "ok"
  *   crash		dereferences NULL in its handler
- *   caller X, caller_after  see testguest.h
+ *   caller X, caller_after, fail KIND TEXT, fail_rc, why2 METHOD A B
+ *			see testguest.h
  *   big		uses 128 KiB of its stack (more than the default 64 KiB),
  *			written from the top down so that an overflow meets the
  *			guard first; answers "ok" if it fits
@@ -589,6 +590,12 @@ int
 main(int argc, char *argv[])
 {
 	static const struct tg_method methods[] = {
+		/* first: a test that waits for PREFIX.wait and calls at once
+		 * may meet the methods after it still registering (handlers
+		 * off microthreads until guest_run_mt) */
+		{ "fail", "str,str->unit", tg_fail },
+		{ "fail_rc", "->str", tg_fail_rc },
+		{ "why2", "str,str,str->str", tg_why2 },
 		{ "wait", "->str", wait_gate },
 		{ "twice", "u64->str", tg_twice },
 		{ "twice_rc", "->str", tg_twice_rc },

@@ -23,7 +23,13 @@
  *			of the window never returns it)
  *   askcaller ID	calls hub.caller(ID), answers the name or
  *			"error: <kind>: <message>"
- *   caller X, caller_after  see testguest.h
+ *   describe METHOD TEXT	calls hub.describe(METHOD, TEXT) itself (TEXT
+ *			bytes, sent as they are: not UTF-8 too), answers
+ *			"ok" or "error: <kind>: <message>"
+ *   describe_lib METHOD TEXT  guest_describe(METHOD, TEXT), answers "ok"
+ *			or "error: <errno name>"
+ *   caller X, caller_after, fail KIND TEXT, fail_rc, why2 METHOD A B
+ *			see testguest.h
  *   busy MS		computes for MS ms without looking at the hub (a
  *			plugin doing work: awake, never asleep), then answers
  * With --poll it runs its own poll() loop on guest_fd() and
@@ -621,6 +627,57 @@ askcaller(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 }
 
 static void
+describe(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *m;
+	const uint8_t *t;
+	size_t mn, tn, pos = 0, rlen = 0;
+	uint8_t arg[1024], res[256];
+	char text[300];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 ||
+	    guest_pc_get_bytes(args, len, &pos, &t, &tn) != 0 || mn + tn > 1000) {
+		guest_reply_error(c, "describe takes a method and a text");
+		return;
+	}
+	/* str and bytes travel alike: the text as it is, for hubd to judge */
+	pos = 0;
+	guest_pc_put_str(arg, sizeof(arg), &pos, m, mn);
+	guest_pc_put_bytes(arg, sizeof(arg), &pos, t, tn);
+	rc = guest_call(g, "hub.describe", arg, pos, res, sizeof(res), &rlen, 10000);
+	snprintf(text, sizeof(text), "error: ");
+	why_text(text + 7, sizeof(text) - 7, rc, rc != 0 && rlen > 0 ? res : NULL, rlen);
+	reply_str(c, rc == 0 ? "ok" : text, strlen(rc == 0 ? "ok" : text));
+}
+
+static void
+describe_lib(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *m, *t;
+	size_t mn, tn, pos = 0;
+	char method[128], txt[512], text[64];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 || mn >= sizeof(method) ||
+	    guest_pc_get_str(args, len, &pos, &t, &tn) != 0 || tn >= sizeof(txt)) {
+		guest_reply_error(c, "describe_lib takes a method and a text");
+		return;
+	}
+	memcpy(method, m, mn);
+	method[mn] = '\0';
+	memcpy(txt, t, tn);
+	txt[tn] = '\0';
+	rc = guest_describe(g, method, txt);
+	snprintf(text, sizeof(text), "error: %s", rc == -EPERM ? "EPERM" : rc == -ENOENT ?
+		 "ENOENT" : rc == -EMSGSIZE ? "EMSGSIZE" : rc == -EILSEQ ? "EILSEQ" :
+		 rc == -EINVAL ? "EINVAL" : rc == -ENAMETOOLONG ? "ENAMETOOLONG" : kind(rc));
+	reply_str(c, rc == 0 ? "ok" : text, strlen(rc == 0 ? "ok" : text));
+}
+
+static void
 count_cancels(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	(void)args;
@@ -652,8 +709,13 @@ main(int argc, char *argv[])
 		{ "busy", "u64->unit", busy },
 		{ "sinkpair", "u64,u64->str", sinkpair },
 		{ "askcaller", "u64->str", askcaller },
+		{ "describe", "str,bytes->str", describe },
+		{ "describe_lib", "str,str->str", describe_lib },
 		{ "caller", "str->str", tg_caller },
 		{ "caller_after", "->str", tg_caller_after_answer },
+		{ "fail", "str,str->unit", tg_fail },
+		{ "fail_rc", "->str", tg_fail_rc },
+		{ "why2", "str,str,str->str", tg_why2 },
 	};
 	const char *why;
 	int rc;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "guest.h"
@@ -191,6 +192,166 @@ tg_caller_after_answer(struct guest_call *c, const uint8_t *args, size_t len, vo
 	(void)ctx;
 	guest_pc_put_str(res, sizeof(res), &pos, tg_caller_after, strlen(tg_caller_after));
 	guest_reply(c, res, pos);
+}
+
+/* The name test guests give a call's status, and a reply's ("0",
+ * "EALREADY"...). */
+static inline const char *
+tg_status_name(int rc)
+{
+	switch (rc) {
+	case 0: return "0";
+	case -ENOSYS: return "unknown method";
+	case -EBADMSG: return "invalid payload";
+	case -ECANCELED: return "cancelled";
+	case -ETIMEDOUT: return "timeout";
+	case -EHOSTUNREACH: return "unreachable";
+	case -EREMOTEIO: return "user";
+	case -ECONNREFUSED: return "hub";
+	case -EINVAL: return "EINVAL";
+	case -EILSEQ: return "EILSEQ";
+	case -EALREADY: return "EALREADY";
+	default: return strerror(-rc);
+	}
+}
+
+/* PREFIX.fail KIND TEXT answers guest_reply_status with the status KIND
+ * names (user, unknown, invalid, cancelled, unreachable, timeout; any
+ * other: -EPERM, which it must refuse) and TEXT ("@null": NULL, "@bad":
+ * not UTF-8, "@long": 600 "é", over the 1023 bytes sent). Refused, it
+ * answers Err User "refused: RC" instead; either way it then answers
+ * again, and PREFIX.fail_rc says what the two returned ("0 EALREADY"). */
+static char tg_fail_rc_text[64] = "none";
+
+static inline void
+tg_fail(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static const struct { const char *name; int status; } kinds[] = {
+		{ "user", -EREMOTEIO }, { "unknown", -ENOSYS }, { "invalid", -EBADMSG },
+		{ "cancelled", -ECANCELED }, { "unreachable", -EHOSTUNREACH },
+		{ "timeout", -ETIMEDOUT },
+	};
+	static char longtext[1201];
+	char kind[32], text[256], why[64];
+	const char *k, *t, *tp = text;
+	size_t kn, tn, pos = 0;
+	int status = -EPERM, rc, rc2;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &k, &kn) != 0 || kn >= sizeof(kind) ||
+	    guest_pc_get_str(args, len, &pos, &t, &tn) != 0 || tn >= sizeof(text)) {
+		guest_reply_error(c, "fail takes a kind and a text");
+		return;
+	}
+	memcpy(kind, k, kn);
+	kind[kn] = '\0';
+	memcpy(text, t, tn);
+	text[tn] = '\0';
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(kind, kinds[i].name) == 0)
+			status = kinds[i].status;
+	if (strcmp(text, "@null") == 0) {
+		tp = NULL;
+	} else if (strcmp(text, "@bad") == 0) {
+		tp = "bad \xff text";
+	} else if (strcmp(text, "@long") == 0) {
+		for (size_t i = 0; i + 2 < sizeof(longtext); i += 2)
+			memcpy(longtext + i, "\xc3\xa9", 2);	/* é */
+		tp = longtext;
+	}
+	rc = guest_reply_status(c, status, tp);
+	if (rc != 0) {
+		snprintf(why, sizeof(why), "refused: %s", tg_status_name(rc));
+		guest_reply_error(c, why);
+	}
+	rc2 = guest_reply_status(c, -ECANCELED, "second");
+	snprintf(tg_fail_rc_text, sizeof(tg_fail_rc_text), "%s %s", tg_status_name(rc),
+		 tg_status_name(rc2));
+}
+
+static inline void
+tg_fail_rc(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t res[80];
+	size_t pos = 0;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_pc_put_str(res, sizeof(res), &pos, tg_fail_rc_text, strlen(tg_fail_rc_text));
+	guest_reply(c, res, pos);
+}
+
+/* PREFIX.why2 METHOD A B: how a call of METHOD(A: str, B: str) fails,
+ * "KIND: TEXT" (tg_status_name; "KIND" alone for no text, "ok" for none)
+ * from guest_call and then " | " the same from guest_call_async. Needs
+ * the guest in tg_twice_g. */
+struct tg_why {
+	struct guest_call	*c;
+	char			text[2400];
+};
+
+static inline void
+tg_why_text(char *text, size_t cap, int rc, const uint8_t *res, size_t len)
+{
+	if (rc == 0)
+		snprintf(text, cap, "ok");
+	else if (res == NULL)
+		snprintf(text, cap, "%s", tg_status_name(rc));
+	else if (res[len] != '\0' || strlen((const char *)res) != len)
+		snprintf(text, cap, "%s: text not NUL-terminated", tg_status_name(rc));
+	else
+		snprintf(text, cap, "%s: %s", tg_status_name(rc), (const char *)res);
+}
+
+static inline void
+tg_why_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct tg_why *w = ctx;
+	uint8_t *res = malloc(sizeof(w->text) + 8);
+	size_t n = strlen(w->text), pos = 0;
+
+	snprintf(w->text + n, sizeof(w->text) - n, " | ");
+	n = strlen(w->text);
+	tg_why_text(w->text + n, sizeof(w->text) - n, status, result, len);
+	if (res == NULL) {
+		guest_reply_error(w->c, "out of memory");
+	} else {
+		guest_pc_put_str(res, sizeof(w->text) + 8, &pos, w->text, strlen(w->text));
+		guest_reply(w->c, res, pos);
+	}
+	free(res);
+	free(w);
+}
+
+static inline void
+tg_why2(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *m, *a, *b;
+	size_t mn, an, bn, pos = 0, rlen = 0;
+	char method[128];
+	uint8_t arg[600], res[1100];
+	struct tg_why *w;
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 || mn >= sizeof(method) ||
+	    guest_pc_get_str(args, len, &pos, &a, &an) != 0 || an > 250 ||
+	    guest_pc_get_str(args, len, &pos, &b, &bn) != 0 || bn > 250 ||
+	    (w = malloc(sizeof(*w))) == NULL) {
+		guest_reply_error(c, "why2 takes a method and two strings");
+		return;
+	}
+	memcpy(method, m, mn);
+	method[mn] = '\0';
+	pos = 0;
+	guest_pc_put_str(arg, sizeof(arg), &pos, a, an);
+	guest_pc_put_str(arg, sizeof(arg), &pos, b, bn);
+	rc = guest_call(tg_twice_g, method, arg, pos, res, sizeof(res), &rlen, 10000);
+	w->c = c;
+	tg_why_text(w->text, sizeof(w->text), rc, rc != 0 && rlen > 0 ? res : NULL, rlen);
+	if ((rc = guest_call_async(tg_twice_g, method, arg, pos, tg_why_done, w, NULL)) != 0)
+		tg_why_done(w, rc, NULL, 0);
 }
 
 #endif

@@ -94,6 +94,16 @@ def test_errors_are_hubguest_errors():
     e = hubguest.RemoteError("a.b", "ValueError: x")
     assert e.message == "ValueError: x" and e.method == "a.b" and str(e) == "a.b: ValueError: x"
     # the hub's errors apart from the callee's
+    # errors a bridge forwarded: RemoteErrors of their own status
+    e = hubguest.errors.call_error("a.b", -errno.EHOSTUNREACH, "no responders")
+    assert isinstance(e, hubguest.HubUnreachable) and isinstance(e, hubguest.RemoteError)
+    assert e.code == -errno.EHOSTUNREACH and e.message == "no responders"
+    e = hubguest.errors.call_error("a.b", -errno.ETIMEDOUT, "after 2s")
+    assert isinstance(e, hubguest.RemoteTimeout) and isinstance(e, TimeoutError)
+    assert not isinstance(e, hubguest.Timeout) and e.code == -errno.ETIMEDOUT
+    assert str(e) == "a.b: after 2s"
+    # no text: the caller's own timeout
+    assert type(hubguest.errors.call_error("a.b", -errno.ETIMEDOUT)) is hubguest.Timeout
     e = hubguest.HubError("a.b", "guest a is down")
     assert isinstance(e, hubguest.CallError) and not isinstance(e, hubguest.RemoteError)
     assert e.code == -errno.ECONNREFUSED and e.message == "guest a is down"

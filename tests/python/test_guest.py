@@ -119,6 +119,26 @@ def test_argument_types_checked_before_sending(hub):
         "ValueError: py.u64 (u64->u64): argument 1 = -1 is out of u64's range")
 
 
+def test_forwarded_errors(hub):
+    hub.wait(lambda: "prober.why2" in hub.methods() and "prober.fail" in hub.methods(),
+             "prober.why2 and prober.fail")
+    # a C guest's guest_reply_status reaches Python as its own class
+    assert hub.ok("py.callfail", "unreachable", "no responders") == \
+        "HubUnreachable EHOSTUNREACH: no responders"
+    assert hub.ok("py.callfail", "timeout", "after 2s") == "RemoteTimeout ETIMEDOUT: after 2s"
+    assert hub.ok("py.callfail", "user", "plain") == "RemoteError EREMOTEIO: plain"
+    # a Python handler raising one forwards it: C's caller gets the status
+    assert hub.ok("prober.why2", "py.forward", "unreachable", "no responders") == \
+        "unreachable: no responders | unreachable: no responders"
+    assert hub.ok("prober.why2", "py.forward", "timeout", "after 2s") == \
+        "timeout: after 2s | timeout: after 2s"
+    assert hub.ok("prober.why2", "py.forward", "user", "plain") == "user: plain | user: plain"
+    # and hubctl says what failed
+    rc, lines, _ = hub.ctl("call", "py.forward", "timeout", "after 2s")
+    assert rc == 1 and lines[-1] == {"ok": False, "kind": "timeout", "error": "after 2s"}
+    assert hub.peer("pyguest")["deaths"] == []
+
+
 def test_hub_signature(hub):
     assert hub.ok("hub.signature", "py.multi") == "str,bytes,u64,i64,bool->str"
     assert hub.ok("py.sig", "echo.echo") == "str->str"
@@ -288,6 +308,19 @@ def test_signature_asked_again_after_reregistration(make_hub, request):
 def test_log_and_debugging(hub):
     hub.ok("py.log", "a line from python")
     hub.wait(lambda: "guest pyguest: a line from python" in hub.log(), "hub.log line")
+
+
+def test_describe(hub):
+    # hub.describe from Python: a method's where, the guest's note, a refusal
+    assert hub.ok("py.describe", "py.str", "over there") == "ok"
+    assert hub.ok("py.describe", "", "all well") == "ok"
+    rc, lines, _ = hub.ctl("methods")
+    where = {m["name"]: m.get("where") for m in lines[0]["methods"]}
+    assert where["py.str"] == "over there" and where["py.u64"] is None
+    assert hub.peer("pyguest")["note"] == "all well"
+    assert hub.ok("py.describe", "echo.echo", "x") == "error: not your method: echo.echo"
+    assert hub.ok("py.describe", "", "") == "ok"
+    assert "note" not in hub.peer("pyguest")
 
 
 def test_greeter_example(make_hub):

@@ -893,6 +893,229 @@ START_TEST(test_send_takes_ends_runs_handlers_in_waits)
 }
 END_TEST
 
+/* -- guest_reply_status, and the statuses a caller makes of what came -------- */
+
+static int rs_status, rs_rc, rs_rc2, rs_sent;
+static const char *rs_text;
+
+/* Answers with guest_reply_status(rs_status, rs_text); refused, it
+ * notes whether anything went, and answers Ok; then answers again. */
+static void
+status_handler(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint32_t id;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	rs_sent = -1;
+	if ((rs_rc = guest_reply_status(c, rs_status, rs_text)) != 0) {
+		rs_sent = host_next(&id) != -1;
+		guest_reply(c, NULL, 0);
+	}
+	rs_rc2 = guest_reply_status(c, -ECANCELED, NULL);
+}
+
+/* The guest's Response to id, copied to buf and decoded into r (whose
+ * meta.entries point into buf). */
+static void
+host_response(uint32_t id, uint8_t *buf, size_t cap, struct hp_response *r)
+{
+	struct hp_msg_in m;
+	const char *rule = NULL;
+	size_t n;
+
+	ck_assert_msg(hp_endpoint_recv(&host, &m, &rule) == 0, "no answer (%s)", rule);
+	ck_assert(m.desc.msg_type == HP_MSG_RESPONSE && m.desc.id == id);
+	ck_assert_uint_le(m.len, cap);
+	memcpy(buf, m.payload, n = m.len);
+	hp_endpoint_release(&host, &m);
+	ck_assert_int_eq(hp_msg_decode_response(buf, n, r), 0);
+}
+
+/* Whether r carries exactly the one String entry key: value (key NULL:
+ * no metadata). */
+static int
+only_meta(const struct hp_response *r, const char *key, const char *value)
+{
+	if (key == NULL)
+		return r->meta.count == 0;
+	return r->meta.count == 1 && r->meta.entries[0].type == HP_META_STRING &&
+	    r->meta.entries[0].key_len == strlen(key) &&
+	    memcmp(r->meta.entries[0].key, key, strlen(key)) == 0 &&
+	    r->meta.entries[0].value_len == strlen(value) &&
+	    memcmp(r->meta.entries[0].value, value, strlen(value)) == 0;
+}
+
+/* Whether r's Err(User) string is text (NULL: no value at all). */
+static int
+user_text(const struct hp_response *r, const char *text)
+{
+	struct hp_pc_dec d;
+	const char *s;
+	size_t n;
+
+	if (text == NULL)
+		return r->value_len == 0;
+	hp_pc_dec_init(&d, r->value, r->value_len);
+	return hp_pc_get_str(&d, &s, &n) == 0 && n == strlen(text) &&
+	    memcmp(s, text, n) == 0 && hp_pc_remaining(&d) == 0;
+}
+
+/* What guest_reply_status puts on the wire for each status (doc/protocol.md,
+ * section 6): Err(User(text)) with error.kind for unreachable and
+ * timeout, the kind with error.text for those without text of their own;
+ * another status or text that is not UTF-8 sends nothing; a second
+ * answer is refused. */
+START_TEST(test_reply_status_encoding)
+{
+	static const struct {
+		int		status;
+		const char	*text;
+		int		rc;
+		uint32_t	error;
+		const char	*user;	/* Err(User)'s string */
+		const char	*key, *value;
+	} cases[] = {
+		{ -EHOSTUNREACH, "no route", 0, HP_ERR_USER, "no route",
+		  HP_META_ERROR_KIND, "unreachable" },
+		{ -ETIMEDOUT, NULL, 0, HP_ERR_USER, "the remote side timed out",
+		  HP_META_ERROR_KIND, "timeout" },
+		{ -EREMOTEIO, "plain", 0, HP_ERR_USER, "plain", NULL, NULL },
+		{ -ENOSYS, "gone over there", 0, HP_ERR_UNKNOWN_METHOD, NULL,
+		  HP_META_ERROR_TEXT, "gone over there" },
+		{ -EBADMSG, "h\xc3\xa9", 0, HP_ERR_INVALID_PAYLOAD, NULL, HP_META_ERROR_TEXT,
+		  "h\xc3\xa9" },
+		{ -ECANCELED, NULL, 0, HP_ERR_CANCELLED, NULL, NULL, NULL },
+		{ -EPERM, "x", -EINVAL, 0, NULL, NULL, NULL },
+		{ 0, "x", -EINVAL, 0, NULL, NULL, NULL },
+		{ -ETIMEDOUT, "bad \xff", -EILSEQ, 0, NULL, NULL, NULL },
+	};
+	struct guest *g = attach();
+	struct hp_meta_entry meta[4];
+	struct hp_response r;
+	uint8_t buf[256];
+
+	host_init();
+	host_answer(1, NULL);
+	ck_assert_int_eq(guest_register(g, "t.m", "->unit", status_handler, NULL), 0);
+	host_expect(HP_MSG_REQUEST, 1);
+	for (uint32_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rs_status = cases[i].status;
+		rs_text = cases[i].text;
+		host_request(10 + i);
+		ck_assert_int_eq(guest_service_wait(g, 0), 0);
+		ck_assert_msg(rs_rc == cases[i].rc, "case %u: %d", i, rs_rc);
+		ck_assert_int_eq(rs_rc2, -EALREADY);
+		r = (struct hp_response){ .meta = { .entries = meta, .cap = 4 } };
+		host_response(10 + i, buf, sizeof(buf), &r);
+		if (cases[i].rc != 0) {
+			ck_assert_int_eq(rs_sent, 0);	/* nothing before the Ok */
+			ck_assert_int_eq(r.result, HP_RESULT_OK);
+			continue;
+		}
+		ck_assert_int_eq(r.result, HP_RESULT_ERR);
+		ck_assert_int_eq(r.error, cases[i].error);
+		ck_assert_msg(user_text(&r, cases[i].user), "case %u: value", i);
+		ck_assert_msg(only_meta(&r, cases[i].key, cases[i].value), "case %u: metadata", i);
+	}
+	cleanup(g);
+}
+END_TEST
+
+/* A Response with error code, User string user (if not NULL) and up to
+ * two metadata entries key=value (String; a key starting with '#': the
+ * same as Bytes). */
+static void
+host_answer_meta(uint32_t id, uint32_t code, const char *user, const char *k1,
+		 const char *v1, const char *k2, const char *v2)
+{
+	struct hp_meta_entry me[2];
+	struct hp_response r = { .meta = { .entries = me, .cap = 2 },
+				 .result = HP_RESULT_ERR, .error = code };
+	const char *k[2] = { k1, k2 }, *v[2] = { v1, v2 };
+	uint8_t val[128], buf[256];
+	struct hp_pc_enc e;
+	int64_t n;
+
+	for (int i = 0; i < 2 && k[i] != NULL; i++) {
+		int bytes = k[i][0] == '#';
+
+		me[i] = (struct hp_meta_entry){ .key = k[i] + bytes, .key_len = strlen(k[i] + bytes),
+			.type = bytes ? HP_META_BYTES : HP_META_STRING,
+			.value = (const uint8_t *)v[i], .value_len = strlen(v[i]) };
+		r.meta.count++;
+	}
+	hp_pc_enc_init(&e, val, sizeof(val));
+	if (user != NULL) {
+		hp_pc_put_str(&e, user, strlen(user));
+		r.value = val;
+		r.value_len = e.len;
+	}
+	ck_assert_int_gt(n = hp_msg_encode_response(buf, sizeof(buf), &r), 0);
+	host_send(HP_MSG_RESPONSE, id, 0, buf, (size_t)n);
+}
+
+static int got_status;
+static char got_text[64];
+
+static void
+got(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	(void)ctx;
+	got_status = status;
+	snprintf(got_text, sizeof(got_text), "%.*s", result != NULL ? (int)len : 6,
+		 result != NULL ? (const char *)result : "(NULL)");
+}
+
+/* The caller's side: error.kind makes an Err(User) -EHOSTUNREACH or
+ * -ETIMEDOUT (another value: nothing), error.text gives a kind without
+ * text its text; the host's hub.error wins over both. */
+START_TEST(test_status_of_error_kinds)
+{
+	static const struct {
+		uint32_t	code;
+		const char	*user, *k1, *v1, *k2, *v2;
+		int		status;
+		const char	*text;
+	} cases[] = {
+		{ HP_ERR_USER, "a", HP_META_ERROR_KIND, "unreachable", NULL, NULL,
+		  -EHOSTUNREACH, "a" },
+		{ HP_ERR_USER, "b", HP_META_ERROR_KIND, "timeout", NULL, NULL, -ETIMEDOUT, "b" },
+		{ HP_ERR_USER, "c", HP_META_ERROR_KIND, "elsewhere", NULL, NULL, -EREMOTEIO, "c" },
+		{ HP_ERR_USER, "d", "#" HP_META_ERROR_KIND, "timeout", NULL, NULL, -EREMOTEIO, "d" },
+		{ HP_ERR_USER, "e", HP_META_ERROR_KIND, "unreachable", HP_META_HUB_ERROR, "e",
+		  -ECONNREFUSED, "e" },
+		{ HP_ERR_USER, "f", HP_META_ERROR_TEXT, "not for User", NULL, NULL, -EREMOTEIO, "f" },
+		{ HP_ERR_INVALID_PAYLOAD, NULL, HP_META_ERROR_TEXT, "bad arg", NULL, NULL,
+		  -EBADMSG, "bad arg" },
+		{ HP_ERR_UNKNOWN_METHOD, NULL, NULL, NULL, NULL, NULL, -ENOSYS, "no such method" },
+		{ HP_ERR_UNKNOWN_METHOD, NULL, "#" HP_META_ERROR_TEXT, "bytes", NULL, NULL,
+		  -ENOSYS, "no such method" },
+		{ HP_ERR_CANCELLED, NULL, HP_META_ERROR_TEXT, "x", HP_META_HUB_ERROR, "guest died",
+		  -ECANCELED, "guest died" },
+		{ HP_ERR_CANCELLED, NULL, HP_META_ERROR_KIND, "timeout", NULL, NULL,
+		  -ECANCELED, "cancelled" },
+	};
+	struct guest *g = attach();
+	uint32_t id;
+
+	host_init();
+	for (uint32_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		got_status = 1;
+		ck_assert_int_eq(guest_call_async(g, "x.y", NULL, 0, got, NULL, &id), 0);
+		host_expect(HP_MSG_REQUEST, id);
+		host_answer_meta(id, cases[i].code, cases[i].user, cases[i].k1, cases[i].v1,
+				 cases[i].k2, cases[i].v2);
+		ck_assert_int_eq(guest_service_wait(g, 1000), 0);
+		ck_assert_msg(got_status == cases[i].status && strcmp(got_text, cases[i].text) == 0,
+			      "case %u: %d '%s', want %d '%s'", i, got_status, got_text,
+			      cases[i].status, cases[i].text);
+	}
+	cleanup(g);
+}
+END_TEST
+
 START_TEST(test_pc_bytes)
 {
 	static const uint8_t v[] = { 'a', 0xff, 'b' };
@@ -1018,6 +1241,8 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_idle_receiver_grants_the_remainder);
 	tcase_add_test(tc, test_held_channel_grants_as_items_are_taken);
 	tcase_add_test(tc, test_send_takes_ends_runs_handlers_in_waits);
+	tcase_add_test(tc, test_reply_status_encoding);
+	tcase_add_test(tc, test_status_of_error_kinds);
 	tcase_add_test(tc, test_pc_bytes);
 	tcase_add_test(tc, test_pc_types);
 	suite_add_tcase(s, tc);

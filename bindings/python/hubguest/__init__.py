@@ -25,7 +25,9 @@ unit <-> None; a chan<T> argument reaches a handler as a Sender. A handler
 that raises answers Err "ExcType: message" (its traceback on stderr) and
 the guest serves on. A call that fails raises a CallError (RemoteError:
 the callee's error, HubError: the hub's, UnknownMethod, Timeout, ...),
-HubGone or Ended: all are hubguest.Error.
+HubGone or Ended: all are hubguest.Error. A guest that answers for another
+host (a bridge) forwards what failed there by raising HubUnreachable or
+RemoteTimeout (RemoteErrors its callers get as they were raised).
 
 asyncio: async def handlers, await g.call_async(...), async for over
 g.stream(...), and await g.serve() to serve inside a running loop.
@@ -36,8 +38,8 @@ hubguest.testing has a throwaway hub for a plugin's tests."""
 
 from .codec import Chan, Signature, decode, encode
 from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Error,
-                     HubError, HubGone, InvalidPayload, PayloadTooLarge, RemoteError, Timeout,
-                     UnknownMethod, UserError)
+                     HubError, HubGone, HubUnreachable, InvalidPayload, PayloadTooLarge,
+                     RemoteError, RemoteTimeout, Timeout, UnknownMethod, UserError)
 from .guest import CHANNEL, Call, Guest, Sender, Stream, attach, caller
 
 __version__ = "0.4.0"
@@ -46,5 +48,5 @@ __all__ = [
     "attach", "caller", "Guest", "Call", "Stream", "Sender", "CHANNEL", "Signature", "Chan",
     "encode", "decode", "Error", "AttachError", "CallError", "RemoteError", "HubError",
     "UnknownMethod", "InvalidPayload", "Cancelled", "Timeout", "PayloadTooLarge",
-    "HubGone", "Ended", "ChannelClosed", "UserError",
+    "HubGone", "Ended", "ChannelClosed", "UserError", "HubUnreachable", "RemoteTimeout",
 ]

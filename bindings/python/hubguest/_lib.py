@@ -2,7 +2,7 @@
 """libguest through ctypes: loading the library and the prototypes of the
 functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0;
 0.3 or later: streams hold their channels with guest_chan_hold; 0.4: a
-call's caller, guest_call_caller).
+call's caller, guest_call_caller; errors forwarded, guest_reply_status).
 
 Nothing here knows Python values: see codec.py for those, guest.py for the
 objects built on these calls."""
@@ -43,6 +43,7 @@ _PROTOS = {
     "guest_reply": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t]),
     "guest_reply_error": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "guest_reply_cancelled": (ctypes.c_int, [_P]),
+    "guest_reply_status": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_char_p]),
     "guest_call_cancelled": (ctypes.c_int, [_P]),
     "guest_call_caller": (ctypes.c_char_p, [_P]),
     "guest_call_async": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,

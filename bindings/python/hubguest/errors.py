@@ -40,6 +40,27 @@ class RemoteError(CallError):
         self.message = message
 
 
+class HubUnreachable(RemoteError):
+    """The callee, a guest that answers for another host (a bridge),
+    answered that the remote hub could not be reached: .message is its
+    text. A handler that raises it answers the same to its caller."""
+
+    def __init__(self, method, message):
+        super().__init__(method, message)
+        self.code = -errno.EHOSTUNREACH
+
+
+class RemoteTimeout(RemoteError, TimeoutError):
+    """The callee, a guest that answers for another host (a bridge),
+    answered that the remote side timed out: .message is its text (the
+    caller's own timeout is a Timeout, not this). A handler that raises
+    it answers the same to its caller."""
+
+    def __init__(self, method, message):
+        super().__init__(method, message)
+        self.code = -errno.ETIMEDOUT
+
+
 class HubError(CallError):
     """The hub answered for the method, which never saw the call (its
     guest down or restarting, too many calls in flight, the arguments too
@@ -107,6 +128,10 @@ def call_error(method, code, text=None, reason=None):
         return RemoteError(method, text if text is not None else "(no error text)")
     if code == -errno.ECONNREFUSED:
         return HubError(method, text if text is not None else "(no error text)")
+    if code == -errno.EHOSTUNREACH:
+        return HubUnreachable(method, text if text is not None else "(no error text)")
+    if code == -errno.ETIMEDOUT and text is not None:
+        return RemoteTimeout(method, text)    # answered, not our own timeout
     if code == -errno.ENOSYS:
         return UnknownMethod("%s: no such method" % method, code, method)
     if code == -errno.EBADMSG:

@@ -22,15 +22,17 @@ import traceback
 from . import _lib
 from .codec import Chan, Signature
 from .errors import (Error, AttachError, HubError, InvalidPayload, Timeout, HubGone,
-                     UnknownMethod, UserError, ChannelClosed, call_error, describe,
-                     status_error)
+                     UnknownMethod, UserError, ChannelClosed, HubUnreachable, RemoteTimeout,
+                     call_error, describe, status_error)
 
 # A blocking wait serves in slices this long at most, so that a signal's
 # Python handler (SIGTERM: stop) runs soon: libguest's waits go on through
 # EINTR, and Python runs signal handlers only between bytecodes.
 SLICE_MS = 100
-# What guest_reply_error sends of a message at most (bytes).
+# What guest_reply_error sends of a message at most (bytes); of a
+# forwarded error's text (guest_reply_status keeps as much).
 ERROR_MAX = 200
+FORWARD_MAX = 1023
 # hub.signature: the one signature the binding knows without asking.
 _SIG_SIGNATURE = Signature("str->str")
 
@@ -104,12 +106,12 @@ def _ms_left(deadline):
     return max(1, min(SLICE_MS, int(left * 1000 + 0.999)))
 
 
-def _error_text(text):
-    """text as guest_reply_error takes it: no NUL, at most ERROR_MAX bytes
-    of UTF-8, cut between characters."""
+def _error_text(text, limit=ERROR_MAX):
+    """text as guest_reply_error takes it: no NUL, at most limit bytes of
+    UTF-8, cut between characters."""
     b = text.replace("\0", "\\0").encode("utf-8", "replace")
-    if len(b) > ERROR_MAX:
-        b = b[:ERROR_MAX - 3]
+    if len(b) > limit:
+        b = b[:limit - 3]
         while b and (b[-1] & 0xC0) == 0x80:
             b = b[:-1]
         if b and b[-1] >= 0xC0:
@@ -932,6 +934,10 @@ class Guest:
             if rc == -errno.EMSGSIZE:
                 print("hubguest: %s: result too large" % m.name, file=sys.stderr, flush=True)
             return
+        if isinstance(exc, (HubUnreachable, RemoteTimeout)):
+            # an error from elsewhere, forwarded as its caller saw it
+            self._lib.guest_reply_status(call, exc.code, _error_text(exc.message, FORWARD_MAX))
+            return
         if isinstance(exc, UserError):
             text = str(exc)
         else:
@@ -1049,6 +1055,15 @@ class Guest:
     def log(self, text, timeout=5):
         """A line in hubd's log, tagged with this guest's name (hub.log)."""
         self.call("hub.log", text, timeout=timeout, signature="str->unit")
+
+    def describe(self, method, text, timeout=5):
+        """Tells operators where method (one this guest registered) is really
+        served, shown by hubctl methods; method "" (or None): how this guest
+        is, its note in hubctl peers (hub.describe). text: UTF-8, up to 200
+        bytes, no control characters; "" clears it. The hub forgets them
+        when this guest detaches. A refusal raises HubError."""
+        self.call("hub.describe", method or "", text or "", timeout=timeout,
+                  signature="str,str->unit")
 
     # -- channels ------------------------------------------------------------------
 

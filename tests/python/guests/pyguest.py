@@ -4,6 +4,7 @@
 errors, calls to C guests and back, channels both ways.
 Methods are named PREFIX.x, PREFIX from the first argument that is not
 part of the spawn ticket (default "py")."""
+import errno
 import os
 import sys
 import time
@@ -114,6 +115,27 @@ def callany(method, arg):
     and text."""
     try:
         return "ok: %r" % (g.call(method, arg, timeout=5),)
+    except hubguest.Error as e:
+        return "%s: %s" % (type(e).__name__, e)
+
+
+@m("forward", "str,str->unit")
+def forward(kind, text):
+    """Answers as a bridge does for what failed on the far side."""
+    if kind == "unreachable":
+        raise hubguest.HubUnreachable("far.m", text)
+    if kind == "timeout":
+        raise hubguest.RemoteTimeout("far.m", text)
+    raise hubguest.UserError(text)
+
+
+@m("callfail", "str,str->str")
+def callfail(kind, text):
+    """Calls prober.fail(kind, text): the error's class, code and text."""
+    try:
+        return "ok: %r" % (g.call("prober.fail", kind, text, timeout=5),)
+    except hubguest.RemoteError as e:
+        return "%s %s: %s" % (type(e).__name__, errno.errorcode[-e.code], e.message)
     except hubguest.Error as e:
         return "%s: %s" % (type(e).__name__, e)
 
@@ -315,6 +337,15 @@ def sink(n, item):
 @m("log", "str->unit")
 def log(text):
     g.log(text)
+
+
+@m("describe", "str,str->str")
+def describe(method, text):
+    try:
+        g.describe(method, text)
+    except hubguest.HubError as e:
+        return "error: %s" % e.message
+    return "ok"
 
 
 g.run()

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* What every part of hub-nats shares: the answer kinds on NATS
+ * (Hub-Status), the clock and the log. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "bridge/bridge.h"
+
+static const struct {
+	const char	*word;
+	int		status;
+} statuses[] = {
+	{ "ok", 0 },
+	{ "error", -EREMOTEIO },		/* the callee's own */
+	{ "no-method", -ENOSYS },
+	{ "bad-payload", -EBADMSG },
+	{ "cancelled", -ECANCELED },
+	{ "refused", -ECONNREFUSED },	/* the remote hub's: the callee never saw it */
+	{ "timeout", -ETIMEDOUT },
+	{ "unreachable", -EHOSTUNREACH },
+};
+
+const char *
+br_status_word(int status)
+{
+	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
+		if (statuses[i].status == status)
+			return statuses[i].word;
+	return "error";
+}
+
+int
+br_status_of(const char *word)
+{
+	for (size_t i = 0; word != NULL && i < sizeof(statuses) / sizeof(statuses[0]); i++)
+		if (strcmp(statuses[i].word, word) == 0)
+			return statuses[i].status;
+	return 1;	/* none: the answer is malformed */
+}
+
+uint64_t
+br_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+br_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("hub-nats: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int
+br_subject_part_ok(const char *s, size_t n, int dots)
+{
+	if (n == 0 || n > BR_NAME_MAX || s[0] == '.' || s[n - 1] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		/* signed char: bytes over 0x7f (UTF-8) are below ' ' too, and
+		 * NATS takes them; only ASCII blanks and controls are out */
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch <= ' ' || ch == 0x7f || ch == '*' || ch == '>' ||
+		    (ch == '.' && (!dots || s[i + 1] == '.')))
+			return 0;
+	}
+	return 1;
+}

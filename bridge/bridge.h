@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* hub-nats: a guest that joins hubs on many hosts through NATS
+ * (doc/nats.md). Exports: NATS requests for this hub's methods become
+ * calls here, their answers the replies. Imports: methods other hubs
+ * export are registered here under their names, and a call of one
+ * becomes a NATS request. hubd and libguest never speak TCP: only this
+ * guest does, through libnats.
+ *
+ * One thread (the loop, main.c) runs libguest and every table below;
+ * libnats's threads only hand messages over (handoff.c). */
+#ifndef BRIDGE_H
+#define BRIDGE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <nats/nats.h>
+
+#include "guest.h"
+#include "proto/idtab.h"
+#include "proto/sig.h"
+
+#define BR_NAME_MAX	63	/* a hub's name on NATS; a method's, as hubd's */
+#define BR_PATTERNS_MAX	64	/* export or import patterns */
+#define BR_REMOTES_MAX	256	/* hubs heard of */
+#define BR_METHODS_MAX	4096	/* methods one announcement lists */
+
+struct br_conf {
+	char		*servers[16];	/* nats:// or tls:// URLs */
+	int		nservers;
+	char		name[BR_NAME_MAX + 1];	/* this hub on NATS */
+	char		subject[64];	/* every subject's first tokens */
+	char		user[128], password[128], token[256];
+	char		creds[4096], tls_ca[4096], tls_cert[4096], tls_key[4096];
+	int		tls;
+	uint32_t	announce_ms;
+	uint32_t	calls_max;	/* in flight each way */
+	char		*exports[BR_PATTERNS_MAX];
+	int		nexports;
+	int		queue;		/* share load with hubs exporting the same */
+	char		*imports[BR_PATTERNS_MAX];
+	int		nimports;
+	char		prefix[32];	/* before an imported method's name here */
+	char		from[BR_NAME_MAX + 1];	/* only from this hub ("" any) */
+	uint32_t	timeout_ms;	/* an imported call's answer, at most */
+};
+
+/* Reads the file at path; 0, or -1 with the reason (file:line: ...) in
+ * why. */
+int	br_conf_load(struct br_conf *c, const char *path, char *why, size_t cap);
+void	br_conf_free(struct br_conf *c);
+/* Whether name is what pattern names: "*", "a.*" or a name. */
+int	br_pattern_matches(const char *pattern, const char *name);
+
+struct bridge;
+
+/* Messages from libnats's threads, taken in order by the loop. */
+struct br_handoff;
+struct br_handoff *br_handoff_new(uint32_t cap);
+void	br_handoff_free(struct br_handoff *q);
+/* The fd that is readable while messages wait (an eventfd). */
+int	br_handoff_fd(const struct br_handoff *q);
+/* From a libnats thread: 0, or -1 when full (the caller keeps msg). */
+int	br_handoff_put(struct br_handoff *q, natsMsg *msg);
+/* From the loop: the next message (the caller destroys it), NULL if none. */
+natsMsg	*br_handoff_take(struct br_handoff *q);
+
+/* Hands fn the messages waiting on sub, a subscription the loop reads
+ * itself (fn: 1 taken, 0 not its own: destroyed here). */
+void	br_drain(natsSubscription *sub, struct bridge *b, int (*fn)(struct bridge *, natsMsg *));
+/* Wakes the loop (from any thread). */
+void	br_handoff_wake(struct br_handoff *q);
+
+/* libnats on the loop (evloop.c). */
+struct br_evloop;
+struct pollfd;
+struct br_evloop *br_evloop_new(struct br_handoff *wake);
+void	br_evloop_free(struct br_evloop *e);
+natsStatus br_evloop_use(struct br_evloop *e, natsOptions *o);
+/* The connection's socket and what to poll it for (fd -1: none now). */
+void	br_evloop_pollfd(struct br_evloop *e, struct pollfd *pfd);
+/* Whether libnats has a socket on the loop now. */
+int	br_evloop_attached(struct br_evloop *e);
+
+/* A method this hub serves to others (export.c). */
+struct br_export {
+	char			name[BR_NAME_MAX + 1];
+	char			sig[HP_SIG_MAX_LEN + 1];
+	struct hp_sig		parsed;
+	int			chan_arg;	/* br_chan_arg */
+	natsSubscription	*sub;		/* NULL: not offered on NATS */
+	uint32_t		seen;		/* the refresh that listed it */
+};
+
+/* A hub heard of, and what it exports (import.c). */
+struct br_remote {
+	char		name[BR_NAME_MAX + 1];
+	uint64_t	seen_ns;	/* its last announcement, CLOCK_MONOTONIC */
+	uint64_t	every_ns;	/* how often it announces */
+	uint32_t	nmethods;
+	char		(*methods)[BR_NAME_MAX + 1];
+};
+
+/* A method brought in: registered here, served elsewhere. */
+struct br_import {
+	char		local[BR_NAME_MAX + 1];	/* its name here */
+	char		remote[BR_NAME_MAX + 1];
+	char		sig[HP_SIG_MAX_LEN + 1];
+	struct hp_sig	parsed;
+	int		chan_arg;		/* br_chan_arg */
+	char		where[200];		/* as told to hubd (hub.describe) */
+	struct bridge	*b;
+};
+
+struct estream;
+struct istream;
+
+struct bridge {
+	struct br_conf		conf;
+	struct guest		*g;
+	natsConnection		*nc;		/* NULL until connected */
+	/* the connector thread: connects, hands the connection over */
+	pthread_t		connector;
+	int			connecting;	/* the thread runs (the loop's word) */
+	pthread_mutex_t		mu;
+	natsConnection		*ready;		/* connected, for the loop to take */
+	atomic_int		closed;		/* libnats gave the connection up */
+	atomic_int		stopping;
+	struct br_handoff	*q;
+	struct br_evloop	*ev;
+	atomic_int		connected;	/* as libnats last said (its threads) */
+	char			inbox[128];	/* inbox.SEQ: replies; inbox.s.SEQ: a
+						 * stream's items; inbox.c.ID: credit */
+	natsSubscription	*sub_inbox;
+	int64_t			max_payload;	/* the server's, bytes */
+	uint64_t		now_ns;
+	/* export.c */
+	struct br_export	*exports;
+	uint32_t		nexports, refresh, refreshing;
+	natsSubscription	*sub_at, *sub_cancel, *sub_discover;
+	struct hp_idtab		ecalls;		/* calls we make for NATS */
+	uint64_t		next_ecall;
+	struct estream		*estreams;	/* their channels, sent on over NATS */
+	uint64_t		next_announce_ns, next_escan_ns;
+	int			refresh_pending, refresh_failed;
+	/* import.c */
+	struct br_remote	remotes[BR_REMOTES_MAX];
+	uint32_t		nremotes;
+	struct br_import	**imports;
+	uint32_t		nimports;
+	natsSubscription	*sub_announce;
+	struct hp_idtab		icalls;		/* calls waiting for NATS */
+	struct istream		*istreams;	/* their channels, fed from NATS */
+	uint32_t		next_seq;
+	uint64_t		next_iscan_ns;
+	/* counters, for the note hubctl shows */
+	uint64_t		calls_in, calls_out, errors;
+	uint64_t		next_describe_ns;
+	char			note[200];	/* as told to hubd */
+};
+
+/* chanarg.c: the index of sig's chan<T> argument, -1 none, -2 more
+ * than one (only one crosses NATS). */
+int	br_chan_arg(const struct hp_sig *sig);
+/* Where argument arg (a chan<T>) is in args: its offset, length and id;
+ * 0 or -EBADMSG. */
+int	br_chan_find(const struct hp_sig *sig, int arg, const uint8_t *args, size_t len,
+		     size_t *off, size_t *n, uint64_t *chan);
+/* args with the id at [off, off + n) replaced by chan (malloc'd, its
+ * length in *out_len), or NULL. */
+uint8_t	*br_chan_rewrite(const uint8_t *args, size_t len, size_t off, size_t n,
+			 uint64_t chan, size_t *out_len);
+
+/* Subjects (doc/nats.md): PREFIX.call.METHOD (any hub, a queue group),
+ * PREFIX.at.HUB.METHOD (that hub), PREFIX.cancel, PREFIX.announce,
+ * PREFIX.discover. */
+#define BR_SUBJECT_MAX	256
+
+/* Headers. */
+#define BR_H_SIG	"Hub-Signature"	/* the caller's signature of the method */
+#define BR_H_TIMEOUT	"Hub-Timeout-Ms"	/* how long the caller waits */
+#define BR_H_FROM	"Hub-From"	/* the calling hub */
+#define BR_H_STATUS	"Hub-Status"	/* an answer's kind (below) */
+#define BR_H_STREAM	"Hub-Stream"	/* where a chan<T> argument's items go */
+#define BR_H_CREDIT	"Hub-Credit"	/* where the items' receiver says it took them */
+#define BR_H_END	"Hub-End"	/* a stream's end: close or reset */
+
+/* Deadlines, Cancels and refreshes are looked at this often. */
+#define BR_SCAN_NS	(20ull * 1000000)
+
+/* A receiver tells what it took at least this often (bytes). */
+#define BR_ACK_BYTES	(16u * 1024)
+
+/* An answer's Hub-Status, and the libguest status each stands for. */
+const char	*br_status_word(int status);
+int		br_status_of(const char *word);
+
+/* Every subscription's callback, on a libnats thread: hands m over. */
+void	br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure);
+
+/* Whether s[0..n) can stand in a NATS subject: 1 to 63 bytes, no blank,
+ * control, '*' or '>'; dots between tokens if dots (a method's name),
+ * none if not (a hub's). */
+int	br_subject_part_ok(const char *s, size_t n, int dots);
+
+uint64_t br_now_ns(void);
+void	br_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* export.c */
+void	br_export_start(struct bridge *b);
+/* Subscribes on a new connection (b->nc); -1 when it cannot. */
+int	br_export_attach(struct bridge *b);
+/* Its subscriptions gone with the connection. */
+void	br_export_detach(struct bridge *b);
+void	br_export_drain(struct bridge *b);
+void	br_export_tick(struct bridge *b);
+/* A message on one of export's subjects: 1 taken (and destroyed), 0 not
+ * export's. */
+int	br_export_msg(struct bridge *b, natsMsg *m);
+void	br_export_stop(struct bridge *b);
+
+/* import.c */
+void	br_import_start(struct bridge *b);
+int	br_import_attach(struct bridge *b);
+void	br_import_detach(struct bridge *b);
+void	br_import_drain(struct bridge *b);
+void	br_import_tick(struct bridge *b);
+int	br_import_msg(struct bridge *b, natsMsg *m);
+void	br_import_stop(struct bridge *b);
+/* Tells hubd where each imported method is served now (hub.describe:
+ * hubctl methods shows it), where that changed. */
+void	br_import_describe(struct bridge *b);
+/* What is imported, in a few words, for the bridge's note. */
+void	br_import_summary(struct bridge *b, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* hub-nats: started by hubd like any guest, with its config file:
+ *	[guest nats]
+ *	exec = /usr/libexec/hub/hub-nats
+ *	args = --config /etc/hub/nats.conf
+ * It connects to NATS (reconnecting for as long as it runs: a hub outlives
+ * a NATS restart), then runs one loop: libguest's fd, the handoff's fd
+ * (messages from libnats's threads), and the ticks that keep deadlines
+ * and announcements. */
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bridge/bridge.h"
+
+#define HANDOFF_MAX	65536	/* messages from NATS the loop has not taken */
+#define TICK_MS		50	/* deadlines are kept this closely */
+#define CONNECT_MS	2000	/* one try of one server, TLS included */
+
+static void
+on_disconnected(natsConnection *nc, void *arg)
+{
+	struct bridge *b = arg;
+
+	(void)nc;
+	atomic_store_explicit(&b->connected, 0, memory_order_relaxed);
+	br_log("NATS connection lost: calls out fail until it is back");
+}
+
+static void
+on_connected(natsConnection *nc, void *arg)
+{
+	struct bridge *b = arg;
+	char url[256] = "";
+
+	natsConnection_GetConnectedUrl(nc, url, sizeof(url));
+	atomic_store_explicit(&b->connected, 1, memory_order_relaxed);
+	br_log("connected to NATS at %s", url);
+}
+
+static void
+on_error(natsConnection *nc, natsSubscription *sub, natsStatus err, void *arg)
+{
+	(void)nc;
+	(void)sub;
+	(void)arg;
+	br_log("NATS: %s", natsStatus_GetText(err));
+}
+
+/* libnats gave the connection up (a reconnect refused, say): the loop
+ * starts over. */
+static void
+on_closed(natsConnection *nc, void *arg)
+{
+	struct bridge *b = arg;
+
+	(void)nc;
+	atomic_store_explicit(&b->connected, 0, memory_order_relaxed);
+	atomic_store(&b->closed, 1);
+	br_handoff_wake(b->q);
+}
+
+/* Options for a connection: every server, the loop, the callbacks, the
+ * credentials; NULL with the reason logged. */
+static natsOptions *
+options(struct bridge *b)
+{
+	const struct br_conf *c = &b->conf;
+	const char *urls[16];
+	natsOptions *o = NULL;
+	char name[128];
+	natsStatus s;
+
+	for (int i = 0; i < c->nservers; i++)
+		urls[i] = c->servers[i];
+	snprintf(name, sizeof(name), "hub-nats %s", c->name);
+	s = natsOptions_Create(&o);
+	if (s == NATS_OK)
+		s = natsOptions_SetServers(o, urls, c->nservers);
+	if (s == NATS_OK)
+		s = natsOptions_SetName(o, name);
+	/* each try of a server */
+	if (s == NATS_OK)
+		s = natsOptions_SetTimeout(o, CONNECT_MS);
+	/* a hub outlives NATS restarts: once connected, libnats reconnects
+	 * for ever (the connector thread tries until the first time) */
+	if (s == NATS_OK)
+		s = natsOptions_SetMaxReconnect(o, -1);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectWait(o, 250);
+	if (s == NATS_OK)
+		s = natsOptions_SetDisconnectedCB(o, on_disconnected, b);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectedCB(o, on_connected, b);
+	if (s == NATS_OK)
+		s = natsOptions_SetErrorHandler(o, on_error, b);
+	/* one delivery thread for every subscription, not one each */
+	if (s == NATS_OK)
+		s = natsOptions_UseGlobalMessageDelivery(o, true);
+	/* the socket on our loop: read as it is readable, written at the
+	 * end of each pass (libnats's flusher would hold a message about a
+	 * millisecond, twice per call) */
+	if (s == NATS_OK)
+		s = br_evloop_use(b->ev, o);
+	/* our own requests and announcements never come back to us */
+	if (s == NATS_OK)
+		s = natsOptions_SetNoEcho(o, true);
+	if (s == NATS_OK && c->user[0] != '\0')
+		s = natsOptions_SetUserInfo(o, c->user, c->password);
+	if (s == NATS_OK && c->token[0] != '\0')
+		s = natsOptions_SetToken(o, c->token);
+	if (s == NATS_OK && c->creds[0] != '\0')
+		s = natsOptions_SetUserCredentialsFromFiles(o, c->creds, NULL);
+	if (s == NATS_OK && (c->tls || c->tls_ca[0] != '\0'))
+		s = natsOptions_SetSecure(o, true);
+	if (s == NATS_OK && c->tls_ca[0] != '\0')
+		s = natsOptions_LoadCATrustedCertificates(o, c->tls_ca);
+	if (s == NATS_OK && c->tls_cert[0] != '\0')
+		s = natsOptions_LoadCertificatesChain(o, c->tls_cert, c->tls_key);
+	if (s == NATS_OK)
+		s = natsOptions_SetClosedCB(o, on_closed, b);
+	if (s != NATS_OK) {
+		/* an option refused (a certificate that does not load, say) */
+		const char *why = nats_GetLastError(NULL);
+
+		br_log("NATS options: %s", why != NULL && *why != '\0' ? why : natsStatus_GetText(s));
+		natsOptions_Destroy(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The connector thread: tries every server, then again a second later,
+ * until one takes us (or the bridge stops); hands the connection to the
+ * loop. A try can take CONNECT_MS a server: the loop serves meanwhile. */
+static void *
+connector(void *arg)
+{
+	struct bridge *b = arg;
+	char last[256] = "";
+
+	while (!atomic_load(&b->stopping)) {
+		natsOptions *o = options(b);
+		natsConnection *nc = NULL;
+		natsStatus s = o != NULL ? natsConnection_Connect(&nc, o) : NATS_ERR;
+		const char *why;
+
+		natsOptions_Destroy(o);
+		if (s == NATS_OK) {
+			pthread_mutex_lock(&b->mu);
+			b->ready = nc;
+			pthread_mutex_unlock(&b->mu);
+			br_handoff_wake(b->q);
+			return NULL;
+		}
+		/* once per reason, not once a second */
+		why = nats_GetLastError(NULL);
+		if (why == NULL || *why == '\0')
+			why = natsStatus_GetText(s);
+		if (strcmp(why, last) != 0) {
+			br_log("cannot connect to NATS at %s: %s: trying on", b->conf.servers[0], why);
+			snprintf(last, sizeof(last), "%s", why);
+		}
+		for (int i = 0; i < 10 && !atomic_load(&b->stopping); i++)
+			nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
+	}
+	return NULL;
+}
+
+static void
+connector_start(struct bridge *b)
+{
+	if (pthread_create(&b->connector, NULL, connector, b) == 0)
+		b->connecting = 1;
+	else
+		br_log("cannot start the connector thread: %s", strerror(errno));
+}
+
+/* The subjects only this bridge hears: replies, streams, credit. */
+/* The subjects only this bridge hears, on each new connection. */
+static int
+inbox_attach(struct bridge *b)
+{
+	char subject[BR_SUBJECT_MAX];
+
+	snprintf(subject, sizeof(subject), "%s.>", b->inbox);
+	return natsConnection_Subscribe(&b->sub_inbox, b->nc, subject, br_on_msg, b) == NATS_OK ?
+	    0 : -1;
+}
+
+/* The connection is gone for good: its subscriptions with it, and the
+ * connector tries again. Calls in flight over it end by their timeout. */
+static void
+drop(struct bridge *b)
+{
+	br_export_detach(b);
+	br_import_detach(b);
+	natsSubscription_Destroy(b->sub_inbox);
+	b->sub_inbox = NULL;
+	natsConnection_Destroy(b->nc);
+	b->nc = NULL;
+	atomic_store_explicit(&b->connected, 0, memory_order_relaxed);
+	connector_start(b);
+}
+
+/* The connector's connection, taken when it is there: subscribed to. */
+static void
+adopt(struct bridge *b)
+{
+	natsConnection *nc;
+
+	pthread_mutex_lock(&b->mu);
+	nc = b->ready;
+	b->ready = NULL;
+	pthread_mutex_unlock(&b->mu);
+	if (nc == NULL)
+		return;
+	pthread_join(b->connector, NULL);
+	b->connecting = 0;
+	b->nc = nc;
+	atomic_store(&b->closed, 0);
+	on_connected(nc, b);
+	if (inbox_attach(b) != 0 || br_import_attach(b) != 0 || br_export_attach(b) != 0) {
+		const char *why = nats_GetLastError(NULL);
+
+		br_log("cannot subscribe: %s", why != NULL && *why != '\0' ? why : "out of memory");
+		drop(b);
+	}
+}
+
+static const char *
+config_path(int argc, char *argv[])
+{
+	for (int i = 1; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--config") == 0)
+			return argv[i + 1];
+	return NULL;
+}
+
+/* What hubctl shows of the bridge: its note (hubctl peers), and where
+ * each imported method is served (hubctl methods); told to hubd when it
+ * changed, at most every announce interval. */
+static void
+describe(struct bridge *b)
+{
+	char note[sizeof(b->note)], url[128] = "", imports[120] = "";
+
+	if (b->now_ns < b->next_describe_ns)
+		return;
+	b->next_describe_ns = b->now_ns + (uint64_t)b->conf.announce_ms * 1000000u;
+	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
+		natsConnection_GetConnectedUrl(b->nc, url, sizeof(url));
+	br_import_summary(b, imports, sizeof(imports));
+	snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s",
+		 url[0] != '\0' ? url : "(not connected)", b->conf.name, b->nexports, imports);
+	if (strcmp(note, b->note) != 0 && guest_describe(b->g, "", note) == 0)
+		memcpy(b->note, note, sizeof(note));
+	br_import_describe(b);
+}
+
+static int
+run(struct bridge *b)
+{
+	struct pollfd pfd[3] = {
+		{ .fd = guest_fd(b->g), .events = POLLIN },
+		{ .fd = br_handoff_fd(b->q), .events = POLLIN },
+	};
+	natsMsg *m;
+	int rc, timeout;
+
+	for (;;) {
+		b->now_ns = br_now_ns();
+		if (b->connecting)
+			adopt(b);
+		else if (atomic_load(&b->closed) && b->nc != NULL)
+			drop(b);
+		for (int n = 0; n < 1024 && (m = br_handoff_take(b->q)) != NULL; n++)
+			if (!br_export_msg(b, m) && !br_import_msg(b, m))
+				natsMsg_Destroy(m);
+		br_export_drain(b);
+		br_import_drain(b);
+		br_export_tick(b);
+		br_import_tick(b);
+		describe(b);
+		/* last before sleeping: it asks hubd to ring guest_fd */
+		if ((rc = guest_service(b->g)) != 0)
+			return rc == -ESHUTDOWN ? 0 : rc;
+		/* what this pass published, in one write, now: libnats asks
+		 * for it only from its flusher, about a millisecond later */
+		if (b->nc != NULL && br_evloop_attached(b->ev) && natsConnection_Buffered(b->nc) > 0)
+			natsConnection_ProcessWriteEvent(b->nc);
+		timeout = guest_service_timeout_ms(b->g);
+		if (timeout < 0 || timeout > TICK_MS)
+			timeout = TICK_MS;
+		/* the socket once the connection is ours (the connector's
+		 * is attached before the loop takes it) */
+		br_evloop_pollfd(b->ev, &pfd[2]);
+		if (b->nc == NULL)
+			pfd[2].fd = -1;
+		poll(pfd, pfd[2].fd >= 0 ? 3 : 2, timeout);
+		if (pfd[2].fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR)))
+			natsConnection_ProcessReadEvent(b->nc);
+		if (pfd[2].fd >= 0 && (pfd[2].revents & POLLOUT))
+			natsConnection_ProcessWriteEvent(b->nc);
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	static struct bridge br;
+	struct bridge *b = &br;
+	const char *path = config_path(argc, argv), *why = NULL;
+	natsInbox *inbox = NULL;
+	char err[512];
+	int rc;
+
+	if (path == NULL) {
+		fprintf(stderr, "usage: hub-nats --config FILE (started by hubd: see hub-nats(8))\n");
+		return 2;
+	}
+	if (br_conf_load(&b->conf, path, err, sizeof(err)) != 0) {
+		fprintf(stderr, "hub-nats: %s: %s\n", path, err);
+		return 2;
+	}
+	if ((b->q = br_handoff_new(HANDOFF_MAX)) == NULL ||
+	    (b->ev = br_evloop_new(b->q)) == NULL || pthread_mutex_init(&b->mu, NULL) != 0 ||
+	    natsInbox_Create(&inbox) != NATS_OK) {
+		fprintf(stderr, "hub-nats: out of memory\n");
+		return 1;
+	}
+	/* one inbox for the bridge's life: replies find it after a new
+	 * connection too */
+	snprintf(b->inbox, sizeof(b->inbox), "%s", (const char *)inbox);
+	natsInbox_Destroy(inbox);
+	if ((rc = guest_attach(argc, argv, &b->g, &why)) < 0) {
+		fprintf(stderr, "hub-nats: %s\n", why != NULL ? why : strerror(-rc));
+		return 1;
+	}
+	b->now_ns = br_now_ns();
+	br_import_start(b);
+	br_export_start(b);
+	connector_start(b);
+	br_log("hub %s: exporting %d pattern(s), importing %d, subjects %s.*", b->conf.name,
+	       b->conf.nexports, b->conf.nimports, b->conf.subject);
+	rc = run(b);
+	if (rc != 0)
+		br_log("the hub ended: %s", strerror(-rc));
+	atomic_store(&b->stopping, 1);
+	if (b->connecting) {
+		pthread_join(b->connector, NULL);
+		/* one made as we stopped: never used */
+		natsConnection_Destroy(b->ready);
+	}
+	br_export_stop(b);
+	br_import_stop(b);
+	natsSubscription_Destroy(b->sub_inbox);
+	natsConnection_Destroy(b->nc);
+	br_evloop_free(b->ev);
+	br_handoff_free(b->q);
+	guest_detach(b->g);
+	br_conf_free(&b->conf);
+	nats_Close();
+	return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# Sourced by run.sh, run in its shell (start_hub, must, val, ratio, TMP,
+# HUBS). bench_nats: a call across hub-nats against plain NATS
+# request/reply, on a nats-server of its own on a free loopback port:
+#   hub B: benchguest rb (rb.echo) and hub-nats exporting rb.*
+#   hub A: benchguest ra and hub-nats importing rb.* (provides = rb.*)
+# ra.rtt rb.echo: one call in flight; ra.pipeto rb.echo: W in flight,
+# each answer checked. natsbase: a responder and a requester on libnats,
+# the same payload (the 9 bytes of benchguest's 8-byte argument, postcard
+# encoded; hub-nats adds its headers), with libnats's default options as
+# hub-nats has them, and with send_asap (-a). Then the same on CPU 0
+# alone: a nats-server, two hubs and the plain NATS pair of their own.
+# Every process it starts goes into HUBS, a nats-server into LATE:
+# run.sh's EXIT trap stops them, whatever fails, the servers last (a
+# hub-nats stopping says goodbye on NATS). Sets the NB_* and BR_* figures; nats_rows prints them.
+NATSD=$(command -v nats-server || echo /usr/sbin/nats-server)
+
+nats_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# nats_server NAME [PIN]: a nats-server on loopback, listening; sets NATS_URL
+nats_server() {
+	local port
+
+	port=$(nats_port)
+	${2:-} "$NATSD" -a 127.0.0.1 -p "$port" > "$TMP/$1.log" 2>&1 &
+	LATE+=($!)
+	NATS_URL=nats://127.0.0.1:$port
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "bench: nats-server did not start (make deps installs it)" >&2
+	cat "$TMP/$1.log" >&2
+	exit 1
+}
+
+# nats_fail WHAT: the bridge path gave no figure: why, and the hubs' logs
+nats_fail() {
+	echo "bench: the call across hub-nats failed: $1" >&2
+	for f in "$TMP"/nb?.log "$TMP"/nc?.log; do
+		[ -f "$f" ] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }
+	done
+	exit 1
+}
+
+# bridge_hubs NAME: hubs NAMEb (exports rb.*) and NAMEa (imports it) on
+# NATS_URL, under PIN_HUB when set; waits until A has rb.echo, sets CTL (A's)
+bridge_hubs() {
+	local n=$1
+
+	# hubd starts guests as users of their own (guest_uids): hub-nats
+	# reads its config through TMP (mktemp's, 0700)
+	chmod 711 "$TMP"
+	printf '[nats]\nservers = %s\nname = %sb\nannounce = 500ms\n[export]\nmethods = rb.*\n' \
+		"$NATS_URL" "$n" > "$TMP/${n}b-nats.conf"
+	printf '[nats]\nservers = %s\nname = %sa\nannounce = 500ms\n[import]\nmethods = rb.*\ntimeout = 10s\n' \
+		"$NATS_URL" "$n" > "$TMP/${n}a-nats.conf"
+	chmod 644 "$TMP/${n}b-nats.conf" "$TMP/${n}a-nats.conf"
+	start_hub "${n}b" "max_guests = 3" \
+		"[guest rb]\nexec = $B/tests/bench/benchguest\nargs = --prefix rb\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/${n}b-nats.conf\n" 2
+	start_hub "${n}a" "max_guests = 3" \
+		"[guest ra]\nexec = $B/tests/bench/benchguest\nargs = --prefix ra\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/${n}a-nats.conf\nprovides = rb.*\n" 2
+	for _ in $(seq 200); do
+		$CTL methods 2>/dev/null | grep -q '^rb\.echo\b' && return 0
+		sleep 0.05
+	done
+	nats_fail "hub ${n}a never imported rb.echo"
+}
+
+# bridge_call KEY ARGS...: hubctl call on A, its answer, which must hold KEY
+bridge_call() {
+	local key=$1 out
+
+	shift
+	out=$($CTL call "$@" 2>&1) || nats_fail "hubctl call $*: $out"
+	grep -q "$key" <<<"$out" || nats_fail "hubctl call $*: no $key in: $out"
+	echo "$out"
+}
+
+# natsbase_serve SUBJECT [-a] [PIN]: a plain NATS responder, subscribed
+natsbase_serve() {
+	local out=$TMP/natsbase-$1.out
+
+	: > "$out"	# there before the responder opens it: polled below
+	${3:-} "$B/tests/bench/natsbase" ${2:-} serve "$NATS_URL" "$1" 3600 > "$out" 2>&1 &
+	HUBS+=($!)
+	for _ in $(seq 100); do grep -q ready=1 "$out" && return 0; sleep 0.05; done
+	echo "bench: natsbase's responder did not start" >&2
+	cat "$out" >&2
+	exit 1
+}
+
+# natsbase ARGS...: the requester's figures, which must be there
+natsbase() {
+	local out
+
+	out=$("$B/tests/bench/natsbase" "$@") || { echo "bench: natsbase $* failed" >&2; exit 1; }
+	grep -qE 'p99_ns=|failed=0' <<<"$out" || { echo "bench: natsbase $*: $out" >&2; exit 1; }
+	echo "$out"
+}
+
+bench_nats() {
+	local r one="taskset -c 0"
+
+	echo "hub-nats: two hubs through one nats-server, and plain NATS..." >&2
+	nats_server natsd
+	bridge_hubs nb
+	r=$(bridge_call p99_ns= ra.rtt rb.echo "$N_NATS" 8)
+	BR_MED=$(val median_ns "$r"); BR_P99=$(val p99_ns "$r")
+	r=$(bridge_call failed=0 ra.pipeto rb.echo "$PIPE_MS" 64 0); BR_64=$(val per_s "$r")
+	r=$(bridge_call failed=0 ra.pipeto rb.echo "$PIPE_MS" 256 0); BR_256=$(val per_s "$r")
+	[ -n "$BR_MED" ] && [ -n "$BR_64" ] && [ -n "$BR_256" ] || nats_fail "no figures"
+
+	natsbase_serve bench.echo
+	natsbase_serve bench.echoa -a
+	r=$(natsbase rtt "$NATS_URL" bench.echo "$N_NATS" 9)
+	NB_MED=$(val median_ns "$r"); NB_P99=$(val p99_ns "$r")
+	NB_64=$(val per_s "$(natsbase pipe "$NATS_URL" bench.echo "$PIPE_MS" 64 9)")
+	NB_256=$(val per_s "$(natsbase pipe "$NATS_URL" bench.echo "$PIPE_MS" 256 9)")
+	r=$(natsbase -a rtt "$NATS_URL" bench.echoa "$N_NATS" 9)
+	NBA_MED=$(val median_ns "$r"); NBA_P99=$(val p99_ns "$r")
+	NBA_64=$(val per_s "$(natsbase -a pipe "$NATS_URL" bench.echoa "$PIPE_MS" 64 9)")
+	NBA_256=$(val per_s "$(natsbase -a pipe "$NATS_URL" bench.echoa "$PIPE_MS" 256 9)")
+
+	echo "hub-nats and plain NATS, all on CPU 0..." >&2
+	nats_server natsd1 "$one"
+	PIN_HUB=$one bridge_hubs nc
+	r=$(bridge_call failed=0 ra.pipeto rb.echo "$PIPE_MS" 256 0); BR1_256=$(val per_s "$r")
+	[ -n "$BR1_256" ] || nats_fail "no figure on CPU 0"
+	natsbase_serve bench.echo1 "" "$one"
+	natsbase_serve bench.echo1a -a "$one"
+	NB1_256=$(val per_s "$($one "$B/tests/bench/natsbase" pipe "$NATS_URL" bench.echo1 "$PIPE_MS" 256 9)")
+	NBA1_256=$(val per_s "$($one "$B/tests/bench/natsbase" -a pipe "$NATS_URL" bench.echo1a "$PIPE_MS" 256 9)")
+	[ -n "$NB1_256" ] && [ -n "$NBA1_256" ] || { echo "bench: natsbase on CPU 0 failed" >&2; exit 1; }
+}
+
+# nats_rows: the table's rows (run.sh's columns); LANE and LANE_P64 are
+# the local guest to guest call over a lane on one hub, from run.sh
+nats_rows() {
+	local how="A's guest to B's: A's hub-nats, NATS, B's hub-nats; 8 B"
+	local asap="plain NATS request/reply, 2 processes, send_asap (no flusher delay: hub-nats writes at the end of each loop pass)"
+	local plain="plain NATS with libnats defaults (its flusher holds a message about 1 ms)"
+
+	echo "| a call across hub-nats ($how), median / p99 | $BR_MED / $BR_P99 | ns | $asap: $NBA_MED / $NBA_P99 ns | $(ratio "$BR_MED" "$NBA_MED")x / $(ratio "$BR_P99" "$NBA_P99")x | <= 1.5x |"
+	echo "| the same against plain NATS with libnats defaults | $BR_MED / $BR_P99 | ns | $plain: $NB_MED / $NB_P99 ns | $(ratio "$BR_MED" "$NB_MED")x / $(ratio "$BR_P99" "$NB_P99")x | |"
+	echo "| the same against hub's local guest to guest call over a lane | $BR_MED | ns | over a lane $LANE ns | $(ratio "$BR_MED" "$LANE")x | |"
+	echo "| calls across hub-nats, 64 in flight | $BR_64 | calls/s | $asap (async publish, replies to an inbox): $NBA_64; $plain: $NB_64 requests/s | $(ratio "$BR_64" "$NBA_64")x; $(ratio "$BR_64" "$NB_64")x | >= 0.5x (doc/performance.md) |"
+	echo "| the same against hub's local guest to guest calls over a lane, 64 in flight | $BR_64 | calls/s | over a lane $LANE_P64 calls/s | $(ratio "$BR_64" "$LANE_P64")x | |"
+	echo "| calls across hub-nats, 256 in flight | $BR_256 | calls/s | $asap: $NBA_256; $plain: $NB_256 requests/s | $(ratio "$BR_256" "$NBA_256")x; $(ratio "$BR_256" "$NB_256")x | >= 0.5x |"
+	echo "| one CPU (taskset -c 0: nats-server, both hubs, their guests): calls across hub-nats, 256 in flight | $BR1_256 | calls/s | the same plain NATS on CPU 0, send_asap: $NBA1_256; defaults: $NB1_256 requests/s | $(ratio "$BR1_256" "$NBA1_256")x; $(ratio "$BR1_256" "$NB1_256")x | |"
+}

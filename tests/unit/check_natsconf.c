@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* hub-nats's config file (bridge/conf.c): what it accepts, its defaults,
+ * and a clear error naming the line for everything else. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bridge/bridge.h"
+
+/* Loads text as a config file: 0 or -1, the reason in why. */
+static int
+load(const char *text, struct br_conf *c, char *why, size_t cap)
+{
+	char path[] = "/tmp/hub-natsconf-XXXXXX";
+	int fd = mkstemp(path), rc;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	rc = br_conf_load(c, path, why, cap);
+	unlink(path);
+	return rc;
+}
+
+START_TEST(test_defaults_and_keys)
+{
+	struct br_conf c;
+	char why[256];
+
+	ck_assert_int_eq(load("[export]\nmethods = kv.*\n", &c, why, sizeof(why)), 0);
+	ck_assert_int_eq(c.nservers, 1);
+	ck_assert_str_eq(c.servers[0], "nats://127.0.0.1:4222");
+	ck_assert_str_eq(c.subject, "hub");
+	ck_assert_uint_eq(c.announce_ms, 2000);
+	ck_assert_uint_eq(c.timeout_ms, 30000);
+	ck_assert_uint_eq(c.calls_max, 1024);
+	ck_assert_int_eq(c.queue, 1);
+	ck_assert(c.name[0] != '\0');	/* the host's name */
+	br_conf_free(&c);
+	ck_assert_int_eq(load("[nats]\nservers = nats://a:1, tls://b:2 nats://c:3\nname = east-1\n"
+			      "subject = bus\nannounce = 500ms\ncalls_max = 10\n"
+			      "user = u\npassword = p\n"
+			      "[export]\nmethods = kv.* echo.echo\nqueue = no\n"
+			      "[import]\nmethods = *\nprefix = far\nfrom = west\ntimeout = 2min\n",
+			      &c, why, sizeof(why)), 0);
+	ck_assert_int_eq(c.nservers, 3);
+	ck_assert_str_eq(c.servers[1], "tls://b:2");
+	ck_assert_str_eq(c.name, "east-1");
+	ck_assert_str_eq(c.subject, "bus");
+	ck_assert_uint_eq(c.announce_ms, 500);
+	ck_assert_uint_eq(c.calls_max, 10);
+	ck_assert_int_eq(c.nexports, 2);
+	ck_assert_int_eq(c.queue, 0);
+	ck_assert_str_eq(c.imports[0], "*");
+	ck_assert_str_eq(c.prefix, "far");
+	ck_assert_str_eq(c.from, "west");
+	ck_assert_uint_eq(c.timeout_ms, 120000);
+	br_conf_free(&c);
+}
+END_TEST
+
+static const struct {
+	const char	*text;
+	const char	*why;
+} bad[] = {
+	{ "[nats]\nservers = http://x\n[export]\nmethods = a.b\n", "line 2: servers: 'http://x'" },
+	{ "[nats]\nname = a.b\n[export]\nmethods = a.b\n", "line 2: name: 'a.b'" },
+	{ "[nats]\nsubject = a b\n[export]\nmethods = a.b\n", "line 2: subject" },
+	{ "[nats]\nannounce = 2h\n[export]\nmethods = a.b\n", "line 2: announce" },
+	{ "[nats]\nannounce = 10ms\n[export]\nmethods = a.b\n", "line 2: announce: '10ms'" },
+	{ "[nats]\ncalls_max = 0\n[export]\nmethods = a.b\n", "line 2: calls_max" },
+	{ "[nats]\ncalls_max = 12x\n[export]\nmethods = a.b\n", "line 2: calls_max" },
+	{ "[nats]\ntls = maybe\n[export]\nmethods = a.b\n", "line 2: tls" },
+	{ "[nats]\ncreds = /nonexistent/x.creds\n[export]\nmethods = a.b\n", "cannot read" },
+	{ "[nats]\ncolour = blue\n", "[nats] has no key 'colour'" },
+	{ "[export]\nmethods = a.*.b\n", "'a.*.b' is not a method name" },
+	{ "[export]\nmethods = a..b\n", "'a..b'" },
+	{ "[export]\nmethods = >\n", "'>'" },
+	{ "[export]\nqueue = 2\n", "queue" },
+	{ "[import]\nmethods = a.*\nprefix = a.b\n", "prefix" },
+	{ "[import]\nmethods = a.*\ntimeout = 2d\n", "timeout" },
+	{ "[import]\nmethods = a.*\nfrom = x y\n", "from" },
+	{ "[other]\nkey = 1\n", "'key' in [other]" },
+	{ "[nats]\nname = x\n", "nothing to do" },
+	{ "[nats]\nuser = u\n[export]\nmethods = a.b\n", "user without password" },
+	{ "[export]\nmethods\n", "not a key = value line" },
+	{ "[nats]\npassword = p\n[export]\nmethods = a.b\n", "password without user" },
+	{ "[nats]\ntls_cert = /etc/hostname\n[export]\nmethods = a.b\n", "tls_cert without tls_key" },
+};
+
+START_TEST(test_refused)
+{
+	struct br_conf c;
+	char why[256] = "";
+
+	ck_assert_msg(load(bad[_i].text, &c, why, sizeof(why)) == -1, "accepted: %s", bad[_i].text);
+	ck_assert_msg(strstr(why, bad[_i].why) != NULL, "'%s': why '%s', want '%s'", bad[_i].text,
+		      why, bad[_i].why);
+}
+END_TEST
+
+START_TEST(test_patterns)
+{
+	ck_assert(br_pattern_matches("*", "kv.get"));
+	ck_assert(br_pattern_matches("kv.*", "kv.get"));
+	ck_assert(!br_pattern_matches("kv.*", "kvx.get"));
+	ck_assert(!br_pattern_matches("kv.*", "kv"));
+	ck_assert(br_pattern_matches("kv.get", "kv.get"));
+	ck_assert(!br_pattern_matches("kv.get", "kv.gets"));
+}
+END_TEST
+
+Suite *suite_natsconf(void);
+
+Suite *
+suite_natsconf(void)
+{
+	Suite *s = suite_create("natsconf");
+	TCase *tc = tcase_create("natsconf");
+
+	tcase_add_test(tc, test_defaults_and_keys);
+	tcase_add_loop_test(tc, test_refused, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+	tcase_add_test(tc, test_patterns);
+	suite_add_tcase(s, tc);
+	return s;
+}
