@@ -27,6 +27,15 @@ nonempty() {
 	[ -s "$2" ] || { bad "found nothing in $1: scripts/check-man.sh no longer reads it"; return 1; }
 }
 
+# Lists $1 (what the code has) and $2 (what the page says) must be the same
+# set: $3 is the complaint about what $2 lacks, $4 about what it has extra.
+same_set() {
+	comm -23 "$1" "$2" > "$tmp/missing"
+	comm -13 "$1" "$2" > "$tmp/extra"
+	if [ -s "$tmp/missing" ]; then bad "$3$(tr '\n' ' ' < "$tmp/missing")"; else ok; fi
+	if [ -s "$tmp/extra" ]; then bad "$4$(tr '\n' ' ' < "$tmp/extra")"; else ok; fi
+}
+
 # 1. every page: mandoc's lint at warning level and groff's warnings, silent
 for page in hubd.8 hubctl.1 hub-run.1 hubd.conf.5 hub-nats.8 libguest.3; do
 	[ -f "$man_dir/$page" ] || { bad "$man_dir/$page missing"; continue; }
@@ -101,14 +110,7 @@ sed -n 's/^[[:space:]]*X([A-Z_]*,[[:space:]]*\([a-z_]*\),.*/\1/p' daemon/request
 	sort -u > "$tmp/commands"
 nonempty "daemon/request.h's CTL_COMMANDS" "$tmp/commands" && {
 	grep '^### ' doc/control.md | grep -o '`[a-z_]*`' | tr -d '`' | sort -u > "$tmp/documented"
-	comm -23 "$tmp/commands" "$tmp/documented" > "$tmp/missing"
-	comm -13 "$tmp/commands" "$tmp/documented" > "$tmp/extra"
-	if [ -s "$tmp/missing" ]; then
-		bad "doc/control.md: commands not documented: $(tr '\n' ' ' < "$tmp/missing")"
-	else ok; fi
-	if [ -s "$tmp/extra" ]; then
-		bad "doc/control.md: documents commands hubd does not have: $(tr '\n' ' ' < "$tmp/extra")"
-	else ok; fi
+	same_set "$tmp/commands" "$tmp/documented" "doc/control.md: commands not documented: " "doc/control.md: documents commands hubd does not have: "
 }
 
 # 4. hubd.conf.5: each table of config_keys.c against its section's keys
@@ -125,14 +127,7 @@ for t in hub:hub pool:pool guest:"guest NAME"; do
 	awk -v ss="[$sect]" '
 		/^\.S[sh] / { on = (substr($0, 5) == ss); next }
 		on && /^\.It Cm / { print $3 }' "$man_dir/hubd.conf.5" | sort -u > "$tmp/documented"
-	comm -23 "$tmp/keys" "$tmp/documented" > "$tmp/missing"
-	comm -13 "$tmp/keys" "$tmp/documented" > "$tmp/extra"
-	if [ -s "$tmp/missing" ]; then
-		bad "hubd.conf.5: [$sect] keys not documented: $(tr '\n' ' ' < "$tmp/missing")"
-	else ok; fi
-	if [ -s "$tmp/extra" ]; then
-		bad "hubd.conf.5: [$sect] documents keys hubd does not take: $(tr '\n' ' ' < "$tmp/extra")"
-	else ok; fi
+	same_set "$tmp/keys" "$tmp/documented" "hubd.conf.5: [$sect] keys not documented: " "hubd.conf.5: [$sect] documents keys hubd does not take: "
 done
 
 # 4b. hub-nats.8: the keys bridge/conf.c takes, each section's from its own
@@ -158,26 +153,12 @@ nonempty "bridge/conf.c's keys" "$tmp/nkeys" && for sect in nats export import; 
 	awk -v ss="[$sect]" '
 		/^\.S[sh] / { on = (substr($0, 5) == ss); next }
 		on && /^\.It Cm / { print $3 }' "$man_dir/hub-nats.8" | sort -u > "$tmp/documented"
-	comm -23 "$tmp/keys" "$tmp/documented" > "$tmp/missing"
-	comm -13 "$tmp/keys" "$tmp/documented" > "$tmp/extra"
-	if [ -s "$tmp/missing" ]; then
-		bad "hub-nats.8: [$sect] keys not documented: $(tr '\n' ' ' < "$tmp/missing")"
-	else ok; fi
-	if [ -s "$tmp/extra" ]; then
-		bad "hub-nats.8: [$sect] documents keys hub-nats does not take: $(tr '\n' ' ' < "$tmp/extra")"
-	else ok; fi
+	same_set "$tmp/keys" "$tmp/documented" "hub-nats.8: [$sect] keys not documented: " "hub-nats.8: [$sect] documents keys hub-nats does not take: "
 done
 sed -n 's/.*strcmp(argv\[i\], "--\([a-z-]*\)").*/\1/p' bridge/main.c | sort -u > "$tmp/options"
 nonempty "bridge/main.c's options" "$tmp/options" && {
 	section hub-nats.8 OPTIONS | sed -n 's/^\.It Fl -\([a-z-]*\).*/\1/p' | sort -u > "$tmp/documented"
-	comm -23 "$tmp/options" "$tmp/documented" > "$tmp/missing"
-	comm -13 "$tmp/options" "$tmp/documented" > "$tmp/extra"
-	if [ -s "$tmp/missing" ]; then
-		bad "hub-nats.8: options not documented in OPTIONS: $(tr '\n' ' ' < "$tmp/missing")"
-	else ok; fi
-	if [ -s "$tmp/extra" ]; then
-		bad "hub-nats.8: OPTIONS documents options hub-nats does not take: $(tr '\n' ' ' < "$tmp/extra")"
-	else ok; fi
+	same_set "$tmp/options" "$tmp/documented" "hub-nats.8: options not documented in OPTIONS: " "hub-nats.8: OPTIONS documents options hub-nats does not take: "
 }
 
 # 5. libguest.3: guest.h's GUEST_API functions (a declaration may span lines)
@@ -190,14 +171,7 @@ nonempty "guestlib/guest.h's GUEST_API declarations" "$tmp/functions" && {
 	awk '/^\.Sh / { on = (substr($0, 5) != "NAME" && substr($0, 5) != "SYNOPSIS"); next }
 		on' "$man_dir/libguest.3" | grep -o '^\.Fn [a-z_0-9]*' | sed 's/^\.Fn //' |
 		sort -u > "$tmp/described"
-	comm -23 "$tmp/functions" "$tmp/synopsis" > "$tmp/missing"
-	comm -13 "$tmp/functions" "$tmp/synopsis" > "$tmp/extra"
-	if [ -s "$tmp/missing" ]; then
-		bad "libguest.3: not in SYNOPSIS: $(tr '\n' ' ' < "$tmp/missing")"
-	else ok; fi
-	if [ -s "$tmp/extra" ]; then
-		bad "libguest.3: SYNOPSIS has functions guest.h does not declare: $(tr '\n' ' ' < "$tmp/extra")"
-	else ok; fi
+	same_set "$tmp/functions" "$tmp/synopsis" "libguest.3: not in SYNOPSIS: " "libguest.3: SYNOPSIS has functions guest.h does not declare: "
 	comm -23 "$tmp/functions" "$tmp/described" > "$tmp/missing"
 	if [ -s "$tmp/missing" ]; then
 		bad "libguest.3: not described after SYNOPSIS: $(tr '\n' ' ' < "$tmp/missing")"
