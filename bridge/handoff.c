@@ -4,7 +4,6 @@
  * is handed over here, in order, under a mutex (a few per message, not
  * a hot path next to the network's), and an eventfd wakes the loop. The
  * queue is bounded: past it a message is refused, not kept. */
-#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -63,11 +62,30 @@ br_handoff_fd(const struct br_handoff *q)
 	return q->efd;
 }
 
+/* Under q->mu: whether this caller is the one to ring (one write per
+ * batch the loop has not taken yet). */
+static int
+arm(struct br_handoff *q)
+{
+	if (q->rung)
+		return 0;
+	q->rung = 1;
+	return 1;
+}
+
+static void
+ring(struct br_handoff *q)
+{
+	uint64_t one = 1;
+
+	if (write(q->efd, &one, sizeof(one)) < 0)
+		return;		/* EAGAIN: readable already; the loop looks next turn */
+}
+
 int
 br_handoff_put(struct br_handoff *q, natsMsg *msg)
 {
-	uint64_t one = 1;
-	int ring = 0;
+	int armed;
 
 	pthread_mutex_lock(&q->mu);
 	if (q->count == q->cap) {
@@ -75,27 +93,23 @@ br_handoff_put(struct br_handoff *q, natsMsg *msg)
 		return -1;
 	}
 	q->v[(q->head + q->count++) % q->cap] = msg;
-	if (!q->rung)
-		ring = q->rung = 1;
+	armed = arm(q);
 	pthread_mutex_unlock(&q->mu);
-	/* one write per batch the loop has not taken yet */
-	if (ring && write(q->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		return 0;	/* the message is queued: the loop finds it next turn */
+	if (armed)
+		ring(q);
 	return 0;
 }
 
 void
 br_handoff_wake(struct br_handoff *q)
 {
-	uint64_t one = 1;
-	int ring = 0;
+	int armed;
 
 	pthread_mutex_lock(&q->mu);
-	if (!q->rung)
-		ring = q->rung = 1;
+	armed = arm(q);
 	pthread_mutex_unlock(&q->mu);
-	if (ring && write(q->efd, &one, sizeof(one)) < 0)
-		return;		/* EAGAIN: it is readable already */
+	if (armed)
+		ring(q);
 }
 
 natsMsg *

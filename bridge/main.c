@@ -180,8 +180,8 @@ connector_start(struct bridge *b)
 		br_log("cannot start the connector thread: %s", strerror(errno));
 }
 
-/* The subjects only this bridge hears: replies, streams, credit. */
-/* The subjects only this bridge hears, on each new connection. */
+/* The subjects only this bridge hears (replies, streams, credit), on
+ * each new connection. */
 static int
 inbox_attach(struct bridge *b)
 {
