@@ -82,6 +82,7 @@ struct lane;
 struct lane_record;
 struct lane_ends;
 struct manual;
+struct uid_lock;
 
 struct origin {
 	enum origin_kind kind;
@@ -304,6 +305,9 @@ struct hub {
 	int			exit_code;
 	struct config_guest	**waiting;	/* added by a reload, no entry free yet */
 	uint32_t		nwaiting;
+	struct uid_lock		*uid_locks;	/* the uids our guests hold, machine-wide
+						 * (users.c) */
+	uint32_t		nuid_locks;
 	ev_timer		pool_w;		/* the variable pool's sweeper */
 	ev_timer		starved_w;	/* a backlog waits for a variable slot */
 	struct relay		*relays;	/* streams between guests (relay.c) */

@@ -380,6 +380,7 @@ teardown(struct hub *h)
 		hp_segment_close(&h->peers[i].dom);
 	filter_free();
 	pool_free(h);
+	users_release_all(h);	/* all down by now: their uids are free */
 	if (h->lock_held)
 		unlink(h->lock_path);
 	if (h->lock_fd >= 0)

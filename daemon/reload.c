@@ -232,5 +232,6 @@ reload_config(struct hub *h, FILE *msgs)
 	h->conf.pool_quota = n.pool_quota;
 	h->conf.pool_quota_slots = n.pool_quota_slots;
 	config_free(&n);
+	users_release(h);	/* the uids of guests dropped or renumbered */
 	return 0;
 }

@@ -26,6 +26,7 @@
 #include "daemon/manual.h"
 #include "daemon/pool.h"
 #include "daemon/spawn.h"
+#include "daemon/users.h"
 #include "proto/doorbell.h"
 #include "proto/peer.h"
 
@@ -272,6 +273,7 @@ spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand)
 		config_guest_free(p->conf);
 		p->conf = p->next_conf;
 		p->next_conf = NULL;
+		users_release(h);	/* a uid it had before, renumbered */
 	}
 	p->kill_reason = -1;
 	p->kill_detail[0] = '\0';

@@ -39,6 +39,7 @@
 #include "daemon/pool.h"
 #include "daemon/spawn.h"
 #include "daemon/supervise.h"
+#include "daemon/users.h"
 #include "proto/doorbell.h"
 #include "proto/msg.h"
 #include "proto/peer.h"
@@ -350,6 +351,7 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
 		config_guest_free(p->conf);
 		config_guest_free(p->next_conf);
 		p->conf = p->next_conf = NULL;
+		users_release(h);	/* its uid, for any hub to take */
 		p->removed = 0;
 		p->ndeaths = 0;
 		guestlog_free(p);

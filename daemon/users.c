@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Whom each guest runs as. After systemd's DynamicUser: a guest without
- * user = runs as a uid of its own from [hub] guest_uids, the number a
- * hash of its name (so the same across its restarts and hubd's), with no
- * passwd entry and no supplementary groups; so guests cannot signal,
- * ptrace or read each other's /proc files, nor hubd's. Where that cannot
- * be (hubd is not root, the uid cannot reach the executable, the range is
- * full) the guest runs as hubd's user and the log says why, once, when
- * hubd takes its settings (start, reload): a restart decides nothing. */
+ * user = runs as a uid of its own from [hub] guest_uids, with no passwd
+ * entry and no supplementary groups; so guests cannot signal, ptrace or
+ * read each other's /proc files, nor hubd's. The number is unique on the
+ * machine, not only in this hub: hubd holds a lock on HUB_UID_DIR/NUMBER
+ * for as long as the guest is in its config (across the guest's
+ * restarts), and the kernel drops it when hubd dies, however; a number
+ * is taken only with its lock, and only while no process runs as it. A
+ * hash of the name is where the search starts, so a name gets the same
+ * number again when it is free. Where that cannot be (hubd is not root,
+ * the uid cannot reach the executable, no number is free) the guest runs
+ * as hubd's user and the log says why, once, when hubd takes its
+ * settings (start, reload): a restart decides nothing. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -14,13 +20,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
 #include "daemon/users.h"
 
+#ifndef HUB_UID_DIR
+#define HUB_UID_DIR	"/run/hub/uids"	/* one lock file per uid, of every hub */
+#endif
 #define PROBE_MAX	4096	/* numbers tried for one guest before giving up */
+#define RELOCK_MAX	16	/* a lock file unlinked under us: tries again */
 #define UID_16BIT_NONE	65535	/* (uid_t)-1 of 16-bit uids: never anybody's */
 
 /* FNV-1a: a name's place in the range, the same on every build. */
@@ -82,6 +94,219 @@ number_kept(struct hub *h, const struct hub_conf *c, const char *name, struct co
 	return 0;
 }
 
+struct uid_lock {
+	uint32_t	uid;
+	int		fd;	/* HUB_UID_DIR/uid, flock'd, close-on-exec */
+};
+
+/* Why users_number left guests without a number, when a lock (or the
+ * directory of them) failed, for users_take; "" when none did. */
+static char no_locks[200];
+
+/* HUB_UID_DIR, made if missing, as a directory fd; -1 with why. Root's
+ * alone: a lock file others could unlink or plant would be no lock. */
+static int
+locks_open(char *why, size_t len)
+{
+	char parent[sizeof(HUB_UID_DIR)], *slash;
+	struct stat st;
+	int fd;
+
+	snprintf(parent, sizeof(parent), "%s", HUB_UID_DIR);
+	if ((slash = strrchr(parent, '/')) != NULL && slash != parent) {
+		*slash = '\0';
+		if (mkdir(parent, 0755) != 0 && errno != EEXIST)
+			goto fail;
+	}
+	if (mkdir(HUB_UID_DIR, 0700) != 0 && errno != EEXIST)
+		goto fail;
+	if ((fd = open(HUB_UID_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		goto fail;
+	if (fstat(fd, &st) == 0 && st.st_uid == 0 && (st.st_mode & 022) == 0)
+		return fd;
+	close(fd);
+	snprintf(why, len, "%s is not root's alone, so it holds no uid locks", HUB_UID_DIR);
+	return -1;
+fail:
+	snprintf(why, len, "cannot lock uids in %s: %s", HUB_UID_DIR, strerror(errno));
+	return -1;
+}
+
+static int
+lock_find(const struct hub *h, uint32_t u)
+{
+	for (uint32_t i = 0; i < h->nuid_locks; i++)
+		if (h->uid_locks[i].uid == u)
+			return (int)i;
+	return -1;
+}
+
+/* Whether fd is still the file name in dir. */
+static int
+lock_linked(int dir, const char *name, int fd)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && fstatat(dir, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* The lock of number u, for guest name: 0 once it is ours (or was),
+ * -EBUSY while another hubd holds it, or -errno. The file says whose it
+ * is, for an operator; only the lock counts. */
+static int
+lock_take(struct hub *h, int dir, uint32_t u, const char *name)
+{
+	struct uid_lock *more;
+	char file[16], text[64];
+	int fd = -1, n, i;
+
+	if (lock_find(h, u) >= 0)
+		return 0;
+	if ((more = realloc(h->uid_locks, (h->nuid_locks + 1) * sizeof(*more))) == NULL)
+		return -ENOMEM;
+	h->uid_locks = more;
+	snprintf(file, sizeof(file), "%u", u);
+	for (i = 0; i < RELOCK_MAX; i++) {
+		/* O_NONBLOCK: a FIFO planted there would not hang us */
+		fd = openat(dir, file, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+			    O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			n = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			close(fd);
+			return n;
+		}
+		/* a holder unlinks its file before it lets go (lock_drop): the
+		 * lock of a file no longer at the path is no lock */
+		if (lock_linked(dir, file, fd))
+			break;
+		close(fd);
+	}
+	if (i == RELOCK_MAX)
+		return -EAGAIN;
+	n = snprintf(text, sizeof(text), "%d %s\n", (int)getpid(), name);
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)n, 0) != n)
+		log_debug("%s/%s: %s", HUB_UID_DIR, file, strerror(errno));
+	h->uid_locks[h->nuid_locks++] = (struct uid_lock){ u, fd };
+	return 0;
+}
+
+/* Lets lock i go: its file unlinked first while it is still locked, and
+ * only if it is still ours at the path (dir -1: not unlinked), so that
+ * whoever locks it after us sees it gone and makes a new one. */
+static void
+lock_drop(struct hub *h, int dir, uint32_t i)
+{
+	struct uid_lock *l = &h->uid_locks[i];
+	char file[16];
+
+	snprintf(file, sizeof(file), "%u", l->uid);
+	if (dir >= 0 && lock_linked(dir, file, l->fd) && unlinkat(dir, file, 0) != 0)
+		log_debug("%s/%s: %s", HUB_UID_DIR, file, strerror(errno));
+	close(l->fd);
+	*l = h->uid_locks[--h->nuid_locks];
+}
+
+/* Whether a guest of h (an entry's settings, or one waiting for an
+ * entry) holds number u. */
+static int
+lock_used(const struct hub *h, uint32_t u)
+{
+	for (uint32_t i = 0; i < h->npeers; i++)
+		if ((h->peers[i].conf != NULL && h->peers[i].conf->own_uid == u) ||
+		    (h->peers[i].next_conf != NULL && h->peers[i].next_conf->own_uid == u))
+			return 1;
+	for (uint32_t k = 0; k < h->nwaiting; k++)
+		if (h->waiting[k]->own_uid == u)
+			return 1;
+	return 0;
+}
+
+static void
+locks_drop(struct hub *h, int all)
+{
+	int dir = -1;
+
+	for (uint32_t i = 0; i < h->nuid_locks;) {
+		if (!all && lock_used(h, h->uid_locks[i].uid)) {
+			i++;
+			continue;
+		}
+		if (dir < 0)
+			dir = open(HUB_UID_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		lock_drop(h, dir, i);
+	}
+	if (dir >= 0)
+		close(dir);
+	if (h->nuid_locks == 0) {
+		free(h->uid_locks);
+		h->uid_locks = NULL;
+	}
+}
+
+void
+users_release(struct hub *h)
+{
+	locks_drop(h, 0);
+}
+
+void
+users_release_all(struct hub *h)
+{
+	locks_drop(h, 1);
+}
+
+/* Marks in busy which of the n numbers u some live process runs as, by
+ * any of its uids or gids (real, effective, saved, file system): a guest
+ * of a hubd that died may outlive its lock, or leave a child behind. 0,
+ * or -errno when /proc cannot be read. */
+static int
+numbers_running(const uint32_t *u, uint32_t n, unsigned char *busy)
+{
+	static const char *const keys[] = { "\nUid:", "\nGid:" };
+	char path[300], buf[2048];
+	struct dirent *e;
+	DIR *d;
+
+	memset(busy, 0, n);
+	if ((d = opendir("/proc")) == NULL)
+		return -errno;
+	while ((e = readdir(d)) != NULL) {
+		ssize_t len;
+		int fd;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "%s/status", e->d_name);
+		if ((fd = openat(dirfd(d), path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;	/* gone meanwhile */
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* a zombie runs nothing; its parent may be slow to reap it */
+		if (strstr(buf, "\nState:\tZ") != NULL || strstr(buf, "\nState:\tX") != NULL)
+			continue;
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			char *p = strstr(buf, keys[k]), *end;
+
+			for (int f = 0; p != NULL && f < 4; f++, p = end) {
+				unsigned long v = strtoul(f == 0 ? p + 5 : p, &end, 10);
+
+				if (end == (f == 0 ? p + 5 : p))
+					break;
+				for (uint32_t i = 0; i < n; i++)
+					busy[i] |= v == u[i];
+			}
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
 static int
 by_name(const void *a, const void *b)
 {
@@ -90,45 +315,131 @@ by_name(const void *a, const void *b)
 	return strcmp((*x)->name, (*y)->name);
 }
 
+/* One guest's search: where it started, how far it went. */
+struct search {
+	struct config_guest	*g;
+	uint64_t		start, k;
+	int			over;	/* searched all it may: none */
+};
+
+static int
+by_guest_name(const void *a, const void *b)
+{
+	const struct search *x = a, *y = b;
+
+	return by_name(&x->g, &y->g);
+}
+
+/* The next number of s's search that no guest of h or c holds, the
+ * system has no user or group of, and no other hubd holds the lock of:
+ * locked for it; 0 when the search is over; -errno when locks fail
+ * (no_locks says why). */
+static int64_t
+number_next(struct hub *h, const struct hub_conf *c, int dir, struct search *s)
+{
+	const struct config_guest *g = s->g;
+	uint64_t size = (uint64_t)g->uids.last - g->uids.first + 1;
+
+	while (s->k < size && s->k < PROBE_MAX) {
+		uint32_t u = (uint32_t)(g->uids.first + (s->start + s->k++) % size);
+		int rc;
+
+		if (number_held(h, c, g->name, u) || !number_free(u))
+			continue;
+		if ((rc = lock_take(h, dir, u, g->name)) == 0)
+			return u;
+		if (rc != -EBUSY) {
+			snprintf(no_locks, sizeof(no_locks), "cannot lock uid %u in %s: %s", u,
+				 HUB_UID_DIR, strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
 void
 users_number(struct hub *h, struct hub_conf *c)
 {
-	struct config_guest **order;
-	uint32_t n = 0;
+	struct search *want = NULL;
+	uint32_t *cand = NULL, *who = NULL, n = 0, m;
+	unsigned char *busy = NULL;
+	int dir = -1, said = 0, broken = 0;
 
-	if (c->nguests == 0)
-		return;
-	if ((order = calloc(c->nguests, sizeof(*order))) == NULL) {
-		log_warnx("out of memory: guests run as hubd's user");
-		return;		/* own_uid 0: users_take says so per guest */
+	no_locks[0] = '\0';
+	for (uint32_t i = 0; i < c->nguests; i++) {
+		c->guests[i].own_uid = 0;
+		n += c->guests[i].uids.first != 0;
 	}
-	/* the numbers running guests hold first, then the others by name:
-	 * the same file gives the same numbers whatever its order */
+	/* not root: no uid to give (users_take says so), no lock to take */
+	if (n == 0 || geteuid() != 0)
+		return;
+	n = 0;
+	if ((dir = locks_open(no_locks, sizeof(no_locks))) < 0)
+		return;		/* own_uid 0: users_take says why per guest */
+	if ((want = calloc(c->nguests, sizeof(*want))) == NULL ||
+	    (cand = calloc(c->nguests, sizeof(*cand))) == NULL ||
+	    (who = calloc(c->nguests, sizeof(*who))) == NULL ||
+	    (busy = calloc(c->nguests, 1)) == NULL) {
+		snprintf(no_locks, sizeof(no_locks), "out of memory");
+		goto done;
+	}
+	/* the numbers running guests hold first (their locks are ours),
+	 * then the others by name: the same file gives the same numbers
+	 * whatever its order */
 	for (uint32_t i = 0; i < c->nguests; i++) {
 		struct config_guest *g = &c->guests[i];
+		uint32_t u;
 
-		g->own_uid = 0;
 		if (g->uids.first == 0)
 			continue;
-		if ((g->own_uid = number_kept(h, c, g->name, g->uids)) == 0)
-			order[n++] = g;
+		if ((u = number_kept(h, c, g->name, g->uids)) != 0 &&
+		    lock_take(h, dir, u, g->name) == 0)
+			g->own_uid = u;
+		else
+			want[n++] = (struct search){ g, name_hash(g->name) %
+			    ((uint64_t)g->uids.last - g->uids.first + 1), 0, 0 };
 	}
-	qsort(order, n, sizeof(*order), by_name);
-	for (uint32_t i = 0; i < n; i++) {
-		struct config_guest *g = order[i];
-		uint64_t size = (uint64_t)g->uids.last - g->uids.first + 1;
-		uint64_t start = name_hash(g->name) % size;
+	qsort(want, n, sizeof(*want), by_guest_name);
+	/* each round locks a number for every guest still without one,
+	 * then looks for processes running as them: only a locked number
+	 * can gain no new one (a hubd that dies lets go of its locks, not
+	 * always of its processes) */
+	while (!broken) {
+		m = 0;
+		for (uint32_t i = 0; i < n && !broken; i++) {
+			int64_t u;
 
-		for (uint64_t k = 0; k < size && k < PROBE_MAX; k++) {
-			uint32_t u = (uint32_t)(g->uids.first + (start + k) % size);
-
-			if (!number_held(h, c, g->name, u) && number_free(u)) {
-				g->own_uid = u;
-				break;
+			if (want[i].g->own_uid != 0 || want[i].over)
+				continue;
+			if ((u = number_next(h, c, dir, &want[i])) < 0)
+				broken = 1;
+			else if (u == 0)
+				want[i].over = 1;
+			else {
+				want[i].g->own_uid = (uint32_t)u;
+				who[m] = i;
+				cand[m++] = (uint32_t)u;
 			}
 		}
+		if (m == 0)
+			break;
+		if (numbers_running(cand, m, busy) != 0 && !said++)
+			log_warn("cannot read /proc to see which uids processes run as");
+		for (uint32_t j = 0; j < m; j++) {
+			if (!busy[j])
+				continue;
+			log_debug("guest %s: uid %u: a process runs as it, not taken",
+				  want[who[j]].g->name, cand[j]);
+			lock_drop(h, dir, (uint32_t)lock_find(h, cand[j]));
+			want[who[j]].g->own_uid = 0;
+		}
 	}
-	free(order);
+done:
+	free(want);
+	free(cand);
+	free(who);
+	free(busy);
+	close(dir);
 }
 
 /* Whether uid, with gid and no other groups, can run exec: a child takes
@@ -229,8 +540,11 @@ users_take(struct config_guest *g)
 		return;
 	}
 	if (g->own_uid == 0) {
-		snprintf(why, sizeof(why), "no free uid in guest_uids %u-%u", g->uids.first,
-			 g->uids.last);
+		if (no_locks[0] != '\0')
+			snprintf(why, sizeof(why), "%s", no_locks);
+		else
+			snprintf(why, sizeof(why), "no free uid in guest_uids %u-%u",
+				 g->uids.first, g->uids.last);
 		log_warnx("guest %s: runs as hubd's user (%s): %s", g->name, hubd, why);
 		runs_hubd(g, why);
 		return;
