@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Each guest its own user ([hub] guest_uids): a guest without user = runs
- * as a uid of its own, the same for its name across restarts; it cannot
+ * as a uid of its own, the same for its name across restarts, unique on
+ * the machine (other hubs' guests of the same name too); it cannot
  * signal, ptrace or read the /proc files of another guest or of hubd, nor
  * use the control socket; user = root, guest_uids = no, a hubd that is
  * not root and an executable its uid cannot reach run it as said, the
@@ -24,8 +25,11 @@
 #include "tests/e2e/harness.h"
 
 #define NOBODY	65534		/* nobody, nogroup */
+#define UID_DIR	"/run/hub/uids"	/* hubd's HUB_UID_DIR */
+/* A uid of the default range that no guest name here hashes to */
+#define LONE_UID	(CONFIG_GUEST_UIDS_LAST - 4242)
 
-static struct hub_proc hub;
+static struct hub_proc hub, hub2;
 
 /* A copy of the built program name at path (mode 0755); path. */
 static const char *
@@ -67,33 +71,45 @@ guest(char *buf, size_t len, const char *name, const char *exec, const char *ext
 	return buf;
 }
 
-/* hubctl call method [arg [arg2]]: its output (malloc'd), asserting it
- * answered. */
+/* hubctl call method [arg [arg2]] on h: its output (malloc'd),
+ * asserting it answered. */
 static char *
-call(const char *method, const char *arg, const char *arg2)
+call_on(struct hub_proc *h, const char *method, const char *arg, const char *arg2)
 {
 	char *out = NULL;
-	int rc = hubctl(&hub, &out, "call", method, arg, arg2, (char *)NULL);
+	int rc = hubctl(h, &out, "call", method, arg, arg2, (char *)NULL);
 
 	ck_assert_msg(rc == 0, "%s: exit %d, '%s': %s", method, rc, out ? out : "",
-		      hub_log_tail(&hub));
+		      hub_log_tail(h));
 	return out;
 }
 
-/* The guest's "user" of hubctl -j peers NAME (a new reference). */
+static char *
+call(const char *method, const char *arg, const char *arg2)
+{
+	return call_on(&hub, method, arg, arg2);
+}
+
+/* The guest's "user" of hubctl -j peers NAME on h (a new reference). */
 static json_object *
-user_of(const char *name)
+user_on(struct hub_proc *h, const char *name)
 {
 	char *out = NULL;
 	json_object *o, *u;
 
-	ck_assert_int_eq(hubctl(&hub, &out, "-j", "peers", name, (char *)NULL), 0);
+	ck_assert_int_eq(hubctl(h, &out, "-j", "peers", name, (char *)NULL), 0);
 	o = json_tokener_parse(out);
 	ck_assert_msg(o != NULL && (u = json_get(o, "user")) != NULL, "peers %s: %s", name, out);
 	json_object_get(u);
 	json_object_put(o);
 	free(out);
 	return u;
+}
+
+static json_object *
+user_of(const char *name)
+{
+	return user_on(&hub, name);
 }
 
 static long long
@@ -124,11 +140,11 @@ status_field(int pid, const char *key)
 	return v;
 }
 
-/* How many times text is in the hub's log. */
+/* How many times text is in h's log. */
 static int
-log_count(const char *text)
+log_count_on(struct hub_proc *h, const char *text)
 {
-	char *log = hub_log(&hub), *p = log;
+	char *log = hub_log(h), *p = log;
 	int n = 0;
 
 	while (p != NULL && (p = strstr(p, text)) != NULL) {
@@ -139,15 +155,21 @@ log_count(const char *text)
 	return n;
 }
 
+static int
+log_count(const char *text)
+{
+	return log_count_on(&hub, text);
+}
+
 /* Asserts that guest name runs as a uid of its own: in the default
  * range, not 0, its process's uid and gid (with no other group), no new
  * privileges; returns it. */
 static long long
-expect_own(const char *name)
+expect_own_on(struct hub_proc *h, const char *name)
 {
-	json_object *u = user_of(name);
+	json_object *u = user_on(h, name);
 	long long uid = json_object_get_int64(json_get(u, "uid"));
-	int pid = hub_peer_int(&hub, name, "pid");
+	int pid = hub_peer_int(h, name, "pid");
 	char method[64], want[64], *out;
 
 	ck_assert_msg(strcmp(json_object_get_string(json_get(u, "as")), "own") == 0 &&
@@ -160,10 +182,16 @@ expect_own(const char *name)
 	ck_assert_int_eq(status_field(pid, "NoNewPrivs:"), 1);
 	snprintf(method, sizeof(method), "%s.whoami", name);
 	snprintf(want, sizeof(want), "uid=%lld gid=%lld groups=\n", uid, uid);
-	out = call(method, NULL, NULL);
+	out = call_on(h, method, NULL, NULL);
 	ck_assert_str_eq(out, want);
 	free(out);
 	return uid;
+}
+
+static long long
+expect_own(const char *name)
+{
+	return expect_own_on(&hub, name);
 }
 
 /* A uid of its own per guest, in the range, not 0, one per name, the
@@ -219,12 +247,13 @@ START_TEST(test_own_uid_per_guest)
 END_TEST
 
 /* Every try of probe's answer (NAME=OUTCOME ...) was refused, with EPERM
- * or EACCES, and all ten were made. */
+ * or EACCES, and all twelve were made. */
 static void
 expect_refused(const char *answer, const char *whom)
 {
 	static const char *const tries[] = {
 		"kill0", "kill", "ptrace", "mem", "environ", "fd", "fd0", "fd1", "fd2", "fd3",
+		"fd5", "fd6",
 	};
 	char want[32];
 
@@ -531,6 +560,200 @@ START_TEST(test_hubd_not_root)
 }
 END_TEST
 
+/* A file's text (malloc'd), "" when there is none. */
+static char *
+slurp(const char *path)
+{
+	char *text = calloc(1, 65536);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = 0;
+
+	ck_assert_ptr_nonnull(text);
+	if (fd >= 0) {
+		n = read(fd, text, 65535);
+		close(fd);
+	}
+	text[n > 0 ? n : 0] = '\0';
+	return text;
+}
+
+/* hub-run with a guest kv (the intruder), and inside it hubctl -j peers
+ * kv and hubctl call kv.probe victim: their outputs (malloc'd). */
+static void
+hub_run_probe(int victim, char **peers, char **probe)
+{
+	char g[600], cmd[1600], pf[512], rf[512], lf[512], *log;
+	int status;
+	pid_t pid;
+
+	snprintf(pf, sizeof(pf), "%s", harness_path("hub-run.peers"));
+	snprintf(rf, sizeof(rf), "%s", harness_path("hub-run.probe"));
+	snprintf(lf, sizeof(lf), "%s", harness_path("hub-run.log"));
+	snprintf(g, sizeof(g), "kv=%s --prefix kv", intruder());
+	snprintf(cmd, sizeof(cmd), "hubctl -j peers kv > %s && hubctl call kv.probe %d > %s", pf,
+		 victim, rf);
+	if ((pid = fork()) == 0) {
+		int fd = open(lf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		/* a test that fails stops it: it stops its hub */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		execl(bin("hub-run"), "hub-run", "-v", "-t", "30", "-g", g, "-w", "kv.probe", "--",
+		      "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	log = slurp(lf);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "hub-run: status %d: %.2500s",
+		      status, log);
+	free(log);
+	*peers = slurp(pf);
+	*probe = slurp(rf);
+}
+
+/* Guests of two hubs and of a hub-run hub, with the same names, get
+ * uids of their own that differ; the guest kv of one cannot signal,
+ * trace or open the /proc files (fd 5 and 6 too: its memory) of the kv
+ * of another. */
+START_TEST(test_uids_unique_across_hubs)
+{
+	char k[1100], o[1100], guests[2300], pid[24], *out, *peers, *probe;
+	long long uid[5];
+	json_object *j, *u;
+	int victim, victim2;
+
+	if (geteuid() != 0)
+		return;
+	guest(k, sizeof(k), "kv", intruder(), NULL);
+	guest(o, sizeof(o), "other", intruder(), NULL);
+	snprintf(guests, sizeof(guests), "%s%s", k, o);
+	hub_start_up(&hub, NULL, guests, "kv,other");
+	hub_start_up(&hub2, NULL, guests, "kv,other");
+	ck_assert(hub_wait_method(&hub, "kv.probe,other.whoami") == 0);
+	ck_assert(hub_wait_method(&hub2, "kv.probe,other.whoami") == 0);
+	uid[0] = expect_own_on(&hub, "kv");
+	uid[1] = expect_own_on(&hub, "other");
+	uid[2] = expect_own_on(&hub2, "kv");
+	uid[3] = expect_own_on(&hub2, "other");
+	/* hub 2's kv against hub 1's, and the other way */
+	victim = hub_peer_int(&hub, "kv", "pid");
+	victim2 = hub_peer_int(&hub2, "kv", "pid");
+	snprintf(pid, sizeof(pid), "%d", victim);
+	out = call_on(&hub2, "kv.probe", pid, NULL);
+	expect_refused(out, "hub 1's kv, from hub 2's");
+	free(out);
+	snprintf(pid, sizeof(pid), "%d", victim2);
+	out = call_on(&hub, "kv.probe", pid, NULL);
+	expect_refused(out, "hub 2's kv, from hub 1's");
+	free(out);
+	/* a hub-run hub's kv against hub 1's */
+	hub_run_probe(victim, &peers, &probe);
+	j = json_tokener_parse(peers);
+	ck_assert_msg(j != NULL && (u = json_get(j, "user")) != NULL &&
+		      strcmp(json_object_get_string(json_get(u, "as")), "own") == 0,
+		      "hub-run's peers kv: '%s'", peers);
+	uid[4] = json_object_get_int64(json_get(u, "uid"));
+	json_object_put(j);
+	expect_refused(probe, "hub 1's kv, from hub-run's");
+	free(peers);
+	free(probe);
+	for (int a = 0; a < 5; a++)
+		for (int b = a + 1; b < 5; b++)
+			ck_assert_msg(uid[a] != uid[b], "uid %lld twice: hub 1 kv %lld other %lld, "
+				      "hub 2 kv %lld other %lld, hub-run kv %lld", uid[a], uid[0],
+				      uid[1], uid[2], uid[3], uid[4]);
+	/* the victims live on, the same processes */
+	free(call_on(&hub, "kv.whoami", NULL, NULL));
+	free(call_on(&hub2, "kv.whoami", NULL, NULL));
+	ck_assert_int_eq(hub_peer_int(&hub, "kv", "pid"), victim);
+	ck_assert_int_eq(hub_peer_int(&hub2, "kv", "pid"), victim2);
+	ck_assert_int_eq(hub_peer_int(&hub, "kv", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub2, "kv", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub2), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Hub 2 with guest_uids = LONE_UID alone, and its one guest: that uid
+ * is held elsewhere, so the guest runs as hubd's user, said why. */
+static void
+expect_lone_uid_taken(const char *keys, const char *guests)
+{
+	char why[96];
+	json_object *u;
+
+	hub_start_up(&hub2, keys, guests, "solo");
+	u = user_on(&hub2, "solo");
+	snprintf(why, sizeof(why), "no free uid in guest_uids %u-%u", LONE_UID, LONE_UID);
+	ck_assert_msg(strcmp(json_object_get_string(json_get(u, "as")), "hubd") == 0 &&
+		      strcmp(json_object_get_string(json_get(u, "why")), why) == 0,
+		      "hub 2's solo: %s", json_object_to_json_string(u));
+	json_object_put(u);
+	ck_assert_int_eq(hub_stop(&hub2), 0);
+}
+
+/* Waits until pid is gone (10 s). */
+static void
+wait_gone(int pid, const char *whose)
+{
+	double end = now_s() + 10;
+
+	while (alive(pid) && now_s() < end)
+		sleep_ms(10);
+	ck_assert_msg(!alive(pid), "%s (pid %d) lives on", whose, pid);
+}
+
+/* A uid is a hub's for as long as its guest is in the config, running or
+ * not: no other hub takes it. A hub killed with SIGKILL lets it go with
+ * its lock, and started again its guest has it again, and works. */
+START_TEST(test_uid_lock_dies_with_its_hub)
+{
+	char keys[64], g[1100], lock[64], text[48], *out;
+	int pid;
+
+	if (geteuid() != 0)
+		return;
+	snprintf(keys, sizeof(keys), "guest_uids = %u-%u\n", LONE_UID, LONE_UID);
+	snprintf(lock, sizeof(lock), "%s/%u", UID_DIR, LONE_UID);
+	guest(g, sizeof(g), "solo", intruder(), NULL);
+	hub_start_up(&hub, keys, g, "solo");
+	ck_assert(hub_wait_method(&hub, "solo.whoami") == 0);
+	ck_assert_int_eq(expect_own("solo"), LONE_UID);
+	expect_lone_uid_taken(keys, g);
+	/* the lock file says whose it is */
+	out = slurp(lock);
+	snprintf(text, sizeof(text), "%d solo\n", (int)hub.pid);
+	ck_assert_msg(strcmp(out, text) == 0, "%s: '%s'", lock, out);
+	free(out);
+	/* stopped: no process runs as it, it is still hub 1's */
+	pid = hub_peer_int(&hub, "solo", "pid");
+	ck_assert_int_eq(hubctl(&hub, &out, "stop", "solo", (char *)NULL), 0);
+	free(out);
+	wait_gone(pid, "solo, stopped");
+	expect_lone_uid_taken(keys, g);
+	ck_assert_int_eq(hubctl(&hub, &out, "start", "solo", (char *)NULL), 0);
+	free(out);
+	ck_assert(hub_wait_up(&hub, "solo", 10000) == 0);
+	/* hub 1 killed, its guest with it (its parent-death signal) */
+	pid = hub_peer_int(&hub, "solo", "pid");
+	ck_assert_int_eq(kill(hub.pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(hub.pid, NULL, 0), hub.pid);
+	hub.pid = 0;
+	wait_gone(pid, "solo of the hub killed");
+	/* started again: the same uid, working; still not hub 2's */
+	ck_assert_msg(hub_restart(&hub) == 0, "hubd: %s", hub_log_tail(&hub));
+	ck_assert(hub_wait_up(&hub, "solo", 10000) == 0);
+	ck_assert(hub_wait_method(&hub, "solo.whoami") == 0);
+	ck_assert_int_eq(expect_own("solo"), LONE_UID);
+	expect_lone_uid_taken(keys, g);
+	/* stopped cleanly: no lock file left */
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert_msg(access(lock, F_OK) != 0 && errno == ENOENT, "%s is left", lock);
+}
+END_TEST
+
 Suite *suite_users(void);
 Suite *
 suite_users(void)
@@ -548,6 +771,8 @@ suite_users(void)
 	tcase_add_test(tc, test_user_root_and_guest_uids_no);
 	tcase_add_test(tc, test_unreachable_exec_runs_as_hubd);
 	tcase_add_test(tc, test_hubd_not_root);
+	tcase_add_test(tc, test_uids_unique_across_hubs);
+	tcase_add_test(tc, test_uid_lock_dies_with_its_hub);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,7 +6,8 @@
  *			as NAME=ok or NAME=ERRNO (EPERM, EACCES, ...):
  *			kill0 (kill 0), kill (SIGKILL), ptrace (PTRACE_SEIZE),
  *			mem and environ (open /proc/PID/...), fd (opendir
- *			/proc/PID/fd), fd0..fd3 (open /proc/PID/fd/N)
+ *			/proc/PID/fd), fd0..fd3, fd5, fd6 (open
+ *			/proc/PID/fd/N: a guest's domain is 5, its pool 6)
  *   control PATH NAME	connects to the control socket PATH and asks it to
  *			stop guest NAME: "connect=ERRNO", or "answer=LINE"
  *   whoami		"uid=N gid=N groups=A,B" (groups empty: none)
@@ -119,7 +120,9 @@ probe(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	note(out, sizeof(out), "fd", d != NULL);
 	if (d != NULL)
 		closedir(d);
-	for (int fd = 0; fd <= 3; fd++) {
+	for (int fd = 0; fd <= 6; fd++) {
+		if (fd == 4)
+			continue;	/* the error pipe, gone at exec */
 		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
 		snprintf(name, sizeof(name), "fd%d", fd);
 		try_open(out, sizeof(out), name, path);
