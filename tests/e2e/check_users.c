@@ -707,10 +707,11 @@ wait_gone(int pid, const char *whose)
 
 /* A uid is a hub's for as long as its guest is in the config, running or
  * not: no other hub takes it. A hub killed with SIGKILL lets it go with
- * its lock, and started again its guest has it again, and works. */
+ * its lock, and started again its guest has it again, and works; a
+ * reload that drops the guest lets it go too, and its lock file. */
 START_TEST(test_uid_lock_dies_with_its_hub)
 {
-	char keys[64], g[1100], lock[64], text[48], *out;
+	char keys[64], g[1100], lock[64], text[48], msgs[1024], *out;
 	int pid;
 
 	if (geteuid() != 0)
@@ -748,9 +749,22 @@ START_TEST(test_uid_lock_dies_with_its_hub)
 	ck_assert(hub_wait_method(&hub, "solo.whoami") == 0);
 	ck_assert_int_eq(expect_own("solo"), LONE_UID);
 	expect_lone_uid_taken(keys, g);
+	/* dropped by a reload: once it is gone, its uid is free for hub 2 */
+	pid = hub_peer_int(&hub, "solo", "pid");
+	ck_assert_int_eq(hub_write_conf(&hub, keys, ""), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 1, "reload: %s", msgs);
+	wait_gone(pid, "solo, dropped");
+	for (double end = now_s() + 10; access(lock, F_OK) == 0 && now_s() < end;)
+		sleep_ms(10);
+	ck_assert_msg(access(lock, F_OK) != 0 && errno == ENOENT, "%s is left: %s", lock,
+		      hub_log_tail(&hub));
+	hub_start_up(&hub2, keys, g, "solo");
+	ck_assert(hub_wait_method(&hub2, "solo.whoami") == 0);
+	ck_assert_int_eq(expect_own_on(&hub2, "solo"), LONE_UID);
 	/* stopped cleanly: no lock file left */
-	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert_int_eq(hub_stop(&hub2), 0);
 	ck_assert_msg(access(lock, F_OK) != 0 && errno == ENOENT, "%s is left", lock);
+	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
 
