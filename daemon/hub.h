@@ -82,7 +82,6 @@ struct lane;
 struct lane_record;
 struct lane_ends;
 struct manual;
-struct uid_lock;
 
 struct origin {
 	enum origin_kind kind;
@@ -305,8 +304,8 @@ struct hub {
 	int			exit_code;
 	struct config_guest	**waiting;	/* added by a reload, no entry free yet */
 	uint32_t		nwaiting;
-	struct uid_lock		*uid_locks;	/* the uids our guests hold, machine-wide
-						 * (users.c) */
+	int			uid_fd;		/* the uid locks of every hub (users.c) */
+	uint32_t		*uid_locks;	/* the uids ours hold, locked in it */
 	uint32_t		nuid_locks;
 	ev_timer		pool_w;		/* the variable pool's sweeper */
 	ev_timer		starved_w;	/* a backlog waits for a variable slot */

@@ -418,7 +418,7 @@ main(int argc, char *argv[])
 		usage();
 	log_init(verbose, "hubd");
 	memset(h, 0, sizeof(*h));
-	h->lock_fd = h->ctl_fd = h->ctl_spare = -1;
+	h->lock_fd = h->ctl_fd = h->ctl_spare = h->uid_fd = -1;
 	if (config_load(file, &h->conf, stderr) != 0)
 		return 1;
 	log_debug("config %s: %u guests", file, h->conf.nguests);

@@ -3,15 +3,16 @@
  * user = runs as a uid of its own from [hub] guest_uids, with no passwd
  * entry and no supplementary groups; so guests cannot signal, ptrace or
  * read each other's /proc files, nor hubd's. The number is unique on the
- * machine, not only in this hub: hubd holds a lock on HUB_UID_DIR/NUMBER
- * for as long as the guest is in its config (across the guest's
- * restarts), and the kernel drops it when hubd dies, however; a number
- * is taken only with its lock, and only while no process runs as it. A
- * hash of the name is where the search starts, so a name gets the same
- * number again when it is free. Where that cannot be (hubd is not root,
- * the uid cannot reach the executable, no number is free) the guest runs
- * as hubd's user and the log says why, once, when hubd takes its
- * settings (start, reload): a restart decides nothing. */
+ * machine, not only in this hub: hubd holds a lock on byte NUMBER of
+ * HUB_UID_LOCK, one file for every hub, for as long as the guest is in
+ * its config (across the guest's restarts), and the kernel drops it when
+ * hubd dies, however; a number is taken only with its lock, and only
+ * while no process runs as it. A hash of the name is where the search
+ * starts, so a name gets the same number again when it is free. Where
+ * that cannot be (hubd is not root, the uid cannot reach the executable,
+ * no number is free) the guest runs as hubd's user and the log says why,
+ * once, when hubd takes its settings (start, reload): a restart decides
+ * nothing. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,11 +28,10 @@
 #include "daemon/log.h"
 #include "daemon/users.h"
 
-#ifndef HUB_UID_DIR
-#define HUB_UID_DIR	"/run/hub/uids"	/* one lock file per uid, of every hub */
+#ifndef HUB_UID_LOCK
+#define HUB_UID_LOCK	"/run/hub/uids.lock"	/* byte N locked: uid N is a hub's */
 #endif
 #define PROBE_MAX	4096	/* numbers tried for one guest before giving up */
-#define RELOCK_MAX	16	/* a lock file unlinked under us: tries again */
 #define UID_16BIT_NONE	65535	/* (uid_t)-1 of 16-bit uids: never anybody's */
 
 /* FNV-1a: a name's place in the range, the same on every build. */
@@ -94,41 +93,45 @@ number_kept(struct hub *h, const struct hub_conf *c, const char *name, struct co
 	return 0;
 }
 
-struct uid_lock {
-	uint32_t	uid;
-	int		fd;	/* HUB_UID_DIR/uid, flock'd, close-on-exec */
-};
-
-/* Why users_number left guests without a number, when a lock (or the
- * directory of them) failed, for users_take; "" when none did. */
+/* Why users_number left guests without a number, when the lock file or
+ * a lock in it failed, for users_take; "" when none did. */
 static char no_locks[200];
 
-/* HUB_UID_DIR, made if missing, as a directory fd; -1 with why. Root's
- * alone: a lock file others could unlink or plant would be no lock. */
+/* HUB_UID_LOCK, open for h (made if missing, its directory too); 0, or
+ * -1 with why. Root's alone: a file that others could replace or lock
+ * would be no lock. Kept open until hubd exits: every lock in it is on
+ * this open file description (OFD locks), so all go when hubd dies. */
 static int
-locks_open(char *why, size_t len)
+locks_open(struct hub *h, char *why, size_t len)
 {
-	char parent[sizeof(HUB_UID_DIR)], *slash;
+	char dir[sizeof(HUB_UID_LOCK)], *slash;
 	struct stat st;
 	int fd;
 
-	snprintf(parent, sizeof(parent), "%s", HUB_UID_DIR);
-	if ((slash = strrchr(parent, '/')) != NULL && slash != parent) {
+	if (h->uid_fd >= 0)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", HUB_UID_LOCK);
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
 		*slash = '\0';
-		if (mkdir(parent, 0755) != 0 && errno != EEXIST)
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 			goto fail;
 	}
-	if (mkdir(HUB_UID_DIR, 0700) != 0 && errno != EEXIST)
+	/* O_NONBLOCK: a FIFO planted there would not hang us */
+	fd = open(HUB_UID_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+		  0600);
+	if (fd < 0)
 		goto fail;
-	if ((fd = open(HUB_UID_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		goto fail;
-	if (fstat(fd, &st) == 0 && st.st_uid == 0 && (st.st_mode & 022) == 0)
-		return fd;
-	close(fd);
-	snprintf(why, len, "%s is not root's alone, so it holds no uid locks", HUB_UID_DIR);
-	return -1;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 022) != 0) {
+		close(fd);
+		snprintf(why, len, "%s is not a file of root's alone, so it holds no uid locks",
+			 HUB_UID_LOCK);
+		return -1;
+	}
+	h->uid_fd = fd;
+	return 0;
 fail:
-	snprintf(why, len, "cannot lock uids in %s: %s", HUB_UID_DIR, strerror(errno));
+	snprintf(why, len, "cannot lock uids in %s: %s", HUB_UID_LOCK, strerror(errno));
 	return -1;
 }
 
@@ -136,77 +139,46 @@ static int
 lock_find(const struct hub *h, uint32_t u)
 {
 	for (uint32_t i = 0; i < h->nuid_locks; i++)
-		if (h->uid_locks[i].uid == u)
+		if (h->uid_locks[i] == u)
 			return (int)i;
 	return -1;
 }
 
-/* Whether fd is still the file name in dir. */
+/* Byte u of the lock file: F_WRLCK to take it, F_UNLCK to let it go. */
 static int
-lock_linked(int dir, const char *name, int fd)
+lock_byte(int fd, uint32_t u, short type)
 {
-	struct stat a, b;
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)u,
+			    .l_len = 1 };
 
-	return fstat(fd, &a) == 0 && fstatat(dir, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
 }
 
-/* The lock of number u, for guest name: 0 once it is ours (or was),
- * -EBUSY while another hubd holds it, or -errno. The file says whose it
- * is, for an operator; only the lock counts. */
+/* The lock of number u: 0 once it is ours (or was), -EBUSY while
+ * another hubd holds it, or -errno. */
 static int
-lock_take(struct hub *h, int dir, uint32_t u, const char *name)
+lock_take(struct hub *h, uint32_t u)
 {
-	struct uid_lock *more;
-	char file[16], text[64];
-	int fd = -1, n, i;
+	uint32_t *more;
+	int rc;
 
 	if (lock_find(h, u) >= 0)
 		return 0;
 	if ((more = realloc(h->uid_locks, (h->nuid_locks + 1) * sizeof(*more))) == NULL)
 		return -ENOMEM;
 	h->uid_locks = more;
-	snprintf(file, sizeof(file), "%u", u);
-	for (i = 0; i < RELOCK_MAX; i++) {
-		/* O_NONBLOCK: a FIFO planted there would not hang us */
-		fd = openat(dir, file, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-			    O_CLOEXEC, 0600);
-		if (fd < 0)
-			return -errno;
-		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-			n = errno == EWOULDBLOCK ? -EBUSY : -errno;
-			close(fd);
-			return n;
-		}
-		/* a holder unlinks its file before it lets go (lock_drop): the
-		 * lock of a file no longer at the path is no lock */
-		if (lock_linked(dir, file, fd))
-			break;
-		close(fd);
-	}
-	if (i == RELOCK_MAX)
-		return -EAGAIN;
-	n = snprintf(text, sizeof(text), "%d %s\n", (int)getpid(), name);
-	if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)n, 0) != n)
-		log_debug("%s/%s: %s", HUB_UID_DIR, file, strerror(errno));
-	h->uid_locks[h->nuid_locks++] = (struct uid_lock){ u, fd };
+	if ((rc = lock_byte(h->uid_fd, u, F_WRLCK)) != 0)
+		return rc == -EAGAIN || rc == -EACCES ? -EBUSY : rc;
+	h->uid_locks[h->nuid_locks++] = u;
 	return 0;
 }
 
-/* Lets lock i go: its file unlinked first while it is still locked, and
- * only if it is still ours at the path (dir -1: not unlinked), so that
- * whoever locks it after us sees it gone and makes a new one. */
 static void
-lock_drop(struct hub *h, int dir, uint32_t i)
+lock_drop(struct hub *h, uint32_t i)
 {
-	struct uid_lock *l = &h->uid_locks[i];
-	char file[16];
-
-	snprintf(file, sizeof(file), "%u", l->uid);
-	if (dir >= 0 && lock_linked(dir, file, l->fd) && unlinkat(dir, file, 0) != 0)
-		log_debug("%s/%s: %s", HUB_UID_DIR, file, strerror(errno));
-	close(l->fd);
-	*l = h->uid_locks[--h->nuid_locks];
+	if (lock_byte(h->uid_fd, h->uid_locks[i], F_UNLCK) != 0)
+		log_warn("%s: uid %u", HUB_UID_LOCK, h->uid_locks[i]);
+	h->uid_locks[i] = h->uid_locks[--h->nuid_locks];
 }
 
 /* Whether a guest of h (an entry's settings, or one waiting for an
@@ -224,38 +196,25 @@ lock_used(const struct hub *h, uint32_t u)
 	return 0;
 }
 
-static void
-locks_drop(struct hub *h, int all)
-{
-	int dir = -1;
-
-	for (uint32_t i = 0; i < h->nuid_locks;) {
-		if (!all && lock_used(h, h->uid_locks[i].uid)) {
-			i++;
-			continue;
-		}
-		if (dir < 0)
-			dir = open(HUB_UID_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		lock_drop(h, dir, i);
-	}
-	if (dir >= 0)
-		close(dir);
-	if (h->nuid_locks == 0) {
-		free(h->uid_locks);
-		h->uid_locks = NULL;
-	}
-}
-
 void
 users_release(struct hub *h)
 {
-	locks_drop(h, 0);
+	for (uint32_t i = 0; i < h->nuid_locks;)
+		if (lock_used(h, h->uid_locks[i]))
+			i++;
+		else
+			lock_drop(h, i);
 }
 
 void
 users_release_all(struct hub *h)
 {
-	locks_drop(h, 1);
+	free(h->uid_locks);
+	h->uid_locks = NULL;
+	h->nuid_locks = 0;
+	if (h->uid_fd >= 0)
+		close(h->uid_fd);	/* and every lock in it */
+	h->uid_fd = -1;
 }
 
 /* Marks in busy which of the n numbers u some live process runs as, by
@@ -335,7 +294,7 @@ by_guest_name(const void *a, const void *b)
  * locked for it; 0 when the search is over; -errno when locks fail
  * (no_locks says why). */
 static int64_t
-number_next(struct hub *h, const struct hub_conf *c, int dir, struct search *s)
+number_next(struct hub *h, const struct hub_conf *c, struct search *s)
 {
 	const struct config_guest *g = s->g;
 	uint64_t size = (uint64_t)g->uids.last - g->uids.first + 1;
@@ -346,11 +305,11 @@ number_next(struct hub *h, const struct hub_conf *c, int dir, struct search *s)
 
 		if (number_held(h, c, g->name, u) || !number_free(u))
 			continue;
-		if ((rc = lock_take(h, dir, u, g->name)) == 0)
+		if ((rc = lock_take(h, u)) == 0)
 			return u;
 		if (rc != -EBUSY) {
 			snprintf(no_locks, sizeof(no_locks), "cannot lock uid %u in %s: %s", u,
-				 HUB_UID_DIR, strerror(-rc));
+				 HUB_UID_LOCK, strerror(-rc));
 			return rc;
 		}
 	}
@@ -363,7 +322,7 @@ users_number(struct hub *h, struct hub_conf *c)
 	struct search *want = NULL;
 	uint32_t *cand = NULL, *who = NULL, n = 0, m;
 	unsigned char *busy = NULL;
-	int dir = -1, said = 0, broken = 0;
+	int said = 0, broken = 0;
 
 	no_locks[0] = '\0';
 	for (uint32_t i = 0; i < c->nguests; i++) {
@@ -374,7 +333,7 @@ users_number(struct hub *h, struct hub_conf *c)
 	if (n == 0 || geteuid() != 0)
 		return;
 	n = 0;
-	if ((dir = locks_open(no_locks, sizeof(no_locks))) < 0)
+	if (locks_open(h, no_locks, sizeof(no_locks)) != 0)
 		return;		/* own_uid 0: users_take says why per guest */
 	if ((want = calloc(c->nguests, sizeof(*want))) == NULL ||
 	    (cand = calloc(c->nguests, sizeof(*cand))) == NULL ||
@@ -392,8 +351,7 @@ users_number(struct hub *h, struct hub_conf *c)
 
 		if (g->uids.first == 0)
 			continue;
-		if ((u = number_kept(h, c, g->name, g->uids)) != 0 &&
-		    lock_take(h, dir, u, g->name) == 0)
+		if ((u = number_kept(h, c, g->name, g->uids)) != 0 && lock_take(h, u) == 0)
 			g->own_uid = u;
 		else
 			want[n++] = (struct search){ g, name_hash(g->name) %
@@ -411,7 +369,7 @@ users_number(struct hub *h, struct hub_conf *c)
 
 			if (want[i].g->own_uid != 0 || want[i].over)
 				continue;
-			if ((u = number_next(h, c, dir, &want[i])) < 0)
+			if ((u = number_next(h, c, &want[i])) < 0)
 				broken = 1;
 			else if (u == 0)
 				want[i].over = 1;
@@ -430,7 +388,7 @@ users_number(struct hub *h, struct hub_conf *c)
 				continue;
 			log_debug("guest %s: uid %u: a process runs as it, not taken",
 				  want[who[j]].g->name, cand[j]);
-			lock_drop(h, dir, (uint32_t)lock_find(h, cand[j]));
+			lock_drop(h, (uint32_t)lock_find(h, cand[j]));
 			want[who[j]].g->own_uid = 0;
 		}
 	}
@@ -439,7 +397,6 @@ done:
 	free(cand);
 	free(who);
 	free(busy);
-	close(dir);
 }
 
 /* Whether uid, with gid and no other groups, can run exec: a child takes

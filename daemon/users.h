@@ -9,8 +9,9 @@
 #include "daemon/hub.h"
 
 /* Numbers each guest of c that gets a uid of its own (own_uid), as root
- * only: a number unique on the machine, whose lock (HUB_UID_DIR/NUMBER)
- * h holds from now on for every hubd to see (HUB_UID_DIR: /run/hub/uids). A hash of its name is where
+ * only: a number unique on the machine, whose lock (byte NUMBER of
+ * HUB_UID_LOCK, /run/hub/uids.lock) h holds from now on for every hubd to
+ * see. A hash of its name is where
  * the search starts, which goes past any number another guest of c or a
  * guest running in h holds, the users and groups the system has, a
  * number another hubd holds the lock of, and one a process runs as. A
@@ -19,7 +20,7 @@ void	users_number(struct hub *h, struct hub_conf *c);
 
 /* Lets go of the locks of numbers no guest of h holds any more (its
  * entry freed, its settings replaced, a reload that dropped it);
- * users_release_all of all of them, as hubd exits. */
+ * users_release_all of all of them, as hubd exits (closing the file). */
 void	users_release(struct hub *h);
 void	users_release_all(struct hub *h);
 

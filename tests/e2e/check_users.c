@@ -25,7 +25,7 @@
 #include "tests/e2e/harness.h"
 
 #define NOBODY	65534		/* nobody, nogroup */
-#define UID_DIR	"/run/hub/uids"	/* hubd's HUB_UID_DIR */
+#define UID_LOCK	"/run/hub/uids.lock"	/* hubd's HUB_UID_LOCK */
 /* A uid of the default range that no guest name here hashes to */
 #define LONE_UID	(CONFIG_GUEST_UIDS_LAST - 4242)
 
@@ -694,6 +694,20 @@ expect_lone_uid_taken(const char *keys, const char *guests)
 	ck_assert_int_eq(hub_stop(&hub2), 0);
 }
 
+/* Whether a hubd holds uid's lock (byte uid of UID_LOCK). */
+static int
+uid_locked(uint32_t uid)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)uid,
+			    .l_len = 1 };
+	int fd = open(UID_LOCK, O_RDWR | O_CLOEXEC);
+
+	ck_assert_msg(fd >= 0, "%s: %s", UID_LOCK, strerror(errno));
+	ck_assert_int_eq(fcntl(fd, F_OFD_GETLK, &fl), 0);
+	close(fd);
+	return fl.l_type != F_UNLCK;
+}
+
 /* Waits until pid is gone (10 s). */
 static void
 wait_gone(int pid, const char *whose)
@@ -708,26 +722,21 @@ wait_gone(int pid, const char *whose)
 /* A uid is a hub's for as long as its guest is in the config, running or
  * not: no other hub takes it. A hub killed with SIGKILL lets it go with
  * its lock, and started again its guest has it again, and works; a
- * reload that drops the guest lets it go too, and its lock file. */
+ * reload that drops the guest lets it go too. */
 START_TEST(test_uid_lock_dies_with_its_hub)
 {
-	char keys[64], g[1100], lock[64], text[48], msgs[1024], *out;
+	char keys[64], g[1100], msgs[1024], *out;
 	int pid;
 
 	if (geteuid() != 0)
 		return;
 	snprintf(keys, sizeof(keys), "guest_uids = %u-%u\n", LONE_UID, LONE_UID);
-	snprintf(lock, sizeof(lock), "%s/%u", UID_DIR, LONE_UID);
 	guest(g, sizeof(g), "solo", intruder(), NULL);
 	hub_start_up(&hub, keys, g, "solo");
 	ck_assert(hub_wait_method(&hub, "solo.whoami") == 0);
 	ck_assert_int_eq(expect_own("solo"), LONE_UID);
 	expect_lone_uid_taken(keys, g);
-	/* the lock file says whose it is */
-	out = slurp(lock);
-	snprintf(text, sizeof(text), "%d solo\n", (int)hub.pid);
-	ck_assert_msg(strcmp(out, text) == 0, "%s: '%s'", lock, out);
-	free(out);
+	ck_assert(uid_locked(LONE_UID));
 	/* stopped: no process runs as it, it is still hub 1's */
 	pid = hub_peer_int(&hub, "solo", "pid");
 	ck_assert_int_eq(hubctl(&hub, &out, "stop", "solo", (char *)NULL), 0);
@@ -742,6 +751,7 @@ START_TEST(test_uid_lock_dies_with_its_hub)
 	ck_assert_int_eq(kill(hub.pid, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(hub.pid, NULL, 0), hub.pid);
 	hub.pid = 0;
+	ck_assert_msg(!uid_locked(LONE_UID), "uid %u is still locked", LONE_UID);
 	wait_gone(pid, "solo of the hub killed");
 	/* started again: the same uid, working; still not hub 2's */
 	ck_assert_msg(hub_restart(&hub) == 0, "hubd: %s", hub_log_tail(&hub));
@@ -754,16 +764,15 @@ START_TEST(test_uid_lock_dies_with_its_hub)
 	ck_assert_int_eq(hub_write_conf(&hub, keys, ""), 0);
 	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 1, "reload: %s", msgs);
 	wait_gone(pid, "solo, dropped");
-	for (double end = now_s() + 10; access(lock, F_OK) == 0 && now_s() < end;)
+	for (double end = now_s() + 10; uid_locked(LONE_UID) && now_s() < end;)
 		sleep_ms(10);
-	ck_assert_msg(access(lock, F_OK) != 0 && errno == ENOENT, "%s is left: %s", lock,
+	ck_assert_msg(!uid_locked(LONE_UID), "uid %u is still locked: %s", LONE_UID,
 		      hub_log_tail(&hub));
 	hub_start_up(&hub2, keys, g, "solo");
 	ck_assert(hub_wait_method(&hub2, "solo.whoami") == 0);
 	ck_assert_int_eq(expect_own_on(&hub2, "solo"), LONE_UID);
-	/* stopped cleanly: no lock file left */
 	ck_assert_int_eq(hub_stop(&hub2), 0);
-	ck_assert_msg(access(lock, F_OK) != 0 && errno == ENOENT, "%s is left", lock);
+	ck_assert(!uid_locked(LONE_UID));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
