@@ -388,8 +388,9 @@ users_number(struct hub *h, struct hub_conf *c)
 				continue;
 			log_debug("guest %s: uid %u: a process runs as it, not taken",
 				  want[who[j]].g->name, cand[j]);
-			lock_drop(h, (uint32_t)lock_find(h, cand[j]));
 			want[who[j]].g->own_uid = 0;
+			if (!lock_used(h, cand[j]))	/* else a guest of ours has it */
+				lock_drop(h, (uint32_t)lock_find(h, cand[j]));
 		}
 	}
 done:

@@ -777,6 +777,39 @@ START_TEST(test_uid_lock_dies_with_its_hub)
 }
 END_TEST
 
+/* A uid some process runs as, with no hub's lock on it (a guest that
+ * outlived its hub, say), is not taken; once the process is gone it is. */
+START_TEST(test_uid_a_process_runs_as_is_not_taken)
+{
+	char keys[64], g[1100];
+	pid_t squatter;
+
+	if (geteuid() != 0)
+		return;
+	snprintf(keys, sizeof(keys), "guest_uids = %u-%u\n", LONE_UID, LONE_UID);
+	guest(g, sizeof(g), "solo", intruder(), NULL);
+	if ((squatter = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* it goes with the test */
+		if (setgroups(0, NULL) == 0 && setgid(LONE_UID) == 0 && setuid(LONE_UID) == 0)
+			for (;;)
+				pause();
+		_exit(126);
+	}
+	ck_assert_int_gt(squatter, 0);
+	for (double end = now_s() + 10; status_field(squatter, "Uid:") != (long)LONE_UID &&
+	     alive(squatter) && now_s() < end;)
+		sleep_ms(10);
+	ck_assert_int_eq(status_field(squatter, "Uid:"), LONE_UID);
+	expect_lone_uid_taken(keys, g);
+	ck_assert_int_eq(kill(squatter, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(squatter, NULL, 0), squatter);
+	hub_start_up(&hub, keys, g, "solo");
+	ck_assert(hub_wait_method(&hub, "solo.whoami") == 0);
+	ck_assert_int_eq(expect_own("solo"), LONE_UID);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_users(void);
 Suite *
 suite_users(void)
@@ -796,6 +829,7 @@ suite_users(void)
 	tcase_add_test(tc, test_hubd_not_root);
 	tcase_add_test(tc, test_uids_unique_across_hubs);
 	tcase_add_test(tc, test_uid_lock_dies_with_its_hub);
+	tcase_add_test(tc, test_uid_a_process_runs_as_is_not_taken);
 	suite_add_tcase(s, tc);
 	return s;
 }
