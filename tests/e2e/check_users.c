@@ -26,8 +26,9 @@
 
 #define NOBODY	65534		/* nobody, nogroup */
 #define UID_LOCK	"/run/hub/uids.lock"	/* hubd's HUB_UID_LOCK */
-/* A uid of the default range that no guest name here hashes to */
-#define LONE_UID	(CONFIG_GUEST_UIDS_LAST - 4242)
+/* A uid of the default range, this test's alone: past the ones the
+ * names here hash to, and another run's (another pid) only by chance */
+#define LONE_UID	(CONFIG_GUEST_UIDS_FIRST + 40000u + (uint32_t)getpid() % 20000u)
 
 static struct hub_proc hub, hub2;
 
@@ -676,17 +677,17 @@ START_TEST(test_uids_unique_across_hubs)
 }
 END_TEST
 
-/* Hub 2 with guest_uids = LONE_UID alone, and its one guest: that uid
+/* Hub 2 with guest_uids = lone-lone, and its one guest: that uid
  * is held elsewhere, so the guest runs as hubd's user, said why. */
 static void
-expect_lone_uid_taken(const char *keys, const char *guests)
+expect_lone_uid_taken(uint32_t lone, const char *keys, const char *guests)
 {
 	char why[96];
 	json_object *u;
 
 	hub_start_up(&hub2, keys, guests, "solo");
 	u = user_on(&hub2, "solo");
-	snprintf(why, sizeof(why), "no free uid in guest_uids %u-%u", LONE_UID, LONE_UID);
+	snprintf(why, sizeof(why), "no free uid in guest_uids %u-%u", lone, lone);
 	ck_assert_msg(strcmp(json_object_get_string(json_get(u, "as")), "hubd") == 0 &&
 		      strcmp(json_object_get_string(json_get(u, "why")), why) == 0,
 		      "hub 2's solo: %s", json_object_to_json_string(u));
@@ -725,24 +726,25 @@ wait_gone(int pid, const char *whose)
  * reload that drops the guest lets it go too. */
 START_TEST(test_uid_lock_dies_with_its_hub)
 {
+	const uint32_t lone = LONE_UID;
 	char keys[64], g[1100], msgs[1024], *out;
 	int pid;
 
 	if (geteuid() != 0)
 		return;
-	snprintf(keys, sizeof(keys), "guest_uids = %u-%u\n", LONE_UID, LONE_UID);
+	snprintf(keys, sizeof(keys), "guest_uids = %u-%u\n", lone, lone);
 	guest(g, sizeof(g), "solo", intruder(), NULL);
 	hub_start_up(&hub, keys, g, "solo");
 	ck_assert(hub_wait_method(&hub, "solo.whoami") == 0);
-	ck_assert_int_eq(expect_own("solo"), LONE_UID);
-	expect_lone_uid_taken(keys, g);
-	ck_assert(uid_locked(LONE_UID));
+	ck_assert_int_eq(expect_own("solo"), lone);
+	expect_lone_uid_taken(lone, keys, g);
+	ck_assert(uid_locked(lone));
 	/* stopped: no process runs as it, it is still hub 1's */
 	pid = hub_peer_int(&hub, "solo", "pid");
 	ck_assert_int_eq(hubctl(&hub, &out, "stop", "solo", (char *)NULL), 0);
 	free(out);
 	wait_gone(pid, "solo, stopped");
-	expect_lone_uid_taken(keys, g);
+	expect_lone_uid_taken(lone, keys, g);
 	ck_assert_int_eq(hubctl(&hub, &out, "start", "solo", (char *)NULL), 0);
 	free(out);
 	ck_assert(hub_wait_up(&hub, "solo", 10000) == 0);
@@ -751,28 +753,28 @@ START_TEST(test_uid_lock_dies_with_its_hub)
 	ck_assert_int_eq(kill(hub.pid, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(hub.pid, NULL, 0), hub.pid);
 	hub.pid = 0;
-	ck_assert_msg(!uid_locked(LONE_UID), "uid %u is still locked", LONE_UID);
+	ck_assert_msg(!uid_locked(lone), "uid %u is still locked", lone);
 	wait_gone(pid, "solo of the hub killed");
 	/* started again: the same uid, working; still not hub 2's */
 	ck_assert_msg(hub_restart(&hub) == 0, "hubd: %s", hub_log_tail(&hub));
 	ck_assert(hub_wait_up(&hub, "solo", 10000) == 0);
 	ck_assert(hub_wait_method(&hub, "solo.whoami") == 0);
-	ck_assert_int_eq(expect_own("solo"), LONE_UID);
-	expect_lone_uid_taken(keys, g);
+	ck_assert_int_eq(expect_own("solo"), lone);
+	expect_lone_uid_taken(lone, keys, g);
 	/* dropped by a reload: once it is gone, its uid is free for hub 2 */
 	pid = hub_peer_int(&hub, "solo", "pid");
 	ck_assert_int_eq(hub_write_conf(&hub, keys, ""), 0);
 	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 1, "reload: %s", msgs);
 	wait_gone(pid, "solo, dropped");
-	for (double end = now_s() + 10; uid_locked(LONE_UID) && now_s() < end;)
+	for (double end = now_s() + 10; uid_locked(lone) && now_s() < end;)
 		sleep_ms(10);
-	ck_assert_msg(!uid_locked(LONE_UID), "uid %u is still locked: %s", LONE_UID,
+	ck_assert_msg(!uid_locked(lone), "uid %u is still locked: %s", lone,
 		      hub_log_tail(&hub));
 	hub_start_up(&hub2, keys, g, "solo");
 	ck_assert(hub_wait_method(&hub2, "solo.whoami") == 0);
-	ck_assert_int_eq(expect_own_on(&hub2, "solo"), LONE_UID);
+	ck_assert_int_eq(expect_own_on(&hub2, "solo"), lone);
 	ck_assert_int_eq(hub_stop(&hub2), 0);
-	ck_assert(!uid_locked(LONE_UID));
+	ck_assert(!uid_locked(lone));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -781,31 +783,32 @@ END_TEST
  * outlived its hub, say), is not taken; once the process is gone it is. */
 START_TEST(test_uid_a_process_runs_as_is_not_taken)
 {
+	const uint32_t lone = LONE_UID;
 	char keys[64], g[1100];
 	pid_t squatter;
 
 	if (geteuid() != 0)
 		return;
-	snprintf(keys, sizeof(keys), "guest_uids = %u-%u\n", LONE_UID, LONE_UID);
+	snprintf(keys, sizeof(keys), "guest_uids = %u-%u\n", lone, lone);
 	guest(g, sizeof(g), "solo", intruder(), NULL);
 	if ((squatter = fork()) == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* it goes with the test */
-		if (setgroups(0, NULL) == 0 && setgid(LONE_UID) == 0 && setuid(LONE_UID) == 0)
+		if (setgroups(0, NULL) == 0 && setgid(lone) == 0 && setuid(lone) == 0)
 			for (;;)
 				pause();
 		_exit(126);
 	}
 	ck_assert_int_gt(squatter, 0);
-	for (double end = now_s() + 10; status_field(squatter, "Uid:") != (long)LONE_UID &&
+	for (double end = now_s() + 10; status_field(squatter, "Uid:") != (long)lone &&
 	     alive(squatter) && now_s() < end;)
 		sleep_ms(10);
-	ck_assert_int_eq(status_field(squatter, "Uid:"), LONE_UID);
-	expect_lone_uid_taken(keys, g);
+	ck_assert_int_eq(status_field(squatter, "Uid:"), lone);
+	expect_lone_uid_taken(lone, keys, g);
 	ck_assert_int_eq(kill(squatter, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(squatter, NULL, 0), squatter);
 	hub_start_up(&hub, keys, g, "solo");
 	ck_assert(hub_wait_method(&hub, "solo.whoami") == 0);
-	ck_assert_int_eq(expect_own("solo"), LONE_UID);
+	ck_assert_int_eq(expect_own("solo"), lone);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
