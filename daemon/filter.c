@@ -99,6 +99,8 @@ filter_args(void)
 {
 	int rc;
 
+	/* any flag's bit, whatever the others (the kernel reads the low
+	 * 32 bits: the mask has none above) */
 	for (size_t i = 0; i < sizeof(clone_new) / sizeof(clone_new[0]); i++)
 		if ((rc = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
 		    SCMP_CMP(CLONE_FLAGS, SCMP_CMP_MASKED_EQ, clone_new[i], clone_new[i]))) != 0)
@@ -122,9 +124,10 @@ filter_args(void)
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, set | clear, set))) != 0)
 			return rc;
 	}
-	/* the hypervisor's sockets, which Docker refuses too */
+	/* the hypervisor's sockets, which Docker refuses too; the family
+	 * is an int: whatever the register holds past its 32 bits */
 	return seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-	    SCMP_A0(SCMP_CMP_EQ, AF_VSOCK));
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, AF_VSOCK));
 }
 
 int

@@ -402,7 +402,7 @@ START_TEST(test_escapes_filtered)
 			 "newnet=EPERM newcgroup=EPERM newuser+ns+net=EPERM clone3=ENOSYS "
 			 "io_uring_setup=EPERM io_uring_enter=EPERM io_uring_register=EPERM "
 			 "personality=EPERM personality_hi=EPERM pidfd_getfd=EPERM "
-			 "sethostname=EPERM fanotify_init=EPERM vsock=EPERM x32=SIGSYS "
+			 "sethostname=EPERM fanotify_init=EPERM vsock=EPERM vsock_hi=EPERM x32=SIGSYS "
 			 "int80=" INT80 "\n");
 	free(out);
 	/* without the filter the same calls pass (or fail on their

@@ -21,9 +21,10 @@
  *			(newns=...), clone3, the io_uring calls,
  *			personality(READ_IMPLIES_EXEC) and with bits past
  *			32, pidfd_getfd, sethostname, fanotify_init, an
- *			AF_VSOCK socket; and, in a child, a call of the x32
- *			and of the i386 ABI: x32= and int80= say how the
- *			child ended (SIGSYS, or exit)
+ *			AF_VSOCK socket (also with bits past the int's);
+ *			and, in a child, a call of the x32 and of the i386
+ *			ABI: x32= and int80= say how the child ended
+ *			(SIGSYS, or exit)
  *   work		what every plugin may need, under the same filter:
  *			a thread, fork, posix_spawn of /bin/true, the
  *			personality's query and PER_LINUX: each ok or ERRNO */
@@ -361,6 +362,11 @@ escape(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	if ((fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0)
 		close(fd);
 	note_r(out, sizeof(out), "vsock", fd, errno);
+	errno = 0;	/* the kernel reads an int: AF_VSOCK */
+	if ((r = syscall(SYS_socket, 0xffffffff00000000UL | AF_VSOCK,
+			 SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0)
+		close((int)r);
+	note_r(out, sizeof(out), "vsock_hi", r, errno);
 	snprintf(out + strlen(out), sizeof(out) - strlen(out), " x32=%s int80=%s", foreign(0),
 		 foreign(1));
 	reply_str(c, out);
