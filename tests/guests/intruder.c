@@ -15,7 +15,20 @@
  *			itself (so that only the filter can say no):
  *			process_vm_readv of its own memory, unshare of a
  *			mount namespace, keyctl, perf_event_open: each
- *			NAME=ok or NAME=ERRNO */
+ *			NAME=ok or NAME=ERRNO
+ *   escape		more of the same, with arguments no filter-less
+ *			call lets change anything (a sethostname that is
+ *			too long): clone with each CLONE_NEW* flag
+ *			(newns=...), clone3, the io_uring calls,
+ *			personality(READ_IMPLIES_EXEC) and with bits past
+ *			32, pidfd_getfd, sethostname, fanotify_init, an
+ *			AF_VSOCK socket (also with bits past the int's);
+ *			and, in a child, a call of the x32 and of the i386
+ *			ABI: x32= and int80= say how the child ended
+ *			(SIGSYS, or exit)
+ *   work		what every plugin may need, under the same filter:
+ *			a thread, fork, posix_spawn of /bin/true, the
+ *			personality's query and PER_LINUX: each ok or ERRNO */
 #include <dirent.h>
 #include <err.h>
 #include <errno.h>
@@ -24,13 +37,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sched.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "guest.h"
@@ -63,6 +83,10 @@ err_name(int err)
 	case ESRCH: return "ESRCH";
 	case ENOENT: return "ENOENT";
 	case ENXIO: return "ENXIO";
+	case ENOSYS: return "ENOSYS";
+	case EINVAL: return "EINVAL";
+	case EBADF: return "EBADF";
+	case EAFNOSUPPORT: return "EAFNOSUPPORT";
 	default:
 		snprintf(other, sizeof(other), "errno%d", err);
 		return other;
@@ -217,6 +241,181 @@ kernel(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_str(c, out);
 }
 
+/* " name=OUTCOME" of a system call's result r (ok when r >= 0). */
+static void
+note_r(char *out, size_t len, const char *name, long r, int err)
+{
+	errno = err;
+	note(out, len, name, r >= 0);
+}
+
+/* A clone or clone3 that made a child: it leaves at once. */
+static long
+reap(long r)
+{
+	if (r == 0)
+		_exit(0);
+	if (r > 0)
+		waitpid((pid_t)r, NULL, 0);
+	return r;
+}
+
+/* In a child: the call of another ABI (x32: the number with bit 30, the
+ * i386 ABI: int 0x80), then exit 0; "SIGSYS" when the filter ended it. */
+static const char *
+foreign(int i386)
+{
+	pid_t pid;
+	int st;
+
+	if ((pid = fork()) < 0)
+		return err_name(errno);
+	if (pid == 0) {
+		struct rlimit none = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &none);	/* no core file for the test */
+		prctl(PR_SET_DUMPABLE, 0);
+		if (!i386) {
+			syscall(0x40000000 | SYS_getpid);
+		} else {
+#if defined(__x86_64__)
+			long r = 20;	/* getpid */
+
+			__asm__ volatile("int $0x80" : "+a"(r) : : "memory");
+#endif
+		}
+		_exit(0);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return err_name(errno);
+	if (WIFSIGNALED(st))
+		return WTERMSIG(st) == SIGSYS ? "SIGSYS" : "signal";
+	return "exit";
+}
+
+static void
+escape(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static const struct {
+		const char	*name;
+		unsigned long	 flag;
+	} ns[] = {
+		{ "newns", CLONE_NEWNS }, { "newuts", CLONE_NEWUTS },
+		{ "newipc", CLONE_NEWIPC }, { "newuser", CLONE_NEWUSER },
+		{ "newpid", CLONE_NEWPID }, { "newnet", CLONE_NEWNET },
+		{ "newcgroup", CLONE_NEWCGROUP },
+		{ "newuser+ns+net", CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET },
+	};
+	struct {	/* clone3's struct clone_args, as of Linux 5.3 */
+		uint64_t flags, pidfd, child_tid, parent_tid, exit_signal;
+		uint64_t stack, stack_size, tls;
+	} ca = { .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD };
+	uint64_t params[16] = { 0 };	/* struct io_uring_params, 120 bytes */
+	char out[1024] = "", name[256];
+	long r, was;
+	int fd;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		errno = 0;
+		r = reap(syscall(SYS_clone, ns[i].flag | SIGCHLD, NULL, NULL, NULL, NULL));
+		note_r(out, sizeof(out), ns[i].name, r, errno);
+	}
+	errno = 0;
+	r = reap(syscall(SYS_clone3, &ca, sizeof(ca)));
+	note_r(out, sizeof(out), "clone3", r, errno);
+	errno = 0;
+	if ((r = syscall(SYS_io_uring_setup, 8, params)) >= 0)
+		close((int)r);
+	note_r(out, sizeof(out), "io_uring_setup", r, errno);
+	errno = 0;
+	r = syscall(SYS_io_uring_enter, -1, 0, 0, 0, NULL, 0);
+	note_r(out, sizeof(out), "io_uring_enter", r, errno);
+	errno = 0;
+	r = syscall(SYS_io_uring_register, -1, 0, NULL, 0);
+	note_r(out, sizeof(out), "io_uring_register", r, errno);
+	was = syscall(SYS_personality, 0xffffffffUL);
+	errno = 0;
+	r = syscall(SYS_personality, (unsigned long)READ_IMPLIES_EXEC);
+	note_r(out, sizeof(out), "personality", r, errno);
+	syscall(SYS_personality, (unsigned long)was);
+	errno = 0;	/* the kernel reads 32 bits: PER_LINUX */
+	r = syscall(SYS_personality, 0x100000000UL);
+	note_r(out, sizeof(out), "personality_hi", r, errno);
+	syscall(SYS_personality, (unsigned long)was);
+	errno = 0;
+	if ((fd = (int)syscall(SYS_pidfd_open, getpid(), 0)) >= 0) {
+		if ((r = syscall(SYS_pidfd_getfd, fd, 0, 0)) >= 0)
+			close((int)r);
+		note_r(out, sizeof(out), "pidfd_getfd", r, errno);
+		close(fd);
+	} else {
+		note_r(out, sizeof(out), "pidfd_open", -1, errno);
+	}
+	memset(name, 'x', sizeof(name));
+	errno = 0;	/* 65 bytes: EINVAL, had it passed */
+	r = sethostname(name, 65);
+	note_r(out, sizeof(out), "sethostname", r, errno);
+	errno = 0;	/* no such flags: EINVAL, had it passed */
+	r = syscall(SYS_fanotify_init, 0xffffffffUL, 0);
+	note_r(out, sizeof(out), "fanotify_init", r, errno);
+	errno = 0;
+	if ((fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0)
+		close(fd);
+	note_r(out, sizeof(out), "vsock", fd, errno);
+	errno = 0;	/* the kernel reads an int: AF_VSOCK */
+	if ((r = syscall(SYS_socket, 0xffffffff00000000UL | AF_VSOCK,
+			 SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0)
+		close((int)r);
+	note_r(out, sizeof(out), "vsock_hi", r, errno);
+	snprintf(out + strlen(out), sizeof(out) - strlen(out), " x32=%s int80=%s", foreign(0),
+		 foreign(1));
+	reply_str(c, out);
+}
+
+static void *
+thread_main(void *arg)
+{
+	return arg;
+}
+
+static void
+work(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	char *const argv[] = { "true", NULL };
+	char out[256] = "";
+	pthread_t t;
+	pid_t pid;
+	long was;
+	int rc, st = -1;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	if ((rc = pthread_create(&t, NULL, thread_main, NULL)) == 0)
+		pthread_join(t, NULL);
+	errno = rc;
+	note(out, sizeof(out), "thread", rc == 0);
+	if ((pid = fork()) == 0)
+		_exit(7);
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	note(out, sizeof(out), "fork", pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 7);
+	st = -1;
+	if ((rc = posix_spawn(&pid, "/bin/true", NULL, NULL, argv, NULL)) == 0)
+		waitpid(pid, &st, 0);
+	errno = rc;
+	note(out, sizeof(out), "spawn", rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	errno = 0;
+	was = personality(0xffffffff);
+	note(out, sizeof(out), "personality_query", was != -1);
+	errno = 0;
+	note(out, sizeof(out), "personality_linux", personality(PER_LINUX) != -1);
+	reply_str(c, out);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -225,6 +424,8 @@ main(int argc, char *argv[])
 		{ "control", "str,str->str", control },
 		{ "whoami", "->str", whoami },
 		{ "kernel", "->str", kernel },
+		{ "escape", "->str", escape },
+		{ "work", "->str", work },
 	};
 	struct guest *g;
 	const char *why;
