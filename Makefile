@@ -187,7 +187,8 @@ $(B)/hubd: $(B)/daemon/hubd.o $(DAEMON_LIB) $(PROTO_LIB)
 $(B)/hub-run: scripts/hub-run.sh
 	@mkdir -p $(@D)
 	install -m 755 $< $@
-$(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/poolfig.o $(PROTO_LIB)
+$(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/poolfig.o \
+		$(B)/daemon/escape.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
 # Static libguest: hub-nats is installed beside hubd, not with the examples

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "bridge/bridge.h"
+#include "proto/method.h"
 
 static const struct {
 	const char	*word;
@@ -65,6 +66,9 @@ br_log(const char *fmt, ...)
 int
 br_subject_part_ok(const char *s, size_t n, int dots)
 {
+	/* a method's name: the one rule hubd registers by */
+	if (dots)
+		return hp_method_name_refused(s, n) == NULL;
 	if (n == 0 || n > BR_NAME_MAX || s[0] == '.' || s[n - 1] == '.')
 		return 0;
 	for (size_t i = 0; i < n; i++) {

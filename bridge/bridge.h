@@ -199,9 +199,10 @@ int		br_status_of(const char *word);
 /* Every subscription's callback, on a libnats thread: hands m over. */
 void	br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure);
 
-/* Whether s[0..n) can stand in a NATS subject: 1 to 63 bytes, no blank,
- * control, '*' or '>'; dots between tokens if dots (a method's name),
- * none if not (a hub's). */
+/* Whether s[0..n) can stand in a NATS subject: with dots a method's name
+ * as hubd registers them (hp_method_name_refused: A-Z a-z 0-9 _ . -,
+ * dots between parts), without a hub's name: 1 to 63 bytes, no blank,
+ * control, '*', '>' or dot. */
 int	br_subject_part_ok(const char *s, size_t n, int dots);
 
 uint64_t br_now_ns(void);

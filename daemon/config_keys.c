@@ -25,6 +25,7 @@
 #include "daemon/config_parser.h"
 #include "daemon/size.h"
 #include "proto/builtin.h"
+#include "proto/method.h"
 
 #define ARGS_MAX	64
 #define PROVIDES_MAX	64	/* patterns in one provides = */
@@ -672,24 +673,16 @@ fail:
 }
 
 /* One pattern of provides, s[0..n): a method name ("kv.get") or a
- * prefix ("kv.*": every name that begins with "kv." and goes on), of
- * A-Z a-z 0-9 _ . - with no empty part between dots, and no longer than
- * the names it stands for (HP_METHOD_NAME_MAX). Nothing else: no bare
- * "*", no "*" inside or after anything but a dot. */
+ * prefix ("kv.*": every name that begins with "kv." and goes on), the
+ * name or prefix one that hub.register takes (hp_method_name_refused),
+ * and no longer than the names it stands for (HP_METHOD_NAME_MAX).
+ * Nothing else: no bare "*", no "*" inside or after anything but a dot. */
 static int
 pattern_ok(const char *s, size_t n)
 {
 	size_t len = n >= 2 && s[n - 2] == '.' && s[n - 1] == '*' ? n - 2 : n;
 
-	if (len == 0 || n > HP_METHOD_NAME_MAX || s[0] == '.' || s[len - 1] == '.')
-		return 0;
-	for (size_t i = 0; i < len; i++) {
-		if (!isalnum((unsigned char)s[i]) && strchr("_.-", s[i]) == NULL)
-			return 0;
-		if (s[i] == '.' && s[i + 1] == '.')
-			return 0;
-	}
-	return 1;
+	return n <= HP_METHOD_NAME_MAX && hp_method_name_refused(s, len) == NULL;
 }
 
 /* The next item of a comma-separated list at *s, blanks around it cut:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubd's log lines (log.h): one writer for every level, a priority prefix
- * when stderr is journald's, debug lines only with -v. */
+ * when stderr is journald's, debug lines only with -v, each line escaped. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 
 #include <bsd/string.h>
 
+#include "daemon/escape.h"
 #include "daemon/log.h"
 
 static int log_verbose;
@@ -23,11 +24,14 @@ log_init(int verbose, const char *progname)
 	log_journal = getenv("JOURNAL_STREAM") != NULL;
 }
 
-/* One write per line, so lines from several writers never interleave. */
+/* One write per line, so lines from several writers never interleave.
+ * The line is escaped whole (escape.c): whatever a guest or a client
+ * put in it (a name, a reason, a line it logs) can neither end it early,
+ * and forge a line of ours or a journal entry, nor drive a terminal. */
 static void
 vlog(int prio, const char *fmt, va_list ap, const char *suffix)
 {
-	char buf[1024];
+	char msg[1024], buf[4 * sizeof(msg) + 64];
 	size_t len;
 
 	if (prio == LOG_DEBUG && !log_verbose)
@@ -37,12 +41,13 @@ vlog(int prio, const char *fmt, va_list ap, const char *suffix)
 	else
 		snprintf(buf, sizeof(buf), "%s: %s", log_prog,
 			 prio <= LOG_CRIT ? "fatal: " : "");
-	len = strlen(buf);
-	vsnprintf(buf + len, sizeof(buf) - len, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (suffix != NULL) {
-		len = strlen(buf);
-		snprintf(buf + len, sizeof(buf) - len, ": %s", suffix);
+		len = strlen(msg);
+		snprintf(msg + len, sizeof(msg) - len, ": %s", suffix);
 	}
+	len = strlen(buf);
+	escape_text(buf + len, sizeof(buf) - len, msg, strlen(msg), 0);
 	fprintf(stderr, "%s\n", buf);
 }
 

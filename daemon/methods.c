@@ -124,10 +124,8 @@ methods_add(struct hub *h, const char *name, const char *signature,
 	size_t n = strlen(name);
 	uint64_t id = hp_method_id(name, n);
 
-	if (n == 0 || n > HP_METHOD_NAME_MAX) {
-		*why = HP_SVC_REG_BAD_NAME;
+	if ((*why = hp_method_name_refused(name, n)) != NULL)
 		return -EINVAL;
-	}
 	/* a guest registers its own names only, by the config its
 	 * instance started with (doc/security.md) */
 	if (owner != 0 && (p == NULL || p->conf == NULL || !config_guest_covers(p->conf, name))) {

@@ -313,6 +313,119 @@ scalar_in(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len)
 	return 0;
 }
 
+static int json_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
+		   json_object *j, char *why, size_t cap);
+
+/* A map from a JSON object. Two keys that differ as text but not as
+ * values ("1" and "01" for a u64, "a" and "base64:YQ==" for bytes) are
+ * refused as one key given twice: the callee would get the same key
+ * twice (the same text twice is refused before, dup_key). */
+static int
+map_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *j,
+       char *why, size_t cap)
+{
+	json_object *seen = json_object_new_object();
+	char sub[512], *hex = NULL;
+	int rc = 0;
+
+	if (seen == NULL)
+		return -ENOMEM;
+	hp_pc_put_seq_len(e, (size_t)json_object_object_length(j));
+	json_object_object_foreach(j, key, val) {
+		size_t k0 = e->len;
+
+		if (e->err != 0)
+			break;
+		if (scalar_in(e, sig->node[at + 1].type, key, strlen(key)) != 0) {
+			wrong(sig, (uint8_t)(at + 1), sub, sizeof(sub), NULL);
+			rc = wrong(sig, at, why, cap, "key \"%.64s\" %s", key, sub);
+			break;
+		}
+		if (e->err != 0)
+			break;
+		/* the key's postcard bytes, in hex, as a key of seen */
+		if ((hex = malloc(2 * (e->len - k0) + 1)) == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t i = k0; i < e->len; i++)
+			snprintf(hex + 2 * (i - k0), 3, "%02x", e->buf[i]);
+		hex[2 * (e->len - k0)] = '\0';
+		if (json_object_object_get_ex(seen, hex, NULL)) {
+			rc = wrong(sig, at, why, cap, "key \"%.64s\" given twice (as another "
+				   "text of the same value)", key);
+			break;
+		}
+		json_object_object_add(seen, hex, NULL);
+		free(hex);
+		hex = NULL;
+		if (json_in(e, sig, hp_sig_child(sig, at, 1), val, sub, sizeof(sub)) != 0) {
+			rc = wrong(sig, at, why, cap, "the value of \"%.64s\" %s", key, sub);
+			break;
+		}
+	}
+	free(hex);
+	json_object_put(seen);
+	return rc;
+}
+
+/* A key given twice in one object of text (len bytes, valid JSON): 1
+ * and the key (decoded, cut to fit) in key; 0 if none. json-c keeps the
+ * last of such keys and says nothing, so the text is read again here:
+ * each object's keys as json-c decodes them, into a set per object. */
+static int
+dup_key(const char *text, size_t len, char *key, size_t cap)
+{
+	json_object *stack[HP_SIG_MAX_DEPTH + 2];	/* a set per object; NULL: array */
+	json_tokener *tok = json_tokener_new();
+	int depth = 0, want_key = 0, dup = 0;
+
+	if (tok == NULL)
+		return 0;	/* json_in reads the text: it will fail there too */
+	for (size_t i = 0; i < len && !dup; i++) {
+		char c = text[i];
+
+		if (c == '"') {
+			size_t end = i + 1;
+			json_object *k;
+
+			while (end < len && text[end] != '"')
+				end += text[end] == '\\' ? 2 : 1;
+			if (want_key && depth > 0 && stack[depth - 1] != NULL) {
+				json_tokener_reset(tok);
+				k = json_tokener_parse_ex(tok, text + i, (int)(end + 1 - i));
+				if (k != NULL) {
+					const char *ks = json_object_get_string(k);
+
+					if (json_object_object_get_ex(stack[depth - 1], ks, NULL)) {
+						snprintf(key, cap, "%s", ks);
+						dup = 1;
+					} else {
+						json_object_object_add(stack[depth - 1], ks, NULL);
+					}
+					json_object_put(k);
+				}
+				want_key = 0;
+			}
+			i = end;
+		} else if (c == '{' || c == '[') {
+			if (depth == (int)(sizeof(stack) / sizeof(stack[0])))
+				break;	/* deeper than json-c took it: never */
+			stack[depth++] = c == '{' ? json_object_new_object() : NULL;
+			want_key = c == '{';
+		} else if ((c == '}' || c == ']') && depth > 0) {
+			json_object_put(stack[--depth]);
+			want_key = 0;
+		} else if (c == ',' && depth > 0) {
+			want_key = stack[depth - 1] != NULL;
+		}
+	}
+	while (depth > 0)
+		json_object_put(stack[--depth]);
+	json_tokener_free(tok);
+	return dup;
+}
+
 static int
 json_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *j,
 	char *why, size_t cap)
@@ -381,18 +494,7 @@ json_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *
 	case HP_T_MAP:
 		if (!json_object_is_type(j, json_type_object))
 			return wrong(sig, at, why, cap, "not a JSON object");
-		hp_pc_put_seq_len(e, (size_t)json_object_object_length(j));
-		json_object_object_foreach(j, key, val) {
-			if (e->err != 0)
-				break;
-			if (scalar_in(e, sig->node[at + 1].type, key, strlen(key)) != 0) {
-				wrong(sig, (uint8_t)(at + 1), sub, sizeof(sub), NULL);
-				return wrong(sig, at, why, cap, "key \"%.64s\" %s", key, sub);
-			}
-			if (json_in(e, sig, hp_sig_child(sig, at, 1), val, sub, sizeof(sub)) != 0)
-				return wrong(sig, at, why, cap, "the value of \"%.64s\" %s", key, sub);
-		}
-		return 0;
+		return map_in(e, sig, at, j, why, cap);
 	}
 	return wrong(sig, at, why, cap, NULL);
 }
@@ -442,6 +544,7 @@ pcjson_encode_arg(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
 	uint8_t t = sig->node[at].type;
 	json_tokener *tok;
 	json_object *j;
+	char key[80];
 	int rc;
 
 	if (sig->node[at].n == 0 || t == HP_T_CHAN) {
@@ -463,6 +566,8 @@ pcjson_encode_arg(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
 		rc = wrong(sig, at, why, cap, "more after the JSON value");
 	} else if (!ints_fit(text, len)) {
 		rc = wrong(sig, at, why, cap, "a number larger than 64 bits");
+	} else if (memchr(text, '{', len) != NULL && dup_key(text, len, key, sizeof(key))) {
+		rc = wrong(sig, at, why, cap, "key \"%.64s\" given twice in one object", key);
 	} else {
 		rc = json_in(e, sig, at, j, why, cap);
 		rc = rc != 0 ? rc : e->err;

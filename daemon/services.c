@@ -91,8 +91,16 @@ svc_register(struct hub *h, struct peer *p, const struct origin *o,
 		answer_error(h, o, HP_ERR_USER, "only guests register methods");
 		return;
 	}
-	if (d.err != 0 || nlen >= sizeof(nbuf) || slen >= sizeof(sbuf)) {
+	if (d.err != 0 || slen >= sizeof(sbuf)) {
 		answer_error(h, o, HP_ERR_USER, "name or signature too long");
+		return;
+	}
+	/* the bytes as sent, a NUL among them too: the name is logged, listed
+	 * and printed (proto/method.h); the log line escapes it (log.c) */
+	if ((why = hp_method_name_refused(name, nlen)) != NULL) {
+		log_warnx("guest %s: may not register \"%.*s\": %s", p->conf->name,
+			  (int)(nlen < sizeof(nbuf) ? nlen : sizeof(nbuf) - 1), name, why);
+		answer_error(h, o, HP_ERR_USER, why);
 		return;
 	}
 	memcpy(nbuf, name, nlen);

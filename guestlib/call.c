@@ -570,6 +570,8 @@ register_error(const char *why)
 		return -ENOSPC;
 	if (strcmp(why, HP_SVC_REG_NOT_YOURS) == 0)
 		return -EPERM;
+	if (strncmp(why, HP_METHOD_NAME_BAD, strlen(HP_METHOD_NAME_BAD)) == 0)
+		return -EINVAL;
 	return -EREMOTEIO;
 }
 
@@ -591,7 +593,7 @@ register_method(struct guest *g, const char *name, const char *signature,
 		return -EINVAL;
 	if (n > HP_METHOD_NAME_MAX)
 		return -ENAMETOOLONG;
-	if (hp_sig_parse(signature, &sig, &why) != 0)
+	if (hp_method_name_refused(name, n) != NULL || hp_sig_parse(signature, &sig, &why) != 0)
 		return -EINVAL;
 	id = hp_method_id(name, n);
 	for (uint32_t i = 0; i < g->nmethods; i++)

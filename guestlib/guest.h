@@ -94,9 +94,11 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
  * decode the result: "ARG,ARG->RET" with types str, bytes, u64, i64, bool,
  * unit and, as an argument, chan<T> (a channel the caller receives items
  * of type T on). Errors are always str.
- * Checked here, before asking the host: -EINVAL for an empty name (or
- * NULL name or fn) or a malformed signature, -ENAMETOOLONG for a name over
- * 63 bytes. The host's refusals: -EPERM the name is not one of this
+ * A name is 1 to 63 bytes of A-Z a-z 0-9 _ . - in parts between dots,
+ * none empty (no dot first or last, no two in a row).
+ * Checked here, before asking the host: -EINVAL for a name that is not
+ * one (or NULL name or fn) or a malformed signature, -ENAMETOOLONG for a
+ * name over 63 bytes. The host's refusals: -EPERM the name is not one of this
  * guest's (a guest registers NAME.*, NAME its [guest NAME] section's, and
  * what its section's provides = lists), -EEXIST the name is taken,
  * -ENOSPC this guest has as many methods as the host allows, -EREMOTEIO

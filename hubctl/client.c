@@ -153,17 +153,19 @@ int
 client_failed(const struct ctl *ctl, json_object *a)
 {
 	json_object *detail = get(a, "detail");
-	const char *error = get(a, "error") != NULL ? text(a, "error") :
-		"hubd said no, without a reason", *label;
+	const char *error, *label;
 
 	if (json_object_get_boolean(get(a, "ok")))
 		return 0;
-	label = kind_label(get(a, "kind") != NULL ? text(a, "kind") : NULL, error);
-	if (ctl->json)
+	if (ctl->json) {	/* as hubd sent it: text() escapes in place */
 		printf("%s\n", json_object_to_json_string_ext(a, JSON_OUT_FLAGS));
-	else
-		fprintf(stderr, "hubctl: %s%s%s%s%s\n", label ? label : "", label ? ": " : "",
-			error, detail ? ": " : "", detail ? json_object_get_string(detail) : "");
+		json_object_put(a);
+		return 1;
+	}
+	error = get(a, "error") != NULL ? text(a, "error") : "hubd said no, without a reason";
+	label = kind_label(get(a, "kind") != NULL ? text(a, "kind") : NULL, error);
+	fprintf(stderr, "hubctl: %s%s%s%s%s\n", label ? label : "", label ? ": " : "",
+		error, detail ? ": " : "", detail ? shown(detail) : "");
 	json_object_put(a);
 	return 1;
 }

@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "daemon/control.h"
+#include "daemon/escape.h"
 #include "daemon/jsonout.h"
 #include "daemon/request.h"
 #include "daemon/size.h"
@@ -122,7 +123,7 @@ peer_detail(const struct ctl *ctl, json_object *p)
 		printf("  (start = manual: 'hubctl ticket %s' says how to start it)\n",
 		       text(p, "name"));
 	if (*text(p, "note") != '\0')	/* what it says of itself (hub.describe) */
-		printf("note: %s\n", printable(buf, sizeof(buf), text(p, "note")));
+		printf("note: %s\n", text(p, "note"));
 	printf("pid: %d\n", json_object_get_int(get(p, "pid")));
 	printf("epoch: %" PRId64 "\n", json_object_get_int64(get(p, "epoch")));
 	printf("uptime: %s\n", duration_text(buf, sizeof(buf), json_ns(get(p, "uptime_s"), HP_NS_PER_S)));
@@ -171,7 +172,7 @@ peer_detail(const struct ctl *ctl, json_object *p)
 	if (json_object_is_type(args, json_type_array) && json_object_array_length(args) > 0) {
 		printf("args:");
 		for (size_t i = 0; i < json_object_array_length(args); i++)
-			printf(" %s", json_object_get_string(json_object_array_get_idx(args, i)));
+			printf(" %s", shown(json_object_array_get_idx(args, i)));
 		printf("\n");
 	}
 	for (size_t i = 0; json_object_is_type(deaths, json_type_array) &&
@@ -245,7 +246,7 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		       json_object_get_int(get(p, "channels_open")), last);
 		/* what it says of itself (hub.describe), under its row */
 		if (*text(p, "note") != '\0')
-			printf("  note: %s\n", printable(last, sizeof(last), text(p, "note")));
+			printf("  note: %s\n", text(p, "note"));
 	}
 	json_object_put(a);
 	return 0;
@@ -255,7 +256,6 @@ int
 hubctl_methods(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a, *ms;
-	char buf[512];
 	int rc, where = 0;
 
 	(void)argc;
@@ -277,7 +277,7 @@ hubctl_methods(struct ctl *ctl, int argc, char **argv)
 
 		if (*text(m, "where") != '\0')
 			printf("%-24s %-28s %-16s %s\n", text(m, "name"), text(m, "signature"),
-			       text(m, "owner"), printable(buf, sizeof(buf), text(m, "where")));
+			       text(m, "owner"), text(m, "where"));
 		else
 			printf("%-24s %-28s %s\n", text(m, "name"), text(m, "signature"),
 			       text(m, "owner"));
@@ -362,7 +362,7 @@ hubctl_status(struct ctl *ctl, int argc, char **argv)
 		if (is_size || strcmp(key, "uptime_s") == 0 || strcmp(key, "heartbeat_interval_ns") == 0)
 			continue;
 		if (strcmp(key, "pool_classes") != 0) {
-			printf("%-22s %s\n", key, json_object_get_string(val));
+			printf("%-22s %s\n", key, shown(val));
 			continue;
 		}
 		/* each zone's pool has these classes: slot size x slots per
@@ -423,18 +423,26 @@ hubctl_version(struct ctl *ctl, int argc, char **argv)
 	return 0;
 }
 
-/* A value printed for people: strings as they are (ending in a newline),
- * the rest as JSON. */
+/* A value printed for people: strings as they are (ending in a newline)
+ * but for their control characters, escaped as in every table (a
+ * guest's result could drive the terminal otherwise; -j gives the bytes),
+ * newlines and tabs kept; the rest as JSON. */
 static void
 print_value(json_object *v)
 {
 	if (json_object_is_type(v, json_type_string)) {
 		const char *s = json_object_get_string(v);
 		size_t n = (size_t)json_object_get_string_len(v);	/* NULs too */
+		char *buf = malloc(4 * n + 1);
 
-		fwrite(s, 1, n, stdout);
-		if (n == 0 || s[n - 1] != '\n')
+		if (buf == NULL)
+			err(2, NULL);
+		escape_text(buf, 4 * n + 1, s, n, ESCAPE_KEEP_NL);
+		n = strlen(buf);
+		fwrite(buf, 1, n, stdout);
+		if (n == 0 || buf[n - 1] != '\n')
 			putchar('\n');
+		free(buf);
 	}
 	else if (v != NULL)
 		printf("%s\n", json_object_to_json_string_ext(v, JSON_OUT_FLAGS));
@@ -623,7 +631,7 @@ hubctl_reload(struct ctl *ctl, int argc, char **argv)
 	}
 	for (size_t i = 0; json_object_is_type(msgs, json_type_array) &&
 	     i < json_object_array_length(msgs); i++)
-		printf("%s\n", json_object_get_string(json_object_array_get_idx(msgs, i)));
+		printf("%s\n", shown(json_object_array_get_idx(msgs, i)));
 	if (client_failed(ctl, a))
 		return 1;
 	json_object_put(a);
@@ -814,8 +822,7 @@ hubctl_pool(struct ctl *ctl, int argc, char **argv)
 	if (validate) {
 		problems = list(a, "problems");
 		for (size_t i = 0; i < json_object_array_length(problems); i++)
-			printf("PROBLEM: %s\n",
-			       json_object_get_string(json_object_array_get_idx(problems, i)));
+			printf("PROBLEM: %s\n", shown(json_object_array_get_idx(problems, i)));
 		printf("validate: %s\n", valid ? "valid" : "broken");
 	}
 	json_object_put(a);

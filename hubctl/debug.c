@@ -53,7 +53,7 @@ hubctl_logs(struct ctl *ctl, int argc, char **argv)
 		return rc;
 	ls = list(a, "lines");
 	for (size_t i = 0; i < json_object_array_length(ls); i++)
-		printf("%s\n", json_object_get_string(json_object_array_get_idx(ls, i)));
+		printf("%s\n", shown(json_object_array_get_idx(ls, i)));
 	json_object_put(a);
 	return 0;
 }

@@ -143,7 +143,7 @@ domains_fetch(struct ctl *ctl, struct domains *d)
 		domains_fail(d, "hubd refused the domains: %s%s%s",
 			     get(d->answer, "error") != NULL ? text(d->answer, "error") :
 			     "without a reason", detail ? ": " : "",
-			     detail ? json_object_get_string(detail) : "");
+			     detail ? shown(detail) : "");
 	}
 	d->list = get(d->answer, "domains");
 	mg = json_object_get_int64(get(d->answer, "max_guests"));

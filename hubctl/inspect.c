@@ -733,7 +733,7 @@ hubctl_inspect(struct ctl *ctl, int argc, char **argv)
 	if (json_object_array_length(f.domains) + json_object_array_length(f.pools) > 0)
 		printf("\n");
 	for (size_t i = 0; i < json_object_array_length(f.problems); i++)
-		printf("PROBLEM: %s\n", json_object_get_string(json_object_array_get_idx(f.problems, i)));
+		printf("PROBLEM: %s\n", shown(json_object_array_get_idx(f.problems, i)));
 	printf("invariants: %s\n", rc == 0 ? "ok" : "broken");
 	json_object_put(o);
 	return rc;

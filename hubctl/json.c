@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* hubctl's reading of hubd's answers: a key's value as JSON, text, a
- * number or a list, and an answer printed as the JSON it is. */
+/* hubctl's reading of hubd's answers: a key's value as JSON, text for
+ * people (escaped: the one place), a number or a list, and an answer
+ * printed as the JSON it is. */
 #include <err.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <json-c/json.h>
 
+#include "daemon/escape.h"
 #include "daemon/jsonout.h"
 #include "hubctl/hubctl.h"
 
@@ -18,34 +22,37 @@ get(json_object *o, const char *key)
 	return v;
 }
 
-/* o[key] as text, "" when it is not there. */
+/* v's text for people: a string escaped (daemon/escape.h) in v itself,
+ * once, so that what a guest said (a method's name, a reason, a note, a
+ * line of its output) never reaches a terminal raw; whatever calls it
+ * after, -j included, gets the escaped text. It lives as long as v. */
+const char *
+shown(json_object *v)
+{
+	const char *s = json_object_get_string(v);
+	size_t n, cap;
+	char *buf;
+
+	if (s == NULL)
+		return "";
+	if (!json_object_is_type(v, json_type_string))
+		return s;	/* json-c's own text of a number, true, ... */
+	n = (size_t)json_object_get_string_len(v);	/* NULs too */
+	cap = 4 * n + 1;
+	if ((buf = malloc(cap)) == NULL)
+		err(2, NULL);
+	escape_text(buf, cap, s, n, 0);
+	if (strlen(buf) != n || memcmp(buf, s, n) != 0)
+		json_object_set_string(v, buf);
+	free(buf);
+	return json_object_get_string(v);
+}
+
+/* o[key] as text for people (shown), "" when it is not there. */
 const char *
 text(json_object *o, const char *key)
 {
-	const char *s = json_object_get_string(get(o, key));
-
-	return s != NULL ? s : "";
-}
-
-/* s for a terminal: each control character (C0, DEL, C1 in UTF-8)
- * as '?', cut to fit buf. For what a guest said (hub.describe): hubd
- * refuses such text already, but a terminal is not to trust hubd with. */
-const char *
-printable(char *buf, size_t len, const char *s)
-{
-	size_t n = 0;
-
-	for (const uint8_t *p = (const uint8_t *)s; *p != '\0' && n + 1 < len; p++) {
-		if (p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
-			buf[n++] = '?';
-			p++;
-		} else {
-			buf[n++] = *p < 0x20 || *p == 0x7F ? '?' : (char)*p;
-		}
-	}
-	if (len > 0)
-		buf[n] = '\0';
-	return buf;
+	return shown(get(o, key));
 }
 
 uint64_t

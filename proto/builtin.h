@@ -51,6 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/method.h"
 #include "proto/postcard.h"
 
 #define HP_SVC_PREFIX		"hub."	/* every hub.* name is the host's */
@@ -80,9 +81,8 @@
 /* hub.register's errors (User(str)), so that a guest can tell them apart. */
 #define HP_SVC_REG_TAKEN	"method already registered"
 #define HP_SVC_REG_TOO_MANY	"too many methods for one guest"
-#define HP_SVC_REG_BAD_NAME	"method name empty or longer than 63 bytes"
 #define HP_SVC_REG_NOT_YOURS	"not one of this guest's names (NAME.* or provides)"
-#define HP_METHOD_NAME_MAX	63	/* bytes in a method's name */
+/* and a name that is not one (proto/method.h): HP_METHOD_NAME_BAD and why */
 
 /* hub.signature's error, followed by the name asked for. */
 #define HP_SVC_SIG_UNKNOWN	"no such method: "

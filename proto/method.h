@@ -5,13 +5,32 @@
  * method_id = FNV-1a 64 of the name's UTF-8 bytes (offset basis
  * 0xcbf29ce484222325, prime 0x100000001b3); a result of 0, which marks
  * "not a Request" in a descriptor, becomes 1. Names are case-sensitive and
- * by convention "service.method" (e.g. "hub.ping", "kv.put"). */
+ * by convention "service.method" (e.g. "hub.ping", "kv.put").
+ *
+ * A name that can be registered: 1 to HP_METHOD_NAME_MAX bytes of
+ * A-Z a-z 0-9 _ . -, in parts between dots none of which is empty (no
+ * dot first or last, no two in a row). Names reach logs, terminals and
+ * NATS subjects: nothing in them can end a line, drive a terminal or be
+ * a subject's wildcard. hubd checks it at hub.register (a guest written
+ * from the spec alone may send anything), libguest before asking, the
+ * config for provides, hub-nats for the names it carries. */
 #ifndef HP_METHOD_H
 #define HP_METHOD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#define HP_METHOD_NAME_MAX	63	/* bytes in a method's name */
+
+/* Why a name cannot be registered, as hub.register's error says it (each
+ * begins with HP_METHOD_NAME_BAD), or NULL when it can. */
+#define HP_METHOD_NAME_BAD	"bad method name: "
+#define HP_METHOD_NAME_EMPTY	HP_METHOD_NAME_BAD "empty"
+#define HP_METHOD_NAME_LONG	HP_METHOD_NAME_BAD "longer than 63 bytes"
+#define HP_METHOD_NAME_CHAR	HP_METHOD_NAME_BAD "a byte not in A-Z a-z 0-9 _ . -"
+#define HP_METHOD_NAME_PART	HP_METHOD_NAME_BAD "an empty part between dots"
+
 uint64_t hp_method_id(const char *name, size_t len);
+const char *hp_method_name_refused(const char *name, size_t len);
 
 #endif

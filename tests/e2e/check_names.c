@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/method.h"
 #include "tests/e2e/harness.h"
 
 static struct hub_proc hub;
@@ -186,7 +187,9 @@ START_TEST(test_provides_gives_names)
 	expect_claim("claimer", "exact.one", "ok");
 	expect_claim("claimer", "claimer.own", "ok");
 	expect_claim("claimer", "others.z", "EPERM");
-	expect_claim("claimer", "other.", "EPERM");	/* PREFIX.* is PREFIX. and more */
+	/* PREFIX.* is PREFIX. and more; "other." is no name anyway (an
+	 * empty part: libguest says so) */
+	expect_claim("claimer", "other.", "Invalid argument");
 	expect_claim("claimer", "exact.two", "EPERM");
 	expect_claim("claimer", "echo.echo", "EPERM");
 	expect_answer("other.x", "hi", "HIJACKED\n");
@@ -269,6 +272,80 @@ START_TEST(test_reload_moves_a_name)
 }
 END_TEST
 
+/* No line of the log begins with what. */
+static int
+no_line_begins(const char *log, const char *what)
+{
+	for (const char *l = log; l != NULL && *l != '\0'; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (strncmp(l, what, strlen(what)) == 0)
+			return 0;
+	return 1;
+}
+
+/* Issue 39, point 3: a guest's text forges no line of hubd's log and
+ * reaches no terminal raw. Method names have a character set, checked by
+ * libguest (EINVAL) and by hubd for a guest that asks without it; a
+ * hub.log line and a Goodbye's reason are escaped in the log; hubctl
+ * escapes what it prints. Point 7: a map argument with a key given twice
+ * is refused, naming it, before anything is sent. (lifeguest
+ * --mode=forger) */
+START_TEST(test_guest_text_escaped)
+{
+	char *log, *out = NULL;
+	int rc;
+
+	hub_start_up(&hub, NULL, "[guest h4]\nexec = @/tests/guests/lifeguest\n"
+		     "args = --mode=forger\n", "h4");
+	ck_assert_msg(hub_wait_method(&hub, "h4.ok") == 0, "%s", hub_log_tail(&hub));
+	for (double end = now_s() + 10; now_s() < end; sleep_ms(10)) {
+		log = hub_log(&hub);
+		if (strstr(log, "guest h4: goodbye: ") != NULL)
+			break;
+		free(log);
+		log = NULL;
+	}
+	ck_assert_msg(log != NULL, "no goodbye: %s", hub_log_tail(&hub));
+	ck_assert_msg(strstr(log, "lifeguest forger: register 0: EINVAL\n") != NULL &&
+		      strstr(log, "lifeguest forger: register 1: EINVAL\n") != NULL,
+		      "%s", hub_log_tail(&hub));
+	/* hubd's own check, and its log line: the name escaped */
+	ck_assert_msg(strstr(log, "lifeguest forger: raw register 0: refused: " HP_METHOD_NAME_CHAR
+			      "\n") != NULL &&
+		      strstr(log, "lifeguest forger: raw register 1: refused: " HP_METHOD_NAME_CHAR
+			     "\n") != NULL, "%s", hub_log_tail(&hub));
+	ck_assert_msg(strstr(log, "hubd: guest h4: may not register \"h4.a\\nhubd: guest kv: "
+			      "FAKE\": " HP_METHOD_NAME_CHAR "\n") != NULL, "%s", hub_log_tail(&hub));
+	ck_assert_msg(strstr(log, "hubd: guest h4: may not register \"h4.b\\033[31mred\": ")
+		      != NULL, "%s", hub_log_tail(&hub));
+	ck_assert_msg(strstr(log, "hubd: guest h4: log\\nhubd: guest kv: FAKE\\033[31mred\n")
+		      != NULL, "%s", hub_log_tail(&hub));
+	ck_assert_msg(strstr(log, "hubd: guest h4: goodbye: b\\nhubd: guest kv: FAKE"
+			      "\\033[31m\n") != NULL, "%s", hub_log_tail(&hub));
+	ck_assert_msg(no_line_begins(log, "hubd: guest kv: FAKE"), "%s", hub_log_tail(&hub));
+	ck_assert_msg(strchr(log, '\033') == NULL, "an ESC in the log: %s", hub_log_tail(&hub));
+	free(log);
+	/* hubctl: the tables, and a call's result */
+	ck_assert_int_eq(hubctl(&hub, &out, "methods", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "h4.ok") != NULL && strchr(out, '\033') == NULL &&
+		      strstr(out, "FAKE") == NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
+	ck_assert_msg(strchr(out, '\033') == NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "hub.ping", "a\033[31mb\nc", (char *)NULL), 0);
+	ck_assert_msg(strcmp(out, "a\\033[31mb\nc\n") == 0, "%s", out);
+	free(out);
+	/* point 7: refused here, naming the key; the guest saw no call */
+	rc = hubctl_err(&hub, &out, "call", "h4.ok", "{\"a\":1,\"b\":2,\"a\":3}", (char *)NULL);
+	ck_assert_msg(rc != 0 && strstr(out, "key \"a\" given twice") != NULL, "%d: %s", rc, out);
+	free(out);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "h4.ok called") == NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_names(void);
 Suite *
 suite_names(void)
@@ -283,6 +360,7 @@ suite_names(void)
 	tcase_add_test(tc, test_provides_gives_names);
 	tcase_add_test(tc, test_reload_overlap_refused);
 	tcase_add_test(tc, test_reload_moves_a_name);
+	tcase_add_test(tc, test_guest_text_escaped);
 	suite_add_tcase(s, tc);
 	return s;
 }

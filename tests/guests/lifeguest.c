@@ -20,6 +20,17 @@
  *		(whosever it is), each answering "HIJACKED", prints
  *		"lifeguest PID: claim NAME: ok" (or EPERM, EEXIST, the
  *		error) for each to stderr, then serves
+ *   forger	a hostile guest named h4 whose text would forge a line of
+ *		hubd's log ("hubd: guest kv: FAKE") or drive a terminal
+ *		(ESC [31m) wherever a guest puts text: it registers
+ *		"h4.a\nhubd: guest kv: FAKE" and "h4.b\e[31mred" through
+ *		libguest, then through a plain hub.register call as a guest
+ *		written from the spec alone would ("lifeguest forger:
+ *		register N: EINVAL", "... raw register N: refused: WHY" on
+ *		stderr), registers h4.ok (map<str,u64>->str: "lifeguest
+ *		forger: h4.ok called" on stderr), logs such a line (hub.log), sends
+ *		a Goodbye with one as its reason (behind libguest's back),
+ *		then only heartbeats until it is stopped
  * Built on libguest, with proto for what libguest would not do. */
 #include <err.h>
 #include <errno.h>
@@ -32,6 +43,7 @@
 
 #include "guest.h"
 #include "proto/doorbell.h"
+#include "proto/msg.h"
 #include "proto/ring.h"
 #include "proto/peer.h"
 #include "proto/segment.h"
@@ -74,6 +86,76 @@ claim(struct guest *g, int argc, char *argv[])
 		fprintf(stderr, "lifeguest %d: claim %s: %s\n", (int)getpid(), name,
 			rc == 0 ? "ok" : rc == -EPERM ? "EPERM" : rc == -EEXIST ? "EEXIST" :
 			strerror(-rc));
+	}
+}
+
+#define FAKE	"\nhubd: guest kv: FAKE"
+#define RED	"\033[31mred"
+
+static void
+called(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	fprintf(stderr, "lifeguest forger: h4.ok called\n");
+	guest_reply(c, args, len);
+}
+
+/* --mode=forger: see the top. */
+static void
+forger(struct guest *g, int argc, char *argv[])
+{
+	static const char *const names[] = { "h4.a" FAKE, "h4.b" RED };
+	const char *line = "log" FAKE RED;
+	uint8_t args[128], res[128], bye[HP_INLINE_MAX];
+	struct hp_ticket t;
+	struct hp_segment seg;
+	struct hp_peer_view v;
+	struct hp_ring tx;
+	struct hp_desc d;
+	size_t pos, rlen;
+	int64_t n;
+	int rc;
+
+	for (size_t i = 0; i < 2; i++) {
+		rc = guest_register(g, names[i], "str->str", ping, NULL);
+		fprintf(stderr, "lifeguest forger: register %zu: %s\n", i,
+			rc == -EINVAL ? "EINVAL" : rc == 0 ? "ok" : strerror(-rc));
+		pos = 0;
+		guest_pc_put_str(args, sizeof(args), &pos, names[i], strlen(names[i]));
+		guest_pc_put_str(args, sizeof(args), &pos, "str->str", 8);
+		memset(res, 0, sizeof(res));
+		rc = guest_call(g, "hub.register", args, pos, res, sizeof(res) - 1, &rlen, 10000);
+		/* a User error's text: the str after its postcard length */
+		fprintf(stderr, "lifeguest forger: raw register %zu: %s%s\n", i,
+			rc == 0 ? "ok" : "refused: ", rc == 0 ? "" : (const char *)res);
+	}
+	if ((rc = guest_register(g, "h4.ok", "map<str,u64>->str", called, NULL)) != 0)
+		errx(1, "register h4.ok: %s", strerror(-rc));
+	pos = 0;
+	guest_pc_put_str(args, sizeof(args), &pos, line, strlen(line));
+	if ((rc = guest_call(g, "hub.log", args, pos, res, sizeof(res), &rlen, 10000)) != 0)
+		errx(1, "hub.log: %s", strerror(-rc));
+	/* a Goodbye, inline, in our g2h ring: libguest sends nothing more */
+	raw_map(argc, argv, &t, &seg, &v);
+	if (hp_ring_init_producer(&tx, &v.entry->g2h_head, &v.entry->g2h_tail, v.g2h,
+				  seg.params.ring_size) != 0)
+		errx(1, "ring");
+	if ((n = hp_msg_encode_goodbye(bye, sizeof(bye), "b" FAKE "\033[31m")) < 0)
+		errx(1, "goodbye: %s", strerror((int)-n));
+	memset(&d, 0, sizeof(d));
+	d.msg_type = HP_MSG_GOODBYE;
+	d.payload_slot = HP_SLOT_INLINE;
+	d.payload_len = (uint32_t)n;
+	memcpy(d.inline_payload, bye, (size_t)n);
+	if (hp_ring_enqueue(&tx, &d) != 0)
+		errx(1, "enqueue");
+	hp_doorbell_signal(t.doorbell_fd);
+	fprintf(stderr, "lifeguest forger: done\n");
+	for (;;) {	/* alive, not serving, until stopped */
+		struct timespec ts = { 0, 50 * 1000000 };
+
+		raw_heartbeat(&v);
+		nanosleep(&ts, NULL);
 	}
 }
 
@@ -183,6 +265,8 @@ main(int argc, char *argv[])
 		chatter();
 	} else if (strcmp(mode, "claim") == 0) {
 		claim(g, argc, argv);
+	} else if (strcmp(mode, "forger") == 0) {
+		forger(g, argc, argv);
 	} else {
 		errx(1, "unknown mode '%s'", mode);
 	}

@@ -81,6 +81,11 @@ def test_register_only_its_names(hub):
     assert hub.ok("py.callany", "echo.echo", "x") == "HubError: echo.echo: guest echo is down"
     assert hub.ok("py.register", "nobody.x").startswith(eperm % "nobody.x")
     assert "guest pyguest: may not register nobody.x" in hub.log()
+    # not a method name at all (proto/method.h): libguest says so first
+    einval = "Error %d: register %%s (->str): a bad name (1 to 63 of A-Z a-z 0-9 _ . -" % \
+        -errno.EINVAL
+    for name in ("py.a b", "py..x", "py.x\x1b[31m"):
+        assert hub.ok("py.register", name).startswith(einval % name), name
 
 
 def test_handler_that_raises(hub):

@@ -557,6 +557,17 @@ START_TEST(test_register_checks_locally)
 	longname[sizeof(longname) - 1] = '\0';
 	ck_assert_int_eq(guest_register(g, longname, "str->str", noop, NULL), -ENAMETOOLONG);
 	ck_assert_int_eq(guest_register(g, "", "str->str", noop, NULL), -EINVAL);
+	/* names a log line or a terminal would take for something else, and
+	 * names that are not parts between dots (proto/method.h) */
+	ck_assert_int_eq(guest_register(g, "t.a\nhubd: guest kv: FAKE", "str->str", noop, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.b\033[31mred", "str->str", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.c d", "str->str", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.\xc3\xa9", "str->str", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t..d", "str->str", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, ".t.d", "str->str", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.d.", "str->str", noop, NULL), -EINVAL);
+	ck_assert_int_eq(guest_register(g, "t.*", "str->str", noop, NULL), -EINVAL);
 	ck_assert_int_eq(guest_register(g, "t.sig", "str->nope", noop, NULL), -EINVAL);
 	ck_assert_int_eq(guest_register(g, "t.sig", "str", noop, NULL), -EINVAL);
 	ck_assert_int_eq(guest_register(g, "t.sig", NULL, noop, NULL), -EINVAL);
@@ -578,7 +589,8 @@ START_TEST(test_register_maps_host_errors)
 		{ HP_SVC_REG_TOO_MANY, -ENOSPC },
 		{ HP_SVC_REG_NOT_YOURS, -EPERM },
 		{ "the hub. prefix is the host's", -EREMOTEIO },
-		{ HP_SVC_REG_BAD_NAME, -EREMOTEIO },
+		{ HP_METHOD_NAME_CHAR, -EINVAL },
+		{ HP_METHOD_NAME_PART, -EINVAL },
 		{ NULL, 0 },
 	};
 	struct guest *g = attach();

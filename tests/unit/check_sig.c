@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon/pcjson.h"
+#include "proto/method.h"
 #include "proto/sig.h"
 
 static struct hp_sig
@@ -333,6 +334,32 @@ START_TEST(test_text_refused)
 }
 END_TEST
 
+/* A map's key given twice is refused, naming it, whichever object it is
+ * in and however it is written: json-c would keep the last, the guest
+ * would get the same key twice. Keys that repeat in different objects,
+ * or a string value that looks like a key, are fine. */
+START_TEST(test_text_duplicate_keys)
+{
+	refused("map<str,u64>->unit", "{\"a\":1,\"a\":2}",
+		"is not a map<str,u64>: key \"a\" given twice in one object");
+	refused("map<str,u64>->unit", "{\"a\":1,\"b\":2, \"\\u0061\" : 3}",
+		"is not a map<str,u64>: key \"a\" given twice in one object");
+	refused("list<map<str,map<str,bool>>>->unit",
+		"[{\"x\":{}},{\"y\":{\"p\":true,\"q\":false,\"p\":false}}]",
+		"is not a list<map<str,map<str,bool>>>: key \"p\" given twice in one object");
+	refused("map<u64,str>->unit", "{\"1\":\"a\",\"01\":\"b\"}",
+		"is not a map<u64,str>: key \"01\" given twice (as another text of the "
+		"same value)");
+	refused("map<bytes,u64>->unit", "{\"a\":1,\"base64:YQ==\":2}",
+		"is not a map<bytes,u64>: key \"base64:YQ==\" given twice (as another text "
+		"of the same value)");
+	same("list<map<str,u64>>->unit", "[{\"a\":1},{\"a\":2}]", "[{\"a\":1},{\"a\":2}]");
+	same("map<str,str>->unit", "{\"a\":\"a\",\"b\":\"{\\\"a\\\":1,\\\"a\\\":2}\"}",
+	     "{\"a\":\"a\",\"b\":\"{\\\"a\\\":1,\\\"a\\\":2}\"}");
+	same("map<u64,str>->unit", "{\"1\":\"a\",\"2\":\"b\"}", "{\"1\":\"a\",\"2\":\"b\"}");
+}
+END_TEST
+
 START_TEST(test_encoder_full)
 {
 	struct hp_sig sig = sig_of("list<str>->unit");
@@ -343,6 +370,38 @@ START_TEST(test_encoder_full)
 	hp_pc_enc_init(&e, buf, sizeof(buf));
 	ck_assert_int_eq(pcjson_encode_arg(&e, &sig, sig.args[0], "[\"abcdefgh\"]", 12,
 					   why, sizeof(why)), -ENOSPC);
+}
+END_TEST
+
+/* Method names: the one set hubd registers, libguest checks, the
+ * config's provides and hub-nats take (proto/method.h). */
+START_TEST(test_method_names)
+{
+	static const struct { const char *name; const char *why; } cases[] = {
+		{ "kv.get", NULL }, { "a", NULL }, { "A-b_9.c-d.E_", NULL },
+		{ "", HP_METHOD_NAME_EMPTY },
+		{ "h4.a\nhubd: guest kv: FAKE", HP_METHOD_NAME_CHAR },
+		{ "h4.b\033[31mred", HP_METHOD_NAME_CHAR },
+		{ "a b", HP_METHOD_NAME_CHAR }, { "a.*", HP_METHOD_NAME_CHAR },
+		{ "a.>", HP_METHOD_NAME_CHAR }, { "caf\xc3\xa9", HP_METHOD_NAME_CHAR },
+		{ "a/b", HP_METHOD_NAME_CHAR }, { "a\x7f", HP_METHOD_NAME_CHAR },
+		{ ".a", HP_METHOD_NAME_PART }, { "a.", HP_METHOD_NAME_PART },
+		{ "a..b", HP_METHOD_NAME_PART }, { ".", HP_METHOD_NAME_PART },
+	};
+	char name[HP_METHOD_NAME_MAX + 2];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *why = hp_method_name_refused(cases[i].name, strlen(cases[i].name));
+
+		ck_assert_msg(why == NULL ? cases[i].why == NULL :
+			      cases[i].why != NULL && strcmp(why, cases[i].why) == 0,
+			      "'%s': %s", cases[i].name, why ? why : "taken");
+	}
+	/* a NUL inside: the bytes as sent, not a C string */
+	ck_assert_str_eq(hp_method_name_refused("a.b\0c", 5), HP_METHOD_NAME_CHAR);
+	memset(name, 'n', sizeof(name));
+	ck_assert_ptr_null(hp_method_name_refused(name, HP_METHOD_NAME_MAX));
+	ck_assert_str_eq(hp_method_name_refused(name, HP_METHOD_NAME_MAX + 1), HP_METHOD_NAME_LONG);
 }
 END_TEST
 
@@ -359,10 +418,12 @@ suite_sig(void)
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_result);
+	tcase_add_test(tc, test_method_names);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tt, test_text_in_out);
 	tcase_add_test(tt, test_bytes_base64);
 	tcase_add_test(tt, test_text_refused);
+	tcase_add_test(tt, test_text_duplicate_keys);
 	tcase_add_test(tt, test_encoder_full);
 	suite_add_tcase(s, tt);
 	return s;

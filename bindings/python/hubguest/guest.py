@@ -832,7 +832,8 @@ class Guest:
                    -errno.EPERM: "not one of this guest's names (its NAME.* or its "
                                  "config's provides)",
                    -errno.ENOSPC: "this guest has as many methods as the hub allows",
-                   -errno.EINVAL: "empty name or malformed signature",
+                   -errno.EINVAL: "a bad name (1 to 63 of A-Z a-z 0-9 _ . -, no "
+                                  "empty part between dots) or signature",
                    -errno.ENAMETOOLONG: "name over 63 bytes",
                    -errno.EREMOTEIO: "the hub refused it (a hub.* name?)"}.get(rc)
             if why is None:

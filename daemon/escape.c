@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Untrusted text for logs and terminals (escape.h), with libbsd's vis(3)
+ * for each byte that needs it. vis alone escapes every byte over 0x7f
+ * in the C locale (UTF-8 would come out as octal) or follows a locale:
+ * what is valid UTF-8 is decided here, the same whatever the locale. */
+#define LIBBSD_OPENBSD_VIS	/* vis.h's strnvis: the one we do not use */
+#include <stdint.h>
+#include <string.h>
+
+#include <bsd/vis.h>
+
+#include "daemon/escape.h"
+#include "proto/postcard.h"
+
+/* Bytes of the UTF-8 character at s (n left) to pass as they are: a
+ * valid one beyond the C1 controls; 0 for a byte to escape. */
+static size_t
+utf8_printable(const uint8_t *s, size_t n)
+{
+	size_t k = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3 :
+	    s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
+
+	if (k == 0 || k > n || !hp_utf8_valid(s, k))
+		return 0;
+	return s[0] == 0xC2 && s[1] <= 0x9F ? 0 : k;	/* U+0080..U+009F: C1 */
+}
+
+/* An ASCII byte to escape. */
+static int
+control(uint8_t c, int flags)
+{
+	if (c == '\t' || (c == '\n' && (flags & ESCAPE_KEEP_NL)))
+		return 0;
+	return c < 0x20 || c == 0x7F;
+}
+
+char *
+escape_text(char *dst, size_t cap, const char *src, size_t len, int flags)
+{
+	const uint8_t *s = (const uint8_t *)src;
+	size_t out = 0, k, w;
+
+	for (size_t i = 0; i < len; i += k) {
+		char enc[5];
+		const char *put = src + i;
+
+		k = s[i] >= 0x80 ? utf8_printable(s + i, len - i) : 1;
+		if (k == 0 || control(s[i], flags)) {
+			/* the next byte: "\000" for a NUL a digit follows */
+			vis(enc, s[i], VIS_CSTYLE | VIS_OCTAL | VIS_NL | VIS_NOLOCALE,
+			    i + 1 < len ? s[i + 1] : '\0');
+			put = enc;
+			k = 1;
+			w = strlen(enc);
+		} else {
+			w = k;
+		}
+		if (out + w >= cap)
+			break;
+		memcpy(dst + out, put, w);
+		out += w;
+	}
+	dst[out] = '\0';
+	return dst;
+}
