@@ -557,6 +557,73 @@ START_TEST(test_deaf_peer)
 }
 END_TEST
 
+/* Waits (10 s) until guest name's key in hubctl peers is want. */
+static void
+expect_peer(const char *name, const char *key, int want)
+{
+	int v = -1;
+
+	for (int i = 0; i < 200 && (v = hub_peer_int(&hub, name, key)) != want; i++)
+		sleep_ms(50);
+	ck_assert_msg(v == want, "%s's %s is %d, want %d; %s", name, key, v, want,
+		      hub_log_tail(&hub));
+}
+
+/* r[shm.ring.full]: a burst over a lane, N guest_call_async of
+ * echo.echo (100 bytes) back to back from a callback guest (_i 0: 5,000,
+ * 1: 100,000). A full lane makes the caller wait, serving the answers,
+ * within its bound of calls in flight: every call is answered with what
+ * it sent, nobody breaks the lane, nobody is ended, the lane stays open
+ * and every slot comes back. */
+START_TEST(test_burst_over_a_lane)
+{
+	static const char *const counts[] = { "5000", "100000" };
+	char want[32], *out = NULL, *nl;
+	json_object *st;
+	int rc, slots;
+
+	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\n" LB("a", ""), "echo,a");
+	ck_assert(hub_wait_method(&hub, "echo.echo,a.storm,a.call") == 0);
+	expect("ok x", "a.call", "echo.echo", "x", NULL);	/* the second over a lane */
+	expect_open(1);
+	rc = hubctl(&hub, &out, "-t", "600", "call", "a.storm", "echo.echo", counts[_i],
+		    (char *)NULL);
+	ck_assert_msg(rc == 0, "a.storm: status %d, '%s'; %s", rc, out, hub_log_tail(&hub));
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+	snprintf(want, sizeof(want), "ok=%s", counts[_i]);
+	ck_assert_msg(strcmp(out, want) == 0, "a.storm %s: '%s'; %s", counts[_i], out,
+		      hub_log_tail(&hub));
+	free(out);
+	/* over the lane, which stayed open: no violation, nobody ended */
+	/* (hubd's view: what a sent came in) */
+	stat_at_least("a", "lane_calls_in", strtoull(counts[_i], NULL, 10));
+	stat_at_least("echo", "lane_calls_out", strtoull(counts[_i], NULL, 10));
+	ck_assert_uint_eq(count("violations"), 0);
+	expect_open(1);
+	for (int i = 0; i < 2; i++) {
+		const char *name = i == 0 ? "echo" : "a";
+
+		ck_assert_str_eq(hub_peer_state(&hub, name), "up");
+		ck_assert_int_eq(hub_peer_int(&hub, name, "restarts"), 0);
+		ck_assert_int_eq(hub_peer_int(&hub, name, "lane_violations"), 0);
+	}
+	/* the pools back to their size */
+	st = hub_request(&hub, "{\"cmd\":\"status\"}", NULL);
+	ck_assert(st != NULL);
+	slots = json_object_get_int(json_get(st, "slots_per_guest"));
+	json_object_put(st);
+	for (int i = 0; i < 2; i++) {
+		const char *name = i == 0 ? "echo" : "a";
+
+		expect_peer(name, "slots_free", slots);
+		expect_peer(name, "host_slots_free", slots);
+		expect_peer(name, "pool_slots", 0);
+	}
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_lanes(void);
 Suite *
 suite_lanes(void)
@@ -579,6 +646,12 @@ suite_lanes(void)
 	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 0, 1);
 	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 0, 1);
 	tcase_add_test(tc, test_deaf_peer);
+	suite_add_tcase(s, tc);
+	/* bursts: 100,000 calls take a few seconds, more under a sanitizer */
+	tc = tcase_create("lanes_load");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_burst_over_a_lane, 0, 2);
 	suite_add_tcase(s, tc);
 	/* two processors a guest under ThreadSanitizer (make check-tsan) */
 	tc = tcase_create("lanes_threads");
