@@ -74,19 +74,80 @@ send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
 	return rc;
 }
 
+/* A call leaves the table: one fewer of ours in flight over its lane. */
+static void
+out_gone(const struct out_call *c)
+{
+	if (c->lane != NULL && c->lane->calls_out > 0)
+		c->lane->calls_out--;
+}
+
+struct out_room {
+	struct guest	*g;
+	uint64_t	mid;
+};
+
+/* Whether a call of w->mid may go: its lane (if any) below its bound of
+ * calls in flight. */
+static int
+out_room_ready(void *arg)
+{
+	struct out_room *w = arg;
+	struct lg_route *r;
+
+	if (hp_load_relaxed_u32(&hp_segment_header(&w->g->seg)->host_goodbye) != 0)
+		return -ESHUTDOWN;
+	if (w->g->dead)
+		return w->g->dead;
+	r = w->g->nroutes > 0 ? lg_lane_route(w->g, w->mid) : NULL;
+	return r == NULL || r->lane->calls_out < lg_lane_out_max(r->lane);
+}
+
+/* The route of a call of mid (NULL: through the hub) once its lane has
+ * room for one more call in flight: r[shm.ring.full] as many calls of
+ * ours as the lane carries wait, as a full ring, for answers (taking
+ * them meanwhile), up to t. 0 or -errno. */
+static int
+route_room(struct guest *g, uint64_t mid, struct lg_route **route, struct timeout *t)
+{
+	struct timeout forever = { -1, 0 };
+	struct out_room w = { g, mid };
+	int rc;
+
+	while ((rc = out_room_ready(&w)) == 0) {
+		g->stats.ring_waits++;
+		rc = g->rt->wait_ends(g, HP_WAIT_RING_DATA, out_room_ready, &w,
+				      t != NULL ? t : &forever);
+		if (rc == 0)
+			return -ETIMEDOUT;
+		if (rc < 0)
+			break;
+	}
+	if (rc < 0) {
+		if (rc == -EPIPE || rc == -ESHUTDOWN)
+			g->dead = rc;
+		return rc;
+	}
+	/* its lane may have closed meanwhile: looked up anew */
+	*route = g->nroutes > 0 ? lg_lane_route(g, mid) : NULL;
+	return 0;
+}
+
 /* guest_call_async, waiting for room to send up to t. */
 static int
 call_start(struct guest *g, const char *method, const void *args, size_t len,
 	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t)
 {
 	uint64_t mid = hp_method_id(method, strlen(method));
-	struct lg_route *r = g->nroutes > 0 ? lg_lane_route(g, mid) : NULL;
+	struct lg_route *r = NULL;
 	struct out_call sent, *c;
 	uint32_t id;
 	int rc;
 
 	if (g->dead)
 		return g->dead;
+	if (g->nroutes > 0 && (rc = route_room(g, mid, &r, t)) != 0)
+		return rc;
 	/* room first: once the Request is out, its entry must not fail */
 	if (hp_idtab_reserve(&g->out, 1) != 0)
 		return -ENOMEM;
@@ -101,8 +162,10 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	sent.ctx = ctx;
 	sent.id = c->id;
 	*c = sent;
-	if (c->lane != NULL)
+	if (c->lane != NULL) {
 		c->lane->n_out++;
+		c->lane->calls_out++;
+	}
 	g->stats.calls_out++;
 	if (call_id != NULL)
 		*call_id = id;
@@ -268,10 +331,12 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 			send_cancel(g, c);
 		/* over a lane, the answer must still come (its peer answers
 		 * what it was asked, and nothing else): kept, for nobody */
-		if (c->lane != NULL && rc == -ETIMEDOUT)
+		if (c->lane != NULL && rc == -ETIMEDOUT) {
 			c->fn = NULL;
-		else
+		} else {
+			out_gone(c);
 			hp_idtab_remove(&g->out, c);
+		}
 	}
 out:
 	g->rt->unlock(g);
@@ -782,6 +847,7 @@ on_response(struct guest *g, struct hp_msg_in *m)
 		return -EPROTO;
 	}
 	call = *c;
+	out_gone(c);
 	hp_idtab_remove(&g->out, c);
 	if (hp_msg_decode_response(m->payload, m->len, &r) != 0) {
 		if (call.lane == NULL)
@@ -816,9 +882,11 @@ lg_out_fail_all(struct guest *g, int status)
 
 	/* each out of the table before its caller hears: a callback that
 	 * cancels another call finds the table whole */
-	while (hp_idtab_take(&g->out, &c) == 0)
+	while (hp_idtab_take(&g->out, &c) == 0) {
+		out_gone(&c);
 		if (c.fn != NULL)
 			c.fn(c.ctx, status, NULL, 0);
+	}
 }
 
 static int
@@ -858,6 +926,7 @@ lane_gone(struct guest *g, struct lg_lane *ln)
 		if (e == NULL)
 			break;
 		c = *e;
+		out_gone(e);
 		hp_idtab_remove(&g->out, e);
 		if (c.fn != NULL)
 			c.fn(c.ctx, -ECANCELED, NULL, 0);

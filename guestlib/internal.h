@@ -143,6 +143,7 @@ struct lg_lane {
 	uint32_t		side;		/* HP_LANE_SIDE_* */
 	uint32_t		calls_max;	/* the peer's requests in flight to us */
 	uint32_t		calls_in;	/* ... now */
+	uint32_t		calls_out;	/* ours in flight to it (LG_LANE_OUT_MAX) */
 	int			bell;
 	uint32_t		refs;		/* frames using it across a serve or a
 						 * wait: freed at the last lg_lane_put */
@@ -191,8 +192,22 @@ lg_lane_broken(struct lg_lane *ln, const char *rule)
 
 /* How long a send waits for room on a lane before its peer is taken to
  * have stopped reading it, and loses the lane (one that stops reading its
- * hub ring is ended by hubd). */
+ * hub ring is ended by hubd). A send that waits serves meanwhile what
+ * runs no handler (the answers to our calls above all: the peer may be
+ * waiting for room to send them), so an honest peer is never that
+ * slow. */
 #define LG_LANE_STALL_MS	2000
+
+/* Our calls in flight over a lane at most: one more waits (serving) for
+ * an answer. No more than the peer's ring holds, so that however many
+ * answers the peer owes, its ring has room for them once we take what
+ * it sent; and so that a peer that reads nothing has its ring full
+ * (LG_LANE_STALL_MS) before our calls reach the bound. */
+static inline uint32_t
+lg_lane_out_max(const struct lg_lane *ln)
+{
+	return ln->map.seg.params.ring_size;
+}
 
 struct lg_route {
 	uint64_t	method;
@@ -243,6 +258,12 @@ struct lg_runtime {
 	 * come (a credit wait: the receiver's Reset, other callers'
 	 * handlers). */
 	int	(*wait_serving)(struct guest *g, uint32_t waits,
+		    int (*ready)(void *), void *arg, struct timeout *t);
+	/* As wait, serving meanwhile what runs no handler (answers,
+	 * Cancels, channel traffic; Requests kept for later): a send that
+	 * waits for a lane's peer, which may be waiting for us to take its
+	 * answers. */
+	int	(*wait_ends)(struct guest *g, uint32_t waits,
 		    int (*ready)(void *), void *arg, struct timeout *t);
 	/* Until ev->done (0), or t ran out (-ETIMEDOUT) or the loop's
 	 * error: for guest_call's answer. */
@@ -408,6 +429,9 @@ int	lg_serve(struct guest *g, int *did);
 /* Serves what comes before the next Request: answers, Cancels, channel
  * traffic; no handler runs. */
 int	lg_serve_ends(struct guest *g);
+/* Whether lg_serve_ends has something to do: traffic other than a
+ * Request it would leave in its ring, or a lane to reap. */
+int	lg_ends_ready(void *g);
 int	lg_wait_rx(struct guest *g, struct timeout *t);
 /* Whether the service has something to do (traffic, a Goodbye, a
  * handler waiting). */
