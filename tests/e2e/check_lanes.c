@@ -439,6 +439,55 @@ START_TEST(test_hostile_peer)
 }
 END_TEST
 
+/* A pair whose lane closed over a broken rule gets no lane for
+ * lane_ban, whatever their instances: brk breaks the lane, restarts,
+ * and its calls to vic go through hubd (_i 0: the default, 10 min).
+ * With lane_ban = 1s (_i 1) the ban lapses (hubctl lanes lists it until
+ * then) and the next call brings a lane; lane_ban = 0 (_i 2): only the
+ * two instances were kept off lanes, the new one gets one at once. */
+START_TEST(test_ban_across_restarts)
+{
+	static const char *const keys[] = { NULL, "lane_ban = 1s\n", "lane_ban = 0\n" };
+	char *out = NULL;
+	json_object *o, *b;
+
+	hub_start_up(&hub, keys[_i], LB("vic", "") LB("brk", ""), "vic,brk");
+	ck_assert(hub_wait_method(&hub, "brk.break,vic.echo,brk.call") == 0);
+	expect("sent", "brk.break", "goodbye", "vic.echo", NULL);
+	for (int i = 0; i < 100 && count("violations") == 0; i++)
+		sleep_ms(50);
+	ck_assert_uint_eq(count("violations"), 1);
+	expect_open(0);
+	o = lanes();
+	ck_assert_uint_eq(json_object_array_length(json_get(o, "banned")), _i == 2 ? 0 : 1);
+	if (_i != 2) {
+		b = json_object_array_get_idx(json_get(o, "banned"), 0);
+		ck_assert_msg(json_u64(b, "left_ms", NULL, NULL) > 0 &&
+			      json_u64(b, "left_ms", NULL, NULL) <= (_i == 0 ? 600000u : 1000u),
+			      "left_ms %llu", json_u64(b, "left_ms", NULL, NULL));
+	}
+	json_object_put(o);
+	ck_assert_int_eq(hubctl(&hub, &out, "restart", "brk", (char *)NULL), 0);
+	free(out);
+	ck_assert_int_eq(hub_wait_up(&hub, "brk", 10000), 0);
+	ck_assert(hub_wait_method(&hub, "brk.call") == 0);
+	if (_i == 1) {
+		for (int i = 0; i < 200 && count("banned") != 0; i++)
+			sleep_ms(50);
+		ck_assert_uint_eq(count("banned"), 0);
+	}
+	expect("ok z", "brk.call", "vic.echo", "z", NULL);
+	expect("ok z", "brk.call", "vic.echo", "z", NULL);
+	expect_open(_i == 0 ? 0 : 1);
+	if (_i == 0) {
+		ck_assert_int_eq(hubctl(&hub, &out, "lanes", (char *)NULL), 0);
+		ck_assert_msg(strstr(out, "banned: ") != NULL, "hubctl lanes: %s", out);
+		free(out);
+	}
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Guests on microthreads (_i + 1 processors): calls over the lane from
  * many microthreads at once, each waiting in its own handler; the
  * callee keeps calls_in_flight per lane as hubd does (past it: an
@@ -577,15 +626,16 @@ expect_peer(const char *name, const char *key, int want)
  * and every slot comes back. */
 START_TEST(test_burst_over_a_lane)
 {
-	static const char *const counts[] = { "5000", "100000" };
+	static const char *const counts[] = { "5000", "100000", "5000", "100000" };
 	char want[32], *out = NULL, *nl;
 	json_object *st;
 	int rc, slots;
 
-	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\n" LB("a", ""), "echo,a");
+	hub_start_up(&hub, NULL, _i < 2 ? "[guest echo]\nexec = @/guests/echo\n" LB("a", "") :
+		     "[guest echo]\nexec = @/guests/echo\n" LB("a", "lanes = no\n"), "echo,a");
 	ck_assert(hub_wait_method(&hub, "echo.echo,a.storm,a.call") == 0);
 	expect("ok x", "a.call", "echo.echo", "x", NULL);	/* the second over a lane */
-	expect_open(1);
+	expect_open(_i < 2 ? 1 : 0);
 	rc = hubctl(&hub, &out, "-t", "600", "call", "a.storm", "echo.echo", counts[_i],
 		    (char *)NULL);
 	ck_assert_msg(rc == 0, "a.storm: status %d, '%s'; %s", rc, out, hub_log_tail(&hub));
@@ -595,12 +645,14 @@ START_TEST(test_burst_over_a_lane)
 	ck_assert_msg(strcmp(out, want) == 0, "a.storm %s: '%s'; %s", counts[_i], out,
 		      hub_log_tail(&hub));
 	free(out);
-	/* over the lane, which stayed open: no violation, nobody ended */
-	/* (hubd's view: what a sent came in) */
-	stat_at_least("a", "lane_calls_in", strtoull(counts[_i], NULL, 10));
-	stat_at_least("echo", "lane_calls_out", strtoull(counts[_i], NULL, 10));
+	/* over the lane, which stayed open (hubd's view: what a sent came
+	 * in): no violation, nobody ended */
+	if (_i < 2) {
+		stat_at_least("a", "lane_calls_in", strtoull(counts[_i], NULL, 10));
+		stat_at_least("echo", "lane_calls_out", strtoull(counts[_i], NULL, 10));
+	}
 	ck_assert_uint_eq(count("violations"), 0);
-	expect_open(1);
+	expect_open(_i < 2 ? 1 : 0);
 	for (int i = 0; i < 2; i++) {
 		const char *name = i == 0 ? "echo" : "a";
 
@@ -646,12 +698,13 @@ suite_lanes(void)
 	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 0, 1);
 	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 0, 1);
 	tcase_add_test(tc, test_deaf_peer);
+	tcase_add_loop_test(tc, test_ban_across_restarts, 0, 3);
 	suite_add_tcase(s, tc);
 	/* bursts: 100,000 calls take a few seconds, more under a sanitizer */
 	tc = tcase_create("lanes_load");
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 300);
-	tcase_add_loop_test(tc, test_burst_over_a_lane, 0, 2);
+	tcase_add_loop_test(tc, test_burst_over_a_lane, 0, 4);
 	suite_add_tcase(s, tc);
 	/* two processors a guest under ThreadSanitizer (make check-tsan) */
 	tc = tcase_create("lanes_threads");
