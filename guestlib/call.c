@@ -74,12 +74,17 @@ send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
 	return rc;
 }
 
-/* A call leaves the table: one fewer of ours in flight over its lane. */
+/* A call leaves the table: one fewer of our async calls in flight its
+ * way. */
 static void
-out_gone(const struct out_call *c)
+out_gone(struct guest *g, const struct out_call *c)
 {
+	if (!c->async)
+		return;
 	if (c->lane != NULL && c->lane->calls_out > 0)
 		c->lane->calls_out--;
+	else if (c->lane == NULL && g->hub_calls_out > 0)
+		g->hub_calls_out--;
 }
 
 struct out_room {
@@ -87,8 +92,8 @@ struct out_room {
 	uint64_t	mid;
 };
 
-/* Whether a call of w->mid may go: its lane (if any) below its bound of
- * calls in flight. */
+/* Whether an async call of w->mid may go: its way (a lane, or the hub)
+ * below its bound of such calls in flight. */
 static int
 out_room_ready(void *arg)
 {
@@ -100,13 +105,15 @@ out_room_ready(void *arg)
 	if (w->g->dead)
 		return w->g->dead;
 	r = w->g->nroutes > 0 ? lg_lane_route(w->g, w->mid) : NULL;
-	return r == NULL || r->lane->calls_out < lg_lane_out_max(r->lane);
+	if (r == NULL)
+		return w->g->hub_calls_out < lg_hub_out_max(w->g);
+	return r->lane->calls_out < lg_lane_out_max(r->lane);
 }
 
-/* The route of a call of mid (NULL: through the hub) once its lane has
- * room for one more call in flight: r[shm.ring.full] as many calls of
- * ours as the lane carries wait, as a full ring, for answers (taking
- * them meanwhile), up to t. 0 or -errno. */
+/* The route of an async call of mid (NULL: through the hub) once its way
+ * has room for one more: r[shm.ring.full] past as many as it carries, a
+ * call waits, as on a full ring, for answers, serving meanwhile (a
+ * callee may be calling us back to answer), up to t. 0 or -errno. */
 static int
 route_room(struct guest *g, uint64_t mid, struct lg_route **route, struct timeout *t)
 {
@@ -116,8 +123,8 @@ route_room(struct guest *g, uint64_t mid, struct lg_route **route, struct timeou
 
 	while ((rc = out_room_ready(&w)) == 0) {
 		g->stats.ring_waits++;
-		rc = g->rt->wait_ends(g, HP_WAIT_RING_DATA, out_room_ready, &w,
-				      t != NULL ? t : &forever);
+		rc = g->rt->wait_serving(g, HP_WAIT_RING_DATA, out_room_ready, &w,
+					 t != NULL ? t : &forever);
 		if (rc == 0)
 			return -ETIMEDOUT;
 		if (rc < 0)
@@ -133,20 +140,25 @@ route_room(struct guest *g, uint64_t mid, struct lg_route **route, struct timeou
 	return 0;
 }
 
-/* guest_call_async, waiting for room to send up to t. */
+/* guest_call_async (async: bounded, route_room), waiting for room to
+ * send up to t. */
 static int
 call_start(struct guest *g, const char *method, const void *args, size_t len,
-	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t)
+	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t, int async)
 {
 	uint64_t mid = hp_method_id(method, strlen(method));
 	struct lg_route *r = NULL;
 	struct out_call sent, *c;
 	uint32_t id;
-	int rc;
+	int rc = 0;
 
 	if (g->dead)
 		return g->dead;
-	if (g->nroutes > 0 && (rc = route_room(g, mid, &r, t)) != 0)
+	if (async)
+		rc = route_room(g, mid, &r, t);
+	else if (g->nroutes > 0)
+		r = lg_lane_route(g, mid);
+	if (rc != 0)
 		return rc;
 	/* room first: once the Request is out, its entry must not fail */
 	if (hp_idtab_reserve(&g->out, 1) != 0)
@@ -161,11 +173,14 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	sent.fn = fn;
 	sent.ctx = ctx;
 	sent.id = c->id;
+	sent.async = (uint8_t)async;
 	*c = sent;
-	if (c->lane != NULL) {
+	if (c->lane != NULL)
 		c->lane->n_out++;
+	if (async && c->lane != NULL)
 		c->lane->calls_out++;
-	}
+	else if (async)
+		g->hub_calls_out++;
 	g->stats.calls_out++;
 	if (call_id != NULL)
 		*call_id = id;
@@ -179,7 +194,7 @@ guest_call_async(struct guest *g, const char *method, const void *args,
 	int rc;
 
 	g->rt->lock(g);
-	rc = call_start(g, method, args, len, fn, ctx, call_id, NULL);
+	rc = call_start(g, method, args, len, fn, ctx, call_id, NULL, 1);
 	g->rt->unlock(g);
 	return rc;
 }
@@ -316,7 +331,7 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 	if (result_len != NULL)
 		*result_len = 0;	/* stays so unless an answer came */
 	g->rt->lock(g);
-	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t)) != 0)
+	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t, 0)) != 0)
 		goto out;
 	rc = g->rt->await(g, &s.ev, &t);
 	if (s.ev.done) {
@@ -334,7 +349,7 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 		if (c->lane != NULL && rc == -ETIMEDOUT) {
 			c->fn = NULL;
 		} else {
-			out_gone(c);
+			out_gone(g, c);
 			hp_idtab_remove(&g->out, c);
 		}
 	}
@@ -847,7 +862,7 @@ on_response(struct guest *g, struct hp_msg_in *m)
 		return -EPROTO;
 	}
 	call = *c;
-	out_gone(c);
+	out_gone(g, c);
 	hp_idtab_remove(&g->out, c);
 	if (hp_msg_decode_response(m->payload, m->len, &r) != 0) {
 		if (call.lane == NULL)
@@ -883,7 +898,7 @@ lg_out_fail_all(struct guest *g, int status)
 	/* each out of the table before its caller hears: a callback that
 	 * cancels another call finds the table whole */
 	while (hp_idtab_take(&g->out, &c) == 0) {
-		out_gone(&c);
+		out_gone(g, &c);
 		if (c.fn != NULL)
 			c.fn(c.ctx, status, NULL, 0);
 	}
@@ -926,7 +941,7 @@ lane_gone(struct guest *g, struct lg_lane *ln)
 		if (e == NULL)
 			break;
 		c = *e;
-		out_gone(e);
+		out_gone(g, e);
 		hp_idtab_remove(&g->out, e);
 		if (c.fn != NULL)
 			c.fn(c.ctx, -ECANCELED, NULL, 0);

@@ -52,6 +52,9 @@ struct out_call {
 					 * to be dropped (over a lane) */
 	void		*ctx;
 	struct lg_lane	*lane;		/* sent over it, NULL: through the hub */
+	uint8_t		async;		/* guest_call_async's: counted against
+					 * the bound of its way (lg_hub_out_max,
+					 * lg_lane_out_max) */
 	uint8_t		nchans;		/* its channels passed over the lane */
 	uint32_t	chans[HP_SIG_MAX_ARGS];	/* ... their ids in its table */
 	uint32_t	serials[HP_SIG_MAX_ARGS];
@@ -143,7 +146,8 @@ struct lg_lane {
 	uint32_t		side;		/* HP_LANE_SIDE_* */
 	uint32_t		calls_max;	/* the peer's requests in flight to us */
 	uint32_t		calls_in;	/* ... now */
-	uint32_t		calls_out;	/* ours in flight to it (LG_LANE_OUT_MAX) */
+	uint32_t		calls_out;	/* our async calls in flight to it
+						 * (lg_lane_out_max) */
 	int			bell;
 	uint32_t		refs;		/* frames using it across a serve or a
 						 * wait: freed at the last lg_lane_put */
@@ -198,11 +202,12 @@ lg_lane_broken(struct lg_lane *ln, const char *rule)
  * slow. */
 #define LG_LANE_STALL_MS	2000
 
-/* Our calls in flight over a lane at most: one more waits (serving) for
- * an answer. No more than the peer's ring holds, so that however many
- * answers the peer owes, its ring has room for them once we take what
- * it sent; and so that a peer that reads nothing has its ring full
- * (LG_LANE_STALL_MS) before our calls reach the bound. */
+/* Our guest_call_async calls in flight over a lane at most: one more
+ * waits (serving) for an answer. No more than the peer's ring holds, so
+ * that the answers the peer owes for a burst fit its ring once we take
+ * what it sent; and so that a peer that reads nothing has its ring full
+ * (LG_LANE_STALL_MS) before our calls reach the bound. A blocking
+ * guest_call waits for its own answer and is not held back. */
 static inline uint32_t
 lg_lane_out_max(const struct lg_lane *ln)
 {
@@ -324,6 +329,8 @@ struct guest {
 	struct method		*methods;
 	uint32_t		nmethods;
 	struct hp_idtab		out;		/* struct out_call by request id */
+	uint32_t		hub_calls_out;	/* ... async ones through the
+						 * hub (lg_hub_out_max) */
 	uint32_t		next_req;
 	struct guest_call	*active;		/* calls not answered yet */
 	struct guest_call	*answered;	/* answered, their handler running */
@@ -350,6 +357,17 @@ struct guest {
 	struct guest_stats	stats;
 	struct lg_mt		*mt;		/* guest_run_mt is running */
 };
+
+/* Our guest_call_async calls in flight through the hub at most: one
+ * more waits (serving) for an answer. Each answer that waits in hubd for
+ * us (our ring full while we send) counts against our pool quota, which
+ * is at least two rings' worth: a burst of so many keeps an honest guest
+ * within it, and within calls_in_flight (1024) by default. */
+static inline uint32_t
+lg_hub_out_max(const struct guest *g)
+{
+	return g->seg.params.ring_size;
+}
 
 /* The guest on microthreads (mtguest.c). With P > 1 processors, mu guards
  * the whole guest: every public entry takes it (recursively: a callback

@@ -623,7 +623,9 @@ expect_peer(const char *name, const char *key, int want)
  * 1: 100,000). A full lane makes the caller wait, serving the answers,
  * within its bound of calls in flight: every call is answered with what
  * it sent, nobody breaks the lane, nobody is ended, the lane stays open
- * and every slot comes back. */
+ * and every slot comes back. _i 2 and 3: the same through hubd (lanes =
+ * no), where the answers waiting for the caller stay within its pool
+ * quota. */
 START_TEST(test_burst_over_a_lane)
 {
 	static const char *const counts[] = { "5000", "100000", "5000", "100000" };
