@@ -57,6 +57,8 @@ send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
 			return rc;
 		ln = NULL;	/* channels the hub takes, or refuses, itself */
 	}
+	if (ln != NULL)
+		lg_lane_hold(ln);	/* a wait for room serves: it may close */
 	rc = send_on(g, ln, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta),
 		     moved != NULL ? moved : args, moved != NULL ? mlen : len, t);
 	if (rc != 0 && moved != NULL) {
@@ -64,6 +66,8 @@ send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
 		c->nchans = 0;
 	}
 	free(moved);
+	if (ln != NULL)
+		lg_lane_put(ln);	/* not closed if rc is 0: tx_ready saw it open */
 	if (rc == -EPIPE && ln != NULL) {
 		/* the lane is closing: the hub takes the call, as before it */
 		ln = NULL;
@@ -379,6 +383,9 @@ respond(struct guest_call *c, const struct hp_response *r)
 	 * LG_ERR_TEXT_MAX bytes, at most */
 	uint8_t head[LG_ERR_TEXT_MAX + 64];
 	struct hp_response env = *r;
+	/* compared only: c->lane is NULL once its lane closes (while we
+	 * wait for room, on a microthread) */
+	const struct lg_lane *ln = c->lane;
 	int64_t n;
 	int rc;
 
@@ -398,7 +405,7 @@ respond(struct guest_call *c, const struct hp_response *r)
 	else
 		rc = send_on(g, c->lane, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
 			     r->value, r->value_len, NULL);
-	if (rc == -EPIPE && c->lane != NULL)
+	if (rc == -EPIPE && ln != NULL)
 		rc = 0;		/* the lane closed meanwhile: the same */
 	if (c->lane != NULL && c->nchans > 0)
 		lg_chan_replied(c);

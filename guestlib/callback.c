@@ -76,7 +76,8 @@ or_ends_ready(void *arg)
  * on a lane takes the answers its peer may be waiting to send (the peer,
  * in a handler, waits for room on its own ring: neither would move). A
  * Request that comes waits for later; past what later keeps, it stays in
- * its ring and wakes nobody. */
+ * its ring and wakes nobody. No lane is closed meanwhile (reap_held): the
+ * sender's may be, under it; the loop closes it after. */
 static int
 cb_wait_ends(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 	     struct timeout *t)
@@ -85,14 +86,17 @@ cb_wait_ends(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 	struct or_rx w = { g, ready, arg };
 	int rc;
 
+	g->reap_held++;
 	for (;;) {
 		if ((rc = lg_serve_ends(g)) != 0 || (rc = ready(arg)) != 0)
-			return rc;
+			break;
 		g->ep.credit_word = word;
 		rc = lg_wait_beating(g, waits | HP_WAIT_RING_DATA, or_ends_ready, &w, t);
 		if (rc <= 0 || (rc = ready(arg)) != 0)
-			return rc;
+			break;
 	}
+	g->reap_held--;
+	return rc;
 }
 
 /* The loop, until ev is done. */

@@ -324,6 +324,9 @@ struct guest {
 	struct lg_lane		*cur_lane;	/* the message served came over it */
 	const char		*lane_rule;	/* the rule a lane's peer broke */
 	uint32_t		rounds;		/* serve rounds, for the lanes' figures */
+	uint32_t		reap_held;	/* sends waiting for room, serving
+						 * (wait_ends): no lane closes, so
+						 * none is freed under its sender */
 	uint64_t		hb_interval;
 	uint64_t		next_hb;
 	struct method		*methods;
@@ -448,7 +451,7 @@ int	lg_serve(struct guest *g, int *did);
  * traffic; no handler runs. */
 int	lg_serve_ends(struct guest *g);
 /* Whether lg_serve_ends has something to do: traffic other than a
- * Request it would leave in its ring, or a lane to reap. */
+ * Request it would leave in its ring (a lane closing has none). */
 int	lg_ends_ready(void *g);
 int	lg_wait_rx(struct guest *g, struct timeout *t);
 /* Whether the service has something to do (traffic, a Goodbye, a

@@ -185,7 +185,10 @@ serve(struct guest *g, int *did, int requests)
 	}
 	g->deferring = deferring;
 	if (rc == 0 && g->nlanes > 0) {
-		lg_lanes_reap(g);
+		/* not under a send waiting for room: a lane closed now would
+		 * be freed under it (its chans, its ring); the loop reaps it */
+		if (g->reap_held == 0)
+			lg_lanes_reap(g);
 		/* the figures hubd shows, now and then while busy (and
 		 * before each sleep: lane.c) */
 		if ((++g->rounds & 63) == 0)
@@ -233,8 +236,8 @@ lg_ends_ready(void *arg)
 	for (uint32_t i = 0; i < g->nlanes; i++) {
 		struct lg_lane *ln = g->lanes[i];
 
-		if (ln->closing || hp_group_hung(&ln->ep) ||
-		    (hp_endpoint_rx_ready(&ln->ep) != 0 && !requests_held(g, &ln->ep)))
+		if (!ln->closing && hp_endpoint_rx_ready(&ln->ep) != 0 &&
+		    !requests_held(g, &ln->ep))
 			return 1;
 	}
 	return 0;
