@@ -678,6 +678,40 @@ START_TEST(test_burst_over_a_lane)
 }
 END_TEST
 
+/* The same burst from a guest on microthreads (_i + 1 processors): the
+ * calls start on a handler's microthread, which waits at the bound while
+ * the runtime serves; the answers come on the scheduler. */
+START_TEST(test_burst_on_microthreads)
+{
+	static const char *const counts[] = { "20000", "5000" };
+	char guests[512], want[32], *out = NULL, *nl;
+	int rc;
+
+	snprintf(guests, sizeof(guests), "[guest echo]\nexec = @/guests/echo\n"
+		 "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1 --processors %d\n",
+		 _i + 1);
+	hub_start_up(&hub, NULL, guests, "echo,m1");
+	ck_assert(hub_wait_method(&hub, "echo.echo,m1.storm,m1.call") == 0);
+	expect("x", "m1.call", "echo.echo", "x", NULL);	/* through hubd: a lane follows */
+	expect_open(1);
+	rc = hubctl(&hub, &out, "-t", "600", "call", "m1.storm", "echo.echo", counts[_i],
+		    (char *)NULL);
+	ck_assert_msg(rc == 0, "m1.storm: status %d, '%s'; %s", rc, out, hub_log_tail(&hub));
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+	snprintf(want, sizeof(want), "ok=%s", counts[_i]);
+	ck_assert_msg(strcmp(out, want) == 0, "m1.storm %s: '%s'; %s", counts[_i], out,
+		      hub_log_tail(&hub));
+	free(out);
+	stat_at_least("m1", "lane_calls_in", strtoull(counts[_i], NULL, 10));
+	ck_assert_uint_eq(count("violations"), 0);
+	expect_open(1);
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_lanes(void);
 Suite *
 suite_lanes(void)
@@ -707,6 +741,7 @@ suite_lanes(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_burst_over_a_lane, 0, 4);
+	tcase_add_loop_test(tc, test_burst_on_microthreads, 0, 1);
 	suite_add_tcase(s, tc);
 	/* two processors a guest under ThreadSanitizer (make check-tsan) */
 	tc = tcase_create("lanes_threads");
@@ -716,6 +751,7 @@ suite_lanes(void)
 	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 1, 2);
 	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 1, 2);
 	tcase_add_test(tc, test_lane_set_up);
+	tcase_add_loop_test(tc, test_burst_on_microthreads, 1, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
