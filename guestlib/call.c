@@ -116,23 +116,23 @@ out_room_ready(void *arg)
 
 /* The route of an async call of mid (NULL: through the hub) once its way
  * has room for one more: r[shm.ring.full] past as many as it carries, a
- * call waits, as on a full ring, for answers, serving meanwhile (a
- * callee may be calling us back to answer), up to t. 0 or -errno. */
+ * call waits, as on a full ring, for an answer, serving meanwhile (a
+ * callee may be calling us back to answer). Calls that all wait at their
+ * callees (a gate that a later call opens), no answer coming for
+ * LG_OUT_QUIET_MS, pile nothing up on us: then it goes all the same.
+ * 0 or -errno. */
 static int
-route_room(struct guest *g, uint64_t mid, struct lg_route **route, struct timeout *t)
+route_room(struct guest *g, uint64_t mid, struct lg_route **route)
 {
-	struct timeout forever = { -1, 0 };
+	struct timeout quiet = { LG_OUT_QUIET_MS, 0 };
 	struct out_room w = { g, mid };
 	int rc;
 
-	while ((rc = out_room_ready(&w)) == 0) {
+	if ((rc = out_room_ready(&w)) == 0) {
 		g->stats.ring_waits++;
-		rc = g->rt->wait_serving(g, HP_WAIT_RING_DATA, out_room_ready, &w,
-					 t != NULL ? t : &forever);
+		rc = g->rt->wait_serving(g, HP_WAIT_RING_DATA, out_room_ready, &w, &quiet);
 		if (rc == 0)
-			return -ETIMEDOUT;
-		if (rc < 0)
-			break;
+			rc = 1;		/* quiet: it goes */
 	}
 	if (rc < 0) {
 		if (rc == -EPIPE || rc == -ESHUTDOWN)
@@ -159,7 +159,7 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	if (g->dead)
 		return g->dead;
 	if (async)
-		rc = route_room(g, mid, &r, t);
+		rc = route_room(g, mid, &r);
 	else if (g->nroutes > 0)
 		r = lg_lane_route(g, mid);
 	if (rc != 0)

@@ -203,7 +203,7 @@ lg_lane_broken(struct lg_lane *ln, const char *rule)
 #define LG_LANE_STALL_MS	2000
 
 /* Our guest_call_async calls in flight over a lane at most: one more
- * waits (serving) for an answer. No more than the peer's ring holds, so
+ * waits (serving) for an answer, LG_OUT_QUIET_MS at most. No more than the peer's ring holds, so
  * that the answers the peer owes for a burst fit its ring once we take
  * what it sent; and so that a peer that reads nothing has its ring full
  * (LG_LANE_STALL_MS) before our calls reach the bound. A blocking
@@ -360,6 +360,11 @@ struct guest {
 	struct guest_stats	stats;
 	struct lg_mt		*mt;		/* guest_run_mt is running */
 };
+
+/* How long a guest_call_async past its way's bound waits for an answer
+ * at most: calls that all wait at their callees (no answer for that
+ * long) pile nothing up on us, and one more goes. */
+#define LG_OUT_QUIET_MS	50
 
 /* Our guest_call_async calls in flight through the hub at most: one
  * more waits (serving) for an answer. Each answer that waits in hubd for

@@ -712,6 +712,25 @@ START_TEST(test_burst_on_microthreads)
 }
 END_TEST
 
+/* Async calls that wait at their callee until a later call of the
+ * caller's opens the gate, more of them (300) than the bound on calls in
+ * flight: the one that opens it still goes (the bound waits for an
+ * answer only so long), over a lane or through hubd; all are answered. */
+START_TEST(test_bound_lets_the_opener_through)
+{
+	hub_start_up(&hub, NULL, LB("a", "") "[guest m1]\nexec = @/tests/guests/mtprober\n"
+		     "args = --prefix m1\n", "a,m1");
+	ck_assert(hub_wait_method(&hub, "a.gate,m1.wait,m1.open") == 0);
+	expect("ok=2", "a.gate", "m1", "1", NULL);	/* lanes follow */
+	expect_open(1);
+	expect("ok=301", "a.gate", "m1", "300", NULL);
+	ck_assert_uint_eq(count("violations"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "a", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_lanes(void);
 Suite *
 suite_lanes(void)
@@ -742,6 +761,7 @@ suite_lanes(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_burst_over_a_lane, 0, 4);
 	tcase_add_loop_test(tc, test_burst_on_microthreads, 0, 1);
+	tcase_add_test(tc, test_bound_lets_the_opener_through);
 	suite_add_tcase(s, tc);
 	/* two processors a guest under ThreadSanitizer (make check-tsan) */
 	tc = tcase_create("lanes_threads");
