@@ -618,6 +618,39 @@ expect_peer(const char *name, const char *key, int want)
 		      hub_log_tail(&hub));
 }
 
+/* Whether every class of every zone's shared pool has all its slots free
+ * again, and the pool checks out (hubctl pool, validated); what it found
+ * in why. */
+static int
+pool_idle(char *why, size_t cap)
+{
+	json_object *o = hub_request(&hub, "{\"cmd\":\"pool\",\"validate\":true}", NULL);
+	json_object *zones = o != NULL ? json_get(o, "zones") : NULL;
+	int idle = o != NULL && json_object_get_boolean(json_get(o, "valid"));
+
+	snprintf(why, cap, "%s", o == NULL ? "no answer" : idle ? "" : "not valid");
+	for (size_t z = 0; zones != NULL && z < json_object_array_length(zones); z++) {
+		json_object *zn = json_object_array_get_idx(zones, z);
+		json_object *cls = json_get(zn, "classes");
+
+		for (size_t c = 0; c < json_object_array_length(cls); c++) {
+			json_object *k = json_object_array_get_idx(cls, c);
+			int64_t in_use = json_object_get_int64(json_get(k, "in_use"));
+
+			if (in_use != 0 || json_object_get_int64(json_get(k, "free")) !=
+			    json_object_get_int64(json_get(k, "slots"))) {
+				idle = 0;
+				snprintf(why, cap, "zone %s class %zu: %lld in use",
+					 json_object_get_string(json_get(zn, "name")), c,
+					 (long long)in_use);
+			}
+		}
+	}
+	if (o != NULL)
+		json_object_put(o);
+	return idle;
+}
+
 /* r[shm.ring.full]: a burst over a lane, N guest_call_async of
  * echo.echo (100 bytes) back to back from a callback guest (_i 0: 5,000,
  * 1: 100,000). A full lane makes the caller wait, serving the answers,
@@ -673,6 +706,14 @@ START_TEST(test_burst_over_a_lane)
 		expect_peer(name, "slots_free", slots);
 		expect_peer(name, "host_slots_free", slots);
 		expect_peer(name, "pool_slots", 0);
+	}
+	{
+		char why[160] = "";
+		int idle = 0;
+
+		for (int i = 0; i < 200 && !(idle = pool_idle(why, sizeof(why))); i++)
+			sleep_ms(50);
+		ck_assert_msg(idle, "the shared pool after the burst: %s", why);
 	}
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
