@@ -393,6 +393,7 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	c->client_timeout_ns = 30ull * 1000000000;
 	c->calls_in_flight = 1024;
 	c->lanes_per_guest = 16;
+	c->lane_ban_ns = 600ull * 1000000000;
 	c->pool_sweep_ns = 250ull * 1000000;
 	c->pool_stuck_ns = 30ull * 1000000000;
 	if ((c->file = strdup(file)) == NULL ||

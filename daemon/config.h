@@ -112,6 +112,9 @@ struct hub_conf {
 	uint32_t		channels_per_caller;	/* streams hubd opens in a guest's table
 							 * for one caller at once */
 	uint32_t		lanes_per_guest;	/* lanes one guest may have open */
+	uint64_t		lane_ban_ns;		/* no lane for a pair (by name) this
+							 * long after one of theirs closed
+							 * over a broken rule (0: none) */
 	int			hang_stack;		/* HANG_STACK_*: a hung guest's stack */
 	uint64_t		pool_sweep_ns;		/* [pool] sweep_interval: the sweeper's period */
 	uint64_t		pool_stuck_ns;		/* [pool] stuck_after: a slot held this long is reported (0: never) */

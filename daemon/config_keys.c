@@ -497,6 +497,7 @@ static const struct key hub_keys[] = {
 	{ "channels_per_caller", key_number, HUB(channels_per_caller), .min = 1,
 	  .max = HP_CHANNELS_MAX },
 	{ "lanes_per_guest", key_number, HUB(lanes_per_guest), .min = 1, .max = 64 },
+	{ "lane_ban", key_duration, HUB(lane_ban_ns) },
 };
 
 static const struct key pool_keys[] = {

@@ -80,6 +80,7 @@ struct ext_call;
 struct relay;
 struct lane;
 struct lane_record;
+struct lane_ban;
 struct lane_ends;
 struct manual;
 
@@ -317,6 +318,7 @@ struct hub {
 	uint32_t		nlane_records;	/* ever */
 	struct lane_ends	*lanes_gone;	/* [LANES_GONE], a ring */
 	uint32_t		nlanes_gone;	/* ever */
+	struct lane_ban		*lane_bans;	/* [LANES_BANNED] */
 	struct {
 		host_peer_fn	*attach[HOST_HOOKS_MAX];	/* host_on_attach */
 		host_peer_fn	*detach[HOST_HOOKS_MAX];	/* host_on_detach */

@@ -10,8 +10,11 @@
  * flight over them as a callee's death fails it through the hub); a
  * side that closes one (its peer hung up, or broke a rule) says so, and
  * a broken rule is recorded against the lane and keeps the pair on
- * calls through the hub until either restarts. Neither side can get the
- * other ended by what it says: a report closes a lane, nothing more. */
+ * calls through the hub until either restarts, and the two guests by
+ * name for [hub] lane_ban whatever their instances (a rule broken by
+ * every new instance would cost one stall each). Neither side can get
+ * the other ended by what it says: a report closes a lane, nothing
+ * more. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +244,52 @@ refused(struct hub *h, const struct peer *p, const struct peer *q)
 	return 0;
 }
 
+static int
+ban_is(const struct lane_ban *b, const char *x, const char *y)
+{
+	return (strcmp(b->name[0], x) == 0 && strcmp(b->name[1], y) == 0) ||
+	    (strcmp(b->name[0], y) == 0 && strcmp(b->name[1], x) == 0);
+}
+
+/* Whether guests x and y (names) are kept off lanes now. */
+static int
+banned(struct hub *h, const char *x, const char *y)
+{
+	uint64_t now = hp_now_ns();
+
+	for (uint32_t i = 0; i < LANES_BANNED; i++)
+		if (h->lane_bans[i].until_ns > now && ban_is(&h->lane_bans[i], x, y))
+			return 1;
+	return 0;
+}
+
+/* x and y get no lane for lane_ban from now: the pair's entry, else a
+ * free or lapsed one, else the one that lapses first. */
+static void
+ban(struct hub *h, const char *x, const char *y)
+{
+	uint64_t now = hp_now_ns();
+	struct lane_ban *b = NULL;
+
+	if (h->conf.lane_ban_ns == 0 || x[0] == '\0' || y[0] == '\0')
+		return;
+	for (uint32_t i = 0; i < LANES_BANNED && b == NULL; i++)
+		if (ban_is(&h->lane_bans[i], x, y))
+			b = &h->lane_bans[i];
+	for (uint32_t i = 0; i < LANES_BANNED && b == NULL; i++)
+		if (h->lane_bans[i].until_ns <= now)
+			b = &h->lane_bans[i];
+	if (b == NULL) {
+		b = &h->lane_bans[0];
+		for (uint32_t i = 1; i < LANES_BANNED; i++)
+			if (h->lane_bans[i].until_ns < b->until_ns)
+				b = &h->lane_bans[i];
+	}
+	snprintf(b->name[0], sizeof(b->name[0]), "%s", x);
+	snprintf(b->name[1], sizeof(b->name[1]), "%s", y);
+	b->until_ns = now + h->conf.lane_ban_ns;
+}
+
 void
 lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m)
 {
@@ -257,7 +306,8 @@ lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *
 		return;
 	if ((ln = lane_between(h, p, q)) == NULL) {
 		if (p->nlanes >= h->conf.lanes_per_guest || q->nlanes >= h->conf.lanes_per_guest ||
-		    refused(h, p, q) || hp_now_ns() < h->lane_retry_ns)
+		    refused(h, p, q) || banned(h, p->conf->name, q->conf->name) ||
+		    hp_now_ns() < h->lane_retry_ns)
 			return;
 		if ((ln = lane_open(h, p, q)) == NULL) {
 			/* out of memory or descriptors, or a side not reading
@@ -315,6 +365,8 @@ record(struct hub *h, const struct lane_ends *e, int reporter, const char *reaso
 			p->stats.lane_violations += violation != 0;
 		}
 	}
+	if (violation)
+		ban(h, r->name[0], r->name[1]);
 }
 
 /* A report about lane id from p after hubd dropped it: the side that saw
@@ -415,7 +467,9 @@ lanes_init(struct hub *h)
 	host_on_detach(h, on_detach);
 	h->lane_records = calloc(LANES_HISTORY, sizeof(*h->lane_records));
 	h->lanes_gone = calloc(LANES_GONE, sizeof(*h->lanes_gone));
-	return h->lane_records != NULL && h->lanes_gone != NULL ? 0 : -ENOMEM;
+	h->lane_bans = calloc(LANES_BANNED, sizeof(*h->lane_bans));
+	return h->lane_records != NULL && h->lanes_gone != NULL && h->lane_bans != NULL ?
+	    0 : -ENOMEM;
 }
 
 void
@@ -439,6 +493,7 @@ json_object *
 lanes_json(struct hub *h)
 {
 	json_object *open = json_object_new_array(), *recs = json_object_new_array();
+	json_object *bans = json_object_new_array();
 	json_object *o = json_object_new_object();
 	uint32_t n = h->nlane_records < LANES_HISTORY ? h->nlane_records : LANES_HISTORY;
 	uint64_t now = hp_now_ns();
@@ -483,8 +538,21 @@ lanes_json(struct hub *h)
 		json_object_object_add(j, "reason", json_object_new_string(r->reason));
 		json_object_array_add(recs, j);
 	}
+	for (uint32_t i = 0; i < LANES_BANNED; i++) {
+		const struct lane_ban *b = &h->lane_bans[i];
+		json_object *j;
+
+		if (b->until_ns <= now)
+			continue;
+		j = json_object_new_object();
+		json_object_object_add(j, "a", json_object_new_string(b->name[0]));
+		json_object_object_add(j, "b", json_object_new_string(b->name[1]));
+		add_u64(j, "left_ms", (b->until_ns - now + 999999) / 1000000u);
+		json_object_array_add(bans, j);
+	}
 	json_object_object_add(o, "lanes", open);
 	json_object_object_add(o, "violations", recs);
+	json_object_object_add(o, "banned", bans);
 	return o;
 }
 
@@ -495,6 +563,8 @@ lanes_free(struct hub *h)
 		lane_drop(h, h->lanes, 0);
 	free(h->lane_records);
 	free(h->lanes_gone);
+	free(h->lane_bans);
 	h->lane_records = NULL;
 	h->lanes_gone = NULL;
+	h->lane_bans = NULL;
 }

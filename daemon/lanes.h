@@ -12,6 +12,7 @@
 
 #define LANES_HISTORY	16	/* lanes closed for a broken rule, kept to show */
 #define LANES_GONE	32	/* lanes dropped, kept for a report on its way */
+#define LANES_BANNED	64	/* pairs kept off lanes ([hub] lane_ban) */
 
 /* Which lane, between which instances: side A is peer[0], side B
  * peer[1]. */
@@ -41,6 +42,14 @@ struct lane_record {
 	uint32_t	reporter;	/* 0: side A said so, 1: side B */
 	int		violation;	/* a broken rule (shown), or a set-up failure */
 	char		reason[HP_LANE_REASON_MAX + 1];
+};
+
+/* Two guests, by name (whatever their instances), that get no lane
+ * until until_ns (CLOCK_MONOTONIC): one of their lanes closed over a
+ * broken rule. */
+struct lane_ban {
+	char		name[2][CONFIG_GUEST_NAME_MAX + 1];
+	uint64_t	until_ns;	/* 0: a free entry */
 };
 
 /* Registers the Lane handler and the detach hook; -ENOMEM. */

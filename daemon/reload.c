@@ -224,6 +224,7 @@ reload_config(struct hub *h, FILE *msgs)
 	h->conf.client_timeout_ns = n.client_timeout_ns;
 	h->conf.hang_stack = n.hang_stack;
 	h->conf.channels_per_caller = n.channels_per_caller;
+	h->conf.lane_ban_ns = n.lane_ban_ns;	/* bans made from now on */
 	if (h->conf.pool_sweep_ns != n.pool_sweep_ns) {
 		h->conf.pool_sweep_ns = n.pool_sweep_ns;
 		pool_retime(h);

@@ -57,6 +57,8 @@ send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
 			return rc;
 		ln = NULL;	/* channels the hub takes, or refuses, itself */
 	}
+	if (ln != NULL)
+		lg_lane_hold(ln);	/* a wait for room serves: it may close */
 	rc = send_on(g, ln, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta),
 		     moved != NULL ? moved : args, moved != NULL ? mlen : len, t);
 	if (rc != 0 && moved != NULL) {
@@ -64,6 +66,8 @@ send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
 		c->nchans = 0;
 	}
 	free(moved);
+	if (ln != NULL)
+		lg_lane_put(ln);	/* not closed if rc is 0: tx_ready saw it open */
 	if (rc == -EPIPE && ln != NULL) {
 		/* the lane is closing: the hub takes the call, as before it */
 		ln = NULL;
@@ -74,19 +78,92 @@ send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
 	return rc;
 }
 
-/* guest_call_async, waiting for room to send up to t. */
+/* A call leaves the table: one fewer of our async calls in flight its
+ * way. */
+static void
+out_gone(struct guest *g, const struct out_call *c)
+{
+	if (!c->async)
+		return;
+	if (c->lane != NULL && c->lane->calls_out > 0)
+		c->lane->calls_out--;
+	else if (c->lane == NULL && g->hub_calls_out > 0)
+		g->hub_calls_out--;
+}
+
+struct out_room {
+	struct guest	*g;
+	uint64_t	mid;
+};
+
+/* Whether an async call of w->mid may go: its way (a lane, or the hub)
+ * below its bound of such calls in flight. */
+static int
+out_room_ready(void *arg)
+{
+	struct out_room *w = arg;
+	struct lg_route *r;
+
+	if (hp_load_relaxed_u32(&hp_segment_header(&w->g->seg)->host_goodbye) != 0)
+		return -ESHUTDOWN;
+	if (w->g->dead)
+		return w->g->dead;
+	r = w->g->nroutes > 0 ? lg_lane_route(w->g, w->mid) : NULL;
+	if (r == NULL)
+		return w->g->hub_calls_out < lg_hub_out_max(w->g);
+	return r->lane->calls_out < lg_lane_out_max(r->lane);
+}
+
+/* The route of an async call of mid (NULL: through the hub) once its way
+ * has room for one more: r[shm.ring.full] past as many as it carries, a
+ * call waits, as on a full ring, for an answer, serving meanwhile (a
+ * callee may be calling us back to answer). Calls that all wait at their
+ * callees (a gate that a later call opens), no answer coming for
+ * LG_OUT_QUIET_MS, pile nothing up on us: then it goes all the same.
+ * 0 or -errno. */
+static int
+route_room(struct guest *g, uint64_t mid, struct lg_route **route)
+{
+	struct timeout quiet = { LG_OUT_QUIET_MS, 0 };
+	struct out_room w = { g, mid };
+	int rc;
+
+	if ((rc = out_room_ready(&w)) == 0) {
+		g->stats.ring_waits++;
+		rc = g->rt->wait_serving(g, HP_WAIT_RING_DATA, out_room_ready, &w, &quiet);
+		if (rc == 0)
+			rc = 1;		/* quiet: it goes */
+	}
+	if (rc < 0) {
+		if (rc == -EPIPE || rc == -ESHUTDOWN)
+			g->dead = rc;
+		return rc;
+	}
+	/* its lane may have closed meanwhile: looked up anew */
+	*route = g->nroutes > 0 ? lg_lane_route(g, mid) : NULL;
+	return 0;
+}
+
+/* guest_call_async (async: bounded, route_room), waiting for room to
+ * send up to t. */
 static int
 call_start(struct guest *g, const char *method, const void *args, size_t len,
-	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t)
+	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t, int async)
 {
 	uint64_t mid = hp_method_id(method, strlen(method));
-	struct lg_route *r = g->nroutes > 0 ? lg_lane_route(g, mid) : NULL;
+	struct lg_route *r = NULL;
 	struct out_call sent, *c;
 	uint32_t id;
-	int rc;
+	int rc = 0;
 
 	if (g->dead)
 		return g->dead;
+	if (async)
+		rc = route_room(g, mid, &r);
+	else if (g->nroutes > 0)
+		r = lg_lane_route(g, mid);
+	if (rc != 0)
+		return rc;
 	/* room first: once the Request is out, its entry must not fail */
 	if (hp_idtab_reserve(&g->out, 1) != 0)
 		return -ENOMEM;
@@ -100,9 +177,14 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	sent.fn = fn;
 	sent.ctx = ctx;
 	sent.id = c->id;
+	sent.async = (uint8_t)async;
 	*c = sent;
 	if (c->lane != NULL)
 		c->lane->n_out++;
+	if (async && c->lane != NULL)
+		c->lane->calls_out++;
+	else if (async)
+		g->hub_calls_out++;
 	g->stats.calls_out++;
 	if (call_id != NULL)
 		*call_id = id;
@@ -116,7 +198,7 @@ guest_call_async(struct guest *g, const char *method, const void *args,
 	int rc;
 
 	g->rt->lock(g);
-	rc = call_start(g, method, args, len, fn, ctx, call_id, NULL);
+	rc = call_start(g, method, args, len, fn, ctx, call_id, NULL, 1);
 	g->rt->unlock(g);
 	return rc;
 }
@@ -253,7 +335,7 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 	if (result_len != NULL)
 		*result_len = 0;	/* stays so unless an answer came */
 	g->rt->lock(g);
-	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t)) != 0)
+	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t, 0)) != 0)
 		goto out;
 	rc = g->rt->await(g, &s.ev, &t);
 	if (s.ev.done) {
@@ -268,10 +350,12 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 			send_cancel(g, c);
 		/* over a lane, the answer must still come (its peer answers
 		 * what it was asked, and nothing else): kept, for nobody */
-		if (c->lane != NULL && rc == -ETIMEDOUT)
+		if (c->lane != NULL && rc == -ETIMEDOUT) {
 			c->fn = NULL;
-		else
+		} else {
+			out_gone(g, c);
 			hp_idtab_remove(&g->out, c);
+		}
 	}
 out:
 	g->rt->unlock(g);
@@ -299,6 +383,9 @@ respond(struct guest_call *c, const struct hp_response *r)
 	 * LG_ERR_TEXT_MAX bytes, at most */
 	uint8_t head[LG_ERR_TEXT_MAX + 64];
 	struct hp_response env = *r;
+	/* compared only: c->lane is NULL once its lane closes (while we
+	 * wait for room, on a microthread) */
+	const struct lg_lane *ln = c->lane;
 	int64_t n;
 	int rc;
 
@@ -318,7 +405,7 @@ respond(struct guest_call *c, const struct hp_response *r)
 	else
 		rc = send_on(g, c->lane, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,
 			     r->value, r->value_len, NULL);
-	if (rc == -EPIPE && c->lane != NULL)
+	if (rc == -EPIPE && ln != NULL)
 		rc = 0;		/* the lane closed meanwhile: the same */
 	if (c->lane != NULL && c->nchans > 0)
 		lg_chan_replied(c);
@@ -784,6 +871,7 @@ on_response(struct guest *g, struct hp_msg_in *m)
 		return -EPROTO;
 	}
 	call = *c;
+	out_gone(g, c);
 	hp_idtab_remove(&g->out, c);
 	if (hp_msg_decode_response(m->payload, m->len, &r) != 0) {
 		if (call.lane == NULL)
@@ -818,9 +906,11 @@ lg_out_fail_all(struct guest *g, int status)
 
 	/* each out of the table before its caller hears: a callback that
 	 * cancels another call finds the table whole */
-	while (hp_idtab_take(&g->out, &c) == 0)
+	while (hp_idtab_take(&g->out, &c) == 0) {
+		out_gone(g, &c);
 		if (c.fn != NULL)
 			c.fn(c.ctx, status, NULL, 0);
+	}
 }
 
 static int
@@ -860,6 +950,7 @@ lane_gone(struct guest *g, struct lg_lane *ln)
 		if (e == NULL)
 			break;
 		c = *e;
+		out_gone(g, e);
 		hp_idtab_remove(&g->out, e);
 		if (c.fn != NULL)
 			c.fn(c.ctx, -ECANCELED, NULL, 0);

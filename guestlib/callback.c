@@ -62,6 +62,43 @@ cb_wait_serving(struct guest *g, uint32_t waits, int (*ready)(void *),
 	}
 }
 
+/* Its condition, or what serving ends would take. */
+static int
+or_ends_ready(void *arg)
+{
+	struct or_rx *w = arg;
+	int rc = w->ready(w->arg);
+
+	return rc != 0 ? rc : lg_ends_ready(w->g);
+}
+
+/* Serves what runs no handler while it waits: a send that waits for room
+ * on a lane takes the answers its peer may be waiting to send (the peer,
+ * in a handler, waits for room on its own ring: neither would move). A
+ * Request that comes waits for later; past what later keeps, it stays in
+ * its ring and wakes nobody. No lane is closed meanwhile (reap_held): the
+ * sender's may be, under it; the loop closes it after. */
+static int
+cb_wait_ends(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
+	     struct timeout *t)
+{
+	hp_atomic_u32 *word = g->ep.credit_word;
+	struct or_rx w = { g, ready, arg };
+	int rc;
+
+	g->reap_held++;
+	for (;;) {
+		if ((rc = lg_serve_ends(g)) != 0 || (rc = ready(arg)) != 0)
+			break;
+		g->ep.credit_word = word;
+		rc = lg_wait_beating(g, waits | HP_WAIT_RING_DATA, or_ends_ready, &w, t);
+		if (rc <= 0 || (rc = ready(arg)) != 0)
+			break;
+	}
+	g->reap_held--;
+	return rc;
+}
+
 /* The loop, until ev is done. */
 static int
 cb_await(struct guest *g, struct lg_event *ev, struct timeout *t)
@@ -167,6 +204,7 @@ const struct lg_runtime lg_callback = {
 	.unlock		= cb_nolock,
 	.wait		= lg_wait_beating,
 	.wait_serving	= cb_wait_serving,
+	.wait_ends	= cb_wait_ends,
 	.await		= cb_await,
 	.wake		= cb_wake,
 	.handle		= cb_handle,

@@ -192,7 +192,11 @@ typedef void (*guest_result_fn)(void *ctx, int status, const uint8_t *result,
 
 /* Starts a call of method (on the host or another guest) and returns at
  * once; fn runs from the service loop when the answer arrives. *call_id
- * (if not NULL) identifies it for guest_cancel. */
+ * (if not NULL) identifies it for guest_cancel. With ring_size (256)
+ * such calls in flight its way (through the hub, or over a lane), it
+ * first waits for an answer (50 ms at most: calls that all wait at
+ * their callees are no burst), serving meanwhile: earlier calls' fn may
+ * run before it returns. */
 GUEST_API int guest_call_async(struct guest *g, const char *method,
 			       const void *args, size_t len, guest_result_fn fn,
 			       void *ctx, uint32_t *call_id);

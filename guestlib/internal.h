@@ -52,6 +52,9 @@ struct out_call {
 					 * to be dropped (over a lane) */
 	void		*ctx;
 	struct lg_lane	*lane;		/* sent over it, NULL: through the hub */
+	uint8_t		async;		/* guest_call_async's: counted against
+					 * the bound of its way (lg_hub_out_max,
+					 * lg_lane_out_max) */
 	uint8_t		nchans;		/* its channels passed over the lane */
 	uint32_t	chans[HP_SIG_MAX_ARGS];	/* ... their ids in its table */
 	uint32_t	serials[HP_SIG_MAX_ARGS];
@@ -143,6 +146,8 @@ struct lg_lane {
 	uint32_t		side;		/* HP_LANE_SIDE_* */
 	uint32_t		calls_max;	/* the peer's requests in flight to us */
 	uint32_t		calls_in;	/* ... now */
+	uint32_t		calls_out;	/* our async calls in flight to it
+						 * (lg_lane_out_max) */
 	int			bell;
 	uint32_t		refs;		/* frames using it across a serve or a
 						 * wait: freed at the last lg_lane_put */
@@ -191,8 +196,23 @@ lg_lane_broken(struct lg_lane *ln, const char *rule)
 
 /* How long a send waits for room on a lane before its peer is taken to
  * have stopped reading it, and loses the lane (one that stops reading its
- * hub ring is ended by hubd). */
+ * hub ring is ended by hubd). A send that waits serves meanwhile what
+ * runs no handler (the answers to our calls above all: the peer may be
+ * waiting for room to send them), so an honest peer is never that
+ * slow. */
 #define LG_LANE_STALL_MS	2000
+
+/* Our guest_call_async calls in flight over a lane at most: one more
+ * waits (serving) for an answer, LG_OUT_QUIET_MS at most. No more than the peer's ring holds, so
+ * that the answers the peer owes for a burst fit its ring once we take
+ * what it sent; and so that a peer that reads nothing has its ring full
+ * (LG_LANE_STALL_MS) before our calls reach the bound. A blocking
+ * guest_call waits for its own answer and is not held back. */
+static inline uint32_t
+lg_lane_out_max(const struct lg_lane *ln)
+{
+	return ln->map.seg.params.ring_size;
+}
 
 struct lg_route {
 	uint64_t	method;
@@ -243,6 +263,12 @@ struct lg_runtime {
 	 * come (a credit wait: the receiver's Reset, other callers'
 	 * handlers). */
 	int	(*wait_serving)(struct guest *g, uint32_t waits,
+		    int (*ready)(void *), void *arg, struct timeout *t);
+	/* As wait, serving meanwhile what runs no handler (answers,
+	 * Cancels, channel traffic; Requests kept for later): a send that
+	 * waits for a lane's peer, which may be waiting for us to take its
+	 * answers. */
+	int	(*wait_ends)(struct guest *g, uint32_t waits,
 		    int (*ready)(void *), void *arg, struct timeout *t);
 	/* Until ev->done (0), or t ran out (-ETIMEDOUT) or the loop's
 	 * error: for guest_call's answer. */
@@ -298,11 +324,16 @@ struct guest {
 	struct lg_lane		*cur_lane;	/* the message served came over it */
 	const char		*lane_rule;	/* the rule a lane's peer broke */
 	uint32_t		rounds;		/* serve rounds, for the lanes' figures */
+	uint32_t		reap_held;	/* sends waiting for room, serving
+						 * (wait_ends): no lane closes, so
+						 * none is freed under its sender */
 	uint64_t		hb_interval;
 	uint64_t		next_hb;
 	struct method		*methods;
 	uint32_t		nmethods;
 	struct hp_idtab		out;		/* struct out_call by request id */
+	uint32_t		hub_calls_out;	/* ... async ones through the
+						 * hub (lg_hub_out_max) */
 	uint32_t		next_req;
 	struct guest_call	*active;		/* calls not answered yet */
 	struct guest_call	*answered;	/* answered, their handler running */
@@ -329,6 +360,22 @@ struct guest {
 	struct guest_stats	stats;
 	struct lg_mt		*mt;		/* guest_run_mt is running */
 };
+
+/* How long a guest_call_async past its way's bound waits for an answer
+ * at most: calls that all wait at their callees (no answer for that
+ * long) pile nothing up on us, and one more goes. */
+#define LG_OUT_QUIET_MS	50
+
+/* Our guest_call_async calls in flight through the hub at most: one
+ * more waits (serving) for an answer. Each answer that waits in hubd for
+ * us (our ring full while we send) counts against our pool quota, which
+ * is at least two rings' worth: a burst of so many keeps an honest guest
+ * within it, and within calls_in_flight (1024) by default. */
+static inline uint32_t
+lg_hub_out_max(const struct guest *g)
+{
+	return g->seg.params.ring_size;
+}
 
 /* The guest on microthreads (mtguest.c). With P > 1 processors, mu guards
  * the whole guest: every public entry takes it (recursively: a callback
@@ -408,6 +455,9 @@ int	lg_serve(struct guest *g, int *did);
 /* Serves what comes before the next Request: answers, Cancels, channel
  * traffic; no handler runs. */
 int	lg_serve_ends(struct guest *g);
+/* Whether lg_serve_ends has something to do: traffic other than a
+ * Request it would leave in its ring (a lane closing has none). */
+int	lg_ends_ready(void *g);
 int	lg_wait_rx(struct guest *g, struct timeout *t);
 /* Whether the service has something to do (traffic, a Goodbye, a
  * handler waiting). */

@@ -125,7 +125,10 @@ lg_lanes_ready(struct guest *g)
 	for (uint32_t i = 0; i < g->nlanes; i++) {
 		struct lg_lane *ln = g->lanes[i];
 
-		if (ln->closing || hp_group_hung(&ln->ep) || hp_endpoint_rx_ready(&ln->ep) != 0)
+		/* one to reap is work, unless a send waiting for room holds
+		 * reaping off (reap_held): then only what a serve takes */
+		if ((g->reap_held == 0 && (ln->closing || hp_group_hung(&ln->ep))) ||
+		    (!ln->closing && hp_endpoint_rx_ready(&ln->ep) != 0))
 			return 1;
 	}
 	return 0;

@@ -480,6 +480,15 @@ mt_wait_serving(struct guest *g, uint32_t waits, int (*ready)(void *),
 	return lg_callback.wait_serving(g, waits, ready, arg, t);
 }
 
+static int
+mt_wait_ends(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
+	     struct timeout *t)
+{
+	if (on_mt(g))	/* suspended: the runtime serves meanwhile */
+		return lg_mt_wait(g, waits, ready, arg, t);
+	return lg_callback.wait_ends(g, waits, ready, arg, t);
+}
+
 /* Suspends alone: the guest serves on. */
 static int
 mt_await(struct guest *g, struct lg_event *ev, struct timeout *t)
@@ -545,6 +554,7 @@ static const struct lg_runtime lg_microthreads = {
 	.unlock		= lg_mt_unlock,
 	.wait		= mt_wait,
 	.wait_serving	= mt_wait_serving,
+	.wait_ends	= mt_wait_ends,
 	.await		= mt_await,
 	.wake		= mt_wake_event,
 	.handle		= mt_handle,

@@ -85,6 +85,15 @@ lane_type(uint8_t type)
 	return type != HP_MSG_GOODBYE;
 }
 
+/* Whether serving ends (no handler) stops at ep's next message: a
+ * Request, with as many waiting for later as we keep. */
+static int
+requests_held(struct guest *g, struct hp_endpoint *ep)
+{
+	return (g->nlater >= LATER_MAX || g->later_bytes >= LATER_BYTES) &&
+	    hp_endpoint_peek(ep) == HP_MSG_REQUEST;
+}
+
 /* Serves one endpoint, the hub's (ln NULL) or a lane's, up to BATCH
  * messages in all this round (*n). A broken rule ends the guest on the
  * hub's ring, and only the lane on a lane's. */
@@ -98,8 +107,7 @@ serve_ep(struct guest *g, struct lg_lane *ln, int *did, int requests, int *n)
 	int rc = 0;
 
 	for (; *n < BATCH && !g->dead && (ln == NULL || !ln->closing); (*n)++) {
-		if (!requests && (g->nlater >= LATER_MAX || g->later_bytes >= LATER_BYTES) &&
-		    hp_endpoint_peek(ep) == HP_MSG_REQUEST)
+		if (!requests && requests_held(g, ep))
 			break;
 		if ((rc = hp_endpoint_recv(ep, &m, &rule)) == -EAGAIN) {
 			rc = 0;
@@ -177,7 +185,10 @@ serve(struct guest *g, int *did, int requests)
 	}
 	g->deferring = deferring;
 	if (rc == 0 && g->nlanes > 0) {
-		lg_lanes_reap(g);
+		/* not under a send waiting for room: a lane closed now would
+		 * be freed under it (its chans, its ring); the loop reaps it */
+		if (g->reap_held == 0)
+			lg_lanes_reap(g);
 		/* the figures hubd shows, now and then while busy (and
 		 * before each sleep: lane.c) */
 		if ((++g->rounds & 63) == 0)
@@ -211,6 +222,25 @@ lg_rx_ready(void *arg)
 		 * guest_run reads it again with acquire */
 		return 1;
 	return lg_traffic(g);
+}
+
+int
+lg_ends_ready(void *arg)
+{
+	struct guest *g = arg;
+
+	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+		return 1;
+	if (hp_endpoint_rx_ready(&g->ep) != 0 && !requests_held(g, &g->ep))
+		return 1;
+	for (uint32_t i = 0; i < g->nlanes; i++) {
+		struct lg_lane *ln = g->lanes[i];
+
+		if (!ln->closing && hp_endpoint_rx_ready(&ln->ep) != 0 &&
+		    !requests_held(g, &ln->ep))
+			return 1;
+	}
+	return 0;
 }
 
 int

@@ -172,8 +172,11 @@ lg_wait_tx(struct guest *g, struct lg_lane *ln, struct timeout *t)
 		peer_first = lg_timeout_at(t, now) > now + LG_LANE_STALL_MS * 1000000ull;
 		lg_lane_hold(ln);	/* closed meanwhile: tx_ready says so */
 	}
-	rc = g->rt->wait(g, HP_WAIT_RING_SPACE | HP_WAIT_SLOT, tx_ready, &w,
-			 peer_first ? &stall : t);
+	/* r[shm.ring.full]: over a lane, serving what runs no handler
+	 * meanwhile (a peer waiting for room for its answers takes nothing
+	 * of ours); hubd never waits on us */
+	rc = (ln != NULL ? g->rt->wait_ends : g->rt->wait)(g, HP_WAIT_RING_SPACE | HP_WAIT_SLOT,
+							    tx_ready, &w, peer_first ? &stall : t);
 	if (ln != NULL) {
 		if (rc == 0 && peer_first)
 			lg_lane_broken(ln, "shm.ring.full");

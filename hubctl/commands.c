@@ -291,7 +291,7 @@ hubctl_methods(struct ctl *ctl, int argc, char **argv)
 int
 hubctl_lanes(struct ctl *ctl, int argc, char **argv)
 {
-	json_object *a, *ls, *vs;
+	json_object *a, *ls, *vs, *bs;
 	char ab[24], ba[24], age[32];
 	int rc;
 
@@ -326,6 +326,14 @@ hubctl_lanes(struct ctl *ctl, int argc, char **argv)
 
 		printf("closed: %s-%s, %s said: %s\n", text(v, "a"), text(v, "b"),
 		       text(v, "reported_by"), text(v, "reason"));
+	}
+	bs = list(a, "banned");
+	for (size_t i = 0; i < json_object_array_length(bs); i++) {
+		json_object *b = json_object_array_get_idx(bs, i);
+
+		printf("banned: %s-%s, no lane for %s more\n", text(b, "a"), text(b, "b"),
+		       duration_text(age, sizeof(age), json_object_get_uint64(get(b, "left_ms")) *
+				     HP_NS_PER_MS));
 	}
 	json_object_put(a);
 	return 0;

@@ -439,6 +439,55 @@ START_TEST(test_hostile_peer)
 }
 END_TEST
 
+/* A pair whose lane closed over a broken rule gets no lane for
+ * lane_ban, whatever their instances: brk breaks the lane, restarts,
+ * and its calls to vic go through hubd (_i 0: the default, 10 min).
+ * With lane_ban = 1s (_i 1) the ban lapses (hubctl lanes lists it until
+ * then) and the next call brings a lane; lane_ban = 0 (_i 2): only the
+ * two instances were kept off lanes, the new one gets one at once. */
+START_TEST(test_ban_across_restarts)
+{
+	static const char *const keys[] = { NULL, "lane_ban = 1s\n", "lane_ban = 0\n" };
+	char *out = NULL;
+	json_object *o, *b;
+
+	hub_start_up(&hub, keys[_i], LB("vic", "") LB("brk", ""), "vic,brk");
+	ck_assert(hub_wait_method(&hub, "brk.break,vic.echo,brk.call") == 0);
+	expect("sent", "brk.break", "goodbye", "vic.echo", NULL);
+	for (int i = 0; i < 100 && count("violations") == 0; i++)
+		sleep_ms(50);
+	ck_assert_uint_eq(count("violations"), 1);
+	expect_open(0);
+	o = lanes();
+	ck_assert_uint_eq(json_object_array_length(json_get(o, "banned")), _i == 2 ? 0 : 1);
+	if (_i != 2) {
+		b = json_object_array_get_idx(json_get(o, "banned"), 0);
+		ck_assert_msg(json_u64(b, "left_ms", NULL, NULL) > 0 &&
+			      json_u64(b, "left_ms", NULL, NULL) <= (_i == 0 ? 600000u : 1000u),
+			      "left_ms %llu", json_u64(b, "left_ms", NULL, NULL));
+	}
+	json_object_put(o);
+	ck_assert_int_eq(hubctl(&hub, &out, "restart", "brk", (char *)NULL), 0);
+	free(out);
+	ck_assert_int_eq(hub_wait_up(&hub, "brk", 10000), 0);
+	ck_assert(hub_wait_method(&hub, "brk.call") == 0);
+	if (_i == 1) {
+		for (int i = 0; i < 200 && count("banned") != 0; i++)
+			sleep_ms(50);
+		ck_assert_uint_eq(count("banned"), 0);
+	}
+	expect("ok z", "brk.call", "vic.echo", "z", NULL);
+	expect("ok z", "brk.call", "vic.echo", "z", NULL);
+	expect_open(_i == 0 ? 0 : 1);
+	if (_i == 0) {
+		ck_assert_int_eq(hubctl(&hub, &out, "lanes", (char *)NULL), 0);
+		ck_assert_msg(strstr(out, "banned: ") != NULL, "hubctl lanes: %s", out);
+		free(out);
+	}
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Guests on microthreads (_i + 1 processors): calls over the lane from
  * many microthreads at once, each waiting in its own handler; the
  * callee keeps calls_in_flight per lane as hubd does (past it: an
@@ -557,6 +606,172 @@ START_TEST(test_deaf_peer)
 }
 END_TEST
 
+/* Waits (10 s) until guest name's key in hubctl peers is want. */
+static void
+expect_peer(const char *name, const char *key, int want)
+{
+	int v = -1;
+
+	for (int i = 0; i < 200 && (v = hub_peer_int(&hub, name, key)) != want; i++)
+		sleep_ms(50);
+	ck_assert_msg(v == want, "%s's %s is %d, want %d; %s", name, key, v, want,
+		      hub_log_tail(&hub));
+}
+
+/* Whether every class of every zone's shared pool has all its slots free
+ * again, and the pool checks out (hubctl pool, validated); what it found
+ * in why. */
+static int
+pool_idle(char *why, size_t cap)
+{
+	json_object *o = hub_request(&hub, "{\"cmd\":\"pool\",\"validate\":true}", NULL);
+	json_object *zones = o != NULL ? json_get(o, "zones") : NULL;
+	int idle = o != NULL && json_object_get_boolean(json_get(o, "valid"));
+
+	snprintf(why, cap, "%s", o == NULL ? "no answer" : idle ? "" : "not valid");
+	for (size_t z = 0; zones != NULL && z < json_object_array_length(zones); z++) {
+		json_object *zn = json_object_array_get_idx(zones, z);
+		json_object *cls = json_get(zn, "classes");
+
+		for (size_t c = 0; c < json_object_array_length(cls); c++) {
+			json_object *k = json_object_array_get_idx(cls, c);
+			int64_t in_use = json_object_get_int64(json_get(k, "in_use"));
+
+			if (in_use != 0 || json_object_get_int64(json_get(k, "free")) !=
+			    json_object_get_int64(json_get(k, "slots"))) {
+				idle = 0;
+				snprintf(why, cap, "zone %s class %zu: %lld in use",
+					 json_object_get_string(json_get(zn, "name")), c,
+					 (long long)in_use);
+			}
+		}
+	}
+	if (o != NULL)
+		json_object_put(o);
+	return idle;
+}
+
+/* r[shm.ring.full]: a burst over a lane, N guest_call_async of
+ * echo.echo (100 bytes) back to back from a callback guest (_i 0: 5,000,
+ * 1: 100,000). A full lane makes the caller wait, serving the answers,
+ * within its bound of calls in flight: every call is answered with what
+ * it sent, nobody breaks the lane, nobody is ended, the lane stays open
+ * and every slot comes back. _i 2 and 3: the same through hubd (lanes =
+ * no), where the answers waiting for the caller stay within its pool
+ * quota. */
+START_TEST(test_burst_over_a_lane)
+{
+	static const char *const counts[] = { "5000", "100000", "5000", "100000" };
+	char want[32], *out = NULL, *nl;
+	json_object *st;
+	int rc, slots;
+
+	hub_start_up(&hub, NULL, _i < 2 ? "[guest echo]\nexec = @/guests/echo\n" LB("a", "") :
+		     "[guest echo]\nexec = @/guests/echo\n" LB("a", "lanes = no\n"), "echo,a");
+	ck_assert(hub_wait_method(&hub, "echo.echo,a.storm,a.call") == 0);
+	expect("ok x", "a.call", "echo.echo", "x", NULL);	/* the second over a lane */
+	expect_open(_i < 2 ? 1 : 0);
+	rc = hubctl(&hub, &out, "-t", "600", "call", "a.storm", "echo.echo", counts[_i],
+		    (char *)NULL);
+	ck_assert_msg(rc == 0, "a.storm: status %d, '%s'; %s", rc, out, hub_log_tail(&hub));
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+	snprintf(want, sizeof(want), "ok=%s", counts[_i]);
+	ck_assert_msg(strcmp(out, want) == 0, "a.storm %s: '%s'; %s", counts[_i], out,
+		      hub_log_tail(&hub));
+	free(out);
+	/* over the lane, which stayed open (hubd's view: what a sent came
+	 * in): no violation, nobody ended */
+	if (_i < 2) {
+		stat_at_least("a", "lane_calls_in", strtoull(counts[_i], NULL, 10));
+		stat_at_least("echo", "lane_calls_out", strtoull(counts[_i], NULL, 10));
+	}
+	ck_assert_uint_eq(count("violations"), 0);
+	expect_open(_i < 2 ? 1 : 0);
+	for (int i = 0; i < 2; i++) {
+		const char *name = i == 0 ? "echo" : "a";
+
+		ck_assert_str_eq(hub_peer_state(&hub, name), "up");
+		ck_assert_int_eq(hub_peer_int(&hub, name, "restarts"), 0);
+		ck_assert_int_eq(hub_peer_int(&hub, name, "lane_violations"), 0);
+	}
+	/* the pools back to their size */
+	st = hub_request(&hub, "{\"cmd\":\"status\"}", NULL);
+	ck_assert(st != NULL);
+	slots = json_object_get_int(json_get(st, "slots_per_guest"));
+	json_object_put(st);
+	for (int i = 0; i < 2; i++) {
+		const char *name = i == 0 ? "echo" : "a";
+
+		expect_peer(name, "slots_free", slots);
+		expect_peer(name, "host_slots_free", slots);
+		expect_peer(name, "pool_slots", 0);
+	}
+	{
+		char why[160] = "";
+		int idle = 0;
+
+		for (int i = 0; i < 200 && !(idle = pool_idle(why, sizeof(why))); i++)
+			sleep_ms(50);
+		ck_assert_msg(idle, "the shared pool after the burst: %s", why);
+	}
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* The same burst from a guest on microthreads (_i + 1 processors): the
+ * calls start on a handler's microthread, which waits at the bound while
+ * the runtime serves; the answers come on the scheduler. */
+START_TEST(test_burst_on_microthreads)
+{
+	static const char *const counts[] = { "20000", "5000" };
+	char guests[512], want[32], *out = NULL, *nl;
+	int rc;
+
+	snprintf(guests, sizeof(guests), "[guest echo]\nexec = @/guests/echo\n"
+		 "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1 --processors %d\n",
+		 _i + 1);
+	hub_start_up(&hub, NULL, guests, "echo,m1");
+	ck_assert(hub_wait_method(&hub, "echo.echo,m1.storm,m1.call") == 0);
+	expect("x", "m1.call", "echo.echo", "x", NULL);	/* through hubd: a lane follows */
+	expect_open(1);
+	rc = hubctl(&hub, &out, "-t", "600", "call", "m1.storm", "echo.echo", counts[_i],
+		    (char *)NULL);
+	ck_assert_msg(rc == 0, "m1.storm: status %d, '%s'; %s", rc, out, hub_log_tail(&hub));
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+	snprintf(want, sizeof(want), "ok=%s", counts[_i]);
+	ck_assert_msg(strcmp(out, want) == 0, "m1.storm %s: '%s'; %s", counts[_i], out,
+		      hub_log_tail(&hub));
+	free(out);
+	stat_at_least("m1", "lane_calls_in", strtoull(counts[_i], NULL, 10));
+	ck_assert_uint_eq(count("violations"), 0);
+	expect_open(1);
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Async calls that wait at their callee until a later call of the
+ * caller's opens the gate, more of them (300) than the bound on calls in
+ * flight: the one that opens it still goes (the bound waits for an
+ * answer only so long), over a lane or through hubd; all are answered. */
+START_TEST(test_bound_lets_the_opener_through)
+{
+	hub_start_up(&hub, NULL, LB("a", "") "[guest m1]\nexec = @/tests/guests/mtprober\n"
+		     "args = --prefix m1\n", "a,m1");
+	ck_assert(hub_wait_method(&hub, "a.gate,m1.wait,m1.open") == 0);
+	expect("ok=2", "a.gate", "m1", "1", NULL);	/* lanes follow */
+	expect_open(1);
+	expect("ok=301", "a.gate", "m1", "300", NULL);
+	ck_assert_uint_eq(count("violations"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "a", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_lanes(void);
 Suite *
 suite_lanes(void)
@@ -579,6 +794,15 @@ suite_lanes(void)
 	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 0, 1);
 	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 0, 1);
 	tcase_add_test(tc, test_deaf_peer);
+	tcase_add_loop_test(tc, test_ban_across_restarts, 0, 3);
+	suite_add_tcase(s, tc);
+	/* bursts: 100,000 calls take a few seconds, more under a sanitizer */
+	tc = tcase_create("lanes_load");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_burst_over_a_lane, 0, 4);
+	tcase_add_loop_test(tc, test_burst_on_microthreads, 0, 1);
+	tcase_add_test(tc, test_bound_lets_the_opener_through);
 	suite_add_tcase(s, tc);
 	/* two processors a guest under ThreadSanitizer (make check-tsan) */
 	tc = tcase_create("lanes_threads");
@@ -588,6 +812,7 @@ suite_lanes(void)
 	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 1, 2);
 	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 1, 2);
 	tcase_add_test(tc, test_lane_set_up);
+	tcase_add_loop_test(tc, test_burst_on_microthreads, 1, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -46,6 +46,13 @@
  *   accuse ID		reports lane ID closed for a broken rule
  *   load M N		N calls of M("x"), 64 at a time: "ok=A eERRNO=B ..." once
  *			every one has ended (the bridge's tests)
+ *   storm M N		N guest_call_async of M (a 100-byte str) back to back,
+ *			none waited for until all are sent, then every answer
+ *			waited for (2 min at most): "ok=A eERRNO=B ..." as load,
+ *			" wrong=W" for answers that are not the str sent
+ *   gate T N		N guest_call_async of T.wait (answered once T.open
+ *			lets them through: mtprober's), then one of T.open(N),
+ *			then every answer waited for: "ok=A ..." as load
  * With --poll it runs its own poll() loop on guest_fd() and
  * guest_service() instead of guest_run(). */
 #include <errno.h>
@@ -453,6 +460,116 @@ m_load(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	free(l);	/* every callback has run, or the test fails on unanswered */
 }
 
+/* storm(METHOD, N): as load, but every call started at once, back to
+ * back: a lane's flow control (or hubd's) is all that holds the caller
+ * back. Each answer must be the 100-byte str sent. */
+struct storm {
+	struct load	l;
+	uint32_t	wrong;
+	uint8_t		arg[128];
+	size_t		alen;
+};
+
+static void
+storm_done(void *ctx, int status, const uint8_t *res, size_t len)
+{
+	struct storm *s = ctx;
+
+	if (status == 0 && (len != s->alen || memcmp(res, s->arg, len) != 0))
+		s->wrong++;
+	load_done(&s->l, status, res, len);
+}
+
+static void
+m_storm(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	struct storm *s = calloc(1, sizeof(*s));
+	const char *m;
+	char method[128], out[512], str[100];
+	size_t n, pos = 0, o;
+	uint64_t count, end;
+	uint32_t sent = 0;
+	int rc = 0;
+
+	(void)ctx;
+	if (s == NULL || guest_pc_get_str(args, len, &pos, &m, &n) != 0 ||
+	    n >= sizeof(method) || guest_pc_get_u64(args, len, &pos, &count) != 0 ||
+	    count > 1000000) {
+		free(s);
+		reply_str(c, "error: arguments");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s", (int)n, m);
+	memset(str, 's', sizeof(str));
+	guest_pc_put_str(s->arg, sizeof(s->arg), &s->alen, str, sizeof(str));
+	while (sent < count &&
+	       (rc = guest_call_async(g, method, s->arg, s->alen, storm_done, s, NULL)) == 0)
+		sent++;
+	for (end = hp_now_ns() + 120ull * 1000000000; s->l.done < sent && hp_now_ns() < end;)
+		guest_service_wait(g, 20);
+	o = (size_t)snprintf(out, sizeof(out), "ok=%u", s->l.ok);
+	for (int e = 1; e < 256; e++)
+		if (s->l.err[e] != 0 && o < sizeof(out))
+			o += (size_t)snprintf(out + o, sizeof(out) - o, " e%d=%u", e, s->l.err[e]);
+	if (s->wrong != 0 && o < sizeof(out))
+		o += (size_t)snprintf(out + o, sizeof(out) - o, " wrong=%u", s->wrong);
+	if (sent < count && o < sizeof(out))
+		o += (size_t)snprintf(out + o, sizeof(out) - o, " unsent=%u (%d)",
+				      (uint32_t)count - sent, rc);
+	if (s->l.done < sent && o < sizeof(out))
+		snprintf(out + o, sizeof(out) - o, " unanswered=%u", sent - s->l.done);
+	reply_str(c, out);
+	if (s->l.done == sent)
+		free(s);	/* else a late answer's callback would find it gone */
+}
+
+/* gate(T, N): calls that wait at their callee until a later call of ours
+ * opens the gate: the bound on calls in flight must not hold that one
+ * back for good. */
+static void
+m_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	struct load *l = calloc(1, sizeof(*l));
+	uint8_t arg[16];
+	const char *t;
+	char method[128], out[512];
+	size_t n, pos = 0, alen = 0, o;
+	uint64_t count, end;
+	uint32_t sent = 0;
+	int rc = 0;
+
+	(void)ctx;
+	if (l == NULL || guest_pc_get_str(args, len, &pos, &t, &n) != 0 || n > 100 ||
+	    guest_pc_get_u64(args, len, &pos, &count) != 0 || count > 100000) {
+		free(l);
+		reply_str(c, "error: arguments");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s.wait", (int)n, t);
+	while (sent < count &&
+	       (rc = guest_call_async(g, method, NULL, 0, load_done, l, NULL)) == 0)
+		sent++;
+	snprintf(method, sizeof(method), "%.*s.open", (int)n, t);
+	guest_pc_put_u64(arg, sizeof(arg), &alen, count);
+	if (rc == 0 && (rc = guest_call_async(g, method, arg, alen, load_done, l, NULL)) == 0)
+		sent++;
+	for (end = hp_now_ns() + 120ull * 1000000000; l->done < sent && hp_now_ns() < end;)
+		guest_service_wait(g, 20);
+	o = (size_t)snprintf(out, sizeof(out), "ok=%u", l->ok);
+	for (int e = 1; e < 256; e++)
+		if (l->err[e] != 0 && o < sizeof(out))
+			o += (size_t)snprintf(out + o, sizeof(out) - o, " e%d=%u", e, l->err[e]);
+	if (rc != 0 && o < sizeof(out))
+		o += (size_t)snprintf(out + o, sizeof(out) - o, " unsent (%d)", rc);
+	if (l->done < sent && o < sizeof(out))
+		snprintf(out + o, sizeof(out) - o, " unanswered=%u", sent - l->done);
+	reply_str(c, out);
+	if (l->done == sent)
+		free(l);
+}
+
 /* A CLOSED report about lane id to hubd, as libguest would send it. */
 static int
 report(struct guest *g, uint32_t id, int violation, const char *reason)
@@ -614,6 +731,8 @@ main(int argc, char *argv[])
 		{ "break", "str,str->str", m_break },
 		{ "accuse", "str->str", m_accuse },
 		{ "load", "str,u64->str", m_load },
+		{ "storm", "str,u64->str", m_storm },
+		{ "gate", "str,u64->str", m_gate },
 	};
 	struct guest *g;
 	const char *why;

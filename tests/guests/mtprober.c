@@ -33,8 +33,14 @@
  *   pullfrom N STOP M	pull, from M(N, channel) instead of hub.source
  *   source N C		chan<bytes>: sends N bytes on C from its handler,
  *			closes it and answers their hash, as hub.source;
- *			a send that fails answers Err User "<kind>" */
+ *			a send that fails answers Err User "<kind>"
+ *   storm M N		N guest_call_async of M (a 100-byte str) back to back
+ *			from its handler's microthread, then every answer
+ *			waited for (2 min at most): "ok=A" and " eERRNO=B",
+ *			" wrong=W" (answers not the str sent), " unsent=U",
+ *			" unanswered=X" for what went otherwise */
 #include <dirent.h>
+#include <stdatomic.h>
 #include <err.h>
 #include <stdarg.h>
 #include <errno.h>
@@ -586,6 +592,75 @@ push(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		reply_text(c, "ok %llu", (unsigned long long)n);
 }
 
+/* storm: the answers come on the scheduler, maybe on another processor
+ * than the handler that waits for them. */
+struct storm {
+	atomic_uint	done, ok, wrong, err[256];
+	uint8_t		arg[128];
+	size_t		alen;
+};
+
+static void
+storm_done(void *ctx, int status, const uint8_t *res, size_t len)
+{
+	struct storm *s = ctx;
+
+	if (status == 0 && (len != s->alen || memcmp(res, s->arg, len) != 0))
+		atomic_fetch_add(&s->wrong, 1);
+	else if (status == 0)
+		atomic_fetch_add(&s->ok, 1);
+	else
+		atomic_fetch_add(&s->err[-status < 256 ? -status : 255], 1);
+	atomic_fetch_add(&s->done, 1);	/* last: the waiter may free s */
+}
+
+static void
+storm(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct storm *s = calloc(1, sizeof(*s));
+	const char *m;
+	char method[128], out[256], str[100];
+	size_t n, pos = 0, o;
+	uint64_t count, end;
+	uint32_t sent = 0;
+	int rc = 0;
+
+	(void)ctx;
+	if (s == NULL || guest_pc_get_str(args, len, &pos, &m, &n) != 0 ||
+	    n >= sizeof(method) || guest_pc_get_u64(args, len, &pos, &count) != 0 ||
+	    count > 1000000) {
+		free(s);
+		reply_text(c, "error: arguments");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s", (int)n, m);
+	memset(str, 's', sizeof(str));
+	guest_pc_put_str(s->arg, sizeof(s->arg), &s->alen, str, sizeof(str));
+	while (sent < count &&
+	       (rc = guest_call_async(g, method, s->arg, s->alen, storm_done, s, NULL)) == 0)
+		sent++;
+	for (end = (uint64_t)time(NULL) + 120; atomic_load(&s->done) < sent &&
+	     (uint64_t)time(NULL) < end;)
+		guest_mt_sleep(1000000);
+	o = (size_t)snprintf(out, sizeof(out), "ok=%u", atomic_load(&s->ok));
+	for (int e = 1; e < 256; e++)
+		if (atomic_load(&s->err[e]) != 0 && o < sizeof(out))
+			o += (size_t)snprintf(out + o, sizeof(out) - o, " e%d=%u", e,
+					      atomic_load(&s->err[e]));
+	if (atomic_load(&s->wrong) != 0 && o < sizeof(out))
+		o += (size_t)snprintf(out + o, sizeof(out) - o, " wrong=%u",
+				      atomic_load(&s->wrong));
+	if (sent < count && o < sizeof(out))
+		o += (size_t)snprintf(out + o, sizeof(out) - o, " unsent=%u (%d)",
+				      (uint32_t)count - sent, rc);
+	if (atomic_load(&s->done) < sent && o < sizeof(out))
+		snprintf(out + o, sizeof(out) - o, " unanswered=%u",
+			 sent - atomic_load(&s->done));
+	reply_text(c, "%s", out);
+	if (atomic_load(&s->done) == sent)
+		free(s);	/* else a late answer's callback would find it gone */
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -614,6 +689,7 @@ main(int argc, char *argv[])
 		{ "push", "u64->str", push },
 		{ "pullfrom", "u64,u64,str->str", pullfrom },
 		{ "source", "u64,chan<bytes>->u64", source },
+		{ "storm", "str,u64->str", storm },
 	};
 	struct guest_rt_config cfg = { 0, 0 };	/* 0: as hubd.conf says */
 	const char *why;
