@@ -19,6 +19,12 @@
 #include "proto/peer.h"
 
 #define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */
+/* Slots of each class that hubd's copies into a guest's shared pool leave
+ * free: what the guest sends itself (its answers, a caller's next request
+ * while answers wait for it) always finds one, so answers never starve
+ * behind the payloads hubd copied in. A copy that finds only these waits
+ * in the backlog until the guest frees one. */
+#define SPARE_SLOTS	1
 /* Messages waiting for a guest that does not read its ring: beyond this it
  * is ended, rather than hold the host's memory (everything sent to it is
  * bounded by its own calls and the callers paused on it: the answers to
@@ -93,15 +99,20 @@ host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 
 /* A backlogged message's slot counts against the pool quota of the guest
  * it is for (an answer, an item) or from (a request): its doing, not the
- * receiver's. */
+ * receiver's. An answer that waits in hubd's memory counts its bytes. */
 static void
 charge(struct hub *h, struct qmsg *q, int sign)
 {
 	struct peer *c = hub_peer(h, q->charged);
-	uint32_t bytes = q->zone != NULL ? hp_var_slot_bytes(&q->zone->var, q->var_slot) : 0;
+	uint32_t bytes;
 
 	if (c == NULL)
 		return;
+	if (q->zone == NULL) {
+		c->answers_held += sign > 0 ? q->len : -(uint64_t)q->len;
+		return;
+	}
+	bytes = hp_var_slot_bytes(&q->zone->var, q->var_slot);
 	c->pool_charged_slots += sign > 0 ? 1 : -1;
 	c->pool_charged_bytes += sign > 0 ? bytes : -(uint64_t)bytes;
 }
@@ -209,9 +220,11 @@ backlog(struct peer *p, struct qmsg *q)
 	p->stats.backlogged++;
 }
 
-void
-host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
-	  uint64_t method_id, const uint8_t *payload, uint32_t len)
+/* host_send's, with the guest whose quota a backlogged copy counts
+ * against (0: none). */
+static void
+send_or_queue(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
+	      uint64_t method_id, const uint8_t *payload, uint32_t len, uint32_t charged)
 {
 	struct qmsg *q;
 	int rc;
@@ -253,10 +266,20 @@ host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	q->len = len;
 	q->var_slot = HP_SLOT_INLINE;
 	q->zone = NULL;
-	q->charged = 0;
+	q->charged = charged;
 	if (len > 0)	/* an empty message may have no payload at all */
 		memcpy(q->data, payload, len);
 	backlog(p, q);
+	charge(h, q, 1);
+	if (charged != 0 && h->hooks.over_quota != NULL)
+		h->hooks.over_quota(h, hub_peer(h, charged), 0, 0);
+}
+
+void
+host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
+	  uint64_t method_id, const uint8_t *payload, uint32_t len)
+{
+	send_or_queue(h, p, type, id, method_id, payload, len, 0);
 }
 
 int
@@ -281,6 +304,17 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	 * else it is copied into q's (a guest reads only what was sent to
 	 * it) */
 	same = m->var == q->ep.var;
+	/* An answer from another zone, its callee's pool short of slots: if
+	 * it must wait for room in q's pool, it waits in hubd's memory
+	 * (counted against q's quota), the callee's slot freed at once. Held,
+	 * it could keep the callee from answering the requests that wait in
+	 * the callee's backlog with their callers' slots, while those
+	 * callers' pools are full of them: each side waiting for the other. */
+	if (!same && type == HP_MSG_RESPONSE &&
+	    hp_var_short(m->var, m->desc.payload_slot, SPARE_SLOTS)) {
+		send_or_queue(h, q, type, id, method_id, m->payload, m->len, charged);
+		return 0;
+	}
 	if (q->bl_head == NULL) {
 		if (same) {
 			hp_endpoint_take(m, &slot, &gen);
@@ -492,12 +526,14 @@ host_attach(struct hub *h, struct peer *p)
 	if (hp_endpoint_init_host(&p->ep, &p->dom, &p->view, p->bell, features,
 				  p->zone != NULL ? &p->zone->var : NULL) != 0)
 		return -EPROTO;
+	p->ep.var_spare = SPARE_SLOTS;
 	p->bl_head = NULL;
 	p->bl_tail = &p->bl_head;
 	p->bl_count = 0;
 	p->bl_starved = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
+	p->answers_held = 0;
 	p->paused = 0;
 	p->inbound = 0;
 	p->next_req = 1;
@@ -549,6 +585,7 @@ host_detach(struct hub *h, struct peer *p)
 				q->charged = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
+	p->answers_held = 0;
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
 		h->peers[i].paused = 0;
 }

@@ -228,6 +228,9 @@ struct peer {
 	 * answers and items, its requests to others), and their bytes */
 	uint32_t		pool_charged_slots;
 	uint64_t		pool_charged_bytes;
+	/* its answers from other zones that wait in hubd's memory (their
+	 * callees' slots freed: host_forward), bytes */
+	uint64_t		answers_held;
 	char			fault_text[128];	/* a fault's words of ours */
 	struct hchan		*chans;		/* by channel id */
 	uint32_t		chan_cursor;
