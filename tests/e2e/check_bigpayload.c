@@ -296,6 +296,60 @@ START_TEST(test_dead_holder_reclaimed)
 }
 END_TEST
 
+/* Answers never starve behind the payloads hubd copies into a guest's
+ * pool. prober (a zone of its own) calls echo (another) n times at once
+ * with size-byte strings, all issued before any answer is read: hubd
+ * copies each call into echo's pool and each answer into prober's. Once
+ * the copies took every slot, echo could not answer (nor prober send its
+ * next call while answers filled its pool) and every call waited for its
+ * deadline; now hubd's copies leave a slot of each class free, and an
+ * answer that waits for its caller's pool leaves its callee's. */
+static void
+expect_burst(const char *hub_keys, const char *guests, const char *n, const char *size)
+{
+	char want[32], *out = NULL;
+	int rc, pid;
+
+	hub_start_up(&hub, hub_keys, guests, "echo,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.burst") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	/* twice: the pools are as free after the first as before it */
+	for (int i = 0; i < 2; i++) {
+		rc = hubctl(&hub, &out, "-t", "60", "call", "prober.burst", n, size, (char *)NULL);
+		snprintf(want, sizeof(want), "%s\n", n);
+		ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "burst %s x %s bytes: rc %d: %s%s",
+			      n, size, rc, out, hub_log_tail(&hub));
+		free(out);
+	}
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "pid"), pid);	/* never ended */
+	if (strstr(hub_keys, "classes = none") == NULL)
+		expect_pool_valid();
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+
+#define SPLIT \
+	"[guest echo]\nexec = @/guests/echo\n" \
+	"[guest prober]\nexec = @/tests/guests/prober\nlanes = no\n"
+
+/* Four 1 KiB slots in each guest's pool, 64 calls of 300 bytes: in the
+ * shared pools (a zone each), and in the fixed pools (where hubd's copies
+ * go to the host's pool in the guest's memory, its answers to its own). */
+START_TEST(test_answers_in_a_small_pool)
+{
+	expect_burst("[pool]\nclasses = 1K x 4\nmax_extents = 1\n", SPLIT, "64", "300");
+	expect_burst("slot_size = 1K\nslots_per_guest = 4\n[pool]\nclasses = none\n", SPLIT,
+		     "64", "300");
+}
+END_TEST
+
+/* The default classes hold twelve 1 MiB payloads at most (4 MiB x 2 and
+ * 32 MiB x 1, grown to four extents): 24 calls of 1 MiB at once. */
+START_TEST(test_answers_of_1mib_calls)
+{
+	expect_burst("", SPLIT, "24", "1048576");
+}
+END_TEST
+
 Suite *suite_bigpayload(void);
 Suite *
 suite_bigpayload(void)
@@ -311,6 +365,8 @@ suite_bigpayload(void)
 	tcase_add_test(tc, test_breaker_named_by_its_descriptor);
 	tcase_add_test(tc, test_broken_free_list_rebuilt);
 	tcase_add_test(tc, test_dead_holder_reclaimed);
+	tcase_add_test(tc, test_answers_in_a_small_pool);
+	tcase_add_test(tc, test_answers_of_1mib_calls);
 	suite_add_tcase(s, tc);
 	return s;
 }
