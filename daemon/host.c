@@ -52,9 +52,35 @@ host_on_detach(struct hub *h, host_peer_fn *fn)
 }
 
 void
-host_on_charge(struct hub *h, host_quota_fn *fn)
+host_on_charge(struct hub *h, host_quota_fn *over, host_quota_fn *room)
 {
-	h->hooks.over_quota = fn;
+	h->hooks.over_quota = over;
+	h->hooks.room = room;
+}
+
+/* A slot hubd put into p's shared pool, counted until its zone's next
+ * sweep counts it (pool_room). */
+static void
+note_copied(struct peer *p, uint32_t slot)
+{
+	if (!hp_var_is_slot(slot))
+		return;
+	p->copied_slots++;
+	p->copied_bytes += hp_var_slot_bytes(p->ep.var, slot);
+}
+
+/* Whether p's quota leaves room for hubd to put a call of len bytes to it
+ * into its pool, with room left for its answer; else the call waits. Only
+ * calls: what p gets for its own calls and streams is its own doing, and
+ * held back it could keep p from ever reading it. */
+static int
+quota_room(struct hub *h, struct peer *p, uint8_t type, uint32_t len)
+{
+	if (type != HP_MSG_REQUEST || len <= HP_INLINE_MAX || p->ep.var == NULL ||
+	    h->hooks.room == NULL || h->hooks.room(h, p, 1, len))
+		return 1;
+	p->quota_wait = 1;
+	return 0;
 }
 
 void
@@ -90,11 +116,15 @@ host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	struct hp_outbuf ob;
 	int rc;
 
+	if (!quota_room(h, p, type, len))
+		return -EAGAIN;
 	if ((rc = host_reserve(h, p, len, &ob)) != 0)
 		return rc;
 	if (len > 0)
 		memcpy(ob.buf, payload, len);
-	return hp_endpoint_commit(&p->ep, &ob, type, id, method_id, len, HP_SEND_MORE);
+	if ((rc = hp_endpoint_commit(&p->ep, &ob, type, id, method_id, len, HP_SEND_MORE)) == 0)
+		note_copied(p, ob.slot);
+	return rc;
 }
 
 /* A backlogged message's slot counts against the pool quota of the guest
@@ -160,17 +190,22 @@ host_flush_backlog(struct hub *h, struct peer *p)
 	int rc;
 
 	while ((q = p->bl_head) != NULL) {
+		p->quota_wait = 0;
 		if (q->var_slot == HP_SLOT_INLINE)
 			rc = host_try_send(h, p, q->type, q->id, q->method_id, q->data, q->len);
-		else if (p->ep.var == &q->zone->var)
-			rc = hp_endpoint_send_var(&p->ep, q->var_slot, q->var_gen, q->len,
-						  q->type, q->id, q->method_id, HP_SEND_MORE);
-		else
+		else if (p->ep.var != &q->zone->var)
 			rc = copy_held(h, p, q);
-		/* no variable slot free: nobody rings us when one is, so
-		 * look again shortly rather than spin (pool.c) */
+		else if (!quota_room(h, p, q->type, q->len))
+			rc = -EAGAIN;
+		else if ((rc = hp_endpoint_send_var(&p->ep, q->var_slot, q->var_gen, q->len,
+						    q->type, q->id, q->method_id,
+						    HP_SEND_MORE)) == 0)
+			note_copied(p, q->var_slot);
+		/* no variable slot free, or none p's quota leaves room for:
+		 * nobody rings us when there is, so look again shortly
+		 * rather than spin (pool.c) */
 		p->bl_starved = rc == -EAGAIN && p->ep.var != NULL &&
-		    p->ep.var->want != HP_VAR_NIL;
+		    (p->ep.var->want != HP_VAR_NIL || p->quota_wait);
 		if (p->bl_starved && !ev_is_active(&h->starved_w))
 			ev_timer_start(h->loop, &h->starved_w);
 		if (rc == -EAGAIN)
@@ -318,8 +353,10 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	if (q->bl_head == NULL) {
 		if (same) {
 			hp_endpoint_take(m, &slot, &gen);
-			rc = hp_endpoint_send_var(&q->ep, slot, gen, m->len, type, id, method_id,
-						  HP_SEND_MORE);
+			rc = quota_room(h, q, type, m->len) ? hp_endpoint_send_var(&q->ep, slot, gen,
+			    m->len, type, id, method_id, HP_SEND_MORE) : -EAGAIN;
+			if (rc == 0)
+				note_copied(q, slot);
 			if (rc == 0 || rc == -ESTALE)
 				return 0;	/* -ESTALE: a peer freed it under us */
 		} else {
@@ -531,6 +568,9 @@ host_attach(struct hub *h, struct peer *p)
 	p->bl_tail = &p->bl_head;
 	p->bl_count = 0;
 	p->bl_starved = 0;
+	p->quota_wait = 0;
+	p->copied_slots = 0;
+	p->copied_bytes = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
 	p->answers_held = 0;

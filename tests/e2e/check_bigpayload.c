@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,11 +309,12 @@ static void
 expect_burst(const char *hub_keys, const char *guests, const char *n, const char *size)
 {
 	char want[32], *out = NULL;
-	int rc, pid;
+	int rc, pid, echo_pid;
 
 	hub_start_up(&hub, hub_keys, guests, "echo,prober");
 	ck_assert(hub_wait_method(&hub, "echo.echo,prober.burst") == 0);
 	pid = hub_peer_int(&hub, "prober", "pid");
+	echo_pid = hub_peer_int(&hub, "echo", "pid");
 	/* twice: the pools are as free after the first as before it */
 	for (int i = 0; i < 2; i++) {
 		rc = hubctl(&hub, &out, "-t", "60", "call", "prober.burst", n, size, (char *)NULL);
@@ -321,7 +323,9 @@ expect_burst(const char *hub_keys, const char *guests, const char *n, const char
 			      n, size, rc, out, hub_log_tail(&hub));
 		free(out);
 	}
-	ck_assert_int_eq(hub_peer_int(&hub, "prober", "pid"), pid);	/* never ended */
+	/* neither ended (over a quota) */
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "pid"), pid);
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "pid"), echo_pid);
 	if (strstr(hub_keys, "classes = none") == NULL)
 		expect_pool_valid();
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -350,6 +354,76 @@ START_TEST(test_answers_of_1mib_calls)
 }
 END_TEST
 
+/* Calls routed to echo that wait for their answers. */
+static int
+calls_to_echo(void)
+{
+	json_object *o = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL), *a;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(o);
+	a = json_get(o, "calls");
+	for (size_t i = 0; a != NULL && i < json_object_array_length(a); i++) {
+		const char *callee = json_object_get_string(json_get(
+			json_object_array_get_idx(a, i), "callee"));
+
+		n += callee != NULL && strcmp(callee, "echo") == 0;
+	}
+	json_object_put(o);
+	return n;
+}
+
+/* hubd's copies count against the quota of the guest they are for (it
+ * holds them) where it has zone mates: echo, sharing its pool with kv,
+ * may hold 8 slots, and 64 calls come while it is stopped. They wait in
+ * hubd's backlog while echo's quota has no room for one more and its
+ * answer; before, hubd copied them all in and echo was ended over its
+ * quota, its calls failed. */
+START_TEST(test_answers_within_quota)
+{
+	char *out = NULL, *log;
+	int echo_pid, prober_pid, status, slots = 0;
+	pid_t child;
+
+	hub_start_up(&hub, "heartbeat_interval = 0\n[pool]\nclasses = 1K x 64\n"
+		     "max_extents = 1\nquota_slots = 8\nsweep_interval = 5ms\n",
+		     "[guest echo]\nexec = @/guests/echo\nzone = z\n"
+		     "[guest kv]\nexec = @/guests/kv\nzone = z\n"
+		     "[guest prober]\nexec = @/tests/guests/prober\nlanes = no\n",
+		     "echo,kv,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.burst") == 0);
+	echo_pid = hub_peer_int(&hub, "echo", "pid");
+	prober_pid = hub_peer_int(&hub, "prober", "pid");
+	ck_assert_int_eq(kill(echo_pid, SIGSTOP), 0);
+	if ((child = fork()) == 0) {
+		int rc = hubctl(&hub, &out, "-t", "60", "call", "prober.burst", "64", "300",
+				(char *)NULL);
+
+		_exit(rc == 0 && strcmp(out, "64\n") == 0 ? 0 : 1);
+	}
+	ck_assert_int_gt(child, 0);
+	/* all 64 routed to echo, and the sweeps counted what it holds */
+	for (double t0 = now_s(); now_s() - t0 < 30; sleep_ms(10)) {
+		if (hub_peer_int(&hub, "echo", "pid") != echo_pid)
+			break;	/* ended */
+		slots = hub_peer_int(&hub, "echo", "pool_slots");
+		if (calls_to_echo() == 64 && slots >= 7)
+			break;
+	}
+	kill(echo_pid, SIGCONT);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the burst failed "
+		      "(echo held %d slots): %s", slots, hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "pid"), echo_pid);
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "pid"), prober_pid);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "quota") == NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	expect_pool_valid();
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_bigpayload(void);
 Suite *
 suite_bigpayload(void)
@@ -367,6 +441,7 @@ suite_bigpayload(void)
 	tcase_add_test(tc, test_dead_holder_reclaimed);
 	tcase_add_test(tc, test_answers_in_a_small_pool);
 	tcase_add_test(tc, test_answers_of_1mib_calls);
+	tcase_add_test(tc, test_answers_within_quota);
 	suite_add_tcase(s, tc);
 	return s;
 }
