@@ -262,6 +262,7 @@ send_or_queue(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	      uint64_t method_id, const uint8_t *payload, uint32_t len, uint32_t charged)
 {
 	struct qmsg *q;
+	struct peer *c;
 	int rc;
 
 	if (!host_serving(p))
@@ -306,8 +307,8 @@ send_or_queue(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 		memcpy(q->data, payload, len);
 	backlog(p, q);
 	charge(h, q, 1);
-	if (charged != 0 && h->hooks.over_quota != NULL)
-		h->hooks.over_quota(h, hub_peer(h, charged), 0, 0);
+	if ((c = hub_peer(h, charged)) != NULL && h->hooks.over_quota != NULL)
+		h->hooks.over_quota(h, c, 0, 0);
 }
 
 void
