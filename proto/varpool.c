@@ -377,6 +377,9 @@ at_spare(struct hp_varpool *vp, uint32_t c, uint32_t spare)
 	uint64_t slots = (uint64_t)vp->c[c].mapped * vp->c[c].spe;
 	uint32_t used = hp_load_relaxed_u32(&vp->cls[c].in_use);
 
+	/* a class that can never have more slots than spare keeps none */
+	if ((uint64_t)vp->c[c].spe * vp->max_extents <= spare)
+		return 0;
 	return spare > 0 && (used >= slots || slots - used <= spare);
 }
 
