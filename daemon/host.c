@@ -129,7 +129,7 @@ host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 
 /* A backlogged message's slot counts against the pool quota of the guest
  * it is for (an answer, an item) or from (a request): its doing, not the
- * receiver's. An answer that waits in hubd's memory counts its bytes. */
+ * receiver's. One that waits in hubd's memory counts its bytes. */
 static void
 charge(struct hub *h, struct qmsg *q, int sign)
 {
@@ -139,7 +139,7 @@ charge(struct hub *h, struct qmsg *q, int sign)
 	if (c == NULL)
 		return;
 	if (q->zone == NULL) {
-		c->answers_held += sign > 0 ? q->len : -(uint64_t)q->len;
+		c->mem_charged += sign > 0 ? q->len : -(uint64_t)q->len;
 		return;
 	}
 	bytes = hp_var_slot_bytes(&q->zone->var, q->var_slot);
@@ -340,14 +340,17 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	 * else it is copied into q's (a guest reads only what was sent to
 	 * it) */
 	same = m->var == q->ep.var;
-	/* An answer from another zone, its callee's pool short of slots: if
-	 * it must wait for room in q's pool, it waits in hubd's memory
-	 * (counted against q's quota), the callee's slot freed at once. Held,
-	 * it could keep the callee from answering the requests that wait in
-	 * the callee's backlog with their callers' slots, while those
-	 * callers' pools are full of them: each side waiting for the other. */
-	if (!same && type == HP_MSG_RESPONSE &&
-	    hp_var_short(m->var, m->desc.payload_slot, SPARE_SLOTS)) {
+	/* A payload whose class is down to its spare slot is copied, into
+	 * q's pool if that has room (leaving its spare), else into hubd's
+	 * memory (counted against the quota of the guest charged), and its
+	 * slot freed at once: handed on, or held while it waits, it would
+	 * take the slot its sender's zone keeps for the answers. (Held, an
+	 * answer across zones kept its callee from answering the requests
+	 * that waited in its backlog with their callers' slots, while those
+	 * callers' pools were full of them: each side waited for the
+	 * other; inside a zone a caller's requests took every slot its
+	 * callee needed to answer them.) */
+	if (hp_var_short(m->var, m->desc.payload_slot, SPARE_SLOTS)) {
 		send_or_queue(h, q, type, id, method_id, m->payload, m->len, charged);
 		return 0;
 	}
@@ -574,7 +577,7 @@ host_attach(struct hub *h, struct peer *p)
 	p->copied_bytes = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
-	p->answers_held = 0;
+	p->mem_charged = 0;
 	p->paused = 0;
 	p->inbound = 0;
 	p->next_req = 1;
@@ -626,7 +629,7 @@ host_detach(struct hub *h, struct peer *p)
 				q->charged = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
-	p->answers_held = 0;
+	p->mem_charged = 0;
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
 		h->peers[i].paused = 0;
 }

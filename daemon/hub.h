@@ -229,9 +229,9 @@ struct peer {
 	 * answers and items, its requests to others), and their bytes */
 	uint32_t		pool_charged_slots;
 	uint64_t		pool_charged_bytes;
-	/* its answers from other zones that wait in hubd's memory (their
-	 * callees' slots freed: host_forward), bytes */
-	uint64_t		answers_held;
+	/* what waits in hubd's memory on its behalf, copied out of slots
+	 * of a class down to its spare (host_forward): bytes */
+	uint64_t		mem_charged;
 	/* slots hubd put into its shared pool since its zone's last sweep
 	 * (which counts those it still holds), and their bytes */
 	uint32_t		copied_slots;

@@ -269,10 +269,10 @@ pool_grow_requested(struct hub *h)
 
 /* -- each guest's share ---------------------------------------------------- */
 
-/* Answers waiting for a guest in hubd's memory may reach its quota's
+/* What waits for a guest in hubd's memory may reach its quota's
  * bytes, and this much whatever its pool (a pool of a few small slots
  * has a quota of a few KiB: less than its calls in flight bring back). */
-#define ANSWERS_MIN	(64ull << 20)
+#define MEM_MIN		(64ull << 20)
 #define POOL_SPARE	1	/* slots a guest's quota keeps for its answers */
 
 /* p's quota: its section's, else [pool]'s, else what one guest may take
@@ -319,12 +319,11 @@ pool_usage(struct hub *h, struct peer *p, struct pool_use *u)
 		u->bytes += p->zone->held[p->id].bytes;
 	}
 	quota(h, p, &u->max_slots, &u->max_bytes);
-	/* answers that wait for room in its pool in hubd's memory (copied
-	 * out of their callees' pools so that those can answer on): its
-	 * quota's bytes, but never less than what a caller of a small pool
-	 * has in flight */
-	u->answers = p->answers_held;
-	u->max_answers = u->max_bytes > ANSWERS_MIN ? u->max_bytes : ANSWERS_MIN;
+	/* what waits in hubd's memory on its behalf (copied out of slots
+	 * their guests need to answer): its quota's bytes, but never less
+	 * than what a caller of a small pool has in flight */
+	u->mem = p->mem_charged;
+	u->max_mem = u->max_bytes > MEM_MIN ? u->max_bytes : MEM_MIN;
 }
 
 int
@@ -338,12 +337,12 @@ pool_over_quota(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes)
 	pool_usage(h, p, &u);
 	slots += u.slots;
 	bytes += u.bytes;
-	if (slots <= u.max_slots && bytes <= u.max_bytes && u.answers <= u.max_answers)
+	if (slots <= u.max_slots && bytes <= u.max_bytes && u.mem <= u.max_mem)
 		return 0;
-	if (u.answers > u.max_answers)
-		snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: %s of answers "
-			 "wait for it (at most %s)", size_iec(a, sizeof(a), u.answers),
-			 size_iec(b, sizeof(b), u.max_answers));
+	if (u.mem > u.max_mem)
+		snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: %s wait in hubd's "
+			 "memory on its behalf (at most %s)", size_iec(a, sizeof(a), u.mem),
+			 size_iec(b, sizeof(b), u.max_mem));
 	else
 		snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: it holds %u slots, "
 			 "%s (pool_quota_slots %u, pool_quota %s)", slots,

@@ -38,7 +38,7 @@ int		pool_room(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes);
 struct pool_use {
 	uint32_t	slots, max_slots;
 	uint64_t	bytes, max_bytes;
-	uint64_t	answers, max_answers;	/* its answers in hubd's memory */
+	uint64_t	mem, max_mem;	/* what waits in hubd's memory for it */
 };
 void		pool_usage(struct hub *h, struct peer *p, struct pool_use *u);
 /* p's count from the last sweep forgotten (a new instance). */

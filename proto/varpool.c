@@ -388,7 +388,14 @@ hp_var_short(struct hp_varpool *vp, uint32_t payload_slot, uint32_t spare)
 {
 	uint32_t c = (payload_slot & ~HP_VAR_SLOT_FLAG) >> HP_VAR_CLASS_SHIFT;
 
-	return hp_var_is_slot(payload_slot) && c < vp->nclasses && at_spare(vp, c, spare);
+	if (!hp_var_is_slot(payload_slot) || c >= vp->nclasses || !at_spare(vp, c, spare))
+		return 0;
+	if (hp_load_relaxed_u32(&vp->cls[c].extent_count) < vp->max_extents) {
+		/* r[shm.varslot.extents]: it grows first */
+		hp_store_relaxed_u32(&vp->cls[c].grow_request, 1);
+		return 0;
+	}
+	return 1;
 }
 
 int

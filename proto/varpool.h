@@ -161,8 +161,9 @@ int hp_var_alloc(struct hp_varpool *vp, uint32_t len, struct hp_var_ref *r);
  * spare slots keeps none. */
 int hp_var_alloc_spare(struct hp_varpool *vp, uint32_t len, uint32_t spare,
 		       struct hp_var_ref *r);
-/* Whether the class of a descriptor's slot is down to spare free slots
- * (0 for no variable slot), by the same count. */
+/* Whether the class of a descriptor's slot is down to spare free slots,
+ * by the same count, and can grow no more (one that can is asked to);
+ * 0 for no variable slot. */
 int hp_var_short(struct hp_varpool *vp, uint32_t payload_slot, uint32_t spare);
 /* Allocated -> InFlight, owned by to. -ESTALE if the slot is not ours. */
 int hp_var_send(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t to);

@@ -354,6 +354,21 @@ START_TEST(test_answers_of_1mib_calls)
 }
 END_TEST
 
+/* Inside a zone nothing is copied: prober's calls took every slot echo
+ * needed to answer them. Now a payload whose class is down to its spare
+ * slot is copied out (into hubd's memory until there is room) and its
+ * slot freed, so the spare stays for the answers. */
+START_TEST(test_answers_in_a_zone)
+{
+	static const char zoned[] =
+		"[guest echo]\nexec = @/guests/echo\nzone = z\n"
+		"[guest prober]\nexec = @/tests/guests/prober\nlanes = no\nzone = z\n";
+
+	expect_burst("[pool]\nclasses = 1K x 4\nmax_extents = 1\n", zoned, "64", "300");
+	expect_burst("", zoned, "24", "1048576");
+}
+END_TEST
+
 /* Calls routed to echo that wait for their answers. */
 static int
 calls_to_echo(void)
@@ -442,6 +457,7 @@ suite_bigpayload(void)
 	tcase_add_test(tc, test_answers_in_a_small_pool);
 	tcase_add_test(tc, test_answers_of_1mib_calls);
 	tcase_add_test(tc, test_answers_within_quota);
+	tcase_add_test(tc, test_answers_in_a_zone);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -401,9 +401,6 @@ START_TEST(test_alloc_spare)
 		ck_assert_int_eq(hp_var_alloc_spare(&host, 10, 1, &r[n]), 0);
 		ck_assert_uint_eq(CLS(r[n].slot), 0);
 	}
-	ck_assert_int_eq(hp_var_short(&host, r[0].slot, 1), 1);
-	ck_assert_int_eq(hp_var_short(&host, r[0].slot, 0), 0);
-	ck_assert_int_eq(hp_var_short(&host, HP_SLOT_INLINE, 1), 0);
 	ck_assert_uint_eq(atomic_load(&host.cls[0].grow_request), 0);
 	for (; n < 6; n++) {
 		ck_assert_int_eq(hp_var_alloc_spare(&host, 10, 1, &r[n]), 0);
@@ -424,6 +421,23 @@ START_TEST(test_alloc_spare)
 	ck_assert_uint_eq(CLS(r[0].slot), 0);
 	for (int i = 0; i < n; i++)
 		ck_assert_int_eq(hp_var_free(&host, r[i].slot, r[i].gen), 0);
+
+	/* short: down to the spare and grown to max_extents; before that
+	 * it is asked to grow */
+	ck_assert_int_eq(hp_var_short(&host, HP_SLOT_INLINE, 1), 0);
+	ck_assert_int_eq(hp_var_alloc(&g1, 1000, &r[0]), 0);
+	ck_assert_int_eq(hp_var_short(&host, r[0].slot, 1), 0);
+	ck_assert_uint_eq(atomic_load(&host.cls[2].grow_request), 1);
+	ck_assert_int_eq(hp_var_grow(&host, 2), 0);
+	ck_assert_int_eq(hp_var_grow(&host, 2), 0);
+	for (n = 1; n < 5; n++)
+		ck_assert_int_eq(hp_var_alloc(&g1, 1000, &r[n]), 0);
+	ck_assert_int_eq(hp_var_short(&host, r[0].slot, 1), 1);
+	ck_assert_int_eq(hp_var_short(&host, r[0].slot, 0), 0);
+	ck_assert_int_eq(hp_var_free(&g1, r[4].slot, r[4].gen), 0);
+	ck_assert_int_eq(hp_var_short(&host, r[0].slot, 1), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(hp_var_free(&g1, r[i].slot, r[i].gen), 0);
 }
 END_TEST
 
