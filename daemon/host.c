@@ -344,13 +344,16 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	 * q's pool if that has room (leaving its spare), else into hubd's
 	 * memory (counted against the quota of the guest charged), and its
 	 * slot freed at once: handed on, or held while it waits, it would
-	 * take the slot its sender's zone keeps for the answers. (Held, an
-	 * answer across zones kept its callee from answering the requests
-	 * that waited in its backlog with their callers' slots, while those
-	 * callers' pools were full of them: each side waited for the
-	 * other; inside a zone a caller's requests took every slot its
-	 * callee needed to answer them.) */
-	if (hp_var_short(m->var, m->desc.payload_slot, SPARE_SLOTS)) {
+	 * take the slot its sender's zone keeps for the answers (inside a
+	 * zone a caller's requests took every slot its callee needed to
+	 * answer them). So is an answer across zones: held, it kept its
+	 * callee from answering the requests that waited in its backlog with
+	 * their callers' slots, while those callers' pools were full of them
+	 * (each side waited for the other), and it counted against its
+	 * caller's quota at its slot's size, a 1 MiB answer in a 32 MiB
+	 * slot as 32 MiB. */
+	if ((!same && type == HP_MSG_RESPONSE) ||
+	    hp_var_short(m->var, m->desc.payload_slot, SPARE_SLOTS)) {
 		send_or_queue(h, q, type, id, method_id, m->payload, m->len, charged);
 		return 0;
 	}

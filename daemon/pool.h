@@ -28,11 +28,10 @@ void		pool_reclaim(struct peer *p);
  * its behalf (host_forward). */
 int		pool_over_quota(struct hub *h, struct peer *p, uint32_t slots,
 				uint64_t bytes);
-/* Whether hubd may put slots for bytes more into p's pool on others'
- * behalf (calls to it, answers and items for it) by that count and what
- * it put there since: its quota keeps room for one more of them and a
- * spare slot, for what p sends itself (its answers). A guest alone in
- * its zone, or holding nothing, always has room. */
+/* Whether hubd may put slots for bytes more of calls to p into its pool,
+ * by that count and what it put there since: its quota keeps room for as
+ * much again and a spare slot, for what p sends itself (its answers). A
+ * guest alone in its zone, or holding nothing, always has room. */
 int		pool_room(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes);
 /* What p holds of the shared pool by that count, and its quota. */
 struct pool_use {

@@ -357,15 +357,19 @@ END_TEST
 /* Inside a zone nothing is copied: prober's calls took every slot echo
  * needed to answer them. Now a payload whose class is down to its spare
  * slot is copied out (into hubd's memory until there is room) and its
- * slot freed, so the spare stays for the answers. */
+ * slot freed, so the spare stays for the answers. (The quota is raised:
+ * prober's own calls count against it, each slot at its class's size,
+ * and 1 MiB calls that fall back to 32 MiB slots pass the default's
+ * 135.8 MiB, as four 1 KiB slots pass the 3 KiB of a small pool's.) */
 START_TEST(test_answers_in_a_zone)
 {
 	static const char zoned[] =
 		"[guest echo]\nexec = @/guests/echo\nzone = z\n"
 		"[guest prober]\nexec = @/tests/guests/prober\nlanes = no\nzone = z\n";
 
-	expect_burst("[pool]\nclasses = 1K x 4\nmax_extents = 1\n", zoned, "64", "300");
-	expect_burst("", zoned, "24", "1048576");
+	expect_burst("[pool]\nclasses = 1K x 4\nmax_extents = 1\nquota = 1G\n", zoned,
+		     "64", "300");
+	expect_burst("[pool]\nquota = 1G\n", zoned, "24", "1048576");
 }
 END_TEST
 
