@@ -129,7 +129,8 @@ host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 
 /* A backlogged message's slot counts against the pool quota of the guest
  * it is for (an answer, an item) or from (a request): its doing, not the
- * receiver's. One that waits in hubd's memory counts its bytes. */
+ * receiver's. One that waits in hubd's memory counts as a slot, and its
+ * bytes as what hubd's memory holds for it. */
 static void
 charge(struct hub *h, struct qmsg *q, int sign)
 {
@@ -138,12 +139,12 @@ charge(struct hub *h, struct qmsg *q, int sign)
 
 	if (c == NULL)
 		return;
+	c->pool_charged_slots += sign > 0 ? 1 : -1;
 	if (q->zone == NULL) {
 		c->mem_charged += sign > 0 ? q->len : -(uint64_t)q->len;
 		return;
 	}
 	bytes = hp_var_slot_bytes(&q->zone->var, q->var_slot);
-	c->pool_charged_slots += sign > 0 ? 1 : -1;
 	c->pool_charged_bytes += sign > 0 ? bytes : -(uint64_t)bytes;
 }
 

@@ -41,7 +41,8 @@ expect_call(const char *method, const char *arg, const char *want)
 	char *out = NULL;
 	int rc = hubctl(&hub, &out, "-t", "60", "call", method, arg, (char *)NULL);
 
-	ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "%s %s: rc %d: %s", method, arg, rc, out);
+	ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "%s %s: rc %d: %s%s", method, arg, rc, out,
+		      rc != 0 ? hub_log_tail(&hub) : "");
 	free(out);
 }
 
