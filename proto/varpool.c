@@ -377,10 +377,13 @@ at_spare(struct hp_varpool *vp, uint32_t c, uint32_t spare)
 	uint64_t slots = (uint64_t)vp->c[c].mapped * vp->c[c].spe;
 	uint32_t used = hp_load_relaxed_u32(&vp->cls[c].in_use);
 
-	/* a class that can never have more slots than spare keeps none */
-	if ((uint64_t)vp->c[c].spe * vp->max_extents <= spare)
+	/* a class with no more slots than spare keeps none: the host's
+	 * copies would find none at all, for as long as it cannot grow (no
+	 * memory for an extent, or max_extents); one the guests find empty
+	 * grows as ever */
+	if (spare == 0 || slots <= spare)
 		return 0;
-	return spare > 0 && (used >= slots || slots - used <= spare);
+	return used >= slots || slots - used <= spare;
 }
 
 int

@@ -157,8 +157,8 @@ int hp_var_alloc(struct hp_varpool *vp, uint32_t len, struct hp_var_ref *r);
  * class down to them counts as exhausted): the host's copies into a
  * guest's pool, so that what the guests send themselves, their answers
  * above all, always finds a slot. By the classes' in_use counts (a
- * hint) and this view's extents; a class that can never grow beyond
- * spare slots keeps none. */
+ * hint) and this view's extents; a class with no more slots than spare
+ * keeps none. */
 int hp_var_alloc_spare(struct hp_varpool *vp, uint32_t len, uint32_t spare,
 		       struct hp_var_ref *r);
 /* Whether the class of a descriptor's slot is down to spare free slots,
