@@ -19,6 +19,12 @@
 #include "proto/peer.h"
 
 #define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */
+/* Slots of each class that hubd's copies into a guest's shared pool leave
+ * free: what the guest sends itself (its answers, a caller's next request
+ * while answers wait for it) always finds one, so answers never starve
+ * behind the payloads hubd copied in. A copy that finds only these waits
+ * in the backlog until the guest frees one. */
+#define SPARE_SLOTS	1
 /* Messages waiting for a guest that does not read its ring: beyond this it
  * is ended, rather than hold the host's memory (everything sent to it is
  * bounded by its own calls and the callers paused on it: the answers to
@@ -46,9 +52,35 @@ host_on_detach(struct hub *h, host_peer_fn *fn)
 }
 
 void
-host_on_charge(struct hub *h, host_quota_fn *fn)
+host_on_charge(struct hub *h, host_quota_fn *over, host_quota_fn *room)
 {
-	h->hooks.over_quota = fn;
+	h->hooks.over_quota = over;
+	h->hooks.room = room;
+}
+
+/* A slot hubd put into p's shared pool, counted until its zone's next
+ * sweep counts it (pool_room). */
+static void
+note_copied(struct peer *p, uint32_t slot)
+{
+	if (!hp_var_is_slot(slot))
+		return;
+	p->copied_slots++;
+	p->copied_bytes += hp_var_slot_bytes(p->ep.var, slot);
+}
+
+/* Whether p's quota leaves room for hubd to put a call of len bytes to it
+ * into its pool, with room left for its answer; else the call waits. Only
+ * calls: what p gets for its own calls and streams is its own doing, and
+ * held back it could keep p from ever reading it. */
+static int
+quota_room(struct hub *h, struct peer *p, uint8_t type, uint32_t len)
+{
+	if (type != HP_MSG_REQUEST || len <= HP_INLINE_MAX || p->ep.var == NULL ||
+	    h->hooks.room == NULL || h->hooks.room(h, p, 1, len))
+		return 1;
+	p->quota_wait = 1;
+	return 0;
 }
 
 void
@@ -84,25 +116,35 @@ host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	struct hp_outbuf ob;
 	int rc;
 
+	if (!quota_room(h, p, type, len))
+		return -EAGAIN;
 	if ((rc = host_reserve(h, p, len, &ob)) != 0)
 		return rc;
 	if (len > 0)
 		memcpy(ob.buf, payload, len);
-	return hp_endpoint_commit(&p->ep, &ob, type, id, method_id, len, HP_SEND_MORE);
+	if ((rc = hp_endpoint_commit(&p->ep, &ob, type, id, method_id, len, HP_SEND_MORE)) == 0)
+		note_copied(p, ob.slot);
+	return rc;
 }
 
 /* A backlogged message's slot counts against the pool quota of the guest
  * it is for (an answer, an item) or from (a request): its doing, not the
- * receiver's. */
+ * receiver's. One that waits in hubd's memory counts as a slot, and its
+ * bytes as what hubd's memory holds for it. */
 static void
 charge(struct hub *h, struct qmsg *q, int sign)
 {
 	struct peer *c = hub_peer(h, q->charged);
-	uint32_t bytes = q->zone != NULL ? hp_var_slot_bytes(&q->zone->var, q->var_slot) : 0;
+	uint32_t bytes;
 
 	if (c == NULL)
 		return;
 	c->pool_charged_slots += sign > 0 ? 1 : -1;
+	if (q->zone == NULL) {
+		c->mem_charged += sign > 0 ? q->len : -(uint64_t)q->len;
+		return;
+	}
+	bytes = hp_var_slot_bytes(&q->zone->var, q->var_slot);
 	c->pool_charged_bytes += sign > 0 ? bytes : -(uint64_t)bytes;
 }
 
@@ -149,17 +191,22 @@ host_flush_backlog(struct hub *h, struct peer *p)
 	int rc;
 
 	while ((q = p->bl_head) != NULL) {
+		p->quota_wait = 0;
 		if (q->var_slot == HP_SLOT_INLINE)
 			rc = host_try_send(h, p, q->type, q->id, q->method_id, q->data, q->len);
-		else if (p->ep.var == &q->zone->var)
-			rc = hp_endpoint_send_var(&p->ep, q->var_slot, q->var_gen, q->len,
-						  q->type, q->id, q->method_id, HP_SEND_MORE);
-		else
+		else if (p->ep.var != &q->zone->var)
 			rc = copy_held(h, p, q);
-		/* no variable slot free: nobody rings us when one is, so
-		 * look again shortly rather than spin (pool.c) */
+		else if (!quota_room(h, p, q->type, q->len))
+			rc = -EAGAIN;
+		else if ((rc = hp_endpoint_send_var(&p->ep, q->var_slot, q->var_gen, q->len,
+						    q->type, q->id, q->method_id,
+						    HP_SEND_MORE)) == 0)
+			note_copied(p, q->var_slot);
+		/* no variable slot free, or none p's quota leaves room for:
+		 * nobody rings us when there is, so look again shortly
+		 * rather than spin (pool.c) */
 		p->bl_starved = rc == -EAGAIN && p->ep.var != NULL &&
-		    p->ep.var->want != HP_VAR_NIL;
+		    (p->ep.var->want != HP_VAR_NIL || p->quota_wait);
 		if (p->bl_starved && !ev_is_active(&h->starved_w))
 			ev_timer_start(h->loop, &h->starved_w);
 		if (rc == -EAGAIN)
@@ -209,11 +256,14 @@ backlog(struct peer *p, struct qmsg *q)
 	p->stats.backlogged++;
 }
 
-void
-host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
-	  uint64_t method_id, const uint8_t *payload, uint32_t len)
+/* host_send's, with the guest whose quota a backlogged copy counts
+ * against (0: none). */
+static void
+send_or_queue(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
+	      uint64_t method_id, const uint8_t *payload, uint32_t len, uint32_t charged)
 {
 	struct qmsg *q;
+	struct peer *c;
 	int rc;
 
 	if (!host_serving(p))
@@ -253,10 +303,20 @@ host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	q->len = len;
 	q->var_slot = HP_SLOT_INLINE;
 	q->zone = NULL;
-	q->charged = 0;
+	q->charged = charged;
 	if (len > 0)	/* an empty message may have no payload at all */
 		memcpy(q->data, payload, len);
 	backlog(p, q);
+	charge(h, q, 1);
+	if ((c = hub_peer(h, charged)) != NULL && h->hooks.over_quota != NULL)
+		h->hooks.over_quota(h, c, 0, 0);
+}
+
+void
+host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
+	  uint64_t method_id, const uint8_t *payload, uint32_t len)
+{
+	send_or_queue(h, p, type, id, method_id, payload, len, 0);
 }
 
 int
@@ -281,11 +341,30 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	 * else it is copied into q's (a guest reads only what was sent to
 	 * it) */
 	same = m->var == q->ep.var;
+	/* A payload whose class is down to its spare slot is copied, into
+	 * q's pool if that has room (leaving its spare), else into hubd's
+	 * memory (counted against the quota of the guest charged), and its
+	 * slot freed at once: handed on, or held while it waits, it would
+	 * take the slot its sender's zone keeps for the answers (inside a
+	 * zone a caller's requests took every slot its callee needed to
+	 * answer them). So is an answer across zones: held, it kept its
+	 * callee from answering the requests that waited in its backlog with
+	 * their callers' slots, while those callers' pools were full of them
+	 * (each side waited for the other), and it counted against its
+	 * caller's quota at its slot's size, a 1 MiB answer in a 32 MiB
+	 * slot as 32 MiB. */
+	if ((!same && type == HP_MSG_RESPONSE) ||
+	    hp_var_short(m->var, m->desc.payload_slot, SPARE_SLOTS)) {
+		send_or_queue(h, q, type, id, method_id, m->payload, m->len, charged);
+		return 0;
+	}
 	if (q->bl_head == NULL) {
 		if (same) {
 			hp_endpoint_take(m, &slot, &gen);
-			rc = hp_endpoint_send_var(&q->ep, slot, gen, m->len, type, id, method_id,
-						  HP_SEND_MORE);
+			rc = quota_room(h, q, type, m->len) ? hp_endpoint_send_var(&q->ep, slot, gen,
+			    m->len, type, id, method_id, HP_SEND_MORE) : -EAGAIN;
+			if (rc == 0)
+				note_copied(q, slot);
 			if (rc == 0 || rc == -ESTALE)
 				return 0;	/* -ESTALE: a peer freed it under us */
 		} else {
@@ -492,12 +571,17 @@ host_attach(struct hub *h, struct peer *p)
 	if (hp_endpoint_init_host(&p->ep, &p->dom, &p->view, p->bell, features,
 				  p->zone != NULL ? &p->zone->var : NULL) != 0)
 		return -EPROTO;
+	p->ep.var_spare = SPARE_SLOTS;
 	p->bl_head = NULL;
 	p->bl_tail = &p->bl_head;
 	p->bl_count = 0;
 	p->bl_starved = 0;
+	p->quota_wait = 0;
+	p->copied_slots = 0;
+	p->copied_bytes = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
+	p->mem_charged = 0;
 	p->paused = 0;
 	p->inbound = 0;
 	p->next_req = 1;
@@ -549,6 +633,7 @@ host_detach(struct hub *h, struct peer *p)
 				q->charged = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
+	p->mem_charged = 0;
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
 		h->peers[i].paused = 0;
 }

@@ -16,9 +16,11 @@ void		host_detach(struct hub *h, struct peer *p);
  * before it lets go of p's backlog and slots. */
 void		host_on_attach(struct hub *h, host_peer_fn *fn);
 void		host_on_detach(struct hub *h, host_peer_fn *fn);
-/* fn checks a guest charged for a backlogged slot against its pool quota
- * (host_forward). */
-void		host_on_charge(struct hub *h, host_quota_fn *fn);
+/* over checks a guest charged for a backlogged slot against its pool
+ * quota (host_forward); room says whether hubd may put a slot for a
+ * payload of bytes more into a guest's pool (its quota keeps room for
+ * what it sends itself), else the payload waits in its backlog. */
+void		host_on_charge(struct hub *h, host_quota_fn *over, host_quota_fn *room);
 /* p's next message into m: 0, -EAGAIN for none, or another -errno once
  * p was faulted for the rule its ring broke. */
 int		host_recv(struct hub *h, struct peer *p, struct hp_msg_in *m);

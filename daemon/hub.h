@@ -225,10 +225,18 @@ struct peer {
 	struct qmsg		**bl_tail;
 	uint32_t		bl_count;
 	uint8_t			bl_starved;	/* its head waits for a variable slot */
+	uint8_t			quota_wait;	/* ... that its quota has no room for */
 	/* shared pool slots hubd holds in backlogs on its behalf (its
 	 * answers and items, its requests to others), and their bytes */
 	uint32_t		pool_charged_slots;
 	uint64_t		pool_charged_bytes;
+	/* what waits in hubd's memory on its behalf, copied out of slots
+	 * of a class down to its spare (host_forward): bytes */
+	uint64_t		mem_charged;
+	/* slots hubd put into its shared pool since its zone's last sweep
+	 * (which counts those it still holds), and their bytes */
+	uint32_t		copied_slots;
+	uint64_t		copied_bytes;
 	char			fault_text[128];	/* a fault's words of ours */
 	struct hchan		*chans;		/* by channel id */
 	uint32_t		chan_cursor;
@@ -324,6 +332,7 @@ struct hub {
 		host_peer_fn	*detach[HOST_HOOKS_MAX];	/* host_on_detach */
 		uint32_t	nattach, ndetach;
 		host_quota_fn	*over_quota;	/* host_on_charge */
+		host_quota_fn	*room;		/* host_on_charge */
 		void		(*entry_freed)(struct hub *h);	/* supervise_on_free */
 	}			hooks;
 	struct {

@@ -290,7 +290,7 @@ wire(struct hub *h)
 	host_on_detach(h, streams_reset_all);	/* streams from p to clients end, to p stop */
 	host_on_detach(h, pool_forget);
 	host_on_detach(h, methods_detach);	/* hub.describe's texts */
-	host_on_charge(h, pool_over_quota);
+	host_on_charge(h, pool_over_quota, pool_room);
 	if (lanes_init(h) != 0)
 		return -1;
 	supervise_on_free(h, reload_start_waiting);

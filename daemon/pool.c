@@ -269,6 +269,12 @@ pool_grow_requested(struct hub *h)
 
 /* -- each guest's share ---------------------------------------------------- */
 
+/* What waits for a guest in hubd's memory may reach its quota's
+ * bytes, and this much whatever its pool (a pool of a few small slots
+ * has a quota of a few KiB: less than its calls in flight bring back). */
+#define MEM_MIN		(64ull << 20)
+#define POOL_SPARE	1	/* slots a guest's quota keeps for its answers */
+
 /* p's quota: its section's, else [pool]'s, else what one guest may take
  * of the pool grown to max_extents without leaving the others short: a
  * quarter of its slots (but two rings' worth: a full ring is what a busy
@@ -313,6 +319,11 @@ pool_usage(struct hub *h, struct peer *p, struct pool_use *u)
 		u->bytes += p->zone->held[p->id].bytes;
 	}
 	quota(h, p, &u->max_slots, &u->max_bytes);
+	/* what waits in hubd's memory on its behalf (copied out of slots
+	 * their guests need to answer): its quota's bytes, but never less
+	 * than what a caller of a small pool has in flight */
+	u->mem = p->mem_charged;
+	u->max_mem = u->max_bytes > MEM_MIN ? u->max_bytes : MEM_MIN;
 }
 
 int
@@ -326,13 +337,42 @@ pool_over_quota(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes)
 	pool_usage(h, p, &u);
 	slots += u.slots;
 	bytes += u.bytes;
-	if (slots <= u.max_slots && bytes <= u.max_bytes)
+	if (slots <= u.max_slots && bytes <= u.max_bytes && u.mem <= u.max_mem)
 		return 0;
-	snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: it holds %u slots, %s "
-		 "(pool_quota_slots %u, pool_quota %s)", slots, size_iec(a, sizeof(a), bytes),
-		 u.max_slots, size_iec(b, sizeof(b), u.max_bytes));
+	if (u.mem > u.max_mem)
+		snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: %s wait in hubd's "
+			 "memory on its behalf (at most %s)", size_iec(a, sizeof(a), u.mem),
+			 size_iec(b, sizeof(b), u.max_mem));
+	else
+		snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: it holds %u slots, "
+			 "%s (pool_quota_slots %u, pool_quota %s)", slots,
+			 size_iec(a, sizeof(a), bytes), u.max_slots,
+			 size_iec(b, sizeof(b), u.max_bytes));
 	host_fault(h, p, DEATH_VIOLATION, p->fault_text);
 	return 1;
+}
+
+int
+pool_room(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes)
+{
+	const struct hp_varpool *vp;
+	struct pool_use u;
+	uint64_t slot = 0;
+
+	if (p->zone == NULL || p->zone->members < 2)
+		return 1;
+	vp = &p->zone->var;
+	pool_usage(h, p, &u);
+	u.slots += p->copied_slots;
+	u.bytes += p->copied_bytes;
+	if (u.slots == 0)
+		return 1;	/* one payload over the quota still goes */
+	/* the class it takes first */
+	for (uint32_t c = 0; c < vp->nclasses && slot == 0; c++)
+		if (vp->c[c].slot_size >= bytes / (slots > 0 ? slots : 1))
+			slot = vp->c[c].slot_size;
+	return (uint64_t)u.slots + slots + POOL_SPARE <= u.max_slots &&
+	    u.bytes + 2 * slot * slots <= u.max_bytes;
 }
 
 void
@@ -341,6 +381,8 @@ pool_forget(struct hub *h, struct peer *p)
 	(void)h;
 	if (p->zone != NULL)
 		p->zone->held[p->id] = (struct hp_var_tally){ 0, 0 };
+	p->copied_slots = 0;
+	p->copied_bytes = 0;
 }
 
 /* The sweep's count against each served guest's quota: what it holds
@@ -388,6 +430,12 @@ zone_sweep(struct hub *h, struct zone *z)
 		rebuilds[c] = vp->diag[c].rebuilds;
 	hp_var_sweep(vp, hp_now_ns(), h->conf.pool_stuck_ns, stuck_owner_dead, &ss, on_stuck,
 		     &stuck, &back, z->held);
+	/* what hubd put into its members' pools is in the count now */
+	for (uint32_t i = 0; i < h->npeers; i++)
+		if (h->peers[i].zone == z) {
+			h->peers[i].copied_slots = 0;
+			h->peers[i].copied_bytes = 0;
+		}
 	/* a guest broke it (or died mid-push): who cannot be told for sure */
 	for (uint32_t c = 0; c < vp->nclasses; c++)
 		if (vp->diag[c].rebuilds != rebuilds[c])

@@ -28,10 +28,16 @@ void		pool_reclaim(struct peer *p);
  * its behalf (host_forward). */
 int		pool_over_quota(struct hub *h, struct peer *p, uint32_t slots,
 				uint64_t bytes);
+/* Whether hubd may put slots for bytes more of calls to p into its pool,
+ * by that count and what it put there since: its quota keeps room for as
+ * much again and a spare slot, for what p sends itself (its answers). A
+ * guest alone in its zone, or holding nothing, always has room. */
+int		pool_room(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes);
 /* What p holds of the shared pool by that count, and its quota. */
 struct pool_use {
 	uint32_t	slots, max_slots;
 	uint64_t	bytes, max_bytes;
+	uint64_t	mem, max_mem;	/* what waits in hubd's memory for it */
 };
 void		pool_usage(struct hub *h, struct peer *p, struct pool_use *u);
 /* p's count from the last sweep forgotten (a new instance). */

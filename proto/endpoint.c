@@ -258,7 +258,7 @@ hp_endpoint_reserve(struct hp_endpoint *ep, uint32_t len, struct hp_outbuf *ob)
 		struct hp_var_ref r;
 
 		/* r[shm.varslot.selection] */
-		if ((rc = hp_var_alloc(ep->var, len, &r)) != 0) {
+		if ((rc = hp_var_alloc_spare(ep->var, len, ep->var_spare, &r)) != 0) {
 			if (rc != -EAGAIN)
 				return rc;
 			ep->stats.slot_exhausted++;

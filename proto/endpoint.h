@@ -65,6 +65,9 @@ struct hp_endpoint {
 	uint32_t		var_peer;	/* the guest's id: owner of what this
 						 * end sends and receives */
 	int			var_asked;	/* rang the host to grow the pool */
+	uint32_t		var_spare;	/* slots per class what this end
+						 * sends leaves free (the host's
+						 * copies: hp_var_alloc_spare) */
 	struct hp_desc_limits	lim;		/* what received descriptors obey */
 	hp_atomic_u32		*my_waits;	/* NULL: no waiter words */
 	hp_atomic_u32		*their_waits;

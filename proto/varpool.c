@@ -367,8 +367,49 @@ note_in_use(struct hp_var_class *k)
 			break;
 }
 
+/* Whether class c has no more than spare slots free, by its in_use
+ * count: a hint that any process of the pool can write (a zone mate that
+ * lies there delays what is sent into its own zone, nothing else), kept
+ * true by every alloc and free and set anew by each sweep. */
+static int
+at_spare(struct hp_varpool *vp, uint32_t c, uint32_t spare)
+{
+	uint64_t slots = (uint64_t)vp->c[c].mapped * vp->c[c].spe;
+	uint32_t used = hp_load_relaxed_u32(&vp->cls[c].in_use);
+
+	/* a class with no more slots than spare keeps none: the host's
+	 * copies would find none at all, for as long as it cannot grow (no
+	 * memory for an extent, or max_extents); one the guests find empty
+	 * grows as ever */
+	if (spare == 0 || slots <= spare)
+		return 0;
+	return used >= slots || slots - used <= spare;
+}
+
+int
+hp_var_short(struct hp_varpool *vp, uint32_t payload_slot, uint32_t spare)
+{
+	uint32_t c = (payload_slot & ~HP_VAR_SLOT_FLAG) >> HP_VAR_CLASS_SHIFT;
+
+	if (!hp_var_is_slot(payload_slot) || c >= vp->nclasses || !at_spare(vp, c, spare))
+		return 0;
+	if (hp_load_relaxed_u32(&vp->cls[c].extent_count) < vp->max_extents) {
+		/* r[shm.varslot.extents]: it grows first */
+		hp_store_relaxed_u32(&vp->cls[c].grow_request, 1);
+		return 0;
+	}
+	return 1;
+}
+
 int
 hp_var_alloc(struct hp_varpool *vp, uint32_t len, struct hp_var_ref *r)
+{
+	return hp_var_alloc_spare(vp, len, 0, r);
+}
+
+int
+hp_var_alloc_spare(struct hp_varpool *vp, uint32_t len, uint32_t spare,
+		   struct hp_var_ref *r)
 {
 	uint32_t first = HP_VAR_NIL;
 	int rc;
@@ -381,8 +422,11 @@ hp_var_alloc(struct hp_varpool *vp, uint32_t len, struct hp_var_ref *r)
 			continue;
 		if (first == HP_VAR_NIL)
 			first = c;
-		/* 2-3: its list, else the next larger class's */
-		if ((rc = pop(vp, c, r)) == -ENOMEM)
+		/* 2-3: its list, else the next larger class's; a class down
+		 * to its spare slots counts as empty */
+		if (at_spare(vp, c, spare))
+			rc = -EAGAIN;
+		else if ((rc = pop(vp, c, r)) == -ENOMEM)
 			return rc;
 		if (rc == 0) {
 			struct hp_var_stats *st = my_stats(vp, c);

@@ -153,6 +153,18 @@ void hp_var_close(struct hp_varpool *vp);
  * host asked to grow: wait with hp_var_wait); -ENOMEM when a new extent
  * cannot be mapped (this view is refused slots, nothing else breaks). */
 int hp_var_alloc(struct hp_varpool *vp, uint32_t len, struct hp_var_ref *r);
+/* The same, leaving spare slots free in every class it takes from (a
+ * class down to them counts as exhausted): the host's copies into a
+ * guest's pool, so that what the guests send themselves, their answers
+ * above all, always finds a slot. By the classes' in_use counts (a
+ * hint) and this view's extents; a class with no more slots than spare
+ * keeps none. */
+int hp_var_alloc_spare(struct hp_varpool *vp, uint32_t len, uint32_t spare,
+		       struct hp_var_ref *r);
+/* Whether the class of a descriptor's slot is down to spare free slots,
+ * by the same count, and can grow no more (one that can is asked to);
+ * 0 for no variable slot. */
+int hp_var_short(struct hp_varpool *vp, uint32_t payload_slot, uint32_t spare);
 /* Allocated -> InFlight, owned by to. -ESTALE if the slot is not ours. */
 int hp_var_send(struct hp_varpool *vp, uint32_t slot, uint32_t gen, uint32_t to);
 /* A received descriptor's slot: in range, InFlight, of generation gen and

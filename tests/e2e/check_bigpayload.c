@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,8 @@ expect_call(const char *method, const char *arg, const char *want)
 	char *out = NULL;
 	int rc = hubctl(&hub, &out, "-t", "60", "call", method, arg, (char *)NULL);
 
-	ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "%s %s: rc %d: %s", method, arg, rc, out);
+	ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "%s %s: rc %d: %s%s", method, arg, rc, out,
+		      rc != 0 ? hub_log_tail(&hub) : "");
 	free(out);
 }
 
@@ -296,6 +298,152 @@ START_TEST(test_dead_holder_reclaimed)
 }
 END_TEST
 
+/* Answers never starve behind the payloads hubd copies into a guest's
+ * pool. prober (a zone of its own) calls echo (another) n times at once
+ * with size-byte strings, all issued before any answer is read: hubd
+ * copies each call into echo's pool and each answer into prober's. Once
+ * the copies took every slot, echo could not answer (nor prober send its
+ * next call while answers filled its pool) and every call waited for its
+ * deadline; now hubd's copies leave a slot of each class free, and an
+ * answer that waits for its caller's pool leaves its callee's. */
+static void
+expect_burst(const char *hub_keys, const char *guests, const char *n, const char *size)
+{
+	char want[32], *out = NULL;
+	int rc, pid, echo_pid;
+
+	hub_start_up(&hub, hub_keys, guests, "echo,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.burst") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	echo_pid = hub_peer_int(&hub, "echo", "pid");
+	/* twice: the pools are as free after the first as before it */
+	for (int i = 0; i < 2; i++) {
+		rc = hubctl(&hub, &out, "-t", "60", "call", "prober.burst", n, size, (char *)NULL);
+		snprintf(want, sizeof(want), "%s\n", n);
+		ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "burst %s x %s bytes: rc %d: %s%s",
+			      n, size, rc, out, hub_log_tail(&hub));
+		free(out);
+	}
+	/* neither ended (over a quota) */
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "pid"), pid);
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "pid"), echo_pid);
+	if (strstr(hub_keys, "classes = none") == NULL)
+		expect_pool_valid();
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+
+#define SPLIT \
+	"[guest echo]\nexec = @/guests/echo\n" \
+	"[guest prober]\nexec = @/tests/guests/prober\nlanes = no\n"
+
+/* Four 1 KiB slots in each guest's pool, 64 calls of 300 bytes: in the
+ * shared pools (a zone each), and in the fixed pools (where hubd's copies
+ * go to the host's pool in the guest's memory, its answers to its own). */
+START_TEST(test_answers_in_a_small_pool)
+{
+	expect_burst("[pool]\nclasses = 1K x 4\nmax_extents = 1\n", SPLIT, "64", "300");
+	expect_burst("slot_size = 1K\nslots_per_guest = 4\n[pool]\nclasses = none\n", SPLIT,
+		     "64", "300");
+}
+END_TEST
+
+/* The default classes hold twelve 1 MiB payloads at most (4 MiB x 2 and
+ * 32 MiB x 1, grown to four extents): 24 calls of 1 MiB at once. */
+START_TEST(test_answers_of_1mib_calls)
+{
+	expect_burst("", SPLIT, "24", "1048576");
+}
+END_TEST
+
+/* Inside a zone nothing is copied: prober's calls took every slot echo
+ * needed to answer them. Now a payload whose class is down to its spare
+ * slot is copied out (into hubd's memory until there is room) and its
+ * slot freed, so the spare stays for the answers. (The quota is raised:
+ * prober's own calls count against it, each slot at its class's size,
+ * and 1 MiB calls that fall back to 32 MiB slots pass the default's
+ * 135.8 MiB, as four 1 KiB slots pass the 3 KiB of a small pool's.) */
+START_TEST(test_answers_in_a_zone)
+{
+	static const char zoned[] =
+		"[guest echo]\nexec = @/guests/echo\nzone = z\n"
+		"[guest prober]\nexec = @/tests/guests/prober\nlanes = no\nzone = z\n";
+
+	expect_burst("[pool]\nclasses = 1K x 4\nmax_extents = 1\nquota = 1G\n", zoned,
+		     "64", "300");
+	expect_burst("[pool]\nquota = 1G\n", zoned, "24", "1048576");
+}
+END_TEST
+
+/* Calls routed to echo that wait for their answers. */
+static int
+calls_to_echo(void)
+{
+	json_object *o = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL), *a;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(o);
+	a = json_get(o, "calls");
+	for (size_t i = 0; a != NULL && i < json_object_array_length(a); i++) {
+		const char *callee = json_object_get_string(json_get(
+			json_object_array_get_idx(a, i), "callee"));
+
+		n += callee != NULL && strcmp(callee, "echo") == 0;
+	}
+	json_object_put(o);
+	return n;
+}
+
+/* hubd's copies count against the quota of the guest they are for (it
+ * holds them) where it has zone mates: echo, sharing its pool with kv,
+ * may hold 8 slots, and 64 calls come while it is stopped. They wait in
+ * hubd's backlog while echo's quota has no room for one more and its
+ * answer; before, hubd copied them all in and echo was ended over its
+ * quota, its calls failed. */
+START_TEST(test_answers_within_quota)
+{
+	char *out = NULL, *log;
+	int echo_pid, prober_pid, status, slots = 0;
+	pid_t child;
+
+	hub_start_up(&hub, "heartbeat_interval = 0\n[pool]\nclasses = 1K x 64\n"
+		     "max_extents = 1\nquota_slots = 8\nsweep_interval = 5ms\n",
+		     "[guest echo]\nexec = @/guests/echo\nzone = z\n"
+		     "[guest kv]\nexec = @/guests/kv\nzone = z\n"
+		     "[guest prober]\nexec = @/tests/guests/prober\nlanes = no\n",
+		     "echo,kv,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.burst") == 0);
+	echo_pid = hub_peer_int(&hub, "echo", "pid");
+	prober_pid = hub_peer_int(&hub, "prober", "pid");
+	ck_assert_int_eq(kill(echo_pid, SIGSTOP), 0);
+	if ((child = fork()) == 0) {
+		int rc = hubctl(&hub, &out, "-t", "60", "call", "prober.burst", "64", "300",
+				(char *)NULL);
+
+		_exit(rc == 0 && strcmp(out, "64\n") == 0 ? 0 : 1);
+	}
+	ck_assert_int_gt(child, 0);
+	/* all 64 routed to echo, and the sweeps counted what it holds */
+	for (double t0 = now_s(); now_s() - t0 < 30; sleep_ms(10)) {
+		if (hub_peer_int(&hub, "echo", "pid") != echo_pid)
+			break;	/* ended */
+		slots = hub_peer_int(&hub, "echo", "pool_slots");
+		if (calls_to_echo() == 64 && slots >= 7)
+			break;
+	}
+	kill(echo_pid, SIGCONT);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the burst failed "
+		      "(echo held %d slots): %s", slots, hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "pid"), echo_pid);
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "pid"), prober_pid);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "quota") == NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	expect_pool_valid();
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_bigpayload(void);
 Suite *
 suite_bigpayload(void)
@@ -311,6 +459,10 @@ suite_bigpayload(void)
 	tcase_add_test(tc, test_breaker_named_by_its_descriptor);
 	tcase_add_test(tc, test_broken_free_list_rebuilt);
 	tcase_add_test(tc, test_dead_holder_reclaimed);
+	tcase_add_test(tc, test_answers_in_a_small_pool);
+	tcase_add_test(tc, test_answers_of_1mib_calls);
+	tcase_add_test(tc, test_answers_within_quota);
+	tcase_add_test(tc, test_answers_in_a_zone);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,6 +6,8 @@
  *   route_timeout METHOD MS  calls METHOD() with a timeout (sends Cancel)
  *   invalid		calls echo.echo with arguments that do not decode
  *   concurrent N	N calls to echo.echo in flight at once, all checked
+ *   burst N SIZE	the same with SIZE-byte strings (each its own bytes),
+ *			no call timing out: answers N
  *   big N		an N-byte string through echo.echo and back, checked
  *   bigkv N		N bytes through kv.put and kv.get, checked
  *   wait		answers only when cancelled (with Cancelled)
@@ -317,6 +319,88 @@ concurrent(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		guest_reply_error(c, "some calls failed or came back wrong");
 	else
 		reply_u64(c, n);
+}
+
+/* One of a burst's calls: its string is made again to check the echo. */
+struct burst_one {
+	struct batch	*b;
+	uint64_t	i, size;
+};
+
+static void
+burst_fill(char *text, uint64_t i, uint64_t size)
+{
+	for (uint64_t k = 0; k < size; k++)
+		text[k] = (char)('a' + (k * 7 + i * 3 + k / 26) % 26);
+}
+
+static void
+burst_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct burst_one *o = ctx;
+	char *text = malloc(o->size);
+
+	if (text != NULL)
+		burst_fill(text, o->i, o->size);
+	if (status != 0 || text == NULL || !tg_str_is(result, len, text, o->size))
+		o->b->bad++;
+	o->b->done++;
+	free(text);
+	free(o);
+}
+
+static void
+burst(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct batch b = { 0, 0 };
+	uint64_t n, size, issued = 0;
+	size_t pos = 0;
+	uint8_t *arg;
+	char *text;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 || n > 4096 ||
+	    guest_pc_get_u64(args, len, &pos, &size) != 0 || size > (16u << 20)) {
+		guest_reply_error(c, "burst takes a count and a size");
+		return;
+	}
+	text = malloc(size + 1);
+	arg = malloc(size + 16);
+	if (text == NULL || arg == NULL) {
+		free(text);
+		free(arg);
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	for (; issued < n; issued++) {
+		struct burst_one *o = malloc(sizeof(*o));
+
+		if (o == NULL)
+			break;
+		*o = (struct burst_one){ &b, issued, size };
+		burst_fill(text, issued, size);
+		pos = 0;
+		guest_pc_put_str(arg, size + 16, &pos, text, size);
+		if (guest_call_async(g, "echo.echo", arg, pos, burst_done, o, NULL) != 0) {
+			free(o);
+			break;
+		}
+	}
+	free(text);
+	free(arg);
+	/* all issued before any is awaited: they are in flight together */
+	while (b.done < issued)
+		if (guest_service_wait(g, 1000) != 0)
+			break;
+	if (b.bad != 0 || b.done != n) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "%llu of %llu calls failed or came back wrong",
+			 (unsigned long long)(b.bad + n - b.done), (unsigned long long)n);
+		guest_reply_error(c, why);
+	} else {
+		reply_u64(c, n);
+	}
 }
 
 static void
@@ -699,6 +783,7 @@ main(int argc, char *argv[])
 		{ "badresult", "->u64", badresult },
 		{ "bools", "u64->list<bool>", bools },
 		{ "concurrent", "u64->u64", concurrent },
+		{ "burst", "u64,u64->u64", burst },
 		{ "big", "u64->u64", big },
 		{ "bigkv", "u64->u64", bigkv },
 		{ "wait", "->unit", wait_cancel },

@@ -389,6 +389,58 @@ START_TEST(test_fallback_and_exhaustion)
 }
 END_TEST
 
+/* The host's copies leave spare slots in each class: a class down to
+ * them counts as exhausted for it (the next larger one serves, the
+ * smallest asks to grow), never for a guest, whose answers take them. */
+START_TEST(test_alloc_spare)
+{
+	struct hp_var_ref r[8], x;
+	int n = 0;
+
+	for (; n < 3; n++) {
+		ck_assert_int_eq(hp_var_alloc_spare(&host, 10, 1, &r[n]), 0);
+		ck_assert_uint_eq(CLS(r[n].slot), 0);
+	}
+	ck_assert_uint_eq(atomic_load(&host.cls[0].grow_request), 0);
+	for (; n < 6; n++) {
+		ck_assert_int_eq(hp_var_alloc_spare(&host, 10, 1, &r[n]), 0);
+		ck_assert_uint_eq(CLS(r[n].slot), 1);
+	}
+	ck_assert_uint_eq(atomic_load(&host.cls[0].grow_request), 1);
+	ck_assert_int_eq(hp_var_alloc_spare(&host, 10, 1, &r[n]), 0);
+	ck_assert_uint_eq(CLS(r[n++].slot), 2);
+	ck_assert_int_eq(hp_var_alloc_spare(&host, 10, 1, &x), -EAGAIN);
+	ck_assert_uint_eq(host.want, 0);
+	/* a guest takes the spare slots */
+	ck_assert_int_eq(hp_var_alloc(&g1, 10, &x), 0);
+	ck_assert_uint_eq(CLS(x.slot), 0);
+	ck_assert_int_eq(hp_var_free(&g1, x.slot, x.gen), 0);
+	/* one freed: above the spare again */
+	ck_assert_int_eq(hp_var_free(&host, r[0].slot, r[0].gen), 0);
+	ck_assert_int_eq(hp_var_alloc_spare(&host, 10, 1, &r[0]), 0);
+	ck_assert_uint_eq(CLS(r[0].slot), 0);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(hp_var_free(&host, r[i].slot, r[i].gen), 0);
+
+	/* short: down to the spare and grown to max_extents; before that
+	 * it is asked to grow */
+	ck_assert_int_eq(hp_var_short(&host, HP_SLOT_INLINE, 1), 0);
+	ck_assert_int_eq(hp_var_alloc(&g1, 1000, &r[0]), 0);
+	ck_assert_int_eq(hp_var_short(&host, r[0].slot, 1), 0);
+	ck_assert_uint_eq(atomic_load(&host.cls[2].grow_request), 1);
+	ck_assert_int_eq(hp_var_grow(&host, 2), 0);
+	ck_assert_int_eq(hp_var_grow(&host, 2), 0);
+	for (n = 1; n < 5; n++)
+		ck_assert_int_eq(hp_var_alloc(&g1, 1000, &r[n]), 0);
+	ck_assert_int_eq(hp_var_short(&host, r[0].slot, 1), 1);
+	ck_assert_int_eq(hp_var_short(&host, r[0].slot, 0), 0);
+	ck_assert_int_eq(hp_var_free(&g1, r[4].slot, r[4].gen), 0);
+	ck_assert_int_eq(hp_var_short(&host, r[0].slot, 1), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(hp_var_free(&g1, r[i].slot, r[i].gen), 0);
+}
+END_TEST
+
 /* r[shm.varslot.extents]: the host appends, a guest maps it by itself */
 START_TEST(test_growth)
 {
@@ -1703,6 +1755,7 @@ suite_varpool(void)
 	tcase_add_test(tc, test_create_layout);
 	tcase_add_test(tc, test_selection);
 	tcase_add_test(tc, test_fallback_and_exhaustion);
+	tcase_add_test(tc, test_alloc_spare);
 	tcase_add_test(tc, test_growth);
 	tcase_add_test(tc, test_life_and_checks);
 	tcase_add_test(tc, test_stale_send_keeps_owner);
