@@ -65,6 +65,15 @@ entries_named(const char *name)
 	return n;
 }
 
+/* Waits until n entries hold name (timeout s); 0 or -1. */
+static int
+entries_named_wait(const char *name, int n, double timeout)
+{
+	for (double end = now_s() + timeout; now_s() < end; sleep_ms(5))
+		if (entries_named(name) == n)
+			return 0;
+	return -1;
+}
 
 /* The pid of the last child lifeguest --mode=forker reported in the log
  * after offset (or -1), and where that line ends. */
@@ -288,6 +297,109 @@ START_TEST(test_readded_while_stopping)
 }
 END_TEST
 
+/* Kills name's process (it ignores SIGTERM: hubctl stop leaves it
+ * stopping until this, whatever the load) and waits until hubd saw it go:
+ * down, or up again with another pid when start is set. */
+static void
+kill_stopping(const char *name, int pid, int start)
+{
+	double end = now_s() + 30;
+
+	ck_assert_str_eq(hub_peer_state(&hub, name), "stopping");
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	while (now_s() < end && hub_peer_int(&hub, name, "pid") == pid)
+		sleep_ms(5);
+	if (start)
+		ck_assert_msg(hub_wait_new_pid(&hub, name, pid, 30) > 0,
+			      "%s is %s; log: %s", name, hub_peer_state(&hub, name),
+			      hub_log_tail(&hub));
+	else
+		ck_assert_msg(wait_state(name, "down", 30) == 0, "%s is %s; log: %s", name,
+			      hub_peer_state(&hub, name), hub_log_tail(&hub));
+}
+
+/* hubctl cmd name: its output, asserted. */
+static void
+ctl_says(const char *cmd, const char *name, const char *want)
+{
+	char *out = NULL;
+
+	hubctl_ok(&hub, &out, cmd, name, (char *)NULL);
+	ck_assert_msg(strcmp(out, want) == 0, "hubctl %s %s: '%s', want '%s'", cmd, name,
+		      out, want);
+	free(out);
+}
+
+/* Defect (issue 39): "hubctl stop greeter; hubctl start greeter" back to
+ * back answered "greeter: stopping" twice and left it down: the start,
+ * arriving while it stopped, was lost. A start, restart or changing
+ * reload while it stops is carried out once it has stopped, and says so;
+ * a stop after it forgets it. The guest ignores SIGTERM and stop_grace is
+ * long: the test ends it, so it stops when the test says, under any load. */
+START_TEST(test_start_while_stopping)
+{
+	const char *keys = "stop_grace = 300s\n";
+	const char *slow = "[guest slow]\nexec = @/tests/guests/lifeguest\n"
+			   "args = --mode=slowstop\nprovides = life.*\nrestart = never\n";
+	char msgs[2048], *out = NULL;
+	json_object *p;
+	int pid;
+
+	hub_start_up(&hub, keys, slow, "slow");
+	/* stop, start */
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	ctl_says("start", "slow", "slow: stopping, will start when stopped\n");
+	p = hub_peer(&hub, "slow");
+	ck_assert_str_eq(json_object_get_string(json_get(p, "then")), "start");
+	json_object_put(p);
+	kill_stopping("slow", pid, 1);
+	ck_assert(hub_wait_method(&hub, "life.ping") == 0);
+	/* stop, restart */
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	ctl_says("restart", "slow", "slow: stopping, will start when stopped\n");
+	kill_stopping("slow", pid, 1);
+	/* stop, start, stop: stays down */
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	ctl_says("start", "slow", "slow: stopping, will start when stopped\n");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	p = hub_peer(&hub, "slow");
+	ck_assert_ptr_null(json_get(p, "then"));
+	json_object_put(p);
+	kill_stopping("slow", pid, 0);
+	/* down: a start is at once */
+	ctl_says("start", "slow", "slow: starting\n");
+	ck_assert(hub_wait_new_pid(&hub, "slow", 0, 30) > 0);
+	/* stop, then a reload that changes it: it starts, changed, once
+	 * stopped */
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	ck_assert_int_eq(hub_write_conf(&hub, keys, "[guest slow]\nexec = @/tests/guests/lifeguest\n"
+					"args = --mode=slowstop --changed\nprovides = life.*\nrestart = never\n"), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_msg(strstr(msgs, "slow: changed") != NULL, "%s", msgs);
+	kill_stopping("slow", pid, 1);
+	hubctl_ok(&hub, &out, "-j", "peers", (char *)NULL);
+	ck_assert_msg(strstr(out, "--changed") != NULL, "%s", out);
+	free(out);
+	/* removed, still stopping: no start brings it back */
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ck_assert_int_eq(hub_write_conf(&hub, keys, "[guest echo]\nexec = @/guests/echo\n"), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_int_eq(hubctl_err(&hub, &out, "start", "slow", (char *)NULL), 1);
+	ck_assert_msg(strstr(out, "removed from the config") != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hubctl_err(&hub, &out, "restart", "slow", (char *)NULL), 1);
+	free(out);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_msg(entries_named_wait("slow", 0, 30) == 0, "slow is still listed: %s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Defect: out of fds, spawning failed quietly: guests left down forever,
  * no death, no retry. A failed spawn is a death, retried with backoff. */
 START_TEST(test_spawn_without_fds)
@@ -401,6 +513,7 @@ suite_restarts(void)
 	tcase_add_test(tc, test_doorbell_closed_while_starting);
 	tcase_add_test(tc, test_children_go_with_the_guest);
 	tcase_add_test(tc, test_readded_while_stopping);
+	tcase_add_test(tc, test_start_while_stopping);
 	tcase_add_test(tc, test_spawn_without_fds);
 	tcase_add_test(tc, test_long_spawn_detail);
 	tcase_add_test(tc, test_goodbye_grace);
