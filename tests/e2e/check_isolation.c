@@ -154,7 +154,7 @@ victims_fine(struct victims *v)
 
 	ck_assert_msg(hub.pid == v->hubd && alive(v->hubd), "hubd %d is gone: %s", (int)v->hubd,
 		      hub_log_tail(&hub));
-	ck_assert_int_eq(hubctl(&hub, &out, "status", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "status", (char *)NULL);
 	free(out);
 	st = status();
 	ck_assert_msg(json_object_get_int(json_get(st, "awake_processes")) <= NGUESTS + 1,

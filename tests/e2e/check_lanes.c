@@ -135,7 +135,7 @@ START_TEST(test_lane_set_up)
 	ck_assert_msg(strstr(log, "lane 1: a and b call each other directly") != NULL,
 		      "no lane in the log: %s", hub_log_tail(&hub));
 	free(log);
-	ck_assert_int_eq(hubctl(&hub, &out, "lanes", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "lanes", (char *)NULL);
 	ck_assert_msg(strstr(out, "CALLS-A>B") != NULL && strstr(out, " a ") != NULL &&
 		      strstr(out, " b ") != NULL, "hubctl lanes: %s", out);
 	free(out);
@@ -315,7 +315,7 @@ START_TEST(test_restart_reroutes)
 	expect("ok 1", "a.call", "b.echo", "1", NULL);
 	expect_open(1);
 	first = lane_u64(NULL, "id");
-	ck_assert_int_eq(hubctl(&hub, &out, "restart", "b", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "restart", "b", (char *)NULL);
 	free(out);
 	ck_assert_int_eq(hub_wait_up(&hub, "b", 10000), 0);
 	ck_assert(hub_wait_method(&hub, "b.echo") == 0);
