@@ -613,6 +613,8 @@ main(int argc, char *argv[])
 		{ "pull", "u64,u64->str", pull },
 		{ "push", "u64->str", push },
 		{ "pullfrom", "u64,u64,str->str", pullfrom },
+		/* last: a test that waits for it finds every handler on
+		 * microthreads */
 		{ "source", "u64,chan<bytes>->u64", source },
 	};
 	struct guest_rt_config cfg = { 0, 0 };	/* 0: as hubd.conf says */
