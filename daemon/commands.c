@@ -209,6 +209,8 @@ peer_json(struct hub *h, struct peer *p)
 	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
 	json_object_object_add(o, "peer_id", json_object_new_int((int)p->id));
 	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
+	if (lifecycle_start_pending(&p->life, p->state))	/* once stopped */
+		json_object_object_add(o, "then", json_object_new_string("start"));
 	if (p->note[0] != '\0')	/* hub.describe "": what it says of itself */
 		json_object_object_add(o, "note", json_object_new_string(p->note));
 	json_object_object_add(o, "pid", json_object_new_int((int)p->pid));
@@ -478,6 +480,9 @@ guest_named(struct client *c, const char *name)
 	return NULL;
 }
 
+/* Its state, and "then": "start" when it starts again once stopped (a
+ * start or restart came while it stopped): never a bare "stopping" that
+ * reads as if the start was lost. */
 static void
 reply_state(struct client *c, const struct peer *p)
 {
@@ -485,7 +490,33 @@ reply_state(struct client *c, const struct peer *p)
 
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
+	if (lifecycle_start_pending(&p->life, p->state))
+		json_object_object_add(o, "then", json_object_new_string("start"));
 	client_reply(c, o);
+}
+
+/* restart, start: the guest, or NULL when it cannot start (told why). */
+static struct peer *
+guest_startable(struct client *c, const char *name)
+{
+	struct peer *p;
+	char why[160];
+
+	if ((p = guest_named(c, name)) == NULL)
+		return NULL;
+	/* its pending start would be dropped (the hub stops) or would run
+	 * a guest the config no longer has */
+	if (c->h->stopping) {
+		client_reply_error(c, "hubd is stopping");
+		return NULL;
+	}
+	if (p->removed) {
+		snprintf(why, sizeof(why), "guest %.64s was removed from the config and is "
+			 "stopping: add it again and reload", name);
+		client_reply_error(c, why);
+		return NULL;
+	}
+	return p;
 }
 
 static void
@@ -493,7 +524,7 @@ cmd_restart(struct client *c, const struct control_req *r)
 {
 	struct peer *p;
 
-	if ((p = guest_named(c, r->name)) == NULL)
+	if ((p = guest_startable(c, r->name)) == NULL)
 		return;
 	supervise_restart(c->h, p);
 	reply_state(c, p);
@@ -510,16 +541,16 @@ cmd_stop(struct client *c, const struct control_req *r)
 	reply_state(c, p);
 }
 
-/* A stopped or failed guest starts; a running one is left as it is. */
+/* A stopped or failed guest starts, a stopping one once it has stopped
+ * (lifecycle.c decides); a running one is left as it is. */
 static void
 cmd_start(struct client *c, const struct control_req *r)
 {
 	struct peer *p;
 
-	if ((p = guest_named(c, r->name)) == NULL)
+	if ((p = guest_startable(c, r->name)) == NULL)
 		return;
-	if (p->state == PEER_DOWN || p->state == PEER_FAILED)
-		supervise_restart(c->h, p);
+	supervise_start(c->h, p);
 	reply_state(c, p);
 }
 

@@ -57,27 +57,29 @@ static const struct life_rule rules[PEER_NSTATES][PE_NEVENTS] = {
 		[PE_HUNG]		= R(PEER_ENDING, LA_KILL),
 	},
 	[PEER_STOPPING] = {
-		[PE_START]		= R(PEER_STOPPING, LA_NONE),	/* then again */
+		/* a start that comes while it stops is not lost: it
+		 * waits for its death */
+		[PE_START]		= R(PEER_STOPPING, LA_PEND),
 		[PE_SPAWN_OK]		= R(PEER_STOPPING, LA_IGNORE),
 		[PE_SPAWN_FAILED]	= R(PEER_STOPPING, LA_IGNORE),
 		[PE_ATTACHED]		= R(PEER_STOPPING, LA_IGNORE),
 		[PE_DIED]		= R(POLICY, LA_DEATH),
 		[PE_TIMER]		= R(PEER_STOPPING, LA_KILL),	/* stop_grace over */
 		[PE_STOP]		= R(PEER_STOPPING, LA_NONE),
-		[PE_RESTART]		= R(PEER_STOPPING, LA_NONE),	/* when down */
+		[PE_RESTART]		= R(PEER_STOPPING, LA_PEND),
 		[PE_DOORBELL_GONE]	= R(PEER_STOPPING, LA_UNWATCH_BELL),
 		[PE_VIOLATION]		= R(PEER_STOPPING, LA_IGNORE),	/* not served */
 		[PE_HUNG]		= R(PEER_STOPPING, LA_IGNORE),
 	},
 	[PEER_ENDING] = {
-		[PE_START]		= R(PEER_ENDING, LA_NONE),	/* then again */
+		[PE_START]		= R(PEER_ENDING, LA_PEND),
 		[PE_SPAWN_OK]		= R(PEER_ENDING, LA_IGNORE),
 		[PE_SPAWN_FAILED]	= R(PEER_ENDING, LA_IGNORE),
 		[PE_ATTACHED]		= R(PEER_ENDING, LA_IGNORE),
 		[PE_DIED]		= R(POLICY, LA_DEATH),
 		[PE_TIMER]		= R(PEER_ENDING, LA_KILL),	/* grace over */
 		[PE_STOP]		= R(PEER_ENDING, LA_NONE),
-		[PE_RESTART]		= R(PEER_ENDING, LA_NONE),	/* when down */
+		[PE_RESTART]		= R(PEER_ENDING, LA_PEND),
 		[PE_DOORBELL_GONE]	= R(PEER_ENDING, LA_UNWATCH_BELL),
 		[PE_VIOLATION]		= R(PEER_ENDING, LA_NONE),	/* the first reason stays */
 		[PE_HUNG]		= R(PEER_ENDING, LA_NONE),
@@ -195,6 +197,12 @@ lifecycle_recent(struct life *l, const struct config_guest *c, uint64_t now)
 	return k;
 }
 
+int
+lifecycle_start_pending(const struct life *l, enum peer_state s)
+{
+	return l->want_restart && (s == PEER_STOPPING || s == PEER_ENDING);
+}
+
 void
 lifecycle_reset(struct life *l)
 {
@@ -283,7 +291,7 @@ lifecycle_step(struct life *l, enum peer_state s, enum peer_event e,
 	switch (e) {
 	case PE_START:
 		l->want_down = 0;
-		if (s == PEER_STOPPING || s == PEER_ENDING)
+		if (r->action == LA_PEND)
 			l->want_restart = 1;
 		if (s == PEER_DOWN || s == PEER_FAILED)
 			lifecycle_reset(l);	/* a fresh start by hand */
@@ -295,7 +303,7 @@ lifecycle_step(struct life *l, enum peer_state s, enum peer_event e,
 		break;
 	case PE_STOP:
 		l->want_down = 1;
-		l->want_restart = 0;
+		l->want_restart = 0;	/* a pending start is forgotten */
 		break;
 	case PE_SPAWN_OK:
 	case PE_SPAWN_FAILED:
@@ -348,6 +356,7 @@ lifecycle_action_name(enum life_action a)
 		[LA_GOODBYE] = "goodbye", [LA_KILL] = "kill",
 		[LA_BELL_GRACE] = "bell grace", [LA_UNWATCH_BELL] = "unwatch bell",
 		[LA_CANCEL] = "cancel", [LA_DEATH] = "death", [LA_WITHDRAW] = "withdraw",
+		[LA_PEND] = "pend",
 	};
 
 	return (unsigned)a < LA_NACTIONS ? names[a] : "?";

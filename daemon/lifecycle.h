@@ -7,6 +7,8 @@
  *
  *	DOWN --START--> STARTING --ATTACHED--> UP
  *	STARTING, UP --STOP--> STOPPING (SIGTERM; SIGKILL after stop_grace)
+ *	STOPPING, ENDING --START, RESTART--> the same, a start pending: it
+ *	    starts once down (a STOP forgets it), never lost
  *	UP --VIOLATION--> ENDING (Goodbye; SIGKILL after goodbye_grace)
  *	STARTING, UP --HUNG, attach timeout--> ENDING (SIGKILL now)
  *	STARTING, UP --DOORBELL_GONE--> ENDING (SIGKILL unless it exits in 1 s)
@@ -72,6 +74,8 @@ enum life_action {
 				 * with a delay, FAILED, or STARTING: spawn) */
 	LA_WITHDRAW,		/* WAITING: its ticket and domain go; spawn
 				 * again if the next state is STARTING */
+	LA_PEND,		/* still going: a start pending, carried out
+				 * by its death (want_restart) */
 	LA_NACTIONS
 };
 
@@ -127,6 +131,10 @@ const struct life_rule *lifecycle_rule(enum peer_state s, enum peer_event e);
 /* One event: updates l (wishes, deaths, backoff) and says what to do. */
 void	lifecycle_step(struct life *l, enum peer_state s, enum peer_event e,
 		       const struct life_in *in, struct life_out *out);
+
+/* Whether a guest in state s starts again once it is down (a start or
+ * restart came while it was going): what hubctl is told. */
+int	lifecycle_start_pending(const struct life *l, enum peer_state s);
 
 /* Deaths in the window ending at now (those counted for max_deaths). */
 uint32_t lifecycle_recent(struct life *l, const struct config_guest *c, uint64_t now_ns);

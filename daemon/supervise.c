@@ -520,6 +520,12 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 	case LA_DEATH:
 		death(h, p, e, w, &in, &out);
 		break;
+	case LA_PEND:
+		/* death() starts it: the lifecycle said so (want_restart) */
+		log_info("guest %s: %s asked while %s: it starts once stopped",
+			 p->conf->name, lifecycle_event_name(e), lifecycle_state_name(from));
+		p->state = out.next;
+		break;
 	case LA_WITHDRAW:
 		/* start = manual, waiting: its ticket and domain go */
 		recover(h, p);
@@ -554,7 +560,8 @@ supervise_on_free(struct hub *h, void (*fn)(struct hub *h))
 	h->hooks.entry_freed = fn;
 }
 
-/* Wanted up (hubd starting, a reload added it). */
+/* Wanted up (hubd starting, a reload added it, hubctl start): now if it
+ * is down, once it is down if it is stopping. */
 void
 supervise_start(struct hub *h, struct peer *p)
 {

@@ -596,7 +596,11 @@ supervise(struct ctl *ctl, const char *cmd, const char *name)
 
 	if ((a = client_ask_about(ctl, cmd, name, &rc)) == NULL)
 		return rc;
-	printf("%s: %s\n", name, text(a, "state"));
+	/* a start that waits for the guest to stop says so */
+	if (strcmp(text(a, "then"), "start") == 0)
+		printf("%s: %s, will start when stopped\n", name, text(a, "state"));
+	else
+		printf("%s: %s\n", name, text(a, "state"));
 	json_object_put(a);
 	return 0;
 }

@@ -66,7 +66,7 @@ START_TEST(test_idle_hub_counts_only_hubd)
 	hub_start_up(&hub, NULL, GUESTS, "echo,prober");
 	ck_assert(hub_wait_method(&hub, "echo.echo,prober.route,prober.busy") == 0);
 	ck_assert_int_ge(status_int("cpus"), 1);
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "prober.route", "echo.echo", "hi", NULL), 0);
+	hubctl_ok(&hub, &out, "call", "prober.route", "echo.echo", "hi", NULL);
 	ck_assert_str_eq(out, "hi\n");
 	free(out);
 	ck_assert_int_eq(wait_awake(1, 3000), 1);
@@ -118,11 +118,11 @@ START_TEST(test_one_cpu_hub_answers)
 	ck_assert(hub_wait_method(&hub, "echo.echo,prober.concurrent,prober.route") == 0);
 	ck_assert_int_eq(status_int("cpus"), 1);
 	for (int i = 0; i < 20; i++) {
-		ck_assert_int_eq(hubctl(&hub, &out, "call", "prober.concurrent", "64", NULL), 0);
+		hubctl_ok(&hub, &out, "call", "prober.concurrent", "64", NULL);
 		ck_assert_str_eq(out, "64\n");
 		free(out);
 	}
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "prober.route", "echo.echo", "one cpu", NULL), 0);
+	hubctl_ok(&hub, &out, "call", "prober.route", "echo.echo", "one cpu", NULL);
 	ck_assert_str_eq(out, "one cpu\n");
 	free(out);
 	ck_assert_int_eq(wait_awake(1, 3000), 1);

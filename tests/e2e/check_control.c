@@ -483,7 +483,7 @@ chans_shown(const char *name)
 	json_object *o;
 	int chans = -1;
 
-	ck_assert_int_eq(hubctl(&hub, &out, "-j", "peers", name, (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "-j", "peers", name, (char *)NULL);
 	if ((o = json_tokener_parse(out)) != NULL &&
 	    json_object_is_type(json_get(o, "channels_open"), json_type_int))
 		chans = json_object_get_int(json_get(o, "channels_open"));
@@ -527,7 +527,7 @@ counter_still_serves(void)
 {
 	char *out = NULL;
 
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "counter.count", "5", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "call", "counter.count", "5", (char *)NULL);
 	ck_assert_str_eq(out, "1\n2\n3\n4\n5\n5\n");
 	free(out);
 	ck_assert_int_eq(wait_chans_zero("counter"), 0);
@@ -662,7 +662,7 @@ START_TEST(test_stream_items_flushed)
 		ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == sig, "status %d", status);
 		close(r->fd);
 		/* its caller gone, the guest's handler was cancelled: it serves */
-		ck_assert_int_eq(hubctl(&hub, &out, "call", "streamer.waits", (char *)NULL), 0);
+		hubctl_ok(&hub, &out, "call", "streamer.waits", (char *)NULL);
 		free(out);
 		out = NULL;
 	}
@@ -721,7 +721,7 @@ status_guests(void)
 	json_object *o;
 	int64_t n = -1;
 
-	ck_assert_int_eq(hubctl(&hub, &out, "-j", "status", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "-j", "status", (char *)NULL);
 	if ((o = json_tokener_parse(out)) != NULL)
 		n = json_object_get_int64(json_get(o, "guests"));
 	json_object_put(o);
@@ -738,7 +738,7 @@ START_TEST(test_status_after_reload)
 	ck_assert_int_eq(hub_write_conf(&hub, NULL, GUEST_ECHO COUNTER), 0);
 	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "reload: %s", msgs);
 	ck_assert_int_eq(status_guests(), 2);
-	ck_assert_int_eq(hubctl(&hub, &out, "status", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "status", (char *)NULL);
 	ck_assert_msg(strstr(out, "\nguests                 2\n") != NULL, "%s", out);
 	free(out);
 	/* a dropped guest no longer counts, stopping or not */
@@ -761,7 +761,7 @@ START_TEST(test_version)
 	json_object *o, *cmds;
 
 	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
-	ck_assert_int_eq(hubctl(&hub, &out, "-j", "version", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "-j", "version", (char *)NULL);
 	ck_assert_ptr_nonnull(o = json_tokener_parse(out));
 	ck_assert_int_eq(json_object_get_int(json_get(o, "protocol")), CONTROL_PROTOCOL);
 	cmds = json_get(o, "commands");
@@ -774,7 +774,7 @@ START_TEST(test_version)
 	}
 	json_object_put(o);
 	free(out);
-	ck_assert_int_eq(hubctl(&hub, &out, "version", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "version", (char *)NULL);
 	snprintf(want, sizeof(want), "protocol: %d (hubctl's: %d)\ncommands: version peers ",
 		 CONTROL_PROTOCOL, CONTROL_PROTOCOL);
 	ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s", out);
@@ -1327,7 +1327,7 @@ START_TEST(test_out_of_fds_operator_served)
 	snprintf(before, sizeof(before), "%s", fd_list(hub.pid));
 	ck_assert_int_eq(prlimit(hub.pid, RLIMIT_NOFILE, &none, NULL), 0);
 	for (int i = 0; i < 3; i++) {
-		ck_assert_int_eq(hubctl(&hub, &out, "-t", "5", "peers", (char *)NULL), 0);
+		hubctl_ok(&hub, &out, "-t", "5", "peers", (char *)NULL);
 		ck_assert_msg(strstr(out, "echo") != NULL, "%s", out);
 		free(out);
 		/* the one kept is kept again, once hubd has seen the client
@@ -1337,7 +1337,7 @@ START_TEST(test_out_of_fds_operator_served)
 		ck_assert_msg(fd == free_fd, "lowest free fd %d, was %d;%s; before:%s", fd,
 			      free_fd, fd_list(hub.pid), before);
 	}
-	ck_assert_int_eq(hubctl(&hub, &out, "-t", "5", "stop", "echo", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "-t", "5", "stop", "echo", (char *)NULL);
 	free(out);
 	ck_assert_int_eq(prlimit(hub.pid, RLIMIT_NOFILE, &old, NULL), 0);
 	ck_assert_int_eq(hub_stop(&hub), 0);

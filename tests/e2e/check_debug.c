@@ -107,7 +107,7 @@ START_TEST(test_death_says_signal_and_calls)
 	ck_assert_msg(strstr(log, "guest prober: killed by signal 6 (SIGABRT), while serving "
 			     "prober.wait (2 calls)") != NULL, "%s", hub_log_tail(&hub));
 	free(log);
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "peers", (char *)NULL);
 	ck_assert_msg(strstr(out, "crashed SIGABRT while serving prober.wait (2 calls)") != NULL,
 		      "%s", out);
 	free(out);
@@ -160,7 +160,7 @@ START_TEST(test_calls_lists_unanswered)
 	ck_assert_msg(json_object_get_int64(json_get(c, "id")) > 0, "%s",
 		      json_object_to_json_string(c));
 	json_object_put(a);
-	ck_assert_int_eq(hubctl(&hub, &out, "calls", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "calls", (char *)NULL);
 	ck_assert_msg(strstr(out, "prober.wait") != NULL && strstr(out, "client:") != NULL,
 		      "%s", out);
 	free(out);
@@ -170,7 +170,7 @@ START_TEST(test_calls_lists_unanswered)
 		      hub_log_tail(&hub));
 	ck_assert_msg(wait_calls("caller.route_timeout", 0) == 0, "the call stayed: %s",
 		      hub_log_tail(&hub));
-	ck_assert_int_eq(hubctl(&hub, &out, "calls", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "calls", (char *)NULL);
 	ck_assert_msg(strstr(out, "(no call in flight through hubd)") != NULL, "%s", out);
 	free(out);
 	close(fd);
@@ -342,7 +342,7 @@ START_TEST(test_output_tagged_and_kept)
 	}
 	free(log);
 	/* hubd still serves while and after it floods */
-	ck_assert_int_eq(hubctl(&hub, &out, "logs", "chatty", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "logs", "chatty", (char *)NULL);
 	ck_assert_msg(strstr(out, "lifeguest flood done\n") != NULL, "%s", out);
 	free(out);
 	/* a restart: the lines of before stay, the new instance's follow */
@@ -379,7 +379,7 @@ START_TEST(test_heartbeat_off_per_guest)
 	ck_assert_str_eq(hub_peer_state(&hub, "quiet"), "up");
 	ck_assert_int_eq(kill(quiet, SIGCONT), 0);
 	/* it serves on, once let go */
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "still here", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "call", "echo.echo", "still here", (char *)NULL);
 	ck_assert_msg(strstr(out, "still here") != NULL, "%s", out);
 	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -417,7 +417,7 @@ START_TEST(test_hung_guest_stack_taken)
 		ck_assert_msg(strstr(log, "guest prober: stack taken, killing it") != NULL ||
 			      strstr(log, "guest prober: stack taken") != NULL, "%s",
 			      hub_log_tail(&hub));
-		ck_assert_int_eq(hubctl(&hub, &out, "logs", "prober", (char *)NULL), 0);
+		hubctl_ok(&hub, &out, "logs", "prober", (char *)NULL);
 		ck_assert_msg(strstr(out, "[stack] ") != NULL, "%s", out);
 		free(out);
 	} else {

@@ -110,7 +110,7 @@ START_TEST(test_guests_attach_and_answer)
 
 	hub_start_up(&hub, NULL, STD_GUESTS, "echo,kv,counter");
 	ck_assert(hub_wait_method(&hub, "echo.reverse,kv.delete,counter.count") == 0);
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "peers", (char *)NULL);
 	ck_assert_msg(strstr(out, "echo") && strstr(out, "kv") && strstr(out, "counter"),
 		      "peers: %s", out);
 	free(out);
@@ -348,7 +348,7 @@ START_TEST(test_cancel_reaches_the_callee)
 	ck_assert(hub_wait_method(&hub, "p1.route_timeout,p2.wait,p2.cancels") == 0);
 	expect_ctl(0, "error: timeout\n", "call", "p1.route_timeout", "p2.wait", "200", NULL);
 	for (i = 0; i < 100; i++) {
-		ck_assert_int_eq(hubctl(&hub, &out, "call", "p2.cancels", (char *)NULL), 0);
+		hubctl_ok(&hub, &out, "call", "p2.cancels", (char *)NULL);
 		if (strcmp(out, "1\n") == 0)
 			break;
 		free(out);
@@ -649,7 +649,7 @@ START_TEST(test_describe)
 	expect_ctl(0, "ok\n", "call", "prober.describe", "prober.busy", "Zürich → Genève", NULL);
 	expect_where("prober.busy", "Zürich → Genève");
 	/* hubctl shows them: a WHERE column, a note under the guest's row */
-	ck_assert_int_eq(hubctl(&hub, &out, "methods", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "methods", (char *)NULL);
 	snprintf(line, sizeof(line), "%-24s %-28s %-16s %s\n", "prober.route", "str,str->str",
 		 "prober", BRIDGE_WHERE);
 	ck_assert_msg(strstr(out, line) != NULL && strstr(out, "WHERE\n") != NULL,
@@ -657,15 +657,15 @@ START_TEST(test_describe)
 	snprintf(line, sizeof(line), "%-24s %-28s %s\n", "echo.echo", "str->str", "echo");
 	ck_assert_msg(strstr(out, line) != NULL, "hubctl methods: %s", out);
 	free(out);
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "peers", (char *)NULL);
 	/* one note, prober's, under its row */
 	ck_assert_msg(strstr(out, "\n  note: " BRIDGE_NOTE "\n") != NULL &&
 		      strstr(strstr(out, "note:") + 1, "note:") == NULL, "hubctl peers: %s", out);
 	free(out);
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", "prober", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "peers", "prober", (char *)NULL);
 	ck_assert_msg(strstr(out, "\nnote: " BRIDGE_NOTE "\n") != NULL, "hubctl peers prober: %s", out);
 	free(out);
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", "echo", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "peers", "echo", (char *)NULL);
 	ck_assert_msg(strstr(out, "note:") == NULL, "hubctl peers echo: %s", out);
 	free(out);
 
@@ -726,11 +726,11 @@ START_TEST(test_describe)
 	expect_where("prober.route", NULL);
 	expect_where("prober.ping", NULL);
 	expect_note("prober", NULL);
-	ck_assert_int_eq(hubctl(&hub, &out, "methods", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "methods", (char *)NULL);
 	ck_assert_msg(strstr(out, "WHERE") == NULL && strstr(out, BRIDGE_WHERE) == NULL,
 		      "hubctl methods: %s", out);
 	free(out);
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "peers", (char *)NULL);
 	ck_assert_msg(strstr(out, "note:") == NULL, "hubctl peers: %s", out);
 	free(out);
 	/* the new instance describes afresh */

@@ -154,9 +154,9 @@ START_TEST(test_kv_compound_types)
 	rc = hubctl(&hub, &out, "call", "kv.keys", (char *)NULL);
 	ck_assert_msg(rc == 0 && strcmp(out, "[]\n") == 0, "kv.keys: %d '%s'", rc, out);
 	free(out);
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "kv.put", "a", "1", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "call", "kv.put", "a", "1", (char *)NULL);
 	free(out);
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "kv.put", "b", "base64:/w==", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "call", "kv.put", "b", "base64:/w==", (char *)NULL);
 	free(out);
 	rc = hubctl(&hub, &out, "-j", "call", "kv.keys", (char *)NULL);
 	ck_assert_msg(rc == 0 && strstr(out, "\"result\":[\"a\",\"b\"]") != NULL,

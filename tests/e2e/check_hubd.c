@@ -96,13 +96,13 @@ exercise(void)
 	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\nargs = --x \"a b\"\n",
 		     "echo");
 	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "hi", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "call", "echo.echo", "hi", (char *)NULL);
 	free(out);
 	o = hub_request(&hub, "{\"cmd\":\"nonsense\"}", NULL);
 	json_object_put(o);
-	ck_assert_int_eq(hubctl(&hub, &out, "reload", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "reload", (char *)NULL);
 	free(out);
-	ck_assert_int_eq(hubctl(&hub, &out, "restart", "echo", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "restart", "echo", (char *)NULL);
 	free(out);
 	ck_assert(hub_wait_up(&hub, "echo", 10000) == 0);
 	ck_assert_int_eq(hub_stop(&hub), 0);

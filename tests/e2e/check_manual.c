@@ -109,7 +109,7 @@ call_echo_line(const char *what)
 
 	snprintf(want, sizeof(want), "%s\n", what);
 	ck_assert_msg(hub_wait_method(&hub, "echo.echo") == 0, "%s", hub_log_tail(&hub));
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", what, (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "call", "echo.echo", what, (char *)NULL);
 	ck_assert_str_eq(out, want);
 	free(out);
 }
@@ -257,7 +257,7 @@ START_TEST(test_refusals)
 	{
 		char *out = NULL;
 
-		ck_assert_int_eq(hubctl(&hub, &out, "stop", "echo", (char *)NULL), 0);
+		hubctl_ok(&hub, &out, "stop", "echo", (char *)NULL);
 		free(out);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -266,7 +266,7 @@ START_TEST(test_refusals)
 	{
 		char *out = NULL;
 
-		ck_assert_int_eq(hubctl(&hub, &out, "start", "echo", (char *)NULL), 0);
+		hubctl_ok(&hub, &out, "start", "echo", (char *)NULL);
 		free(out);
 	}
 	ck_assert_msg(wait_state("waiting") == 0, "%s", hub_log_tail(&hub));

@@ -467,7 +467,7 @@ START_TEST(test_streams_both_ways)
 	ck_assert_msg(c.items == 500 && c.bad == 0 && strcmp(c.end, "closed") == 0,
 		      "items=%llu bad=%llu end=%s call=%s; %s", c.items, c.bad, c.end, c.call,
 		      hub_log_tail(&hub_b));
-	ck_assert_int_eq(hubctl(&hub_a, &out, "call", "counter.count", "5", (char *)NULL), 0);
+	hubctl_ok(&hub_a, &out, "call", "counter.count", "5", (char *)NULL);
 	ck_assert_str_eq(out, "1\n2\n3\n4\n5\n5\n");
 	free(out);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
@@ -497,7 +497,7 @@ START_TEST(test_stream_credit_across)
 	c = consume(&hub_a, "sc.consume", "sp.produce", "100000", "1000", "100", "0");
 	ck_assert_msg(strcmp(c.end, "reset") == 0 && c.items >= 100,
 		      "items=%llu end=%s call=%s", c.items, c.end, c.call);
-	ck_assert_int_eq(hubctl(&hub_b, &out, "call", "sp.last", (char *)NULL), 0);
+	hubctl_ok(&hub_b, &out, "call", "sp.last", (char *)NULL);
 	ck_assert_msg(strncmp(out, "sent ", 5) == 0 && strtoul(out + 5, NULL, 10) < 100000 &&
 		      strstr(out, "ENOTCONN") != NULL, "sp.last: %s", out);
 	free(out);
@@ -541,7 +541,7 @@ START_TEST(test_cancel_crosses_and_bridge_restarts)
 		sleep_ms(50);
 	ck_assert_msg(n == 0, "A's bridge still has the call; %s", hub_log_tail(&hub_a));
 	/* B's bridge restarted by its hubd: calls through it resume */
-	ck_assert_int_eq(hubctl(&hub_b, &out, "restart", "nats", (char *)NULL), 0);
+	hubctl_ok(&hub_b, &out, "restart", "nats", (char *)NULL);
 	free(out);
 	out = NULL;
 	for (int i = 0; i < 100; i++) {
@@ -665,7 +665,7 @@ START_TEST(test_hostile_messages)
 	/* both bridges still there, as they were; nothing of the junk here */
 	ck_assert_int_eq(hub_peer_int(&hub_a, "nats", "restarts"), 0);
 	ck_assert_int_eq(hub_peer_int(&hub_b, "nats", "restarts"), 0);
-	ck_assert_int_eq(hubctl(&hub_a, &out, "methods", (char *)NULL), 0);
+	hubctl_ok(&hub_a, &out, "methods", (char *)NULL);
 	ck_assert_msg(strstr(out, "\nsl.a ") == NULL && strstr(out, "\nsl.b ") == NULL &&
 		      strstr(out, "\nsl.d ") == NULL && strstr(out, "\nsl.e ") == NULL &&
 		      strstr(out, "\nsl.f ") == NULL && strstr(out, "\nsl.g ") == NULL &&
@@ -687,11 +687,11 @@ START_TEST(test_hub_methods_service)
 
 	hub_start_up(&hub_a, NULL, "[guest kv]\nexec = @/guests/kv\n" LB("cl"), "kv,cl");
 	ck_assert(hub_wait_method(&hub_a, "kv.get,cl.echo") == 0);
-	ck_assert_int_eq(hubctl(&hub_a, &out, "call", "hub.methods", "kv.*", (char *)NULL), 0);
+	hubctl_ok(&hub_a, &out, "call", "hub.methods", "kv.*", (char *)NULL);
 	ck_assert_msg(strstr(out, "[\"kv.get\",\"str->bytes\"]") != NULL &&
 		      strstr(out, "cl.") == NULL && strstr(out, "hub.") == NULL, "%s", out);
 	free(out);
-	ck_assert_int_eq(hubctl(&hub_a, &out, "call", "hub.methods", "cl.echo", (char *)NULL), 0);
+	hubctl_ok(&hub_a, &out, "call", "hub.methods", "cl.echo", (char *)NULL);
 	ck_assert_msg(strstr(out, "cl.echo") != NULL && strstr(out, "kv.") == NULL, "%s", out);
 	free(out);
 	/* a guest does not see its own: cl asks (an empty list, read as
@@ -701,9 +701,9 @@ START_TEST(test_hub_methods_service)
 				"a-pattern-far-too-long-to-be-a-method-name-at-all-not-even-close-no", (char *)NULL), 0);
 	free(out);
 	/* a guest down: its methods are not offered */
-	ck_assert_int_eq(hubctl(&hub_a, &out, "stop", "kv", (char *)NULL), 0);
+	hubctl_ok(&hub_a, &out, "stop", "kv", (char *)NULL);
 	free(out);
-	ck_assert_int_eq(hubctl(&hub_a, &out, "call", "hub.methods", "*", (char *)NULL), 0);
+	hubctl_ok(&hub_a, &out, "call", "hub.methods", "*", (char *)NULL);
 	ck_assert_msg(strstr(out, "kv.") == NULL, "%s", out);
 	free(out);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
@@ -732,7 +732,7 @@ START_TEST(test_prefix_and_from)
 	expect_ok(&hub_a, "", "b.kv.put", "k", "v");
 	expect_ok(&hub_b, "v", "kv.get", "k", NULL);
 	expect_ok(&hub_a, "ok v", "cl.call", "b.kv.get", "k");
-	ck_assert_int_eq(hubctl(&hub_b, &out, "stop", "kv", (char *)NULL), 0);
+	hubctl_ok(&hub_b, &out, "stop", "kv", (char *)NULL);
 	free(out);
 	/* B no longer exports kv.* (its guest is down): B says so */
 	for (int i = 0; i < 100 && strstr(where(&hub_a, "b.kv.get"), "no hub") == NULL; i++)

@@ -279,7 +279,7 @@ START_TEST(test_guest_user_group_limits)
 	char *out = NULL;
 
 	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "as nobody", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "call", "echo.echo", "as nobody", (char *)NULL);
 	ck_assert_str_eq(out, "as nobody\n");
 	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -365,7 +365,7 @@ START_TEST(test_reload)
 	ck_assert_str_eq(state_of("echo"), "up");
 	rewrite_conf("[guest kv]\nexec = @/guests/kv\nargs = --changed\n"
 		     "[guest counter]\nexec = @/guests/counter\n");
-	ck_assert_int_eq(hubctl(&hub, &out, "reload", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "reload", (char *)NULL);
 	ck_assert_msg(strstr(out, "kv: changed") && strstr(out, "echo: removed") &&
 		      strstr(out, "counter: added"), "%s", out);
 	free(out);
@@ -425,7 +425,7 @@ START_TEST(test_inspect)
 	snprintf(kv_dom, sizeof(kv_dom), "%s/kv.domain", dir);
 	snprintf(echo_pool, sizeof(echo_pool), "%s/echo.pool", dir);
 	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
-	ck_assert_int_eq(hubctl(&hub, &out, "inspect", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "inspect", (char *)NULL);
 	ck_assert_msg(strstr(out, "invariants: ok") && strstr(out, "attached") &&
 		      strstr(out, "\nguest echo (peer ") && strstr(out, "\nguest kv (peer ") &&
 		      strstr(out, "\npool echo: ") && strstr(out, "\npool kv: "), "%s", out);
@@ -443,7 +443,7 @@ START_TEST(test_inspect)
 	}
 	ck_assert_int_eq(json_object_array_length(json_get(o, "pools")), 2);
 	json_object_put(o);
-	ck_assert_int_eq(hubctl(&hub, &out, "dump", dir, (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "dump", dir, (char *)NULL);
 	free(out);
 
 	ck_assert_int_eq(kill(hub.pid, SIGSTOP), 0);
@@ -487,11 +487,11 @@ START_TEST(test_help_and_usage)
 	char *out = NULL;
 
 	hub_start_up(&hub, NULL, GUESTS, "echo");
-	ck_assert_int_eq(hubctl(&hub, &out, "help", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "help", (char *)NULL);
 	ck_assert_ptr_nonnull(strstr(out, "inspect [FILE...]"));
 	ck_assert_ptr_nonnull(strstr(out, "dump DIR"));
 	free(out);
-	ck_assert_int_eq(hubctl(&hub, &out, "call", "-h", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "call", "-h", (char *)NULL);
 	ck_assert_ptr_nonnull(strstr(out, "signature"));
 	free(out);
 	ck_assert_int_eq(hubctl(&hub, &out, "restart", (char *)NULL), 2);

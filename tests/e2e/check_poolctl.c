@@ -268,7 +268,7 @@ START_TEST(test_status_and_stats)
 	char *out;
 
 	hub_start_up(&h, NULL, ECHO, "echo");
-	ck_assert_int_eq(hubctl(&h, &out, "-j", "status", (char *)NULL), 0);
+	hubctl_ok(&h, &out, "-j", "status", (char *)NULL);
 	o = parse_out(out);
 	free(out);
 	ck_assert_str_eq(json_object_get_string(json_get(o, "control")), h.sock);
@@ -289,7 +289,7 @@ START_TEST(test_status_and_stats)
 	ck_assert_uint_eq(u64(json_object_array_get_idx(cls, 1), "slot_size"), 16384);
 	ck_assert_uint_eq(u64(json_object_array_get_idx(cls, 1), "slots_per_extent"), 64);
 	json_object_put(o);
-	ck_assert_int_eq(hubctl(&h, &out, "status", (char *)NULL), 0);
+	hubctl_ok(&h, &out, "status", (char *)NULL);
 	ck_assert_msg(strstr(out, "mapped_bytes") != NULL && strstr(out, " MiB\n") != NULL,
 		      "%s", out);
 	ck_assert_msg(strstr(out, "\nzones                  1\n") != NULL, "%s", out);
@@ -298,7 +298,7 @@ START_TEST(test_status_and_stats)
 	ck_assert_msg(strstr(out, "segment") == NULL, "%s", out);
 	free(out);
 
-	ck_assert_int_eq(hubctl(&h, &out, "-j", "stats", (char *)NULL), 0);
+	hubctl_ok(&h, &out, "-j", "stats", (char *)NULL);
 	o = parse_out(out);
 	free(out);
 	pool = json_get(o, "pool");
@@ -309,7 +309,7 @@ START_TEST(test_status_and_stats)
 	(void)u64(pool, "errors");
 	(void)u64(pool, "reclaimed");
 	json_object_put(o);
-	ck_assert_int_eq(hubctl(&h, &out, "stats", (char *)NULL), 0);
+	hubctl_ok(&h, &out, "stats", (char *)NULL);
 	ck_assert_msg(strstr(out, "shared pool: ") != NULL && strstr(out, " allocations") != NULL,
 		      "%s", out);
 	free(out);
@@ -759,14 +759,14 @@ START_TEST(test_no_pool)
 	ck_assert_str_eq(json_object_get_string(json_get(o, "error")), "no shared pool in this hub");
 	json_object_put(o);
 	ck_assert_int_lt(hub_domain_fd(&h, "pool", "echo"), 0);
-	ck_assert_int_eq(hubctl(&h, &out, "-j", "status", (char *)NULL), 0);
+	hubctl_ok(&h, &out, "-j", "status", (char *)NULL);
 	o = parse_out(out);
 	free(out);
 	ck_assert_int_eq(json_object_array_length(json_get(o, "pool_classes")), 0);
 	ck_assert_uint_eq(u64(o, "zones"), 0);
 	ck_assert_uint_eq(u64(o, "mapped_bytes"), fd_bytes(hub_domain_fd(&h, "guest", "echo")));
 	json_object_put(o);
-	ck_assert_int_eq(hubctl(&h, &out, "status", (char *)NULL), 0);
+	hubctl_ok(&h, &out, "status", (char *)NULL);
 	ck_assert_msg(strstr(out, "\npool_classes           none\n") != NULL, "%s", out);
 	free(out);
 	rc = hubctl(&h, &out, "-j", "inspect", (char *)NULL);

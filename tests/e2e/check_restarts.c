@@ -31,6 +31,39 @@ wait_state(const char *name, const char *state, double timeout)
 	return -1;
 }
 
+/* Kills name's process (it ignores SIGTERM: hubctl stop leaves it
+ * stopping until this, whatever the load) and waits until hubd saw it go:
+ * down, or up again with another pid when start is set. */
+static void
+kill_stopping(const char *name, int pid, int start)
+{
+	double end = now_s() + 30;
+
+	ck_assert_str_eq(hub_peer_state(&hub, name), "stopping");
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	while (now_s() < end && hub_peer_int(&hub, name, "pid") == pid)
+		sleep_ms(5);
+	if (start)
+		ck_assert_msg(hub_wait_new_pid(&hub, name, pid, 30) > 0,
+			      "%s is %s; log: %s", name, hub_peer_state(&hub, name),
+			      hub_log_tail(&hub));
+	else
+		ck_assert_msg(wait_state(name, "down", 30) == 0, "%s is %s; log: %s", name,
+			      hub_peer_state(&hub, name), hub_log_tail(&hub));
+}
+
+/* hubctl cmd name: its output, asserted. */
+static void
+ctl_says(const char *cmd, const char *name, const char *want)
+{
+	char *out = NULL;
+
+	hubctl_ok(&hub, &out, cmd, name, (char *)NULL);
+	ck_assert_msg(strcmp(out, want) == 0, "hubctl %s %s: '%s', want '%s'", cmd, name,
+		      out, want);
+	free(out);
+}
+
 /* The latest death of name: field key as a string ("" if none). */
 static const char *
 last_death(const char *name, const char *key)
@@ -65,6 +98,15 @@ entries_named(const char *name)
 	return n;
 }
 
+/* Waits until n entries hold name (timeout s); 0 or -1. */
+static int
+entries_named_wait(const char *name, int n, double timeout)
+{
+	for (double end = now_s() + timeout; now_s() < end; sleep_ms(5))
+		if (entries_named(name) == n)
+			return 0;
+	return -1;
+}
 
 /* The pid of the last child lifeguest --mode=forker reported in the log
  * after offset (or -1), and where that line ends. */
@@ -135,7 +177,7 @@ START_TEST(test_max_deaths_10_fails_after_11)
 	sleep_ms(200);
 	ck_assert_str_eq(hub_peer_state(&hub, "quitter"), "failed");
 	ck_assert_int_eq(hub_peer_int(&hub, "quitter", "restarts"), 10);
-	ck_assert_int_eq(hubctl(&hub, &out, "restart", "quitter", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "restart", "quitter", (char *)NULL);
 	free(out);
 	ck_assert(wait_state("quitter", "failed", 15) == 0);
 	ck_assert_int_eq(hub_peer_int(&hub, "quitter", "restarts"), 21);
@@ -249,24 +291,26 @@ START_TEST(test_readded_while_stopping)
 	const char *both = "[guest slow]\nexec = @/tests/guests/lifeguest\n"
 			   "args = --mode=slowstop\nprovides = life.*\n"
 			   "[guest echo]\nexec = @/guests/echo\n";
-	char msgs[2048], *out = NULL, *log;
+	char msgs[2048], *log;
 	int id, pid;
 
-	ck_assert(hub_start(&hub, "stop_grace = 500ms\n", both) == 0);
+	/* it ignores SIGTERM, and stop_grace is long: it stops when the test
+	 * kills it, not when a short grace ran out under load */
+	ck_assert(hub_start(&hub, "stop_grace = 300s\n", both) == 0);
 	ck_assert(hub_wait_up(&hub, "slow,echo", 10000) == 0);
 	id = hub_peer_int(&hub, "slow", "peer_id");
 	pid = hub_peer_int(&hub, "slow", "pid");
-	ck_assert_int_eq(hub_write_conf(&hub, "stop_grace = 500ms\n",
+	ck_assert_int_eq(hub_write_conf(&hub, "stop_grace = 300s\n",
 					"[guest echo]\nexec = @/guests/echo\n"), 0);
 	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
-	/* it ignores SIGTERM */
 	ck_assert_str_eq(hub_peer_state(&hub, "slow"), "stopping");
-	ck_assert_int_eq(hub_write_conf(&hub, "stop_grace = 500ms\n", both), 0);
+	ck_assert_int_eq(hub_write_conf(&hub, "stop_grace = 300s\n", both), 0);
 	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
 	ck_assert_msg(strstr(msgs, "slow: back in the config") != NULL, "%s", msgs);
 	ck_assert_int_eq(entries_named("slow"), 1);
-	/* killed after stop_grace, then started again in the same entry */
-	for (double end = now_s() + 10; now_s() < end; sleep_ms(5))
+	/* killed, then started again in the same entry */
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	for (double end = now_s() + 30; now_s() < end; sleep_ms(5))
 		if (hub_peer_int(&hub, "slow", "pid") != pid &&
 		    strcmp(hub_peer_state(&hub, "slow"), "up") == 0)
 			break;
@@ -281,9 +325,79 @@ START_TEST(test_readded_while_stopping)
 		      hub_log_tail(&hub));
 	free(log);
 	/* hubctl stop reaches the one there is */
-	ck_assert_int_eq(hubctl(&hub, &out, "stop", "slow", (char *)NULL), 0);
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	kill_stopping("slow", pid, 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Defect (issue 39): "hubctl stop greeter; hubctl start greeter" back to
+ * back answered "greeter: stopping" twice and left it down: the start,
+ * arriving while it stopped, was lost. A start, restart or changing
+ * reload while it stops is carried out once it has stopped, and says so;
+ * a stop after it forgets it. The guest ignores SIGTERM and stop_grace is
+ * long: the test ends it, so it stops when the test says, under any load. */
+START_TEST(test_start_while_stopping)
+{
+	const char *keys = "stop_grace = 300s\n";
+	const char *slow = "[guest slow]\nexec = @/tests/guests/lifeguest\n"
+			   "args = --mode=slowstop\nprovides = life.*\nrestart = never\n";
+	char msgs[2048], *out = NULL;
+	json_object *p;
+	int pid;
+
+	hub_start_up(&hub, keys, slow, "slow");
+	/* stop, start */
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	ctl_says("start", "slow", "slow: stopping, will start when stopped\n");
+	p = hub_peer(&hub, "slow");
+	ck_assert_str_eq(json_object_get_string(json_get(p, "then")), "start");
+	json_object_put(p);
+	kill_stopping("slow", pid, 1);
+	ck_assert(hub_wait_method(&hub, "life.ping") == 0);
+	/* stop, restart */
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	ctl_says("restart", "slow", "slow: stopping, will start when stopped\n");
+	kill_stopping("slow", pid, 1);
+	/* stop, start, stop: stays down */
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	ctl_says("start", "slow", "slow: stopping, will start when stopped\n");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	p = hub_peer(&hub, "slow");
+	ck_assert_ptr_null(json_get(p, "then"));
+	json_object_put(p);
+	kill_stopping("slow", pid, 0);
+	/* down: a start is at once */
+	ctl_says("start", "slow", "slow: starting\n");
+	ck_assert(hub_wait_new_pid(&hub, "slow", 0, 30) > 0);
+	/* stop, then a reload that changes it: it starts, changed, once
+	 * stopped */
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ctl_says("stop", "slow", "slow: stopping\n");
+	ck_assert_int_eq(hub_write_conf(&hub, keys, "[guest slow]\nexec = @/tests/guests/lifeguest\n"
+					"args = --mode=slowstop --changed\nprovides = life.*\nrestart = never\n"), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_msg(strstr(msgs, "slow: changed") != NULL, "%s", msgs);
+	kill_stopping("slow", pid, 1);
+	hubctl_ok(&hub, &out, "-j", "peers", (char *)NULL);
+	ck_assert_msg(strstr(out, "--changed") != NULL, "%s", out);
 	free(out);
-	ck_assert(wait_state("slow", "down", 10) == 0);
+	/* removed, still stopping: no start brings it back */
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ck_assert_int_eq(hub_write_conf(&hub, keys, "[guest echo]\nexec = @/guests/echo\n"), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_int_eq(hubctl_err(&hub, &out, "start", "slow", (char *)NULL), 1);
+	ck_assert_msg(strstr(out, "removed from the config") != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hubctl_err(&hub, &out, "restart", "slow", (char *)NULL), 1);
+	free(out);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_msg(entries_named_wait("slow", 0, 30) == 0, "slow is still listed: %s",
+		      hub_log_tail(&hub));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -334,7 +448,7 @@ START_TEST(test_spawn_without_fds)
 	for (int i = 0; i < N && stopped <= nfailed; i++) {
 		if (strcmp(hub_peer_state(&hub, names[i]), "up") != 0)
 			continue;
-		ck_assert_int_eq(hubctl(&hub, &out, "stop", names[i], (char *)NULL), 0);
+		hubctl_ok(&hub, &out, "stop", names[i], (char *)NULL);
 		free(out);
 		stopped++;
 	}
@@ -401,6 +515,7 @@ suite_restarts(void)
 	tcase_add_test(tc, test_doorbell_closed_while_starting);
 	tcase_add_test(tc, test_children_go_with_the_guest);
 	tcase_add_test(tc, test_readded_while_stopping);
+	tcase_add_test(tc, test_start_while_stopping);
 	tcase_add_test(tc, test_spawn_without_fds);
 	tcase_add_test(tc, test_long_spawn_detail);
 	tcase_add_test(tc, test_goodbye_grace);

@@ -163,7 +163,7 @@ START_TEST(test_unread_answers_hubd_sleeps)
 	{
 		char *out = NULL;
 
-		ck_assert_int_eq(hubctl(&hub, &out, "call", "echo.echo", "hi", (char *)NULL), 0);
+		hubctl_ok(&hub, &out, "call", "echo.echo", "hi", (char *)NULL);
 		ck_assert_str_eq(out, "hi\n");
 		free(out);
 	}

@@ -98,7 +98,7 @@ user_on(struct hub_proc *h, const char *name)
 	char *out = NULL;
 	json_object *o, *u;
 
-	ck_assert_int_eq(hubctl(h, &out, "-j", "peers", name, (char *)NULL), 0);
+	hubctl_ok(h, &out, "-j", "peers", name, (char *)NULL);
 	o = json_tokener_parse(out);
 	ck_assert_msg(o != NULL && (u = json_get(o, "user")) != NULL, "peers %s: %s", name, out);
 	json_object_get(u);
@@ -218,7 +218,7 @@ START_TEST(test_own_uid_per_guest)
 	{
 		char *out = NULL;
 
-		ck_assert_int_eq(hubctl(&hub, &out, "restart", "a", (char *)NULL), 0);
+		hubctl_ok(&hub, &out, "restart", "a", (char *)NULL);
 		free(out);
 	}
 	ck_assert(hub_wait_up(&hub, "a", 10000) == 0);
@@ -479,7 +479,7 @@ START_TEST(test_user_root_and_guest_uids_no)
 		      "%s", json_object_to_json_string(u));
 	json_object_put(u);
 	ck_assert_int_eq(status_field(hub_peer_int(&hub, "root", "pid"), "Uid:"), 0);
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", "root", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "peers", "root", (char *)NULL);
 	ck_assert_msg(strstr(out, "user: root (user =)\n") != NULL, "%s", out);
 	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -494,7 +494,7 @@ START_TEST(test_user_root_and_guest_uids_no)
 		      "%s", json_object_to_json_string(u));
 	json_object_put(u);
 	ck_assert_int_eq(status_field(hub_peer_int(&hub, "a", "pid"), "Uid:"), 0);
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", "a", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "peers", "a", (char *)NULL);
 	ck_assert_msg(strstr(out, "user: root (hubd's: guest_uids = no)\n") != NULL, "%s", out);
 	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -532,13 +532,13 @@ START_TEST(test_unreachable_exec_runs_as_hubd)
 	snprintf(want, sizeof(want), "user: root (hubd's: %s)\n",
 		 json_object_get_string(json_get(u, "why")));
 	json_object_put(u);
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", "hidden", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "peers", "hidden", (char *)NULL);
 	ck_assert_msg(strstr(out, want) != NULL, "no '%s' in: %s", want, out);
 	free(out);
 	ck_assert_msg(log_count("guest hidden: runs as hubd's user") == 1, "log: %s",
 		      hub_log_tail(&hub));
 	/* a restart decides nothing again */
-	ck_assert_int_eq(hubctl(&hub, &out, "restart", "hidden", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "restart", "hidden", (char *)NULL);
 	free(out);
 	ck_assert(hub_wait_up(&hub, "hidden", 10000) == 0);
 	ck_assert_int_eq(hub_peer_int(&hub, "hidden", "restarts"), 1);
@@ -613,7 +613,7 @@ START_TEST(test_hubd_not_root)
 		json_object_put(u);
 		ck_assert_int_eq(status_field(hub_peer_int(&hub, *n, "pid"), "Uid:"), NOBODY);
 	}
-	ck_assert_int_eq(hubctl(&hub, &out, "peers", "a", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "peers", "a", (char *)NULL);
 	ck_assert_msg(strstr(out, "user: nobody (hubd's: hubd is not root)\n") != NULL, "%s", out);
 	free(out);
 	ck_assert_msg(log_count("hubd is not root") == 1 && log_count("apart by memory alone") == 1,
@@ -802,11 +802,11 @@ START_TEST(test_uid_lock_dies_with_its_hub)
 	ck_assert(uid_locked(lone));
 	/* stopped: no process runs as it, it is still hub 1's */
 	pid = hub_peer_int(&hub, "solo", "pid");
-	ck_assert_int_eq(hubctl(&hub, &out, "stop", "solo", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "stop", "solo", (char *)NULL);
 	free(out);
 	wait_gone(pid, "solo, stopped");
 	expect_lone_uid_taken(lone, keys, g);
-	ck_assert_int_eq(hubctl(&hub, &out, "start", "solo", (char *)NULL), 0);
+	hubctl_ok(&hub, &out, "start", "solo", (char *)NULL);
 	free(out);
 	ck_assert(hub_wait_up(&hub, "solo", 10000) == 0);
 	/* hub 1 killed, its guest with it (its parent-death signal) */

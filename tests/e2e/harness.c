@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -618,6 +619,102 @@ hubctl_err(struct hub_proc *h, char **err, ...)
 	rc = vhubctl(h, 2, err, ap);
 	va_end(ap);
 	return rc;
+}
+
+/* Appends what fd gives to the buffer b (len, cap); 0 at its end. Out
+ * of memory, the rest is read and dropped: the writer never stalls. */
+static int
+take(int fd, char **b, size_t *len, size_t *cap)
+{
+	char *nb, drop[4096];
+	ssize_t n;
+
+	if (*len + 1 >= *cap && (nb = realloc(*b, *cap * 2)) != NULL) {
+		*b = nb;
+		*cap *= 2;
+	}
+	if (*len + 1 >= *cap) {
+		n = read(fd, drop, sizeof(drop));
+		return n > 0 || (n < 0 && errno == EINTR);
+	}
+	n = read(fd, *b + *len, *cap - *len - 1);
+	if (n < 0 && errno == EINTR)
+		return 1;
+	if (n <= 0)
+		return 0;
+	*len += (size_t)n;
+	(*b)[*len] = '\0';
+	return 1;
+}
+
+/* The last len bytes of s at most (for a failure message). */
+static const char *
+last(const char *s, size_t len)
+{
+	size_t n = strlen(s);
+
+	return n > len ? s + n - len : s;
+}
+
+void
+hubctl_ok(struct hub_proc *h, char **out, ...)
+{
+	char *argv[32], *o = calloc(1, 4096), *e = calloc(1, 4096), cmd[512] = "hubctl";
+	size_t olen = 0, elen = 0, ocap = 4096, ecap = 4096, n = strlen(cmd);
+	int argc = 0, po[2], pe[2], status, rc;
+	struct pollfd pf[2];
+	va_list ap;
+	pid_t pid;
+
+	ck_assert_msg(o != NULL && e != NULL, "hubctl: out of memory");
+	argv[argc++] = "hubctl";
+	argv[argc++] = "-s";
+	argv[argc++] = h->sock;
+	va_start(ap, out);
+	while (argc < 31 && (argv[argc] = va_arg(ap, char *)) != NULL) {
+		if (n < sizeof(cmd))
+			n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, " %s", argv[argc]);
+		argc++;
+	}
+	va_end(ap);
+	argv[argc] = NULL;
+	ck_assert_msg(pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0, "%s: pipe: %s",
+		      cmd, strerror(errno));
+	if ((pid = fork()) == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		execv(bin("hubctl"), argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	/* both at once: one that fills its pipe must not stall the other */
+	pf[0] = (struct pollfd){ po[0], POLLIN, 0 };
+	pf[1] = (struct pollfd){ pe[0], POLLIN, 0 };
+	while (pf[0].fd >= 0 || pf[1].fd >= 0) {
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[0].revents != 0 && !take(po[0], &o, &olen, &ocap))
+			pf[0].fd = -1;
+		if (pf[1].revents != 0 && !take(pe[0], &e, &elen, &ecap))
+			pf[1].fd = -1;
+	}
+	close(po[0]);
+	close(pe[0]);
+	ck_assert_msg(pid > 0 && waitpid(pid, &status, 0) == pid, "%s: fork: %s", cmd,
+		      strerror(errno));
+	rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	/* Check refuses long messages: the ends of each */
+	ck_assert_msg(rc == 0, "%s: exit %d\nstdout: %s\nstderr: %s\nhubd's log: %s", cmd, rc,
+		      last(o, 800), last(e, 800), last(hub_log_tail(h), 1500));
+	free(e);
+	if (out != NULL)
+		*out = o;
+	else
+		free(o);
 }
 
 char *

@@ -95,6 +95,11 @@ int hub_client(struct hub_proc *h, int timeout_s);
 int hubctl(struct hub_proc *h, char **out, ...) __attribute__((sentinel));
 /* The same with its stderr into *err (stdout dropped). */
 int hubctl_err(struct hub_proc *h, char **err, ...) __attribute__((sentinel));
+/* hubctl -s SOCK args... that must succeed: asserts (Check) exit 0, else
+ * fails with the command, its status, what it wrote to stdout and stderr
+ * and the end of hubd's log. Its stdout into *out (malloc'd) unless out
+ * is NULL. */
+void hubctl_ok(struct hub_proc *h, char **out, ...) __attribute__((sentinel));
 
 /* The hub's log so far (malloc'd), for assertions. */
 char *hub_log(struct hub_proc *h);

@@ -750,11 +750,12 @@ linger(void)
 }
 
 /* Until hubd has taken everything we published (the answer to
- * hostile.attack among it), or a while: the attack must not overtake it. */
+ * hostile.attack among it), or 30 s (however loaded the machine): the
+ * attack must not overtake it. */
 static void
 drained(void)
 {
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 6000; i++) {
 		/* acquire: pairs with hubd's release of the tail as it consumes */
 		if (hp_load_acquire_u32(&view.entry->g2h_tail) ==
 		    hp_load_relaxed_u32(&view.entry->g2h_head))

@@ -688,6 +688,8 @@ main(int argc, char *argv[])
 		{ "pull", "u64,u64->str", pull },
 		{ "push", "u64->str", push },
 		{ "pullfrom", "u64,u64,str->str", pullfrom },
+		/* last: a test that waits for it finds every handler on
+		 * microthreads */
 		{ "source", "u64,chan<bytes>->u64", source },
 		{ "storm", "str,u64->str", storm },
 	};

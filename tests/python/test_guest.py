@@ -169,13 +169,12 @@ def test_killed_python_guest_is_restarted(hub):
 
 
 def test_sigterm_is_a_clean_detach(hub):
-    t0 = time.monotonic()
     rc, _, err = hub.ctl("stop", "pyguest")
     assert rc == 0, err
     hub.wait(lambda: hub.peer("pyguest")["state"] == "down", "pyguest down")
-    # well before stop_grace (5 s) would have killed it: SIGTERM was
-    # noticed (run() serves in slices of 100 ms at most)
-    assert time.monotonic() - t0 < 3
+    # it exited by itself, before stop_grace would have killed it: SIGTERM
+    # was noticed (no time asserted: load can slow it, never change how
+    # it ended)
     death = hub.last_death("pyguest")
     assert death["reason"] == "exited" and death["status"] == 0, death
     assert "killed by signal" not in hub.log().split("pyguest: stopping")[-1]
@@ -183,6 +182,23 @@ def test_sigterm_is_a_clean_detach(hub):
     hub.wait_up("pyguest")
     hub.wait_methods("py.str")
     assert hub.ok("py.str", "back") == "back!"
+
+
+def test_stop_then_start_back_to_back(hub):
+    # issue 39: "hubctl stop greeter; hubctl start greeter" left it down:
+    # the start, coming while it stopped, was lost
+    pid = hub.peer("pyguest")["pid"]
+    rc, _, err = hub.ctl("stop", "pyguest")
+    assert rc == 0, err
+    rc, lines, err = hub.ctl("start", "pyguest")
+    assert rc == 0, err
+    # still stopping: it starts once stopped, and the answer says so;
+    # down already: it starts now
+    assert lines[0]["state"] == "starting" or lines[0].get("then") == "start", lines
+    hub.wait(lambda: hub.peer("pyguest")["state"] == "up" and
+             hub.peer("pyguest")["pid"] not in (0, pid), "pyguest up again")
+    hub.wait_methods("py.str")
+    assert hub.ok("py.str", "again") == "again!"
 
 
 def test_channels_sync(hub):
@@ -220,14 +236,15 @@ def test_asyncio(make_hub):
     rc, err, _ = h.call("aio.raise", "k")
     assert rc == 1 and err == "KeyError: 'k'"
     assert h.ok("aio.timeout").startswith("Timeout: aio.sleep: no answer in time")
-    # async handlers run side by side: four 1 s sleeps in about 1 s, far
-    # from the 4 s they would take one after another
+    # async handlers run side by side: four 3 s sleeps in about 3 s, far
+    # from the 12 s they would take one after another (the margin is for
+    # a loaded machine: 9 s is still less than three in a row)
     t0 = time.monotonic()
-    procs = [subprocess.Popen([HUBCTL, "-s", h.sock, "call", "aio.sleep", "1000"],
-                              stdout=subprocess.PIPE) for _ in range(4)]
-    outs = [p.communicate(timeout=20)[0] for p in procs]
-    assert all(p.returncode == 0 for p in procs) and outs == [b"1000\n"] * 4
-    assert time.monotonic() - t0 < 2.5
+    procs = [subprocess.Popen([HUBCTL, "-s", h.sock, "-t", "60", "call", "aio.sleep",
+                               "3000"], stdout=subprocess.PIPE) for _ in range(4)]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs) and outs == [b"3000\n"] * 4
+    assert time.monotonic() - t0 < 9
     # SIGTERM through the loop's handler: a clean exit
     rc, _, _ = h.ctl("stop", "pyasync")
     h.wait(lambda: h.peer("pyasync")["state"] == "down", "pyasync down")

@@ -645,18 +645,78 @@ race_waker(void *arg)
 	}
 }
 
+/* The wake wins: the deadline is far, the waker finds it waiting. */
+static void
+woken_mt(void *arg)
+{
+	struct race *r = arg;
+	int rc;
+
+	pthread_mutex_lock(&r->mu);
+	r->waiting = mt_self();
+	rc = mt_suspend(&r->mu, guest_mt_now_ns() + 60 * HP_NS_PER_S);
+	ck_assert_msg(rc == 0, "mt_suspend: %d, want woken", rc);
+	r->woken++;
+}
+
+static void *
+one_waker(void *arg)
+{
+	struct race *r = arg;
+
+	for (;;) {
+		pthread_mutex_lock(&r->mu);
+		if (r->waiting != NULL) {
+			r->wins += mt_wake(r->waiting);
+			r->waiting = NULL;
+			pthread_mutex_unlock(&r->mu);
+			return NULL;
+		}
+		pthread_mutex_unlock(&r->mu);
+		sched_yield();
+	}
+}
+
+/* The deadline wins: nobody wakes it; a wake after that finds nobody
+ * waiting and changes nothing. */
+static void
+timedout_mt(void *arg)
+{
+	struct race *r = arg;
+	int rc;
+
+	pthread_mutex_lock(&r->mu);
+	rc = mt_suspend(&r->mu, guest_mt_now_ns() + HP_NS_PER_MS);
+	ck_assert_msg(rc == -ETIMEDOUT, "mt_suspend: %d, want -ETIMEDOUT", rc);
+	r->timedout++;
+	r->wins += mt_wake(mt_self());
+}
+
+/* Each outcome forced, then the two racing: a deadline about as far as
+ * the waker's turn. Which one wins each round is the scheduler's (under
+ * load one may never win): each round has exactly one winner, and the
+ * waker counts a win exactly when the microthread was woken. */
 START_TEST(test_wake_deadline_race)
 {
+	struct race w = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct race d = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct race r = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	pthread_t t;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, one_waker, &w), 0);
+	rt_go(2, woken_mt, &w, NULL);
+	pthread_join(t, NULL);
+	ck_assert_msg(w.woken == 1 && w.wins == 1, "woken %ld, waker won %ld", w.woken, w.wins);
+
+	rt_go(1, timedout_mt, &d, NULL);
+	ck_assert_msg(d.timedout == 1 && d.wins == 0, "timed out %ld, late wake won %ld",
+	    d.timedout, d.wins);
 
 	ck_assert_int_eq(pthread_create(&t, NULL, race_waker, &r), 0);
 	rt_go(2, race_mt, &r, NULL);
 	pthread_join(t, NULL);
 	ck_assert_msg(r.woken + r.timedout == RACE_ROUNDS && r.woken == r.wins,
 	    "woken %ld timed out %ld, waker won %ld", r.woken, r.timedout, r.wins);
-	ck_assert_msg(r.woken > 0 && r.timedout > 0, "woken %ld timed out %ld",
-	    r.woken, r.timedout);
 }
 END_TEST
 
@@ -784,13 +844,16 @@ io_waiter(void *arg)
 	mt_rt_stop(f->rt);
 }
 
+/* Posts once a processor sleeps in io->wait, however long a loaded
+ * machine takes it to get there (30 s at most: the test then fails). */
 static void *
 io_poster(void *arg)
 {
 	struct fakeio *f = arg;
-	uint64_t one = 1;
+	uint64_t one = 1, end = guest_mt_now_ns() + 30 * HP_NS_PER_S;
 
-	usleep(30000);
+	while (f->waits == 0 && guest_mt_now_ns() < end)
+		usleep(1000);
 	if (write(f->ev, &one, sizeof(one)) < 0)
 		abort();
 	return NULL;
@@ -834,15 +897,19 @@ kick_waiter(void *arg)
 	mt_rt_stop(k->f->rt);
 }
 
+/* Wakes it once the processor sleeps in io->wait (counted sleeping
+ * before it calls it: the wake must kick), however long a loaded machine
+ * takes it to get there; after 30 s at any rate (the test then fails). */
 static void *
 kick_waker(void *arg)
 {
 	struct kickt *k = arg;
+	uint64_t end = guest_mt_now_ns() + 30 * HP_NS_PER_S;
 
 	for (;;) {
-		usleep(20000);
+		usleep(1000);
 		pthread_mutex_lock(&k->mu);
-		if (k->m != NULL) {
+		if (k->m != NULL && (k->f->waits >= 1 || guest_mt_now_ns() > end)) {
 			mt_wake(k->m);
 			pthread_mutex_unlock(&k->mu);
 			return NULL;
@@ -1118,21 +1185,56 @@ lone_sleeper(void *arg)
 	guest_mt_sleep(100000000);
 }
 
+/* Processors asleep now (the runtime's JEC counters: bits 0-15). */
+static unsigned
+sleeping(struct guest_rt *rt)
+{
+	return (unsigned)(atomic_load_explicit(&rt->counters, memory_order_seq_cst) & 0xffff);
+}
+
+struct lone {
+	struct guest_rt	*rt;
+	unsigned	asleep;		/* the others, once all slept or at the deadline */
+	unsigned	after;		/* the others, 100 ms later */
+};
+
+/* The one microthread: waits (in sleeps, its processor idle too) until
+ * the other three processors sleep, however late a loaded machine lets
+ * them get there, then 100 ms more: they must sleep still. Its own
+ * processor runs it whenever it looks, so it never counts itself. */
+static void
+lone_watcher(void *arg)
+{
+	struct lone *l = arg;
+
+	for (uint64_t end = guest_mt_now_ns() + 20 * HP_NS_PER_S;
+	     (l->asleep = sleeping(l->rt)) < 3 && guest_mt_now_ns() < end; )
+		guest_mt_sleep(10 * HP_NS_PER_MS);
+	guest_mt_sleep(100 * HP_NS_PER_MS);
+	l->after = sleeping(l->rt);
+}
+
 START_TEST(test_mn_shutdown_parked)
 {
+	struct lone l = { .rt = rt_make(4) };
 	struct mt_stats st;
 	struct rusage ru0, ru1;
 	double cpu;
+	int rc;
 
 	getrusage(RUSAGE_SELF, &ru0);
-	rt_go(4, lone_sleeper, NULL, &st);
+	rc = guest_rt_run(l.rt, lone_watcher, &l);
 	getrusage(RUSAGE_SELF, &ru1);
+	ck_assert_msg(rc == 0, "guest_rt_run: %d", rc);
+	mt_rt_stats(l.rt, &st);
+	guest_rt_free(l.rt);
 	cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
 	    (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
 	    (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
 	    (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
-	/* 4 processors idle for 100 ms: they slept, not spun */
-	ck_assert_msg(st.parks >= 3 && cpu < 0.1, "parks %llu, cpu %.3f s",
+	/* 3 processors idle: they slept, stayed asleep, and did not spin */
+	ck_assert_msg(l.asleep >= 3 && l.after >= 3 && st.parks >= 3 && cpu < 0.1,
+	    "asleep %u, then %u; parks %llu, cpu %.3f s", l.asleep, l.after,
 	    (unsigned long long)st.parks, cpu);
 }
 END_TEST
@@ -1244,13 +1346,13 @@ suite_mt(void)
 		{ "gone", test_gone_ops, 0, 10 },
 		{ "wake_race", test_wake_deadline_race, 1, 60 },
 		{ "io_poll", test_io_poll_while_yielding, 0, 10 },
-		{ "io_wait", test_io_wait, 1, 10 },
-		{ "io_kick", test_io_kick, 1, 10 },
+		{ "io_wait", test_io_wait, 1, 60 },
+		{ "io_kick", test_io_kick, 1, 60 },
 		{ "timing", test_timing, 0, 30 },
 		{ "mn_pc", test_mn_producers_consumers, 1, 120 },
 		{ "mn_steal", test_mn_stealing, 1, 60 },
 		{ "mn_pingpong", test_mn_ping_pong, 1, 120 },
-		{ "mn_shutdown", test_mn_shutdown_parked, 1, 20 },
+		{ "mn_shutdown", test_mn_shutdown_parked, 1, 60 },
 		{ "mn_abandoned", test_mn_abandoned, 1, 20 },
 	};
 

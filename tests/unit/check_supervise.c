@@ -98,27 +98,27 @@ static const struct {
 		{ PEER_ENDING, LA_KILL },
 	},
 	[PEER_STOPPING] = {
-		{ PEER_STOPPING, LA_NONE },
+		{ PEER_STOPPING, LA_PEND },
 		{ PEER_STOPPING, LA_IGNORE },
 		{ PEER_STOPPING, LA_IGNORE },
 		{ PEER_STOPPING, LA_IGNORE },
 		{ POLICY, LA_DEATH },
 		{ PEER_STOPPING, LA_KILL },
 		{ PEER_STOPPING, LA_NONE },
-		{ PEER_STOPPING, LA_NONE },
+		{ PEER_STOPPING, LA_PEND },
 		{ PEER_STOPPING, LA_UNWATCH_BELL },
 		{ PEER_STOPPING, LA_IGNORE },
 		{ PEER_STOPPING, LA_IGNORE },
 	},
 	[PEER_ENDING] = {
-		{ PEER_ENDING, LA_NONE },
+		{ PEER_ENDING, LA_PEND },
 		{ PEER_ENDING, LA_IGNORE },
 		{ PEER_ENDING, LA_IGNORE },
 		{ PEER_ENDING, LA_IGNORE },
 		{ POLICY, LA_DEATH },
 		{ PEER_ENDING, LA_KILL },
 		{ PEER_ENDING, LA_NONE },
-		{ PEER_ENDING, LA_NONE },
+		{ PEER_ENDING, LA_PEND },
 		{ PEER_ENDING, LA_UNWATCH_BELL },
 		{ PEER_ENDING, LA_NONE },
 		{ PEER_ENDING, LA_NONE },
@@ -254,6 +254,68 @@ START_TEST(test_wishes)
 	ev(PEER_UP, PE_RESTART, 7 * S, 0, 0, 0);
 	{
 		struct life_in in = { 8 * S, &conf, 1, DEATH_EXITED, 0, 0 };
+
+		lifecycle_step(&life, PEER_STOPPING, PE_DIED, &in, &o);
+		ck_assert_int_eq(o.next, PEER_DOWN);
+	}
+}
+END_TEST
+
+/* Defect (issue 39): "hubctl stop g; hubctl start g" back to back left g
+ * down: the start, arriving while g stopped, was lost. A start or restart
+ * while it stops or ends is pending: carried out by its death, whatever
+ * the policy and however it died; a stop forgets it; the hub stopping
+ * drops it. */
+START_TEST(test_start_while_stopping)
+{
+	static const enum peer_event asks[] = { PE_START, PE_RESTART };
+	static const enum peer_state going[] = { PEER_STOPPING, PEER_ENDING };
+	struct life_out o;
+	uint64_t t = 1 * S;
+
+	conf.restart = RESTART_NEVER;	/* the policy alone would leave it down */
+	for (size_t a = 0; a < 2; a++) {
+		for (size_t g = 0; g < 2; g++) {
+			ck_assert_int_eq(ev(PEER_UP, PE_STOP, t += MS, 0, 0, 0).next,
+					 PEER_STOPPING);
+			ck_assert_int_eq(lifecycle_start_pending(&life, PEER_STOPPING), 0);
+			o = ev(going[g], asks[a], t += MS, 0, 0, 0);
+			ck_assert_msg(o.action == LA_PEND && o.next == going[g],
+				      "%s while %s: %s, %s", lifecycle_event_name(asks[a]),
+				      lifecycle_state_name(going[g]),
+				      lifecycle_action_name(o.action), lifecycle_state_name(o.next));
+			ck_assert_int_eq(lifecycle_start_pending(&life, going[g]), 1);
+			ck_assert_int_eq(life.want_down, 0);
+			/* asked twice: still one start */
+			ck_assert_int_eq(ev(going[g], asks[a], t += MS, 0, 0, 0).action, LA_PEND);
+			o = ev(going[g], PE_DIED, t += MS, DEATH_CRASHED, 9, 0);
+			ck_assert_msg(o.next == PEER_STARTING, "%s while %s, then died: %s",
+				      lifecycle_event_name(asks[a]), lifecycle_state_name(going[g]),
+				      lifecycle_state_name(o.next));
+			ck_assert_int_eq(lifecycle_start_pending(&life, PEER_STARTING), 0);
+			ck_assert_int_eq(ev(PEER_STARTING, PE_SPAWN_OK, t += MS, 0, 0, 0).next,
+					 PEER_STARTING);
+			ck_assert_int_eq(ev(PEER_STARTING, PE_ATTACHED, t += MS, 0, 0, 0).next,
+					 PEER_UP);
+		}
+	}
+	/* stop, start, stop: the last word counts, it stays down */
+	ev(PEER_UP, PE_STOP, t += MS, 0, 0, 0);
+	ev(PEER_STOPPING, PE_START, t += MS, 0, 0, 0);
+	ck_assert_int_eq(ev(PEER_STOPPING, PE_STOP, t += MS, 0, 0, 0).action, LA_NONE);
+	ck_assert_int_eq(lifecycle_start_pending(&life, PEER_STOPPING), 0);
+	ck_assert_int_eq(ev(PEER_STOPPING, PE_DIED, t += MS, DEATH_EXITED, 0, 0).next,
+			 PEER_DOWN);
+	/* a start that comes while it is down or up is no pending one */
+	ck_assert_int_eq(ev(PEER_DOWN, PE_START, t += MS, 0, 0, 0).next, PEER_STARTING);
+	ck_assert_int_eq(lifecycle_start_pending(&life, PEER_STARTING), 0);
+	ck_assert_int_eq(ev(PEER_UP, PE_START, t += MS, 0, 0, 0).action, LA_NONE);
+	ck_assert_int_eq(lifecycle_start_pending(&life, PEER_UP), 0);
+	/* the hub stopping: the pending start is not carried out */
+	ev(PEER_UP, PE_STOP, t += MS, 0, 0, 0);
+	ev(PEER_STOPPING, PE_START, t += MS, 0, 0, 0);
+	{
+		struct life_in in = { t += MS, &conf, 1, DEATH_EXITED, 0, 0 };
 
 		lifecycle_step(&life, PEER_STOPPING, PE_DIED, &in, &o);
 		ck_assert_int_eq(o.next, PEER_DOWN);
@@ -515,6 +577,7 @@ suite_supervise(void)
 	tcase_add_test(tc, test_every_pair_listed);
 	tcase_add_test(tc, test_every_pair_stepped);
 	tcase_add_test(tc, test_wishes);
+	tcase_add_test(tc, test_start_while_stopping);
 	tcase_add_test(tc, test_restart_policy);
 	tcase_add_test(tc, test_backoff_doubles_and_resets);
 	tcase_add_test(tc, test_max_deaths);
