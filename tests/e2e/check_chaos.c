@@ -70,6 +70,13 @@ START_TEST(test_chaos_guest)
 	ck_assert_msg(*rounds >= ROUNDS, "only %llu rounds in %d s",
 		      (unsigned long long)*rounds, MAX_SECONDS);
 	hubctl_ok(&hub, NULL, "stop", "chaos", (char *)NULL);
+	/* stop answers at once: its domain, which it scribbled on, goes
+	 * when it is down (inspect below would find it broken till then) */
+	for (double end = now_s() + 60; now_s() < end; sleep_ms(20))
+		if (strcmp(hub_peer_state(&hub, "chaos"), "down") == 0)
+			break;
+	ck_assert_msg(strcmp(hub_peer_state(&hub, "chaos"), "down") == 0, "chaos is %s: %s",
+		      hub_peer_state(&hub, "chaos"), hub_log_tail(&hub));
 	p = hub_peer(&hub, "chaos");
 	deaths = json_object_get_int(json_get(p, "restarts"));
 	/* every death it had was the host ending it: for a violation (the
