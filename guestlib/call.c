@@ -703,7 +703,9 @@ register_method(struct guest *g, const char *name, const char *signature,
 	for (uint8_t i = 0; i < sig.nargs; i++)
 		if (hp_sig_arg_type(&sig, i) == HP_T_CHAN)
 			m->chans = 1;
+	g->holding++;
 	rc = guest_call(g, HP_SVC_REGISTER, args, e.len, res, sizeof(res), &rlen, 10000);
+	g->holding--;
 	/* A host with no method registry (one written from the spec alone)
 	 * does not know hub.register: it calls us by method id, which we
 	 * serve all the same. */
@@ -759,7 +761,11 @@ guest_describe(struct guest *g, const char *method, const char *text)
 	hp_pc_put_str(&e, text, tn);
 	if (e.err != 0)
 		return -EMSGSIZE;
+	g->rt->lock(g);
+	g->holding++;
 	rc = guest_call(g, HP_SVC_DESCRIBE, args, e.len, res, sizeof(res), &rlen, 10000);
+	g->holding--;
+	g->rt->unlock(g);
 	if (rc != -EREMOTEIO && rc != -ECONNREFUSED)
 		return rc;	/* 0; -ENOSYS: a host without hub.describe; ... */
 	if (strncmp((const char *)res, HP_SVC_DESC_NOT_YOURS, strlen(HP_SVC_DESC_NOT_YOURS)) == 0)

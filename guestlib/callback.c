@@ -99,18 +99,31 @@ cb_wait_ends(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 	return rc;
 }
 
-/* The loop, until ev is done. */
+static int
+ev_done(void *arg)
+{
+	return ((struct lg_event *)arg)->done;
+}
+
+/* The loop, until ev is done. Under g->holding (hub.register, hub.describe:
+ * a plugin setting up) no handler runs meanwhile: a request waits for the
+ * loop, which runs it where the plugin's handlers run (microthreads). */
 static int
 cb_await(struct guest *g, struct lg_event *ev, struct timeout *t)
 {
 	int rc = 0, did;
+
+	if (g->holding) {
+		rc = cb_wait_ends(g, 0, ev_done, ev, t);
+		return ev->done ? 0 : rc == 0 ? -ETIMEDOUT : rc;
+	}
 
 	while (!ev->done) {
 		if ((rc = lg_serve(g, &did)) < 0)
 			break;
 		if (ev->done || did)
 			continue;
-		if ((rc = lg_wait_rx(g, t)) <= 0) {
+		if ((rc = lg_wait_rx(g, lg_rx_ready, t)) <= 0) {
 			if (rc == 0)
 				rc = -ETIMEDOUT;
 			break;
@@ -147,7 +160,7 @@ cb_sending(struct guest *g)
 }
 
 static int
-cb_service(struct guest *g)
+service(struct guest *g)
 {
 	int did, rc;
 
@@ -155,6 +168,9 @@ cb_service(struct guest *g)
 		return g->dead = -EPIPE;
 	lg_clock_beat(g);		/* its loop calls us when one is due */
 	for (;;) {
+		/* acquire: pairs with guest_stop's release; the loop ends */
+		if (hp_load_acquire_u32(&g->stop))
+			return -ESHUTDOWN;
 		/* no doorbell for what we are about to serve anyway */
 		hp_endpoint_cancel(&g->ep);
 		do {
@@ -164,11 +180,10 @@ cb_service(struct guest *g)
 		/* Back to the plugin's own loop, which sleeps in poll() on
 		 * guest_fd: announce that, as hp_endpoint_wait does before
 		 * it sleeps, so that the host rings the doorbell for the
-		 * next message (without it, the loop heard of traffic only
-		 * at its next heartbeat timeout); then look once more, for
-		 * what came before the announcement was seen. It stays
-		 * until the next guest_service or a libguest wait that
-		 * sleeps (which makes its own). */
+		 * next message; then look once more, for what came before
+		 * the announcement was seen. It stays until the next
+		 * guest_service or a libguest wait that sleeps (which
+		 * makes its own, and lg_rest after it). */
 		hp_endpoint_announce(&g->ep, HP_WAIT_RING_DATA);
 		if (lg_rx_ready(g) == 0) {
 			if (g->nlanes > 0)
@@ -179,13 +194,31 @@ cb_service(struct guest *g)
 }
 
 static int
+cb_service(struct guest *g)
+{
+	uint64_t n;
+	int rc;
+
+	/* lg_rest's kick or guest_stop's: guest_fd is not readable for it
+	 * again (a read only then: none on the busy path) */
+	if (g->kicked || hp_load_relaxed_u32(&g->stop)) {
+		g->kicked = 0;
+		(void)!read(g->wake_fd, &n, sizeof(n));
+	}
+	g->servicing++;		/* a handler may call it too */
+	rc = service(g);
+	g->servicing--;
+	return rc;
+}
+
+static int
 cb_service_wait(struct guest *g, struct timeout *t)
 {
 	int did, rc;
 
 	if ((rc = lg_serve(g, &did)) != 0 || did)
 		return rc;
-	if ((rc = lg_wait_rx(g, t)) < 0)
+	if ((rc = lg_wait_rx(g, lg_rx_ready, t)) < 0)
 		return rc;
 	return lg_serve(g, &did);
 }
@@ -214,6 +247,16 @@ const struct lg_runtime lg_callback = {
 	.stop		= cb_stop,
 };
 
+/* guest_run's wait: traffic, or guest_stop (relaxed: only a wake, the
+ * loop reads it again with acquire). */
+static int
+run_ready(void *arg)
+{
+	struct guest *g = arg;
+
+	return hp_load_relaxed_u32(&g->stop) ? 1 : lg_rx_ready(g);
+}
+
 int
 guest_run(struct guest *g)
 {
@@ -225,7 +268,7 @@ guest_run(struct guest *g)
 
 		if ((rc = lg_serve(g, &did)) != 0)
 			return rc == -ESHUTDOWN ? 0 : rc;
-		if (!did && (rc = lg_wait_rx(g, &forever)) < 0)
+		if (!did && (rc = lg_wait_rx(g, run_ready, &forever)) < 0)
 			return rc;
 	}
 	return 0;

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +43,7 @@ wire(struct guest *g)
 }
 
 static void	sigterm_install(struct guest *g);
+static int	own_loop_fd(struct guest *g);
 static void	sigterm_remove(struct guest *g);
 
 int
@@ -96,7 +98,7 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		goto fail_unmap;
 	}
 	if ((rc = lg_lanes_init(g)) != 0) {
-		*why = "cannot make the descriptor guest_fd gives";
+		*why = "out of memory";
 		goto fail_lanes;
 	}
 	/* 5-6: Reserved -> Attached and the epoch incremented, or somebody
@@ -114,6 +116,11 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		return rc;
 	}
 	g->ep.wake_fd = g->wake_fd;
+	if ((rc = own_loop_fd(g)) != 0) {
+		*why = "cannot make the descriptor guest_fd gives";
+		guest_detach(g);
+		return rc;
+	}
 	g->hb_interval = g->seg.params.heartbeat_interval;
 	g->tick_every = TICK_MAX;
 	clock_beat(g);
@@ -146,6 +153,21 @@ fail:
 	return rc;
 }
 
+/* guest_fd: one descriptor for a plugin's own loop to poll, whatever
+ * lanes come and go (lane.c adds theirs), readable also for a kick of
+ * wake_fd (guest_stop, lg_rest). */
+static int
+own_loop_fd(struct guest *g)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = g->doorbell };
+
+	if ((g->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->doorbell, &ev) != 0)
+		return -errno;
+	ev.data.fd = g->wake_fd;
+	return epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->wake_fd, &ev) != 0 ? -errno : 0;
+}
+
 unsigned
 guest_peer_id(const struct guest *g)
 {
@@ -153,10 +175,14 @@ guest_peer_id(const struct guest *g)
 }
 
 int
-guest_fd(const struct guest *g)
+guest_fd(struct guest *g)
 {
-	/* with lanes, an epoll set of every doorbell (lane.c) */
-	return g->epfd >= 0 ? g->epfd : g->doorbell;
+	/* the plugin's loop sleeps on it from now on: every libguest wait
+	 * that sleeps leaves it rung for the next message, as
+	 * guest_service does */
+	g->own_loop = 1;
+	lg_rest(g);
+	return g->epfd;
 }
 
 void
@@ -304,6 +330,8 @@ guest_detach(struct guest *g)
 	lg_later_free(g);
 	lg_calls_free(g);
 	sigterm_remove(g);
+	if (g->epfd >= 0)
+		close(g->epfd);
 	if (g->wake_fd >= 0)
 		close(g->wake_fd);
 	hp_segment_close(&g->seg);

@@ -106,7 +106,10 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
  * -EPIPE, -ECONNABORTED). A host with no method registry (it answers
  * hub.register with UnknownMethod, as a host written from the spec alone
  * does) calls methods by id: the method is then served without
- * registering, 0. */
+ * registering, 0. No handler runs while it waits for the host: a call
+ * that comes meanwhile waits for the loop (guest_run, guest_run_mt,
+ * guest_service), so a plugin registers before its state is ready and a
+ * microthread handler always runs on a microthread. */
 GUEST_API int guest_register(struct guest *g, const char *name,
 			     const char *signature, guest_handler fn, void *ctx);
 
@@ -116,7 +119,8 @@ GUEST_API int guest_register(struct guest *g, const char *name,
  * method NULL or "", by hubctl peers beside the guest ("NATS ...:
  * connected, 2 remote hubs"). One text each, replaced by the next; text
  * NULL or "" clears it; the host forgets them all when this instance
- * detaches. A synchronous call, serving meanwhile as guest_call does.
+ * detaches. A synchronous call that, as guest_register, runs no handler
+ * while it waits.
  * Checked here: -ENAMETOOLONG a method name over 63 bytes, -EMSGSIZE a
  * text over 200 bytes (HP_DESCRIBE_MAX), -EILSEQ not UTF-8, -EINVAL a
  * control character. The host's refusals: -EPERM not a method of this
@@ -316,16 +320,19 @@ GUEST_API const char *guest_goodbye_reason(const struct guest *g);
  * -ECONNABORTED included). */
 GUEST_API int guest_service_wait(struct guest *g, int timeout_ms);
 
-/* For plugins with their own event loop: poll this fd for POLLIN, then
- * call guest_service, which does what is ready without blocking and, as
- * it returns, asks the hub to ring the fd for the next message (so call
- * it last before the loop sleeps: after a guest_call, say); call it
- * also at least every guest_service_timeout_ms() (heartbeat), and from a
+/* For plugins with their own event loop: poll guest_fd for POLLIN, then
+ * call guest_service, which does what is ready without blocking. Once
+ * guest_fd was asked for, the fd is readable whenever there is something
+ * to serve: guest_service and every libguest wait (a guest_call from the
+ * loop, say) leave the hub and the lanes ringing it for the next message,
+ * and guest_stop (SIGTERM) makes it readable too. Call guest_service also
+ * at least every guest_service_timeout_ms() (heartbeat), and from a
  * handler that computes for longer than the heartbeat interval (under a
- * host that does not offer hub's waiter words, whose wakes are futex wakes
- * no fd sees, that is at most 20 ms). 0, or the loop's error (as
- * guest_run, -ECONNABORTED included). */
-GUEST_API int guest_fd(const struct guest *g);
+ * host that does not offer hub's waiter words, whose wakes are futex
+ * wakes no fd sees, that is at most 20 ms). 0; -ESHUTDOWN once the loop
+ * should end well (guest_stop, or the hub said goodbye); or the loop's
+ * error (as guest_run, -ECONNABORTED included). */
+GUEST_API int guest_fd(struct guest *g);
 GUEST_API int guest_service(struct guest *g);
 GUEST_API int guest_service_timeout_ms(const struct guest *g);
 

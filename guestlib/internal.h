@@ -315,7 +315,11 @@ struct guest {
 	struct hp_endpoint	ep;
 	uint32_t		peer_id;
 	int			doorbell;
-	int			epfd;		/* guest_fd with lanes: every doorbell */
+	int			epfd;		/* guest_fd: every doorbell, wake_fd */
+	uint8_t			own_loop;	/* guest_fd was asked for: the
+						 * plugin's loop sleeps on it */
+	uint32_t		servicing;	/* guest_services under way */
+	uint8_t			kicked;		/* lg_rest wrote wake_fd */
 	struct hp_wait_group	group;		/* ep, then the lanes' */
 	struct lg_lane		*lanes[LG_LANES_MAX];
 	uint32_t		nlanes;
@@ -346,10 +350,14 @@ struct guest {
 	uint32_t		nlater;
 	size_t			later_bytes;	/* their arguments, copied */
 	uint8_t			deferring;	/* lg_serve_ends: requests wait */
+	uint32_t		holding;	/* a call of the hub's services
+						 * under way: no handler runs
+						 * (callback.c's await) */
 	struct lg_chans		chans;		/* the hub's table */
 	uint32_t		chan_serial;	/* channels passed over lanes */
 	hp_atomic_u32		stop;		/* guest_stop: from a signal handler too */
-	int			wake_fd;	/* eventfd: guest_stop ends a sleep */
+	int			wake_fd;	/* eventfd: guest_stop ends a sleep,
+						 * lg_rest makes guest_fd readable */
 	int			term_handler;	/* guest_attach installed SIGTERM's */
 	int			dead;		/* 0, or why the loop must end */
 	uint32_t		ticks;		/* messages until the next clock read */
@@ -439,6 +447,10 @@ uint64_t lg_clock_beat(struct guest *g);
  * thread sleeping in hp_endpoint_wait. */
 int	lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 	    void *arg, struct timeout *t);
+/* Control goes back to a plugin's own loop, which sleeps on guest_fd:
+ * the hub and lane peers ring for the next message, and what came
+ * already makes guest_fd readable. */
+void	lg_rest(struct guest *g);
 /* Waits for room on ln's ring (NULL: the hub's); -EPIPE: ln closes. */
 int	lg_wait_tx(struct guest *g, struct lg_lane *ln, struct timeout *t);
 int	lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
@@ -458,9 +470,10 @@ int	lg_serve_ends(struct guest *g);
 /* Whether lg_serve_ends has something to do: traffic other than a
  * Request it would leave in its ring (a lane closing has none). */
 int	lg_ends_ready(void *g);
-int	lg_wait_rx(struct guest *g, struct timeout *t);
+int	lg_wait_rx(struct guest *g, int (*ready)(void *), struct timeout *t);
 /* Whether the service has something to do (traffic, a Goodbye, a
- * handler waiting). */
+ * handler waiting). Not guest_stop: a call made after it goes on
+ * waiting for its answer (guest_run looks at stop itself). */
 int	lg_rx_ready(void *g);
 /* Traffic on the hub's ring or a lane's, or a lane to reap. */
 int	lg_traffic(struct guest *g);

@@ -270,9 +270,6 @@ on_lane(struct guest *g, struct hp_msg_in *m)
 int
 lg_lanes_init(struct guest *g)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = g->doorbell };
-
-	g->epfd = -1;
 	g->on_msg[HP_MSG_LANE] = on_lane;
 	if (hp_group_add(&g->group, &g->ep) != 0)
 		return -ENOSPC;
@@ -280,12 +277,8 @@ lg_lanes_init(struct guest *g)
 	g->group.on_sleep_arg = g;
 	if (!g->ep.lim.lane_msgs)
 		return 0;
-	/* guest_fd: one descriptor for a plugin's own loop to poll, whatever
-	 * lanes come and go */
-	if ((g->routes = calloc(LG_ROUTES_MAX, sizeof(*g->routes))) == NULL ||
-	    (g->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-	    epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->doorbell, &ev) != 0)
-		return -errno;
+	if ((g->routes = calloc(LG_ROUTES_MAX, sizeof(*g->routes))) == NULL)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -297,7 +290,5 @@ lg_lanes_free(struct guest *g)
 		lane_close(g, g->lanes[0]);
 	}
 	hp_fdq_clear(&g->group.fdq);
-	if (g->epfd >= 0)
-		close(g->epfd);
 	free(g->routes);
 }

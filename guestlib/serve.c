@@ -33,11 +33,13 @@ lg_later(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 	return 0;
 }
 
-/* Runs the oldest handler that waits: 1, or 0 if none. */
+/* Runs the oldest handler that waits: 1, 0 if none, or the runtime's
+ * error. */
 static int
 run_later(struct guest *g)
 {
 	struct lg_later *l = g->later;
+	int rc;
 
 	if (l == NULL)
 		return 0;
@@ -45,8 +47,15 @@ run_later(struct guest *g)
 		g->later_tail = &g->later;
 	g->nlater--;
 	g->later_bytes -= l->len;
-	l->fn(l->call, l->args, l->len, l->ctx);
-	lg_call_ran(g, l->call);
+	if (g->rt->handle == lg_callback.handle) {
+		l->fn(l->call, l->args, l->len, l->ctx);
+		lg_call_ran(g, l->call);
+	} else if ((rc = g->rt->handle(g, l->call, l->fn, l->ctx, l->args, l->len)) != 0) {
+		/* held while the plugin set up: to a microthread now, as
+		 * dispatch does */
+		free(l);
+		return g->dead = rc;
+	}
 	free(l);
 	return 1;
 }
@@ -171,8 +180,12 @@ serve(struct guest *g, int *did, int requests)
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
 		return g->dead = -ESHUTDOWN;
 	g->deferring = !requests;
-	for (; requests && n < BATCH && run_later(g); n++)
+	for (; requests && n < BATCH && (rc = run_later(g)) > 0; n++)
 		*did = 1;
+	if (rc < 0) {
+		g->deferring = deferring;
+		return rc;
+	}
 	rc = serve_ep(g, NULL, did, requests, &n);
 	for (uint32_t i = 0; rc == 0 && i < g->nlanes; i++) {
 		struct lg_lane *ln = g->lanes[i];
@@ -218,8 +231,7 @@ lg_rx_ready(void *arg)
 
 	/* the heartbeat is lg_wait_rx's timeout: no clock read per spin */
 	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0 ||
-	    g->later != NULL || hp_load_relaxed_u32(&g->stop))	/* only a wake:
-		 * guest_run reads it again with acquire */
+	    g->later != NULL)
 		return 1;
 	return lg_traffic(g);
 }
@@ -268,13 +280,14 @@ guest_service_timeout_ms(const struct guest *g)
 	return ms;
 }
 
-/* Waits for traffic up to t: 1 there is some, 0 t ran out, or -EPIPE. */
+/* Waits up to t for ready(g) (lg_rx_ready or more): 1 it holds, 0 t ran
+ * out, or -EPIPE. */
 int
-lg_wait_rx(struct guest *g, struct timeout *t)
+lg_wait_rx(struct guest *g, int (*ready)(void *), struct timeout *t)
 {
 	int rc;
 
-	rc = g->rt->wait(g, HP_WAIT_RING_DATA, lg_rx_ready, g, t);
+	rc = g->rt->wait(g, HP_WAIT_RING_DATA, ready, g, t);
 	if (rc == -EPIPE)
 		g->dead = -EPIPE;
 	return rc;

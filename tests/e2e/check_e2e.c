@@ -262,26 +262,45 @@ END_TEST
 
 START_TEST(test_polled_guest_and_inherited_fds)
 {
+	json_object *p, *deaths, *d;
+	double until;
+
 	/* a plugin with its own poll() loop serves as well as guest_run; a
-	 * long heartbeat makes its poll timeout (half of it) 10 s */
-	hub_start_up(&hub, "heartbeat_interval = 20s\n",
+	 * long heartbeat makes its poll timeout (half of it) 30 s, and a
+	 * stop's grace longer still */
+	hub_start_up(&hub, "heartbeat_interval = 60s\nstop_grace = 60s\n",
 	    STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\nargs = --poll\n",
 	      "echo,prober");
 	ck_assert(hub_wait_method(&hub, "echo.echo,prober.route,prober.concurrent,prober.fds") == 0);
-	expect_ctl(0, "polled\n", "call", "prober.route", "echo.echo", "polled", NULL);
-	/* each call rings its fd: none waits for the poll timeout to be
-	 * heard (a bound far from both: a loaded machine, and 10 s) */
+	/* each call rings its fd, the first too (the loop polls before it
+	 * ever called guest_service): none waits for the poll timeout to
+	 * be heard (a bound far from both: a loaded machine, and 30 s) */
 	for (int i = 0; i < 5; i++) {
 		double t0 = now_s();
 
 		expect_ctl(0, "polled\n", "call", "prober.route", "echo.echo", "polled", NULL);
-		ck_assert_msg(now_s() - t0 < 5, "call %d through a polled guest took %.3f s",
+		ck_assert_msg(now_s() - t0 < 15, "call %d through a polled guest took %.3f s",
 			      i, now_s() - t0);
 	}
 	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
 	/* r[shm.spawn.fd-inheritance]: stdio, the doorbell, its domain and its
 	 * pool, nothing else */
 	expect_ctl(0, "0 1 2 3 5 6\n", "call", "prober.fds", NULL);
+	/* SIGTERM (guest_stop) makes guest_fd readable and guest_service
+	 * end the loop: a clean exit, well before the poll timeout (it
+	 * spun before, until SIGKILL) */
+	until = now_s() + 15;
+	expect_ctl(0, NULL, "stop", "prober", NULL);
+	while (strcmp(hub_peer_state(&hub, "prober"), "down") != 0 && now_s() < until)
+		sleep_ms(20);
+	ck_assert_str_eq(hub_peer_state(&hub, "prober"), "down");
+	ck_assert_ptr_nonnull(p = hub_peer(&hub, "prober"));
+	ck_assert(json_object_object_get_ex(p, "deaths", &deaths));
+	d = json_object_array_get_idx(deaths, 0);
+	ck_assert_msg(d != NULL && strcmp(json_object_get_string(json_get(d, "reason")), "exited") == 0 &&
+		      json_object_get_int(json_get(d, "status")) == 0,
+		      "prober: %s", json_object_to_json_string(p));
+	json_object_put(p);
 	stop_clean();
 }
 END_TEST

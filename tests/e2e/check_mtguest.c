@@ -27,9 +27,9 @@ start(int processors, const char *keys)
 		 "[guest echo]\nexec = @/guests/echo\n",
 		 processors, processors);
 	hub_start_up(&hub, keys, guests, "m1,m2,echo");
-	/* PREFIX.source, mtprober's last: until it is registered the guest
-	 * serves off microthreads (inside guest_register), where a handler's
-	 * channel or spawn fails; a loaded machine makes that long */
+	/* PREFIX.source, mtprober's last: every method there. A call that
+	 * comes while the guest still registers waits for guest_run_mt (a
+	 * handler's channel or spawn would fail off the microthreads) */
 	ck_assert(hub_wait_method(&hub, "m1.source,m2.source,echo.echo") == 0);
 }
 
@@ -195,6 +195,23 @@ START_TEST(test_processors_from_the_config)
 }
 END_TEST
 
+/* A call that comes while the guest still sets up (in hub.describe, as
+ * in hub.register) waits for guest_run_mt and runs on a microthread: it
+ * ran inside the setup's wait before, off the runtime, where a handler's
+ * channel or spawn fails. */
+START_TEST(test_call_during_setup_waits_for_the_runtime)
+{
+	hub_start_up(&hub, NULL,
+		     "[guest m1]\nexec = @/tests/guests/mtprober\n"
+		     "args = --prefix m1 --describe-until-called\n", "m1");
+	ck_assert(hub_wait_method(&hub, "m1.source") == 0);
+	expect("m1.onmt", NULL, NULL, "yes");
+	expect("m1.onmt", NULL, NULL, "yes");
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	stop();
+}
+END_TEST
+
 /* A handler that crashes takes its guest down, nothing else: the caller
  * gets an error, hubd restarts the guest, which serves again. */
 START_TEST(test_crashing_handler_restarts_the_guest)
@@ -323,6 +340,7 @@ suite_mtguest(void)
 	tcase_add_loop_test(tc, test_computing_handler_keeps_the_heartbeat, 0, 2);
 	tcase_add_test(tc, test_computing_handler_on_two_processors);
 	tcase_add_test(tc, test_processors_from_the_config);
+	tcase_add_test(tc, test_call_during_setup_waits_for_the_runtime);
 	tcase_add_loop_test(tc, test_crashing_handler_restarts_the_guest, 0, 2);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 	tcase_add_loop_test(tc, test_stack_overflow_is_named, 0, 2);

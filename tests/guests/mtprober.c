@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* mtprober: a test guest on microthreads (guest_run_mt). Methods are
  * PREFIX.x, PREFIX from --prefix (default "mtp"); --processors P runs it
- * on P processors.
+ * on P processors; --describe-until-called calls hub.describe over and
+ * over until the first call comes, then runs.
  *   wait		blocks on a runtime channel (a gate) until a token
  *			comes, answers "ok"; callback handlers could not
  *			wait like this and still serve the call that opens it
@@ -22,6 +23,7 @@
  *			written from the top down so that an overflow meets the
  *			guard first; answers "ok" if it fits
  *   threads		how many threads the process has (its processors)
+ *   onmt		"yes" when its handler runs on a microthread, else "no"
  *   pull N STOP	receives N bytes from hub.source through a runtime
  *			channel (guest_chan_reader), answers "ok N" when the
  *			stream hash agrees with hub.source's; with STOP > 0 it
@@ -48,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <xxhash.h>
 
@@ -339,6 +342,15 @@ threads(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	if (d != NULL)
 		closedir(d);
 	reply_text(c, "%d", n);
+}
+
+static void
+onmt(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	reply_text(c, "%s", guest_mt_yield() == 0 ? "yes" : "no");
 }
 
 static void
@@ -665,9 +677,6 @@ int
 main(int argc, char *argv[])
 {
 	static const struct tg_method methods[] = {
-		/* first: a test that waits for PREFIX.wait and calls at once
-		 * may meet the methods after it still registering (handlers
-		 * off microthreads until guest_run_mt) */
 		{ "fail", "str,str->unit", tg_fail },
 		{ "fail_rc", "->str", tg_fail_rc },
 		{ "why2", "str,str,str->str", tg_why2 },
@@ -688,8 +697,8 @@ main(int argc, char *argv[])
 		{ "pull", "u64,u64->str", pull },
 		{ "push", "u64->str", push },
 		{ "pullfrom", "u64,u64,str->str", pullfrom },
-		/* last: a test that waits for it finds every handler on
-		 * microthreads */
+		{ "onmt", "->str", onmt },
+		/* last: a test that waits for it finds every method there */
 		{ "source", "u64,chan<bytes>->u64", source },
 		{ "storm", "str,u64->str", storm },
 	};
@@ -707,6 +716,19 @@ main(int argc, char *argv[])
 	if (guest_mtchan_new(1, 1u << 20, &gate) != 0)
 		errx(1, "no gate");
 	tg_register(g, prefix, methods, sizeof(methods) / sizeof(methods[0]));
+	/* --describe-until-called: still setting up (hub.describe, again and
+	 * again) when the first call comes; it waits for guest_run_mt */
+	for (int i = 1; i < argc; i++) {
+		struct guest_stats st = { 0 };
+
+		for (int n = 0; strcmp(argv[i], "--describe-until-called") == 0 &&
+		     st.calls_in == 0 && n < 3000; n++) {
+			if (guest_describe(g, "", "setting up") != 0)
+				errx(1, "cannot describe");
+			usleep(10000);
+			guest_get_stats(g, &st);
+		}
+	}
 	rc = guest_run_mt(g, &cfg);
 	if (rc == -ECONNABORTED)
 		fprintf(stderr, "mtprober: hub ended me: %s\n", guest_goodbye_reason(g));

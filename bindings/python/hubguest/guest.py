@@ -71,10 +71,7 @@ def caller():
         return None
     if not r.live or r.g._h is None:
         raise Error("no caller: the call is over")
-    try:
-        name = r.g._lib.guest_call_caller(r.call)
-    finally:
-        r.g._kick()         # it may have served and slept, as a call does
+    name = r.g._lib.guest_call_caller(r.call)
     r.g._reraise()
     if name is None:
         raise Error("the hub cannot say who made this call (its caller left, or the "
@@ -297,15 +294,12 @@ class Call:
         up to timeout seconds (None: the call's own timeout) and serving
         meanwhile; raises the call's error."""
         deadline = self._deadline if timeout is None else _deadline(timeout)
-        try:
-            while not self._done:
-                ms = _ms_left(deadline)
-                if ms == 0:
-                    self._expire()
-                    break
-                self._g._serve_slice(ms)
-        finally:
-            self._g._kick()
+        while not self._done:
+            ms = _ms_left(deadline)
+            if ms == 0:
+                self._expire()
+                break
+            self._g._serve_slice(ms)
         if self._exc is not None:
             raise self._exc
         return self._value
@@ -382,7 +376,6 @@ class Sender:
         data = self._encode(item)    # as the call's chan<T> says
         ms = -1 if timeout is None else max(0, int(timeout * 1000))
         rc = g._lib.guest_chan_send(g._handle(), self.id, data or None, len(data), ms)
-        g._kick()
         if rc != 0:
             raise status_error(rc, g.goodbye_reason, "channel %d: " % self.id)
         self._sent += 1
@@ -417,7 +410,6 @@ class Sender:
             g._spare_tx.append(self.id)
             return
         rc = (g._lib.guest_chan_reset if reset else g._lib.guest_chan_close)(g._h, self.id)
-        g._kick()
         if rc not in (0, -errno.ENOTCONN):
             raise status_error(rc, g.goodbye_reason, "channel %d: " % self.id)
 
@@ -588,7 +580,6 @@ class Stream:
         g = self._g
         if g._h is not None and self._call._call_id is not None and not self._call.done():
             g._lib.guest_chan_reset(g._h, self.chan_id)
-            g._kick()
 
     def _over(self, item):
         # the channel ended, the call answered, every item taken
@@ -621,7 +612,6 @@ class Stream:
         finally:
             if not finished:
                 self.stop()
-            self._g._kick()
         self._outcome()
 
     def __aiter__(self):
@@ -707,7 +697,6 @@ class Guest:
         self._stopping = False
         self._loop = None               # the asyncio loop while serve() runs
         self._stop_future = None
-        self._kicked = False
         self._deferred_exc = None       # KeyboardInterrupt, SystemExit in a handler
         # C calls these back: they must live as long as the guest
         self._c_handler = _lib.HANDLER(self._on_request)
@@ -913,7 +902,6 @@ class Guest:
             return
         e = task.exception()
         self._answer(call, m, senders, None if e else task.result(), e)
-        self._kick()
 
     def _answer(self, call, m, senders, value, exc):
         if self._h is None:
@@ -981,7 +969,6 @@ class Guest:
         if rc != 0:
             del self._calls[token]
             raise call_error(method, rc, None, self.goodbye_reason)
-        self._kick()
         return token, cid.value
 
     def _on_result(self, token, status, result, n):
@@ -1224,7 +1211,6 @@ class Guest:
         failure = []
 
         def service():
-            self._kicked = False
             if self._h is None or self._stop_future.done():
                 return
             try:
@@ -1237,7 +1223,6 @@ class Guest:
                 failure.append(e)
                 self.stop()
 
-        self._service_now = service
         loop.add_reader(fd, service)
         try:
             service()
@@ -1254,21 +1239,10 @@ class Guest:
                 loop.remove_signal_handler(sig)
             self._loop = None
             self._stop_future = None
-            self._service_now = None
             if detach:
                 self.detach()     # handlers still running: never answered
         if failure:
             raise failure[0]
-
-    def _kick(self):
-        """Under serve(): a guest_service before the loop sleeps again, so
-        that the hub rings fileno() for what comes next (a libguest wait
-        that slept took that request back)."""
-        loop = self._loop
-        if loop is None or self._kicked:
-            return
-        self._kicked = True
-        loop.call_soon(self._service_now)
 
 
 def _short(v):
