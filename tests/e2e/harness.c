@@ -558,15 +558,20 @@ hub_wait_up(struct hub_proc *h, const char *names, int timeout_ms)
 
 /* hubctl -s SOCK args...: what it writes to fd (1 or 2) in *out, the
  * other to /dev/null; its exit status. */
+static char last_err[1000];	/* hubctl's stderr, the last hubctl() */
+
 static int
 vhubctl(struct hub_proc *h, int fd, char **out, va_list ap)
 {
 	char *argv[32];
 	int argc = 0, pipefd[2], status;
 	size_t len = 0, cap = 4096;
+	char errname[64];
 	pid_t pid;
 	ssize_t n;
 
+	/* per process: a test's children may run hubctl at once */
+	snprintf(errname, sizeof(errname), "hubctl.err.%d", (int)getpid());
 	argv[argc++] = "hubctl";
 	argv[argc++] = "-s";
 	argv[argc++] = h->sock;
@@ -576,9 +581,13 @@ vhubctl(struct hub_proc *h, int fd, char **out, va_list ap)
 	if (pipe2(pipefd, O_CLOEXEC) != 0)
 		return -1;
 	if ((pid = fork()) == 0) {
-		int null = open("/dev/null", O_WRONLY);
+		/* the other stream: stderr kept for failure messages
+		 * (hubctl_stderr), stdout dropped */
+		int other = fd == 1 ? open(harness_path(errname),
+					   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) :
+		    open("/dev/null", O_WRONLY | O_CLOEXEC);
 
-		dup2(null, fd == 1 ? 2 : 1);
+		dup2(other, fd == 1 ? 2 : 1);
 		dup2(pipefd[1], fd);
 		execv(bin("hubctl"), argv);
 		_exit(127);
@@ -594,7 +603,23 @@ vhubctl(struct hub_proc *h, int fd, char **out, va_list ap)
 		(*out)[len] = '\0';
 	close(pipefd[0]);
 	waitpid(pid, &status, 0);
+	last_err[0] = '\0';
+	if (fd == 1) {
+		int e = open(harness_path(errname), O_RDONLY | O_CLOEXEC);
+
+		if (e >= 0 && (n = read(e, last_err, sizeof(last_err) - 1)) > 0)
+			last_err[n] = '\0';
+		if (e >= 0)
+			close(e);
+		unlink(harness_path(errname));
+	}
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+const char *
+hubctl_stderr(void)
+{
+	return last_err;
 }
 
 int
@@ -741,10 +766,14 @@ hub_log_tail(struct hub_proc *h)
 {
 	static char buf[3000];
 	char *log = hub_log(h);
-	size_t n = log != NULL ? strlen(log) : 0;
+	size_t n = log != NULL ? strlen(log) : 0, o = 0, room;
 
-	snprintf(buf, sizeof(buf), "%s", log == NULL ? "" :
-		 n < sizeof(buf) ? log : log + n - (sizeof(buf) - 1));
+	/* what the last hubctl said on stderr first: a failed call's why */
+	if (last_err[0] != '\0')
+		o = (size_t)snprintf(buf, sizeof(buf), "hubctl said: %.1000s; log: ", last_err);
+	room = sizeof(buf) - o;
+	snprintf(buf + o, room, "%s", log == NULL ? "" :
+		 n < room ? log : log + n - (room - 1));
 	free(log);
 	return buf;
 }

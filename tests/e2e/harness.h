@@ -101,10 +101,12 @@ int hubctl_err(struct hub_proc *h, char **err, ...) __attribute__((sentinel));
  * is NULL. */
 void hubctl_ok(struct hub_proc *h, char **out, ...) __attribute__((sentinel));
 
+/* What the last hubctl() printed on stderr (static; "" if nothing). */
+const char *hubctl_stderr(void);
 /* The hub's log so far (malloc'd), for assertions. */
 char *hub_log(struct hub_proc *h);
-/* Its last 3000 bytes (static), for failure messages: Check refuses long
- * ones. */
+/* Its last bytes, after what the last hubctl() printed on stderr, 3000
+ * in all (static), for failure messages: Check refuses long ones. */
 const char *hub_log_tail(struct hub_proc *h);
 
 /* Waits until every method named (comma-separated) can be called: a guest
