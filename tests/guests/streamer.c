@@ -668,6 +668,8 @@ main(int argc, char *argv[])
 	tg_register(g, tg_prefix(argc, argv, "streamer"), methods,
 		    sizeof(methods) / sizeof(methods[0]));
 	rc = guest_run(g);
+	if (rc != 0)
+		fprintf(stderr, "streamer: the loop ended: %s\n", strerror(-rc));
 	guest_detach(g);
 	return rc == 0 ? 0 : 1;
 }
