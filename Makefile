@@ -115,7 +115,7 @@ CHECK_LIBS = $(shell pkg-config --libs check)
 
 FUZZERS := postcard msg segment desc config control varslot
 FUZZ_SECONDS ?= 60
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Iguestlib \
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DHP_WRITER -g -O1 -I. -Iguestlib \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SRC_config := daemon/config.c daemon/config_keys.c daemon/size.c
 FUZZ_LIBS_config = -linih $(shell pkg-config --libs libbsd)
@@ -171,6 +171,9 @@ $(DAEMON_LIB): $(DAEMON_OBJ)
 # exported: everything is built hidden but what guest.h marks GUEST_API, and
 # libguest.map's local: * hides what might slip through.
 $(PROTO_OBJ) $(GUEST_OBJ): ALL_CFLAGS += -fvisibility=hidden
+# Stores into shared memory compile in proto/ and the tests alone (atomic.h);
+# private: a test's flags must not reach the product objects it depends on.
+$(B)/proto/%.o $(B)/tests/%.o $(B)/tests/%: private ALL_CFLAGS += -DHP_WRITER
 $(GUEST_SO): $(GUEST_OBJ) $(PROTO_OBJ) guestlib/libguest.map
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(GUEST_SONAME) \
 		-Wl,--version-script=guestlib/libguest.map -o $(B)/$(GUEST_REAL) $(filter %.o,$^) \
@@ -313,6 +316,7 @@ TIMEOUT_MULT := $(if $(SANITIZE),4,1)
 test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(SPECHOST) $(BENCH_PROGS) $(B)/check_hub
 	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
 	sh guestlib/examples/test-kv.sh $(B)
+	sh scripts/check-stores.sh
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-python)
 	$(if $(SANITIZE),,@$(MAKE) --no-print-directory check-man)

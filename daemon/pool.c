@@ -243,10 +243,8 @@ zone_grow_requested(struct zone *z)
 	for (uint32_t c = 0; c < vp->nclasses; c++) {
 		int rc;
 
-		if (hp_load_relaxed_u32(&vp->cls[c].grow_request) == 0)
+		if (!hp_var_take_grow_request(vp, c))
 			continue;
-		hp_store_relaxed_u32(&vp->cls[c].grow_request, 0);
-		/* r[shm.varslot.extents] */
 		if ((rc = hp_var_grow(vp, c)) == 0) {
 			log_info("pool %s: class %u (%" PRIu32 " bytes) grew to %u extents",
 				 z->name, c, vp->c[c].slot_size, vp->c[c].mapped);

@@ -644,12 +644,10 @@ supervise_stop_all(struct hub *h)
 
 		if (p->conf == NULL)
 			continue;
-		/* r[shm.goodbye.host-atomic] in each guest's own header (one a
-		 * guest sets in its own stops nobody else); release, though
-		 * guests load it relaxed (guest.c, chan.c): it is a flag and
-		 * carries no data */
+		/* in each guest's own header: one a guest sets in its own
+		 * stops nobody else */
 		if (p->dom.base != NULL) {
-			hp_store_release_u32(&hp_segment_header(&p->dom)->host_goodbye, 1);
+			hp_host_goodbye_say(&p->dom);
 			/* a spec-only guest sleeps on its ring head */
 			hp_peer_wake(p->view.entry);
 		}

@@ -104,7 +104,7 @@ out_room_ready(void *arg)
 	struct out_room *w = arg;
 	struct lg_route *r;
 
-	if (hp_load_relaxed_u32(&hp_segment_header(&w->g->seg)->host_goodbye) != 0)
+	if (hp_host_goodbye_said(&w->g->seg))
 		return -ESHUTDOWN;
 	if (w->g->dead)
 		return w->g->dead;
@@ -436,8 +436,8 @@ respond(struct guest_call *c, const struct hp_response *r)
 	return rc;
 }
 
-void
-lg_call_ran(struct guest *g, struct guest_call *c)
+static void
+call_ran(struct guest *g, struct guest_call *c)
 {
 	g->rt->lock(g);
 	c->running = 0;
@@ -968,6 +968,7 @@ lg_call_wire(struct guest *g)
 {
 	g->lane_gone = lane_gone;
 	g->on_msg[HP_MSG_REQUEST] = on_request;
+	g->call_ran = call_ran;
 	g->on_msg[HP_MSG_RESPONSE] = on_response;
 	g->on_msg[HP_MSG_CANCEL] = on_cancel;
 }

@@ -56,7 +56,7 @@ cb_wait_serving(struct guest *g, uint32_t waits, int (*ready)(void *),
 			continue;
 		}
 		g->ep.credit_word = word;
-		rc = lg_wait_beating(g, waits | HP_WAIT_RING_DATA, or_rx_ready, &w, t);
+		rc = lg_wait_resting(g, waits | HP_WAIT_RING_DATA, or_rx_ready, &w, t);
 		if (rc <= 0 || (rc = ready(arg)) != 0)
 			return rc;
 	}
@@ -91,7 +91,7 @@ cb_wait_ends(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 		if ((rc = lg_serve_ends(g)) != 0 || (rc = ready(arg)) != 0)
 			break;
 		g->ep.credit_word = word;
-		rc = lg_wait_beating(g, waits | HP_WAIT_RING_DATA, or_ends_ready, &w, t);
+		rc = lg_wait_resting(g, waits | HP_WAIT_RING_DATA, or_ends_ready, &w, t);
 		if (rc <= 0 || (rc = ready(arg)) != 0)
 			break;
 	}
@@ -146,7 +146,7 @@ cb_handle(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 	if (g->deferring || g->later != NULL)	/* after those before it */
 		return lg_later(g, c, fn, ctx, args, len);
 	fn(c, args, len, ctx);
-	lg_call_ran(g, c);
+	g->call_ran(g, c);
 	return 0;
 }
 
@@ -169,7 +169,7 @@ service(struct guest *g)
 	lg_clock_beat(g);		/* its loop calls us when one is due */
 	for (;;) {
 		/* acquire: pairs with guest_stop's release; the loop ends */
-		if (hp_load_acquire_u32(&g->stop))
+		if (atomic_load_explicit(&g->stop, memory_order_acquire))
 			return -ESHUTDOWN;
 		/* no doorbell for what we are about to serve anyway */
 		hp_endpoint_cancel(&g->ep);
@@ -201,7 +201,7 @@ cb_service(struct guest *g)
 
 	/* lg_rest's kick or guest_stop's: guest_fd is not readable for it
 	 * again (a read only then: none on the busy path) */
-	if (g->kicked || hp_load_relaxed_u32(&g->stop)) {
+	if (g->kicked || atomic_load_explicit(&g->stop, memory_order_relaxed)) {
 		g->kicked = 0;
 		(void)!read(g->wake_fd, &n, sizeof(n));
 	}
@@ -235,7 +235,7 @@ cb_stop(struct guest *g)
 const struct lg_runtime lg_callback = {
 	.lock		= cb_nolock,
 	.unlock		= cb_nolock,
-	.wait		= lg_wait_beating,
+	.wait		= lg_wait_resting,
 	.wait_serving	= cb_wait_serving,
 	.wait_ends	= cb_wait_ends,
 	.await		= cb_await,
@@ -254,7 +254,7 @@ run_ready(void *arg)
 {
 	struct guest *g = arg;
 
-	return hp_load_relaxed_u32(&g->stop) ? 1 : lg_rx_ready(g);
+	return atomic_load_explicit(&g->stop, memory_order_relaxed) ? 1 : lg_rx_ready(g);
 }
 
 int
@@ -263,7 +263,7 @@ guest_run(struct guest *g)
 	int did, rc;
 
 	/* acquire: pairs with guest_stop's release */
-	while (!hp_load_acquire_u32(&g->stop)) {
+	while (!atomic_load_explicit(&g->stop, memory_order_acquire)) {
 		struct timeout forever = { -1, 0 };
 
 		if ((rc = lg_serve(g, &did)) != 0)

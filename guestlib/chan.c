@@ -98,7 +98,7 @@ credit_ready(void *arg)
 	struct lg_chans *cs = w->cs;
 	int64_t credit;
 
-	if (hp_load_relaxed_u32(&hp_segment_header(&w->g->seg)->host_goodbye) != 0)
+	if (hp_host_goodbye_said(&w->g->seg))
 		return -ESHUTDOWN;
 	/* the receiver stopped it meanwhile (on_chan_end), or its lane
 	 * closes; r[shm.flow.reset]: its credit word is no longer ours to

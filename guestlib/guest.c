@@ -252,7 +252,7 @@ guest_stop(struct guest *g)
 	/* release: pairs with the acquire loads of guest_run (callback.c)
 	 * and the microthread service (mtguest.c), which then see what the
 	 * stopping thread wrote before; the wake below ends their sleep */
-	hp_store_release_u32(&g->stop, 1);
+	atomic_store_explicit(&g->stop, 1, memory_order_release);
 	g->rt->stop(g);
 }
 

@@ -304,6 +304,9 @@ struct guest_call {
 struct guest {
 	const struct lg_runtime	*rt;		/* the runtime in use */
 	lg_msg_fn		on_msg[LG_MSG_TYPES]; /* by HP_MSG_* (serve.c) */
+	/* A request's handler has returned (call.c's, called by the
+	 * runtime that ran it). */
+	void			(*call_ran)(struct guest *g, struct guest_call *c);
 	void			(*drained)(struct lg_chans *cs);
 						/* cs's ring is empty (chan.c's
 						 * grants) */
@@ -355,7 +358,8 @@ struct guest {
 						 * (callback.c's await) */
 	struct lg_chans		chans;		/* the hub's table */
 	uint32_t		chan_serial;	/* channels passed over lanes */
-	hp_atomic_u32		stop;		/* guest_stop: from a signal handler too */
+	_Atomic uint32_t	stop;		/* guest_stop: from a signal handler too;
+						 * this process's own, not shared */
 	int			wake_fd;	/* eventfd: guest_stop ends a sleep,
 						 * lg_rest makes guest_fd readable */
 	int			term_handler;	/* guest_attach installed SIGTERM's */
@@ -443,14 +447,10 @@ lg_timeout_at(struct timeout *t, uint64_t now)
 void	lg_tick(struct guest *g);
 /* Reads the clock and beats if a beat is due. */
 uint64_t lg_clock_beat(struct guest *g);
-/* The callback runtime's wait (struct lg_runtime's wait), the caller's
- * thread sleeping in hp_endpoint_wait. */
+/* The caller's thread sleeping in hp_endpoint_wait until ready(arg),
+ * beating: 1 ready, 0 when t ran out, or ready()'s or the wait's error. */
 int	lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 	    void *arg, struct timeout *t);
-/* Control goes back to a plugin's own loop, which sleeps on guest_fd:
- * the hub and lane peers ring for the next message, and what came
- * already makes guest_fd readable. */
-void	lg_rest(struct guest *g);
 /* Waits for room on ln's ring (NULL: the hub's); -EPIPE: ln closes. */
 int	lg_wait_tx(struct guest *g, struct lg_lane *ln, struct timeout *t);
 int	lg_send_msg(struct guest *g, uint8_t type, uint32_t id, uint64_t method,
@@ -475,6 +475,14 @@ int	lg_wait_rx(struct guest *g, int (*ready)(void *), struct timeout *t);
  * handler waiting). Not guest_stop: a call made after it goes on
  * waiting for its answer (guest_run looks at stop itself). */
 int	lg_rx_ready(void *g);
+/* Control goes back to a plugin's own loop, which sleeps on guest_fd:
+ * the hub and lane peers ring for the next message, and what came
+ * already makes guest_fd readable. */
+void	lg_rest(struct guest *g);
+/* The runtimes' wait (struct lg_runtime's wait): lg_wait_beating, then
+ * lg_rest for a plugin's own loop outside guest_service. */
+int	lg_wait_resting(struct guest *g, uint32_t waits, int (*ready)(void *),
+	    void *arg, struct timeout *t);
 /* Traffic on the hub's ring or a lane's, or a lane to reap. */
 int	lg_traffic(struct guest *g);
 /* A request's handler later, in the order requests came: the call is
@@ -487,10 +495,8 @@ void	lg_later_free(struct guest *g);
 extern const struct lg_runtime lg_callback;
 
 /* call.c */
-/* Fills the dispatch table's Request, Response and Cancel. */
+/* Fills the dispatch table's Request, Response and Cancel, and call_ran. */
 void	lg_call_wire(struct guest *g);
-/* c's handler has returned (the runtime's, after it ran it). */
-void	lg_call_ran(struct guest *g, struct guest_call *c);
 /* Frees every call (detach). */
 void	lg_calls_free(struct guest *g);
 void	lg_out_fail_all(struct guest *g, int status);

@@ -43,15 +43,14 @@ report(struct guest *g, struct lg_lane *ln)
 static void
 publish(struct lg_lane *ln)
 {
-	struct hp_lane_figures *f = ln->map.mine;
+	struct hp_lane_tally t = {
+		.calls_out = ln->n_out, .calls_in = ln->n_in,
+		.bytes_out = ln->ep.stats.bytes_sent,
+		.bytes_in = ln->ep.stats.bytes_received,
+		.wakes = ln->ep.stats.wakes, .sleeps = ln->ep.stats.sleeps,
+	};
 
-	/* relaxed: figures for people, read by hubd now and then */
-	hp_store_relaxed_u64(&f->calls_out, ln->n_out);
-	hp_store_relaxed_u64(&f->calls_in, ln->n_in);
-	hp_store_relaxed_u64(&f->bytes_out, ln->ep.stats.bytes_sent);
-	hp_store_relaxed_u64(&f->bytes_in, ln->ep.stats.bytes_received);
-	hp_store_relaxed_u64(&f->wakes, ln->ep.stats.wakes);
-	hp_store_relaxed_u64(&f->sleeps, ln->ep.stats.sleeps);
+	hp_lane_figures_write(&ln->map, &t);
 }
 
 void

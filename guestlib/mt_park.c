@@ -197,7 +197,10 @@ proc_sleep(struct mt_proc *p)
 	}
 	pthread_mutex_lock(&p->smu);
 	l = MT_L_SLEEPY;
-	/* acq_rel: as above */
+	/* acq_rel: pairs with the same CAS above (SLEEPY made there, by this
+	 * processor); a waker's store of SET is made under smu, held here,
+	 * so the mutex orders it, and the work it wakes us for is published
+	 * by the seq_cst counters read below */
 	if (!atomic_compare_exchange_strong_explicit(&p->latch, &l, MT_L_SLEEPING,
 	    memory_order_acq_rel, memory_order_acquire))
 		goto unlock_awake;

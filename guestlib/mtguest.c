@@ -58,7 +58,7 @@ worker_main(void *arg)
 	for (;;) {
 		mt_set_label(r->call->method);
 		r->fn(r->call, r->args, r->len, r->ctx);
-		lg_call_ran(g, r->call);
+		g->call_ran(g, r->call);
 		lg_mt_lock(g);
 		req_free(g, r);
 		if (g->mt->nidle >= IDLE_MAX) {
@@ -353,7 +353,7 @@ io_poll(void *arg)
 	if (g->mt->blocked != NULL)
 		lg_mt_wake_ready(g);
 	/* acquire: pairs with guest_stop's release */
-	if (rc == 0 && hp_load_acquire_u32(&g->stop))
+	if (rc == 0 && atomic_load_explicit(&g->stop, memory_order_acquire))
 		rc = -ESHUTDOWN;	/* guest_stop */
 	lg_mt_unlock(g);
 	return rc < 0 ? rc : did;
@@ -364,9 +364,10 @@ io_ready(void *arg)
 {
 	struct guest *g = arg;
 
-	if (atomic_load(&g->mt->kicked) || hp_load_acquire_u32(&g->stop))
+	/* acquire: pairs with guest_stop's release */
+	if (atomic_load(&g->mt->kicked) || atomic_load_explicit(&g->stop, memory_order_acquire))
 		return 1;
-	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+	if (hp_host_goodbye_said(&g->seg))
 		return 1;
 	for (struct lg_blocked *w = g->mt->blocked; w != NULL; w = w->next)
 		if (w->ready(w->arg) != 0)
@@ -468,7 +469,7 @@ mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 {
 	if (on_mt(g))	/* that microthread alone waits */
 		return lg_mt_wait(g, waits, ready, arg, t);
-	return lg_wait_beating(g, waits, ready, arg, t);
+	return lg_wait_resting(g, waits, ready, arg, t);
 }
 
 static int

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "guestlib/internal.h"
 #include "proto/msg.h"
@@ -49,7 +50,7 @@ run_later(struct guest *g)
 	g->later_bytes -= l->len;
 	if (g->rt->handle == lg_callback.handle) {
 		l->fn(l->call, l->args, l->len, l->ctx);
-		lg_call_ran(g, l->call);
+		g->call_ran(g, l->call);
 	} else if ((rc = g->rt->handle(g, l->call, l->fn, l->ctx, l->args, l->len)) != 0) {
 		/* held while the plugin set up: to a microthread now, as
 		 * dispatch does */
@@ -177,7 +178,7 @@ serve(struct guest *g, int *did, int requests)
 	if (g->dead)
 		return g->dead;
 	/* r[shm.goodbye.host]: detach when the host says goodbye */
-	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+	if (hp_host_goodbye_said(&g->seg))
 		return g->dead = -ESHUTDOWN;
 	g->deferring = !requests;
 	for (; requests && n < BATCH && (rc = run_later(g)) > 0; n++)
@@ -230,10 +231,37 @@ lg_rx_ready(void *arg)
 	struct guest *g = arg;
 
 	/* the heartbeat is lg_wait_rx's timeout: no clock read per spin */
-	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0 ||
+	if (hp_host_goodbye_said(&g->seg) ||
 	    g->later != NULL)
 		return 1;
 	return lg_traffic(g);
+}
+
+void
+lg_rest(struct guest *g)
+{
+	static const uint64_t one = 1;
+
+	/* announce, then look (Dekker, endpoint.h): what came before a
+	 * peer could see the announcement makes guest_fd readable now */
+	hp_endpoint_announce(&g->ep, HP_WAIT_RING_DATA);
+	if (lg_rx_ready(g) != 0 && !g->kicked) {
+		g->kicked = 1;
+		(void)!write(g->wake_fd, &one, sizeof(one));
+	}
+}
+
+int
+lg_wait_resting(struct guest *g, uint32_t waits, int (*ready)(void *),
+		void *arg, struct timeout *t)
+{
+	int rc = lg_wait_beating(g, waits, ready, arg, t);
+
+	/* a sleep took back the announcement guest_service left for the
+	 * plugin's own loop: it may go back to sleeping on guest_fd now */
+	if (g->own_loop && !g->servicing)
+		lg_rest(g);
+	return rc;
 }
 
 int
@@ -241,7 +269,7 @@ lg_ends_ready(void *arg)
 {
 	struct guest *g = arg;
 
-	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+	if (hp_host_goodbye_said(&g->seg))
 		return 1;
 	if (hp_endpoint_rx_ready(&g->ep) != 0 && !requests_held(g, &g->ep))
 		return 1;

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "guestlib/internal.h"
 #include "proto/peer.h"
@@ -96,13 +95,12 @@ ms_until(uint64_t at, uint64_t now)
 	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
-/* The callback runtime's wait: hp_endpoint_wait in rounds that end at the
- * next heartbeat due time, beating between them (r[shm.crash.heartbeat]):
- * a guest waiting on the hub is alive, whatever it waits for and however
- * long. 1 ready, 0 when t ran out, or ready()'s or the wait's error. */
-static int
-wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
-	     void *arg, struct timeout *t)
+/* hp_endpoint_wait in rounds that end at the next heartbeat due time,
+ * beating between them (r[shm.crash.heartbeat]): a guest waiting on the
+ * hub is alive, whatever it waits for and however long. */
+int
+lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
+		void *arg, struct timeout *t)
 {
 	uint64_t now, until;
 	int rc;
@@ -121,33 +119,6 @@ wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 	}
 }
 
-int
-lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
-		void *arg, struct timeout *t)
-{
-	int rc = wait_beating(g, waits, ready, arg, t);
-
-	/* a sleep took back the announcement guest_service left for the
-	 * plugin's own loop: it may go back to sleeping on guest_fd now */
-	if (g->own_loop && !g->servicing)
-		lg_rest(g);
-	return rc;
-}
-
-void
-lg_rest(struct guest *g)
-{
-	static const uint64_t one = 1;
-
-	/* announce, then look (Dekker, endpoint.h): what came before a
-	 * peer could see the announcement makes guest_fd readable now */
-	hp_endpoint_announce(&g->ep, HP_WAIT_RING_DATA);
-	if (lg_rx_ready(g) != 0 && !g->kicked) {
-		g->kicked = 1;
-		(void)!write(g->wake_fd, &one, sizeof(one));
-	}
-}
-
 /* -- sending ----------------------------------------------------------- */
 
 struct tx_wait {
@@ -161,7 +132,7 @@ tx_ready(void *arg)
 	struct tx_wait *w = arg;
 	struct guest *g = w->g;
 
-	if (hp_load_relaxed_u32(&hp_segment_header(&g->seg)->host_goodbye) != 0)
+	if (hp_host_goodbye_said(&g->seg))
 		return -ESHUTDOWN;
 	if (w->lane == NULL)
 		return hp_endpoint_tx_ready(&g->ep);

@@ -75,6 +75,8 @@ struct hp_lane_tally {
 	uint64_t	calls_out, calls_in, bytes_out, bytes_in, wakes, sleeps;
 };
 void hp_lane_figures_read(const struct hp_lane_map *m, uint32_t side, struct hp_lane_tally *t);
+/* This side's figures published where hubd reads them. */
+void hp_lane_figures_write(const struct hp_lane_map *m, const struct hp_lane_tally *t);
 
 /* -- HP_MSG_LANE --------------------------------------------------------- */
 

@@ -600,3 +600,15 @@ hp_segment_close(struct hp_segment *seg)
 	seg->base = NULL;
 	seg->fd = -1;
 }
+
+void
+hp_host_goodbye_say(const struct hp_segment *seg)
+{
+	hp_store_relaxed_u32(&hp_segment_header(seg)->host_goodbye, 1);
+}
+
+int
+hp_host_goodbye_said(const struct hp_segment *seg)
+{
+	return hp_load_relaxed_u32(&hp_segment_header(seg)->host_goodbye) != 0;
+}

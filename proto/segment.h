@@ -132,6 +132,12 @@ static inline struct hp_header *hp_segment_header(const struct hp_segment *seg)
 	return (struct hp_header *)(void *)seg->base;
 }
 
+/* r[shm.goodbye.host] r[shm.goodbye.host-atomic]: the host is shutting
+ * down. Relaxed both ways: a flag that publishes nothing else (the
+ * doorbell rung after it is what wakes the guest). Only hubd says it. */
+void hp_host_goodbye_say(const struct hp_segment *seg);
+int hp_host_goodbye_said(const struct hp_segment *seg);
+
 /* r[shm.segment.peer-table]: one guest's areas, at the offsets its
  * PeerEntry gives (read once by the caller: hp_peer_view_guest, peer.h),
  * checked against the validated geometry: 0, or -EBADMSG with *why naming

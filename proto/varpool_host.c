@@ -179,6 +179,19 @@ hp_var_create(struct hp_varpool *vp, uint8_t *base, uint64_t base_size, int fd,
 /* -- the host's side: growth, sweeping, rebuilding ------------------------ */
 
 int
+hp_var_take_grow_request(struct hp_varpool *vp, uint32_t c)
+{
+	hp_atomic_u32 *r = &vp->cls[c].grow_request;
+
+	/* relaxed: a hint, never data; a guest that asks again between the
+	 * load and the store is served by the growth the caller makes now */
+	if (hp_load_relaxed_u32(r) == 0)
+		return 0;
+	hp_store_relaxed_u32(r, 0);
+	return 1;
+}
+
+int
 hp_var_grow(struct hp_varpool *vp, uint32_t c)
 {
 	struct hp_var_cview *cv = &vp->c[c];

@@ -14,6 +14,10 @@
  * -ENOSPC at max_extents or when the file cannot grow. */
 int hp_var_grow(struct hp_varpool *vp, uint32_t c);
 
+/* Whether a guest found class c exhausted since the last call, taking the
+ * request (r[shm.varslot.extents]): 1 if the host should grow it. */
+int hp_var_take_grow_request(struct hp_varpool *vp, uint32_t c);
+
 /* Host: the sweeper. Every held slot whose owner dead(arg, owner) says is
  * gone, that is held by no peer, in no state or as generation 0, or held
  * as the host's while the host's record says it is not, returns to its

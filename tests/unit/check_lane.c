@@ -225,11 +225,21 @@ START_TEST(test_lane_both_sides)
 	ck_assert_uint_eq(eb.lim.max_channels, hub.max_channels);
 	ck_assert_uint_eq(lp.initial_credit, hub.initial_credit);
 	/* each side writes its own figures; hubd reads both */
-	hp_store_relaxed_u64(&a.mine->calls_out, 3);
-	hp_store_relaxed_u64(&b.mine->calls_in, 4);
+	hp_lane_figures_write(&a, &(struct hp_lane_tally){ .calls_out = 3, .wakes = 5 });
+	hp_lane_figures_write(&b, &(struct hp_lane_tally){ .calls_in = 4, .sleeps = 6 });
 	ck_assert(a.mine != b.mine);
-	ck_assert_uint_eq(hp_load_relaxed_u64(&hp_lane_figures_of(&hubd, HP_LANE_SIDE_A)->calls_out), 3);
-	ck_assert_uint_eq(hp_load_relaxed_u64(&hp_lane_figures_of(&hubd, HP_LANE_SIDE_B)->calls_in), 4);
+	{
+		struct hp_lane_tally ta, tb;
+
+		hp_lane_figures_read(&hubd, HP_LANE_SIDE_A, &ta);
+		hp_lane_figures_read(&hubd, HP_LANE_SIDE_B, &tb);
+		ck_assert_uint_eq(ta.calls_out, 3);
+		ck_assert_uint_eq(ta.wakes, 5);
+		ck_assert_uint_eq(ta.calls_in, 0);
+		ck_assert_uint_eq(tb.calls_in, 4);
+		ck_assert_uint_eq(tb.sleeps, 6);
+		ck_assert_uint_eq(tb.calls_out, 0);
+	}
 	hp_segment_close(&a.seg);
 	hp_segment_close(&b.seg);
 	hp_segment_close(&hubd.seg);

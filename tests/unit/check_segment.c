@@ -182,6 +182,10 @@ START_TEST(test_domain_of_one_guest)
 	ck_assert_msg(hp_segment_attach(&g, at, 0, &why) == 0, "%s", why);
 	ck_assert_uint_eq(hp_segment_header(&g)->host_features, HP_FEAT_WAITERS | HP_FEAT_VARSLOT);
 	ck_assert_uint_eq(hp_segment_header(&g)->varpool_offset, 0);
+	/* r[shm.goodbye.host]: what the host says, the guest's mapping sees */
+	ck_assert_int_eq(hp_host_goodbye_said(&g), 0);
+	hp_host_goodbye_say(&dom);
+	ck_assert_int_eq(hp_host_goodbye_said(&g), 1);
 	ck_assert_int_eq(hp_peer_view_guest(&g, 2, &v, &why), 0);
 	hp_slot_pool_view(&pool, v.pool, p.slots_per_guest, p.slot_size);
 	ck_assert_uint_eq(hp_slot_count_free(&pool), p.slots_per_guest);

@@ -355,6 +355,11 @@ START_TEST(test_fallback_and_exhaustion)
 	}
 	ck_assert_uint_eq(atomic_load(&host.cls[0].grow_request), 1);
 	ck_assert_uint_eq(atomic_load(&host.cls[1].grow_request), 0);
+	/* the host takes the request once */
+	ck_assert_int_eq(hp_var_take_grow_request(&host, 0), 1);
+	ck_assert_int_eq(hp_var_take_grow_request(&host, 0), 0);
+	ck_assert_int_eq(hp_var_take_grow_request(&host, 1), 0);
+	atomic_store(&host.cls[0].grow_request, 1);
 	for (; n < 10; n++) {
 		ck_assert_int_eq(hp_var_alloc(&g1, 10, &r[n]), 0);
 		ck_assert_uint_eq(CLS(r[n].slot), 2);
