@@ -36,11 +36,14 @@ The binding is ctypes over libguest.so.0 (or the file HUB_LIBGUEST
 names): guestlib/guest.h documents what each step does underneath.
 hubguest.testing has a throwaway hub for a plugin's tests."""
 
+from .call import CHANNEL, Call, Stream
 from .codec import Chan, Signature, decode, encode
 from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Error,
                      HubError, HubGone, HubUnreachable, InvalidPayload, PayloadTooLarge,
                      RemoteError, RemoteTimeout, Timeout, UnknownMethod, UserError)
-from .guest import CHANNEL, Call, Guest, Sender, Stream, attach, caller
+from .guest import Guest, attach
+from .handlers import caller
+from .sender import Sender
 
 __version__ = "0.4.0"
 

@@ -4,7 +4,8 @@ functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0;
 0.3 or later: streams hold their channels with guest_chan_hold; 0.4: a
 call's caller, guest_call_caller; errors forwarded, guest_reply_status).
 
-Nothing here knows Python values: see codec.py for those, guest.py for the
+Nothing here knows Python values: see codec.py for those; guest.py (and
+the modules it imports: handlers.py, serve.py, call.py, sender.py) for the
 objects built on these calls."""
 
 import ctypes

@@ -1,0 +1,239 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
+"""The methods a guest serves: registering them (guest_register), and for
+each request its handler run on the decoded arguments (an async one as a
+task of serve()'s loop), then its answer: the result encoded, or the
+exception as an Err. caller() tells a handler who called.
+
+Handlers is one of Guest's bases (guest.py): it works on the Guest's
+state (its handle, _methods, _answering, the C callback _c_handler) and
+imports nothing of the binding but codec, errors and sender."""
+
+import asyncio
+import contextvars
+import ctypes
+import errno
+import inspect
+import sys
+import traceback
+
+from .codec import Chan, Signature
+from .errors import Error, HubUnreachable, RemoteTimeout, UserError, status_error
+from .sender import Sender
+
+# What guest_reply_error sends of a message at most (bytes); of a
+# forwarded error's text (guest_reply_status keeps as much).
+ERROR_MAX = 200
+FORWARD_MAX = 1023
+
+
+class _Running:
+    """A call whose handler runs (an async one's task too): what caller()
+    asks libguest about, while live (libguest frees a call answered)."""
+    __slots__ = ("g", "call", "live")
+
+    def __init__(self, g, call):
+        self.g, self.call, self.live = g, call, True
+
+
+_running = contextvars.ContextVar("hubguest_running", default=None)
+
+
+def caller():
+    """Inside a handler (an async def one too): who made the call, as
+    guest_call_caller says: the calling guest's name, "client:UID" for a
+    control client (hubctl call), "hub" for the hub's own. The hub says
+    it (once per call, asked only if a handler asks), so a handler may
+    trust it. None outside a handler; raises hubguest.Error when nobody
+    can tell (the caller left, the hub is gone)."""
+    r = _running.get()
+    if r is None:
+        return None
+    if not r.live or r.g._h is None:
+        raise Error("no caller: the call is over")
+    name = r.g._lib.guest_call_caller(r.call)
+    r.g._reraise()
+    if name is None:
+        raise Error("the hub cannot say who made this call (its caller left, or the "
+                    "hub is gone)")
+    return name.decode("utf-8", "replace")
+
+
+def _error_text(text, limit=ERROR_MAX):
+    """text as guest_reply_error takes it: no NUL, at most limit bytes of
+    UTF-8, cut between characters."""
+    b = text.replace("\0", "\\0").encode("utf-8", "replace")
+    if len(b) > limit:
+        b = b[:limit - 3]
+        while b and (b[-1] & 0xC0) == 0x80:
+            b = b[:-1]
+        if b and b[-1] >= 0xC0:
+            b = b[:-1]
+        b += b"..."
+    return b
+
+
+class _Method:
+    __slots__ = ("name", "sig", "fn", "is_async")
+
+    def __init__(self, name, sig, fn):
+        self.name = name
+        self.sig = sig
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn)
+
+
+def _short(v):
+    r = repr(v)
+    return "%s %s" % (type(v).__name__, r if len(r) <= 40 else r[:37] + "...")
+
+
+class Handlers:
+    """A Guest's methods: register(), method() and the serving of their
+    requests."""
+
+    def register(self, name, signature, fn):
+        """Registers fn as method name ("service.method") with signature
+        ("str,u64->bool", say). fn gets the arguments decoded (a chan<T>
+        argument as a Sender) and returns the result (None for unit); an
+        async def fn is awaited (serve() or run() with an event loop), the
+        guest serving meanwhile. An exception becomes an Err answer
+        "ExcType: message", its traceback on stderr (UserError: its message
+        alone, no traceback)."""
+        sig = Signature(signature)
+        if not callable(fn):
+            raise TypeError("a handler must be callable")
+        m = _Method(name, sig, fn)
+        token = next(self._method_tokens)
+        if self._h is None and not self._ever:
+            self._methods[token] = m    # registered when it attaches
+            return fn
+        self._handle()
+        self._register(token, m)
+        return fn
+
+    def _register(self, token, m):
+        self._methods[token] = m
+        rc = self._lib.guest_register(self._h, m.name.encode(), m.sig.text.encode(),
+                                      self._c_handler, token)
+        if rc != 0:
+            del self._methods[token]
+            why = {-errno.EEXIST: "the name is taken",
+                   -errno.EPERM: "not one of this guest's names (its NAME.* or its "
+                                 "config's provides)",
+                   -errno.ENOSPC: "this guest has as many methods as the hub allows",
+                   -errno.EINVAL: "a bad name (1 to 63 of A-Z a-z 0-9 _ . -, no "
+                                  "empty part between dots) or signature",
+                   -errno.ENAMETOOLONG: "name over 63 bytes",
+                   -errno.EREMOTEIO: "the hub refused it (a hub.* name?)"}.get(rc)
+            if why is None:
+                raise status_error(rc, self.goodbye_reason, "register %s: " % m.name)
+            raise Error("register %s (%s): %s" % (m.name, m.sig.text, why), rc)
+        self._sigs[m.name] = m.sig
+
+    def method(self, name, signature):
+        """Decorator: @g.method("greeter.hello", "str->str")."""
+        def deco(fn):
+            self.register(name, signature, fn)
+            return fn
+        return deco
+
+    def _on_request(self, call, args, n, token):
+        try:
+            m = self._methods.get(token)
+            data = ctypes.string_at(args, n) if n else b""
+            if m is None:
+                self._lib.guest_reply_error(call, b"no handler")
+                return
+            self._dispatch(call, m, data)
+        except BaseException as e:     # nothing may escape into C
+            self._defer(e)
+
+    def _dispatch(self, call, m, data):
+        # caller() names this call while its handler runs (a task made
+        # for it copies the context)
+        r = _Running(self, call)
+        token = _running.set(r)
+        try:
+            self._dispatch_in(call, m, data, r)
+        finally:
+            _running.reset(token)
+
+    def _dispatch_in(self, call, m, data, r):
+        try:
+            values = m.sig.decode_args(data)
+        except ValueError as e:
+            self._lib.guest_reply_error(call, _error_text("arguments: %s" % e))
+            return
+        senders = []
+        for i, t in enumerate(m.sig.args):
+            if isinstance(t, Chan):
+                s = Sender(self, values[i], t.item, True)
+                senders.append(s)
+                values[i] = s
+        try:
+            v = m.fn(*values)
+        except BaseException as e:
+            r.live = False
+            self._answer(call, m, senders, None, e)
+            return
+        if inspect.isawaitable(v):
+            loop = self._loop
+            if loop is None:
+                if inspect.iscoroutine(v):
+                    v.close()
+                r.live = False
+                self._answer(call, m, senders, None, Error(
+                    "%s is async: serve the guest with serve() (or run(), which "
+                    "does when a handler is async)" % m.name))
+                return
+            self._answering[call] = m
+            task = asyncio.ensure_future(v, loop=loop)
+            task.add_done_callback(lambda t: self._task_done(call, m, senders, t, r))
+            return
+        r.live = False
+        self._answer(call, m, senders, v, None)
+
+    def _task_done(self, call, m, senders, task, r):
+        r.live = False
+        if self._answering.pop(call, None) is None:
+            return          # detached meanwhile: libguest freed the call
+        if task.cancelled():
+            self._answer(call, m, senders, None, asyncio.CancelledError("cancelled"))
+            return
+        e = task.exception()
+        self._answer(call, m, senders, None if e else task.result(), e)
+
+    def _answer(self, call, m, senders, value, exc):
+        if self._h is None:
+            return
+        if exc is None:
+            try:
+                payload = m.sig.encode_result(value, m.name)
+            except (TypeError, ValueError) as e:
+                print("hubguest: %s: %s" % (m.name, e), file=sys.stderr, flush=True)
+                exc = UserError("%s returned %s, which does not fit the result "
+                                "type %s of %s" % (m.name, _short(value), m.sig.ret, m.sig.text))
+        for s in senders:
+            try:
+                s._end(exc is not None)
+            except Error:
+                pass
+        if exc is None:
+            rc = self._lib.guest_reply(call, payload or None, len(payload))
+            if rc == -errno.EMSGSIZE:
+                print("hubguest: %s: result too large" % m.name, file=sys.stderr, flush=True)
+            return
+        if isinstance(exc, (HubUnreachable, RemoteTimeout)):
+            # an error from elsewhere, forwarded as its caller saw it
+            self._lib.guest_reply_status(call, exc.code, _error_text(exc.message, FORWARD_MAX))
+            return
+        if isinstance(exc, UserError):
+            text = str(exc)
+        else:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                self._defer(exc)
+            print("hubguest: %s raised:" % m.name, file=sys.stderr)
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+            sys.stderr.flush()
+            text = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
+        self._lib.guest_reply_error(call, _error_text(text))

@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
+"""Serving a guest: the traffic libguest has for it served in a blocking
+wait (run(), and a call's or a stream's wait), in a loop of the caller's
+own (service() when fileno() is readable), or in a running asyncio loop
+(await serve(), which async handlers and awaited calls need). SIGTERM and
+SIGINT stop it; an exception a callback cannot raise through C is kept
+and raised where the serving returns.
+
+Serving is one of Guest's bases (guest.py): it works on the Guest's
+handle and loop state and imports nothing of the binding but errors and
+_wait."""
+
+import asyncio
+import errno
+import signal
+import sys
+import threading
+import traceback
+
+from ._wait import SLICE_MS
+from .errors import Error, HubGone, status_error
+
+
+def _install_signals(stop):
+    """SIGTERM and SIGINT stop the loop (hubd stops a guest with SIGTERM,
+    then SIGKILL after stop_grace); the old handlers, to put back."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    old = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            old[sig] = signal.signal(sig, lambda s, f: stop())
+        except (ValueError, OSError):
+            pass
+    return old
+
+
+def _restore_signals(old):
+    if not old:
+        return
+    for sig, h in old.items():
+        try:
+            signal.signal(sig, h)
+        except (ValueError, OSError):
+            pass
+
+
+class Serving:
+    """A Guest's service loop: run(), serve(), service() and stop()."""
+
+    def _serve_slice(self, ms):
+        """Waits up to ms for traffic and serves it (guest_service_wait)."""
+        rc = self._lib.guest_service_wait(self._handle(), ms)
+        if rc != 0:
+            self._loop_error(rc)
+        self._reraise()
+
+    def _loop_error(self, rc):
+        if rc == -errno.ESHUTDOWN:
+            self._stopping = True
+            raise status_error(-errno.EPIPE, None, "")
+        raise status_error(rc, self.goodbye_reason, "")
+
+    def stop(self):
+        """Makes run() or serve() return (from a handler, say)."""
+        self._stopping = True
+        f = self._stop_future
+        if f is not None and not f.done():
+            f.set_result(None)
+
+    def service(self):
+        """guest_service: serves what is there without blocking (for a loop
+        of your own that polls fileno()). Call it when fileno() is
+        readable, at least every service_timeout() seconds (the
+        heartbeat), and last before your loop sleeps."""
+        rc = self._lib.guest_service(self._handle())
+        if rc != 0:
+            self._loop_error(rc)
+        self._reraise()
+
+    def service_timeout(self):
+        """Seconds until service() must run again (heartbeat), or None."""
+        ms = self._lib.guest_service_timeout_ms(self._handle())
+        return None if ms < 0 else ms / 1000.0
+
+    def run(self, detach=True):
+        """Serves until stop(), SIGTERM or SIGINT (which stop it cleanly), or
+        the hub's goodbye; then detaches (unless detach=False). With an async
+        handler registered it runs an asyncio loop (serve()). Raises
+        HubGone if hubd died, Ended if the hub ended this guest."""
+        if any(m.is_async for m in self._methods.values()) and self._loop is None:
+            return asyncio.run(self.serve(detach=detach))
+        self._stopping = False
+        old = _install_signals(self.stop)
+        try:
+            while not self._stopping:
+                try:
+                    self._serve_slice(SLICE_MS)
+                except HubGone as e:
+                    if e.code == -errno.EPIPE and self._stopping:
+                        break     # the hub said goodbye: a clean end
+                    raise
+        finally:
+            _restore_signals(old)
+            if detach:
+                self.detach()
+        self._reraise()
+
+    async def serve(self, detach=True):
+        """Serves the guest in the running asyncio loop until stop(),
+        SIGTERM or SIGINT (handled by the loop), or the hub's goodbye; then
+        detaches (unless detach=False). The loop watches fileno() and runs
+        guest_service when it is readable and at every heartbeat; async
+        handlers run as tasks, answered when they finish."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not None:
+            raise Error("the guest is served already")
+        self._loop = loop
+        self._stopping = False
+        self._stop_future = loop.create_future()
+        fd = self.fileno()
+        sigs = []
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                try:
+                    loop.add_signal_handler(sig, self.stop)
+                    sigs.append(sig)
+                except (NotImplementedError, RuntimeError):
+                    pass
+        failure = []
+
+        def service():
+            if self._h is None or self._stop_future.done():
+                return
+            try:
+                self.service()
+            except HubGone as e:
+                if not self._stopping:
+                    failure.append(e)
+                self.stop()
+            except BaseException as e:
+                failure.append(e)
+                self.stop()
+
+        loop.add_reader(fd, service)
+        try:
+            service()
+            while not self._stop_future.done():
+                t = self.service_timeout() if self._h is not None else None
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._stop_future),
+                                           0.02 if t is None else max(t, 0.001))
+                except asyncio.TimeoutError:
+                    service()       # the heartbeat
+        finally:
+            loop.remove_reader(fd)
+            for sig in sigs:
+                loop.remove_signal_handler(sig)
+            self._loop = None
+            self._stop_future = None
+            if detach:
+                self.detach()     # handlers still running: never answered
+        if failure:
+            raise failure[0]
+
+    def _defer(self, exc):
+        """An exception that must reach whoever serves (C is in between):
+        kept, the serving stops, and it is raised there."""
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            if self._deferred_exc is None:
+                self._deferred_exc = exc
+            self.stop()
+        else:
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+
+    def _reraise(self):
+        e, self._deferred_exc = self._deferred_exc, None
+        if e is not None:
+            raise e
+
+    def _future_of(self, call):
+        """A future of serve()'s loop that call's outcome sets: what
+        awaiting a Call waits on."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            raise Error("await a call in a guest served by serve() (or use result())")
+        fut = loop.create_future()
+
+        def done(c):
+            if fut.done():
+                return
+            if c._exc is not None:
+                fut.set_exception(c._exc)
+            else:
+                fut.set_result(c._value)
+        call.add_done_callback(done)
+        return fut
