@@ -49,7 +49,7 @@ ALL_LDFLAGS := $(LDFLAGS) $(HARDEN_LDFLAGS) $(SANFLAGS)
 PROTO_SRC := $(wildcard proto/*.c)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(B)/%.o)
 PROTO_LIB := $(B)/libhubproto.a
-HEADERS := $(wildcard proto/*.h daemon/*.h guestlib/*.h hubctl/*.h)
+HEADERS := $(wildcard proto/*.h daemon/*.h guestlib/*.h mt/*.h hubctl/*.h)
 
 # hubctl: a program apart, in a folder of its own, never in libhubd.a.
 HUBCTL_SRC := $(wildcard hubctl/*.c)
@@ -63,7 +63,8 @@ DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash libseccomp)
 # hubctl: JSON, sizes and the segment's code; no event loop, no config parser
 HUBCTL_LIBS = $(shell pkg-config --libs json-c libbsd)
 
-GUEST_SRC := $(wildcard guestlib/*.c)
+# libguest: its own files and the generic microthread runtime (mt/)
+GUEST_SRC := $(wildcard guestlib/*.c mt/*.c)
 GUEST_OBJ := $(GUEST_SRC:%.c=$(B)/%.o)
 GUEST_SO := $(B)/libguest.so
 # The stream hash (hub.sink, hub.source) for the guests that check it.
@@ -167,7 +168,7 @@ $(DAEMON_LIB): $(DAEMON_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# libguest: guestlib/*.c with proto inside; only guest.h's names are
+# libguest: guestlib/*.c and mt/*.c with proto inside; only guest.h's names are
 # exported: everything is built hidden but what guest.h marks GUEST_API, and
 # libguest.map's local: * hides what might slip through.
 $(PROTO_OBJ) $(GUEST_OBJ): ALL_CFLAGS += -fvisibility=hidden

@@ -7,7 +7,7 @@
  * lane's table under the id it had (its hub entry held Closed), and the
  * callee knows the lane's as LG_LANE_CHAN ids; over a lane each side
  * checks the other as hubd checks a guest, and a broken rule costs the
- * peer the lane. */
+ * peer the lane (chan_lane.c moves them). */
 #include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -16,18 +16,6 @@
 #include "proto/channel.h"
 
 static void	chan_stopped(struct lg_chans *cs, uint32_t id);
-
-static struct hp_chan_entry *
-chan_entry(struct lg_chans *cs, uint32_t id)
-{
-	return &cs->entries[id];
-}
-
-static uint32_t
-lane_pub(const struct lg_lane *ln, uint32_t id)
-{
-	return LG_LANE_CHAN | (ln->id & 0x7fffu) << 16 | id;
-}
 
 /* The table and id a public channel id names, or NULL: none of ours. */
 static struct lg_chans *
@@ -68,7 +56,7 @@ static int
 chan_given(struct lg_chans *cs, uint32_t id)
 {
 	return (int)(id % 2) != cs->side && !cs->tx[id].ended &&
-	    hp_chan_state(chan_entry(cs, id)) == HP_CHAN_ACTIVE;
+	    hp_chan_state(lg_chan_entry(cs, id)) == HP_CHAN_ACTIVE;
 }
 
 /* A send's error as the channel's user sees it: over a lane, the lane
@@ -105,7 +93,7 @@ credit_ready(void *arg)
 	 * read */
 	if (cs->tx[w->id].ended || (cs->lane != NULL && cs->lane->closing))
 		return -ENOTCONN;
-	credit = hp_chan_credit(chan_entry(cs, w->id), cs->tx[w->id].sent_total);
+	credit = hp_chan_credit(lg_chan_entry(cs, w->id), cs->tx[w->id].sent_total);
 	if (credit < 0 && cs->lane != NULL) {
 		lg_lane_broken(cs->lane, "shm.flow.wrap-rule");	/* the peer wrote it */
 		return -ENOTCONN;
@@ -126,7 +114,7 @@ credit_wait(struct guest *g, struct credit_wait *w, struct timeout *t)
 	struct lg_chans *cs = w->cs;
 
 	g->stats.credit_waits++;
-	cs->ep->credit_word = &chan_entry(cs, w->id)->granted_total;
+	cs->ep->credit_word = &lg_chan_entry(cs, w->id)->granted_total;
 	/* what we staged must reach the receiver for it to grant */
 	if (hp_endpoint_flush(cs->ep) == -EPROTO)
 		return chan_send_rc(cs, -EPROTO);
@@ -339,10 +327,10 @@ grant(struct lg_chans *cs, uint32_t id, uint32_t extra)
 {
 	struct rx_chan *c = &cs->rx[id];
 
-	hp_chan_grant(chan_entry(cs, id), c->unreported + extra);
+	hp_chan_grant(lg_chan_entry(cs, id), c->unreported + extra);
 	c->granted += c->unreported + extra;
 	if (cs->lane == NULL || !cs->lane->closed)
-		hp_endpoint_notify_credit(cs->ep, &chan_entry(cs, id)->granted_total);
+		hp_endpoint_notify_credit(cs->ep, &lg_chan_entry(cs, id)->granted_total);
 	c->unreported = 0;
 }
 
@@ -378,16 +366,16 @@ lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush)
 /* The end of a channel we receive on: the receiver frees the entry
  * (r[shm.flow.channel-id-reuse]), and the hub's entry it moved from,
  * before on_end, which may open another. */
-static void
-rx_end(struct guest *g, struct lg_chans *cs, uint32_t id, int status)
+void
+lg_chan_rx_end(struct guest *g, struct lg_chans *cs, uint32_t id, int status)
 {
 	struct rx_chan c = cs->rx[id];
 
 	cs->rx[id].open = 0;
-	hp_chan_free(chan_entry(cs, id));
+	hp_chan_free(lg_chan_entry(cs, id));
 	if (cs->lane != NULL && c.origin != 0) {
 		g->chans.rx[c.origin] = (struct rx_chan){ .open = 0 };
-		hp_chan_free(chan_entry(&g->chans, c.origin));
+		hp_chan_free(lg_chan_entry(&g->chans, c.origin));
 	}
 	if (c.on_end != NULL)
 		c.on_end(c.ctx, status);
@@ -506,7 +494,7 @@ on_chan_end(struct guest *g, struct hp_msg_in *m)
 	uint32_t id = m->desc.id;
 
 	if (cs->rx[id].open && (ln != NULL || cs->rx[id].lane == NULL)) {
-		rx_end(g, cs, id, m->desc.msg_type == HP_MSG_CLOSE ? 0 : -ECONNRESET);
+		lg_chan_rx_end(g, cs, id, m->desc.msg_type == HP_MSG_CLOSE ? 0 : -ECONNRESET);
 		return 0;
 	}
 	if (cs->tx[id].open || chan_given(cs, id)) {
@@ -526,222 +514,6 @@ on_chan_end(struct guest *g, struct hp_msg_in *m)
 		return 0;
 	g->lane_rule = "lane.channel";
 	return -EPROTO;
-}
-
-/* -- channels passed to calls over a lane ---------------------------------- */
-
-/* Where a call's chan<T> arguments are in its arguments. */
-struct chan_args {
-	uint8_t		n;
-	uint64_t	id[HP_SIG_MAX_ARGS];
-	size_t		at[HP_SIG_MAX_ARGS], end[HP_SIG_MAX_ARGS];
-};
-
-static int
-chan_args_find(const struct hp_sig *sig, const uint8_t *args, size_t len,
-	       struct chan_args *ca)
-{
-	struct hp_pc_dec d;
-
-	hp_pc_dec_init(&d, args, len);
-	ca->n = 0;
-	for (uint8_t i = 0; i < sig->nargs; i++) {
-		if (hp_sig_arg_type(sig, i) != HP_T_CHAN) {
-			if (hp_sig_skip(&d, sig, sig->args[i]) != 0)
-				return -EINVAL;
-			continue;
-		}
-		ca->at[ca->n] = d.pos;
-		ca->id[ca->n] = hp_pc_get_u64(&d);
-		if (d.err != 0)
-			return -EINVAL;
-		ca->end[ca->n++] = d.pos;
-	}
-	return 0;
-}
-
-/* args with the i-th channel id made ids[i] (malloc'd: NULL when out of
- * memory). */
-static uint8_t *
-chan_args_rewrite(const uint8_t *args, size_t len, const struct chan_args *ca,
-		  const uint32_t *ids, size_t *outlen)
-{
-	size_t cap = len + (size_t)ca->n * 10, from = 0;
-	uint8_t *out = malloc(cap > 0 ? cap : 1);
-	struct hp_pc_enc e;
-
-	if (out == NULL)
-		return NULL;
-	hp_pc_enc_init(&e, out, cap);
-	for (uint8_t i = 0; i < ca->n; i++) {
-		memcpy(out + e.len, args + from, ca->at[i] - from);
-		e.len += ca->at[i] - from;
-		hp_pc_put_u64(&e, ids[i]);
-		from = ca->end[i];
-	}
-	memcpy(out + e.len, args + from, len - from);
-	*outlen = e.len + len - from;
-	return out;
-}
-
-int
-lg_chan_move(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
-	     const uint8_t *args, size_t len, struct out_call *c, uint8_t **out,
-	     size_t *outlen)
-{
-	struct lg_chans *hub = &g->chans, *cs = &ln->chans;
-	struct chan_args ca;
-	uint32_t z[HP_SIG_MAX_ARGS] = { 0 };
-	uint8_t i, j;
-	int64_t id;
-
-	if (chan_args_find(sig, args, len, &ca) != 0)
-		return 1;
-	/* only channels we opened to receive on and have not passed on:
-	 * any other the hub refuses, with its own words */
-	for (i = 0; i < ca.n; i++) {
-		uint64_t x = ca.id[i];
-		struct rx_chan *r = x != 0 && x < hub->max ? &hub->rx[x] : NULL;
-
-		if (r == NULL || (int)(x % 2) != hub->side || !r->open || r->stopping ||
-		    r->lane != NULL || r->held != 0 || r->unreported != 0)
-			return 1;
-		for (j = 0; j < i; j++)
-			if (ca.id[j] == x)
-				return 1;
-	}
-	for (i = 0; i < ca.n; i++) {
-		id = hp_chan_open(cs->entries, cs->max, cs->side, cs->credit, &cs->cursor);
-		if (id >= 0 && cs->rx[id].open) {
-			/* one we receive on, Free in the table: the peer wrote it */
-			lg_lane_broken(ln, "shm.flow.channel-id-reuse");
-			id = -EPROTO;
-		}
-		if (id < 0)
-			break;
-		z[i] = (uint32_t)id;
-	}
-	if (i < ca.n || (*out = chan_args_rewrite(args, len, &ca, z, outlen)) == NULL) {
-		while (i-- > 0)
-			hp_chan_free(chan_entry(cs, z[i]));
-		return 1;	/* through the hub, which has room of its own */
-	}
-	for (i = 0; i < ca.n; i++) {
-		uint32_t x = (uint32_t)ca.id[i];
-		struct rx_chan *r = &cs->rx[z[i]];
-
-		*r = hub->rx[x];
-		r->origin = x;
-		r->serial = ++g->chan_serial;
-		r->granted = cs->credit;	/* r[shm.flow.channel-activate] */
-		r->got = 0;
-		hub->rx[x].lane = ln;
-		hub->rx[x].lane_chan = z[i];
-		/* taken by no other call through the hub meanwhile, and not
-		 * reused: hubd relays only Active ones, we open only Free */
-		hp_chan_close(chan_entry(hub, x));
-		c->chans[i] = z[i];
-		c->serials[i] = r->serial;
-	}
-	c->nchans = ca.n;
-	return 0;
-}
-
-void
-lg_chan_unmove(struct guest *g, struct lg_lane *ln, const struct out_call *c)
-{
-	struct lg_chans *cs = &ln->chans;
-
-	for (uint8_t i = 0; i < c->nchans; i++) {
-		uint32_t z = c->chans[i], x = cs->rx[z].origin;
-
-		g->chans.rx[x].lane = NULL;
-		g->chans.rx[x].lane_chan = 0;
-		/* Closed -> Free -> Active: the odd ids are ours alone */
-		hp_chan_free(chan_entry(&g->chans, x));
-		hp_chan_activate(chan_entry(&g->chans, x), g->chans.credit);
-		cs->rx[z] = (struct rx_chan){ .open = 0 };
-		hp_chan_free(chan_entry(cs, z));
-	}
-}
-
-void
-lg_chan_answered(struct guest *g, const struct out_call *c)
-{
-	struct lg_chans *cs = &c->lane->chans;
-
-	/* an answer ends the call's streams, after their items (as hubd
-	 * ends them when the callee answers first): a Close */
-	for (uint8_t i = 0; i < c->nchans; i++)
-		if (cs->rx[c->chans[i]].open && cs->rx[c->chans[i]].serial == c->serials[i])
-			rx_end(g, cs, c->chans[i], 0);
-}
-
-int
-lg_chan_adopt(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
-	      const uint8_t *args, size_t len, struct guest_call *c, uint8_t **out,
-	      size_t *outlen)
-{
-	struct lg_chans *cs = &ln->chans;
-	struct chan_args ca;
-	uint32_t pub[HP_SIG_MAX_ARGS];
-	uint8_t i, j;
-
-	if (chan_args_find(sig, args, len, &ca) != 0)
-		return -EINVAL;
-	for (i = 0; i < ca.n; i++) {
-		uint64_t z = ca.id[i];
-
-		/* r[shm.id.channel-parity]: one the caller opened */
-		if (z == 0 || z >= cs->max || (int)(z % 2) == cs->side) {
-			g->lane_rule = "shm.id.channel-parity";
-			return -EPROTO;
-		}
-		/* r[shm.flow.channel-activate]: and activated, once per call */
-		for (j = 0; j < i && ca.id[j] != z; j++)
-			;
-		if (j < i || hp_chan_state(chan_entry(cs, (uint32_t)z)) != HP_CHAN_ACTIVE) {
-			g->lane_rule = "shm.flow.channel-activate";
-			return -EPROTO;
-		}
-	}
-	for (i = 0; i < ca.n; i++) {
-		/* a new channel: whatever we knew of the id is over */
-		cs->tx[ca.id[i]] = (struct tx_chan){ .open = 0 };
-		pub[i] = lane_pub(ln, (uint32_t)ca.id[i]);
-		c->chans[i] = (uint32_t)ca.id[i];
-	}
-	c->nchans = ca.n;
-	if ((*out = chan_args_rewrite(args, len, &ca, pub, outlen)) == NULL)
-		return -ENOMEM;
-	return 0;
-}
-
-void
-lg_chan_replied(struct guest_call *c)
-{
-	struct lg_chans *cs = &c->lane->chans;
-
-	/* the caller ends what is still open with the answer
-	 * (lg_chan_answered): nothing more goes out on them */
-	for (uint8_t i = 0; i < c->nchans; i++) {
-		cs->tx[c->chans[i]].open = 0;
-		cs->tx[c->chans[i]].ended = 1;
-	}
-}
-
-void
-lg_chan_lane_gone(struct guest *g, struct lg_lane *ln)
-{
-	struct lg_chans *cs = &ln->chans;
-
-	/* the sender is gone for us: a Reset, as hubd gives a receiver
-	 * whose sender died; what we send on goes nowhere */
-	for (uint32_t id = 1; id < cs->max; id++) {
-		if (cs->rx[id].open)
-			rx_end(g, cs, id, -ECONNRESET);
-		cs->tx[id] = (struct tx_chan){ .ended = 1 };
-	}
 }
 
 void

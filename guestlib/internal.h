@@ -3,13 +3,17 @@
  * runtime interface (struct lg_runtime) and the service loop's dispatch
  * table, and the functions one file offers the others, grouped by file.
  *
- * The files in layers, each calling only those below it: guest.c
+ * The files in layers, each calling only those below it: attach.c
  * (attach, which wires the rest; detach; the public loop entries) above
- * call.c, chan.c and mtguest.c (the microthread runtime, over its waits
- * in mtguest_wait.c), above callback.c (the callback runtime), above serve.c
- * (the loop), above lane.c (direct lanes to other guests), above
- * session.c (the heartbeat, waits on the hub, sends).
- * Upward only through struct lg_runtime and the dispatch table. */
+ * register.c (the methods served), above call_in.c (calls in), above
+ * call_out.c (calls out), above chan_lane.c (channels passed over a
+ * lane), above chan.c (channels), above runtime_mt.c (the microthread
+ * runtime, over its waits in runtime_mt_wait.c and the generic
+ * microthreads of mt/), above runtime_callback.c (the callback runtime),
+ * above serve.c (the loop), above lane.c (direct lanes to other guests),
+ * above session.c (the heartbeat, waits on the hub, sends). Upward only
+ * through struct lg_runtime, the dispatch table and the hooks in struct
+ * guest (call_ran, lane_gone, drained). */
 #ifndef GUESTLIB_INTERNAL_H
 #define GUESTLIB_INTERNAL_H
 
@@ -221,7 +225,7 @@ struct lg_route {
 	uint8_t		chans;		/* whether it has any */
 };
 
-/* A request whose handler runs later (call.c): it came while the guest
+/* A request whose handler runs later (call_in.c): it came while the guest
  * looked at its ring from a send, where no handler may run. */
 struct lg_later {
 	struct lg_later	*next;
@@ -248,8 +252,8 @@ struct lg_event {
 };
 
 /* How the guest runs handlers and waits: the callback runtime
- * (callback.c: guest_run, guest_service, the caller's own thread) or the
- * microthread runtime (mtguest.c, while guest_run_mt runs). Hooks take
+ * (runtime_callback.c: guest_run, guest_service, the caller's own thread) or the
+ * microthread runtime (runtime_mt.c, while guest_run_mt runs). Hooks take
  * the guest locked (lock/unlock: what the runtime needs for a public
  * entry; a callback may call in again). */
 struct lg_runtime {
@@ -278,6 +282,10 @@ struct lg_runtime {
 	/* Runs (or queues) a request's handler. */
 	int	(*handle)(struct guest *g, struct guest_call *c, guest_handler fn,
 		    void *ctx, const uint8_t *args, size_t len);
+	/* Runs a request that was held for later (serve.c) now, ahead of
+	 * those still held. */
+	int	(*run_held)(struct guest *g, struct guest_call *c, guest_handler fn,
+		    void *ctx, const uint8_t *args, size_t len);
 	/* A sender saw traffic: what it may serve without running a handler. */
 	int	(*sending)(struct guest *g);
 	/* guest_service, guest_service_wait, guest_stop's part. */
@@ -304,14 +312,14 @@ struct guest_call {
 struct guest {
 	const struct lg_runtime	*rt;		/* the runtime in use */
 	lg_msg_fn		on_msg[LG_MSG_TYPES]; /* by HP_MSG_* (serve.c) */
-	/* A request's handler has returned (call.c's, called by the
+	/* A request's handler has returned (call_in.c's, called by the
 	 * runtime that ran it). */
 	void			(*call_ran)(struct guest *g, struct guest_call *c);
 	void			(*drained)(struct lg_chans *cs);
 						/* cs's ring is empty (chan.c's
 						 * grants) */
 	void			(*lane_gone)(struct guest *g, struct lg_lane *ln);
-						/* call.c: fails the calls over
+						/* call_in.c: fails the calls over
 						 * it, drops the answers to it */
 	struct hp_segment	seg;
 	struct hp_peer_view	view;
@@ -355,7 +363,7 @@ struct guest {
 	uint8_t			deferring;	/* lg_serve_ends: requests wait */
 	uint32_t		holding;	/* a call of the hub's services
 						 * under way: no handler runs
-						 * (callback.c's await) */
+						 * (runtime_callback.c's await) */
 	struct lg_chans		chans;		/* the hub's table */
 	uint32_t		chan_serial;	/* channels passed over lanes */
 	_Atomic uint32_t	stop;		/* guest_stop: from a signal handler too;
@@ -389,7 +397,7 @@ lg_hub_out_max(const struct guest *g)
 	return g->seg.params.ring_size;
 }
 
-/* The guest on microthreads (mtguest.c). With P > 1 processors, mu guards
+/* The guest on microthreads (runtime_mt.c). With P > 1 processors, mu guards
  * the whole guest: every public entry takes it (recursively: a callback
  * run by the service may call in again), the service holds it while it
  * serves, and a microthread gives it up only to suspend. */
@@ -491,14 +499,27 @@ int	lg_later(struct guest *g, struct guest_call *c, guest_handler fn,
 	    void *ctx, const uint8_t *args, size_t len);
 void	lg_later_free(struct guest *g);
 
-/* callback.c */
+/* runtime_callback.c */
 extern const struct lg_runtime lg_callback;
 
-/* call.c */
-/* Fills the dispatch table's Request, Response and Cancel, and call_ran. */
-void	lg_call_wire(struct guest *g);
-/* Frees every call (detach). */
+/* call_in.c */
+/* Fills the dispatch table's Request and Cancel, call_ran and lane_gone. */
+void	lg_call_in_wire(struct guest *g);
+/* Frees every call in (detach). */
 void	lg_calls_free(struct guest *g);
+
+/* call_out.c */
+/* Fills the dispatch table's Response. */
+void	lg_call_out_wire(struct guest *g);
+/* lg_send_on for a call's message: a lane whose peer broke its ring
+ * closes, and the send says -EPIPE as for a lane that is closing. */
+int	lg_call_send(struct guest *g, struct lg_lane *ln, uint8_t type, uint32_t id,
+	    uint64_t method, const void *head, size_t hlen, const void *body,
+	    size_t blen, struct timeout *t);
+/* Each call out over ln fails, Cancelled (its lane is gone). */
+void	lg_out_lane_gone(struct guest *g, struct lg_lane *ln);
+/* Fails every call in flight with status (the loop has ended for good:
+ * nothing new can start). */
 void	lg_out_fail_all(struct guest *g, int status);
 
 /* lane.c */
@@ -523,6 +544,21 @@ void	lg_chan_wire(struct guest *g);
  * owed when flush, as once the ring is empty). Nothing on a channel the
  * receiver stopped: what it held went back then. */
 void	lg_chan_consumed(struct guest *g, uint32_t chan, size_t len, int flush);
+static inline uint32_t
+lg_lane_chan_pub(const struct lg_lane *ln, uint32_t id)
+{
+	return LG_LANE_CHAN | (ln->id & 0x7fffu) << 16 | id;
+}
+
+static inline struct hp_chan_entry *
+lg_chan_entry(struct lg_chans *cs, uint32_t id)
+{
+	return &cs->entries[id];
+}
+/* The end of a channel we receive on, told to its on_end. */
+void	lg_chan_rx_end(struct guest *g, struct lg_chans *cs, uint32_t id, int status);
+
+/* chan_lane.c */
 /* A call of a method with chan<T> arguments (sig) going over ln: moves
  * each channel to ln's table (c->chans) and gives the arguments with
  * their ids there in *out (malloc'd). 0, 1 when the call must go through
@@ -545,7 +581,7 @@ void	lg_chan_replied(struct guest_call *c);
 /* ln closes: the channels in its table end. */
 void	lg_chan_lane_gone(struct guest *g, struct lg_lane *ln);
 
-/* mtguest_wait.c */
+/* runtime_mt_wait.c */
 /* The guest's lock while guest_run_mt runs (struct lg_mt's mu). */
 void	lg_mt_lock(struct guest *g);
 void	lg_mt_unlock(struct guest *g);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's service loop: serves what arrives, handing each message to
- * its type's handler in the guest's dispatch table (call.c and chan.c
- * fill it), and keeps the requests whose handlers must run later (a
+ * its type's handler in the guest's dispatch table (call_in.c, call_out.c
+ * and chan.c fill it), and keeps the requests whose handlers must run later (a
  * loop serving from a send runs none). */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,12 +48,7 @@ run_later(struct guest *g)
 		g->later_tail = &g->later;
 	g->nlater--;
 	g->later_bytes -= l->len;
-	if (g->rt->handle == lg_callback.handle) {
-		l->fn(l->call, l->args, l->len, l->ctx);
-		g->call_ran(g, l->call);
-	} else if ((rc = g->rt->handle(g, l->call, l->fn, l->ctx, l->args, l->len)) != 0) {
-		/* held while the plugin set up: to a microthread now, as
-		 * dispatch does */
+	if ((rc = g->rt->run_held(g, l->call, l->fn, l->ctx, l->args, l->len)) != 0) {
 		free(l);
 		return g->dead = rc;
 	}
@@ -75,7 +70,7 @@ lg_later_free(struct guest *g)
 	g->later_bytes = 0;
 }
 
-/* m to its type's handler (guest.c wires the table at attach). */
+/* m to its type's handler (attach.c wires the table at attach). */
 static int
 dispatch(struct guest *g, struct hp_msg_in *m)
 {

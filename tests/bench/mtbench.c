@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guestlib/fcontext.h"
+#include "mt/fcontext.h"
 #include "guestlib/guest.h"
 
 static uint64_t iters;

@@ -61,7 +61,7 @@
 #include <string.h>
 
 #include "guestlib/internal.h"
-#include "guestlib/list.h"
+#include "proto/list.h"
 #include "proto/clock.h"
 #include "proto/doorbell.h"
 #include "proto/method.h"
@@ -111,7 +111,7 @@ m_badanswer(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	/* no envelope at all: the caller cannot decode it */
 	lg_send_on(g, c->lane, HP_MSG_RESPONSE, c->req_id, 0, junk, sizeof(junk),
 		   NULL, 0, 0, NULL);
-	LG_LIST_UNLINK(&g->active, c);
+	HP_LIST_UNLINK(&g->active, c);
 	c->lane->calls_in--;
 	free(c);
 }

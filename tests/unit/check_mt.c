@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "guestlib/guest.h"
-#include "guestlib/mt.h"
-#include "guestlib/mt_internal.h"
+#include "mt/mt.h"
+#include "mt/internal.h"
 #include "proto/clock.h"
 
 static struct guest_rt *

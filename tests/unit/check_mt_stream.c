@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* The runtime's timers and stream combinators (guestlib/mt_stream.c):
+/* The runtime's timers and stream combinators (mt/stream.c):
  * after and tick deliver and end with their reader, pipelines keep order
  * and content, and an end on either side runs through the whole chain.
  * Each test runs a runtime of its own; guest_rt_run returning says every

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guestlib/list.h"
-#include "guestlib/mt_internal.h"
+#include "proto/list.h"
+#include "mt/internal.h"
 #include "proto/clock.h"
 
 #define MT_Q_SEND	0	/* senders waiting for a receiver or room */
@@ -82,7 +82,7 @@ static void	alt_abandon(struct guest_mt *m);
 static void
 wq_add(struct mt_wq *q, struct mt_waiter *w)
 {
-	LG_LIST_APPEND(&q->head, &q->tail, w);
+	HP_LIST_APPEND(&q->head, &q->tail, w);
 	w->queued = 1;
 }
 
@@ -92,7 +92,7 @@ wq_del(struct mt_wq *q, struct mt_waiter *w)
 	if (!w->queued)
 		return;		/* taken out by its claimer */
 	w->queued = 0;
-	LG_LIST_UNLINK_TAIL(&q->head, &q->tail, w);
+	HP_LIST_UNLINK_TAIL(&q->head, &q->tail, w);
 }
 
 /* The first waiter of q whose microthread we can claim, taken out of q

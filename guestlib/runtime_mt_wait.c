@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* The microthread runtime's waits: the guest's lock (a recursive mutex
+/* libguest on microthreads, its waits: the guest's lock (a recursive mutex
  * with P > 1 processors, given up entirely while a microthread is
  * suspended), a microthread suspended until the service finds what it
  * waits for on the hub, and the service waking those that can go on. */
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 
 #include "guestlib/internal.h"
-#include "guestlib/list.h"
-#include "guestlib/mt.h"
+#include "proto/list.h"
+#include "mt/mt.h"
 
 /* Blocked microthreads woken per poll at most: thousands waiting for ring
  * room would otherwise all wake for each free descriptor, and all but a
@@ -61,7 +61,7 @@ lg_suspend(struct guest *g, uint64_t deadline_ns)
 static void
 blocked_unlink(struct lg_mt *m, struct lg_blocked *w)
 {
-	LG_LIST_UNLINK_TAIL(&m->blocked, &m->blocked_tail, w);
+	HP_LIST_UNLINK_TAIL(&m->blocked, &m->blocked_tail, w);
 	w->linked = 0;
 }
 
@@ -81,7 +81,7 @@ lg_mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 		if (g->dead)
 			return g->dead;
 		/* at the tail: the longest waiting is woken first */
-		LG_LIST_APPEND(&m->blocked, &m->blocked_tail, &w);
+		HP_LIST_APPEND(&m->blocked, &m->blocked_tail, &w);
 		w.linked = 1;
 		rc = lg_suspend(g, t->at);
 		if (w.linked)		/* not woken: the deadline */

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "guestlib/mt_internal.h"
+#include "mt/internal.h"
 
 #ifdef MT_ASAN
 #include <sanitizer/asan_interface.h>

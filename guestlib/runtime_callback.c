@@ -140,14 +140,21 @@ cb_wake(struct lg_event *ev)
 }
 
 static int
+cb_run_held(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
+	    const uint8_t *args, size_t len)
+{
+	fn(c, args, len, ctx);
+	g->call_ran(g, c);
+	return 0;
+}
+
+static int
 cb_handle(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 	  const uint8_t *args, size_t len)
 {
 	if (g->deferring || g->later != NULL)	/* after those before it */
 		return lg_later(g, c, fn, ctx, args, len);
-	fn(c, args, len, ctx);
-	g->call_ran(g, c);
-	return 0;
+	return cb_run_held(g, c, fn, ctx, args, len);
 }
 
 /* Not a wait: no handler runs here (a request that came waits for the
@@ -241,6 +248,7 @@ const struct lg_runtime lg_callback = {
 	.await		= cb_await,
 	.wake		= cb_wake,
 	.handle		= cb_handle,
+	.run_held	= cb_run_held,
 	.sending	= cb_sending,
 	.service	= cb_service,
 	.service_wait	= cb_service_wait,

@@ -2,13 +2,13 @@
 /* An intrusive doubly linked list: the element's own prev and next
  * fields, a head pointer and (where the list keeps one) a tail pointer.
  * Macros, so that each element type keeps its own field names' types. */
-#ifndef GUESTLIB_LIST_H
-#define GUESTLIB_LIST_H
+#ifndef HP_LIST_H
+#define HP_LIST_H
 
 #include <stddef.h>
 
 /* e first in the list at *headp (a list without a tail). */
-#define LG_LIST_PUSH(headp, e) do {					\
+#define HP_LIST_PUSH(headp, e) do {					\
 	(e)->prev = NULL;						\
 	if (((e)->next = *(headp)) != NULL)				\
 		(e)->next->prev = (e);					\
@@ -16,7 +16,7 @@
 } while (0)
 
 /* e last in the list at *headp whose last element is *tailp. */
-#define LG_LIST_APPEND(headp, tailp, e) do {				\
+#define HP_LIST_APPEND(headp, tailp, e) do {				\
 	(e)->next = NULL;						\
 	if (((e)->prev = *(tailp)) != NULL)				\
 		(e)->prev->next = (e);					\
@@ -26,7 +26,7 @@
 } while (0)
 
 /* e out of the list at *headp, which keeps no tail; e's links cleared. */
-#define LG_LIST_UNLINK(headp, e) do {					\
+#define HP_LIST_UNLINK(headp, e) do {					\
 	if ((e)->prev != NULL)						\
 		(e)->prev->next = (e)->next;				\
 	else if (*(headp) == (e))					\
@@ -37,10 +37,10 @@
 } while (0)
 
 /* e out of the list at *headp whose last element is *tailp. */
-#define LG_LIST_UNLINK_TAIL(headp, tailp, e) do {			\
+#define HP_LIST_UNLINK_TAIL(headp, tailp, e) do {			\
 	if ((e)->next == NULL)						\
 		*(tailp) = (e)->prev;					\
-	LG_LIST_UNLINK(headp, e);					\
+	HP_LIST_UNLINK(headp, e);					\
 } while (0)
 
 #endif

@@ -6,7 +6,7 @@
 #include <sched.h>
 #include <time.h>
 
-#include "guestlib/mt_internal.h"
+#include "mt/internal.h"
 #include "proto/atomic.h"
 #include "proto/clock.h"
 

@@ -1,19 +1,18 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* The microthread runtime's insides, shared by its files (mt_sched.c: the
- * scheduler and microthreads; mt_stack.c, mt_queue.c, mt_wait.c,
- * mt_park.c, mt_tls.c) and mt_chan.c (channels, alt). Nothing here
- * leaves the library. */
-#ifndef GUESTLIB_MT_INTERNAL_H
-#define GUESTLIB_MT_INTERNAL_H
+/* The microthread runtime's insides, shared by its files (sched.c: the
+ * scheduler and microthreads; stack.c, queue.c, wait.c, park.c, tls.c)
+ * and chan.c (channels, alt). Nothing here leaves the runtime. */
+#ifndef MT_INTERNAL_H
+#define MT_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "guestlib/fcontext.h"
+#include "mt/fcontext.h"
 #include "guestlib/guest.h"
-#include "guestlib/mt.h"
+#include "mt/mt.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -77,7 +76,7 @@ struct guest_mt {
 	struct mt_waiter	*waiters;	/* registered by alt, else NULL */
 	int			nwaiters;
 	/* set by alt with waiters: takes them off their channels when the
-	 * microthread is abandoned (mt_chan.c) */
+	 * microthread is abandoned (chan.c) */
 	void			(*abandon)(struct guest_mt *m);
 	void			*tsan_fiber;
 	void			*asan_fake;
@@ -196,11 +195,11 @@ struct mt_tls {
 	struct guest_mt	*cur;	/* the microthread it runs, if any */
 };
 
-/* mt_tls.c */
+/* tls.c */
 extern _Thread_local struct mt_tls mt_tls;
 struct mt_proc	*mt_cur_proc(void);
 
-/* mt_stack.c */
+/* stack.c */
 void		mt_stack_unmap(struct guest_rt *rt, struct guest_mt *m);
 int		mt_stack_get(struct guest_rt *rt, struct guest_mt **mp);
 void		mt_stack_put(struct guest_rt *rt, struct guest_mt *m);
@@ -208,20 +207,20 @@ void		mt_fault_install(void);
 void		mt_altstack_on(struct mt_proc *p);
 void		mt_altstack_off(struct mt_proc *p);
 
-/* mt_park.c */
+/* park.c */
 int		mt_wake_one(struct guest_rt *rt, int passes);
 void		mt_new_work(struct guest_rt *rt);
 int		mt_io_poll(struct mt_proc *p);
 void		mt_proc_idle(struct mt_proc *p);
 void		mt_proc_busy(struct mt_proc *p);
 
-/* mt_queue.c */
+/* queue.c */
 uint32_t	mt_local_push(struct mt_proc *p, struct guest_mt *m);
 void		mt_enqueue(struct guest_mt *m);
 void		mt_make_runnable(struct guest_mt *m);
 struct guest_mt	*mt_proc_next(struct mt_proc *p);
 
-/* mt_wait.c */
+/* wait.c */
 void		mt_timers_fire(struct mt_proc *p);
 void		mt_wait_begin(struct guest_mt *m, uint64_t deadline_ns, int timer_idx);
 int		mt_wait_switch(struct guest_mt *m);
@@ -229,7 +228,7 @@ int		mt_try_claim(struct guest_mt *m, uint64_t gen);
 void		mt_ready(struct guest_mt *m, int wake_idx);
 int		mt_claim(struct guest_mt *m, uint64_t gen, int wake_idx);
 
-/* mt_sched.c */
+/* sched.c */
 void		mt_rt_stats(struct guest_rt *rt, struct mt_stats *st);
 
 #pragma GCC visibility pop
@@ -258,7 +257,7 @@ void		mt_rt_stats(struct guest_rt *rt, struct mt_stats *st);
 #include <sanitizer/tsan_interface.h>
 #endif
 
-/* The switches, announced (mt_sched.c, mt_wait.c). */
+/* The switches, announced (sched.c, wait.c). */
 static inline void
 san_to_mt(struct mt_proc *p, struct guest_mt *m)
 {

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* The microthread runtime's waits: each processor's timer heap of
- * deadlines, suspending a microthread and claiming (waking) it. */
+/* The microthread runtime's timers and suspension: each processor's
+ * timer heap of deadlines, suspending a microthread and claiming (waking)
+ * it. */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "guestlib/mt_internal.h"
+#include "mt/internal.h"
 #include "proto/clock.h"
 
 static void

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "guestlib/internal.h"
-#include "guestlib/list.h"
-#include "guestlib/mt.h"
+#include "proto/list.h"
+#include "mt/mt.h"
 #include "proto/doorbell.h"
 
 #define IDLE_MAX	64	/* handler microthreads kept for reuse */
@@ -44,7 +44,7 @@ struct lg_worker {
 static void
 req_free(struct guest *g, struct lg_req *r)
 {
-	LG_LIST_UNLINK(&g->mt->reqs, r);
+	HP_LIST_UNLINK(&g->mt->reqs, r);
 	free(r);
 }
 
@@ -91,7 +91,7 @@ mt_handle(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 	*r = (struct lg_req){ .call = c, .fn = fn, .ctx = ctx, .len = len };
 	if (len > 0)
 		memcpy(r->args, args, len);
-	LG_LIST_PUSH(&g->mt->reqs, r);
+	HP_LIST_PUSH(&g->mt->reqs, r);
 	if ((w = g->mt->idle) != NULL) {
 		g->mt->idle = w->next;
 		g->mt->nidle--;
@@ -137,7 +137,7 @@ bridge_free(struct guest *g, struct lg_bridge *b)
 		free(it->bytes.data);
 		free(it);
 	}
-	LG_LIST_UNLINK(&g->mt->bridges, b);
+	HP_LIST_UNLINK(&g->mt->bridges, b);
 	free(b);
 }
 
@@ -263,7 +263,7 @@ bridge_start(struct guest *g, void (*fn)(void *), uint32_t chan, int *end,
 		free(b);
 		return rc;
 	}
-	LG_LIST_PUSH(&g->mt->bridges, b);
+	HP_LIST_PUSH(&g->mt->bridges, b);
 	*bp = b;
 	return 0;
 }
@@ -559,6 +559,7 @@ static const struct lg_runtime lg_microthreads = {
 	.await		= mt_await,
 	.wake		= mt_wake_event,
 	.handle		= mt_handle,
+	.run_held	= mt_handle,	/* a microthread each, as dispatch does */
 	.sending	= mt_sending,
 	.service	= mt_service,
 	.service_wait	= mt_service_wait,

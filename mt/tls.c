@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime's thread-local state: the processor this thread
  * is, and the microthread it runs. */
-#include "guestlib/mt_internal.h"
+#include "mt/internal.h"
 #include "proto/clock.h"
 
 _Thread_local struct mt_tls mt_tls;

@@ -2,9 +2,9 @@
 /* Boost.Context's fcontext (libboost_context), C linkage: a context is the
  * stack pointer of a suspended stack; a jump saves ours and returns the
  * one that jumped to us, with its data. Never hidden: they come from
- * libboost_context.so. For the runtime (mt_sched.c) and its benchmark. */
-#ifndef GUESTLIB_FCONTEXT_H
-#define GUESTLIB_FCONTEXT_H
+ * libboost_context.so. For the runtime (sched.c) and its benchmark. */
+#ifndef MT_FCONTEXT_H
+#define MT_FCONTEXT_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* libguest's guest: attach (which wires the service loop's dispatch table
+/* A guest's attach (which wires the service loop's dispatch table
  * to calls, channels and the Goodbye, and starts on the callback
  * runtime) and detach, and the public entries to the loop, each handed to
  * the runtime in use. */
@@ -37,7 +37,8 @@ static void
 wire(struct guest *g)
 {
 	g->rt = &lg_callback;
-	lg_call_wire(g);
+	lg_call_out_wire(g);
+	lg_call_in_wire(g);
 	lg_chan_wire(g);
 	g->on_msg[HP_MSG_GOODBYE] = on_goodbye;	/* the host ended us */
 }
@@ -249,8 +250,8 @@ guest_service_wait(struct guest *g, int timeout_ms)
 void
 guest_stop(struct guest *g)
 {
-	/* release: pairs with the acquire loads of guest_run (callback.c)
-	 * and the microthread service (mtguest.c), which then see what the
+	/* release: pairs with the acquire loads of guest_run (runtime_callback.c)
+	 * and the microthread service (runtime_mt.c), which then see what the
 	 * stopping thread wrote before; the wake below ends their sleep */
 	atomic_store_explicit(&g->stop, 1, memory_order_release);
 	g->rt->stop(g);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "guestlib/guest.h"
-#include "guestlib/mt.h"
+#include "mt/mt.h"
 
 /* -- timers ---------------------------------------------------------------- */
 

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* The microthread runtime's private interface (mt_sched.c and its parts):
- * what libguest's service loop and waits use beyond guest.h's guest_mt_* /
- * guest_mtchan_*.
+/* The microthread runtime's interface to libguest (sched.c and its
+ * parts): what libguest on microthreads (guestlib/runtime_mt*.c) uses
+ * beyond guest.h's guest_mt_* / guest_mtchan_*, which the runtime
+ * implements.
  *
  * Outside work (the guest's rings) enters the runtime through struct
  * mt_io: a processor polls it between microthreads, and at most one idle
  * processor at a time sleeps in its wait (the others park on their own). */
-#ifndef GUESTLIB_MT_H
-#define GUESTLIB_MT_H
+#ifndef MT_MT_H
+#define MT_MT_H
 
 #include <pthread.h>
 #include <stddef.h>
@@ -69,8 +70,8 @@ int	mt_suspend(pthread_mutex_t *unlock, uint64_t deadline_ns);
  * waiting (woken already, or its deadline won). */
 int	mt_wake(struct guest_mt *m);
 
-/* A channel's item size (mt_chan.c): what the stream combinators
- * (mt_stream.c) must know of their input beyond guest.h. */
+/* A channel's item size (chan.c): what the stream combinators
+ * (stream.c) must know of their input beyond guest.h. */
 size_t	mt_chan_item_size(const struct guest_mtchan *ch);
 
 #pragma GCC visibility pop

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime: the M:N scheduler's loop and context switches,
  * microthreads (spawn, yield, exit, join, sleep) and runtimes (new, run,
- * free). Its other parts: mt_stack.c (stacks), mt_queue.c (run queues),
- * mt_wait.c (timers, suspend and wake), mt_park.c (parking), mt_tls.c;
- * channels and alt are in mt_chan.c.
+ * free). Its other parts: stack.c (stacks), queue.c (run queues),
+ * wait.c (timers, suspend and wake), park.c (parking), tls.c;
+ * channels and alt are in chan.c.
  *
  * A microthread always switches to its processor's scheduler and the
  * scheduler to the next microthread (never one microthread straight to
@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "guestlib/mt_internal.h"
+#include "mt/internal.h"
 #include "proto/clock.h"
 
 #define MT_MAX_PROCS		1024

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The microthread runtime's run queues: each processor's local FIFO, the
  * global one, stealing, and making a claimed microthread runnable. */
-#include "guestlib/mt_internal.h"
+#include "mt/internal.h"
 
 #define MT_GLOBAL_EVERY		61	/* local picks before a look at global */
 

@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* libguest's calls out: asynchronous and blocking, their Cancel, the
+ * table of calls in flight and the bound on each way's; the answers
+ * (the service loop's Response, which this file fills). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guestlib/internal.h"
+#include "proto/method.h"
+#include "proto/msg.h"
+#include "proto/postcard.h"
+#include "proto/builtin.h"
+
+int
+lg_call_send(struct guest *g, struct lg_lane *ln, uint8_t type, uint32_t id,
+	     uint64_t method, const void *head, size_t hlen, const void *body,
+	     size_t blen, struct timeout *t)
+{
+	int rc = lg_send_on(g, ln, type, id, method, head, hlen, body, blen, 0, t);
+
+	if (rc == -EPROTO && ln != NULL) {
+		lg_lane_broken(ln, "shm.ring.capacity");
+		rc = -EPIPE;
+	}
+	return rc;
+}
+
+/* A Cancel goes the way its call went. */
+static int
+send_cancel(struct guest *g, const struct out_call *c)
+{
+	return lg_call_send(g, c->lane, HP_MSG_CANCEL, (uint32_t)c->id, 0, NULL, 0, NULL, 0, NULL);
+}
+
+/* The Request, over the lane its method is routed on (its channels
+ * moved there first) or through the hub: what went, in c. */
+static int
+send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
+	     const void *args, size_t len, struct out_call *c, struct timeout *t)
+{
+	static const uint8_t no_meta[1] = { 0 };	/* empty metadata Vec */
+	struct lg_lane *ln = r != NULL ? r->lane : NULL;
+	uint8_t *moved = NULL;
+	size_t mlen = 0;
+	int rc;
+
+	c->nchans = 0;
+	if (ln != NULL && r->chans && (rc = lg_chan_move(g, ln, &r->sig, args, len, c,
+							  &moved, &mlen)) != 0) {
+		if (rc < 0)
+			return rc;
+		ln = NULL;	/* channels the hub takes, or refuses, itself */
+	}
+	if (ln != NULL)
+		lg_lane_hold(ln);	/* a wait for room serves: it may close */
+	rc = lg_call_send(g, ln, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta),
+		     moved != NULL ? moved : args, moved != NULL ? mlen : len, t);
+	if (rc != 0 && moved != NULL) {
+		lg_chan_unmove(g, ln, c);
+		c->nchans = 0;
+	}
+	free(moved);
+	if (ln != NULL)
+		lg_lane_put(ln);	/* not closed if rc is 0: tx_ready saw it open */
+	if (rc == -EPIPE && ln != NULL) {
+		/* the lane is closing: the hub takes the call, as before it */
+		ln = NULL;
+		rc = lg_send_msg(g, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta),
+				 args, len, 0, t);
+	}
+	c->lane = ln;
+	return rc;
+}
+
+/* A call leaves the table: one fewer of our async calls in flight its
+ * way. */
+static void
+out_gone(struct guest *g, const struct out_call *c)
+{
+	if (!c->async)
+		return;
+	if (c->lane != NULL && c->lane->calls_out > 0)
+		c->lane->calls_out--;
+	else if (c->lane == NULL && g->hub_calls_out > 0)
+		g->hub_calls_out--;
+}
+
+struct out_room {
+	struct guest	*g;
+	uint64_t	mid;
+};
+
+/* Whether an async call of w->mid may go: its way (a lane, or the hub)
+ * below its bound of such calls in flight. */
+static int
+out_room_ready(void *arg)
+{
+	struct out_room *w = arg;
+	struct lg_route *r;
+
+	if (hp_host_goodbye_said(&w->g->seg))
+		return -ESHUTDOWN;
+	if (w->g->dead)
+		return w->g->dead;
+	r = w->g->nroutes > 0 ? lg_lane_route(w->g, w->mid) : NULL;
+	if (r == NULL)
+		return w->g->hub_calls_out < lg_hub_out_max(w->g);
+	return r->lane->calls_out < lg_lane_out_max(r->lane);
+}
+
+/* The route of an async call of mid (NULL: through the hub) once its way
+ * has room for one more: r[shm.ring.full] past as many as it carries, a
+ * call waits, as on a full ring, for an answer, serving meanwhile (a
+ * callee may be calling us back to answer). Calls that all wait at their
+ * callees (a gate that a later call opens), no answer coming for
+ * LG_OUT_QUIET_MS, pile nothing up on us: then it goes all the same.
+ * 0 or -errno. */
+static int
+route_room(struct guest *g, uint64_t mid, struct lg_route **route)
+{
+	struct timeout quiet = { LG_OUT_QUIET_MS, 0 };
+	struct out_room w = { g, mid };
+	int rc;
+
+	if ((rc = out_room_ready(&w)) == 0) {
+		g->stats.ring_waits++;
+		rc = g->rt->wait_serving(g, HP_WAIT_RING_DATA, out_room_ready, &w, &quiet);
+		if (rc == 0)
+			rc = 1;		/* quiet: it goes */
+	}
+	if (rc < 0) {
+		if (rc == -EPIPE || rc == -ESHUTDOWN)
+			g->dead = rc;
+		return rc;
+	}
+	/* its lane may have closed meanwhile: looked up anew */
+	*route = g->nroutes > 0 ? lg_lane_route(g, mid) : NULL;
+	return 0;
+}
+
+/* guest_call_async (async: bounded, route_room), waiting for room to
+ * send up to t. */
+static int
+call_start(struct guest *g, const char *method, const void *args, size_t len,
+	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t, int async)
+{
+	uint64_t mid = hp_method_id(method, strlen(method));
+	struct lg_route *r = NULL;
+	struct out_call sent, *c;
+	uint32_t id;
+	int rc = 0;
+
+	if (g->dead)
+		return g->dead;
+	if (async)
+		rc = route_room(g, mid, &r);
+	else if (g->nroutes > 0)
+		r = lg_lane_route(g, mid);
+	if (rc != 0)
+		return rc;
+	/* room first: once the Request is out, its entry must not fail */
+	if (hp_idtab_reserve(&g->out, 1) != 0)
+		return -ENOMEM;
+	/* r[shm.id.request-id]: u32, never 0, never one still in flight */
+	do {
+		id = g->next_req++;
+	} while (id == 0 || hp_idtab_find(&g->out, id) != NULL);
+	if ((rc = send_request(g, r, id, mid, args, len, &sent, t)) != 0)
+		return rc;
+	c = hp_idtab_insert(&g->out, id);	/* reserved: never NULL */
+	sent.fn = fn;
+	sent.ctx = ctx;
+	sent.id = c->id;
+	sent.async = (uint8_t)async;
+	*c = sent;
+	if (c->lane != NULL)
+		c->lane->n_out++;
+	if (async && c->lane != NULL)
+		c->lane->calls_out++;
+	else if (async)
+		g->hub_calls_out++;
+	g->stats.calls_out++;
+	if (call_id != NULL)
+		*call_id = id;
+	return 0;
+}
+
+int
+guest_call_async(struct guest *g, const char *method, const void *args,
+		 size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id)
+{
+	int rc;
+
+	g->rt->lock(g);
+	rc = call_start(g, method, args, len, fn, ctx, call_id, NULL, 1);
+	g->rt->unlock(g);
+	return rc;
+}
+
+int
+guest_cancel(struct guest *g, uint32_t call_id)
+{
+	struct out_call *c;
+	int rc = -ENOENT;
+
+	g->rt->lock(g);
+	if ((c = hp_idtab_find(&g->out, call_id)) != NULL)
+		rc = send_cancel(g, c);
+	g->rt->unlock(g);
+	return rc;
+}
+
+/* A callee's Err(User): what its error.kind says failed on the far side
+ * (guest_reply_status), -EREMOTEIO for none or a kind we do not know. */
+static int
+user_status(const struct hp_response *r)
+{
+	const char *k;
+	size_t n;
+
+	if (!hp_meta_str(&r->meta, HP_META_ERROR_KIND, &k, &n))
+		return -EREMOTEIO;
+	if (hp_meta_is(k, n, HP_ERR_KIND_UNREACHABLE))
+		return -EHOSTUNREACH;
+	if (hp_meta_is(k, n, HP_ERR_KIND_TIMEOUT))
+		return -ETIMEDOUT;
+	return -EREMOTEIO;
+}
+
+/* A Response's status, and for an error its text as text (the string
+ * decoded, cut to LG_ERR_TEXT_MAX bytes, NUL-terminated) in text. The
+ * host's own mark (r[shm.metadata.in-payload]: its hub.error entry, which
+ * hubd keeps out of the answers it routes) wins over what a callee's
+ * error.kind or error.text say. */
+static int
+status_of(const struct hp_response *r, char *text, size_t *tlen)
+{
+	static const char *const kinds[] = {
+		[HP_ERR_UNKNOWN_METHOD] = "no such method",
+		[HP_ERR_INVALID_PAYLOAD] = "invalid payload",
+		[HP_ERR_CANCELLED] = "cancelled",
+	};
+	const char *why = NULL;
+	struct hp_pc_dec d;
+	size_t n = 0;
+	int hub, status;
+
+	if (r->result == HP_RESULT_OK)
+		return 0;
+	hub = hp_meta_str(&r->meta, HP_META_HUB_ERROR, &why, &n);
+	switch (r->error) {
+	case HP_ERR_USER:
+		status = hub ? -ECONNREFUSED : user_status(r);
+		hp_pc_dec_init(&d, r->value, r->value_len);
+		if (hp_pc_get_str(&d, &why, &n) != 0) {
+			why = "(undecodable error)";
+			n = strlen(why);
+		}
+		break;
+	case HP_ERR_UNKNOWN_METHOD: status = -ENOSYS; break;
+	case HP_ERR_INVALID_PAYLOAD: status = -EBADMSG; break;
+	default: status = -ECANCELED; break;
+	}
+	/* a kind without text of its own: the callee's text, if it gave one */
+	if (!hub && r->error != HP_ERR_USER)
+		hp_meta_str(&r->meta, HP_META_ERROR_TEXT, &why, &n);
+	if (why == NULL) {
+		why = kinds[r->error < sizeof(kinds) / sizeof(kinds[0]) &&
+			    kinds[r->error] != NULL ? r->error : HP_ERR_CANCELLED];
+		n = strlen(why);
+	}
+	if (n > LG_ERR_TEXT_MAX)
+		n = LG_ERR_TEXT_MAX;
+	memcpy(text, why, n);
+	text[n] = '\0';
+	*tlen = n;
+	return status;
+}
+
+struct sync_call {
+	struct guest	*g;
+	struct lg_event	ev;		/* the answer */
+	int		status;
+	uint8_t		*buf;
+	size_t		cap;
+	size_t		*len;
+};
+
+static void
+sync_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct sync_call *s = ctx;
+
+	s->ev.done = 1;
+	s->status = status;
+	if (s->len != NULL)
+		*s->len = len;
+	if (status == 0) {
+		if (len > s->cap) {
+			len = s->cap;	/* refused; *len says what it needs */
+			s->status = -EMSGSIZE;
+		}
+		if (len > 0)
+			memcpy(s->buf, result, len);
+	} else if (result != NULL && s->cap > 0) {
+		/* an error's text: cut to fit, NUL-terminated */
+		if (len > s->cap - 1)
+			len = s->cap - 1;
+		memcpy(s->buf, result, len);
+		((char *)s->buf)[len] = '\0';
+		if (s->len != NULL)
+			*s->len = len;
+	}
+	/* whatever the outcome: a microthread sleeps until woken */
+	s->g->rt->wake(&s->ev);
+}
+
+int
+guest_call(struct guest *g, const char *method, const void *args, size_t len,
+	   void *result, size_t cap, size_t *result_len, int timeout_ms)
+{
+	struct sync_call s = { .g = g, .buf = result, .cap = cap, .len = result_len };
+	/* one timeout for sending and waiting; the clock from the first
+	 * wait on: a quick answer needs none */
+	struct timeout t = { timeout_ms, 0 };
+	uint32_t id;
+	int rc;
+
+	if (result_len != NULL)
+		*result_len = 0;	/* stays so unless an answer came */
+	g->rt->lock(g);
+	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t, 0)) != 0)
+		goto out;
+	rc = g->rt->await(g, &s.ev, &t);
+	if (s.ev.done) {
+		rc = s.status;
+		goto out;
+	}
+	/* Gave up: the answer, if it ever comes, is dropped. */
+	struct out_call *c = hp_idtab_find(&g->out, id);
+
+	if (c != NULL) {
+		if (rc == -ETIMEDOUT)
+			send_cancel(g, c);
+		/* over a lane, the answer must still come (its peer answers
+		 * what it was asked, and nothing else): kept, for nobody */
+		if (c->lane != NULL && rc == -ETIMEDOUT) {
+			c->fn = NULL;
+		} else {
+			out_gone(g, c);
+			hp_idtab_remove(&g->out, c);
+		}
+	}
+out:
+	g->rt->unlock(g);
+	return rc;
+}
+
+static int
+on_response(struct guest *g, struct hp_msg_in *m)
+{
+	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
+	struct hp_response r = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
+	struct out_call *c = hp_idtab_find(&g->out, m->desc.id), call;
+
+	if (c == NULL && g->cur_lane != NULL) {
+		/* a lane's peer answers only what it was asked: a call we
+		 * gave up on was never on it, or is over here for good */
+		g->lane_rule = "shm.id.request-id";
+		return -EPROTO;
+	}
+	if (c == NULL)
+		return 0;	/* we gave up on it (timeout) */
+	if (c->lane != g->cur_lane) {
+		if (g->cur_lane == NULL)
+			return 0;	/* not the hub's to answer */
+		g->lane_rule = "shm.id.request-id";
+		return -EPROTO;
+	}
+	call = *c;
+	out_gone(g, c);
+	hp_idtab_remove(&g->out, c);
+	if (hp_msg_decode_response(m->payload, m->len, &r) != 0) {
+		if (call.lane == NULL)
+			return -EPROTO;
+		/* as hubd says of a callee's answer that does not decode */
+		if (call.fn != NULL)
+			call.fn(call.ctx, -EBADMSG, NULL, 0);
+		g->lane_rule = "shm.payload.encoding";
+		return -EPROTO;
+	}
+	if (call.nchans > 0)
+		lg_chan_answered(g, &call);
+	if (call.fn != NULL) {	/* NULL: given up on (guest_call) */
+		char text[LG_ERR_TEXT_MAX + 1];
+		size_t tlen = 0;
+		int status = status_of(&r, text, &tlen);
+
+		if (status == 0)
+			call.fn(call.ctx, 0, r.value, r.value_len);
+		else
+			call.fn(call.ctx, status, (const uint8_t *)text, tlen);
+	}
+	return 0;
+}
+
+/* Fails every call in flight with status (the loop has ended for good:
+ * nothing new can start). */
+void
+lg_out_fail_all(struct guest *g, int status)
+{
+	struct out_call c;
+
+	/* each out of the table before its caller hears: a callback that
+	 * cancels another call finds the table whole */
+	while (hp_idtab_take(&g->out, &c) == 0) {
+		out_gone(g, &c);
+		if (c.fn != NULL)
+			c.fn(c.ctx, status, NULL, 0);
+	}
+}
+
+/* The out half of lane_gone (call_in.c): each call over ln fails as one
+ * through the hub does when the callee dies (Cancelled). */
+void
+lg_out_lane_gone(struct guest *g, struct lg_lane *ln)
+{
+	struct out_call c, *e;
+	uint32_t pos = 0;
+
+	/* one at a time, out of the table before its caller hears: a
+	 * callback may start or cancel other calls */
+	for (;;) {
+		pos = 0;
+		while ((e = hp_idtab_next(&g->out, &pos)) != NULL && e->lane != ln)
+			;
+		if (e == NULL)
+			break;
+		c = *e;
+		out_gone(g, e);
+		hp_idtab_remove(&g->out, e);
+		if (c.fn != NULL)
+			c.fn(c.ctx, -ECANCELED, NULL, 0);
+	}
+}
+
+void
+lg_call_out_wire(struct guest *g)
+{
+	g->on_msg[HP_MSG_RESPONSE] = on_response;
+}
