@@ -24,11 +24,11 @@
 static const char *
 death_cause(char *buf, size_t len, json_object *d)
 {
-	if (*text(d, "signal") != '\0')
-		snprintf(buf, len, "%s %s", text(d, "reason"), text(d, "signal"));
+	if (*js_text(d, "signal") != '\0')
+		snprintf(buf, len, "%s %s", js_text(d, "reason"), js_text(d, "signal"));
 	else
-		snprintf(buf, len, "%s %d", text(d, "reason"),
-			 json_object_get_int(get(d, "status")));
+		snprintf(buf, len, "%s %d", js_text(d, "reason"),
+			 json_object_get_int(js_get(d, "status")));
 	return buf;
 }
 
@@ -37,19 +37,19 @@ death_cause(char *buf, size_t len, json_object *d)
 static const char *
 death_serving(char *buf, size_t len, json_object *d)
 {
-	json_object *f = get(d, "in_flight"), *ms = get(f, "methods");
-	uint64_t all = u64(f, "calls"), named = 0;
+	json_object *f = js_get(d, "in_flight"), *ms = js_get(f, "methods");
+	uint64_t all = js_u64(f, "calls"), named = 0;
 	size_t n = 0;
 
 	buf[0] = '\0';
 	for (size_t i = 0; json_object_is_type(ms, json_type_array) &&
 	     i < json_object_array_length(ms) && n < len; i++) {
 		json_object *m = json_object_array_get_idx(ms, i);
-		uint64_t calls = u64(m, "calls");
+		uint64_t calls = js_u64(m, "calls");
 
 		named += calls;
 		n += (size_t)snprintf(buf + n, len - n, "%s%s (%" PRIu64 " call%s)",
-				      i == 0 ? " while serving " : ", ", text(m, "method"),
+				      i == 0 ? " while serving " : ", ", js_text(m, "method"),
 				      calls, calls == 1 ? "" : "s");
 	}
 	if (all > named && n < len)
@@ -63,19 +63,19 @@ death_serving(char *buf, size_t len, json_object *d)
 static void
 death_text(char *buf, size_t len, json_object *d)
 {
-	uint64_t when = json_ns(get(d, "time"), HP_NS_PER_S), now = hp_clock_ns(CLOCK_REALTIME);
+	uint64_t when = js_ns(js_get(d, "time"), HP_NS_PER_S), now = hp_clock_ns(CLOCK_REALTIME);
 	time_t t = (time_t)(when / HP_NS_PER_S);
 	char at[32] = "?", ago[24], sig[48] = "", serving[320];
 	struct tm tm;
 
 	if (localtime_r(&t, &tm) != NULL)
 		strftime(at, sizeof(at), "%Y-%m-%d %H:%M:%S", &tm);
-	if (*text(d, "signal") != '\0')
-		snprintf(sig, sizeof(sig), " (%s)", text(d, "signal"));
+	if (*js_text(d, "signal") != '\0')
+		snprintf(sig, sizeof(sig), " (%s)", js_text(d, "signal"));
 	snprintf(buf, len, "%s (%s ago): %s, status %d%s%s%s%s", at,
-		 duration_text(ago, sizeof(ago), now > when ? now - when : 0), text(d, "reason"),
-		 json_object_get_int(get(d, "status")), sig, *text(d, "detail") ? ", " : "",
-		 text(d, "detail"), death_serving(serving, sizeof(serving), d));
+		 duration_text(ago, sizeof(ago), now > when ? now - when : 0), js_text(d, "reason"),
+		 json_object_get_int(js_get(d, "status")), sig, *js_text(d, "detail") ? ", " : "",
+		 js_text(d, "detail"), death_serving(serving, sizeof(serving), d));
 }
 
 /* Whom a guest runs as (peers' "user"), for people: "uid N (its own)",
@@ -84,9 +84,9 @@ death_text(char *buf, size_t len, json_object *d)
 static void
 user_text(char *buf, size_t len, json_object *u, int brief)
 {
-	const char *as = text(u, "as"), *name = text(u, "name");
-	int64_t uid = json_object_get_int64(get(u, "uid"));
-	int64_t gid = json_object_get_int64(get(u, "gid"));
+	const char *as = js_text(u, "as"), *name = js_text(u, "name");
+	int64_t uid = json_object_get_int64(js_get(u, "uid"));
+	int64_t gid = json_object_get_int64(js_get(u, "gid"));
 	char who[64];
 
 	if (*name != '\0')
@@ -102,7 +102,7 @@ user_text(char *buf, size_t len, json_object *u, int brief)
 	else if (strcmp(as, "user") == 0)
 		snprintf(buf, len, brief ? "%s" : "%s (user =)", who);
 	else if (strcmp(as, "hubd") == 0)
-		snprintf(buf, len, brief ? "hubd's" : "%s (hubd's: %s)", who, text(u, "why"));
+		snprintf(buf, len, brief ? "hubd's" : "%s (hubd's: %s)", who, js_text(u, "why"));
 	else
 		snprintf(buf, len, "%s", brief ? "-" : "");
 }
@@ -111,68 +111,68 @@ user_text(char *buf, size_t len, json_object *u, int brief)
 static int
 peer_detail(const struct ctl *ctl, json_object *p)
 {
-	json_object *deaths = get(p, "deaths"), *args = get(p, "args");
+	json_object *deaths = js_get(p, "deaths"), *args = js_get(p, "args");
 	char buf[512];
 
 	if (ctl->json)
-		return print_json(json_object_get(p));
-	printf("name: %s\n", text(p, "name"));
-	printf("peer id: %d\n", json_object_get_int(get(p, "peer_id")));
-	printf("state: %s\n", text(p, "state"));
-	if (strcmp(text(p, "state"), "waiting") == 0)
+		return js_print(json_object_get(p));
+	printf("name: %s\n", js_text(p, "name"));
+	printf("peer id: %d\n", json_object_get_int(js_get(p, "peer_id")));
+	printf("state: %s\n", js_text(p, "state"));
+	if (strcmp(js_text(p, "state"), "waiting") == 0)
 		printf("  (start = manual: 'hubctl ticket %s' says how to start it)\n",
-		       text(p, "name"));
-	if (*text(p, "note") != '\0')	/* what it says of itself (hub.describe) */
-		printf("note: %s\n", text(p, "note"));
-	printf("pid: %d\n", json_object_get_int(get(p, "pid")));
-	printf("epoch: %" PRId64 "\n", json_object_get_int64(get(p, "epoch")));
-	printf("uptime: %s\n", duration_text(buf, sizeof(buf), json_ns(get(p, "uptime_s"), HP_NS_PER_S)));
-	printf("restarts: %d\n", json_object_get_int(get(p, "restarts")));
-	if (get(p, "heartbeat_age_ms") != NULL)
+		       js_text(p, "name"));
+	if (*js_text(p, "note") != '\0')	/* what it says of itself (hub.describe) */
+		printf("note: %s\n", js_text(p, "note"));
+	printf("pid: %d\n", json_object_get_int(js_get(p, "pid")));
+	printf("epoch: %" PRId64 "\n", json_object_get_int64(js_get(p, "epoch")));
+	printf("uptime: %s\n", duration_text(buf, sizeof(buf), js_ns(js_get(p, "uptime_s"), HP_NS_PER_S)));
+	printf("restarts: %d\n", json_object_get_int(js_get(p, "restarts")));
+	if (js_get(p, "heartbeat_age_ms") != NULL)
 		printf("heartbeat age: %s\n", duration_text(buf, sizeof(buf),
-			json_ns(get(p, "heartbeat_age_ms"), HP_NS_PER_MS)));
-	if (get(p, "g2h_depth") != NULL) {
+			js_ns(js_get(p, "heartbeat_age_ms"), HP_NS_PER_MS)));
+	if (js_get(p, "g2h_depth") != NULL) {
 		printf("rings: %d waiting guest->host, %d host->guest\n",
-		       json_object_get_int(get(p, "g2h_depth")),
-		       json_object_get_int(get(p, "h2g_depth")));
-		printf("slots: %d in use, %d free\n", json_object_get_int(get(p, "slots_used")),
-		       json_object_get_int(get(p, "slots_free")));
-		printf("channels: %d open\n", json_object_get_int(get(p, "channels_open")));
+		       json_object_get_int(js_get(p, "g2h_depth")),
+		       json_object_get_int(js_get(p, "h2g_depth")));
+		printf("slots: %d in use, %d free\n", json_object_get_int(js_get(p, "slots_used")),
+		       json_object_get_int(js_get(p, "slots_free")));
+		printf("channels: %d open\n", json_object_get_int(js_get(p, "channels_open")));
 	}
-	if (get(p, "calls_in") != NULL)
+	if (js_get(p, "calls_in") != NULL)
 		printf("calls: %" PRIu64 " made, %" PRIu64 " served (over lanes: %" PRIu64
 		       " made, %" PRIu64 " served)\n",
-		       json_object_get_uint64(get(p, "calls_in")),
-		       json_object_get_uint64(get(p, "calls_out")),
-		       json_object_get_uint64(get(p, "lane_calls_in")),
-		       json_object_get_uint64(get(p, "lane_calls_out")));
-	if (get(p, "lanes") != NULL)
+		       json_object_get_uint64(js_get(p, "calls_in")),
+		       json_object_get_uint64(js_get(p, "calls_out")),
+		       json_object_get_uint64(js_get(p, "lane_calls_in")),
+		       json_object_get_uint64(js_get(p, "lane_calls_out")));
+	if (js_get(p, "lanes") != NULL)
 		printf("lanes: %d open, %" PRIu64 " closed over a broken rule\n",
-		       json_object_get_int(get(p, "lanes")),
-		       json_object_get_uint64(get(p, "lane_violations")));
-	if (get(p, "pool_slots") != NULL) {
+		       json_object_get_int(js_get(p, "lanes")),
+		       json_object_get_uint64(js_get(p, "lane_violations")));
+	if (js_get(p, "pool_slots") != NULL) {
 		char q[24];
 
 		printf("shared pool: %" PRIu64 " slots, %s (quota %" PRIu64 " slots, %s)\n",
-		       json_object_get_uint64(get(p, "pool_slots")),
-		       size_iec(buf, sizeof(buf), json_object_get_uint64(get(p, "pool_bytes"))),
-		       json_object_get_uint64(get(p, "pool_quota_slots")),
-		       size_iec(q, sizeof(q), json_object_get_uint64(get(p, "pool_quota"))));
+		       json_object_get_uint64(js_get(p, "pool_slots")),
+		       size_iec(buf, sizeof(buf), json_object_get_uint64(js_get(p, "pool_bytes"))),
+		       json_object_get_uint64(js_get(p, "pool_quota_slots")),
+		       size_iec(q, sizeof(q), json_object_get_uint64(js_get(p, "pool_quota"))));
 	}
-	if (get(p, "exec") != NULL)
-		printf("exec: %s\n", text(p, "exec"));
-	user_text(buf, sizeof(buf), get(p, "user"), 0);
+	if (js_get(p, "exec") != NULL)
+		printf("exec: %s\n", js_text(p, "exec"));
+	user_text(buf, sizeof(buf), js_get(p, "user"), 0);
 	if (buf[0] != '\0')
 		printf("user: %s\n", buf);
-	if (get(p, "start") != NULL)
-		printf("start: %s\n", text(p, "start"));
-	if (get(p, "seccomp") != NULL)
-		printf("seccomp: %s\n", json_object_get_boolean(get(p, "seccomp")) ?
+	if (js_get(p, "start") != NULL)
+		printf("start: %s\n", js_text(p, "start"));
+	if (js_get(p, "seccomp") != NULL)
+		printf("seccomp: %s\n", json_object_get_boolean(js_get(p, "seccomp")) ?
 		       "its system calls filtered" : "none");
 	if (json_object_is_type(args, json_type_array) && json_object_array_length(args) > 0) {
 		printf("args:");
 		for (size_t i = 0; i < json_object_array_length(args); i++)
-			printf(" %s", shown(json_object_array_get_idx(args, i)));
+			printf(" %s", js_shown(json_object_array_get_idx(args, i)));
 		printf("\n");
 	}
 	for (size_t i = 0; json_object_is_type(deaths, json_type_array) &&
@@ -198,11 +198,11 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		a = client_cmd(ctl, "peers");
 		if (client_failed(ctl, a))
 			return 1;
-		peers = list(a, "peers");
+		peers = js_list(a, "peers");
 		for (size_t i = 0; i < json_object_array_length(peers); i++) {
 			json_object *p = json_object_array_get_idx(peers, i);
 
-			if (strcmp(text(p, "name"), argv[0]) == 0) {
+			if (strcmp(js_text(p, "name"), argv[0]) == 0) {
 				rc = peer_detail(ctl, p);
 				json_object_put(a);
 				return rc;
@@ -212,13 +212,13 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "hubctl: no guest named '%s' (hubctl peers lists them)\n", argv[0]);
 		return 1;
 	}
-	peers = list(a, "peers");
+	peers = js_list(a, "peers");
 	printf("%-16s %4s %-9s %8s %-8s %5s %12s %4s %10s %9s %5s %5s  %s\n", "NAME", "PEER",
 	       "STATE", "PID", "USER", "EPOCH", "UPTIME", "RST", "HB-AGE", "RINGS", "SLOTS",
 	       "CHANS", "LAST DEATH");
 	for (size_t i = 0; i < json_object_array_length(peers); i++) {
 		json_object *p = json_object_array_get_idx(peers, i);
-		json_object *deaths = get(p, "deaths");
+		json_object *deaths = js_get(p, "deaths");
 		char last[512] = "-", hb[24] = "-", up[24], rings[24], user[64];
 		char cause[64], serving[320];
 
@@ -228,25 +228,25 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 
 			snprintf(last, sizeof(last), "%s%s%s%s",
 				 death_cause(cause, sizeof(cause), d),
-				 *text(d, "detail") ? " " : "", text(d, "detail"),
+				 *js_text(d, "detail") ? " " : "", js_text(d, "detail"),
 				 death_serving(serving, sizeof(serving), d));
 		}
-		if (get(p, "heartbeat_age_ms") != NULL)
-			duration_text(hb, sizeof(hb), json_ns(get(p, "heartbeat_age_ms"), HP_NS_PER_MS));
-		snprintf(rings, sizeof(rings), "%d/%d", json_object_get_int(get(p, "g2h_depth")),
-			 json_object_get_int(get(p, "h2g_depth")));
-		user_text(user, sizeof(user), get(p, "user"), 1);
+		if (js_get(p, "heartbeat_age_ms") != NULL)
+			duration_text(hb, sizeof(hb), js_ns(js_get(p, "heartbeat_age_ms"), HP_NS_PER_MS));
+		snprintf(rings, sizeof(rings), "%d/%d", json_object_get_int(js_get(p, "g2h_depth")),
+			 json_object_get_int(js_get(p, "h2g_depth")));
+		user_text(user, sizeof(user), js_get(p, "user"), 1);
 		printf("%-16s %4d %-9s %8d %-8.8s %5" PRId64 " %12s %4d %10s %9s %5d %5d  %s\n",
-		       text(p, "name"), json_object_get_int(get(p, "peer_id")), text(p, "state"),
-		       json_object_get_int(get(p, "pid")), user,
-		       json_object_get_int64(get(p, "epoch")),
-		       duration_text(up, sizeof(up), json_ns(get(p, "uptime_s"), HP_NS_PER_S)),
-		       json_object_get_int(get(p, "restarts")), hb, rings,
-		       json_object_get_int(get(p, "slots_used")),
-		       json_object_get_int(get(p, "channels_open")), last);
+		       js_text(p, "name"), json_object_get_int(js_get(p, "peer_id")), js_text(p, "state"),
+		       json_object_get_int(js_get(p, "pid")), user,
+		       json_object_get_int64(js_get(p, "epoch")),
+		       duration_text(up, sizeof(up), js_ns(js_get(p, "uptime_s"), HP_NS_PER_S)),
+		       json_object_get_int(js_get(p, "restarts")), hb, rings,
+		       json_object_get_int(js_get(p, "slots_used")),
+		       json_object_get_int(js_get(p, "channels_open")), last);
 		/* what it says of itself (hub.describe), under its row */
-		if (*text(p, "note") != '\0')
-			printf("  note: %s\n", text(p, "note"));
+		if (*js_text(p, "note") != '\0')
+			printf("  note: %s\n", js_text(p, "note"));
 	}
 	json_object_put(a);
 	return 0;
@@ -262,11 +262,11 @@ hubctl_methods(struct ctl *ctl, int argc, char **argv)
 	(void)argv;
 	if ((a = client_ask(ctl, "methods", &rc)) == NULL)
 		return rc;
-	ms = list(a, "methods");
+	ms = js_list(a, "methods");
 	/* a WHERE column once a method has one (hub.describe: where its
 	 * guest really serves it, a bridge's remote hubs, say) */
 	for (size_t i = 0; i < json_object_array_length(ms); i++)
-		if (*text(json_object_array_get_idx(ms, i), "where") != '\0')
+		if (*js_text(json_object_array_get_idx(ms, i), "where") != '\0')
 			where = 1;
 	if (where)
 		printf("%-24s %-28s %-16s %s\n", "METHOD", "SIGNATURE", "OWNER", "WHERE");
@@ -275,12 +275,12 @@ hubctl_methods(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
 		json_object *m = json_object_array_get_idx(ms, i);
 
-		if (*text(m, "where") != '\0')
-			printf("%-24s %-28s %-16s %s\n", text(m, "name"), text(m, "signature"),
-			       text(m, "owner"), text(m, "where"));
+		if (*js_text(m, "where") != '\0')
+			printf("%-24s %-28s %-16s %s\n", js_text(m, "name"), js_text(m, "signature"),
+			       js_text(m, "owner"), js_text(m, "where"));
 		else
-			printf("%-24s %-28s %s\n", text(m, "name"), text(m, "signature"),
-			       text(m, "owner"));
+			printf("%-24s %-28s %s\n", js_text(m, "name"), js_text(m, "signature"),
+			       js_text(m, "owner"));
 	}
 	json_object_put(a);
 	return 0;
@@ -300,23 +300,23 @@ hubctl_lanes(struct ctl *ctl, int argc, char **argv)
 	if ((a = client_ask(ctl, "lanes", &rc)) == NULL)
 		return rc;
 	if (ctl->json)
-		return print_json(a);
-	ls = list(a, "lanes");
-	vs = list(a, "violations");
+		return js_print(a);
+	ls = js_list(a, "lanes");
+	vs = js_list(a, "violations");
 	printf("%-5s %-16s %-16s %10s %10s %10s %10s %8s %8s\n", "LANE", "A", "B", "CALLS-A>B",
 	       "CALLS-B>A", "BYTES-A>B", "BYTES-B>A", "WAKES", "AGE");
 	for (size_t i = 0; i < json_object_array_length(ls); i++) {
-		json_object *l = json_object_array_get_idx(ls, i), *x = get(l, "a"), *y = get(l, "b");
+		json_object *l = json_object_array_get_idx(ls, i), *x = js_get(l, "a"), *y = js_get(l, "b");
 
 		printf("%-5" PRIu64 " %-16s %-16s %10" PRIu64 " %10" PRIu64 " %10s %10s %8" PRIu64
-		       " %8s\n", json_object_get_uint64(get(l, "id")), text(x, "guest"),
-		       text(y, "guest"), json_object_get_uint64(get(x, "calls_out")),
-		       json_object_get_uint64(get(y, "calls_out")),
-		       size_iec(ab, sizeof(ab), json_object_get_uint64(get(x, "bytes_out"))),
-		       size_iec(ba, sizeof(ba), json_object_get_uint64(get(y, "bytes_out"))),
-		       json_object_get_uint64(get(x, "wakes")) +
-		       json_object_get_uint64(get(y, "wakes")),
-		       duration_text(age, sizeof(age), json_object_get_uint64(get(l, "age_ms")) *
+		       " %8s\n", json_object_get_uint64(js_get(l, "id")), js_text(x, "guest"),
+		       js_text(y, "guest"), json_object_get_uint64(js_get(x, "calls_out")),
+		       json_object_get_uint64(js_get(y, "calls_out")),
+		       size_iec(ab, sizeof(ab), json_object_get_uint64(js_get(x, "bytes_out"))),
+		       size_iec(ba, sizeof(ba), json_object_get_uint64(js_get(y, "bytes_out"))),
+		       json_object_get_uint64(js_get(x, "wakes")) +
+		       json_object_get_uint64(js_get(y, "wakes")),
+		       duration_text(age, sizeof(age), json_object_get_uint64(js_get(l, "age_ms")) *
 				     HP_NS_PER_MS));
 	}
 	if (json_object_array_length(ls) == 0)
@@ -324,15 +324,15 @@ hubctl_lanes(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < json_object_array_length(vs); i++) {
 		json_object *v = json_object_array_get_idx(vs, i);
 
-		printf("closed: %s-%s, %s said: %s\n", text(v, "a"), text(v, "b"),
-		       text(v, "reported_by"), text(v, "reason"));
+		printf("closed: %s-%s, %s said: %s\n", js_text(v, "a"), js_text(v, "b"),
+		       js_text(v, "reported_by"), js_text(v, "reason"));
 	}
-	bs = list(a, "banned");
+	bs = js_list(a, "banned");
 	for (size_t i = 0; i < json_object_array_length(bs); i++) {
 		json_object *b = json_object_array_get_idx(bs, i);
 
-		printf("banned: %s-%s, no lane for %s more\n", text(b, "a"), text(b, "b"),
-		       duration_text(age, sizeof(age), json_object_get_uint64(get(b, "left_ms")) *
+		printf("banned: %s-%s, no lane for %s more\n", js_text(b, "a"), js_text(b, "b"),
+		       duration_text(age, sizeof(age), json_object_get_uint64(js_get(b, "left_ms")) *
 				     HP_NS_PER_MS));
 	}
 	json_object_put(a);
@@ -363,14 +363,14 @@ hubctl_status(struct ctl *ctl, int argc, char **argv)
 			printf("%-22s %s\n", key, size_iec(buf, sizeof(buf), json_object_get_uint64(val)));
 		else if (strcmp(key, "uptime_s") == 0)
 			printf("%-22s %s\n", "uptime", duration_text(buf, sizeof(buf),
-				json_ns(val, HP_NS_PER_S)));
+				js_ns(val, HP_NS_PER_S)));
 		else if (strcmp(key, "heartbeat_interval_ns") == 0)
 			printf("%-22s %s\n", "heartbeat_interval", duration_text(buf, sizeof(buf),
 				json_object_get_uint64(val)));
 		if (is_size || strcmp(key, "uptime_s") == 0 || strcmp(key, "heartbeat_interval_ns") == 0)
 			continue;
 		if (strcmp(key, "pool_classes") != 0) {
-			printf("%-22s %s\n", key, shown(val));
+			printf("%-22s %s\n", key, js_shown(val));
 			continue;
 		}
 		/* each zone's pool has these classes: slot size x slots per
@@ -382,8 +382,8 @@ hubctl_status(struct ctl *ctl, int argc, char **argv)
 			char size[24];
 
 			printf("%s%s x %" PRIu64, i > 0 ? ", " : " ",
-			       size_iec(size, sizeof(size), u64(c, "slot_size")),
-			       u64(c, "slots_per_extent"));
+			       size_iec(size, sizeof(size), js_u64(c, "slot_size")),
+			       js_u64(c, "slots_per_extent"));
 		}
 		if (!json_object_is_type(val, json_type_array) || json_object_array_length(val) == 0)
 			printf(" none");
@@ -405,14 +405,14 @@ hubctl_version(struct ctl *ctl, int argc, char **argv)
 	(void)argv;
 	if ((a = client_ask(ctl, "version", &rc)) == NULL)
 		return rc;
-	cmds = list(a, "commands");
-	printf("protocol: %" PRIu64 " (hubctl's: %d)\ncommands:", u64(a, "protocol"),
+	cmds = js_list(a, "commands");
+	printf("protocol: %" PRIu64 " (hubctl's: %d)\ncommands:", js_u64(a, "protocol"),
 	       CONTROL_PROTOCOL);
 	for (size_t i = 0; i < json_object_array_length(cmds); i++) {
 		json_object *c = json_object_array_get_idx(cmds, i);
 
-		if (json_object_get_boolean(get(c, "allowed")))
-			printf(" %s", text(c, "name"));
+		if (json_object_get_boolean(js_get(c, "allowed")))
+			printf(" %s", js_text(c, "name"));
 		else
 			denied++;
 	}
@@ -422,8 +422,8 @@ hubctl_version(struct ctl *ctl, int argc, char **argv)
 		for (size_t i = 0; i < json_object_array_length(cmds); i++) {
 			json_object *c = json_object_array_get_idx(cmds, i);
 
-			if (!json_object_get_boolean(get(c, "allowed")))
-				printf(" %s", text(c, "name"));
+			if (!json_object_get_boolean(js_get(c, "allowed")))
+				printf(" %s", js_text(c, "name"));
 		}
 		printf("\n");
 	}
@@ -555,16 +555,16 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 	while ((a = client_read(ctl)) != NULL) {
 		if (!json_object_is_type(a, json_type_object))
 			errx(2, "hubd sent an answer that is not a JSON object");
-		json_object *item = get(a, "item");
+		json_object *item = js_get(a, "item");
 
-		if (json_object_get_boolean(get(a, "send"))) {
+		if (json_object_get_boolean(js_get(a, "send"))) {
 			json_object_put(a);	/* ours to send: the items, from stdin */
 			send_items(ctl);
 			continue;
 		}
 		if (item != NULL) {
 			if (ctl->json)
-				print_json(a);
+				js_print(a);
 			else {
 				print_value(item);
 				json_object_put(a);
@@ -579,9 +579,9 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 		if (client_failed(ctl, a))
 			return 1;
 		if (ctl->json)
-			return print_json(a);
-		if (!json_object_is_type(get(a, "result"), json_type_null))
-			print_value(get(a, "result"));
+			return js_print(a);
+		if (!json_object_is_type(js_get(a, "result"), json_type_null))
+			print_value(js_get(a, "result"));
 		json_object_put(a);
 		return 0;
 	}
@@ -597,10 +597,10 @@ supervise(struct ctl *ctl, const char *cmd, const char *name)
 	if ((a = client_ask_about(ctl, cmd, name, &rc)) == NULL)
 		return rc;
 	/* a start that waits for the guest to stop says so */
-	if (strcmp(text(a, "then"), "start") == 0)
-		printf("%s: %s, will start when stopped\n", name, text(a, "state"));
+	if (strcmp(js_text(a, "then"), "start") == 0)
+		printf("%s: %s, will start when stopped\n", name, js_text(a, "state"));
 	else
-		printf("%s: %s\n", name, text(a, "state"));
+		printf("%s: %s\n", name, js_text(a, "state"));
 	json_object_put(a);
 	return 0;
 }
@@ -632,18 +632,18 @@ int
 hubctl_reload(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a = client_cmd(ctl, "reload"), *msgs;
-	int ok = json_object_get_boolean(get(a, "ok"));
+	int ok = json_object_get_boolean(js_get(a, "ok"));
 
 	(void)argc;
 	(void)argv;
-	msgs = get(a, "messages");
+	msgs = js_get(a, "messages");
 	if (ctl->json) {
-		print_json(a);
+		js_print(a);
 		return !ok;
 	}
 	for (size_t i = 0; json_object_is_type(msgs, json_type_array) &&
 	     i < json_object_array_length(msgs); i++)
-		printf("%s\n", shown(json_object_array_get_idx(msgs, i)));
+		printf("%s\n", js_shown(json_object_array_get_idx(msgs, i)));
 	if (client_failed(ctl, a))
 		return 1;
 	json_object_put(a);
@@ -658,7 +658,7 @@ stats_row(const char *name, json_object *g, const char *const *cols)
 
 	printf("%-16s", name);
 	for (size_t k = 0; k < 11; k++) {
-		uint64_t v = json_object_get_uint64(get(g, cols[k]));
+		uint64_t v = json_object_get_uint64(js_get(g, cols[k]));
 
 		if (strncmp(cols[k], "bytes_", 6) == 0)
 			printf(" %12s", size_iec(size, sizeof(size), v));
@@ -690,41 +690,41 @@ hubctl_stats(struct ctl *ctl, int argc, char **argv)
 	for (size_t k = 0; k < 11; k++)
 		printf(" %*s", k < 4 ? 12 : 10, heads[k]);
 	printf("\n");
-	if (!json_object_is_type(guests = get(a, "guests"), json_type_object))
+	if (!json_object_is_type(guests = js_get(a, "guests"), json_type_object))
 		errx(2, "hubd's answer has no \"guests\"");
 	json_object_object_foreach(guests, name, g)
 		stats_row(name, g, cols);
-	stats_row("(total)", get(a, "total"), cols);
-	if (get(get(a, "total"), "lane_calls_in") != NULL)
+	stats_row("(total)", js_get(a, "total"), cols);
+	if (js_get(js_get(a, "total"), "lane_calls_in") != NULL)
 		printf("over direct lanes (counted above too): %" PRIu64 " calls\n",
-		       json_object_get_uint64(get(get(a, "total"), "lane_calls_in")));
-	if (get(a, "pool") != NULL) {
-		json_object *p = get(a, "pool");
+		       json_object_get_uint64(js_get(js_get(a, "total"), "lane_calls_in")));
+	if (js_get(a, "pool") != NULL) {
+		json_object *p = js_get(a, "pool");
 
 		printf("shared pool: %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
 		       " waits, %" PRIu64 " errors, %" PRIu64 " reclaimed\n",
-		       json_object_get_uint64(get(p, "allocations")),
-		       json_object_get_uint64(get(p, "frees")),
-		       json_object_get_uint64(get(p, "waits")),
-		       json_object_get_uint64(get(p, "errors")),
-		       json_object_get_uint64(get(p, "reclaimed")));
+		       json_object_get_uint64(js_get(p, "allocations")),
+		       json_object_get_uint64(js_get(p, "frees")),
+		       json_object_get_uint64(js_get(p, "waits")),
+		       json_object_get_uint64(js_get(p, "errors")),
+		       json_object_get_uint64(js_get(p, "reclaimed")));
 	}
-	if (get(a, "relays") != NULL) {
+	if (js_get(a, "relays") != NULL) {
 		char size[24];
-		json_object *r = get(a, "relays");
+		json_object *r = js_get(a, "relays");
 
 		printf("streams between guests: %" PRIu64 " open, %s held\n",
-		       json_object_get_uint64(get(r, "open")),
+		       json_object_get_uint64(js_get(r, "open")),
 		       size_iec(size, sizeof(size),
-				 json_object_get_uint64(get(r, "queued_bytes"))));
+				 json_object_get_uint64(js_get(r, "queued_bytes"))));
 	}
-	if (get(a, "loop") != NULL) {
-		json_object *l = get(a, "loop");
+	if (js_get(a, "loop") != NULL) {
+		json_object *l = js_get(a, "loop");
 
 		printf("hubd's loop: %" PRIu64 " iterations, %" PRIu64 " ring polls, %" PRIu64
-		       " sleeps\n", json_object_get_uint64(get(l, "iterations")),
-		       json_object_get_uint64(get(l, "polls")),
-		       json_object_get_uint64(get(l, "sleeps")));
+		       " sleeps\n", json_object_get_uint64(js_get(l, "iterations")),
+		       json_object_get_uint64(js_get(l, "polls")),
+		       json_object_get_uint64(js_get(l, "sleeps")));
 	}
 	json_object_put(a);
 	return 0;
@@ -749,12 +749,12 @@ pool_zone(json_object *a, json_object *z)
 		"frees", "conflicts", "fallbacks", "waits", "reclaimed", "rebuilds", "errors" };
 	static const char *const heads[] = { "SLOTS", "FREE", "IN-USE", "HIGH", "ALLOCS",
 		"FREES", "CONFL", "FALLBK", "WAITS", "RECLAIM", "REBUILD", "ERRORS" };
-	json_object *classes = list(z, "classes");
+	json_object *classes = js_list(z, "classes");
 	char size[24], num[24];
 
 	printf("zone %s: %" PRIu64 " member%s, %s, %" PRIu64 " slots held too long\n",
-	       text(z, "name"), u64(z, "members"), u64(z, "members") == 1 ? "" : "s",
-	       size_iec(size, sizeof(size), u64(z, "bytes")), u64(z, "stuck"));
+	       js_text(z, "name"), js_u64(z, "members"), js_u64(z, "members") == 1 ? "" : "s",
+	       size_iec(size, sizeof(size), js_u64(z, "bytes")), js_u64(z, "stuck"));
 	printf("%-5s %9s %7s %7s", "CLASS", "SIZE", "PER-EXT", "EXTENTS");
 	for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
 		printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6), heads[k]);
@@ -763,26 +763,26 @@ pool_zone(json_object *a, json_object *z)
 		json_object *c = json_object_array_get_idx(classes, i);
 		char ext[24];
 
-		snprintf(ext, sizeof(ext), "%" PRIu64 "/%" PRIu64, u64(c, "extents"),
-			 u64(a, "max_extents"));
-		printf("%5" PRIu64 " %9s %7" PRIu64 " %7s", u64(c, "class"),
-		       size_iec(size, sizeof(size), u64(c, "slot_size")),
-		       u64(c, "slots_per_extent"), ext);
+		snprintf(ext, sizeof(ext), "%" PRIu64 "/%" PRIu64, js_u64(c, "extents"),
+			 js_u64(a, "max_extents"));
+		printf("%5" PRIu64 " %9s %7" PRIu64 " %7s", js_u64(c, "class"),
+		       size_iec(size, sizeof(size), js_u64(c, "slot_size")),
+		       js_u64(c, "slots_per_extent"), ext);
 		for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
 			printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6),
-			       count_text(num, sizeof(num), u64(c, cols[k])));
+			       count_text(num, sizeof(num), js_u64(c, cols[k])));
 		printf("\n");
 	}
 	/* what the errors were, where there were any */
 	for (size_t i = 0; i < json_object_array_length(classes); i++) {
 		json_object *c = json_object_array_get_idx(classes, i);
 
-		if (u64(c, "errors") != 0)
+		if (js_u64(c, "errors") != 0)
 			printf("class %" PRIu64 " errors: %" PRIu64 " double frees, %" PRIu64
 			       " stale frees, %" PRIu64 " bad links, %" PRIu64 " by guests\n",
-			       u64(c, "class"), u64(c, "double_frees"), u64(c, "stale_frees"),
-			       u64(c, "bad_links"), u64(c, "errors") - u64(c, "double_frees") -
-			       u64(c, "stale_frees") - u64(c, "bad_links"));
+			       js_u64(c, "class"), js_u64(c, "double_frees"), js_u64(c, "stale_frees"),
+			       js_u64(c, "bad_links"), js_u64(c, "errors") - js_u64(c, "double_frees") -
+			       js_u64(c, "stale_frees") - js_u64(c, "bad_links"));
 	}
 }
 
@@ -816,12 +816,12 @@ hubctl_pool(struct ctl *ctl, int argc, char **argv)
 	if (client_failed(ctl, a))
 		return 1;
 	/* without --validate there is no verdict: nothing is wrong */
-	valid = !validate || json_object_get_boolean(get(a, "valid"));
+	valid = !validate || json_object_get_boolean(js_get(a, "valid"));
 	if (ctl->json) {
-		print_json(a);
+		js_print(a);
 		return !valid;
 	}
-	zones = list(a, "zones");
+	zones = js_list(a, "zones");
 	for (size_t i = 0; i < json_object_array_length(zones); i++) {
 		if (i > 0)
 			printf("\n");
@@ -830,11 +830,11 @@ hubctl_pool(struct ctl *ctl, int argc, char **argv)
 	printf("%s%zu zone%s, each pool %s at start\n", json_object_array_length(zones) > 0 ?
 	       "\n" : "", json_object_array_length(zones),
 	       json_object_array_length(zones) == 1 ? "" : "s",
-	       size_iec(size, sizeof(size), u64(a, "initial_bytes")));
+	       size_iec(size, sizeof(size), js_u64(a, "initial_bytes")));
 	if (validate) {
-		problems = list(a, "problems");
+		problems = js_list(a, "problems");
 		for (size_t i = 0; i < json_object_array_length(problems); i++)
-			printf("PROBLEM: %s\n", shown(json_object_array_get_idx(problems, i)));
+			printf("PROBLEM: %s\n", js_shown(json_object_array_get_idx(problems, i)));
 		printf("validate: %s\n", valid ? "valid" : "broken");
 	}
 	json_object_put(a);

@@ -54,20 +54,20 @@ json_object	*client_ask_about(struct ctl *ctl, const char *cmd, const char *name
  * closed this one; exits 1 when it says no. */
 json_object	*client_ask_again(struct ctl *ctl, const char *cmd);
 
-/* json.c: o[key]; as text for people ("" when it is not there), as a
+/* json.c, each js_NAME: o[key]; as text for people ("" when it is not there), as a
  * number, as a list (which must be there: hubctl exits 2 if not) */
-json_object	*get(json_object *o, const char *key);
-const char	*text(json_object *o, const char *key);
+json_object	*js_get(json_object *o, const char *key);
+const char	*js_text(json_object *o, const char *key);
 /* v as text for people: a string's control characters escaped, in v
  * (daemon/escape.h); every word of hubd's that hubctl prints as text
  * goes through here */
-const char	*shown(json_object *v);
-uint64_t	 u64(json_object *o, const char *key);
-json_object	*list(json_object *o, const char *key);
+const char	*js_shown(json_object *v);
+uint64_t	 js_u64(json_object *o, const char *key);
+json_object	*js_list(json_object *o, const char *key);
 /* A JSON number of units, each per ns long, in ns (0 if not a number). */
-uint64_t	 json_ns(json_object *v, uint64_t per);
+uint64_t	 js_ns(json_object *v, uint64_t per);
 /* a on a line as JSON, then freed; 0 */
-int		 print_json(json_object *a);
+int		 js_print(json_object *a);
 
 /* commands.c: the commands that ask hubd and print its answer;
  * hubctl_NAME runs "hubctl NAME", as each of these below. */

@@ -53,7 +53,7 @@ problem(json_object *problems, const char *fmt, ...)
 static void
 found_add(struct found *f, json_object *list, json_object *o, const char *prefix)
 {
-	json_object *ps = get(o, "problems");
+	json_object *ps = js_get(o, "problems");
 
 	json_object_array_add(list, o);
 	for (size_t i = 0; i < json_object_array_length(ps); i++)
@@ -78,8 +78,8 @@ add_area(json_object *areas, const char *name, int peer, uint64_t off, uint64_t 
 static int
 by_offset(const void *a, const void *b)
 {
-	uint64_t x = json_object_get_uint64(get(*(json_object *const *)a, "offset"));
-	uint64_t y = json_object_get_uint64(get(*(json_object *const *)b, "offset"));
+	uint64_t x = json_object_get_uint64(js_get(*(json_object *const *)a, "offset"));
+	uint64_t y = json_object_get_uint64(js_get(*(json_object *const *)b, "offset"));
 
 	return x < y ? -1 : x > y;
 }
@@ -397,8 +397,8 @@ inspect_domain(struct hp_segment *seg, const char *name, uint32_t own, const cha
 static const char *
 domain_label(char *buf, size_t len, json_object *o)
 {
-	snprintf(buf, len, "%s %s", get(o, "peer_id") != NULL ? "guest" : "segment",
-		 text(o, "name"));
+	snprintf(buf, len, "%s %s", js_get(o, "peer_id") != NULL ? "guest" : "segment",
+		 js_text(o, "name"));
 	return buf;
 }
 
@@ -415,11 +415,11 @@ inspect_live(struct ctl *ctl, struct found *f, json_object *o)
 	json_object_object_add(o, "max_guests", json_object_new_int((int)d.max_guests));
 	for (uint32_t i = 0; i < d.nfds; i++) {
 		json_object *e = json_object_array_get_idx(d.list, i), *j;
-		const char *name = text(e, "name"), *why = NULL;
+		const char *name = js_text(e, "name"), *why = NULL;
 		int rc;
 
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", d.fds[i]);
-		if (strcmp(text(e, "kind"), "pool") == 0) {
+		if (strcmp(js_text(e, "kind"), "pool") == 0) {
 			struct pool_map pm;
 
 			if ((rc = pool_open(&pm, path, d.max_guests, &why)) != 0) {
@@ -439,8 +439,8 @@ inspect_live(struct ctl *ctl, struct found *f, json_object *o)
 				domains_free(&d);
 				errx(2, "%s: %s", label, why ? why : strerror(-rc));
 			}
-			j = inspect_domain(&seg, name, (uint32_t)u64(e, "peer"),
-					   get(e, "zone") ? text(e, "zone") : NULL, NULL);
+			j = inspect_domain(&seg, name, (uint32_t)js_u64(e, "peer"),
+					   js_get(e, "zone") ? js_text(e, "zone") : NULL, NULL);
 			hp_segment_close(&seg);
 			found_add(f, f->domains, j, domain_label(label, sizeof(label), j));
 		}
@@ -489,8 +489,8 @@ dump_max_guests(const char *path)
 	close(fd);
 	buf[n > 0 ? n : 0] = '\0';
 	a = json_tokener_parse(buf);
-	mg = json_object_get_int64(get(a, "max_guests"));
-	if (!json_object_is_type(get(a, "max_guests"), json_type_int) || mg < 1 || mg > 255)
+	mg = json_object_get_int64(js_get(a, "max_guests"));
+	if (!json_object_is_type(js_get(a, "max_guests"), json_type_int) || mg < 1 || mg > 255)
 		errx(2, "%s: not hubctl dump's answer (no max_guests from 1 to 255)", js);
 	json_object_put(a);
 	return (uint32_t)mg;
@@ -599,83 +599,83 @@ print_areas(json_object *areas)
 	/* where everything is, in file order */
 	printf("%-18s %-16s %s\n", "OFFSET", "SIZE", "AREA");
 	for (size_t i = 0; i < json_object_array_length(areas); i++) {
-		json_object *a = json_object_array_get_idx(areas, i), *peer = get(a, "peer_id");
+		json_object *a = json_object_array_get_idx(areas, i), *peer = js_get(a, "peer_id");
 		char name[48];
 
 		if (peer != NULL)
 			snprintf(name, sizeof(name), "peer %d %s", json_object_get_int(peer),
-				 text(a, "area"));
+				 js_text(a, "area"));
 		else
-			snprintf(name, sizeof(name), "%s", text(a, "area"));
-		printf("0x%-16" PRIx64 " %-16s %s\n", u64(a, "offset"),
-		       size_text(size, sizeof(size), u64(a, "size")), name);
+			snprintf(name, sizeof(name), "%s", js_text(a, "area"));
+		printf("0x%-16" PRIx64 " %-16s %s\n", js_u64(a, "offset"),
+		       size_text(size, sizeof(size), js_u64(a, "size")), name);
 	}
 }
 
 static void
 print_domain(json_object *o)
 {
-	json_object *peers = get(o, "peers");
-	int64_t feat = json_object_get_int64(get(o, "host_features"));
+	json_object *peers = js_get(o, "peers");
+	int64_t feat = json_object_get_int64(js_get(o, "host_features"));
 	char size[24], label[96], where[160] = "";
 
-	if (get(o, "peer_id") != NULL)
-		snprintf(where, sizeof(where), "peer %d%s%s%s%s", json_object_get_int(get(o, "peer_id")),
-			 get(o, "zone") ? ", zone " : "", text(o, "zone"),
-			 get(o, "file") ? ", " : "", text(o, "file"));
+	if (js_get(o, "peer_id") != NULL)
+		snprintf(where, sizeof(where), "peer %d%s%s%s%s", json_object_get_int(js_get(o, "peer_id")),
+			 js_get(o, "zone") ? ", zone " : "", js_text(o, "zone"),
+			 js_get(o, "file") ? ", " : "", js_text(o, "file"));
 	else
-		snprintf(where, sizeof(where), "%s", text(o, "file"));
+		snprintf(where, sizeof(where), "%s", js_text(o, "file"));
 	printf("%s (%s): %s, version %d, %s layout, %d guests at most, ring %d, "
 	       "%d slots of %" PRId64 " bytes, %d channels, host_goodbye %d\n",
 	       domain_label(label, sizeof(label), o), where,
-	       size_text(size, sizeof(size), u64(o, "size")),
-	       json_object_get_int(get(o, "version")), text(o, "layout"),
-	       json_object_get_int(get(o, "max_guests")),
-	       json_object_get_int(get(o, "ring_size")), json_object_get_int(get(o, "slots_per_guest")),
-	       json_object_get_int64(get(o, "slot_size")), json_object_get_int(get(o, "max_channels")),
-	       json_object_get_int(get(o, "host_goodbye")));
+	       size_text(size, sizeof(size), js_u64(o, "size")),
+	       json_object_get_int(js_get(o, "version")), js_text(o, "layout"),
+	       json_object_get_int(js_get(o, "max_guests")),
+	       json_object_get_int(js_get(o, "ring_size")), json_object_get_int(js_get(o, "slots_per_guest")),
+	       json_object_get_int64(js_get(o, "slot_size")), json_object_get_int(js_get(o, "max_channels")),
+	       json_object_get_int(js_get(o, "host_goodbye")));
 	printf("host pool: %d slots free; extensions: %s%s%s\n",
-	       json_object_get_int(get(o, "host_slots_free")),
+	       json_object_get_int(js_get(o, "host_slots_free")),
 	       feat & HP_FEAT_WAITERS ? "waiter words" : "",
 	       (feat & HP_FEAT_ALL) == HP_FEAT_ALL ? ", " : "",
 	       feat & HP_FEAT_VARSLOT ? "shared pool" : (feat & HP_FEAT_ALL) == 0 ? "none" : "");
-	print_areas(get(o, "areas"));
+	print_areas(js_get(o, "areas"));
 	printf("%4s %-9s %6s %11s %11s %6s %5s %10s\n", "PEER", "STATE", "EPOCH", "G2H H/T",
 	       "H2G H/T", "FREE", "CHANS", "HB-AGE");
 	for (size_t i = 0; i < json_object_array_length(peers); i++) {
 		json_object *j = json_object_array_get_idx(peers, i);
 		char g2h[24], h2g[24], hb[24] = "-";
 
-		if (strcmp(text(j, "state"), "empty") == 0 &&
-		    json_object_get_int64(get(j, "epoch")) == 0)
+		if (strcmp(js_text(j, "state"), "empty") == 0 &&
+		    json_object_get_int64(js_get(j, "epoch")) == 0)
 			continue;	/* never used */
 		snprintf(g2h, sizeof(g2h), "%" PRId64 "/%" PRId64,
-			 json_object_get_int64(get(j, "g2h_head")),
-			 json_object_get_int64(get(j, "g2h_tail")));
+			 json_object_get_int64(js_get(j, "g2h_head")),
+			 json_object_get_int64(js_get(j, "g2h_tail")));
 		snprintf(h2g, sizeof(h2g), "%" PRId64 "/%" PRId64,
-			 json_object_get_int64(get(j, "h2g_head")),
-			 json_object_get_int64(get(j, "h2g_tail")));
-		if (get(j, "heartbeat_age_ms") != NULL)
-			duration_text(hb, sizeof(hb), json_ns(get(j, "heartbeat_age_ms"), HP_NS_PER_MS));
+			 json_object_get_int64(js_get(j, "h2g_head")),
+			 json_object_get_int64(js_get(j, "h2g_tail")));
+		if (js_get(j, "heartbeat_age_ms") != NULL)
+			duration_text(hb, sizeof(hb), js_ns(js_get(j, "heartbeat_age_ms"), HP_NS_PER_MS));
 		printf("%4d %-9s %6" PRId64 " %11s %11s %6d %5d %10s\n",
-		       json_object_get_int(get(j, "peer_id")), text(j, "state"),
-		       json_object_get_int64(get(j, "epoch")), g2h, h2g,
-		       json_object_get_int(get(j, "slots_free")),
-		       json_object_get_int(get(j, "channels_open")), hb);
+		       json_object_get_int(js_get(j, "peer_id")), js_text(j, "state"),
+		       json_object_get_int64(js_get(j, "epoch")), g2h, h2g,
+		       json_object_get_int(js_get(j, "slots_free")),
+		       json_object_get_int(js_get(j, "channels_open")), hb);
 	}
 }
 
 static void
 print_pool(json_object *o)
 {
-	json_object *cls = get(o, "classes");
+	json_object *cls = js_get(o, "classes");
 	char size[24];
 
-	printf("pool %s%s%s%s: %s, %d extents per class at most\n", text(o, "name"),
-	       get(o, "file") ? " (" : "", text(o, "file"), get(o, "file") ? ")" : "",
-	       size_text(size, sizeof(size), u64(o, "bytes")),
-	       json_object_get_int(get(o, "max_extents")));
-	print_areas(get(o, "areas"));
+	printf("pool %s%s%s%s: %s, %d extents per class at most\n", js_text(o, "name"),
+	       js_get(o, "file") ? " (" : "", js_text(o, "file"), js_get(o, "file") ? ")" : "",
+	       size_text(size, sizeof(size), js_u64(o, "bytes")),
+	       json_object_get_int(js_get(o, "max_extents")));
+	print_areas(js_get(o, "areas"));
 	printf("%5s %6s %7s %7s %6s %6s %6s %6s %10s %10s %8s\n", "CLASS", "SIZE",
 	       "PER-EXT", "EXTENTS", "SLOTS", "FREE", "IN-USE", "HIGH", "ALLOCS", "FREES",
 	       "ERRORS");
@@ -684,12 +684,12 @@ print_pool(json_object *o)
 
 		printf("%5d %6s %7" PRIu64 " %7" PRIu64 " %6" PRIu64 " %6" PRIu64 " %6" PRIu64
 		       " %6" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 "%s\n",
-		       json_object_get_int(get(c, "class")),
-		       size_text(size, sizeof(size), u64(c, "slot_size")),
-		       u64(c, "slots_per_extent"), u64(c, "extents"), u64(c, "slots"),
-		       u64(c, "free"), u64(c, "in_use"), u64(c, "high_water"), u64(c, "allocs"),
-		       u64(c, "frees"), u64(c, "errors"),
-		       json_object_get_boolean(get(c, "corrupt")) ? " (marked corrupt)" : "");
+		       json_object_get_int(js_get(c, "class")),
+		       size_text(size, sizeof(size), js_u64(c, "slot_size")),
+		       js_u64(c, "slots_per_extent"), js_u64(c, "extents"), js_u64(c, "slots"),
+		       js_u64(c, "free"), js_u64(c, "in_use"), js_u64(c, "high_water"), js_u64(c, "allocs"),
+		       js_u64(c, "frees"), js_u64(c, "errors"),
+		       json_object_get_boolean(js_get(c, "corrupt")) ? " (marked corrupt)" : "");
 	}
 }
 
@@ -714,13 +714,13 @@ hubctl_inspect(struct ctl *ctl, int argc, char **argv)
 	rc = json_object_array_length(f.problems) == 0 ? 0 : 1;
 	json_object_object_add(o, "valid", json_object_new_boolean(rc == 0));
 	if (ctl->json) {
-		print_json(o);
+		js_print(o);
 		return rc;
 	}
 	if (argc == 0)
 		printf("hub at %s: %zu guests' domains, %zu pools, %d guests at most\n",
-		       text(o, "control"), json_object_array_length(f.domains),
-		       json_object_array_length(f.pools), json_object_get_int(get(o, "max_guests")));
+		       js_text(o, "control"), json_object_array_length(f.domains),
+		       json_object_array_length(f.pools), json_object_get_int(js_get(o, "max_guests")));
 	for (size_t i = 0; i < json_object_array_length(f.domains); i++) {
 		if (i > 0 || argc == 0)
 			printf("\n");
@@ -733,7 +733,7 @@ hubctl_inspect(struct ctl *ctl, int argc, char **argv)
 	if (json_object_array_length(f.domains) + json_object_array_length(f.pools) > 0)
 		printf("\n");
 	for (size_t i = 0; i < json_object_array_length(f.problems); i++)
-		printf("PROBLEM: %s\n", shown(json_object_array_get_idx(f.problems, i)));
+		printf("PROBLEM: %s\n", js_shown(json_object_array_get_idx(f.problems, i)));
 	printf("invariants: %s\n", rc == 0 ? "ok" : "broken");
 	json_object_put(o);
 	return rc;
