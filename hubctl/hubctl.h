@@ -6,7 +6,7 @@
  * restart, reload), pool.c, debug.c (calls, logs, ticket), views.c (top
  * and stats -w), domains.c (a live hub's memory as fds; hubctl dump) and
  * inspect.c (hubctl inspect: that memory, or files, read alone; its own
- * files share inspect.h). Every command gets the struct ctl that main
+ * files share inspector.h). Every command gets the struct ctl that main
  * filled: no file reaches into another's globals. */
 #ifndef HUB_HUBCTL_H
 #define HUB_HUBCTL_H

@@ -4,7 +4,7 @@
  * hubd, domains.c), or files (what hubctl dump wrote, or any segment the
  * spec allows). This file is what to read and the verdict: each domain
  * is read by inspect_domain.c, each pool by inspect_pool.c, the answer
- * printed by inspect_print.c (inspect.h). Part of hubctl, not of hubd. */
+ * printed by inspect_print.c (inspector.h). Part of hubctl, not of hubd. */
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include <json-c/json.h>
 
 #include "hubctl/hubctl.h"
-#include "hubctl/inspect.h"
+#include "hubctl/inspector.h"
 #include "proto/segment.h"
 
 /* What inspect found, for the answer: each domain's object, each pool's,

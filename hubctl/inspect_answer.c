@@ -8,7 +8,7 @@
 #include <json-c/json.h>
 
 #include "hubctl/hubctl.h"
-#include "hubctl/inspect.h"
+#include "hubctl/inspector.h"
 
 /* One broken invariant into a domain's or pool's own list. */
 void

@@ -7,7 +7,7 @@
 #include <json-c/json.h>
 
 #include "daemon/jsonout.h"
-#include "hubctl/inspect.h"
+#include "hubctl/inspector.h"
 #include "proto/clock.h"
 #include "proto/peer.h"
 #include "proto/segment.h"

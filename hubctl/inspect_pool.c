@@ -12,7 +12,7 @@
 #include <json-c/json.h>
 
 #include "daemon/poolfig.h"
-#include "hubctl/inspect.h"
+#include "hubctl/inspector.h"
 #include "proto/segment.h"
 
 /* hp_var_validate_twice's report: one problem into the list. */

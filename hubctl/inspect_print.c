@@ -9,7 +9,7 @@
 
 #include "daemon/size.h"
 #include "hubctl/hubctl.h"
-#include "hubctl/inspect.h"
+#include "hubctl/inspector.h"
 #include "proto/clock.h"
 #include "proto/layout.h"
 

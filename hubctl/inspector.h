@@ -6,8 +6,8 @@
  * for people) and, below them all, inspect_answer.c (the answer's
  * pieces: problems, areas, a domain's label). Each domain's or pool's
  * answer is a JSON object with its own "areas" and "problems". */
-#ifndef HUB_HUBCTL_INSPECT_H
-#define HUB_HUBCTL_INSPECT_H
+#ifndef HUB_HUBCTL_INSPECTOR_H
+#define HUB_HUBCTL_INSPECTOR_H
 
 #include <stddef.h>
 #include <stdint.h>
