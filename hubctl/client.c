@@ -152,20 +152,20 @@ kind_label(const char *kind, const char *error)
 int
 client_failed(const struct ctl *ctl, json_object *a)
 {
-	json_object *detail = get(a, "detail");
+	json_object *detail = js_get(a, "detail");
 	const char *error, *label;
 
-	if (json_object_get_boolean(get(a, "ok")))
+	if (json_object_get_boolean(js_get(a, "ok")))
 		return 0;
-	if (ctl->json) {	/* as hubd sent it: text() escapes in place */
+	if (ctl->json) {	/* as hubd sent it: js_text() escapes in place */
 		printf("%s\n", json_object_to_json_string_ext(a, JSON_OUT_FLAGS));
 		json_object_put(a);
 		return 1;
 	}
-	error = get(a, "error") != NULL ? text(a, "error") : "hubd said no, without a reason";
-	label = kind_label(get(a, "kind") != NULL ? text(a, "kind") : NULL, error);
+	error = js_get(a, "error") != NULL ? js_text(a, "error") : "hubd said no, without a reason";
+	label = kind_label(js_get(a, "kind") != NULL ? js_text(a, "kind") : NULL, error);
 	fprintf(stderr, "hubctl: %s%s%s%s%s\n", label ? label : "", label ? ": " : "",
-		error, detail ? ": " : "", detail ? shown(detail) : "");
+		error, detail ? ": " : "", detail ? js_shown(detail) : "");
 	json_object_put(a);
 	return 1;
 }
@@ -218,7 +218,7 @@ client_ask_about(struct ctl *ctl, const char *cmd, const char *name, int *rc)
 		return NULL;
 	}
 	if (ctl->json) {
-		*rc = print_json(a);
+		*rc = js_print(a);
 		return NULL;
 	}
 	return a;

@@ -25,14 +25,14 @@ hubctl_calls(struct ctl *ctl, int argc, char **argv)
 	(void)argv;
 	if ((a = client_ask(ctl, "calls", &rc)) == NULL)
 		return rc;
-	cs = list(a, "calls");
+	cs = js_list(a, "calls");
 	printf("%-24s %-16s %-32s %10s %12s\n", "CALLER", "CALLEE", "METHOD", "ID", "AGE");
 	for (size_t i = 0; i < json_object_array_length(cs); i++) {
 		json_object *c = json_object_array_get_idx(cs, i);
 
-		printf("%-24s %-16s %-32s %10" PRIu64 " %12s\n", text(c, "caller"),
-		       text(c, "callee"), text(c, "method"), u64(c, "id"),
-		       duration_text(age, sizeof(age), json_ns(get(c, "age_s"), HP_NS_PER_S)));
+		printf("%-24s %-16s %-32s %10" PRIu64 " %12s\n", js_text(c, "caller"),
+		       js_text(c, "callee"), js_text(c, "method"), js_u64(c, "id"),
+		       duration_text(age, sizeof(age), js_ns(js_get(c, "age_s"), HP_NS_PER_S)));
 	}
 	if (json_object_array_length(cs) == 0)
 		printf("(no call in flight through hubd)\n");
@@ -51,9 +51,9 @@ hubctl_logs(struct ctl *ctl, int argc, char **argv)
 	(void)argc;
 	if ((a = client_ask_about(ctl, "logs", argv[0], &rc)) == NULL)
 		return rc;
-	ls = list(a, "lines");
+	ls = js_list(a, "lines");
 	for (size_t i = 0; i < json_object_array_length(ls); i++)
-		printf("%s\n", shown(json_object_array_get_idx(ls, i)));
+		printf("%s\n", js_shown(json_object_array_get_idx(ls, i)));
 	json_object_put(a);
 	return 0;
 }
@@ -82,7 +82,7 @@ put_word(const char *w)
 static void
 put_words(json_object *a, const char *key, int *first)
 {
-	json_object *ws = list(a, key);
+	json_object *ws = js_list(a, key);
 
 	for (size_t i = 0; i < json_object_array_length(ws); i++) {
 		if (!*first)
@@ -99,7 +99,7 @@ put_line(json_object *a, int gdb)
 	int first = 1;
 
 	put_words(a, "as", &first);
-	if (json_object_array_length(list(a, "env")) > 0) {
+	if (json_object_array_length(js_list(a, "env")) > 0) {
 		fputs(first ? "env" : " env", stdout);
 		first = 0;
 		put_words(a, "env", &first);
@@ -127,7 +127,7 @@ hubctl_ticket(struct ctl *ctl, int argc, char **argv)
 	printf("# or under a debugger:\n# ");
 	put_line(a, 1);
 	printf("# the ticket is good once; guest %s waits for it (hubctl peers)\n",
-	       text(a, "name"));
+	       js_text(a, "name"));
 	json_object_put(a);
 	return 0;
 }

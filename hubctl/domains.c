@@ -78,7 +78,7 @@ domains_check(struct domains *d)
 
 	for (size_t i = 0; i < json_object_array_length(d->list); i++) {
 		json_object *e = json_object_array_get_idx(d->list, i);
-		const char *kind = text(e, "kind"), *name = text(e, "name");
+		const char *kind = js_text(e, "kind"), *name = js_text(e, "name");
 		int pool = strcmp(kind, "pool") == 0;
 
 		if (!pool && strcmp(kind, "guest") != 0)
@@ -86,9 +86,9 @@ domains_check(struct domains *d)
 		if (!domain_name_ok(name))
 			domains_fail(d, "hubd's domains answer: entry %zu has a name hubctl will not "
 				     "use: '%.64s'", i, name);
-		if (!pool && (u64(e, "peer") < 1 || u64(e, "peer") > d->max_guests))
+		if (!pool && (js_u64(e, "peer") < 1 || js_u64(e, "peer") > d->max_guests))
 			domains_fail(d, "hubd's domains answer: guest %s has peer id %" PRIu64,
-				     name, u64(e, "peer"));
+				     name, js_u64(e, "peer"));
 		if (!pool && pools)
 			domains_fail(d, "hubd's domains answer: guest %s listed after the pools", name);
 		pools |= pool;
@@ -138,17 +138,17 @@ domains_fetch(struct ctl *ctl, struct domains *d)
 	if ((d->answer = json_tokener_parse(buf)) == NULL ||
 	    !json_object_is_type(d->answer, json_type_object))
 		domains_fail(d, "hubd sent something that is not a JSON object");
-	if (!json_object_get_boolean(get(d->answer, "ok"))) {
-		detail = get(d->answer, "detail");
+	if (!json_object_get_boolean(js_get(d->answer, "ok"))) {
+		detail = js_get(d->answer, "detail");
 		domains_fail(d, "hubd refused the domains: %s%s%s",
-			     get(d->answer, "error") != NULL ? text(d->answer, "error") :
+			     js_get(d->answer, "error") != NULL ? js_text(d->answer, "error") :
 			     "without a reason", detail ? ": " : "",
-			     detail ? shown(detail) : "");
+			     detail ? js_shown(detail) : "");
 	}
-	d->list = get(d->answer, "domains");
-	mg = json_object_get_int64(get(d->answer, "max_guests"));
+	d->list = js_get(d->answer, "domains");
+	mg = json_object_get_int64(js_get(d->answer, "max_guests"));
 	if (!json_object_is_type(d->list, json_type_array) ||
-	    !json_object_is_type(get(d->answer, "max_guests"), json_type_int) || mg < 1 || mg > 255)
+	    !json_object_is_type(js_get(d->answer, "max_guests"), json_type_int) || mg < 1 || mg > 255)
 		domains_fail(d, "hubd's domains answer has no \"domains\" list or max_guests");
 	d->max_guests = (uint32_t)mg;
 	/* in the list's order, one each */
@@ -308,14 +308,14 @@ hubctl_dump(struct ctl *ctl, int argc, char **argv)
 	/* made meanwhile by someone else: O_EXCL below still overwrites nothing */
 	for (uint32_t i = 0; i < d.nfds; i++) {
 		json_object *e = json_object_array_get_idx(d.list, i), *f;
-		int pool = strcmp(text(e, "kind"), "pool") == 0;
+		int pool = strcmp(js_text(e, "kind"), "pool") == 0;
 		struct stat st;
 
-		snprintf(name, sizeof(name), "%s.%s", text(e, "name"), pool ? "pool" : "domain");
+		snprintf(name, sizeof(name), "%s.%s", js_text(e, "name"), pool ? "pool" : "domain");
 		if (fstat(d.fds[i], &st) != 0 || !S_ISREG(st.st_mode) ||
 		    (uint64_t)st.st_size > HP_SEGMENT_MAX)
 			dump_fail(&m, dirname, &d, "%s %s: hubd passed something that is not a "
-				  "domain's memory", text(e, "kind"), text(e, "name"));
+				  "domain's memory", js_text(e, "kind"), js_text(e, "name"));
 		if ((fd = made_open(&m, name)) < 0)
 			dump_fail(&m, dirname, &d, "%s/%s: %s", dirname, name, strerror(errno));
 		rc = copy_out(d.fds[i], fd, (uint64_t)st.st_size);
@@ -326,8 +326,8 @@ hubctl_dump(struct ctl *ctl, int argc, char **argv)
 		close(d.fds[i]);
 		d.fds[i] = -1;
 		f = json_object_new_object();
-		json_object_object_add(f, "kind", json_object_new_string(text(e, "kind")));
-		json_object_object_add(f, "name", json_object_new_string(text(e, "name")));
+		json_object_object_add(f, "kind", json_object_new_string(js_text(e, "kind")));
+		json_object_object_add(f, "name", json_object_new_string(js_text(e, "name")));
 		json_object_object_add(f, "file", json_object_new_string(name));
 		json_object_object_add(f, "bytes", json_object_new_uint64((uint64_t)st.st_size));
 		json_object_array_add(files, f);
@@ -351,13 +351,13 @@ hubctl_dump(struct ctl *ctl, int argc, char **argv)
 		json_object_object_add(o, "ok", json_object_new_boolean(1));
 		json_object_object_add(o, "dir", json_object_new_string(dirname));
 		json_object_object_add(o, "files", files);
-		return print_json(o);
+		return js_print(o);
 	}
 	for (size_t i = 0; i < json_object_array_length(files); i++) {
 		json_object *f = json_object_array_get_idx(files, i);
 
-		printf("%s/%s: %s %s, %s\n", dirname, text(f, "file"), text(f, "kind"),
-		       text(f, "name"), size_iec(size, sizeof(size), u64(f, "bytes")));
+		printf("%s/%s: %s %s, %s\n", dirname, js_text(f, "file"), js_text(f, "kind"),
+		       js_text(f, "name"), size_iec(size, sizeof(size), js_u64(f, "bytes")));
 	}
 	printf("%s/domains.json: hubd's answer\n", dirname);
 	json_object_put(files);

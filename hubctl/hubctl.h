@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* What hubctl's files share: main.c (the command table, usage, main),
- * client.c (the connection to hubd), json.c (reading its answers),
- * commands.c (a command each: ask, print), views.c (top and stats -w),
- * domains.c (a live hub's memory as fds; hubctl dump) and inspect.c
- * (hubctl inspect: that memory, or files, read alone). Every command gets
- * the struct ctl that main filled: no file reaches into another's globals. */
+ * client.c (the connection to hubd), json.c (reading its answers), a
+ * file per command or kind of command: listings.c (status, version,
+ * methods, lanes, stats), peers.c, call.c, lifecycle.c (start, stop,
+ * restart, reload), pool.c, debug.c (calls, logs, ticket), views.c (top
+ * and stats -w), domains.c (a live hub's memory as fds; hubctl dump) and
+ * inspect.c (hubctl inspect: that memory, or files, read alone; its own
+ * files share inspector.h). Every command gets the struct ctl that main
+ * filled: no file reaches into another's globals. */
 #ifndef HUB_HUBCTL_H
 #define HUB_HUBCTL_H
 
@@ -54,37 +57,46 @@ json_object	*client_ask_about(struct ctl *ctl, const char *cmd, const char *name
  * closed this one; exits 1 when it says no. */
 json_object	*client_ask_again(struct ctl *ctl, const char *cmd);
 
-/* json.c: o[key]; as text for people ("" when it is not there), as a
- * number, as a list (which must be there: hubctl exits 2 if not) */
-json_object	*get(json_object *o, const char *key);
-const char	*text(json_object *o, const char *key);
+/* json.c, each js_NAME: o[key]; as text for people ("" when it is not
+ * there), as a number, as a list (which must be there: hubctl exits 2 if
+ * not) */
+json_object	*js_get(json_object *o, const char *key);
+const char	*js_text(json_object *o, const char *key);
 /* v as text for people: a string's control characters escaped, in v
  * (daemon/escape.h); every word of hubd's that hubctl prints as text
  * goes through here */
-const char	*shown(json_object *v);
-uint64_t	 u64(json_object *o, const char *key);
-json_object	*list(json_object *o, const char *key);
+const char	*js_shown(json_object *v);
+uint64_t	 js_u64(json_object *o, const char *key);
+json_object	*js_list(json_object *o, const char *key);
 /* A JSON number of units, each per ns long, in ns (0 if not a number). */
-uint64_t	 json_ns(json_object *v, uint64_t per);
+uint64_t	 js_ns(json_object *v, uint64_t per);
 /* a on a line as JSON, then freed; 0 */
-int		 print_json(json_object *a);
+int		 js_print(json_object *a);
 
-/* commands.c: the commands that ask hubd and print its answer;
- * hubctl_NAME runs "hubctl NAME", as each of these below. */
+/* The commands that ask hubd and print its answer; hubctl_NAME runs
+ * "hubctl NAME". listings.c: */
 int		 hubctl_status(struct ctl *ctl, int argc, char **argv);
-int		 hubctl_stats(struct ctl *ctl, int argc, char **argv);
-int		 hubctl_peers(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_version(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_methods(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_lanes(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_stats(struct ctl *ctl, int argc, char **argv);
+
+/* peers.c: hubctl peers [NAME] */
+int		 hubctl_peers(struct ctl *ctl, int argc, char **argv);
+
+/* call.c: hubctl call METHOD [ARG...] */
 int		 hubctl_call(struct ctl *ctl, int argc, char **argv);
+
+/* lifecycle.c: hubctl start, stop, restart NAME; hubctl reload */
 int		 hubctl_restart(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_stop(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_start(struct ctl *ctl, int argc, char **argv);
-int		 hubctl_pool(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_reload(struct ctl *ctl, int argc, char **argv);
-int		 hubctl_version(struct ctl *ctl, int argc, char **argv);
 
-/* debug.c: hubctl calls, hubctl logs NAME */
+/* pool.c: hubctl pool [--validate] [--json] */
+int		 hubctl_pool(struct ctl *ctl, int argc, char **argv);
+
+/* debug.c: hubctl calls, hubctl logs NAME, hubctl ticket NAME */
 int		 hubctl_calls(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_logs(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_ticket(struct ctl *ctl, int argc, char **argv);

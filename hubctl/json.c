@@ -14,7 +14,7 @@
 #include "hubctl/hubctl.h"
 
 json_object *
-get(json_object *o, const char *key)
+js_get(json_object *o, const char *key)
 {
 	json_object *v = NULL;
 
@@ -27,7 +27,7 @@ get(json_object *o, const char *key)
  * line of its output) never reaches a terminal raw; whatever calls it
  * after, -j included, gets the escaped text. It lives as long as v. */
 const char *
-shown(json_object *v)
+js_shown(json_object *v)
 {
 	const char *s = json_object_get_string(v);
 	size_t n, cap;
@@ -48,25 +48,25 @@ shown(json_object *v)
 	return json_object_get_string(v);
 }
 
-/* o[key] as text for people (shown), "" when it is not there. */
+/* o[key] as text for people (js_shown), "" when it is not there. */
 const char *
-text(json_object *o, const char *key)
+js_text(json_object *o, const char *key)
 {
-	return shown(get(o, key));
+	return js_shown(js_get(o, key));
 }
 
 uint64_t
-u64(json_object *o, const char *key)
+js_u64(json_object *o, const char *key)
 {
-	return json_object_get_uint64(get(o, key));
+	return json_object_get_uint64(js_get(o, key));
 }
 
 /* o[key], which must be a list: an answer without it is not one hubctl
  * understands. */
 json_object *
-list(json_object *o, const char *key)
+js_list(json_object *o, const char *key)
 {
-	json_object *v = get(o, key);
+	json_object *v = js_get(o, key);
 
 	if (!json_object_is_type(v, json_type_array))
 		errx(2, "hubd's answer has no \"%s\" list", key);
@@ -74,7 +74,7 @@ list(json_object *o, const char *key)
 }
 
 uint64_t
-json_ns(json_object *v, uint64_t per)
+js_ns(json_object *v, uint64_t per)
 {
 	double d = json_object_get_double(v) * (double)per;
 
@@ -82,7 +82,7 @@ json_ns(json_object *v, uint64_t per)
 }
 
 int
-print_json(json_object *a)
+js_print(json_object *a)
 {
 	printf("%s\n", json_object_to_json_string_ext(a, JSON_OUT_FLAGS));
 	json_object_put(a);

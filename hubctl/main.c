@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl: talks to a running hubd over its control socket. This file is
  * its command table, its options, usage and help, and main; the commands
- * are commands.c (those that ask and print), views.c (top, stats -w),
- * domains.c (dump) and inspect.c (the hub's memory read alone), each
- * given the struct ctl main fills. */
+ * are in a file each or per kind (hubctl.h names them), each given the
+ * struct ctl main fills. */
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
@@ -186,105 +185,114 @@ usage(void)
 }
 
 /* More than a line, for the commands that need it. */
+static const struct {
+	const char	*name;
+	const char	*text;
+} details[] = {
+	{ "call",
+	  "Arguments are given as text and encoded by the method's registered\n"
+	  "signature (see 'hubctl methods'): str and bytes as they are, u64 and\n"
+	  "i64 in decimal, bool as true or false. A chan<T> argument is not given:\n"
+	  "hubd opens the channel and hubctl prints each item as it arrives\n"
+	  "(written out at once, to a pipe too), then the result. Strings print\n"
+	  "as they are, other values as JSON. hub.sink's channel is the caller's\n"
+	  "to send on: given as -, each line of stdin is an item, until its end\n"
+	  "(hubctl call hub.sink - < FILE: the stream hash of FILE's lines).\n"
+	  "--bytes-file FILE gives a bytes argument as FILE's bytes, whatever\n"
+	  "they are (sent as its text form base64:...), up to about 48 KiB.\n"
+	  "A method's error is printed on stderr and exits 1.\n" },
+	{ "inspect",
+	  "Without FILE: asks hubd for every guest's domain and every zone's pool\n"
+	  "(their fds, over the control socket: root and hubd's user only; no\n"
+	  "answer within -t, 10 s when not given, exits 2), maps each read-only\n"
+	  "and prints, per guest, its domain's header, where each area lies, the\n"
+	  "host pool and its peer entry: state, epoch, ring heads and tails, free\n"
+	  "slots, open channels, heartbeat age; per zone, its pool's areas and\n"
+	  "figures per class. It checks that indices are in range, states are\n"
+	  "states, no bitmap bit is set past the last slot, Empty entries were\n"
+	  "fully recovered, and what validate finds in each pool (as 'hubctl pool\n"
+	  "--validate', any peer id counting as a live owner; on a live pool a\n"
+	  "problem counts only if two passes see it). Each problem is printed as\n"
+	  "PROBLEM: with the guest or pool it is in; exit 1 when any.\n"
+	  "With FILE...: the same on files, no daemon needed (it works with hubd\n"
+	  "hung or gone): what 'hubctl dump' wrote (NAME.domain, ZONE.pool; a pool\n"
+	  "file takes max_guests from the domains.json beside it, or from a\n"
+	  "domain among the files; domains.json itself is passed over, so DIR/*\n"
+	  "reads a dump), or a segment file of any host the spec allows.\n"
+	  "Anything else, a FIFO say, is refused at once (exit 2).\n" },
+	{ "dump",
+	  "Gets every guest's domain and every zone's pool as 'inspect' does and\n"
+	  "copies each into DIR: NAME.domain, ZONE.pool (0600, their untouched\n"
+	  "zeros left as holes), and hubd's answer as domains.json. DIR is made\n"
+	  "(0700) when it is not there, and refused when it holds anything. The\n"
+	  "copies are taken while the hub runs: a slot that moves meanwhile can\n"
+	  "look odd. Read them later, the hub gone: hubctl inspect DIR/*.\n"
+	  "Exit 2 when it cannot finish (what it wrote is removed).\n" },
+	{ "reload",
+	  "Re-reads hubd's config file (as SIGHUP does). Guests are matched by\n"
+	  "name: new ones start, dropped ones stop, changed ones restart. The\n"
+	  "segment parameters and paths cannot change while hubd runs: a change\n"
+	  "there is reported and the running values are kept. A broken file\n"
+	  "changes nothing and exits 1 with what is wrong.\n" },
+	{ "pool",
+	  "A table per zone (its name, its member guests, its pool's bytes now),\n"
+	  "a row per size class: slot SIZE, slots PER-EXTent, EXTENTS now/at\n"
+	  "most, SLOTS, FREE, IN-USE and HIGH (the most in use at once), then\n"
+	  "counters since hubd started: ALLOCS, FREES, CONFL (CAS conflicts),\n"
+	  "FALLBK (served by a larger class), WAITS (every class that fits\n"
+	  "exhausted), RECLAIM (slots taken back from guests that are gone),\n"
+	  "REBUILD (free lists rebuilt), ERRORS (double and stale frees, bad\n"
+	  "links: detailed below the table when any). Counts from a million on\n"
+	  "are rounded (1.2M; exact with -j). Then the slots a live guest has\n"
+	  "held longer than [pool] stuck_after, and a pool's bytes at start.\n"
+	  "--validate checks that every slot is on exactly one free list or held\n"
+	  "by one live owner, no list has a cycle or a link out of range, and no\n"
+	  "held slot has generation 0; a problem counts only if two passes both\n"
+	  "see it (a slot in transit can look odd once). Each is printed as\n"
+	  "PROBLEM: pool ZONE: ... and exits 1; a class found broken is rebuilt\n"
+	  "by the sweeper. A hub without a shared pool ([pool] classes = none)\n"
+	  "exits 1.\n" },
+	{ "peers",
+	  "Columns: RST restarts, HB-AGE time since the guest's last heartbeat,\n"
+	  "RINGS descriptors waiting guest->host/host->guest, SLOTS slots of its\n"
+	  "pool in use, CHANS channels open, LAST DEATH reason, status, detail.\n"
+	  "With NAME, that guest alone, a \"key: value\" per line: its peer id,\n"
+	  "state, pid, epoch, uptime, restarts, heartbeat age, rings, slots,\n"
+	  "channels, exec and args, and its recent deaths (when, reason, exit\n"
+	  "status or signal, detail). An unknown NAME exits 1. -j: its object.\n" },
+	{ "top",
+	  "A table redrawn every SECONDS (-d, default 1; plain decimal seconds\n"
+	  "from 0.01 to 86400, as 2, 0.5 or .25):\n"
+	  "the hub's uptime, guests up of all, calls/s and bytes/s in all, then a\n"
+	  "row per guest: NAME, STATE, PID, CALLS/S (in + out), BYTES/S (in +\n"
+	  "out), RING (descriptors waiting guest->host/host->guest), SLOTS (in\n"
+	  "use), WAITS/S (ring full + no slot + no credit), DEATHS. Rates are\n"
+	  "what the counters grew by over the real time between two frames: the\n"
+	  "first frame has none yet (\"-\"). On a terminal the screen is redrawn\n"
+	  "(plain ANSI: home and clear) and q or Ctrl-C quits (exit 0); the\n"
+	  "terminal's settings are restored on every way out. Not on a terminal,\n"
+	  "frames follow one another, a blank line apart, without escape codes.\n"
+	  "-n FRAMES stops after that many (exit 0). -j: a JSON object per frame,\n"
+	  "rates as numbers (null in the first). hubd going away: exit 2.\n" },
+	{ "stats",
+	  "Counters since hubd started, per guest and in all: CALLS-IN, CALLS-OUT,\n"
+	  "BYTES-IN, BYTES-OUT (rounded; exact with -j), RING-FULL, NO-SLOT,\n"
+	  "NO-CREDIT (waits), WAKES, DEATHS, RESTARTS, VIOLATIONS; the shared\n"
+	  "pool's and the streams between guests' totals.\n"
+	  "-w: a line per interval (-d SECONDS, default 1; plain decimal seconds\n"
+	  "from 0.01 to 86400, as 2, 0.5 or .25) with the hub's rates:\n"
+	  "calls in and out, bytes in and out per second, waits and wakes per\n"
+	  "second, and the deaths and restarts in that interval; the header again\n"
+	  "every 20 lines on a terminal; -n COUNT lines, then exit 0. -d and -n\n"
+	  "imply -w. -j: a JSON object per line.\n" },
+};
+
 static const char *
-details(const char *name)
+details_of(const char *name)
 {
-	if (strcmp(name, "call") == 0)
-		return "Arguments are given as text and encoded by the method's registered\n"
-		       "signature (see 'hubctl methods'): str and bytes as they are, u64 and\n"
-		       "i64 in decimal, bool as true or false. A chan<T> argument is not given:\n"
-		       "hubd opens the channel and hubctl prints each item as it arrives\n"
-		       "(written out at once, to a pipe too), then the result. Strings print\n"
-		       "as they are, other values as JSON. hub.sink's channel is the caller's\n"
-		       "to send on: given as -, each line of stdin is an item, until its end\n"
-		       "(hubctl call hub.sink - < FILE: the stream hash of FILE's lines).\n"
-		       "--bytes-file FILE gives a bytes argument as FILE's bytes, whatever\n"
-		       "they are (sent as its text form base64:...), up to about 48 KiB.\n"
-		       "A method's error is printed on stderr and exits 1.\n";
-	if (strcmp(name, "inspect") == 0)
-		return "Without FILE: asks hubd for every guest's domain and every zone's pool\n"
-		       "(their fds, over the control socket: root and hubd's user only; no\n"
-		       "answer within -t, 10 s when not given, exits 2), maps each read-only\n"
-		       "and prints, per guest, its domain's header, where each area lies, the\n"
-		       "host pool and its peer entry: state, epoch, ring heads and tails, free\n"
-		       "slots, open channels, heartbeat age; per zone, its pool's areas and\n"
-		       "figures per class. It checks that indices are in range, states are\n"
-		       "states, no bitmap bit is set past the last slot, Empty entries were\n"
-		       "fully recovered, and what validate finds in each pool (as 'hubctl pool\n"
-		       "--validate', any peer id counting as a live owner; on a live pool a\n"
-		       "problem counts only if two passes see it). Each problem is printed as\n"
-		       "PROBLEM: with the guest or pool it is in; exit 1 when any.\n"
-		       "With FILE...: the same on files, no daemon needed (it works with hubd\n"
-		       "hung or gone): what 'hubctl dump' wrote (NAME.domain, ZONE.pool; a pool\n"
-		       "file takes max_guests from the domains.json beside it, or from a\n"
-		       "domain among the files; domains.json itself is passed over, so DIR/*\n"
-		       "reads a dump), or a segment file of any host the spec allows.\n"
-		       "Anything else, a FIFO say, is refused at once (exit 2).\n";
-	if (strcmp(name, "dump") == 0)
-		return "Gets every guest's domain and every zone's pool as 'inspect' does and\n"
-		       "copies each into DIR: NAME.domain, ZONE.pool (0600, their untouched\n"
-		       "zeros left as holes), and hubd's answer as domains.json. DIR is made\n"
-		       "(0700) when it is not there, and refused when it holds anything. The\n"
-		       "copies are taken while the hub runs: a slot that moves meanwhile can\n"
-		       "look odd. Read them later, the hub gone: hubctl inspect DIR/*.\n"
-		       "Exit 2 when it cannot finish (what it wrote is removed).\n";
-	if (strcmp(name, "reload") == 0)
-		return "Re-reads hubd's config file (as SIGHUP does). Guests are matched by\n"
-		       "name: new ones start, dropped ones stop, changed ones restart. The\n"
-		       "segment parameters and paths cannot change while hubd runs: a change\n"
-		       "there is reported and the running values are kept. A broken file\n"
-		       "changes nothing and exits 1 with what is wrong.\n";
-	if (strcmp(name, "pool") == 0)
-		return "A table per zone (its name, its member guests, its pool's bytes now),\n"
-		       "a row per size class: slot SIZE, slots PER-EXTent, EXTENTS now/at\n"
-		       "most, SLOTS, FREE, IN-USE and HIGH (the most in use at once), then\n"
-		       "counters since hubd started: ALLOCS, FREES, CONFL (CAS conflicts),\n"
-		       "FALLBK (served by a larger class), WAITS (every class that fits\n"
-		       "exhausted), RECLAIM (slots taken back from guests that are gone),\n"
-		       "REBUILD (free lists rebuilt), ERRORS (double and stale frees, bad\n"
-		       "links: detailed below the table when any). Counts from a million on\n"
-		       "are rounded (1.2M; exact with -j). Then the slots a live guest has\n"
-		       "held longer than [pool] stuck_after, and a pool's bytes at start.\n"
-		       "--validate checks that every slot is on exactly one free list or held\n"
-		       "by one live owner, no list has a cycle or a link out of range, and no\n"
-		       "held slot has generation 0; a problem counts only if two passes both\n"
-		       "see it (a slot in transit can look odd once). Each is printed as\n"
-		       "PROBLEM: pool ZONE: ... and exits 1; a class found broken is rebuilt\n"
-		       "by the sweeper. A hub without a shared pool ([pool] classes = none)\n"
-		       "exits 1.\n";
-	if (strcmp(name, "peers") == 0)
-		return "Columns: RST restarts, HB-AGE time since the guest's last heartbeat,\n"
-		       "RINGS descriptors waiting guest->host/host->guest, SLOTS slots of its\n"
-		       "pool in use, CHANS channels open, LAST DEATH reason, status, detail.\n"
-		       "With NAME, that guest alone, a \"key: value\" per line: its peer id,\n"
-		       "state, pid, epoch, uptime, restarts, heartbeat age, rings, slots,\n"
-		       "channels, exec and args, and its recent deaths (when, reason, exit\n"
-		       "status or signal, detail). An unknown NAME exits 1. -j: its object.\n";
-	if (strcmp(name, "top") == 0)
-		return "A table redrawn every SECONDS (-d, default 1; plain decimal seconds\n"
-		       "from 0.01 to 86400, as 2, 0.5 or .25):\n"
-		       "the hub's uptime, guests up of all, calls/s and bytes/s in all, then a\n"
-		       "row per guest: NAME, STATE, PID, CALLS/S (in + out), BYTES/S (in +\n"
-		       "out), RING (descriptors waiting guest->host/host->guest), SLOTS (in\n"
-		       "use), WAITS/S (ring full + no slot + no credit), DEATHS. Rates are\n"
-		       "what the counters grew by over the real time between two frames: the\n"
-		       "first frame has none yet (\"-\"). On a terminal the screen is redrawn\n"
-		       "(plain ANSI: home and clear) and q or Ctrl-C quits (exit 0); the\n"
-		       "terminal's settings are restored on every way out. Not on a terminal,\n"
-		       "frames follow one another, a blank line apart, without escape codes.\n"
-		       "-n FRAMES stops after that many (exit 0). -j: a JSON object per frame,\n"
-		       "rates as numbers (null in the first). hubd going away: exit 2.\n";
-	if (strcmp(name, "stats") == 0)
-		return "Counters since hubd started, per guest and in all: CALLS-IN, CALLS-OUT,\n"
-		       "BYTES-IN, BYTES-OUT (rounded; exact with -j), RING-FULL, NO-SLOT,\n"
-		       "NO-CREDIT (waits), WAKES, DEATHS, RESTARTS, VIOLATIONS; the shared\n"
-		       "pool's and the streams between guests' totals.\n"
-		       "-w: a line per interval (-d SECONDS, default 1; plain decimal seconds\n"
-		       "from 0.01 to 86400, as 2, 0.5 or .25) with the hub's rates:\n"
-		       "calls in and out, bytes in and out per second, waits and wakes per\n"
-		       "second, and the deaths and restarts in that interval; the header again\n"
-		       "every 20 lines on a terminal; -n COUNT lines, then exit 0. -d and -n\n"
-		       "imply -w. -j: a JSON object per line.\n";
+	for (size_t i = 0; i < sizeof(details) / sizeof(details[0]); i++)
+		if (strcmp(name, details[i].name) == 0)
+			return details[i].text;
 	return "";
 }
 
@@ -295,7 +303,7 @@ help(const char *name)
 		if (strcmp(name, commands[i].name) != 0)
 			continue;
 		printf("usage: hubctl %s\n%s\n%s", commands[i].usage, commands[i].help,
-		       details(name));
+		       details_of(name));
 		return 0;
 	}
 	usage_to(stdout);

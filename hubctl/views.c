@@ -35,7 +35,7 @@ rate(json_object *now, json_object *before, const char *const *keys, double dt)
 	if (now == NULL || before == NULL || dt <= 0)
 		return -1;
 	for (; *keys != NULL; keys++) {
-		uint64_t a = u64(now, *keys), b = u64(before, *keys);
+		uint64_t a = js_u64(now, *keys), b = js_u64(before, *keys);
 
 		sum += a >= b ? a - b : a;
 	}
@@ -129,8 +129,8 @@ stats_watch(struct ctl *ctl)
 		now = client_ask_again(ctl, "stats");
 		t1 = hp_now_ns();
 		dt = (double)(t1 - t0) / 1e9;
-		tn = get(now, "total");
-		tb = get(before, "total");
+		tn = js_get(now, "total");
+		tb = js_get(before, "total");
 		r[0] = rate(tn, tb, in_keys, dt);
 		r[1] = rate(tn, tb, out_keys, dt);
 		r[2] = rate(tn, tb, bin_keys, dt);
@@ -151,7 +151,7 @@ stats_watch(struct ctl *ctl)
 			json_object_object_add(o, "deaths", json_object_new_uint64((uint64_t)r[6]));
 			json_object_object_add(o, "restarts", json_object_new_uint64(
 				(uint64_t)rate(tn, tb, restart_keys, 1)));
-			print_json(o);
+			js_print(o);
 		} else {
 			if (line == 0 || (tty && line % 20 == 0))
 				printf("%10s %11s %12s %12s %9s %9s %6s %8s\n", "CALLS-IN/S",
@@ -271,20 +271,20 @@ static void
 top_frame(const struct ctl *ctl, json_object *status, json_object *peers, json_object *now, json_object *before,
 	  double dt, int tty)
 {
-	json_object *list_ = list(peers, "peers"), *gn = get(now, "guests"),
-		    *gb = before != NULL ? get(before, "guests") : NULL, *o = NULL, *rows = NULL;
-	double calls = rate(get(now, "total"), before ? get(before, "total") : NULL, calls_keys, dt);
-	double bytes = rate(get(now, "total"), before ? get(before, "total") : NULL, bytes_keys, dt);
-	size_t n = json_object_array_length(list_), up = 0, shown = n;
+	json_object *peerlist = js_list(peers, "peers"), *gn = js_get(now, "guests"),
+		    *gb = before != NULL ? js_get(before, "guests") : NULL, *o = NULL, *rows = NULL;
+	double calls = rate(js_get(now, "total"), before ? js_get(before, "total") : NULL, calls_keys, dt);
+	double bytes = rate(js_get(now, "total"), before ? js_get(before, "total") : NULL, bytes_keys, dt);
+	size_t n = json_object_array_length(peerlist), up = 0, shown = n;
 	struct winsize ws = { 0 };
 	char b[4][32];
 
 	for (size_t i = 0; i < n; i++)
-		up += strcmp(text(json_object_array_get_idx(list_, i), "state"), "up") == 0;
+		up += strcmp(js_text(json_object_array_get_idx(peerlist, i), "state"), "up") == 0;
 	if (ctl->json) {
 		o = json_object_new_object();
 		rows = json_object_new_array();
-		json_object_object_add(o, "uptime_s", json_object_get(get(status, "uptime_s")));
+		json_object_object_add(o, "uptime_s", json_object_get(js_get(status, "uptime_s")));
 		json_object_object_add(o, "guests_up", json_object_new_uint64(up));
 		json_object_object_add(o, "guests", json_object_new_uint64(n));
 		json_object_object_add(o, "interval_s", before != NULL ?
@@ -300,7 +300,7 @@ top_frame(const struct ctl *ctl, json_object *status, json_object *peers, json_o
 				shown = (size_t)ws.ws_row - 3;
 		}
 		frame_line(ws.ws_col, "hub up %s, guests %zu up of %zu, calls/s %s, bytes/s %s%s",
-			   duration_text(b[0], sizeof(b[0]), json_ns(get(status, "uptime_s"),
+			   duration_text(b[0], sizeof(b[0]), js_ns(js_get(status, "uptime_s"),
 								  HP_NS_PER_S)),
 			   up, n, rate_text(b[1], sizeof(b[1]), calls),
 			   bytes < 0 ? "-" : size_iec(b[2], sizeof(b[2]), (uint64_t)(bytes + 0.5)),
@@ -309,24 +309,24 @@ top_frame(const struct ctl *ctl, json_object *status, json_object *peers, json_o
 			   "PID", "CALLS/S", "BYTES/S", "RING", "SLOTS", "WAITS/S", "DEATHS");
 	}
 	for (size_t i = 0; i < n; i++) {
-		json_object *p = json_object_array_get_idx(list_, i);
-		json_object *sn = get(gn, text(p, "name")), *sb = gb ? get(gb, text(p, "name")) : NULL;
+		json_object *p = json_object_array_get_idx(peerlist, i);
+		json_object *sn = js_get(gn, js_text(p, "name")), *sb = gb ? js_get(gb, js_text(p, "name")) : NULL;
 		double c = rate(sn, sb, calls_keys, dt), by = rate(sn, sb, bytes_keys, dt);
 		double w = rate(sn, sb, waits_keys, dt);
 
 		if (ctl->json) {
 			json_object *r = json_object_new_object();
 
-			json_object_object_add(r, "name", json_object_new_string(text(p, "name")));
-			json_object_object_add(r, "state", json_object_new_string(text(p, "state")));
-			json_object_object_add(r, "pid", json_object_get(get(p, "pid")));
+			json_object_object_add(r, "name", json_object_new_string(js_text(p, "name")));
+			json_object_object_add(r, "state", json_object_new_string(js_text(p, "state")));
+			json_object_object_add(r, "pid", json_object_get(js_get(p, "pid")));
 			json_object_object_add(r, "calls_per_s", rate_json(c));
 			json_object_object_add(r, "bytes_per_s", rate_json(by));
-			json_object_object_add(r, "g2h_depth", json_object_get(get(p, "g2h_depth")));
-			json_object_object_add(r, "h2g_depth", json_object_get(get(p, "h2g_depth")));
-			json_object_object_add(r, "slots_used", json_object_get(get(p, "slots_used")));
+			json_object_object_add(r, "g2h_depth", json_object_get(js_get(p, "g2h_depth")));
+			json_object_object_add(r, "h2g_depth", json_object_get(js_get(p, "h2g_depth")));
+			json_object_object_add(r, "slots_used", json_object_get(js_get(p, "slots_used")));
 			json_object_object_add(r, "waits_per_s", rate_json(w));
-			json_object_object_add(r, "deaths", json_object_new_uint64(u64(sn, "deaths")));
+			json_object_object_add(r, "deaths", json_object_new_uint64(js_u64(sn, "deaths")));
 			json_object_array_add(rows, r);
 			continue;
 		}
@@ -334,17 +334,17 @@ top_frame(const struct ctl *ctl, json_object *status, json_object *peers, json_o
 			frame_line(ws.ws_col, "(%zu more: a taller terminal shows them)", n - shown);
 			break;
 		}
-		snprintf(b[0], sizeof(b[0]), "%d/%d", json_object_get_int(get(p, "g2h_depth")),
-			 json_object_get_int(get(p, "h2g_depth")));
+		snprintf(b[0], sizeof(b[0]), "%d/%d", json_object_get_int(js_get(p, "g2h_depth")),
+			 json_object_get_int(js_get(p, "h2g_depth")));
 		frame_line(ws.ws_col, "%-16s %-9s %8d %9s %12s %9s %5d %8s %6" PRIu64,
-			   text(p, "name"), text(p, "state"), json_object_get_int(get(p, "pid")),
+			   js_text(p, "name"), js_text(p, "state"), json_object_get_int(js_get(p, "pid")),
 			   rate_text(b[1], sizeof(b[1]), c), bytes_rate_text(b[2], sizeof(b[2]), by),
-			   b[0], json_object_get_int(get(p, "slots_used")),
-			   rate_text(b[3], sizeof(b[3]), w), u64(sn, "deaths"));
+			   b[0], json_object_get_int(js_get(p, "slots_used")),
+			   rate_text(b[3], sizeof(b[3]), w), js_u64(sn, "deaths"));
 	}
 	if (ctl->json) {
 		json_object_object_add(o, "peers", rows);
-		print_json(o);
+		js_print(o);
 	} else if (tty) {
 		printf("\033[J");
 	}

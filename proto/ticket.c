@@ -66,113 +66,137 @@ match(int argc, char *const argv[], int *i, const char *name,
 	return 1;
 }
 
-/* r[shm.spawn.args] r[shm.spawn.fd-inheritance]; step 1 of
- * r[shm.spawn.guest-init]. */
-int
-hp_ticket_parse(int argc, char *const argv[], struct hp_ticket *t,
-		const char **why)
+/* The spawn ticket's options as argv gives them, each NULL when not
+ * given. */
+struct ticket_args {
+	const char	*hand;		/* --hub-ticket */
+	const char	*path;		/* --hub-path */
+	const char	*pool;		/* --hub-pool */
+	const char	*peer;		/* --peer-id */
+	const char	*fd;		/* --doorbell-fd */
+};
+
+/* What an option's value must be, besides given. */
+#define VALUE_ANY		0
+#define VALUE_NONEMPTY		1
+#define VALUE_PATH_SECRET	2	/* PATH:SECRET, a colon in it */
+
+/* The options, in the order they are looked for, each with where its
+ * value goes and what to say when it is missing or bad, or given twice. */
+static const struct ticket_option {
+	const char	*name;
+	size_t		 at;		/* in struct ticket_args */
+	int		 value;		/* VALUE_* */
+	const char	*bad;
+	const char	*twice;
+} ticket_options[] = {
+	{ "--hub-ticket", offsetof(struct ticket_args, hand), VALUE_PATH_SECRET,
+	  "--hub-ticket needs PATH:SECRET", "--hub-ticket is given twice" },
+	{ "--hub-path", offsetof(struct ticket_args, path), VALUE_ANY,
+	  "--hub-path needs a value", "--hub-path is given twice" },
+	/* ours: the shared pool's file, when the host lets this guest
+	 * use one (doc/protocol.md) */
+	{ "--hub-pool", offsetof(struct ticket_args, pool), VALUE_NONEMPTY,
+	  "--hub-pool needs a value", "--hub-pool is given twice" },
+	{ "--peer-id", offsetof(struct ticket_args, peer), VALUE_ANY,
+	  "--peer-id needs a value", "--peer-id is given twice" },
+	{ "--doorbell-fd", offsetof(struct ticket_args, fd), VALUE_ANY,
+	  "--doorbell-fd needs a value", "--doorbell-fd is given twice" },
+};
+#define NOPTIONS	(sizeof(ticket_options) / sizeof(ticket_options[0]))
+
+/* The spawn ticket's options out of argv, up to "--"; the others are
+ * the plugin's. -EINVAL with *why for a value missing or bad, or an
+ * option given twice. */
+static int
+ticket_args_scan(int argc, char *const argv[], struct ticket_args *a, const char **why)
 {
-	const char *path = NULL, *pool = NULL, *peer = NULL, *fd = NULL, *hand = NULL, *v;
-	long peer_id, dfd;
+	const struct ticket_option *o;
+	const char *v, **slot;
 	int i, m;
 
+	memset(a, 0, sizeof(*a));
 	for (i = 1; i < argc && argv[i] != NULL; i++) {
 		if (strcmp(argv[i], "--") == 0)
 			break;
-		if ((m = match(argc, argv, &i, "--hub-ticket", &v)) != 0) {
-			if (m < 0 || strrchr(v, ':') == NULL) {
-				SET_WHY("--hub-ticket needs PATH:SECRET");
-				return -EINVAL;
-			}
-			if (hand != NULL) {
-				SET_WHY("--hub-ticket is given twice");
-				return -EINVAL;
-			}
-			hand = v;
-		} else if ((m = match(argc, argv, &i, "--hub-path", &v)) != 0) {
-			if (m < 0) {
-				SET_WHY("--hub-path needs a value");
-				return -EINVAL;
-			}
-			if (path != NULL) {
-				SET_WHY("--hub-path is given twice");
-				return -EINVAL;
-			}
-			path = v;
-		} else if ((m = match(argc, argv, &i, "--hub-pool", &v)) != 0) {
-			/* ours: the shared pool's file, when the host lets
-			 * this guest use one (doc/protocol.md) */
-			if (m < 0 || *v == '\0') {
-				SET_WHY("--hub-pool needs a value");
-				return -EINVAL;
-			}
-			if (pool != NULL) {
-				SET_WHY("--hub-pool is given twice");
-				return -EINVAL;
-			}
-			pool = v;
-		} else if ((m = match(argc, argv, &i, "--peer-id", &v)) != 0) {
-			if (m < 0) {
-				SET_WHY("--peer-id needs a value");
-				return -EINVAL;
-			}
-			if (peer != NULL) {
-				SET_WHY("--peer-id is given twice");
-				return -EINVAL;
-			}
-			peer = v;
-		} else if ((m = match(argc, argv, &i, "--doorbell-fd", &v)) != 0) {
-			if (m < 0) {
-				SET_WHY("--doorbell-fd needs a value");
-				return -EINVAL;
-			}
-			if (fd != NULL) {
-				SET_WHY("--doorbell-fd is given twice");
-				return -EINVAL;
-			}
-			fd = v;
-		}
-	}
-
-	if (hand != NULL) {
-		if (path != NULL || pool != NULL || peer != NULL || fd != NULL) {
-			SET_WHY("--hub-ticket goes without --hub-path, --hub-pool, "
-			    "--peer-id and --doorbell-fd");
+		for (o = ticket_options; o < ticket_options + NOPTIONS; o++)
+			if ((m = match(argc, argv, &i, o->name, &v)) != 0)
+				break;
+		if (o == ticket_options + NOPTIONS)
+			continue;	/* the plugin's */
+		if (m < 0 || (o->value == VALUE_NONEMPTY && *v == '\0') ||
+		    (o->value == VALUE_PATH_SECRET && strrchr(v, ':') == NULL)) {
+			SET_WHY(o->bad);
 			return -EINVAL;
 		}
-		memset(t, 0, sizeof(*t));
-		for (i = 0; i < HP_TICKET_FDS; i++)
-			t->fds[i] = -1;
-		t->hand = hand;
-		t->doorbell_fd = -1;
-		return 0;
+		slot = (const char **)(void *)((char *)a + o->at);
+		if (*slot != NULL) {
+			SET_WHY(o->twice);
+			return -EINVAL;
+		}
+		*slot = v;
 	}
-	if (path == NULL) {
+	return 0;
+}
+
+/* t emptied: no paths, no fds. */
+static void
+ticket_clear(struct hp_ticket *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < HP_TICKET_FDS; i++)
+		t->fds[i] = -1;
+}
+
+/* A guest started by hand: --hub-ticket alone, the rest fetched later
+ * (hp_ticket_fetch). */
+static int
+ticket_by_hand(const struct ticket_args *a, struct hp_ticket *t, const char **why)
+{
+	if (a->path != NULL || a->pool != NULL || a->peer != NULL || a->fd != NULL) {
+		SET_WHY("--hub-ticket goes without --hub-path, --hub-pool, "
+		    "--peer-id and --doorbell-fd");
+		return -EINVAL;
+	}
+	ticket_clear(t);
+	t->hand = a->hand;
+	t->doorbell_fd = -1;
+	return 0;
+}
+
+/* A guest hubd spawned: --hub-path, --peer-id and --doorbell-fd each
+ * there and good, --hub-pool if the host gave one. */
+static int
+ticket_spawned(const struct ticket_args *a, struct hp_ticket *t, const char **why)
+{
+	long peer_id, dfd;
+
+	if (a->path == NULL) {
 		SET_WHY("no --hub-path: this program is a hub guest and must "
 		    "be started by hubd");
 		return -EINVAL;
 	}
-	if (peer == NULL) {
+	if (a->peer == NULL) {
 		SET_WHY("no --peer-id: this program is a hub guest and must "
 		    "be started by hubd");
 		return -EINVAL;
 	}
-	if (fd == NULL) {
+	if (a->fd == NULL) {
 		SET_WHY("no --doorbell-fd: this program is a hub guest and "
 		    "must be started by hubd");
 		return -EINVAL;
 	}
-	if (*path == '\0') {
+	if (*a->path == '\0') {
 		SET_WHY("--hub-path is empty");
 		return -EINVAL;
 	}
 	/* r[shm.topology.peer-id] r[shm.topology.max-guests] */
-	peer_id = parse_decimal(peer, HP_MAX_GUESTS);
+	peer_id = parse_decimal(a->peer, HP_MAX_GUESTS);
 	if (peer_id < 1) {
 		SET_WHY("--peer-id must be a decimal number from 1 to 255");
 		return -EINVAL;
 	}
-	dfd = parse_decimal(fd, INT_MAX);
+	dfd = parse_decimal(a->fd, INT_MAX);
 	if (dfd < 0) {
 		SET_WHY("--doorbell-fd must be a decimal file descriptor "
 		    "number");
@@ -184,14 +208,28 @@ hp_ticket_parse(int argc, char *const argv[], struct hp_ticket *t,
 		    "open");
 		return -EINVAL;
 	}
-	memset(t, 0, sizeof(*t));
-	for (i = 0; i < HP_TICKET_FDS; i++)
-		t->fds[i] = -1;
-	t->hub_path = path;
-	t->pool_path = pool;
+	ticket_clear(t);
+	t->hub_path = a->path;
+	t->pool_path = a->pool;
 	t->peer_id = (uint32_t)peer_id;
 	t->doorbell_fd = (int)dfd;
 	return 0;
+}
+
+/* r[shm.spawn.args] r[shm.spawn.fd-inheritance]; step 1 of
+ * r[shm.spawn.guest-init]. */
+int
+hp_ticket_parse(int argc, char *const argv[], struct hp_ticket *t,
+		const char **why)
+{
+	struct ticket_args a;
+	int rc;
+
+	if ((rc = ticket_args_scan(argc, argv, &a, why)) != 0)
+		return rc;
+	if (a.hand != NULL)
+		return ticket_by_hand(&a, t, why);
+	return ticket_spawned(&a, t, why);
 }
 
 void

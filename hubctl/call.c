@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* hubctl call: a method called through hubd, its arguments as text (or
+ * a file's bytes), the items of its stream printed as they arrive (or
+ * sent from stdin, hub.sink -), then its result. */
+#include <err.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "daemon/escape.h"
+#include "daemon/jsonout.h"
+#include "daemon/request.h"
+#include "hubctl/hubctl.h"
+
+/* A value printed for people: strings as they are (ending in a newline)
+ * but for their control characters, escaped as in every table (a
+ * guest's result could drive the terminal otherwise; -j gives the bytes),
+ * newlines and tabs kept; the rest as JSON. */
+static void
+print_value(json_object *v)
+{
+	if (json_object_is_type(v, json_type_string)) {
+		const char *s = json_object_get_string(v);
+		size_t n = (size_t)json_object_get_string_len(v);	/* NULs too */
+		char *buf = malloc(4 * n + 1);
+
+		if (buf == NULL)
+			err(2, NULL);
+		escape_text(buf, 4 * n + 1, s, n, ESCAPE_KEEP_NL);
+		n = strlen(buf);
+		fwrite(buf, 1, n, stdout);
+		if (n == 0 || buf[n - 1] != '\n')
+			putchar('\n');
+		free(buf);
+	}
+	else if (v != NULL)
+		printf("%s\n", json_object_to_json_string_ext(v, JSON_OUT_FLAGS));
+}
+
+/* The stream a call takes from its caller (hub.sink -): stdin's lines,
+ * each an item (its text form, the newline left out), then the end.
+ * Sent as fast as hubd reads them: it reads the next once it has taken
+ * one, so the socket holds the rest back. */
+static void
+send_items(struct ctl *ctl)
+{
+	char *line = NULL;
+	size_t cap = 0, nline = 0;
+	ssize_t n;
+	json_object *req;
+
+	while ((n = getline(&line, &cap, stdin)) > 0) {
+		nline++;
+		if (line[n - 1] == '\n')
+			n--;
+		req = json_object_new_object();
+		json_object_object_add(req, "item", json_object_new_string_len(line, (int)n));
+		if (strlen(json_object_to_json_string_ext(req, JSON_OUT_FLAGS)) + 1 >
+		    CONTROL_MSG_MAX)
+			errx(2, "stdin line %zu: an item of %zd bytes, too long for a line of "
+			     "%d bytes to hubd", nline, n, CONTROL_MSG_MAX);
+		client_send(ctl, req);
+		if (ctl->write_errno != 0)
+			break;		/* hubd said why, or its end says so */
+	}
+	if (ferror(stdin))
+		err(2, "stdin");
+	free(line);
+	req = json_object_new_object();
+	json_object_object_add(req, "end", json_object_new_boolean(1));
+	client_send(ctl, req);
+}
+
+/* --bytes-file FILE: the file's bytes, whatever they are (NULs, newlines),
+ * as a bytes argument's text form "base64:..." (doc/control.md). The
+ * request line bounds it: a file too large for one is refused here. */
+static json_object *
+bytes_file_arg(const char *path)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t cap = (CONTROL_MSG_MAX - 1024) / 4 * 3, n = 0, k, o;	/* room for the rest */
+	uint8_t *in = malloc(cap + 1);
+	char *out;
+	json_object *v;
+	FILE *f;
+
+	if (in == NULL || (out = malloc(sizeof("base64:") + (cap + 3) / 3 * 4)) == NULL)
+		err(2, "malloc");
+	if ((f = fopen(path, "rb")) == NULL)
+		err(2, "--bytes-file %s", path);
+	while (n <= cap && (k = fread(in + n, 1, cap + 1 - n, f)) > 0)
+		n += k;
+	if (ferror(f))
+		err(2, "--bytes-file %s", path);
+	fclose(f);
+	if (n > cap)
+		errx(2, "--bytes-file %s: more than %zu bytes, too large for a request to hubd",
+		     path, cap);
+	o = (size_t)sprintf(out, "base64:");
+	for (k = 0; k < n; k += 3) {
+		uint32_t w = (uint32_t)in[k] << 16 | (k + 1 < n ? (uint32_t)in[k + 1] << 8 : 0) |
+		    (k + 2 < n ? in[k + 2] : 0);
+
+		out[o++] = b64[w >> 18 & 63];
+		out[o++] = b64[w >> 12 & 63];
+		out[o++] = k + 1 < n ? b64[w >> 6 & 63] : '=';
+		out[o++] = k + 2 < n ? b64[w & 63] : '=';
+	}
+	v = json_object_new_string_len(out, (int)o);
+	free(in);
+	free(out);
+	return v;
+}
+
+int
+hubctl_call(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *req = json_object_new_object(), *args = json_object_new_array(), *a;
+
+	json_object_object_add(req, "cmd", json_object_new_string("call"));
+	json_object_object_add(req, "method", json_object_new_string(argv[0]));
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--bytes-file") != 0) {
+			json_object_array_add(args, json_object_new_string(argv[i]));
+			continue;
+		}
+		if (++i == argc) {
+			fprintf(stderr, "hubctl: call: --bytes-file takes a file\n");
+			return 2;
+		}
+		json_object_array_add(args, bytes_file_arg(argv[i]));
+	}
+	json_object_object_add(req, "args", args);
+	client_send(ctl, req);
+	while ((a = client_read(ctl)) != NULL) {
+		if (!json_object_is_type(a, json_type_object))
+			errx(2, "hubd sent an answer that is not a JSON object");
+		json_object *item = js_get(a, "item");
+
+		if (json_object_get_boolean(js_get(a, "send"))) {
+			json_object_put(a);	/* ours to send: the items, from stdin */
+			send_items(ctl);
+			continue;
+		}
+		if (item != NULL) {
+			if (ctl->json)
+				js_print(a);
+			else {
+				print_value(item);
+				json_object_put(a);
+			}
+			/* out as it arrives: a reader downstream sees each item
+			 * while the stream goes on, and an interrupted hubctl
+			 * has printed every item it took */
+			if (fflush(stdout) != 0 || ferror(stdout))	/* nobody takes them: stop */
+				err(2, "stdout");
+			continue;
+		}
+		if (client_failed(ctl, a))
+			return 1;
+		if (ctl->json)
+			return js_print(a);
+		if (!json_object_is_type(js_get(a, "result"), json_type_null))
+			print_value(js_get(a, "result"));
+		json_object_put(a);
+		return 0;
+	}
+	client_no_answer(ctl, " during the call");	/* never a silent end: exit 2 */
+}
