@@ -11,8 +11,9 @@
 # every key of bridge/conf.c, in its own section, and none that is not there; libguest.3 every GUEST_API function of guest.h,
 # in its SYNOPSIS and described below it, and no function that is gone.
 # And the docs: every relative link of README.md and doc/*.md resolves (the
-# file, and the heading a #fragment names), and the README links every
-# doc page. Run from the top of the tree.
+# file, and the heading a #fragment names), the README links every
+# doc page and stays at most 250 lines, and doc/layout.md gives every
+# file of the product's folders its job. Run from the top of the tree.
 set -u
 man_dir=doc/man
 pass=0 fail=0
@@ -210,6 +211,29 @@ for page in doc/*.md; do
 	if grep -qF "]($page" README.md; then ok; else
 		bad "README.md does not link $page"; fi
 done
+
+# 7. doc/layout.md names every file of the product's folders in that
+# folder's section ("## `DIR/`"), each with its job, and no file that is
+# gone; the README stays short, pointing to the pages for the rest.
+layout_dirs="proto daemon hubctl guestlib guestlib/examples mt nats
+	bindings/python/hubguest scripts"
+for d in $layout_dirs; do
+	awk -v h="## \`$d/\`" '/^## / { on = ($0 == h); next } on' doc/layout.md \
+		> "$tmp/section"
+	if [ ! -s "$tmp/section" ]; then
+		bad "doc/layout.md: no section \"## \`$d/\`\""; continue
+	fi
+	find "$d" -maxdepth 1 -type f \( -name '*.[ch]' -o -name '*.py' -o -name '*.sh' \
+		-o -name '*.in' -o -name '*.map' \) -printf '%f\n' | sort > "$tmp/files"
+	nonempty "$d/" "$tmp/files" || continue
+	grep -o '`[^`/ ]*\.\(c\|h\|py\|sh\|in\|map\)`' "$tmp/section" | tr -d '`' |
+		sort -u > "$tmp/named"
+	same_set "$tmp/files" "$tmp/named" "doc/layout.md, $d/: no job given for " \
+		"doc/layout.md, $d/: names what is not there: "
+done
+lines=$(wc -l < README.md)
+if [ "$lines" -le 250 ]; then ok; else
+	bad "README.md has $lines lines, at most 250: link to doc/ for the rest"; fi
 
 echo "man: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
