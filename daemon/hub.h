@@ -357,7 +357,7 @@ struct ext_call {
 	struct hp_sig	sig;		/* the method's, as it was at the call */
 	char		method[64];	/* its name, as struct method's */
 	uint8_t		item;		/* the stream's item type: its node */
-	uint64_t	caller;		/* CALLER_CLIENT | uid (commands.c) */
+	uint64_t	caller;		/* CALLER_CLIENT | uid (cmd_call.c) */
 	char		why[768];	/* room for a refusal's text, signature and all */
 };
 

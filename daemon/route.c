@@ -280,7 +280,7 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		    streams_open_client(h, p, &o, c->caller);
 
 		if (id < 0 && p == NULL) {
-			/* hub.sink: the caller sends (commands.c, "-") */
+			/* hub.sink: the caller sends (cmd_call.c, "-") */
 			*why = args_refused(c, m, "its stream is the caller's to send: give - "
 					    "for the channel, then the items");
 			rc = -EINVAL;
