@@ -17,7 +17,7 @@
 #include "daemon/lanes.h"
 #include "daemon/methods.h"
 #include "daemon/pool.h"
-#include "daemon/supervise.h"
+#include "daemon/tally.h"
 #include "proto/channel.h"
 #include "proto/peer.h"
 
@@ -124,7 +124,7 @@ deaths_json(const struct peer *p)
 			lifecycle_death_name(d->reason)));
 		json_object_object_add(e, "status", json_object_new_int(d->status));
 		json_object_object_add(e, "signal", d->sig == 0 ? NULL : json_object_new_string(
-			supervise_signal_name(d->sig, sig, sizeof(sig))));
+			tally_signal_name(d->sig, sig, sizeof(sig))));
 		json_object_object_add(e, "detail", json_object_new_string(d->detail));
 		json_object_object_add(e, "in_flight", serving_json(d));
 		json_object_array_add(deaths, e);
