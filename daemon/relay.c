@@ -20,7 +20,13 @@
  * until B ends b or answers. B's Response reaches A only after the queue and the end
  * of a: an answer that comes while b is open ends b (freed, as
  * streams_over does) and a (Close, after the queue). Data, Close and
- * Reset on any channel come here first; one without a relay is streams.c's. */
+ * Reset on any channel come here first; one without a relay is streams.c's.
+ *
+ * Over 600 lines, one job: a relay's state (both ends, the queue, the
+ * credit passed on, B's answer held) is private to this file, and every
+ * part (the call that makes a relay, the messages on its channels, its
+ * ends, a guest's detach) changes it through the same helpers; split,
+ * struct relay and those helpers would be shared across files. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
