@@ -108,7 +108,7 @@ add_settings(struct hub *h, json_object *o, const struct peer *p)
 	json_object_object_add(o, "args", args);
 }
 
-/* Its tally (supervise.c), the last death first. */
+/* Its tally (tally.c), the last death first. */
 static json_object *
 deaths_json(const struct peer *p)
 {

@@ -44,9 +44,9 @@ typedef int	dispatch_work_fn(struct hub *h, struct peer *p);
 #define DISPATCH_SOURCES_MAX	4
 
 /* The supervisor's states, events and decisions: lifecycle.h. The death
- * tally shown by hubctl peers keeps the last TALLY_MAX deaths with their
- * wall-clock time; the count against max_deaths is lifecycle.h's, on
- * CLOCK_MONOTONIC. */
+ * tally (tally.c) shown by hubctl peers keeps the last TALLY_MAX deaths
+ * with their wall-clock time; the count against max_deaths is
+ * lifecycle.h's, on CLOCK_MONOTONIC. */
 #define TALLY_MAX	8
 #define DEATH_DETAIL_MAX 256	/* "exec /a/long/path: strerror", a rule, ... */
 
