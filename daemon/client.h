@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A control client, what the socket (control.c) and the commands above
- * it (commands.c) share: the client, and the ways a command answers it
- * (client.c). Private to those three. */
+ * it (cmd_*.c) share: the client, and the ways a command answers it
+ * (client.c). Private to those. */
 #ifndef HUB_CLIENT_H
 #define HUB_CLIENT_H
 

@@ -9,7 +9,13 @@
  * backlog, and whoever floods a backlogged target is paused (its own ring
  * fills: backpressure on itself only). Nothing here ends a guest either: a
  * broken rule is reported (host_fault) and the supervisor acts on it once
- * the data path has returned (supervise_faults). */
+ * the data path has returned (supervise_faults).
+ *
+ * Over 600 lines, one job: sending (the backlog), serving the rings,
+ * sleep, the liveness checks and detach all report into host_fault and
+ * read or empty the backlog (its queue, its charge, the slots it holds);
+ * split, those insides would be shared across files, or the files would
+ * call each other. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -44,9 +44,9 @@ typedef int	dispatch_work_fn(struct hub *h, struct peer *p);
 #define DISPATCH_SOURCES_MAX	4
 
 /* The supervisor's states, events and decisions: lifecycle.h. The death
- * tally shown by hubctl peers keeps the last TALLY_MAX deaths with their
- * wall-clock time; the count against max_deaths is lifecycle.h's, on
- * CLOCK_MONOTONIC. */
+ * tally (tally.c) shown by hubctl peers keeps the last TALLY_MAX deaths
+ * with their wall-clock time; the count against max_deaths is
+ * lifecycle.h's, on CLOCK_MONOTONIC. */
 #define TALLY_MAX	8
 #define DEATH_DETAIL_MAX 256	/* "exec /a/long/path: strerror", a rule, ... */
 
@@ -357,7 +357,7 @@ struct ext_call {
 	struct hp_sig	sig;		/* the method's, as it was at the call */
 	char		method[64];	/* its name, as struct method's */
 	uint8_t		item;		/* the stream's item type: its node */
-	uint64_t	caller;		/* CALLER_CLIENT | uid (commands.c) */
+	uint64_t	caller;		/* CALLER_CLIENT | uid (cmd_call.c) */
 	char		why[768];	/* room for a refusal's text, signature and all */
 };
 

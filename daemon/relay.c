@@ -20,7 +20,13 @@
  * until B ends b or answers. B's Response reaches A only after the queue and the end
  * of a: an answer that comes while b is open ends b (freed, as
  * streams_over does) and a (Close, after the queue). Data, Close and
- * Reset on any channel come here first; one without a relay is streams.c's. */
+ * Reset on any channel come here first; one without a relay is streams.c's.
+ *
+ * Over 600 lines, one job: a relay's state (both ends, the queue, the
+ * credit passed on, B's answer held) is private to this file, and every
+ * part (the call that makes a relay, the messages on its channels, its
+ * ends, a guest's detach) changes it through the same helpers; split,
+ * struct relay and those helpers would be shared across files. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,21 +268,16 @@ refuse(struct hub *h, const struct origin *o, const char *why)
 	answer_error(h, o, HP_ERR_USER, why);
 }
 
-void
-relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *meth,
-	   struct hp_msg_in *m, const struct hp_request *req, const struct origin *o)
+/* A's channel argument to meth, in req's arguments: its id in *a, where
+ * its varint starts (*at) and ends (*after). NULL, or why it cannot be
+ * relayed. */
+static const char *
+chan_arg(struct hub *h, struct peer *p, const struct method *meth,
+	 const struct hp_request *req, uint64_t *a, size_t *at, size_t *after)
 {
 	const struct hp_params *prm = &h->conf.params;
 	struct hp_pc_dec d;
-	struct hp_pc_enc e;
-	struct origin qo = *o;
-	struct relay *r;
-	size_t at = 0, after = 0, meta_len = (size_t)(req->args - m->payload);
-	uint64_t a = 0;
-	int64_t b;
-	uint8_t *buf;
-	uint32_t nchans = 0, req_id;
-	char why[128];
+	uint32_t nchans = 0;
 
 	hp_pc_dec_init(&d, req->args, req->args_len);
 	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
@@ -285,33 +286,83 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 			continue;
 		}
 		nchans++;
-		at = d.pos;
-		a = hp_pc_get_u64(&d);
-		after = d.pos;
+		*at = d.pos;
+		*a = hp_pc_get_u64(&d);
+		*after = d.pos;
 	}
-	if (nchans > 1) {
-		refuse(h, o, "only one channel argument is routed between guests");
-		return;
-	}
+	if (nchans > 1)
+		return "only one channel argument is routed between guests";
 	/* r[shm.id.channel-parity]: the caller's own (odd) id, opened by it
 	 * to receive on (Active) and not one hubd uses already on it */
-	if (d.err != 0 || a > UINT32_MAX ||
-	    hp_chan_id_check((uint32_t)a, prm->max_channels, HP_SIDE_GUEST) != 0 ||
-	    hp_chan_state(&p->view.chans[a]) != HP_CHAN_ACTIVE || p->chans[a].open) {
-		refuse(h, o, "the channel argument must be a channel the caller opened "
-		       "to receive on (odd id, open, not in use)");
-		return;
-	}
-	/* B's end: as for a client's call (r[shm.flow.channel-activate]) */
+	if (d.err != 0 || *a > UINT32_MAX ||
+	    hp_chan_id_check((uint32_t)*a, prm->max_channels, HP_SIDE_GUEST) != 0 ||
+	    hp_chan_state(&p->view.chans[*a]) != HP_CHAN_ACTIVE || p->chans[*a].open)
+		return "the channel argument must be a channel the caller opened "
+		    "to receive on (odd id, open, not in use)";
+	return NULL;
+}
+
+/* B's end b, opened in q's table for caller p as for a client's call
+ * (r[shm.flow.channel-activate]); -1 with why in buf. */
+static int64_t
+open_b(struct hub *h, struct peer *p, struct peer *q, char *why, size_t len)
+{
+	const struct hp_params *prm = &h->conf.params;
+	int64_t b;
+
 	if (streams_caller_full(h, q, p->id)) {
-		snprintf(why, sizeof(why), "no channel available in guest %s: this caller "
+		snprintf(why, len, "no channel available in guest %s: this caller "
 			 "holds channels_per_caller of its streams already", q->conf->name);
-		refuse(h, o, why);
-		return;
+		return -1;
 	}
 	if ((b = hp_chan_open(q->view.chans, prm->max_channels, HP_SIDE_HOST,
 			      prm->initial_credit, &q->chan_cursor)) < 0) {
-		snprintf(why, sizeof(why), "no channel available in guest %s", q->conf->name);
+		snprintf(why, len, "no channel available in guest %s", q->conf->name);
+		return -1;
+	}
+	return b;
+}
+
+/* The relay r made: its ends' channels in A's and B's tables, and r in
+ * the hub's list. */
+static void
+link_relay(struct hub *h, struct relay *r, struct peer *p, struct peer *q,
+	   const struct origin *o, const struct origin *qo, uint32_t req_id)
+{
+	const struct hp_params *prm = &h->conf.params;
+
+	r->b_req = req_id;
+	q->chans[r->b_chan] = (struct hchan){ .open = 1, .granted = prm->initial_credit,
+					      .o = *qo, .relay = r, .caller = p->id };
+	q->chans[r->b_chan].o.req_id = req_id;
+	p->chans[r->a_chan] = (struct hchan){ .open = 1, .o = *o, .relay = r };
+	p->relays++;
+	if ((r->next = h->relays) != NULL)
+		r->next->prevp = &r->next;
+	h->relays = r;
+	r->prevp = &h->relays;
+}
+
+void
+relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *meth,
+	   struct hp_msg_in *m, const struct hp_request *req, const struct origin *o)
+{
+	struct hp_pc_enc e;
+	struct origin qo = *o;
+	struct relay *r;
+	size_t at = 0, after = 0, meta_len = (size_t)(req->args - m->payload);
+	uint64_t a = 0;
+	int64_t b;
+	uint8_t *buf;
+	uint32_t req_id;
+	const char *bad;
+	char why[128];
+
+	if ((bad = chan_arg(h, p, meth, req, &a, &at, &after)) != NULL) {
+		refuse(h, o, bad);
+		return;
+	}
+	if ((b = open_b(h, p, q, why, sizeof(why))) < 0) {
 		refuse(h, o, why);
 		return;
 	}
@@ -356,16 +407,7 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 		return;
 	}
 	free(buf);
-	r->b_req = req_id;
-	q->chans[b] = (struct hchan){ .open = 1, .granted = prm->initial_credit,
-				      .o = qo, .relay = r, .caller = p->id };
-	q->chans[b].o.req_id = req_id;
-	p->chans[a] = (struct hchan){ .open = 1, .o = *o, .relay = r };
-	p->relays++;
-	if ((r->next = h->relays) != NULL)
-		r->next->prevp = &r->next;
-	h->relays = r;
-	r->prevp = &h->relays;
+	link_relay(h, r, p, q, o, &qo, req_id);
 }
 
 /* -- messages on the relay's channels ------------------------------------ */

@@ -120,44 +120,19 @@ keep_segment(struct hub *h, struct hub_conf *n, FILE *msgs)
 		    h->conf.control_path, "");
 }
 
-int
-reload_config(struct hub *h, FILE *msgs)
+/* Guests the new file n no longer has: each stops, and its entry is
+ * freed once it is down (now, if nothing runs). */
+static void
+drop_removed(struct hub *h, const struct hub_conf *n, FILE *msgs)
 {
-	struct hub_conf n;
-	FILE *errs = msgs;
-	struct config_guest **waiting;
-
-	if (config_load(h->conf.file, &n, errs) != 0) {
-		say(msgs, "%s is broken: nothing changed%s", h->conf.file, "");
-		return -1;
-	}
-	if (n.nguests > h->conf.params.max_guests) {
-		say(msgs, "more guests than max_guests: they can never all run; "
-		    "nothing changed%s%s", "", "");
-		config_free(&n);
-		return -1;
-	}
-	if ((waiting = calloc(n.nguests + 1, sizeof(*waiting))) == NULL) {
-		say(msgs, "out of memory: nothing changed%s%s", "", "");
-		config_free(&n);
-		return -1;
-	}
-	log_debug("reload: %s: %u guests", h->conf.file, n.nguests);
-	keep_segment(h, &n, msgs);
-	/* each guest's uid: a running one keeps its own */
-	users_number(h, &n);
-	/* the new file says who waits for an entry */
-	waiting_clear(h);
-	h->waiting = waiting;
-	/* dropped */
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
 		int kept = 0;
 
 		if (p->conf == NULL || p->removed)
 			continue;
-		for (uint32_t k = 0; k < n.nguests; k++)
-			kept |= strcmp(n.guests[k].name, p->conf->name) == 0;
+		for (uint32_t k = 0; k < n->nguests; k++)
+			kept |= strcmp(n->guests[k].name, p->conf->name) == 0;
 		if (kept)
 			continue;
 		say(msgs, "guest %s: removed from the config, stopping%s", p->conf->name, "");
@@ -172,9 +147,16 @@ reload_config(struct hub *h, FILE *msgs)
 			p->removed = 0;
 		}
 	}
-	/* changed, back and added */
-	for (uint32_t k = 0; k < n.nguests; k++) {
-		struct config_guest *g = &n.guests[k], *copy;
+}
+
+/* Guests of the new file n: a changed one restarts with its new settings,
+ * one dropped earlier and still stopping comes back in its entry, a new
+ * one starts in a free entry or waits for one. */
+static void
+apply_guests(struct hub *h, const struct hub_conf *n, FILE *msgs)
+{
+	for (uint32_t k = 0; k < n->nguests; k++) {
+		struct config_guest *g = &n->guests[k], *copy;
 		struct peer *p = find(h, g->name);
 
 		if (p != NULL && !p->removed &&
@@ -214,24 +196,63 @@ reload_config(struct hub *h, FILE *msgs)
 		take(p, copy);
 		supervise_start(h, p);
 	}
-	/* the new file's other [hub] keys apply from now on */
+}
+
+/* The new file n's other [hub] keys apply from now on. */
+static void
+apply_hub_keys(struct hub *h, const struct hub_conf *n)
+{
 	log_debug("reload: attach_timeout %.3f s, stop_grace %.3f s, goodbye_grace "
-		  "%.3f s, client_timeout %.3f s", n.attach_timeout_ns / 1e9,
-		  n.stop_grace_ns / 1e9, n.goodbye_grace_ns / 1e9, n.client_timeout_ns / 1e9);
-	h->conf.attach_timeout_ns = n.attach_timeout_ns;
-	h->conf.stop_grace_ns = n.stop_grace_ns;
-	h->conf.goodbye_grace_ns = n.goodbye_grace_ns;
-	h->conf.client_timeout_ns = n.client_timeout_ns;
-	h->conf.hang_stack = n.hang_stack;
-	h->conf.channels_per_caller = n.channels_per_caller;
-	h->conf.lane_ban_ns = n.lane_ban_ns;	/* bans made from now on */
-	if (h->conf.pool_sweep_ns != n.pool_sweep_ns) {
-		h->conf.pool_sweep_ns = n.pool_sweep_ns;
+		  "%.3f s, client_timeout %.3f s", n->attach_timeout_ns / 1e9,
+		  n->stop_grace_ns / 1e9, n->goodbye_grace_ns / 1e9, n->client_timeout_ns / 1e9);
+	h->conf.attach_timeout_ns = n->attach_timeout_ns;
+	h->conf.stop_grace_ns = n->stop_grace_ns;
+	h->conf.goodbye_grace_ns = n->goodbye_grace_ns;
+	h->conf.client_timeout_ns = n->client_timeout_ns;
+	h->conf.hang_stack = n->hang_stack;
+	h->conf.channels_per_caller = n->channels_per_caller;
+	h->conf.lane_ban_ns = n->lane_ban_ns;	/* bans made from now on */
+	if (h->conf.pool_sweep_ns != n->pool_sweep_ns) {
+		h->conf.pool_sweep_ns = n->pool_sweep_ns;
 		pool_retime(h);
 	}
-	h->conf.pool_stuck_ns = n.pool_stuck_ns;
-	h->conf.pool_quota = n.pool_quota;
-	h->conf.pool_quota_slots = n.pool_quota_slots;
+	h->conf.pool_stuck_ns = n->pool_stuck_ns;
+	h->conf.pool_quota = n->pool_quota;
+	h->conf.pool_quota_slots = n->pool_quota_slots;
+}
+
+int
+reload_config(struct hub *h, FILE *msgs)
+{
+	struct hub_conf n;
+	FILE *errs = msgs;
+	struct config_guest **waiting;
+
+	if (config_load(h->conf.file, &n, errs) != 0) {
+		say(msgs, "%s is broken: nothing changed%s", h->conf.file, "");
+		return -1;
+	}
+	if (n.nguests > h->conf.params.max_guests) {
+		say(msgs, "more guests than max_guests: they can never all run; "
+		    "nothing changed%s%s", "", "");
+		config_free(&n);
+		return -1;
+	}
+	if ((waiting = calloc(n.nguests + 1, sizeof(*waiting))) == NULL) {
+		say(msgs, "out of memory: nothing changed%s%s", "", "");
+		config_free(&n);
+		return -1;
+	}
+	log_debug("reload: %s: %u guests", h->conf.file, n.nguests);
+	keep_segment(h, &n, msgs);
+	/* each guest's uid: a running one keeps its own */
+	users_number(h, &n);
+	/* the new file says who waits for an entry */
+	waiting_clear(h);
+	h->waiting = waiting;
+	drop_removed(h, &n, msgs);
+	apply_guests(h, &n, msgs);
+	apply_hub_keys(h, &n);
 	config_free(&n);
 	users_release(h);	/* the uids of guests dropped or renumbered */
 	return 0;

@@ -2,7 +2,7 @@
 /* Control requests (request.c): the commands a request may name, who may
  * run each and what it needs, and the parser that checks a request line
  * against them before anything acts on it. Below the socket (control.c)
- * and the commands (commands.c): it knows neither. */
+ * and the commands (cmd_*.c): it knows neither. */
 #ifndef HUB_REQUEST_H
 #define HUB_REQUEST_H
 
@@ -21,7 +21,7 @@
  * all made from these rows, so that a command cannot be added without
  * saying who may run it, nor without its handler:
  *   name	as a request gives it ("cmd"), and its handler's: cmd_<name>,
- *		which commands.c must define
+ *		which a cmd_*.c file must define (cmd.h)
  *   who	CTL_READ: whoever can open the socket (mode 0660);
  *		CTL_CHANGE: root and hubd's own user only (SO_PEERCRED):
  *		what changes things, and what hands over the guests'

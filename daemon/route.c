@@ -213,25 +213,14 @@ args_refused(struct ext_call *c, const struct method *m, const char *fmt, ...)
 	return c->why;
 }
 
-int
-route_client_call(struct hub *h, struct ext_call *c, const char *method,
-		  const struct ctl_arg *args, int nargs, const char **why)
+/* Whether a client may call m with nargs arguments now: every argument
+ * but channels given, its guest up. 0, or -errno with why. */
+static int
+client_call_checked(struct hub *h, struct ext_call *c, const struct method *m, int nargs,
+		    const char **why)
 {
-	const struct method *m = methods_find(h, method);
-	struct origin o = { ORIGIN_CLIENT, 0, 0, 0, c, 0 };
-	struct hp_pc_enc e;
-	struct peer *p = NULL;
-	uint8_t *buf;
-	size_t cap = h->conf.params.max_payload_size;
-	uint32_t req_id;
-	int rc = 0, want = 0, next = 0;
+	int want = 0;
 
-	if (m == NULL) {
-		/* named as asked (cut to 64 bytes, as hub.signature's) */
-		snprintf(c->why, sizeof(c->why), "no such method: %.64s", method);
-		*why = c->why;
-		return -ENOENT;
-	}
 	/* the caller gives every argument but channels, which we open */
 	for (uint8_t i = 0; i < m->sig.nargs; i++)
 		want += hp_sig_arg_type(&m->sig, i) != HP_T_CHAN;
@@ -247,6 +236,82 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		*why = methods_unavailable(h, m, c->why, sizeof(c->why));
 		return -EHOSTDOWN;
 	}
+	return 0;
+}
+
+/* A client's arguments to m, from their text, into e; a chan<T> argument
+ * opened in p's table (c->chan) for the client to see its items. 0, or
+ * -errno with why (the caller closes a channel it opened). */
+static int
+client_args(struct hub *h, struct ext_call *c, const struct method *m, struct peer *p,
+	    struct origin *o, const struct ctl_arg *args, struct hp_pc_enc *e,
+	    const char **why)
+{
+	int rc, next = 0;
+
+	for (uint8_t i = 0; i < m->sig.nargs; i++) {
+		if (hp_sig_arg_type(&m->sig, i) != HP_T_CHAN) {
+			char what[384];
+
+			/* too large is said below, with the limit */
+			if ((rc = pcjson_encode_arg(e, &m->sig, m->sig.args[i], args[next].s,
+						    args[next].len, what, sizeof(what))) != 0 &&
+			    e->err == 0) {
+				*why = rc == -EINVAL ? args_refused(c, m, "argument %d %s", next + 1,
+								    what) : "out of memory";
+				return rc;
+			}
+			next++;
+			continue;
+		}
+		/* a chan<T>: we receive it, the client sees the items */
+		int64_t id = p == NULL || c->chan != 0 ? -EINVAL :
+		    streams_open_client(h, p, o, c->caller);
+
+		if (id < 0 && p == NULL) {
+			/* hub.sink: the caller sends (cmd_call.c, "-") */
+			*why = args_refused(c, m, "its stream is the caller's to send: give - "
+					    "for the channel, then the items");
+			return -EINVAL;
+		}
+		if (id < 0) {
+			*why = id == -EUSERS ? "no channel available: this user's calls hold "
+			    "channels_per_caller streams of the guest already" :
+			    "no channel available";
+			return -EAGAIN;
+		}
+		c->chan = o->chan = (uint32_t)id;
+		c->item = hp_sig_chan_item(&m->sig, i);
+		hp_pc_put_u64(e, (uint64_t)id);
+	}
+	if (e->err != 0) {
+		*why = "arguments larger than max_payload_size";
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+int
+route_client_call(struct hub *h, struct ext_call *c, const char *method,
+		  const struct ctl_arg *args, int nargs, const char **why)
+{
+	const struct method *m = methods_find(h, method);
+	struct origin o = { ORIGIN_CLIENT, 0, 0, 0, c, 0 };
+	struct hp_pc_enc e;
+	struct peer *p = NULL;
+	uint8_t *buf;
+	size_t cap = h->conf.params.max_payload_size;
+	uint32_t req_id;
+	int rc;
+
+	if (m == NULL) {
+		/* named as asked (cut to 64 bytes, as hub.signature's) */
+		snprintf(c->why, sizeof(c->why), "no such method: %.64s", method);
+		*why = c->why;
+		return -ENOENT;
+	}
+	if ((rc = client_call_checked(h, c, m, nargs, why)) != 0)
+		return rc;
 	p = hub_peer(h, m->owner);
 	if (p != NULL)
 		cap = p->ep.lim.max_payload_size;	/* the variable pool's, if it uses it */
@@ -259,49 +324,8 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 	snprintf(c->method, sizeof(c->method), "%s", m->name);
 	hp_pc_enc_init(&e, buf, cap);
 	hp_pc_put_seq_len(&e, 0);		/* no metadata */
-	for (uint8_t i = 0; i < m->sig.nargs; i++) {
-		if (hp_sig_arg_type(&m->sig, i) != HP_T_CHAN) {
-			char what[384];
-
-			/* too large is said below, with the limit */
-			if ((rc = pcjson_encode_arg(&e, &m->sig, m->sig.args[i], args[next].s,
-						    args[next].len, what, sizeof(what))) != 0 &&
-			    e.err == 0) {
-				*why = rc == -EINVAL ? args_refused(c, m, "argument %d %s", next + 1,
-								    what) : "out of memory";
-				goto out;
-			}
-			rc = 0;
-			next++;
-			continue;
-		}
-		/* a chan<T>: we receive it, the client sees the items */
-		int64_t id = p == NULL || c->chan != 0 ? -EINVAL :
-		    streams_open_client(h, p, &o, c->caller);
-
-		if (id < 0 && p == NULL) {
-			/* hub.sink: the caller sends (commands.c, "-") */
-			*why = args_refused(c, m, "its stream is the caller's to send: give - "
-					    "for the channel, then the items");
-			rc = -EINVAL;
-			goto out;
-		}
-		if (id < 0) {
-			*why = id == -EUSERS ? "no channel available: this user's calls hold "
-			    "channels_per_caller streams of the guest already" :
-			    "no channel available";
-			rc = -EAGAIN;
-			goto out;
-		}
-		c->chan = o.chan = (uint32_t)id;
-		c->item = hp_sig_chan_item(&m->sig, i);
-		hp_pc_put_u64(&e, (uint64_t)id);
-	}
-	if (e.err != 0) {
-		*why = "arguments larger than max_payload_size";
-		rc = -EMSGSIZE;
+	if ((rc = client_args(h, c, m, p, &o, args, &e, why)) != 0)
 		goto out;
-	}
 	if (p == NULL) {
 		c->peer = 0;
 		services_call(h, NULL, m, &o, buf + 1, e.len - 1);

@@ -136,6 +136,115 @@ close_others(const int *keep, int n)
 	closefrom(lo);
 }
 
+/* In the child: its limits (limit_memory, limit_files). -1 with errno
+ * and ce->step set on failure. */
+static int
+child_limits(struct peer *p, struct child_err *ce)
+{
+	if (p->conf->limit_memory != 0) {
+		struct rlimit rl = { p->conf->limit_memory, p->conf->limit_memory };
+
+		ce->step = CHILD_RLIMIT_AS;
+		if (setrlimit(RLIMIT_AS, &rl) != 0)
+			return -1;
+	}
+	if (p->conf->limit_files != 0) {
+		struct rlimit rl = { p->conf->limit_files, p->conf->limit_files };
+
+		ce->step = CHILD_RLIMIT_NOFILE;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* In the child: whom it runs as (users.c), and its end with hubd's. -1
+ * with errno and ce->step set on failure. */
+static int
+child_user(struct peer *p, pid_t hubd, struct child_err *ce)
+{
+	/* a uid of its own with no other group, its user = and group =, or
+	 * hubd's; never our supplementary groups */
+	if (p->conf->run_gid >= 0) {
+		gid_t gid = (gid_t)p->conf->run_gid;
+
+		ce->step = CHILD_GROUP;
+		if (setgroups(p->conf->runs == GUEST_RUNS_OWN ? 0 : 1, &gid) != 0 ||
+		    setgid(gid) != 0)
+			return -1;
+	}
+	ce->step = CHILD_USER;
+	if (p->conf->run_uid >= 0 && setuid((uid_t)p->conf->run_uid) != 0)
+		return -1;
+	/* hubd gone, even by SIGKILL: the guest goes too, also one that
+	 * never looks at its doorbell. After setuid, which clears it; a
+	 * hubd gone already is seen by getppid. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != hubd)
+		return -1;
+	return 0;
+}
+
+/* In the child: r[shm.spawn.fd-inheritance]: the doorbell at 3, the
+ * domain at 5 and the pool at 6 are inherited; the error pipe (it reports
+ * a failed exec) goes to 4, close-on-exec. Everything else is closed
+ * first, whatever hubd itself inherited without close-on-exec too, so
+ * that the moves below find free fds under any limit_files (16 at least)
+ * even when hubd is out of fds; each fd is first lifted above the
+ * targets, so that none overwrites another. Its stdout and stderr are the
+ * pipe hubd reads (guestlog.c). -1 with errno set on failure. */
+static int
+child_fds(struct peer *p, int guest_end, int err_fd, int out_fd)
+{
+	int src[GUEST_FDS + 1] = { -1, -1, -1, -1, -1, -1, -1, -1 };
+	int lifted[GUEST_FDS], out;
+
+	src[GUEST_DOORBELL_FD] = guest_end;
+	src[GUEST_ERRPIPE_FD] = err_fd;
+	src[GUEST_DOMAIN_FD] = p->dom.fd;
+	src[GUEST_POOL_FD] = p->zone != NULL ? p->zone->fd : -1;
+	src[GUEST_FDS] = out_fd;	/* kept too, and lifted first */
+	close_others(src + GUEST_DOORBELL_FD, GUEST_FDS + 1 - GUEST_DOORBELL_FD);
+	if ((out = fcntl(out_fd, F_DUPFD_CLOEXEC, GUEST_FDS)) < 0)
+		return -1;
+	for (int t = GUEST_DOORBELL_FD; t < GUEST_FDS; t++) {
+		lifted[t] = -1;
+		if (src[t] >= 0 && (lifted[t] = fcntl(src[t], F_DUPFD_CLOEXEC, GUEST_FDS)) < 0)
+			return -1;
+	}
+	for (int t = GUEST_DOORBELL_FD; t < GUEST_FDS; t++) {
+		int flags = t == GUEST_ERRPIPE_FD ? O_CLOEXEC : 0;
+
+		if (lifted[t] >= 0 && dup3(lifted[t], t, flags) != t)
+			return -1;
+		if (lifted[t] < 0)
+			close(t);
+	}
+	if (dup2(out, STDOUT_FILENO) != STDOUT_FILENO ||
+	    dup2(out, STDERR_FILENO) != STDERR_FILENO)
+		return -1;
+	closefrom(GUEST_FDS);
+	return 0;
+}
+
+/* In the child: its env = (config_keys.c checked each NAME=VALUE), and
+ * the processors libguest's microthreads run on (hubd has one thread:
+ * setenv after fork is safe). -1 with errno set on failure. */
+static int
+child_env(struct peer *p)
+{
+	for (char **e = p->conf->env; e != NULL && *e != NULL; e++)
+		if (putenv(*e) != 0)
+			return -1;
+	if (p->conf->processors != 0) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "%u", p->conf->processors);
+		if (setenv("HUB_PROCESSORS", n, 1) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void __attribute__((noreturn))
 child(struct peer *p, char **argv, int guest_end, int err_fd, int out_fd, pid_t hubd)
@@ -153,78 +262,12 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, int out_fd, pid_t 
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	if (p->conf->limit_memory != 0) {
-		struct rlimit rl = { p->conf->limit_memory, p->conf->limit_memory };
-
-		ce.step = CHILD_RLIMIT_AS;
-		if (setrlimit(RLIMIT_AS, &rl) != 0)
-			goto fail;
-	}
-	if (p->conf->limit_files != 0) {
-		struct rlimit rl = { p->conf->limit_files, p->conf->limit_files };
-
-		ce.step = CHILD_RLIMIT_NOFILE;
-		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-			goto fail;
-	}
-	/* whom it runs as (users.c): a uid of its own with no other group,
-	 * its user = and group =, or hubd's; never our supplementary groups */
-	if (p->conf->run_gid >= 0) {
-		gid_t gid = (gid_t)p->conf->run_gid;
-
-		ce.step = CHILD_GROUP;
-		if (setgroups(p->conf->runs == GUEST_RUNS_OWN ? 0 : 1, &gid) != 0 ||
-		    setgid(gid) != 0)
-			goto fail;
-	}
-	ce.step = CHILD_USER;
-	if (p->conf->run_uid >= 0 && setuid((uid_t)p->conf->run_uid) != 0)
+	if (child_limits(p, &ce) != 0 || child_user(p, hubd, &ce) != 0)
 		goto fail;
-	/* hubd gone, even by SIGKILL: the guest goes too, also one that
-	 * never looks at its doorbell. After setuid, which clears it; a
-	 * hubd gone already is seen by getppid. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != hubd)
-		goto fail;
-	/* r[shm.spawn.fd-inheritance]: the doorbell at 3, the domain at 5
-	 * and the pool at 6 are inherited; the error pipe (it reports a
-	 * failed exec) goes to 4, close-on-exec. Everything else is closed
-	 * first, whatever hubd itself inherited without close-on-exec too,
-	 * so that the moves below find free fds under any limit_files (16
-	 * at least) even when hubd is out of fds; each fd is first lifted
-	 * above the targets, so that none overwrites another. Its stdout
-	 * and stderr are the pipe hubd reads (guestlog.c). */
 	ce.step = CHILD_FDS;
-	{
-		int src[GUEST_FDS + 1] = { -1, -1, -1, -1, -1, -1, -1, -1 };
-		int lifted[GUEST_FDS], out;
-
-		src[GUEST_DOORBELL_FD] = guest_end;
-		src[GUEST_ERRPIPE_FD] = err_fd;
-		src[GUEST_DOMAIN_FD] = p->dom.fd;
-		src[GUEST_POOL_FD] = p->zone != NULL ? p->zone->fd : -1;
-		src[GUEST_FDS] = out_fd;	/* kept too, and lifted first */
-		close_others(src + GUEST_DOORBELL_FD, GUEST_FDS + 1 - GUEST_DOORBELL_FD);
-		if ((out = fcntl(out_fd, F_DUPFD_CLOEXEC, GUEST_FDS)) < 0)
-			goto fail;
-		for (int t = GUEST_DOORBELL_FD; t < GUEST_FDS; t++) {
-			lifted[t] = -1;
-			if (src[t] >= 0 && (lifted[t] = fcntl(src[t], F_DUPFD_CLOEXEC, GUEST_FDS)) < 0)
-				goto fail;
-		}
-		for (int t = GUEST_DOORBELL_FD; t < GUEST_FDS; t++) {
-			int flags = t == GUEST_ERRPIPE_FD ? O_CLOEXEC : 0;
-
-			if (lifted[t] >= 0 && dup3(lifted[t], t, flags) != t)
-				goto fail;
-			if (lifted[t] < 0)
-				close(t);
-		}
-		err_fd = GUEST_ERRPIPE_FD;
-		if (dup2(out, STDOUT_FILENO) != STDOUT_FILENO ||
-		    dup2(out, STDERR_FILENO) != STDERR_FILENO)
-			goto fail;
-		closefrom(GUEST_FDS);
-	}
+	if (child_fds(p, guest_end, err_fd, out_fd) != 0)
+		goto fail;
+	err_fd = GUEST_ERRPIPE_FD;
 	/* last, no_new_privs set: what no guest may ask of the kernel */
 	ce.step = CHILD_FILTER;
 	if (p->conf->seccomp && (rc = filter_apply()) != 0) {
@@ -232,19 +275,8 @@ child(struct peer *p, char **argv, int guest_end, int err_fd, int out_fd, pid_t 
 		goto fail;
 	}
 	ce.step = CHILD_EXEC;
-	/* its env = (config_keys.c checked each NAME=VALUE) */
-	for (char **e = p->conf->env; e != NULL && *e != NULL; e++)
-		if (putenv(*e) != 0)
-			goto fail;
-	/* libguest's microthreads run on this many processors (hubd has
-	 * one thread: setenv after fork is safe) */
-	if (p->conf->processors != 0) {
-		char n[16];
-
-		snprintf(n, sizeof(n), "%u", p->conf->processors);
-		if (setenv("HUB_PROCESSORS", n, 1) != 0)
-			goto fail;
-	}
+	if (child_env(p) != 0)
+		goto fail;
 	execv(p->conf->exec, argv);
 fail:
 	ce.err = errno;
@@ -253,22 +285,11 @@ fail:
 	_exit(127);
 }
 
-/* Forks and execs the guest (r[shm.spawn.ticket]). 0 with p->pid, p->pidfd
- * and p->bell set (start = manual: p->bell only, p->pid 0, its ticket
- * waiting in manual.c for a process started by hand); or -errno with why
- * in p->kill_detail, nothing left behind and its entry Empty again. */
-int
-spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand)
+/* A new config a reload gave it taken up, and what its last instance
+ * left cleared. */
+static void
+spawn_reset(struct hub *h, struct peer *p)
 {
-	uint32_t seen;
-	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 }, out_w = -1, err = 0, status;
-	struct child_err ce;
-	struct hp_params prm = h->conf.params;
-	const char *what = NULL;
-	char **argv = NULL, line[512], name[48];
-	ssize_t n;
-	pid_t pid, hubd;
-
 	if (p->next_conf != NULL) {	/* changed by a reload */
 		config_guest_free(p->conf);
 		p->conf = p->next_conf;
@@ -279,10 +300,21 @@ spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand)
 	p->kill_detail[0] = '\0';
 	p->start_ns = hp_now_ns();
 	p->up_ns = 0;		/* not up: a failure here is no long run */
-	/* its zone's pool, and its own memory, which no other guest maps
-	 * (the previous instance's went at its recovery) */
-	if ((err = pool_join(h, p, &what)) != 0)
-		goto fail;
+}
+
+/* Its zone's pool joined, and its own memory made, which no other guest
+ * maps (the previous instance's went at its recovery), with its entry
+ * there reserved and offered. -errno with why in *what. */
+static int
+make_domain(struct hub *h, struct peer *p, const char **what)
+{
+	struct hp_params prm = h->conf.params;
+	char name[48];
+	uint32_t seen;
+	int err;
+
+	if ((err = pool_join(h, p, what)) != 0)
+		return err;
 	snprintf(name, sizeof(name), "hub:%s", p->conf->name);
 	/* its heartbeat, the hub's or its own (r[shm.crash.heartbeat]: the
 	 * header of its domain says how often it beats, 0: never) */
@@ -291,16 +323,15 @@ spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand)
 	p->heartbeat_ns = prm.heartbeat_interval;
 	if ((err = hp_segment_create(&p->dom, &prm, p->id,
 				     p->zone != NULL ? h->features : h->features & ~HP_FEAT_VARSLOT,
-				     name, &what)) != 0)
-		goto fail;
+				     name, what)) != 0)
+		return err;
 	/* the epochs go on from the last instance's */
 	hp_peer_carry_epoch(hp_segment_peer(&p->dom, p->id), p->epoch);
 	/* r[shm.spawn.ticket] 1 r[shm.spawn.reserved-state]: ours until it
 	 * attaches */
 	if (hp_peer_reserve(hp_segment_peer(&p->dom, p->id), &seen) != 0) {
-		err = -EBUSY;
-		what = "peer entry busy in a fresh domain";
-		goto fail;
+		*what = "peer entry busy in a fresh domain";
+		return -EBUSY;
 	}
 	hp_peer_view_host(&p->dom, p->id, &p->view);
 	/* the guest sees it at attach (the fork orders it before); host_attach
@@ -309,6 +340,112 @@ spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand)
 		      (p->conf->lanes != LANES_NONE ? HP_FEAT_LANES : 0));
 	/* the epoch its attach increments (check_attach) */
 	p->epoch = hp_peer_epoch(p->view.entry);
+	return 0;
+}
+
+/* Waits for the child's exec: the child's exec closes the error pipe, 0
+ * bytes is success. -errno, with why in p->kill_detail and the child
+ * reaped, when a step before exec failed. */
+static int
+exec_result(struct peer *p, pid_t pid, int errfd)
+{
+	struct child_err ce;
+	ssize_t n;
+	int status;
+
+	while ((n = read(errfd, &ce, sizeof(ce))) < 0 && errno == EINTR)
+		;
+	if (n != sizeof(ce))
+		return 0;
+	/* it _exits right after writing: reap it now */
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (ce.step == CHILD_EXEC)
+		snprintf(p->kill_detail, sizeof(p->kill_detail), "exec %s: %s",
+			 p->conf->exec, strerror(ce.err));
+	else
+		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s: %s",
+			 child_step_name(ce.step), strerror(ce.err));
+	return -ce.err;
+}
+
+/* Forks the guest and execs it with its end of the doorbell, *guest_end,
+ * which hubd closes once the child has it (-1 then). 0 with p->pid and
+ * p->pidfd set; or -errno with why in *what (or, a step of the child's,
+ * in p->kill_detail) and no child left. */
+static int
+fork_guest(struct peer *p, int *guest_end, const char **what)
+{
+	int errpipe[2] = { -1, -1 }, out_w = -1, err = 0, status;
+	char **argv = NULL, line[512];
+	pid_t pid, hubd;
+
+	if (pipe2(errpipe, O_CLOEXEC) != 0) {
+		err = -errno;
+		*what = "pipe";
+		goto fail;
+	}
+	if ((err = guestlog_pipe(p, &out_w)) != 0) {
+		*what = "output pipe";
+		goto fail;
+	}
+	if ((argv = guest_argv(p)) == NULL) {
+		err = -ENOMEM;
+		*what = "arguments";
+		goto fail;
+	}
+	log_debug("guest %s: spawning %s", p->conf->name,
+		  log_argv(line, sizeof(line), argv));
+	hubd = getpid();
+	if ((pid = fork()) < 0) {
+		err = -errno;
+		*what = "fork";
+		goto fail;
+	}
+	if (pid == 0)
+		child(p, argv, *guest_end, errpipe[1], out_w, hubd);
+	/* the child does it too: whichever runs first, the group exists
+	 * before the guest can fork (EACCES once it has exec'd: it has) */
+	setpgid(pid, pid);
+	/* r[shm.spawn.fd-inheritance]: we keep only our end */
+	close(*guest_end);
+	close(errpipe[1]);
+	close(out_w);
+	*guest_end = errpipe[1] = out_w = -1;
+	if ((err = exec_result(p, pid, errpipe[0])) != 0)
+		goto fail;
+	if ((p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
+		err = -errno;
+		*what = "pidfd_open";
+		kill(-pid, SIGKILL);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		goto fail;
+	}
+	p->pid = pid;
+fail:
+	free_argv(p, argv);
+	for (int i = 0; i < 2; i++)
+		if (errpipe[i] >= 0)
+			close(errpipe[i]);
+	if (out_w >= 0)
+		close(out_w);
+	return err;
+}
+
+/* Starts the guest (r[shm.spawn.ticket]). 0 with p->pid, p->pidfd and
+ * p->bell set (start = manual: p->bell only, p->pid 0, its ticket waiting
+ * in manual.c for a process started by hand); or -errno with why in
+ * p->kill_detail, nothing left behind and its entry Empty again. */
+int
+spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand)
+{
+	int fds[2] = { -1, -1 }, err;
+	const char *what = NULL;
+
+	spawn_reset(h, p);
+	if ((err = make_domain(h, p, &what)) != 0)
+		goto fail;
 	/* 2: r[shm.doorbell.socketpair] */
 	if ((err = hp_doorbell_pair(fds)) != 0) {
 		what = "doorbell socketpair";
@@ -320,86 +457,22 @@ spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand)
 		p->bell = fds[0];
 		return 0;
 	}
-	if (pipe2(errpipe, O_CLOEXEC) != 0) {
-		err = -errno;
-		what = "pipe";
+	if ((err = fork_guest(p, &fds[1], &what)) != 0)
 		goto fail;
-	}
-	if ((err = guestlog_pipe(p, &out_w)) != 0) {
-		what = "output pipe";
-		goto fail;
-	}
-	if ((argv = guest_argv(p)) == NULL) {
-		err = -ENOMEM;
-		what = "arguments";
-		goto fail;
-	}
-	log_debug("guest %s: spawning %s", p->conf->name,
-		  log_argv(line, sizeof(line), argv));
-	hubd = getpid();
-	if ((pid = fork()) < 0) {
-		err = -errno;
-		what = "fork";
-		goto fail;
-	}
-	if (pid == 0)
-		child(p, argv, fds[1], errpipe[1], out_w, hubd);
-	/* the child does it too: whichever runs first, the group exists
-	 * before the guest can fork (EACCES once it has exec'd: it has) */
-	setpgid(pid, pid);
-	/* r[shm.spawn.fd-inheritance]: we keep only our end */
-	close(fds[1]);
-	close(errpipe[1]);
-	close(out_w);
-	fds[1] = errpipe[1] = out_w = -1;
-	/* The child's exec closes the pipe: 0 bytes is success. */
-	while ((n = read(errpipe[0], &ce, sizeof(ce))) < 0 && errno == EINTR)
-		;
-	close(errpipe[0]);
-	errpipe[0] = -1;
-	if (n == sizeof(ce)) {
-		/* it _exits right after writing: reap it now */
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		err = -ce.err;
-		if (ce.step == CHILD_EXEC)
-			snprintf(p->kill_detail, sizeof(p->kill_detail), "exec %s: %s",
-				 p->conf->exec, strerror(ce.err));
-		else
-			snprintf(p->kill_detail, sizeof(p->kill_detail), "%s: %s",
-				 child_step_name(ce.step), strerror(ce.err));
-		goto fail;
-	}
-	if ((p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
-		err = -errno;
-		what = "pidfd_open";
-		kill(-pid, SIGKILL);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		goto fail;
-	}
-	p->pid = pid;
 	p->bell = fds[0];
 	guestlog_watch(h, p);
 	if (p->restarts++ > 0)
-		log_info("guest %s: restarted (pid %d)", p->conf->name, (int)pid);
+		log_info("guest %s: restarted (pid %d)", p->conf->name, (int)p->pid);
 	else
-		log_info("guest %s: started (pid %d)", p->conf->name, (int)pid);
-	free_argv(p, argv);
+		log_info("guest %s: started (pid %d)", p->conf->name, (int)p->pid);
 	return 0;
 fail:
 	if (what != NULL)
 		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s: %s", what,
 			 strerror(-err));
-	free_argv(p, argv);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-		if (errpipe[i] >= 0)
-			close(errpipe[i]);
-	}
-	if (out_w >= 0)
-		close(out_w);
 	guestlog_end(h, p);
 	/* r[shm.spawn.reserved-state]: spawn failed; its domain goes */
 	hp_segment_close(&p->dom);

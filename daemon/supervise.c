@@ -19,7 +19,14 @@
  * Each guest leads its own process group (setpgid on both sides of the
  * fork): whatever it forks is killed with it, when it dies or is killed,
  * and when hubd exits. Everything after start-up is recoverable: a spawn
- * that fails (no fds, no memory, exec failed) is a death like any other. */
+ * that fails (no fds, no memory, exec failed) is a death like any other.
+ * Each death goes into its tally (tally.c) before recovery.
+ *
+ * Over 600 lines, one job: the executor of one state machine. Every event
+ * comes in through step() and many of its actions end in step() again (an
+ * attach that fails is a violation, a death may start the guest anew, a
+ * stack taken fires the timer), so the event sources, the actions and
+ * step() stay together; split, each part would call the other. */
 #include <errno.h>
 #include <stdint.h>
 #include <signal.h>
@@ -28,10 +35,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "daemon/answer.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/manual.h"
@@ -39,6 +44,7 @@
 #include "daemon/pool.h"
 #include "daemon/spawn.h"
 #include "daemon/supervise.h"
+#include "daemon/tally.h"
 #include "daemon/users.h"
 #include "proto/doorbell.h"
 #include "proto/msg.h"
@@ -218,55 +224,6 @@ recover(struct hub *h, struct peer *p)
 	memset(&p->view, 0, sizeof(p->view));
 }
 
-/* The tally hubctl peers shows: the last TALLY_MAX deaths, wall clock,
- * with the calls it was serving (before recovery fails them). */
-static struct death *
-record(struct hub *h, struct peer *p, int reason, int status, int sig)
-{
-	struct death *d = &p->tally[p->ndeaths % TALLY_MAX];
-
-	d->when_ns = hp_clock_ns(CLOCK_REALTIME);
-	d->reason = reason;
-	d->status = status;
-	d->sig = sig;
-	snprintf(d->detail, sizeof(d->detail), "%s", p->kill_detail);
-	answer_serving(h, p, d);
-	p->ndeaths++;
-	return d;
-}
-
-/* "SIGKILL", "signal 77" for one without a name. */
-const char *
-supervise_signal_name(int sig, char *buf, size_t len)
-{
-	const char *abbrev = sigabbrev_np(sig);
-
-	if (abbrev != NULL)
-		snprintf(buf, len, "SIG%s", abbrev);
-	else
-		snprintf(buf, len, "signal %d", sig);
-	return buf;
-}
-
-/* ", while serving kv.get (1 call), kv.put (2 calls)", or "". */
-static const char *
-serving_text(const struct death *d, char *buf, size_t len)
-{
-	size_t n = 0;
-	uint32_t named = 0;
-
-	buf[0] = '\0';
-	for (uint32_t k = 0; k < d->nserving && n < len; k++) {
-		named += d->serving[k].calls;
-		n += (size_t)snprintf(buf + n, len - n, "%s%s (%u call%s)",
-				      k == 0 ? ", while serving " : ", ", d->serving[k].method,
-				      d->serving[k].calls, d->serving[k].calls == 1 ? "" : "s");
-	}
-	if (d->in_flight > named && n < len)
-		snprintf(buf + n, len - n, " and %u more", d->in_flight - named);
-	return buf;
-}
-
 /* Spawns, then tells the lifecycle how it went. */
 static void
 start(struct hub *h, struct peer *p)
@@ -296,32 +253,11 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
       const struct life_in *in, const struct life_out *out)
 {
 	const char *name = p->conf->name;
-	struct death *d;
-	char serving[320], sig[32];
 
 	/* its last words first: they often say why */
 	if (e == PE_DIED)
 		guestlog_end(h, p);
-	d = record(h, p, in->reason, in->status, w != NULL ? w->sig : 0);
-
-	serving_text(d, serving, sizeof(serving));
-	if (in->reason == DEATH_EXITED && in->status < 0)	/* started by hand */
-		log_info("guest %s: exited%s", name, serving);
-	else if (in->reason == DEATH_EXITED)
-		log_info("guest %s: exited with status %d%s", name, in->status, serving);
-	else if (in->reason == DEATH_CRASHED)
-		log_warnx("guest %s: killed by signal %d (%s)%s%s%s", name, in->status,
-			  supervise_signal_name(in->status, sig, sizeof(sig)),
-			  p->kill_detail[0] ? ", " : "", p->kill_detail, serving);
-	else if (d->sig != 0)
-		log_warnx("guest %s: %s: %s (%s)%s", name, lifecycle_death_name(in->reason),
-			  p->kill_detail, supervise_signal_name(d->sig, sig, sizeof(sig)),
-			  serving);
-	else
-		log_warnx("guest %s: %s: %s%s", name, lifecycle_death_name(in->reason),
-			  p->kill_detail, serving);
-	if (p->life.short_ring)
-		log_warnx("guest %s: out of memory: deaths may be undercounted", name);
+	tally_log(p, tally_record(h, p, in->reason, in->status, w != NULL ? w->sig : 0));
 	if (e == PE_DIED)
 		recover(h, p);
 	p->kill_reason = -1;
@@ -418,6 +354,83 @@ take_stack(struct hub *h, struct peer *p, const struct why *w)
 	return 1;
 }
 
+/* What the lifecycle decides by: the time, the settings and, for an
+ * end, its reason and status. */
+static void
+life_input(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
+	   struct life_in *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->now_ns = hp_now_ns();
+	in->conf = p->conf;
+	in->hub_stopping = h->stopping;
+	if (e == PE_DIED || e == PE_SPAWN_FAILED) {
+		/* ended by us: our reason, its status */
+		in->reason = p->kill_reason >= 0 ? p->kill_reason : w->reason;
+		in->status = w->status;
+		in->ran_ns = p->up_ns != 0 ? in->now_ns - p->up_ns : 0;
+	}
+}
+
+/* Spawned: its exit and its doorbell watched, and its time to attach. */
+static void
+watch(struct hub *h, struct peer *p)
+{
+	ev_io_set(&p->pid_w, p->pidfd, EV_READ);
+	ev_io_start(h->loop, &p->pid_w);
+	ev_io_set(&p->bell_w, p->bell, EV_READ);
+	ev_io_start(h->loop, &p->bell_w);
+	/* one started by hand may stop in a debugger before attaching */
+	if (!p->conf->start_manual)
+		arm(h, p, h->conf.attach_timeout_ns, DEATH_HUNG,
+		    "did not attach in time");
+}
+
+/* Attached: the data path serves it (host_attach), and it is up in state
+ * next; or its rings break a rule, a violation. */
+static void
+attach(struct hub *h, struct peer *p, enum peer_state next)
+{
+	/* acquire: pairs with the guest's epoch increment (release) */
+	p->epoch = hp_peer_epoch(p->view.entry);
+	if (host_attach(h, p) != 0) {
+		struct why why = { DEATH_VIOLATION, 0, "shm.ring.capacity", 0 };
+
+		step(h, p, PE_VIOLATION, &why);
+		return;
+	}
+	disarm(h, p);
+	p->state = next;
+	p->up_ns = hp_now_ns();
+	log_info("guest %s: attached as peer %u (pid %d, epoch %u)", p->conf->name,
+		 p->id, (int)p->pid, p->epoch);
+}
+
+/* SIGTERM, and stop_grace to go. */
+static void
+ask_to_stop(struct hub *h, struct peer *p)
+{
+	/* hub stopping: the header's Goodbye asks every guest at once */
+	if (!h->stopping &&
+	    syscall(SYS_pidfd_send_signal, p->pidfd, SIGTERM, NULL, 0) != 0)
+		kill(p->pid, SIGTERM);
+	arm(h, p, h->conf.stop_grace_ns, -1, "did not stop in time");
+}
+
+/* r[shm.goodbye.payload]: the rule it broke; no longer read or written to
+ * (not up, state next), it has goodbye_grace to read it and go. */
+static void
+goodbye(struct hub *h, struct peer *p, enum peer_state next, const struct why *w)
+{
+	p->kill_reason = w->reason;
+	snprintf(p->kill_detail, sizeof(p->kill_detail), "%s", w->detail);
+	host_goodbye(h, p, w->detail);
+	p->state = next;
+	arm(h, p, h->conf.goodbye_grace_ns, -1, "goodbye_grace over");
+	log_warnx("guest %s: broke %s: Goodbye sent, SIGKILL in %.3f s unless "
+		  "it exits", p->conf->name, w->detail, seconds(h->conf.goodbye_grace_ns));
+}
+
 /* One event: the lifecycle decides, this carries it out. */
 static void
 step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
@@ -426,16 +439,7 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 	struct life_in in;
 	struct life_out out;
 
-	memset(&in, 0, sizeof(in));
-	in.now_ns = hp_now_ns();
-	in.conf = p->conf;
-	in.hub_stopping = h->stopping;
-	if (e == PE_DIED || e == PE_SPAWN_FAILED) {
-		/* ended by us: our reason, its status */
-		in.reason = p->kill_reason >= 0 ? p->kill_reason : w->reason;
-		in.status = w->status;
-		in.ran_ns = p->up_ns != 0 ? in.now_ns - p->up_ns : 0;
-	}
+	life_input(h, p, e, w, &in);
 	lifecycle_step(&p->life, from, e, &in, &out);
 	log_debug("guest %s: %s: %s -> %s, %s", p->conf->name, lifecycle_event_name(e),
 		  lifecycle_state_name(from), lifecycle_state_name(out.next),
@@ -453,49 +457,18 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		start(h, p);
 		break;
 	case LA_WATCH:
-		ev_io_set(&p->pid_w, p->pidfd, EV_READ);
-		ev_io_start(h->loop, &p->pid_w);
-		ev_io_set(&p->bell_w, p->bell, EV_READ);
-		ev_io_start(h->loop, &p->bell_w);
-		/* one started by hand may stop in a debugger before attaching */
-		if (!p->conf->start_manual)
-			arm(h, p, h->conf.attach_timeout_ns, DEATH_HUNG,
-			    "did not attach in time");
+		watch(h, p);
 		p->state = out.next;
 		break;
 	case LA_ATTACH:
-		/* acquire: pairs with the guest's epoch increment (release) */
-		p->epoch = hp_peer_epoch(p->view.entry);
-		if (host_attach(h, p) != 0) {
-			struct why why = { DEATH_VIOLATION, 0, "shm.ring.capacity", 0 };
-
-			step(h, p, PE_VIOLATION, &why);
-			break;
-		}
-		disarm(h, p);
-		p->state = out.next;
-		p->up_ns = hp_now_ns();
-		log_info("guest %s: attached as peer %u (pid %d, epoch %u)", p->conf->name,
-			 p->id, (int)p->pid, p->epoch);
+		attach(h, p, out.next);
 		break;
 	case LA_TERM:
-		/* hub stopping: the header's Goodbye asks every guest at once */
-		if (!h->stopping &&
-		    syscall(SYS_pidfd_send_signal, p->pidfd, SIGTERM, NULL, 0) != 0)
-			kill(p->pid, SIGTERM);
-		arm(h, p, h->conf.stop_grace_ns, -1, "did not stop in time");
+		ask_to_stop(h, p);
 		p->state = out.next;
 		break;
 	case LA_GOODBYE:
-		/* r[shm.goodbye.payload]: the rule it broke; no longer read or
-		 * written to (not up), it has goodbye_grace to read it and go */
-		p->kill_reason = w->reason;
-		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s", w->detail);
-		host_goodbye(h, p, w->detail);
-		p->state = out.next;
-		arm(h, p, h->conf.goodbye_grace_ns, -1, "goodbye_grace over");
-		log_warnx("guest %s: broke %s: Goodbye sent, SIGKILL in %.3f s unless "
-			  "it exits", p->conf->name, w->detail, seconds(h->conf.goodbye_grace_ns));
+		goodbye(h, p, out.next, w);
 		break;
 	case LA_KILL:
 		/* hung while up: its stack first, if we can (hangstack.c) */

@@ -20,8 +20,6 @@ void		supervise_tick(struct hub *h);
 void		supervise_faults(struct hub *h);
 void		supervise_stop_all(struct hub *h);
 int		supervise_all_down(struct hub *h);
-/* A signal's name, "SIGKILL" ("signal N" for one without), in buf. */
-const char	*supervise_signal_name(int sig, char *buf, size_t len);
 /* SIGKILL to every guest's process group (hubd exiting). */
 void		supervise_kill_groups(struct hub *h);
 

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The call command: a client's call to a method (route.c takes it on),
+ * the items of its stream and its result written as JSON lines from
+ * postcard (pcjson.c); and hub.sink fed by the client, a line per item. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "daemon/client.h"
+#include "daemon/cmd.h"
+#include "daemon/methods.h"
+#include "daemon/pcjson.h"
+#include "daemon/route.h"
+#include "daemon/streams.h"
+#include "proto/builtin.h"
+#include "proto/msg.h"
+#include "proto/postcard.h"
+#include "proto/sig.h"
+#include "proto/xxh.h"
+
+/* An item of a call's stream, as {"item":VALUE}. Its bytes go back to the
+ * guest as credit once the line is written (client_mark_add). */
+static void
+call_item(struct ext_call *x, const uint8_t *item, size_t len)
+{
+	struct client *c = x->ctx;
+	uint64_t start = c->queued;
+	struct hp_pc_dec d;
+	char line[48];
+	json_object *o, *v;
+	uint64_t u;
+	int n = -1;
+
+	hp_pc_dec_init(&d, item, len);
+	if (x->sig.node[x->item].type == HP_T_U64) {	/* the common case, without json-c */
+		u = hp_pc_get_u64(&d);
+		if (d.err == 0)
+			n = snprintf(line, sizeof(line), "{\"item\":%" PRIu64 "}", u);
+	}
+	if (n > 0) {
+		client_out_line(c, line, (size_t)n);
+	} else {
+		hp_pc_dec_init(&d, item, len);
+		o = json_object_new_object();
+		if (pcjson_value(&d, &x->sig, x->item, &v) != 0 || hp_pc_remaining(&d) != 0) {
+			json_object_put(v);
+			v = json_object_new_string("(item does not decode)");
+		}
+		json_object_object_add(o, "item", v);
+		client_reply(c, o);
+	}
+	client_mark_add(c, start, (uint32_t)len);
+}
+
+static void
+call_done(struct ext_call *x, int status, const struct hp_response *r)
+{
+	static const char *const kinds[] = {
+		"user", "unknown method", "invalid payload", "cancelled",
+	};
+	struct client *c = x->ctx;
+	json_object *o = json_object_new_object(), *v;
+	struct hp_pc_dec d;
+	const char *s;
+	size_t n;
+
+	c->calling = 0;
+	c->mcount = 0;		/* the stream is over: nobody's credit any more */
+	if (status != 0 || r == NULL) {
+		json_object_object_add(o, "ok", json_object_new_boolean(0));
+		json_object_object_add(o, "error",
+				       json_object_new_string("the answer does not decode"));
+	} else if (r->result == HP_RESULT_OK) {
+		int rc;
+
+		hp_pc_dec_init(&d, r->value, r->value_len);
+		if ((rc = pcjson_value(&d, &x->sig, x->sig.ret, &v)) != 0 ||
+		    hp_pc_remaining(&d) != 0) {
+			char sig[HP_SIG_MAX_LEN + 1];
+			char text[sizeof(x->method) + HP_SIG_MAX_LEN + 64];
+
+			json_object_put(v);
+			hp_sig_text(&x->sig, sig, sizeof(sig));
+			if (rc == -E2BIG)
+				snprintf(text, sizeof(text), "%s returned more than %u values: "
+					 "too many to show", x->method, PCJSON_VALUES_MAX);
+			else
+				snprintf(text, sizeof(text), "%s returned a value that does not "
+					 "match its signature %s", x->method, sig);
+			json_object_object_add(o, "ok", json_object_new_boolean(0));
+			json_object_object_add(o, "error", json_object_new_string(text));
+		} else {
+			json_object_object_add(o, "ok", json_object_new_boolean(1));
+			json_object_object_add(o, "result", v);
+		}
+	} else {
+		const char *msg = r->error < 4 ? kinds[r->error] : "error", *t, *why;
+		size_t tn, wn;
+		int hub = hp_meta_str(&r->meta, HP_META_HUB_ERROR, &why, &wn);
+
+		/* a guest's answer forwarded from elsewhere (guest_reply_status):
+		 * what failed there, and the text of a kind that has none */
+		if (!hub && r->error == HP_ERR_USER &&
+		    hp_meta_str(&r->meta, HP_META_ERROR_KIND, &t, &tn)) {
+			if (hp_meta_is(t, tn, HP_ERR_KIND_UNREACHABLE))
+				msg = HP_ERR_KIND_UNREACHABLE;
+			else if (hp_meta_is(t, tn, HP_ERR_KIND_TIMEOUT))
+				msg = HP_ERR_KIND_TIMEOUT;
+		}
+		json_object_object_add(o, "ok", json_object_new_boolean(0));
+		json_object_object_add(o, "kind", json_object_new_string(msg));
+		hp_pc_dec_init(&d, r->value, r->value_len);
+		if (r->error == HP_ERR_USER && hp_pc_get_str(&d, &s, &n) == 0)
+			json_object_object_add(o, "error", json_object_new_string_len(s, (int)n));
+		else if (!hub && r->error != HP_ERR_USER &&
+			 hp_meta_str(&r->meta, HP_META_ERROR_TEXT, &t, &tn))
+			json_object_object_add(o, "error", json_object_new_string_len(t, (int)tn));
+		else
+			json_object_object_add(o, "error", json_object_new_string(msg));
+		/* what hubd said of an error it made: the error itself for a
+		 * User error, not said twice */
+		if (hub) {
+			json_object *error = json_object_object_get(o, "error");
+
+			if ((size_t)json_object_get_string_len(error) != wn ||
+			    memcmp(json_object_get_string(error), why, wn) != 0)
+				json_object_object_add(o, "detail",
+						       json_object_new_string_len(why, (int)wn));
+		}
+	}
+	client_reply(c, o);
+	/* the next request, from the loop: never from inside this call */
+	ev_feed_event(c->h->loop, &c->rw, EV_READ);
+}
+
+/* hub.sink called with "-" for its channel: the client sends the stream,
+ * a line per item, and hubd, the sink, hashes each as it comes (as it
+ * hashes a guest's: the item's postcard value, r[shm.flow.ordering.receiver]).
+ * Nothing is held: the next line is read once this one is taken, so a
+ * client that sends fast waits on the socket. */
+static int
+sink_fed(const struct control_req *r)
+{
+	return strcmp(r->method, HP_SVC_SINK) == 0 && r->nargs == 1 && r->args[0].len == 1 &&
+	    r->args[0].s[0] == '-';
+}
+
+static void
+feed_over(struct client *c, const char *error)
+{
+	json_object *o = json_object_new_object();
+
+	c->calling = c->feeding = 0;
+	json_object_object_add(o, "ok", json_object_new_boolean(error == NULL));
+	if (error != NULL) {
+		json_object_object_add(o, "kind", json_object_new_string("user"));
+		json_object_object_add(o, "error", json_object_new_string(error));
+	} else {
+		json_object_object_add(o, "result", json_object_new_uint64(c->sink_hash));
+	}
+	client_reply(c, o);
+}
+
+/* One line of the stream: {"item":TEXT}, then {"end":true} (or
+ * {"reset":true}: given up). Anything else ends the call, and the
+ * connection, which may hold more of what was meant as items. */
+void
+cmd_call_feed(struct client *c, const char *line, size_t len)
+{
+	static uint8_t buf[CONTROL_MSG_MAX + 16];
+	json_tokener *tok;
+	json_object *o = NULL, *v;
+	struct hp_pc_enc e;
+
+	if (line == NULL) {
+		feed_over(c, "the stream was reset");	/* its sender went */
+		return;
+	}
+	if ((tok = json_tokener_new()) != NULL) {
+		o = json_tokener_parse_ex(tok, line, (int)len);
+		if (o != NULL && json_tokener_get_parse_end(tok) != len) {
+			json_object_put(o);
+			o = NULL;
+		}
+		json_tokener_free(tok);
+	}
+	if (json_object_object_get_ex(o, "item", &v) && json_object_is_type(v, json_type_string)) {
+		const struct method *m = methods_find(c->h, HP_SVC_SINK);
+		char why[128];
+
+		hp_pc_enc_init(&e, buf, sizeof(buf));
+		/* an item's text form as the channel's item type has it */
+		if (m == NULL || pcjson_encode_arg(&e, &m->sig, hp_sig_chan_item(&m->sig, 0),
+						   json_object_get_string(v),
+						   (size_t)json_object_get_string_len(v),
+						   why, sizeof(why)) != 0 || e.err != 0) {
+			feed_over(c, "an item that is not bytes");
+			c->closing = 1;
+		} else if (e.len > c->h->conf.params.initial_credit) {
+			/* what a channel could never carry */
+			feed_over(c, "an item larger than initial_credit");
+			c->closing = 1;
+		} else {
+			c->sink_hash = XXH3_64bits_withSeed(buf, e.len, c->sink_hash);
+		}
+	} else if (json_object_object_get_ex(o, "end", &v) && json_object_get_boolean(v)) {
+		feed_over(c, NULL);
+	} else if (json_object_object_get_ex(o, "reset", &v) && json_object_get_boolean(v)) {
+		feed_over(c, "the stream was reset");
+	} else {
+		feed_over(c, "a line of the stream is {\"item\":TEXT}, {\"end\":true} or "
+			  "{\"reset\":true}");
+		c->closing = 1;
+	}
+	json_object_put(o);
+}
+
+void
+cmd_call(struct client *c, const struct control_req *r)
+{
+	const char *why = "bad request";
+
+	if (sink_fed(r)) {
+		json_object *o = json_object_new_object();
+
+		/* no guest's: nothing to abandon if the client goes */
+		c->call = (struct ext_call){ .ctx = c };
+		c->calling = c->feeding = 1;
+		c->sink_hash = HP_STREAM_HASH_SEED;
+		json_object_object_add(o, "send", json_object_new_boolean(1));
+		client_reply(c, o);
+		return;
+	}
+
+	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done,
+				     .caller = CALLER_CLIENT | c->uid };
+	c->calling = 1;		/* one request at a time: the next after on_done */
+	if (route_client_call(c->h, &c->call, r->method, r->args, r->nargs, &why) != 0) {
+		c->calling = 0;
+		client_reply_error(c, why);
+	}
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The death tally hubctl peers shows (s6-supervise's): each guest's last
+ * TALLY_MAX deaths, when, how (exit status, signal), why and what it was
+ * serving; and each death told in the log as it is recorded. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/answer.h"
+#include "daemon/log.h"
+#include "daemon/tally.h"
+
+/* The tally hubctl peers shows: the last TALLY_MAX deaths, wall clock,
+ * with the calls it was serving (before recovery fails them). */
+struct death *
+tally_record(struct hub *h, struct peer *p, int reason, int status, int sig)
+{
+	struct death *d = &p->tally[p->ndeaths % TALLY_MAX];
+
+	d->when_ns = hp_clock_ns(CLOCK_REALTIME);
+	d->reason = reason;
+	d->status = status;
+	d->sig = sig;
+	snprintf(d->detail, sizeof(d->detail), "%s", p->kill_detail);
+	answer_serving(h, p, d);
+	p->ndeaths++;
+	return d;
+}
+
+/* "SIGKILL", "signal 77" for one without a name. */
+const char *
+tally_signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (abbrev != NULL)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+/* ", while serving kv.get (1 call), kv.put (2 calls)", or "". */
+static const char *
+serving_text(const struct death *d, char *buf, size_t len)
+{
+	size_t n = 0;
+	uint32_t named = 0;
+
+	buf[0] = '\0';
+	for (uint32_t k = 0; k < d->nserving && n < len; k++) {
+		named += d->serving[k].calls;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s (%u call%s)",
+				      k == 0 ? ", while serving " : ", ", d->serving[k].method,
+				      d->serving[k].calls, d->serving[k].calls == 1 ? "" : "s");
+	}
+	if (d->in_flight > named && n < len)
+		snprintf(buf + n, len - n, " and %u more", d->in_flight - named);
+	return buf;
+}
+
+/* Its death in the log, with what it was serving; one started by hand
+ * has no status hubd can see. */
+void
+tally_log(const struct peer *p, const struct death *d)
+{
+	const char *name = p->conf->name;
+	char serving[320], sig[32];
+
+	serving_text(d, serving, sizeof(serving));
+	if (d->reason == DEATH_EXITED && d->status < 0)	/* started by hand */
+		log_info("guest %s: exited%s", name, serving);
+	else if (d->reason == DEATH_EXITED)
+		log_info("guest %s: exited with status %d%s", name, d->status, serving);
+	else if (d->reason == DEATH_CRASHED)
+		log_warnx("guest %s: killed by signal %d (%s)%s%s%s", name, d->status,
+			  tally_signal_name(d->status, sig, sizeof(sig)),
+			  p->kill_detail[0] ? ", " : "", p->kill_detail, serving);
+	else if (d->sig != 0)
+		log_warnx("guest %s: %s: %s (%s)%s", name, lifecycle_death_name(d->reason),
+			  p->kill_detail, tally_signal_name(d->sig, sig, sizeof(sig)),
+			  serving);
+	else
+		log_warnx("guest %s: %s: %s%s", name, lifecycle_death_name(d->reason),
+			  p->kill_detail, serving);
+	if (p->life.short_ring)
+		log_warnx("guest %s: out of memory: deaths may be undercounted", name);
+}
