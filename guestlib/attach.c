@@ -47,6 +47,41 @@ static void	sigterm_install(struct guest *g);
 static int	own_loop_fd(struct guest *g);
 static void	sigterm_remove(struct guest *g);
 
+/* What an attached guest needs before it runs: its eventfd and guest_fd's
+ * epoll set, the heartbeat, the tables of calls and channels, SIGTERM.
+ * 0, or -errno with *why (the caller detaches). */
+static int
+attached(struct guest *g, const char **why)
+{
+	int rc;
+
+	if ((g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		*why = "cannot make an eventfd";
+		return -errno;
+	}
+	g->ep.wake_fd = g->wake_fd;
+	if ((rc = own_loop_fd(g)) != 0) {
+		*why = "cannot make the descriptor guest_fd gives";
+		return rc;
+	}
+	g->hb_interval = g->seg.params.heartbeat_interval;
+	g->tick_every = TICK_MAX;
+	clock_beat(g);
+	g->next_req = 1;
+	if (hp_idtab_reserve(&g->out, 32) != 0 ||
+	    lg_chans_alloc(&g->chans, g->view.chans, g->seg.params.max_channels,
+			   g->seg.params.initial_credit, HP_SIDE_GUEST, &g->ep, NULL) != 0) {
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	sigterm_install(g);
+	/* hubd reads our output through a pipe, where stdio would hold a
+	 * plugin's printf lines until exit (or lose them in a crash) */
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, NULL, _IOLBF, 0);
+	return 0;
+}
+
 int
 guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 {
@@ -110,35 +145,10 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		*why = "the peer entry is not reserved for us (started by hand?)";
 		goto fail_unmap;
 	}
-	if ((g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-		*why = "cannot make an eventfd";
-		rc = -errno;
+	if ((rc = attached(g, why)) != 0) {
 		guest_detach(g);
 		return rc;
 	}
-	g->ep.wake_fd = g->wake_fd;
-	if ((rc = own_loop_fd(g)) != 0) {
-		*why = "cannot make the descriptor guest_fd gives";
-		guest_detach(g);
-		return rc;
-	}
-	g->hb_interval = g->seg.params.heartbeat_interval;
-	g->tick_every = TICK_MAX;
-	clock_beat(g);
-	g->next_req = 1;
-	if (hp_idtab_reserve(&g->out, 32) != 0 ||
-	    lg_chans_alloc(&g->chans, g->view.chans, g->seg.params.max_channels,
-			   g->seg.params.initial_credit, HP_SIDE_GUEST, &g->ep, NULL) != 0) {
-		*why = "out of memory";
-		rc = -ENOMEM;
-		guest_detach(g);
-		return rc;
-	}
-	sigterm_install(g);
-	/* hubd reads our output through a pipe, where stdio would hold a
-	 * plugin's printf lines until exit (or lose them in a crash) */
-	if (!isatty(STDOUT_FILENO))
-		setvbuf(stdout, NULL, _IOLBF, 0);
 	/* 7: tell the host we are here (r[shm.doorbell.signal]) */
 	hp_doorbell_signal(g->doorbell);
 	*gp = g;

@@ -581,6 +581,10 @@ void	lg_chan_replied(struct guest_call *c);
 /* ln closes: the channels in its table end. */
 void	lg_chan_lane_gone(struct guest *g, struct lg_lane *ln);
 
+/* runtime_mt_chan.c */
+/* Ends the hub channels bridged to runtime channels (guest_run_mt's end). */
+void	lg_mt_bridges_free(struct guest *g);
+
 /* runtime_mt_wait.c */
 /* The guest's lock while guest_run_mt runs (struct lg_mt's mu). */
 void	lg_mt_lock(struct guest *g);

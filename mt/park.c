@@ -160,6 +160,47 @@ abs_timespec(uint64_t ns, struct timespec *ts)
 	ts->tv_nsec = (long)(ns % HP_NS_PER_S);
 }
 
+/* The sleep of a processor counted as sleeping, smu held (and given up
+ * while it sleeps): in the io's wait if it holds the io, else on its
+ * condvar until a waker takes it off (blocked 0) or deadline. */
+static void
+sleep_blocked(struct mt_proc *p, int io, uint64_t deadline)
+{
+	struct guest_rt *rt = p->rt;
+
+	if (io) {
+		pthread_mutex_unlock(&p->smu);
+		int rc = rt->io->wait(rt->io->ctx, deadline);
+
+		pthread_mutex_lock(&p->smu);
+		if (rc < 0) {
+			rt->result = rc;
+			pthread_mutex_unlock(&p->smu);
+			rt_stop(rt);	/* takes our smu: not held */
+			pthread_mutex_lock(&p->smu);
+		}
+	} else {
+		while (p->blocked) {
+			if (deadline == UINT64_MAX) {
+				pthread_cond_wait(&p->scond, &p->smu);
+			} else {
+				struct timespec ts;
+
+				abs_timespec(deadline, &ts);
+				if (pthread_cond_timedwait(&p->scond, &p->smu,
+				    &ts) == ETIMEDOUT)
+					break;
+			}
+		}
+	}
+	if (p->blocked) {
+		/* woke on our own (deadline, io): nobody took us off */
+		p->blocked = 0;
+		atomic_fetch_sub_explicit(&rt->counters, C_SLEEP_ONE, memory_order_seq_cst);
+	}
+	p->io_sleeper = 0;
+}
+
 /* Blocks p until woken, its next deadline, or (the io sleeper) outside
  * work. Called once it announced sleepy (jec_snap) and found nothing. */
 static void
@@ -231,38 +272,8 @@ proc_sleep(struct mt_proc *p)
 	p->blocked = 1;
 	p->io_sleeper = io;
 	atomic_fetch_add_explicit(&rt->parks, 1, memory_order_relaxed);
-	if (io) {
-		pthread_mutex_unlock(&p->smu);
-		int rc = rt->io->wait(rt->io->ctx, deadline);
-
-		waited_io = 1;
-		pthread_mutex_lock(&p->smu);
-		if (rc < 0) {
-			rt->result = rc;
-			pthread_mutex_unlock(&p->smu);
-			rt_stop(rt);	/* takes our smu: not held */
-			pthread_mutex_lock(&p->smu);
-		}
-	} else {
-		while (p->blocked) {
-			if (deadline == UINT64_MAX) {
-				pthread_cond_wait(&p->scond, &p->smu);
-			} else {
-				struct timespec ts;
-
-				abs_timespec(deadline, &ts);
-				if (pthread_cond_timedwait(&p->scond, &p->smu,
-				    &ts) == ETIMEDOUT)
-					break;
-			}
-		}
-	}
-	if (p->blocked) {
-		/* woke on our own (deadline, io): nobody took us off */
-		p->blocked = 0;
-		atomic_fetch_sub_explicit(&rt->counters, C_SLEEP_ONE, memory_order_seq_cst);
-	}
-	p->io_sleeper = 0;
+	sleep_blocked(p, io, deadline);
+	waited_io = io;
 unlock_awake:
 	pthread_mutex_unlock(&p->smu);
 	if (io)

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A guest-host pair's end: setting it up, sending, receiving and the
  * wake protocol described in endpoint.h. The progressive wait a blocking
- * caller makes, and the conditions it waits for, are wait.c. */
+ * caller makes, and the conditions it waits for, are wait.c. Over 600
+ * lines and whole: sending, receiving and the wake protocol each make half
+ * of the same store-then-look pairs (a sender's publish and a sleeper's
+ * announce), which are easier to check side by side than across files. */
 #include <errno.h>
 #include <poll.h>
 #include <unistd.h>

@@ -3,7 +3,9 @@
  * the guest's and the host's: views and their extents, attach, and the hot
  * path (alloc, send, check, pass, free, the wait for a slot). What only the
  * host does (lay the pool out, grow, sweep, rebuild, validate, figures) is
- * varpool_host.c. */
+ * varpool_host.c. Over 600 lines and whole: every function here is a
+ * transition of the one slot state machine (r[shm.varslot.*]), checked
+ * against the others it races with. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
