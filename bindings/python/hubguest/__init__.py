@@ -42,7 +42,7 @@ from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Er
                      RemoteError, RemoteTimeout, Timeout, UnknownMethod, UserError)
 from .guest import CHANNEL, Call, Guest, Sender, Stream, attach, caller
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 __all__ = [
     "attach", "caller", "Guest", "Call", "Stream", "Sender", "CHANNEL", "Signature", "Chan",
