@@ -196,16 +196,31 @@ guest_fd(struct guest *g)
 	return g->epfd;
 }
 
-void
+/* guest.h's since 0.5, with a size; compat.c keeps 0.1's */
+__asm__(".symver guest_get_stats, guest_get_stats@@@LIBGUEST_0.5");
+
+int
 guest_get_stats(const struct guest *g, struct guest_stats *s)
 {
 	struct guest *locked = (struct guest *)(uintptr_t)g;
+	struct guest_stats own;
+	size_t n = s->size;
 
+	if (n < offsetof(struct guest_stats, calls_in) + sizeof(s->calls_in))
+		return -EINVAL;
 	g->rt->lock(locked);
-	*s = g->stats;
-	s->wakes = g->ep.stats.wakes;
-	s->sleeps = g->ep.stats.sleeps;
+	own = g->stats;
+	own.wakes = g->ep.stats.wakes;
+	own.sleeps = g->ep.stats.sleeps;
 	g->rt->unlock(locked);
+	/* a later guest.h's fields, which this libguest does not keep */
+	if (n > sizeof(own)) {
+		memset((char *)s + sizeof(own), 0, n - sizeof(own));
+		n = sizeof(own);
+	}
+	own.size = n;
+	memcpy(s, &own, n);
+	return 0;
 }
 
 /* r[shm.goodbye.payload]: the host ended us and says why (the rule we

@@ -45,7 +45,7 @@
  * libguest.so.MAJOR.MINOR.PATCH and libguest.pc's Version from these.
  * GUEST_VERSION is one number for #if (0.1.0 is 100). */
 #define GUEST_VERSION_MAJOR	0
-#define GUEST_VERSION_MINOR	4
+#define GUEST_VERSION_MINOR	5
 #define GUEST_VERSION_PATCH	0
 #define GUEST_VERSION	(GUEST_VERSION_MAJOR * 10000 + \
 			 GUEST_VERSION_MINOR * 100 + GUEST_VERSION_PATCH)
@@ -336,8 +336,16 @@ GUEST_API int guest_fd(struct guest *g);
 GUEST_API int guest_service(struct guest *g);
 GUEST_API int guest_service_timeout_ms(const struct guest *g);
 
-/* Counters (for tests and benchmarks). */
+/* Counters (for tests and benchmarks). size first, so the struct can
+ * grow: the caller sets it to sizeof(struct guest_stats), its guest.h's;
+ * libguest fills the fields that fit in it, zeroes what lies past its
+ * own struct (fields of a later guest.h it does not know), and sets size
+ * to how much it filled. 0, or -EINVAL (nothing written) when size does
+ * not hold calls_in. Since 0.5 (before, no size and void; a binary built
+ * then still gets that). */
 struct guest_stats {
+	size_t		size;		/* in: sizeof(struct guest_stats);
+					 * out: bytes filled */
 	uint64_t	calls_in;	/* requests handled */
 	uint64_t	calls_out;	/* calls made */
 	uint64_t	credit_waits;	/* sends that waited for credit */
@@ -345,7 +353,7 @@ struct guest_stats {
 	uint64_t	wakes;		/* wake syscalls issued */
 	uint64_t	sleeps;
 };
-GUEST_API void guest_get_stats(const struct guest *g, struct guest_stats *s);
+GUEST_API int guest_get_stats(const struct guest *g, struct guest_stats *s);
 
 /* Postcard helpers for argument and result values. Each encoder returns
  * the length written or -ENOSPC; each decoder 0 or -EBADMSG, and advances
@@ -423,7 +431,15 @@ struct guest_rt;		/* a runtime: P processors */
 struct guest_mt;		/* a joinable microthread */
 struct guest_mtchan;		/* a runtime channel */
 
+/* size first, so the struct can grow: sizeof(struct guest_rt_config),
+ * or 0 for the fields of 0.5 (processors, stack_size), so a config
+ * zero-initialised or with designated fields only needs no size. A
+ * field past size is taken as 0 (its default); bytes past the end of
+ * libguest's own struct must be 0 (else -E2BIG: a setting this libguest
+ * does not know); a size that does not reach stack_size is -EINVAL.
+ * Since 0.5 (a binary built before, without size, still works). */
 struct guest_rt_config {
+	size_t		size;		/* sizeof(struct guest_rt_config), or 0 */
 	unsigned	processors;	/* OS threads running microthreads; 0: as
 					 * configured (guest_run_mt: the hub's
 					 * processors = N for this guest, given

@@ -334,10 +334,13 @@ static const struct lg_runtime lg_microthreads = {
 	.stop		= mt_stop,
 };
 
+/* guest.h's since 0.5, with a size; compat.c keeps 0.2's */
+__asm__(".symver guest_run_mt, guest_run_mt@@@LIBGUEST_0.5");
+
 int
 guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 {
-	struct guest_rt_config dflt = { 0, 0 };
+	struct guest_rt_config dflt;
 	char *env, *end;
 	struct mt_io io = { io_poll, io_wait, io_kick, io_spin, g };
 	pthread_mutexattr_t attr;
@@ -346,8 +349,8 @@ guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 
 	if (g->mt != NULL || mt_self() != NULL)
 		return -EBUSY;
-	if (cfg != NULL)
-		dflt = *cfg;
+	if ((rc = mt_config(cfg, &dflt)) != 0)
+		return rc;
 	/* the operator's choice (hubd.conf processors = N), unless the
 	 * plugin made its own */
 	if (dflt.processors == 0 && (env = getenv("HUB_PROCESSORS")) != NULL) {

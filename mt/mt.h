@@ -70,6 +70,12 @@ int	mt_suspend(pthread_mutex_t *unlock, uint64_t deadline_ns);
  * waiting (woken already, or its deadline won). */
 int	mt_wake(struct guest_mt *m);
 
+/* A caller's struct guest_rt_config (NULL: all defaults) as this
+ * libguest's, its size read as guest.h says: *out zeroed, then the
+ * caller's fields copied. 0, -EINVAL (a size short of stack_size) or
+ * -E2BIG (a non-zero byte past libguest's own struct). */
+int	mt_config(const struct guest_rt_config *cfg, struct guest_rt_config *out);
+
 /* A channel's item size (chan.c): what the stream combinators
  * (stream.c) must know of their input beyond guest.h. */
 size_t	mt_chan_item_size(const struct guest_mtchan *ch);

@@ -292,16 +292,50 @@ env_stack_size(size_t *ss)
 	return 0;
 }
 
+/* size 0: a caller of 0.5's guest.h that set no size, whose fields are
+ * all there is up to stack_size */
+#define CONFIG_SIZE_0_5	(offsetof(struct guest_rt_config, stack_size) + \
+			 sizeof(size_t))
+
+int
+mt_config(const struct guest_rt_config *cfg, struct guest_rt_config *out)
+{
+	size_t n = cfg != NULL ? cfg->size : sizeof(*out);
+
+	memset(out, 0, sizeof(*out));
+	if (cfg == NULL)
+		return 0;
+	if (n == 0)
+		n = CONFIG_SIZE_0_5;
+	if (n < CONFIG_SIZE_0_5)
+		return -EINVAL;
+	/* a later guest.h's settings: refused unless left at 0, the default */
+	for (size_t i = sizeof(*out); i < n; i++)
+		if (((const unsigned char *)cfg)[i] != 0)
+			return -E2BIG;
+	memcpy(out, cfg, n < sizeof(*out) ? n : sizeof(*out));
+	out->size = sizeof(*out);
+	return 0;
+}
+
+/* guest.h's since 0.5, with a size; compat.c keeps 0.2's */
+__asm__(".symver guest_rt_new, guest_rt_new@@@LIBGUEST_0.5");
+
 int
 guest_rt_new(const struct guest_rt_config *cfg, struct guest_rt **rtp)
 {
+	struct guest_rt_config c;
 	struct guest_rt *rt;
-	unsigned nproc = cfg != NULL && cfg->processors ? cfg->processors : 1;
-	size_t ss = cfg != NULL ? cfg->stack_size : 0;
+	unsigned nproc;
+	size_t ss;
 	long page = sysconf(_SC_PAGESIZE);
 	void *procs;
 	int rc;
 
+	if ((rc = mt_config(cfg, &c)) != 0)
+		return rc;
+	nproc = c.processors ? c.processors : 1;
+	ss = c.stack_size;
 	/* the operator's choice (hubd.conf env =), unless the plugin made
 	 * its own */
 	if (ss == 0 && (rc = env_stack_size(&ss)) != 0)

@@ -88,7 +88,8 @@ static void
 stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	struct guest *g = guest_call_guest(c);
-	struct guest_stats before, after;
+	struct guest_stats before = { .size = sizeof(before) };
+	struct guest_stats after = { .size = sizeof(after) };
 	uint64_t total, item_size, seq = 0;
 	size_t pos = 0, hdr;
 	uint8_t arg[16], *item;

@@ -714,7 +714,7 @@ main(int argc, char *argv[])
 		{ "produce", "u64,u64,chan<bytes>->u64", produce },
 		{ "gstream", "str,u64,u64->str", gstream },
 	};
-	struct guest_rt_config cfg = { 1, 0 };
+	struct guest_rt_config cfg = { .processors = 1 };
 	const char *why;
 	int rc, mt = 0;
 

@@ -702,7 +702,7 @@ main(int argc, char *argv[])
 		{ "source", "u64,chan<bytes>->u64", source },
 		{ "storm", "str,u64->str", storm },
 	};
-	struct guest_rt_config cfg = { 0, 0 };	/* 0: as hubd.conf says */
+	struct guest_rt_config cfg = { 0 };	/* 0: as hubd.conf says */
 	const char *why;
 	int rc;
 
@@ -719,7 +719,7 @@ main(int argc, char *argv[])
 	/* --describe-until-called: still setting up (hub.describe, again and
 	 * again) when the first call comes; it waits for guest_run_mt */
 	for (int i = 1; i < argc; i++) {
-		struct guest_stats st = { 0 };
+		struct guest_stats st = { .size = sizeof(st) };
 
 		for (int n = 0; strcmp(argv[i], "--describe-until-called") == 0 &&
 		     st.calls_in == 0 && n < 3000; n++) {

@@ -624,7 +624,7 @@ hold(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 static void
 credit_waits(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	struct guest_stats st;
+	struct guest_stats st = { .size = sizeof(st) };
 
 	(void)args;
 	(void)len;

@@ -395,7 +395,7 @@ hb_check(struct watcher *w)
  * credit for five intervals beats all along, and its timeout holds. */
 START_TEST(test_heartbeat_while_waiting_for_credit)
 {
-	struct guest_stats st;
+	struct guest_stats st = { .size = sizeof(st) };
 	struct watcher w;
 	struct guest *g = hb_setup(&w);
 	uint8_t item[8] = { 0 };
@@ -425,7 +425,7 @@ grant_later(void *arg)
  * wait (a lost wake would run into the 10 s timeout). */
 START_TEST(test_grant_wakes_a_sender_out_of_credit)
 {
-	struct guest_stats st;
+	struct guest_stats st = { .size = sizeof(st) };
 	struct guest *g;
 	uint8_t item[8] = { 0 };
 	pthread_t th;
@@ -449,11 +449,65 @@ START_TEST(test_grant_wakes_a_sender_out_of_credit)
 }
 END_TEST
 
+/* struct guest_stats as libguest before 0.5 filled it, and that ABI's
+ * guest_get_stats (guest_get_stats@LIBGUEST_0, compat.c) */
+struct stats_0_1 {
+	uint64_t	calls_in, calls_out, credit_waits, ring_waits, wakes, sleeps;
+};
+void	guest_get_stats_0_1(const struct guest *g, struct stats_0_1 *s);
+
+/* guest_get_stats fills what the caller's size holds and says how much:
+ * a shorter struct (an older guest.h's) only its fields, a longer one (a
+ * later guest.h's) all of libguest's and zeroes the rest; a size short
+ * of calls_in is refused, nothing written. A binary of before 0.5 gets
+ * the counters in its layout. */
+START_TEST(test_stats_size)
+{
+	struct {
+		struct guest_stats	st;
+		uint64_t		later;	/* a field of a later guest.h */
+	} big;
+	struct guest_stats st;
+	struct stats_0_1 old;
+	struct guest *g = attach();
+	size_t upto_calls_out = offsetof(struct guest_stats, calls_out) +
+	    sizeof(st.calls_out);
+
+	memset(&st, 0xaa, sizeof(st));
+	st.size = 0;
+	ck_assert_int_eq(guest_get_stats(g, &st), -EINVAL);
+	ck_assert_uint_eq(st.calls_in, 0xaaaaaaaaaaaaaaaau);
+	st.size = upto_calls_out;
+	ck_assert_int_eq(guest_get_stats(g, &st), 0);
+	ck_assert_uint_eq(st.size, upto_calls_out);
+	ck_assert_uint_eq(st.calls_in, 0);
+	ck_assert_uint_eq(st.calls_out, 0);
+	ck_assert_uint_eq(st.credit_waits, 0xaaaaaaaaaaaaaaaau);
+	st.size = sizeof(st);
+	ck_assert_int_eq(guest_get_stats(g, &st), 0);
+	ck_assert_uint_eq(st.size, sizeof(st));
+	ck_assert_uint_ne(st.sleeps, 0xaaaaaaaaaaaaaaaau);
+
+	memset(&big, 0xaa, sizeof(big));
+	big.st.size = sizeof(big);
+	ck_assert_int_eq(guest_get_stats(g, &big.st), 0);
+	ck_assert_uint_eq(big.st.size, sizeof(struct guest_stats));
+	ck_assert_uint_eq(big.st.calls_in, 0);
+	ck_assert_uint_eq(big.later, 0);
+
+	memset(&old, 0xaa, sizeof(old));
+	guest_get_stats_0_1(g, &old);
+	ck_assert_uint_eq(old.calls_in, 0);
+	ck_assert_uint_ne(old.sleeps, 0xaaaaaaaaaaaaaaaau);
+	cleanup(g);
+}
+END_TEST
+
 /* r[shm.crash.heartbeat]: a guest waiting for ring space (the host does
  * not consume) beats all along, and the send's timeout holds. */
 START_TEST(test_heartbeat_while_waiting_for_ring_space)
 {
-	struct guest_stats st;
+	struct guest_stats st = { .size = sizeof(st) };
 	struct watcher w;
 	struct guest *g = hb_setup(&w);
 	uint8_t item[8] = { 0 };
@@ -1243,6 +1297,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_heartbeat_while_waiting_for_credit);
 	tcase_add_test(tc, test_grant_wakes_a_sender_out_of_credit);
 	tcase_add_test(tc, test_heartbeat_while_waiting_for_ring_space);
+	tcase_add_test(tc, test_stats_size);
 	tcase_add_test(tc, test_goodbye_reason);
 	tcase_add_test(tc, test_goodbye_fails_a_waiting_call);
 	tcase_add_test(tc, test_goodbye_undecodable);

@@ -292,7 +292,7 @@ START_TEST(test_stack_size_from_env)
 		"", "k", "12q", "0", "0k", "2g", "-1", " 1k", "1kb", "1.5m",
 		"99999999999999999999999", "1k ",
 	};
-	struct guest_rt_config cfg = { 1, 32u << 10 };
+	struct guest_rt_config cfg = { .processors = 1, .stack_size = 32u << 10 };
 	long page = sysconf(_SC_PAGESIZE);
 	struct guest_rt *rt;
 
@@ -314,6 +314,58 @@ START_TEST(test_stack_size_from_env)
 	}
 	unsetenv("HUB_MT_STACK");
 	ck_assert_int_eq(guest_rt_new(NULL, &rt), 0);
+	ck_assert_int_eq(rt->stack_size, 64u << 10);
+	guest_rt_free(rt);
+}
+END_TEST
+
+/* struct guest_rt_config as libguest before 0.5 took it, and that ABI's
+ * guest_rt_new (guest_rt_new@LIBGUEST_0.2, compat.c) */
+struct rt_config_0_2 {
+	unsigned	processors;
+	size_t		stack_size;
+};
+int	guest_rt_new_0_2(const struct rt_config_0_2 *cfg, struct guest_rt **rtp);
+
+/* A config's size: 0 is 0.5's fields (a zero-initialised config needs
+ * none), sizeof too; shorter than that is refused; a later guest.h's
+ * longer config is taken while its unknown fields are 0, refused with
+ * E2BIG once one is set. A binary of before 0.5 still gets its stack. */
+START_TEST(test_config_size)
+{
+	struct {
+		struct guest_rt_config	cfg;
+		uint64_t		later;	/* a field of a later guest.h */
+	} big;
+	struct rt_config_0_2 old = { 1, 48u << 10 };
+	struct guest_rt_config cfg = { .processors = 1, .stack_size = 32u << 10 };
+	struct guest_rt *rt;
+
+	unsetenv("HUB_MT_STACK");
+	ck_assert_int_eq(guest_rt_new(&cfg, &rt), 0);
+	ck_assert_int_eq(rt->stack_size, 32u << 10);
+	guest_rt_free(rt);
+	cfg.size = sizeof(cfg);
+	ck_assert_int_eq(guest_rt_new(&cfg, &rt), 0);
+	ck_assert_int_eq(rt->stack_size, 32u << 10);
+	guest_rt_free(rt);
+	cfg.size = offsetof(struct guest_rt_config, stack_size);
+	ck_assert_int_eq(guest_rt_new(&cfg, &rt), -EINVAL);
+
+	memset(&big, 0, sizeof(big));
+	big.cfg.size = sizeof(big);
+	big.cfg.stack_size = 32u << 10;
+	ck_assert_int_eq(guest_rt_new(&big.cfg, &rt), 0);
+	ck_assert_int_eq(rt->stack_size, 32u << 10);
+	guest_rt_free(rt);
+	big.later = 1;
+	ck_assert_int_eq(guest_rt_new(&big.cfg, &rt), -E2BIG);
+
+	ck_assert_int_eq(guest_rt_new_0_2(&old, &rt), 0);
+	ck_assert_int_eq(rt->stack_size, 48u << 10);
+	ck_assert_int_eq(rt->nproc, 1);
+	guest_rt_free(rt);
+	ck_assert_int_eq(guest_rt_new_0_2(NULL, &rt), 0);
 	ck_assert_int_eq(rt->stack_size, 64u << 10);
 	guest_rt_free(rt);
 }
@@ -1337,6 +1389,7 @@ suite_mt(void)
 		{ "sleep", test_sleep_order, 0, 10 },
 		{ "guard", test_guard_page, 0, 20 },
 		{ "stack_env", test_stack_size_from_env, 0, 10 },
+		{ "config_size", test_config_size, 0, 10 },
 		{ "rendezvous", test_rendezvous_fifo, 0, 10 },
 		{ "buffered", test_buffered_fifo, 0, 10 },
 		{ "close", test_close_dup, 0, 10 },

@@ -45,7 +45,7 @@ from .guest import Guest, attach
 from .handlers import caller
 from .sender import Sender
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 __all__ = [
     "attach", "caller", "Guest", "Call", "Stream", "Sender", "CHANNEL", "Signature", "Chan",

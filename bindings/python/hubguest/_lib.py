@@ -28,9 +28,9 @@ END_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int)
 
 
 class Stats(ctypes.Structure):
-    """struct guest_stats."""
-    _fields_ = [(name, ctypes.c_uint64) for name in
-                ("calls_in", "calls_out", "credit_waits", "ring_waits", "wakes", "sleeps")]
+    """struct guest_stats (0.5's: its size first, which the caller sets)."""
+    COUNTERS = ("calls_in", "calls_out", "credit_waits", "ring_waits", "wakes", "sleeps")
+    _fields_ = [("size", ctypes.c_size_t)] + [(name, ctypes.c_uint64) for name in COUNTERS]
 
 
 _P = ctypes.c_void_p
@@ -64,7 +64,7 @@ _PROTOS = {
     "guest_fd": (ctypes.c_int, [_P]),
     "guest_service": (ctypes.c_int, [_P]),
     "guest_service_timeout_ms": (ctypes.c_int, [_P]),
-    "guest_get_stats": (None, [_P, ctypes.POINTER(Stats)]),
+    "guest_get_stats": (ctypes.c_int, [_P, ctypes.POINTER(Stats)]),
 }
 
 _lib = None

@@ -127,9 +127,9 @@ class Guest(Handlers, Serving):
 
     def stats(self):
         """libguest's counters, as a dict."""
-        s = _lib.Stats()
+        s = _lib.Stats(size=ctypes.sizeof(_lib.Stats))
         self._lib.guest_get_stats(self._handle(), ctypes.byref(s))
-        return {name: getattr(s, name) for name, _ in _lib.Stats._fields_}
+        return {name: getattr(s, name) for name in _lib.Stats.COUNTERS}
 
     def __enter__(self):
         return self
