@@ -15,7 +15,7 @@
 
 #include <json-c/json.h>
 
-#include "bridge/bridge.h"
+#include "nats/hubnats.h"
 #include "proto/builtin.h"
 
 struct ecall {

@@ -15,7 +15,7 @@
 
 #include <json-c/json.h>
 
-#include "bridge/bridge.h"
+#include "nats/hubnats.h"
 
 struct icall {
 	uint64_t		id;		/* SEQ in the reply subject */

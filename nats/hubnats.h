@@ -8,8 +8,8 @@
  *
  * One thread (the loop, main.c) runs libguest and every table below;
  * libnats's threads only hand messages over (handoff.c). */
-#ifndef BRIDGE_H
-#define BRIDGE_H
+#ifndef NATS_HUBNATS_H
+#define NATS_HUBNATS_H
 
 #include <pthread.h>
 #include <stdatomic.h>
