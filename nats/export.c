@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Exports: this hub's methods that match [export] methods, served on
+/* Exports: this hub's methods that match [export] methods, offered on
  * NATS. hub.methods lists them (now and every announce interval: a
  * method comes and goes with its guest); each gets a subscription to
  * PREFIX.call.METHOD in the queue group PREFIX (NATS gives each request
  * to one of the hubs that export it), and PREFIX.at.HUB.> reaches this
- * hub by name. A request becomes a call here; its answer, the reply.
- * Every byte from NATS is untrusted: the signature the caller used must
- * be ours, hubd checks the arguments against it, and the calls in
- * flight are bounded. */
-#include <errno.h>
+ * hub by name; PREFIX.announce says what they are. What comes on these
+ * subjects goes to callin.c (requests, cancels) and estream.c (a
+ * stream's credit). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,47 +16,6 @@
 #include "nats/hubnats.h"
 #include "proto/builtin.h"
 
-struct ecall {
-	uint64_t	id;		/* ours: the answer's callback finds it so */
-	uint64_t	deadline_ns;
-	uint64_t	forget_ns;	/* after a timeout: a late answer is dropped */
-	uint32_t	call_id;	/* libguest's, for guest_cancel */
-	uint32_t	timeout_ms;	/* the caller's: each stream item restarts it */
-	int		answered;	/* the reply went (a timeout) */
-	char		*reply;		/* the caller's reply subject */
-};
-
-#define FORGET_NS	(60ull * 1000000000)	/* a timed-out call kept for its answer */
-
-/* Publishes an answer on reply: Hub-Status word, the bytes. */
-static void
-answer(struct bridge *b, const char *reply, const char *word, const void *data, size_t len)
-{
-	natsMsg *r = NULL;
-	char text[160];
-
-	if (b->max_payload > 0 && (int64_t)len > b->max_payload - 512) {
-		snprintf(text, sizeof(text), "the answer (%zu bytes) is larger than NATS takes (%lld)",
-			 len, (long long)b->max_payload);
-		word = "error";
-		data = text;
-		len = strlen(text);
-	}
-	if (natsMsg_Create(&r, reply, NULL, data, (int)len) != NATS_OK)
-		return;
-	natsMsgHeader_Set(r, BR_H_STATUS, word);
-	natsMsgHeader_Set(r, BR_H_FROM, b->conf.name);
-	if (natsConnection_PublishMsg(b->nc, r) != NATS_OK)
-		b->errors++;
-	natsMsg_Destroy(r);
-}
-
-static void
-answer_text(struct bridge *b, const char *reply, const char *word, const char *text)
-{
-	answer(b, reply, word, text, strlen(text));
-}
-
 static struct br_export *
 export_find(struct bridge *b, const char *name)
 {
@@ -66,318 +23,6 @@ export_find(struct bridge *b, const char *name)
 		if (strcmp(b->exports[i].name, name) == 0)
 			return &b->exports[i];
 	return NULL;
-}
-
-/* What an answer's callback is told: which bridge, which call. */
-struct answer_ctx {
-	struct bridge	*b;
-	uint64_t	id;
-};
-
-/* The local call's answer: the reply, unless a timeout answered first. */
-static void
-on_answer(void *ctx, int status, const uint8_t *result, size_t len)
-{
-	struct answer_ctx *a = ctx;
-	struct bridge *b = a->b;
-	struct ecall *e = hp_idtab_find(&b->ecalls, a->id);
-
-	free(a);
-	if (e == NULL)
-		return;
-	if (!e->answered)
-		answer(b, e->reply, br_status_word(status), result, len);
-	free(e->reply);
-	hp_idtab_remove(&b->ecalls, e);
-}
-
-/* A call's chan<T> argument, served here: a channel this bridge receives
- * on (held: its credit goes back only as the caller's side says it took
- * the items), its items published to the caller's stream subject. */
-struct estream {
-	struct estream	*next;
-	struct bridge	*b;
-	uint64_t	id;		/* inbox.c.ID: the caller's acks */
-	uint64_t	ecall;		/* the call it belongs to */
-	uint32_t	chan;
-	int		told;		/* the credit subject went with an item */
-	char		items[BR_SUBJECT_MAX];
-};
-
-static struct estream *
-estream_find(struct bridge *b, uint64_t id)
-{
-	struct estream *es;
-
-	for (es = b->estreams; es != NULL && es->id != id; es = es->next)
-		;
-	return es;
-}
-
-static void
-estream_free(struct bridge *b, struct estream *es)
-{
-	for (struct estream **pp = &b->estreams; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == es) {
-			*pp = es->next;
-			break;
-		}
-	}
-	free(es);
-}
-
-/* One stream message to the caller's side: an item, or the end. */
-static void
-stream_publish(struct bridge *b, struct estream *es, const void *data, size_t len,
-	       const char *end)
-{
-	char credit[BR_SUBJECT_MAX];
-	natsMsg *m = NULL;
-
-	if (natsMsg_Create(&m, es->items, NULL, data, (int)len) != NATS_OK)
-		return;
-	if (!es->told) {
-		snprintf(credit, sizeof(credit), "%s.c.%llu", b->inbox, (unsigned long long)es->id);
-		natsMsgHeader_Set(m, BR_H_CREDIT, credit);
-		es->told = 1;
-	}
-	if (end != NULL)
-		natsMsgHeader_Set(m, BR_H_END, end);
-	if (natsConnection_PublishMsg(b->nc, m) != NATS_OK)
-		b->errors++;
-	natsMsg_Destroy(m);
-}
-
-/* A stream is as slow as its reader: its call times out when nothing
- * moves, an item sent or taken, for the caller's timeout. */
-static void
-stream_moved(struct bridge *b, struct estream *es)
-{
-	struct ecall *e = hp_idtab_find(&b->ecalls, es->ecall);
-
-	if (e != NULL && !e->answered)
-		e->deadline_ns = br_now_ns() + (uint64_t)e->timeout_ms * 1000000u;
-}
-
-static void
-on_item(void *ctx, const uint8_t *item, size_t len)
-{
-	struct estream *es = ctx;
-
-	stream_publish(es->b, es, item, len, NULL);
-	stream_moved(es->b, es);
-}
-
-static void
-on_end(void *ctx, int status)
-{
-	struct estream *es = ctx;
-	struct bridge *b = es->b;
-
-	stream_publish(b, es, NULL, 0, status == 0 ? "close" : "reset");
-	estream_free(b, es);
-}
-
-/* inbox.c.ID: the caller's side took N bytes of items (their credit
- * goes back to the sender here), or said Hub-End: reset (its reader
- * went away: the sender is told to stop). */
-static void
-on_credit(struct bridge *b, natsMsg *m, const char *idtext)
-{
-	const char *end = NULL, *data = natsMsg_GetData(m);
-	char num[24], *stop;
-	struct estream *es;
-	unsigned long long n;
-	uint64_t id;
-	int len = natsMsg_GetDataLength(m);
-
-	id = strtoull(idtext, &stop, 10);
-	if (*idtext == '\0' || *stop != '\0' || (es = estream_find(b, id)) == NULL)
-		return;
-	if (natsMsgHeader_Get(m, BR_H_END, &end) == NATS_OK && end != NULL) {
-		guest_chan_reset(b->g, es->chan);
-		return;
-	}
-	if (len <= 0 || len >= (int)sizeof(num))
-		return;
-	memcpy(num, data, (size_t)len);
-	num[len] = '\0';
-	n = strtoull(num, &stop, 10);
-	/* more than it was sent: the other side lies, the stream ends */
-	if (*stop != '\0' || guest_chan_consumed(b->g, es->chan, (size_t)n) == -EINVAL)
-		guest_chan_reset(b->g, es->chan);
-	else
-		stream_moved(b, es);
-}
-
-static uint32_t
-timeout_of(struct bridge *b, natsMsg *m)
-{
-	const char *v = NULL;
-	char *end;
-	unsigned long ms;
-
-	if (natsMsgHeader_Get(m, BR_H_TIMEOUT, &v) != NATS_OK || v == NULL)
-		return b->conf.timeout_ms;
-	ms = strtoul(v, &end, 10);
-	if (*v == '\0' || *end != '\0' || ms == 0 || ms > 86400000)
-		return b->conf.timeout_ms;
-	return (uint32_t)ms;
-}
-
-/* A chan<T> argument's channel, opened here and put in the arguments in
- * place of the caller's (*args then points to malloc'd bytes, freed by
- * the caller); NULL with the reason in text. */
-static struct estream *
-stream_open(struct bridge *b, natsMsg *m, const struct br_export *x, const uint8_t **args,
-	    size_t *len, uint8_t **copy, char *text, size_t cap)
-{
-	const char *items = NULL;
-	struct estream *es;
-	size_t off, n;
-	uint64_t theirs;
-	int64_t chan;
-
-	if (x->chan_arg == -2) {
-		snprintf(text, cap, "%s takes more than one channel: one crosses NATS", x->name);
-		return NULL;
-	}
-	if (natsMsgHeader_Get(m, BR_H_STREAM, &items) != NATS_OK || items == NULL ||
-	    strlen(items) >= BR_SUBJECT_MAX || strchr(items, ' ') != NULL ||
-	    strchr(items, '*') != NULL || strchr(items, '>') != NULL) {
-		snprintf(text, cap, "%s takes a channel: the request names no stream subject",
-			 x->name);
-		return NULL;
-	}
-	if (br_chan_find(&x->parsed, x->chan_arg, *args, *len, &off, &n, &theirs) != 0) {
-		snprintf(text, cap, "arguments do not match the signature of %s", x->name);
-		return NULL;
-	}
-	if ((es = calloc(1, sizeof(*es))) == NULL) {
-		snprintf(text, cap, "hub-nats is out of memory");
-		return NULL;
-	}
-	es->b = b;
-	snprintf(es->items, sizeof(es->items), "%s", items);
-	if ((chan = guest_chan_open(b->g, on_item, on_end, es)) < 0) {
-		snprintf(text, cap, "no channel for %s: %s", x->name, strerror((int)-chan));
-		free(es);
-		return NULL;
-	}
-	es->chan = (uint32_t)chan;
-	/* what it sends waits, in its credit, for the far side to take it */
-	guest_chan_hold(b->g, es->chan);
-	if ((*copy = br_chan_rewrite(*args, *len, off, n, (uint64_t)chan, len)) == NULL) {
-		snprintf(text, cap, "hub-nats is out of memory");
-		guest_chan_close(b->g, es->chan);	/* on_end frees it */
-		es->id = 0;
-		es->next = b->estreams;
-		b->estreams = es;
-		return NULL;
-	}
-	*args = *copy;
-	if (++b->next_seq == 0)
-		++b->next_seq;
-	es->id = b->next_seq;
-	es->next = b->estreams;
-	b->estreams = es;
-	return es;
-}
-
-/* A request for method: checked, then called here. */
-static void
-request(struct bridge *b, natsMsg *m, const char *method)
-{
-	const char *reply = natsMsg_GetReply(m), *sig = NULL;
-	const struct br_export *x = export_find(b, method);
-	const uint8_t *args = (const uint8_t *)natsMsg_GetData(m);
-	size_t len = (size_t)natsMsg_GetDataLength(m);
-	char text[HP_SIG_MAX_LEN * 2 + 400], name[BR_NAME_MAX + 1];
-	struct estream *es = NULL;
-	struct answer_ctx *ctx;
-	uint8_t *copy = NULL;
-	struct ecall *e;
-	uint32_t call_id;
-	uint64_t id;
-	int rc;
-
-	if (reply == NULL || *reply == '\0')
-		return;		/* nobody to answer */
-	if (x == NULL) {
-		snprintf(text, sizeof(text), "hub %s does not export %.64s", b->conf.name, method);
-		answer_text(b, reply, "no-method", text);
-		return;
-	}
-	if (natsMsgHeader_Get(m, BR_H_SIG, &sig) != NATS_OK || sig == NULL ||
-	    strcmp(sig, x->sig) != 0) {
-		snprintf(text, sizeof(text), "hub %s serves %s as %s, the caller's is %.256s",
-			 b->conf.name, x->name, x->sig, sig != NULL ? sig : "(none)");
-		answer_text(b, reply, "bad-payload", text);
-		return;
-	}
-	if (b->ecalls.count >= b->conf.calls_max) {
-		snprintf(text, sizeof(text), "hub %s has %u calls from NATS in flight already",
-			 b->conf.name, b->ecalls.count);
-		answer_text(b, reply, "refused", text);
-		return;
-	}
-	if ((ctx = malloc(sizeof(*ctx))) == NULL || hp_idtab_reserve(&b->ecalls, 1) != 0) {
-		free(ctx);
-		answer_text(b, reply, "refused", "hub-nats is out of memory");
-		return;
-	}
-	/* x may move from here on: libguest serves while it sends */
-	snprintf(name, sizeof(name), "%s", x->name);
-	if (x->chan_arg != -1 &&
-	    (es = stream_open(b, m, x, &args, &len, &copy, text, sizeof(text))) == NULL) {
-		free(ctx);
-		answer_text(b, reply, "bad-payload", text);
-		return;
-	}
-	if (++b->next_ecall == 0)
-		++b->next_ecall;
-	*ctx = (struct answer_ctx){ b, b->next_ecall };
-	id = ctx->id;	/* ctx is the callback's from the call on */
-	if (es != NULL)
-		es->ecall = id;
-	rc = guest_call_async(b->g, name, args, len, on_answer, ctx, &call_id);
-	free(copy);
-	if (rc < 0) {
-		free(ctx);
-		if (es != NULL)
-			guest_chan_close(b->g, es->chan);	/* on_end frees it */
-		snprintf(text, sizeof(text), "hub %s could not call %s: %s", b->conf.name,
-			 name, strerror(-rc));
-		answer_text(b, reply, "refused", text);
-		return;
-	}
-	e = hp_idtab_insert(&b->ecalls, id);
-	e->call_id = call_id;
-	e->timeout_ms = timeout_of(b, m);
-	e->deadline_ns = b->now_ns + (uint64_t)e->timeout_ms * 1000000u;
-	e->reply = strdup(reply);
-	if (e->reply == NULL) {
-		guest_cancel(b->g, call_id);
-		e->answered = 1;
-		e->forget_ns = b->now_ns;
-	}
-	b->calls_in++;
-}
-
-/* PREFIX.cancel: the caller gave up on the call it asked for on reply. */
-static void
-cancel(struct bridge *b, natsMsg *m)
-{
-	int n = natsMsg_GetDataLength(m);
-	const char *reply = natsMsg_GetData(m);
-	struct ecall *e;
-	uint32_t pos = 0;
-
-	if (n <= 0 || n > BR_SUBJECT_MAX)
-		return;
-	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL)
-		if (e->reply != NULL && (int)strlen(e->reply) == n && memcmp(e->reply, reply, (size_t)n) == 0)
-			guest_cancel(b->g, e->call_id);
 }
 
 /* Announces what this hub exports (an empty list: it is leaving). */
@@ -517,6 +162,14 @@ refresh(struct bridge *b)
 	}
 }
 
+/* A request for method: to callin.c, with the export it names (NULL:
+ * none). */
+static void
+request(struct bridge *b, natsMsg *m, const char *method)
+{
+	br_callin_request(b, m, method, export_find(b, method));
+}
+
 int
 br_export_msg(struct bridge *b, natsMsg *m)
 {
@@ -527,7 +180,7 @@ br_export_msg(struct bridge *b, natsMsg *m)
 	if (b->conf.nexports == 0)
 		return 0;
 	if (strncmp(s, b->inbox, ilen) == 0 && strncmp(s + ilen, ".c.", 3) == 0) {
-		on_credit(b, m, s + ilen + 3);
+		br_estream_credit(b, m, s + ilen + 3);
 		natsMsg_Destroy(m);
 		return 1;
 	}
@@ -540,7 +193,7 @@ br_export_msg(struct bridge *b, natsMsg *m)
 		 rest[3 + nlen] == '.')
 		request(b, m, rest + 3 + nlen + 1);
 	else if (strcmp(rest, "cancel") == 0)
-		cancel(b, m);
+		br_callin_cancel(b, m);
 	else if (strcmp(rest, "discover") == 0) {
 		/* soon, not at once: every hub answers the same question */
 		if (b->next_announce_ns > b->now_ns + 100000000u)
@@ -569,11 +222,6 @@ br_export_drain(struct bridge *b)
 void
 br_export_tick(struct bridge *b)
 {
-	struct ecall *e;
-	uint64_t gone[64];
-	uint32_t pos = 0, ngone = 0;
-	char text[96];
-
 	if (b->conf.nexports == 0 || b->now_ns < b->next_escan_ns)
 		return;
 	/* as import's: every BR_SCAN_NS */
@@ -592,28 +240,13 @@ br_export_tick(struct bridge *b)
 		refresh(b);
 		b->next_announce_ns = b->now_ns + (uint64_t)b->conf.announce_ms * 1000000u;
 	}
-	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
-		if (!e->answered && b->now_ns >= e->deadline_ns) {
-			snprintf(text, sizeof(text), "no answer on hub %s in time", b->conf.name);
-			answer_text(b, e->reply, "timeout", text);
-			guest_cancel(b->g, e->call_id);
-			e->answered = 1;
-			e->forget_ns = b->now_ns + FORGET_NS;
-		} else if (e->answered && b->now_ns >= e->forget_ns && ngone < 64) {
-			gone[ngone++] = e->id;
-		}
-	}
-	for (uint32_t i = 0; i < ngone; i++) {
-		e = hp_idtab_find(&b->ecalls, gone[i]);
-		free(e->reply);
-		hp_idtab_remove(&b->ecalls, e);
-	}
+	br_callin_scan(b);
 }
 
 void
 br_export_start(struct bridge *b)
 {
-	b->ecalls = (struct hp_idtab)HP_IDTAB_INIT(struct ecall);
+	br_callin_start(b);
 }
 
 int
@@ -654,20 +287,10 @@ br_export_detach(struct bridge *b)
 void
 br_export_stop(struct bridge *b)
 {
-	struct ecall *e;
-	uint32_t pos = 0;
-
 	if (b->conf.nexports > 0 && b->nc != NULL)
 		announce(b, 1);
 	br_export_detach(b);
-	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
-		if (!e->answered)
-			answer_text(b, e->reply, "unreachable", "the hub's bridge is stopping");
-		free(e->reply);
-	}
-	hp_idtab_free(&b->ecalls);
-	while (b->estreams != NULL)
-		estream_free(b, b->estreams);
+	br_callin_stop(b);
 	free(b->exports);
 	/* the last answers and the goodbye out, if there is a way out */
 	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
