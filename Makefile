@@ -49,7 +49,7 @@ ALL_LDFLAGS := $(LDFLAGS) $(HARDEN_LDFLAGS) $(SANFLAGS)
 PROTO_SRC := $(wildcard proto/*.c)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(B)/%.o)
 PROTO_LIB := $(B)/libhubproto.a
-HEADERS := $(wildcard proto/*.h daemon/*.h guestlib/*.h mt/*.h hubctl/*.h)
+HEADERS := $(wildcard proto/*.h daemon/*.h guestlib/*.h mt/*.h hubctl/*.h nats/*.h)
 
 # hubctl: a program apart, in a folder of its own, never in libhubd.a.
 HUBCTL_SRC := $(wildcard hubctl/*.c)
@@ -102,14 +102,15 @@ SDBUS_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 ZMQ_FLAGS = $(shell pkg-config --exists libzmq 2>/dev/null && echo -DHAVE_ZMQ)
 ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
 # hub-nats: the guest that bridges hubs on many hosts through NATS
-# (bridge/, on libguest and Debian's libnats)
-BRIDGE_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard bridge/*.c))
+# (nats/, on libguest and Debian's libnats). -I. finds <nats/nats.h> in
+# nats/ first: no file there is named as one of libnats's headers.
+HUBNATS_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard nats/*.c))
 NATS_LIBS = $(shell pkg-config --libs libnats 2>/dev/null || echo -lnats)
 PROGS := $(B)/hubd $(B)/hubctl $(B)/hub-run $(B)/hub-nats
 
 SUITE_SRC := $(sort $(wildcard tests/unit/check_*.c tests/e2e/check_*.c))
 TEST_OBJ := $(SUITE_SRC:%.c=$(B)/%.o) $(B)/tests/check_main.o $(B)/tests/e2e/harness.o \
-	$(B)/tests/e2e/natsd.o $(B)/bridge/conf.o
+	$(B)/tests/e2e/natsd.o $(B)/nats/conf.o
 SUITES := $(basename $(notdir $(SUITE_SRC)))
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)
@@ -196,7 +197,7 @@ $(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
 # Static libguest: hub-nats is installed beside hubd, not with the examples
-$(B)/hub-nats: $(BRIDGE_OBJ) $(GUEST_A)
+$(B)/hub-nats: $(HUBNATS_OBJ) $(GUEST_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) $(shell pkg-config --libs json-c inih) \
 		$(GUEST_LIBS)
 

@@ -7,8 +7,8 @@
 # doc/control.md every control command of request.h's table; hubd.8
 # every option of hubd.c's getopt;
 # hubd.conf.5 every key of config_keys.c's tables, in its own section, and
-# no key that is not there; hub-nats.8 every option of bridge/main.c and
-# every key of bridge/conf.c, in its own section, and none that is not there; libguest.3 every GUEST_API function of guest.h,
+# no key that is not there; hub-nats.8 every option of nats/main.c and
+# every key of nats/conf.c, in its own section, and none that is not there; libguest.3 every GUEST_API function of guest.h,
 # in its SYNOPSIS and described below it, and no function that is gone.
 # And the docs: every relative link of README.md and doc/*.md resolves (the
 # file, and the heading a #fragment names), the README links every
@@ -131,7 +131,7 @@ for t in hub:hub pool:pool guest:"guest NAME"; do
 	same_set "$tmp/keys" "$tmp/documented" "hubd.conf.5: [$sect] keys not documented: " "hubd.conf.5: [$sect] documents keys hubd does not take: "
 done
 
-# 4b. hub-nats.8: the keys bridge/conf.c takes, each section's from its own
+# 4b. hub-nats.8: the keys nats/conf.c takes, each section's from its own
 # part of the parser (on_nats for [nats], handler's branch for each other
 # section, as strcmp(key, "NAME")), against that section's ".It Cm NAME"
 # lines; and the long options main.c takes (strcmp(argv[i], "--NAME"))
@@ -147,17 +147,17 @@ awk '/^on_nats\(/ { sec = "nats" }
 			print sec, k
 			line = substr(line, RSTART + RLENGTH)
 		}
-	}' bridge/conf.c | sort -u > "$tmp/nkeys"
-nonempty "bridge/conf.c's keys" "$tmp/nkeys" && for sect in nats export import; do
+	}' nats/conf.c | sort -u > "$tmp/nkeys"
+nonempty "nats/conf.c's keys" "$tmp/nkeys" && for sect in nats export import; do
 	sed -n "s/^$sect //p" "$tmp/nkeys" > "$tmp/keys"
-	nonempty "bridge/conf.c's [$sect] keys" "$tmp/keys" || continue
+	nonempty "nats/conf.c's [$sect] keys" "$tmp/keys" || continue
 	awk -v ss="[$sect]" '
 		/^\.S[sh] / { on = (substr($0, 5) == ss); next }
 		on && /^\.It Cm / { print $3 }' "$man_dir/hub-nats.8" | sort -u > "$tmp/documented"
 	same_set "$tmp/keys" "$tmp/documented" "hub-nats.8: [$sect] keys not documented: " "hub-nats.8: [$sect] documents keys hub-nats does not take: "
 done
-sed -n 's/.*strcmp(argv\[i\], "--\([a-z-]*\)").*/\1/p' bridge/main.c | sort -u > "$tmp/options"
-nonempty "bridge/main.c's options" "$tmp/options" && {
+sed -n 's/.*strcmp(argv\[i\], "--\([a-z-]*\)").*/\1/p' nats/main.c | sort -u > "$tmp/options"
+nonempty "nats/main.c's options" "$tmp/options" && {
 	section hub-nats.8 OPTIONS | sed -n 's/^\.It Fl -\([a-z-]*\).*/\1/p' | sort -u > "$tmp/documented"
 	same_set "$tmp/options" "$tmp/documented" "hub-nats.8: options not documented in OPTIONS: " "hub-nats.8: OPTIONS documents options hub-nats does not take: "
 }
@@ -212,9 +212,9 @@ for page in doc/*.md; do
 		bad "README.md does not link $page"; fi
 done
 
-# 7. doc/layout.md names every file of the product's folders in that
-# folder's section ("## `DIR/`"), each with its job, and no file that is
-# gone; the README stays short, pointing to the pages for the rest.
+# 7. doc/layout.md names every file of the product's folders in the
+# table of that folder's section ("## `DIR/`"), each with its job, and no
+# file that is gone; the README stays short, pointing to the pages for the rest.
 layout_dirs="proto daemon hubctl guestlib guestlib/examples mt nats
 	bindings/python/hubguest scripts"
 for d in $layout_dirs; do
@@ -226,7 +226,7 @@ for d in $layout_dirs; do
 	find "$d" -maxdepth 1 -type f \( -name '*.[ch]' -o -name '*.py' -o -name '*.sh' \
 		-o -name '*.in' -o -name '*.map' \) -printf '%f\n' | sort > "$tmp/files"
 	nonempty "$d/" "$tmp/files" || continue
-	grep -o '`[^`/ ]*\.\(c\|h\|py\|sh\|in\|map\)`' "$tmp/section" | tr -d '`' |
+	grep '^|' "$tmp/section" | grep -o '`[^`/ ]*\.\(c\|h\|py\|sh\|in\|map\)`' | tr -d '`' |
 		sort -u > "$tmp/named"
 	same_set "$tmp/files" "$tmp/named" "doc/layout.md, $d/: no job given for " \
 		"doc/layout.md, $d/: names what is not there: "

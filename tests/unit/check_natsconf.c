@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* hub-nats's config file (bridge/conf.c): what it accepts, its defaults,
+/* hub-nats's config file (nats/conf.c): what it accepts, its defaults,
  * and a clear error naming the line for everything else. */
 #include <check.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bridge/bridge.h"
+#include "nats/hubnats.h"
 
 /* Loads text as a config file: 0 or -1, the reason in why. */
 static int

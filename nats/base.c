@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bridge/bridge.h"
+#include "nats/hubnats.h"
 #include "proto/method.h"
 
 static const struct {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bridge/bridge.h"
+#include "nats/hubnats.h"
 
 int
 br_chan_arg(const struct hp_sig *sig)

@@ -8,8 +8,10 @@
  *
  * One thread (the loop, main.c) runs libguest and every table below;
  * libnats's threads only hand messages over (handoff.c). */
-#ifndef BRIDGE_H
-#define BRIDGE_H
+/* No file in nats/ is named nats.h, status.h or version.h: with -I.,
+ * <nats/nats.h> would find it in place of libnats's. */
+#ifndef NATS_HUBNATS_H
+#define NATS_HUBNATS_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -113,6 +115,31 @@ struct br_import {
 	struct bridge	*b;
 };
 
+/* A call from NATS, made here (callin.c), in bridge.ecalls. */
+struct ecall {
+	uint64_t	id;		/* ours: the answer's callback finds it so */
+	uint64_t	deadline_ns;
+	uint64_t	forget_ns;	/* after a timeout: a late answer is dropped */
+	uint32_t	call_id;	/* libguest's, for guest_cancel */
+	uint32_t	timeout_ms;	/* the caller's: each stream item restarts it */
+	int		answered;	/* the reply went (a timeout) */
+	char		*reply;		/* the caller's reply subject */
+};
+
+/* A call of an imported method, waiting for NATS (callout.c), in
+ * bridge.icalls. */
+struct icall {
+	uint64_t		id;		/* SEQ in the reply subject */
+	uint64_t		deadline_ns;
+	struct guest_call	*c;
+	const struct br_import	*imp;
+	int			cancel_sent;
+};
+
+/* The caller waits this much longer than it tells the callee, so that the
+ * callee's own "timeout" (which names where) comes first. */
+#define BR_GRACE_NS	(500ull * 1000000)
+
 struct estream;
 struct istream;
 
@@ -135,7 +162,7 @@ struct bridge {
 	natsSubscription	*sub_inbox;
 	int64_t			max_payload;	/* the server's, bytes */
 	uint64_t		now_ns;
-	/* export.c */
+	/* export.c, callin.c, estream.c */
 	struct br_export	*exports;
 	uint32_t		nexports, refresh, refreshing;
 	natsSubscription	*sub_at, *sub_cancel, *sub_discover;
@@ -144,7 +171,7 @@ struct bridge {
 	struct estream		*estreams;	/* their channels, sent on over NATS */
 	uint64_t		next_announce_ns, next_escan_ns;
 	int			refresh_pending, refresh_failed;
-	/* import.c */
+	/* import.c, callout.c, istream.c */
 	struct br_remote	remotes[BR_REMOTES_MAX];
 	uint32_t		nremotes;
 	struct br_import	**imports;
@@ -221,6 +248,35 @@ void	br_export_tick(struct bridge *b);
 int	br_export_msg(struct bridge *b, natsMsg *m);
 void	br_export_stop(struct bridge *b);
 
+/* callin.c: a request from NATS for method, x the export it names (NULL
+ * none), called here. */
+void	br_callin_request(struct bridge *b, natsMsg *m, const char *method,
+			  const struct br_export *x);
+/* PREFIX.cancel: the caller gave up on the call it asked for on reply. */
+void	br_callin_cancel(struct bridge *b, natsMsg *m);
+/* The calls past their deadline answered "timeout", and cancelled. */
+void	br_callin_scan(struct bridge *b);
+void	br_callin_start(struct bridge *b);
+/* Every call in flight answered "unreachable"; the streams freed. */
+void	br_callin_stop(struct bridge *b);
+
+/* estream.c: a chan<T> argument's channel for request m of x, opened
+ * here and put in the arguments in place of the caller's (*args then
+ * points to *copy, malloc'd, freed by the caller); NULL with the reason
+ * in text. */
+struct estream *br_estream_open(struct bridge *b, natsMsg *m, const struct br_export *x,
+				const uint8_t **args, size_t *len, uint8_t **copy, char *text,
+				size_t cap);
+/* The call (bridge.ecalls) es belongs to. */
+void	br_estream_call(struct estream *es, uint64_t ecall);
+/* Closes es's channel; it is freed once ended. */
+void	br_estream_close(struct bridge *b, struct estream *es);
+/* inbox.c.ID: the caller's side took N bytes of items (their credit
+ * goes back to the sender here), or said Hub-End: reset (its reader
+ * went away: the sender is told to stop). */
+void	br_estream_credit(struct bridge *b, natsMsg *m, const char *idtext);
+void	br_estream_stop(struct bridge *b);
+
 /* import.c */
 void	br_import_start(struct bridge *b);
 int	br_import_attach(struct bridge *b);
@@ -234,5 +290,41 @@ void	br_import_stop(struct bridge *b);
 void	br_import_describe(struct bridge *b);
 /* What is imported, in a few words, for the bridge's note. */
 void	br_import_summary(struct bridge *b, char *buf, size_t cap);
+
+/* callout.c: a call of an imported method (ctx its br_import), on the
+ * loop's thread: a NATS request. */
+void	br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx);
+/* A reply on inbox.SEQ: now, or (a stream still open) once the stream
+ * has ended. 1 when m was kept. */
+int	br_callout_reply(struct bridge *b, natsMsg *m, const char *seq);
+/* The streams' items sent on, and the answers they held given. */
+void	br_callout_pump(struct bridge *b);
+/* The calls past their deadline answered, the Cancels sent on. */
+void	br_callout_scan(struct bridge *b);
+void	br_callout_start(struct bridge *b);
+/* Every stream ended, every call in flight answered. */
+void	br_callout_stop(struct bridge *b);
+
+/* istream.c: a call out's chan<T> argument, fed from NATS. */
+struct istream *br_istream_new(void);
+/* st in the list, for call id and the caller's channel chan. */
+void	br_istream_add(struct bridge *b, struct istream *st, uint64_t id, uint32_t chan);
+/* Ends the caller's channel (once), dropping what was not sent. */
+void	br_istream_end(struct bridge *b, struct istream *st, int reset);
+void	br_istream_free(struct bridge *b, struct istream *st);
+/* Call id's stream, if any, reset and freed. */
+void	br_istream_drop(struct bridge *b, uint64_t id);
+/* inbox.s.SEQ: an item, or the end, of a call's stream. 1 when m was
+ * kept (an item, queued). */
+int	br_istream_item(struct bridge *b, natsMsg *m, const char *seq);
+/* Reply m to call id held until its stream has ended: 1 held; 0 not
+ * (no stream, or it ended here: no responders, a second answer). */
+int	br_istream_hold(struct bridge *b, uint64_t id, natsMsg *m);
+/* Sends what each stream holds on, as far as the caller's credit goes;
+ * acks what was taken; ends a channel whose sender ended it once its
+ * items are out; then hands answer the reply it held, the stream gone. */
+void	br_istream_pump(struct bridge *b, void (*answer)(struct bridge *, natsMsg *, uint64_t));
+/* Every stream ended and freed. */
+void	br_istream_stop(struct bridge *b);
 
 #endif

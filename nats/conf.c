@@ -11,7 +11,7 @@
 
 #include <ini.h>
 
-#include "bridge/bridge.h"
+#include "nats/hubnats.h"
 
 struct parse {
 	struct br_conf	*c;

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bridge/bridge.h"
+#include "nats/hubnats.h"
 
 #define HANDOFF_MAX	65536	/* messages from NATS the loop has not taken */
 #define TICK_MS		50	/* deadlines are kept this closely */

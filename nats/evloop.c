@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "bridge/bridge.h"
+#include "nats/hubnats.h"
 
 struct br_evloop {
 	pthread_mutex_t		mu;

@@ -11,7 +11,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "bridge/bridge.h"
+#include "nats/hubnats.h"
 
 struct br_handoff {
 	pthread_mutex_t	mu;

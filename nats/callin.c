@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Calls in: a request from NATS for a method this hub exports becomes a
+ * call here, and its answer the reply (Hub-Status, the bytes). The
+ * signature the caller used must be ours, hubd checks the arguments
+ * against it, and the calls in flight are bounded. PREFIX.cancel and
+ * the caller's timeout cancel the call here; a timed-out call is kept a
+ * while so that its late answer is dropped, not taken for another's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nats/hubnats.h"
+
+#define FORGET_NS	(60ull * 1000000000)	/* a timed-out call kept for its answer */
+
+/* Publishes an answer on reply: Hub-Status word, the bytes. */
+static void
+answer(struct bridge *b, const char *reply, const char *word, const void *data, size_t len)
+{
+	natsMsg *r = NULL;
+	char text[160];
+
+	if (b->max_payload > 0 && (int64_t)len > b->max_payload - 512) {
+		snprintf(text, sizeof(text), "the answer (%zu bytes) is larger than NATS takes (%lld)",
+			 len, (long long)b->max_payload);
+		word = "error";
+		data = text;
+		len = strlen(text);
+	}
+	if (natsMsg_Create(&r, reply, NULL, data, (int)len) != NATS_OK)
+		return;
+	natsMsgHeader_Set(r, BR_H_STATUS, word);
+	natsMsgHeader_Set(r, BR_H_FROM, b->conf.name);
+	if (natsConnection_PublishMsg(b->nc, r) != NATS_OK)
+		b->errors++;
+	natsMsg_Destroy(r);
+}
+
+static void
+answer_text(struct bridge *b, const char *reply, const char *word, const char *text)
+{
+	answer(b, reply, word, text, strlen(text));
+}
+
+/* What an answer's callback is told: which bridge, which call. */
+struct answer_ctx {
+	struct bridge	*b;
+	uint64_t	id;
+};
+
+/* The local call's answer: the reply, unless a timeout answered first. */
+static void
+on_answer(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct answer_ctx *a = ctx;
+	struct bridge *b = a->b;
+	struct ecall *e = hp_idtab_find(&b->ecalls, a->id);
+
+	free(a);
+	if (e == NULL)
+		return;
+	if (!e->answered)
+		answer(b, e->reply, br_status_word(status), result, len);
+	free(e->reply);
+	hp_idtab_remove(&b->ecalls, e);
+}
+
+static uint32_t
+timeout_of(struct bridge *b, natsMsg *m)
+{
+	const char *v = NULL;
+	char *end;
+	unsigned long ms;
+
+	if (natsMsgHeader_Get(m, BR_H_TIMEOUT, &v) != NATS_OK || v == NULL)
+		return b->conf.timeout_ms;
+	ms = strtoul(v, &end, 10);
+	if (*v == '\0' || *end != '\0' || ms == 0 || ms > 86400000)
+		return b->conf.timeout_ms;
+	return (uint32_t)ms;
+}
+
+void
+br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct br_export *x)
+{
+	const char *reply = natsMsg_GetReply(m), *sig = NULL;
+	const uint8_t *args = (const uint8_t *)natsMsg_GetData(m);
+	size_t len = (size_t)natsMsg_GetDataLength(m);
+	char text[HP_SIG_MAX_LEN * 2 + 400], name[BR_NAME_MAX + 1];
+	struct estream *es = NULL;
+	struct answer_ctx *ctx;
+	uint8_t *copy = NULL;
+	struct ecall *e;
+	uint32_t call_id;
+	uint64_t id;
+	int rc;
+
+	if (reply == NULL || *reply == '\0')
+		return;		/* nobody to answer */
+	if (x == NULL) {
+		snprintf(text, sizeof(text), "hub %s does not export %.64s", b->conf.name, method);
+		answer_text(b, reply, "no-method", text);
+		return;
+	}
+	if (natsMsgHeader_Get(m, BR_H_SIG, &sig) != NATS_OK || sig == NULL ||
+	    strcmp(sig, x->sig) != 0) {
+		snprintf(text, sizeof(text), "hub %s serves %s as %s, the caller's is %.256s",
+			 b->conf.name, x->name, x->sig, sig != NULL ? sig : "(none)");
+		answer_text(b, reply, "bad-payload", text);
+		return;
+	}
+	if (b->ecalls.count >= b->conf.calls_max) {
+		snprintf(text, sizeof(text), "hub %s has %u calls from NATS in flight already",
+			 b->conf.name, b->ecalls.count);
+		answer_text(b, reply, "refused", text);
+		return;
+	}
+	if ((ctx = malloc(sizeof(*ctx))) == NULL || hp_idtab_reserve(&b->ecalls, 1) != 0) {
+		free(ctx);
+		answer_text(b, reply, "refused", "hub-nats is out of memory");
+		return;
+	}
+	/* x may move from here on: libguest serves while it sends */
+	snprintf(name, sizeof(name), "%s", x->name);
+	if (x->chan_arg != -1 &&
+	    (es = br_estream_open(b, m, x, &args, &len, &copy, text, sizeof(text))) == NULL) {
+		free(ctx);
+		answer_text(b, reply, "bad-payload", text);
+		return;
+	}
+	if (++b->next_ecall == 0)
+		++b->next_ecall;
+	*ctx = (struct answer_ctx){ b, b->next_ecall };
+	id = ctx->id;	/* ctx is the callback's from the call on */
+	if (es != NULL)
+		br_estream_call(es, id);
+	rc = guest_call_async(b->g, name, args, len, on_answer, ctx, &call_id);
+	free(copy);
+	if (rc < 0) {
+		free(ctx);
+		if (es != NULL)
+			br_estream_close(b, es);
+		snprintf(text, sizeof(text), "hub %s could not call %s: %s", b->conf.name,
+			 name, strerror(-rc));
+		answer_text(b, reply, "refused", text);
+		return;
+	}
+	e = hp_idtab_insert(&b->ecalls, id);
+	e->call_id = call_id;
+	e->timeout_ms = timeout_of(b, m);
+	e->deadline_ns = b->now_ns + (uint64_t)e->timeout_ms * 1000000u;
+	e->reply = strdup(reply);
+	if (e->reply == NULL) {
+		guest_cancel(b->g, call_id);
+		e->answered = 1;
+		e->forget_ns = b->now_ns;
+	}
+	b->calls_in++;
+}
+
+void
+br_callin_cancel(struct bridge *b, natsMsg *m)
+{
+	int n = natsMsg_GetDataLength(m);
+	const char *reply = natsMsg_GetData(m);
+	struct ecall *e;
+	uint32_t pos = 0;
+
+	if (n <= 0 || n > BR_SUBJECT_MAX)
+		return;
+	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL)
+		if (e->reply != NULL && (int)strlen(e->reply) == n && memcmp(e->reply, reply, (size_t)n) == 0)
+			guest_cancel(b->g, e->call_id);
+}
+
+void
+br_callin_scan(struct bridge *b)
+{
+	struct ecall *e;
+	uint64_t gone[64];
+	uint32_t pos = 0, ngone = 0;
+	char text[96];
+
+	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
+		if (!e->answered && b->now_ns >= e->deadline_ns) {
+			snprintf(text, sizeof(text), "no answer on hub %s in time", b->conf.name);
+			answer_text(b, e->reply, "timeout", text);
+			guest_cancel(b->g, e->call_id);
+			e->answered = 1;
+			e->forget_ns = b->now_ns + FORGET_NS;
+		} else if (e->answered && b->now_ns >= e->forget_ns && ngone < 64) {
+			gone[ngone++] = e->id;
+		}
+	}
+	for (uint32_t i = 0; i < ngone; i++) {
+		e = hp_idtab_find(&b->ecalls, gone[i]);
+		free(e->reply);
+		hp_idtab_remove(&b->ecalls, e);
+	}
+}
+
+void
+br_callin_start(struct bridge *b)
+{
+	b->ecalls = (struct hp_idtab)HP_IDTAB_INIT(struct ecall);
+}
+
+void
+br_callin_stop(struct bridge *b)
+{
+	struct ecall *e;
+	uint32_t pos = 0;
+
+	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
+		if (!e->answered)
+			answer_text(b, e->reply, "unreachable", "the hub's bridge is stopping");
+		free(e->reply);
+	}
+	hp_idtab_free(&b->ecalls);
+	br_estream_stop(b);
+}

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Calls out: a call of an imported method (import.c registered it)
+ * becomes a NATS request, to PREFIX.call.METHOD (one of the hubs
+ * exporting it) or, with [import] from, PREFIX.at.HUB.METHOD. Its reply
+ * (to our inbox.SEQ) answers the call, with the same kind of error; no
+ * reply in time, or the caller's Cancel, sends PREFIX.cancel. A call's
+ * chan<T> argument goes with it (istream.c). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nats/hubnats.h"
+
+static void
+publish_cancel(struct bridge *b, uint64_t id)
+{
+	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX];
+
+	snprintf(subject, sizeof(subject), "%s.cancel", b->conf.subject);
+	snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
+	natsConnection_Publish(b->nc, subject, reply, (int)strlen(reply));
+}
+
+/* As libnats's callbacks last said, and as the connection is now (a
+ * request published while it reconnects would wait in its buffer). */
+static int
+connected(struct bridge *b)
+{
+	return b->nc != NULL && atomic_load_explicit(&b->connected, memory_order_relaxed) &&
+	    natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
+/* A call answered here, never sent: the caller's channel, if it gave
+ * one, is ended first (every channel given to send on is ended once). */
+static void
+refuse(struct bridge *b, struct guest_call *c, const struct br_import *imp, uint64_t chan,
+       int status, const char *text)
+{
+	if (imp->chan_arg >= 0)
+		guest_chan_reset(b->g, (uint32_t)chan);
+	guest_reply_status(c, status, text);
+}
+
+/* The request for call id of imp, its headers set: the caller's
+ * signature and timeout, this hub, and with_stream where its channel's
+ * items go. */
+static natsStatus
+request_msg(struct bridge *b, const struct br_import *imp, const uint8_t *args, size_t len,
+	    uint64_t id, int with_stream, natsMsg **mp)
+{
+	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX], items[BR_SUBJECT_MAX], ms[16];
+	natsStatus s;
+
+	snprintf(items, sizeof(items), "%s.s.%" PRIu64, b->inbox, id);
+	if (b->conf.from[0] != '\0')
+		snprintf(subject, sizeof(subject), "%s.at.%s.%s", b->conf.subject, b->conf.from,
+			 imp->remote);
+	else
+		snprintf(subject, sizeof(subject), "%s.call.%s", b->conf.subject, imp->remote);
+	snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
+	snprintf(ms, sizeof(ms), "%u", b->conf.timeout_ms);
+	s = natsMsg_Create(mp, subject, reply, (const char *)args, (int)len);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(*mp, BR_H_SIG, imp->sig);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(*mp, BR_H_TIMEOUT, ms);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(*mp, BR_H_FROM, b->conf.name);
+	if (s == NATS_OK && with_stream)
+		s = natsMsgHeader_Set(*mp, BR_H_STREAM, items);
+	return s;
+}
+
+void
+br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const struct br_import *imp = ctx;
+	struct bridge *b = imp->b;
+	char text[160];
+	struct istream *st = NULL;
+	natsMsg *m = NULL;
+	struct icall *ic;
+	natsStatus s;
+	uint64_t id, chan = 0;
+	size_t off, n;
+
+	if (imp->chan_arg == -2) {
+		guest_reply_status(c, -EBADMSG, "more than one channel in a call: one crosses NATS");
+		return;
+	}
+	if (imp->chan_arg >= 0 &&
+	    br_chan_find(&imp->parsed, imp->chan_arg, args, len, &off, &n, &chan) != 0) {
+		guest_reply_status(c, -EBADMSG, "arguments do not match the signature");
+		return;
+	}
+	text[0] = '\0';
+	if (!connected(b)) {
+		refuse(b, c, imp, chan, -EHOSTUNREACH, "hub-nats is not connected to NATS");
+		return;
+	}
+	if (b->icalls.count >= b->conf.calls_max) {
+		/* never sent: like the hub's own refusal, try again later */
+		snprintf(text, sizeof(text), "hub-nats has %u calls out in flight already",
+			 b->icalls.count);
+		refuse(b, c, imp, chan, -EHOSTUNREACH, text);
+		return;
+	}
+	if (b->max_payload > 0 && (int64_t)len > b->max_payload - 1024) {
+		snprintf(text, sizeof(text), "the arguments (%zu bytes) are larger than NATS takes (%lld)",
+			 len, (long long)b->max_payload);
+		refuse(b, c, imp, chan, -EBADMSG, text);
+		return;
+	}
+	if (hp_idtab_reserve(&b->icalls, 1) != 0 ||
+	    (imp->chan_arg >= 0 && (st = br_istream_new()) == NULL)) {
+		refuse(b, c, imp, chan, -EREMOTEIO, "hub-nats is out of memory");
+		return;
+	}
+	if (++b->next_seq == 0)
+		++b->next_seq;
+	id = b->next_seq;
+	s = request_msg(b, imp, args, len, id, st != NULL, &m);
+	/* in the list before the request goes: its first item may come
+	 * back before the next turn of the loop */
+	if (s == NATS_OK && st != NULL)
+		br_istream_add(b, st, id, (uint32_t)chan);
+	if (s == NATS_OK)
+		s = natsConnection_PublishMsg(b->nc, m);
+	natsMsg_Destroy(m);
+	if (s != NATS_OK) {
+		if (st != NULL) {
+			br_istream_end(b, st, 1);
+			br_istream_free(b, st);
+		}
+		snprintf(text, sizeof(text), "NATS: %s", natsStatus_GetText(s));
+		guest_reply_status(c, -EHOSTUNREACH, text);	/* br_istream_end reset it */
+		return;
+	}
+	ic = hp_idtab_insert(&b->icalls, id);
+	ic->c = c;
+	ic->imp = imp;
+	ic->deadline_ns = b->now_ns + (uint64_t)b->conf.timeout_ms * 1000000u + BR_GRACE_NS;
+	b->calls_out++;
+}
+
+/* Answers c, the call taken out of the table first: an answer may wait
+ * for room on the ring, and libguest serves meanwhile (another call's
+ * handler may come in and change the table). */
+static void
+reply_status(struct guest_call *c, int status, const char *text)
+{
+	if (guest_reply_status(c, status, text) == -EILSEQ)
+		guest_reply_status(c, status, NULL);	/* not UTF-8: the kind alone */
+}
+
+/* The reply m to call id, now. */
+static void
+reply_now(struct bridge *b, natsMsg *m, uint64_t id)
+{
+	const char *word = NULL, *from = NULL;
+	const char *data = natsMsg_GetData(m);
+	size_t len = (size_t)natsMsg_GetDataLength(m);
+	char text[1100];
+	struct icall *ic, call;
+	int status;
+
+	if ((ic = hp_idtab_find(&b->icalls, id)) == NULL)
+		return;		/* answered already (a timeout), or not ours */
+	call = *ic;
+	hp_idtab_remove(&b->icalls, ic);
+	if (natsMsg_IsNoResponders(m)) {
+		snprintf(text, sizeof(text), "no hub on NATS serves %s%s%s", call.imp->remote,
+			 b->conf.from[0] != '\0' ? " at hub " : "", b->conf.from);
+		reply_status(call.c, -EHOSTUNREACH, text);
+		return;
+	}
+	natsMsgHeader_Get(m, BR_H_STATUS, &word);
+	natsMsgHeader_Get(m, BR_H_FROM, &from);
+	if (from == NULL || !br_subject_part_ok(from, strlen(from), 0))
+		from = "?";
+	status = br_status_of(word);
+	if (status == 0) {
+		guest_reply(call.c, data, len);
+		return;
+	}
+	if (status == 1) {
+		snprintf(text, sizeof(text), "a malformed answer from hub %.63s", from);
+		status = -EHOSTUNREACH;
+	} else if (status == -ECONNREFUSED) {
+		/* only hubd makes a hub's error here; for this caller the
+		 * remote hub's refusal is that side being unreachable */
+		snprintf(text, sizeof(text), "hub %.63s: %.*s", from, (int)(len > 1000 ? 1000 : len),
+			 data != NULL ? data : "");
+		status = -EHOSTUNREACH;
+	} else {
+		snprintf(text, sizeof(text), "%.*s", (int)(len > 1023 ? 1023 : len),
+			 data != NULL ? data : "");
+	}
+	reply_status(call.c, status, text);
+}
+
+int
+br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
+{
+	char *end;
+	uint64_t id = strtoull(seq, &end, 10);
+
+	if (*seq == '\0' || *end != '\0')
+		return 0;
+	if (br_istream_hold(b, id, m))
+		return 1;
+	reply_now(b, m, id);
+	return 0;
+}
+
+void
+br_callout_pump(struct bridge *b)
+{
+	br_istream_pump(b, reply_now);
+}
+
+void
+br_callout_scan(struct bridge *b)
+{
+	struct icall *ic;
+	uint64_t late[64];
+	uint32_t pos = 0, nlate = 0;
+	char text[128];
+
+	while ((ic = hp_idtab_next(&b->icalls, &pos)) != NULL) {
+		if (b->now_ns >= ic->deadline_ns && nlate < 64) {
+			late[nlate++] = ic->id;
+		} else if (!ic->cancel_sent && guest_call_cancelled(ic->c)) {
+			publish_cancel(b, ic->id);
+			ic->cancel_sent = 1;
+		}
+	}
+	for (uint32_t i = 0; i < nlate; i++) {
+		struct icall call;
+
+		if ((ic = hp_idtab_find(&b->icalls, late[i])) == NULL)
+			continue;
+		call = *ic;
+		hp_idtab_remove(&b->icalls, ic);
+		if (!call.cancel_sent)
+			publish_cancel(b, call.id);
+		br_istream_drop(b, call.id);
+		snprintf(text, sizeof(text), "no answer through NATS within %u ms",
+			 b->conf.timeout_ms);
+		reply_status(call.c, -ETIMEDOUT, text);
+	}
+}
+
+void
+br_callout_start(struct bridge *b)
+{
+	b->icalls = (struct hp_idtab)HP_IDTAB_INIT(struct icall);
+}
+
+void
+br_callout_stop(struct bridge *b)
+{
+	struct icall call;
+
+	br_istream_stop(b);
+	while (hp_idtab_take(&b->icalls, &call) == 0)
+		reply_status(call.c, -EHOSTUNREACH, "the hub's bridge is stopping");
+	hp_idtab_free(&b->icalls);
+}

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Imports: what other hubs announce on PREFIX.announce, where it matches
+ * [import] methods, is registered on this hub (under [import] prefix),
+ * its calls served by callout.c; hubs that go silent are forgotten, and
+ * hubd is told where each method is served now. Announcements are
+ * untrusted: names, signatures and sizes checked, hubs and methods
+ * bounded. What comes on our inbox for calls out goes to callout.c and
+ * istream.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "nats/hubnats.h"
+
+static struct br_remote *
+remote_find(struct bridge *b, const char *name)
+{
+	for (uint32_t i = 0; i < b->nremotes; i++)
+		if (strcmp(b->remotes[i].name, name) == 0)
+			return &b->remotes[i];
+	return NULL;
+}
+
+static void
+remote_drop(struct bridge *b, struct br_remote *r)
+{
+	free(r->methods);
+	*r = b->remotes[--b->nremotes];
+}
+
+static int
+wanted(const struct bridge *b, const char *name)
+{
+	for (int i = 0; i < b->conf.nimports; i++)
+		if (br_pattern_matches(b->conf.imports[i], name))
+			return 1;
+	return 0;
+}
+
+static struct br_import *
+import_find(struct bridge *b, const char *remote)
+{
+	for (uint32_t i = 0; i < b->nimports; i++)
+		if (strcmp(b->imports[i]->remote, remote) == 0)
+			return b->imports[i];
+	return NULL;
+}
+
+/* remote offers name as sig: registered here the first time. */
+static void
+bring_in(struct bridge *b, const char *hub, const char *name, const char *sig)
+{
+	struct br_import *imp = import_find(b, name), **grown;
+	int rc;
+
+	if (imp != NULL) {
+		if (strcmp(imp->sig, sig) != 0)
+			br_log("hub %s serves %s as %s, here it is %s: it refuses these calls",
+			       hub, name, sig, imp->sig);
+		return;
+	}
+	if (b->nimports >= BR_METHODS_MAX || (imp = calloc(1, sizeof(*imp))) == NULL ||
+	    (grown = realloc(b->imports, (b->nimports + 1) * sizeof(*grown))) == NULL) {
+		free(imp);
+		return;
+	}
+	b->imports = grown;
+	imp->b = b;
+	snprintf(imp->remote, sizeof(imp->remote), "%s", name);
+	snprintf(imp->sig, sizeof(imp->sig), "%s", sig);
+	hp_sig_parse(imp->sig, &imp->parsed, NULL);	/* on_announce parsed it */
+	imp->chan_arg = br_chan_arg(&imp->parsed);
+	if (b->conf.prefix[0] != '\0' &&
+	    (size_t)snprintf(imp->local, sizeof(imp->local), "%s.%s", b->conf.prefix, name) >=
+	    sizeof(imp->local)) {
+		br_log("%s.%s: too long a name for this hub", b->conf.prefix, name);
+		b->imports[b->nimports++] = imp;	/* kept: not tried again */
+		return;
+	} else if (b->conf.prefix[0] == '\0') {
+		snprintf(imp->local, sizeof(imp->local), "%s", name);
+	}
+	b->imports[b->nimports++] = imp;
+	rc = guest_register(b->g, imp->local, sig, br_callout_call, imp);
+	if (rc == -EPERM)
+		br_log("cannot register %s: add it to provides = in hub-nats's [guest] section",
+		       imp->local);
+	else if (rc == -EEXIST)
+		br_log("cannot register %s: this hub has it already", imp->local);
+	else if (rc < 0)
+		br_log("cannot register %s: %s", imp->local, strerror(-rc));
+	else
+		br_log("importing %s (%s) from hub %s", imp->local, sig, hub);
+}
+
+/* PREFIX.announce: {"hub": NAME, "every_ms": N, "methods": [[NAME, SIG], ...]} */
+static void
+on_announce(struct bridge *b, natsMsg *m)
+{
+	struct json_tokener *tok = json_tokener_new_ex(4);
+	json_object *o = NULL, *v, *methods;
+	const char *hub;
+	struct br_remote *r;
+	struct hp_sig parsed;
+	const char *why;
+	int64_t every;
+	size_t n;
+
+	if (tok == NULL)
+		return;
+	o = json_tokener_parse_ex(tok, natsMsg_GetData(m), natsMsg_GetDataLength(m));
+	json_tokener_free(tok);
+	if (o == NULL || !json_object_is_type(o, json_type_object) ||
+	    !json_object_object_get_ex(o, "hub", &v) || !json_object_is_type(v, json_type_string) ||
+	    !br_subject_part_ok(json_object_get_string(v), (size_t)json_object_get_string_len(v), 0) ||
+	    !json_object_object_get_ex(o, "methods", &methods) ||
+	    !json_object_is_type(methods, json_type_array) ||
+	    (n = json_object_array_length(methods)) > BR_METHODS_MAX)
+		goto out;
+	hub = json_object_get_string(json_object_object_get(o, "hub"));
+	every = json_object_object_get_ex(o, "every_ms", &v) ? json_object_get_int64(v) : 0;
+	if (every < 100 || every > 3600000)
+		every = 2000;
+	if (strcmp(hub, b->conf.name) == 0 ||
+	    (b->conf.from[0] != '\0' && strcmp(hub, b->conf.from) != 0))
+		goto out;
+	if ((r = remote_find(b, hub)) == NULL) {
+		if (n == 0)
+			goto out;
+		if (b->nremotes >= BR_REMOTES_MAX) {
+			br_log("hub %s: more than %d hubs heard of, not kept", hub, BR_REMOTES_MAX);
+			goto out;
+		}
+		r = &b->remotes[b->nremotes++];
+		memset(r, 0, sizeof(*r));
+		snprintf(r->name, sizeof(r->name), "%s", hub);
+		br_log("hub %s announced itself", hub);
+	}
+	if (n == 0) {
+		br_log("hub %s left", hub);
+		remote_drop(b, r);
+		goto out;
+	}
+	r->seen_ns = b->now_ns;
+	r->every_ns = (uint64_t)every * 1000000u;
+	free(r->methods);
+	r->methods = NULL;
+	r->nmethods = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *pair = json_object_array_get_idx(methods, i), *jn, *js;
+		const char *name, *sig;
+		char (*grown)[BR_NAME_MAX + 1];
+
+		if (!json_object_is_type(pair, json_type_array) ||
+		    json_object_array_length(pair) != 2 ||
+		    !json_object_is_type(jn = json_object_array_get_idx(pair, 0), json_type_string) ||
+		    !json_object_is_type(js = json_object_array_get_idx(pair, 1), json_type_string))
+			continue;
+		name = json_object_get_string(jn);
+		sig = json_object_get_string(js);
+		/* the length JSON gave: a NUL inside is refused, not cut at */
+		if (!br_subject_part_ok(name, (size_t)json_object_get_string_len(jn), 1) ||
+		    !wanted(b, name) || (size_t)json_object_get_string_len(js) != strlen(sig) ||
+		    strlen(sig) > HP_SIG_MAX_LEN ||
+		    hp_sig_parse(sig, &parsed, &why) != 0)
+			continue;
+		if ((grown = realloc(r->methods, (r->nmethods + 1) * sizeof(*grown))) == NULL)
+			break;
+		r->methods = grown;
+		snprintf(r->methods[r->nmethods++], BR_NAME_MAX + 1, "%s", name);
+		bring_in(b, hub, name, sig);
+	}
+out:
+	json_object_put(o);
+}
+
+int
+br_import_msg(struct bridge *b, natsMsg *m)
+{
+	const char *s = natsMsg_GetSubject(m);
+	size_t plen = strlen(b->conf.subject), ilen = strlen(b->inbox);
+
+	if (b->conf.nimports == 0)
+		return 0;
+	if (strncmp(s, b->inbox, ilen) == 0 && strncmp(s + ilen, ".s.", 3) == 0) {
+		int kept = br_istream_item(b, m, s + ilen + 3);
+
+		br_callout_pump(b);
+		if (kept)
+			return 1;	/* the stream's now, sent on or queued */
+	} else if (strncmp(s, b->inbox, ilen) == 0 && s[ilen] == '.') {
+		if (br_callout_reply(b, m, s + ilen + 1))
+			return 1;
+		br_callout_pump(b);
+	} else if (strncmp(s, b->conf.subject, plen) == 0 && strcmp(s + plen, ".announce") == 0)
+		on_announce(b, m);
+	else
+		return 0;
+	natsMsg_Destroy(m);
+	return 1;
+}
+
+void
+br_import_drain(struct bridge *b)
+{
+	br_drain(b->sub_announce, b, br_import_msg);
+}
+
+void
+br_import_tick(struct bridge *b)
+{
+	if (b->conf.nimports == 0)
+		return;
+	br_callout_pump(b);
+	/* the deadlines and Cancels: every BR_SCAN_NS, not every pass (a
+	 * pass per message, a walk over every call in flight each) */
+	if (b->now_ns < b->next_iscan_ns)
+		return;
+	b->next_iscan_ns = b->now_ns + BR_SCAN_NS;
+	if (b->nc != NULL)
+		b->max_payload = natsConnection_GetMaxPayload(b->nc);
+	br_callout_scan(b);
+	for (uint32_t i = 0; i < b->nremotes;) {
+		struct br_remote *r = &b->remotes[i];
+
+		if (b->now_ns > r->seen_ns + 3 * r->every_ns) {
+			br_log("hub %s went silent", r->name);
+			remote_drop(b, r);
+		} else {
+			i++;
+		}
+	}
+}
+
+void
+br_import_start(struct bridge *b)
+{
+	br_callout_start(b);
+}
+
+int
+br_import_attach(struct bridge *b)
+{
+	char subject[BR_SUBJECT_MAX];
+
+	if (b->conf.nimports == 0)
+		return 0;
+	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
+	if (natsConnection_SubscribeSync(&b->sub_announce, b->nc, subject) != NATS_OK)
+		return -1;
+	/* who exports what: every hub announces soon */
+	snprintf(subject, sizeof(subject), "%s.discover", b->conf.subject);
+	natsConnection_Publish(b->nc, subject, NULL, 0);
+	return 0;
+}
+
+void
+br_import_detach(struct bridge *b)
+{
+	natsSubscription_Destroy(b->sub_announce);
+	b->sub_announce = NULL;
+}
+
+void
+br_import_stop(struct bridge *b)
+{
+	br_callout_stop(b);
+	br_import_detach(b);
+	for (uint32_t i = 0; i < b->nremotes; i++)
+		free(b->remotes[i].methods);
+	for (uint32_t i = 0; i < b->nimports; i++)
+		free(b->imports[i]);
+	free(b->imports);
+}
+
+/* Whether remote r announced method name. */
+static int
+serves(const struct br_remote *r, const char *name)
+{
+	for (uint32_t i = 0; i < r->nmethods; i++)
+		if (strcmp(r->methods[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+void
+br_import_describe(struct bridge *b)
+{
+	char text[sizeof(((struct br_import *)0)->where)];
+
+	for (uint32_t i = 0; i < b->nimports; i++) {
+		struct br_import *imp = b->imports[i];
+		size_t n = (size_t)snprintf(text, sizeof(text), "NATS:");
+		uint32_t named = 0, more = 0;
+
+		for (uint32_t r = 0; r < b->nremotes; r++) {
+			if (!serves(&b->remotes[r], imp->remote))
+				continue;
+			if (n + strlen(b->remotes[r].name) + 24 < sizeof(text))
+				n += (size_t)snprintf(text + n, sizeof(text) - n, "%s hub %s",
+						      named++ ? "," : "", b->remotes[r].name);
+			else
+				more++;
+		}
+		if (more > 0)
+			snprintf(text + n, sizeof(text) - n, " and %u more", more);
+		else if (named == 0)
+			snprintf(text + n, sizeof(text) - n, " no hub serves it now");
+		if (strcmp(text, imp->where) == 0)
+			continue;
+		/* hubd says "not your method" when it could not be
+		 * registered: nothing to describe then */
+		guest_describe(b->g, imp->local, text);
+		snprintf(b->imports[i]->where, sizeof(imp->where), "%s", text);
+	}
+}
+
+void
+br_import_summary(struct bridge *b, char *buf, size_t cap)
+{
+	size_t n = (size_t)snprintf(buf, cap, "%u imported from %u hub(s)", b->nimports,
+				    b->nremotes);
+
+	for (uint32_t r = 0; r < b->nremotes && r < 4 && n < cap; r++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s", r ? ", " : " (", b->remotes[r].name);
+	if (b->nremotes > 0 && n < cap)
+		snprintf(buf + n, cap - n, "%s)", b->nremotes > 4 ? ", ..." : "");
+}
