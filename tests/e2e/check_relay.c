@@ -3,7 +3,7 @@
  * on as the chan<T> argument of another guest's method, and hubd relays
  * what the callee sends (daemon/relay.c), or (tcase relay_lanes) the
  * channel moves with the call to the two guests' lane and the items go
- * straight from one to the other (guestlib/chan.c). Two instances of the
+ * straight from one to the other (guestlib/chan_lane.c). Two instances of the
  * streamer test guest: "cons" calls "prod". */
 #include <check.h>
 #include <fcntl.h>
