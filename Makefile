@@ -315,20 +315,36 @@ check-tsan: deps
 
 # Sanitizers slow things down: give Check's per-test timeouts room.
 TIMEOUT_MULT := $(if $(SANITIZE),4,1)
+# The tests side by side (scripts/run-tests.sh): each Check suite on its
+# own (CK_RUN_SUITE) and each step that is not Check's, TEST_JOBS at a
+# time (three per CPU unless given; one under a sanitizer, whose
+# processes are heavier: its slower guests with tight heartbeats, such as
+# faults' 50 ms, were taken for hung at two per CPU beside other work),
+# each one's output in
+# $(B)/tests/log/NAME.log, shown in full when it fails. They share no
+# path: every hub is in a directory of its own (tests/e2e/harness.c).
+# The slowest start first: as the last run took them, else as listed
+# here (the builds of fuzz-smoke and test-deb first).
+TEST_JOBS ?= $(if $(SANITIZE),$(shell nproc))
+# The steps' make under another name: make -n runs a line that names
+# $(MAKE), and would run every test
+SUBMAKE = $(MAKE) --no-print-directory
+RUN_TESTS = bash scripts/run-tests.sh $(if $(TEST_JOBS),-j $(TEST_JOBS)) $(B)/tests/log
+SUITE_JOBS = $(foreach s,$(SUITES:check_%=%),'$(s)=CK_RUN_SUITE=$(s) $(B)/check_hub')
 test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(SPECHOST) $(BENCH_PROGS) $(B)/check_hub
-	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(B)/check_hub
-	sh guestlib/examples/test-kv.sh $(B)
-	sh scripts/check-stores.sh
-	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-install)
-	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-python)
-	$(if $(SANITIZE),,@$(MAKE) --no-print-directory check-man)
-	$(if $(SANITIZE),,@$(MAKE) --no-print-directory test-deb)
-	$(if $(SANITIZE),,bash tests/bench/run.sh $(B) --smoke > /dev/null)
-	$(if $(SANITIZE),,@$(MAKE) --no-print-directory fuzz-smoke)
+	CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) $(RUN_TESTS) \
+		$(if $(SANITIZE),,'fuzz-smoke=$(SUBMAKE) fuzz-smoke' \
+		'test-deb=$(SUBMAKE) test-deb' \
+		'bench-smoke=bash tests/bench/run.sh $(B) --smoke' \
+		'test-python=$(SUBMAKE) test-python' \
+		'test-install=$(SUBMAKE) test-install' \
+		'check-man=$(SUBMAKE) check-man') \
+		'check-stores=sh scripts/check-stores.sh' \
+		'test-kv=sh guestlib/examples/test-kv.sh $(B)' $(SUITE_JOBS)
 # halt_on_error: a race in a guest ends it, which its test sees
 test-tsan: all $(TEST_GUESTS) $(B)/check_hub
 	TSAN_OPTIONS=halt_on_error=1 CK_TIMEOUT_MULTIPLIER=$(TIMEOUT_MULT) \
-		CK_INCLUDE_TAGS=tsan $(B)/check_hub
+		CK_INCLUDE_TAGS=tsan $(RUN_TESTS) $(SUITE_JOBS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: binaries, libguest,
 # its header and pkg-config file, the example guests, hub-nats (beside

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The one Check runner: every suite_NAME() of tests/unit/check_NAME.c.
- * CK_RUN_SUITE=NAME runs one suite, CK_INCLUDE_TAGS=tsan the threaded cases,
+ * CK_RUN_SUITE=NAME runs one suite (make check runs each so, side by side:
+ * scripts/run-tests.sh), CK_INCLUDE_TAGS=tsan the threaded cases,
  * CK_FORK=no runs in one process (for gdb). */
 #include <check.h>
 #include <stdlib.h>

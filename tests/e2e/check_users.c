@@ -29,6 +29,11 @@
 /* A uid of the default range, this test's alone: past the ones the
  * names here hash to, and another run's (another pid) only by chance */
 #define LONE_UID	(CONFIG_GUEST_UIDS_FIRST + 40000u + (uint32_t)getpid() % 20000u)
+/* Eight uids of the default range below LONE_UID's, this test's alone
+ * (another run's only by chance): other hubs (suites run beside this
+ * one) start and stop guests named a and b, and one of them could take
+ * our a's number while our hubd restarts */
+#define SLICE_UIDS	(CONFIG_GUEST_UIDS_FIRST + 20000u + (uint32_t)getpid() % 2500u * 8u)
 
 static struct hub_proc hub, hub2;
 
@@ -195,20 +200,22 @@ expect_own(const char *name)
 	return expect_own_on(&hub, name);
 }
 
-/* A uid of its own per guest, in the range, not 0, one per name, the
- * same after the guest's restart, hubd's restart and a reload that adds
- * a guest. Its memory is handed to it as fds: the uid needs no group. */
+/* A uid of its own per guest, in the range (a slice of the default
+ * one, SLICE_UIDS), not 0, one per name, the same after the guest's
+ * restart, hubd's restart and a reload that adds a guest. Its memory is
+ * handed to it as fds: the uid needs no group. */
 START_TEST(test_own_uid_per_guest)
 {
-	char a[1100], b[1100], c[1100], guests[3400], msgs[1024];
+	char a[1100], b[1100], c[1100], guests[3400], msgs[1024], keys[64];
 	long long ua, ub, uc;
 
 	if (geteuid() != 0)
 		return;
+	snprintf(keys, sizeof(keys), "guest_uids = %u-%u\n", SLICE_UIDS, SLICE_UIDS + 7);
 	guest(a, sizeof(a), "a", intruder(), NULL);
 	guest(b, sizeof(b), "b", intruder(), NULL);
 	snprintf(guests, sizeof(guests), "%s%s", a, b);
-	hub_start_up(&hub, NULL, guests, "a,b");
+	hub_start_up(&hub, keys, guests, "a,b");
 	ck_assert(hub_wait_method(&hub, "a.whoami,b.whoami") == 0);
 	ua = expect_own("a");
 	ub = expect_own("b");
@@ -234,7 +241,7 @@ START_TEST(test_own_uid_per_guest)
 	/* a guest added by a reload: another uid, the others keep theirs */
 	guest(c, sizeof(c), "c", intruder(), NULL);
 	snprintf(guests, sizeof(guests), "%s%s%s", a, b, c);
-	ck_assert_int_eq(hub_write_conf(&hub, NULL, guests), 0);
+	ck_assert_int_eq(hub_write_conf(&hub, keys, guests), 0);
 	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 1, "reload: %s", msgs);
 	ck_assert(hub_wait_up(&hub, "c", 10000) == 0);
 	ck_assert(hub_wait_method(&hub, "c.whoami") == 0);

@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -138,7 +139,7 @@ class Hub:
             with open(self.logpath, "ab") as log:
                 self.proc = subprocess.Popen([self.hubd, "-f", self.conf], stdout=log,
                                              stderr=subprocess.STDOUT, env=self.env())
-            self.wait(lambda: os.path.exists(self.sock), "hubd listening")
+            self.wait(self.listening, "hubd listening")
             if self.up:
                 self.wait_up(*self.up)
             if self.waits:
@@ -147,6 +148,16 @@ class Hub:
             self.cleanup()
             raise
         return self
+
+    def listening(self):
+        """Whether hubd takes connections: its socket is there from bind
+        on, refusing them until it listens."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(self.sock)
+            except OSError:
+                return False
+        return True
 
     def __enter__(self):
         return self.start()
