@@ -175,7 +175,7 @@ $(DAEMON_LIB): $(DAEMON_OBJ)
 $(PROTO_OBJ) $(GUEST_OBJ): ALL_CFLAGS += -fvisibility=hidden
 # Stores into shared memory compile in proto/ and the tests alone (atomic.h);
 # private: a test's flags must not reach the product objects it depends on.
-$(B)/proto/%.o $(B)/tests/%.o $(B)/tests/%: private ALL_CFLAGS += -DHP_WRITER
+$(B)/proto/%.o $(B)/tests/%: private ALL_CFLAGS += -DHP_WRITER
 $(GUEST_SO): $(GUEST_OBJ) $(PROTO_OBJ) guestlib/libguest.map
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(GUEST_SONAME) \
 		-Wl,--version-script=guestlib/libguest.map -o $(B)/$(GUEST_REAL) $(filter %.o,$^) \

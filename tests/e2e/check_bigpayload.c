@@ -223,7 +223,7 @@ START_TEST(test_breaker_named_by_its_descriptor)
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
 		start_breaker(acts[i][0]);
-		ck_assert_msg(log_has(acts[i][1], 5000), "%s: %s", acts[i][0], hub_log_tail(&hub));
+		ck_assert_msg(log_has(acts[i][1], 30000), "%s: %s", acts[i][0], hub_log_tail(&hub));
 		expect_call("prober.big", "5000", "5000\n");
 		expect_pool_valid();
 		ck_assert_int_eq(hub_stop(&hub), 0);
@@ -245,7 +245,7 @@ START_TEST(test_broken_free_list_rebuilt)
 		for (int k = 0; k < 20; k++)
 			expect_call("prober.big", "300", "300\n");
 		expect_call("prober.concurrent", "64", "64\n");
-		ck_assert_msg(log_has("rebuilt", 5000), "%s: no rebuild: %s", acts[i],
+		ck_assert_msg(log_has("rebuilt", 30000), "%s: no rebuild: %s", acts[i],
 			      hub_log_tail(&hub));
 		expect_pool_valid();
 		ck_assert_int_eq(hub_stop(&hub), 0);
@@ -290,7 +290,7 @@ START_TEST(test_dead_holder_reclaimed)
 		sleep_ms(10);
 	ck_assert_int_eq(slots_held(&seg, id), 8);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
-	ck_assert_msg(log_has("slots of peer", 5000), "%s", hub_log_tail(&hub));
+	ck_assert_msg(log_has("slots of peer", 30000), "%s", hub_log_tail(&hub));
 	ck_assert_int_eq(slots_held(&seg, id), 0);
 	unmap_pool(&seg);
 	expect_pool_valid();
