@@ -567,6 +567,71 @@ GUEST_API int guest_chan_reader(struct guest *g, uint32_t *chan,
 GUEST_API int guest_chan_writer(struct guest *g, uint32_t chan,
 				struct guest_mtchan **chp);
 
+/* -- topics: events one-to-many (doc/events.md) -----------------------------
+ *
+ * A topic is named like a method: guest NAME publishes NAME.* and what
+ * its config section lists in publishes =. Its signature is a list of
+ * argument types, as a method's before "->" ("str", "u64,str"); each
+ * event is their postcard bytes. The publisher writes each event once
+ * into the topic's memory; every subscriber reads it from there. */
+
+#define GUEST_TOPIC_RETAIN	1u	/* guest_advertise: a subscriber that
+					 * comes late gets the newest event at once */
+
+/* Makes this guest the publisher of topic, whose events are sig's
+ * arguments. 0, or -errno: -EPERM not one of its names, -EINVAL a bad
+ * name or signature (logged with why), -EEXIST another guest publishes
+ * it. Again after a restart: a retained event is still there. */
+GUEST_API int guest_advertise(struct guest *g, const char *topic, const char *sig,
+			      unsigned flags);
+/* Publishes one event (len bytes, checked against the signature) to
+ * topic, advertised before. 0, or -errno: -ENOENT not advertised,
+ * -EMSGSIZE larger than the topic's events may be, -EINVAL not of the
+ * signature. Waits for a block subscriber up to the topic's block
+ * timeout (serving meanwhile), then overruns it. */
+GUEST_API int guest_publish(struct guest *g, const char *topic, const void *ev, size_t len);
+
+/* Overflow policies, per subscription. */
+#define GUEST_BLOCK		0u	/* the publisher waits for us (bounded) */
+#define GUEST_DROP_OLDEST	1u	/* lapped when behind; told how many lost */
+#define GUEST_LATEST		2u	/* only the newest event each time */
+
+struct guest_event {
+	int		sub;		/* the subscription */
+	const char	*topic;
+	const char	*sig;		/* the topic's signature now */
+	const void	*data;		/* the event's bytes, valid in the call */
+	size_t		len;
+	uint64_t	seq;		/* its sequence in the topic */
+	uint64_t	lost;		/* events lost just before it (lapped,
+					 * skipped under latest, or spoiled by
+					 * the publisher) */
+	int		bad;		/* 1: the publisher wrote something that
+					 * is no event (data empty) or not of
+					 * the signature */
+};
+typedef void (*guest_event_fn)(struct guest *g, const struct guest_event *ev, void *ctx);
+
+/* Subscribes to topic with policy (GUEST_*). Each event runs fn on the
+ * service loop (fn NULL: take them with guest_next_event). The topic
+ * need not be published yet. The subscription's id (> 0), or -errno:
+ * -EPERM the config does not let this guest subscribe, -EINVAL a bad
+ * name or policy, -EMFILE too many subscriptions. */
+GUEST_API int guest_subscribe(struct guest *g, const char *topic, unsigned policy,
+			      guest_event_fn fn, void *ctx);
+GUEST_API int guest_unsubscribe(struct guest *g, int sub);
+/* The next event of subscription sub (fn NULL), copied into buf (cap
+ * bytes), waiting up to timeout_ms (-1: forever) while serving: 1 with
+ * *ev (data is buf), 0 none came, or -errno (-EMSGSIZE cap too small:
+ * the event stays). */
+GUEST_API int guest_next_event(struct guest *g, int sub, void *buf, size_t cap,
+			       struct guest_event *ev, int timeout_ms);
+
+/* Waits until method name can be called (registered, its guest up), up
+ * to timeout_ms (-1: forever), serving meanwhile: 0, -ETIMEDOUT, or
+ * -errno. Built on the hub.methods topic: no polling. */
+GUEST_API int guest_wait_method(struct guest *g, const char *name, int timeout_ms);
+
 /* hub.sink and hub.source answer with the stream's hash: XXH3-64 from
  * libxxhash chained over the items in order, h = XXH3_64bits_withSeed(item,
  * len, h) from h = 0, over each item as sent (for bytes items, the postcard
