@@ -242,6 +242,12 @@ int hp_topic_ready(const struct hp_topic_reader *r);
 int hp_topic_reader_announce(struct hp_topic_reader *r);
 void hp_topic_reader_awake(struct hp_topic_reader *r);
 
+/* The newest complete event, copied into buf (cap at least event_max):
+ * 1 with *len and *seq, 0 none yet, -EBADMSG spoiled. Reads only (hubd's
+ * retained value for hubctl topics). */
+int hp_topic_latest(const struct hp_topic_map *m, void *buf, size_t cap, size_t *len,
+		    uint64_t *seq);
+
 /* -- figures (hubd, hubctl topics) ------------------------------------------ */
 
 struct hp_topic_figures {
