@@ -247,7 +247,7 @@ struct peer {
 	char			note[HP_DESCRIBE_MAX + 1];	/* hub.describe "": this
 						 * instance's, cleared at detach */
 	uint32_t		nlanes;		/* lanes open (lanes.c) */
-	int			said_state;	/* hub.guests: the state last told, + 1 */
+	int			said_state;	/* hub.guests: the word last told (topics.c) */
 	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t		up_ns;
 	uint64_t		heartbeat_ns;	/* this instance's interval, 0: none */

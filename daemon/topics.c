@@ -174,6 +174,7 @@ topic_get(struct hub *h, const char *name, const char **why)
 	const struct config_topic *ct;
 	struct hp_topic_map m;
 	struct topic *t;
+	char mname[HP_TOPIC_NAME_MAX + 16];
 	uint32_t n = 0;
 	int rc;
 
@@ -198,7 +199,9 @@ topic_get(struct hub *h, const char *name, const char **why)
 		t->geom.slots = HUB_TOPIC_SLOTS;
 		t->geom.event_max = HUB_TOPIC_EVENT;
 	}
-	if ((rc = hp_topic_create(name, &t->geom, &t->fd, why)) != 0) {
+	/* named for people (/proc/PID/fd, maps) */
+	snprintf(mname, sizeof(mname), "hub-topic:%s", name);
+	if ((rc = hp_topic_create(mname, &t->geom, &t->fd, why)) != 0) {
 		free(t);
 		return NULL;
 	}
@@ -336,7 +339,7 @@ sub_make(struct hub *h, struct topic *t, uint32_t policy, int fds[3], struct top
 	/* retained: a late subscriber starts at the newest event */
 	if ((t->flags & HP_TOPIC_RETAIN) && start > 0)
 		start--;
-	snprintf(name, sizeof(name), "%s", t->name);
+	snprintf(name, sizeof(name), "hub-cursor:%s", t->name);
 	if ((rc = hp_topic_cursor_create(name, start, &cursor, why)) != 0)
 		goto fail;
 	if ((rc = hp_doorbell_pair(bells)) != 0) {
@@ -557,36 +560,50 @@ on_detach(struct hub *h, struct peer *p)
 	}
 }
 
-/* hub.guests: the words of a state, NULL for those between (starting,
- * stopping, ...), which are not news. */
-static const char *
+/* hub.guests: a state's word (1 up, 2 down, 3 restarting, 4 failed), 0
+ * for those in between (starting, waiting), which are not news. A guest
+ * asked to stop, or ended, is down from then on: it serves no more. */
+static int
 state_word(enum peer_state s)
 {
 	switch (s) {
-	case PEER_UP:		return "up";
-	case PEER_DOWN:		return "down";
-	case PEER_BACKOFF:	return "restarting";
-	case PEER_FAILED:	return "failed";
-	default:		return NULL;
+	case PEER_UP:		return 1;
+	case PEER_DOWN:
+	case PEER_STOPPING:
+	case PEER_ENDING:	return 2;
+	case PEER_BACKOFF:	return 3;
+	case PEER_FAILED:	return 4;
+	default:		return 0;
 	}
 }
 
 static void
 on_state(struct hub *h, struct peer *p)
 {
-	const char *word = state_word(p->state);
+	static const char *const words[] = { "", "up", "down", "restarting", "failed" };
+	int word = state_word(p->state);
 	char reason[DEATH_DETAIL_MAX + 64] = "";
 
-	if (word == NULL || p->conf == NULL || p->said_state == (int)p->state + 1)
+	if (word == 0 || p->conf == NULL || p->said_state == word)
 		return;
-	p->said_state = (int)p->state + 1;
-	if (p->state != PEER_UP && p->ndeaths > 0) {
+	p->said_state = word;
+	if (p->state == PEER_STOPPING || p->state == PEER_ENDING) {
+		snprintf(reason, sizeof(reason), "%s", p->kill_detail[0] ? p->kill_detail :
+			 "asked to stop");
+	} else if (word != 1 && p->ndeaths > 0) {
 		const struct death *d = &p->tally[(p->ndeaths - 1) % TALLY_MAX];
 
-		snprintf(reason, sizeof(reason), "%s%s%s", lifecycle_death_name(d->reason),
-			 d->detail[0] ? ": " : "", d->detail);
+		if (d->detail[0] != '\0')
+			snprintf(reason, sizeof(reason), "%s: %s", lifecycle_death_name(d->reason),
+				 d->detail);
+		else if (d->sig != 0)
+			snprintf(reason, sizeof(reason), "%s: signal %d",
+				 lifecycle_death_name(d->reason), d->sig);
+		else
+			snprintf(reason, sizeof(reason), "%s: status %d",
+				 lifecycle_death_name(d->reason), d->status);
 	}
-	discover(h, TOPIC_GUESTS, p->conf->name, word, reason);
+	discover(h, TOPIC_GUESTS, p->conf->name, words[word], reason);
 }
 
 int
