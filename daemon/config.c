@@ -108,7 +108,10 @@ begin_topic(struct parser *p, const char *s, size_t n)
 	}
 	c->topics = t;
 	t = &c->topics[c->ntopics++];
-	config_topic_of(c, "", t);
+	memset(t, 0, sizeof(*t));
+	t->slots = CONFIG_TOPIC_SLOTS;
+	t->event_max = CONFIG_TOPIC_EVENT_MAX;
+	t->block_ns = CONFIG_TOPIC_BLOCK_NS;
 	memcpy(t->name, s, n);
 	t->name[n] = '\0';
 	t->line = p->line;

@@ -34,7 +34,7 @@ struct peer;
  * part registers its own at start (hubd.c). */
 typedef void	host_peer_fn(struct hub *h, struct peer *p);
 typedef int	host_quota_fn(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes);
-#define HOST_HOOKS_MAX	8
+#define HOST_HOOKS_MAX	12
 /* A handler of one message type (dispatch.c's table). */
 typedef void	dispatch_fn(struct hub *h, struct peer *p, struct hp_msg_in *m);
 /* A work source: pump sends what it can for p (how many messages), ready

@@ -244,7 +244,7 @@ topics_advertise(struct hub *h, struct peer *p, const char *name, const char *si
 	struct hp_topic_msg m = { .op = HP_TOPIC_WRITE };
 	struct peer *cur;
 	struct topic *t;
-	int changed;
+	int changed, was;
 
 	if ((*why = hp_method_name_refused(name, strlen(name))) != NULL)
 		return -EINVAL;
@@ -263,7 +263,9 @@ topics_advertise(struct hub *h, struct peer *p, const char *name, const char *si
 		*why = "another guest publishes it";
 		return -EEXIST;
 	}
-	changed = t->has_sig && strcmp(t->sig, sig) != 0;
+	/* the subscribers learn it: the first one, or a new one */
+	changed = !t->has_sig || strcmp(t->sig, sig) != 0;
+	was = t->has_sig;
 	if (sig_set(t, sig, why) != 0)
 		return -EINVAL;
 	t->flags = retain ? HP_TOPIC_RETAIN : 0;
@@ -290,8 +292,9 @@ topics_advertise(struct hub *h, struct peer *p, const char *name, const char *si
 		json_object_object_add(line, "event", json_object_new_string("signature"));
 		json_object_object_add(line, "signature", json_object_new_string(t->sig));
 		tell_subscribers(h, t, &sm, line);
-		log_info("topic %s: guest %s changed its signature to %s", t->name,
-			 p->conf->name, t->sig);
+		if (was)
+			log_info("topic %s: guest %s changed its signature to %s", t->name,
+				 p->conf->name, t->sig);
 	}
 	discover(h, TOPIC_TOPICS, t->name, "advertised", p->conf->name);
 	return 0;

@@ -185,10 +185,9 @@ sig_parse(const char *sig, struct hp_sig *ps)
 static void
 sub_set_sig(struct lg_sub *s, const char *sig)
 {
+	/* "": nobody advertised it yet (HP_TOPIC_SIGNATURE comes then) */
 	snprintf(s->sig, sizeof(s->sig), "%s", sig);
-	s->has_sig = sig[0] != '\0' || sig_parse(sig, &s->psig) == 0;
-	if (s->has_sig && sig_parse(sig, &s->psig) != 0)
-		s->has_sig = 0;
+	s->has_sig = sig[0] != '\0' && sig_parse(sig, &s->psig) == 0;
 }
 
 /* READ: our subscription, before hub.subscribe's answer. */

@@ -736,6 +736,30 @@ next_latest(struct hp_topic_reader *r, uint8_t *buf, struct hp_topic_event *ev)
 }
 
 int
+hp_topic_latest(const struct hp_topic_map *m, void *buf, size_t cap, size_t *len,
+		uint64_t *seq)
+{
+	/* copy_slot reads only the mapping of its reader */
+	struct hp_topic_reader r = { .map = *m };
+	uint64_t c;
+	int rc;
+
+	if (cap < m->geom.event_max)
+		return -EINVAL;
+	for (int tries = 0; tries < READ_TRIES; tries++) {
+		/* acquire: pairs with the writers' claim */
+		if ((c = hp_load_acquire_u64(&hdr(m)->claim)) == 0)
+			return 0;
+		if ((rc = copy_slot(&r, c - 1, buf, len)) == 2)
+			continue;	/* a newer one came: look again */
+		if (rc == 1)
+			*seq = c - 1;
+		return rc;
+	}
+	return 0;
+}
+
+int
 hp_topic_next(struct hp_topic_reader *r, void *buf, size_t cap, struct hp_topic_event *ev)
 {
 	if (cap < r->map.geom.event_max)
