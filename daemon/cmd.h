@@ -36,6 +36,9 @@ void		cmd_topics(struct client *c, const struct control_req *r);
 void		cmd_listen(struct client *c, const struct control_req *r);
 void		cmd_emit(struct client *c, const struct control_req *r);
 
+/* monitor.c: a client that watches the calls as they pass */
+void		cmd_monitor(struct client *c, const struct control_req *r);
+
 /* cmd_hub.c: the views of the hub as a whole */
 void		cmd_status(struct client *c, const struct control_req *r);
 void		cmd_version(struct client *c, const struct control_req *r);

@@ -84,6 +84,7 @@ struct lane_record;
 struct lane_ban;
 struct lane_ends;
 struct manual;
+struct monitor;
 
 struct origin {
 	enum origin_kind kind;
@@ -92,6 +93,8 @@ struct origin {
 	uint32_t	req_id;		/* its request id */
 	struct ext_call	*ext;		/* ORIGIN_CLIENT */
 	uint32_t	chan;		/* a client call's stream: its channel id */
+	uint32_t	watch;		/* a monitor sees the call: its entry
+					 * (monitor.c), 0: none */
 };
 
 /* A call the host made to a guest, awaiting its Response (answer.c). */
@@ -332,6 +335,10 @@ struct hub {
 	struct lane_ends	*lanes_gone;	/* [LANES_GONE], a ring */
 	uint32_t		nlanes_gone;	/* ever */
 	struct lane_ban		*lane_bans;	/* [LANES_BANNED] */
+	struct monitor		*monitors;	/* clients watching calls (monitor.c):
+						 * NULL, and calls cost nothing more */
+	struct hp_idtab		watched;	/* calls they see, under way */
+	uint32_t		next_watch;
 	struct {
 		host_peer_fn	*attach[HOST_HOOKS_MAX];	/* host_on_attach */
 		host_peer_fn	*detach[HOST_HOOKS_MAX];	/* host_on_detach */

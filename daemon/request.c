@@ -116,6 +116,13 @@ request_parse(const char *line, size_t len, struct control_req *r, const char **
 		}
 		r->validate = json_object_get_boolean(v);
 	}
+	if ((needs & CTL_TAKES_GLOB) && json_object_object_get_ex(req, "glob", &v)) {
+		if (!is_name(v) || json_object_get_string_len(v) > CTL_GLOB_MAX) {
+			*why = "\"glob\" must be a string of at most 256 bytes (no NUL)";
+			goto fail;
+		}
+		r->glob = json_object_get_string(v);
+	}
 	return 0;
 fail:
 	request_free(r);

@@ -31,7 +31,10 @@
  *		CTL_NEEDS_NAME: "name", a guest's;
  *		CTL_TAKES_VALIDATE: "validate", a boolean, if given;
  *		CTL_NEEDS_TOPIC: "topic", and "policy" if given;
- *		CTL_TAKES_ARGS: "args" if given, as CTL_NEEDS_METHOD's */
+ *		CTL_TAKES_ARGS: "args" if given, as CTL_NEEDS_METHOD's;
+ *		CTL_TAKES_GLOB: "glob", a pattern of method names, if given
+ *   (monitor is CTL_CHANGE: what it shows is the calls' arguments and
+ *   results, the guests' data) */
 #define CTL_COMMANDS(X)						\
 	X(VERSION,	version,	CTL_READ,	0)			\
 	X(PEERS,	peers,		CTL_READ,	0)			\
@@ -45,6 +48,7 @@
 	X(LOGS,		logs,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
 	X(TICKET,	ticket,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
 	X(CALL,		call,		CTL_CHANGE,	CTL_NEEDS_METHOD)	\
+	X(MONITOR,	monitor,	CTL_CHANGE,	CTL_TAKES_GLOB)		\
 	X(RELOAD,	reload,		CTL_CHANGE,	0)			\
 	X(RESTART,	restart,	CTL_CHANGE,	CTL_NEEDS_NAME)		\
 	X(STOP,		stop,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
@@ -72,6 +76,8 @@ enum ctl_access {
 #define CTL_TAKES_VALIDATE	0x4	/* optional */
 #define CTL_NEEDS_TOPIC		0x8	/* "topic", and "policy" if any */
 #define CTL_TAKES_ARGS		0x10	/* "args" if any */
+#define CTL_TAKES_GLOB		0x20	/* optional */
+#define CTL_GLOB_MAX		256	/* bytes of a glob */
 
 struct ctl_command {
 	const char	*name;
@@ -98,6 +104,7 @@ struct control_req {
 	const char	*topic;			/* listen, emit */
 	const char	*policy;		/* listen, NULL: not given */
 	int		validate;		/* pool */
+	const char	*glob;			/* monitor: NULL when not given */
 	struct ctl_arg	args[CTL_ARGS_MAX];	/* call */
 	int		nargs;
 	void		*json;			/* owns the strings above */
