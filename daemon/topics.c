@@ -105,14 +105,26 @@ publisher(struct hub *h, const struct topic *t)
 	return p;
 }
 
+/* s's bell end A as hubd's writer holds it, -1 if it hung up (the
+ * subscriber is going: nobody to ring). */
+static int
+bell_a(const struct topic *t, const struct topic_sub *s)
+{
+	for (uint32_t i = 0; i < t->w.nsubs; i++)
+		if (t->w.subs[i].id == s->id)
+			return t->w.subs[i].bell;
+	return -1;
+}
+
 static void
 tell_reader(struct hub *h, struct peer *p, const struct topic *t, const struct topic_sub *s)
 {
 	struct hp_topic_msg m = { .op = HP_TOPIC_READER, .topic = t->id, .sub = s->id,
 				  .policy = s->policy };
-	int fds[2] = { s->cursor_ro, s->bell_a };
+	int fds[2] = { s->cursor_ro, bell_a(t, s) };
 
-	tell(h, p, &m, fds);
+	if (fds[1] >= 0)
+		tell(h, p, &m, fds);
 }
 
 /* A line to every client that listens to t, or a message to every guest. */
@@ -166,6 +178,15 @@ sig_set(struct topic *t, const char *sig, const char **why)
 	return 0;
 }
 
+/* Whether name is one of hubd's discovery topics. Their memory is made
+ * at their first subscriber: until then there is nobody to tell. */
+static int
+hub_topic(const char *name)
+{
+	return strcmp(name, TOPIC_GUESTS) == 0 || strcmp(name, TOPIC_METHODS) == 0 ||
+	    strcmp(name, TOPIC_TOPICS) == 0;
+}
+
 /* The topic name, made with its config's geometry if it is new. */
 static struct topic *
 topic_get(struct hub *h, const char *name, const char **why)
@@ -196,8 +217,15 @@ topic_get(struct hub *h, const char *name, const char **why)
 	t->geom.event_max = ct->event_max;
 	t->block_ms = (uint32_t)(ct->block_ns / 1000000);
 	if (strncmp(name, HP_SVC_PREFIX, strlen(HP_SVC_PREFIX)) == 0) {
+		if (!hub_topic(name)) {
+			free(t);
+			*why = "no such hub topic (hub.guests, hub.methods, hub.topics)";
+			return NULL;
+		}
 		t->geom.slots = HUB_TOPIC_SLOTS;
 		t->geom.event_max = HUB_TOPIC_EVENT;
+		t->host_owned = 1;
+		sig_set(t, TOPIC_HUB_SIG, why);
 	}
 	/* named for people (/proc/PID/fd, maps) */
 	snprintf(mname, sizeof(mname), "hub-topic:%s", name);
@@ -227,8 +255,7 @@ topic_free(struct topic *t)
 	while ((s = t->subs) != NULL) {
 		t->subs = s->next;
 		close(s->cursor_ro);
-		close(s->bell_a);
-		free(s);
+		free(s);	/* its bell goes with the writer */
 	}
 	hp_topic_writer_free(&t->w);
 	close(t->fd);
@@ -360,9 +387,12 @@ sub_make(struct hub *h, struct topic *t, uint32_t policy, int fds[3], struct top
 	do {
 		s->id = ++h->next_sub;
 	} while (s->id == 0);
-	rc = hp_topic_writer_add(&t->w, s->id, policy, dup(s->cursor_ro), dup(s->bell_a), why);
-	if (rc != 0)
+	/* hubd's writer owns bell_a; the mapping it makes needs no fd kept */
+	rc = hp_topic_writer_add(&t->w, s->id, policy, dup(s->cursor_ro), s->bell_a, why);
+	if (rc != 0) {
+		s->bell_a = -1;	/* closed by writer_add */
 		goto fail;
+	}
 	s->t = t;
 	s->policy = policy;
 	s->rate_ns = hp_now_ns();
@@ -511,8 +541,7 @@ topics_drop(struct hub *h, struct topic_sub *s)
 		tell(h, p, &m, NULL);
 	}
 	discover(h, TOPIC_TOPICS, t->name, "unsubscribed", who_of(h, s, who, sizeof(who)));
-	close(s->cursor_ro);
-	close(s->bell_a);
+	close(s->cursor_ro);	/* its bell went with writer_remove */
 	free(s);
 }
 
@@ -612,19 +641,6 @@ on_state(struct hub *h, struct peer *p)
 int
 topics_init(struct hub *h)
 {
-	static const char *const own[] = { TOPIC_GUESTS, TOPIC_METHODS, TOPIC_TOPICS };
-	const char *why;
-
-	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
-		struct topic *t = topic_get(h, own[i], &why);
-
-		if (t == NULL) {
-			log_warnx("topic %s: %s", own[i], why);
-			return -1;
-		}
-		sig_set(t, TOPIC_HUB_SIG, &why);
-		t->host_owned = 1;
-	}
 	host_on_detach(h, on_detach);
 	h->hooks.state_changed = on_state;
 	return 0;

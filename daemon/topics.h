@@ -38,8 +38,9 @@ struct topic_sub {
 	uid_t			uid;		/* a client's */
 	void			*client;
 	void			(*tell)(void *client, json_object *line);
-	int			cursor_ro;	/* handed to each publisher instance */
-	int			bell_a;		/* ... and this end of its bell */
+	int			cursor_ro;	/* handed to each publisher instance, with
+						 * its bell's end A (hubd's writer's) */
+	int			bell_a;		/* until hubd's writer takes it */
 	uint64_t		rate_ns;	/* the figures at the last look */
 	uint64_t		rate_received;
 	double			rate;		/* events/s between the last two looks */
