@@ -555,14 +555,17 @@ hubctl_emit(struct ctl *ctl, int argc, char **argv)
 
 /* -- hubctl topics ----------------------------------------------------------- */
 
-/* A retained value for the table: "-" for none, a string as it is
- * (escaped), the rest as JSON; cut to RETAINED_SHOWN characters. */
+/* A retained value for the table: "-" for none; hubd gives the event's
+ * values as an array: one value alone, a string as it is (escaped), the
+ * rest as JSON; cut to RETAINED_SHOWN characters. */
 static const char *
 retained_text(char *buf, size_t cap, json_object *v)
 {
 	const char *s;
 	size_t n;
 
+	if (json_object_is_type(v, json_type_array) && json_object_array_length(v) == 1)
+		v = json_object_array_get_idx(v, 0);
 	if (v == NULL || json_object_is_type(v, json_type_null))
 		return "-";
 	s = json_object_is_type(v, json_type_string) ? js_shown(v) :

@@ -80,7 +80,7 @@ def test_retained_value_for_a_late_subscriber(make_hub):
     assert hub.ok("tsub.next", "tpub.kept", "0.2") is None
     rc, lines, err = hub.ctl("topics")
     t = [t for t in lines[0]["topics"] if t["name"] == "tpub.kept"]
-    assert t and t[0]["retain"] is True and t[0]["retained"] == "v2", lines
+    assert t and t[0]["retain"] is True and t[0]["retained"] == ["v2"], lines
 
 
 def test_wait_method_late_and_never(make_hub):
