@@ -115,3 +115,59 @@ def test_greeter_counts_kv_changed(make_hub):
     hub.ok("kv.put", "size", "9")
     hub.wait(lambda: hub.ok("greeter.seen") == "2 changes of kv seen, the last of key 'size'",
              "greeter's count of kv.changed")
+
+
+# -- without a hub -----------------------------------------------------------
+
+def test_event_signature_and_event():
+    import pytest
+    from hubguest import Event
+    from hubguest.topics import event_signature
+    sig = event_signature("u64,str")
+    assert sig.decode_args(sig.encode_args((7, "seven"))) == [7, "seven"]
+    assert event_signature("").args == ()
+    for bad in ("str->unit", "chan<u64>", "nosuch"):
+        with pytest.raises(ValueError):
+            event_signature(bad)
+    with pytest.raises(TypeError):
+        event_signature(3)
+    assert Event("t", ("a",), 1, 0).value == "a"
+    assert Event("t", (1, "b"), 2, 0).value == (1, "b")
+    assert Event("t", (), 3, 0).value is None
+
+
+def test_spoiled_events_are_counted_not_raised(capsys):
+    from hubguest import _lib
+    from hubguest.topics import _Decoder
+    d = _Decoder("t")
+    ev = _lib.GuestEvent(sig=b"str", seq=5, lost=1, bad=0)
+    e = d.event(ev, b"\x01a")
+    assert (e.value, e.seq, e.lost) == ("a", 5, 1)
+    ev.bad, ev.seq, ev.lost = 1, 6, 0
+    assert d.event(ev, b"") is None                 # the publisher spoiled it
+    ev.bad, ev.seq = 0, 7
+    assert d.event(ev, b"\x05a") is None            # not of the signature
+    ev.seq = 8
+    e = d.event(ev, b"\x01b")
+    assert (e.value, e.seq, e.lost) == ("b", 8, 2)  # the two skipped, counted
+    err = capsys.readouterr().err
+    assert "event 6 skipped: the publisher spoiled it" in err
+    assert "event 7 skipped: not of its signature 'str'" in err
+
+
+def test_before_attach_nothing_needs_a_hub():
+    import hubguest
+    g = hubguest.attach(["x"])
+    g.advertise("x.news", "str", retain=True)
+
+    @g.subscribe("y.news", policy="latest")
+    def on(v):
+        return v
+    assert on("z") == "z"
+    import pytest
+    with pytest.raises(ValueError):
+        g.subscribe("y.news", policy="sometimes")
+    with pytest.raises(hubguest.Error):
+        g.publish("x.other", "v")                   # never advertised
+    with pytest.raises(TypeError):
+        g.advertise("x.more", 5)
