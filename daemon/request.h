@@ -29,7 +29,9 @@
  *		starts one (ticket)
  *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
  *		CTL_NEEDS_NAME: "name", a guest's;
- *		CTL_TAKES_VALIDATE: "validate", a boolean, if given */
+ *		CTL_TAKES_VALIDATE: "validate", a boolean, if given;
+ *		CTL_NEEDS_TOPIC: "topic", and "policy" if given;
+ *		CTL_TAKES_ARGS: "args" if given, as CTL_NEEDS_METHOD's */
 #define CTL_COMMANDS(X)						\
 	X(VERSION,	version,	CTL_READ,	0)			\
 	X(PEERS,	peers,		CTL_READ,	0)			\
@@ -46,7 +48,10 @@
 	X(RELOAD,	reload,		CTL_CHANGE,	0)			\
 	X(RESTART,	restart,	CTL_CHANGE,	CTL_NEEDS_NAME)		\
 	X(STOP,		stop,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
-	X(START,	start,		CTL_CHANGE,	CTL_NEEDS_NAME)
+	X(START,	start,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
+	X(TOPICS,	topics,		CTL_READ,	0)			\
+	X(LISTEN,	listen,		CTL_READ,	CTL_NEEDS_TOPIC)	\
+	X(EMIT,		emit,		CTL_CHANGE,	CTL_NEEDS_TOPIC | CTL_TAKES_ARGS)
 
 #define CTL_ENUM(id, name, who, needs)	CTL_##id,
 enum ctl_cmd {
@@ -65,6 +70,8 @@ enum ctl_access {
 #define CTL_NEEDS_METHOD	0x1
 #define CTL_NEEDS_NAME		0x2
 #define CTL_TAKES_VALIDATE	0x4	/* optional */
+#define CTL_NEEDS_TOPIC		0x8	/* "topic", and "policy" if any */
+#define CTL_TAKES_ARGS		0x10	/* "args" if any */
 
 struct ctl_command {
 	const char	*name;
@@ -88,6 +95,8 @@ struct control_req {
 	enum ctl_cmd	cmd;
 	const char	*method;		/* call */
 	const char	*name;			/* restart, stop, start */
+	const char	*topic;			/* listen, emit */
+	const char	*policy;		/* listen, NULL: not given */
 	int		validate;		/* pool */
 	struct ctl_arg	args[CTL_ARGS_MAX];	/* call */
 	int		nargs;

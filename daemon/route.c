@@ -365,6 +365,10 @@ route_client_abandon(struct hub *h, struct ext_call *x)
 	struct pending *e;
 	uint32_t pos = 0;
 
+	if (x->on_abandon != NULL) {
+		x->on_abandon(x);
+		return;
+	}
 	if (p == NULL)
 		return;
 	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {

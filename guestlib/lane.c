@@ -60,11 +60,16 @@ lg_lanes_publish(struct guest *g)
 		publish(g->lanes[i]);
 }
 
-/* The group's on_sleep: a sleep costs far more than these stores. */
-static void
-publish_all(void *g)
+/* The group's on_sleep: a sleep costs far more than these stores; and
+ * the topics' announcement (topics.c), which may find it should not
+ * sleep. */
+static int
+before_sleep(void *arg)
 {
+	struct guest *g = arg;
+
 	lg_lanes_publish(g);
+	return g->topics_sleep != NULL ? g->topics_sleep(g) : 0;
 }
 
 /* Its end: out of the table and the group, every call over it failed
@@ -272,7 +277,7 @@ lg_lanes_init(struct guest *g)
 	g->on_msg[HP_MSG_LANE] = on_lane;
 	if (hp_group_add(&g->group, &g->ep) != 0)
 		return -ENOSPC;
-	g->group.on_sleep = publish_all;
+	g->group.on_sleep = before_sleep;
 	g->group.on_sleep_arg = g;
 	if (!g->ep.lim.lane_msgs)
 		return 0;
