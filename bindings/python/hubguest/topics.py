@@ -136,7 +136,7 @@ class Topic:
         self.policy = policy
         self._decoder = _Decoder(topic)
         self._buf = ctypes.create_string_buffer(FIRST_CAP)
-        self._sub = g._subscribe_c(topic, policy, None, None)
+        self._sub = g._subscribe_c(topic, policy, _lib.EVENT_FN(), None)   # fn NULL
         g._readers.add(self)
 
     def close(self):
