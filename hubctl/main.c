@@ -235,7 +235,7 @@ static const struct {
 	  "nothing; -j: {\"ok\":true,\"seq\":N}, the event's sequence.\n" },
 	{ "topics",
 	  "A row per topic: TOPIC, SIGNATURE, PUBLISHER (the guest that advertised\n"
-	  "it, - for none: hubd writes the hub.* ones), PUBLISHED events, SUBS\n"
+	  "it, hub for the hub.* ones hubd writes, - for none), PUBLISHED events, SUBS\n"
 	  "(subscribers) and RETAINED (the newest value of a topic that keeps one,\n"
 	  "shortened). Under it, a row per subscriber: SUBSCRIBER (a guest, or\n"
 	  "client:UID for a hubctl listen), POLICY, RATE/S (events it took per\n"
