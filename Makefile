@@ -60,8 +60,9 @@ DAEMON_SRC := $(filter-out daemon/hubd.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
 DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash libseccomp) -lev -lresolv
-# hubctl: JSON, sizes and the segment's code; no event loop, no config parser
-HUBCTL_LIBS = $(shell pkg-config --libs json-c libbsd)
+# hubctl: JSON, sizes, values by their signature (pcjson: -lresolv's
+# base64) and the segment's code; no event loop, no config parser
+HUBCTL_LIBS = $(shell pkg-config --libs json-c libbsd) -lresolv
 
 # libguest: its own files and the generic microthread runtime (mt/)
 GUEST_SRC := $(wildcard guestlib/*.c mt/*.c)
@@ -193,7 +194,7 @@ $(B)/hub-run: scripts/hub-run.sh
 	@mkdir -p $(@D)
 	install -m 755 $< $@
 $(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/poolfig.o \
-		$(B)/daemon/escape.o $(PROTO_LIB)
+		$(B)/daemon/escape.o $(B)/daemon/pcjson.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HUBCTL_LIBS)
 
 # Static libguest: hub-nats is installed beside hubd, not with the examples

@@ -115,24 +115,36 @@ bytes_file_arg(const char *path)
 	return v;
 }
 
-int
-hubctl_call(struct ctl *ctl, int argc, char **argv)
+json_object *
+call_args(const char *cmd, int argc, char **argv)
 {
-	json_object *req = json_object_new_object(), *args = json_object_new_array(), *a;
+	json_object *args = json_object_new_array();
 
-	json_object_object_add(req, "cmd", json_object_new_string("call"));
-	json_object_object_add(req, "method", json_object_new_string(argv[0]));
-	for (int i = 1; i < argc; i++) {
+	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--bytes-file") != 0) {
 			json_object_array_add(args, json_object_new_string(argv[i]));
 			continue;
 		}
 		if (++i == argc) {
-			fprintf(stderr, "hubctl: call: --bytes-file takes a file\n");
-			return 2;
+			fprintf(stderr, "hubctl: %s: --bytes-file takes a file\n", cmd);
+			json_object_put(args);
+			return NULL;
 		}
 		json_object_array_add(args, bytes_file_arg(argv[i]));
 	}
+	return args;
+}
+
+int
+hubctl_call(struct ctl *ctl, int argc, char **argv)
+{
+	json_object *req, *args, *a;
+
+	if ((args = call_args("call", argc - 1, argv + 1)) == NULL)
+		return 2;
+	req = json_object_new_object();
+	json_object_object_add(req, "cmd", json_object_new_string("call"));
+	json_object_object_add(req, "method", json_object_new_string(argv[0]));
 	json_object_object_add(req, "args", args);
 	client_send(ctl, req);
 	while ((a = client_read(ctl)) != NULL) {

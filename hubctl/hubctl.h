@@ -2,9 +2,10 @@
 /* What hubctl's files share: main.c (the command table, usage, main),
  * client.c (the connection to hubd), json.c (reading its answers), a
  * file per command or kind of command: listings.c (status, version,
- * methods, lanes, stats), peers.c, call.c, lifecycle.c (start, stop,
- * restart, reload), pool.c, debug.c (calls, logs, ticket), monitor.c,
- * views.c (top and stats -w), domains.c (a live hub's memory as fds; hubctl dump) and
+ * methods, lanes, stats), peers.c, call.c, topics.c (listen, emit,
+ * topics), lifecycle.c (start, stop, restart, reload), pool.c, debug.c
+ * (calls, logs, ticket), monitor.c, views.c (top and stats -w),
+ * domains.c (a live hub's memory as fds; hubctl dump) and
  * inspect.c (hubctl inspect: that memory, or files, read alone; its own
  * files share inspector.h). Every command gets the struct ctl that main
  * filled: no file reaches into another's globals. */
@@ -86,6 +87,15 @@ int		 hubctl_peers(struct ctl *ctl, int argc, char **argv);
 
 /* call.c: hubctl call METHOD [ARG...] */
 int		 hubctl_call(struct ctl *ctl, int argc, char **argv);
+/* The arguments of a call (or an emit) as hubd takes them: each ARG as
+ * text, --bytes-file FILE as FILE's bytes; NULL after saying what is
+ * wrong (cmd names the command). */
+json_object	*call_args(const char *cmd, int argc, char **argv);
+
+/* topics.c: hubctl listen TOPIC, emit TOPIC VALUE..., topics */
+int		 hubctl_listen(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_emit(struct ctl *ctl, int argc, char **argv);
+int		 hubctl_topics(struct ctl *ctl, int argc, char **argv);
 
 /* lifecycle.c: hubctl start, stop, restart NAME; hubctl reload */
 int		 hubctl_restart(struct ctl *ctl, int argc, char **argv);

@@ -52,6 +52,14 @@ static const struct command commands[] = {
 	  NULL },
 	{ "call", "call METHOD [ARG | --bytes-file FILE]...", 1, 17, hubctl_call,
 	  "call a method; arguments are encoded by its signature", NULL },
+	{ "listen", "listen TOPIC [--policy P] [-n COUNT]", 1, 5, hubctl_listen,
+	  "print each event of a topic as it arrives (into a pipe too), until Ctrl-C", NULL },
+	{ "emit", "emit TOPIC [VALUE | --bytes-file FILE]...", 1, 17, hubctl_emit,
+	  "publish an event to a topic as the operator; values encoded by its signature",
+	  NULL },
+	{ "topics", "topics", 0, 0, hubctl_topics,
+	  "topics: signature, publisher, retained value; subscribers' policy, rate, losses",
+	  NULL },
 	{ "restart", "restart NAME", 1, 1, hubctl_restart,
 	  "restart a guest now (a failed one too: its deaths are forgiven)", NULL },
 	{ "stop", "stop NAME", 1, 1, hubctl_stop, "stop a guest and keep it down", NULL },
@@ -217,6 +225,38 @@ static const struct {
 	  "lines hubctl does not read fast enough and says how many. Root and\n"
 	  "hubd's user only: arguments are the guests' data. Ctrl-C or a closed\n"
 	  "pipe ends it (exit 0). -j: hubd's JSON lines as they come.\n" },
+	{ "listen",
+	  "Subscribes to TOPIC and prints each event as it arrives, a line each,\n"
+	  "written out at once (into a pipe too), until Ctrl-C or SIGTERM (exit\n"
+	  "0), a closed stdout (exit 0), -n COUNT events (exit 0), hubd ending\n"
+	  "the subscription (its reason, exit 1) or hubd going away (exit 2).\n"
+	  "Values are decoded by the topic's signature: strings as they are (their\n"
+	  "control characters and newlines escaped), the rest as JSON; the values\n"
+	  "of a signature of several arguments space-separated. Events the\n"
+	  "subscription lost (lapped, or skipped under latest) show as \"(lost N)\"\n"
+	  "on stderr, before the next; an event its publisher spoiled is reported\n"
+	  "there and skipped. -j: a JSON line per event, {\"seq\":N,\"lost\":L,\n"
+	  "\"value\":V} (V an array for several arguments, null for none), or\n"
+	  "{\"seq\":N,\"lost\":L,\"bad\":WHY}. --policy is block, drop-oldest\n"
+	  "(the default: a slow hubctl is lapped and told) or latest (only the\n"
+	  "newest each time). hubctl reads the topic in place, from the memory hubd\n"
+	  "hands it read-only; the topic need not be published yet. Who may\n"
+	  "subscribe is the config's ([topic NAME] subscribers =): root and hubd's\n"
+	  "user always.\n" },
+	{ "emit",
+	  "Publishes one event to TOPIC as the operator (root and hubd's user\n"
+	  "only), its values given as 'hubctl call' takes arguments and encoded by\n"
+	  "the topic's signature: a value that does not fit is refused (exit 1).\n"
+	  "The topic must have a signature (its publisher advertised it). Prints\n"
+	  "nothing; -j: {\"ok\":true,\"seq\":N}, the event's sequence.\n" },
+	{ "topics",
+	  "A row per topic: TOPIC, SIGNATURE, PUBLISHER (the guest that advertised\n"
+	  "it, hub for the hub.* ones hubd writes, - for none), PUBLISHED events, SUBS\n"
+	  "(subscribers) and RETAINED (the newest value of a topic that keeps one,\n"
+	  "shortened). Under it, a row per subscriber: SUBSCRIBER (a guest, or\n"
+	  "client:UID for a hubctl listen), POLICY, RATE/S (events it took per\n"
+	  "second over the last second), RECEIVED, LOST and BEHIND (events\n"
+	  "published it has not read). -j: hubd's answer as it is.\n" },
 	{ "inspect",
 	  "Without FILE: asks hubd for every guest's domain and every zone's pool\n"
 	  "(their fds, over the control socket: root and hubd's user only; no\n"

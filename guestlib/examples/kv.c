@@ -41,7 +41,7 @@ changed(struct guest_call *c, const char *k, size_t kn)
 	uint8_t ev[4096];
 	size_t n = 0;
 
-	if (guest_pc_put_str(ev, sizeof(ev), &n, k, kn) == 0)
+	if (guest_pc_put_str(ev, sizeof(ev), &n, k, kn) >= 0)	/* its length */
 		guest_publish(guest_call_guest(c), "kv.changed", ev, n);
 }
 
@@ -77,8 +77,10 @@ put(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	}
 	memcpy(e->val, v, vn);
 	e->vlen = vn;
-	guest_reply(c, NULL, 0);
+	/* told before the answer: k is in the call's arguments, which are
+	 * libguest's again once it is answered */
 	changed(c, k, kn);
+	guest_reply(c, NULL, 0);
 }
 
 static void
@@ -124,8 +126,8 @@ del(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		return;
 	}
 	*pp = e->next;
-	guest_reply(c, NULL, 0);
 	changed(c, e->key, e->klen);
+	guest_reply(c, NULL, 0);
 	free(e->key);
 	free(e->val);
 	free(e);

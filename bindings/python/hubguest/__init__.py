@@ -29,8 +29,24 @@ HubGone or Ended: all are hubguest.Error. A guest that answers for another
 host (a bridge) forwards what failed there by raising HubUnreachable or
 RemoteTimeout (RemoteErrors its callers get as they were raised).
 
-asyncio: async def handlers, await g.call_async(...), async for over
-g.stream(...), and await g.serve() to serve inside a running loop.
+Topics, events one-to-many: a guest advertises its topic and publishes
+to it; any guest subscribes, with a handler or an iterator:
+
+    g.advertise("greeter.greeted", "str", retain=True)
+    g.publish("greeter.greeted", name)
+
+    @g.subscribe("kv.changed")                  # each event's values
+    def changed(key): ...
+
+    for ev in g.topic("kv.changed", policy="latest"):
+        print(ev.value, ev.seq, ev.lost)
+
+g.wait_method("kv.get", timeout=5) waits until a method can be called,
+without polling (the hub.methods topic).
+
+asyncio: async def handlers and subscribers, await g.call_async(...),
+async for over g.stream(...) and g.topic(...), and await g.serve() to
+serve inside a running loop.
 
 The binding is ctypes over libguest.so.0 (or the file HUB_LIBGUEST
 names): guestlib/guest.h documents what each step does underneath.
@@ -44,11 +60,13 @@ from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Er
 from .guest import Guest, attach
 from .handlers import caller
 from .sender import Sender
+from .topics import Event, Topic
 
 __version__ = "0.5.0"
 
 __all__ = [
-    "attach", "caller", "Guest", "Call", "Stream", "Sender", "CHANNEL", "Signature", "Chan",
+    "attach", "caller", "Guest", "Call", "Stream", "Sender", "Event", "Topic", "CHANNEL",
+    "Signature", "Chan",
     "encode", "decode", "Error", "AttachError", "CallError", "RemoteError", "HubError",
     "UnknownMethod", "InvalidPayload", "Cancelled", "Timeout", "PayloadTooLarge",
     "HubGone", "Ended", "ChannelClosed", "UserError", "HubUnreachable", "RemoteTimeout",

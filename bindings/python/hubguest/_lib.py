@@ -2,7 +2,9 @@
 """libguest through ctypes: loading the library and the prototypes of the
 functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0;
 0.3 or later: streams hold their channels with guest_chan_hold; 0.4: a
-call's caller, guest_call_caller; errors forwarded, guest_reply_status).
+call's caller, guest_call_caller; errors forwarded, guest_reply_status;
+0.6: topics, guest_advertise, guest_publish, guest_subscribe,
+guest_next_event and guest_wait_method).
 
 Nothing here knows Python values: see codec.py for those; guest.py (and
 the modules it imports: handlers.py, serve.py, call.py, sender.py) for the
@@ -14,7 +16,7 @@ import os
 from .errors import Error
 
 SONAME = "libguest.so.0"
-NEEDS = "0.4"       # the libguest version whose functions _PROTOS lists
+NEEDS = "0.6"       # the libguest version whose functions _PROTOS lists
 
 # guest_handler(call, args, len, ctx)
 HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
@@ -25,6 +27,17 @@ RESULT_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_
 # guest_item_fn(ctx, item, len), guest_end_fn(ctx, status)
 ITEM_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
 END_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int)
+
+
+class GuestEvent(ctypes.Structure):
+    """struct guest_event: one event of a subscription."""
+    _fields_ = [("sub", ctypes.c_int), ("topic", ctypes.c_char_p), ("sig", ctypes.c_char_p),
+                ("data", ctypes.c_void_p), ("len", ctypes.c_size_t), ("seq", ctypes.c_uint64),
+                ("lost", ctypes.c_uint64), ("bad", ctypes.c_int)]
+
+
+# guest_event_fn(g, ev, ctx)
+EVENT_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(GuestEvent), ctypes.c_void_p)
 
 
 class Stats(ctypes.Structure):
@@ -65,6 +78,13 @@ _PROTOS = {
     "guest_service": (ctypes.c_int, [_P]),
     "guest_service_timeout_ms": (ctypes.c_int, [_P]),
     "guest_get_stats": (ctypes.c_int, [_P, ctypes.POINTER(Stats)]),
+    "guest_advertise": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]),
+    "guest_publish": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+    "guest_subscribe": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_uint, EVENT_FN, _P]),
+    "guest_unsubscribe": (ctypes.c_int, [_P, ctypes.c_int]),
+    "guest_next_event": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                        ctypes.POINTER(GuestEvent), ctypes.c_int]),
+    "guest_wait_method": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int]),
 }
 
 _lib = None

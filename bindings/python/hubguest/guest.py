@@ -6,7 +6,8 @@ state, and the C side of what it starts: the calls it makes
 for a Sender). attach() makes one.
 
 The rest of its surface comes from its bases, one job each: Handlers
-(handlers.py) serves its methods, Serving (serve.py) its service loop;
+(handlers.py) serves its methods, Serving (serve.py) its service loop,
+Topics (topics.py) its events, published and subscribed;
 Call and Stream (call.py) and Sender (sender.py) are what it hands out.
 This module imports them all and none of them imports it.
 
@@ -28,9 +29,10 @@ from .errors import AttachError, Error, HubError, UnknownMethod, call_error, des
 from .handlers import Handlers
 from .sender import Sender
 from .serve import Serving
+from .topics import Topics
 
 
-class Guest(Handlers, Serving):
+class Guest(Handlers, Serving, Topics):
     """A hub guest, attached to the hub at its first use (run(), serve(),
     call(), ...) with the spawn ticket in argv (sys.argv by default);
     detached by detach() (and by run() and serve() when they end, and at
@@ -39,8 +41,10 @@ class Guest(Handlers, Serving):
     in a unit test.
 
     Register methods with the method() decorator or register(), call
-    others with call(), start() or call_async(), stream with stream(),
-    then serve: run() (blocking, ends on SIGTERM or SIGINT) or
+    others with call(), start() or call_async(), stream with stream();
+    publish events with advertise() and publish(), take them with the
+    subscribe() decorator or topic(), wait for a method with
+    wait_method(); then serve: run() (blocking, ends on SIGTERM or SIGINT) or
     await serve() (in an asyncio loop)."""
 
     def __init__(self, argv=None):
@@ -67,6 +71,7 @@ class Guest(Handlers, Serving):
         self._c_result = _lib.RESULT_FN(self._on_result)
         self._c_item = _lib.ITEM_FN(self._on_item)
         self._c_end = _lib.END_FN(self._on_end)
+        self._topics_init()
 
     # -- state -----------------------------------------------------------------
 
@@ -96,6 +101,7 @@ class Guest(Handlers, Serving):
             pass
         for token, m in list(self._methods.items()):
             self._register(token, m)
+        self._topics_attach()
 
     def _handle(self):
         if self._h is None:

@@ -7,8 +7,9 @@ SIGINT stop it; an exception a callback cannot raise through C is kept
 and raised where the serving returns.
 
 Serving is one of Guest's bases (guest.py): it works on the Guest's
-handle and loop state and imports nothing of the binding but errors and
-_wait."""
+handle and loop state (and wakes the async topic readers of Topics,
+topics.py, each time it has served) and imports nothing of the binding
+but errors and _wait."""
 
 import asyncio
 import errno
@@ -67,6 +68,7 @@ class Serving:
         f = self._stop_future
         if f is not None and not f.done():
             f.set_result(None)
+        self._topics_wake()             # async topic readers see it
 
     def service(self):
         """guest_service: serves what is there without blocking (for a loop
@@ -86,9 +88,10 @@ class Serving:
     def run(self, detach=True):
         """Serves until stop(), SIGTERM or SIGINT (which stop it cleanly), or
         the hub's goodbye; then detaches (unless detach=False). With an async
-        handler registered it runs an asyncio loop (serve()). Raises
-        HubGone if hubd died, Ended if the hub ended this guest."""
-        if any(m.is_async for m in self._methods.values()) and self._loop is None:
+        handler or subscriber registered it runs an asyncio loop (serve()).
+        Raises HubGone if hubd died, Ended if the hub ended this guest."""
+        if (any(m.is_async for m in self._methods.values()) or self._topics_need_loop()) \
+                and self._loop is None:
             return asyncio.run(self.serve(detach=detach))
         self._stopping = False
         old = _install_signals(self.stop)
@@ -134,6 +137,7 @@ class Serving:
                 return
             try:
                 self.service()
+                self._topics_wake()     # async topic readers look again
             except HubGone as e:
                 if not self._stopping:
                     failure.append(e)
@@ -158,6 +162,7 @@ class Serving:
                 loop.remove_signal_handler(sig)
             self._loop = None
             self._stop_future = None
+            self._topics_wake()
             if detach:
                 self.detach()     # handlers still running: never answered
         if failure:
