@@ -49,9 +49,18 @@ send_event(void *ctx, const struct ps_event *ev)
 }
 
 static void
+serve_ms(int ms)
+{
+	uint64_t end = hp_now_ns() + (uint64_t)ms * HP_NS_PER_MS;
+
+	while (hp_now_ns() < end && guest_service_wait(g, ms) == 0)
+		;
+}
+
+static void
 run(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	struct ps_plan p = { .dir = dir };
+	struct ps_plan p = { .dir = dir, .idle = serve_ms };
 	uint64_t v[5], flat = 0, flat_ns = 0;
 	size_t pos = 0;
 	char text[128];

@@ -33,7 +33,7 @@
 #define PS_EVENT	64	/* bytes of an event */
 #define PS_WARM_N	200	/* warm-up events, paced */
 #define PS_PAUSE_MS	200	/* between the phases */
-#define PS_DRAIN_MS	120000	/* the subscribers' queues drain, at most */
+#define PS_DRAIN_MS	30000	/* the subscribers' queues drain, at most */
 
 enum { PS_WARM = 1, PS_FLAT, PS_DRAIN, PS_PACED, PS_END };
 
@@ -53,6 +53,8 @@ struct ps_plan {
 	uint64_t	flat_ms;	/* the throughput phase */
 	uint64_t	paced_n;	/* latency samples per subscriber */
 	uint64_t	period_us;	/* between two paced events */
+	void		(*idle)(int ms);	/* waits ms while draining (a
+						 * guest serves); NULL: sleeps */
 };
 
 /* Sends one event: 0, or -errno (the run stops). */
@@ -126,7 +128,10 @@ ps_publish(const struct ps_plan *p, ps_send_fn send, void *ctx, uint64_t *flat,
 		ev.seq = seq++;
 		if ((rc = send(ctx, &ev)) != 0)
 			return rc;
-		ps_sleep_until(hp_now_ns() + 10 * HP_NS_PER_MS);
+		if (p->idle != NULL)
+			p->idle(10);
+		else
+			ps_sleep_until(hp_now_ns() + 10 * HP_NS_PER_MS);
 	}
 	ps_sleep_until(hp_now_ns() + 10 * HP_NS_PER_MS);
 	ev.phase = PS_PACED;

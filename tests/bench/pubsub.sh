@@ -75,12 +75,14 @@ ps_hub() {
 	echo "bench: hub $1: not every subscriber subscribed" >&2; cat "$TMP/$1.log" >&2; exit 1
 }
 # ps_run RUN N NEED: pb publishes run RUN to the hub CTL names (NEED
-# subscribers must drain), then waits for NEED reports
+# subscribers must drain), then waits for NEED reports; PS_PUB: pb's
+# events/s in the flat phase
 ps_run() {
 	local r
 
 	r=$($CTL call pb.run "$1" "$PS_FLAT_MS" "$PS_PACED" "$(ps_period "$2")" "$3")
 	must published= "$r"
+	PS_PUB=$(val per_s "$r")
 	ps_wait "$PSD" "$1" "$3"
 }
 # ps_pid NAME: guest NAME's pid on the hub CTL names
@@ -109,11 +111,11 @@ bench_pubsub() {
 			if [ "$n" = 4 ] && [ "$pol" = drop-oldest ]; then
 				# s4 stops reading: the others' rate against theirs above
 				s4=$(ps_pid s4)
-				ps_keys hub_three "$(ps_figures "$PSD" 1 s4)" >> "$TMP/ps.keys"
+				ps_keys hub_three "$(ps_figures "$PSD" 1 s4) pub=$PS_PUB" >> "$TMP/ps.keys"
 				kill -STOP "$s4"
 				ps_run 2 "$n" 3
 				kill -CONT "$s4"
-				ps_keys hub_stopped "$(ps_figures "$PSD" 2 s4)" >> "$TMP/ps.keys"
+				ps_keys hub_stopped "$(ps_figures "$PSD" 2 s4) pub=$PS_PUB" >> "$TMP/ps.keys"
 				ps_wait "$PSD" 2 4
 				# a quiet publisher: hubd's and its guests' CPU
 				hubd=${HUBS[-1]}
@@ -165,9 +167,10 @@ pubsub_rows() {
 	for n in $PS_NS; do
 		h=$(k "hub_drop_${n}_rate"); i=$(k "iox_drop_${n}_rate"); d=$(k "dbus_${n}_rate")
 		echo "| 1 publisher to $n subscriber(s), 64 B events flat out: events/s per subscriber (hub drop-oldest, 256 slots; iceoryx a queue of 256 discarding its oldest; D-Bus through dbus-daemon, its queues bounded) | $h | events/s | iceoryx ${i:--}; D-Bus ${d:--} | $(ratio "$h" "${i:-0}")x; $(ratio "$h" "${d:-0}")x | >= 1x iceoryx |"
-		echo "| the same: events lost, % (hub / iceoryx / D-Bus) | $(k "hub_drop_${n}_lost_pct") | % | iceoryx $(k "iox_drop_${n}_lost_pct"); D-Bus $(k "dbus_${n}_lost_pct") | | |"
+		echo "| the same: events lost (lapped, dropped), % | $(k "hub_drop_${n}_lost_pct") | % | iceoryx $(k "iox_drop_${n}_lost_pct"); D-Bus $(k "dbus_${n}_lost_pct") | | |"
 		h=$(k "hub_block_${n}_rate"); i=$(k "iox_block_${n}_rate")
 		echo "| the same, lossless (hub block; iceoryx blocks its publisher) | $h | events/s | iceoryx ${i:--} | $(ratio "$h" "${i:-0}")x | |"
+		echo "| the same: events lost, % (none expected) | $(k "hub_block_${n}_lost_pct") | % | iceoryx $(k "iox_block_${n}_lost_pct") | | 0 |"
 		h=$(k "hub_drop_${n}_median_ns"); i=$(k "iox_drop_${n}_median_ns"); d=$(k "dbus_${n}_median_ns")
 		echo "| 1 publisher to $n subscriber(s), latency publish to callback, one event every $(ps_period "$n") us, median | $h | ns | iceoryx ${i:--}; D-Bus ${d:--} | $(ratio "$h" "${i:-0}")x; $(ratio "$h" "${d:-0}")x | <= 1x iceoryx |"
 		h=$(k "hub_drop_${n}_p99_ns"); i=$(k "iox_drop_${n}_p99_ns"); d=$(k "dbus_${n}_p99_ns")
@@ -180,6 +183,8 @@ pubsub_rows() {
 	if grep -q hub_stopped_rate <<<"$PS"; then
 		h=$(k hub_stopped_rate); i=$(k hub_three_rate)
 		echo "| 4 drop-oldest subscribers, s4 stopped (SIGSTOP): the other three's events/s each | $h | events/s | all four reading: the same three $i | $(ratio "$h" "$i")x | 0.9x to 1.1x |"
+		h=$(k hub_stopped_pub); i=$(k hub_three_pub)
+		echo "| the same: the publisher's events/s, s4 stopped | $h | events/s | all four reading $i | $(ratio "$h" "$i")x | |"
 		echo "| a quiet publisher for $PS_IDLE_S s: CPU of hubd and its $((PS_NPROC - 1)) guests (utime + stime) | $PS_IDLE | % of a core | | | ~0 |"
 		echo "| memory per subscriber: what it maps of its subscription (cursor page + topic memory), resident / its share (Pss) | $PS_RSS / $PS_PSS | bytes | | | |"
 	fi
