@@ -12,6 +12,7 @@
 #include "daemon/answer.h"
 #include "daemon/host.h"
 #include "daemon/methods.h"
+#include "daemon/monitor.h"
 #include "proto/builtin.h"
 
 /* -- answers ------------------------------------------------------------- */
@@ -25,17 +26,21 @@ answer_send(struct hub *h, const struct origin *o, const uint8_t *payload, size_
 	struct peer *p;
 	int rc;
 
+	p = o->kind == ORIGIN_PEER ? hub_peer(h, o->peer) : NULL;
+	/* an answer that cannot be sent must still end the call (below) */
+	if (p != NULL && host_serving(p) && p->epoch == o->epoch &&
+	    len > p->ep.lim.max_payload_size) {
+		answer_error(h, o, HP_ERR_USER,
+			     "the answer is larger than the caller's max_payload_size");
+		return;
+	}
+	/* a monitor sees the call end (monitor.c) */
+	if (o->watch != 0)
+		monitor_end(h, o->watch, payload, len);
 	switch (o->kind) {
 	case ORIGIN_PEER:
-		p = hub_peer(h, o->peer);
 		if (p == NULL || !host_serving(p) || p->epoch != o->epoch)
 			return;		/* the caller died meanwhile */
-		/* an answer that cannot be sent must still end the call */
-		if (len > p->ep.lim.max_payload_size) {
-			answer_error(h, o, HP_ERR_USER,
-					   "the answer is larger than the caller's max_payload_size");
-			return;
-		}
 		p->inbound--;
 		if (m != NULL)
 			host_forward(h, p, m, HP_MSG_RESPONSE, o->req_id, 0, p->id);

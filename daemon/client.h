@@ -50,6 +50,8 @@ struct client {
 	int		calling;	/* a call is under way */
 	int		feeding;	/* ... whose stream the client sends (hub.sink -) */
 	uint64_t	sink_hash;	/* ... hashed as it comes (the stream hash) */
+	int		monitoring;	/* it watches calls (monitor.c): open until
+					 * it closes, whatever it reads */
 	int		eof;		/* it sends no more: close once served */
 	int		closing;	/* close once out is written */
 	int		broken;		/* out of memory: close at once */

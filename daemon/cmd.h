@@ -31,6 +31,14 @@ void		cmd_calls(struct client *c, const struct control_req *r);
  * is told). */
 struct peer	*cmd_guest_named(struct client *c, const char *name);
 
+/* cmd_topics.c: topics for operators */
+void		cmd_topics(struct client *c, const struct control_req *r);
+void		cmd_listen(struct client *c, const struct control_req *r);
+void		cmd_emit(struct client *c, const struct control_req *r);
+
+/* monitor.c: a client that watches the calls as they pass */
+void		cmd_monitor(struct client *c, const struct control_req *r);
+
 /* cmd_hub.c: the views of the hub as a whole */
 void		cmd_status(struct client *c, const struct control_req *r);
 void		cmd_version(struct client *c, const struct control_req *r);

@@ -4,6 +4,7 @@
  * below (control.c: the clients, parsing, who may run what). */
 #include "daemon/cmd.h"
 #include "daemon/commands.h"
+#include "daemon/monitor.h"
 #include "daemon/route.h"
 
 /* Each command's handler (request.h's rows), handed to the socket by
@@ -15,5 +16,6 @@ const struct control_ops commands_ops = {
 	.call_consumed = route_client_consumed,
 	.call_abandon = route_client_abandon,
 	.call_feed = cmd_call_feed,
+	.monitor_gone = monitor_gone,
 };
 #undef CTL_HANDLER

@@ -19,8 +19,10 @@
 #include "daemon/config.h"
 #include "daemon/config_parser.h"
 #include "proto/builtin.h"
+#include "proto/topic.h"
 
 #define GUESTS_MAX	HP_MAX_GUESTS
+#define TOPICS_MAX	1024u	/* [topic NAME] sections */
 
 void
 config_perr(struct parser *p, int line, const char *fmt, ...)
@@ -75,6 +77,48 @@ config_valid_name(const char *s, size_t n)
 	return 1;
 }
 
+/* [topic NAME]: a topic's settings, its name one a method could have. */
+static void
+begin_topic(struct parser *p, const char *s, size_t n)
+{
+	struct hub_conf *c = p->c;
+	struct config_topic *t;
+	const char *why;
+
+	while (n > 0 && isblank((unsigned char)*s))
+		s++, n--;
+	if (n >= sizeof(t->name) || (why = hp_method_name_refused(s, n)) != NULL) {
+		config_perr(p, p->line, "bad topic name '%.*s': %s", (int)n, s,
+			    n >= sizeof(t->name) ? "longer than 64 bytes" : why);
+		return;
+	}
+	for (uint32_t i = 0; i < c->ntopics; i++)
+		if (strlen(c->topics[i].name) == n && memcmp(c->topics[i].name, s, n) == 0) {
+			config_perr(p, p->line, "duplicate topic '%.*s' (first at line %d)",
+				    (int)n, s, c->topics[i].line);
+			return;
+		}
+	if (c->ntopics == TOPICS_MAX) {
+		config_perr(p, p->line, "more than %u topic sections", TOPICS_MAX);
+		return;
+	}
+	if ((t = realloc(c->topics, (c->ntopics + 1) * sizeof(*t))) == NULL) {
+		config_perr(p, p->line, "out of memory");
+		return;
+	}
+	c->topics = t;
+	t = &c->topics[c->ntopics++];
+	memset(t, 0, sizeof(*t));
+	t->slots = CONFIG_TOPIC_SLOTS;
+	t->event_max = CONFIG_TOPIC_EVENT_MAX;
+	t->block_ns = CONFIG_TOPIC_BLOCK_NS;
+	memcpy(t->name, s, n);
+	t->name[n] = '\0';
+	t->line = p->line;
+	p->topic_seen = 0;
+	p->section = SEC_TOPIC;
+}
+
 static void
 begin_section(struct parser *p, const char *s, size_t n)
 {
@@ -103,9 +147,13 @@ begin_section(struct parser *p, const char *s, size_t n)
 		p->section = SEC_POOL;
 		return;
 	}
+	if (n > 6 && memcmp(s, "topic", 5) == 0 && isblank((unsigned char)s[5])) {
+		begin_topic(p, s + 6, n - 6);
+		return;
+	}
 	if (n < 6 || memcmp(s, "guest", 5) != 0 || !isblank((unsigned char)s[5])) {
-		config_perr(p, p->line, "unknown section [%.*s]: expected [hub], [pool] or [guest NAME]",
-			    (int)n, s);
+		config_perr(p, p->line, "unknown section [%.*s]: expected [hub], [pool], "
+			    "[guest NAME] or [topic NAME]", (int)n, s);
 		return;
 	}
 	s += 6, n -= 6;
@@ -262,6 +310,44 @@ patterns_overlap(const char *a, const char *b)
 }
 
 int
+config_guest_publishes(const struct config_guest *g, const char *topic)
+{
+	size_t n = strlen(g->name);
+
+	if (strncmp(topic, g->name, n) == 0 && topic[n] == '.' && topic[n + 1] != '\0')
+		return 1;
+	for (char **q = g->publishes; q != NULL && *q != NULL; q++)
+		if (pattern_match(*q, topic))
+			return 1;
+	return 0;
+}
+
+const struct config_topic *
+config_topic_of(const struct hub_conf *c, const char *name, struct config_topic *def)
+{
+	for (uint32_t i = 0; i < c->ntopics; i++)
+		if (strcmp(c->topics[i].name, name) == 0)
+			return &c->topics[i];
+	memset(def, 0, sizeof(*def));
+	snprintf(def->name, sizeof(def->name), "%s", name);
+	def->slots = CONFIG_TOPIC_SLOTS;
+	def->event_max = CONFIG_TOPIC_EVENT_MAX;
+	def->block_ns = CONFIG_TOPIC_BLOCK_NS;
+	return def;
+}
+
+int
+config_topic_allows(const struct config_topic *t, const char *guest)
+{
+	if (t->subscribers == NULL || guest == NULL)
+		return 1;
+	for (char **q = t->subscribers; *q != NULL; q++)
+		if (strcmp(*q, guest) == 0)
+			return 1;
+	return 0;
+}
+
+int
 config_guest_covers(const struct config_guest *g, const char *method)
 {
 	size_t n = strlen(g->name);
@@ -374,6 +460,12 @@ finish(struct parser *p)
 		config_perr(p, p->hub_line ? p->hub_line : line, "guest_uids: %u uid(s) for "
 			    "%u guests without user =",
 			    c->guest_uids.last - c->guest_uids.first + 1, own);
+	for (uint32_t i = 0; i < c->ntopics; i++) {
+		struct hp_topic_geom tg = { c->topics[i].slots, c->topics[i].event_max };
+
+		if (hp_topic_geom_check(&tg, &why) != 0)
+			config_perr(p, c->topics[i].line, "topic '%s': %s", c->topics[i].name, why);
+	}
 	check_names(p);
 }
 
@@ -439,6 +531,7 @@ config_guest_clear(struct config_guest *g)
 	free(g->argv);
 	free(g->exec);
 	strv_free(g->provides);
+	strv_free(g->publishes);
 	strv_free(g->env);
 }
 
@@ -485,6 +578,7 @@ config_guest_dup(const struct config_guest *g)
 	d->exec = NULL;
 	d->argv = NULL;
 	d->provides = NULL;
+	d->publishes = NULL;
 	d->env = NULL;
 	while (g->argv[n] != NULL)
 		n++;
@@ -495,7 +589,8 @@ config_guest_dup(const struct config_guest *g)
 	for (int i = 1; i < n; i++)
 		if ((d->argv[i] = strdup(g->argv[i])) == NULL)
 			goto fail;
-	if (strv_dup(g->provides, &d->provides) != 0 || strv_dup(g->env, &d->env) != 0)
+	if (strv_dup(g->provides, &d->provides) != 0 ||
+	    strv_dup(g->publishes, &d->publishes) != 0 || strv_dup(g->env, &d->env) != 0)
 		goto fail;
 	return d;
 fail:
@@ -525,6 +620,9 @@ config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 
 	/* the same names in another order are the same rights */
 	if (!strv_within(a->provides, b->provides) || !strv_within(b->provides, a->provides))
+		return 0;
+	if (!strv_within(a->publishes, b->publishes) ||
+	    !strv_within(b->publishes, a->publishes))
 		return 0;
 	/* and so is the same environment: each name is there once */
 	if (!strv_within(a->env, b->env) || !strv_within(b->env, a->env))
@@ -556,6 +654,9 @@ config_free(struct hub_conf *c)
 	for (uint32_t i = 0; i < c->nguests; i++)
 		config_guest_clear(&c->guests[i]);
 	free(c->guests);
+	for (uint32_t i = 0; i < c->ntopics; i++)
+		strv_free(c->topics[i].subscribers);
+	free(c->topics);
 	free(c->file);
 	free(c->control_path);
 	memset(c, 0, sizeof(*c));

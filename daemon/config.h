@@ -79,6 +79,8 @@ struct config_guest {
 					 * NAME.*: "a.b" exact, "a.*" a prefix;
 					 * NULL-terminated, NULL: none */
 	int		provides_line;	/* where provides = is */
+	char		**publishes;	/* topics it may publish besides NAME.*,
+					 * patterns as provides' (topics.c) */
 	char		**env;		/* env = NAME=VALUE ...: set in its
 					 * environment; NULL-terminated, NULL: none */
 	int		start_manual;	/* start = manual: started by hand (manual.c) */
@@ -96,6 +98,21 @@ struct config_guest {
 enum {
 	HANG_STACK_AUTO,	/* eu-stack or gdb if installed, else SIGABRT */
 	HANG_STACK_OFF,		/* SIGKILL at once */
+};
+
+/* [topic NAME]: a topic's settings (topics.c, doc/events.md); a topic
+ * without a section gets the defaults. */
+#define CONFIG_TOPIC_SLOTS	64u
+#define CONFIG_TOPIC_EVENT_MAX	4096u
+#define CONFIG_TOPIC_BLOCK_NS	(1000ull * 1000 * 1000)
+struct config_topic {
+	char		name[65];	/* HP_TOPIC_NAME_MAX */
+	int		line;
+	char		**subscribers;	/* guests that may subscribe; NULL: all */
+	uint32_t	slots;		/* events it keeps, a power of two */
+	uint32_t	event_max;	/* bytes of one event at most */
+	uint64_t	block_ns;	/* block_timeout: a publisher waits so long
+					 * for a block subscriber, then overruns it */
 };
 
 struct hub_conf {
@@ -122,6 +139,8 @@ struct hub_conf {
 	uint32_t		pool_quota_slots;	/* [pool] quota_slots: slots one guest may hold (0: default) */
 	struct config_guest	*guests;
 	uint32_t		nguests;
+	struct config_topic	*topics;
+	uint32_t		ntopics;
 };
 
 /* Reads file into c. Every problem found is written to errs as
@@ -143,5 +162,12 @@ int config_lanes_allow(const struct config_guest *g, const char *name);
  * section's) or one its provides lists. config_load sees to it that no
  * two guests of a file, and no guest and the host (hub.*), share a name. */
 int config_guest_covers(const struct config_guest *g, const char *method);
+/* Whether g may publish topic: NAME.* or one its publishes lists. */
+int config_guest_publishes(const struct config_guest *g, const char *topic);
+/* Topic name's settings: its [topic] section's, or the defaults in *def. */
+const struct config_topic *config_topic_of(const struct hub_conf *c, const char *name,
+					   struct config_topic *def);
+/* Whether the topic's settings let guest (NULL: an operator) subscribe. */
+int config_topic_allows(const struct config_topic *t, const char *guest);
 
 #endif

@@ -26,6 +26,7 @@
 #include "daemon/size.h"
 #include "proto/builtin.h"
 #include "proto/method.h"
+#include "proto/topic.h"
 
 #define ARGS_MAX	64
 #define PROVIDES_MAX	64	/* patterns in one provides = */
@@ -386,6 +387,9 @@ key_payload(struct parser *p, const struct key *k, const char *value, void *base
 static int key_args(struct parser *p, const struct key *k, const char *value, void *base);
 static int key_env(struct parser *p, const struct key *k, const char *value, void *base);
 static int key_provides(struct parser *p, const struct key *k, const char *value, void *base);
+static int key_publishes(struct parser *p, const struct key *k, const char *value, void *base);
+static int key_names(struct parser *p, const struct key *k, const char *value, void *base);
+static int key_slots(struct parser *p, const struct key *k, const char *value, void *base);
 static int key_lanes(struct parser *p, const struct key *k, const char *value, void *base);
 
 static int
@@ -530,9 +534,20 @@ static const struct key guest_keys[] = {
 	{ "pool_quota", key_size, GUEST(pool_quota), .min = 1, .max = UINT64_MAX },
 	{ "pool_quota_slots", key_number, GUEST(pool_quota_slots), .min = 1, .max = UINT32_MAX },
 	{ "provides", key_provides, GUEST(provides) },
+	{ "publishes", key_publishes, GUEST(publishes) },
 	{ "lanes", key_lanes, GUEST(lanes) },
 	{ "env", key_env, GUEST(env) },
 	{ "start", key_start, GUEST(start_manual) },
+};
+
+#define TOPIC(f)	.off = offsetof(struct config_topic, f), \
+			.size = sizeof(((struct config_topic *)0)->f)
+static const struct key topic_keys[] = {
+	{ "subscribers", key_names, TOPIC(subscribers) },
+	{ "slots", key_slots, TOPIC(slots), .min = HP_TOPIC_SLOTS_MIN, .max = HP_TOPIC_SLOTS_MAX },
+	{ "event_max", key_size, TOPIC(event_max), .min = HP_TOPIC_EVENT_MIN,
+	  .max = HP_TOPIC_EVENT_MAX },
+	{ "block_timeout", key_duration, TOPIC(block_ns) },
 };
 
 /* A bit per key in parser.hub_seen and guest_seen */
@@ -702,13 +717,11 @@ list_item(const char **s, size_t *len)
 	return item;
 }
 
-/* provides = PATTERN, ...: the names the guest may register besides its
- * own NAME.*, each pattern checked here (every bad one reported); whether
- * they overlap another guest's names or the host's is finish()'s. */
+/* PATTERN, ...: names or PREFIX.* into the key's field, each checked
+ * here (every bad one reported). 0 or -1. */
 static int
-key_provides(struct parser *p, const struct key *k, const char *value, void *base)
+key_patterns(struct parser *p, const struct key *k, const char *value, void *base)
 {
-	struct config_guest *g = base;
 	char *pats[PROVIDES_MAX + 1];
 	const char *next = value;
 	int n = 0, bad = 0;
@@ -739,7 +752,7 @@ key_provides(struct parser *p, const struct key *k, const char *value, void *bas
 		}
 	}
 	pats[n] = NULL;
-	if (!bad && (g->provides = calloc((size_t)n + 1, sizeof(char *))) == NULL) {
+	if (!bad && (*(char ***)field(k, base) = calloc((size_t)n + 1, sizeof(char *))) == NULL) {
 		config_perr(p, p->line, "out of memory");
 		bad = 1;
 	}
@@ -748,8 +761,88 @@ key_provides(struct parser *p, const struct key *k, const char *value, void *bas
 			free(pats[n]);
 		return -1;
 	}
-	memcpy(g->provides, pats, ((size_t)n + 1) * sizeof(char *));
+	memcpy(*(char ***)field(k, base), pats, ((size_t)n + 1) * sizeof(char *));
+	return 0;
+}
+
+/* provides = PATTERN, ...: the names the guest may register besides its
+ * own NAME.*; whether they overlap another guest's names or the host's
+ * is finish()'s. */
+static int
+key_provides(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	struct config_guest *g = base;
+
+	if (key_patterns(p, k, value, base) != 0)
+		return -1;
 	g->provides_line = p->line;
+	return 0;
+}
+
+/* publishes = PATTERN, ...: the topics it may publish besides NAME.*; two
+ * guests that claim one topic find out at the second's advertise. */
+static int
+key_publishes(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	struct config_guest *g = base;
+
+	if (key_patterns(p, k, value, base) != 0)
+		return -1;
+	if (config_guest_publishes(g, "hub.x") && strcmp(g->name, "hub") != 0) {
+		config_perr(p, p->line, "%s: hub.* topics are the host's", k->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* subscribers = NAME, ...: guests' names, whether or not in the file (a
+ * later reload may add them). */
+static int
+key_names(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	char *names[PROVIDES_MAX + 1];
+	const char *next = value;
+	int n = 0;
+
+	while (next != NULL) {
+		size_t len;
+		const char *s = list_item(&next, &len);
+
+		if (!config_valid_name(s, len) || n == PROVIDES_MAX ||
+		    (names[n] = strndup(s, len)) == NULL) {
+			config_perr(p, p->line, "%s: '%.*s' is not a guest's name (up to %d "
+				    "names separated by commas)", k->name, (int)len, s,
+				    PROVIDES_MAX);
+			while (--n >= 0)
+				free(names[n]);
+			return -1;
+		}
+		n++;
+	}
+	names[n] = NULL;
+	if ((*(char ***)field(k, base) = calloc((size_t)n + 1, sizeof(char *))) == NULL) {
+		config_perr(p, p->line, "out of memory");
+		while (--n >= 0)
+			free(names[n]);
+		return -1;
+	}
+	memcpy(*(char ***)field(k, base), names, ((size_t)n + 1) * sizeof(char *));
+	return 0;
+}
+
+/* slots = N: a power of two within the key's bounds. */
+static int
+key_slots(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	uint32_t v;
+
+	if (key_number(p, k, value, base) != 0)
+		return -1;
+	v = *(uint32_t *)field(k, base);
+	if ((v & (v - 1)) != 0) {
+		config_perr(p, p->line, "%s: %u is not a power of two", k->name, v);
+		return -1;
+	}
 	return 0;
 }
 
@@ -820,6 +913,12 @@ config_handler(void *user, const char *section, const char *name, const char *va
 		seen = &p->pool_seen;
 		base = p->c;
 		break;
+	case SEC_TOPIC:
+		keys = topic_keys;
+		nkeys = sizeof(topic_keys) / sizeof(topic_keys[0]);
+		seen = &p->topic_seen;
+		base = &p->c->topics[p->c->ntopics - 1];
+		break;
 	default:
 		keys = guest_keys;
 		nkeys = sizeof(guest_keys) / sizeof(guest_keys[0]);
@@ -829,7 +928,8 @@ config_handler(void *user, const char *section, const char *name, const char *va
 	}
 	if ((k = key_find(keys, nkeys, name)) == NULL) {
 		config_perr(p, p->line, "unknown key '%s' in [%s]", name,
-			    p->section == SEC_HUB ? "hub" : p->section == SEC_POOL ? "pool" : "guest");
+			    p->section == SEC_HUB ? "hub" : p->section == SEC_POOL ? "pool" :
+			    p->section == SEC_TOPIC ? "topic" : "guest");
 		return 1;
 	}
 	bit = 1ull << (k - keys);

@@ -12,7 +12,7 @@
 
 #define LINE_MAX_LEN	1024
 
-enum { SEC_NONE, SEC_HUB, SEC_POOL, SEC_GUEST, SEC_BAD };
+enum { SEC_NONE, SEC_HUB, SEC_POOL, SEC_GUEST, SEC_TOPIC, SEC_BAD };
 
 struct parser {
 	struct hub_conf	*c;
@@ -27,6 +27,7 @@ struct parser {
 	int		pool_line;
 	uint64_t	pool_seen;	/* bit per pool key */
 	uint64_t	guest_seen;	/* bit per guest key, current guest */
+	uint64_t	topic_seen;	/* bit per topic key, current topic */
 	int		payload_set;	/* max_payload_size given explicitly */
 };
 

@@ -15,7 +15,9 @@
  *   drain; a call's stream is held back by the channel's credit, given
  *   back to the guest only as the client takes the items;
  * - a client that takes nothing for client_timeout while answers wait, or
- *   asks nothing for that long, is closed;
+ *   asks nothing for that long, is closed; but a monitor, which asks once
+ *   and listens until it closes, never: what it does not take is dropped
+ *   (monitor.c);
  * - out of file descriptors (guests failing to spawn take every one that
  *   comes free), one kept in reserve takes a client, so that an operator
  *   can still stop guests; beyond it accepting pauses for ACCEPT_RETRY. */
@@ -173,7 +175,7 @@ client_process(struct client *c)
 {
 	char *nl;
 
-	while ((!c->calling || c->feeding) && !c->closing && !c->broken &&
+	while ((!c->calling || c->feeding) && !c->monitoring && !c->closing && !c->broken &&
 	       client_unsent(c) < OUT_HIGH && (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
 		size_t n = (size_t)(nl - c->in);
 		char *line = malloc(n + 1);
@@ -223,7 +225,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			client_close(c);	/* gone: its call is abandoned */
 			return;
 		}
-		if (n == 0 && c->calling && peer_gone(c->fd)) {
+		if (n == 0 && (c->calling || c->monitoring) && peer_gone(c->fd)) {
 			client_close(c);	/* killed or Ctrl-C: its call is abandoned */
 			return;
 		}
@@ -233,6 +235,8 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			c->inlen += (size_t)n;
 			c->rx_at = ev_now(loop);
 		}
+		if (c->monitoring)
+			c->inlen = 0;	/* it asks nothing more: read to see it go */
 	}
 	client_process(c);
 	if (c->inlen == CONTROL_MSG_MAX && memchr(c->in, '\n', c->inlen) == NULL) {
@@ -245,7 +249,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		handlers->call_feed(c, NULL, 0);
 	/* it asks no more: close once what it asked is answered and written
 	 * (if it is gone altogether, writing fails first) */
-	if (c->eof && !c->calling && memchr(c->in, '\n', c->inlen) == NULL) {
+	if (c->eof && !c->calling && !c->monitoring && memchr(c->in, '\n', c->inlen) == NULL) {
 		if (client_unsent(c) == 0) {
 			client_close(c);
 			return;
@@ -267,7 +271,7 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_tstamp now = ev_now(loop), since;
 
 	(void)revents;
-	if (timeout <= 0) {		/* 0: no timeout; look again later */
+	if (timeout <= 0 || c->monitoring) {	/* none: look again later */
 		w->repeat = 1;
 		ev_timer_again(loop, w);
 		return;
@@ -301,6 +305,8 @@ client_close(struct client *c)
 		  c->calling ? ", its call abandoned" : "");
 	if (c->calling)
 		handlers->call_abandon(h, &c->call);
+	if (c->monitoring)
+		handlers->monitor_gone(c);
 	ev_io_stop(h->loop, &c->rw);
 	ev_io_stop(h->loop, &c->ww);
 	ev_timer_stop(h->loop, &c->tw);

@@ -37,6 +37,8 @@ struct control_ops {
 	 * connection closed). Read one at a time: the next waits, unread,
 	 * until this one is taken. */
 	void	(*call_feed)(struct client *c, const char *line, size_t len);
+	/* A client that watched calls (client.monitoring) is going. */
+	void	(*monitor_gone)(struct client *c);
 };
 
 /* ops stays in use until control_close. */

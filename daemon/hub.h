@@ -34,7 +34,7 @@ struct peer;
  * part registers its own at start (hubd.c). */
 typedef void	host_peer_fn(struct hub *h, struct peer *p);
 typedef int	host_quota_fn(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes);
-#define HOST_HOOKS_MAX	8
+#define HOST_HOOKS_MAX	12
 /* A handler of one message type (dispatch.c's table). */
 typedef void	dispatch_fn(struct hub *h, struct peer *p, struct hp_msg_in *m);
 /* A work source: pump sends what it can for p (how many messages), ready
@@ -79,10 +79,12 @@ enum origin_kind {
 struct ext_call;
 struct relay;
 struct lane;
+struct topic;
 struct lane_record;
 struct lane_ban;
 struct lane_ends;
 struct manual;
+struct monitor;
 
 struct origin {
 	enum origin_kind kind;
@@ -91,6 +93,8 @@ struct origin {
 	uint32_t	req_id;		/* its request id */
 	struct ext_call	*ext;		/* ORIGIN_CLIENT */
 	uint32_t	chan;		/* a client call's stream: its channel id */
+	uint32_t	watch;		/* a monitor sees the call: its entry
+					 * (monitor.c), 0: none */
 };
 
 /* A call the host made to a guest, awaiting its Response (answer.c). */
@@ -246,6 +250,7 @@ struct peer {
 	char			note[HP_DESCRIBE_MAX + 1];	/* hub.describe "": this
 						 * instance's, cleared at detach */
 	uint32_t		nlanes;		/* lanes open (lanes.c) */
+	int			said_state;	/* hub.guests: the word last told (topics.c) */
 	uint64_t		start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t		up_ns;
 	uint64_t		heartbeat_ns;	/* this instance's interval, 0: none */
@@ -320,6 +325,9 @@ struct hub {
 	ev_timer		starved_w;	/* a backlog waits for a variable slot */
 	struct relay		*relays;	/* streams between guests (relay.c) */
 	struct lane		*lanes;		/* open lanes (lanes.c) */
+	struct topic		*topics;	/* topics.c */
+	uint32_t		next_topic;
+	uint32_t		next_sub;
 	uint32_t		next_lane;
 	uint64_t		lane_retry_ns;	/* no lane made before (one failed) */
 	struct lane_record	*lane_records;	/* [LANES_HISTORY], a ring */
@@ -327,6 +335,10 @@ struct hub {
 	struct lane_ends	*lanes_gone;	/* [LANES_GONE], a ring */
 	uint32_t		nlanes_gone;	/* ever */
 	struct lane_ban		*lane_bans;	/* [LANES_BANNED] */
+	struct monitor		*monitors;	/* clients watching calls (monitor.c):
+						 * NULL, and calls cost nothing more */
+	struct hp_idtab		watched;	/* calls they see, under way */
+	uint32_t		next_watch;
 	struct {
 		host_peer_fn	*attach[HOST_HOOKS_MAX];	/* host_on_attach */
 		host_peer_fn	*detach[HOST_HOOKS_MAX];	/* host_on_detach */
@@ -334,6 +346,7 @@ struct hub {
 		host_quota_fn	*over_quota;	/* host_on_charge */
 		host_quota_fn	*room;		/* host_on_charge */
 		void		(*entry_freed)(struct hub *h);	/* supervise_on_free */
+		host_peer_fn	*state_changed;	/* supervise: p->state moved (topics.c) */
 	}			hooks;
 	struct {
 		dispatch_fn	*handler[DISPATCH_TYPES];	/* dispatch_on */
@@ -359,6 +372,9 @@ struct ext_call {
 	uint8_t		item;		/* the stream's item type: its node */
 	uint64_t	caller;		/* CALLER_CLIENT | uid (cmd_call.c) */
 	char		why[768];	/* room for a refusal's text, signature and all */
+	/* not a call but a subscription (hubctl listen): its end when the
+	 * client goes (route_client_abandon) */
+	void		(*on_abandon)(struct ext_call *c);
 };
 
 /* The zone a pool of hubd's belongs to (every one is a zone's). */

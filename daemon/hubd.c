@@ -24,6 +24,7 @@
 #include "daemon/lanes.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
+#include "daemon/monitor.h"
 #include "daemon/notify.h"
 #include "daemon/pool.h"
 #include "daemon/relay.h"
@@ -33,6 +34,7 @@
 #include "daemon/size.h"
 #include "daemon/streams.h"
 #include "daemon/supervise.h"
+#include "daemon/topics.h"
 #include "daemon/users.h"
 
 #define SPIN_NS		50000	/* keep polling rings this long after the last work */
@@ -291,7 +293,7 @@ wire(struct hub *h)
 	host_on_detach(h, pool_forget);
 	host_on_detach(h, methods_detach);	/* hub.describe's texts */
 	host_on_charge(h, pool_over_quota, pool_room);
-	if (lanes_init(h) != 0)
+	if (lanes_init(h) != 0 || topics_init(h) != 0 || monitor_init(h) != 0)
 		return -1;
 	supervise_on_free(h, reload_start_waiting);
 	return 0;
@@ -302,6 +304,8 @@ unwire(struct hub *h)
 {
 	relay_free_all(h);
 	lanes_free(h);
+	topics_free(h);
+	monitor_free(h);
 	for (uint32_t i = 0; h->peers != NULL && i < h->npeers; i++)
 		answer_free(&h->peers[i]);
 	methods_free(h);

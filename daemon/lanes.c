@@ -5,7 +5,9 @@
  * policy allows ([guest] lanes, [hub] lanes_per_guest), it makes a lane
  * (a sealed memfd and a doorbell socketpair), hands each side its end
  * over its doorbell and tells the caller to call that method over it;
- * later calls go straight from guest to guest. A side that goes takes
+ * later calls go straight from guest to guest; while a monitor watches a
+ * method, its routes are taken back (monitor.c: lanes_withdraw) and it is
+ * not routed, so that its calls pass hubd. A side that goes takes
  * its lanes with it at once (the other is told, and fails what was in
  * flight over them as a callee's death fails it through the hub); a
  * side that closes one (its peer hung up, or broke a rule) says so, and
@@ -26,6 +28,7 @@
 #include "daemon/host.h"
 #include "daemon/lanes.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
 #include "proto/doorbell.h"
 
 /* How many methods one side is told to call over one lane at most: more
@@ -328,6 +331,38 @@ lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *
 	route = (struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = ln->e.id, .method = m->id };
 	snprintf(route.sig, sizeof(route.sig), "%s", m->signature);
 	tell(h, p, &route);
+}
+
+void
+lanes_withdraw(struct hub *h, int (*watched)(struct hub *h, const char *method))
+{
+	for (struct lane *ln = h->lanes; ln != NULL; ln = ln->next) {
+		for (int s = 0; s < 2; s++) {
+			struct peer *p = hub_peer(h, ln->e.peer[s]);
+			uint32_t i, j;
+
+			for (i = j = 0; i < ln->nroutes[s]; i++) {
+				const struct method *m = methods_by_id(h, ln->routes[s][i]);
+				struct hp_lane_msg un = { .op = HP_LANE_UNROUTE, .lane = ln->e.id,
+							  .method = ln->routes[s][i] };
+
+				if (m == NULL || !watched(h, m->name)) {
+					ln->routes[s][j++] = ln->routes[s][i];
+					continue;
+				}
+				/* the next call of it through hubd routes it again */
+				if (p != NULL && p->epoch == ln->e.epoch[s] && host_serving(p))
+					tell(h, p, &un);
+			}
+			ln->nroutes[s] = j;
+		}
+	}
+}
+
+int
+lanes_between(struct hub *h, const struct peer *p, const struct peer *q)
+{
+	return lane_between(h, p, q) != NULL;
 }
 
 /* Kept against the pair: no lane again for these instances; a broken

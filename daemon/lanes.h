@@ -57,6 +57,12 @@ int	lanes_init(struct hub *h);
 /* Caller p called a method of callee q through the hub: offer them a
  * lane and tell p to call m over it, as the policy allows. */
 void	lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m);
+/* Takes back the routes of the methods watched(h, name) says yes to
+ * (HP_LANE_UNROUTE): their calls come through hubd, where a monitor sees
+ * them (monitor.c); lanes_offer routes them again once it says no. */
+void	lanes_withdraw(struct hub *h, int (*watched)(struct hub *h, const char *method));
+/* Whether p and q have a lane open. */
+int	lanes_between(struct hub *h, const struct peer *p, const struct peer *q);
 /* Adds p's lane traffic (open lanes, and those closed before) to s. */
 void	lanes_stats(struct hub *h, const struct peer *p, struct peer_stats *s);
 /* Every open lane and the records, for hubctl lanes. */

@@ -67,6 +67,22 @@ request_parse(const char *line, size_t len, struct control_req *r, const char **
 			goto fail;
 		}
 		r->method = json_object_get_string(v);
+	}
+	if (needs & CTL_NEEDS_TOPIC) {
+		if (!json_object_object_get_ex(req, "topic", &v) || !is_name(v)) {
+			*why = "the request needs \"topic\": a string (no NUL)";
+			goto fail;
+		}
+		r->topic = json_object_get_string(v);
+		if (json_object_object_get_ex(req, "policy", &v)) {
+			if (!is_name(v)) {
+				*why = "\"policy\" must be a string";
+				goto fail;
+			}
+			r->policy = json_object_get_string(v);
+		}
+	}
+	if (needs & (CTL_NEEDS_METHOD | CTL_TAKES_ARGS)) {
 		if (json_object_object_get_ex(req, "args", &v)) {
 			if (!json_object_is_type(v, json_type_array) ||
 			    json_object_array_length(v) > CTL_ARGS_MAX) {
@@ -99,6 +115,13 @@ request_parse(const char *line, size_t len, struct control_req *r, const char **
 			goto fail;
 		}
 		r->validate = json_object_get_boolean(v);
+	}
+	if ((needs & CTL_TAKES_GLOB) && json_object_object_get_ex(req, "glob", &v)) {
+		if (!is_name(v) || json_object_get_string_len(v) > CTL_GLOB_MAX) {
+			*why = "\"glob\" must be a string of at most 256 bytes (no NUL)";
+			goto fail;
+		}
+		r->glob = json_object_get_string(v);
 	}
 	return 0;
 fail:

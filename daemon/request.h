@@ -29,7 +29,12 @@
  *		starts one (ticket)
  *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
  *		CTL_NEEDS_NAME: "name", a guest's;
- *		CTL_TAKES_VALIDATE: "validate", a boolean, if given */
+ *		CTL_TAKES_VALIDATE: "validate", a boolean, if given;
+ *		CTL_NEEDS_TOPIC: "topic", and "policy" if given;
+ *		CTL_TAKES_ARGS: "args" if given, as CTL_NEEDS_METHOD's;
+ *		CTL_TAKES_GLOB: "glob", a pattern of method names, if given
+ *   (monitor is CTL_CHANGE: what it shows is the calls' arguments and
+ *   results, the guests' data) */
 #define CTL_COMMANDS(X)						\
 	X(VERSION,	version,	CTL_READ,	0)			\
 	X(PEERS,	peers,		CTL_READ,	0)			\
@@ -43,10 +48,14 @@
 	X(LOGS,		logs,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
 	X(TICKET,	ticket,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
 	X(CALL,		call,		CTL_CHANGE,	CTL_NEEDS_METHOD)	\
+	X(MONITOR,	monitor,	CTL_CHANGE,	CTL_TAKES_GLOB)		\
 	X(RELOAD,	reload,		CTL_CHANGE,	0)			\
 	X(RESTART,	restart,	CTL_CHANGE,	CTL_NEEDS_NAME)		\
 	X(STOP,		stop,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
-	X(START,	start,		CTL_CHANGE,	CTL_NEEDS_NAME)
+	X(START,	start,		CTL_CHANGE,	CTL_NEEDS_NAME)		\
+	X(TOPICS,	topics,		CTL_READ,	0)			\
+	X(LISTEN,	listen,		CTL_READ,	CTL_NEEDS_TOPIC)	\
+	X(EMIT,		emit,		CTL_CHANGE,	CTL_NEEDS_TOPIC | CTL_TAKES_ARGS)
 
 #define CTL_ENUM(id, name, who, needs)	CTL_##id,
 enum ctl_cmd {
@@ -65,6 +74,10 @@ enum ctl_access {
 #define CTL_NEEDS_METHOD	0x1
 #define CTL_NEEDS_NAME		0x2
 #define CTL_TAKES_VALIDATE	0x4	/* optional */
+#define CTL_NEEDS_TOPIC		0x8	/* "topic", and "policy" if any */
+#define CTL_TAKES_ARGS		0x10	/* "args" if any */
+#define CTL_TAKES_GLOB		0x20	/* optional */
+#define CTL_GLOB_MAX		256	/* bytes of a glob */
 
 struct ctl_command {
 	const char	*name;
@@ -88,7 +101,10 @@ struct control_req {
 	enum ctl_cmd	cmd;
 	const char	*method;		/* call */
 	const char	*name;			/* restart, stop, start */
+	const char	*topic;			/* listen, emit */
+	const char	*policy;		/* listen, NULL: not given */
 	int		validate;		/* pool */
+	const char	*glob;			/* monitor: NULL when not given */
 	struct ctl_arg	args[CTL_ARGS_MAX];	/* call */
 	int		nargs;
 	void		*json;			/* owns the strings above */

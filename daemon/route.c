@@ -14,6 +14,7 @@
 #include "daemon/host.h"
 #include "daemon/lanes.h"
 #include "daemon/methods.h"
+#include "daemon/monitor.h"
 #include "daemon/pcjson.h"
 #include "daemon/relay.h"
 #include "daemon/request.h"
@@ -29,10 +30,11 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
-	struct origin o = { ORIGIN_PEER, p->id, p->epoch, m->desc.id, NULL, 0 };
+	struct origin o = { ORIGIN_PEER, p->id, p->epoch, m->desc.id, NULL, 0, 0 };
 	struct method *meth = methods_by_id(h, m->desc.method_id);
 	struct peer *q;
 	char why[128];
+	int bad;
 
 	p->stats.calls_in++;
 	p->inbound++;
@@ -40,8 +42,12 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		answer_error(h, &o, HP_ERR_UNKNOWN_METHOD, "no such method");
 		return;
 	}
-	if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
-	    hp_sig_check_args(&meth->sig, req.args, req.args_len) != 0) {
+	bad = hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
+	    hp_sig_check_args(&meth->sig, req.args, req.args_len) != 0;
+	if (h->monitors != NULL)
+		monitor_begin(h, &o, p, hub_peer(h, meth->owner), meth,
+			      bad ? NULL : req.args, req.args_len);
+	if (bad) {
 		char text[HP_SIG_MAX_LEN + 128];
 
 		snprintf(text, sizeof(text), "arguments do not match the signature of %s: %s",
@@ -75,7 +81,8 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 			/* a channel of the caller's: relay.c carries it, and
 			 * a lane later calls (lanes.c) */
 			relay_call(h, p, q, meth, m, &req, &o);
-			lanes_offer(h, p, q, meth);
+			if (!monitor_watches(h, meth->name))
+				lanes_offer(h, p, q, meth);
 			if (host_backlogged(q))
 				p->paused = 1;
 			return;
@@ -85,8 +92,10 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		answer_error(h, &o, HP_ERR_USER, "out of memory");
 		return;
 	}
-	/* later calls of this method may go straight to q (lanes.c) */
-	lanes_offer(h, p, q, meth);
+	/* later calls of this method may go straight to q (lanes.c), unless
+	 * a monitor watches them (monitor.c) */
+	if (!monitor_watches(h, meth->name))
+		lanes_offer(h, p, q, meth);
 	if (host_backlogged(q))
 		p->paused = 1;
 }
@@ -296,7 +305,7 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		  const struct ctl_arg *args, int nargs, const char **why)
 {
 	const struct method *m = methods_find(h, method);
-	struct origin o = { ORIGIN_CLIENT, 0, 0, 0, c, 0 };
+	struct origin o = { ORIGIN_CLIENT, 0, 0, 0, c, 0, 0 };
 	struct hp_pc_enc e;
 	struct peer *p = NULL;
 	uint8_t *buf;
@@ -326,6 +335,8 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 	hp_pc_put_seq_len(&e, 0);		/* no metadata */
 	if ((rc = client_args(h, c, m, p, &o, args, &e, why)) != 0)
 		goto out;
+	if (h->monitors != NULL)
+		monitor_begin(h, &o, NULL, p, m, buf + 1, e.len - 1);
 	if (p == NULL) {
 		c->peer = 0;
 		services_call(h, NULL, m, &o, buf + 1, e.len - 1);
@@ -365,6 +376,10 @@ route_client_abandon(struct hub *h, struct ext_call *x)
 	struct pending *e;
 	uint32_t pos = 0;
 
+	if (x->on_abandon != NULL) {
+		x->on_abandon(x);
+		return;
+	}
 	if (p == NULL)
 		return;
 	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {

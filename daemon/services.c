@@ -15,6 +15,7 @@
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/services.h"
+#include "daemon/topics.h"
 #include "proto/builtin.h"
 #include "proto/channel.h"
 #include "proto/method.h"
@@ -120,6 +121,7 @@ svc_register(struct hub *h, struct peer *p, const struct origin *o,
 	}
 	log_info("guest %s: registered %s (%s)", p->conf->name, nbuf, sbuf);
 	answer_ok(h, o, NULL, 0);
+	topics_method_registered(h, methods_find(h, nbuf));
 }
 
 static void
@@ -384,6 +386,105 @@ svc_methods(struct hub *h, struct peer *p, const struct origin *o,
 	free(buf);
 }
 
+/* A str argument as a C string in buf, or NULL (too long, NUL inside). */
+static const char *
+str_arg(struct hp_pc_dec *d, char *buf, size_t cap)
+{
+	const char *s;
+	size_t n;
+
+	hp_pc_get_str(d, &s, &n);
+	if (d->err != 0 || n >= cap || memchr(s, '\0', n) != NULL)
+		return NULL;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+static void
+svc_advertise(struct hub *h, struct peer *p, const struct origin *o,
+	      const uint8_t *args, size_t len)
+{
+	char name[HP_TOPIC_NAME_MAX + 1], sig[HP_SIG_MAX_LEN + 1];
+	const char *why, *n, *s;
+	struct hp_pc_dec d;
+	int retain;
+
+	hp_pc_dec_init(&d, args, len);
+	n = str_arg(&d, name, sizeof(name));
+	s = str_arg(&d, sig, sizeof(sig));
+	retain = hp_pc_get_bool(&d) == 1;
+	if (p == NULL) {
+		answer_error(h, o, HP_ERR_USER, "only guests advertise topics");
+		return;
+	}
+	if (n == NULL || s == NULL) {
+		answer_error(h, o, HP_ERR_USER, "topic name or signature too long");
+		return;
+	}
+	if (topics_advertise(h, p, n, s, retain, &why) != 0) {
+		log_warnx("guest %s: may not publish %s: %s", p->conf->name, n, why);
+		answer_error(h, o, HP_ERR_USER, why);
+		return;
+	}
+	log_info("guest %s: publishes %s (%s)", p->conf->name, n, s);
+	answer_ok(h, o, NULL, 0);
+}
+
+static void
+svc_subscribe(struct hub *h, struct peer *p, const struct origin *o,
+	      const uint8_t *args, size_t len)
+{
+	char name[HP_TOPIC_NAME_MAX + 1], pol[16];
+	const char *why, *n, *s;
+	struct hp_pc_dec d;
+	uint8_t out[16];
+	struct hp_pc_enc e;
+	int policy;
+	int64_t id;
+
+	hp_pc_dec_init(&d, args, len);
+	n = str_arg(&d, name, sizeof(name));
+	s = str_arg(&d, pol, sizeof(pol));
+	if (p == NULL) {
+		answer_error(h, o, HP_ERR_USER, "only guests subscribe (hubctl listen)");
+		return;
+	}
+	if (n == NULL) {
+		answer_error(h, o, HP_ERR_USER, "topic name longer than 64 bytes");
+		return;
+	}
+	if (s == NULL || (policy = hp_topic_policy_parse(s)) < 0) {
+		answer_error(h, o, HP_ERR_USER, "policy is block, drop-oldest or latest");
+		return;
+	}
+	if ((id = topics_subscribe(h, p, n, (uint32_t)policy, &why)) < 0) {
+		log_warnx("guest %s: may not subscribe to %s: %s", p->conf->name, n, why);
+		answer_error(h, o, HP_ERR_USER, why);
+		return;
+	}
+	hp_pc_enc_init(&e, out, sizeof(out));
+	hp_pc_put_u64(&e, (uint64_t)id);
+	answer_ok(h, o, out, e.len);
+}
+
+static void
+svc_unsubscribe(struct hub *h, struct peer *p, const struct origin *o,
+		const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	const char *why;
+	uint64_t id;
+
+	hp_pc_dec_init(&d, args, len);
+	id = hp_pc_get_u64(&d);
+	if (p == NULL || topics_unsubscribe(h, p, id, &why) != 0) {
+		answer_error(h, o, HP_ERR_USER, p == NULL ? "only guests subscribe" : why);
+		return;
+	}
+	answer_ok(h, o, NULL, 0);
+}
+
 static const struct service {
 	const char	*name;
 	const char	*sig;
@@ -399,6 +500,9 @@ static const struct service {
 	{ HP_SVC_CALLER, HP_SVC_SIG_CALLER, svc_caller },
 	{ HP_SVC_METHODS, HP_SVC_SIG_METHODS, svc_methods },
 	{ HP_SVC_DESCRIBE, HP_SVC_SIG_DESCRIBE, svc_describe },
+	{ HP_SVC_ADVERTISE, HP_SVC_SIG_ADVERTISE, svc_advertise },
+	{ HP_SVC_SUBSCRIBE, HP_SVC_SIG_SUBSCRIBE, svc_subscribe },
+	{ HP_SVC_UNSUBSCRIBE, HP_SVC_SIG_UNSUBSCRIBE, svc_unsubscribe },
 };
 #define NSERVICES	(sizeof(services) / sizeof(services[0]))
 

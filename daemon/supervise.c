@@ -282,6 +282,8 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
 			break;
 		/* dropped by a reload: the entry is free */
 		log_info("guest %s: removed", name);
+		if (h->hooks.state_changed != NULL)
+			h->hooks.state_changed(h, p);	/* down, while it has a name */
 		methods_forget(h, p);
 		pool_leave(h, p);	/* its zone's pool goes with its last member */
 		config_guest_free(p->conf);
@@ -509,6 +511,10 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 	case LA_NACTIONS:
 		break;
 	}
+	/* discovery (topics.c) hears every state it ends in; a removed
+	 * guest's entry has no config left to tell of */
+	if (p->state != from && p->conf != NULL && h->hooks.state_changed != NULL)
+		h->hooks.state_changed(h, p);
 }
 
 /* Once per entry, at start-up. */

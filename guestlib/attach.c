@@ -133,7 +133,7 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		*why = "the host's rings are corrupt";
 		goto fail_unmap;
 	}
-	if ((rc = lg_lanes_init(g)) != 0) {
+	if ((rc = lg_lanes_init(g)) != 0 || (rc = lg_topics_init(g)) != 0) {
 		*why = "out of memory";
 		goto fail_lanes;
 	}
@@ -155,6 +155,7 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	return 0;
 
 fail_lanes:
+	lg_topics_free(g);
 	lg_lanes_free(g);
 fail_unmap:
 	hp_segment_close(&g->seg);
@@ -351,6 +352,7 @@ guest_detach(struct guest *g)
 		hp_peer_goodbye(g->view.entry);
 		hp_doorbell_signal(g->doorbell);
 	}
+	lg_topics_free(g);
 	lg_lanes_free(g);
 	lg_out_fail_all(g, -EPIPE);
 	lg_later_free(g);

@@ -146,7 +146,7 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t, int async)
 {
 	uint64_t mid = hp_method_id(method, strlen(method));
-	struct lg_route *r = NULL;
+	struct lg_route *r = NULL, route;
 	struct out_call sent, *c;
 	uint32_t id;
 	int rc = 0;
@@ -159,6 +159,12 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 		r = lg_lane_route(g, mid);
 	if (rc != 0)
 		return rc;
+	/* a copy: the table changes under a send that serves while it waits
+	 * for room (the hub's ROUTE, UNROUTE, a lane closing) */
+	if (r != NULL) {
+		route = *r;
+		r = &route;
+	}
 	/* room first: once the Request is out, its entry must not fail */
 	if (hp_idtab_reserve(&g->out, 1) != 0)
 		return -ENOMEM;

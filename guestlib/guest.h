@@ -45,7 +45,7 @@
  * libguest.so.MAJOR.MINOR.PATCH and libguest.pc's Version from these.
  * GUEST_VERSION is one number for #if (0.1.0 is 100). */
 #define GUEST_VERSION_MAJOR	0
-#define GUEST_VERSION_MINOR	5
+#define GUEST_VERSION_MINOR	6
 #define GUEST_VERSION_PATCH	0
 #define GUEST_VERSION	(GUEST_VERSION_MAJOR * 10000 + \
 			 GUEST_VERSION_MINOR * 100 + GUEST_VERSION_PATCH)

@@ -242,7 +242,8 @@ struct timeout;
  * that ends the loop. */
 typedef int (*lg_msg_fn)(struct guest *g, struct hp_msg_in *m);
 
-#define LG_MSG_TYPES	9	/* HP_MSG_* are below */
+#define LG_MSG_TYPES	10	/* HP_MSG_* are below */
+#define LG_TOPICS_MAX	64	/* topics a guest publishes, and subscriptions */
 
 /* A caller waiting for an event the service delivers (an answer): set by
  * the runtime's await, woken through its wake. */
@@ -321,6 +322,12 @@ struct guest {
 	void			(*lane_gone)(struct guest *g, struct lg_lane *ln);
 						/* call_in.c: fails the calls over
 						 * it, drops the answers to it */
+	/* topics.c: delivers events (serve.c), whether some wait, and the
+	 * announcement before a sleep (1: something came, do not sleep) */
+	int			(*topics_serve)(struct guest *g, int *did);
+	int			(*topics_ready)(struct guest *g);
+	int			(*topics_sleep)(struct guest *g);
+	struct lg_topics	*topics;
 	struct hp_segment	seg;
 	struct hp_peer_view	view;
 	struct hp_endpoint	ep;
@@ -521,6 +528,12 @@ void	lg_out_lane_gone(struct guest *g, struct lg_lane *ln);
 /* Fails every call in flight with status (the loop has ended for good:
  * nothing new can start). */
 void	lg_out_fail_all(struct guest *g, int status);
+
+/* topics.c */
+/* Fills the dispatch table's Topic and the topics' hooks: 0, -ENOMEM. */
+int	lg_topics_init(struct guest *g);
+/* Ends every publication and subscription here (detach). */
+void	lg_topics_free(struct guest *g);
 
 /* lane.c */
 /* Fills the dispatch table's Lane; sets the lanes up when the hub

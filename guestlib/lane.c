@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's direct lanes to other guests (proto/lane.h): what the hub
- * says of them (HP_MSG_LANE: a lane, a method to call over it, its end),
+ * says of them (HP_MSG_LANE: a lane, a method to call over it or no
+ * longer, its end),
  * the table of methods called over lanes, and closing a lane: at once
  * when its peer hangs up or breaks a rule, the calls in flight over it
  * failing as they would through the hub when the callee goes, and the
@@ -60,11 +61,16 @@ lg_lanes_publish(struct guest *g)
 		publish(g->lanes[i]);
 }
 
-/* The group's on_sleep: a sleep costs far more than these stores. */
-static void
-publish_all(void *g)
+/* The group's on_sleep: a sleep costs far more than these stores; and
+ * the topics' announcement (topics.c), which may find it should not
+ * sleep. */
+static int
+before_sleep(void *arg)
 {
+	struct guest *g = arg;
+
 	lg_lanes_publish(g);
+	return g->topics_sleep != NULL ? g->topics_sleep(g) : 0;
 }
 
 /* Its end: out of the table and the group, every call over it failed
@@ -235,6 +241,22 @@ lane_route(struct guest *g, const struct hp_lane_msg *lm)
 		g->routes[g->nroutes++] = r;
 }
 
+/* UNROUTE: the method's calls go through the hub from now on (a monitor
+ * watches it there). Calls already sent over the lane end there; one
+ * whose route was looked up before (a send waiting for room) keeps its
+ * copy (call_out.c) and goes over the lane: the last to. The hub routes
+ * the method again on its next call through it. */
+static void
+lane_unroute(struct guest *g, const struct hp_lane_msg *lm)
+{
+	for (uint32_t i = 0; i < g->nroutes; i++) {
+		if (g->routes[i].method != lm->method || g->routes[i].lane->id != lm->lane)
+			continue;
+		g->routes[i] = g->routes[--g->nroutes];
+		return;
+	}
+}
+
 /* The hub's word on a lane (from the hub's ring only: a lane's
  * endpoint refuses the type). One the guest cannot act on is left:
  * the call that brought it went through the hub all the same. */
@@ -255,6 +277,9 @@ on_lane(struct guest *g, struct hp_msg_in *m)
 	case HP_LANE_ROUTE:
 		lane_route(g, &lm);
 		break;
+	case HP_LANE_UNROUTE:
+		lane_unroute(g, &lm);
+		break;
 	case HP_LANE_CLOSE:
 		if ((ln = lane_by_id(g, lm.lane)) != NULL && !ln->closing) {
 			ln->closing = 1;
@@ -272,7 +297,7 @@ lg_lanes_init(struct guest *g)
 	g->on_msg[HP_MSG_LANE] = on_lane;
 	if (hp_group_add(&g->group, &g->ep) != 0)
 		return -ENOSPC;
-	g->group.on_sleep = publish_all;
+	g->group.on_sleep = before_sleep;
 	g->group.on_sleep_arg = g;
 	if (!g->ep.lim.lane_msgs)
 		return 0;

@@ -179,14 +179,15 @@ io_wait(void *arg, uint64_t deadline_ns)
 		/* the group and the lanes' figures are the lock's: another
 		 * processor may open or close a lane while we sleep */
 		hp_endpoint_sleep_prepare(&g->ep, m->kick_fd, &sl);
-		if (g->nlanes > 0)
-			lg_lanes_publish(g);
-		lg_mt_unlock(g);
-		rc = hp_sleep_poll(&sl, until == UINT64_MAX ? -1 :
-				   ms > INT_MAX ? INT_MAX : (int)ms);
-		lg_mt_lock(g);
-		if (rc > 0)
-			rc = hp_endpoint_sleep_finish(&g->ep, &sl);
+		/* the lanes' figures, the topics' announcement (lane.c) */
+		if (g->group.on_sleep(g->group.on_sleep_arg) == 0) {
+			lg_mt_unlock(g);
+			rc = hp_sleep_poll(&sl, until == UINT64_MAX ? -1 :
+					   ms > INT_MAX ? INT_MAX : (int)ms);
+			lg_mt_lock(g);
+			if (rc > 0)
+				rc = hp_endpoint_sleep_finish(&g->ep, &sl);
+		}
 		hp_endpoint_set_awake(&g->ep, 1);
 	}
 	hp_endpoint_cancel(&g->ep);

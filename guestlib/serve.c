@@ -193,6 +193,9 @@ serve(struct guest *g, int *did, int requests)
 		lg_lane_put(ln);
 	}
 	g->deferring = deferring;
+	/* events, where handlers may run */
+	if (rc == 0 && requests && g->topics_serve != NULL)
+		rc = g->topics_serve(g, did);
 	if (rc == 0 && g->nlanes > 0) {
 		/* not under a send waiting for room: a lane closed now would
 		 * be freed under it (its chans, its ring); the loop reaps it */
@@ -240,7 +243,8 @@ lg_rest(struct guest *g)
 	/* announce, then look (Dekker, endpoint.h): what came before a
 	 * peer could see the announcement makes guest_fd readable now */
 	hp_endpoint_announce(&g->ep, HP_WAIT_RING_DATA);
-	if (lg_rx_ready(g) != 0 && !g->kicked) {
+	if ((lg_rx_ready(g) != 0 || (g->topics_sleep != NULL && g->topics_sleep(g))) &&
+	    !g->kicked) {
 		g->kicked = 1;
 		(void)!write(g->wake_fd, &one, sizeof(one));
 	}
@@ -283,7 +287,11 @@ lg_traffic(struct guest *g)
 {
 	int rc = hp_endpoint_rx_ready(&g->ep);
 
-	return rc != 0 || g->nlanes == 0 ? rc : lg_lanes_ready(g);
+	if (rc == 0 && g->nlanes > 0)
+		rc = lg_lanes_ready(g);
+	if (rc == 0 && g->topics_ready != NULL)
+		rc = g->topics_ready(g);
+	return rc;
 }
 
 int

@@ -3,8 +3,8 @@
  * client.c (the connection to hubd), json.c (reading its answers), a
  * file per command or kind of command: listings.c (status, version,
  * methods, lanes, stats), peers.c, call.c, lifecycle.c (start, stop,
- * restart, reload), pool.c, debug.c (calls, logs, ticket), views.c (top
- * and stats -w), domains.c (a live hub's memory as fds; hubctl dump) and
+ * restart, reload), pool.c, debug.c (calls, logs, ticket), monitor.c,
+ * views.c (top and stats -w), domains.c (a live hub's memory as fds; hubctl dump) and
  * inspect.c (hubctl inspect: that memory, or files, read alone; its own
  * files share inspector.h). Every command gets the struct ctl that main
  * filled: no file reaches into another's globals. */
@@ -95,6 +95,9 @@ int		 hubctl_reload(struct ctl *ctl, int argc, char **argv);
 
 /* pool.c: hubctl pool [--validate] [--json] */
 int		 hubctl_pool(struct ctl *ctl, int argc, char **argv);
+
+/* monitor.c: hubctl monitor [GLOB] */
+int		 hubctl_monitor(struct ctl *ctl, int argc, char **argv);
 
 /* debug.c: hubctl calls, hubctl logs NAME, hubctl ticket NAME */
 int		 hubctl_calls(struct ctl *ctl, int argc, char **argv);

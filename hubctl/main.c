@@ -42,6 +42,9 @@ static const struct command commands[] = {
 	{ "calls", "calls", 0, 0, hubctl_calls,
 	  "calls routed through hubd and not answered yet: caller, callee, method, age",
 	  NULL },
+	{ "monitor", "monitor [GLOB]", 0, 1, hubctl_monitor,
+	  "each call as it passes: caller, callee, method, arguments, result, duration",
+	  NULL },
 	{ "logs", "logs NAME", 1, 1, hubctl_logs,
 	  "a guest's last lines of stdout and stderr, kept across its restarts", NULL },
 	{ "ticket", "ticket NAME", 1, 1, hubctl_ticket,
@@ -201,6 +204,19 @@ static const struct {
 	  "--bytes-file FILE gives a bytes argument as FILE's bytes, whatever\n"
 	  "they are (sent as its text form base64:...), up to about 48 KiB.\n"
 	  "A method's error is printed on stderr and exits 1.\n" },
+	{ "monitor",
+	  "Prints each call of a method GLOB matches (fnmatch; all when not\n"
+	  "given) when it ends, a line each, written out at once (to a pipe too):\n"
+	  "the time, CALLER > CALLEE METHOD(ARGS) = RESULT or ! KIND: ERROR, its\n"
+	  "duration, and \"lane\" for a call between two guests that have a lane.\n"
+	  "Arguments and results are decoded by the method's signature and cut\n"
+	  "short (strings to 64 bytes, lists and maps to 8 elements); what a guest\n"
+	  "sent is escaped. While a monitor watches a method, its calls go through\n"
+	  "hubd instead of over lanes, and cost what such a call costs; after,\n"
+	  "the next call through hubd puts it back on its lane. hubd drops the\n"
+	  "lines hubctl does not read fast enough and says how many. Root and\n"
+	  "hubd's user only: arguments are the guests' data. Ctrl-C or a closed\n"
+	  "pipe ends it (exit 0). -j: hubd's JSON lines as they come.\n" },
 	{ "inspect",
 	  "Without FILE: asks hubd for every guest's domain and every zone's pool\n"
 	  "(their fds, over the control socket: root and hubd's user only; no\n"

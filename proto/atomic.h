@@ -59,6 +59,8 @@ static inline int hp_cas_u64(hp_atomic_u64 *p, uint64_t *expected, uint64_t desi
 
 static inline uint32_t hp_fetch_add_u32(hp_atomic_u32 *p, uint32_t v, memory_order mo)
 { return atomic_fetch_add_explicit(p, v, mo); }
+static inline uint64_t hp_fetch_add_u64(hp_atomic_u64 *p, uint64_t v, memory_order mo)
+{ return atomic_fetch_add_explicit(p, v, mo); }
 static inline uint64_t hp_fetch_or_u64(hp_atomic_u64 *p, uint64_t v, memory_order mo)
 { return atomic_fetch_or_explicit(p, v, mo); }
 #endif /* HP_WRITER */

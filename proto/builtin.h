@@ -31,6 +31,17 @@
  *						"a.*" those in a., else that
  *						name); neither the host's nor the
  *						asking guest's own
+ *	hub.advertise	str,str,bool -> unit	TOPIC, SIGNATURE, RETAIN: the calling
+ *						guest publishes TOPIC (one of its
+ *						names: NAME.* or its config's
+ *						publishes); its memory comes as
+ *						HP_MSG_TOPIC WRITE before the answer
+ *						(proto/topic.h, doc/events.md)
+ *	hub.subscribe	str,str -> u64		TOPIC, POLICY ("block", "drop-oldest",
+ *						"latest"): a subscription, its id;
+ *						its memory, cursor and bell come as
+ *						HP_MSG_TOPIC READ before the answer
+ *	hub.unsubscribe	u64 -> unit		ends subscription ID
  *	hub.describe	str,str -> unit		METHOD, TEXT: what the calling guest
  *						says of a method it registered (""
  *						for itself: its note), shown by
@@ -65,6 +76,9 @@
 #define HP_SVC_CALLER		"hub.caller"
 #define HP_SVC_METHODS		"hub.methods"
 #define HP_SVC_DESCRIBE		"hub.describe"
+#define HP_SVC_ADVERTISE	"hub.advertise"
+#define HP_SVC_SUBSCRIBE	"hub.subscribe"
+#define HP_SVC_UNSUBSCRIBE	"hub.unsubscribe"
 
 #define HP_SVC_SIG_PING		"bytes->bytes"
 #define HP_SVC_SIG_LOG		"str->unit"
@@ -76,6 +90,9 @@
 #define HP_SVC_SIG_CALLER	"u64->str"
 #define HP_SVC_SIG_METHODS	"str->list<(str,str)>"
 #define HP_SVC_SIG_DESCRIBE	"str,str->unit"
+#define HP_SVC_SIG_ADVERTISE	"str,str,bool->unit"
+#define HP_SVC_SIG_SUBSCRIBE	"str,str->u64"
+#define HP_SVC_SIG_UNSUBSCRIBE	"u64->unit"
 #define HP_STREAM_HASH_SEED	0
 
 /* hub.register's errors (User(str)), so that a guest can tell them apart. */

@@ -48,7 +48,8 @@ hp_desc_validate(const struct hp_desc *d, const struct hp_desc_limits *lim,
 {
 	/* d is the receiver's own copy: read once, checked, then used. */
 	if ((d->msg_type < HP_MSG_REQUEST || d->msg_type > HP_MSG_GOODBYE) &&
-	    (d->msg_type != HP_MSG_LANE || !lim->lane_msgs))
+	    (d->msg_type != HP_MSG_LANE || !lim->lane_msgs) &&
+	    (d->msg_type != HP_MSG_TOPIC || !lim->topic_msgs))
 		return broken(rule, "shm.desc.msg-type");
 	/* r[shm.desc.flags]: flags are ignored for forward compatibility;
 	 * the reserved bytes and a method_id outside Requests must be 0 */

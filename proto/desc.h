@@ -21,6 +21,8 @@ struct hp_desc_limits {
 	uint32_t	var_owner;	/* who a received variable slot's owner is */
 	uint8_t		lane_msgs;	/* HP_MSG_LANE accepted (HP_FEAT_LANES on
 					 * a hub's ring) */
+	uint8_t		topic_msgs;	/* HP_MSG_TOPIC accepted (a guest, on
+					 * hubd's ring) */
 };
 
 /* r[shm.payload.inline] r[shm.desc.inline-fields]: payload of len <= 32

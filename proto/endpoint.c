@@ -132,6 +132,8 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 		ep->lim.lane_msgs = 1;
 	}
 	if (v->ext != NULL && (seg->host_features & use & HP_FEAT_WAITERS)) {
+		/* hubd's: it tells of topics on this ring (proto/topic.h) */
+		ep->lim.topic_msgs = 1;
 		ep->my_waits = &v->ext->guest_waits;
 		ep->their_waits = &v->ext->host_waits;
 		ep->peer_waiters = 1;
@@ -580,6 +582,25 @@ hp_group_hung(const struct hp_endpoint *ep)
 	return ep->hung;
 }
 
+int
+hp_group_bell_add(struct hp_wait_group *g, int fd)
+{
+	if (g->nbells >= HP_GROUP_BELLS)
+		return -ENOSPC;
+	g->bell[g->nbells++] = fd;
+	return 0;
+}
+
+void
+hp_group_bell_remove(struct hp_wait_group *g, int fd)
+{
+	for (uint32_t i = 0; i < g->nbells; i++)
+		if (g->bell[i] == fd) {
+			g->bell[i] = g->bell[--g->nbells];
+			return;
+		}
+}
+
 /* Drains member i: 0, or -EPIPE for the hub's hang-up (another's is
  * noted in its hung). */
 static int
@@ -624,13 +645,16 @@ hp_endpoint_sleep_prepare(struct hp_endpoint *ep, int kick, struct hp_sleep *s)
 	}
 	s->pfd[n] = (struct pollfd){ .fd = kick, .events = POLLIN };
 	s->n = n;
+	s->nbells = g != NULL ? g->nbells : 0;
+	for (i = 0; i < s->nbells; i++)
+		s->pfd[n + 1 + i] = (struct pollfd){ .fd = g->bell[i], .events = POLLIN };
 }
 
 int
 hp_sleep_poll(struct hp_sleep *s, int ms)
 {
 	uint64_t k;
-	int rc = poll(s->pfd, s->n + 1, ms);
+	int rc = poll(s->pfd, s->n + 1 + s->nbells, ms);
 
 	if (rc < 0)
 		return -errno;
@@ -646,6 +670,16 @@ hp_endpoint_sleep_finish(struct hp_endpoint *ep, const struct hp_sleep *s)
 	struct hp_wait_group *g = ep->group;
 	int rc, hub = 0;
 
+	for (uint32_t i = 0; i < s->nbells; i++) {
+		const struct pollfd *b = &s->pfd[s->n + 1 + i];
+
+		if (b->revents == 0 || g == NULL)
+			continue;
+		/* still a bell of the group: drained, or left out once hung */
+		for (uint32_t j = 0; j < g->nbells; j++)
+			if (g->bell[j] == b->fd && hp_doorbell_drain(b->fd) == -EPIPE)
+				g->bell[j] = -1;
+	}
 	for (uint32_t i = 0; i < s->n; i++) {
 		uint32_t j = 0;
 
@@ -674,8 +708,9 @@ hp_endpoint_sleep(struct hp_endpoint *ep, int kick, int ms)
 	int rc;
 
 	hp_endpoint_sleep_prepare(ep, kick, &s);
-	if (ep->group != NULL && ep->group->on_sleep != NULL)
-		ep->group->on_sleep(ep->group->on_sleep_arg);
+	if (ep->group != NULL && ep->group->on_sleep != NULL &&
+	    ep->group->on_sleep(ep->group->on_sleep_arg) != 0)
+		return 1;
 	if ((rc = hp_sleep_poll(&s, ms)) <= 0)
 		return rc;
 	return (rc = hp_endpoint_sleep_finish(ep, &s)) != 0 ? rc : 1;

@@ -97,12 +97,20 @@ struct hp_endpoint {
  * is only noted (its hung) and its doorbell left out of polls from then
  * on. */
 #define HP_GROUP_MAX	65
+#define HP_GROUP_BELLS	128	/* other descriptors a sleep ends on */
 struct hp_wait_group {
 	struct hp_endpoint	*ep[HP_GROUP_MAX];
 	uint32_t		n;
 	struct hp_fdq		fdq;	/* descriptors the hub's doorbell carried */
-	void			(*on_sleep)(void *arg);	/* just before a sleep */
+	/* Just before a sleep, after the last look: nonzero if something
+	 * came after all (the sleep is skipped). */
+	int			(*on_sleep)(void *arg);
 	void			*on_sleep_arg;
+	/* Doorbells that are no endpoint's (topics' bells, proto/topic.h):
+	 * a sleep ends when one rings and drains it; one that hung up is
+	 * left out from then on (-1). */
+	int			bell[HP_GROUP_BELLS];
+	uint32_t		nbells;
 };
 
 /* Adds ep (0, -ENOSPC) or takes it out of g. */
@@ -110,6 +118,9 @@ int hp_group_add(struct hp_wait_group *g, struct hp_endpoint *ep);
 void hp_group_remove(struct hp_wait_group *g, struct hp_endpoint *ep);
 /* Whether ep's doorbell hung up (its peer is gone). */
 int hp_group_hung(const struct hp_endpoint *ep);
+/* Adds a bell (0, -ENOSPC) or takes it out (by its fd). */
+int hp_group_bell_add(struct hp_wait_group *g, int fd);
+void hp_group_bell_remove(struct hp_wait_group *g, int fd);
 
 /* Sleeps on ep's doorbell (its group's doorbells) and kick (-1: none) up
  * to ms (-1: forever), draining what rang: 1 woken, 0 timed out, -EPIPE
@@ -120,9 +131,11 @@ int hp_endpoint_sleep(struct hp_endpoint *ep, int kick, int ms);
  * under its lock, the poll without: 1 woken, 0 timed out, -errno; then
  * finish: 0, or -EPIPE. */
 struct hp_sleep {
-	struct pollfd		pfd[HP_GROUP_MAX + 1];	/* doorbells, then kick */
+	struct pollfd		pfd[HP_GROUP_MAX + 1 + HP_GROUP_BELLS];	/* doorbells,
+							 * kick, then bells */
 	struct hp_endpoint	*ep[HP_GROUP_MAX];
 	uint32_t		n;
+	uint32_t		nbells;
 };
 void hp_endpoint_sleep_prepare(struct hp_endpoint *ep, int kick, struct hp_sleep *s);
 int hp_sleep_poll(struct hp_sleep *s, int ms);

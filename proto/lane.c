@@ -205,6 +205,9 @@ hp_lane_msg_encode(uint8_t *buf, size_t cap, const struct hp_lane_msg *m)
 		hp_pc_put_u64(&e, m->method);
 		hp_pc_put_str(&e, m->sig, strnlen(m->sig, HP_SIG_MAX_LEN));
 		break;
+	case HP_LANE_UNROUTE:
+		hp_pc_put_u64(&e, m->method);
+		break;
 	case HP_LANE_CLOSE:
 		hp_pc_put_str(&e, m->reason, strnlen(m->reason, HP_LANE_REASON_MAX));
 		break;
@@ -257,6 +260,9 @@ hp_lane_msg_decode(const uint8_t *buf, size_t len, struct hp_lane_msg *m)
 		m->method = hp_pc_get_u64(&d);
 		if (get_str(&d, m->sig, HP_SIG_MAX_LEN) != 0)
 			return -EBADMSG;
+		break;
+	case HP_LANE_UNROUTE:
+		m->method = hp_pc_get_u64(&d);
 		break;
 	case HP_LANE_CLOSE:
 		if (get_str(&d, m->reason, HP_LANE_REASON_MAX) != 0)

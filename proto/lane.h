@@ -86,6 +86,9 @@ void hp_lane_figures_write(const struct hp_lane_map *m, const struct hp_lane_tal
 #define HP_LANE_CLOSE	3u	/* hub -> guest: the lane is over (reason) */
 #define HP_LANE_CLOSED	4u	/* guest -> hub: it closed the lane (reason,
 				 * and whether the peer broke a rule) */
+#define HP_LANE_UNROUTE	5u	/* hub -> guest: call method through the hub
+				 * again (a monitor watches it); calls in
+				 * flight over the lane end there */
 
 #define HP_LANE_NAME_MAX	64
 #define HP_LANE_REASON_MAX	160
@@ -96,7 +99,7 @@ struct hp_lane_msg {
 	uint32_t	side;		/* OPEN: HP_LANE_SIDE_* */
 	uint32_t	calls_max;	/* OPEN: requests the peer may have in
 					 * flight to us (calls_in_flight) */
-	uint64_t	method;		/* ROUTE */
+	uint64_t	method;		/* ROUTE, UNROUTE */
 	char		sig[HP_SIG_MAX_LEN + 1];	/* ROUTE: the method's signature */
 	uint32_t	violation;	/* CLOSED: the peer broke a rule */
 	char		peer[HP_LANE_NAME_MAX + 1];	/* OPEN: the other guest */
@@ -104,7 +107,7 @@ struct hp_lane_msg {
 };
 
 /* Postcard: op, lane, then per op: OPEN side, calls_max, peer; ROUTE
- * method, signature; CLOSE reason; CLOSED violation (bool), reason. Encode: the
+ * method, signature; UNROUTE method; CLOSE reason; CLOSED violation (bool), reason. Encode: the
  * length or -ENOSPC; decode: 0 or -EBADMSG (unknown op, trailing bytes,
  * a string too long, not UTF-8 or with a NUL in it). */
 int64_t hp_lane_msg_encode(uint8_t *buf, size_t cap, const struct hp_lane_msg *m);

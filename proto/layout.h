@@ -46,6 +46,9 @@
 /* Ours (HP_FEAT_LANES): the hub's word to a guest about its lanes and a
  * guest's report back, on the hub's rings only (doc/protocol.md, "Lanes") */
 #define HP_MSG_LANE		8u
+/* Ours: the hub's word to a guest about the topics it publishes or reads
+ * (proto/topic.h, struct hp_topic_msg), on the hub's rings only */
+#define HP_MSG_TOPIC		9u
 
 /* r[shm.flow.channel-table] */
 #define HP_CHAN_FREE		0u

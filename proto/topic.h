@@ -13,8 +13,10 @@
  * read-only. So no subscriber changes what another reads, and a
  * publisher reads a subscriber's position only to honour its policy.
  *
- * Sequence numbers. A writer claims sequence h with a fetch-add on the
- * header's claim word, then writes slot h % slots as a seqlock: version
+ * Sequence numbers. A writer claims sequence h with a compare-and-swap
+ * on the header's claim word, once its block subscribers have room for
+ * h (a fetch-add after many lost races: a hostile co-writer cannot hold
+ * it back), then writes slot h % slots as a seqlock: version
  * 2h+1 while it writes, 2h+2 once the event is complete. A reader that
  * wants sequence r takes the slot's event when its version is 2r+2 and
  * still is after the copy; a larger version means it was lapped.
@@ -51,6 +53,7 @@
 #include <stdint.h>
 
 #include "proto/atomic.h"
+#include "proto/layout.h"
 #include "proto/sig.h"
 
 #define HP_TOPIC_MAGIC		0x31435054425548ull	/* "HUBTPC1" */
@@ -210,6 +213,9 @@ struct hp_topic_reader {
 	int			bell;		/* end B, -1: hung up */
 	uint32_t		policy;
 	uint64_t		read;		/* private copy of cur->read */
+	uint64_t		pending;	/* lost, told with the next event
+						 * (a lap landed on a slot not
+						 * written yet) */
 };
 
 /* What hp_topic_next took. */
@@ -230,9 +236,10 @@ void hp_topic_reader_free(struct hp_topic_reader *r);
 
 /* The next event for r's policy copied into buf (cap at least event_max):
  * 1 with *ev, 0 none yet, or -EBADMSG: an event the writer spoiled
- * (a length over event_max, changed while read), skipped and counted
- * lost (*ev says where). Advances the cursor and rings the writer if it
- * waits for room. */
+ * (a length over event_max), skipped and counted lost (*ev says where;
+ * its lost counts it too). An event changed while read was lapped: the
+ * reader moves on as for any lap. Advances the cursor and rings the
+ * writer if it waits for room. -EINVAL: cap below event_max. */
 int hp_topic_next(struct hp_topic_reader *r, void *buf, size_t cap, struct hp_topic_event *ev);
 /* Whether hp_topic_next has something (an event or news of a loss). */
 int hp_topic_ready(const struct hp_topic_reader *r);
@@ -241,6 +248,12 @@ int hp_topic_ready(const struct hp_topic_reader *r);
  * hp_topic_reader_awake. */
 int hp_topic_reader_announce(struct hp_topic_reader *r);
 void hp_topic_reader_awake(struct hp_topic_reader *r);
+
+/* The newest complete event, copied into buf (cap at least event_max):
+ * 1 with *len and *seq, 0 none yet, -EBADMSG spoiled. Reads only (hubd's
+ * retained value for hubctl topics). */
+int hp_topic_latest(const struct hp_topic_map *m, void *buf, size_t cap, size_t *len,
+		    uint64_t *seq);
 
 /* -- figures (hubd, hubctl topics) ------------------------------------------ */
 

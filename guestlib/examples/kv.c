@@ -2,7 +2,8 @@
 /* kv: an in-memory key-value store. kv.put KEY VALUE, kv.get KEY,
  * kv.delete KEY, kv.list (the keys, one per line), kv.keys (the keys as a
  * list<str>), kv.mget KEYS (a list<str>: the value of each, or none).
- * Keys are str, values bytes: any bytes, UTF-8 or not. */
+ * Keys are str, values bytes: any bytes, UTF-8 or not. Every put and
+ * delete publishes the key on the topic kv.changed (doc/events.md). */
 #include <err.h>
 #include <errno.h>
 #include <stdio.h>
@@ -30,6 +31,18 @@ find(const char *k, size_t n)
 		if ((*pp)->klen == n && memcmp((*pp)->key, k, n) == 0)
 			break;
 	return pp;
+}
+
+/* kv.changed KEY: who listens learns of it; a key too long for the
+ * topic's events (event_max) is not told, the change stands. */
+static void
+changed(struct guest_call *c, const char *k, size_t kn)
+{
+	uint8_t ev[4096];
+	size_t n = 0;
+
+	if (guest_pc_put_str(ev, sizeof(ev), &n, k, kn) == 0)
+		guest_publish(guest_call_guest(c), "kv.changed", ev, n);
 }
 
 static void
@@ -65,6 +78,7 @@ put(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	memcpy(e->val, v, vn);
 	e->vlen = vn;
 	guest_reply(c, NULL, 0);
+	changed(c, k, kn);
 }
 
 static void
@@ -110,10 +124,11 @@ del(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		return;
 	}
 	*pp = e->next;
+	guest_reply(c, NULL, 0);
+	changed(c, e->key, e->klen);
 	free(e->key);
 	free(e->val);
 	free(e);
-	guest_reply(c, NULL, 0);
 }
 
 static void
@@ -218,6 +233,9 @@ main(int argc, char *argv[])
 
 	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
 		errx(1, "%s", why);
+	/* first, so that a subscriber hears of every change once we serve */
+	if ((rc = guest_advertise(g, "kv.changed", "str", 0)) != 0)
+		errx(1, "cannot publish kv.changed: %s", strerror(-rc));
 	if (guest_register(g, "kv.put", "str,bytes->unit", put, NULL) != 0 ||
 	    guest_register(g, "kv.get", "str->bytes", get, NULL) != 0 ||
 	    guest_register(g, "kv.delete", "str->unit", del, NULL) != 0 ||

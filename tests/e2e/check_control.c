@@ -211,7 +211,7 @@ START_TEST(test_refusals_exit_1)
 {
 	static const char *const cmds[][3] = {
 		{ "reload", NULL, NULL }, { "call", "echo.echo", "x" }, { "restart", "echo", NULL },
-		{ "stop", "echo", NULL }, { "start", "echo", NULL },
+		{ "stop", "echo", NULL }, { "start", "echo", NULL }, { "monitor", NULL, NULL },
 	};
 
 	if (geteuid() != 0)

@@ -266,7 +266,7 @@ END_TEST
 START_TEST(test_hostile_host)
 {
 	static const struct { uint8_t type; uint32_t slot, len; const char *what; } bad[] = {
-		{ 9, HP_SLOT_INLINE, 1, "msg_type 9" },
+		{ 10, HP_SLOT_INLINE, 1, "msg_type 10 (9 is hubd's Topic)" },
 		{ 1, 100, 100, "slot out of range" },
 		{ 1, HP_SLOT_INLINE, 33, "inline over 32" },
 		{ 4, HP_SLOT_INLINE, 1, "data on a channel it does not receive" },

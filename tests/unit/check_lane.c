@@ -58,6 +58,8 @@ START_TEST(test_msg_round_trip)
 					  .calls_max = 1024, .peer = "kv" });
 	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = 7,
 					  .method = 0x1234567890abcdefull, .sig = "str,chan<bytes>->u64" });
+	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_UNROUTE, .lane = 7,
+					  .method = 0x1234567890abcdefull });
 	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_CLOSE, .lane = 1,
 					  .reason = "guest kv died" });
 	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_CLOSED, .lane = 99, .violation = 1,

@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Topics end to end (doc/events.md): each overflow policy with a
+ * subscriber that stops reading, publishers and subscribers that die and
+ * come back, a retained event across its publisher's restart, the
+ * discovery topics across restarts and reloads, guest_wait_method, and
+ * hostile subscribers and publishers. The guests are topicguest. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/e2e/harness.h"
+
+static struct hub_proc hub;
+
+#define TG		"exec = @/tests/guests/topicguest\n"
+#define PUB(extra)	"[guest pub]\n" TG "args = --as=pub --pub=pub.ev " extra "\n"
+#define SUB(n, extra)	"[guest " n "]\n" TG "args = --as=" n " --sub=pub.ev " extra "\n"
+#define SMALL		"[topic pub.ev]\nslots = 8\nblock_timeout = 300ms\n"
+
+/* hubctl call method args...: its output (asserted to succeed). */
+static char *
+call(const char *method, const char *a, const char *b)
+{
+	char *out = NULL;
+	int rc = hubctl(&hub, &out, "call", method, a, b, (char *)NULL);
+
+	ck_assert_msg(rc == 0, "call %s %s %s: exit %d: %s; log: %s", method, a ? a : "",
+		      b ? b : "", rc, out, hub_log_tail(&hub));
+	return out;
+}
+
+static void
+expect(const char *method, const char *a, const char *b, const char *want)
+{
+	char *out = call(method, a, b);
+
+	ck_assert_msg(strcmp(out, want) == 0, "%s %s %s: '%s', want '%s'; log: %s", method,
+		      a ? a : "", b ? b : "", out, want, hub_log_tail(&hub));
+	free(out);
+}
+
+/* Waits (10 s) until NAME.stats says want. */
+static void
+expect_stats(const char *guest, const char *want)
+{
+	char method[64], *out = NULL;
+
+	snprintf(method, sizeof(method), "%s.stats", guest);
+	for (double end = now_s() + 10; now_s() < end; sleep_ms(10)) {
+		free(out);
+		out = call(method, NULL, NULL);
+		if (strstr(out, want) != NULL)
+			break;
+	}
+	ck_assert_msg(strstr(out, want) != NULL, "%s: '%s', want '%s'; log: %s", method, out,
+		      want, hub_log_tail(&hub));
+	free(out);
+}
+
+/* Waits (10 s) until the log has what; asserts it. */
+static void
+expect_log(const char *what)
+{
+	char *log = NULL;
+
+	for (double end = now_s() + 10; now_s() < end; sleep_ms(20)) {
+		free(log);
+		log = hub_log(&hub);
+		if (strstr(log, what) != NULL)
+			break;
+	}
+	ck_assert_msg(strstr(log, what) != NULL, "no '%s' in the log: %s", what,
+		      hub_log_tail(&hub));
+	free(log);
+}
+
+static int
+log_count(const char *what)
+{
+	char *log = hub_log(&hub), *s = log;
+	int n = 0;
+
+	while ((s = strstr(s, what)) != NULL) {
+		n++;
+		s += strlen(what);
+	}
+	free(log);
+	return n;
+}
+
+static void
+ctl(const char *cmd, const char *name)
+{
+	char *out = NULL;
+
+	ck_assert_msg(hubctl(&hub, &out, cmd, name, (char *)NULL) == 0, "hubctl %s %s: %s",
+		      cmd, name, out);
+	free(out);
+}
+
+/* block: the publisher waits for a block subscriber, up to the topic's
+ * block_timeout, then overruns one that stopped reading; one that
+ * reads loses nothing. */
+START_TEST(test_block)
+{
+	hub_start_up(&hub, NULL, SMALL PUB("") SUB("fast", "--policy=block")
+		     SUB("slow", "--policy=block --pull"), "pub,fast,slow");
+	ck_assert(hub_wait_method(&hub, "pub.burst,fast.stats,slow.read") == 0);
+	expect("pub.burst", "20", "0", "20\n");
+	expect_stats("fast", "received 20 lost 0 bad 0 last 19");
+	/* overrun after 8: it learns it lost the 12 before the newest 8 */
+	expect("slow.read", "100", NULL, "12 13 14 15 16 17 18 19 lost=12\n");
+	/* caught up, it is waited for again: a full ring holds up the
+	 * publisher (then overruns it) and fast still loses nothing */
+	expect("pub.burst", "1000", "20", "1000\n");
+	expect_stats("fast", "received 1020 lost 0 bad 0 last 1019");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* drop-oldest: never waited for; a lapped subscriber learns how many it
+ * lost; the others are not held back by it. */
+START_TEST(test_drop_oldest)
+{
+	hub_start_up(&hub, NULL, SMALL PUB("") SUB("fast", "--policy=block")
+		     SUB("slow", "--policy=drop-oldest --pull"), "pub,fast,slow");
+	ck_assert(hub_wait_method(&hub, "pub.burst,fast.stats,slow.read") == 0);
+	expect("pub.burst", "20", "0", "20\n");
+	expect_stats("fast", "received 20 lost 0 bad 0 last 19");
+	expect("slow.read", "100", NULL, "12 13 14 15 16 17 18 19 lost=12\n");
+	expect("slow.read", "100", NULL, "lost=0\n");
+	expect("pub.burst", "3", "20", "3\n");
+	expect("slow.read", "100", NULL, "20 21 22 lost=0\n");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* latest: only the newest event each time it looks. */
+START_TEST(test_latest)
+{
+	hub_start_up(&hub, NULL, SMALL PUB("") SUB("slow", "--policy=latest --pull"), "pub,slow");
+	ck_assert(hub_wait_method(&hub, "pub.burst,slow.read") == 0);
+	expect("pub.burst", "20", "0", "20\n");
+	expect("slow.read", "100", NULL, "19 lost=19\n");
+	expect("slow.read", "100", NULL, "lost=0\n");
+	expect("pub.burst", "1", "20", "1\n");
+	expect("slow.read", "100", NULL, "20 lost=0\n");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Subscribers and publishers die and come back: a new subscriber
+ * instance subscribes anew; a new publisher instance writes into the
+ * same topic, whose subscribers stay. */
+START_TEST(test_restarts)
+{
+	hub_start_up(&hub, NULL, PUB("") SUB("sub", "--policy=block"), "pub,sub");
+	ck_assert(hub_wait_method(&hub, "pub.burst,sub.stats") == 0);
+	expect("pub.burst", "5", "0", "5\n");
+	expect_stats("sub", "received 5 lost 0 bad 0 last 4");
+	ctl("restart", "sub");
+	ck_assert(hub_wait_method(&hub, "sub.stats") == 0);
+	expect_stats("sub", "received 0 ");
+	expect("pub.burst", "5", "5", "5\n");
+	expect_stats("sub", "received 5 lost 0 bad 0 last 9");
+	ctl("restart", "pub");
+	ck_assert(hub_wait_method(&hub, "pub.burst") == 0);
+	expect("pub.burst", "5", "10", "5\n");
+	expect_stats("sub", "received 10 lost 0 bad 0 last 14");
+	/* killed, not stopped: the same */
+	kill(hub_peer_int(&hub, "pub", "pid"), SIGKILL);
+	for (double end = now_s() + 10; now_s() < end; sleep_ms(20))
+		if (hub_peer_int(&hub, "pub", "restarts") == 2 &&
+		    strcmp(hub_peer_state(&hub, "pub"), "up") == 0)
+			break;
+	ck_assert(hub_wait_method(&hub, "pub.burst") == 0);
+	expect("pub.burst", "5", "15", "5\n");
+	expect_stats("sub", "received 15 lost 0 bad 0 last 19");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A retained event outlives its publisher's instance: a subscriber that
+ * comes later gets it at once; hubd shows it. */
+START_TEST(test_retained)
+{
+	json_object *a, *t, *topics;
+	const char *text;
+	char msgs[1024];
+
+	hub_start_up(&hub, NULL, PUB("--retain"), "pub");
+	ck_assert(hub_wait_method(&hub, "pub.burst") == 0);
+	expect("pub.burst", "2", "41", "2\n");
+	ctl("restart", "pub");
+	ck_assert(hub_wait_method(&hub, "pub.burst") == 0);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, PUB("--retain")
+					SUB("late", "--policy=drop-oldest --log")), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert(hub_wait_method(&hub, "late.stats") == 0);
+	expect_stats("late", "received 1 lost 0 bad 0 last 42");
+	a = hub_request(&hub, "{\"cmd\":\"topics\"}", NULL);
+	topics = json_get(a, "topics");
+	ck_assert_ptr_nonnull(topics);
+	t = NULL;
+	for (size_t i = 0; i < json_object_array_length(topics); i++)
+		if (strcmp(json_object_get_string(json_get(json_object_array_get_idx(topics, i),
+							   "name")), "pub.ev") == 0)
+			t = json_object_array_get_idx(topics, i);
+	ck_assert_ptr_nonnull(t);
+	text = json_object_to_json_string(json_get(t, "retained"));
+	ck_assert_msg(strcmp(text, "[ 42 ]") == 0 || strcmp(text, "[42]") == 0, "%s",
+		      json_object_to_json_string(t));
+	ck_assert_str_eq(json_object_get_string(json_get(t, "publisher")), "pub");
+	json_object_put(a);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+#define ECHO	"[guest echo]\nexec = @/guests/echo\n"
+#define WATCH	"[guest gw]\n" TG "args = --as=gw --sub=hub.guests --log\n" \
+		"[guest gm]\n" TG "args = --as=gm --sub=hub.methods --log\n"
+
+/* hub.guests and hub.methods across a restart, a crash and reloads. */
+START_TEST(test_discovery)
+{
+	char msgs[1024];
+	int ups;
+
+	hub_start_up(&hub, NULL, WATCH ECHO, "gw,gm,echo");
+	ck_assert(hub_wait_method(&hub, "gw.stats,gm.stats,echo.echo") == 0);
+	ctl("restart", "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
+	expect_log("topicguest gw: event");
+	expect_log(": echo down ");
+	expect_log("topicguest gm: event");
+	expect_log(": echo.echo gone ");
+	ups = log_count(": echo up");
+	ck_assert_msg(ups >= 1, "%s", hub_log_tail(&hub));
+	/* a crash: restarting, with why */
+	kill(hub_peer_int(&hub, "echo", "pid"), SIGKILL);
+	expect_log(": echo restarting crashed: signal 9");
+	for (double end = now_s() + 10; now_s() < end && log_count(": echo up") <= ups;)
+		sleep_ms(20);
+	ck_assert_msg(log_count(": echo up") > ups, "%s", hub_log_tail(&hub));
+	expect_log(": echo.echo registered ");
+	/* a reload adds a guest, another takes it away */
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, WATCH ECHO "[guest extra]\n" TG
+					"args = --as=extra --pub=extra.ev\n"), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
+	expect_log(": extra up");
+	expect_log(": extra.burst registered ");
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, WATCH ECHO), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
+	expect_log(": extra down");
+	expect_log(": extra.burst gone ");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* guest_wait_method: a method that comes late, and one that never does. */
+START_TEST(test_wait_method)
+{
+	char msgs[1024];
+
+	hub_start_up(&hub, NULL, "[guest waiter]\n" TG "args = --as=waiter --wait=echo.echo\n"
+		     "[guest never]\n" TG "args = --as=never --wait=nobody.x --wait-ms=300\n",
+		     "waiter,never");
+	expect_log("topicguest never: wait nobody.x: ETIMEDOUT");
+	sleep_ms(200);
+	ck_assert_int_eq(log_count("topicguest waiter: wait"), 0);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, "[guest waiter]\n" TG
+					"args = --as=waiter --wait=echo.echo\n"
+					"[guest never]\n" TG
+					"args = --as=never --wait=nobody.x --wait-ms=300\n" ECHO), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
+	expect_log("topicguest waiter: wait echo.echo: ok");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A subscriber that scribbles its own cursor, or never reads, holds the
+ * publisher back no longer than block_timeout, and the others lose
+ * nothing. */
+START_TEST(test_hostile_subscriber)
+{
+	char *out;
+	int pid;
+
+	hub_start_up(&hub, NULL, SMALL PUB("") SUB("good", "--policy=block")
+		     SUB("bad", "--policy=block --pull --scribble-cursor"), "pub,good,bad");
+	ck_assert(hub_wait_method(&hub, "pub.burst,good.stats,bad.scribble_cursor") == 0);
+	pid = hub_peer_int(&hub, "pub", "pid");
+	expect("bad.scribble_cursor", "0", NULL, "");
+	expect("pub.burst", "50", "0", "50\n");
+	expect_stats("good", "received 50 lost 0 bad 0 last 49");
+	expect("bad.scribble_cursor", "18446744073709551615", NULL, "");
+	expect("pub.burst", "50", "50", "50\n");
+	expect_stats("good", "received 100 lost 0 bad 0 last 99");
+	expect("bad.scribble_cursor", "4702111234474983745", NULL, "");
+	expect("pub.burst", "50", "100", "50\n");
+	expect_stats("good", "received 150 lost 0 bad 0 last 149");
+	/* it may read whatever it made of its cursor, and stays a guest */
+	out = call("bad.read", "100", NULL);
+	free(out);
+	ck_assert_int_eq(hub_peer_int(&hub, "pub", "pid"), pid);
+	ck_assert_str_eq(hub_peer_state(&hub, "pub"), "up");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A publisher that scribbles its topic's memory: its subscribers are
+ * told (lost or bad events), never crash, and go on once it writes
+ * events again. */
+START_TEST(test_hostile_publisher)
+{
+	int pid;
+
+	hub_start_up(&hub, NULL, PUB("") SUB("sub", "--policy=drop-oldest")
+		     SUB("puller", "--policy=drop-oldest --pull"), "pub,sub,puller");
+	ck_assert(hub_wait_method(&hub, "pub.burst,sub.stats,puller.read") == 0);
+	pid = hub_peer_int(&hub, "sub", "pid");
+	expect("pub.burst", "5", "0", "5\n");
+	expect_stats("sub", "received 5 ");
+	for (int i = 0; i < 20; i++) {
+		char *out;
+
+		expect("pub.scribble", NULL, NULL, "");
+		out = call("puller.read", "100", NULL);
+		free(out);
+		out = call("sub.stats", NULL, NULL);
+		free(out);
+	}
+	ck_assert_int_eq(hub_peer_int(&hub, "sub", "pid"), pid);
+	ck_assert_str_eq(hub_peer_state(&hub, "sub"), "up");
+	ck_assert_str_eq(hub_peer_state(&hub, "puller"), "up");
+	ck_assert_int_eq(hub_peer_int(&hub, "sub", "restarts"), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "puller", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Who may: a guest publishes only its own topics; a [topic] section's
+ * subscribers = keeps others out. */
+START_TEST(test_rights)
+{
+	hub_start_up(&hub, NULL, "[topic pub.ev]\nsubscribers = ok\n" PUB("")
+		     SUB("ok", "") "[guest thief]\n" TG "args = --as=thief --pub=echo.x\n"
+		     "[guest nosy]\n" TG "args = --as=nosy --sub=pub.ev\n", "pub,ok");
+	ck_assert(hub_wait_method(&hub, "pub.burst,ok.stats") == 0);
+	expect_log("topicguest: advertise echo.x: Operation not permitted");
+	expect_log("topicguest: subscribe pub.ev: Operation not permitted");
+	expect_log("guest thief: may not publish echo.x: not one of this guest's topics");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_topics(void);
+Suite *
+suite_topics(void)
+{
+	Suite *s = suite_create("topics");
+	TCase *tc = tcase_create("topics");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, test_block);
+	tcase_add_test(tc, test_drop_oldest);
+	tcase_add_test(tc, test_latest);
+	tcase_add_test(tc, test_restarts);
+	tcase_add_test(tc, test_retained);
+	tcase_add_test(tc, test_discovery);
+	tcase_add_test(tc, test_wait_method);
+	tcase_add_test(tc, test_hostile_subscriber);
+	tcase_add_test(tc, test_hostile_publisher);
+	tcase_add_test(tc, test_rights);
+	suite_add_tcase(s, tc);
+	return s;
+}
