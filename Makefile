@@ -92,10 +92,12 @@ SPECHOST := $(B)/tests/host/spechost
 # would have to come first in the library list)
 TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
-	$(B)/tests/bench/poolbench $(B)/tests/bench/mtbench $(B)/tests/bench/natsbase
+	$(B)/tests/bench/poolbench $(B)/tests/bench/mtbench $(B)/tests/bench/natsbase \
+	$(B)/tests/bench/psguest
 # Peers built for make bench only (their packages come with BENCH=1 deps;
 # make all and make check never need them): iceoryx and sd-bus.
-BENCH_PEERS := $(B)/tests/bench/iox $(B)/tests/bench/dbus
+BENCH_PEERS := $(B)/tests/bench/iox $(B)/tests/bench/dbus $(B)/tests/bench/ioxps \
+	$(B)/tests/bench/dbusps
 # iceoryx keeps its headers in a versioned directory
 IOX_INC = $(lastword $(sort $(wildcard /usr/include/iceoryx/v*)))
 SDBUS_CFLAGS = $(shell pkg-config --cflags libsystemd 2>/dev/null)
@@ -240,12 +242,17 @@ $(B)/tests/bench/mtbench: $(B)/tests/bench/mtbench.o $(GUEST_A)
 $(B)/tests/bench/natsbase: $(B)/tests/bench/natsbase.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) -lpthread
 
-# Eclipse iceoryx's request/response, against a RouDi the bench starts.
-$(B)/tests/bench/iox: tests/bench/iox.c
+# A topic's publisher and subscribers (tests/bench/pubsub.sh).
+$(B)/tests/bench/psguest: $(B)/tests/bench/psguest.o $(GUEST_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(GUEST_LIBS)
+
+# Eclipse iceoryx's request/response and publish-subscribe, against a
+# RouDi the bench starts.
+$(B)/tests/bench/iox $(B)/tests/bench/ioxps: $(B)/tests/bench/%: tests/bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -isystem $(IOX_INC) $(ALL_LDFLAGS) -o $@ $< -liceoryx_binding_c
-# D-Bus method calls through a private dbus-daemon or dbus-broker (dbus.sh)
-$(B)/tests/bench/dbus: tests/bench/dbus.c
+# D-Bus method calls and signals through a private dbus-daemon (dbus.sh)
+$(B)/tests/bench/dbus $(B)/tests/bench/dbusps: $(B)/tests/bench/%: tests/bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(SDBUS_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(SDBUS_LIBS)
 

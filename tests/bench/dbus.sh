@@ -7,8 +7,14 @@
 # dbus_broker_p99_ns=, or dbus_error=REASON for what could not run; returns
 # 0 either way. Every daemon is stopped and the temp dir removed, whatever
 # happens: the body is a subshell with its own EXIT trap (run.sh's stays).
+# bench_dbus BUILD_DIR N ps: D-Bus signals instead (tests/bench/dbusps,
+# pubsub.sh's runs and its ps_peer) through a dbus-daemon whose queues are
+# bounded: it reads no more from a sender while 64 KiB of its messages
+# wait, and drops what a subscriber's full queue (48 KiB, about 256
+# signals) has no room for; prints dbus_N_* for N in PS_NS, then
+# dbus_1cpu_4_* with the daemon and every process on CPU 0.
 bench_dbus() (
-	local bin=$1/tests/bench/dbus n=${2:-10000} dir pids=() out
+	local bin=$1/tests/bench/dbus${3:-} n=${2:-10000} what=${3:-} dir pids=() out limits=""
 
 	# alive PID: running, not a zombie left for someone else to reap
 	alive() { [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" ] &&
@@ -48,6 +54,8 @@ bench_dbus() (
 		echo "dbus_error=dbus-daemon not installed"
 	else
 		dir=$(mktemp -d /tmp/hub-bench-dbus-XXXXXX)
+		[ "$what" = ps ] && limits='<limit name="max_incoming_bytes">65536</limit>
+		  <limit name="max_outgoing_bytes">49152</limit>'
 		# a session-like bus: anyone may own names and send anything
 		cat > "$dir/daemon.conf" <<-CONF
 		<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -56,6 +64,7 @@ bench_dbus() (
 		  <type>session</type>
 		  <listen>unix:path=$dir/daemon.sock</listen>
 		  <auth>EXTERNAL</auth>
+		  $limits
 		  <policy context="default">
 		    <allow send_destination="*" eavesdrop="true"/>
 		    <allow eavesdrop="true"/>
@@ -70,7 +79,15 @@ bench_dbus() (
 			[ -s "$dir/daemon.addr" ] || ! alive "${pids[-1]}" && break
 			sleep 0.05
 		done
-		if [ -s "$dir/daemon.addr" ]; then
+		if [ -s "$dir/daemon.addr" ] && [ "$what" = ps ]; then
+			out=$(head -n 1 "$dir/daemon.addr")
+			for k in $PS_NS; do
+				ps_peer "dbus_$k" "$dir/ps" "$k" "$k" "$bin" "$out" "$dir/ps" "$k" || true
+			done
+			taskset -a -p -c 0 "${pids[-1]}" >/dev/null 2>&1
+			ps_peer dbus_1cpu_4 "$dir/ps" 999 4 taskset -c 0 "$bin" "$out" "$dir/ps" 999 || true
+			return 0
+		elif [ -s "$dir/daemon.addr" ]; then
 			calls daemon "$(head -n 1 "$dir/daemon.addr")" "$dir/daemon.log"
 		else
 			echo "dbus_error=dbus-daemon did not start: $(why "$dir/daemon.log")"

@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Eclipse iceoryx 2.0 (Debian's iceoryx) as a bench peer; sourced by run.sh.
-#   bench_iox BUILD_DIR N
+#   bench_iox BUILD_DIR N [ps]
 # Starts a RouDi of its own, runs tests/bench/iox (request/response, 8-byte
 # request and reply) busy-polling and in a WaitSet, then the WaitSet one
 # with every process on CPU 0. Prints iox_spin_median_ns= iox_spin_p99_ns=
 # iox_ws_median_ns= iox_ws_p99_ns= iox_ws_1cpu_median_ns= for the variants
 # that ran, and iox_error= (the first failure) when the peer or a variant
-# could not run; returns 0 either way.
+# could not run; returns 0 either way. With ps, tests/bench/ioxps instead
+# (publish-subscribe, pubsub.sh's runs and its ps_peer): iox_drop_N_* and
+# iox_block_N_* for N in PS_NS, then iox_1cpu_4_* on CPU 0.
 #
 # RouDi 2.0 has no private domain: its names are fixed (/dev/shm/iceoryx_mgmt,
 # a data segment named after its group, /tmp/roudi and its lock files, and
@@ -18,7 +20,7 @@ bench_iox() {
 	# a subshell: its own trap, nothing of run.sh's set -e or variables
 	(
 	set +e
-	b=$1 n=$2 tmp="" roudi="" ours=0 clean=1 error=""
+	b=$1 n=$2 what=${3:-} tmp="" roudi="" ours=0 clean=1 error=""
 	# roudi's data segment: named after the group it runs as
 	seg=/dev/shm/$(id -gn)
 	fixed="/dev/shm/iceoryx_mgmt $seg /tmp/roudi /tmp/roudi.lock /tmp/iox-unique-roudi.lock"
@@ -48,7 +50,7 @@ bench_iox() {
 	fail() { echo "iox_error=$*"; exit 0; }
 	val() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$2"; }
 
-	[ -x "$b/tests/bench/iox" ] || fail "not built (make bench builds it)"
+	[ -x "$b/tests/bench/iox${what}" ] || fail "not built (make bench builds it)"
 	command -v iox-roudi >/dev/null 2>&1 || fail "no iox-roudi (Debian package iceoryx)"
 	pgrep -x iox-roudi >/dev/null && fail "another RouDi is running"
 	if [ -e /tmp/roudi.lock ] && ! flock -n /tmp/roudi.lock true 2>/dev/null; then
@@ -56,8 +58,9 @@ bench_iox() {
 	fi
 
 	tmp=$(mktemp -d /tmp/hub-bench-iox-XXXXXX) || fail "mktemp"
-	# one small pool: 8-byte payloads and their headers, a few in flight
-	printf '[general]\nversion = 1\n\n[[segment]]\n\n[[segment.mempool]]\nsize = 128\ncount = 256\n' \
+	# one small pool: 8 and 64-byte payloads and their headers; ioxps's
+	# 16 subscribers' queues of 256 hold up to 4096
+	printf '[general]\nversion = 1\n\n[[segment]]\n\n[[segment.mempool]]\nsize = 128\ncount = 8192\n' \
 		> "$tmp/roudi.toml"
 	# no core file from an abort at shutdown; no process monitoring
 	(ulimit -c 0; exec iox-roudi -c "$tmp/roudi.toml" -m off) > "$tmp/roudi.log" 2>&1 &
@@ -88,6 +91,19 @@ bench_iox() {
 		echo "${key}_median_ns=$(val median_ns "$out")"
 		[ "$key" = iox_ws_1cpu ] || echo "${key}_p99_ns=$(val p99_ns "$out")"
 	}
+	if [ "$what" = ps ]; then
+		# runs numbered N (drop-oldest), 100 + N (block), 999 (CPU 0)
+		for k in $PS_NS; do
+			ps_peer "iox_drop_$k" "$tmp/ps" "$k" "$k" \
+				"$b/tests/bench/ioxps" drop-oldest "$tmp/ps" "$k" || clean=0
+			ps_peer "iox_block_$k" "$tmp/ps" $((100 + k)) "$k" \
+				"$b/tests/bench/ioxps" block "$tmp/ps" $((100 + k)) || clean=0
+		done
+		taskset -a -p -c 0 "$roudi" >/dev/null 2>&1
+		ps_peer iox_1cpu_4 "$tmp/ps" 999 4 taskset -c 0 \
+			"$b/tests/bench/ioxps" drop-oldest "$tmp/ps" 999 || clean=0
+		exit 0
+	fi
 	# one failing variant does not keep the others from running
 	run iox_spin spin
 	run iox_ws ws

@@ -5,7 +5,9 @@
 # ratio to the baselines and the goal, writes results/bench.md, .dat, .png.
 #   run.sh BUILD_DIR [--smoke]   (--smoke: tiny runs, for make check)
 # BENCH_ONLY=nats: only the call across hub-nats, plain NATS and the local
-# call over a lane they are compared with, into results/bench-nats.md
+# call over a lane they are compared with, into results/bench-nats.md;
+# BENCH_ONLY=pubsub: only publish-subscribe (hub's topics, iceoryx, D-Bus
+# signals), into results/bench-pubsub.md
 set -euo pipefail
 B=$(cd "$1" && pwd)
 SMOKE=${2:-}
@@ -40,6 +42,7 @@ trap cleanup EXIT
 . "$(dirname "$0")/iox.sh"
 . "$(dirname "$0")/dbus.sh"
 . "$(dirname "$0")/nats.sh"
+. "$(dirname "$0")/pubsub.sh"
 
 if [ "$SMOKE" = --smoke ]; then
 	N_PEER=500; N_RTT=2000; N_PP=2000; PIPE_MS=200; STREAM32=$((1 << 20)); BULK=$((32 << 20))
@@ -109,6 +112,15 @@ if [ "${BENCH_ONLY:-}" = nats ]; then
 	bench_nats
 	{ printf '%b\n' "$NATS_HEAD"; nats_rows; } > "$OUT/bench-nats.md"
 	cat "$OUT/bench-nats.md"
+	echo "bench: 1 passed, 0 failed"
+	exit 0
+fi
+
+if [ "${BENCH_ONLY:-}" = pubsub ]; then
+	bench_pubsub
+	{ printf '%b\n' "$NATS_HEAD"; pubsub_rows; } > "$OUT/bench-pubsub.md"
+	[ -n "$PS_ERR" ] && echo "peers that did not run: $PS_ERR" >> "$OUT/bench-pubsub.md"
+	cat "$OUT/bench-pubsub.md"
 	echo "bench: 1 passed, 0 failed"
 	exit 0
 fi
@@ -497,6 +509,7 @@ r=$(python3 "$(dirname "$0")/pysock.py" "$N_PY"); must p99_ns= "$r"
 PY_SOCK=$(val median_ns "$r"); PY_SOCK99=$(val p99_ns "$r")
 
 bench_nats
+bench_pubsub
 
 # the table: figure, value, unit, compared with, ratio, goal
 {
@@ -584,7 +597,9 @@ echo "| a Python guest calls a C guest, 8 B, median / p99 | $PY_OUT / $PY_OUT99 
 echo "| an 8 B round trip between two Python processes over a UNIX socketpair (no hub), median / p99 | $PY_SOCK / $PY_SOCK99 | ns | a C guest calls a Python guest $PY_IN ns | $(ratio "$PY_SOCK" "$PY_IN")x slower | |"
 echo "| a Python guest reads hub.source as an iterator | $PY_SRC | MB/s | | | |"
 nats_rows
+pubsub_rows
 } > "$OUT/bench.md"
+PEER_ERR+=$PS_ERR
 [ -n "$PEER_ERR" ] && echo "peers that did not run: $PEER_ERR" >> "$OUT/bench.md"
 cat "$OUT/bench.md"
 
