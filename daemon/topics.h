@@ -17,7 +17,9 @@
 
 #define TOPICS_MAX		4096	/* topics at once */
 #define TOPICS_SUBS_PER_GUEST	64	/* subscriptions of one guest */
-#define TOPICS_SUBS_MAX		1024	/* subscribers of one topic */
+#define TOPICS_SUBS_MAX		256	/* subscribers of one topic: their
+					 * descriptors fit a guest's queue
+					 * (HP_FDQ_MAX) when it advertises */
 
 /* The discovery topics, their signature, and their words. */
 #define TOPIC_GUESTS		"hub.guests"	/* guest, state, reason */

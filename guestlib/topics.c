@@ -50,6 +50,7 @@ struct lg_topics {
 	uint32_t		npub;
 	struct lg_sub		*sub[LG_TOPICS_MAX];
 	uint32_t		nsub;
+	uint32_t		bells_hung;	/* the group's count, as last seen */
 };
 
 /* -- bells ----------------------------------------------------------------- */
@@ -74,6 +75,34 @@ bell_remove(struct guest *g, int fd)
 	hp_group_bell_remove(&g->group, fd);
 	if (g->epfd >= 0)
 		epoll_ctl(g->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+static int
+in_group(const struct guest *g, int fd)
+{
+	for (uint32_t i = 0; i < g->group.nbells; i++)
+		if (g->group.bell[i] == fd)
+			return 1;
+	return 0;
+}
+
+/* Bells the sleep found hung up (a peer that went or shut its end) leave
+ * guest_fd's epoll too, which would otherwise report them at every look. */
+static void
+bells_reap(struct guest *g)
+{
+	struct lg_topics *ts = g->topics;
+
+	if (ts->bells_hung == g->group.bells_hung || g->epfd < 0)
+		return;
+	ts->bells_hung = g->group.bells_hung;
+	for (uint32_t i = 0; i < ts->nsub; i++)
+		if (!in_group(g, ts->sub[i]->r.bell))
+			epoll_ctl(g->epfd, EPOLL_CTL_DEL, ts->sub[i]->r.bell, NULL);
+	for (uint32_t i = 0; i < ts->npub; i++)
+		for (uint32_t j = 0; ts->pub[i]->mapped && j < ts->pub[i]->w.nsubs; j++)
+			if (!in_group(g, ts->pub[i]->w.subs[j].bell))
+				epoll_ctl(g->epfd, EPOLL_CTL_DEL, ts->pub[i]->w.subs[j].bell, NULL);
 }
 
 /* -- the hub's word ---------------------------------------------------------- */
@@ -145,16 +174,18 @@ on_reader(struct guest *g, const struct hp_topic_msg *tm, const int *fds)
 	struct lg_pub *p = pub_by_topic(g->topics, tm->topic);
 	const char *why;
 
-	if (p == NULL || fds[0] < 0 || fds[1] < 0 ||
-	    hp_topic_writer_add(&p->w, tm->sub, tm->policy, fds[0], fds[1], &why) != 0) {
-		/* taken over (and closed) by writer_add, whatever it says */
-		if (p == NULL || fds[0] < 0 || fds[1] < 0)
-			for (int i = 0; i < 2; i++)
-				if (fds[i] >= 0)
-					close(fds[i]);
+	if (p == NULL || fds[0] < 0 || fds[1] < 0) {
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
 		return;
 	}
-	bell_add(g, fds[1]);
+	/* taken over (and closed on failure) by writer_add */
+	if (hp_topic_writer_add(&p->w, tm->sub, tm->policy, fds[0], fds[1], &why) != 0)
+		return;
+	/* only a block subscriber's ring is waited for (publish) */
+	if (tm->policy == HP_TOPIC_BLOCK)
+		bell_add(g, fds[1]);
 }
 
 static void
@@ -291,6 +322,7 @@ topics_serve(struct guest *g, int *did)
 	struct lg_topics *ts = g->topics;
 	struct guest_event ev;
 
+	bells_reap(g);
 	for (uint32_t i = 0; i < ts->nsub; i++) {
 		struct lg_sub *s = ts->sub[i];
 

@@ -21,7 +21,11 @@ int hp_doorbell_drain(int fd);
 
 /* Descriptors that came with doorbell bytes (HP_FEAT_LANES: hubd hands a
  * guest its lanes that way), oldest first. */
-#define HP_FDQ_MAX	130	/* two per lane, for every lane a guest may have */
+#define HP_FDQ_MAX	1024	/* two per lane, for every lane a guest may have,
+				 * and what topics' messages bring (topics.h in
+				 * hubd: at most 2 per subscriber of a topic it
+				 * advertises); more than its doorbell's buffer
+				 * holds at once */
 struct hp_fdq {
 	int		fd[HP_FDQ_MAX];
 	uint32_t	n;

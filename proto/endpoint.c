@@ -677,8 +677,10 @@ hp_endpoint_sleep_finish(struct hp_endpoint *ep, const struct hp_sleep *s)
 			continue;
 		/* still a bell of the group: drained, or left out once hung */
 		for (uint32_t j = 0; j < g->nbells; j++)
-			if (g->bell[j] == b->fd && hp_doorbell_drain(b->fd) == -EPIPE)
+			if (g->bell[j] == b->fd && hp_doorbell_drain(b->fd) == -EPIPE) {
 				g->bell[j] = -1;
+				g->bells_hung++;
+			}
 	}
 	for (uint32_t i = 0; i < s->n; i++) {
 		uint32_t j = 0;

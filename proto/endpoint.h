@@ -97,7 +97,9 @@ struct hp_endpoint {
  * is only noted (its hung) and its doorbell left out of polls from then
  * on. */
 #define HP_GROUP_MAX	65
-#define HP_GROUP_BELLS	128	/* other descriptors a sleep ends on */
+#define HP_GROUP_BELLS	320	/* other descriptors a sleep ends on: a
+				 * guest's subscriptions' bells (64), and its
+				 * block subscribers' (guestlib/topics.c) */
 struct hp_wait_group {
 	struct hp_endpoint	*ep[HP_GROUP_MAX];
 	uint32_t		n;
@@ -111,6 +113,7 @@ struct hp_wait_group {
 	 * left out from then on (-1). */
 	int			bell[HP_GROUP_BELLS];
 	uint32_t		nbells;
+	uint32_t		bells_hung;	/* bells left out so far, ever */
 };
 
 /* Adds ep (0, -ENOSPC) or takes it out of g. */

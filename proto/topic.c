@@ -451,14 +451,14 @@ ring_sleepers(struct hp_topic_writer *w)
 		if (hp_load_relaxed_u32(&s->cur.c->sleeping) == 0)
 			continue;
 		gen = hp_load_relaxed_u32(&s->cur.c->sleep_gen);
-		if (gen == s->rung_gen || s->bell < 0)
+		if (gen == s->rung_gen || s->bell < 0 || s->hung)
 			continue;
 		s->rung_gen = gen;
 		s->rings++;
-		if (hp_doorbell_signal(s->bell) == -EPIPE) {
-			close(s->bell);
-			s->bell = -1;
-		}
+		/* kept open until the subscriber is removed: whoever polls it
+		 * (libguest's sleep) finds it hung up, not a reused number */
+		if (hp_doorbell_signal(s->bell) == -EPIPE)
+			s->hung = 1;
 	}
 }
 
@@ -601,11 +601,10 @@ commit(struct hp_topic_reader *r, uint64_t read, uint64_t lost, int taken)
 	hp_store_release_u64(&c->read, read);
 	/* Dekker with hp_topic_writer_announce */
 	hp_fence_seq_cst();
-	if (r->bell >= 0 && hp_load_relaxed_u32(&hdr(&r->map)->writer_waiting) != 0 &&
-	    hp_doorbell_signal(r->bell) == -EPIPE) {
-		close(r->bell);
-		r->bell = -1;
-	}
+	if (r->bell >= 0 && !r->hung &&
+	    hp_load_relaxed_u32(&hdr(&r->map)->writer_waiting) != 0 &&
+	    hp_doorbell_signal(r->bell) == -EPIPE)
+		r->hung = 1;	/* kept open until freed, as the writer's */
 }
 
 /* Copies sequence s's event when its slot holds it, complete: 1 with

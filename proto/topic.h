@@ -165,7 +165,9 @@ struct hp_topic_sub {
 	uint32_t		id;		/* hubd's id of the subscription */
 	uint32_t		policy;		/* HP_TOPIC_* */
 	struct hp_cursor_map	cur;		/* read-only */
-	int			bell;		/* end A, -1: hung up (not rung) */
+	int			bell;		/* end A, -1: none */
+	int			hung;		/* its bell hung up: not rung again
+						 * (the fd stays open until removed) */
 	uint32_t		rung_gen;	/* the sleep generation last rung */
 	int			overrun;	/* block, overrun: not waited for
 						 * until it has caught up */
@@ -210,7 +212,8 @@ int hp_topic_writer_room(struct hp_topic_writer *w);
 struct hp_topic_reader {
 	struct hp_topic_map	map;		/* read-only */
 	struct hp_cursor_map	cur;		/* read-write */
-	int			bell;		/* end B, -1: hung up */
+	int			bell;		/* end B, -1: none */
+	int			hung;		/* its bell hung up: not rung again */
 	uint32_t		policy;
 	uint64_t		read;		/* private copy of cur->read */
 	uint64_t		pending;	/* lost, told with the next event
