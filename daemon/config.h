@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* hubd.conf: an INI file with one [hub] section and one [guest NAME]
- * section per guest. See conf/hubd.conf for every key and its default. */
+/* hubd.conf: an INI file with one [hub] section, one [guest NAME]
+ * section per guest and [topic NAME] sections. See conf/hubd.conf for
+ * every key and its default. */
 #ifndef HUB_CONFIG_H
 #define HUB_CONFIG_H
 
