@@ -339,8 +339,10 @@ config_topic_of(const struct hub_conf *c, const char *name, struct config_topic 
 int
 config_topic_allows(const struct config_topic *t, const char *guest)
 {
-	if (t->subscribers == NULL || guest == NULL)
+	if (t->subscribers == NULL)
 		return 1;
+	if (guest == NULL)
+		return 0;
 	for (char **q = t->subscribers; *q != NULL; q++)
 		if (strcmp(*q, guest) == 0)
 			return 1;

@@ -168,7 +168,8 @@ int config_guest_publishes(const struct config_guest *g, const char *topic);
 /* Topic name's settings: its [topic] section's, or the defaults in *def. */
 const struct config_topic *config_topic_of(const struct hub_conf *c, const char *name,
 					   struct config_topic *def);
-/* Whether the topic's settings let guest (NULL: an operator) subscribe. */
+/* Whether the topic's settings let guest subscribe (NULL: a control
+ * client, not root nor hubd's user: only to a topic open to all). */
 int config_topic_allows(const struct config_topic *t, const char *guest);
 
 #endif

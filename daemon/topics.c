@@ -157,21 +157,10 @@ topics_find(struct hub *h, const char *name)
 static int
 sig_set(struct topic *t, const char *sig, const char **why)
 {
-	char full[HP_SIG_MAX_LEN + 16];
 	struct hp_sig ps;
 
-	if (strlen(sig) > HP_SIG_MAX_LEN - 6) {
-		*why = "signature too long";
+	if (hp_topic_sig_parse(sig, &ps, why) != 0)
 		return -EINVAL;
-	}
-	snprintf(full, sizeof(full), "%s->unit", sig);
-	if (hp_sig_parse(full, &ps, why) != 0)
-		return -EINVAL;
-	for (unsigned i = 0; i < ps.nargs; i++)
-		if (hp_sig_arg_type(&ps, i) == HP_T_CHAN) {
-			*why = "an event carries no channel";
-			return -EINVAL;
-		}
 	t->psig = ps;
 	snprintf(t->sig, sizeof(t->sig), "%s", sig);
 	t->has_sig = 1;

@@ -201,24 +201,12 @@ on_reader_gone(struct guest *g, const struct hp_topic_msg *tm)
 	hp_topic_writer_remove(&p->w, tm->sub);
 }
 
-static int
-sig_parse(const char *sig, struct hp_sig *ps)
-{
-	char full[HP_SIG_MAX_LEN + 16];
-
-	if (strlen(sig) > HP_SIG_MAX_LEN - 6)
-		return -EINVAL;
-	memcpy(full, sig, strlen(sig));
-	memcpy(full + strlen(sig), "->unit", 7);
-	return hp_sig_parse(full, ps, NULL);
-}
-
 static void
 sub_set_sig(struct lg_sub *s, const char *sig)
 {
 	/* "": nobody advertised it yet (HP_TOPIC_SIGNATURE comes then) */
 	snprintf(s->sig, sizeof(s->sig), "%s", sig);
-	s->has_sig = sig[0] != '\0' && sig_parse(sig, &s->psig) == 0;
+	s->has_sig = sig[0] != '\0' && hp_topic_sig_parse(sig, &s->psig, NULL) == 0;
 }
 
 /* READ: our subscription, before hub.subscribe's answer. */
@@ -388,7 +376,7 @@ advertise(struct guest *g, const char *topic, const char *sig, unsigned flags)
 	int rc, fresh = 0;
 
 	if (topic == NULL || sig == NULL || (n = strlen(topic)) == 0 ||
-	    hp_method_name_refused(topic, n) != NULL || sig_parse(sig, &ps) != 0)
+	    hp_method_name_refused(topic, n) != NULL || hp_topic_sig_parse(sig, &ps, NULL) != 0)
 		return -EINVAL;
 	if (n > HP_TOPIC_NAME_MAX)
 		return -ENAMETOOLONG;

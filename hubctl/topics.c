@@ -43,32 +43,6 @@ struct lines {
 	size_t	len;
 };
 
-/* A topic's signature as hubd names it (its arguments, as a method's
- * before "->") parsed into sig, with a result of unit. 0, or -1 with
- * *why. */
-static int
-topic_sig(const char *text, struct hp_sig *sig, const char **why)
-{
-	char full[HP_SIG_MAX_LEN + 8];
-
-	if (strstr(text, "->") != NULL) {
-		*why = "has a result";
-		return -1;
-	}
-	if ((size_t)snprintf(full, sizeof(full), "%s->unit", text) >= sizeof(full)) {
-		*why = "too long";
-		return -1;
-	}
-	if (hp_sig_parse(full, sig, why) != 0)
-		return -1;
-	for (unsigned i = 0; i < sig->nargs; i++)
-		if (hp_sig_arg_type(sig, i) == HP_T_CHAN) {
-			*why = "has a chan<T>, which an event cannot carry";
-			return -1;
-		}
-	return 0;
-}
-
 /* An event's bytes as JSON by its topic's signature: its one value, an
  * array of its values, or null for none (*out). 0, or -1 when they are
  * not exactly that. */
@@ -171,7 +145,7 @@ listen_set_sig(struct listen *l, json_object *v)
 	if (!json_object_is_type(v, json_type_string) || *text == '\0')
 		return;
 	snprintf(l->sig_text, sizeof(l->sig_text), "%s", js_shown(v));
-	if (topic_sig(text, &l->sig, &why) == 0)
+	if (hp_topic_sig_parse(text, &l->sig, &why) == 0)
 		l->sig_ok = 1;
 	else
 		fprintf(stderr, "hubctl: listen: %s: hubd gave a signature hubctl cannot read "

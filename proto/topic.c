@@ -61,6 +61,23 @@ fail(const char **why, const char *msg, int rc)
 	return rc;
 }
 
+int
+hp_topic_sig_parse(const char *text, struct hp_sig *sig, const char **why)
+{
+	char full[HP_SIG_MAX_LEN + 8];
+
+	if (strstr(text, "->") != NULL)
+		return fail(why, "an event has no result: give its arguments only", -EINVAL);
+	if ((size_t)snprintf(full, sizeof(full), "%s->unit", text) > HP_SIG_MAX_LEN)
+		return fail(why, "signature too long", -EINVAL);
+	if (hp_sig_parse(full, sig, why) != 0)
+		return -EINVAL;
+	for (unsigned i = 0; i < sig->nargs; i++)
+		if (hp_sig_arg_type(sig, i) == HP_T_CHAN)
+			return fail(why, "an event carries no channel (chan<T>)", -EINVAL);
+	return 0;
+}
+
 size_t
 hp_topic_slot_size(const struct hp_topic_geom *g)
 {

@@ -74,6 +74,12 @@
 #define HP_TOPIC_RETAIN		1u	/* flags: a new subscriber starts at
 					 * the newest event, not after it */
 
+/* A topic's signature: its events' arguments, as a method's before "->"
+ * ("str", "u64,list<str>"; "" for none), parsed into sig with a result
+ * of unit. 0, or -EINVAL with *why: malformed, too long, a result given,
+ * a chan<T> (an event carries no channel). */
+int hp_topic_sig_parse(const char *text, struct hp_sig *sig, const char **why);
+
 /* A policy's name ("block", "drop-oldest", "latest") and back (-1). */
 const char *hp_topic_policy_name(uint32_t policy);
 int hp_topic_policy_parse(const char *s);

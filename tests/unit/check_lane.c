@@ -23,7 +23,7 @@ open_fds(void)
 {
 	int n = 0;
 
-	for (int fd = 0; fd < 1024; fd++)
+	for (int fd = 0; fd < 4 * HP_FDQ_MAX; fd++)
 		n += fcntl(fd, F_GETFD) >= 0;
 	return n;
 }
@@ -164,9 +164,17 @@ START_TEST(test_fds_with_a_doorbell_byte)
 	ck_assert_int_eq(hp_doorbell_drain(bell[1]), 0);
 	ck_assert_int_eq(open_fds(), before);
 
-	/* more than the queue holds: the rest closed */
-	for (int i = 0; i < HP_FDQ_MAX / 2 + 2; i++)
-		ck_assert_int_eq(hp_doorbell_send_fds(bell[0], pair, 2), 0);
+	/* more than the queue holds: the rest closed (taken as they come:
+	 * the socket holds fewer than the queue) */
+	for (int i = 0; i < HP_FDQ_MAX / 2 + 2; i++) {
+		int rc = hp_doorbell_send_fds(bell[0], pair, 2);
+
+		if (rc == -EAGAIN) {
+			ck_assert_int_eq(hp_doorbell_drain_fds(bell[1], &q), 0);
+			rc = hp_doorbell_send_fds(bell[0], pair, 2);
+		}
+		ck_assert_int_eq(rc, 0);
+	}
 	ck_assert_int_eq(hp_doorbell_drain_fds(bell[1], &q), 0);
 	ck_assert_uint_eq(q.n, HP_FDQ_MAX);
 	got = open_fds();

@@ -27,7 +27,8 @@ parse(const char *line, enum ctl_cmd *cmd, const char **why)
 static void
 request_for(const char *name, char *line, size_t len)
 {
-	snprintf(line, len, "{\"cmd\":\"%s\",\"method\":\"m\",\"name\":\"g\"}", name);
+	snprintf(line, len, "{\"cmd\":\"%s\",\"method\":\"m\",\"name\":\"g\",\"topic\":\"t.x\"}",
+		 name);
 }
 
 /* Every enum value has a row, says who may run it, and is what its name
@@ -58,9 +59,9 @@ END_TEST
 START_TEST(test_who_may_run_what)
 {
 	static const char *const reads[] = { "peers", "methods", "status", "stats", "pool",
-					     "lanes", "version", "calls" };
+					     "lanes", "version", "calls", "topics", "listen" };
 	static const char *const changes[] = { "call", "reload", "restart", "stop", "start",
-					       "domains", "logs", "ticket" };
+					       "domains", "logs", "ticket", "emit", "monitor" };
 	int n = 0;
 
 	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)

@@ -227,6 +227,26 @@ msg_of(uint32_t op)
 	return m;
 }
 
+/* A topic's signature: arguments only, no channel. */
+START_TEST(test_signature)
+{
+	static const char *const good[] = { "str", "u64,list<str>", "", "map<str,f64>,opt<u64>" };
+	static const char *const bad[] = { "u64->str", "chan<u64>", "str,chan<bytes>", "list<",
+					   "nope" };
+	struct hp_sig sig;
+	const char *why;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(hp_topic_sig_parse(good[i], &sig, &why) == 0, "%s refused", good[i]);
+	ck_assert(hp_topic_sig_parse("u64,list<str>", &sig, NULL) == 0 && sig.nargs == 2);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		ck_assert_msg(hp_topic_sig_parse(bad[i], &sig, &why) == -EINVAL && why != NULL,
+			      "%s taken", bad[i]);
+	}
+}
+END_TEST
+
 START_TEST(test_msg_round_trip)
 {
 	static const uint32_t ops[] = { HP_TOPIC_WRITE, HP_TOPIC_READER, HP_TOPIC_READER_GONE,
@@ -985,6 +1005,7 @@ suite_topic(void)
 	TCase *pr = tcase_create("processes");
 
 	tcase_add_test(tc, test_geometry);
+	tcase_add_test(tc, test_signature);
 	tcase_add_test(tc, test_msg_round_trip);
 	tcase_add_test(tc, test_msg_refused);
 	tcase_add_test(tc, test_block);
