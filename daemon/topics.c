@@ -251,6 +251,34 @@ topic_free(struct topic *t)
 	free(t);
 }
 
+/* A topic nobody publishes or reads, keeping no retained event, goes
+ * with its memory: names a guest subscribed to and left do not pile up
+ * (a retained one stays for the publisher's next instance). */
+static void
+topic_reap(struct hub *h, struct topic *t)
+{
+	if (t->host_owned || t->subs != NULL || publisher(h, t) != NULL ||
+	    ((t->flags & HP_TOPIC_RETAIN) && hp_topic_claimed(&t->w.map) > 0))
+		return;
+	for (struct topic **pp = &h->topics; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	topic_free(t);
+}
+
+/* Topics guest name advertised (whatever its instance). */
+static uint32_t
+topics_of(struct hub *h, const char *name)
+{
+	uint32_t n = 0;
+
+	for (struct topic *t = h->topics; t != NULL; t = t->next)
+		n += strcmp(t->owner, name) == 0;
+	return n;
+}
+
 /* -- publishing -------------------------------------------------------------- */
 
 int
@@ -273,12 +301,17 @@ topics_advertise(struct hub *h, struct peer *p, const char *name, const char *si
 		*why = "not one of this guest's topics (NAME.* or publishes)";
 		return -EPERM;
 	}
-	if ((t = topic_get(h, name, why)) == NULL)
+	if ((t = topics_find(h, name)) == NULL && topics_of(h, p->conf->name) >= TOPICS_PER_GUEST) {
+		*why = "too many topics for one guest";
+		return -ENOSPC;
+	}
+	if (t == NULL && (t = topic_get(h, name, why)) == NULL)
 		return -ENOMEM;
 	if ((cur = publisher(h, t)) != NULL && cur != p) {
 		*why = "another guest publishes it";
 		return -EEXIST;
 	}
+	snprintf(t->owner, sizeof(t->owner), "%s", p->conf->name);
 	/* the subscribers learn it: the first one, or a new one */
 	changed = !t->has_sig || strcmp(t->sig, sig) != 0;
 	was = t->has_sig;
@@ -461,8 +494,10 @@ topics_subscribe(struct hub *h, struct peer *p, const char *name, uint32_t polic
 	}
 	if ((t = topic_get(h, name, why)) == NULL)
 		return -ENOMEM;
-	if ((rc = sub_make(h, t, policy, fds, &s, why)) != 0)
+	if ((rc = sub_make(h, t, policy, fds, &s, why)) != 0) {
+		topic_reap(h, t);
 		return rc;
+	}
 	s->peer = p->id;
 	s->epoch = p->epoch;
 	m.topic = t->id;
@@ -500,8 +535,10 @@ topics_listen(struct hub *h, const char *name, uint32_t policy, uid_t uid, int p
 	}
 	if ((t = topic_get(h, name, why)) == NULL)
 		return -ENOMEM;
-	if ((rc = sub_make(h, t, policy, fds, sp, why)) != 0)
+	if ((rc = sub_make(h, t, policy, fds, sp, why)) != 0) {
+		topic_reap(h, t);
 		return rc;
+	}
 	(*sp)->uid = uid;
 	(*sp)->client = client;
 	(*sp)->tell = tellfn;
@@ -509,8 +546,9 @@ topics_listen(struct hub *h, const char *name, uint32_t policy, uid_t uid, int p
 	return 0;
 }
 
-void
-topics_drop(struct hub *h, struct topic_sub *s)
+/* s ends; its topic stays (the caller may be walking the topics). */
+static void
+sub_drop(struct hub *h, struct topic_sub *s)
 {
 	struct topic *t = s->t;
 	struct peer *p = publisher(h, t);
@@ -532,6 +570,15 @@ topics_drop(struct hub *h, struct topic_sub *s)
 	discover(h, TOPIC_TOPICS, t->name, "unsubscribed", who_of(h, s, who, sizeof(who)));
 	close(s->cursor_ro);	/* its bell went with writer_remove */
 	free(s);
+}
+
+void
+topics_drop(struct hub *h, struct topic_sub *s)
+{
+	struct topic *t = s->t;
+
+	sub_drop(h, s);
+	topic_reap(h, t);
 }
 
 int
@@ -560,18 +607,22 @@ topics_method_registered(struct hub *h, const struct method *m)
 static void
 on_detach(struct hub *h, struct peer *p)
 {
-	for (struct topic *t = h->topics; t != NULL; t = t->next) {
+	struct topic *t, *tnext;
+
+	for (t = h->topics; t != NULL; t = tnext) {
 		struct topic_sub *s, *next;
 
+		tnext = t->next;
 		for (s = t->subs; s != NULL; s = next) {
 			next = s->next;
 			if (s->peer == p->id)
-				topics_drop(h, s);
+				sub_drop(h, s);
 		}
 		if (t->publisher == p->id) {
 			t->publisher = 0;
 			discover(h, TOPIC_TOPICS, t->name, "withdrawn", p->conf->name);
 		}
+		topic_reap(h, t);
 	}
 	for (uint32_t i = 0; i < h->nmethods; i++) {
 		const struct method *m = &h->methods[i];

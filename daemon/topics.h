@@ -17,6 +17,8 @@
 
 #define TOPICS_MAX		4096	/* topics at once */
 #define TOPICS_SUBS_PER_GUEST	64	/* subscriptions of one guest */
+#define TOPICS_PER_GUEST	64	/* topics one guest (by name) advertised
+					 * and hubd keeps */
 #define TOPICS_SUBS_MAX		256	/* subscribers of one topic: their
 					 * descriptors fit a guest's queue
 					 * (HP_FDQ_MAX) when it advertises */
@@ -63,6 +65,8 @@ struct topic {
 	uint32_t		publisher;	/* peer id, 0: none (or the host's) */
 	uint32_t		pub_epoch;
 	int			host_owned;	/* hub.*: hubd publishes it */
+	char			owner[CONFIG_GUEST_NAME_MAX + 1];	/* the guest
+						 * that advertised it last, "" */
 	struct topic_sub	*subs;
 	uint32_t		nsubs;
 	uint64_t		emitted;	/* events hubd wrote */

@@ -581,7 +581,8 @@ GUEST_API int guest_chan_writer(struct guest *g, uint32_t chan,
 /* Makes this guest the publisher of topic, whose events are sig's
  * arguments. 0, or -errno: -EPERM not one of its names, -EINVAL a bad
  * name or signature (logged with why), -EEXIST another guest publishes
- * it, -ENOSYS a host without topics. Again after a restart: a retained
+ * it, -ENOSPC it keeps 64 topics already, -ENOSYS a host without
+ * topics. Again after a restart: a retained
  * event is still there. */
 GUEST_API int guest_advertise(struct guest *g, const char *topic, const char *sig,
 			      unsigned flags);

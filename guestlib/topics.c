@@ -401,7 +401,8 @@ advertise(struct guest *g, const char *topic, const char *sig, unsigned flags)
 		rc = -EIO;	/* agreed, but its memory did not come */
 	else if (rc == -EREMOTEIO || rc == -ECONNREFUSED)
 		rc = strstr((char *)res, "not one of") != NULL ? -EPERM :
-		    strstr((char *)res, "another guest") != NULL ? -EEXIST : -EINVAL;
+		    strstr((char *)res, "another guest") != NULL ? -EEXIST :
+		    strstr((char *)res, "too many") != NULL ? -ENOSPC : -EINVAL;
 	if (fresh) {
 		ts->npub--;
 		free(p);

@@ -182,11 +182,46 @@ START_TEST(test_restarts)
 }
 END_TEST
 
+/* The topic named in topics' answer, or NULL (a owns it). */
+static json_object *
+topic_in(json_object *a, const char *name)
+{
+	json_object *topics = json_get(a, "topics");
+
+	ck_assert_ptr_nonnull(topics);
+	for (size_t i = 0; i < json_object_array_length(topics); i++) {
+		json_object *t = json_object_array_get_idx(topics, i);
+
+		if (strcmp(json_object_get_string(json_get(t, "name")), name) == 0)
+			return t;
+	}
+	return NULL;
+}
+
+/* Waits (10 s) until hubd lists topic name (present 1) or not (0), and
+ * with no publisher when present; asserts it. */
+static void
+expect_topic(const char *name, int present)
+{
+	json_object *a = NULL, *t = NULL;
+
+	for (double end = now_s() + 10; now_s() < end; sleep_ms(20)) {
+		json_object_put(a);
+		a = hub_request(&hub, "{\"cmd\":\"topics\"}", NULL);
+		t = topic_in(a, name);
+		if (present ? t != NULL && json_get(t, "publisher") == NULL : t == NULL)
+			break;
+	}
+	ck_assert_msg(present ? t != NULL && json_get(t, "publisher") == NULL : t == NULL,
+		      "%s: %s", name, json_object_to_json_string(a));
+	json_object_put(a);
+}
+
 /* A retained event outlives its publisher's instance: a subscriber that
  * comes later gets it at once; hubd shows it. */
 START_TEST(test_retained)
 {
-	json_object *a, *t, *topics;
+	json_object *a, *t;
 	const char *text;
 	char msgs[1024];
 
@@ -201,19 +236,16 @@ START_TEST(test_retained)
 	ck_assert(hub_wait_method(&hub, "late.stats") == 0);
 	expect_stats("late", "received 1 lost 0 bad 0 last 42");
 	a = hub_request(&hub, "{\"cmd\":\"topics\"}", NULL);
-	topics = json_get(a, "topics");
-	ck_assert_ptr_nonnull(topics);
-	t = NULL;
-	for (size_t i = 0; i < json_object_array_length(topics); i++)
-		if (strcmp(json_object_get_string(json_get(json_object_array_get_idx(topics, i),
-							   "name")), "pub.ev") == 0)
-			t = json_object_array_get_idx(topics, i);
-	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_nonnull(t = topic_in(a, "pub.ev"));
 	text = json_object_to_json_string(json_get(t, "retained"));
 	ck_assert_msg(strcmp(text, "[ 42 ]") == 0 || strcmp(text, "[42]") == 0, "%s",
 		      json_object_to_json_string(t));
 	ck_assert_str_eq(json_object_get_string(json_get(t, "publisher")), "pub");
 	json_object_put(a);
+	/* nobody publishes or reads it now: it stays, for its event */
+	ctl("stop", "late");
+	ctl("stop", "pub");
+	expect_topic("pub.ev", 1);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -341,6 +373,23 @@ START_TEST(test_hostile_publisher)
 }
 END_TEST
 
+/* A topic nobody publishes or reads, with no retained event, goes: the
+ * names a guest subscribes to and leaves do not pile up in hubd. */
+START_TEST(test_reaped)
+{
+	json_object *a;
+
+	hub_start_up(&hub, NULL, SUB("sub", "--policy=block"), "sub");
+	ck_assert(hub_wait_method(&hub, "sub.stats") == 0);
+	a = hub_request(&hub, "{\"cmd\":\"topics\"}", NULL);
+	ck_assert_msg(topic_in(a, "pub.ev") != NULL, "%s", json_object_to_json_string(a));
+	json_object_put(a);
+	ctl("stop", "sub");
+	expect_topic("pub.ev", 0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Who may: a guest publishes only its own topics; a [topic] section's
  * subscribers = keeps others out. */
 START_TEST(test_rights)
@@ -375,6 +424,7 @@ suite_topics(void)
 	tcase_add_test(tc, test_hostile_subscriber);
 	tcase_add_test(tc, test_hostile_publisher);
 	tcase_add_test(tc, test_rights);
+	tcase_add_test(tc, test_reaped);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -698,9 +698,11 @@ main(int argc, char *argv[])
 		{ "push", "u64->str", push },
 		{ "pullfrom", "u64,u64,str->str", pullfrom },
 		{ "onmt", "->str", onmt },
-		/* last: a test that waits for it finds every method there */
-		{ "source", "u64,chan<bytes>->u64", source },
 		{ "storm", "str,u64->str", storm },
+		/* last: a test that waits for it finds every method there (a
+		 * call to a guest still registering waits behind its
+		 * hub.register answer) */
+		{ "source", "u64,chan<bytes>->u64", source },
 	};
 	struct guest_rt_config cfg = { 0 };	/* 0: as hubd.conf says */
 	const char *why;
