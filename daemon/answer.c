@@ -12,7 +12,6 @@
 #include "daemon/answer.h"
 #include "daemon/host.h"
 #include "daemon/methods.h"
-#include "daemon/monitor.h"
 #include "proto/builtin.h"
 
 /* -- answers ------------------------------------------------------------- */
@@ -34,9 +33,9 @@ answer_send(struct hub *h, const struct origin *o, const uint8_t *payload, size_
 			     "the answer is larger than the caller's max_payload_size");
 		return;
 	}
-	/* a monitor sees the call end (monitor.c) */
-	if (o->watch != 0)
-		monitor_end(h, o->watch, payload, len);
+	/* a monitor sees the call end (monitor.c's hook) */
+	if (o->watch != 0 && h->hooks.answered != NULL)
+		h->hooks.answered(h, o->watch, payload, len);
 	switch (o->kind) {
 	case ORIGIN_PEER:
 		if (p == NULL || !host_serving(p) || p->epoch != o->epoch)

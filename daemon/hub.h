@@ -347,6 +347,9 @@ struct hub {
 		host_quota_fn	*room;		/* host_on_charge */
 		void		(*entry_freed)(struct hub *h);	/* supervise_on_free */
 		host_peer_fn	*state_changed;	/* supervise: p->state moved (topics.c) */
+		/* answer.c: a watched call's answer went (monitor.c) */
+		void		(*answered)(struct hub *h, uint32_t watch,
+					    const uint8_t *payload, size_t len);
 	}			hooks;
 	struct {
 		dispatch_fn	*handler[DISPATCH_TYPES];	/* dispatch_on */

@@ -34,6 +34,7 @@
 #include "daemon/size.h"
 #include "daemon/streams.h"
 #include "daemon/supervise.h"
+#include "daemon/discovery.h"
 #include "daemon/topics.h"
 #include "daemon/users.h"
 
@@ -295,6 +296,7 @@ wire(struct hub *h)
 	host_on_charge(h, pool_over_quota, pool_room);
 	if (lanes_init(h) != 0 || topics_init(h) != 0 || monitor_init(h) != 0)
 		return -1;
+	discovery_init(h);
 	supervise_on_free(h, reload_start_waiting);
 	return 0;
 }

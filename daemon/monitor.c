@@ -385,6 +385,7 @@ monitor_init(struct hub *h)
 {
 	h->watched = (struct hp_idtab)HP_IDTAB_INIT(struct watch);
 	host_on_detach(h, monitor_detach);
+	h->hooks.answered = monitor_end;
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/services.h"
+#include "daemon/discovery.h"
 #include "daemon/topics.h"
 #include "proto/builtin.h"
 #include "proto/channel.h"
@@ -121,7 +122,7 @@ svc_register(struct hub *h, struct peer *p, const struct origin *o,
 	}
 	log_info("guest %s: registered %s (%s)", p->conf->name, nbuf, sbuf);
 	answer_ok(h, o, NULL, 0);
-	topics_method_registered(h, methods_find(h, nbuf));
+	discovery_method(h, methods_find(h, nbuf));
 }
 
 static void

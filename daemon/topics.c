@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Topics (topics.h): their memory, the subscriptions and what each party
  * is handed, the guests' and clients' comings and goings, and hubd's own
- * writes (the hub.* discovery topics, the operator's emit). */
+ * writes (the hub.* discovery topics, the operator's emit). Over 600
+ * lines and whole: one registry, whose every step (a topic made, a
+ * subscription handed over, a party gone) changes the same lists and
+ * tells the same parties. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +13,6 @@
 
 #include "daemon/config.h"
 #include "daemon/host.h"
-#include "daemon/lifecycle.h"
 #include "daemon/log.h"
 #include "daemon/topics.h"
 #include "proto/doorbell.h"
@@ -39,9 +41,8 @@ host_write(struct topic *t, const uint8_t *ev, size_t len)
 	return rc;
 }
 
-/* A discovery event: three strings, each cut to what an event holds. */
-static void
-discover(struct hub *h, const char *topic, const char *a, const char *b, const char *c)
+void
+topics_discover(struct hub *h, const char *topic, const char *a, const char *b, const char *c)
 {
 	struct topic *t = topics_find(h, topic);
 	uint8_t buf[HUB_TOPIC_EVENT];
@@ -345,7 +346,7 @@ topics_advertise(struct hub *h, struct peer *p, const char *name, const char *si
 			log_info("topic %s: guest %s changed its signature to %s", t->name,
 				 p->conf->name, t->sig);
 	}
-	discover(h, TOPIC_TOPICS, t->name, "advertised", p->conf->name);
+	topics_discover(h, TOPIC_TOPICS, t->name, "advertised", p->conf->name);
 	return 0;
 }
 
@@ -451,7 +452,7 @@ sub_announce(struct hub *h, struct topic *t, struct topic_sub *s)
 
 	if (p != NULL)
 		tell_reader(h, p, t, s);
-	discover(h, TOPIC_TOPICS, t->name, "subscribed", who_of(h, s, who, sizeof(who)));
+	topics_discover(h, TOPIC_TOPICS, t->name, "subscribed", who_of(h, s, who, sizeof(who)));
 }
 
 static const char *
@@ -567,7 +568,7 @@ sub_drop(struct hub *h, struct topic_sub *s)
 
 		tell(h, p, &m, NULL);
 	}
-	discover(h, TOPIC_TOPICS, t->name, "unsubscribed", who_of(h, s, who, sizeof(who)));
+	topics_discover(h, TOPIC_TOPICS, t->name, "unsubscribed", who_of(h, s, who, sizeof(who)));
 	close(s->cursor_ro);	/* its bell went with writer_remove */
 	free(s);
 }
@@ -594,16 +595,10 @@ topics_unsubscribe(struct hub *h, struct peer *p, uint64_t id, const char **why)
 	return -ENOENT;
 }
 
-/* -- discovery ----------------------------------------------------------------- */
-
-void
-topics_method_registered(struct hub *h, const struct method *m)
-{
-	discover(h, TOPIC_METHODS, m->name, "registered", m->signature);
-}
+/* -- goings ------------------------------------------------------------------ */
 
 /* A guest gone: its subscriptions end, its topics have no publisher (their
- * memory stays: a retained event survives a restart), its methods go. */
+ * memory stays: a retained event survives a restart). */
 static void
 on_detach(struct hub *h, struct peer *p)
 {
@@ -620,69 +615,16 @@ on_detach(struct hub *h, struct peer *p)
 		}
 		if (t->publisher == p->id) {
 			t->publisher = 0;
-			discover(h, TOPIC_TOPICS, t->name, "withdrawn", p->conf->name);
+			topics_discover(h, TOPIC_TOPICS, t->name, "withdrawn", p->conf->name);
 		}
 		topic_reap(h, t);
 	}
-	for (uint32_t i = 0; i < h->nmethods; i++) {
-		const struct method *m = &h->methods[i];
-
-		if (m->owner == p->id && m->epoch == p->epoch)
-			discover(h, TOPIC_METHODS, m->name, "gone", m->signature);
-	}
-}
-
-/* hub.guests: a state's word (1 up, 2 down, 3 restarting, 4 failed), 0
- * for those in between (starting, waiting), which are not news. A guest
- * asked to stop, or ended, is down from then on: it serves no more. */
-static int
-state_word(enum peer_state s)
-{
-	switch (s) {
-	case PEER_UP:		return 1;
-	case PEER_DOWN:
-	case PEER_STOPPING:
-	case PEER_ENDING:	return 2;
-	case PEER_BACKOFF:	return 3;
-	case PEER_FAILED:	return 4;
-	default:		return 0;
-	}
-}
-
-static void
-on_state(struct hub *h, struct peer *p)
-{
-	static const char *const words[] = { "", "up", "down", "restarting", "failed" };
-	int word = state_word(p->state);
-	char reason[DEATH_DETAIL_MAX + 64] = "";
-
-	if (word == 0 || p->conf == NULL || p->said_state == word)
-		return;
-	p->said_state = word;
-	if (p->state == PEER_STOPPING || p->state == PEER_ENDING) {
-		snprintf(reason, sizeof(reason), "%s", p->kill_detail[0] ? p->kill_detail :
-			 "asked to stop");
-	} else if (word != 1 && p->ndeaths > 0) {
-		const struct death *d = &p->tally[(p->ndeaths - 1) % TALLY_MAX];
-
-		if (d->detail[0] != '\0')
-			snprintf(reason, sizeof(reason), "%s: %s", lifecycle_death_name(d->reason),
-				 d->detail);
-		else if (d->sig != 0)
-			snprintf(reason, sizeof(reason), "%s: signal %d",
-				 lifecycle_death_name(d->reason), d->sig);
-		else
-			snprintf(reason, sizeof(reason), "%s: status %d",
-				 lifecycle_death_name(d->reason), d->status);
-	}
-	discover(h, TOPIC_GUESTS, p->conf->name, words[word], reason);
 }
 
 int
 topics_init(struct hub *h)
 {
 	host_on_detach(h, on_detach);
-	h->hooks.state_changed = on_state;
 	return 0;
 }
 

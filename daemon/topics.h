@@ -100,7 +100,9 @@ int64_t	topics_emit(struct topic *t, const uint8_t *ev, size_t len, const char *
 /* Every topic, for hubctl topics. */
 json_object *topics_json(struct hub *h);
 
-/* A method was registered (hub.methods). */
-void	topics_method_registered(struct hub *h, const struct method *m);
+/* An event of three strings, each cut to 300 bytes, on the hub topic
+ * named (hubd's own; discovery.c's), if anybody ever subscribed to it. */
+void	topics_discover(struct hub *h, const char *topic, const char *a, const char *b,
+			const char *c);
 
 #endif

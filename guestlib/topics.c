@@ -3,7 +3,9 @@
  * it subscribes to, set up with the hub's built-ins (hub.advertise,
  * hub.subscribe) and HP_MSG_TOPIC's descriptors; events written once
  * into the topic's memory and read from it in the service loop, each
- * subscription's bell in the guest's sleep. */
+ * subscription's bell in the guest's sleep. Over 600 lines and whole:
+ * the hub's messages, the service loop's part and the public calls all
+ * change one table of publications and subscriptions. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
