@@ -143,7 +143,7 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	 * (check_attach); r[shm.crash.epoch]: a new instance. */
 	if ((rc = hp_peer_attach(g->view.entry, &state)) != 0) {
 		*why = "the peer entry is not reserved for us (started by hand?)";
-		goto fail_unmap;
+		goto fail_lanes;
 	}
 	if ((rc = attached(g, why)) != 0) {
 		guest_detach(g);
