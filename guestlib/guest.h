@@ -615,7 +615,9 @@ struct guest_event {
 typedef void (*guest_event_fn)(struct guest *g, const struct guest_event *ev, void *ctx);
 
 /* Subscribes to topic with policy (GUEST_*). Each event runs fn on the
- * service loop (fn NULL: take them with guest_next_event). The topic
+ * service loop (fn NULL: take them with guest_next_event); under
+ * guest_run_mt too, not on a microthread of its own: what fn waits for
+ * holds every microthread up (spawn one, guest_mt_spawn, for that). The topic
  * need not be published yet. The subscription's id (> 0), or -errno:
  * -EPERM the config does not let this guest subscribe, -EINVAL a bad
  * name or policy, -EMFILE too many subscriptions. */
