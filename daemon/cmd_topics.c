@@ -16,28 +16,6 @@
 #include "daemon/pcjson.h"
 #include "daemon/topics.h"
 
-/* An event's arguments as a JSON array, NULL if they do not decode. */
-static json_object *
-event_json(const struct topic *t, const uint8_t *ev, size_t len)
-{
-	json_object *a = json_object_new_array(), *v;
-	struct hp_pc_dec d;
-
-	hp_pc_dec_init(&d, ev, len);
-	for (uint8_t i = 0; i < t->psig.nargs; i++) {
-		if (pcjson_value(&d, &t->psig, t->psig.args[i], &v) != 0) {
-			json_object_put(a);
-			return NULL;
-		}
-		json_object_array_add(a, v);
-	}
-	if (d.pos != len) {
-		json_object_put(a);
-		return NULL;
-	}
-	return a;
-}
-
 /* The retained value (the newest event) of each topic that keeps one. */
 static void
 add_retained(struct hub *h, json_object *list)
@@ -58,7 +36,7 @@ add_retained(struct hub *h, json_object *list)
 		if ((buf = malloc(t->geom.event_max)) == NULL)
 			continue;
 		if (hp_topic_latest(&t->w.map, buf, t->geom.event_max, &len, &seq) == 1)
-			v = event_json(t, buf, len);
+			pcjson_args(&t->psig, buf, len, &v);
 		free(buf);
 		json_object_object_add(o, "retained", v);
 	}

@@ -161,23 +161,19 @@ static json_object *
 args_json(const struct hp_sig *sig, const uint8_t *args, size_t len)
 {
 	size_t budget = SHOW_BUDGET;
-	struct hp_pc_dec d;
-	json_object *a, *v = NULL;
+	json_object *all, *a;
 
 	if (args == NULL)
 		return json_object_new_string("(do not match the signature)");
 	if (len > ARGS_DECODE_MAX)
 		return too_large(len);
+	if (pcjson_args(sig, args, len, &all) != 0)
+		return json_object_new_string("(do not decode)");
 	a = json_object_new_array();
-	hp_pc_dec_init(&d, args, len);
-	for (uint8_t i = 0; i < sig->nargs; i++) {
-		if (pcjson_value(&d, sig, sig->args[i], &v) != 0) {
-			json_object_put(v);
-			json_object_put(a);
-			return json_object_new_string("(do not decode)");
-		}
-		json_object_array_add(a, shorten(v, 1, &budget));
-	}
+	for (size_t i = 0; i < json_object_array_length(all); i++)
+		json_object_array_add(a, shorten(json_object_get(json_object_array_get_idx(all, i)),
+						 1, &budget));
+	json_object_put(all);
 	return a;
 }
 

@@ -178,6 +178,30 @@ pcjson_value(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, json_obj
 	return value_of(d, sig, at, &left, out);
 }
 
+int
+pcjson_args(const struct hp_sig *sig, const uint8_t *buf, size_t len, json_object **out)
+{
+	struct hp_pc_dec d;
+	json_object *v;
+
+	*out = json_object_new_array();
+	hp_pc_dec_init(&d, buf, len);
+	for (uint8_t i = 0; i < sig->nargs; i++) {
+		v = NULL;
+		if (pcjson_value(&d, sig, sig->args[i], &v) != 0) {
+			json_object_put(v);
+			break;
+		}
+		json_object_array_add(*out, v);
+	}
+	if (json_object_array_length(*out) != sig->nargs || hp_pc_remaining(&d) != 0) {
+		json_object_put(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* -- in ----------------------------------------------------------------- */
 
 /* "is not a list<u64>", and ": " and the rest when fmt is given. */

@@ -33,6 +33,12 @@
 int	pcjson_value(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at,
 		     json_object **out);
 
+/* The arguments sig describes, exactly buf's len bytes of them, as a
+ * JSON array into *out (an event of a topic, a call's arguments). 0, or
+ * -1 when they do not decode to exactly that (*out NULL). */
+int	pcjson_args(const struct hp_sig *sig, const uint8_t *buf, size_t len,
+		    json_object **out);
+
 /* Encodes a value of node at's type from its text, len bytes at text and a
  * NUL after them. 0; -EINVAL with what is wrong in why ("is not a
  * list<u64>: element 3 is not a u64"); -ENOSPC from the encoder. */

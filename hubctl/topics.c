@@ -51,32 +51,17 @@ struct lines {
 static int
 event_json(const struct hp_sig *sig, const uint8_t *ev, size_t len, json_object **out)
 {
-	struct hp_pc_dec d;
-	json_object *list = NULL, *v;
+	json_object *list;
 
 	*out = NULL;
-	hp_pc_dec_init(&d, ev, len);
-	if (sig->nargs != 1)
-		list = json_object_new_array();
-	for (unsigned i = 0; i < sig->nargs; i++) {
-		v = NULL;
-		if (pcjson_value(&d, sig, sig->args[i], &v) != 0) {
-			json_object_put(list);
-			return -1;
-		}
-		if (list == NULL)
-			*out = v;
-		else
-			json_object_array_add(list, v);
-	}
-	if (hp_pc_remaining(&d) != 0) {
-		json_object_put(*out);
-		json_object_put(list);
-		*out = NULL;
+	if (pcjson_args(sig, ev, len, &list) != 0)
 		return -1;
-	}
-	if (list != NULL)
+	if (sig->nargs != 1) {
 		*out = list;
+		return 0;
+	}
+	*out = json_object_get(json_object_array_get_idx(list, 0));
+	json_object_put(list);
 	return 0;
 }
 
