@@ -93,8 +93,14 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 			json_object_object_add(o, "ok", json_object_new_boolean(0));
 			json_object_object_add(o, "error", json_object_new_string(text));
 		} else {
+			char type[HP_SIG_MAX_LEN + 1];
+
 			json_object_object_add(o, "ok", json_object_new_boolean(1));
 			json_object_object_add(o, "result", v);
+			/* the result's type: null is unit, or an opt's none
+			 * (a client prints one and not the other) */
+			hp_sig_type_text(&x->sig, x->sig.ret, type, sizeof(type));
+			json_object_object_add(o, "returns", json_object_new_string(type));
 		}
 	} else {
 		const char *msg = r->error < 4 ? kinds[r->error] : "error", *t, *why;
@@ -160,6 +166,7 @@ feed_over(struct client *c, const char *error)
 		json_object_object_add(o, "error", json_object_new_string(error));
 	} else {
 		json_object_object_add(o, "result", json_object_new_uint64(c->sink_hash));
+		json_object_object_add(o, "returns", json_object_new_string("u64"));
 	}
 	client_reply(c, o);
 }

@@ -39,6 +39,21 @@ print_value(json_object *v)
 		printf("%s\n", json_object_to_json_string_ext(v, JSON_OUT_FLAGS));
 }
 
+/* A call's result: nothing for unit, null for an opt's none (and for
+ * some(null) of an opt<opt<T>>, some(()) of an opt<unit>: -j tells
+ * them apart no better), else the value as print_value shows it. A hubd
+ * that does not say the result's type ("returns") gets null as unit. */
+static void
+print_result(json_object *a)
+{
+	json_object *v = js_get(a, "result"), *type = js_get(a, "returns");
+
+	if (!json_object_is_type(v, json_type_null))
+		print_value(v);
+	else if (type != NULL && strcmp(json_object_get_string(type), "unit") != 0)
+		printf("null\n");
+}
+
 /* The stream a call takes from its caller (hub.sink -): stdin's lines,
  * each an item (its text form, the newline left out), then the end.
  * Sent as fast as hubd reads them: it reads the next once it has taken
@@ -150,18 +165,23 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 	while ((a = client_read(ctl)) != NULL) {
 		if (!json_object_is_type(a, json_type_object))
 			errx(2, "hubd sent an answer that is not a JSON object");
-		json_object *item = js_get(a, "item");
+		json_object *item = NULL;
+		/* an item's null (an opt's none) is an item too */
+		int is_item = json_object_object_get_ex(a, "item", &item);
 
 		if (json_object_get_boolean(js_get(a, "send"))) {
 			json_object_put(a);	/* ours to send: the items, from stdin */
 			send_items(ctl);
 			continue;
 		}
-		if (item != NULL) {
+		if (is_item) {
 			if (ctl->json)
 				js_print(a);
 			else {
-				print_value(item);
+				if (item == NULL)
+					printf("null\n");
+				else
+					print_value(item);
 				json_object_put(a);
 			}
 			/* out as it arrives: a reader downstream sees each item
@@ -175,8 +195,7 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 			return 1;
 		if (ctl->json)
 			return js_print(a);
-		if (!json_object_is_type(js_get(a, "result"), json_type_null))
-			print_value(js_get(a, "result"));
+		print_result(a);
 		json_object_put(a);
 		return 0;
 	}

@@ -32,6 +32,11 @@
  *			or "error: <errno name>"
  *   caller X, caller_after, fail KIND TEXT, fail_rc, why2 METHOD A B
  *			see testguest.h
+ *   maybe TEXT		none for "none", else some(TEXT): an opt<str>
+ *   register NAME SIG	calls hub.register(NAME, SIG) itself, answers "ok"
+ *			or "error: <kind>: <message>" (hubd's refusal)
+ *   register_lib NAME SIG  guest_register(NAME, SIG) (a method answering
+ *			"ok"), answers "ok" or "error: <errno name>"
  *   busy MS		computes for MS ms without looking at the hub (a
  *			plugin doing work: awake, never asleep), then answers
  * With --poll it runs its own poll() loop on guest_fd() and
@@ -761,6 +766,88 @@ describe_lib(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_str(c, rc == 0 ? "ok" : text, strlen(rc == 0 ? "ok" : text));
 }
 
+/* prober.maybe TEXT: none for "none", else some(TEXT) ("" too). */
+static void
+maybe(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t buf[600];
+	const char *t;
+	size_t tn, pos = 0;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &t, &tn) != 0 || tn > 512) {
+		guest_reply_error(c, "maybe takes a text");
+		return;
+	}
+	pos = 0;
+	if (tn == 4 && memcmp(t, "none", 4) == 0) {
+		guest_pc_put_opt(buf, sizeof(buf), &pos, 0);
+	} else {
+		guest_pc_put_opt(buf, sizeof(buf), &pos, 1);
+		guest_pc_put_str(buf, sizeof(buf), &pos, t, tn);
+	}
+	guest_reply(c, buf, pos);
+}
+
+/* prober.register NAME SIG: hub.register(NAME, SIG) sent as it is, for
+ * hubd to judge; prober.register_lib NAME SIG: guest_register, which
+ * checks first (a method that answers "ok" when called). */
+static void
+answer_ok(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	reply_str(c, "ok", 2);
+}
+
+static void
+register_raw(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *m, *sg;
+	size_t mn, sn, pos = 0, rlen = 0;
+	uint8_t arg[1024], res[512];
+	char text[600];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 ||
+	    guest_pc_get_str(args, len, &pos, &sg, &sn) != 0 || mn + sn > 1000) {
+		guest_reply_error(c, "register takes a name and a signature");
+		return;
+	}
+	pos = 0;
+	guest_pc_put_str(arg, sizeof(arg), &pos, m, mn);
+	guest_pc_put_str(arg, sizeof(arg), &pos, sg, sn);
+	rc = guest_call(g, "hub.register", arg, pos, res, sizeof(res) - 1, &rlen, 10000);
+	snprintf(text, sizeof(text), "error: ");
+	why_text(text + 7, sizeof(text) - 7, rc, rc != 0 && rlen > 0 ? res : NULL, rlen);
+	reply_str(c, rc == 0 ? "ok" : text, strlen(rc == 0 ? "ok" : text));
+}
+
+static void
+register_lib(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const char *m, *sg;
+	size_t mn, sn, pos = 0;
+	char method[128], sig[512], text[64];
+	int rc;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 || mn >= sizeof(method) ||
+	    guest_pc_get_str(args, len, &pos, &sg, &sn) != 0 || sn >= sizeof(sig)) {
+		guest_reply_error(c, "register_lib takes a name and a signature");
+		return;
+	}
+	memcpy(method, m, mn);
+	method[mn] = '\0';
+	memcpy(sig, sg, sn);
+	sig[sn] = '\0';
+	rc = guest_register(g, method, sig, answer_ok, NULL);
+	snprintf(text, sizeof(text), "error: %s", rc == -EINVAL ? "EINVAL" : kind(rc));
+	reply_str(c, rc == 0 ? "ok" : text, strlen(rc == 0 ? "ok" : text));
+}
+
 static void
 count_cancels(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
@@ -801,6 +888,9 @@ main(int argc, char *argv[])
 		{ "fail", "str,str->unit", tg_fail },
 		{ "fail_rc", "->str", tg_fail_rc },
 		{ "why2", "str,str,str->str", tg_why2 },
+		{ "maybe", "str->opt<str>", maybe },
+		{ "register", "str,str->str", register_raw },
+		{ "register_lib", "str,str->str", register_lib },
 	};
 	const char *why;
 	int rc;
