@@ -211,6 +211,9 @@ wrong(const struct hp_sig *sig, uint8_t at, char *why, size_t cap, const char *f
 	static const char *const hint[] = {
 		[HP_T_STR] = " (UTF-8)", [HP_T_BOOL] = " (true or false)",
 		[HP_T_F64] = " (a number, NaN, Infinity or -Infinity)",
+		[HP_T_U64] = " (a whole number from 0 to 18446744073709551615)",
+		[HP_T_I64] = " (a whole number from -9223372036854775808 to "
+		    "9223372036854775807)",
 	};
 	uint8_t t = sig->node[at].type;
 	char type[HP_SIG_MAX_LEN + 1];
@@ -231,6 +234,14 @@ wrong(const struct hp_sig *sig, uint8_t at, char *why, size_t cap, const char *f
 	return -EINVAL;
 }
 
+/* wrong() for a scalar scalar_in refused, with its detail if any. */
+static int
+wrong_scalar(const struct hp_sig *sig, uint8_t at, char *why, size_t cap, const char *detail)
+{
+	return *detail != '\0' ? wrong(sig, at, why, cap, "%s", detail) :
+	    wrong(sig, at, why, cap, NULL);
+}
+
 /* NaN, Infinity, -Infinity: 0 and *v, or -1. */
 static int
 f64_word(const char *s, size_t n, double *v)
@@ -246,9 +257,69 @@ f64_word(const char *s, size_t n, double *v)
 	return 0;
 }
 
-/* Bytes from their text: decoded after PCJSON_BASE64, else as they are. */
+/* Where base64 text (n bytes at s, after PCJSON_BASE64) goes wrong, by
+ * b64_pton's rules (blanks skipped, '=' padding only to end a group of 4,
+ * no bits left over), into why: "bad base64 at character 3 after
+ * \"base64:\": '!' is not a base64 character". */
+static void
+b64_problem(const char *s, size_t n, char *why, size_t cap)
+{
+	static const char digits[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *what = NULL, *d;
+	size_t k, at = n, last = 0;
+	unsigned state = 0, pad = 0, bits = 0;
+	char c[16];
+
+	for (k = 0; k < n && what == NULL; k++) {
+		if (isspace((unsigned char)s[k]))
+			continue;
+		at = k;
+		if (pad > 0 && !(s[k] == '=' && state == 2 && pad == 1))
+			what = "comes after the padding";
+		else if (s[k] == '=' && pad > 0)
+			pad++;
+		else if (s[k] == '=' && state < 2)
+			what = "pads a group of 4 that has fewer than 2 characters";
+		else if (s[k] == '=')
+			pad = state == 3 ? 2 : 1;
+		else if (s[k] == '\0' || (d = strchr(digits, s[k])) == NULL)
+			what = "is not a base64 character";
+		else {
+			state = (state + 1) % 4;
+			last = k;
+			bits = (unsigned)(d - digits);
+		}
+	}
+	if (what == NULL && pad == 1 && state == 2) {
+		snprintf(why, cap, "bad base64: its padding ends after one '=' of two");
+		return;
+	}
+	if (what == NULL && pad == 0 && state != 0) {
+		snprintf(why, cap, "bad base64: it ends inside a group of 4 characters "
+			 "('=' pads one)");
+		return;
+	}
+	if (what == NULL && pad > 0 && (bits & (state == 2 ? 15 : 3)) != 0) {
+		at = last;	/* bits past the last byte */
+		what = "leaves bits set past the last byte";
+	}
+	if (what == NULL) {
+		snprintf(why, cap, "bad base64");
+		return;
+	}
+	if (isprint((unsigned char)s[at]))
+		snprintf(c, sizeof(c), "'%c'", s[at]);
+	else
+		snprintf(c, sizeof(c), "byte 0x%02x", (unsigned char)s[at]);
+	snprintf(why, cap, "bad base64 at character %zu after \"" PCJSON_BASE64 "\": %s %s",
+		 at + 1, c, what);
+}
+
+/* Bytes from their text: decoded after PCJSON_BASE64, else as they are;
+ * -EINVAL with where the base64 goes wrong in why. */
 static int
-bytes_in(struct hp_pc_enc *e, const char *text, size_t len)
+bytes_in(struct hp_pc_enc *e, const char *text, size_t len, char *why, size_t cap)
 {
 	uint8_t *b;
 	char *src;
@@ -261,26 +332,37 @@ bytes_in(struct hp_pc_enc *e, const char *text, size_t len)
 	/* b64_pton reads a C string: a NUL inside is no base64 */
 	if ((src = strndup(text + B64_LEN, len - B64_LEN)) == NULL)
 		return -ENOMEM;
-	if (strlen(src) != len - B64_LEN || (b = malloc(len / 4 * 3 + 3)) == NULL) {
+	if (strlen(src) != len - B64_LEN) {
 		free(src);
+		b64_problem(text + B64_LEN, len - B64_LEN, why, cap);
 		return -EINVAL;
+	}
+	if ((b = malloc(len / 4 * 3 + 3)) == NULL) {
+		free(src);
+		return -ENOMEM;
 	}
 	n = b64_pton(src, b, len / 4 * 3 + 3);
 	if (n >= 0)
 		hp_pc_put_bytes(e, b, (size_t)n);
+	else
+		b64_problem(text + B64_LEN, len - B64_LEN, why, cap);
 	free(b);
 	free(src);
 	return n >= 0 ? 0 : -EINVAL;
 }
 
-/* A scalar from its plain text (an argument, a map's key). */
+/* A scalar from its plain text (an argument, a map's key); -EINVAL with
+ * more to say in detail (of SCALAR_DETAIL bytes: "" when the type says
+ * enough). */
+#define SCALAR_DETAIL	128
 static int
-scalar_in(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len)
+scalar_in(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len, char *detail)
 {
 	char buf[32], *end;
 	double f;
 
 	errno = 0;
+	*detail = '\0';
 	switch (t) {
 	case HP_T_STR:
 		/* U+0000 is valid UTF-8: carried like any other character */
@@ -289,7 +371,7 @@ scalar_in(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len)
 		hp_pc_put_str(e, text, len);
 		return 0;
 	case HP_T_BYTES:
-		return bytes_in(e, text, len);
+		return bytes_in(e, text, len, detail, SCALAR_DETAIL);
 	case HP_T_BOOL:
 		if (len == 4 && memcmp(text, "true", 4) == 0)
 			hp_pc_put_bool(e, 1);
@@ -349,7 +431,7 @@ map_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *j
        char *why, size_t cap)
 {
 	json_object *seen = json_object_new_object();
-	char sub[512], *hex = NULL;
+	char sub[512], detail[SCALAR_DETAIL], *hex = NULL;
 	int rc = 0;
 
 	if (seen == NULL)
@@ -360,8 +442,8 @@ map_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *j
 
 		if (e->err != 0)
 			break;
-		if (scalar_in(e, sig->node[at + 1].type, key, strlen(key)) != 0) {
-			wrong(sig, (uint8_t)(at + 1), sub, sizeof(sub), NULL);
+		if (scalar_in(e, sig->node[at + 1].type, key, strlen(key), detail) != 0) {
+			wrong_scalar(sig, (uint8_t)(at + 1), sub, sizeof(sub), detail);
 			rc = wrong(sig, at, why, cap, "key \"%.64s\" %s", key, sub);
 			break;
 		}
@@ -455,7 +537,7 @@ json_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *
 	char *why, size_t cap)
 {
 	const struct hp_sig_node *nd = &sig->node[at];
-	char sub[512];
+	char sub[512], detail[SCALAR_DETAIL];
 	int64_t i;
 	size_t n;
 	double f;
@@ -463,10 +545,11 @@ json_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *
 	switch (nd->type) {
 	case HP_T_STR:
 	case HP_T_BYTES:
-		if (!json_object_is_type(j, json_type_string) ||
-		    scalar_in(e, nd->type, json_object_get_string(j),
-			      (size_t)json_object_get_string_len(j)) != 0)
+		if (!json_object_is_type(j, json_type_string))
 			return wrong(sig, at, why, cap, NULL);
+		if (scalar_in(e, nd->type, json_object_get_string(j),
+			      (size_t)json_object_get_string_len(j), detail) != 0)
+			return wrong_scalar(sig, at, why, cap, detail);
 		return 0;
 	case HP_T_U64:
 		if (!json_object_is_type(j, json_type_int) || json_object_get_int64(j) < 0)
@@ -572,8 +655,11 @@ pcjson_encode_arg(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
 	int rc;
 
 	if (sig->node[at].n == 0 || t == HP_T_CHAN) {
-		rc = scalar_in(e, t, text, len);
-		return rc == -EINVAL ? wrong(sig, at, why, cap, NULL) : rc != 0 ? rc : e->err;
+		char detail[SCALAR_DETAIL];
+
+		rc = scalar_in(e, t, text, len, detail);
+		return rc == -EINVAL ? wrong_scalar(sig, at, why, cap, detail) :
+		    rc != 0 ? rc : e->err;
 	}
 	/* JSON, nested no deeper than the type can be */
 	if ((tok = json_tokener_new_ex(HP_SIG_MAX_DEPTH + 1)) == NULL)

@@ -9,6 +9,7 @@
 
 #include <json-c/json.h>
 
+#include "daemon/escape.h"
 #include "daemon/size.h"
 #include "hubctl/hubctl.h"
 #include "proto/clock.h"
@@ -184,6 +185,8 @@ int
 hubctl_peers(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a = NULL, *peers;
+	char shown[4 * 64 + 1];
+	size_t n;
 	int rc;
 
 	if (argc == 0 && (a = client_ask(ctl, "peers", &rc)) == NULL)
@@ -203,7 +206,11 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 			}
 		}
 		json_object_put(a);
-		fprintf(stderr, "hubctl: no guest named '%s' (hubctl peers lists them)\n", argv[0]);
+		/* hubd's own words for a name it does not know (restart,
+		 * logs): cut as it cuts it, escaped as its answers are */
+		n = strlen(argv[0]);
+		escape_text(shown, sizeof(shown), argv[0], n < 64 ? n : 64, 0);
+		fprintf(stderr, "hubctl: no such guest: %s\n", shown);
 		return 1;
 	}
 	peers = js_list(a, "peers");

@@ -67,6 +67,70 @@ START_TEST(test_call_prints_opt)
 }
 END_TEST
 
+#define U64_RANGE	"(a whole number from 0 to 18446744073709551615)"
+#define I64_RANGE	"(a whole number from -9223372036854775808 to 9223372036854775807)"
+
+/* An argument not of its type says what the type takes: a number's
+ * range, where its base64 goes wrong. */
+START_TEST(test_argument_errors)
+{
+	static const char *const cases[][4] = {
+		{ "counter.count", "-1", NULL, "argument 1 is not a u64 " U64_RANGE "\n" },
+		{ "counter.count", "18446744073709551616", NULL,
+		  "argument 1 is not a u64 " U64_RANGE "\n" },
+		{ "counter.count", "x", NULL, "argument 1 is not a u64 " U64_RANGE "\n" },
+		{ "prober.negate", "9223372036854775808", NULL,
+		  "argument 1 is not an i64 " I64_RANGE "\n" },
+		{ "prober.negate", "-9223372036854775809", NULL,
+		  "argument 1 is not an i64 " I64_RANGE "\n" },
+		{ "kv.put", "k", "base64:ab!d",
+		  "argument 2 is not a bytes: bad base64 at character 3 after \"base64:\": "
+		  "'!' is not a base64 character\n" },
+		{ "kv.put", "k", "base64:YR==",
+		  "argument 2 is not a bytes: bad base64 at character 2 after \"base64:\": "
+		  "'R' leaves bits set past the last byte\n" },
+		{ "kv.put", "k", "base64:YQ=",
+		  "argument 2 is not a bytes: bad base64: its padding ends after one '=' of "
+		  "two\n" },
+		{ "kv.put", "k", "base64:YQ",
+		  "argument 2 is not a bytes: bad base64: it ends inside a group of 4 "
+		  "characters ('=' pads one)\n" },
+		{ "kv.put", "k", "base64:Y===",
+		  "bad base64 at character 2 after \"base64:\": '=' pads a group of 4 that "
+		  "has fewer than 2 characters\n" },
+		{ "kv.put", "k", "base64:YQ==YQ==",
+		  "bad base64 at character 5 after \"base64:\": 'Y' comes after the "
+		  "padding\n" },
+	};
+
+	hub_start_up(&hub, NULL, PROBER COUNTER "[guest kv]\nexec = @/guests/kv\n",
+		     "prober,counter,kv");
+	ck_assert(hub_wait_method(&hub, "prober.negate,counter.count,kv.put,kv.mget") == 0);
+	expect_ctl(0, "-5\n", NULL, "call", "prober.negate", "5", NULL);
+	expect_ctl(0, "9223372036854775807\n", NULL, "call", "prober.negate",
+		   "-9223372036854775807", NULL);
+	expect_ctl(0, "", NULL, "call", "kv.put", "k", "base64:YQ==", NULL);
+	expect_ctl(0, "", NULL, "call", "kv.put", "k", "base64: Y Q = = ", NULL);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_ctl(1, "", cases[i][3], "call", cases[i][0], cases[i][1], cases[i][2],
+			   NULL);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* An unknown guest: one wording, whoever says it (hubd or hubctl). */
+START_TEST(test_unknown_guest)
+{
+	static const char *const cmds[] = { "peers", "restart", "stop", "start", "logs",
+					    "ticket" };
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		expect_ctl(1, "", "hubctl: no such guest: nosuch\n", cmds[i], "nosuch", NULL);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_hubctl(void);
 Suite *
 suite_hubctl(void)
@@ -77,6 +141,8 @@ suite_hubctl(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_call_prints_opt);
+	tcase_add_test(tc, test_argument_errors);
+	tcase_add_test(tc, test_unknown_guest);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -33,6 +33,7 @@
  *   caller X, caller_after, fail KIND TEXT, fail_rc, why2 METHOD A B
  *			see testguest.h
  *   maybe TEXT		none for "none", else some(TEXT): an opt<str>
+ *   negate N		-N, an i64
  *   register NAME SIG	calls hub.register(NAME, SIG) itself, answers "ok"
  *			or "error: <kind>: <message>" (hubd's refusal)
  *   register_lib NAME SIG  guest_register(NAME, SIG) (a method answering
@@ -789,6 +790,24 @@ maybe(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	guest_reply(c, buf, pos);
 }
 
+/* prober.negate N: -N (i64), for hubctl's i64 arguments. */
+static void
+negate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t buf[10];
+	size_t pos = 0;
+	int64_t v;
+
+	(void)ctx;
+	if (guest_pc_get_i64(args, len, &pos, &v) != 0 || v == INT64_MIN) {
+		guest_reply_error(c, "negate takes an i64 above its least");
+		return;
+	}
+	pos = 0;
+	guest_pc_put_i64(buf, sizeof(buf), &pos, -v);
+	guest_reply(c, buf, pos);
+}
+
 /* prober.register NAME SIG: hub.register(NAME, SIG) sent as it is, for
  * hubd to judge; prober.register_lib NAME SIG: guest_register, which
  * checks first (a method that answers "ok" when called). */
@@ -889,6 +908,7 @@ main(int argc, char *argv[])
 		{ "fail_rc", "->str", tg_fail_rc },
 		{ "why2", "str,str,str->str", tg_why2 },
 		{ "maybe", "str->opt<str>", maybe },
+		{ "negate", "i64->i64", negate },
 		{ "register", "str,str->str", register_raw },
 		{ "register_lib", "str,str->str", register_lib },
 	};
