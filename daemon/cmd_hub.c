@@ -3,6 +3,7 @@
  * methods, stats, lanes, pool (with validate, its check) and domains (the
  * hub's memory as fds, for inspect and dump). */
 #include <stdlib.h>
+#include <string.h>
 
 #include <json-c/json.h>
 
@@ -15,6 +16,24 @@
 #include "daemon/pool.h"
 #include "daemon/poolfig.h"
 #include "daemon/relay.h"
+
+/* The host's services first, then each guest's methods together: by
+ * owner's name, then by name (no guest is named "hub": config.h). */
+static int
+method_order(const void *x, const void *y)
+{
+	json_object *a = *(json_object *const *)x, *b = *(json_object *const *)y;
+	const char *oa = json_object_get_string(json_object_object_get(a, "owner"));
+	const char *ob = json_object_get_string(json_object_object_get(b, "owner"));
+	int ha = strcmp(oa, "hub") == 0, hb = strcmp(ob, "hub") == 0, d;
+
+	if (ha != hb)
+		return hb - ha;
+	if ((d = strcmp(oa, ob)) != 0)
+		return d;
+	return strcmp(json_object_get_string(json_object_object_get(a, "name")),
+		      json_object_get_string(json_object_object_get(b, "name")));
+}
 
 void
 cmd_methods(struct client *c, const struct control_req *r)
@@ -40,6 +59,7 @@ cmd_methods(struct client *c, const struct control_req *r)
 			json_object_object_add(e, "where", json_object_new_string(m->where));
 		json_object_array_add(a, e);
 	}
+	json_object_array_sort(a, method_order);
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "methods", a);
 	client_reply(c, o);

@@ -131,6 +131,52 @@ START_TEST(test_unknown_guest)
 }
 END_TEST
 
+/* hubctl methods: the hub's first, then a guest's methods together, by
+ * guest then by name; one registered late (prober.aaa, after echo's and
+ * kv's) among its own. The same order with -j. */
+START_TEST(test_methods_grouped)
+{
+	char *out = NULL, *line, *save = NULL, last_owner[64] = "", last_name[128] = "";
+	char name[128], sig[300], owner[64];
+	int rows = 0, guests = 0, aaa = 0;
+
+	hub_start_up(&hub, NULL, PROBER GUEST_ECHO "[guest kv]\nexec = @/guests/kv\n",
+		     "prober,echo,kv");
+	ck_assert(hub_wait_method(&hub, "prober.register_lib,echo.echo,kv.put") == 0);
+	expect_ctl(0, "ok\n", NULL, "call", "prober.register_lib", "prober.aaa", "->str", NULL);
+	ck_assert_int_eq(hubctl(&hub, &out, "methods", (char *)NULL), 0);
+	for (line = strtok_r(out, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "METHOD", 6) == 0)
+			continue;
+		ck_assert_msg(sscanf(line, "%127s %299s %63s", name, sig, owner) == 3, "'%s'", line);
+		if (strcmp(owner, last_owner) != 0) {
+			/* a new group: the hub's first, then guests in order, each once */
+			ck_assert_msg(rows == 0 ? strcmp(owner, "hub") == 0 :
+				      strcmp(last_owner, "hub") == 0 || strcmp(owner, last_owner) > 0,
+				      "owner %s after %s", owner, last_owner);
+			guests++;
+		} else {
+			ck_assert_msg(strcmp(name, last_name) > 0, "%s after %s", name, last_name);
+		}
+		aaa += strcmp(name, "prober.aaa") == 0;
+		snprintf(last_owner, sizeof(last_owner), "%s", owner);
+		snprintf(last_name, sizeof(last_name), "%s", name);
+		rows++;
+	}
+	ck_assert_msg(guests == 4 && aaa == 1, "%d groups, prober.aaa %d times", guests, aaa);
+	free(out);
+	/* -j: the same order, as hubd answers */
+	ck_assert_int_eq(hubctl(&hub, &out, "-j", "methods", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "\"name\":\"prober.aaa\"") != NULL &&
+		      strstr(out, "\"name\":\"prober.aaa\"") < strstr(out, "\"name\":\"prober.busy\"") &&
+		      strstr(out, "\"name\":\"echo.echo\"") < strstr(out, "\"name\":\"kv.put\"") &&
+		      strstr(out, "\"name\":\"kv.put\"") < strstr(out, "\"name\":\"prober.aaa\""),
+		      "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_hubctl(void);
 Suite *
 suite_hubctl(void)
@@ -143,6 +189,7 @@ suite_hubctl(void)
 	tcase_add_test(tc, test_call_prints_opt);
 	tcase_add_test(tc, test_argument_errors);
 	tcase_add_test(tc, test_unknown_guest);
+	tcase_add_test(tc, test_methods_grouped);
 	suite_add_tcase(s, tc);
 	return s;
 }
