@@ -13,6 +13,37 @@ usage() {
 	echo "usage: $prog [-v] [-c conf] [-g 'name=exec [arg...]']... [-w method]..." \
 		"[-t seconds] [--] command [arg...]"
 }
+# -h: all of it, as hubctl -h and hubd -h say theirs (hub-run(1) is the
+# long form)
+help() {
+	usage
+	cat <<'EOT'
+Runs command against a throwaway hub: starts a private hubd with the
+guests given, waits until each is up and each method of -w is registered,
+runs command with HUBCTL_SOCKET set (and hubctl first on PATH), then stops
+hubd, checks no guest outlived it and removes what it made.
+  -c conf        a hubd.conf whose guests and keys are used (its control
+                 socket is replaced by hub-run's own)
+  -g 'name=exec [arg...]'
+                 a guest [guest name] with exec (and args); repeatable;
+                 -c or -g at least once
+  -w method      wait until method is registered first; repeatable
+  -t seconds     how long to wait for the hub to be ready (default 10)
+  -v             print hubd's log on stderr after the command, always
+  -h             this help
+environment:
+  HUBCTL_SOCKET  set for command: the private hub's control socket
+  TMPDIR         where the temporary directory is made (default /tmp)
+  hubd and hubctl are the ones beside hub-run, else on PATH; from a build
+  tree, PYTHONPATH and HUB_LIBGUEST are set for the tree's Python guests
+examples:
+  hub-run -g kv=build/guests/kv -w kv.get -- \
+      sh -c 'hubctl call kv.put a b && hubctl call kv.get a'
+  hub-run -g greet=./greet.py -w greet.hello -- pytest tests/
+exit status: command's; 125 the hub did not come up, or did not stop
+cleanly after command succeeded; 128+N a signal N ended hub-run
+EOT
+}
 die() {
 	echo "$prog: $*" >&2
 	exit 125
@@ -34,7 +65,7 @@ while getopts c:g:w:t:vh opt; do
 	   esac
 	   timeout=$OPTARG ;;
 	v) verbose=1 ;;
-	h) usage; exit 0 ;;
+	h) help; exit 0 ;;
 	*) usage >&2; exit 125 ;;
 	esac
 done

@@ -1635,7 +1635,8 @@ START_TEST(test_peers_name)
 	json_object_put(o);
 	run_free(&r);
 	run_hubctl(&r, hub.sock, "peers", "nosuch", (char *)NULL);
-	ck_assert_msg(r.status == 1 && strstr(r.err, "'nosuch'") != NULL && *r.out == '\0',
+	ck_assert_msg(r.status == 1 && strcmp(r.err, "hubctl: no such guest: nosuch\n") == 0 &&
+		      *r.out == '\0',
 		      "exit %d: %s", r.status, r.err);
 	run_free(&r);
 	ck_assert_int_eq(hub_stop(&hub), 0);

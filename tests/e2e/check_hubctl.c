@@ -2,12 +2,14 @@
 /* hubctl's words at the edges, against a real hubd: how a result prints
  * (unit, an opt's none, some("")), what an argument that is not of its
  * type is told, one wording for an unknown guest, methods grouped by
- * guest, and a malformed signature refused with what and where. */
+ * guest, a malformed signature refused with what and where, and hub-run
+ * -h's help. */
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "tests/e2e/harness.h"
 
@@ -177,6 +179,31 @@ START_TEST(test_methods_grouped)
 }
 END_TEST
 
+/* hub-run -h: its whole help (usage, every option, the environment,
+ * examples, exit status) on stdout, exit 0, as the other tools. */
+START_TEST(test_hub_run_help)
+{
+	static const char *const has[] = {
+		"usage: hub-run ", "  -c conf ", "  -g 'name=exec [arg...]'", "  -w method ",
+		"  -t seconds ", "  -v ", "  -h ", "HUBCTL_SOCKET", "TMPDIR", "examples:",
+		"hub-run -g kv=", "exit status: ",
+	};
+	char cmd[600], out[8192];
+	size_t n;
+	FILE *f;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "'%s' -h 2>&1", bin("hub-run"));
+	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	status = pclose(f);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, out);
+	for (size_t i = 0; i < sizeof(has) / sizeof(has[0]); i++)
+		ck_assert_msg(strstr(out, has[i]) != NULL, "no '%s' in: %s", has[i], out);
+}
+END_TEST
+
 Suite *suite_hubctl(void);
 Suite *
 suite_hubctl(void)
@@ -190,6 +217,7 @@ suite_hubctl(void)
 	tcase_add_test(tc, test_argument_errors);
 	tcase_add_test(tc, test_unknown_guest);
 	tcase_add_test(tc, test_methods_grouped);
+	tcase_add_test(tc, test_hub_run_help);
 	suite_add_tcase(s, tc);
 	return s;
 }
