@@ -4,7 +4,8 @@
 # under mandoc's lint and groff's warnings, and each still says what the
 # code does: hubctl.1 every command of main.c's table and every option
 # its getopt_long takes; hub-run.1 every option of hub-run.sh;
-# doc/control.md every control command of request.h's table; hubd.8
+# doc/control.md every control command of request.h's table (a row of
+# its Commands table and a section), and every one hubctl sends; hubd.8
 # every option of hubd.c's getopt;
 # hubd.conf.5 every key of config_keys.c's tables, in its own section, and
 # no key that is not there; hub-nats.8 every option of nats/main.c and
@@ -105,13 +106,28 @@ sed -n 's/.*getopts \([a-z:]*\) opt.*/\1/p' scripts/hub-run.sh | letters > "$tmp
 nonempty "scripts/hub-run.sh's getopts" "$tmp/options" && check_options hub-run.1 DESCRIPTION hub-run
 
 # 3b. doc/control.md: the control commands of request.h's table
-# (X(ID, name, who, needs) rows), each named in a "### `name`" heading
-# (one heading may name several), and none that is not there
+# (X(ID, name, who, needs) rows), each a row of the Commands table
+# ("| `name` |") and named in a "### `name`" heading (one heading may
+# name several), and none that is not there; and every command hubctl
+# sends (client_cmd(ctl, "name"), client_ask..., supervise(ctl, "name"),
+# "cmd" set to "name") one of them
 sed -n 's/^[[:space:]]*X([A-Z_]*,[[:space:]]*\([a-z_]*\),.*/\1/p' daemon/request.h |
 	sort -u > "$tmp/commands"
 nonempty "daemon/request.h's CTL_COMMANDS" "$tmp/commands" && {
 	grep '^### ' doc/control.md | grep -o '`[a-z_]*`' | tr -d '`' | sort -u > "$tmp/documented"
 	same_set "$tmp/commands" "$tmp/documented" "doc/control.md: commands not documented: " "doc/control.md: documents commands hubd does not have: "
+	awk '/^## Commands/ { on = 1; next } /^#/ { on = 0 } on' doc/control.md |
+		sed -n 's/^| `\([a-z_]*\)` |.*/\1/p' | sort -u > "$tmp/documented"
+	same_set "$tmp/commands" "$tmp/documented" "doc/control.md: commands missing from the Commands table: " "doc/control.md: the Commands table has commands hubd does not have: "
+}
+cat hubctl/*.c | sed -n \
+	-e 's/.*\(client_cmd\|client_ask\|client_ask_about\|client_ask_again\|supervise\)(ctl, "\([a-z_]*\)".*/\2/p' \
+	-e 's/.*"cmd", json_object_new_string("\([a-z_]*\)").*/\1/p' | sort -u > "$tmp/sent"
+nonempty "hubctl's requests (hubctl/*.c)" "$tmp/sent" && {
+	comm -23 "$tmp/sent" "$tmp/commands" > "$tmp/missing"
+	if [ -s "$tmp/missing" ]; then
+		bad "hubctl sends commands that daemon/request.h and doc/control.md do not have: $(tr '\n' ' ' < "$tmp/missing")"
+	else ok; fi
 }
 
 # 4. hubd.conf.5: each table of config_keys.c against its section's keys

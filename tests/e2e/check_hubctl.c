@@ -2,8 +2,8 @@
 /* hubctl's words at the edges, against a real hubd: how a result prints
  * (unit, an opt's none, some("")), what an argument that is not of its
  * type is told, one wording for an unknown guest, methods grouped by
- * guest, a malformed signature refused with what and where, and hub-run
- * -h's help. */
+ * guest, a malformed signature refused with what and where, hub-run
+ * -h's help, and check-man's hold on doc/control.md's commands. */
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -204,6 +204,51 @@ START_TEST(test_hub_run_help)
 }
 END_TEST
 
+/* scripts/check-man.sh on a copy of the tree (BUILD_DIR/..) with edit
+ * made to it (sh, run in the copy): exit status, its stderr in err. */
+static int
+check_man_after(const char *edit, char *err, size_t cap)
+{
+	char cmd[2048];
+	size_t n;
+	FILE *f;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "set -e; d='%s'; rm -rf \"$d\"; mkdir \"$d\"; cd '%s/..'; "
+		 "cp -r README.md doc daemon hubctl nats guestlib proto mt bindings scripts "
+		 "\"$d\"; cd \"$d\"; %s; sh scripts/check-man.sh 2>&1 >/dev/null",
+		 harness_path("tree"), BUILD_DIR, edit);
+	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+	n = fread(err, 1, cap - 1, f);
+	err[n] = '\0';
+	status = pclose(f);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* check-man fails when a control command is missing from doc/control.md
+ * (its table, or its section) or hubctl sends one hubd does not have. */
+START_TEST(test_check_man_commands)
+{
+	static const char *const cases[][2] = {
+		{ "sed -i '/^| `calls` |/d' doc/control.md",
+		  "doc/control.md: commands missing from the Commands table: calls" },
+		{ "sed -i 's/^### `ticket`$/### the ticket/' doc/control.md",
+		  "doc/control.md: commands not documented: ticket" },
+		{ "echo 'static void f(void) { client_cmd(ctl, \"bogus\"); }' >> hubctl/debug.c",
+		  "hubctl sends commands that daemon/request.h and doc/control.md do not have: "
+		  "bogus" },
+	};
+	char err[16384];
+	int rc;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rc = check_man_after(cases[i][0], err, sizeof(err));
+		ck_assert_msg(rc == 1 && strstr(err, cases[i][1]) != NULL,
+			      "after %s: exit %d, %s", cases[i][0], rc, err);
+	}
+}
+END_TEST
+
 Suite *suite_hubctl(void);
 Suite *
 suite_hubctl(void)
@@ -218,6 +263,7 @@ suite_hubctl(void)
 	tcase_add_test(tc, test_unknown_guest);
 	tcase_add_test(tc, test_methods_grouped);
 	tcase_add_test(tc, test_hub_run_help);
+	tcase_add_test(tc, test_check_man_commands);
 	suite_add_tcase(s, tc);
 	return s;
 }
