@@ -114,9 +114,18 @@ svc_register(struct hub *h, struct peer *p, const struct origin *o,
 		return;
 	}
 	if ((rc = methods_add(h, nbuf, sbuf, p->id, p->epoch, 0, &why)) != 0) {
+		char text[256];
+
 		if (rc == -EPERM)
 			log_warnx("guest %s: may not register %s: not one of its names "
 				  "(%s.* or provides)", p->conf->name, nbuf, p->conf->name);
+		/* a malformed signature: what is wrong and where, to the
+		 * guest and in the log */
+		if (rc == -EINVAL && hp_sig_explain(sbuf, text, sizeof(text)) > 0) {
+			log_warnx("guest %s: may not register %s: %s", p->conf->name, nbuf, text);
+			answer_error(h, o, HP_ERR_USER, text);
+			return;
+		}
 		answer_error(h, o, HP_ERR_USER, why);
 		return;
 	}

@@ -97,7 +97,9 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
  * A name is 1 to 63 bytes of A-Z a-z 0-9 _ . - in parts between dots,
  * none empty (no dot first or last, no two in a row).
  * Checked here, before asking the host: -EINVAL for a name that is not
- * one (or NULL name or fn) or a malformed signature, -ENAMETOOLONG for a
+ * one (or NULL name or fn) or a malformed signature (what is wrong and
+ * where said on stderr: "libguest: guest_register NAME: signature
+ * \"str,strr->u64\": unknown type at byte 5 (\"strr->u64\")"), -ENAMETOOLONG for a
  * name over 63 bytes. The host's refusals: -EPERM the name is not one of this
  * guest's (a guest registers NAME.*, NAME its [guest NAME] section's, and
  * what its section's provides = lists), -EEXIST the name is taken,

@@ -3,6 +3,7 @@
  * and their descriptions (hub.describe); on_request (call_in.c) finds
  * each Request's handler in the table this file keeps. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,8 +45,17 @@ register_method(struct guest *g, const char *name, const char *signature,
 		return -EINVAL;
 	if (n > HP_METHOD_NAME_MAX)
 		return -ENAMETOOLONG;
-	if (hp_method_name_refused(name, n) != NULL || hp_sig_parse(signature, &sig, &why) != 0)
+	if (hp_method_name_refused(name, n) != NULL)
 		return -EINVAL;
+	if (hp_sig_parse(signature, &sig, &why) != 0) {
+		char text[256];
+
+		/* -EINVAL alone leaves the author guessing: what and where, on
+		 * stderr (hubctl logs, hub-run's terminal); the name is one */
+		hp_sig_explain(signature, text, sizeof(text));
+		fprintf(stderr, "libguest: guest_register %s: %s\n", name, text);
+		return -EINVAL;
+	}
 	id = hp_method_id(name, n);
 	for (uint32_t i = 0; i < g->nmethods; i++)
 		if (g->methods[i].id == id)

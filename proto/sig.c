@@ -2,6 +2,7 @@
 /* Method signatures (sig.h): parsed into a tree of nodes, rendered back,
  * and values read by it. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "proto/sig.h"
@@ -108,8 +109,10 @@ parse_type(struct parser *ps, unsigned depth)
 	return at;
 }
 
-int
-hp_sig_parse(const char *s, struct hp_sig *sig, const char **why)
+/* hp_sig_parse, and where it stopped (*stop: an offset into s; SIZE_MAX
+ * when the refusal is of the whole). */
+static int
+parse(const char *s, struct hp_sig *sig, const char **why, size_t *stop)
 {
 	struct parser ps = { s, sig, NULL };
 	int at;
@@ -165,8 +168,19 @@ hp_sig_parse(const char *s, struct hp_sig *sig, const char **why)
 bad:
 	if (why != NULL)
 		*why = ps.why;
+	/* the first two refusals are of the whole text: ps.p is still s */
+	*stop = ps.p != s || (s != NULL && strlen(s) <= HP_SIG_MAX_LEN &&
+	    strstr(s, "->") != NULL) ? (size_t)(ps.p - s) : SIZE_MAX;
 	memset(sig, 0, sizeof(*sig));
 	return -EINVAL;
+}
+
+int
+hp_sig_parse(const char *s, struct hp_sig *sig, const char **why)
+{
+	size_t stop;
+
+	return parse(s, sig, why, &stop);
 }
 
 uint8_t
@@ -249,6 +263,66 @@ hp_sig_text(const struct hp_sig *sig, char *buf, size_t cap)
 	}
 	put(&o, "->");
 	render(&o, sig, sig->ret);
+	return done(&o);
+}
+
+/* Up to max bytes of s at o's end, as C writes them in a string: printable
+ * ASCII as it is but for '"' and '\\', the rest \xNN; "..." after a cut. */
+static void
+put_shown(struct out *o, const char *s, size_t max)
+{
+	char x[5];
+	size_t k;
+
+	for (k = 0; s[k] != '\0' && k < max; k++) {
+		if (s[k] >= 0x20 && s[k] < 0x7f && s[k] != '"' && s[k] != '\\') {
+			x[0] = s[k];
+			x[1] = '\0';
+		} else {
+			x[0] = '\\';
+			x[1] = 'x';
+			x[2] = "0123456789abcdef"[(uint8_t)s[k] >> 4];
+			x[3] = "0123456789abcdef"[s[k] & 15];
+			x[4] = '\0';
+		}
+		put(o, x);
+	}
+	if (s[k] != '\0')
+		put(o, "...");
+}
+
+size_t
+hp_sig_explain(const char *s, char *buf, size_t cap)
+{
+	struct out o = { buf, cap, 0 };
+	struct hp_sig sig;
+	const char *why;
+	size_t stop;
+	char n[24];
+
+	if (parse(s, &sig, &why, &stop) == 0)
+		return done(&o);
+	if (s == NULL) {
+		put(&o, "no signature");
+		return done(&o);
+	}
+	put(&o, "signature \"");
+	put_shown(&o, s, 64);
+	put(&o, "\": ");
+	put(&o, why);
+	if (stop != SIZE_MAX) {
+		/* where, and what is there: people count from 1 */
+		put(&o, " at byte ");
+		snprintf(n, sizeof(n), "%zu", stop + 1);
+		put(&o, n);
+		if (s[stop] == '\0') {
+			put(&o, " (its end)");
+		} else {
+			put(&o, " (\"");
+			put_shown(&o, s + stop, 16);
+			put(&o, "\")");
+		}
+	}
 	return done(&o);
 }
 

@@ -77,6 +77,14 @@ uint8_t hp_sig_child(const struct hp_sig *sig, uint8_t at, unsigned i);
 /* 0, or -EINVAL with *why (why may be NULL) for a malformed signature. */
 int hp_sig_parse(const char *s, struct hp_sig *sig, const char **why);
 
+/* Why s does not parse, and where, as a sentence for people in buf (cut
+ * to fit, as snprintf; "" when it parses): 'signature "str,strr->u64":
+ * unknown type at byte 5 ("strr->u64")', the signature cut at 64 bytes
+ * and what follows the byte at 16, every byte but printable ASCII shown
+ * as \xNN (a guest's text: fit for a log line or a terminal). The length
+ * it would have. */
+size_t hp_sig_explain(const char *s, char *buf, size_t cap);
+
 /* The text of node at's type as a signature writes it ("list<u64>"), or of
  * the whole signature, NUL-terminated in buf, cut to fit; the length it
  * would have, as snprintf. */

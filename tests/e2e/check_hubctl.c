@@ -204,6 +204,44 @@ START_TEST(test_hub_run_help)
 }
 END_TEST
 
+/* A malformed signature is refused with what is wrong and where: by
+ * libguest before it asks (on the guest's stderr: hubctl logs), by hubd
+ * when a guest sends it anyway (its answer, and its log). */
+START_TEST(test_bad_signature_said)
+{
+	static const char what[] =
+	    "signature \"str,strr->u64\": unknown type at byte 5 (\"strr->u64\")";
+	char want[256], *out = NULL, *log;
+
+	hub_start_up(&hub, NULL, PROBER, "prober");
+	ck_assert(hub_wait_method(&hub, "prober.register,prober.register_lib") == 0);
+	expect_ctl(0, "error: EINVAL\n", NULL, "call", "prober.register_lib", "prober.bad",
+		   "str,strr->u64", NULL);
+	snprintf(want, sizeof(want), "libguest: guest_register prober.bad: %s", what);
+	ck_assert_int_eq(hubctl(&hub, &out, "logs", "prober", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, want) != NULL, "no '%s' in: %s", want, out);
+	free(out);
+	snprintf(want, sizeof(want), "error: hub: %s\n", what);
+	expect_ctl(0, want, NULL, "call", "prober.register", "prober.bad", "str,strr->u64",
+		   NULL);
+	snprintf(want, sizeof(want), "guest prober: may not register prober.bad: %s", what);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, want) != NULL, "no '%s' in: %s", want, hub_log_tail(&hub));
+	free(log);
+	/* a guest's control characters reach neither the log nor hubctl raw */
+	expect_ctl(0, "error: hub: signature \"\\x1b[2J->u64\": unknown type at byte 1 "
+		   "(\"\\x1b[2J->u64\")\n", NULL, "call", "prober.register", "prober.bad",
+		   "\033[2J->u64", NULL);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "\033") == NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	/* one that parses is registered */
+	expect_ctl(0, "ok\n", NULL, "call", "prober.register_lib", "prober.good", "str->str",
+		   NULL);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* scripts/check-man.sh on a copy of the tree (BUILD_DIR/..) with edit
  * made to it (sh, run in the copy): exit status, its stderr in err. */
 static int
@@ -262,6 +300,7 @@ suite_hubctl(void)
 	tcase_add_test(tc, test_argument_errors);
 	tcase_add_test(tc, test_unknown_guest);
 	tcase_add_test(tc, test_methods_grouped);
+	tcase_add_test(tc, test_bad_signature_said);
 	tcase_add_test(tc, test_hub_run_help);
 	tcase_add_test(tc, test_check_man_commands);
 	suite_add_tcase(s, tc);

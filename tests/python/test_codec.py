@@ -75,6 +75,27 @@ def test_signatures():
         Signature(5)
 
 
+def test_signature_errors_say_where():
+    # as libguest and hubd say it (proto/sig.c hp_sig_explain): what, and
+    # the byte (from 1) where, with what is there
+    for bad, want in [
+            ("str,strr->u64", "signature 'str,strr->u64': unknown type 'strr' (one of "),
+            ("str,strr->u64", " at byte 5 ('strr->u64')"),
+            ("list<u64->str", "a type without its '>' at byte 9 ('->str')"),
+            ("str str->str", "arguments not separated by ',' at byte 4 (' str->str')"),
+            ("->", "at byte 3 (its end)"),
+            ("é->str", "at byte 1 ('é->str')"),
+            ("u64->" + "(u64,bytes," * 3 + "xx)", "at byte 39 ('xx)')"),
+            ("xu64,u64,u64,u64,u64->str", "at byte 1 ('xu64,u64,u64,u64...')")]:
+        with pytest.raises(ValueError) as e:
+            Signature(bad)
+        assert want in str(e.value), (bad, str(e.value))
+    # a guest's method with one: the same words, before any hub is asked
+    g = hubguest.attach([])
+    with pytest.raises(ValueError, match=r"unknown type 'strr' .* at byte 5 \('strr->u64'\)"):
+        g.register("g.m", "str,strr->u64", lambda a: 0)
+
+
 def test_arguments_named_in_errors():
     s = Signature("str,u64->str")
     assert s.encode_args(["a", 1]).hex() == "016101"

@@ -294,38 +294,59 @@ START_TEST(test_bytes_base64)
 	same("list<bytes>->unit", "[\"base64:AP8=\",\"ok\"]", "[\"base64:AP8=\",\"ok\"]");
 	same("map<bytes,bytes>->unit", "{\"base64:/w==\":\"base64:/w==\"}",
 	     "{\"base64:/w==\":\"base64:/w==\"}");
-	refused("bytes->unit", "base64:!!!!", "is not a bytes");
-	refused("bytes->unit", "base64:QQ", "is not a bytes");
+	/* where the base64 goes wrong, counted after "base64:" */
+	refused("bytes->unit", "base64:!!!!", "is not a bytes: bad base64 at character 1 "
+		"after \"base64:\": '!' is not a base64 character");
+	refused("bytes->unit", "base64:QQ", "is not a bytes: bad base64: it ends inside a "
+		"group of 4 characters ('=' pads one)");
+	refused("bytes->unit", "base64:QUJD\x01", "is not a bytes: bad base64 at character "
+		"5 after \"base64:\": byte 0x01 is not a base64 character");
+	refused("bytes->unit", "base64:QR==", "is not a bytes: bad base64 at character 2 "
+		"after \"base64:\": 'R' leaves bits set past the last byte");
+	refused("bytes->unit", "base64:QUJ=QQ==", "is not a bytes: bad base64 at character "
+		"5 after \"base64:\": 'Q' comes after the padding");
+	refused("list<bytes>->unit", "[\"ok\",\"base64:Q===\"]", "is not a list<bytes>: "
+		"element 2 is not a bytes: bad base64 at character 2 after \"base64:\": '=' "
+		"pads a group of 4 that has fewer than 2 characters");
+	refused("map<bytes,u64>->unit", "{\"base64:QQ=\":1}", "is not a map<bytes,u64>: key "
+		"\"base64:QQ=\" is not a bytes: bad base64: its padding ends after one '=' of two");
 }
 END_TEST
 
+#define U64_RANGE	" (a whole number from 0 to 18446744073709551615)"
+#define I64_RANGE	" (a whole number from -9223372036854775808 to 9223372036854775807)"
+
 START_TEST(test_text_refused)
 {
-	refused("u64->unit", "-1", "is not a u64");
-	refused("u64->unit", "18446744073709551616", "is not a u64");
-	refused("i64->unit", "1.5", "is not an i64");
-	refused("i64->unit", " 1", "is not an i64");
+	/* a number says its range */
+	refused("u64->unit", "-1", "is not a u64" U64_RANGE);
+	refused("u64->unit", "18446744073709551616", "is not a u64" U64_RANGE);
+	refused("i64->unit", "1.5", "is not an i64" I64_RANGE);
+	refused("i64->unit", " 1", "is not an i64" I64_RANGE);
+	refused("i64->unit", "9223372036854775808", "is not an i64" I64_RANGE);
+	refused("i64->unit", "-9223372036854775809", "is not an i64" I64_RANGE);
 	refused("bool->unit", "yes", "is not a bool (true or false)");
 	refused("str->unit", "\xff", "is not a str (UTF-8)");
 	refused("f64->unit", "inf", "is not an f64 (a number, NaN, Infinity or -Infinity)");
 	refused("f64->unit", "0x10", "is not an f64 (a number, NaN, Infinity or -Infinity)");
 	refused("f64->unit", "1e999", "is not an f64 (a number, NaN, Infinity or -Infinity)");
-	refused("list<u64>->unit", "[1,2,-3]", "is not a list<u64>: element 3 is not a u64");
+	refused("list<u64>->unit", "[1,2,-3]", "is not a list<u64>: element 3 is not a u64"
+		U64_RANGE);
 	refused("list<u64>->unit", "[1,2", "is not a list<u64>: not JSON (unexpected end of data)");
 	refused("list<u64>->unit", "[1] 2", "is not a list<u64>: not JSON (unexpected character)");
 	refused("list<u64>->unit", "{}", "is not a list<u64>: not a JSON array");
 	refused("list<u64>->unit", "[99999999999999999999]",
 		"is not a list<u64>: a number larger than 64 bits");
 	refused("list<i64>->unit", "[9223372036854775808]",
-		"is not a list<i64>: element 1 is not an i64");
+		"is not a list<i64>: element 1 is not an i64" I64_RANGE);
 	refused("list<list<str>>->unit", "[[\"a\"],[1]]",
 		"is not a list<list<str>>: element 2 is not a list<str>: "
 		"element 1 is not a str (UTF-8)");
-	refused("opt<u64>->unit", "\"x\"", "is not an opt<u64>: is not a u64");
+	refused("opt<u64>->unit", "\"x\"", "is not an opt<u64>: is not a u64" U64_RANGE);
 	refused("(u64,str)->unit", "[1]", "is not a (u64,str): 1 fields, not 2");
 	refused("(u64,str)->unit", "[1,2]", "is not a (u64,str): field 2 is not a str (UTF-8)");
 	refused("map<u64,str>->unit", "{\"x\":\"a\"}",
-		"is not a map<u64,str>: key \"x\" is not a u64");
+		"is not a map<u64,str>: key \"x\" is not a u64" U64_RANGE);
 	refused("map<str,bool>->unit", "{\"x\":1}",
 		"is not a map<str,bool>: the value of \"x\" is not a bool (true or false)");
 	/* nested JSON deeper than any type can be */
@@ -405,6 +426,48 @@ START_TEST(test_method_names)
 }
 END_TEST
 
+/* hp_sig_explain: what is wrong and where, the text shown safely and
+ * cut; "" for a signature that parses. */
+START_TEST(test_explain)
+{
+	static const char *const cases[][2] = {
+		{ "str,strr->u64",
+		  "signature \"str,strr->u64\": unknown type at byte 5 (\"strr->u64\")" },
+		{ "strr->str", "signature \"strr->str\": unknown type at byte 1 (\"strr->str\")" },
+		{ "->", "signature \"->\": unknown type at byte 3 (its end)" },
+		{ "list<u64->str",
+		  "signature \"list<u64->str\": a type without its '>' at byte 9 (\"->str\")" },
+		{ "str str->str", "signature \"str str->str\": arguments not separated by ',' "
+		  "at byte 4 (\" str->str\")" },
+		{ "str-u64->u64", "signature \"str-u64->u64\": signature has no '->' at byte 4 "
+		  "(\"-u64->u64\")" },
+		{ "str", "signature \"str\": signature has no '->'" },
+		{ "->str,str", "signature \"->str,str\": signature goes on after its result type "
+		  "at byte 6 (\",str\")" },
+		/* a guest's bytes: never raw */
+		{ "st\033[2J\"->str", "signature \"st\\x1b[2J\\x22->str\": unknown type at byte 1 "
+		  "(\"st\\x1b[2J\\x22->str\")" },
+		{ "u64->(u64,bytes,u64,bytes,u64,bytes,u64,bytes,u64,bytes,u64,bytes,u64,bytes,xx)",
+		  "signature \"u64->(u64,bytes,u64,bytes,u64,bytes,u64,bytes,u64,bytes,u64,"
+		  "byte...\": unknown type at byte 77 (\"xx)\")" },
+		{ "str->str", "" },
+	};
+	char buf[512], small[16];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = hp_sig_explain(cases[i][0], buf, sizeof(buf));
+
+		ck_assert_msg(strcmp(buf, cases[i][1]) == 0 && n == strlen(buf), "%s: '%s' (%zu)",
+			      cases[i][0], buf, n);
+	}
+	ck_assert_uint_eq(hp_sig_explain(NULL, buf, sizeof(buf)), strlen("no signature"));
+	/* cut to fit, the length it would have */
+	ck_assert_uint_eq(hp_sig_explain("strr->str", small, sizeof(small)),
+			  strlen(cases[1][1]));
+	ck_assert_str_eq(small, "signature \"strr");
+}
+END_TEST
+
 Suite *suite_sig(void);
 Suite *
 suite_sig(void)
@@ -416,6 +479,7 @@ suite_sig(void)
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_tree);
 	tcase_add_test(tc, test_hostile);
+	tcase_add_test(tc, test_explain);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_result);
 	tcase_add_test(tc, test_method_names);

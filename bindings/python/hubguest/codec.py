@@ -174,7 +174,16 @@ class _Parser:
         self.text, self.pos, self.nodes = text, 0, 0
 
     def fail(self, why):
-        raise ValueError("signature %r: %s" % (self.text, why))
+        # where, as hp_sig_explain says it: the byte (from 1) it stopped
+        # at, and what is there
+        at = len(self.text[:self.pos].encode("utf-8", "surrogatepass")) + 1
+        rest = self.text[self.pos:]
+        there = repr(rest[:16])
+        if len(rest) > 16:
+            there = there[:-1] + "..." + there[-1]     # cut, inside the quotes
+        elif not rest:
+            there = "its end"
+        raise ValueError("signature %r: %s at byte %d (%s)" % (self.text, why, at, there))
 
     def peek(self):
         return self.text[self.pos] if self.pos < len(self.text) else ""
@@ -203,6 +212,7 @@ class _Parser:
         if name in TYPES:
             return name
         if name not in ("list", "opt", "map", "chan"):
+            self.pos = start            # where the word begins, as C says it
             self.fail("unknown type %r (one of %s, list<T>, opt<T>, map<K,V>, (T,...), "
                       "chan<T>)" % (name, ", ".join(TYPES)))
         if depth == SIG_MAX_DEPTH:
