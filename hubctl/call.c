@@ -40,9 +40,9 @@ print_value(json_object *v)
 }
 
 /* A call's result: nothing for unit, null for an opt's none (and for
- * some(null) of an opt<opt<T>>, some(()) of an opt<unit>: -j tells
- * them apart no better), else the value as print_value shows it. A hubd
- * that does not say the result's type ("returns") gets null as unit. */
+ * some(none) of an opt<opt<T>>: JSON, -j too, tells them apart no
+ * better), else the value as print_value shows it. A hubd that does not
+ * say the result's type ("returns") gets null taken for unit. */
 static void
 print_result(json_object *a)
 {
