@@ -22,5 +22,11 @@ def env(name):
     return os.environ.get(name, "")
 
 
+@g.method("greet.die", "->unit")
+def die():
+    """Dies in the call: its caller's error says so."""
+    os._exit(3)
+
+
 if __name__ == "__main__":
     g.run()
