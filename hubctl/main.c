@@ -13,7 +13,11 @@
 
 #include "hubctl/hubctl.h"
 
-#define DEFAULT_SOCKET	"/run/hub/hubd.sock"
+/* hubd's default (daemon/config.h); a prefix's once installed there */
+#ifndef HUB_CONTROL_DEFAULT
+#define HUB_CONTROL_DEFAULT	"/run/hub/hubd.sock"
+#endif
+#define DEFAULT_SOCKET	HUB_CONTROL_DEFAULT
 
 struct command {
 	const char	*name;

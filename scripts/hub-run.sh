@@ -54,11 +54,17 @@ find_prog() {
 }
 hubd=$(find_prog hubd) || die "hubd not found beside $0 nor on PATH"
 hubctl=$(find_prog hubctl) || die "hubctl not found beside $0 nor on PATH"
-# In a build tree, Python guests find the binding and libguest there.
+# In a build tree, Python guests find the binding and libguest there;
+# installed, the binding where install put it (make install fills in
+# installed_pythondir), which finds libguest in its prefix by itself.
+installed_pythondir=
 if [ -e "$here/libguest.so" ] && [ -d "$here/../bindings/python/hubguest" ]; then
 	HUB_LIBGUEST=${HUB_LIBGUEST:-$here/libguest.so}
 	PYTHONPATH=$(cd "$here/../bindings/python" && pwd)${PYTHONPATH:+:$PYTHONPATH}
 	export HUB_LIBGUEST PYTHONPATH
+elif [ -n "$installed_pythondir" ] && [ -d "$installed_pythondir/hubguest" ]; then
+	PYTHONPATH=$installed_pythondir${PYTHONPATH:+:$PYTHONPATH}
+	export PYTHONPATH
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hub-run.XXXXXX") || die "mktemp failed"
