@@ -52,7 +52,7 @@ static const struct command commands[] = {
 	{ "logs", "logs NAME", 1, 1, hubctl_logs,
 	  "a guest's last lines of stdout and stderr, kept across its restarts", NULL },
 	{ "ticket", "ticket NAME", 1, 1, hubctl_ticket,
-	  "the command line that starts a guest of start = manual by hand (gdb --args too)",
+	  "the command line that starts a guest of start = manual by hand (gdb or pdb too)",
 	  NULL },
 	{ "call", "call METHOD [ARG | --bytes-file FILE]...", 1, 17, hubctl_call,
 	  "call a method; arguments are encoded by its signature", NULL },
