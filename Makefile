@@ -351,6 +351,7 @@ test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(SPECHOST) $(BENCH_PROGS) $(B)/c
 		'bench-smoke=bash tests/bench/run.sh $(B) --smoke' \
 		'test-python=$(SUBMAKE) test-python' \
 		'test-install=$(SUBMAKE) test-install' \
+		'check-readme=sh scripts/check-readme.sh $(B)' \
 		'check-man=$(SUBMAKE) check-man') \
 		'check-stores=sh scripts/check-stores.sh' \
 		'test-kv=sh guestlib/examples/test-kv.sh $(B)' $(SUITE_JOBS)

@@ -45,7 +45,9 @@ shift $((OPTIND - 1))
 # hubd and hubctl beside this script (a build tree: build/hub-run) or in
 # the install it came with (PREFIX/bin/hub-run, PREFIX/sbin/hubd), else
 # on PATH.
-here=$(cd "$(dirname "$0")" && pwd) || die "cannot find where it lives"
+# (its real directory: guests of users of their own may not pass through
+# the link that led to it)
+here=$(cd -P "$(dirname "$0")" && pwd -P) || die "cannot find where it lives"
 find_prog() {
 	for p in "$here/$1" "$here/../sbin/$1" "$here/../bin/$1"; do
 		[ -x "$p" ] && { echo "$p"; return 0; }
