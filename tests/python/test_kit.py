@@ -105,3 +105,19 @@ def test_env(make_hub):
     rc, lines, err = hub.ctl("reload")
     assert rc != 0 and "1BAD=x" in str(lines), (lines, err)
     assert hub.ok("greet.env", "GREETING") == "bye"
+
+
+def test_hung_guest_python_stack_in_its_logs(make_hub):
+    # a handler that spins in Python: hubd finds the guest hung, asks it
+    # for its own stack (hubguest's faulthandler on SIGRTMIN+2) before the
+    # debugger and the kill; the Python frames are in hubctl logs
+    hub = make_hub({"greet": GREET}, keys="heartbeat_interval = 100ms", wait=["greet.hang"])
+    rc, err, _ = hub.call("greet.hang", timeout=60)
+    assert rc != 0, err
+    hub.wait(lambda: hub.peer("greet")["deaths"], "greet's death")
+    death = hub.last_death("greet")
+    assert death["reason"] == "hung", death
+    rc, lines, err = hub.ctl("logs", "greet")
+    text = "\n".join(lines[0]["lines"]) if rc == 0 and lines else err
+    assert "in spin_in_python" in text and "in hang" in text, text
+    assert "asked for its own stack" in hub.log(), hub.log()

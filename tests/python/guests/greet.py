@@ -28,5 +28,17 @@ def die():
     os._exit(3)
 
 
+def spin_in_python():
+    """Never returns, never lets the guest beat: hubd finds it hung."""
+    n = 0
+    while True:
+        n += 1
+
+
+@g.method("greet.hang", "->unit")
+def hang():
+    spin_in_python()
+
+
 if __name__ == "__main__":
     g.run()
