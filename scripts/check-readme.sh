@@ -149,7 +149,8 @@ while [ -f "$tmp/block-$b" ]; do
 	what="block $b ($first)"
 	b=$((b + 1))
 	if reason=$(echo "$ctx" | grep -o '<!-- not run: [^>]*-->'); then
-		note "$what: not run: ${reason#<!-- not run: }"
+		reason=${reason#<!-- not run: }
+		note "$what: not run: ${reason% -->}"
 		continue
 	fi
 	if ! grep -v '^[ \t]*$' "$f" | grep -qv '^\(make\|[ \t]*#\)'; then
