@@ -136,6 +136,11 @@ PREFIX ?= /usr/local
 # so that an install there writes nothing outside it.
 SYSCONFDIR ?= $(if $(filter /usr /usr/local,$(PREFIX)),/etc,$(PREFIX)/etc)
 LIBDIR ?= $(PREFIX)/lib
+# The control socket's directory: /run/hub for /usr and /usr/local, as
+# hubd and hubctl have it built in; inside any other prefix, so that a hub
+# installed there never takes a system hub's socket (install builds hubd
+# and hubctl again with it, and SYSCONFDIR's config, as their defaults).
+RUNDIR ?= $(if $(filter /usr /usr/local,$(PREFIX)),/run/hub,$(PREFIX)/var/run/hub)
 # The installed example guests find libguest in LIBDIR by a RUNPATH, but
 # where the dynamic loader looks anyway (Debian's LIBDIR among them).
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
@@ -346,6 +351,7 @@ test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(SPECHOST) $(BENCH_PROGS) $(B)/c
 		'bench-smoke=bash tests/bench/run.sh $(B) --smoke' \
 		'test-python=$(SUBMAKE) test-python' \
 		'test-install=$(SUBMAKE) test-install' \
+		'check-readme=sh scripts/check-readme.sh $(B)' \
 		'check-man=$(SUBMAKE) check-man') \
 		'check-stores=sh scripts/check-stores.sh' \
 		'test-kv=sh guestlib/examples/test-kv.sh $(B)' $(SUITE_JOBS)
@@ -369,14 +375,21 @@ INSTALLED = $(PREFIX)/sbin/hubd $(PREFIX)/bin/hubctl $(PREFIX)/bin/hub-run \
 	$(addprefix $(PYTHONDIR)/hubguest/,$(notdir $(PY_PKG)))
 # Directories of hub's own, gone at uninstall once empty
 INSTALLED_DIRS = $(PREFIX)/libexec/hub $(PREFIX)/share/doc/hub $(SYSCONFDIR)/hub \
-	$(PYTHONDIR)/hubguest
+	$(PYTHONDIR)/hubguest $(filter $(PREFIX)/%,$(RUNDIR))
+# hubd and hubctl as installed: their default config and control socket
+# this install's (daemon/config.h, daemon/hubd.c), built in a directory
+# of their own so that the tree's build/hubd and build/hubctl stay as
+# they are.
+INSTALL_PATHS := -DHUB_CONF_DEFAULT='"$(SYSCONFDIR)/hub/hubd.conf"' \
+	-DHUB_CONTROL_DEFAULT='"$(RUNDIR)/hubd.sock"'
+INSTALL_CFLAGS = $(filter-out -MMD -MP,$(ALL_CFLAGS)) $(INSTALL_PATHS)
 # The config install writes: the examples from PREFIX; where python3 or the
 # loader would not look, the Python example is told where the binding and
 # libguest are.
 GREETER_ENV = $(strip $(if $(filter /usr /usr/local,$(PREFIX)),,PYTHONPATH=$(PYTHONDIR)) \
 	$(if $(INSTALL_RPATH),HUB_LIBGUEST=$(LIBDIR)/$(GUEST_SONAME)))
 INSTALL_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
-	-e 's|/etc/hub/|$(SYSCONFDIR)/hub/|' \
+	-e 's|/etc/hub/|$(SYSCONFDIR)/hub/|' -e 's|^control = /run/hub/|control = $(RUNDIR)/|' \
 	$(if $(GREETER_ENV),-e '/^exec = .*\/greeter$$/a env = $(GREETER_ENV)') conf/hubd.conf
 # hub-nats's example config: its paths where this install put things
 INSTALL_NATS_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
@@ -386,9 +399,21 @@ install: all
 		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include \
 		$(DESTDIR)$(PREFIX)/libexec/hub $(DESTDIR)$(PREFIX)/lib/systemd/system \
 		$(DESTDIR)$(PREFIX)/share/doc/hub $(DESTDIR)$(SYSCONFDIR)/hub
-	install -m 755 $(B)/hubd $(DESTDIR)$(PREFIX)/sbin/hubd
-	install -m 755 $(B)/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl
-	install -m 755 $(B)/hub-run $(DESTDIR)$(PREFIX)/bin/hub-run
+	t=$$(mktemp -d) && trap 'rm -rf "$$t"' EXIT && \
+	$(CC) $(INSTALL_CFLAGS) -c -o $$t/hubd.o daemon/hubd.c && \
+	$(CC) $(INSTALL_CFLAGS) -c -o $$t/config.o daemon/config.c && \
+	$(CC) $(INSTALL_CFLAGS) -c -o $$t/main.o hubctl/main.c && \
+	$(CC) $(ALL_LDFLAGS) -o $$t/hubd $$t/hubd.o $$t/config.o $(DAEMON_LIB) $(PROTO_LIB) \
+		$(DAEMON_LIBS) && \
+	$(CC) $(ALL_LDFLAGS) -o $$t/hubctl $$t/main.o $(filter-out %/main.o,$(HUBCTL_OBJ)) \
+		$(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/poolfig.o \
+		$(B)/daemon/escape.o $(B)/daemon/pcjson.o $(PROTO_LIB) $(HUBCTL_LIBS) && \
+	install -m 755 $$t/hubd $(DESTDIR)$(PREFIX)/sbin/hubd && \
+	install -m 755 $$t/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl
+	@# hub-run: Python guests find the binding where install puts it
+	sed 's|^installed_pythondir=$$|installed_pythondir=$(PYTHONDIR)|' $(B)/hub-run \
+		> $(DESTDIR)$(PREFIX)/bin/hub-run && chmod 755 $(DESTDIR)$(PREFIX)/bin/hub-run
+	$(if $(filter $(PREFIX)/%,$(RUNDIR)),install -d $(DESTDIR)$(RUNDIR))
 	install -m 755 $(B)/$(GUEST_REAL) $(DESTDIR)$(LIBDIR)/$(GUEST_REAL)
 	ln -sf $(GUEST_REAL) $(DESTDIR)$(LIBDIR)/$(GUEST_SONAME)
 	ln -sf $(GUEST_SONAME) $(DESTDIR)$(LIBDIR)/libguest.so

@@ -491,7 +491,7 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	c->pool_sweep_ns = 250ull * 1000000;
 	c->pool_stuck_ns = 30ull * 1000000000;
 	if ((c->file = strdup(file)) == NULL ||
-	    (c->control_path = strdup("/run/hub/hubd.sock")) == NULL)
+	    (c->control_path = strdup(HUB_CONTROL_DEFAULT)) == NULL)
 		goto fail;
 	if ((p.in = fopen(file, "re")) == NULL) {
 		if (errs != NULL)

@@ -11,6 +11,12 @@
 
 #include "proto/segment.h"
 
+/* [hub] control's default, hubctl's too; make install under a prefix of
+ * its own builds hubd and hubctl again with one inside it. */
+#ifndef HUB_CONTROL_DEFAULT
+#define HUB_CONTROL_DEFAULT	"/run/hub/hubd.sock"
+#endif
+
 /* A guest's restart = */
 enum restart_policy {
 	RESTART_NEVER,

@@ -69,6 +69,59 @@ done_cb(struct ev_loop *loop, ev_io *w, int revents)
 		s->done(p->hub, p);
 }
 
+static int	run_tool(struct hangstack *s, const char *tool, pid_t target);
+
+/* Whether pid has a handler for sig: its SigCgt mask in /proc (a guest
+ * that does not would die of it, stack untaken). */
+static int
+catches(pid_t pid, int sig)
+{
+	char path[64], line[128];
+	unsigned long long mask;
+	FILE *f;
+	int yes = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "SigCgt: %llx", &mask) == 1) {
+			yes = sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1) != 0;
+			break;
+		}
+	fclose(f);
+	return yes;
+}
+
+/* The guest had its time to write its own stack: the tool now, or (the
+ * guest gone meanwhile, or no tool started) done. */
+static void
+dump_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct peer *p = w->data;
+	struct hangstack *s = &p->stack;
+	int rc;
+
+	(void)revents;
+	if (p->pid != s->target) {	/* ended meanwhile: nothing to take */
+		close(s->out);
+		s->out = -1;
+		return;
+	}
+	if ((rc = run_tool(s, s->tool, s->target)) != 0) {
+		errno = -rc;
+		log_warn("guest %s: its stack: %s", p->conf->name, s->tool);
+		close(s->out);
+		s->out = -1;
+		s->done(p->hub, p);
+		return;
+	}
+	ev_io_set(&s->w, s->pidfd, EV_READ);
+	ev_io_start(loop, &s->w);
+	log_warnx("guest %s: taking its stack with %s (%.0f s at most)", p->conf->name, s->tool,
+		  HANGSTACK_LIMIT_S);
+}
+
 void
 hangstack_init(struct peer *p)
 {
@@ -76,6 +129,8 @@ hangstack_init(struct peer *p)
 	p->stack.pidfd = p->stack.out = -1;
 	ev_io_init(&p->stack.w, done_cb, -1, EV_READ);
 	p->stack.w.data = p;
+	ev_timer_init(&p->stack.dump, dump_cb, HANGSTACK_DUMP_S, 0.);
+	p->stack.dump.data = p;
 }
 
 /* The tool, on p's pid, its output into out. -errno. */
@@ -138,7 +193,8 @@ hangstack_start(struct hub *h, struct peer *p, void (*done)(struct hub *h, struc
 	const char *tool;
 	int rc;
 
-	if (h->conf.hang_stack == HANG_STACK_OFF || p->pid <= 0 || s->pid != 0)
+	if (h->conf.hang_stack == HANG_STACK_OFF || p->pid <= 0 || s->pid != 0 ||
+	    ev_is_active(&s->dump))
 		return HANGSTACK_NONE;	/* off, or one still runs (an earlier hang) */
 	if ((tool = find_tool()) == NULL) {
 		log_warnx("guest %s: no eu-stack nor gdb installed: SIGABRT, for a core dump "
@@ -151,6 +207,18 @@ hangstack_start(struct hub *h, struct peer *p, void (*done)(struct hub *h, struc
 		log_warn("guest %s: its stack: memfd", p->conf->name);
 		return HANGSTACK_NONE;
 	}
+	s->target = p->pid;
+	s->done = done;
+	s->tool = tool;
+	/* its own stack first (a Python guest's frames), to its stderr */
+	if (catches(p->pid, HANGSTACK_SIGNAL) && p->pidfd >= 0 &&
+	    syscall(SYS_pidfd_send_signal, p->pidfd, HANGSTACK_SIGNAL, NULL, 0) == 0) {
+		log_warnx("guest %s: asked for its own stack (SIGRTMIN+%d), then %s",
+			  p->conf->name, HANGSTACK_SIGNAL - SIGRTMIN, tool);
+		ev_timer_set(&s->dump, HANGSTACK_DUMP_S, 0.);
+		ev_timer_start(h->loop, &s->dump);
+		return HANGSTACK_TOOL;
+	}
 	if ((rc = run_tool(s, tool, p->pid)) != 0) {
 		errno = -rc;
 		log_warn("guest %s: its stack: %s", p->conf->name, tool);
@@ -158,8 +226,6 @@ hangstack_start(struct hub *h, struct peer *p, void (*done)(struct hub *h, struc
 		s->out = -1;
 		return HANGSTACK_NONE;
 	}
-	s->target = p->pid;
-	s->done = done;
 	ev_io_set(&s->w, s->pidfd, EV_READ);
 	ev_io_start(h->loop, &s->w);
 	log_warnx("guest %s: taking its stack with %s (%.0f s at most)", p->conf->name, tool,
@@ -170,6 +236,8 @@ hangstack_start(struct hub *h, struct peer *p, void (*done)(struct hub *h, struc
 void
 hangstack_kill(struct peer *p)
 {
+	if (ev_is_active(&p->stack.dump))
+		ev_timer_stop(p->hub->loop, &p->stack.dump);
 	if (p->stack.pid > 0)
 		kill(-p->stack.pid, SIGKILL);
 }

@@ -41,7 +41,11 @@
 #define SPIN_NS		50000	/* keep polling rings this long after the last work */
 #define BUSY_NS		1000000	/* then give libev a turn at least this often */
 #define YIELD_AFTER_NS	10000	/* quiet this long: yield the CPU now and then */
-#define DEFAULT_CONF	"/etc/hub/hubd.conf"
+/* make install under a prefix of its own builds hubd again with its own */
+#ifndef HUB_CONF_DEFAULT
+#define HUB_CONF_DEFAULT	"/etc/hub/hubd.conf"
+#endif
+#define DEFAULT_CONF	HUB_CONF_DEFAULT
 
 static void __attribute__((noreturn))
 usage(void)
@@ -217,7 +221,8 @@ lock_hub(struct hub *h)
 		log_warnx("out of memory");
 		return -1;
 	}
-	/* /run/hub when run by hand (systemd's RuntimeDirectory otherwise) */
+	/* /run/hub (or a prefix's) when run by hand (systemd's RuntimeDirectory
+	 * otherwise) */
 	if (slash != NULL && slash != h->conf.control_path) {
 		char *dir = strndup(h->conf.control_path,
 				    (size_t)(slash - h->conf.control_path));

@@ -92,10 +92,60 @@ put_words(json_object *a, const char *key, int *first)
 	}
 }
 
-/* One command line: AS [env ENV...] [gdb --args] ARGV. */
-static void
-put_line(json_object *a, int gdb)
+/* Whether path names a Python interpreter: python, python3, python3.11. */
+static int
+is_python(const char *path)
 {
+	const char *b = strrchr(path, '/');
+
+	b = b != NULL ? b + 1 : path;
+	return strncmp(b, "python", 6) == 0 && b[6 + strspn(b + 6, "0123456789.")] == '\0';
+}
+
+/* The interpreter that runs path when it is a script in Python, into buf:
+ * its #! line's (through env), else python3 for a name ending in .py.
+ * 0: not a Python script (or not readable by us: gdb it is). */
+static int
+python_script(const char *path, char *buf, size_t len)
+{
+	char line[256], *w, *save;
+	size_t n = strlen(path);
+	FILE *f;
+	int found = 0;
+
+	if ((f = fopen(path, "re")) != NULL) {
+		if (fgets(line, sizeof(line), f) != NULL && strncmp(line, "#!", 2) == 0 &&
+		    (w = strtok_r(line + 2, " \t\r\n", &save)) != NULL) {
+			/* #!/usr/bin/env [-S] python3 */
+			if (strcmp(w, "env") == 0 || (strlen(w) > 4 &&
+			    strcmp(w + strlen(w) - 4, "/env") == 0))
+				while ((w = strtok_r(NULL, " \t\r\n", &save)) != NULL &&
+				       (w[0] == '-' || strchr(w, '=') != NULL))
+					;
+			if (w != NULL && is_python(w) && strlen(w) < len) {
+				snprintf(buf, len, "%s", w);
+				found = 1;
+			}
+		}
+		fclose(f);
+	}
+	if (!found && n > 3 && strcmp(path + n - 3, ".py") == 0) {
+		snprintf(buf, len, "python3");
+		found = 1;
+	}
+	return found;
+}
+
+/* One command line: AS [env ENV...] [DEBUGGER] ARGV. The debugger of
+ * the guest's kind: python3 -m pdb for a script in Python (after its
+ * interpreter when that is the exec), else gdb --args. */
+static void
+put_line(json_object *a, int debug)
+{
+	json_object *argv = js_list(a, "argv");
+	const char *exe = json_object_array_length(argv) > 0 ?
+	    json_object_get_string(json_object_array_get_idx(argv, 0)) : "";
+	char interp[256];
 	int first = 1;
 
 	put_words(a, "as", &first);
@@ -104,7 +154,25 @@ put_line(json_object *a, int gdb)
 		first = 0;
 		put_words(a, "env", &first);
 	}
-	if (gdb) {
+	if (debug && is_python(exe)) {
+		if (!first)
+			putchar(' ');
+		put_word(exe);
+		fputs(" -m pdb", stdout);
+		for (size_t i = 1; i < json_object_array_length(argv); i++) {
+			putchar(' ');
+			put_word(json_object_get_string(json_object_array_get_idx(argv, i)));
+		}
+		putchar('\n');
+		return;
+	}
+	if (debug && python_script(exe, interp, sizeof(interp))) {
+		if (!first)
+			putchar(' ');
+		put_word(interp);
+		fputs(" -m pdb", stdout);
+		first = 0;
+	} else if (debug) {
 		fputs(first ? "gdb --args" : " gdb --args", stdout);
 		first = 0;
 	}
@@ -113,7 +181,7 @@ put_line(json_object *a, int gdb)
 }
 
 /* hubctl ticket NAME: the command that starts a guest of start = manual
- * by hand, and the same under gdb. */
+ * by hand, and the same under gdb (pdb for a script in Python). */
 int
 hubctl_ticket(struct ctl *ctl, int argc, char **argv)
 {

@@ -13,7 +13,11 @@
 
 #include "hubctl/hubctl.h"
 
-#define DEFAULT_SOCKET	"/run/hub/hubd.sock"
+/* hubd's default (daemon/config.h); a prefix's once installed there */
+#ifndef HUB_CONTROL_DEFAULT
+#define HUB_CONTROL_DEFAULT	"/run/hub/hubd.sock"
+#endif
+#define DEFAULT_SOCKET	HUB_CONTROL_DEFAULT
 
 struct command {
 	const char	*name;
@@ -48,7 +52,7 @@ static const struct command commands[] = {
 	{ "logs", "logs NAME", 1, 1, hubctl_logs,
 	  "a guest's last lines of stdout and stderr, kept across its restarts", NULL },
 	{ "ticket", "ticket NAME", 1, 1, hubctl_ticket,
-	  "the command line that starts a guest of start = manual by hand (gdb --args too)",
+	  "the command line that starts a guest of start = manual by hand (gdb or pdb too)",
 	  NULL },
 	{ "call", "call METHOD [ARG | --bytes-file FILE]...", 1, 17, hubctl_call,
 	  "call a method; arguments are encoded by its signature", NULL },

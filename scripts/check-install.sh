@@ -7,14 +7,18 @@
 # where the binding is by env =) come up and answer; the installed hub-nats
 # loads and reads its installed example config, which hubd.conf's
 # commented-out [guest nats] section names where it is; a guest built
-# against the installed libguest with pkg-config runs under it; then make
-# uninstall leaves TMP empty. Usage: check-install.sh (MAKE and CC from
+# against the installed libguest with pkg-config runs under it; hubd and
+# hubctl meet at the prefix's control socket by default; README's hello.py
+# runs under the installed hub-run and its pytest test passes with the
+# installed hubguest.testing, nothing set by hand; then make uninstall
+# leaves TMP empty. Usage: check-install.sh (MAKE and CC from
 # the environment). Everything goes, also when a step fails.
 set -u
 MAKE=${MAKE:-make}
 CC=${CC:-cc}
 tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
+hubd=
+trap '[ -z "$hubd" ] || kill -KILL $hubd 2>/dev/null; rm -rf "$tmp"' EXIT
 p=$tmp/prefix
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
@@ -27,6 +31,10 @@ if ! $MAKE --no-print-directory -s install PREFIX="$p" > "$tmp/make.log" 2>&1; t
 fi
 [ -f "$p/etc/hub/hubd.conf" ] && ok || bad "no $p/etc/hub/hubd.conf (SYSCONFDIR under PREFIX)"
 [ -f "$p/etc/hub/nats.conf" ] && ok || bad "no $p/etc/hub/nats.conf (SYSCONFDIR under PREFIX)"
+
+# the control socket inside the prefix, not a system hub's /run/hub
+grep -qx "control = $p/var/run/hub/hubd.sock" "$p/etc/hub/hubd.conf" && ok ||
+	bad "hubd.conf's control is not $p/var/run/hub/hubd.sock: $(grep '^control' "$p/etc/hub/hubd.conf")"
 
 # the examples find libguest by their RUNPATH, the Python one the binding
 # by its env = (the loader and python3 would not look under TMP)
@@ -113,6 +121,57 @@ if env -i PATH=/usr/bin:/bin "$p/bin/hub-run" -t 20 -c "$p/etc/hub/hubd.conf" \
 else
 	cat "$tmp/run.log" >&2
 	bad "the installed hub with its example guests and a pkg-config guest does not answer"
+fi
+
+# the installed hubd with no -f reads the prefix's config, and hubctl with
+# no -s finds its socket there
+env -i PATH=/usr/bin:/bin "$p/sbin/hubd" > "$tmp/hubd.log" 2>&1 &
+hubd=$!
+n=0
+until env -i PATH=/usr/bin:/bin "$p/bin/hubctl" -t 2 peers > "$tmp/peers.log" 2>&1 &&
+	grep -q '^kv .* up ' "$tmp/peers.log"; do
+	n=$((n + 1))
+	if [ $n -ge 200 ] || ! kill -0 $hubd 2>/dev/null; then
+		break
+	fi
+	sleep 0.05
+done
+grep -q '^kv .* up ' "$tmp/peers.log" && [ -S "$p/var/run/hub/hubd.sock" ] && ok ||
+	{ cat "$tmp/peers.log" "$tmp/hubd.log" >&2
+	  bad "the installed hubd and hubctl do not meet at $p/var/run/hub/hubd.sock by default"; }
+kill -TERM $hubd 2>/dev/null
+wait $hubd
+hubd=
+[ ! -e "$p/var/run/hub/hubd.sock" ] && ok || bad "hubd left $p/var/run/hub/hubd.sock"
+
+# README's hello.py under the installed hub-run with nothing set by hand;
+# then README's pytest test of it with the installed hubguest.testing (its
+# PYTHONPATH alone: where python3 finds the binding), which finds hubd,
+# hubctl and libguest in the same prefix
+pydir=$(ls -d "$p"/lib/python3*/dist-packages)
+here=$(cd "$(dirname "$0")/.." && pwd)
+awk '/^    #!\/usr\/bin\/env python3$/ { f = 1 } f && /^[^ ]/ { exit } f' "$here/README.md" |
+	sed 's/^    //' > "$tmp/hello.py"
+chmod 755 "$tmp/hello.py"
+if (cd "$tmp" && env -i PATH=/usr/bin:/bin "$p/bin/hub-run" -g hello=./hello.py \
+	-w hello.greet -- sh -c 'test "$(hubctl call hello.greet world)" = "hello, world"') \
+	> "$tmp/run.log" 2>&1; then
+	ok
+else
+	cat "$tmp/run.log" >&2
+	bad "README's hello.py does not answer under $p/bin/hub-run"
+fi
+awk '/^    from hubguest.testing import Hub$/ { f = 1 } f && /^[^ ]/ { exit } f' \
+	"$here/README.md" | sed -e 's/^    //' -e "s|/srv/plugins/hello.py|$tmp/hello.py|" \
+	> "$tmp/test_hello.py"
+if ! /usr/bin/python3 -c 'import pytest' 2>/dev/null; then
+	echo "install: no pytest for /usr/bin/python3: README's test of hello.py left out" >&2
+elif (cd "$tmp" && env -i PATH=/usr/bin:/bin PYTHONPATH="$pydir" /usr/bin/python3 -m pytest \
+	-q -p no:cacheprovider test_hello.py) > "$tmp/pytest.log" 2>&1; then
+	ok
+else
+	cat "$tmp/pytest.log" >&2
+	bad "README's pytest test of hello.py fails with the binding installed in $pydir"
 fi
 
 if $MAKE --no-print-directory -s uninstall PREFIX="$p" > "$tmp/make.log" 2>&1; then

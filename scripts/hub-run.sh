@@ -76,7 +76,9 @@ shift $((OPTIND - 1))
 # hubd and hubctl beside this script (a build tree: build/hub-run) or in
 # the install it came with (PREFIX/bin/hub-run, PREFIX/sbin/hubd), else
 # on PATH.
-here=$(cd "$(dirname "$0")" && pwd) || die "cannot find where it lives"
+# (its real directory: guests of users of their own may not pass through
+# the link that led to it)
+here=$(cd -P "$(dirname "$0")" && pwd -P) || die "cannot find where it lives"
 find_prog() {
 	for p in "$here/$1" "$here/../sbin/$1" "$here/../bin/$1"; do
 		[ -x "$p" ] && { echo "$p"; return 0; }
@@ -85,11 +87,17 @@ find_prog() {
 }
 hubd=$(find_prog hubd) || die "hubd not found beside $0 nor on PATH"
 hubctl=$(find_prog hubctl) || die "hubctl not found beside $0 nor on PATH"
-# In a build tree, Python guests find the binding and libguest there.
+# In a build tree, Python guests find the binding and libguest there;
+# installed, the binding where install put it (make install fills in
+# installed_pythondir), which finds libguest in its prefix by itself.
+installed_pythondir=
 if [ -e "$here/libguest.so" ] && [ -d "$here/../bindings/python/hubguest" ]; then
 	HUB_LIBGUEST=${HUB_LIBGUEST:-$here/libguest.so}
 	PYTHONPATH=$(cd "$here/../bindings/python" && pwd)${PYTHONPATH:+:$PYTHONPATH}
 	export HUB_LIBGUEST PYTHONPATH
+elif [ -n "$installed_pythondir" ] && [ -d "$installed_pythondir/hubguest" ]; then
+	PYTHONPATH=$installed_pythondir${PYTHONPATH:+:$PYTHONPATH}
+	export PYTHONPATH
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hub-run.XXXXXX") || die "mktemp failed"

@@ -277,6 +277,41 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* A script guest in Python: the ticket's second line runs it under pdb,
+ * not gdb (which cannot debug a script): before the script the shebang
+ * names, after the interpreter exec names. */
+START_TEST(test_ticket_python_pdb)
+{
+	const char *names[] = { "greet", "greet2" };
+	const char *want[] = {
+		" python3 -m pdb " BUILD_DIR "/../tests/python/guests/greet.py "
+		    "--hub-ticket=",
+		" /usr/bin/python3 -m pdb " BUILD_DIR "/../tests/python/guests/greet.py "
+		    "--hub-ticket=",
+	};
+
+	hub_start_up(&hub, NULL,
+		     "[guest greet]\nexec = @/../tests/python/guests/greet.py\n"
+		     "start = manual\nheartbeat = off\n"
+		     "[guest greet2]\nexec = /usr/bin/python3\n"
+		     "args = @/../tests/python/guests/greet.py\nstart = manual\n", NULL);
+	for (size_t i = 0; i < 2; i++) {
+		char *out = NULL;
+		int n;
+
+		for (n = 0; n < 2000 && strcmp(hub_peer_state(&hub, names[i]), "waiting") != 0;
+		     n++)
+			sleep_ms(5);
+		ck_assert_msg(n < 2000, "%s not waiting: %s", names[i], hub_log_tail(&hub));
+		ck_assert_msg(hubctl(&hub, &out, "ticket", names[i], (char *)NULL) == 0 &&
+			      out != NULL, "hubctl ticket %s: %s", names[i], hubctl_stderr());
+		ck_assert_msg(strstr(out, want[i]) != NULL && strstr(out, "gdb") == NULL,
+			      "ticket %s: %s", names[i], out);
+		free(out);
+	}
+}
+END_TEST
+
 Suite *suite_manual(void);
 Suite *
 suite_manual(void)
@@ -288,6 +323,7 @@ suite_manual(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_started_by_hand);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_ticket_python_pdb);
 	suite_add_tcase(s, tc);
 	return s;
 }

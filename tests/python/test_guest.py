@@ -18,7 +18,7 @@ def test_each_type_both_ways(hub):
     # hubctl encodes by the signature, the Python handler decodes, answers,
     # and hubctl decodes the answer
     assert hub.ok("py.str", "héllo") == "héllo!"
-    assert hub.ok("py.bytes", "abc") == "cba"
+    assert hub.ok("py.bytes", "abc") == b"cba"
     assert hub.ok("py.u64", "41") == 42
     assert hub.ok("py.u64", str(2**64 - 1)) == 0
     assert hub.ok("py.i64", "-7") == 7
@@ -27,6 +27,12 @@ def test_each_type_both_ways(hub):
     assert hub.ok("py.bool", "false") is True
     assert hub.ok("py.unit") is None
     assert hub.ok("py.multi", "s", "b", "3", "-4", "true") == "('s', b'b', 3, -4, True)"
+    # the same as Python values, and results as Python values
+    assert hub.ok("py.u64", 41) == 42
+    assert hub.ok("py.bool", True) is False
+    assert hub.ok("py.bytes", b"\xff\x00b") == b"b\x00\xff"
+    assert hub.ok("py.bytes", b"base64:x") == b"x:46esab"
+    assert hub.ok("py.multi", "s", b"\xff", 3, -4, True) == "('s', b'\\xff', 3, -4, True)"
     # and from Python to Python through the hub (pyguest calls itself)
     assert hub.ok("py.callany", "py.str", "x") == "ok: 'x!'"
     assert hub.ok("py.calltyped", "py.i64", "-9") == "ok: 9"
@@ -37,8 +43,14 @@ def test_compound_types_both_ways(hub):
     # hubctl's JSON arguments decoded into dicts, lists, None, tuples and
     # floats, and the handler's tuple shown as JSON
     assert hub.ok("py.compound", '{"b":[1.5,-2],"a":[]}', "null") == \
-        [["a", "b"], 1.5, {"0": False, "2": True}]
-    assert hub.ok("py.compound", '{}', '[7,"base64:/w=="]') == [[], None, {"7": True}]
+        (["a", "b"], 1.5, {0: False, 2: True})
+    assert hub.ok("py.compound", '{}', '[7,"base64:/w=="]') == ([], None, {7: True})
+    # Python values in: dicts, lists, None, tuples, bytes (hub.ok encodes
+    # them as hubctl's JSON by the signature)
+    assert hub.ok("py.compound", {"b": [1.5, -2], "a": []}, None) == \
+        (["a", "b"], 1.5, {0: False, 2: True})
+    assert hub.ok("py.compound", {}, (7, b"\xff")) == ([], None, {7: True})
+    assert hub.ok("py.compound", {"x": [float("inf")]}, None) == (["x"], float("inf"), {1: False})
     rc, err, _ = hub.call("py.compound", '{"a":["x"]}', "null")
     assert rc == 1 and "argument 1 is not a map<str,list<f64>>: the value of \"a\" is not " \
         "a list<f64>: element 1 is not an f64" in err

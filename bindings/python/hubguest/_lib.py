@@ -90,10 +90,22 @@ _PROTOS = {
 _lib = None
 
 
+def _beside():
+    """Where libguest is when the loader would not look: the lib directory
+    of the prefix this binding was installed under (PREFIX/lib/python3.X/
+    dist-packages/hubguest, or /usr/lib/python3/dist-packages/hubguest),
+    then a build tree's build/ (bindings/python/hubguest)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.normpath(os.path.join(here, "..", "..", "..", SONAME)),
+            os.path.normpath(os.path.join(here, "..", "..", "..", "build", "libguest.so"))]
+
+
 def load():
     """libguest, loaded once: the file HUB_LIBGUEST names if it is set (a
-    build tree's build/libguest.so, say), else the installed libguest.so.0.
-    Raises hubguest.Error saying what was tried."""
+    build tree's build/libguest.so, say), else the installed libguest.so.0:
+    where the loader looks, else in the lib directory of the prefix this
+    binding is installed under, else a build tree's beside it. Raises
+    hubguest.Error saying what was tried."""
     global _lib
     if _lib is not None:
         return _lib
@@ -103,8 +115,18 @@ def load():
     except OSError as e:
         if path:
             raise Error("cannot load libguest from HUB_LIBGUEST=%s: %s" % (path, e)) from None
-        raise Error("cannot load %s (%s): install libguest (make install in the hub tree) "
-                    "or set HUB_LIBGUEST to the path of a libguest.so" % (SONAME, e)) from None
+        lib = None
+        for p in _beside():
+            if os.path.exists(p):
+                try:
+                    lib, path = ctypes.CDLL(p), p
+                    break
+                except OSError:
+                    pass
+        if lib is None:
+            raise Error("cannot load %s (%s; nor in %s): install libguest (make install in "
+                        "the hub tree) or set HUB_LIBGUEST to the path of a libguest.so" %
+                        (SONAME, e, " or ".join(_beside()))) from None
     for name, (restype, argtypes) in _PROTOS.items():
         try:
             fn = getattr(lib, name)

@@ -18,7 +18,9 @@ serves other traffic meanwhile, as guest_call does)."""
 import atexit
 import ctypes
 import errno
+import faulthandler
 import itertools
+import signal
 import sys
 import threading
 
@@ -99,6 +101,7 @@ class Guest(Handlers, Serving, Topics):
             sys.stdout.reconfigure(line_buffering=True)
         except (AttributeError, ValueError):
             pass
+        _stacks_to_stderr()
         for token, m in list(self._methods.items()):
             self._register(token, m)
         self._topics_attach()
@@ -330,6 +333,27 @@ def _detach_all():
 
 
 atexit.register(_detach_all)
+
+
+# hubd sends it to a hung guest that catches it, before it takes the
+# stack with a debugger and kills the guest (doc/supervisor.md): no
+# debugger sees Python's frames, faulthandler writes them.
+STACK_SIGNAL_OFFSET = 2     # SIGRTMIN+2: hubd's HANGSTACK_SIGNAL
+
+
+def _stacks_to_stderr():
+    """Every thread's Python stack to stderr (hubd keeps it: hubctl logs)
+    when hubd finds the guest hung, and on a fatal signal (SIGSEGV,
+    SIGABRT...). Once per process; nothing if stderr has no file."""
+    try:
+        err = sys.__stderr__
+        err.fileno()
+        faulthandler.register(signal.SIGRTMIN + STACK_SIGNAL_OFFSET, file=err,
+                              all_threads=True)
+        if not faulthandler.is_enabled():
+            faulthandler.enable(file=err, all_threads=True)
+    except (AttributeError, ValueError, OSError, RuntimeError):
+        pass
 
 
 def attach(argv=None):

@@ -17,17 +17,27 @@ or, with pytest (`pytest -p hubguest.testing`, or `pytest_plugins =
         hub = make_hub({"greet": "/path/to/greet.py"}, wait=["greet.hello"])
         assert hub.ok("greet.hello", "world") == "hello, world"
 
-hubd and hubctl: those of the build tree $HUB_BUILD names (or build=),
-else the installed ones (hubctl on PATH, hubd beside it in ../sbin or on
-PATH). The guests inherit hubd's environment: PYTHONPATH leads to this
-very binding, so that Python guests import the hubguest the tests do, and
-PATH to the python running the tests (their #!/usr/bin/env python3).
-Stopping checks that hubd exits with status 0, that no guest was killed
-at the stop, and that no guest process outlives it; a failure raises
-HubError (an AssertionError, as pytest shows them)."""
+hub.ok() and hub.call() take the arguments as Python values and return
+the result as one, both by the method's signature (hubctl's text forms
+still work: a str is given as it is). A guest that dies or a hubd that
+exits while the hub starts fails the test at once, with hubd's reason.
 
+hubd and hubctl: those of the build tree $HUB_BUILD names (or build=),
+else those of the install this binding belongs to (PREFIX/bin/hubctl and
+PREFIX/sbin/hubd for a binding in PREFIX/lib/python3.X/dist-packages),
+else hubctl on PATH and hubd beside it in ../sbin or on PATH. The guests
+inherit hubd's environment: PYTHONPATH leads to this very binding, so
+that Python guests import the hubguest the tests do (and it finds its
+libguest), and PATH to the python running the tests (their
+#!/usr/bin/env python3) and to hubctl. Stopping checks that hubd exits
+with status 0, that no guest was killed at the stop, and that no guest
+process outlives it; a failure raises HubError (an AssertionError, as
+pytest shows them)."""
+
+import base64
 import itertools
 import json
+import math
 import os
 import shutil
 import signal
@@ -37,8 +47,13 @@ import sys
 import tempfile
 import time
 
+from . import codec
+
 _n = itertools.count()
 BINDING = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The prefix this binding is installed under: PREFIX/lib/python3.X/dist-packages
+# (or /usr/lib/python3/dist-packages); in a build tree, no bin/hubctl there.
+PREFIX = os.path.normpath(os.path.join(BINDING, "..", "..", ".."))
 
 
 class HubError(AssertionError):
@@ -68,8 +83,11 @@ def find_programs(build=None):
         build = os.path.abspath(build)
         return (os.path.join(build, "hubd"), os.path.join(build, "hubctl"),
                 os.path.join(build, "libguest.so"))
-    hubctl = shutil.which("hubctl")
-    _check(hubctl, "hubctl not found on PATH (set HUB_BUILD for a build tree)")
+    hubctl = os.path.join(PREFIX, "bin", "hubctl")
+    if not os.access(hubctl, os.X_OK):
+        hubctl = shutil.which("hubctl")
+    _check(hubctl, "hubctl not found in %s/bin nor on PATH (set HUB_BUILD for a build tree)"
+           % PREFIX)
     hubctl = os.path.realpath(hubctl)
     hubd = os.path.join(os.path.dirname(os.path.dirname(hubctl)), "sbin", "hubd")
     if not os.access(hubd, os.X_OK):
@@ -119,15 +137,19 @@ class Hub:
             f.write("[hub]\ncontrol = %s\n%s\n%s" % (self.sock, keys, guest_sections(guests)))
         self.proc = None
         self.pids = set()
+        self.starting = False
 
     def env(self):
         """hubd's environment, which its guests inherit; with
-        HUBCTL_SOCKET, for a hubctl run by the test."""
+        HUBCTL_SOCKET and hubctl's directory first on PATH, for a hubctl
+        (or a script) run by the test: subprocess.run(["hubctl", "peers"],
+        env=hub.env())."""
         env = dict(os.environ)
         env["PYTHONPATH"] = BINDING + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         if self.libguest:
             env["HUB_LIBGUEST"] = self.libguest
-        env["PATH"] = os.path.dirname(sys.executable) + ":" + env.get("PATH", "")
+        env["PATH"] = (os.path.dirname(self.hubctl) + ":" + os.path.dirname(sys.executable) +
+                       ":" + env.get("PATH", ""))
         env["PYTHONUNBUFFERED"] = "1"
         env["HUBCTL_SOCKET"] = self.sock
         return env
@@ -140,6 +162,7 @@ class Hub:
                 self.proc = subprocess.Popen([self.hubd, "-f", self.conf], stdout=log,
                                              stderr=subprocess.STDOUT, env=self.env())
             self.wait(self.listening, "hubd listening")
+            self.starting = True
             if self.up:
                 self.wait_up(*self.up)
             if self.waits:
@@ -147,7 +170,20 @@ class Hub:
         except BaseException:
             self.cleanup()
             raise
+        finally:
+            self.starting = False
         return self
+
+    def _no_death(self, peers):
+        """While starting: a guest that died (it exits, cannot load its
+        libraries, breaks a rule) fails at once with hubd's reason rather
+        than after the whole timeout."""
+        for name, p in peers.items():
+            for d in p.get("deaths") or ():
+                how = d.get("signal") or "status %s" % d.get("status")
+                _check(False, "guest %s died while the hub started: %s %s%s\n%s" % (
+                    name, d.get("reason", "?"), how,
+                    ", " + d["detail"] if d.get("detail") else "", self.log()[-3000:]))
 
     def listening(self):
         """Whether hubd takes connections: its socket is there from bind
@@ -177,30 +213,54 @@ class Hub:
             return ""
 
     def ctl(self, *args, timeout=30):
-        """hubctl -j ARGS: (exit status, the JSON lines, stderr)."""
+        """hubctl -s SOCK -j ARGS, on this hub: (exit status, the JSON
+        lines parsed, stderr), for any command (doc/hubctl.md, -j):
+        rc, lines, err = hub.ctl("peers"); lines[0]["peers"]. Its
+        arguments are given as str(); it never raises for hubctl's
+        status."""
         r = subprocess.run([self.hubctl, "-s", self.sock, "-j", "-t", str(timeout)] +
                            [str(a) for a in args],
                            capture_output=True, text=True, timeout=timeout + 10)
         lines = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
         return r.returncode, lines, r.stderr
 
+    def signature(self, method):
+        """The method's codec.Signature as registered now (a guest can
+        register it again with another), None if it is not."""
+        text = self.methods().get(method)
+        return codec.Signature(text) if text is not None else None
+
     def call(self, method, *args, timeout=30):
-        """A call through hubctl: (exit status, result or error text, items)."""
-        rc, lines, err = self.ctl("call", method, *args, timeout=timeout)
-        items = [line["item"] for line in lines if "item" in line]
+        """A call through hubctl: (exit status, result or error text,
+        items of its chan<T> argument). Arguments are Python values by
+        the method's signature (a chan<T> one left out: its items come
+        back); a str is given as it is, also as hubctl's text form of
+        another type ("5", '["a"]'), but to an opt<str> or opt<bytes>,
+        whose value it is. The result and the items are Python values;
+        an error is its whole text, as hubctl prints it ("cancelled:
+        guest ctally died")."""
+        sig = self.signature(method)
+        types = [t for t in sig.args if not isinstance(t, codec.Chan)] if sig else []
+        texts = [_arg_text(types[i] if i < len(types) else None, a) for i, a in enumerate(args)]
+        rc, lines, err = self.ctl("call", method, *texts, timeout=timeout)
+        chans = [t.item for t in sig.args if isinstance(t, codec.Chan)] if sig else []
+        items = [_value(chans[0] if chans else None, line["item"])
+                 for line in lines if "item" in line]
         final = [line for line in lines if "item" not in line]
         _check(final or rc != 0, "hubctl call %s: no answer: %s" % (method, err))
         if not final:
             return rc, err, items
         last = final[-1]
         if last.get("ok"):
-            return rc, last.get("result"), items
-        return rc, last.get("error"), items
+            return rc, _value(sig.ret if sig else None, last.get("result")), items
+        return rc, _error_text(last), items
 
     def ok(self, method, *args, timeout=30):
-        """The result of a call that must succeed."""
+        """The result of a call that must succeed, as a Python value:
+        hub.ok("kv.mget", ["a", "b"]) == [b"1", None]. A failure raises
+        HubError with the error's text and hubd's log."""
         rc, res, items = self.call(method, *args, timeout=timeout)
-        _check(rc == 0, "%s %r: %r\n%s" % (method, args, res, self.log()[-3000:]))
+        _check(rc == 0, "%s %r: %s\n%s" % (method, args, res, self.log()[-3000:]))
         return res
 
     def peers(self):
@@ -210,6 +270,8 @@ class Hub:
         for p in peers.values():
             if p.get("pid"):
                 self.pids.add(p["pid"])
+        if self.starting:
+            self._no_death(peers)
         return peers
 
     def peer(self, name):
@@ -229,6 +291,8 @@ class Hub:
         while True:
             _check(self.proc is not None and self.proc.poll() is None,
                    "%s: hubd exited\n%s" % (what, self.log()[-3000:]))
+            if self.starting:
+                self.peers()        # a guest died: HubError at once
             v = cond()
             if v:
                 return v
@@ -287,6 +351,92 @@ class Hub:
             if alive(p):
                 os.kill(p, signal.SIGKILL)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _json_value(t, v):
+    """v for hubctl's JSON: bytes as base64:, tuples as lists, a map's
+    keys as their text."""
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return "base64:" + base64.b64encode(bytes(v)).decode()
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if math.isnan(v) else "Infinity" if v > 0 else "-Infinity"
+    if isinstance(v, (list, tuple)):
+        if isinstance(t, codec.Tuple):
+            return [_json_value(f, x) for f, x in zip(t.fields, v)] + list(v[len(t.fields):])
+        item = t.item if isinstance(t, codec.List) else None
+        return [_json_value(item, x) for x in v]
+    if isinstance(v, dict):
+        kt, vt = (t.key, t.value) if isinstance(t, codec.Map) else (None, None)
+        return {(_json_key(k)): _json_value(vt, x) for k, x in v.items()}
+    if isinstance(t, codec.Opt):
+        return _json_value(t.item, v)
+    return v
+
+
+def _json_key(k):
+    if isinstance(k, bool):
+        return "true" if k else "false"
+    if isinstance(k, (bytes, bytearray)):
+        return _json_value("bytes", k)
+    return str(k)
+
+
+def _arg_text(t, v):
+    """An argument's text for hubctl call (doc/hubctl.md's table)."""
+    if isinstance(v, str):
+        if isinstance(t, codec.Opt) and t.item in ("str", "bytes"):
+            return json.dumps(v)
+        return v
+    if isinstance(v, (bytes, bytearray, memoryview)) and t in ("bytes", None):
+        return _json_value(t, v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    return json.dumps(_json_value(t, v), allow_nan=False)
+
+
+def _value(t, v):
+    """hubctl's JSON value v of type t as Python's (codec.py's mapping):
+    bytes as bytes, tuples as tuples, map keys by their type."""
+    if t is None or v is None:
+        return v
+    if t == "bytes" and isinstance(v, str):
+        if v.startswith("base64:"):
+            return base64.b64decode(v[7:])
+        return v.encode()
+    if t == "f64" and isinstance(v, str):
+        return float(v.replace("Infinity", "inf"))
+    if isinstance(t, codec.Opt):
+        return _value(t.item, v)
+    if isinstance(t, codec.List) and isinstance(v, list):
+        return [_value(t.item, x) for x in v]
+    if isinstance(t, codec.Tuple) and isinstance(v, list):
+        return tuple(_value(f, x) for f, x in zip(t.fields, v))
+    if isinstance(t, codec.Map) and isinstance(v, dict):
+        return {_key(t.key, k): _value(t.value, x) for k, x in v.items()}
+    return v
+
+
+def _key(t, k):
+    if t in ("u64", "i64"):
+        return int(k)
+    if t == "bool":
+        return k == "true"
+    return _value(t, k)
+
+
+def _error_text(a):
+    """An error answer's text as hubctl prints it: its kind when it says
+    more than the error, the error, its detail."""
+    error = a.get("error") or "hubd said no, without a reason"
+    kind = a.get("kind")
+    label = {"unreachable": "remote hub unreachable", "timeout": "remote timeout"}.get(
+        kind, None if kind in (None, "user", error) else kind)
+    detail = a.get("detail")
+    return "%s%s%s" % (label + ": " if label else "", error,
+                       ": " + (detail if isinstance(detail, str) else json.dumps(detail))
+                       if detail not in (None, "") else "")
 
 
 try:

@@ -22,5 +22,23 @@ def env(name):
     return os.environ.get(name, "")
 
 
+@g.method("greet.die", "->unit")
+def die():
+    """Dies in the call: its caller's error says so."""
+    os._exit(3)
+
+
+def spin_in_python():
+    """Never returns, never lets the guest beat: hubd finds it hung."""
+    n = 0
+    while True:
+        n += 1
+
+
+@g.method("greet.hang", "->unit")
+def hang():
+    spin_in_python()
+
+
 if __name__ == "__main__":
     g.run()
