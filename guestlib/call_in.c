@@ -428,8 +428,10 @@ on_request(struct guest *g, struct hp_msg_in *m)
 		struct hp_response lr;
 		uint8_t lbuf[64];
 
-		if ((c->lane = ln) != NULL)
+		if ((c->lane = ln) != NULL) {
 			ln->calls_in++;
+			ln->n_in++;
+		}
 		return respond(c, late_response(&lr, &lme, lbuf, sizeof(lbuf)));
 	}
 	/* over a lane, its channels are the lane's: checked, and named for
