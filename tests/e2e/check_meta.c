@@ -326,6 +326,32 @@ START_TEST(test_calls_show_trace)
 }
 END_TEST
 
+/* The example fanout logs the trace and time left of each call, and its
+ * legs (microthreads it spawns) inherit them. */
+START_TEST(test_fanout_example)
+{
+	char *out, *logs = NULL;
+
+	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\n"
+		     "[guest fanout]\nexec = @/guests/fanout\n", "echo,fanout");
+	ck_assert(hub_wait_method(&hub, "fanout.both,echo.echo,echo.reverse") == 0);
+	out = call("--trace", TP, "--timeout", "60000", "fanout.both", "abc");
+	ck_assert_str_eq(out, "abc | cba");
+	free(out);
+	for (int i = 0; i < 100; i++) {
+		free(logs);
+		logs = NULL;
+		hubctl_ok(&hub, &logs, "logs", "fanout", (char *)NULL);
+		if (strstr(logs, "fanout.both: trace 4bf92f3577b34da6a3ce929d0e0e4736, ") != NULL)
+			break;
+		sleep_ms(50);
+	}
+	ck_assert_msg(strstr(logs, "fanout.both: trace 4bf92f3577b34da6a3ce929d0e0e4736, ") != NULL &&
+		      strstr(logs, " s left") != NULL, "hubctl logs fanout: '%s'", logs);
+	free(logs);
+}
+END_TEST
+
 Suite *suite_meta(void);
 Suite *
 suite_meta(void)
@@ -343,6 +369,7 @@ suite_meta(void)
 	tcase_add_test(tc, test_microthreads);
 	tcase_add_test(tc, test_override);
 	tcase_add_test(tc, test_calls_show_trace);
+	tcase_add_test(tc, test_fanout_example);
 	suite_add_tcase(s, tc);
 	return s;
 }
