@@ -142,9 +142,10 @@ call_args(const char *cmd, int argc, char **argv)
 
 /* call's options, before METHOD: --timeout MS (the call's deadline,
  * from now; -t SECS too, when not given) and --trace TRACEPARENT (the
- * trace it belongs to; else a new one: an operator's call is where what
- * it sets off starts, and hubctl calls and the guests' logs can tie
- * those calls together by its id). Their number, or -1. */
+ * trace it belongs to, or "new": a trace of its own). No trace unless
+ * asked: the hub records none itself, so an id nobody asked for leads
+ * nowhere, and a small call stays small (in its descriptor, as a guest
+ * written from the spec alone may expect). Their number, or -1. */
 static int
 call_options(struct ctl *ctl, int argc, char **argv, long *timeout_ms, char *trace)
 {
@@ -165,17 +166,20 @@ call_options(struct ctl *ctl, int argc, char **argv, long *timeout_ms, char *tra
 				return -1;
 			}
 		} else if (strcmp(argv[i], "--trace") == 0) {
-			if (hp_traceparent_parse(argv[i + 1], strlen(argv[i + 1]), &cm) != 0) {
+			if (strcmp(argv[i + 1], "new") == 0)
+				hp_trace_new(&cm, 1);
+			else if (hp_traceparent_parse(argv[i + 1], strlen(argv[i + 1]),
+						      &cm) != 0) {
 				fprintf(stderr, "hubctl: call: --trace takes a W3C traceparent, "
-					"00-<32 hex>-<16 hex>-<2 hex> (lower-case, ids not zero)\n");
+					"00-<32 hex>-<16 hex>-<2 hex> (lower-case, ids not "
+					"zero), or new\n");
 				return -1;
 			}
 		} else
 			break;
 	}
-	if (!cm.has_trace)
-		hp_trace_new(&cm, 1);
-	hp_traceparent_format(&cm, trace);
+	if (cm.has_trace)
+		hp_traceparent_format(&cm, trace);
 	/* hubctl waits as long as the call may take, and a little more for
 	 * its answer, the timeout, to come */
 	if (*timeout_ms > 0 && ctl->timeout_s == 0) {
@@ -211,7 +215,8 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 	json_object_object_add(req, "args", args);
 	if (timeout_ms > 0)
 		json_object_object_add(req, "timeout_ms", json_object_new_int64(timeout_ms));
-	json_object_object_add(req, "trace", json_object_new_string(trace));
+	if (trace[0] != '\0')
+		json_object_object_add(req, "trace", json_object_new_string(trace));
 	client_send(ctl, req);
 	while ((a = client_read(ctl)) != NULL) {
 		if (!json_object_is_type(a, json_type_object))

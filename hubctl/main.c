@@ -218,8 +218,9 @@ static const struct {
 	  "before the call started\"), its handler can read it, and the calls it\n"
 	  "makes inherit it; hubctl waits that long and 2 s more for the answer.\n"
 	  "--trace TRACEPARENT puts the call in that W3C trace\n"
-	  "(00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>); without it\n"
-	  "each call starts a new trace, whose id hubctl calls shows.\n" },
+	  "(00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>), --trace new\n"
+	  "in a new one; hubctl calls shows the trace id of each call it sets\n"
+	  "off. Without --trace the call has none.\n" },
 	{ "monitor",
 	  "Prints each call of a method GLOB matches (fnmatch; all when not\n"
 	  "given) when it ends, a line each, written out at once (to a pipe too):\n"

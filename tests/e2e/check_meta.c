@@ -147,8 +147,8 @@ stop_hub(void)
 }
 
 /* hubctl call --timeout/--trace: the handler sees both, the calls it
- * makes inherit both (through hubd); without --trace hubctl starts a
- * trace, without --timeout there is no deadline (-t SECS gives one). */
+ * makes inherit both (through hubd); without either there is none
+ * (-t SECS gives a deadline), --trace new starts a trace. */
 START_TEST(test_through_hubd)
 {
 	struct shown s;
@@ -164,14 +164,24 @@ START_TEST(test_through_hubd)
 	ck_assert_msg(strncmp(out, "0 ", 2) != 0 && strstr(out, TP) == out + strcspn(out, " ") + 1,
 		      "a.nested: '%s'", out);
 	free(out);
-	/* no --trace: a new one, each call its own */
+	/* no --trace, no --timeout: neither, nor for the nested call */
 	out = call("a.show");
-	s = shown(out);
-	ck_assert_msg(s.deadline == 0 && strncmp(s.trace, "00-", 3) == 0 &&
-		      strcmp(s.trace, TP) != 0, "a.show: '%s'", out);
+	ck_assert_str_eq(out, "0 -");
 	free(out);
-	out = call("a.nested", "b.show");
-	inherited(out, 0);
+	out = call("a.nested", "b.show");	/* its own timeout: a deadline */
+	ck_assert_msg(strncmp(out, "0 -|", 4) == 0 && strcmp(out + strlen(out) - 2, " -") == 0 &&
+		      strcmp(out, "0 -|0 -") != 0, "a.nested: '%s'", out);
+	free(out);
+	/* --trace new: a trace of its own, inherited */
+	out = call("--trace", "new", "a.nested", "b.show");
+	ck_assert_msg(strncmp(out, "0 00-", 5) == 0 && strstr(out, TP + 3) == NULL,
+		      "a.nested: '%s'", out);
+	{
+		struct shown mine, its;
+
+		nested_parts(out, &mine, &its);
+		ck_assert_msg(memcmp(mine.trace, its.trace, 35) == 0, "a.nested: '%s'", out);
+	}
 	free(out);
 	/* -t SECS: the deadline too */
 	{
