@@ -142,8 +142,6 @@ route_room(struct guest *g, uint64_t mid, struct lg_route **route)
 	return 0;
 }
 
-/* guest_call_async (async: bounded, route_room), waiting for room to
- * send up to t. */
 const struct guest_call_opts lg_own_call = {
 	.size = sizeof(struct guest_call_opts),
 	.flags = GUEST_CALL_DEADLINE | GUEST_CALL_TRACE,	/* none of either */
@@ -187,6 +185,8 @@ call_meta(struct guest *g, const struct guest_call_opts *o, uint64_t own_deadlin
 	return 0;
 }
 
+/* guest_call_async (async: bounded, route_room), waiting for room to
+ * send up to t. */
 static int
 call_start(struct guest *g, const char *method, const void *args, size_t len,
 	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t, int async,
