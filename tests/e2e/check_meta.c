@@ -299,6 +299,10 @@ START_TEST(test_override)
 	s = shown(out);
 	ck_assert_msg(s.deadline == 0 && strcmp(s.trace, other) == 0, "a.own: '%s'", out);
 	free(out);
+	/* a trace that is not a traceparent: refused, nothing sent */
+	out = call("a.own", "b.show", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01");
+	ck_assert_str_eq(out, "error -22");
+	free(out);
 	out = call("--trace", TP, "--timeout", "60000", "a.own", "b.show", "new");
 	s = shown(out);
 	ck_assert_msg(s.deadline == 0 && strncmp(s.trace, TP, 35) != 0 &&
