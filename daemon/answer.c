@@ -82,6 +82,28 @@ answer_error(struct hub *h, const struct origin *o, uint32_t code, const char *w
 }
 
 void
+answer_late(struct hub *h, const struct origin *o)
+{
+	uint8_t buf[128], err[64];
+	struct hp_meta_entry e = { .key = HP_META_ERROR_KIND,
+				   .key_len = strlen(HP_META_ERROR_KIND),
+				   .type = HP_META_STRING,
+				   .value = (const uint8_t *)HP_ERR_KIND_TIMEOUT,
+				   .value_len = strlen(HP_ERR_KIND_TIMEOUT) };
+	struct hp_response r = { .meta = { .entries = &e, .count = 1, .cap = 1 },
+				 .result = HP_RESULT_ERR, .error = HP_ERR_USER };
+	struct hp_pc_enc enc;
+	int64_t n;
+
+	hp_pc_enc_init(&enc, err, sizeof(err));
+	hp_pc_put_str(&enc, ANSWER_LATE_TEXT, strlen(ANSWER_LATE_TEXT));
+	r.value = err;
+	r.value_len = enc.len;
+	if ((n = hp_msg_encode_response(buf, sizeof(buf), &r)) > 0)
+		answer_send(h, o, buf, (size_t)n, NULL);
+}
+
+void
 answer_ok(struct hub *h, const struct origin *o, const uint8_t *value, size_t len)
 {
 	uint8_t stackbuf[256], *buf = stackbuf;

@@ -26,6 +26,11 @@ void		answer_send(struct hub *h, const struct origin *o, const uint8_t *payload,
 /* Answers with an error the host makes itself, explained in metadata. */
 void		answer_error(struct hub *h, const struct origin *o, uint32_t code,
 			     const char *why);
+/* Answers a call whose deadline has passed before it started, as a
+ * callee that timed out does (error.kind "timeout": hubd did not make
+ * the deadline, so no hub.error). */
+#define ANSWER_LATE_TEXT	"the deadline passed before the call started"
+void		answer_late(struct hub *h, const struct origin *o);
 void		answer_ok(struct hub *h, const struct origin *o,
 			  const uint8_t *value, size_t len);
 /* Who made a call, as handlers (hub.caller) and hubctl calls name it:

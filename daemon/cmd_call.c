@@ -244,6 +244,11 @@ cmd_call(struct client *c, const struct control_req *r)
 
 	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done,
 				     .caller = CALLER_CLIENT | c->uid };
+	/* its deadline and trace, checked by request.c */
+	if (r->timeout_ms > 0)
+		c->call.meta.deadline_ns = hp_now_ns() + (uint64_t)r->timeout_ms * HP_NS_PER_MS;
+	if (r->trace != NULL)
+		hp_traceparent_parse(r->trace, strlen(r->trace), &c->call.meta);
 	c->calling = 1;		/* one request at a time: the next after on_done */
 	if (route_client_call(c->h, &c->call, r->method, r->args, r->nargs, &why) != 0) {
 		c->calling = 0;

@@ -290,6 +290,16 @@ cmd_calls(struct client *c, const struct control_req *r)
 			caller_json(h, j, &e->o);
 			json_object_object_add(j, "age_s", json_seconds(
 				now > e->since_ns ? now - e->since_ns : 0));
+			if (e->o.meta.has_trace) {
+				char id[HP_TRACE_ID_HEX + 1];
+
+				hp_trace_id_format(&e->o.meta, id);
+				json_object_object_add(j, "trace", json_object_new_string(id));
+			}
+			/* time left to its deadline, 0 once it passed */
+			if (e->o.meta.deadline_ns != 0)
+				json_object_object_add(j, "left_s", json_seconds(
+					e->o.meta.deadline_ns > now ? e->o.meta.deadline_ns - now : 0));
 			json_object_array_add(a, j);
 		}
 	}

@@ -17,6 +17,7 @@
 #include "daemon/hangstack.h"
 #include "daemon/lifecycle.h"
 #include "proto/builtin.h"
+#include "proto/callmeta.h"
 #include "proto/clock.h"
 #include "proto/endpoint.h"
 #include "proto/idtab.h"
@@ -95,6 +96,8 @@ struct origin {
 	uint32_t	chan;		/* a client call's stream: its channel id */
 	uint32_t	watch;		/* a monitor sees the call: its entry
 					 * (monitor.c), 0: none */
+	struct hp_callmeta meta;	/* the call's deadline and trace, as
+					 * it came (hubctl calls) */
 };
 
 /* A call the host made to a guest, awaiting its Response (answer.c). */
@@ -374,6 +377,7 @@ struct ext_call {
 	char		method[64];	/* its name, as struct method's */
 	uint8_t		item;		/* the stream's item type: its node */
 	uint64_t	caller;		/* CALLER_CLIENT | uid (cmd_call.c) */
+	struct hp_callmeta meta;	/* the deadline and trace it asked for */
 	char		why[768];	/* room for a refusal's text, signature and all */
 	/* not a call but a subscription (hubctl listen): its end when the
 	 * client goes (route_client_abandon) */

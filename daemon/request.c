@@ -2,11 +2,13 @@
 /* Control requests: one JSON object per line, parsed and checked here
  * before anything acts on it (request.h). Alone in its file so that the
  * fuzzer can take it without the daemon around it. */
+#include <stdint.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
 #include "daemon/request.h"
+#include "proto/callmeta.h"
 
 /* A JSON string that C code may take as a C string: no NUL inside (a
  * method or guest name cut short at one would name another). */
@@ -67,6 +69,27 @@ request_parse(const char *line, size_t len, struct control_req *r, const char **
 			goto fail;
 		}
 		r->method = json_object_get_string(v);
+		/* the call's deadline and trace (doc/control.md) */
+		if (json_object_object_get_ex(req, "timeout_ms", &v)) {
+			if (!json_object_is_type(v, json_type_int) ||
+			    json_object_get_int64(v) < 1 || json_object_get_int64(v) > INT32_MAX) {
+				*why = "\"timeout_ms\" must be a number of milliseconds from 1 "
+				    "to 2147483647";
+				goto fail;
+			}
+			r->timeout_ms = json_object_get_int64(v);
+		}
+		if (json_object_object_get_ex(req, "trace", &v)) {
+			struct hp_callmeta cm;
+
+			if (!is_name(v) || hp_traceparent_parse(json_object_get_string(v),
+			    (size_t)json_object_get_string_len(v), &cm) != 0) {
+				*why = "\"trace\" must be a W3C traceparent: "
+				    "00-<32 hex>-<16 hex>-<2 hex>, lower-case, ids not zero";
+				goto fail;
+			}
+			r->trace = json_object_get_string(v);
+		}
 	}
 	if (needs & CTL_NEEDS_TOPIC) {
 		if (!json_object_object_get_ex(req, "topic", &v) || !is_name(v)) {

@@ -7,6 +7,7 @@
 #define HUB_REQUEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CONTROL_MSG_MAX		65536	/* one request line at most */
 
@@ -27,7 +28,8 @@
  *		what changes things, and what hands over the guests'
  *		memory (domains), their output (logs) or the secret that
  *		starts one (ticket)
- *   needs	0; CTL_NEEDS_METHOD: "method", and "args" if any;
+ *   needs	0; CTL_NEEDS_METHOD: "method", and "args", "timeout_ms"
+ *		(1 to 2^31-1), "trace" (a traceparent) if given;
  *		CTL_NEEDS_NAME: "name", a guest's;
  *		CTL_TAKES_VALIDATE: "validate", a boolean, if given;
  *		CTL_NEEDS_TOPIC: "topic", and "policy" if given;
@@ -107,6 +109,8 @@ struct control_req {
 	const char	*glob;			/* monitor: NULL when not given */
 	struct ctl_arg	args[CTL_ARGS_MAX];	/* call */
 	int		nargs;
+	int64_t		timeout_ms;		/* call: its deadline from now, 0: none */
+	const char	*trace;			/* call: a traceparent, NULL: none */
 	void		*json;			/* owns the strings above */
 };
 

@@ -30,8 +30,10 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
 	struct hp_meta_entry meta[HP_META_MAX_ENTRIES];
 	struct hp_request req = { .meta = { .entries = meta, .cap = HP_META_MAX_ENTRIES } };
-	struct origin o = { ORIGIN_PEER, p->id, p->epoch, m->desc.id, NULL, 0, 0 };
+	struct origin o = { .kind = ORIGIN_PEER, .peer = p->id, .epoch = p->epoch,
+			    .req_id = m->desc.id };
 	struct method *meth = methods_by_id(h, m->desc.method_id);
+	const char *bad_meta;
 	struct peer *q;
 	char why[128];
 	int bad;
@@ -53,6 +55,17 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		snprintf(text, sizeof(text), "arguments do not match the signature of %s: %s",
 			 meth->name, meth->signature);
 		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD, text);
+		return;
+	}
+	/* its deadline and trace: kept for hubctl calls, passed on as they
+	 * are (the payload goes on whole); a call whose deadline has passed
+	 * goes nowhere */
+	if (hp_callmeta_read(&req.meta, &o.meta, &bad_meta) != 0) {
+		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD, bad_meta);
+		return;
+	}
+	if (hp_deadline_passed(o.meta.deadline_ns, hp_now_ns())) {
+		answer_late(h, &o);
 		return;
 	}
 	if (meth->owner == 0) {
@@ -305,12 +318,14 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		  const struct ctl_arg *args, int nargs, const char **why)
 {
 	const struct method *m = methods_find(h, method);
-	struct origin o = { ORIGIN_CLIENT, 0, 0, 0, c, 0, 0 };
+	struct origin o = { .kind = ORIGIN_CLIENT, .ext = c };
 	struct hp_pc_enc e;
 	struct peer *p = NULL;
 	uint8_t *buf;
 	size_t cap = h->conf.params.max_payload_size;
+	uint8_t meta[HP_CALLMETA_MAX];
 	uint32_t req_id;
+	int64_t n;
 	int rc;
 
 	if (m == NULL) {
@@ -332,14 +347,24 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 	c->sig = m->sig;		/* the method may go before its answer comes */
 	snprintf(c->method, sizeof(c->method), "%s", m->name);
 	hp_pc_enc_init(&e, buf, cap);
-	hp_pc_put_seq_len(&e, 0);		/* no metadata */
+	/* the client's deadline and trace (cmd_call.c), else none */
+	o.meta = c->meta;
+	n = hp_callmeta_encode(meta, sizeof(meta), &o.meta);	/* fits */
+	hp_pc_put_raw(&e, meta, (size_t)n);
+	if (hp_deadline_passed(o.meta.deadline_ns, hp_now_ns())) {
+		/* too late already: it goes nowhere, as a guest's */
+		c->peer = 0;
+		answer_late(h, &o);
+		rc = 0;
+		goto out;
+	}
 	if ((rc = client_args(h, c, m, p, &o, args, &e, why)) != 0)
 		goto out;
 	if (h->monitors != NULL)
-		monitor_begin(h, &o, NULL, p, m, buf + 1, e.len - 1);
+		monitor_begin(h, &o, NULL, p, m, buf + n, e.len - (size_t)n);
 	if (p == NULL) {
 		c->peer = 0;
-		services_call(h, NULL, m, &o, buf + 1, e.len - 1);
+		services_call(h, NULL, m, &o, buf + n, e.len - (size_t)n);
 	} else {
 		c->peer = p->id;
 		if ((rc = answer_call(h, p, m->id, buf, (uint32_t)e.len, &o, &req_id, NULL)) != 0)

@@ -12,6 +12,7 @@
 #include "proto/msg.h"
 #include "proto/postcard.h"
 #include "proto/builtin.h"
+#include "mt/mt.h"
 
 /* c is answered and its handler has returned: kept a while, so that a
  * second answer, a bug of the guest's, gets -EALREADY rather than
@@ -247,7 +248,8 @@ guest_call_caller(struct guest_call *c)
 	/* through the hub: it knows the call by the id it gave it */
 	n = 0;
 	if (guest_pc_put_u64(arg, sizeof(arg), &n, c->req_id) < 0 ||
-	    guest_call(g, HP_SVC_CALLER, arg, n, res, sizeof(res), &len, 10000) != 0 ||
+	    guest_call_with(g, HP_SVC_CALLER, arg, n, res, sizeof(res), &len,
+			    10000, &lg_own_call) != 0 ||
 	    guest_pc_get_str(res, len, &pos, &name, &n) != 0 || n == 0 ||
 	    n >= sizeof(c->caller))
 		return NULL;
@@ -287,13 +289,71 @@ reply_error_code(struct guest *g, uint32_t req_id, uint32_t code, const char *me
 	c->req_id = req_id;
 	if ((c->lane = g->cur_lane) != NULL)
 		c->lane->calls_in++;
-	if (message != NULL) {
+	if (code == HP_ERR_USER) {
 		hp_pc_enc_init(&e, buf, sizeof(buf));
 		hp_pc_put_str(&e, message, strlen(message));
 		r.value = buf;
 		r.value_len = e.len;
 	}
 	return respond(c, &r);
+}
+
+#define LATE_TEXT	"the deadline passed before the call started"
+
+/* The answer to a call whose deadline has passed before its handler
+ * started: the timeout a callee answers (guest_reply_status -ETIMEDOUT,
+ * error.kind "timeout"), as hubd does in its place. */
+static const struct hp_response *
+late_response(struct hp_response *r, struct hp_meta_entry *me, uint8_t *buf, size_t cap)
+{
+	struct hp_pc_enc e;
+
+	*me = (struct hp_meta_entry){ .key = HP_META_ERROR_KIND,
+				      .key_len = strlen(HP_META_ERROR_KIND),
+				      .type = HP_META_STRING,
+				      .value = (const uint8_t *)HP_ERR_KIND_TIMEOUT,
+				      .value_len = strlen(HP_ERR_KIND_TIMEOUT) };
+	hp_pc_enc_init(&e, buf, cap);
+	hp_pc_put_str(&e, LATE_TEXT, strlen(LATE_TEXT));
+	*r = (struct hp_response){ .meta = { .entries = me, .count = 1, .cap = 1 },
+				   .result = HP_RESULT_ERR, .error = HP_ERR_USER,
+				   .value = buf, .value_len = e.len };
+	return r;
+}
+
+int
+lg_call_late(struct guest *g, struct guest_call *c)
+{
+	struct hp_meta_entry me;
+	struct hp_response r;
+	uint8_t buf[64];
+
+	if (!hp_deadline_passed(c->meta.deadline_ns, hp_now_ns()))
+		return 0;
+	respond(c, late_response(&r, &me, buf, sizeof(buf)));
+	g->call_ran(g, c);
+	return 1;
+}
+
+struct hp_callmeta *
+lg_cur_meta(struct guest *g)
+{
+	struct hp_callmeta *m = mt_ctx();
+
+	_Static_assert(sizeof(struct hp_callmeta) <= MT_CTX_SIZE, "mt_ctx holds it");
+	return m != NULL ? m : &g->cur_meta;
+}
+
+uint64_t
+guest_call_deadline(const struct guest_call *c)
+{
+	return c->meta.deadline_ns;
+}
+
+const char *
+guest_call_trace(const struct guest_call *c)
+{
+	return c->trace[0] != '\0' ? c->trace : NULL;
 }
 
 /* A request's chan<T> arguments are channels the host has just opened for
@@ -330,7 +390,9 @@ on_request(struct guest *g, struct hp_msg_in *m)
 	struct lg_lane *ln = g->cur_lane;
 	struct method *me = NULL;
 	struct guest_call *c;
+	struct hp_callmeta cm;
 	uint8_t *adopted = NULL;
+	const char *why;
 	size_t alen = 0;
 	int rc;
 
@@ -348,11 +410,30 @@ on_request(struct guest *g, struct hp_msg_in *m)
 	if (hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
 	    hp_sig_check_args(&me->sig, req.args, req.args_len) != 0)
 		return reply_error_code(g, m->desc.id, HP_ERR_INVALID_PAYLOAD, NULL);
+	/* its deadline and trace (hubd checked them too; a lane's peer
+	 * or a host from the spec alone may not have) */
+	if (hp_callmeta_read(&req.meta, &cm, &why) != 0)
+		return reply_error_code(g, m->desc.id, HP_ERR_INVALID_PAYLOAD, why);
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return -ENOMEM;
 	c->g = g;
 	c->req_id = m->desc.id;
 	c->method = me->name;
+	c->meta = cm;
+	if (cm.has_trace)
+		hp_traceparent_format(&cm, c->trace);
+	/* never started once its deadline has passed: answered timeout */
+	if (hp_deadline_passed(cm.deadline_ns, hp_now_ns())) {
+		struct hp_meta_entry lme;
+		struct hp_response lr;
+		uint8_t lbuf[64];
+
+		if ((c->lane = ln) != NULL) {
+			ln->calls_in++;
+			ln->n_in++;
+		}
+		return respond(c, late_response(&lr, &lme, lbuf, sizeof(lbuf)));
+	}
 	/* over a lane, its channels are the lane's: checked, and named for
 	 * the handler as ids of the lane's (LG_LANE_CHAN) */
 	if (ln != NULL && me->chans &&

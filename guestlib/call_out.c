@@ -33,13 +33,16 @@ send_cancel(struct guest *g, const struct out_call *c)
 	return lg_call_send(g, c->lane, HP_MSG_CANCEL, (uint32_t)c->id, 0, NULL, 0, NULL, 0, NULL);
 }
 
-/* The Request, over the lane its method is routed on (its channels
- * moved there first) or through the hub: what went, in c. */
+/* The Request, its metadata cm's deadline and trace, over the lane its
+ * method is routed on (its channels moved there first) or through the
+ * hub: what went, in c. */
 static int
 send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
-	     const void *args, size_t len, struct out_call *c, struct timeout *t)
+	     const void *args, size_t len, const struct hp_callmeta *cm, struct out_call *c,
+	     struct timeout *t)
 {
-	static const uint8_t no_meta[1] = { 0 };	/* empty metadata Vec */
+	uint8_t meta[HP_CALLMETA_MAX];
+	int64_t nmeta = hp_callmeta_encode(meta, sizeof(meta), cm);	/* fits */
 	struct lg_lane *ln = r != NULL ? r->lane : NULL;
 	uint8_t *moved = NULL;
 	size_t mlen = 0;
@@ -54,7 +57,7 @@ send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
 	}
 	if (ln != NULL)
 		lg_lane_hold(ln);	/* a wait for room serves: it may close */
-	rc = lg_call_send(g, ln, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta),
+	rc = lg_call_send(g, ln, HP_MSG_REQUEST, id, mid, meta, (size_t)nmeta,
 		     moved != NULL ? moved : args, moved != NULL ? mlen : len, t);
 	if (rc != 0 && moved != NULL) {
 		lg_chan_unmove(g, ln, c);
@@ -66,7 +69,7 @@ send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
 	if (rc == -EPIPE && ln != NULL) {
 		/* the lane is closing: the hub takes the call, as before it */
 		ln = NULL;
-		rc = lg_send_msg(g, HP_MSG_REQUEST, id, mid, no_meta, sizeof(no_meta),
+		rc = lg_send_msg(g, HP_MSG_REQUEST, id, mid, meta, (size_t)nmeta,
 				 args, len, 0, t);
 	}
 	c->lane = ln;
@@ -139,11 +142,55 @@ route_room(struct guest *g, uint64_t mid, struct lg_route **route)
 	return 0;
 }
 
+const struct guest_call_opts lg_own_call = {
+	.size = sizeof(struct guest_call_opts),
+	.flags = GUEST_CALL_DEADLINE | GUEST_CALL_TRACE,	/* none of either */
+};
+
+/* A call's deadline and trace (r[shm.metadata.in-payload]): inherited
+ * from the call being handled (lg_cur_meta), unless opts say otherwise;
+ * own_deadline (guest_call's timeout, 0: none) bounds it. 0 or -EINVAL. */
+static int
+call_meta(struct guest *g, const struct guest_call_opts *o, uint64_t own_deadline,
+	  struct hp_callmeta *cm)
+{
+	const struct hp_callmeta *in = lg_cur_meta(g);
+	unsigned flags = 0;
+
+	if (o != NULL) {
+		if (o->size < sizeof(*o) ||
+		    (o->flags & ~(GUEST_CALL_DEADLINE | GUEST_CALL_TRACE | GUEST_CALL_NEW_TRACE)))
+			return -EINVAL;
+		flags = o->flags;
+		if ((flags & GUEST_CALL_TRACE) && (flags & GUEST_CALL_NEW_TRACE))
+			return -EINVAL;
+	}
+	memset(cm, 0, sizeof(*cm));
+	cm->deadline_ns = flags & GUEST_CALL_DEADLINE ? o->deadline_ns : in->deadline_ns;
+	cm->deadline_ns = hp_deadline_min(cm->deadline_ns, own_deadline);
+	if (flags & GUEST_CALL_TRACE) {
+		/* as given: the caller names its own span */
+		if (o->trace != NULL &&
+		    hp_traceparent_parse(o->trace, strlen(o->trace), cm) != 0)
+			return -EINVAL;
+	} else if (flags & GUEST_CALL_NEW_TRACE) {
+		hp_trace_new(cm, 1);
+	} else if (in->has_trace) {
+		/* the same trace, a new parent-id: this call's */
+		cm->has_trace = 1;
+		cm->flags = in->flags;
+		memcpy(cm->trace_id, in->trace_id, sizeof(cm->trace_id));
+		hp_trace_new(cm, 0);
+	}
+	return 0;
+}
+
 /* guest_call_async (async: bounded, route_room), waiting for room to
  * send up to t. */
 static int
 call_start(struct guest *g, const char *method, const void *args, size_t len,
-	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t, int async)
+	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t, int async,
+	   const struct hp_callmeta *cm)
 {
 	uint64_t mid = hp_method_id(method, strlen(method));
 	struct lg_route *r = NULL, route;
@@ -172,7 +219,7 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	do {
 		id = g->next_req++;
 	} while (id == 0 || hp_idtab_find(&g->out, id) != NULL);
-	if ((rc = send_request(g, r, id, mid, args, len, &sent, t)) != 0)
+	if ((rc = send_request(g, r, id, mid, args, len, cm, &sent, t)) != 0)
 		return rc;
 	c = hp_idtab_insert(&g->out, id);	/* reserved: never NULL */
 	sent.fn = fn;
@@ -193,15 +240,25 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 }
 
 int
-guest_call_async(struct guest *g, const char *method, const void *args,
-		 size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id)
+guest_call_async_with(struct guest *g, const char *method, const void *args,
+		      size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id,
+		      const struct guest_call_opts *opts)
 {
+	struct hp_callmeta cm;
 	int rc;
 
 	g->rt->lock(g);
-	rc = call_start(g, method, args, len, fn, ctx, call_id, NULL, 1);
+	if ((rc = call_meta(g, opts, 0, &cm)) == 0)
+		rc = call_start(g, method, args, len, fn, ctx, call_id, NULL, 1, &cm);
 	g->rt->unlock(g);
 	return rc;
+}
+
+int
+guest_call_async(struct guest *g, const char *method, const void *args,
+		 size_t len, guest_result_fn fn, void *ctx, uint32_t *call_id)
+{
+	return guest_call_async_with(g, method, args, len, fn, ctx, call_id, NULL);
 }
 
 int
@@ -323,20 +380,38 @@ sync_done(void *ctx, int status, const uint8_t *result, size_t len)
 }
 
 int
-guest_call(struct guest *g, const char *method, const void *args, size_t len,
-	   void *result, size_t cap, size_t *result_len, int timeout_ms)
+guest_call_with(struct guest *g, const char *method, const void *args, size_t len,
+		void *result, size_t cap, size_t *result_len, int timeout_ms,
+		const struct guest_call_opts *opts)
 {
 	struct sync_call s = { .g = g, .buf = result, .cap = cap, .len = result_len };
 	/* one timeout for sending and waiting; the clock from the first
 	 * wait on: a quick answer needs none */
 	struct timeout t = { timeout_ms, 0 };
+	uint64_t now = hp_now_ns();
+	struct hp_callmeta cm;
 	uint32_t id;
 	int rc;
 
 	if (result_len != NULL)
 		*result_len = 0;	/* stays so unless an answer came */
 	g->rt->lock(g);
-	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t, 0)) != 0)
+	/* the timeout is the call's deadline too */
+	if ((rc = call_meta(g, opts, timeout_ms >= 0 ?
+			    now + (uint64_t)timeout_ms * HP_NS_PER_MS : 0, &cm)) != 0)
+		goto out;
+	/* ... and an earlier one, inherited or given, bounds the wait (to
+	 * the millisecond, at least one: its answer, a timeout, may come) */
+	if (cm.deadline_ns != 0) {
+		uint64_t left = cm.deadline_ns > now ? cm.deadline_ns - now : 0;
+		uint64_t ms = (left + HP_NS_PER_MS - 1) / HP_NS_PER_MS;
+
+		if (ms == 0)
+			ms = 1;
+		if (t.ms < 0 || ms < (uint64_t)t.ms)
+			t.ms = ms > INT32_MAX ? INT32_MAX : (int)ms;
+	}
+	if ((rc = call_start(g, method, args, len, sync_done, &s, &id, &t, 0, &cm)) != 0)
 		goto out;
 	rc = g->rt->await(g, &s.ev, &t);
 	if (s.ev.done) {
@@ -361,6 +436,14 @@ guest_call(struct guest *g, const char *method, const void *args, size_t len,
 out:
 	g->rt->unlock(g);
 	return rc;
+}
+
+int
+guest_call(struct guest *g, const char *method, const void *args, size_t len,
+	   void *result, size_t cap, size_t *result_len, int timeout_ms)
+{
+	return guest_call_with(g, method, args, len, result, cap, result_len, timeout_ms,
+			       NULL);
 }
 
 static int

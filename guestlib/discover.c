@@ -25,7 +25,8 @@ callable(struct guest *g, const char *name)
 
 	hp_pc_enc_init(&e, args, sizeof(args));
 	hp_pc_put_str(&e, name, strlen(name));
-	if ((rc = guest_call(g, HP_SVC_METHODS, args, e.len, res, sizeof(res), &rlen, 10000)) != 0)
+	if ((rc = guest_call_with(g, HP_SVC_METHODS, args, e.len, res, sizeof(res), &rlen,
+			    10000, &lg_own_call)) != 0)
 		return rc;
 	hp_pc_dec_init(&d, res, rlen);
 	/* list<(str,str)>: a name asked for exactly is there or not */

@@ -45,7 +45,7 @@
  * libguest.so.MAJOR.MINOR.PATCH and libguest.pc's Version from these.
  * GUEST_VERSION is one number for #if (0.1.0 is 100). */
 #define GUEST_VERSION_MAJOR	0
-#define GUEST_VERSION_MINOR	6
+#define GUEST_VERSION_MINOR	7
 #define GUEST_VERSION_PATCH	0
 #define GUEST_VERSION	(GUEST_VERSION_MAJOR * 10000 + \
 			 GUEST_VERSION_MINOR * 100 + GUEST_VERSION_PATCH)
@@ -175,6 +175,19 @@ GUEST_API int guest_call_cancelled(const struct guest_call *c);
 GUEST_API const char *guest_call_caller(struct guest_call *c);
 GUEST_API struct guest *guest_call_guest(const struct guest_call *c);
 
+/* (libguest 0.7) The call's deadline: the CLOCK_MONOTONIC time, in ns
+ * (guest_mt_now_ns, or clock_gettime, reads that clock; all processes of
+ * a host share it), by which its caller wants the answer; 0 for none.
+ * libguest never starts a handler whose call's deadline has passed: the
+ * caller gets -ETIMEDOUT, "the deadline passed before the call started"
+ * (as from guest_reply_status); a handler that works long may look at
+ * the time left, and give up (guest_reply_status -ETIMEDOUT). */
+GUEST_API uint64_t guest_call_deadline(const struct guest_call *c);
+/* (0.7) The call's W3C trace context, its traceparent
+ * "00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>", or NULL when
+ * the caller sent none. Valid until the call is answered. */
+GUEST_API const char *guest_call_trace(const struct guest_call *c);
+
 /* Outcome of a call: 0 Ok; -EREMOTEIO the callee's error (its handler
  * answered guest_reply_error); -ECONNREFUSED the hub's own error, the
  * callee never saw the call (its guest down or restarting, too many
@@ -221,6 +234,42 @@ GUEST_API int guest_cancel(struct guest *g, uint32_t call_id);
 GUEST_API int guest_call(struct guest *g, const char *method, const void *args,
 			 size_t len, void *result, size_t cap, size_t *result_len,
 			 int timeout_ms);
+
+/* (libguest 0.7) Each call carries a deadline and a trace context (W3C
+ * traceparent), both optional (doc/protocol.md, "Call metadata"). A call
+ * made while a handler runs (from the handler itself under guest_run;
+ * under guest_run_mt from its microthread and the microthreads that one
+ * spawns) inherits the handled call's: the same deadline and the same
+ * trace-id with a new parent-id, this call's. guest_call's timeout_ms
+ * is a deadline too: the call's is the earlier of the two, and
+ * guest_call waits no longer than it. Outside a handler a call has
+ * neither, unless opts give them.
+ * guest_call_with and guest_call_async_with take opts (NULL: as
+ * guest_call, guest_call_async) to say otherwise for one call:
+ *   GUEST_CALL_DEADLINE  deadline_ns instead of the inherited deadline
+ *                        (0: none; guest_call's timeout still bounds it)
+ *   GUEST_CALL_TRACE     trace, a traceparent sent as it is, instead of
+ *                        the inherited trace (NULL: none)
+ *   GUEST_CALL_NEW_TRACE a new trace (random ids, sampled)
+ * -EINVAL for a size short of the struct, an unknown flag, both trace
+ * flags, or a trace that is not a traceparent (version 00, lower-case
+ * hex, ids not all zero). */
+#define GUEST_CALL_DEADLINE	0x1u
+#define GUEST_CALL_TRACE	0x2u
+#define GUEST_CALL_NEW_TRACE	0x4u
+struct guest_call_opts {
+	size_t		size;		/* sizeof(struct guest_call_opts) */
+	unsigned	flags;		/* GUEST_CALL_* */
+	uint64_t	deadline_ns;	/* CLOCK_MONOTONIC, 0: none */
+	const char	*trace;		/* a traceparent, NULL: none */
+};
+GUEST_API int guest_call_with(struct guest *g, const char *method, const void *args,
+			      size_t len, void *result, size_t cap, size_t *result_len,
+			      int timeout_ms, const struct guest_call_opts *opts);
+GUEST_API int guest_call_async_with(struct guest *g, const char *method,
+				    const void *args, size_t len, guest_result_fn fn,
+				    void *ctx, uint32_t *call_id,
+				    const struct guest_call_opts *opts);
 
 /* Channels (r[shm.flow.*]). A sender sends items on a channel id it was
  * given (e.g. as a chan<T> argument: one that came over a direct lane has

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 
 #include "guestlib/guest.h"
+#include "proto/callmeta.h"
 #include "proto/channel.h"
 #include "proto/clock.h"
 #include "proto/endpoint.h"
@@ -307,6 +308,8 @@ struct guest_call {
 	int		lane_gone;	/* ... and it closed: the answer is dropped */
 	uint8_t		nchans;		/* its channels in the lane's table */
 	uint32_t	chans[HP_SIG_MAX_ARGS];
+	struct hp_callmeta meta;	/* its deadline and trace, as they came */
+	char		trace[HP_TRACEPARENT_LEN + 1]; /* guest_call_trace's, "" none */
 	struct guest_call *prev, *next;	/* calls being handled */
 };
 
@@ -344,6 +347,10 @@ struct guest {
 	struct lg_route		*routes;	/* method -> lane */
 	uint32_t		nroutes;
 	struct lg_lane		*cur_lane;	/* the message served came over it */
+	/* the deadline and trace of the call whose handler runs on the
+	 * service thread (callback runtime; microthreads keep their own,
+	 * mt_ctx), which calls it makes inherit (call_out.c) */
+	struct hp_callmeta	cur_meta;
 	const char		*lane_rule;	/* the rule a lane's peer broke */
 	uint32_t		rounds;		/* serve rounds, for the lanes' figures */
 	uint32_t		reap_held;	/* sends waiting for room, serving
@@ -514,6 +521,12 @@ extern const struct lg_runtime lg_callback;
 void	lg_call_in_wire(struct guest *g);
 /* Frees every call in (detach). */
 void	lg_calls_free(struct guest *g);
+/* A call held until now whose deadline has passed meanwhile: answered
+ * timeout, its handler never started (1); else 0. */
+int	lg_call_late(struct guest *g, struct guest_call *c);
+/* Where the calls a handler makes inherit from: the microthread's own
+ * (mt_ctx), else the service thread's (g->cur_meta). */
+struct hp_callmeta *lg_cur_meta(struct guest *g);
 
 /* call_out.c */
 /* Fills the dispatch table's Response. */
@@ -523,6 +536,9 @@ void	lg_call_out_wire(struct guest *g);
 int	lg_call_send(struct guest *g, struct lg_lane *ln, uint8_t type, uint32_t id,
 	    uint64_t method, const void *head, size_t hlen, const void *body,
 	    size_t blen, struct timeout *t);
+/* The options of libguest's own calls to the hub (hub.register,
+ * hub.caller...): the handler's deadline and trace are not theirs. */
+extern const struct guest_call_opts lg_own_call;
 /* Each call out over ln fails, Cancelled (its lane is gone). */
 void	lg_out_lane_gone(struct guest *g, struct lg_lane *ln);
 /* Fails every call in flight with status (the loop has ended for good:

@@ -78,7 +78,8 @@ register_method(struct guest *g, const char *name, const char *signature,
 		if (hp_sig_arg_type(&sig, i) == HP_T_CHAN)
 			m->chans = 1;
 	g->holding++;
-	rc = guest_call(g, HP_SVC_REGISTER, args, e.len, res, sizeof(res), &rlen, 10000);
+	rc = guest_call_with(g, HP_SVC_REGISTER, args, e.len, res, sizeof(res), &rlen,
+			    10000, &lg_own_call);
 	g->holding--;
 	/* A host with no method registry (one written from the spec alone)
 	 * does not know hub.register: it calls us by method id, which we
@@ -137,7 +138,8 @@ guest_describe(struct guest *g, const char *method, const char *text)
 		return -EMSGSIZE;
 	g->rt->lock(g);
 	g->holding++;
-	rc = guest_call(g, HP_SVC_DESCRIBE, args, e.len, res, sizeof(res), &rlen, 10000);
+	rc = guest_call_with(g, HP_SVC_DESCRIBE, args, e.len, res, sizeof(res), &rlen,
+			    10000, &lg_own_call);
 	g->holding--;
 	g->rt->unlock(g);
 	if (rc != -EREMOTEIO && rc != -ECONNREFUSED)

@@ -143,7 +143,13 @@ static int
 cb_run_held(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 	    const uint8_t *args, size_t len)
 {
+	/* the calls it makes inherit its deadline and trace; a handler
+	 * run inside one of its waits has its own, then this one's again */
+	struct hp_callmeta outer = g->cur_meta;
+
+	g->cur_meta = c->meta;
 	fn(c, args, len, ctx);
+	g->cur_meta = outer;
 	g->call_ran(g, c);
 	return 0;
 }

@@ -57,8 +57,13 @@ worker_main(void *arg)
 
 	for (;;) {
 		mt_set_label(r->call->method);
-		r->fn(r->call, r->args, r->len, r->ctx);
-		g->call_ran(g, r->call);
+		/* the calls it makes, and its microthreads', inherit these */
+		if (!lg_call_late(g, r->call)) {	/* its deadline passed while it waited */
+			memcpy(mt_ctx(), &r->call->meta, sizeof(r->call->meta));
+			r->fn(r->call, r->args, r->len, r->ctx);
+			memset(mt_ctx(), 0, MT_CTX_SIZE);
+			g->call_ran(g, r->call);
+		}
 		lg_mt_lock(g);
 		req_free(g, r);
 		if (g->mt->nidle >= IDLE_MAX) {

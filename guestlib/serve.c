@@ -48,6 +48,10 @@ run_later(struct guest *g)
 		g->later_tail = &g->later;
 	g->nlater--;
 	g->later_bytes -= l->len;
+	if (lg_call_late(g, l->call)) {
+		free(l);
+		return 1;
+	}
 	if ((rc = g->rt->run_held(g, l->call, l->fn, l->ctx, l->args, l->len)) != 0) {
 		free(l);
 		return g->dead = rc;

@@ -395,7 +395,8 @@ advertise(struct guest *g, const char *topic, const char *sig, unsigned flags)
 	hp_pc_put_str(&e, sig, strlen(sig));
 	hp_pc_put_bool(&e, (flags & GUEST_TOPIC_RETAIN) != 0);
 	g->holding++;
-	rc = guest_call(g, HP_SVC_ADVERTISE, args, e.len, res, sizeof(res) - 1, &rlen, 10000);
+	rc = guest_call_with(g, HP_SVC_ADVERTISE, args, e.len, res, sizeof(res) - 1, &rlen,
+			    10000, &lg_own_call);
 	g->holding--;
 	if (rc == 0 && p->mapped)
 		return 0;
@@ -512,7 +513,8 @@ subscribe(struct guest *g, const char *topic, unsigned policy, guest_event_fn fn
 	hp_pc_put_str(&e, topic, n);
 	hp_pc_put_str(&e, pname, strlen(pname));
 	g->holding++;
-	rc = guest_call(g, HP_SVC_SUBSCRIBE, args, e.len, res, sizeof(res) - 1, &rlen, 10000);
+	rc = guest_call_with(g, HP_SVC_SUBSCRIBE, args, e.len, res, sizeof(res) - 1, &rlen,
+			    10000, &lg_own_call);
 	g->holding--;
 	if (rc == -EREMOTEIO || rc == -ECONNREFUSED)
 		return strstr((char *)res, "subscribers") != NULL ? -EPERM :
@@ -556,7 +558,8 @@ unsubscribe(struct guest *g, int id)
 	hp_pc_enc_init(&e, args, sizeof(args));
 	hp_pc_put_u64(&e, (uint64_t)id);
 	g->holding++;
-	rc = guest_call(g, HP_SVC_UNSUBSCRIBE, args, e.len, res, sizeof(res), &rlen, 10000);
+	rc = guest_call_with(g, HP_SVC_UNSUBSCRIBE, args, e.len, res, sizeof(res), &rlen,
+			    10000, &lg_own_call);
 	g->holding--;
 	return rc == -EREMOTEIO ? 0 : rc;	/* gone already: as asked */
 }

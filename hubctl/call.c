@@ -3,9 +3,13 @@
  * a file's bytes), the items of its stream printed as they arrive (or
  * sent from stdin, hub.sink -), then its result. */
 #include <err.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include <json-c/json.h>
 
@@ -13,6 +17,7 @@
 #include "daemon/jsonout.h"
 #include "daemon/request.h"
 #include "hubctl/hubctl.h"
+#include "proto/callmeta.h"
 
 /* A value printed for people: strings as they are (ending in a newline)
  * but for their control characters, escaped as in every table (a
@@ -150,17 +155,83 @@ call_args(const char *cmd, int argc, char **argv)
 	return args;
 }
 
+/* call's options, before METHOD: --timeout MS (the call's deadline,
+ * from now; -t SECS too, when not given) and --trace TRACEPARENT (the
+ * trace it belongs to, or "new": a trace of its own). No trace unless
+ * asked: the hub records none itself, so an id nobody asked for leads
+ * nowhere, and a small call stays small (in its descriptor, as a guest
+ * written from the spec alone may expect). Their number, or -1. */
+static int
+call_options(struct ctl *ctl, int argc, char **argv, long *timeout_ms, char *trace)
+{
+	struct hp_callmeta cm = { 0 };
+	char *end;
+	int i;
+
+	*timeout_ms = ctl->timeout_s > 0 ? ctl->timeout_s * 1000L : 0;
+	trace[0] = '\0';
+	for (i = 0; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--timeout") == 0) {
+			errno = 0;
+			*timeout_ms = strtol(argv[i + 1], &end, 10);
+			if (errno != 0 || *end != '\0' || end == argv[i + 1] || *timeout_ms < 1 ||
+			    *timeout_ms > INT32_MAX) {
+				fprintf(stderr, "hubctl: call: --timeout takes milliseconds, from 1 "
+					"to 2147483647, not '%s'\n", argv[i + 1]);
+				return -1;
+			}
+		} else if (strcmp(argv[i], "--trace") == 0) {
+			if (strcmp(argv[i + 1], "new") == 0)
+				hp_trace_new(&cm, 1);
+			else if (hp_traceparent_parse(argv[i + 1], strlen(argv[i + 1]),
+						      &cm) != 0) {
+				fprintf(stderr, "hubctl: call: --trace takes a W3C traceparent, "
+					"00-<32 hex>-<16 hex>-<2 hex> (lower-case, ids not "
+					"zero), or new\n");
+				return -1;
+			}
+		} else
+			break;
+	}
+	if (cm.has_trace)
+		hp_traceparent_format(&cm, trace);
+	/* hubctl waits as long as the call may take, and a little more for
+	 * its answer, the timeout, to come */
+	if (*timeout_ms > 0 && ctl->timeout_s == 0) {
+		struct timeval tv = { *timeout_ms / 1000 + 2, 0 };
+
+		ctl->timeout_s = (int)tv.tv_sec;
+		setsockopt(ctl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	return i;
+}
+
 int
 hubctl_call(struct ctl *ctl, int argc, char **argv)
 {
+	char trace[HP_TRACEPARENT_LEN + 1];
 	json_object *req, *args, *a;
+	long timeout_ms;
+	int nopt;
 
+	if ((nopt = call_options(ctl, argc, argv, &timeout_ms, trace)) < 0)
+		return 2;
+	argc -= nopt;
+	argv += nopt;
+	if (argc < 1 || argc > 17) {	/* METHOD, 8 arguments, each a file */
+		fprintf(stderr, "usage: hubctl call %s\n", CALL_USAGE);
+		return 2;
+	}
 	if ((args = call_args("call", argc - 1, argv + 1)) == NULL)
 		return 2;
 	req = json_object_new_object();
 	json_object_object_add(req, "cmd", json_object_new_string("call"));
 	json_object_object_add(req, "method", json_object_new_string(argv[0]));
 	json_object_object_add(req, "args", args);
+	if (timeout_ms > 0)
+		json_object_object_add(req, "timeout_ms", json_object_new_int64(timeout_ms));
+	if (trace[0] != '\0')
+		json_object_object_add(req, "trace", json_object_new_string(trace));
 	client_send(ctl, req);
 	while ((a = client_read(ctl)) != NULL) {
 		if (!json_object_is_type(a, json_type_object))

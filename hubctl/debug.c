@@ -18,7 +18,7 @@ int
 hubctl_calls(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a, *cs;
-	char age[32];
+	char age[32], left[32];
 	int rc;
 
 	(void)argc;
@@ -26,13 +26,20 @@ hubctl_calls(struct ctl *ctl, int argc, char **argv)
 	if ((a = client_ask(ctl, "calls", &rc)) == NULL)
 		return rc;
 	cs = js_list(a, "calls");
-	printf("%-24s %-16s %-32s %10s %12s\n", "CALLER", "CALLEE", "METHOD", "ID", "AGE");
+	printf("%-24s %-16s %-32s %10s %12s %12s %s\n", "CALLER", "CALLEE", "METHOD", "ID",
+	       "AGE", "LEFT", "TRACE");
 	for (size_t i = 0; i < json_object_array_length(cs); i++) {
 		json_object *c = json_object_array_get_idx(cs, i);
 
-		printf("%-24s %-16s %-32s %10" PRIu64 " %12s\n", js_text(c, "caller"),
+		/* LEFT: time to the call's deadline; TRACE: its trace-id */
+		if (js_get(c, "left_s") != NULL)
+			duration_text(left, sizeof(left), js_ns(js_get(c, "left_s"), HP_NS_PER_S));
+		else
+			snprintf(left, sizeof(left), "-");
+		printf("%-24s %-16s %-32s %10" PRIu64 " %12s %12s %s\n", js_text(c, "caller"),
 		       js_text(c, "callee"), js_text(c, "method"), js_u64(c, "id"),
-		       duration_text(age, sizeof(age), js_ns(js_get(c, "age_s"), HP_NS_PER_S)));
+		       duration_text(age, sizeof(age), js_ns(js_get(c, "age_s"), HP_NS_PER_S)),
+		       left, js_get(c, "trace") != NULL ? js_text(c, "trace") : "-");
 	}
 	if (json_object_array_length(cs) == 0)
 		printf("(no call in flight through hubd)\n");

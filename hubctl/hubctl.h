@@ -85,7 +85,8 @@ int		 hubctl_stats(struct ctl *ctl, int argc, char **argv);
 /* peers.c: hubctl peers [NAME] */
 int		 hubctl_peers(struct ctl *ctl, int argc, char **argv);
 
-/* call.c: hubctl call METHOD [ARG...] */
+/* call.c: hubctl call [--timeout MS] [--trace TRACEPARENT] METHOD [ARG...] */
+#define CALL_USAGE	"[--timeout MS] [--trace TP|new] METHOD [ARG | --bytes-file FILE]..."
 int		 hubctl_call(struct ctl *ctl, int argc, char **argv);
 /* The arguments of a call (or an emit) as hubd takes them: each ARG as
  * text, --bytes-file FILE as FILE's bytes; NULL after saying what is

@@ -54,7 +54,7 @@ static const struct command commands[] = {
 	{ "ticket", "ticket NAME", 1, 1, hubctl_ticket,
 	  "the command line that starts a guest of start = manual by hand (gdb or pdb too)",
 	  NULL },
-	{ "call", "call METHOD [ARG | --bytes-file FILE]...", 1, 17, hubctl_call,
+	{ "call", "call " CALL_USAGE, 1, 21, hubctl_call,
 	  "call a method; arguments are encoded by its signature", NULL },
 	{ "listen", "listen TOPIC [--policy P] [-n COUNT]", 1, 5, hubctl_listen,
 	  "print each event of a topic as it arrives (into a pipe too), until Ctrl-C", NULL },
@@ -217,7 +217,16 @@ static const struct {
 	  "(hubctl call hub.sink - < FILE: the stream hash of FILE's lines).\n"
 	  "--bytes-file FILE gives a bytes argument as FILE's bytes, whatever\n"
 	  "they are (sent as its text form base64:...), up to about 48 KiB.\n"
-	  "A method's error is printed on stderr and exits 1.\n" },
+	  "A method's error is printed on stderr and exits 1.\n"
+	  "--timeout MS sets the call's deadline, MS milliseconds from now (-t\n"
+	  "SECS does too when --timeout is not given): a guest never starts a\n"
+	  "call whose deadline has passed (\"remote timeout: the deadline passed\n"
+	  "before the call started\"), its handler can read it, and the calls it\n"
+	  "makes inherit it; hubctl waits that long and 2 s more for the answer.\n"
+	  "--trace TRACEPARENT puts the call in that W3C trace\n"
+	  "(00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>), --trace new\n"
+	  "in a new one; hubctl calls shows the trace id of each call it sets\n"
+	  "off. Without --trace the call has none.\n" },
 	{ "monitor",
 	  "Prints each call of a method GLOB matches (fnmatch; all when not\n"
 	  "given) when it ends, a line each, written out at once (to a pipe too):\n"

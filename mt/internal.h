@@ -64,6 +64,7 @@ struct guest_mt {
 	void			*arg;
 	const char		*label;		/* what it runs, for the overflow
 						 * message (mt_set_label) */
+	uint64_t		ctx_area[MT_CTX_SIZE / 8]; /* mt_ctx: libguest's */
 	_Atomic uint64_t	wstate;		/* MT_W_*, generation above */
 	_Atomic uint32_t	sw;		/* MT_SW_* */
 	int			wake_idx;	/* the claimer's answer */

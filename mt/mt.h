@@ -58,6 +58,11 @@ struct guest_mt *mt_self(void);
  * alive by the caller while it runs; NULL: nothing), for the message a
  * stack overflow prints. Microthreads it spawns inherit it. */
 void	mt_set_label(const char *label);
+/* The calling microthread's MT_CTX_SIZE bytes for libguest (the call its
+ * handler serves: deadline and trace), zero at first and copied into
+ * each microthread it spawns; NULL on a scheduler or outside a runtime. */
+#define MT_CTX_SIZE	40
+void	*mt_ctx(void);
 
 /* Suspends the calling microthread until mt_wake or deadline_ns
  * (CLOCK_MONOTONIC, UINT64_MAX: none). unlock (if not NULL, held once by

@@ -153,6 +153,11 @@ spawn_on(struct guest_rt *rt, guest_mt_fn fn, void *arg, struct guest_mt **mtp)
 	m->fn = fn;
 	m->arg = arg;
 	m->label = mt_self() != NULL ? mt_self()->label : NULL;
+	/* a call's deadline and trace go on with the work it spawns */
+	if (mt_self() != NULL)
+		memcpy(m->ctx_area, mt_self()->ctx_area, sizeof(m->ctx_area));
+	else
+		memset(m->ctx_area, 0, sizeof(m->ctx_area));
 	m->joinable = mtp != NULL;
 	/* started lazily: its first jump lands in mt_entry */
 	m->ctx = make_fcontext(m, (size_t)((char *)m - ((char *)m->map + rt->guard)),

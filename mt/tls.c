@@ -31,6 +31,14 @@ mt_set_label(const char *label)
 		m->label = label;
 }
 
+void *
+mt_ctx(void)
+{
+	struct guest_mt *m = mt_self();
+
+	return m != NULL ? m->ctx_area : NULL;
+}
+
 uint64_t
 guest_mt_now_ns(void)
 {

@@ -3,7 +3,10 @@
  * a microthread of its own, and answers with both results ("abc | cba").
  * Its handler blocks in guest_call and guest_mt_join; on microthreads
  * (guest_run_mt) that suspends only the handler, so many calls are in
- * progress at a time and a slow callee holds up nobody else. */
+ * progress at a time and a slow callee holds up nobody else.
+ * The legs inherit the call's deadline and trace (libguest 0.7): the
+ * same trace, no more time than the caller gave; fanout logs both
+ * (hubctl logs fanout) and refuses at once when too little time is left. */
 #include <err.h>
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include "guest.h"
 
 #define MAXLEN	1024
+#define LEGS_MIN_NS	(1000 * 1000ull)	/* less left: not worth starting */
 
 struct leg {
 	struct guest	*g;
@@ -44,9 +48,23 @@ both(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	size_t n[2], pos, out = 0;
 	uint8_t res[2 * MAXLEN + 16];
 	char joined[2 * MAXLEN + 4];
+	uint64_t deadline = guest_call_deadline(c), now = guest_mt_now_ns();
+	const char *trace = guest_call_trace(c);
 	int i, spawned = 0;
 
-	/* both calls in flight together; the handler waits for the two */
+	/* what the caller gave: a trace to log under, time to keep to */
+	if (deadline != 0)
+		fprintf(stderr, "fanout.both: trace %.32s, %.3f s left\n",
+			trace != NULL ? trace + 3 : "(none)",
+			deadline > now ? (double)(deadline - now) / 1e9 : 0.0);
+	else if (trace != NULL)
+		fprintf(stderr, "fanout.both: trace %.32s, no deadline\n", trace + 3);
+	if (deadline != 0 && deadline < now + LEGS_MIN_NS) {
+		guest_reply_status(c, -ETIMEDOUT, "too little time left for both calls");
+		return;
+	}
+	/* both calls in flight together, each from a microthread spawned
+	 * here: they inherit this call's deadline and trace */
 	for (i = 0; i < 2; i++)
 		if (guest_mt_spawn(leg_run, &legs[i], &mt[i]) == 0)
 			spawned |= 1 << i;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/callmeta.h"
 #include "proto/lane.h"
 #include "proto/msg.h"
 #include "proto/sig.h"
@@ -35,6 +36,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    again.meta.count != rq.meta.count || again.args_len != rq.args_len ||
 		    memcmp(again.args, rq.args, rq.args_len) != 0)
 			abort();
+		/* a deadline and trace that read back encode to the same */
+		struct hp_callmeta cm, cm2;
+		struct hp_meta_entry meta3[2];
+		struct hp_request mine = { .meta = { meta3, 0, 2 } };
+		uint8_t cmbuf[HP_CALLMETA_MAX];
+		const char *why;
+		int64_t cn;
+
+		if (hp_callmeta_read(&rq.meta, &cm, &why) == 0) {
+			if ((cn = hp_callmeta_encode(cmbuf, sizeof(cmbuf), &cm)) < 0 ||
+			    hp_msg_decode_request(cmbuf, (size_t)cn, &mine) != 0 ||
+			    hp_callmeta_read(&mine.meta, &cm2, &why) != 0 ||
+			    memcmp(&cm, &cm2, sizeof(cm)) != 0)
+				abort();
+		}
 	}
 	if (hp_msg_decode_response(data, size, &rs) == 0) {
 		len = hp_msg_encode_response(out, sizeof(out), &rs);

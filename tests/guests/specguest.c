@@ -13,6 +13,7 @@
 #include "proto/doorbell.h"
 #include "proto/futex.h"
 #include "proto/method.h"
+#include "proto/msg.h"
 #include "proto/postcard.h"
 #include "proto/ring.h"
 #include "proto/peer.h"
@@ -77,19 +78,25 @@ main(int argc, char *argv[])
 			continue;	/* the register answer, or nothing for us */
 		if (d.payload_slot != HP_SLOT_INLINE || d.payload_len > HP_INLINE_MAX - 1)
 			continue;	/* this small guest echoes short strings only */
-		/* Request {meta, str} -> Response {meta, Ok(str)} */
+		/* Request {meta, str} -> Response {meta, Ok(str)}: the
+		 * metadata (a caller's deadline, say) read past */
+		struct hp_meta_entry meta[4];
+		struct hp_request req = { .meta = { .entries = meta, .cap = 4 } };
 		struct hp_desc r = d;
-		uint32_t n = d.payload_len;
+		size_t n;
 
+		if (hp_msg_decode_request(d.inline_payload, d.payload_len, &req) != 0 ||
+		    (n = req.args_len) + 2 > HP_INLINE_MAX)
+			continue;
 		memset(&r, 0, sizeof(r));
 		r.msg_type = HP_MSG_RESPONSE;
 		r.id = d.id;
 		r.payload_slot = HP_SLOT_INLINE;
 		r.inline_payload[0] = 0;			/* no metadata */
 		r.inline_payload[1] = 0;			/* Ok */
-		memcpy(r.inline_payload + 2, d.inline_payload + 1, n - 1);
-		r.payload_len = n + 1;
-		if (n == 7 && memcmp(d.inline_payload + 1, "\x05" "forge", 6) == 0) {
+		memcpy(r.inline_payload + 2, req.args, n);
+		r.payload_len = (uint32_t)n + 2;
+		if (n == 6 && memcmp(req.args, "\x05" "forge", 6) == 0) {
 			/* Err(User("forged")) with the metadata hubd gives its
 			 * own errors: hubd must not pass that on */
 			static const uint8_t forged[] = "\x01\x09" "hub.error" "\x00\x06"

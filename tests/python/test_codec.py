@@ -151,8 +151,8 @@ def test_library_not_found(monkeypatch):
 
 
 def test_libguest_too_old(monkeypatch):
-    # a libguest before 0.6 (no guest_subscribe: topics could not be
-    # read) is refused, saying what the binding needs
+    # a libguest before 0.7 (no guest_call_deadline: a handler could not
+    # read its call's deadline) is refused, saying what the binding needs
     import ctypes
     import os
     from conftest import BUILD
@@ -164,15 +164,15 @@ def test_libguest_too_old(monkeypatch):
             self._lib = real(path)
 
         def __getattr__(self, name):
-            if name == "guest_subscribe":
+            if name == "guest_call_deadline":
                 raise AttributeError(name)
             return getattr(self._lib, name)
 
     monkeypatch.setattr(_lib, "_lib", None)
     monkeypatch.setattr(_lib.ctypes, "CDLL", Old)
     monkeypatch.setenv("HUB_LIBGUEST", os.path.join(BUILD, "libguest.so"))
-    with pytest.raises(hubguest.Error, match=r"has no guest_subscribe: libguest too old "
-                       r"for this binding \(it needs 0\.6 or later\)"):
+    with pytest.raises(hubguest.Error, match=r"has no guest_call_deadline: libguest too old "
+                       r"for this binding \(it needs 0\.7 or later\)"):
         _lib.load()
 
 

@@ -41,6 +41,13 @@ to it; any guest subscribes, with a handler or an iterator:
     for ev in g.topic("kv.changed", policy="latest"):
         print(ev.value, ev.seq, ev.lost)
 
+A call carries a deadline and a trace (W3C traceparent): a handler reads
+its call's with hubguest.current_call() (.deadline, .remaining(),
+.trace), and the calls it makes inherit both (the same trace, the earlier
+of the deadline and their own timeout) unless deadline= or trace= say
+otherwise; the hub and libguest never start a call whose deadline has
+passed (its caller gets hubguest.RemoteTimeout).
+
 g.wait_method("kv.get", timeout=5) waits until a method can be called,
 without polling (the hub.methods topic).
 
@@ -57,6 +64,7 @@ from .codec import Chan, Signature, decode, encode
 from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Error,
                      HubError, HubGone, HubUnreachable, InvalidPayload, PayloadTooLarge,
                      RemoteError, RemoteTimeout, Timeout, UnknownMethod, UserError)
+from .context import INHERIT, NEW_TRACE, CallInfo, current_call
 from .guest import Guest, attach
 from .handlers import caller
 from .sender import Sender
@@ -65,7 +73,7 @@ from .topics import Event, Topic
 __version__ = "0.7.0"
 
 __all__ = [
-    "attach", "caller", "Guest", "Call", "Stream", "Sender", "Event", "Topic", "CHANNEL",
+    "attach", "caller", "current_call", "CallInfo", "INHERIT", "NEW_TRACE", "Guest", "Call", "Stream", "Sender", "Event", "Topic", "CHANNEL",
     "Signature", "Chan",
     "encode", "decode", "Error", "AttachError", "CallError", "RemoteError", "HubError",
     "UnknownMethod", "InvalidPayload", "Cancelled", "Timeout", "PayloadTooLarge",

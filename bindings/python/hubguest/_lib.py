@@ -4,7 +4,8 @@ functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0;
 0.3 or later: streams hold their channels with guest_chan_hold; 0.4: a
 call's caller, guest_call_caller; errors forwarded, guest_reply_status;
 0.6: topics, guest_advertise, guest_publish, guest_subscribe,
-guest_next_event and guest_wait_method).
+guest_next_event and guest_wait_method; 0.7: a call's deadline and trace,
+guest_call_deadline, guest_call_trace, guest_call_async_with).
 
 Nothing here knows Python values: see codec.py for those; guest.py (and
 the modules it imports: handlers.py, serve.py, call.py, sender.py) for the
@@ -16,7 +17,7 @@ import os
 from .errors import Error
 
 SONAME = "libguest.so.0"
-NEEDS = "0.6"       # the libguest version whose functions _PROTOS lists
+NEEDS = "0.7"       # the libguest version whose functions _PROTOS lists
 
 # guest_handler(call, args, len, ctx)
 HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
@@ -46,6 +47,13 @@ class Stats(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t)] + [(name, ctypes.c_uint64) for name in COUNTERS]
 
 
+class CallOpts(ctypes.Structure):
+    """struct guest_call_opts (0.7): a call's deadline and trace."""
+    DEADLINE, TRACE, NEW_TRACE = 0x1, 0x2, 0x4
+    _fields_ = [("size", ctypes.c_size_t), ("flags", ctypes.c_uint),
+                ("deadline_ns", ctypes.c_uint64), ("trace", ctypes.c_char_p)]
+
+
 _P = ctypes.c_void_p
 _PROTOS = {
     # name: (restype, argtypes)
@@ -62,6 +70,12 @@ _PROTOS = {
     "guest_call_caller": (ctypes.c_char_p, [_P]),
     "guest_call_async": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
                                         RESULT_FN, _P, ctypes.POINTER(ctypes.c_uint32)]),
+    "guest_call_async_with": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p,
+                                             ctypes.c_size_t, RESULT_FN, _P,
+                                             ctypes.POINTER(ctypes.c_uint32),
+                                             ctypes.POINTER(CallOpts)]),
+    "guest_call_deadline": (ctypes.c_uint64, [_P]),
+    "guest_call_trace": (ctypes.c_char_p, [_P]),
     "guest_cancel": (ctypes.c_int, [_P, ctypes.c_uint32]),
     "guest_chan_send": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t,
                                        ctypes.c_int]),

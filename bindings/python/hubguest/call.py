@@ -13,6 +13,7 @@ import time
 
 from ._wait import deadline_in, ms_left
 from .codec import Chan, Signature, decode
+from .context import INHERIT, outgoing
 from .errors import (Error, ChannelClosed, InvalidPayload, Timeout, UnknownMethod,
                      call_error, status_error)
 from .sender import Sender
@@ -44,14 +45,21 @@ class Call:
     whether it came; cancel() sends Cancel. Awaiting it (in a guest served
     by serve()) waits without blocking the event loop."""
 
-    def __init__(self, guest, method, args, signature, timeout, payload_fn=None):
+    def __init__(self, guest, method, args, signature, timeout, payload_fn=None,
+                 deadline=INHERIT, trace=INHERIT):
         self._g = guest
         self.method = method
         self._args = args
         self._payload_fn = payload_fn    # (sig) -> bytes, instead of args
         self._explicit = signature is not None
         self._sig = Signature(signature) if signature is not None else None
+        # its deadline and trace, taken now: in the caller's context
+        self._meta = outgoing(timeout, deadline, trace)
         self._deadline = deadline_in(timeout)
+        if self._meta[0]:
+            # the call's deadline, inherited or given, bounds the wait too
+            d = self._meta[0] / 1e9
+            self._deadline = d if self._deadline is None else min(d, self._deadline)
         self._retried = False
         self._call_id = None
         self._token = None
@@ -135,7 +143,7 @@ class Call:
     def _raw(self, method, payload, fn):
         if self._deadline is not None and time.monotonic() >= self._deadline:
             raise Timeout("%s: no answer in time" % self.method, -errno.ETIMEDOUT, self.method)
-        self._token, self._call_id = self._g._call_raw(method, payload, fn)
+        self._token, self._call_id = self._g._call_raw(method, payload, fn, self._meta)
 
     def _answered(self, status, data):
         if self._done:

@@ -25,7 +25,9 @@ import sys
 import threading
 
 from . import _lib
+from ._lib import CallOpts
 from .call import HUB_SIGNATURE, Call, Stream
+from .context import INHERIT
 from .codec import Signature
 from .errors import AttachError, Error, HubError, UnknownMethod, call_error, describe, status_error
 from .handlers import Handlers
@@ -168,13 +170,18 @@ class Guest(Handlers, Serving, Topics):
         # libguest gives an error's text as text
         return data.decode("utf-8", "replace") if status != 0 and data else None
 
-    def _call_raw(self, method, payload, fn):
-        """guest_call_async(method, payload): fn(status, bytes) later."""
+    def _call_raw(self, method, payload, fn, meta=(0, None)):
+        """guest_call_async_with(method, payload): fn(status, bytes) later.
+        meta: its (deadline_ns, traceparent), as context.outgoing made it."""
         token = next(self._call_tokens)
         cid = ctypes.c_uint32()
+        # both given: the binding keeps what a handler's calls inherit
+        opts = CallOpts(ctypes.sizeof(CallOpts), CallOpts.DEADLINE | CallOpts.TRACE, meta[0],
+                        meta[1].encode() if meta[1] else None)
         self._calls[token] = fn
-        rc = self._lib.guest_call_async(self._handle(), method.encode(), payload or None,
-                                        len(payload), self._c_result, token, ctypes.byref(cid))
+        rc = self._lib.guest_call_async_with(self._handle(), method.encode(), payload or None,
+                                             len(payload), self._c_result, token,
+                                             ctypes.byref(cid), ctypes.byref(opts))
         if rc != 0:
             del self._calls[token]
             raise call_error(method, rc, None, self.goodbye_reason)
@@ -189,13 +196,20 @@ class Guest(Handlers, Serving, Topics):
         except BaseException as e:
             self._defer(e)
 
-    def start(self, method, *args, timeout=None, signature=None):
+    def start(self, method, *args, timeout=None, signature=None, deadline=INHERIT,
+              trace=INHERIT):
         """Starts a call and returns its Call at once: .result() waits for
         it, await waits in an event loop. The arguments are encoded by the
         method's signature (asked of the hub with hub.signature and kept,
         unless signature= gives it); a value that does not fit it raises
-        TypeError or ValueError before the call is sent."""
-        c = Call(self, method, args, signature, timeout)
+        TypeError or ValueError before the call is sent.
+        The call carries a deadline and a trace: inside a handler the
+        handled call's (hubguest.current_call()), the same trace-id with a
+        new parent-id; timeout bounds the deadline (and the wait), which
+        bounds the wait too. deadline= (time.monotonic() seconds, None:
+        none) and trace= (a W3C traceparent sent as it is, None: none,
+        hubguest.NEW_TRACE: a new trace) say otherwise."""
+        c = Call(self, method, args, signature, timeout, deadline=deadline, trace=trace)
         c._begin()
         if c.done() and c._exc is not None and isinstance(c._exc, (TypeError, ValueError)) \
                 and not isinstance(c._exc, Error):
@@ -204,18 +218,22 @@ class Guest(Handlers, Serving, Topics):
             c._timer = self._loop.call_later(timeout, c._expire)
         return c
 
-    def call(self, method, *args, timeout=None, signature=None):
+    def call(self, method, *args, timeout=None, signature=None, deadline=INHERIT,
+             trace=INHERIT):
         """Calls method with args and returns its result, decoded by its
         signature; waits up to timeout seconds (None: for ever), serving
         other traffic meanwhile (handlers of this guest included). Raises
         a hubguest.CallError (RemoteError, UnknownMethod, Timeout...),
-        HubGone or Ended when it fails."""
-        return self.start(method, *args, timeout=timeout, signature=signature).result()
+        HubGone or Ended when it fails. deadline=, trace=: as start()."""
+        return self.start(method, *args, timeout=timeout, signature=signature,
+                          deadline=deadline, trace=trace).result()
 
-    async def call_async(self, method, *args, timeout=None, signature=None):
+    async def call_async(self, method, *args, timeout=None, signature=None,
+                         deadline=INHERIT, trace=INHERIT):
         """call() for a coroutine: the event loop runs on meanwhile (the
         guest must be served by serve())."""
-        return await self.start(method, *args, timeout=timeout, signature=signature)
+        return await self.start(method, *args, timeout=timeout, signature=signature,
+                                deadline=deadline, trace=trace)
 
     def signature(self, method, timeout=None):
         """method's signature as a str (hub.signature, kept per name)."""

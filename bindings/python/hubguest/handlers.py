@@ -2,11 +2,12 @@
 """The methods a guest serves: registering them (guest_register), and for
 each request its handler run on the decoded arguments (an async one as a
 task of serve()'s loop), then its answer: the result encoded, or the
-exception as an Err. caller() tells a handler who called.
+exception as an Err. caller() tells a handler who called; the call's
+deadline and trace are current_call()'s (context.py) while it runs.
 
 Handlers is one of Guest's bases (guest.py): it works on the Guest's
 state (its handle, _methods, _answering, the C callback _c_handler) and
-imports nothing of the binding but codec, errors and sender."""
+imports nothing of the binding but codec, context, errors and sender."""
 
 import asyncio
 import contextvars
@@ -17,6 +18,7 @@ import sys
 import traceback
 
 from .codec import Chan, Signature
+from .context import CallInfo, _current
 from .errors import Error, HubUnreachable, RemoteTimeout, UserError, status_error
 from .sender import Sender
 
@@ -153,9 +155,15 @@ class Handlers:
         # for it copies the context)
         r = _Running(self, call)
         token = _running.set(r)
+        # its deadline and trace: current_call(), and what the calls the
+        # handler makes inherit (context.py)
+        trace = self._lib.guest_call_trace(call)
+        ctoken = _current.set(CallInfo(self._lib.guest_call_deadline(call),
+                                       trace.decode("ascii", "replace") if trace else None))
         try:
             self._dispatch_in(call, m, data, r)
         finally:
+            _current.reset(ctoken)
             _running.reset(token)
 
     def _dispatch_in(self, call, m, data, r):

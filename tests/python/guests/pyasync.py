@@ -139,6 +139,16 @@ async def timeout():
     return "no timeout"
 
 
+@g.method("aio.meta_nested", "str->str")
+async def meta_nested(method):
+    """As pyguest's: from an async handler, the call made from a task of
+    its own (the context goes with it)."""
+    c = hubguest.current_call()
+    mine = "%d %s" % (c.deadline_ns, c.trace or "-")
+    its = await asyncio.ensure_future(g.call_async(method, "x", timeout=10))
+    return "%s|%s" % (mine, its)
+
+
 async def main():
     await g.serve()
 

@@ -348,4 +348,31 @@ def describe(method, text):
     return "ok"
 
 
+def _shown():
+    """The handled call's deadline and trace as metaguest shows them:
+    "DEADLINE TRACE" (ns, 0: none; "-": none)."""
+    c = hubguest.current_call()
+    return "%d %s" % (c.deadline_ns, c.trace or "-")
+
+
+@m("meta", "str->str")
+def meta(_):
+    c = hubguest.current_call()
+    assert (c.deadline is None) == (c.deadline_ns == 0)
+    assert c.remaining() is None or c.remaining() >= 0
+    return _shown()
+
+
+@m("meta_nested", "str->str")
+def meta_nested(method):
+    """Its own deadline and trace, then method's (a meta): "MINE|ITS"."""
+    return "%s|%s" % (_shown(), g.call(method, "x", timeout=10))
+
+
+@m("meta_override", "str->str")
+def meta_override(method):
+    """method called with no deadline and a new trace."""
+    return g.call(method, "x", deadline=None, trace=hubguest.NEW_TRACE)
+
+
 g.run()
