@@ -148,7 +148,7 @@ def test_hub_signature(hub):
     assert hub.ok("hub.signature", "py.multi") == "str,bytes,u64,i64,bool->str"
     assert hub.ok("py.sig", "echo.echo") == "str->str"
     assert hub.ok("py.sig", "counter.count") == "u64,chan<u64>->u64"
-    assert hub.ok("py.sig", "hub.sink") == "chan<bytes>->u64"
+    assert hub.ok("py.sig", "hub.sink") == "rx<bytes>->u64"
     assert hub.ok("py.sig", "no.such") == "UnknownMethod: no.such: no such method"
     rc, err, _ = hub.call("hub.signature", "no.such")
     assert rc == 1 and err == "no such method: no.such"
