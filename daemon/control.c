@@ -175,7 +175,8 @@ client_process(struct client *c)
 {
 	char *nl;
 
-	while ((!c->calling || c->feeding) && !c->monitoring && !c->closing && !c->broken &&
+	while ((!c->calling || c->feeding) && !c->feed_wait && !c->monitoring && !c->closing &&
+	       !c->broken &&
 	       client_unsent(c) < OUT_HIGH && (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
 		size_t n = (size_t)(nl - c->in);
 		char *line = malloc(n + 1);
@@ -245,7 +246,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->closing = 1;
 	}
 	/* it sends no more of its stream: the stream ends there (unended) */
-	if (c->eof && c->feeding && memchr(c->in, '\n', c->inlen) == NULL)
+	if (c->eof && c->feeding && !c->feed_wait && memchr(c->in, '\n', c->inlen) == NULL)
 		handlers->call_feed(c, NULL, 0);
 	/* it asks no more: close once what it asked is answered and written
 	 * (if it is gone altogether, writing fails first) */
@@ -278,8 +279,8 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	if (client_unsent(c) > 0)
 		since = c->tx_at;
-	else if (c->calling && !c->feeding)
-		since = now;
+	else if ((c->calling && !c->feeding) || c->feed_wait)
+		since = now;	/* the callee's to answer, or to read */
 	else
 		since = c->rx_at > c->tx_at ? c->rx_at : c->tx_at;
 	if (now - since < timeout) {

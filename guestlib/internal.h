@@ -46,6 +46,7 @@ struct method {
 	void		*ctx;
 	struct hp_sig	sig;		/* for its chan<T> arguments */
 	uint8_t		chans;		/* whether it has any */
+	uint8_t		rx;		/* ... or rx<T> (never over a lane) */
 };
 
 struct lg_lane;
@@ -89,6 +90,14 @@ struct rx_chan {
 	uint32_t	serial;
 	uint32_t	granted;	/* initial_credit and every grant */
 	uint32_t	got;		/* bytes received */
+	/* An rx<T> argument of a call to us, not accepted yet: its sender
+	 * has no credit until guest_chan_accept grants the window. Its end,
+	 * if it comes first, is kept for accept (ended, status); once the
+	 * call is answered it is nobody's (orphan): freed at its end. */
+	uint8_t		offered;
+	uint8_t		ended;
+	uint8_t		orphan;
+	int		status;
 };
 
 struct tx_chan {
@@ -307,6 +316,8 @@ struct guest_call {
 	int		lane_gone;	/* ... and it closed: the answer is dropped */
 	uint8_t		nchans;		/* its channels in the lane's table */
 	uint32_t	chans[HP_SIG_MAX_ARGS];
+	uint8_t		nrx;		/* its rx<T> arguments (the hub's table) */
+	uint32_t	rx[HP_SIG_MAX_ARGS];
 	struct guest_call *prev, *next;	/* calls being handled */
 };
 
@@ -570,6 +581,9 @@ lg_chan_entry(struct lg_chans *cs, uint32_t id)
 }
 /* The end of a channel we receive on, told to its on_end. */
 void	lg_chan_rx_end(struct guest *g, struct lg_chans *cs, uint32_t id, int status);
+/* A call to us with rx<T> arguments is answered: those not accepted are
+ * freed, now or at their end. */
+void	lg_chan_rx_answered(struct guest *g, struct guest_call *c);
 
 /* chan_lane.c */
 /* A call of a method with chan<T> arguments (sig) going over ln: moves

@@ -62,7 +62,7 @@ from .handlers import caller
 from .sender import Sender
 from .topics import Event, Topic
 
-__version__ = "0.6.0"
+__version__ = "0.7.0"
 
 __all__ = [
     "attach", "caller", "Guest", "Call", "Stream", "Sender", "Event", "Topic", "CHANNEL",
