@@ -354,6 +354,18 @@ rx_arg(struct hub *h, struct peer *p, const struct method *meth,
 	return NULL;
 }
 
+/* A's channel a, a good one, in a call refused for another reason (no
+ * channel in B's table, no memory): as if hubd had taken it and stopped
+ * at once (a Reset, the entry freed, what A still sends or its end taken
+ * without complaint), so that A's sender lets it go. */
+static void
+refuse_a(struct hub *h, struct peer *p, uint32_t a)
+{
+	p->chans[a] = (struct hchan){ .stale = STALE_RESET };
+	hp_chan_free(&p->view.chans[a]);
+	host_send(h, p, HP_MSG_RESET, a, 0, NULL, 0);
+}
+
 void
 upload_call(struct hub *h, struct peer *p, struct peer *q, const struct method *meth,
 	    struct hp_msg_in *m, const struct hp_request *req, const struct origin *o)
@@ -378,6 +390,7 @@ upload_call(struct hub *h, struct peer *p, struct peer *q, const struct method *
 		snprintf(why, sizeof(why), "no channel available in guest %s%s", q->conf->name,
 			 b == -EUSERS ? ": this caller holds channels_per_caller of its "
 			 "streams already" : "");
+		refuse_a(h, p, (uint32_t)a);
 		answer_error(h, o, HP_ERR_USER, why);
 		return;
 	}
@@ -420,6 +433,7 @@ fail:
 	free(buf);
 	free(u);
 	hp_chan_free(&q->view.chans[b]);
+	refuse_a(h, p, (uint32_t)a);
 	answer_error(h, o, HP_ERR_USER, why);
 }
 
