@@ -78,9 +78,11 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		return;
 	}
 	if (upload_method(meth)) {
-		/* a stream the caller sends: upload.c carries it (never
-		 * over a lane) */
+		/* a stream the caller sends: upload.c carries it, and a
+		 * lane later calls (the guests move it there) */
 		upload_call(h, p, q, meth, m, &req, &o);
+		if (!monitor_watches(h, meth->name))
+			lanes_offer(h, p, q, meth);
 		if (host_backlogged(q))
 			p->paused = 1;
 		return;

@@ -356,10 +356,6 @@ on_request(struct guest *g, struct hp_msg_in *m)
 			me = &g->methods[i];
 	if (me == NULL)
 		return reply_error_code(g, m->desc.id, HP_ERR_UNKNOWN_METHOD, NULL);
-	/* an upload comes through the hub (lane.c routes none) */
-	if (ln != NULL && me->rx)
-		return reply_error_code(g, m->desc.id, HP_ERR_USER,
-					"a method with an rx<T> is called through the hub");
 	/* the hub's limit, kept by the callee on a lane */
 	if (ln != NULL && ln->calls_in >= ln->calls_max)
 		return reply_error_code(g, m->desc.id, HP_ERR_USER, "too many calls in flight");
@@ -376,7 +372,7 @@ on_request(struct guest *g, struct hp_msg_in *m)
 	c->method = me->name;
 	/* over a lane, its channels are the lane's: checked, and named for
 	 * the handler as ids of the lane's (LG_LANE_CHAN) */
-	if (ln != NULL && me->chans &&
+	if (ln != NULL && (me->chans || me->rx) &&
 	    (rc = lg_chan_adopt(g, ln, &me->sig, req.args, req.args_len, c,
 				&adopted, &alen)) != 0) {
 		free(c);

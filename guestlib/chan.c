@@ -130,7 +130,29 @@ tx_end(struct guest *g, struct lg_chans *cs, uint32_t id, uint8_t type)
 {
 	cs->tx[id].open = 0;
 	cs->tx[id].ended = 1;
+	lg_chan_unorigin(g, cs, id);
 	return lg_send_on(g, cs->lane, type, id, 0, NULL, 0, NULL, 0, 0, NULL);
+}
+
+void
+lg_chan_tx_stop(struct guest *g, struct lg_chans *cs, uint32_t id)
+{
+	chan_send_rc(cs, tx_end(g, cs, id, HP_MSG_RESET));
+}
+
+void
+lg_chan_unorigin(struct guest *g, struct lg_chans *cs, uint32_t id)
+{
+	uint32_t x = cs->tx[id].origin;
+
+	if (cs->lane == NULL || x == 0)
+		return;
+	cs->tx[id].origin = 0;
+	/* the hub's entry it held Closed: ours to free, never used on the
+	 * hub (r[shm.flow.channel-id-reuse]) */
+	g->chans.rx[x] = (struct rx_chan){ .open = 0 };
+	g->chans.tx[x] = (struct tx_chan){ .ended = 1 };
+	hp_chan_free(lg_chan_entry(&g->chans, x));
 }
 
 /* One item: credit first, then the message, staged when more follow. */
@@ -524,8 +546,12 @@ guest_chan_accept(struct guest *g, uint32_t chan, guest_item_fn on_item,
 void
 lg_chan_rx_answered(struct guest *g, struct guest_call *c)
 {
-	struct lg_chans *cs = &g->chans;
+	struct lg_chans *cs = c->lane != NULL ? &c->lane->chans : &g->chans;
 
+	if (c->lane_gone) {	/* its table went with the lane */
+		c->nrx = 0;
+		return;
+	}
 	for (uint8_t i = 0; i < c->nrx; i++) {
 		struct rx_chan *r = &cs->rx[c->rx[i]];
 
@@ -548,7 +574,7 @@ on_chan_end(struct guest *g, struct hp_msg_in *m)
 	struct lg_chans *cs = ln != NULL ? &ln->chans : &g->chans;
 	uint32_t id = m->desc.id;
 
-	if (ln == NULL && cs->rx[id].offered && !cs->rx[id].ended) {
+	if (cs->rx[id].offered && !cs->rx[id].ended) {
 		/* an rx<T> not accepted yet: kept for its reader, or freed
 		 * if its call was answered */
 		if (cs->rx[id].orphan) {

@@ -283,8 +283,8 @@ GUEST_API int64_t guest_chan_open(struct guest *g, guest_item_fn on_item,
  * The caller's side: guest_chan_open_send, the id in the argument,
  * guest_call_async (or guest_call from another microthread than the
  * sends), guest_chan_send the items, guest_chan_close (the end); the
- * answer comes after. Through the hub only (never over a lane). Since
- * 0.7. */
+ * answer comes after. Through the hub, or over a lane as a chan<T> is.
+ * Since 0.7. */
 GUEST_API int guest_chan_accept(struct guest *g, uint32_t chan, guest_item_fn on_item,
 				guest_end_fn on_end, void *ctx);
 

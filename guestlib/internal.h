@@ -45,8 +45,8 @@ struct method {
 	guest_handler	fn;
 	void		*ctx;
 	struct hp_sig	sig;		/* for its chan<T> arguments */
-	uint8_t		chans;		/* whether it has any */
-	uint8_t		rx;		/* ... or rx<T> (never over a lane) */
+	uint8_t		chans;		/* whether it has any chan<T> */
+	uint8_t		rx;		/* ... or rx<T> */
 };
 
 struct lg_lane;
@@ -63,6 +63,8 @@ struct out_call {
 	uint8_t		nchans;		/* its channels passed over the lane */
 	uint32_t	chans[HP_SIG_MAX_ARGS];	/* ... their ids in its table */
 	uint32_t	serials[HP_SIG_MAX_ARGS];
+	uint8_t		up;		/* ... bit i: chans[i] is an upload
+					 * (rx<T>): we send on it */
 };
 
 struct rx_chan {
@@ -105,6 +107,11 @@ struct tx_chan {
 	uint8_t		open;		/* we send on it (opened it, or sent) */
 	uint8_t		ended;		/* Close or Reset went either way: the
 					 * id is not ours until given again */
+	/* An upload (rx<T>) passed to a call over a lane, in the lane's
+	 * table: the hub's id it came from (its entry Closed meanwhile,
+	 * freed with its end) and the call it went with. */
+	uint32_t	origin;
+	uint32_t	serial;
 };
 
 /* A table of channels (chan.c): the hub's, in the guest's own segment,
@@ -593,9 +600,16 @@ void	lg_chan_rx_answered(struct guest *g, struct guest_call *c);
 int	lg_chan_move(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
 	    const uint8_t *args, size_t len, struct out_call *c, uint8_t **out,
 	    size_t *outlen);
+/* An upload moved to a lane ended (tx_end, the lane's end): the hub's
+ * entry it came from is freed and its id names nothing moved. */
+void	lg_chan_unorigin(struct guest *g, struct lg_chans *cs, uint32_t id);
+/* Stops an upload we send on over a lane with a Reset (its call was
+ * answered). */
+void	lg_chan_tx_stop(struct guest *g, struct lg_chans *cs, uint32_t id);
 /* ... back to the hub's table: the Request did not go out. */
 void	lg_chan_unmove(struct guest *g, struct lg_lane *ln, const struct out_call *c);
-/* c's answer came over its lane: its channels still open end (Close). */
+/* c's answer came over its lane: its channels still open end (Close,
+ * or for an upload we send on a Reset: the answer ends it). */
 void	lg_chan_answered(struct guest *g, const struct out_call *c);
 /* A Request over ln: its chan<T> arguments checked (0, or -EPROTO with
  * g->lane_rule), noted in c and given to the handler as public ids in

@@ -16,11 +16,12 @@
 static struct hub_proc hub;
 
 #define COUNTER	"[guest counter]\nexec = @/guests/counter\n"
-#define UPLOADERS(bargs)						\
+#define UPLOADERS_L(bargs, lanes)					\
 	"[guest a]\nexec = @/tests/guests/uploader\nargs = --prefix a\n"	\
-	"restart = never\nlanes = no\n"						\
+	"restart = never\nlanes = " lanes "\n"					\
 	"[guest b]\nexec = @/tests/guests/uploader\nargs = --prefix b " bargs "\n" \
-	"restart = never\nlanes = no\n"
+	"restart = never\nlanes = " lanes "\n"
+#define UPLOADERS(bargs)	UPLOADERS_L(bargs, "no")
 
 /* hubctl call with stdin from a file (NULL: /dev/null); its stdout in
  * *out (malloc'd) and exit status. */
@@ -327,6 +328,86 @@ START_TEST(test_hostile_callee)
 }
 END_TEST
 
+/* a's calls to b over a lane, once at least want (published now and then). */
+static unsigned long long
+lane_calls(unsigned long long want)
+{
+	unsigned long long n = 0;
+
+	for (int i = 0; i < 150; i++) {
+		json_object *o = hub_stats(&hub);
+
+		n = json_u64(o, "guests", "a", "lane_calls_in");	/* as hubd counts them */
+		json_object_put(o);
+		if (n >= want)
+			break;
+		sleep_ms(20);
+	}
+	return n;
+}
+
+/* Over a lane (the first call through hubd offers it): the upload moves
+ * to the lane's table with the call, the lane's own ids and credit
+ * (r[shm.flow.channel-activate]: none until the callee reads), and the
+ * same ends as through hubd; with the callee on callbacks (_i 0) or a
+ * microthread (_i 1). */
+START_TEST(test_over_lane)
+{
+	static const char *const methods[] = { "b.sum", "b.take", "b.ignore", "b.stop" };
+	char *out, want[128];
+
+	hub_start_up(&hub, "initial_credit = 4K\n",
+		     _i ? UPLOADERS_L("--mt", "yes") : UPLOADERS_L("", "yes"), "a,b");
+	ck_assert_int_eq(hub_wait_method(&hub, "a.send,b.last"), 0);
+	/* each method's first call goes through hubd, which routes it to
+	 * the lane from then on */
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		out = a_send(methods[i], 20, 20, 0);
+		ck_assert_msg(out != NULL && strstr(out, ": ok ") != NULL, "%s: %s", methods[i], out);
+		free(out);
+	}
+	out = a_send("b.sum", 100000, 0, 0);
+	snprintf(want, sizeof(want), "sent 100000 rc 0: ok %llu\n", 100000ull * 100001ull / 2);
+	ck_assert_msg(out != NULL && strcmp(out, want) == 0, "%s %s", out, hub_log_tail(&hub));
+	free(out);
+	ck_assert_msg(lane_calls(1) >= 1, "no call over a lane: %s", hub_log_tail(&hub));
+	out = b_last();
+	ck_assert_str_eq(out, "0 100000\n");
+	free(out);
+	/* early answers and the receiver's stop: the sender's sends fail */
+	out = a_send("b.take", 100000, 10, 0);
+	snprintf(want, sizeof(want), "rc %d: ok 55\n", -ENOTCONN);
+	ck_assert_msg(out != NULL && strstr(out, want) != NULL, "%s", out);
+	free(out);
+	/* nothing read, so nothing sent: no credit until the callee reads */
+	out = a_send("b.ignore", 100000, 0, 0);
+	snprintf(want, sizeof(want), "sent 0 rc %d: ok 0\n", -ENOTCONN);
+	ck_assert_msg(out != NULL && strcmp(out, want) == 0, "%s", out);
+	free(out);
+	if (!_i) {
+		out = a_send("b.stop", 100000, 10, 0);
+		snprintf(want, sizeof(want), "rc %d: ok ", -ENOTCONN);
+		ck_assert_msg(out != NULL && strstr(out, want) != NULL, "%s", out);
+		free(out);
+	}
+	out = a_send("b.sum", 1000, 0, 5);
+	ck_assert_msg(out != NULL && strcmp(out, "sent 1000 rc 0: err the stream was reset\n") == 0,
+		      "%s", out);
+	free(out);
+	out = a_send("b.sum", 0, 0, 0);
+	ck_assert_msg(out != NULL && strcmp(out, "sent 0 rc 0: ok 0\n") == 0, "%s", out);
+	free(out);
+	/* the caller dies mid-upload: the lane goes, the callee's reader
+	 * gets a Reset */
+	out = a_send("b.sum", 1000, 0, 1);
+	free(out);
+	out = b_last();
+	ck_assert_msg(strncmp(out, "-104 ", 5) == 0, "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A control client that goes mid-upload: the callee sees a Reset. */
 START_TEST(test_client_goes)
 {
@@ -364,6 +445,7 @@ suite_upload(void)
 	tcase_add_test(tc, test_hostile_caller);
 	tcase_add_test(tc, test_hostile_callee);
 	tcase_add_test(tc, test_client_goes);
+	tcase_add_loop_test(tc, test_over_lane, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
