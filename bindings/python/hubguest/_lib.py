@@ -4,7 +4,7 @@ functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0;
 0.3 or later: streams hold their channels with guest_chan_hold; 0.4: a
 call's caller, guest_call_caller; errors forwarded, guest_reply_status;
 0.6: topics, guest_advertise, guest_publish, guest_subscribe,
-guest_next_event and guest_wait_method).
+guest_next_event and guest_wait_method; 0.7: uploads, guest_chan_accept).
 
 Nothing here knows Python values: see codec.py for those; guest.py (and
 the modules it imports: handlers.py, serve.py, call.py, sender.py) for the
@@ -16,7 +16,7 @@ import os
 from .errors import Error
 
 SONAME = "libguest.so.0"
-NEEDS = "0.6"       # the libguest version whose functions _PROTOS lists
+NEEDS = "0.7"       # the libguest version whose functions _PROTOS lists
 
 # guest_handler(call, args, len, ctx)
 HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
@@ -70,6 +70,7 @@ _PROTOS = {
     "guest_chan_open_send": (ctypes.c_int64, [_P]),
     "guest_chan_open": (ctypes.c_int64, [_P, ITEM_FN, END_FN, _P]),
     "guest_chan_hold": (ctypes.c_int, [_P, ctypes.c_uint32]),
+    "guest_chan_accept": (ctypes.c_int, [_P, ctypes.c_uint32, ITEM_FN, END_FN, _P]),
     "guest_chan_consumed": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_size_t]),
     "guest_stop": (None, [_P]),
     "guest_goodbye_reason": (ctypes.c_char_p, [_P]),
