@@ -248,6 +248,7 @@ struct peer {
 	uint32_t		chan_cursor;
 	uint32_t		sources;	/* hub.source streams under way */
 	uint32_t		relays;		/* streams from other guests it receives (relay.c) */
+	uint32_t		uploads;	/* uploads it receives (upload.c) */
 	uint32_t		nmethods;	/* registered by this instance */
 	char			note[HP_DESCRIBE_MAX + 1];	/* hub.describe "": this
 						 * instance's, cleared at detach */

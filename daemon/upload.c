@@ -119,6 +119,18 @@ maybe_free(struct upload *u)
 	return 1;
 }
 
+/* b is no longer hubd's to send on: B's grants wake hubd no more for it
+ * (host_sleep_prepare). */
+static void
+b_over(struct hub *h, struct upload *u)
+{
+	struct peer *b = hub_peer(h, u->b_peer);
+
+	u->b_live = 0;
+	if (b != NULL && b->epoch == u->b_epoch && b->uploads > 0)
+		b->uploads--;
+}
+
 /* b is over for hubd, with type (Close or Reset) unless B is gone; B,
  * its receiver, frees the entry. What B may still send on it crossing
  * ours is taken without complaint (streams.c, STALE_SENT). */
@@ -129,7 +141,7 @@ end_b(struct hub *h, struct upload *u, uint8_t type)
 
 	if (!u->b_live)
 		return;
-	u->b_live = 0;
+	b_over(h, u);
 	u->b_end = 0;
 	drop_queue(u);
 	if (b != NULL && b->epoch == u->b_epoch) {
@@ -287,6 +299,7 @@ upload_new(struct hub *h, struct peer *q, uint32_t b)
 	u->b_seen = h->conf.params.initial_credit;
 	u->a_live = u->b_live = 1;
 	u->tail = &u->head;
+	q->uploads++;	/* its grants wake hubd (host_sleep_prepare) */
 	return u;
 }
 
@@ -408,6 +421,7 @@ upload_call(struct hub *h, struct peer *p, struct peer *q, const struct method *
 	if (e.err != 0 || e.len > q->ep.lim.max_payload_size) {
 		snprintf(why, sizeof(why), "the arguments are larger than guest %s takes "
 			 "(%u bytes)", q->conf->name, q->ep.lim.max_payload_size);
+		b_over(h, u);
 		goto fail;
 	}
 	u->a_peer = p->id;
@@ -417,6 +431,7 @@ upload_call(struct hub *h, struct peer *p, struct peer *q, const struct method *
 	qo.chan = (uint32_t)b;
 	if (answer_call(h, q, m->desc.method_id, buf, (uint32_t)e.len, &qo, &req_id, NULL) != 0) {
 		snprintf(why, sizeof(why), "out of memory");
+		b_over(h, u);
 		goto fail;
 	}
 	free(buf);
@@ -582,7 +597,7 @@ upload_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 	}
 	/* B, the receiver, says stop (r[shm.flow.reset]): nothing more
 	 * follows our Reset, and the sender is told to stop */
-	u->b_live = 0;
+	b_over(h, u);
 	drop_queue(u);
 	p->chans[id] = (struct hchan){ 0 };
 	host_send(h, p, HP_MSG_RESET, id, 0, NULL, 0);
@@ -673,6 +688,7 @@ upload_detach(struct hub *h, struct peer *p)
 		}
 		maybe_free(u);
 	}
+	p->uploads = 0;
 }
 
 void
