@@ -100,6 +100,34 @@ assert_violation(const char *name, const char *rule)
 	json_object_put(p);
 }
 
+/* Nothing of an upload left (r[shm.flow.channel-id-reuse]): none open
+ * in hubd, every channel of the named guests freed. */
+static void
+assert_nothing_left(const char *names)
+{
+	char list[64], *name, *save = NULL;
+	unsigned long long open = 1;
+	int i;
+
+	for (i = 0; i < 250 && open != 0; i++) {
+		json_object *o = hub_stats(&hub);
+
+		open = json_u64(o, "uploads", "open", NULL);
+		json_object_put(o);
+		if (open != 0)
+			sleep_ms(20);
+	}
+	ck_assert_msg(open == 0, "%llu uploads left open", open);
+	snprintf(list, sizeof(list), "%s", names);
+	for (name = strtok_r(list, ",", &save); name != NULL; name = strtok_r(NULL, ",", &save)) {
+		int n = -1;
+
+		for (i = 0; i < 250 && (n = hub_peer_int(&hub, name, "channels_open")) != 0; i++)
+			sleep_ms(20);
+		ck_assert_msg(n == 0, "guest %s has %d channels open", name, n);
+	}
+}
+
 /* seq 1 100 | hubctl call counter.sum -: 5050; a long stream goes
  * through hubd without it holding more than a line (it reads the next
  * once the callee has credit for the last); a bad item, a missing -. */
@@ -210,6 +238,7 @@ START_TEST(test_between_guests)
 	ck_assert_msg(out != NULL && strcmp(out, "sent 1000 rc 0: err the stream was reset\n") == 0,
 		      "%s", out);
 	free(out);
+	assert_nothing_left("a,b");
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -243,6 +272,7 @@ START_TEST(test_callee_ends_early)
 	out = a_send("b.sum", 100, 0, 0);
 	ck_assert_msg(out != NULL && strcmp(out, "sent 100 rc 0: ok 5050\n") == 0, "%s", out);
 	free(out);
+	assert_nothing_left("a,b");
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -397,6 +427,7 @@ START_TEST(test_over_lane)
 	out = a_send("b.sum", 0, 0, 0);
 	ck_assert_msg(out != NULL && strcmp(out, "sent 0 rc 0: ok 0\n") == 0, "%s", out);
 	free(out);
+	assert_nothing_left("a,b");
 	/* the caller dies mid-upload: the lane goes, the callee's reader
 	 * gets a Reset */
 	out = a_send("b.sum", 1000, 0, 1);
@@ -424,6 +455,7 @@ START_TEST(test_client_goes)
 	out = b_last();
 	ck_assert_msg(strncmp(out, "-104 ", 5) == 0, "%s", out);
 	free(out);
+	assert_nothing_left("b");
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
