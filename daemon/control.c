@@ -194,6 +194,12 @@ client_process(struct client *c)
 			client_request(c, line, n);
 		free(line);
 	}
+	/* its upload waits for the callee: timer_cb looks every second
+	 * whether it went */
+	if (c->feed_wait && ev_timer_remaining(c->h->loop, &c->tw) > 1) {
+		c->tw.repeat = 1;
+		ev_timer_again(c->h->loop, &c->tw);
+	}
 }
 
 /* Whether the client closed its socket both ways, not only shut down its
@@ -272,6 +278,13 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_tstamp now = ev_now(loop), since;
 
 	(void)revents;
+	/* a client whose upload waits for the callee's credit is not read
+	 * (its lines wait, its buffer may be full): whether it went is
+	 * seen here, once a second, and its call abandoned */
+	if (c->feed_wait && peer_gone(c->fd)) {
+		client_close(c);
+		return;
+	}
 	if (timeout <= 0 || c->monitoring) {	/* none: look again later */
 		w->repeat = 1;
 		ev_timer_again(loop, w);
@@ -285,6 +298,8 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		since = c->rx_at > c->tx_at ? c->rx_at : c->tx_at;
 	if (now - since < timeout) {
 		w->repeat = since + timeout - now;
+		if (c->feed_wait && w->repeat > 1)
+			w->repeat = 1;
 		ev_timer_again(loop, w);
 		return;
 	}

@@ -5,7 +5,11 @@
  * "b"), and every way one may end early or break the rules. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,6 +443,70 @@ START_TEST(test_over_lane)
 }
 END_TEST
 
+/* A callee that does not read holds hubctl back: hubd reads the client's
+ * next line only once the callee has credit for the last, so what we
+ * pipe into hubctl's stdin stops being taken long before 64 MiB, and
+ * hubd holds at most one item; then hubctl goes (killed) and hubd serves
+ * on. */
+START_TEST(test_slow_callee_holds_the_client_back)
+{
+	static char buf[65536];
+	size_t total = 0;
+	int in[2], stalled = 0, status;
+	json_object *o;
+	pid_t pid;
+
+	hub_start_up(&hub, "initial_credit = 4K\n", UPLOADERS(""), "a,b");
+	ck_assert_int_eq(hub_wait_method(&hub, "b.stall"), 0);
+	for (size_t i = 0; i + 2 <= sizeof(buf); i += 2)
+		memcpy(buf + i, "7\n", 2);
+	ck_assert_int_eq(pipe(in), 0);
+	if ((pid = fork()) == 0) {
+		dup2(in[0], 0);
+		close(in[0]);
+		close(in[1]);
+		execl(bin("hubctl"), "hubctl", "-s", hub.sock, "call", "b.stall", "0", "-",
+		      (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_ge(pid, 0);
+	close(in[0]);
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	while (total < (64u << 20) && !stalled) {
+		ssize_t n = write(in[1], buf, sizeof(buf));
+		struct pollfd pfd = { .fd = in[1], .events = POLLOUT };
+
+		if (n > 0)
+			total += (size_t)n;
+		else if (n < 0 && errno == EAGAIN)
+			stalled = poll(&pfd, 1, 3000) == 0;	/* nobody takes more */
+		else
+			break;
+	}
+	o = hub_stats(&hub);
+	ck_assert_msg(stalled && total < (16u << 20), "%zu bytes taken, stalled %d: %s", total,
+		      stalled, hub_log_tail(&hub));
+	ck_assert_msg(json_u64(o, "uploads", "open", NULL) == 1 &&
+		      json_u64(o, "uploads", "queued_bytes", NULL) <= 16,
+		      "uploads: %s", json_object_to_json_string(json_get(o, "uploads")));
+	json_object_put(o);
+	kill(pid, SIGKILL);
+	close(in[1]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	/* its upload ends with the client (a Reset for b, which never read) */
+	for (int i = 0; i < 250; i++) {
+		o = hub_stats(&hub);
+		total = json_u64(o, "uploads", "open", NULL);
+		json_object_put(o);
+		if (total == 0)
+			break;
+		sleep_ms(20);
+	}
+	ck_assert_msg(total == 0, "%zu uploads left", total);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A control client that goes mid-upload: the callee sees a Reset. */
 START_TEST(test_client_goes)
 {
@@ -477,6 +545,7 @@ suite_upload(void)
 	tcase_add_test(tc, test_hostile_caller);
 	tcase_add_test(tc, test_hostile_callee);
 	tcase_add_test(tc, test_client_goes);
+	tcase_add_test(tc, test_slow_callee_holds_the_client_back);
 	tcase_add_loop_test(tc, test_over_lane, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
