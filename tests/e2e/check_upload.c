@@ -507,6 +507,41 @@ START_TEST(test_slow_callee_holds_the_client_back)
 }
 END_TEST
 
+/* A caller that sends past the credit the callee granted over a lane
+ * (r[shm.flow.remaining-credit], checked by the callee by its own count)
+ * loses the lane, nothing more: both stay up, and uploads go on through
+ * hubd. */
+START_TEST(test_hostile_caller_over_lane)
+{
+	unsigned long long v = 0;
+	char *out;
+
+	hub_start_up(&hub, "initial_credit = 4K\n", UPLOADERS_L("", "yes"), "a,b");
+	ck_assert_int_eq(hub_wait_method(&hub, "a.send,b.last"), 0);
+	/* b.hold reads but takes nothing: its window is all it grants */
+	out = a_send("b.hold", 0, 0, 0);	/* through hubd: routes b.hold */
+	ck_assert_msg(out != NULL && strcmp(out, "sent 0 rc 0: ok 0\n") == 0, "%s", out);
+	free(out);
+	out = a_send("b.hold", 10, 0, 2);
+	free(out);
+	for (int i = 0; i < 150 && v == 0; i++) {
+		json_object *o = hub_stats(&hub);
+
+		v = json_u64(o, "guests", "b", "lane_violations");
+		json_object_put(o);
+		if (v == 0)
+			sleep_ms(20);
+	}
+	ck_assert_msg(v >= 1, "no lane violation: %s", hub_log_tail(&hub));
+	ck_assert_str_eq(hub_peer_state(&hub, "a"), "up");
+	ck_assert_str_eq(hub_peer_state(&hub, "b"), "up");
+	out = a_send("b.sum", 100, 0, 0);
+	ck_assert_msg(out != NULL && strcmp(out, "sent 100 rc 0: ok 5050\n") == 0, "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A control client that goes mid-upload: the callee sees a Reset. */
 START_TEST(test_client_goes)
 {
@@ -546,6 +581,7 @@ suite_upload(void)
 	tcase_add_test(tc, test_hostile_callee);
 	tcase_add_test(tc, test_client_goes);
 	tcase_add_test(tc, test_slow_callee_holds_the_client_back);
+	tcase_add_test(tc, test_hostile_caller_over_lane);
 	tcase_add_loop_test(tc, test_over_lane, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

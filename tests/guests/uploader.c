@@ -12,6 +12,8 @@
  *			many came in all once C ends
  *   crash N C		exits after N items
  *   stall N C		neither reads C nor answers
+ *   hold N C		reads C but reports nothing taken (guest_chan_hold):
+ *			grants no more than the window; answers at its end
  *   evil N C		sends a Data on C, which it receives on
  *   greedy N C		grants so much that C's credit word goes negative
  *   last		"END ITEMS": how the last upload it read ended (its
@@ -22,7 +24,8 @@
  *			K the items sent, R the first send's error (0: none),
  *			ANSWER "ok SUM" or "err TEXT". MODEs: 0 as said;
  *			1 exits after the items, before the end; 2 sends
- *			past its credit (raw Data); 3 sends a Data after
+ *			past its credit (raw Data, over the lane if the
+ *			channel went there); 3 sends a Data after
  *			its Close; 4 cancels the call after N/2 items;
  *			5 ends with a Reset; 10 passes an even id, 11 an
  *			odd id it did not open, 12 an id past max_channels */
@@ -73,7 +76,7 @@ reply_str(struct guest_call *c, const char *s)
 
 /* -- the callee ---------------------------------------------------------- */
 
-enum { SUM, TAKE, STOP, CRASH };
+enum { SUM, TAKE, STOP, CRASH, HOLD };
 
 struct reading {
 	struct guest_call	*call;	/* NULL once answered */
@@ -175,7 +178,10 @@ read_kind(struct guest_call *c, const uint8_t *args, size_t len, int kind)
 	if (guest_chan_accept(g, (uint32_t)chan, r_item, r_end, r) != 0) {
 		free(r);
 		guest_reply_error(c, "cannot accept");
+		return;
 	}
+	if (kind == HOLD)
+		guest_chan_hold(g, (uint32_t)chan);	/* -ENOTCONN once ended */
 }
 
 static void
@@ -197,6 +203,13 @@ m_stop(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	(void)ctx;
 	read_kind(c, args, len, STOP);
+}
+
+static void
+m_hold(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	read_kind(c, args, len, HOLD);
 }
 
 static void
@@ -374,12 +387,16 @@ m_send(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	if (mode == 1)
 		_exit(4);	/* gone mid-upload */
 	if (mode == 2) {
-		/* past the window: hubd granted it no more than initial_credit */
+		/* past the window: hubd granted it no more than initial_credit;
+		 * over a lane (the channel moved there) the callee granted it */
 		uint8_t big[1024] = { 0 };
+		struct lg_lane *ln = g->chans.rx[id].lane;
+		uint32_t z = ln != NULL ? g->chans.rx[id].lane_chan : (uint32_t)id;
 
 		for (int i = 0; i < 1000; i++)
-			lg_send_msg(g, HP_MSG_DATA, (uint32_t)id, 0, NULL, 0, big, sizeof(big),
-				    0, NULL);
+			if (lg_send_on(g, ln, HP_MSG_DATA, z, 0, NULL, 0, big, sizeof(big), 0,
+				       NULL) != 0)
+				break;
 	}
 	if (mode == 5)
 		guest_chan_reset(g, (uint32_t)id);
@@ -405,6 +422,7 @@ main(int argc, char *argv[])
 		{ "stop", "u64,rx<u64>->u64", m_stop },
 		{ "crash", "u64,rx<u64>->u64", m_crash },
 		{ "stall", "u64,rx<u64>->u64", m_stall },
+		{ "hold", "u64,rx<u64>->u64", m_hold },
 		{ "evil", "u64,rx<u64>->u64", m_evil },
 		{ "greedy", "u64,rx<u64>->u64", m_greedy },
 		{ "last", "->str", m_last },
