@@ -48,7 +48,11 @@ struct client {
 	uint32_t	mcount;
 	uint32_t	mcap;
 	int		calling;	/* a call is under way */
-	int		feeding;	/* ... whose stream the client sends (hub.sink -) */
+	int		feeding;	/* ... whose stream the client sends (hub.sink -,
+					 * or a guest's rx<T> -: uploading) */
+	int		uploading;
+	int		feed_wait;	/* its next line waits for the callee's credit */
+	uint64_t	fed;		/* items it sent */
 	uint64_t	sink_hash;	/* ... hashed as it comes (the stream hash) */
 	int		monitoring;	/* it watches calls (monitor.c): open until
 					 * it closes, whatever it reads */

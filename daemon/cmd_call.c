@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The call command: a client's call to a method (route.c takes it on),
  * the items of its stream and its result written as JSON lines from
- * postcard (pcjson.c); and hub.sink fed by the client, a line per item. */
+ * postcard (pcjson.c); and the streams a client sends, a line per item:
+ * a guest's rx<T> (upload.c carries them) and hub.sink's. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "daemon/pcjson.h"
 #include "daemon/route.h"
 #include "daemon/streams.h"
+#include "daemon/upload.h"
 #include "proto/builtin.h"
 #include "proto/msg.h"
 #include "proto/postcard.h"
@@ -69,6 +71,8 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 
 	c->calling = 0;
 	c->mcount = 0;		/* the stream is over: nobody's credit any more */
+	/* an upload still sent: the rest of it is dropped, up to its end */
+	c->feed_wait = 0;
 	if (status != 0 || r == NULL) {
 		json_object_object_add(o, "ok", json_object_new_boolean(0));
 		json_object_object_add(o, "error",
@@ -171,6 +175,71 @@ feed_over(struct client *c, const char *error)
 	client_reply(c, o);
 }
 
+/* The callee has credit for the client's next item again. */
+static void
+upload_more(struct ext_call *x)
+{
+	struct client *c = x->ctx;
+
+	c->feed_wait = 0;
+	ev_feed_event(c->h->loop, &c->rw, EV_READ);
+}
+
+/* A line of an upload the client cannot send: the call is given up (the
+ * callee gets a Cancel, its stream a Reset), the client told why, and the
+ * connection closed: what follows was meant as items. */
+static void
+upload_refused(struct client *c, const char *why)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), "item %" PRIu64 " %s", c->fed, why);
+	route_client_abandon(c->h, &c->call);
+	c->calling = c->feeding = c->uploading = c->feed_wait = 0;
+	c->mcount = 0;
+	client_reply_error(c, text);
+	c->closing = 1;
+}
+
+/* A line of a guest's rx<T> the client sends (upload.c): as hub.sink's
+ * below. Once the callee answered or stopped the stream, items are
+ * dropped up to the end. */
+static void
+upload_feed(struct client *c, json_object *o)
+{
+	static uint8_t buf[CONTROL_MSG_MAX + 16];
+	struct ext_call *x = &c->call;
+	struct hp_pc_enc e;
+	json_object *v;
+	char why[384];
+
+	if (json_object_object_get_ex(o, "item", &v) && json_object_is_type(v, json_type_string)) {
+		c->fed++;
+		if (x->up == NULL)
+			return;		/* over: dropped */
+		hp_pc_enc_init(&e, buf, sizeof(buf));
+		/* an item's text form as the channel's item type has it */
+		if (pcjson_encode_arg(&e, &x->sig, x->item, json_object_get_string(v),
+				      (size_t)json_object_get_string_len(v), why,
+				      sizeof(why)) != 0 || e.err != 0)
+			upload_refused(c, e.err != 0 ? "is too large" : why);
+		else if (e.len > c->h->conf.params.initial_credit)
+			upload_refused(c, "is larger than initial_credit: a channel "
+				       "could never carry it");
+		else if (upload_client_item(c->h, x, buf, (uint32_t)e.len) == 1)
+			c->feed_wait = 1;	/* the next line once it went */
+	} else if (json_object_object_get_ex(o, "end", &v) && json_object_get_boolean(v)) {
+		upload_client_end(c->h, x, 0);
+		c->feeding = c->uploading = 0;
+	} else if (json_object_object_get_ex(o, "reset", &v) && json_object_get_boolean(v)) {
+		upload_client_end(c->h, x, 1);
+		c->feeding = c->uploading = 0;
+	} else {
+		upload_refused(c, "is none: a line of the stream is {\"item\":TEXT}, "
+			       "{\"end\":true} or {\"reset\":true}");
+	}
+}
+
 /* One line of the stream: {"item":TEXT}, then {"end":true} (or
  * {"reset":true}: given up). Anything else ends the call, and the
  * connection, which may hold more of what was meant as items. */
@@ -182,6 +251,12 @@ cmd_call_feed(struct client *c, const char *line, size_t len)
 	json_object *o = NULL, *v;
 	struct hp_pc_enc e;
 
+	if (line == NULL && c->uploading) {
+		/* its sender went: the callee sees a Reset */
+		upload_client_end(c->h, &c->call, 1);
+		c->feeding = c->uploading = 0;
+		return;
+	}
 	if (line == NULL) {
 		feed_over(c, "the stream was reset");	/* its sender went */
 		return;
@@ -193,6 +268,11 @@ cmd_call_feed(struct client *c, const char *line, size_t len)
 			o = NULL;
 		}
 		json_tokener_free(tok);
+	}
+	if (c->uploading) {
+		upload_feed(c, o);
+		json_object_put(o);
+		return;
 	}
 	if (json_object_object_get_ex(o, "item", &v) && json_object_is_type(v, json_type_string)) {
 		const struct method *m = methods_find(c->h, HP_SVC_SINK);
@@ -243,7 +323,7 @@ cmd_call(struct client *c, const struct control_req *r)
 	}
 
 	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done,
-				     .caller = CALLER_CLIENT | c->uid };
+				     .on_more = upload_more, .caller = CALLER_CLIENT | c->uid };
 	/* its deadline and trace, checked by request.c */
 	if (r->timeout_ms > 0)
 		c->call.meta.deadline_ns = hp_now_ns() + (uint64_t)r->timeout_ms * HP_NS_PER_MS;
@@ -253,5 +333,17 @@ cmd_call(struct client *c, const struct control_req *r)
 	if (route_client_call(c->h, &c->call, r->method, r->args, r->nargs, &why) != 0) {
 		c->calling = 0;
 		client_reply_error(c, why);
+	} else if (c->call.up != NULL) {
+		json_object *o = json_object_new_object();
+
+		/* an rx<T>: the items are the client's to send */
+		c->feeding = c->uploading = 1;
+		c->feed_wait = 0;
+		c->fed = 0;
+		json_object_object_add(o, "send", json_object_new_boolean(1));
+		/* an item's bytes at most (its postcard value): the window */
+		json_object_object_add(o, "item_max",
+				       json_object_new_uint64(c->h->conf.params.initial_credit));
+		client_reply(c, o);
 	}
 }

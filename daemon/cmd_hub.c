@@ -16,6 +16,7 @@
 #include "daemon/pool.h"
 #include "daemon/poolfig.h"
 #include "daemon/relay.h"
+#include "daemon/upload.h"
 
 /* The host's services first, then each guest's methods together: by
  * owner's name, then by name (no guest is named "hub": config.h). */
@@ -159,6 +160,12 @@ cmd_stats(struct client *c, const struct control_req *r)
 		add_u64(rel, "open", open);
 		add_u64(rel, "queued_bytes", queued);
 		json_object_object_add(o, "relays", rel);
+		/* uploads (rx<T>), and what hubd holds for them */
+		rel = json_object_new_object();
+		upload_stats(h, &open, &queued);
+		add_u64(rel, "open", open);
+		add_u64(rel, "queued_bytes", queued);
+		json_object_object_add(o, "uploads", rel);
 	}
 	{
 		/* the data path's own work: loop iterations, ring polling

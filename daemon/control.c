@@ -175,7 +175,8 @@ client_process(struct client *c)
 {
 	char *nl;
 
-	while ((!c->calling || c->feeding) && !c->monitoring && !c->closing && !c->broken &&
+	while ((!c->calling || c->feeding) && !c->feed_wait && !c->monitoring && !c->closing &&
+	       !c->broken &&
 	       client_unsent(c) < OUT_HIGH && (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
 		size_t n = (size_t)(nl - c->in);
 		char *line = malloc(n + 1);
@@ -192,6 +193,12 @@ client_process(struct client *c)
 		else if (n > 0)
 			client_request(c, line, n);
 		free(line);
+	}
+	/* its upload waits for the callee: timer_cb looks every second
+	 * whether it went */
+	if (c->feed_wait && ev_timer_remaining(c->h->loop, &c->tw) > 1) {
+		c->tw.repeat = 1;
+		ev_timer_again(c->h->loop, &c->tw);
 	}
 }
 
@@ -245,7 +252,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->closing = 1;
 	}
 	/* it sends no more of its stream: the stream ends there (unended) */
-	if (c->eof && c->feeding && memchr(c->in, '\n', c->inlen) == NULL)
+	if (c->eof && c->feeding && !c->feed_wait && memchr(c->in, '\n', c->inlen) == NULL)
 		handlers->call_feed(c, NULL, 0);
 	/* it asks no more: close once what it asked is answered and written
 	 * (if it is gone altogether, writing fails first) */
@@ -271,6 +278,13 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_tstamp now = ev_now(loop), since;
 
 	(void)revents;
+	/* a client whose upload waits for the callee's credit is not read
+	 * (its lines wait, its buffer may be full): whether it went is
+	 * seen here, once a second, and its call abandoned */
+	if (c->feed_wait && peer_gone(c->fd)) {
+		client_close(c);
+		return;
+	}
 	if (timeout <= 0 || c->monitoring) {	/* none: look again later */
 		w->repeat = 1;
 		ev_timer_again(loop, w);
@@ -278,12 +292,14 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	if (client_unsent(c) > 0)
 		since = c->tx_at;
-	else if (c->calling && !c->feeding)
-		since = now;
+	else if ((c->calling && !c->feeding) || c->feed_wait)
+		since = now;	/* the callee's to answer, or to read */
 	else
 		since = c->rx_at > c->tx_at ? c->rx_at : c->tx_at;
 	if (now - since < timeout) {
 		w->repeat = since + timeout - now;
+		if (c->feed_wait && w->repeat > 1)
+			w->repeat = 1;
 		ev_timer_again(loop, w);
 		return;
 	}

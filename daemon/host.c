@@ -468,7 +468,7 @@ host_sleep_prepare(struct hub *h)
 		/* only what we wait for: a guest rings for each bit we set
 		 * (a wake for nothing cost a call from idle 15-40 us: the
 		 * guest rang as it consumed the answer, then yielded to us) */
-		int streams = p->sources > 0 || p->relays > 0;
+		int streams = p->sources > 0 || p->relays > 0 || p->uploads > 0;
 
 		hp_endpoint_announce(&p->ep, HP_WAIT_RING_DATA |
 				     (p->bl_head != NULL || p->ep.staged > 0 || streams ?

@@ -79,6 +79,7 @@ enum origin_kind {
 
 struct ext_call;
 struct relay;
+struct upload;
 struct lane;
 struct topic;
 struct lane_record;
@@ -152,6 +153,7 @@ struct hchan {
 	uint32_t	sent_total;	/* hub.source: r[shm.flow.remaining-credit] */
 	struct origin	o;		/* where items and the end go */
 	struct relay	*relay;		/* one end of a stream between guests (relay.c) */
+	struct upload	*upload;	/* one end of an rx<T> stream (upload.c) */
 };
 
 /* Cumulative over the guest's instances: an instance's endpoint counters
@@ -249,6 +251,7 @@ struct peer {
 	uint32_t		chan_cursor;
 	uint32_t		sources;	/* hub.source streams under way */
 	uint32_t		relays;		/* streams from other guests it receives (relay.c) */
+	uint32_t		uploads;	/* uploads it receives (upload.c) */
 	uint32_t		nmethods;	/* registered by this instance */
 	char			note[HP_DESCRIBE_MAX + 1];	/* hub.describe "": this
 						 * instance's, cleared at detach */
@@ -327,6 +330,7 @@ struct hub {
 	ev_timer		pool_w;		/* the variable pool's sweeper */
 	ev_timer		starved_w;	/* a backlog waits for a variable slot */
 	struct relay		*relays;	/* streams between guests (relay.c) */
+	struct upload		*uploads;	/* rx<T> streams (upload.c) */
 	struct lane		*lanes;		/* open lanes (lanes.c) */
 	struct topic		*topics;	/* topics.c */
 	uint32_t		next_topic;
@@ -382,6 +386,10 @@ struct ext_call {
 	/* not a call but a subscription (hubctl listen): its end when the
 	 * client goes (route_client_abandon) */
 	void		(*on_abandon)(struct ext_call *c);
+	/* an upload (rx<T>) the client sends: upload.c's, and its call when
+	 * the client's next item may come */
+	struct upload	*up;
+	void		(*on_more)(struct ext_call *c);
 };
 
 /* The zone a pool of hubd's belongs to (every one is a zone's). */

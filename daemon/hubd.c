@@ -28,6 +28,7 @@
 #include "daemon/notify.h"
 #include "daemon/pool.h"
 #include "daemon/relay.h"
+#include "daemon/upload.h"
 #include "daemon/reload.h"
 #include "daemon/route.h"
 #include "daemon/services.h"
@@ -291,9 +292,11 @@ wire(struct hub *h)
 	dispatch_on(h, HP_MSG_RESET, relay_end);
 	dispatch_source(h, services_source_pump, services_source_ready);
 	dispatch_source(h, relay_pump, relay_ready);
+	dispatch_source(h, upload_pump, upload_ready);
 	host_on_attach(h, pool_forget);
 	host_on_attach(h, streams_reset_all);
 	host_on_detach(h, relay_detach);	/* before answer_detach: a Reset before the error */
+	host_on_detach(h, upload_detach);
 	host_on_detach(h, answer_detach);
 	host_on_detach(h, streams_reset_all);	/* streams from p to clients end, to p stop */
 	host_on_detach(h, pool_forget);
@@ -310,6 +313,7 @@ static void
 unwire(struct hub *h)
 {
 	relay_free_all(h);
+	upload_free_all(h);
 	lanes_free(h);
 	topics_free(h);
 	monitor_free(h);

@@ -116,6 +116,7 @@ value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, uint32_t *le
 		break;
 	case HP_T_U64:
 	case HP_T_CHAN:
+	case HP_T_RX:
 		o = json_object_new_uint64(hp_pc_get_u64(d));
 		break;
 	case HP_T_I64:
@@ -388,7 +389,7 @@ scalar_in(struct hp_pc_enc *e, uint8_t t, const char *text, size_t len, char *de
 		return -EINVAL;
 	memcpy(buf, text, len);
 	buf[len] = '\0';
-	if (t == HP_T_U64 || t == HP_T_CHAN) {
+	if (t == HP_T_U64 || hp_sig_is_chan(t)) {
 		unsigned long long v;
 
 		if (*buf < '0' || *buf > '9')
@@ -654,7 +655,7 @@ pcjson_encode_arg(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
 	char key[80];
 	int rc;
 
-	if (sig->node[at].n == 0 || t == HP_T_CHAN) {
+	if (sig->node[at].n == 0 || hp_sig_is_chan(t)) {
 		char detail[SCALAR_DETAIL];
 
 		rc = scalar_in(e, t, text, len, detail);

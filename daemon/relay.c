@@ -36,6 +36,7 @@
 #include "daemon/log.h"
 #include "daemon/relay.h"
 #include "daemon/streams.h"
+#include "daemon/upload.h"
 #include "proto/channel.h"
 
 /* An item hubd received on b that A had no credit for yet. */
@@ -412,8 +413,8 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 
 /* -- messages on the relay's channels ------------------------------------ */
 
-/* Data on any channel of p's: a relayed one's here, the others' to
- * streams.c. */
+/* Data on any channel of p's: an upload's to upload.c, a relayed one's
+ * here, the others' to streams.c. */
 void
 relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
@@ -424,6 +425,10 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	struct ritem *it;
 	int64_t credit;
 
+	if (c->upload != NULL) {
+		upload_data(h, p, m);
+		return;
+	}
 	if (r == NULL) {
 		streams_data(h, p, m);
 		return;
@@ -466,8 +471,8 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	r->queued += m->len;
 }
 
-/* Close or Reset of any channel of p's: a relayed one's here, the
- * others' to streams.c. */
+/* Close or Reset of any channel of p's: an upload's to upload.c, a
+ * relayed one's here, the others' to streams.c. */
 void
 relay_end(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
@@ -476,6 +481,10 @@ relay_end(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	struct relay *r = p->chans[id].relay;
 	struct peer *a;
 
+	if (p->chans[id].upload != NULL) {
+		upload_end(h, p, id, reset);
+		return;
+	}
 	if (r == NULL) {
 		streams_end(h, p, id, reset);
 		return;

@@ -17,8 +17,8 @@ void		relay_call(struct hub *h, struct peer *p, struct peer *q,
 			   const struct method *meth, struct hp_msg_in *m,
 			   const struct hp_request *req, const struct origin *o);
 /* The handlers of Data, and of Close and Reset, on any channel: a
- * channel whose hchan has a relay is relay.c's, any other streams.c's
- * (streams_data, streams_end). */
+ * channel whose hchan has an upload is upload.c's, one with a relay
+ * relay.c's, any other streams.c's (streams_data, streams_end). */
 void		relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m);
 void		relay_end(struct hub *h, struct peer *p, struct hp_msg_in *m);
 /* p answered request req_id (o: its origin; ok: the answer decodes):

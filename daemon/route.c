@@ -17,6 +17,7 @@
 #include "daemon/monitor.h"
 #include "daemon/pcjson.h"
 #include "daemon/relay.h"
+#include "daemon/upload.h"
 #include "daemon/request.h"
 #include "daemon/route.h"
 #include "daemon/services.h"
@@ -87,6 +88,16 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		snprintf(why, sizeof(why), "the arguments are larger than guest %s takes "
 			 "(%u bytes)", q->conf->name, q->ep.lim.max_payload_size);
 		answer_error(h, &o, HP_ERR_USER, why);
+		return;
+	}
+	if (upload_method(meth)) {
+		/* a stream the caller sends: upload.c carries it, and a
+		 * lane later calls (the guests move it there) */
+		upload_call(h, p, q, meth, m, &req, &o);
+		if (!monitor_watches(h, meth->name))
+			lanes_offer(h, p, q, meth);
+		if (host_backlogged(q))
+			p->paused = 1;
 		return;
 	}
 	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
@@ -163,8 +174,10 @@ route_response(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	o = e->o;
 	hp_idtab_remove(&p->pend, e);
 	/* a stream the call carries ends with its answer */
-	if (o.chan != 0)
+	if (o.chan != 0) {
 		streams_over(h, p, m->desc.id, o.chan);
+		upload_response(h, p, m->desc.id);
+	}
 	rc = hp_msg_decode_response(m->payload, m->len, &r);
 	if (rc == 0 && (rc = strip_hub_error(&r, m, &copy, &buf)) == 0)
 		m = &copy;	/* sent on as a copy */
@@ -243,11 +256,21 @@ client_call_checked(struct hub *h, struct ext_call *c, const struct method *m, i
 {
 	int want = 0;
 
-	/* the caller gives every argument but channels, which we open */
+	/* the caller gives every argument but chan<T>s, which we open; an
+	 * rx<T>'s is "-", the stream it sends */
 	for (uint8_t i = 0; i < m->sig.nargs; i++)
 		want += hp_sig_arg_type(&m->sig, i) != HP_T_CHAN;
 	if (nargs < want) {
-		*why = args_refused(c, m, "argument %d missing", nargs + 1);
+		uint8_t i;
+		int k = 0;
+
+		for (i = 0; i < m->sig.nargs; i++)
+			if (hp_sig_arg_type(&m->sig, i) != HP_T_CHAN && k++ == nargs)
+				break;
+		*why = i < m->sig.nargs && hp_sig_arg_type(&m->sig, i) == HP_T_RX ?
+		    args_refused(c, m, "argument %d missing: its stream is the caller's "
+				 "to send: give - for it, then the items", nargs + 1) :
+		    args_refused(c, m, "argument %d missing", nargs + 1);
 		return -EINVAL;
 	}
 	if (nargs > want) {
@@ -272,6 +295,35 @@ client_args(struct hub *h, struct ext_call *c, const struct method *m, struct pe
 	int rc, next = 0;
 
 	for (uint8_t i = 0; i < m->sig.nargs; i++) {
+		if (hp_sig_arg_type(&m->sig, i) == HP_T_RX) {
+			/* an rx<T>: the client sends it ("-"), we send on b */
+			int64_t id = -EINVAL;
+
+			if (args[next].len != 1 || args[next].s[0] != '-') {
+				*why = args_refused(c, m, "argument %d is the caller's stream: "
+						    "give - for it, then the items", next + 1);
+				return -EINVAL;
+			}
+			next++;
+			if (p != NULL && c->chan == 0 && c->up == NULL &&
+			    (id = upload_client_open(h, p, c->caller)) >= 0) {
+				c->chan = o->chan = (uint32_t)id;
+				c->item = hp_sig_chan_item(&m->sig, i);
+			}
+			if (p == NULL) {
+				/* hub.sink: cmd_call.c feeds it itself */
+				*why = "only hub.sink - is fed by hubd itself";
+				return -EINVAL;
+			}
+			if (id < 0) {
+				*why = id == -EUSERS ? "no channel available: this user's calls "
+				    "hold channels_per_caller streams of the guest already" :
+				    "no channel available";
+				return -EAGAIN;
+			}
+			hp_pc_put_u64(e, (uint64_t)id);
+			continue;
+		}
 		if (hp_sig_arg_type(&m->sig, i) != HP_T_CHAN) {
 			char what[384];
 
@@ -369,6 +421,8 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		c->peer = p->id;
 		if ((rc = answer_call(h, p, m->id, buf, (uint32_t)e.len, &o, &req_id, NULL)) != 0)
 			*why = "out of memory";
+		else if (c->chan != 0 && upload_method(m))
+			upload_client_start(h, c, p, c->chan, req_id);	/* b freed if it fails */
 		else if (c->chan != 0)
 			p->chans[c->chan].o.req_id = req_id;	/* for streams_over */
 	}
@@ -405,6 +459,8 @@ route_client_abandon(struct hub *h, struct ext_call *x)
 		x->on_abandon(x);
 		return;
 	}
+	if (x->up != NULL)	/* its upload ends: the callee gets a Reset */
+		upload_client_end(h, x, 1);
 	if (p == NULL)
 		return;
 	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {

@@ -59,6 +59,8 @@ respond(struct guest_call *c, const struct hp_response *r)
 		rc = 0;		/* the lane closed meanwhile: the same */
 	if (c->lane != NULL && c->nchans > 0)
 		lg_chan_replied(c);
+	if (c->nrx > 0)
+		lg_chan_rx_answered(g, c);
 	if (rc == -EMSGSIZE) {
 		/* The caller must get an answer: a short error instead. */
 		static const char msg[] = "result over max_payload_size";
@@ -358,17 +360,21 @@ guest_call_trace(const struct guest_call *c)
 
 /* A request's chan<T> arguments are channels the host has just opened for
  * us to send on (r[shm.id.channel-parity]: even): whatever we knew of an
- * earlier channel with the same id is over. */
+ * earlier channel with the same id is over. Its rx<T> arguments are
+ * channels the host opened to send on to us, with no credit: offered,
+ * for the handler to accept (guest_chan_accept grants the window). */
 static void
-note_channels(struct guest *g, const struct hp_sig *sig, const uint8_t *args,
-	      size_t len)
+note_channels(struct guest *g, struct guest_call *c, const struct hp_sig *sig,
+	      const uint8_t *args, size_t len)
 {
+	struct lg_chans *cs = &g->chans;
 	struct hp_pc_dec d;
 	uint64_t id;
+	uint8_t t;
 
 	hp_pc_dec_init(&d, args, len);
 	for (uint8_t i = 0; i < sig->nargs; i++) {
-		if (hp_sig_arg_type(sig, i) != HP_T_CHAN) {
+		if (!hp_sig_is_chan(t = hp_sig_arg_type(sig, i))) {
 			if (hp_sig_skip(&d, sig, sig->args[i]) != 0)
 				return;		/* the handler will say so */
 			continue;
@@ -376,9 +382,20 @@ note_channels(struct guest *g, const struct hp_sig *sig, const uint8_t *args,
 		id = hp_pc_get_u64(&d);
 		if (d.err != 0)
 			return;
-		if (id == 0 || id >= g->chans.max || id % 2 != 0 || g->chans.tx[id].open)
+		if (id == 0 || id >= cs->max || id % 2 != 0 || cs->tx[id].open)
 			continue;
-		g->chans.tx[id].ended = 0;
+		if (t == HP_T_CHAN) {
+			cs->tx[id].ended = 0;
+			continue;
+		}
+		/* r[shm.flow.channel-activate]: one the host activated, not
+		 * one we receive on already */
+		if (cs->rx[id].open || cs->rx[id].offered ||
+		    hp_chan_state(lg_chan_entry(cs, (uint32_t)id)) != HP_CHAN_ACTIVE)
+			continue;
+		cs->rx[id] = (struct rx_chan){ .offered = 1 };
+		cs->tx[id] = (struct tx_chan){ .ended = 1 };	/* not ours to send on */
+		c->rx[c->nrx++] = (uint32_t)id;
 	}
 }
 
@@ -436,7 +453,7 @@ on_request(struct guest *g, struct hp_msg_in *m)
 	}
 	/* over a lane, its channels are the lane's: checked, and named for
 	 * the handler as ids of the lane's (LG_LANE_CHAN) */
-	if (ln != NULL && me->chans &&
+	if (ln != NULL && (me->chans || me->rx) &&
 	    (rc = lg_chan_adopt(g, ln, &me->sig, req.args, req.args_len, c,
 				&adopted, &alen)) != 0) {
 		free(c);
@@ -449,8 +466,8 @@ on_request(struct guest *g, struct hp_msg_in *m)
 	HP_LIST_PUSH(&g->active, c);
 	c->running = 1;
 	g->stats.calls_in++;
-	if (ln == NULL && me->chans)
-		note_channels(g, &me->sig, req.args, req.args_len);
+	if (ln == NULL && (me->chans || me->rx))
+		note_channels(g, c, &me->sig, req.args, req.args_len);
 	rc = g->rt->handle(g, c, me->fn, me->ctx, adopted != NULL ? adopted : req.args,
 			   adopted != NULL ? alen : req.args_len);
 	free(adopted);		/* the handler's runtime copies what it keeps */

@@ -130,7 +130,29 @@ tx_end(struct guest *g, struct lg_chans *cs, uint32_t id, uint8_t type)
 {
 	cs->tx[id].open = 0;
 	cs->tx[id].ended = 1;
+	lg_chan_unorigin(g, cs, id);
 	return lg_send_on(g, cs->lane, type, id, 0, NULL, 0, NULL, 0, 0, NULL);
+}
+
+void
+lg_chan_tx_stop(struct guest *g, struct lg_chans *cs, uint32_t id)
+{
+	chan_send_rc(cs, tx_end(g, cs, id, HP_MSG_RESET));
+}
+
+void
+lg_chan_unorigin(struct guest *g, struct lg_chans *cs, uint32_t id)
+{
+	uint32_t x = cs->tx[id].origin;
+
+	if (cs->lane == NULL || x == 0)
+		return;
+	cs->tx[id].origin = 0;
+	/* the hub's entry it held Closed: ours to free, never used on the
+	 * hub (r[shm.flow.channel-id-reuse]) */
+	g->chans.rx[x] = (struct rx_chan){ .open = 0 };
+	g->chans.tx[x] = (struct tx_chan){ .ended = 1 };
+	hp_chan_free(lg_chan_entry(&g->chans, x));
 }
 
 /* One item: credit first, then the message, staged when more follow. */
@@ -486,6 +508,65 @@ guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes)
 	return rc;
 }
 
+int
+guest_chan_accept(struct guest *g, uint32_t chan, guest_item_fn on_item,
+		  guest_end_fn on_end, void *ctx)
+{
+	struct lg_chans *cs;
+	struct rx_chan *c;
+	uint32_t id;
+	int rc = 0;
+
+	if (on_item == NULL || on_end == NULL)
+		return -EINVAL;
+	g->rt->lock(g);
+	if ((cs = chan_find(g, chan, &id)) == NULL) {
+		rc = chan_missing(chan);
+	} else if (!(c = &cs->rx[id])->offered || c->orphan) {
+		rc = -ENOTCONN;		/* no rx<T> of a call in hand, or taken */
+	} else if (c->ended) {
+		/* ended before we read: told now, the entry ours to free
+		 * (r[shm.flow.channel-id-reuse]) */
+		int status = c->status;
+
+		*c = (struct rx_chan){ .open = 0 };
+		hp_chan_free(lg_chan_entry(cs, id));
+		on_end(ctx, status);
+	} else {
+		*c = (struct rx_chan){ .on_item = on_item, .on_end = on_end, .ctx = ctx,
+				       .open = 1 };
+		/* r[shm.flow.ordering.receiver]: the window, which the host
+		 * waited for to send anything */
+		grant(cs, id, cs->credit);
+	}
+	g->rt->unlock(g);
+	return rc;
+}
+
+void
+lg_chan_rx_answered(struct guest *g, struct guest_call *c)
+{
+	struct lg_chans *cs = c->lane != NULL ? &c->lane->chans : &g->chans;
+
+	if (c->lane_gone) {	/* its table went with the lane */
+		c->nrx = 0;
+		return;
+	}
+	for (uint8_t i = 0; i < c->nrx; i++) {
+		struct rx_chan *r = &cs->rx[c->rx[i]];
+
+		if (!r->offered)
+			continue;	/* accepted: its end frees it */
+		if (r->ended) {
+			*r = (struct rx_chan){ .open = 0 };
+			hp_chan_free(lg_chan_entry(cs, c->rx[i]));
+		} else {
+			r->orphan = 1;	/* the host ends it, answered */
+		}
+	}
+	c->nrx = 0;
+}
+
 static int
 on_chan_end(struct guest *g, struct hp_msg_in *m)
 {
@@ -493,6 +574,18 @@ on_chan_end(struct guest *g, struct hp_msg_in *m)
 	struct lg_chans *cs = ln != NULL ? &ln->chans : &g->chans;
 	uint32_t id = m->desc.id;
 
+	if (cs->rx[id].offered && !cs->rx[id].ended) {
+		/* an rx<T> not accepted yet: kept for its reader, or freed
+		 * if its call was answered */
+		if (cs->rx[id].orphan) {
+			cs->rx[id] = (struct rx_chan){ .open = 0 };
+			hp_chan_free(lg_chan_entry(cs, id));
+		} else {
+			cs->rx[id].ended = 1;
+			cs->rx[id].status = m->desc.msg_type == HP_MSG_CLOSE ? 0 : -ECONNRESET;
+		}
+		return 0;
+	}
 	if (cs->rx[id].open && (ln != NULL || cs->rx[id].lane == NULL)) {
 		lg_chan_rx_end(g, cs, id, m->desc.msg_type == HP_MSG_CLOSE ? 0 : -ECONNRESET);
 		return 0;

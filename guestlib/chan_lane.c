@@ -2,7 +2,10 @@
 /* Channels passed to calls over a lane: the caller's move from the hub's
  * table to the lane's (and back when the Request does not go), the
  * callee's adopted from a Request and checked as hubd checks a guest,
- * and their end when the call is answered or the lane closes. */
+ * and their end when the call is answered or the lane closes. Both
+ * kinds: a chan<T> the caller receives on, and an rx<T> (an upload) it
+ * sends on, which the lane's table gets with no credit: the callee
+ * grants the window when it accepts, as hubd's upload.c has it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +14,11 @@
 #include "proto/channel.h"
 #include "proto/postcard.h"
 
-/* Where a call's chan<T> arguments are in its arguments. */
+/* Where a call's channel arguments are in its arguments. */
 struct chan_args {
 	uint8_t		n;
 	uint64_t	id[HP_SIG_MAX_ARGS];
+	uint8_t		up[HP_SIG_MAX_ARGS];	/* an rx<T> */
 	size_t		at[HP_SIG_MAX_ARGS], end[HP_SIG_MAX_ARGS];
 };
 
@@ -27,11 +31,12 @@ chan_args_find(const struct hp_sig *sig, const uint8_t *args, size_t len,
 	hp_pc_dec_init(&d, args, len);
 	ca->n = 0;
 	for (uint8_t i = 0; i < sig->nargs; i++) {
-		if (hp_sig_arg_type(sig, i) != HP_T_CHAN) {
+		if (!hp_sig_is_chan(hp_sig_arg_type(sig, i))) {
 			if (hp_sig_skip(&d, sig, sig->args[i]) != 0)
 				return -EINVAL;
 			continue;
 		}
+		ca->up[ca->n] = hp_sig_arg_type(sig, i) == HP_T_RX;
 		ca->at[ca->n] = d.pos;
 		ca->id[ca->n] = hp_pc_get_u64(&d);
 		if (d.err != 0)
@@ -78,22 +83,28 @@ lg_chan_move(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
 
 	if (chan_args_find(sig, args, len, &ca) != 0)
 		return 1;
-	/* only channels we opened to receive on and have not passed on:
-	 * any other the hub refuses, with its own words */
+	/* only channels we opened to receive on (or, an upload, to send
+	 * on, nothing sent yet) and have not passed on: any other the hub
+	 * refuses, with its own words */
 	for (i = 0; i < ca.n; i++) {
 		uint64_t x = ca.id[i];
 		struct rx_chan *r = x != 0 && x < hub->max ? &hub->rx[x] : NULL;
 
-		if (r == NULL || (int)(x % 2) != hub->side || !r->open || r->stopping ||
-		    r->lane != NULL || r->held != 0 || r->unreported != 0)
+		if (r == NULL || (int)(x % 2) != hub->side || r->lane != NULL)
+			return 1;
+		if (ca.up[i] ? !hub->tx[x].open || hub->tx[x].ended ||
+		    hub->tx[x].sent_total != 0 || r->open :
+		    !r->open || r->stopping || r->held != 0 || r->unreported != 0)
 			return 1;
 		for (j = 0; j < i; j++)
 			if (ca.id[j] == x)
 				return 1;
 	}
 	for (i = 0; i < ca.n; i++) {
-		id = hp_chan_open(cs->entries, cs->max, cs->side, cs->credit, &cs->cursor);
-		if (id >= 0 && cs->rx[id].open) {
+		/* r[shm.flow.channel-activate]; an upload with no credit */
+		id = hp_chan_open(cs->entries, cs->max, cs->side, ca.up[i] ? 0 : cs->credit,
+				  &cs->cursor);
+		if (id >= 0 && (cs->rx[id].open || cs->tx[id].open)) {
 			/* one we receive on, Free in the table: the peer wrote it */
 			lg_lane_broken(ln, "shm.flow.channel-id-reuse");
 			id = -EPROTO;
@@ -107,10 +118,24 @@ lg_chan_move(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
 			hp_chan_free(lg_chan_entry(cs, z[i]));
 		return 1;	/* through the hub, which has room of its own */
 	}
+	c->up = 0;
 	for (i = 0; i < ca.n; i++) {
 		uint32_t x = (uint32_t)ca.id[i];
 		struct rx_chan *r = &cs->rx[z[i]];
 
+		if (ca.up[i]) {
+			/* r[shm.flow.initial]: we send on it, in the lane's table */
+			cs->tx[z[i]] = (struct tx_chan){ .open = 1, .origin = x,
+							 .serial = ++g->chan_serial };
+			*r = (struct rx_chan){ .open = 0 };
+			hub->rx[x].lane = ln;
+			hub->rx[x].lane_chan = z[i];
+			hp_chan_close(lg_chan_entry(hub, x));
+			c->chans[i] = z[i];
+			c->serials[i] = cs->tx[z[i]].serial;
+			c->up |= (uint8_t)(1u << i);
+			continue;
+		}
 		*r = hub->rx[x];
 		r->origin = x;
 		r->serial = ++g->chan_serial;
@@ -136,6 +161,17 @@ lg_chan_unmove(struct guest *g, struct lg_lane *ln, const struct out_call *c)
 	for (uint8_t i = 0; i < c->nchans; i++) {
 		uint32_t z = c->chans[i], x = cs->rx[z].origin;
 
+		if (c->up & (1u << i)) {
+			/* ours to send on through the hub again */
+			x = cs->tx[z].origin;
+			cs->tx[z] = (struct tx_chan){ .open = 0 };
+			g->chans.rx[x].lane = NULL;
+			g->chans.rx[x].lane_chan = 0;
+			hp_chan_free(lg_chan_entry(&g->chans, x));
+			hp_chan_activate(lg_chan_entry(&g->chans, x), g->chans.credit);
+			hp_chan_free(lg_chan_entry(cs, z));
+			continue;
+		}
 		g->chans.rx[x].lane = NULL;
 		g->chans.rx[x].lane_chan = 0;
 		/* Closed -> Free -> Active: the odd ids are ours alone */
@@ -152,10 +188,18 @@ lg_chan_answered(struct guest *g, const struct out_call *c)
 	struct lg_chans *cs = &c->lane->chans;
 
 	/* an answer ends the call's streams, after their items (as hubd
-	 * ends them when the callee answers first): a Close */
-	for (uint8_t i = 0; i < c->nchans; i++)
-		if (cs->rx[c->chans[i]].open && cs->rx[c->chans[i]].serial == c->serials[i])
-			lg_chan_rx_end(g, cs, c->chans[i], 0);
+	 * ends them when the callee answers first): a Close; an upload we
+	 * still send on a Reset, as hubd stops the sender of one (the
+	 * callee frees its entry) */
+	for (uint8_t i = 0; i < c->nchans; i++) {
+		uint32_t z = c->chans[i];
+
+		if ((c->up & (1u << i)) && cs->tx[z].open && cs->tx[z].serial == c->serials[i])
+			lg_chan_tx_stop(g, cs, z);
+		else if (!(c->up & (1u << i)) && cs->rx[z].open &&
+			 cs->rx[z].serial == c->serials[i])
+			lg_chan_rx_end(g, cs, z, 0);
+	}
 }
 
 int
@@ -191,6 +235,13 @@ lg_chan_adopt(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
 		cs->tx[ca.id[i]] = (struct tx_chan){ .open = 0 };
 		pub[i] = lg_lane_chan_pub(ln, (uint32_t)ca.id[i]);
 		c->chans[i] = (uint32_t)ca.id[i];
+		if (ca.up[i]) {
+			/* an upload: offered, for the handler to accept; not
+			 * ours to send on */
+			cs->rx[ca.id[i]] = (struct rx_chan){ .offered = 1 };
+			cs->tx[ca.id[i]].ended = 1;
+			c->rx[c->nrx++] = (uint32_t)ca.id[i];
+		}
 	}
 	c->nchans = ca.n;
 	if ((*out = chan_args_rewrite(args, len, &ca, pub, outlen)) == NULL)
@@ -221,6 +272,8 @@ lg_chan_lane_gone(struct guest *g, struct lg_lane *ln)
 	for (uint32_t id = 1; id < cs->max; id++) {
 		if (cs->rx[id].open)
 			lg_chan_rx_end(g, cs, id, -ECONNRESET);
+		cs->rx[id].offered = 0;		/* never accepted: nobody's */
+		lg_chan_unorigin(g, cs, id);	/* an upload's hub entry */
 		cs->tx[id] = (struct tx_chan){ .ended = 1 };
 	}
 }

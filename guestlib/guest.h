@@ -93,7 +93,9 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
  * "service.method"; signature tells hubctl how to encode arguments and
  * decode the result: "ARG,ARG->RET" with types str, bytes, u64, i64, bool,
  * unit and, as an argument, chan<T> (a channel the caller receives items
- * of type T on). Errors are always str.
+ * of type T on: the handler sends on it) or rx<T> (a channel the caller
+ * sends items of type T on: the handler reads it, guest_chan_accept).
+ * Errors are always str.
  * A name is 1 to 63 bytes of A-Z a-z 0-9 _ . - in parts between dots,
  * none empty (no dot first or last, no two in a row).
  * Checked here, before asking the host: -EINVAL for a name that is not
@@ -318,6 +320,24 @@ typedef void (*guest_item_fn)(void *ctx, const uint8_t *item, size_t len);
 typedef void (*guest_end_fn)(void *ctx, int status);
 GUEST_API int64_t guest_chan_open(struct guest *g, guest_item_fn on_item,
 				  guest_end_fn on_end, void *ctx);
+
+/* An rx<T> argument (an upload): the handler reads the channel id it
+ * was given with guest_chan_accept, on_item and on_end as for
+ * guest_chan_open; the caller sends nothing until then (accepting grants
+ * the window, initial_credit bytes). An upload whose sender ended it
+ * before has on_end run at once. An upload not accepted when the call
+ * is answered is dropped (the caller's sends fail, -ENOTCONN), as is
+ * the rest of one accepted: answering ends the stream. guest_chan_close
+ * or _reset tells the sender to stop, as for guest_chan_open's. 0;
+ * -ENOTCONN if chan is no rx<T> argument of a call in hand, or was
+ * accepted already; -EINVAL no on_item or on_end.
+ * The caller's side: guest_chan_open_send, the id in the argument,
+ * guest_call_async (or guest_call from another microthread than the
+ * sends), guest_chan_send the items, guest_chan_close (the end); the
+ * answer comes after. Through the hub, or over a lane as a chan<T> is.
+ * Since 0.7. */
+GUEST_API int guest_chan_accept(struct guest *g, uint32_t chan, guest_item_fn on_item,
+				guest_end_fn on_end, void *ctx);
 
 /* For a receiver that keeps items to take later (a queue of its own):
  * credit normally goes back to the sender as on_item returns, so a slow
@@ -617,6 +637,12 @@ GUEST_API int guest_chan_reader(struct guest *g, uint32_t *chan,
 				struct guest_mtchan **chp, int *end);
 GUEST_API int guest_chan_writer(struct guest *g, uint32_t chan,
 				struct guest_mtchan **chp);
+/* guest_chan_accept_reader: an rx<T> argument read as guest_chan_reader
+ * reads (a handler microthread receives its items from *chp, blocking;
+ * end as above): guest_chan_accept's rules and errors, -EPERM outside
+ * guest_run_mt. Since 0.7. */
+GUEST_API int guest_chan_accept_reader(struct guest *g, uint32_t chan,
+				       struct guest_mtchan **chp, int *end);
 
 /* -- topics: events one-to-many (doc/events.md) -----------------------------
  *

@@ -46,7 +46,8 @@ struct method {
 	guest_handler	fn;
 	void		*ctx;
 	struct hp_sig	sig;		/* for its chan<T> arguments */
-	uint8_t		chans;		/* whether it has any */
+	uint8_t		chans;		/* whether it has any chan<T> */
+	uint8_t		rx;		/* ... or rx<T> */
 };
 
 struct lg_lane;
@@ -63,6 +64,8 @@ struct out_call {
 	uint8_t		nchans;		/* its channels passed over the lane */
 	uint32_t	chans[HP_SIG_MAX_ARGS];	/* ... their ids in its table */
 	uint32_t	serials[HP_SIG_MAX_ARGS];
+	uint8_t		up;		/* ... bit i: chans[i] is an upload
+					 * (rx<T>): we send on it */
 };
 
 struct rx_chan {
@@ -90,6 +93,14 @@ struct rx_chan {
 	uint32_t	serial;
 	uint32_t	granted;	/* initial_credit and every grant */
 	uint32_t	got;		/* bytes received */
+	/* An rx<T> argument of a call to us, not accepted yet: its sender
+	 * has no credit until guest_chan_accept grants the window. Its end,
+	 * if it comes first, is kept for accept (ended, status); once the
+	 * call is answered it is nobody's (orphan): freed at its end. */
+	uint8_t		offered;
+	uint8_t		ended;
+	uint8_t		orphan;
+	int		status;
 };
 
 struct tx_chan {
@@ -97,6 +108,11 @@ struct tx_chan {
 	uint8_t		open;		/* we send on it (opened it, or sent) */
 	uint8_t		ended;		/* Close or Reset went either way: the
 					 * id is not ours until given again */
+	/* An upload (rx<T>) passed to a call over a lane, in the lane's
+	 * table: the hub's id it came from (its entry Closed meanwhile,
+	 * freed with its end) and the call it went with. */
+	uint32_t	origin;
+	uint32_t	serial;
 };
 
 /* A table of channels (chan.c): the hub's, in the guest's own segment,
@@ -310,6 +326,8 @@ struct guest_call {
 	uint32_t	chans[HP_SIG_MAX_ARGS];
 	struct hp_callmeta meta;	/* its deadline and trace, as they came */
 	char		trace[HP_TRACEPARENT_LEN + 1]; /* guest_call_trace's, "" none */
+	uint8_t		nrx;		/* its rx<T> arguments (the hub's table) */
+	uint32_t	rx[HP_SIG_MAX_ARGS];
 	struct guest_call *prev, *next;	/* calls being handled */
 };
 
@@ -586,6 +604,9 @@ lg_chan_entry(struct lg_chans *cs, uint32_t id)
 }
 /* The end of a channel we receive on, told to its on_end. */
 void	lg_chan_rx_end(struct guest *g, struct lg_chans *cs, uint32_t id, int status);
+/* A call to us with rx<T> arguments is answered: those not accepted are
+ * freed, now or at their end. */
+void	lg_chan_rx_answered(struct guest *g, struct guest_call *c);
 
 /* chan_lane.c */
 /* A call of a method with chan<T> arguments (sig) going over ln: moves
@@ -595,9 +616,16 @@ void	lg_chan_rx_end(struct guest *g, struct lg_chans *cs, uint32_t id, int statu
 int	lg_chan_move(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
 	    const uint8_t *args, size_t len, struct out_call *c, uint8_t **out,
 	    size_t *outlen);
+/* An upload moved to a lane ended (tx_end, the lane's end): the hub's
+ * entry it came from is freed and its id names nothing moved. */
+void	lg_chan_unorigin(struct guest *g, struct lg_chans *cs, uint32_t id);
+/* Stops an upload we send on over a lane with a Reset (its call was
+ * answered). */
+void	lg_chan_tx_stop(struct guest *g, struct lg_chans *cs, uint32_t id);
 /* ... back to the hub's table: the Request did not go out. */
 void	lg_chan_unmove(struct guest *g, struct lg_lane *ln, const struct out_call *c);
-/* c's answer came over its lane: its channels still open end (Close). */
+/* c's answer came over its lane: its channels still open end (Close,
+ * or for an upload we send on a Reset: the answer ends it). */
 void	lg_chan_answered(struct guest *g, const struct out_call *c);
 /* A Request over ln: its chan<T> arguments checked (0, or -EPROTO with
  * g->lane_rule), noted in c and given to the handler as public ids in

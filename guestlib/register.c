@@ -77,6 +77,8 @@ register_method(struct guest *g, const char *name, const char *signature,
 	for (uint8_t i = 0; i < sig.nargs; i++)
 		if (hp_sig_arg_type(&sig, i) == HP_T_CHAN)
 			m->chans = 1;
+		else if (hp_sig_arg_type(&sig, i) == HP_T_RX)
+			m->rx = 1;
 	g->holding++;
 	rc = guest_call_with(g, HP_SVC_REGISTER, args, e.len, res, sizeof(res), &rlen,
 			    10000, &lg_own_call);

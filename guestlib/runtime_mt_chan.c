@@ -202,6 +202,31 @@ guest_chan_reader(struct guest *g, uint32_t *chan, struct guest_mtchan **chp,
 	return 0;
 }
 
+int
+guest_chan_accept_reader(struct guest *g, uint32_t chan, struct guest_mtchan **chp,
+			 int *end)
+{
+	struct lg_bridge *b;
+	int rc;
+
+	if (g->mt == NULL)
+		return -EPERM;
+	if ((rc = bridge_start(g, reader_main, chan, end, &b)) != 0)
+		return rc;
+	/* held: credit goes back as the reader takes items */
+	if ((rc = guest_chan_accept(g, chan, reader_item, reader_end, b)) != 0 ||
+	    (!b->ended && (rc = guest_chan_hold(g, chan)) != 0)) {
+		b->ended = 1;		/* the microthread ends at once */
+		b->status = rc;
+		lg_mt_unlock(g);
+		guest_mtchan_close(b->ch, GUEST_MT_READER);
+		return rc;
+	}
+	*chp = b->ch;
+	lg_mt_unlock(g);
+	return 0;
+}
+
 static void
 writer_main(void *arg)
 {

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hubctl call: a method called through hubd, its arguments as text (or
- * a file's bytes), the items of its stream printed as they arrive (or
- * sent from stdin, hub.sink -), then its result. */
+ * a file's bytes), the items of its stream printed as they arrive (or,
+ * for an rx<T> given as - or --bytes-file, sent from stdin or the file),
+ * then its result. */
 #include <err.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,13 @@
 #include "daemon/request.h"
 #include "hubctl/hubctl.h"
 #include "proto/callmeta.h"
+#include "proto/sig.h"
+
+/* The bytes of an rx<bytes> sent from --bytes-file go in items of this
+ * many bytes (fewer if hubd says a channel takes fewer): each a line of
+ * about 22 KB to hubd, well under its 64 KiB, and a quarter of the
+ * default window. */
+#define CHUNK_MAX	16384
 
 /* A value printed for people: strings as they are (ending in a newline)
  * but for their control characters, escaped as in every table (a
@@ -59,10 +68,77 @@ print_result(json_object *a)
 		printf("null\n");
 }
 
-/* The stream a call takes from its caller (hub.sink -): stdin's lines,
- * each an item (its text form, the newline left out), then the end.
- * Sent as fast as hubd reads them: it reads the next once it has taken
- * one, so the socket holds the rest back. */
+/* Whether hubd answered meanwhile (the callee answered, or stopped the
+ * stream, before reading all of it): nothing more is sent then. */
+static int
+answered(const struct ctl *ctl)
+{
+	struct pollfd pfd = { .fd = ctl->fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* "base64:" and in's n bytes in standard base64, in out. */
+static size_t
+base64(char *out, const uint8_t *in, size_t n)
+{
+	size_t o = (size_t)sprintf(out, "base64:"), k;
+
+	for (k = 0; k < n; k += 3) {
+		uint32_t w = (uint32_t)in[k] << 16 | (k + 1 < n ? (uint32_t)in[k + 1] << 8 : 0) |
+		    (k + 2 < n ? in[k + 2] : 0);
+
+		out[o++] = b64[w >> 18 & 63];
+		out[o++] = b64[w >> 12 & 63];
+		out[o++] = k + 1 < n ? b64[w >> 6 & 63] : '=';
+		out[o++] = k + 2 < n ? b64[w & 63] : '=';
+	}
+	out[o] = '\0';
+	return o;
+}
+
+/* An rx<bytes> from a file: its bytes in items of up to chunk bytes,
+ * each {"item":"base64:..."}, then the end. */
+static void
+send_file(struct ctl *ctl, const char *path, size_t chunk)
+{
+	uint8_t *in = malloc(chunk);
+	char *out = malloc(sizeof("base64:") + (chunk + 2) / 3 * 4);
+	json_object *req;
+	FILE *f;
+	size_t n;
+
+	if (in == NULL || out == NULL)
+		err(2, "malloc");
+	if ((f = fopen(path, "rb")) == NULL)
+		err(2, "--bytes-file %s", path);
+	while ((n = fread(in, 1, chunk, f)) > 0) {
+		req = json_object_new_object();
+		json_object_object_add(req, "item",
+				       json_object_new_string_len(out, (int)base64(out, in, n)));
+		client_send(ctl, req);
+		if (ctl->write_errno != 0 || answered(ctl))
+			goto out;
+	}
+	if (ferror(f))
+		err(2, "--bytes-file %s", path);
+	req = json_object_new_object();
+	json_object_object_add(req, "end", json_object_new_boolean(1));
+	client_send(ctl, req);
+out:
+	fclose(f);
+	free(in);
+	free(out);
+}
+
+/* The stream a call takes from its caller (an rx<T> or hub.sink given
+ * as -): stdin's lines, each an item (its text form, the newline left
+ * out), then the end. Sent as fast as hubd reads them: it reads the next
+ * once the callee has credit for the last, so the socket holds the rest
+ * back. Once hubd answers, the rest is not sent. */
 static void
 send_items(struct ctl *ctl)
 {
@@ -84,6 +160,10 @@ send_items(struct ctl *ctl)
 		client_send(ctl, req);
 		if (ctl->write_errno != 0)
 			break;		/* hubd said why, or its end says so */
+		if (answered(ctl)) {
+			free(line);
+			return;
+		}
 	}
 	if (ferror(stdin))
 		err(2, "stdin");
@@ -99,8 +179,6 @@ send_items(struct ctl *ctl)
 static json_object *
 bytes_file_arg(const char *path)
 {
-	static const char b64[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	size_t cap = (CONTROL_MSG_MAX - 1024) / 4 * 3, n = 0, k, o;	/* room for the rest */
 	uint8_t *in = malloc(cap + 1);
 	char *out;
@@ -119,16 +197,7 @@ bytes_file_arg(const char *path)
 	if (n > cap)
 		errx(2, "--bytes-file %s: more than %zu bytes, too large for a request to hubd",
 		     path, cap);
-	o = (size_t)sprintf(out, "base64:");
-	for (k = 0; k < n; k += 3) {
-		uint32_t w = (uint32_t)in[k] << 16 | (k + 1 < n ? (uint32_t)in[k + 1] << 8 : 0) |
-		    (k + 2 < n ? in[k + 2] : 0);
-
-		out[o++] = b64[w >> 18 & 63];
-		out[o++] = b64[w >> 12 & 63];
-		out[o++] = k + 1 < n ? b64[w >> 6 & 63] : '=';
-		out[o++] = k + 2 < n ? b64[w & 63] : '=';
-	}
+	o = base64(out, in, n);
 	v = json_object_new_string_len(out, (int)o);
 	free(in);
 	free(out);
@@ -206,6 +275,63 @@ call_options(struct ctl *ctl, int argc, char **argv, long *timeout_ms, char *tra
 	return i;
 }
 
+/* The method's signature (hub.signature), to tell an rx<bytes> that
+ * --bytes-file streams from a bytes argument it gives whole. */
+static int
+signature_of(struct ctl *ctl, const char *method, struct hp_sig *sig)
+{
+	json_object *req = json_object_new_object(), *args = json_object_new_array(), *a;
+	int rc = -1;
+
+	json_object_array_add(args, json_object_new_string(method));
+	json_object_object_add(req, "cmd", json_object_new_string("call"));
+	json_object_object_add(req, "method", json_object_new_string("hub.signature"));
+	json_object_object_add(req, "args", args);
+	client_send(ctl, req);
+	if ((a = client_read(ctl)) == NULL)
+		client_no_answer(ctl, "");
+	if (json_object_is_type(js_get(a, "result"), json_type_string) &&
+	    hp_sig_parse(json_object_get_string(js_get(a, "result")), sig, NULL) == 0)
+		rc = 0;
+	json_object_put(a);	/* no such method: the call says so */
+	return rc;
+}
+
+/* --bytes-file FILE for an rx<bytes>: "-" in the request, FILE the
+ * stream (*stream); other arguments as call_args makes them. */
+static json_object *
+call_args_rx(struct ctl *ctl, const char *method, int argc, char **argv,
+	     const char **stream)
+{
+	static char dash[] = "-";
+	struct hp_sig sig;
+	int i, k, n, has = 0;
+	uint8_t at;
+
+	for (i = 0; i < argc; i++)
+		has |= strcmp(argv[i], "--bytes-file") == 0;
+	if (!has || signature_of(ctl, method, &sig) != 0)
+		return call_args("call", argc, argv);
+	for (i = 0, k = 0; i < argc; i++, k++) {
+		int file = strcmp(argv[i], "--bytes-file") == 0 && i + 1 < argc;
+
+		/* the signature's argument the k-th given one is: chan<T>s
+		 * are not given */
+		for (at = 0, n = k; at < sig.nargs; at++)
+			if (hp_sig_arg_type(&sig, at) != HP_T_CHAN && n-- == 0)
+				break;
+		if (file && at < sig.nargs && hp_sig_arg_type(&sig, at) == HP_T_RX) {
+			*stream = argv[i + 1];
+			argv[i] = dash;
+			memmove(argv + i + 1, argv + i + 2, (size_t)(argc - i - 2) * sizeof(*argv));
+			argc--;
+		} else if (file) {
+			i++;
+		}
+	}
+	return call_args("call", argc, argv);
+}
+
 int
 hubctl_call(struct ctl *ctl, int argc, char **argv)
 {
@@ -213,6 +339,7 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 	json_object *req, *args, *a;
 	long timeout_ms;
 	int nopt;
+	const char *stream = NULL;
 
 	if ((nopt = call_options(ctl, argc, argv, &timeout_ms, trace)) < 0)
 		return 2;
@@ -222,7 +349,7 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "usage: hubctl call %s\n", CALL_USAGE);
 		return 2;
 	}
-	if ((args = call_args("call", argc - 1, argv + 1)) == NULL)
+	if ((args = call_args_rx(ctl, argv[0], argc - 1, argv + 1, &stream)) == NULL)
 		return 2;
 	req = json_object_new_object();
 	json_object_object_add(req, "cmd", json_object_new_string("call"));
@@ -241,8 +368,15 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 		int is_item = json_object_object_get_ex(a, "item", &item);
 
 		if (json_object_get_boolean(js_get(a, "send"))) {
-			json_object_put(a);	/* ours to send: the items, from stdin */
-			send_items(ctl);
+			/* ours to send: the items, from stdin or a file */
+			int64_t max = json_object_get_int64(js_get(a, "item_max"));
+
+			json_object_put(a);
+			if (stream != NULL)
+				send_file(ctl, stream, max > 16 && max - 16 < CHUNK_MAX ?
+					  (size_t)(max - 16) : CHUNK_MAX);
+			else
+				send_items(ctl);
 			continue;
 		}
 		if (is_item) {

@@ -261,6 +261,15 @@ hubctl_stats(struct ctl *ctl, int argc, char **argv)
 		       size_iec(size, sizeof(size),
 				 json_object_get_uint64(js_get(r, "queued_bytes"))));
 	}
+	if (js_get(a, "uploads") != NULL) {
+		char size[24];
+		json_object *r = js_get(a, "uploads");
+
+		printf("uploads: %" PRIu64 " open, %s held\n",
+		       json_object_get_uint64(js_get(r, "open")),
+		       size_iec(size, sizeof(size),
+				 json_object_get_uint64(js_get(r, "queued_bytes"))));
+	}
 	if (js_get(a, "loop") != NULL) {
 		json_object *l = js_get(a, "loop");
 

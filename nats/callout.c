@@ -87,7 +87,7 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	size_t off, n;
 
 	if (imp->chan_arg == -2) {
-		guest_reply_status(c, -EBADMSG, "more than one channel in a call: one crosses NATS");
+		guest_reply_status(c, -EBADMSG, "more than one channel in a call, or an rx<T>: one chan<T> crosses NATS");
 		return;
 	}
 	if (imp->chan_arg >= 0 &&

@@ -14,6 +14,8 @@ br_chan_arg(const struct hp_sig *sig)
 	int at = -1;
 
 	for (unsigned i = 0; i < sig->nargs; i++) {
+		if (hp_sig_arg_type(sig, i) == HP_T_RX)
+			return -2;	/* an upload does not cross NATS (yet) */
 		if (hp_sig_arg_type(sig, i) != HP_T_CHAN)
 			continue;
 		if (at >= 0)

@@ -132,7 +132,7 @@ br_estream_open(struct bridge *b, natsMsg *m, const struct br_export *x, const u
 	int64_t chan;
 
 	if (x->chan_arg == -2) {
-		snprintf(text, cap, "%s takes more than one channel: one crosses NATS", x->name);
+		snprintf(text, cap, "%s takes more than one channel, or an rx<T>: one chan<T> crosses NATS", x->name);
 		return NULL;
 	}
 	if (natsMsgHeader_Get(m, BR_H_STREAM, &items) != NATS_OK || items == NULL ||

@@ -188,7 +188,7 @@ struct bridge {
 };
 
 /* chanarg.c: the index of sig's chan<T> argument, -1 none, -2 more
- * than one (only one crosses NATS). */
+ * than one (only one crosses NATS) or an rx<T> (none does). */
 int	br_chan_arg(const struct hp_sig *sig);
 /* Where argument arg (a chan<T>) is in args: its offset, length and id;
  * 0 or -EBADMSG. */

@@ -9,7 +9,7 @@
  *						for the calling guest (Err if taken,
  *						or not one of the guest's names:
  *						NAME.* or its config's provides)
- *	hub.sink	chan<bytes> -> u64	receives a stream, answers with its
+ *	hub.sink	rx<bytes> -> u64	receives a stream, answers with its
  *						stream hash when it closes
  *	hub.source	u64,u64 -> u64		sends N bytes on the caller's
  *						channel C (which the caller opened to
@@ -52,7 +52,7 @@
  *
  * The stream hash is XXH3-64 (libxxhash) chained over the items in order:
  * h = XXH3_64bits_withSeed(item, item_len, h), from h = 0, each item's
- * payload bytes as they travel (for chan<bytes>, the postcard length
+ * payload bytes as they travel (for rx<bytes>, the postcard length
  * prefix included). It depends on where items begin and end, which sender
  * and receiver see alike.
  */
@@ -84,7 +84,7 @@
 #define HP_SVC_SIG_LOG		"str->unit"
 #define HP_SVC_SIG_PEERS	"->str"
 #define HP_SVC_SIG_REGISTER	"str,str->unit"
-#define HP_SVC_SIG_SINK		"chan<bytes>->u64"
+#define HP_SVC_SIG_SINK		"rx<bytes>->u64"
 #define HP_SVC_SIG_SOURCE	"u64,u64->u64"
 #define HP_SVC_SIG_SIGNATURE	"str->str"
 #define HP_SVC_SIG_CALLER	"u64->str"

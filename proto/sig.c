@@ -15,7 +15,7 @@ static const struct {
 	{ "str", HP_T_STR, 0 }, { "bytes", HP_T_BYTES, 0 }, { "u64", HP_T_U64, 0 },
 	{ "i64", HP_T_I64, 0 }, { "bool", HP_T_BOOL, 0 }, { "unit", HP_T_UNIT, 0 },
 	{ "f64", HP_T_F64, 0 }, { "chan", HP_T_CHAN, 1 }, { "list", HP_T_LIST, 1 },
-	{ "opt", HP_T_OPT, 1 }, { "map", HP_T_MAP, 2 },
+	{ "opt", HP_T_OPT, 1 }, { "map", HP_T_MAP, 2 }, { "rx", HP_T_RX, 1 },
 };
 
 struct parser {
@@ -34,7 +34,7 @@ fail(struct parser *ps, const char *why)
 
 static int parse_type(struct parser *ps, unsigned depth);
 
-/* A type inside another: neither unit nor a channel. */
+/* A type inside another: neither unit nor a channel (chan<T>, rx<T>). */
 static int
 parse_inner(struct parser *ps, unsigned depth)
 {
@@ -46,6 +46,8 @@ parse_inner(struct parser *ps, unsigned depth)
 		return fail(ps, "unit is only a result type");
 	if (ps->sig->node[at].type == HP_T_CHAN)
 		return fail(ps, "chan<T> is only an argument type");
+	if (ps->sig->node[at].type == HP_T_RX)
+		return fail(ps, "rx<T> is only an argument type");
 	return at;
 }
 
@@ -155,8 +157,9 @@ parse(const char *s, struct hp_sig *sig, const char **why, size_t *stop)
 	ps.p += 2;
 	if ((at = parse_type(&ps, 0)) < 0)
 		goto bad;
-	if (sig->node[at].type == HP_T_CHAN) {
-		fail(&ps, "chan<T> is only an argument type");
+	if (hp_sig_is_chan(sig->node[at].type)) {
+		fail(&ps, sig->node[at].type == HP_T_RX ? "rx<T> is only an argument type" :
+		     "chan<T> is only an argument type");
 		goto bad;
 	}
 	if (*ps.p != '\0') {
@@ -344,6 +347,7 @@ hp_sig_skip(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at)
 		return hp_pc_get_bytes(d, &b, &n);
 	case HP_T_U64:
 	case HP_T_CHAN:
+	case HP_T_RX:
 		hp_pc_get_u64(d);
 		break;
 	case HP_T_I64:

@@ -6,13 +6,16 @@
  *	str bytes u64 i64 f64 bool		scalars
  *	list<T> opt<T> map<K,V> (T1,T2,...)	compounds, K a scalar but f64
  *	unit					the result only
- *	chan<T>					an argument only
- * with T any type but unit and chan. A chan<T> is a channel id, u64 on the
- * wire, on which the callee sends items of type T. Types nest at most
+ *	chan<T> rx<T>				an argument only
+ * with T any type but unit, chan and rx. Both are a channel id, u64 on the
+ * wire: on a chan<T> the callee sends items of type T to the caller (a
+ * download), on an rx<T> the caller sends them and the callee reads (an
+ * upload). Types nest at most
  * HP_SIG_MAX_DEPTH deep, a signature has at most HP_SIG_MAX_NODES types
  * and HP_SIG_MAX_LEN bytes: a hostile one cannot make a reader recurse or
  * loop without bound. Method errors are always str.
- * Example: "str,bytes->unit", "u64,chan<u64>->u64", "->list<opt<str>>",
+ * Example: "str,bytes->unit", "u64,chan<u64>->u64", "rx<u64>->u64",
+ * "->list<opt<str>>",
  * "map<str,u64>->(u64,f64)". */
 #ifndef HP_SIG_H
 #define HP_SIG_H
@@ -35,11 +38,13 @@
 #define HP_T_TUPLE	11	/* n children: the fields in order */
 #define HP_T_MAP	12	/* two children, key and value: varint
 				 * count, the pairs */
+#define HP_T_RX		13	/* one child: the item type */
 
 #define HP_SIG_MAX_ARGS		8
 #define HP_SIG_MAX_LEN		256
 #define HP_SIG_MAX_NODES	64
-#define HP_SIG_MAX_DEPTH	8	/* compounds within compounds, chan<T> too */
+#define HP_SIG_MAX_DEPTH	8	/* compounds within compounds, chan<T>
+					 * and rx<T> too */
 
 /* A type as a tree in preorder: a node's first child is the next node, and
  * each child's subtree is size nodes long, so the one after it follows. */
@@ -57,14 +62,21 @@ struct hp_sig {
 	struct hp_sig_node	node[HP_SIG_MAX_NODES];
 };
 
-/* The type of argument i (HP_T_CHAN for a channel). */
+/* The type of argument i (HP_T_CHAN or HP_T_RX for a channel). */
 static inline uint8_t
 hp_sig_arg_type(const struct hp_sig *sig, unsigned i)
 {
 	return sig->node[sig->args[i]].type;
 }
 
-/* The node of the item type of argument i, a chan<T>. */
+/* Whether a type is a channel: chan<T> or rx<T>. */
+static inline int
+hp_sig_is_chan(uint8_t type)
+{
+	return type == HP_T_CHAN || type == HP_T_RX;
+}
+
+/* The node of the item type of argument i, a chan<T> or rx<T>. */
 static inline uint8_t
 hp_sig_chan_item(const struct hp_sig *sig, unsigned i)
 {
@@ -91,7 +103,7 @@ size_t hp_sig_explain(const char *s, char *buf, size_t cap);
 size_t hp_sig_type_text(const struct hp_sig *sig, uint8_t at, char *buf, size_t cap);
 size_t hp_sig_text(const struct hp_sig *sig, char *buf, size_t cap);
 
-/* Reads one value of node at's type (a chan<T>: its channel id, a u64) and
+/* Reads one value of node at's type (a channel: its id, a u64) and
  * checks it: strings UTF-8, counts no larger than the input left, bools
  * and options 0 or 1. 0, or the decoder's error. */
 int hp_sig_skip(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at);

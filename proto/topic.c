@@ -73,8 +73,8 @@ hp_topic_sig_parse(const char *text, struct hp_sig *sig, const char **why)
 	if (hp_sig_parse(full, sig, why) != 0)
 		return -EINVAL;
 	for (unsigned i = 0; i < sig->nargs; i++)
-		if (hp_sig_arg_type(sig, i) == HP_T_CHAN)
-			return fail(why, "an event carries no channel (chan<T>)", -EINVAL);
+		if (hp_sig_is_chan(hp_sig_arg_type(sig, i)))
+			return fail(why, "an event carries no channel (chan<T>, rx<T>)", -EINVAL);
 	return 0;
 }
 

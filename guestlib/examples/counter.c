@@ -4,7 +4,10 @@
  *   counter.stream BYTES ITEM	streams BYTES bytes in ITEM-byte items into
  *				the host's hub.sink and answers
  *				"ok BYTES CHECKSUM CREDIT_WAITS" once the
- *				host's checksum matches its own */
+ *				host's checksum matches its own
+ *   counter.sum CHAN		reads u64 items from CHAN (an rx<u64>, an
+ *				upload: the caller sends them) and answers
+ *				their sum once the caller closes it */
 #include <err.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -149,6 +152,70 @@ stream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	/* answered from sink_done */
 }
 
+/* counter.sum: the items come to on_item as the caller sends them, the
+ * sum goes back at the end. */
+struct sum {
+	struct guest_call	*call;
+	uint64_t		sum;
+	int			bad;	/* an item that is not a u64 */
+};
+
+static void
+sum_item(void *ctx, const uint8_t *item, size_t len)
+{
+	struct sum *s = ctx;
+	size_t pos = 0;
+	uint64_t v;
+
+	if (guest_pc_get_u64(item, len, &pos, &v) != 0 || pos != len)
+		s->bad = 1;
+	else
+		s->sum += v;	/* wraps, as u64 arithmetic does */
+}
+
+static void
+sum_end(void *ctx, int status)
+{
+	struct sum *s = ctx;
+	uint8_t out[16];
+	size_t n = 0;
+
+	if (status != 0)
+		guest_reply_error(s->call, "the stream was reset");
+	else if (s->bad)
+		guest_reply_error(s->call, "an item that is not a u64");
+	else {
+		guest_pc_put_u64(out, sizeof(out), &n, s->sum);
+		guest_reply(s->call, out, n);
+	}
+	free(s);
+}
+
+static void
+sum(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	struct sum *s;
+	uint64_t chan;
+	size_t pos = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &chan) != 0 || chan > UINT32_MAX) {
+		guest_reply_error(c, "counter.sum takes a channel");
+		return;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		guest_reply_error(c, "out of memory");
+		return;
+	}
+	s->call = c;
+	/* the caller sends from now on; answered from sum_end */
+	if (guest_chan_accept(g, (uint32_t)chan, sum_item, sum_end, s) != 0) {
+		free(s);
+		guest_reply_error(c, "not an upload");
+	}
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -159,7 +226,8 @@ main(int argc, char *argv[])
 	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
 		errx(1, "%s", why);
 	if (guest_register(g, "counter.count", "u64,chan<u64>->u64", count, NULL) != 0 ||
-	    guest_register(g, "counter.stream", "u64,u64->str", stream, NULL) != 0)
+	    guest_register(g, "counter.stream", "u64,u64->str", stream, NULL) != 0 ||
+	    guest_register(g, "counter.sum", "rx<u64>->u64", sum, NULL) != 0)
 		errx(1, "cannot register methods");
 	rc = guest_run(g);
 	if (rc == -ECONNABORTED)	/* the hub ended us for breaking a rule */

@@ -470,6 +470,156 @@ gstream(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_text(c, text);
 }
 
+/* The callee's side of gupload (an rx<bytes>): every item read and
+ * hashed as gstream reads; answers the hash at the end. */
+struct consuming {
+	struct guest_call	*call;
+	uint64_t		hash;
+};
+
+static void
+consume_item(void *ctx, const uint8_t *item, size_t len)
+{
+	struct consuming *s = ctx;
+
+	s->hash = XXH3_64bits_withSeed(item, len, s->hash);
+}
+
+static void
+consume_end(void *ctx, int status)
+{
+	struct consuming *s = ctx;
+	uint8_t res[16];
+	size_t n = 0;
+
+	if (status != 0) {
+		guest_reply_error(s->call, "the upload was reset");
+	} else {
+		guest_pc_put_u64(res, sizeof(res), &n, s->hash);
+		guest_reply(s->call, res, n);
+	}
+	free(s);
+}
+
+static void
+consume(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct consuming *s;
+	uint64_t chan;
+	size_t pos = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &chan) != 0 || chan > UINT32_MAX ||
+	    (s = calloc(1, sizeof(*s))) == NULL) {
+		guest_reply_error(c, "consume CHAN");
+		return;
+	}
+	s->call = c;
+	if (guest_chan_accept(g, (uint32_t)chan, consume_item, consume_end, s) != 0) {
+		free(s);
+		guest_reply_error(c, "not an upload");
+	}
+}
+
+/* Guest to guest upload: BYTES in ITEM-byte items sent to PEER.consume
+ * (an rx<bytes>: through hubd, or over a lane), in batches as produce
+ * sends; the answer, PEER's hash of what it read, checked against ours.
+ * Timed from the call to the answer, given from its callback. */
+struct uploading {
+	struct guest_call	*call;
+	uint64_t		t0, bytes, items, hash;
+	int			send_rc, sent_all, answered, ok, status;
+	uint64_t		dt;
+};
+
+static void
+upload_report(struct uploading *u)
+{
+	char text[160];
+
+	snprintf(text, sizeof(text), "items_per_s=%.0f gb_per_s=%.3f status=%d items_ok=%d",
+		 (double)u->items * 1e9 / (double)u->dt, (double)u->bytes / (double)u->dt,
+		 u->status != 0 ? u->status : u->send_rc, u->ok && u->send_rc == 0);
+	reply_text(u->call, text);
+	free(u);
+}
+
+static void
+upload_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	struct uploading *u = ctx;
+	uint64_t theirs = 0;
+	size_t pos = 0;
+
+	u->dt = hp_now_ns() - u->t0;
+	u->status = status;
+	u->ok = status == 0 && guest_pc_get_u64(result, len, &pos, &theirs) == 0 &&
+	    theirs == u->hash;
+	u->answered = 1;
+	if (u->sent_all)
+		upload_report(u);
+}
+
+static void
+gupload(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct uploading *u;
+	struct iovec batch[32];
+	uint64_t bytes, item;
+	uint8_t arg[16], *buf;
+	size_t plen, pos = 0, alen = 0;
+	const char *peer;
+	char method[96];
+	int64_t chan;
+	int per;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &peer, &plen) != 0 || plen == 0 || plen > 64 ||
+	    guest_pc_get_u64(args, len, &pos, &bytes) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &item) != 0 || item == 0 ||
+	    item > (32u << 20) || (u = calloc(1, sizeof(*u))) == NULL) {
+		guest_reply_error(c, "gupload PEER BYTES ITEM");
+		return;
+	}
+	if ((buf = malloc(item)) == NULL || (chan = guest_chan_open_send(g)) < 0) {
+		free(buf);
+		free(u);
+		guest_reply_error(c, "no channel");
+		return;
+	}
+	snprintf(method, sizeof(method), "%.*s.consume", (int)plen, peer);
+	u->call = c;
+	for (uint64_t i = 0; i < item; i++)
+		buf[i] = (uint8_t)i;
+	per = item <= 1024 ? 32 : 1;
+	for (int i = 0; i < per; i++)
+		batch[i] = (struct iovec){ buf, item };
+	guest_pc_put_u64(arg, sizeof(arg), &alen, (uint64_t)chan);
+	u->t0 = hp_now_ns();
+	if (guest_call_async(g, method, arg, alen, upload_done, u, NULL) != 0) {
+		free(buf);
+		free(u);
+		guest_reply_error(c, "cannot call");
+		return;
+	}
+	while (u->bytes < bytes && u->send_rc == 0) {
+		int k = bytes - u->bytes >= per * item ? per : 1;
+
+		if ((u->send_rc = guest_chan_send_batch(g, (uint32_t)chan, batch, k, 10000)) == 0) {
+			for (int i = 0; i < k; i++)
+				u->hash = XXH3_64bits_withSeed(buf, item, u->hash);
+			u->bytes += (uint64_t)k * item;
+			u->items += (uint64_t)k;
+		}
+	}
+	free(buf);
+	if (u->send_rc == 0)
+		guest_chan_close(g, (uint32_t)chan);
+	u->sent_all = 1;
+	if (u->answered)
+		upload_report(u);
+}
+
 /* The reader's side of g2g: the argument copied out of the slot. */
 static void
 absorb(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
@@ -713,6 +863,8 @@ main(int argc, char *argv[])
 		{ "rss", "->str", rss },
 		{ "produce", "u64,u64,chan<bytes>->u64", produce },
 		{ "gstream", "str,u64,u64->str", gstream },
+		{ "consume", "rx<bytes>->u64", consume },
+		{ "gupload", "str,u64,u64->str", gupload },
 	};
 	struct guest_rt_config cfg = { .processors = 1 };
 	const char *why;

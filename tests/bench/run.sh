@@ -248,6 +248,12 @@ r=$($CTL call bench.gstream bench2 "$STREAM32" 32); must items_ok=1 "$r"
 G_S32=$(val items_per_s "$r")
 r=$($CTL call bench.gstream bench2 "$GBULK" 1048576); must items_ok=1 "$r"
 G_B1M=$(val gb_per_s "$r")
+# and uploads, the other way (an rx<bytes>: bench sends, bench2 reads and
+# hashes every item, its hash checked)
+r=$($CTL call bench.gupload bench2 "$STREAM32" 32); must items_ok=1 "$r"
+U_S32=$(val items_per_s "$r")
+r=$($CTL call bench.gupload bench2 "$GBULK" 1048576); must items_ok=1 "$r"
+U_B1M=$(val gb_per_s "$r")
 HUBD=${HUBS[0]}
 GPID=$($CTL -j peers | sed -n 's/.*"pid":\([0-9]*\).*/\1/p' | head -1)
 HZ=$(getconf CLK_TCK)
@@ -283,6 +289,11 @@ r=$($CTL call la.gstream lb "$STREAM32" 32); must items_ok=1 "$r"
 L_S32=$(val items_per_s "$r")
 r=$($CTL call la.gstream lb "$GBULK" 1048576); must items_ok=1 "$r"
 L_B1M=$(val gb_per_s "$r")
+r=$($CTL call la.gupload lb 1000 32); must items_ok=1 "$r"	# routes lb.consume
+r=$($CTL call la.gupload lb "$STREAM32" 32); must items_ok=1 "$r"
+LU_S32=$(val items_per_s "$r")
+r=$($CTL call la.gupload lb "$GBULK" 1048576); must items_ok=1 "$r"
+LU_B1M=$(val gb_per_s "$r")
 LANES_OPEN=$($CTL -j lanes | grep -o '"id":' | wc -l)
 [ "$LANES_OPEN" -eq 1 ] || { echo "bench: hub lane has $LANES_OPEN lanes open, not 1" >&2; exit 1; }
 
@@ -551,6 +562,10 @@ echo "| guest to guest stream, 32-byte items, through hubd | $G_S32 | items/s | 
 echo "| guest to guest stream, 32-byte items, over a lane | $L_S32 | items/s | through hubd $G_S32 items/s | $(ratio "$L_S32" "$G_S32")x | |"
 echo "| guest to guest stream, 1 MiB items, through hubd | $G_B1M | GB/s | shm copy $COPY1M GB/s | $(ratio "$G_B1M" "$COPY1M")x | |"
 echo "| guest to guest stream, 1 MiB items, over a lane | $L_B1M | GB/s | shm copy $COPY1M GB/s; through hubd $G_B1M GB/s | $(ratio "$L_B1M" "$COPY1M")x; $(ratio "$L_B1M" "$G_B1M")x | |"
+echo "| guest to guest upload (rx<bytes>), 32-byte items, through hubd | $U_S32 | items/s | the stream the other way $G_S32 items/s | $(ratio "$U_S32" "$G_S32")x | |"
+echo "| guest to guest upload (rx<bytes>), 32-byte items, over a lane | $LU_S32 | items/s | through hubd $U_S32 items/s | $(ratio "$LU_S32" "$U_S32")x | |"
+echo "| guest to guest upload (rx<bytes>), 1 MiB items, through hubd | $U_B1M | GB/s | the stream the other way $G_B1M GB/s | $(ratio "$U_B1M" "$G_B1M")x | |"
+echo "| guest to guest upload (rx<bytes>), 1 MiB items, over a lane | $LU_B1M | GB/s | over a lane the other way $L_B1M GB/s | $(ratio "$LU_B1M" "$L_B1M")x | |"
 echo "| wake-from-idle round trip (5 ms quiet first) | $IDLE | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE" "$FUTEX_IDLE")x | <= 1.5x |"
 echo "| wake-from-idle, guest to guest through hubd (three processes wake) | $IDLE_G2G | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE_G2G" "$FUTEX_IDLE")x | |"
 echo "| wake-from-idle, guest to guest over a lane (two processes wake) | $IDLE_LANE | ns | futex ping-pong, same quiet, $FUTEX_IDLE ns | $(ratio "$IDLE_LANE" "$FUTEX_IDLE")x | <= 2x |"

@@ -851,8 +851,8 @@ START_TEST(test_sink_from_stdin)
 	/* without -: the refusal says what to give */
 	run_hubctl(&r, hub.sock, "call", "hub.sink", (char *)NULL);
 	ck_assert_int_eq(r.status, 1);
-	ck_assert_str_eq(r.err, "hubctl: hub.sink takes (chan<bytes>) -> u64: its stream is "
-			 "the caller's to send: give - for the channel, then the items\n");
+	ck_assert_str_eq(r.err, "hubctl: hub.sink takes (rx<bytes>) -> u64: argument 1 missing: "
+			 "its stream is the caller's to send: give - for it, then the items\n");
 	run_free(&r);
 	unlink(path);
 	ck_assert_int_eq(hub_stop(&hub), 0);

@@ -7,7 +7,7 @@ import pytest
 
 import hubguest
 from hubguest import Signature, decode, encode
-from hubguest.codec import Chan
+from hubguest.codec import Chan, parse_type
 
 
 @pytest.mark.parametrize("t,value,wire", [
@@ -73,6 +73,15 @@ def test_signatures():
             Signature(bad)
     with pytest.raises(TypeError):
         Signature(5)
+    # rx<T>: an upload, an argument only, its value the channel id
+    from hubguest.codec import Rx
+    s = Signature("str,rx<list<u64>>->u64")
+    assert s.args == ("str", Rx(parse_type("list<u64>"))) and s.rx_positions() == [1]
+    assert s.chan_positions() == [] and s.decode_args(b"\x01a\x07") == ["a", 7]
+    for bad in ["->rx<u64>", "rx<rx<u64>>->unit", "list<rx<u64>>->unit", "rx<unit>->unit",
+                "chan<rx<u64>>->unit"]:
+        with pytest.raises(ValueError):
+            Signature(bad)
 
 
 def test_signature_errors_say_where():

@@ -160,7 +160,7 @@ def test_hub_signature(hub):
     assert hub.ok("hub.signature", "py.multi") == "str,bytes,u64,i64,bool->str"
     assert hub.ok("py.sig", "echo.echo") == "str->str"
     assert hub.ok("py.sig", "counter.count") == "u64,chan<u64>->u64"
-    assert hub.ok("py.sig", "hub.sink") == "chan<bytes>->u64"
+    assert hub.ok("py.sig", "hub.sink") == "rx<bytes>->u64"
     assert hub.ok("py.sig", "no.such") == "UnknownMethod: no.such: no such method"
     rc, err, _ = hub.call("hub.signature", "no.such")
     assert rc == 1 and err == "no such method: no.such"
@@ -273,6 +273,31 @@ def credit_waits(h, name):
     rc, lines, err = h.ctl("stats")
     assert rc == 0, err
     return lines[0]["guests"][name]["credit_waits"]
+
+
+def test_uploads_both_ways(make_hub):
+    # rx<T>: a caller passes an iterator (or an async iterator), the
+    # handler gets an iterator (or an async one): Python to Python both
+    # ways, Python to C (counter.sum), hubctl's stdin to Python, through
+    # hubd, far more than a window
+    h = make_hub(COUNTER + PYGUEST + PYASYNC, keys="initial_credit = 4K\n",
+                 up=("counter", "pyguest", "pyasync"),
+                 wait=("counter.sum", "py.upload", "aio.upload", "aio.sum"))
+    n = 20000
+    want = "ok %d" % (n * (n + 1) // 2)
+    assert h.ok("py.upload", "counter.sum", n) == want
+    assert h.ok("py.upload", "aio.sum", n) == want
+    assert h.ok("aio.upload", "py.sum", n) == want
+    assert h.ok("aio.upload", "counter.sum", n) == want
+    assert h.ok("aio.upload", "aio.sum", 10) == "ok 55"
+    # a callee that reads a few and answers: the caller stops, no hang
+    assert h.ok("py.upload", "py.takefew", n) == "ok 6"
+    r = subprocess.run([HUBCTL, "-s", h.sock, "call", "py.sum", "-"],
+                       input="".join("%d\n" % i for i in range(1, 101)),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout == "5050\n", r.stderr
+    for name in ("pyguest", "pyasync"):
+        assert h.peer(name)["deaths"] == []
 
 
 def test_slow_stream_reader_holds_the_sender_back(make_hub):

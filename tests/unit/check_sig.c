@@ -32,7 +32,7 @@ START_TEST(test_round_trip)
 		"(str,(i64,bool),list<bytes>)->opt<map<u64,list<f64>>>",
 		"chan<map<bytes,(str,opt<i64>)>>,f64->bool", "map<bool,str>->map<i64,unit_>",
 		"opt<opt<opt<opt<opt<opt<opt<opt<u64>>>>>>>>->unit",
-		"(u64)->(str)",
+		"(u64)->(str)", "rx<u64>->u64", "str,rx<(str,list<bytes>)>,chan<u64>->unit",
 	};
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -73,6 +73,23 @@ START_TEST(test_tree)
 }
 END_TEST
 
+/* rx<T>: a channel the callee reads, the same shape as chan<T> */
+START_TEST(test_rx)
+{
+	struct hp_sig sig = sig_of("str,rx<list<u64>>->u64");
+	char text[64];
+
+	ck_assert_uint_eq(hp_sig_arg_type(&sig, 1), HP_T_RX);
+	ck_assert(hp_sig_is_chan(HP_T_RX) && hp_sig_is_chan(HP_T_CHAN) &&
+		  !hp_sig_is_chan(HP_T_U64));
+	hp_sig_type_text(&sig, hp_sig_chan_item(&sig, 1), text, sizeof(text));
+	ck_assert_str_eq(text, "list<u64>");
+	/* its value is the channel id, a varint */
+	ck_assert_int_eq(hp_sig_check_args(&sig, (const uint8_t *)"\x01z\x03", 3), 0);
+	ck_assert_int_eq(hp_sig_check_args(&sig, (const uint8_t *)"\x01z", 2), -EBADMSG);
+}
+END_TEST
+
 START_TEST(test_hostile)
 {
 	static const struct {
@@ -86,6 +103,11 @@ START_TEST(test_hostile)
 		{ "str str->str", "separated" }, { "unit->str", "only a result" },
 		{ "->chan<u64>", "only an argument" }, { "chan<unit>->str", "only a result" },
 		{ "chan<chan<u64>>->str", "only an argument" }, { "list<unit>->str", "only a result" },
+		{ "->rx<u64>", "rx<T> is only an argument" }, { "rx<unit>->str", "only a result" },
+		{ "rx<rx<u64>>->str", "rx<T> is only an argument" },
+		{ "chan<rx<u64>>->str", "rx<T> is only an argument" },
+		{ "rx<chan<u64>>->str", "chan<T> is only an argument" },
+		{ "list<rx<u64>>->str", "rx<T> is only an argument" }, { "rx->str", "its '<'" },
 		{ "list->str", "its '<'" }, { "list<u64->str", "its '>'" }, { "list<u64>>->str", "separated" },
 		{ "map<str>->str", "value type" }, { "map<f64,str>->str", "map key" },
 		{ "map<list<u64>,str>->str", "map key" }, { "map<(u64),str>->str", "map key" },
@@ -478,6 +500,7 @@ suite_sig(void)
 
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_tree);
+	tcase_add_test(tc, test_rx);
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_explain);
 	tcase_add_test(tc, test_values);

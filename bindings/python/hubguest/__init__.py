@@ -21,7 +21,9 @@ it attaches, registers methods, and serves calls until hubd stops it:
         g.run()     # until SIGTERM or SIGINT: then a clean detach
 
 Types: str <-> str, bytes <-> bytes, u64 and i64 <-> int, bool <-> bool,
-unit <-> None; a chan<T> argument reaches a handler as a Sender. A handler
+unit <-> None; a chan<T> argument reaches a handler as a Sender, an
+rx<T> (an upload, the caller sends) as an Upload to iterate over, and a
+caller passes an iterator (or async iterator) for an rx<T>. A handler
 that raises answers Err "ExcType: message" (its traceback on stderr) and
 the guest serves on. A call that fails raises a CallError (RemoteError:
 the callee's error, HubError: the hub's, UnknownMethod, Timeout, ...),
@@ -60,7 +62,7 @@ names): guestlib/guest.h documents what each step does underneath.
 hubguest.testing has a throwaway hub for a plugin's tests."""
 
 from .call import CHANNEL, Call, Stream
-from .codec import Chan, Signature, decode, encode
+from .codec import Chan, Rx, Signature, decode, encode
 from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Error,
                      HubError, HubGone, HubUnreachable, InvalidPayload, PayloadTooLarge,
                      RemoteError, RemoteTimeout, Timeout, UnknownMethod, UserError)
@@ -69,11 +71,13 @@ from .guest import Guest, attach
 from .handlers import caller
 from .sender import Sender
 from .topics import Event, Topic
+from .upload import Upload
 
 __version__ = "0.7.0"
 
 __all__ = [
-    "attach", "caller", "current_call", "CallInfo", "INHERIT", "NEW_TRACE", "Guest", "Call", "Stream", "Sender", "Event", "Topic", "CHANNEL",
+    "attach", "caller", "current_call", "CallInfo", "INHERIT", "NEW_TRACE", "Guest", "Call",
+    "Stream", "Sender", "Upload", "Event", "Topic", "CHANNEL", "Rx",
     "Signature", "Chan",
     "encode", "decode", "Error", "AttachError", "CallError", "RemoteError", "HubError",
     "UnknownMethod", "InvalidPayload", "Cancelled", "Timeout", "PayloadTooLarge",

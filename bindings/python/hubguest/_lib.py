@@ -5,7 +5,8 @@ functions the binding calls (guestlib/guest.h, whose ABI is libguest.so.0;
 call's caller, guest_call_caller; errors forwarded, guest_reply_status;
 0.6: topics, guest_advertise, guest_publish, guest_subscribe,
 guest_next_event and guest_wait_method; 0.7: a call's deadline and trace,
-guest_call_deadline, guest_call_trace, guest_call_async_with).
+guest_call_deadline, guest_call_trace, guest_call_async_with; uploads,
+guest_chan_accept).
 
 Nothing here knows Python values: see codec.py for those; guest.py (and
 the modules it imports: handlers.py, serve.py, call.py, sender.py) for the
@@ -84,6 +85,7 @@ _PROTOS = {
     "guest_chan_open_send": (ctypes.c_int64, [_P]),
     "guest_chan_open": (ctypes.c_int64, [_P, ITEM_FN, END_FN, _P]),
     "guest_chan_hold": (ctypes.c_int, [_P, ctypes.c_uint32]),
+    "guest_chan_accept": (ctypes.c_int, [_P, ctypes.c_uint32, ITEM_FN, END_FN, _P]),
     "guest_chan_consumed": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_size_t]),
     "guest_stop": (None, [_P]),
     "guest_goodbye_reason": (ctypes.c_char_p, [_P]),

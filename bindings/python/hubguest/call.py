@@ -12,7 +12,7 @@ import errno
 import time
 
 from ._wait import deadline_in, ms_left
-from .codec import Chan, Signature, decode
+from .codec import Chan, Rx, Signature, decode
 from .context import INHERIT, outgoing
 from .errors import (Error, ChannelClosed, InvalidPayload, Timeout, UnknownMethod,
                      call_error, status_error)
@@ -70,6 +70,12 @@ class Call:
         self._timer = None
         self._sent = False              # the method's Request is out
         self.signature = None           # the Signature the call was made with
+        # an rx<T> given as an iterator (or async iterator, or a list):
+        # (its Sender, the items), sent once the Request is out
+        self._pump = None
+        self._pumped = False
+        self._may_pump = any(hasattr(a, "__next__") or hasattr(a, "__anext__") or
+                             isinstance(a, (list, tuple)) for a in args or ())
         for a in args or ():
             if isinstance(a, Sender) and not a._given:
                 a._call = self          # its items wait for the Request
@@ -136,6 +142,17 @@ class Call:
     def _chan_id(self, i, value):
         if isinstance(value, Sender):
             return value._given_to(self, self._sig.args[i])
+        if isinstance(self._sig.args[i], Rx) and not isinstance(value, (int, bool)):
+            if self._pump is not None and self._pump[1] is value:
+                return self._pump[0].id         # asked again (a retry)
+            if not (hasattr(value, "__iter__") or hasattr(value, "__aiter__")):
+                raise TypeError("%s: argument %d (%s) takes an iterator, an async "
+                                "iterator or a Sender, not %s" % (
+                                    self.method, i + 1, self._sig.args[i],
+                                    type(value).__name__))
+            s = self._g.open_sender()
+            self._pump = (s, value)
+            return s._given_to(self, self._sig.args[i])
         if isinstance(value, Stream):
             raise TypeError("%s: pass a stream's channel with Guest.stream()" % self.method)
         return value     # an id: checked as u64 by the encoder
@@ -222,6 +239,9 @@ class Call:
         meanwhile; raises the call's error."""
         deadline = self._deadline if timeout is None else deadline_in(timeout)
         while not self._done:
+            if self._pump is not None and not self._pumped:
+                self._send_items()
+                continue
             ms = ms_left(deadline)
             if ms == 0:
                 self._expire()
@@ -232,7 +252,57 @@ class Call:
         return self._value
 
     def __await__(self):
-        return self._g._future_of(self).__await__()
+        if not self._may_pump:
+            return self._g._future_of(self).__await__()
+        return self._await_items().__await__()
+
+    # -- an upload's items (an rx<T> given as an iterator) ---------------
+
+    def _send_items(self):
+        """The items of the iterator given for an rx<T>, sent as the
+        callee's credit allows, then the end. The callee's answer or stop
+        before the end ends the sending (ChannelClosed): the answer says."""
+        self._pumped = True
+        s, src = self._pump
+        if not hasattr(src, "__iter__"):
+            s.reset()
+            raise TypeError("%s: an async iterator for its rx<T>: await the call "
+                            "(call_async) to send it" % self.method)
+        try:
+            for item in src:
+                s.send(item)
+        except ChannelClosed:
+            pass
+        except BaseException:
+            s.reset()
+            raise
+        s.close()
+
+    async def _send_items_async(self):
+        self._pumped = True
+        s, src = self._pump
+        try:
+            if hasattr(src, "__aiter__"):
+                async for item in src:
+                    await s.asend(item)
+            else:
+                for item in src:
+                    await s.asend(item)
+        except ChannelClosed:
+            pass
+        except BaseException:
+            s.reset()
+            raise
+        s.close()
+
+    async def _await_items(self):
+        fut = self._g._future_of(self)
+        # the signature says whether an argument is an rx<T>
+        while not self._done and not self._sent and self._pump is None:
+            await asyncio.sleep(0.001)
+        if self._pump is not None and not self._pumped:
+            await self._send_items_async()
+        return await fut
 
 
 class Stream:

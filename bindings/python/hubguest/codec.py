@@ -4,8 +4,9 @@
 A signature is "ARGS->RET" (proto/sig.h): ARGS a comma-separated list,
 maybe empty, of at most 8 types, RET one type. No blanks. A type is a
 scalar (str bytes u64 i64 f64 bool), list<T>, opt<T>, map<K,V> (K a
-scalar but f64), a tuple (T1,T2,...), unit (the result only) or chan<T>
-(an argument only: a channel id, u64 on the wire). Types nest at most 8
+scalar but f64), a tuple (T1,T2,...), unit (the result only), chan<T> or
+rx<T> (arguments only: a channel id, u64 on the wire; the callee sends on
+a chan<T>, the caller on an rx<T>). Types nest at most 8
 deep; a signature has at most 64 types and 256 bytes.
 
 Python values: str <-> str, bytes <-> bytes (bytearray and memoryview
@@ -54,6 +55,18 @@ class Chan(_Compound):
 
     def __str__(self):
         return "chan<%s>" % (self.item,)
+
+
+class Rx(_Compound):
+    """The type rx<T> of a signature's argument: a stream the caller sends
+    and the callee reads."""
+    __slots__ = ("item",)
+
+    def __init__(self, item):
+        self.item = item
+
+    def __str__(self):
+        return "rx<%s>" % (self.item,)
 
 
 class List(_Compound):
@@ -128,10 +141,13 @@ class Signature:
     def chan_positions(self):
         return [i for i, t in enumerate(self.args) if isinstance(t, Chan)]
 
+    def rx_positions(self):
+        return [i for i, t in enumerate(self.args) if isinstance(t, Rx)]
+
     def encode_args(self, values, name="", chan_ids=None):
         """The argument bytes for values (a sequence, one per argument).
-        A chan<T> argument takes what chan_ids(i, value) answers (an int
-        id). TypeError or ValueError naming the signature if one does not
+        A chan<T> or rx<T> argument takes what chan_ids(i, value) answers
+        (an int id). TypeError or ValueError naming the signature if one does not
         fit."""
         what = "%s (%s)" % (name, self.text) if name else self.text
         if len(values) != len(self.args):
@@ -139,7 +155,7 @@ class Signature:
                 what, len(self.args), "" if len(self.args) == 1 else "s", len(values)))
         out = bytearray()
         for i, (t, v) in enumerate(zip(self.args, values)):
-            if isinstance(t, Chan):
+            if isinstance(t, (Chan, Rx)):
                 cid = chan_ids(i, v) if chan_ids is not None else v
                 _put(out, "u64", cid, what, "argument %d" % (i + 1))
             else:
@@ -147,10 +163,10 @@ class Signature:
         return bytes(out)
 
     def decode_args(self, data):
-        """The argument values in data (chan<T> arguments as their ids);
-        ValueError if data does not hold exactly them."""
+        """The argument values in data (chan<T> and rx<T> arguments as
+        their ids); ValueError if data does not hold exactly them."""
         r = _Reader(data)
-        vals = [r.get("u64" if isinstance(t, Chan) else t) for t in self.args]
+        vals = [r.get("u64" if isinstance(t, (Chan, Rx)) else t) for t in self.args]
         r.end()
         return vals
 
@@ -211,10 +227,10 @@ class _Parser:
         name = self.text[start:self.pos]
         if name in TYPES:
             return name
-        if name not in ("list", "opt", "map", "chan"):
+        if name not in ("list", "opt", "map", "chan", "rx"):
             self.pos = start            # where the word begins, as C says it
             self.fail("unknown type %r (one of %s, list<T>, opt<T>, map<K,V>, (T,...), "
-                      "chan<T>)" % (name, ", ".join(TYPES)))
+                      "chan<T>, rx<T>)" % (name, ", ".join(TYPES)))
         if depth == SIG_MAX_DEPTH:
             self.fail("types nested more than %d deep" % SIG_MAX_DEPTH)
         params = []
@@ -228,7 +244,7 @@ class _Parser:
         if self.peek() != ">":
             self.fail("a type without its '>'")
         self.pos += 1
-        return {"list": List, "opt": Opt, "chan": Chan}[name](params[0]) if name != "map" \
+        return {"list": List, "opt": Opt, "chan": Chan, "rx": Rx}[name](params[0]) if name != "map" \
             else Map(params[0], params[1])
 
     def inner(self, depth):
@@ -237,6 +253,8 @@ class _Parser:
             self.fail("unit is only a result type")
         if isinstance(t, Chan):
             self.fail("chan<T> is only an argument type")
+        if isinstance(t, Rx):
+            self.fail("rx<T> is only an argument type")
         return t
 
 
@@ -263,8 +281,8 @@ def _parse(text):
         p.fail("no '->'")
     p.pos += 2
     ret = p.type(0)
-    if isinstance(ret, Chan):
-        p.fail("chan<T> is only an argument type")
+    if isinstance(ret, (Chan, Rx)):
+        p.fail("%s<T> is only an argument type" % ("chan" if isinstance(ret, Chan) else "rx"))
     if p.pos != len(text):
         p.fail("goes on after its result type")
     return tuple(args), ret

@@ -17,10 +17,11 @@ import inspect
 import sys
 import traceback
 
-from .codec import Chan, Signature
+from .codec import Chan, Rx, Signature
 from .context import CallInfo, _current
 from .errors import Error, HubUnreachable, RemoteTimeout, UserError, status_error
 from .sender import Sender
+from .upload import Upload
 
 # What guest_reply_error sends of a message at most (bytes); of a
 # forwarded error's text (guest_reply_status keeps as much).
@@ -96,7 +97,8 @@ class Handlers:
     def register(self, name, signature, fn):
         """Registers fn as method name ("service.method") with signature
         ("str,u64->bool", say). fn gets the arguments decoded (a chan<T>
-        argument as a Sender) and returns the result (None for unit); an
+        argument as a Sender, an rx<T> as an Upload to iterate over: for
+        in a plain fn, async for in an async one) and returns the result (None for unit); an
         async def fn is awaited (serve() or run() with an event loop), the
         guest serving meanwhile. An exception becomes an Err answer
         "ExcType: message", its traceback on stderr (UserError: its message
@@ -178,6 +180,8 @@ class Handlers:
                 s = Sender(self, values[i], t.item, True)
                 senders.append(s)
                 values[i] = s
+            elif isinstance(t, Rx):
+                values[i] = Upload(self, values[i], t.item)
         try:
             v = m.fn(*values)
         except BaseException as e:

@@ -12,7 +12,7 @@ import errno
 import time
 
 from ._wait import deadline_in, ms_left
-from .codec import Chan, encode
+from .codec import Chan, Rx, encode
 from .errors import ChannelClosed, Timeout, status_error
 
 
@@ -43,7 +43,7 @@ class Sender:
             raise TypeError("%s: a handler's channel cannot be passed on" % call.method)
         if self.ended or (self._call is not None and self._call is not call):
             raise ChannelClosed("channel %d is ended, or passed to another call" % self.id)
-        if self.item_type is None and isinstance(t, Chan):
+        if self.item_type is None and isinstance(t, (Chan, Rx)):
             self.item_type = t.item
         self._call = call
         return self.id
@@ -57,7 +57,7 @@ class Sender:
         try:
             return encode(self.item_type, item)
         except TypeError as e:
-            raise TypeError("channel %d (chan<%s>): %s" % (self.id, self.item_type, e)) from None
+            raise TypeError("channel %d (items %s): %s" % (self.id, self.item_type, e)) from None
 
     def send(self, item, timeout=None):
         """Sends one item, waiting (up to timeout seconds, None: as long as

@@ -11,6 +11,26 @@ from hashing import chain, queued, source_bytes
 g = hubguest.attach()
 
 
+@g.method("aio.sum", "rx<u64>->u64")
+async def upsum(items):
+    """An upload read with async for."""
+    total = 0
+    async for v in items:
+        total += v
+    return total
+
+
+async def _count(n):
+    for i in range(1, n + 1):
+        yield i
+
+
+@g.method("aio.upload", "str,u64->str")
+async def upload(method, n):
+    """1..n sent to method from an async iterator."""
+    return "ok %d" % await g.call_async(method, _count(n), timeout=60)
+
+
 @g.method("aio.sleep", "u64->u64")
 async def sleep(ms):
     await asyncio.sleep(ms / 1000)

@@ -334,6 +334,29 @@ def sink(n, item):
     return "ok %d" % sent if hub == h else "mismatch: %x vs %x" % (hub, h)
 
 
+@m("sum", "rx<u64>->u64")
+def upsum(items):
+    """An upload (rx<u64>): its items read as an iterator, their sum."""
+    return sum(items)
+
+
+@m("upload", "str,u64->str")
+def upload(method, n):
+    """1..n sent to method (an rx<u64> one) from an iterator: its answer."""
+    return "ok %d" % g.call(method, iter(range(1, n + 1)), timeout=60)
+
+
+@m("takefew", "rx<u64>->u64")
+def takefew(items):
+    """The first three items, the rest never read: the caller's sends fail."""
+    total = 0
+    for i, v in enumerate(items):
+        total += v
+        if i == 2:
+            break
+    return total
+
+
 @m("log", "str->unit")
 def log(text):
     g.log(text)
