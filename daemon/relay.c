@@ -269,40 +269,6 @@ refuse(struct hub *h, const struct origin *o, const char *why)
 	answer_error(h, o, HP_ERR_USER, why);
 }
 
-/* A's channel argument to meth, in req's arguments: its id in *a, where
- * its varint starts (*at) and ends (*after). NULL, or why it cannot be
- * relayed. */
-static const char *
-chan_arg(struct hub *h, struct peer *p, const struct method *meth,
-	 const struct hp_request *req, uint64_t *a, size_t *at, size_t *after)
-{
-	const struct hp_params *prm = &h->conf.params;
-	struct hp_pc_dec d;
-	uint32_t nchans = 0;
-
-	hp_pc_dec_init(&d, req->args, req->args_len);
-	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
-		if (hp_sig_arg_type(&meth->sig, i) != HP_T_CHAN) {
-			hp_sig_skip(&d, &meth->sig, meth->sig.args[i]);
-			continue;
-		}
-		nchans++;
-		*at = d.pos;
-		*a = hp_pc_get_u64(&d);
-		*after = d.pos;
-	}
-	if (nchans > 1)
-		return "only one channel argument is routed between guests";
-	/* r[shm.id.channel-parity]: the caller's own (odd) id, opened by it
-	 * to receive on (Active) and not one hubd uses already on it */
-	if (d.err != 0 || *a > UINT32_MAX ||
-	    hp_chan_id_check((uint32_t)*a, prm->max_channels, HP_SIDE_GUEST) != 0 ||
-	    hp_chan_state(&p->view.chans[*a]) != HP_CHAN_ACTIVE || p->chans[*a].open)
-		return "the channel argument must be a channel the caller opened "
-		    "to receive on (odd id, open, not in use)";
-	return NULL;
-}
-
 /* B's end b, opened in q's table for caller p as for a client's call
  * (r[shm.flow.channel-activate]); -1 with why in buf. */
 static int64_t
@@ -359,7 +325,7 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 	const char *bad;
 	char why[128];
 
-	if ((bad = chan_arg(h, p, meth, req, &a, &at, &after)) != NULL) {
+	if ((bad = streams_chan_arg(h, p, meth, req, HP_T_CHAN, &a, &at, &after)) != NULL) {
 		refuse(h, o, bad);
 		return;
 	}

@@ -3,7 +3,9 @@
  * chan<T> argument, whose items go to the client, and hub.sink's, which
  * the host hashes. Credit goes back to the guest as items are consumed
  * (r[shm.flow.ordering.receiver]), for a client only as the client takes
- * them. hub.source's sending side is in services.c. */
+ * them. hub.source's sending side is in services.c. Also the check of
+ * the channel argument a guest's call to another carries (relay.c's
+ * chan<T>, upload.c's rx<T>). */
 #include <errno.h>
 #include <string.h>
 
@@ -246,4 +248,39 @@ streams_reset_all(struct hub *h, struct peer *p)
 	memset(p->chans, 0, h->conf.params.max_channels * sizeof(*p->chans));
 	p->chan_cursor = 0;
 	p->sources = 0;
+}
+
+const char *
+streams_chan_arg(struct hub *h, struct peer *p, const struct method *meth,
+		 const struct hp_request *req, uint8_t type, uint64_t *a, size_t *at,
+		 size_t *after)
+{
+	const struct hp_params *prm = &h->conf.params;
+	struct hp_pc_dec d;
+	uint32_t nchans = 0;
+
+	hp_pc_dec_init(&d, req->args, req->args_len);
+	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
+		if (!hp_sig_is_chan(hp_sig_arg_type(&meth->sig, i))) {
+			hp_sig_skip(&d, &meth->sig, meth->sig.args[i]);
+			continue;
+		}
+		nchans++;
+		*at = d.pos;
+		*a = hp_pc_get_u64(&d);
+		*after = d.pos;
+	}
+	if (nchans > 1)
+		return "only one channel argument is routed between guests";
+	/* r[shm.id.channel-parity]: the caller's own (odd) id, opened by it
+	 * (Active) and not one hubd uses already on it */
+	if (d.err != 0 || *a > UINT32_MAX ||
+	    hp_chan_id_check((uint32_t)*a, prm->max_channels, HP_SIDE_GUEST) != 0 ||
+	    hp_chan_state(&p->view.chans[*a]) != HP_CHAN_ACTIVE || p->chans[*a].open)
+		return type == HP_T_RX ?
+		    "the rx<T> argument must be a channel the caller opened "
+		    "to send on (odd id, open, not in use)" :
+		    "the channel argument must be a channel the caller opened "
+		    "to receive on (odd id, open, not in use)";
+	return NULL;
 }

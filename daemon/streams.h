@@ -32,6 +32,15 @@ void		streams_over(struct hub *h, struct peer *p, uint32_t req_id, uint32_t chan
 void		streams_consumed(struct hub *h, struct peer *p, struct ext_call *x,
 				 uint32_t bytes);
 void		streams_abandon(struct hub *h, struct peer *p, struct ext_call *x);
+/* The one channel argument (a chan<T> or an rx<T>: type says which) of
+ * a call p makes to meth, routed between guests: its id in *a, where its
+ * varint starts (*at) and ends (*after). NULL, or why it cannot be taken
+ * (more than one, or not p's own odd id, open, unused by hubd). */
+struct method;
+struct hp_request;
+const char	*streams_chan_arg(struct hub *h, struct peer *p, const struct method *meth,
+				  const struct hp_request *req, uint8_t type, uint64_t *a,
+				  size_t *at, size_t *after);
 /* Every channel of p closed and forgotten (attach, detach). */
 void		streams_reset_all(struct hub *h, struct peer *p);
 

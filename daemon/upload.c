@@ -334,39 +334,6 @@ open_b(struct hub *h, struct peer *q, uint64_t caller)
 			    &q->chan_cursor);
 }
 
-/* A's channel argument to meth: its id in *a, where its varint starts
- * (*at) and ends (*after). NULL, or why it cannot be taken. */
-static const char *
-rx_arg(struct hub *h, struct peer *p, const struct method *meth,
-       const struct hp_request *req, uint64_t *a, size_t *at, size_t *after)
-{
-	const struct hp_params *prm = &h->conf.params;
-	struct hp_pc_dec d;
-	uint32_t nchans = 0;
-
-	hp_pc_dec_init(&d, req->args, req->args_len);
-	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
-		if (!hp_sig_is_chan(hp_sig_arg_type(&meth->sig, i))) {
-			hp_sig_skip(&d, &meth->sig, meth->sig.args[i]);
-			continue;
-		}
-		nchans++;
-		*at = d.pos;
-		*a = hp_pc_get_u64(&d);
-		*after = d.pos;
-	}
-	if (nchans > 1)
-		return "only one channel argument is routed between guests";
-	/* r[shm.id.channel-parity]: the caller's own (odd) id, opened by it
-	 * (Active) and not one hubd uses already on it */
-	if (d.err != 0 || *a > UINT32_MAX ||
-	    hp_chan_id_check((uint32_t)*a, prm->max_channels, HP_SIDE_GUEST) != 0 ||
-	    hp_chan_state(&p->view.chans[*a]) != HP_CHAN_ACTIVE || p->chans[*a].open)
-		return "the rx<T> argument must be a channel the caller opened "
-		    "to send on (odd id, open, not in use)";
-	return NULL;
-}
-
 /* A's channel a, a good one, in a call refused for another reason (no
  * channel in B's table, no memory): as if hubd had taken it and stopped
  * at once (a Reset, the entry freed, what A still sends or its end taken
@@ -395,7 +362,7 @@ upload_call(struct hub *h, struct peer *p, struct peer *q, const struct method *
 	const char *bad;
 	char why[160];
 
-	if ((bad = rx_arg(h, p, meth, req, &a, &at, &after)) != NULL) {
+	if ((bad = streams_chan_arg(h, p, meth, req, HP_T_RX, &a, &at, &after)) != NULL) {
 		answer_error(h, o, HP_ERR_USER, bad);
 		return;
 	}
@@ -505,17 +472,14 @@ upload_client_item(struct hub *h, struct ext_call *x, const uint8_t *item, uint3
 	return 1;
 }
 
-void
-upload_client_end(struct hub *h, struct ext_call *x, int reset)
+/* A, the sender, ended its side (Reset, or Close: B gets its end after
+ * what is queued for it). */
+static void
+a_ended(struct hub *h, struct upload *u, int reset)
 {
-	struct upload *u = x->up;
 	struct peer *b;
 
-	if (u == NULL)
-		return;
 	u->a_live = 0;
-	u->waiting = 0;
-	release_x(u);
 	if (reset)
 		end_b(h, u, HP_MSG_RESET);
 	else if (u->b_live && u->b_end == 0) {
@@ -524,6 +488,18 @@ upload_client_end(struct hub *h, struct ext_call *x, int reset)
 			pump_one(h, u, b);
 	}
 	maybe_free(u);
+}
+
+void
+upload_client_end(struct hub *h, struct ext_call *x, int reset)
+{
+	struct upload *u = x->up;
+
+	if (u == NULL)
+		return;
+	u->waiting = 0;
+	release_x(u);
+	a_ended(h, u, reset);
 }
 
 /* -- messages on the upload's channels ------------------------------------ */
@@ -577,22 +553,13 @@ void
 upload_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 {
 	struct upload *u = p->chans[id].upload;
-	struct peer *b;
 
 	if (u->x == NULL && p->id == u->a_peer && id == u->a_chan) {
 		/* A is done: the receiver frees a (r[shm.flow.channel-id-reuse]);
 		 * B gets the end after the queue, or a Reset now */
 		p->chans[id] = (struct hchan){ 0 };
 		hp_chan_free(&p->view.chans[id]);
-		u->a_live = 0;
-		if (reset)
-			end_b(h, u, HP_MSG_RESET);
-		else if (u->b_live && u->b_end == 0) {
-			u->b_end = HP_MSG_CLOSE;
-			if ((b = end_peer(h, u->b_peer, u->b_epoch)) != NULL)
-				pump_one(h, u, b);
-		}
-		maybe_free(u);
+		a_ended(h, u, reset);
 		return;
 	}
 	/* B, the receiver, says stop (r[shm.flow.reset]): nothing more
