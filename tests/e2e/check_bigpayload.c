@@ -237,6 +237,7 @@ END_TEST
 START_TEST(test_broken_free_list_rebuilt)
 {
 	static const char *const acts[] = { "cycle", "badlink", "heldfree" };
+	char *out;
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
 		start_breaker(acts[i]);
@@ -245,6 +246,15 @@ START_TEST(test_broken_free_list_rebuilt)
 		for (int k = 0; k < 20; k++)
 			expect_call("prober.big", "300", "300\n");
 		expect_call("prober.concurrent", "64", "64\n");
+		/* and 32 of them in flight at once: the list is LIFO, so calls
+		 * one at a time reuse whatever was freed on top of the broken
+		 * link after the breaker acted (a slot in flight then) and
+		 * might never reach it */
+		out = NULL;
+		ck_assert_msg(hubctl(&hub, &out, "-t", "60", "call", "prober.burst", "32", "300",
+				     (char *)NULL) == 0 && strcmp(out, "32\n") == 0,
+			      "prober.burst: %s", out);
+		free(out);
 		ck_assert_msg(log_has("rebuilt", 30000), "%s: no rebuild: %s", acts[i],
 			      hub_log_tail(&hub));
 		expect_pool_valid();
