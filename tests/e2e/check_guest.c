@@ -26,22 +26,23 @@ peer_deaths(const char *name)
 	return n;
 }
 
-/* r[shm.crash.heartbeat]: a guest streaming for seconds into hub.sink,
- * with a 100 ms heartbeat_interval, sends, waits for credit, for ring
- * space and slots, and never returns to its loop until done: it must
- * still beat, and is not taken for hung. */
+/* r[shm.crash.heartbeat]: a guest streaming for seconds, with a 250 ms
+ * heartbeat_interval (stale after 500 ms: a shorter one is a guest
+ * merely not scheduled for that long on a loaded machine), sends, waits
+ * for credit, for ring space and slots, and never returns to its loop
+ * until done: it must still beat, and is not taken for hung. */
 START_TEST(test_busy_guest_keeps_its_heartbeat)
 {
-	/* ~4 GB/s here: about a second, several under ASan or beside
+	/* ~4 GB/s here: about 2 s (four stale windows), more under ASan or beside
 	 * stress-ng. A window of 4 MiB: hundreds of credit waits still, but
 	 * not one per 65000-byte item (the default 64 KiB), which a loaded
 	 * machine makes a pair of context switches each: 20-30 MB/s, past
 	 * the call's 120 s */
-	static const char bytes[] = "4000000000";
+	static const char bytes[] = "8000000000";
 	char *out = NULL, *log;
 	int pid, rc;
 
-	hub_start_up(&hub, "heartbeat_interval = 100ms\ninitial_credit = 4M",
+	hub_start_up(&hub, "heartbeat_interval = 250ms\ninitial_credit = 4M",
 	    "[guest counter]\nexec = @/guests/counter\n",
 	      "counter");
 	ck_assert(hub_wait_method(&hub, "counter.stream") == 0);
@@ -49,7 +50,7 @@ START_TEST(test_busy_guest_keeps_its_heartbeat)
 	rc = hubctl(&hub, &out, "-t", "120", "call", "counter.stream", bytes, "65000",
 		    (char *)NULL);
 	log = hub_log(&hub);
-	ck_assert_msg(rc == 0 && strncmp(out, "ok 4000000000 ", 14) == 0,
+	ck_assert_msg(rc == 0 && strncmp(out, "ok 8000000000 ", 14) == 0,
 		      "counter.stream: status %d, output '%s', stderr '%s'; log: %.2000s", rc,
 		      out, hubctl_stderr(), log);
 	ck_assert_msg(hub_peer_int(&hub, "counter", "pid") == pid &&
