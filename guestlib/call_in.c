@@ -12,7 +12,6 @@
 #include "proto/msg.h"
 #include "proto/postcard.h"
 #include "proto/builtin.h"
-#include "mt/mt.h"
 
 /* c is answered and its handler has returned: kept a while, so that a
  * second answer, a bug of the guest's, gets -EALREADY rather than
@@ -335,15 +334,6 @@ lg_call_late(struct guest *g, struct guest_call *c)
 	respond(c, late_response(&r, &me, buf, sizeof(buf)));
 	g->call_ran(g, c);
 	return 1;
-}
-
-struct hp_callmeta *
-lg_cur_meta(struct guest *g)
-{
-	struct hp_callmeta *m = mt_ctx();
-
-	_Static_assert(sizeof(struct hp_callmeta) <= MT_CTX_SIZE, "mt_ctx holds it");
-	return m != NULL ? m : &g->cur_meta;
 }
 
 uint64_t

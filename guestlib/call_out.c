@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "guestlib/internal.h"
+#include "mt/mt.h"
 #include "proto/method.h"
 #include "proto/msg.h"
 #include "proto/postcard.h"
@@ -147,14 +148,26 @@ const struct guest_call_opts lg_own_call = {
 	.flags = GUEST_CALL_DEADLINE | GUEST_CALL_TRACE,	/* none of either */
 };
 
+/* Where the calls a handler makes inherit from: the microthread's own
+ * (mt_ctx, set by runtime_mt.c), else the service thread's (g->cur_meta,
+ * set by runtime_callback.c). */
+static const struct hp_callmeta *
+cur_meta(struct guest *g)
+{
+	struct hp_callmeta *m = mt_ctx();
+
+	_Static_assert(sizeof(struct hp_callmeta) <= MT_CTX_SIZE, "mt_ctx holds it");
+	return m != NULL ? m : &g->cur_meta;
+}
+
 /* A call's deadline and trace (r[shm.metadata.in-payload]): inherited
- * from the call being handled (lg_cur_meta), unless opts say otherwise;
+ * from the call being handled (cur_meta), unless opts say otherwise;
  * own_deadline (guest_call's timeout, 0: none) bounds it. 0 or -EINVAL. */
 static int
 call_meta(struct guest *g, const struct guest_call_opts *o, uint64_t own_deadline,
 	  struct hp_callmeta *cm)
 {
-	const struct hp_callmeta *in = lg_cur_meta(g);
+	const struct hp_callmeta *in = cur_meta(g);
 	unsigned flags = 0;
 
 	if (o != NULL) {

@@ -542,9 +542,6 @@ void	lg_calls_free(struct guest *g);
 /* A call held until now whose deadline has passed meanwhile: answered
  * timeout, its handler never started (1); else 0. */
 int	lg_call_late(struct guest *g, struct guest_call *c);
-/* Where the calls a handler makes inherit from: the microthread's own
- * (mt_ctx), else the service thread's (g->cur_meta). */
-struct hp_callmeta *lg_cur_meta(struct guest *g);
 
 /* call_out.c */
 /* Fills the dispatch table's Response. */
