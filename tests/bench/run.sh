@@ -460,10 +460,12 @@ DEFAULT_RSS=$(awk '$1 == "VmRSS:" { print $2 * 1024 }' "/proc/${HUBS[-1]}/status
 # (fs, guest_run_mt); the issue's goal: microthreads cost that call at
 # most 10%. Then MT_W calls in flight at once into handlers that each make
 # a nested call (fc floods fs.nest; fs2 the same on two processors), on a
-# hub that lets fc route that many (calls_in_flight). The hub's keys are
-# those of the two-guest hub above, so fc's call compares with its figure.
+# hub that lets fc route that many (calls_in_flight) and rings that hold
+# them (libguest keeps at most ring_size async calls in flight through
+# the hub). The other keys are those of the two-guest hub above, so fc's
+# call compares with its figure.
 echo "hub, guests on microthreads..." >&2
-start_hub mt "max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M\ncalls_in_flight = 20000" \
+start_hub mt "max_guests = 3\nslot_size = 1040K\nslots_per_guest = 4\ninitial_credit = 4M\ncalls_in_flight = 20000\nring_size = 16384" \
 	"[guest fc]\nexec = $B/tests/bench/benchguest\nargs = --prefix fc\nlanes = no\n[guest fs]\nexec = $B/tests/bench/benchguest\nargs = --prefix fs --mt\nlanes = no\n[guest fs2]\nexec = $B/tests/bench/benchguest\nargs = --prefix fs2 --mt --processors 2\nlanes = no\n" 3
 # the two take turns, REPS runs each; the lowest median and p99 of each
 for _ in $(seq "$REPS"); do
