@@ -6,6 +6,7 @@
 #include <err.h>
 #include <errno.h>
 #include <poll.h>
+#include <resolv.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,26 +79,18 @@ answered(const struct ctl *ctl)
 	return poll(&pfd, 1, 0) == 1;
 }
 
-static const char b64[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* "base64:" and in's n bytes in standard base64, in out. */
+/* "base64:" and in's n bytes in standard base64 (b64_ntop, which hubd's
+ * pcjson reads back with b64_pton), in out of at least
+ * sizeof("base64:") + (n + 2) / 3 * 4 bytes. */
 static size_t
 base64(char *out, const uint8_t *in, size_t n)
 {
-	size_t o = (size_t)sprintf(out, "base64:"), k;
+	int k;
 
-	for (k = 0; k < n; k += 3) {
-		uint32_t w = (uint32_t)in[k] << 16 | (k + 1 < n ? (uint32_t)in[k + 1] << 8 : 0) |
-		    (k + 2 < n ? in[k + 2] : 0);
-
-		out[o++] = b64[w >> 18 & 63];
-		out[o++] = b64[w >> 12 & 63];
-		out[o++] = k + 1 < n ? b64[w >> 6 & 63] : '=';
-		out[o++] = k + 2 < n ? b64[w & 63] : '=';
-	}
-	out[o] = '\0';
-	return o;
+	memcpy(out, "base64:", 7);
+	if ((k = b64_ntop(in, n, out + 7, (n + 2) / 3 * 4 + 1)) < 0)
+		errx(2, "cannot write %zu bytes as base64", n);
+	return 7 + (size_t)k;
 }
 
 /* An rx<bytes> from a file: its bytes in items of up to chunk bytes,
