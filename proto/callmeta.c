@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A call's deadline and trace context in Request metadata (callmeta.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "proto/callmeta.h"
-#include "proto/clock.h"
 #include "proto/postcard.h"
 
 static int
@@ -93,29 +91,13 @@ hp_trace_id_format(const struct hp_callmeta *cm, char out[HP_TRACE_ID_HEX + 1])
 	out[HP_TRACE_ID_HEX] = '\0';
 }
 
-/* n random bytes, none all zero: getrandom, or (no entropy yet, an old
- * kernel) a mix of the clock, the pid and a counter, which is unique
- * enough for ids that only tell spans apart. */
+/* n random bytes, not all zero (W3C: an all-zero id is invalid):
+ * arc4random_buf (glibc 2.36) never fails and never blocks. */
 static void
 random_id(uint8_t *p, size_t n)
 {
-	static _Thread_local uint64_t counter;
-	uint64_t x;
-
-	if (getrandom(p, n, GRND_NONBLOCK) != (ssize_t)n) {
-		x = hp_now_ns() ^ (uint64_t)getpid() << 40 ^ ++counter * 0x9e3779b97f4a7c15ull;
-		for (size_t i = 0; i < n; i++) {
-			/* splitmix64 per 8 bytes */
-			if (i % 8 == 0) {
-				x += 0x9e3779b97f4a7c15ull;
-				x = (x ^ x >> 30) * 0xbf58476d1ce4e5b9ull;
-				x = (x ^ x >> 27) * 0x94d049bb133111ebull;
-				x ^= x >> 31;
-			}
-			p[i] = (uint8_t)(x >> (8 * (i % 8)));
-		}
-	}
-	p[n - 1] |= p[0] == 0 ? 1 : 0;	/* never all zero */
+	arc4random_buf(p, n);
+	p[n - 1] |= p[0] == 0 ? 1 : 0;
 }
 
 void
