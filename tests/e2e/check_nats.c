@@ -16,238 +16,31 @@
 
 #include <nats/nats.h>
 
-#include "tests/e2e/harness.h"
 #include "tests/e2e/natsd.h"
+#include "tests/e2e/natshubs.h"
 
 static struct natsd natsd[3];
 static struct hub_proc hub_a, hub_b, hub_b2;
-
-#define LB(name) "[guest " name "]\nexec = @/tests/guests/lanebreaker\nargs = --prefix " name "\n"
-
-/* The bridge's section for hub NAME, its config written to the run
- * directory: [nats] servers and name, then what extra holds. */
-static char *
-bridge(const char *name, const char *servers, const char *provides, const char *extra)
-{
-	char path[256], *section = NULL;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s", harness_path("nats-"));
-	snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s.conf", name);
-	ck_assert_ptr_nonnull(f = fopen(path, "w"));
-	fprintf(f, "[nats]\nservers = %s\nname = %s\nannounce = 300ms\n%s", servers, name, extra);
-	ck_assert_int_eq(fclose(f), 0);
-	ck_assert_int_gt(asprintf(&section, "[guest nats]\nexec = @/hub-nats\nargs = --config %s\n%s%s%s",
-				  path, provides ? "provides = " : "", provides ? provides : "",
-				  provides ? "\n" : ""), 0);
-	return section;
-}
-
-/* hub B: kv, and a bridge exporting kv.* and the sleeper's methods. */
-static void
-start_b(struct hub_proc *h, const char *name, const char *servers)
-{
-	char *nats = bridge(name, servers, NULL, "[export]\nmethods = kv.* sl.*\n"), guests[1024];
-
-	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n" LB("sl") "%s", nats);
-	hub_start_up(h, NULL, guests, "kv,sl,nats");
-	free(nats);
-}
-
-/* hub A: a caller guest, and a bridge importing kv.* and sl.*. */
-static void
-start_a(const char *servers, const char *extra)
-{
-	char imp[512], *nats, guests[1024];
-
-	snprintf(imp, sizeof(imp), "[import]\nmethods = kv.* sl.*\n%s", extra ? extra : "");
-	nats = bridge("a", servers, "kv.*, sl.*", imp);
-	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
-	hub_start_up(&hub_a, NULL, guests, "cl,nats");
-	free(nats);
-}
-
-/* hubctl call on h: status and first line (malloc'd). */
-static int
-ctl(struct hub_proc *h, char **line, const char *method, const char *a1, const char *a2)
-{
-	char *nl;
-	int rc = hubctl(h, line, "-t", "30", "call", method, a1, a2, (char *)NULL);
-
-	if ((nl = strchr(*line, '\n')) != NULL)
-		*nl = '\0';
-	return rc;
-}
-
-static void
-expect_ok(struct hub_proc *h, const char *want, const char *method, const char *a1, const char *a2)
-{
-	char *out = NULL;
-	int rc = ctl(h, &out, method, a1, a2);
-
-	ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "%s %s: status %d, '%s', want '%s'; %s",
-		      method, a1 ? a1 : "", rc, out, want, hub_log_tail(h));
-	free(out);
-}
-
-/* hubctl call fails on h, its error output containing want. */
-static void
-expect_err(struct hub_proc *h, const char *want, const char *method, const char *a1, const char *a2)
-{
-	char *err = NULL;
-	int rc = hubctl_err(h, &err, "-t", "30", "call", method, a1, a2, (char *)NULL);
-
-	ck_assert_msg(rc != 0 && strstr(err, want) != NULL, "%s %s: status %d, '%s', want '%s'; %s",
-		      method, a1 ? a1 : "", rc, err, want, hub_log_tail(h));
-	free(err);
-}
-
-/* Polls hubctl call on h until it answers want (the network settling),
- * then asserts it did. */
-static void
-wait_ok(struct hub_proc *h, const char *want, const char *method, const char *a1, const char *a2)
-{
-	char *out = NULL;
-	int rc = 1;
-
-	for (int i = 0; i < 100; i++) {
-		free(out);
-		out = NULL;
-		if ((rc = ctl(h, &out, method, a1, a2)) == 0 && strcmp(out, want) == 0)
-			break;
-		sleep_ms(100);
-	}
-	ck_assert_msg(rc == 0 && strcmp(out, want) == 0, "%s: status %d, '%s', want '%s'; %s",
-		      method, rc, out, want, hub_log_tail(h));
-	free(out);
-}
-
-/* cl.load METHOD N on hub A, in a child (a hub can be killed meanwhile):
- * its pid; the answer comes on *rfd. */
-static pid_t
-load_in_child(const char *method, const char *n, int *rfd)
-{
-	int p[2];
-	pid_t pid;
-
-	ck_assert_int_eq(pipe(p), 0);
-	if ((pid = fork()) == 0) {
-		char *out = NULL, *err = NULL;
-
-		close(p[0]);
-		if (ctl(&hub_a, &out, "cl.load", method, n) != 0) {
-			hubctl_err(&hub_a, &err, "peers", (char *)NULL);
-			dprintf(p[1], "failed: %s; %s", out != NULL ? out : "", hub_log_tail(&hub_a));
-		} else {
-			dprintf(p[1], "%s", out);
-		}
-		_exit(0);
-	}
-	close(p[1]);
-	*rfd = p[0];
-	return pid;
-}
-
-static char *
-child_answer(pid_t pid, int rfd)
-{
-	static char buf[4096];
-	ssize_t n = read(rfd, buf, sizeof(buf) - 1);
-
-	buf[n > 0 ? n : 0] = '\0';
-	close(rfd);
-	waitpid(pid, NULL, 0);
-	return buf;
-}
-
-/* The count after key= in a cl.load answer, 0 if absent. */
-static unsigned
-load_count(const char *answer, const char *key)
-{
-	const char *p = strstr(answer, key);
-
-	return p != NULL ? (unsigned)strtoul(p + strlen(key), NULL, 10) : 0;
-}
-
-/* Every one of n calls ended: answered, or an error; none lost. */
-static void
-all_ended(const char *answer, unsigned n)
-{
-	unsigned ended = load_count(answer, "ok=");
-	const char *p = answer;
-
-	ck_assert_msg(strncmp(answer, "ok=", 3) == 0 && strstr(answer, "unanswered") == NULL,
-		      "load: %s", answer);
-	while ((p = strstr(p, " e")) != NULL) {
-		p = strchr(p, '=');
-		ended += (unsigned)strtoul(p + 1, NULL, 10);
-	}
-	ck_assert_msg(ended == n, "load: %s: %u of %u ended", answer, ended, n);
-}
-
-/* The "where" hubctl methods shows for method on h, "" if none
- * (static). */
-static const char *
-where(struct hub_proc *h, const char *method)
-{
-	static char buf[256];
-	json_object *a = hub_request(h, "{\"cmd\":\"methods\"}", NULL), *ms;
-
-	buf[0] = '\0';
-	ck_assert(a != NULL && json_object_object_get_ex(a, "methods", &ms));
-	for (size_t i = 0; i < json_object_array_length(ms); i++) {
-		json_object *m = json_object_array_get_idx(ms, i);
-
-		if (strcmp(json_object_get_string(json_get(m, "name")), method) == 0 &&
-		    json_get(m, "where") != NULL)
-			snprintf(buf, sizeof(buf), "%s", json_object_get_string(json_get(m, "where")));
-	}
-	json_object_put(a);
-	return buf;
-}
-
-/* The note hubctl peers shows for guest name on h, "" if none (static). */
-static const char *
-note_of(struct hub_proc *h, const char *name)
-{
-	static char buf[256];
-	json_object *p = hub_peer(h, name);
-
-	snprintf(buf, sizeof(buf), "%s", p != NULL && json_get(p, "note") != NULL ?
-		 json_object_get_string(json_get(p, "note")) : "");
-	json_object_put(p);
-	return buf;
-}
-
-/* Waits until method's "where" on h is want. */
-static void
-wait_where(struct hub_proc *h, const char *method, const char *want)
-{
-	for (int i = 0; i < 100 && strcmp(where(h, method), want) != 0; i++)
-		sleep_ms(50);
-	ck_assert_msg(strcmp(where(h, method), want) == 0, "%s is served at '%s', want '%s'",
-		      method, where(h, method), want);
-}
 
 START_TEST(test_call_across_hubs)
 {
 	const char *note;
 
 	natsd_start(&natsd[0]);
-	start_b(&hub_b, "b", natsd[0].url);
-	start_a(natsd[0].url, NULL);
+	nh_start_b(&hub_b, "b", natsd[0].url);
+	nh_start_a(&hub_a, natsd[0].url, NULL);
 	ck_assert_msg(hub_wait_method(&hub_a, "kv.get,kv.put,sl.echo") == 0, "%s", hub_log_tail(&hub_a));
 	/* hubctl on A puts, B has it, a guest on A reads it back */
-	expect_ok(&hub_a, "", "kv.put", "colour", "blue");
-	expect_ok(&hub_b, "blue", "kv.get", "colour", NULL);
-	expect_ok(&hub_a, "ok blue", "cl.call", "kv.get", "colour");
+	nh_expect_ok(&hub_a, "", "kv.put", "colour", "blue");
+	nh_expect_ok(&hub_b, "blue", "kv.get", "colour", NULL);
+	nh_expect_ok(&hub_a, "ok blue", "cl.call", "kv.get", "colour");
 	/* the callee's own error, as it said it */
-	expect_err(&hub_a, "no such key", "kv.get", "shape", NULL);
+	nh_expect_err(&hub_a, "no such key", "kv.get", "shape", NULL);
 	/* hubctl methods says where, hubctl peers how the bridge is */
-	wait_where(&hub_a, "kv.get", "NATS: hub b");
-	for (int i = 0; i < 100 && strstr(note_of(&hub_a, "nats"), "from 1 hub(s)") == NULL; i++)
+	nh_wait_where(&hub_a, "kv.get", "NATS: hub b");
+	for (int i = 0; i < 100 && strstr(nh_note_of(&hub_a, "nats"), "from 1 hub(s)") == NULL; i++)
 		sleep_ms(50);
-	note = note_of(&hub_a, "nats");
+	note = nh_note_of(&hub_a, "nats");
 	ck_assert_msg(note != NULL && strstr(note, natsd[0].url) != NULL &&
 		      strstr(note, "as hub a") != NULL && strstr(note, "from 1 hub(s) (b)") != NULL,
 		      "note: %s", note);
@@ -265,27 +58,27 @@ START_TEST(test_errors_keep_their_meaning)
 	char *out = NULL;
 
 	natsd_start(&natsd[0]);
-	start_b(&hub_b, "b", natsd[0].url);
-	start_a(natsd[0].url, "timeout = 1s\n");
+	nh_start_b(&hub_b, "b", natsd[0].url);
+	nh_start_a(&hub_a, natsd[0].url, "timeout = 1s\n");
 	ck_assert_msg(hub_wait_method(&hub_a, "kv.get,sl.sleep,sl.echo") == 0, "%s",
 		      hub_log_tail(&hub_a));
 	/* the callee's own error */
-	expect_ok(&hub_a, "error: -121", "cl.call", "kv.get", "nothing");
+	nh_expect_ok(&hub_a, "error: -121", "cl.call", "kv.get", "nothing");
 	/* no answer in time: B says so first (ETIMEDOUT), A stops waiting */
-	expect_err(&hub_a, "no answer on hub b in time", "sl.sleep", "3000", NULL);
+	nh_expect_err(&hub_a, "no answer on hub b in time", "sl.sleep", "3000", NULL);
 	/* arguments the signature refuses never leave A (hubd checks) */
-	ck_assert_int_ne(ctl(&hub_a, &out, "sl.sleep", "-1", NULL), 0);
+	ck_assert_int_ne(nh_ctl(&hub_a, &out, "sl.sleep", "-1", NULL), 0);
 	free(out);
 	/* B gone: nobody serves it (EHOSTUNREACH), at once */
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
-	expect_ok(&hub_a, "error: -113", "cl.call", "kv.get", "colour");
-	expect_err(&hub_a, "no hub on NATS serves kv.get", "kv.get", "colour", NULL);
+	nh_expect_ok(&hub_a, "error: -113", "cl.call", "kv.get", "colour");
+	nh_expect_err(&hub_a, "no hub on NATS serves kv.get", "kv.get", "colour", NULL);
 	/* B back: calls resume */
-	start_b(&hub_b, "b", natsd[0].url);
-	wait_ok(&hub_a, "", "kv.put", "colour", "red");
+	nh_start_b(&hub_b, "b", natsd[0].url);
+	nh_wait_ok(&hub_a, "", "kv.put", "colour", "red");
 	/* B's kv registers (and B announces) its methods one by one: kv.get
 	 * may come to A after kv.put */
-	wait_ok(&hub_a, "red", "kv.get", "colour", NULL);
+	nh_wait_ok(&hub_a, "red", "kv.get", "colour", NULL);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
 	natsd_kill(&natsd[0]);
@@ -302,27 +95,27 @@ START_TEST(test_queue_group_shares_and_survives_a_kill)
 	int rfd;
 
 	natsd_start(&natsd[0]);
-	start_b(&hub_b, "b1", natsd[0].url);
-	start_b(&hub_b2, "b2", natsd[0].url);
-	start_a(natsd[0].url, "timeout = 2s\n");
+	nh_start_b(&hub_b, "b1", natsd[0].url);
+	nh_start_b(&hub_b2, "b2", natsd[0].url);
+	nh_start_a(&hub_a, natsd[0].url, "timeout = 2s\n");
 	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
-	wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
-	pid = load_in_child("sl.echo", "400", &rfd);
-	answer = child_answer(pid, rfd);
+	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	pid = nh_load_in_child(&hub_a, "sl.echo", "400", &rfd);
+	answer = nh_child_answer(pid, rfd);
 	ck_assert_msg(strcmp(answer, "ok=400") == 0, "load: %s", answer);
 	ck_assert_uint_gt(hub_peer_int(&hub_b, "sl", "calls_in"), 0);
 	ck_assert_uint_gt(hub_peer_int(&hub_b2, "sl", "calls_in"), 0);
 	/* b1 killed under load */
-	pid = load_in_child("sl.echo", "3000", &rfd);
+	pid = nh_load_in_child(&hub_a, "sl.echo", "3000", &rfd);
 	sleep_ms(150);
 	kill(hub_b.pid, SIGKILL);
 	waitpid(hub_b.pid, NULL, 0);
-	answer = child_answer(pid, rfd);
-	all_ended(answer, 3000);
-	ck_assert_msg(load_count(answer, "ok=") > 0, "load: %s; %s", answer, hub_log_tail(&hub_a));
+	answer = nh_child_answer(pid, rfd);
+	nh_all_ended(answer, 3000);
+	ck_assert_msg(nh_load_count(answer, "ok=") > 0, "load: %s; %s", answer, hub_log_tail(&hub_a));
 	/* b2 serves all of it from now on */
-	pid = load_in_child("sl.echo", "200", &rfd);
-	answer = child_answer(pid, rfd);
+	pid = nh_load_in_child(&hub_a, "sl.echo", "200", &rfd);
+	answer = nh_child_answer(pid, rfd);
 	ck_assert_msg(strcmp(answer, "ok=200") == 0, "load: %s", answer);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b2), 0);
@@ -340,21 +133,21 @@ START_TEST(test_nats_restarts)
 	int rfd;
 
 	natsd_start(&natsd[0]);
-	start_b(&hub_b, "b", natsd[0].url);
-	start_a(natsd[0].url, "timeout = 3s\n");
+	nh_start_b(&hub_b, "b", natsd[0].url);
+	nh_start_a(&hub_a, natsd[0].url, "timeout = 3s\n");
 	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
-	wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
-	pid = load_in_child("sl.sleep", "1", &rfd);
+	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	pid = nh_load_in_child(&hub_a, "sl.sleep", "1", &rfd);
 	sleep_ms(100);
 	natsd_kill(&natsd[0]);
 	/* once A's bridge has seen it go, a call fails at once */
 	for (int i = 0; i < 100 && strstr(hub_log_tail(&hub_a), "NATS connection lost") == NULL; i++)
 		sleep_ms(50);
-	expect_err(&hub_a, "not connected to NATS", "sl.echo", "y", NULL);
+	nh_expect_err(&hub_a, "not connected to NATS", "sl.echo", "y", NULL);
 	natsd_restart(&natsd[0]);
-	answer = child_answer(pid, rfd);
-	all_ended(answer, 1);
-	wait_ok(&hub_a, "z", "sl.echo", "z", NULL);
+	answer = nh_child_answer(pid, rfd);
+	nh_all_ended(answer, 1);
+	nh_wait_ok(&hub_a, "z", "sl.echo", "z", NULL);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
 	natsd_kill(&natsd[0]);
@@ -371,16 +164,16 @@ START_TEST(test_cluster_loses_a_node)
 
 	natsd_cluster(natsd, 3);
 	snprintf(servers, sizeof(servers), "%s, %s, %s", natsd[0].url, natsd[1].url, natsd[2].url);
-	start_b(&hub_b, "b", servers);
-	start_a(servers, "timeout = 2s\n");
+	nh_start_b(&hub_b, "b", servers);
+	nh_start_a(&hub_a, servers, "timeout = 2s\n");
 	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
-	wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
 	for (int i = 0; i < 3; i++) {
 		natsd_kill(&natsd[i]);
-		wait_ok(&hub_a, "y", "sl.echo", "y", NULL);
-		pid = load_in_child("sl.echo", "100", &rfd);
-	answer = child_answer(pid, rfd);
-		all_ended(answer, 100);
+		nh_wait_ok(&hub_a, "y", "sl.echo", "y", NULL);
+		pid = nh_load_in_child(&hub_a, "sl.echo", "100", &rfd);
+	answer = nh_child_answer(pid, rfd);
+		nh_all_ended(answer, 100);
 		natsd_restart(&natsd[i]);
 	}
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
@@ -410,14 +203,14 @@ start_streams(void)
 	close(fd);
 	snprintf(hubkeys, sizeof(hubkeys), "initial_credit = %d\n", CREDIT);
 	natsd_start(&natsd[0]);
-	nats = bridge("b", natsd[0].url, "sc.*",
+	nats = nh_bridge("b", natsd[0].url, "sc.*",
 		      "[export]\nmethods = sp.* counter.*\n[import]\nmethods = sc.*\n");
 	snprintf(guests, sizeof(guests),
 		 "[guest sp]\nexec = @/tests/guests/streamer\nargs = --prefix sp --shared %s\n"
 		 "[guest counter]\nexec = @/guests/counter\n%s", shared, nats);
 	free(nats);
 	hub_start_up(&hub_b, hubkeys, guests, "sp,counter,nats");
-	nats = bridge("a", natsd[0].url, "sp.*, counter.*",
+	nats = nh_bridge("a", natsd[0].url, "sp.*, counter.*",
 		      "[export]\nmethods = sc.*\n[import]\nmethods = sp.* counter.*\ntimeout = 5s\n");
 	snprintf(guests, sizeof(guests),
 		 "[guest sc]\nexec = @/tests/guests/streamer\nargs = --prefix sc --shared %s\n%s",
@@ -571,12 +364,12 @@ START_TEST(test_credentials)
 
 	natsd_start_auth(&natsd[0], "hubuser", "s3cret");
 	snprintf(servers, sizeof(servers), "%s", natsd[0].url);
-	nats = bridge("b", servers, NULL,
+	nats = nh_bridge("b", servers, NULL,
 		      "user = hubuser\npassword = s3cret\n[export]\nmethods = sl.*\n");
 	snprintf(guests, sizeof(guests), LB("sl") "%s", nats);
 	free(nats);
 	hub_start_up(&hub_b, NULL, guests, "sl,nats");
-	nats = bridge("a", servers, "sl.*",
+	nats = nh_bridge("a", servers, "sl.*",
 		      "user = hubuser\npassword = wrong\n[import]\nmethods = sl.*\n");
 	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
 	free(nats);
@@ -587,13 +380,13 @@ START_TEST(test_credentials)
 		      hub_log_tail(&hub_a));
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	/* the right password */
-	nats = bridge("a", servers, "sl.*",
+	nats = nh_bridge("a", servers, "sl.*",
 		      "user = hubuser\npassword = s3cret\n[import]\nmethods = sl.*\n");
 	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
 	free(nats);
 	hub_start_up(&hub_a, NULL, guests, "cl,nats");
 	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
-	wait_ok(&hub_a, "z", "sl.echo", "z", NULL);
+	nh_wait_ok(&hub_a, "z", "sl.echo", "z", NULL);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
 	natsd_kill(&natsd[0]);
@@ -644,8 +437,8 @@ START_TEST(test_hostile_messages)
 	const char *word;
 
 	natsd_start(&natsd[0]);
-	start_b(&hub_b, "b", natsd[0].url);
-	start_a(natsd[0].url, NULL);
+	nh_start_b(&hub_b, "b", natsd[0].url);
+	nh_start_a(&hub_a, natsd[0].url, NULL);
 	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
 	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd[0].url), NATS_OK);
 	word = raw_request(nc, "hub.call.sl.echo", NULL, "\x01x", 2, text, sizeof(text));
@@ -673,7 +466,7 @@ START_TEST(test_hostile_messages)
 		      strstr(out, "\nsl.f ") == NULL && strstr(out, "\nsl.g ") == NULL &&
 		      strstr(out, "\nsl.h ") == NULL && strstr(out, "\nsl.echo ") != NULL, "%s", out);
 	free(out);
-	expect_ok(&hub_a, "ok y", "cl.call", "sl.echo", "y");
+	nh_expect_ok(&hub_a, "ok y", "cl.call", "sl.echo", "y");
 	natsConnection_Destroy(nc);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
@@ -698,7 +491,7 @@ START_TEST(test_hub_methods_service)
 	free(out);
 	/* a guest does not see its own: cl asks (an empty list, read as
 	 * a str by cl.call, is "") */
-	expect_ok(&hub_a, "ok ", "cl.call", "hub.methods", "cl.*");
+	nh_expect_ok(&hub_a, "ok ", "cl.call", "hub.methods", "cl.*");
 	ck_assert_int_ne(hubctl(&hub_a, &out, "call", "hub.methods",
 				"a-pattern-far-too-long-to-be-a-method-name-at-all-not-even-close-no", (char *)NULL), 0);
 	free(out);
@@ -720,27 +513,27 @@ START_TEST(test_prefix_and_from)
 	char *nats, guests[1024], *out = NULL;
 
 	natsd_start(&natsd[0]);
-	nats = bridge("b", natsd[0].url, NULL, "[export]\nmethods = kv.* sl.echo\nqueue = no\n");
+	nats = nh_bridge("b", natsd[0].url, NULL, "[export]\nmethods = kv.* sl.echo\nqueue = no\n");
 	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n" LB("sl") "%s", nats);
 	free(nats);
 	hub_start_up(&hub_b, NULL, guests, "kv,sl,nats");
-	nats = bridge("a", natsd[0].url, "b.*",
+	nats = nh_bridge("a", natsd[0].url, "b.*",
 		      "[import]\nmethods = kv.* sl.*\nprefix = b\nfrom = b\n");
 	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
 	free(nats);
 	hub_start_up(&hub_a, NULL, guests, "cl,nats");
 	ck_assert_msg(hub_wait_method(&hub_a, "b.kv.put,b.kv.get,b.sl.echo") == 0, "%s",
 		      hub_log_tail(&hub_a));
-	expect_ok(&hub_a, "", "b.kv.put", "k", "v");
-	expect_ok(&hub_b, "v", "kv.get", "k", NULL);
-	expect_ok(&hub_a, "ok v", "cl.call", "b.kv.get", "k");
+	nh_expect_ok(&hub_a, "", "b.kv.put", "k", "v");
+	nh_expect_ok(&hub_b, "v", "kv.get", "k", NULL);
+	nh_expect_ok(&hub_a, "ok v", "cl.call", "b.kv.get", "k");
 	hubctl_ok(&hub_b, &out, "stop", "kv", (char *)NULL);
 	free(out);
 	/* B no longer exports kv.* (its guest is down): B says so */
-	for (int i = 0; i < 100 && strstr(where(&hub_a, "b.kv.get"), "no hub") == NULL; i++)
+	for (int i = 0; i < 100 && strstr(nh_where(&hub_a, "b.kv.get"), "no hub") == NULL; i++)
 		sleep_ms(50);
-	expect_ok(&hub_a, "error: -38", "cl.call", "b.kv.get", "k");
-	expect_err(&hub_a, "hub b does not export kv.get", "b.kv.get", "k", NULL);
+	nh_expect_ok(&hub_a, "error: -38", "cl.call", "b.kv.get", "k");
+	nh_expect_err(&hub_a, "hub b does not export kv.get", "b.kv.get", "k", NULL);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
 	natsd_kill(&natsd[0]);
@@ -756,11 +549,11 @@ START_TEST(test_tls)
 
 	natsd_start_tls(&natsd[0]);
 	snprintf(extra, sizeof(extra), "tls_ca = %s\n[export]\nmethods = sl.*\n", natsd[0].cert);
-	nats = bridge("b", natsd[0].url, NULL, extra);
+	nats = nh_bridge("b", natsd[0].url, NULL, extra);
 	snprintf(guests, sizeof(guests), LB("sl") "%s", nats);
 	free(nats);
 	hub_start_up(&hub_b, NULL, guests, "sl,nats");
-	nats = bridge("a", natsd[0].url, "sl.*", "tls = yes\n[import]\nmethods = sl.*\n");
+	nats = nh_bridge("a", natsd[0].url, "sl.*", "tls = yes\n[import]\nmethods = sl.*\n");
 	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
 	free(nats);
 	hub_start_up(&hub_a, NULL, guests, "cl,nats");
@@ -770,12 +563,12 @@ START_TEST(test_tls)
 		      hub_log_tail(&hub_a));
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	snprintf(extra, sizeof(extra), "tls_ca = %s\n[import]\nmethods = sl.*\n", natsd[0].cert);
-	nats = bridge("a", natsd[0].url, "sl.*", extra);
+	nats = nh_bridge("a", natsd[0].url, "sl.*", extra);
 	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
 	free(nats);
 	hub_start_up(&hub_a, NULL, guests, "cl,nats");
 	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
-	wait_ok(&hub_a, "t", "sl.echo", "t", NULL);
+	nh_wait_ok(&hub_a, "t", "sl.echo", "t", NULL);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
 	natsd_kill(&natsd[0]);
@@ -800,12 +593,12 @@ START_TEST(test_every_error_kind_crosses)
 	char *nats, guests[1024], *out = NULL, text[8];
 
 	natsd_start(&natsd[0]);
-	nats = bridge("b", natsd[0].url, NULL, "[export]\nmethods = pr.*\n");
+	nats = nh_bridge("b", natsd[0].url, NULL, "[export]\nmethods = pr.*\n");
 	snprintf(guests, sizeof(guests), "[guest pr]\nexec = @/tests/guests/prober\n"
 		 "args = --prefix pr\n%s", nats);
 	free(nats);
 	hub_start_up(&hub_b, NULL, guests, "pr,nats");
-	nats = bridge("a", natsd[0].url, "pr.*", "[import]\nmethods = pr.*\n");
+	nats = nh_bridge("a", natsd[0].url, "pr.*", "[import]\nmethods = pr.*\n");
 	snprintf(guests, sizeof(guests), "[guest pa]\nexec = @/tests/guests/prober\n"
 		 "args = --prefix pa\n%s", nats);
 	free(nats);
