@@ -33,7 +33,7 @@ answer(struct bridge *b, const char *reply, const char *word, const void *data, 
 	natsMsgHeader_Set(r, BR_H_FROM, b->conf.name);
 	if (natsConnection_PublishMsg(b->nc, r) != NATS_OK)
 		b->errors++;
-	natsMsg_Destroy(r);
+	br_msg_done(b, r);
 }
 
 static void

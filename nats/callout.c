@@ -128,7 +128,7 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 		br_istream_add(b, st, id, (uint32_t)chan);
 	if (s == NATS_OK)
 		s = natsConnection_PublishMsg(b->nc, m);
-	natsMsg_Destroy(m);
+	br_msg_done(b, m);
 	if (s != NATS_OK) {
 		if (st != NULL) {
 			br_istream_end(b, st, 1);

@@ -59,7 +59,7 @@ stream_publish(struct bridge *b, struct estream *es, const void *data, size_t le
 		natsMsgHeader_Set(m, BR_H_END, end);
 	if (natsConnection_PublishMsg(b->nc, m) != NATS_OK)
 		b->errors++;
-	natsMsg_Destroy(m);
+	br_msg_done(b, m);
 }
 
 /* A stream is as slow as its reader: its call times out when nothing

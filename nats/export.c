@@ -181,7 +181,7 @@ br_export_msg(struct bridge *b, natsMsg *m)
 		return 0;
 	if (strncmp(s, b->inbox, ilen) == 0 && strncmp(s + ilen, ".c.", 3) == 0) {
 		br_estream_credit(b, m, s + ilen + 3);
-		natsMsg_Destroy(m);
+		br_msg_done(b, m);
 		return 1;
 	}
 	if (strncmp(s, b->conf.subject, plen) != 0 || s[plen] != '.')
@@ -200,7 +200,7 @@ br_export_msg(struct bridge *b, natsMsg *m)
 			b->next_announce_ns = b->now_ns + 100000000u;
 	} else
 		return 0;
-	natsMsg_Destroy(m);
+	br_msg_done(b, m);
 	return 1;
 }
 

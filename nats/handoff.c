@@ -164,5 +164,5 @@ br_drain(natsSubscription *sub, struct bridge *b, int (*fn)(struct bridge *, nat
 	for (int n = 0; sub != NULL && n < 1024 && natsSubscription_NextMsg(&m, sub, 0) == NATS_OK;
 	     n++)
 		if (!fn(b, m))
-			natsMsg_Destroy(m);
+			br_msg_done(b, m);
 }

@@ -143,6 +143,8 @@ struct icall {
 struct estream;
 struct istream;
 
+#define BR_REAP_MAX	1024	/* messages destroyed together (reap.c) */
+
 struct bridge {
 	struct br_conf		conf;
 	struct guest		*g;
@@ -159,7 +161,8 @@ struct bridge {
 	atomic_int		connected;	/* as libnats last said (its threads) */
 	char			inbox[128];	/* inbox.SEQ: replies; inbox.s.SEQ: a
 						 * stream's items; inbox.c.ID: credit */
-	natsSubscription	*sub_inbox;
+	natsSubscription	*sub_inbox;		/* inbox.SEQ */
+	natsSubscription	*sub_items, *sub_credit;	/* inbox.s.>, inbox.c.> */
 	int64_t			max_payload;	/* the server's, bytes */
 	uint64_t		now_ns;
 	/* export.c, callin.c, estream.c */
@@ -181,11 +184,20 @@ struct bridge {
 	struct istream		*istreams;	/* their channels, fed from NATS */
 	uint32_t		next_seq;
 	uint64_t		next_iscan_ns;
+	/* reap.c: messages done with, not destroyed yet */
+	natsMsg			*reap[BR_REAP_MAX];
+	uint32_t		nreap, reap_bytes;
 	/* counters, for the note hubctl shows */
 	uint64_t		calls_in, calls_out, errors;
 	uint64_t		next_describe_ns;
 	char			note[200];	/* as told to hubd */
 };
+
+/* reap.c: m (NULL: none) destroyed later, with others; in place of
+ * natsMsg_Destroy on the loop. */
+void	br_msg_done(struct bridge *b, natsMsg *m);
+/* Destroys them now: the loop is idle, or the bridge ends. */
+void	br_msg_reap(struct bridge *b);
 
 /* chanarg.c: the index of sig's chan<T> argument, -1 none, -2 more
  * than one (only one crosses NATS) or an rx<T> (none does). */

@@ -198,7 +198,7 @@ br_import_msg(struct bridge *b, natsMsg *m)
 		on_announce(b, m);
 	else
 		return 0;
-	natsMsg_Destroy(m);
+	br_msg_done(b, m);
 	return 1;
 }
 

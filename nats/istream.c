@@ -62,11 +62,11 @@ br_istream_free(struct bridge *b, struct istream *st)
 {
 	HP_LIST_UNLINK(&b->istreams, st);
 	while (st->qcount > 0) {
-		natsMsg_Destroy(st->q[st->qhead]);
+		br_msg_done(b, st->q[st->qhead]);
 		st->qhead = (st->qhead + 1) % st->qcap;
 		st->qcount--;
 	}
-	natsMsg_Destroy(st->answer);
+	br_msg_done(b, st->answer);
 	free(st->q);
 	free(st);
 }
@@ -87,7 +87,7 @@ tell_sender(struct bridge *b, struct istream *st, size_t n, const char *end)
 	if (end != NULL)
 		natsMsgHeader_Set(m, BR_H_END, end);
 	natsConnection_PublishMsg(b->nc, m);
-	natsMsg_Destroy(m);
+	br_msg_done(b, m);
 }
 
 void
@@ -224,7 +224,7 @@ br_istream_pump(struct bridge *b, void (*answer)(struct bridge *, natsMsg *, uin
 			st->qcount--;
 			st->qbytes -= len;
 			st->taken += len;
-			natsMsg_Destroy(m);
+			br_msg_done(b, m);
 		}
 		if (st->taken > 0 && (st->qcount == 0 || st->taken >= BR_ACK_BYTES)) {
 			tell_sender(b, st, st->taken, NULL);
@@ -241,7 +241,7 @@ br_istream_pump(struct bridge *b, void (*answer)(struct bridge *, natsMsg *, uin
 			st->answer = NULL;
 			br_istream_free(b, st);
 			answer(b, held, id);
-			natsMsg_Destroy(held);
+			br_msg_done(b, held);
 		}
 	}
 }

@@ -106,6 +106,11 @@ options(struct bridge *b)
 	 * millisecond, twice per call) */
 	if (s == NATS_OK)
 		s = br_evloop_use(b->ev, o);
+	/* and no flusher thread kicked at each publish: with the loop,
+	 * send_asap asks it for the socket's writability (evloop.c), on
+	 * this thread; the pass's end writes what it published */
+	if (s == NATS_OK)
+		s = natsOptions_SetSendAsap(o, true);
 	/* our own requests and announcements never come back to us */
 	if (s == NATS_OK)
 		s = natsOptions_SetNoEcho(o, true);
@@ -180,16 +185,40 @@ connector_start(struct bridge *b)
 		br_log("cannot start the connector thread: %s", strerror(errno));
 }
 
-/* The subjects only this bridge hears (replies, streams, credit), on
- * each new connection. */
+/* The subjects only this bridge hears, on each new connection: a
+ * stream's items and credit (inbox.s.SEQ, inbox.c.ID) read by the loop
+ * itself, as the others (handed over by libnats's delivery thread, each
+ * cost two thread wakes); replies (inbox.SEQ) through that thread, as a
+ * synchronous subscription drops NATS's "no responders" answer, and
+ * with it which call had none. */
 static int
 inbox_attach(struct bridge *b)
 {
 	char subject[BR_SUBJECT_MAX];
 
-	snprintf(subject, sizeof(subject), "%s.>", b->inbox);
-	return natsConnection_Subscribe(&b->sub_inbox, b->nc, subject, br_on_msg, b) == NATS_OK ?
-	    0 : -1;
+	snprintf(subject, sizeof(subject), "%s.*", b->inbox);
+	if (natsConnection_Subscribe(&b->sub_inbox, b->nc, subject, br_on_msg, b) != NATS_OK)
+		return -1;
+	snprintf(subject, sizeof(subject), "%s.s.>", b->inbox);
+	if (natsConnection_SubscribeSync(&b->sub_items, b->nc, subject) != NATS_OK)
+		return -1;
+	snprintf(subject, sizeof(subject), "%s.c.>", b->inbox);
+	return natsConnection_SubscribeSync(&b->sub_credit, b->nc, subject) == NATS_OK ? 0 : -1;
+}
+
+static void
+inbox_detach(struct bridge *b)
+{
+	natsSubscription_Destroy(b->sub_inbox);
+	natsSubscription_Destroy(b->sub_items);
+	natsSubscription_Destroy(b->sub_credit);
+	b->sub_inbox = b->sub_items = b->sub_credit = NULL;
+}
+
+static int
+inbox_msg(struct bridge *b, natsMsg *m)
+{
+	return br_export_msg(b, m) || br_import_msg(b, m);
 }
 
 /* The connection is gone for good: its subscriptions with it, and the
@@ -199,8 +228,7 @@ drop(struct bridge *b)
 {
 	br_export_detach(b);
 	br_import_detach(b);
-	natsSubscription_Destroy(b->sub_inbox);
-	b->sub_inbox = NULL;
+	inbox_detach(b);
 	natsConnection_Destroy(b->nc);
 	b->nc = NULL;
 	atomic_store_explicit(&b->connected, 0, memory_order_relaxed);
@@ -280,7 +308,9 @@ run(struct bridge *b)
 			drop(b);
 		for (int n = 0; n < 1024 && (m = br_handoff_take(b->q)) != NULL; n++)
 			if (!br_export_msg(b, m) && !br_import_msg(b, m))
-				natsMsg_Destroy(m);
+				br_msg_done(b, m);
+		br_drain(b->sub_items, b, inbox_msg);
+		br_drain(b->sub_credit, b, inbox_msg);
 		br_export_drain(b);
 		br_import_drain(b);
 		br_export_tick(b);
@@ -301,7 +331,8 @@ run(struct bridge *b)
 		br_evloop_pollfd(b->ev, &pfd[2]);
 		if (b->nc == NULL)
 			pfd[2].fd = -1;
-		poll(pfd, pfd[2].fd >= 0 ? 3 : 2, timeout);
+		if (poll(pfd, pfd[2].fd >= 0 ? 3 : 2, timeout) == 0)
+			br_msg_reap(b);		/* idle: the collector may run */
 		if (pfd[2].fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR)))
 			natsConnection_ProcessReadEvent(b->nc);
 		if (pfd[2].fd >= 0 && (pfd[2].revents & POLLOUT))
@@ -358,7 +389,8 @@ main(int argc, char *argv[])
 	}
 	br_export_stop(b);
 	br_import_stop(b);
-	natsSubscription_Destroy(b->sub_inbox);
+	br_msg_reap(b);
+	inbox_detach(b);
 	natsConnection_Destroy(b->nc);
 	br_evloop_free(b->ev);
 	br_handoff_free(b->q);
