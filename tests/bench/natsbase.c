@@ -14,7 +14,13 @@
  *				published with a reply subject in our inbox
  *				(one subscription, INBOX.>), and each reply's
  *				callback publishes the next; each answer
- *				checked: "per_s=.. calls=.. failed=.."
+ *				checked: "per_s=.. calls=.. failed=..
+ *				cpu_us=.. cs=.." (the last two: this
+ *				process's CPU time and context switches)
+ *   stream URL SUBJECT N SIZE	a publisher sends N SIZE-byte items on
+ *				SUBJECT as fast as libnats takes them, a
+ *				subscriber (a connection of its own) counts
+ *				them: "items_per_s=.. items=.. lost=.."
  * -a first: each side's connection sends every message at once
  * (natsOptions_SetSendAsap), not from its buffer, which libnats's
  * flusher thread writes out after letting it fill for 1 ms; without it,
@@ -27,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 
 #include <nats/nats.h>
 
@@ -224,6 +231,7 @@ pipe_run(const char *url, const char *subject, unsigned ms, unsigned window, siz
 	char inbox_all[160];
 	natsSubscription *sub = NULL;
 	natsInbox *inbox = NULL;
+	struct rusage ru;
 	uint64_t t0, calls;
 
 	pp.nc = connect_to(url);
@@ -248,11 +256,71 @@ pipe_run(const char *url, const char *subject, unsigned ms, unsigned window, siz
 	atomic_store(&pp.stop, 1);
 	for (int i = 0; i < 10000 && atomic_load(&pp.inflight) > 0; i++)
 		nanosleep(&tick, NULL);
-	printf("per_s=%.0f calls=%llu failed=%llu\n", (double)calls * 1e3 / (double)ms,
-	       (unsigned long long)calls,
-	       (unsigned long long)(atomic_load(&pp.failed) + atomic_load(&pp.inflight)));
+	getrusage(RUSAGE_SELF, &ru);
+	printf("per_s=%.0f calls=%llu failed=%llu cpu_us=%lld cs=%ld\n",
+	       (double)calls * 1e3 / (double)ms, (unsigned long long)calls,
+	       (unsigned long long)(atomic_load(&pp.failed) + atomic_load(&pp.inflight)),
+	       (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
+	       (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
+	       ru.ru_nvcsw + ru.ru_nivcsw);
 	done(pp.nc, sub);
 	free(pp.payload);
+	return 0;
+}
+
+struct counter {
+	atomic_uint_fast64_t	items, last_ns;
+};
+
+static void
+on_item(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+	struct counter *k = closure;
+
+	(void)nc;
+	(void)sub;
+	natsMsg_Destroy(m);
+	atomic_store(&k->last_ns, hp_now_ns());
+	atomic_fetch_add(&k->items, 1);
+}
+
+/* A plain NATS publisher's rate, what a stream across hub-nats is
+ * measured against: N items published back to back, counted by a
+ * subscriber of the same process on a connection of its own (no
+ * credit: what the server or the subscriber dropped is "lost"). */
+static int
+stream(const char *url, const char *subject, uint64_t n, size_t size)
+{
+	static struct counter k;
+	struct timespec tick = { 0, 1000000 };
+	natsConnection *pub = connect_to(url), *rx = connect_to(url);
+	natsSubscription *sub = NULL;
+	char *p = payload(size);
+	uint64_t t0, got, idle = 0, seen = 0;
+
+	if (natsConnection_Subscribe(&sub, rx, subject, on_item, &k) != NATS_OK ||
+	    natsSubscription_SetPendingLimits(sub, -1, -1) != NATS_OK ||
+	    natsConnection_Flush(rx) != NATS_OK)
+		errx(1, "subscribe %s: %s", subject, nats_GetLastError(NULL));
+	t0 = hp_now_ns();
+	for (uint64_t i = 0; i < n; i++)
+		if (natsConnection_Publish(pub, subject, p, (int)size) != NATS_OK)
+			errx(1, "publish %s: %s", subject, nats_GetLastError(NULL));
+	natsConnection_Flush(pub);
+	/* until every item came, or none for a second */
+	while ((got = atomic_load(&k.items)) < n && idle < 1000) {
+		idle = got == seen ? idle + 1 : 0;
+		seen = got;
+		nanosleep(&tick, NULL);
+	}
+	printf("items_per_s=%.0f items=%llu lost=%llu\n",
+	       got > 0 ? (double)got * 1e9 / (double)(atomic_load(&k.last_ns) - t0) : 0.0,
+	       (unsigned long long)got, (unsigned long long)(n - got));
+	natsSubscription_Destroy(sub);
+	natsConnection_Close(rx);
+	natsConnection_Destroy(rx);
+	done(pub, NULL);
+	free(p);
 	return 0;
 }
 
@@ -273,7 +341,10 @@ main(int argc, char *argv[])
 		return pipe_run(argv[2], argv[3], (unsigned)number(argv[4], 1, 60000, "MS"),
 				(unsigned)number(argv[5], 1, 65536, "W"),
 				(size_t)number(argv[6], 0, 1 << 20, "SIZE"));
+	if (argc == 6 && strcmp(argv[1], "stream") == 0)
+		return stream(argv[2], argv[3], number(argv[4], 1, 100000000, "N"),
+			      (size_t)number(argv[5], 1, 1 << 20, "SIZE"));
 	fprintf(stderr, "usage: natsbase [-a] serve URL SUBJECT SECS | rtt URL SUBJECT N SIZE |\n"
-		"       natsbase [-a] pipe URL SUBJECT MS W SIZE\n");
+		"       natsbase [-a] pipe URL SUBJECT MS W SIZE | stream URL SUBJECT N SIZE\n");
 	return 2;
 }
