@@ -226,7 +226,7 @@ on_patterns(struct parse *p, const char *key, const char *v, int line, char **ds
 		return fail(p, line, "%s: more than 64 patterns%s", key, "");
 	for (int i = 0; i < *n; i++)
 		if (!pattern_ok(dst[i]))
-			return fail(p, line, "%s: '%s' is not a method name, NAME.* or *", key, dst[i]);
+			return fail(p, line, "%s: '%s' is not a name, NAME.* or *", key, dst[i]);
 	return 1;
 }
 
@@ -244,6 +244,8 @@ handler(void *user, const char *section, const char *key, const char *v)
 	if (strcmp(section, "export") == 0) {
 		if (strcmp(key, "methods") == 0)
 			return on_patterns(p, key, v, line, c->exports, &c->nexports);
+		if (strcmp(key, "topics") == 0)
+			return on_patterns(p, key, v, line, c->etopics, &c->netopics);
 		if (strcmp(key, "queue") == 0) {
 			if (yes_no(v, &c->queue) != 0)
 				return fail(p, line, "queue: '%s' is not yes or no%s", v, "");
@@ -254,6 +256,8 @@ handler(void *user, const char *section, const char *key, const char *v)
 	if (strcmp(section, "import") == 0) {
 		if (strcmp(key, "methods") == 0)
 			return on_patterns(p, key, v, line, c->imports, &c->nimports);
+		if (strcmp(key, "topics") == 0)
+			return on_patterns(p, key, v, line, c->itopics, &c->nitopics);
 		if (strcmp(key, "prefix") == 0) {
 			if (*v != '\0' && !token_ok(v, sizeof(c->prefix) - 1))
 				return fail(p, line, "prefix: '%s' is not 1 to 31 letters, digits, - or _%s",
@@ -317,8 +321,8 @@ br_conf_load(struct br_conf *c, const char *path, char *why, size_t cap)
 				*q = '_';
 		memcpy(c->name, host[0] != '\0' ? host : "hub", host[0] != '\0' ? sizeof(host) : 4);
 	}
-	if (c->nexports == 0 && c->nimports == 0) {
-		snprintf(why, cap, "nothing to do: no [export] methods and no [import] methods");
+	if (c->nexports == 0 && c->nimports == 0 && c->netopics == 0 && c->nitopics == 0) {
+		snprintf(why, cap, "nothing to do: no [export] or [import] methods or topics");
 		br_conf_free(c);
 		return -1;
 	}
@@ -346,5 +350,9 @@ br_conf_free(struct br_conf *c)
 		free(c->exports[i]);
 	for (int i = 0; i < c->nimports; i++)
 		free(c->imports[i]);
-	c->nservers = c->nexports = c->nimports = 0;
+	for (int i = 0; i < c->netopics; i++)
+		free(c->etopics[i]);
+	for (int i = 0; i < c->nitopics; i++)
+		free(c->itopics[i]);
+	c->nservers = c->nexports = c->nimports = c->netopics = c->nitopics = 0;
 }

@@ -16,6 +16,13 @@
 #include "nats/hubnats.h"
 #include "proto/builtin.h"
 
+/* Methods or topics to export (topics.c has the topics'). */
+static int
+exporting(const struct bridge *b)
+{
+	return b->conf.nexports > 0 || b->conf.netopics > 0;
+}
+
 static struct br_export *
 export_find(struct bridge *b, const char *name)
 {
@@ -52,6 +59,8 @@ announce(struct bridge *b, int leaving)
 		json_object_array_add(a, pair);
 	}
 	json_object_object_add(o, "methods", a);
+	if (b->topics != NULL && !leaving)
+		br_topics_announce(b, o, &used, budget);
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
 	natsConnection_Publish(b->nc, subject, text, (int)strlen(text));
@@ -138,6 +147,8 @@ refresh_done(struct bridge *b)
 		}
 		i++;
 	}
+	if (b->topics != NULL)
+		br_topics_refresh_done(b);
 	if (b->nc != NULL)
 		announce(b, 0);
 }
@@ -160,6 +171,8 @@ refresh(struct bridge *b)
 		else
 			b->refresh_failed = 1;
 	}
+	if (b->topics != NULL)
+		br_topics_refresh(b);
 }
 
 /* A request for method: to callin.c, with the export it names (NULL:
@@ -177,7 +190,7 @@ br_export_msg(struct bridge *b, natsMsg *m)
 	size_t plen = strlen(b->conf.subject), nlen = strlen(b->conf.name);
 	size_t ilen = strlen(b->inbox);
 
-	if (b->conf.nexports == 0)
+	if (!exporting(b))
 		return 0;
 	if (strncmp(s, b->inbox, ilen) == 0 && strncmp(s + ilen, ".c.", 3) == 0) {
 		br_estream_credit(b, m, s + ilen + 3);
@@ -222,7 +235,7 @@ br_export_drain(struct bridge *b)
 void
 br_export_tick(struct bridge *b)
 {
-	if (b->conf.nexports == 0 || b->now_ns < b->next_escan_ns)
+	if (!exporting(b) || b->now_ns < b->next_escan_ns)
 		return;
 	/* as import's: every BR_SCAN_NS */
 	b->next_escan_ns = b->now_ns + BR_SCAN_NS;
@@ -254,7 +267,7 @@ br_export_attach(struct bridge *b)
 {
 	char subject[BR_SUBJECT_MAX];
 
-	if (b->conf.nexports == 0)
+	if (!exporting(b))
 		return 0;
 	snprintf(subject, sizeof(subject), "%s.at.%s.>", b->conf.subject, b->conf.name);
 	if (natsConnection_SubscribeSync(&b->sub_at, b->nc, subject) != NATS_OK)
@@ -287,7 +300,7 @@ br_export_detach(struct bridge *b)
 void
 br_export_stop(struct bridge *b)
 {
-	if (b->conf.nexports > 0 && b->nc != NULL)
+	if (exporting(b) && b->nc != NULL)
 		announce(b, 1);
 	br_export_detach(b);
 	br_callin_stop(b);

@@ -46,6 +46,10 @@ struct br_conf {
 	char		prefix[32];	/* before an imported method's name here */
 	char		from[BR_NAME_MAX + 1];	/* only from this hub ("" any) */
 	uint32_t	timeout_ms;	/* an imported call's answer, at most */
+	char		*etopics[BR_PATTERNS_MAX];	/* [export] topics */
+	int		netopics;
+	char		*itopics[BR_PATTERNS_MAX];	/* [import] topics */
+	int		nitopics;
 };
 
 /* Reads the file at path; 0, or -1 with the reason (file:line: ...) in
@@ -142,6 +146,7 @@ struct icall {
 
 struct estream;
 struct istream;
+struct br_topics;
 
 struct bridge {
 	struct br_conf		conf;
@@ -185,6 +190,7 @@ struct bridge {
 	uint64_t		calls_in, calls_out, errors;
 	uint64_t		next_describe_ns;
 	char			note[200];	/* as told to hubd */
+	struct br_topics	*topics;	/* topics.c, NULL: none configured */
 };
 
 /* chanarg.c: the index of sig's chan<T> argument, -1 none, -2 more
@@ -326,5 +332,33 @@ int	br_istream_hold(struct bridge *b, uint64_t id, natsMsg *m);
 void	br_istream_pump(struct bridge *b, void (*answer)(struct bridge *, natsMsg *, uint64_t));
 /* Every stream ended and freed. */
 void	br_istream_stop(struct bridge *b);
+
+/* topics.c: events across hubs ([export] topics, [import] topics). */
+struct json_object;
+void	br_topics_start(struct bridge *b);
+/* The imported topics' subscriptions on a new connection; -1 if one
+ * cannot be made. */
+int	br_topics_attach(struct bridge *b);
+void	br_topics_detach(struct bridge *b);
+/* Each imported topic's events from NATS, published here. */
+void	br_topics_drain(struct bridge *b);
+/* With export's refresh: hub.advertised asked for each pattern (counted
+ * in b->refreshing); once every answer came, new topics subscribed and
+ * gone ones dropped. */
+void	br_topics_refresh(struct bridge *b);
+void	br_topics_refresh_done(struct bridge *b);
+/* The announcement's "topics": [[NAME, SIG], ...], within budget. */
+void	br_topics_announce(struct bridge *b, struct json_object *o, size_t *used, size_t budget);
+/* How many topics an announcement lists (a hub that lists neither
+ * methods nor topics is leaving). */
+size_t	br_topics_count(struct json_object *o);
+/* An announcement from hub (checked, not ours): its topics imported
+ * where [import] topics asks for them. */
+void	br_topics_announced(struct bridge *b, const char *hub, struct json_object *o);
+/* hub left or went silent: its events are no longer taken. */
+void	br_topics_forget(struct bridge *b, const char *hub);
+/* "; topics ..." for the bridge's note, "" with no topics configured. */
+void	br_topics_summary(struct bridge *b, char *buf, size_t cap);
+void	br_topics_stop(struct bridge *b);
 
 #endif

@@ -24,9 +24,18 @@ remote_find(struct bridge *b, const char *name)
 	return NULL;
 }
 
+/* Methods or topics to import (topics.c has the topics'). */
+static int
+importing(const struct bridge *b)
+{
+	return b->conf.nimports > 0 || b->conf.nitopics > 0;
+}
+
 static void
 remote_drop(struct bridge *b, struct br_remote *r)
 {
+	if (b->topics != NULL)
+		br_topics_forget(b, r->name);
 	free(r->methods);
 	*r = b->remotes[--b->nremotes];
 }
@@ -106,7 +115,7 @@ on_announce(struct bridge *b, natsMsg *m)
 	struct hp_sig parsed;
 	const char *why;
 	int64_t every;
-	size_t n;
+	size_t n, ntopics;
 
 	if (tok == NULL)
 		return;
@@ -126,8 +135,10 @@ on_announce(struct bridge *b, natsMsg *m)
 	if (strcmp(hub, b->conf.name) == 0 ||
 	    (b->conf.from[0] != '\0' && strcmp(hub, b->conf.from) != 0))
 		goto out;
+	/* neither methods nor topics: the hub is leaving */
+	ntopics = br_topics_count(o);
 	if ((r = remote_find(b, hub)) == NULL) {
-		if (n == 0)
+		if (n == 0 && ntopics == 0)
 			goto out;
 		if (b->nremotes >= BR_REMOTES_MAX) {
 			br_log("hub %s: more than %d hubs heard of, not kept", hub, BR_REMOTES_MAX);
@@ -138,7 +149,7 @@ on_announce(struct bridge *b, natsMsg *m)
 		snprintf(r->name, sizeof(r->name), "%s", hub);
 		br_log("hub %s announced itself", hub);
 	}
-	if (n == 0) {
+	if (n == 0 && ntopics == 0) {
 		br_log("hub %s left", hub);
 		remote_drop(b, r);
 		goto out;
@@ -172,6 +183,8 @@ on_announce(struct bridge *b, natsMsg *m)
 		snprintf(r->methods[r->nmethods++], BR_NAME_MAX + 1, "%s", name);
 		bring_in(b, hub, name, sig);
 	}
+	if (b->topics != NULL)
+		br_topics_announced(b, hub, o);
 out:
 	json_object_put(o);
 }
@@ -182,7 +195,7 @@ br_import_msg(struct bridge *b, natsMsg *m)
 	const char *s = natsMsg_GetSubject(m);
 	size_t plen = strlen(b->conf.subject), ilen = strlen(b->inbox);
 
-	if (b->conf.nimports == 0)
+	if (!importing(b))
 		return 0;
 	if (strncmp(s, b->inbox, ilen) == 0 && strncmp(s + ilen, ".s.", 3) == 0) {
 		int kept = br_istream_item(b, m, s + ilen + 3);
@@ -211,7 +224,7 @@ br_import_drain(struct bridge *b)
 void
 br_import_tick(struct bridge *b)
 {
-	if (b->conf.nimports == 0)
+	if (!importing(b))
 		return;
 	br_callout_pump(b);
 	/* the deadlines and Cancels: every BR_SCAN_NS, not every pass (a
@@ -245,7 +258,7 @@ br_import_attach(struct bridge *b)
 {
 	char subject[BR_SUBJECT_MAX];
 
-	if (b->conf.nimports == 0)
+	if (!importing(b))
 		return 0;
 	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
 	if (natsConnection_SubscribeSync(&b->sub_announce, b->nc, subject) != NATS_OK)

@@ -199,6 +199,7 @@ drop(struct bridge *b)
 {
 	br_export_detach(b);
 	br_import_detach(b);
+	br_topics_detach(b);
 	natsSubscription_Destroy(b->sub_inbox);
 	b->sub_inbox = NULL;
 	natsConnection_Destroy(b->nc);
@@ -224,7 +225,8 @@ adopt(struct bridge *b)
 	b->nc = nc;
 	atomic_store(&b->closed, 0);
 	on_connected(nc, b);
-	if (inbox_attach(b) != 0 || br_import_attach(b) != 0 || br_export_attach(b) != 0) {
+	if (inbox_attach(b) != 0 || br_import_attach(b) != 0 || br_export_attach(b) != 0 ||
+	    br_topics_attach(b) != 0) {
 		const char *why = nats_GetLastError(NULL);
 
 		br_log("cannot subscribe: %s", why != NULL && *why != '\0' ? why : "out of memory");
@@ -248,6 +250,7 @@ static void
 describe(struct bridge *b)
 {
 	char note[sizeof(b->note)], url[128] = "", imports[120] = "";
+	size_t n;
 
 	if (b->now_ns < b->next_describe_ns)
 		return;
@@ -257,6 +260,8 @@ describe(struct bridge *b)
 	br_import_summary(b, imports, sizeof(imports));
 	snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s",
 		 url[0] != '\0' ? url : "(not connected)", b->conf.name, b->nexports, imports);
+	n = strlen(note);
+	br_topics_summary(b, note + n, sizeof(note) - n);
 	if (strcmp(note, b->note) != 0 && guest_describe(b->g, "", note) == 0)
 		memcpy(b->note, note, sizeof(note));
 	br_import_describe(b);
@@ -283,6 +288,7 @@ run(struct bridge *b)
 				natsMsg_Destroy(m);
 		br_export_drain(b);
 		br_import_drain(b);
+		br_topics_drain(b);
 		br_export_tick(b);
 		br_import_tick(b);
 		describe(b);
@@ -344,6 +350,7 @@ main(int argc, char *argv[])
 	b->now_ns = br_now_ns();
 	br_import_start(b);
 	br_export_start(b);
+	br_topics_start(b);
 	connector_start(b);
 	br_log("hub %s: exporting %d pattern(s), importing %d, subjects %s.*", b->conf.name,
 	       b->conf.nexports, b->conf.nimports, b->conf.subject);
@@ -358,6 +365,7 @@ main(int argc, char *argv[])
 	}
 	br_export_stop(b);
 	br_import_stop(b);
+	br_topics_stop(b);
 	natsSubscription_Destroy(b->sub_inbox);
 	natsConnection_Destroy(b->nc);
 	br_evloop_free(b->ev);
