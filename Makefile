@@ -94,6 +94,8 @@ TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/sh
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
 	$(B)/tests/bench/poolbench $(B)/tests/bench/mtbench $(B)/tests/bench/natsbase \
 	$(B)/tests/bench/psguest
+# plain NATS publish-subscribe, against topics across hub-nats
+BENCH_PROGS += $(B)/tests/bench/natsps
 # Peers built for make bench only (their packages come with BENCH=1 deps;
 # make all and make check never need them): iceoryx and sd-bus.
 BENCH_PEERS := $(B)/tests/bench/iox $(B)/tests/bench/dbus $(B)/tests/bench/ioxps \
@@ -245,6 +247,10 @@ $(B)/tests/bench/mtbench: $(B)/tests/bench/mtbench.o $(GUEST_A)
 
 # Plain NATS request/reply on libnats, against a call across hub-nats.
 $(B)/tests/bench/natsbase: $(B)/tests/bench/natsbase.o $(PROTO_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) -lpthread
+
+# Plain NATS publish-subscribe, against topics across hub-nats.
+$(B)/tests/bench/natsps: $(B)/tests/bench/natsps.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) -lpthread
 
 # A topic's publisher and subscribers (tests/bench/pubsub.sh).

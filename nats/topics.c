@@ -63,8 +63,10 @@ struct br_topics {
 	struct itopic	*in[TOPICS_MAX];
 	uint32_t	nin;
 	int		watch;		/* our hub.topics subscription, 0 none */
-	/* the counts the note shows */
-	uint64_t	sent, dropped, published, refused;
+	/* the counts the note shows; lost: what libnats dropped of the
+	 * imported topics' events, the bridge being behind (its
+	 * subscriptions' limits), in subscriptions gone and now */
+	uint64_t	sent, dropped, published, refused, lost;
 };
 
 static int
@@ -519,6 +521,11 @@ br_topics_detach(struct bridge *b)
 	struct br_topics *t = b->topics;
 
 	for (uint32_t i = 0; t != NULL && i < t->nin; i++) {
+		int64_t n = 0;
+
+		if (t->in[i]->sub != NULL && natsSubscription_GetDropped(t->in[i]->sub, &n) == NATS_OK &&
+		    n > 0)
+			t->lost += (uint64_t)n;
 		natsSubscription_Destroy(t->in[i]->sub);
 		t->in[i]->sub = NULL;
 	}
@@ -528,16 +535,25 @@ void
 br_topics_summary(struct bridge *b, char *buf, size_t cap)
 {
 	const struct br_topics *t = b->topics;
+	uint64_t lost;
 
 	if (t == NULL || cap == 0) {
 		if (cap > 0)
 			buf[0] = '\0';
 		return;
 	}
+	lost = t->lost;
+	for (uint32_t i = 0; i < t->nin; i++) {
+		int64_t n = 0;
+
+		if (t->in[i]->sub != NULL && natsSubscription_GetDropped(t->in[i]->sub, &n) == NATS_OK &&
+		    n > 0)
+			lost += (uint64_t)n;
+	}
 	snprintf(buf, cap, "; topics %u out (%llu sent, %llu dropped), %u in (%llu published, "
-		 "%llu refused)", t->nout, (unsigned long long)t->sent,
+		 "%llu refused, %llu lost)", t->nout, (unsigned long long)t->sent,
 		 (unsigned long long)t->dropped, t->nin, (unsigned long long)t->published,
-		 (unsigned long long)t->refused);
+		 (unsigned long long)t->refused, (unsigned long long)lost);
 }
 
 void

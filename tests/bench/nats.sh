@@ -151,3 +151,72 @@ nats_rows() {
 	echo "| calls across hub-nats, 256 in flight | $BR_256 | calls/s | $asap: $NBA_256; $plain: $NB_256 requests/s | $(ratio "$BR_256" "$NBA_256")x; $(ratio "$BR_256" "$NB_256")x | >= 0.5x |"
 	echo "| one CPU (taskset -c 0: nats-server, both hubs, their guests): calls across hub-nats, 256 in flight | $BR1_256 | calls/s | the same plain NATS on CPU 0, send_asap: $NBA1_256; defaults: $NB1_256 requests/s | $(ratio "$BR1_256" "$NBA1_256")x; $(ratio "$BR1_256" "$NB1_256")x | |"
 }
+
+# bench_nats_topics: topics across hub-nats against plain NATS
+# publish-subscribe, a run as tests/bench/pubsub.h has it (64-byte events
+# flat out: the events/s the subscriber got and what it lost; then paced:
+# latency), on a nats-server of its own:
+#   hub ntb: psguest pb publishes pb.ev; hub-nats exports topics pb.*
+#   hub nta: psguest s1 subscribes to pb.ev drop-oldest, s2 block;
+#	hub-nats imports topics pb.* (publishes = pb.*); 256 slots on both
+# natsps: one publisher, one subscriber, the same 64 bytes. Sets the NT_*
+# and NP_* figures; nats_topics_rows prints them. Uses pubsub.sh's
+# ps_period, ps_wait, ps_figures and run lengths.
+bench_nats_topics() {
+	local r ctlb psd=$TMP/nt.d npd=$TMP/np.d
+	local keys="max_guests = 3\n[topic pb.ev]\nslots = 256\nevent_max = 64"
+
+	echo "topics across hub-nats, and plain NATS publish-subscribe..." >&2
+	nats_server natsdt
+	mkdir -p "$psd" "$npd"; chmod 711 "$TMP"; chmod 1777 "$psd"
+	printf '[nats]\nservers = %s\nname = ntb\nannounce = 500ms\n[export]\ntopics = pb.*\n' \
+		"$NATS_URL" > "$TMP/ntb-nats.conf"
+	printf '[nats]\nservers = %s\nname = nta\nannounce = 500ms\n[import]\ntopics = pb.*\n' \
+		"$NATS_URL" > "$TMP/nta-nats.conf"
+	chmod 644 "$TMP/ntb-nats.conf" "$TMP/nta-nats.conf"
+	start_hub ntb "$keys" \
+		"[guest pb]\nexec = $B/tests/bench/psguest\nargs = --prefix pb --pub pb.ev --out $psd\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/ntb-nats.conf\n" 2
+	ctlb=$CTL
+	start_hub nta "$keys" \
+		"[guest s1]\nexec = $B/tests/bench/psguest\nargs = --prefix s1 --sub pb.ev --policy drop-oldest --out $psd\n[guest s2]\nexec = $B/tests/bench/psguest\nargs = --prefix s2 --sub pb.ev --policy block --out $psd\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/nta-nats.conf\npublishes = pb.*\n" 3
+	for _ in $(seq 200); do
+		$CTL logs nats 2>/dev/null | grep -q 'importing topic pb.ev' && break
+		sleep 0.05
+	done
+	$CTL logs nats 2>/dev/null | grep -q 'importing topic pb.ev' ||
+		nats_fail "hub nta never imported topic pb.ev"
+	r=$($ctlb call pb.run 1 "$PS_FLAT_MS" "$PS_PACED" "$(ps_period 1)" 2)
+	must published= "$r"
+	NT_PUB=$(val per_s "$r")
+	ps_wait "$psd" 1 2
+	r=$(ps_figures "$psd" 1 s2)
+	NT_RATE=$(val rate "$r"); NT_LOST=$(val lost_pct "$r")
+	NT_MED=$(val median_ns "$r"); NT_P99=$(val p99_ns "$r")
+	r=$(ps_figures "$psd" 1 s1)
+	NT_BRATE=$(val rate "$r"); NT_BLOST=$(val lost_pct "$r")
+	NT_NOTE=$($ctlb -j peers | grep -o 'topics 1 out ([^)]*)' | head -1)
+	NT_NOTE_A=$($CTL -j peers | grep -o '1 in ([^)]*)' | head -1 | sed 's/(\([0-9]*\) published/(published=\1/')
+	[ -z "${NT_DEBUG:-}" ] || $CTL logs nats >&2
+	NT_CROSS=$(awk -v n="$(val published "$NT_NOTE_A")" -v ms="$PS_FLAT_MS" \
+		'BEGIN { printf "%.0f", n * 1000 / ms }')
+	stop_pids "${HUBS[-1]}" "${HUBS[-2]}"
+
+	r=$(timeout 300 "$B/tests/bench/natsps" "$NATS_URL" "$npd" 1 1 "$PS_FLAT_MS" "$PS_PACED" \
+		"$(ps_period 1)") || { echo "bench: natsps failed: $r" >&2; exit 1; }
+	NP_PUB=$(val per_s "$r")
+	r=$(ps_figures "$npd" 1)
+	NP_RATE=$(val rate "$r"); NP_LOST=$(val lost_pct "$r")
+	NP_MED=$(val median_ns "$r"); NP_P99=$(val p99_ns "$r")
+}
+
+# nats_topics_rows: the table's rows (run.sh's columns)
+nats_topics_rows() {
+	local how="psguest on hub B to psguest on hub A (drop-oldest, 256 slots): B's hub-nats, NATS, A's hub-nats"
+	local plain="plain NATS publish-subscribe (natsps: 1 publisher, 1 subscriber, libnats defaults)"
+
+	echo "| topics across hub-nats ($how), 64 B events flat out: events/s the drop-oldest subscriber got | $NT_RATE | events/s | $plain: $NP_RATE | $(ratio "$NT_RATE" "$NP_RATE")x | >= 0.5x |"
+	echo "| the same: events lost (lapped on B or A, dropped), % | $NT_LOST | % | plain NATS $NP_LOST; publishers $NT_PUB and $NP_PUB events/s; B's bridge: $NT_NOTE, A's: $NT_NOTE_A | | |"
+	echo "| the same, a block subscriber on A beside it (A's bridge waits for it): events/s it got, lost % | $NT_BRATE / $NT_BLOST | events/s / % | $plain: $NP_RATE / $NP_LOST | $(ratio "$NT_BRATE" "$NP_RATE")x | |"
+	echo "| the same: events A's bridge published per second of the flat phase (what crossed NATS) | $NT_CROSS | events/s | $plain: $NP_RATE | $(ratio "$NT_CROSS" "$NP_RATE")x | >= 0.5x |"
+	echo "| topics across hub-nats, latency publish to callback, one event every $(ps_period 1) us, median / p99 | $NT_MED / $NT_P99 | ns | plain NATS $NP_MED / $NP_P99 ns | $(ratio "$NT_MED" "$NP_MED")x / $(ratio "$NT_P99" "$NP_P99")x | |"
+}
