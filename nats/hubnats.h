@@ -3,8 +3,8 @@
  * (doc/nats.md). Exports: NATS requests for this hub's methods become
  * calls here, their answers the replies. Imports: methods other hubs
  * export are registered here under their names, and a call of one
- * becomes a NATS request. hubd and libguest never speak TCP: only this
- * guest does, through libnats.
+ * becomes a NATS request. Topics cross the same way (topics.c). hubd
+ * and libguest never speak TCP: only this guest does, through libnats.
  *
  * One thread (the loop, main.c) runs libguest and every table below;
  * libnats's threads only hand messages over (handoff.c). */
