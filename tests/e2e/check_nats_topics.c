@@ -16,26 +16,32 @@
 #include "tests/e2e/natshubs.h"
 
 static struct natsd natsd;
-static struct hub_proc hub_a, hub_b;
+static struct hub_proc hub_a, hub_b, hub_c, hub_d;
 
 #define TG		"exec = @/tests/guests/topicguest\n"
-/* B: tp publishes tp.ev (u64), its bridge exports tp.* topics; the
- * ring large enough that B's bridge is never lapped by a burst */
-#define B_GUESTS	"[guest tp]\n" TG "args = --as=tp --pub=tp.ev\n" \
-			"[topic tp.ev]\nslots = 4096\n"
 /* A: s1 blocks (loses nothing), s2 pulls (reads only when asked) */
 #define A_GUESTS	"[guest s1]\n" TG "args = --as=s1 --sub=tp.ev --policy=block\n" \
 			"[guest s2]\n" TG "args = --as=s2 --sub=tp.ev --policy=drop-oldest --pull\n" \
 			"[topic tp.ev]\nslots = 256\n"
 
+/* A hub like B, named name, its tp's events of signature sig. B: tp
+ * publishes tp.ev (u64), its bridge exports tp.* topics; the ring large
+ * enough that B's bridge is never lapped by a burst. */
+static void
+start_pub(struct hub_proc *h, const char *name, const char *sig, const char *extra)
+{
+	char *nats = nh_bridge(name, natsd.url, NULL, extra), guests[2048];
+
+	snprintf(guests, sizeof(guests), "[guest tp]\n" TG "args = --as=tp --pub=tp.ev --sig=%s\n"
+		 "[topic tp.ev]\nslots = 4096\n%s", sig, nats);
+	hub_start_up(h, NULL, guests, "tp,nats");
+	free(nats);
+}
+
 static void
 start_b(const char *extra)
 {
-	char *nats = nh_bridge("b", natsd.url, NULL, extra), guests[2048];
-
-	snprintf(guests, sizeof(guests), B_GUESTS "%s", nats);
-	hub_start_up(&hub_b, NULL, guests, "tp,nats");
-	free(nats);
+	start_pub(&hub_b, "b", "u64", extra);
 }
 
 /* A's bridge imports tp.* topics; publishes (its [guest] key) as given. */
@@ -314,6 +320,66 @@ START_TEST(test_imported_not_exported_again)
 }
 END_TEST
 
+/* B and C both export tp.ev: A merges their events into its one topic;
+ * D exports it as str, not u64: its events are refused and counted. With
+ * from = c, A takes C's alone. */
+START_TEST(test_two_hubs_export_one_topic)
+{
+	char *out;
+
+	natsd_start(&natsd);
+	start_b("[export]\ntopics = tp.*\n");
+	start_a("tp.*", NULL);
+	wait_joined();
+	/* after A took B's signature */
+	start_pub(&hub_c, "c", "u64", "[export]\ntopics = tp.*\n");
+	start_pub(&hub_d, "d", "str", "[export]\ntopics = tp.*\n");
+	wait_log(&hub_a, "hub d publishes topic tp.ev as str, here it is u64: its events are "
+		 "refused");
+	wait_note(&hub_a, "from 3 hub(s)");
+	free(call(&hub_a, "s2.read", "1000", NULL));
+	free(call(&hub_b, "tp.burst", "5", "1"));
+	wait_stats(&hub_a, "s1.stats", "last 5");
+	free(call(&hub_c, "tp.burst", "5", "101"));
+	wait_stats(&hub_a, "s1.stats", "last 105");
+	free(call(&hub_d, "tp.burst", "5", "201"));
+	wait_note(&hub_a, " 5 refused,");
+	out = call(&hub_a, "s2.read", "1000", NULL);
+	ck_assert_msg(strstr(out, "1 2 3 4 5 101 102 103 104 105 lost=0") != NULL, "s2: %s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	/* from = c: B's events no longer reach A */
+	start_a("tp.*", "from = c\n");
+	wait_note(&hub_a, "from 1 hub(s) (c)");
+	wait_log(&hub_a, "importing topic tp.ev (u64) from hub c");
+	for (double end = now_s() + 20; now_s() < end; sleep_ms(100)) {
+		free(call(&hub_c, "tp.burst", "1", "300"));
+		out = call(&hub_a, "s1.stats", NULL, NULL);
+		if (strstr(out, "last 300") != NULL)
+			break;
+		free(out);
+		out = NULL;
+	}
+	ck_assert_msg(out != NULL, "C's events never came; %s", hub_log_tail(&hub_a));
+	free(out);
+	free(call(&hub_b, "tp.burst", "3", "400"));
+	free(call(&hub_c, "tp.burst", "1", "500"));
+	wait_stats(&hub_a, "s1.stats", "last 500");
+	out = call(&hub_a, "s1.stats", NULL, NULL);
+	ck_assert_msg(strstr(out, "lost 0") != NULL, "s1: %s", out);
+	free(out);
+	out = call(&hub_a, "s2.read", "1000", NULL);
+	ck_assert_msg(strstr(out, "400") == NULL && strstr(out, "500 lost=") != NULL, "s2: %s",
+		      out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	ck_assert_int_eq(hub_stop(&hub_c), 0);
+	ck_assert_int_eq(hub_stop(&hub_d), 0);
+	natsd_kill(&natsd);
+}
+END_TEST
+
 /* Either bridge restarts: A's subscribers keep their subscriptions, and
  * events flow again. */
 START_TEST(test_bridges_restart)
@@ -374,6 +440,7 @@ suite_nats_topics(void)
 	tcase_add_test(tc, test_forged_events_refused);
 	tcase_add_test(tc, test_imported_not_exported_again);
 	tcase_add_test(tc, test_bridges_restart);
+	tcase_add_test(tc, test_two_hubs_export_one_topic);
 	suite_add_tcase(s, tc);
 	return s;
 }
