@@ -380,8 +380,8 @@ START_TEST(test_two_hubs_export_one_topic)
 }
 END_TEST
 
-/* Either bridge restarts: A's subscribers keep their subscriptions, and
- * events flow again. */
+/* Either bridge restarts, then B's publisher: A's subscribers keep
+ * their subscriptions, and events flow again. */
 START_TEST(test_bridges_restart)
 {
 	char *out = NULL;
@@ -418,6 +418,20 @@ START_TEST(test_bridges_restart)
 	}
 	ck_assert_msg(strstr(out, "last 300") != NULL, "after B's bridge restarted: %s; %s", out,
 		      hub_log_tail(&hub_b));
+	/* B's publisher restarts: its topic is withdrawn, exported again */
+	pid = hub_peer_int(&hub_b, "tp", "pid");
+	hubctl_ok(&hub_b, NULL, "restart", "tp", (char *)NULL);
+	ck_assert_int_gt(hub_wait_new_pid(&hub_b, "tp", pid, 20), 0);
+	ck_assert(hub_wait_method(&hub_b, "tp.burst") == 0);
+	for (double end = now_s() + 20; now_s() < end; sleep_ms(100)) {
+		free(call(&hub_b, "tp.burst", "1", "400"));
+		free(out);
+		out = call(&hub_a, "s1.stats", NULL, NULL);
+		if (strstr(out, "last 400") != NULL)
+			break;
+	}
+	ck_assert_msg(strstr(out, "last 400") != NULL, "after B's publisher restarted: %s; %s",
+		      out, hub_log_tail(&hub_b));
 	free(out);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
