@@ -220,7 +220,8 @@ serves(const struct br_remote *r, const char *name)
 	return 0;
 }
 
-#define PUT(call)	do { if ((call) != 0) return -1; } while (0)
+/* each encoder returns what it wrote, or -ENOSPC */
+#define PUT(call)	do { if ((call) < 0) return -1; } while (0)
 
 static int
 put_hist(uint8_t *buf, size_t cap, size_t *pos, const struct hist *h)
@@ -235,7 +236,7 @@ put_hist(uint8_t *buf, size_t cap, size_t *pos, const struct hist *h)
 static int
 put_str(uint8_t *buf, size_t cap, size_t *pos, const char *s)
 {
-	return guest_pc_put_str(buf, cap, pos, s, strlen(s));
+	return guest_pc_put_str(buf, cap, pos, s, strlen(s)) < 0 ? -1 : 0;
 }
 
 /* The remotes: every hub counted or heard of now. */
