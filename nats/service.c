@@ -24,6 +24,7 @@
 
 #define EPS_MAX		(2 * BR_METHODS_MAX)	/* endpoints ever counted */
 #define ERROR_MAX	128			/* last_error, bytes */
+#define ANSWERS_MAX	100	/* $SRV answers a second: any NATS client may ask */
 
 /* One endpoint's figures, by name: they outlive its export's coming and
  * going. */
@@ -39,6 +40,9 @@ struct br_service {
 	char			id[128];	/* this instance: the inbox's token */
 	char			started[40];	/* RFC 3339, UTC */
 	natsSubscription	*sub[3];	/* $SRV.*, $SRV.*.NAME, $SRV.*.NAME.ID */
+	uint64_t		second_ns;	/* the second answers are counted in */
+	uint32_t		answers;
+	uint64_t		dropped;	/* over ANSWERS_MAX, not answered */
 };
 
 void
@@ -308,6 +312,20 @@ service_msg(struct bridge *b, natsMsg *m)
 			rest += strlen(rest);
 		if (*rest != '\0')
 			goto out;
+	}
+	/* an INFO or STATS costs a walk of every export: a flood of them
+	 * would hold the loop up */
+	if (b->now_ns >= b->service->second_ns + 1000000000u) {
+		if (b->service->dropped > 0)
+			br_log("$SRV: %llu requests over %d a second not answered",
+			       (unsigned long long)b->service->dropped, ANSWERS_MAX);
+		b->service->second_ns = b->now_ns;
+		b->service->answers = 0;
+		b->service->dropped = 0;
+	}
+	if (++b->service->answers > ANSWERS_MAX) {
+		b->service->dropped++;
+		goto out;
 	}
 	if (strcmp(verb, "PING") == 0)
 		o = standard(b, "io.nats.micro.v1.ping_response");
