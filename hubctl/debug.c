@@ -14,12 +14,13 @@
 
 /* hubctl calls: the calls routed through hubd and not answered yet, the
  * oldest first within each guest; WHERE: for a NATS bridge's, where on
- * NATS (remotes.c). */
+ * NATS, and after them the bridge's calls over lanes, that hubd never
+ * sees (remotes.c). */
 int
 hubctl_calls(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a, *cs;
-	char age[32], left[32];
+	char age[32], left[32], id[24];
 
 	(void)argc;
 	(void)argv;
@@ -41,8 +42,13 @@ hubctl_calls(struct ctl *ctl, int argc, char **argv)
 			duration_text(left, sizeof(left), js_ns(js_get(c, "left_s"), HP_NS_PER_S));
 		else
 			snprintf(left, sizeof(left), "-");
-		printf("%-24s %-16s %-32s %10" PRIu64 " %12s %12s %-32s %s\n", js_text(c, "caller"),
-		       js_text(c, "callee"), js_text(c, "method"), js_u64(c, "id"),
+		/* none: a bridge's call over a lane, that hubd never saw */
+		if (js_get(c, "id") != NULL)
+			snprintf(id, sizeof(id), "%" PRIu64, js_u64(c, "id"));
+		else
+			snprintf(id, sizeof(id), "-");
+		printf("%-24s %-16s %-32s %10s %12s %12s %-32s %s\n", js_text(c, "caller"),
+		       js_text(c, "callee"), js_text(c, "method"), id,
 		       duration_text(age, sizeof(age), js_ns(js_get(c, "age_s"), HP_NS_PER_S)),
 		       left, js_get(c, "trace") != NULL ? js_text(c, "trace") : "-",
 		       js_get(c, "where") != NULL ? js_text(c, "where") : "-");

@@ -15,18 +15,23 @@
 #include "hubctl/hubctl.h"
 #include "nats/tally.h"
 
-/* The guests that serve GUEST.stats with the bridge's signature (hubd's
- * methods answer), as a list of names; NULL when hubd said no. */
-json_object *
-bridges_list(struct ctl *ctl)
+/* hubd's methods answer; NULL when hubd said no (printed). */
+static json_object *
+methods_answer(struct ctl *ctl)
 {
-	json_object *a = client_cmd(ctl, "methods"), *ms, *out;
+	json_object *a = client_cmd(ctl, "methods");
+
+	return client_failed(ctl, a) ? NULL : a;
+}
+
+/* The guests that serve GUEST.stats with the bridge's signature, in
+ * methods answer a, as a list of names. */
+static json_object *
+bridges_in(json_object *a)
+{
+	json_object *ms = js_list(a, "methods"), *out = json_object_new_array();
 	char want[128];
 
-	if (a == NULL || client_failed(ctl, a))
-		return NULL;
-	ms = js_list(a, "methods");
-	out = json_object_new_array();
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
 		json_object *m = json_object_array_get_idx(ms, i);
 		const char *owner = json_object_get_string(js_get(m, "owner"));
@@ -39,8 +44,35 @@ bridges_list(struct ctl *ctl)
 		if (strcmp(name, want) == 0 && strcmp(sig, BR_STATS_SIG) == 0)
 			json_object_array_add(out, json_object_new_string(owner));
 	}
+	return out;
+}
+
+json_object *
+bridges_list(struct ctl *ctl)
+{
+	json_object *a = methods_answer(ctl), *out;
+
+	if (a == NULL)
+		return NULL;
+	out = bridges_in(a);
 	json_object_put(a);
 	return out;
+}
+
+/* The owner of method in methods answer a, "?" if none. */
+static const char *
+owner_of(json_object *a, const char *method)
+{
+	json_object *ms = js_list(a, "methods");
+
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		json_object *m = json_object_array_get_idx(ms, i);
+		const char *name = json_object_get_string(js_get(m, "name"));
+
+		if (name != NULL && strcmp(name, method) == 0 && js_get(m, "owner") != NULL)
+			return json_object_get_string(js_get(m, "owner"));
+	}
+	return "?";
 }
 
 /* tuple t's field i, of type (0 any) */
@@ -60,7 +92,7 @@ add(json_object *o, const char *key, json_object *t, size_t i)
  * "state", "calls", "errors", "mean_ns", "p99_ns", "in_flight",
  * "last_seen_ms"}], "imports": [{"method", "subject", "hubs", "calls",
  * "errors", "mean_ns", "p99_ns", "in_flight"}], "calls_in": [{"call_id",
- * "method", "from"}]}. */
+ * "method", "from", "age_ms"}], "calls_out": [{"method", "age_ms"}]}. */
 static json_object *
 named(json_object *r)
 {
@@ -68,18 +100,20 @@ named(json_object *r)
 					     "p99_ns", "in_flight", "last_seen_ms" };
 	static const char *const ikeys[] = { "method", "subject", "hubs", "calls", "errors",
 					     "mean_ns", "p99_ns", "in_flight" };
-	static const char *const ckeys[] = { "call_id", "method", "from" };
+	static const char *const ckeys[] = { "call_id", "method", "from", "age_ms" };
+	static const char *const okeys[] = { "method", "age_ms" };
 	static const struct {
 		const char		*key;
 		const char *const	*keys;
 		size_t			n;
 	} lists[] = {
-		{ "remotes", rkeys, 8 }, { "imports", ikeys, 8 }, { "calls_in", ckeys, 3 },
+		{ "remotes", rkeys, 8 }, { "imports", ikeys, 8 }, { "calls_in", ckeys, 4 },
+		{ "calls_out", okeys, 2 },
 	};
 	json_object *o = json_object_new_object();
 
 	add(o, "hub", r, 0);
-	for (size_t l = 0; l < 3; l++) {
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
 		json_object *in = field(r, l + 1), *out = json_object_new_array();
 
 		for (size_t i = 0; json_object_is_type(in, json_type_array) &&
@@ -205,79 +239,138 @@ hubctl_remotes(struct ctl *ctl, int argc, char **argv)
 	return rc;
 }
 
-/* Where call c (hubd's) is on NATS, from bridge stats s of guest g: a
- * call of an import waits for a hub; a call the bridge made came from
- * one. NULL: not the bridge's. */
+/* Where on NATS a call of import m goes. */
 static const char *
-where_of(json_object *c, const char *g, json_object *s, char *buf, size_t len)
+import_where(json_object *m, char *buf, size_t len)
 {
-	const char *callee = json_object_get_string(js_get(c, "callee"));
-	const char *caller = json_object_get_string(js_get(c, "caller"));
-	const char *method = json_object_get_string(js_get(c, "method"));
-	json_object *is = js_get(s, "imports"), *cs = js_get(s, "calls_in");
+	const char *subject = json_object_get_string(js_get(m, "subject"));
+	const char *at = subject != NULL ? strchr(subject, '.') : NULL;
 
-	if (callee != NULL && method != NULL && strcmp(callee, g) == 0)
-		for (size_t i = 0; i < json_object_array_length(is); i++) {
-			json_object *m = json_object_array_get_idx(is, i);
-			const char *subject = json_object_get_string(js_get(m, "subject"));
-			const char *at;
+	/* PREFIX.at.HUB.METHOD: that hub; PREFIX.call.METHOD: the queue
+	 * group's */
+	if (at != NULL && strncmp(at, ".at.", 4) == 0)
+		snprintf(buf, len, "NATS: hub %.*s", (int)strcspn(at + 4, "."), at + 4);
+	else
+		snprintf(buf, len, "NATS: queue, %" PRIu64 " hub(s)", js_u64(m, "hubs"));
+	return buf;
+}
 
-			if (strcmp(json_object_get_string(js_get(m, "method")), method) != 0 ||
-			    subject == NULL)
-				continue;
-			/* PREFIX.at.HUB.METHOD: that hub; PREFIX.call.METHOD: the
-			 * queue group's */
-			at = strchr(subject, '.');
-			if (at != NULL && strncmp(at, ".at.", 4) == 0)
-				snprintf(buf, len, "NATS: hub %.*s", (int)strcspn(at + 4, "."), at + 4);
-			else
-				snprintf(buf, len, "NATS: queue, %" PRIu64 " hub(s)", js_u64(m, "hubs"));
-			return buf;
-		}
-	if (caller != NULL && strcmp(caller, g) == 0 && js_get(c, "caller_id") != NULL)
-		for (size_t i = 0; i < json_object_array_length(cs); i++) {
-			json_object *e = json_object_array_get_idx(cs, i);
+/* The entry of list l whose key is the string value, NULL if none. */
+static json_object *
+find(json_object *l, const char *key, const char *value)
+{
+	for (size_t i = 0; value != NULL && i < json_object_array_length(l); i++) {
+		const char *v = json_object_get_string(js_get(json_object_array_get_idx(l, i), key));
 
-			if (js_u64(e, "call_id") != js_u64(c, "caller_id"))
-				continue;
-			snprintf(buf, len, "NATS: from hub %s", json_object_get_string(js_get(e, "from")));
-			return buf;
-		}
+		if (v != NULL && strcmp(v, value) == 0)
+			return json_object_array_get_idx(l, i);
+	}
 	return NULL;
+}
+
+/* A call hubd did not list (over a lane), as its calls are. */
+static json_object *
+lane_call(const char *caller, const char *callee, const char *method, uint64_t age_ms,
+	  const char *where)
+{
+	json_object *c = json_object_new_object();
+
+	json_object_object_add(c, "caller", json_object_new_string(caller));
+	json_object_object_add(c, "callee", json_object_new_string(callee));
+	json_object_object_add(c, "method", json_object_new_string(method));
+	json_object_object_add(c, "age_s", json_object_new_double((double)age_ms / 1000));
+	json_object_object_add(c, "lane", json_object_new_boolean(1));
+	json_object_object_add(c, "where", json_object_new_string(where));
+	return c;
+}
+
+/* Bridge g's calls (stats s) in hubd's list, each given its where, and
+ * those hubd does not list (over lanes) added; methods a names the
+ * callee of a call the bridge makes over a lane. */
+static void
+merge(json_object *calls, const char *g, json_object *s, json_object *a)
+{
+	json_object *is = js_get(s, "imports"), *in = js_get(s, "calls_in");
+	json_object *out = js_get(s, "calls_out"), *taken = json_object_new_object(), *m;
+	size_t n = json_object_array_length(calls);
+	char buf[200];
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *c = json_object_array_get_idx(calls, i);
+		const char *callee = json_object_get_string(js_get(c, "callee"));
+		const char *caller = json_object_get_string(js_get(c, "caller"));
+		const char *method = json_object_get_string(js_get(c, "method"));
+
+		if (callee != NULL && strcmp(callee, g) == 0 && (m = find(is, "method", method)) != NULL) {
+			json_object_object_add(c, "where", json_object_new_string(
+				import_where(m, buf, sizeof(buf))));
+			/* one of the bridge's calls out of method: not a lane's */
+			json_object_object_add(taken, method, json_object_new_int64(
+				json_object_get_int64(js_get(taken, method)) + 1));
+		}
+		if (caller == NULL || strcmp(caller, g) != 0 || js_get(c, "caller_id") == NULL)
+			continue;
+		for (size_t k = 0; k < json_object_array_length(in); k++) {
+			json_object *e = json_object_array_get_idx(in, k);
+
+			if (js_get(e, "listed") != NULL || js_u64(e, "call_id") != js_u64(c, "caller_id"))
+				continue;
+			snprintf(buf, sizeof(buf), "NATS: from hub %s",
+				 json_object_get_string(js_get(e, "from")));
+			json_object_object_add(c, "where", json_object_new_string(buf));
+			json_object_object_add(e, "listed", json_object_new_boolean(1));
+			break;
+		}
+	}
+	/* calls in from NATS that hubd did not route: over the lane from the
+	 * bridge to the method's guest */
+	for (size_t k = 0; k < json_object_array_length(in); k++) {
+		json_object *e = json_object_array_get_idx(in, k);
+		const char *method = json_object_get_string(js_get(e, "method"));
+
+		if (js_get(e, "listed") != NULL || method == NULL)
+			continue;
+		snprintf(buf, sizeof(buf), "NATS: from hub %s", json_object_get_string(js_get(e, "from")));
+		json_object_array_add(calls, lane_call(g, owner_of(a, method), method,
+						       js_u64(e, "age_ms"), buf));
+	}
+	/* calls out beyond those hubd lists, per method: from guests over
+	 * their lane to the bridge (which caller, the bridge does not ask) */
+	for (size_t k = 0; k < json_object_array_length(out); k++) {
+		json_object *o = json_object_array_get_idx(out, k);
+		const char *method = json_object_get_string(js_get(o, "method"));
+		int64_t left;
+
+		if (method == NULL || (m = find(is, "method", method)) == NULL)
+			continue;
+		if ((left = json_object_get_int64(js_get(taken, method))) > 0) {
+			json_object_object_add(taken, method, json_object_new_int64(left - 1));
+			continue;
+		}
+		json_object_array_add(calls, lane_call("(lane)", g, method, js_u64(o, "age_ms"),
+						       import_where(m, buf, sizeof(buf))));
+	}
+	json_object_put(taken);
 }
 
 void
 bridges_where(struct ctl *ctl, json_object *calls)
 {
-	json_object *list;
-	char buf[200];
-	const char *w;
+	json_object *a, *list;
 
-	if (json_object_array_length(calls) == 0 || (list = bridges_list(ctl)) == NULL)
+	if ((a = methods_answer(ctl)) == NULL)
 		return;
+	list = bridges_in(a);
 	for (size_t b = 0; b < json_object_array_length(list); b++) {
 		const char *g = json_object_get_string(json_object_array_get_idx(list, b));
-		json_object *s = NULL;
-		int involved = 0;
+		json_object *s;
 
-		for (size_t i = 0; i < json_object_array_length(calls); i++) {
-			json_object *c = json_object_array_get_idx(calls, i);
-			const char *callee = json_object_get_string(js_get(c, "callee"));
-			const char *caller = json_object_get_string(js_get(c, "caller"));
-
-			involved |= (callee != NULL && strcmp(callee, g) == 0) ||
-			    (caller != NULL && strcmp(caller, g) == 0);
-		}
-		/* a bridge that is busy or gone: its calls without WHERE */
-		if (!involved || (s = bridge_stats(ctl, g)) == NULL)
+		/* a bridge that does not answer: its calls without WHERE */
+		if ((s = bridge_stats(ctl, g)) == NULL)
 			continue;
-		for (size_t i = 0; i < json_object_array_length(calls); i++) {
-			json_object *c = json_object_array_get_idx(calls, i);
-
-			if ((w = where_of(c, g, s, buf, sizeof(buf))) != NULL)
-				json_object_object_add(c, "where", json_object_new_string(w));
-		}
+		merge(calls, g, s, a);
 		json_object_put(s);
 	}
 	json_object_put(list);
+	json_object_put(a);
 }

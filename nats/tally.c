@@ -306,17 +306,35 @@ put_imports(struct bridge *b, uint8_t *buf, size_t cap, size_t *pos, const uint3
 	return 0;
 }
 
+static uint64_t
+age_ms(const struct bridge *b, uint64_t since_ns)
+{
+	return b->now_ns > since_ns ? (b->now_ns - since_ns) / 1000000u : 0;
+}
+
+/* The calls each way: hubctl calls shows them beside hubd's (those over
+ * a lane hubd never sees). */
 static int
-put_calls_in(struct bridge *b, uint8_t *buf, size_t cap, size_t *pos)
+put_calls(struct bridge *b, uint8_t *buf, size_t cap, size_t *pos)
 {
 	uint32_t n = b->ecalls.count < LIST_MAX ? b->ecalls.count : LIST_MAX, k = 0, at = 0;
 	struct ecall *e;
+	struct icall *ic;
 
 	PUT(guest_pc_put_len(buf, cap, pos, n));
 	while (k < n && (e = hp_idtab_next(&b->ecalls, &at)) != NULL) {
 		PUT(guest_pc_put_u64(buf, cap, pos, e->call_id));
 		PUT(put_str(buf, cap, pos, br_service_name(b, e->ep)));
 		PUT(put_str(buf, cap, pos, e->from[0] != '\0' ? e->from : "?"));
+		PUT(guest_pc_put_u64(buf, cap, pos, age_ms(b, e->start_ns)));
+		k++;
+	}
+	n = b->icalls.count < LIST_MAX ? b->icalls.count : LIST_MAX;
+	k = at = 0;
+	PUT(guest_pc_put_len(buf, cap, pos, n));
+	while (k < n && (ic = hp_idtab_next(&b->icalls, &at)) != NULL) {
+		PUT(put_str(buf, cap, pos, ic->imp->local));
+		PUT(guest_pc_put_u64(buf, cap, pos, age_ms(b, ic->sent_ns)));
 		k++;
 	}
 	return 0;
@@ -353,7 +371,7 @@ on_stats(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		pos = 0;
 		rc = put_str(buf, cap, &pos, b->conf.name) != 0 ||
 		    put_remotes(b, buf, cap, &pos) != 0 || put_imports(b, buf, cap, &pos, waiting) != 0 ||
-		    put_calls_in(b, buf, cap, &pos) != 0 ? -1 : 0;
+		    put_calls(b, buf, cap, &pos) != 0 ? -1 : 0;
 	}
 	if (rc == 0)
 		guest_reply(c, buf, pos);

@@ -6,14 +6,16 @@
 #ifndef NATS_TALLY_H
 #define NATS_TALLY_H
 
-/* (this hub on NATS, remotes, imports, calls in from NATS);
+/* (this hub on NATS, remotes, imports, calls in from NATS, calls out);
  * remote: (hub, state "up" "late" "gone", calls, errors, mean ns, p99 ns,
  * in flight (known with [import] from only), ms since heard of);
  * import: (method here, subject, hubs serving it, calls, errors, mean ns,
  * p99 ns, in flight); call in: (the bridge's call id, as hubd's
- * caller_id, method, calling hub). */
+ * caller_id, method, calling hub, age in ms); call out: (method here, age
+ * in ms). */
 #define BR_STATS_SIG	"->(str,list<(str,str,u64,u64,u64,u64,opt<u64>,u64)>," \
-			"list<(str,str,u64,u64,u64,u64,u64,u64)>,list<(u64,str,str)>)"
+			"list<(str,str,u64,u64,u64,u64,u64,u64)>,list<(u64,str,str,u64)>," \
+			"list<(str,u64)>)"
 #define BR_STATS_METHOD	"stats"		/* GUEST.stats */
 
 #endif

@@ -227,6 +227,36 @@ where_of(struct hub_proc *h, const char *key, const char *value)
 	return where;
 }
 
+/* The same for a call hubd does not list: one of a bridge's over a lane
+ * ("lane" true). */
+static const char *
+lane_where_of(struct hub_proc *h, const char *method)
+{
+	static char where[256];
+	char *out = NULL;
+
+	where[0] = '\0';
+	for (int i = 0; i < 100 && where[0] == '\0'; i++) {
+		json_object *o, *cs;
+
+		hubctl_ok(h, &out, "-j", "calls", (char *)NULL);
+		if ((o = json_tokener_parse(out)) != NULL && (cs = json_get(o, "calls")) != NULL)
+			for (size_t k = 0; k < json_object_array_length(cs); k++) {
+				json_object *c = json_object_array_get_idx(cs, k);
+
+				if (json_get(c, "lane") != NULL &&
+				    strcmp(str_of(c, "method"), method) == 0)
+					snprintf(where, sizeof(where), "%s", str_of(c, "where"));
+			}
+		json_object_put(o);
+		free(out);
+		out = NULL;
+		if (where[0] == '\0')
+			sleep_ms(50);
+	}
+	return where;
+}
+
 START_TEST(test_hubctl_calls_on_nats)
 {
 	char *out = NULL;
@@ -253,10 +283,139 @@ START_TEST(test_hubctl_calls_on_nats)
 		      "%s", out);
 	free(out);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	/* a NATS client that says it is a hub it cannot name: "?" */
+	{
+		natsConnection *nc = NULL;
+		natsMsg *m = NULL;
+
+		ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd.url), NATS_OK);
+		ck_assert_int_eq(natsMsg_Create(&m, "hub.call.sl.sleep", "junk.reply", "\x80\x0f", 2),
+				 NATS_OK);
+		natsMsgHeader_Set(m, "Hub-Signature", "u64->unit");
+		natsMsgHeader_Set(m, "Hub-From", "evil\x1b[31m.x");
+		ck_assert_int_eq(natsConnection_PublishMsg(nc, m), NATS_OK);
+		ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
+		natsMsg_Destroy(m);
+		/* the bridge called sl.sleep before: this one goes over the lane
+		 * to sl, that hubd never sees, and is listed as the bridge's */
+		w = lane_where_of(&hub_b, "sl.sleep");
+		ck_assert_msg(strcmp(w, "NATS: from hub ?") == 0, "B: '%s'; %s", w, hub_log_tail(&hub_b));
+		natsConnection_Destroy(nc);
+	}
 	/* ended: none left, and the table says so */
 	hubctl_ok(&hub_a, &out, "calls", (char *)NULL);
 	ck_assert_msg(strstr(out, "(no call in flight through hubd)") != NULL, "%s", out);
 	free(out);
+	two_hubs_stop();
+}
+END_TEST
+
+/* A guest's calls of an import go over a lane to the bridge, and the
+ * bridge's to the method's guest: hubd lists neither, the bridges do. */
+START_TEST(test_hubctl_calls_over_lanes)
+{
+	char *out = NULL;
+	const char *w;
+	int status;
+	pid_t pid;
+
+	two_hubs(NULL);
+	nh_wait_ok(&hub_a, "", "kv.put", "colour", "blue");
+	/* sl.sleep(0) through hubd on both hubs (lanes follow), then
+	 * sl.sleep(2000) over them */
+	if ((pid = fork()) == 0) {
+		nh_ctl(&hub_a, &out, "cl.callsleep", "sl.sleep", "2000");
+		_exit(0);
+	}
+	ck_assert_int_gt(pid, 0);
+	w = lane_where_of(&hub_a, "sl.sleep");
+	ck_assert_msg(strcmp(w, "NATS: queue, 1 hub(s)") == 0, "A: '%s'; %s", w,
+		      hub_log_tail(&hub_a));
+	w = lane_where_of(&hub_b, "sl.sleep");
+	ck_assert_msg(strcmp(w, "NATS: from hub a") == 0, "B: '%s'; %s", w, hub_log_tail(&hub_b));
+	hubctl_ok(&hub_a, &out, "calls", (char *)NULL);
+	ck_assert_msg(strstr(out, "\n(lane) ") != NULL && strstr(out, "cl.callsleep") != NULL,
+		      "%s", out);
+	free(out);
+	hubctl_ok(&hub_b, &out, "calls", (char *)NULL);
+	ck_assert_msg(strstr(out, "\nnats ") != NULL && strstr(out, "NATS: from hub a") != NULL,
+		      "%s", out);
+	free(out);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	two_hubs_stop();
+}
+END_TEST
+
+/* With [import] from = b, a call waits for hub b by name, and hub b's
+ * calls in flight are known. */
+START_TEST(test_hubctl_from_in_flight)
+{
+	json_object *o = NULL, *r;
+	char *out = NULL;
+	const char *w;
+	int status;
+	pid_t pid;
+
+	two_hubs("from = b\n");
+	nh_wait_ok(&hub_a, "", "kv.put", "colour", "blue");
+	if ((pid = fork()) == 0) {
+		nh_ctl(&hub_a, &out, "sl.sleep", "2000", NULL);
+		_exit(0);
+	}
+	ck_assert_int_gt(pid, 0);
+	w = where_of(&hub_a, "method", "sl.sleep");
+	ck_assert_msg(strcmp(w, "NATS: hub b") == 0, "A: '%s'; %s", w, hub_log_tail(&hub_a));
+	hubctl_ok(&hub_a, &out, "-j", "remotes", (char *)NULL);
+	ck_assert_msg((o = json_tokener_parse(out)) != NULL, "%s", out);
+	r = entry(o, "remotes", "hub", "b");
+	ck_assert_msg(r != NULL && int_of(r, "in_flight") == 1 &&
+		      json_object_is_type(json_get(r, "in_flight"), json_type_int) &&
+		      int_of(entry(o, "imports", "method", "sl.sleep"), "in_flight") == 1 &&
+		      strcmp(str_of(entry(o, "imports", "method", "sl.sleep"), "subject"),
+			     "hub.at.b.sl.sleep") == 0, "%s", out);
+	json_object_put(o);
+	free(out);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	two_hubs_stop();
+}
+END_TEST
+
+/* Any NATS client may ask $SRV: a flood is answered only in part, and
+ * the bridge answers again afterwards; what is not ADR-32's is not
+ * answered. */
+START_TEST(test_srv_flood_and_junk)
+{
+	natsConnection *nc = NULL;
+	natsSubscription *sub = NULL;
+	json_object *o = NULL;
+	natsMsg *r = NULL;
+	int answers = 0;
+
+	two_hubs(NULL);
+	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd.url), NATS_OK);
+	for (int i = 0; i < 100 && (o = srv_ask(nc, "$SRV.PING.hub")) == NULL; i++)
+		sleep_ms(100);
+	ck_assert_ptr_nonnull(o);
+	json_object_put(o);
+	ck_assert_int_ne(natsConnection_RequestString(&r, nc, "$SRV.NOSUCHVERB", "", 300), NATS_OK);
+	ck_assert_int_ne(natsConnection_RequestString(&r, nc, "$SRV.ping", "", 300), NATS_OK);
+	ck_assert_int_eq(natsConnection_SubscribeSync(&sub, nc, "flood.answers"), NATS_OK);
+	for (int i = 0; i < 400; i++)
+		ck_assert_int_eq(natsConnection_PublishRequestString(nc, "$SRV.STATS", "flood.answers",
+								     ""), NATS_OK);
+	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
+	while (natsSubscription_NextMsg(&r, sub, 1000) == NATS_OK) {
+		answers++;
+		natsMsg_Destroy(r);
+	}
+	/* 100 a second: 400 sent at once are answered over at most a few
+	 * seconds' windows, never all */
+	ck_assert_msg(answers >= 1 && answers < 400, "%d answers", answers);
+	natsSubscription_Destroy(sub);
+	sleep_ms(1100);
+	ck_assert_ptr_nonnull(o = srv_ask(nc, "$SRV.PING"));
+	json_object_put(o);
+	natsConnection_Destroy(nc);
 	two_hubs_stop();
 }
 END_TEST
@@ -274,6 +433,9 @@ suite_nats_seen(void)
 	tcase_add_test(tc, test_srv_ping_info_stats);
 	tcase_add_test(tc, test_hubctl_remotes);
 	tcase_add_test(tc, test_hubctl_calls_on_nats);
+	tcase_add_test(tc, test_hubctl_calls_over_lanes);
+	tcase_add_test(tc, test_hubctl_from_in_flight);
+	tcase_add_test(tc, test_srv_flood_and_junk);
 	suite_add_tcase(s, tc);
 	return s;
 }
