@@ -129,10 +129,13 @@ named(json_object *r)
 	return o;
 }
 
-/* GUEST.stats called through hubd, named; NULL (said why on stderr) if
- * it failed. */
+/* GUEST.stats called through hubd, named; NULL if it failed: said as any
+ * failure (-j too), or for quiet (hubctl calls, which goes on without
+ * it) on stderr alone. A hung bridge is what hubctl calls may be run
+ * for: the call waits STATS_MS at most. */
+#define STATS_MS	3000
 static json_object *
-bridge_stats(struct ctl *ctl, const char *guest)
+bridge_stats(struct ctl *ctl, const char *guest, int quiet)
 {
 	json_object *req = json_object_new_object(), *a, *o;
 	char method[128];
@@ -141,9 +144,15 @@ bridge_stats(struct ctl *ctl, const char *guest)
 	json_object_object_add(req, "cmd", json_object_new_string("call"));
 	json_object_object_add(req, "method", json_object_new_string(method));
 	json_object_object_add(req, "args", json_object_new_array());
+	json_object_object_add(req, "timeout_ms", json_object_new_int64(STATS_MS));
 	client_send(ctl, req);
 	if ((a = client_read(ctl)) == NULL)
 		client_no_answer(ctl, "");
+	if (quiet && !json_object_get_boolean(js_get(a, "ok"))) {
+		fprintf(stderr, "hubctl: %s did not answer: %s\n", method, js_text(a, "error"));
+		json_object_put(a);
+		return NULL;
+	}
 	if (client_failed(ctl, a))
 		return NULL;
 	o = named(js_get(a, "result"));
@@ -221,7 +230,7 @@ hubctl_remotes(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < json_object_array_length(list); i++) {
 		const char *guest = json_object_get_string(json_object_array_get_idx(list, i));
 
-		if ((o = bridge_stats(ctl, guest)) == NULL) {
+		if ((o = bridge_stats(ctl, guest, 0)) == NULL) {
 			rc = 1;
 			continue;
 		}
@@ -366,7 +375,7 @@ bridges_where(struct ctl *ctl, json_object *calls)
 		json_object *s;
 
 		/* a bridge that does not answer: its calls without WHERE */
-		if ((s = bridge_stats(ctl, g)) == NULL)
+		if ((s = bridge_stats(ctl, g, 1)) == NULL)
 			continue;
 		merge(calls, g, s, a);
 		json_object_put(s);

@@ -5,6 +5,7 @@
  * remotes shows per remote hub and per imported method calls, errors and
  * latency; hubctl calls says where a bridge's calls are on NATS. */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,7 +355,7 @@ START_TEST(test_hubctl_from_in_flight)
 	char *out = NULL;
 	const char *w;
 	int status;
-	pid_t pid;
+	pid_t pid, bridge;
 
 	two_hubs("from = b\n");
 	nh_wait_ok(&hub_a, "", "kv.put", "colour", "blue");
@@ -374,6 +375,16 @@ START_TEST(test_hubctl_from_in_flight)
 		      strcmp(str_of(entry(o, "imports", "method", "sl.sleep"), "subject"),
 			     "hub.at.b.sl.sleep") == 0, "%s", out);
 	json_object_put(o);
+	free(out);
+	/* a bridge that hangs: hubctl calls still lists hubd's calls, without
+	 * WHERE, and says the bridge did not answer */
+	bridge = hub_peer_int(&hub_a, "nats", "pid");
+	ck_assert_int_eq(kill(bridge, SIGSTOP), 0);
+	ck_assert_int_eq(hubctl(&hub_a, &out, "calls", (char *)NULL), 0);
+	ck_assert_msg(strstr(out, "sl.sleep") != NULL &&
+		      strstr(hubctl_stderr(), "nats.stats did not answer") != NULL, "%s; %s", out,
+		      hubctl_stderr());
+	kill(bridge, SIGCONT);	/* hubd may have ended it meanwhile (stalled) */
 	free(out);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	two_hubs_stop();
