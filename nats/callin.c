@@ -5,6 +5,7 @@
  * against it, and the calls in flight are bounded. PREFIX.cancel and
  * the caller's timeout cancel the call here; a timed-out call is kept a
  * while so that its late answer is dropped, not taken for another's. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,10 @@ on_answer(void *ctx, int status, const uint8_t *result, size_t len)
 	free(a);
 	if (e == NULL)
 		return;
-	if (!e->answered)
+	if (!e->answered) {
 		answer(b, e->reply, br_status_word(status), result, len);
+		br_service_count(b, e->ep, status, result, len, e->start_ns);
+	}
 	free(e->reply);
 	hp_idtab_remove(&b->ecalls, e);
 }
@@ -91,7 +94,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	struct answer_ctx *ctx;
 	uint8_t *copy = NULL;
 	struct ecall *e;
-	uint32_t call_id;
+	uint32_t call_id, ep;
 	uint64_t id;
 	int rc;
 
@@ -102,17 +105,20 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 		answer_text(b, reply, "no-method", text);
 		return;
 	}
+	ep = br_service_request(b, x->name);
 	if (natsMsgHeader_Get(m, BR_H_SIG, &sig) != NATS_OK || sig == NULL ||
 	    strcmp(sig, x->sig) != 0) {
 		snprintf(text, sizeof(text), "hub %s serves %s as %s, the caller's is %.256s",
 			 b->conf.name, x->name, x->sig, sig != NULL ? sig : "(none)");
 		answer_text(b, reply, "bad-payload", text);
+		br_service_count(b, ep, -EBADMSG, text, strlen(text), b->now_ns);
 		return;
 	}
 	if (b->ecalls.count >= b->conf.calls_max) {
 		snprintf(text, sizeof(text), "hub %s has %u calls from NATS in flight already",
 			 b->conf.name, b->ecalls.count);
 		answer_text(b, reply, "refused", text);
+		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
 	if ((ctx = malloc(sizeof(*ctx))) == NULL || hp_idtab_reserve(&b->ecalls, 1) != 0) {
@@ -143,10 +149,12 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 		snprintf(text, sizeof(text), "hub %s could not call %s: %s", b->conf.name,
 			 name, strerror(-rc));
 		answer_text(b, reply, "refused", text);
+		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
 	e = hp_idtab_insert(&b->ecalls, id);
 	e->call_id = call_id;
+	br_service_call(b, e, m, ep);
 	e->timeout_ms = timeout_of(b, m);
 	e->deadline_ns = b->now_ns + (uint64_t)e->timeout_ms * 1000000u;
 	e->reply = strdup(reply);
@@ -185,6 +193,7 @@ br_callin_scan(struct bridge *b)
 		if (!e->answered && b->now_ns >= e->deadline_ns) {
 			snprintf(text, sizeof(text), "no answer on hub %s in time", b->conf.name);
 			answer_text(b, e->reply, "timeout", text);
+			br_service_count(b, e->ep, -ETIMEDOUT, text, strlen(text), e->start_ns);
 			guest_cancel(b->g, e->call_id);
 			e->answered = 1;
 			e->forget_ns = b->now_ns + FORGET_NS;

@@ -142,6 +142,7 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	ic->c = c;
 	ic->imp = imp;
 	ic->deadline_ns = b->now_ns + (uint64_t)b->conf.timeout_ms * 1000000u + BR_GRACE_NS;
+	ic->sent_ns = br_now_ns();
 	b->calls_out++;
 }
 
@@ -170,6 +171,7 @@ reply_now(struct bridge *b, natsMsg *m, uint64_t id)
 		return;		/* answered already (a timeout), or not ours */
 	call = *ic;
 	hp_idtab_remove(&b->icalls, ic);
+	br_tally_answer(b, &call, m);
 	if (natsMsg_IsNoResponders(m)) {
 		snprintf(text, sizeof(text), "no hub on NATS serves %s%s%s", call.imp->remote,
 			 b->conf.from[0] != '\0' ? " at hub " : "", b->conf.from);
@@ -247,6 +249,7 @@ br_callout_scan(struct bridge *b)
 		if (!call.cancel_sent)
 			publish_cancel(b, call.id);
 		br_istream_drop(b, call.id);
+		br_tally_timeout(b, &call);
 		snprintf(text, sizeof(text), "no answer through NATS within %u ms",
 			 b->conf.timeout_ms);
 		reply_status(call.c, -ETIMEDOUT, text);

@@ -230,6 +230,7 @@ br_export_drain(struct bridge *b)
 	 * the list of exports be grown meanwhile */
 	for (uint32_t i = 0; i < b->nexports; i++)
 		br_drain(b->exports[i].sub, b, br_export_msg);
+	br_service_drain(b);
 }
 
 void
@@ -260,6 +261,7 @@ void
 br_export_start(struct bridge *b)
 {
 	br_callin_start(b);
+	br_service_start(b);
 }
 
 int
@@ -278,6 +280,8 @@ br_export_attach(struct bridge *b)
 	snprintf(subject, sizeof(subject), "%s.discover", b->conf.subject);
 	if (natsConnection_SubscribeSync(&b->sub_discover, b->nc, subject) != NATS_OK)
 		return -1;
+	if (br_service_attach(b) != 0)
+		return -1;
 	/* the methods are subscribed and announced at the next refresh */
 	b->next_announce_ns = 0;
 	b->next_escan_ns = 0;
@@ -295,6 +299,7 @@ br_export_detach(struct bridge *b)
 	natsSubscription_Destroy(b->sub_cancel);
 	natsSubscription_Destroy(b->sub_discover);
 	b->sub_at = b->sub_cancel = b->sub_discover = NULL;
+	br_service_detach(b);
 }
 
 void
@@ -304,6 +309,7 @@ br_export_stop(struct bridge *b)
 		announce(b, 1);
 	br_export_detach(b);
 	br_callin_stop(b);
+	br_service_stop(b);
 	free(b->exports);
 	/* the last answers and the goodbye out, if there is a way out */
 	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)

@@ -128,6 +128,10 @@ struct ecall {
 	uint32_t	timeout_ms;	/* the caller's: each stream item restarts it */
 	int		answered;	/* the reply went (a timeout) */
 	char		*reply;		/* the caller's reply subject */
+	/* service.c: for $SRV.STATS and hubctl calls */
+	uint64_t	start_ns;	/* the request came */
+	uint32_t	ep;		/* its endpoint's figures */
+	char		from[BR_NAME_MAX + 1];	/* Hub-From, checked ("?") */
 };
 
 /* A call of an imported method, waiting for NATS (callout.c), in
@@ -138,6 +142,7 @@ struct icall {
 	struct guest_call	*c;
 	const struct br_import	*imp;
 	int			cancel_sent;
+	uint64_t		sent_ns;	/* tally.c: its latency */
 };
 
 /* The caller waits this much longer than it tells the callee, so that the
@@ -147,6 +152,8 @@ struct icall {
 struct estream;
 struct istream;
 struct br_topics;
+struct br_service;
+struct br_tally;
 
 struct bridge {
 	struct br_conf		conf;
@@ -191,6 +198,8 @@ struct bridge {
 	uint64_t		next_describe_ns;
 	char			note[200];	/* as told to hubd */
 	struct br_topics	*topics;	/* topics.c, NULL: none configured */
+	struct br_service	*service;	/* service.c: $SRV */
+	struct br_tally		*tally;		/* tally.c: what hubctl shows */
 };
 
 /* chanarg.c: the index of sig's chan<T> argument, -1 none, -2 more
@@ -360,5 +369,48 @@ void	br_topics_forget(struct bridge *b, const char *hub);
 /* "; topics ..." for the bridge's note, "" with no topics configured. */
 void	br_topics_summary(struct bridge *b, char *buf, size_t cap);
 void	br_topics_stop(struct bridge *b);
+/* service.c: an exporting bridge answers NATS's service protocol
+ * (ADR-32: $SRV.PING, $SRV.INFO, $SRV.STATS, each alone, with the
+ * service's name, and with its name and id): the exports are its
+ * endpoints, with their requests, errors and processing time. */
+void	br_service_start(struct bridge *b);
+int	br_service_attach(struct bridge *b);
+void	br_service_detach(struct bridge *b);
+void	br_service_drain(struct bridge *b);
+void	br_service_stop(struct bridge *b);
+/* A request for export name came: its endpoint's figures (an index, kept
+ * in ecall.ep). */
+uint32_t br_service_request(struct bridge *b, const char *name);
+/* e (a call just made for request m, of endpoint ep) learns when it
+ * came and from which hub. */
+void	br_service_call(struct bridge *b, struct ecall *e, natsMsg *m, uint32_t ep);
+/* A request of endpoint ep ended with status (0 ok; else an error, text
+ * its text), start_ns when it came. */
+void	br_service_count(struct bridge *b, uint32_t ep, int status, const void *text,
+			 size_t len, uint64_t start_ns);
+/* Endpoint ep's name, "" if none. */
+const char *br_service_name(struct bridge *b, uint32_t ep);
+
+/* Names to small numbers, for figures kept by name (tally.c): open
+ * addressing, never shrinks, at most max names. */
+struct br_names {
+	char		(*name)[BR_NAME_MAX + 1];	/* by index */
+	uint32_t	n, max;
+	uint32_t	*slot;		/* index + 1, 0 empty */
+	uint32_t	cap;		/* slots, a power of two */
+};
+/* name's index; a new one when add (UINT32_MAX when full, or not found). */
+uint32_t br_names_find(struct br_names *t, const char *name, int add);
+void	br_names_free(struct br_names *t);
+
+/* tally.c: per remote hub and per imported method, calls out, errors and
+ * latency, served to hubctl as GUEST.stats (GUEST the bridge's [guest]
+ * name: hubctl remotes, hubctl calls). */
+void	br_tally_start(struct bridge *b);
+void	br_tally_stop(struct bridge *b);
+/* Call c of an imported method got reply m (taken out of icalls). */
+void	br_tally_answer(struct bridge *b, const struct icall *c, natsMsg *m);
+/* Call c timed out: no answer through NATS. */
+void	br_tally_timeout(struct bridge *b, const struct icall *c);
 
 #endif

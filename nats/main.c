@@ -351,6 +351,7 @@ main(int argc, char *argv[])
 	br_import_start(b);
 	br_export_start(b);
 	br_topics_start(b);
+	br_tally_start(b);
 	connector_start(b);
 	br_log("hub %s: exporting %d pattern(s), importing %d, subjects %s.*", b->conf.name,
 	       b->conf.nexports, b->conf.nimports, b->conf.subject);
@@ -366,6 +367,7 @@ main(int argc, char *argv[])
 	br_export_stop(b);
 	br_import_stop(b);
 	br_topics_stop(b);
+	br_tally_stop(b);
 	natsSubscription_Destroy(b->sub_inbox);
 	natsConnection_Destroy(b->nc);
 	br_evloop_free(b->ev);
