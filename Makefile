@@ -109,6 +109,8 @@ ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
 # nats/ first: no file there is named as one of libnats's headers.
 HUBNATS_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard nats/*.c))
 NATS_LIBS = $(shell pkg-config --libs libnats 2>/dev/null || echo -lnats)
+# its keys: Ed25519 signatures, X25519 and BLAKE2b (nats/trust.c)
+SODIUM_LIBS = $(shell pkg-config --libs libsodium 2>/dev/null || echo -lsodium)
 PROGS := $(B)/hubd $(B)/hubctl $(B)/hub-run $(B)/hub-nats
 
 SUITE_SRC := $(sort $(wildcard tests/unit/check_*.c tests/e2e/check_*.c))
@@ -206,7 +208,7 @@ $(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/
 
 # Static libguest: hub-nats is installed beside hubd, not with the examples
 $(B)/hub-nats: $(HUBNATS_OBJ) $(GUEST_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) $(shell pkg-config --libs json-c inih) \
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) $(SODIUM_LIBS) $(shell pkg-config --libs json-c inih) \
 		$(GUEST_LIBS)
 
 # Example guests link the shared library, found next to them.
@@ -293,7 +295,8 @@ $(B)/tests/%.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DBUILD_DIR='"$(abspath $(B))"' -c -o $@ $<
 $(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS) $(SPECHOST) \
 		$(B)/hub-nats
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(GUEST_LIBS) $(NATS_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(GUEST_LIBS) $(NATS_LIBS) \
+		$(SODIUM_LIBS)
 
 # Every header compiles on its own; libguest's public one as C++ too.
 headers:
