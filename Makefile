@@ -143,6 +143,9 @@ LIBDIR ?= $(PREFIX)/lib
 # installed there never takes a system hub's socket (install builds hubd
 # and hubctl again with it, and SYSCONFDIR's config, as their defaults).
 RUNDIR ?= $(if $(filter /usr /usr/local,$(PREFIX)),/run/hub,$(PREFIX)/var/run/hub)
+# State: hub-nats's key (nats.key) by default, as RUNDIR: /var/lib/hub,
+# or inside any other prefix (install builds hub-nats again with it).
+STATEDIR ?= $(if $(filter /usr /usr/local,$(PREFIX)),/var/lib/hub,$(PREFIX)/var/lib/hub)
 # The installed example guests find libguest in LIBDIR by a RUNPATH, but
 # where the dynamic loader looks anyway (Debian's LIBDIR among them).
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
@@ -378,13 +381,13 @@ INSTALLED = $(PREFIX)/sbin/hubd $(PREFIX)/bin/hubctl $(PREFIX)/bin/hub-run \
 	$(addprefix $(PYTHONDIR)/hubguest/,$(notdir $(PY_PKG)))
 # Directories of hub's own, gone at uninstall once empty
 INSTALLED_DIRS = $(PREFIX)/libexec/hub $(PREFIX)/share/doc/hub $(SYSCONFDIR)/hub \
-	$(PYTHONDIR)/hubguest $(filter $(PREFIX)/%,$(RUNDIR))
+	$(PYTHONDIR)/hubguest $(filter $(PREFIX)/%,$(RUNDIR) $(STATEDIR))
 # hubd and hubctl as installed: their default config and control socket
 # this install's (daemon/config.h, daemon/hubd.c), built in a directory
 # of their own so that the tree's build/hubd and build/hubctl stay as
 # they are.
 INSTALL_PATHS := -DHUB_CONF_DEFAULT='"$(SYSCONFDIR)/hub/hubd.conf"' \
-	-DHUB_CONTROL_DEFAULT='"$(RUNDIR)/hubd.sock"'
+	-DHUB_CONTROL_DEFAULT='"$(RUNDIR)/hubd.sock"' -DBR_KEY_DEFAULT='"$(STATEDIR)/nats.key"'
 INSTALL_CFLAGS = $(filter-out -MMD -MP,$(ALL_CFLAGS)) $(INSTALL_PATHS)
 # The config install writes: the examples from PREFIX; where python3 or the
 # loader would not look, the Python example is told where the binding and
@@ -411,8 +414,14 @@ install: all
 	$(CC) $(ALL_LDFLAGS) -o $$t/hubctl $$t/main.o $(filter-out %/main.o,$(HUBCTL_OBJ)) \
 		$(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/poolfig.o \
 		$(B)/daemon/escape.o $(B)/daemon/pcjson.o $(PROTO_LIB) $(HUBCTL_LIBS) && \
+	$(CC) $(INSTALL_CFLAGS) -c -o $$t/natsconf.o nats/conf.c && \
+	$(CC) $(ALL_LDFLAGS) -o $$t/hub-nats $$t/natsconf.o $(filter-out $(B)/nats/conf.o,$(HUBNATS_OBJ)) \
+		$(GUEST_A) $(NATS_LIBS) $(SODIUM_LIBS) $(shell pkg-config --libs json-c inih) \
+		$(GUEST_LIBS) && \
 	install -m 755 $$t/hubd $(DESTDIR)$(PREFIX)/sbin/hubd && \
-	install -m 755 $$t/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl
+	install -m 755 $$t/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl && \
+	install -m 755 $$t/hub-nats $(DESTDIR)$(PREFIX)/libexec/hub/hub-nats
+	install -d $(DESTDIR)$(STATEDIR)
 	@# hub-run: Python guests find the binding where install puts it
 	sed 's|^installed_pythondir=$$|installed_pythondir=$(PYTHONDIR)|' $(B)/hub-run \
 		> $(DESTDIR)$(PREFIX)/bin/hub-run && chmod 755 $(DESTDIR)$(PREFIX)/bin/hub-run
@@ -430,7 +439,6 @@ install: all
 		$(B)/guestlib/examples/$$g.o -L$(B) -lguest $(INSTALL_RPATH) $(HASH_LIBS) || exit 1; \
 	done
 	install -m 755 $(PY_EXAMPLE) $(DESTDIR)$(PREFIX)/libexec/hub/greeter
-	install -m 755 $(B)/hub-nats $(DESTDIR)$(PREFIX)/libexec/hub/hub-nats
 	sed -e 's|/usr/local/sbin/|$(PREFIX)/sbin/|g' -e 's|/etc/hub/|$(SYSCONFDIR)/hub/|g' \
 		-e 's|/usr/local/share/|$(PREFIX)/share/|g' systemd/hubd.service \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/system/hubd.service
