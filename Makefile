@@ -399,7 +399,7 @@ INSTALL_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
 	$(if $(GREETER_ENV),-e '/^exec = .*\/greeter$$/a env = $(GREETER_ENV)') conf/hubd.conf
 # hub-nats's example config: its paths where this install put things
 INSTALL_NATS_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
-	-e 's|/etc/hub/|$(SYSCONFDIR)/hub/|' conf/nats.conf
+	-e 's|/etc/hub/|$(SYSCONFDIR)/hub/|' -e 's|/var/lib/hub/|$(STATEDIR)/|' conf/nats.conf
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include \

@@ -234,28 +234,37 @@ adopt(struct bridge *b)
 	}
 }
 
-/* The argument after option opt, NULL none. */
-static const char *
-option(int argc, char *argv[], const char *opt)
+/* The command line: --config FILE, or --keygen FILE or --pubkey FILE
+ * (with --config, named as it names this hub); hubd adds a spawn
+ * ticket. */
+struct args {
+	const char	*config, *keygen, *pubkey;
+};
+
+static void
+parse_args(int argc, char *argv[], struct args *a)
 {
-	for (int i = 1; i + 1 < argc; i++)
-		if (strcmp(argv[i], opt) == 0)
-			return argv[i + 1];
-	return NULL;
+	for (int i = 1; i + 1 < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0)
+			a->config = argv[++i];
+		else if (strcmp(argv[i], "--keygen") == 0)
+			a->keygen = argv[++i];
+		else if (strcmp(argv[i], "--pubkey") == 0)
+			a->pubkey = argv[++i];
+	}
 }
 
-/* hub-nats --keygen FILE or --pubkey FILE [--config FILE]: the line
- * for the other hubs' [trust], named as the config names this hub. */
+/* hub-nats --keygen FILE or --pubkey FILE: the line for the other hubs'
+ * [trust]. */
 static int
-key_command(int argc, char *argv[], const char *path)
+key_command(const struct args *a)
 {
-	const char *conf = option(argc, argv, "--config");
 	struct br_conf c;
 	char name[BR_NAME_MAX + 1], err[512];
 
-	if (conf != NULL) {
-		if (br_conf_load(&c, conf, err, sizeof(err)) != 0) {
-			fprintf(stderr, "hub-nats: %s: %s\n", conf, err);
+	if (a->config != NULL) {
+		if (br_conf_load(&c, a->config, err, sizeof(err)) != 0) {
+			fprintf(stderr, "hub-nats: %s: %s\n", a->config, err);
 			return 2;
 		}
 		snprintf(name, sizeof(name), "%s", c.name);
@@ -263,8 +272,7 @@ key_command(int argc, char *argv[], const char *path)
 	} else {
 		br_default_name(name, sizeof(name));
 	}
-	return option(argc, argv, "--keygen") != NULL ? br_keygen(path, name) :
-	    br_pubkey(path, name);
+	return a->keygen != NULL ? br_keygen(a->keygen, name) : br_pubkey(a->pubkey, name);
 }
 
 /* What hubctl shows of the bridge: its note (hubctl peers), and where
@@ -344,15 +352,16 @@ main(int argc, char *argv[])
 {
 	static struct bridge br;
 	struct bridge *b = &br;
-	const char *path = option(argc, argv, "--config"), *why = NULL, *key;
+	struct args a = { 0 };
+	const char *path, *why = NULL;
 	natsInbox *inbox = NULL;
 	char err[1024];
 	int rc;
 
-	if ((key = option(argc, argv, "--keygen")) != NULL ||
-	    (key = option(argc, argv, "--pubkey")) != NULL)
-		return key_command(argc, argv, key);
-	if (path == NULL) {
+	parse_args(argc, argv, &a);
+	if (a.keygen != NULL || a.pubkey != NULL)
+		return key_command(&a);
+	if ((path = a.config) == NULL) {
 		fprintf(stderr, "usage: hub-nats --config FILE (started by hubd: see hub-nats(8))\n"
 			"       hub-nats --keygen FILE [--config FILE]\n"
 			"       hub-nats --pubkey FILE [--config FILE]\n");
