@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <nats/nats.h>
 #include <sodium.h>
@@ -390,6 +391,7 @@ START_TEST(test_trust_under_authorization)
 	/* cancels and announcements: refused, each */
 	natsConnection_PublishString(nc, "hub.cancel", "_INBOX.a.x.1");
 	announce_one(nc, "b", "kv.evil", "str->str", 1);
+	announce_one(nc, "b", "kv.get", "str->str", 1);
 	announce_one(nc, "b", NULL, NULL, 1);
 	flood(nc, 1);
 	natsConnection_Flush(nc);
@@ -413,8 +415,9 @@ START_TEST(test_trust_under_authorization)
 }
 END_TEST
 
-/* The key file: refused when others may read it or it is missing, and
- * --keygen never writes over one. */
+/* The key file: refused when others may read it or it is missing
+ * (never made in silence: the other hubs must be given its public key),
+ * and --keygen never writes over one. */
 START_TEST(test_trust_key_file)
 {
 	char cmd[1024], key[256], *out = NULL;
@@ -435,6 +438,21 @@ START_TEST(test_trust_key_file)
 		sleep_ms(50);
 	}
 	ck_assert_msg(strstr(out, "others may read this hub's key") != NULL, "%s", out);
+	free(out);
+	out = NULL;
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	/* none: it says how to make one (and does not make it) */
+	ck_assert_int_eq(unlink(key), 0);
+	ck_assert_int_eq(hub_start(&hub_a, NULL, nats), 0);
+	for (int i = 0; i < 100; i++) {
+		free(out);
+		out = hub_log(&hub_a);
+		if (strstr(out, "make this hub's key with hub-nats --keygen") != NULL)
+			break;
+		sleep_ms(50);
+	}
+	ck_assert_msg(strstr(out, "make this hub's key with hub-nats --keygen") != NULL, "%s", out);
+	ck_assert_int_ne(access(key, F_OK), 0);
 	free(out);
 	free(nats);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
