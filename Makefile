@@ -421,7 +421,7 @@ install: all
 	install -m 755 $$t/hubd $(DESTDIR)$(PREFIX)/sbin/hubd && \
 	install -m 755 $$t/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl && \
 	install -m 755 $$t/hub-nats $(DESTDIR)$(PREFIX)/libexec/hub/hub-nats
-	install -d $(DESTDIR)$(STATEDIR)
+	$(if $(filter $(PREFIX)/%,$(STATEDIR)),install -d $(DESTDIR)$(STATEDIR))
 	@# hub-run: Python guests find the binding where install puts it
 	sed 's|^installed_pythondir=$$|installed_pythondir=$(PYTHONDIR)|' $(B)/hub-run \
 		> $(DESTDIR)$(PREFIX)/bin/hub-run && chmod 755 $(DESTDIR)$(PREFIX)/bin/hub-run

@@ -143,6 +143,20 @@ print_line(const char *name, const uint8_t pk[BR_PK_LEN])
 	printf("# for [trust] in the other hubs' nats.conf:\n%s = %s\n", name, text);
 }
 
+/* The directory path is in, made (one level): 0 or -1. */
+static int
+make_dir(const char *path)
+{
+	char dir[4096];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
+		return -1;
+	*slash = '\0';
+	return mkdir(dir, 0755);
+}
+
 int
 br_keygen(const char *path, const char *name)
 {
@@ -153,8 +167,12 @@ br_keygen(const char *path, const char *name)
 
 	if (sodium_init() < 0)
 		return fprintf(stderr, "hub-nats: libsodium did not start\n"), 1;
-	/* never over a key: other hubs may trust it already */
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
+	/* never over a key: other hubs may trust it already; its
+	 * directory (/var/lib/hub) made if need be */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == ENOENT && make_dir(path) == 0)
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
 		fprintf(stderr, "hub-nats: %s: %s%s\n", path, strerror(errno),
 			errno == EEXIST ? " (a key is kept: hub-nats --pubkey prints it)" : "");
 		return 1;
