@@ -88,7 +88,7 @@ load_seed(const char *path, uint8_t seed[crypto_sign_SEEDBYTES], char *why, size
 	FILE *f;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 		if (errno == ENOENT)
 			snprintf(why, cap, "%s: no such file: make this hub's key with hub-nats --keygen %s"
 				 " (and put the line it prints in the other hubs' [trust])", path, path);
