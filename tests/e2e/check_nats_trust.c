@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -415,6 +416,50 @@ START_TEST(test_trust_under_authorization)
 }
 END_TEST
 
+/* Calls from NATS in flight are bounded per calling hub: hub a's second
+ * call waits for none, another hub's call is served meanwhile. */
+START_TEST(test_trust_calls_per_hub)
+{
+	natsConnection *nc;
+	natsMsg *m = NULL, *r = NULL;
+	const char *word = NULL;
+	char *out = NULL;
+	pid_t pid;
+	int status;
+
+	natsd_start(&nd);
+	start_exporter(&hub_b, "b", nd.url, "calls_per_hub = 1\n");
+	start_importer(&hub_a, nd.url, "");
+	ck_assert_msg(hub_wait_method(&hub_a, "sl.sleep,sl.echo") == 0, "%s", hub_log_tail(&hub_a));
+	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	if ((pid = fork()) == 0) {
+		nh_ctl(&hub_a, &out, "sl.sleep", "2000", NULL);
+		_exit(0);
+	}
+	ck_assert_int_gt(pid, 0);
+	sleep_ms(500);
+	nh_expect_err(&hub_a, "calls from hub a in flight already", "sl.echo", "y", NULL);
+	/* another caller is not hub a: served */
+	nc = attacker(nd.url, NULL, NULL);
+	ck_assert_int_eq(natsMsg_Create(&m, "hub.call.sl.echo", NULL, "\x01z", 2), NATS_OK);
+	natsMsgHeader_Set(m, "Hub-Signature", "str->str");
+	natsMsgHeader_Set(m, "Hub-From", "other");
+	ck_assert_int_eq(natsConnection_RequestMsg(&r, nc, m, 5000), NATS_OK);
+	natsMsgHeader_Get(r, "Hub-Status", &word);
+	ck_assert_msg(word != NULL && strcmp(word, "ok") == 0, "%s: %.*s", word ? word : "none",
+		      natsMsg_GetDataLength(r), natsMsg_GetData(r));
+	natsMsg_Destroy(r);
+	natsMsg_Destroy(m);
+	natsConnection_Destroy(nc);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	/* and once the first is answered, hub a's next is served */
+	nh_expect_ok(&hub_a, "y", "sl.echo", "y", NULL);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&nd);
+}
+END_TEST
+
 /* The key file: refused when others may read it or it is missing
  * (never made in silence: the other hubs must be given its public key),
  * and --keygen never writes over one. */
@@ -471,6 +516,7 @@ suite_nats_trust(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_trust_without_authorization);
 	tcase_add_test(tc, test_trust_under_authorization);
+	tcase_add_test(tc, test_trust_calls_per_hub);
 	tcase_add_test(tc, test_trust_key_file);
 	suite_add_tcase(s, tc);
 	return s;
