@@ -223,8 +223,9 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 	if (*seq == '\0' || *end != '\0')
 		return 0;
 	/* anyone may publish on our inbox: an answer its hub did not make
-	 * is dropped, and the call waits on for the one it did */
-	if (hp_idtab_find(&b->icalls, id) == NULL || !br_trust_answer_ok(b, m))
+	 * is dropped (and counted, late or not), and the call waits on for
+	 * the one it did */
+	if (!br_trust_answer_ok(b, m) || hp_idtab_find(&b->icalls, id) == NULL)
 		return 0;
 	if (br_istream_hold(b, id, m))
 		return 1;
