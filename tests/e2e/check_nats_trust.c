@@ -121,6 +121,8 @@ on_sleep(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg)
 	(void)sub;
 	(void)arg;
 	if (natsMsg_GetReply(m) != NULL) {
+		/* once hub b has the call (it heard the request with us) */
+		sleep_ms(200);
 		natsConnection_PublishString(nc, "hub.cancel", natsMsg_GetReply(m));
 		snprintf(body, sizeof(body), "%s 0123456789abcdef0123456789abcdef",
 			 natsMsg_GetReply(m));
