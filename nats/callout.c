@@ -16,10 +16,15 @@
 static void
 publish_cancel(struct bridge *b, uint64_t id)
 {
-	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX];
+	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX + BR_MAC_LEN * 2 + 2];
+	char token[BR_MAC_LEN * 2 + 1];
+	int n;
 
 	snprintf(subject, sizeof(subject), "%s.cancel", b->conf.subject);
-	snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
+	n = snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
+	/* the token the request committed to: only we can make it */
+	br_trust_cancel_token(b, reply, token);
+	snprintf(reply + n, sizeof(reply) - (size_t)n, " %s", token);
 	natsConnection_Publish(b->nc, subject, reply, (int)strlen(reply));
 }
 
@@ -51,6 +56,7 @@ request_msg(struct bridge *b, const struct br_import *imp, const uint8_t *args, 
 	    uint64_t id, int with_stream, natsMsg **mp)
 {
 	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX], items[BR_SUBJECT_MAX], ms[16];
+	char commit[BR_MAC_LEN * 2 + 1];
 	natsStatus s;
 
 	snprintf(items, sizeof(items), "%s.s.%" PRIu64, b->inbox, id);
@@ -70,6 +76,13 @@ request_msg(struct bridge *b, const struct br_import *imp, const uint8_t *args, 
 		s = natsMsgHeader_Set(*mp, BR_H_FROM, b->conf.name);
 	if (s == NATS_OK && with_stream)
 		s = natsMsgHeader_Set(*mp, BR_H_STREAM, items);
+	/* the answer's MAC is made with our key; the cancel's token is
+	 * what hashes to commit (trust.c) */
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(*mp, BR_H_KEY, br_trust_pk_text(b));
+	br_trust_cancel_commit(b, reply, commit);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(*mp, BR_H_CANCEL, commit);
 	return s;
 }
 
@@ -210,6 +223,11 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 	uint64_t id = strtoull(seq, &end, 10);
 
 	if (*seq == '\0' || *end != '\0')
+		return 0;
+	/* anyone may publish on our inbox: an answer its hub did not make
+	 * is dropped (and counted, late or not), and the call waits on for
+	 * the one it did */
+	if (!br_trust_answer_ok(b, m) || hp_idtab_find(&b->icalls, id) == NULL)
 		return 0;
 	if (br_istream_hold(b, id, m))
 		return 1;

@@ -39,6 +39,7 @@ announce(struct bridge *b, int leaving)
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
 	char subject[BR_SUBJECT_MAX];
 	const char *text;
+	natsMsg *m = NULL;
 	size_t budget = b->max_payload > 0 ? (size_t)b->max_payload - 1024 : 1u << 20;
 	size_t used = 0;
 
@@ -61,9 +62,14 @@ announce(struct bridge *b, int leaving)
 	json_object_object_add(o, "methods", a);
 	if (b->topics != NULL && !leaving)
 		br_topics_announce(b, o, &used, budget);
+	/* signed with it: an old announcement sent again is refused */
+	json_object_object_add(o, "seq", json_object_new_int64((int64_t)br_trust_next_seq(b)));
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
-	natsConnection_Publish(b->nc, subject, text, (int)strlen(text));
+	if (natsMsg_Create(&m, subject, NULL, text, (int)strlen(text)) == NATS_OK &&
+	    br_trust_sign(b, m, text, strlen(text)) == 0)
+		natsConnection_PublishMsg(b->nc, m);
+	natsMsg_Destroy(m);
 	json_object_put(o);
 }
 

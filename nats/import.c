@@ -58,10 +58,12 @@ import_find(struct bridge *b, const char *remote)
 	return NULL;
 }
 
-/* remote offers name as sig: registered here the first time. */
+/* Hub p offers name as sig: registered here the first time, within
+ * its own quota (one hub's list cannot push out another's). */
 static void
-bring_in(struct bridge *b, const char *hub, const char *name, const char *sig)
+bring_in(struct bridge *b, struct br_peer *p, const char *name, const char *sig)
 {
+	const char *hub = p->name;
 	struct br_import *imp = import_find(b, name), **grown;
 	int rc;
 
@@ -71,12 +73,13 @@ bring_in(struct bridge *b, const char *hub, const char *name, const char *sig)
 			       hub, name, sig, imp->sig);
 		return;
 	}
-	if (b->nimports >= BR_METHODS_MAX || (imp = calloc(1, sizeof(*imp))) == NULL ||
+	if (p->nbrought >= BR_METHODS_MAX || (imp = calloc(1, sizeof(*imp))) == NULL ||
 	    (grown = realloc(b->imports, (b->nimports + 1) * sizeof(*grown))) == NULL) {
 		free(imp);
 		return;
 	}
 	b->imports = grown;
+	p->nbrought++;
 	imp->b = b;
 	snprintf(imp->remote, sizeof(imp->remote), "%s", name);
 	snprintf(imp->sig, sizeof(imp->sig), "%s", sig);
@@ -112,6 +115,7 @@ on_announce(struct bridge *b, natsMsg *m)
 	json_object *o = NULL, *v, *methods;
 	const char *hub;
 	struct br_remote *r;
+	struct br_peer *peer;
 	struct hp_sig parsed;
 	const char *why;
 	int64_t every;
@@ -134,6 +138,12 @@ on_announce(struct bridge *b, natsMsg *m)
 		every = 2000;
 	if (strcmp(hub, b->conf.name) == 0 ||
 	    (b->conf.from[0] != '\0' && strcmp(hub, b->conf.from) != 0))
+		goto out;
+	/* a hub of [trust] whose key signed it, or nobody: every NATS
+	 * client may publish here */
+	if ((peer = br_trust_announcement(b, m, hub, json_object_object_get_ex(o, "seq", &v) &&
+					  json_object_is_type(v, json_type_int) ?
+					  json_object_get_int64(v) : 0)) == NULL)
 		goto out;
 	/* neither methods nor topics: the hub is leaving */
 	ntopics = br_topics_count(o);
@@ -181,7 +191,7 @@ on_announce(struct bridge *b, natsMsg *m)
 			break;
 		r->methods = grown;
 		snprintf(r->methods[r->nmethods++], BR_NAME_MAX + 1, "%s", name);
-		bring_in(b, hub, name, sig);
+		bring_in(b, peer, name, sig);
 	}
 	if (b->topics != NULL)
 		br_topics_announced(b, hub, o);

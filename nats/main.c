@@ -109,6 +109,8 @@ options(struct bridge *b)
 	/* our own requests and announcements never come back to us */
 	if (s == NATS_OK)
 		s = natsOptions_SetNoEcho(o, true);
+	if (s == NATS_OK)
+		s = natsOptions_SetCustomInboxPrefix(o, c->inbox_prefix);
 	if (s == NATS_OK && c->user[0] != '\0')
 		s = natsOptions_SetUserInfo(o, c->user, c->password);
 	if (s == NATS_OK && c->token[0] != '\0')
@@ -234,13 +236,45 @@ adopt(struct bridge *b)
 	}
 }
 
-static const char *
-config_path(int argc, char *argv[])
+/* The command line: --config FILE, or --keygen FILE or --pubkey FILE
+ * (with --config, named as it names this hub); hubd adds a spawn
+ * ticket. */
+struct args {
+	const char	*config, *keygen, *pubkey;
+};
+
+static void
+parse_args(int argc, char *argv[], struct args *a)
 {
-	for (int i = 1; i + 1 < argc; i++)
+	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0)
-			return argv[i + 1];
-	return NULL;
+			a->config = argv[++i];
+		else if (strcmp(argv[i], "--keygen") == 0)
+			a->keygen = argv[++i];
+		else if (strcmp(argv[i], "--pubkey") == 0)
+			a->pubkey = argv[++i];
+	}
+}
+
+/* hub-nats --keygen FILE or --pubkey FILE: the line for the other hubs'
+ * [trust]. */
+static int
+key_command(const struct args *a)
+{
+	struct br_conf c;
+	char name[BR_NAME_MAX + 1], err[512];
+
+	if (a->config != NULL) {
+		if (br_conf_load(&c, a->config, err, sizeof(err)) != 0) {
+			fprintf(stderr, "hub-nats: %s: %s\n", a->config, err);
+			return 2;
+		}
+		snprintf(name, sizeof(name), "%s", c.name);
+		br_conf_free(&c);
+	} else {
+		br_default_name(name, sizeof(name));
+	}
+	return a->keygen != NULL ? br_keygen(a->keygen, name) : br_pubkey(a->pubkey, name);
 }
 
 /* What hubctl shows of the bridge: its note (hubctl peers), and where
@@ -249,7 +283,7 @@ config_path(int argc, char *argv[])
 static void
 describe(struct bridge *b)
 {
-	char note[sizeof(b->note)], url[128] = "", imports[120] = "";
+	char note[sizeof(b->note)], url[128] = "", imports[120] = "", ignored[120];
 	size_t n;
 
 	if (b->now_ns < b->next_describe_ns)
@@ -258,8 +292,12 @@ describe(struct bridge *b)
 	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
 		natsConnection_GetConnectedUrl(b->nc, url, sizeof(url));
 	br_import_summary(b, imports, sizeof(imports));
-	snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s",
-		 url[0] != '\0' ? url : "(not connected)", b->conf.name, b->nexports, imports);
+	br_trust_summary(b, ignored, sizeof(ignored));
+	/* cut short, if need be: it is a note */
+	if (snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s%s",
+		     url[0] != '\0' ? url : "(not connected)", b->conf.name, b->nexports, imports,
+		     ignored) < 0)
+		return;
 	n = strlen(note);
 	br_topics_summary(b, note + n, sizeof(note) - n);
 	if (strcmp(note, b->note) != 0 && guest_describe(b->g, "", note) == 0)
@@ -320,17 +358,27 @@ main(int argc, char *argv[])
 {
 	static struct bridge br;
 	struct bridge *b = &br;
-	const char *path = config_path(argc, argv), *why = NULL;
+	struct args a = { 0 };
+	const char *path, *why = NULL;
 	natsInbox *inbox = NULL;
-	char err[512];
+	char err[1024];
 	int rc;
 
-	if (path == NULL) {
-		fprintf(stderr, "usage: hub-nats --config FILE (started by hubd: see hub-nats(8))\n");
+	parse_args(argc, argv, &a);
+	if (a.keygen != NULL || a.pubkey != NULL)
+		return key_command(&a);
+	if ((path = a.config) == NULL) {
+		fprintf(stderr, "usage: hub-nats --config FILE (started by hubd: see hub-nats(8))\n"
+			"       hub-nats --keygen FILE [--config FILE]\n"
+			"       hub-nats --pubkey FILE [--config FILE]\n");
 		return 2;
 	}
 	if (br_conf_load(&b->conf, path, err, sizeof(err)) != 0) {
 		fprintf(stderr, "hub-nats: %s: %s\n", path, err);
+		return 2;
+	}
+	if (br_trust_start(b, err, sizeof(err)) != 0) {
+		fprintf(stderr, "hub-nats: key: %s\n", err);
 		return 2;
 	}
 	if ((b->q = br_handoff_new(HANDOFF_MAX)) == NULL ||
@@ -340,8 +388,10 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	/* one inbox for the bridge's life: replies find it after a new
-	 * connection too */
-	snprintf(b->inbox, sizeof(b->inbox), "%s", (const char *)inbox);
+	 * connection too; under [nats] inbox_prefix, which NATS
+	 * permissions may name */
+	snprintf(b->inbox, sizeof(b->inbox), "%.63s.%.60s", b->conf.inbox_prefix,
+		 strchr((const char *)inbox, '.') + 1);
 	natsInbox_Destroy(inbox);
 	if ((rc = guest_attach(argc, argv, &b->g, &why)) < 0) {
 		fprintf(stderr, "hub-nats: %s\n", why != NULL ? why : strerror(-rc));
@@ -373,6 +423,7 @@ main(int argc, char *argv[])
 	br_evloop_free(b->ev);
 	br_handoff_free(b->q);
 	guest_detach(b->g);
+	br_trust_stop(b);
 	br_conf_free(&b->conf);
 	nats_Close();
 	return rc == 0 ? 0 : 1;

@@ -53,15 +53,23 @@ bridge_hubs() {
 	# hubd starts guests as users of their own (guest_uids): hub-nats
 	# reads its config through TMP (mktemp's, 0700)
 	chmod 711 "$TMP"
-	printf '[nats]\nservers = %s\nname = %sb\nannounce = 500ms\n[export]\nmethods = rb.*\n' \
-		"$NATS_URL" "$n" > "$TMP/${n}b-nats.conf"
-	printf '[nats]\nservers = %s\nname = %sa\nannounce = 500ms\n[import]\nmethods = rb.*\ntimeout = 10s\n' \
-		"$NATS_URL" "$n" > "$TMP/${n}a-nats.conf"
+	# each bridge a key of its own (mode 0600: as root, the bridges run
+	# as nobody, who owns it), and each trusts the other's
+	local trust="[trust]" h user=""
+	for h in a b; do
+		rm -f "$TMP/${n}$h.key"
+		trust="$trust\n${n}$h = $($B/hub-nats --keygen "$TMP/${n}$h.key" | sed -n 's/^[^#].* = //p')"
+		[ "$(id -u)" = 0 ] && chown nobody "$TMP/${n}$h.key" && user="user = nobody\n"
+	done
+	printf '[nats]\nservers = %s\nname = %sb\nannounce = 500ms\nkey = %s\n[export]\nmethods = rb.*\n%b\n' \
+		"$NATS_URL" "$n" "$TMP/${n}b.key" "$trust" > "$TMP/${n}b-nats.conf"
+	printf '[nats]\nservers = %s\nname = %sa\nannounce = 500ms\nkey = %s\n[import]\nmethods = rb.*\ntimeout = 10s\n%b\n' \
+		"$NATS_URL" "$n" "$TMP/${n}a.key" "$trust" > "$TMP/${n}a-nats.conf"
 	chmod 644 "$TMP/${n}b-nats.conf" "$TMP/${n}a-nats.conf"
 	start_hub "${n}b" "max_guests = 3" \
-		"[guest rb]\nexec = $B/tests/bench/benchguest\nargs = --prefix rb\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/${n}b-nats.conf\n" 2
+		"[guest rb]\nexec = $B/tests/bench/benchguest\nargs = --prefix rb\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/${n}b-nats.conf\n$user" 2
 	start_hub "${n}a" "max_guests = 3" \
-		"[guest ra]\nexec = $B/tests/bench/benchguest\nargs = --prefix ra\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/${n}a-nats.conf\nprovides = rb.*\n" 2
+		"[guest ra]\nexec = $B/tests/bench/benchguest\nargs = --prefix ra\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/${n}a-nats.conf\nprovides = rb.*\n$user" 2
 	for _ in $(seq 200); do
 		$CTL methods 2>/dev/null | grep -q '^rb\.echo\b' && return 0
 		sleep 0.05
