@@ -94,6 +94,8 @@ TEST_SHIMS := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/sh
 BENCH_PROGS := $(B)/tests/bench/baseline $(B)/tests/bench/benchguest \
 	$(B)/tests/bench/poolbench $(B)/tests/bench/mtbench $(B)/tests/bench/natsbase \
 	$(B)/tests/bench/psguest
+# plain NATS publish-subscribe, against topics across hub-nats
+BENCH_PROGS += $(B)/tests/bench/natsps
 # Peers built for make bench only (their packages come with BENCH=1 deps;
 # make all and make check never need them): iceoryx and sd-bus.
 BENCH_PEERS := $(B)/tests/bench/iox $(B)/tests/bench/dbus $(B)/tests/bench/ioxps \
@@ -109,6 +111,8 @@ ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
 # nats/ first: no file there is named as one of libnats's headers.
 HUBNATS_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard nats/*.c))
 NATS_LIBS = $(shell pkg-config --libs libnats 2>/dev/null || echo -lnats)
+# its keys: Ed25519 signatures, X25519 and BLAKE2b (nats/trust.c)
+SODIUM_LIBS = $(shell pkg-config --libs libsodium 2>/dev/null || echo -lsodium)
 PROGS := $(B)/hubd $(B)/hubctl $(B)/hub-run $(B)/hub-nats
 
 SUITE_SRC := $(sort $(wildcard tests/unit/check_*.c tests/e2e/check_*.c))
@@ -141,6 +145,9 @@ LIBDIR ?= $(PREFIX)/lib
 # installed there never takes a system hub's socket (install builds hubd
 # and hubctl again with it, and SYSCONFDIR's config, as their defaults).
 RUNDIR ?= $(if $(filter /usr /usr/local,$(PREFIX)),/run/hub,$(PREFIX)/var/run/hub)
+# State: hub-nats's key (nats.key) by default, as RUNDIR: /var/lib/hub,
+# or inside any other prefix (install builds hub-nats again with it).
+STATEDIR ?= $(if $(filter /usr /usr/local,$(PREFIX)),/var/lib/hub,$(PREFIX)/var/lib/hub)
 # The installed example guests find libguest in LIBDIR by a RUNPATH, but
 # where the dynamic loader looks anyway (Debian's LIBDIR among them).
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
@@ -206,7 +213,7 @@ $(B)/hubctl: $(HUBCTL_OBJ) $(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/
 
 # Static libguest: hub-nats is installed beside hubd, not with the examples
 $(B)/hub-nats: $(HUBNATS_OBJ) $(GUEST_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) $(shell pkg-config --libs json-c inih) \
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) $(SODIUM_LIBS) $(shell pkg-config --libs json-c inih) \
 		$(GUEST_LIBS)
 
 # Example guests link the shared library, found next to them.
@@ -245,6 +252,10 @@ $(B)/tests/bench/mtbench: $(B)/tests/bench/mtbench.o $(GUEST_A)
 
 # Plain NATS request/reply on libnats, against a call across hub-nats.
 $(B)/tests/bench/natsbase: $(B)/tests/bench/natsbase.o $(PROTO_LIB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) -lpthread
+
+# Plain NATS publish-subscribe, against topics across hub-nats.
+$(B)/tests/bench/natsps: $(B)/tests/bench/natsps.o $(PROTO_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) -lpthread
 
 # A topic's publisher and subscribers (tests/bench/pubsub.sh).
@@ -293,7 +304,8 @@ $(B)/tests/%.o: tests/%.c
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DBUILD_DIR='"$(abspath $(B))"' -c -o $@ $<
 $(B)/check_hub: $(TEST_OBJ) $(GUEST_OBJ) $(DAEMON_LIB) $(PROTO_LIB) | $(TEST_SHIMS) $(SPECHOST) \
 		$(B)/hub-nats
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(GUEST_LIBS) $(NATS_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(GUEST_LIBS) $(NATS_LIBS) \
+		$(SODIUM_LIBS)
 
 # Every header compiles on its own; libguest's public one as C++ too.
 headers:
@@ -375,13 +387,13 @@ INSTALLED = $(PREFIX)/sbin/hubd $(PREFIX)/bin/hubctl $(PREFIX)/bin/hub-run \
 	$(addprefix $(PYTHONDIR)/hubguest/,$(notdir $(PY_PKG)))
 # Directories of hub's own, gone at uninstall once empty
 INSTALLED_DIRS = $(PREFIX)/libexec/hub $(PREFIX)/share/doc/hub $(SYSCONFDIR)/hub \
-	$(PYTHONDIR)/hubguest $(filter $(PREFIX)/%,$(RUNDIR))
+	$(PYTHONDIR)/hubguest $(filter $(PREFIX)/%,$(RUNDIR) $(STATEDIR))
 # hubd and hubctl as installed: their default config and control socket
 # this install's (daemon/config.h, daemon/hubd.c), built in a directory
 # of their own so that the tree's build/hubd and build/hubctl stay as
 # they are.
 INSTALL_PATHS := -DHUB_CONF_DEFAULT='"$(SYSCONFDIR)/hub/hubd.conf"' \
-	-DHUB_CONTROL_DEFAULT='"$(RUNDIR)/hubd.sock"'
+	-DHUB_CONTROL_DEFAULT='"$(RUNDIR)/hubd.sock"' -DBR_KEY_DEFAULT='"$(STATEDIR)/nats.key"'
 INSTALL_CFLAGS = $(filter-out -MMD -MP,$(ALL_CFLAGS)) $(INSTALL_PATHS)
 # The config install writes: the examples from PREFIX; where python3 or the
 # loader would not look, the Python example is told where the binding and
@@ -393,7 +405,7 @@ INSTALL_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
 	$(if $(GREETER_ENV),-e '/^exec = .*\/greeter$$/a env = $(GREETER_ENV)') conf/hubd.conf
 # hub-nats's example config: its paths where this install put things
 INSTALL_NATS_CONF = sed -e 's|/usr/local/libexec/hub/|$(PREFIX)/libexec/hub/|' \
-	-e 's|/etc/hub/|$(SYSCONFDIR)/hub/|' conf/nats.conf
+	-e 's|/etc/hub/|$(SYSCONFDIR)/hub/|' -e 's|/var/lib/hub/|$(STATEDIR)/|' conf/nats.conf
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include \
@@ -408,8 +420,14 @@ install: all
 	$(CC) $(ALL_LDFLAGS) -o $$t/hubctl $$t/main.o $(filter-out %/main.o,$(HUBCTL_OBJ)) \
 		$(B)/daemon/size.o $(B)/daemon/jsonout.o $(B)/daemon/poolfig.o \
 		$(B)/daemon/escape.o $(B)/daemon/pcjson.o $(PROTO_LIB) $(HUBCTL_LIBS) && \
+	$(CC) $(INSTALL_CFLAGS) -c -o $$t/natsconf.o nats/conf.c && \
+	$(CC) $(ALL_LDFLAGS) -o $$t/hub-nats $$t/natsconf.o $(filter-out $(B)/nats/conf.o,$(HUBNATS_OBJ)) \
+		$(GUEST_A) $(NATS_LIBS) $(SODIUM_LIBS) $(shell pkg-config --libs json-c inih) \
+		$(GUEST_LIBS) && \
 	install -m 755 $$t/hubd $(DESTDIR)$(PREFIX)/sbin/hubd && \
-	install -m 755 $$t/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl
+	install -m 755 $$t/hubctl $(DESTDIR)$(PREFIX)/bin/hubctl && \
+	install -m 755 $$t/hub-nats $(DESTDIR)$(PREFIX)/libexec/hub/hub-nats
+	$(if $(filter $(PREFIX)/%,$(STATEDIR)),install -d $(DESTDIR)$(STATEDIR))
 	@# hub-run: Python guests find the binding where install puts it
 	sed 's|^installed_pythondir=$$|installed_pythondir=$(PYTHONDIR)|' $(B)/hub-run \
 		> $(DESTDIR)$(PREFIX)/bin/hub-run && chmod 755 $(DESTDIR)$(PREFIX)/bin/hub-run
@@ -427,7 +445,6 @@ install: all
 		$(B)/guestlib/examples/$$g.o -L$(B) -lguest $(INSTALL_RPATH) $(HASH_LIBS) || exit 1; \
 	done
 	install -m 755 $(PY_EXAMPLE) $(DESTDIR)$(PREFIX)/libexec/hub/greeter
-	install -m 755 $(B)/hub-nats $(DESTDIR)$(PREFIX)/libexec/hub/hub-nats
 	sed -e 's|/usr/local/sbin/|$(PREFIX)/sbin/|g' -e 's|/etc/hub/|$(SYSCONFDIR)/hub/|g' \
 		-e 's|/usr/local/share/|$(PREFIX)/share/|g' systemd/hubd.service \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/system/hubd.service

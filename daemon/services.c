@@ -396,6 +396,52 @@ svc_methods(struct hub *h, struct peer *p, const struct origin *o,
 	free(buf);
 }
 
+/* hub.advertised: the topics published now, as hub.methods lists
+ * methods (not the host's, not the asking guest's own). */
+static void
+svc_advertised(struct hub *h, struct peer *p, const struct origin *o,
+	       const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	struct hp_pc_enc e;
+	const char *pat;
+	size_t plen, cap = 16, n = 0;
+	uint8_t *buf;
+
+	hp_pc_dec_init(&d, args, len);
+	hp_pc_get_str(&d, &pat, &plen);
+	if (d.err != 0 || plen > HP_TOPIC_NAME_MAX) {
+		answer_error(h, o, HP_ERR_USER, "the pattern is not a topic name or NAME.*");
+		return;
+	}
+	for (struct topic *t = h->topics; t != NULL; t = t->next)
+		cap += HP_TOPIC_NAME_MAX + HP_SIG_MAX_LEN + 8;
+	if ((buf = malloc(cap)) == NULL) {
+		answer_error(h, o, HP_ERR_USER, "out of memory");
+		return;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		/* first the count, then the entries */
+		hp_pc_enc_init(&e, buf, cap);
+		hp_pc_put_u64(&e, n);
+		n = 0;
+		for (struct topic *t = h->topics; t != NULL; t = t->next) {
+			uint32_t pub;
+
+			if (t->host_owned || !t->has_sig || (pub = topics_publisher(h, t)) == 0 ||
+			    (p != NULL && pub == p->id) || !name_matches(pat, plen, t->name))
+				continue;
+			n++;
+			if (pass == 1) {
+				hp_pc_put_str(&e, t->name, strlen(t->name));
+				hp_pc_put_str(&e, t->sig, strlen(t->sig));
+			}
+		}
+	}
+	answer_ok(h, o, buf, e.len);
+	free(buf);
+}
+
 /* A str argument as a C string in buf, or NULL (too long, NUL inside). */
 static const char *
 str_arg(struct hp_pc_dec *d, char *buf, size_t cap)
@@ -513,6 +559,7 @@ static const struct service {
 	{ HP_SVC_ADVERTISE, HP_SVC_SIG_ADVERTISE, svc_advertise },
 	{ HP_SVC_SUBSCRIBE, HP_SVC_SIG_SUBSCRIBE, svc_subscribe },
 	{ HP_SVC_UNSUBSCRIBE, HP_SVC_SIG_UNSUBSCRIBE, svc_unsubscribe },
+	{ HP_SVC_ADVERTISED, HP_SVC_SIG_ADVERTISED, svc_advertised },
 };
 #define NSERVICES	(sizeof(services) / sizeof(services[0]))
 

@@ -106,6 +106,14 @@ publisher(struct hub *h, const struct topic *t)
 	return p;
 }
 
+uint32_t
+topics_publisher(struct hub *h, const struct topic *t)
+{
+	struct peer *p = publisher(h, t);
+
+	return p != NULL ? p->id : 0;
+}
+
 /* s's bell end A as hubd's writer holds it, -1 if it hung up (the
  * subscriber is going: nobody to ring). */
 static int

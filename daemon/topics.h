@@ -82,6 +82,9 @@ int	topics_advertise(struct hub *h, struct peer *p, const char *name, const char
 int64_t	topics_subscribe(struct hub *h, struct peer *p, const char *name, uint32_t policy,
 			 const char **why);
 int	topics_unsubscribe(struct hub *h, struct peer *p, uint64_t id, const char **why);
+/* The peer id of t's publisher if it is up as the instance that
+ * advertised t, else 0 (hub.advertised). */
+uint32_t	topics_publisher(struct hub *h, const struct topic *t);
 
 /* A control client's subscription (hubctl listen): fds[3] (topic memory
  * read-only, cursor, bell end B) for it to take, and *sp; 0 or -errno

@@ -201,6 +201,13 @@ service(struct guest *g)
 		if (lg_rx_ready(g) == 0) {
 			if (g->nlanes > 0)
 				lg_lanes_publish(g);	/* as before any sleep */
+			/* and each subscription told we sleep, as before_sleep
+			 * (lane.c) tells it, so that its publisher rings
+			 * guest_fd for the next event (without it, an event
+			 * waited for the loop's next wake); one that came
+			 * meanwhile is served now */
+			if (g->topics_sleep != NULL && g->topics_sleep(g))
+				continue;
 			return 0;
 		}
 	}

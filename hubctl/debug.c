@@ -13,21 +13,27 @@
 #include "proto/clock.h"
 
 /* hubctl calls: the calls routed through hubd and not answered yet, the
- * oldest first within each guest. */
+ * oldest first within each guest; WHERE: for a NATS bridge's, where on
+ * NATS, and after them the bridge's calls over lanes, that hubd never
+ * sees (remotes.c). */
 int
 hubctl_calls(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a, *cs;
-	char age[32], left[32];
-	int rc;
+	char age[32], left[32], id[24];
 
 	(void)argc;
 	(void)argv;
-	if ((a = client_ask(ctl, "calls", &rc)) == NULL)
-		return rc;
+	if ((a = client_cmd(ctl, "calls")) == NULL)
+		client_no_answer(ctl, "");
+	if (client_failed(ctl, a))
+		return 1;
 	cs = js_list(a, "calls");
-	printf("%-24s %-16s %-32s %10s %12s %12s %s\n", "CALLER", "CALLEE", "METHOD", "ID",
-	       "AGE", "LEFT", "TRACE");
+	bridges_where(ctl, cs);
+	if (ctl->json)
+		return js_print(a);
+	printf("%-24s %-16s %-32s %10s %12s %12s %-32s %s\n", "CALLER", "CALLEE", "METHOD", "ID",
+	       "AGE", "LEFT", "TRACE", "WHERE");
 	for (size_t i = 0; i < json_object_array_length(cs); i++) {
 		json_object *c = json_object_array_get_idx(cs, i);
 
@@ -36,10 +42,16 @@ hubctl_calls(struct ctl *ctl, int argc, char **argv)
 			duration_text(left, sizeof(left), js_ns(js_get(c, "left_s"), HP_NS_PER_S));
 		else
 			snprintf(left, sizeof(left), "-");
-		printf("%-24s %-16s %-32s %10" PRIu64 " %12s %12s %s\n", js_text(c, "caller"),
-		       js_text(c, "callee"), js_text(c, "method"), js_u64(c, "id"),
+		/* none: a bridge's call over a lane, that hubd never saw */
+		if (js_get(c, "id") != NULL)
+			snprintf(id, sizeof(id), "%" PRIu64, js_u64(c, "id"));
+		else
+			snprintf(id, sizeof(id), "-");
+		printf("%-24s %-16s %-32s %10s %12s %12s %-32s %s\n", js_text(c, "caller"),
+		       js_text(c, "callee"), js_text(c, "method"), id,
 		       duration_text(age, sizeof(age), js_ns(js_get(c, "age_s"), HP_NS_PER_S)),
-		       left, js_get(c, "trace") != NULL ? js_text(c, "trace") : "-");
+		       left, js_get(c, "trace") != NULL ? js_text(c, "trace") : "-",
+		       js_get(c, "where") != NULL ? js_text(c, "where") : "-");
 	}
 	if (json_object_array_length(cs) == 0)
 		printf("(no call in flight through hubd)\n");

@@ -4,7 +4,7 @@
  * file per command or kind of command: listings.c (status, version,
  * methods, lanes, stats), peers.c, call.c, topics.c (listen, emit,
  * topics), lifecycle.c (start, stop, restart, reload), pool.c, debug.c
- * (calls, logs, ticket), monitor.c, views.c (top and stats -w),
+ * (calls, logs, ticket), remotes.c (remotes; calls' WHERE), monitor.c, views.c (top and stats -w),
  * domains.c (a live hub's memory as fds; hubctl dump) and
  * inspect.c (hubctl inspect: that memory, or files, read alone; its own
  * files share inspector.h). Every command gets the struct ctl that main
@@ -114,6 +114,13 @@ int		 hubctl_monitor(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_calls(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_logs(struct ctl *ctl, int argc, char **argv);
 int		 hubctl_ticket(struct ctl *ctl, int argc, char **argv);
+
+/* remotes.c: hubctl remotes [GUEST]; the NATS bridges among the guests
+ * (the names of those serving GUEST.stats, NULL when hubd said no), and
+ * for hubctl calls each call's "where" on NATS added from theirs */
+int		 hubctl_remotes(struct ctl *ctl, int argc, char **argv);
+json_object	*bridges_list(struct ctl *ctl);
+void		 bridges_where(struct ctl *ctl, json_object *calls);
 
 /* views.c: hubctl top, and hubctl stats -w */
 int		 hubctl_top(struct ctl *ctl, int argc, char **argv);

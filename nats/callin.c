@@ -5,6 +5,7 @@
  * against it, and the calls in flight are bounded. PREFIX.cancel and
  * the caller's timeout cancel the call here; a timed-out call is kept a
  * while so that its late answer is dropped, not taken for another's. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +14,11 @@
 
 #define FORGET_NS	(60ull * 1000000000)	/* a timed-out call kept for its answer */
 
-/* Publishes an answer on reply: Hub-Status word, the bytes. */
+/* Publishes an answer on reply: Hub-Status word, the bytes, MAC'd with
+ * key (the caller's, NULL none). */
 static void
-answer(struct bridge *b, const char *reply, const char *word, const void *data, size_t len)
+answer(struct bridge *b, const char *reply, const uint8_t *key, const char *word,
+       const void *data, size_t len)
 {
 	natsMsg *r = NULL;
 	char text[160];
@@ -31,15 +34,45 @@ answer(struct bridge *b, const char *reply, const char *word, const void *data, 
 		return;
 	natsMsgHeader_Set(r, BR_H_STATUS, word);
 	natsMsgHeader_Set(r, BR_H_FROM, b->conf.name);
+	if (key != NULL)
+		br_trust_mac_set(r, key, reply, word, data, len);
 	if (natsConnection_PublishMsg(b->nc, r) != NATS_OK)
 		b->errors++;
 	br_msg_done(b, r);
 }
 
 static void
-answer_text(struct bridge *b, const char *reply, const char *word, const char *text)
+answer_text(struct bridge *b, const char *reply, const uint8_t *key, const char *word,
+	    const char *text)
 {
-	answer(b, reply, word, text, strlen(text));
+	answer(b, reply, key, word, text, strlen(text));
+}
+
+/* The calling hub's slot in bridge.callers, taken if new: -1 when
+ * every slot is taken. */
+static int
+caller_slot(struct bridge *b, const char *name)
+{
+	int free_slot = -1;
+
+	for (int i = 0; i < BR_REMOTES_MAX; i++) {
+		if (b->callers[i].n > 0 && strcmp(b->callers[i].name, name) == 0)
+			return i;
+		if (b->callers[i].n == 0 && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot >= 0)
+		snprintf(b->callers[free_slot].name, sizeof(b->callers[free_slot].name), "%s", name);
+	return free_slot;
+}
+
+static void
+ecall_free(struct bridge *b, struct ecall *e)
+{
+	if (e->caller >= 0)
+		b->callers[e->caller].n--;
+	free(e->reply);
+	hp_idtab_remove(&b->ecalls, e);
 }
 
 /* What an answer's callback is told: which bridge, which call. */
@@ -59,10 +92,11 @@ on_answer(void *ctx, int status, const uint8_t *result, size_t len)
 	free(a);
 	if (e == NULL)
 		return;
-	if (!e->answered)
-		answer(b, e->reply, br_status_word(status), result, len);
-	free(e->reply);
-	hp_idtab_remove(&b->ecalls, e);
+	if (!e->answered) {
+		answer(b, e->reply, e->has_key ? e->key : NULL, br_status_word(status), result, len);
+		br_service_count(b, e->ep, status, result, len, e->start_ns);
+	}
+	ecall_free(b, e);
 }
 
 static uint32_t
@@ -83,41 +117,59 @@ timeout_of(struct bridge *b, natsMsg *m)
 void
 br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct br_export *x)
 {
-	const char *reply = natsMsg_GetReply(m), *sig = NULL;
+	const char *reply = natsMsg_GetReply(m), *sig = NULL, *from = NULL;
 	const uint8_t *args = (const uint8_t *)natsMsg_GetData(m);
 	size_t len = (size_t)natsMsg_GetDataLength(m);
 	char text[HP_SIG_MAX_LEN * 2 + 400], name[BR_NAME_MAX + 1];
 	struct estream *es = NULL;
 	struct answer_ctx *ctx;
-	uint8_t *copy = NULL;
+	uint8_t *copy = NULL, key[BR_MAC_KEY_LEN], commit[BR_MAC_LEN];
+	const uint8_t *k;
 	struct ecall *e;
-	uint32_t call_id;
+	uint32_t call_id, ep;
 	uint64_t id;
-	int rc;
+	int rc, slot, has_commit;
 
 	if (reply == NULL || *reply == '\0')
 		return;		/* nobody to answer */
+	/* the caller's key: our answers MAC'd so that it knows them ours */
+	k = br_trust_caller_key(b, m, key) == 0 ? key : NULL;
+	has_commit = br_trust_commit_parse(m, commit) == 0;
 	if (x == NULL) {
 		snprintf(text, sizeof(text), "hub %s does not export %.64s", b->conf.name, method);
-		answer_text(b, reply, "no-method", text);
+		answer_text(b, reply, k, "no-method", text);
 		return;
 	}
+	ep = br_service_request(b, x->name);
 	if (natsMsgHeader_Get(m, BR_H_SIG, &sig) != NATS_OK || sig == NULL ||
 	    strcmp(sig, x->sig) != 0) {
 		snprintf(text, sizeof(text), "hub %s serves %s as %s, the caller's is %.256s",
 			 b->conf.name, x->name, x->sig, sig != NULL ? sig : "(none)");
-		answer_text(b, reply, "bad-payload", text);
+		answer_text(b, reply, k, "bad-payload", text);
+		br_service_count(b, ep, -EBADMSG, text, strlen(text), b->now_ns);
 		return;
 	}
 	if (b->ecalls.count >= b->conf.calls_max) {
 		snprintf(text, sizeof(text), "hub %s has %u calls from NATS in flight already",
 			 b->conf.name, b->ecalls.count);
-		answer_text(b, reply, "refused", text);
+		answer_text(b, reply, k, "refused", text);
+		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
+		return;
+	}
+	/* and per calling hub: one cannot take them all */
+	if (natsMsgHeader_Get(m, BR_H_FROM, &from) != NATS_OK || from == NULL ||
+	    !br_subject_part_ok(from, strlen(from), 0))
+		from = "?";
+	if ((slot = caller_slot(b, from)) < 0 || b->callers[slot].n >= b->conf.calls_per_hub) {
+		snprintf(text, sizeof(text), "hub %s has %u calls from hub %.63s in flight already",
+			 b->conf.name, slot >= 0 ? b->callers[slot].n : 0, from);
+		answer_text(b, reply, k, "refused", text);
+		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
 	if ((ctx = malloc(sizeof(*ctx))) == NULL || hp_idtab_reserve(&b->ecalls, 1) != 0) {
 		free(ctx);
-		answer_text(b, reply, "refused", "hub-nats is out of memory");
+		answer_text(b, reply, k, "refused", "hub-nats is out of memory");
 		return;
 	}
 	/* x may move from here on: libguest serves while it sends */
@@ -125,7 +177,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	if (x->chan_arg != -1 &&
 	    (es = br_estream_open(b, m, x, &args, &len, &copy, text, sizeof(text))) == NULL) {
 		free(ctx);
-		answer_text(b, reply, "bad-payload", text);
+		answer_text(b, reply, k, "bad-payload", text);
 		return;
 	}
 	if (++b->next_ecall == 0)
@@ -142,11 +194,19 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 			br_estream_close(b, es);
 		snprintf(text, sizeof(text), "hub %s could not call %s: %s", b->conf.name,
 			 name, strerror(-rc));
-		answer_text(b, reply, "refused", text);
+		answer_text(b, reply, k, "refused", text);
+		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
 	e = hp_idtab_insert(&b->ecalls, id);
 	e->call_id = call_id;
+	br_service_call(b, e, m, ep);
+	e->caller = slot;
+	b->callers[slot].n++;
+	if ((e->has_key = k != NULL))
+		memcpy(e->key, key, sizeof(e->key));
+	if ((e->has_commit = has_commit))
+		memcpy(e->commit, commit, sizeof(e->commit));
 	e->timeout_ms = timeout_of(b, m);
 	e->deadline_ns = b->now_ns + (uint64_t)e->timeout_ms * 1000000u;
 	e->reply = strdup(reply);
@@ -162,15 +222,26 @@ void
 br_callin_cancel(struct bridge *b, natsMsg *m)
 {
 	int n = natsMsg_GetDataLength(m);
-	const char *reply = natsMsg_GetData(m);
+	const char *reply = natsMsg_GetData(m), *sp;
 	struct ecall *e;
 	uint32_t pos = 0;
 
-	if (n <= 0 || n > BR_SUBJECT_MAX)
+	/* REPLY TOKEN: the token only the call's caller can make */
+	if (n <= 0 || n > BR_SUBJECT_MAX + BR_MAC_LEN * 2 + 1 ||
+	    (sp = memchr(reply, ' ', (size_t)n)) == NULL) {
+		b->refused_cancels++;
 		return;
-	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL)
-		if (e->reply != NULL && (int)strlen(e->reply) == n && memcmp(e->reply, reply, (size_t)n) == 0)
+	}
+	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
+		if (e->reply == NULL || strlen(e->reply) != (size_t)(sp - reply) ||
+		    memcmp(e->reply, reply, (size_t)(sp - reply)) != 0)
+			continue;
+		if (e->has_commit &&
+		    br_trust_cancel_ok(e->commit, sp + 1, (size_t)(n - (sp + 1 - reply))))
 			guest_cancel(b->g, e->call_id);
+		else
+			b->refused_cancels++;
+	}
 }
 
 void
@@ -184,7 +255,8 @@ br_callin_scan(struct bridge *b)
 	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
 		if (!e->answered && b->now_ns >= e->deadline_ns) {
 			snprintf(text, sizeof(text), "no answer on hub %s in time", b->conf.name);
-			answer_text(b, e->reply, "timeout", text);
+			answer_text(b, e->reply, e->has_key ? e->key : NULL, "timeout", text);
+			br_service_count(b, e->ep, -ETIMEDOUT, text, strlen(text), e->start_ns);
 			guest_cancel(b->g, e->call_id);
 			e->answered = 1;
 			e->forget_ns = b->now_ns + FORGET_NS;
@@ -194,8 +266,7 @@ br_callin_scan(struct bridge *b)
 	}
 	for (uint32_t i = 0; i < ngone; i++) {
 		e = hp_idtab_find(&b->ecalls, gone[i]);
-		free(e->reply);
-		hp_idtab_remove(&b->ecalls, e);
+		ecall_free(b, e);
 	}
 }
 
@@ -213,7 +284,8 @@ br_callin_stop(struct bridge *b)
 
 	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
 		if (!e->answered)
-			answer_text(b, e->reply, "unreachable", "the hub's bridge is stopping");
+			answer_text(b, e->reply, e->has_key ? e->key : NULL, "unreachable",
+				    "the hub's bridge is stopping");
 		free(e->reply);
 	}
 	hp_idtab_free(&b->ecalls);

@@ -16,10 +16,15 @@
 static void
 publish_cancel(struct bridge *b, uint64_t id)
 {
-	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX];
+	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX + BR_MAC_LEN * 2 + 2];
+	char token[BR_MAC_LEN * 2 + 1];
+	int n;
 
 	snprintf(subject, sizeof(subject), "%s.cancel", b->conf.subject);
-	snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
+	n = snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
+	/* the token the request committed to: only we can make it */
+	br_trust_cancel_token(b, reply, token);
+	snprintf(reply + n, sizeof(reply) - (size_t)n, " %s", token);
 	natsConnection_Publish(b->nc, subject, reply, (int)strlen(reply));
 }
 
@@ -51,6 +56,7 @@ request_msg(struct bridge *b, const struct br_import *imp, const uint8_t *args, 
 	    uint64_t id, int with_stream, natsMsg **mp)
 {
 	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX], items[BR_SUBJECT_MAX], ms[16];
+	char commit[BR_MAC_LEN * 2 + 1];
 	natsStatus s;
 
 	snprintf(items, sizeof(items), "%s.s.%" PRIu64, b->inbox, id);
@@ -70,6 +76,13 @@ request_msg(struct bridge *b, const struct br_import *imp, const uint8_t *args, 
 		s = natsMsgHeader_Set(*mp, BR_H_FROM, b->conf.name);
 	if (s == NATS_OK && with_stream)
 		s = natsMsgHeader_Set(*mp, BR_H_STREAM, items);
+	/* the answer's MAC is made with our key; the cancel's token is
+	 * what hashes to commit (trust.c) */
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(*mp, BR_H_KEY, br_trust_pk_text(b));
+	br_trust_cancel_commit(b, reply, commit);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(*mp, BR_H_CANCEL, commit);
 	return s;
 }
 
@@ -142,6 +155,7 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	ic->c = c;
 	ic->imp = imp;
 	ic->deadline_ns = b->now_ns + (uint64_t)b->conf.timeout_ms * 1000000u + BR_GRACE_NS;
+	ic->sent_ns = br_now_ns();
 	b->calls_out++;
 }
 
@@ -170,6 +184,7 @@ reply_now(struct bridge *b, natsMsg *m, uint64_t id)
 		return;		/* answered already (a timeout), or not ours */
 	call = *ic;
 	hp_idtab_remove(&b->icalls, ic);
+	br_tally_answer(b, &call, m);
 	if (natsMsg_IsNoResponders(m)) {
 		snprintf(text, sizeof(text), "no hub on NATS serves %s%s%s", call.imp->remote,
 			 b->conf.from[0] != '\0' ? " at hub " : "", b->conf.from);
@@ -209,6 +224,11 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 
 	if (*seq == '\0' || *end != '\0')
 		return 0;
+	/* anyone may publish on our inbox: an answer its hub did not make
+	 * is dropped (and counted, late or not), and the call waits on for
+	 * the one it did */
+	if (!br_trust_answer_ok(b, m) || hp_idtab_find(&b->icalls, id) == NULL)
+		return 0;
 	if (br_istream_hold(b, id, m))
 		return 1;
 	reply_now(b, m, id);
@@ -247,6 +267,7 @@ br_callout_scan(struct bridge *b)
 		if (!call.cancel_sent)
 			publish_cancel(b, call.id);
 		br_istream_drop(b, call.id);
+		br_tally_timeout(b, &call);
 		snprintf(text, sizeof(text), "no answer through NATS within %u ms",
 			 b->conf.timeout_ms);
 		reply_status(call.c, -ETIMEDOUT, text);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <ini.h>
+#include <sodium.h>
 
 #include "nats/hubnats.h"
 
@@ -88,6 +89,20 @@ pattern_ok(const char *s)
 }
 
 int
+br_key_decode(const char *text, uint8_t *out, size_t cap, size_t *n)
+{
+	size_t len = strlen(text);
+
+	if (len == cap * 2 && sodium_hex2bin(out, cap, text, len, NULL, n, NULL) == 0)
+		return 0;
+	if (sodium_base642bin(out, cap, text, len, NULL, n, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) == 0)
+		return 0;
+	return sodium_base642bin(out, cap, text, len, NULL, n, NULL,
+				 sodium_base64_VARIANT_ORIGINAL_NO_PADDING) == 0 ? 0 : -1;
+}
+
+int
 br_pattern_matches(const char *pattern, const char *name)
 {
 	size_t n = strlen(pattern);
@@ -161,6 +176,20 @@ set_str(char *dst, size_t cap, const char *v)
 	return 0;
 }
 
+/* An inbox prefix: subject tokens of letters, digits, - and _
+ * ("_INBOX.a"), no wildcard. */
+static int
+inbox_ok(const char *s)
+{
+	char prev = '.';
+
+	for (; *s != '\0'; prev = *s++)
+		if ((*s == '.' && prev == '.') ||
+		    (*s != '.' && !isalnum((unsigned char)*s) && *s != '-' && *s != '_'))
+			return 0;
+	return prev != '.';
+}
+
 #define TOO_LONG	"%s: '%s' is too long"
 
 static int
@@ -206,16 +235,52 @@ on_nats(struct parse *p, const char *key, const char *v, int line)
 	} else if (strcmp(key, "announce") == 0) {
 		if (duration_ms(v, 100, 3600000, &c->announce_ms) != 0)
 			return fail(p, line, "announce: '%s' is not a duration from 100ms to 1h%s", v, "");
-	} else if (strcmp(key, "calls_max") == 0) {
+	} else if (strcmp(key, "calls_max") == 0 || strcmp(key, "calls_per_hub") == 0) {
 		char *end;
 		unsigned long n = strtoul(v, &end, 10);
 
 		if (*v == '\0' || *end != '\0' || n < 1 || n > 65536)
-			return fail(p, line, "calls_max: '%s' is not a number from 1 to 65536%s", v, "");
-		c->calls_max = (uint32_t)n;
+			return fail(p, line, "%s: '%s' is not a number from 1 to 65536", key, v);
+		if (key[6] == 'm')
+			c->calls_max = (uint32_t)n;
+		else
+			c->calls_per_hub = (uint32_t)n;
+	} else if (strcmp(key, "key") == 0) {
+		if (set_str(c->key, sizeof(c->key), v) != 0 || *v == '\0')
+			return fail(p, line, "key: '%s' is not a file's path%s", v, "");
+	} else if (strcmp(key, "inbox_prefix") == 0) {
+		if (strlen(v) >= sizeof(c->inbox_prefix) - 24 || !inbox_ok(v))
+			return fail(p, line, "inbox_prefix: '%s' is not 1 to 39 letters, digits, - or _ in tokens between dots%s",
+				    v, "");
+		set_str(c->inbox_prefix, sizeof(c->inbox_prefix), v);
 	} else {
 		return fail(p, line, "[nats] has no key '%s'%s", key, "");
 	}
+	return 1;
+}
+
+/* [trust] NAME = KEY: the hub NAME signs with KEY (base64 or hex, as
+ * hub-nats --keygen prints it). */
+static int
+on_trust(struct parse *p, const char *key, const char *v, int line)
+{
+	struct br_conf *c = p->c;
+	struct br_trusted *t;
+	size_t n = 0;
+
+	if (!token_ok(key, BR_NAME_MAX))
+		return fail(p, line, "[trust]: '%s' is not a hub's name%s", key, "");
+	for (int i = 0; i < c->ntrust; i++)
+		if (strcmp(c->trust[i].name, key) == 0)
+			return fail(p, line, "[trust]: hub %s is named twice%s", key, "");
+	if (c->ntrust >= BR_TRUST_MAX)
+		return fail(p, line, "[trust]: more than 256 hubs%s%s", "", "");
+	t = &c->trust[c->ntrust];
+	if (br_key_decode(v, t->pk, sizeof(t->pk), &n) != 0 || n != sizeof(t->pk))
+		return fail(p, line, "[trust] %s: '%s' is not a public key (hub-nats --pubkey prints one)",
+			    key, v);
+	set_str(t->name, sizeof(t->name), key);
+	c->ntrust++;
 	return 1;
 }
 
@@ -226,7 +291,7 @@ on_patterns(struct parse *p, const char *key, const char *v, int line, char **ds
 		return fail(p, line, "%s: more than 64 patterns%s", key, "");
 	for (int i = 0; i < *n; i++)
 		if (!pattern_ok(dst[i]))
-			return fail(p, line, "%s: '%s' is not a method name, NAME.* or *", key, dst[i]);
+			return fail(p, line, "%s: '%s' is not a name, NAME.* or *", key, dst[i]);
 	return 1;
 }
 
@@ -244,6 +309,8 @@ handler(void *user, const char *section, const char *key, const char *v)
 	if (strcmp(section, "export") == 0) {
 		if (strcmp(key, "methods") == 0)
 			return on_patterns(p, key, v, line, c->exports, &c->nexports);
+		if (strcmp(key, "topics") == 0)
+			return on_patterns(p, key, v, line, c->etopics, &c->netopics);
 		if (strcmp(key, "queue") == 0) {
 			if (yes_no(v, &c->queue) != 0)
 				return fail(p, line, "queue: '%s' is not yes or no%s", v, "");
@@ -254,6 +321,8 @@ handler(void *user, const char *section, const char *key, const char *v)
 	if (strcmp(section, "import") == 0) {
 		if (strcmp(key, "methods") == 0)
 			return on_patterns(p, key, v, line, c->imports, &c->nimports);
+		if (strcmp(key, "topics") == 0)
+			return on_patterns(p, key, v, line, c->itopics, &c->nitopics);
 		if (strcmp(key, "prefix") == 0) {
 			if (*v != '\0' && !token_ok(v, sizeof(c->prefix) - 1))
 				return fail(p, line, "prefix: '%s' is not 1 to 31 letters, digits, - or _%s",
@@ -274,15 +343,31 @@ handler(void *user, const char *section, const char *key, const char *v)
 		}
 		return fail(p, line, "[import] has no key '%s'%s", key, "");
 	}
-	return fail(p, line, "'%s' in [%s]: the sections are [nats], [export] and [import]", key,
-		    section);
+	if (strcmp(section, "trust") == 0)
+		return on_trust(p, key, v, line);
+	return fail(p, line, "'%s' in [%s]: the sections are [nats], [export], [import] and [trust]",
+		    key, section);
+}
+
+void
+br_default_name(char *name, size_t cap)
+{
+	char host[BR_NAME_MAX + 1];
+
+	/* the host's name, as a subject token */
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "hub");
+	host[sizeof(host) - 1] = '\0';
+	for (char *q = host; *q != '\0'; q++)
+		if (!isalnum((unsigned char)*q) && *q != '-' && *q != '_')
+			*q = '_';
+	snprintf(name, cap, "%s", host[0] != '\0' ? host : "hub");
 }
 
 int
 br_conf_load(struct br_conf *c, const char *path, char *why, size_t cap)
 {
 	struct parse p = { .c = c, .why = why, .cap = cap };
-	char host[BR_NAME_MAX + 1];
 	FILE *f;
 	int rc;
 
@@ -290,6 +375,8 @@ br_conf_load(struct br_conf *c, const char *path, char *why, size_t cap)
 	snprintf(c->subject, sizeof(c->subject), "hub");
 	c->announce_ms = 2000;
 	c->calls_max = 1024;
+	snprintf(c->key, sizeof(c->key), "%s", BR_KEY_DEFAULT);
+	snprintf(c->inbox_prefix, sizeof(c->inbox_prefix), "_INBOX");
 	c->queue = 1;
 	c->timeout_ms = 30000;
 	if ((f = fopen(path, "r")) == NULL) {
@@ -307,21 +394,16 @@ br_conf_load(struct br_conf *c, const char *path, char *why, size_t cap)
 	}
 	if (c->nservers == 0 && (c->servers[0] = strdup("nats://127.0.0.1:4222")) != NULL)
 		c->nservers = 1;
-	if (c->name[0] == '\0') {
-		/* the host's name, as a subject token */
-		if (gethostname(host, sizeof(host)) != 0)
-			snprintf(host, sizeof(host), "hub");
-		host[sizeof(host) - 1] = '\0';
-		for (char *q = host; *q != '\0'; q++)
-			if (!isalnum((unsigned char)*q) && *q != '-' && *q != '_')
-				*q = '_';
-		memcpy(c->name, host[0] != '\0' ? host : "hub", host[0] != '\0' ? sizeof(host) : 4);
-	}
-	if (c->nexports == 0 && c->nimports == 0) {
-		snprintf(why, cap, "nothing to do: no [export] methods and no [import] methods");
+	if (c->name[0] == '\0')
+		br_default_name(c->name, sizeof(c->name));
+	if (c->nexports == 0 && c->nimports == 0 && c->netopics == 0 && c->nitopics == 0) {
+		snprintf(why, cap, "nothing to do: no [export] or [import] methods or topics");
 		br_conf_free(c);
 		return -1;
 	}
+	/* one caller cannot take every call from NATS: half, by default */
+	if (c->calls_per_hub == 0)
+		c->calls_per_hub = c->calls_max > 1 ? c->calls_max / 2 : 1;
 	if ((c->user[0] != '\0') != (c->password[0] != '\0')) {
 		snprintf(why, cap, "%s", c->user[0] != '\0' ? "user without password" :
 			 "password without user");
@@ -346,5 +428,9 @@ br_conf_free(struct br_conf *c)
 		free(c->exports[i]);
 	for (int i = 0; i < c->nimports; i++)
 		free(c->imports[i]);
-	c->nservers = c->nexports = c->nimports = 0;
+	for (int i = 0; i < c->netopics; i++)
+		free(c->etopics[i]);
+	for (int i = 0; i < c->nitopics; i++)
+		free(c->itopics[i]);
+	c->nservers = c->nexports = c->nimports = c->netopics = c->nitopics = 0;
 }

@@ -16,6 +16,13 @@
 #include "nats/hubnats.h"
 #include "proto/builtin.h"
 
+/* Methods or topics to export (topics.c has the topics'). */
+static int
+exporting(const struct bridge *b)
+{
+	return b->conf.nexports > 0 || b->conf.netopics > 0;
+}
+
 static struct br_export *
 export_find(struct bridge *b, const char *name)
 {
@@ -32,6 +39,7 @@ announce(struct bridge *b, int leaving)
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
 	char subject[BR_SUBJECT_MAX];
 	const char *text;
+	natsMsg *m = NULL;
 	size_t budget = b->max_payload > 0 ? (size_t)b->max_payload - 1024 : 1u << 20;
 	size_t used = 0;
 
@@ -52,9 +60,16 @@ announce(struct bridge *b, int leaving)
 		json_object_array_add(a, pair);
 	}
 	json_object_object_add(o, "methods", a);
+	if (b->topics != NULL && !leaving)
+		br_topics_announce(b, o, &used, budget);
+	/* signed with it: an old announcement sent again is refused */
+	json_object_object_add(o, "seq", json_object_new_int64((int64_t)br_trust_next_seq(b)));
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
-	natsConnection_Publish(b->nc, subject, text, (int)strlen(text));
+	if (natsMsg_Create(&m, subject, NULL, text, (int)strlen(text)) == NATS_OK &&
+	    br_trust_sign(b, m, text, strlen(text)) == 0)
+		natsConnection_PublishMsg(b->nc, m);
+	natsMsg_Destroy(m);
 	json_object_put(o);
 }
 
@@ -138,6 +153,8 @@ refresh_done(struct bridge *b)
 		}
 		i++;
 	}
+	if (b->topics != NULL)
+		br_topics_refresh_done(b);
 	if (b->nc != NULL)
 		announce(b, 0);
 }
@@ -160,6 +177,8 @@ refresh(struct bridge *b)
 		else
 			b->refresh_failed = 1;
 	}
+	if (b->topics != NULL)
+		br_topics_refresh(b);
 }
 
 /* A request for method: to callin.c, with the export it names (NULL:
@@ -177,7 +196,7 @@ br_export_msg(struct bridge *b, natsMsg *m)
 	size_t plen = strlen(b->conf.subject), nlen = strlen(b->conf.name);
 	size_t ilen = strlen(b->inbox);
 
-	if (b->conf.nexports == 0)
+	if (!exporting(b))
 		return 0;
 	if (strncmp(s, b->inbox, ilen) == 0 && strncmp(s + ilen, ".c.", 3) == 0) {
 		br_estream_credit(b, m, s + ilen + 3);
@@ -217,12 +236,13 @@ br_export_drain(struct bridge *b)
 	 * the list of exports be grown meanwhile */
 	for (uint32_t i = 0; i < b->nexports; i++)
 		br_drain(b->exports[i].sub, b, br_export_msg);
+	br_service_drain(b);
 }
 
 void
 br_export_tick(struct bridge *b)
 {
-	if (b->conf.nexports == 0 || b->now_ns < b->next_escan_ns)
+	if (!exporting(b) || b->now_ns < b->next_escan_ns)
 		return;
 	/* as import's: every BR_SCAN_NS */
 	b->next_escan_ns = b->now_ns + BR_SCAN_NS;
@@ -247,6 +267,7 @@ void
 br_export_start(struct bridge *b)
 {
 	br_callin_start(b);
+	br_service_start(b);
 }
 
 int
@@ -254,7 +275,7 @@ br_export_attach(struct bridge *b)
 {
 	char subject[BR_SUBJECT_MAX];
 
-	if (b->conf.nexports == 0)
+	if (!exporting(b))
 		return 0;
 	snprintf(subject, sizeof(subject), "%s.at.%s.>", b->conf.subject, b->conf.name);
 	if (natsConnection_SubscribeSync(&b->sub_at, b->nc, subject) != NATS_OK)
@@ -264,6 +285,8 @@ br_export_attach(struct bridge *b)
 		return -1;
 	snprintf(subject, sizeof(subject), "%s.discover", b->conf.subject);
 	if (natsConnection_SubscribeSync(&b->sub_discover, b->nc, subject) != NATS_OK)
+		return -1;
+	if (br_service_attach(b) != 0)
 		return -1;
 	/* the methods are subscribed and announced at the next refresh */
 	b->next_announce_ns = 0;
@@ -282,15 +305,17 @@ br_export_detach(struct bridge *b)
 	natsSubscription_Destroy(b->sub_cancel);
 	natsSubscription_Destroy(b->sub_discover);
 	b->sub_at = b->sub_cancel = b->sub_discover = NULL;
+	br_service_detach(b);
 }
 
 void
 br_export_stop(struct bridge *b)
 {
-	if (b->conf.nexports > 0 && b->nc != NULL)
+	if (exporting(b) && b->nc != NULL)
 		announce(b, 1);
 	br_export_detach(b);
 	br_callin_stop(b);
+	br_service_stop(b);
 	free(b->exports);
 	/* the last answers and the goodbye out, if there is a way out */
 	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)

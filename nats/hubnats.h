@@ -3,8 +3,8 @@
  * (doc/nats.md). Exports: NATS requests for this hub's methods become
  * calls here, their answers the replies. Imports: methods other hubs
  * export are registered here under their names, and a call of one
- * becomes a NATS request. hubd and libguest never speak TCP: only this
- * guest does, through libnats.
+ * becomes a NATS request. Topics cross the same way (topics.c). hubd
+ * and libguest never speak TCP: only this guest does, through libnats.
  *
  * One thread (the loop, main.c) runs libguest and every table below;
  * libnats's threads only hand messages over (handoff.c). */
@@ -27,6 +27,22 @@
 #define BR_PATTERNS_MAX	64	/* export or import patterns */
 #define BR_REMOTES_MAX	256	/* hubs heard of */
 #define BR_METHODS_MAX	4096	/* methods one announcement lists */
+#define BR_TRUST_MAX	BR_REMOTES_MAX	/* [trust] entries */
+/* This hub's key when [nats] key is not given (make install sets its
+ * own, under its prefix). */
+#ifndef BR_KEY_DEFAULT
+#define BR_KEY_DEFAULT	"/var/lib/hub/nats.key"
+#endif
+#define BR_PK_LEN	32	/* an Ed25519 public key, bytes */
+#define BR_PK_TEXT	45	/* ... in base64, and a NUL */
+#define BR_MAC_KEY_LEN	32	/* a key two hubs share */
+#define BR_MAC_LEN	16	/* an answer's MAC; a cancel's token */
+
+/* A hub whose announcements are heard: [trust] NAME = PUBLIC KEY. */
+struct br_trusted {
+	char		name[BR_NAME_MAX + 1];
+	uint8_t		pk[BR_PK_LEN];
+};
 
 struct br_conf {
 	char		*servers[16];	/* nats:// or tls:// URLs */
@@ -38,6 +54,11 @@ struct br_conf {
 	int		tls;
 	uint32_t	announce_ms;
 	uint32_t	calls_max;	/* in flight each way */
+	uint32_t	calls_per_hub;	/* calls from NATS in flight per calling hub */
+	char		key[4096];	/* this hub's signing key's file */
+	char		inbox_prefix[64];	/* our inbox: PREFIX.random */
+	struct br_trusted trust[BR_TRUST_MAX];
+	int		ntrust;
 	char		*exports[BR_PATTERNS_MAX];
 	int		nexports;
 	int		queue;		/* share load with hubs exporting the same */
@@ -46,12 +67,21 @@ struct br_conf {
 	char		prefix[32];	/* before an imported method's name here */
 	char		from[BR_NAME_MAX + 1];	/* only from this hub ("" any) */
 	uint32_t	timeout_ms;	/* an imported call's answer, at most */
+	char		*etopics[BR_PATTERNS_MAX];	/* [export] topics */
+	int		netopics;
+	char		*itopics[BR_PATTERNS_MAX];	/* [import] topics */
+	int		nitopics;
 };
 
 /* Reads the file at path; 0, or -1 with the reason (file:line: ...) in
  * why. */
 int	br_conf_load(struct br_conf *c, const char *path, char *why, size_t cap);
 void	br_conf_free(struct br_conf *c);
+/* The host's name as a hub's name ([nats] name's default). */
+void	br_default_name(char *name, size_t cap);
+/* A key in hex (2 * cap digits) or base64 into out; 0 with its length
+ * in *n, or -1. */
+int	br_key_decode(const char *text, uint8_t *out, size_t cap, size_t *n);
 /* Whether name is what pattern names: "*", "a.*" or a name. */
 int	br_pattern_matches(const char *pattern, const char *name);
 
@@ -123,7 +153,15 @@ struct ecall {
 	uint32_t	call_id;	/* libguest's, for guest_cancel */
 	uint32_t	timeout_ms;	/* the caller's: each stream item restarts it */
 	int		answered;	/* the reply went (a timeout) */
+	int		has_key, has_commit;
+	int		caller;		/* its slot in bridge.callers, -1 none */
 	char		*reply;		/* the caller's reply subject */
+	/* service.c: for $SRV.STATS and hubctl calls */
+	uint64_t	start_ns;	/* the request came */
+	uint32_t	ep;		/* its endpoint's figures */
+	char		from[BR_NAME_MAX + 1];	/* Hub-From, checked ("?") */
+	uint8_t		key[BR_MAC_KEY_LEN];	/* its answer's MAC's (trust.c) */
+	uint8_t		commit[BR_MAC_LEN];	/* what its cancel's token hashes to */
 };
 
 /* A call of an imported method, waiting for NATS (callout.c), in
@@ -134,6 +172,7 @@ struct icall {
 	struct guest_call	*c;
 	const struct br_import	*imp;
 	int			cancel_sent;
+	uint64_t		sent_ns;	/* tally.c: its latency */
 };
 
 /* The caller waits this much longer than it tells the callee, so that the
@@ -142,6 +181,26 @@ struct icall {
 
 struct estream;
 struct istream;
+struct br_topics;
+struct br_service;
+struct br_tally;
+struct br_trust;
+
+/* A hub of [trust], or this one (trust.c). */
+struct br_peer {
+	char		name[BR_NAME_MAX + 1];
+	uint8_t		pk[BR_PK_LEN];
+	uint8_t		key[BR_MAC_KEY_LEN];	/* shared with it: its answers' MACs */
+	int		have_key;
+	uint64_t	last_seq;	/* of its last announcement heard */
+	uint32_t	nbrought;	/* methods it brought in here (import.c) */
+};
+
+/* A calling hub's calls from NATS in flight (callin.c). */
+struct br_caller {
+	char		name[BR_NAME_MAX + 1];
+	uint32_t	n;
+};
 
 #define BR_REAP_MAX	1024	/* messages destroyed together (reap.c) */
 
@@ -184,13 +243,21 @@ struct bridge {
 	struct istream		*istreams;	/* their channels, fed from NATS */
 	uint32_t		next_seq;
 	uint64_t		next_iscan_ns;
+	/* trust.c */
+	struct br_trust		*trust;
+	struct br_caller	callers[BR_REMOTES_MAX];	/* calling hubs, in flight */
 	/* reap.c: messages done with, not destroyed yet */
 	natsMsg			*reap[BR_REAP_MAX];
 	uint32_t		nreap, reap_bytes;
 	/* counters, for the note hubctl shows */
 	uint64_t		calls_in, calls_out, errors;
+	uint64_t		refused_unsigned, refused_unknown, refused_badsig, refused_replay;
+	uint64_t		refused_answers, refused_cancels;
 	uint64_t		next_describe_ns;
 	char			note[200];	/* as told to hubd */
+	struct br_topics	*topics;	/* topics.c, NULL: none configured */
+	struct br_service	*service;	/* service.c: $SRV */
+	struct br_tally		*tally;		/* tally.c: what hubctl shows */
 };
 
 /* reap.c: m (NULL: none) destroyed later, with others; in place of
@@ -224,6 +291,10 @@ uint8_t	*br_chan_rewrite(const uint8_t *args, size_t len, size_t off, size_t n,
 #define BR_H_STREAM	"Hub-Stream"	/* where a chan<T> argument's items go */
 #define BR_H_CREDIT	"Hub-Credit"	/* where the items' receiver says it took them */
 #define BR_H_END	"Hub-End"	/* a stream's end: close or reset */
+#define BR_H_AUTH	"Hub-Auth"	/* an announcement's Ed25519 signature */
+#define BR_H_KEY	"Hub-Key"	/* the calling hub's public key */
+#define BR_H_MAC	"Hub-Mac"	/* an answer's MAC, by the key both share */
+#define BR_H_CANCEL	"Hub-Cancel"	/* the hash of the token that cancels a call */
 
 /* Deadlines, Cancels and refreshes are looked at this often. */
 #define BR_SCAN_NS	(20ull * 1000000)
@@ -289,6 +360,42 @@ void	br_estream_close(struct bridge *b, struct estream *es);
 void	br_estream_credit(struct bridge *b, natsMsg *m, const char *idtext);
 void	br_estream_stop(struct bridge *b);
 
+/* trust.c: hub-nats --keygen and --pubkey (exit statuses). */
+int	br_keygen(const char *path, const char *name);
+int	br_pubkey(const char *path, const char *name);
+/* This hub's key loaded, [trust] taken; 0, or -1 with why. */
+int	br_trust_start(struct bridge *b, char *why, size_t cap);
+void	br_trust_stop(struct bridge *b);
+/* The hub of [trust] (or this one) named name, NULL none. */
+struct br_peer *br_trust_peer(struct bridge *b, const char *name);
+/* An announcement's seq: the clock's ms, never the same twice. */
+uint64_t br_trust_next_seq(struct bridge *b);
+/* m's signature header, over body. */
+int	br_trust_sign(struct bridge *b, natsMsg *m, const char *body, size_t len);
+/* Announcement m of hub, with seq: its peer when its key signed it and
+ * seq is newer and near our clock; else NULL, counted and logged. */
+struct br_peer *br_trust_announcement(struct bridge *b, natsMsg *m, const char *hub, int64_t seq);
+/* This hub's public key (base64), for a request's Hub-Key. */
+const char *br_trust_pk_text(struct bridge *b);
+/* Request m's caller's key shared with us (Hub-Key): 0, or -1 none. */
+int	br_trust_caller_key(struct bridge *b, natsMsg *m, uint8_t key[BR_MAC_KEY_LEN]);
+/* Answer r on reply MAC'd by key. */
+int	br_trust_mac_set(natsMsg *r, const uint8_t key[BR_MAC_KEY_LEN], const char *reply,
+			 const char *word, const void *data, size_t len);
+/* Whether answer m was made by the hub of [trust] it names; if not
+ * counted and logged. */
+int	br_trust_answer_ok(struct bridge *b, natsMsg *m);
+/* For a request with reply subject reply: the commitment (Hub-Cancel),
+ * and the token its cancel carries. */
+void	br_trust_cancel_commit(struct bridge *b, const char *reply, char hex[BR_MAC_LEN * 2 + 1]);
+void	br_trust_cancel_token(struct bridge *b, const char *reply, char hex[BR_MAC_LEN * 2 + 1]);
+/* Request m's Hub-Cancel: 0, or -1 none. */
+int	br_trust_commit_parse(natsMsg *m, uint8_t commit[BR_MAC_LEN]);
+/* Whether token hex[0..len) is the one commit was made for. */
+int	br_trust_cancel_ok(const uint8_t commit[BR_MAC_LEN], const char *hex, size_t len);
+/* What was ignored, for the bridge's note ("" nothing). */
+void	br_trust_summary(struct bridge *b, char *buf, size_t cap);
+
 /* import.c */
 void	br_import_start(struct bridge *b);
 int	br_import_attach(struct bridge *b);
@@ -338,5 +445,76 @@ int	br_istream_hold(struct bridge *b, uint64_t id, natsMsg *m);
 void	br_istream_pump(struct bridge *b, void (*answer)(struct bridge *, natsMsg *, uint64_t));
 /* Every stream ended and freed. */
 void	br_istream_stop(struct bridge *b);
+
+/* topics.c: events across hubs ([export] topics, [import] topics). */
+struct json_object;
+void	br_topics_start(struct bridge *b);
+/* The imported topics' subscriptions on a new connection; -1 if one
+ * cannot be made. */
+int	br_topics_attach(struct bridge *b);
+void	br_topics_detach(struct bridge *b);
+/* Each imported topic's events from NATS, published here. */
+void	br_topics_drain(struct bridge *b);
+/* With export's refresh: hub.advertised asked for each pattern (counted
+ * in b->refreshing); once every answer came, new topics subscribed and
+ * gone ones dropped. */
+void	br_topics_refresh(struct bridge *b);
+void	br_topics_refresh_done(struct bridge *b);
+/* The announcement's "topics": [[NAME, SIG], ...], within budget. */
+void	br_topics_announce(struct bridge *b, struct json_object *o, size_t *used, size_t budget);
+/* How many topics an announcement lists (a hub that lists neither
+ * methods nor topics is leaving). */
+size_t	br_topics_count(struct json_object *o);
+/* An announcement from hub (checked, not ours): its topics imported
+ * where [import] topics asks for them. */
+void	br_topics_announced(struct bridge *b, const char *hub, struct json_object *o);
+/* hub left or went silent: its events are no longer taken. */
+void	br_topics_forget(struct bridge *b, const char *hub);
+/* "; topics ..." for the bridge's note, "" with no topics configured. */
+void	br_topics_summary(struct bridge *b, char *buf, size_t cap);
+void	br_topics_stop(struct bridge *b);
+/* service.c: an exporting bridge answers NATS's service protocol
+ * (ADR-32: $SRV.PING, $SRV.INFO, $SRV.STATS, each alone, with the
+ * service's name, and with its name and id): the exports are its
+ * endpoints, with their requests, errors and processing time. */
+void	br_service_start(struct bridge *b);
+int	br_service_attach(struct bridge *b);
+void	br_service_detach(struct bridge *b);
+void	br_service_drain(struct bridge *b);
+void	br_service_stop(struct bridge *b);
+/* A request for export name came: its endpoint's figures (an index, kept
+ * in ecall.ep). */
+uint32_t br_service_request(struct bridge *b, const char *name);
+/* e (a call just made for request m, of endpoint ep) learns when it
+ * came and from which hub. */
+void	br_service_call(struct bridge *b, struct ecall *e, natsMsg *m, uint32_t ep);
+/* A request of endpoint ep ended with status (0 ok; else an error, text
+ * its text), start_ns when it came. */
+void	br_service_count(struct bridge *b, uint32_t ep, int status, const void *text,
+			 size_t len, uint64_t start_ns);
+/* Endpoint ep's name, "" if none. */
+const char *br_service_name(struct bridge *b, uint32_t ep);
+
+/* Names to small numbers, for figures kept by name (tally.c): open
+ * addressing, never shrinks, at most max names. */
+struct br_names {
+	char		(*name)[BR_NAME_MAX + 1];	/* by index */
+	uint32_t	n, max;
+	uint32_t	*slot;		/* index + 1, 0 empty */
+	uint32_t	cap;		/* slots, a power of two */
+};
+/* name's index; a new one when add (UINT32_MAX when full, or not found). */
+uint32_t br_names_find(struct br_names *t, const char *name, int add);
+void	br_names_free(struct br_names *t);
+
+/* tally.c: per remote hub and per imported method, calls out, errors and
+ * latency, served to hubctl as GUEST.stats (GUEST the bridge's [guest]
+ * name: hubctl remotes, hubctl calls). */
+void	br_tally_start(struct bridge *b);
+void	br_tally_stop(struct bridge *b);
+/* Call c of an imported method got reply m (taken out of icalls). */
+void	br_tally_answer(struct bridge *b, const struct icall *c, natsMsg *m);
+/* Call c timed out: no answer through NATS. */
+void	br_tally_timeout(struct bridge *b, const struct icall *c);
 
 #endif

@@ -24,9 +24,18 @@ remote_find(struct bridge *b, const char *name)
 	return NULL;
 }
 
+/* Methods or topics to import (topics.c has the topics'). */
+static int
+importing(const struct bridge *b)
+{
+	return b->conf.nimports > 0 || b->conf.nitopics > 0;
+}
+
 static void
 remote_drop(struct bridge *b, struct br_remote *r)
 {
+	if (b->topics != NULL)
+		br_topics_forget(b, r->name);
 	free(r->methods);
 	*r = b->remotes[--b->nremotes];
 }
@@ -49,10 +58,12 @@ import_find(struct bridge *b, const char *remote)
 	return NULL;
 }
 
-/* remote offers name as sig: registered here the first time. */
+/* Hub p offers name as sig: registered here the first time, within
+ * its own quota (one hub's list cannot push out another's). */
 static void
-bring_in(struct bridge *b, const char *hub, const char *name, const char *sig)
+bring_in(struct bridge *b, struct br_peer *p, const char *name, const char *sig)
 {
+	const char *hub = p->name;
 	struct br_import *imp = import_find(b, name), **grown;
 	int rc;
 
@@ -62,12 +73,13 @@ bring_in(struct bridge *b, const char *hub, const char *name, const char *sig)
 			       hub, name, sig, imp->sig);
 		return;
 	}
-	if (b->nimports >= BR_METHODS_MAX || (imp = calloc(1, sizeof(*imp))) == NULL ||
+	if (p->nbrought >= BR_METHODS_MAX || (imp = calloc(1, sizeof(*imp))) == NULL ||
 	    (grown = realloc(b->imports, (b->nimports + 1) * sizeof(*grown))) == NULL) {
 		free(imp);
 		return;
 	}
 	b->imports = grown;
+	p->nbrought++;
 	imp->b = b;
 	snprintf(imp->remote, sizeof(imp->remote), "%s", name);
 	snprintf(imp->sig, sizeof(imp->sig), "%s", sig);
@@ -103,10 +115,11 @@ on_announce(struct bridge *b, natsMsg *m)
 	json_object *o = NULL, *v, *methods;
 	const char *hub;
 	struct br_remote *r;
+	struct br_peer *peer;
 	struct hp_sig parsed;
 	const char *why;
 	int64_t every;
-	size_t n;
+	size_t n, ntopics;
 
 	if (tok == NULL)
 		return;
@@ -126,8 +139,16 @@ on_announce(struct bridge *b, natsMsg *m)
 	if (strcmp(hub, b->conf.name) == 0 ||
 	    (b->conf.from[0] != '\0' && strcmp(hub, b->conf.from) != 0))
 		goto out;
+	/* a hub of [trust] whose key signed it, or nobody: every NATS
+	 * client may publish here */
+	if ((peer = br_trust_announcement(b, m, hub, json_object_object_get_ex(o, "seq", &v) &&
+					  json_object_is_type(v, json_type_int) ?
+					  json_object_get_int64(v) : 0)) == NULL)
+		goto out;
+	/* neither methods nor topics: the hub is leaving */
+	ntopics = br_topics_count(o);
 	if ((r = remote_find(b, hub)) == NULL) {
-		if (n == 0)
+		if (n == 0 && ntopics == 0)
 			goto out;
 		if (b->nremotes >= BR_REMOTES_MAX) {
 			br_log("hub %s: more than %d hubs heard of, not kept", hub, BR_REMOTES_MAX);
@@ -138,7 +159,7 @@ on_announce(struct bridge *b, natsMsg *m)
 		snprintf(r->name, sizeof(r->name), "%s", hub);
 		br_log("hub %s announced itself", hub);
 	}
-	if (n == 0) {
+	if (n == 0 && ntopics == 0) {
 		br_log("hub %s left", hub);
 		remote_drop(b, r);
 		goto out;
@@ -170,8 +191,10 @@ on_announce(struct bridge *b, natsMsg *m)
 			break;
 		r->methods = grown;
 		snprintf(r->methods[r->nmethods++], BR_NAME_MAX + 1, "%s", name);
-		bring_in(b, hub, name, sig);
+		bring_in(b, peer, name, sig);
 	}
+	if (b->topics != NULL)
+		br_topics_announced(b, hub, o);
 out:
 	json_object_put(o);
 }
@@ -182,7 +205,7 @@ br_import_msg(struct bridge *b, natsMsg *m)
 	const char *s = natsMsg_GetSubject(m);
 	size_t plen = strlen(b->conf.subject), ilen = strlen(b->inbox);
 
-	if (b->conf.nimports == 0)
+	if (!importing(b))
 		return 0;
 	if (strncmp(s, b->inbox, ilen) == 0 && strncmp(s + ilen, ".s.", 3) == 0) {
 		int kept = br_istream_item(b, m, s + ilen + 3);
@@ -211,7 +234,7 @@ br_import_drain(struct bridge *b)
 void
 br_import_tick(struct bridge *b)
 {
-	if (b->conf.nimports == 0)
+	if (!importing(b))
 		return;
 	br_callout_pump(b);
 	/* the deadlines and Cancels: every BR_SCAN_NS, not every pass (a
@@ -245,7 +268,7 @@ br_import_attach(struct bridge *b)
 {
 	char subject[BR_SUBJECT_MAX];
 
-	if (b->conf.nimports == 0)
+	if (!importing(b))
 		return 0;
 	snprintf(subject, sizeof(subject), "%s.announce", b->conf.subject);
 	if (natsConnection_SubscribeSync(&b->sub_announce, b->nc, subject) != NATS_OK)

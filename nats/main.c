@@ -114,6 +114,8 @@ options(struct bridge *b)
 	/* our own requests and announcements never come back to us */
 	if (s == NATS_OK)
 		s = natsOptions_SetNoEcho(o, true);
+	if (s == NATS_OK)
+		s = natsOptions_SetCustomInboxPrefix(o, c->inbox_prefix);
 	if (s == NATS_OK && c->user[0] != '\0')
 		s = natsOptions_SetUserInfo(o, c->user, c->password);
 	if (s == NATS_OK && c->token[0] != '\0')
@@ -228,6 +230,7 @@ drop(struct bridge *b)
 {
 	br_export_detach(b);
 	br_import_detach(b);
+	br_topics_detach(b);
 	inbox_detach(b);
 	natsConnection_Destroy(b->nc);
 	b->nc = NULL;
@@ -252,7 +255,8 @@ adopt(struct bridge *b)
 	b->nc = nc;
 	atomic_store(&b->closed, 0);
 	on_connected(nc, b);
-	if (inbox_attach(b) != 0 || br_import_attach(b) != 0 || br_export_attach(b) != 0) {
+	if (inbox_attach(b) != 0 || br_import_attach(b) != 0 || br_export_attach(b) != 0 ||
+	    br_topics_attach(b) != 0) {
 		const char *why = nats_GetLastError(NULL);
 
 		br_log("cannot subscribe: %s", why != NULL && *why != '\0' ? why : "out of memory");
@@ -260,13 +264,45 @@ adopt(struct bridge *b)
 	}
 }
 
-static const char *
-config_path(int argc, char *argv[])
+/* The command line: --config FILE, or --keygen FILE or --pubkey FILE
+ * (with --config, named as it names this hub); hubd adds a spawn
+ * ticket. */
+struct args {
+	const char	*config, *keygen, *pubkey;
+};
+
+static void
+parse_args(int argc, char *argv[], struct args *a)
 {
-	for (int i = 1; i + 1 < argc; i++)
+	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0)
-			return argv[i + 1];
-	return NULL;
+			a->config = argv[++i];
+		else if (strcmp(argv[i], "--keygen") == 0)
+			a->keygen = argv[++i];
+		else if (strcmp(argv[i], "--pubkey") == 0)
+			a->pubkey = argv[++i];
+	}
+}
+
+/* hub-nats --keygen FILE or --pubkey FILE: the line for the other hubs'
+ * [trust]. */
+static int
+key_command(const struct args *a)
+{
+	struct br_conf c;
+	char name[BR_NAME_MAX + 1], err[512];
+
+	if (a->config != NULL) {
+		if (br_conf_load(&c, a->config, err, sizeof(err)) != 0) {
+			fprintf(stderr, "hub-nats: %s: %s\n", a->config, err);
+			return 2;
+		}
+		snprintf(name, sizeof(name), "%s", c.name);
+		br_conf_free(&c);
+	} else {
+		br_default_name(name, sizeof(name));
+	}
+	return a->keygen != NULL ? br_keygen(a->keygen, name) : br_pubkey(a->pubkey, name);
 }
 
 /* What hubctl shows of the bridge: its note (hubctl peers), and where
@@ -275,7 +311,8 @@ config_path(int argc, char *argv[])
 static void
 describe(struct bridge *b)
 {
-	char note[sizeof(b->note)], url[128] = "", imports[120] = "";
+	char note[sizeof(b->note)], url[128] = "", imports[120] = "", ignored[120];
+	size_t n;
 
 	if (b->now_ns < b->next_describe_ns)
 		return;
@@ -283,8 +320,14 @@ describe(struct bridge *b)
 	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
 		natsConnection_GetConnectedUrl(b->nc, url, sizeof(url));
 	br_import_summary(b, imports, sizeof(imports));
-	snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s",
-		 url[0] != '\0' ? url : "(not connected)", b->conf.name, b->nexports, imports);
+	br_trust_summary(b, ignored, sizeof(ignored));
+	/* cut short, if need be: it is a note */
+	if (snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s%s",
+		     url[0] != '\0' ? url : "(not connected)", b->conf.name, b->nexports, imports,
+		     ignored) < 0)
+		return;
+	n = strlen(note);
+	br_topics_summary(b, note + n, sizeof(note) - n);
 	if (strcmp(note, b->note) != 0 && guest_describe(b->g, "", note) == 0)
 		memcpy(b->note, note, sizeof(note));
 	br_import_describe(b);
@@ -313,6 +356,7 @@ run(struct bridge *b)
 		br_drain(b->sub_credit, b, inbox_msg);
 		br_export_drain(b);
 		br_import_drain(b);
+		br_topics_drain(b);
 		br_export_tick(b);
 		br_import_tick(b);
 		describe(b);
@@ -345,17 +389,27 @@ main(int argc, char *argv[])
 {
 	static struct bridge br;
 	struct bridge *b = &br;
-	const char *path = config_path(argc, argv), *why = NULL;
+	struct args a = { 0 };
+	const char *path, *why = NULL;
 	natsInbox *inbox = NULL;
-	char err[512];
+	char err[1024];
 	int rc;
 
-	if (path == NULL) {
-		fprintf(stderr, "usage: hub-nats --config FILE (started by hubd: see hub-nats(8))\n");
+	parse_args(argc, argv, &a);
+	if (a.keygen != NULL || a.pubkey != NULL)
+		return key_command(&a);
+	if ((path = a.config) == NULL) {
+		fprintf(stderr, "usage: hub-nats --config FILE (started by hubd: see hub-nats(8))\n"
+			"       hub-nats --keygen FILE [--config FILE]\n"
+			"       hub-nats --pubkey FILE [--config FILE]\n");
 		return 2;
 	}
 	if (br_conf_load(&b->conf, path, err, sizeof(err)) != 0) {
 		fprintf(stderr, "hub-nats: %s: %s\n", path, err);
+		return 2;
+	}
+	if (br_trust_start(b, err, sizeof(err)) != 0) {
+		fprintf(stderr, "hub-nats: key: %s\n", err);
 		return 2;
 	}
 	if ((b->q = br_handoff_new(HANDOFF_MAX)) == NULL ||
@@ -365,8 +419,10 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	/* one inbox for the bridge's life: replies find it after a new
-	 * connection too */
-	snprintf(b->inbox, sizeof(b->inbox), "%s", (const char *)inbox);
+	 * connection too; under [nats] inbox_prefix, which NATS
+	 * permissions may name */
+	snprintf(b->inbox, sizeof(b->inbox), "%.63s.%.60s", b->conf.inbox_prefix,
+		 strchr((const char *)inbox, '.') + 1);
 	natsInbox_Destroy(inbox);
 	if ((rc = guest_attach(argc, argv, &b->g, &why)) < 0) {
 		fprintf(stderr, "hub-nats: %s\n", why != NULL ? why : strerror(-rc));
@@ -375,6 +431,8 @@ main(int argc, char *argv[])
 	b->now_ns = br_now_ns();
 	br_import_start(b);
 	br_export_start(b);
+	br_topics_start(b);
+	br_tally_start(b);
 	connector_start(b);
 	br_log("hub %s: exporting %d pattern(s), importing %d, subjects %s.*", b->conf.name,
 	       b->conf.nexports, b->conf.nimports, b->conf.subject);
@@ -389,12 +447,15 @@ main(int argc, char *argv[])
 	}
 	br_export_stop(b);
 	br_import_stop(b);
+	br_topics_stop(b);
+	br_tally_stop(b);
 	br_msg_reap(b);
 	inbox_detach(b);
 	natsConnection_Destroy(b->nc);
 	br_evloop_free(b->ev);
 	br_handoff_free(b->q);
 	guest_detach(b->g);
+	br_trust_stop(b);
 	br_conf_free(&b->conf);
 	nats_Close();
 	return rc == 0 ? 0 : 1;

@@ -49,6 +49,12 @@
  *						at most HP_DESCRIBE_MAX bytes, no
  *						control characters, "" clears it;
  *						cleared when the guest detaches
+ *	hub.advertised	str -> list<(str,str)>	the topics published now (their
+ *						publisher up), as (NAME, SIGNATURE),
+ *						matching PATTERN as hub.methods's;
+ *						neither the host's nor the asking
+ *						guest's own (a bridge never offers
+ *						back what it brought in)
  *
  * The stream hash is XXH3-64 (libxxhash) chained over the items in order:
  * h = XXH3_64bits_withSeed(item, item_len, h), from h = 0, each item's
@@ -79,6 +85,7 @@
 #define HP_SVC_ADVERTISE	"hub.advertise"
 #define HP_SVC_SUBSCRIBE	"hub.subscribe"
 #define HP_SVC_UNSUBSCRIBE	"hub.unsubscribe"
+#define HP_SVC_ADVERTISED	"hub.advertised"
 
 #define HP_SVC_SIG_PING		"bytes->bytes"
 #define HP_SVC_SIG_LOG		"str->unit"
@@ -93,6 +100,7 @@
 #define HP_SVC_SIG_ADVERTISE	"str,str,bool->unit"
 #define HP_SVC_SIG_SUBSCRIBE	"str,str->u64"
 #define HP_SVC_SIG_UNSUBSCRIBE	"u64->unit"
+#define HP_SVC_SIG_ADVERTISED	"str->list<(str,str)>"
 #define HP_STREAM_HASH_SEED	0
 
 /* hub.register's errors (User(str)), so that a guest can tell them apart. */

@@ -59,7 +59,12 @@ env -i PATH=/usr/bin:/bin "$p/libexec/hub/hub-nats" --config "$p/etc/hub/nats.co
 rc=$?
 [ "$rc" = 2 ] && grep -q 'nothing to do' "$tmp/nats.log" ||
 	{ cat "$tmp/nats.log" >&2; bad "hub-nats with the example nats.conf: exit $rc, not 2 (nothing to do)"; }
-sed 's/^; methods = /methods = /' "$p/etc/hub/nats.conf" > "$tmp/nats.conf"
+# with methods, and a key of its own (--keygen): it goes as far as
+# attaching to its hub
+"$p/libexec/hub/hub-nats" --keygen "$tmp/nats.key" > /dev/null ||
+	bad "hub-nats --keygen $tmp/nats.key failed"
+sed -e 's/^; methods = /methods = /' -e "s|^; key = .*|key = $tmp/nats.key|" \
+	"$p/etc/hub/nats.conf" > "$tmp/nats.conf"
 env -i PATH=/usr/bin:/bin "$p/libexec/hub/hub-nats" --config "$tmp/nats.conf" \
 	> "$tmp/nats.log" 2>&1
 rc=$?

@@ -17,6 +17,7 @@ has_pc libxxhash || need="$need libxxhash-dev"
 has_pc libseccomp || need="$need libseccomp-dev"	# the guests' system call filter
 has_header ev.h || need="$need libev-dev"	# Debian's libev ships no .pc
 has_pc libnats || need="$need libnats-dev"	# hub-nats, the bridge onto NATS
+has_pc libsodium || need="$need libsodium-dev"	# hub-nats's keys and signatures
 # its tests run a NATS server of their own (nats-server, never its service)
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] ||
 	need="$need nats-server"

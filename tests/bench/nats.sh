@@ -53,15 +53,23 @@ bridge_hubs() {
 	# hubd starts guests as users of their own (guest_uids): hub-nats
 	# reads its config through TMP (mktemp's, 0700)
 	chmod 711 "$TMP"
-	printf '[nats]\nservers = %s\nname = %sb\nannounce = 500ms\n[export]\nmethods = rb.*\n' \
-		"$NATS_URL" "$n" > "$TMP/${n}b-nats.conf"
-	printf '[nats]\nservers = %s\nname = %sa\nannounce = 500ms\n[import]\nmethods = rb.*\ntimeout = 10s\n' \
-		"$NATS_URL" "$n" > "$TMP/${n}a-nats.conf"
+	# each bridge a key of its own (mode 0600: as root, the bridges run
+	# as nobody, who owns it), and each trusts the other's
+	local trust="[trust]" h user=""
+	for h in a b; do
+		rm -f "$TMP/${n}$h.key"
+		trust="$trust\n${n}$h = $($B/hub-nats --keygen "$TMP/${n}$h.key" | sed -n 's/^[^#].* = //p')"
+		[ "$(id -u)" = 0 ] && chown nobody "$TMP/${n}$h.key" && user="user = nobody\n"
+	done
+	printf '[nats]\nservers = %s\nname = %sb\nannounce = 500ms\nkey = %s\n[export]\nmethods = rb.*\n%b\n' \
+		"$NATS_URL" "$n" "$TMP/${n}b.key" "$trust" > "$TMP/${n}b-nats.conf"
+	printf '[nats]\nservers = %s\nname = %sa\nannounce = 500ms\nkey = %s\n[import]\nmethods = rb.*\ntimeout = 10s\n%b\n' \
+		"$NATS_URL" "$n" "$TMP/${n}a.key" "$trust" > "$TMP/${n}a-nats.conf"
 	chmod 644 "$TMP/${n}b-nats.conf" "$TMP/${n}a-nats.conf"
 	start_hub "${n}b" "max_guests = 3" \
-		"[guest rb]\nexec = $B/tests/bench/benchguest\nargs = --prefix rb\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/${n}b-nats.conf\n" 2
+		"[guest rb]\nexec = $B/tests/bench/benchguest\nargs = --prefix rb\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/${n}b-nats.conf\n$user" 2
 	start_hub "${n}a" "max_guests = 3" \
-		"[guest ra]\nexec = $B/tests/bench/benchguest\nargs = --prefix ra\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/${n}a-nats.conf\nprovides = rb.*\n" 2
+		"[guest ra]\nexec = $B/tests/bench/benchguest\nargs = --prefix ra\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/${n}a-nats.conf\nprovides = rb.*\n$user" 2
 	for _ in $(seq 200); do
 		$CTL methods 2>/dev/null | grep -q '^rb\.echo\b' && return 0
 		sleep 0.05
@@ -223,4 +231,73 @@ nats_rows() {
 	echo "| CPU per call across hub-nats, 256 in flight (both hubds, both bridges, caller, callee, nats-server) | $BR_US | us | plain NATS send_asap, 256 in flight (requester, responder, nats-server): $NBA_US us | ${rcpu}x | <= 2x: $(goal "$rcpu" le 2) |"
 	echo "| context switches per call, the same processes | $BR_CS | switches | plain NATS send_asap: $NBA_CS | $(ratio "$BR_CS" "$NBA_CS")x | |"
 	echo "| a stream across hub-nats (chan<bytes>, 1 KiB items, $((NATS_STREAM >> 10)) KiB: B's guest sends, A's reads each) | $BR_ITEMS | items/s | a plain NATS publisher to a subscriber, 1 KiB items, no credit: $NB_ITEMS items/s ($NB_LOST lost) | ${rst}x | >= 0.5x: $(goal "$rst" ge 0.5) |"
+}
+
+# bench_nats_topics: topics across hub-nats against plain NATS
+# publish-subscribe, a run as tests/bench/pubsub.h has it (64-byte events
+# flat out: the events/s the subscriber got and what it lost; then paced:
+# latency), on a nats-server of its own:
+#   hub ntb: psguest pb publishes pb.ev; hub-nats exports topics pb.*
+#   hub nta: psguest s1 subscribes to pb.ev drop-oldest, s2 block;
+#	hub-nats imports topics pb.* (publishes = pb.*); 256 slots on both
+# natsps: one publisher, one subscriber, the same 64 bytes. Sets the NT_*
+# and NP_* figures; nats_topics_rows prints them. Uses pubsub.sh's
+# ps_period, ps_wait, ps_figures and run lengths.
+bench_nats_topics() {
+	local r ctlb psd=$TMP/nt.d npd=$TMP/np.d
+	local keys="max_guests = 3\n[topic pb.ev]\nslots = 256\nevent_max = 64"
+
+	echo "topics across hub-nats, and plain NATS publish-subscribe..." >&2
+	nats_server natsdt
+	mkdir -p "$psd" "$npd"; chmod 711 "$TMP"; chmod 1777 "$psd"
+	printf '[nats]\nservers = %s\nname = ntb\nannounce = 500ms\n[export]\ntopics = pb.*\n' \
+		"$NATS_URL" > "$TMP/ntb-nats.conf"
+	printf '[nats]\nservers = %s\nname = nta\nannounce = 500ms\n[import]\ntopics = pb.*\n' \
+		"$NATS_URL" > "$TMP/nta-nats.conf"
+	chmod 644 "$TMP/ntb-nats.conf" "$TMP/nta-nats.conf"
+	start_hub ntb "$keys" \
+		"[guest pb]\nexec = $B/tests/bench/psguest\nargs = --prefix pb --pub pb.ev --out $psd\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/ntb-nats.conf\n" 2
+	ctlb=$CTL
+	start_hub nta "$keys" \
+		"[guest s1]\nexec = $B/tests/bench/psguest\nargs = --prefix s1 --sub pb.ev --policy drop-oldest --out $psd\n[guest s2]\nexec = $B/tests/bench/psguest\nargs = --prefix s2 --sub pb.ev --policy block --out $psd\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/nta-nats.conf\npublishes = pb.*\n" 3
+	for _ in $(seq 200); do
+		$CTL logs nats 2>/dev/null | grep -q 'importing topic pb.ev' && break
+		sleep 0.05
+	done
+	$CTL logs nats 2>/dev/null | grep -q 'importing topic pb.ev' ||
+		nats_fail "hub nta never imported topic pb.ev"
+	r=$($ctlb call pb.run 1 "$PS_FLAT_MS" "$PS_PACED" "$(ps_period 1)" 2)
+	must published= "$r"
+	NT_PUB=$(val per_s "$r")
+	ps_wait "$psd" 1 2
+	r=$(ps_figures "$psd" 1 s2)
+	NT_RATE=$(val rate "$r"); NT_LOST=$(val lost_pct "$r")
+	NT_MED=$(val median_ns "$r"); NT_P99=$(val p99_ns "$r")
+	r=$(ps_figures "$psd" 1 s1)
+	NT_BRATE=$(val rate "$r"); NT_BLOST=$(val lost_pct "$r")
+	NT_NOTE=$($ctlb -j peers | grep -o 'topics 1 out ([^)]*)' | head -1)
+	NT_NOTE_A=$($CTL -j peers | grep -o '1 in ([^)]*)' | head -1 | sed 's/(\([0-9]*\) published/(published=\1/')
+	[ -z "${NT_DEBUG:-}" ] || $CTL logs nats >&2
+	NT_CROSS=$(awk -v n="$(val published "$NT_NOTE_A")" -v ms="$PS_FLAT_MS" \
+		'BEGIN { printf "%.0f", n * 1000 / ms }')
+	stop_pids "${HUBS[-1]}" "${HUBS[-2]}"
+
+	r=$(timeout 300 "$B/tests/bench/natsps" "$NATS_URL" "$npd" 1 1 "$PS_FLAT_MS" "$PS_PACED" \
+		"$(ps_period 1)") || { echo "bench: natsps failed: $r" >&2; exit 1; }
+	NP_PUB=$(val per_s "$r")
+	r=$(ps_figures "$npd" 1)
+	NP_RATE=$(val rate "$r"); NP_LOST=$(val lost_pct "$r")
+	NP_MED=$(val median_ns "$r"); NP_P99=$(val p99_ns "$r")
+}
+
+# nats_topics_rows: the table's rows (run.sh's columns)
+nats_topics_rows() {
+	local how="psguest on hub B to psguest on hub A (drop-oldest, 256 slots): B's hub-nats, NATS, A's hub-nats"
+	local plain="plain NATS publish-subscribe (natsps: 1 publisher, 1 subscriber, libnats defaults)"
+
+	echo "| topics across hub-nats ($how), 64 B events flat out: events/s the drop-oldest subscriber got | $NT_RATE | events/s | $plain: $NP_RATE | $(ratio "$NT_RATE" "$NP_RATE")x | >= 0.5x |"
+	echo "| the same: events lost (lapped on B or A, dropped), % | $NT_LOST | % | plain NATS $NP_LOST; publishers $NT_PUB and $NP_PUB events/s; B's bridge: $NT_NOTE, A's: $NT_NOTE_A | | |"
+	echo "| the same, a block subscriber on A beside it (A's bridge waits for it): events/s it got, lost % | $NT_BRATE / $NT_BLOST | events/s / % | $plain: $NP_RATE / $NP_LOST | $(ratio "$NT_BRATE" "$NP_RATE")x | |"
+	echo "| the same: events A's bridge published per second of the flat phase (what crossed NATS) | $NT_CROSS | events/s | $plain: $NP_RATE | $(ratio "$NT_CROSS" "$NP_RATE")x | >= 0.5x |"
+	echo "| topics across hub-nats, latency publish to callback, one event every $(ps_period 1) us, median / p99 | $NT_MED / $NT_P99 | ns | plain NATS $NP_MED / $NP_P99 ns | $(ratio "$NT_MED" "$NP_MED")x / $(ratio "$NT_P99" "$NP_P99")x | |"
 }

@@ -110,7 +110,8 @@ if [ "${BENCH_ONLY:-}" = nats ]; then
 	LANE=$(val median_ns "$r")
 	lane_pipe
 	bench_nats
-	{ printf '%b\n' "$NATS_HEAD"; nats_rows; } > "$OUT/bench-nats.md"
+	bench_nats_topics
+	{ printf '%b\n' "$NATS_HEAD"; nats_rows; nats_topics_rows; } > "$OUT/bench-nats.md"
 	cat "$OUT/bench-nats.md"
 	echo "bench: 1 passed, 0 failed"
 	exit 0
@@ -522,6 +523,7 @@ r=$(python3 "$(dirname "$0")/pysock.py" "$N_PY"); must p99_ns= "$r"
 PY_SOCK=$(val median_ns "$r"); PY_SOCK99=$(val p99_ns "$r")
 
 bench_nats
+bench_nats_topics
 bench_pubsub
 
 # the table: figure, value, unit, compared with, ratio, goal
@@ -614,6 +616,7 @@ echo "| a Python guest calls a C guest, 8 B, median / p99 | $PY_OUT / $PY_OUT99 
 echo "| an 8 B round trip between two Python processes over a UNIX socketpair (no hub), median / p99 | $PY_SOCK / $PY_SOCK99 | ns | a C guest calls a Python guest $PY_IN ns | $(ratio "$PY_SOCK" "$PY_IN")x slower | |"
 echo "| a Python guest reads hub.source as an iterator | $PY_SRC | MB/s | | | |"
 nats_rows
+nats_topics_rows
 pubsub_rows
 } > "$OUT/bench.md"
 PEER_ERR+=$PS_ERR

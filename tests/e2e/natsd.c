@@ -65,7 +65,10 @@ spawn(struct natsd *n)
 	snprintf(cluster, sizeof(cluster), "nats://127.0.0.1:%d", n->cluster);
 	if ((n->pid = fork()) == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (n->cert[0] != '\0')
+		if (n->conf[0] != '\0')
+			execl(server_path(), "nats-server", "-c", n->conf, "-a", "127.0.0.1",
+			      "-p", port, "-P", pidfile, "-l", log, (char *)NULL);
+		else if (n->cert[0] != '\0')
 			execl(server_path(), "nats-server", "-a", "127.0.0.1", "-p", port,
 			      "-P", pidfile, "-l", log, "--tls", "--tlscert", n->cert,
 			      "--tlskey", n->key, (char *)NULL);
@@ -108,6 +111,21 @@ natsd_start_auth(struct natsd *n, const char *user, const char *password)
 	snprintf(n->url, sizeof(n->url), "nats://127.0.0.1:%d", n->port);
 	snprintf(n->user, sizeof(n->user), "%s", user);
 	snprintf(n->password, sizeof(n->password), "%s", password);
+	spawn(n);
+}
+
+void
+natsd_start_conf(struct natsd *n, const char *conf_text)
+{
+	FILE *f;
+
+	memset(n, 0, sizeof(*n));
+	n->port = free_port();
+	snprintf(n->url, sizeof(n->url), "nats://127.0.0.1:%d", n->port);
+	snprintf(n->conf, sizeof(n->conf), "%s", harness_path("natsd.conf"));
+	ck_assert_ptr_nonnull(f = fopen(n->conf, "w"));
+	fputs(conf_text, f);
+	ck_assert_int_eq(fclose(f), 0);
 	spawn(n);
 }
 

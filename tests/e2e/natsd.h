@@ -15,12 +15,16 @@ struct natsd {
 	char	url[64];	/* nats://127.0.0.1:PORT */
 	char	user[32], password[32];	/* "": none */
 	char	cert[256], key[256];		/* "": no TLS */
+	char	conf[256];	/* its config file, "": none */
 };
 
 /* One server alone; asserts it is up. */
 void	natsd_start(struct natsd *n);
 /* The same, wanting user and password from its clients. */
 void	natsd_start_auth(struct natsd *n, const char *user, const char *password);
+/* The same, with a config file of conf_text (its authorization, say);
+ * port and address from here. */
+void	natsd_start_conf(struct natsd *n, const char *conf_text);
 /* The same, with TLS only: a certificate for 127.0.0.1 made for it
  * (openssl), its path in n->cert (what a client trusts). */
 void	natsd_start_tls(struct natsd *n);

@@ -9,8 +9,45 @@
 
 #include "tests/e2e/natshubs.h"
 
-/* The bridge's section for hub NAME, its config written to the run
- * directory: [nats] servers and name, then what extra holds. */
+/* The hubs the nats suites start: each gets a key, and every bridge
+ * trusts them all. */
+static const char *const hubs[] = { "a", "b", "b1", "b2", "c", "d" };
+
+const char *
+nh_key_path(const char *name)
+{
+	static char path[256];
+
+	snprintf(path, sizeof(path), "%s", harness_path("nats-"));
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s.key", name);
+	return path;
+}
+
+const char *
+nh_pubkey(const char *name)
+{
+	static char pk[128];
+	char cmd[512], line[256];
+	const char *path = nh_key_path(name);
+	int made = access(path, F_OK) != 0;
+	FILE *p;
+
+	pk[0] = '\0';
+	snprintf(cmd, sizeof(cmd), "%s --%s %s", bin("hub-nats"), made ? "keygen" : "pubkey", path);
+	ck_assert_ptr_nonnull(p = popen(cmd, "r"));
+	while (fgets(line, sizeof(line), p) != NULL)
+		if (line[0] != '#' && strstr(line, " = ") != NULL)
+			snprintf(pk, sizeof(pk), "%s", strstr(line, " = ") + 3);
+	ck_assert_int_eq(pclose(p), 0);
+	pk[strcspn(pk, "\n")] = '\0';
+	ck_assert_msg(pk[0] != '\0', "%s printed no public key", cmd);
+	/* the bridges run as nobody: the key is theirs alone, as it
+	 * should be (hub-nats refuses a key others may read) */
+	if (made)
+		ck_assert_int_eq(chown(path, 65534, 65534), 0);
+	return pk;
+}
+
 char *
 nh_bridge(const char *name, const char *servers, const char *provides, const char *extra)
 {
@@ -20,9 +57,16 @@ nh_bridge(const char *name, const char *servers, const char *provides, const cha
 	snprintf(path, sizeof(path), "%s", harness_path("nats-"));
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s.conf", name);
 	ck_assert_ptr_nonnull(f = fopen(path, "w"));
-	fprintf(f, "[nats]\nservers = %s\nname = %s\nannounce = 300ms\n%s", servers, name, extra);
+	fprintf(f, "[nats]\nservers = %s\nname = %s\nannounce = 300ms\nkey = %s\n", servers,
+		name, nh_key_path(name));
+	nh_pubkey(name);	/* made now if new */
+	/* extra's sections, then [trust]: a key = line is [trust]'s */
+	fprintf(f, "%s\n[trust]\n", extra);
+	for (size_t i = 0; i < sizeof(hubs) / sizeof(hubs[0]); i++)
+		fprintf(f, "%s = %s\n", hubs[i], nh_pubkey(hubs[i]));
 	ck_assert_int_eq(fclose(f), 0);
-	ck_assert_int_gt(asprintf(&section, "[guest nats]\nexec = @/hub-nats\nargs = --config %s\n%s%s%s",
+	ck_assert_int_gt(asprintf(&section, "[guest nats]\nexec = @/hub-nats\nargs = --config %s\n"
+				  "user = nobody\n%s%s%s",
 				  path, provides ? "provides = " : "", provides ? provides : "",
 				  provides ? "\n" : ""), 0);
 	return section;

@@ -13,8 +13,15 @@
 #define LB(name) "[guest " name "]\nexec = @/tests/guests/lanebreaker\nargs = --prefix " name "\n"
 
 /* The bridge's section for hub NAME, its config written to the run
- * directory: [nats] servers and name, then what extra holds. */
+ * directory: [nats] servers, name and key, then what extra holds, then
+ * a [trust] of every hub the nats suites start (a, b, b1, b2, c, d).
+ * The bridge runs as nobody, its key file nobody's, mode 0600. */
 char *	nh_bridge(const char *name, const char *servers, const char *provides, const char *extra);
+
+/* Hub NAME's key file in the run directory (static). */
+const char *	nh_key_path(const char *name);
+/* Its public key (static), the key made first if there is none. */
+const char *	nh_pubkey(const char *name);
 
 /* hub B: kv, and a bridge exporting kv.* and the sleeper's methods. */
 void	nh_start_b(struct hub_proc *h, const char *name, const char *servers);

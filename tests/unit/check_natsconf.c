@@ -36,14 +36,21 @@ START_TEST(test_defaults_and_keys)
 	ck_assert_uint_eq(c.announce_ms, 2000);
 	ck_assert_uint_eq(c.timeout_ms, 30000);
 	ck_assert_uint_eq(c.calls_max, 1024);
+	ck_assert_uint_eq(c.calls_per_hub, 512);
+	ck_assert_str_eq(c.key, BR_KEY_DEFAULT);
+	ck_assert_str_eq(c.inbox_prefix, "_INBOX");
+	ck_assert_int_eq(c.ntrust, 0);
 	ck_assert_int_eq(c.queue, 1);
 	ck_assert(c.name[0] != '\0');	/* the host's name */
 	br_conf_free(&c);
 	ck_assert_int_eq(load("[nats]\nservers = nats://a:1, tls://b:2 nats://c:3\nname = east-1\n"
 			      "subject = bus\nannounce = 500ms\ncalls_max = 10\n"
 			      "user = u\npassword = p\n"
+			      "key = /k\ninbox_prefix = _INBOX.east\ncalls_per_hub = 3\n"
 			      "[export]\nmethods = kv.* echo.echo\nqueue = no\n"
-			      "[import]\nmethods = *\nprefix = far\nfrom = west\ntimeout = 2min\n",
+			      "[import]\nmethods = *\nprefix = far\nfrom = west\ntimeout = 2min\n"
+			      "[trust]\nwest = rGTq4TGjpTy1aTYgmzb70nzrFKLfTHkC7AKmvpH2B9Q=\n"
+			      "north = ac64eae131a3a53cb56936209b36fbd27ceb14a2df4c7902ec02a6be91f607d4\n",
 			      &c, why, sizeof(why)), 0);
 	ck_assert_int_eq(c.nservers, 3);
 	ck_assert_str_eq(c.servers[1], "tls://b:2");
@@ -57,6 +64,13 @@ START_TEST(test_defaults_and_keys)
 	ck_assert_str_eq(c.prefix, "far");
 	ck_assert_str_eq(c.from, "west");
 	ck_assert_uint_eq(c.timeout_ms, 120000);
+	ck_assert_str_eq(c.key, "/k");
+	ck_assert_str_eq(c.inbox_prefix, "_INBOX.east");
+	ck_assert_uint_eq(c.calls_per_hub, 3);
+	ck_assert_int_eq(c.ntrust, 2);
+	ck_assert_str_eq(c.trust[1].name, "north");
+	ck_assert_int_eq(c.trust[0].pk[0], 0xac);	/* the same key, base64 and hex */
+	ck_assert_int_eq(memcmp(c.trust[0].pk, c.trust[1].pk, BR_PK_LEN), 0);
 	br_conf_free(&c);
 }
 END_TEST
@@ -72,6 +86,13 @@ static const struct {
 	{ "[nats]\nannounce = 10ms\n[export]\nmethods = a.b\n", "line 2: announce: '10ms'" },
 	{ "[nats]\ncalls_max = 0\n[export]\nmethods = a.b\n", "line 2: calls_max" },
 	{ "[nats]\ncalls_max = 12x\n[export]\nmethods = a.b\n", "line 2: calls_max" },
+	{ "[nats]\ncalls_per_hub = 0\n[export]\nmethods = a.b\n", "line 2: calls_per_hub" },
+	{ "[nats]\ninbox_prefix = _INBOX.>\n[export]\nmethods = a.b\n", "line 2: inbox_prefix" },
+	{ "[nats]\ninbox_prefix = a..b\n[export]\nmethods = a.b\n", "line 2: inbox_prefix" },
+	{ "[export]\nmethods = a.b\n[trust]\nb = short\n", "line 4: [trust] b: 'short' is not a public key" },
+	{ "[export]\nmethods = a.b\n[trust]\nb.c = rGTq4TGjpTy1aTYgmzb70nzrFKLfTHkC7AKmvpH2B9Q=\n", "'b.c' is not a hub's name" },
+	{ "[export]\nmethods = a.b\n[trust]\nb = rGTq4TGjpTy1aTYgmzb70nzrFKLfTHkC7AKmvpH2B9Q=\n"
+	  "b = rGTq4TGjpTy1aTYgmzb70nzrFKLfTHkC7AKmvpH2B9Q=\n", "line 5: [trust]: hub b is named twice" },
 	{ "[nats]\ntls = maybe\n[export]\nmethods = a.b\n", "line 2: tls" },
 	{ "[nats]\ncreds = /nonexistent/x.creds\n[export]\nmethods = a.b\n", "cannot read" },
 	{ "[nats]\ncolour = blue\n", "[nats] has no key 'colour'" },
