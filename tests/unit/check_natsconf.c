@@ -96,7 +96,7 @@ static const struct {
 	{ "[nats]\ntls = maybe\n[export]\nmethods = a.b\n", "line 2: tls" },
 	{ "[nats]\ncreds = /nonexistent/x.creds\n[export]\nmethods = a.b\n", "cannot read" },
 	{ "[nats]\ncolour = blue\n", "[nats] has no key 'colour'" },
-	{ "[export]\nmethods = a.*.b\n", "'a.*.b' is not a method name" },
+	{ "[export]\nmethods = a.*.b\n", "'a.*.b' is not a name, NAME.* or *" },
 	{ "[export]\nmethods = a..b\n", "'a..b'" },
 	{ "[export]\nmethods = >\n", "'>'" },
 	{ "[export]\nqueue = 2\n", "queue" },
