@@ -294,5 +294,5 @@ br_export_stop(struct bridge *b)
 	free(b->exports);
 	/* the last answers and the goodbye out, if there is a way out */
 	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
-		natsConnection_FlushTimeout(b->nc, 500);
+		br_write_out(b, 500);
 }

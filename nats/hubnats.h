@@ -233,6 +233,9 @@ void	br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *clos
 int	br_subject_part_ok(const char *s, size_t n, int dots);
 
 uint64_t br_now_ns(void);
+/* main.c: what is published so far written out, waiting at most ms (the
+ * loop no longer runs: on the way out). */
+void	br_write_out(struct bridge *b, int ms);
 void	br_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* export.c */

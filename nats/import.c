@@ -137,10 +137,12 @@ on_announce(struct bridge *b, natsMsg *m)
 		memset(r, 0, sizeof(*r));
 		snprintf(r->name, sizeof(r->name), "%s", hub);
 		br_log("hub %s announced itself", hub);
+		b->next_describe_ns = 0;	/* hubctl shows it at once */
 	}
 	if (n == 0) {
 		br_log("hub %s left", hub);
 		remote_drop(b, r);
+		b->next_describe_ns = 0;
 		goto out;
 	}
 	r->seen_ns = b->now_ns;
@@ -228,6 +230,7 @@ br_import_tick(struct bridge *b)
 		if (b->now_ns > r->seen_ns + 3 * r->every_ns) {
 			br_log("hub %s went silent", r->name);
 			remote_drop(b, r);
+			b->next_describe_ns = 0;
 		} else {
 			i++;
 		}

@@ -232,6 +232,27 @@ adopt(struct bridge *b)
 	}
 }
 
+/* What this bridge published, written out now, waiting for the socket
+ * at most ms: on the way out the loop no longer writes it, and libnats's
+ * own flush waits for a PONG that only the loop would read. */
+void
+br_write_out(struct bridge *b, int ms)
+{
+	uint64_t end = br_now_ns() + (uint64_t)ms * 1000000u, now;
+	struct pollfd pfd;
+
+	while (b->nc != NULL && br_evloop_attached(b->ev) && natsConnection_Buffered(b->nc) > 0) {
+		natsConnection_ProcessWriteEvent(b->nc);
+		if (natsConnection_Buffered(b->nc) <= 0 || (now = br_now_ns()) >= end)
+			break;
+		br_evloop_pollfd(b->ev, &pfd);
+		if (pfd.fd < 0)
+			break;
+		pfd.events = POLLOUT;
+		poll(&pfd, 1, (int)((end - now) / 1000000u) + 1);
+	}
+}
+
 static const char *
 config_path(int argc, char *argv[])
 {
@@ -352,13 +373,32 @@ main(int argc, char *argv[])
 		br_log("the hub ended: %s", strerror(-rc));
 	atomic_store(&b->stopping, 1);
 	if (b->connecting) {
-		pthread_join(b->connector, NULL);
+		struct timespec until;
+
+		/* a try of a server that does not answer lasts CONNECT_MS:
+		 * not waited out (hubd's stop grace is for all of it), the
+		 * process ends with the thread in it */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 200000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		if (pthread_timedjoin_np(b->connector, NULL, &until) != 0) {
+			br_export_stop(b);
+			br_import_stop(b);
+			guest_detach(b->g);
+			return rc == 0 ? 0 : 1;
+		}
 		/* one made as we stopped: never used */
 		natsConnection_Destroy(b->ready);
 	}
 	br_export_stop(b);
 	br_import_stop(b);
 	natsSubscription_Destroy(b->sub_inbox);
+	/* what is left (the subscriptions' ends) written now: libnats's
+	 * close would wait half a second for a PONG only the loop reads */
+	br_write_out(b, 100);
 	natsConnection_Destroy(b->nc);
 	br_evloop_free(b->ev);
 	br_handoff_free(b->q);

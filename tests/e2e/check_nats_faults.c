@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* hub-nats when hubs stop, hang or change: a bridge stops promptly and
+ * says goodbye, calls carry their deadline and trace, a hung hub is
+ * passed over, imports follow what hubs announce, and the bridge's state
+ * shows from its first moment. Real nats-server and hubds throughout. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/e2e/natsd.h"
+#include "tests/e2e/natshubs.h"
+
+static struct natsd natsd;
+static struct hub_proc hub_a, hub_b;
+
+/* CPU time (user + system, clock ticks) process pid has used. */
+static unsigned long
+cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* after the command's ")": state is field 3, utime 14, stime 15 */
+	ck_assert_ptr_nonnull(p = strrchr(buf, ')'));
+	ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st), 2);
+	return ut + st;
+}
+
+/* hubctl stop or restart of the bridge, timed: the seconds until hubd
+ * has it down (stop) or up again (restart). */
+static double
+stop_or_restart(struct hub_proc *h, const char *cmd)
+{
+	double t = now_s();
+	char *out = NULL;
+
+	hubctl_ok(h, &out, cmd, "nats", (char *)NULL);
+	free(out);
+	for (int i = 0; i < 500 && strcmp(hub_peer_state(h, "nats"), cmd[0] == 's' ? "down" : "up") != 0; i++)
+		sleep_ms(20);
+	return now_s() - t;
+}
+
+/* hubctl stop / start / restart of a bridge, with calls in flight or
+ * with NATS gone: each ends well within hubd's stop grace (never "did
+ * not stop in time"), a start sent while it stops is honoured, and a
+ * bridge whose NATS is gone waits for it without spinning. */
+START_TEST(test_bridge_stops_promptly)
+{
+	char *out = NULL, *log;
+	unsigned long ticks;
+	double secs;
+	pid_t pid;
+	int rfd;
+
+	natsd_start(&natsd);
+	nh_start_b(&hub_b, "b", natsd.url);
+	nh_start_a(&hub_a, natsd.url, NULL);
+	ck_assert(hub_wait_method(&hub_a, "sl.sleep") == 0);
+	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	for (int i = 0; i < 4; i++) {
+		struct hub_proc *h = i % 2 ? &hub_a : &hub_b;
+
+		/* a call in flight through both bridges */
+		pid = nh_load_in_child(&hub_a, "sl.sleep", "1", &rfd);
+		sleep_ms(200);
+		secs = stop_or_restart(h, "restart");
+		ck_assert_msg(secs < 3, "restart took %.1f s; %s", secs, hub_log_tail(h));
+		nh_all_ended(nh_child_answer(pid, rfd), 1);
+		nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	}
+	secs = stop_or_restart(&hub_b, "stop");
+	ck_assert_msg(secs < 3, "stop took %.1f s; %s", secs, hub_log_tail(&hub_b));
+	/* stop, and start at once, while it may still be stopping */
+	hubctl_ok(&hub_b, &out, "start", "nats", (char *)NULL);
+	free(out);
+	hubctl_ok(&hub_b, &out, "stop", "nats", (char *)NULL);
+	free(out);
+	hubctl_ok(&hub_b, &out, "start", "nats", (char *)NULL);
+	free(out);
+	ck_assert(hub_wait_up(&hub_b, "nats", 10000) == 0);
+	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	/* NATS gone: the bridge waits, idle, and still stops at once */
+	natsd_kill(&natsd);
+	for (int i = 0; i < 100 && strstr(hub_log_tail(&hub_b), "NATS connection lost") == NULL; i++)
+		sleep_ms(50);
+	sleep_ms(200);
+	ticks = cpu_ticks(hub_peer_int(&hub_b, "nats", "pid"));
+	sleep_ms(2000);
+	ticks = cpu_ticks(hub_peer_int(&hub_b, "nats", "pid")) - ticks;
+	ck_assert_msg(ticks < (unsigned long)sysconf(_SC_CLK_TCK) / 2,
+		      "the bridge used %lu ticks of CPU in 2 s without NATS", ticks);
+	secs = stop_or_restart(&hub_b, "restart");
+	ck_assert_msg(secs < 3, "restart took %.1f s; %s", secs, hub_log_tail(&hub_b));
+	secs = stop_or_restart(&hub_b, "stop");
+	ck_assert_msg(secs < 3, "stop took %.1f s; %s", secs, hub_log_tail(&hub_b));
+	for (int i = 0; i < 2; i++) {
+		log = hub_log(i ? &hub_a : &hub_b);
+		ck_assert_msg(strstr(log, "did not stop in time") == NULL, "%s",
+			      hub_log_tail(i ? &hub_a : &hub_b));
+		free(log);
+	}
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+}
+END_TEST
+
+/* hub B as nh_start_b starts it, with nats ([nats] keys) in its
+ * bridge's config. */
+static void
+start_b(struct hub_proc *h, const char *name, const char *nats)
+{
+	char ex[256], *sect, guests[1024];
+
+	snprintf(ex, sizeof(ex), "%s[export]\nmethods = kv.* sl.*\n", nats);
+	sect = nh_bridge(name, natsd.url, NULL, ex);
+	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n" LB("sl") "%s", sect);
+	hub_start_up(h, NULL, guests, "kv,sl,nats");
+	free(sect);
+}
+
+/* A call from A waiting on B, in a child: its pid; hubctl's error
+ * output comes on *rfd. */
+static pid_t
+call_in_child(struct hub_proc *h, const char *method, const char *arg, int *rfd)
+{
+	int p[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		char *err = NULL;
+		double t = now_s();
+		int rc = hubctl_err(h, &err, "-t", "30", "call", method, arg, (char *)NULL);
+
+		close(p[0]);
+		dprintf(p[1], "status %d after %.1f s: %s", rc, now_s() - t, err != NULL ? err : "");
+		_exit(0);
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+/* Whether h's log holds what, waiting up to ms for it. */
+static int
+log_waits_for(struct hub_proc *h, const char *what, int ms)
+{
+	char *log;
+	int found = 0;
+
+	for (int i = 0; i <= ms / 50 && !found; i++) {
+		if (i > 0)
+			sleep_ms(50);
+		log = hub_log(h);
+		found = strstr(log, what) != NULL;
+		free(log);
+	}
+	return found;
+}
+
+/* A bridge that stops says goodbye: its calls in flight are answered
+ * "unreachable" at once, and other hubs drop it at once ("left", not
+ * "went silent" announcements later), whether hubctl stops it, SIGTERM
+ * or its hubd stopping does. */
+START_TEST(test_goodbye)
+{
+	char *out = NULL, *answer;
+	pid_t pid;
+	int rfd;
+
+	natsd_start(&natsd);
+	/* announcements far apart: "went silent" would take 30 s */
+	start_b(&hub_b, "b", "announce = 10s\n");
+	nh_start_a(&hub_a, natsd.url, NULL);
+	ck_assert(hub_wait_method(&hub_a, "sl.sleep") == 0);
+	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	nh_wait_where(&hub_a, "sl.echo", "NATS: hub b");
+	/* hubctl stop: the call in flight ends at once, A drops b */
+	pid = call_in_child(&hub_a, "sl.sleep", "20000", &rfd);
+	sleep_ms(300);
+	hubctl_ok(&hub_b, &out, "stop", "nats", (char *)NULL);
+	free(out);
+	answer = nh_child_answer(pid, rfd);
+	ck_assert_msg(strstr(answer, "status 0") == NULL && strstr(answer, "stopping") != NULL,
+		      "call in flight: %s; %s", answer, hub_log_tail(&hub_a));
+	ck_assert_msg(log_waits_for(&hub_a, "hub b left", 2000), "%s", hub_log_tail(&hub_a));
+	nh_wait_where(&hub_a, "sl.echo", "NATS: no hub serves it now");
+	/* SIGTERM to the bridge */
+	hubctl_ok(&hub_b, &out, "start", "nats", (char *)NULL);
+	free(out);
+	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	pid = call_in_child(&hub_a, "sl.sleep", "20000", &rfd);
+	sleep_ms(300);
+	kill(hub_peer_int(&hub_b, "nats", "pid"), SIGTERM);
+	answer = nh_child_answer(pid, rfd);
+	ck_assert_msg(strstr(answer, "status 0") == NULL && strstr(answer, "stopping") != NULL,
+		      "call in flight: %s; %s", answer, hub_log_tail(&hub_a));
+	nh_wait_where(&hub_a, "sl.echo", "NATS: no hub serves it now");
+	/* started again; then hubd itself stops */
+	for (int i = 0; i < 100 && strcmp(hub_peer_state(&hub_b, "nats"), "up") == 0; i++)
+		sleep_ms(50);
+	hubctl(&hub_b, &out, "start", "nats", (char *)NULL);	/* unless hubd has */
+	free(out);
+	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	nh_wait_where(&hub_a, "sl.echo", "NATS: hub b");
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	nh_wait_where(&hub_a, "sl.echo", "NATS: no hub serves it now");
+	answer = hub_log(&hub_a);
+	ck_assert_msg(strstr(answer, "went silent") == NULL, "%s", hub_log_tail(&hub_a));
+	free(answer);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	natsd_kill(&natsd);
+}
+END_TEST
+
+Suite *suite_nats_faults(void);
+
+Suite *
+suite_nats_faults(void)
+{
+	Suite *s = suite_create("nats_faults");
+	TCase *tc = tcase_create("nats_faults");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_bridge_stops_promptly);
+	tcase_add_test(tc, test_goodbye);
+	suite_add_tcase(s, tc);
+	return s;
+}
