@@ -184,6 +184,7 @@ struct bridge {
 	/* counters, for the note hubctl shows */
 	uint64_t		calls_in, calls_out, errors;
 	uint64_t		next_describe_ns;
+	int			shown_connected;	/* b->connected, as the note says */
 	char			note[200];	/* as told to hubd */
 };
 

@@ -93,6 +93,7 @@ bring_in(struct bridge *b, const char *hub, const char *name, const char *sig)
 		br_log("cannot register %s: %s", imp->local, strerror(-rc));
 	else
 		br_log("importing %s (%s) from hub %s", imp->local, sig, hub);
+	b->next_describe_ns = 0;	/* hubctl methods says where at once */
 }
 
 /* PREFIX.announce: {"hub": NAME, "every_ms": N, "methods": [[NAME, SIG], ...]} */

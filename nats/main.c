@@ -224,6 +224,7 @@ adopt(struct bridge *b)
 	b->nc = nc;
 	atomic_store(&b->closed, 0);
 	on_connected(nc, b);
+	b->next_describe_ns = 0;	/* hubctl peers shows it at once */
 	if (inbox_attach(b) != 0 || br_import_attach(b) != 0 || br_export_attach(b) != 0) {
 		const char *why = nats_GetLastError(NULL);
 
@@ -270,14 +271,23 @@ describe(struct bridge *b)
 {
 	char note[sizeof(b->note)], url[128] = "", imports[120] = "";
 
-	if (b->now_ns < b->next_describe_ns)
+	int connected = atomic_load_explicit(&b->connected, memory_order_relaxed);
+
+	/* at once when the connection came or went */
+	if (b->now_ns < b->next_describe_ns && connected == b->shown_connected)
 		return;
+	b->shown_connected = connected;
 	b->next_describe_ns = b->now_ns + (uint64_t)b->conf.announce_ms * 1000000u;
 	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
 		natsConnection_GetConnectedUrl(b->nc, url, sizeof(url));
+	else if (b->nc != NULL)
+		snprintf(url, sizeof(url), "(reconnecting)");
+	else
+		snprintf(url, sizeof(url), "(connecting to %.100s%s)", b->conf.servers[0],
+			 b->conf.nservers > 1 ? ", ..." : "");
 	br_import_summary(b, imports, sizeof(imports));
-	snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s",
-		 url[0] != '\0' ? url : "(not connected)", b->conf.name, b->nexports, imports);
+	snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s", url, b->conf.name,
+		 b->nexports, imports);
 	if (strcmp(note, b->note) != 0 && guest_describe(b->g, "", note) == 0)
 		memcpy(b->note, note, sizeof(note));
 	br_import_describe(b);

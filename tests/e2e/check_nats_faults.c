@@ -130,6 +130,20 @@ start_b(struct hub_proc *h, const char *name, const char *nats)
 	free(sect);
 }
 
+/* hub A as nh_start_a starts it, with nats ([nats] keys) and imp
+ * ([import] keys) in its bridge's config. */
+static void
+start_a(struct hub_proc *h, const char *nats, const char *imp)
+{
+	char ex[512], *sect, guests[1024];
+
+	snprintf(ex, sizeof(ex), "%s[import]\nmethods = kv.* sl.*\n%s", nats, imp);
+	sect = nh_bridge("a", natsd.url, "kv.*, sl.*", ex);
+	snprintf(guests, sizeof(guests), LB("cl") "%s", sect);
+	hub_start_up(h, NULL, guests, "cl,nats");
+	free(sect);
+}
+
 /* A call from A waiting on B, in a child: its pid; hubctl's error
  * output comes on *rfd. */
 static pid_t
@@ -225,6 +239,47 @@ START_TEST(test_goodbye)
 }
 END_TEST
 
+/* Waits until the bridge's note on h holds want; asserts it does. */
+static void
+wait_note(struct hub_proc *h, const char *want, int ms)
+{
+	for (int i = 0; i < ms / 50 && strstr(nh_note_of(h, "nats"), want) == NULL; i++)
+		sleep_ms(50);
+	ck_assert_msg(strstr(nh_note_of(h, "nats"), want) != NULL, "note '%s', want '%s'",
+		      nh_note_of(h, "nats"), want);
+}
+
+/* What hubctl peers and methods show is the state as it is, from the
+ * first moment: connecting, connected, which hub serves a method, even
+ * with announcements (and so the bridge's own updates) 10 s apart. */
+START_TEST(test_state_shown_at_once)
+{
+	char connecting[128];
+
+	natsd_start(&natsd);
+	natsd_kill(&natsd);
+	start_a(&hub_a, "announce = 10s\n", "");
+	snprintf(connecting, sizeof(connecting), "NATS (connecting to %s) as hub a", natsd.url);
+	wait_note(&hub_a, connecting, 2000);
+	natsd_restart(&natsd);
+	wait_note(&hub_a, natsd.url, 5000);
+	wait_note(&hub_a, "0 imported from 0 hub(s)", 100);
+	start_b(&hub_b, "b", "announce = 10s\n");
+	/* A hears B's first announcement: the methods, where, the note */
+	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
+	nh_wait_where(&hub_a, "sl.echo", "NATS: hub b");
+	wait_note(&hub_a, "from 1 hub(s) (b)", 2000);
+	/* NATS gone and back: said at once both ways */
+	natsd_kill(&natsd);
+	wait_note(&hub_a, "NATS (reconnecting) as hub a", 2000);
+	natsd_restart(&natsd);
+	wait_note(&hub_a, natsd.url, 5000);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd);
+}
+END_TEST
+
 Suite *suite_nats_faults(void);
 
 Suite *
@@ -237,6 +292,7 @@ suite_nats_faults(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_bridge_stops_promptly);
 	tcase_add_test(tc, test_goodbye);
+	tcase_add_test(tc, test_state_shown_at_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
