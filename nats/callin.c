@@ -5,6 +5,7 @@
  * against it, and the calls in flight are bounded. PREFIX.cancel and
  * the caller's timeout cancel the call here; a timed-out call is kept a
  * while so that its late answer is dropped, not taken for another's. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,30 @@ timeout_of(struct bridge *b, natsMsg *m)
 	return (uint32_t)ms;
 }
 
+/* How long the caller still waits for m, in ms: its Hub-Timeout-Ms, cut
+ * short by its Hub-Deadline (the wall clock: a request that sat in this
+ * bridge's socket, the bridge frozen, has less left, or none: 0). A
+ * deadline farther than the timeout says (clocks apart) is not
+ * believed: the timeout alone bounds the call then. */
+static uint32_t
+time_left(struct bridge *b, natsMsg *m)
+{
+	uint32_t ms = timeout_of(b, m);
+	const char *v = NULL;
+	unsigned long long deadline;
+	uint64_t now;
+	char *end;
+
+	if (natsMsgHeader_Get(m, BR_H_DEADLINE, &v) != NATS_OK || v == NULL || *v == '\0')
+		return ms;
+	deadline = strtoull(v, &end, 10);
+	if (*end != '\0')
+		return ms;
+	if (deadline <= (now = br_wall_ms()))
+		return 0;
+	return deadline - now < ms ? (uint32_t)(deadline - now) : ms;
+}
+
 void
 br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct br_export *x)
 {
@@ -89,9 +114,10 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	char text[HP_SIG_MAX_LEN * 2 + 400], name[BR_NAME_MAX + 1];
 	struct estream *es = NULL;
 	struct answer_ctx *ctx;
+	struct guest_call_opts opts = { sizeof(opts), GUEST_CALL_DEADLINE, 0, NULL };
 	uint8_t *copy = NULL;
 	struct ecall *e;
-	uint32_t call_id;
+	uint32_t call_id, left;
 	uint64_t id;
 	int rc;
 
@@ -107,6 +133,15 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 		snprintf(text, sizeof(text), "hub %s serves %s as %s, the caller's is %.256s",
 			 b->conf.name, x->name, x->sig, sig != NULL ? sig : "(none)");
 		answer_text(b, reply, "bad-payload", text);
+		return;
+	}
+	/* never started once its caller gave up: it would run for nobody
+	 * (a kv.put done after the caller was told "timeout") */
+	if ((left = time_left(b, m)) == 0) {
+		b->late++;
+		snprintf(text, sizeof(text), "the caller's deadline passed before the call reached hub %s",
+			 b->conf.name);
+		answer_text(b, reply, "timeout", text);
 		return;
 	}
 	if (b->ecalls.count >= b->conf.calls_max) {
@@ -134,7 +169,20 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	id = ctx->id;	/* ctx is the callback's from the call on */
 	if (es != NULL)
 		br_estream_call(es, id);
-	rc = guest_call_async(b->g, name, args, len, on_answer, ctx, &call_id);
+	/* the callee knows the caller's deadline (libguest starts no
+	 * handler past it) and trace */
+	opts.deadline_ns = b->now_ns + (uint64_t)left * 1000000u;
+	if (es != NULL)
+		opts.flags &= ~GUEST_CALL_DEADLINE;	/* a stream's lasts while items come */
+	if (natsMsgHeader_Get(m, BR_H_TRACE, &opts.trace) == NATS_OK && opts.trace != NULL)
+		opts.flags |= GUEST_CALL_TRACE;
+	rc = guest_call_async_with(b->g, name, args, len, on_answer, ctx, &call_id, &opts);
+	if (rc == -EINVAL && (opts.flags & GUEST_CALL_TRACE)) {
+		/* not a traceparent: the call goes, without it */
+		opts.flags &= ~GUEST_CALL_TRACE;
+		opts.trace = NULL;
+		rc = guest_call_async_with(b->g, name, args, len, on_answer, ctx, &call_id, &opts);
+	}
 	free(copy);
 	if (rc < 0) {
 		free(ctx);
@@ -148,7 +196,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	e = hp_idtab_insert(&b->ecalls, id);
 	e->call_id = call_id;
 	e->timeout_ms = timeout_of(b, m);
-	e->deadline_ns = b->now_ns + (uint64_t)e->timeout_ms * 1000000u;
+	e->deadline_ns = opts.deadline_ns;
 	e->reply = strdup(reply);
 	if (e->reply == NULL) {
 		guest_cancel(b->g, call_id);

@@ -44,13 +44,14 @@ refuse(struct bridge *b, struct guest_call *c, const struct br_import *imp, uint
 }
 
 /* The request for call id of imp, its headers set: the caller's
- * signature and timeout, this hub, and with_stream where its channel's
- * items go. */
+ * signature, timeout (timeout_ms, from now) and deadline, its trace (NULL:
+ * none), this hub, and with_stream where its channel's items go. */
 static natsStatus
 request_msg(struct bridge *b, const struct br_import *imp, const uint8_t *args, size_t len,
-	    uint64_t id, int with_stream, natsMsg **mp)
+	    uint64_t id, uint32_t timeout_ms, const char *trace, int with_stream, natsMsg **mp)
 {
 	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX], items[BR_SUBJECT_MAX], ms[16];
+	char deadline[24];
 	natsStatus s;
 
 	snprintf(items, sizeof(items), "%s.s.%" PRIu64, b->inbox, id);
@@ -60,12 +61,21 @@ request_msg(struct bridge *b, const struct br_import *imp, const uint8_t *args, 
 	else
 		snprintf(subject, sizeof(subject), "%s.call.%s", b->conf.subject, imp->remote);
 	snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
-	snprintf(ms, sizeof(ms), "%u", b->conf.timeout_ms);
+	snprintf(ms, sizeof(ms), "%u", timeout_ms);
+	/* the same, by the wall clock: a request that waited in the socket
+	 * of a frozen bridge is known to be late there (hosts' clocks agree:
+	 * doc/nats.md, "Deadlines and cancel") */
+	snprintf(deadline, sizeof(deadline), "%llu",
+		 (unsigned long long)(br_wall_ms() + timeout_ms));
 	s = natsMsg_Create(mp, subject, reply, (const char *)args, (int)len);
 	if (s == NATS_OK)
 		s = natsMsgHeader_Set(*mp, BR_H_SIG, imp->sig);
 	if (s == NATS_OK)
 		s = natsMsgHeader_Set(*mp, BR_H_TIMEOUT, ms);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(*mp, BR_H_DEADLINE, deadline);
+	if (s == NATS_OK && trace != NULL)
+		s = natsMsgHeader_Set(*mp, BR_H_TRACE, trace);
 	if (s == NATS_OK)
 		s = natsMsgHeader_Set(*mp, BR_H_FROM, b->conf.name);
 	if (s == NATS_OK && with_stream)
@@ -83,7 +93,8 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	natsMsg *m = NULL;
 	struct icall *ic;
 	natsStatus s;
-	uint64_t id, chan = 0;
+	uint64_t id, chan = 0, deadline = guest_call_deadline(c);
+	uint32_t timeout_ms = b->conf.timeout_ms;
 	size_t off, n;
 
 	if (imp->chan_arg == -2) {
@@ -96,6 +107,16 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 		return;
 	}
 	text[0] = '\0';
+	/* the caller's deadline bounds [import] timeout; one already past
+	 * is never sent (libguest checked it as the call came: it may have
+	 * passed since, the loop busy) */
+	if (deadline != 0 && deadline <= br_now_ns() + 1000000u) {
+		b->late++;
+		refuse(b, c, imp, chan, -ETIMEDOUT, "the caller's deadline passed before the call left this hub");
+		return;
+	}
+	if (deadline != 0 && (deadline - b->now_ns) / 1000000u < timeout_ms)
+		timeout_ms = (uint32_t)((deadline - b->now_ns) / 1000000u);
 	if (!connected(b)) {
 		refuse(b, c, imp, chan, -EHOSTUNREACH, "hub-nats is not connected to NATS");
 		return;
@@ -121,7 +142,7 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	if (++b->next_seq == 0)
 		++b->next_seq;
 	id = b->next_seq;
-	s = request_msg(b, imp, args, len, id, st != NULL, &m);
+	s = request_msg(b, imp, args, len, id, timeout_ms, guest_call_trace(c), st != NULL, &m);
 	/* in the list before the request goes: its first item may come
 	 * back before the next turn of the loop */
 	if (s == NATS_OK && st != NULL)
@@ -141,7 +162,8 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	ic = hp_idtab_insert(&b->icalls, id);
 	ic->c = c;
 	ic->imp = imp;
-	ic->deadline_ns = b->now_ns + (uint64_t)b->conf.timeout_ms * 1000000u + BR_GRACE_NS;
+	ic->timeout_ms = timeout_ms;
+	ic->deadline_ns = b->now_ns + (uint64_t)timeout_ms * 1000000u + BR_GRACE_NS;
 	b->calls_out++;
 }
 
@@ -248,7 +270,7 @@ br_callout_scan(struct bridge *b)
 			publish_cancel(b, call.id);
 		br_istream_drop(b, call.id);
 		snprintf(text, sizeof(text), "no answer through NATS within %u ms",
-			 b->conf.timeout_ms);
+			 call.timeout_ms);
 		reply_status(call.c, -ETIMEDOUT, text);
 	}
 }

@@ -133,6 +133,7 @@ struct icall {
 	uint64_t		deadline_ns;
 	struct guest_call	*c;
 	const struct br_import	*imp;
+	uint32_t		timeout_ms;	/* told the callee */
 	int			cancel_sent;
 };
 
@@ -183,6 +184,7 @@ struct bridge {
 	uint64_t		next_iscan_ns;
 	/* counters, for the note hubctl shows */
 	uint64_t		calls_in, calls_out, errors;
+	uint64_t		late;		/* calls past their deadline, never made */
 	uint64_t		next_describe_ns;
 	int			shown_connected;	/* b->connected, as the note says */
 	char			note[200];	/* as told to hubd */
@@ -209,6 +211,8 @@ uint8_t	*br_chan_rewrite(const uint8_t *args, size_t len, size_t off, size_t n,
 #define BR_H_SIG	"Hub-Signature"	/* the caller's signature of the method */
 #define BR_H_TIMEOUT	"Hub-Timeout-Ms"	/* how long the caller waits */
 #define BR_H_FROM	"Hub-From"	/* the calling hub */
+#define BR_H_DEADLINE	"Hub-Deadline"	/* when the caller gives up: Unix time, ms */
+#define BR_H_TRACE	"traceparent"	/* the caller's W3C trace context */
 #define BR_H_STATUS	"Hub-Status"	/* an answer's kind (below) */
 #define BR_H_STREAM	"Hub-Stream"	/* where a chan<T> argument's items go */
 #define BR_H_CREDIT	"Hub-Credit"	/* where the items' receiver says it took them */
@@ -234,6 +238,8 @@ void	br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *clos
 int	br_subject_part_ok(const char *s, size_t n, int dots);
 
 uint64_t br_now_ns(void);
+/* CLOCK_REALTIME in ms since 1970: deadlines between hosts. */
+uint64_t br_wall_ms(void);
 /* main.c: what is published so far written out, waiting at most ms (the
  * loop no longer runs: on the way out). */
 void	br_write_out(struct bridge *b, int ms);

@@ -288,6 +288,9 @@ describe(struct bridge *b)
 	br_import_summary(b, imports, sizeof(imports));
 	snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s", url, b->conf.name,
 		 b->nexports, imports);
+	if (b->late > 0)
+		snprintf(note + strlen(note), sizeof(note) - strlen(note),
+			 ", %llu call(s) past their deadline not made", (unsigned long long)b->late);
 	if (strcmp(note, b->note) != 0 && guest_describe(b->g, "", note) == 0)
 		memcpy(b->note, note, sizeof(note));
 	br_import_describe(b);

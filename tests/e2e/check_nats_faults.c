@@ -280,6 +280,77 @@ START_TEST(test_state_shown_at_once)
 }
 END_TEST
 
+/* Hubs A and B for calls with metadata: B has kv and metaguest (meta.*),
+ * its bridge exports both; A imports both. */
+static void
+start_meta(void)
+{
+	char *sect, guests[1024];
+
+	sect = nh_bridge("b", natsd.url, NULL, "[export]\nmethods = kv.* meta.*\n");
+	/* heartbeat off: the tests freeze the bridge longer than hubd
+	 * takes to call a guest hung */
+	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n"
+		 "[guest meta]\nexec = @/tests/guests/metaguest\n%sheartbeat = off\n", sect);
+	hub_start_up(&hub_b, NULL, guests, "kv,meta,nats");
+	free(sect);
+	sect = nh_bridge("a", natsd.url, "kv.*, meta.*", "[import]\nmethods = kv.* meta.*\n");
+	snprintf(guests, sizeof(guests), LB("cl") "%s", sect);
+	hub_start_up(&hub_a, NULL, guests, "cl,nats");
+	free(sect);
+	ck_assert_msg(hub_wait_method(&hub_a, "kv.put,kv.get,meta.show,meta.touch") == 0, "%s",
+		      hub_log_tail(&hub_a));
+}
+
+/* A call carries its caller's deadline and trace across: the callee on
+ * B sees the trace hubctl gave on A, and a deadline; calls that timed
+ * out on A while B's bridge was frozen are never made on B once it
+ * thaws (kv.put wrote nothing, meta.touch never ran). */
+START_TEST(test_deadline_and_trace_cross)
+{
+	const char *tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+	char *out = NULL;
+	pid_t bridge;
+
+	natsd_start(&natsd);
+	start_meta();
+	nh_wait_ok(&hub_a, "", "kv.put", "warm", "up");
+	hubctl_ok(&hub_a, &out, "call", "--trace", tp, "meta.show", (char *)NULL);
+	ck_assert_msg(strstr(out, "4bf92f3577b34da6a3ce929d0e0e4736") != NULL && strncmp(out, "0 ", 2) != 0,
+		      "meta.show on B: '%s'", out);
+	free(out);
+	/* B's bridge frozen: A's calls time out (hubctl waits 1 s) */
+	bridge = hub_peer_int(&hub_b, "nats", "pid");
+	kill(bridge, SIGSTOP);
+	for (int i = 0; i < 3; i++) {
+		char key[8];
+
+		snprintf(key, sizeof(key), "k%d", i);
+		ck_assert_int_ne(hubctl(&hub_a, &out, "-t", "1", "call", "kv.put", key, "v", (char *)NULL), 0);
+		free(out);
+		ck_assert_int_ne(hubctl(&hub_a, &out, "-t", "1", "call", "meta.touch", (char *)NULL), 0);
+		free(out);
+	}
+	kill(bridge, SIGCONT);
+	/* thawed, it reads them all, in order, before this one (through
+	 * it), and never makes them */
+	nh_expect_ok(&hub_a, "0", "meta.touched", NULL, NULL);
+	for (int i = 0; i < 3; i++) {
+		char key[8];
+
+		snprintf(key, sizeof(key), "k%d", i);
+		nh_expect_err(&hub_b, "no such key", "kv.get", key, NULL);
+	}
+	wait_note(&hub_b, "6 call(s) past their deadline not made", 5000);
+	/* and calls go on */
+	nh_expect_ok(&hub_a, "touched", "meta.touch", NULL, NULL);
+	nh_expect_ok(&hub_a, "1", "meta.touched", NULL, NULL);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd);
+}
+END_TEST
+
 Suite *suite_nats_faults(void);
 
 Suite *
@@ -293,6 +364,7 @@ suite_nats_faults(void)
 	tcase_add_test(tc, test_bridge_stops_promptly);
 	tcase_add_test(tc, test_goodbye);
 	tcase_add_test(tc, test_state_shown_at_once);
+	tcase_add_test(tc, test_deadline_and_trace_cross);
 	suite_add_tcase(s, tc);
 	return s;
 }
