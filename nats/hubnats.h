@@ -46,6 +46,7 @@ struct br_conf {
 	char		prefix[32];	/* before an imported method's name here */
 	char		from[BR_NAME_MAX + 1];	/* only from this hub ("" any) */
 	uint32_t	timeout_ms;	/* an imported call's answer, at most */
+	uint32_t	suspect_ms;	/* a hub unanswering this long is passed over */
 };
 
 /* Reads the file at path; 0, or -1 with the reason (file:line: ...) in
@@ -100,6 +101,11 @@ struct br_remote {
 	char		name[BR_NAME_MAX + 1];
 	uint64_t	seen_ns;	/* its last announcement, CLOCK_MONOTONIC */
 	uint64_t	every_ns;	/* how often it announces */
+	uint64_t	answer_ns;	/* its last answer (route.c) */
+	uint64_t	suspect_ns;	/* since when it has a call unanswered
+					 * too long, 0: it answers */
+	int		silent;		/* suspect and silent: kept, passed
+					 * over, until it announces again */
 	uint32_t	nmethods;
 	char		(*methods)[BR_NAME_MAX + 1];
 };
@@ -135,6 +141,12 @@ struct icall {
 	const struct br_import	*imp;
 	uint32_t		timeout_ms;	/* told the callee */
 	int			cancel_sent;
+	int			judged;		/* route.c saw it unanswered */
+	uint64_t		sent_ns;
+	char			hub[BR_NAME_MAX + 1];	/* sent by name to it ("": the queue) */
+	uint8_t			*args;		/* kept while sent by name: sent again
+						 * to the queue if the hub is gone */
+	size_t			len;
 };
 
 /* The caller waits this much longer than it tells the callee, so that the
@@ -181,6 +193,7 @@ struct bridge {
 	struct hp_idtab		icalls;		/* calls waiting for NATS */
 	struct istream		*istreams;	/* their channels, fed from NATS */
 	uint32_t		next_seq;
+	uint32_t		next_route;	/* route.c's round-robin */
 	uint64_t		next_iscan_ns;
 	/* counters, for the note hubctl shows */
 	uint64_t		calls_in, calls_out, errors;
@@ -314,6 +327,15 @@ void	br_callout_scan(struct bridge *b);
 void	br_callout_start(struct bridge *b);
 /* Every stream ended, every call in flight answered. */
 void	br_callout_stop(struct bridge *b);
+
+/* route.c: the hub a call of imp goes to by name, NULL: the queue
+ * group (none passed over, or from =). */
+const char	*br_route_pick(struct bridge *b, const struct br_import *imp);
+/* ic has waited longer than [import] suspect: its hub (or the hubs that
+ * may have it) passed over until they answer. */
+void	br_route_unanswered(struct bridge *b, const struct icall *ic);
+/* An answer from hub came. */
+void	br_route_answered(struct bridge *b, const char *hub);
 
 /* istream.c: a call out's chan<T> argument, fed from NATS. */
 struct istream *br_istream_new(void);

@@ -146,6 +146,13 @@ on_announce(struct bridge *b, natsMsg *m)
 		b->next_describe_ns = 0;
 		goto out;
 	}
+	if (r->silent) {
+		/* back (thawed, or started again): calls go to it again */
+		br_log("hub %s announced itself again", hub);
+		r->silent = 0;
+		r->suspect_ns = 0;
+		b->next_describe_ns = 0;
+	}
 	r->seen_ns = b->now_ns;
 	r->every_ns = (uint64_t)every * 1000000u;
 	free(r->methods);
@@ -228,7 +235,16 @@ br_import_tick(struct bridge *b)
 	for (uint32_t i = 0; i < b->nremotes;) {
 		struct br_remote *r = &b->remotes[i];
 
-		if (b->now_ns > r->seen_ns + 3 * r->every_ns) {
+		if (b->now_ns > r->seen_ns + 3 * r->every_ns && r->suspect_ns != 0) {
+			/* frozen, its connection open: NATS's queue group
+			 * would give it calls again were it forgotten */
+			if (!r->silent)
+				br_log("hub %s went silent: passed over until it announces again",
+				       r->name);
+			r->silent = 1;
+			b->next_describe_ns = 0;
+			i++;
+		} else if (b->now_ns > r->seen_ns + 3 * r->every_ns) {
 			br_log("hub %s went silent", r->name);
 			remote_drop(b, r);
 			b->next_describe_ns = 0;
@@ -283,6 +299,8 @@ br_import_stop(struct bridge *b)
 static int
 serves(const struct br_remote *r, const char *name)
 {
+	if (r->silent)
+		return 0;
 	for (uint32_t i = 0; i < r->nmethods; i++)
 		if (strcmp(r->methods[i], name) == 0)
 			return 1;

@@ -15,7 +15,7 @@
 #include "tests/e2e/natshubs.h"
 
 static struct natsd natsd;
-static struct hub_proc hub_a, hub_b;
+static struct hub_proc hub_a, hub_b, hub_b2;
 
 /* CPU time (user + system, clock ticks) process pid has used. */
 static unsigned long
@@ -117,7 +117,8 @@ START_TEST(test_bridge_stops_promptly)
 END_TEST
 
 /* hub B as nh_start_b starts it, with nats ([nats] keys) in its
- * bridge's config. */
+ * bridge's config; its bridge never taken for hung by hubd (the tests
+ * freeze it longer than hubd's heartbeat). */
 static void
 start_b(struct hub_proc *h, const char *name, const char *nats)
 {
@@ -125,7 +126,8 @@ start_b(struct hub_proc *h, const char *name, const char *nats)
 
 	snprintf(ex, sizeof(ex), "%s[export]\nmethods = kv.* sl.*\n", nats);
 	sect = nh_bridge(name, natsd.url, NULL, ex);
-	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n" LB("sl") "%s", sect);
+	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n" LB("sl") "%sheartbeat = off\n",
+		 sect);
 	hub_start_up(h, NULL, guests, "kv,sl,nats");
 	free(sect);
 }
@@ -351,6 +353,74 @@ START_TEST(test_deadline_and_trace_cross)
 }
 END_TEST
 
+/* Of n calls of kv.get who on A, how many hub name answered (each B's
+ * kv holds its own name under "who"). */
+static int
+answers_from(const char *name, int n)
+{
+	int count = 0;
+
+	for (int i = 0; i < n; i++) {
+		char *out = NULL;
+
+		if (nh_ctl(&hub_a, &out, "kv.get", "who", NULL) == 0 && strcmp(out, name) == 0)
+			count++;
+		free(out);
+	}
+	return count;
+}
+
+/* Two hubs export kv.* and sl.*: one frozen under load (its bridge
+ * stopped, its TCP connection open) is passed over once it leaves a
+ * call unanswered for [import] suspect: (nearly) every call goes to the
+ * other; thawed, it gets calls again. */
+START_TEST(test_hung_hub_passed_over)
+{
+	char *answer, *log;
+	pid_t pid, bridge;
+	int rfd, n;
+
+	natsd_start(&natsd);
+	start_b(&hub_b, "b1", "");
+	start_b(&hub_b2, "b2", "");
+	start_a(&hub_a, "", "timeout = 3s\nsuspect = 500ms\n");
+	nh_expect_ok(&hub_b, "", "kv.put", "who", "b1");
+	nh_expect_ok(&hub_b2, "", "kv.put", "who", "b2");
+	ck_assert(hub_wait_method(&hub_a, "sl.echo,kv.get") == 0);
+	wait_note(&hub_a, "from 2 hub(s)", 5000);
+	ck_assert_int_gt(answers_from("b1", 40), 0);
+	/* b1 frozen under load: the calls it holds time out, the others
+	 * go to b2 */
+	bridge = hub_peer_int(&hub_b, "nats", "pid");
+	pid = nh_load_in_child(&hub_a, "sl.echo", "2000", &rfd);
+	sleep_ms(100);
+	kill(bridge, SIGSTOP);
+	answer = nh_child_answer(pid, rfd);
+	nh_all_ended(answer, 2000);
+	ck_assert_msg(log_waits_for(&hub_a, "hub b1 has not answered a call", 100), "%s",
+		      hub_log_tail(&hub_a));
+	/* from now on b2 has them all */
+	ck_assert_msg((n = answers_from("b2", 40)) >= 39, "%d of 40 calls answered by b2; %s", n,
+		      hub_log_tail(&hub_a));
+	pid = nh_load_in_child(&hub_a, "sl.echo", "500", &rfd);
+	answer = nh_child_answer(pid, rfd);
+	ck_assert_msg(nh_load_count(answer, "ok=") >= 495, "load with b1 frozen: %s; %s", answer,
+		      hub_log_tail(&hub_a));
+	/* thawed: b1 answers (late), and gets calls again */
+	kill(bridge, SIGCONT);
+	for (int i = 0; i < 20 && (n = answers_from("b1", 10)) == 0; i++)
+		;
+	ck_assert_msg(n > 0, "b1 gets no call; %s", hub_log_tail(&hub_a));
+	log = hub_log(&hub_a);
+	ck_assert_msg(strstr(log, "hub b2 has not answered") == NULL, "%s", hub_log_tail(&hub_a));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	ck_assert_int_eq(hub_stop(&hub_b2), 0);
+	natsd_kill(&natsd);
+}
+END_TEST
+
 Suite *suite_nats_faults(void);
 
 Suite *
@@ -365,6 +435,7 @@ suite_nats_faults(void)
 	tcase_add_test(tc, test_goodbye);
 	tcase_add_test(tc, test_state_shown_at_once);
 	tcase_add_test(tc, test_deadline_and_trace_cross);
+	tcase_add_test(tc, test_hung_hub_passed_over);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Which hub an imported call goes to. NATS's queue group picks one of
+ * the hubs that export a method, and goes on picking a hub that is
+ * frozen (its TCP connection open, nothing answered): a hub with a call
+ * unanswered for longer than [import] suspect is passed over, the calls
+ * going by name (PREFIX.at.HUB.METHOD) round-robin to the hubs that
+ * answer, until it answers again (a late answer, even "timeout", says it
+ * runs) or is forgotten (silent, or gone). */
+#include <string.h>
+
+#include "nats/hubnats.h"
+
+static struct br_remote *
+remote_named(struct bridge *b, const char *name)
+{
+	for (uint32_t i = 0; i < b->nremotes; i++)
+		if (strcmp(b->remotes[i].name, name) == 0)
+			return &b->remotes[i];
+	return NULL;
+}
+
+static int
+serves(const struct br_remote *r, const char *method)
+{
+	for (uint32_t i = 0; i < r->nmethods; i++)
+		if (strcmp(r->methods[i], method) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+suspect(struct bridge *b, struct br_remote *r)
+{
+	r->suspect_ns = b->now_ns;
+	br_log("hub %s has not answered a call in %u ms: calls go to the other hubs until it answers",
+	       r->name, b->conf.suspect_ms);
+	b->next_describe_ns = 0;
+}
+
+const char *
+br_route_pick(struct bridge *b, const struct br_import *imp)
+{
+	uint32_t serving = 0, suspects = 0;
+
+	/* from = names the hub; a stream's items follow the queue's pick */
+	if (b->conf.from[0] != '\0' || imp->chan_arg != -1 || b->conf.suspect_ms == 0)
+		return NULL;
+	for (uint32_t i = 0; i < b->nremotes; i++) {
+		if (!serves(&b->remotes[i], imp->remote))
+			continue;
+		serving++;
+		if (b->remotes[i].suspect_ns != 0)
+			suspects++;
+	}
+	/* none suspect: NATS shares; all: nothing better than NATS's pick */
+	if (suspects == 0 || suspects == serving)
+		return NULL;
+	for (uint32_t n = 0; n < b->nremotes; n++) {
+		uint32_t i = (b->next_route + n) % b->nremotes;
+		struct br_remote *r = &b->remotes[i];
+
+		if (r->suspect_ns == 0 && serves(r, imp->remote)) {
+			b->next_route = i + 1;
+			return r->name;
+		}
+	}
+	return NULL;
+}
+
+void
+br_route_unanswered(struct bridge *b, const struct icall *ic)
+{
+	struct br_remote *r;
+
+	if (b->conf.suspect_ms == 0)
+		return;
+	if (ic->hub[0] != '\0') {
+		if ((r = remote_named(b, ic->hub)) != NULL && r->suspect_ns == 0)
+			suspect(b, r);
+		return;
+	}
+	/* the queue's pick is not known: a hub that serves the method and
+	 * has answered nothing since the call went is suspect (one that
+	 * runs answers the others' calls meanwhile) */
+	for (uint32_t i = 0; i < b->nremotes; i++) {
+		r = &b->remotes[i];
+		if (r->suspect_ns == 0 && r->answer_ns < ic->sent_ns && serves(r, ic->imp->remote))
+			suspect(b, r);
+	}
+}
+
+void
+br_route_answered(struct bridge *b, const char *hub)
+{
+	struct br_remote *r = remote_named(b, hub);
+
+	if (r == NULL)
+		return;
+	r->answer_ns = b->now_ns;
+	if (r->suspect_ns != 0) {
+		r->suspect_ns = 0;
+		br_log("hub %s answers again", r->name);
+		b->next_describe_ns = 0;
+	}
+}
