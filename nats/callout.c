@@ -278,6 +278,10 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 	const char *from = NULL;
 	uint64_t id = strtoull(seq, &end, 10);
 
+	if (seq[0] == 'p' && seq[1] == '.') {
+		br_route_probed(b, seq + 2, m);
+		return 0;
+	}
 	if (*seq == '\0' || *end != '\0')
 		return 0;
 	/* any answer, late ones too, says its hub runs */

@@ -104,6 +104,7 @@ struct br_remote {
 	uint64_t	answer_ns;	/* its last answer (route.c) */
 	uint64_t	suspect_ns;	/* since when it has a call unanswered
 					 * too long, 0: it answers */
+	uint64_t	probe_ns;	/* asked whether it runs, unanswered */
 	int		silent;		/* suspect and silent: kept, passed
 					 * over, until it announces again */
 	uint32_t	nmethods;
@@ -118,6 +119,8 @@ struct br_import {
 	struct hp_sig	parsed;
 	int		chan_arg;		/* br_chan_arg */
 	char		where[200];		/* as told to hubd (hub.describe) */
+	int		registered;		/* on this hub now */
+	int		refused;		/* hubd said no: not tried again */
 	struct bridge	*b;
 };
 
@@ -336,6 +339,17 @@ const char	*br_route_pick(struct bridge *b, const struct br_import *imp);
 void	br_route_unanswered(struct bridge *b, const struct icall *ic);
 /* An answer from hub came. */
 void	br_route_answered(struct bridge *b, const char *hub);
+/* Hubs asked whether they run and silent past [import] suspect made
+ * suspects; suspects asked again. */
+void	br_route_tick(struct bridge *b);
+/* inbox.p.HUB: hub's answer to whether it runs (NATS's "no responders":
+ * it is gone, and forgotten if silent). */
+void	br_route_probed(struct bridge *b, const char *hub, natsMsg *m);
+/* r has not announced for three intervals: kept, passed over, and asked
+ * whether it runs (frozen: kept; gone: forgotten). */
+void	br_route_silent(struct bridge *b, struct br_remote *r);
+/* import.c: r forgotten (r then holds another hub, or is past the end). */
+void	br_remote_forget(struct bridge *b, struct br_remote *r);
 
 /* istream.c: a call out's chan<T> argument, fed from NATS. */
 struct istream *br_istream_new(void);

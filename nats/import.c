@@ -31,6 +31,13 @@ remote_drop(struct bridge *b, struct br_remote *r)
 	*r = b->remotes[--b->nremotes];
 }
 
+void
+br_remote_forget(struct bridge *b, struct br_remote *r)
+{
+	remote_drop(b, r);
+	b->next_describe_ns = 0;
+}
+
 static int
 wanted(const struct bridge *b, const char *name)
 {
@@ -49,17 +56,61 @@ import_find(struct bridge *b, const char *remote)
 	return NULL;
 }
 
-/* remote offers name as sig: registered here the first time. */
+/* imp registered on this hub as sig (its name here free: never taken,
+ * or withdrawn); the reason logged when it cannot be. */
+static void
+enroll(struct bridge *b, struct br_import *imp, const char *hub, const char *sig)
+{
+	int rc;
+
+	snprintf(imp->sig, sizeof(imp->sig), "%s", sig);
+	hp_sig_parse(imp->sig, &imp->parsed, NULL);	/* on_announce parsed it */
+	imp->chan_arg = br_chan_arg(&imp->parsed);
+	imp->where[0] = '\0';
+	rc = guest_register(b->g, imp->local, sig, br_callout_call, imp);
+	if (rc == 0) {
+		imp->registered = 1;
+		br_log("importing %s (%s) from hub %s", imp->local, sig, hub);
+		b->next_describe_ns = 0;	/* hubctl methods says where at once */
+		return;
+	}
+	imp->refused = 1;
+	if (rc == -EPERM)
+		br_log("cannot register %s: add it to provides = in hub-nats's [guest] section",
+		       imp->local);
+	else if (rc == -EEXIST)
+		br_log("cannot register %s: this hub has it already", imp->local);
+	else
+		br_log("cannot register %s: %s", imp->local, strerror(-rc));
+}
+
+/* Whether a hub other than hub serves name (as last announced). */
+static int
+served_elsewhere(struct bridge *b, const char *hub, const char *name);
+
+/* remote offers name as sig: registered here the first time, again
+ * after it was withdrawn, and anew when the hubs that serve it now all
+ * serve it with another signature. */
 static void
 bring_in(struct bridge *b, const char *hub, const char *name, const char *sig)
 {
 	struct br_import *imp = import_find(b, name), **grown;
-	int rc;
 
 	if (imp != NULL) {
-		if (strcmp(imp->sig, sig) != 0)
+		if (imp->refused)
+			return;
+		if (!imp->registered) {
+			enroll(b, imp, hub, sig);
+		} else if (strcmp(imp->sig, sig) != 0 && !served_elsewhere(b, hub, name)) {
+			/* the only hub that serves it changed it: follow */
+			br_log("hub %s serves %s as %s now, not %s: registered anew", hub, name,
+			       sig, imp->sig);
+			if (guest_unregister(b->g, imp->local) == 0)
+				enroll(b, imp, hub, sig);
+		} else if (strcmp(imp->sig, sig) != 0) {
 			br_log("hub %s serves %s as %s, here it is %s: it refuses these calls",
 			       hub, name, sig, imp->sig);
+		}
 		return;
 	}
 	if (b->nimports >= BR_METHODS_MAX || (imp = calloc(1, sizeof(*imp))) == NULL ||
@@ -71,29 +122,20 @@ bring_in(struct bridge *b, const char *hub, const char *name, const char *sig)
 	imp->b = b;
 	snprintf(imp->remote, sizeof(imp->remote), "%s", name);
 	snprintf(imp->sig, sizeof(imp->sig), "%s", sig);
-	hp_sig_parse(imp->sig, &imp->parsed, NULL);	/* on_announce parsed it */
-	imp->chan_arg = br_chan_arg(&imp->parsed);
 	if (b->conf.prefix[0] != '\0' &&
 	    (size_t)snprintf(imp->local, sizeof(imp->local), "%s.%s", b->conf.prefix, name) >=
 	    sizeof(imp->local)) {
 		br_log("%s.%s: too long a name for this hub", b->conf.prefix, name);
+		imp->refused = 1;
 		b->imports[b->nimports++] = imp;	/* kept: not tried again */
 		return;
 	} else if (b->conf.prefix[0] == '\0') {
 		snprintf(imp->local, sizeof(imp->local), "%s", name);
 	}
+	/* kept from here on, registered or withdrawn: calls in flight
+	 * point to it */
 	b->imports[b->nimports++] = imp;
-	rc = guest_register(b->g, imp->local, sig, br_callout_call, imp);
-	if (rc == -EPERM)
-		br_log("cannot register %s: add it to provides = in hub-nats's [guest] section",
-		       imp->local);
-	else if (rc == -EEXIST)
-		br_log("cannot register %s: this hub has it already", imp->local);
-	else if (rc < 0)
-		br_log("cannot register %s: %s", imp->local, strerror(-rc));
-	else
-		br_log("importing %s (%s) from hub %s", imp->local, sig, hub);
-	b->next_describe_ns = 0;	/* hubctl methods says where at once */
+	enroll(b, imp, hub, sig);
 }
 
 /* PREFIX.announce: {"hub": NAME, "every_ms": N, "methods": [[NAME, SIG], ...]} */
@@ -232,17 +274,24 @@ br_import_tick(struct bridge *b)
 	if (b->nc != NULL)
 		b->max_payload = natsConnection_GetMaxPayload(b->nc);
 	br_callout_scan(b);
+	if (b->conf.suspect_ms > 0)
+		br_route_tick(b);
+	/* cut off from NATS, nobody is heard: silence counts from when the
+	 * bridge can hear again */
+	if (!atomic_load_explicit(&b->connected, memory_order_relaxed)) {
+		for (uint32_t i = 0; i < b->nremotes; i++)
+			b->remotes[i].seen_ns = b->now_ns;
+		return;
+	}
 	for (uint32_t i = 0; i < b->nremotes;) {
 		struct br_remote *r = &b->remotes[i];
 
-		if (b->now_ns > r->seen_ns + 3 * r->every_ns && r->suspect_ns != 0) {
-			/* frozen, its connection open: NATS's queue group
-			 * would give it calls again were it forgotten */
+		if (b->now_ns > r->seen_ns + 3 * r->every_ns && b->conf.suspect_ms > 0) {
+			/* frozen, its connection open, NATS's queue group
+			 * would give it calls again were it forgotten: kept
+			 * until NATS says nobody listens by its name */
 			if (!r->silent)
-				br_log("hub %s went silent: passed over until it announces again",
-				       r->name);
-			r->silent = 1;
-			b->next_describe_ns = 0;
+				br_route_silent(b, r);
 			i++;
 		} else if (b->now_ns > r->seen_ns + 3 * r->every_ns) {
 			br_log("hub %s went silent", r->name);
@@ -307,15 +356,47 @@ serves(const struct br_remote *r, const char *name)
 	return 0;
 }
 
+static int
+served_elsewhere(struct bridge *b, const char *hub, const char *name)
+{
+	for (uint32_t r = 0; r < b->nremotes; r++)
+		if (strcmp(b->remotes[r].name, hub) != 0 && serves(&b->remotes[r], name))
+			return 1;
+	return 0;
+}
+
+/* What no hub serves any more (it left, went silent, or no longer lists
+ * it) is withdrawn here: hubctl methods no longer lists it, a call gets
+ * "no such method". It comes back with the next hub that announces it. */
+static void
+withdraw_unserved(struct bridge *b)
+{
+	for (uint32_t i = 0; i < b->nimports; i++) {
+		struct br_import *imp = b->imports[i];
+
+		if (!imp->registered || served_elsewhere(b, "", imp->remote))
+			continue;
+		if (guest_unregister(b->g, imp->local) != 0)
+			continue;	/* tried again at the next change */
+		imp->registered = 0;
+		imp->where[0] = '\0';
+		br_log("no hub serves %s any more: withdrawn", imp->local);
+	}
+}
+
 void
 br_import_describe(struct bridge *b)
 {
 	char text[sizeof(((struct br_import *)0)->where)];
 
+	withdraw_unserved(b);
 	for (uint32_t i = 0; i < b->nimports; i++) {
 		struct br_import *imp = b->imports[i];
 		size_t n = (size_t)snprintf(text, sizeof(text), "NATS:");
 		uint32_t named = 0, more = 0;
+
+		if (!imp->registered)
+			continue;
 
 		for (uint32_t r = 0; r < b->nremotes; r++) {
 			if (!serves(&b->remotes[r], imp->remote))

@@ -5,7 +5,12 @@
  * unanswered for longer than [import] suspect is passed over, the calls
  * going by name (PREFIX.at.HUB.METHOD) round-robin to the hubs that
  * answer, until it answers again (a late answer, even "timeout", says it
- * runs) or is forgotten (silent, or gone). */
+ * runs) or is forgotten (silent, or gone). Which hub the queue gave a
+ * call is not known: each hub that may have it is asked by name for a
+ * method nobody exports (PREFIX.at.HUB.hub.ping: its bridge answers
+ * "no-method" at once), and the one that does not answer in time is the
+ * suspect; a suspect is asked so again every [import] suspect. */
+#include <stdio.h>
 #include <string.h>
 
 #include "nats/hubnats.h"
@@ -26,6 +31,22 @@ serves(const struct br_remote *r, const char *method)
 		if (strcmp(r->methods[i], method) == 0)
 			return 1;
 	return 0;
+}
+
+/* Asks r by name whether it runs: any answer clears it (callout.c hands
+ * answers from unknown calls to br_route_answered too). */
+static void
+probe(struct bridge *b, struct br_remote *r)
+{
+	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX];
+
+	r->probe_ns = b->now_ns;
+	if (b->nc == NULL)
+		return;
+	snprintf(subject, sizeof(subject), "%s.at.%s.hub.ping", b->conf.subject, r->name);
+	/* inbox.p.HUB: NATS's "no responders" says which hub is gone */
+	snprintf(reply, sizeof(reply), "%s.p.%s", b->inbox, r->name);
+	natsConnection_PublishRequest(b->nc, subject, reply, NULL, 0);
 }
 
 static void
@@ -75,17 +96,35 @@ br_route_unanswered(struct bridge *b, const struct icall *ic)
 	if (b->conf.suspect_ms == 0)
 		return;
 	if (ic->hub[0] != '\0') {
-		if ((r = remote_named(b, ic->hub)) != NULL && r->suspect_ns == 0)
+		if ((r = remote_named(b, ic->hub)) != NULL && r->suspect_ns == 0) {
 			suspect(b, r);
+			probe(b, r);
+		}
 		return;
 	}
-	/* the queue's pick is not known: a hub that serves the method and
-	 * has answered nothing since the call went is suspect (one that
-	 * runs answers the others' calls meanwhile) */
+	/* the queue's pick is not known: each hub that serves the method
+	 * and has answered nothing since the call went is asked */
 	for (uint32_t i = 0; i < b->nremotes; i++) {
 		r = &b->remotes[i];
-		if (r->suspect_ns == 0 && r->answer_ns < ic->sent_ns && serves(r, ic->imp->remote))
-			suspect(b, r);
+		if (r->suspect_ns == 0 && r->probe_ns == 0 && r->answer_ns < ic->sent_ns &&
+		    serves(r, ic->imp->remote))
+			probe(b, r);
+	}
+}
+
+void
+br_route_tick(struct bridge *b)
+{
+	uint64_t bound = (uint64_t)b->conf.suspect_ms * 1000000u;
+
+	for (uint32_t i = 0; i < b->nremotes; i++) {
+		struct br_remote *r = &b->remotes[i];
+
+		if (r->probe_ns == 0 || b->now_ns < r->probe_ns + bound)
+			continue;
+		if (r->suspect_ns == 0)
+			suspect(b, r);	/* asked, and no answer in time */
+		probe(b, r);		/* asked again */
 	}
 }
 
@@ -97,9 +136,42 @@ br_route_answered(struct bridge *b, const char *hub)
 	if (r == NULL)
 		return;
 	r->answer_ns = b->now_ns;
+	r->probe_ns = 0;
 	if (r->suspect_ns != 0) {
 		r->suspect_ns = 0;
 		br_log("hub %s answers again", r->name);
 		b->next_describe_ns = 0;
 	}
+}
+
+void
+br_route_probed(struct bridge *b, const char *hub, natsMsg *m)
+{
+	struct br_remote *r = remote_named(b, hub);
+
+	if (r == NULL)
+		return;
+	if (!natsMsg_IsNoResponders(m)) {
+		br_route_answered(b, hub);
+		return;
+	}
+	/* nobody listens by its name: it is gone, not frozen */
+	if (r->silent) {
+		br_log("hub %s went silent", r->name);
+		br_remote_forget(b, r);
+	}
+}
+
+void
+br_route_silent(struct bridge *b, struct br_remote *r)
+{
+	/* silent, frozen or gone: passed over while asked which */
+	if (r->suspect_ns == 0)
+		r->suspect_ns = b->now_ns;
+	if (!r->silent)
+		br_log("hub %s is silent: passed over, asked whether it runs", r->name);
+	r->silent = 1;
+	b->next_describe_ns = 0;
+	if (r->probe_ns == 0)
+		probe(b, r);
 }

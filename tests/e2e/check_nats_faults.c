@@ -186,6 +186,24 @@ log_waits_for(struct hub_proc *h, const char *what, int ms)
 	return found;
 }
 
+/* Waits until hubctl methods on h no longer lists method; asserts so. */
+static void
+wait_unlisted(struct hub_proc *h, const char *method)
+{
+	char *out = NULL, *p = NULL;
+
+	for (int i = 0; i < 100; i++) {
+		free(out);
+		hubctl_ok(h, &out, "methods", (char *)NULL);
+		if ((p = strstr(out, method)) == NULL || p[strlen(method)] != ' ')
+			break;
+		sleep_ms(50);
+	}
+	ck_assert_msg(p == NULL || p[strlen(method)] != ' ', "%s still listed: %s; %s", method, out,
+		      hub_log_tail(h));
+	free(out);
+}
+
 /* A bridge that stops says goodbye: its calls in flight are answered
  * "unreachable" at once, and other hubs drop it at once ("left", not
  * "went silent" announcements later), whether hubctl stops it, SIGTERM
@@ -212,7 +230,7 @@ START_TEST(test_goodbye)
 	ck_assert_msg(strstr(answer, "status 0") == NULL && strstr(answer, "stopping") != NULL,
 		      "call in flight: %s; %s", answer, hub_log_tail(&hub_a));
 	ck_assert_msg(log_waits_for(&hub_a, "hub b left", 2000), "%s", hub_log_tail(&hub_a));
-	nh_wait_where(&hub_a, "sl.echo", "NATS: no hub serves it now");
+	wait_unlisted(&hub_a, "sl.echo");
 	/* SIGTERM to the bridge */
 	hubctl_ok(&hub_b, &out, "start", "nats", (char *)NULL);
 	free(out);
@@ -223,7 +241,7 @@ START_TEST(test_goodbye)
 	answer = nh_child_answer(pid, rfd);
 	ck_assert_msg(strstr(answer, "status 0") == NULL && strstr(answer, "stopping") != NULL,
 		      "call in flight: %s; %s", answer, hub_log_tail(&hub_a));
-	nh_wait_where(&hub_a, "sl.echo", "NATS: no hub serves it now");
+	wait_unlisted(&hub_a, "sl.echo");
 	/* started again; then hubd itself stops */
 	for (int i = 0; i < 100 && strcmp(hub_peer_state(&hub_b, "nats"), "up") == 0; i++)
 		sleep_ms(50);
@@ -232,7 +250,7 @@ START_TEST(test_goodbye)
 	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
 	nh_wait_where(&hub_a, "sl.echo", "NATS: hub b");
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
-	nh_wait_where(&hub_a, "sl.echo", "NATS: no hub serves it now");
+	wait_unlisted(&hub_a, "sl.echo");
 	answer = hub_log(&hub_a);
 	ck_assert_msg(strstr(answer, "went silent") == NULL, "%s", hub_log_tail(&hub_a));
 	free(answer);
@@ -289,7 +307,8 @@ start_meta(void)
 {
 	char *sect, guests[1024];
 
-	sect = nh_bridge("b", natsd.url, NULL, "[export]\nmethods = kv.* meta.*\n");
+	/* announcements far apart: frozen, B is not taken for silent */
+	sect = nh_bridge("b", natsd.url, NULL, "announce = 10s\n[export]\nmethods = kv.* meta.*\n");
 	/* heartbeat off: the tests freeze the bridge longer than hubd
 	 * takes to call a guest hung */
 	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n"
@@ -336,7 +355,7 @@ START_TEST(test_deadline_and_trace_cross)
 	kill(bridge, SIGCONT);
 	/* thawed, it reads them all, in order, before this one (through
 	 * it), and never makes them */
-	nh_expect_ok(&hub_a, "0", "meta.touched", NULL, NULL);
+	nh_wait_ok(&hub_a, "0", "meta.touched", NULL, NULL);
 	for (int i = 0; i < 3; i++) {
 		char key[8];
 
@@ -397,7 +416,8 @@ START_TEST(test_hung_hub_passed_over)
 	kill(bridge, SIGSTOP);
 	answer = nh_child_answer(pid, rfd);
 	nh_all_ended(answer, 2000);
-	ck_assert_msg(log_waits_for(&hub_a, "hub b1 has not answered a call", 100), "%s",
+	ck_assert_msg(log_waits_for(&hub_a, "hub b1 has not answered a call", 100) ||
+		      log_waits_for(&hub_a, "hub b1 is silent: passed over", 100), "%s",
 		      hub_log_tail(&hub_a));
 	/* from now on b2 has them all */
 	ck_assert_msg((n = answers_from("b2", 40)) >= 39, "%d of 40 calls answered by b2; %s", n,
@@ -421,6 +441,101 @@ START_TEST(test_hung_hub_passed_over)
 }
 END_TEST
 
+/* hub.unregister and guest_unregister: a guest withdraws its own
+ * methods only; a call in flight to one still gets its answer, a new one
+ * "no such method"; hubctl (no guest) may not. */
+START_TEST(test_unregister)
+{
+	char *out = NULL, *answer;
+	pid_t pid;
+	int rfd;
+
+	hub_start_up(&hub_a, NULL, "[guest kv]\nexec = @/guests/kv\n"
+		     "[guest sh]\nexec = @/tests/guests/shifty\n", "kv,sh");
+	ck_assert(hub_wait_method(&hub_a, "sh.get,sh.hold,kv.get") == 0);
+	/* not its own: libguest knows (ENOENT), and hubd refuses too */
+	nh_expect_ok(&hub_a, "error -2", "sh.drop", "kv.get", NULL);
+	nh_expect_ok(&hub_a, "error -2", "sh.drop", "sh.nothing", NULL);
+	nh_expect_ok(&hub_a, "error -111 not your method: kv.get", "sh.raw", "kv.get", NULL);
+	nh_expect_ok(&hub_a, "error -111 no such method: sh.nothing", "sh.raw", "sh.nothing", NULL);
+	nh_expect_err(&hub_a, "only guests unregister methods", "hub.unregister", "sh.get", NULL);
+	/* a call in flight to sh.hold, which goes meanwhile */
+	pid = call_in_child(&hub_a, "sh.hold", "1500", &rfd);
+	sleep_ms(300);
+	nh_expect_ok(&hub_a, "ok", "sh.drop", "sh.hold", NULL);
+	nh_expect_ok(&hub_a, "ok", "sh.drop", "sh.get", NULL);
+	answer = nh_child_answer(pid, rfd);
+	ck_assert_msg(strstr(answer, "status 0") != NULL, "call in flight: %s", answer);
+	ck_assert_int_ne(hubctl(&hub_a, &out, "call", "sh.hold", "1", (char *)NULL), 0);
+	free(out);
+	ck_assert_msg(strstr(hubctl_stderr(), "sh.hold") != NULL, "%s", hubctl_stderr());
+	ck_assert_str_eq(nh_where(&hub_a, "sh.get"), "");
+	hubctl_ok(&hub_a, &out, "methods", (char *)NULL);
+	ck_assert_msg(strstr(out, "sh.get") == NULL && strstr(out, "sh.drop") != NULL, "%s", out);
+	free(out);
+	/* kv.get is still there, still kv's */
+	nh_expect_err(&hub_a, "no such key", "kv.get", "k", NULL);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+}
+END_TEST
+
+/* Imports follow what hubs announce: a method no hub serves any more is
+ * withdrawn on A (hubctl methods no longer lists it), and comes back
+ * with the next hub that serves it, with the signature that hub serves
+ * it with. */
+START_TEST(test_imports_follow_announcements)
+{
+	char *out = NULL, *sect, guests[1024];
+
+	natsd_start(&natsd);
+	sect = nh_bridge("b", natsd.url, NULL, "[export]\nmethods = kv.* sh.*\n");
+	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n"
+		 "[guest sh]\nexec = @/tests/guests/shifty\n%s", sect);
+	hub_start_up(&hub_b, NULL, guests, "kv,sh,nats");
+	free(sect);
+	sect = nh_bridge("a", natsd.url, "kv.*, sh.*", "[import]\nmethods = kv.* sh.*\n");
+	snprintf(guests, sizeof(guests), LB("cl") "%s", sect);
+	hub_start_up(&hub_a, NULL, guests, "cl,nats");
+	free(sect);
+	ck_assert(hub_wait_method(&hub_a, "kv.get,sh.get") == 0);
+	nh_wait_ok(&hub_a, "v1", "sh.get", "k", NULL);
+	/* B stops: A withdraws what only B served */
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	for (int i = 0; i < 100 && hub_wait_method(&hub_a, "kv.get") == 0; i++)
+		sleep_ms(50);
+	hubctl_ok(&hub_a, &out, "methods", (char *)NULL);
+	ck_assert_msg(strstr(out, "kv.get") == NULL && strstr(out, "sh.get") == NULL, "%s; %s", out,
+		      hub_log_tail(&hub_a));
+	free(out);
+	/* B back, sh.get changed: A follows */
+	sect = nh_bridge("b", natsd.url, NULL, "[export]\nmethods = kv.* sh.*\n");
+	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n"
+		 "[guest sh]\nexec = @/tests/guests/shifty\nargs = --alt\n%s", sect);
+	ck_assert_int_eq(hub_write_conf(&hub_b, NULL, guests), 0);
+	free(sect);
+	ck_assert_int_eq(hub_restart(&hub_b), 0);
+	ck_assert(hub_wait_method(&hub_a, "kv.get,sh.get") == 0);
+	nh_wait_ok(&hub_a, "v2", "sh.get", "k", "2");
+	hubctl_ok(&hub_a, &out, "call", "hub.signature", "sh.get", (char *)NULL);
+	ck_assert_msg(strstr(out, "str,u64->bytes") != NULL, "%s", out);
+	free(out);
+	/* and again, while A runs on: B's sh restarted with the first one */
+	sect = nh_bridge("b", natsd.url, NULL, "[export]\nmethods = kv.* sh.*\n");
+	snprintf(guests, sizeof(guests), "[guest kv]\nexec = @/guests/kv\n"
+		 "[guest sh]\nexec = @/tests/guests/shifty\n%s", sect);
+	ck_assert_int_eq(hub_write_conf(&hub_b, NULL, guests), 0);
+	free(sect);
+	hubctl_ok(&hub_b, &out, "reload", (char *)NULL);
+	free(out);
+	hubctl_ok(&hub_b, &out, "restart", "sh", (char *)NULL);
+	free(out);
+	nh_wait_ok(&hub_a, "v1", "sh.get", "k", NULL);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd);
+}
+END_TEST
+
 Suite *suite_nats_faults(void);
 
 Suite *
@@ -436,6 +551,8 @@ suite_nats_faults(void)
 	tcase_add_test(tc, test_state_shown_at_once);
 	tcase_add_test(tc, test_deadline_and_trace_cross);
 	tcase_add_test(tc, test_hung_hub_passed_over);
+	tcase_add_test(tc, test_unregister);
+	tcase_add_test(tc, test_imports_follow_announcements);
 	suite_add_tcase(s, tc);
 	return s;
 }
