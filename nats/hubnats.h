@@ -105,6 +105,8 @@ struct br_remote {
 	uint64_t	suspect_ns;	/* since when it has a call unanswered
 					 * too long, 0: it answers */
 	uint64_t	probe_ns;	/* asked whether it runs, unanswered */
+	int		solo;		/* queue = no there: called by name only
+					 * by from = */
 	int		silent;		/* suspect and silent: kept, passed
 					 * over, until it announces again */
 	uint32_t	nmethods;

@@ -197,6 +197,8 @@ on_announce(struct bridge *b, natsMsg *m)
 	}
 	r->seen_ns = b->now_ns;
 	r->every_ns = (uint64_t)every * 1000000u;
+	r->solo = json_object_object_get_ex(o, "queue", &v) &&
+	    json_object_is_type(v, json_type_boolean) && !json_object_get_boolean(v);
 	free(r->methods);
 	r->methods = NULL;
 	r->nmethods = 0;

@@ -27,6 +27,8 @@ remote_named(struct bridge *b, const char *name)
 static int
 serves(const struct br_remote *r, const char *method)
 {
+	if (r->solo)
+		return 0;	/* not in the queue group: not ours to pick */
 	for (uint32_t i = 0; i < r->nmethods; i++)
 		if (strcmp(r->methods[i], method) == 0)
 			return 1;
