@@ -35,6 +35,7 @@ START_TEST(test_defaults_and_keys)
 	ck_assert_str_eq(c.subject, "hub");
 	ck_assert_uint_eq(c.announce_ms, 2000);
 	ck_assert_uint_eq(c.timeout_ms, 30000);
+	ck_assert_uint_eq(c.suspect_ms, 1000);
 	ck_assert_uint_eq(c.calls_max, 1024);
 	ck_assert_int_eq(c.queue, 1);
 	ck_assert(c.name[0] != '\0');	/* the host's name */
@@ -43,7 +44,8 @@ START_TEST(test_defaults_and_keys)
 			      "subject = bus\nannounce = 500ms\ncalls_max = 10\n"
 			      "user = u\npassword = p\n"
 			      "[export]\nmethods = kv.* echo.echo\nqueue = no\n"
-			      "[import]\nmethods = *\nprefix = far\nfrom = west\ntimeout = 2min\n",
+			      "[import]\nmethods = *\nprefix = far\nfrom = west\ntimeout = 2min\n"
+			      "suspect = 250ms\n",
 			      &c, why, sizeof(why)), 0);
 	ck_assert_int_eq(c.nservers, 3);
 	ck_assert_str_eq(c.servers[1], "tls://b:2");
@@ -57,6 +59,10 @@ START_TEST(test_defaults_and_keys)
 	ck_assert_str_eq(c.prefix, "far");
 	ck_assert_str_eq(c.from, "west");
 	ck_assert_uint_eq(c.timeout_ms, 120000);
+	ck_assert_uint_eq(c.suspect_ms, 250);
+	br_conf_free(&c);
+	ck_assert_int_eq(load("[import]\nmethods = *\nsuspect = off\n", &c, why, sizeof(why)), 0);
+	ck_assert_uint_eq(c.suspect_ms, 0);
 	br_conf_free(&c);
 }
 END_TEST
@@ -81,6 +87,8 @@ static const struct {
 	{ "[export]\nqueue = 2\n", "queue" },
 	{ "[import]\nmethods = a.*\nprefix = a.b\n", "prefix" },
 	{ "[import]\nmethods = a.*\ntimeout = 2d\n", "timeout" },
+	{ "[import]\nmethods = a.*\nsuspect = 5ms\n", "suspect: '5ms'" },
+	{ "[import]\nmethods = a.*\nsuspect = never\n", "suspect" },
 	{ "[import]\nmethods = a.*\nfrom = x y\n", "from" },
 	{ "[other]\nkey = 1\n", "'key' in [other]" },
 	{ "[nats]\nname = x\n", "nothing to do" },
