@@ -194,6 +194,25 @@ methods_detach(struct hub *h, struct peer *p)
 			h->methods[i].where[0] = '\0';
 }
 
+int
+methods_remove(struct hub *h, struct peer *p, const char *name)
+{
+	const struct method *m = methods_find(h, name);
+	uint32_t at;
+
+	if (m == NULL)
+		return -ENOENT;
+	/* as hub.describe: this instance's own, not an earlier one's */
+	if (m->owner != p->id || m->epoch != p->epoch)
+		return -EPERM;
+	at = (uint32_t)(m - h->methods);
+	h->methods[at] = h->methods[--h->nmethods];
+	if (p->nmethods > 0)
+		p->nmethods--;
+	index_refill(h);
+	return 0;
+}
+
 void
 methods_forget(struct hub *h, struct peer *p)
 {

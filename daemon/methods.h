@@ -26,6 +26,9 @@ const char	*methods_unavailable(struct hub *h, const struct method *m,
 /* p's instance went (a detach hook): what it said of itself and its
  * methods (hub.describe) described live state, so it goes too. */
 void		methods_detach(struct hub *h, struct peer *p);
+/* hub.unregister: name, registered by p's instance, goes; 0, or -ENOENT
+ * (nobody's) or -EPERM (not this instance's), nothing changed. */
+int		methods_remove(struct hub *h, struct peer *p, const char *name);
 /* p is down for good (removed from the config): its methods go. */
 void		methods_forget(struct hub *h, struct peer *p);
 

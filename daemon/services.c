@@ -300,6 +300,45 @@ svc_describe(struct hub *h, struct peer *p, const struct origin *o,
 	answer_ok(h, o, NULL, 0);
 }
 
+/* hub.unregister: METHOD. The calling instance withdraws a method it
+ * registered (a bridge whose remote hubs no longer serve it, or serve it
+ * with another signature); new calls get "no such method" at once. Calls
+ * already sent to it stay in its table, its to answer. */
+static void
+svc_unregister(struct hub *h, struct peer *p, const struct origin *o,
+	       const uint8_t *args, size_t len)
+{
+	struct hp_pc_dec d;
+	const char *name;
+	char nbuf[HP_METHOD_NAME_MAX + 1];
+	size_t n;
+	int rc;
+
+	hp_pc_dec_init(&d, args, len);
+	hp_pc_get_str(&d, &name, &n);
+	if (p == NULL) {
+		answer_error(h, o, HP_ERR_USER, "only guests unregister methods");
+		return;
+	}
+	if (d.err != 0 || hp_pc_remaining(&d) != 0) {
+		answer_error(h, o, HP_ERR_USER, "hub.unregister takes a method");
+		return;
+	}
+	if (n == 0 || n > HP_METHOD_NAME_MAX || memchr(name, '\0', n) != NULL) {
+		name_error(h, o, HP_SVC_SIG_UNKNOWN, name, n, 0);
+		return;
+	}
+	memcpy(nbuf, name, n);
+	nbuf[n] = '\0';
+	if ((rc = methods_remove(h, p, nbuf)) != 0) {
+		name_error(h, o, rc == -EPERM ? HP_SVC_DESC_NOT_YOURS : HP_SVC_SIG_UNKNOWN, name, n,
+			   0);
+		return;
+	}
+	log_info("guest %s: unregistered %s", p->conf->name, nbuf);
+	answer_ok(h, o, NULL, 0);
+}
+
 /* hub.caller: who made call id, one the asking guest is serving. Only
  * p's own table is looked in: no guest learns who calls another. */
 static void
@@ -560,6 +599,7 @@ static const struct service {
 	{ HP_SVC_SUBSCRIBE, HP_SVC_SIG_SUBSCRIBE, svc_subscribe },
 	{ HP_SVC_UNSUBSCRIBE, HP_SVC_SIG_UNSUBSCRIBE, svc_unsubscribe },
 	{ HP_SVC_ADVERTISED, HP_SVC_SIG_ADVERTISED, svc_advertised },
+	{ HP_SVC_UNREGISTER, HP_SVC_SIG_UNREGISTER, svc_unregister },
 };
 #define NSERVICES	(sizeof(services) / sizeof(services[0]))
 

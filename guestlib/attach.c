@@ -367,6 +367,9 @@ guest_detach(struct guest *g)
 	for (uint32_t i = 0; i < g->nmethods; i++)
 		free(g->methods[i].name);
 	free(g->methods);
+	for (uint32_t i = 0; i < g->nretired; i++)
+		free(g->retired[i]);
+	free(g->retired);
 	hp_idtab_free(&g->out);
 	lg_chans_free(&g->chans);
 	free(g);

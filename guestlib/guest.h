@@ -45,7 +45,7 @@
  * libguest.so.MAJOR.MINOR.PATCH and libguest.pc's Version from these.
  * GUEST_VERSION is one number for #if (0.1.0 is 100). */
 #define GUEST_VERSION_MAJOR	0
-#define GUEST_VERSION_MINOR	7
+#define GUEST_VERSION_MINOR	8
 #define GUEST_VERSION_PATCH	0
 #define GUEST_VERSION	(GUEST_VERSION_MAJOR * 10000 + \
 			 GUEST_VERSION_MINOR * 100 + GUEST_VERSION_PATCH)
@@ -131,6 +131,16 @@ GUEST_API int guest_register(struct guest *g, const char *name,
  * instance's, -ENOENT no such method, -EREMOTEIO any other; -ENOSYS a
  * host without hub.describe; or a call's errors. Since 0.4. */
 GUEST_API int guest_describe(struct guest *g, const char *method, const char *text);
+/* (libguest 0.8) Withdraws method, registered by this instance
+ * (hub.unregister): new calls get -ENOSYS "no such method"; a call
+ * already sent to it that comes after is answered so too; those whose
+ * handler has run are the handler's to answer, as before. The name may
+ * be registered again (another signature, say). A synchronous call that
+ * runs no handler while it waits. -ENOENT not registered here; the
+ * host's refusals: -EPERM not this instance's, -EREMOTEIO any other; a
+ * host without hub.unregister (-ENOSYS) keeps routing it here, and it
+ * is answered -ENOSYS here. */
+GUEST_API int guest_unregister(struct guest *g, const char *method);
 
 /* Payloads: up to 32 bytes travel in the descriptor; larger ones in a
  * slot of the hub's shared pool (up to its largest class: 32 MiB with the

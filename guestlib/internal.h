@@ -378,6 +378,9 @@ struct guest {
 	uint64_t		next_hb;
 	struct method		*methods;
 	uint32_t		nmethods;
+	char			**retired;	/* unregistered methods' names: a
+						 * call of one may still point to it */
+	uint32_t		nretired;
 	struct hp_idtab		out;		/* struct out_call by request id */
 	uint32_t		hub_calls_out;	/* ... async ones through the
 						 * hub (lg_hub_out_max) */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* The methods a guest serves, registered with the hub (hub.register),
- * and their descriptions (hub.describe); on_request (call_in.c) finds
- * each Request's handler in the table this file keeps. */
+/* The methods a guest serves, registered with the hub (hub.register) or
+ * withdrawn (hub.unregister), and their descriptions (hub.describe);
+ * on_request (call_in.c) finds each Request's handler in the table this
+ * file keeps. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,60 @@ guest_describe(struct guest *g, const char *method, const char *text)
 	g->rt->unlock(g);
 	if (rc != -EREMOTEIO && rc != -ECONNREFUSED)
 		return rc;	/* 0; -ENOSYS: a host without hub.describe; ... */
+	if (strncmp((const char *)res, HP_SVC_DESC_NOT_YOURS, strlen(HP_SVC_DESC_NOT_YOURS)) == 0)
+		return -EPERM;
+	if (strncmp((const char *)res, HP_SVC_SIG_UNKNOWN, strlen(HP_SVC_SIG_UNKNOWN)) == 0)
+		return -ENOENT;
+	return -EREMOTEIO;
+}
+
+int
+guest_unregister(struct guest *g, const char *method)
+{
+	uint8_t args[HP_METHOD_NAME_MAX + 8], res[128] = "";
+	struct hp_pc_enc e;
+	size_t n, rlen = 0;
+	uint64_t id;
+	uint32_t i;
+	char **grown;
+	int rc;
+
+	if (method == NULL || (n = strlen(method)) == 0 || n > HP_METHOD_NAME_MAX)
+		return -ENOENT;
+	id = hp_method_id(method, n);
+	hp_pc_enc_init(&e, args, sizeof(args));
+	hp_pc_put_str(&e, method, n);
+	g->rt->lock(g);
+	for (i = 0; i < g->nmethods && g->methods[i].id != id; i++)
+		;
+	if (i == g->nmethods || strcmp(g->methods[i].name, method) != 0) {
+		g->rt->unlock(g);
+		return -ENOENT;
+	}
+	if ((grown = realloc(g->retired, (g->nretired + 1) * sizeof(*grown))) == NULL) {
+		g->rt->unlock(g);
+		return -ENOMEM;
+	}
+	g->retired = grown;
+	g->holding++;
+	rc = guest_call_with(g, HP_SVC_UNREGISTER, args, e.len, res, sizeof(res), &rlen,
+			    10000, &lg_own_call);
+	g->holding--;
+	if (rc == 0 || rc == -ENOSYS) {
+		/* found again: nothing ran meanwhile (holding), but be sure */
+		for (i = 0; i < g->nmethods && g->methods[i].id != id; i++)
+			;
+		if (i < g->nmethods) {
+			/* a call being handled may point to its name */
+			g->retired[g->nretired++] = g->methods[i].name;
+			g->methods[i] = g->methods[--g->nmethods];
+		}
+		g->rt->unlock(g);
+		return rc;
+	}
+	g->rt->unlock(g);
+	if (rc != -EREMOTEIO && rc != -ECONNREFUSED)
+		return rc;
 	if (strncmp((const char *)res, HP_SVC_DESC_NOT_YOURS, strlen(HP_SVC_DESC_NOT_YOURS)) == 0)
 		return -EPERM;
 	if (strncmp((const char *)res, HP_SVC_SIG_UNKNOWN, strlen(HP_SVC_SIG_UNKNOWN)) == 0)

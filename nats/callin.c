@@ -114,6 +114,30 @@ timeout_of(struct bridge *b, natsMsg *m)
 	return (uint32_t)ms;
 }
 
+/* How long the caller still waits for m, in ms: its Hub-Timeout-Ms, cut
+ * short by its Hub-Deadline (the wall clock: a request that sat in this
+ * bridge's socket, the bridge frozen, has less left, or none: 0). A
+ * deadline farther than the timeout says (clocks apart) is not
+ * believed: the timeout alone bounds the call then. */
+static uint32_t
+time_left(struct bridge *b, natsMsg *m)
+{
+	uint32_t ms = timeout_of(b, m);
+	const char *v = NULL;
+	unsigned long long deadline;
+	uint64_t now;
+	char *end;
+
+	if (natsMsgHeader_Get(m, BR_H_DEADLINE, &v) != NATS_OK || v == NULL || *v == '\0')
+		return ms;
+	deadline = strtoull(v, &end, 10);
+	if (*end != '\0')
+		return ms;
+	if (deadline <= (now = br_wall_ms()))
+		return 0;
+	return deadline - now < ms ? (uint32_t)(deadline - now) : ms;
+}
+
 void
 br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct br_export *x)
 {
@@ -123,10 +147,11 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	char text[HP_SIG_MAX_LEN * 2 + 400], name[BR_NAME_MAX + 1];
 	struct estream *es = NULL;
 	struct answer_ctx *ctx;
+	struct guest_call_opts opts = { sizeof(opts), GUEST_CALL_DEADLINE, 0, NULL };
 	uint8_t *copy = NULL, key[BR_MAC_KEY_LEN], commit[BR_MAC_LEN];
 	const uint8_t *k;
 	struct ecall *e;
-	uint32_t call_id, ep;
+	uint32_t call_id, ep, left;
 	uint64_t id;
 	int rc, slot, has_commit;
 
@@ -147,6 +172,16 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 			 b->conf.name, x->name, x->sig, sig != NULL ? sig : "(none)");
 		answer_text(b, reply, k, "bad-payload", text);
 		br_service_count(b, ep, -EBADMSG, text, strlen(text), b->now_ns);
+		return;
+	}
+	/* never started once its caller gave up: it would run for nobody
+	 * (a kv.put done after the caller was told "timeout") */
+	if ((left = time_left(b, m)) == 0) {
+		b->late++;
+		snprintf(text, sizeof(text), "the caller's deadline passed before the call reached hub %s",
+			 b->conf.name);
+		answer_text(b, reply, k, "timeout", text);
+		br_service_count(b, ep, -ETIMEDOUT, text, strlen(text), b->now_ns);
 		return;
 	}
 	if (b->ecalls.count >= b->conf.calls_max) {
@@ -186,7 +221,20 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	id = ctx->id;	/* ctx is the callback's from the call on */
 	if (es != NULL)
 		br_estream_call(es, id);
-	rc = guest_call_async(b->g, name, args, len, on_answer, ctx, &call_id);
+	/* the callee knows the caller's deadline (libguest starts no
+	 * handler past it) and trace */
+	opts.deadline_ns = b->now_ns + (uint64_t)left * 1000000u;
+	if (es != NULL)
+		opts.flags &= ~GUEST_CALL_DEADLINE;	/* a stream's lasts while items come */
+	if (natsMsgHeader_Get(m, BR_H_TRACE, &opts.trace) == NATS_OK && opts.trace != NULL)
+		opts.flags |= GUEST_CALL_TRACE;
+	rc = guest_call_async_with(b->g, name, args, len, on_answer, ctx, &call_id, &opts);
+	if (rc == -EINVAL && (opts.flags & GUEST_CALL_TRACE)) {
+		/* not a traceparent: the call goes, without it */
+		opts.flags &= ~GUEST_CALL_TRACE;
+		opts.trace = NULL;
+		rc = guest_call_async_with(b->g, name, args, len, on_answer, ctx, &call_id, &opts);
+	}
 	free(copy);
 	if (rc < 0) {
 		free(ctx);
@@ -208,7 +256,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	if ((e->has_commit = has_commit))
 		memcpy(e->commit, commit, sizeof(e->commit));
 	e->timeout_ms = timeout_of(b, m);
-	e->deadline_ns = b->now_ns + (uint64_t)e->timeout_ms * 1000000u;
+	e->deadline_ns = opts.deadline_ns;
 	e->reply = strdup(reply);
 	if (e->reply == NULL) {
 		guest_cancel(b->g, call_id);

@@ -48,30 +48,44 @@ refuse(struct bridge *b, struct guest_call *c, const struct br_import *imp, uint
 	guest_reply_status(c, status, text);
 }
 
-/* The request for call id of imp, its headers set: the caller's
- * signature and timeout, this hub, and with_stream where its channel's
- * items go. */
+/* The request for call id of imp, to hub by name (NULL: from =, or the
+ * queue group), its headers set: the caller's signature, timeout
+ * (timeout_ms, from now) and deadline, its trace (NULL: none), this hub,
+ * and with_stream where its channel's items go. */
 static natsStatus
-request_msg(struct bridge *b, const struct br_import *imp, const uint8_t *args, size_t len,
-	    uint64_t id, int with_stream, natsMsg **mp)
+request_msg(struct bridge *b, const struct br_import *imp, const char *hub, const uint8_t *args,
+	    size_t len, uint64_t id, uint32_t timeout_ms, const char *trace, int with_stream,
+	    natsMsg **mp)
 {
 	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX], items[BR_SUBJECT_MAX], ms[16];
 	char commit[BR_MAC_LEN * 2 + 1];
+	char deadline[24];
 	natsStatus s;
 
 	snprintf(items, sizeof(items), "%s.s.%" PRIu64, b->inbox, id);
-	if (b->conf.from[0] != '\0')
+	if (hub != NULL)
+		snprintf(subject, sizeof(subject), "%s.at.%s.%s", b->conf.subject, hub, imp->remote);
+	else if (b->conf.from[0] != '\0')
 		snprintf(subject, sizeof(subject), "%s.at.%s.%s", b->conf.subject, b->conf.from,
 			 imp->remote);
 	else
 		snprintf(subject, sizeof(subject), "%s.call.%s", b->conf.subject, imp->remote);
 	snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
-	snprintf(ms, sizeof(ms), "%u", b->conf.timeout_ms);
+	snprintf(ms, sizeof(ms), "%u", timeout_ms);
+	/* the same, by the wall clock: a request that waited in the socket
+	 * of a frozen bridge is known to be late there (hosts' clocks agree:
+	 * doc/nats.md, "Deadlines and cancel") */
+	snprintf(deadline, sizeof(deadline), "%llu",
+		 (unsigned long long)(br_wall_ms() + timeout_ms));
 	s = natsMsg_Create(mp, subject, reply, (const char *)args, (int)len);
 	if (s == NATS_OK)
 		s = natsMsgHeader_Set(*mp, BR_H_SIG, imp->sig);
 	if (s == NATS_OK)
 		s = natsMsgHeader_Set(*mp, BR_H_TIMEOUT, ms);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(*mp, BR_H_DEADLINE, deadline);
+	if (s == NATS_OK && trace != NULL)
+		s = natsMsgHeader_Set(*mp, BR_H_TRACE, trace);
 	if (s == NATS_OK)
 		s = natsMsgHeader_Set(*mp, BR_H_FROM, b->conf.name);
 	if (s == NATS_OK && with_stream)
@@ -96,7 +110,10 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	natsMsg *m = NULL;
 	struct icall *ic;
 	natsStatus s;
-	uint64_t id, chan = 0;
+	uint64_t id, chan = 0, deadline = guest_call_deadline(c);
+	uint32_t timeout_ms = b->conf.timeout_ms;
+	const char *hub = NULL;
+	uint8_t *kept = NULL;
 	size_t off, n;
 
 	if (imp->chan_arg == -2) {
@@ -109,6 +126,16 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 		return;
 	}
 	text[0] = '\0';
+	/* the caller's deadline bounds [import] timeout; one already past
+	 * is never sent (libguest checked it as the call came: it may have
+	 * passed since, the loop busy) */
+	if (deadline != 0 && deadline <= br_now_ns() + 1000000u) {
+		b->late++;
+		refuse(b, c, imp, chan, -ETIMEDOUT, "the caller's deadline passed before the call left this hub");
+		return;
+	}
+	if (deadline != 0 && (deadline - b->now_ns) / 1000000u < timeout_ms)
+		timeout_ms = (uint32_t)((deadline - b->now_ns) / 1000000u);
 	if (!connected(b)) {
 		refuse(b, c, imp, chan, -EHOSTUNREACH, "hub-nats is not connected to NATS");
 		return;
@@ -126,15 +153,22 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 		refuse(b, c, imp, chan, -EBADMSG, text);
 		return;
 	}
+	/* by name, around a hub that does not answer: the arguments kept,
+	 * for the queue group should that hub be gone */
+	if ((hub = br_route_pick(b, imp)) != NULL && (kept = malloc(len > 0 ? len : 1)) == NULL)
+		hub = NULL;
 	if (hp_idtab_reserve(&b->icalls, 1) != 0 ||
 	    (imp->chan_arg >= 0 && (st = br_istream_new()) == NULL)) {
+		free(kept);
 		refuse(b, c, imp, chan, -EREMOTEIO, "hub-nats is out of memory");
 		return;
 	}
+	if (kept != NULL && len > 0)
+		memcpy(kept, args, len);
 	if (++b->next_seq == 0)
 		++b->next_seq;
 	id = b->next_seq;
-	s = request_msg(b, imp, args, len, id, st != NULL, &m);
+	s = request_msg(b, imp, hub, args, len, id, timeout_ms, guest_call_trace(c), st != NULL, &m);
 	/* in the list before the request goes: its first item may come
 	 * back before the next turn of the loop */
 	if (s == NATS_OK && st != NULL)
@@ -147,6 +181,7 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 			br_istream_end(b, st, 1);
 			br_istream_free(b, st);
 		}
+		free(kept);
 		snprintf(text, sizeof(text), "NATS: %s", natsStatus_GetText(s));
 		guest_reply_status(c, -EHOSTUNREACH, text);	/* br_istream_end reset it */
 		return;
@@ -154,8 +189,16 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	ic = hp_idtab_insert(&b->icalls, id);
 	ic->c = c;
 	ic->imp = imp;
-	ic->deadline_ns = b->now_ns + (uint64_t)b->conf.timeout_ms * 1000000u + BR_GRACE_NS;
 	ic->sent_ns = br_now_ns();
+	ic->hub[0] = '\0';
+	if (hub != NULL)
+		snprintf(ic->hub, sizeof(ic->hub), "%s", hub);
+	ic->args = kept;
+	ic->len = len;
+	ic->judged = 0;
+	ic->cancel_sent = 0;
+	ic->timeout_ms = timeout_ms;
+	ic->deadline_ns = b->now_ns + (uint64_t)timeout_ms * 1000000u + BR_GRACE_NS;
 	b->calls_out++;
 }
 
@@ -167,6 +210,29 @@ reply_status(struct guest_call *c, int status, const char *text)
 {
 	if (guest_reply_status(c, status, text) == -EILSEQ)
 		guest_reply_status(c, status, NULL);	/* not UTF-8: the kind alone */
+}
+
+/* ic, sent by name to a hub that is gone, sent again to the queue
+ * group, as it was; 0, or -1 (it is answered "no hub" then). */
+static int
+resend(struct bridge *b, struct icall *ic)
+{
+	uint64_t left = ic->deadline_ns - BR_GRACE_NS;
+	natsMsg *m = NULL;
+	natsStatus s;
+
+	if (left <= b->now_ns + 1000000u)
+		return -1;
+	left = (left - b->now_ns) / 1000000u;
+	s = request_msg(b, ic->imp, NULL, ic->args, ic->len, ic->id, (uint32_t)left,
+			guest_call_trace(ic->c), 0, &m);
+	if (s == NATS_OK)
+		s = natsConnection_PublishMsg(b->nc, m);
+	natsMsg_Destroy(m);
+	free(ic->args);
+	ic->args = NULL;
+	ic->hub[0] = '\0';
+	return s == NATS_OK ? 0 : -1;
 }
 
 /* The reply m to call id, now. */
@@ -182,9 +248,12 @@ reply_now(struct bridge *b, natsMsg *m, uint64_t id)
 
 	if ((ic = hp_idtab_find(&b->icalls, id)) == NULL)
 		return;		/* answered already (a timeout), or not ours */
+	if (natsMsg_IsNoResponders(m) && ic->args != NULL && resend(b, ic) == 0)
+		return;		/* the hub it named is gone: to the queue group */
 	call = *ic;
 	hp_idtab_remove(&b->icalls, ic);
 	br_tally_answer(b, &call, m);
+	free(call.args);
 	if (natsMsg_IsNoResponders(m)) {
 		snprintf(text, sizeof(text), "no hub on NATS serves %s%s%s", call.imp->remote,
 			 b->conf.from[0] != '\0' ? " at hub " : "", b->conf.from);
@@ -220,14 +289,25 @@ int
 br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 {
 	char *end;
+	const char *from = NULL;
 	uint64_t id = strtoull(seq, &end, 10);
 
+	if (seq[0] == 'p' && seq[1] == '.') {
+		br_route_probed(b, seq + 2, m);
+		return 0;
+	}
 	if (*seq == '\0' || *end != '\0')
 		return 0;
 	/* anyone may publish on our inbox: an answer its hub did not make
 	 * is dropped (and counted, late or not), and the call waits on for
 	 * the one it did */
-	if (!br_trust_answer_ok(b, m) || hp_idtab_find(&b->icalls, id) == NULL)
+	if (!br_trust_answer_ok(b, m))
+		return 0;
+	/* any answer, late ones too, says its hub runs */
+	if (natsMsgHeader_Get(m, BR_H_FROM, &from) == NATS_OK && from != NULL &&
+	    br_subject_part_ok(from, strlen(from), 0))
+		br_route_answered(b, from);
+	if (hp_idtab_find(&b->icalls, id) == NULL)
 		return 0;
 	if (br_istream_hold(b, id, m))
 		return 1;
@@ -250,6 +330,11 @@ br_callout_scan(struct bridge *b)
 	char text[128];
 
 	while ((ic = hp_idtab_next(&b->icalls, &pos)) != NULL) {
+		if (!ic->judged &&
+		    b->now_ns >= ic->sent_ns + (uint64_t)b->conf.suspect_ms * 1000000u) {
+			ic->judged = 1;
+			br_route_unanswered(b, ic);
+		}
 		if (b->now_ns >= ic->deadline_ns && nlate < 64) {
 			late[nlate++] = ic->id;
 		} else if (!ic->cancel_sent && guest_call_cancelled(ic->c)) {
@@ -264,12 +349,13 @@ br_callout_scan(struct bridge *b)
 			continue;
 		call = *ic;
 		hp_idtab_remove(&b->icalls, ic);
+		free(call.args);
 		if (!call.cancel_sent)
 			publish_cancel(b, call.id);
 		br_istream_drop(b, call.id);
 		br_tally_timeout(b, &call);
 		snprintf(text, sizeof(text), "no answer through NATS within %u ms",
-			 b->conf.timeout_ms);
+			 call.timeout_ms);
 		reply_status(call.c, -ETIMEDOUT, text);
 	}
 }
@@ -286,7 +372,9 @@ br_callout_stop(struct bridge *b)
 	struct icall call;
 
 	br_istream_stop(b);
-	while (hp_idtab_take(&b->icalls, &call) == 0)
+	while (hp_idtab_take(&b->icalls, &call) == 0) {
+		free(call.args);
 		reply_status(call.c, -EHOSTUNREACH, "the hub's bridge is stopping");
+	}
 	hp_idtab_free(&b->icalls);
 }

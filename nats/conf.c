@@ -341,6 +341,14 @@ handler(void *user, const char *section, const char *key, const char *v)
 				return fail(p, line, "timeout: '%s' is not a duration up to a day%s", v, "");
 			return 1;
 		}
+		if (strcmp(key, "suspect") == 0) {
+			if (strcmp(v, "off") == 0)
+				c->suspect_ms = 0;
+			else if (duration_ms(v, 10, 3600000, &c->suspect_ms) != 0)
+				return fail(p, line, "suspect: '%s' is not off or a duration from 10ms to 1h%s",
+					    v, "");
+			return 1;
+		}
 		return fail(p, line, "[import] has no key '%s'%s", key, "");
 	}
 	if (strcmp(section, "trust") == 0)
@@ -379,6 +387,7 @@ br_conf_load(struct br_conf *c, const char *path, char *why, size_t cap)
 	snprintf(c->inbox_prefix, sizeof(c->inbox_prefix), "_INBOX");
 	c->queue = 1;
 	c->timeout_ms = 30000;
+	c->suspect_ms = 1000;
 	if ((f = fopen(path, "r")) == NULL) {
 		snprintf(why, cap, "cannot open: %s", strerror(errno));
 		return -1;

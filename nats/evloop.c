@@ -114,7 +114,10 @@ void
 br_evloop_pollfd(struct br_evloop *e, struct pollfd *pfd)
 {
 	pthread_mutex_lock(&e->mu);
-	pfd->fd = e->fd;
+	/* nothing wanted: libnats stopped polling (the connection lost, its
+	 * socket perhaps closed): poll would answer POLLNVAL at once, every
+	 * pass, and the loop spin until the reconnect */
+	pfd->fd = e->want_read || e->want_write ? e->fd : -1;
 	pfd->events = (short)((e->want_read ? POLLIN : 0) | (e->want_write ? POLLOUT : 0));
 	pfd->revents = 0;
 	pthread_mutex_unlock(&e->mu);

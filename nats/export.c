@@ -45,6 +45,10 @@ announce(struct bridge *b, int leaving)
 
 	json_object_object_add(o, "hub", json_object_new_string(b->conf.name));
 	json_object_object_add(o, "every_ms", json_object_new_int64(b->conf.announce_ms));
+	/* not in the queue group: called by name only by those who name it
+	 * (from =), never picked by another's load sharing (route.c) */
+	if (!b->conf.queue)
+		json_object_object_add(o, "queue", json_object_new_boolean(0));
 	for (uint32_t i = 0; !leaving && i < b->nexports; i++) {
 		const struct br_export *x = &b->exports[i];
 		json_object *pair;
@@ -319,5 +323,5 @@ br_export_stop(struct bridge *b)
 	free(b->exports);
 	/* the last answers and the goodbye out, if there is a way out */
 	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
-		natsConnection_FlushTimeout(b->nc, 500);
+		br_write_out(b, 500);
 }

@@ -71,6 +71,7 @@ struct br_conf {
 	int		netopics;
 	char		*itopics[BR_PATTERNS_MAX];	/* [import] topics */
 	int		nitopics;
+	uint32_t	suspect_ms;	/* a hub unanswering this long is passed over */
 };
 
 /* Reads the file at path; 0, or -1 with the reason (file:line: ...) in
@@ -130,6 +131,14 @@ struct br_remote {
 	char		name[BR_NAME_MAX + 1];
 	uint64_t	seen_ns;	/* its last announcement, CLOCK_MONOTONIC */
 	uint64_t	every_ns;	/* how often it announces */
+	uint64_t	answer_ns;	/* its last answer (route.c) */
+	uint64_t	suspect_ns;	/* since when it has a call unanswered
+					 * too long, 0: it answers */
+	uint64_t	probe_ns;	/* asked whether it runs, unanswered */
+	int		solo;		/* queue = no there: called by name only
+					 * by from = */
+	int		silent;		/* suspect and silent: kept, passed
+					 * over, until it announces again */
 	uint32_t	nmethods;
 	char		(*methods)[BR_NAME_MAX + 1];
 };
@@ -142,6 +151,8 @@ struct br_import {
 	struct hp_sig	parsed;
 	int		chan_arg;		/* br_chan_arg */
 	char		where[200];		/* as told to hubd (hub.describe) */
+	int		registered;		/* on this hub now */
+	int		refused;		/* hubd said no: not tried again */
 	struct bridge	*b;
 };
 
@@ -171,8 +182,14 @@ struct icall {
 	uint64_t		deadline_ns;
 	struct guest_call	*c;
 	const struct br_import	*imp;
+	uint32_t		timeout_ms;	/* told the callee */
 	int			cancel_sent;
-	uint64_t		sent_ns;	/* tally.c: its latency */
+	int			judged;		/* route.c saw it unanswered */
+	uint64_t		sent_ns;	/* tally.c: its latency; route.c */
+	char			hub[BR_NAME_MAX + 1];	/* sent by name to it ("": the queue) */
+	uint8_t			*args;		/* kept while sent by name: sent again
+						 * to the queue if the hub is gone */
+	size_t			len;
 };
 
 /* The caller waits this much longer than it tells the callee, so that the
@@ -242,6 +259,7 @@ struct bridge {
 	struct hp_idtab		icalls;		/* calls waiting for NATS */
 	struct istream		*istreams;	/* their channels, fed from NATS */
 	uint32_t		next_seq;
+	uint32_t		next_route;	/* route.c's round-robin */
 	uint64_t		next_iscan_ns;
 	/* trust.c */
 	struct br_trust		*trust;
@@ -253,7 +271,9 @@ struct bridge {
 	uint64_t		calls_in, calls_out, errors;
 	uint64_t		refused_unsigned, refused_unknown, refused_badsig, refused_replay;
 	uint64_t		refused_answers, refused_cancels;
+	uint64_t		late;		/* calls past their deadline, never made */
 	uint64_t		next_describe_ns;
+	int			shown_connected;	/* b->connected, as the note says */
 	char			note[200];	/* as told to hubd */
 	struct br_topics	*topics;	/* topics.c, NULL: none configured */
 	struct br_service	*service;	/* service.c: $SRV */
@@ -287,6 +307,8 @@ uint8_t	*br_chan_rewrite(const uint8_t *args, size_t len, size_t off, size_t n,
 #define BR_H_SIG	"Hub-Signature"	/* the caller's signature of the method */
 #define BR_H_TIMEOUT	"Hub-Timeout-Ms"	/* how long the caller waits */
 #define BR_H_FROM	"Hub-From"	/* the calling hub */
+#define BR_H_DEADLINE	"Hub-Deadline"	/* when the caller gives up: Unix time, ms */
+#define BR_H_TRACE	"traceparent"	/* the caller's W3C trace context */
 #define BR_H_STATUS	"Hub-Status"	/* an answer's kind (below) */
 #define BR_H_STREAM	"Hub-Stream"	/* where a chan<T> argument's items go */
 #define BR_H_CREDIT	"Hub-Credit"	/* where the items' receiver says it took them */
@@ -316,6 +338,11 @@ void	br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *clos
 int	br_subject_part_ok(const char *s, size_t n, int dots);
 
 uint64_t br_now_ns(void);
+/* CLOCK_REALTIME in ms since 1970: deadlines between hosts. */
+uint64_t br_wall_ms(void);
+/* main.c: what is published so far written out, waiting at most ms (the
+ * loop no longer runs: on the way out). */
+void	br_write_out(struct bridge *b, int ms);
 void	br_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* export.c */
@@ -423,6 +450,26 @@ void	br_callout_scan(struct bridge *b);
 void	br_callout_start(struct bridge *b);
 /* Every stream ended, every call in flight answered. */
 void	br_callout_stop(struct bridge *b);
+
+/* route.c: the hub a call of imp goes to by name, NULL: the queue
+ * group (none passed over, or from =). */
+const char	*br_route_pick(struct bridge *b, const struct br_import *imp);
+/* ic has waited longer than [import] suspect: its hub (or the hubs that
+ * may have it) passed over until they answer. */
+void	br_route_unanswered(struct bridge *b, const struct icall *ic);
+/* An answer from hub came. */
+void	br_route_answered(struct bridge *b, const char *hub);
+/* Hubs asked whether they run and silent past [import] suspect made
+ * suspects; suspects asked again. */
+void	br_route_tick(struct bridge *b);
+/* inbox.p.HUB: hub's answer to whether it runs (NATS's "no responders":
+ * it is gone, and forgotten if silent). */
+void	br_route_probed(struct bridge *b, const char *hub, natsMsg *m);
+/* r has not announced for three intervals: kept, passed over, and asked
+ * whether it runs (frozen: kept; gone: forgotten). */
+void	br_route_silent(struct bridge *b, struct br_remote *r);
+/* import.c: r forgotten (r then holds another hub, or is past the end). */
+void	br_remote_forget(struct bridge *b, struct br_remote *r);
 
 /* istream.c: a call out's chan<T> argument, fed from NATS. */
 struct istream *br_istream_new(void);

@@ -40,6 +40,13 @@ remote_drop(struct bridge *b, struct br_remote *r)
 	*r = b->remotes[--b->nremotes];
 }
 
+void
+br_remote_forget(struct bridge *b, struct br_remote *r)
+{
+	remote_drop(b, r);
+	b->next_describe_ns = 0;
+}
+
 static int
 wanted(const struct bridge *b, const char *name)
 {
@@ -58,19 +65,63 @@ import_find(struct bridge *b, const char *remote)
 	return NULL;
 }
 
-/* Hub p offers name as sig: registered here the first time, within
- * its own quota (one hub's list cannot push out another's). */
+/* imp registered on this hub as sig (its name here free: never taken,
+ * or withdrawn); the reason logged when it cannot be. */
+static void
+enroll(struct bridge *b, struct br_import *imp, const char *hub, const char *sig)
+{
+	int rc;
+
+	snprintf(imp->sig, sizeof(imp->sig), "%s", sig);
+	hp_sig_parse(imp->sig, &imp->parsed, NULL);	/* on_announce parsed it */
+	imp->chan_arg = br_chan_arg(&imp->parsed);
+	imp->where[0] = '\0';
+	rc = guest_register(b->g, imp->local, sig, br_callout_call, imp);
+	if (rc == 0) {
+		imp->registered = 1;
+		br_log("importing %s (%s) from hub %s", imp->local, sig, hub);
+		b->next_describe_ns = 0;	/* hubctl methods says where at once */
+		return;
+	}
+	imp->refused = 1;
+	if (rc == -EPERM)
+		br_log("cannot register %s: add it to provides = in hub-nats's [guest] section",
+		       imp->local);
+	else if (rc == -EEXIST)
+		br_log("cannot register %s: this hub has it already", imp->local);
+	else
+		br_log("cannot register %s: %s", imp->local, strerror(-rc));
+}
+
+/* Whether a hub other than hub serves name (as last announced). */
+static int
+served_elsewhere(struct bridge *b, const char *hub, const char *name);
+
+/* Hub p offers name as sig: registered here the first time (within
+ * its own quota: one hub's list cannot push out another's), again after
+ * it was withdrawn, and anew when the hubs that serve it now all serve
+ * it with another signature. */
 static void
 bring_in(struct bridge *b, struct br_peer *p, const char *name, const char *sig)
 {
 	const char *hub = p->name;
 	struct br_import *imp = import_find(b, name), **grown;
-	int rc;
 
 	if (imp != NULL) {
-		if (strcmp(imp->sig, sig) != 0)
+		if (imp->refused)
+			return;
+		if (!imp->registered) {
+			enroll(b, imp, hub, sig);
+		} else if (strcmp(imp->sig, sig) != 0 && !served_elsewhere(b, hub, name)) {
+			/* the only hub that serves it changed it: follow */
+			br_log("hub %s serves %s as %s now, not %s: registered anew", hub, name,
+			       sig, imp->sig);
+			if (guest_unregister(b->g, imp->local) == 0)
+				enroll(b, imp, hub, sig);
+		} else if (strcmp(imp->sig, sig) != 0) {
 			br_log("hub %s serves %s as %s, here it is %s: it refuses these calls",
 			       hub, name, sig, imp->sig);
+		}
 		return;
 	}
 	if (p->nbrought >= BR_METHODS_MAX || (imp = calloc(1, sizeof(*imp))) == NULL ||
@@ -83,28 +134,20 @@ bring_in(struct bridge *b, struct br_peer *p, const char *name, const char *sig)
 	imp->b = b;
 	snprintf(imp->remote, sizeof(imp->remote), "%s", name);
 	snprintf(imp->sig, sizeof(imp->sig), "%s", sig);
-	hp_sig_parse(imp->sig, &imp->parsed, NULL);	/* on_announce parsed it */
-	imp->chan_arg = br_chan_arg(&imp->parsed);
 	if (b->conf.prefix[0] != '\0' &&
 	    (size_t)snprintf(imp->local, sizeof(imp->local), "%s.%s", b->conf.prefix, name) >=
 	    sizeof(imp->local)) {
 		br_log("%s.%s: too long a name for this hub", b->conf.prefix, name);
+		imp->refused = 1;
 		b->imports[b->nimports++] = imp;	/* kept: not tried again */
 		return;
 	} else if (b->conf.prefix[0] == '\0') {
 		snprintf(imp->local, sizeof(imp->local), "%s", name);
 	}
+	/* kept from here on, registered or withdrawn: calls in flight
+	 * point to it */
 	b->imports[b->nimports++] = imp;
-	rc = guest_register(b->g, imp->local, sig, br_callout_call, imp);
-	if (rc == -EPERM)
-		br_log("cannot register %s: add it to provides = in hub-nats's [guest] section",
-		       imp->local);
-	else if (rc == -EEXIST)
-		br_log("cannot register %s: this hub has it already", imp->local);
-	else if (rc < 0)
-		br_log("cannot register %s: %s", imp->local, strerror(-rc));
-	else
-		br_log("importing %s (%s) from hub %s", imp->local, sig, hub);
+	enroll(b, imp, hub, sig);
 }
 
 /* PREFIX.announce: {"hub": NAME, "every_ms": N, "methods": [[NAME, SIG], ...]} */
@@ -158,14 +201,25 @@ on_announce(struct bridge *b, natsMsg *m)
 		memset(r, 0, sizeof(*r));
 		snprintf(r->name, sizeof(r->name), "%s", hub);
 		br_log("hub %s announced itself", hub);
+		b->next_describe_ns = 0;	/* hubctl shows it at once */
 	}
 	if (n == 0 && ntopics == 0) {
 		br_log("hub %s left", hub);
 		remote_drop(b, r);
+		b->next_describe_ns = 0;
 		goto out;
+	}
+	if (r->silent) {
+		/* back (thawed, or started again): calls go to it again */
+		br_log("hub %s announced itself again", hub);
+		r->silent = 0;
+		r->suspect_ns = 0;
+		b->next_describe_ns = 0;
 	}
 	r->seen_ns = b->now_ns;
 	r->every_ns = (uint64_t)every * 1000000u;
+	r->solo = json_object_object_get_ex(o, "queue", &v) &&
+	    json_object_is_type(v, json_type_boolean) && !json_object_get_boolean(v);
 	free(r->methods);
 	r->methods = NULL;
 	r->nmethods = 0;
@@ -245,12 +299,29 @@ br_import_tick(struct bridge *b)
 	if (b->nc != NULL)
 		b->max_payload = natsConnection_GetMaxPayload(b->nc);
 	br_callout_scan(b);
+	if (b->conf.suspect_ms > 0)
+		br_route_tick(b);
+	/* cut off from NATS, nobody is heard: silence counts from when the
+	 * bridge can hear again */
+	if (!atomic_load_explicit(&b->connected, memory_order_relaxed)) {
+		for (uint32_t i = 0; i < b->nremotes; i++)
+			b->remotes[i].seen_ns = b->now_ns;
+		return;
+	}
 	for (uint32_t i = 0; i < b->nremotes;) {
 		struct br_remote *r = &b->remotes[i];
 
-		if (b->now_ns > r->seen_ns + 3 * r->every_ns) {
+		if (b->now_ns > r->seen_ns + 3 * r->every_ns && b->conf.suspect_ms > 0) {
+			/* frozen, its connection open, NATS's queue group
+			 * would give it calls again were it forgotten: kept
+			 * until NATS says nobody listens by its name */
+			if (!r->silent)
+				br_route_silent(b, r);
+			i++;
+		} else if (b->now_ns > r->seen_ns + 3 * r->every_ns) {
 			br_log("hub %s went silent", r->name);
 			remote_drop(b, r);
+			b->next_describe_ns = 0;
 		} else {
 			i++;
 		}
@@ -302,10 +373,40 @@ br_import_stop(struct bridge *b)
 static int
 serves(const struct br_remote *r, const char *name)
 {
+	if (r->silent)
+		return 0;
 	for (uint32_t i = 0; i < r->nmethods; i++)
 		if (strcmp(r->methods[i], name) == 0)
 			return 1;
 	return 0;
+}
+
+static int
+served_elsewhere(struct bridge *b, const char *hub, const char *name)
+{
+	for (uint32_t r = 0; r < b->nremotes; r++)
+		if (strcmp(b->remotes[r].name, hub) != 0 && serves(&b->remotes[r], name))
+			return 1;
+	return 0;
+}
+
+/* What no hub serves any more (it left, went silent, or no longer lists
+ * it) is withdrawn here: hubctl methods no longer lists it, a call gets
+ * "no such method". It comes back with the next hub that announces it. */
+static void
+withdraw_unserved(struct bridge *b)
+{
+	for (uint32_t i = 0; i < b->nimports; i++) {
+		struct br_import *imp = b->imports[i];
+
+		if (!imp->registered || served_elsewhere(b, "", imp->remote))
+			continue;
+		if (guest_unregister(b->g, imp->local) != 0)
+			continue;	/* tried again at the next change */
+		imp->registered = 0;
+		imp->where[0] = '\0';
+		br_log("no hub serves %s any more: withdrawn", imp->local);
+	}
 }
 
 void
@@ -313,10 +414,14 @@ br_import_describe(struct bridge *b)
 {
 	char text[sizeof(((struct br_import *)0)->where)];
 
+	withdraw_unserved(b);
 	for (uint32_t i = 0; i < b->nimports; i++) {
 		struct br_import *imp = b->imports[i];
 		size_t n = (size_t)snprintf(text, sizeof(text), "NATS:");
 		uint32_t named = 0, more = 0;
+
+		if (!imp->registered)
+			continue;
 
 		for (uint32_t r = 0; r < b->nremotes; r++) {
 			if (!serves(&b->remotes[r], imp->remote))

@@ -255,12 +255,34 @@ adopt(struct bridge *b)
 	b->nc = nc;
 	atomic_store(&b->closed, 0);
 	on_connected(nc, b);
+	b->next_describe_ns = 0;	/* hubctl peers shows it at once */
 	if (inbox_attach(b) != 0 || br_import_attach(b) != 0 || br_export_attach(b) != 0 ||
 	    br_topics_attach(b) != 0) {
 		const char *why = nats_GetLastError(NULL);
 
 		br_log("cannot subscribe: %s", why != NULL && *why != '\0' ? why : "out of memory");
 		drop(b);
+	}
+}
+
+/* What this bridge published, written out now, waiting for the socket
+ * at most ms: on the way out the loop no longer writes it, and libnats's
+ * own flush waits for a PONG that only the loop would read. */
+void
+br_write_out(struct bridge *b, int ms)
+{
+	uint64_t end = br_now_ns() + (uint64_t)ms * 1000000u, now;
+	struct pollfd pfd;
+
+	while (b->nc != NULL && br_evloop_attached(b->ev) && natsConnection_Buffered(b->nc) > 0) {
+		natsConnection_ProcessWriteEvent(b->nc);
+		if (natsConnection_Buffered(b->nc) <= 0 || (now = br_now_ns()) >= end)
+			break;
+		br_evloop_pollfd(b->ev, &pfd);
+		if (pfd.fd < 0)
+			break;
+		pfd.events = POLLOUT;
+		poll(&pfd, 1, (int)((end - now) / 1000000u) + 1);
 	}
 }
 
@@ -314,18 +336,30 @@ describe(struct bridge *b)
 	char note[sizeof(b->note)], url[128] = "", imports[120] = "", ignored[120];
 	size_t n;
 
-	if (b->now_ns < b->next_describe_ns)
+	int connected = atomic_load_explicit(&b->connected, memory_order_relaxed);
+
+	/* at once when the connection came or went */
+	if (b->now_ns < b->next_describe_ns && connected == b->shown_connected)
 		return;
+	b->shown_connected = connected;
 	b->next_describe_ns = b->now_ns + (uint64_t)b->conf.announce_ms * 1000000u;
 	if (b->nc != NULL && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED)
 		natsConnection_GetConnectedUrl(b->nc, url, sizeof(url));
+	else if (b->nc != NULL)
+		snprintf(url, sizeof(url), "(reconnecting)");
+	else
+		snprintf(url, sizeof(url), "(connecting to %.100s%s)", b->conf.servers[0],
+			 b->conf.nservers > 1 ? ", ..." : "");
 	br_import_summary(b, imports, sizeof(imports));
 	br_trust_summary(b, ignored, sizeof(ignored));
 	/* cut short, if need be: it is a note */
-	if (snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s%s",
-		     url[0] != '\0' ? url : "(not connected)", b->conf.name, b->nexports, imports,
-		     ignored) < 0)
+	if (snprintf(note, sizeof(note), "NATS %s as hub %s: %u exported, %s%s", url,
+		     b->conf.name, b->nexports, imports, ignored) < 0)
 		return;
+	n = strlen(note);
+	if (b->late > 0)
+		snprintf(note + n, sizeof(note) - n, ", %llu call(s) past their deadline not made",
+			 (unsigned long long)b->late);
 	n = strlen(note);
 	br_topics_summary(b, note + n, sizeof(note) - n);
 	if (strcmp(note, b->note) != 0 && guest_describe(b->g, "", note) == 0)
@@ -441,7 +475,23 @@ main(int argc, char *argv[])
 		br_log("the hub ended: %s", strerror(-rc));
 	atomic_store(&b->stopping, 1);
 	if (b->connecting) {
-		pthread_join(b->connector, NULL);
+		struct timespec until;
+
+		/* a try of a server that does not answer lasts CONNECT_MS:
+		 * not waited out (hubd's stop grace is for all of it), the
+		 * process ends with the thread in it */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 200000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		if (pthread_timedjoin_np(b->connector, NULL, &until) != 0) {
+			br_export_stop(b);
+			br_import_stop(b);
+			guest_detach(b->g);
+			return rc == 0 ? 0 : 1;
+		}
 		/* one made as we stopped: never used */
 		natsConnection_Destroy(b->ready);
 	}
@@ -451,6 +501,9 @@ main(int argc, char *argv[])
 	br_tally_stop(b);
 	br_msg_reap(b);
 	inbox_detach(b);
+	/* what is left (the subscriptions' ends) written now: libnats's
+	 * close would wait half a second for a PONG only the loop reads */
+	br_write_out(b, 100);
 	natsConnection_Destroy(b->nc);
 	br_evloop_free(b->ev);
 	br_handoff_free(b->q);

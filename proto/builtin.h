@@ -42,6 +42,9 @@
  *						its memory, cursor and bell come as
  *						HP_MSG_TOPIC READ before the answer
  *	hub.unsubscribe	u64 -> unit		ends subscription ID
+ *	hub.unregister	str -> unit		METHOD: withdraws a method the calling
+ *						guest's instance registered; calls
+ *						already sent to it are its to answer
  *	hub.describe	str,str -> unit		METHOD, TEXT: what the calling guest
  *						says of a method it registered (""
  *						for itself: its note), shown by
@@ -86,6 +89,7 @@
 #define HP_SVC_SUBSCRIBE	"hub.subscribe"
 #define HP_SVC_UNSUBSCRIBE	"hub.unsubscribe"
 #define HP_SVC_ADVERTISED	"hub.advertised"
+#define HP_SVC_UNREGISTER	"hub.unregister"
 
 #define HP_SVC_SIG_PING		"bytes->bytes"
 #define HP_SVC_SIG_LOG		"str->unit"
@@ -101,6 +105,7 @@
 #define HP_SVC_SIG_SUBSCRIBE	"str,str->u64"
 #define HP_SVC_SIG_UNSUBSCRIBE	"u64->unit"
 #define HP_SVC_SIG_ADVERTISED	"str->list<(str,str)>"
+#define HP_SVC_SIG_UNREGISTER	"str->unit"
 #define HP_STREAM_HASH_SEED	0
 
 /* hub.register's errors (User(str)), so that a guest can tell them apart. */

@@ -35,6 +35,7 @@ START_TEST(test_defaults_and_keys)
 	ck_assert_str_eq(c.subject, "hub");
 	ck_assert_uint_eq(c.announce_ms, 2000);
 	ck_assert_uint_eq(c.timeout_ms, 30000);
+	ck_assert_uint_eq(c.suspect_ms, 1000);
 	ck_assert_uint_eq(c.calls_max, 1024);
 	ck_assert_uint_eq(c.calls_per_hub, 512);
 	ck_assert_str_eq(c.key, BR_KEY_DEFAULT);
@@ -49,6 +50,7 @@ START_TEST(test_defaults_and_keys)
 			      "key = /k\ninbox_prefix = _INBOX.east\ncalls_per_hub = 3\n"
 			      "[export]\nmethods = kv.* echo.echo\nqueue = no\n"
 			      "[import]\nmethods = *\nprefix = far\nfrom = west\ntimeout = 2min\n"
+			      "suspect = 250ms\n"
 			      "[trust]\nwest = rGTq4TGjpTy1aTYgmzb70nzrFKLfTHkC7AKmvpH2B9Q=\n"
 			      "north = ac64eae131a3a53cb56936209b36fbd27ceb14a2df4c7902ec02a6be91f607d4\n",
 			      &c, why, sizeof(why)), 0);
@@ -71,6 +73,10 @@ START_TEST(test_defaults_and_keys)
 	ck_assert_str_eq(c.trust[1].name, "north");
 	ck_assert_int_eq(c.trust[0].pk[0], 0xac);	/* the same key, base64 and hex */
 	ck_assert_int_eq(memcmp(c.trust[0].pk, c.trust[1].pk, BR_PK_LEN), 0);
+	ck_assert_uint_eq(c.suspect_ms, 250);
+	br_conf_free(&c);
+	ck_assert_int_eq(load("[import]\nmethods = *\nsuspect = off\n", &c, why, sizeof(why)), 0);
+	ck_assert_uint_eq(c.suspect_ms, 0);
 	br_conf_free(&c);
 }
 END_TEST
@@ -96,12 +102,14 @@ static const struct {
 	{ "[nats]\ntls = maybe\n[export]\nmethods = a.b\n", "line 2: tls" },
 	{ "[nats]\ncreds = /nonexistent/x.creds\n[export]\nmethods = a.b\n", "cannot read" },
 	{ "[nats]\ncolour = blue\n", "[nats] has no key 'colour'" },
-	{ "[export]\nmethods = a.*.b\n", "'a.*.b' is not a method name" },
+	{ "[export]\nmethods = a.*.b\n", "'a.*.b' is not a name, NAME.* or *" },
 	{ "[export]\nmethods = a..b\n", "'a..b'" },
 	{ "[export]\nmethods = >\n", "'>'" },
 	{ "[export]\nqueue = 2\n", "queue" },
 	{ "[import]\nmethods = a.*\nprefix = a.b\n", "prefix" },
 	{ "[import]\nmethods = a.*\ntimeout = 2d\n", "timeout" },
+	{ "[import]\nmethods = a.*\nsuspect = 5ms\n", "suspect: '5ms'" },
+	{ "[import]\nmethods = a.*\nsuspect = never\n", "suspect" },
 	{ "[import]\nmethods = a.*\nfrom = x y\n", "from" },
 	{ "[other]\nkey = 1\n", "'key' in [other]" },
 	{ "[nats]\nname = x\n", "nothing to do" },
