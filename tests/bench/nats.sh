@@ -45,6 +45,22 @@ nats_fail() {
 	exit 1
 }
 
+# nats_trust NAME: keys for bridges NAMEa and NAMEb, each its own (mode
+# 0600: as root, the bridges run as nobody, who owns it), in
+# TMP/NAMEa.key and TMP/NAMEb.key; sets NATS_TRUST (a [trust] section
+# naming both) and NATS_USER (the guest's user = line, or none)
+nats_trust() {
+	local h
+
+	NATS_TRUST="[trust]"; NATS_USER=""
+	for h in a b; do
+		rm -f "$TMP/$1$h.key"
+		NATS_TRUST="$NATS_TRUST\n$1$h = $($B/hub-nats --keygen "$TMP/$1$h.key" | sed -n 's/^[^#].* = //p')"
+		[ "$(id -u)" = 0 ] && chown nobody "$TMP/$1$h.key" && NATS_USER="user = nobody\n"
+	done
+	return 0
+}
+
 # bridge_hubs NAME: hubs NAMEb (exports rb.*) and NAMEa (imports it) on
 # NATS_URL, under PIN_HUB when set; waits until A has rb.echo, sets CTL (A's)
 bridge_hubs() {
@@ -53,14 +69,10 @@ bridge_hubs() {
 	# hubd starts guests as users of their own (guest_uids): hub-nats
 	# reads its config through TMP (mktemp's, 0700)
 	chmod 711 "$TMP"
-	# each bridge a key of its own (mode 0600: as root, the bridges run
-	# as nobody, who owns it), and each trusts the other's
-	local trust="[trust]" h user=""
-	for h in a b; do
-		rm -f "$TMP/${n}$h.key"
-		trust="$trust\n${n}$h = $($B/hub-nats --keygen "$TMP/${n}$h.key" | sed -n 's/^[^#].* = //p')"
-		[ "$(id -u)" = 0 ] && chown nobody "$TMP/${n}$h.key" && user="user = nobody\n"
-	done
+	local trust user
+
+	nats_trust "$n"
+	trust=$NATS_TRUST; user=$NATS_USER
 	printf '[nats]\nservers = %s\nname = %sb\nannounce = 500ms\nkey = %s\n[export]\nmethods = rb.*\n%b\n' \
 		"$NATS_URL" "$n" "$TMP/${n}b.key" "$trust" > "$TMP/${n}b-nats.conf"
 	printf '[nats]\nservers = %s\nname = %sa\nannounce = 500ms\nkey = %s\n[import]\nmethods = rb.*\ntimeout = 10s\n%b\n' \
@@ -250,16 +262,17 @@ bench_nats_topics() {
 	echo "topics across hub-nats, and plain NATS publish-subscribe..." >&2
 	nats_server natsdt
 	mkdir -p "$psd" "$npd"; chmod 711 "$TMP"; chmod 1777 "$psd"
-	printf '[nats]\nservers = %s\nname = ntb\nannounce = 500ms\n[export]\ntopics = pb.*\n' \
-		"$NATS_URL" > "$TMP/ntb-nats.conf"
-	printf '[nats]\nservers = %s\nname = nta\nannounce = 500ms\n[import]\ntopics = pb.*\n' \
-		"$NATS_URL" > "$TMP/nta-nats.conf"
+	nats_trust nt
+	printf '[nats]\nservers = %s\nname = ntb\nannounce = 500ms\nkey = %s\n[export]\ntopics = pb.*\n%b\n' \
+		"$NATS_URL" "$TMP/ntb.key" "$NATS_TRUST" > "$TMP/ntb-nats.conf"
+	printf '[nats]\nservers = %s\nname = nta\nannounce = 500ms\nkey = %s\n[import]\ntopics = pb.*\n%b\n' \
+		"$NATS_URL" "$TMP/nta.key" "$NATS_TRUST" > "$TMP/nta-nats.conf"
 	chmod 644 "$TMP/ntb-nats.conf" "$TMP/nta-nats.conf"
 	start_hub ntb "$keys" \
-		"[guest pb]\nexec = $B/tests/bench/psguest\nargs = --prefix pb --pub pb.ev --out $psd\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/ntb-nats.conf\n" 2
+		"[guest pb]\nexec = $B/tests/bench/psguest\nargs = --prefix pb --pub pb.ev --out $psd\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/ntb-nats.conf\n$NATS_USER" 2
 	ctlb=$CTL
 	start_hub nta "$keys" \
-		"[guest s1]\nexec = $B/tests/bench/psguest\nargs = --prefix s1 --sub pb.ev --policy drop-oldest --out $psd\n[guest s2]\nexec = $B/tests/bench/psguest\nargs = --prefix s2 --sub pb.ev --policy block --out $psd\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/nta-nats.conf\npublishes = pb.*\n" 3
+		"[guest s1]\nexec = $B/tests/bench/psguest\nargs = --prefix s1 --sub pb.ev --policy drop-oldest --out $psd\n[guest s2]\nexec = $B/tests/bench/psguest\nargs = --prefix s2 --sub pb.ev --policy block --out $psd\n[guest nats]\nexec = $B/hub-nats\nargs = --config $TMP/nta-nats.conf\npublishes = pb.*\n$NATS_USER" 3
 	for _ in $(seq 200); do
 		$CTL logs nats 2>/dev/null | grep -q 'importing topic pb.ev' && break
 		sleep 0.05
