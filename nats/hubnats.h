@@ -237,7 +237,7 @@ struct bridge {
 	atomic_int		connected;	/* as libnats last said (its threads) */
 	char			inbox[128];	/* inbox.SEQ: replies; inbox.s.SEQ: a
 						 * stream's items; inbox.c.ID: credit */
-	natsSubscription	*sub_inbox;		/* inbox.SEQ */
+	natsSubscription	*sub_inbox, *sub_probes;	/* inbox.SEQ, inbox.p.> */
 	natsSubscription	*sub_items, *sub_credit;	/* inbox.s.>, inbox.c.> */
 	int64_t			max_payload;	/* the server's, bytes */
 	uint64_t		now_ns;

@@ -106,11 +106,10 @@ options(struct bridge *b)
 	 * millisecond, twice per call) */
 	if (s == NATS_OK)
 		s = br_evloop_use(b->ev, o);
-	/* and no flusher thread kicked at each publish: with the loop,
-	 * send_asap asks it for the socket's writability (evloop.c), on
-	 * this thread; the pass's end writes what it published */
-	if (s == NATS_OK)
-		s = natsOptions_SetSendAsap(o, true);
+	/* not send_asap, though libnats's flusher thread is kicked at the
+	 * first publish after each write: with the loop, a bridge with
+	 * send_asap did not stop in time once NATS was gone, and let
+	 * answers wait (check_nats_faults) */
 	/* our own requests and announcements never come back to us */
 	if (s == NATS_OK)
 		s = natsOptions_SetNoEcho(o, true);
@@ -190,9 +189,10 @@ connector_start(struct bridge *b)
 /* The subjects only this bridge hears, on each new connection: a
  * stream's items and credit (inbox.s.SEQ, inbox.c.ID) read by the loop
  * itself, as the others (handed over by libnats's delivery thread, each
- * cost two thread wakes); replies (inbox.SEQ) through that thread, as a
- * synchronous subscription drops NATS's "no responders" answer, and
- * with it which call had none. */
+ * cost two thread wakes); answers (inbox.SEQ) and probes' answers
+ * (inbox.p.HUB) through that thread, as a synchronous subscription
+ * drops NATS's "no responders" answer, and with it which call had
+ * none. A new kind of inbox subject needs its subscription here. */
 static int
 inbox_attach(struct bridge *b)
 {
@@ -200,6 +200,9 @@ inbox_attach(struct bridge *b)
 
 	snprintf(subject, sizeof(subject), "%s.*", b->inbox);
 	if (natsConnection_Subscribe(&b->sub_inbox, b->nc, subject, br_on_msg, b) != NATS_OK)
+		return -1;
+	snprintf(subject, sizeof(subject), "%s.p.>", b->inbox);
+	if (natsConnection_Subscribe(&b->sub_probes, b->nc, subject, br_on_msg, b) != NATS_OK)
 		return -1;
 	snprintf(subject, sizeof(subject), "%s.s.>", b->inbox);
 	if (natsConnection_SubscribeSync(&b->sub_items, b->nc, subject) != NATS_OK)
@@ -212,9 +215,10 @@ static void
 inbox_detach(struct bridge *b)
 {
 	natsSubscription_Destroy(b->sub_inbox);
+	natsSubscription_Destroy(b->sub_probes);
 	natsSubscription_Destroy(b->sub_items);
 	natsSubscription_Destroy(b->sub_credit);
-	b->sub_inbox = b->sub_items = b->sub_credit = NULL;
+	b->sub_inbox = b->sub_probes = b->sub_items = b->sub_credit = NULL;
 }
 
 static int
