@@ -100,6 +100,21 @@ def test_register_only_its_names(hub):
         assert hub.ok("py.register", name).startswith(einval % name), name
 
 
+def test_unregister(hub):
+    # registered, called, withdrawn: a new call is the hub's "no such
+    # method"; registered again, it answers again
+    assert hub.ok("py.register", "py.gone") == "ok"
+    assert hub.ok("py.gone") == "extra"
+    assert hub.ok("py.unregister", "py.gone") == "ok"
+    rc, err, _ = hub.call("py.gone")
+    assert rc != 0 and "py.gone" in err, err
+    assert "py.gone" not in hub.methods()
+    assert hub.ok("py.unregister", "py.gone").startswith("Error %d: unregister py.gone: not "
+                                                         "registered here" % -errno.ENOENT)
+    assert hub.ok("py.register", "py.gone") == "ok"
+    assert hub.ok("py.gone") == "extra"
+
+
 def test_handler_that_raises(hub):
     pid = hub.peer("pyguest")["pid"]
     rc, err, _ = hub.call("py.raise", "boom")

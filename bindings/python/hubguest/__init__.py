@@ -73,7 +73,7 @@ from .sender import Sender
 from .topics import Event, Topic
 from .upload import Upload
 
-__version__ = "0.7.0"
+__version__ = "0.8.0"
 
 __all__ = [
     "attach", "caller", "current_call", "CallInfo", "INHERIT", "NEW_TRACE", "Guest", "Call",

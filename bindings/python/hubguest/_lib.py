@@ -63,6 +63,7 @@ _PROTOS = {
     "guest_detach": (None, [_P]),
     "guest_peer_id": (ctypes.c_uint, [_P]),
     "guest_register": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, HANDLER, _P]),
+    "guest_unregister": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "guest_reply": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t]),
     "guest_reply_error": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "guest_reply_cancelled": (ctypes.c_int, [_P]),

@@ -134,6 +134,22 @@ class Handlers:
             raise Error("register %s (%s): %s" % (m.name, m.sig.text, why), rc)
         self._sigs[m.name] = m.sig
 
+    def unregister(self, name):
+        """Withdraws method name, registered before: the hub routes no new
+        call of it here (a caller gets "no such method"); the name may be
+        registered again. Error ENOENT when this guest has no such
+        method, else the hub's refusal."""
+        tokens = [t for t, m in self._methods.items() if m.name == name]
+        if not tokens:
+            raise Error("unregister %s: not registered here" % name, -errno.ENOENT)
+        if self._h is not None:
+            rc = self._lib.guest_unregister(self._h, name.encode())
+            if rc != 0:
+                raise status_error(rc, self.goodbye_reason, "unregister %s: " % name)
+        for t in tokens:
+            del self._methods[t]
+        self._sigs.pop(name, None)
+
     def method(self, name, signature):
         """Decorator: @g.method("greeter.hello", "str->str")."""
         def deco(fn):

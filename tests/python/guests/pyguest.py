@@ -180,6 +180,16 @@ def register(name):
         return "%s %d: %s" % (type(e).__name__, e.code, e)
 
 
+@m("unregister", "str->str")
+def unregister(name):
+    """Withdraws name: ok, or the error with its code."""
+    try:
+        g.unregister(name)
+        return "ok"
+    except hubguest.Error as e:
+        return "%s %d: %s" % (type(e).__name__, e.code, e)
+
+
 @m("count", "u64,chan<u64>->u64")
 def count(n, out):
     for i in range(1, n + 1):
