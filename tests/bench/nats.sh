@@ -149,7 +149,7 @@ nats_cost() {
 # call) and PC_CS (context switches per call) from two nats_cost
 # figures, plus what a process measured of itself
 nats_per_call() {
-	local tck
+	local tck t0 c0 t1 c1
 
 	tck=$(getconf CLK_TCK)
 	read -r t0 c0 <<<"$1"
