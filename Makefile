@@ -117,7 +117,7 @@ PROGS := $(B)/hubd $(B)/hubctl $(B)/hub-run $(B)/hub-nats
 
 SUITE_SRC := $(sort $(wildcard tests/unit/check_*.c tests/e2e/check_*.c))
 TEST_OBJ := $(SUITE_SRC:%.c=$(B)/%.o) $(B)/tests/check_main.o $(B)/tests/e2e/harness.o \
-	$(B)/tests/e2e/natsd.o $(B)/tests/e2e/natshubs.o $(B)/nats/conf.o
+	$(B)/tests/e2e/natsd.o $(B)/tests/e2e/natshubs.o $(B)/nats/conf.o $(B)/nats/batch.o
 SUITES := $(basename $(notdir $(SUITE_SRC)))
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)

@@ -15,9 +15,10 @@
 #define FORGET_NS	(60ull * 1000000000)	/* a timed-out call kept for its answer */
 
 /* Publishes an answer on reply: Hub-Status word, the bytes, MAC'd with
- * key (the caller's, NULL none). */
+ * key (the caller's, NULL none); batched: the request came in a batch,
+ * the answer goes in one too if others go to the same caller. */
 static void
-answer(struct bridge *b, const char *reply, const uint8_t *key, const char *word,
+answer(struct bridge *b, const char *reply, const uint8_t *key, int batched, const char *word,
        const void *data, size_t len)
 {
 	natsMsg *r = NULL;
@@ -36,16 +37,20 @@ answer(struct bridge *b, const char *reply, const uint8_t *key, const char *word
 	natsMsgHeader_Set(r, BR_H_FROM, b->conf.name);
 	if (key != NULL)
 		br_trust_mac_set(r, key, reply, word, data, len);
+	if (batched) {
+		br_gather_answer(b, r);
+		return;
+	}
 	if (natsConnection_PublishMsg(b->nc, r) != NATS_OK)
 		b->errors++;
 	br_msg_done(b, r);
 }
 
 static void
-answer_text(struct bridge *b, const char *reply, const uint8_t *key, const char *word,
-	    const char *text)
+answer_text(struct bridge *b, const char *reply, const uint8_t *key, int batched,
+	    const char *word, const char *text)
 {
-	answer(b, reply, key, word, text, strlen(text));
+	answer(b, reply, key, batched, word, text, strlen(text));
 }
 
 /* The calling hub's slot in bridge.callers, taken if new: -1 when
@@ -93,7 +98,7 @@ on_answer(void *ctx, int status, const uint8_t *result, size_t len)
 	if (e == NULL)
 		return;
 	if (!e->answered) {
-		answer(b, e->reply, e->has_key ? e->key : NULL, br_status_word(status), result, len);
+		answer(b, e->reply, e->has_key ? e->key : NULL, e->batched, br_status_word(status), result, len);
 		br_service_count(b, e->ep, status, result, len, e->start_ns);
 	}
 	ecall_free(b, e);
@@ -153,7 +158,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	struct ecall *e;
 	uint32_t call_id, ep, left;
 	uint64_t id;
-	int rc, slot, has_commit;
+	int rc, slot, has_commit, batched = b->in_batch;
 
 	if (reply == NULL || *reply == '\0')
 		return;		/* nobody to answer */
@@ -162,7 +167,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	has_commit = br_trust_commit_parse(m, commit) == 0;
 	if (x == NULL) {
 		snprintf(text, sizeof(text), "hub %s does not export %.64s", b->conf.name, method);
-		answer_text(b, reply, k, "no-method", text);
+		answer_text(b, reply, k, batched, "no-method", text);
 		return;
 	}
 	ep = br_service_request(b, x->name);
@@ -170,7 +175,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	    strcmp(sig, x->sig) != 0) {
 		snprintf(text, sizeof(text), "hub %s serves %s as %s, the caller's is %.256s",
 			 b->conf.name, x->name, x->sig, sig != NULL ? sig : "(none)");
-		answer_text(b, reply, k, "bad-payload", text);
+		answer_text(b, reply, k, batched, "bad-payload", text);
 		br_service_count(b, ep, -EBADMSG, text, strlen(text), b->now_ns);
 		return;
 	}
@@ -180,14 +185,14 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 		b->late++;
 		snprintf(text, sizeof(text), "the caller's deadline passed before the call reached hub %s",
 			 b->conf.name);
-		answer_text(b, reply, k, "timeout", text);
+		answer_text(b, reply, k, batched, "timeout", text);
 		br_service_count(b, ep, -ETIMEDOUT, text, strlen(text), b->now_ns);
 		return;
 	}
 	if (b->ecalls.count >= b->conf.calls_max) {
 		snprintf(text, sizeof(text), "hub %s has %u calls from NATS in flight already",
 			 b->conf.name, b->ecalls.count);
-		answer_text(b, reply, k, "refused", text);
+		answer_text(b, reply, k, batched, "refused", text);
 		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
@@ -198,13 +203,13 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	if ((slot = caller_slot(b, from)) < 0 || b->callers[slot].n >= b->conf.calls_per_hub) {
 		snprintf(text, sizeof(text), "hub %s has %u calls from hub %.63s in flight already",
 			 b->conf.name, slot >= 0 ? b->callers[slot].n : 0, from);
-		answer_text(b, reply, k, "refused", text);
+		answer_text(b, reply, k, batched, "refused", text);
 		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
 	if ((ctx = malloc(sizeof(*ctx))) == NULL || hp_idtab_reserve(&b->ecalls, 1) != 0) {
 		free(ctx);
-		answer_text(b, reply, k, "refused", "hub-nats is out of memory");
+		answer_text(b, reply, k, batched, "refused", "hub-nats is out of memory");
 		return;
 	}
 	/* x may move from here on: libguest serves while it sends */
@@ -212,7 +217,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	if (x->chan_arg != -1 &&
 	    (es = br_estream_open(b, m, x, &args, &len, &copy, text, sizeof(text))) == NULL) {
 		free(ctx);
-		answer_text(b, reply, k, "bad-payload", text);
+		answer_text(b, reply, k, batched, "bad-payload", text);
 		return;
 	}
 	if (++b->next_ecall == 0)
@@ -242,7 +247,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 			br_estream_close(b, es);
 		snprintf(text, sizeof(text), "hub %s could not call %s: %s", b->conf.name,
 			 name, strerror(-rc));
-		answer_text(b, reply, k, "refused", text);
+		answer_text(b, reply, k, batched, "refused", text);
 		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
@@ -250,6 +255,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	e->call_id = call_id;
 	br_service_call(b, e, m, ep);
 	e->caller = slot;
+	e->batched = batched;
 	b->callers[slot].n++;
 	if ((e->has_key = k != NULL))
 		memcpy(e->key, key, sizeof(e->key));
@@ -303,7 +309,7 @@ br_callin_scan(struct bridge *b)
 	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
 		if (!e->answered && b->now_ns >= e->deadline_ns) {
 			snprintf(text, sizeof(text), "no answer on hub %s in time", b->conf.name);
-			answer_text(b, e->reply, e->has_key ? e->key : NULL, "timeout", text);
+			answer_text(b, e->reply, e->has_key ? e->key : NULL, e->batched, "timeout", text);
 			br_service_count(b, e->ep, -ETIMEDOUT, text, strlen(text), e->start_ns);
 			guest_cancel(b->g, e->call_id);
 			e->answered = 1;
@@ -332,7 +338,7 @@ br_callin_stop(struct bridge *b)
 
 	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
 		if (!e->answered)
-			answer_text(b, e->reply, e->has_key ? e->key : NULL, "unreachable",
+			answer_text(b, e->reply, e->has_key ? e->key : NULL, e->batched, "unreachable",
 				    "the hub's bridge is stopping");
 		free(e->reply);
 	}

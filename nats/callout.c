@@ -173,7 +173,11 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	 * back before the next turn of the loop */
 	if (s == NATS_OK && st != NULL)
 		br_istream_add(b, st, id, (uint32_t)chan);
-	if (s == NATS_OK)
+	/* without a stream, with this pass's others to the same subject
+	 * (gather.c), sent at the pass's end */
+	if (s == NATS_OK && st == NULL && br_gather_request(b, m, id) == 0)
+		m = NULL;
+	else if (s == NATS_OK)
 		s = natsConnection_PublishMsg(b->nc, m);
 	br_msg_done(b, m);
 	if (s != NATS_OK) {
@@ -296,6 +300,15 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 		br_route_probed(b, seq + 2, m);
 		return 0;
 	}
+	/* a batch of answers; NATS's answer to a batch of requests */
+	if (strcmp(seq, "B") == 0) {
+		br_gather_answers(b, m);
+		return 0;
+	}
+	if (seq[0] == 'b') {
+		br_gather_batch_reply(b, m, seq + 1);
+		return 0;
+	}
 	if (*seq == '\0' || *end != '\0')
 		return 0;
 	/* anyone may publish on our inbox: an answer its hub did not make
@@ -313,6 +326,25 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 		return 1;
 	reply_now(b, m, id);
 	return 0;
+}
+
+void
+br_callout_answer(struct bridge *b, natsMsg *m, uint64_t id)
+{
+	reply_now(b, m, id);
+}
+
+void
+br_callout_fail(struct bridge *b, uint64_t id, const char *text)
+{
+	struct icall *ic, call;
+
+	if ((ic = hp_idtab_find(&b->icalls, id)) == NULL)
+		return;
+	call = *ic;
+	hp_idtab_remove(&b->icalls, ic);
+	free(call.args);
+	reply_status(call.c, -EHOSTUNREACH, text);
 }
 
 void

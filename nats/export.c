@@ -190,7 +190,19 @@ refresh(struct bridge *b)
 static void
 request(struct bridge *b, natsMsg *m, const char *method)
 {
-	br_callin_request(b, m, method, export_find(b, method));
+	natsMsg *v[BR_BATCH_MAX];
+	int n = br_gather_requests(b, m, v);
+
+	if (n == -1)
+		br_callin_request(b, m, method, export_find(b, method));
+	/* a batch (gather.c): each entry as the request it stands for; the
+	 * export found again for each, a call may have changed the list */
+	for (int i = 0; i < n; i++) {
+		b->in_batch = 1;
+		br_callin_request(b, v[i], method, export_find(b, method));
+		b->in_batch = 0;
+		br_msg_done(b, v[i]);
+	}
 }
 
 int

@@ -165,6 +165,7 @@ struct ecall {
 	uint32_t	timeout_ms;	/* the caller's: each stream item restarts it */
 	int		answered;	/* the reply went (a timeout) */
 	int		has_key, has_commit;
+	int		batched;	/* came in a batch: its answer may go in one */
 	int		caller;		/* its slot in bridge.callers, -1 none */
 	char		*reply;		/* the caller's reply subject */
 	/* service.c: for $SRV.STATS and hubctl calls */
@@ -202,6 +203,7 @@ struct br_topics;
 struct br_service;
 struct br_tally;
 struct br_trust;
+struct br_gather;
 
 /* A hub of [trust], or this one (trust.c). */
 struct br_peer {
@@ -278,6 +280,9 @@ struct bridge {
 	struct br_topics	*topics;	/* topics.c, NULL: none configured */
 	struct br_service	*service;	/* service.c: $SRV */
 	struct br_tally		*tally;		/* tally.c: what hubctl shows */
+	struct br_gather	*gather;	/* gather.c: this pass's batches */
+	int			in_batch;	/* callin.c's request came in one */
+	uint64_t		refused_batches;	/* malformed, dropped whole */
 };
 
 /* reap.c: m (NULL: none) destroyed later, with others; in place of
@@ -317,6 +322,8 @@ uint8_t	*br_chan_rewrite(const uint8_t *args, size_t len, size_t off, size_t n,
 #define BR_H_KEY	"Hub-Key"	/* the calling hub's public key */
 #define BR_H_MAC	"Hub-Mac"	/* an answer's MAC, by the key both share */
 #define BR_H_CANCEL	"Hub-Cancel"	/* the hash of the token that cancels a call */
+#define BR_H_BATCH	"Hub-Batch"	/* a batch's entries (batch.c) */
+#define BR_H_REPLY	"Hub-Reply"	/* a batch entry's reply subject */
 
 /* Deadlines, Cancels and refreshes are looked at this often. */
 #define BR_SCAN_NS	(20ull * 1000000)
@@ -445,6 +452,11 @@ void	br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void
 int	br_callout_reply(struct bridge *b, natsMsg *m, const char *seq);
 /* The streams' items sent on, and the answers they held given. */
 void	br_callout_pump(struct bridge *b);
+/* Call id (if still waiting) answered by m, a reply that names no call
+ * (NATS's no responders to its batch). */
+void	br_callout_answer(struct bridge *b, natsMsg *m, uint64_t id);
+/* Call id (if still waiting) failed: its request could not be sent. */
+void	br_callout_fail(struct bridge *b, uint64_t id, const char *text);
 /* The calls past their deadline answered, the Cancels sent on. */
 void	br_callout_scan(struct bridge *b);
 void	br_callout_start(struct bridge *b);
@@ -553,6 +565,36 @@ struct br_names {
 /* name's index; a new one when add (UINT32_MAX when full, or not found). */
 uint32_t br_names_find(struct br_names *t, const char *name, int add);
 void	br_names_free(struct br_names *t);
+
+/* batch.c: the batch wire. Entry m (a request: its reply subject;
+ * answer: its subject is the entry's reply) written at out (NULL: only
+ * measured); its bytes, 0 if it cannot go in a batch. */
+#define BR_BATCH_MAX	256	/* entries in one batch */
+size_t	br_batch_put(natsMsg *m, int answer, uint8_t *out);
+/* A batch's body of count (Hub-Batch) entries into out[] (*n of them:
+ * requests on subject, or answers), each new; 0, or -1: malformed,
+ * nothing made. */
+int	br_batch_parse(const uint8_t *data, size_t len, const char *count, const char *subject,
+		       int answer, natsMsg **out, uint32_t *n);
+
+/* gather.c: what one loop pass sends, to one subject or one caller,
+ * sent together. Request m of call id queued: 0 (m is gather's), or -1
+ * (not: the caller publishes it). */
+int	br_gather_request(struct bridge *b, natsMsg *m, uint64_t id);
+/* Answer r sent, with others to its caller (in a batch) or alone; r is
+ * gather's. */
+void	br_gather_answer(struct bridge *b, natsMsg *r);
+/* End of a loop pass: every batch sent (one entry: as it was). */
+void	br_gather_flush(struct bridge *b);
+/* Request m a batch: its entries, made requests, in out[]; their count,
+ * -1 not a batch, -2 malformed (counted). */
+int	br_gather_requests(struct bridge *b, natsMsg *m, natsMsg **out);
+/* inbox.B: a batch of answers, each to br_callout_reply. */
+void	br_gather_answers(struct bridge *b, natsMsg *m);
+/* inbox.bSEQ: NATS's answer to batch SEQ (no responders): every call
+ * of it answered so. */
+void	br_gather_batch_reply(struct bridge *b, natsMsg *m, const char *seq);
+void	br_gather_stop(struct bridge *b);
 
 /* tally.c: per remote hub and per imported method, calls out, errors and
  * latency, served to hubctl as GUEST.stats (GUEST the bridge's [guest]

@@ -401,6 +401,8 @@ run(struct bridge *b)
 		/* last before sleeping: it asks hubd to ring guest_fd */
 		if ((rc = guest_service(b->g)) != 0)
 			return rc == -ESHUTDOWN ? 0 : rc;
+		/* this pass's requests and answers, batched (gather.c) */
+		br_gather_flush(b);
 		/* what this pass published, in one write, now: libnats asks
 		 * for it only from its flusher, about a millisecond later */
 		if (b->nc != NULL && br_evloop_attached(b->ev) && natsConnection_Buffered(b->nc) > 0)
@@ -503,6 +505,8 @@ main(int argc, char *argv[])
 	br_import_stop(b);
 	br_topics_stop(b);
 	br_tally_stop(b);
+	br_gather_flush(b);	/* the stopping calls' answers */
+	br_gather_stop(b);
 	br_msg_reap(b);
 	inbox_detach(b);
 	/* what is left (the subscriptions' ends) written now: libnats's

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The batch wire (doc/nats.md, "Batches"): many requests, or many
+ * answers, as one NATS message with Hub-Batch: N. Its body is N
+ * entries, each a u32 header-block length and a u32 payload length
+ * (little endian), the header block ("Name: value\r\n" each, as NATS
+ * writes a message's headers; Hub-Reply the entry's reply subject), then
+ * the payload. Built from the messages that would have gone alone, and
+ * parsed back into such messages. What is parsed came from anyone on
+ * NATS: every length is checked against what is left, every header
+ * against the syntax, and a batch with one bad byte is refused whole. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nats/hubnats.h"
+
+/* A header block's bytes, at most (a request's headers take about 600). */
+#define HDR_MAX		8192
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static int
+name_ok(const char *s, size_t n)
+{
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || s[i] == ':')
+			return 0;
+	return 1;
+}
+
+/* A value: no control byte but a tab (no CR or LF: one line). */
+static int
+value_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if ((ch < ' ' && ch != '\t') || ch == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+/* A subject to publish on: tokens of visible bytes, no wildcard (a
+ * blank would split the protocol line). */
+static int
+subject_ok(const char *s, size_t n)
+{
+	if (n == 0 || n >= BR_SUBJECT_MAX || s[0] == '.' || s[n - 1] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch <= ' ' || ch == 0x7f || ch == '*' || ch == '>' ||
+		    (ch == '.' && s[i + 1] == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Appends "name: value\r\n" at out + *pos (out NULL: only counts). */
+static void
+put_line(uint8_t *out, size_t *pos, const char *name, const char *value)
+{
+	size_t nn = strlen(name), nv = strlen(value);
+
+	if (out != NULL) {
+		memcpy(out + *pos, name, nn);
+		memcpy(out + *pos + nn, ": ", 2);
+		memcpy(out + *pos + nn + 2, value, nv);
+		memcpy(out + *pos + nn + 2 + nv, "\r\n", 2);
+	}
+	*pos += nn + nv + 4;
+}
+
+size_t
+br_batch_put(natsMsg *m, int answer, uint8_t *out)
+{
+	const char *reply = answer ? natsMsg_GetSubject(m) : natsMsg_GetReply(m);
+	const char **keys = NULL, **vals;
+	int nkeys = 0, nvals;
+	size_t pos = 8, hdr;
+	int dlen = natsMsg_GetDataLength(m);
+
+	if (reply == NULL || !subject_ok(reply, strlen(reply)))
+		return 0;
+	put_line(out, &pos, BR_H_REPLY, reply);
+	if (natsMsgHeader_Keys(m, &keys, &nkeys) != NATS_OK)
+		nkeys = 0;	/* none (NATS_NOT_FOUND) */
+	for (int i = 0; i < nkeys; i++) {
+		if (strcmp(keys[i], BR_H_REPLY) == 0 ||
+		    natsMsgHeader_Values(m, keys[i], &vals, &nvals) != NATS_OK)
+			continue;
+		for (int j = 0; j < nvals; j++) {
+			if (!name_ok(keys[i], strlen(keys[i])) ||
+			    !value_ok(vals[j], strlen(vals[j]))) {
+				free(vals);
+				free(keys);
+				return 0;
+			}
+			put_line(out, &pos, keys[i], vals[j]);
+		}
+		free(vals);
+	}
+	free(keys);
+	hdr = pos - 8;
+	if (hdr > HDR_MAX || dlen < 0)
+		return 0;
+	if (out != NULL) {
+		put32(out, (uint32_t)hdr);
+		put32(out + 4, (uint32_t)dlen);
+		if (dlen > 0)
+			memcpy(out + pos, natsMsg_GetData(m), (size_t)dlen);
+	}
+	return pos + (size_t)dlen;
+}
+
+/* One entry's header block, checked and split in place (buf holds a
+ * copy, NUL-terminated pieces): the Hub-Reply's value in *reply, the
+ * others' names and values in name[], value[]; the count, or -1. */
+static int
+split(char *buf, size_t n, const char **reply, const char **name, const char **value, int cap)
+{
+	int count = 0;
+	size_t pos = 0;
+
+	*reply = NULL;
+	while (pos < n) {
+		char *line = buf + pos, *colon, *end, *v;
+		size_t left = n - pos;
+
+		if ((end = memchr(line, '\r', left)) == NULL || (size_t)(end - line) + 1 >= left ||
+		    end[1] != '\n')
+			return -1;
+		if ((colon = memchr(line, ':', (size_t)(end - line))) == NULL ||
+		    !name_ok(line, (size_t)(colon - line)))
+			return -1;
+		v = colon + 1;
+		while (v < end && (*v == ' ' || *v == '\t'))
+			v++;
+		if (!value_ok(v, (size_t)(end - v)))
+			return -1;
+		*colon = '\0';
+		*end = '\0';
+		pos = (size_t)(end - buf) + 2;
+		if (strcmp(line, BR_H_REPLY) == 0) {
+			if (*reply != NULL || !subject_ok(v, strlen(v)))
+				return -1;
+			*reply = v;
+			continue;
+		}
+		if (count == cap)
+			return -1;
+		name[count] = line;
+		value[count++] = v;
+	}
+	return *reply != NULL ? count : -1;
+}
+
+/* Walks the body: every entry checked; with out, each made a message.
+ * 0, or -1 (nothing made). */
+static int
+walk(const uint8_t *data, size_t len, uint32_t n, const char *subject, int answer,
+     natsMsg **out)
+{
+	char buf[HDR_MAX + 1];
+	const char *name[HDR_MAX / 4], *value[HDR_MAX / 4], *reply;
+	size_t pos = 0;
+	uint32_t i;
+	int nh;
+
+	for (i = 0; i < n; i++) {
+		uint32_t hlen, dlen;
+		natsStatus s;
+
+		if (len - pos < 8)
+			goto fail;
+		hlen = get32(data + pos);
+		dlen = get32(data + pos + 4);
+		pos += 8;
+		if (hlen > HDR_MAX || hlen > len - pos || dlen > len - pos - hlen ||
+		    dlen > INT32_MAX)
+			goto fail;
+		memcpy(buf, data + pos, hlen);
+		buf[hlen] = '\0';
+		if ((nh = split(buf, hlen, &reply, name, value, HDR_MAX / 4)) < 0)
+			goto fail;
+		pos += hlen;
+		if (out != NULL) {
+			s = answer ? natsMsg_Create(&out[i], reply, NULL, (const char *)data + pos,
+						    (int)dlen)
+			    : natsMsg_Create(&out[i], subject, reply, (const char *)data + pos,
+					     (int)dlen);
+			for (int k = 0; s == NATS_OK && k < nh; k++)
+				s = natsMsgHeader_Add(out[i], name[k], value[k]);
+			if (s != NATS_OK) {
+				natsMsg_Destroy(out[i]);
+				goto fail;
+			}
+		}
+		pos += dlen;
+	}
+	if (pos != len)
+		goto fail;	/* bytes past the N entries */
+	return 0;
+fail:
+	if (out != NULL)
+		while (i-- > 0)
+			natsMsg_Destroy(out[i]);
+	return -1;
+}
+
+int
+br_batch_parse(const uint8_t *data, size_t len, const char *count, const char *subject,
+	       int answer, natsMsg **out, uint32_t *n)
+{
+	char *end;
+	unsigned long v;
+
+	if (count == NULL || *count < '1' || *count > '9')
+		return -1;
+	v = strtoul(count, &end, 10);
+	if (*end != '\0' || v < 2 || v > BR_BATCH_MAX || (!answer && subject == NULL))
+		return -1;
+	if (data == NULL)
+		len = 0;
+	/* checked whole first: a bad entry anywhere, and none is made */
+	if (walk(data, len, (uint32_t)v, subject, answer, NULL) != 0 ||
+	    walk(data, len, (uint32_t)v, subject, answer, out) != 0)
+		return -1;
+	*n = (uint32_t)v;
+	return 0;
+}

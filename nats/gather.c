@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Batches (doc/nats.md, "Batches"): the requests one loop pass makes to
+ * one subject, and the answers it gives to one calling bridge, go as one
+ * NATS message each (batch.c's wire), so that one wake of nats-server
+ * and of the other bridge carries many calls. One of a kind goes alone,
+ * as it always did: a single call is never slower. And back: a batch of
+ * requests made requests again (export.c hands each to callin.c), a
+ * batch of answers made answers (each to callout.c, its MAC checked
+ * there as any answer's). Only calls without a chan<T> argument are
+ * batched, and answers only to calls that came in a batch: a caller
+ * that sends none may not read one. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nats/hubnats.h"
+
+#define PENDING_MAX	16	/* subjects, and callers, batched in one pass */
+#define SENT_KEEP	64	/* batches kept for NATS's "no responders" */
+
+/* A batch being gathered. */
+struct pending {
+	char		key[BR_SUBJECT_MAX];	/* requests: the subject;
+						 * answers: the caller's inbox */
+	natsMsg		*m[BR_BATCH_MAX];
+	uint64_t	id[BR_BATCH_MAX];	/* requests: their calls */
+	uint32_t	n;
+	size_t		bytes;			/* its body, at most */
+};
+
+/* A batch of requests sent: NATS's "no responders" (to inbox.bSEQ)
+ * answers each of its calls. */
+struct sent {
+	uint64_t	seq;			/* 0: none */
+	uint32_t	n;
+	uint64_t	id[BR_BATCH_MAX];
+};
+
+struct br_gather {
+	struct pending	req[PENDING_MAX], ans[PENDING_MAX];
+	uint32_t	nreq, nans;
+	struct sent	sent[SENT_KEEP];
+	uint64_t	next_seq;
+};
+
+static struct br_gather *
+gather(struct bridge *b)
+{
+	if (b->gather == NULL)
+		b->gather = calloc(1, sizeof(*b->gather));
+	return b->gather;
+}
+
+/* A batch's body, at most: what NATS takes, with room for the headers. */
+static size_t
+budget(const struct bridge *b)
+{
+	return b->max_payload > 1024 ? (size_t)b->max_payload - 1024 : 64 * 1024;
+}
+
+/* The pending batch of key in v[0..*n), a new one if there is room. */
+static struct pending *
+find(struct pending *v, uint32_t *n, const char *key, size_t klen)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (strncmp(v[i].key, key, klen) == 0 && v[i].key[klen] == '\0')
+			return &v[i];
+	if (*n == PENDING_MAX || klen >= sizeof(v[0].key))
+		return NULL;
+	memcpy(v[*n].key, key, klen);
+	v[*n].key[klen] = '\0';
+	v[*n].n = 0;
+	v[*n].bytes = 0;
+	return &v[(*n)++];
+}
+
+/* p's entries (two or more) as one message: requests to p's subject,
+ * answered "no responders" on inbox.bSEQ; answers to the caller's
+ * inbox.B. */
+static natsStatus
+publish_batch(struct bridge *b, struct pending *p, int answer, uint64_t seq)
+{
+	char subject[BR_SUBJECT_MAX + 2], reply[BR_SUBJECT_MAX], count[12];
+	natsMsg *bm = NULL;
+	uint8_t *buf;
+	size_t pos = 0;
+	natsStatus s;
+
+	if ((buf = malloc(p->bytes)) == NULL)
+		return NATS_NO_MEMORY;
+	for (uint32_t i = 0; i < p->n; i++)
+		pos += br_batch_put(p->m[i], answer, buf + pos);
+	snprintf(count, sizeof(count), "%u", p->n);
+	snprintf(subject, sizeof(subject), "%s%s", p->key, answer ? ".B" : "");
+	snprintf(reply, sizeof(reply), "%s.b%" PRIu64, b->inbox, seq);
+	s = natsMsg_Create(&bm, subject, answer ? NULL : reply, (const char *)buf, (int)pos);
+	free(buf);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(bm, BR_H_BATCH, count);
+	if (s == NATS_OK && answer)
+		s = natsMsgHeader_Set(bm, BR_H_FROM, b->conf.name);
+	if (s == NATS_OK)
+		s = natsConnection_PublishMsg(b->nc, bm);
+	br_msg_done(b, bm);
+	return s;
+}
+
+/* Sends the requests of p, a copy (a call answered here lets libguest
+ * serve, and another call be gathered meanwhile). */
+static void
+send_requests(struct bridge *b, struct pending *p)
+{
+	struct br_gather *g = b->gather;
+	uint32_t n = 0;
+	uint64_t seq = 0;
+	natsStatus s = NATS_CONNECTION_CLOSED;
+	char text[96];
+
+	/* only the calls still waiting */
+	for (uint32_t i = 0; i < p->n; i++) {
+		if (hp_idtab_find(&b->icalls, p->id[i]) == NULL) {
+			br_msg_done(b, p->m[i]);
+			continue;
+		}
+		p->m[n] = p->m[i];
+		p->id[n++] = p->id[i];
+	}
+	if ((p->n = n) == 0)
+		return;
+	if (n > 1) {
+		struct sent *st;
+
+		if (++g->next_seq == 0)
+			++g->next_seq;
+		seq = g->next_seq;
+		st = &g->sent[seq % SENT_KEEP];
+		st->seq = seq;
+		st->n = n;
+		memcpy(st->id, p->id, n * sizeof(p->id[0]));
+	}
+	if (b->nc != NULL)
+		s = n == 1 ? natsConnection_PublishMsg(b->nc, p->m[0]) : publish_batch(b, p, 0, seq);
+	for (uint32_t i = 0; i < n; i++)
+		br_msg_done(b, p->m[i]);
+	if (s == NATS_OK)
+		return;
+	if (seq != 0)
+		g->sent[seq % SENT_KEEP].seq = 0;
+	snprintf(text, sizeof(text), "NATS: %s", natsStatus_GetText(s));
+	for (uint32_t i = 0; i < n; i++)
+		br_callout_fail(b, p->id[i], text);
+}
+
+static void
+send_answers(struct bridge *b, struct pending *p)
+{
+	natsStatus s = NATS_CONNECTION_CLOSED;
+
+	if (b->nc != NULL)
+		s = p->n == 1 ? natsConnection_PublishMsg(b->nc, p->m[0]) : publish_batch(b, p, 1, 0);
+	if (s != NATS_OK)
+		b->errors += p->n;
+	for (uint32_t i = 0; i < p->n; i++)
+		br_msg_done(b, p->m[i]);
+}
+
+int
+br_gather_request(struct bridge *b, natsMsg *m, uint64_t id)
+{
+	struct br_gather *g = gather(b);
+	const char *subject = natsMsg_GetSubject(m);
+	struct pending *p, copy;
+	size_t size;
+
+	if (g == NULL || (size = br_batch_put(m, 0, NULL)) == 0 ||
+	    (p = find(g->req, &g->nreq, subject, strlen(subject))) == NULL)
+		return -1;
+	if (p->n > 0 && (p->n == BR_BATCH_MAX || p->bytes + size > budget(b))) {
+		copy = *p;
+		p->n = 0;
+		p->bytes = 0;
+		send_requests(b, &copy);
+		if (p->n == BR_BATCH_MAX)
+			return -1;	/* filled again meanwhile */
+	}
+	p->m[p->n] = m;
+	p->id[p->n++] = id;
+	p->bytes += size;
+	return 0;
+}
+
+void
+br_gather_answer(struct bridge *b, natsMsg *r)
+{
+	struct br_gather *g = gather(b);
+	const char *subject = natsMsg_GetSubject(r), *dot = strrchr(subject, '.');
+	struct pending *p = NULL, copy;
+	size_t size = 0;
+
+	/* to the caller's inbox: its reply subject without the last token */
+	if (g == NULL || dot == NULL || dot == subject || (size = br_batch_put(r, 1, NULL)) == 0 ||
+	    (p = find(g->ans, &g->nans, subject, (size_t)(dot - subject))) == NULL) {
+		if (b->nc == NULL || natsConnection_PublishMsg(b->nc, r) != NATS_OK)
+			b->errors++;
+		br_msg_done(b, r);
+		return;
+	}
+	if (p->n > 0 && (p->n == BR_BATCH_MAX || p->bytes + size > budget(b))) {
+		copy = *p;
+		p->n = 0;
+		p->bytes = 0;
+		send_answers(b, &copy);
+	}
+	p->m[p->n++] = r;
+	p->bytes += size;
+}
+
+void
+br_gather_flush(struct bridge *b)
+{
+	struct br_gather *g = b->gather;
+	struct pending p;
+
+	if (g == NULL)
+		return;
+	/* from the end: a call gathered meanwhile is sent too */
+	while (g->nreq > 0) {
+		p = g->req[--g->nreq];
+		send_requests(b, &p);
+	}
+	while (g->nans > 0) {
+		p = g->ans[--g->nans];
+		send_answers(b, &p);
+	}
+}
+
+int
+br_gather_requests(struct bridge *b, natsMsg *m, natsMsg **out)
+{
+	const char *count = NULL;
+	uint32_t n;
+
+	if (natsMsgHeader_Get(m, BR_H_BATCH, &count) != NATS_OK || count == NULL)
+		return -1;
+	if (br_batch_parse((const uint8_t *)natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
+			   count, natsMsg_GetSubject(m), 0, out, &n) != 0) {
+		b->refused_batches++;
+		return -2;
+	}
+	return (int)n;
+}
+
+void
+br_gather_answers(struct bridge *b, natsMsg *m)
+{
+	natsMsg *v[BR_BATCH_MAX];
+	const char *count = NULL, *s;
+	size_t ilen = strlen(b->inbox);
+	uint32_t n;
+
+	natsMsgHeader_Get(m, BR_H_BATCH, &count);
+	if (br_batch_parse((const uint8_t *)natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
+			   count, NULL, 1, v, &n) != 0) {
+		b->refused_batches++;
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		s = natsMsg_GetSubject(v[i]);
+		/* only to one of our calls: inbox.SEQ */
+		if (strncmp(s, b->inbox, ilen) != 0 || s[ilen] != '.' ||
+		    strspn(s + ilen + 1, "0123456789") != strlen(s + ilen + 1)) {
+			b->refused_answers++;
+			br_msg_done(b, v[i]);
+		} else if (!br_callout_reply(b, v[i], s + ilen + 1)) {
+			br_msg_done(b, v[i]);
+		}
+	}
+}
+
+void
+br_gather_batch_reply(struct bridge *b, natsMsg *m, const char *seqtext)
+{
+	struct br_gather *g = b->gather;
+	uint64_t id[BR_BATCH_MAX], seq;
+	uint32_t n;
+	char *end;
+
+	seq = strtoull(seqtext, &end, 10);
+	if (g == NULL || *seqtext == '\0' || *end != '\0' || seq == 0 ||
+	    g->sent[seq % SENT_KEEP].seq != seq)
+		return;
+	/* NATS's "no responders", or a MAC'd answer to the batch as a whole
+	 * (a bridge that does not read batches: its refusal) */
+	if (!natsMsg_IsNoResponders(m) && !br_trust_answer_ok(b, m))
+		return;
+	n = g->sent[seq % SENT_KEEP].n;
+	memcpy(id, g->sent[seq % SENT_KEEP].id, n * sizeof(id[0]));
+	g->sent[seq % SENT_KEEP].seq = 0;
+	for (uint32_t i = 0; i < n; i++)
+		br_callout_answer(b, m, id[i]);
+}
+
+void
+br_gather_stop(struct bridge *b)
+{
+	struct br_gather *g = b->gather;
+
+	if (g == NULL)
+		return;
+	for (uint32_t i = 0; i < g->nreq; i++)
+		for (uint32_t j = 0; j < g->req[i].n; j++)
+			natsMsg_Destroy(g->req[i].m[j]);
+	for (uint32_t i = 0; i < g->nans; i++)
+		for (uint32_t j = 0; j < g->ans[i].n; j++)
+			natsMsg_Destroy(g->ans[i].m[j]);
+	free(g);
+	b->gather = NULL;
+}
