@@ -122,13 +122,15 @@ SUITES := $(basename $(notdir $(SUITE_SRC)))
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)
 
-FUZZERS := postcard msg segment desc config control varslot
+FUZZERS := postcard msg segment desc config control varslot natsbatch
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DHP_WRITER -g -O1 -I. -Iguestlib \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SRC_config := daemon/config.c daemon/config_keys.c daemon/size.c
 FUZZ_LIBS_config = -linih $(shell pkg-config --libs libbsd)
 FUZZ_SRC_control := daemon/request.c daemon/pcjson.c
+FUZZ_SRC_natsbatch := nats/batch.c
+FUZZ_LIBS_natsbatch = $(NATS_LIBS)
 FUZZ_LIBS_control := -ljson-c -lresolv
 
 .PHONY: all run check check-asan check-tsan test test-tsan test-install test-python check-man \
@@ -275,7 +277,8 @@ $(B)/tests/bench/dbus $(B)/tests/bench/dbusps: $(B)/tests/bench/%: tests/bench/%
 # libFuzzer targets, built with clang: each decoder and parser that reads
 # what someone else wrote. make fuzz runs each FUZZ_SECONDS (crashes land
 # in results/fuzz/); make check runs each a few seconds from the corpus.
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(wildcard proto/*.h daemon/*.h) $(FUZZ_SRC_config) $(FUZZ_SRC_control)
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(wildcard proto/*.h daemon/*.h) $(FUZZ_SRC_config) $(FUZZ_SRC_control) \
+		$(FUZZ_SRC_natsbatch) nats/hubnats.h
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(PROTO_SRC) $(FUZZ_SRC_$*) $(FUZZ_LIBS_$*)
 

@@ -99,8 +99,11 @@ publish_batch(struct bridge *b, struct pending *p, int answer, uint64_t seq)
 	free(buf);
 	if (s == NATS_OK)
 		s = natsMsgHeader_Set(bm, BR_H_BATCH, count);
-	if (s == NATS_OK && answer)
+	if (s == NATS_OK)
 		s = natsMsgHeader_Set(bm, BR_H_FROM, b->conf.name);
+	/* a bridge that does not read batches MACs its refusal with it */
+	if (s == NATS_OK && !answer)
+		s = natsMsgHeader_Set(bm, BR_H_KEY, br_trust_pk_text(b));
 	if (s == NATS_OK)
 		s = natsConnection_PublishMsg(b->nc, bm);
 	br_msg_done(b, bm);
