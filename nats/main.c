@@ -365,6 +365,10 @@ describe(struct bridge *b)
 		snprintf(note + n, sizeof(note) - n, ", %llu call(s) past their deadline not made",
 			 (unsigned long long)b->late);
 	n = strlen(note);
+	if (b->refused_batches > 0)
+		snprintf(note + n, sizeof(note) - n, ", %llu malformed batch(es) dropped",
+			 (unsigned long long)b->refused_batches);
+	n = strlen(note);
 	br_topics_summary(b, note + n, sizeof(note) - n);
 	if (strcmp(note, b->note) != 0 && guest_describe(b->g, "", note) == 0)
 		memcpy(b->note, note, sizeof(note));

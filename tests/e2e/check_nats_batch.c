@@ -3,7 +3,7 @@
  * from one caller cross as batches of requests and of answers, each
  * call answered as alone, errors too; a batch to a hub that is gone is
  * answered "no hub" at once, call by call; a call cancelled inside a
- * batch ends alone; batches anyone on NATS makes up, malformed, change
+ * batch ends alone, the other runs on; batches anyone on NATS makes up, malformed, change
  * nothing. */
 #include <check.h>
 #include <signal.h>
@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include <nats/nats.h>
+#include <sodium.h>
 
+#include "nats/hubnats.h"
 #include "tests/e2e/natsd.h"
 #include "tests/e2e/natshubs.h"
 
@@ -215,23 +217,23 @@ START_TEST(test_hostile_batches)
 	natsMsg *m = NULL, *r = NULL;
 	uint8_t body[512];
 	size_t pos = 0;
-	int got = 0;
+	int got = 0, i;
 
 	natsd_start(&natsd);
 	nh_start_b(&hub_b, "b", natsd.url);
 	nh_start_a(&hub_a, natsd.url, NULL);
 	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
 	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd.url), NATS_OK);
-	for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++) {
-		ck_assert_int_eq(natsMsg_Create(&m, "hub.at.b.sl.echo", "_INBOX.t.b1", junk[i].body,
-						(int)junk[i].len), NATS_OK);
-		natsMsgHeader_Set(m, "Hub-Batch", junk[i].count);
+	for (size_t j = 0; j < sizeof(junk) / sizeof(junk[0]); j++) {
+		ck_assert_int_eq(natsMsg_Create(&m, "hub.at.b.sl.echo", "_INBOX.t.b1", junk[j].body,
+						(int)junk[j].len), NATS_OK);
+		natsMsgHeader_Set(m, "Hub-Batch", junk[j].count);
 		ck_assert_int_eq(natsConnection_PublishMsg(nc, m), NATS_OK);
 		natsMsg_Destroy(m);
 	}
 	/* a good one of two: each answered (alone or batched, to _INBOX.t) */
 	ck_assert_int_eq(natsConnection_SubscribeSync(&sub, nc, "_INBOX.t.>"), NATS_OK);
-	for (int i = 1; i <= 2; i++) {
+	for (i = 1; i <= 2; i++) {
 		char hdr[128];
 		int hl = snprintf(hdr, sizeof(hdr), entry, i);
 
@@ -257,10 +259,116 @@ START_TEST(test_hostile_batches)
 	ck_assert_int_eq(got, 2);
 	natsSubscription_Destroy(sub);
 	natsConnection_Destroy(nc);
+	/* each malformed one dropped and counted */
+	for (i = 0; i < 100 && strstr(nh_note_of(&hub_b, "nats"), " 8 malformed batch") == NULL; i++)
+		sleep_ms(50);
+	ck_assert_msg(i < 100, "note: %s", nh_note_of(&hub_b, "nats"));
 	/* both bridges as they were, and serving */
 	nh_expect_ok(&hub_a, "y", "sl.echo", "y", NULL);
 	ck_assert_int_eq(hub_peer_int(&hub_a, "nats", "restarts"), 0);
 	ck_assert_int_eq(hub_peer_int(&hub_b, "nats", "restarts"), 0);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd);
+}
+END_TEST
+
+/* Entry i of a batch of sl.sleep(3000) calls: reply _INBOX.t.i, the
+ * cancel commitment of token tok, at body + *pos. */
+static void
+sleep_entry(uint8_t *body, size_t *pos, int i, const uint8_t tok[16])
+{
+	uint8_t commit[16];
+	char hdr[256], hex[33];
+	int hl;
+
+	crypto_generichash(commit, sizeof(commit), tok, 16, NULL, 0);
+	sodium_bin2hex(hex, sizeof(hex), commit, sizeof(commit));
+	hl = snprintf(hdr, sizeof(hdr), "Hub-Reply: _INBOX.t.%d\r\nHub-Signature: u64->unit\r\n"
+		      "Hub-Timeout-Ms: 20000\r\nHub-Cancel: %s\r\n", i, hex);
+	memcpy(body + *pos, (uint8_t[]){ (uint8_t)hl, 0, 0, 0, 2, 0, 0, 0 }, 8);
+	memcpy(body + *pos + 8, hdr, (size_t)hl);
+	memcpy(body + *pos + 8 + (size_t)hl, "\xb8\x17", 2);	/* 3000, a varint */
+	*pos += 8 + (size_t)hl + 2;
+}
+
+/* Two calls in one batch, each with its own cancel commitment: call 1's
+ * token cancels call 1 (not refused); a wrong token for call 2 is
+ * refused and counted. (sl.sleep runs on once cancelled: both answer.) */
+START_TEST(test_cancel_one_call_of_a_batch)
+{
+	natsConnection *nc = NULL;
+	natsSubscription *sub = NULL;
+	natsMsg *m = NULL, *r = NULL;
+	uint8_t body[1024], tok[2][16];
+	char cancel[64], hex[33];
+	const char *word = NULL;
+	char got[2][32] = { "", "" };
+	double t0, at[2] = { 0, 0 };
+	size_t pos = 0;
+	int i;
+
+	ck_assert_int_ge(sodium_init(), 0);
+	natsd_start(&natsd);
+	nh_start_b(&hub_b, "b", natsd.url);
+	nh_start_a(&hub_a, natsd.url, NULL);
+	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
+	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd.url), NATS_OK);
+	ck_assert_int_eq(natsConnection_SubscribeSync(&sub, nc, "_INBOX.t.>"), NATS_OK);
+	for (i = 0; i < 2; i++) {
+		randombytes_buf(tok[i], 16);
+		sleep_entry(body, &pos, i + 1, tok[i]);
+	}
+	ck_assert_int_eq(natsMsg_Create(&m, "hub.at.b.sl.sleep", "_INBOX.t.b1", (const char *)body,
+					(int)pos), NATS_OK);
+	natsMsgHeader_Set(m, "Hub-Batch", "2");
+	t0 = now_s();
+	ck_assert_int_eq(natsConnection_PublishMsg(nc, m), NATS_OK);
+	natsMsg_Destroy(m);
+	sleep_ms(300);
+	sodium_bin2hex(hex, sizeof(hex), tok[0], 16);
+	snprintf(cancel, sizeof(cancel), "_INBOX.t.1 %s", hex);
+	ck_assert_int_eq(natsConnection_PublishString(nc, "hub.cancel", cancel), NATS_OK);
+	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
+	sleep_ms(700);
+	ck_assert_msg(strstr(nh_note_of(&hub_b, "nats"), " cancel") == NULL,
+		      "call 1's own cancel refused: %s", nh_note_of(&hub_b, "nats"));
+	/* call 2's with call 1's token */
+	snprintf(cancel, sizeof(cancel), "_INBOX.t.2 %s", hex);
+	ck_assert_int_eq(natsConnection_PublishString(nc, "hub.cancel", cancel), NATS_OK);
+	for (i = 0; i < 100 && strstr(nh_note_of(&hub_b, "nats"), " 1 cancel") == NULL; i++)
+		sleep_ms(50);
+	ck_assert_msg(i < 100, "a wrong token not refused: %s", nh_note_of(&hub_b, "nats"));
+	/* both answered, as alone or in a batch */
+	while ((got[0][0] == '\0' || got[1][0] == '\0') && natsSubscription_NextMsg(&r, sub, 10000) == NATS_OK) {
+		natsMsg *v[BR_BATCH_MAX], *one[1] = { r };
+		natsMsg **e = one;
+		const char *n = NULL;
+		uint32_t k = 1;
+
+		if (natsMsgHeader_Get(r, "Hub-Batch", &n) == NATS_OK && n != NULL) {
+			ck_assert_int_eq(br_batch_parse((const uint8_t *)natsMsg_GetData(r),
+							(size_t)natsMsg_GetDataLength(r), n, NULL, 1,
+							v, &k), 0);
+			e = v;
+		}
+		for (uint32_t j = 0; j < k; j++) {
+			int which = strcmp(natsMsg_GetSubject(e[j]), "_INBOX.t.2") == 0;
+
+			word = NULL;
+			natsMsgHeader_Get(e[j], "Hub-Status", &word);
+			snprintf(got[which], sizeof(got[which]), "%s", word != NULL ? word : "(none)");
+			at[which] = now_s() - t0;
+			if (e != one)
+				natsMsg_Destroy(e[j]);
+		}
+		natsMsg_Destroy(r);
+	}
+	ck_assert_msg(strcmp(got[0], "ok") == 0 && strcmp(got[1], "ok") == 0,
+		      "call 1: '%s' after %.1f s, call 2: '%s' after %.1f s", got[0], at[0], got[1],
+		      at[1]);
+	natsSubscription_Destroy(sub);
+	natsConnection_Destroy(nc);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
 	natsd_kill(&natsd);
@@ -281,6 +389,7 @@ suite_nats_batch(void)
 	tcase_add_test(tc, test_errors_inside_a_batch);
 	tcase_add_test(tc, test_batch_with_no_responders);
 	tcase_add_test(tc, test_hostile_batches);
+	tcase_add_test(tc, test_cancel_one_call_of_a_batch);
 	suite_add_tcase(s, tc);
 	return s;
 }
