@@ -133,3 +133,24 @@ br_evloop_attached(struct br_evloop *e)
 	pthread_mutex_unlock(&e->mu);
 	return a;
 }
+
+/* What this bridge published, written out now, waiting for the socket
+ * at most ms: on the way out the loop no longer writes it, and libnats's
+ * own flush waits for a PONG that only the loop would read. */
+void
+br_write_out(struct bridge *b, int ms)
+{
+	uint64_t end = br_now_ns() + (uint64_t)ms * 1000000u, now;
+	struct pollfd pfd;
+
+	while (b->nc != NULL && br_evloop_attached(b->ev) && natsConnection_Buffered(b->nc) > 0) {
+		natsConnection_ProcessWriteEvent(b->nc);
+		if (natsConnection_Buffered(b->nc) <= 0 || (now = br_now_ns()) >= end)
+			break;
+		br_evloop_pollfd(b->ev, &pfd);
+		if (pfd.fd < 0)
+			break;
+		pfd.events = POLLOUT;
+		poll(&pfd, 1, (int)((end - now) / 1000000u) + 1);
+	}
+}

@@ -115,6 +115,10 @@ natsStatus br_evloop_use(struct br_evloop *e, natsOptions *o);
 void	br_evloop_pollfd(struct br_evloop *e, struct pollfd *pfd);
 /* Whether libnats has a socket on the loop now. */
 int	br_evloop_attached(struct br_evloop *e);
+/* What is published so far written out, waiting at most ms (the loop no
+ * longer runs: on the way out). */
+struct bridge;
+void	br_write_out(struct bridge *b, int ms);
 
 /* A method this hub serves to others (export.c). */
 struct br_export {
@@ -139,6 +143,8 @@ struct br_remote {
 					 * by from = */
 	int		silent;		/* suspect and silent: kept, passed
 					 * over, until it announces again */
+	int		gone;		/* silent, and nobody listens by its
+					 * name: to be forgotten */
 	uint32_t	nmethods;
 	char		(*methods)[BR_NAME_MAX + 1];
 };
@@ -347,9 +353,6 @@ int	br_subject_part_ok(const char *s, size_t n, int dots);
 uint64_t br_now_ns(void);
 /* CLOCK_REALTIME in ms since 1970: deadlines between hosts. */
 uint64_t br_wall_ms(void);
-/* main.c: what is published so far written out, waiting at most ms (the
- * loop no longer runs: on the way out). */
-void	br_write_out(struct bridge *b, int ms);
 void	br_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* export.c */
@@ -480,8 +483,6 @@ void	br_route_probed(struct bridge *b, const char *hub, natsMsg *m);
 /* r has not announced for three intervals: kept, passed over, and asked
  * whether it runs (frozen: kept; gone: forgotten). */
 void	br_route_silent(struct bridge *b, struct br_remote *r);
-/* import.c: r forgotten (r then holds another hub, or is past the end). */
-void	br_remote_forget(struct bridge *b, struct br_remote *r);
 
 /* istream.c: a call out's chan<T> argument, fed from NATS. */
 struct istream *br_istream_new(void);
@@ -554,8 +555,8 @@ void	br_service_count(struct bridge *b, uint32_t ep, int status, const void *tex
 /* Endpoint ep's name, "" if none. */
 const char *br_service_name(struct bridge *b, uint32_t ep);
 
-/* Names to small numbers, for figures kept by name (tally.c): open
- * addressing, never shrinks, at most max names. */
+/* names.c: names to small numbers, for figures kept by name (tally.c,
+ * service.c): open addressing, never shrinks, at most max names. */
 struct br_names {
 	char		(*name)[BR_NAME_MAX + 1];	/* by index */
 	uint32_t	n, max;

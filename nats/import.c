@@ -40,13 +40,6 @@ remote_drop(struct bridge *b, struct br_remote *r)
 	*r = b->remotes[--b->nremotes];
 }
 
-void
-br_remote_forget(struct bridge *b, struct br_remote *r)
-{
-	remote_drop(b, r);
-	b->next_describe_ns = 0;
-}
-
 static int
 wanted(const struct bridge *b, const char *name)
 {
@@ -213,6 +206,7 @@ on_announce(struct bridge *b, natsMsg *m)
 		/* back (thawed, or started again): calls go to it again */
 		br_log("hub %s announced itself again", hub);
 		r->silent = 0;
+		r->gone = 0;
 		r->suspect_ns = 0;
 		b->next_describe_ns = 0;
 	}
@@ -311,14 +305,15 @@ br_import_tick(struct bridge *b)
 	for (uint32_t i = 0; i < b->nremotes;) {
 		struct br_remote *r = &b->remotes[i];
 
-		if (b->now_ns > r->seen_ns + 3 * r->every_ns && b->conf.suspect_ms > 0) {
+		if (!r->gone && b->now_ns > r->seen_ns + 3 * r->every_ns &&
+		    b->conf.suspect_ms > 0) {
 			/* frozen, its connection open, NATS's queue group
 			 * would give it calls again were it forgotten: kept
 			 * until NATS says nobody listens by its name */
 			if (!r->silent)
 				br_route_silent(b, r);
 			i++;
-		} else if (b->now_ns > r->seen_ns + 3 * r->every_ns) {
+		} else if (r->gone || b->now_ns > r->seen_ns + 3 * r->every_ns) {
 			br_log("hub %s went silent", r->name);
 			remote_drop(b, r);
 			b->next_describe_ns = 0;

@@ -269,27 +269,6 @@ adopt(struct bridge *b)
 	}
 }
 
-/* What this bridge published, written out now, waiting for the socket
- * at most ms: on the way out the loop no longer writes it, and libnats's
- * own flush waits for a PONG that only the loop would read. */
-void
-br_write_out(struct bridge *b, int ms)
-{
-	uint64_t end = br_now_ns() + (uint64_t)ms * 1000000u, now;
-	struct pollfd pfd;
-
-	while (b->nc != NULL && br_evloop_attached(b->ev) && natsConnection_Buffered(b->nc) > 0) {
-		natsConnection_ProcessWriteEvent(b->nc);
-		if (natsConnection_Buffered(b->nc) <= 0 || (now = br_now_ns()) >= end)
-			break;
-		br_evloop_pollfd(b->ev, &pfd);
-		if (pfd.fd < 0)
-			break;
-		pfd.events = POLLOUT;
-		poll(&pfd, 1, (int)((end - now) / 1000000u) + 1);
-	}
-}
-
 /* The command line: --config FILE, or --keygen FILE or --pubkey FILE
  * (with --config, named as it names this hub); hubd adds a spawn
  * ticket. */

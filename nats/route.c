@@ -157,11 +157,10 @@ br_route_probed(struct bridge *b, const char *hub, natsMsg *m)
 		br_route_answered(b, hub);
 		return;
 	}
-	/* nobody listens by its name: it is gone, not frozen */
-	if (r->silent) {
-		br_log("hub %s went silent", r->name);
-		br_remote_forget(b, r);
-	}
+	/* nobody listens by its name: it is gone, not frozen (forgotten by
+	 * import.c's next scan) */
+	if (r->silent)
+		r->gone = 1;
 }
 
 void
