@@ -100,6 +100,8 @@ request_msg(struct bridge *b, const struct br_import *imp, const char *hub, cons
 	return s;
 }
 
+static void	fail(struct bridge *b, uint64_t id, const char *text);
+
 void
 br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
@@ -175,7 +177,7 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 		br_istream_add(b, st, id, (uint32_t)chan);
 	/* without a stream, with this pass's others to the same subject
 	 * (gather.c), sent at the pass's end */
-	if (s == NATS_OK && st == NULL && br_gather_request(b, m, id) == 0)
+	if (s == NATS_OK && st == NULL && br_gather_request(b, m, id, fail) == 0)
 		m = NULL;
 	else if (s == NATS_OK)
 		s = natsConnection_PublishMsg(b->nc, m);
@@ -214,6 +216,21 @@ reply_status(struct guest_call *c, int status, const char *text)
 {
 	if (guest_reply_status(c, status, text) == -EILSEQ)
 		guest_reply_status(c, status, NULL);	/* not UTF-8: the kind alone */
+}
+
+/* Call id (if still waiting) failed: its request, gathered in a batch,
+ * could not be sent. */
+static void
+fail(struct bridge *b, uint64_t id, const char *text)
+{
+	struct icall *ic, call;
+
+	if ((ic = hp_idtab_find(&b->icalls, id)) == NULL)
+		return;
+	call = *ic;
+	hp_idtab_remove(&b->icalls, ic);
+	free(call.args);
+	reply_status(call.c, -EHOSTUNREACH, text);
 }
 
 /* ic, sent by name to a hub that is gone, sent again to the queue
@@ -302,11 +319,11 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 	}
 	/* a batch of answers; NATS's answer to a batch of requests */
 	if (strcmp(seq, "B") == 0) {
-		br_gather_answers(b, m);
+		br_gather_answers(b, m, br_callout_reply);
 		return 0;
 	}
 	if (seq[0] == 'b') {
-		br_gather_batch_reply(b, m, seq + 1);
+		br_gather_batch_reply(b, m, seq + 1, reply_now);
 		return 0;
 	}
 	if (*seq == '\0' || *end != '\0')
@@ -326,25 +343,6 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 		return 1;
 	reply_now(b, m, id);
 	return 0;
-}
-
-void
-br_callout_answer(struct bridge *b, natsMsg *m, uint64_t id)
-{
-	reply_now(b, m, id);
-}
-
-void
-br_callout_fail(struct bridge *b, uint64_t id, const char *text)
-{
-	struct icall *ic, call;
-
-	if ((ic = hp_idtab_find(&b->icalls, id)) == NULL)
-		return;
-	call = *ic;
-	hp_idtab_remove(&b->icalls, ic);
-	free(call.args);
-	reply_status(call.c, -EHOSTUNREACH, text);
 }
 
 void

@@ -39,6 +39,9 @@ struct sent {
 };
 
 struct br_gather {
+	/* callout.c's: a call whose request could not go answered so (a
+	 * pointer: gather.c calls nothing of callout.c, which calls it) */
+	void		(*fail)(struct bridge *, uint64_t, const char *);
 	struct pending	req[PENDING_MAX], ans[PENDING_MAX];
 	uint32_t	nreq, nans;
 	struct sent	sent[SENT_KEEP];
@@ -153,7 +156,7 @@ send_requests(struct bridge *b, struct pending *p)
 		g->sent[seq % SENT_KEEP].seq = 0;
 	snprintf(text, sizeof(text), "NATS: %s", natsStatus_GetText(s));
 	for (uint32_t i = 0; i < n; i++)
-		br_callout_fail(b, p->id[i], text);
+		g->fail(b, p->id[i], text);
 }
 
 static void
@@ -170,13 +173,16 @@ send_answers(struct bridge *b, struct pending *p)
 }
 
 int
-br_gather_request(struct bridge *b, natsMsg *m, uint64_t id)
+br_gather_request(struct bridge *b, natsMsg *m, uint64_t id,
+		  void (*fail)(struct bridge *, uint64_t, const char *))
 {
 	struct br_gather *g = gather(b);
 	const char *subject = natsMsg_GetSubject(m);
 	struct pending *p, copy;
 	size_t size;
 
+	if (g != NULL)
+		g->fail = fail;
 	if (g == NULL || (size = br_batch_put(m, 0, NULL)) == 0 ||
 	    (p = find(g->req, &g->nreq, subject, strlen(subject))) == NULL)
 		return -1;
@@ -256,7 +262,7 @@ br_gather_requests(struct bridge *b, natsMsg *m, natsMsg **out)
 }
 
 void
-br_gather_answers(struct bridge *b, natsMsg *m)
+br_gather_answers(struct bridge *b, natsMsg *m, int (*reply)(struct bridge *, natsMsg *, const char *))
 {
 	natsMsg *v[BR_BATCH_MAX];
 	const char *count = NULL, *s;
@@ -276,14 +282,15 @@ br_gather_answers(struct bridge *b, natsMsg *m)
 		    strspn(s + ilen + 1, "0123456789") != strlen(s + ilen + 1)) {
 			b->refused_answers++;
 			br_msg_done(b, v[i]);
-		} else if (!br_callout_reply(b, v[i], s + ilen + 1)) {
+		} else if (!reply(b, v[i], s + ilen + 1)) {
 			br_msg_done(b, v[i]);
 		}
 	}
 }
 
 void
-br_gather_batch_reply(struct bridge *b, natsMsg *m, const char *seqtext)
+br_gather_batch_reply(struct bridge *b, natsMsg *m, const char *seqtext,
+		      void (*answer)(struct bridge *, natsMsg *, uint64_t))
 {
 	struct br_gather *g = b->gather;
 	uint64_t id[BR_BATCH_MAX], seq;
@@ -302,7 +309,7 @@ br_gather_batch_reply(struct bridge *b, natsMsg *m, const char *seqtext)
 	memcpy(id, g->sent[seq % SENT_KEEP].id, n * sizeof(id[0]));
 	g->sent[seq % SENT_KEEP].seq = 0;
 	for (uint32_t i = 0; i < n; i++)
-		br_callout_answer(b, m, id[i]);
+		answer(b, m, id[i]);
 }
 
 void

@@ -455,11 +455,7 @@ void	br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void
 int	br_callout_reply(struct bridge *b, natsMsg *m, const char *seq);
 /* The streams' items sent on, and the answers they held given. */
 void	br_callout_pump(struct bridge *b);
-/* Call id (if still waiting) answered by m, a reply that names no call
- * (NATS's no responders to its batch). */
-void	br_callout_answer(struct bridge *b, natsMsg *m, uint64_t id);
-/* Call id (if still waiting) failed: its request could not be sent. */
-void	br_callout_fail(struct bridge *b, uint64_t id, const char *text);
+
 /* The calls past their deadline answered, the Cancels sent on. */
 void	br_callout_scan(struct bridge *b);
 void	br_callout_start(struct bridge *b);
@@ -580,8 +576,10 @@ int	br_batch_parse(const uint8_t *data, size_t len, const char *count, const cha
 
 /* gather.c: what one loop pass sends, to one subject or one caller,
  * sent together. Request m of call id queued: 0 (m is gather's), or -1
- * (not: the caller publishes it). */
-int	br_gather_request(struct bridge *b, natsMsg *m, uint64_t id);
+ * (not: the caller publishes it); fail answers a call whose request
+ * could not be sent. */
+int	br_gather_request(struct bridge *b, natsMsg *m, uint64_t id,
+			  void (*fail)(struct bridge *, uint64_t, const char *));
 /* Answer r sent, with others to its caller (in a batch) or alone; r is
  * gather's. */
 void	br_gather_answer(struct bridge *b, natsMsg *r);
@@ -590,11 +588,14 @@ void	br_gather_flush(struct bridge *b);
 /* Request m a batch: its entries, made requests, in out[]; their count,
  * -1 not a batch, -2 malformed (counted). */
 int	br_gather_requests(struct bridge *b, natsMsg *m, natsMsg **out);
-/* inbox.B: a batch of answers, each to br_callout_reply. */
-void	br_gather_answers(struct bridge *b, natsMsg *m);
+/* inbox.B: a batch of answers, each to reply (as br_callout_reply;
+ * 1: it kept the message). */
+void	br_gather_answers(struct bridge *b, natsMsg *m,
+			  int (*reply)(struct bridge *, natsMsg *, const char *));
 /* inbox.bSEQ: NATS's answer to batch SEQ (no responders): every call
- * of it answered so. */
-void	br_gather_batch_reply(struct bridge *b, natsMsg *m, const char *seq);
+ * of it given to answer. */
+void	br_gather_batch_reply(struct bridge *b, natsMsg *m, const char *seq,
+			      void (*answer)(struct bridge *, natsMsg *, uint64_t));
 void	br_gather_stop(struct bridge *b);
 
 /* tally.c: per remote hub and per imported method, calls out, errors and
