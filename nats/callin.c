@@ -98,7 +98,8 @@ on_answer(void *ctx, int status, const uint8_t *result, size_t len)
 	if (e == NULL)
 		return;
 	if (!e->answered) {
-		answer(b, e->reply, e->has_key ? e->key : NULL, e->batched, br_status_word(status), result, len);
+		answer(b, e->reply, e->has_key ? e->key : NULL, e->batched, br_status_word(status),
+		       result, len);
 		br_service_count(b, e->ep, status, result, len, e->start_ns);
 	}
 	ecall_free(b, e);
@@ -309,7 +310,8 @@ br_callin_scan(struct bridge *b)
 	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
 		if (!e->answered && b->now_ns >= e->deadline_ns) {
 			snprintf(text, sizeof(text), "no answer on hub %s in time", b->conf.name);
-			answer_text(b, e->reply, e->has_key ? e->key : NULL, e->batched, "timeout", text);
+			answer_text(b, e->reply, e->has_key ? e->key : NULL, e->batched, "timeout",
+				    text);
 			br_service_count(b, e->ep, -ETIMEDOUT, text, strlen(text), e->start_ns);
 			guest_cancel(b->g, e->call_id);
 			e->answered = 1;
@@ -338,8 +340,8 @@ br_callin_stop(struct bridge *b)
 
 	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
 		if (!e->answered)
-			answer_text(b, e->reply, e->has_key ? e->key : NULL, e->batched, "unreachable",
-				    "the hub's bridge is stopping");
+			answer_text(b, e->reply, e->has_key ? e->key : NULL, e->batched,
+				    "unreachable", "the hub's bridge is stopping");
 		free(e->reply);
 	}
 	hp_idtab_free(&b->ecalls);

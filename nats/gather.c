@@ -262,7 +262,8 @@ br_gather_requests(struct bridge *b, natsMsg *m, natsMsg **out)
 }
 
 void
-br_gather_answers(struct bridge *b, natsMsg *m, int (*reply)(struct bridge *, natsMsg *, const char *))
+br_gather_answers(struct bridge *b, natsMsg *m,
+		  int (*reply)(struct bridge *, natsMsg *, const char *))
 {
 	natsMsg *v[BR_BATCH_MAX];
 	const char *count = NULL, *s;

@@ -340,7 +340,8 @@ START_TEST(test_cancel_one_call_of_a_batch)
 		sleep_ms(50);
 	ck_assert_msg(i < 100, "a wrong token not refused: %s", nh_note_of(&hub_b, "nats"));
 	/* both answered, as alone or in a batch */
-	while ((got[0][0] == '\0' || got[1][0] == '\0') && natsSubscription_NextMsg(&r, sub, 10000) == NATS_OK) {
+	while ((got[0][0] == '\0' || got[1][0] == '\0') &&
+	       natsSubscription_NextMsg(&r, sub, 10000) == NATS_OK) {
 		natsMsg *v[BR_BATCH_MAX], *one[1] = { r };
 		natsMsg **e = one;
 		const char *n = NULL;
