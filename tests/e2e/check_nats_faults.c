@@ -411,11 +411,13 @@ START_TEST(test_hung_hub_passed_over)
 	/* b1 frozen under load: the calls it holds time out, the others
 	 * go to b2 */
 	bridge = hub_peer_int(&hub_b, "nats", "pid");
-	pid = nh_load_in_child(&hub_a, "sl.echo", "2000", &rfd);
+	/* enough calls to last well past the 100 ms (batched, 2000 could
+	 * all be answered before b1 stops) */
+	pid = nh_load_in_child(&hub_a, "sl.echo", "20000", &rfd);
 	sleep_ms(100);
 	kill(bridge, SIGSTOP);
 	answer = nh_child_answer(pid, rfd);
-	nh_all_ended(answer, 2000);
+	nh_all_ended(answer, 20000);
 	ck_assert_msg(log_waits_for(&hub_a, "hub b1 has not answered a call", 100) ||
 		      log_waits_for(&hub_a, "hub b1 is silent: passed over", 100), "%s",
 		      hub_log_tail(&hub_a));
