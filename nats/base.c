@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* What every part of hub-nats shares: the answer kinds on NATS
- * (Hub-Status), the clock and the log. */
+ * (Hub-Status), the clock, the log, hubd's (name, sig) lists. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -90,4 +90,32 @@ br_subject_part_ok(const char *s, size_t n, int dots)
 			return 0;
 	}
 	return 1;
+}
+
+void
+br_refresh_answer(struct bridge *b, const char *svc, int status, const uint8_t *res,
+		  size_t len, void (*fn)(struct bridge *, const char *, const char *))
+{
+	const char *name, *sig;
+	char nbuf[BR_NAME_MAX + 1], sbuf[HP_SIG_MAX_LEN + 1];
+	size_t count = 0, pos = 0, nn, sn;
+
+	b->refreshing--;
+	if (status != 0) {
+		b->refresh_failed = 1;
+		br_log("%s: %.*s", svc, (int)len, res != NULL ? (const char *)res : "");
+		return;
+	}
+	if (guest_pc_get_len(res, len, &pos, &count) != 0)
+		return;
+	for (size_t i = 0; i < count; i++) {
+		if (guest_pc_get_str(res, len, &pos, &name, &nn) != 0 ||
+		    guest_pc_get_str(res, len, &pos, &sig, &sn) != 0)
+			return;
+		if (!br_subject_part_ok(name, nn, 1) || sn > HP_SIG_MAX_LEN)
+			continue;
+		snprintf(nbuf, sizeof(nbuf), "%.*s", (int)nn, name);
+		snprintf(sbuf, sizeof(sbuf), "%.*s", (int)sn, sig);
+		fn(b, nbuf, sbuf);
+	}
 }

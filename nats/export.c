@@ -87,49 +87,35 @@ subscribe(struct bridge *b, struct br_export *x)
 	    NATS_OK ? 0 : -1;
 }
 
+/* A method hub.methods listed: exported (or still). */
+static void
+export_one(struct bridge *b, const char *name, const char *sig)
+{
+	struct br_export *x, *grown;
+
+	if ((x = export_find(b, name)) == NULL) {
+		if (b->nexports >= BR_METHODS_MAX ||
+		    (grown = realloc(b->exports, (b->nexports + 1) * sizeof(*grown))) == NULL)
+			return;
+		b->exports = grown;
+		x = &b->exports[b->nexports++];
+		memset(x, 0, sizeof(*x));
+		snprintf(x->name, sizeof(x->name), "%s", name);
+	}
+	snprintf(x->sig, sizeof(x->sig), "%s", sig);
+	if (hp_sig_parse(x->sig, &x->parsed, NULL) != 0) {
+		x->sig[0] = '\0';	/* hubd checked it: not reached */
+		return;
+	}
+	x->chan_arg = br_chan_arg(&x->parsed);
+	x->seen = b->refresh;
+}
+
 /* hub.methods's answer for one pattern: what it lists is exported. */
 static void
 on_methods(void *ctx, int status, const uint8_t *res, size_t len)
 {
-	struct bridge *b = ctx;
-	const char *name, *sig;
-	char nbuf[BR_NAME_MAX + 1];
-	size_t count = 0, pos = 0, nn, sn;
-
-	b->refreshing--;
-	if (status != 0) {
-		b->refresh_failed = 1;
-		br_log("hub.methods: %.*s", (int)len, res != NULL ? (const char *)res : "");
-		return;
-	}
-	if (guest_pc_get_len(res, len, &pos, &count) != 0)
-		return;
-	for (size_t i = 0; i < count; i++) {
-		struct br_export *x, *grown;
-
-		if (guest_pc_get_str(res, len, &pos, &name, &nn) != 0 ||
-		    guest_pc_get_str(res, len, &pos, &sig, &sn) != 0)
-			return;
-		if (!br_subject_part_ok(name, nn, 1) || sn > HP_SIG_MAX_LEN)
-			continue;
-		snprintf(nbuf, sizeof(nbuf), "%.*s", (int)nn, name);
-		if ((x = export_find(b, nbuf)) == NULL) {
-			if (b->nexports >= BR_METHODS_MAX ||
-			    (grown = realloc(b->exports, (b->nexports + 1) * sizeof(*grown))) == NULL)
-				continue;
-			b->exports = grown;
-			x = &b->exports[b->nexports++];
-			memset(x, 0, sizeof(*x));
-			memcpy(x->name, nbuf, nn + 1);
-		}
-		snprintf(x->sig, sizeof(x->sig), "%.*s", (int)sn, sig);
-		if (hp_sig_parse(x->sig, &x->parsed, NULL) != 0) {
-			x->sig[0] = '\0';	/* hubd checked it: not reached */
-			continue;
-		}
-		x->chan_arg = br_chan_arg(&x->parsed);
-		x->seen = b->refresh;
-	}
+	br_refresh_answer(ctx, "hub.methods", status, res, len, export_one);
 }
 
 /* After every pattern's answer: new methods subscribed, gone ones

@@ -351,6 +351,12 @@ void	br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *clos
 int	br_subject_part_ok(const char *s, size_t n, int dots);
 
 uint64_t br_now_ns(void);
+/* A (name, sig) list from hubd (hub.methods, hub.advertised) for one
+ * pattern of a refresh: each valid pair handed to fn, the refresh's
+ * count of answers waited for taken down, a failure noted (and logged as
+ * svc's). */
+void	br_refresh_answer(struct bridge *b, const char *svc, int status, const uint8_t *res,
+			  size_t len, void (*fn)(struct bridge *, const char *, const char *));
 /* CLOCK_REALTIME in ms since 1970: deadlines between hosts. */
 uint64_t br_wall_ms(void);
 void	br_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -111,45 +111,31 @@ on_local_event(struct guest *g, const struct guest_event *ev, void *ctx)
 	t->sent++;
 }
 
+/* A topic hub.advertised listed: exported (or still). */
+static void
+topic_one(struct bridge *b, const char *name, const char *sig)
+{
+	struct br_topics *t = b->topics;
+	struct etopic *x;
+
+	if ((x = out_find(t, name)) == NULL) {
+		if (t->nout >= TOPICS_MAX || (x = calloc(1, sizeof(*x))) == NULL)
+			return;
+		snprintf(x->name, sizeof(x->name), "%s", name);
+		x->b = b;
+		snprintf(x->subject, sizeof(x->subject), "%s.ev.%s.%s", b->conf.subject,
+			 b->conf.name, x->name);
+		t->out[t->nout++] = x;
+	}
+	snprintf(x->sig, sizeof(x->sig), "%s", sig);
+	x->seen = b->refresh;
+}
+
 /* hub.advertised's answer for one pattern: what it lists is exported. */
 static void
 on_advertised(void *ctx, int status, const uint8_t *res, size_t len)
 {
-	struct bridge *b = ctx;
-	struct br_topics *t = b->topics;
-	const char *name, *sig;
-	size_t count = 0, pos = 0, nn, sn;
-
-	b->refreshing--;
-	if (status != 0) {
-		b->refresh_failed = 1;
-		br_log("hub.advertised: %.*s", (int)len, res != NULL ? (const char *)res : "");
-		return;
-	}
-	if (guest_pc_get_len(res, len, &pos, &count) != 0)
-		return;
-	for (size_t i = 0; i < count; i++) {
-		char nbuf[BR_NAME_MAX + 1];
-		struct etopic *x;
-
-		if (guest_pc_get_str(res, len, &pos, &name, &nn) != 0 ||
-		    guest_pc_get_str(res, len, &pos, &sig, &sn) != 0)
-			return;
-		if (!br_subject_part_ok(name, nn, 1) || sn > HP_SIG_MAX_LEN)
-			continue;
-		snprintf(nbuf, sizeof(nbuf), "%.*s", (int)nn, name);
-		if ((x = out_find(t, nbuf)) == NULL) {
-			if (t->nout >= TOPICS_MAX || (x = calloc(1, sizeof(*x))) == NULL)
-				continue;
-			memcpy(x->name, nbuf, nn + 1);
-			x->b = b;
-			snprintf(x->subject, sizeof(x->subject), "%s.ev.%s.%s", b->conf.subject,
-				 b->conf.name, x->name);
-			t->out[t->nout++] = x;
-		}
-		snprintf(x->sig, sizeof(x->sig), "%.*s", (int)sn, sig);
-		x->seen = b->refresh;
-	}
+	br_refresh_answer(ctx, "hub.advertised", status, res, len, topic_one);
 }
 
 void
