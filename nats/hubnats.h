@@ -269,6 +269,8 @@ struct bridge {
 	uint32_t		next_seq;
 	uint32_t		next_route;	/* route.c's round-robin */
 	uint64_t		next_iscan_ns;
+	int			behind;		/* messages from NATS still wait after a
+						 * pass's share was taken */
 	/* trust.c */
 	struct br_trust		*trust;
 	struct br_caller	callers[BR_REMOTES_MAX];	/* calling hubs, in flight */

@@ -296,24 +296,25 @@ br_import_tick(struct bridge *b)
 	if (b->conf.suspect_ms > 0)
 		br_route_tick(b);
 	/* cut off from NATS, nobody is heard: silence counts from when the
-	 * bridge can hear again */
-	if (!atomic_load_explicit(&b->connected, memory_order_relaxed)) {
+	 * bridge can hear again; behind, an announcement may wait unread */
+	if (!atomic_load_explicit(&b->connected, memory_order_relaxed) || b->behind) {
 		for (uint32_t i = 0; i < b->nremotes; i++)
 			b->remotes[i].seen_ns = b->now_ns;
 		return;
 	}
 	for (uint32_t i = 0; i < b->nremotes;) {
 		struct br_remote *r = &b->remotes[i];
+		/* a hub busy answering is not silent, its announcement late */
+		uint64_t heard = r->answer_ns > r->seen_ns ? r->answer_ns : r->seen_ns;
 
-		if (!r->gone && b->now_ns > r->seen_ns + 3 * r->every_ns &&
-		    b->conf.suspect_ms > 0) {
+		if (!r->gone && b->now_ns > heard + 3 * r->every_ns && b->conf.suspect_ms > 0) {
 			/* frozen, its connection open, NATS's queue group
 			 * would give it calls again were it forgotten: kept
 			 * until NATS says nobody listens by its name */
 			if (!r->silent)
 				br_route_silent(b, r);
 			i++;
-		} else if (r->gone || b->now_ns > r->seen_ns + 3 * r->every_ns) {
+		} else if (r->gone || b->now_ns > heard + 3 * r->every_ns) {
 			br_log("hub %s went silent", r->name);
 			remote_drop(b, r);
 			b->next_describe_ns = 0;

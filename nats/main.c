@@ -362,7 +362,7 @@ run(struct bridge *b)
 		{ .fd = br_handoff_fd(b->q), .events = POLLIN },
 	};
 	natsMsg *m;
-	int rc, timeout;
+	int rc, timeout, n;
 
 	for (;;) {
 		b->now_ns = br_now_ns();
@@ -370,9 +370,10 @@ run(struct bridge *b)
 			adopt(b);
 		else if (atomic_load(&b->closed) && b->nc != NULL)
 			drop(b);
-		for (int n = 0; n < 1024 && (m = br_handoff_take(b->q)) != NULL; n++)
+		for (n = 0; n < 1024 && (m = br_handoff_take(b->q)) != NULL; n++)
 			if (!br_export_msg(b, m) && !br_import_msg(b, m))
 				br_msg_done(b, m);
+		b->behind = n == 1024;
 		br_drain(b->sub_items, b, inbox_msg);
 		br_drain(b->sub_credit, b, inbox_msg);
 		br_export_drain(b);
