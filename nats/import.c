@@ -365,12 +365,13 @@ br_import_stop(struct bridge *b)
 	free(b->imports);
 }
 
-/* Whether remote r announced method name. */
+/* Whether remote r announced method name. A silent hub still does:
+ * busy or frozen, it is passed over (route.c) but its methods stay, so
+ * that a hub slow under load is not withdrawn under its callers; it is
+ * forgotten once it left, or NATS says nobody listens by its name. */
 static int
 serves(const struct br_remote *r, const char *name)
 {
-	if (r->silent)
-		return 0;
 	for (uint32_t i = 0; i < r->nmethods; i++)
 		if (strcmp(r->methods[i], name) == 0)
 			return 1;

@@ -320,18 +320,15 @@ on_stats(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	free(waiting);
 }
 
-/* This guest's [guest] name, from hub.peers ("ID NAME STATE" lines). */
+/* This guest's [guest] name, from hub.peers's answer res ("ID NAME
+ * STATE" lines). */
 static int
-own_name(struct bridge *b, char *name, size_t cap)
+own_name(struct bridge *b, const uint8_t *res, size_t n, char *name, size_t cap)
 {
-	uint8_t res[255 * 80 + 16];
 	const char *text;
-	size_t n = 0, pos = 0, tn;
+	size_t pos = 0, tn;
 	unsigned id = guest_peer_id(b->g);
-	int rc;
 
-	if ((rc = guest_call(b->g, "hub.peers", NULL, 0, res, sizeof(res), &n, 5000)) != 0)
-		return rc;
 	if (guest_pc_get_str(res, n, &pos, &text, &tn) != 0)
 		return -EBADMSG;
 	for (size_t i = 0; i < tn;) {
@@ -352,21 +349,20 @@ own_name(struct bridge *b, char *name, size_t cap)
 	return -ENOENT;
 }
 
-void
-br_tally_start(struct bridge *b)
+/* hub.peers answered: GUEST.stats registered under this guest's name. */
+static void
+on_peers(void *ctx, int status, const uint8_t *res, size_t len)
 {
-	struct br_tally *t = calloc(1, sizeof(*t));
+	struct bridge *b = ctx;
+	struct br_tally *t = b->tally;
 	char name[BR_NAME_MAX + 1];
-	int rc;
+	int rc = status;
 
 	if (t == NULL)
 		return;
-	t->rnames.max = REMOTES_EVER;
-	t->inames.max = IMPORTS_EVER;
-	b->tally = t;
-	if ((rc = own_name(b, name, sizeof(name))) != 0) {
+	if (rc != 0 || (rc = own_name(b, res, len, name, sizeof(name))) != 0) {
 		br_log("cannot learn this guest's name (hub.peers): %s: no stats for hubctl",
-		       strerror(-rc));
+		       strerror(rc < 0 ? -rc : EREMOTEIO));
 		return;
 	}
 	snprintf(t->method, sizeof(t->method), "%s." BR_STATS_METHOD, name);
@@ -374,6 +370,24 @@ br_tally_start(struct bridge *b)
 		br_log("cannot register %s: %s: no stats for hubctl", t->method, strerror(-rc));
 		t->method[0] = '\0';
 	}
+}
+
+void
+br_tally_start(struct bridge *b)
+{
+	struct br_tally *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (t == NULL)
+		return;
+	t->rnames.max = REMOTES_EVER;
+	t->inames.max = IMPORTS_EVER;
+	b->tally = t;
+	/* asked, not waited for: a stop that comes meanwhile (hubctl stop
+	 * right after start) is seen by the loop at once */
+	if ((rc = guest_call_async(b->g, "hub.peers", NULL, 0, on_peers, b, NULL)) != 0)
+		br_log("cannot learn this guest's name (hub.peers): %s: no stats for hubctl",
+		       strerror(-rc));
 }
 
 void

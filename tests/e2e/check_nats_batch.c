@@ -110,7 +110,8 @@ START_TEST(test_many_calls_cross_in_batches)
 	 * kv.get of a key never put, an error each */
 	pid = nh_load_in_child(&hub_a, "kv.get", "500", &rfd);
 	answer = storm("sl.echo", "2000");
-	ck_assert_msg(strcmp(answer, "ok=2000") == 0, "storm: %s", answer);
+	ck_assert_msg(strcmp(answer, "ok=2000") == 0, "storm: %s; A: %s", answer,
+		      hub_log_tail(&hub_a));
 	free(answer);
 	answer = nh_child_answer(pid, rfd);
 	nh_all_ended(answer, 500);

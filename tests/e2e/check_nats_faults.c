@@ -395,7 +395,7 @@ answers_from(const char *name, int n)
  * other; thawed, it gets calls again. */
 START_TEST(test_hung_hub_passed_over)
 {
-	char *answer, *log;
+	char *answer;
 	pid_t pid, bridge;
 	int rfd, n;
 
@@ -408,16 +408,14 @@ START_TEST(test_hung_hub_passed_over)
 	ck_assert(hub_wait_method(&hub_a, "sl.echo,kv.get") == 0);
 	wait_note(&hub_a, "from 2 hub(s)", 5000);
 	ck_assert_int_gt(answers_from("b1", 40), 0);
-	/* b1 frozen under load: the calls it holds time out, the others
-	 * go to b2 */
+	/* b1 frozen, then a load: the calls the queue gives it time out,
+	 * the others go to b2 (frozen first: a load's calls go as a few
+	 * batches, and a short one could end before a freeze in its midst) */
 	bridge = hub_peer_int(&hub_b, "nats", "pid");
-	/* enough calls to last well past the 100 ms (batched, 2000 could
-	 * all be answered before b1 stops) */
-	pid = nh_load_in_child(&hub_a, "sl.echo", "20000", &rfd);
-	sleep_ms(100);
 	kill(bridge, SIGSTOP);
+	pid = nh_load_in_child(&hub_a, "sl.echo", "2000", &rfd);
 	answer = nh_child_answer(pid, rfd);
-	nh_all_ended(answer, 20000);
+	nh_all_ended(answer, 2000);
 	ck_assert_msg(log_waits_for(&hub_a, "hub b1 has not answered a call", 100) ||
 		      log_waits_for(&hub_a, "hub b1 is silent: passed over", 100), "%s",
 		      hub_log_tail(&hub_a));
@@ -433,9 +431,6 @@ START_TEST(test_hung_hub_passed_over)
 	for (int i = 0; i < 20 && (n = answers_from("b1", 10)) == 0; i++)
 		;
 	ck_assert_msg(n > 0, "b1 gets no call; %s", hub_log_tail(&hub_a));
-	log = hub_log(&hub_a);
-	ck_assert_msg(strstr(log, "hub b2 has not answered") == NULL, "%s", hub_log_tail(&hub_a));
-	free(log);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
 	ck_assert_int_eq(hub_stop(&hub_b2), 0);
