@@ -387,8 +387,8 @@ served_elsewhere(struct bridge *b, const char *hub, const char *name)
 	return 0;
 }
 
-/* What no hub serves any more (it left, went silent, or no longer lists
- * it) is withdrawn here: hubctl methods no longer lists it, a call gets
+/* What no hub serves any more (it left, was forgotten, or no longer
+ * lists it) is withdrawn here: hubctl methods no longer lists it, a call gets
  * "no such method". It comes back with the next hub that announces it. */
 static void
 withdraw_unserved(struct bridge *b)
