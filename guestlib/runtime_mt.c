@@ -6,6 +6,7 @@
  * of that microthread alone. */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +116,7 @@ static int
 io_poll(void *arg)
 {
 	struct guest *g = arg;
-	int did, rc;
+	int did, rc, rang;
 
 	lg_mt_lock(g);
 	rc = lg_serve(g, &did);
@@ -128,7 +129,12 @@ io_poll(void *arg)
 	/* acquire: pairs with guest_stop's release */
 	if (rc == 0 && atomic_load_explicit(&g->stop, memory_order_acquire))
 		rc = -ESHUTDOWN;	/* guest_stop */
+	rang = hp_endpoint_take_rang(&g->ep);
 	lg_mt_unlock(g);
+	/* what the microthreads sent woke a peer: its CPU, before we look
+	 * again (wake_peer, proto/endpoint.c) */
+	if (rang)
+		sched_yield();
 	return rc < 0 ? rc : did;
 }
 

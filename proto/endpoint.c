@@ -163,6 +163,25 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 	return 0;
 }
 
+/* Takes the peer's announcement of bit: clears its whole waiter word if
+ * the bit is set, so that one doorbell byte wakes it and the events after
+ * it, until it announces again (each sleep does), ring nothing. 1: it
+ * waited for bit, ring it. A peer flipping its word as we look cannot
+ * keep us here: after a few tries it is rung anyway. */
+static int
+take_waiter(hp_atomic_u32 *word, uint32_t bit)
+{
+	uint32_t w = hp_load_relaxed_u32(word);
+
+	for (int i = 0; i < 4; i++) {
+		if ((w & bit) == 0)
+			return 0;
+		if (hp_cas_u32(word, &w, 0))
+			return 1;
+	}
+	return 1;
+}
+
 /* The peer may sleep waiting for bit: wake it if it said so. */
 static void
 wake_peer(struct hp_endpoint *ep, uint32_t bit)
@@ -174,7 +193,7 @@ wake_peer(struct hp_endpoint *ep, uint32_t bit)
 		 * hp_endpoint_announce; our event store, this fence, then
 		 * its waiter word (see endpoint.h). */
 		hp_fence_seq_cst();
-		if ((hp_load_relaxed_u32(ep->their_waits) & bit) == 0)
+		if (!take_waiter(ep->their_waits, bit))
 			return;
 		hp_doorbell_signal(ep->doorbell);
 	} else {
@@ -190,14 +209,31 @@ wake_peer(struct hp_endpoint *ep, uint32_t bit)
 	}
 	ep->stats.wakes++;
 	/* The kernel tends to wake the peer on the waker's CPU; a waker that
-	 * then spins or polls keeps it off that CPU until its slice ends.
-	 * Stepping aside once costs a syscall on a path that made one
-	 * (wake-from-idle 90 -> 55 us). Not hubd: it may wake many guests
-	 * in a round, and each yield would hand its CPU to one of them
-	 * (32 guests: 1.2 M calls/s in all, 3-4 M without); it yields when
-	 * quiet instead. */
+	 * then spins or polls keeps it off that CPU until its slice ends, so
+	 * a guest steps aside once before it next spins (hp_endpoint_wait,
+	 * wake-from-idle 90 -> 55 us). Not at once: a guest answering a
+	 * batch would hand its CPU to the peer after each answer, and on one
+	 * CPU the two would trade it per message (one CPU, 256 calls in
+	 * flight across hub-nats: every answer a wake and a switch). Not
+	 * hubd at all: it may wake many guests in a round, and each yield
+	 * would hand its CPU to one of them (32 guests: 1.2 M calls/s in
+	 * all, 3-4 M without); it yields when quiet instead. */
 	if (ep->wake_yield)
-		sched_yield();
+		ep->rang = 1;
+}
+
+int
+hp_endpoint_take_rang(struct hp_endpoint *ep)
+{
+	struct hp_wait_group *g = ep->group;
+	int rang = ep->rang;
+
+	ep->rang = 0;
+	for (uint32_t i = 0; g != NULL && i < g->n; i++) {
+		rang |= g->ep[i]->rang;
+		g->ep[i]->rang = 0;
+	}
+	return rang;
 }
 
 int

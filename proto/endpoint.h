@@ -9,10 +9,13 @@
  * checks once more, and only then sleeps in poll() on its doorbell. The
  * other end, after each event (publish, consume, slot free, credit grant),
  * issues a full fence and reads that word; it writes the doorbell only when
- * the matching bit is set. Either the sleeper's re-check sees the event or
- * the waker sees the bit (store-fence-load on both sides), and a doorbell
- * byte stays until read, so no wake is lost; while both ends are busy no
- * syscall is made. Without the extension on both sides, each end follows
+ * the matching bit is set, clearing the word as it does (compare-and-swap
+ * to 0): the sleeper is awake from that byte on, and the events after it
+ * ring nothing until it announces again, as each sleep does. Either the
+ * sleeper's re-check sees the event or the waker sees the bit
+ * (store-fence-load on both sides), and a doorbell byte stays until read,
+ * so no wake is lost; while both ends are busy no syscall is made, and a
+ * batch of messages to a sleeper costs one byte. Without the extension on both sides, each end follows
  * the plain spec (r[shm.wakeup.*]): hubd futex_wakes the word a spec-only
  * guest waits on; libguest under a host that does not offer it futex-waits
  * on the word the spec names (bounded, so a wake the host never makes
@@ -53,6 +56,8 @@ struct hp_endpoint {
 	struct hp_wait_group	*group;		/* sleeps with these, NULL: alone */
 	int			hung;		/* in a group: its doorbell hung up */
 	int			woke;		/* its last wait slept and was woken */
+	int			rang;		/* woke the peer since it last waited
+						 * (wake_peer) */
 	int			wake_fd;	/* readable: also ends hp_endpoint_wait's
 						 * sleep (drained), -1: none */
 	struct hp_ring		tx;
@@ -241,6 +246,9 @@ void hp_endpoint_notify_credit(struct hp_endpoint *ep, hp_atomic_u32 *granted_to
  * waking. hp_endpoint_wait does the whole dance for a blocking caller. */
 void hp_endpoint_announce(struct hp_endpoint *ep, uint32_t waits);
 void hp_endpoint_cancel(struct hp_endpoint *ep);
+/* Whether ep (or its group) woke its peer since the last call: a guest
+ * then yields once before it spins (wake_peer says why). Clears it. */
+int hp_endpoint_take_rang(struct hp_endpoint *ep);
 
 /* Crowding (HP_FEAT_WAITERS): how many of the hub's processes are not
  * asleep. While they outnumber this process's CPUs, spinning only keeps

@@ -90,12 +90,12 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000u;
-	/* Woken from a sleep last time: the waker is likely on this CPU,
-	 * runnable behind us and about to read what we just sent (the
-	 * kernel wakes a sleeper on its waker's CPU); spinning here would
-	 * keep it off for the whole spin (wake-from-idle 27 -> 10 us over a
-	 * lane). One step aside first. */
-	if (ep->woke) {
+	/* Woken from a sleep last time, or we woke the peer since: it is
+	 * likely on this CPU, runnable behind us and about to read what we
+	 * just sent (the kernel wakes a sleeper on its waker's CPU);
+	 * spinning here would keep it off for the whole spin (wake-from-idle
+	 * 27 -> 10 us over a lane). One step aside first. */
+	if (hp_endpoint_take_rang(ep) | ep->woke) {
 		ep->woke = 0;
 		sched_yield();
 	}

@@ -150,6 +150,62 @@ START_TEST(test_no_wake_without_sleeper)
 }
 END_TEST
 
+/* One doorbell byte per sleep: the waker clears the sleeper's word as it
+ * rings, so a burst to a sleeper writes one byte, not one per message;
+ * the sleeper's next announcement (each sleep makes one) is rung again.
+ * A word without the event's bit is neither rung nor cleared. */
+START_TEST(test_one_byte_per_sleep)
+{
+	hp_atomic_u32 *gw = guest_ep.my_waits;
+	struct hp_msg_in m;
+	const char *rule;
+
+	ck_assert_ptr_nonnull(gw);
+	hp_endpoint_announce(&guest_ep, HP_WAIT_RING_DATA | HP_WAIT_SLOT);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_REQUEST, (uint32_t)i, 1,
+						  "x", 1, 0), 0);
+	ck_assert_uint_eq(host_ep.stats.wakes, 1);
+	ck_assert_uint_eq(hp_load_relaxed_u32(gw), 0);
+	ck_assert_int_eq(hp_doorbell_wait(bell[1], 0), 1);
+	ck_assert_int_eq(hp_doorbell_wait(bell[1], 0), 0);	/* one byte, drained */
+	/* asleep again: the next message rings again */
+	hp_endpoint_announce(&guest_ep, HP_WAIT_RING_DATA);
+	ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_REQUEST, 8, 1, "x", 1, 0), 0);
+	ck_assert_uint_eq(host_ep.stats.wakes, 2);
+	ck_assert_int_eq(hp_doorbell_wait(bell[1], 0), 1);
+	/* waiting for room only: data is not its event */
+	hp_endpoint_announce(&guest_ep, HP_WAIT_RING_SPACE);
+	ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_REQUEST, 9, 1, "x", 1, 0), 0);
+	ck_assert_uint_eq(host_ep.stats.wakes, 2);
+	ck_assert_uint_eq(hp_load_relaxed_u32(gw), HP_WAIT_RING_SPACE);
+	hp_endpoint_cancel(&guest_ep);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(hp_endpoint_recv(&guest_ep, &m, &rule), 0);
+}
+END_TEST
+
+/* A guest that woke its peer steps aside once before it next spins, not
+ * after each wake (a batch of answers would hand the CPU over per answer);
+ * hubd, which wakes many guests a round, never does. */
+START_TEST(test_guest_yields_once_after_waking)
+{
+	hp_endpoint_announce(&host_ep, HP_WAIT_RING_DATA);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(hp_endpoint_send(&guest_ep, HP_MSG_REQUEST, (uint32_t)i, 1,
+						  "x", 1, 0), 0);
+	ck_assert_uint_eq(guest_ep.stats.wakes, 1);
+	ck_assert_int_eq(hp_endpoint_take_rang(&guest_ep), 1);
+	ck_assert_int_eq(hp_endpoint_take_rang(&guest_ep), 0);
+	hp_endpoint_cancel(&host_ep);
+	hp_endpoint_announce(&guest_ep, HP_WAIT_RING_DATA);
+	ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_RESPONSE, 0, 0, "x", 1, 0), 0);
+	ck_assert_uint_eq(host_ep.stats.wakes, 1);
+	ck_assert_int_eq(hp_endpoint_take_rang(&host_ep), 0);
+	hp_endpoint_cancel(&guest_ep);
+}
+END_TEST
+
 Suite *suite_wake(void);
 Suite *
 suite_wake(void)
@@ -160,6 +216,8 @@ suite_wake(void)
 	tcase_add_checked_fixture(ep, pair_setup, pair_teardown);
 	tcase_add_test(ep, test_ping_pong_no_lost_wake);
 	tcase_add_test(ep, test_no_wake_without_sleeper);
+	tcase_add_test(ep, test_one_byte_per_sleep);
+	tcase_add_test(ep, test_guest_yields_once_after_waking);
 	tcase_set_timeout(ep, 120);
 	tcase_set_tags(ep, "tsan");
 	suite_add_tcase(s, ep);
