@@ -167,7 +167,9 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
  * the bit is set, so that one doorbell byte wakes it and the events after
  * it, until it announces again (each sleep does), ring nothing. 1: it
  * waited for bit, ring it. A peer flipping its word as we look cannot
- * keep us here: after a few tries it is rung anyway. */
+ * keep us here: after a few tries it is rung anyway. The order that
+ * matters is wake_peer's fence before it (pairs with the fence in
+ * hp_endpoint_announce); the CAS needs none of its own. */
 static int
 take_waiter(hp_atomic_u32 *word, uint32_t bit)
 {

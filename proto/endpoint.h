@@ -15,9 +15,10 @@
  * sleeper's re-check sees the event or the waker sees the bit
  * (store-fence-load on both sides), and a doorbell byte stays until read,
  * so no wake is lost; while both ends are busy no syscall is made, and a
- * batch of messages to a sleeper costs one byte. Without the extension on both sides, each end follows
- * the plain spec (r[shm.wakeup.*]): hubd futex_wakes the word a spec-only
- * guest waits on; libguest under a host that does not offer it futex-waits
+ * batch of messages to a sleeper costs one byte. Without the extension
+ * on both sides, each end follows the plain spec (r[shm.wakeup.*]): hubd
+ * futex_wakes the word a spec-only guest waits on; libguest under a host
+ * that does not offer it futex-waits
  * on the word the spec names (bounded, so a wake the host never makes
  * costs latency, not a hang) and wakes the host with futex_wake on that
  * word plus a doorbell byte (r[shm.doorbell.ring-integration]). */

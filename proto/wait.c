@@ -95,7 +95,7 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 	 * just sent (the kernel wakes a sleeper on its waker's CPU);
 	 * spinning here would keep it off for the whole spin (wake-from-idle
 	 * 27 -> 10 us over a lane). One step aside first. */
-	if (hp_endpoint_take_rang(ep) | ep->woke) {
+	if (hp_endpoint_take_rang(ep) | ep->woke) {	/* |: both cleared */
 		ep->woke = 0;
 		sched_yield();
 	}

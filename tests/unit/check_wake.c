@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,52 @@ START_TEST(test_one_byte_per_sleep)
 }
 END_TEST
 
+static atomic_int flipping;
+
+/* A hostile guest: its waiter word changes all the time. */
+static void *
+flip_thread(void *arg)
+{
+	hp_atomic_u32 *w = arg;
+
+	for (uint32_t v = 0; atomic_load(&flipping); v++)
+		hp_store_relaxed_u32(w, v);
+	return NULL;
+}
+
+/* The waker's compare-and-swap on a word the guest keeps changing gives
+ * up after a few tries and rings: a hostile guest cannot hold hubd in
+ * wake_peer, nor make it skip a wake the guest asked for. */
+START_TEST(test_flipping_word_cannot_hold_the_waker)
+{
+	pthread_t th;
+	struct hp_msg_in m;
+	const char *rule;
+	int n = 0;
+
+	atomic_store(&flipping, 1);
+	pthread_create(&th, NULL, flip_thread, guest_ep.my_waits);
+	for (int round = 0; round < 200; round++) {
+		for (int i = 0; i < 8; i++, n++)
+			ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_REQUEST,
+							  (uint32_t)n, 1, "x", 1, 0), 0);
+		while (hp_endpoint_recv(&guest_ep, &m, &rule) == 0)
+			hp_endpoint_release(&guest_ep, &m);
+		hp_endpoint_notify_consumed(&guest_ep);
+		while (hp_doorbell_wait(bell[1], 0) > 0)
+			;
+	}
+	atomic_store(&flipping, 0);
+	pthread_join(th, NULL);
+	ck_assert_uint_le(host_ep.stats.wakes, (uint64_t)n);
+	/* the word still works once the guest behaves */
+	hp_endpoint_announce(&guest_ep, HP_WAIT_RING_DATA);
+	ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_REQUEST, 0, 1, "x", 1, 0), 0);
+	ck_assert_int_eq(hp_doorbell_wait(bell[1], 0), 1);
+	ck_assert_uint_eq(hp_load_relaxed_u32(guest_ep.my_waits), 0);
+}
+END_TEST
+
 /* A guest that woke its peer steps aside once before it next spins, not
  * after each wake (a batch of answers would hand the CPU over per answer);
  * hubd, which wakes many guests a round, never does. */
@@ -218,6 +265,7 @@ suite_wake(void)
 	tcase_add_test(ep, test_no_wake_without_sleeper);
 	tcase_add_test(ep, test_one_byte_per_sleep);
 	tcase_add_test(ep, test_guest_yields_once_after_waking);
+	tcase_add_test(ep, test_flipping_word_cannot_hold_the_waker);
 	tcase_set_timeout(ep, 120);
 	tcase_set_tags(ep, "tsan");
 	suite_add_tcase(s, ep);
