@@ -19,6 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/config_parser.h"
 #include "proto/builtin.h"
+#include "proto/lane.h"
 #include "proto/topic.h"
 
 #define GUESTS_MAX	HP_MAX_GUESTS
@@ -487,6 +488,7 @@ config_load(const char *file, struct hub_conf *c, FILE *errs)
 	c->client_timeout_ns = 30ull * 1000000000;
 	c->calls_in_flight = 1024;
 	c->lanes_per_guest = 16;
+	c->lane_slots = HP_LANE_SLOTS;
 	c->lane_ban_ns = 600ull * 1000000000;
 	c->pool_sweep_ns = 250ull * 1000000;
 	c->pool_stuck_ns = 30ull * 1000000000;

@@ -136,6 +136,7 @@ struct hub_conf {
 	uint32_t		channels_per_caller;	/* streams hubd opens in a guest's table
 							 * for one caller at once */
 	uint32_t		lanes_per_guest;	/* lanes one guest may have open */
+	uint32_t		lane_slots;		/* each side's payload slots in a lane */
 	uint64_t		lane_ban_ns;		/* no lane for a pair (by name) this
 							 * long after one of theirs closed
 							 * over a broken rule (0: none) */

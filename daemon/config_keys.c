@@ -25,6 +25,7 @@
 #include "daemon/config_parser.h"
 #include "daemon/size.h"
 #include "proto/builtin.h"
+#include "proto/lane.h"
 #include "proto/method.h"
 #include "proto/topic.h"
 
@@ -502,6 +503,7 @@ static const struct key hub_keys[] = {
 	  .max = HP_CHANNELS_MAX },
 	{ "lanes_per_guest", key_number, HUB(lanes_per_guest), .min = 1, .max = 64 },
 	{ "lane_ban", key_duration, HUB(lane_ban_ns) },
+	{ "lane_slots", key_number, HUB(lane_slots), .min = 1, .max = HP_LANE_SLOTS_MAX },
 };
 
 static const struct key pool_keys[] = {

@@ -171,7 +171,7 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 	do {
 		ln->e.id = ++h->next_lane;
 	} while (ln->e.id == 0);
-	hp_lane_params(&h->conf.params, max_payload(p, q), &lp);
+	hp_lane_params(&h->conf.params, max_payload(p, q), h->conf.lane_slots, &lp);
 	/* the id in the name: a guest checks that the memfd it takes is the
 	 * one its OPEN is about (hp_lane_fd_is) */
 	snprintf(name, sizeof(name), HP_LANE_MEMFD "%u:%s-%s", ln->e.id, p->conf->name,

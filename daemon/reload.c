@@ -212,6 +212,7 @@ apply_hub_keys(struct hub *h, const struct hub_conf *n)
 	h->conf.hang_stack = n->hang_stack;
 	h->conf.channels_per_caller = n->channels_per_caller;
 	h->conf.lane_ban_ns = n->lane_ban_ns;	/* bans made from now on */
+	h->conf.lane_slots = n->lane_slots;	/* lanes made from now on */
 	if (h->conf.pool_sweep_ns != n->pool_sweep_ns) {
 		h->conf.pool_sweep_ns = n->pool_sweep_ns;
 		pool_retime(h);

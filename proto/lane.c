@@ -13,7 +13,8 @@ _Static_assert(sizeof(struct hp_lane_figures) <= HP_CACHE_LINE - 8,
 	       "the figures fit the free bytes of a side's line");
 
 void
-hp_lane_params(const struct hp_params *hub, uint32_t max_payload, struct hp_params *lp)
+hp_lane_params(const struct hp_params *hub, uint32_t max_payload, uint32_t slots,
+	       struct hp_params *lp)
 {
 	memset(lp, 0, sizeof(*lp));
 	lp->max_guests = 1;
@@ -24,7 +25,10 @@ hp_lane_params(const struct hp_params *hub, uint32_t max_payload, struct hp_para
 	 * payloads touch takes memory) */
 	lp->slot_size = (max_payload + HP_SLOT_GEN_SIZE + 63) / 64 * 64;
 	lp->max_payload_size = lp->slot_size - HP_SLOT_GEN_SIZE;
-	lp->slots_per_guest = HP_LANE_SLOTS;
+	/* a payload over HP_INLINE_MAX takes a slot until the other side
+	 * has read it: the slots bound what is in flight (a stream of 1 KiB
+	 * items moves slots at a time), and cost address space */
+	lp->slots_per_guest = slots;
 	/* the hub's channel window, and its table up to what a lane's ids
 	 * allow (a caller's channels move to it with a call over the lane) */
 	lp->max_channels = hub->max_channels < HP_LANE_CHANNELS_MAX ?

@@ -21,7 +21,8 @@
 #define HP_LANE_SIDE_A	0u	/* the segment's host side */
 #define HP_LANE_SIDE_B	1u	/* its guest side */
 
-#define HP_LANE_SLOTS	8u	/* slots per side: payloads in flight out of line */
+#define HP_LANE_SLOTS	32u	/* slots per side by default: payloads in flight out of line */
+#define HP_LANE_SLOTS_MAX 256u
 #define HP_LANE_CHANNELS_MAX 65536u	/* a lane's max_channels at most: its
 					 * channel ids fit 16 bits */
 
@@ -47,9 +48,11 @@ struct hp_lane_map {
 
 /* The lane's parameters for a hub with these: its ring size, slots for
  * max_payload bytes (the largest both guests may send and take through
- * the hub), HP_LANE_SLOTS of them a side, the hub's channel table (up
- * to HP_LANE_CHANNELS_MAX ids) and credit window, no heartbeat. */
-void hp_lane_params(const struct hp_params *hub, uint32_t max_payload, struct hp_params *lp);
+ * the hub), slots of them a side (1 to HP_LANE_SLOTS_MAX), the hub's
+ * channel table (up to HP_LANE_CHANNELS_MAX ids) and credit window, no
+ * heartbeat. */
+void hp_lane_params(const struct hp_params *hub, uint32_t max_payload, uint32_t slots,
+		    struct hp_params *lp);
 
 /* hubd: a new lane in m->seg.fd, of which *m keeps only the head mapped
  * (read-only: the figures). 0 or -errno with *why. */

@@ -588,7 +588,8 @@ START_TEST(test_deaf_peer)
 {
 	json_object *o, *rec;
 
-	hub_start_up(&hub, NULL, LB("vic", "") LB("brk", ""), "vic,brk");
+	/* 8 slots a side: a burst of 20 100-byte calls fills them */
+	hub_start_up(&hub, "lane_slots = 8\n", LB("vic", "") LB("brk", ""), "vic,brk");
 	ck_assert(hub_wait_method(&hub, "vic.burst,vic.call,brk.echo,brk.deaf") == 0);
 	expect("ok x", "vic.call", "brk.echo", "x", NULL);
 	expect_open(1);

@@ -448,12 +448,12 @@ END_TEST
 
 /* lanes = yes | no | NAME, ...: whom a guest allows a lane with; a
  * changed policy is a changed guest (a reload restarts it); lanes_per_guest
- * in its bounds; lane_ban a duration, 10 min by default. */
+ * and lane_slots in their bounds; lane_ban a duration, 10 min by default. */
 START_TEST(test_lanes)
 {
 	struct hub_conf c;
 	struct config_guest *d;
-	int rc = load("[hub]\nlanes_per_guest = 3\nlane_ban = 90s\n"
+	int rc = load("[hub]\nlanes_per_guest = 3\nlane_ban = 90s\nlane_slots = 256\n"
 		      "[guest a]\nexec = /bin/true\nlanes = b , c-2\n"
 		      "[guest b]\nexec = /bin/true\nlanes = no\n"
 		      "[guest c]\nexec = /bin/true\n", &c);
@@ -461,6 +461,7 @@ START_TEST(test_lanes)
 	ck_assert_msg(rc == 0, "load: %s", errtext);
 	ck_assert_uint_eq(c.lanes_per_guest, 3);
 	ck_assert_uint_eq(c.lane_ban_ns, 90ull * 1000000000);
+	ck_assert_uint_eq(c.lane_slots, 256);
 	ck_assert(config_lanes_allow(&c.guests[0], "b"));
 	ck_assert(config_lanes_allow(&c.guests[0], "c-2"));
 	ck_assert(!config_lanes_allow(&c.guests[0], "c"));	/* whole names only */
@@ -477,6 +478,7 @@ START_TEST(test_lanes)
 	ck_assert_int_eq(rc, 0);
 	ck_assert_uint_eq(c.lanes_per_guest, 16);
 	ck_assert_uint_eq(c.lane_ban_ns, 600ull * 1000000000);
+	ck_assert_uint_eq(c.lane_slots, 32);
 	config_free(&c);
 	expect_error("[guest a]\nexec = /bin/true\nlanes = b,,c\n", 3, "lanes: '' is not");
 	expect_error("[guest a]\nexec = /bin/true\nlanes = b c\n", 3, "lanes: 'b c' is not");
@@ -484,6 +486,8 @@ START_TEST(test_lanes)
 	expect_error("[hub]\nlanes_per_guest = 0\n", 2, "lanes_per_guest");
 	expect_error("[hub]\nlanes_per_guest = 65\n", 2, "lanes_per_guest");
 	expect_error("[hub]\nlane_ban = soon\n", 2, "lane_ban: 'soon' is not a duration");
+	expect_error("[hub]\nlane_slots = 0\n", 2, "lane_slots");
+	expect_error("[hub]\nlane_slots = 257\n", 2, "lane_slots");
 }
 END_TEST
 

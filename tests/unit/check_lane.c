@@ -202,7 +202,7 @@ START_TEST(test_lane_both_sides)
 	uint8_t big[200];
 	int bells[2];
 
-	hp_lane_params(&hub, 100000, &lp);
+	hp_lane_params(&hub, 100000, HP_LANE_SLOTS, &lp);
 	ck_assert_uint_ge(lp.max_payload_size, 100000);
 	ck_assert_uint_eq(lp.slots_per_guest, HP_LANE_SLOTS);
 	ck_assert_int_eq(hp_lane_create(&hubd, &lp, HP_LANE_MEMFD "7:a-b", &why), 0);
@@ -250,6 +250,44 @@ START_TEST(test_lane_both_sides)
 		ck_assert_uint_eq(tb.sleeps, 6);
 		ck_assert_uint_eq(tb.calls_out, 0);
 	}
+	hp_segment_close(&a.seg);
+	hp_segment_close(&b.seg);
+	hp_segment_close(&hubd.seg);
+	close(bells[0]);
+	close(bells[1]);
+}
+END_TEST
+
+/* A lane of n slots a side (hubd.conf's lane_slots): a side has n
+ * payloads over the inline size in flight, no more, until the other
+ * side has read one; inline ones need no slot. */
+START_TEST(test_lane_slots)
+{
+	struct hp_params hub = testseg_params(4, 8, 256, 4), lp;
+	struct hp_lane_map hubd, a, b;
+	struct hp_endpoint ea, eb;
+	struct hp_msg_in m;
+	const char *why = "", *rule;
+	uint8_t big[200] = { 0 };
+	int bells[2];
+
+	hp_lane_params(&hub, 4096, 3, &lp);
+	ck_assert_uint_eq(lp.slots_per_guest, 3);
+	ck_assert_int_eq(hp_lane_create(&hubd, &lp, HP_LANE_MEMFD "9:a-b", &why), 0);
+	ck_assert_int_eq(hp_doorbell_pair(bells), 0);
+	ck_assert_int_eq(hp_lane_attach(&a, dup(hubd.seg.fd), HP_LANE_SIDE_A, bells[0], &ea,
+					&why), 0);
+	ck_assert_int_eq(hp_lane_attach(&b, dup(hubd.seg.fd), HP_LANE_SIDE_B, bells[1], &eb,
+					&why), 0);
+	for (uint32_t i = 0; i < 3; i++)
+		ck_assert_int_eq(hp_endpoint_send(&ea, HP_MSG_REQUEST, i + 1, 42, big, sizeof(big), 0),
+				 0);
+	ck_assert_int_eq(hp_endpoint_send(&ea, HP_MSG_REQUEST, 4, 42, big, sizeof(big), 0), -EAGAIN);
+	ck_assert_int_eq(hp_endpoint_send(&ea, HP_MSG_REQUEST, 4, 42, "inline", 6, 0), 0);
+	ck_assert_int_eq(hp_endpoint_recv(&eb, &m, &rule), 0);
+	hp_endpoint_release(&eb, &m);
+	hp_endpoint_notify_consumed(&eb);	/* frees go back in a batch */
+	ck_assert_int_eq(hp_endpoint_send(&ea, HP_MSG_REQUEST, 5, 42, big, sizeof(big), 0), 0);
 	hp_segment_close(&a.seg);
 	hp_segment_close(&b.seg);
 	hp_segment_close(&hubd.seg);
@@ -341,6 +379,7 @@ suite_lane(void)
 	tcase_add_test(tc, test_msg_refused);
 	tcase_add_test(tc, test_fds_with_a_doorbell_byte);
 	tcase_add_test(tc, test_lane_both_sides);
+	tcase_add_test(tc, test_lane_slots);
 	tcase_add_test(tc, test_not_a_lane);
 	tcase_add_test(tc, test_group_sleep);
 	suite_add_tcase(s, tc);
