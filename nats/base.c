@@ -60,6 +60,14 @@ br_wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+size_t
+br_payload_budget(const struct bridge *b)
+{
+	if (b->max_payload <= 0)
+		return 1u << 20;	/* not known yet: NATS's default */
+	return b->max_payload > 2048 ? (size_t)b->max_payload - 1024 : (size_t)b->max_payload / 2;
+}
+
 void
 br_log(const char *fmt, ...)
 {

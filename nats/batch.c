@@ -7,17 +7,16 @@
  * the payload. Built from the messages that would have gone alone, and
  * parsed back into such messages. What is parsed came from anyone on
  * NATS: every length is checked against what is left, every header
- * against the syntax, and a batch with one bad byte is refused whole. */
+ * against the syntax, and a batch with one bad byte is refused whole.
+ * And the pack wire's check (doc/nats.md, "Streams"): a stream's items
+ * of one loop pass as one message, Hub-Pack: N, checked the same way. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "nats/hubnats.h"
 
-/* A header block's bytes, at most (a request's headers take about 600). */
-#define HDR_MAX		8192
-
-static void
-put32(uint8_t *p, uint32_t v)
+void
+br_put32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
@@ -25,12 +24,15 @@ put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)(v >> 24);
 }
 
-static uint32_t
-get32(const uint8_t *p)
+uint32_t
+br_get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	    (uint32_t)p[3] << 24;
 }
+
+/* A header block's bytes, at most (a request's headers take about 600). */
+#define HDR_MAX		8192
 
 static int
 name_ok(const char *s, size_t n)
@@ -122,8 +124,8 @@ br_batch_put(natsMsg *m, int answer, uint8_t *out)
 	if (hdr > HDR_MAX || dlen < 0)
 		return 0;
 	if (out != NULL) {
-		put32(out, (uint32_t)hdr);
-		put32(out + 4, (uint32_t)dlen);
+		br_put32(out, (uint32_t)hdr);
+		br_put32(out + 4, (uint32_t)dlen);
 		if (dlen > 0)
 			memcpy(out + pos, natsMsg_GetData(m), (size_t)dlen);
 	}
@@ -190,8 +192,8 @@ walk(const uint8_t *data, size_t len, uint32_t n, const char *subject, int answe
 
 		if (len - pos < 8)
 			goto fail;
-		hlen = get32(data + pos);
-		dlen = get32(data + pos + 4);
+		hlen = br_get32(data + pos);
+		dlen = br_get32(data + pos + 4);
 		pos += 8;
 		if (hlen > HDR_MAX || hlen > len - pos || dlen > len - pos - hlen ||
 		    dlen > INT32_MAX)
@@ -245,4 +247,28 @@ br_batch_parse(const uint8_t *data, size_t len, const char *count, const char *s
 		return -1;
 	*n = (uint32_t)v;
 	return 0;
+}
+
+/* A pack's body, checked whole against its count (Hub-Pack: N, 1 to
+ * BR_PACK_MAX): each item a u32 length (little endian) and its bytes,
+ * nothing after the last. Its items' bytes, or -1: malformed. */
+int64_t
+br_pack_check(const uint8_t *p, size_t len, const char *count)
+{
+	char *stop;
+	unsigned long n = strtoul(count, &stop, 10);
+	size_t off = 0;
+	int64_t bytes = 0;
+
+	if (*count < '1' || *count > '9' || *stop != '\0' || n > BR_PACK_MAX)
+		return -1;
+	for (; n > 0; n--) {
+		uint32_t ilen;
+
+		if (len - off < 4 || (ilen = br_get32(p + off)) > len - off - 4)
+			return -1;
+		off += 4 + (size_t)ilen;
+		bytes += ilen;
+	}
+	return off == len ? bytes : -1;
 }

@@ -90,6 +90,8 @@ request_msg(struct bridge *b, const struct br_import *imp, const char *hub, cons
 		s = natsMsgHeader_Set(*mp, BR_H_FROM, b->conf.name);
 	if (s == NATS_OK && with_stream)
 		s = natsMsgHeader_Set(*mp, BR_H_STREAM, items);
+	if (s == NATS_OK && with_stream)
+		s = natsMsgHeader_Set(*mp, BR_H_PACKS, "1");	/* istream.c reads packs */
 	/* the answer's MAC is made with our key; the cancel's token is
 	 * what hashes to commit (trust.c) */
 	if (s == NATS_OK)

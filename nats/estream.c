@@ -4,8 +4,16 @@
  * the callee sends on it is held in its credit and published to the
  * caller's stream subject (Hub-Stream); the caller's side says on
  * inbox.c.ID what it took, and only then does the credit go back, so a
- * slow reader there slows the writer here. */
+ * slow reader there slows the writer here. The window across NATS is
+ * the channel's (the hub's initial_credit) and BR_STREAM_AHEAD more:
+ * credit for that much goes back before the caller's side has said it
+ * took it, so that a round trip across NATS does not stall the writer
+ * every initial_credit bytes. A caller that reads packs
+ * (Hub-Stream-Packs) gets the items of one loop pass as one message
+ * (Hub-Pack: N; doc/nats.md, "Streams"): one wake of nats-server and of
+ * the other bridge per pass, not per item. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +27,14 @@ struct estream {
 	uint64_t	id;		/* inbox.c.ID: the caller's acks */
 	uint64_t	ecall;		/* the call it belongs to */
 	uint32_t	chan;
+	uint64_t	got;		/* bytes the method sent */
+	uint64_t	acked;		/* ... the caller's side said it took */
+	uint64_t	credited;	/* ... given back to the method */
 	int		told;		/* the credit subject went with an item */
+	int		packs;		/* the caller reads packs */
+	uint8_t		*pack;		/* this pass's items, packed */
+	size_t		plen, pcap;
+	uint32_t	pn;		/* items in it */
 	char		items[BR_SUBJECT_MAX];
 };
 
@@ -37,22 +52,30 @@ static void
 estream_free(struct bridge *b, struct estream *es)
 {
 	HP_LIST_UNLINK(&b->estreams, es);
+	free(es->pack);
 	free(es);
 }
 
-/* One stream message to the caller's side: an item, or the end. */
+/* One stream message to the caller's side: an item, a pack of pn items
+ * (pn > 0), or the end. */
 static void
 stream_publish(struct bridge *b, struct estream *es, const void *data, size_t len,
-	       const char *end)
+	       uint32_t pn, const char *end)
 {
-	char credit[BR_SUBJECT_MAX];
+	char credit[BR_SUBJECT_MAX], count[24];
 	natsMsg *m = NULL;
 
 	if (natsMsg_Create(&m, es->items, NULL, data, (int)len) != NATS_OK)
 		return;
+	if (pn > 0) {
+		snprintf(count, sizeof(count), "%" PRIu32, pn);
+		natsMsgHeader_Set(m, BR_H_PACK, count);
+	}
 	if (!es->told) {
 		snprintf(credit, sizeof(credit), "%s.c.%llu", b->inbox, (unsigned long long)es->id);
 		natsMsgHeader_Set(m, BR_H_CREDIT, credit);
+		snprintf(count, sizeof(count), "%u", BR_STREAM_AHEAD);
+		natsMsgHeader_Set(m, BR_H_AHEAD, count);
 		es->told = 1;
 	}
 	if (end != NULL)
@@ -73,12 +96,71 @@ stream_moved(struct bridge *b, struct estream *es)
 		e->deadline_ns = br_now_ns() + (uint64_t)e->timeout_ms * 1000000u;
 }
 
+/* Credit back to the method: what it sent, up to BR_STREAM_AHEAD
+ * bytes more than the caller's side has taken (libguest holds back the
+ * rest: the channel's window). -1: the channel is gone. */
+static int
+credit_back(struct bridge *b, struct estream *es)
+{
+	uint64_t to = es->acked + BR_STREAM_AHEAD < es->got ? es->acked + BR_STREAM_AHEAD : es->got;
+
+	if (to <= es->credited)
+		return 0;
+	if (guest_chan_consumed(b->g, es->chan, (size_t)(to - es->credited)) != 0)
+		return -1;
+	es->credited = to;
+	return 0;
+}
+
+/* This pass's pack, sent. */
+static void
+pack_flush(struct bridge *b, struct estream *es)
+{
+	if (es->pn > 0)
+		stream_publish(b, es, es->pack, es->plen, es->pn, NULL);
+	es->pn = 0;
+	es->plen = 0;
+}
+
+/* Item into the pack: 0, or -1 (no memory: it goes alone). A pack is
+ * sent when full, else at the end of the pass (br_estream_flush). */
+static int
+pack_add(struct bridge *b, struct estream *es, const uint8_t *item, size_t len)
+{
+	size_t budget = br_payload_budget(b), need = 4 + len;
+
+	if (need > budget)
+		return -1;
+	if (es->pn == BR_PACK_MAX || es->plen + need > budget)
+		pack_flush(b, es);
+	if (es->plen + need > es->pcap) {
+		size_t cap = es->pcap ? es->pcap : 16 * 1024;
+		uint8_t *p;
+
+		while (cap < es->plen + need)
+			cap *= 2;
+		if ((p = realloc(es->pack, cap)) == NULL)
+			return -1;
+		es->pack = p;
+		es->pcap = cap;
+	}
+	br_put32(es->pack + es->plen, (uint32_t)len);
+	memcpy(es->pack + es->plen + 4, item, len);
+	es->plen += need;
+	es->pn++;
+	return 0;
+}
+
 static void
 on_item(void *ctx, const uint8_t *item, size_t len)
 {
 	struct estream *es = ctx;
 
-	stream_publish(es->b, es, item, len, NULL);
+	es->got += len;
+	if (!es->packs || pack_add(es->b, es, item, len) != 0) {
+		pack_flush(es->b, es);		/* what came first goes first */
+		stream_publish(es->b, es, item, len, 0, NULL);
+	}
 	stream_moved(es->b, es);
 }
 
@@ -88,8 +170,18 @@ on_end(void *ctx, int status)
 	struct estream *es = ctx;
 	struct bridge *b = es->b;
 
-	stream_publish(b, es, NULL, 0, status == 0 ? "close" : "reset");
+	pack_flush(b, es);
+	stream_publish(b, es, NULL, 0, 0, status == 0 ? "close" : "reset");
 	estream_free(b, es);
+}
+
+void
+br_estream_flush(struct bridge *b)
+{
+	for (struct estream *es = b->estreams; es != NULL; es = es->next) {
+		pack_flush(b, es);
+		credit_back(b, es);
+	}
 }
 
 void
@@ -115,7 +207,12 @@ br_estream_credit(struct bridge *b, natsMsg *m, const char *idtext)
 	num[len] = '\0';
 	n = strtoull(num, &stop, 10);
 	/* more than it was sent: the other side lies, the stream ends */
-	if (*stop != '\0' || guest_chan_consumed(b->g, es->chan, (size_t)n) == -EINVAL)
+	if (*stop != '\0' || n > es->got - es->acked) {
+		guest_chan_reset(b->g, es->chan);
+		return;
+	}
+	es->acked += n;
+	if (credit_back(b, es) != 0)
 		guest_chan_reset(b->g, es->chan);
 	else
 		stream_moved(b, es);
@@ -125,7 +222,7 @@ struct estream *
 br_estream_open(struct bridge *b, natsMsg *m, const struct br_export *x, const uint8_t **args,
 		size_t *len, uint8_t **copy, char *text, size_t cap)
 {
-	const char *items = NULL;
+	const char *items = NULL, *packs = NULL;
 	struct estream *es;
 	size_t off, n;
 	uint64_t theirs;
@@ -152,6 +249,8 @@ br_estream_open(struct bridge *b, natsMsg *m, const struct br_export *x, const u
 	}
 	es->b = b;
 	snprintf(es->items, sizeof(es->items), "%s", items);
+	es->packs = natsMsgHeader_Get(m, BR_H_PACKS, &packs) == NATS_OK && packs != NULL &&
+		    strcmp(packs, "1") == 0;
 	if ((chan = guest_chan_open(b->g, on_item, on_end, es)) < 0) {
 		snprintf(text, cap, "no channel for %s: %s", x->name, strerror((int)-chan));
 		free(es);

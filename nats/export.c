@@ -40,7 +40,7 @@ announce(struct bridge *b, int leaving)
 	char subject[BR_SUBJECT_MAX];
 	const char *text;
 	natsMsg *m = NULL;
-	size_t budget = b->max_payload > 0 ? (size_t)b->max_payload - 1024 : 1u << 20;
+	size_t budget = br_payload_budget(b);
 	size_t used = 0;
 
 	json_object_object_add(o, "hub", json_object_new_string(b->conf.name));

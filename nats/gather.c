@@ -56,13 +56,6 @@ gather(struct bridge *b)
 	return b->gather;
 }
 
-/* A batch's body, at most: what NATS takes, with room for the headers. */
-static size_t
-budget(const struct bridge *b)
-{
-	return b->max_payload > 1024 ? (size_t)b->max_payload - 1024 : 64 * 1024;
-}
-
 /* The pending batch of key in v[0..*n), a new one if there is room. */
 static struct pending *
 find(struct pending *v, uint32_t *n, const char *key, size_t klen)
@@ -186,7 +179,7 @@ br_gather_request(struct bridge *b, natsMsg *m, uint64_t id,
 	if (g == NULL || (size = br_batch_put(m, 0, NULL)) == 0 ||
 	    (p = find(g->req, &g->nreq, subject, strlen(subject))) == NULL)
 		return -1;
-	if (p->n > 0 && (p->n == BR_BATCH_MAX || p->bytes + size > budget(b))) {
+	if (p->n > 0 && (p->n == BR_BATCH_MAX || p->bytes + size > br_payload_budget(b))) {
 		copy = *p;
 		p->n = 0;
 		p->bytes = 0;
@@ -216,7 +209,7 @@ br_gather_answer(struct bridge *b, natsMsg *r)
 		br_msg_done(b, r);
 		return;
 	}
-	if (p->n > 0 && (p->n == BR_BATCH_MAX || p->bytes + size > budget(b))) {
+	if (p->n > 0 && (p->n == BR_BATCH_MAX || p->bytes + size > br_payload_budget(b))) {
 		copy = *p;
 		p->n = 0;
 		p->bytes = 0;

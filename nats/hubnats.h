@@ -332,12 +332,28 @@ uint8_t	*br_chan_rewrite(const uint8_t *args, size_t len, size_t off, size_t n,
 #define BR_H_CANCEL	"Hub-Cancel"	/* the hash of the token that cancels a call */
 #define BR_H_BATCH	"Hub-Batch"	/* a batch's entries (batch.c) */
 #define BR_H_REPLY	"Hub-Reply"	/* a batch entry's reply subject */
+#define BR_H_PACKS	"Hub-Stream-Packs"	/* "1": the caller reads packed items */
+#define BR_H_PACK	"Hub-Pack"	/* a stream message's packed items */
+#define BR_H_AHEAD	"Hub-Ahead"	/* credit a stream's sender gives before it is told */
 
 /* Deadlines, Cancels and refreshes are looked at this often. */
 #define BR_SCAN_NS	(20ull * 1000000)
 
 /* A receiver tells what it took at least this often (bytes). */
 #define BR_ACK_BYTES	(16u * 1024)
+/* A stream across NATS may have this much more in flight than its
+ * channel's window (estream.c): a round trip's worth. */
+#define BR_STREAM_AHEAD	(1u << 20)
+/* Items in one pack (a stream message of Hub-Pack: N). */
+#define BR_PACK_MAX	4096u
+
+/* What a message's body may take: the server's max_payload less room
+ * for the headers. */
+size_t	br_payload_budget(const struct bridge *b);
+/* batch.c: unsigned 32-bit little-endian numbers of the batch and pack
+ * wires. */
+void	br_put32(uint8_t *p, uint32_t v);
+uint32_t br_get32(const uint8_t *p);
 
 /* An answer's Hub-Status, and the libguest status each stands for. */
 const char	*br_status_word(int status);
@@ -403,6 +419,8 @@ void	br_estream_close(struct bridge *b, struct estream *es);
  * goes back to the sender here), or said Hub-End: reset (its reader
  * went away: the sender is told to stop). */
 void	br_estream_credit(struct bridge *b, natsMsg *m, const char *idtext);
+/* End of a loop pass: each stream's packed items sent. */
+void	br_estream_flush(struct bridge *b);
 void	br_estream_stop(struct bridge *b);
 
 /* trust.c: hub-nats --keygen and --pubkey (exit statuses). */
@@ -581,6 +599,11 @@ size_t	br_batch_put(natsMsg *m, int answer, uint8_t *out);
  * nothing made. */
 int	br_batch_parse(const uint8_t *data, size_t len, const char *count, const char *subject,
 		       int answer, natsMsg **out, uint32_t *n);
+
+/* A pack's body (Hub-Pack: count, 1 to BR_PACK_MAX items, each a u32
+ * length and its bytes, nothing after the last), checked whole: the
+ * items' bytes, or -1 (malformed). */
+int64_t	br_pack_check(const uint8_t *p, size_t len, const char *count);
 
 /* gather.c: what one loop pass sends, to one subject or one caller,
  * sent together. Request m of call id queued: 0 (m is gather's), or -1

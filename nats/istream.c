@@ -5,7 +5,8 @@
  * instead, the item kept), and what the caller took is acked to the
  * sender's credit subject, so a slow reader here slows the writer there.
  * The call's answer waits until the channel has ended (its items first),
- * then goes to whoever pumps. */
+ * then goes to whoever pumps. A message of Hub-Pack: N holds N items
+ * (estream.c's packs), checked whole as it comes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,14 @@
 #include "proto/list.h"
 #include "nats/hubnats.h"
 
+/* A message of items: one, or a pack whose next item is at off. */
+struct queued {
+	natsMsg		*m;
+	uint32_t	left;		/* items in it not sent on yet */
+	uint32_t	off;		/* a pack's next item */
+	int		packed;
+};
+
 struct istream {
 	struct istream	*prev, *next;	/* in b->istreams */
 	uint64_t	id;		/* the call's SEQ */
@@ -21,10 +30,12 @@ struct istream {
 	int		end;		/* 0, or the sender ended it: 1 close, 2 reset */
 	int		done;		/* the caller's channel is ended */
 	char		credit[BR_SUBJECT_MAX];	/* "" until the first item */
-	natsMsg		**q;		/* items not sent on yet */
+	struct queued	*q;		/* items not sent on yet */
 	uint32_t	qhead, qcount, qcap;
 	size_t		qbytes;
 	size_t		taken;		/* sent on, not acked yet */
+	size_t		ahead;		/* Hub-Ahead: credit the sender gives
+					 * before it is told (0: none) */
 	natsMsg		*answer;	/* the call's reply, held */
 };
 
@@ -62,7 +73,7 @@ br_istream_free(struct bridge *b, struct istream *st)
 {
 	HP_LIST_UNLINK(&b->istreams, st);
 	while (st->qcount > 0) {
-		br_msg_done(b, st->q[st->qhead]);
+		br_msg_done(b, st->q[st->qhead].m);
 		st->qhead = (st->qhead + 1) % st->qcap;
 		st->qcount--;
 	}
@@ -127,14 +138,31 @@ call_moved(struct bridge *b, uint64_t id)
 		ic->deadline_ns = b->now_ns + (uint64_t)b->conf.timeout_ms * 1000000u + BR_GRACE_NS;
 }
 
+/* The first item's Hub-Ahead: bytes the sender credits back before it
+ * is told, BR_ACK_BYTES * 4 to ISTREAM_BYTES / 4 (0: none, or out of
+ * range: told as a sender that gives none). */
+static size_t
+ahead_of(natsMsg *m)
+{
+	const char *v = NULL;
+	unsigned long long n;
+	char *stop;
+
+	if (natsMsgHeader_Get(m, BR_H_AHEAD, &v) != NATS_OK || v == NULL || *v < '1' || *v > '9')
+		return 0;
+	n = strtoull(v, &stop, 10);
+	return *stop == '\0' && n >= BR_ACK_BYTES * 4 && n <= ISTREAM_BYTES / 4 ? (size_t)n : 0;
+}
+
 int
 br_istream_item(struct bridge *b, natsMsg *m, const char *seq)
 {
-	const char *credit = NULL, *end = NULL;
+	const char *credit = NULL, *end = NULL, *pack = NULL;
 	struct istream *st;
 	char *stop;
 	uint64_t id = strtoull(seq, &stop, 10);
-	int len = natsMsg_GetDataLength(m);
+	int64_t len = natsMsg_GetDataLength(m);
+	uint32_t count = 1;
 
 	if (*seq == '\0' || *stop != '\0')
 		return 0;
@@ -151,8 +179,10 @@ br_istream_item(struct bridge *b, natsMsg *m, const char *seq)
 	}
 	if (st->credit[0] == '\0' && natsMsgHeader_Get(m, BR_H_CREDIT, &credit) == NATS_OK &&
 	    credit != NULL && strlen(credit) < sizeof(st->credit) && strchr(credit, '*') == NULL &&
-	    strchr(credit, '>') == NULL && strchr(credit, ' ') == NULL)
+	    strchr(credit, '>') == NULL && strchr(credit, ' ') == NULL) {
 		snprintf(st->credit, sizeof(st->credit), "%s", credit);
+		st->ahead = ahead_of(m);
+	}
 	call_moved(b, id);
 	if (natsMsgHeader_Get(m, BR_H_END, &end) == NATS_OK && end != NULL) {
 		st->end = strcmp(end, "close") == 0 ? 1 : 2;
@@ -160,9 +190,18 @@ br_istream_item(struct bridge *b, natsMsg *m, const char *seq)
 	}
 	if (st->end != 0)
 		return 0;	/* after its end: nothing more counts */
+	if (natsMsgHeader_Get(m, BR_H_PACK, &pack) == NATS_OK && pack != NULL) {
+		len = br_pack_check((const uint8_t *)natsMsg_GetData(m),
+				 (size_t)natsMsg_GetDataLength(m), pack);
+		count = (uint32_t)strtoul(pack, NULL, 10);
+		if (len < 0) {
+			br_istream_end(b, st, 1);	/* the sender breaks the wire */
+			return 0;
+		}
+	}
 	if (st->qcount == st->qcap) {
 		uint32_t cap = st->qcap ? st->qcap * 2 : 64;
-		natsMsg **q;
+		struct queued *q;
 
 		if (cap > ISTREAM_ITEMS || (q = malloc(cap * sizeof(*q))) == NULL) {
 			br_istream_end(b, st, 1);
@@ -179,7 +218,8 @@ br_istream_item(struct bridge *b, natsMsg *m, const char *seq)
 		br_istream_end(b, st, 1);	/* it sends past any credit */
 		return 0;
 	}
-	st->q[(st->qhead + st->qcount++) % st->qcap] = m;
+	st->q[(st->qhead + st->qcount++) % st->qcap] =
+		(struct queued){ .m = m, .left = count, .packed = pack != NULL };
 	st->qbytes += (size_t)len;
 	return 1;
 }
@@ -210,23 +250,36 @@ br_istream_pump(struct bridge *b, void (*answer)(struct bridge *, natsMsg *, uin
 	for (st = b->istreams; st != NULL; st = next) {
 		next = st->next;
 		while (!st->done && st->qcount > 0) {
-			natsMsg *m = st->q[st->qhead];
-			size_t len = (size_t)natsMsg_GetDataLength(m);
-			int rc = guest_chan_send(b->g, st->chan, natsMsg_GetData(m), len, 0);
+			struct queued *e = &st->q[st->qhead];
+			const uint8_t *item = (const uint8_t *)natsMsg_GetData(e->m);
+			size_t len = (size_t)natsMsg_GetDataLength(e->m);
+			int rc;
 
+			if (e->packed) {	/* checked as it came */
+				len = br_get32(item + e->off);
+				item += e->off + 4;
+			}
+			rc = guest_chan_send(b->g, st->chan, item, len, 0);
 			if (rc == -ETIMEDOUT)
 				break;		/* no credit now: guest_fd wakes us */
 			if (rc != 0) {
 				br_istream_end(b, st, 1);	/* the reader left, or too big */
 				break;
 			}
-			st->qhead = (st->qhead + 1) % st->qcap;
-			st->qcount--;
 			st->qbytes -= len;
 			st->taken += len;
-			br_msg_done(b, m);
+			e->off += 4 + (uint32_t)len;
+			if (--e->left > 0)
+				continue;
+			br_msg_done(b, e->m);
+			st->qhead = (st->qhead + 1) % st->qcap;
+			st->qcount--;
 		}
-		if (st->taken > 0 && (st->qcount == 0 || st->taken >= BR_ACK_BYTES)) {
+		/* a sender that gives credit ahead (Hub-Ahead) is told a
+		 * quarter of that at a time; one that does not, whenever the
+		 * queue is empty: its next item may need all of its window */
+		if (st->taken > 0 && (st->taken >= (st->ahead > 0 ? st->ahead / 4 : BR_ACK_BYTES) ||
+				      (st->qcount == 0 && st->ahead == 0))) {
 			tell_sender(b, st, st->taken, NULL);
 			st->taken = 0;
 			/* the reader moves: the call is not idle */

@@ -235,7 +235,7 @@ info(struct bridge *b)
 {
 	json_object *o = standard(b, "io.nats.micro.v1.info_response"), *eps = json_object_new_array();
 	char text[160];
-	size_t used = 0, budget = b->max_payload > 0 ? (size_t)b->max_payload - 1024 : 1u << 20;
+	size_t used = 0, budget = br_payload_budget(b);
 
 	snprintf(text, sizeof(text), "the methods hub %s exports through hub-nats", b->conf.name);
 	json_object_object_add(o, "description", json_object_new_string(text));
@@ -260,7 +260,7 @@ stats(struct bridge *b)
 {
 	struct br_service *s = b->service;
 	json_object *o = standard(b, "io.nats.micro.v1.stats_response"), *eps = json_object_new_array();
-	size_t used = 0, budget = b->max_payload > 0 ? (size_t)b->max_payload - 1024 : 1u << 20;
+	size_t used = 0, budget = br_payload_budget(b);
 
 	for (uint32_t i = 0; i < b->nexports; i++) {
 		const struct br_export *x = &b->exports[i];

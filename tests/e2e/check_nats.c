@@ -16,6 +16,7 @@
 
 #include <nats/nats.h>
 
+#include "nats/hubnats.h"
 #include "tests/e2e/natsd.h"
 #include "tests/e2e/natshubs.h"
 
@@ -252,20 +253,63 @@ consume(struct hub_proc *h, const char *consumer, const char *method, const char
 	return c;
 }
 
+/* What a plain client on NATS saw of the streams' items (doc/nats.md,
+ * "Streams"): the items in packs (Hub-Pack: N, summed), messages with
+ * items alone, and whether the first said how far ahead its sender
+ * gives credit (Hub-Ahead). */
+struct seen_items {
+	unsigned long long	packed, alone;
+	size_t			ahead;
+};
+
+static struct seen_items
+seen_items(natsSubscription *sub)
+{
+	struct seen_items v = { 0 };
+	natsMsg *m = NULL;
+	const char *h;
+
+	while (natsSubscription_NextMsg(&m, sub, 200) == NATS_OK) {
+		if (natsMsgHeader_Get(m, BR_H_PACK, &h) == NATS_OK)
+			v.packed += strtoull(h, NULL, 10);
+		else if (natsMsgHeader_Get(m, BR_H_END, &h) != NATS_OK &&
+			 natsMsgHeader_Get(m, BR_H_STREAM, &h) != NATS_OK && natsMsg_GetReply(m) == NULL)
+			v.alone++;	/* not an answer, a request or an end */
+		if (natsMsgHeader_Get(m, BR_H_AHEAD, &h) == NATS_OK)
+			v.ahead = strtoull(h, NULL, 10);
+		natsMsg_Destroy(m);
+	}
+	return v;
+}
+
 /* A stream across, both ways: a guest on A reads what a guest on B
  * sends (every item checked, in order), and the other way round; and
- * hubctl on A reads counter's stream on B as it would on B. */
+ * hubctl on A reads counter's stream on B as it would on B. The items
+ * cross in packs, every one of them: a plain client subscribed to the
+ * inboxes counts them. */
 START_TEST(test_streams_both_ways)
 {
 	struct consumed c;
+	struct seen_items v;
+	natsConnection *nc = NULL;
+	natsSubscription *sub = NULL;
 	char want[16], *out = NULL;
 
 	start_streams();
+	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd[0].url), NATS_OK);
+	ck_assert_int_eq(natsConnection_SubscribeSync(&sub, nc, "_INBOX.*.s.*"), NATS_OK);
+	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
 	c = consume(&hub_a, "sc.consume", "sp.produce", "2000", "1000", "0", "0");
 	snprintf(want, sizeof(want), "ok %d", 2000);
 	ck_assert_msg(c.items == 2000 && c.bad == 0 && strcmp(c.end, "closed") == 0 &&
 		      strcmp(c.call, want) == 0, "items=%llu bad=%llu end=%s call=%s; %s", c.items,
 		      c.bad, c.end, c.call, hub_log_tail(&hub_a));
+	v = seen_items(sub);
+	ck_assert_msg(v.packed == 2000 && v.alone == 0 && v.ahead == BR_STREAM_AHEAD,
+		      "on NATS: %llu items in packs, %llu alone, Hub-Ahead %zu", v.packed, v.alone,
+		      v.ahead);
+	natsSubscription_Destroy(sub);
+	natsConnection_Destroy(nc);
 	c = consume(&hub_b, "sp.consume", "sc.produce", "500", "100", "0", "0");
 	ck_assert_msg(c.items == 500 && c.bad == 0 && strcmp(c.end, "closed") == 0,
 		      "items=%llu bad=%llu end=%s call=%s; %s", c.items, c.bad, c.end, c.call,
@@ -279,23 +323,84 @@ START_TEST(test_streams_both_ways)
 }
 END_TEST
 
+/* A caller that does not say it reads packs (a bridge of before them,
+ * or any NATS client): each item comes alone, the first with the credit
+ * subject and how far ahead the sender gives credit, then the end, then
+ * the answer. */
+START_TEST(test_stream_to_a_caller_without_packs)
+{
+	static const uint8_t args[] = { 50, 10, 1 };	/* 50 items of 10 bytes, a chan */
+	natsConnection *nc = NULL;
+	natsSubscription *sub = NULL;
+	natsMsg *m = NULL;
+	const char *h;
+	int items = 0, credit = 0, ended = 0, answered = 0;
+
+	start_streams();
+	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd[0].url), NATS_OK);
+	ck_assert_int_eq(natsConnection_SubscribeSync(&sub, nc, "_INBOX.old.>"), NATS_OK);
+	ck_assert_int_eq(natsMsg_Create(&m, "hub.call.sp.produce", "_INBOX.old.r",
+					(const char *)args, sizeof(args)), NATS_OK);
+	natsMsgHeader_Set(m, BR_H_SIG, "u64,u64,chan<bytes>->u64");
+	natsMsgHeader_Set(m, BR_H_STREAM, "_INBOX.old.s.1");
+	ck_assert_int_eq(natsConnection_PublishMsg(nc, m), NATS_OK);
+	natsMsg_Destroy(m);
+	while (!answered && natsSubscription_NextMsg(&m, sub, 10000) == NATS_OK) {
+		const char *subject = natsMsg_GetSubject(m);
+
+		if (strcmp(subject, "_INBOX.old.r") == 0) {
+			ck_assert_msg(natsMsgHeader_Get(m, BR_H_STATUS, &h) == NATS_OK &&
+				      strcmp(h, "ok") == 0, "the answer: %.*s",
+				      natsMsg_GetDataLength(m), natsMsg_GetData(m));
+			answered = 1;
+		} else if (natsMsgHeader_Get(m, BR_H_END, &h) == NATS_OK) {
+			ck_assert_str_eq(h, "close");
+			ck_assert_int_eq(answered, 0);
+			ended = 1;
+		} else {
+			ck_assert_str_eq(subject, "_INBOX.old.s.1");
+			ck_assert_msg(natsMsgHeader_Get(m, BR_H_PACK, &h) != NATS_OK,
+				      "a pack to a caller that reads none");
+			ck_assert_int_eq(natsMsg_GetDataLength(m), 11);	/* its size, 10 bytes */
+			ck_assert_int_eq(ended, 0);
+			if (items++ == 0)
+				credit = natsMsgHeader_Get(m, BR_H_CREDIT, &h) == NATS_OK &&
+					 natsMsgHeader_Get(m, BR_H_AHEAD, &h) == NATS_OK &&
+					 strtoull(h, NULL, 10) == BR_STREAM_AHEAD;
+		}
+		natsMsg_Destroy(m);
+	}
+	ck_assert_msg(items == 50 && credit && ended && answered,
+		      "items %d, credit subject and ahead on the first %d, end %d, answer %d; %s",
+		      items, credit, ended, answered, hub_log_tail(&hub_b));
+	natsSubscription_Destroy(sub);
+	natsConnection_Destroy(nc);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&natsd[0]);
+}
+END_TEST
+
 /* A slow reader on A holds the writer on B back: the producer is never
- * further ahead of what was read than the two hubs' windows (B's held
- * until A says it sent the items on, then A's), and does get ahead. A
- * reader that stops in the middle stops the writer over there. */
+ * further ahead of what was read than the two hubs' windows and what
+ * crosses NATS (B's bridge gives credit back BR_STREAM_AHEAD before A
+ * says it sent the items on; A says so each quarter of that), and does
+ * get ahead, further than the windows alone would let it. A reader that
+ * stops in the middle stops the writer over there. */
 START_TEST(test_stream_credit_across)
 {
+	const unsigned long long most = 2 * CREDIT + BR_STREAM_AHEAD + BR_STREAM_AHEAD / 4 + 8000;
 	struct consumed c;
 	char *out = NULL;
 
 	start_streams();
-	c = consume(&hub_a, "sc.consume", "sp.produce", "150", "8000", "0", "2000");
-	ck_assert_msg(c.items == 150 && c.bad == 0 && strcmp(c.end, "closed") == 0,
+	c = consume(&hub_a, "sc.consume", "sp.produce", "400", "8000", "0", "2000");
+	ck_assert_msg(c.items == 400 && c.bad == 0 && strcmp(c.end, "closed") == 0,
 		      "items=%llu bad=%llu end=%s call=%s", c.items, c.bad, c.end, c.call);
-	ck_assert_msg(c.gap <= 2 * CREDIT, "the producer got %llu bytes ahead of the consumer, "
-		      "more than both windows (%d)", c.gap, 2 * CREDIT);
-	ck_assert_msg(c.gap >= CREDIT / 2, "the producer was never more than %llu bytes ahead",
-		      c.gap);
+	ck_assert_msg(c.gap <= most, "the producer got %llu bytes ahead of the consumer, "
+		      "more than both windows and the credit ahead (%llu)", c.gap, most);
+	ck_assert_msg(c.gap > 2 * CREDIT, "the producer was never more than %llu bytes ahead: "
+		      "no credit ahead across NATS", c.gap);
 	/* the reader resets after 100 of 100000 items: B's producer stops */
 	c = consume(&hub_a, "sc.consume", "sp.produce", "100000", "1000", "100", "0");
 	ck_assert_msg(strcmp(c.end, "reset") == 0 && c.items >= 100,
@@ -643,6 +748,7 @@ suite_nats(void)
 	tcase_add_test(tc, test_cluster_loses_a_node);
 	tcase_add_test(tc, test_streams_both_ways);
 	tcase_add_test(tc, test_stream_credit_across);
+	tcase_add_test(tc, test_stream_to_a_caller_without_packs);
 	tcase_add_test(tc, test_cancel_crosses_and_bridge_restarts);
 	tcase_add_test(tc, test_credentials);
 	tcase_add_test(tc, test_hostile_messages);

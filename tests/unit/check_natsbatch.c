@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hub-nats's batch wire (nats/batch.c): what is built parses back to
  * the same messages; a truncated, oversized or malformed batch is
- * refused whole, nothing made. */
+ * refused whole, nothing made. And the pack wire (a stream's items):
+ * a pack is taken only when every length and the count agree. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +258,83 @@ START_TEST(test_max)
 }
 END_TEST
 
+/* A pack of n items (item i: i bytes of 'a' + i), as estream.c writes
+ * it: a u32 length each, little endian, then the bytes. Its length in
+ * *len, the items' bytes in *bytes. */
+static uint8_t *
+pack(uint32_t n, size_t *len, int64_t *bytes)
+{
+	uint8_t *p = malloc(n * 4u + (size_t)n * n / 2 + 64), *at = p;
+
+	ck_assert_ptr_nonnull(p);
+	*bytes = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		br_put32(at, i);
+		memset(at + 4, 'a' + (int)(i % 26), i);
+		at += 4 + i;
+		*bytes += i;
+	}
+	*len = (size_t)(at - p);
+	return p;
+}
+
+/* A pack is taken whole (its items' bytes counted), zero-length items
+ * too; little endian as written. */
+START_TEST(test_pack_round_trip)
+{
+	int64_t bytes;
+	size_t len;
+	uint8_t *p = pack(100, &len, &bytes), le[4];
+
+	ck_assert_int_eq(br_pack_check(p, len, "100"), bytes);
+	ck_assert_int_eq(br_pack_check(p, 4, "1"), 0);	/* one empty item */
+	br_put32(le, 0x01020304u);
+	ck_assert(le[0] == 4 && le[1] == 3 && le[2] == 2 && le[3] == 1);
+	ck_assert_uint_eq(br_get32(le), 0x01020304u);
+	free(p);
+}
+END_TEST
+
+/* The count must be the items there are, in decimal, 1 to BR_PACK_MAX:
+ * fewer leaves bytes after the last, more runs past the end. */
+START_TEST(test_pack_count)
+{
+	static const char *const bad[] = {
+		"99", "101", "0", "", "-100", "+100", "0100", "100 ", " 100", "1e2", "4097",
+		"18446744073709551716",
+	};
+	int64_t bytes;
+	size_t len;
+	uint8_t *p = pack(100, &len, &bytes);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(br_pack_check(p, len, bad[i]) == -1, "count '%s' taken", bad[i]);
+	free(p);
+	p = pack(BR_PACK_MAX, &len, &bytes);
+	ck_assert_int_eq(br_pack_check(p, len, "4096"), bytes);
+	free(p);
+}
+END_TEST
+
+/* Every length is checked against what is left: a pack cut anywhere, or
+ * an item that claims more than there is (up to 4 GiB), is refused. */
+START_TEST(test_pack_bad_lengths)
+{
+	int64_t bytes;
+	size_t len;
+	uint8_t *p = pack(10, &len, &bytes);
+
+	for (size_t cut = 0; cut < len; cut++)
+		ck_assert_msg(br_pack_check(p, cut, "10") == -1, "cut at %zu taken", cut);
+	br_put32(p + 4 + 0 + 4 + 1, 0xffffffffu);	/* item 2's length */
+	ck_assert_int_eq(br_pack_check(p, len, "10"), -1);
+	br_put32(p + 4 + 0 + 4 + 1, 3);			/* one more than it has */
+	ck_assert_int_eq(br_pack_check(p, len, "10"), -1);
+	ck_assert_int_eq(br_pack_check(p, 3, "1"), -1);	/* no room for a length */
+	free(p);
+}
+END_TEST
+
 /* libnats's messages need the library open (natsMsg_Destroy). */
 static void
 setup(void)
@@ -281,6 +359,9 @@ suite_natsbatch(void)
 	tcase_add_test(tc, test_bad_headers);
 	tcase_add_test(tc, test_put_refuses);
 	tcase_add_test(tc, test_max);
+	tcase_add_test(tc, test_pack_round_trip);
+	tcase_add_test(tc, test_pack_count);
+	tcase_add_test(tc, test_pack_bad_lengths);
 	suite_add_tcase(s, tc);
 	return s;
 }
