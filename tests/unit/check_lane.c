@@ -188,6 +188,36 @@ START_TEST(test_fds_with_a_doorbell_byte)
 }
 END_TEST
 
+/* A lane as hubd makes it (lp, named name) and both sides attached. */
+struct lane_pair {
+	struct hp_lane_map	hubd, a, b;
+	struct hp_endpoint	ea, eb;
+	int			bells[2];
+};
+
+static void
+lane_pair_open(struct lane_pair *p, const struct hp_params *lp, const char *name)
+{
+	const char *why = "";
+
+	ck_assert_int_eq(hp_lane_create(&p->hubd, lp, name, &why), 0);
+	ck_assert_int_eq(hp_doorbell_pair(p->bells), 0);
+	ck_assert_int_eq(hp_lane_attach(&p->a, dup(p->hubd.seg.fd), HP_LANE_SIDE_A, p->bells[0],
+					&p->ea, &why), 0);
+	ck_assert_int_eq(hp_lane_attach(&p->b, dup(p->hubd.seg.fd), HP_LANE_SIDE_B, p->bells[1],
+					&p->eb, &why), 0);
+}
+
+static void
+lane_pair_close(struct lane_pair *p)
+{
+	hp_segment_close(&p->a.seg);
+	hp_segment_close(&p->b.seg);
+	hp_segment_close(&p->hubd.seg);
+	close(p->bells[0]);
+	close(p->bells[1]);
+}
+
 /* A lane as hubd makes it (only its head mapped in hubd), both sides
  * attached as guests attach it: a Request from A reaches B, B's Response
  * reaches A, payloads over 32 bytes in slots; each side's figures are
@@ -195,54 +225,47 @@ END_TEST
 START_TEST(test_lane_both_sides)
 {
 	struct hp_params hub = testseg_params(4, 8, 256, 4), lp;
-	struct hp_lane_map hubd, a, b;
-	struct hp_endpoint ea, eb;
+	struct lane_pair p;
 	struct hp_msg_in m;
-	const char *why = "", *rule;
+	const char *rule;
 	uint8_t big[200];
-	int bells[2];
 
 	hp_lane_params(&hub, 100000, HP_LANE_SLOTS, &lp);
 	ck_assert_uint_ge(lp.max_payload_size, 100000);
 	ck_assert_uint_eq(lp.slots_per_guest, HP_LANE_SLOTS);
-	ck_assert_int_eq(hp_lane_create(&hubd, &lp, HP_LANE_MEMFD "7:a-b", &why), 0);
+	lane_pair_open(&p, &lp, HP_LANE_MEMFD "7:a-b");
 	/* a guest tells its lane's memfd by the id in its name */
-	ck_assert(hp_lane_fd_is(hubd.seg.fd, 7));
-	ck_assert(!hp_lane_fd_is(hubd.seg.fd, 77));
-	ck_assert(!hp_lane_fd_is(hubd.seg.fd, 8));
+	ck_assert(hp_lane_fd_is(p.hubd.seg.fd, 7));
+	ck_assert(!hp_lane_fd_is(p.hubd.seg.fd, 77));
+	ck_assert(!hp_lane_fd_is(p.hubd.seg.fd, 8));
 	ck_assert(!hp_lane_fd_is(0, 7));
-	ck_assert_msg(hubd.seg.size < 65536, "hubd maps %llu bytes of the lane",
-		      (unsigned long long)hubd.seg.size);
-	ck_assert_int_eq(hp_doorbell_pair(bells), 0);
-	ck_assert_int_eq(hp_lane_attach(&a, dup(hubd.seg.fd), HP_LANE_SIDE_A, bells[0], &ea,
-					&why), 0);
-	ck_assert_int_eq(hp_lane_attach(&b, dup(hubd.seg.fd), HP_LANE_SIDE_B, bells[1], &eb,
-					&why), 0);
+	ck_assert_msg(p.hubd.seg.size < 65536, "hubd maps %llu bytes of the lane",
+		      (unsigned long long)p.hubd.seg.size);
 	memset(big, 'x', sizeof(big));
-	ck_assert_int_eq(hp_endpoint_send(&ea, HP_MSG_REQUEST, 5, 42, big, sizeof(big), 0), 0);
-	ck_assert_int_eq(hp_endpoint_recv(&eb, &m, &rule), 0);
+	ck_assert_int_eq(hp_endpoint_send(&p.ea, HP_MSG_REQUEST, 5, 42, big, sizeof(big), 0), 0);
+	ck_assert_int_eq(hp_endpoint_recv(&p.eb, &m, &rule), 0);
 	ck_assert_uint_eq(m.desc.id, 5);
 	ck_assert(m.desc.method_id == 42);
 	ck_assert_uint_eq(m.len, sizeof(big));
 	ck_assert(memcmp(m.payload, big, sizeof(big)) == 0);
-	hp_endpoint_release(&eb, &m);
-	ck_assert_int_eq(hp_endpoint_send(&eb, HP_MSG_RESPONSE, 5, 0, "ok", 2, 0), 0);
-	ck_assert_int_eq(hp_endpoint_recv(&ea, &m, &rule), 0);
+	hp_endpoint_release(&p.eb, &m);
+	ck_assert_int_eq(hp_endpoint_send(&p.eb, HP_MSG_RESPONSE, 5, 0, "ok", 2, 0), 0);
+	ck_assert_int_eq(hp_endpoint_recv(&p.ea, &m, &rule), 0);
 	ck_assert_uint_eq(m.desc.msg_type, HP_MSG_RESPONSE);
-	hp_endpoint_release(&ea, &m);
+	hp_endpoint_release(&p.ea, &m);
 	/* a lane carries no HP_MSG_LANE; its channel table is the hub's */
-	ck_assert_int_eq(ea.lim.lane_msgs, 0);
-	ck_assert_uint_eq(eb.lim.max_channels, hub.max_channels);
+	ck_assert_int_eq(p.ea.lim.lane_msgs, 0);
+	ck_assert_uint_eq(p.eb.lim.max_channels, hub.max_channels);
 	ck_assert_uint_eq(lp.initial_credit, hub.initial_credit);
 	/* each side writes its own figures; hubd reads both */
-	hp_lane_figures_write(&a, &(struct hp_lane_tally){ .calls_out = 3, .wakes = 5 });
-	hp_lane_figures_write(&b, &(struct hp_lane_tally){ .calls_in = 4, .sleeps = 6 });
-	ck_assert(a.mine != b.mine);
+	hp_lane_figures_write(&p.a, &(struct hp_lane_tally){ .calls_out = 3, .wakes = 5 });
+	hp_lane_figures_write(&p.b, &(struct hp_lane_tally){ .calls_in = 4, .sleeps = 6 });
+	ck_assert(p.a.mine != p.b.mine);
 	{
 		struct hp_lane_tally ta, tb;
 
-		hp_lane_figures_read(&hubd, HP_LANE_SIDE_A, &ta);
-		hp_lane_figures_read(&hubd, HP_LANE_SIDE_B, &tb);
+		hp_lane_figures_read(&p.hubd, HP_LANE_SIDE_A, &ta);
+		hp_lane_figures_read(&p.hubd, HP_LANE_SIDE_B, &tb);
 		ck_assert_uint_eq(ta.calls_out, 3);
 		ck_assert_uint_eq(ta.wakes, 5);
 		ck_assert_uint_eq(ta.calls_in, 0);
@@ -250,11 +273,7 @@ START_TEST(test_lane_both_sides)
 		ck_assert_uint_eq(tb.sleeps, 6);
 		ck_assert_uint_eq(tb.calls_out, 0);
 	}
-	hp_segment_close(&a.seg);
-	hp_segment_close(&b.seg);
-	hp_segment_close(&hubd.seg);
-	close(bells[0]);
-	close(bells[1]);
+	lane_pair_close(&p);
 }
 END_TEST
 
@@ -264,35 +283,25 @@ END_TEST
 START_TEST(test_lane_slots)
 {
 	struct hp_params hub = testseg_params(4, 8, 256, 4), lp;
-	struct hp_lane_map hubd, a, b;
-	struct hp_endpoint ea, eb;
+	struct lane_pair p;
 	struct hp_msg_in m;
-	const char *why = "", *rule;
+	const char *rule;
 	uint8_t big[200] = { 0 };
-	int bells[2];
 
 	hp_lane_params(&hub, 4096, 3, &lp);
 	ck_assert_uint_eq(lp.slots_per_guest, 3);
-	ck_assert_int_eq(hp_lane_create(&hubd, &lp, HP_LANE_MEMFD "9:a-b", &why), 0);
-	ck_assert_int_eq(hp_doorbell_pair(bells), 0);
-	ck_assert_int_eq(hp_lane_attach(&a, dup(hubd.seg.fd), HP_LANE_SIDE_A, bells[0], &ea,
-					&why), 0);
-	ck_assert_int_eq(hp_lane_attach(&b, dup(hubd.seg.fd), HP_LANE_SIDE_B, bells[1], &eb,
-					&why), 0);
+	lane_pair_open(&p, &lp, HP_LANE_MEMFD "9:a-b");
 	for (uint32_t i = 0; i < 3; i++)
-		ck_assert_int_eq(hp_endpoint_send(&ea, HP_MSG_REQUEST, i + 1, 42, big, sizeof(big), 0),
-				 0);
-	ck_assert_int_eq(hp_endpoint_send(&ea, HP_MSG_REQUEST, 4, 42, big, sizeof(big), 0), -EAGAIN);
-	ck_assert_int_eq(hp_endpoint_send(&ea, HP_MSG_REQUEST, 4, 42, "inline", 6, 0), 0);
-	ck_assert_int_eq(hp_endpoint_recv(&eb, &m, &rule), 0);
-	hp_endpoint_release(&eb, &m);
-	hp_endpoint_notify_consumed(&eb);	/* frees go back in a batch */
-	ck_assert_int_eq(hp_endpoint_send(&ea, HP_MSG_REQUEST, 5, 42, big, sizeof(big), 0), 0);
-	hp_segment_close(&a.seg);
-	hp_segment_close(&b.seg);
-	hp_segment_close(&hubd.seg);
-	close(bells[0]);
-	close(bells[1]);
+		ck_assert_int_eq(hp_endpoint_send(&p.ea, HP_MSG_REQUEST, i + 1, 42, big, sizeof(big),
+						  0), 0);
+	ck_assert_int_eq(hp_endpoint_send(&p.ea, HP_MSG_REQUEST, 4, 42, big, sizeof(big), 0),
+			 -EAGAIN);
+	ck_assert_int_eq(hp_endpoint_send(&p.ea, HP_MSG_REQUEST, 4, 42, "inline", 6, 0), 0);
+	ck_assert_int_eq(hp_endpoint_recv(&p.eb, &m, &rule), 0);
+	hp_endpoint_release(&p.eb, &m);
+	hp_endpoint_notify_consumed(&p.eb);	/* frees go back in a batch */
+	ck_assert_int_eq(hp_endpoint_send(&p.ea, HP_MSG_REQUEST, 5, 42, big, sizeof(big), 0), 0);
+	lane_pair_close(&p);
 }
 END_TEST
 
