@@ -60,8 +60,8 @@ value_ok(const char *s, size_t n)
 
 /* A subject to publish on: tokens of visible bytes, no wildcard (a
  * blank would split the protocol line). */
-static int
-subject_ok(const char *s, size_t n)
+int
+br_subject_ok(const char *s, size_t n)
 {
 	if (n == 0 || n >= BR_SUBJECT_MAX || s[0] == '.' || s[n - 1] == '.')
 		return 0;
@@ -99,7 +99,7 @@ br_batch_put(natsMsg *m, int answer, uint8_t *out)
 	size_t pos = 8, hdr;
 	int dlen = natsMsg_GetDataLength(m);
 
-	if (reply == NULL || !subject_ok(reply, strlen(reply)))
+	if (reply == NULL || !br_subject_ok(reply, strlen(reply)))
 		return 0;
 	put_line(out, &pos, BR_H_REPLY, reply);
 	if (natsMsgHeader_Keys(m, &keys, &nkeys) != NATS_OK)
@@ -161,7 +161,7 @@ split(char *buf, size_t n, const char **reply, const char **name, const char **v
 		*end = '\0';
 		pos = (size_t)(end - buf) + 2;
 		if (strcmp(line, BR_H_REPLY) == 0) {
-			if (*reply != NULL || !subject_ok(v, strlen(v)))
+			if (*reply != NULL || !br_subject_ok(v, strlen(v)))
 				return -1;
 			*reply = v;
 			continue;

@@ -77,6 +77,7 @@ ecall_free(struct bridge *b, struct ecall *e)
 	if (e->caller >= 0)
 		b->callers[e->caller].n--;
 	free(e->reply);
+	free(e->to);
 	hp_idtab_remove(&b->ecalls, e);
 }
 
@@ -98,7 +99,7 @@ on_answer(void *ctx, int status, const uint8_t *result, size_t len)
 	if (e == NULL)
 		return;
 	if (!e->answered) {
-		answer(b, e->reply, e->has_key ? e->key : NULL, e->batched, br_status_word(status),
+		answer(b, e->to, e->has_key ? e->key : NULL, e->batched, br_status_word(status),
 		       result, len);
 		br_service_count(b, e->ep, status, result, len, e->start_ns);
 	}
@@ -147,7 +148,7 @@ time_left(struct bridge *b, natsMsg *m)
 void
 br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct br_export *x)
 {
-	const char *reply = natsMsg_GetReply(m), *sig = NULL, *from = NULL;
+	const char *reply = natsMsg_GetReply(m), *to = NULL, *sig = NULL, *from = NULL;
 	const uint8_t *args = (const uint8_t *)natsMsg_GetData(m);
 	size_t len = (size_t)natsMsg_GetDataLength(m);
 	char text[HP_SIG_MAX_LEN * 2 + 400], name[BR_NAME_MAX + 1];
@@ -163,12 +164,18 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 
 	if (reply == NULL || *reply == '\0')
 		return;		/* nobody to answer */
+	/* the answer where the caller reads answers (Hub-Answer-To), its
+	 * reply subject being NATS's for "no responders"; a caller of
+	 * before it is answered there */
+	if (natsMsgHeader_Get(m, BR_H_ANSWER, &to) != NATS_OK || to == NULL ||
+	    !br_subject_ok(to, strlen(to)))
+		to = reply;
 	/* the caller's key: our answers MAC'd so that it knows them ours */
 	k = br_trust_caller_key(b, m, key) == 0 ? key : NULL;
 	has_commit = br_trust_commit_parse(m, commit) == 0;
 	if (x == NULL) {
 		snprintf(text, sizeof(text), "hub %s does not export %.64s", b->conf.name, method);
-		answer_text(b, reply, k, batched, "no-method", text);
+		answer_text(b, to, k, batched, "no-method", text);
 		return;
 	}
 	ep = br_service_request(b, x->name);
@@ -176,7 +183,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	    strcmp(sig, x->sig) != 0) {
 		snprintf(text, sizeof(text), "hub %s serves %s as %s, the caller's is %.256s",
 			 b->conf.name, x->name, x->sig, sig != NULL ? sig : "(none)");
-		answer_text(b, reply, k, batched, "bad-payload", text);
+		answer_text(b, to, k, batched, "bad-payload", text);
 		br_service_count(b, ep, -EBADMSG, text, strlen(text), b->now_ns);
 		return;
 	}
@@ -186,14 +193,14 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 		b->late++;
 		snprintf(text, sizeof(text), "the caller's deadline passed before the call reached hub %s",
 			 b->conf.name);
-		answer_text(b, reply, k, batched, "timeout", text);
+		answer_text(b, to, k, batched, "timeout", text);
 		br_service_count(b, ep, -ETIMEDOUT, text, strlen(text), b->now_ns);
 		return;
 	}
 	if (b->ecalls.count >= b->conf.calls_max) {
 		snprintf(text, sizeof(text), "hub %s has %u calls from NATS in flight already",
 			 b->conf.name, b->ecalls.count);
-		answer_text(b, reply, k, batched, "refused", text);
+		answer_text(b, to, k, batched, "refused", text);
 		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
@@ -204,13 +211,13 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	if ((slot = caller_slot(b, from)) < 0 || b->callers[slot].n >= b->conf.calls_per_hub) {
 		snprintf(text, sizeof(text), "hub %s has %u calls from hub %.63s in flight already",
 			 b->conf.name, slot >= 0 ? b->callers[slot].n : 0, from);
-		answer_text(b, reply, k, batched, "refused", text);
+		answer_text(b, to, k, batched, "refused", text);
 		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
 	if ((ctx = malloc(sizeof(*ctx))) == NULL || hp_idtab_reserve(&b->ecalls, 1) != 0) {
 		free(ctx);
-		answer_text(b, reply, k, batched, "refused", "hub-nats is out of memory");
+		answer_text(b, to, k, batched, "refused", "hub-nats is out of memory");
 		return;
 	}
 	/* x may move from here on: libguest serves while it sends */
@@ -218,7 +225,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	if (x->chan_arg != -1 &&
 	    (es = br_estream_open(b, m, x, &args, &len, &copy, text, sizeof(text))) == NULL) {
 		free(ctx);
-		answer_text(b, reply, k, batched, "bad-payload", text);
+		answer_text(b, to, k, batched, "bad-payload", text);
 		return;
 	}
 	if (++b->next_ecall == 0)
@@ -248,7 +255,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 			br_estream_close(b, es);
 		snprintf(text, sizeof(text), "hub %s could not call %s: %s", b->conf.name,
 			 name, strerror(-rc));
-		answer_text(b, reply, k, batched, "refused", text);
+		answer_text(b, to, k, batched, "refused", text);
 		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
@@ -265,7 +272,8 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	e->timeout_ms = timeout_of(b, m);
 	e->deadline_ns = opts.deadline_ns;
 	e->reply = strdup(reply);
-	if (e->reply == NULL) {
+	e->to = strdup(to);
+	if (e->reply == NULL || e->to == NULL) {
 		guest_cancel(b->g, call_id);
 		e->answered = 1;
 		e->forget_ns = b->now_ns;
@@ -310,7 +318,7 @@ br_callin_scan(struct bridge *b)
 	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
 		if (!e->answered && b->now_ns >= e->deadline_ns) {
 			snprintf(text, sizeof(text), "no answer on hub %s in time", b->conf.name);
-			answer_text(b, e->reply, e->has_key ? e->key : NULL, e->batched, "timeout",
+			answer_text(b, e->to, e->has_key ? e->key : NULL, e->batched, "timeout",
 				    text);
 			br_service_count(b, e->ep, -ETIMEDOUT, text, strlen(text), e->start_ns);
 			guest_cancel(b->g, e->call_id);
@@ -340,9 +348,10 @@ br_callin_stop(struct bridge *b)
 
 	while ((e = hp_idtab_next(&b->ecalls, &pos)) != NULL) {
 		if (!e->answered)
-			answer_text(b, e->reply, e->has_key ? e->key : NULL, e->batched,
+			answer_text(b, e->to, e->has_key ? e->key : NULL, e->batched,
 				    "unreachable", "the hub's bridge is stopping");
 		free(e->reply);
+		free(e->to);
 	}
 	hp_idtab_free(&b->ecalls);
 	br_estream_stop(b);

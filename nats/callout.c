@@ -21,7 +21,7 @@ publish_cancel(struct bridge *b, uint64_t id)
 	int n;
 
 	snprintf(subject, sizeof(subject), "%s.cancel", b->conf.subject);
-	n = snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
+	n = snprintf(reply, sizeof(reply), "%s.n.%" PRIu64, b->inbox, id);
 	/* the token the request committed to: only we can make it */
 	br_trust_cancel_token(b, reply, token);
 	snprintf(reply + n, sizeof(reply) - (size_t)n, " %s", token);
@@ -58,6 +58,7 @@ request_msg(struct bridge *b, const struct br_import *imp, const char *hub, cons
 	    natsMsg **mp)
 {
 	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX], items[BR_SUBJECT_MAX], ms[16];
+	char to[BR_SUBJECT_MAX];
 	char commit[BR_MAC_LEN * 2 + 1];
 	char deadline[24];
 	natsStatus s;
@@ -70,7 +71,11 @@ request_msg(struct bridge *b, const struct br_import *imp, const char *hub, cons
 			 imp->remote);
 	else
 		snprintf(subject, sizeof(subject), "%s.call.%s", b->conf.subject, imp->remote);
-	snprintf(reply, sizeof(reply), "%s.%" PRIu64, b->inbox, id);
+	/* the answer to inbox.SEQ, which the loop reads itself; NATS's "no
+	 * responders" to the reply subject, inbox.n.SEQ, which only
+	 * libnats's delivery thread hands over whole */
+	snprintf(reply, sizeof(reply), "%s.n.%" PRIu64, b->inbox, id);
+	snprintf(to, sizeof(to), "%s.%" PRIu64, b->inbox, id);
 	snprintf(ms, sizeof(ms), "%u", timeout_ms);
 	/* the same, by the wall clock: a request that waited in the socket
 	 * of a frozen bridge is known to be late there (hosts' clocks agree:
@@ -78,6 +83,8 @@ request_msg(struct bridge *b, const struct br_import *imp, const char *hub, cons
 	snprintf(deadline, sizeof(deadline), "%llu",
 		 (unsigned long long)(br_wall_ms() + timeout_ms));
 	s = natsMsg_Create(mp, subject, reply, (const char *)args, (int)len);
+	if (s == NATS_OK)
+		s = natsMsgHeader_Set(*mp, BR_H_ANSWER, to);
 	if (s == NATS_OK)
 		s = natsMsgHeader_Set(*mp, BR_H_SIG, imp->sig);
 	if (s == NATS_OK)
@@ -313,12 +320,16 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 {
 	char *end;
 	const char *from = NULL;
-	uint64_t id = strtoull(seq, &end, 10);
+	uint64_t id;
 
 	if (seq[0] == 'p' && seq[1] == '.') {
 		br_route_probed(b, seq + 2, m);
 		return 0;
 	}
+	/* on the reply subject: NATS's "no responders", or the answer of a
+	 * bridge of before Hub-Answer-To; the same as on inbox.SEQ */
+	if (seq[0] == 'n' && seq[1] == '.')
+		seq += 2;
 	/* a batch of answers; NATS's answer to a batch of requests */
 	if (strcmp(seq, "B") == 0) {
 		br_gather_answers(b, m, br_callout_reply);
@@ -328,6 +339,7 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 		br_gather_batch_reply(b, m, seq + 1, reply_now);
 		return 0;
 	}
+	id = strtoull(seq, &end, 10);
 	if (*seq == '\0' || *end != '\0')
 		return 0;
 	/* anyone may publish on our inbox: an answer its hub did not make

@@ -30,7 +30,7 @@ struct pending {
 	size_t		bytes;			/* its body, at most */
 };
 
-/* A batch of requests sent: NATS's "no responders" (to inbox.bSEQ)
+/* A batch of requests sent: NATS's "no responders" (to inbox.n.bSEQ)
  * answers each of its calls. */
 struct sent {
 	uint64_t	seq;			/* 0: none */
@@ -73,7 +73,7 @@ find(struct pending *v, uint32_t *n, const char *key, size_t klen)
 }
 
 /* p's entries (two or more) as one message: requests to p's subject,
- * answered "no responders" on inbox.bSEQ; answers to the caller's
+ * answered "no responders" on inbox.n.bSEQ; answers to the caller's
  * inbox.B. */
 static natsStatus
 publish_batch(struct bridge *b, struct pending *p, int answer, uint64_t seq)
@@ -90,7 +90,7 @@ publish_batch(struct bridge *b, struct pending *p, int answer, uint64_t seq)
 		pos += br_batch_put(p->m[i], answer, buf + pos);
 	snprintf(count, sizeof(count), "%u", p->n);
 	snprintf(subject, sizeof(subject), "%s%s", p->key, answer ? ".B" : "");
-	snprintf(reply, sizeof(reply), "%s.b%" PRIu64, b->inbox, seq);
+	snprintf(reply, sizeof(reply), "%s.n.b%" PRIu64, b->inbox, seq);
 	s = natsMsg_Create(&bm, subject, answer ? NULL : reply, (const char *)buf, (int)pos);
 	free(buf);
 	if (s == NATS_OK)
@@ -271,12 +271,17 @@ br_gather_answers(struct bridge *b, natsMsg *m,
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		s = natsMsg_GetSubject(v[i]);
-		/* only to one of our calls: inbox.SEQ */
-		if (strncmp(s, b->inbox, ilen) != 0 || s[ilen] != '.' ||
-		    strspn(s + ilen + 1, "0123456789") != strlen(s + ilen + 1)) {
+		/* only to one of our calls: inbox.SEQ, or inbox.n.SEQ (its
+		 * reply subject, where a bridge of before Hub-Answer-To
+		 * answers) */
+		if (strncmp(s, b->inbox, ilen) == 0 && s[ilen] == '.')
+			s += ilen + 1 + (strncmp(s + ilen + 1, "n.", 2) == 0 ? 2 : 0);
+		else
+			s = "";
+		if (*s == '\0' || strspn(s, "0123456789") != strlen(s)) {
 			b->refused_answers++;
 			br_msg_done(b, v[i]);
-		} else if (!reply(b, v[i], s + ilen + 1)) {
+		} else if (!reply(b, v[i], s)) {
 			br_msg_done(b, v[i]);
 		}
 	}

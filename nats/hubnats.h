@@ -173,7 +173,8 @@ struct ecall {
 	int		has_key, has_commit;
 	int		batched;	/* came in a batch: its answer may go in one */
 	int		caller;		/* its slot in bridge.callers, -1 none */
-	char		*reply;		/* the caller's reply subject */
+	char		*reply;		/* the caller's reply subject: its cancel names it */
+	char		*to;		/* where the answer goes: Hub-Answer-To, or reply */
 	/* service.c: for $SRV.STATS and hubctl calls */
 	uint64_t	start_ns;	/* the request came */
 	uint32_t	ep;		/* its endpoint's figures */
@@ -245,7 +246,8 @@ struct bridge {
 	atomic_int		connected;	/* as libnats last said (its threads) */
 	char			inbox[128];	/* inbox.SEQ: replies; inbox.s.SEQ: a
 						 * stream's items; inbox.c.ID: credit */
-	natsSubscription	*sub_inbox, *sub_probes;	/* inbox.SEQ, inbox.p.> */
+	natsSubscription	*sub_inbox, *sub_replies;	/* inbox.*, inbox.n.> */
+	natsSubscription	*sub_probes;			/* inbox.p.> */
 	natsSubscription	*sub_items, *sub_credit;	/* inbox.s.>, inbox.c.> */
 	int64_t			max_payload;	/* the server's, bytes */
 	uint64_t		now_ns;
@@ -332,6 +334,8 @@ uint8_t	*br_chan_rewrite(const uint8_t *args, size_t len, size_t off, size_t n,
 #define BR_H_CANCEL	"Hub-Cancel"	/* the hash of the token that cancels a call */
 #define BR_H_BATCH	"Hub-Batch"	/* a batch's entries (batch.c) */
 #define BR_H_REPLY	"Hub-Reply"	/* a batch entry's reply subject */
+#define BR_H_ANSWER	"Hub-Answer-To"	/* where a request's answer goes (not its
+					 * reply subject: NATS's "no responders") */
 #define BR_H_PACKS	"Hub-Stream-Packs"	/* "1": the caller reads packed items */
 #define BR_H_PACK	"Hub-Pack"	/* a stream message's packed items */
 #define BR_H_AHEAD	"Hub-Ahead"	/* credit a stream's sender gives before it is told */
@@ -476,7 +480,8 @@ void	br_import_summary(struct bridge *b, char *buf, size_t cap);
 /* callout.c: a call of an imported method (ctx its br_import), on the
  * loop's thread: a NATS request. */
 void	br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx);
-/* A reply on inbox.SEQ: now, or (a stream still open) once the stream
+/* A reply on inbox.SEQ (seq "SEQ"; also "n.SEQ", "B", "bSEQ", "p.HUB"):
+ * now, or (a stream still open) once the stream
  * has ended. 1 when m was kept. */
 int	br_callout_reply(struct bridge *b, natsMsg *m, const char *seq);
 /* The streams' items sent on, and the answers they held given. */
@@ -600,6 +605,9 @@ size_t	br_batch_put(natsMsg *m, int answer, uint8_t *out);
 int	br_batch_parse(const uint8_t *data, size_t len, const char *count, const char *subject,
 		       int answer, natsMsg **out, uint32_t *n);
 
+/* A subject one can publish to, n bytes: tokens of visible bytes, no
+ * wildcard (a blank would split the protocol line). */
+int	br_subject_ok(const char *s, size_t n);
 /* A pack's body (Hub-Pack: count, 1 to BR_PACK_MAX items, each a u32
  * length and its bytes, nothing after the last), checked whole: the
  * items' bytes, or -1 (malformed). */
@@ -623,7 +631,7 @@ int	br_gather_requests(struct bridge *b, natsMsg *m, natsMsg **out);
  * 1: it kept the message). */
 void	br_gather_answers(struct bridge *b, natsMsg *m,
 			  int (*reply)(struct bridge *, natsMsg *, const char *));
-/* inbox.bSEQ: NATS's answer to batch SEQ (no responders): every call
+/* inbox.n.bSEQ: NATS's answer to batch SEQ (no responders): every call
  * of it given to answer. */
 void	br_gather_batch_reply(struct bridge *b, natsMsg *m, const char *seq,
 			      void (*answer)(struct bridge *, natsMsg *, uint64_t));

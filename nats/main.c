@@ -186,20 +186,26 @@ connector_start(struct bridge *b)
 		br_log("cannot start the connector thread: %s", strerror(errno));
 }
 
-/* The subjects only this bridge hears, on each new connection: a
- * stream's items and credit (inbox.s.SEQ, inbox.c.ID) read by the loop
- * itself, as the others (handed over by libnats's delivery thread, each
- * cost two thread wakes); answers (inbox.SEQ) and probes' answers
- * (inbox.p.HUB) through that thread, as a synchronous subscription
- * drops NATS's "no responders" answer, and with it which call had
- * none. A new kind of inbox subject needs its subscription here. */
+/* The subjects only this bridge hears, on each new connection: answers
+ * (inbox.SEQ, inbox.B) and a stream's items and credit (inbox.s.SEQ,
+ * inbox.c.ID) read by the loop itself, as the others (handed over by
+ * libnats's delivery thread, each cost two thread wakes); what comes on
+ * the requests' reply subjects (inbox.n.SEQ, inbox.n.bSEQ: NATS's "no
+ * responders", and the answers of bridges of before Hub-Answer-To) and
+ * probes' answers (inbox.p.HUB) through that thread, as a synchronous
+ * subscription drops NATS's "no responders" answer, and with it which
+ * call had none. A new kind of inbox subject needs its subscription
+ * here. */
 static int
 inbox_attach(struct bridge *b)
 {
 	char subject[BR_SUBJECT_MAX];
 
 	snprintf(subject, sizeof(subject), "%s.*", b->inbox);
-	if (natsConnection_Subscribe(&b->sub_inbox, b->nc, subject, br_on_msg, b) != NATS_OK)
+	if (natsConnection_SubscribeSync(&b->sub_inbox, b->nc, subject) != NATS_OK)
+		return -1;
+	snprintf(subject, sizeof(subject), "%s.n.>", b->inbox);
+	if (natsConnection_Subscribe(&b->sub_replies, b->nc, subject, br_on_msg, b) != NATS_OK)
 		return -1;
 	snprintf(subject, sizeof(subject), "%s.p.>", b->inbox);
 	if (natsConnection_Subscribe(&b->sub_probes, b->nc, subject, br_on_msg, b) != NATS_OK)
@@ -215,10 +221,11 @@ static void
 inbox_detach(struct bridge *b)
 {
 	natsSubscription_Destroy(b->sub_inbox);
+	natsSubscription_Destroy(b->sub_replies);
 	natsSubscription_Destroy(b->sub_probes);
 	natsSubscription_Destroy(b->sub_items);
 	natsSubscription_Destroy(b->sub_credit);
-	b->sub_inbox = b->sub_probes = b->sub_items = b->sub_credit = NULL;
+	b->sub_inbox = b->sub_replies = b->sub_probes = b->sub_items = b->sub_credit = NULL;
 }
 
 static int
@@ -374,6 +381,7 @@ run(struct bridge *b)
 			if (!br_export_msg(b, m) && !br_import_msg(b, m))
 				br_msg_done(b, m);
 		b->behind = n == 1024;
+		br_drain(b->sub_inbox, b, inbox_msg);
 		br_drain(b->sub_items, b, inbox_msg);
 		br_drain(b->sub_credit, b, inbox_msg);
 		br_export_drain(b);
