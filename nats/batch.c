@@ -251,9 +251,10 @@ br_batch_parse(const uint8_t *data, size_t len, const char *count, const char *s
 
 /* A pack's body, checked whole against its count (Hub-Pack: N, 1 to
  * BR_PACK_MAX): each item a u32 length (little endian) and its bytes,
- * nothing after the last. Its items' bytes, or -1: malformed. */
+ * nothing after the last. Its items' bytes (their count in *items), or
+ * -1: malformed. */
 int64_t
-br_pack_check(const uint8_t *p, size_t len, const char *count)
+br_pack_check(const uint8_t *p, size_t len, const char *count, uint32_t *items)
 {
 	char *stop;
 	unsigned long n = strtoul(count, &stop, 10);
@@ -262,6 +263,7 @@ br_pack_check(const uint8_t *p, size_t len, const char *count)
 
 	if (*count < '1' || *count > '9' || *stop != '\0' || n > BR_PACK_MAX)
 		return -1;
+	*items = (uint32_t)n;
 	for (; n > 0; n--) {
 		uint32_t ilen;
 

@@ -610,8 +610,8 @@ int	br_batch_parse(const uint8_t *data, size_t len, const char *count, const cha
 int	br_subject_ok(const char *s, size_t n);
 /* A pack's body (Hub-Pack: count, 1 to BR_PACK_MAX items, each a u32
  * length and its bytes, nothing after the last), checked whole: the
- * items' bytes, or -1 (malformed). */
-int64_t	br_pack_check(const uint8_t *p, size_t len, const char *count);
+ * items' bytes (their count in *items), or -1 (malformed). */
+int64_t	br_pack_check(const uint8_t *p, size_t len, const char *count, uint32_t *items);
 
 /* gather.c: what one loop pass sends, to one subject or one caller,
  * sent together. Request m of call id queued: 0 (m is gather's), or -1

@@ -192,8 +192,7 @@ br_istream_item(struct bridge *b, natsMsg *m, const char *seq)
 		return 0;	/* after its end: nothing more counts */
 	if (natsMsgHeader_Get(m, BR_H_PACK, &pack) == NATS_OK && pack != NULL) {
 		len = br_pack_check((const uint8_t *)natsMsg_GetData(m),
-				 (size_t)natsMsg_GetDataLength(m), pack);
-		count = (uint32_t)strtoul(pack, NULL, 10);
+				    (size_t)natsMsg_GetDataLength(m), pack, &count);
 		if (len < 0) {
 			br_istream_end(b, st, 1);	/* the sender breaks the wire */
 			return 0;

@@ -282,12 +282,14 @@ pack(uint32_t n, size_t *len, int64_t *bytes)
  * too; little endian as written. */
 START_TEST(test_pack_round_trip)
 {
+	uint32_t n = 0;
 	int64_t bytes;
 	size_t len;
 	uint8_t *p = pack(100, &len, &bytes), le[4];
 
-	ck_assert_int_eq(br_pack_check(p, len, "100"), bytes);
-	ck_assert_int_eq(br_pack_check(p, 4, "1"), 0);	/* one empty item */
+	ck_assert_int_eq(br_pack_check(p, len, "100", &n), bytes);
+	ck_assert_uint_eq(n, 100);
+	ck_assert_int_eq(br_pack_check(p, 4, "1", &n), 0);	/* one empty item */
 	br_put32(le, 0x01020304u);
 	ck_assert(le[0] == 4 && le[1] == 3 && le[2] == 2 && le[3] == 1);
 	ck_assert_uint_eq(br_get32(le), 0x01020304u);
@@ -303,15 +305,17 @@ START_TEST(test_pack_count)
 		"99", "101", "0", "", "-100", "+100", "0100", "100 ", " 100", "1e2", "4097",
 		"18446744073709551716",
 	};
+	uint32_t n;
 	int64_t bytes;
 	size_t len;
 	uint8_t *p = pack(100, &len, &bytes);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(br_pack_check(p, len, bad[i]) == -1, "count '%s' taken", bad[i]);
+		ck_assert_msg(br_pack_check(p, len, bad[i], &n) == -1, "count '%s' taken", bad[i]);
 	free(p);
 	p = pack(BR_PACK_MAX, &len, &bytes);
-	ck_assert_int_eq(br_pack_check(p, len, "4096"), bytes);
+	ck_assert_int_eq(br_pack_check(p, len, "4096", &n), bytes);
+	ck_assert_uint_eq(n, BR_PACK_MAX);
 	free(p);
 }
 END_TEST
@@ -320,17 +324,18 @@ END_TEST
  * an item that claims more than there is (up to 4 GiB), is refused. */
 START_TEST(test_pack_bad_lengths)
 {
+	uint32_t n;
 	int64_t bytes;
 	size_t len;
 	uint8_t *p = pack(10, &len, &bytes);
 
 	for (size_t cut = 0; cut < len; cut++)
-		ck_assert_msg(br_pack_check(p, cut, "10") == -1, "cut at %zu taken", cut);
+		ck_assert_msg(br_pack_check(p, cut, "10", &n) == -1, "cut at %zu taken", cut);
 	br_put32(p + 4 + 0 + 4 + 1, 0xffffffffu);	/* item 2's length */
-	ck_assert_int_eq(br_pack_check(p, len, "10"), -1);
+	ck_assert_int_eq(br_pack_check(p, len, "10", &n), -1);
 	br_put32(p + 4 + 0 + 4 + 1, 3);			/* one more than it has */
-	ck_assert_int_eq(br_pack_check(p, len, "10"), -1);
-	ck_assert_int_eq(br_pack_check(p, 3, "1"), -1);	/* no room for a length */
+	ck_assert_int_eq(br_pack_check(p, len, "10", &n), -1);
+	ck_assert_int_eq(br_pack_check(p, 3, "1", &n), -1);	/* no room for a length */
 	free(p);
 }
 END_TEST
