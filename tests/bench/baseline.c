@@ -2,7 +2,8 @@
 /* baseline: what hub is measured against, on this machine, now.
  *   shm N		two processes ping-pong one cache line (the floor)
  *   futex N		the same, each side sleeping in futex_wait every time
- *   futex-idle N MS	N futex round trips, each after MS ms of silence
+ *   futex-idle N MS	N futex round trips, each after MS ms of silence:
+ *			rtt_ns (the mean) and median_ns
  *   yield N		the same, each side calling sched_yield while it waits:
  *			on one CPU (taskset -c 0), two hand-offs per round trip
  *   socket N		an 8-byte ping-pong over a UNIX socketpair
@@ -10,7 +11,8 @@
  *   copy SIZE MB	SIZE-byte blocks through shared memory, one process
  *			copying in, the other copying out: GB/s
  *   ring N		N descriptors through an SPSC ring between processes
- * Each prints one "name=value" line: rtt_ns, gb_per_s or per_s. */
+ * Each prints one "name=value" line (futex-idle two): rtt_ns, gb_per_s or
+ * per_s. */
 #include <err.h>
 #include <sched.h>
 #include <signal.h>
@@ -55,6 +57,14 @@ child(void)
 
 enum wait_how { SPIN, FUTEX, YIELD };
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 static void
 pingpong(uint64_t n, enum wait_how how, unsigned idle_ms)
 {
@@ -76,15 +86,20 @@ pingpong(uint64_t n, enum wait_how how, unsigned idle_ms)
 		}
 		_exit(0);
 	}
-	uint64_t idle = 0;
+	uint64_t idle = 0, c0 = 0, *t = NULL;
 
+	/* each round trip after quiet timed on its own: hub's idle gives
+	 * the median, which a few slow wakes do not move as they do a mean */
+	if (idle_ms > 0 && n > 0 && (t = malloc(n * sizeof(*t))) == NULL)
+		err(1, "malloc");
 	t0 = hp_now_ns();
 	for (uint32_t i = 0; i < 2 * n; i += 2) {
 		if (idle_ms > 0) {	/* both asleep, then one round trip */
 			uint64_t s0 = hp_now_ns();
 
 			usleep(idle_ms * 1000);
-			idle += hp_now_ns() - s0;
+			c0 = hp_now_ns();
+			idle += c0 - s0;
 		}
 		hp_store_release_u32(w, i + 1);
 		if (sleep)
@@ -94,8 +109,15 @@ pingpong(uint64_t n, enum wait_how how, unsigned idle_ms)
 				hp_futex_wait(w, i + 1, NULL);
 			else if (how == YIELD)
 				sched_yield();
+		if (t != NULL)
+			t[i / 2] = hp_now_ns() - c0;
 	}
 	printf("rtt_ns=%.0f\n", (double)(hp_now_ns() - t0 - idle) / (double)n);
+	if (t != NULL) {
+		qsort(t, n, sizeof(*t), cmp_u64);
+		printf("median_ns=%llu\n", (unsigned long long)t[n / 2]);
+		free(t);
+	}
 	waitpid(pid, NULL, 0);
 }
 

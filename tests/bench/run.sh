@@ -7,7 +7,10 @@
 # BENCH_ONLY=nats: only the call across hub-nats, plain NATS and the local
 # call over a lane they are compared with, into results/bench-nats.md;
 # BENCH_ONLY=pubsub: only publish-subscribe (hub's topics, iceoryx, D-Bus
-# signals), into results/bench-pubsub.md
+# signals), into results/bench-pubsub.md;
+# BENCH_ONLY=wake: only sporadic calls (each after 5 ms of quiet, every
+# process asleep) against the futex baseline, WAKE_ROUNDS rounds (5), with
+# the busy calls and idle CPU beside them, into results/bench-wake.md
 set -euo pipefail
 B=$(cd "$1" && pwd)
 SMOKE=${2:-}
@@ -102,6 +105,49 @@ lane_pipe() {
 	LANE_P64=$(val per_s "$r")
 }
 NATS_HEAD="| figure | hub | unit | baseline (same run) | ratio | goal |\n|---|---|---|---|---|---|"
+# The two-guest hub whose guest to guest call goes through hubd: its
+# guests (with ONE_KEYS)
+ONE_GUESTS="[guest bench]\nexec = $B/tests/bench/benchguest\nlanes = no\n[guest peer]\nexec = $B/tests/bench/benchguest\nargs = --prefix bench2\nprovides = bench2.*\nlanes = no\n"
+# lanes_open: how many lanes the hub CTL names has open (none: grep fails)
+lanes_open() { $CTL -j lanes | { grep -o '"id":' || true; } | wc -l; }
+
+# Wake from idle: WAKE_MS of quiet before each call, long enough for every
+# process of the path to have gone to sleep.
+WAKE_MS=5
+# wake_base KEY N [PIN...]: the futex baseline, two processes, N round
+# trips each after the same quiet, run under PIN (taskset -c 0) if given:
+# its KEY figure (rtt_ns the mean, median_ns the median), in ns
+wake_base() {
+	local key=$1 n=$2 r
+
+	shift 2
+	r=$("$@" "$B/tests/bench/baseline" futex-idle "$n" "$WAKE_MS"); must "$key=" "$r"
+	val "$key" "$r"
+}
+# wake_call CALLER METHOD N: guest CALLER calls METHOD (8 B) N times, each
+# after the same quiet, on the hub CTL names: the median, in ns
+wake_call() {
+	local r
+
+	r=$($CTL call "$1.idle" "$2" "$3" "$WAKE_MS"); must median_ns= "$r"
+	val median_ns "$r"
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+cpu_all() { local t=0 p; for p in "$@"; do t=$((t + $(cpu_ticks "$p"))); done; echo "$t"; }
+# idle_cpu SECONDS HUBD GUEST...: hubd's CPU and all the guests' together
+# over SECONDS of quiet, in % of a core (ticks of /proc/PID/stat); sets
+# CPU_HUB and CPU_GUESTS
+idle_cpu() {
+	local s=$1 hubd=$2 hz h0 h1 g0 g1
+
+	shift 2
+	hz=$(getconf CLK_TCK)
+	h0=$(cpu_ticks "$hubd"); g0=$(cpu_all "$@")
+	sleep "$s"
+	h1=$(cpu_ticks "$hubd"); g1=$(cpu_all "$@")
+	CPU_HUB=$(awk -v d=$((h1 - h0)) -v hz="$hz" -v s="$s" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
+	CPU_GUESTS=$(awk -v d=$((g1 - g0)) -v hz="$hz" -v s="$s" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
+}
 
 if [ "${BENCH_ONLY:-}" = nats ]; then
 	echo "hub, two guests over a lane (the local call)..." >&2
@@ -126,10 +172,111 @@ if [ "${BENCH_ONLY:-}" = pubsub ]; then
 	exit 0
 fi
 
+# BENCH_ONLY=wake: sporadic calls. Four hubs, two guests each: through
+# hubd (lanes = no) and over a lane, each once as it comes and once with
+# hubd and its guests on CPU 0. Every round measures each row back to back
+# (the futex baseline, on CPU 0 too, among them), so each round gives its
+# own ratio to the futex figure: the noise of this machine moves runs by
+# 2x, and both sides of a ratio share a round's. Each round also measures
+# the busy calls of the full bench, fewer of them, so a change to the wake
+# path shows at once whether it costs the busy path.
+if [ "${BENCH_ONLY:-}" = wake ]; then
+	if [ "$SMOKE" = --smoke ]; then
+		WAKE_ROUNDS=${WAKE_ROUNDS:-2}; WAKE_N=20; BUSY_N=2000; WAKE_IDLE_S=1
+	else
+		WAKE_ROUNDS=${WAKE_ROUNDS:-5}; WAKE_N=200; BUSY_N=20000; WAKE_IDLE_S=2
+	fi
+	echo "hubs: through hubd, over a lane, and the two on CPU 0..." >&2
+	start_hub one "$ONE_KEYS" "$ONE_GUESTS" 2
+	CTL_W=$CTL; HUBD_W=${HUBS[-1]}
+	start_hub lane "$ONE_KEYS" "$LANE_GUESTS" 2
+	CTL_WL=$CTL
+	PIN_HUB="taskset -c 0" start_hub one0 "$ONE_KEYS" "$ONE_GUESTS" 2
+	CTL_W0=$CTL
+	PIN_HUB="taskset -c 0" start_hub lane0 "$ONE_KEYS" "$LANE_GUESTS" 2
+	CTL_WL0=$CTL
+	for CTL in "$CTL_WL" "$CTL_WL0"; do	# the lane opens on the first call
+		r=$($CTL call la.rtt lb.echo 1000 8); must p99_ns= "$r"
+	done
+	# busy_rtt CALLER METHOD: BUSY_N 8 B calls back to back: the median, ns
+	busy_rtt() {
+		local r
+
+		r=$($CTL call "$1.rtt" "$2" "$BUSY_N" 8); must p99_ns= "$r"
+		val median_ns "$r"
+	}
+	W=$TMP/wake
+	for i in $(seq "$WAKE_ROUNDS"); do
+		echo "round $i of $WAKE_ROUNDS..." >&2
+		wake_base median_ns "$WAKE_N" >> "$W.futex"
+		CTL=$CTL_W wake_call bench hub.ping "$WAKE_N" >> "$W.host"
+		CTL=$CTL_W wake_call bench bench2.echo "$WAKE_N" >> "$W.g2g"
+		CTL=$CTL_WL wake_call la lb.echo "$WAKE_N" >> "$W.lane"
+		wake_base median_ns "$WAKE_N" taskset -c 0 >> "$W.futex0"
+		CTL=$CTL_W0 wake_call bench hub.ping "$WAKE_N" >> "$W.host0"
+		CTL=$CTL_W0 wake_call bench bench2.echo "$WAKE_N" >> "$W.g2g0"
+		CTL=$CTL_WL0 wake_call la lb.echo "$WAKE_N" >> "$W.lane0"
+		CTL=$CTL_W busy_rtt bench hub.ping >> "$W.bhost"
+		CTL=$CTL_W busy_rtt bench bench2.echo >> "$W.bg2g"
+		CTL=$CTL_WL busy_rtt la lb.echo >> "$W.blane"
+	done
+	# the lane rows went over a lane, the others through hubd
+	LANES=$(for CTL in "$CTL_WL" "$CTL_WL0" "$CTL_W" "$CTL_W0"; do lanes_open; done | tr -d '\n')
+	[ "$LANES" = 1100 ] ||
+		{ echo "bench: lanes open on hubs lane, lane0, one, one0: $LANES, not 1100" >&2; exit 1; }
+	CTL=$CTL_W
+	idle_cpu "$WAKE_IDLE_S" "$HUBD_W" "$($CTL -j peers | sed -n 's/.*"pid":\([0-9]*\).*/\1/p' | head -1)"
+	median() { sort -g | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+	us() { awk -v v="$1" 'BEGIN { printf "%.1f", v / 1000 }'; }
+	# wake_row ROW FUTEX WHAT GOAL: the median of ROW's figures over the
+	# rounds, in us; the median of its ratio to the same round's FUTEX
+	# figure, and the lowest and highest of that ratio
+	wake_row() {
+		local q m
+
+		q=$(paste "$W.$1" "$W.$2" | awk '{ print $1 / $2 }' | sort -g)
+		m=$(median <<<"$q")
+		printf '| %s | %s | us | futex ping-pong, same quiet, %s us | %.2fx (%.2f-%.2f) | <= %sx: %s |\n' \
+			"$3" "$(us "$(median < "$W.$1")")" "$(us "$(median < "$W.$2")")" \
+			"$m" "$(head -1 <<<"$q")" "$(tail -1 <<<"$q")" "$4" "$(goal "$m" le "$4")"
+	}
+	busy_row() { echo "| $2 | $(median < "$W.$1" | xargs printf '%.0f') | ns | | | no worse |"; }
+	W1CPU="one CPU (taskset -c 0: hubd, its guests, the baseline)"
+	{
+	printf '%b\n' "$NATS_HEAD"
+	echo "| futex ping-pong, $WAKE_MS ms of quiet before each round trip (two processes wake), median of $WAKE_N, median of $WAKE_ROUNDS rounds | $(us "$(median < "$W.futex")") | us | | | |"
+	wake_row host futex "host-served call (hub.ping, 8 B: the guest and hubd wake), the same" 1.5
+	wake_row g2g futex "guest to guest through hubd (lanes = no: three processes wake), the same" 2.5
+	wake_row lane futex "guest to guest over a lane (two processes wake), the same" 1.5
+	echo "| $W1CPU: futex ping-pong, the same | $(us "$(median < "$W.futex0")") | us | | | |"
+	wake_row host0 futex0 "$W1CPU: host-served call" 1.5
+	wake_row g2g0 futex0 "$W1CPU: guest to guest through hubd" 2.5
+	wake_row lane0 futex0 "$W1CPU: guest to guest over a lane" 1.5
+	busy_row bhost "busy: host-served call (hub.ping, 8 B), $BUSY_N back to back, median, median of $WAKE_ROUNDS rounds"
+	busy_row bg2g "busy: guest to guest through hubd, the same"
+	busy_row blane "busy: guest to guest over a lane, the same"
+	echo "| idle CPU over $WAKE_IDLE_S s, hubd (the hub through hubd, after its rounds) | $CPU_HUB | % of a core | | | < 1: $(goal "$CPU_HUB" le 0.99) |"
+	echo "| idle CPU, the same, a guest | $CPU_GUESTS | % of a core | | | < 1: $(goal "$CPU_GUESTS" le 0.99) |"
+	echo
+	echo "Each round (us, medians of $WAKE_N calls after $WAKE_MS ms of quiet; busy: ns, medians of $BUSY_N):"
+	echo
+	echo "| round | futex | host | g2g | lane | 1 CPU: futex | host | g2g | lane | busy: host | g2g | lane |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+	paste "$W.futex" "$W.host" "$W.g2g" "$W.lane" "$W.futex0" "$W.host0" "$W.g2g0" "$W.lane0" \
+		"$W.bhost" "$W.bg2g" "$W.blane" | awk '{
+			printf "| %d |", NR
+			for (i = 1; i <= 8; i++) printf " %.1f |", $i / 1000
+			printf " %d | %d | %d |\n", $9, $10, $11 }'
+	} > "$OUT/bench-wake.md"
+	cat "$OUT/bench-wake.md"
+	echo "bench: 1 passed, 0 failed"
+	exit 0
+fi
+
 echo "baselines..." >&2
 SHM=$(val rtt_ns "$("$B/tests/bench/baseline" shm $((N_PP * 2)))")
 FUTEX=$(val rtt_ns "$("$B/tests/bench/baseline" futex "$N_PP")")
-FUTEX_IDLE=$(val rtt_ns "$("$B/tests/bench/baseline" futex-idle "$IDLE_N" 5)")
+FUTEX_IDLE=$(wake_base rtt_ns "$IDLE_N")
 SOCK=$(val rtt_ns "$("$B/tests/bench/baseline" socket "$N_PP")")
 ZMQ=$("$B/tests/bench/baseline" zmq $((N_PP / 5)) 2>/dev/null || true)
 ZMQ=$(val rtt_ns "$ZMQ")
@@ -165,7 +312,6 @@ MT_CHAN1=$(best rtt_ns min "$MTB" chan "$N_MT" 1)
 MT_CHAN2=$(best rtt_ns min "$MTB" chan $((N_MT / 5)) 2)
 MT_CONDVAR_RTT=$(awk -v c="$MT_CONDVAR" 'BEGIN { printf "%.1f", 2 * c }')
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # cpu_ns PID: the CPU time of all of PID's threads so far, in ns: the
 # scheduler's own count (schedstat) where the kernel keeps it, else the
 # ticks of /proc/PID/stat (10 ms steps at 100 Hz)
@@ -230,17 +376,16 @@ rtt_pair() {
 # through hubd say lanes = no for every guest; the lane figures come
 # from hubs of the same keys with lanes on.
 echo "hub, two guests (through hubd: lanes = no)..." >&2
-start_hub one "$ONE_KEYS" \
-	"[guest bench]\nexec = $B/tests/bench/benchguest\nlanes = no\n[guest peer]\nexec = $B/tests/bench/benchguest\nargs = --prefix bench2\nprovides = bench2.*\nlanes = no\n" 2
+start_hub one "$ONE_KEYS" "$ONE_GUESTS" 2
 rtt_pair bench bench2
 MED=$R_HOST; P99=$R_HOST99; P999=$R_HOST999
 G2G=$R_G2G; G2G99=$R_G2G99; G2GK=$R_G2GK; G2GK99=$R_G2GK99
-IDLE_G2G=$(val median_ns "$($CTL call bench.idle bench2.echo "$IDLE_N" 5)")
+IDLE_G2G=$(wake_call bench bench2.echo "$IDLE_N")
 PIPE=$(val per_s "$($CTL call bench.pipe "$PIPE_MS" 64 0)")
 S32=$(val items_per_s "$($CTL call bench.stream "$STREAM32" 32)")
 B64=$(val gb_per_s "$($CTL call bench.stream "$BULK" 65536)")
 B1M=$(val gb_per_s "$($CTL call bench.stream "$BULK" 1048576)")
-IDLE=$(val median_ns "$($CTL call bench.idle hub.ping "$IDLE_N" 5)")
+IDLE=$(wake_call bench hub.ping "$IDLE_N")
 # guest to guest streams (a chan<bytes> argument: bench2 sends, bench
 # receives, reading and hashing every item as hub.sink does), relayed by
 # hubd
@@ -255,14 +400,9 @@ r=$($CTL call bench.gupload bench2 "$STREAM32" 32); must items_ok=1 "$r"
 U_S32=$(val items_per_s "$r")
 r=$($CTL call bench.gupload bench2 "$GBULK" 1048576); must items_ok=1 "$r"
 U_B1M=$(val gb_per_s "$r")
-HUBD=${HUBS[0]}
 GPID=$($CTL -j peers | sed -n 's/.*"pid":\([0-9]*\).*/\1/p' | head -1)
-HZ=$(getconf CLK_TCK)
-h0=$(cpu_ticks "$HUBD"); g0=$(cpu_ticks "$GPID")
-sleep "$IDLE_S"
-h1=$(cpu_ticks "$HUBD"); g1=$(cpu_ticks "$GPID")
-IDLE_HUB=$(awk -v d=$((h1 - h0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
-IDLE_GUEST=$(awk -v d=$((g1 - g0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
+idle_cpu "$IDLE_S" "${HUBS[0]}" "$GPID"
+IDLE_HUB=$CPU_HUB; IDLE_GUEST=$CPU_GUESTS
 
 # The same keys, lanes on: the guest to guest call over a lane (its
 # host-served call from the same hub, just before), and hubd's CPU
@@ -282,7 +422,7 @@ LANE_HUBD_MS=$(awk -v d=$((h1 - h0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f / %
 r=$($CTL call la.rtt lb.echo "$N_RTT" 1024); must p99_ns= "$r"
 LANEK=$(val median_ns "$r"); LANEK99=$(val p99_ns "$r")
 lane_pipe
-IDLE_LANE=$(val median_ns "$($CTL call la.idle lb.echo "$IDLE_N" 5)")
+IDLE_LANE=$(wake_call la lb.echo "$IDLE_N")
 # the same streams over the lane (the first call of lb.produce goes
 # through hubd, which routes the method over the lane)
 r=$($CTL call la.gstream lb 1000 32); must items_ok=1 "$r"
@@ -295,7 +435,7 @@ r=$($CTL call la.gupload lb "$STREAM32" 32); must items_ok=1 "$r"
 LU_S32=$(val items_per_s "$r")
 r=$($CTL call la.gupload lb "$GBULK" 1048576); must items_ok=1 "$r"
 LU_B1M=$(val gb_per_s "$r")
-LANES_OPEN=$($CTL -j lanes | grep -o '"id":' | wc -l)
+LANES_OPEN=$(lanes_open)
 [ "$LANES_OPEN" -eq 1 ] || { echo "bench: hub lane has $LANES_OPEN lanes open, not 1" >&2; exit 1; }
 
 # start_hub runs hubd under $PIN_HUB when set: its guests inherit the CPU
@@ -335,12 +475,8 @@ MINR=$(sort -n "$TMP/rates" | head -1); MAXR=$(sort -n "$TMP/rates" | tail -1)
 # the same hub left alone: hubd's and all its guests' CPU
 MANY_HUBD=${HUBS[-1]}
 MANY_PIDS=$($CTL -j peers | grep -o '"pid":[0-9]*' | cut -d: -f2)
-cpu_all() { local t=0 p; for p in "$@"; do t=$((t + $(cpu_ticks "$p"))); done; echo "$t"; }
-h0=$(cpu_ticks "$MANY_HUBD"); g0=$(cpu_all $MANY_PIDS)
-sleep "$IDLE_S"
-h1=$(cpu_ticks "$MANY_HUBD"); g1=$(cpu_all $MANY_PIDS)
-IDLE_MANY_HUB=$(awk -v d=$((h1 - h0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
-IDLE_MANY_GUESTS=$(awk -v d=$((g1 - g0)) -v hz="$HZ" -v s="$IDLE_S" 'BEGIN { printf "%.2f", 100 * d / hz / s }')
+idle_cpu "$IDLE_S" "$MANY_HUBD" $MANY_PIDS
+IDLE_MANY_HUB=$CPU_HUB; IDLE_MANY_GUESTS=$CPU_GUESTS
 
 # The same guests in pairs calling each other, all at once: b(2k-1)
 # keeps 16 calls of b(2k).echo in flight (each answer checked), through
@@ -375,7 +511,7 @@ for _ in $(seq "$REPS"); do
 done
 read -r PAIRS_HUBD PAIRS_HUBD_MIN PAIRS_HUBD_MAX < <(sort -g "$TMP/hubd.pairs" | tail -1)
 read -r PAIRS_LANE PAIRS_LANE_MIN PAIRS_LANE_MAX < <(sort -g "$TMP/lane.pairs" | tail -1)
-PAIRS_LANES_OPEN=$(CTL=$CTL_MANYLANE; $CTL -j lanes | grep -o '"id":' | wc -l)
+PAIRS_LANES_OPEN=$(CTL=$CTL_MANYLANE lanes_open)
 [ "$PAIRS_LANES_OPEN" -eq "$NPAIRS" ] ||
 	{ echo "bench: hub manylane has $PAIRS_LANES_OPEN lanes open, not $NPAIRS" >&2; exit 1; }
 
