@@ -578,6 +578,9 @@ host_attach(struct hub *h, struct peer *p)
 				  p->zone != NULL ? &p->zone->var : NULL) != 0)
 		return -EPROTO;
 	p->ep.var_spare = SPARE_SLOTS;
+	/* it sleeps on the bell we gave it (HP_FEAT_BELLS) */
+	if ((features & HP_FEAT_BELLS) && p->bells[1] >= 0)
+		p->ep.bell_out = p->bells[1];
 	p->bl_head = NULL;
 	p->bl_tail = &p->bl_head;
 	p->bl_count = 0;

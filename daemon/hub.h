@@ -208,10 +208,14 @@ struct peer {
 	pid_t			pid;		/* also its process group's id */
 	int			pidfd;
 	int			bell;		/* our end of the doorbell */
+	int			bells[2];	/* HP_FEAT_BELLS: the eventfd it rings
+						 * us on, the pipe we ring it on
+						 * (hp_bells_make), -1: none */
 	struct manual		*manual;	/* start = manual: its ticket, while
 						 * it waits (manual.c) */
 	ev_io			pid_w;
 	ev_io			bell_w;
+	ev_io			bells_w;	/* on bells[0] */
 	ev_timer		timer;		/* attach, backoff, stop or goodbye grace */
 	int			timer_reason;	/* DEATH_* the timer's SIGKILL means, or -1 */
 	const char		*timer_detail;	/* and why */
@@ -306,6 +310,9 @@ struct hub {
 	ev_timer		watchdog_w;	/* systemd's WatchdogSec */
 	uint32_t		status_up;	/* guests up at the last STATUS= */
 	int			announced;	/* sleep announced to the guests */
+	int			woken;		/* slept, and has not stepped aside
+						 * since (idle_cb) */
+	int			served;		/* did work since it woke */
 	uint32_t		ncpus;		/* CPUs hubd may run on */
 	uint32_t		poll_start;	/* dispatch_poll's first peer this round */
 	uint64_t		polls;		/* dispatch_poll rounds: what a spin costs */

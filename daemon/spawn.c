@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Starting a guest's process (r[shm.spawn.ticket]): its memory domain
  * made and its peer entry there reserved, the spawn ticket on its command
- * line, its doorbell at fd 3, its domain at 5 and its zone's pool at 6,
+ * line, its doorbell at fd 3, its domain at 5, its zone's pool at 6 and
+ * its bells at 7 and 8,
  * its limits, user and group set and every other fd closed between fork
  * and exec; a failure before exec comes back up a pipe with the step that
  * failed. */
@@ -36,6 +37,8 @@ enum {
 	GUEST_ERRPIPE_FD,
 	GUEST_DOMAIN_FD,
 	GUEST_POOL_FD,
+	GUEST_BELL_IN_FD,	/* the pipe we ring it on, its end */
+	GUEST_BELL_OUT_FD,	/* the eventfd it rings us on */
 	GUEST_FDS
 };
 
@@ -43,7 +46,7 @@ enum {
  * r[shm.file.path]: where its segment is travels on the command line, a
  * path to the fd it inherits, so that a guest that opens a path attaches
  * unchanged), and its zone's pool if it has one. */
-#define TICKET_ARGS	4
+#define TICKET_ARGS	5
 static char **
 guest_argv(struct peer *p)
 {
@@ -58,8 +61,10 @@ guest_argv(struct peer *p)
 	bad |= asprintf(&argv[n], "--hub-path=/proc/self/fd/%d", GUEST_DOMAIN_FD) < 0;
 	bad |= asprintf(&argv[n + 1], "--peer-id=%u", p->id) < 0;
 	bad |= asprintf(&argv[n + 2], "--doorbell-fd=%d", GUEST_DOORBELL_FD) < 0;
+	bad |= asprintf(&argv[n + 3], "--hub-bells=%d,%d", GUEST_BELL_IN_FD,
+			GUEST_BELL_OUT_FD) < 0;
 	if (p->zone != NULL)
-		bad |= asprintf(&argv[n + 3], "--hub-pool=/proc/self/fd/%d", GUEST_POOL_FD) < 0;
+		bad |= asprintf(&argv[n + 4], "--hub-pool=/proc/self/fd/%d", GUEST_POOL_FD) < 0;
 	if (bad) {
 		for (int i = 0; i < TICKET_ARGS; i++)
 			free(argv[n + i]);
@@ -185,7 +190,7 @@ child_user(struct peer *p, pid_t hubd, struct child_err *ce)
 }
 
 /* In the child: r[shm.spawn.fd-inheritance]: the doorbell at 3, the
- * domain at 5 and the pool at 6 are inherited; the error pipe (it reports
+ * domain at 5, the pool at 6 and the bells at 7 and 8 are inherited; the error pipe (it reports
  * a failed exec) goes to 4, close-on-exec. Everything else is closed
  * first, whatever hubd itself inherited without close-on-exec too, so
  * that the moves below find free fds under any limit_files (16 at least)
@@ -193,12 +198,15 @@ child_user(struct peer *p, pid_t hubd, struct child_err *ce)
  * targets, so that none overwrites another. Its stdout and stderr are the
  * pipe hubd reads (guestlog.c). -1 with errno set on failure. */
 static int
-child_fds(struct peer *p, int guest_end, int err_fd, int out_fd)
+child_fds(struct peer *p, const int *guest_end, int err_fd, int out_fd)
 {
-	int src[GUEST_FDS + 1] = { -1, -1, -1, -1, -1, -1, -1, -1 };
-	int lifted[GUEST_FDS], out;
+	int src[GUEST_FDS + 1], lifted[GUEST_FDS], out;
 
-	src[GUEST_DOORBELL_FD] = guest_end;
+	for (int t = 0; t <= GUEST_FDS; t++)
+		src[t] = -1;
+	src[GUEST_DOORBELL_FD] = guest_end[0];
+	src[GUEST_BELL_IN_FD] = guest_end[1];
+	src[GUEST_BELL_OUT_FD] = p->bells[0];
 	src[GUEST_ERRPIPE_FD] = err_fd;
 	src[GUEST_DOMAIN_FD] = p->dom.fd;
 	src[GUEST_POOL_FD] = p->zone != NULL ? p->zone->fd : -1;
@@ -247,7 +255,7 @@ child_env(struct peer *p)
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void __attribute__((noreturn))
-child(struct peer *p, char **argv, int guest_end, int err_fd, int out_fd, pid_t hubd)
+child(struct peer *p, char **argv, const int *guest_end, int err_fd, int out_fd, pid_t hubd)
 {
 	struct child_err ce = { CHILD_EXEC, 0 };
 	sigset_t all;
@@ -337,7 +345,8 @@ make_domain(struct hub *h, struct peer *p, const char **what)
 	/* the guest sees it at attach (the fork orders it before); host_attach
 	 * goes by p->zone, never by what a guest may have written here */
 	hp_peer_offer(&p->view, (p->zone != NULL ? HP_FEAT_VARSLOT : 0) |
-		      (p->conf->lanes != LANES_NONE ? HP_FEAT_LANES : 0));
+		      (p->conf->lanes != LANES_NONE ? HP_FEAT_LANES : 0) |
+		      (p->conf->start_manual ? 0 : HP_FEAT_BELLS));
 	/* the epoch its attach increments (check_attach) */
 	p->epoch = hp_peer_epoch(p->view.entry);
 	return 0;
@@ -369,12 +378,13 @@ exec_result(struct peer *p, pid_t pid, int errfd)
 	return -ce.err;
 }
 
-/* Forks the guest and execs it with its end of the doorbell, *guest_end,
- * which hubd closes once the child has it (-1 then). 0 with p->pid and
+/* Forks the guest and execs it with its ends, guest_end: the doorbell's
+ * and its bell's (the pipe's read end), which hubd closes once the child
+ * has them (-1 then). 0 with p->pid and
  * p->pidfd set; or -errno with why in *what (or, a step of the child's,
  * in p->kill_detail) and no child left. */
 static int
-fork_guest(struct peer *p, int *guest_end, const char **what)
+fork_guest(struct peer *p, int guest_end[2], const char **what)
 {
 	int errpipe[2] = { -1, -1 }, out_w = -1, err = 0, status;
 	char **argv = NULL, line[512];
@@ -403,15 +413,16 @@ fork_guest(struct peer *p, int *guest_end, const char **what)
 		goto fail;
 	}
 	if (pid == 0)
-		child(p, argv, *guest_end, errpipe[1], out_w, hubd);
+		child(p, argv, guest_end, errpipe[1], out_w, hubd);
 	/* the child does it too: whichever runs first, the group exists
 	 * before the guest can fork (EACCES once it has exec'd: it has) */
 	setpgid(pid, pid);
 	/* r[shm.spawn.fd-inheritance]: we keep only our end */
-	close(*guest_end);
+	close(guest_end[0]);
+	close(guest_end[1]);
 	close(errpipe[1]);
 	close(out_w);
-	*guest_end = errpipe[1] = out_w = -1;
+	guest_end[0] = guest_end[1] = errpipe[1] = out_w = -1;
 	if ((err = exec_result(p, pid, errpipe[0])) != 0)
 		goto fail;
 	if ((p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
@@ -440,7 +451,7 @@ fail:
 int
 spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand)
 {
-	int fds[2] = { -1, -1 }, err;
+	int fds[2] = { -1, -1 }, ends[2] = { -1, -1 }, theirs[2], err;
 	const char *what = NULL;
 
 	spawn_reset(h, p);
@@ -457,7 +468,16 @@ spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand)
 		p->bell = fds[0];
 		return 0;
 	}
-	if ((err = fork_guest(p, &fds[1], &what)) != 0)
+	/* ours: wakes cheaper than a doorbell byte (HP_FEAT_BELLS) */
+	if ((err = hp_bells_make(p->bells, theirs)) != 0) {
+		what = "bells";
+		goto fail;
+	}
+	ends[0] = fds[1];
+	ends[1] = theirs[0];	/* theirs[1] is p->bells[0]: one eventfd */
+	fds[1] = -1;
+	err = fork_guest(p, ends, &what);
+	if (err != 0)
 		goto fail;
 	p->bell = fds[0];
 	guestlog_watch(h, p);
@@ -470,9 +490,15 @@ fail:
 	if (what != NULL)
 		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s: %s", what,
 			 strerror(-err));
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		if (fds[i] >= 0)
 			close(fds[i]);
+		if (ends[i] >= 0)
+			close(ends[i]);
+		if (p->bells[i] >= 0)
+			close(p->bells[i]);
+		p->bells[i] = -1;
+	}
 	guestlog_end(h, p);
 	/* r[shm.spawn.reserved-state]: spawn failed; its domain goes */
 	hp_segment_close(&p->dom);

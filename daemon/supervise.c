@@ -164,6 +164,22 @@ bell_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ev_idle_start(h->loop, &h->idle_w);
 }
 
+/* Its bell rang (HP_FEAT_BELLS): the data path looks. Death and attach
+ * are the doorbell's to tell. */
+static void
+bells_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct peer *p = w->data;
+	struct hub *h = p->hub;
+
+	(void)loop;
+	(void)revents;
+	hp_bell_drain(p->bells[0]);
+	host_wake(h);
+	if (!ev_is_active(&h->idle_w))
+		ev_idle_start(h->loop, &h->idle_w);
+}
+
 static void
 timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -209,6 +225,7 @@ recover(struct hub *h, struct peer *p)
 	pool_reclaim(p);
 	ev_io_stop(h->loop, &p->pid_w);
 	ev_io_stop(h->loop, &p->bell_w);
+	ev_io_stop(h->loop, &p->bells_w);
 	manual_end(h, p);	/* a ticket nobody took */
 	guestlog_end(h, p);	/* its last words; its lines stay */
 	disarm(h, p);
@@ -217,6 +234,11 @@ recover(struct hub *h, struct peer *p)
 	if (p->bell >= 0)
 		close(p->bell);
 	p->pidfd = p->bell = -1;
+	for (int i = 0; i < 2; i++) {
+		if (p->bells[i] >= 0)
+			close(p->bells[i]);
+		p->bells[i] = -1;
+	}
 	p->pid = 0;
 	/* 3-6: nothing of it is reused: its memory goes (a flag it left
 	 * up in its header counts no more) */
@@ -382,6 +404,10 @@ watch(struct hub *h, struct peer *p)
 	ev_io_start(h->loop, &p->pid_w);
 	ev_io_set(&p->bell_w, p->bell, EV_READ);
 	ev_io_start(h->loop, &p->bell_w);
+	if (p->bells[0] >= 0) {
+		ev_io_set(&p->bells_w, p->bells[0], EV_READ);
+		ev_io_start(h->loop, &p->bells_w);
+	}
 	/* one started by hand may stop in a debugger before attaching */
 	if (!p->conf->start_manual)
 		arm(h, p, h->conf.attach_timeout_ns, DEATH_HUNG,
@@ -480,12 +506,14 @@ step(struct hub *h, struct peer *p, enum peer_event e, const struct why *w)
 		break;
 	case LA_BELL_GRACE:
 		ev_io_stop(h->loop, &p->bell_w);
+		ev_io_stop(h->loop, &p->bells_w);
 		arm(h, p, (uint64_t)(BELL_GRACE_S * 1e9), DEATH_HUNG,
 		    "closed its doorbell but did not exit");
 		p->state = out.next;
 		break;
 	case LA_UNWATCH_BELL:
 		ev_io_stop(h->loop, &p->bell_w);
+		ev_io_stop(h->loop, &p->bells_w);
 		p->state = out.next;
 		break;
 	case LA_CANCEL:
@@ -523,13 +551,15 @@ supervise_init(struct hub *h, struct peer *p)
 {
 	p->hub = h;
 	p->pidfd = p->bell = -1;
+	p->bells[0] = p->bells[1] = -1;
 	p->kill_reason = p->timer_reason = -1;
 	ev_io_init(&p->pid_w, pid_cb, -1, EV_READ);
 	ev_io_init(&p->bell_w, bell_cb, -1, EV_READ);
+	ev_io_init(&p->bells_w, bells_cb, -1, EV_READ);
 	ev_timer_init(&p->timer, timer_cb, 0, 0);
 	guestlog_init(p);
 	hangstack_init(p);
-	p->pid_w.data = p->bell_w.data = p->timer.data = p;
+	p->pid_w.data = p->bell_w.data = p->bells_w.data = p->timer.data = p;
 }
 
 /* fn runs whenever a reload's removal frees a peer entry. */

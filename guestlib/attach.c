@@ -112,6 +112,8 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	g->later_tail = &g->later;
 	wire(g);
 	g->doorbell = t.doorbell_fd;
+	g->bells[0] = t.bells[0];
+	g->bells[1] = t.bells[1];
 	g->peer_id = t.peer_id;
 	/* 2-3: map and validate; a hub still creating it has no magic yet */
 	while ((rc = hp_segment_attach(&g->seg, t.hub_path, 0, why)) == -EAGAIN &&
@@ -129,7 +131,8 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 	if ((rc = hp_peer_view_guest(&g->seg, t.peer_id, &g->view, why)) != 0)
 		goto fail_unmap;
 	if ((rc = hp_endpoint_init_guest(&g->ep, &g->seg, &g->view, g->doorbell,
-					 HP_FEAT_ALL | HP_FEAT_LANES)) != 0) {
+					 g->bells[0] >= 0 ? g->bells : NULL,
+					 HP_FEAT_ALL | HP_FEAT_LANES | HP_FEAT_BELLS)) != 0) {
 		*why = "the host's rings are corrupt";
 		goto fail_unmap;
 	}
@@ -175,6 +178,10 @@ own_loop_fd(struct guest *g)
 
 	if ((g->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
 	    epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->doorbell, &ev) != 0)
+		return -errno;
+	/* the bell hubd rings, when we use it */
+	ev.data.fd = g->ep.bell_in;
+	if (g->ep.bell_in >= 0 && epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->ep.bell_in, &ev) != 0)
 		return -errno;
 	ev.data.fd = g->wake_fd;
 	return epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->wake_fd, &ev) != 0 ? -errno : 0;
@@ -364,6 +371,9 @@ guest_detach(struct guest *g)
 		close(g->wake_fd);
 	hp_segment_close(&g->seg);
 	close(g->doorbell);
+	for (int i = 0; i < 2; i++)
+		if (g->bells[i] >= 0)
+			close(g->bells[i]);
 	for (uint32_t i = 0; i < g->nmethods; i++)
 		free(g->methods[i].name);
 	free(g->methods);

@@ -354,6 +354,7 @@ struct guest {
 	struct hp_endpoint	ep;
 	uint32_t		peer_id;
 	int			doorbell;
+	int			bells[2];	/* the ticket's (HP_FEAT_BELLS), -1: none */
 	int			epfd;		/* guest_fd: every doorbell, wake_fd */
 	uint8_t			own_loop;	/* guest_fd was asked for: the
 						 * plugin's loop sleeps on it */

@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <stdint.h>
 #include <poll.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -175,4 +178,68 @@ int
 hp_doorbell_wait(int fd, int timeout_ms)
 {
 	return hp_doorbell_wait_or(fd, -1, timeout_ms);
+}
+
+int
+hp_bells_make(int host[2], int guest[2])
+{
+	int efd, p[2];
+
+	if ((efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+		return -errno;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+		int rc = -errno;
+
+		close(efd);
+		return rc;
+	}
+	host[0] = efd;
+	host[1] = p[1];
+	guest[0] = p[0];
+	guest[1] = efd;
+	return 0;
+}
+
+int
+hp_bell_ring(int fd)
+{
+	/* an eventfd takes 8 bytes, adding 1; a pipe takes them as they are */
+	static const uint64_t one = 1;
+
+	for (;;) {
+		if (write(fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN)
+			return 0;	/* full: a wake is pending already */
+		return errno == EPIPE ? -EPIPE : -errno;
+	}
+}
+
+int
+hp_bell_drain(int fd)
+{
+	uint64_t buf[8];
+	struct iovec iov = { buf, sizeof(buf) };
+	int rang = 0;
+
+	for (;;) {
+		/* RWF_NOWAIT: the other side may have cleared O_NONBLOCK on
+		 * an eventfd it shares with us */
+		ssize_t n = preadv2(fd, &iov, 1, -1, RWF_NOWAIT);
+
+		if (n > 0) {
+			rang = 1;
+			if ((size_t)n < sizeof(buf))
+				return 1;	/* all of it (a pipe may hold more) */
+			continue;
+		}
+		if (n == 0)
+			return -EPIPE;	/* a pipe's writer is gone */
+		if (errno == EAGAIN)
+			return rang;
+		if (errno != EINTR)
+			return -errno;
+	}
 }

@@ -41,6 +41,26 @@ void hp_fdq_clear(struct hp_fdq *q);
 /* Sends one doorbell byte carrying n descriptors (SCM_RIGHTS). */
 int hp_doorbell_send_fds(int fd, const int *fds, int n);
 
+/* Bells (HP_FEAT_BELLS): one-way wakes, cheaper than a doorbell byte (a
+ * socket write and read cost 10-15 us more than these on a VM), each end
+ * of each a file description of one process alone where it can be, so
+ * that no guest can make hubd's reads or writes block by changing flags
+ * on a description they share. The guest rings hubd on an eventfd (a
+ * pipe would raise SIGPIPE in a guest whose hubd died); hubd rings the
+ * guest on a pipe whose write end only hubd holds. The doorbell stays
+ * for death, descriptors and hosts without bells.
+ * hp_bells_make: host[0] the eventfd hubd reads, host[1] the pipe's end
+ * hubd writes; guest[0] the pipe's end the guest reads, guest[1] the
+ * eventfd the guest writes. All close-on-exec and non-blocking. */
+int hp_bells_make(int host[2], int guest[2]);
+/* Rings: 0, -EPIPE when nobody reads it any more, else -errno. A bell
+ * that holds as much as it can holds a wake already (0). */
+int hp_bell_ring(int fd);
+/* Reads what rang, whatever the description's flags (RWF_NOWAIT): 1 if
+ * something had, 0 if not, -EPIPE when a pipe's writer is gone (poll
+ * would report it forever: stop polling it), else -errno. */
+int hp_bell_drain(int fd);
+
 /* r[shm.doorbell.wait]: waits up to timeout_ms (-1: forever) for a signal,
  * draining it. 1 signalled, 0 timed out, -EPIPE peer gone, -EBADF for an
  * fd that is not open, or poll's -errno (-EINTR). */

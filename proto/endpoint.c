@@ -26,6 +26,15 @@ init_common(struct hp_endpoint *ep, const struct hp_segment *seg)
 	ep->lim.max_channels = seg->params.max_channels;
 	ep->free_word = UINT32_MAX;
 	ep->wake_fd = -1;
+	ep->bell_in = -1;
+	ep->bell_out = -1;
+}
+
+/* A wake to the peer: its bell (HP_FEAT_BELLS) or the doorbell. */
+static int
+ring(struct hp_endpoint *ep)
+{
+	return ep->bell_out >= 0 ? hp_bell_ring(ep->bell_out) : hp_doorbell_signal(ep->doorbell);
 }
 
 /* Both ends use the shared variable pool: bigger payloads, and every
@@ -99,7 +108,8 @@ hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 
 int
 hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
-		       const struct hp_peer_view *v, int doorbell, uint32_t use)
+		       const struct hp_peer_view *v, int doorbell, const int *bells,
+		       uint32_t use)
 {
 	const struct hp_params *p = &seg->params;
 	struct hp_peer_entry *e = v->entry;
@@ -143,6 +153,14 @@ hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
 		ep->ncpus = hp_cpus_usable();
 		hp_store_relaxed_u32(ep->awake_flag, 0);
 		hp_endpoint_set_awake(ep, 1);
+		/* bells only with waiter words: a host that futex-wakes us
+		 * rings nothing */
+		if (bells != NULL && (use & HP_FEAT_BELLS) &&
+		    (hp_load_relaxed_u32(&v->ext->host_offer) & HP_FEAT_BELLS)) {
+			ep->bell_in = bells[0];
+			ep->bell_out = bells[1];
+			features |= HP_FEAT_BELLS;
+		}
 		/* publishes the cleared waiter word above */
 		hp_peer_announce(e, features | HP_FEAT_WAITERS);
 		return 0;
@@ -197,7 +215,7 @@ wake_peer(struct hp_endpoint *ep, uint32_t bit)
 		hp_fence_seq_cst();
 		if (!take_waiter(ep->their_waits, bit))
 			return;
-		hp_doorbell_signal(ep->doorbell);
+		ring(ep);
 	} else {
 		/* r[shm.wakeup.*]: a peer without waiter words futex-waits on
 		 * the word the spec names; a host may also sleep on its
@@ -207,7 +225,7 @@ wake_peer(struct hp_endpoint *ep, uint32_t bit)
 		if (legacy != NULL)
 			hp_futex_wake(legacy, INT_MAX);
 		if (legacy == NULL || ep->side == HP_SIDE_GUEST)
-			hp_doorbell_signal(ep->doorbell);
+			ring(ep);
 	}
 	ep->stats.wakes++;
 	/* The kernel tends to wake the peer on the waker's CPU; a waker that
@@ -309,7 +327,7 @@ hp_endpoint_reserve(struct hp_endpoint *ep, uint32_t len, struct hp_outbuf *ob)
 			 * guest asked for; ring once per episode so it looks */
 			if (ep->side == HP_SIDE_GUEST && !ep->var_asked) {
 				ep->var_asked = 1;
-				hp_doorbell_signal(ep->doorbell);
+				ring(ep);
 			}
 			return rc;
 		}
@@ -548,7 +566,7 @@ hp_endpoint_notify_credit(struct hp_endpoint *ep, hp_atomic_u32 *granted_total)
 		/* r[shm.wakeup.credit-wait]: a spec-only peer waits on it */
 		hp_futex_wake(granted_total, INT_MAX);
 		if (ep->side == HP_SIDE_GUEST)
-			hp_doorbell_signal(ep->doorbell);
+			ring(ep);
 		ep->stats.wakes++;
 		return;
 	}
@@ -639,12 +657,33 @@ hp_group_bell_remove(struct hp_wait_group *g, int fd)
 		}
 }
 
+static int
+in_group(const struct hp_wait_group *g, const struct hp_endpoint *ep)
+{
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->ep[i] == ep)
+			return 1;
+	return 0;
+}
+
+/* Its bell (HP_FEAT_BELLS), drained; one whose writer went is dropped
+ * (the doorbell says the rest). */
+static void
+drain_bell(struct hp_endpoint *ep)
+{
+	if (ep->bell_in >= 0 && hp_bell_drain(ep->bell_in) == -EPIPE)
+		ep->bell_in = -1;
+}
+
 /* Drains member i: 0, or -EPIPE for the hub's hang-up (another's is
  * noted in its hung). */
 static int
 drain_member(struct hp_wait_group *g, uint32_t i)
 {
-	int rc = hp_doorbell_drain_fds(g->ep[i]->doorbell, i == 0 ? &g->fdq : NULL);
+	int rc;
+
+	drain_bell(g->ep[i]);
+	rc = hp_doorbell_drain_fds(g->ep[i]->doorbell, i == 0 ? &g->fdq : NULL);
 
 	if (rc == -EPIPE && i != 0) {
 		g->ep[i]->hung = 1;
@@ -659,8 +698,10 @@ hp_endpoint_drain(struct hp_endpoint *ep)
 	struct hp_wait_group *g = ep->group;
 	int rc, hub = 0;
 
-	if (g == NULL)
+	if (g == NULL) {
+		drain_bell(ep);
 		return hp_doorbell_drain(ep->doorbell);
+	}
 	for (uint32_t i = 0; i < g->n; i++)
 		if (!g->ep[i]->hung && (rc = drain_member(g, i)) != 0 && i == 0)
 			hub = rc;
@@ -686,13 +727,17 @@ hp_endpoint_sleep_prepare(struct hp_endpoint *ep, int kick, struct hp_sleep *s)
 	s->nbells = g != NULL ? g->nbells : 0;
 	for (i = 0; i < s->nbells; i++)
 		s->pfd[n + 1 + i] = (struct pollfd){ .fd = g->bell[i], .events = POLLIN };
+	/* then each member's bell (HP_FEAT_BELLS), after the others */
+	for (i = 0; i < n; i++)
+		s->pfd[n + 1 + s->nbells + i] = (struct pollfd){ .fd = s->ep[i]->bell_in,
+								 .events = POLLIN };
 }
 
 int
 hp_sleep_poll(struct hp_sleep *s, int ms)
 {
 	uint64_t k;
-	int rc = poll(s->pfd, s->n + 1 + s->nbells, ms);
+	int rc = poll(s->pfd, 2 * s->n + 1 + s->nbells, ms);
 
 	if (rc < 0)
 		return -errno;
@@ -719,6 +764,15 @@ hp_endpoint_sleep_finish(struct hp_endpoint *ep, const struct hp_sleep *s)
 				g->bell[j] = -1;
 				g->bells_hung++;
 			}
+	}
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct pollfd *b = &s->pfd[s->n + 1 + s->nbells + i];
+
+		/* still that member's bell: drained (hubd's pipe gone: the
+		 * doorbell tells why, and it is polled alone from then on) */
+		if (b->revents != 0 && s->ep[i]->bell_in == b->fd &&
+		    (g == NULL || in_group(g, s->ep[i])) && hp_bell_drain(b->fd) == -EPIPE)
+			s->ep[i]->bell_in = -1;
 	}
 	for (uint32_t i = 0; i < s->n; i++) {
 		uint32_t j = 0;

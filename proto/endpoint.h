@@ -86,6 +86,10 @@ struct hp_endpoint {
 	hp_atomic_u32		*awake_flag;	/* the guest's own: hubd counts it */
 	uint32_t		ncpus;		/* CPUs this process may run on */
 	int			doorbell;
+	int			bell_in;	/* HP_FEAT_BELLS: the peer rings this
+						 * (polled and drained with the
+						 * doorbell), -1: none */
+	int			bell_out;	/* and we ring this, -1: the doorbell */
 	struct hp_desc		stage[HP_STAGE_MAX];	/* written, unpublished */
 	uint32_t		staged;
 	struct hp_desc		inbox[HP_STAGE_MAX];	/* dequeued, not yet handed out */
@@ -140,8 +144,9 @@ int hp_endpoint_sleep(struct hp_endpoint *ep, int kick, int ms);
  * under its lock, the poll without: 1 woken, 0 timed out, -errno; then
  * finish: 0, or -EPIPE. */
 struct hp_sleep {
-	struct pollfd		pfd[HP_GROUP_MAX + 1 + HP_GROUP_BELLS];	/* doorbells,
-							 * kick, then bells */
+	struct pollfd		pfd[2 * HP_GROUP_MAX + 1 + HP_GROUP_BELLS];	/* doorbells,
+							 * kick, bells, then the
+							 * members' bell_in */
 	struct hp_endpoint	*ep[HP_GROUP_MAX];
 	uint32_t		n;
 	uint32_t		nbells;
@@ -167,9 +172,13 @@ int hp_endpoint_init_host(struct hp_endpoint *ep, struct hp_segment *seg,
 			  uint32_t guest_features, struct hp_varpool *var);
 /* The guest's end. Announces HP_FEAT_WAITERS, HP_FEAT_VARSLOT and
  * HP_FEAT_LANES when the host offers them and use has them (HP_FEAT_ALL
- * for the first two). */
+ * for the first two); HP_FEAT_BELLS too, with waiter words, when the host
+ * offers it and bells (the ticket's: [0] read, [1] rung) is not NULL.
+ * The host's end rings a guest's bell once it announced HP_FEAT_BELLS:
+ * its owner sets bell_out. */
 int hp_endpoint_init_guest(struct hp_endpoint *ep, struct hp_segment *seg,
-			   const struct hp_peer_view *v, int doorbell, uint32_t use);
+			   const struct hp_peer_view *v, int doorbell, const int *bells,
+			   uint32_t use);
 
 #define HP_SEND_MORE	0x1	/* more follow: stage, publish on a later send or flush */
 

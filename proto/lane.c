@@ -170,7 +170,7 @@ hp_lane_attach(struct hp_lane_map *m, int memfd, uint32_t side, int bell,
 	}
 	rc = side == HP_LANE_SIDE_A ?
 	    hp_endpoint_init_host(ep, &m->seg, &m->view, bell, HP_FEAT_WAITERS, NULL) :
-	    hp_endpoint_init_guest(ep, &m->seg, &m->view, bell, HP_FEAT_WAITERS);
+	    hp_endpoint_init_guest(ep, &m->seg, &m->view, bell, NULL, HP_FEAT_WAITERS);
 	if (rc != 0) {
 		if (why != NULL)
 			*why = "the lane's rings are corrupt";

@@ -62,6 +62,8 @@
 #define HP_FEAT_VARSLOT		0x2u	/* the shared variable-size pool is used */
 #define HP_FEAT_ALL		(HP_FEAT_WAITERS | HP_FEAT_VARSLOT)
 #define HP_FEAT_LANES		0x4u	/* direct lanes to other guests (lane.h) */
+#define HP_FEAT_BELLS		0x8u	/* wakes on the ticket's bells, not the
+					 * doorbell (doorbell.h, hp_bells_make) */
 
 /* r[shm.segment.header] */
 struct hp_header {

@@ -74,6 +74,7 @@ struct ticket_args {
 	const char	*pool;		/* --hub-pool */
 	const char	*peer;		/* --peer-id */
 	const char	*fd;		/* --doorbell-fd */
+	const char	*bells;		/* --hub-bells */
 };
 
 /* What an option's value must be, besides given. */
@@ -102,6 +103,9 @@ static const struct ticket_option {
 	  "--peer-id needs a value", "--peer-id is given twice" },
 	{ "--doorbell-fd", offsetof(struct ticket_args, fd), VALUE_ANY,
 	  "--doorbell-fd needs a value", "--doorbell-fd is given twice" },
+	/* ours: the bells hubd rings and is rung on (HP_FEAT_BELLS) */
+	{ "--hub-bells", offsetof(struct ticket_args, bells), VALUE_NONEMPTY,
+	  "--hub-bells needs a value", "--hub-bells is given twice" },
 };
 #define NOPTIONS	(sizeof(ticket_options) / sizeof(ticket_options[0]))
 
@@ -146,6 +150,7 @@ ticket_clear(struct hp_ticket *t)
 	memset(t, 0, sizeof(*t));
 	for (int i = 0; i < HP_TICKET_FDS; i++)
 		t->fds[i] = -1;
+	t->bells[0] = t->bells[1] = -1;
 }
 
 /* A guest started by hand: --hub-ticket alone, the rest fetched later
@@ -153,15 +158,41 @@ ticket_clear(struct hp_ticket *t)
 static int
 ticket_by_hand(const struct ticket_args *a, struct hp_ticket *t, const char **why)
 {
-	if (a->path != NULL || a->pool != NULL || a->peer != NULL || a->fd != NULL) {
+	if (a->path != NULL || a->pool != NULL || a->peer != NULL || a->fd != NULL ||
+	    a->bells != NULL) {
 		SET_WHY("--hub-ticket goes without --hub-path, --hub-pool, "
-		    "--peer-id and --doorbell-fd");
+		    "--peer-id, --doorbell-fd and --hub-bells");
 		return -EINVAL;
 	}
 	ticket_clear(t);
 	t->hand = a->hand;
 	t->doorbell_fd = -1;
 	return 0;
+}
+
+/* --hub-bells=R,W: two open descriptors, distinct, neither the doorbell. */
+static int
+ticket_bells(const char *v, int doorbell, struct hp_ticket *t, const char **why)
+{
+	const char *comma = strchr(v, ',');
+	char first[16];
+	long r, w;
+
+	if (comma == NULL || (size_t)(comma - v) >= sizeof(first))
+		goto bad;
+	memcpy(first, v, (size_t)(comma - v));
+	first[comma - v] = '\0';
+	r = parse_decimal(first, INT_MAX);
+	w = parse_decimal(comma + 1, INT_MAX);
+	if (r < 0 || w < 0 || r == w || r == doorbell || w == doorbell ||
+	    fcntl((int)r, F_GETFD) < 0 || fcntl((int)w, F_GETFD) < 0)
+		goto bad;
+	t->bells[0] = (int)r;
+	t->bells[1] = (int)w;
+	return 0;
+bad:
+	SET_WHY("--hub-bells must be two open file descriptors, R,W");
+	return -EINVAL;
 }
 
 /* A guest hubd spawned: --hub-path, --peer-id and --doorbell-fd each
@@ -213,6 +244,8 @@ ticket_spawned(const struct ticket_args *a, struct hp_ticket *t, const char **wh
 	t->pool_path = a->pool;
 	t->peer_id = (uint32_t)peer_id;
 	t->doorbell_fd = (int)dfd;
+	if (a->bells != NULL)
+		return ticket_bells(a->bells, t->doorbell_fd, t, why);
 	return 0;
 }
 

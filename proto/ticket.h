@@ -17,7 +17,8 @@
 
 /* Parses the spawn ticket (r[shm.spawn.args]) from argv: --hub-path=P,
  * --peer-id=N (1..255), --doorbell-fd=F (an open fd), and ours,
- * --hub-pool=P (optional: the shared pool's file); or --hub-ticket alone.
+ * --hub-pool=P (optional: the shared pool's file), --hub-bells=R,W
+ * (optional: hp_bells_make's guest ends); or --hub-ticket alone.
  * Other arguments are left for the plugin. -EINVAL with *why when one is
  * missing or bad. */
 struct hp_ticket {
@@ -25,6 +26,8 @@ struct hp_ticket {
 	const char	*pool_path;	/* NULL: no shared pool */
 	uint32_t	peer_id;
 	int		doorbell_fd;
+	int		bells[2];	/* --hub-bells=R,W (HP_FEAT_BELLS): read,
+					 * rung; -1: none */
 	const char	*hand;		/* --hub-ticket's PATH:SECRET, NULL: none */
 	/* hp_ticket_fetch's: the fds received and their paths */
 	int		fds[HP_TICKET_FDS];

@@ -283,9 +283,9 @@ START_TEST(test_polled_guest_and_inherited_fds)
 			      i, now_s() - t0);
 	}
 	expect_ctl(0, "64\n", "call", "prober.concurrent", "64", NULL);
-	/* r[shm.spawn.fd-inheritance]: stdio, the doorbell, its domain and its
-	 * pool, nothing else */
-	expect_ctl(0, "0 1 2 3 5 6\n", "call", "prober.fds", NULL);
+	/* r[shm.spawn.fd-inheritance]: stdio, the doorbell, its domain, its
+	 * pool and its bells (7, 8), nothing else */
+	expect_ctl(0, "0 1 2 3 5 6 7 8\n", "call", "prober.fds", NULL);
 	/* SIGTERM (guest_stop) makes guest_fd readable and guest_service
 	 * end the loop: a clean exit, well before the poll timeout (it
 	 * spun before, until SIGKILL) */

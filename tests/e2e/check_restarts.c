@@ -419,11 +419,11 @@ START_TEST(test_spawn_without_fds)
 			 "max_deaths = 1000\n"
 			 "backoff_min = 10ms\nbackoff_max = 100ms\n", i);
 	}
-	/* hubd inherits a soft limit too low for all of them (four fds each:
-	 * pidfd, doorbell, domain, pool) */
+	/* hubd inherits a soft limit too low for all of them (seven fds
+	 * each: pidfd, doorbell, domain, pool, two bells, its output) */
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
 	low = old;
-	low.rlim_cur = 50;
+	low.rlim_cur = 75;
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
 	ck_assert(hub_start(&hub, "max_guests = 16\n", guests) == 0);
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);

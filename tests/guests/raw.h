@@ -44,7 +44,7 @@ raw_attach(int argc, char *argv[], struct hp_ticket *t, struct hp_segment *seg,
 	uint32_t state = HP_PEER_RESERVED;
 
 	raw_map(argc, argv, t, seg, v);
-	hp_endpoint_init_guest(ep, seg, v, t->doorbell_fd, use);
+	hp_endpoint_init_guest(ep, seg, v, t->doorbell_fd, t->bells[0] >= 0 ? t->bells : NULL, use);
 	if (!hp_cas_u32(&v->entry->state, &state, HP_PEER_ATTACHED))
 		errx(1, "not reserved");
 	hp_fetch_add_u32(&v->entry->epoch, 1, memory_order_release);

@@ -343,6 +343,7 @@ START_TEST(test_group_sleep)
 	ck_assert_int_eq(hp_doorbell_pair(lb), 0);
 	hubep.doorbell = hb[1];
 	lane.doorbell = lb[1];
+	hubep.bell_in = lane.bell_in = -1;	/* no bells (HP_FEAT_BELLS) */
 	ck_assert_int_eq(hp_group_add(&g, &hubep), 0);
 	ck_assert_int_eq(hp_group_add(&g, &lane), 0);
 	/* a wait announces on every member: data everywhere, and room or

@@ -326,6 +326,56 @@ START_TEST(test_hub_ticket)
 }
 END_TEST
 
+/* --hub-bells=R,W (HP_FEAT_BELLS): two open descriptors, distinct and
+ * not the doorbell; without it, none. */
+START_TEST(test_hub_bells)
+{
+	int r = open("/dev/null", O_RDONLY | O_CLOEXEC), w = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	char good[48], same[48], bell[48], shut[48];
+	char *bad[] = { "--hub-bells=", "--hub-bells=3", "--hub-bells=x,4",
+			      "--hub-bells=4,", "--hub-bells=-1,4", "--hub-bells=99999999999,4",
+			      same, bell, shut };
+	struct hp_ticket t;
+	const char *why;
+
+	ck_assert_int_ge(r, 0);
+	ck_assert_int_ge(w, 0);
+	snprintf(good, sizeof(good), "--hub-bells=%d,%d", r, w);
+	snprintf(same, sizeof(same), "--hub-bells=%d,%d", r, r);
+	snprintf(bell, sizeof(bell), "--hub-bells=%d,%d", r, dfd);
+	snprintf(shut, sizeof(shut), "--hub-bells=%d,%d", r, 1000);	/* not open */
+	char *ok[] = { "guest", "--hub-path=/x", "--peer-id=2", dfd_arg, good, NULL };
+
+	ck_assert_int_eq(parse(count_args(ok), ok, &t, &why), 0);
+	ck_assert_int_eq(t.bells[0], r);
+	ck_assert_int_eq(t.bells[1], w);
+	char *none[] = { "guest", "--hub-path=/x", "--peer-id=2", dfd_arg, NULL };
+
+	ck_assert_int_eq(parse(count_args(none), none, &t, &why), 0);
+	ck_assert_int_eq(t.bells[0], -1);
+	ck_assert_int_eq(t.bells[1], -1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "guest", "--hub-path=/x", "--peer-id=2", dfd_arg,
+				 bad[i], NULL };
+
+		ck_assert_msg(parse(count_args(argv), argv, &t, &why) == -EINVAL,
+			      "%s accepted", bad[i]);
+		ck_assert_msg(why != NULL && strstr(why, "--hub-bells") != NULL,
+			      "%s: %s", bad[i], WHY(why));
+	}
+	char *twice[] = { "guest", "--hub-path=/x", "--peer-id=2", dfd_arg, good, good, NULL };
+
+	ck_assert_int_eq(parse(count_args(twice), twice, &t, &why), -EINVAL);
+	ck_assert_str_eq(why, "--hub-bells is given twice");
+	char *hand[] = { "guest", "--hub-ticket=/s:00", good, NULL };
+
+	ck_assert_int_eq(parse(count_args(hand), hand, &t, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(WHY(why), "--hub-bells"));
+	close(r);
+	close(w);
+}
+END_TEST
+
 Suite *suite_ticket(void);
 
 Suite *
@@ -345,6 +395,7 @@ suite_ticket(void)
 	tcase_add_test(tc, test_missing_pieces);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_hub_ticket);
+	tcase_add_test(tc, test_hub_bells);
 	suite_add_tcase(s, tc);
 	return s;
 }

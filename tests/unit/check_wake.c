@@ -39,10 +39,38 @@ pair_setup(void)
 	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
 	hp_peer_view_host(&seg, 1, &hv);
 	ck_assert_int_eq(hp_peer_view_guest(&seg, 1, &gv, &why), 0);
-	ck_assert_int_eq(hp_endpoint_init_guest(&guest_ep, &seg, &gv, bell[1], HP_FEAT_ALL), 0);
+	ck_assert_int_eq(hp_endpoint_init_guest(&guest_ep, &seg, &gv, bell[1], NULL, HP_FEAT_ALL), 0);
 	ck_assert_int_eq(hp_endpoint_init_host(&host_ep, &seg, &hv, bell[0],
 					       hp_load_acquire_u32(&hv.entry->guest_features),
 					       NULL), 0);
+}
+
+static int host_bells[2] = { -1, -1 }, guest_bells[2] = { -1, -1 };
+
+/* The same pair with bells (HP_FEAT_BELLS), as hubd spawns a guest. */
+static void
+pair_setup_bells(void)
+{
+	struct hp_params p = testseg_params(1, 16, 1024, 4);
+	struct hp_peer_view hv, gv;
+	const char *why;
+	uint32_t features;
+
+	ck_assert_int_eq(testseg_create(&seg, seg_path, &p, &why), 0);
+	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
+	ck_assert_int_eq(hp_bells_make(host_bells, guest_bells), 0);
+	hp_peer_view_host(&seg, 1, &hv);
+	hp_peer_offer(&hv, HP_FEAT_BELLS);
+	ck_assert_int_eq(hp_peer_view_guest(&seg, 1, &gv, &why), 0);
+	ck_assert_int_eq(hp_endpoint_init_guest(&guest_ep, &seg, &gv, bell[1], guest_bells,
+						HP_FEAT_ALL | HP_FEAT_BELLS), 0);
+	features = hp_load_acquire_u32(&hv.entry->guest_features);
+	ck_assert_uint_eq(features & HP_FEAT_BELLS, HP_FEAT_BELLS);
+	ck_assert_int_eq(hp_endpoint_init_host(&host_ep, &seg, &hv, bell[0], features, NULL), 0);
+	/* as hubd does: it rings the pipe; here it also sleeps on the
+	 * eventfd, as hubd's loop does */
+	host_ep.bell_out = host_bells[1];
+	host_ep.bell_in = host_bells[0];
 }
 
 static void
@@ -51,6 +79,14 @@ pair_teardown(void)
 	hp_segment_close(&seg);
 	close(bell[0]);
 	close(bell[1]);
+	for (int i = 0; i < 2; i++) {
+		if (host_bells[i] >= 0)
+			close(host_bells[i]);
+		host_bells[i] = -1;
+	}
+	if (guest_bells[0] >= 0)
+		close(guest_bells[0]);	/* [1] is host_bells[0] */
+	guest_bells[0] = guest_bells[1] = -1;
 }
 
 #define ROUNDS 20000
@@ -253,6 +289,97 @@ START_TEST(test_guest_yields_once_after_waking)
 }
 END_TEST
 
+/* With bells each side rings the other's bell, not the doorbell: one wake
+ * per sleep as before, and what the doorbell is left for (death,
+ * descriptors) untouched. */
+START_TEST(test_bells_ring_instead_of_the_doorbell)
+{
+	struct hp_msg_in m;
+	const char *rule;
+
+	ck_assert_int_eq(guest_ep.bell_in, guest_bells[0]);
+	ck_assert_int_eq(guest_ep.bell_out, guest_bells[1]);
+	hp_endpoint_announce(&guest_ep, HP_WAIT_RING_DATA);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_REQUEST, (uint32_t)i, 1,
+						  "x", 1, 0), 0);
+	ck_assert_uint_eq(host_ep.stats.wakes, 1);
+	ck_assert_int_eq(hp_doorbell_wait(bell[1], 0), 0);
+	ck_assert_int_eq(hp_bell_drain(guest_bells[0]), 1);
+	ck_assert_int_eq(hp_bell_drain(guest_bells[0]), 0);
+	hp_endpoint_cancel(&guest_ep);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(hp_endpoint_recv(&guest_ep, &m, &rule), 0);
+	hp_endpoint_announce(&host_ep, HP_WAIT_RING_DATA);
+	ck_assert_int_eq(hp_endpoint_send(&guest_ep, HP_MSG_RESPONSE, 0, 0, "x", 1, 0), 0);
+	ck_assert_uint_eq(guest_ep.stats.wakes, 1);
+	ck_assert_int_eq(hp_doorbell_wait(bell[0], 0), 0);
+	ck_assert_int_eq(hp_bell_drain(host_bells[0]), 1);
+	hp_endpoint_cancel(&host_ep);
+	/* a sleep ends on the bell, and drains it */
+	hp_endpoint_announce(&guest_ep, HP_WAIT_RING_DATA);
+	ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_REQUEST, 9, 1, "x", 1, 0), 0);
+	ck_assert_int_eq(hp_endpoint_sleep(&guest_ep, -1, 10000), 1);
+	ck_assert_int_eq(hp_bell_drain(guest_bells[0]), 0);
+	hp_endpoint_cancel(&guest_ep);
+}
+END_TEST
+
+/* A guest shares hubd's eventfd: it may clear O_NONBLOCK on it and read
+ * it dry; hubd's drain still returns at once. A full pipe holds a wake
+ * already; a pipe whose writer went says so (-EPIPE), and the endpoint
+ * stops polling it rather than waking for nothing for ever. */
+START_TEST(test_bells_never_block)
+{
+	int fl = fcntl(host_bells[0], F_GETFL);
+
+	ck_assert_int_eq(fcntl(host_bells[0], F_SETFL, fl & ~O_NONBLOCK), 0);
+	ck_assert_int_eq(hp_bell_drain(host_bells[0]), 0);	/* would hang */
+	ck_assert_int_eq(hp_bell_ring(guest_bells[1]), 0);
+	ck_assert_int_eq(hp_bell_drain(host_bells[0]), 1);
+	ck_assert_int_eq(hp_bell_drain(host_bells[0]), 0);
+	for (int i = 0; i < 100000; i++)	/* 64 KiB of pipe, and more */
+		ck_assert_int_eq(hp_bell_ring(host_bells[1]), 0);
+	ck_assert_int_eq(hp_bell_drain(guest_bells[0]), 1);
+	close(host_bells[1]);
+	host_bells[1] = -1;
+	host_ep.bell_out = -1;
+	ck_assert_int_eq(hp_bell_drain(guest_bells[0]), -EPIPE);
+	ck_assert_int_eq(hp_endpoint_drain(&guest_ep), 0);
+	ck_assert_int_eq(guest_ep.bell_in, -1);
+	/* the reader gone: ringing says so (hubd ignores SIGPIPE) */
+	int p[2];
+	void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+
+	ck_assert_int_eq(pipe(p), 0);
+	close(p[0]);
+	ck_assert_int_eq(hp_bell_ring(p[1]), -EPIPE);
+	close(p[1]);
+	signal(SIGPIPE, old);
+}
+END_TEST
+
+/* No bells where the host does not offer them, or none were given. */
+START_TEST(test_bells_only_when_offered)
+{
+	struct hp_peer_view hv, gv;
+	const char *why;
+
+	hp_peer_view_host(&seg, 1, &hv);
+	ck_assert_int_eq(hp_peer_view_guest(&seg, 1, &gv, &why), 0);
+	hp_peer_offer(&hv, 0);
+	ck_assert_int_eq(hp_endpoint_init_guest(&guest_ep, &seg, &gv, bell[1], guest_bells,
+						HP_FEAT_ALL | HP_FEAT_BELLS), 0);
+	ck_assert_uint_eq(hp_load_acquire_u32(&hv.entry->guest_features) & HP_FEAT_BELLS, 0);
+	ck_assert_int_eq(guest_ep.bell_in, -1);
+	ck_assert_int_eq(guest_ep.bell_out, -1);
+	hp_peer_offer(&hv, HP_FEAT_BELLS);
+	ck_assert_int_eq(hp_endpoint_init_guest(&guest_ep, &seg, &gv, bell[1], NULL,
+						HP_FEAT_ALL | HP_FEAT_BELLS), 0);
+	ck_assert_uint_eq(hp_load_acquire_u32(&hv.entry->guest_features) & HP_FEAT_BELLS, 0);
+}
+END_TEST
+
 Suite *suite_wake(void);
 Suite *
 suite_wake(void)
@@ -269,5 +396,16 @@ suite_wake(void)
 	tcase_set_timeout(ep, 120);
 	tcase_set_tags(ep, "tsan");
 	suite_add_tcase(s, ep);
+
+	TCase *bells = tcase_create("bells");
+
+	tcase_add_checked_fixture(bells, pair_setup_bells, pair_teardown);
+	tcase_add_test(bells, test_ping_pong_no_lost_wake);
+	tcase_add_test(bells, test_bells_ring_instead_of_the_doorbell);
+	tcase_add_test(bells, test_bells_never_block);
+	tcase_add_test(bells, test_bells_only_when_offered);
+	tcase_set_timeout(bells, 120);
+	tcase_set_tags(bells, "tsan");
+	suite_add_tcase(s, bells);
 	return s;
 }
