@@ -18,6 +18,7 @@
  * the other ended by what it says: a report closes a lane, nothing
  * more. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,27 @@ max_payload(const struct peer *p, const struct peer *q)
 	return a < b ? a : b;
 }
 
+/* The lane's bells (HP_FEAT_BELLS), when both use bells with us: pipe s
+ * is rung by side s and read by the other; each side also keeps a read
+ * end of the pipe it rings, so that its peer gone raises no SIGPIPE (a
+ * write then fills the pipe, and EAGAIN is a wake pending). Pipes, not
+ * eventfds: a peer sharing an eventfd could make our writes block. 1
+ * with the pipes, 0 without (their doorbell then). */
+static int
+lane_bells(const struct peer *p, const struct peer *q, int pipes[2][2])
+{
+	if (p->ep.bell_out < 0 || q->ep.bell_out < 0)
+		return 0;
+	if (pipe2(pipes[0], O_CLOEXEC | O_NONBLOCK) != 0)
+		return 0;
+	if (pipe2(pipes[1], O_CLOEXEC | O_NONBLOCK) != 0) {
+		close(pipes[0][0]);
+		close(pipes[0][1]);
+		return 0;
+	}
+	return 1;
+}
+
 /* A new lane between p (side A) and q (side B), each handed its end; NULL
  * when it cannot be made (said in the log, calls go through the hub). */
 static struct lane *
@@ -164,7 +186,7 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 	struct peer *side[2] = { p, q };
 	const char *why = "";
 	char name[80];
-	int bells[2], sent[2] = { 0, 0 }, rc;
+	int bells[2], pipes[2][2], use_bells, sent[2] = { 0, 0 }, rc;
 
 	if ((ln = calloc(1, sizeof(*ln))) == NULL)
 		return NULL;
@@ -187,24 +209,35 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 		free(ln);
 		return NULL;
 	}
+	use_bells = lane_bells(p, q, pipes);
 	for (int s = 0; s < 2; s++) {
-		int fds[2] = { ln->map.seg.fd, bells[s] };
+		/* the memory, the doorbell; then its bell to sleep on, the
+		 * one it rings, and that one's read end, kept */
+		int fds[5] = { ln->map.seg.fd, bells[s] };
 
+		if (use_bells) {
+			fds[2] = pipes[1 - s][0];
+			fds[3] = pipes[s][1];
+			fds[4] = pipes[s][0];
+		}
 		ln->e.peer[s] = side[s]->id;
 		ln->e.epoch[s] = side[s]->epoch;
 		/* a doorbell so full that it takes no more: that side is not
 		 * reading it, and gets no lane */
-		sent[s] = hp_doorbell_send_fds(side[s]->bell, fds, 2) == 0;
+		sent[s] = hp_doorbell_send_fds(side[s]->bell, fds, use_bells ? 5 : 2) == 0;
 	}
 	close(bells[0]);
 	close(bells[1]);
+	for (int i = 0; use_bells && i < 4; i++)
+		close(pipes[i / 2][i % 2]);
 	/* the guests have the memory; ours stays mapped for the figures */
 	close(ln->map.seg.fd);
 	ln->map.seg.fd = -1;
 	ln->opened_ns = hp_now_ns();
 	for (int s = 0; s < 2; s++) {
 		struct hp_lane_msg m = { .op = HP_LANE_OPEN, .lane = ln->e.id, .side = (uint32_t)s,
-					 .calls_max = h->conf.calls_in_flight };
+					 .calls_max = h->conf.calls_in_flight,
+					 .bells = (uint32_t)use_bells };
 
 		if (!sent[s])
 			continue;

@@ -141,6 +141,15 @@ check_attach(struct hub *h, struct peer *p)
 		step(h, p, PE_VIOLATION, &why);
 }
 
+/* A guest rang: the data path looks, awake from now on. */
+static void
+look(struct hub *h)
+{
+	host_wake(h);
+	if (!ev_is_active(&h->idle_w))
+		ev_idle_start(h->loop, &h->idle_w);
+}
+
 static void
 bell_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -159,9 +168,7 @@ bell_cb(struct ev_loop *loop, ev_io *w, int revents)
 	/* r[shm.spawn.guest-init]: it rings once attached */
 	if (p->state == PEER_STARTING)
 		check_attach(h, p);
-	host_wake(h);
-	if (!ev_is_active(&h->idle_w))
-		ev_idle_start(h->loop, &h->idle_w);
+	look(h);
 }
 
 /* Its bell rang (HP_FEAT_BELLS): the data path looks. Death and attach
@@ -175,9 +182,7 @@ bells_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	hp_bell_drain(p->bells[0]);
-	host_wake(h);
-	if (!ev_is_active(&h->idle_w))
-		ev_idle_start(h->loop, &h->idle_w);
+	look(h);
 }
 
 static void

@@ -170,6 +170,9 @@ struct lg_lane {
 	uint32_t		calls_out;	/* our async calls in flight to it
 						 * (lg_lane_out_max) */
 	int			bell;
+	int			bells[3];	/* with bells: sleep on, ring, and
+						 * the latter's read end, kept;
+						 * -1: none (proto/lane.h) */
 	uint32_t		refs;		/* frames using it across a serve or a
 						 * wait: freed at the last lg_lane_put */
 	int			closed;		/* out of the guest's tables */

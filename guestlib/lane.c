@@ -73,6 +73,17 @@ before_sleep(void *arg)
 	return g->topics_sleep != NULL ? g->topics_sleep(g) : 0;
 }
 
+/* Closes a lane's bells (-1: none), each set to -1. */
+static void
+close_bells(int bells[3])
+{
+	for (int i = 0; i < 3; i++) {
+		if (bells[i] >= 0)
+			close(bells[i]);
+		bells[i] = -1;
+	}
+}
+
 /* Its end: out of the table and the group, every call over it failed
  * (r[shm.crash.*] as through the hub: the callee is gone for us), its
  * doorbell closed (the peer sees the hang-up), its memory unmapped. */
@@ -93,13 +104,16 @@ lane_close(struct guest *g, struct lg_lane *ln)
 	hp_group_remove(&g->group, &ln->ep);
 	if (g->epfd >= 0)
 		epoll_ctl(g->epfd, EPOLL_CTL_DEL, ln->bell, NULL);
+	if (g->epfd >= 0 && ln->bells[0] >= 0)
+		epoll_ctl(g->epfd, EPOLL_CTL_DEL, ln->bells[0], NULL);
 	publish(ln);
 	if (!ln->told)
 		report(g, ln);
 	g->lane_gone(g, ln);
 	/* nothing signals it from now on: the number may be reused */
 	close(ln->bell);
-	ln->bell = ln->ep.doorbell = -1;
+	close_bells(ln->bells);
+	ln->bell = ln->ep.doorbell = ln->ep.bell_in = ln->ep.bell_out = -1;
 	ln->closed = 1;
 	lg_lane_hold(ln);
 	lg_lane_put(ln);	/* freed now, or by the last holder */
@@ -158,11 +172,15 @@ lane_open(struct guest *g, const struct hp_lane_msg *lm, struct lg_lane *gone)
 	struct lg_lane *ln;
 	struct epoll_event ev = { .events = EPOLLIN };
 	const char *why = "";
-	int memfd, bell, rc;
+	int memfd, bell, bells[3] = { -1, -1, -1 }, rc;
 
 	hp_endpoint_drain(&g->ep);
 	memfd = hp_fdq_take(&g->group.fdq);
 	bell = hp_fdq_take(&g->group.fdq);
+	/* with bells: the one to sleep on, the one to ring, and the read
+	 * end of the latter, kept (proto/lane.h) */
+	for (int i = 0; lm->bells && i < 3; i++)
+		bells[i] = hp_fdq_take(&g->group.fdq);
 	if (memfd >= 0 && !hp_lane_fd_is(memfd, lm->lane)) {
 		/* out of step with the hub (an OPEN it could not send): none
 		 * of what waits is ours, and the next OPEN's come anew */
@@ -170,12 +188,14 @@ lane_open(struct guest *g, const struct hp_lane_msg *lm, struct lg_lane *gone)
 		close(memfd);
 		memfd = -1;
 	}
-	if (memfd < 0 || bell < 0 || g->nlanes >= LG_LANES_MAX ||
+	if (memfd < 0 || bell < 0 || (lm->bells && (bells[0] < 0 || bells[1] < 0 || bells[2] < 0)) ||
+	    g->nlanes >= LG_LANES_MAX ||
 	    lane_by_id(g, lm->lane) != NULL || (ln = calloc(1, sizeof(*ln))) == NULL) {
 		if (memfd >= 0)
 			close(memfd);
 		if (bell >= 0)
 			close(bell);
+		close_bells(bells);
 		snprintf(gone->why, sizeof(gone->why), "the lane could not be set up");
 		return -ENOMEM;
 	}
@@ -183,8 +203,14 @@ lane_open(struct guest *g, const struct hp_lane_msg *lm, struct lg_lane *gone)
 	ln->side = lm->side;
 	ln->calls_max = lm->calls_max;
 	ln->bell = bell;
+	memcpy(ln->bells, bells, sizeof(ln->bells));
 	snprintf(ln->peer, sizeof(ln->peer), "%s", lm->peer);
-	if ((rc = hp_lane_attach(&ln->map, memfd, lm->side, bell, &ln->ep, &why)) == 0 &&
+	rc = hp_lane_attach(&ln->map, memfd, lm->side, bell, &ln->ep, &why);
+	if (rc == 0 && lm->bells) {	/* before a sleep of the group polls it */
+		ln->ep.bell_in = bells[0];
+		ln->ep.bell_out = bells[1];
+	}
+	if (rc == 0 &&
 	    ((rc = lg_chans_alloc(&ln->chans, ln->map.view.chans, ln->map.seg.params.max_channels,
 				  ln->map.seg.params.initial_credit,
 				  lm->side == HP_LANE_SIDE_A ? HP_SIDE_HOST : HP_SIDE_GUEST,
@@ -195,6 +221,7 @@ lane_open(struct guest *g, const struct hp_lane_msg *lm, struct lg_lane *gone)
 	}
 	if (rc != 0) {
 		close(bell);
+		close_bells(bells);
 		free(ln);
 		/* a lane the spec's checks refuse was written by the peer
 		 * (it may take it first); running out of something is ours */
@@ -215,6 +242,9 @@ lane_open(struct guest *g, const struct hp_lane_msg *lm, struct lg_lane *gone)
 	ev.data.fd = bell;
 	if (g->epfd >= 0)
 		epoll_ctl(g->epfd, EPOLL_CTL_ADD, bell, &ev);
+	ev.data.fd = bells[0];
+	if (g->epfd >= 0 && bells[0] >= 0)
+		epoll_ctl(g->epfd, EPOLL_CTL_ADD, bells[0], &ev);
 	g->lanes[g->nlanes++] = ln;
 	return 0;
 }

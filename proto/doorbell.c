@@ -66,7 +66,7 @@ hp_doorbell_drain_fds(int fd, struct hp_fdq *q)
 	char buf[64];
 	union {
 		struct cmsghdr	h;
-		char		space[CMSG_SPACE(sizeof(int) * 4)];
+		char		space[CMSG_SPACE(sizeof(int) * HP_DOORBELL_FDS_MAX)];
 	} cm;
 	struct iovec iov = { buf, sizeof(buf) };
 	struct msghdr msg;
@@ -124,7 +124,7 @@ hp_doorbell_send_fds(int fd, const int *fds, int n)
 	static char byte = 1;
 	union {
 		struct cmsghdr	h;
-		char		space[CMSG_SPACE(sizeof(int) * 4)];
+		char		space[CMSG_SPACE(sizeof(int) * HP_DOORBELL_FDS_MAX)];
 	} cm;
 	struct iovec iov = { &byte, 1 };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -132,7 +132,7 @@ hp_doorbell_send_fds(int fd, const int *fds, int n)
 			      .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n) };
 	struct cmsghdr *c;
 
-	if (n < 1 || n > 4)
+	if (n < 1 || n > HP_DOORBELL_FDS_MAX)
 		return -EINVAL;
 	memset(&cm, 0, sizeof(cm));
 	c = CMSG_FIRSTHDR(&msg);

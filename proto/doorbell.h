@@ -21,7 +21,7 @@ int hp_doorbell_drain(int fd);
 
 /* Descriptors that came with doorbell bytes (HP_FEAT_LANES: hubd hands a
  * guest its lanes that way), oldest first. */
-#define HP_FDQ_MAX	1024	/* two per lane, for every lane a guest may have,
+#define HP_FDQ_MAX	1024	/* five per lane, for every lane a guest may have,
 				 * and what topics' messages bring (topics.h in
 				 * hubd: at most 2 per subscriber of a topic it
 				 * advertises); more than its doorbell's buffer
@@ -38,7 +38,9 @@ int hp_doorbell_drain_fds(int fd, struct hp_fdq *q);
 int hp_fdq_take(struct hp_fdq *q);
 /* Closes what is left. */
 void hp_fdq_clear(struct hp_fdq *q);
-/* Sends one doorbell byte carrying n descriptors (SCM_RIGHTS). */
+/* Sends one doorbell byte carrying n descriptors (SCM_RIGHTS), 1 to
+ * HP_DOORBELL_FDS_MAX (a lane with bells: 5). */
+#define HP_DOORBELL_FDS_MAX	8
 int hp_doorbell_send_fds(int fd, const int *fds, int n);
 
 /* Bells (HP_FEAT_BELLS): one-way wakes, cheaper than a doorbell byte (a

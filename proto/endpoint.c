@@ -768,10 +768,12 @@ hp_endpoint_sleep_finish(struct hp_endpoint *ep, const struct hp_sleep *s)
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct pollfd *b = &s->pfd[s->n + 1 + s->nbells + i];
 
-		/* still that member's bell: drained (hubd's pipe gone: the
-		 * doorbell tells why, and it is polled alone from then on) */
-		if (b->revents != 0 && s->ep[i]->bell_in == b->fd &&
-		    (g == NULL || in_group(g, s->ep[i])) && hp_bell_drain(b->fd) == -EPIPE)
+		/* still a member (looked up before it is touched: a lane may
+		 * have gone while we slept), still its bell: drained; one
+		 * whose writer went is polled no more (the doorbell tells why) */
+		if (b->revents == 0 || (g != NULL && !in_group(g, s->ep[i])))
+			continue;
+		if (s->ep[i]->bell_in == b->fd && hp_bell_drain(b->fd) == -EPIPE)
 			s->ep[i]->bell_in = -1;
 	}
 	for (uint32_t i = 0; i < s->n; i++) {

@@ -204,6 +204,8 @@ hp_lane_msg_encode(uint8_t *buf, size_t cap, const struct hp_lane_msg *m)
 		hp_pc_put_u32(&e, m->side);
 		hp_pc_put_u32(&e, m->calls_max);
 		hp_pc_put_str(&e, m->peer, strnlen(m->peer, HP_LANE_NAME_MAX));
+		if (m->bells)
+			hp_pc_put_bool(&e, 1);
 		break;
 	case HP_LANE_ROUTE:
 		hp_pc_put_u64(&e, m->method);
@@ -259,6 +261,11 @@ hp_lane_msg_decode(const uint8_t *buf, size_t len, struct hp_lane_msg *m)
 		if (d.err != 0 || m->side > HP_LANE_SIDE_B ||
 		    get_str(&d, m->peer, HP_LANE_NAME_MAX) != 0)
 			return -EBADMSG;
+		if (hp_pc_remaining(&d) != 0) {
+			if (hp_pc_get_bool(&d) != 1)
+				return -EBADMSG;	/* only ever true when there */
+			m->bells = 1;
+		}
 		break;
 	case HP_LANE_ROUTE:
 		m->method = hp_pc_get_u64(&d);

@@ -106,10 +106,17 @@ struct hp_lane_msg {
 	char		sig[HP_SIG_MAX_LEN + 1];	/* ROUTE: the method's signature */
 	uint32_t	violation;	/* CLOSED: the peer broke a rule */
 	char		peer[HP_LANE_NAME_MAX + 1];	/* OPEN: the other guest */
+	uint32_t	bells;		/* OPEN: three more descriptors came with
+					 * it (HP_FEAT_BELLS on both sides): the
+					 * bell to sleep on, the one to ring,
+					 * and a read end of the latter kept
+					 * so that a peer gone raises no SIGPIPE */
 	char		reason[HP_LANE_REASON_MAX + 1];	/* CLOSE, CLOSED */
 };
 
-/* Postcard: op, lane, then per op: OPEN side, calls_max, peer; ROUTE
+/* Postcard: op, lane, then per op: OPEN side, calls_max, peer, and
+ * bells (bool) only when set (a guest without HP_FEAT_BELLS never sees
+ * it); ROUTE
  * method, signature; UNROUTE method; CLOSE reason; CLOSED violation (bool), reason. Encode: the
  * length or -ENOSPC; decode: 0 or -EBADMSG (unknown op, trailing bytes,
  * a string too long, not UTF-8 or with a NUL in it). */

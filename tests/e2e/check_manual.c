@@ -215,6 +215,38 @@ START_TEST(test_started_by_hand)
 }
 END_TEST
 
+/* A guest started by hand has no bells (HP_FEAT_BELLS): hubd wakes it on
+ * its doorbell, and a lane to a spawned guest (which has bells) rings
+ * the lane's doorbell both ways. Calls work before and after the lane. */
+START_TEST(test_lane_without_bells)
+{
+	char *line, *out = NULL, *log;
+	pid_t pid;
+	int status;
+
+	hub_start_up(&hub, NULL, MANUAL "[guest prober]\nexec = @/tests/guests/prober\n", "prober");
+	ck_assert_msg(wait_state("waiting") == 0, "%s", hub_log_tail(&hub));
+	line = ticket_line();
+	pid = run_line(line);
+	free(line);
+	ck_assert_msg(wait_state("up") == 0, "%s", hub_log_tail(&hub));
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.route") == 0);
+	for (int i = 0; i < 20; i++) {
+		hubctl_ok(&hub, &out, "call", "prober.route", "echo.echo", "hi", (char *)NULL);
+		ck_assert_msg(strstr(out, "hi") != NULL, "call %d: %s", i, out);
+		free(out);
+		out = NULL;
+	}
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "lanes"), 1);
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "lanes"), 1);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "call each other directly") != NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+}
+END_TEST
+
 /* A wrong secret, a short one and a silent connection are refused and
  * change nothing: the right secret still works after them. */
 START_TEST(test_refusals)
@@ -322,6 +354,7 @@ suite_manual(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_started_by_hand);
+	tcase_add_test(tc, test_lane_without_bells);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_ticket_python_pdb);
 	suite_add_tcase(s, tc);

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +42,7 @@ round_trip(const struct hp_lane_msg *m)
 	ck_assert_uint_eq(d.lane, m->lane);
 	ck_assert_uint_eq(d.side, m->side);
 	ck_assert_uint_eq(d.calls_max, m->calls_max);
+	ck_assert_uint_eq(d.bells, m->bells);
 	ck_assert(d.method == m->method);
 	ck_assert_uint_eq(d.violation, m->violation);
 	ck_assert_str_eq(d.peer, m->peer);
@@ -64,6 +66,34 @@ START_TEST(test_msg_round_trip)
 					  .reason = "guest kv died" });
 	round_trip(&(struct hp_lane_msg){ .op = HP_LANE_CLOSED, .lane = 99, .violation = 1,
 					  .reason = "guest kv broke shm.payload.slot" });
+}
+END_TEST
+
+/* An OPEN with bells (HP_FEAT_BELLS) says so in one byte more, after the
+ * peer; one without is as before (what a guest without bells gets), and
+ * a "false" there is refused: hubd writes it only when true. */
+START_TEST(test_msg_open_with_bells)
+{
+	struct hp_lane_msg m = { .op = HP_LANE_OPEN, .lane = 7, .side = 1, .calls_max = 8,
+				 .peer = "kv", .bells = 1 }, d;
+	uint8_t buf[128], old[128];
+	int64_t n, n_old;
+
+	n = hp_lane_msg_encode(buf, sizeof(buf), &m);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(hp_lane_msg_decode(buf, (size_t)n, &d), 0);
+	ck_assert_uint_eq(d.bells, 1);
+	ck_assert_str_eq(d.peer, "kv");
+	m.bells = 0;
+	n_old = hp_lane_msg_encode(old, sizeof(old), &m);
+	ck_assert_int_eq(n, n_old + 1);
+	ck_assert_mem_eq(buf, old, (size_t)n_old);
+	ck_assert_int_eq(hp_lane_msg_decode(old, (size_t)n_old, &d), 0);
+	ck_assert_uint_eq(d.bells, 0);
+	old[n_old] = 0;		/* false, written out */
+	ck_assert_int_eq(hp_lane_msg_decode(old, (size_t)n_old + 1, &d), -EBADMSG);
+	buf[n] = 1;		/* and nothing after it */
+	ck_assert_int_eq(hp_lane_msg_decode(buf, (size_t)n + 1, &d), -EBADMSG);
 }
 END_TEST
 
@@ -217,6 +247,63 @@ lane_pair_close(struct lane_pair *p)
 	close(p->bells[0]);
 	close(p->bells[1]);
 }
+
+/* A lane with bells, as hubd hands them (daemon/lanes.c): pipe s rung by
+ * side s, read by the other, and its read end kept by s as well. Each
+ * side's wake goes to the other's pipe, not the doorbell; with the peer
+ * gone, ringing still returns (no SIGPIPE: the kept read end) and the
+ * sleeper's bell ends in -EPIPE, polled no more. */
+START_TEST(test_lane_bells)
+{
+	struct hp_params hub = testseg_params(4, 8, 256, 4), lp;
+	struct lane_pair p;
+	struct hp_msg_in m;
+	const char *rule;
+	int pipes[2][2];
+
+	hp_lane_params(&hub, 256, HP_LANE_SLOTS, &lp);
+	lane_pair_open(&p, &lp, HP_LANE_MEMFD "7:a-b");
+	ck_assert_int_eq(pipe2(pipes[0], O_CLOEXEC | O_NONBLOCK), 0);
+	ck_assert_int_eq(pipe2(pipes[1], O_CLOEXEC | O_NONBLOCK), 0);
+	p.ea.bell_in = pipes[1][0];
+	p.ea.bell_out = pipes[0][1];
+	p.eb.bell_in = pipes[0][0];
+	p.eb.bell_out = pipes[1][1];
+	hp_endpoint_announce(&p.eb, HP_WAIT_RING_DATA);
+	ck_assert_int_eq(hp_endpoint_send(&p.ea, HP_MSG_REQUEST, 1, 5, "ping", 4, 0), 0);
+	ck_assert_int_eq(hp_doorbell_wait(p.bells[1], 0), 0);
+	ck_assert_int_eq(hp_endpoint_sleep(&p.eb, -1, 10000), 1);	/* its bell rang */
+	hp_endpoint_cancel(&p.eb);
+	ck_assert_int_eq(hp_endpoint_recv(&p.eb, &m, &rule), 0);
+	hp_endpoint_release(&p.eb, &m);
+	hp_endpoint_announce(&p.ea, HP_WAIT_RING_DATA);
+	ck_assert_int_eq(hp_endpoint_send(&p.eb, HP_MSG_RESPONSE, 1, 0, "pong", 4, 0), 0);
+	ck_assert_int_eq(hp_doorbell_wait(p.bells[0], 0), 0);
+	ck_assert_int_eq(hp_bell_drain(pipes[1][0]), 1);
+	hp_endpoint_cancel(&p.ea);
+	/* B gone: its ends closed; A keeps pipe 0's read end */
+	int keep = dup(pipes[0][0]);
+
+	ck_assert_int_ge(keep, 0);
+	close(pipes[0][0]);
+	close(pipes[1][1]);
+	p.eb.bell_in = p.eb.bell_out = -1;
+	signal(SIGPIPE, SIG_DFL);	/* a SIGPIPE would end this test */
+	for (int i = 0; i < 20000; i++) {
+		hp_endpoint_announce(&p.eb, HP_WAIT_RING_DATA);
+		(void)hp_endpoint_send(&p.ea, HP_MSG_REQUEST, 2, 5, "x", 1, 0);
+		while (hp_endpoint_recv(&p.eb, &m, &rule) == 0)
+			hp_endpoint_release(&p.eb, &m);
+		hp_endpoint_notify_consumed(&p.eb);
+	}
+	ck_assert_int_eq(hp_endpoint_drain(&p.ea), 0);
+	ck_assert_int_eq(p.ea.bell_in, -1);	/* its writer went */
+	close(pipes[0][1]);
+	close(pipes[1][0]);
+	close(keep);
+	lane_pair_close(&p);
+}
+END_TEST
 
 /* A lane as hubd makes it (only its head mapped in hubd), both sides
  * attached as guests attach it: a Request from A reaches B, B's Response
@@ -385,6 +472,8 @@ suite_lane(void)
 	Suite *s = suite_create("lane");
 	TCase *tc = tcase_create("lane");
 
+	tcase_add_test(tc, test_msg_open_with_bells);
+	tcase_add_test(tc, test_lane_bells);
 	tcase_add_test(tc, test_msg_round_trip);
 	tcase_add_test(tc, test_msg_refused);
 	tcase_add_test(tc, test_fds_with_a_doorbell_byte);
