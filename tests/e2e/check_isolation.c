@@ -512,6 +512,22 @@ START_TEST(test_forge_rings)
 }
 END_TEST
 
+/* Its bells (HP_FEAT_BELLS): the eventfd it shares with hubd made
+ * blocking, rung and read dry 20000 times. hubd reads it without waiting
+ * whatever its flags (RWF_NOWAIT), so it neither hangs nor stops serving
+ * the others, and the hostile guest serves on. */
+START_TEST(test_hostile_bells)
+{
+	struct victims v;
+
+	victims_up(&v, "bells", VICTIMS HOSTILE);
+	attack("bells", "hostile: rang and emptied its bell");
+	hostile_outcome(NULL, 1);
+	victims_fine(&v);
+	stop_hub();
+}
+END_TEST
+
 /* hubctl call args... in the background, its output into path; its pid. */
 static pid_t
 hubctl_bg(const char *path, const char *method, const char *a1, const char *a2)
@@ -698,6 +714,7 @@ suite_isolation(void)
 	tcase_add_test(tc, test_scribble_self);
 	tcase_add_test(tc, test_scribble_others);
 	tcase_add_test(tc, test_forge_rings);
+	tcase_add_test(tc, test_hostile_bells);
 	tcase_add_test(tc, test_forge_responses);
 	tcase_add_test(tc, test_zones);
 	suite_add_tcase(s, tc);

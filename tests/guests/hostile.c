@@ -35,9 +35,12 @@
  *			where every other peer's would be, their entries made
  *			to look attached, and its doorbell rung
  *	forge-responses	Responses in its own ring with ids hubd never sent it
+ *	bells		the eventfd it shares with hubd (fd 8) made blocking,
+ *			then rung and read dry, over and over: hubd's reads
+ *			must not block, nor its wakes stop anyone else
  * After punch, random, self and forge-responses it serves no more: it
  * keeps its heartbeat (so that only a broken rule can be why it is ended)
- * until hubd ends it; after others and forge-rings it serves on. */
+ * until hubd ends it; after others, forge-rings and bells it serves on. */
 #include <dirent.h>
 #include <err.h>
 #include <errno.h>
@@ -48,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "guest.h"
@@ -376,6 +380,7 @@ m_attack(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	static const char *const modes[] = {
 		"punch", "random", "self", "others", "forge-rings", "forge-responses",
+		"bells",
 	};
 	const char *s;
 	size_t n, pos = 0;
@@ -765,6 +770,30 @@ drained(void)
 	usleep(50000);		/* and hubd has passed it on */
 }
 
+/* The eventfd hubd reads, blocking from now on (the flag is on the
+ * description both share), rung and read dry by us: a read of hubd's that
+ * blocked there would hang it for good. */
+static void
+ring_bells(void)
+{
+	int fd = ticket.bells[1], fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+	uint64_t v = 1, n = 0;
+	struct iovec iov = { &v, sizeof(v) };
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+		fprintf(stderr, "hostile: no bells (%s)\n", strerror(errno));
+		return;
+	}
+	for (int i = 0; i < 20000; i++) {
+		v = 1;
+		if (write(fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+			n++;
+		while (preadv2(fd, &iov, 1, -1, RWF_NOWAIT) > 0)
+			;
+	}
+	fprintf(stderr, "hostile: rang and emptied its bell %" PRIu64 " times\n", n);
+}
+
 static void
 attack(const char *mode)
 {
@@ -782,6 +811,8 @@ attack(const char *mode)
 		scribble_others();
 	} else if (strcmp(mode, "forge-rings") == 0) {
 		forge_rings();
+	} else if (strcmp(mode, "bells") == 0) {
+		ring_bells();
 	} else if (strcmp(mode, "forge-responses") == 0) {
 		forge_responses();
 		linger();

@@ -359,6 +359,36 @@ START_TEST(test_bells_never_block)
 }
 END_TEST
 
+static atomic_int spurious;
+
+/* Rings both bells for nothing, as fast as it can. */
+static void *
+spurious_thread(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&spurious)) {
+		hp_bell_ring(host_bells[1]);
+		hp_bell_ring(guest_bells[1]);
+		sched_yield();
+	}
+	return NULL;
+}
+
+/* Wakes for nothing (a bell rung with nothing in the ring, as a hostile
+ * peer or a late wake rings it) cost a look, never a lost wake: the
+ * ping-pong runs through them. */
+START_TEST(test_spurious_bells)
+{
+	pthread_t th;
+
+	atomic_store(&spurious, 1);
+	pthread_create(&th, NULL, spurious_thread, NULL);
+	test_ping_pong_no_lost_wake_fn(_i);
+	atomic_store(&spurious, 0);
+	pthread_join(th, NULL);
+}
+END_TEST
+
 /* No bells where the host does not offer them, or none were given. */
 START_TEST(test_bells_only_when_offered)
 {
@@ -404,6 +434,7 @@ suite_wake(void)
 	tcase_add_test(bells, test_bells_ring_instead_of_the_doorbell);
 	tcase_add_test(bells, test_bells_never_block);
 	tcase_add_test(bells, test_bells_only_when_offered);
+	tcase_add_test(bells, test_spurious_bells);
 	tcase_set_timeout(bells, 120);
 	tcase_set_tags(bells, "tsan");
 	suite_add_tcase(s, bells);
