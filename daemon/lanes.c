@@ -3,7 +3,8 @@
  * supervises them and is not in their path: when a guest's call to
  * another's method comes through it, both announced HP_FEAT_LANES and the
  * policy allows ([guest] lanes, [hub] lanes_per_guest), it makes a lane
- * (a sealed memfd and a doorbell socketpair), hands each side its end
+ * (a sealed memfd and a doorbell socketpair, and two pipes for bells
+ * when both have them), hands each side its end
  * over its doorbell and tells the caller to call that method over it;
  * later calls go straight from guest to guest; while a monitor watches a
  * method, its routes are taken back (monitor.c: lanes_withdraw) and it is
@@ -16,7 +17,8 @@
  * name for [hub] lane_ban whatever their instances (a rule broken by
  * every new instance would cost one stall each). Neither side can get
  * the other ended by what it says: a report closes a lane, nothing
- * more. */
+ * more. Over 600 lines, one job: a lane's life, from the call that
+ * opens it to the record it leaves; each part reads the same table. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
