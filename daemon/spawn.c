@@ -490,15 +490,9 @@ fail:
 	if (what != NULL)
 		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s: %s", what,
 			 strerror(-err));
-	for (int i = 0; i < 2; i++) {
-		if (fds[i] >= 0)
-			close(fds[i]);
-		if (ends[i] >= 0)
-			close(ends[i]);
-		if (p->bells[i] >= 0)
-			close(p->bells[i]);
-		p->bells[i] = -1;
-	}
+	hp_fds_close(fds, 2);
+	hp_fds_close(ends, 2);
+	hp_fds_close(p->bells, 2);
 	guestlog_end(h, p);
 	/* r[shm.spawn.reserved-state]: spawn failed; its domain goes */
 	hp_segment_close(&p->dom);

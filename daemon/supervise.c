@@ -239,11 +239,7 @@ recover(struct hub *h, struct peer *p)
 	if (p->bell >= 0)
 		close(p->bell);
 	p->pidfd = p->bell = -1;
-	for (int i = 0; i < 2; i++) {
-		if (p->bells[i] >= 0)
-			close(p->bells[i]);
-		p->bells[i] = -1;
-	}
+	hp_fds_close(p->bells, 2);
 	p->pid = 0;
 	/* 3-6: nothing of it is reused: its memory goes (a flag it left
 	 * up in its header counts no more) */

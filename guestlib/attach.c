@@ -371,9 +371,7 @@ guest_detach(struct guest *g)
 		close(g->wake_fd);
 	hp_segment_close(&g->seg);
 	close(g->doorbell);
-	for (int i = 0; i < 2; i++)
-		if (g->bells[i] >= 0)
-			close(g->bells[i]);
+	hp_fds_close(g->bells, 2);
 	for (uint32_t i = 0; i < g->nmethods; i++)
 		free(g->methods[i].name);
 	free(g->methods);

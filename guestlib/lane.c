@@ -73,17 +73,6 @@ before_sleep(void *arg)
 	return g->topics_sleep != NULL ? g->topics_sleep(g) : 0;
 }
 
-/* Closes a lane's bells (-1: none), each set to -1. */
-static void
-close_bells(int bells[3])
-{
-	for (int i = 0; i < 3; i++) {
-		if (bells[i] >= 0)
-			close(bells[i]);
-		bells[i] = -1;
-	}
-}
-
 /* Its end: out of the table and the group, every call over it failed
  * (r[shm.crash.*] as through the hub: the callee is gone for us), its
  * doorbell closed (the peer sees the hang-up), its memory unmapped. */
@@ -112,7 +101,7 @@ lane_close(struct guest *g, struct lg_lane *ln)
 	g->lane_gone(g, ln);
 	/* nothing signals it from now on: the number may be reused */
 	close(ln->bell);
-	close_bells(ln->bells);
+	hp_fds_close(ln->bells, 3);
 	ln->bell = ln->ep.doorbell = ln->ep.bell_in = ln->ep.bell_out = -1;
 	ln->closed = 1;
 	lg_lane_hold(ln);
@@ -195,7 +184,7 @@ lane_open(struct guest *g, const struct hp_lane_msg *lm, struct lg_lane *gone)
 			close(memfd);
 		if (bell >= 0)
 			close(bell);
-		close_bells(bells);
+		hp_fds_close(bells, 3);
 		snprintf(gone->why, sizeof(gone->why), "the lane could not be set up");
 		return -ENOMEM;
 	}
@@ -221,7 +210,7 @@ lane_open(struct guest *g, const struct hp_lane_msg *lm, struct lg_lane *gone)
 	}
 	if (rc != 0) {
 		close(bell);
-		close_bells(bells);
+		hp_fds_close(bells, 3);
 		free(ln);
 		/* a lane the spec's checks refuse was written by the peer
 		 * (it may take it first); running out of something is ours */

@@ -200,6 +200,16 @@ hp_bells_make(int host[2], int guest[2])
 	return 0;
 }
 
+void
+hp_fds_close(int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
 int
 hp_bell_ring(int fd)
 {

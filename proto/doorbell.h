@@ -55,6 +55,8 @@ int hp_doorbell_send_fds(int fd, const int *fds, int n);
  * hubd writes; guest[0] the pipe's end the guest reads, guest[1] the
  * eventfd the guest writes. All close-on-exec and non-blocking. */
 int hp_bells_make(int host[2], int guest[2]);
+/* Closes each of the n descriptors that is open (>= 0), leaving -1. */
+void hp_fds_close(int *fds, int n);
 /* Rings: 0, -EPIPE when nobody reads it any more, else -errno. A bell
  * that holds as much as it can holds a wake already (0). */
 int hp_bell_ring(int fd);

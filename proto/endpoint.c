@@ -666,24 +666,12 @@ in_group(const struct hp_wait_group *g, const struct hp_endpoint *ep)
 	return 0;
 }
 
-/* Its bell (HP_FEAT_BELLS), drained; one whose writer went is dropped
- * (the doorbell says the rest). */
-static void
-drain_bell(struct hp_endpoint *ep)
-{
-	if (ep->bell_in >= 0 && hp_bell_drain(ep->bell_in) == -EPIPE)
-		ep->bell_in = -1;
-}
-
-/* Drains member i: 0, or -EPIPE for the hub's hang-up (another's is
- * noted in its hung). */
+/* Drains member i's doorbell: 0, or -EPIPE for the hub's hang-up
+ * (another's is noted in its hung). */
 static int
 drain_member(struct hp_wait_group *g, uint32_t i)
 {
-	int rc;
-
-	drain_bell(g->ep[i]);
-	rc = hp_doorbell_drain_fds(g->ep[i]->doorbell, i == 0 ? &g->fdq : NULL);
+	int rc = hp_doorbell_drain_fds(g->ep[i]->doorbell, i == 0 ? &g->fdq : NULL);
 
 	if (rc == -EPIPE && i != 0) {
 		g->ep[i]->hung = 1;
@@ -692,22 +680,9 @@ drain_member(struct hp_wait_group *g, uint32_t i)
 	return rc;
 }
 
-int
-hp_endpoint_drain(struct hp_endpoint *ep)
-{
-	struct hp_wait_group *g = ep->group;
-	int rc, hub = 0;
-
-	if (g == NULL) {
-		drain_bell(ep);
-		return hp_doorbell_drain(ep->doorbell);
-	}
-	for (uint32_t i = 0; i < g->n; i++)
-		if (!g->ep[i]->hung && (rc = drain_member(g, i)) != 0 && i == 0)
-			hub = rc;
-	return hub;
-}
-
+/* The poll's layout: the members' doorbells [0, n), their bells
+ * (HP_FEAT_BELLS, -1: none) [n, 2n), the kick at 2n, then the group's
+ * other bells (topics'). */
 void
 hp_endpoint_sleep_prepare(struct hp_endpoint *ep, int kick, struct hp_sleep *s)
 {
@@ -721,28 +696,26 @@ hp_endpoint_sleep_prepare(struct hp_endpoint *ep, int kick, struct hp_sleep *s)
 		s->ep[i] = m;
 		s->pfd[i] = (struct pollfd){ .fd = m->hung ? -1 : m->doorbell,
 					     .events = POLLIN };
+		s->pfd[n + i] = (struct pollfd){ .fd = m->bell_in, .events = POLLIN };
 	}
-	s->pfd[n] = (struct pollfd){ .fd = kick, .events = POLLIN };
+	s->pfd[2 * n] = (struct pollfd){ .fd = kick, .events = POLLIN };
 	s->n = n;
 	s->nbells = g != NULL ? g->nbells : 0;
 	for (i = 0; i < s->nbells; i++)
-		s->pfd[n + 1 + i] = (struct pollfd){ .fd = g->bell[i], .events = POLLIN };
-	/* then each member's bell (HP_FEAT_BELLS), after the others */
-	for (i = 0; i < n; i++)
-		s->pfd[n + 1 + s->nbells + i] = (struct pollfd){ .fd = s->ep[i]->bell_in,
-								 .events = POLLIN };
+		s->pfd[2 * n + 1 + i] = (struct pollfd){ .fd = g->bell[i], .events = POLLIN };
 }
 
 int
 hp_sleep_poll(struct hp_sleep *s, int ms)
 {
+	const struct pollfd *kick = &s->pfd[2 * s->n];
 	uint64_t k;
 	int rc = poll(s->pfd, 2 * s->n + 1 + s->nbells, ms);
 
 	if (rc < 0)
 		return -errno;
-	if (s->pfd[s->n].fd >= 0 && (s->pfd[s->n].revents & POLLIN) &&
-	    read(s->pfd[s->n].fd, &k, sizeof(k)) < 0 && errno != EAGAIN)
+	if (kick->fd >= 0 && (kick->revents & POLLIN) &&
+	    read(kick->fd, &k, sizeof(k)) < 0 && errno != EAGAIN)
 		return -errno;
 	return rc > 0;
 }
@@ -754,7 +727,7 @@ hp_endpoint_sleep_finish(struct hp_endpoint *ep, const struct hp_sleep *s)
 	int rc, hub = 0;
 
 	for (uint32_t i = 0; i < s->nbells; i++) {
-		const struct pollfd *b = &s->pfd[s->n + 1 + i];
+		const struct pollfd *b = &s->pfd[2 * s->n + 1 + i];
 
 		if (b->revents == 0 || g == NULL)
 			continue;
@@ -766,7 +739,7 @@ hp_endpoint_sleep_finish(struct hp_endpoint *ep, const struct hp_sleep *s)
 			}
 	}
 	for (uint32_t i = 0; i < s->n; i++) {
-		const struct pollfd *b = &s->pfd[s->n + 1 + s->nbells + i];
+		const struct pollfd *b = &s->pfd[s->n + i];
 
 		/* still a member (looked up before it is touched: a lane may
 		 * have gone while we slept), still its bell: drained; one
@@ -810,6 +783,22 @@ hp_endpoint_sleep(struct hp_endpoint *ep, int kick, int ms)
 	if ((rc = hp_sleep_poll(&s, ms)) <= 0)
 		return rc;
 	return (rc = hp_endpoint_sleep_finish(ep, &s)) != 0 ? rc : 1;
+}
+
+int
+hp_endpoint_drain(struct hp_endpoint *ep)
+{
+	struct hp_sleep s;
+	int rc;
+
+	/* one look at every doorbell and bell of the group, then a read of
+	 * those that rang: a syscall for the look, not one per descriptor;
+	 * the topics' bells are left to their readers */
+	hp_endpoint_sleep_prepare(ep, -1, &s);
+	s.nbells = 0;
+	if ((rc = hp_sleep_poll(&s, 0)) <= 0)
+		return rc;
+	return hp_endpoint_sleep_finish(ep, &s);
 }
 
 /* Relaxed throughout: the count only steers spinning against yielding. */

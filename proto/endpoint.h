@@ -145,8 +145,8 @@ int hp_endpoint_sleep(struct hp_endpoint *ep, int kick, int ms);
  * finish: 0, or -EPIPE. */
 struct hp_sleep {
 	struct pollfd		pfd[2 * HP_GROUP_MAX + 1 + HP_GROUP_BELLS];	/* doorbells,
-							 * kick, bells, then the
-							 * members' bell_in */
+							 * their bell_in, kick,
+							 * then other bells */
 	struct hp_endpoint	*ep[HP_GROUP_MAX];
 	uint32_t		n;
 	uint32_t		nbells;
@@ -154,7 +154,8 @@ struct hp_sleep {
 void hp_endpoint_sleep_prepare(struct hp_endpoint *ep, int kick, struct hp_sleep *s);
 int hp_sleep_poll(struct hp_sleep *s, int ms);
 int hp_endpoint_sleep_finish(struct hp_endpoint *ep, const struct hp_sleep *s);
-/* Drains ep's doorbell (its group's): 0 or -EPIPE as above. */
+/* Drains ep's doorbell and bell (its group's) where they rang, after one
+ * poll of them all: 0 or -EPIPE as above. */
 int hp_endpoint_drain(struct hp_endpoint *ep);
 
 /* The index of an HP_WAIT_* bit in legacy_words and sleep_words. */
