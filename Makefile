@@ -364,6 +364,7 @@ test: headers all $(TEST_GUESTS) $(TEST_SHIMS) $(SPECHOST) $(BENCH_PROGS) $(B)/c
 		$(if $(SANITIZE),,'fuzz-smoke=$(SUBMAKE) fuzz-smoke' \
 		'test-deb=$(SUBMAKE) test-deb' \
 		'bench-smoke=bash tests/bench/run.sh $(B) --smoke' \
+		'bench-wake-smoke=BENCH_ONLY=wake bash tests/bench/run.sh $(B) --smoke' \
 		'test-python=$(SUBMAKE) test-python' \
 		'test-install=$(SUBMAKE) test-install' \
 		'check-readme=sh scripts/check-readme.sh $(B)' \

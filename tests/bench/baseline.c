@@ -4,6 +4,9 @@
  *   futex N		the same, each side sleeping in futex_wait every time
  *   futex-idle N MS	N futex round trips, each after MS ms of silence:
  *			rtt_ns (the mean) and median_ns
+ *   futex-apart N MS	the same, the two processes pinned to two CPUs: every
+ *			wake lands on a CPU that went idle
+ *   socket-idle N MS	the socket ping-pong, each round trip after MS ms
  *   yield N		the same, each side calling sched_yield while it waits:
  *			on one CPU (taskset -c 0), two hand-offs per round trip
  *   socket N		an 8-byte ping-pong over a UNIX socketpair
@@ -11,8 +14,8 @@
  *   copy SIZE MB	SIZE-byte blocks through shared memory, one process
  *			copying in, the other copying out: GB/s
  *   ring N		N descriptors through an SPSC ring between processes
- * Each prints one "name=value" line (futex-idle two): rtt_ns, gb_per_s or
- * per_s. */
+ * Each prints one "name=value" line (the *-idle and futex-apart two):
+ * rtt_ns, gb_per_s or per_s. */
 #include <err.h>
 #include <sched.h>
 #include <signal.h>
@@ -55,8 +58,6 @@ child(void)
 	return pid;
 }
 
-enum wait_how { SPIN, FUTEX, YIELD };
-
 static int
 cmp_u64(const void *a, const void *b)
 {
@@ -65,11 +66,83 @@ cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+enum wait_how { SPIN, FUTEX, YIELD };
+
+/* Pins process who (0: the caller) to the cpu-th CPU it may use; -1 if
+ * there is no such CPU or the kernel refused (futex-apart). */
+static int
+pin(pid_t who, int cpu)
+{
+	cpu_set_t set, one;
+	int seen = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return -1;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &set) || seen++ != cpu)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		return sched_setaffinity(who, sizeof(one), &one);
+	}
+	return -1;
+}
+
+/* Round trips after quiet, each timed on its own: the median, which a few
+ * slow wakes do not move as they do a mean. */
+struct quiet {
+	unsigned	ms;		/* of quiet before each round trip */
+	uint64_t	*t, n, idle, c0;
+};
+
 static void
-pingpong(uint64_t n, enum wait_how how, unsigned idle_ms)
+quiet_start(struct quiet *q, uint64_t n, unsigned ms)
+{
+	*q = (struct quiet){ .ms = ms, .n = n };
+	if (ms > 0 && n > 0 && (q->t = malloc(n * sizeof(*q->t))) == NULL)
+		err(1, "malloc");
+}
+
+/* Before each round trip: both sides fall asleep. */
+static void
+quiet_before(struct quiet *q)
+{
+	uint64_t s0;
+
+	if (q->ms == 0)
+		return;
+	s0 = hp_now_ns();
+	usleep(q->ms * 1000);
+	q->c0 = hp_now_ns();
+	q->idle += q->c0 - s0;
+}
+
+static void
+quiet_after(struct quiet *q, uint64_t i)
+{
+	if (q->t != NULL)
+		q->t[i] = hp_now_ns() - q->c0;
+}
+
+/* rtt_ns, the mean over the run less the quiet, and median_ns. */
+static void
+quiet_report(struct quiet *q, uint64_t t0)
+{
+	printf("rtt_ns=%.0f\n", (double)(hp_now_ns() - t0 - q->idle) / (double)q->n);
+	if (q->t != NULL) {
+		qsort(q->t, q->n, sizeof(*q->t), cmp_u64);
+		printf("median_ns=%llu\n", (unsigned long long)q->t[q->n / 2]);
+		free(q->t);
+	}
+}
+
+/* apart: the two processes on two CPUs (futex-apart) */
+static void
+pingpong(uint64_t n, enum wait_how how, unsigned idle_ms, int apart)
 {
 	int sleep = how == FUTEX;
 	hp_atomic_u32 *w = shared(4096);
+	struct quiet q;
 	uint64_t t0;
 	pid_t pid;
 
@@ -86,21 +159,15 @@ pingpong(uint64_t n, enum wait_how how, unsigned idle_ms)
 		}
 		_exit(0);
 	}
-	uint64_t idle = 0, c0 = 0, *t = NULL;
-
-	/* each round trip after quiet timed on its own: hub's idle gives
-	 * the median, which a few slow wakes do not move as they do a mean */
-	if (idle_ms > 0 && n > 0 && (t = malloc(n * sizeof(*t))) == NULL)
-		err(1, "malloc");
+	/* the parent pins both: a child that failed would leave it waiting */
+	if (apart && (pin(pid, 1) != 0 || pin(0, 0) != 0)) {
+		kill(pid, SIGKILL);
+		errx(1, "futex-apart: cannot pin two processes to two CPUs");
+	}
+	quiet_start(&q, n, idle_ms);
 	t0 = hp_now_ns();
 	for (uint32_t i = 0; i < 2 * n; i += 2) {
-		if (idle_ms > 0) {	/* both asleep, then one round trip */
-			uint64_t s0 = hp_now_ns();
-
-			usleep(idle_ms * 1000);
-			c0 = hp_now_ns();
-			idle += c0 - s0;
-		}
+		quiet_before(&q);
 		hp_store_release_u32(w, i + 1);
 		if (sleep)
 			hp_futex_wake(w, 1);
@@ -109,23 +176,19 @@ pingpong(uint64_t n, enum wait_how how, unsigned idle_ms)
 				hp_futex_wait(w, i + 1, NULL);
 			else if (how == YIELD)
 				sched_yield();
-		if (t != NULL)
-			t[i / 2] = hp_now_ns() - c0;
+		quiet_after(&q, i / 2);
 	}
-	printf("rtt_ns=%.0f\n", (double)(hp_now_ns() - t0 - idle) / (double)n);
-	if (t != NULL) {
-		qsort(t, n, sizeof(*t), cmp_u64);
-		printf("median_ns=%llu\n", (unsigned long long)t[n / 2]);
-		free(t);
-	}
+	quiet_report(&q, t0);
 	waitpid(pid, NULL, 0);
 }
 
+/* idle_ms: each round trip after that much quiet (socket-idle) */
 static void
-socket_pingpong(uint64_t n)
+socket_pingpong(uint64_t n, unsigned idle_ms)
 {
 	int sv[2];
 	char buf[8] = "pingping";
+	struct quiet q;
 	uint64_t t0;
 	pid_t pid;
 
@@ -137,11 +200,15 @@ socket_pingpong(uint64_t n)
 				_exit(1);
 		_exit(0);
 	}
+	quiet_start(&q, n, idle_ms);
 	t0 = hp_now_ns();
-	for (uint64_t i = 0; i < n; i++)
+	for (uint64_t i = 0; i < n; i++) {
+		quiet_before(&q);
 		if (write(sv[0], buf, 8) != 8 || read(sv[0], buf, 8) != 8)
 			errx(1, "socket");
-	printf("rtt_ns=%.0f\n", (double)(hp_now_ns() - t0) / (double)n);
+		quiet_after(&q, i);
+	}
+	quiet_report(&q, t0);
 	waitpid(pid, NULL, 0);
 }
 
@@ -252,19 +319,24 @@ int
 main(int argc, char *argv[])
 {
 	uint64_t n = argc > 2 ? strtoull(argv[2], NULL, 10) : 100000;
+	unsigned idle_ms = argc > 3 ? (unsigned)atoi(argv[3]) : 5;	/* the *-idle */
 
 	if (argc < 2)
-		errx(2, "usage: baseline shm|futex|socket|zmq|copy|ring N [MB]");
+		errx(2, "usage: baseline shm|futex|futex-idle|futex-apart|yield|socket|socket-idle|zmq|copy|ring N [MB|MS]");
 	if (strcmp(argv[1], "shm") == 0)
-		pingpong(n, SPIN, 0);
+		pingpong(n, SPIN, 0, 0);
 	else if (strcmp(argv[1], "futex") == 0)
-		pingpong(n, FUTEX, 0);
+		pingpong(n, FUTEX, 0, 0);
 	else if (strcmp(argv[1], "futex-idle") == 0)
-		pingpong(n, FUTEX, argc > 3 ? (unsigned)atoi(argv[3]) : 5);
+		pingpong(n, FUTEX, idle_ms, 0);
+	else if (strcmp(argv[1], "futex-apart") == 0)
+		pingpong(n, FUTEX, idle_ms, 1);
 	else if (strcmp(argv[1], "yield") == 0)
-		pingpong(n, YIELD, 0);
+		pingpong(n, YIELD, 0, 0);
 	else if (strcmp(argv[1], "socket") == 0)
-		socket_pingpong(n);
+		socket_pingpong(n, 0);
+	else if (strcmp(argv[1], "socket-idle") == 0)
+		socket_pingpong(n, idle_ms);
 #ifdef HAVE_ZMQ
 	else if (strcmp(argv[1], "zmq") == 0)
 		zmq_pingpong(n);

@@ -9,8 +9,9 @@
 # BENCH_ONLY=pubsub: only publish-subscribe (hub's topics, iceoryx, D-Bus
 # signals), into results/bench-pubsub.md;
 # BENCH_ONLY=wake: only sporadic calls (each after 5 ms of quiet, every
-# process asleep) against the futex baseline, WAKE_ROUNDS rounds (5), with
-# the busy calls and idle CPU beside them, into results/bench-wake.md
+# process asleep) against the futex baseline (and beside it: the same on
+# two CPUs, a UNIX socket ping-pong), WAKE_ROUNDS rounds (5), with the
+# busy calls and idle CPU beside them, into results/bench-wake.md
 set -euo pipefail
 B=$(cd "$1" && pwd)
 SMOKE=${2:-}
@@ -114,14 +115,15 @@ lanes_open() { $CTL -j lanes | { grep -o '"id":' || true; } | wc -l; }
 # Wake from idle: WAKE_MS of quiet before each call, long enough for every
 # process of the path to have gone to sleep.
 WAKE_MS=5
-# wake_base KEY N [PIN...]: the futex baseline, two processes, N round
-# trips each after the same quiet, run under PIN (taskset -c 0) if given:
-# its KEY figure (rtt_ns the mean, median_ns the median), in ns
+# wake_base HOW KEY N [PIN...]: a baseline of two processes (HOW:
+# futex-idle, futex-apart, socket-idle), N round trips each after the same
+# quiet, run under PIN (taskset -c 0) if given: its KEY figure (rtt_ns the
+# mean, median_ns the median), in ns
 wake_base() {
-	local key=$1 n=$2 r
+	local how=$1 key=$2 n=$3 r
 
-	shift 2
-	r=$("$@" "$B/tests/bench/baseline" futex-idle "$n" "$WAKE_MS"); must "$key=" "$r"
+	shift 3
+	r=$("$@" "$B/tests/bench/baseline" "$how" "$n" "$WAKE_MS"); must "$key=" "$r"
 	val "$key" "$r"
 }
 # wake_call CALLER METHOD N: guest CALLER calls METHOD (8 B) N times, each
@@ -175,9 +177,11 @@ fi
 # BENCH_ONLY=wake: sporadic calls. Four hubs, two guests each: through
 # hubd (lanes = no) and over a lane, each once as it comes and once with
 # hubd and its guests on CPU 0. Every round measures each row back to back
-# (the futex baseline, on CPU 0 too, among them), so each round gives its
-# own ratio to the futex figure: the noise of this machine moves runs by
-# 2x, and both sides of a ratio share a round's. Each round also measures
+# (the futex baseline, on CPU 0 too, among them; the futex ping-pong pinned
+# to two CPUs, what a wake onto an idle CPU costs; a socket ping-pong, what
+# a host on sockets pays), so each round gives its own ratio to the futex
+# figure: the noise of this machine moves runs by 2x, and both sides of a
+# ratio share a round's. Each round also measures
 # the busy calls of the full bench, fewer of them, so a change to the wake
 # path shows at once whether it costs the busy path.
 if [ "${BENCH_ONLY:-}" = wake ]; then
@@ -208,11 +212,17 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	W=$TMP/wake
 	for i in $(seq "$WAKE_ROUNDS"); do
 		echo "round $i of $WAKE_ROUNDS..." >&2
-		wake_base median_ns "$WAKE_N" >> "$W.futex"
+		wake_base futex-idle median_ns "$WAKE_N" >> "$W.futex"
+		if [ "$(nproc)" -ge 2 ]; then
+			wake_base futex-apart median_ns "$WAKE_N" >> "$W.apart"
+		else
+			echo - >> "$W.apart"	# one CPU: nothing to pin apart
+		fi
+		wake_base socket-idle median_ns "$WAKE_N" >> "$W.sock"
 		CTL=$CTL_W wake_call bench hub.ping "$WAKE_N" >> "$W.host"
 		CTL=$CTL_W wake_call bench bench2.echo "$WAKE_N" >> "$W.g2g"
 		CTL=$CTL_WL wake_call la lb.echo "$WAKE_N" >> "$W.lane"
-		wake_base median_ns "$WAKE_N" taskset -c 0 >> "$W.futex0"
+		wake_base futex-idle median_ns "$WAKE_N" taskset -c 0 >> "$W.futex0"
 		CTL=$CTL_W0 wake_call bench hub.ping "$WAKE_N" >> "$W.host0"
 		CTL=$CTL_W0 wake_call bench bench2.echo "$WAKE_N" >> "$W.g2g0"
 		CTL=$CTL_WL0 wake_call la lb.echo "$WAKE_N" >> "$W.lane0"
@@ -228,26 +238,34 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	idle_cpu "$WAKE_IDLE_S" "$HUBD_W" "$($CTL -j peers | sed -n 's/.*"pid":\([0-9]*\).*/\1/p' | head -1)"
 	median() { sort -g | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 	us() { awk -v v="$1" 'BEGIN { printf "%.1f", v / 1000 }'; }
-	# wake_row ROW FUTEX WHAT GOAL: the median of ROW's figures over the
-	# rounds, in us; the median of its ratio to the same round's FUTEX
-	# figure, and the lowest and highest of that ratio
+	# wake_row ROW BASE WHAT GOAL [BASE_WHAT]: the median of ROW's figures
+	# over the rounds, in us; the median of its ratio to the same round's
+	# BASE figure (the futex ping-pong unless BASE_WHAT names it), and the
+	# lowest and highest of that ratio; no goal if GOAL is empty
 	wake_row() {
-		local q m
+		local q m g=""
 
 		q=$(paste "$W.$1" "$W.$2" | awk '{ print $1 / $2 }' | sort -g)
 		m=$(median <<<"$q")
-		printf '| %s | %s | us | futex ping-pong, same quiet, %s us | %.2fx (%.2f-%.2f) | <= %sx: %s |\n' \
-			"$3" "$(us "$(median < "$W.$1")")" "$(us "$(median < "$W.$2")")" \
-			"$m" "$(head -1 <<<"$q")" "$(tail -1 <<<"$q")" "$4" "$(goal "$m" le "$4")"
+		[ -n "$4" ] && g="<= $4x: $(goal "$m" le "$4")"
+		printf '| %s | %s | us | %s, same quiet, %s us | %.2fx (%.2f-%.2f) | %s |\n' \
+			"$3" "$(us "$(median < "$W.$1")")" "${5:-futex ping-pong}" \
+			"$(us "$(median < "$W.$2")")" "$m" "$(head -1 <<<"$q")" "$(tail -1 <<<"$q")" "$g"
 	}
 	busy_row() { echo "| $2 | $(median < "$W.$1" | xargs printf '%.0f') | ns | | | no worse |"; }
 	W1CPU="one CPU (taskset -c 0: hubd, its guests, the baseline)"
+	SOCKW="UNIX socket ping-pong"
 	{
 	printf '%b\n' "$NATS_HEAD"
 	echo "| futex ping-pong, $WAKE_MS ms of quiet before each round trip (two processes wake), median of $WAKE_N, median of $WAKE_ROUNDS rounds | $(us "$(median < "$W.futex")") | us | | | |"
 	wake_row host futex "host-served call (hub.ping, 8 B: the guest and hubd wake), the same" 1.5
 	wake_row g2g futex "guest to guest through hubd (lanes = no: three processes wake), the same" 2.5
 	wake_row lane futex "guest to guest over a lane (two processes wake), the same" 1.5
+	[ "$(nproc)" -ge 2 ] &&
+		wake_row apart futex "futex ping-pong, the two processes pinned to two CPUs (each wake lands on a CPU gone idle), the same" ""
+	wake_row sock futex "UNIX socket ping-pong (8 B and the answer over a socketpair, each side asleep in read), the same" ""
+	wake_row host sock "host-served call against the socket ping-pong" "" "$SOCKW"
+	wake_row lane sock "guest to guest over a lane against the socket ping-pong" "" "$SOCKW"
 	echo "| $W1CPU: futex ping-pong, the same | $(us "$(median < "$W.futex0")") | us | | | |"
 	wake_row host0 futex0 "$W1CPU: host-served call" 1.5
 	wake_row g2g0 futex0 "$W1CPU: guest to guest through hubd" 2.5
@@ -260,13 +278,14 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	echo
 	echo "Each round (us, medians of $WAKE_N calls after $WAKE_MS ms of quiet; busy: ns, medians of $BUSY_N):"
 	echo
-	echo "| round | futex | host | g2g | lane | 1 CPU: futex | host | g2g | lane | busy: host | g2g | lane |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-	paste "$W.futex" "$W.host" "$W.g2g" "$W.lane" "$W.futex0" "$W.host0" "$W.g2g0" "$W.lane0" \
-		"$W.bhost" "$W.bg2g" "$W.blane" | awk '{
+	echo "| round | futex | futex, 2 CPUs | socket | host | g2g | lane | 1 CPU: futex | host | g2g | lane | busy: host | g2g | lane |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	paste "$W.futex" "$W.apart" "$W.sock" "$W.host" "$W.g2g" "$W.lane" "$W.futex0" "$W.host0" \
+		"$W.g2g0" "$W.lane0" "$W.bhost" "$W.bg2g" "$W.blane" | awk '{
 			printf "| %d |", NR
-			for (i = 1; i <= 8; i++) printf " %.1f |", $i / 1000
-			printf " %d | %d | %d |\n", $9, $10, $11 }'
+			for (i = 1; i <= 10; i++)
+				if ($i == "-") printf " - |"; else printf " %.1f |", $i / 1000
+			printf " %d | %d | %d |\n", $11, $12, $13 }'
 	} > "$OUT/bench-wake.md"
 	cat "$OUT/bench-wake.md"
 	echo "bench: 1 passed, 0 failed"
@@ -276,7 +295,7 @@ fi
 echo "baselines..." >&2
 SHM=$(val rtt_ns "$("$B/tests/bench/baseline" shm $((N_PP * 2)))")
 FUTEX=$(val rtt_ns "$("$B/tests/bench/baseline" futex "$N_PP")")
-FUTEX_IDLE=$(wake_base rtt_ns "$IDLE_N")
+FUTEX_IDLE=$(wake_base futex-idle rtt_ns "$IDLE_N")
 SOCK=$(val rtt_ns "$("$B/tests/bench/baseline" socket "$N_PP")")
 ZMQ=$("$B/tests/bench/baseline" zmq $((N_PP / 5)) 2>/dev/null || true)
 ZMQ=$(val rtt_ns "$ZMQ")
