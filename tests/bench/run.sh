@@ -210,13 +210,14 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 		val median_ns "$r"
 	}
 	W=$TMP/wake
+	APART=$([ "$(nproc)" -ge 2 ] && echo yes || echo no)	# futex-apart needs two CPUs
 	for i in $(seq "$WAKE_ROUNDS"); do
 		echo "round $i of $WAKE_ROUNDS..." >&2
 		wake_base futex-idle median_ns "$WAKE_N" >> "$W.futex"
-		if [ "$(nproc)" -ge 2 ]; then
+		if [ "$APART" = yes ]; then
 			wake_base futex-apart median_ns "$WAKE_N" >> "$W.apart"
 		else
-			echo - >> "$W.apart"	# one CPU: nothing to pin apart
+			echo - >> "$W.apart"	# printed as such in the rounds' table
 		fi
 		wake_base socket-idle median_ns "$WAKE_N" >> "$W.sock"
 		CTL=$CTL_W wake_call bench hub.ping "$WAKE_N" >> "$W.host"
@@ -261,7 +262,7 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	wake_row host futex "host-served call (hub.ping, 8 B: the guest and hubd wake), the same" 1.5
 	wake_row g2g futex "guest to guest through hubd (lanes = no: three processes wake), the same" 2.5
 	wake_row lane futex "guest to guest over a lane (two processes wake), the same" 1.5
-	[ "$(nproc)" -ge 2 ] &&
+	[ "$APART" = yes ] &&
 		wake_row apart futex "futex ping-pong, the two processes pinned to two CPUs (each wake lands on a CPU gone idle), the same" ""
 	wake_row sock futex "UNIX socket ping-pong (8 B and the answer over a socketpair, each side asleep in read), the same" ""
 	wake_row host sock "host-served call against the socket ping-pong" "" "$SOCKW"
