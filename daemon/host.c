@@ -496,7 +496,7 @@ host_awake_update(struct hub *h, int self)
 	uint32_t n = self != 0;
 
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-		if (h->peers[i].state == PEER_UP && hp_awake_flag(&h->peers[i].view))
+		if (host_serving(&h->peers[i]) && hp_awake_flag(&h->peers[i].view))
 			n++;
 	if (n == h->awake)
 		return;
@@ -510,7 +510,7 @@ void
 host_wake(struct hub *h)
 {
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-		if (h->peers[i].state == PEER_UP)
+		if (host_serving(&h->peers[i]))	/* as host_sleep_prepare announced */
 			hp_endpoint_cancel(&h->peers[i].ep);
 }
 
@@ -524,7 +524,9 @@ host_check(struct hub *h, uint64_t now)
 		uint64_t interval = p->heartbeat_ns;	/* its domain's: its own or the hub's */
 		struct hp_peer_snap e;
 
-		if (!host_serving(p))
+		/* one that stops may go quiet as it winds down: stop_grace
+		 * bounds it */
+		if (!host_serving(p) || p->state != PEER_UP)
 			continue;
 		/* its state with acquire: pairs with the guest's release of
 		 * Goodbye (guest_detach) */

@@ -44,11 +44,16 @@ void		host_check(struct hub *h, uint64_t now);
  * served no more, and the supervisor ends it (supervise_faults). The data
  * path never calls the supervisor itself. */
 void		host_fault(struct hub *h, struct peer *p, int reason, const char *rule);
-/* Whether p is attached and has broken no rule: the data path serves it. */
+/* Whether p is attached and has broken no rule: the data path serves it.
+ * Also while it stops (SIGTERM, stop_grace running), once it was up: what
+ * it sends as it winds down (r[shm.guest.detach]: a handler's answer, the
+ * Cancel of a call it gave up) reaches its peer; no new call is routed to
+ * it (methods.c). */
 static inline int
 host_serving(const struct peer *p)
 {
-	return p->state == PEER_UP && p->fault == NULL;
+	return (p->state == PEER_UP || (p->state == PEER_STOPPING && p->up_ns != 0)) &&
+	    p->fault == NULL;
 }
 /* Sends to a guest, or queues in order behind what already waits. */
 void		host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,

@@ -68,8 +68,12 @@ static const struct life_rule rules[PEER_NSTATES][PE_NEVENTS] = {
 		[PE_STOP]		= R(PEER_STOPPING, LA_NONE),
 		[PE_RESTART]		= R(PEER_STOPPING, LA_PEND),
 		[PE_DOORBELL_GONE]	= R(PEER_STOPPING, LA_UNWATCH_BELL),
-		[PE_VIOLATION]		= R(PEER_STOPPING, LA_IGNORE),	/* not served */
-		[PE_HUNG]		= R(PEER_STOPPING, LA_IGNORE),
+		/* served as it winds down (host_serving): a rule broken then
+		 * ends it at once, it was leaving anyway */
+		[PE_VIOLATION]		= R(PEER_ENDING, LA_KILL),
+		/* it stopped reading its ring: served no more, stop_grace's
+		 * timer ends it */
+		[PE_HUNG]		= R(PEER_ENDING, LA_NONE),
 	},
 	[PEER_ENDING] = {
 		[PE_START]		= R(PEER_ENDING, LA_PEND),

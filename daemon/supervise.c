@@ -592,8 +592,8 @@ supervise_faults(struct hub *h)
 			continue;
 		p->fault = NULL;
 		h->faults--;
-		if (p->state != PEER_UP)
-			continue;	/* ended meanwhile (a timer, a stop) */
+		if (p->state != PEER_UP && p->state != PEER_STOPPING)
+			continue;	/* ended meanwhile (a timer) */
 		step(h, p, why.reason == DEATH_VIOLATION ? PE_VIOLATION : PE_HUNG, &why);
 	}
 }

@@ -435,11 +435,16 @@ guest_call_with(struct guest *g, const char *method, const void *args, size_t le
 	struct out_call *c = hp_idtab_find(&g->out, id);
 
 	if (c != NULL) {
-		if (rc == -ETIMEDOUT)
+		/* given up (its timeout, or guest_stop: not the hub's
+		 * goodbye): the callee is told, and may stop working on it */
+		int gave_up = rc == -ETIMEDOUT ||
+		    (rc == -ESHUTDOWN && !hp_host_goodbye_said(&g->seg));
+
+		if (gave_up)
 			send_cancel(g, c);
 		/* over a lane, the answer must still come (its peer answers
 		 * what it was asked, and nothing else): kept, for nobody */
-		if (c->lane != NULL && rc == -ETIMEDOUT) {
+		if (c->lane != NULL && gave_up) {
 			c->fn = NULL;
 		} else {
 			out_gone(g, c);

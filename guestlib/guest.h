@@ -242,7 +242,9 @@ GUEST_API int guest_cancel(struct guest *g, uint32_t call_id);
  * NUL-terminated, in result, its length (without the NUL) in
  * *result_len; an error without (this side's -ETIMEDOUT, say) writes
  * nothing to result and sets *result_len to 0. The same on a
- * microthread. */
+ * microthread. A handler's call that waits when guest_stop comes (inside
+ * guest_run or guest_service) ends at once with -ESHUTDOWN, and the
+ * callee gets a Cancel, as on a timeout. */
 GUEST_API int guest_call(struct guest *g, const char *method, const void *args,
 			 size_t len, void *result, size_t cap, size_t *result_len,
 			 int timeout_ms);
@@ -378,7 +380,12 @@ GUEST_API int guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes);
 GUEST_API int guest_run(struct guest *g);
 /* Makes guest_run (or guest_run_mt) return 0 once the handler running,
  * if any, has returned. Async-signal-safe: an atomic flag and a write(2)
- * to an eventfd that ends the loop's sleep. hubd asks a guest to leave
+ * to an eventfd that ends the loop's sleep. A wait of that handler (a
+ * guest_call's for its answer, a send's for room or credit,
+ * guest_service_wait) ends with -ESHUTDOWN, so that a handler waiting on
+ * a slow or hung callee cannot hold the guest past its stop_grace; a
+ * call made after guest_run returned waits as usual (guest_run_mt
+ * abandons its microthreads instead). hubd asks a guest to leave
  * (hubctl stop or restart) with SIGTERM, then SIGKILL after stop_grace:
  * guest_attach installs a SIGTERM handler that calls guest_stop, so the
  * guest detaches and exits 0, a clean stop, not a crash. It does so only
@@ -398,7 +405,8 @@ GUEST_API const char *guest_goodbye_reason(const struct guest *g);
 /* Waits up to timeout_ms for traffic and serves what arrived: for a
  * handler or callback that waits for something (an answer, a Cancel)
  * while the guest keeps serving. 0, or the loop's error (as guest_run,
- * -ECONNABORTED included). */
+ * -ECONNABORTED included); -ESHUTDOWN in a handler once guest_stop came
+ * (the handler should return: the loop is ending). */
 GUEST_API int guest_service_wait(struct guest *g, int timeout_ms);
 
 /* For plugins with their own event loop: poll guest_fd for POLLIN, then

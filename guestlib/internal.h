@@ -362,6 +362,7 @@ struct guest {
 	uint8_t			own_loop;	/* guest_fd was asked for: the
 						 * plugin's loop sleeps on it */
 	uint32_t		servicing;	/* guest_services under way */
+	uint32_t		running;	/* guest_runs under way */
 	uint8_t			kicked;		/* lg_rest wrote wake_fd */
 	struct hp_wait_group	group;		/* ep, then the lanes' */
 	struct lg_lane		*lanes[LG_LANES_MAX];
@@ -519,8 +520,8 @@ int	lg_serve_ends(struct guest *g);
 int	lg_ends_ready(void *g);
 int	lg_wait_rx(struct guest *g, int (*ready)(void *), struct timeout *t);
 /* Whether the service has something to do (traffic, a Goodbye, a
- * handler waiting). Not guest_stop: a call made after it goes on
- * waiting for its answer (guest_run looks at stop itself). */
+ * handler waiting). Not guest_stop: lg_wait_beating ends a wait inside
+ * the loop for it, a call made after the loop goes on waiting. */
 int	lg_rx_ready(void *g);
 /* Control goes back to a plugin's own loop, which sleeps on guest_fd:
  * the hub and lane peers ring for the next message, and what came

@@ -281,16 +281,17 @@ run_ready(void *arg)
 int
 guest_run(struct guest *g)
 {
-	int did, rc;
+	int did, rc = 0;
 
+	g->running++;	/* guest_stop ends its handlers' waits */
 	/* acquire: pairs with guest_stop's release */
-	while (!atomic_load_explicit(&g->stop, memory_order_acquire)) {
+	while (rc == 0 && !atomic_load_explicit(&g->stop, memory_order_acquire)) {
 		struct timeout forever = { -1, 0 };
 
-		if ((rc = lg_serve(g, &did)) != 0)
-			return rc == -ESHUTDOWN ? 0 : rc;
-		if (!did && (rc = lg_wait_rx(g, run_ready, &forever)) < 0)
-			return rc;
+		if ((rc = lg_serve(g, &did)) == 0 && !did &&
+		    (rc = lg_wait_rx(g, run_ready, &forever)) > 0)
+			rc = 0;
 	}
-	return 0;
+	g->running--;
+	return rc == -ESHUTDOWN ? 0 : rc;
 }

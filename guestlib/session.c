@@ -95,13 +95,38 @@ ms_until(uint64_t at, uint64_t now)
 	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
+/* A wait's condition, or guest_stop while the service loop runs. */
+struct stop_or {
+	struct guest	*g;
+	int		(*ready)(void *);
+	void		*arg;
+};
+
+static int
+stop_or_ready(void *arg)
+{
+	struct stop_or *w = arg;
+
+	/* relaxed: only whether to stop waiting; the loop reads the flag
+	 * again with acquire */
+	if ((w->g->running != 0 || w->g->servicing != 0) &&
+	    atomic_load_explicit(&w->g->stop, memory_order_relaxed))
+		return -ESHUTDOWN;
+	return w->ready(w->arg);
+}
+
 /* hp_endpoint_wait in rounds that end at the next heartbeat due time,
  * beating between them (r[shm.crash.heartbeat]): a guest waiting on the
- * hub is alive, whatever it waits for and however long. */
+ * hub is alive, whatever it waits for and however long. Inside the
+ * service loop (guest_run, guest_service) guest_stop ends the wait with
+ * -ESHUTDOWN (its write to wake_fd ends the sleep), so that the handler
+ * waiting returns and the loop with it, before hubd's stop_grace runs
+ * out; after the loop, a call waits as long as it asked. */
 int
 lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 		void *arg, struct timeout *t)
 {
+	struct stop_or w = { g, ready, arg };
 	uint64_t now, until;
 	int rc;
 
@@ -111,7 +136,7 @@ lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 		until = t->at;
 		if (g->hb_interval != 0 && g->next_hb < until)
 			until = g->next_hb;
-		rc = hp_endpoint_wait(&g->ep, waits, ready, arg, ms_until(until, now));
+		rc = hp_endpoint_wait(&g->ep, waits, stop_or_ready, &w, ms_until(until, now));
 		if (rc != 0)
 			return rc;
 		if ((now = clock_beat(g)) >= t->at)

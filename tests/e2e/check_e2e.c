@@ -41,6 +41,19 @@ shm_maps(pid_t pid, int *in_dev_shm, int *memfds)
 
 static struct hub_proc hub;
 
+/* Everything until EOF (stderr is unbuffered: a line comes in pieces). */
+static void
+read_all(int fd, char *out, size_t cap)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < cap - 1 && (n = read(fd, out + len, cap - 1 - len)) > 0)
+		len += (size_t)n;
+	out[len] = '\0';
+}
+
+
 /* Runs hubctl and checks its exit status and exact output. */
 static void
 expect_ctl(int status, const char *want, ...)
@@ -256,6 +269,81 @@ START_TEST(test_sigterm_is_a_clean_detach)
 		ck_assert_int_eq(hub_peer_int(&hub, names[i], "restarts"), 0);
 		json_object_put(p);
 	}
+	stop_clean();
+}
+END_TEST
+
+/* hubctl stop of a guest whose handler waits for an answer that comes
+ * only with a Cancel (p2.wait, asked for a minute), in guest_run (_i 0)
+ * and in a loop of its own, guest_service (_i 1): libguest ends the
+ * wait (-ESHUTDOWN), the handler answers its caller, the callee gets the
+ * Cancel, and the guest exits 0 by itself. Before, the wait went on and
+ * stop_grace's SIGKILL came first; and hubd served a stopping guest's
+ * ring no more, so its answer and Cancel were lost (r[shm.guest.detach]:
+ * in-flight work completed or cancelled). */
+START_TEST(test_stop_ends_a_handlers_wait)
+{
+	json_object *p, *deaths, *d;
+	char out[256] = "", *cancels = NULL;
+	double until;
+	int fds[2], status, i;
+	pid_t caller;
+
+	hub_start_up(&hub, NULL, _i == 0 ? STD_GUESTS
+	      "[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1\n"
+	      "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n" : STD_GUESTS
+	      "[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1 --poll\n"
+	      "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n", "p1,p2");
+	ck_assert(hub_wait_method(&hub, "p1.route_timeout,p2.wait,p2.cancels") == 0);
+	ck_assert_int_eq(pipe(fds), 0);
+	if ((caller = fork()) == 0) {
+		char *res = NULL;
+		int rc = hubctl(&hub, &res, "call", "p1.route_timeout", "p2.wait", "60000",
+				(char *)NULL);
+
+		dprintf(fds[1], "%d %s", rc, res != NULL ? res : "");
+		_exit(0);
+	}
+	ck_assert_int_gt(caller, 0);
+	close(fds[1]);
+	for (i = 0; i < 400; i++) {
+		json_object *a = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL);
+		int there = a != NULL && strstr(json_object_to_json_string(a), "p2.wait") != NULL;
+
+		json_object_put(a);
+		if (there)
+			break;
+		sleep_ms(25);
+	}
+	ck_assert_msg(i < 400, "p2.wait never in flight");
+	expect_ctl(0, NULL, "stop", "p1", NULL);
+	read_all(fds[0], out, sizeof(out));
+	close(fds[0]);
+	waitpid(caller, &status, 0);
+	/* the handler's own answer, not hubd's "guest p1 died" */
+	ck_assert_msg(strncmp(out, "0 error: ", 9) == 0 && strstr(out, "died") == NULL,
+		      "the caller got: %s", out);
+	until = now_s() + 30;
+	while (strcmp(hub_peer_state(&hub, "p1"), "down") != 0 && now_s() < until)
+		sleep_ms(20);
+	ck_assert_str_eq(hub_peer_state(&hub, "p1"), "down");
+	ck_assert_ptr_nonnull(p = hub_peer(&hub, "p1"));
+	ck_assert(json_object_object_get_ex(p, "deaths", &deaths));
+	d = json_object_array_get_idx(deaths, 0);
+	ck_assert_msg(d != NULL && strcmp(json_object_get_string(json_get(d, "reason")), "exited") == 0 &&
+		      json_object_get_int(json_get(d, "status")) == 0,
+		      "p1: %s", json_object_to_json_string(p));
+	json_object_put(p);
+	for (i = 0; i < 100; i++) {
+		hubctl_ok(&hub, &cancels, "call", "p2.cancels", (char *)NULL);
+		if (strcmp(cancels, "1\n") == 0)
+			break;
+		free(cancels);
+		cancels = NULL;
+		sleep_ms(50);
+	}
+	ck_assert_msg(i < 100, "p2 never saw the Cancel");
+	free(cancels);
 	stop_clean();
 }
 END_TEST
@@ -480,18 +568,6 @@ START_TEST(test_spec_only_guest_is_woken)
 	stop_clean();
 }
 END_TEST
-
-/* Everything until EOF (stderr is unbuffered: a line comes in pieces). */
-static void
-read_all(int fd, char *out, size_t cap)
-{
-	size_t len = 0;
-	ssize_t n;
-
-	while (len < cap - 1 && (n = read(fd, out + len, cap - 1 - len)) > 0)
-		len += (size_t)n;
-	out[len] = '\0';
-}
 
 /* Runs path with argv until it exits, its stderr (and its stdout too when
  * both) into out; its wait status. */
@@ -774,6 +850,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_error_text);
 	tcase_add_test(tc, test_second_answer_is_refused);
 	tcase_add_test(tc, test_sigterm_is_a_clean_detach);
+	tcase_add_loop_test(tc, test_stop_ends_a_handlers_wait, 0, 2);
 	tcase_add_test(tc, test_polled_guest_and_inherited_fds);
 	tcase_add_test(tc, test_one_mib_payload);
 	tcase_add_test(tc, test_stream_with_small_credit);

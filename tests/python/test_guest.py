@@ -211,6 +211,30 @@ def test_sigterm_is_a_clean_detach(hub):
     assert hub.ok("py.str", "back") == "back!"
 
 
+def test_stop_ends_a_handlers_wait(hub):
+    # a handler waits for an answer that comes only with a Cancel;
+    # hubctl stop: the wait ends (Stopping), the callee gets the Cancel,
+    # the handler's caller the error, and the guest exits by itself,
+    # not killed after stop_grace (what it did before)
+    w = subprocess.Popen([HUBCTL, "-s", hub.sock, "-t", "120", "call", "py.waitstop"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        hub.wait(lambda: any(c["method"] == "prober.wait" for c in hub.ctl("calls")[1][0]["calls"]),
+                 "prober.wait in flight")
+        rc, _, err = hub.ctl("stop", "pyguest")
+        assert rc == 0, err
+        out, err = w.communicate(timeout=120)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    assert w.returncode != 0 and "prober.wait: the guest is stopping" in err, (out, err)
+    hub.wait(lambda: hub.peer("pyguest")["state"] == "down", "pyguest down")
+    death = hub.last_death("pyguest")
+    assert death["reason"] == "exited" and death["status"] == 0, death
+    hub.wait(lambda: hub.ok("prober.cancels") == 1, "the Cancel at prober")
+
+
 def test_stop_then_start_back_to_back(hub):
     # issue 39: "hubctl stop greeter; hubctl start greeter" left it down:
     # the start, coming while it stopped, was lost

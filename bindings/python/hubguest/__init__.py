@@ -27,9 +27,11 @@ caller passes an iterator (or async iterator) for an rx<T>. A handler
 that raises answers Err "ExcType: message" (its traceback on stderr) and
 the guest serves on. A call that fails raises a CallError (RemoteError:
 the callee's error, HubError: the hub's, UnknownMethod, Timeout, ...),
-HubGone or Ended: all are hubguest.Error. A guest that answers for another
-host (a bridge) forwards what failed there by raising HubUnreachable or
-RemoteTimeout (RemoteErrors its callers get as they were raised).
+HubGone or Ended: all are hubguest.Error; once the guest is stopping
+(SIGTERM), a handler's wait inside run() raises Stopping. A guest that
+answers for another host (a bridge) forwards what failed there by raising
+HubUnreachable or RemoteTimeout (RemoteErrors its callers get as they
+were raised).
 
 Topics, events one-to-many: a guest advertises its topic and publishes
 to it; any guest subscribes, with a handler or an iterator:
@@ -65,7 +67,8 @@ from .call import CHANNEL, Call, Stream
 from .codec import Chan, Rx, Signature, decode, encode
 from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Error,
                      HubError, HubGone, HubUnreachable, InvalidPayload, PayloadTooLarge,
-                     RemoteError, RemoteTimeout, Timeout, UnknownMethod, UserError)
+                     RemoteError, RemoteTimeout, Stopping, Timeout, UnknownMethod,
+                     UserError)
 from .context import INHERIT, NEW_TRACE, CallInfo, current_call
 from .guest import Guest, attach
 from .handlers import caller
@@ -81,5 +84,5 @@ __all__ = [
     "Signature", "Chan",
     "encode", "decode", "Error", "AttachError", "CallError", "RemoteError", "HubError",
     "UnknownMethod", "InvalidPayload", "Cancelled", "Timeout", "PayloadTooLarge",
-    "HubGone", "Ended", "ChannelClosed", "UserError", "HubUnreachable", "RemoteTimeout",
+    "HubGone", "Stopping", "Ended", "ChannelClosed", "UserError", "HubUnreachable", "RemoteTimeout",
 ]

@@ -14,8 +14,8 @@ import time
 from ._wait import deadline_in, ms_left
 from .codec import Chan, Rx, Signature, decode
 from .context import INHERIT, outgoing
-from .errors import (Error, ChannelClosed, InvalidPayload, Timeout, UnknownMethod,
-                     call_error, status_error)
+from .errors import (Error, ChannelClosed, InvalidPayload, Stopping, Timeout,
+                     UnknownMethod, call_error, status_error)
 from .sender import Sender
 
 # hub.signature: the one signature the binding knows without asking.
@@ -246,7 +246,12 @@ class Call:
             if ms == 0:
                 self._expire()
                 break
-            self._g._serve_slice(ms)
+            try:
+                self._g._serve_slice(ms)
+            except Stopping as e:
+                # given up as on a timeout: the callee is told
+                self.cancel()
+                self._fail(Stopping("%s: %s" % (self.method, e), -errno.ESHUTDOWN))
         if self._exc is not None:
             raise self._exc
         return self._value

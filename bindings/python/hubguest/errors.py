@@ -97,6 +97,14 @@ class HubGone(Error, ConnectionError):
     """hubd is gone (its doorbell closed)."""
 
 
+class Stopping(Error):
+    """The guest is stopping (stop(), SIGTERM, SIGINT) while a handler
+    waited inside run(): for a call's answer (the callee gets a Cancel),
+    a stream's next item, a send's credit. The wait ends so that the
+    handler returns and run() with it, before hubd's stop_grace runs out;
+    the handler's caller gets this as the error text."""
+
+
 class Ended(Error):
     """The hub ended this guest for breaking a rule: .reason names it."""
 

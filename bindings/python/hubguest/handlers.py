@@ -19,7 +19,7 @@ import traceback
 
 from .codec import Chan, Rx, Signature
 from .context import CallInfo, _current
-from .errors import Error, HubUnreachable, RemoteTimeout, UserError, status_error
+from .errors import Error, HubUnreachable, RemoteTimeout, Stopping, UserError, status_error
 from .sender import Sender
 from .upload import Upload
 
@@ -255,8 +255,8 @@ class Handlers:
             # an error from elsewhere, forwarded as its caller saw it
             self._lib.guest_reply_status(call, exc.code, _error_text(exc.message, FORWARD_MAX))
             return
-        if isinstance(exc, UserError):
-            text = str(exc)
+        if isinstance(exc, (UserError, Stopping)):
+            text = str(exc)     # Stopping: no traceback, nothing went wrong
         else:
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 self._defer(exc)

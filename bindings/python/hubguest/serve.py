@@ -19,7 +19,7 @@ import threading
 import traceback
 
 from ._wait import SLICE_MS
-from .errors import Error, HubGone, status_error
+from .errors import Error, HubGone, Stopping, status_error
 
 
 def _install_signals(stop):
@@ -50,7 +50,12 @@ class Serving:
     """A Guest's service loop: run(), serve(), service() and stop()."""
 
     def _serve_slice(self, ms):
-        """Waits up to ms for traffic and serves it (guest_service_wait)."""
+        """Waits up to ms for traffic and serves it (guest_service_wait).
+        Inside run() once stopping: Stopping instead, so that a handler's
+        wait ends and the loop can (libguest's guest_stop does the same
+        for C guests)."""
+        if self._stopping and self._running:
+            raise Stopping("the guest is stopping", -errno.ESHUTDOWN)
         rc = self._lib.guest_service_wait(self._handle(), ms)
         if rc != 0:
             self._loop_error(rc)
@@ -95,15 +100,19 @@ class Serving:
             return asyncio.run(self.serve(detach=detach))
         self._stopping = False
         old = _install_signals(self.stop)
+        self._running = True
         try:
             while not self._stopping:
                 try:
                     self._serve_slice(SLICE_MS)
+                except Stopping:
+                    break         # SIGTERM came as the slice began
                 except HubGone as e:
                     if e.code == -errno.EPIPE and self._stopping:
                         break     # the hub said goodbye: a clean end
                     raise
         finally:
+            self._running = False
             _restore_signals(old)
             if detach:
                 self.detach()

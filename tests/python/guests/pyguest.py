@@ -101,6 +101,14 @@ def viaprober(text):
     return g.call("prober.route", prefix + ".str", text, timeout=5)
 
 
+@m("waitstop", "->str")
+def waitstop():
+    """Calls prober.wait, which answers only a Cancel, for up to a minute:
+    a stop ends the wait at once (Stopping, which answers our caller)."""
+    g.call("prober.wait", timeout=60)
+    return "answered"
+
+
 @m("who", "str->str")
 def who(_):
     # asked twice: the second is libguest's kept answer
