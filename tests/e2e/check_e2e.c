@@ -54,6 +54,40 @@ read_all(int fd, char *out, size_t cap)
 }
 
 
+/* Until hubctl call method prints want, 100 times at most, 50 ms apart. */
+static void
+wait_answer(const char *method, const char *want)
+{
+	char *out = NULL;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		hubctl_ok(&hub, &out, "call", method, (char *)NULL);
+		if (strcmp(out, want) == 0)
+			break;
+		free(out);
+		out = NULL;
+		sleep_ms(50);
+	}
+	ck_assert_msg(i < 100, "%s never answered %s", method, want);
+	free(out);
+}
+
+/* name's latest death: it exited by itself, status 0. */
+static void
+expect_exited_0(const char *name)
+{
+	json_object *p, *deaths, *d;
+
+	ck_assert_ptr_nonnull(p = hub_peer(&hub, name));
+	ck_assert(json_object_object_get_ex(p, "deaths", &deaths));
+	d = json_object_array_get_idx(deaths, 0);
+	ck_assert_msg(d != NULL && strcmp(json_object_get_string(json_get(d, "reason")), "exited") == 0 &&
+		      json_object_get_int(json_get(d, "status")) == 0,
+		      "%s: %s", name, json_object_to_json_string(p));
+	json_object_put(p);
+}
+
 /* Runs hubctl and checks its exit status and exact output. */
 static void
 expect_ctl(int status, const char *want, ...)
@@ -283,8 +317,7 @@ END_TEST
  * in-flight work completed or cancelled). */
 START_TEST(test_stop_ends_a_handlers_wait)
 {
-	json_object *p, *deaths, *d;
-	char out[256] = "", *cancels = NULL;
+	char out[256] = "";
 	double until;
 	int fds[2], status, i;
 	pid_t caller;
@@ -327,30 +360,14 @@ START_TEST(test_stop_ends_a_handlers_wait)
 	while (strcmp(hub_peer_state(&hub, "p1"), "down") != 0 && now_s() < until)
 		sleep_ms(20);
 	ck_assert_str_eq(hub_peer_state(&hub, "p1"), "down");
-	ck_assert_ptr_nonnull(p = hub_peer(&hub, "p1"));
-	ck_assert(json_object_object_get_ex(p, "deaths", &deaths));
-	d = json_object_array_get_idx(deaths, 0);
-	ck_assert_msg(d != NULL && strcmp(json_object_get_string(json_get(d, "reason")), "exited") == 0 &&
-		      json_object_get_int(json_get(d, "status")) == 0,
-		      "p1: %s", json_object_to_json_string(p));
-	json_object_put(p);
-	for (i = 0; i < 100; i++) {
-		hubctl_ok(&hub, &cancels, "call", "p2.cancels", (char *)NULL);
-		if (strcmp(cancels, "1\n") == 0)
-			break;
-		free(cancels);
-		cancels = NULL;
-		sleep_ms(50);
-	}
-	ck_assert_msg(i < 100, "p2 never saw the Cancel");
-	free(cancels);
+	expect_exited_0("p1");
+	wait_answer("p2.cancels", "1\n");	/* the Cancel came */
 	stop_clean();
 }
 END_TEST
 
 START_TEST(test_polled_guest_and_inherited_fds)
 {
-	json_object *p, *deaths, *d;
 	double until;
 
 	/* a plugin with its own poll() loop serves as well as guest_run; a
@@ -382,13 +399,7 @@ START_TEST(test_polled_guest_and_inherited_fds)
 	while (strcmp(hub_peer_state(&hub, "prober"), "down") != 0 && now_s() < until)
 		sleep_ms(20);
 	ck_assert_str_eq(hub_peer_state(&hub, "prober"), "down");
-	ck_assert_ptr_nonnull(p = hub_peer(&hub, "prober"));
-	ck_assert(json_object_object_get_ex(p, "deaths", &deaths));
-	d = json_object_array_get_idx(deaths, 0);
-	ck_assert_msg(d != NULL && strcmp(json_object_get_string(json_get(d, "reason")), "exited") == 0 &&
-		      json_object_get_int(json_get(d, "status")) == 0,
-		      "prober: %s", json_object_to_json_string(p));
-	json_object_put(p);
+	expect_exited_0("prober");
 	stop_clean();
 }
 END_TEST
@@ -444,9 +455,6 @@ END_TEST
 
 START_TEST(test_cancel_reaches_the_callee)
 {
-	char *out = NULL;
-	int i;
-
 	hub_start_up(&hub, NULL, STD_GUESTS
 	      "[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1\n"
 	      "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n", "p1,p2");
@@ -454,16 +462,7 @@ START_TEST(test_cancel_reaches_the_callee)
 	 * routes it, p2 answers Cancelled */
 	ck_assert(hub_wait_method(&hub, "p1.route_timeout,p2.wait,p2.cancels") == 0);
 	expect_ctl(0, "error: timeout\n", "call", "p1.route_timeout", "p2.wait", "200", NULL);
-	for (i = 0; i < 100; i++) {
-		hubctl_ok(&hub, &out, "call", "p2.cancels", (char *)NULL);
-		if (strcmp(out, "1\n") == 0)
-			break;
-		free(out);
-		out = NULL;
-		usleep(50000);
-	}
-	ck_assert_msg(i < 100, "p2 never saw the Cancel");
-	free(out);
+	wait_answer("p2.cancels", "1\n");	/* the Cancel came */
 	stop_clean();
 }
 END_TEST
