@@ -532,6 +532,37 @@ START_TEST(test_violation_ends_only_the_violator)
 }
 END_TEST
 
+/* A guest told to stop is served until it exits (r[shm.guest.detach]);
+ * one that breaks a rule meanwhile is ended at once for it, not left
+ * running, unchecked, until stop_grace (300 s here) is over. */
+START_TEST(test_violation_while_stopping_ends_it)
+{
+	json_object *p = NULL, *deaths, *d;
+	int i;
+
+	hub_start_up(&hub, "stop_grace = 300s\n", STD_GUESTS
+		     "[guest bad]\nexec = @/tests/guests/violator\n"
+		     "args = --mode=msgtype --on-term\nrestart = never\n", "echo,bad");
+	expect_ctl(0, NULL, "stop", "bad", NULL);
+	for (i = 0; i < 3000; i++) {
+		json_object_put(p);
+		p = hub_peer(&hub, "bad");
+		if (p != NULL && json_object_object_get_ex(p, "deaths", &deaths) &&
+		    json_object_array_length(deaths) > 0)
+			break;
+		sleep_ms(20);
+	}
+	ck_assert_msg(i < 3000, "the violator, stopping, was not ended: %s", hub_log_tail(&hub));
+	d = json_object_array_get_idx(deaths, 0);
+	ck_assert_msg(strcmp(json_object_get_string(json_get(d, "reason")), "protocol violation") == 0 &&
+		      strstr(json_object_get_string(json_get(d, "detail")), "shm.desc.msg-type") != NULL,
+		      "bad: %s", json_object_to_json_string(d));
+	json_object_put(p);
+	expect_ctl(0, "still here\n", "call", "echo.echo", "still here", NULL);
+	stop_clean();
+}
+END_TEST
+
 /* r[shm.guest.attach]: a guest sets Attached (4), then increments its
  * epoch (5). The host waits for both: a guest slow between the two is not
  * recorded with the old epoch and then ended for changing it
@@ -856,6 +887,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_stream_to_a_guest);
 	tcase_add_test(tc, test_cancel_reaches_the_callee);
 	tcase_add_test(tc, test_slow_attach_keeps_its_epoch);
+	tcase_add_test(tc, test_violation_while_stopping_ends_it);
 	tcase_add_loop_test(tc, test_violation_ends_only_the_violator, 0,
 			    (int)(sizeof(violations) / sizeof(violations[0])));
 	tcase_add_test(tc, test_spec_only_guest_is_woken);

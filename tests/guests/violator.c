@@ -13,9 +13,12 @@
  *   relaywrap	passes a channel to prod.produce (another guest's method,
  *		relayed by the host) with its credit word corrupt
  *   relaydata	passes a channel to prod.produce, then sends Data on it
+ * With --on-term it breaks the rule only once told to stop (SIGTERM),
+ * as a guest that misbehaves while it winds down.
  * It is built on proto directly: libguest would not let it. */
 #include <err.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,14 @@
 static struct hp_endpoint ep;
 static struct hp_peer_view view;
 static struct hp_segment seg;
+static volatile sig_atomic_t termed;
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	termed = 1;
+}
 
 static void
 heartbeat(void)
@@ -120,11 +131,21 @@ main(int argc, char *argv[])
 	struct hp_desc d;
 	uint32_t slot, gen;
 
-	for (int i = 1; i < argc; i++)
+	int on_term_only = 0;
+
+	for (int i = 1; i < argc; i++) {
 		if (strncmp(argv[i], "--mode=", 7) == 0)
 			mode = argv[i] + 7;
+		on_term_only |= strcmp(argv[i], "--on-term") == 0;
+	}
+	if (on_term_only)
+		signal(SIGTERM, on_term);
 	raw_attach(argc, argv, &t, &seg, &view, &ep, HP_FEAT_ALL);
 	usleep(200000);		/* let the host see us attached */
+	while (on_term_only && !termed) {
+		usleep(10000);
+		heartbeat();
+	}
 
 	memset(&d, 0, sizeof(d));
 	d.payload_slot = HP_SLOT_INLINE;
