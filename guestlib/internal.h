@@ -495,6 +495,13 @@ lg_timeout_at(struct timeout *t, uint64_t now)
 void	lg_tick(struct guest *g);
 /* Reads the clock and beats if a beat is due. */
 uint64_t lg_clock_beat(struct guest *g);
+/* A wait's own condition, for a wrapper that adds to it (the guest's
+ * traffic, guest_stop). */
+struct lg_cond {
+	struct guest	*g;
+	int		(*ready)(void *);
+	void		*arg;
+};
 /* The caller's thread sleeping in hp_endpoint_wait until ready(arg),
  * beating: 1 ready, 0 when t ran out, or ready()'s or the wait's error. */
 int	lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),

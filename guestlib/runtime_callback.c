@@ -18,16 +18,10 @@ cb_nolock(struct guest *g)
 
 /* What a wait that serves waits for: its condition, or something to
  * serve. */
-struct or_rx {
-	struct guest	*g;
-	int		(*ready)(void *);
-	void		*arg;
-};
-
 static int
 or_rx_ready(void *arg)
 {
-	struct or_rx *w = arg;
+	struct lg_cond *w = arg;
 	int rc = w->ready(w->arg);
 
 	return rc != 0 ? rc : lg_traffic(w->g);
@@ -42,7 +36,7 @@ cb_wait_serving(struct guest *g, uint32_t waits, int (*ready)(void *),
 		void *arg, struct timeout *t)
 {
 	hp_atomic_u32 *word = g->ep.credit_word;	/* a handler may wait on another */
-	struct or_rx w = { g, ready, arg };
+	struct lg_cond w = { g, ready, arg };
 	int rc, did;
 
 	for (;;) {
@@ -66,7 +60,7 @@ cb_wait_serving(struct guest *g, uint32_t waits, int (*ready)(void *),
 static int
 or_ends_ready(void *arg)
 {
-	struct or_rx *w = arg;
+	struct lg_cond *w = arg;
 	int rc = w->ready(w->arg);
 
 	return rc != 0 ? rc : lg_ends_ready(w->g);
@@ -83,7 +77,7 @@ cb_wait_ends(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 	     struct timeout *t)
 {
 	hp_atomic_u32 *word = g->ep.credit_word;
-	struct or_rx w = { g, ready, arg };
+	struct lg_cond w = { g, ready, arg };
 	int rc;
 
 	g->reap_held++;

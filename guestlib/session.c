@@ -96,16 +96,10 @@ ms_until(uint64_t at, uint64_t now)
 }
 
 /* A wait's condition, or guest_stop while the service loop runs. */
-struct stop_or {
-	struct guest	*g;
-	int		(*ready)(void *);
-	void		*arg;
-};
-
 static int
 stop_or_ready(void *arg)
 {
-	struct stop_or *w = arg;
+	struct lg_cond *w = arg;
 
 	/* relaxed: only whether to stop waiting; the loop reads the flag
 	 * again with acquire */
@@ -126,7 +120,7 @@ int
 lg_wait_beating(struct guest *g, uint32_t waits, int (*ready)(void *),
 		void *arg, struct timeout *t)
 {
-	struct stop_or w = { g, ready, arg };
+	struct lg_cond w = { g, ready, arg };
 	uint64_t now, until;
 	int rc;
 
