@@ -60,24 +60,49 @@ dispatch(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		h->dispatch.handler[type](h, p, m);
 }
 
-/* Serves one guest: up to SERVE_BATCH messages. Returns how many. */
+/* Up to SERVE_BATCH messages from p's ring, each to its handler. Returns
+ * how many. */
+static int
+serve_ring(struct hub *h, struct peer *p)
+{
+	struct hp_msg_in m;
+	int n;
+
+	for (n = 0; n < SERVE_BATCH && !p->paused && host_serving(p); n++) {
+		if (host_recv(h, p, &m) != 0)
+			break;	/* none, or p faulted */
+		dispatch(h, p, &m);
+		host_release(p, &m);
+	}
+	return n;
+}
+
+void
+dispatch_last_words(struct hub *h, struct peer *p)
+{
+	uint32_t n = 0;
+	int k;
+
+	/* one ring's worth at most: what it wrote before it died (a child
+	 * that kept its mapping may write on, and must not hold hubd) */
+	do {
+		k = serve_ring(h, p);
+		n += (uint32_t)k;
+	} while (k == SERVE_BATCH && n < p->ep.rx.size);
+}
+
+/* Serves one guest: its backlog, its ring, the sources. Returns how many
+ * messages it read. */
 static int
 serve_peer(struct hub *h, struct peer *p)
 {
-	struct hp_msg_in m;
-	int n, rc;
+	int n;
 
 	/* a backlog that waits for a pool slot is tried again by its timer,
 	 * not on every round (pool.c) */
 	if (!p->bl_starved)
 		host_flush_backlog(h, p);
-	for (n = 0; n < SERVE_BATCH && !p->paused && host_serving(p); n++) {
-		rc = host_recv(h, p, &m);
-		if (rc != 0)
-			break;	/* none, or p faulted */
-		dispatch(h, p, &m);
-		host_release(p, &m);
-	}
+	n = serve_ring(h, p);
 	for (uint32_t i = 0; i < h->dispatch.nsources; i++)
 		if (host_serving(p))
 			n += h->dispatch.source[i].pump(h, p);

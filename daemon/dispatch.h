@@ -17,6 +17,10 @@ void		dispatch_on(struct hub *h, uint8_t type, dispatch_fn *fn);
 void		dispatch_source(struct hub *h, dispatch_work_fn *pump, dispatch_work_fn *ready);
 /* One round over every guest served; how much work it found. */
 int		dispatch_poll(struct hub *h);
+/* A guest that died while served (up, or stopping): what it sent before
+ * it died (an answer, the Cancel of a call it gave up: r[shm.guest.detach])
+ * is read and handled, before its calls in flight fail (host_detach). */
+void		dispatch_last_words(struct hub *h, struct peer *p);
 /* Before the loop blocks (host_sleep_prepare): nonzero when there is work
  * after all, in a ring, a backlog or a source. */
 int		dispatch_sleep_prepare(struct hub *h);

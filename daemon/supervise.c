@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/dispatch.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/manual.h"
@@ -277,9 +278,14 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
 {
 	const char *name = p->conf->name;
 
-	/* its last words first: they often say why */
-	if (e == PE_DIED)
+	/* its last words first: its log's lines (they often say why), and
+	 * what it sent before it died (an answer: its exit may be seen
+	 * before the wake its bell gave has the data path read it), so that
+	 * the tally counts only the calls it left unanswered */
+	if (e == PE_DIED) {
 		guestlog_end(h, p);
+		dispatch_last_words(h, p);
+	}
 	tally_log(p, tally_record(h, p, in->reason, in->status, w != NULL ? w->sig : 0));
 	if (e == PE_DIED)
 		recover(h, p);

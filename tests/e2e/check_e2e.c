@@ -334,7 +334,7 @@ START_TEST(test_stop_ends_a_handlers_wait)
 		int rc = hubctl(&hub, &res, "call", "p1.route_timeout", "p2.wait", "60000",
 				(char *)NULL);
 
-		dprintf(fds[1], "%d %s", rc, res != NULL ? res : "");
+		dprintf(fds[1], "%d %s%s", rc, res != NULL ? res : "", hubctl_stderr());
 		_exit(0);
 	}
 	ck_assert_int_gt(caller, 0);
@@ -355,7 +355,7 @@ START_TEST(test_stop_ends_a_handlers_wait)
 	waitpid(caller, &status, 0);
 	/* the handler's own answer, not hubd's "guest p1 died" */
 	ck_assert_msg(strncmp(out, "0 error: ", 9) == 0 && strstr(out, "died") == NULL,
-		      "the caller got: %s", out);
+		      "the caller got: %s; %s", out, hub_log_tail(&hub));
 	until = now_s() + 30;
 	while (strcmp(hub_peer_state(&hub, "p1"), "down") != 0 && now_s() < until)
 		sleep_ms(20);
