@@ -384,8 +384,8 @@ GUEST_API int guest_run(struct guest *g);
  * guest_call's for its answer, a send's for room or credit,
  * guest_service_wait) ends with -ESHUTDOWN, so that a handler waiting on
  * a slow or hung callee cannot hold the guest past its stop_grace; a
- * call made after guest_run returned waits as usual (guest_run_mt
- * abandons its microthreads instead). hubd asks a guest to leave
+ * call made after guest_run returned waits as usual. guest_run_mt does
+ * the same for every microthread (see guest_run_mt). hubd asks a guest to leave
  * (hubctl stop or restart) with SIGTERM, then SIGKILL after stop_grace:
  * guest_attach installs a SIGTERM handler that calls guest_stop, so the
  * guest detaches and exits 0, a clean stop, not a crash. It does so only
@@ -543,8 +543,14 @@ struct guest_rt_config {
 
 /* Serves the guest like guest_run, each request's handler on a
  * microthread from a pool (cfg NULL: defaults). Returns as guest_run
- * does; microthreads still blocked then are abandoned (their stacks
- * freed, nothing of theirs runs again). */
+ * does. After guest_stop it first drains: every wait of a microthread on
+ * the hub (an answer, ring room, credit, a slot) ends with -ESHUTDOWN, a
+ * request that comes meanwhile (over a lane, say) is answered "the guest
+ * is stopping", and it returns once no handler runs and no microthread
+ * waits on the hub (a handler that computes is waited for: hubd's
+ * stop_grace bounds it). Microthreads still suspended then, or when the
+ * hub went or said goodbye, are abandoned (their stacks freed, nothing
+ * of theirs runs again). */
 GUEST_API int guest_run_mt(struct guest *g, const struct guest_rt_config *cfg);
 
 /* A runtime of its own, without a guest (tools, tests): guest_rt_run runs

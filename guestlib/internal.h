@@ -270,6 +270,7 @@ typedef int (*lg_msg_fn)(struct guest *g, struct hp_msg_in *m);
 struct lg_event {
 	int		done;
 	void		*waiter;	/* the runtime's: who to wake */
+	struct lg_event	*prev, *next;	/* the microthreads' awaiting list */
 };
 
 /* How the guest runs handlers and waits: the callback runtime
@@ -453,6 +454,10 @@ struct lg_mt {
 	struct lg_worker	*idle;		/* handler microthreads to reuse */
 	uint32_t		nidle;
 	struct lg_req		*reqs;		/* requests being handled */
+	struct lg_event		*awaiting;	/* microthreads awaiting answers */
+	int			draining;	/* guest_stop seen: every wait ends,
+						 * the handlers finish, then the
+						 * runtime returns */
 	struct lg_bridge	*bridges;	/* guest_chan_reader/writer's */
 	uint64_t		served;		/* polls that found something */
 };

@@ -3,7 +3,9 @@
  * runtime's scheduler (mt.h's struct mt_io), runs each request's handler
  * on a microthread of a reusable pool, and turns every libguest wait made
  * on a microthread (an answer, ring room, a slot, credit) into a suspend
- * of that microthread alone. */
+ * of that microthread alone. guest_stop drains it: every such wait ends
+ * with -ESHUTDOWN, the handlers running finish, and only then does
+ * guest_run_mt return. */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -83,16 +85,22 @@ worker_main(void *arg)
 	}
 }
 
-/* Each request on a microthread of its own. */
+/* Each request on a microthread of its own; none once stopping (a lane's
+ * peer, or a hub that was not told, may still call). */
 static int
 mt_handle(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 	  const uint8_t *args, size_t len)
 {
-	struct lg_req *r = malloc(sizeof(*r) + len);
+	struct lg_req *r;
 	struct lg_worker *w;
 	int rc;
 
-	if (r == NULL)
+	if (g->mt->draining) {
+		guest_reply_error(c, "the guest is stopping");
+		g->call_ran(g, c);
+		return 0;
+	}
+	if ((r = malloc(sizeof(*r) + len)) == NULL)
 		return -ENOMEM;
 	*r = (struct lg_req){ .call = c, .fn = fn, .ctx = ctx, .len = len };
 	if (len > 0)
@@ -112,6 +120,32 @@ mt_handle(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 
 /* -- the service, as the runtime's outside work --------------------------- */
 
+/* Whether a stopping runtime may end: no handler runs, and no microthread
+ * is inside a wait on the hub (one abandoned there would leave its
+ * call's answer pointing into a freed stack). */
+static int
+drained(const struct lg_mt *m)
+{
+	return m->reqs == NULL && m->blocked == NULL && m->awaiting == NULL;
+}
+
+/* guest_stop, seen by the service: from now on every wait on the hub ends
+ * with -ESHUTDOWN (lg_mt_wait, mt_await), those waiting are woken to see
+ * it, and the runtime ends once drained. */
+static int
+drain(struct guest *g)
+{
+	struct lg_mt *m = g->mt;
+
+	if (!m->draining) {
+		m->draining = 1;
+		lg_mt_wake_ready(g);
+		for (struct lg_event *ev = m->awaiting; ev != NULL; ev = ev->next)
+			mt_wake(ev->waiter);
+	}
+	return drained(m) ? -ESHUTDOWN : 0;
+}
+
 static int
 io_poll(void *arg)
 {
@@ -128,7 +162,7 @@ io_poll(void *arg)
 		lg_mt_wake_ready(g);
 	/* acquire: pairs with guest_stop's release */
 	if (rc == 0 && atomic_load_explicit(&g->stop, memory_order_acquire))
-		rc = -ESHUTDOWN;	/* guest_stop */
+		rc = drain(g);
 	rang = hp_endpoint_take_rang(&g->ep);
 	lg_mt_unlock(g);
 	/* what the microthreads sent woke a peer: its CPU, before we look
@@ -143,8 +177,12 @@ io_ready(void *arg)
 {
 	struct guest *g = arg;
 
-	/* acquire: pairs with guest_stop's release */
-	if (atomic_load(&g->mt->kicked) || atomic_load_explicit(&g->stop, memory_order_acquire))
+	if (atomic_load(&g->mt->kicked))
+		return 1;
+	/* acquire: pairs with guest_stop's release; a stop being drained
+	 * waits for its handlers like any other work */
+	if (atomic_load_explicit(&g->stop, memory_order_acquire) &&
+	    (!g->mt->draining || drained(g->mt)))
 		return 1;
 	if (hp_host_goodbye_said(&g->seg))
 		return 1;
@@ -281,9 +319,16 @@ mt_await(struct guest *g, struct lg_event *ev, struct timeout *t)
 	ev->waiter = mt_self();
 	/* a microthread's deadline: no clock read for one without */
 	lg_timeout_at(t, t->ms < 0 ? 0 : hp_now_ns());
-	while (!ev->done)
+	HP_LIST_PUSH(&g->mt->awaiting, ev);	/* for drain() */
+	while (!ev->done) {
+		if (g->mt->draining) {
+			rc = -ESHUTDOWN;
+			break;
+		}
 		if ((rc = lg_suspend(g, t->at)) != 0)
 			break;
+	}
+	HP_LIST_UNLINK(&g->mt->awaiting, ev);
 	return ev->done ? 0 : rc;
 }
 
@@ -389,7 +434,8 @@ guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 	g->rt = &lg_microthreads;
 	rc = mt_rt_run(m->rt, NULL, NULL, &io);
 	g->rt = &lg_callback;
-	/* What is left was abandoned with its microthreads. */
+	/* What is left was abandoned with its microthreads (the hub gone,
+	 * or it said goodbye: no drain). */
 	while (m->reqs != NULL)
 		req_free(g, m->reqs);
 	lg_mt_bridges_free(g);

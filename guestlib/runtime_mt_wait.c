@@ -80,6 +80,8 @@ lg_mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 			return r < 0 ? r : 1;
 		if (g->dead)
 			return g->dead;
+		if (m->draining)	/* guest_stop (runtime_mt.c) */
+			return -ESHUTDOWN;
 		/* at the tail: the longest waiting is woken first */
 		HP_LIST_APPEND(&m->blocked, &m->blocked_tail, &w);
 		w.linked = 1;
@@ -92,16 +94,16 @@ lg_mt_wait(struct guest *g, uint32_t waits, int (*ready)(void *), void *arg,
 }
 
 /* Wakes the oldest blocked microthreads that can go on, WAKE_BUDGET at
- * most (all of them once the guest is dead). */
+ * most (all of them once the guest is dead or stopping). */
 void
 lg_mt_wake_ready(struct guest *g)
 {
 	struct lg_blocked *w = g->mt->blocked, *next;
-	int budget = WAKE_BUDGET;
+	int budget = WAKE_BUDGET, all = g->dead || g->mt->draining;
 
-	for (; w != NULL && (budget > 0 || g->dead); w = next) {
+	for (; w != NULL && (budget > 0 || all); w = next) {
 		next = w->next;
-		if (g->dead || w->ready(w->arg) != 0) {
+		if (all || w->ready(w->arg) != 0) {
 			blocked_unlink(g->mt, w);
 			mt_wake(w->mt);
 			budget--;

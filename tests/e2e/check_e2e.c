@@ -322,17 +322,26 @@ START_TEST(test_stop_ends_a_handlers_wait)
 	int fds[2], status, i;
 	pid_t caller;
 
-	hub_start_up(&hub, NULL, _i == 0 ? STD_GUESTS
-	      "[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1\n"
-	      "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n" : STD_GUESTS
-	      "[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1 --poll\n"
-	      "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n", "p1,p2");
-	ck_assert(hub_wait_method(&hub, "p1.route_timeout,p2.wait,p2.cancels") == 0);
+	/* p1 on guest_run, in its own poll loop (guest_service), and on
+	 * microthreads (guest_run_mt); a stop_grace far past the test's
+	 * bounds, so that only p1's own exit ends it */
+	static const char *const p1s[] = {
+		"[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1\n",
+		"[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1 --poll\n",
+		"[guest p1]\nexec = @/tests/guests/mtprober\nargs = --prefix p1 --processors 2\n",
+	};
+	const char *method = _i == 2 ? "p1.call_timeout" : "p1.route_timeout";
+	char conf[512];
+
+	snprintf(conf, sizeof(conf), STD_GUESTS "%s"
+		 "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n", p1s[_i]);
+	hub_start_up(&hub, "stop_grace = 300s\n", conf, "p1,p2");
+	ck_assert(hub_wait_method(&hub, "p2.wait,p2.cancels") == 0);
+	ck_assert(hub_wait_method(&hub, method) == 0);
 	ck_assert_int_eq(pipe(fds), 0);
 	if ((caller = fork()) == 0) {
 		char *res = NULL;
-		int rc = hubctl(&hub, &res, "call", "p1.route_timeout", "p2.wait", "60000",
-				(char *)NULL);
+		int rc = hubctl(&hub, &res, "call", method, "p2.wait", "60000", (char *)NULL);
 
 		dprintf(fds[1], "%d %s%s", rc, res != NULL ? res : "", hubctl_stderr());
 		_exit(0);
@@ -880,7 +889,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_error_text);
 	tcase_add_test(tc, test_second_answer_is_refused);
 	tcase_add_test(tc, test_sigterm_is_a_clean_detach);
-	tcase_add_loop_test(tc, test_stop_ends_a_handlers_wait, 0, 2);
+	tcase_add_loop_test(tc, test_stop_ends_a_handlers_wait, 0, 3);
 	tcase_add_test(tc, test_polled_guest_and_inherited_fds);
 	tcase_add_test(tc, test_one_mib_payload);
 	tcase_add_test(tc, test_stream_with_small_credit);

@@ -270,6 +270,61 @@ START_TEST(test_callee_dies_mid_call)
 }
 END_TEST
 
+/* A guest on microthreads that stops (guest_stop) waits for its handlers
+ * to finish; meanwhile a call over a lane reaches it, which hubd no
+ * longer routes to it, and is answered "the guest is stopping" by the
+ * guest itself, not run (hubd's own refusal reads "guest m1 is
+ * stopping"). */
+START_TEST(test_stopping_microthreads_refuse_lane_calls)
+{
+	char *out = NULL, *held;
+	double until;
+	int rfd, i, refused = 0;
+	pid_t pid;
+
+	hub_start_up(&hub, "stop_grace = 300s\n",
+		     "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1 --processors 2\n"
+		     "[guest m2]\nexec = @/tests/guests/mtprober\nargs = --prefix m2\n",
+		     "m1,m2");
+	ck_assert(hub_wait_method(&hub, "m1.source,m2.source") == 0);
+	expect("m2", "m2.call", "m1.caller", "x", NULL);	/* through hubd */
+	expect_open(1);
+	/* a handler that holds m1's stop: it waits on a runtime channel,
+	 * not on the hub, so the stop does not end its wait */
+	pid = call_in_child("m1.wait", NULL, NULL, &rfd);
+	for (i = 0; i < 400; i++) {
+		json_object *a = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL);
+		int there = a != NULL && strstr(json_object_to_json_string(a), "m1.wait") != NULL;
+
+		json_object_put(a);
+		if (there)
+			break;
+		sleep_ms(25);
+	}
+	ck_assert_msg(i < 400, "m1.wait never in flight");
+	ck_assert_msg(hubctl(&hub, &out, "stop", "m1", (char *)NULL) == 0, "hubctl stop m1: %s%s",
+		      out, hubctl_stderr());
+	/* until m1 has seen the stop, it answers as before */
+	for (until = now_s() + 30; !refused && now_s() < until; sleep_ms(20)) {
+		free(out);
+		out = call("m2.call", "m1.caller", "x", NULL);
+		refused = strcmp(out, "error: user: the guest is stopping") == 0;
+		ck_assert_msg(refused || strcmp(out, "m2") == 0, "m2's call to m1: '%s'; %s", out,
+			      hub_log_tail(&hub));
+	}
+	ck_assert_msg(refused, "m2's call to m1 while it stopped: '%s'; %s", out,
+		      hub_log_tail(&hub));
+	free(out);
+	/* still held by its handler, and still stopping */
+	ck_assert_str_eq(hub_peer_state(&hub, "m1"), "stopping");
+	kill_guest("m1");
+	held = child_output(pid, rfd);
+	ck_assert_msg(strcmp(held, "ok") != 0, "m1.wait answered though its gate stayed shut");
+	free(held);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* The caller dies while its call over the lane is being handled: the
  * callee's answer goes nowhere and harms nobody; the caller's next
  * instance gets a lane of its own. */
@@ -789,6 +844,7 @@ suite_lanes(void)
 	tcase_add_loop_test(tc, test_lanes_refused_by_config, 0, 3);
 	tcase_add_loop_test(tc, test_callee_dies_mid_call, 0, 2);
 	tcase_add_test(tc, test_caller_dies_mid_call);
+	tcase_add_test(tc, test_stopping_microthreads_refuse_lane_calls);
 	tcase_add_test(tc, test_restart_reroutes);
 	tcase_add_test(tc, test_cancel_over_a_lane);
 	tcase_add_test(tc, test_own_loop_woken_by_a_lane);
@@ -815,6 +871,7 @@ suite_lanes(void)
 	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 1, 2);
 	tcase_add_test(tc, test_lane_set_up);
 	tcase_add_loop_test(tc, test_burst_on_microthreads, 1, 2);
+	tcase_add_test(tc, test_stopping_microthreads_refuse_lane_calls);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -12,7 +12,7 @@
  *			(if OPEN) TARGET.open N; answers "ok N" once all N
  *			answered "ok", else "error: K of N ok, first: <kind>"
  *   call METHOD ARG	calls METHOD(ARG: str) from its handler, answers the
- *			result or "error: <kind>"
+ *			result or "error: <kind>", "error: user: <text>"
  *   call_timeout METHOD MS  calls METHOD() with a timeout
  *   spin MS YIELD	computes for MS ms, yielding now and then if YIELD,
  *			answers "ok"
@@ -176,8 +176,10 @@ call_str(const char *method, const uint8_t *arg, size_t alen, char *out,
 	int rc;
 
 	rc = guest_call(g, method, arg, alen, res, sizeof(res), &rlen, timeout_ms);
-	if (rc != 0)
+	if (rc != 0) {
+		snprintf(out, cap, "%.*s", (int)rlen, (const char *)res);	/* its text */
 		return rc;
+	}
 	if (guest_pc_get_str(res, rlen, &pos, &s, &n) != 0)
 		return -EBADMSG;
 	snprintf(out, cap, "%.*s", (int)n, s);
@@ -276,7 +278,9 @@ call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	snprintf(method, sizeof(method), "%.*s", (int)mn, m);
 	pos = 0;
 	guest_pc_put_str(arg, sizeof(arg), &pos, a, an);
-	if ((rc = call_str(method, arg, pos, out, sizeof(out), 10000)) != 0)
+	if ((rc = call_str(method, arg, pos, out, sizeof(out), 10000)) == -EREMOTEIO)
+		reply_text(c, "error: user: %s", out);
+	else if (rc != 0)
 		reply_text(c, "error: %s", kind(rc));
 	else
 		reply_text(c, "%s", out);
