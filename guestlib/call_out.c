@@ -528,6 +528,17 @@ lg_out_fail_all(struct guest *g, int status)
 	}
 }
 
+void
+lg_out_forget_abandoned(struct guest *g)
+{
+	struct out_call *e;
+	uint32_t pos = 0;
+
+	while ((e = hp_idtab_next(&g->out, &pos)) != NULL)
+		if (e->fn == sync_done && ((struct sync_call *)e->ctx)->ev.abandoned)
+			e->fn = NULL;
+}
+
 /* The out half of lane_gone (call_in.c): each call over ln fails as one
  * through the hub does when the callee dies (Cancelled). */
 void

@@ -270,6 +270,7 @@ typedef int (*lg_msg_fn)(struct guest *g, struct hp_msg_in *m);
 struct lg_event {
 	int		done;
 	void		*waiter;	/* the runtime's: who to wake */
+	int		abandoned;	/* its waiter will never run again */
 	struct lg_event	*prev, *next;	/* the microthreads' awaiting list */
 };
 
@@ -579,6 +580,10 @@ void	lg_out_lane_gone(struct guest *g, struct lg_lane *ln);
 /* Fails every call in flight with status (the loop has ended for good:
  * nothing new can start). */
 void	lg_out_fail_all(struct guest *g, int status);
+/* Each guest_call whose lg_event is marked abandoned forgets its caller:
+ * its answer, if it comes, goes to nobody (the caller's stack is about
+ * to be freed with its microthread). */
+void	lg_out_forget_abandoned(struct guest *g);
 
 /* topics.c */
 /* Fills the dispatch table's Topic and the topics' hooks: 0, -ENOMEM. */

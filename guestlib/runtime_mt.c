@@ -435,7 +435,11 @@ guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 	rc = mt_rt_run(m->rt, NULL, NULL, &io);
 	g->rt = &lg_callback;
 	/* What is left was abandoned with its microthreads (the hub gone,
-	 * or it said goodbye: no drain). */
+	 * or it said goodbye: no drain); a call one of them awaits would
+	 * write its answer into a stack freed below */
+	for (struct lg_event *ev = m->awaiting; ev != NULL; ev = ev->next)
+		ev->abandoned = 1;
+	lg_out_forget_abandoned(g);
 	while (m->reqs != NULL)
 		req_free(g, m->reqs);
 	lg_mt_bridges_free(g);

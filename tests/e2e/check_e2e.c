@@ -315,40 +315,43 @@ END_TEST
  * stop_grace's SIGKILL came first; and hubd served a stopping guest's
  * ring no more, so its answer and Cancel were lost (r[shm.guest.detach]:
  * in-flight work completed or cancelled). */
-START_TEST(test_stop_ends_a_handlers_wait)
+/* p1 on guest_run, in its own poll loop (guest_service), and on
+ * microthreads (guest_run_mt), with the method that calls another's
+ * with a timeout */
+static const char *const p1_runtimes[] = {
+	"[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1\n",
+	"[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1 --poll\n",
+	"[guest p1]\nexec = @/tests/guests/mtprober\nargs = --prefix p1 --processors 2\n",
+};
+#define P1_CALLER(i)	((i) == 2 ? "p1.call_timeout" : "p1.route_timeout")
+
+/* Starts p1 (p1_runtimes[i]) and p2, and p1's handler waiting for
+ * p2.wait, which answers only when cancelled, called by a child; the
+ * read end of a pipe the child's "STATUS OUTPUT" comes on. */
+static pid_t
+handler_waiting(int i, const char *hub_keys, int *rfd)
 {
-	char out[256] = "";
-	double until;
-	int fds[2], status, i;
+	char conf[512];
+	int fds[2], n;
 	pid_t caller;
 
-	/* p1 on guest_run, in its own poll loop (guest_service), and on
-	 * microthreads (guest_run_mt); a stop_grace far past the test's
-	 * bounds, so that only p1's own exit ends it */
-	static const char *const p1s[] = {
-		"[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1\n",
-		"[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1 --poll\n",
-		"[guest p1]\nexec = @/tests/guests/mtprober\nargs = --prefix p1 --processors 2\n",
-	};
-	const char *method = _i == 2 ? "p1.call_timeout" : "p1.route_timeout";
-	char conf[512];
-
 	snprintf(conf, sizeof(conf), STD_GUESTS "%s"
-		 "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n", p1s[_i]);
-	hub_start_up(&hub, "stop_grace = 300s\n", conf, "p1,p2");
+		 "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n", p1_runtimes[i]);
+	hub_start_up(&hub, hub_keys, conf, "p1,p2");
 	ck_assert(hub_wait_method(&hub, "p2.wait,p2.cancels") == 0);
-	ck_assert(hub_wait_method(&hub, method) == 0);
+	ck_assert(hub_wait_method(&hub, P1_CALLER(i)) == 0);
 	ck_assert_int_eq(pipe(fds), 0);
 	if ((caller = fork()) == 0) {
 		char *res = NULL;
-		int rc = hubctl(&hub, &res, "call", method, "p2.wait", "60000", (char *)NULL);
+		int rc = hubctl(&hub, &res, "call", P1_CALLER(i), "p2.wait", "60000",
+				(char *)NULL);
 
 		dprintf(fds[1], "%d %s%s", rc, res != NULL ? res : "", hubctl_stderr());
 		_exit(0);
 	}
 	ck_assert_int_gt(caller, 0);
 	close(fds[1]);
-	for (i = 0; i < 400; i++) {
+	for (n = 0; n < 400; n++) {
 		json_object *a = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL);
 		int there = a != NULL && strstr(json_object_to_json_string(a), "p2.wait") != NULL;
 
@@ -357,10 +360,22 @@ START_TEST(test_stop_ends_a_handlers_wait)
 			break;
 		sleep_ms(25);
 	}
-	ck_assert_msg(i < 400, "p2.wait never in flight");
+	ck_assert_msg(n < 400, "p2.wait never in flight");
+	*rfd = fds[0];
+	return caller;
+}
+
+START_TEST(test_stop_ends_a_handlers_wait)
+{
+	char out[256] = "";
+	double until;
+	int rfd, status;
+	/* a stop_grace far past the test's bounds: only p1's own exit ends it */
+	pid_t caller = handler_waiting(_i, "stop_grace = 300s\n", &rfd);
+
 	expect_ctl(0, NULL, "stop", "p1", NULL);
-	read_all(fds[0], out, sizeof(out));
-	close(fds[0]);
+	read_all(rfd, out, sizeof(out));
+	close(rfd);
 	waitpid(caller, &status, 0);
 	/* the handler's own answer, not hubd's "guest p1 died" */
 	ck_assert_msg(strncmp(out, "0 error: ", 9) == 0 && strstr(out, "died") == NULL,
@@ -372,6 +387,26 @@ START_TEST(test_stop_ends_a_handlers_wait)
 	expect_exited_0("p1");
 	wait_answer("p2.cancels", "1\n");	/* the Cancel came */
 	stop_clean();
+}
+END_TEST
+
+/* The hub stops while p1's handler waits for its call: p1 ends cleanly
+ * with it, whatever its runtime, never crashing (on microthreads it did:
+ * its abandoned handler's answer slot lay on a freed stack). */
+START_TEST(test_hub_stop_while_a_handler_waits)
+{
+	char out[256] = "", *log;
+	int rfd, status;
+	pid_t caller = handler_waiting(_i, NULL, &rfd);
+
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	read_all(rfd, out, sizeof(out));
+	close(rfd);
+	waitpid(caller, &status, 0);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "fatal signal") == NULL && strstr(log, "killed by") == NULL,
+		      "%s", hub_log_tail(&hub));
+	free(log);
 }
 END_TEST
 
@@ -890,6 +925,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_second_answer_is_refused);
 	tcase_add_test(tc, test_sigterm_is_a_clean_detach);
 	tcase_add_loop_test(tc, test_stop_ends_a_handlers_wait, 0, 3);
+	tcase_add_loop_test(tc, test_hub_stop_while_a_handler_waits, 0, 3);
 	tcase_add_test(tc, test_polled_guest_and_inherited_fds);
 	tcase_add_test(tc, test_one_mib_payload);
 	tcase_add_test(tc, test_stream_with_small_credit);
