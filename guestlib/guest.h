@@ -385,13 +385,14 @@ GUEST_API int guest_run(struct guest *g);
  * guest_service_wait) ends with -ESHUTDOWN, so that a handler waiting on
  * a slow or hung callee cannot hold the guest past its stop_grace; a
  * call made after guest_run returned waits as usual. guest_run_mt does
- * the same for every microthread (see guest_run_mt). hubd asks a guest to leave
- * (hubctl stop or restart) with SIGTERM, then SIGKILL after stop_grace:
- * guest_attach installs a SIGTERM handler that calls guest_stop, so the
- * guest detaches and exits 0, a clean stop, not a crash. It does so only
- * if SIGTERM has its default action (to keep SIGTERM, install your own
- * handler, or SIG_IGN, before guest_attach), for the first guest of the
- * process; guest_detach restores the default. */
+ * the same for every microthread (see guest_run_mt). hubd asks a guest
+ * to leave (hubctl stop or restart) with SIGTERM, then SIGKILL after
+ * stop_grace: guest_attach installs a SIGTERM handler that calls
+ * guest_stop, so the guest detaches and exits 0, a clean stop, not a
+ * crash. It does so only if SIGTERM has its default action (to keep
+ * SIGTERM, install your own handler, or SIG_IGN, before guest_attach),
+ * for the first guest of the process; guest_detach restores the
+ * default. */
 GUEST_API void guest_stop(struct guest *g);
 
 /* The reason the hub gave when it ended this guest (the spec rule it
