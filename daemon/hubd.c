@@ -33,6 +33,7 @@
 #include "daemon/route.h"
 #include "daemon/services.h"
 #include "daemon/size.h"
+#include "daemon/spawn.h"
 #include "daemon/streams.h"
 #include "daemon/supervise.h"
 #include "daemon/discovery.h"
@@ -466,6 +467,7 @@ main(int argc, char *argv[])
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	spawn_raise_fd_limit(h->conf.params.max_guests);
 	notify_init();
 	/* Not ev_default_loop: that one reaps every child with waitpid(-1)
 	 * on SIGCHLD and would steal the exit statuses our pidfds report. */

@@ -88,6 +88,47 @@ free_argv(struct peer *p, char **argv)
 	free(argv);
 }
 
+/* What hubd holds open per guest: its domain and its zone's pool
+ * (memfds), its pidfd, doorbell, bell eventfd, the write end of the pipe
+ * it rings the guest on and the guest's log pipe (7), and one for a lane
+ * or a control client; beside a few dozen of its own. */
+#define FDS_PER_GUEST	8
+#define FDS_OWN		64
+
+/* The soft limit of open files hubd was started with: the guests'. 0:
+ * unknown, left as it is. */
+static rlim_t guest_nofile;
+
+void
+spawn_raise_fd_limit(uint32_t max_guests)
+{
+	rlim_t need = (rlim_t)max_guests * FDS_PER_GUEST + FDS_OWN;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+		log_warn("getrlimit(RLIMIT_NOFILE)");
+		return;
+	}
+	guest_nofile = rl.rlim_cur;
+	if (rl.rlim_cur < rl.rlim_max) {
+		struct rlimit up = { rl.rlim_max, rl.rlim_max };
+
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+			log_debug("open files: up to %llu (was %llu)",
+				  (unsigned long long)up.rlim_cur,
+				  (unsigned long long)rl.rlim_cur);
+			rl = up;
+		} else {
+			log_warn("raising RLIMIT_NOFILE to %llu", (unsigned long long)up.rlim_cur);
+		}
+	}
+	if (rl.rlim_cur < need)
+		log_warnx("max_guests = %u needs about %llu open files, but hubd may open %llu: "
+			  "guests past that fail to start (raise the hard limit: LimitNOFILE= in "
+			  "the unit, ulimit -Hn)", max_guests, (unsigned long long)need,
+			  (unsigned long long)rl.rlim_cur);
+}
+
 /* What went wrong in the child before exec, sent up the error pipe. */
 enum child_step {
 	CHILD_RLIMIT_AS,
@@ -159,6 +200,18 @@ child_limits(struct peer *p, struct child_err *ce)
 		ce->step = CHILD_RLIMIT_NOFILE;
 		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
 			return -1;
+	} else if (guest_nofile != 0) {
+		/* what hubd was started with, not what it raised itself to */
+		struct rlimit rl;
+
+		ce->step = CHILD_RLIMIT_NOFILE;
+		if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+			return -1;
+		if (rl.rlim_cur > guest_nofile) {
+			rl.rlim_cur = guest_nofile;
+			if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+				return -1;
+		}
 	}
 	return 0;
 }

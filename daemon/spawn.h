@@ -10,5 +10,11 @@
 #include "daemon/hub.h"
 
 int		spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand);
+/* At start: hubd's limit of open files raised to its hard limit, since
+ * each guest holds several (a shell's and systemd's soft limit of 1024
+ * ran out at 144 guests); a warning if max_guests still needs more. The
+ * guests get the soft limit hubd was started with back (unless
+ * limit_files), for a guest on select() takes no fd past FD_SETSIZE. */
+void		spawn_raise_fd_limit(uint32_t max_guests);
 
 #endif

@@ -286,6 +286,54 @@ START_TEST(test_guest_user_group_limits)
 }
 END_TEST
 
+/* hubd holds several fds per guest: started under a soft limit of open
+ * files too low for its guests (as a shell's or systemd's 1024 was for
+ * 144), it raises it to the hard limit and starts them all, each guest
+ * with the soft limit hubd was started with; under a hard limit too low
+ * for max_guests it says so at start. */
+START_TEST(test_open_files_limit)
+{
+	struct rlimit was, rl;
+	char guests[16384], names[2048], *log;
+	size_t gl = 0, nl = 0;
+	const int n = 24;	/* about 7 fds each: past 128 */
+	int pid;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &was), 0);
+	if (was.rlim_max < 1024)
+		return;		/* no room to raise it into */
+	for (int i = 0; i < n; i++) {
+		gl += (size_t)snprintf(guests + gl, sizeof(guests) - gl,
+				       "[guest p%d]\nexec = @/tests/guests/prober\n"
+				       "args = --prefix p%d\n", i, i);
+		nl += (size_t)snprintf(names + nl, sizeof(names) - nl, "%sp%d", i ? "," : "", i);
+	}
+	rl = (struct rlimit){ 128, was.rlim_max };
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);	/* hubd inherits it */
+	hub_start_up(&hub, "max_guests = 32\n", guests, names);
+	ck_assert_int_eq(proc_field(hub.pid, "limits", "Max open files"), (long)was.rlim_max);
+	pid = hub_peer_int(&hub, "p23", "pid");
+	ck_assert_int_eq(proc_field(pid, "limits", "Max open files"), 128);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "needs about") == NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+
+	/* no room: a warning, and the guests that fit run */
+	rl = (struct rlimit){ 128, 128 };
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	hub_start_up(&hub, "max_guests = 64\n", GUESTS, "echo,kv");
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "max_guests = 64 needs about 576 open files, but hubd may "
+			      "open 128") != NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	/* back as it was (root may raise its hard limit again; Check runs
+	 * each test in a process of its own anyway) */
+	(void)setrlimit(RLIMIT_NOFILE, &was);
+}
+END_TEST
+
 /* What /proc/PID/fd/N of a guest links to. */
 static const char *
 fd_link(int pid, int fd)
@@ -575,6 +623,7 @@ suite_ops(void)
 	tcase_add_test(tc, test_bad_control_clients);
 	tcase_add_test(tc, test_other_user_reads_but_cannot_change);
 	tcase_add_test(tc, test_guest_user_group_limits);
+	tcase_add_test(tc, test_open_files_limit);
 	tcase_add_test(tc, test_guest_memory_is_its_own);
 	tcase_add_test(tc, test_reload);
 	tcase_add_test(tc, test_inspect);
