@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 
-from conftest import BUILD, ECHO, COUNTER, PYGUEST, PYASYNC, PYGUESTS
+from conftest import BUILD, ECHO, COUNTER, PROBER, PYGUEST, PYASYNC, PYGUESTS
 
 HUBCTL = os.path.join(BUILD, "hubctl")
 
@@ -301,6 +301,32 @@ def test_asyncio(make_hub):
     h.wait(lambda: h.peer("pyasync")["state"] == "down", "pyasync down")
     death = h.last_death("pyasync")
     assert death["reason"] == "exited" and death["status"] == 0, death
+
+
+def test_asyncio_stop_ends_a_sync_handlers_wait(make_hub):
+    # as test_stop_ends_a_handlers_wait, in a guest served by serve():
+    # SIGTERM reaches the handler's blocking wait, though the loop (whose
+    # own signal handling it had) cannot run until the handler returns;
+    # stop_grace far off, so that only its own exit ends it
+    h = make_hub(PROBER + PYASYNC, keys="stop_grace = 300s\n", up=("prober", "pyasync"),
+                 wait=("aio.waitstop", "prober.wait", "prober.cancels"))
+    w = subprocess.Popen([HUBCTL, "-s", h.sock, "-t", "120", "call", "aio.waitstop"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        h.wait(lambda: any(c["method"] == "prober.wait" for c in h.ctl("calls")[1][0]["calls"]),
+               "prober.wait in flight")
+        rc, _, err = h.ctl("stop", "pyasync")
+        assert rc == 0, err
+        out, err = w.communicate(timeout=120)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    assert w.returncode != 0 and "prober.wait: the guest is stopping" in err, (out, err)
+    h.wait(lambda: h.peer("pyasync")["state"] == "down", "pyasync down")
+    death = h.last_death("pyasync")
+    assert death["reason"] == "exited" and death["status"] == 0, death
+    h.wait(lambda: h.ok("prober.cancels") == 1, "the Cancel at prober")
 
 
 WINDOW = 65536          # initial_credit of the hubs below

@@ -28,10 +28,10 @@ that raises answers Err "ExcType: message" (its traceback on stderr) and
 the guest serves on. A call that fails raises a CallError (RemoteError:
 the callee's error, HubError: the hub's, UnknownMethod, Timeout, ...),
 HubGone or Ended: all are hubguest.Error; once the guest is stopping
-(SIGTERM), a handler's wait inside run() raises Stopping. A guest that
-answers for another host (a bridge) forwards what failed there by raising
-HubUnreachable or RemoteTimeout (RemoteErrors its callers get as they
-were raised).
+(SIGTERM), a handler's blocking wait inside run() or serve() raises
+Stopping. A guest that answers for another host (a bridge) forwards what
+failed there by raising HubUnreachable or RemoteTimeout (RemoteErrors its
+callers get as they were raised).
 
 Topics, events one-to-many: a guest advertises its topic and publishes
 to it; any guest subscribes, with a handler or an iterator:

@@ -99,10 +99,10 @@ class HubGone(Error, ConnectionError):
 
 class Stopping(Error):
     """The guest is stopping (stop(), SIGTERM, SIGINT) while a handler
-    waited inside run(): for a call's answer (the callee gets a Cancel),
-    a stream's next item, a send's credit. The wait ends so that the
-    handler returns and run() with it, before hubd's stop_grace runs out;
-    the handler's caller gets this as the error text."""
+    waited inside run() or serve(): for a call's answer (the callee gets
+    a Cancel), a stream's next item, a send's credit. The wait ends so
+    that the handler returns and run() with it, before hubd's stop_grace
+    runs out; the handler's caller gets this as the error text."""
 
 
 class Ended(Error):

@@ -67,7 +67,7 @@ class Guest(Handlers, Serving, Topics):
         self._spare_tx = []             # ids of send channels nobody took
         self._answering = {}            # call pointer -> method (async handlers)
         self._stopping = False
-        self._running = False           # inside run(): a stop ends its handlers' waits
+        self._running = False           # in run() or serve(): a stop ends its handlers' waits
         self._loop = None               # the asyncio loop while serve() runs
         self._stop_future = None
         self._deferred_exc = None       # KeyboardInterrupt, SystemExit in a handler

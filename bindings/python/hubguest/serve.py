@@ -51,9 +51,9 @@ class Serving:
 
     def _serve_slice(self, ms):
         """Waits up to ms for traffic and serves it (guest_service_wait).
-        Inside run() once stopping: Stopping instead, so that a handler's
-        wait ends and the loop can (libguest's guest_stop does the same
-        for C guests)."""
+        Inside run() or serve() once stopping: Stopping instead, so that a
+        handler's wait ends and the loop can (libguest's guest_stop does
+        the same for C guests)."""
         if self._stopping and self._running:
             raise Stopping("the guest is stopping", -errno.ESHUTDOWN)
         rc = self._lib.guest_service_wait(self._handle(), ms)
@@ -120,10 +120,12 @@ class Serving:
 
     async def serve(self, detach=True):
         """Serves the guest in the running asyncio loop until stop(),
-        SIGTERM or SIGINT (handled by the loop), or the hub's goodbye; then
-        detaches (unless detach=False). The loop watches fileno() and runs
-        guest_service when it is readable and at every heartbeat; async
-        handlers run as tasks, answered when they finish."""
+        SIGTERM or SIGINT, or the hub's goodbye; then detaches (unless
+        detach=False). The loop watches fileno() and runs guest_service
+        when it is readable and at every heartbeat; async handlers run as
+        tasks, answered when they finish. A handler's blocking wait (a
+        sync handler's call, say) ends with Stopping on SIGTERM, as in
+        run(), though the loop cannot run until it returns."""
         loop = asyncio.get_running_loop()
         if self._loop is not None:
             raise Error("the guest is served already")
@@ -131,14 +133,16 @@ class Serving:
         self._stopping = False
         self._stop_future = loop.create_future()
         fd = self.fileno()
-        sigs = []
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                try:
-                    loop.add_signal_handler(sig, self.stop)
-                    sigs.append(sig)
-                except (NotImplementedError, RuntimeError):
-                    pass
+
+        def stopping():
+            # Python runs it between bytecodes, also inside a handler's
+            # blocking wait (its slices), where the loop's own signal
+            # handling would wait for the loop: the wait sees _stopping
+            # at once, the loop stops when it runs again
+            self._stopping = True
+            loop.call_soon_threadsafe(self.stop)
+        old = _install_signals(stopping)
+        self._running = True
         failure = []
 
         def service():
@@ -167,8 +171,8 @@ class Serving:
                     service()       # the heartbeat
         finally:
             loop.remove_reader(fd)
-            for sig in sigs:
-                loop.remove_signal_handler(sig)
+            self._running = False
+            _restore_signals(old)
             self._loop = None
             self._stop_future = None
             self._topics_wake()

@@ -169,6 +169,15 @@ async def meta_nested(method):
     return "%s|%s" % (mine, its)
 
 
+@g.method("aio.waitstop", "->str")
+def waitstop():
+    """A sync handler inside serve(): calls prober.wait, which answers only
+    a Cancel, for up to a minute; a stop ends the wait at once (Stopping,
+    which answers our caller), though the loop waits for us."""
+    g.call("prober.wait", timeout=60)
+    return "answered"
+
+
 async def main():
     await g.serve()
 
