@@ -9,6 +9,8 @@ import subprocess
 import tempfile
 import time
 
+import pytest
+
 from conftest import BUILD, ECHO, COUNTER, PROBER, PYGUEST, PYASYNC, PYGUESTS
 
 HUBCTL = os.path.join(BUILD, "hubctl")
@@ -303,14 +305,20 @@ def test_asyncio(make_hub):
     assert death["reason"] == "exited" and death["status"] == 0, death
 
 
-def test_asyncio_stop_ends_a_sync_handlers_wait(make_hub):
-    # as test_stop_ends_a_handlers_wait, in a guest served by serve():
-    # SIGTERM reaches the handler's blocking wait, though the loop (whose
-    # own signal handling it had) cannot run until the handler returns;
-    # stop_grace far off, so that only its own exit ends it
+@pytest.mark.parametrize("method,text", [
+    ("aio.waitstop", "prober.wait: the guest is stopping"),
+    ("aio.awaitstop", "aio.awaitstop: the guest is stopping"),
+])
+def test_asyncio_stop_ends_a_handlers_wait(make_hub, method, text):
+    # as test_stop_ends_a_handlers_wait, in a guest served by serve(): a
+    # sync handler's blocking wait (SIGTERM reaches it, though the loop,
+    # whose own signal handling it had, cannot run until it returns), and
+    # an async handler awaiting a call (cancelled where it waits); each
+    # answers, the callee gets a Cancel, the guest exits by itself
+    # (stop_grace far off)
     h = make_hub(PROBER + PYASYNC, keys="stop_grace = 300s\n", up=("prober", "pyasync"),
-                 wait=("aio.waitstop", "prober.wait", "prober.cancels"))
-    w = subprocess.Popen([HUBCTL, "-s", h.sock, "-t", "120", "call", "aio.waitstop"],
+                 wait=(method, "prober.wait", "prober.cancels"))
+    w = subprocess.Popen([HUBCTL, "-s", h.sock, "-t", "120", "call", method],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         h.wait(lambda: any(c["method"] == "prober.wait" for c in h.ctl("calls")[1][0]["calls"]),
@@ -322,7 +330,7 @@ def test_asyncio_stop_ends_a_sync_handlers_wait(make_hub):
         if w.poll() is None:
             w.kill()
             w.wait()
-    assert w.returncode != 0 and "prober.wait: the guest is stopping" in err, (out, err)
+    assert w.returncode != 0 and text in err, (out, err)
     h.wait(lambda: h.peer("pyasync")["state"] == "down", "pyasync down")
     death = h.last_death("pyasync")
     assert death["reason"] == "exited" and death["status"] == 0, death

@@ -66,6 +66,7 @@ class Guest(Handlers, Serving, Topics):
         self._spare = []                # (token, id) of receive channels nobody took
         self._spare_tx = []             # ids of send channels nobody took
         self._answering = {}            # call pointer -> method (async handlers)
+        self._handler_tasks = set()     # their tasks, while they run
         self._stopping = False
         self._running = False           # in run() or serve(): a stop ends its handlers' waits
         self._loop = None               # the asyncio loop while serve() runs

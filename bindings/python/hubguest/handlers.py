@@ -185,6 +185,11 @@ class Handlers:
             _running.reset(token)
 
     def _dispatch_in(self, call, m, data, r):
+        if self._stopping and self._loop is not None:
+            # serve() draining: its handlers finish, no new one starts
+            r.live = False
+            self._lib.guest_reply_error(call, b"the guest is stopping")
+            return
         try:
             values = m.sig.decode_args(data)
         except ValueError as e:
@@ -216,6 +221,7 @@ class Handlers:
                 return
             self._answering[call] = m
             task = asyncio.ensure_future(v, loop=loop)
+            self._handler_tasks.add(task)
             task.add_done_callback(lambda t: self._task_done(call, m, senders, t, r))
             return
         r.live = False
@@ -223,10 +229,14 @@ class Handlers:
 
     def _task_done(self, call, m, senders, task, r):
         r.live = False
+        self._handler_tasks.discard(task)
         if self._answering.pop(call, None) is None:
             return          # detached meanwhile: libguest freed the call
         if task.cancelled():
-            self._answer(call, m, senders, None, asyncio.CancelledError("cancelled"))
+            # serve() cancels what still runs when the guest stops
+            self._answer(call, m, senders, None,
+                         Stopping("%s: the guest is stopping" % m.name, -errno.ESHUTDOWN)
+                         if self._stopping else asyncio.CancelledError("cancelled"))
             return
         e = task.exception()
         self._answer(call, m, senders, None if e else task.result(), e)

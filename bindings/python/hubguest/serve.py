@@ -125,7 +125,12 @@ class Serving:
         when it is readable and at every heartbeat; async handlers run as
         tasks, answered when they finish. A handler's blocking wait (a
         sync handler's call, say) ends with Stopping on SIGTERM, as in
-        run(), though the loop cannot run until it returns."""
+        run(), though the loop cannot run until it returns. On a stop the
+        async handlers still running are cancelled where they wait (a call
+        they await gets a Cancel) and answer "METHOD: the guest is
+        stopping" (one that catches the cancel answers what it returns);
+        serve() returns once they all have, a call that comes meanwhile
+        answered so at once."""
         loop = asyncio.get_running_loop()
         if self._loop is not None:
             raise Error("the guest is served already")
@@ -145,8 +150,10 @@ class Serving:
         self._running = True
         failure = []
 
+        draining = []       # once stopped: its handlers still finish
+
         def service():
-            if self._h is None or self._stop_future.done():
+            if self._h is None or (self._stop_future.done() and not draining):
                 return
             try:
                 self.service()
@@ -169,6 +176,9 @@ class Serving:
                                            0.02 if t is None else max(t, 0.001))
                 except asyncio.TimeoutError:
                     service()       # the heartbeat
+            if self._stopping and not failure:
+                draining.append(True)
+                await self._drain(service)
         finally:
             loop.remove_reader(fd)
             self._running = False
@@ -180,6 +190,19 @@ class Serving:
                 self.detach()     # handlers still running: never answered
         if failure:
             raise failure[0]
+
+    async def _drain(self, service):
+        """serve()'s end: each async handler still running is cancelled
+        and waited for, the guest served meanwhile (their answers go out,
+        the heartbeat goes on); hubd's stop_grace bounds a handler that
+        does not end."""
+        tasks = list(self._handler_tasks)
+        for t in tasks:
+            t.cancel()
+        while self._h is not None and any(not t.done() for t in tasks):
+            t = self.service_timeout()
+            await asyncio.wait(tasks, timeout=0.02 if t is None else max(t, 0.001))
+            service()
 
     def _defer(self, exc):
         """An exception that must reach whoever serves (C is in between):
@@ -203,6 +226,9 @@ class Serving:
         if self._loop is None:
             raise Error("await a call in a guest served by serve() (or use result())")
         fut = loop.create_future()
+        # whoever awaited it cancelled (a task cancelled, wait_for's
+        # timeout, serve()'s stop): the callee is told, as on a timeout
+        fut.add_done_callback(lambda f: call.cancel() if f.cancelled() else None)
 
         def done(c):
             if fut.done():

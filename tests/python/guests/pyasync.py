@@ -178,6 +178,14 @@ def waitstop():
     return "answered"
 
 
+@g.method("aio.awaitstop", "->str")
+async def awaitstop():
+    """The same awaited: a stop cancels us where we wait (prober gets a
+    Cancel) and answers "aio.awaitstop: the guest is stopping"."""
+    await g.call_async("prober.wait", timeout=60)
+    return "answered"
+
+
 async def main():
     await g.serve()
 
