@@ -332,7 +332,7 @@ static pid_t
 handler_waiting(int i, const char *hub_keys, int *rfd)
 {
 	char conf[512];
-	int fds[2], n;
+	int fds[2];
 	pid_t caller;
 
 	snprintf(conf, sizeof(conf), STD_GUESTS "%s"
@@ -351,16 +351,7 @@ handler_waiting(int i, const char *hub_keys, int *rfd)
 	}
 	ck_assert_int_gt(caller, 0);
 	close(fds[1]);
-	for (n = 0; n < 400; n++) {
-		json_object *a = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL);
-		int there = a != NULL && strstr(json_object_to_json_string(a), "p2.wait") != NULL;
-
-		json_object_put(a);
-		if (there)
-			break;
-		sleep_ms(25);
-	}
-	ck_assert_msg(n < 400, "p2.wait never in flight");
+	ck_assert_msg(hub_wait_in_flight(&hub, "p2.wait") == 0, "p2.wait never in flight");
 	*rfd = fds[0];
 	return caller;
 }

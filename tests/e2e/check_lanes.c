@@ -279,7 +279,7 @@ START_TEST(test_stopping_microthreads_refuse_lane_calls)
 {
 	char *out = NULL, *held;
 	double until;
-	int rfd, i, refused = 0;
+	int rfd, refused = 0;
 	pid_t pid;
 
 	hub_start_up(&hub, "stop_grace = 300s\n",
@@ -292,16 +292,7 @@ START_TEST(test_stopping_microthreads_refuse_lane_calls)
 	/* a handler that holds m1's stop: it waits on a runtime channel,
 	 * not on the hub, so the stop does not end its wait */
 	pid = call_in_child("m1.wait", NULL, NULL, &rfd);
-	for (i = 0; i < 400; i++) {
-		json_object *a = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL);
-		int there = a != NULL && strstr(json_object_to_json_string(a), "m1.wait") != NULL;
-
-		json_object_put(a);
-		if (there)
-			break;
-		sleep_ms(25);
-	}
-	ck_assert_msg(i < 400, "m1.wait never in flight");
+	ck_assert_msg(hub_wait_in_flight(&hub, "m1.wait") == 0, "m1.wait never in flight");
 	ck_assert_msg(hubctl(&hub, &out, "stop", "m1", (char *)NULL) == 0, "hubctl stop m1: %s%s",
 		      out, hubctl_stderr());
 	/* until m1 has seen the stop, it answers as before */

@@ -812,6 +812,24 @@ hub_wait_method(struct hub_proc *h, const char *methods)
 	return -1;
 }
 
+int
+hub_wait_in_flight(struct hub_proc *h, const char *method)
+{
+	char quoted[256];
+
+	snprintf(quoted, sizeof(quoted), "\"%s\"", method);
+	for (int i = 0; i < 400; i++) {
+		json_object *a = hub_request(h, "{\"cmd\":\"calls\"}", NULL);
+		int there = a != NULL && strstr(json_object_to_json_string(a), quoted) != NULL;
+
+		json_object_put(a);
+		if (there)
+			return 0;
+		sleep_ms(25);
+	}
+	return -1;
+}
+
 json_object *
 json_get(json_object *o, const char *key)
 {

@@ -213,28 +213,32 @@ def test_sigterm_is_a_clean_detach(hub):
     assert hub.ok("py.str", "back") == "back!"
 
 
-def test_stop_ends_a_handlers_wait(hub):
-    # a handler waits for an answer that comes only with a Cancel;
-    # hubctl stop: the wait ends (Stopping), the callee gets the Cancel,
-    # the handler's caller the error, and the guest exits by itself,
-    # not killed after stop_grace (what it did before)
-    w = subprocess.Popen([HUBCTL, "-s", hub.sock, "-t", "120", "call", "py.waitstop"],
+def stop_while_waiting(h, guest, method, text):
+    """Calls method, whose handler waits for prober.wait (answered only
+    with a Cancel), then hubctl stop guest: the wait ends (Stopping), the
+    callee gets the Cancel, the handler's caller an error with text, and
+    the guest exits by itself, not killed after stop_grace."""
+    w = subprocess.Popen([HUBCTL, "-s", h.sock, "-t", "120", "call", method],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        hub.wait(lambda: any(c["method"] == "prober.wait" for c in hub.ctl("calls")[1][0]["calls"]),
-                 "prober.wait in flight")
-        rc, _, err = hub.ctl("stop", "pyguest")
+        h.wait(lambda: any(c["method"] == "prober.wait" for c in h.ctl("calls")[1][0]["calls"]),
+               "prober.wait in flight")
+        rc, _, err = h.ctl("stop", guest)
         assert rc == 0, err
         out, err = w.communicate(timeout=120)
     finally:
         if w.poll() is None:
             w.kill()
             w.wait()
-    assert w.returncode != 0 and "prober.wait: the guest is stopping" in err, (out, err)
-    hub.wait(lambda: hub.peer("pyguest")["state"] == "down", "pyguest down")
-    death = hub.last_death("pyguest")
+    assert w.returncode != 0 and text in err, (out, err)
+    h.wait(lambda: h.peer(guest)["state"] == "down", "%s down" % guest)
+    death = h.last_death(guest)
     assert death["reason"] == "exited" and death["status"] == 0, death
-    hub.wait(lambda: hub.ok("prober.cancels") == 1, "the Cancel at prober")
+    h.wait(lambda: h.ok("prober.cancels") == 1, "the Cancel at prober")
+
+
+def test_stop_ends_a_handlers_wait(hub):
+    stop_while_waiting(hub, "pyguest", "py.waitstop", "prober.wait: the guest is stopping")
 
 
 def test_stop_then_start_back_to_back(hub):
@@ -310,31 +314,13 @@ def test_asyncio(make_hub):
     ("aio.awaitstop", "aio.awaitstop: the guest is stopping"),
 ])
 def test_asyncio_stop_ends_a_handlers_wait(make_hub, method, text):
-    # as test_stop_ends_a_handlers_wait, in a guest served by serve(): a
-    # sync handler's blocking wait (SIGTERM reaches it, though the loop,
-    # whose own signal handling it had, cannot run until it returns), and
-    # an async handler awaiting a call (cancelled where it waits); each
-    # answers, the callee gets a Cancel, the guest exits by itself
-    # (stop_grace far off)
+    # the same in a guest served by serve(): a sync handler's blocking
+    # wait (SIGTERM reaches it, though the loop, whose own signal handling
+    # it had, cannot run until it returns), and an async handler awaiting
+    # a call (cancelled where it waits); stop_grace far off
     h = make_hub(PROBER + PYASYNC, keys="stop_grace = 300s\n", up=("prober", "pyasync"),
                  wait=(method, "prober.wait", "prober.cancels"))
-    w = subprocess.Popen([HUBCTL, "-s", h.sock, "-t", "120", "call", method],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        h.wait(lambda: any(c["method"] == "prober.wait" for c in h.ctl("calls")[1][0]["calls"]),
-               "prober.wait in flight")
-        rc, _, err = h.ctl("stop", "pyasync")
-        assert rc == 0, err
-        out, err = w.communicate(timeout=120)
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.wait()
-    assert w.returncode != 0 and text in err, (out, err)
-    h.wait(lambda: h.peer("pyasync")["state"] == "down", "pyasync down")
-    death = h.last_death("pyasync")
-    assert death["reason"] == "exited" and death["status"] == 0, death
-    h.wait(lambda: h.ok("prober.cancels") == 1, "the Cancel at prober")
+    stop_while_waiting(h, "pyasync", method, text)
 
 
 WINDOW = 65536          # initial_credit of the hubs below
