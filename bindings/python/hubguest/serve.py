@@ -200,8 +200,8 @@ class Serving:
         for t in tasks:
             t.cancel()
         while self._h is not None and any(not t.done() for t in tasks):
-            t = self.service_timeout()
-            await asyncio.wait(tasks, timeout=0.02 if t is None else max(t, 0.001))
+            beat = self.service_timeout()
+            await asyncio.wait(tasks, timeout=0.02 if beat is None else max(beat, 0.001))
             service()
 
     def _defer(self, exc):
