@@ -293,7 +293,7 @@ END_TEST
  * for max_guests it says so at start. */
 START_TEST(test_open_files_limit)
 {
-	struct rlimit was, rl;
+	struct rlimit was;
 	char guests[16384], names[2048], *log;
 	size_t gl = 0, nl = 0;
 	const int n = 24;	/* about 7 fds each: past 128 */
@@ -308,8 +308,7 @@ START_TEST(test_open_files_limit)
 				       "args = --prefix p%d\n", i, i);
 		nl += (size_t)snprintf(names + nl, sizeof(names) - nl, "%sp%d", i ? "," : "", i);
 	}
-	rl = (struct rlimit){ 128, was.rlim_max };
-	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);	/* hubd inherits it */
+	hub_next_nofile(128, was.rlim_max);
 	hub_start_up(&hub, "max_guests = 32\n", guests, names);
 	ck_assert_int_eq(proc_field(hub.pid, "limits", "Max open files"), (long)was.rlim_max);
 	pid = hub_peer_int(&hub, "p23", "pid");
@@ -320,17 +319,13 @@ START_TEST(test_open_files_limit)
 	ck_assert_int_eq(hub_stop(&hub), 0);
 
 	/* no room: a warning, and the guests that fit run */
-	rl = (struct rlimit){ 128, 128 };
-	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	hub_next_nofile(128, 128);
 	hub_start_up(&hub, "max_guests = 64\n", GUESTS, "echo,kv");
 	log = hub_log(&hub);
 	ck_assert_msg(strstr(log, "max_guests = 64 needs about 576 open files, but hubd may "
 			      "open 128") != NULL, "%s", hub_log_tail(&hub));
 	free(log);
 	ck_assert_int_eq(hub_stop(&hub), 0);
-	/* back as it was (root may raise its hard limit again; Check runs
-	 * each test in a process of its own anyway) */
-	(void)setrlimit(RLIMIT_NOFILE, &was);
 }
 END_TEST
 

@@ -229,12 +229,22 @@ alive(pid_t pid)
 	return p[2] != 'Z' && p[2] != 'X';
 }
 
+static struct rlimit next_nofile;
+
+void
+hub_next_nofile(rlim_t soft, rlim_t hard)
+{
+	next_nofile = (struct rlimit){ soft, hard };
+}
+
 int
 hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 {
 	const char *s;
 
 	memset(h, 0, sizeof(*h));
+	h->nofile = next_nofile;
+	next_nofile = (struct rlimit){ 0, 0 };
 	h->n = hub_count++;
 	snprintf(h->conf, sizeof(h->conf), "%s/hub%d.conf", run_dir, h->n);
 	snprintf(h->log, sizeof(h->log), "%s/hub%d.log", run_dir, h->n);
@@ -323,6 +333,8 @@ hub_restart(struct hub_proc *h)
 	if (h->pid == 0) {
 		/* hubd stops with the test, even one that failed */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (h->nofile.rlim_cur != 0 && setrlimit(RLIMIT_NOFILE, &h->nofile) != 0)
+			_exit(126);
 		fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		dup2(fd, 1);
 		dup2(fd, 2);

@@ -4,6 +4,7 @@
 #ifndef HUB_HARNESS_H
 #define HUB_HARNESS_H
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <json-c/json.h>
@@ -14,6 +15,7 @@ struct hub_proc {
 	char	conf[256];
 	char	log[256];
 	char	sock[256];
+	struct rlimit nofile;		/* hubd's limit of open files; 0: ours */
 };
 
 /* Unchecked fixture: a private directory and path prefix for this run;
@@ -58,6 +60,10 @@ unsigned long long json_u64(json_object *o, const char *a, const char *b, const 
  * named name, received as hubctl inspect receives it (SCM_RIGHTS); the
  * caller closes it. -1 when there is none. */
 int hub_domain_fd(struct hub_proc *h, const char *kind, const char *name);
+/* The limit of open files (soft, hard) the next hub_start's hubd starts
+ * with, set in its process alone before exec (the test's own stays as it
+ * is, so a test needs no root to put it back); its hub_restarts keep it. */
+void hub_next_nofile(rlim_t soft, rlim_t hard);
 /* Starts hubd again on the same config and paths. */
 int hub_restart(struct hub_proc *h);
 /* SIGTERM, wait up to 15 s; returns hubd's exit status, or -1 if it had to
