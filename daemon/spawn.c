@@ -95,9 +95,9 @@ free_argv(struct peer *p, char **argv)
 #define FDS_PER_GUEST	8
 #define FDS_OWN		64
 
-/* The soft limit of open files hubd was started with: the guests'. 0:
+/* The limit of open files hubd was started with: the guests'. Soft 0:
  * unknown, left as it is. */
-static rlim_t guest_nofile;
+static struct rlimit guest_nofile;
 
 void
 spawn_raise_fd_limit(uint32_t max_guests)
@@ -109,7 +109,7 @@ spawn_raise_fd_limit(uint32_t max_guests)
 		log_warn("getrlimit(RLIMIT_NOFILE)");
 		return;
 	}
-	guest_nofile = rl.rlim_cur;
+	guest_nofile = rl;
 	if (rl.rlim_cur < rl.rlim_max) {
 		struct rlimit up = { rl.rlim_max, rl.rlim_max };
 
@@ -200,18 +200,11 @@ child_limits(struct peer *p, struct child_err *ce)
 		ce->step = CHILD_RLIMIT_NOFILE;
 		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
 			return -1;
-	} else if (guest_nofile != 0) {
+	} else if (guest_nofile.rlim_cur != 0) {
 		/* what hubd was started with, not what it raised itself to */
-		struct rlimit rl;
-
 		ce->step = CHILD_RLIMIT_NOFILE;
-		if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		if (setrlimit(RLIMIT_NOFILE, &guest_nofile) != 0)
 			return -1;
-		if (rl.rlim_cur > guest_nofile) {
-			rl.rlim_cur = guest_nofile;
-			if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-				return -1;
-		}
 	}
 	return 0;
 }
