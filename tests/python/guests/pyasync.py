@@ -37,6 +37,23 @@ async def sleep(ms):
     return ms
 
 
+_meeting = []
+
+
+@g.method("aio.meet", "u64->u64")
+async def meet(n):
+    """Returns once n calls of it are in their handlers at once, which only
+    handlers running side by side can do."""
+    here = asyncio.get_running_loop().create_future()
+    _meeting.append(here)
+    if len(_meeting) >= n:
+        for f in _meeting:
+            if not f.done():
+                f.set_result(len(_meeting))
+        _meeting.clear()
+    return await here
+
+
 @g.method("aio.both", "str->str")
 async def both(text):
     a, b = await asyncio.gather(g.call_async("echo.echo", text, timeout=5),
