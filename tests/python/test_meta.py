@@ -3,8 +3,12 @@
 (hubguest.current_call()), the calls it makes inherit both (a sync handler
 and an async one's task), deadline= and trace= override them."""
 import os
+import signal
+import subprocess
 
-from conftest import PROBER, PYASYNC, PYGUEST
+from conftest import BUILD, PROBER, PYASYNC, PYGUEST
+
+HUBCTL = os.path.join(BUILD, "hubctl")
 
 TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -45,3 +49,32 @@ def test_handler_reads_and_calls_inherit(make_hub):
     d, t = shown(call_meta(h, "py.meta_override", "py.meta"))
     assert d == 0 and t.startswith("00-") and t[:35] != TP[:35]
     assert os.path.exists(h.sock)
+
+
+def test_awaited_call_ends_at_the_inherited_deadline(make_hub):
+    # an async handler awaits a call that is never answered, with no
+    # timeout of its own: its caller's deadline (500 ms) ends the wait,
+    # and the callee gets a Cancel (before, the await waited for ever)
+    h = make_hub(PROBER + PYASYNC, up=("prober", "pyasync"),
+                 wait=("aio.callwait", "prober.wait", "prober.cancels"))
+    h.ctl("call", "--timeout", "500", "aio.callwait")
+    h.wait(lambda: h.ok("prober.cancels") == 1, "the Cancel at prober")
+
+
+def test_awaited_call_cancelled_says_why(make_hub):
+    # the callee dies while an async handler awaits its call: Cancelled,
+    # with the hub's text
+    h = make_hub(PROBER + PYASYNC, up=("prober", "pyasync"), wait=("aio.callwait", "prober.wait"))
+    pid = h.peer("prober")["pid"]
+    w = subprocess.Popen([HUBCTL, "-s", h.sock, "-t", "60", "call", "aio.callwait"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        h.wait(lambda: any(c["method"] == "prober.wait" for c in h.ctl("calls")[1][0]["calls"]),
+               "prober.wait in flight")
+        os.kill(pid, signal.SIGKILL)
+        out, err = w.communicate(timeout=60)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    assert w.returncode == 0 and out == "Cancelled: guest prober died\n", (out, err)

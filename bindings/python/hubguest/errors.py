@@ -81,7 +81,13 @@ class InvalidPayload(CallError):
 
 
 class Cancelled(CallError):
-    """The callee answered Cancelled."""
+    """The call was cancelled: the callee answered Cancelled, or the hub
+    did for it (its guest died while serving the call). .message is the
+    text that came with it ("guest NAME died"), else "cancelled"."""
+
+    def __init__(self, method, message=None):
+        self.message = message or "cancelled"
+        super().__init__("%s: %s" % (method, self.message), -errno.ECANCELED, method)
 
 
 class Timeout(CallError, TimeoutError):
@@ -146,7 +152,7 @@ def call_error(method, code, text=None, reason=None):
         return InvalidPayload("%s: invalid payload (the arguments do not match the "
                               "method's signature)" % method, code, method)
     if code == -errno.ECANCELED:
-        return Cancelled("%s: cancelled" % method, code, method)
+        return Cancelled(method, text)
     if code == -errno.ETIMEDOUT:
         return Timeout("%s: no answer in time" % method, code, method)
     if code == -errno.EMSGSIZE:

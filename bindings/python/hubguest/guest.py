@@ -23,6 +23,7 @@ import itertools
 import signal
 import sys
 import threading
+import time
 
 from . import _lib
 from ._lib import CallOpts
@@ -216,8 +217,11 @@ class Guest(Handlers, Serving, Topics):
         if c.done() and c._exc is not None and isinstance(c._exc, (TypeError, ValueError)) \
                 and not isinstance(c._exc, Error):
             raise c._exc
-        if timeout is not None and self._loop is not None and not c.done():
-            c._timer = self._loop.call_later(timeout, c._expire)
+        # awaited: the deadline (the timeout's, or the one inherited from
+        # the handled call) ends the wait; result() checks it itself
+        if c._deadline is not None and self._loop is not None and not c.done():
+            c._timer = self._loop.call_later(max(0.0, c._deadline - time.monotonic()),
+                                             c._expire)
         return c
 
     def call(self, method, *args, timeout=None, signature=None, deadline=INHERIT,

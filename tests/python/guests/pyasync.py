@@ -176,6 +176,17 @@ async def timeout():
     return "no timeout"
 
 
+@g.method("aio.callwait", "->str")
+async def callwait():
+    """Awaits prober.wait (answered only with a Cancel) with no timeout of
+    its own: what ended the wait, as "ExcType: message"."""
+    try:
+        await g.call_async("prober.wait")
+    except hubguest.CallError as e:
+        return "%s: %s" % (type(e).__name__, getattr(e, "message", e))
+    return "answered"
+
+
 @g.method("aio.meta_nested", "str->str")
 async def meta_nested(method):
     """As pyguest's: from an async handler, the call made from a task of
