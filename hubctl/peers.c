@@ -14,16 +14,26 @@
 #include "hubctl/hubctl.h"
 #include "proto/clock.h"
 
-/* How a death ended, brief: "crashed SIGSEGV", "hung SIGKILL", "exited 1"
- * (a hubd that does not name signals: "crashed 11"). */
+/* Whether a death's status means something to people: a spawn that
+ * failed has its errno there, which its detail says in words. */
+static int
+status_shown(json_object *d)
+{
+	return strcmp(js_text(d, "reason"), "spawn failed") != 0;
+}
+
+/* How a death ended, brief: "crashed SIGSEGV", "hung SIGKILL", "exited 1",
+ * "spawn failed" (a hubd that does not name signals: "crashed 11"). */
 static const char *
 death_cause(char *buf, size_t len, json_object *d)
 {
 	if (*js_text(d, "signal") != '\0')
 		snprintf(buf, len, "%s %s", js_text(d, "reason"), js_text(d, "signal"));
-	else
+	else if (status_shown(d))
 		snprintf(buf, len, "%s %d", js_text(d, "reason"),
 			 json_object_get_int(js_get(d, "status")));
+	else
+		snprintf(buf, len, "%s", js_text(d, "reason"));
 	return buf;
 }
 
@@ -60,16 +70,19 @@ death_text(char *buf, size_t len, json_object *d)
 {
 	uint64_t when = js_ns(js_get(d, "time"), HP_NS_PER_S), now = hp_clock_ns(CLOCK_REALTIME);
 	time_t t = (time_t)(when / HP_NS_PER_S);
-	char at[32] = "?", ago[24], sig[48] = "", serving[320];
+	char at[32] = "?", ago[24], status[80] = "", serving[320];
 	struct tm tm;
 
 	if (localtime_r(&t, &tm) != NULL)
 		strftime(at, sizeof(at), "%Y-%m-%d %H:%M:%S", &tm);
-	if (*js_text(d, "signal") != '\0')
-		snprintf(sig, sizeof(sig), " (%s)", js_text(d, "signal"));
-	snprintf(buf, len, "%s (%s ago): %s, status %d%s%s%s%s", at,
+	if (status_shown(d))
+		snprintf(status, sizeof(status), ", status %d%s%s%s",
+			 json_object_get_int(js_get(d, "status")),
+			 *js_text(d, "signal") ? " (" : "", js_text(d, "signal"),
+			 *js_text(d, "signal") ? ")" : "");
+	snprintf(buf, len, "%s (%s ago): %s%s%s%s%s", at,
 		 duration_text(ago, sizeof(ago), now > when ? now - when : 0), js_text(d, "reason"),
-		 json_object_get_int(js_get(d, "status")), sig, *js_text(d, "detail") ? ", " : "",
+		 status, *js_text(d, "detail") ? ", " : "",
 		 js_text(d, "detail"), death_serving(serving, sizeof(serving), d));
 }
 

@@ -208,8 +208,13 @@ while :; do
 	fi
 	if peers=$("$hubctl" -s "$sock" -j -t 2 peers 2>/dev/null); then
 		pids="$pids $(echo "$peers" | grep -o '"pid":[0-9]*' | sed 's/.*://')"
-		if echo "$peers" | grep -q '"restarts":[1-9]'; then
-			why="a guest died: $("$hubctl" -s "$sock" peers 2>&1)"
+		# the first guest with a death (names are A-Z a-z 0-9 _ . -):
+		# its last one, as hubctl peers NAME says it
+		dead=$(echo "$peers" | sed 's/{"name":"/\n/g' | grep '"deaths":\[{' |
+			head -n 1 | sed 's/".*//')
+		if [ -n "$dead" ]; then
+			why="guest $dead died: $("$hubctl" -s "$sock" peers "$dead" 2>&1 |
+				sed -n 's/^death 1: [^(]*([^)]*): //p')"
 			break
 		fi
 		if ! echo "$peers" | grep -o '"state":"[^"]*"' | grep -qv '"up"'; then

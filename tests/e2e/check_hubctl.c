@@ -204,6 +204,39 @@ START_TEST(test_hub_run_help)
 }
 END_TEST
 
+/* hub-run with a guest that cannot start: it says which and why at
+ * once (exit 125), rather than waiting for -t to run out; a spawn that
+ * fails too (it once counted only deaths that restarted). */
+START_TEST(test_hub_run_says_which_guest_died)
+{
+	static const struct {
+		const char *guest, *said;
+	} cases[] = {
+		{ "bad=/nonexistent/guest",
+		  "hub-run: guest bad died: spawn failed, exec /nonexistent/guest: "
+		  "No such file or directory\n" },
+		{ "quits=/bin/false", "hub-run: guest quits died: exited, status 1\n" },
+	};
+	char cmd[800], out[16384];
+	size_t n;
+	FILE *f;
+	int status;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "TMPDIR='%s' '%s' -t 300 -g '%s' -- true 2>&1",
+			 harness_dir(), bin("hub-run"), cases[i].guest);
+		ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+		n = fread(out, 1, sizeof(out) - 1, f);
+		out[n] = '\0';
+		status = pclose(f);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 125, "status %d: %s",
+			      status, out);
+		ck_assert_msg(strstr(out, cases[i].said) != NULL, "no '%s' in: %s", cases[i].said,
+			      out);
+	}
+}
+END_TEST
+
 /* A malformed signature is refused with what is wrong and where: by
  * libguest before it asks (on the guest's stderr: hubctl logs), by hubd
  * when a guest sends it anyway (its answer, and its log). */
@@ -302,6 +335,7 @@ suite_hubctl(void)
 	tcase_add_test(tc, test_methods_grouped);
 	tcase_add_test(tc, test_bad_signature_said);
 	tcase_add_test(tc, test_hub_run_help);
+	tcase_add_test(tc, test_hub_run_says_which_guest_died);
 	tcase_add_test(tc, test_check_man_commands);
 	suite_add_tcase(s, tc);
 	return s;

@@ -459,7 +459,7 @@ END_TEST
 /* Smaller defect: spawn failures were cut at 63 characters. */
 START_TEST(test_long_spawn_detail)
 {
-	char path[200], guests[512], want[300];
+	char path[200], guests[512], want[300], *out;
 
 	memset(path, 'x', sizeof(path) - 1);
 	path[sizeof(path) - 1] = '\0';
@@ -470,6 +470,15 @@ START_TEST(test_long_spawn_detail)
 	ck_assert(wait_state("missing", "down", 10) == 0);
 	ck_assert_str_eq(last_death("missing", "reason"), "spawn failed");
 	ck_assert_str_eq(last_death("missing", "detail"), want);
+	/* hubctl peers says why in words: no bare errno before them */
+	hubctl_ok(&hub, &out, "peers", "missing", (char *)NULL);
+	snprintf(want, sizeof(want), "spawn failed, exec %s: No such file or directory\n", path);
+	ck_assert_msg(strstr(out, want) != NULL, "hubctl peers missing: %s", out);
+	free(out);
+	hubctl_ok(&hub, &out, "peers", (char *)NULL);
+	snprintf(want, sizeof(want), "  spawn failed exec /nonexistent/");
+	ck_assert_msg(strstr(out, want) != NULL, "hubctl peers: %s", out);
+	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
