@@ -157,6 +157,11 @@ cmd_emit(struct client *c, const struct control_req *r)
 		client_reply_error(c, "no such topic: nobody publishes or subscribes to it");
 		return;
 	}
+	/* its subscribers (guest_wait_method too) trust it to say what is */
+	if (t->host_owned) {
+		client_reply_error(c, "hubd publishes this topic itself: nobody else may");
+		return;
+	}
 	if (!t->has_sig) {
 		client_reply_error(c, "the topic has no signature yet: nobody advertised it");
 		return;

@@ -56,6 +56,16 @@ static void client_close(struct client *c);
 static void spare_take(struct hub *h);
 static void client_process(struct client *c);
 
+/* Whether c holds what only its going ends (a call, a listen, a monitor)
+ * while it is not read (it shut down its side, its lines fill the buffer,
+ * its upload waits for credit): read_cb cannot see it go then, so
+ * timer_cb looks once a second. */
+static int
+held_unread(const struct client *c)
+{
+	return c->feed_wait || ((c->calling || c->monitoring) && !ev_is_active(&c->rw));
+}
+
 /* Reading requests: while none is too long or waits to be served behind
  * unread answers. Also while a call runs, so that a client that goes
  * away is seen at once. */
@@ -69,6 +79,10 @@ client_watch(struct client *c)
 		ev_io_start(loop, &c->rw);
 	else
 		ev_io_stop(loop, &c->rw);
+	if (held_unread(c) && (!ev_is_active(&c->tw) || ev_timer_remaining(loop, &c->tw) > 1)) {
+		c->tw.repeat = 1;
+		ev_timer_again(loop, &c->tw);
+	}
 }
 
 static void
@@ -92,13 +106,19 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 			k = k > HP_FDPASS_MAX ? HP_FDPASS_MAX : k;
 			n = hp_fdpass_send(c->fd, c->out + c->outpos, 1, c->fds + c->fds_sent, k);
-			if (n == 1 && (c->fds_sent += k) == c->nfds)
+			if (n == 1 && (c->fds_sent += k) == c->nfds) {
 				client_drop_fds(c);	/* the receiver has its own */
-			else if (n < 0)
+				/* the requests after it may be taken now */
+				ev_feed_event(loop, &c->rw, EV_READ);
+			} else if (n < 0)
 				errno = (int)-n;
 		} else {
-			n = send(c->fd, c->out + c->outpos, client_unsent(c),
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+			size_t len = client_unsent(c);
+
+			/* up to the answer whose fds go with its first byte */
+			if (c->fds_sent < c->nfds && c->fds_at - c->written < len)
+				len = (size_t)(c->fds_at - c->written);
+			n = send(c->fd, c->out + c->outpos, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -175,8 +195,10 @@ client_process(struct client *c)
 {
 	char *nl;
 
+	/* one answer's fds at a time: the next request waits until they
+	 * are handed over (write_cb) */
 	while ((!c->calling || c->feeding) && !c->feed_wait && !c->monitoring && !c->closing &&
-	       !c->broken &&
+	       !c->broken && c->nfds == 0 &&
 	       client_unsent(c) < OUT_HIGH && (nl = memchr(c->in, '\n', c->inlen)) != NULL) {
 		size_t n = (size_t)(nl - c->in);
 		char *line = malloc(n + 1);
@@ -278,10 +300,8 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_tstamp now = ev_now(loop), since;
 
 	(void)revents;
-	/* a client whose upload waits for the callee's credit is not read
-	 * (its lines wait, its buffer may be full): whether it went is
-	 * seen here, once a second, and its call abandoned */
-	if (c->feed_wait && peer_gone(c->fd)) {
+	/* gone while not read: what it held is let go */
+	if (held_unread(c) && peer_gone(c->fd)) {
 		client_close(c);
 		return;
 	}
@@ -298,7 +318,7 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		since = c->rx_at > c->tx_at ? c->rx_at : c->tx_at;
 	if (now - since < timeout) {
 		w->repeat = since + timeout - now;
-		if (c->feed_wait && w->repeat > 1)
+		if (held_unread(c) && w->repeat > 1)
 			w->repeat = 1;
 		ev_timer_again(loop, w);
 		return;

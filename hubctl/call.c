@@ -50,8 +50,18 @@ print_value(json_object *v)
 			putchar('\n');
 		free(buf);
 	}
-	else if (v != NULL)
-		printf("%s\n", json_object_to_json_string_ext(v, JSON_OUT_FLAGS));
+	else if (v != NULL) {
+		/* JSON escapes C0 controls only: DEL and C1 in its strings
+		 * (a guest's) are escaped as in a string result */
+		const char *s = json_object_to_json_string_ext(v, JSON_OUT_FLAGS);
+		size_t n = strlen(s);
+		char *buf = malloc(4 * n + 1);
+
+		if (buf == NULL)
+			err(2, NULL);
+		printf("%s\n", escape_text(buf, 4 * n + 1, s, n, 0));
+		free(buf);
+	}
 }
 
 /* A call's result: nothing for unit, null for an opt's none (and for

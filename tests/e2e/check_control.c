@@ -5,6 +5,7 @@
  * views (top, on a terminal and not; stats -w), peers NAME, its JSON and
  * its errors. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -1206,6 +1207,149 @@ START_TEST(test_idle_clients_closed)
 }
 END_TEST
 
+#define PROBER	"[guest prober]\nexec = @/tests/guests/prober\n"
+
+/* hubd's open files now, but for topics' memory (made at a topic's first
+ * subscriber, kept while the topic is). */
+static int
+hubd_fds(void)
+{
+	char path[300], target[300];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+	ssize_t k;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)hub.pid);
+	ck_assert_ptr_nonnull(d = opendir(path));
+	while ((e = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)hub.pid, e->d_name);
+		k = readlink(path, target, sizeof(target) - 1);
+		target[k > 0 ? k : 0] = '\0';
+		n += strncmp(target, "/memfd:hub-topic:", 17) != 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/* How many Cancels prober has had. */
+static long
+prober_cancels(void)
+{
+	char *out = NULL;
+	long n;
+
+	hubctl_ok(&hub, &out, "call", "prober.cancels", (char *)NULL);
+	n = strtol(out, NULL, 10);
+	free(out);
+	return n;
+}
+
+/* Clients that go while hubd does not read them, each holding what only
+ * its going ends: a call that is never answered or a listen or a monitor
+ * that nothing comes to, after shutting down its side of the socket (and
+ * hubd read the end of it), or with its lines filling hubd's buffer
+ * while its call runs. Each is let go: the callee gets a Cancel, and
+ * hubd's open files come back to what they were. Before, they stayed
+ * until hubd restarted, and 16 of them locked their user out. */
+START_TEST(test_gone_while_unread)
+{
+	static const char *const held[] = {
+		"{\"cmd\":\"call\",\"method\":\"prober.wait\"}",
+		"{\"cmd\":\"listen\",\"topic\":\"hub.guests\"}",
+		"{\"cmd\":\"monitor\"}",
+	};
+	char *lines = malloc(5000 * 18 + 64);
+	size_t len = 0;
+	int fd, before;
+
+	hub_start_up(&hub, "client_timeout = 300s\n", PROBER, "prober");
+	ck_assert(hub_wait_method(&hub, "prober.wait,prober.cancels") == 0);
+	before = hubd_fds();
+	for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
+		fd = hub_client(&hub, 30);
+		send_line(fd, held[i]);
+		ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+		if (i == 0)
+			ck_assert(hub_wait_in_flight(&hub, "prober.wait") == 0);
+		/* for hubd to read the end before the close: it sees the
+		 * close either way, only sooner without */
+		sleep_ms(200);
+		close(fd);
+	}
+	for (uint64_t end = hp_now_ns() + 30 * HP_NS_PER_S;
+	     prober_cancels() < 1 && hp_now_ns() < end; )
+		sleep_ms(50);
+	ck_assert_msg(prober_cancels() == 1, "the call of a client that shut down, then "
+		      "closed: not cancelled");
+	/* a call, then more lines than hubd's buffer takes, then gone */
+	len = (size_t)sprintf(lines, "{\"cmd\":\"call\",\"method\":\"prober.wait\"}\n");
+	for (int i = 0; i < 5000; i++)
+		len += (size_t)sprintf(lines + len, "{\"cmd\":\"version\"}\n");
+	fd = hub_client(&hub, 30);
+	ck_assert_int_eq(send(fd, lines, len, MSG_NOSIGNAL), (ssize_t)len);
+	ck_assert(hub_wait_in_flight(&hub, "prober.wait") == 0);
+	close(fd);
+	free(lines);
+	for (uint64_t end = hp_now_ns() + 30 * HP_NS_PER_S;
+	     (prober_cancels() < 2 || hubd_fds() > before) && hp_now_ns() < end; )
+		sleep_ms(50);
+	ck_assert_msg(prober_cancels() == 2 && hubd_fds() <= before,
+		      "prober had %ld Cancels (2 wanted), hubd %d fds (%d before)",
+		      prober_cancels(), hubd_fds(), before);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* Answers that hand over fds (domains, listen's ring) keep them when
+ * other requests were sent ahead of them, or after them, on the same
+ * connection: before, an answer written in one piece with the one ahead
+ * of it lost its fds, and a second domains dropped the first's. */
+START_TEST(test_fds_with_pipelined_answers)
+{
+	static const char ask[] = "{\"cmd\":\"version\"}\n{\"cmd\":\"domains\"}\n"
+				  "{\"cmd\":\"version\"}\n{\"cmd\":\"domains\"}\n";
+	static char buf[1 << 16];
+	int fds[256], fd, lines = 0, alone;
+	uint32_t nfds = 0;
+	size_t len = 0;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	/* one domains alone: how many fds an answer carries */
+	fd = hub_client(&hub, 30);
+	send_line(fd, "{\"cmd\":\"domains\"}");
+	while (memchr(buf, '\n', len) == NULL) {
+		ssize_t n = hp_fdpass_recv(fd, buf + len, sizeof(buf) - 1 - len, fds, 256, &nfds);
+
+		ck_assert_int_gt(n, 0);
+		len += (size_t)n;
+	}
+	close(fd);
+	ck_assert_int_gt(alone = (int)nfds, 0);
+	for (uint32_t i = 0; i < nfds; i++)
+		close(fds[i]);
+	/* four requests in one write */
+	nfds = 0;
+	len = 0;
+	fd = hub_client(&hub, 30);
+	ck_assert_int_eq(send(fd, ask, sizeof(ask) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(ask) - 1);
+	while (lines < 4) {
+		ssize_t n = hp_fdpass_recv(fd, buf + len, sizeof(buf) - 1 - len, fds, 256, &nfds);
+
+		ck_assert_msg(n > 0, "%d answers of 4: %.*s", lines, (int)len, buf);
+		for (ssize_t i = 0; i < n; i++)
+			lines += buf[len + (size_t)i] == '\n';
+		len += (size_t)n;
+	}
+	close(fd);
+	for (uint32_t i = 0; i < nfds; i++)
+		close(fds[i]);
+	ck_assert_msg((int)nfds == 2 * alone, "%u fds with two domains answers, %d with one",
+		      nfds, alone);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* hubd out of file descriptors: past the client its reserve fd takes, it
  * stops accepting for a while instead of spinning on accept (and logging
  * each time), and serves again once the connections are gone. */
@@ -1808,6 +1952,8 @@ suite_control(void)
 	tcase_add_test(tc, test_stream_reader_stops_dropped);
 	tcase_add_test(tc, test_other_user_cannot_lock_out_root);
 	tcase_add_test(tc, test_idle_clients_closed);
+	tcase_add_test(tc, test_gone_while_unread);
+	tcase_add_test(tc, test_fds_with_pipelined_answers);
 	tcase_add_test(tc, test_out_of_fds_no_spin);
 	tcase_add_test(tc, test_out_of_fds_operator_served);
 	tcase_add_test(tc, test_top_not_a_tty);

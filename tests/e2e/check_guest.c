@@ -185,6 +185,16 @@ START_TEST(test_kv_compound_types)
 	ck_assert_msg(rc != 0 && strstr(out, "argument 1 is not a list<str>: not JSON") != NULL,
 		      "kv.mget: %d '%s'", rc, out);
 	free(out);
+	/* a key with DEL and C1 controls (CSI, OSC) in it: JSON escapes only
+	 * C0, so hubctl escapes the rest, as it does a str result */
+	hubctl_ok(&hub, &out, "call", "kv.put", "X\177Y\302\2332J\302\2350;t", "v", (char *)NULL);
+	free(out);
+	rc = hubctl(&hub, &out, "call", "kv.keys", (char *)NULL);
+	ck_assert_msg(rc == 0 && strchr(out, '\177') == NULL && strstr(out, "\302\233") == NULL &&
+		      strstr(out, "\302\235") == NULL &&
+		      strstr(out, "\"X\\177Y\\302\\2332J\\302\\2350;t\"") != NULL,
+		      "kv.keys: %d '%s'", rc, out);
+	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
