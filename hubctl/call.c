@@ -270,9 +270,9 @@ call_options(struct ctl *ctl, int argc, char **argv, long *timeout_ms, char *tra
 	/* hubctl waits as long as the call may take, and a little more for
 	 * its answer, the timeout, to come */
 	if (*timeout_ms > 0 && ctl->timeout_s == 0) {
-		struct timeval tv = { *timeout_ms / 1000 + 2, 0 };
+		struct timeval tv = { *timeout_ms / 1000 + 2, *timeout_ms % 1000 * 1000 };
 
-		ctl->timeout_s = (int)tv.tv_sec;
+		ctl->call_wait_ms = *timeout_ms + 2000;
 		setsockopt(ctl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	}
 	return i;

@@ -46,6 +46,15 @@ client_connect(const struct ctl *ctl)
 	return fd;
 }
 
+void
+client_no_answer_in_time(const struct ctl *ctl)
+{
+	if (ctl->call_wait_ms > 0)
+		errx(1, "no answer within %.1f s (the call's --timeout, and 2 s for its answer "
+		     "to come)", ctl->call_wait_ms / 1000.0);
+	errx(1, "no answer within %d s (-t)", ctl->timeout_s);
+}
+
 /* One request line. Refused here if hubd would refuse it for its size. If
  * hubd closed the connection meanwhile, its answer (it may have said why)
  * is read all the same; write_errno says what went wrong if none comes. */
@@ -122,7 +131,7 @@ client_read(struct ctl *ctl)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN)
-				errx(1, "no answer within %d s (-t)", ctl->timeout_s);
+				client_no_answer_in_time(ctl);
 			if (ctl->write_errno == 0)
 				ctl->write_errno = errno;
 			client_no_answer(ctl, "");

@@ -29,6 +29,7 @@ struct ctl {
 	int		 fd;		/* the connection; -1 for inspect of files */
 	const char	*sock;		/* -s: where the views connect again */
 	int		 timeout_s;	/* -t: give up on an answer after this long */
+	long		 call_wait_ms;	/* call --timeout without -t: waited this long */
 	int		 json;		/* -j: answers as JSON, one object per line */
 	int		 write_errno;	/* client.c: the request could not be sent: why */
 	struct every	 every;
@@ -37,6 +38,8 @@ struct ctl {
 /* client.c: requests to hubd and its answers; each exits 2 when hubd
  * cannot be reached or the connection ends without an answer. */
 int		 client_connect(const struct ctl *ctl);
+/* Exits 1: no answer in the time -t (or call's --timeout) gave. */
+void		 client_no_answer_in_time(const struct ctl *ctl) __attribute__((noreturn));
 /* One request line (req is freed); refused here if hubd would refuse it
  * for its size. */
 void		 client_send(struct ctl *ctl, json_object *req);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,10 +407,19 @@ main(int argc, char *argv[])
 		switch (ch) {
 		case 'j': ctl.json = 1; break;
 		case 's': ctl.sock = optarg; break;
-		case 't':
-			if ((ctl.timeout_s = atoi(optarg)) <= 0)
-				errx(2, "-t takes a number of seconds");
+		case 't': {
+			char *end;
+			long t;
+
+			errno = 0;
+			t = strtol(optarg, &end, 10);
+			/* its milliseconds are a call's deadline: 32 bits */
+			if (errno != 0 || end == optarg || *end != '\0' || t < 1 ||
+			    t > INT32_MAX / 1000)
+				errx(2, "-t takes a number of seconds, from 1 to %d", INT32_MAX / 1000);
+			ctl.timeout_s = (int)t;
 			break;
+		}
 		case 'h': return help(NULL);
 		default: usage();
 		}

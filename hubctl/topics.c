@@ -340,7 +340,7 @@ listen_answer(struct listen *l, int *fds, uint32_t *nfds)
 		n = hp_fdpass_recv(l->ctl->fd, l->in.buf + l->in.len, LINE_MAX_BYTES - l->in.len,
 				   fds, 3, nfds);
 		if (n == -EAGAIN)
-			errx(1, "no answer within %d s (-t)", l->ctl->timeout_s);
+			client_no_answer_in_time(l->ctl);
 		if (n == -EINTR)
 			continue;
 		if (n < 0)

@@ -107,7 +107,7 @@ START_TEST(test_argument_errors)
 
 	hub_start_up(&hub, NULL, PROBER COUNTER "[guest kv]\nexec = @/guests/kv\n",
 		     "prober,counter,kv");
-	ck_assert(hub_wait_method(&hub, "prober.negate,counter.count,kv.put,kv.mget") == 0);
+	ck_assert(hub_wait_method(&hub, "prober.negate,prober.wait,counter.count,kv.put,kv.mget") == 0);
 	expect_ctl(0, "-5\n", NULL, "call", "prober.negate", "5", NULL);
 	expect_ctl(0, "9223372036854775807\n", NULL, "call", "prober.negate",
 		   "-9223372036854775807", NULL);
@@ -116,6 +116,13 @@ START_TEST(test_argument_errors)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		expect_ctl(1, "", cases[i][3], "call", cases[i][0], cases[i][1], cases[i][2],
 			   NULL);
+	/* -t whole seconds only; a call's --timeout alone: hubctl waits it
+	 * and 2 s more, and says so (it once said 2 s, and blamed -t) */
+	expect_ctl(2, "", "-t takes a number of seconds, from 1 to 2147483\n", "-t", "5x",
+		   "status", NULL);
+	expect_ctl(2, "", "-t takes a number of seconds", "-t", "99999999999", "status", NULL);
+	expect_ctl(1, "", "no answer within 2.3 s (the call's --timeout, and 2 s for its "
+		   "answer to come)\n", "call", "--timeout", "300", "prober.wait", NULL);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST

@@ -333,7 +333,8 @@ START_TEST(test_hostile_caller)
 		out = a_send("b.sum", 10, 0, atoi(modes[i]));
 		ck_assert_msg(out != NULL && strstr(out, "err the rx<T> argument must be a "
 						     "channel the caller opened") != NULL,
-			      "mode %s: %s", modes[i], out);
+			      "mode %s: '%s', hubctl said '%s'; %s", modes[i], out,
+			      hubctl_stderr(), hub_log_tail(&hub));
 		free(out);
 	}
 	out = a_send("b.stall", 0, 0, 2);
