@@ -3,6 +3,7 @@
  * rings and the control socket, all from one libev loop. */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
@@ -49,14 +50,64 @@
 #endif
 #define DEFAULT_CONF	HUB_CONF_DEFAULT
 
+/* -h, --help: on stdout, exit 0; a bad command line: on stderr, exit 1. */
 static void __attribute__((noreturn))
-usage(void)
+usage(FILE *out, int status)
 {
-	fprintf(stderr, "usage: hubd [-nv] [-f file]\n"
+	fprintf(out, "usage: hubd [-hnv] [-f file]\n"
 		"  -f file  configuration (default " DEFAULT_CONF ")\n"
-		"  -n       check the configuration and exit\n"
-		"  -v       verbose logging\n");
-	exit(1);
+		"  -n       check the configuration and the files it names, and exit\n"
+		"  -v       verbose logging\n"
+		"  -h       this help (--help too)\n"
+		"The control socket (hubctl -s) is the file's [hub] control\n"
+		"(default " HUB_CONTROL_DEFAULT "); see hubd(8) and hubd.conf(5).\n");
+	exit(status);
+}
+
+/* hubd -n: what a good file names that would fail once the hub runs.
+ * A guest whose exec cannot run fails alone and the hub runs on: a
+ * warning. The control socket's directory must be there, or its parent
+ * for hubd to make it, else hubd cannot start: an error. Returns the
+ * errors. */
+static int
+check_files(const struct hub_conf *c, const char *file)
+{
+	const char *slash = strrchr(c->control_path, '/');
+	struct stat st;
+	int errors = 0;
+
+	for (uint32_t i = 0; i < c->nguests; i++) {
+		const struct config_guest *g = &c->guests[i];
+		const char *why = NULL;
+
+		if (g->start_manual)
+			continue;	/* started by hand, as the operator says */
+		if (stat(g->exec, &st) != 0)
+			why = strerror(errno);
+		else if (!S_ISREG(st.st_mode))
+			why = "not a regular file";
+		else if (access(g->exec, X_OK) != 0)
+			why = "not executable";
+		if (why != NULL)
+			fprintf(stderr, "%s:%d: warning: guest %s: exec %s: %s: it will not "
+				"start\n", file, g->line, g->name, g->exec, why);
+	}
+	if (slash != NULL && slash != c->control_path) {
+		char *dir = strndup(c->control_path, (size_t)(slash - c->control_path));
+		char *up = dir != NULL ? strrchr(dir, '/') : NULL;
+
+		/* hubd makes the last part of the socket's directory only */
+		if (dir != NULL && stat(dir, &st) != 0 && up != NULL && up != dir) {
+			*up = '\0';
+			if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+				fprintf(stderr, "%s: control %s: %s is not a directory: hubd "
+					"cannot make the socket's\n", file, c->control_path, dir);
+				errors++;
+			}
+		}
+		free(dir);
+	}
+	return errors;
 }
 
 /* Woken from sleep and done with what woke us: whoever rang us is most
@@ -441,20 +492,25 @@ int
 main(int argc, char *argv[])
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *file = DEFAULT_CONF;
 	struct hub hub, *h = &hub;
 	int ch, check = 0, verbose = 0;
 
-	while ((ch = getopt(argc, argv, "f:nvh")) != -1) {
+	while ((ch = getopt_long(argc, argv, "f:nvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f': file = optarg; break;
 		case 'n': check = 1; break;
 		case 'v': verbose = 1; break;
-		default: usage();
+		case 'h': usage(stdout, 0); break;
+		default: usage(stderr, 1);
 		}
 	}
 	if (optind != argc)
-		usage();
+		usage(stderr, 1);
 	log_init(verbose, "hubd");
 	memset(h, 0, sizeof(*h));
 	h->lock_fd = h->ctl_fd = h->ctl_spare = h->uid_fd = -1;
@@ -462,9 +518,13 @@ main(int argc, char *argv[])
 		return 1;
 	log_debug("config %s: %u guests", file, h->conf.nguests);
 	if (check) {
-		printf("%s: configuration OK (%u guests)\n", file, h->conf.nguests);
+		int errors = check_files(&h->conf, file);
+
+		if (errors == 0)
+			printf("%s: configuration OK (%u guest%s)\n", file, h->conf.nguests,
+			       h->conf.nguests == 1 ? "" : "s");
 		config_free(&h->conf);
-		return 0;
+		return errors == 0 ? 0 : 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	spawn_raise_fd_limit(h->conf.params.max_guests);

@@ -73,8 +73,8 @@ check_options() {
 	done < "$tmp/options"
 }
 
-# 2. hubd.8: hubd.c's getopt string
-sed -n 's/.*getopt(argc, argv, "\([^"]*\)").*/\1/p' daemon/hubd.c | letters > "$tmp/options"
+# 2. hubd.8: hubd.c's getopt_long string
+sed -n 's/.*getopt\(_long\)\{0,1\}(argc, argv, "\([^"]*\)".*/\2/p' daemon/hubd.c | letters > "$tmp/options"
 nonempty "daemon/hubd.c's getopt" "$tmp/options" && check_options hubd.8 OPTIONS hubd
 # and no option hubd does not take
 section hubd.8 OPTIONS | sed -n 's/^\.It Fl \([A-Za-z0-9]\).*/\1/p' | while read -r o; do

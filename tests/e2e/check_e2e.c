@@ -697,6 +697,24 @@ START_TEST(test_check_config)
 	ck_assert_msg(strstr(out, ":1: ") != NULL, "%s", out);
 	ck_assert_int_eq(check_config("[hub]\n\nbogus = 1\n", out, sizeof(out)), 1);
 	ck_assert_msg(strstr(out, ":3: unknown key") != NULL, "%s", out);
+	/* what it names: a guest that cannot start is a warning (the hub
+	 * runs on without it), a socket hubd cannot make an error */
+	ck_assert_int_eq(check_config("[guest a]\nexec = /etc/passwd\n\n[guest b]\n"
+				      "exec = /nonexistent/b\n[guest c]\nexec = /tmp\n",
+				      out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, ":1: warning: guest a: exec /etc/passwd: not executable: "
+			     "it will not start\n") != NULL &&
+		      strstr(out, ":4: warning: guest b: exec /nonexistent/b: No such file or "
+			     "directory: it will not start\n") != NULL &&
+		      strstr(out, ":6: warning: guest c: exec /tmp: not a regular file") != NULL &&
+		      strstr(out, "configuration OK (3 guests)\n") != NULL, "%s", out);
+	ck_assert_int_eq(check_config("[hub]\ncontrol = /nonexistent/hub/hubd.sock\n",
+				      out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, ": control /nonexistent/hub/hubd.sock: /nonexistent is not a "
+			     "directory: hubd cannot make the socket's\n") != NULL &&
+		      strstr(out, "OK") == NULL, "%s", out);
+	ck_assert_int_eq(check_config("[guest a]\nexec = /bin/true\n", out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "configuration OK (1 guest)\n") != NULL, "%s", out);
 }
 END_TEST
 
