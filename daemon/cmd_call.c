@@ -185,6 +185,17 @@ upload_more(struct ext_call *x)
 	ev_feed_event(c->h->loop, &c->rw, EV_READ);
 }
 
+/* Whether a line of a stream says key: true (a JSON true, nothing else:
+ * {"end":"false"} does not end a stream). */
+static int
+line_says(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
+	    json_object_get_boolean(v);
+}
+
 /* A line of an upload the client cannot send: the call is given up (the
  * callee gets a Cancel, its stream a Reset), the client told why, and the
  * connection closed: what follows was meant as items. */
@@ -228,14 +239,15 @@ upload_feed(struct client *c, json_object *o)
 				       "could never carry it");
 		else if (upload_client_item(c->h, x, buf, (uint32_t)e.len) == 1)
 			c->feed_wait = 1;	/* the next line once it went */
-	} else if (json_object_object_get_ex(o, "end", &v) && json_object_get_boolean(v)) {
+	} else if (line_says(o, "end")) {
 		upload_client_end(c->h, x, 0);
 		c->feeding = c->uploading = 0;
-	} else if (json_object_object_get_ex(o, "reset", &v) && json_object_get_boolean(v)) {
+	} else if (line_says(o, "reset")) {
 		upload_client_end(c->h, x, 1);
 		c->feeding = c->uploading = 0;
 	} else {
-		upload_refused(c, "is none: a line of the stream is {\"item\":TEXT}, "
+		c->fed++;	/* counted from 1, as the items it stands for */
+		upload_refused(c, "is not a line of the stream: {\"item\":TEXT}, "
 			       "{\"end\":true} or {\"reset\":true}");
 	}
 }
@@ -293,9 +305,9 @@ cmd_call_feed(struct client *c, const char *line, size_t len)
 		} else {
 			c->sink_hash = XXH3_64bits_withSeed(buf, e.len, c->sink_hash);
 		}
-	} else if (json_object_object_get_ex(o, "end", &v) && json_object_get_boolean(v)) {
+	} else if (line_says(o, "end")) {
 		feed_over(c, NULL);
-	} else if (json_object_object_get_ex(o, "reset", &v) && json_object_get_boolean(v)) {
+	} else if (line_says(o, "reset")) {
 		feed_over(c, "the stream was reset");
 	} else {
 		feed_over(c, "a line of the stream is {\"item\":TEXT}, {\"end\":true} or "

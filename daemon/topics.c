@@ -290,6 +290,21 @@ topics_of(struct hub *h, const char *name)
 
 /* -- publishing -------------------------------------------------------------- */
 
+/* Why a topic's name is refused, or NULL: a method's rules (one way to
+ * check both), said of a topic, and its own length. */
+static const char *
+name_refused(const char *name)
+{
+	static char why[96];
+	const char *w = hp_method_name_refused(name, strlen(name));
+
+	if (w != NULL) {
+		snprintf(why, sizeof(why), "bad topic name: %s", w + strlen(HP_METHOD_NAME_BAD));
+		return why;
+	}
+	return strlen(name) > HP_TOPIC_NAME_MAX ? "topic name longer than 64 bytes" : NULL;
+}
+
 int
 topics_advertise(struct hub *h, struct peer *p, const char *name, const char *sig,
 		 int retain, const char **why)
@@ -299,12 +314,8 @@ topics_advertise(struct hub *h, struct peer *p, const char *name, const char *si
 	struct topic *t;
 	int changed, was;
 
-	if ((*why = hp_method_name_refused(name, strlen(name))) != NULL)
+	if ((*why = name_refused(name)) != NULL)
 		return -EINVAL;
-	if (strlen(name) > HP_TOPIC_NAME_MAX) {
-		*why = "topic name longer than 64 bytes";
-		return -EINVAL;
-	}
 	if (strncmp(name, HP_SVC_PREFIX, strlen(HP_SVC_PREFIX)) == 0 ||
 	    !config_guest_publishes(p->conf, name)) {
 		*why = "not one of this guest's topics (NAME.* or publishes)";
@@ -469,10 +480,8 @@ refused(struct hub *h, const char *name, const char *guest, int privileged)
 	struct config_topic def;
 	const char *why;
 
-	if ((why = hp_method_name_refused(name, strlen(name))) != NULL)
+	if ((why = name_refused(name)) != NULL)
 		return why;
-	if (strlen(name) > HP_TOPIC_NAME_MAX)
-		return "topic name longer than 64 bytes";
 	if (!privileged && !config_topic_allows(config_topic_of(&h->conf, name, &def), guest))
 		return "not among the topic's subscribers (its [topic] section)";
 	return NULL;

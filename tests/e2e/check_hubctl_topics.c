@@ -324,6 +324,11 @@ START_TEST(test_emit_checks_the_signature)
 	free(err);
 	ck_assert_msg(listen_end(&watcher, SIGINT) == 0, "listen hub.methods: %s",
 		      listen_err(&watcher));
+	/* a topic's name is checked as a method's is, and said to be a topic's */
+	rc = hubctl_err(&hub, &err, "listen", "a..b", (char *)NULL);
+	ck_assert_msg(rc == 1 && strstr(err, "bad topic name: an empty part between dots") != NULL,
+		      "listen a..b: %d '%s'", rc, err);
+	free(err);
 	/* bad usage of listen: exit 2, nothing asked */
 	rc = hubctl_err(&hub, &err, "listen", "--policy", "sometimes", "kv.changed", (char *)NULL);
 	ck_assert_msg(rc == 2 && strstr(err, "block, drop-oldest or latest") != NULL,

@@ -556,6 +556,57 @@ START_TEST(test_hostile_caller_over_lane)
 }
 END_TEST
 
+/* What a raw client that sends text gets back until hubd closes the
+ * connection (malloc'd). */
+static char *
+raw_exchange(const char *text)
+{
+	char *buf = calloc(1, 8192);
+	size_t len = 0;
+	ssize_t n;
+	int fd = hub_client(&hub, 30);
+
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	while (len < 8191 && (n = read(fd, buf + len, 8191 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	return buf;
+}
+
+/* A line of an upload that is not {"item":TEXT}, {"end":true} or
+ * {"reset":true} gives the call up, counting it among the items from 1:
+ * "end" and "reset" must be JSON true ("false" the string is no end). */
+START_TEST(test_upload_bad_lines)
+{
+	static const struct {
+		const char *lines, *said;
+	} cases[] = {
+		{ "{\"item\":\"1\"}\n{\"item\":\"2\"}\n{\"end\":\"false\"}\n",
+		  "item 3 is not a line of the stream: {\\\"item\\\":TEXT}" },
+		{ "{\"item\":1}\n", "item 1 is not a line of the stream" },
+		{ "{\"item\":\"5\"}\n{\"reset\":1}\n", "item 2 is not a line of the stream" },
+	};
+	char text[512], *out;
+
+	hub_start_up(&hub, NULL, COUNTER, "counter");
+	ck_assert_int_eq(hub_wait_method(&hub, "counter.sum"), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text), "{\"cmd\":\"call\",\"method\":\"counter.sum\","
+			 "\"args\":[\"-\"]}\n%s", cases[i].lines);
+		out = raw_exchange(text);
+		ck_assert_msg(strstr(out, cases[i].said) != NULL && strstr(out, "\"ok\":false") != NULL,
+			      "case %zu: '%s' (want '%s')", i, out, cases[i].said);
+		free(out);
+	}
+	/* JSON true ends it */
+	out = raw_exchange("{\"cmd\":\"call\",\"method\":\"counter.sum\",\"args\":[\"-\"]}\n"
+			   "{\"item\":\"2\"}\n{\"item\":\"3\"}\n{\"end\":true}\n");
+	ck_assert_msg(strstr(out, "\"ok\":true,\"result\":5") != NULL, "'%s'", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A control client that goes mid-upload: the callee sees a Reset. */
 START_TEST(test_client_goes)
 {
@@ -594,6 +645,7 @@ suite_upload(void)
 	tcase_add_test(tc, test_hostile_caller);
 	tcase_add_test(tc, test_hostile_callee);
 	tcase_add_test(tc, test_client_goes);
+	tcase_add_test(tc, test_upload_bad_lines);
 	tcase_add_test(tc, test_slow_callee_holds_the_client_back);
 	tcase_add_test(tc, test_hostile_caller_over_lane);
 	tcase_add_loop_test(tc, test_over_lane, 0, 2);
