@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "daemon/client.h"
+#include "daemon/escape.h"
 #include "daemon/hub.h"
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
@@ -167,12 +168,20 @@ client_reply(struct client *c, json_object *o)
 	json_object_put(o);
 }
 
+/* An error often quotes the request (a name, a method): bytes that are
+ * not UTF-8 there, or a name cut inside a character, would make the
+ * answer no JSON a strict parser reads; they are escaped as a log's are. */
 void
 client_reply_error(struct client *c, const char *msg)
 {
+	size_t n = strlen(msg);
+	char *text = malloc(4 * n + 1);
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "ok", json_object_new_boolean(0));
-	json_object_object_add(o, "error", json_object_new_string(msg));
+	json_object_object_add(o, "error", json_object_new_string(
+		text != NULL ? escape_text(text, 4 * n + 1, msg, n, ESCAPE_KEEP_NL) :
+		"out of memory"));
+	free(text);
 	client_reply(c, o);
 }

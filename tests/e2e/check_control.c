@@ -1301,6 +1301,33 @@ START_TEST(test_gone_while_unread)
 }
 END_TEST
 
+/* An error that quotes a request's bytes that are not UTF-8 (or a name
+ * cut inside a character) escapes them: the answer stays JSON that a
+ * strict parser reads. */
+START_TEST(test_errors_are_utf8)
+{
+	static const char ask[] =
+		"{\"cmd\":\"logs\",\"name\":\"ec\377ho\"}\n"
+		"{\"cmd\":\"logs\",\"name\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aaaaaaaa\303\251\"}\n";
+	struct reader *r = calloc(1, sizeof(*r));
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	r->fd = hub_client(&hub, 30);
+	ck_assert_int_eq(send(r->fd, ask, sizeof(ask) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(ask) - 1);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(read_line(r), 1);
+		for (const unsigned char *p = (const unsigned char *)r->line; *p != '\0'; p++)
+			ck_assert_msg(*p < 0x80, "answer %d: a byte %#x in '%s'", i, *p, r->line);
+		ck_assert_msg(strstr(r->line, i == 0 ? "no such guest: ec\\\\377ho" :
+				     "aaaa\\\\303\"") != NULL, "answer %d: '%s'", i, r->line);
+	}
+	close(r->fd);
+	free(r);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Answers that hand over fds (domains, listen's ring) keep them when
  * other requests were sent ahead of them, or after them, on the same
  * connection: before, an answer written in one piece with the one ahead
@@ -1954,6 +1981,7 @@ suite_control(void)
 	tcase_add_test(tc, test_idle_clients_closed);
 	tcase_add_test(tc, test_gone_while_unread);
 	tcase_add_test(tc, test_fds_with_pipelined_answers);
+	tcase_add_test(tc, test_errors_are_utf8);
 	tcase_add_test(tc, test_out_of_fds_no_spin);
 	tcase_add_test(tc, test_out_of_fds_operator_served);
 	tcase_add_test(tc, test_top_not_a_tty);
