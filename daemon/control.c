@@ -279,6 +279,12 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	/* it asks no more: close once what it asked is answered and written
 	 * (if it is gone altogether, writing fails first) */
 	if (c->eof && !c->calling && !c->monitoring && memchr(c->in, '\n', c->inlen) == NULL) {
+		/* a last line without its newline: said, not taken as a
+		 * request (it may be cut short) */
+		if (c->inlen > 0 && !c->feeding) {
+			client_reply_error(c, "the last request has no newline at its end: not read");
+			c->inlen = 0;
+		}
 		if (client_unsent(c) == 0) {
 			client_close(c);
 			return;

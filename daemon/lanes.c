@@ -21,6 +21,7 @@
  * opens it to the record it leaves; each part reads the same table. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,6 +458,17 @@ gone(struct hub *h, uint32_t id, const struct peer *p)
 	return NULL;
 }
 
+/* Whether q has gone (its end of the doorbell closed), though hubd has
+ * not taken in its death yet: a lane its peer closed as soon as it was
+ * open was closed for that, not because the peer could not take it. */
+static int
+peer_hung_up(const struct peer *q)
+{
+	struct pollfd pfd = { .fd = q != NULL ? q->bell : -1, .events = POLLIN };
+
+	return q == NULL || (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) != 0);
+}
+
 /* HP_MSG_LANE from guest p: it closed a lane (CLOSED); nothing else comes
  * this way. */
 static void
@@ -489,7 +501,8 @@ on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	if (r.violation) {
 		log_warnx("lane %u: guest %s closed it: %s", ln->e.id, p->conf->name, r.reason);
 		record(h, &ln->e, s, r.reason, 1);
-	} else if (hp_now_ns() - ln->opened_ns < SETUP_NS && calls_over(ln) == 0) {
+	} else if (hp_now_ns() - ln->opened_ns < SETUP_NS && calls_over(ln) == 0 &&
+		   !peer_hung_up(q)) {
 		/* it could not take the lane (its memory limit, say): not
 		 * offered again to these two, calls go through the hub */
 		log_warnx("lane %u: guest %s could not take it: %s", ln->e.id, p->conf->name,

@@ -1328,6 +1328,29 @@ START_TEST(test_errors_are_utf8)
 }
 END_TEST
 
+/* A last request without its newline, the connection shut down after
+ * it: answered with why it is not read, after the answers before it. */
+START_TEST(test_last_line_without_newline)
+{
+	static const char ask[] = "{\"cmd\":\"version\"}\n{\"cmd\":\"version\"}";
+	struct reader *r = calloc(1, sizeof(*r));
+
+	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
+	r->fd = hub_client(&hub, 30);
+	ck_assert_int_eq(send(r->fd, ask, sizeof(ask) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(ask) - 1);
+	ck_assert_int_eq(shutdown(r->fd, SHUT_WR), 0);
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_msg(strstr(r->line, "\"ok\":true") != NULL, "'%s'", r->line);
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_str_eq(r->line, "{\"ok\":false,\"error\":\"the last request has no newline at "
+			 "its end: not read\"}");
+	ck_assert_int_eq(read_line(r), 0);	/* then closed */
+	close(r->fd);
+	free(r);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Answers that hand over fds (domains, listen's ring) keep them when
  * other requests were sent ahead of them, or after them, on the same
  * connection: before, an answer written in one piece with the one ahead
@@ -1982,6 +2005,7 @@ suite_control(void)
 	tcase_add_test(tc, test_gone_while_unread);
 	tcase_add_test(tc, test_fds_with_pipelined_answers);
 	tcase_add_test(tc, test_errors_are_utf8);
+	tcase_add_test(tc, test_last_line_without_newline);
 	tcase_add_test(tc, test_out_of_fds_no_spin);
 	tcase_add_test(tc, test_out_of_fds_operator_served);
 	tcase_add_test(tc, test_top_not_a_tty);
