@@ -33,6 +33,7 @@ request_parse(const char *line, size_t len, struct control_req *r, const char **
 	json_object *req, *cmd, *v;
 	const char *name;
 	unsigned needs;
+	int deep;
 
 	memset(r, 0, sizeof(*r));
 	if (tok == NULL) {
@@ -40,6 +41,7 @@ request_parse(const char *line, size_t len, struct control_req *r, const char **
 		return -1;
 	}
 	req = json_tokener_parse_ex(tok, line, (int)len);
+	deep = json_tokener_get_error(tok) == json_tokener_error_depth;
 	if (req != NULL && json_tokener_get_parse_end(tok) != len) {
 		json_object_put(req);
 		req = NULL;
@@ -47,7 +49,8 @@ request_parse(const char *line, size_t len, struct control_req *r, const char **
 	json_tokener_free(tok);
 	r->json = req;
 	if (req == NULL || !json_object_is_type(req, json_type_object)) {
-		*why = "a request is one JSON object per line";
+		*why = deep ? "a request is nested at most 32 deep" :
+		    "a request is one JSON object per line";
 		goto fail;
 	}
 	if (!json_object_object_get_ex(req, "cmd", &cmd) || !is_name(cmd)) {

@@ -101,6 +101,22 @@ START_TEST(test_refusals)
 	ck_assert_int_eq(cmd, CTL_PEERS);
 	ck_assert_int_eq(parse("{\"cmd\":\"pool\",\"validate\":1}", &cmd, &why), -1);
 	ck_assert_msg(strstr(why, "\"validate\"") != NULL, "got: %s", why);
+	ck_assert_int_eq(parse("{\"cmd\":\"peers\"", &cmd, &why), -1);
+	ck_assert_str_eq(why, "a request is one JSON object per line");
+	/* JSON, but deeper than the parser goes: said so */
+	{
+		char deep[128] = "{\"cmd\":\"peers\",\"x\":";
+		size_t n = strlen(deep);
+
+		for (int i = 0; i < 40; i++)
+			deep[n++] = '[';
+		for (int i = 0; i < 40; i++)
+			deep[n++] = ']';
+		deep[n++] = '}';
+		deep[n] = '\0';
+		ck_assert_int_eq(parse(deep, &cmd, &why), -1);
+		ck_assert_str_eq(why, "a request is nested at most 32 deep");
+	}
 }
 END_TEST
 
