@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A guest's output (guestlog.h). The pipe is read without blocking, one
  * read of READ_CHUNK per loop round and guest, so that a guest that
- * floods is served like the others and never starves the data path;
- * what it writes faster waits in its pipe (its writes block). Lines are
+ * floods is served like the others and never starves the data path,
+ * and within a budget of bytes a second (GUESTLOG_READ_RATE): what it
+ * writes faster waits in its pipe (its writes block). Lines are
  * cut at GUESTLOG_LINE_MAX and the kept ones bounded in count and bytes:
  * memory stays bounded whatever it writes. Control characters are
  * replaced, so that a guest cannot forge a line of hubd's log or play
@@ -16,6 +17,7 @@
 #include "daemon/guestlog.h"
 #include "daemon/hub.h"
 #include "daemon/log.h"
+#include "proto/clock.h"
 
 #define READ_CHUNK	16384
 #define DRAIN_MAX	(1024 * 1024)	/* read at its end, at most */
@@ -32,8 +34,51 @@ drop_oldest(struct guestlog *l)
 	l->n--;
 }
 
+/* The lines not logged, said once hubd's log takes the guest's again. */
+static void
+say_unlogged(struct peer *p)
+{
+	struct guestlog *l = &p->out;
+
+	if (l->unlogged == 0)
+		return;
+	log_warnx("guest %s: %llu lines of its output not logged (more than %d at once, "
+		  "then %d a second): hubctl logs %s has the last ones", p->conf->name,
+		  (unsigned long long)l->unlogged, GUESTLOG_BURST, GUESTLOG_RATE,
+		  p->conf->name);
+	l->unlogged = 0;
+}
+
+int
+guestlog_may_log(struct peer *p)
+{
+	struct guestlog *l = &p->out;
+	uint64_t now = hp_now_ns(), step = HP_NS_PER_S / GUESTLOG_RATE;
+	uint64_t add = (now - l->refill_ns) / step;
+
+	if (add > 0) {
+		l->tokens = add >= GUESTLOG_BURST - l->tokens ? GUESTLOG_BURST :
+		    l->tokens + (uint32_t)add;
+		l->refill_ns = l->tokens == GUESTLOG_BURST ? now : l->refill_ns + add * step;
+	}
+	if (l->tokens == 0) {
+		l->unlogged++;
+		return 0;
+	}
+	l->tokens--;
+	/* once a second at most, the flood going on */
+	if (l->unlogged > 0 && now - l->said_ns >= HP_NS_PER_S) {
+		say_unlogged(p);
+		l->said_ns = now;
+	}
+	return 1;
+}
+
 /* One line of the guest's (len bytes, no newline), or of what hubd
- * wrote about it (tag, e.g. "[stack] "): logged and kept. */
+ * wrote about it (tag, e.g. "[stack] "): kept, and logged within the
+ * guest's budget (what hubd says of it always), so that a guest that
+ * floods its output neither fills the disk nor costs hubd the time of a
+ * log write a line. */
 static void
 emit(struct peer *p, const char *tag, char *s, size_t len)
 {
@@ -44,7 +89,8 @@ emit(struct peer *p, const char *tag, char *s, size_t len)
 	for (size_t i = 0; i < len; i++)
 		if (((unsigned char)s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
 			s[i] = '?';
-	log_info("%s: %s%.*s", p->conf->name, tag, (int)len, s);
+	if (tlen > 0 || guestlog_may_log(p))
+		log_info("%s: %s%.*s", p->conf->name, tag, (int)len, s);
 	l->total++;
 	if (l->lines == NULL &&
 	    (l->lines = calloc(GUESTLOG_LINES, sizeof(*l->lines))) == NULL)
@@ -101,6 +147,39 @@ take(struct peer *p, const char *buf, size_t len)
 	}
 }
 
+/* The bytes hubd may read of the guest's output now (its budget). */
+static uint64_t
+read_budget(struct guestlog *l)
+{
+	uint64_t now = hp_now_ns(), quiet = now - l->read_ns;
+
+	if (quiet > 10 * HP_NS_PER_S)
+		quiet = 10 * HP_NS_PER_S;	/* a full burst by then */
+	l->read_tokens += quiet * GUESTLOG_READ_RATE / HP_NS_PER_S;
+	if (l->read_tokens > GUESTLOG_READ_BURST)
+		l->read_tokens = GUESTLOG_READ_BURST;
+	l->read_ns = now;
+	return l->read_tokens;
+}
+
+/* Reading on, or pausing while the budget has no chunk's worth. */
+static void
+watch(struct ev_loop *loop, struct peer *p)
+{
+	struct guestlog *l = &p->out;
+
+	if (l->fd < 0)
+		return;
+	if (read_budget(l) >= READ_CHUNK) {
+		ev_io_start(loop, &l->w);
+		return;
+	}
+	ev_io_stop(loop, &l->w);
+	ev_timer_set(&l->pause, (double)(READ_CHUNK - l->read_tokens) / GUESTLOG_READ_RATE +
+		     0.05, 0.);
+	ev_timer_start(loop, &l->pause);
+}
+
 /* One read; 1 if more may come, 0 at its end (EOF or an error). */
 static int
 read_once(struct peer *p)
@@ -111,6 +190,8 @@ read_once(struct peer *p)
 	while ((n = read(p->out.fd, buf, sizeof(buf))) < 0 && errno == EINTR)
 		;
 	if (n > 0) {
+		p->out.read_tokens -= (uint64_t)n < p->out.read_tokens ? (uint64_t)n :
+		    p->out.read_tokens;
 		take(p, buf, (size_t)n);
 		return 1;
 	}
@@ -125,6 +206,15 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	if (!read_once(p))
 		ev_io_stop(loop, w);	/* closed: guestlog_end closes it */
+	else if (p->out.read_tokens < READ_CHUNK)
+		watch(loop, p);
+}
+
+static void
+pause_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)revents;
+	watch(loop, w->data);
 }
 
 void
@@ -132,8 +222,13 @@ guestlog_init(struct peer *p)
 {
 	memset(&p->out, 0, sizeof(p->out));
 	p->out.fd = -1;
+	p->out.tokens = GUESTLOG_BURST;
+	p->out.refill_ns = p->out.read_ns = hp_now_ns();
+	p->out.read_tokens = GUESTLOG_READ_BURST;
 	ev_io_init(&p->out.w, read_cb, -1, EV_READ);
 	p->out.w.data = p;
+	ev_timer_init(&p->out.pause, pause_cb, 0., 0.);
+	p->out.pause.data = p;
 }
 
 int
@@ -161,7 +256,7 @@ guestlog_watch(struct hub *h, struct peer *p)
 	if (p->out.fd < 0)
 		return;
 	ev_io_set(&p->out.w, p->out.fd, EV_READ);
-	ev_io_start(h->loop, &p->out.w);
+	watch(h->loop, p);
 }
 
 void
@@ -173,6 +268,7 @@ guestlog_end(struct hub *h, struct peer *p)
 	ssize_t n;
 
 	ev_io_stop(h->loop, &l->w);
+	ev_timer_stop(h->loop, &l->pause);
 	if (l->fd < 0)
 		return;
 	/* its last words, which say why it died more often than not */
@@ -187,6 +283,7 @@ guestlog_end(struct hub *h, struct peer *p)
 		emit(p, "", l->part, l->plen);
 		l->plen = 0;
 	}
+	say_unlogged(p);
 	close(l->fd);
 	l->fd = -1;
 }

@@ -13,6 +13,15 @@
 #define GUESTLOG_LINES		200	/* kept per guest, at most ... */
 #define GUESTLOG_BYTES		65536	/* ... and this many bytes in all */
 #define GUESTLOG_LINE_MAX	1024	/* a longer line is cut into pieces */
+/* Of a guest's lines (its output and hub.log) hubd's log takes this many
+ * at once, then this many a second; the rest are kept and counted. */
+#define GUESTLOG_BURST		1000
+#define GUESTLOG_RATE		50
+/* Of a guest's output hubd reads this many bytes at once, then this many
+ * a second: a guest that writes faster waits in its writes, and costs
+ * hubd no more than that. */
+#define GUESTLOG_READ_BURST	(4u << 20)
+#define GUESTLOG_READ_RATE	(1u << 20)
 
 struct hub;
 struct peer;
@@ -20,10 +29,17 @@ struct peer;
 struct guestlog {
 	int		fd;		/* the pipe's read end, -1: none */
 	ev_io		w;
+	ev_timer	pause;		/* read again once it runs out */
+	uint64_t	read_tokens;	/* bytes hubd may read now */
+	uint64_t	read_ns;	/* read_tokens counted up to here */
 	char		**lines;	/* ring of GUESTLOG_LINES, NULL: none yet */
 	uint32_t	first, n;
 	size_t		bytes;		/* of the lines kept */
 	uint64_t	total;		/* lines ever */
+	uint32_t	tokens;		/* lines hubd's log may take now */
+	uint64_t	refill_ns;	/* tokens counted up to here */
+	uint64_t	unlogged;	/* lines not logged since the last said so */
+	uint64_t	said_ns;	/* when that was last said */
 	char		part[GUESTLOG_LINE_MAX];	/* a line not ended yet */
 	size_t		plen;
 };
@@ -43,6 +59,11 @@ void		guestlog_free(struct peer *p);
 /* Lines hubd writes about the guest (its stack), tag before each: logged
  * and kept as its own. text is changed (control characters). */
 void		guestlog_text(struct peer *p, const char *tag, char *text, size_t len);
+/* Whether hubd's log takes one more line of the guest's now (its
+ * output, hub.log): GUESTLOG_BURST at once, GUESTLOG_RATE a second; one
+ * it does not take is counted, and said in a line once it takes them
+ * again. */
+int		guestlog_may_log(struct peer *p);
 /* The i-th kept line, the oldest first (i < p->out.n). */
 const char	*guestlog_line(const struct peer *p, uint32_t i);
 

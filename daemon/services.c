@@ -12,6 +12,7 @@
 
 #include "daemon/answer.h"
 #include "daemon/host.h"
+#include "daemon/guestlog.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/services.h"
@@ -46,8 +47,10 @@ svc_log(struct hub *h, struct peer *p, const struct origin *o,
 
 	hp_pc_dec_init(&d, args, len);
 	hp_pc_get_str(&d, &s, &n);
-	log_info("guest %s: %.*s", p ? p->conf->name : "(control)",
-		 (int)(n > 1000 ? 1000 : n), s);
+	/* within the guest's budget, as its output */
+	if (p == NULL || guestlog_may_log(p))
+		log_info("guest %s: %.*s", p ? p->conf->name : "(control)",
+			 (int)(n > 1000 ? 1000 : n), s);
 	answer_ok(h, o, NULL, 0);
 }
 

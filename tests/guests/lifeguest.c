@@ -16,6 +16,8 @@
  *		bytes with control characters, "lifeguest flood done"
  *		to stderr, and "lifeguest serving" to stdout, not flushed
  *		(libguest made stdout line-buffered); then serves
+ *   firehose	a thread writes 8 MiB to stdout in lines of 1023 bytes,
+ *		then "lifeguest firehose done", while the guest serves
  *   claim	a hostile guest: registers each name of --claim=NAME,...
  *		(whosever it is), each answering "HIJACKED", prints
  *		"lifeguest PID: claim NAME: ok" (or EPERM, EEXIST, the
@@ -34,6 +36,7 @@
  * Built on libguest, with proto for what libguest would not do. */
 #include <err.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +232,23 @@ chatter(void)
 	printf("lifeguest serving\n");
 }
 
+/* --mode=firehose: the writer, a thread beside guest_run. */
+static void *
+firehose(void *arg)
+{
+	char line[1024];
+
+	(void)arg;
+	memset(line, 'f', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	for (int i = 0; i < 8 * 1024; i++)
+		if (fwrite(line, 1, sizeof(line), stdout) != sizeof(line))
+			break;
+	printf("lifeguest firehose done\n");
+	fflush(stdout);
+	return NULL;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -263,6 +283,12 @@ main(int argc, char *argv[])
 		break_a_rule(argc, argv);
 	} else if (strcmp(mode, "chatty") == 0) {
 		chatter();
+	} else if (strcmp(mode, "firehose") == 0) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, firehose, NULL) != 0)
+			errx(1, "pthread_create");
+		pthread_detach(t);
 	} else if (strcmp(mode, "claim") == 0) {
 		claim(g, argc, argv);
 	} else if (strcmp(mode, "forger") == 0) {

@@ -11,7 +11,10 @@
 #include <unistd.h>
 
 #include "daemon/escape.h"
+#include "daemon/guestlog.h"
+#include "daemon/hub.h"
 #include "daemon/log.h"
+#include "proto/clock.h"
 
 START_TEST(test_argv_quoted)
 {
@@ -105,6 +108,37 @@ START_TEST(test_log_line_escaped)
 }
 END_TEST
 
+/* A guest's budget of lines in hubd's log: GUESTLOG_BURST at once, then
+ * GUESTLOG_RATE a second (the clock moved by hand); the lines not taken
+ * counted until said. */
+START_TEST(test_guest_log_budget)
+{
+	struct config_guest conf = { .name = "flooder" };
+	struct peer p = { .conf = &conf };
+	int taken = 0;
+
+	guestlog_init(&p);
+	for (int i = 0; i < GUESTLOG_BURST + 10; i++)
+		taken += guestlog_may_log(&p);
+	ck_assert_int_eq(taken, GUESTLOG_BURST);
+	ck_assert_uint_eq(p.out.unlogged, 10);
+	/* a second later: GUESTLOG_RATE more, the count said and cleared */
+	p.out.refill_ns -= HP_NS_PER_S;
+	taken = 0;
+	for (int i = 0; i < GUESTLOG_BURST; i++)
+		taken += guestlog_may_log(&p);
+	ck_assert_int_eq(taken, GUESTLOG_RATE);
+	ck_assert_uint_eq(p.out.unlogged, GUESTLOG_BURST - GUESTLOG_RATE);
+	/* long quiet: back to a whole burst, no more */
+	p.out.refill_ns -= 3600 * HP_NS_PER_S;
+	taken = 0;
+	for (int i = 0; i < 2 * GUESTLOG_BURST; i++)
+		taken += guestlog_may_log(&p);
+	ck_assert_int_eq(taken, GUESTLOG_BURST);
+	guestlog_free(&p);
+}
+END_TEST
+
 Suite *suite_log(void);
 Suite *
 suite_log(void)
@@ -119,6 +153,7 @@ suite_log(void)
 	tcase_add_test(tc, test_escape_text);
 	tcase_add_test(tc, test_escape_cut);
 	tcase_add_test(tc, test_log_line_escaped);
+	tcase_add_test(tc, test_guest_log_budget);
 	suite_add_tcase(s, tc);
 	return s;
 }
