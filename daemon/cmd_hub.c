@@ -357,6 +357,8 @@ cmd_status(struct client *c, const struct control_req *r)
 		json_object_object_add(o, "zones", json_object_new_int((int)zones));
 	}
 	json_object_object_add(o, "pool_classes", pool_classes(h));
+	/* what the registry holds: the host's, its guests' (down or not) */
+	json_object_object_add(o, "methods", json_object_new_int64(h->nmethods));
 	/* the wait strategy's view: spin while awake <= cpus (endpoint.h) */
 	json_object_object_add(o, "awake_processes", json_object_new_int64(h->awake));
 	json_object_object_add(o, "cpus", json_object_new_int((int)h->ncpus));

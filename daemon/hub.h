@@ -257,6 +257,7 @@ struct peer {
 	uint32_t		relays;		/* streams from other guests it receives (relay.c) */
 	uint32_t		uploads;	/* uploads it receives (upload.c) */
 	uint32_t		nmethods;	/* registered by this instance */
+	uint32_t		methods_held;	/* entries its instances left, these too */
 	char			note[HP_DESCRIBE_MAX + 1];	/* hub.describe "": this
 						 * instance's, cleared at detach */
 	uint32_t		nlanes;		/* lanes open (lanes.c) */

@@ -10,7 +10,8 @@
  * failed or restarting. Its methods outlive its instance: while it
  * restarts, a call gets "guest X is restarting", and the next instance
  * registering a name takes its entry back; they go when the guest leaves
- * the config (methods_forget). What an instance said of them and of
+ * the config (methods_forget), or to make room for an instance's new
+ * names past METHODS_PER_GUEST. What an instance said of them and of
  * itself (hub.describe) goes when it detaches (methods_detach). */
 #include <errno.h>
 #include <stdio.h>
@@ -113,6 +114,33 @@ still_its(const struct peer *q, const char *name)
 	return config_guest_covers(q->next_conf != NULL ? q->next_conf : q->conf, name);
 }
 
+/* One entry more (or less) in the registry that a guest's instances
+ * hold (the host's own are not counted). */
+static void
+held_by(struct hub *h, uint32_t owner, int n)
+{
+	struct peer *q = hub_peer(h, owner);
+
+	if (q != NULL && owner != 0)
+		q->methods_held = n > 0 ? q->methods_held + 1 :
+		    q->methods_held > 0 ? q->methods_held - 1 : 0;
+}
+
+/* Drops the first entry an earlier instance of p left; -1 if none. */
+static int
+drop_earlier(struct hub *h, struct peer *p)
+{
+	for (uint32_t i = 0; i < h->nmethods; i++) {
+		if (h->methods[i].owner == p->id && h->methods[i].epoch != p->epoch) {
+			h->methods[i] = h->methods[--h->nmethods];
+			held_by(h, p->id, -1);
+			index_refill(h);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 int
 methods_add(struct hub *h, const char *name, const char *signature,
 	    uint32_t owner, uint32_t epoch, uint16_t service, const char **why)
@@ -151,8 +179,17 @@ methods_add(struct hub *h, const char *name, const char *signature,
 		*why = HP_SVC_REG_TOO_MANY;
 		return -ENOSPC;
 	}
+	/* the entries its earlier instances left count too: one that
+	 * registers new names each time it starts would grow the registry
+	 * without end; one such entry makes room */
+	if (p != NULL && old == NULL && p->methods_held >= METHODS_PER_GUEST &&
+	    drop_earlier(h, p) != 0) {
+		*why = HP_SVC_REG_TOO_MANY;
+		return -ENOSPC;
+	}
 	if (old != NULL) {
 		m = old;
+		held_by(h, m->owner, -1);
 	} else {
 		if (h->nmethods == h->mcap) {
 			uint32_t cap = h->mcap ? h->mcap * 2 : 64;
@@ -180,6 +217,7 @@ methods_add(struct hub *h, const char *name, const char *signature,
 	m->epoch = epoch;
 	m->service = service;
 	m->where[0] = '\0';	/* a new registration says nothing yet */
+	held_by(h, owner, 1);
 	if (p != NULL)
 		p->nmethods++;
 	return 0;
@@ -209,6 +247,7 @@ methods_remove(struct hub *h, struct peer *p, const char *name)
 	h->methods[at] = h->methods[--h->nmethods];
 	if (p->nmethods > 0)
 		p->nmethods--;
+	held_by(h, p->id, -1);
 	index_refill(h);
 	return 0;
 }
@@ -221,7 +260,7 @@ methods_forget(struct hub *h, struct peer *p)
 	for (uint32_t i = 0; i < h->nmethods; i++)
 		if (h->methods[i].owner != p->id)
 			h->methods[kept++] = h->methods[i];
-	p->nmethods = 0;
+	p->nmethods = p->methods_held = 0;
 	if (kept == h->nmethods)
 		return;
 	h->nmethods = kept;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "proto/method.h"
 #include "tests/e2e/harness.h"
 
@@ -346,6 +348,64 @@ START_TEST(test_guest_text_escaped)
 }
 END_TEST
 
+/* The methods the hub keeps (hubctl status). */
+static int
+methods_kept(void)
+{
+	char *out = NULL;
+	json_object *o;
+	int n;
+
+	hubctl_ok(&hub, &out, "-j", "status", (char *)NULL);
+	ck_assert_ptr_nonnull(o = json_tokener_parse(out));
+	n = json_object_get_int(json_get(o, "methods"));
+	json_object_put(o);
+	free(out);
+	return n;
+}
+
+/* A guest whose every instance registers 200 new names: the names its
+ * earlier instances left count against its 256, so the hub keeps at
+ * most 256 of its names however often it restarts (it kept them all,
+ * 700 kB an hour for one that restarted every 13 s), and each instance
+ * still registers all of its own. */
+START_TEST(test_restarts_keep_names_bounded)
+{
+	char msgs[2048];
+	int base, pid = 0;
+
+	hub_start_up(&hub, NULL, ECHO, "echo");
+	base = methods_kept();
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, ECHO "[guest many]\n"
+		"exec = @/tests/guests/lifeguest\nargs = --mode=names --prefix=many --count=200\n"
+		"max_deaths = 100\n"), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 1, "reload: %s", msgs);
+	for (int i = 0; i < 4; i++) {
+		char line[96], *log = NULL;
+
+		if (i > 0) {
+			ck_assert_int_eq(kill(pid, SIGKILL), 0);
+			ck_assert_int_gt(hub_wait_new_pid(&hub, "many", pid, 10), 0);
+		}
+		ck_assert_int_eq(hub_wait_up(&hub, "many", 10000), 0);
+		pid = hub_peer_int(&hub, "many", "pid");
+		snprintf(line, sizeof(line), "lifeguest %d: registered ", pid);
+		for (double end = now_s() + 10; now_s() < end && (log == NULL ||
+		     strstr(log, line) == NULL); sleep_ms(10)) {
+			free(log);
+			log = hub_log(&hub);
+		}
+		strcat(line, "200 of 200\n");
+		ck_assert_msg(strstr(log, line) != NULL, "instance %d: no '%s': %s", i, line,
+			      hub_log_tail(&hub));
+		free(log);
+	}
+	ck_assert_msg(methods_kept() <= base + 256, "the hub keeps %d methods (%d before)",
+		      methods_kept(), base);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_names(void);
 Suite *
 suite_names(void)
@@ -361,6 +421,7 @@ suite_names(void)
 	tcase_add_test(tc, test_reload_overlap_refused);
 	tcase_add_test(tc, test_reload_moves_a_name);
 	tcase_add_test(tc, test_guest_text_escaped);
+	tcase_add_test(tc, test_restarts_keep_names_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -18,6 +18,9 @@
  *		(libguest made stdout line-buffered); then serves
  *   firehose	a thread writes 8 MiB to stdout in lines of 1023 bytes,
  *		then "lifeguest firehose done", while the guest serves
+ *   names	registers --count=N names PREFIX.pPID_I (--prefix=PREFIX),
+ *		new ones each instance; "lifeguest PID: registered K of N"
+ *		on stderr, then serves
  *   claim	a hostile guest: registers each name of --claim=NAME,...
  *		(whosever it is), each answering "HIJACKED", prints
  *		"lifeguest PID: claim NAME: ok" (or EPERM, EEXIST, the
@@ -232,6 +235,27 @@ chatter(void)
 	printf("lifeguest serving\n");
 }
 
+/* --mode=names: see the top. */
+static void
+names(struct guest *g, int argc, char *argv[])
+{
+	const char *prefix = "names";
+	int n = 0, ok = 0;
+	char name[64];
+
+	for (int i = 1; i < argc; i++) {
+		if (strncmp(argv[i], "--prefix=", 9) == 0)
+			prefix = argv[i] + 9;
+		else if (strncmp(argv[i], "--count=", 8) == 0)
+			n = atoi(argv[i] + 8);
+	}
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s.p%d_%d", prefix, (int)getpid(), i);
+		ok += guest_register(g, name, "str->str", hijacked, NULL) == 0;
+	}
+	fprintf(stderr, "lifeguest %d: registered %d of %d\n", (int)getpid(), ok, n);
+}
+
 /* --mode=firehose: the writer, a thread beside guest_run. */
 static void *
 firehose(void *arg)
@@ -289,6 +313,8 @@ main(int argc, char *argv[])
 		if (pthread_create(&t, NULL, firehose, NULL) != 0)
 			errx(1, "pthread_create");
 		pthread_detach(t);
+	} else if (strcmp(mode, "names") == 0) {
+		names(g, argc, argv);
 	} else if (strcmp(mode, "claim") == 0) {
 		claim(g, argc, argv);
 	} else if (strcmp(mode, "forger") == 0) {
