@@ -4,8 +4,8 @@
  * other processes (ptrace, process_vm_*, pidfd_getfd), the kernel's and
  * the machine's state (modules, kexec, reboot, swap, clocks, host name,
  * mounts, namespaces, keys, BPF, perf, fanotify), io_uring (whose
- * operations pass no system call filter), files by handle, and a
- * personality other than Linux's own. Each fails with EPERM: a plugin
+ * operations pass no system call filter), files by handle, leaving the
+ * guest's process group, and a personality other than Linux's own. Each fails with EPERM: a plugin
  * that tries learns it may not, and nothing else changes; clone3 alone
  * fails with ENOSYS, so that libc falls back to clone, whose flags the
  * filter can see. A system call of another ABI (i386's int 0x80, x32)
@@ -54,6 +54,9 @@ static const char *const denied[] = {
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
 	"iopl", "ioperm", "acct", "quotactl", "quotactl_fd", "syslog",
 	"vhangup", "lookup_dcookie", "uselib",
+	/* a child in a session or process group of its own would outlive
+	 * the guest, whose group hubd ends whole, and hubd */
+	"setsid", "setpgid",
 };
 
 /* Calls newer than the libseccomp we may be built with, by number: since

@@ -416,7 +416,8 @@ END_TEST
  * namespaces through clone (unshare and setns fail already), clone3
  * (ENOSYS: its flags are out of the filter's sight), io_uring, a
  * personality but Linux's, another process's fds, the host name,
- * fanotify, vsock, another ABI's calls (the process ends). As root, so
+ * fanotify, vsock, a child leaving the guest's process group (it would
+ * outlive the guest and hubd), another ABI's calls (the process ends). As root, so
  * that its uid stops nothing; and as a uid of its own, for whom the
  * kernel allows a user namespace. Threads, fork and posix_spawn work
  * under it (glibc's clone3 falls back to clone). */
@@ -439,7 +440,8 @@ START_TEST(test_escapes_filtered)
 			 "newnet=EPERM newcgroup=EPERM newuser+ns+net=EPERM clone3=ENOSYS "
 			 "io_uring_setup=EPERM io_uring_enter=EPERM io_uring_register=EPERM "
 			 "personality=EPERM personality_hi=EPERM pidfd_getfd=EPERM "
-			 "sethostname=EPERM fanotify_init=EPERM vsock=EPERM vsock_hi=EPERM x32=SIGSYS "
+			 "sethostname=EPERM fanotify_init=EPERM vsock=EPERM vsock_hi=EPERM "
+			 "setsid=EPERM setpgid=EPERM x32=SIGSYS "
 			 "int80=" INT80 "\n");
 	free(out);
 	/* without the filter the same calls pass (or fail on their
@@ -448,6 +450,7 @@ START_TEST(test_escapes_filtered)
 	ck_assert_msg(strstr(out, " newuser+ns+net=ok clone3=ok ") != NULL &&
 		      strstr(out, " personality=ok personality_hi=ok pidfd_getfd=ok "
 			     "sethostname=EINVAL ") != NULL &&
+		      strstr(out, " setsid=ok setpgid=ok ") != NULL &&
 		      strstr(out, " x32=SIGSYS") == NULL, "%s", out);
 	free(out);
 	out = call("own.escape", NULL, NULL);

@@ -293,6 +293,25 @@ foreign(int i386)
 	return "exit";
 }
 
+/* In a child (a guest is its process group's leader, which may not
+ * make a session): a session or a process group of its own, which
+ * would take it out of the group hubd ends with the guest; "ok" or the
+ * errno's name. */
+static const char *
+leave_group(int session)
+{
+	pid_t pid;
+	int st;
+
+	if ((pid = fork()) < 0)
+		return err_name(errno);
+	if (pid == 0)
+		_exit((session ? setsid() : setpgid(0, 0)) >= 0 ? 0 : errno == EPERM ? 1 : 2);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return "error";
+	return WEXITSTATUS(st) == 0 ? "ok" : WEXITSTATUS(st) == 1 ? "EPERM" : "error";
+}
+
 static void
 escape(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
@@ -370,6 +389,8 @@ escape(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 			 SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0)
 		close((int)r);
 	note_r(out, sizeof(out), "vsock_hi", r, errno);
+	snprintf(out + strlen(out), sizeof(out) - strlen(out), " setsid=%s setpgid=%s",
+		 leave_group(1), leave_group(0));
 	snprintf(out + strlen(out), sizeof(out) - strlen(out), " x32=%s int80=%s", foreign(0),
 		 foreign(1));
 	reply_str(c, out);
