@@ -22,7 +22,14 @@ utf8_printable(const uint8_t *s, size_t n)
 
 	if (k == 0 || k > n || !hp_utf8_valid(s, k))
 		return 0;
-	return s[0] == 0xC2 && s[1] <= 0x9F ? 0 : k;	/* U+0080..U+009F: C1 */
+	if (s[0] == 0xC2 && s[1] <= 0x9F)
+		return 0;	/* U+0080..U+009F: C1 */
+	/* the bidirectional overrides and isolates, U+202A..U+202E and
+	 * U+2066..U+2069: they reorder what a terminal shows after them */
+	if (s[0] == 0xE2 && ((s[1] == 0x80 && s[2] >= 0xAA && s[2] <= 0xAE) ||
+			     (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9)))
+		return 0;
+	return k;
 }
 
 /* An ASCII byte to escape. */

@@ -10,8 +10,10 @@
 #define ESCAPE_KEEP_NL	0x1	/* newlines stay: a text of several lines */
 
 /* src[0..len) into dst (cap bytes, NUL-terminated, cap > 0): C0 controls
- * (tab aside; newline too with ESCAPE_KEEP_NL), DEL, C1 (U+0080..U+009F)
- * and every byte that is not part of valid UTF-8 escaped as vis(3)
+ * (tab aside; newline too with ESCAPE_KEEP_NL), DEL, C1 (U+0080..U+009F),
+ * the bidirectional overrides and isolates (U+202A..U+202E,
+ * U+2066..U+2069) and every byte that is not part of valid UTF-8
+ * escaped as vis(3)
  * writes them in C style, else octal ("\n", "\r", "\033", "\377"); the
  * rest as it is, UTF-8 included, backslashes too (nothing is to be
  * unescaped: what matters is that no byte ends a line or drives a

@@ -135,8 +135,9 @@
 
 /* Why hub.describe refuses text (TOO_LONG, NOT_UTF8, CONTROL), NULL if it
  * does not: hubd's rule, which libguest checks before asking. Control
- * characters are C0, DEL and C1 (U+0080..U+009F): the text is printed
- * to people's terminals. */
+ * characters are C0, DEL, C1 (U+0080..U+009F) and the bidirectional
+ * overrides and isolates (U+202A..U+202E, U+2066..U+2069), which
+ * reorder what follows: the text is printed to people's terminals. */
 static inline const char *
 hp_describe_refused(const char *text, size_t n)
 {
@@ -148,7 +149,10 @@ hp_describe_refused(const char *text, size_t n)
 		return HP_SVC_DESC_NOT_UTF8;
 	for (size_t i = 0; i < n; i++)
 		if (s[i] < 0x20 || s[i] == 0x7F ||
-		    (s[i] == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9F))
+		    (s[i] == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9F) ||
+		    (s[i] == 0xE2 && i + 2 < n &&
+		     ((s[i + 1] == 0x80 && s[i + 2] >= 0xAA && s[i + 2] <= 0xAE) ||
+		      (s[i + 1] == 0x81 && s[i + 2] >= 0xA6 && s[i + 2] <= 0xA9))))
 			return HP_SVC_DESC_CONTROL;
 	return NULL;
 }

@@ -870,6 +870,8 @@ START_TEST(test_describe)
 		   "call", "prober.describe", "prober.route", "del\x7f", NULL);
 	expect_ctl(0, "error: hub: text has a control character\n",
 		   "call", "prober.describe", "prober.route", "c1 \xc2\x9b" "2J", NULL);
+	expect_ctl(0, "error: hub: text has a control character\n",
+		   "call", "prober.describe", "", "rtl \xe2\x80\xae" "live", NULL);
 	/* not UTF-8 (bytes 0xff 0x41): hubd checks a str argument before
 	 * any service sees it */
 	expect_ctl(0, "error: invalid payload: arguments do not match the signature of "

@@ -65,6 +65,10 @@ START_TEST(test_escape_text)
 	escaped("\xff\xc3", 0, 0, "\\377\\303");
 	escaped("\xed\xa0\x80", 0, 0, "\\355\\240\\200");
 	escaped("back\\slash", 0, 0, "back\\slash");
+	/* a right-to-left override (U+202E) and an isolate (U+2066): they
+	 * would reorder what follows on a terminal; U+2028 stays */
+	escaped("\xe2\x80\xae" "evil \xe2\x81\xa6x \xe2\x80\xa8", 0, 0,
+		"\\342\\200\\256evil \\342\\201\\246x \xe2\x80\xa8");
 }
 END_TEST
 
