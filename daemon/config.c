@@ -189,7 +189,8 @@ begin_section(struct parser *p, const char *s, size_t n)
 	p->section = SEC_GUEST;
 }
 
-/* fgets for inih that counts lines, catches overlong ones and section lines. */
+/* fgets for inih that counts lines, catches overlong ones, read errors
+ * and section lines. */
 static char *
 reader(char *str, int num, void *user)
 {
@@ -197,8 +198,15 @@ reader(char *str, int num, void *user)
 	char *s, *end;
 	size_t len;
 
-	if (fgets(str, num, p->in) == NULL)
+	errno = 0;
+	if (fgets(str, num, p->in) == NULL) {
+		/* a read error (a directory, EIO) is no end of file: taken
+		 * for one, a reload of what was read would drop the rest */
+		if (ferror(p->in))
+			config_perr(p, p->line + 1, "cannot read: %s",
+				    strerror(errno != 0 ? errno : EIO));
 		return NULL;
+	}
 	p->line++;
 	len = strlen(str);
 	if (len > 0 && str[len - 1] != '\n' && !feof(p->in)) {

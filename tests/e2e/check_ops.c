@@ -406,6 +406,16 @@ START_TEST(test_reload)
 	ck_assert_msg(strstr(out, "nothing changed") != NULL, "%s", out);
 	free(out);
 	ck_assert_str_eq(state_of("echo"), "up");
+	/* the file is now a directory: no empty config, nothing changed */
+	ck_assert_int_eq(unlink(hub.conf), 0);
+	ck_assert_int_eq(mkdir(hub.conf, 0700), 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "reload", (char *)NULL), 1);
+	ck_assert_msg(strstr(out, "cannot read: Is a directory") != NULL &&
+		      strstr(out, "nothing changed") != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(rmdir(hub.conf), 0);
+	ck_assert_str_eq(state_of("echo"), "up");
+	ck_assert_str_eq(state_of("kv"), "up");
 	rewrite_conf("[guest kv]\nexec = @/guests/kv\nargs = --changed\n"
 		     "[guest counter]\nexec = @/guests/counter\n");
 	hubctl_ok(&hub, &out, "reload", (char *)NULL);

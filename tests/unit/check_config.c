@@ -736,6 +736,29 @@ START_TEST(test_missing_file)
 }
 END_TEST
 
+/* A file that opens but does not read is no empty config: taken for one,
+ * a reload would drop every guest. */
+START_TEST(test_unreadable_file)
+{
+	char dir[] = "/tmp/hub-config-dir-XXXXXX", at[64];
+	struct hub_conf c;
+	FILE *errs;
+	int rc;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	free(errtext);
+	errs = open_memstream(&errtext, &errlen);
+	rc = config_load(dir, &c, errs);
+	fclose(errs);
+	rmdir(dir);
+	ck_assert_int_eq(rc, -1);
+	snprintf(at, sizeof(at), "%s:1: cannot read: Is a directory\n", dir);
+	ck_assert_msg(strstr(errtext, at) != NULL, "got: %s", errtext);
+	ck_assert_msg(c.guests == NULL && c.nguests == 0 && c.control_path == NULL,
+		      "a failed load left state behind");
+}
+END_TEST
+
 Suite *suite_config(void);
 Suite *
 suite_config(void)
@@ -766,6 +789,7 @@ suite_config(void)
 	tcase_add_test(tc, test_overlong_line);
 	tcase_add_test(tc, test_every_error_reported);
 	tcase_add_test(tc, test_missing_file);
+	tcase_add_test(tc, test_unreadable_file);
 	suite_add_tcase(s, tc);
 	return s;
 }
