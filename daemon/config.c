@@ -189,8 +189,8 @@ begin_section(struct parser *p, const char *s, size_t n)
 	p->section = SEC_GUEST;
 }
 
-/* fgets for inih that counts lines, catches overlong ones, read errors
- * and section lines. */
+/* fgets for inih that counts lines, catches overlong ones, NUL bytes,
+ * read errors and section lines. */
 static char *
 reader(char *str, int num, void *user)
 {
@@ -198,6 +198,8 @@ reader(char *str, int num, void *user)
 	char *s, *end;
 	size_t len;
 
+	/* fgets' own NUL is then the last in str, past any the line holds */
+	memset(str, '\n', (size_t)num);
 	errno = 0;
 	if (fgets(str, num, p->in) == NULL) {
 		/* a read error (a directory, EIO) is no end of file: taken
@@ -208,7 +210,7 @@ reader(char *str, int num, void *user)
 		return NULL;
 	}
 	p->line++;
-	len = strlen(str);
+	len = (size_t)((char *)memrchr(str, '\0', (size_t)num) - str);
 	if (len > 0 && str[len - 1] != '\n' && !feof(p->in)) {
 		int ch;
 
@@ -218,8 +220,8 @@ reader(char *str, int num, void *user)
 		str[0] = '\0';
 		return str;
 	}
-	if (memchr(str, '\0', len) != NULL || strlen(str) != len) {
-		config_perr(p, p->line, "NUL byte in line");
+	if (strlen(str) != len) {
+		config_perr(p, p->line, "a NUL byte in the line");
 		str[0] = '\0';
 		return str;
 	}

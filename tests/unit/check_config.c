@@ -15,25 +15,26 @@ static char *errtext;
 static size_t errlen;
 
 static void
-write_conf(const char *text)
+write_conf(const char *text, size_t len)
 {
 	int fd;
 
 	strcpy(conf_path, "/tmp/hub-config-test-XXXXXX");
 	fd = mkstemp(conf_path);
 	ck_assert_msg(fd >= 0, "mkstemp");
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
 	close(fd);
 }
 
-/* Loads text; returns config_load's result with the messages in errtext. */
+/* Loads len bytes of text (NULs too); returns config_load's result with
+ * the messages in errtext. */
 static int
-load(const char *text, struct hub_conf *c)
+load_bytes(const char *text, size_t len, struct hub_conf *c)
 {
 	FILE *errs;
 	int rc;
 
-	write_conf(text);
+	write_conf(text, len);
 	free(errtext);
 	errtext = NULL;
 	errs = open_memstream(&errtext, &errlen);
@@ -41,6 +42,12 @@ load(const char *text, struct hub_conf *c)
 	fclose(errs);
 	unlink(conf_path);
 	return rc;
+}
+
+static int
+load(const char *text, struct hub_conf *c)
+{
+	return load_bytes(text, strlen(text), c);
 }
 
 static void
@@ -711,6 +718,23 @@ START_TEST(test_overlong_line)
 }
 END_TEST
 
+/* A NUL byte is its own error, no overlong line: the lines after it are
+ * read and numbered as they are. */
+START_TEST(test_nul_byte)
+{
+	static const char text[] = "[hub]\nring_size = 8\0 junk\nfoo = 1\nbar = 2\n";
+	struct hub_conf c;
+
+	ck_assert_int_eq(load_bytes(text, sizeof(text) - 1, &c), -1);
+	ck_assert_msg(strstr(errtext, ":2: a NUL byte in the line\n") != NULL &&
+		      strstr(errtext, ":3: unknown key 'foo'") != NULL &&
+		      strstr(errtext, ":4: unknown key 'bar'") != NULL &&
+		      strstr(errtext, "longer than") == NULL, "got: %s", errtext);
+	ck_assert_msg(c.guests == NULL && c.control_path == NULL,
+		      "a failed load left state behind");
+}
+END_TEST
+
 START_TEST(test_every_error_reported)
 {
 	struct hub_conf c;
@@ -787,6 +811,7 @@ suite_config(void)
 	tcase_add_test(tc, test_provides_overlaps);
 	tcase_add_test(tc, test_env);
 	tcase_add_test(tc, test_overlong_line);
+	tcase_add_test(tc, test_nul_byte);
 	tcase_add_test(tc, test_every_error_reported);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_unreadable_file);
