@@ -74,30 +74,37 @@ parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* The longest duration, a year (525600min): twice it, or it added to a
+ * monotonic clock, is far from overflowing 64-bit nanoseconds, so no sum
+ * on one needs to care. A key's own max may be less. */
+#define DURATION_MAX	(525600ull * 60000000000ull)
+
+static const struct { const char *unit; uint64_t ns; } units[] = {
+	{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 },
+	{ "s", 1000000000ull }, { "min", 60000000000ull },
+};
+#define NUNITS		(sizeof(units) / sizeof(units[0]))
+
 /* A duration: 0, or a number with a unit ns, us, ms, s, min. */
 static int
 parse_duration(const char *s, uint64_t *ns)
 {
-	static const struct { const char *unit; uint64_t ns; } units[] = {
-		{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 },
-		{ "s", 1000000000ull }, { "min", 60000000000ull },
-	};
 	char num[32];
 	size_t n = strspn(s, "0123456789");
-	uint64_t v;
+	uint64_t v = 0;
+	int big;
 
 	if (n == 0 || n >= sizeof(num))
 		return -EINVAL;
 	memcpy(num, s, n);
 	num[n] = '\0';
-	if (parse_u64(num, &v) != 0)
-		return -ERANGE;
+	big = parse_u64(num, &v) != 0;	/* too long only if its unit is right */
 	if (s[n] == '\0')
-		return v == 0 ? (*ns = 0, 0) : -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		return !big && v == 0 ? (*ns = 0, 0) : -EINVAL;
+	for (size_t i = 0; i < NUNITS; i++) {
 		if (strcmp(s + n, units[i].unit) != 0)
 			continue;
-		if (v > UINT64_MAX / units[i].ns)
+		if (big || v > UINT64_MAX / units[i].ns)
 			return -ERANGE;
 		*ns = v * units[i].ns;
 		return 0;
@@ -116,7 +123,8 @@ struct key {
 	size_t		off;
 	size_t		size;
 	uint64_t	min;		/* numbers, sizes and durations */
-	uint64_t	max;		/* numbers and sizes */
+	uint64_t	max;		/* numbers and sizes; durations: 0 is
+					 * DURATION_MAX */
 };
 
 #define HUB(f)		.off = offsetof(struct hub_conf, f), \
@@ -178,11 +186,21 @@ key_size(struct parser *p, const struct key *k, const char *value, void *base)
 static int
 key_duration(struct parser *p, const struct key *k, const char *value, void *base)
 {
-	uint64_t v;
+	uint64_t v, max = k->max != 0 ? k->max : DURATION_MAX;
+	size_t i = NUNITS - 1;
+	int rc;
 
-	if (parse_duration(value, &v) != 0) {
+	if ((rc = parse_duration(value, &v)) == -EINVAL) {
 		config_perr(p, p->line, "%s: '%s' is not a duration (0, or a number "
 			    "with ns, us, ms, s or min)", k->name, value);
+		return -1;
+	}
+	if (rc != 0 || v > max) {
+		/* the max in the largest unit that holds it whole */
+		while (max % units[i].ns != 0)
+			i--;
+		config_perr(p, p->line, "%s: '%s' is longer than %" PRIu64 "%s", k->name,
+			    value, max / units[i].ns, units[i].unit);
 		return -1;
 	}
 	if (v < k->min) {
@@ -549,7 +567,8 @@ static const struct key topic_keys[] = {
 	{ "slots", key_slots, TOPIC(slots), .min = HP_TOPIC_SLOTS_MIN, .max = HP_TOPIC_SLOTS_MAX },
 	{ "event_max", key_size, TOPIC(event_max), .min = HP_TOPIC_EVENT_MIN,
 	  .max = HP_TOPIC_EVENT_MAX },
-	{ "block_timeout", key_duration, TOPIC(block_ns) },
+	/* milliseconds in an int on the guest's side */
+	{ "block_timeout", key_duration, TOPIC(block_ns), .max = INT32_MAX * 1000000ull },
 };
 
 /* A bit per key in parser.hub_seen and guest_seen */

@@ -541,9 +541,12 @@ host_check(struct hub *h, uint64_t now)
 			host_fault(h, p, DEATH_VIOLATION, "shm.crash.epoch");
 			continue;
 		}
-		/* r[shm.crash.heartbeat-clock]: its CLOCK_MONOTONIC against ours */
+		/* r[shm.crash.heartbeat-clock]: its CLOCK_MONOTONIC against ours;
+		 * quiet for more than 2 * interval, which is never computed (it
+		 * could overflow) */
 		if (interval != 0 && now > e.last_heartbeat &&
-		    now - e.last_heartbeat > 2 * interval)
+		    now - e.last_heartbeat > interval &&
+		    now - e.last_heartbeat - interval > interval)
 			host_fault(h, p, DEATH_HUNG, "heartbeat stale (shm.crash.heartbeat)");
 	}
 }

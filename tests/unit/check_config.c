@@ -268,6 +268,35 @@ START_TEST(test_bad_numbers)
 }
 END_TEST
 
+/* A duration is at most a year: twice one, or one added to the clock,
+ * overflows nothing (a heartbeat of 2^63 ns was a guest killed as hung
+ * at once). block_timeout is milliseconds in an int, at most 2^31 - 1. */
+START_TEST(test_durations_capped)
+{
+	struct hub_conf c;
+
+	expect_error("[hub]\nheartbeat_interval = 9223372036854775809ns\n", 2,
+		     "heartbeat_interval: '9223372036854775809ns' is longer than 525600min");
+	expect_error("[guest a]\nexec = /bin/true\n\nheartbeat = 9223372036854775809ns\n", 4,
+		     "heartbeat: '9223372036854775809ns' is longer than 525600min");
+	expect_error("[hub]\nheartbeat_interval = 31536000000000001ns\n", 2, "longer than");
+	expect_error("[hub]\nstop_grace = 525601min\n", 2, "stop_grace: '525601min' is longer");
+	expect_error("[guest a]\nexec = /bin/true\nbackoff_max = 99999999min\n", 3,
+		     "backoff_max: ");
+	expect_error("[topic t.x]\nblock_timeout = 2147483648ms\n", 2,
+		     "block_timeout: '2147483648ms' is longer than 2147483647ms");
+	ck_assert_msg(load("[hub]\nheartbeat_interval = 525600min\nlane_ban = 31536000s\n"
+			   "[guest a]\nexec = /bin/true\nheartbeat = 31536000000000000ns\n"
+			   "[topic t.x]\nblock_timeout = 2147483647ms\n", &c) == 0,
+		      "load: %s", errtext);
+	ck_assert_uint_eq(c.params.heartbeat_interval, 31536000000000000ull);
+	ck_assert_uint_eq(c.lane_ban_ns, 31536000000000000ull);
+	ck_assert_uint_eq(c.guests[0].heartbeat_ns, 31536000000000000ull);
+	ck_assert_uint_eq(c.topics[0].block_ns, 2147483647000000ull);
+	config_free(&c);
+}
+END_TEST
+
 /* 0 would kill every guest before it attaches */
 START_TEST(test_zero_timeouts_refused)
 {
@@ -799,6 +828,7 @@ suite_config(void)
 	tcase_add_test(tc, test_duplicate_key);
 	tcase_add_test(tc, test_bad_numbers);
 	tcase_add_test(tc, test_zero_timeouts_refused);
+	tcase_add_test(tc, test_durations_capped);
 	tcase_add_test(tc, test_geometry_checked);
 	tcase_add_test(tc, test_sections);
 	tcase_add_test(tc, test_pool_section);
