@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "daemon/host.h"
 #include "daemon/lanes.h"
 #include "daemon/log.h"
+#include "daemon/manual.h"
 #include "daemon/methods.h"
 #include "daemon/monitor.h"
 #include "daemon/notify.h"
@@ -67,21 +69,39 @@ usage(FILE *out, int status)
 /* hubd -n: what a good file names that would fail once the hub runs.
  * A guest whose exec cannot run fails alone and the hub runs on: a
  * warning. The control socket's directory must be there, or its parent
- * for hubd to make it, else hubd cannot start: an error. Returns the
+ * for hubd to make it, and its path must fit a socket's address, else
+ * hubd cannot start: an error. So is a guest started by hand whose ticket
+ * socket's path does not fit: no ticket could ever start it. Returns the
  * errors. */
 static int
 check_files(const struct hub_conf *c, const char *file)
 {
 	const char *slash = strrchr(c->control_path, '/');
+	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	size_t len = strlen(c->control_path);
 	struct stat st;
 	int errors = 0;
 
+	if (len >= sizeof(sock)) {
+		fprintf(stderr, "%s: control %s: socket path too long (%zu bytes, at most %zu): "
+			"hubd cannot start\n", file, c->control_path, len, sizeof(sock) - 1);
+		errors++;
+	}
 	for (uint32_t i = 0; i < c->nguests; i++) {
 		const struct config_guest *g = &c->guests[i];
 		const char *why = NULL;
+		int n;
 
-		if (g->start_manual)
+		if (g->start_manual) {
+			n = manual_path(sock, sizeof(sock), c->control_path, g->name);
+			if (n < 0 || (size_t)n >= sizeof(sock)) {
+				fprintf(stderr, "%s:%d: guest %s: ticket socket path too long (%d "
+					"bytes, at most %zu): it cannot be started by hand\n", file,
+					g->line, g->name, n, sizeof(sock) - 1);
+				errors++;
+			}
 			continue;	/* started by hand, as the operator says */
+		}
 		if (stat(g->exec, &st) != 0)
 			why = strerror(errno);
 		else if (!S_ISREG(st.st_mode))

@@ -81,6 +81,12 @@ manual_secret(const struct peer *p)
 	return p->manual != NULL ? p->manual->secret : NULL;
 }
 
+int
+manual_path(char *path, size_t n, const char *control, const char *name)
+{
+	return snprintf(path, n, "%s.%s.ticket", control, name);
+}
+
 /* Compares in a time that does not depend on where they differ. */
 static int
 same_secret(const char *a, const char *b, size_t n)
@@ -202,8 +208,8 @@ manual_listen(struct hub *h, struct peer *p, int guest_end, host_peer_fn *starte
 	m->started = started;
 	p->manual = m;
 	/* beside the control socket, where only hubd makes files */
-	if ((size_t)snprintf(m->path, sizeof(m->path), "%s.%s.ticket",
-			     h->conf.control_path, p->conf->name) >= sizeof(m->path)) {
+	if ((size_t)manual_path(m->path, sizeof(m->path), h->conf.control_path,
+				p->conf->name) >= sizeof(m->path)) {
 		*what = "ticket socket path";
 		err = -ENAMETOOLONG;
 		goto fail;

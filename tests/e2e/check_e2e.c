@@ -688,7 +688,9 @@ check_config(const char *text, char *out, size_t cap)
 
 START_TEST(test_check_config)
 {
-	char out[2048];
+	const char *d98 = "/tmp/hub-e2e-long/" "0123456789012345678901234567890123456789"
+	    "01234567890123456789012345678901234.sock";	/* 98 bytes */
+	char out[2048], text[512];
 
 	ck_assert_int_eq(check_config("[hub]\nring_size = 64\n[guest a]\nexec = /bin/true\n",
 				      out, sizeof(out)), 0);
@@ -715,6 +717,24 @@ START_TEST(test_check_config)
 		      strstr(out, "OK") == NULL, "%s", out);
 	ck_assert_int_eq(check_config("[guest a]\nexec = /bin/true\n", out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "configuration OK (1 guest)\n") != NULL, "%s", out);
+	/* a socket's path holds 107 bytes: the control socket's, and the
+	 * ticket socket beside it of each guest started by hand */
+	ck_assert_uint_eq(strlen(d98), 98);
+	snprintf(text, sizeof(text), "[hub]\ncontrol = %s0123456789\n", d98);
+	ck_assert_int_eq(check_config(text, out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, ": control /tmp/hub-e2e-long/") != NULL &&
+		      strstr(out, ".sock0123456789: socket path too long (108 bytes, at most "
+			     "107): hubd cannot start\n") != NULL && strstr(out, "OK") == NULL,
+		      "%s", out);
+	snprintf(text, sizeof(text), "[hub]\ncontrol = %s\n[guest a]\nexec = /bin/true\n"
+		 "start = manual\n\n[guest b]\nexec = /bin/true\n[guest cd]\n"
+		 "exec = x\nstart = manual\n", d98);
+	ck_assert_int_eq(check_config(text, out, sizeof(out)), 1);
+	/* a's is 107 bytes, cd's 108 */
+	ck_assert_msg(strstr(out, ":9: guest cd: ticket socket path too long (108 bytes, at "
+			     "most 107): it cannot be started by hand\n") != NULL &&
+		      strstr(out, "guest a") == NULL && strstr(out, "guest b") == NULL &&
+		      strstr(out, "OK") == NULL, "%s", out);
 }
 END_TEST
 
