@@ -72,6 +72,9 @@ const char	*js_text(json_object *o, const char *key);
 const char	*js_shown(json_object *v);
 uint64_t	 js_u64(json_object *o, const char *key);
 json_object	*js_list(json_object *o, const char *key);
+/* A table column's width for key of list's objects: least, or the
+ * longest value (64 at most), so that long names keep the rows aligned. */
+int		 js_width(json_object *list, const char *key, int least);
 /* A JSON number of units, each per ns long, in ns (0 if not a number). */
 uint64_t	 js_ns(json_object *v, uint64_t per);
 /* a on a line as JSON, then freed; 0 */

@@ -61,6 +61,21 @@ js_u64(json_object *o, const char *key)
 	return json_object_get_uint64(js_get(o, key));
 }
 
+int
+js_width(json_object *list, const char *key, int least)
+{
+	int w = least;
+
+	for (size_t i = 0; json_object_is_type(list, json_type_array) &&
+	     i < json_object_array_length(list); i++) {
+		size_t n = strlen(js_text(json_object_array_get_idx(list, i), key));
+
+		if (n > (size_t)w)
+			w = n > 64 ? 64 : (int)n;
+	}
+	return w;
+}
+
 /* o[key], which must be a list: an answer without it is not one hubctl
  * understands. */
 json_object *

@@ -110,7 +110,7 @@ int
 hubctl_methods(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a, *ms;
-	int rc, where = 0;
+	int rc, where = 0, wn, ws, wo;
 
 	(void)argc;
 	(void)argv;
@@ -122,18 +122,21 @@ hubctl_methods(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < json_object_array_length(ms); i++)
 		if (*js_text(json_object_array_get_idx(ms, i), "where") != '\0')
 			where = 1;
+	wn = js_width(ms, "name", 24);
+	ws = js_width(ms, "signature", 28);
+	wo = js_width(ms, "owner", 16);
 	if (where)
-		printf("%-24s %-28s %-16s %s\n", "METHOD", "SIGNATURE", "OWNER", "WHERE");
+		printf("%-*s %-*s %-*s %s\n", wn, "METHOD", ws, "SIGNATURE", wo, "OWNER", "WHERE");
 	else
-		printf("%-24s %-28s %s\n", "METHOD", "SIGNATURE", "OWNER");
+		printf("%-*s %-*s %s\n", wn, "METHOD", ws, "SIGNATURE", "OWNER");
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
 		json_object *m = json_object_array_get_idx(ms, i);
 
 		if (*js_text(m, "where") != '\0')
-			printf("%-24s %-28s %-16s %s\n", js_text(m, "name"), js_text(m, "signature"),
-			       js_text(m, "owner"), js_text(m, "where"));
+			printf("%-*s %-*s %-*s %s\n", wn, js_text(m, "name"), ws,
+			       js_text(m, "signature"), wo, js_text(m, "owner"), js_text(m, "where"));
 		else
-			printf("%-24s %-28s %s\n", js_text(m, "name"), js_text(m, "signature"),
+			printf("%-*s %-*s %s\n", wn, js_text(m, "name"), ws, js_text(m, "signature"),
 			       js_text(m, "owner"));
 	}
 	json_object_put(a);
@@ -147,7 +150,7 @@ hubctl_lanes(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a, *ls, *vs, *bs;
 	char ab[24], ba[24], age[32];
-	int rc;
+	int rc, w = 16;
 
 	(void)argc;
 	(void)argv;
@@ -157,14 +160,21 @@ hubctl_lanes(struct ctl *ctl, int argc, char **argv)
 		return js_print(a);
 	ls = js_list(a, "lanes");
 	vs = js_list(a, "violations");
-	printf("%-5s %-16s %-16s %10s %10s %10s %10s %8s %8s\n", "LANE", "A", "B", "CALLS-A>B",
-	       "CALLS-B>A", "BYTES-A>B", "BYTES-B>A", "WAKES", "AGE");
+	for (size_t i = 0; i < json_object_array_length(ls); i++) {
+		json_object *l = json_object_array_get_idx(ls, i);
+		size_t n = strlen(js_text(js_get(l, "a"), "guest")), m = strlen(js_text(js_get(l,
+								"b"), "guest"));
+
+		w = n > (size_t)w ? (int)n : m > (size_t)w ? (int)m : w;
+	}
+	printf("%-5s %-*s %-*s %10s %10s %10s %10s %8s %8s\n", "LANE", w, "A", w, "B",
+	       "CALLS-A>B", "CALLS-B>A", "BYTES-A>B", "BYTES-B>A", "WAKES", "AGE");
 	for (size_t i = 0; i < json_object_array_length(ls); i++) {
 		json_object *l = json_object_array_get_idx(ls, i), *x = js_get(l, "a"), *y = js_get(l, "b");
 
-		printf("%-5" PRIu64 " %-16s %-16s %10" PRIu64 " %10" PRIu64 " %10s %10s %8" PRIu64
-		       " %8s\n", json_object_get_uint64(js_get(l, "id")), js_text(x, "guest"),
-		       js_text(y, "guest"), json_object_get_uint64(js_get(x, "calls_out")),
+		printf("%-5" PRIu64 " %-*s %-*s %10" PRIu64 " %10" PRIu64 " %10s %10s %8" PRIu64
+		       " %8s\n", json_object_get_uint64(js_get(l, "id")), w, js_text(x, "guest"),
+		       w, js_text(y, "guest"), json_object_get_uint64(js_get(x, "calls_out")),
 		       json_object_get_uint64(js_get(y, "calls_out")),
 		       size_iec(ab, sizeof(ab), json_object_get_uint64(js_get(x, "bytes_out"))),
 		       size_iec(ba, sizeof(ba), json_object_get_uint64(js_get(y, "bytes_out"))),

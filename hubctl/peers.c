@@ -200,7 +200,7 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 	json_object *a = NULL, *peers;
 	char shown[4 * 64 + 1];
 	size_t n;
-	int rc;
+	int rc, w;
 
 	if (argc == 0 && (a = client_ask(ctl, "peers", &rc)) == NULL)
 		return rc;
@@ -227,7 +227,8 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		return 1;
 	}
 	peers = js_list(a, "peers");
-	printf("%-16s %4s %-9s %8s %-8s %5s %12s %4s %10s %9s %5s %5s  %s\n", "NAME", "PEER",
+	w = js_width(peers, "name", 16);
+	printf("%-*s %4s %-9s %8s %-8s %5s %12s %4s %10s %9s %5s %5s  %s\n", w, "NAME", "PEER",
 	       "STATE", "PID", "USER", "EPOCH", "UPTIME", "RST", "HB-AGE", "RINGS", "SLOTS",
 	       "CHANS", "LAST DEATH");
 	for (size_t i = 0; i < json_object_array_length(peers); i++) {
@@ -250,8 +251,8 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		snprintf(rings, sizeof(rings), "%d/%d", json_object_get_int(js_get(p, "g2h_depth")),
 			 json_object_get_int(js_get(p, "h2g_depth")));
 		user_text(user, sizeof(user), js_get(p, "user"), 1);
-		printf("%-16s %4d %-9s %8d %-8.8s %5" PRId64 " %12s %4d %10s %9s %5d %5d  %s\n",
-		       js_text(p, "name"), json_object_get_int(js_get(p, "peer_id")), js_text(p, "state"),
+		printf("%-*s %4d %-9s %8d %-8.8s %5" PRId64 " %12s %4d %10s %9s %5d %5d  %s\n",
+		       w, js_text(p, "name"), json_object_get_int(js_get(p, "peer_id")), js_text(p, "state"),
 		       json_object_get_int(js_get(p, "pid")), user,
 		       json_object_get_int64(js_get(p, "epoch")),
 		       duration_text(up, sizeof(up), js_ns(js_get(p, "uptime_s"), HP_NS_PER_S)),

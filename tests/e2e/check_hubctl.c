@@ -244,6 +244,49 @@ START_TEST(test_hub_run_says_which_guest_died)
 }
 END_TEST
 
+/* Whether every line of a table has col (a left-aligned column's heading
+ * in its first line) start where the heading does: the rows aligned. */
+static void
+expect_aligned(const char *table, const char *col, const char *what)
+{
+	const char *nl = strchr(table, '\n'), *at = strstr(table, col);
+	size_t x;
+
+	ck_assert_msg(nl != NULL && at != NULL && at < nl, "%s: no %s heading: %s", what, col,
+		      table);
+	x = (size_t)(at - table);
+	for (const char *l = nl + 1; *l != '\0'; l = strchr(l, '\n') + 1) {
+		ck_assert_msg(strchr(l, '\n') != NULL && (size_t)(strchr(l, '\n') - l) > x &&
+			      l[x - 1] == ' ' && l[x] != ' ', "%s: a row's %s is not under its "
+			      "heading: %s", what, col, table);
+	}
+}
+
+/* Names as long as the config (32) and a method's (63) allow: the
+ * tables' columns widen, the rows stay under their headings. */
+START_TEST(test_tables_fit_long_names)
+{
+	static const char longname[] = "a234567890123456789012345678901b";
+	char guests[512], method[80], *out = NULL;
+
+	snprintf(guests, sizeof(guests), PROBER "[guest %s]\nexec = @/tests/guests/lifeguest\n"
+		 "args = --mode=idle\n", longname);
+	hub_start_up(&hub, NULL, guests, "prober,a234567890123456789012345678901b");
+	ck_assert(hub_wait_method(&hub, "prober.register") == 0);
+	snprintf(method, sizeof(method), "prober.%.*s", 56, "m23456789012345678901234567890123456"
+		 "789012345678901234567890");
+	expect_ctl(0, "ok\n", NULL, "call", "prober.register", method, "str->str", NULL);
+	hubctl_ok(&hub, &out, "peers", (char *)NULL);
+	expect_aligned(out, "STATE", "peers");
+	free(out);
+	hubctl_ok(&hub, &out, "methods", (char *)NULL);
+	expect_aligned(out, "SIGNATURE", "methods");
+	expect_aligned(out, "OWNER", "methods");
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A malformed signature is refused with what is wrong and where: by
  * libguest before it asks (on the guest's stderr: hubctl logs), by hubd
  * when a guest sends it anyway (its answer, and its log). */
@@ -343,6 +386,7 @@ suite_hubctl(void)
 	tcase_add_test(tc, test_bad_signature_said);
 	tcase_add_test(tc, test_hub_run_help);
 	tcase_add_test(tc, test_hub_run_says_which_guest_died);
+	tcase_add_test(tc, test_tables_fit_long_names);
 	tcase_add_test(tc, test_check_man_commands);
 	suite_add_tcase(s, tc);
 	return s;
