@@ -662,15 +662,51 @@ config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 	return a->argv[i] == NULL && b->argv[i] == NULL;
 }
 
+int
+config_topic_subscribers_equal(const struct config_topic *a, const struct config_topic *b)
+{
+	/* the same names in another order are the same rights; none (NULL)
+	 * is every guest */
+	return (a->subscribers == NULL) == (b->subscribers == NULL) &&
+	    strv_within(a->subscribers, b->subscribers) &&
+	    strv_within(b->subscribers, a->subscribers);
+}
+
+int
+config_topic_equal(const struct config_topic *a, const struct config_topic *b)
+{
+	return strcmp(a->name, b->name) == 0 && a->slots == b->slots &&
+	    a->event_max == b->event_max && a->block_ns == b->block_ns &&
+	    config_topic_subscribers_equal(a, b);
+}
+
+static void
+topics_clear(struct hub_conf *c)
+{
+	for (uint32_t i = 0; i < c->ntopics; i++)
+		strv_free(c->topics[i].subscribers);
+	free(c->topics);
+	c->topics = NULL;
+	c->ntopics = 0;
+}
+
+void
+config_topics_take(struct hub_conf *to, struct hub_conf *from)
+{
+	topics_clear(to);
+	to->topics = from->topics;
+	to->ntopics = from->ntopics;
+	from->topics = NULL;
+	from->ntopics = 0;
+}
+
 void
 config_free(struct hub_conf *c)
 {
 	for (uint32_t i = 0; i < c->nguests; i++)
 		config_guest_clear(&c->guests[i]);
 	free(c->guests);
-	for (uint32_t i = 0; i < c->ntopics; i++)
-		strv_free(c->topics[i].subscribers);
-	free(c->topics);
+	topics_clear(c);
 	free(c->file);
 	free(c->control_path);
 	memset(c, 0, sizeof(*c));

@@ -178,5 +178,13 @@ const struct config_topic *config_topic_of(const struct hub_conf *c, const char 
 /* Whether the topic's settings let guest subscribe (NULL: a control
  * client, not root nor hubd's user: only to a topic open to all). */
 int config_topic_allows(const struct config_topic *t, const char *guest);
+/* Whether two [topic] sections say the same (subscribers in any order),
+ * or name the same subscribers. */
+int config_topic_equal(const struct config_topic *a, const struct config_topic *b);
+int config_topic_subscribers_equal(const struct config_topic *a, const struct config_topic *b);
+/* from's [topic] sections into to, whose own are freed; from keeps none
+ * (a reload's: topics hold no pointer into them, each copies what it
+ * needs when it is made, and subscriptions ask at the time). */
+void config_topics_take(struct hub_conf *to, struct hub_conf *from);
 
 #endif

@@ -7,6 +7,8 @@
  * entry taken (an old one still stopping) waits and starts as soon as an
  * entry is free. The segment cannot change under running guests: its
  * parameters, like the segment and control paths, are reported and kept.
+ * The [topic] sections are the new file's from then on: for topics made
+ * after it, and for every subscription (apply_topics).
  *
  * Method names: the new file is checked as at start (config_load: no name
  * two guests', none the host's), so one that lets two guests share a name
@@ -15,6 +17,7 @@
  * started with (p->conf, not next_conf) until it restarts; a name a
  * reload moves to another guest is that guest's once no live instance of
  * the old one holds it (methods.c). */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +26,7 @@
 #include "daemon/pool.h"
 #include "daemon/reload.h"
 #include "daemon/supervise.h"
+#include "daemon/topics.h"
 #include "daemon/users.h"
 
 /* The entry holding name, removed and still stopping included. */
@@ -90,7 +94,7 @@ reload_start_waiting(struct hub *h)
 static void
 say(FILE *msgs, const char *fmt, const char *a, const char *b)
 {
-	char line[256];
+	char line[512];
 
 	snprintf(line, sizeof(line), fmt, a, b);
 	log_info("reload: %s", line);
@@ -198,6 +202,61 @@ apply_guests(struct hub *h, const struct hub_conf *n, FILE *msgs)
 	}
 }
 
+/* Topic name's settings going from o (the defaults, without a section)
+ * to t, said. */
+static void
+say_topic(struct hub *h, const char *what, const struct config_topic *o,
+	  const struct config_topic *t, FILE *msgs)
+{
+	const struct topic *open = topics_find(h, t->name);
+	char line[320];
+
+	snprintf(line, sizeof(line), "topic %s: section %s", t->name, what);
+	if (o->slots != t->slots || o->event_max != t->event_max || o->block_ns != t->block_ns)
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), "; slots %u, event_max "
+			 "%u, block_timeout %" PRIu64 "ms when the topic is made", t->slots,
+			 t->event_max, t->block_ns / 1000000);
+	if (open != NULL && (open->geom.slots != t->slots ||
+			     open->geom.event_max != t->event_max))
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), " (open now: it "
+			 "keeps slots %u, event_max %u until it goes)", open->geom.slots,
+			 open->geom.event_max);
+	if (!config_topic_subscribers_equal(o, t))
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), "; who may "
+			 "subscribe: %s from now on", t->subscribers != NULL ? "its subscribers" :
+			 "every guest");
+	say(msgs, "%s%s", line, "");
+}
+
+/* The new file n's [topic] sections take the place of the hub's (what
+ * n held is the hub's now). A topic made from now on takes them; one
+ * made already keeps its memory's slots, event_max and block_timeout
+ * until it goes, while who may subscribe is asked at each subscription:
+ * that applies to every topic from now on. */
+static void
+apply_topics(struct hub *h, struct hub_conf *n, FILE *msgs)
+{
+	struct config_topic def_o, def_t;
+
+	for (uint32_t k = 0; k < n->ntopics; k++) {
+		const struct config_topic *t = &n->topics[k];
+		const struct config_topic *o = config_topic_of(&h->conf, t->name, &def_o);
+
+		if (o == &def_o)
+			say_topic(h, "added", o, t, msgs);
+		else if (!config_topic_equal(o, t))
+			say_topic(h, "changed", o, t, msgs);
+	}
+	for (uint32_t i = 0; i < h->conf.ntopics; i++) {
+		const struct config_topic *o = &h->conf.topics[i];
+		const struct config_topic *t = config_topic_of(n, o->name, &def_t);
+
+		if (t == &def_t)
+			say_topic(h, "removed: the defaults", o, t, msgs);
+	}
+	config_topics_take(&h->conf, n);
+}
+
 /* The new file n's other [hub] keys apply from now on. */
 static void
 apply_hub_keys(struct hub *h, const struct hub_conf *n)
@@ -246,6 +305,7 @@ reload_config(struct hub *h, FILE *msgs)
 	}
 	log_debug("reload: %s: %u guests", h->conf.file, n.nguests);
 	keep_segment(h, &n, msgs);
+	apply_topics(h, &n, msgs);	/* before the guests that may use them */
 	/* each guest's uid: a running one keeps its own */
 	users_number(h, &n);
 	/* the new file says who waits for an entry */

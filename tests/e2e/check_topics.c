@@ -405,6 +405,74 @@ START_TEST(test_rights)
 }
 END_TEST
 
+/* The topic named in hubctl -j topics' output, as a new object, or NULL. */
+static json_object *
+listed(const char *name)
+{
+	json_object *a, *t;
+	char *out = NULL;
+
+	hubctl_ok(&hub, &out, "-j", "topics", (char *)NULL);
+	ck_assert_msg((a = json_tokener_parse(out)) != NULL, "%s", out);
+	free(out);
+	if ((t = topic_in(a, name)) != NULL)
+		json_object_get(t);
+	json_object_put(a);
+	return t;
+}
+
+#define EARLY	"[guest early]\n" TG "args = --as=early --sub=early.ev\n"
+
+/* [topic] sections a reload adds, changes or drops apply to the topics
+ * made after it, their memory and who may subscribe, as hubd.conf(5)
+ * says; a topic open meanwhile keeps its memory's, and the reload's
+ * messages say what applies when. */
+START_TEST(test_reload_sections)
+{
+	json_object *t;
+	char msgs[2048];
+
+	hub_start_up(&hub, NULL, SUB("nosy", "") EARLY, "nosy,early");
+	ck_assert(hub_wait_method(&hub, "nosy.stats,early.stats") == 0);
+	/* nobody reads pub.ev now: the next subscriber makes it anew */
+	ctl("stop", "nosy");
+	expect_topic("pub.ev", 0);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, "[topic pub.ev]\nslots = 4\nevent_max = 16\n"
+					"subscribers = ok\n[topic early.ev]\nslots = 8\n"
+					SUB("nosy", "") SUB("ok", "") EARLY), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_msg(strstr(msgs, "topic pub.ev: section added; slots 4, event_max 16, "
+			     "block_timeout 1000ms when the topic is made; who may subscribe: "
+			     "its subscribers from now on\n") != NULL, "%s", msgs);
+	ck_assert_msg(strstr(msgs, "topic early.ev: section added; slots 8, event_max 4096, "
+			     "block_timeout 1000ms when the topic is made (open now: it keeps "
+			     "slots 64, event_max 4096 until it goes)\n") != NULL, "%s", msgs);
+	ck_assert(hub_wait_method(&hub, "ok.stats") == 0);
+	ck_assert_ptr_nonnull(t = listed("pub.ev"));
+	ck_assert_int_eq(json_object_get_int(json_get(t, "slots")), 4);
+	ck_assert_int_eq(json_object_get_int(json_get(t, "event_max")), 16);
+	json_object_put(t);
+	ck_assert_ptr_nonnull(t = listed("early.ev"));
+	ck_assert_int_eq(json_object_get_int(json_get(t, "slots")), 64);
+	json_object_put(t);
+	/* subscribers = ok keeps nosy out now */
+	ctl("start", "nosy");
+	expect_log("topicguest: subscribe pub.ev: Operation not permitted");
+	/* one section dropped, the defaults for the next pub.ev; one changed */
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, "[topic early.ev]\nslots = 16\n"
+					SUB("nosy", "") SUB("ok", "") EARLY), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
+	ck_assert_msg(strstr(msgs, "topic pub.ev: section removed: the defaults; slots 64, "
+			     "event_max 4096, block_timeout 1000ms when the topic is made (open "
+			     "now: it keeps slots 4, event_max 16 until it goes); who may "
+			     "subscribe: every guest from now on\n") != NULL, "%s", msgs);
+	ck_assert_msg(strstr(msgs, "topic early.ev: section changed; slots 16, event_max 4096, "
+			     "block_timeout 1000ms when the topic is made (open now: it keeps "
+			     "slots 64, event_max 4096 until it goes)\n") != NULL, "%s", msgs);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_topics(void);
 Suite *
 suite_topics(void)
@@ -425,6 +493,7 @@ suite_topics(void)
 	tcase_add_test(tc, test_hostile_publisher);
 	tcase_add_test(tc, test_rights);
 	tcase_add_test(tc, test_reaped);
+	tcase_add_test(tc, test_reload_sections);
 	suite_add_tcase(s, tc);
 	return s;
 }
