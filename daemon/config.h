@@ -157,6 +157,15 @@ struct hub_conf {
 int config_load(const char *file, struct hub_conf *c, FILE *errs);
 void config_free(struct hub_conf *c);
 
+/* Each [hub] and [pool] key (section "hub" or "pool") whose value in n,
+ * a new file, is not was's: fn is told its name, both values as the file
+ * writes them, and whether now (the hub's settings after a reload) took
+ * n's. Only those keys' values are read: was may be a shallow copy. */
+typedef void config_change_fn(void *arg, const char *section, const char *key,
+			      const char *was, const char *n, int taken);
+void config_hub_changes(const struct hub_conf *was, const struct hub_conf *now,
+			const struct hub_conf *n, config_change_fn *fn, void *arg);
+
 /* A guest's settings on their own (a running guest owns a copy, so a
  * reload can replace the config under it). */
 struct config_guest *config_guest_dup(const struct config_guest *g);

@@ -2,8 +2,10 @@
 /* The keys of hubd.conf: one table row per key of [hub], of [pool] and
  * of [guest NAME] with its bounds and where its value goes; the syntax of
  * each kind of value (numbers, sizes, durations, strings, users and
- * groups, uid ranges, restart policies, args, provides); and inih's handler, which
- * takes a key = value line of the current section to its row. Reading the file
+ * groups, uid ranges, restart policies, args, provides); inih's handler, which
+ * takes a key = value line of the current section to its row; and each [hub]
+ * and [pool] value written back as the file takes it, for what a reload says
+ * (config_hub_changes). Reading the file
  * and its sections is config.c's. Over 600 lines because it is one table:
  * each row names the parser of its kind of value, and the rows and those
  * parsers are read together (make check-man holds hubd.conf.5 to the
@@ -904,6 +906,146 @@ key_lanes(struct parser *p, const struct key *k, const char *value, void *base)
 		g->lanes_with[used] = '\0';
 	}
 	return 0;
+}
+
+/* -- values as text: what a reload says it changed or kept ------------------ */
+
+/* bytes in the largest unit that divides them, as the file takes it */
+static void
+size_exact(char *buf, size_t len, uint64_t v)
+{
+	static const char units[] = "KMGTPE";
+	int u = 0;
+
+	while (v != 0 && u < 6 && (v & 1023) == 0) {
+		v >>= 10;
+		u++;
+	}
+	snprintf(buf, len, "%" PRIu64 "%.*s", v, u > 0 ? 1 : 0, u > 0 ? &units[u - 1] : "");
+}
+
+/* ns likewise: 0, or a number with the largest unit that divides it */
+static void
+duration_exact(char *buf, size_t len, uint64_t ns)
+{
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{ "min", 60000000000ull }, { "s", 1000000000ull }, { "ms", 1000000 },
+		{ "us", 1000 }, { "ns", 1 },
+	};
+	size_t i = 0;
+
+	if (ns == 0) {
+		snprintf(buf, len, "0");
+		return;
+	}
+	while (ns % units[i].ns != 0)
+		i++;
+	snprintf(buf, len, "%" PRIu64 "%s", ns / units[i].ns, units[i].unit);
+}
+
+static const void *
+cfield(const struct key *k, const void *base)
+{
+	return (const char *)base + k->off;
+}
+
+static uint64_t
+load_uint(const struct key *k, const void *base)
+{
+	return k->size == sizeof(uint32_t) ? *(const uint32_t *)cfield(k, base) :
+	    *(const uint64_t *)cfield(k, base);
+}
+
+/* Key k's value in base as the file writes it ("default" for a number
+ * below its least, which only an unset key holds: channels_per_caller,
+ * quota); NULL for a key with no value (segment). A kind of value this
+ * does not know is its bytes in hex, so a change is never taken for
+ * none. */
+static const char *
+key_text(const struct key *k, const void *base, char *buf, size_t len)
+{
+	int number = k->parse == key_number, bytes = k->parse == key_size ||
+	    k->parse == key_payload;
+
+	if (k->parse == key_gone)
+		return NULL;
+	if ((number || bytes) && load_uint(k, base) < k->min) {
+		snprintf(buf, len, "default");
+	} else if (k->parse == key_string) {
+		const char *v = *(char *const *)cfield(k, base);
+
+		snprintf(buf, len, "%s", v != NULL ? v : "");
+	} else if (number) {
+		snprintf(buf, len, "%" PRIu64, load_uint(k, base));
+	} else if (bytes) {
+		size_exact(buf, len, load_uint(k, base));
+	} else if (k->parse == key_duration) {
+		duration_exact(buf, len, *(const uint64_t *)cfield(k, base));
+	} else if (k->parse == key_hang_stack) {
+		snprintf(buf, len, "%s", *(const int *)cfield(k, base) == HANG_STACK_OFF ?
+			 "off" : "auto");
+	} else if (k->parse == key_group) {
+		int64_t gid = *(const int64_t *)cfield(k, base);
+		struct group *gr = gid >= 0 ? getgrgid((gid_t)gid) : NULL;
+
+		if (gid < 0)
+			snprintf(buf, len, "unset");
+		else if (gr != NULL)
+			snprintf(buf, len, "%s", gr->gr_name);
+		else
+			snprintf(buf, len, "%" PRId64, gid);
+	} else if (k->parse == key_uids) {
+		const struct config_uids *r = cfield(k, base);
+
+		if (r->first == 0)
+			snprintf(buf, len, "no");
+		else
+			snprintf(buf, len, "%u-%u", r->first, r->last);
+	} else if (k->parse == key_classes) {
+		const struct hp_var_conf *vc = cfield(k, base);
+
+		snprintf(buf, len, "%s", vc->nclasses == 0 ? "none" : "");
+		for (uint32_t i = 0; i < vc->nclasses; i++) {
+			char size[24];
+
+			size_exact(size, sizeof(size), vc->cls[i].slot_size);
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s x %u",
+				 i > 0 ? ", " : "", size, vc->cls[i].count);
+		}
+	} else {
+		const unsigned char *b = cfield(k, base);
+
+		buf[0] = '\0';
+		for (size_t i = 0; i < k->size && strlen(buf) + 3 <= len; i++)
+			snprintf(buf + strlen(buf), len - strlen(buf), "%02x", b[i]);
+	}
+	return buf;
+}
+
+void
+config_hub_changes(const struct hub_conf *was, const struct hub_conf *now,
+		   const struct hub_conf *n, config_change_fn *fn, void *arg)
+{
+	static const struct {
+		const char	*section;
+		const struct key *keys;
+		size_t		nkeys;
+	} tabs[] = {
+		{ "hub", hub_keys, sizeof(hub_keys) / sizeof(hub_keys[0]) },
+		{ "pool", pool_keys, sizeof(pool_keys) / sizeof(pool_keys[0]) },
+	};
+	char a[LINE_MAX_LEN], b[LINE_MAX_LEN], c[LINE_MAX_LEN];
+
+	for (size_t t = 0; t < sizeof(tabs) / sizeof(tabs[0]); t++)
+		for (size_t i = 0; i < tabs[t].nkeys; i++) {
+			const struct key *k = &tabs[t].keys[i];
+
+			if (key_text(k, was, a, sizeof(a)) == NULL ||
+			    strcmp(a, key_text(k, n, b, sizeof(b))) == 0)
+				continue;
+			fn(arg, tabs[t].section, k->name, a, b,
+			   strcmp(key_text(k, now, c, sizeof(c)), b) == 0);
+		}
 }
 
 int

@@ -23,6 +23,7 @@
  *   can still stop guests; beyond it accepting pauses for ACCEPT_RETRY. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -567,6 +568,34 @@ control_init(struct hub *h, const struct control_ops *ops)
 	spare_take(h);
 	ev_io_start(h->loop, &h->ctl_w);
 	return 0;
+}
+
+int
+control_regroup(struct hub *h, int64_t gid)
+{
+	const char *path = h->conf.control_path, *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+	gid_t g = (gid_t)gid;
+
+	/* unset: the group a file made there gets, as at bind (the
+	 * directory's if it is set-group-ID, else hubd's) */
+	if (gid < 0) {
+		if (slash == NULL)
+			snprintf(dir, sizeof(dir), ".");
+		else
+			snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path),
+				 path);
+		g = stat(dir, &st) == 0 && (st.st_mode & S_ISGID) ? st.st_gid : getegid();
+	}
+	/* the socket bind made, never what a link there points to */
+	if (lstat(path, &st) != 0)
+		return -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		errno = ENOTSOCK;
+		return -1;
+	}
+	return lchown(path, (uid_t)-1, g);
 }
 
 void

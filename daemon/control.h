@@ -44,5 +44,8 @@ struct control_ops {
 /* ops stays in use until control_close. */
 int	control_init(struct hub *h, const struct control_ops *ops);
 void	control_close(struct hub *h);
+/* The socket's group as [hub] group = gid says, -1: unset (a reload
+ * changed it); 0, or -1 with errno. */
+int	control_regroup(struct hub *h, int64_t gid);
 
 #endif

@@ -31,14 +31,17 @@
  * behind the payloads hubd copied in. A copy that finds only these waits
  * in the backlog until the guest frees one. */
 #define SPARE_SLOTS	1
-/* Messages waiting for a guest that does not read its ring: beyond this it
- * is ended, rather than hold the host's memory (everything sent to it is
- * bounded by its own calls and the callers paused on it: the answers to
- * up to calls_in_flight calls to guests may all come at once). */
+/* Messages waiting for guest p that does not read its ring: beyond this
+ * it is ended, rather than hold the host's memory (everything sent to it
+ * is bounded by its own calls and the callers paused on it: the answers
+ * to up to calls_in_flight calls to guests may all come at once, and to
+ * the calls it made before a reload lowered calls_in_flight). */
 static uint32_t
-backlog_max(const struct hub *h)
+backlog_max(const struct hub *h, const struct peer *p)
 {
-	return 1024 + 4 * BACKLOG_PAUSE + h->conf.calls_in_flight;
+	uint32_t calls = h->conf.calls_in_flight;
+
+	return 1024 + 4 * BACKLOG_PAUSE + (p->inbound > calls ? p->inbound : calls);
 }
 
 void
@@ -294,7 +297,7 @@ send_or_queue(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 			return;
 		}
 	}
-	if (p->bl_count >= backlog_max(h)) {
+	if (p->bl_count >= backlog_max(h, p)) {
 		host_fault(h, p, DEATH_HUNG, "stopped reading its ring (shm.ring.full)");
 		return;
 	}
@@ -391,9 +394,9 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	}
 	/* no room yet: the slot waits in q's backlog as it is, not a copy
 	 * on hubd's heap (a copy across zones is made when it goes) */
-	if (q->bl_count >= backlog_max(h) || (b = malloc(sizeof(*b))) == NULL) {
+	if (q->bl_count >= backlog_max(h, q) || (b = malloc(sizeof(*b))) == NULL) {
 		hp_var_free(m->var, slot, gen);
-		if (q->bl_count >= backlog_max(h))
+		if (q->bl_count >= backlog_max(h, q))
 			host_fault(h, q, DEATH_HUNG, "stopped reading its ring (shm.ring.full)");
 		return 0;
 	}

@@ -5,8 +5,10 @@
  * restart with their new settings, and one dropped earlier and still
  * stopping is kept in its entry and restarted. A new guest finding every
  * entry taken (an old one still stopping) waits and starts as soon as an
- * entry is free. The segment cannot change under running guests: its
- * parameters, like the segment and control paths, are reported and kept.
+ * entry is free. Each [hub] and [pool] key the file changes is said by
+ * name: taken from then on, or, for what cannot change under running
+ * guests (the parameters of their memory and pools, the control path),
+ * kept with its running value.
  * The [topic] sections are the new file's from then on: for topics made
  * after it, and for every subscription (apply_topics).
  *
@@ -17,10 +19,13 @@
  * started with (p->conf, not next_conf) until it restarts; a name a
  * reload moves to another guest is that guest's once no live instance of
  * the old one holds it (methods.c). */
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/control.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/pool.h"
@@ -100,28 +105,6 @@ say(FILE *msgs, const char *fmt, const char *a, const char *b)
 	log_info("reload: %s", line);
 	if (msgs != stderr)
 		fprintf(msgs, "%s\n", line);
-}
-
-static void
-keep_segment(struct hub *h, struct hub_conf *n, FILE *msgs)
-{
-	const struct hp_params *o = &h->conf.params;
-	struct hp_params *p = &n->params;
-
-	if (o->max_guests != p->max_guests || o->ring_size != p->ring_size ||
-	    o->slot_size != p->slot_size || o->slots_per_guest != p->slots_per_guest ||
-	    o->max_channels != p->max_channels || o->initial_credit != p->initial_credit ||
-	    o->max_payload_size != p->max_payload_size ||
-	    o->heartbeat_interval != p->heartbeat_interval)
-		say(msgs, "segment parameters cannot change while the hub runs: "
-		    "kept%s%s (restart hubd to apply)", "", "");
-	if (memcmp(&o->var, &p->var, sizeof(o->var)) != 0)
-		say(msgs, "[pool] classes and max_extents cannot change while the hub runs: "
-		    "kept%s%s (restart hubd to apply)", "", "");
-	*p = *o;
-	if (strcmp(h->conf.control_path, n->control_path) != 0)
-		say(msgs, "control socket cannot change while the hub runs: kept %s%s",
-		    h->conf.control_path, "");
 }
 
 /* Guests the new file n no longer has: each stops, and its entry is
@@ -257,10 +240,46 @@ apply_topics(struct hub *h, struct hub_conf *n, FILE *msgs)
 	config_topics_take(&h->conf, n);
 }
 
-/* The new file n's other [hub] keys apply from now on. */
+/* What apply_hub_keys did not take, and why, for say_key. */
+struct keys_told {
+	FILE		*msgs;
+	const char	*group_why;	/* group = could not be applied: why */
+};
+
+/* A [hub] or [pool] key the new file changed, said by name: its new
+ * value taken, or its running one kept. */
 static void
-apply_hub_keys(struct hub *h, const struct hub_conf *n)
+say_key(void *arg, const char *section, const char *key, const char *was, const char *n,
+	int taken)
 {
+	const struct keys_told *t = arg;
+	char name[48], line[512];
+
+	snprintf(name, sizeof(name), "%s%s", strcmp(section, "pool") == 0 ? "[pool] " : "", key);
+	if (taken)
+		snprintf(line, sizeof(line), "%s: now %s (was %s)", name, n, was);
+	else if (strcmp(key, "group") == 0 && t->group_why != NULL)
+		snprintf(line, sizeof(line), "%s: cannot change: %s: kept %s", name, t->group_why,
+			 was);
+	else
+		snprintf(line, sizeof(line), "%s: cannot change without a restart: kept %s",
+			 name, was);
+	say(t->msgs, "%s%s", line, "");
+}
+
+/* The new file n's [hub] and [pool] keys that can change under running
+ * guests apply from now on. The others keep their running values: the
+ * parameters of the guests' memory and pools, which the guests map, and
+ * the control path, which hubctl finds hubd by. Every key n changes is
+ * said (config_hub_changes compares the table's every row), so a key
+ * not taken here is never dropped without a word. */
+static void
+apply_hub_keys(struct hub *h, const struct hub_conf *n, FILE *msgs)
+{
+	struct hub_conf was = h->conf;	/* its [hub] and [pool] values only */
+	struct keys_told told = { msgs, NULL };
+	char why[PATH_MAX + 64];
+
 	log_debug("reload: attach_timeout %.3f s, stop_grace %.3f s, goodbye_grace "
 		  "%.3f s, client_timeout %.3f s", n->attach_timeout_ns / 1e9,
 		  n->stop_grace_ns / 1e9, n->goodbye_grace_ns / 1e9, n->client_timeout_ns / 1e9);
@@ -269,9 +288,24 @@ apply_hub_keys(struct hub *h, const struct hub_conf *n)
 	h->conf.goodbye_grace_ns = n->goodbye_grace_ns;
 	h->conf.client_timeout_ns = n->client_timeout_ns;
 	h->conf.hang_stack = n->hang_stack;
+	/* calls routed and lanes made from now on; backlogs still hold
+	 * the answers to the calls made before (host.c) */
+	h->conf.calls_in_flight = n->calls_in_flight;
 	h->conf.channels_per_caller = n->channels_per_caller;
+	h->conf.lanes_per_guest = n->lanes_per_guest;	/* open lanes stay */
 	h->conf.lane_ban_ns = n->lane_ban_ns;	/* bans made from now on */
 	h->conf.lane_slots = n->lane_slots;	/* lanes made from now on */
+	/* each guest's settings carry its range: a change restarts it */
+	h->conf.guest_uids = n->guest_uids;
+	if (n->gid != h->conf.gid) {
+		if (control_regroup(h, n->gid) == 0) {
+			h->conf.gid = n->gid;
+		} else {
+			snprintf(why, sizeof(why), "chown %s: %s", h->conf.control_path,
+				 strerror(errno));
+			told.group_why = why;
+		}
+	}
 	if (h->conf.pool_sweep_ns != n->pool_sweep_ns) {
 		h->conf.pool_sweep_ns = n->pool_sweep_ns;
 		pool_retime(h);
@@ -279,6 +313,7 @@ apply_hub_keys(struct hub *h, const struct hub_conf *n)
 	h->conf.pool_stuck_ns = n->pool_stuck_ns;
 	h->conf.pool_quota = n->pool_quota;
 	h->conf.pool_quota_slots = n->pool_quota_slots;
+	config_hub_changes(&was, &h->conf, n, say_key, &told);
 }
 
 int
@@ -304,8 +339,9 @@ reload_config(struct hub *h, FILE *msgs)
 		return -1;
 	}
 	log_debug("reload: %s: %u guests", h->conf.file, n.nguests);
-	keep_segment(h, &n, msgs);
-	apply_topics(h, &n, msgs);	/* before the guests that may use them */
+	/* before the guests start: they run by the new values */
+	apply_hub_keys(h, &n, msgs);
+	apply_topics(h, &n, msgs);
 	/* each guest's uid: a running one keeps its own */
 	users_number(h, &n);
 	/* the new file says who waits for an entry */
@@ -313,7 +349,6 @@ reload_config(struct hub *h, FILE *msgs)
 	h->waiting = waiting;
 	drop_removed(h, &n, msgs);
 	apply_guests(h, &n, msgs);
-	apply_hub_keys(h, &n);
 	config_free(&n);
 	users_release(h);	/* the uids of guests dropped or renumbered */
 	return 0;

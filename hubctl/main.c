@@ -305,10 +305,11 @@ static const struct {
 	  "Exit 2 when it cannot finish (what it wrote is removed).\n" },
 	{ "reload",
 	  "Re-reads hubd's config file (as SIGHUP does). Guests are matched by\n"
-	  "name: new ones start, dropped ones stop, changed ones restart. The\n"
-	  "segment parameters and paths cannot change while hubd runs: a change\n"
-	  "there is reported and the running values are kept. A broken file\n"
-	  "changes nothing and exits 1 with what is wrong.\n" },
+	  "name: new ones start, dropped ones stop, changed ones restart. Each\n"
+	  "[hub] and [pool] key changed is named: its new value taken, or, for\n"
+	  "the segment parameters and paths, which cannot change while hubd\n"
+	  "runs, its running value kept. A broken file changes nothing and\n"
+	  "exits 1 with what is wrong.\n" },
 	{ "pool",
 	  "A table per zone (its name, its member guests, its pool's bytes now),\n"
 	  "a row per size class: slot SIZE, slots PER-EXTent, EXTENTS now/at\n"

@@ -812,6 +812,77 @@ START_TEST(test_unreadable_file)
 }
 END_TEST
 
+/* config_hub_changes: one line per key, "section.key was>new[ taken]". */
+static void
+note_change(void *arg, const char *section, const char *key, const char *was, const char *n,
+	    int taken)
+{
+	char *seen = arg;
+
+	snprintf(seen + strlen(seen), 4096 - strlen(seen), "%s.%s %s>%s%s\n", section, key, was,
+		 n, taken ? " taken" : "");
+}
+
+/* What a reload says of the [hub] and [pool] keys: every key a file
+ * changes, none it leaves alone, each value as the file writes it. */
+START_TEST(test_every_hub_key_said)
+{
+	static char seen[4096];
+	struct hub_conf a, b;
+
+	ck_assert_msg(load("[hub]\ncontrol = /tmp/a.sock\n", &a) == 0, "%s", errtext);
+	ck_assert_msg(load("[hub]\ncontrol = /tmp/b.sock\nmax_guests = 8\nring_size = 64\n"
+			   "slot_size = 128K\nslots_per_guest = 16\nmax_channels = 128\n"
+			   "initial_credit = 1M\nmax_payload_size = 1000\nheartbeat_interval = 0\n"
+			   "attach_timeout = 3s\nstop_grace = 2500ms\ngroup = root\n"
+			   "guest_uids = no\ngoodbye_grace = 1s\nclient_timeout = 0\n"
+			   "hang_stack = off\ncalls_in_flight = 7\nchannels_per_caller = 3\n"
+			   "lanes_per_guest = 2\nlane_ban = 1min\nlane_slots = 8\n"
+			   "[pool]\nclasses = 64 x 4, 1M x 1\nmax_extents = 2\n"
+			   "sweep_interval = 1s\nstuck_after = 0\nquota = 3M\nquota_slots = 100\n",
+			   &b) == 0, "%s", errtext);
+	config_hub_changes(&a, &a, &b, note_change, seen);
+	ck_assert_str_eq(seen,
+		"hub.control /tmp/a.sock>/tmp/b.sock\n"
+		"hub.max_guests 16>8\n"
+		"hub.ring_size 256>64\n"
+		"hub.slot_size 64K>128K\n"
+		"hub.slots_per_guest 32>16\n"
+		"hub.max_channels 64>128\n"
+		"hub.initial_credit 64K>1M\n"
+		"hub.max_payload_size 65532>1000\n"
+		"hub.heartbeat_interval 1s>0\n"
+		"hub.attach_timeout 10s>3s\n"
+		"hub.stop_grace 5s>2500ms\n"
+		"hub.group unset>root\n"
+		"hub.guest_uids 1879113728-1879179263>no\n"
+		"hub.goodbye_grace 100ms>1s\n"
+		"hub.client_timeout 30s>0\n"
+		"hub.hang_stack auto>off\n"
+		"hub.calls_in_flight 1024>7\n"
+		"hub.channels_per_caller default>3\n"
+		"hub.lanes_per_guest 16>2\n"
+		"hub.lane_ban 10min>1min\n"
+		"hub.lane_slots 32>8\n"
+		"pool.classes 1K x 256, 16K x 64, 256K x 16, 4M x 2, 32M x 1>64 x 4, 1M x 1\n"
+		"pool.max_extents 4>2\n"
+		"pool.sweep_interval 250ms>1s\n"
+		"pool.stuck_after 30s>0\n"
+		"pool.quota default>3M\n"
+		"pool.quota_slots default>100\n");
+	/* taken: the hub's values are the file's now */
+	seen[0] = '\0';
+	config_hub_changes(&a, &b, &b, note_change, seen);
+	ck_assert_ptr_nonnull(strstr(seen, "hub.ring_size 256>64 taken\n"));
+	/* nothing changed: nothing said */
+	seen[0] = '\0';
+	config_hub_changes(&b, &b, &b, note_change, seen);
+	ck_assert_str_eq(seen, "");
+	config_free(&a);
+	config_free(&b);
+}
+END_TEST
+
 Suite *suite_config(void);
 Suite *
 suite_config(void)
@@ -845,6 +916,7 @@ suite_config(void)
 	tcase_add_test(tc, test_every_error_reported);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_unreadable_file);
+	tcase_add_test(tc, test_every_hub_key_said);
 	suite_add_tcase(s, tc);
 	return s;
 }
