@@ -98,7 +98,31 @@ pool_counters(struct hub *h)
 	return pool;
 }
 
-/* Counters per guest and in all. */
+/* A guest's counters (or those of the guests gone), in cmd_stats' keys'
+ * order. */
+static void
+counters(const struct peer_stats *st, uint64_t deaths, uint64_t restarts,
+	 uint64_t v[HUB_TOTALS])
+{
+	v[0] = st->calls_in;
+	v[1] = st->calls_out;
+	v[2] = st->bytes_in;
+	v[3] = st->bytes_out;
+	v[4] = st->ring_full;
+	v[5] = st->slot_exhausted;
+	v[6] = st->credit_waits;
+	v[7] = st->wakes;
+	v[8] = deaths;
+	v[9] = restarts;
+	v[10] = st->violations;
+	v[11] = st->lane_calls_in;
+	v[12] = st->lane_calls_out;
+	v[13] = st->lane_violations;
+}
+
+/* Counters per guest and in all. The totals count since hubd started:
+ * those of guests a reload removed stay in them (host_retire), and they
+ * never go down, whatever a guest writes in the figures of its lanes. */
 void
 cmd_stats(struct client *c, const struct control_req *r)
 {
@@ -107,46 +131,39 @@ cmd_stats(struct client *c, const struct control_req *r)
 		"slot_exhausted", "credit_waits", "wakes", "deaths", "restarts",
 		"violations", "lane_calls_in", "lane_calls_out", "lane_violations",
 	};
+	_Static_assert(sizeof(keys) / sizeof(keys[0]) == HUB_TOTALS, "a key per counter");
 	struct hub *h = c->h;
-	uint64_t total[sizeof(keys) / sizeof(keys[0])] = { 0 };
+	uint64_t total[HUB_TOTALS];
 	json_object *o = json_object_new_object(), *guests = json_object_new_object();
 	json_object *all = json_object_new_object();
 
 	(void)r;
 
+	counters(&h->gone, h->gone_deaths, h->gone_restarts, total);
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
 		json_object *g;
-		uint64_t v[sizeof(keys) / sizeof(keys[0])];
+		uint64_t v[HUB_TOTALS];
 		struct peer_stats st;
 
 		if (p->conf == NULL)
 			continue;
 		host_stats(p, &st);
 		lanes_stats(h, p, &st);	/* its calls over lanes count as well */
-		v[0] = st.calls_in;
-		v[1] = st.calls_out;
-		v[2] = st.bytes_in;
-		v[3] = st.bytes_out;
-		v[4] = st.ring_full;
-		v[5] = st.slot_exhausted;
-		v[6] = st.credit_waits;
-		v[7] = st.wakes;
-		v[8] = p->ndeaths;
-		v[9] = p->restarts > 0 ? p->restarts - 1 : 0;
-		v[10] = st.violations;
-		v[11] = st.lane_calls_in;
-		v[12] = st.lane_calls_out;
-		v[13] = st.lane_violations;
+		counters(&st, p->ndeaths, p->restarts > 0 ? p->restarts - 1 : 0, v);
 		g = json_object_new_object();
-		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		for (size_t k = 0; k < HUB_TOTALS; k++) {
 			add_u64(g, keys[k], v[k]);
 			total[k] += v[k];
 		}
 		json_object_object_add(guests, p->conf->name, g);
 	}
-	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+	for (size_t k = 0; k < HUB_TOTALS; k++) {
+		if (total[k] < h->totals[k])
+			total[k] = h->totals[k];
+		h->totals[k] = total[k];
 		add_u64(all, keys[k], total[k]);
+	}
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "guests", guests);
 	json_object_object_add(o, "total", all);

@@ -622,6 +622,33 @@ host_stats(const struct peer *p, struct peer_stats *s)
 }
 
 void
+host_retire(struct hub *h, struct peer *p)
+{
+	struct peer_stats s, *g = &h->gone;
+
+	/* down: its instance's figures and its lanes' are in p->stats */
+	host_stats(p, &s);
+	g->calls_in += s.calls_in;
+	g->calls_out += s.calls_out;
+	g->violations += s.violations;
+	g->backlogged += s.backlogged;
+	g->credit_waits += s.credit_waits;
+	g->bytes_in += s.bytes_in;
+	g->bytes_out += s.bytes_out;
+	g->ring_full += s.ring_full;
+	g->slot_exhausted += s.slot_exhausted;
+	g->wakes += s.wakes;
+	g->lane_calls_in += s.lane_calls_in;
+	g->lane_calls_out += s.lane_calls_out;
+	g->lane_violations += s.lane_violations;
+	h->gone_deaths += p->ndeaths;
+	h->gone_restarts += p->restarts > 0 ? p->restarts - 1 : 0;
+	memset(&p->stats, 0, sizeof(p->stats));
+	memset(&p->ep.stats, 0, sizeof(p->ep.stats));
+	p->ndeaths = p->restarts = 0;
+}
+
+void
 host_detach(struct hub *h, struct peer *p)
 {
 	struct qmsg *q;

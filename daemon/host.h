@@ -74,5 +74,8 @@ int		host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m,
 		    uint8_t type, uint32_t id, uint64_t method_id, uint32_t charged);
 /* p's counters over all its instances, the live one's included. */
 void		host_stats(const struct peer *p, struct peer_stats *s);
+/* p's entry is being freed (a reload removed its guest, which is down):
+ * its counters go into the hub's (h->gone) and start again from 0. */
+void		host_retire(struct hub *h, struct peer *p);
 
 #endif

@@ -178,6 +178,9 @@ struct peer_stats {
 						 * said it did */
 };
 
+/* The counters hubctl stats shows per guest and in all (cmd_hub.c). */
+#define HUB_TOTALS	14
+
 /* A shared pool and the guests in it ([guest] zone = NAME; by default a
  * guest's own): a sealed memfd of its own that only its members map.
  * Within a zone payloads are handed on without copying; across zones
@@ -318,6 +321,13 @@ struct hub {
 	uint32_t		poll_start;	/* dispatch_poll's first peer this round */
 	uint64_t		polls;		/* dispatch_poll rounds: what a spin costs */
 	uint64_t		sleeps;		/* times the loop announced sleep */
+	/* hubctl stats' totals count since hubd started: the counters of
+	 * guests whose entries were freed (host_retire) stay in them, and
+	 * they never show less than they did (cmd_stats) */
+	struct peer_stats	gone;
+	uint64_t		gone_deaths;
+	uint64_t		gone_restarts;
+	uint64_t		totals[HUB_TOTALS];
 	char			*lock_path;
 	int			lock_held;	/* the lock is ours: unlink at exit */
 	uint32_t		npeers;		/* entries allocated in peers */

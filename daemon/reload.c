@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "daemon/control.h"
+#include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/pool.h"
@@ -126,6 +127,7 @@ drop_removed(struct hub *h, const struct hub_conf *n, FILE *msgs)
 		p->removed = 1;
 		supervise_stop(h, p);
 		if (p->state == PEER_DOWN) {	/* nothing running: free now */
+			host_retire(h, p);	/* its counters stay in the hub's */
 			methods_forget(h, p);
 			guestlog_free(p);
 			config_guest_free(p->conf);

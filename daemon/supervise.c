@@ -315,14 +315,13 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
 			h->hooks.state_changed(h, p);	/* down, while it has a name */
 		methods_forget(h, p);
 		pool_leave(h, p);	/* its zone's pool goes with its last member */
+		host_retire(h, p);	/* its counters stay in the hub's */
 		config_guest_free(p->conf);
 		config_guest_free(p->next_conf);
 		p->conf = p->next_conf = NULL;
 		users_release(h);	/* its uid, for any hub to take */
 		p->removed = 0;
-		p->ndeaths = 0;
 		guestlog_free(p);
-		p->restarts = 0;
 		lifecycle_reset(&p->life);
 		if (h->hooks.entry_freed != NULL)
 			h->hooks.entry_freed(h);	/* a guest waiting for one (reload.c) */

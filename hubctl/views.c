@@ -26,7 +26,10 @@
 
 /* What the counters keys (NULL-terminated) of now grew by since before, per
  * second over dt seconds: -1 when there is nothing to compare with. A
- * counter that went down (hubd restarted) counts from 0. */
+ * counter that went down (hubd restarted, a guest of that name is a new
+ * one, an older hubd dropped a removed guest's counters from its totals)
+ * adds nothing: what it counted in the interval is not known, and its
+ * whole value would be a burst that never happened. */
 static double
 rate(json_object *now, json_object *before, const char *const *keys, double dt)
 {
@@ -37,7 +40,8 @@ rate(json_object *now, json_object *before, const char *const *keys, double dt)
 	for (; *keys != NULL; keys++) {
 		uint64_t a = js_u64(now, *keys), b = js_u64(before, *keys);
 
-		sum += a >= b ? a - b : a;
+		if (a > b)
+			sum += a - b;
 	}
 	return (double)sum / dt;
 }

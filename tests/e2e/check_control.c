@@ -1666,6 +1666,81 @@ START_TEST(test_stats_watch)
 }
 END_TEST
 
+/* The stats answer's total (a new reference). */
+static json_object *
+stats_total(void)
+{
+	json_object *a = hub_stats(&hub), *t = json_object_get(json_get(a, "total"));
+
+	json_object_put(a);
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+/* A guest a reload removes takes nothing out of the totals: they count
+ * since hubd started, so they never go down, and stats -w shows no burst
+ * of calls that never happened while its entry goes. */
+START_TEST(test_stats_total_keeps_removed)
+{
+	static const char *const keys[] = {
+		"calls_in", "calls_out", "bytes_in", "bytes_out", "wakes", "deaths", "restarts",
+	};
+	struct run r = { .timeout_ms = 20000 };
+	json_object *before, *after, *line;
+	char *out = NULL, *s;
+	pid_t pid;
+	int status;
+
+	hub_start_up(&hub, NULL, GUEST_ECHO COUNTER, "echo,counter");
+	ck_assert(hub_wait_method(&hub, "echo.echo,counter.stream") == 0);
+	/* echo stays, with many calls; counter goes, with a few */
+	calls_done(calls_meanwhile(500));
+	for (int i = 0; i < 3; i++) {
+		hubctl_ok(&hub, &out, "call", "counter.stream", "10", "5", (char *)NULL);
+		free(out);
+	}
+	before = stats_total();
+	ck_assert_int_gt(json_u64(before, "calls_out", NULL, NULL), 10);
+	/* the reload half a second into a watch of three seconds, no call
+	 * made meanwhile */
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, GUEST_ECHO), 0);
+	if ((pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		usleep(500000);
+		execl(bin("hubctl"), "hubctl", "-s", hub.sock, "reload", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 0);
+	run_hubctl(&r, hub.sock, "-j", "stats", "-w", "-n", "6", "-d", "0.5", (char *)NULL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reload: %d", status);
+	ck_assert_msg(r.status == 0 && count_of(r.out, "\n") == 6, "exit %d: %s / %s", r.status,
+		      r.out, r.err);
+	/* gone within the watch: its entry was freed while it looked */
+	ck_assert_str_eq(hub_peer_state(&hub, "counter"), "?");
+	for (s = r.out; *s != '\0'; s = strchr(s, '\n') + 1) {
+		ck_assert_ptr_nonnull(line = json_tokener_parse(s));
+		ck_assert_msg(json_object_get_double(json_get(line, "calls_in_per_s")) == 0 &&
+			      json_object_get_double(json_get(line, "calls_out_per_s")) == 0 &&
+			      json_object_get_double(json_get(line, "bytes_out_per_s")) == 0,
+			      "a burst that never happened: %s", r.out);
+		json_object_put(line);
+	}
+	run_free(&r);
+	after = stats_total();
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		ck_assert_msg(json_u64(after, keys[i], NULL, NULL) >=
+			      json_u64(before, keys[i], NULL, NULL), "%s went down: %s, before %s",
+			      keys[i], json_object_to_json_string(after),
+			      json_object_to_json_string(before));
+	ck_assert_int_eq(json_u64(after, "calls_out", NULL, NULL),
+			 json_u64(before, "calls_out", NULL, NULL));
+	json_object_put(before);
+	json_object_put(after);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* -- top on a terminal (a pseudo-terminal) ------------------------------ */
 
 struct top_run {
@@ -2010,6 +2085,7 @@ suite_control(void)
 	tcase_add_test(tc, test_out_of_fds_operator_served);
 	tcase_add_test(tc, test_top_not_a_tty);
 	tcase_add_test(tc, test_stats_watch);
+	tcase_add_test(tc, test_stats_total_keeps_removed);
 	tcase_add_test(tc, test_top_terminal);
 	tcase_add_test(tc, test_peers_name);
 	tcase_add_test(tc, test_json_plain);
