@@ -914,32 +914,28 @@ key_lanes(struct parser *p, const struct key *k, const char *value, void *base)
 static void
 size_exact(char *buf, size_t len, uint64_t v)
 {
-	static const char units[] = "KMGTPE";
+	static const char prefix[] = "KMGTPE";
 	int u = 0;
 
 	while (v != 0 && u < 6 && (v & 1023) == 0) {
 		v >>= 10;
 		u++;
 	}
-	snprintf(buf, len, "%" PRIu64 "%.*s", v, u > 0 ? 1 : 0, u > 0 ? &units[u - 1] : "");
+	snprintf(buf, len, "%" PRIu64 "%.*s", v, u > 0 ? 1 : 0, u > 0 ? &prefix[u - 1] : "");
 }
 
 /* ns likewise: 0, or a number with the largest unit that divides it */
 static void
 duration_exact(char *buf, size_t len, uint64_t ns)
 {
-	static const struct { const char *unit; uint64_t ns; } units[] = {
-		{ "min", 60000000000ull }, { "s", 1000000000ull }, { "ms", 1000000 },
-		{ "us", 1000 }, { "ns", 1 },
-	};
-	size_t i = 0;
+	size_t i = NUNITS - 1;
 
 	if (ns == 0) {
 		snprintf(buf, len, "0");
 		return;
 	}
-	while (ns % units[i].ns != 0)
-		i++;
+	while (ns % units[i].ns != 0)	/* ns divides all */
+		i--;
 	snprintf(buf, len, "%" PRIu64 "%s", ns / units[i].ns, units[i].unit);
 }
 
