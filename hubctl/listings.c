@@ -205,11 +205,11 @@ hubctl_lanes(struct ctl *ctl, int argc, char **argv)
 
 /* One line of hubctl stats: counts as they are, bytes for people. */
 static void
-stats_row(const char *name, json_object *g, const char *const *cols)
+stats_row(int w, const char *name, json_object *g, const char *const *cols)
 {
 	char size[24];
 
-	printf("%-16s", name);
+	printf("%-*s", w, name);
 	for (size_t k = 0; k < 11; k++) {
 		uint64_t v = json_object_get_uint64(js_get(g, cols[k]));
 
@@ -225,7 +225,7 @@ int
 hubctl_stats(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a, *guests;
-	int rc;
+	int rc, w = 16;
 	static const char *const cols[] = { "calls_in", "calls_out", "bytes_in", "bytes_out",
 			       "ring_full", "slot_exhausted", "credit_waits", "wakes",
 			       "deaths", "restarts", "violations" };
@@ -239,15 +239,19 @@ hubctl_stats(struct ctl *ctl, int argc, char **argv)
 		return stats_watch(ctl);
 	if ((a = client_ask(ctl, "stats", &rc)) == NULL)
 		return rc;
-	printf("%-16s", "GUEST");
+	if (!json_object_is_type(guests = js_get(a, "guests"), json_type_object))
+		errx(2, "hubd's answer has no \"guests\"");
+	json_object_object_foreach(guests, key, v) {
+		(void)v;
+		w = strlen(key) > (size_t)w ? (int)strlen(key) : w;
+	}
+	printf("%-*s", w, "GUEST");
 	for (size_t k = 0; k < 11; k++)
 		printf(" %*s", k < 4 ? 12 : 10, heads[k]);
 	printf("\n");
-	if (!json_object_is_type(guests = js_get(a, "guests"), json_type_object))
-		errx(2, "hubd's answer has no \"guests\"");
 	json_object_object_foreach(guests, name, g)
-		stats_row(name, g, cols);
-	stats_row("(total)", js_get(a, "total"), cols);
+		stats_row(w, name, g, cols);
+	stats_row(w, "(total)", js_get(a, "total"), cols);
 	if (js_get(js_get(a, "total"), "lane_calls_in") != NULL)
 		printf("over direct lanes (counted above too): %" PRIu64 " calls\n",
 		       json_object_get_uint64(js_get(js_get(a, "total"), "lane_calls_in")));

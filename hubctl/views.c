@@ -281,6 +281,7 @@ top_frame(const struct ctl *ctl, json_object *status, json_object *peers, json_o
 	double bytes = rate(js_get(now, "total"), before ? js_get(before, "total") : NULL, bytes_keys, dt);
 	size_t n = json_object_array_length(peerlist), up = 0, shown = n;
 	struct winsize ws = { 0 };
+	int wname = js_width(peerlist, "name", 16);
 	char b[4][32];
 
 	for (size_t i = 0; i < n; i++)
@@ -309,8 +310,8 @@ top_frame(const struct ctl *ctl, json_object *status, json_object *peers, json_o
 			   up, n, rate_text(b[1], sizeof(b[1]), calls),
 			   bytes < 0 ? "-" : size_iec(b[2], sizeof(b[2]), (uint64_t)(bytes + 0.5)),
 			   tty ? "    (q quits)" : "");
-		frame_line(ws.ws_col, "%-16s %-9s %8s %9s %12s %9s %5s %8s %6s", "NAME", "STATE",
-			   "PID", "CALLS/S", "BYTES/S", "RING", "SLOTS", "WAITS/S", "DEATHS");
+		frame_line(ws.ws_col, "%-*s %-9s %8s %9s %12s %9s %5s %8s %6s", wname, "NAME",
+			   "STATE", "PID", "CALLS/S", "BYTES/S", "RING", "SLOTS", "WAITS/S", "DEATHS");
 	}
 	for (size_t i = 0; i < n; i++) {
 		json_object *p = json_object_array_get_idx(peerlist, i);
@@ -340,8 +341,8 @@ top_frame(const struct ctl *ctl, json_object *status, json_object *peers, json_o
 		}
 		snprintf(b[0], sizeof(b[0]), "%d/%d", json_object_get_int(js_get(p, "g2h_depth")),
 			 json_object_get_int(js_get(p, "h2g_depth")));
-		frame_line(ws.ws_col, "%-16s %-9s %8d %9s %12s %9s %5d %8s %6" PRIu64,
-			   js_text(p, "name"), js_text(p, "state"), json_object_get_int(js_get(p, "pid")),
+		frame_line(ws.ws_col, "%-*s %-9s %8d %9s %12s %9s %5d %8s %6" PRIu64,
+			   wname, js_text(p, "name"), js_text(p, "state"), json_object_get_int(js_get(p, "pid")),
 			   rate_text(b[1], sizeof(b[1]), c), bytes_rate_text(b[2], sizeof(b[2]), by),
 			   b[0], json_object_get_int(js_get(p, "slots_used")),
 			   rate_text(b[3], sizeof(b[3]), w), js_u64(sn, "deaths"));

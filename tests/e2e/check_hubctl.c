@@ -244,21 +244,22 @@ START_TEST(test_hub_run_says_which_guest_died)
 }
 END_TEST
 
-/* Whether every line of a table has col (a left-aligned column's heading
- * in its first line) start where the heading does: the rows aligned. */
+/* Whether every line of a table has col (a column's heading in its first
+ * line) where the heading is: starting where it starts (left-aligned), or
+ * ending where it ends (right): the rows aligned. */
 static void
-expect_aligned(const char *table, const char *col, const char *what)
+expect_aligned(const char *table, const char *col, int right, const char *what)
 {
 	const char *nl = strchr(table, '\n'), *at = strstr(table, col);
 	size_t x;
 
 	ck_assert_msg(nl != NULL && at != NULL && at < nl, "%s: no %s heading: %s", what, col,
 		      table);
-	x = (size_t)(at - table);
+	x = (size_t)(at - table) + (right ? strlen(col) - 1 : 0);
 	for (const char *l = nl + 1; *l != '\0'; l = strchr(l, '\n') + 1) {
 		ck_assert_msg(strchr(l, '\n') != NULL && (size_t)(strchr(l, '\n') - l) > x &&
-			      l[x - 1] == ' ' && l[x] != ' ', "%s: a row's %s is not under its "
-			      "heading: %s", what, col, table);
+			      l[x] != ' ' && l[right ? x + 1 : x - 1] == ' ', "%s: a row's %s is "
+			      "not under its heading: %s", what, col, table);
 	}
 }
 
@@ -277,11 +278,22 @@ START_TEST(test_tables_fit_long_names)
 		 "789012345678901234567890");
 	expect_ctl(0, "ok\n", NULL, "call", "prober.register", method, "str->str", NULL);
 	hubctl_ok(&hub, &out, "peers", (char *)NULL);
-	expect_aligned(out, "STATE", "peers");
+	expect_aligned(out, "STATE", 0, "peers");
+	expect_aligned(out, "PEER", 1, "peers");
 	free(out);
 	hubctl_ok(&hub, &out, "methods", (char *)NULL);
-	expect_aligned(out, "SIGNATURE", "methods");
-	expect_aligned(out, "OWNER", "methods");
+	expect_aligned(out, "SIGNATURE", 0, "methods");
+	expect_aligned(out, "OWNER", 0, "methods");
+	free(out);
+	hubctl_ok(&hub, &out, "stats", (char *)NULL);
+	ck_assert_ptr_nonnull(strstr(out, "\n(total) "));
+	strchr(strstr(out, "\n(total) ") + 1, '\n')[1] = '\0';	/* the table, not what follows */
+	expect_aligned(out, "CALLS-IN", 1, "stats");
+	free(out);
+	/* top's frame: a line about the hub, then the table */
+	hubctl_ok(&hub, &out, "top", "-n", "1", (char *)NULL);
+	ck_assert_ptr_nonnull(strchr(out, '\n'));
+	expect_aligned(strchr(out, '\n') + 1, "STATE", 0, "top");
 	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
