@@ -26,7 +26,7 @@ hubctl_status(struct ctl *ctl, int argc, char **argv)
 		return rc;
 	json_object_object_foreach(a, key, val) {
 		static const char *const sizes[] = { "mapped_bytes", "slot_size",
-			"max_payload_size", NULL };
+			"max_payload_size", "initial_credit", NULL };
 		char buf[32];
 		int is_size = 0;
 
@@ -34,7 +34,12 @@ hubctl_status(struct ctl *ctl, int argc, char **argv)
 			continue;
 		for (size_t k = 0; sizes[k] != NULL; k++)
 			is_size |= strcmp(key, sizes[k]) == 0;
-		if (is_size)
+		/* a limit exactly (65532 B, not "64.0 KiB"); what is mapped
+		 * for people */
+		if (is_size && strcmp(key, "mapped_bytes") != 0 &&
+		    json_object_get_uint64(val) % 1024 != 0)
+			printf("%-22s %" PRIu64 " B\n", key, json_object_get_uint64(val));
+		else if (is_size)
 			printf("%-22s %s\n", key, size_iec(buf, sizeof(buf), json_object_get_uint64(val)));
 		else if (strcmp(key, "uptime_s") == 0)
 			printf("%-22s %s\n", "uptime", duration_text(buf, sizeof(buf),

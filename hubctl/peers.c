@@ -223,6 +223,16 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		 * logs): cut as it cuts it, escaped as its answers are */
 		n = strlen(argv[0]);
 		escape_text(shown, sizeof(shown), argv[0], n < 64 ? n : 64, 0);
+		if (ctl->json) {	/* as hubd's refusals are shown with -j */
+			char text[sizeof(shown) + 32];
+
+			snprintf(text, sizeof(text), "no such guest: %s", shown);
+			a = json_object_new_object();
+			json_object_object_add(a, "ok", json_object_new_boolean(0));
+			json_object_object_add(a, "error", json_object_new_string(text));
+			js_print(a);
+			return 1;
+		}
 		fprintf(stderr, "hubctl: no such guest: %s\n", shown);
 		return 1;
 	}
@@ -255,6 +265,7 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		       w, js_text(p, "name"), json_object_get_int(js_get(p, "peer_id")), js_text(p, "state"),
 		       json_object_get_int(js_get(p, "pid")), user,
 		       json_object_get_int64(js_get(p, "epoch")),
+		       json_object_get_int(js_get(p, "pid")) == 0 ? "-" :	/* not running */
 		       duration_text(up, sizeof(up), js_ns(js_get(p, "uptime_s"), HP_NS_PER_S)),
 		       json_object_get_int(js_get(p, "restarts")), hb, rings,
 		       json_object_get_int(js_get(p, "slots_used")),

@@ -134,8 +134,12 @@ START_TEST(test_unknown_guest)
 					    "ticket" };
 
 	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		expect_ctl(1, "", "hubctl: no such guest: nosuch\n", cmds[i], "nosuch", NULL);
+		/* -j: the refusal as JSON on stdout, whoever made it */
+		expect_ctl(1, "{\"ok\":false,\"error\":\"no such guest: nosuch\"}\n", NULL,
+			   "-j", cmds[i], "nosuch", NULL);
+	}
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -271,7 +275,8 @@ START_TEST(test_tables_fit_long_names)
 	char guests[512], method[80], *out = NULL;
 
 	snprintf(guests, sizeof(guests), PROBER "[guest %s]\nexec = @/tests/guests/lifeguest\n"
-		 "args = --mode=idle\n", longname);
+		 "args = --mode=idle\n[guest later]\nexec = @/tests/guests/lifeguest\n"
+		 "start = manual\n", longname);
 	hub_start_up(&hub, NULL, guests, "prober,a234567890123456789012345678901b");
 	ck_assert(hub_wait_method(&hub, "prober.register") == 0);
 	snprintf(method, sizeof(method), "prober.%.*s", 56, "m23456789012345678901234567890123456"
@@ -280,6 +285,12 @@ START_TEST(test_tables_fit_long_names)
 	hubctl_ok(&hub, &out, "peers", (char *)NULL);
 	expect_aligned(out, "STATE", 0, "peers");
 	expect_aligned(out, "PEER", 1, "peers");
+	expect_aligned(out, "UPTIME", 1, "peers");	/* "-" for one not running */
+	free(out);
+	/* a limit as it is, not rounded: 65532 B is no "64.0 KiB" */
+	hubctl_ok(&hub, &out, "status", (char *)NULL);
+	ck_assert_msg(strstr(out, "\nmax_payload_size       65532 B\n") != NULL &&
+		      strstr(out, "\ninitial_credit         64.0 KiB\n") != NULL, "%s", out);
 	free(out);
 	hubctl_ok(&hub, &out, "methods", (char *)NULL);
 	expect_aligned(out, "SIGNATURE", 0, "methods");
