@@ -173,7 +173,12 @@ begin_section(struct parser *p, const char *s, size_t n)
 		}
 	}
 	if (c->nguests == GUESTS_MAX) {
-		config_perr(p, p->line, "more than %u guests", GUESTS_MAX);
+		/* once, not for every section past it */
+		if (!p->too_many)
+			config_perr(p, p->line, "more than %u guests: this one and those after it",
+				    GUESTS_MAX);
+		p->too_many = 1;
+		p->section = SEC_BAD;	/* its keys are no other guest's */
 		return;
 	}
 	if ((g = realloc(c->guests, (c->nguests + 1) * sizeof(*g))) == NULL) {
@@ -195,7 +200,7 @@ static char *
 reader(char *str, int num, void *user)
 {
 	struct parser *p = user;
-	char *s, *end;
+	char *s, *end, *rest;
 	size_t len;
 
 	/* fgets' own NUL is then the last in str, past any the line holds */
@@ -211,6 +216,11 @@ reader(char *str, int num, void *user)
 	}
 	p->line++;
 	len = (size_t)((char *)memrchr(str, '\0', (size_t)num) - str);
+	/* a UTF-8 byte order mark, as some editors write: not the file's */
+	if (p->line == 1 && len >= 3 && memcmp(str, "\xEF\xBB\xBF", 3) == 0) {
+		memmove(str, str + 3, len - 2);
+		len -= 3;
+	}
 	if (len > 0 && str[len - 1] != '\n' && !feof(p->in)) {
 		int ch;
 
@@ -238,6 +248,14 @@ reader(char *str, int num, void *user)
 	}
 	if ((end = strchr(s, ']')) == NULL) {
 		config_perr(p, p->line, "section line without ']'");
+		p->section = SEC_BAD;
+		str[0] = '\0';
+		return str;
+	}
+	/* after it a comment at most: "[hub] x" is no [hub] */
+	rest = end + 1 + strspn(end + 1, " \t\r\n");
+	if (*rest != '\0' && *rest != ';' && *rest != '#') {
+		config_perr(p, p->line, "text after the section's ']'");
 		p->section = SEC_BAD;
 		str[0] = '\0';
 		return str;

@@ -466,6 +466,17 @@ key_classes(struct parser *p, const struct key *k, const char *value, void *base
 		return 0;
 	}
 	snprintf(buf, sizeof(buf), "%s", value);
+	/* strtok_r would pass over an empty item: a stray comma is a typo */
+	for (const char *c = buf, *e; buf[strspn(buf, " \t")] != '\0'; c = e + 1) {
+		size_t len = (e = strchr(c, ',')) != NULL ? (size_t)(e - c) : strlen(c);
+
+		if (strspn(c, " \t") >= len) {
+			config_perr(p, p->line, "%s: an empty class between commas", k->name);
+			return -1;
+		}
+		if (e == NULL)
+			break;
+	}
 	for (item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
 		char size[32], count[32];
 		uint64_t sz, cnt;

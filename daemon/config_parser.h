@@ -29,6 +29,7 @@ struct parser {
 	uint64_t	guest_seen;	/* bit per guest key, current guest */
 	uint64_t	topic_seen;	/* bit per topic key, current topic */
 	int		payload_set;	/* max_payload_size given explicitly */
+	int		too_many;	/* more guests than may be: said once */
 };
 
 /* config.c: a problem at line: counted, and written to errs if any. */

@@ -324,6 +324,41 @@ START_TEST(test_sections)
 		     "duplicate guest 'a'");
 	expect_error("[hub\n", 1, "without ']'");
 	expect_error("[hub]\njust words\n", 2, "expected 'key = value'");
+	/* after the ']': a comment, else an error (not taken silently) */
+	expect_error("[hub] garbage\n", 1, "text after the section's ']'");
+	expect_error("[guest a]]]\nexec = /bin/true\n", 1, "text after the section's ']'");
+	expect_error("[pool]\nclasses = 1K x 256,,16K x 64\n", 2, "an empty class between commas");
+	expect_error("[pool]\nclasses = 1K x 256,\n", 2, "an empty class between commas");
+	expect_error("[pool]\nclasses = , 1K x 256\n", 2, "an empty class between commas");
+}
+END_TEST
+
+/* Forms a file takes that are no problem: a byte order mark, a comment
+ * after a section's ']'. */
+START_TEST(test_bom_and_comments)
+{
+	struct hub_conf c;
+
+	ck_assert_msg(load("\xEF\xBB\xBF[hub] # the hub\nring_size = 64\n[guest a] ; one\n"
+			   "exec = /bin/true\n", &c) == 0, "load: %s", errtext);
+	ck_assert_uint_eq(c.params.ring_size, 64);
+	ck_assert_uint_eq(c.nguests, 1);
+	config_free(&c);
+}
+END_TEST
+
+/* More guests than the hub takes: said once, where it begins. */
+START_TEST(test_too_many_guests_said_once)
+{
+	size_t cap = 300 * 48, n = 0;
+	char *text = malloc(cap);
+
+	for (int i = 0; i < 300; i++)
+		n += (size_t)snprintf(text + n, cap - n, "[guest g%d]\nexec = /bin/true\n", i);
+	expect_error(text, 2 * 255 + 1, "more than 255 guests: this one and those after it");
+	ck_assert_msg(strstr(strstr(errtext, "more than 255") + 1, "more than 255") == NULL,
+		      "said more than once: %s", errtext);
+	free(text);
 }
 END_TEST
 
@@ -359,7 +394,7 @@ START_TEST(test_pool_section)
 	expect_error("[pool]\nclasses = 4K x 0\n", 2, "out of range");
 	expect_error("[pool]\nclasses = 4Kx\n", 2, "not SIZE x COUNT");
 	expect_error("[pool]\nclasses = 4K x 16 x 2\n", 2, "not SIZE x COUNT");
-	expect_error("[pool]\nclasses = ,\n", 2, "no class given");
+	expect_error("[pool]\nclasses = ,\n", 2, "an empty class between commas");
 	expect_error("[pool]\nclasses = 1Kx1,2Kx1,3Kx1,4Kx1,5Kx1,6Kx1,7Kx1,8Kx1,9Kx1\n", 2,
 		     "more than 8 classes");
 	expect_error("[pool]\nmax_extents = 17\n", 2, "max_extents");
@@ -902,6 +937,8 @@ suite_config(void)
 	tcase_add_test(tc, test_durations_capped);
 	tcase_add_test(tc, test_geometry_checked);
 	tcase_add_test(tc, test_sections);
+	tcase_add_test(tc, test_bom_and_comments);
+	tcase_add_test(tc, test_too_many_guests_said_once);
 	tcase_add_test(tc, test_pool_section);
 	tcase_add_test(tc, test_guest_keys);
 	tcase_add_test(tc, test_guest_uids);
