@@ -256,8 +256,15 @@ cmd_pool(struct client *c, const struct control_req *r)
 	for (struct zone *z = h->zones; z != NULL; z = z->next) {
 		json_object *e = json_object_new_object(), *classes = json_object_new_array();
 
+		json_object *guests = json_object_new_array();
+
 		json_object_object_add(e, "name", json_object_new_string(z->name));
 		add_u64(e, "members", z->members);
+		for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+			if (h->peers[i].zone == z && h->peers[i].conf != NULL)
+				json_object_array_add(guests, json_object_new_string(
+					h->peers[i].conf->name));
+		json_object_object_add(e, "guests", guests);
 		add_u64(e, "bytes", z->var.file_end);
 		add_u64(e, "stuck", z->stuck);
 		for (uint32_t k = 0; k < z->var.nclasses; k++)

@@ -29,11 +29,18 @@ pool_zone(json_object *a, json_object *z)
 		"frees", "conflicts", "fallbacks", "waits", "reclaimed", "rebuilds", "errors" };
 	static const char *const heads[] = { "SLOTS", "FREE", "IN-USE", "HIGH", "ALLOCS",
 		"FREES", "CONFL", "FALLBK", "WAITS", "RECLAIM", "REBUILD", "ERRORS" };
-	json_object *classes = js_list(z, "classes");
+	json_object *classes = js_list(z, "classes"), *guests = js_get(z, "guests");
 	char size[24], num[24];
 
-	printf("zone %s: %" PRIu64 " member%s, %s, %" PRIu64 " slots held too long\n",
-	       js_text(z, "name"), js_u64(z, "members"), js_u64(z, "members") == 1 ? "" : "s",
+	printf("zone %s: %" PRIu64 " member%s", js_text(z, "name"), js_u64(z, "members"),
+	       js_u64(z, "members") == 1 ? "" : "s");
+	/* which (an older hubd does not say) */
+	for (size_t i = 0; json_object_is_type(guests, json_type_array) &&
+	     i < json_object_array_length(guests); i++)
+		printf("%s%s", i == 0 ? " (" : ", ", js_shown(json_object_array_get_idx(guests, i)));
+	if (json_object_is_type(guests, json_type_array) && json_object_array_length(guests) > 0)
+		printf(")");
+	printf(", %s, %" PRIu64 " slots held too long\n",
 	       size_iec(size, sizeof(size), js_u64(z, "bytes")), js_u64(z, "stuck"));
 	printf("%-5s %9s %7s %7s", "CLASS", "SIZE", "PER-EXT", "EXTENTS");
 	for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)

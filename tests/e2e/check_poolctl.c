@@ -131,7 +131,7 @@ START_TEST(test_pool_lists_default_classes)
 	hub_start_up(&h, NULL, ECHO, "echo");
 	rc = hubctl(&h, &out, "pool", (char *)NULL);
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
-	ck_assert_msg(strstr(out, "zone echo: 1 member, ") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "zone echo: 1 member (echo), ") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "CLASS") != NULL && strstr(out, "ALLOCS") != NULL, "%s", out);
 	for (int c = 0; c < 5; c++) {
 		snprintf(line, sizeof(line), "\n%5d %9s ", c, sizes[c]);
@@ -207,6 +207,9 @@ START_TEST(test_pool_json)
 	zones = json_get(o, "zones");
 	ck_assert_int_eq(json_object_array_length(zones), 2);
 	ck_assert_uint_eq(u64(named(zones, "shared"), "members"), 2);
+	/* which: the guests of the config in it */
+	ck_assert_str_eq(json_object_to_json_string_ext(json_get(named(zones, "shared"), "guests"),
+							JSON_C_TO_STRING_PLAIN), "[\"kv\",\"counter\"]");
 	z = named(zones, "echo");
 	ck_assert_uint_eq(u64(z, "members"), 1);
 	ck_assert_uint_ge(u64(z, "bytes"), u64(o, "initial_bytes"));
