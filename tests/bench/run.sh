@@ -608,7 +608,7 @@ echo "hub, the default config..." >&2
 start_hub default "" \
 	"[guest d1]\nexec = $B/tests/bench/benchguest\nargs = --prefix d1\n[guest d2]\nexec = $B/tests/bench/benchguest\nargs = --prefix d2\n" 2
 DOM_DEFAULT=$($CTL -j peers | sed -n 's/.*"domain_bytes":\([0-9]*\).*/\1/p' | head -1)
-POOL_DEFAULT=$($CTL -j pool | grep -o '"members":[0-9]*,"bytes":[0-9]*' | head -1 | sed 's/.*://')
+POOL_DEFAULT=$($CTL -j pool | grep -o '"bytes":[0-9]*' | head -1 | sed 's/.*://')
 DEFAULT_MAPPED=$(mapped); DEFAULT_HELD=$(resident "${HUBS[-1]}")
 DEFAULT_RSS=$(awk '$1 == "VmRSS:" { print $2 * 1024 }' "/proc/${HUBS[-1]}/status")
 

@@ -375,6 +375,7 @@ START_TEST(test_restarts_keep_names_bounded)
 	int base, pid = 0;
 
 	hub_start_up(&hub, NULL, ECHO, "echo");
+	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);	/* all of them */
 	base = methods_kept();
 	ck_assert_int_eq(hub_write_conf(&hub, NULL, ECHO "[guest many]\n"
 		"exec = @/tests/guests/lifeguest\nargs = --mode=names --prefix=many --count=200\n"
