@@ -49,23 +49,35 @@ say_unlogged(struct peer *p)
 	l->unlogged = 0;
 }
 
+/* What b holds now, refilled at rate a second up to burst: a token per
+ * HP_NS_PER_S / rate of the time since, what is left of that time kept
+ * for the next look (however often it is looked at). */
+static uint64_t
+budget(struct guestlog_budget *b, uint64_t rate, uint64_t burst, uint64_t now)
+{
+	uint64_t step = HP_NS_PER_S / rate, add = (now - b->at_ns) / step;
+
+	if (add >= burst - b->tokens) {
+		b->tokens = burst;
+		b->at_ns = now;
+	} else {
+		b->tokens += add;
+		b->at_ns += add * step;
+	}
+	return b->tokens;
+}
+
 int
 guestlog_may_log(struct peer *p)
 {
 	struct guestlog *l = &p->out;
-	uint64_t now = hp_now_ns(), step = HP_NS_PER_S / GUESTLOG_RATE;
-	uint64_t add = (now - l->refill_ns) / step;
+	uint64_t now = hp_now_ns();
 
-	if (add > 0) {
-		l->tokens = add >= GUESTLOG_BURST - l->tokens ? GUESTLOG_BURST :
-		    l->tokens + (uint32_t)add;
-		l->refill_ns = l->tokens == GUESTLOG_BURST ? now : l->refill_ns + add * step;
-	}
-	if (l->tokens == 0) {
+	if (budget(&l->log_budget, GUESTLOG_RATE, GUESTLOG_BURST, now) == 0) {
 		l->unlogged++;
 		return 0;
 	}
-	l->tokens--;
+	l->log_budget.tokens--;
 	/* once a second at most, the flood going on */
 	if (l->unlogged > 0 && now - l->said_ns >= HP_NS_PER_S) {
 		say_unlogged(p);
@@ -147,21 +159,6 @@ take(struct peer *p, const char *buf, size_t len)
 	}
 }
 
-/* The bytes hubd may read of the guest's output now (its budget). */
-static uint64_t
-read_budget(struct guestlog *l)
-{
-	uint64_t now = hp_now_ns(), quiet = now - l->read_ns;
-
-	if (quiet > 10 * HP_NS_PER_S)
-		quiet = 10 * HP_NS_PER_S;	/* a full burst by then */
-	l->read_tokens += quiet * GUESTLOG_READ_RATE / HP_NS_PER_S;
-	if (l->read_tokens > GUESTLOG_READ_BURST)
-		l->read_tokens = GUESTLOG_READ_BURST;
-	l->read_ns = now;
-	return l->read_tokens;
-}
-
 /* Reading on, or pausing while the budget has no chunk's worth. */
 static void
 watch(struct ev_loop *loop, struct peer *p)
@@ -170,12 +167,13 @@ watch(struct ev_loop *loop, struct peer *p)
 
 	if (l->fd < 0)
 		return;
-	if (read_budget(l) >= READ_CHUNK) {
+	if (budget(&l->read_budget, GUESTLOG_READ_RATE, GUESTLOG_READ_BURST, hp_now_ns()) >=
+	    READ_CHUNK) {
 		ev_io_start(loop, &l->w);
 		return;
 	}
 	ev_io_stop(loop, &l->w);
-	ev_timer_set(&l->pause, (double)(READ_CHUNK - l->read_tokens) / GUESTLOG_READ_RATE +
+	ev_timer_set(&l->pause, (double)(READ_CHUNK - l->read_budget.tokens) / GUESTLOG_READ_RATE +
 		     0.05, 0.);
 	ev_timer_start(loop, &l->pause);
 }
@@ -190,8 +188,8 @@ read_once(struct peer *p)
 	while ((n = read(p->out.fd, buf, sizeof(buf))) < 0 && errno == EINTR)
 		;
 	if (n > 0) {
-		p->out.read_tokens -= (uint64_t)n < p->out.read_tokens ? (uint64_t)n :
-		    p->out.read_tokens;
+		p->out.read_budget.tokens -= (uint64_t)n < p->out.read_budget.tokens ? (uint64_t)n :
+		    p->out.read_budget.tokens;
 		take(p, buf, (size_t)n);
 		return 1;
 	}
@@ -206,7 +204,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	if (!read_once(p))
 		ev_io_stop(loop, w);	/* closed: guestlog_end closes it */
-	else if (p->out.read_tokens < READ_CHUNK)
+	else if (p->out.read_budget.tokens < READ_CHUNK)
 		watch(loop, p);
 }
 
@@ -222,9 +220,8 @@ guestlog_init(struct peer *p)
 {
 	memset(&p->out, 0, sizeof(p->out));
 	p->out.fd = -1;
-	p->out.tokens = GUESTLOG_BURST;
-	p->out.refill_ns = p->out.read_ns = hp_now_ns();
-	p->out.read_tokens = GUESTLOG_READ_BURST;
+	p->out.log_budget = (struct guestlog_budget){ GUESTLOG_BURST, hp_now_ns() };
+	p->out.read_budget = (struct guestlog_budget){ GUESTLOG_READ_BURST, hp_now_ns() };
 	ev_io_init(&p->out.w, read_cb, -1, EV_READ);
 	p->out.w.data = p;
 	ev_timer_init(&p->out.pause, pause_cb, 0., 0.);

@@ -26,18 +26,23 @@
 struct hub;
 struct peer;
 
+/* What a guest may still do at once (bytes read, lines logged): refilled
+ * at a rate a second, up to a burst. */
+struct guestlog_budget {
+	uint64_t	tokens;
+	uint64_t	at_ns;		/* counted up to here */
+};
+
 struct guestlog {
 	int		fd;		/* the pipe's read end, -1: none */
 	ev_io		w;
 	ev_timer	pause;		/* read again once it runs out */
-	uint64_t	read_tokens;	/* bytes hubd may read now */
-	uint64_t	read_ns;	/* read_tokens counted up to here */
+	struct guestlog_budget	read_budget;	/* bytes of its output hubd may read */
 	char		**lines;	/* ring of GUESTLOG_LINES, NULL: none yet */
 	uint32_t	first, n;
 	size_t		bytes;		/* of the lines kept */
 	uint64_t	total;		/* lines ever */
-	uint32_t	tokens;		/* lines hubd's log may take now */
-	uint64_t	refill_ns;	/* tokens counted up to here */
+	struct guestlog_budget	log_budget;	/* lines hubd's log may take */
 	uint64_t	unlogged;	/* lines not logged since the last said so */
 	uint64_t	said_ns;	/* when that was last said */
 	char		part[GUESTLOG_LINE_MAX];	/* a line not ended yet */

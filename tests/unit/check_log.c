@@ -127,14 +127,14 @@ START_TEST(test_guest_log_budget)
 	ck_assert_int_eq(taken, GUESTLOG_BURST);
 	ck_assert_uint_eq(p.out.unlogged, 10);
 	/* a second later: GUESTLOG_RATE more, the count said and cleared */
-	p.out.refill_ns -= HP_NS_PER_S;
+	p.out.log_budget.at_ns -= HP_NS_PER_S;
 	taken = 0;
 	for (int i = 0; i < GUESTLOG_BURST; i++)
 		taken += guestlog_may_log(&p);
 	ck_assert_int_eq(taken, GUESTLOG_RATE);
 	ck_assert_uint_eq(p.out.unlogged, GUESTLOG_BURST - GUESTLOG_RATE);
 	/* long quiet: back to a whole burst, no more */
-	p.out.refill_ns -= 3600 * HP_NS_PER_S;
+	p.out.log_budget.at_ns -= 3600 * HP_NS_PER_S;
 	taken = 0;
 	for (int i = 0; i < 2 * GUESTLOG_BURST; i++)
 		taken += guestlog_may_log(&p);
