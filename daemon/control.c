@@ -40,6 +40,7 @@
 #include "daemon/hub.h"
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
+#include "proto/doorbell.h"
 #include "proto/fdpass.h"
 #include "daemon/request.h"
 #include "proto/clock.h"
@@ -225,18 +226,6 @@ client_process(struct client *c)
 	}
 }
 
-/* Whether the client closed its socket both ways, not only shut down its
- * sending side: for AF_UNIX stream sockets poll reports POLLHUP only
- * then. A call of a client that went is abandoned at once (Cancel to its
- * callee) instead of holding a connection until an answer nobody reads. */
-static int
-peer_gone(int fd)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-
-	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) != 0;
-}
-
 static void
 read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -255,7 +244,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			client_close(c);	/* gone: its call is abandoned */
 			return;
 		}
-		if (n == 0 && (c->calling || c->monitoring) && peer_gone(c->fd)) {
+		if (n == 0 && (c->calling || c->monitoring) && hp_sock_hung_up(c->fd)) {
 			client_close(c);	/* killed or Ctrl-C: its call is abandoned */
 			return;
 		}
@@ -308,7 +297,7 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)revents;
 	/* gone while not read: what it held is let go */
-	if (held_unread(c) && peer_gone(c->fd)) {
+	if (held_unread(c) && hp_sock_hung_up(c->fd)) {
 		client_close(c);
 		return;
 	}

@@ -21,7 +21,6 @@
  * opens it to the record it leaves; each part reads the same table. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -464,9 +463,7 @@ gone(struct hub *h, uint32_t id, const struct peer *p)
 static int
 peer_hung_up(const struct peer *q)
 {
-	struct pollfd pfd = { .fd = q != NULL ? q->bell : -1, .events = POLLIN };
-
-	return q == NULL || (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) != 0);
+	return q == NULL || hp_sock_hung_up(q->bell);
 }
 
 /* HP_MSG_LANE from guest p: it closed a lane (CLOSED); nothing else comes

@@ -253,3 +253,11 @@ hp_bell_drain(int fd)
 			return -errno;
 	}
 }
+
+int
+hp_sock_hung_up(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) != 0;
+}

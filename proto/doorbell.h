@@ -69,6 +69,10 @@ int hp_bell_drain(int fd);
  * draining it. 1 signalled, 0 timed out, -EPIPE peer gone, -EBADF for an
  * fd that is not open, or poll's -errno (-EINTR). */
 int hp_doorbell_wait(int fd, int timeout_ms);
+/* Whether the other end of a UNIX stream socket (a doorbell, a control
+ * client's connection) is closed both ways, not only shut down for
+ * sending: poll reports POLLHUP only then. Never blocks. */
+int hp_sock_hung_up(int fd);
 /* The same, also woken (1) by kick, a non-blocking eventfd that is read
  * then (-1: none): another thread of the same process wants the waiter. */
 int hp_doorbell_wait_or(int fd, int kick, int timeout_ms);
