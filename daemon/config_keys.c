@@ -906,6 +906,12 @@ key_lanes(struct parser *p, const struct key *k, const char *value, void *base)
 				    k->name, (int)len, s);
 			return -1;
 		}
+		/* 'yes, b' would read as the guests yes and b, not as anyone */
+		if ((len == 3 && memcmp(s, "yes", 3) == 0) || (len == 2 && memcmp(s, "no", 2) == 0)) {
+			config_perr(p, p->line, "%s: '%.*s' stands alone, not in a list of names",
+				    k->name, (int)len, s);
+			return -1;
+		}
 		if (used + len + 1 >= sizeof(g->lanes_with)) {
 			config_perr(p, p->line, "%s: more names than fit in %d bytes", k->name,
 				    CONFIG_LANES_WITH_MAX);

@@ -554,6 +554,9 @@ START_TEST(test_lanes)
 	expect_error("[guest a]\nexec = /bin/true\nlanes = b,,c\n", 3, "lanes: '' is not");
 	expect_error("[guest a]\nexec = /bin/true\nlanes = b c\n", 3, "lanes: 'b c' is not");
 	expect_error("[guest a]\nexec = /bin/true\nlanes = maybe!\n", 3, "lanes: 'maybe!'");
+	expect_error("[guest a]\nexec = /bin/true\nlanes = yes, b\n", 3,
+		     "lanes: 'yes' stands alone");
+	expect_error("[guest a]\nexec = /bin/true\nlanes = b,no\n", 3, "lanes: 'no' stands alone");
 	expect_error("[hub]\nlanes_per_guest = 0\n", 2, "lanes_per_guest");
 	expect_error("[hub]\nlanes_per_guest = 65\n", 2, "lanes_per_guest");
 	expect_error("[hub]\nlane_ban = soon\n", 2, "lane_ban: 'soon' is not a duration");
