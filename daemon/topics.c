@@ -615,7 +615,8 @@ topics_unsubscribe(struct hub *h, struct peer *p, uint64_t id, const char **why)
 /* -- goings ------------------------------------------------------------------ */
 
 /* A guest gone: its subscriptions end, its topics have no publisher (their
- * memory stays: a retained event survives a restart). */
+ * memory stays: a retained event survives a restart) and an event it left
+ * half written is spoiled. */
 static void
 on_detach(struct hub *h, struct peer *p)
 {
@@ -632,6 +633,8 @@ on_detach(struct hub *h, struct peer *p)
 		}
 		if (t->publisher == p->id) {
 			t->publisher = 0;
+			/* an event it died writing would hold its readers */
+			hp_topic_spoil_unwritten(&t->w);
 			topics_discover(h, TOPIC_TOPICS, t->name, "withdrawn", p->conf->name);
 		}
 		topic_reap(h, t);

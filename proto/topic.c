@@ -423,8 +423,8 @@ room(struct hp_topic_writer *w, uint64_t h, int mark, uint32_t *blocker)
  * still inside is waited for a little, then taken over (it died; one
  * only descheduled that long could still mix its bytes into ours, which
  * readers cannot tell: two writers a whole ring apart, drop-oldest). A
- * writer that died inside leaves its sequence unwritten: its readers
- * wait there until a later writer laps the slot. */
+ * writer that died inside leaves its sequence unwritten, for hubd to
+ * spoil (hp_topic_spoil_unwritten). */
 static int
 slot_take(struct hp_topic_slot *sl, uint64_t h)
 {
@@ -531,6 +531,26 @@ hp_topic_overrun(struct hp_topic_writer *w)
 {
 	/* acquire: pairs with another writer's claim */
 	(void)room(w, hp_load_acquire_u64(&hdr(&w->map)->claim), 1, NULL);
+}
+
+void
+hp_topic_spoil_unwritten(struct hp_topic_writer *w)
+{
+	/* acquire: pairs with the writers' claim */
+	uint64_t c = hp_load_acquire_u64(&hdr(&w->map)->claim);
+	uint64_t slots = w->map.geom.slots;
+
+	/* at most a ring: the sequences before are lapped */
+	for (uint64_t s = c > slots ? c - slots : 0; s < c; s++) {
+		struct hp_topic_slot *sl = slot_of(&w->map, s);
+		uint64_t v = hp_load_relaxed_u64(&sl->ver);
+
+		if (v >= 2 * s + 2)
+			continue;	/* written, or lapped */
+		hp_store_relaxed_u32(&sl->len, UINT32_MAX);
+		/* release: a reader that sees 2s+2 sees the length */
+		(void)hp_cas_u64(&sl->ver, &v, 2 * s + 2);
+	}
 }
 
 void

@@ -207,6 +207,12 @@ int hp_topic_publish(struct hp_topic_writer *w, const void *ev, size_t len, uint
 /* Marks every block subscriber that holds the next slot overrun (the
  * writer's timeout ran out): the next publish does not wait for them. */
 void hp_topic_overrun(struct hp_topic_writer *w);
+/* hubd, once the publisher is gone (it may have died inside a publish,
+ * its event claimed and never written): each event of the last ring not
+ * written is marked spoiled (a length over event_max), so that its
+ * readers skip it as bad and go on, instead of waiting there until a
+ * later event laps its slot. Call it with no writer left but the caller. */
+void hp_topic_spoil_unwritten(struct hp_topic_writer *w);
 /* Waiting for room: announce (sets writer_waiting, fences) and take back.
  * hp_topic_writer_room: whether a publish would not be refused now. */
 void hp_topic_writer_announce(struct hp_topic_writer *w);

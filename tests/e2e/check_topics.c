@@ -373,6 +373,31 @@ START_TEST(test_hostile_publisher)
 }
 END_TEST
 
+/* A publisher killed inside a publish, its event claimed and never
+ * written: its subscribers are told of a bad event and go on with the
+ * events its next instance writes (they waited at the unwritten one
+ * until a whole ring of events had lapped it). */
+START_TEST(test_publisher_dies_writing)
+{
+	char *out = NULL;
+
+	hub_start_up(&hub, NULL, PUB("") SUB("sub", "--policy=drop-oldest"), "pub,sub");
+	ck_assert(hub_wait_method(&hub, "pub.burst,pub.die_writing,sub.stats") == 0);
+	expect("pub.burst", "5", "0", "5\n");
+	expect_stats("sub", "received 5 lost 0 bad 0 last 4");
+	ck_assert_int_ne(hubctl(&hub, &out, "call", "pub.die_writing", (char *)NULL), 0);
+	free(out);
+	for (double end = now_s() + 10; now_s() < end; sleep_ms(20))
+		if (hub_peer_int(&hub, "pub", "restarts") == 1 &&
+		    strcmp(hub_peer_state(&hub, "pub"), "up") == 0)
+			break;
+	ck_assert(hub_wait_method(&hub, "pub.burst") == 0);
+	expect("pub.burst", "5", "10", "5\n");
+	expect_stats("sub", "received 11 lost 1 bad 1 last 14");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A topic nobody publishes or reads, with no retained event, goes: the
  * names a guest subscribes to and leaves do not pile up in hubd. */
 START_TEST(test_reaped)
@@ -491,6 +516,7 @@ suite_topics(void)
 	tcase_add_test(tc, test_wait_method);
 	tcase_add_test(tc, test_hostile_subscriber);
 	tcase_add_test(tc, test_hostile_publisher);
+	tcase_add_test(tc, test_publisher_dies_writing);
 	tcase_add_test(tc, test_rights);
 	tcase_add_test(tc, test_reaped);
 	tcase_add_test(tc, test_reload_sections);

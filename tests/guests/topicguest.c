@@ -6,7 +6,10 @@
  *		NAME.burst (u64,u64->u64): N events START, START+1, ...
  *		(for str, their decimal text), answering how many went;
  *		and NAME.scribble (->unit): random bytes over the whole of
- *		the topic's memory, as a hostile publisher would
+ *		the topic's memory, as a hostile publisher would; and
+ *		NAME.die_writing (->unit): claims the next event and dies
+ *		(SIGKILL) before it is written, as a publisher killed inside
+ *		guest_publish
  *   --sub=TOPIC [--policy=P] [--pull] [--log]
  *		subscribes (P: block, drop-oldest, latest); with a handler
  *		unless --pull; NAME.stats (->str): "received R lost L bad B
@@ -23,11 +26,13 @@
 #include <err.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "guest.h"
+#include "proto/topic.h"
 
 static const char *name = "topicguest", *pub, *sig = "u64", *sub_topic, *policy = "drop-oldest";
 static const char *wait_method;
@@ -178,6 +183,35 @@ scribble(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 }
 
 static void
+die_writing(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	char what[128];
+	size_t size = 0;
+	uint8_t *m;
+	struct hp_topic_hdr *h;
+	struct hp_topic_geom geom;
+	struct hp_topic_slot *sl;
+	uint64_t seq;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	snprintf(what, sizeof(what), "hub-topic:%s", pub);
+	if ((m = mapping(what, &size)) == NULL) {
+		guest_reply_error(c, "no mapping of the topic");
+		return;
+	}
+	/* our own topic: its header's geometry is the one hubd made */
+	h = (struct hp_topic_hdr *)(void *)m;
+	geom = (struct hp_topic_geom){ h->slots, h->event_max };
+	seq = hp_fetch_add_u64(&h->claim, 1, memory_order_acq_rel);
+	sl = (struct hp_topic_slot *)(void *)(m + sizeof(*h) +
+	    (seq & (geom.slots - 1)) * hp_topic_slot_size(&geom));
+	hp_store_release_u64(&sl->ver, 2 * seq + 1);
+	raise(SIGKILL);
+}
+
+static void
 scribble_own_cursor(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	char what[128];
@@ -299,6 +333,7 @@ main(int argc, char *argv[])
 			errx(1, "advertise %s: %s", pub, strerror(-rc));
 		reg(guest, "burst", "u64,u64->u64", burst);
 		reg(guest, "scribble", "->unit", scribble);
+		reg(guest, "die_writing", "->unit", die_writing);
 	}
 	if (sub_topic != NULL) {
 		if ((sub_id = guest_subscribe(guest, sub_topic, policy_of(policy),
