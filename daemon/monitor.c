@@ -2,7 +2,7 @@
 /* The monitor (hubctl monitor): control clients that watch the calls of
  * the methods a glob matches get a JSON line per call as it ends: caller,
  * callee, method, arguments decoded by the method's signature and cut
- * short, result or error, duration. A call is seen where it begins
+ * short, result or error, duration, trace-id. A call is seen where it begins
  * (route.c) and where its answer goes (answer.c), an entry of the
  * watched table in between, named by its origin (origin.watch); with no
  * monitor attached neither place does more than test a pointer. Calls
@@ -30,6 +30,7 @@
 #include "daemon/log.h"
 #include "daemon/monitor.h"
 #include "daemon/pcjson.h"
+#include "proto/callmeta.h"
 #include "proto/msg.h"
 #include "proto/postcard.h"
 
@@ -61,6 +62,7 @@ struct watch {
 	char		who[ORIGIN_NAME_MAX];
 	char		to[CONFIG_GUEST_NAME_MAX + 1];
 	char		method[64];
+	char		trace[HP_TRACE_ID_HEX + 1];	/* its trace-id, "": none */
 	struct hp_sig	sig;		/* the method may go before the answer */
 };
 
@@ -270,6 +272,9 @@ monitor_begin(struct hub *h, struct origin *o, const struct peer *caller,
 	origin_name(h, o, w->who, sizeof(w->who));
 	snprintf(w->to, sizeof(w->to), "%s", callee != NULL ? callee->conf->name : "hub");
 	snprintf(w->method, sizeof(w->method), "%s", meth->name);
+	w->trace[0] = '\0';
+	if (o->meta.has_trace)
+		hp_trace_id_format(&o->meta, w->trace);
 	w->sig = meth->sig;
 	w->args = args_json(&meth->sig, args, len);
 	o->watch = id;
@@ -347,6 +352,8 @@ monitor_end(struct hub *h, uint32_t watch, const uint8_t *payload, size_t len)
 	json_object_object_add(o, "us", json_object_new_uint64(
 		now > w.since_ns ? (now - w.since_ns) / 1000 : 0));
 	json_object_object_add(o, "lane", json_object_new_boolean(w.lane));
+	if (w.trace[0] != '\0')
+		json_object_object_add(o, "trace", json_object_new_string(w.trace));
 	if ((s = json_object_to_json_string_ext(o, JSON_OUT_FLAGS)) != NULL) {
 		for (struct monitor *m = h->monitors; m != NULL; m = m->next)
 			if (fnmatch(m->glob, w.method, 0) == 0)

@@ -47,6 +47,11 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	}
 	bad = hp_msg_decode_request(m->payload, m->len, &req) != 0 ||
 	    hp_sig_check_args(&meth->sig, req.args, req.args_len) != 0;
+	/* its deadline and trace (the monitor shows the trace): kept for
+	 * hubctl calls, passed on as they are (the payload goes on whole) */
+	bad_meta = NULL;
+	if (!bad && hp_callmeta_read(&req.meta, &o.meta, &bad_meta) != 0)
+		memset(&o.meta, 0, sizeof(o.meta));
 	if (h->monitors != NULL)
 		monitor_begin(h, &o, p, hub_peer(h, meth->owner), meth,
 			      bad ? NULL : req.args, req.args_len);
@@ -58,13 +63,11 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD, text);
 		return;
 	}
-	/* its deadline and trace: kept for hubctl calls, passed on as they
-	 * are (the payload goes on whole); a call whose deadline has passed
-	 * goes nowhere */
-	if (hp_callmeta_read(&req.meta, &o.meta, &bad_meta) != 0) {
+	if (bad_meta != NULL) {
 		answer_error(h, &o, HP_ERR_INVALID_PAYLOAD, bad_meta);
 		return;
 	}
+	/* a call whose deadline has passed goes nowhere */
 	if (hp_deadline_passed(o.meta.deadline_ns, hp_now_ns())) {
 		answer_late(h, &o);
 		return;

@@ -48,8 +48,8 @@ put_json(json_object *v)
 	free(buf);
 }
 
-/* One call: "12:00:01.234 a > b b.echo("x") = "x" 52 us lane", or with
- * "! KIND: ERROR" for an error. */
+/* One call: "12:00:01.234 a > b b.echo("x") = "x" 52 us lane trace ID", or
+ * with "! KIND: ERROR" for an error. */
 static void
 put_call(json_object *o)
 {
@@ -80,8 +80,11 @@ put_call(json_object *o)
 		fputs(" = ", stdout);
 		put_json(js_get(o, "result"));
 	}
-	printf(" %s%s\n", duration_text(took, sizeof(took), js_u64(o, "us") * 1000),
+	printf(" %s%s", duration_text(took, sizeof(took), js_u64(o, "us") * 1000),
 	       json_object_get_boolean(js_get(o, "lane")) ? " lane" : "");
+	if (js_get(o, "trace") != NULL)
+		printf(" trace %s", js_text(o, "trace"));
+	putchar('\n');
 }
 
 /* stdout could not take a line: a reader that went is the end, anything

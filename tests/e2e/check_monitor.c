@@ -306,6 +306,49 @@ START_TEST(test_glob)
 }
 END_TEST
 
+#define TP	"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+#define TP_ID	"4bf92f3577b34da6a3ce929d0e0e4736"
+
+/* A call's trace-id is shown, also on the calls its handler makes (they
+ * inherit it); a call without a trace shows none. */
+START_TEST(test_trace_shown)
+{
+	struct mon j, m;
+	char *line, *out = NULL;
+
+	hub_start_up(&hub, NULL, ECHO PROBER, "echo,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.route") == 0);
+	mon_start(&j, 1, "echo.*");
+	mon_ready(&j, "echo.echo", "warm", "\"warm\"");
+	mon_start(&m, 0, "echo.*");
+	mon_ready(&m, "echo.echo", "warm", "\"warm\"");
+	hubctl_ok(&hub, NULL, "call", "--trace", TP, "echo.echo", "traced", (char *)NULL);
+	line = mon_expect(&j, "\"args\":[\"traced\"]", (char *)NULL);
+	ck_assert_msg(strstr(line, "\"trace\":\"" TP_ID "\"") != NULL, "-j: %s", line);
+	free(line);
+	line = mon_expect(&m, "(\"traced\")", (char *)NULL);
+	ck_assert_msg(strstr(line, " trace " TP_ID) != NULL, "text: %s", line);
+	free(line);
+	/* the prober's call of echo.echo, made in a handled call's trace */
+	hubctl_ok(&hub, &out, "call", "--trace", TP, "prober.route", "echo.echo", "nested",
+		  (char *)NULL);
+	free(out);
+	line = mon_expect(&j, "\"caller\":\"prober\"", "\"args\":[\"nested\"]", (char *)NULL);
+	ck_assert_msg(strstr(line, "\"trace\":\"" TP_ID "\"") != NULL, "nested: %s", line);
+	free(line);
+	hubctl_ok(&hub, NULL, "call", "echo.echo", "untraced", (char *)NULL);
+	line = mon_expect(&j, "\"args\":[\"untraced\"]", (char *)NULL);
+	ck_assert_msg(strstr(line, "\"trace\"") == NULL, "untraced: %s", line);
+	free(line);
+	line = mon_expect(&m, "(\"untraced\")", (char *)NULL);
+	ck_assert_msg(strstr(line, " trace ") == NULL, "untraced text: %s", line);
+	free(line);
+	mon_stop(&j);
+	mon_stop(&m);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* What a guest or a client sent (control characters, a terminal's
  * escapes, C1) never reaches the terminal raw; a closed pipe ends
  * hubctl monitor with exit 0. */
@@ -482,6 +525,7 @@ suite_monitor(void)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, test_calls_shown);
 	tcase_add_test(tc, test_glob);
+	tcase_add_test(tc, test_trace_shown);
 	tcase_add_test(tc, test_hostile_text_escaped);
 	tcase_add_test(tc, test_lane_calls_shown);
 	tcase_add_test(tc, test_slow_reader_dropped);
