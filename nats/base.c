@@ -81,22 +81,26 @@ br_log(const char *fmt, ...)
 }
 
 int
+br_name_char(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	    c == '-' || c == '_';
+}
+
+int
 br_subject_part_ok(const char *s, size_t n, int dots)
 {
 	/* a method's name: the one rule hubd registers by */
 	if (dots)
 		return hp_method_name_refused(s, n) == NULL;
-	if (n == 0 || n > BR_NAME_MAX || s[0] == '.' || s[n - 1] == '.')
+	/* a hub's name: as [nats] name, so that what a NATS client says
+	 * there is plain ASCII wherever it is shown (logs, hubctl calls,
+	 * GUEST.stats' postcard strings, which must be UTF-8) */
+	if (n == 0 || n > BR_NAME_MAX)
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		/* signed char: bytes over 0x7f (UTF-8) are below ' ' too, and
-		 * NATS takes them; only ASCII blanks and controls are out */
-		unsigned char ch = (unsigned char)s[i];
-
-		if (ch <= ' ' || ch == 0x7f || ch == '*' || ch == '>' ||
-		    (ch == '.' && (!dots || s[i + 1] == '.')))
+	for (size_t i = 0; i < n; i++)
+		if (!br_name_char((unsigned char)s[i]))
 			return 0;
-	}
 	return 1;
 }
 

@@ -368,9 +368,11 @@ void	br_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *clos
 
 /* Whether s[0..n) can stand in a NATS subject: with dots a method's name
  * as hubd registers them (hp_method_name_refused: A-Z a-z 0-9 _ . -,
- * dots between parts), without a hub's name: 1 to 63 bytes, no blank,
- * control, '*', '>' or dot. */
+ * dots between parts), without a hub's name as [nats] name takes it: 1
+ * to 63 letters, digits, '-' or '_' (br_name_char). */
 int	br_subject_part_ok(const char *s, size_t n, int dots);
+/* Whether c may be in a hub's name: an ASCII letter or digit, '-', '_'. */
+int	br_name_char(int c);
 
 uint64_t br_now_ns(void);
 /* A (name, sig) list from hubd (hub.methods, hub.advertised) for one

@@ -43,12 +43,6 @@ struct br_trust {
 	uint32_t		nlogged;
 };
 
-static int
-isalnum_ascii(int c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
 /* A name a peer gave, fit for a log: letters, digits, - and _ kept. */
 static void
 safe_name(const char *s, char *out, size_t cap)
@@ -56,7 +50,7 @@ safe_name(const char *s, char *out, size_t cap)
 	size_t i;
 
 	for (i = 0; s[i] != '\0' && i + 1 < cap && i < BR_NAME_MAX; i++)
-		out[i] = (isalnum_ascii(s[i]) || s[i] == '-' || s[i] == '_') ? s[i] : '?';
+		out[i] = br_name_char((unsigned char)s[i]) ? s[i] : '?';
 	out[i] = '\0';
 }
 

@@ -462,6 +462,71 @@ START_TEST(test_trust_calls_per_hub)
 }
 END_TEST
 
+/* How many times w is in s. */
+static int
+times_in(const char *s, const char *w)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, w)) != NULL; p += strlen(w))
+		n++;
+	return n;
+}
+
+/* A request's Hub-From is any NATS client's word: one that is no hub's
+ * name (bytes that are not UTF-8, a bidirectional override) is "?" in
+ * hubctl calls, and the calls in flight are still listed. */
+START_TEST(test_trust_strange_caller)
+{
+	static const char *const names[] = { "ev\xff\xfeil", "ev\xe2\x80\xaeil" };
+	natsConnection *nc;
+	char *out = NULL, reply[64];
+	int rc = -1;
+
+	natsd_start(&nd);
+	start_exporter(&hub_b, "b", nd.url, "");
+	nc = attacker(nd.url, NULL, NULL);
+	/* hub b's bridge listens by its name once it answers a ping */
+	for (int i = 0; i < 100; i++) {
+		natsMsg *r = NULL;
+
+		if (natsConnection_RequestString(&r, nc, "hub.at.b.hub.ping", "", 1000) == NATS_OK &&
+		    !natsMsg_IsNoResponders(r)) {
+			natsMsg_Destroy(r);
+			break;
+		}
+		natsMsg_Destroy(r);
+		sleep_ms(50);
+	}
+	for (int i = 0; i < 2; i++) {
+		natsMsg *m = NULL;
+
+		/* sl.sleep(10000): in flight while hubctl calls looks */
+		snprintf(reply, sizeof(reply), "_INBOX.strange.%d", i);
+		ck_assert_int_eq(natsMsg_Create(&m, "hub.at.b.sl.sleep", reply, "\x90\x4e", 2),
+				 NATS_OK);
+		natsMsgHeader_Set(m, "Hub-Signature", "u64->unit");
+		natsMsgHeader_Set(m, "Hub-From", names[i]);
+		ck_assert_int_eq(natsConnection_PublishMsg(nc, m), NATS_OK);
+		natsMsg_Destroy(m);
+	}
+	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
+	for (int i = 0; i < 160; i++) {
+		free(out);
+		rc = hubctl(&hub_b, &out, "calls", (char *)NULL);
+		if (rc != 0 || times_in(out, "NATS: from hub ?\n") == 2)
+			break;
+		sleep_ms(50);
+	}
+	ck_assert_msg(rc == 0 && *hubctl_stderr() == '\0', "status %d: %s", rc, hubctl_stderr());
+	ck_assert_msg(times_in(out, "NATS: from hub ?\n") == 2, "%s", out);
+	free(out);
+	natsConnection_Destroy(nc);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&nd);
+}
+END_TEST
+
 /* The key file: refused when others may read it or it is missing
  * (never made in silence: the other hubs must be given its public key),
  * and --keygen never writes over one. */
@@ -519,6 +584,7 @@ suite_nats_trust(void)
 	tcase_add_test(tc, test_trust_without_authorization);
 	tcase_add_test(tc, test_trust_under_authorization);
 	tcase_add_test(tc, test_trust_calls_per_hub);
+	tcase_add_test(tc, test_trust_strange_caller);
 	tcase_add_test(tc, test_trust_key_file);
 	suite_add_tcase(s, tc);
 	return s;
