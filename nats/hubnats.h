@@ -282,6 +282,7 @@ struct bridge {
 	/* counters, for the note hubctl shows */
 	uint64_t		calls_in, calls_out, errors;
 	uint64_t		refused_unsigned, refused_unknown, refused_badsig, refused_replay;
+	uint64_t		refused_malformed;	/* announcements that are no JSON of ours */
 	uint64_t		refused_answers, refused_cancels;
 	uint64_t		late;		/* calls past their deadline, never made */
 	uint64_t		next_describe_ns;
@@ -462,6 +463,9 @@ void	br_trust_cancel_token(struct bridge *b, const char *reply, char hex[BR_MAC_
 int	br_trust_commit_parse(natsMsg *m, uint8_t commit[BR_MAC_LEN]);
 /* Whether token hex[0..len) is the one commit was made for. */
 int	br_trust_cancel_ok(const uint8_t commit[BR_MAC_LEN], const char *hex, size_t len);
+/* An announcement that is not one (no JSON object of a hub's name and
+ * methods, too many): counted, and logged the first time. */
+void	br_trust_malformed(struct bridge *b);
 /* What was ignored, for the bridge's note ("" nothing). */
 void	br_trust_summary(struct bridge *b, char *buf, size_t cap);
 

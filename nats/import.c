@@ -166,8 +166,10 @@ on_announce(struct bridge *b, natsMsg *m)
 	    !br_subject_part_ok(json_object_get_string(v), (size_t)json_object_get_string_len(v), 0) ||
 	    !json_object_object_get_ex(o, "methods", &methods) ||
 	    !json_object_is_type(methods, json_type_array) ||
-	    (n = json_object_array_length(methods)) > BR_METHODS_MAX)
+	    (n = json_object_array_length(methods)) > BR_METHODS_MAX) {
+		br_trust_malformed(b);
 		goto out;
+	}
 	hub = json_object_get_string(json_object_object_get(o, "hub"));
 	every = json_object_object_get_ex(o, "every_ms", &v) ? json_object_get_int64(v) : 0;
 	if (every < 100 || every > 3600000)

@@ -523,17 +523,25 @@ br_trust_cancel_ok(const uint8_t commit[BR_MAC_LEN], const char *hex, size_t len
 }
 
 void
+br_trust_malformed(struct bridge *b)
+{
+	/* no name to log it by: once, the rest counted */
+	if (b->refused_malformed++ == 0)
+		br_log("a malformed announcement ignored (hubctl peers counts the next ones)");
+}
+
+void
 br_trust_summary(struct bridge *b, char *buf, size_t cap)
 {
 	uint64_t ann = b->refused_unsigned + b->refused_unknown + b->refused_badsig +
-	    b->refused_replay;
+	    b->refused_replay + b->refused_malformed;
 
 	buf[0] = '\0';
 	if (ann + b->refused_answers + b->refused_cancels == 0)
 		return;
-	snprintf(buf, cap, "; ignored: %llu ann (%llu unsigned %llu untrusted %llu badsig %llu old) %llu ans %llu cancel",
+	snprintf(buf, cap, "; ignored: %llu ann (%llu unsigned %llu untrusted %llu badsig %llu old %llu malformed) %llu ans %llu cancel",
 		 (unsigned long long)ann, (unsigned long long)b->refused_unsigned,
 		 (unsigned long long)b->refused_unknown, (unsigned long long)b->refused_badsig,
-		 (unsigned long long)b->refused_replay, (unsigned long long)b->refused_answers,
-		 (unsigned long long)b->refused_cancels);
+		 (unsigned long long)b->refused_replay, (unsigned long long)b->refused_malformed,
+		 (unsigned long long)b->refused_answers, (unsigned long long)b->refused_cancels);
 }

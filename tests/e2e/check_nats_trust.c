@@ -300,11 +300,19 @@ START_TEST(test_trust_without_authorization)
 		announce_one(nc, "b", NULL, NULL, how);
 		flood(nc, how);
 	}
+	/* no announcements at all: no JSON, nested past what is read, a hub
+	 * that is no hub's name (an escape in it), no methods */
+	natsConnection_PublishString(nc, "hub.announce", "not json");
+	natsConnection_PublishString(nc, "hub.announce", "{\"hub\":\"b\",\"methods\":[[[[[[\"kv.x\"]]]]]]}");
+	announce_one(nc, "ev\033[31mil", "kv.evil", "str->str", 1);
+	natsConnection_PublishString(nc, "hub.announce", "{\"hub\":\"b\",\"seq\":1}");
 	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
 	sleep_ms(1000);
 	nothing_registered(&hub_a);
 	log = hub_log(&hub_a);
 	ck_assert_msg(strstr(log, "hub b left") == NULL, "b left was believed: %s", log);
+	ck_assert_msg(strstr(log, "a malformed announcement ignored") != NULL &&
+		      strstr(log, "\033") == NULL, "%s", hub_log_tail(&hub_a));
 	ck_assert_msg(strstr(log, "announced itself") != NULL &&
 		      strstr(log, "hub fake") == NULL && strstr(log, "hub evil") == NULL, "%s", log);
 	free(log);
@@ -318,6 +326,7 @@ START_TEST(test_trust_without_authorization)
 		sleep_ms(50);
 	ck_assert_msg(ignored(&hub_a, "unsigned") > 0 && ignored(&hub_a, "untrusted") > 0 &&
 		      ignored(&hub_a, "badsig") > 0 && ignored(&hub_a, "old") > 0 &&
+		      ignored(&hub_a, "malformed") == 4 &&
 		      ignored(&hub_a, "ans") >= 3, "note: %s", nh_note_of(&hub_a, "nats"));
 	ck_assert_msg(ignored(&hub_b, "cancel") >= 2, "note: %s", nh_note_of(&hub_b, "nats"));
 
