@@ -323,7 +323,10 @@ br_callout_reply(struct bridge *b, natsMsg *m, const char *seq)
 	uint64_t id;
 
 	if (seq[0] == 'p' && seq[1] == '.') {
-		br_route_probed(b, seq + 2, m);
+		/* anyone may publish on our inbox: only the hub's own answer
+		 * (or NATS's "no responders") says whether it runs */
+		if (br_trust_answer_ok(b, m))
+			br_route_probed(b, seq + 2, m);
 		return 0;
 	}
 	/* on the reply subject: NATS's "no responders", or the answer of a

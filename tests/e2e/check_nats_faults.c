@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nats/nats.h>
+
 #include "tests/e2e/natsd.h"
 #include "tests/e2e/natshubs.h"
 
@@ -451,6 +453,71 @@ START_TEST(test_hung_hub_passed_over)
 }
 END_TEST
 
+/* A NATS client's answer to hub a's "does b1 run?" (PREFIX.at.b1.hub.ping),
+ * as b1: no MAC, so not b1's. */
+static void
+on_ping(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg)
+{
+	natsMsg *r = NULL;
+
+	(void)sub;
+	(void)arg;
+	if (natsMsg_GetReply(m) != NULL &&
+	    natsMsg_Create(&r, natsMsg_GetReply(m), NULL, "no", 2) == NATS_OK) {
+		natsMsgHeader_Set(r, "Hub-Status", "no-method");
+		natsMsgHeader_Set(r, "Hub-From", "b1");
+		natsConnection_PublishMsg(nc, r);
+		natsMsg_Destroy(r);
+	}
+	natsMsg_Destroy(m);
+}
+
+/* A hung hub stays passed over while a NATS client answers, in its name,
+ * each time it is asked whether it runs: only its own (MAC'd) answer
+ * counts; thawed, it answers again. */
+START_TEST(test_hung_hub_forged_ping)
+{
+	natsSubscription *sub = NULL;
+	natsConnection *nc = NULL;
+	char *answer;
+	pid_t pid, bridge;
+	int rfd;
+
+	natsd_start(&natsd);
+	start_b(&hub_b, "b1", "");
+	start_b(&hub_b2, "b2", "");
+	start_a(&hub_a, "", "timeout = 3s\nsuspect = 500ms\n");
+	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
+	wait_note(&hub_a, "from 2 hub(s)", 5000);
+	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd.url), NATS_OK);
+	ck_assert_int_eq(natsConnection_Subscribe(&sub, nc, "hub.at.b1.hub.ping", on_ping, NULL),
+			 NATS_OK);
+	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
+	bridge = hub_peer_int(&hub_b, "nats", "pid");
+	kill(bridge, SIGSTOP);
+	pid = nh_load_in_child(&hub_a, "sl.echo", "2000", &rfd);
+	answer = nh_child_answer(pid, rfd);
+	nh_all_ended(answer, 2000);
+	ck_assert_msg(log_waits_for(&hub_a, "hub b1 has not answered a call", 3000) ||
+		      log_waits_for(&hub_a, "hub b1 is silent: passed over", 100), "%s",
+		      hub_log_tail(&hub_a));
+	/* asked again every 500 ms, and "answered" at once each time */
+	sleep_ms(1500);
+	ck_assert_msg(!log_waits_for(&hub_a, "hub b1 answers again", 0),
+		      "a forged answer was believed: %s", hub_log_tail(&hub_a));
+	kill(bridge, SIGCONT);
+	ck_assert_msg(log_waits_for(&hub_a, "hub b1 answers again", 10000) ||
+		      log_waits_for(&hub_a, "hub b1 announced itself again", 100), "%s",
+		      hub_log_tail(&hub_a));
+	natsSubscription_Destroy(sub);
+	natsConnection_Destroy(nc);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	ck_assert_int_eq(hub_stop(&hub_b2), 0);
+	natsd_kill(&natsd);
+}
+END_TEST
+
 /* hub.unregister and guest_unregister: a guest withdraws its own
  * methods only; a call in flight to one still gets its answer, a new one
  * "no such method"; hubctl (no guest) may not. */
@@ -558,6 +625,7 @@ suite_nats_faults(void)
 	tcase_add_test(tc, test_state_shown_at_once);
 	tcase_add_test(tc, test_deadline_and_trace_cross);
 	tcase_add_test(tc, test_hung_hub_passed_over);
+	tcase_add_test(tc, test_hung_hub_forged_ping);
 	tcase_add_test(tc, test_unregister);
 	tcase_add_test(tc, test_imports_follow_announcements);
 	suite_add_tcase(s, tc);
