@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "nats/hubnats.h"
 
 #define FORGET_NS	(60ull * 1000000000)	/* a timed-out call kept for its answer */
@@ -53,29 +55,56 @@ answer_text(struct bridge *b, const char *reply, const uint8_t *key, int batched
 	answer(b, reply, key, batched, word, text, strlen(text));
 }
 
-/* The calling hub's slot in bridge.callers, taken if new: -1 when
- * every slot is taken. */
-static int
-caller_slot(struct bridge *b, const char *name)
-{
-	int free_slot = -1;
+_Static_assert(BR_CALLER_KEY_LEN == crypto_shorthash_KEYBYTES, "the callers' hash key");
 
-	for (int i = 0; i < BR_REMOTES_MAX; i++) {
-		if (b->callers[i].n > 0 && strcmp(b->callers[i].name, name) == 0)
-			return i;
-		if (b->callers[i].n == 0 && free_slot < 0)
-			free_slot = i;
-	}
-	if (free_slot >= 0)
-		snprintf(b->callers[free_slot].name, sizeof(b->callers[free_slot].name), "%s", name);
-	return free_slot;
+static struct br_caller **
+caller_bucket(struct bridge *b, const char *name)
+{
+	uint8_t h[crypto_shorthash_BYTES];
+	uint32_t v;
+
+	crypto_shorthash(h, (const uint8_t *)name, strlen(name), b->caller_key);
+	memcpy(&v, h, sizeof(v));
+	return &b->callers[v % BR_CALLER_BUCKETS];
+}
+
+/* The calling hub's entry, made if new (NULL: out of memory). Entries
+ * live while their hub has calls in flight, so the calls_max bound on
+ * those bounds them too: names made up by a NATS client cannot fill a
+ * table and shut real hubs out. */
+static struct br_caller *
+caller_entry(struct bridge *b, const char *name)
+{
+	struct br_caller **head = caller_bucket(b, name), *c;
+
+	for (c = *head; c != NULL; c = c->next)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->next = *head;
+	*head = c;
+	return c;
+}
+
+static void
+caller_put(struct bridge *b, struct br_caller *c)
+{
+	struct br_caller **pp;
+
+	if (c == NULL || --c->n > 0)
+		return;
+	for (pp = caller_bucket(b, c->name); *pp != c; pp = &(*pp)->next)
+		;
+	*pp = c->next;
+	free(c);
 }
 
 static void
 ecall_free(struct bridge *b, struct ecall *e)
 {
-	if (e->caller >= 0)
-		b->callers[e->caller].n--;
+	caller_put(b, e->caller);
 	free(e->reply);
 	free(e->to);
 	hp_idtab_remove(&b->ecalls, e);
@@ -153,14 +182,15 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	size_t len = (size_t)natsMsg_GetDataLength(m);
 	char text[HP_SIG_MAX_LEN * 2 + 400], name[BR_NAME_MAX + 1];
 	struct estream *es = NULL;
-	struct answer_ctx *ctx;
+	struct answer_ctx *ctx = NULL;
+	struct br_caller *caller;
 	struct guest_call_opts opts = { sizeof(opts), GUEST_CALL_DEADLINE, 0, NULL };
 	uint8_t *copy = NULL, key[BR_MAC_KEY_LEN], commit[BR_MAC_LEN];
 	const uint8_t *k;
 	struct ecall *e;
 	uint32_t call_id, ep, left;
 	uint64_t id;
-	int rc, slot, has_commit, batched = b->in_batch;
+	int rc, has_commit, batched = b->in_batch;
 
 	if (reply == NULL || *reply == '\0')
 		return;		/* nobody to answer */
@@ -208,15 +238,20 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	if (natsMsgHeader_Get(m, BR_H_FROM, &from) != NATS_OK || from == NULL ||
 	    !br_subject_part_ok(from, strlen(from), 0))
 		from = "?";
-	if ((slot = caller_slot(b, from)) < 0 || b->callers[slot].n >= b->conf.calls_per_hub) {
+	if ((caller = caller_entry(b, from)) != NULL && caller->n >= b->conf.calls_per_hub) {
 		snprintf(text, sizeof(text), "hub %s has %u calls from hub %.63s in flight already",
-			 b->conf.name, slot >= 0 ? b->callers[slot].n : 0, from);
+			 b->conf.name, caller->n, from);
 		answer_text(b, to, k, batched, "refused", text);
 		br_service_count(b, ep, -ECONNREFUSED, text, strlen(text), b->now_ns);
 		return;
 	}
-	if ((ctx = malloc(sizeof(*ctx))) == NULL || hp_idtab_reserve(&b->ecalls, 1) != 0) {
+	/* held from here: every way out below puts it back */
+	if (caller != NULL)
+		caller->n++;
+	if (caller == NULL || (ctx = malloc(sizeof(*ctx))) == NULL ||
+	    hp_idtab_reserve(&b->ecalls, 1) != 0) {
 		free(ctx);
+		caller_put(b, caller);
 		answer_text(b, to, k, batched, "refused", "hub-nats is out of memory");
 		return;
 	}
@@ -225,6 +260,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	if (x->chan_arg != -1 &&
 	    (es = br_estream_open(b, m, x, &args, &len, &copy, text, sizeof(text))) == NULL) {
 		free(ctx);
+		caller_put(b, caller);
 		answer_text(b, to, k, batched, "bad-payload", text);
 		return;
 	}
@@ -251,6 +287,7 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	free(copy);
 	if (rc < 0) {
 		free(ctx);
+		caller_put(b, caller);
 		if (es != NULL)
 			br_estream_close(b, es);
 		snprintf(text, sizeof(text), "hub %s could not call %s: %s", b->conf.name,
@@ -262,9 +299,8 @@ br_callin_request(struct bridge *b, natsMsg *m, const char *method, const struct
 	e = hp_idtab_insert(&b->ecalls, id);
 	e->call_id = call_id;
 	br_service_call(b, e, m, ep);
-	e->caller = slot;
+	e->caller = caller;
 	e->batched = batched;
-	b->callers[slot].n++;
 	if ((e->has_key = k != NULL))
 		memcpy(e->key, key, sizeof(e->key));
 	if ((e->has_commit = has_commit))
@@ -338,6 +374,7 @@ void
 br_callin_start(struct bridge *b)
 {
 	b->ecalls = (struct hp_idtab)HP_IDTAB_INIT(struct ecall);
+	randombytes_buf(b->caller_key, sizeof(b->caller_key));
 }
 
 void
@@ -350,6 +387,7 @@ br_callin_stop(struct bridge *b)
 		if (!e->answered)
 			answer_text(b, e->to, e->has_key ? e->key : NULL, e->batched,
 				    "unreachable", "the hub's bridge is stopping");
+		caller_put(b, e->caller);
 		free(e->reply);
 		free(e->to);
 	}

@@ -172,7 +172,7 @@ struct ecall {
 	int		answered;	/* the reply went (a timeout) */
 	int		has_key, has_commit;
 	int		batched;	/* came in a batch: its answer may go in one */
-	int		caller;		/* its slot in bridge.callers, -1 none */
+	struct br_caller *caller;	/* its calling hub's entry, NULL none */
 	char		*reply;		/* the caller's reply subject: its cancel names it */
 	char		*to;		/* where the answer goes: Hub-Answer-To, or reply */
 	/* service.c: for $SRV.STATS and hubctl calls */
@@ -223,10 +223,16 @@ struct br_peer {
 };
 
 /* A calling hub's calls from NATS in flight (callin.c). */
+/* A hub with calls from NATS in flight here (callin.c): an entry while
+ * it has any, so that at most calls_max are ever held. */
 struct br_caller {
-	char		name[BR_NAME_MAX + 1];
-	uint32_t	n;
+	struct br_caller	*next;	/* in its bucket */
+	uint32_t		n;	/* its calls in flight */
+	char			name[BR_NAME_MAX + 1];
 };
+
+#define BR_CALLER_BUCKETS	256
+#define BR_CALLER_KEY_LEN	16	/* crypto_shorthash_KEYBYTES */
 
 #define BR_REAP_MAX	1024	/* messages destroyed together (reap.c) */
 
@@ -275,7 +281,10 @@ struct bridge {
 						 * pass's share was taken */
 	/* trust.c */
 	struct br_trust		*trust;
-	struct br_caller	callers[BR_REMOTES_MAX];	/* calling hubs, in flight */
+	/* calling hubs, in flight: hashed with a key of this run's, so that
+	 * names chosen to collide do not make one long chain */
+	struct br_caller	*callers[BR_CALLER_BUCKETS];
+	uint8_t			caller_key[BR_CALLER_KEY_LEN];
 	/* reap.c: messages done with, not destroyed yet */
 	natsMsg			*reap[BR_REAP_MAX];
 	uint32_t		nreap, reap_bytes;

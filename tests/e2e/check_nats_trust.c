@@ -536,6 +536,54 @@ START_TEST(test_trust_strange_caller)
 }
 END_TEST
 
+/* Hub-From names made up by a NATS client, one a call, hold no more
+ * than their calls: more of them than hubs may be heard of (256) still
+ * leave a real hub's call served while calls_max has room. */
+START_TEST(test_trust_made_up_callers)
+{
+	enum { FAKES = 300 };
+	natsConnection *nc;
+	char *out = NULL, reply[64], from[32];
+	int rc = -1;
+
+	natsd_start(&nd);
+	start_exporter(&hub_b, "b", nd.url, "");
+	start_importer(&hub_a, nd.url, "");
+	ck_assert_msg(hub_wait_method(&hub_a, "sl.sleep,sl.echo") == 0, "%s", hub_log_tail(&hub_a));
+	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	nc = attacker(nd.url, NULL, NULL);
+	for (int i = 0; i < FAKES; i++) {
+		natsMsg *m = NULL;
+
+		/* sl.sleep(10000): in flight while hub a calls */
+		snprintf(reply, sizeof(reply), "_INBOX.madeup.%d", i);
+		snprintf(from, sizeof(from), "fake%d", i);
+		ck_assert_int_eq(natsMsg_Create(&m, "hub.at.b.sl.sleep", reply, "\x90\x4e", 2),
+				 NATS_OK);
+		natsMsgHeader_Set(m, "Hub-Signature", "u64->unit");
+		natsMsgHeader_Set(m, "Hub-From", from);
+		ck_assert_int_eq(natsConnection_PublishMsg(nc, m), NATS_OK);
+		natsMsg_Destroy(m);
+	}
+	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
+	for (int i = 0; i < 200; i++) {
+		free(out);
+		rc = hubctl(&hub_b, &out, "calls", (char *)NULL);
+		if (rc != 0 || times_in(out, "NATS: from hub fake") == FAKES)
+			break;
+		sleep_ms(50);
+	}
+	ck_assert_msg(rc == 0 && times_in(out, "NATS: from hub fake") == FAKES, "status %d: %s%s",
+		      rc, hubctl_stderr(), out);
+	free(out);
+	nh_expect_ok(&hub_a, "y", "sl.echo", "y", NULL);
+	natsConnection_Destroy(nc);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+	ck_assert_int_eq(hub_stop(&hub_b), 0);
+	natsd_kill(&nd);
+}
+END_TEST
+
 /* The key file: refused when others may read it or it is missing
  * (never made in silence: the other hubs must be given its public key),
  * and --keygen never writes over one. */
@@ -593,6 +641,7 @@ suite_nats_trust(void)
 	tcase_add_test(tc, test_trust_without_authorization);
 	tcase_add_test(tc, test_trust_under_authorization);
 	tcase_add_test(tc, test_trust_calls_per_hub);
+	tcase_add_test(tc, test_trust_made_up_callers);
 	tcase_add_test(tc, test_trust_strange_caller);
 	tcase_add_test(tc, test_trust_key_file);
 	suite_add_tcase(s, tc);
