@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 
+import pytest
+
 from conftest import BUILD, PROBER, PYASYNC, PYGUEST
 
 HUBCTL = os.path.join(BUILD, "hubctl")
@@ -78,3 +80,16 @@ def test_awaited_call_cancelled_says_why(make_hub):
             w.kill()
             w.wait()
     assert w.returncode == 0 and out == "Cancelled: guest prober died\n", (out, err)
+
+
+@pytest.mark.parametrize("prefix", ["py", "aio"])
+def test_handler_learns_its_caller_gave_up(make_hub, prefix):
+    # prober calls PREFIX.untilcancel and gives up after 300 ms (a
+    # Cancel): the handler, sync or async, sees it with
+    # hubguest.cancelled() and ends (before, it had no way to know, as a C
+    # handler has with guest_call_cancelled, and ran on)
+    h = make_hub(PROBER + PYGUEST + PYASYNC, up=("prober", "pyguest", "pyasync"),
+                 wait=("prober.route_timeout", prefix + ".untilcancel", prefix + ".cancels"))
+    assert h.ok(prefix + ".cancels") == 0
+    assert h.ok("prober.route_timeout", prefix + ".untilcancel", 300) == "error: timeout"
+    h.wait(lambda: h.ok(prefix + ".cancels") == 1, "the Cancel seen by " + prefix)

@@ -50,7 +50,8 @@ its call's with hubguest.current_call() (.deadline, .remaining(),
 .trace), and the calls it makes inherit both (the same trace, the earlier
 of the deadline and their own timeout) unless deadline= or trace= say
 otherwise; the hub and libguest never start a call whose deadline has
-passed (its caller gets hubguest.RemoteTimeout).
+passed (its caller gets hubguest.RemoteTimeout). hubguest.cancelled()
+tells a handler that its caller gave up (sent a Cancel): it may stop.
 
 g.wait_method("kv.get", timeout=5) waits until a method can be called,
 without polling (the hub.methods topic).
@@ -71,7 +72,7 @@ from .errors import (AttachError, CallError, Cancelled, ChannelClosed, Ended, Er
                      UserError)
 from .context import INHERIT, NEW_TRACE, CallInfo, current_call
 from .guest import Guest, attach
-from .handlers import caller
+from .handlers import caller, cancelled
 from .sender import Sender
 from .topics import Event, Topic
 from .upload import Upload
@@ -79,7 +80,8 @@ from .upload import Upload
 __version__ = "0.8.0"
 
 __all__ = [
-    "attach", "caller", "current_call", "CallInfo", "INHERIT", "NEW_TRACE", "Guest", "Call",
+    "attach", "caller", "cancelled", "current_call", "CallInfo", "INHERIT", "NEW_TRACE", "Guest",
+    "Call",
     "Stream", "Sender", "Upload", "Event", "Topic", "CHANNEL", "Rx",
     "Signature", "Chan",
     "encode", "decode", "Error", "AttachError", "CallError", "RemoteError", "HubError",

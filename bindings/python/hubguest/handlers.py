@@ -3,7 +3,8 @@
 each request its handler run on the decoded arguments (an async one as a
 task of serve()'s loop), then its answer: the result encoded, or the
 exception as an Err. caller() tells a handler who called; the call's
-deadline and trace are current_call()'s (context.py) while it runs.
+deadline and trace are current_call()'s (context.py) while it runs;
+cancelled() whether its caller gave up on it.
 
 Handlers is one of Guest's bases (guest.py): it works on the Guest's
 state (its handle, _methods, _answering, the C callback _c_handler) and
@@ -59,6 +60,19 @@ def caller():
         raise Error("the hub cannot say who made this call (its caller left, or the "
                     "hub is gone)")
     return name.decode("utf-8", "replace")
+
+
+def cancelled():
+    """Inside a handler (an async def one too): whether its caller sent a
+    Cancel for the call (it gave up: its timeout, its task cancelled), as
+    guest_call_cancelled says. Advisory: the handler may stop early, and
+    still answers. The Cancel is seen once the guest serves (g.service(),
+    a call's or a stream's wait, serve()'s loop). False outside a handler
+    and once its call is answered."""
+    r = _running.get()
+    if r is None or not r.live or r.g._h is None:
+        return False
+    return bool(r.g._lib.guest_call_cancelled(r.call))
 
 
 def _error_text(text, limit=ERROR_MAX):

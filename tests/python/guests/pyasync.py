@@ -187,6 +187,26 @@ async def callwait():
     return "answered"
 
 
+_cancels = []
+
+
+@g.method("aio.untilcancel", "->str")
+async def untilcancel():
+    """As pyguest's: awaits until its caller gives up on it (a Cancel),
+    for a minute at most; counted in aio.cancels."""
+    for _ in range(6000):
+        if hubguest.cancelled():
+            break
+        await asyncio.sleep(0.01)
+    _cancels.append(hubguest.cancelled())
+    return "cancelled"
+
+
+@g.method("aio.cancels", "->u64")
+def cancels():
+    return sum(_cancels)
+
+
 @g.method("aio.meta_nested", "str->str")
 async def meta_nested(method):
     """As pyguest's: from an async handler, the call made from a task of

@@ -109,6 +109,28 @@ def waitstop():
     return "answered"
 
 
+_cancels = []
+
+
+@m("untilcancel", "->str")
+def untilcancel():
+    """Serves until its caller gives up on it (a Cancel), for a minute at
+    most; counted in PREFIX.cancels."""
+    end = time.monotonic() + 60
+    while not hubguest.cancelled() and time.monotonic() < end:
+        g.service()
+        time.sleep(0.01)
+    _cancels.append(hubguest.cancelled())
+    return "cancelled"
+
+
+@m("cancels", "->u64")
+def cancels():
+    """How many PREFIX.untilcancel calls saw their Cancel."""
+    assert not hubguest.cancelled()     # not this call's
+    return sum(_cancels)
+
+
 @m("who", "str->str")
 def who(_):
     # asked twice: the second is libguest's kept answer
