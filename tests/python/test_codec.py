@@ -116,6 +116,35 @@ def test_arguments_named_in_errors():
         s.decode_args(bytes.fromhex("01610102"))   # a byte left over
 
 
+def test_names_are_text_without_nul():
+    # a NUL ends a name in C: "echo.echo\0x" would call echo.echo, and
+    # "py.a\0b" register py.a; a name that is no str was refused with
+    # hub.signature's argument error, or at attach. Each is refused where
+    # it is given, before the guest attaches.
+    g = hubguest.attach(["by-hand"])
+    nul = pytest.raises(ValueError, match=r"a method's name 'echo.echo\\x00x' holds a NUL")
+    for use in (g.call, g.start, g.stream):
+        with nul:
+            use("echo.echo\0x", signature="str->str")
+    with nul:
+        g.signature("echo.echo\0x")
+    with pytest.raises(TypeError, match="a method's name is a str, not bytes"):
+        g.call(b"echo.echo", "x")
+    with pytest.raises(ValueError, match="NUL"):
+        g.register("py.a\0b", "->unit", lambda: None)
+    with pytest.raises(TypeError, match="a method's name is a str, not int"):
+        g.method(5, "->unit")(lambda: None)
+    with pytest.raises(ValueError, match="NUL"):
+        g.unregister("py.a\0b")
+    with pytest.raises(ValueError, match=r"a topic's name 'py.t\\x00' holds a NUL"):
+        g.advertise("py.t\0", "str")
+    with pytest.raises(ValueError, match="a topic's name"):
+        g.subscribe("py.t\0")
+    with pytest.raises(TypeError, match="a topic's name is a str, not NoneType"):
+        g.subscribe(None)
+    assert not g.attached and not g._methods and not g._adverts and not g._subs
+
+
 def test_errors_are_hubguest_errors():
     for cls in (hubguest.RemoteError, hubguest.HubError, hubguest.UnknownMethod, hubguest.Timeout,
                 hubguest.HubGone, hubguest.Ended, hubguest.ChannelClosed, hubguest.AttachError):

@@ -107,6 +107,20 @@ _PROTOS = {
 _lib = None
 
 
+def c_name(name, what="a method's name"):
+    """name as libguest takes it: its UTF-8 bytes. TypeError for what is
+    not a str; ValueError for a NUL in it, where C would read a shorter
+    name (another method's, another topic's)."""
+    if not isinstance(name, str):
+        raise TypeError("%s is a str, not %s" % (what, type(name).__name__))
+    if "\0" in name:
+        raise ValueError("%s %r holds a NUL character" % (what, name))
+    try:
+        return name.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError("%s %r is not valid UTF-8 text: %s" % (what, name, e)) from None
+
+
 def _beside():
     """Where libguest is when the loader would not look: the lib directory
     of the prefix this binding was installed under (PREFIX/lib/python3.X/

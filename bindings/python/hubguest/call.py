@@ -11,6 +11,7 @@ import asyncio
 import errno
 import time
 
+from ._lib import c_name
 from ._wait import deadline_in, ms_left
 from .codec import Chan, Rx, Signature, decode
 from .context import INHERIT, outgoing
@@ -47,6 +48,7 @@ class Call:
 
     def __init__(self, guest, method, args, signature, timeout, payload_fn=None,
                  deadline=INHERIT, trace=INHERIT):
+        c_name(method)
         self._g = guest
         self.method = method
         self._args = args

@@ -182,7 +182,7 @@ class Guest(Handlers, Serving, Topics):
         opts = CallOpts(ctypes.sizeof(CallOpts), CallOpts.DEADLINE | CallOpts.TRACE, meta[0],
                         meta[1].encode() if meta[1] else None)
         self._calls[token] = fn
-        rc = self._lib.guest_call_async_with(self._handle(), method.encode(), payload or None,
+        rc = self._lib.guest_call_async_with(self._handle(), _lib.c_name(method), payload or None,
                                              len(payload), self._c_result, token,
                                              ctypes.byref(cid), ctypes.byref(opts))
         if rc != 0:
@@ -243,6 +243,7 @@ class Guest(Handlers, Serving, Topics):
 
     def signature(self, method, timeout=None):
         """method's signature as a str (hub.signature, kept per name)."""
+        _lib.c_name(method)
         sig = self._sigs.get(method)
         if sig is None:
             try:

@@ -18,6 +18,7 @@ import inspect
 import sys
 import traceback
 
+from ._lib import c_name
 from .codec import Chan, Rx, Signature
 from .context import CallInfo, _current
 from .errors import Error, HubUnreachable, RemoteTimeout, Stopping, UserError, status_error
@@ -117,6 +118,7 @@ class Handlers:
         guest serving meanwhile. An exception becomes an Err answer
         "ExcType: message", its traceback on stderr (UserError: its message
         alone, no traceback)."""
+        c_name(name)
         sig = Signature(signature)
         if not callable(fn):
             raise TypeError("a handler must be callable")
@@ -131,7 +133,7 @@ class Handlers:
 
     def _register(self, token, m):
         self._methods[token] = m
-        rc = self._lib.guest_register(self._h, m.name.encode(), m.sig.text.encode(),
+        rc = self._lib.guest_register(self._h, c_name(m.name), m.sig.text.encode(),
                                       self._c_handler, token)
         if rc != 0:
             del self._methods[token]
@@ -153,11 +155,12 @@ class Handlers:
         call of it here (a caller gets "no such method"); the name may be
         registered again. Error ENOENT when this guest has no such
         method, else the hub's refusal."""
+        c_name(name)
         tokens = [t for t, m in self._methods.items() if m.name == name]
         if not tokens:
             raise Error("unregister %s: not registered here" % name, -errno.ENOENT)
         if self._h is not None:
-            rc = self._lib.guest_unregister(self._h, name.encode())
+            rc = self._lib.guest_unregister(self._h, c_name(name))
             if rc != 0:
                 raise status_error(rc, self.goodbye_reason, "unregister %s: " % name)
         for t in tokens:

@@ -23,6 +23,7 @@ import sys
 import traceback
 
 from . import _lib
+from ._lib import c_name
 from ._wait import deadline_in, ms_left
 from .codec import Chan, Signature
 from .errors import Error, PayloadTooLarge, status_error
@@ -31,6 +32,7 @@ POLICIES = {"block": 0, "drop-oldest": 1, "latest": 2}
 RETAIN = 1                  # GUEST_TOPIC_RETAIN
 EVENT_MAX = 1 << 20         # HP_TOPIC_EVENT_MAX: the largest event a topic takes
 FIRST_CAP = 4096            # a Topic's buffer at first; doubled as events need
+TOPIC = "a topic's name"
 # wait_method waits in slices this long: each a guest_wait_method, between
 # which Python's signal handlers run (SIGTERM: stop)
 WAIT_SLICE_MS = 500
@@ -255,6 +257,7 @@ class Topics:
         late gets the newest event at once. Before the guest attaches it
         is only noted (advertised when it attaches). Raises Error with the
         hub's reason when refused."""
+        c_name(topic, TOPIC)
         sig = event_signature(signature)
         flags = RETAIN if retain else 0
         if self._h is None and not self._ever:
@@ -266,7 +269,7 @@ class Topics:
 
     def _advertise_c(self, topic, sig, flags):
         text = sig.text[:-len("->unit")]
-        rc = self._lib.guest_advertise(self._h, topic.encode(), text.encode(), flags)
+        rc = self._lib.guest_advertise(self._h, c_name(topic, TOPIC), text.encode(), flags)
         if rc == 0:
             return
         why = {-errno.EPERM: "not one of this guest's names (its NAME.* or its config's "
@@ -287,7 +290,7 @@ class Topics:
             raise Error("publish %s: not advertised by this guest (advertise() first)"
                         % topic, -errno.ENOENT)
         payload = ad[0].encode_args(args, topic)
-        rc = self._lib.guest_publish(self._handle(), topic.encode(), payload or None,
+        rc = self._lib.guest_publish(self._handle(), c_name(topic, TOPIC), payload or None,
                                      len(payload))
         self._reraise()
         if rc == 0:
@@ -300,7 +303,7 @@ class Topics:
     # -- subscribing -----------------------------------------------------------
 
     def _subscribe_c(self, topic, policy, fn, token):
-        rc = self._lib.guest_subscribe(self._handle(), topic.encode(), _policy(policy),
+        rc = self._lib.guest_subscribe(self._handle(), c_name(topic, TOPIC), _policy(policy),
                                        fn, token)
         if rc > 0:
             return rc
@@ -323,6 +326,7 @@ class Topics:
         "block" (the publisher waits for us, bounded) or "latest". The
         topic need not be published yet. What the function raises is
         printed on stderr; the guest serves on."""
+        c_name(topic, TOPIC)
         _policy(policy)
 
         def deco(fn):
@@ -406,7 +410,7 @@ class Topics:
         deadline = deadline_in(timeout)
         while True:
             ms = WAIT_SLICE_MS if deadline is None else min(WAIT_SLICE_MS, ms_left(deadline))
-            rc = self._lib.guest_wait_method(self._handle(), name.encode(), ms)
+            rc = self._lib.guest_wait_method(self._handle(), c_name(name), ms)
             self._reraise()
             if rc == 0:
                 return True
