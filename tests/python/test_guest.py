@@ -2,6 +2,7 @@
 """The Python binding end to end: Python guests (tests/python/guests) in a
 real hubd beside C guests, driven with hubctl."""
 import errno
+import math
 import os
 import shutil
 import signal
@@ -34,6 +35,12 @@ def test_each_type_both_ways(hub):
     assert hub.ok("py.bytes", b"\xff\x00b") == b"b\x00\xff"
     assert hub.ok("py.bytes", b"base64:x") == b"x:46esab"
     assert hub.ok("py.multi", "s", b"\xff", 3, -4, True) == "('s', b'\\xff', 3, -4, True)"
+    # floats, also those JSON has no number for (given in quotes, hubctl
+    # refused them: "argument 1 is not an f64")
+    assert hub.ok("py.f64", 1.5) == -1.5
+    assert hub.ok("py.f64", float("inf")) == float("-inf")
+    assert hub.ok("py.optf64", float("-inf")) == float("inf")
+    assert math.isnan(hub.ok("py.f64", float("nan")))
     # and from Python to Python through the hub (pyguest calls itself)
     assert hub.ok("py.callany", "py.str", "x") == "ok: 'x!'"
     assert hub.ok("py.calltyped", "py.i64", "-9") == "ok: 9"

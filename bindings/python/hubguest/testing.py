@@ -393,6 +393,8 @@ def _arg_text(t, v):
         return "true" if v else "false"
     if isinstance(v, int):
         return str(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return _json_value(t, v)    # bare: hubctl takes no "NaN" in quotes here
     return json.dumps(_json_value(t, v), allow_nan=False)
 
 

@@ -51,6 +51,16 @@ def t_bool(b):
     return not b
 
 
+@m("f64", "f64->f64")
+def t_f64(x):
+    return -x
+
+
+@m("optf64", "opt<f64>->opt<f64>")
+def t_optf64(x):
+    return None if x is None else -x
+
+
 @m("unit", "->unit")
 def t_unit():
     return None
