@@ -8,6 +8,8 @@ import subprocess
 
 import pytest
 
+import hubguest
+
 from conftest import BUILD, PROBER, PYASYNC, PYGUEST
 
 HUBCTL = os.path.join(BUILD, "hubctl")
@@ -93,3 +95,25 @@ def test_handler_learns_its_caller_gave_up(make_hub, prefix):
     assert h.ok(prefix + ".cancels") == 0
     assert h.ok("prober.route_timeout", prefix + ".untilcancel", 300) == "error: timeout"
     h.wait(lambda: h.ok(prefix + ".cancels") == 1, "the Cancel seen by " + prefix)
+
+
+def test_timeouts_and_deadlines_far_or_of_no_number(make_hub):
+    # far ones are as far as a deadline goes (they wrapped around: one
+    # just under 2**64 ns passed before the call started, 1e30 meant none,
+    # inf raised OverflowError)
+    h = make_hub(PYGUEST, up=("pyguest",), wait=("py.meta_far", "py.meta"))
+    nan, inf = float("nan"), float("inf")
+    for timeout, deadline in ((18446744000.0, -1), (inf, -1), (-1, inf), (-1, 1e30)):
+        d, t = shown(h.ok("py.meta_far", "py.meta", timeout, deadline))
+        assert d == 2**64 - 1, (timeout, deadline, d)
+    # no number: said so, before anything is sent
+    g = hubguest.attach(["by-hand"])
+    with pytest.raises(TypeError, match="timeout must be a number of seconds or None, not str"):
+        g.call("echo.echo", "x", timeout="5")
+    with pytest.raises(TypeError, match=r"deadline must be time.monotonic\(\) seconds or None"):
+        g.start("echo.echo", "x", deadline="5")
+    with pytest.raises(ValueError, match="timeout is NaN"):
+        g.call("echo.echo", "x", timeout=nan)
+    with pytest.raises(TypeError, match="timeout must be a number of seconds or None, not str"):
+        g.stream("counter.count", 3, timeout="1")
+    assert not g.attached

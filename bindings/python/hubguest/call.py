@@ -331,6 +331,7 @@ class Stream:
         self._g = guest
         self.method = method
         self._args = list(args)
+        deadline_in(timeout)            # a timeout that is no number: said now
         self._timeout = timeout
         self._items = []
         self._head = 0

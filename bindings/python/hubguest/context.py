@@ -15,6 +15,7 @@ import os
 import re
 import time
 
+from ._wait import NS_MAX, ns, seconds
 
 class _Marker:
     __slots__ = ("name",)
@@ -89,9 +90,9 @@ def outgoing(timeout, deadline=INHERIT, trace=INHERIT):
     elif deadline is None:
         d = 0
     else:
-        d = max(1, int(deadline * 1e9))
+        d = max(1, ns(seconds(deadline, "deadline", "time.monotonic() seconds")))
     if timeout is not None:
-        own = time.monotonic_ns() + int(timeout * 1e9)
+        own = min(NS_MAX, time.monotonic_ns() + ns(seconds(timeout)))
         d = min(d, own) if d else own
     if trace is INHERIT:
         t = None

@@ -11,9 +11,11 @@ import asyncio
 import errno
 import time
 
-from ._wait import deadline_in, ms_left
+from ._wait import deadline_in, ms_left, seconds
 from .codec import Chan, Rx, encode
 from .errors import ChannelClosed, Timeout, status_error
+
+SEND_MS_MAX = (1 << 31) - 1     # guest_chan_send's timeout_ms is an int
 
 
 class Sender:
@@ -81,7 +83,8 @@ class Sender:
                 raise ChannelClosed("channel %d: %s failed: %s" % (self.id, c.method, c._exc),
                                     -errno.ENOTCONN)
         data = self._encode(item)    # as the call's chan<T> says
-        ms = -1 if timeout is None else max(0, int(timeout * 1000))
+        ms = -1 if timeout is None else \
+            max(0, int(min(seconds(timeout), SEND_MS_MAX / 1000) * 1000))
         rc = g._lib.guest_chan_send(g._handle(), self.id, data or None, len(data), ms)
         if rc != 0:
             raise status_error(rc, g.goodbye_reason, "channel %d: " % self.id)

@@ -448,4 +448,15 @@ def meta_override(method):
     return g.call(method, "x", deadline=None, trace=hubguest.NEW_TRACE)
 
 
+@m("meta_far", "str,f64,f64->str")
+def meta_far(method, timeout, deadline):
+    """method called with timeout (seconds; below 0: none) and deadline
+    (below 0: none, not the handled call's): its meta, or the error."""
+    try:
+        return g.call(method, "x", timeout=timeout if timeout >= 0 else None,
+                      deadline=deadline if deadline >= 0 else None)
+    except Exception as e:
+        return "%s: %s" % (type(e).__name__, e)
+
+
 g.run()
