@@ -358,6 +358,11 @@ def test_uploads_both_ways(make_hub):
                        input="".join("%d\n" % i for i in range(1, 101)),
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0 and r.stdout == "5050\n", r.stderr
+    # hubguest.testing uploads an iterable as g.call does (it gave hubctl
+    # the list's JSON: "argument 1 is the caller's stream")
+    assert h.ok("py.sum", range(1, 101)) == 5050
+    assert h.ok("counter.sum", (i for i in range(1, 11))) == 55
+    assert h.ok("aio.sum", []) == 0
     for name in ("pyguest", "pyasync"):
         assert h.peer(name)["deaths"] == []
 

@@ -212,14 +212,16 @@ class Hub:
         except OSError:
             return ""
 
-    def ctl(self, *args, timeout=30):
+    def ctl(self, *args, timeout=30, input=None):
         """hubctl -s SOCK -j ARGS, on this hub: (exit status, the JSON
         lines parsed, stderr), for any command (doc/hubctl.md, -j):
         rc, lines, err = hub.ctl("peers"); lines[0]["peers"]. Its
-        arguments are given as str(); it never raises for hubctl's
+        arguments are given as str(); input is its standard input (none
+        if None: never the test's); it never raises for hubctl's
         status."""
         r = subprocess.run([self.hubctl, "-s", self.sock, "-j", "-t", str(timeout)] +
-                           [str(a) for a in args],
+                           [str(a) for a in args], input=input,
+                           stdin=subprocess.DEVNULL if input is None else None,
                            capture_output=True, text=True, timeout=timeout + 10)
         lines = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
         return r.returncode, lines, r.stderr
@@ -234,15 +236,23 @@ class Hub:
         """A call through hubctl: (exit status, result or error text,
         items of its chan<T> argument). Arguments are Python values by
         the method's signature (a chan<T> one left out: its items come
-        back); a str is given as it is, also as hubctl's text form of
-        another type ("5", '["a"]'), but to an opt<str> or opt<bytes>,
-        whose value it is. The result and the items are Python values;
-        an error is its whole text, as hubctl prints it ("cancelled:
-        guest ctally died")."""
+        back; an rx<T> one an iterable of its items, uploaded); a str is
+        given as it is, also as hubctl's text form of another type ("5",
+        '["a"]'), but to an opt<str> or opt<bytes>, whose value it is.
+        The result and the items are Python values; an error is its
+        whole text, as hubctl prints it ("cancelled: guest ctally
+        died")."""
         sig = self.signature(method)
         types = [t for t in sig.args if not isinstance(t, codec.Chan)] if sig else []
-        texts = [_arg_text(types[i] if i < len(types) else None, a) for i, a in enumerate(args)]
-        rc, lines, err = self.ctl("call", method, *texts, timeout=timeout)
+        texts, upload = [], None
+        for i, a in enumerate(args):
+            t = types[i] if i < len(types) else None
+            if isinstance(t, codec.Rx) and not isinstance(a, (str, bytes)):
+                texts.append("-")       # hubctl sends its input's lines
+                upload = _upload_text(method, t.item, a)
+            else:
+                texts.append(_arg_text(t, a))
+        rc, lines, err = self.ctl("call", method, *texts, timeout=timeout, input=upload)
         chans = [t.item for t in sig.args if isinstance(t, codec.Chan)] if sig else []
         items = [_value(chans[0] if chans else None, line["item"])
                  for line in lines if "item" in line]
@@ -396,6 +406,16 @@ def _arg_text(t, v):
     if isinstance(v, float) and not math.isfinite(v):
         return _json_value(t, v)    # bare: hubctl takes no "NaN" in quotes here
     return json.dumps(_json_value(t, v), allow_nan=False)
+
+
+def _upload_text(method, t, items):
+    """An upload's items as hubctl reads them: a line each."""
+    lines = [_arg_text(t, x) for x in items]
+    for n, line in enumerate(lines):
+        if "\n" in line:
+            raise ValueError("%s: upload item %d has a newline, which hubctl's lines cannot "
+                             "carry" % (method, n + 1))
+    return "".join(line + "\n" for line in lines)
 
 
 def _value(t, v):
