@@ -79,6 +79,14 @@ def test_error_detail_and_hubctl_on_path(make_hub):
     r = subprocess.run(["hubctl", "call", "greet.hello", "path"], env=hub.env(),
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0 and r.stdout == "hello, path\n", r
+    # a guest's text in a failure is escaped as hubd's log and hubctl
+    # escape it: it reaches a terminal (it went raw, escapes and all)
+    hub.wait_methods("greet.fail")
+    rc, err, _ = hub.call("greet.fail", "red \x1b[31m\u202e\x7f\r")
+    assert err == "red \x1b[31m\u202e\x7f\r", repr(err)     # the value as it is
+    with pytest.raises(HubError) as e:
+        hub.ok("greet.fail", "red \x1b[31m\u202e\x7f\r")
+    assert "red \\033[31m\\342\\200\\256\\177\\r\n" in str(e.value), repr(str(e.value))
     # hub.ctl: any command, its JSON lines
     rc, lines, err = hub.ctl("peers", "greet")
     assert rc == 0 and lines and "greet" in str(lines[0]), (rc, lines, err)

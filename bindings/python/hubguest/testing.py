@@ -60,6 +60,23 @@ class HubError(AssertionError):
     """The hub did not start, answer or stop as it should."""
 
 
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\r": "\\r", "\v": "\\v"}
+
+
+def shown(text):
+    """Text a guest wrote (an error's, from hubctl's JSON) as hubd's
+    escape_text shows it, fit for the terminal a failure is printed on:
+    controls but newline and tab, DEL, C1 and the bidirectional
+    overrides and isolates escaped (C style, else octal bytes)."""
+    def one(ch):
+        o = ord(ch)
+        if ch in "\n\t" or not (o < 0x20 or 0x7f <= o <= 0x9f or 0x202a <= o <= 0x202e or
+                                 0x2066 <= o <= 0x2069):
+            return ch
+        return _C_ESCAPES.get(ch) or "".join("\\%03o" % b for b in ch.encode("utf-8"))
+    return "".join(one(ch) for ch in str(text))
+
+
 def _check(cond, text):
     if not cond:
         raise HubError(text)
@@ -182,8 +199,8 @@ class Hub:
             for d in p.get("deaths") or ():
                 how = d.get("signal") or "status %s" % d.get("status")
                 _check(False, "guest %s died while the hub started: %s %s%s\n%s" % (
-                    name, d.get("reason", "?"), how,
-                    ", " + d["detail"] if d.get("detail") else "", self.log()[-3000:]))
+                    name, shown(d.get("reason", "?")), how,
+                    ", " + shown(d["detail"]) if d.get("detail") else "", self.log()[-3000:]))
 
     def listening(self):
         """Whether hubd takes connections: its socket is there from bind
@@ -270,7 +287,7 @@ class Hub:
         hub.ok("kv.mget", ["a", "b"]) == [b"1", None]. A failure raises
         HubError with the error's text and hubd's log."""
         rc, res, items = self.call(method, *args, timeout=timeout)
-        _check(rc == 0, "%s %r: %s\n%s" % (method, args, res, self.log()[-3000:]))
+        _check(rc == 0, "%s %r: %s\n%s" % (method, args, shown(res), self.log()[-3000:]))
         return res
 
     def peers(self):

@@ -28,6 +28,12 @@ def die():
     os._exit(3)
 
 
+@g.method("greet.fail", "str->unit")
+def fail(text):
+    """Answers Err with text as it is."""
+    raise hubguest.UserError(text)
+
+
 def spin_in_python():
     """Never returns, never lets the guest beat: hubd finds it hung."""
     n = 0
