@@ -247,6 +247,33 @@ def test_stop_ends_a_handlers_wait(hub):
     stop_while_waiting(hub, "pyguest", "py.waitstop", "prober.wait: the guest is stopping")
 
 
+def test_stop_ends_a_send_waiting_for_credit(make_hub):
+    # py.count sends to aio.hold, which takes one item and holds the rest:
+    # py.count waits for credit when hubctl stop pyguest comes. The wait
+    # ends (it went on in C, deaf to SIGTERM, until stop_grace killed the
+    # guest: "did not stop in time")
+    h = make_hub(PYGUEST + PYASYNC, keys="initial_credit = 4K\n", up=("pyguest", "pyasync"),
+                 wait=("py.count", "aio.hold"))
+    w = subprocess.Popen([HUBCTL, "-s", h.sock, "-t", "120", "call", "aio.hold", "py.count",
+                          "1000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        h.wait(lambda: any(c["method"] == "py.count" for c in h.ctl("calls")[1][0]["calls"]),
+               "py.count in flight")
+        rc, _, err = h.ctl("stop", "pyguest")
+        assert rc == 0, err
+        out, err = w.communicate(timeout=120)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    h.wait(lambda: h.peer("pyguest")["state"] == "down", "pyguest down")
+    death = h.last_death("pyguest")
+    assert death["reason"] == "exited" and death["status"] == 0, death
+    # its handler ended, answering why
+    assert out.startswith("RemoteError: py.count: channel ") and \
+        out.endswith(": the guest is stopping\n"), (out, err)
+
+
 def test_stop_then_start_back_to_back(hub):
     # issue 39: "hubctl stop greeter; hubctl start greeter" left it down:
     # the start, coming while it stopped, was lost

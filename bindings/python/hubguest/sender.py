@@ -11,11 +11,9 @@ import asyncio
 import errno
 import time
 
-from ._wait import deadline_in, ms_left, seconds
+from ._wait import deadline_in, ms_left
 from .codec import Chan, Rx, encode
-from .errors import ChannelClosed, Timeout, status_error
-
-SEND_MS_MAX = (1 << 31) - 1     # guest_chan_send's timeout_ms is an int
+from .errors import ChannelClosed, Stopping, Timeout, status_error
 
 
 class Sender:
@@ -63,16 +61,18 @@ class Sender:
 
     def send(self, item, timeout=None):
         """Sends one item, waiting (up to timeout seconds, None: as long as
-        it takes) while the receiver's credit is used up. Raises
-        ChannelClosed once the receiver stopped the channel."""
+        it takes) while the receiver's credit is used up, serving
+        meanwhile. Raises ChannelClosed once the receiver stopped the
+        channel, Stopping when the guest stops (SIGTERM) as it waits
+        inside run() or serve()."""
         if self.ended:
             raise ChannelClosed("channel %d is ended" % self.id, -errno.ENOTCONN)
         g = self._g
         c = self._call
+        deadline = deadline_in(timeout)
         if c is not None and not c._sent:
             # the receiver must hear of the channel (the call's Request,
             # once its signature is known) before any item reaches it
-            deadline = deadline_in(timeout)
             while not c._sent and not c.done():
                 ms = ms_left(deadline)
                 if ms == 0:
@@ -83,9 +83,15 @@ class Sender:
                 raise ChannelClosed("channel %d: %s failed: %s" % (self.id, c.method, c._exc),
                                     -errno.ENOTCONN)
         data = self._encode(item)    # as the call's chan<T> says
-        ms = -1 if timeout is None else \
-            max(0, int(min(seconds(timeout), SEND_MS_MAX / 1000) * 1000))
-        rc = g._lib.guest_chan_send(g._handle(), self.id, data or None, len(data), ms)
+        while True:
+            # in slices, as every blocking wait: SIGTERM's handler runs
+            # between them, and a stop ends the wait
+            ms = ms_left(deadline)
+            rc = g._lib.guest_chan_send(g._handle(), self.id, data or None, len(data), ms)
+            if rc != -errno.ETIMEDOUT or ms_left(deadline) == 0:
+                break
+            if g._stopping and g._running:
+                raise Stopping("channel %d: the guest is stopping" % self.id, -errno.ESHUTDOWN)
         if rc != 0:
             raise status_error(rc, g.goodbye_reason, "channel %d: " % self.id)
         self._sent += 1

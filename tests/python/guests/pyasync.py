@@ -187,6 +187,26 @@ async def callwait():
     return "answered"
 
 
+@g.method("aio.hold", "str,u64->str")
+async def hold(method, n):
+    """Streams method(n), takes one item and holds the rest (the sender
+    waits for credit) until the stream ends (two minutes at most): what
+    ended it."""
+    s = g.stream(method, n)
+    items = s.__aiter__()
+    try:
+        await items.__anext__()
+        for _ in range(1200):
+            if s.ended is not None:
+                break
+            await asyncio.sleep(0.1)
+        async for _ in items:
+            pass
+    except hubguest.Error as e:
+        return "%s: %s" % (type(e).__name__, e)
+    return "ended"
+
+
 _cancels = []
 
 
