@@ -394,6 +394,19 @@ def test_uploads_both_ways(make_hub):
         assert h.peer(name)["deaths"] == []
 
 
+def test_upload_ends_at_the_calls_timeout(make_hub):
+    # the callee takes no item: the upload, sync or async, waits for its
+    # credit until the call's timeout, then the call is given up (it
+    # waited for the credit, past the timeout, until the callee answered;
+    # async, polling every millisecond)
+    h = make_hub(PYGUEST + PYASYNC, keys="initial_credit = 4K\n", up=("pyguest", "pyasync"),
+                 wait=("py.uploadwithin", "aio.uploadwithin", "aio.noread"))
+    assert h.ok("py.uploadwithin", "aio.noread", 100000, 300) == \
+        "Timeout: aio.noread: no answer in time"
+    assert h.ok("aio.uploadwithin", "aio.noread", 100000, 300) == \
+        "Timeout: aio.noread: no answer in time (aio.noread waits)"
+
+
 def test_slow_stream_reader_holds_the_sender_back(make_hub):
     # 32 MiB of hub.source read slowly by a guest served meanwhile (by
     # g.service() in a for loop, by the event loop under async for): credit

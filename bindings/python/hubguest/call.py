@@ -241,19 +241,20 @@ class Call:
         meanwhile; raises the call's error."""
         deadline = self._deadline if timeout is None else deadline_in(timeout)
         while not self._done:
-            if self._pump is not None and not self._pumped:
-                self._send_items()
-                continue
-            ms = ms_left(deadline)
-            if ms == 0:
-                self._expire()
-                break
             try:
+                if self._pump is not None and not self._pumped:
+                    self._send_items(deadline)
+                    continue
+                ms = ms_left(deadline)
+                if ms == 0:
+                    self._expire()
+                    break
                 self._g._serve_slice(ms)
-            except Stopping as e:
+            except Stopping:
                 # given up as on a timeout: the callee is told
                 self.cancel()
-                self._fail(Stopping("%s: %s" % (self.method, e), -errno.ESHUTDOWN))
+                self._fail(Stopping("%s: the guest is stopping" % self.method,
+                                    -errno.ESHUTDOWN))
         if self._exc is not None:
             raise self._exc
         return self._value
@@ -265,10 +266,11 @@ class Call:
 
     # -- an upload's items (an rx<T> given as an iterator) ---------------
 
-    def _send_items(self):
+    def _send_items(self, deadline):
         """The items of the iterator given for an rx<T>, sent as the
         callee's credit allows, then the end. The callee's answer or stop
-        before the end ends the sending (ChannelClosed): the answer says."""
+        before the end ends the sending (ChannelClosed): the answer says;
+        so does the deadline (Timeout, and Cancel to the callee)."""
         self._pumped = True
         s, src = self._pump
         if not hasattr(src, "__iter__"):
@@ -277,9 +279,13 @@ class Call:
                             "(call_async) to send it" % self.method)
         try:
             for item in src:
-                s.send(item)
+                s.send(item, None if deadline is None else max(0.0, deadline - time.monotonic()))
         except ChannelClosed:
             pass
+        except Timeout:
+            s.reset()
+            self._expire()
+            return
         except BaseException:
             s.reset()
             raise

@@ -98,7 +98,9 @@ class Sender:
 
     async def asend(self, item, timeout=None):
         """send() for a coroutine: waits for credit without blocking the
-        event loop (it looks again every millisecond)."""
+        event loop (it looks again every millisecond). On a channel passed
+        to a call (an upload), ChannelClosed once that call is over (its
+        answer, its timeout): nobody takes the items any more."""
         deadline = deadline_in(timeout)
         c = self._call
         while c is not None and not c._sent and not c.done():
@@ -109,6 +111,9 @@ class Sender:
             except Timeout:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
+            if c is not None and c.done():
+                raise ChannelClosed("channel %d: %s is over" % (self.id, c.method),
+                                    -errno.ENOTCONN)
             await asyncio.sleep(0.001)
 
     def _end(self, reset):

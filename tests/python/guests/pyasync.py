@@ -31,6 +31,34 @@ async def upload(method, n):
     return "ok %d" % await g.call_async(method, _count(n), timeout=60)
 
 
+@g.method("aio.uploadwithin", "str,u64,u64->str")
+async def uploadwithin(method, n, ms):
+    """As pyguest's, from an async iterator; "(aio.noread waits)" after
+    an error that came while aio.noread (of this guest) still waited."""
+    try:
+        return "ok %d" % await g.call_async(method, _count(n), timeout=ms / 1000)
+    except hubguest.Error as e:
+        return "%s: %s%s" % (type(e).__name__, e, " (aio.noread waits)" if _noread else "")
+
+
+_noread = []
+
+
+@g.method("aio.noread", "rx<u64>->u64")
+async def noread(items):
+    """Reads nothing of its upload; answers once its caller gave up on
+    it (20 s at most)."""
+    _noread.append(True)
+    try:
+        for _ in range(2000):
+            if hubguest.cancelled():
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        _noread.pop()
+    return 0
+
+
 @g.method("aio.sleep", "u64->u64")
 async def sleep(ms):
     await asyncio.sleep(ms / 1000)

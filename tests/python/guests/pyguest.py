@@ -396,6 +396,16 @@ def upload(method, n):
     return "ok %d" % g.call(method, iter(range(1, n + 1)), timeout=60)
 
 
+@m("uploadwithin", "str,u64,u64->str")
+def uploadwithin(method, n, ms):
+    """1..n sent to method as upload() does, within ms: its answer, or
+    the error."""
+    try:
+        return "ok %d" % g.call(method, iter(range(1, n + 1)), timeout=ms / 1000)
+    except hubguest.Error as e:
+        return "%s: %s" % (type(e).__name__, e)
+
+
 @m("takefew", "rx<u64>->u64")
 def takefew(items):
     """The first three items, the rest never read: the caller's sends fail."""
