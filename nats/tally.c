@@ -314,6 +314,8 @@ on_stats(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	}
 	if (rc == 0)
 		guest_reply(c, buf, pos);
+	else if (cap <= ANSWER_MAX)	/* the loop left early: realloc failed */
+		guest_reply_error(c, "hub-nats is out of memory");
 	else
 		guest_reply_error(c, "hub-nats: the figures are too large to send");
 	free(buf);
