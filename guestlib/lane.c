@@ -108,12 +108,28 @@ lane_close(struct guest *g, struct lg_lane *ln)
 	lg_lane_put(ln);	/* freed now, or by the last holder */
 }
 
+/* The peer closed the pipe it rings us on (a sleep found it hung up and
+ * polls it no more): out of guest_fd's epoll too, where its hang-up
+ * would make the plugin's loop spin; the lane goes on, woken by its
+ * doorbell. */
+static void
+drop_hung_bell(struct guest *g, struct lg_lane *ln)
+{
+	if (ln->bells[0] < 0 || ln->ep.bell_in >= 0)
+		return;
+	if (g->epfd >= 0)
+		epoll_ctl(g->epfd, EPOLL_CTL_DEL, ln->bells[0], NULL);
+	close(ln->bells[0]);
+	ln->bells[0] = -1;
+}
+
 void
 lg_lanes_reap(struct guest *g)
 {
 	for (uint32_t i = 0; i < g->nlanes;) {
 		struct lg_lane *ln = g->lanes[i];
 
+		drop_hung_bell(g, ln);
 		/* a peer gone: what it sent before is served first */
 		if (!ln->closing && hp_group_hung(&ln->ep) &&
 		    hp_endpoint_rx_ready(&ln->ep) == 0) {

@@ -419,6 +419,45 @@ START_TEST(test_own_loop_woken_by_a_lane)
 }
 END_TEST
 
+/* pp's own loop's wakes so far (lanebreaker's polls). */
+static unsigned long long
+polls(void)
+{
+	char *out = call("pp.polls", NULL, NULL, NULL);
+	unsigned long long n = strtoull(out, NULL, 10);
+
+	free(out);
+	return n;
+}
+
+/* A peer that closes the pipe it rings the other on (its bell) keeps its
+ * lane: the other, in its own poll() loop on guest_fd(), polls that pipe
+ * no more (its hang-up left guest_fd readable for ever: the loop spun,
+ * a CPU's worth) and the lane carries calls both ways still, woken by
+ * its doorbell. pp wakes here for the calls alone (no heartbeat). */
+START_TEST(test_peer_hushes_its_bell)
+{
+	unsigned long long before, after;
+
+	hub_start_up(&hub, "heartbeat_interval = 0\n",
+		     LB("brk", "") "[guest pp]\nexec = @/tests/guests/lanebreaker\n"
+		     "args = --prefix pp --poll\n", "brk,pp");
+	ck_assert(hub_wait_method(&hub, "brk.break,pp.echo,pp.polls") == 0);
+	expect("sent", "brk.break", "hush", "pp.echo", NULL);
+	expect("ok z", "brk.call", "pp.echo", "z", NULL);
+	before = polls();
+	sleep_ms(1000);
+	after = polls();
+	ck_assert_msg(after - before < 100, "pp's loop woke %llu times in a second of quiet",
+		      after - before);
+	expect("ok y", "pp.call", "brk.echo", "y", NULL);
+	expect_open(1);
+	stat_at_least("pp", "lane_calls_out", 2);
+	stat_at_least("brk", "lane_calls_out", 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A hostile peer on a lane, each rule it can break: the victim closes the
  * lane and says why, hubd records it against the lane, both keep
  * running, the pair gets no new lane and its calls go through hubd. */
@@ -839,6 +878,7 @@ suite_lanes(void)
 	tcase_add_test(tc, test_restart_reroutes);
 	tcase_add_test(tc, test_cancel_over_a_lane);
 	tcase_add_test(tc, test_own_loop_woken_by_a_lane);
+	tcase_add_test(tc, test_peer_hushes_its_bell);
 	tcase_add_loop_test(tc, test_hostile_peer, 0, (int)(sizeof(breaches) / sizeof(breaches[0])));
 	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 0, 1);
 	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 0, 1);

@@ -22,6 +22,7 @@
  *			hubd offers one) and answers "ok RESULT" or
  *			"error: <errno>"
  *   lanes		how many lanes it has open
+ *   polls		how many times its --poll loop woke (u64)
  *   sleep MS		answers after MS ms, serving meanwhile
  *   callsleep M MS	calls M(0) (through the hub: a lane follows), then
  *			M(MS) (over the lane); answers "ok" or "error: <errno>"
@@ -40,7 +41,8 @@
  * generation), bounds (offset and length past the slot's end), inline
  * (inline, 40 bytes), response (an answer to a call never made), channels
  * (a call of a method with a chan<T> argument: M's owner's PREFIX.sink),
- * ring (the ring's head moved past its capacity), lie (nothing on the
+ * ring (the ring's head moved past its capacity), hush (it closes the
+ * pipe it rings the peer on, its bell, and keeps the lane), lie (nothing on the
  * lane: it tells hubd the peer broke a rule), first (it tells hubd the
  * peer hung up, then has the peer report a broken rule: accuse).
  *   accuse ID		reports lane ID closed for a broken rule
@@ -59,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "guestlib/internal.h"
 #include "proto/list.h"
@@ -382,6 +385,21 @@ m_lanes(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	guest_reply(c, buf, pos);
 }
 
+/* How many times the --poll loop woke (tg_run): a loop that spins
+ * counts fast. */
+static void
+m_polls(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t buf[16];
+	size_t pos = 0;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_pc_put_u64(buf, sizeof(buf), &pos, tg_polls);
+	guest_reply(c, buf, pos);
+}
+
 /* A Request over the lane for method, args as given. */
 static void
 request(struct lg_lane *ln, struct hp_desc *d, const char *method)
@@ -647,6 +665,14 @@ breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target
 		hp_store_release_u32(ln->ep.tx.head, ln->ep.tx.mine + ln->ep.tx.size + 5);
 		hp_doorbell_signal(ln->bell);
 		return 0;
+	} else if (strcmp(mode, "hush") == 0) {
+		/* the pipe it rings the peer on, closed: the peer's end of it
+		 * hangs up for good, the lane stays */
+		if (ln->bells[1] < 0)
+			return -1;
+		close(ln->bells[1]);
+		ln->bells[1] = ln->ep.bell_out = -1;
+		return 0;
 	} else if (strcmp(mode, "lie") == 0) {
 		ln->told = 1;	/* our own report */
 		return report(g, ln->id, 1, "guest lies: the peer did nothing wrong");
@@ -724,6 +750,7 @@ main(int argc, char *argv[])
 		{ "badanswer", "str->str", m_badanswer },
 		{ "call", "str,str->str", m_call },
 		{ "lanes", "->u64", m_lanes },
+		{ "polls", "->u64", m_polls },
 		{ "deaf", "->str", m_deaf },
 		{ "burst", "str,u64->str", m_burst },
 		{ "sleep", "u64->unit", m_sleep },

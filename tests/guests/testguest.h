@@ -45,6 +45,9 @@ tg_register(struct guest *g, const char *prefix, const struct tg_method *m,
 	}
 }
 
+/* How many times tg_run's own loop woke from its poll(). */
+static unsigned long long tg_polls;
+
 /* Runs the guest's loop until it ends: guest_run, or with "--poll" in
  * argv a plugin's own poll() loop on guest_fd() and guest_service().
  * 0 when it ended well. */
@@ -60,6 +63,7 @@ tg_run(struct guest *g, int argc, char *argv[])
 		return guest_run(g);
 	do {
 		poll(&pfd, 1, guest_service_timeout_ms(g));
+		tg_polls++;
 		rc = guest_service(g);
 	} while (rc == 0);
 	return rc == -ESHUTDOWN ? 0 : rc;
