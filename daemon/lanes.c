@@ -498,12 +498,17 @@ on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	if (r.violation) {
 		log_warnx("lane %u: guest %s closed it: %s", ln->e.id, p->conf->name, r.reason);
 		record(h, &ln->e, s, r.reason, 1);
-	} else if (hp_now_ns() - ln->opened_ns < SETUP_NS && calls_over(ln) == 0 &&
-		   !peer_hung_up(q)) {
-		/* it could not take the lane (its memory limit, say): not
-		 * offered again to these two, calls go through the hub */
-		log_warnx("lane %u: guest %s could not take it: %s", ln->e.id, p->conf->name,
-			  r.reason);
+	} else if (!peer_hung_up(q)) {
+		/* it could not take the lane (its memory limit, say), or says
+		 * a peer that is up hung up: not offered again to these two
+		 * (a lane made anew after each such word would cost both
+		 * sides and us a lane, and a line, per call) */
+		if (hp_now_ns() - ln->opened_ns < SETUP_NS && calls_over(ln) == 0)
+			log_warnx("lane %u: guest %s could not take it: %s", ln->e.id,
+				  p->conf->name, r.reason);
+		else
+			log_warnx("lane %u: guest %s closed it while its peer is up: %s",
+				  ln->e.id, p->conf->name, r.reason);
 		record(h, &ln->e, s, r.reason, 0);
 	}
 	if (q != NULL && q->conf != NULL && q->epoch == ln->e.epoch[1 - s]) {

@@ -458,6 +458,50 @@ START_TEST(test_peer_hushes_its_bell)
 }
 END_TEST
 
+/* How many lanes hubd's log says it opened. */
+static int
+lanes_opened(void)
+{
+	char *log = hub_log(&hub);
+	int n = 0;
+
+	for (const char *s = log; (s = strstr(s, "call each other directly")) != NULL; s++)
+		n++;
+	free(log);
+	return n;
+}
+
+/* A side that closes each lane it gets, saying that its peer (up and
+ * well) hung up, its figures forged to show calls, gets one lane from
+ * hubd, not one per call: hubd made, logged and handed over a new lane
+ * (a memfd of 2 GiB to map, both sides) after each such word, as fast as
+ * the guest could call. Its calls go on through hubd; a new instance
+ * gets a lane again. */
+START_TEST(test_lane_churn_refused)
+{
+	char *out = NULL;
+
+	hub_start_up(&hub, NULL, LB("vic", "") LB("brk", ""), "vic,brk");
+	ck_assert(hub_wait_method(&hub, "brk.churn,vic.echo") == 0);
+	expect("ok 1", "brk.churn", "vic.echo", "50", NULL);
+	expect_open(0);
+	ck_assert_int_eq(lanes_opened(), 1);
+	ck_assert_msg(strstr(hub_log_tail(&hub), "guest brk closed it while its peer is up") != NULL,
+		      "%s", hub_log_tail(&hub));
+	expect("ok z", "brk.call", "vic.echo", "z", NULL);
+	expect("ok z", "vic.call", "brk.echo", "z", NULL);
+	expect_open(0);
+	hubctl_ok(&hub, &out, "restart", "brk", (char *)NULL);
+	free(out);
+	ck_assert_int_eq(hub_wait_up(&hub, "brk", 10000), 0);
+	ck_assert(hub_wait_method(&hub, "brk.echo") == 0);
+	expect("ok z", "vic.call", "brk.echo", "z", NULL);
+	expect_open(1);
+	ck_assert_int_eq(lanes_opened(), 2);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A hostile peer on a lane, each rule it can break: the victim closes the
  * lane and says why, hubd records it against the lane, both keep
  * running, the pair gets no new lane and its calls go through hubd. */
@@ -879,6 +923,7 @@ suite_lanes(void)
 	tcase_add_test(tc, test_cancel_over_a_lane);
 	tcase_add_test(tc, test_own_loop_woken_by_a_lane);
 	tcase_add_test(tc, test_peer_hushes_its_bell);
+	tcase_add_test(tc, test_lane_churn_refused);
 	tcase_add_loop_test(tc, test_hostile_peer, 0, (int)(sizeof(breaches) / sizeof(breaches[0])));
 	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 0, 1);
 	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 0, 1);

@@ -46,6 +46,10 @@
  * lane: it tells hubd the peer broke a rule), first (it tells hubd the
  * peer hung up, then has the peer report a broken rule: accuse).
  *   accuse ID		reports lane ID closed for a broken rule
+ *   churn M N		N rounds: calls M("x") twice (a lane follows), then
+ *			reports the lane closed as if its peer had hung up (a
+ *			plain CLOSED, its figures forged to show calls):
+ *			"ok L", L the lanes it was given
  *   load M N		N calls of M("x"), 64 at a time: "ok=A eERRNO=B ..." once
  *			every one has ended (the bridge's tests)
  *   storm M N		N guest_call_async of M (a 100-byte str) back to back,
@@ -699,6 +703,51 @@ breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target
 	return 0;
 }
 
+/* churn(M, N): N rounds of a call of M (a lane follows) and one over the
+ * lane, whose end it then reports to hubd as if its peer had hung up (a
+ * plain CLOSED, no broken rule), its route dropped: "ok L", L the lanes
+ * it was given. It keeps its end until the peer, told by hubd, closes
+ * the lane: no hang-up of its own that the peer would report first. */
+static void
+m_churn(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct guest *g = guest_call_guest(c);
+	char target[128], out[160];
+	const char *s;
+	size_t n, pos = 0;
+	uint64_t rounds, lanes = 0;
+	int rc = 0;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &s, &n) != 0 || n >= sizeof(target) ||
+	    guest_pc_get_u64(args, len, &pos, &rounds) != 0) {
+		reply_str(c, "error: arguments");
+		return;
+	}
+	snprintf(target, sizeof(target), "%.*s", (int)n, s);
+	for (uint64_t i = 0; i < rounds && rc == 0; i++) {
+		struct lg_lane *ln;
+		char why[HP_LANE_REASON_MAX + 1];
+
+		if ((rc = call_str(g, target, "x", out, sizeof(out))) != 0 ||
+		    (rc = call_str(g, target, "x", out, sizeof(out))) != 0)
+			break;
+		if (g->nroutes == 0)
+			continue;
+		ln = g->routes[0].lane;
+		lanes++;
+		snprintf(why, sizeof(why), "guest %s hung up", ln->peer);
+		ln->told = 1;
+		g->nroutes = 0;
+		/* its figures say the lane served: no lane it "could not take" */
+		hp_lane_figures_write(&ln->map, &(struct hp_lane_tally){ .calls_out = 1 });
+		if ((rc = report(g, ln->id, 0, why)) != 0)
+			break;
+	}
+	snprintf(out, sizeof(out), "%llu", (unsigned long long)lanes);
+	reply_result(c, rc, out);
+}
+
 /* accuse(ID): reports lane ID closed for a broken rule, whatever lanes
  * this guest has (the other half of breach's "first"). */
 static void
@@ -757,6 +806,7 @@ main(int argc, char *argv[])
 		{ "callsleep", "str,u64->str", m_callsleep },
 		{ "break", "str,str->str", m_break },
 		{ "accuse", "str->str", m_accuse },
+		{ "churn", "str,u64->str", m_churn },
 		{ "load", "str,u64->str", m_load },
 		{ "storm", "str,u64->str", m_storm },
 		{ "gate", "str,u64->str", m_gate },
