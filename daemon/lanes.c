@@ -457,13 +457,14 @@ gone(struct hub *h, uint32_t id, const struct peer *p)
 	return NULL;
 }
 
-/* Whether q has gone (its end of the doorbell closed), though hubd has
- * not taken in its death yet: a lane its peer closed as soon as it was
- * open was closed for that, not because the peer could not take it. */
+/* Whether the instance q was has gone (its end of the doorbell closed,
+ * though hubd has not taken in its death yet, or a new one runs): a lane
+ * its peer closed then was closed for that, not because the peer could
+ * not take it or lied. */
 static int
-peer_hung_up(const struct peer *q)
+peer_hung_up(const struct peer *q, uint32_t epoch)
 {
-	return q == NULL || hp_sock_hung_up(q->bell);
+	return q == NULL || q->epoch != epoch || hp_sock_hung_up(q->bell);
 }
 
 /* HP_MSG_LANE from guest p: it closed a lane (CLOSED); nothing else comes
@@ -498,7 +499,7 @@ on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	if (r.violation) {
 		log_warnx("lane %u: guest %s closed it: %s", ln->e.id, p->conf->name, r.reason);
 		record(h, &ln->e, s, r.reason, 1);
-	} else if (!peer_hung_up(q)) {
+	} else if (!peer_hung_up(q, ln->e.epoch[1 - s])) {
 		/* it could not take the lane (its memory limit, say), or says
 		 * a peer that is up hung up: not offered again to these two
 		 * (a lane made anew after each such word would cost both
