@@ -272,7 +272,8 @@ client_call_checked(struct hub *h, struct ext_call *c, const struct method *m, i
 				break;
 		*why = i < m->sig.nargs && hp_sig_arg_type(&m->sig, i) == HP_T_RX ?
 		    args_refused(c, m, "argument %d missing: its stream is the caller's "
-				 "to send: give - for it, then the items", nargs + 1) :
+				 "to send: give - for it, the items after (hubctl: on its "
+				 "stdin, a line each)", nargs + 1) :
 		    args_refused(c, m, "argument %d missing", nargs + 1);
 		return -EINVAL;
 	}
@@ -304,7 +305,8 @@ client_args(struct hub *h, struct ext_call *c, const struct method *m, struct pe
 
 			if (args[next].len != 1 || args[next].s[0] != '-') {
 				*why = args_refused(c, m, "argument %d is the caller's stream: "
-						    "give - for it, then the items", next + 1);
+						    "give - for it, the items after (hubctl: on "
+						    "its stdin, a line each)", next + 1);
 				return -EINVAL;
 			}
 			next++;
@@ -348,7 +350,8 @@ client_args(struct hub *h, struct ext_call *c, const struct method *m, struct pe
 		if (id < 0 && p == NULL) {
 			/* hub.sink: the caller sends (cmd_call.c, "-") */
 			*why = args_refused(c, m, "its stream is the caller's to send: give - "
-					    "for the channel, then the items");
+					    "for the channel, the items after (hubctl: on "
+					    "its stdin, a line each)");
 			return -EINVAL;
 		}
 		if (id < 0) {

@@ -853,7 +853,8 @@ START_TEST(test_sink_from_stdin)
 	run_hubctl(&r, hub.sock, "call", "hub.sink", (char *)NULL);
 	ck_assert_int_eq(r.status, 1);
 	ck_assert_str_eq(r.err, "hubctl: hub.sink takes (rx<bytes>) -> u64: argument 1 missing: "
-			 "its stream is the caller's to send: give - for it, then the items\n");
+			 "its stream is the caller's to send: give - for it, the items after "
+			 "(hubctl: on its stdin, a line each)\n");
 	run_free(&r);
 	unlink(path);
 	ck_assert_int_eq(hub_stop(&hub), 0);
