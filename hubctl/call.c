@@ -21,6 +21,7 @@
 #include "daemon/request.h"
 #include "hubctl/hubctl.h"
 #include "proto/callmeta.h"
+#include "proto/clock.h"
 #include "proto/sig.h"
 
 /* The bytes of an rx<bytes> sent from --bytes-file go in items of this
@@ -268,13 +269,13 @@ call_options(struct ctl *ctl, int argc, char **argv, long *timeout_ms, char *tra
 	if (cm.has_trace)
 		hp_traceparent_format(&cm, trace);
 	/* hubctl waits as long as the call may take, and a little more for
-	 * its answer, the timeout, to come */
-	if (*timeout_ms > 0 && ctl->timeout_s == 0) {
-		struct timeval tv = { *timeout_ms / 1000 + 2, *timeout_ms % 1000 * 1000 };
-
+	 * its answer, the timeout, to come: in all, however many items a
+	 * stream brings meanwhile */
+	if (*timeout_ms > 0 && ctl->timeout_s == 0)
 		ctl->call_wait_ms = *timeout_ms + 2000;
-		setsockopt(ctl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	}
+	if (*timeout_ms > 0)
+		ctl->answer_by_ns = hp_now_ns() + (uint64_t)(ctl->call_wait_ms > 0 ?
+		    ctl->call_wait_ms : *timeout_ms) * 1000000u;
 	return i;
 }
 

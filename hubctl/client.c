@@ -4,6 +4,7 @@
  * printed. What goes wrong on the way ends hubctl with exit 2. */
 #include <err.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "daemon/control.h"
 #include "daemon/jsonout.h"
 #include "hubctl/hubctl.h"
+#include "proto/clock.h"
 
 #define ANSWER_MAX	(512ul << 20)	/* one answer line, for sanity only */
 
@@ -97,6 +99,23 @@ client_no_answer(const struct ctl *ctl, const char *during)
 	errx(2, "hubd closed the connection%s", during);
 }
 
+/* Until there is something to read, or a call's time is up (exits). */
+static void
+await_answer(const struct ctl *ctl)
+{
+	struct pollfd pfd = { .fd = ctl->fd, .events = POLLIN };
+	uint64_t now;
+	int rc;
+
+	if (ctl->answer_by_ns == 0)
+		return;		/* SO_RCVTIMEO (-t) or no bound */
+	do {
+		if ((now = hp_now_ns()) >= ctl->answer_by_ns)
+			client_no_answer_in_time(ctl);
+		rc = poll(&pfd, 1, (int)((ctl->answer_by_ns - now + 999999) / 1000000));
+	} while (rc == 0 || (rc < 0 && errno == EINTR));
+}
+
 /* Reads one answer line, of any length (up to ANSWER_MAX); NULL when hubd
  * closed the connection. */
 json_object *
@@ -127,6 +146,7 @@ client_read(struct ctl *ctl)
 			if ((buf = realloc(buf, cap)) == NULL)
 				err(2, "an answer of %zu bytes", cap);
 		}
+		await_answer(ctl);
 		if ((n = read(ctl->fd, buf + len, cap - len)) < 0) {
 			if (errno == EINTR)
 				continue;

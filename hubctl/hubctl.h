@@ -30,6 +30,7 @@ struct ctl {
 	const char	*sock;		/* -s: where the views connect again */
 	int		 timeout_s;	/* -t: give up on an answer after this long */
 	long		 call_wait_ms;	/* call --timeout without -t: waited this long */
+	uint64_t	 answer_by_ns;	/* a call's: given up then, items or not (0: none) */
 	int		 json;		/* -j: answers as JSON, one object per line */
 	int		 write_errno;	/* client.c: the request could not be sent: why */
 	struct every	 every;

@@ -127,6 +127,29 @@ START_TEST(test_argument_errors)
 }
 END_TEST
 
+/* A call's wait is for the whole call: a stream whose items come more
+ * often than the wait does not hold hubctl past it (each item restarted
+ * the wait: 20 items 250 ms apart went on for 5 s). */
+START_TEST(test_stream_wait_is_whole)
+{
+	char *out = NULL;
+
+	hub_start_up(&hub, NULL, "[guest streamer]\nexec = @/tests/guests/streamer\n",
+		     "streamer");
+	ck_assert(hub_wait_method(&hub, "streamer.drip") == 0);
+	expect_ctl(1, NULL, "no answer within 2.3 s (the call's --timeout, and 2 s for its "
+		   "answer to come)\n", "call", "--timeout", "300", "streamer.drip", "20", "250",
+		   NULL);
+	expect_ctl(1, NULL, "no answer within 1 s (-t)\n", "-t", "1", "call", "streamer.drip",
+		   "20", "250", NULL);
+	/* given the time, all of it */
+	hubctl_ok(&hub, &out, "call", "--timeout", "30000", "streamer.drip", "3", "10", (char *)NULL);
+	ck_assert_str_eq(out, "1\n2\n3\n3\n");
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* An unknown guest: one wording, whoever says it (hubd or hubctl). */
 START_TEST(test_unknown_guest)
 {
@@ -404,6 +427,7 @@ suite_hubctl(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_call_prints_opt);
 	tcase_add_test(tc, test_argument_errors);
+	tcase_add_test(tc, test_stream_wait_is_whole);
 	tcase_add_test(tc, test_unknown_guest);
 	tcase_add_test(tc, test_methods_grouped);
 	tcase_add_test(tc, test_bad_signature_said);

@@ -20,6 +20,9 @@
  *			away: answers Cancelled) or for 60 s (closes CHAN,
  *			answers N): a stream whose reader must see the items
  *			before its end
+ *   drip N MS CHAN	sends 1..N on CHAN, one each MS ms, serving between,
+ *			then closes CHAN and answers N (Cancelled if its
+ *			caller goes): a stream slower than its caller's wait
  *   consume METHOD N SIZE STOP HOW DELAY	opens a channel to receive on,
  *			calls METHOD(N, SIZE, channel) and checks every item
  *			(its size, its index, its bytes); after STOP items
@@ -56,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -180,6 +184,54 @@ digest(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	snprintf(text, sizeof(text), "%zu %016llx", n,
 		 (unsigned long long)XXH3_64bits(b, n));
 	reply_str(c, text);
+}
+
+static void
+drip(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t n, ms, chan;
+	size_t pos = 0, ilen;
+	uint8_t item[16];
+	int rc = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &ms) != 0 || ms > 60000 ||
+	    guest_pc_get_u64(args, len, &pos, &chan) != 0 || chan > UINT32_MAX) {
+		guest_reply_error(c, "drip takes a count, milliseconds and a channel");
+		return;
+	}
+	for (uint64_t i = 1; i <= n && rc == 0 && !guest_call_cancelled(c); i++) {
+		struct timespec next;
+
+		clock_gettime(CLOCK_MONOTONIC, &next);
+		next.tv_sec += (time_t)(ms / 1000);
+		if ((next.tv_nsec += (long)(ms % 1000) * 1000000) >= 1000000000) {
+			next.tv_sec++;
+			next.tv_nsec -= 1000000000;
+		}
+		for (struct timespec now = { 0, 0 }; rc == 0 && !guest_call_cancelled(c);) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec > next.tv_sec ||
+			    (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec))
+				break;
+			rc = guest_service_wait(g, 10);
+		}
+		ilen = 0;
+		guest_pc_put_u64(item, sizeof(item), &ilen, i);
+		if (rc == 0 && !guest_call_cancelled(c))
+			rc = guest_chan_send(g, (uint32_t)chan, item, ilen, 30000);
+	}
+	if (rc != 0 || guest_call_cancelled(c)) {
+		guest_chan_reset(g, (uint32_t)chan);
+		if (guest_call_cancelled(c))
+			guest_reply_cancelled(c);
+		else
+			guest_reply_error(c, "the stream broke");
+		return;
+	}
+	guest_chan_close(g, (uint32_t)chan);
+	reply_u64(c, n);
 }
 
 static void
@@ -642,6 +694,7 @@ main(int argc, char *argv[])
 		{ "produce_crash", "u64,u64,chan<bytes>->u64", produce_crash },
 		{ "last", "->str", last_outcome },
 		{ "trickle", "u64,chan<u64>->u64", trickle },
+		{ "drip", "u64,u64,chan<u64>->u64", drip },
 		{ "digest", "bytes->str", digest },
 		{ "consume", "str,u64,u64,u64,u64,u64->str", consume },
 		{ "badchan", "str,u64->str", badchan },
