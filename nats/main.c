@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nats/hubnats.h"
 
@@ -142,6 +144,31 @@ options(struct bridge *b)
 	return o;
 }
 
+/* Why no TCP socket may be opened here (in buf), or NULL when one may: a
+ * sandbox refuses them, such as hubd.service's RestrictAddressFamilies=,
+ * and libnats would say only that no server is available. */
+static const char *
+tcp_refused(char *buf, size_t len)
+{
+	static const int families[] = { AF_INET, AF_INET6 };
+	int fd, e = 0;
+
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		if ((fd = socket(families[i], SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
+			close(fd);
+			return NULL;
+		}
+		if (errno != EAFNOSUPPORT && errno != EPERM && errno != EACCES)
+			return NULL;	/* out of fds, say: not refused */
+		e = e != 0 ? e : errno;
+	}
+	errno = e;	/* %m: strerror is not for threads */
+	snprintf(buf, len, "TCP sockets are refused here (%m): under systemd, "
+		 "hubd.service's RestrictAddressFamilies= must allow AF_INET and AF_INET6 "
+		 "(hub-nats(8))");
+	return buf;
+}
+
 /* The connector thread: tries every server, then again a second later,
  * until one takes us (or the bridge stops); hands the connection to the
  * loop. A try can take CONNECT_MS a server: the loop serves meanwhile. */
@@ -149,7 +176,7 @@ static void *
 connector(void *arg)
 {
 	struct bridge *b = arg;
-	char last[256] = "";
+	char last[256] = "", refused[256];
 
 	while (!atomic_load(&b->stopping)) {
 		natsOptions *o = options(b);
@@ -169,6 +196,8 @@ connector(void *arg)
 		why = nats_GetLastError(NULL);
 		if (why == NULL || *why == '\0')
 			why = natsStatus_GetText(s);
+		if (tcp_refused(refused, sizeof(refused)) != NULL)
+			why = refused;
 		if (strcmp(why, last) != 0) {
 			br_log("cannot connect to NATS at %s: %s: trying on", b->conf.servers[0], why);
 			snprintf(last, sizeof(last), "%s", why);

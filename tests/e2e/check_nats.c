@@ -5,16 +5,19 @@
  * shared by a queue group, and NATS going away ends in an error or an
  * answer, never a hang. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <nats/nats.h>
+#include <seccomp.h>
 
 #include "nats/hubnats.h"
 #include "tests/e2e/natsd.h"
@@ -733,6 +736,51 @@ END_TEST
 
 Suite *suite_nats(void);
 
+/* As under hubd.service (RestrictAddressFamilies=AF_UNIX): no socket of
+ * the internet families, EAFNOSUPPORT, for this test's process and the
+ * hubd and guests it starts. */
+static void
+refuse_tcp(void)
+{
+	scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(seccomp_rule_add(f, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+					  SCMP_A0(SCMP_CMP_EQ, AF_INET)), 0);
+	ck_assert_int_eq(seccomp_rule_add(f, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+					  SCMP_A0(SCMP_CMP_EQ, AF_INET6)), 0);
+	ck_assert_int_eq(seccomp_load(f), 0);
+	seccomp_release(f);
+}
+
+/* A bridge that may open no TCP socket says so, and what allows it under
+ * systemd, not only that no server is available. */
+START_TEST(test_tcp_refused_said)
+{
+	char *log = NULL;
+
+	/* the filter stays with the process: not in a runner that runs every
+	 * test in one (CK_FORK=no) */
+	if (getenv("CK_FORK") != NULL && strcmp(getenv("CK_FORK"), "no") == 0)
+		return;
+	refuse_tcp();
+	nh_start_a(&hub_a, "nats://127.0.0.1:4222", NULL);
+	for (int i = 0; i < 200; i++) {
+		free(log);
+		log = hub_log(&hub_a);
+		if (strstr(log, "cannot connect to NATS") != NULL)
+			break;
+		sleep_ms(50);
+	}
+	ck_assert_msg(strstr(log, "cannot connect to NATS at nats://127.0.0.1:4222: TCP sockets "
+			     "are refused here (Address family not supported by protocol): under "
+			     "systemd, hubd.service's RestrictAddressFamilies= must allow AF_INET "
+			     "and AF_INET6") != NULL, "%s", hub_log_tail(&hub_a));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub_a), 0);
+}
+END_TEST
+
 Suite *
 suite_nats(void)
 {
@@ -756,6 +804,12 @@ suite_nats(void)
 	tcase_add_test(tc, test_prefix_and_from);
 	tcase_add_test(tc, test_tls);
 	tcase_add_test(tc, test_every_error_kind_crosses);
+	suite_add_tcase(s, tc);
+	/* no NATS server: a bridge in a sandbox that refuses it TCP */
+	tc = tcase_create("sandbox");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_tcp_refused_said);
 	suite_add_tcase(s, tc);
 	/* hub-nats's threads (libnats's, handing messages to the loop)
 	 * under ThreadSanitizer: make check-tsan runs these */
