@@ -683,6 +683,48 @@ START_TEST(test_systemd_unit_verifies)
 }
 END_TEST
 
+/* systemctl reload as the unit says it: each ExecReload= in turn, this
+ * build's hubd and h's config for the installed ones, until one fails;
+ * the shell's status. */
+static int
+unit_reload(struct hub_proc *h)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd), "sed -n 's/^ExecReload=//p' %s | sed -e 's|/usr/local/sbin/hubd|%s|g'"
+		 " -e 's|/etc/hub/hubd.conf|%s|g' -e 's|\\$MAINPID|%d|g' |"
+		 " while read -r line; do sh -c \"$line\" || exit 1; done",
+		 bin("../systemd/hubd.service"), bin("hubd"), h->conf, (int)h->pid);
+	return system(cmd);
+}
+
+/* systemctl reload of a file with an error fails, and hubd does not read
+ * it; of a good one, hubd reloads. */
+START_TEST(test_systemd_reload_checks_first)
+{
+	char *log = NULL;
+
+	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
+	rewrite_conf(GUESTS "[hub]\n");	/* a second [hub]: broken */
+	ck_assert_int_ne(unit_reload(&hub), 0);
+	rewrite_conf(GUESTS);
+	ck_assert_int_eq(unit_reload(&hub), 0);
+	for (int i = 0; i < 100; i++) {
+		free(log);
+		log = hub_log(&hub);
+		if (strstr(log, "SIGHUP: reloading") != NULL)
+			break;
+		sleep_ms(50);
+	}
+	ck_assert_msg(strstr(log, "SIGHUP: reloading") != NULL, "%s", hub_log_tail(&hub));
+	/* once only: the broken file never reached hubd */
+	ck_assert_msg(strstr(strstr(log, "SIGHUP: reloading") + 1, "SIGHUP: reloading") == NULL &&
+		      strstr(log, "is broken") == NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_ops(void);
 Suite *
 suite_ops(void)
@@ -704,6 +746,7 @@ suite_ops(void)
 	tcase_add_test(tc, test_help_and_usage);
 	tcase_add_test(tc, test_systemd_notify);
 	tcase_add_test(tc, test_systemd_unit_verifies);
+	tcase_add_test(tc, test_systemd_reload_checks_first);
 	suite_add_tcase(s, tc);
 	return s;
 }
