@@ -5,6 +5,7 @@
 #include <err.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,30 @@ void
 client_no_answer_in_time(const struct ctl *ctl)
 {
 	if (ctl->call_wait_ms > 0)
-		errx(1, "no answer within %.1f s (the call's --timeout, and 2 s for its answer "
-		     "to come)", ctl->call_wait_ms / 1000.0);
-	errx(1, "no answer within %d s (-t)", ctl->timeout_s);
+		exit(client_refuse(ctl, "no answer within %.1f s (the call's --timeout, and 2 s "
+				   "for its answer to come)", ctl->call_wait_ms / 1000.0));
+	exit(client_refuse(ctl, "no answer within %d s (-t)", ctl->timeout_s));
+}
+
+int
+client_refuse(const struct ctl *ctl, const char *fmt, ...)
+{
+	json_object *a;
+	char text[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (!ctl->json) {
+		fprintf(stderr, "hubctl: %s\n", text);
+		return 1;
+	}
+	a = json_object_new_object();
+	json_object_object_add(a, "ok", json_object_new_boolean(0));
+	json_object_object_add(a, "error", json_object_new_string(text));
+	js_print(a);
+	return 1;
 }
 
 /* One request line. Refused here if hubd would refuse it for its size. If

@@ -223,18 +223,7 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		 * logs): cut as it cuts it, escaped as its answers are */
 		n = strlen(argv[0]);
 		escape_text(shown, sizeof(shown), argv[0], n < 64 ? n : 64, 0);
-		if (ctl->json) {	/* as hubd's refusals are shown with -j */
-			char text[sizeof(shown) + 32];
-
-			snprintf(text, sizeof(text), "no such guest: %s", shown);
-			a = json_object_new_object();
-			json_object_object_add(a, "ok", json_object_new_boolean(0));
-			json_object_object_add(a, "error", json_object_new_string(text));
-			js_print(a);
-			return 1;
-		}
-		fprintf(stderr, "hubctl: no such guest: %s\n", shown);
-		return 1;
+		return client_refuse(ctl, "no such guest: %s", shown);
 	}
 	peers = js_list(a, "peers");
 	w = js_width(peers, "name", 16);

@@ -222,10 +222,9 @@ hubctl_remotes(struct ctl *ctl, int argc, char **argv)
 		return 1;
 	}
 	if (json_object_array_length(list) == 0) {
-		fprintf(stderr, "hubctl: remotes: no NATS bridge on this hub (no guest serves "
-			"GUEST." BR_STATS_METHOD ")\n");
 		json_object_put(list);
-		return 1;
+		return client_refuse(ctl, "remotes: no NATS bridge on this hub (no guest serves "
+				     "GUEST." BR_STATS_METHOD ")");
 	}
 	for (size_t i = 0; i < json_object_array_length(list); i++) {
 		const char *guest = json_object_get_string(json_object_array_get_idx(list, i));

@@ -123,6 +123,10 @@ START_TEST(test_argument_errors)
 	expect_ctl(2, "", "-t takes a number of seconds", "-t", "99999999999", "status", NULL);
 	expect_ctl(1, "", "no answer within 2.3 s (the call's --timeout, and 2 s for its "
 		   "answer to come)\n", "call", "--timeout", "300", "prober.wait", NULL);
+	/* -j: as JSON on stdout, as hubd's refusals */
+	expect_ctl(1, "{\"ok\":false,\"error\":\"no answer within 2.3 s (the call's --timeout, "
+		   "and 2 s for its answer to come)\"}\n", NULL, "-j", "call", "--timeout", "300",
+		   "prober.wait", NULL);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -163,6 +167,11 @@ START_TEST(test_unknown_guest)
 		expect_ctl(1, "{\"ok\":false,\"error\":\"no such guest: nosuch\"}\n", NULL,
 			   "-j", cmds[i], "nosuch", NULL);
 	}
+	/* hubctl's own refusal of remotes with no bridge: the same with -j */
+	expect_ctl(1, "", "hubctl: remotes: no NATS bridge on this hub (no guest serves "
+		   "GUEST.stats)\n", "remotes", NULL);
+	expect_ctl(1, "{\"ok\":false,\"error\":\"remotes: no NATS bridge on this hub (no guest "
+		   "serves GUEST.stats)\"}\n", NULL, "-j", "remotes", NULL);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
