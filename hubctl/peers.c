@@ -134,7 +134,8 @@ peer_detail(const struct ctl *ctl, json_object *p)
 		printf("note: %s\n", js_text(p, "note"));
 	printf("pid: %d\n", json_object_get_int(js_get(p, "pid")));
 	printf("epoch: %" PRId64 "\n", json_object_get_int64(js_get(p, "epoch")));
-	printf("uptime: %s\n", duration_text(buf, sizeof(buf), js_ns(js_get(p, "uptime_s"), HP_NS_PER_S)));
+	printf("uptime: %s\n", json_object_get_int(js_get(p, "pid")) == 0 ? "-" :	/* not running */
+	       duration_text(buf, sizeof(buf), js_ns(js_get(p, "uptime_s"), HP_NS_PER_S)));
 	printf("restarts: %d\n", json_object_get_int(js_get(p, "restarts")));
 	if (js_get(p, "heartbeat_age_ms") != NULL)
 		printf("heartbeat age: %s\n", duration_text(buf, sizeof(buf),

@@ -319,6 +319,10 @@ START_TEST(test_tables_fit_long_names)
 	expect_aligned(out, "PEER", 1, "peers");
 	expect_aligned(out, "UPTIME", 1, "peers");	/* "-" for one not running */
 	free(out);
+	/* the same alone: not "0 ns" */
+	hubctl_ok(&hub, &out, "peers", "later", (char *)NULL);
+	ck_assert_msg(strstr(out, "\nuptime: -\n") != NULL, "%s", out);
+	free(out);
 	/* a limit as it is, not rounded: 65532 B is no "64.0 KiB" */
 	hubctl_ok(&hub, &out, "status", (char *)NULL);
 	ck_assert_msg(strstr(out, "\nmax_payload_size       65532 B\n") != NULL &&
