@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -31,14 +32,22 @@ client_connect(const struct ctl *ctl)
 	const char *path = ctl->sock;
 	int fd;
 
+	if (*path == '\0')	/* would be the abstract socket of no name */
+		errx(2, "no control socket: -s (or HUBCTL_SOCKET) is empty");
 	if (strlcpy(sun.sun_path, path, sizeof(sun.sun_path)) >= sizeof(sun.sun_path))
 		errx(2, "socket path too long: %s", path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		err(2, "socket");
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		struct stat st;
+
 		if (errno == EACCES)
 			errx(2, "cannot reach hubd at %s: permission denied (the socket is for "
 			     "root, hubd's user and its group)", path);
+		/* the kernel says "refused" of a file or directory too */
+		if (errno == ECONNREFUSED && stat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+			errx(2, "cannot reach hubd at %s: not a socket (-s names hubd's control "
+			     "socket, its [hub] control =)", path);
 		err(2, "cannot reach hubd at %s (is it running? -s sets the socket)", path);
 	}
 	if (ctl->timeout_s > 0) {

@@ -176,6 +176,24 @@ START_TEST(test_unknown_guest)
 }
 END_TEST
 
+/* -s naming no hub's socket: what it is instead, exit 2, no hub needed
+ * (a directory and a file were "Connection refused", "" an abstract
+ * socket). */
+START_TEST(test_socket_not_a_hub)
+{
+	snprintf(hub.sock, sizeof(hub.sock), "%s", harness_dir());
+	expect_ctl(2, "", "hubctl: cannot reach hubd at ", "status", NULL);
+	expect_ctl(2, "", ": not a socket (-s names hubd's control socket, its [hub] control =)\n",
+		   "status", NULL);
+	expect_ctl(2, "", ": not a socket", "-j", "peers", NULL);
+	snprintf(hub.sock, sizeof(hub.sock), "%s", bin("hubctl"));
+	expect_ctl(2, "", ": not a socket", "status", NULL);
+	hub.sock[0] = '\0';
+	expect_ctl(2, "", "hubctl: no control socket: -s (or HUBCTL_SOCKET) is empty\n", "status",
+		   NULL);
+}
+END_TEST
+
 /* hubctl methods: the hub's first, then a guest's methods together, by
  * guest then by name; one registered late (prober.aaa, after echo's and
  * kv's) among its own. The same order with -j. */
@@ -442,6 +460,7 @@ suite_hubctl(void)
 	tcase_add_test(tc, test_argument_errors);
 	tcase_add_test(tc, test_stream_wait_is_whole);
 	tcase_add_test(tc, test_unknown_guest);
+	tcase_add_test(tc, test_socket_not_a_hub);
 	tcase_add_test(tc, test_methods_grouped);
 	tcase_add_test(tc, test_bad_signature_said);
 	tcase_add_test(tc, test_hub_run_help);
