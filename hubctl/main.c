@@ -372,6 +372,8 @@ details_of(const char *name)
 	return "";
 }
 
+/* help [COMMAND]: COMMAND's usage and details, or (none, help itself,
+ * -h or --help) every command's; an unknown one is said as on its own. */
 static int
 help(const char *name)
 {
@@ -382,8 +384,13 @@ help(const char *name)
 		       details_of(name));
 		return 0;
 	}
+	if (name != NULL && strcmp(name, "help") != 0 && strcmp(name, "-h") != 0 &&
+	    strcmp(name, "--help") != 0) {
+		fprintf(stderr, "hubctl: unknown command '%s'\n", name);
+		usage();
+	}
 	usage_to(stdout);
-	return name == NULL ? 0 : 2;
+	return 0;
 }
 
 int

@@ -615,6 +615,15 @@ START_TEST(test_help_and_usage)
 	hubctl_ok(&hub, &out, "call", "-h", (char *)NULL);
 	ck_assert_ptr_nonnull(strstr(out, "signature"));
 	free(out);
+	/* help of help is the usage; of no command, an error as for the
+	 * command itself (it was the usage on stdout, and exit 2) */
+	hubctl_ok(&hub, &out, "help", "--help", (char *)NULL);
+	ck_assert_ptr_nonnull(strstr(out, "inspect [FILE...]"));
+	free(out);
+	ck_assert_int_eq(hubctl(&hub, &out, "help", "nosuch", (char *)NULL), 2);
+	ck_assert_str_eq(out, "");
+	ck_assert_ptr_nonnull(strstr(hubctl_stderr(), "hubctl: unknown command 'nosuch'\n"));
+	free(out);
 	ck_assert_int_eq(hubctl(&hub, &out, "restart", (char *)NULL), 2);
 	free(out);
 	ck_assert_int_eq(hubctl(&hub, &out, "restart", "nobody", (char *)NULL), 1);
