@@ -301,8 +301,11 @@ top_frame(const struct ctl *ctl, json_object *status, json_object *peers, json_o
 			if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0)
 				ws.ws_col = 511;	/* frame_line's most */
 			printf("\033[H");
-			if (ws.ws_row > 3 && n > (size_t)ws.ws_row - 3)
-				shown = (size_t)ws.ws_row - 3;
+			/* the headings, the rows, "(N more)", and the line the
+			 * last newline leaves the cursor on: a newline on the
+			 * bottom line scrolls the hub's line off the top */
+			if (ws.ws_row > 4 && n > (size_t)ws.ws_row - 3)
+				shown = (size_t)ws.ws_row - 4;
 		}
 		frame_line(ws.ws_col, "hub up %s, guests %zu up of %zu, calls/s %s, bytes/s %s%s",
 			   duration_text(b[0], sizeof(b[0]), js_ns(js_get(status, "uptime_s"),

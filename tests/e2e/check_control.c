@@ -1752,13 +1752,15 @@ struct top_run {
 	size_t		len, cap;
 };
 
+/* top on a terminal of rows lines (0: the pseudo-terminal's own). */
 static void
-top_start(struct top_run *t)
+top_start_rows(struct top_run *t, unsigned short rows)
 {
+	struct winsize ws = { .ws_row = rows, .ws_col = 120 };
 	int errp[2], fd;
 
 	memset(t, 0, sizeof(*t));
-	ck_assert_int_eq(openpty(&t->master, &t->slave, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(openpty(&t->master, &t->slave, NULL, NULL, rows > 0 ? &ws : NULL), 0);
 	ck_assert_int_eq(tcgetattr(t->slave, &t->before), 0);
 	ck_assert_int_eq(pipe2(errp, O_CLOEXEC), 0);
 	if ((t->pid = fork()) == 0) {
@@ -1775,6 +1777,12 @@ top_start(struct top_run *t)
 	close(errp[1]);
 	t->err = errp[0];
 	t->out = calloc(1, 1);
+}
+
+static void
+top_start(struct top_run *t)
+{
+	top_start_rows(t, 0);
 }
 
 /* Reads what top drew for up to ms, or until it has drawn n frames. */
@@ -1875,6 +1883,39 @@ START_TEST(test_top_terminal)
 	ck_assert_msg(strstr(err, "hubd") != NULL, "%s", err);
 	free(err);
 	hub_stop(&hub);		/* reaps it */
+}
+END_TEST
+
+/* More guests than a terminal has lines: each frame ends a line short of
+ * its bottom, so that its last newline scrolls nothing (the hub's line
+ * on top went off the screen), and says how many it left out. */
+START_TEST(test_top_short_terminal)
+{
+	const char *frame, *end;
+	struct top_run t;
+	char guests[2048], *err;
+	size_t len = 0, lines = 0;
+
+	for (int i = 0; i < 12; i++)
+		len += (size_t)snprintf(guests + len, sizeof(guests) - len, "[guest g%02d]\n"
+					"exec = @/tests/guests/lifeguest\nargs = --mode=idle\n", i);
+	hub_start_up(&hub, NULL, guests, "g00,g11");
+	top_start_rows(&t, 10);
+	top_read(&t, 3, 10000);
+	/* the second frame, whole: from its home to its clear to the end */
+	ck_assert_msg((frame = strstr(t.out, "\033[Hhub up ")) != NULL &&
+		      (frame = strstr(frame + 1, "\033[Hhub up ")) != NULL &&
+		      (end = strstr(frame, "\033[J")) != NULL, "%s", t.out);
+	for (const char *c = frame; c < end; c++)
+		lines += *c == '\n';
+	ck_assert_msg(lines == 9, "%zu lines on a terminal of 10: %.*s", lines, (int)(end - frame),
+		      frame);
+	ck_assert_msg(strstr(frame, "(6 more: a taller terminal shows them)") != NULL, "%.*s",
+		      (int)(end - frame), frame);
+	ck_assert_int_eq(write(t.master, "q", 1), 1);
+	ck_assert_int_eq(top_end(&t, &err), 0);
+	free(err);
+	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
 
@@ -2088,6 +2129,7 @@ suite_control(void)
 	tcase_add_test(tc, test_stats_watch);
 	tcase_add_test(tc, test_stats_total_keeps_removed);
 	tcase_add_test(tc, test_top_terminal);
+	tcase_add_test(tc, test_top_short_terminal);
 	tcase_add_test(tc, test_peers_name);
 	tcase_add_test(tc, test_json_plain);
 	tcase_add_test(tc, test_call_signature_errors);
