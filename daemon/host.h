@@ -55,6 +55,15 @@ host_serving(const struct peer *p)
 	return (p->state == PEER_UP || (p->state == PEER_STOPPING && p->up_ns != 0)) &&
 	    p->fault == NULL;
 }
+/* Peer id if it is still instance epoch and served: NULL otherwise
+ * (what a stream between two guests holds of each end). */
+static inline struct peer *
+host_instance(struct hub *h, uint32_t id, uint32_t epoch)
+{
+	struct peer *p = hub_peer(h, id);
+
+	return p != NULL && p->epoch == epoch && host_serving(p) ? p : NULL;
+}
 /* Sends to a guest, or queues in order behind what already waits. */
 void		host_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 			  uint64_t method_id, const uint8_t *payload, uint32_t len);

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "daemon/answer.h"
+#include "daemon/chanq.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/relay.h"
@@ -39,26 +40,17 @@
 #include "daemon/upload.h"
 #include "proto/channel.h"
 
-/* An item hubd received on b that A had no credit for yet. */
-struct ritem {
-	struct ritem	*next;
-	uint32_t	len;
-	uint8_t		data[];
-};
-
 struct relay {
 	struct relay	*next;
 	struct relay	**prevp;
-	/* the receiving end: the caller's channel, hubd sends on it */
-	uint32_t	a_peer, a_epoch, a_chan;
+	/* the receiving end: the caller's channel a, hubd sends on it and
+	 * holds what A has no credit for yet */
+	uint32_t	a_peer, a_epoch;
+	struct chanq	a;
 	/* the sending end: the callee's channel, hubd receives on it */
 	uint32_t	b_peer, b_epoch, b_chan;
 	uint32_t	b_req;		/* the Request to B (its pending entry) */
-	uint32_t	sent_total;	/* on a: what hubd delivered to A */
 	uint32_t	a_seen;		/* A's granted_total as last passed on */
-	uint32_t	queued;		/* bytes waiting in the queue */
-	struct ritem	*head;
-	struct ritem	**tail;
 	uint8_t		a_live;		/* a is hubd's to send on */
 	uint8_t		a_end;		/* Close or Reset for a once the queue is empty */
 	uint8_t		b_live;		/* b is open in B's table, hubd receives */
@@ -71,34 +63,11 @@ struct relay {
 	uint8_t		has_resp;
 };
 
-/* The peer at one end, if it is still the instance the relay was made
- * for and is served. */
-static struct peer *
-end_peer(struct hub *h, uint32_t id, uint32_t epoch)
-{
-	struct peer *p = hub_peer(h, id);
-
-	return p != NULL && p->epoch == epoch && host_serving(p) ? p : NULL;
-}
-
-static void
-drop_queue(struct relay *r)
-{
-	struct ritem *it;
-
-	while ((it = r->head) != NULL) {
-		r->head = it->next;
-		free(it);
-	}
-	r->tail = &r->head;
-	r->queued = 0;
-}
-
 /* n more bytes of credit to B on b (r[shm.flow.ordering.receiver]). */
 static void
 grant_b(struct hub *h, struct relay *r, uint32_t n)
 {
-	struct peer *b = end_peer(h, r->b_peer, r->b_epoch);
+	struct peer *b = host_instance(h, r->b_peer, r->b_epoch);
 
 	if (b == NULL || !r->b_live || n == 0)
 		return;
@@ -130,7 +99,7 @@ free_b(struct hub *h, struct relay *r, uint8_t stale)
 static void
 stop_b(struct hub *h, struct relay *r)
 {
-	struct peer *b = end_peer(h, r->b_peer, r->b_epoch);
+	struct peer *b = host_instance(h, r->b_peer, r->b_epoch);
 
 	if (!r->b_live || r->b_drain)
 		return;
@@ -151,13 +120,13 @@ end_a(struct hub *h, struct relay *r, uint8_t type, uint8_t stale)
 	if (!r->a_live)
 		return;
 	r->a_live = 0;
-	drop_queue(r);
+	chanq_drop(&r->a);
 	/* still the same instance (relay_detach ends a before A's table
 	 * is reset): our side of a goes, whether A is served or not */
 	if (a != NULL && a->epoch == r->a_epoch) {
-		a->chans[r->a_chan] = (struct hchan){ .stale = stale };
+		a->chans[r->a.chan] = (struct hchan){ .stale = stale };
 		a->relays--;
-		host_send(h, a, type, r->a_chan, 0, NULL, 0);	/* if served */
+		host_send(h, a, type, r->a.chan, 0, NULL, 0);	/* if served */
 	}
 	if (r->has_resp) {
 		r->has_resp = 0;
@@ -173,7 +142,7 @@ maybe_free(struct relay *r)
 {
 	if (r->a_live || r->b_live || r->has_resp)
 		return 0;
-	drop_queue(r);
+	chanq_drop(&r->a);
 	if ((*r->prevp = r->next) != NULL)
 		r->next->prevp = r->prevp;
 	free(r);
@@ -186,30 +155,17 @@ static void
 pass_grants(struct hub *h, struct relay *r, struct peer *a)
 {
 	/* r[shm.flow.ordering.sender]: acquire, pairs with A's grant */
-	uint32_t g = hp_load_acquire_u32(&a->view.chans[r->a_chan].granted_total);
+	uint32_t g = hp_load_acquire_u32(&a->view.chans[r->a.chan].granted_total);
 	uint32_t d = g - r->a_seen, room;
 	struct peer *b;
 
 	if ((int32_t)d <= 0)
 		return;		/* nothing new (or corrupt: the credit check says so) */
 	r->a_seen = g;
-	if (!r->b_live || r->b_drain || (b = end_peer(h, r->b_peer, r->b_epoch)) == NULL)
+	if (!r->b_live || r->b_drain || (b = host_instance(h, r->b_peer, r->b_epoch)) == NULL)
 		return;
-	room = r->sent_total - (b->chans[r->b_chan].granted - h->conf.params.initial_credit);
+	room = r->a.sent_total - (b->chans[r->b_chan].granted - h->conf.params.initial_credit);
 	grant_b(h, r, d < room ? d : room);
-}
-
-/* What A's credit lets hubd send now: -1 after a fault of A's. */
-static int64_t
-a_credit(struct hub *h, struct relay *r, struct peer *a)
-{
-	/* r[shm.flow.remaining-credit] r[shm.flow.wrap-rule]: A's granted
-	 * total against our own sent_total; negative is A's corruption */
-	int64_t credit = hp_chan_credit(&a->view.chans[r->a_chan], r->sent_total);
-
-	if (credit < 0)
-		host_fault(h, a, DEATH_VIOLATION, "shm.flow.wrap-rule");
-	return credit;
 }
 
 /* Sends what A's credit and ring allow, then a's end once the queue is
@@ -217,33 +173,11 @@ a_credit(struct hub *h, struct relay *r, struct peer *a)
 static int
 pump_one(struct hub *h, struct relay *r, struct peer *a)
 {
-	struct ritem *it;
-	int64_t credit;
-	int n = 0, rc;
+	int n;
 
 	pass_grants(h, r, a);
-	while ((it = r->head) != NULL && a->bl_head == NULL) {
-		if ((credit = a_credit(h, r, a)) < 0)
-			return n;
-		if ((uint64_t)credit < it->len)
-			break;
-		rc = host_try_send(h, a, HP_MSG_DATA, r->a_chan, 0, it->data, it->len);
-		if (rc == -EAGAIN)
-			break;
-		if (rc != 0) {
-			host_fault(h, a, DEATH_VIOLATION, "shm.ring.capacity");
-			return n;
-		}
-		r->sent_total += it->len;
-		r->queued -= it->len;
-		if ((r->head = it->next) == NULL)
-			r->tail = &r->head;
-		free(it);
-		n++;
-	}
-	if (n > 0 && !ev_is_active(&h->idle_w))
-		ev_idle_start(h->loop, &h->idle_w);	/* staged: published next round */
-	if (r->head == NULL && r->a_end != 0)
+	n = chanq_pump(h, &r->a, a);
+	if (chanq_empty(&r->a) && r->a_end != 0)
 		end_a(h, r, r->a_end, STALE_SENT);
 	return n;
 }
@@ -256,7 +190,7 @@ broken(struct hub *h, struct relay *r, const char *why)
 	struct peer *a = hub_peer(h, r->a_peer);
 
 	log_warnx("guest %s: channel %u from another guest: %s",
-		  a != NULL && a->conf != NULL ? a->conf->name : "?", r->a_chan, why);
+		  a != NULL && a->conf != NULL ? a->conf->name : "?", r->a.chan, why);
 	end_a(h, r, HP_MSG_RESET, STALE_SENT);
 	stop_b(h, r);
 }
@@ -302,7 +236,7 @@ link_relay(struct hub *h, struct relay *r, struct peer *p, struct peer *q,
 	q->chans[r->b_chan] = (struct hchan){ .open = 1, .granted = prm->initial_credit,
 					      .o = *qo, .relay = r, .caller = p->id };
 	q->chans[r->b_chan].o.req_id = req_id;
-	p->chans[r->a_chan] = (struct hchan){ .open = 1, .o = *o, .relay = r };
+	p->chans[r->a.chan] = (struct hchan){ .open = 1, .o = *o, .relay = r };
 	p->relays++;
 	if ((r->next = h->relays) != NULL)
 		r->next->prevp = &r->next;
@@ -356,13 +290,13 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 		return;
 	}
 	*r = (struct relay){
-		.a_peer = p->id, .a_epoch = p->epoch, .a_chan = (uint32_t)a,
+		.a_peer = p->id, .a_epoch = p->epoch,
 		.b_peer = q->id, .b_epoch = q->epoch, .b_chan = (uint32_t)b,
 		/* acquire: pairs with A's release add in hp_chan_grant */
 		.a_seen = hp_load_acquire_u32(&p->view.chans[a].granted_total),
 		.a_live = 1, .b_live = 1,
 	};
-	r->tail = &r->head;
+	chanq_init(&r->a, (uint32_t)a);
 	/* hubd receives on b for the call: its answer ends it (streams_over
 	 * leaves it to us, route_response calls relay_response) */
 	qo.chan = (uint32_t)b;
@@ -388,8 +322,6 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	struct hchan *c = &p->chans[id];
 	struct relay *r = c->relay;
 	struct peer *a;
-	struct ritem *it;
-	int64_t credit;
 
 	if (c->upload != NULL) {
 		upload_data(h, p, m);
@@ -408,33 +340,19 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		return;
 	if (!r->a_live || r->b_drain)
 		return;		/* nobody takes it: dropped, no credit back */
-	a = end_peer(h, r->a_peer, r->a_epoch);
+	a = host_instance(h, r->a_peer, r->a_epoch);
 	if (a != NULL && m->len > a->ep.lim.max_payload_size) {
 		broken(h, r, "an item is larger than the receiver takes");
 		return;
 	}
-	/* straight on when nothing waits before it and A has credit: a
-	 * variable slot is handed on as it is */
-	if (a != NULL && r->head == NULL && a->bl_head == NULL) {
+	/* straight on when nothing waits before it and A has credit */
+	if (a != NULL) {
 		pass_grants(h, r, a);
-		if ((credit = a_credit(h, r, a)) < 0)
-			return;
-		if ((uint64_t)credit >= m->len) {
-			host_forward(h, a, m, HP_MSG_DATA, r->a_chan, 0, a->id);
-			r->sent_total += m->len;
-			return;
-		}
+		if (chanq_forward(h, &r->a, a, m) != 0)
+			return;		/* sent, or A faulted */
 	}
-	if ((it = malloc(sizeof(*it) + m->len)) == NULL) {
+	if (chanq_hold(&r->a, m->payload, m->len) != 0)
 		broken(h, r, "out of memory");
-		return;
-	}
-	it->next = NULL;
-	it->len = m->len;
-	memcpy(it->data, m->payload, m->len);
-	*r->tail = it;
-	r->tail = &it->next;
-	r->queued += m->len;
 }
 
 /* Close or Reset of any channel of p's: an upload's to upload.c, a
@@ -460,7 +378,7 @@ relay_end(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		free_b(h, r, STALE_NO);
 		if (r->a_live && r->a_end == 0) {
 			r->a_end = reset ? HP_MSG_RESET : HP_MSG_CLOSE;
-			if ((a = end_peer(h, r->a_peer, r->a_epoch)) != NULL)
+			if ((a = host_instance(h, r->a_peer, r->a_epoch)) != NULL)
 				pump_one(h, r, a);
 		}
 		maybe_free(r);
@@ -494,7 +412,7 @@ relay_response(struct hub *h, struct peer *p, uint32_t req_id, const struct orig
 		end_a(h, r, HP_MSG_RESET, STALE_SENT);
 	if (r->a_live && r->a_end == 0)
 		r->a_end = HP_MSG_CLOSE;
-	if (r->a_live && (a = end_peer(h, r->a_peer, r->a_epoch)) != NULL)
+	if (r->a_live && (a = host_instance(h, r->a_peer, r->a_epoch)) != NULL)
 		pump_one(h, r, a);
 	if (!r->a_live) {
 		maybe_free(r);
@@ -544,17 +462,10 @@ relay_ready(struct hub *h, struct peer *p)
 		/* a grant of A's to pass on to B (acquire: pairs with A's
 		 * release add in hp_chan_grant) */
 		if (r->b_live && !r->b_drain &&
-		    (int32_t)(hp_load_acquire_u32(&p->view.chans[r->a_chan].granted_total) -
+		    (int32_t)(hp_load_acquire_u32(&p->view.chans[r->a.chan].granted_total) -
 			      r->a_seen) > 0)
 			return 1;	/* not != : a total A moved back is no work */
-		if (r->head == NULL) {
-			if (r->a_end != 0)
-				return 1;
-			continue;
-		}
-		if (p->bl_head == NULL && hp_chan_credit(&p->view.chans[r->a_chan],
-							 r->sent_total) >= r->head->len &&
-		    hp_endpoint_tx_ready(&p->ep) > 0)
+		if (chanq_empty(&r->a) ? r->a_end != 0 : chanq_ready(&r->a, p))
 			return 1;
 	}
 	return 0;
@@ -573,7 +484,7 @@ relay_detach(struct hub *h, struct peer *p)
 			/* the receiver is gone: its table is reset with it;
 			 * B stops and is drained */
 			r->a_live = 0;
-			drop_queue(r);
+			chanq_drop(&r->a);
 			if (r->has_resp) {
 				r->has_resp = 0;
 				free(r->resp);
@@ -600,7 +511,7 @@ relay_free_all(struct hub *h)
 
 	while ((r = h->relays) != NULL) {
 		h->relays = r->next;
-		drop_queue(r);
+		chanq_drop(&r->a);
 		free(r->resp);
 		free(r);
 	}
@@ -613,6 +524,6 @@ relay_stats(struct hub *h, uint32_t *open, uint64_t *queued)
 	*queued = 0;
 	for (struct relay *r = h->relays; r != NULL; r = r->next) {
 		(*open)++;
-		*queued += r->queued;
+		*queued += r->a.queued;
 	}
 }

@@ -28,18 +28,12 @@
 #include <string.h>
 
 #include "daemon/answer.h"
+#include "daemon/chanq.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/streams.h"
 #include "daemon/upload.h"
 #include "proto/channel.h"
-
-/* An item on its way to B that B has no credit for yet. */
-struct uitem {
-	struct uitem	*next;
-	uint32_t	len;
-	uint8_t		data[];
-};
 
 struct upload {
 	struct upload	*next;
@@ -47,41 +41,18 @@ struct upload {
 	/* the sending end: A's channel a, hubd receives; or a client's */
 	uint32_t	a_peer, a_epoch, a_chan;
 	struct ext_call	*x;		/* the client, or NULL */
-	/* the receiving end: B's channel b, hubd sends */
-	uint32_t	b_peer, b_epoch, b_chan;
+	/* the receiving end: B's channel b, hubd sends on it and holds what
+	 * B has no credit for yet */
+	uint32_t	b_peer, b_epoch;
+	struct chanq	b;
 	uint32_t	b_req;		/* the Request to B (its pending entry) */
-	uint32_t	sent_total;	/* on b: what hubd delivered to B */
 	uint32_t	b_seen;		/* B's granted_total as last passed on */
 	uint32_t	returned;	/* credit given back to A on a */
-	uint32_t	queued;		/* bytes in the queue */
-	struct uitem	*head;
-	struct uitem	**tail;
 	uint8_t		a_live;		/* hubd receives on a (or the client sends) */
 	uint8_t		b_live;		/* b is hubd's to send on */
 	uint8_t		b_end;		/* Close or Reset for b once the queue is out */
 	uint8_t		waiting;	/* the client's next line waits for the queue */
 };
-
-static struct peer *
-end_peer(struct hub *h, uint32_t id, uint32_t epoch)
-{
-	struct peer *p = hub_peer(h, id);
-
-	return p != NULL && p->epoch == epoch && host_serving(p) ? p : NULL;
-}
-
-static void
-drop_queue(struct upload *u)
-{
-	struct uitem *it;
-
-	while ((it = u->head) != NULL) {
-		u->head = it->next;
-		free(it);
-	}
-	u->tail = &u->head;
-	u->queued = 0;
-}
 
 /* The client sends no more into u: what it sends is dropped, and a
  * line that waited for credit is read now. */
@@ -105,7 +76,7 @@ unlink_upload(struct upload *u)
 {
 	if ((*u->prevp = u->next) != NULL)
 		u->next->prevp = u->prevp;
-	drop_queue(u);
+	chanq_drop(&u->b);
 	release_x(u);
 	free(u);
 }
@@ -143,10 +114,10 @@ end_b(struct hub *h, struct upload *u, uint8_t type)
 		return;
 	b_over(h, u);
 	u->b_end = 0;
-	drop_queue(u);
+	chanq_drop(&u->b);
 	if (b != NULL && b->epoch == u->b_epoch) {
-		b->chans[u->b_chan] = (struct hchan){ .stale = STALE_SENT };
-		host_send(h, b, type, u->b_chan, 0, NULL, 0);	/* if served */
+		b->chans[u->b.chan] = (struct hchan){ .stale = STALE_SENT };
+		host_send(h, b, type, u->b.chan, 0, NULL, 0);	/* if served */
 	}
 }
 
@@ -162,7 +133,7 @@ stop_a(struct hub *h, struct upload *u)
 	if (!u->a_live)
 		return;
 	u->a_live = 0;
-	drop_queue(u);
+	chanq_drop(&u->b);
 	if (u->x != NULL) {
 		release_x(u);
 		return;
@@ -176,35 +147,22 @@ stop_a(struct hub *h, struct upload *u)
 	}
 }
 
-/* B's credit on b: -1 after a fault of B's. */
-static int64_t
-b_credit(struct hub *h, struct upload *u, struct peer *b)
-{
-	/* r[shm.flow.remaining-credit] r[shm.flow.wrap-rule]: B's granted
-	 * total against our own sent_total; negative is B's corruption */
-	int64_t credit = hp_chan_credit(&b->view.chans[u->b_chan], u->sent_total);
-
-	if (credit < 0)
-		host_fault(h, b, DEATH_VIOLATION, "shm.flow.wrap-rule");
-	return credit;
-}
-
 /* B's new grants on b, passed on to A on a: never more than hubd has
  * delivered to B, so the queue stays within A's window. */
 static void
 pass_grants(struct hub *h, struct upload *u, struct peer *b)
 {
 	/* r[shm.flow.ordering.sender]: acquire, pairs with B's grant */
-	uint32_t g = hp_load_acquire_u32(&b->view.chans[u->b_chan].granted_total);
+	uint32_t g = hp_load_acquire_u32(&b->view.chans[u->b.chan].granted_total);
 	uint32_t d = g - u->b_seen, room, n;
 	struct peer *a;
 
 	if ((int32_t)d <= 0)
 		return;
 	u->b_seen = g;
-	if (!u->a_live || u->x != NULL || (a = end_peer(h, u->a_peer, u->a_epoch)) == NULL)
+	if (!u->a_live || u->x != NULL || (a = host_instance(h, u->a_peer, u->a_epoch)) == NULL)
 		return;
-	room = u->sent_total - u->returned;
+	room = u->b.sent_total - u->returned;
 	if ((n = d < room ? d : room) == 0)
 		return;
 	/* r[shm.flow.ordering.receiver] */
@@ -219,55 +177,16 @@ pass_grants(struct hub *h, struct upload *u, struct peer *b)
 static int
 pump_one(struct hub *h, struct upload *u, struct peer *b)
 {
-	struct uitem *it;
-	int64_t credit;
-	int n = 0, rc;
+	int n = chanq_pump(h, &u->b, b);
 
-	while ((it = u->head) != NULL && b->bl_head == NULL) {
-		if ((credit = b_credit(h, u, b)) < 0)
-			return n;
-		if ((uint64_t)credit < it->len)
-			break;
-		rc = host_try_send(h, b, HP_MSG_DATA, u->b_chan, 0, it->data, it->len);
-		if (rc == -EAGAIN)
-			break;
-		if (rc != 0) {
-			host_fault(h, b, DEATH_VIOLATION, "shm.ring.capacity");
-			return n;
-		}
-		u->sent_total += it->len;
-		u->queued -= it->len;
-		if ((u->head = it->next) == NULL)
-			u->tail = &u->head;
-		free(it);
-		n++;
-	}
-	if (n > 0 && !ev_is_active(&h->idle_w))
-		ev_idle_start(h->loop, &h->idle_w);	/* staged: published next round */
 	pass_grants(h, u, b);
-	if (u->head == NULL && u->b_end != 0)
+	if (chanq_empty(&u->b) && u->b_end != 0)
 		end_b(h, u, u->b_end);
-	if (u->head == NULL && u->waiting && u->x != NULL) {
+	if (chanq_empty(&u->b) && u->waiting && u->x != NULL) {
 		u->waiting = 0;
 		u->x->on_more(u->x);	/* the client's next line */
 	}
 	return n;
-}
-
-static int
-enqueue(struct upload *u, const uint8_t *data, uint32_t len)
-{
-	struct uitem *it = malloc(sizeof(*it) + len);
-
-	if (it == NULL)
-		return -ENOMEM;
-	it->next = NULL;
-	it->len = len;
-	memcpy(it->data, data, len);
-	*u->tail = it;
-	u->tail = &it->next;
-	u->queued += len;
-	return 0;
 }
 
 /* The stream cannot go on (an item B cannot take, no memory): both ends
@@ -278,7 +197,7 @@ broken(struct hub *h, struct upload *u, const char *why)
 	struct peer *b = hub_peer(h, u->b_peer);
 
 	log_warnx("guest %s: upload on channel %u: %s",
-		  b != NULL && b->conf != NULL ? b->conf->name : "?", u->b_chan, why);
+		  b != NULL && b->conf != NULL ? b->conf->name : "?", u->b.chan, why);
 	end_b(h, u, HP_MSG_RESET);
 	stop_a(h, u);
 }
@@ -292,13 +211,12 @@ upload_new(struct hub *h, struct peer *q, uint32_t b)
 		return NULL;
 	u->b_peer = q->id;
 	u->b_epoch = q->epoch;
-	u->b_chan = b;
+	chanq_init(&u->b, b);
 	/* b starts with no credit, B's window (as if B had activated it
 	 * with initial_credit) is granted when B starts reading: that is no
 	 * credit A's items have used yet */
 	u->b_seen = h->conf.params.initial_credit;
 	u->a_live = u->b_live = 1;
-	u->tail = &u->head;
 	q->uploads++;	/* its grants wake hubd (host_sleep_prepare) */
 	return u;
 }
@@ -453,20 +371,20 @@ upload_client_item(struct hub *h, struct ext_call *x, const uint8_t *item, uint3
 
 	if (u == NULL || !u->a_live)
 		return -1;
-	if (u->b_live && (b = end_peer(h, u->b_peer, u->b_epoch)) != NULL &&
+	if (u->b_live && (b = host_instance(h, u->b_peer, u->b_epoch)) != NULL &&
 	    len > b->ep.lim.max_payload_size) {
 		broken(h, u, "an item is larger than the receiver takes");
 		maybe_free(u);
 		return -1;
 	}
-	if (enqueue(u, item, len) != 0) {
+	if (chanq_hold(&u->b, item, len) != 0) {
 		broken(h, u, "out of memory");
 		maybe_free(u);
 		return -1;
 	}
-	if (u->b_live && (b = end_peer(h, u->b_peer, u->b_epoch)) != NULL)
+	if (u->b_live && (b = host_instance(h, u->b_peer, u->b_epoch)) != NULL)
 		pump_one(h, u, b);
-	if (u->head == NULL)
+	if (chanq_empty(&u->b))
 		return 0;
 	u->waiting = 1;
 	return 1;
@@ -484,7 +402,7 @@ a_ended(struct hub *h, struct upload *u, int reset)
 		end_b(h, u, HP_MSG_RESET);
 	else if (u->b_live && u->b_end == 0) {
 		u->b_end = HP_MSG_CLOSE;
-		if ((b = end_peer(h, u->b_peer, u->b_epoch)) != NULL)
+		if ((b = host_instance(h, u->b_peer, u->b_epoch)) != NULL)
 			pump_one(h, u, b);
 	}
 	maybe_free(u);
@@ -511,7 +429,7 @@ upload_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	struct hchan *c = &p->chans[id];
 	struct upload *u = c->upload;
 	struct peer *b;
-	int64_t credit;
+	int rc;
 
 	if (u->x != NULL || p->id != u->a_peer || id != u->a_chan) {
 		/* B's channel, on which hubd sends: B may not */
@@ -524,26 +442,20 @@ upload_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		/* over at B's end; a is stopped with it (not reached) */
 		return;
 	}
-	b = end_peer(h, u->b_peer, u->b_epoch);
+	b = host_instance(h, u->b_peer, u->b_epoch);
 	if (b != NULL && m->len > b->ep.lim.max_payload_size) {
 		broken(h, u, "an item is larger than the receiver takes");
 		maybe_free(u);
 		return;
 	}
-	/* straight on when nothing waits before it and B has credit: a
-	 * variable slot is handed on as it is */
-	if (b != NULL && u->head == NULL && b->bl_head == NULL) {
-		if ((credit = b_credit(h, u, b)) < 0)
-			return;
-		if ((uint64_t)credit >= m->len) {
-			host_forward(h, b, m, HP_MSG_DATA, u->b_chan, 0, b->id);
-			u->sent_total += m->len;
+	/* straight on when nothing waits before it and B has credit */
+	if (b != NULL && (rc = chanq_forward(h, &u->b, b, m)) != 0) {
+		if (rc > 0)
 			pass_grants(h, u, b);
-			return;
-		}
+		return;		/* sent, or B faulted */
 	}
 	/* within A's window, which is B's less the queue: bounded */
-	if (enqueue(u, m->payload, m->len) != 0) {
+	if (chanq_hold(&u->b, m->payload, m->len) != 0) {
 		broken(h, u, "out of memory");
 		maybe_free(u);
 	}
@@ -565,7 +477,7 @@ upload_end(struct hub *h, struct peer *p, uint32_t id, int reset)
 	/* B, the receiver, says stop (r[shm.flow.reset]): nothing more
 	 * follows our Reset, and the sender is told to stop */
 	b_over(h, u);
-	drop_queue(u);
+	chanq_drop(&u->b);
 	p->chans[id] = (struct hchan){ 0 };
 	host_send(h, p, HP_MSG_RESET, id, 0, NULL, 0);
 	stop_a(h, u);
@@ -615,17 +527,10 @@ upload_ready(struct hub *h, struct peer *p)
 			continue;
 		/* a grant of B's to pass on (acquire: pairs with B's release
 		 * add in hp_chan_grant) */
-		if ((int32_t)(hp_load_acquire_u32(&p->view.chans[u->b_chan].granted_total) -
+		if ((int32_t)(hp_load_acquire_u32(&p->view.chans[u->b.chan].granted_total) -
 			      u->b_seen) > 0)
 			return 1;
-		if (u->head == NULL) {
-			if (u->b_end != 0)
-				return 1;
-			continue;
-		}
-		if (p->bl_head == NULL && hp_chan_credit(&p->view.chans[u->b_chan],
-							 u->sent_total) >= u->head->len &&
-		    hp_endpoint_tx_ready(&p->ep) > 0)
+		if (chanq_empty(&u->b) ? u->b_end != 0 : chanq_ready(&u->b, p))
 			return 1;
 	}
 	return 0;
@@ -650,7 +555,7 @@ upload_detach(struct hub *h, struct peer *p)
 			 * sender is told to stop (before the call's error,
 			 * answer_detach) */
 			u->b_live = 0;
-			drop_queue(u);
+			chanq_drop(&u->b);
 			stop_a(h, u);
 		}
 		maybe_free(u);
@@ -672,6 +577,6 @@ upload_stats(struct hub *h, uint32_t *open, uint64_t *queued)
 	*queued = 0;
 	for (struct upload *u = h->uploads; u != NULL; u = u->next) {
 		(*open)++;
-		*queued += u->queued;
+		*queued += u->b.queued;
 	}
 }
