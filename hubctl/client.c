@@ -62,13 +62,13 @@ void
 client_no_answer_in_time(const struct ctl *ctl)
 {
 	if (ctl->call_wait_ms > 0)
-		exit(client_refuse(ctl, "no answer within %.1f s (the call's --timeout, and 2 s "
+		exit(client_refusal(ctl, "no answer within %.1f s (the call's --timeout, and 2 s "
 				   "for its answer to come)", ctl->call_wait_ms / 1000.0));
-	exit(client_refuse(ctl, "no answer within %d s (-t)", ctl->timeout_s));
+	exit(client_refusal(ctl, "no answer within %d s (-t)", ctl->timeout_s));
 }
 
 int
-client_refuse(const struct ctl *ctl, const char *fmt, ...)
+client_refusal(const struct ctl *ctl, const char *fmt, ...)
 {
 	json_object *a;
 	char text[1024];

@@ -43,7 +43,7 @@ int		 client_connect(const struct ctl *ctl);
 void		 client_no_answer_in_time(const struct ctl *ctl) __attribute__((noreturn));
 /* 1, having said hubctl's own refusal (text from fmt, escaped already):
  * on stderr, or with -j as hubd's are, {"ok":false,"error":...} on stdout. */
-int		 client_refuse(const struct ctl *ctl, const char *fmt, ...)
+int		 client_refusal(const struct ctl *ctl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* One request line (req is freed); refused here if hubd would refuse it
  * for its size. */

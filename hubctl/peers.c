@@ -224,7 +224,7 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		 * logs): cut as it cuts it, escaped as its answers are */
 		n = strlen(argv[0]);
 		escape_text(shown, sizeof(shown), argv[0], n < 64 ? n : 64, 0);
-		return client_refuse(ctl, "no such guest: %s", shown);
+		return client_refusal(ctl, "no such guest: %s", shown);
 	}
 	peers = js_list(a, "peers");
 	w = js_width(peers, "name", 16);

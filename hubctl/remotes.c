@@ -223,7 +223,7 @@ hubctl_remotes(struct ctl *ctl, int argc, char **argv)
 	}
 	if (json_object_array_length(list) == 0) {
 		json_object_put(list);
-		return client_refuse(ctl, "remotes: no NATS bridge on this hub (no guest serves "
+		return client_refusal(ctl, "remotes: no NATS bridge on this hub (no guest serves "
 				     "GUEST." BR_STATS_METHOD ")");
 	}
 	for (size_t i = 0; i < json_object_array_length(list); i++) {
