@@ -550,15 +550,21 @@ hubctl_topics(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a, *ts;
 	char ret[RETAINED_SHOWN * 4 + 8];
-	int rc;
+	int rc, wn, ws, wp, wc;
 
 	(void)argc;
 	(void)argv;
 	if ((a = client_ask(ctl, "topics", &rc)) == NULL)
 		return rc;
 	ts = js_list(a, "topics");
-	printf("%-24s %-20s %-16s %10s %5s  %s\n", "TOPIC", "SIGNATURE", "PUBLISHER",
-	       "PUBLISHED", "SUBS", "RETAINED");
+	/* columns as wide as what they hold: a name of 63 bytes, or a count
+	 * a hostile publisher ran up, shifts no other column */
+	wn = js_width(ts, "name", 24);
+	ws = js_width(ts, "signature", 20);
+	wp = js_width(ts, "publisher", 16);
+	wc = js_width(ts, "published", 10);
+	printf("%-*s %-*s %-*s %*s %5s  %s\n", wn, "TOPIC", ws, "SIGNATURE", wp, "PUBLISHER",
+	       wc, "PUBLISHED", "SUBS", "RETAINED");
 	for (size_t i = 0; i < json_object_array_length(ts); i++) {
 		json_object *t = json_object_array_get_idx(ts, i), *subs = js_get(t, "subscribers");
 		size_t nsubs = json_object_is_type(subs, json_type_array) ?
@@ -566,22 +572,25 @@ hubctl_topics(struct ctl *ctl, int argc, char **argv)
 		const char *pub = js_get(t, "publisher") != NULL &&
 		    !json_object_is_type(js_get(t, "publisher"), json_type_null) ?
 		    js_text(t, "publisher") : "-";
+		int sw = js_width(subs, "who", 22), sr = js_width(subs, "received", 10);
+		int sl = js_width(subs, "lost", 8), sb = js_width(subs, "behind", 8);
 
-		printf("%-24s %-20s %-16s %10" PRIu64 " %5zu  %s\n", js_text(t, "name"),
-		       *js_text(t, "signature") ? js_text(t, "signature") : "-", pub,
+		printf("%-*s %-*s %-*s %*" PRIu64 " %5zu  %s\n", wn, js_text(t, "name"), ws,
+		       *js_text(t, "signature") ? js_text(t, "signature") : "-", wp, pub, wc,
 		       js_u64(t, "published"), nsubs,
 		       retained_text(ret, sizeof(ret), js_get(t, "retained")));
 		/* its subscribers under it */
 		for (size_t k = 0; k < nsubs; k++) {
-			json_object *s = json_object_array_get_idx(subs, k);
+			json_object *sub = json_object_array_get_idx(subs, k);
 
 			if (k == 0)
-				printf("  %-22s %-12s %8s %10s %8s %8s\n", "SUBSCRIBER", "POLICY",
-				       "RATE/S", "RECEIVED", "LOST", "BEHIND");
-			printf("  %-22s %-12s %8.1f %10" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
-			       js_text(s, "who"), js_text(s, "policy"),
-			       json_object_get_double(js_get(s, "rate")), js_u64(s, "received"),
-			       js_u64(s, "lost"), js_u64(s, "behind"));
+				printf("  %-*s %-12s %8s %*s %*s %*s\n", sw, "SUBSCRIBER", "POLICY",
+				       "RATE/S", sr, "RECEIVED", sl, "LOST", sb, "BEHIND");
+			printf("  %-*s %-12s %8.1f %*" PRIu64 " %*" PRIu64 " %*" PRIu64 "\n",
+			       sw, js_text(sub, "who"), js_text(sub, "policy"),
+			       json_object_get_double(js_get(sub, "rate")), sr,
+			       js_u64(sub, "received"), sl, js_u64(sub, "lost"), sb,
+			       js_u64(sub, "behind"));
 		}
 	}
 	json_object_put(a);

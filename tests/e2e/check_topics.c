@@ -4,6 +4,7 @@
  * come back, a retained event across its publisher's restart, the
  * discovery topics across restarts and reloads, guest_wait_method, and
  * hostile subscribers and publishers. The guests are topicguest. */
+#include <ctype.h>
 #include <check.h>
 #include <signal.h>
 #include <stdio.h>
@@ -345,8 +346,32 @@ END_TEST
 /* A publisher that scribbles its topic's memory: its subscribers are
  * told (lost or bad events), never crash, and go on once it writes
  * events again. */
+/* hubctl topics' columns line up with their headings, whatever width the
+ * figures take: PUBLISHED ends where the topic's count does, and each
+ * subscriber row ends where its heading (BEHIND) does. */
+static void
+expect_aligned(const char *out, const char *topic)
+{
+	const char *head = strstr(out, "PUBLISHED"), *row = strstr(out, topic), *sub, *eol;
+	size_t end;
+
+	ck_assert_msg(head != NULL && head < strchr(out, '\n') && row != NULL &&
+		      (sub = strstr(row + 1, "\n  SUBSCRIBER")) != NULL,
+		      "hubctl topics printed:\n%s", out);
+	row++;		/* past the newline before it */
+	end = (size_t)(head - out) + strlen("PUBLISHED");
+	ck_assert_msg(strlen(row) > end && row[end] == ' ' && isdigit((unsigned char)row[end - 1]),
+		      "PUBLISHED's column and the count disagree:\n%s", out);
+	sub++;
+	eol = strchr(sub, '\n');
+	ck_assert_msg(eol != NULL && strchr(eol + 1, '\n') != NULL &&
+		      strchr(eol + 1, '\n') - (eol + 1) == eol - sub,
+		      "a subscriber's row and its headings differ in width:\n%s", out);
+}
+
 START_TEST(test_hostile_publisher)
 {
+	char *out = NULL;
 	int pid;
 
 	hub_start_up(&hub, NULL, PUB("") SUB("sub", "--policy=drop-oldest")
@@ -356,8 +381,6 @@ START_TEST(test_hostile_publisher)
 	expect("pub.burst", "5", "0", "5\n");
 	expect_stats("sub", "received 5 ");
 	for (int i = 0; i < 20; i++) {
-		char *out;
-
 		expect("pub.scribble", NULL, NULL, "");
 		out = call("puller.read", "100", NULL);
 		free(out);
@@ -369,6 +392,10 @@ START_TEST(test_hostile_publisher)
 	ck_assert_str_eq(hub_peer_state(&hub, "puller"), "up");
 	ck_assert_int_eq(hub_peer_int(&hub, "sub", "restarts"), 0);
 	ck_assert_int_eq(hub_peer_int(&hub, "puller", "restarts"), 0);
+	/* its counts, whatever it wrote, keep the table's columns */
+	hubctl_ok(&hub, &out, "topics", (char *)NULL);
+	expect_aligned(out, "\npub.ev ");
+	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
