@@ -11,6 +11,7 @@ import asyncio
 import errno
 import time
 
+from ._items import Items
 from ._lib import c_name
 from ._wait import deadline_in, ms_left
 from .codec import Chan, Rx, Signature, decode
@@ -318,7 +319,7 @@ class Call:
         return await fut
 
 
-class Stream:
+class Stream(Items):
     """The items of a call that streams to this guest: iterate over it
     (for, or async for under serve()) for each item, decoded as the
     channel's T; then .result holds the call's result. The call's error,
@@ -475,63 +476,18 @@ class Stream:
         return item is None and self.ended is not None and self._call.done() \
             and self._head >= len(self._items)
 
-    def __iter__(self):
+    def _begin(self):
         self._start()
-        return self._gen()
 
-    def _gen(self):
-        deadline = deadline_in(self._timeout)
-        finished = False
-        try:
-            while True:
-                ready, item = self._next_ready()
-                if ready:
-                    if self._over(item):
-                        break
-                    deadline = deadline_in(self._timeout)
-                    yield item
-                    continue
-                ms = ms_left(deadline)
-                if ms == 0:
-                    self.stop()
-                    raise Timeout("%s: no item or answer in time" % self.method,
-                                  -errno.ETIMEDOUT, self.method)
-                self._g._serve_slice(ms)
-            finished = True
-        finally:
-            if not finished:
-                self.stop()
-        self._outcome()
+    def _is_last(self, item):
+        return self._over(item)
 
-    def __aiter__(self):
-        self._start()
-        return self._agen()
+    def _each_wait(self):
+        return self._timeout
 
-    async def _agen(self):
-        loop = asyncio.get_running_loop()
-        finished = False
-        try:
-            while True:
-                ready, item = self._next_ready()
-                if ready:
-                    if self._over(item):
-                        break
-                    yield item
-                    continue
-                self._waiter = loop.create_future()
-                try:
-                    await asyncio.wait_for(self._waiter, self._timeout)
-                except asyncio.TimeoutError:
-                    self.stop()
-                    raise Timeout("%s: no item or answer in time" % self.method,
-                                  -errno.ETIMEDOUT, self.method) from None
-                finally:
-                    self._waiter = None
-            finished = True
-        finally:
-            if not finished:
-                self.stop()
-        self._outcome()
+    def _late(self):
+        return Timeout("%s: no item or answer in time" % self.method, -errno.ETIMEDOUT,
+                       self.method)
 
     def __enter__(self):
         return self
@@ -540,6 +496,3 @@ class Stream:
         self.stop()
         return False
 
-    def collect(self):
-        """All the items as a list (then .result is set)."""
-        return list(self)

@@ -7,19 +7,18 @@ it drops it by answering.
 
 It knows its guest only by its attributes (_lib, _h, _rx, _c_item,
 _c_end, _serve_slice): it imports no module of the binding but codec,
-errors and _wait."""
+errors and _items."""
 
-import asyncio
 import errno
 
-from ._wait import deadline_in, ms_left
+from ._items import Items
 from .codec import decode
 from .errors import ChannelClosed, InvalidPayload, Timeout, status_error
 
 _END = object()     # the end of the items (None may be one: an opt<T>)
 
 
-class Upload:
+class Upload(Items):
     """The items a handler's caller sends on its rx<T> argument: iterate
     over it once (for in a plain handler, async for in an async one),
     each item decoded as T; the iteration ends at the caller's Close and
@@ -117,64 +116,14 @@ class Upload:
         if g._h is not None:
             g._lib.guest_chan_reset(g._h, self.id)
 
-    def __iter__(self):
+    def _begin(self):
         self._accept()
-        return self._gen()
 
-    def _gen(self):
-        finished = False
-        try:
-            deadline = deadline_in(self.timeout)
-            while True:
-                ready, item = self._next_ready()
-                if ready:
-                    if item is _END:
-                        break
-                    deadline = deadline_in(self.timeout)
-                    yield item
-                    continue
-                ms = ms_left(deadline)
-                if ms == 0:
-                    self.stop()
-                    raise Timeout("upload on channel %d: no item in time" % self.id,
-                                  -errno.ETIMEDOUT)
-                self._g._serve_slice(ms)
-            finished = True
-        finally:
-            if not finished:
-                self.stop()
-        self._outcome()
+    def _is_last(self, item):
+        return item is _END
 
-    def __aiter__(self):
-        self._accept()
-        return self._agen()
+    def _each_wait(self):
+        return self.timeout
 
-    async def _agen(self):
-        loop = asyncio.get_running_loop()
-        finished = False
-        try:
-            while True:
-                ready, item = self._next_ready()
-                if ready:
-                    if item is _END:
-                        break
-                    yield item
-                    continue
-                self._waiter = loop.create_future()
-                try:
-                    await asyncio.wait_for(self._waiter, self.timeout)
-                except asyncio.TimeoutError:
-                    self.stop()
-                    raise Timeout("upload on channel %d: no item in time" % self.id,
-                                  -errno.ETIMEDOUT) from None
-                finally:
-                    self._waiter = None
-            finished = True
-        finally:
-            if not finished:
-                self.stop()
-        self._outcome()
-
-    def collect(self):
-        """All the items as a list."""
-        return list(self)
+    def _late(self):
+        return Timeout("upload on channel %d: no item in time" % self.id, -errno.ETIMEDOUT)
