@@ -2,7 +2,7 @@
 /* Starting a guest's process (r[shm.spawn.ticket]): its memory domain
  * made and its peer entry there reserved, the spawn ticket on its command
  * line, its doorbell at fd 3, its domain at 5, its zone's pool at 6 and
- * its bells at 7 and 8,
+ * its bells at 7 and 8, /dev/null its stdin, a session of its own,
  * its limits, user and group set and every other fd closed between fork
  * and exec; a failure before exec comes back up a pipe with the step that
  * failed. */
@@ -131,6 +131,7 @@ spawn_raise_fd_limit(uint32_t max_guests)
 
 /* What went wrong in the child before exec, sent up the error pipe. */
 enum child_step {
+	CHILD_SESSION,
 	CHILD_RLIMIT_AS,
 	CHILD_RLIMIT_NOFILE,
 	CHILD_GROUP,
@@ -149,7 +150,7 @@ static const char *
 child_step_name(int step)
 {
 	static const char *const names[] = {
-		[CHILD_RLIMIT_AS] = "limit_memory", [CHILD_RLIMIT_NOFILE] = "limit_files",
+		[CHILD_SESSION] = "session", [CHILD_RLIMIT_AS] = "limit_memory", [CHILD_RLIMIT_NOFILE] = "limit_files",
 		[CHILD_GROUP] = "group", [CHILD_USER] = "user",
 		[CHILD_FDS] = "inherited fds", [CHILD_FILTER] = "seccomp",
 		[CHILD_EXEC] = "exec",
@@ -242,11 +243,14 @@ child_user(struct peer *p, pid_t hubd, struct child_err *ce)
  * that the moves below find free fds under any limit_files (16 at least)
  * even when hubd is out of fds; each fd is first lifted above the
  * targets, so that none overwrites another. Its stdout and stderr are the
- * pipe hubd reads (guestlog.c). -1 with errno set on failure. */
+ * pipe hubd reads (guestlog.c); its stdin /dev/null, never hubd's: the
+ * terminal hubd was started from (a guest would read the operator's keys,
+ * or TIOCSTI a command into the shell), or whatever hubd opened at 0 when
+ * it was started with 0 closed. -1 with errno set on failure. */
 static int
 child_fds(struct peer *p, const int *guest_end, int err_fd, int out_fd)
 {
-	int src[GUEST_FDS + 1], lifted[GUEST_FDS], out;
+	int src[GUEST_FDS + 1], lifted[GUEST_FDS], out, null;
 
 	for (int t = 0; t <= GUEST_FDS; t++)
 		src[t] = -1;
@@ -273,6 +277,13 @@ child_fds(struct peer *p, const int *guest_end, int err_fd, int out_fd)
 		if (lifted[t] < 0)
 			close(t);
 	}
+	/* the fds moved, 0 to 2 are free to take (hubd may have had one
+	 * there); not close-on-exec, should open give 0 itself */
+	if ((null = open("/dev/null", O_RDONLY)) < 0 ||
+	    dup2(null, STDIN_FILENO) != STDIN_FILENO)
+		return -1;
+	if (null != STDIN_FILENO)
+		close(null);
 	if (dup2(out, STDOUT_FILENO) != STDOUT_FILENO ||
 	    dup2(out, STDERR_FILENO) != STDERR_FILENO)
 		return -1;
@@ -307,10 +318,15 @@ child(struct peer *p, char **argv, const int *guest_end, int err_fd, int out_fd,
 	sigset_t all;
 	int rc;
 
-	/* Its own process group (hubd sets it too, whichever runs first):
-	 * what it forks is ended with it, and a ^C at hubd's terminal is
-	 * hubd's to handle; guests are stopped through the protocol. */
-	setpgid(0, 0);
+	/* Its own session, so its own process group: what it forks is
+	 * ended with it, and a ^C at hubd's terminal is hubd's to handle
+	 * (guests are stopped through the protocol); and no controlling
+	 * terminal, hubd's, which it could open as /dev/tty. Before exec, so
+	 * before the guest can fork or hubd signal its group. */
+	if (setsid() < 0) {
+		ce.step = CHILD_SESSION;
+		goto fail;
+	}
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&all);
@@ -460,9 +476,8 @@ fork_guest(struct peer *p, int guest_end[2], const char **what)
 	}
 	if (pid == 0)
 		child(p, argv, guest_end, errpipe[1], out_w, hubd);
-	/* the child does it too: whichever runs first, the group exists
-	 * before the guest can fork (EACCES once it has exec'd: it has) */
-	setpgid(pid, pid);
+	/* its session and group are the child's to make (setsid): a
+	 * setpgid here first would make it fail. exec_result waits for it */
 	/* r[shm.spawn.fd-inheritance]: we keep only our end */
 	close(guest_end[0]);
 	close(guest_end[1]);

@@ -16,8 +16,8 @@
  * non-default libev loop precisely so that libev installs no SIGCHLD
  * handler of its own, whose waitpid(-1) would steal the exit statuses.
  *
- * Each guest leads its own process group (setpgid on both sides of the
- * fork): whatever it forks is killed with it, when it dies or is killed,
+ * Each guest leads its own session and process group (setsid in spawn.c's
+ * child, before exec): whatever it forks is killed with it, when it dies or is killed,
  * and when hubd exits. Everything after start-up is recoverable: a spawn
  * that fails (no fds, no memory, exec failed) is a death like any other.
  * Each death goes into its tally (tally.c) before recovery.

@@ -406,6 +406,31 @@ START_TEST(test_system_calls_filtered)
 }
 END_TEST
 
+/* A hubd started by hand from a shell (here on a pty of the test's, its
+ * controlling terminal and stdin): its guests get neither. A guest that
+ * had the terminal at fd 0, or could open it as /dev/tty, read the
+ * operator's keys and, with TIOCSTI, typed commands into the shell that
+ * runs once hubd stops, as whoever started hubd (root). Whatever uid the
+ * guest runs as. */
+START_TEST(test_guest_has_no_terminal)
+{
+	char in[1100], *out;
+	int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+	ck_assert_msg(master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0 &&
+		      ptsname(master) != NULL, "pty: %s", strerror(errno));
+	hub_next_terminal(ptsname(master));
+	guest(in, sizeof(in), "intruder", intruder(), NULL);
+	hub_start_up(&hub, NULL, in, "intruder");
+	ck_assert(hub_wait_method(&hub, "intruder.tty") == 0);
+	out = call("intruder.tty", NULL, NULL);
+	close(master);
+	ck_assert_str_eq(out, "stdin=ENOTTY devtty=ENXIO sti=ENOTTY\n");
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 #if defined(__x86_64__)
 #define INT80	"SIGSYS"	/* the i386 ABI, which the filter does not allow */
 #else
@@ -899,6 +924,7 @@ suite_users(void)
 	tcase_add_test(tc, test_hub_group_is_not_the_guests);
 	tcase_add_test(tc, test_system_calls_filtered);
 	tcase_add_test(tc, test_escapes_filtered);
+	tcase_add_test(tc, test_guest_has_no_terminal);
 	tcase_add_test(tc, test_user_root_and_guest_uids_no);
 	tcase_add_test(tc, test_unreachable_exec_runs_as_hubd);
 	tcase_add_test(tc, test_hubd_not_root);

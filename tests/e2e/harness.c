@@ -230,11 +230,18 @@ alive(pid_t pid)
 }
 
 static struct rlimit next_nofile;
+static char next_terminal[sizeof(((struct hub_proc *)0)->terminal)];
 
 void
 hub_next_nofile(rlim_t soft, rlim_t hard)
 {
 	next_nofile = (struct rlimit){ soft, hard };
+}
+
+void
+hub_next_terminal(const char *path)
+{
+	snprintf(next_terminal, sizeof(next_terminal), "%s", path);
 }
 
 int
@@ -245,6 +252,8 @@ hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 	memset(h, 0, sizeof(*h));
 	h->nofile = next_nofile;
 	next_nofile = (struct rlimit){ 0, 0 };
+	memcpy(h->terminal, next_terminal, sizeof(h->terminal));
+	next_terminal[0] = '\0';
 	h->n = hub_count++;
 	snprintf(h->conf, sizeof(h->conf), "%s/hub%d.conf", run_dir, h->n);
 	snprintf(h->log, sizeof(h->log), "%s/hub%d.log", run_dir, h->n);
@@ -335,6 +344,12 @@ hub_restart(struct hub_proc *h)
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (h->nofile.rlim_cur != 0 && setrlimit(RLIMIT_NOFILE, &h->nofile) != 0)
 			_exit(126);
+		/* a session of its own whose controlling terminal it opens */
+		if (h->terminal[0] != '\0' &&
+		    (setsid() < 0 || (fd = open(h->terminal, O_RDWR)) < 0 || dup2(fd, 0) != 0))
+			_exit(126);
+		if (h->terminal[0] != '\0' && fd != 0)
+			close(fd);
 		fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		dup2(fd, 1);
 		dup2(fd, 2);

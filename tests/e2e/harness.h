@@ -16,6 +16,7 @@ struct hub_proc {
 	char	log[256];
 	char	sock[256];
 	struct rlimit nofile;		/* hubd's limit of open files; 0: ours */
+	char	terminal[64];		/* hubd's controlling terminal and stdin; "": ours */
 };
 
 /* Unchecked fixture: a private directory and path prefix for this run;
@@ -64,6 +65,10 @@ int hub_domain_fd(struct hub_proc *h, const char *kind, const char *name);
  * with, set in its process alone before exec (the test's own stays as it
  * is, so a test needs no root to put it back); its hub_restarts keep it. */
 void hub_next_nofile(rlim_t soft, rlim_t hard);
+/* The next hub_start's hubd runs in a session of its own with the
+ * terminal at path (a pty's) as its controlling terminal and its stdin,
+ * as hubd started by hand from a shell; its hub_restarts keep it. */
+void hub_next_terminal(const char *path);
 /* Starts hubd again on the same config and paths. */
 int hub_restart(struct hub_proc *h);
 /* SIGTERM, wait up to 15 s; returns hubd's exit status, or -1 if it had to

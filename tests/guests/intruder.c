@@ -28,7 +28,13 @@
  *			(SIGSYS, or exit)
  *   work		what every plugin may need, under the same filter:
  *			a thread, fork, posix_spawn of /bin/true, the
- *			personality's query and PER_LINUX: each ok or ERRNO */
+ *			personality's query and PER_LINUX: each ok or ERRNO
+ *   tty		what it could do to the terminal hubd runs on:
+ *			"stdin=tty" if its fd 0 is a terminal (else
+ *			stdin=ERRNO, ENOTTY), devtty= the open of /dev/tty
+ *			(its controlling terminal: ENXIO when none), sti= a
+ *			TIOCSTI of a newline into either's input, as a
+ *			command typed into the operator's shell would be */
 #include <dirent.h>
 #include <err.h>
 #include <errno.h>
@@ -48,6 +54,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -87,6 +94,7 @@ err_name(int err)
 	case EINVAL: return "EINVAL";
 	case EBADF: return "EBADF";
 	case EAFNOSUPPORT: return "EAFNOSUPPORT";
+	case ENOTTY: return "ENOTTY";
 	default:
 		snprintf(other, sizeof(other), "errno%d", err);
 		return other;
@@ -437,6 +445,29 @@ work(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_str(c, out);
 }
 
+static void
+tty(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	char out[256] = "", nl = '\n';
+	int fd, r;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	errno = 0;
+	r = isatty(STDIN_FILENO);
+	snprintf(out, sizeof(out), "stdin=%s", r ? "tty" : err_name(errno));
+	errno = 0;
+	fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	note(out, sizeof(out), "devtty", fd >= 0);
+	errno = 0;
+	r = ioctl(fd >= 0 ? fd : STDIN_FILENO, TIOCSTI, &nl);
+	note(out, sizeof(out), "sti", r == 0);
+	if (fd >= 0)
+		close(fd);
+	reply_str(c, out);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -447,6 +478,7 @@ main(int argc, char *argv[])
 		{ "kernel", "->str", kernel },
 		{ "escape", "->str", escape },
 		{ "work", "->str", work },
+		{ "tty", "->str", tty },
 	};
 	struct guest *g;
 	const char *why;
