@@ -3,7 +3,8 @@
  * every guest is started with ([guest] seccomp = no: none): reaching into
  * other processes (ptrace, process_vm_*, pidfd_getfd), the kernel's and
  * the machine's state (modules, kexec, reboot, swap, clocks, host name,
- * mounts, namespaces, keys, BPF, perf, fanotify), io_uring (whose
+ * mounts, namespaces, keys, BPF, perf, fanotify, userfaultfd, also by
+ * /dev/userfaultfd), io_uring (whose
  * operations pass no system call filter), files by handle, leaving the
  * guest's process group, and a personality other than Linux's own. Each fails with EPERM: a plugin
  * that tries learns it may not, and nothing else changes; clone3 alone
@@ -17,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <seccomp.h>
@@ -28,6 +30,9 @@
 #endif
 #ifndef AF_VSOCK
 #define AF_VSOCK	40
+#endif
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW	_IO(0xAA, 0x00)	/* linux/userfaultfd.h, Linux 6.1 */
 #endif
 
 static scmp_filter_ctx filter;
@@ -95,8 +100,8 @@ syscall_nr(const char *name)
 	return nr;
 }
 
-/* clone's flags, personality and socket's family: the rules that look at
- * an argument. */
+/* clone's flags, personality, socket's family and an ioctl: the rules
+ * that look at an argument. */
 static int
 filter_args(void)
 {
@@ -127,6 +132,12 @@ filter_args(void)
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, set | clear, set))) != 0)
 			return rc;
 	}
+	/* userfaultfd by /dev/userfaultfd (root's, mode 0600), which a
+	 * guest running as root opens: the call refused by another way.
+	 * The request is an unsigned int: past its 32 bits, whatever */
+	if ((rc = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, USERFAULTFD_IOC_NEW))) != 0)
+		return rc;
 	/* the hypervisor's sockets, which Docker refuses too; the family
 	 * is an int: whatever the register holds past its 32 bits */
 	return seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,

@@ -21,7 +21,10 @@
  *			too long): clone with each CLONE_NEW* flag
  *			(newns=...), clone3, the io_uring calls,
  *			personality(READ_IMPLIES_EXEC) and with bits past
- *			32, pidfd_getfd, sethostname, fanotify_init, an
+ *			32, pidfd_getfd, sethostname, fanotify_init,
+ *			uffd_dev (a userfaultfd by /dev/userfaultfd's
+ *			USERFAULTFD_IOC_NEW: its open's errno when it
+ *			cannot be opened), an
  *			AF_VSOCK socket (also with bits past the int's);
  *			and, in a child, a call of the x32 and of the i386
  *			ABI: x32= and int80= say how the child ended
@@ -61,6 +64,9 @@
 #include <unistd.h>
 
 #include "guest.h"
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW	_IO(0xAA, 0x00)	/* linux/userfaultfd.h, Linux 6.1 */
+#endif
 #include "tests/guests/testguest.h"
 
 static void
@@ -388,6 +394,14 @@ escape(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	errno = 0;	/* no such flags: EINVAL, had it passed */
 	r = syscall(SYS_fanotify_init, 0xffffffffUL, 0);
 	note_r(out, sizeof(out), "fanotify_init", r, errno);
+	errno = 0;
+	if ((fd = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC)) >= 0) {
+		if ((r = ioctl(fd, USERFAULTFD_IOC_NEW, O_CLOEXEC)) >= 0)
+			close((int)r);
+		close(fd);
+		fd = (int)r;
+	}
+	note_r(out, sizeof(out), "uffd_dev", fd, errno);
 	errno = 0;
 	if ((fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0)
 		close(fd);
