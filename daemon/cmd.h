@@ -10,6 +10,8 @@
 #include "daemon/request.h"
 
 struct client;
+struct hub;
+struct json_object;
 struct peer;
 
 /* cmd_call.c: a client's call, and the stream it feeds hub.sink with */
@@ -30,6 +32,9 @@ void		cmd_calls(struct client *c, const struct control_req *r);
 /* The guest a request names, or NULL when there is none (and the client
  * is told). */
 struct peer	*cmd_guest_named(struct client *c, const char *name);
+/* Its state into o: "state", "then": "start" when it starts again once
+ * stopped, "starts_in_s" while it backs off. */
+void		cmd_add_state(struct hub *h, struct json_object *o, struct peer *p);
 
 /* cmd_topics.c: topics for operators */
 void		cmd_topics(struct client *c, const struct control_req *r);

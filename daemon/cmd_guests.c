@@ -17,16 +17,14 @@
 
 /* Its state, and "then": "start" when it starts again once stopped (a
  * start or restart came while it stopped): never a bare "stopping" that
- * reads as if the start was lost. */
+ * reads as if the start was lost; backing off, when it starts. */
 static void
-reply_state(struct client *c, const struct peer *p)
+reply_state(struct client *c, struct peer *p)
 {
 	json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
-	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
-	if (lifecycle_start_pending(&p->life, p->state))
-		json_object_object_add(o, "then", json_object_new_string("start"));
+	cmd_add_state(c->h, o, p);
 	client_reply(c, o);
 }
 

@@ -17,6 +17,7 @@
 #include "daemon/lanes.h"
 #include "daemon/methods.h"
 #include "daemon/pool.h"
+#include "daemon/supervise.h"
 #include "daemon/tally.h"
 #include "proto/channel.h"
 #include "proto/peer.h"
@@ -202,6 +203,18 @@ add_memory(struct hub *h, json_object *o, struct peer *p, uint64_t now)
 		NULL : json_fixed((now - beat) / 1000, 3));
 }
 
+void
+cmd_add_state(struct hub *h, json_object *o, struct peer *p)
+{
+	uint64_t left = supervise_starts_in(h, p);
+
+	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
+	if (lifecycle_start_pending(&p->life, p->state))	/* once stopped */
+		json_object_object_add(o, "then", json_object_new_string("start"));
+	if (left != 0)	/* backing off: when it tries again */
+		json_object_object_add(o, "starts_in_s", json_seconds(left));
+}
+
 /* One guest, as hubctl peers shows it. */
 static json_object *
 peer_json(struct hub *h, struct peer *p)
@@ -211,9 +224,7 @@ peer_json(struct hub *h, struct peer *p)
 
 	json_object_object_add(o, "name", json_object_new_string(p->conf->name));
 	json_object_object_add(o, "peer_id", json_object_new_int((int)p->id));
-	json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(p->state)));
-	if (lifecycle_start_pending(&p->life, p->state))	/* once stopped */
-		json_object_object_add(o, "then", json_object_new_string("start"));
+	cmd_add_state(h, o, p);
 	if (p->note[0] != '\0')	/* hub.describe "": what it says of itself */
 		json_object_object_add(o, "note", json_object_new_string(p->note));
 	json_object_object_add(o, "pid", json_object_new_int((int)p->pid));

@@ -648,6 +648,17 @@ supervise_all_down(struct hub *h)
 	return 1;
 }
 
+uint64_t
+supervise_starts_in(struct hub *h, struct peer *p)
+{
+	double left;
+
+	if (p->state != PEER_BACKOFF || !ev_is_active(&p->timer))
+		return 0;
+	left = ev_timer_remaining(h->loop, &p->timer);
+	return left > 1e-9 ? (uint64_t)(left * 1e9) : 1;
+}
+
 /* Graceful stop (r[shm.goodbye.host]): say goodbye in the header, ring
  * every doorbell, give guests stop_grace to detach, then SIGKILL. */
 void

@@ -20,6 +20,8 @@ void		supervise_tick(struct hub *h);
 void		supervise_faults(struct hub *h);
 void		supervise_stop_all(struct hub *h);
 int		supervise_all_down(struct hub *h);
+/* Backing off: ns until it starts again (at least 1); otherwise 0. */
+uint64_t	supervise_starts_in(struct hub *h, struct peer *p);
 /* SIGKILL to every guest's process group (hubd exiting). */
 void		supervise_kill_groups(struct hub *h);
 

@@ -95,6 +95,10 @@ int		 hubctl_stats(struct ctl *ctl, int argc, char **argv);
 
 /* peers.c: hubctl peers [NAME] */
 int		 hubctl_peers(struct ctl *ctl, int argc, char **argv);
+/* A guest's state for people, from an answer's "state", "then" and
+ * "starts_in_s": "stopping, will start when stopped", "backoff, starts
+ * in 4.2 s", or the state alone. buf, returned. */
+const char	*state_text(char *buf, size_t len, json_object *o);
 
 /* call.c: hubctl call [--timeout MS] [--trace TRACEPARENT] METHOD [ARG...] */
 #define CALL_USAGE	"[--timeout MS] [--trace TP|new] METHOD [ARG | --bytes-file FILE]..."

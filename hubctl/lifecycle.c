@@ -12,15 +12,12 @@ static int
 supervise(struct ctl *ctl, const char *cmd, const char *name)
 {
 	json_object *a;
+	char buf[96];
 	int rc;
 
 	if ((a = client_ask_about(ctl, cmd, name, &rc)) == NULL)
 		return rc;
-	/* a start that waits for the guest to stop says so */
-	if (strcmp(js_text(a, "then"), "start") == 0)
-		printf("%s: %s, will start when stopped\n", name, js_text(a, "state"));
-	else
-		printf("%s: %s\n", name, js_text(a, "state"));
+	printf("%s: %s\n", name, state_text(buf, sizeof(buf), a));
 	json_object_put(a);
 	return 0;
 }

@@ -115,6 +115,22 @@ user_text(char *buf, size_t len, json_object *u, int brief)
 		snprintf(buf, len, "%s", brief ? "-" : "");
 }
 
+const char *
+state_text(char *buf, size_t len, json_object *o)
+{
+	char left[32];
+
+	if (strcmp(js_text(o, "then"), "start") == 0)
+		snprintf(buf, len, "%s, will start when stopped", js_text(o, "state"));
+	else if (js_get(o, "starts_in_s") != NULL)
+		snprintf(buf, len, "%s, starts in %s", js_text(o, "state"),
+			 duration_text(left, sizeof(left), js_ns(js_get(o, "starts_in_s"),
+								 HP_NS_PER_S)));
+	else
+		snprintf(buf, len, "%s", js_text(o, "state"));
+	return buf;
+}
+
 /* hubctl peers NAME: one guest, a "key: value" per line. */
 static int
 peer_detail(const struct ctl *ctl, json_object *p)
@@ -126,7 +142,7 @@ peer_detail(const struct ctl *ctl, json_object *p)
 		return js_print(json_object_get(p));
 	printf("name: %s\n", js_text(p, "name"));
 	printf("peer id: %d\n", json_object_get_int(js_get(p, "peer_id")));
-	printf("state: %s\n", js_text(p, "state"));
+	printf("state: %s\n", state_text(buf, sizeof(buf), p));
 	if (strcmp(js_text(p, "state"), "waiting") == 0)
 		printf("  (start = manual: 'hubctl ticket %s' says how to start it)\n",
 		       js_text(p, "name"));

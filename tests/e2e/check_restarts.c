@@ -506,6 +506,40 @@ START_TEST(test_goodbye_grace)
 }
 END_TEST
 
+/* Defect: a guest backing off said only "backoff", in hubctl peers and in
+ * the answer to hubctl start: not when it would be started again (a
+ * backoff_max of minutes looked like a guest left down). */
+START_TEST(test_backoff_says_when)
+{
+	json_object *p;
+	char *out = NULL;
+	double left;
+
+	ck_assert(hub_start(&hub, NULL,
+		"[guest quitter]\nexec = /bin/false\nbackoff_min = 1min\n"
+		"backoff_max = 2min\n") == 0);
+	ck_assert_msg(wait_state("quitter", "backoff", 15) == 0, "quitter is %s",
+		      hub_peer_state(&hub, "quitter"));
+	p = hub_peer(&hub, "quitter");
+	left = json_object_get_double(json_get(p, "starts_in_s"));
+	json_object_put(p);
+	ck_assert_msg(left > 0 && left <= 60, "starts_in_s %f", left);
+	hubctl_ok(&hub, &out, "peers", "quitter", (char *)NULL);
+	ck_assert_msg(strstr(out, "\nstate: backoff, starts in ") != NULL, "%s", out);
+	free(out);
+	/* start leaves it to its backoff, and says when */
+	hubctl_ok(&hub, &out, "start", "quitter", (char *)NULL);
+	ck_assert_msg(strncmp(out, "quitter: backoff, starts in ", 28) == 0, "%s", out);
+	free(out);
+	/* not backing off: nothing said */
+	ctl_says("stop", "quitter", "quitter: down\n");
+	p = hub_peer(&hub, "quitter");
+	ck_assert(json_get(p, "starts_in_s") == NULL);
+	json_object_put(p);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_restarts(void);
 Suite *
 suite_restarts(void)
@@ -524,6 +558,7 @@ suite_restarts(void)
 	tcase_add_test(tc, test_spawn_without_fds);
 	tcase_add_test(tc, test_long_spawn_detail);
 	tcase_add_test(tc, test_goodbye_grace);
+	tcase_add_test(tc, test_backoff_says_when);
 	suite_add_tcase(s, tc);
 	return s;
 }
