@@ -12,6 +12,7 @@
 #include "daemon/answer.h"
 #include "daemon/host.h"
 #include "daemon/methods.h"
+#include "daemon/tally.h"
 #include "proto/builtin.h"
 
 /* -- answers ------------------------------------------------------------- */
@@ -228,22 +229,19 @@ answer_serving(struct hub *h, struct peer *p, struct death *d)
 void
 answer_detach(struct hub *h, struct peer *p)
 {
-	char why[96];
+	char why[320];
 	struct pending *e;
 	uint32_t pos = 0;
 
-	/* stopped with the hub: not a death of the guest's own */
-	if (h->stopping)
-		snprintf(why, sizeof(why), "the hub is stopping (guest %s stopped with it)",
-			 p->conf->name);
-	else
-		snprintf(why, sizeof(why), "guest %s died", p->conf->name);
-	/* calls to p: their callers get an error */
+	/* calls to p: their callers get an error naming the method and how
+	 * p ended */
 	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {
+		const struct method *m = methods_by_id(h, e->method_id);
 		struct origin o = e->o;
 
 		e->o.kind = ORIGIN_NONE;
-		answer_error(h, &o, HP_ERR_CANCELLED, why);
+		answer_error(h, &o, HP_ERR_CANCELLED,
+			     tally_gone(h, p, m != NULL ? m->name : NULL, why, sizeof(why)));
 	}
 	hp_idtab_clear(&p->pend);
 	/* calls by p routed elsewhere: their answers have nobody to go to */

@@ -32,6 +32,7 @@
 #include "daemon/lanes.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
+#include "daemon/tally.h"
 #include "proto/doorbell.h"
 
 /* How many methods one side is told to call over one lane at most: more
@@ -524,14 +525,10 @@ on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
 static void
 on_detach(struct hub *h, struct peer *p)
 {
-	char why[96];
+	char why[320];
 	struct lane *ln, *next;
 
-	if (h->stopping)
-		snprintf(why, sizeof(why), "the hub is stopping (guest %s stopped with it)",
-			 p->conf->name);
-	else
-		snprintf(why, sizeof(why), "guest %s died", p->conf->name);
+	tally_gone(h, p, NULL, why, sizeof(why));
 	for (ln = h->lanes; ln != NULL; ln = next) {
 		int s = side_of(ln, p);
 		struct peer *q;

@@ -60,30 +60,65 @@ serving_text(const struct death *d, char *buf, size_t len)
 	return buf;
 }
 
-/* Its death in the log, with what it was serving; one started by hand
- * has no status hubd can see. */
+const char *
+tally_cause(const struct death *d, char *buf, size_t len)
+{
+	char sig[32];
+
+	if (d->reason == DEATH_EXITED && d->status < 0)	/* started by hand */
+		snprintf(buf, len, "exited");
+	else if (d->reason == DEATH_EXITED)
+		snprintf(buf, len, "exited with status %d", d->status);
+	else if (d->reason == DEATH_CRASHED)
+		snprintf(buf, len, "killed by signal %d (%s)%s%s", d->status,
+			 tally_signal_name(d->status, sig, sizeof(sig)),
+			 d->detail[0] ? ", " : "", d->detail);
+	else if (d->sig != 0)
+		snprintf(buf, len, "%s: %s (%s)", lifecycle_death_name(d->reason), d->detail,
+			 tally_signal_name(d->sig, sig, sizeof(sig)));
+	else
+		snprintf(buf, len, "%s: %s", lifecycle_death_name(d->reason), d->detail);
+	return buf;
+}
+
+const struct death *
+tally_last(const struct peer *p)
+{
+	return p->ndeaths > 0 ? &p->tally[(p->ndeaths - 1) % TALLY_MAX] : NULL;
+}
+
+const char *
+tally_gone(const struct hub *h, const struct peer *p, const char *method, char *buf,
+	   size_t len)
+{
+	const struct death *d = tally_last(p);
+	char cause[DEATH_DETAIL_MAX + 64];
+
+	/* stopped with the hub: not a death of the guest's own */
+	if (h->stopping)
+		snprintf(buf, len, "the hub is stopping (guest %s stopped with it)",
+			 p->conf->name);
+	else
+		snprintf(buf, len, "guest %s died%s%s%s%s", p->conf->name,
+			 method != NULL ? " serving " : "", method != NULL ? method : "",
+			 d != NULL ? ": " : "",
+			 d != NULL ? tally_cause(d, cause, sizeof(cause)) : "");
+	return buf;
+}
+
+/* Its death in the log, with what it was serving. */
 void
 tally_log(const struct peer *p, const struct death *d)
 {
 	const char *name = p->conf->name;
-	char serving[320], sig[32];
+	char serving[320], cause[DEATH_DETAIL_MAX + 64];
 
 	serving_text(d, serving, sizeof(serving));
-	if (d->reason == DEATH_EXITED && d->status < 0)	/* started by hand */
-		log_info("guest %s: exited%s", name, serving);
-	else if (d->reason == DEATH_EXITED)
-		log_info("guest %s: exited with status %d%s", name, d->status, serving);
-	else if (d->reason == DEATH_CRASHED)
-		log_warnx("guest %s: killed by signal %d (%s)%s%s%s", name, d->status,
-			  tally_signal_name(d->status, sig, sizeof(sig)),
-			  p->kill_detail[0] ? ", " : "", p->kill_detail, serving);
-	else if (d->sig != 0)
-		log_warnx("guest %s: %s: %s (%s)%s", name, lifecycle_death_name(d->reason),
-			  p->kill_detail, tally_signal_name(d->sig, sig, sizeof(sig)),
-			  serving);
+	tally_cause(d, cause, sizeof(cause));
+	if (d->reason == DEATH_EXITED)
+		log_info("guest %s: %s%s", name, cause, serving);
 	else
-		log_warnx("guest %s: %s: %s%s", name, lifecycle_death_name(d->reason),
-			  p->kill_detail, serving);
+		log_warnx("guest %s: %s%s", name, cause, serving);
 	if (p->life.short_ring)
 		log_warnx("guest %s: out of memory: deaths may be undercounted", name);
 }

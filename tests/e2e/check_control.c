@@ -2097,6 +2097,30 @@ START_TEST(test_view_bad_options)
 }
 END_TEST
 
+/* Defect: a call whose callee died under it failed with "guest prober
+ * died": not which of a caller's calls, nor how it died (a crash, a hang,
+ * an exit, a kill), which only hubd's log said. */
+START_TEST(test_call_error_names_the_death)
+{
+	const char *want = "guest prober died serving prober.wait: killed by signal 9 (SIGKILL)";
+	struct reader *r = calloc(1, sizeof(*r));
+	int pid;
+
+	hub_start_up(&hub, NULL, PROBER, "prober");
+	ck_assert(hub_wait_method(&hub, "prober.wait") == 0);
+	pid = hub_peer_int(&hub, "prober", "pid");
+	r->fd = hub_client(&hub, 30);
+	send_line(r->fd, "{\"cmd\":\"call\",\"method\":\"prober.wait\"}");
+	ck_assert(hub_wait_in_flight(&hub, "prober.wait") == 0);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(read_line(r), 1);
+	ck_assert_msg(strstr(r->line, want) != NULL, "answer: %s", r->line);
+	close(r->fd);
+	free(r);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_control(void);
 Suite *
 suite_control(void)
@@ -2146,6 +2170,7 @@ suite_control(void)
 	tcase_add_test(tc, test_sink_from_stdin);
 	tcase_add_test(tc, test_sink_feed_broken);
 	tcase_add_test(tc, test_call_bytes_file);
+	tcase_add_test(tc, test_call_error_names_the_death);
 	suite_add_tcase(s, tc);
 	return s;
 }

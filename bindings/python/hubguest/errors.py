@@ -83,7 +83,8 @@ class InvalidPayload(CallError):
 class Cancelled(CallError):
     """The call was cancelled: the callee answered Cancelled, or the hub
     did for it (its guest died while serving the call). .message is the
-    text that came with it ("guest NAME died"), else "cancelled"."""
+    text that came with it ("guest NAME died serving METHOD: HOW"), else
+    "cancelled"."""
 
     def __init__(self, method, message=None):
         self.message = message or "cancelled"
