@@ -444,8 +444,9 @@ attach(struct hub *h, struct peer *p, enum peer_state next)
 static void
 ask_to_stop(struct hub *h, struct peer *p)
 {
-	/* hub stopping: the header's Goodbye asks every guest at once */
-	if (!h->stopping &&
+	/* hub stopping: the header's Goodbye asks every attached guest at
+	 * once; one not attached yet cannot read it */
+	if ((!h->stopping || p->state == PEER_STARTING) &&
 	    syscall(SYS_pidfd_send_signal, p->pidfd, SIGTERM, NULL, 0) != 0)
 		kill(p->pid, SIGTERM);
 	arm(h, p, h->conf.stop_grace_ns, -1, "did not stop in time");

@@ -253,6 +253,31 @@ START_TEST(test_hubd_killed_takes_guests_along)
 }
 END_TEST
 
+/* Defect: hubd stopping asked its guests to go by the Goodbye in their
+ * memory alone: one still starting, which cannot read it yet (a slow
+ * interpreter, a program that never attaches), got no SIGTERM and held
+ * hubd's exit for the whole stop_grace, then was SIGKILLed. */
+START_TEST(test_hub_stop_terms_starting_guests)
+{
+	char *log;
+	int pid = 0;
+
+	ck_assert(hub_start(&hub, "attach_timeout = 5min\nstop_grace = 5min\n",
+		"[guest slowstart]\nexec = /bin/sh\nargs = -c \"exec sleep 1000\"\n") == 0);
+	for (double t0 = now_s(); pid <= 0 && now_s() - t0 < 10; sleep_ms(10))
+		pid = hub_peer_int(&hub, "slowstart", "pid");
+	ck_assert_int_gt(pid, 1);
+	ck_assert_str_eq(hub_peer_state(&hub, "slowstart"), "starting");
+	/* hub_stop gives up (SIGKILL) long before stop_grace */
+	ck_assert_int_eq(hub_stop(&hub), 0);
+	ck_assert(!alive(pid));
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "guest slowstart: killed by signal 15 (SIGTERM)") != NULL,
+		      "log: %s", log);
+	free(log);
+}
+END_TEST
+
 Suite *suite_faults(void);
 Suite *
 suite_faults(void)
@@ -268,6 +293,7 @@ suite_faults(void)
 	tcase_add_test(tc, test_guest_that_keeps_dying_fails);
 	tcase_add_test(tc, test_guests_that_never_attach);
 	tcase_add_test(tc, test_hubd_killed_takes_guests_along);
+	tcase_add_test(tc, test_hub_stop_terms_starting_guests);
 	suite_add_tcase(s, tc);
 	return s;
 }
