@@ -89,7 +89,7 @@ check_files(const struct hub_conf *c, const char *file)
 	}
 	for (uint32_t i = 0; i < c->nguests; i++) {
 		const struct config_guest *g = &c->guests[i];
-		const char *why = NULL;
+		char why[160];
 		int n;
 
 		if (g->start_manual) {
@@ -102,13 +102,7 @@ check_files(const struct hub_conf *c, const char *file)
 			}
 			continue;	/* started by hand, as the operator says */
 		}
-		if (stat(g->exec, &st) != 0)
-			why = strerror(errno);
-		else if (!S_ISREG(st.st_mode))
-			why = "not a regular file";
-		else if (access(g->exec, X_OK) != 0)
-			why = "not executable";
-		if (why != NULL)
+		if (spawn_exec_problem(g->exec, why, sizeof(why)) != NULL)
 			fprintf(stderr, "%s:%d: warning: guest %s: exec %s: %s: it will not "
 				"start\n", file, g->line, g->name, g->exec, why);
 	}

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -414,6 +415,57 @@ make_domain(struct hub *h, struct peer *p, const char **what)
 	return 0;
 }
 
+/* What stops a file from being exec'd, on its own: NULL, or why in buf. */
+static const char *
+file_problem(const char *path, char *buf, size_t len)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		snprintf(buf, len, "%s", strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		snprintf(buf, len, "not a regular file");
+	else if (access(path, X_OK) != 0)
+		snprintf(buf, len, "not executable");
+	else
+		return NULL;
+	return buf;
+}
+
+const char *
+spawn_exec_problem(const char *path, char *buf, size_t len)
+{
+	char head[256], why[128];
+	ssize_t n = -1;
+	size_t at, end;
+	int fd;
+
+	if (file_problem(path, buf, len) != NULL)
+		return buf;
+	/* a script: its #! line's interpreter (the kernel's ENOENT names
+	 * the script, which is there) */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) >= 0) {
+		n = read(fd, head, sizeof(head) - 1);
+		close(fd);
+	}
+	if (n < 2 || head[0] != '#' || head[1] != '!')
+		return NULL;
+	head[n] = '\0';
+	for (at = 2; head[at] == ' ' || head[at] == '\t'; at++)
+		;
+	for (end = at; head[end] != '\0' && strchr(" \t\r\n", head[end]) == NULL; end++)
+		;
+	head[end] = '\0';
+	if (at == end) {
+		snprintf(buf, len, "its #! line names no interpreter");
+		return buf;
+	}
+	if (file_problem(head + at, why, sizeof(why)) == NULL)
+		return NULL;
+	snprintf(buf, len, "its #! interpreter %.*s: %s", 100, head + at, why);
+	return buf;
+}
+
 /* Waits for the child's exec: the child's exec closes the error pipe, 0
  * bytes is success. -errno, with why in p->kill_detail and the child
  * reaped, when a step before exec failed. */
@@ -421,6 +473,7 @@ static int
 exec_result(struct peer *p, pid_t pid, int errfd)
 {
 	struct child_err ce;
+	char why[160];
 	ssize_t n;
 	int status;
 
@@ -431,9 +484,10 @@ exec_result(struct peer *p, pid_t pid, int errfd)
 	/* it _exits right after writing: reap it now */
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (ce.step == CHILD_EXEC)
+	if (ce.step == CHILD_EXEC)	/* what the errno alone hides, if hubd sees it */
 		snprintf(p->kill_detail, sizeof(p->kill_detail), "exec %s: %s",
-			 p->conf->exec, strerror(ce.err));
+			 p->conf->exec, spawn_exec_problem(p->conf->exec, why, sizeof(why)) != NULL ?
+			 why : strerror(ce.err));
 	else
 		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s: %s",
 			 child_step_name(ce.step), strerror(ce.err));

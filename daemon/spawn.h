@@ -16,5 +16,9 @@ int		spawn_guest(struct hub *h, struct peer *p, host_peer_fn *started_by_hand);
  * guests get the soft limit hubd was started with back (unless
  * limit_files), for a guest on select() takes no fd past FD_SETSIZE. */
 void		spawn_raise_fd_limit(uint32_t max_guests);
+/* Why path cannot be exec'd, as far as hubd can tell, in buf ("not a
+ * regular file", "its #! interpreter /usr/bin/pyhton3: No such file or
+ * directory", ...); NULL when it sees nothing wrong. */
+const char	*spawn_exec_problem(const char *path, char *buf, size_t len);
 
 #endif

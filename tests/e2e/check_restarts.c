@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -483,6 +484,33 @@ START_TEST(test_long_spawn_detail)
 }
 END_TEST
 
+/* Defect: a script whose #! line names an interpreter that is not there
+ * failed to spawn with "exec /path/script: No such file or directory",
+ * of a script that is there; a directory with "Permission denied". */
+START_TEST(test_spawn_detail_says_what_is_wrong)
+{
+	char script[300], guests[1024], want[400];
+	FILE *f;
+
+	snprintf(script, sizeof(script), "%s", harness_path("badint.sh"));
+	ck_assert_ptr_nonnull(f = fopen(script, "w"));
+	fputs("#!/nonexistent/interp -x\necho never\n", f);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(script, 0755), 0);
+	snprintf(guests, sizeof(guests), "[guest badint]\nexec = %s\nrestart = never\n"
+		 "[guest dir]\nexec = %s\nrestart = never\n", script, harness_dir());
+	ck_assert(hub_start(&hub, NULL, guests) == 0);
+	ck_assert(wait_state("badint", "down", 10) == 0);
+	ck_assert(wait_state("dir", "down", 10) == 0);
+	snprintf(want, sizeof(want), "exec %s: its #! interpreter /nonexistent/interp: "
+		 "No such file or directory", script);
+	ck_assert_str_eq(last_death("badint", "detail"), want);
+	snprintf(want, sizeof(want), "exec %s: not a regular file", harness_dir());
+	ck_assert_str_eq(last_death("dir", "detail"), want);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* The Goodbye grace: a guest ended for breaking a rule reads the Goodbye
  * naming it and may leave by itself before SIGKILL. r[shm.goodbye.payload] */
 START_TEST(test_goodbye_grace)
@@ -557,6 +585,7 @@ suite_restarts(void)
 	tcase_add_test(tc, test_start_while_stopping);
 	tcase_add_test(tc, test_spawn_without_fds);
 	tcase_add_test(tc, test_long_spawn_detail);
+	tcase_add_test(tc, test_spawn_detail_says_what_is_wrong);
 	tcase_add_test(tc, test_goodbye_grace);
 	tcase_add_test(tc, test_backoff_says_when);
 	suite_add_tcase(s, tc);
