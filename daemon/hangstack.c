@@ -3,7 +3,13 @@
  * process group of its own, its output into a memfd (no pipe to drain
  * while it runs, nothing to block on); its pidfd in the loop says when it
  * is done, the guest's timer (supervise.c) bounds its time. Its output
- * goes to hubd's log and the guest's kept lines, tagged "[stack] ". */
+ * goes to hubd's log and the guest's kept lines, tagged "[stack] ".
+ *
+ * The tool reads memory the guest wrote, so it runs as the guest's user
+ * and group, not as hubd's: a flaw in gdb or eu-stack that a guest's
+ * memory could work is then the guest's own uid, not root. (Under Yama's
+ * ptrace_scope 1 the guest allowed hubd's descendants to trace it before
+ * its exec, spawn.c.) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <grp.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +79,13 @@ done_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static int	run_tool(struct hangstack *s, const char *tool, pid_t target);
 
+static void
+say_taking(const struct peer *p)
+{
+	log_warnx("guest %s: taking its stack with %s as uid %u (%.0f s at most)", p->conf->name,
+		  p->stack.tool, (unsigned)p->stack.uid, HANGSTACK_LIMIT_S);
+}
+
 /* Whether pid has a handler for sig: its SigCgt mask in /proc (a guest
  * that does not would die of it, stack untaken). */
 static int
@@ -118,8 +133,7 @@ dump_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	ev_io_set(&s->w, s->pidfd, EV_READ);
 	ev_io_start(loop, &s->w);
-	log_warnx("guest %s: taking its stack with %s (%.0f s at most)", p->conf->name, s->tool,
-		  HANGSTACK_LIMIT_S);
+	say_taking(p);
 }
 
 void
@@ -133,13 +147,30 @@ hangstack_init(struct peer *p)
 	p->stack.dump.data = p;
 }
 
-/* The tool, on p's pid, its output into out. -errno. */
+/* Whom target runs as: /proc/PID's owner, its effective uid and gid. */
+static int
+owner_of(pid_t target, uid_t *uid, gid_t *gid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)target);
+	if (stat(path, &st) != 0)
+		return -errno;
+	*uid = st.st_uid;
+	*gid = st.st_gid;
+	return 0;
+}
+
+/* The tool, on p's pid as its user, its output into out. -errno. */
 static int
 run_tool(struct hangstack *s, const char *tool, pid_t target)
 {
 	char pid[16], *argv[12];
-	int n = 0;
+	int n = 0, rc;
 	pid_t child;
+	uid_t uid = 0;
+	gid_t gid = 0;
 
 	snprintf(pid, sizeof(pid), "%d", (int)target);
 	argv[n++] = (char *)(uintptr_t)tool;
@@ -156,18 +187,25 @@ run_tool(struct hangstack *s, const char *tool, pid_t target)
 		argv[n++] = "thread apply all bt";
 	}
 	argv[n] = NULL;
+	if ((rc = owner_of(target, &uid, &gid)) != 0)
+		return rc;
+	s->uid = uid;
 	if ((child = fork()) < 0)
 		return -errno;
 	if (child == 0) {
 		int null = open("/dev/null", O_RDONLY);
 
 		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		for (int sig = 1; sig < NSIG; sig++)
 			signal(sig, SIG_DFL);
 		if (null < 0 || dup2(null, 0) != 0 || dup2(s->out, 1) != 1 ||
 		    dup2(s->out, 2) != 2)
 			_exit(127);
+		/* the guest's user, none of ours (setuid clears the death
+		 * signal: set after) */
+		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0 ||
+		    prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+			_exit(126);
 		closefrom(3);
 		execv(tool, argv);
 		_exit(127);
@@ -228,8 +266,7 @@ hangstack_start(struct hub *h, struct peer *p, void (*done)(struct hub *h, struc
 	}
 	ev_io_set(&s->w, s->pidfd, EV_READ);
 	ev_io_start(h->loop, &s->w);
-	log_warnx("guest %s: taking its stack with %s (%.0f s at most)", p->conf->name, tool,
-		  HANGSTACK_LIMIT_S);
+	say_taking(p);
 	return HANGSTACK_TOOL;
 }
 

@@ -32,6 +32,7 @@ struct hangstack {
 	int		pidfd;
 	int		out;		/* a memfd: its stdout and stderr */
 	pid_t		target;		/* the guest's pid then */
+	uid_t		uid;		/* whom the tool runs as: the guest's user */
 	void		(*done)(struct hub *h, struct peer *p);	/* the tool ended */
 	const char	*tool;		/* to run once dump is over */
 	ev_io		w;

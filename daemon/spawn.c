@@ -234,6 +234,11 @@ child_user(struct peer *p, pid_t hubd, struct child_err *ce)
 	 * hubd gone already is seen by getppid. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != hubd)
 		return -1;
+	/* hubd's stack tool (hangstack.c), a child of hubd run as this
+	 * guest's user, may trace it where Yama's ptrace_scope 1 allows only
+	 * a tracer's descendants; without Yama this fails and nothing needs
+	 * it. A Yama exception lasts across exec. */
+	(void)prctl(PR_SET_PTRACER, hubd, 0, 0, 0);
 	return 0;
 }
 

@@ -437,7 +437,7 @@ END_TEST
 START_TEST(test_hung_guest_stack_taken)
 {
 	json_object *p, *d;
-	char *log, *out = NULL;
+	char *log, *out = NULL, as[64];
 	int pid, fd;
 
 	hub_start_up(&hub, "heartbeat_interval = 100ms\n", PROBER, "prober");
@@ -447,11 +447,17 @@ START_TEST(test_hung_guest_stack_taken)
 	ck_assert_msg(hub_wait_new_pid(&hub, "prober", pid, 20) > 0, "%s", hub_log_tail(&hub));
 	d = last_death("prober", &p);
 	ck_assert_str_eq(json_object_get_string(json_get(d, "reason")), "hung");
+	snprintf(as, sizeof(as), " as uid %d (",
+		 json_object_get_int(json_get(json_get(p, "user"), "uid")));
 	json_object_put(p);
 	log = hub_log(&hub);
 	if (strstr(log, "guest prober: taking its stack with ") != NULL) {
-		/* a tool's lines, tagged; then the kill */
-		ck_assert_msg(strstr(log, "hubd: prober: [stack] ") != NULL, "%s",
+		/* a tool's lines, tagged, taken as the guest's user (not
+		 * hubd's root) and showing the handler it hung in; then the
+		 * kill */
+		ck_assert_msg(strstr(log, as) != NULL, "not%s: %s", as, hub_log_tail(&hub));
+		ck_assert_msg(strstr(log, "hubd: prober: [stack] ") != NULL &&
+			      strstr(strstr(log, "hubd: prober: [stack] "), "busy") != NULL, "%s",
 			      hub_log_tail(&hub));
 		ck_assert_msg(strstr(log, "guest prober: stack taken, killing it") != NULL ||
 			      strstr(log, "guest prober: stack taken") != NULL, "%s",
