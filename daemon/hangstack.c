@@ -201,10 +201,13 @@ run_tool(struct hangstack *s, const char *tool, pid_t target)
 		if (null < 0 || dup2(null, 0) != 0 || dup2(s->out, 1) != 1 ||
 		    dup2(s->out, 2) != 2)
 			_exit(127);
-		/* the guest's user, none of ours (setuid clears the death
-		 * signal: set after) */
-		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0 ||
-		    prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		/* the guest's user, none of ours (a hubd not root runs its
+		 * guests as itself: nothing to change); setuid clears the
+		 * death signal: set after */
+		if ((uid != geteuid() || gid != getegid()) &&
+		    (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0))
+			_exit(126);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 			_exit(126);
 		closefrom(3);
 		execv(tool, argv);
