@@ -59,12 +59,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
 #include "guest.h"
+#include "proto/clock.h"
 #include "tests/guests/testguest.h"
 
 static struct guest *g;
@@ -186,6 +186,23 @@ digest(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_str(c, text);
 }
 
+/* A u64 stream's end: closed and answered n, or reset and answered
+ * Cancelled (its caller went) or an error (rc, a send failed). */
+static void
+end_stream(struct guest_call *c, uint64_t chan, int rc, uint64_t n)
+{
+	if (rc != 0 || guest_call_cancelled(c)) {
+		guest_chan_reset(g, (uint32_t)chan);
+		if (guest_call_cancelled(c))
+			guest_reply_cancelled(c);
+		else
+			guest_reply_error(c, "the stream broke");
+		return;
+	}
+	guest_chan_close(g, (uint32_t)chan);
+	reply_u64(c, n);
+}
+
 static void
 drip(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
@@ -202,36 +219,16 @@ drip(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		return;
 	}
 	for (uint64_t i = 1; i <= n && rc == 0 && !guest_call_cancelled(c); i++) {
-		struct timespec next;
-
-		clock_gettime(CLOCK_MONOTONIC, &next);
-		next.tv_sec += (time_t)(ms / 1000);
-		if ((next.tv_nsec += (long)(ms % 1000) * 1000000) >= 1000000000) {
-			next.tv_sec++;
-			next.tv_nsec -= 1000000000;
-		}
-		for (struct timespec now = { 0, 0 }; rc == 0 && !guest_call_cancelled(c);) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if (now.tv_sec > next.tv_sec ||
-			    (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec))
-				break;
+		/* serving while it waits: the Cancel is seen */
+		for (uint64_t next = hp_now_ns() + ms * 1000000u;
+		     rc == 0 && !guest_call_cancelled(c) && hp_now_ns() < next;)
 			rc = guest_service_wait(g, 10);
-		}
 		ilen = 0;
 		guest_pc_put_u64(item, sizeof(item), &ilen, i);
 		if (rc == 0 && !guest_call_cancelled(c))
 			rc = guest_chan_send(g, (uint32_t)chan, item, ilen, 30000);
 	}
-	if (rc != 0 || guest_call_cancelled(c)) {
-		guest_chan_reset(g, (uint32_t)chan);
-		if (guest_call_cancelled(c))
-			guest_reply_cancelled(c);
-		else
-			guest_reply_error(c, "the stream broke");
-		return;
-	}
-	guest_chan_close(g, (uint32_t)chan);
-	reply_u64(c, n);
+	end_stream(c, chan, rc, n);
 }
 
 static void
@@ -256,16 +253,7 @@ trickle(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	/* the stream stays open: the caller's Cancel ends it */
 	for (int k = 0; k < 600 && rc == 0 && !guest_call_cancelled(c); k++)
 		rc = guest_service_wait(g, 100);
-	if (rc != 0 || guest_call_cancelled(c)) {
-		guest_chan_reset(g, (uint32_t)chan);
-		if (guest_call_cancelled(c))
-			guest_reply_cancelled(c);
-		else
-			guest_reply_error(c, "the stream broke");
-		return;
-	}
-	guest_chan_close(g, (uint32_t)chan);
-	reply_u64(c, n);
+	end_stream(c, chan, rc, n);
 }
 
 static void
