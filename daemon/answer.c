@@ -201,32 +201,6 @@ answer_call(struct hub *h, struct peer *p, uint64_t method_id,
 /* -- a guest that goes ---------------------------------------------------- */
 
 void
-answer_serving(struct hub *h, struct peer *p, struct death *d)
-{
-	struct pending *e;
-	uint32_t pos = 0, k;
-
-	d->in_flight = d->nserving = 0;
-	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {
-		const struct method *m = methods_by_id(h, e->method_id);
-		const char *name = m != NULL ? m->name : "?";
-
-		d->in_flight++;
-		for (k = 0; k < d->nserving; k++)
-			if (strcmp(d->serving[k].method, name) == 0)
-				break;
-		if (k == d->nserving) {
-			if (k == DEATH_SERVING_MAX)
-				continue;	/* counted in in_flight alone */
-			snprintf(d->serving[k].method, sizeof(d->serving[k].method), "%s", name);
-			d->serving[k].calls = 0;
-			d->nserving++;
-		}
-		d->serving[k].calls++;
-	}
-}
-
-void
 answer_detach(struct hub *h, struct peer *p)
 {
 	char why[320];

@@ -39,9 +39,6 @@ void		answer_ok(struct hub *h, const struct origin *o,
  * ORIGIN_NAME_MAX fits every one); returns buf. */
 #define ORIGIN_NAME_MAX	64
 const char	*origin_name(struct hub *h, const struct origin *o, char *buf, size_t n);
-/* The calls routed to p and not answered yet, by method, into d: what
- * it was serving when it died. */
-void		answer_serving(struct hub *h, struct peer *p, struct death *d);
 /* Fails every call that involves p (r[shm.crash.recovery] 2). */
 void		answer_detach(struct hub *h, struct peer *p);
 

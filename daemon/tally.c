@@ -7,9 +7,37 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/answer.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
 #include "daemon/tally.h"
+
+/* The calls routed to p and not answered yet, by method, into d: what
+ * it was serving when it died. */
+static void
+record_serving(struct hub *h, struct peer *p, struct death *d)
+{
+	struct pending *e;
+	uint32_t pos = 0, k;
+
+	d->in_flight = d->nserving = 0;
+	while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {
+		const struct method *m = methods_by_id(h, e->method_id);
+		const char *name = m != NULL ? m->name : "?";
+
+		d->in_flight++;
+		for (k = 0; k < d->nserving; k++)
+			if (strcmp(d->serving[k].method, name) == 0)
+				break;
+		if (k == d->nserving) {
+			if (k == DEATH_SERVING_MAX)
+				continue;	/* counted in in_flight alone */
+			snprintf(d->serving[k].method, sizeof(d->serving[k].method), "%s", name);
+			d->serving[k].calls = 0;
+			d->nserving++;
+		}
+		d->serving[k].calls++;
+	}
+}
 
 /* The tally hubctl peers shows: the last TALLY_MAX deaths, wall clock,
  * with the calls it was serving (before recovery fails them). */
@@ -23,7 +51,7 @@ tally_record(struct hub *h, struct peer *p, int reason, int status, int sig)
 	d->status = status;
 	d->sig = sig;
 	snprintf(d->detail, sizeof(d->detail), "%s", p->kill_detail);
-	answer_serving(h, p, d);
+	record_serving(h, p, d);
 	p->ndeaths++;
 	return d;
 }
