@@ -345,11 +345,13 @@ hub_restart(struct hub_proc *h)
 		if (h->nofile.rlim_cur != 0 && setrlimit(RLIMIT_NOFILE, &h->nofile) != 0)
 			_exit(126);
 		/* a session of its own whose controlling terminal it opens */
-		if (h->terminal[0] != '\0' &&
-		    (setsid() < 0 || (fd = open(h->terminal, O_RDWR)) < 0 || dup2(fd, 0) != 0))
-			_exit(126);
-		if (h->terminal[0] != '\0' && fd != 0)
-			close(fd);
+		if (h->terminal[0] != '\0') {
+			if (setsid() < 0 || (fd = open(h->terminal, O_RDWR)) < 0 ||
+			    dup2(fd, 0) != 0)
+				_exit(126);
+			if (fd != 0)
+				close(fd);
+		}
 		fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		dup2(fd, 1);
 		dup2(fd, 2);
