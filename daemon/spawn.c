@@ -2,7 +2,8 @@
 /* Starting a guest's process (r[shm.spawn.ticket]): its memory domain
  * made and its peer entry there reserved, the spawn ticket on its command
  * line, its doorbell at fd 3, its domain at 5, its zone's pool at 6 and
- * its bells at 7 and 8, /dev/null its stdin, a session of its own,
+ * its bells at 7 and 8, /dev/null its stdin, a process group of its own
+ * and no controlling terminal,
  * its limits, user and group set and every other fd closed between fork
  * and exec; a failure before exec comes back up a pipe with the step that
  * failed. */
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -151,7 +153,7 @@ static const char *
 child_step_name(int step)
 {
 	static const char *const names[] = {
-		[CHILD_SESSION] = "session", [CHILD_RLIMIT_AS] = "limit_memory", [CHILD_RLIMIT_NOFILE] = "limit_files",
+		[CHILD_SESSION] = "terminal", [CHILD_RLIMIT_AS] = "limit_memory", [CHILD_RLIMIT_NOFILE] = "limit_files",
 		[CHILD_GROUP] = "group", [CHILD_USER] = "user",
 		[CHILD_FDS] = "inherited fds", [CHILD_FILTER] = "seccomp",
 		[CHILD_EXEC] = "exec",
@@ -242,6 +244,27 @@ child_user(struct peer *p, pid_t hubd, struct child_err *ce)
 	return 0;
 }
 
+/* In the child: its controlling terminal, if hubd has one, given up
+ * (TIOCNOTTY: for this process alone, it not leading the session). 0, or
+ * -1 with errno. */
+static int
+drop_terminal(void)
+{
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENXIO || errno == ENOENT ? 0 : -1;	/* none */
+	if (ioctl(fd, TIOCNOTTY) != 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* In the child: r[shm.spawn.fd-inheritance]: the doorbell at 3, the
  * domain at 5, the pool at 6 and the bells at 7 and 8 are inherited; the error pipe (it reports
  * a failed exec) goes to 4, close-on-exec. Everything else is closed
@@ -324,12 +347,17 @@ child(struct peer *p, char **argv, const int *guest_end, int err_fd, int out_fd,
 	sigset_t all;
 	int rc;
 
-	/* Its own session, so its own process group: what it forks is
-	 * ended with it, and a ^C at hubd's terminal is hubd's to handle
-	 * (guests are stopped through the protocol); and no controlling
-	 * terminal, hubd's, which it could open as /dev/tty. Before exec, so
-	 * before the guest can fork or hubd signal its group. */
-	if (setsid() < 0) {
+	/* Its own process group (hubd sets it too, whichever runs first):
+	 * what it forks is ended with it, and a ^C at hubd's terminal is
+	 * hubd's to handle; guests are stopped through the protocol. */
+	setpgid(0, 0);
+	/* and no controlling terminal, hubd's, which it could open as
+	 * /dev/tty (to read the operator's keys, or TIOCSTI a command into
+	 * the shell). Not by setsid: a session of its own is a scheduler
+	 * autogroup of its own too, where sched_yield no longer hands the
+	 * CPU to hubd or a peer, which the wait path relies on when the
+	 * hub's processes outnumber the CPUs. */
+	if (drop_terminal() != 0) {
 		ce.step = CHILD_SESSION;
 		goto fail;
 	}
@@ -535,8 +563,9 @@ fork_guest(struct peer *p, int guest_end[2], const char **what)
 	}
 	if (pid == 0)
 		child(p, argv, guest_end, errpipe[1], out_w, hubd);
-	/* its session and group are the child's to make (setsid): a
-	 * setpgid here first would make it fail. exec_result waits for it */
+	/* the child does it too: whichever runs first, the group exists
+	 * before the guest can fork (EACCES once it has exec'd: it has) */
+	setpgid(pid, pid);
 	/* r[shm.spawn.fd-inheritance]: we keep only our end */
 	close(guest_end[0]);
 	close(guest_end[1]);

@@ -427,6 +427,10 @@ START_TEST(test_guest_has_no_terminal)
 	close(master);
 	ck_assert_str_eq(out, "stdin=ENOTTY devtty=ENXIO sti=ENOTTY\n");
 	free(out);
+	/* not by a session of its own: that would be a scheduler autogroup
+	 * of its own too, where its yields hand nothing to hubd or a peer */
+	ck_assert_int_eq(getsid(hub_peer_int(&hub, "intruder", "pid")), getsid(hub.pid));
+	ck_assert_int_ne(getpgid(hub_peer_int(&hub, "intruder", "pid")), getpgid(hub.pid));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
