@@ -345,8 +345,9 @@ relay_data(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		broken(h, r, "an item is larger than the receiver takes");
 		return;
 	}
-	/* straight on when nothing waits before it and A has credit */
-	if (a != NULL) {
+	/* straight on when nothing waits before it and A has credit (A's
+	 * grants read only then: with items held, the pump passes them on) */
+	if (a != NULL && chanq_empty(&r->a)) {
 		pass_grants(h, r, a);
 		if (chanq_forward(h, &r->a, a, m) != 0)
 			return;		/* sent, or A faulted */
