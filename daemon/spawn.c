@@ -24,6 +24,7 @@
 
 #include <bsd/unistd.h>
 
+#include "daemon/escape.h"
 #include "daemon/filter.h"
 #include "daemon/guestlog.h"
 #include "daemon/log.h"
@@ -134,7 +135,7 @@ spawn_raise_fd_limit(uint32_t max_guests)
 
 /* What went wrong in the child before exec, sent up the error pipe. */
 enum child_step {
-	CHILD_SESSION,
+	CHILD_TERMINAL,
 	CHILD_RLIMIT_AS,
 	CHILD_RLIMIT_NOFILE,
 	CHILD_GROUP,
@@ -153,7 +154,8 @@ static const char *
 child_step_name(int step)
 {
 	static const char *const names[] = {
-		[CHILD_SESSION] = "terminal", [CHILD_RLIMIT_AS] = "limit_memory", [CHILD_RLIMIT_NOFILE] = "limit_files",
+		[CHILD_TERMINAL] = "terminal", [CHILD_RLIMIT_AS] = "limit_memory",
+		[CHILD_RLIMIT_NOFILE] = "limit_files",
 		[CHILD_GROUP] = "group", [CHILD_USER] = "user",
 		[CHILD_FDS] = "inherited fds", [CHILD_FILTER] = "seccomp",
 		[CHILD_EXEC] = "exec",
@@ -358,7 +360,7 @@ child(struct peer *p, char **argv, const int *guest_end, int err_fd, int out_fd,
 	 * CPU to hubd or a peer, which the wait path relies on when the
 	 * hub's processes outnumber the CPUs. */
 	if (drop_terminal() != 0) {
-		ce.step = CHILD_SESSION;
+		ce.step = CHILD_TERMINAL;
 		goto fail;
 	}
 	for (int sig = 1; sig < NSIG; sig++)
@@ -468,7 +470,7 @@ file_problem(const char *path, char *buf, size_t len)
 const char *
 spawn_exec_problem(const char *path, char *buf, size_t len)
 {
-	char head[256], why[128];
+	char head[256], why[128], shown[4 * 100 + 1];
 	ssize_t n = -1;
 	size_t at, end;
 	int fd;
@@ -495,7 +497,9 @@ spawn_exec_problem(const char *path, char *buf, size_t len)
 	}
 	if (file_problem(head + at, why, sizeof(why)) == NULL)
 		return NULL;
-	snprintf(buf, len, "its #! interpreter %.*s: %s", 100, head + at, why);
+	/* the script's bytes, whoever wrote them: escaped for the log */
+	escape_text(shown, sizeof(shown), head + at, end - at < 100 ? end - at : 100, 0);
+	snprintf(buf, len, "its #! interpreter %s: %s", shown, why);
 	return buf;
 }
 
