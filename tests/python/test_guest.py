@@ -4,6 +4,7 @@ real hubd beside C guests, driven with hubctl."""
 import errno
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -397,14 +398,26 @@ def test_uploads_both_ways(make_hub):
 def test_upload_ends_at_the_calls_timeout(make_hub):
     # the callee takes no item: the upload, sync or async, waits for its
     # credit until the call's timeout, then the call is given up (it
-    # waited for the credit, past the timeout, until the callee answered;
-    # async, polling every millisecond)
+    # waited for the credit, past the timeout, until the callee answered)
     h = make_hub(PYGUEST + PYASYNC, keys="initial_credit = 4K\n", up=("pyguest", "pyasync"),
                  wait=("py.uploadwithin", "aio.uploadwithin", "aio.noread"))
     assert h.ok("py.uploadwithin", "aio.noread", 100000, 300) == \
         "Timeout: aio.noread: no answer in time"
     assert h.ok("aio.uploadwithin", "aio.noread", 100000, 300) == \
         "Timeout: aio.noread: no answer in time (aio.noread waits)"
+
+
+def test_async_send_waits_for_credit_without_polling(make_hub):
+    # asend looked for credit every millisecond, a thousand wakes a second
+    # of a stalled receiver; it now looks each time the guest has served
+    # (the hub rang it, or serve()'s own 20 ms tick with no heartbeat)
+    h = make_hub(PYASYNC, keys="initial_credit = 4K\n", up=("pyasync",),
+                 wait=("aio.creditlooks", "aio.noread"))
+    out = h.ok("aio.creditlooks", 1000)
+    m = re.fullmatch(r"Timeout: aio.noread: no answer in time \(aio.noread waits\); "
+                     r"(\d+) looks a second", out)
+    assert m, out
+    assert 1 <= int(m.group(1)) <= 100, out
 
 
 def test_slow_stream_reader_holds_the_sender_back(make_hub):

@@ -7,7 +7,6 @@ a channel this guest opened, read as an iterator).
 Both drive the C side through their Guest (its _call_raw, _rx_open and
 _serve_slice): guest.py imports this module, never the other way."""
 
-import asyncio
 import errno
 import time
 
@@ -204,6 +203,7 @@ class Call:
         for fn in self._callbacks:
             fn(self)
         self._callbacks = []
+        self._g._wake_served()      # its uploads' senders see it over
 
     def _fail(self, exc):
         self._finish(None, exc)
@@ -313,7 +313,7 @@ class Call:
         fut = self._g._future_of(self)
         # the signature says whether an argument is an rx<T>
         while not self._done and not self._sent and self._pump is None:
-            await asyncio.sleep(0.001)
+            await self._g._next_service()   # hub.signature's answer
         if self._pump is not None and not self._pumped:
             await self._send_items_async()
         return await fut

@@ -72,6 +72,7 @@ class Guest(Handlers, Serving, Topics):
         self._running = False           # in run() or serve(): a stop ends its handlers' waits
         self._loop = None               # the asyncio loop while serve() runs
         self._stop_future = None
+        self._served_waiters = []       # coroutines waiting for serve() to serve
         self._deferred_exc = None       # KeyboardInterrupt, SystemExit in a handler
         # C calls these back: they must live as long as the guest
         self._c_handler = _lib.HANDLER(self._on_request)

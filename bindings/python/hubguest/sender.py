@@ -7,7 +7,6 @@ Close or a Reset.
 It knows its guest and the call it was passed to (call.py) only by their
 attributes: it imports neither."""
 
-import asyncio
 import errno
 import time
 
@@ -98,13 +97,15 @@ class Sender:
 
     async def asend(self, item, timeout=None):
         """send() for a coroutine: waits for credit without blocking the
-        event loop (it looks again every millisecond). On a channel passed
-        to a call (an upload), ChannelClosed once that call is over (its
-        answer, its timeout): nobody takes the items any more."""
+        event loop (under serve() it looks again each time the guest has
+        served: credit comes as a message). On a channel passed to a call
+        (an upload), ChannelClosed once that call is over (its answer, its
+        timeout): nobody takes the items any more."""
         deadline = deadline_in(timeout)
+        g = self._g
         c = self._call
         while c is not None and not c._sent and not c.done():
-            await asyncio.sleep(0.001)
+            await g._next_service(deadline)     # the Request waits for hub.signature
         while True:
             try:
                 return self.send(item, 0)
@@ -114,7 +115,7 @@ class Sender:
             if c is not None and c.done():
                 raise ChannelClosed("channel %d: %s is over" % (self.id, c.method),
                                     -errno.ENOTCONN)
-            await asyncio.sleep(0.001)
+            await g._next_service(deadline)
 
     def _end(self, reset):
         if self.ended:

@@ -7,15 +7,16 @@ SIGINT stop it; an exception a callback cannot raise through C is kept
 and raised where the serving returns.
 
 Serving is one of Guest's bases (guest.py): it works on the Guest's
-handle and loop state (and wakes the async topic readers of Topics,
-topics.py, each time it has served) and imports nothing of the binding
-but errors and _wait."""
+handle and loop state (and wakes the coroutines waiting for the hub,
+_next_service, each time it has served) and imports nothing of the
+binding but errors and _wait."""
 
 import asyncio
 import errno
 import signal
 import sys
 import threading
+import time
 import traceback
 
 from ._wait import SLICE_MS
@@ -57,6 +58,7 @@ class Serving:
         if self._stopping and self._running:
             raise Stopping("the guest is stopping", -errno.ESHUTDOWN)
         rc = self._lib.guest_service_wait(self._handle(), ms)
+        self._wake_served()
         if rc != 0:
             self._loop_error(rc)
         self._reraise()
@@ -73,7 +75,7 @@ class Serving:
         f = self._stop_future
         if f is not None and not f.done():
             f.set_result(None)
-        self._topics_wake()             # async topic readers see it
+        self._wake_served()             # async waiters see it
 
     def service(self):
         """guest_service: serves what is there without blocking (for a loop
@@ -81,9 +83,32 @@ class Serving:
         readable, at least every service_timeout() seconds (the
         heartbeat), and last before your loop sleeps."""
         rc = self._lib.guest_service(self._handle())
+        self._wake_served()
         if rc != 0:
             self._loop_error(rc)
         self._reraise()
+
+    def _wake_served(self):
+        """Served (or stopping): the coroutines waiting in _next_service
+        look again."""
+        waiters, self._served_waiters = self._served_waiters, []
+        for f in waiters:
+            if not f.done():
+                f.set_result(None)
+
+    async def _next_service(self, deadline=None):
+        """Waits until this guest has served again (its fd rang: the
+        hub's next message, be it credit, an answer or an event; or its
+        heartbeat), or until deadline (monotonic seconds; None: no limit):
+        how a coroutine waits for what only the hub brings. Outside
+        serve() nobody may serve for it: it looks again in 1 ms."""
+        if self._loop is None:
+            await asyncio.sleep(0.001)
+            return
+        fut = self._loop.create_future()
+        self._served_waiters.append(fut)
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        await asyncio.wait({fut}, timeout=wait)
 
     def service_timeout(self):
         """Seconds until service() must run again (heartbeat), or None."""
@@ -157,7 +182,6 @@ class Serving:
                 return
             try:
                 self.service()
-                self._topics_wake()     # async topic readers look again
             except HubGone as e:
                 if not self._stopping:
                     failure.append(e)
@@ -185,7 +209,7 @@ class Serving:
             _restore_signals(old)
             self._loop = None
             self._stop_future = None
-            self._topics_wake()
+            self._wake_served()
             if detach:
                 self.detach()     # handlers still running: never answered
         if failure:

@@ -212,11 +212,7 @@ class Topic:
                 return ev
             if g._stopping:
                 raise StopAsyncIteration
-            # serve() wakes the waiting readers each time it has served
-            # (the guest's fd rang, or its heartbeat)
-            fut = g._loop.create_future()
-            g._topic_waiters.append(fut)
-            await fut
+            await g._next_service()
 
 
 class Topics:
@@ -228,7 +224,6 @@ class Topics:
         self._subs = {}                 # token -> _Subscription
         self._sub_tokens = itertools.count(1)
         self._readers = set()           # open Topics
-        self._topic_waiters = []        # futures of async Topic readers
         self._c_event = _lib.EVENT_FN(self._on_event)
 
     def _topics_attach(self):
@@ -240,13 +235,6 @@ class Topics:
 
     def _topics_need_loop(self):
         return any(s.is_async for s in self._subs.values())
-
-    def _topics_wake(self):
-        """serve() served: the async readers look again."""
-        waiters, self._topic_waiters = self._topic_waiters, []
-        for f in waiters:
-            if not f.done():
-                f.set_result(None)
 
     # -- publishing ------------------------------------------------------------
 

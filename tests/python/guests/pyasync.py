@@ -41,6 +41,17 @@ async def uploadwithin(method, n, ms):
         return "%s: %s%s" % (type(e).__name__, e, " (aio.noread waits)" if _noread else "")
 
 
+@g.method("aio.creditlooks", "u64->str")
+async def creditlooks(ms):
+    """aio.uploadwithin's upload to aio.noread, for ms: its answer, and
+    how many times a second the sender looked for credit meanwhile."""
+    loop = asyncio.get_running_loop()
+    before, t0 = g.stats()["credit_waits"], loop.time()
+    answer = await uploadwithin("aio.noread", 100000, ms)
+    looks = g.stats()["credit_waits"] - before
+    return "%s; %d looks a second" % (answer, looks / (loop.time() - t0))
+
+
 _noread = []
 
 
