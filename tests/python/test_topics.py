@@ -69,6 +69,23 @@ def test_iterators(make_hub):
     hub.ok("tsub.close", "tpub.it")
 
 
+def test_a_dropped_topic_unsubscribes(make_hub):
+    # a Topic dropped without close() kept its subscription for as long
+    # as the guest ran: a handler that made one per call failed with "too
+    # many subscriptions" at its 65th call
+    hub = two(make_hub)
+    hub.ok("tpub.advertise", "tpub.drop", "str", "false")
+    assert hub.ok("tsub.dropmany", "tpub.drop", "200") == 200
+
+    def subscribers():
+        rc, lines, err = hub.ctl("topics")
+        assert rc == 0, err
+        return [t["subscribers"] for t in lines[0]["topics"] if t["name"] == "tpub.drop"][0]
+    # the last one too, once the guest served again (its next call)
+    hub.ok("tsub.seen")
+    assert subscribers() == [], subscribers()
+
+
 def test_retained_value_for_a_late_subscriber(make_hub):
     hub = two(make_hub)
     hub.ok("tpub.advertise", "tpub.kept", "str", "true")

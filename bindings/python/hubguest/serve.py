@@ -7,9 +7,10 @@ SIGINT stop it; an exception a callback cannot raise through C is kept
 and raised where the serving returns.
 
 Serving is one of Guest's bases (guest.py): it works on the Guest's
-handle and loop state (and wakes the coroutines waiting for the hub,
-_next_service, each time it has served) and imports nothing of the
-binding but errors and _wait."""
+handle and loop state (each time it has served, it ends the
+subscriptions of Topics dropped unclosed and wakes the coroutines
+waiting for the hub, _next_service) and imports nothing of the binding
+but errors and _wait."""
 
 import asyncio
 import errno
@@ -58,6 +59,7 @@ class Serving:
         if self._stopping and self._running:
             raise Stopping("the guest is stopping", -errno.ESHUTDOWN)
         rc = self._lib.guest_service_wait(self._handle(), ms)
+        self._unsubscribe_dropped()
         self._wake_served()
         if rc != 0:
             self._loop_error(rc)
@@ -83,6 +85,7 @@ class Serving:
         readable, at least every service_timeout() seconds (the
         heartbeat), and last before your loop sleeps."""
         rc = self._lib.guest_service(self._handle())
+        self._unsubscribe_dropped()
         self._wake_served()
         if rc != 0:
             self._loop_error(rc)

@@ -130,7 +130,9 @@ class Topic:
     """A subscription read as an iterator of Events (for ev in t), or an
     async iterator under serve() (async for ev in t); g.topic() makes
     one. Each wait serves the guest meanwhile; next(timeout=) waits at
-    most that long. close() (or leaving a with block) unsubscribes."""
+    most that long. close() (or leaving a with block) unsubscribes; so
+    does dropping the last reference to it, at the guest's next service
+    or subscribe (a guest has at most 64 subscriptions)."""
 
     def __init__(self, g, topic, policy):
         self._g = g
@@ -138,15 +140,20 @@ class Topic:
         self.policy = policy
         self._decoder = _Decoder(topic)
         self._buf = ctypes.create_string_buffer(FIRST_CAP)
+        self._sub = None
         self._sub = g._subscribe_c(topic, policy, _lib.EVENT_FN(), None)   # fn NULL
-        g._readers.add(self)
 
     def close(self):
         """Unsubscribes (idempotent)."""
         sub, self._sub = self._sub, None
-        self._g._readers.discard(self)
         if sub is not None and self._g._h is not None:
             self._g._lib.guest_unsubscribe(self._g._h, sub)
+
+    def __del__(self):
+        # dropped unclosed: only noted, as a finalizer may run in any
+        # thread and inside a call into libguest
+        if self._sub is not None:
+            self._g._dropped_subs.append(self._sub)
 
     def __enter__(self):
         return self
@@ -223,7 +230,7 @@ class Topics:
         self._adverts = {}              # topic -> (Signature, flags), advertised at attach
         self._subs = {}                 # token -> _Subscription
         self._sub_tokens = itertools.count(1)
-        self._readers = set()           # open Topics
+        self._dropped_subs = []         # of Topics dropped unclosed
         self._c_event = _lib.EVENT_FN(self._on_event)
 
     def _topics_attach(self):
@@ -290,7 +297,15 @@ class Topics:
 
     # -- subscribing -----------------------------------------------------------
 
+    def _unsubscribe_dropped(self):
+        """Ends the subscriptions of Topics dropped unclosed."""
+        while self._dropped_subs:
+            sub = self._dropped_subs.pop()
+            if self._h is not None:
+                self._lib.guest_unsubscribe(self._h, sub)
+
     def _subscribe_c(self, topic, policy, fn, token):
+        self._unsubscribe_dropped()
         rc = self._lib.guest_subscribe(self._handle(), c_name(topic, TOPIC), _policy(policy),
                                        fn, token)
         if rc > 0:
