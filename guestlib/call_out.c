@@ -540,7 +540,8 @@ lg_out_forget_abandoned(struct guest *g)
 }
 
 /* The out half of lane_gone (call_in.c): each call over ln fails as one
- * through the hub does when the callee dies (Cancelled). */
+ * through the hub does when the callee dies (Cancelled), with why the
+ * lane ended as its text (hubd's word, or the peer's hang-up). */
 void
 lg_out_lane_gone(struct guest *g, struct lg_lane *ln)
 {
@@ -559,7 +560,7 @@ lg_out_lane_gone(struct guest *g, struct lg_lane *ln)
 		out_gone(g, e);
 		hp_idtab_remove(&g->out, e);
 		if (c.fn != NULL)
-			c.fn(c.ctx, -ECANCELED, NULL, 0);
+			c.fn(c.ctx, -ECANCELED, (const uint8_t *)ln->why, strlen(ln->why));
 	}
 }
 

@@ -134,7 +134,8 @@ lg_lanes_reap(struct guest *g)
 		if (!ln->closing && hp_group_hung(&ln->ep) &&
 		    hp_endpoint_rx_ready(&ln->ep) == 0) {
 			ln->closing = 1;
-			snprintf(ln->why, sizeof(ln->why), "guest %s hung up", ln->peer);
+			snprintf(ln->why, sizeof(ln->why), "guest %s is gone: it hung up the lane",
+				 ln->peer);
 		}
 		if (ln->closing)
 			lane_close(g, ln);	/* g->lanes[i] is another now */

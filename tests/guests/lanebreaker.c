@@ -25,7 +25,8 @@
  *   polls		how many times its --poll loop woke (u64)
  *   sleep MS		answers after MS ms, serving meanwhile
  *   callsleep M MS	calls M(0) (through the hub: a lane follows), then
- *			M(MS) (over the lane); answers "ok" or "error: <errno>"
+ *			M(MS) (over the lane); answers "ok" or
+ *			"error: <errno>: <the error's text>"
  *   deaf		stops reading its lanes (they stay open): answers
  *			"deaf N", N the lanes it left
  *   burst M N		N calls of M (a 100-byte str) in flight at once,
@@ -299,7 +300,7 @@ m_callsleep(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	struct guest *g = guest_call_guest(c);
 	uint8_t arg[16];
 	const char *m;
-	char method[128], res[64];
+	char method[128], why[256] = "", res[320];
 	size_t n, pos = 0, alen = 0;
 	uint64_t ms;
 	int rc;
@@ -312,12 +313,15 @@ m_callsleep(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	}
 	snprintf(method, sizeof(method), "%.*s", (int)n, m);
 	guest_pc_put_u64(arg, sizeof(arg), &alen, 0);
-	if ((rc = guest_call(g, method, arg, alen, NULL, 0, NULL, 10000)) == 0) {
+	if ((rc = guest_call(g, method, arg, alen, why, sizeof(why), NULL, 10000)) == 0) {
 		alen = 0;
 		guest_pc_put_u64(arg, sizeof(arg), &alen, ms);
-		rc = guest_call(g, method, arg, alen, NULL, 0, NULL, 60000);
+		rc = guest_call(g, method, arg, alen, why, sizeof(why), NULL, 60000);
 	}
-	snprintf(res, sizeof(res), rc == 0 ? "ok" : "error: %d", rc);
+	if (rc == 0)
+		snprintf(res, sizeof(res), "ok");
+	else
+		snprintf(res, sizeof(res), "error: %d: %s", rc, why);
 	reply_str(c, res);
 }
 
