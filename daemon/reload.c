@@ -28,7 +28,6 @@
 #include "daemon/control.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
-#include "daemon/methods.h"
 #include "daemon/pool.h"
 #include "daemon/reload.h"
 #include "daemon/supervise.h"
@@ -126,15 +125,8 @@ drop_removed(struct hub *h, const struct hub_conf *n, FILE *msgs)
 		say(msgs, "guest %s: removed from the config, stopping%s", p->conf->name, "");
 		p->removed = 1;
 		supervise_stop(h, p);
-		if (p->state == PEER_DOWN) {	/* nothing running: free now */
-			host_retire(h, p);	/* its counters stay in the hub's */
-			methods_forget(h, p);
-			guestlog_free(p);
-			config_guest_free(p->conf);
-			config_guest_free(p->next_conf);
-			p->conf = p->next_conf = NULL;
-			p->removed = 0;
-		}
+		if (p->state == PEER_DOWN)	/* nothing running: free now */
+			supervise_forget(h, p);	/* its uid: reload_config's release */
 	}
 }
 

@@ -313,16 +313,8 @@ death(struct hub *h, struct peer *p, enum peer_event e, const struct why *w,
 		log_info("guest %s: removed", name);
 		if (h->hooks.state_changed != NULL)
 			h->hooks.state_changed(h, p);	/* down, while it has a name */
-		methods_forget(h, p);
-		pool_leave(h, p);	/* its zone's pool goes with its last member */
-		host_retire(h, p);	/* its counters stay in the hub's */
-		config_guest_free(p->conf);
-		config_guest_free(p->next_conf);
-		p->conf = p->next_conf = NULL;
+		supervise_forget(h, p);
 		users_release(h);	/* its uid, for any hub to take */
-		p->removed = 0;
-		guestlog_free(p);
-		lifecycle_reset(&p->life);
 		if (h->hooks.entry_freed != NULL)
 			h->hooks.entry_freed(h);	/* a guest waiting for one (reload.c) */
 		break;
@@ -619,6 +611,20 @@ void
 supervise_stop(struct hub *h, struct peer *p)
 {
 	step(h, p, PE_STOP, NULL);
+}
+
+void
+supervise_forget(struct hub *h, struct peer *p)
+{
+	methods_forget(h, p);
+	pool_leave(h, p);	/* its zone's pool goes with its last member */
+	host_retire(h, p);	/* its counters stay in the hub's */
+	config_guest_free(p->conf);
+	config_guest_free(p->next_conf);
+	p->conf = p->next_conf = NULL;
+	p->removed = 0;
+	guestlog_free(p);
+	lifecycle_reset(&p->life);
 }
 
 /* manual.c: a process started by hand took p's ticket (p->pid, p->pidfd). */

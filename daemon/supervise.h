@@ -12,6 +12,10 @@ void		supervise_start(struct hub *h, struct peer *p);
  * wait for one: reload_start_waiting). */
 void		supervise_on_free(struct hub *h, void (*fn)(struct hub *h));
 void		supervise_stop(struct hub *h, struct peer *p);
+/* The entry of a guest a reload removed, once down, is free: its methods,
+ * its share of its zone's pool, its settings and its kept output go (its
+ * counters stay in the hub's). Its uid is the caller's to release. */
+void		supervise_forget(struct hub *h, struct peer *p);
 void		supervise_restart(struct hub *h, struct peer *p);
 /* Every tick: guests that attached without ringing. */
 void		supervise_tick(struct hub *h);
