@@ -46,6 +46,7 @@
 #include "daemon/spawn.h"
 #include "daemon/supervise.h"
 #include "daemon/tally.h"
+#include "daemon/topics.h"
 #include "daemon/users.h"
 #include "proto/doorbell.h"
 #include "proto/msg.h"
@@ -617,6 +618,7 @@ void
 supervise_forget(struct hub *h, struct peer *p)
 {
 	methods_forget(h, p);
+	topics_forget(h, p->conf->name);
 	pool_leave(h, p);	/* its zone's pool goes with its last member */
 	host_retire(h, p);	/* its counters stay in the hub's */
 	config_guest_free(p->conf);

@@ -262,12 +262,14 @@ topic_free(struct topic *t)
 
 /* A topic nobody publishes or reads, keeping no retained event, goes
  * with its memory: names a guest subscribed to and left do not pile up
- * (a retained one stays for the publisher's next instance). */
+ * (a retained one stays for the publisher's next instance, while its
+ * guest is in the config). */
 static void
 topic_reap(struct hub *h, struct topic *t)
 {
 	if (t->host_owned || t->subs != NULL || publisher(h, t) != NULL ||
-	    ((t->flags & HP_TOPIC_RETAIN) && hp_topic_claimed(&t->w.map) > 0))
+	    ((t->flags & HP_TOPIC_RETAIN) && t->owner[0] != '\0' &&
+	     hp_topic_claimed(&t->w.map) > 0))
 		return;
 	for (struct topic **pp = &h->topics; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == t) {
@@ -637,6 +639,20 @@ on_detach(struct hub *h, struct peer *p)
 			hp_topic_spoil_unwritten(&t->w);
 			topics_discover(h, TOPIC_TOPICS, t->name, "withdrawn", p->conf->name);
 		}
+		topic_reap(h, t);
+	}
+}
+
+void
+topics_forget(struct hub *h, const char *name)
+{
+	struct topic *t, *next;
+
+	for (t = h->topics; t != NULL; t = next) {
+		next = t->next;
+		if (strcmp(t->owner, name) != 0)
+			continue;
+		t->owner[0] = '\0';	/* no next instance to keep it for */
 		topic_reap(h, t);
 	}
 }

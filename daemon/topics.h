@@ -74,6 +74,10 @@ struct topic {
 
 int	topics_init(struct hub *h);
 void	topics_free(struct hub *h);
+/* Guest name left the config (a reload removed it, and it is down): the
+ * topics it advertised no longer keep their retained event for it, and
+ * go once nobody reads them. */
+void	topics_forget(struct hub *h, const char *name);
 
 /* The guests' built-ins (services.c): 0 or -errno with *why for the
  * caller. hub.subscribe answers the subscription's id. */
