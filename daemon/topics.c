@@ -185,6 +185,28 @@ hub_topic(const char *name)
 	    strcmp(name, TOPIC_TOPICS) == 0;
 }
 
+/* Whether a topic, or a subscription, of h holds id: the counters wrap
+ * after 2^32, and an id one still holds is not handed out again (a
+ * guest tells its topics and readers apart by them). */
+static int
+topic_id_used(struct hub *h, uint32_t id)
+{
+	for (struct topic *t = h->topics; t != NULL; t = t->next)
+		if (t->id == id)
+			return 1;
+	return 0;
+}
+
+static int
+sub_id_used(struct hub *h, uint32_t id)
+{
+	for (struct topic *t = h->topics; t != NULL; t = t->next)
+		for (struct topic_sub *s = t->subs; s != NULL; s = s->next)
+			if (s->id == id)
+				return 1;
+	return 0;
+}
+
 /* The topic name, made with its config's geometry if it is new. */
 static struct topic *
 topic_get(struct hub *h, const char *name, const char **why)
@@ -239,7 +261,7 @@ topic_get(struct hub *h, const char *name, const char **why)
 	hp_topic_writer_init(&t->w, &m);
 	do {
 		t->id = ++h->next_topic;
-	} while (t->id == 0);
+	} while (t->id == 0 || topic_id_used(h, t->id));
 	t->next = h->topics;
 	h->topics = t;
 	return t;
@@ -430,7 +452,7 @@ sub_make(struct hub *h, struct topic *t, uint32_t policy, int fds[3], struct top
 	bells[0] = -1;
 	do {
 		s->id = ++h->next_sub;
-	} while (s->id == 0);
+	} while (s->id == 0 || sub_id_used(h, s->id));
 	/* hubd's writer owns bell_a; the mapping it makes needs no fd kept */
 	rc = hp_topic_writer_add(&t->w, s->id, policy, dup(s->cursor_ro), s->bell_a, why);
 	if (rc != 0) {
