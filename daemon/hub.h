@@ -95,8 +95,9 @@ struct origin {
 	uint32_t	req_id;		/* its request id */
 	struct ext_call	*ext;		/* ORIGIN_CLIENT */
 	uint32_t	chan;		/* a client call's stream: its channel id */
-	uint32_t	watch;		/* a monitor sees the call: its entry
-					 * (monitor.c), 0: none */
+	uint64_t	watch;		/* a monitor sees the call: its entry
+					 * (monitor.c), 0: none; 64 bits, so
+					 * an id is never handed out twice */
 	struct hp_callmeta meta;	/* the call's deadline and trace, as
 					 * it came (hubctl calls) */
 };
@@ -363,7 +364,7 @@ struct hub {
 	struct monitor		*monitors;	/* clients watching calls (monitor.c):
 						 * NULL, and calls cost nothing more */
 	struct hp_idtab		watched;	/* calls they see, under way */
-	uint32_t		next_watch;
+	uint64_t		next_watch;
 	struct {
 		host_peer_fn	*attach[HOST_HOOKS_MAX];	/* host_on_attach */
 		host_peer_fn	*detach[HOST_HOOKS_MAX];	/* host_on_detach */
@@ -373,7 +374,7 @@ struct hub {
 		void		(*entry_freed)(struct hub *h);	/* supervise_on_free */
 		host_peer_fn	*state_changed;	/* supervise: p->state moved (topics.c) */
 		/* answer.c: a watched call's answer went (monitor.c) */
-		void		(*answered)(struct hub *h, uint32_t watch,
+		void		(*answered)(struct hub *h, uint64_t watch,
 					    const uint8_t *payload, size_t len);
 	}			hooks;
 	struct {

@@ -248,7 +248,7 @@ monitor_begin(struct hub *h, struct origin *o, const struct peer *caller,
 	      const uint8_t *args, size_t len)
 {
 	struct watch *w;
-	uint32_t id;
+	uint64_t id;
 
 	o->watch = 0;
 	if (!monitor_matches(h, meth->name))
@@ -257,9 +257,7 @@ monitor_begin(struct hub *h, struct origin *o, const struct peer *caller,
 		monitor_missed(h, meth->name);
 		return;
 	}
-	do {
-		id = ++h->next_watch;
-	} while (id == 0);
+	id = ++h->next_watch;	/* 64 bits: never wraps to one in use */
 	if ((w = hp_idtab_insert(&h->watched, id)) == NULL) {
 		monitor_missed(h, meth->name);
 		return;
@@ -328,7 +326,7 @@ answer_json(json_object *o, const struct watch *w, const uint8_t *payload, size_
 }
 
 void
-monitor_end(struct hub *h, uint32_t watch, const uint8_t *payload, size_t len)
+monitor_end(struct hub *h, uint64_t watch, const uint8_t *payload, size_t len)
 {
 	struct watch *e = hp_idtab_find(&h->watched, watch), w;
 	uint64_t now = hp_now_ns();

@@ -36,7 +36,7 @@ void	monitor_begin(struct hub *h, struct origin *o, const struct peer *caller,
 		      const uint8_t *args, size_t len);
 /* The call of entry watch ends with this Response payload: its line to
  * each monitor that watches its method (answer.c's hooks.answered). */
-void	monitor_end(struct hub *h, uint32_t watch, const uint8_t *payload, size_t len);
+void	monitor_end(struct hub *h, uint64_t watch, const uint8_t *payload, size_t len);
 
 /* The monitor command (cmd.h's cmd_monitor) and its client going
  * (control_ops.monitor_gone). */
