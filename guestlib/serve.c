@@ -94,12 +94,20 @@ lane_type(uint8_t type)
 	return type != HP_MSG_GOODBYE;
 }
 
-/* Whether serving ends (no handler) stops at ep's next message: a
- * Request, with as many waiting for later as we keep. */
-static int
-requests_held(struct guest *g, struct hp_endpoint *ep)
+int
+lg_later_full(const struct guest *g)
 {
-	return (g->nlater >= LATER_MAX || g->later_bytes >= LATER_BYTES) &&
+	return g->nlater >= LATER_MAX || g->later_bytes >= LATER_BYTES;
+}
+
+/* Whether serving ends (no handler) stops at ep's next message: a
+ * Request, with as many waiting for later as we keep. Not on the hub's
+ * ring during a call of its services: their answer may be behind it,
+ * and the Request is refused instead (call_in.c). */
+static int
+requests_held(struct guest *g, struct lg_lane *ln, struct hp_endpoint *ep)
+{
+	return (ln != NULL || !g->holding) && lg_later_full(g) &&
 	    hp_endpoint_peek(ep) == HP_MSG_REQUEST;
 }
 
@@ -116,7 +124,7 @@ serve_ep(struct guest *g, struct lg_lane *ln, int *did, int requests, int *n)
 	int rc = 0;
 
 	for (; *n < BATCH && !g->dead && (ln == NULL || !ln->closing); (*n)++) {
-		if (!requests && requests_held(g, ep))
+		if (!requests && requests_held(g, ln, ep))
 			break;
 		if ((rc = hp_endpoint_recv(ep, &m, &rule)) == -EAGAIN) {
 			rc = 0;
@@ -274,13 +282,13 @@ lg_ends_ready(void *arg)
 
 	if (hp_host_goodbye_said(&g->seg))
 		return 1;
-	if (hp_endpoint_rx_ready(&g->ep) != 0 && !requests_held(g, &g->ep))
+	if (hp_endpoint_rx_ready(&g->ep) != 0 && !requests_held(g, NULL, &g->ep))
 		return 1;
 	for (uint32_t i = 0; i < g->nlanes; i++) {
 		struct lg_lane *ln = g->lanes[i];
 
 		if (!ln->closing && hp_endpoint_rx_ready(&ln->ep) != 0 &&
-		    !requests_held(g, &ln->ep))
+		    !requests_held(g, ln, &ln->ep))
 			return 1;
 	}
 	return 0;

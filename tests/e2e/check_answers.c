@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Every call gets an answer: one too big to send becomes an error, a
  * guest being restarted says so, a guest cannot make the host keep (and
- * list) more methods than its share. */
+ * list) more methods than its share, a flood of calls does not keep a
+ * guest from registering its methods. */
 #include <check.h>
 #include <signal.h>
 #include <stdio.h>
@@ -114,6 +115,38 @@ START_TEST(test_methods_per_guest_bounded)
 	/* 15 host services (hub.advertised, hub.unregister the last), echo's 2, many's 256 */
 	ck_assert_int_eq(json_object_array_length(ms), 15 + 2 + 256);
 	json_object_put(a);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A caller that floods a guest with calls while the guest still
+ * registers its methods costs it no registration: libguest refuses the
+ * calls it has no room to keep, rather than leave them in its ring in
+ * front of hub.register's answer, which timed out there (10 s, and the
+ * guest's next one too). */
+START_TEST(test_register_under_a_flood)
+{
+	char *log = NULL;
+	int rc;
+
+	hub_start_up(&hub, NULL,
+	    "[guest flooder]\nexec = @/tests/guests/flooder\nargs = --method=many.m0 --window=256\n"
+	      "[guest many]\nexec = @/tests/guests/many\nargs = --count=5\n", "flooder,many");
+	for (int i = 0; i < 300; i++) {
+		log = hub_log(&hub);
+		if (strstr(log, "many: the hub took") != NULL)
+			break;
+		free(log);
+		log = NULL;
+		usleep(100000);
+	}
+	ck_assert_msg(log != NULL && strstr(log, "many: the hub took 5 of 5\n") != NULL,
+		      "log: %.300s", log ? strstr(log, "many: the hub took") : "(none in 30 s)");
+	free(log);
+	/* the flood goes on, and its calls are answered */
+	rc = hub_wait_method(&hub, "many.m4");
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "many", "restarts"), 0);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -271,6 +304,7 @@ suite_answers(void)
 	tcase_add_test(tc, test_answer_too_big_is_an_error);
 	tcase_add_test(tc, test_restarting_guest_says_so);
 	tcase_add_test(tc, test_methods_per_guest_bounded);
+	tcase_add_test(tc, test_register_under_a_flood);
 	tcase_add_loop_test(tc, test_forwarded_error_kinds, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
