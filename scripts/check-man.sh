@@ -8,7 +8,8 @@
 # its Commands table and a section), and every one hubctl sends; hubd.8
 # every option of hubd.c's getopt;
 # hubd.conf.5 every key of config_keys.c's tables, in its own section, and
-# no key that is not there; hub-nats.8 every option of nats/main.c and
+# no key that is not there; conf/hubd.conf, which says it shows every key,
+# each of them; hub-nats.8 every option of nats/main.c and
 # every key of nats/conf.c, in its own section, and none that is not there; libguest.3 every GUEST_API function of guest.h,
 # in its SYNOPSIS and described below it, and no function that is gone.
 # And the docs: every relative link of README.md and doc/*.md resolves (the
@@ -140,18 +141,40 @@ nonempty "hubctl's requests (hubctl/*.c)" "$tmp/sent" && {
 # 4. hubd.conf.5: each table of config_keys.c against its section's keys
 # (a key_gone entry is a key no longer taken, refused with an error: the
 # page must not list it)
-for t in hub:hub pool:pool guest:"guest NAME"; do
-	table=${t%%:*} sect=${t#*:}
-	awk -v t="static const struct key ${table}_keys[] = {" '
+# The keys of config_keys.c's table $1_keys[], key_gone's left out.
+table_keys() {
+	awk -v t="static const struct key $1_keys[] = {" '
 		$0 == t { on = 1; next }
 		on && /^};/ { on = 0 }
 		on && !/key_gone/' daemon/config_keys.c | sed -n 's/^[[:space:]]*{ "\([a-z_]*\)",.*/\1/p' |
-		sort -u > "$tmp/keys"
+		sort -u
+}
+for t in hub:hub pool:pool guest:"guest NAME" topic:"topic NAME"; do
+	table=${t%%:*} sect=${t#*:}
+	table_keys "$table" > "$tmp/keys"
 	nonempty "daemon/config_keys.c's ${table}_keys[]" "$tmp/keys" || continue
 	awk -v ss="[$sect]" '
 		/^\.S[sh] / { on = (substr($0, 5) == ss); next }
 		on && /^\.It Cm / { print $3 }' "$man_dir/hubd.conf.5" | sort -u > "$tmp/documented"
 	same_set "$tmp/keys" "$tmp/documented" "hubd.conf.5: [$sect] keys not documented: " "hubd.conf.5: [$sect] documents keys hubd does not take: "
+done
+
+# 4a. conf/hubd.conf, which says it shows every key: each [hub] and
+# [pool] key as a line "KEY = ..." or "# KEY = ..." of its section, each
+# guest's and topic's as "#   KEY = ..." in the comments that list them
+for table in hub pool guest topic; do
+	table_keys "$table" > "$tmp/keys"
+	case $table in
+	hub | pool)
+		awk -v ss="[$table]" '/^\[/ { on = ($0 == ss); next }
+			on' conf/hubd.conf | sed -n 's/^\(# \)\{0,1\}\([a-z_]*\) *=.*/\2/p' ;;
+	*)
+		sed -n 's/^#   \([a-z_]*\) *=.*/\1/p' conf/hubd.conf ;;
+	esac | sort -u > "$tmp/shown"
+	comm -23 "$tmp/keys" "$tmp/shown" > "$tmp/missing"
+	if [ -s "$tmp/missing" ]; then
+		bad "conf/hubd.conf: $table keys not shown: $(tr '\n' ' ' < "$tmp/missing")"
+	else ok; fi
 done
 
 # 4b. hub-nats.8: the keys nats/conf.c takes, each section's from its own
