@@ -173,7 +173,12 @@ apply_guests(struct hub *h, const struct hub_conf *n, FILE *msgs)
 			h->waiting[h->nwaiting++] = copy;
 			continue;
 		}
-		say(msgs, "guest %s: added, starting%s", g->name, "");
+		/* one of start = manual is not started: it waits for a person */
+		if (copy->start_manual)
+			say(msgs, "guest %s: added, waiting to be started by hand "
+			    "(hubctl ticket %s)", g->name, g->name);
+		else
+			say(msgs, "guest %s: added, starting%s", g->name, "");
 		take(p, copy);
 		supervise_start(h, p);
 	}

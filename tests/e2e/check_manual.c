@@ -309,6 +309,22 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* A guest of start = manual that a reload adds is not started: the reload
+ * says it waits for a person, not that it starts, and it waits. */
+START_TEST(test_reload_adds_manual)
+{
+	char msgs[1024];
+
+	ck_assert_int_eq(hub_start(&hub, NULL, ""), 0);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, MANUAL), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 1, "%s", msgs);
+	ck_assert_msg(strstr(msgs, "guest echo: added, waiting to be started by hand "
+			     "(hubctl ticket echo)") != NULL, "reload said: %s", msgs);
+	ck_assert_msg(wait_state("waiting") == 0, "%s", hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A script guest in Python: the ticket's second line runs it under pdb,
  * not gdb (which cannot debug a script): before the script the shebang
  * names, after the interpreter exec names. */
@@ -357,6 +373,7 @@ suite_manual(void)
 	tcase_add_test(tc, test_lane_without_bells);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_ticket_python_pdb);
+	tcase_add_test(tc, test_reload_adds_manual);
 	suite_add_tcase(s, tc);
 	return s;
 }
