@@ -3,7 +3,7 @@
 # Checks the manual pages in doc/man (make check-man): each renders clean
 # under mandoc's lint and groff's warnings, and each still says what the
 # code does: hubctl.1 every command of main.c's table and every option
-# its getopt_long takes; hub-run.1 every option of hub-run.sh;
+# its getopt_long takes, and doc/hubctl.md's opening list every command; hub-run.1 every option of hub-run.sh;
 # doc/control.md every control command of request.h's table (a row of
 # its Commands table and a section), and every one hubctl sends; hubd.8
 # every option of hubd.c's getopt;
@@ -106,6 +106,13 @@ nonempty "hubctl/main.c's commands[]" "$tmp/commands" && {
 			bad "hubctl.1: command '$c' of main.c's table is not documented in COMMANDS"; fi
 	done < "$tmp/commands"
 }
+# and doc/hubctl.md's first paragraph, which lists them, names each
+awk '/^hubctl drives/ { on = 1 } on && /^$/ { exit } on' doc/hubctl.md |
+	grep -o '`[a-z-]*' | tr -d '`' | sort -u > "$tmp/documented"
+while read -r c; do
+	if grep -qx -- "$c" "$tmp/documented"; then ok; else
+		bad "doc/hubctl.md: command '$c' of main.c's table is not in its first paragraph"; fi
+done < "$tmp/commands"
 sed -n 's/.*getopt_long(argc, argv, "\([^"]*\)".*/\1/p' hubctl/main.c | letters > "$tmp/options"
 nonempty "hubctl/main.c's getopt_long" "$tmp/options" && check_options hubctl.1 DESCRIPTION hubctl
 
