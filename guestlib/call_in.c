@@ -125,20 +125,6 @@ guest_reply(struct guest_call *c, const void *result, size_t len)
 	return respond(c, &r);
 }
 
-int
-guest_reply_error(struct guest_call *c, const char *message)
-{
-	uint8_t buf[256];
-	struct hp_pc_enc e;
-	struct hp_response r = { .result = HP_RESULT_ERR, .error = HP_ERR_USER };
-	size_t n = strnlen(message, 200);
-
-	hp_pc_enc_init(&e, buf, sizeof(buf));
-	hp_pc_put_str(&e, message, n);
-	r.value = buf;
-	r.value_len = e.len;
-	return respond(c, &r);
-}
 
 int
 guest_reply_cancelled(struct guest_call *c)
@@ -214,6 +200,14 @@ guest_reply_status(struct guest_call *c, int status, const char *text)
 	}
 	me.key_len = me.key != NULL ? strlen(me.key) : 0;
 	return respond(c, &r);
+}
+
+/* A User error is guest_reply_status's -EREMOTEIO: its text checked and
+ * cut the same way, never bytes the caller cannot decode */
+int
+guest_reply_error(struct guest_call *c, const char *message)
+{
+	return guest_reply_status(c, -EREMOTEIO, message);
 }
 
 int

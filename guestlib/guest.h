@@ -152,6 +152,9 @@ GUEST_API int guest_unregister(struct guest *g, const char *method);
  * slot and are valid until the callback returns. */
 
 /* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard.
+ * guest_reply_error's message is UTF-8, cut to 1023 bytes between
+ * characters (NULL: "error"); one that is not UTF-8 is refused with
+ * -EILSEQ and nothing is sent (as guest_reply_status -EREMOTEIO).
  * A call is answered once: a second answer (any of the four) sends
  * nothing and returns -EALREADY, from the handler, its microthread or a
  * callback after the handler returned (for the last, until the guest has

@@ -173,7 +173,9 @@ expect_fail(int json, const char *want, const char *method, const char *a1, cons
  * (_i 0), over a lane (1), between guests on microthreads over a lane
  * (2); hubctl shows what failed. A status it does not take, or text
  * that is not UTF-8, is refused with nothing sent; a second answer is
- * refused. */
+ * refused. guest_reply_error's text is checked and cut the same way
+ * (one not UTF-8, or cut inside a character, reached callers as
+ * "(user)", one NULL crashed the guest). */
 START_TEST(test_forwarded_error_kinds)
 {
 	static const char *const guests[] = {
@@ -200,6 +202,10 @@ START_TEST(test_forwarded_error_kinds)
 		/* refused: the handler answers a User error instead */
 		{ "bogus", "x", "user: refused: EINVAL" },
 		{ "timeout", "@bad", "user: refused: EILSEQ" },
+		/* guest_reply_error: the same User error, its text as checked */
+		{ "error", "no such key", "user: no such key" },
+		{ "error", "@null", "user: error" },
+		{ "error", "@bad", "user: refused: EILSEQ" },
 	};
 	char want[512], *out, *p;
 	size_t n;
@@ -249,6 +255,14 @@ START_TEST(test_forwarded_error_kinds)
 	n = (size_t)(p - out) - strlen("unreachable: ");
 	ck_assert_uint_eq(n, 1022);
 	ck_assert_uint_eq(strlen(p + 3), strlen("unreachable: ") + 1022 + 1);	/* and "\n" */
+	free(out);
+	/* guest_reply_error's text too */
+	out = NULL;
+	ck_assert_int_eq(hubctl(&hub, &out, "call", "prober.why2", "fwd.fail", "error",
+				"@long", (char *)NULL), 0);
+	p = strstr(out, " | ");
+	ck_assert_msg(p != NULL && strncmp(out, "user: \xc3\xa9", 8) == 0, "%.80s", out);
+	ck_assert_uint_eq((size_t)(p - out) - strlen("user: "), 1022);
 	free(out);
 	if (_i > 0) {
 		/* those went over the lane: 5 s for prober to publish its

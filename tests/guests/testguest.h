@@ -221,7 +221,8 @@ tg_status_name(int rc)
 
 /* PREFIX.fail KIND TEXT answers guest_reply_status with the status KIND
  * names (user, unknown, invalid, cancelled, unreachable, timeout; any
- * other: -EPERM, which it must refuse) and TEXT ("@null": NULL, "@bad":
+ * other: -EPERM, which it must refuse), or guest_reply_error for KIND
+ * "error", and TEXT ("@null": NULL, "@bad":
  * not UTF-8, "@long": 600 "é", over the 1023 bytes sent). Refused, it
  * answers Err User "refused: RC" instead; either way it then answers
  * again, and PREFIX.fail_rc says what the two returned ("0 EALREADY"). */
@@ -263,7 +264,8 @@ tg_fail(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 			memcpy(longtext + i, "\xc3\xa9", 2);	/* é */
 		tp = longtext;
 	}
-	rc = guest_reply_status(c, status, tp);
+	rc = strcmp(kind, "error") == 0 ? guest_reply_error(c, tp) :
+	    guest_reply_status(c, status, tp);
 	if (rc != 0) {
 		snprintf(why, sizeof(why), "refused: %s", tg_status_name(rc));
 		guest_reply_error(c, why);

@@ -25,7 +25,7 @@ from .errors import Error, HubUnreachable, RemoteTimeout, Stopping, UserError, s
 from .sender import Sender
 from .upload import Upload
 
-# What guest_reply_error sends of a message at most (bytes); of a
+# What a raised error's message keeps at most (bytes); of a
 # forwarded error's text (guest_reply_status keeps as much).
 ERROR_MAX = 200
 FORWARD_MAX = 1023
