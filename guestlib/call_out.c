@@ -205,14 +205,18 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	   guest_result_fn fn, void *ctx, uint32_t *call_id, struct timeout *t, int async,
 	   const struct hp_callmeta *cm)
 {
-	uint64_t mid = hp_method_id(method, strlen(method));
 	struct lg_route *r = NULL, route;
 	struct out_call sent, *c;
+	uint64_t mid;
 	uint32_t id;
 	int rc = 0;
 
+	/* a caller's slip, not a method nobody serves */
+	if (method == NULL || (args == NULL && len > 0))
+		return -EINVAL;
 	if (g->dead)
 		return g->dead;
+	mid = hp_method_id(method, strlen(method));
 	if (async)
 		rc = route_room(g, mid, &r);
 	else if (g->nroutes > 0)

@@ -247,7 +247,8 @@ GUEST_API int guest_cancel(struct guest *g, uint32_t call_id);
  * nothing to result and sets *result_len to 0. The same on a
  * microthread. A handler's call that waits when guest_stop comes (inside
  * guest_run or guest_service) ends at once with -ESHUTDOWN, and the
- * callee gets a Cancel, as on a timeout. */
+ * callee gets a Cancel, as on a timeout. -EINVAL, nothing sent, for a
+ * NULL method or NULL args with len > 0 (guest_call_async too). */
 GUEST_API int guest_call(struct guest *g, const char *method, const void *args,
 			 size_t len, void *result, size_t cap, size_t *result_len,
 			 int timeout_ms);

@@ -635,6 +635,28 @@ START_TEST(test_register_checks_locally)
 }
 END_TEST
 
+/* A call with no method, or no arguments where it says there are some,
+ * is the caller's slip: -EINVAL, nothing sent, where it crashed. */
+START_TEST(test_call_checks_locally)
+{
+	uint8_t res[64];
+	size_t rlen = 1;
+	struct guest *g;
+	uint32_t id;
+
+	g = attach();
+	host_init();
+	ck_assert_int_eq(guest_call(g, NULL, NULL, 0, res, sizeof(res), &rlen, 100), -EINVAL);
+	ck_assert_uint_eq(rlen, 0);
+	ck_assert_int_eq(guest_call(g, "t.echo", NULL, 3, res, sizeof(res), &rlen, 100),
+			 -EINVAL);
+	ck_assert_int_eq(guest_call_async(g, NULL, NULL, 0, NULL, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(guest_call_async(g, "t.echo", NULL, 3, NULL, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(host_next(&id), -1);
+	cleanup(g);
+}
+END_TEST
+
 /* The host's User errors, told apart by the shared strings. */
 START_TEST(test_register_maps_host_errors)
 {
@@ -1302,6 +1324,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_goodbye_fails_a_waiting_call);
 	tcase_add_test(tc, test_goodbye_undecodable);
 	tcase_add_test(tc, test_register_checks_locally);
+	tcase_add_test(tc, test_call_checks_locally);
 	tcase_add_test(tc, test_register_maps_host_errors);
 	tcase_add_test(tc, test_close_without_sending);
 	tcase_add_test(tc, test_receiver_stops_a_channel);
