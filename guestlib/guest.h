@@ -21,7 +21,11 @@
  * nothing prints or exits. One thread drives a guest: handlers, callbacks
  * and calls all run on the thread that runs the loop; under guest_run_mt
  * (below, "Microthreads") on its microthreads instead, which may call any
- * of these functions from any of the runtime's processors.
+ * of these functions from any of the runtime's processors. No other
+ * thread, nor a signal handler, may call those that take a struct guest
+ * or a struct guest_call (nothing notices: it races with the loop), but
+ * guest_stop, which any thread may; the guest_pc_* helpers and
+ * guest_mt_now_ns touch no guest and run anywhere.
  *
  * The heartbeat (a hub's heartbeat_interval: a guest silent for two
  * intervals is ended as hung) is kept by libguest: by the service loop, by

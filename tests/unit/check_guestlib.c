@@ -320,6 +320,30 @@ START_TEST(test_host_goodbye_ends_the_loop)
 }
 END_TEST
 
+static void *
+stop_later(void *arg)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);	/* most likely once the loop sleeps */
+	guest_stop(arg);
+	return NULL;
+}
+
+/* guest_stop is the one call another thread may make (libguest(3),
+ * THREADS): the loop ends cleanly. */
+START_TEST(test_stop_from_another_thread)
+{
+	struct guest *g = attach();
+	pthread_t t;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, stop_later, g), 0);
+	ck_assert_int_eq(guest_run(g), 0);
+	pthread_join(t, NULL);
+	cleanup(g);
+}
+END_TEST
+
 /* r[shm.doorbell.death]: the host dies, the loop ends with -EPIPE. */
 START_TEST(test_host_death_ends_the_loop)
 {
@@ -1309,6 +1333,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_hostile_host);
 	tcase_add_test(tc, test_hostile_indices);
 	tcase_add_test(tc, test_host_goodbye_ends_the_loop);
+	tcase_add_test(tc, test_stop_from_another_thread);
 	tcase_add_test(tc, test_host_death_ends_the_loop);
 	suite_add_tcase(s, tc);
 
