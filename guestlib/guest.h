@@ -95,10 +95,12 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
 
 /* Registers a method with the host so others can call it. name is
  * "service.method"; signature tells hubctl how to encode arguments and
- * decode the result: "ARG,ARG->RET" with types str, bytes, u64, i64, bool,
- * unit and, as an argument, chan<T> (a channel the caller receives items
+ * decode the result: "ARG,ARG->RET" with types str, bytes, u64, i64, f64,
+ * bool, list<T>, opt<T>, map<K,V>, tuples (T,T), unit as a result alone
+ * and, as an argument, chan<T> (a channel the caller receives items
  * of type T on: the handler sends on it) or rx<T> (a channel the caller
- * sends items of type T on: the handler reads it, guest_chan_accept).
+ * sends items of type T on: the handler reads it, guest_chan_accept);
+ * the grammar and its bounds: doc/protocol.md, "Signatures".
  * Errors are always str.
  * A name is 1 to 63 bytes of A-Z a-z 0-9 _ . - in parts between dots,
  * none empty (no dot first or last, no two in a row).
