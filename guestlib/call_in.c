@@ -56,7 +56,7 @@ respond(struct guest_call *c, const struct hp_response *r)
 			     r->value, r->value_len, NULL);
 	if (rc == -EPIPE && ln != NULL)
 		rc = 0;		/* the lane closed meanwhile: the same */
-	if (c->lane != NULL && c->nchans > 0)
+	if (c->nchans > 0)
 		lg_chan_replied(c);
 	if (c->nrx > 0)
 		lg_chan_rx_answered(g, c);
@@ -370,7 +370,11 @@ note_channels(struct guest *g, struct guest_call *c, const struct hp_sig *sig,
 		if (id == 0 || id >= cs->max || id % 2 != 0 || cs->tx[id].open)
 			continue;
 		if (t == HP_T_CHAN) {
+			/* ours until we end it or answer (lg_chan_replied) */
 			cs->tx[id].ended = 0;
+			cs->tx[id].serial = ++g->chan_serial;
+			c->chans[c->nchans] = (uint32_t)id;
+			c->serials[c->nchans++] = cs->tx[id].serial;
 			continue;
 		}
 		/* r[shm.flow.channel-activate]: one the host activated, not

@@ -252,13 +252,20 @@ lg_chan_adopt(struct guest *g, struct lg_lane *ln, const struct hp_sig *sig,
 void
 lg_chan_replied(struct guest_call *c)
 {
-	struct lg_chans *cs = &c->lane->chans;
+	struct lg_chans *cs = c->lane != NULL ? &c->lane->chans : &c->g->chans;
 
-	/* the caller ends what is still open with the answer
-	 * (lg_chan_answered): nothing more goes out on them */
+	/* the answer ends what is still open: over a lane the caller
+	 * ends it (lg_chan_answered), through the hub hubd frees it (late
+	 * Data gets a Reset). Nothing more goes out on them: a send fails
+	 * at once, its item not dropped unseen. Through the hub, only if
+	 * the id was not given again since the handler ended it */
 	for (uint8_t i = 0; i < c->nchans; i++) {
-		cs->tx[c->chans[i]].open = 0;
-		cs->tx[c->chans[i]].ended = 1;
+		struct tx_chan *tx = &cs->tx[c->chans[i]];
+
+		if (c->lane != NULL || tx->serial == c->serials[i]) {
+			tx->open = 0;
+			tx->ended = 1;
+		}
 	}
 }
 

@@ -301,7 +301,9 @@ GUEST_API int guest_call_async_with(struct guest *g, const char *method,
  * receiver's credit is used up, or the ring is full, up to timeout_ms for
  * the whole call (-ETIMEDOUT). -ENOTCONN for a channel that is not ours
  * to send on, or was closed or reset (by us, or by the receiver: hubd
- * resets a stream whose reader went away, and grants it no more credit).
+ * resets a stream whose reader went away, and grants it no more credit),
+ * or a chan<T> argument whose call is answered: the answer ends its
+ * stream, so a handler sends and closes first, then answers.
  * Sends fail with -ECONNABORTED once the hub ended the guest, -EPIPE once
  * the hub is gone. Each send looks at what arrived, and while it waits
  * for credit the guest goes on serving, as guest_call does: under

@@ -327,8 +327,10 @@ struct guest_call {
 	uint8_t		running;	/* its handler has not returned */
 	struct lg_lane	*lane;		/* came over it, NULL: from the hub */
 	int		lane_gone;	/* ... and it closed: the answer is dropped */
-	uint8_t		nchans;		/* its channels in the lane's table */
+	uint8_t		nchans;		/* its channels in the lane's table, or
+					 * its chan<T> ones in the hub's */
 	uint32_t	chans[HP_SIG_MAX_ARGS];
+	uint32_t	serials[HP_SIG_MAX_ARGS]; /* the hub's: each one's tx serial */
 	struct hp_callmeta meta;	/* its deadline and trace, as they came */
 	char		trace[HP_TRACEPARENT_LEN + 1]; /* guest_call_trace's, "" none */
 	uint8_t		nrx;		/* its rx<T> arguments (the hub's table) */
@@ -407,7 +409,8 @@ struct guest {
 						 * under way: no handler runs
 						 * (runtime_callback.c's await) */
 	struct lg_chans		chans;		/* the hub's table */
-	uint32_t		chan_serial;	/* channels passed over lanes */
+	uint32_t		chan_serial;	/* channels passed over lanes, and
+						 * chan<T> arguments through the hub */
 	_Atomic uint32_t	stop;		/* guest_stop: from a signal handler too;
 						 * this process's own, not shared */
 	int			wake_fd;	/* eventfd: guest_stop ends a sleep,

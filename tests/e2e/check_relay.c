@@ -59,7 +59,7 @@ start2(int prod_pool, int cons_pool)
 		 path, prod_pool ? "" : "shared_pool = no\n", over_lanes ? "" : "lanes = no\n",
 		 path, cons_pool ? "" : "shared_pool = no\n", over_lanes ? "" : "lanes = no\n");
 	hub_start_up(&hub, keys, guests, "prod,cons");
-	ck_assert(hub_wait_method(&hub, "prod.produce,prod.produce_open,prod.produce_crash,"
+	ck_assert(hub_wait_method(&hub, "prod.produce,prod.produce_open,prod.produce_crash,prod.produce_late,"
 				  "prod.last,prod.waits,cons.consume,cons.badchan,cons.dupchan,"
 				  "cons.hold") == 0);
 	if (over_lanes)
@@ -412,6 +412,37 @@ START_TEST(test_answer_without_close_ends_the_stream)
 }
 END_TEST
 
+/* A handler that answers before it streams: the answer ended its
+ * chan<T> argument, so its sends fail at once with -ENOTCONN, and so
+ * does its close, through hubd as over a lane (through hubd they
+ * returned 0 and hubd dropped the items unseen); the caller gets the
+ * answer and the end, nothing is left open. */
+START_TEST(test_sends_after_the_answer_fail)
+{
+	struct consumed c;
+	char *last;
+
+	start(1);
+	c = consume("prod.produce_late", "50", "100", "0", "0", "0");
+	ck_assert_msg(c.items == 0 && strcmp(c.call, "ok 50") == 0, "%llu items, call %s",
+		      c.items, c.call);
+	last = call(0, "prod.last", NULL, NULL, NULL, NULL, NULL, NULL);
+	ck_assert_str_eq(last, "late: sent 0: ENOTCONN, close ENOTCONN");
+	free(last);
+	/* hubctl as the caller: the same */
+	last = call(0, "prod.produce_late", "5", "10", NULL, NULL, NULL, NULL);
+	ck_assert_str_eq(last, "5");
+	free(last);
+	last = call(0, "prod.last", NULL, NULL, NULL, NULL, NULL, NULL);
+	ck_assert_str_eq(last, "late: sent 0: ENOTCONN, close ENOTCONN");
+	free(last);
+	assert_idle();
+	c = consume("prod.produce", "20", "100", "0", "0", "0");
+	expect_complete(&c, 20);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* r[shm.id.channel-parity] r[shm.flow.channel-table-indexing]: a
  * channel argument that is not one the caller opened to receive on (an
  * even id, one not opened, one out of range, 0, one already relayed) is
@@ -562,6 +593,7 @@ add_stream_tests(TCase *tc, void (*setup)(void))
 	tcase_add_test(tc, test_producer_crash_resets_the_receiver);
 	tcase_add_test(tc, test_receiver_crash_stops_the_producer);
 	tcase_add_test(tc, test_answer_without_close_ends_the_stream);
+	tcase_add_test(tc, test_sends_after_the_answer_fail);
 	tcase_add_test(tc, test_bad_channel_is_refused);
 	tcase_add_test(tc, test_item_too_large_for_the_receiver);
 }

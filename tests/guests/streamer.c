@@ -11,6 +11,10 @@
  *			Err "stopped after I items: ERR" (ERR: ENOTCONN or
  *			the error's number)
  *   produce_open N SIZE CHAN	the same without closing CHAN
+ *   produce_late N SIZE CHAN	answers N first, then sends and closes as
+ *			produce; last says how many it sent, what the last
+ *			send and the close returned: "late: sent I: ERR,
+ *			close ERR" (0 or ENOTCONN)
  *   produce_crash N SIZE CHAN	sends N/2 items, then SIGKILLs itself
  *   last		how the last produce ended: "sent I: ERR" or "sent I"
  *   digest BYTES	answers "LEN HASH": the argument's length and its
@@ -97,7 +101,13 @@ reply_u64(struct guest_call *c, uint64_t v)
 	guest_reply(c, buf, pos);
 }
 
-enum { PRODUCE, PRODUCE_OPEN, PRODUCE_CRASH };
+enum { PRODUCE, PRODUCE_OPEN, PRODUCE_CRASH, PRODUCE_LATE };
+
+static const char *
+chan_rc_name(int rc)
+{
+	return rc == 0 ? "0" : rc == -ENOTCONN ? "ENOTCONN" : strerror(-rc);
+}
 
 static void
 produce_as(struct guest_call *c, const uint8_t *args, size_t len, int how)
@@ -117,6 +127,8 @@ produce_as(struct guest_call *c, const uint8_t *args, size_t len, int how)
 	}
 	if (shared != NULL)
 		__atomic_store_n(&shared[0], 0, __ATOMIC_RELEASE);
+	if (how == PRODUCE_LATE)
+		reply_u64(c, n);
 	for (i = 0; i < n; i++) {
 		if (how == PRODUCE_CRASH && i == n / 2)
 			kill(getpid(), SIGKILL);
@@ -134,6 +146,13 @@ produce_as(struct guest_call *c, const uint8_t *args, size_t len, int how)
 			break;
 	}
 	free(item);
+	if (how == PRODUCE_LATE) {
+		int end = guest_chan_close(g, (uint32_t)chan);
+
+		snprintf(last, sizeof(last), "late: sent %llu: %s, close %s",
+			 (unsigned long long)i, chan_rc_name(rc), chan_rc_name(end));
+		return;
+	}
 	if (rc != 0) {
 		snprintf(last, sizeof(last), "sent %llu: %s", (unsigned long long)i,
 			 rc == -ENOTCONN ? "ENOTCONN" : strerror(-rc));
@@ -167,6 +186,13 @@ produce_crash(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	(void)ctx;
 	produce_as(c, args, len, PRODUCE_CRASH);
+}
+
+static void
+produce_late(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	produce_as(c, args, len, PRODUCE_LATE);
 }
 
 static void
@@ -680,6 +706,7 @@ main(int argc, char *argv[])
 		{ "produce", "u64,u64,chan<bytes>->u64", produce },
 		{ "produce_open", "u64,u64,chan<bytes>->u64", produce_open },
 		{ "produce_crash", "u64,u64,chan<bytes>->u64", produce_crash },
+		{ "produce_late", "u64,u64,chan<bytes>->u64", produce_late },
 		{ "last", "->str", last_outcome },
 		{ "trickle", "u64,chan<u64>->u64", trickle },
 		{ "drip", "u64,u64,chan<u64>->u64", drip },
