@@ -157,7 +157,9 @@ GUEST_API int guest_unregister(struct guest *g, const char *method);
  * arguments, and an item or result passed to a callback, point into the
  * slot and are valid until the callback returns. */
 
-/* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard.
+/* Answers a call with Ok(result) / Err(User(error)); the bytes are postcard,
+ * of the method's result type: nobody checks them on the way (hubd checks
+ * arguments, not results), so a caller decodes them with care.
  * guest_reply_error's message is UTF-8, cut to 1023 bytes between
  * characters (NULL: "error"); one that is not UTF-8 is refused with
  * -EILSEQ and nothing is sent (as guest_reply_status -EREMOTEIO).
