@@ -4,6 +4,7 @@
  * errors, Cancel seen, the answered calls kept a while); the service
  * loop's Request and Cancel, which this file fills. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,14 +62,18 @@ respond(struct guest_call *c, const struct hp_response *r)
 	if (c->nrx > 0)
 		lg_chan_rx_answered(g, c);
 	if (rc == -EMSGSIZE) {
-		/* The caller must get an answer: a short error instead. */
-		static const char msg[] = "result over max_payload_size";
-		uint8_t err[64];
+		/* The caller must get an answer: a short error instead, which
+		 * names the method (the limit is the pool's largest class, or
+		 * max_payload_size outside the shared pool) */
+		char msg[HP_METHOD_NAME_MAX + 80];
+		uint8_t err[sizeof(msg) + 8];
 		struct hp_pc_enc e;
 		struct hp_response tb = { .result = HP_RESULT_ERR, .error = HP_ERR_USER };
+		int mn = snprintf(msg, sizeof(msg), "%s: its result of %zu bytes is larger "
+				  "than the hub carries", c->method, r->value_len);
 
 		hp_pc_enc_init(&e, err, sizeof(err));
-		hp_pc_put_str(&e, msg, sizeof(msg) - 1);
+		hp_pc_put_str(&e, msg, (size_t)mn);
 		/* envelope alone, the error string follows it */
 		if ((n = hp_msg_encode_response(head, sizeof(head), &tb)) > 0)
 			lg_call_send(g, c->lane, HP_MSG_RESPONSE, c->req_id, 0, head, (size_t)n,

@@ -153,7 +153,9 @@ GUEST_API int guest_unregister(struct guest *g, const char *method);
  * default config) or, under a host without it or for a guest kept out of
  * it, of this guest's own pool (up to max_payload_size); a channel item is
  * bounded by the channel's credit too. A send that finds no slot free waits, like one
- * that finds the ring full; -EMSGSIZE beyond the limit. A handler's
+ * that finds the ring full; -EMSGSIZE beyond the limit (a guest_reply so
+ * refused answers its caller an error instead, "METHOD: its result of N
+ * bytes is larger than the hub carries"). A handler's
  * arguments, and an item or result passed to a callback, point into the
  * slot and are valid until the callback returns. */
 

@@ -25,6 +25,21 @@ expect_call(const char *method, const char *arg, const char *want)
 	free(out);
 }
 
+/* hubctl call ARGS... expecting exit status 1 and exactly want, "\n"
+ * added, on stderr (json: -j, and on stdout). */
+static void
+expect_fail(int json, const char *want, const char *method, const char *a1, const char *a2)
+{
+	char *out = NULL, line[2048];
+	int rc = json ? hubctl(&hub, &out, "-j", "call", method, a1, a2, (char *)NULL) :
+		 hubctl_err(&hub, &out, "call", method, a1, a2, (char *)NULL);
+
+	snprintf(line, sizeof(line), "%s\n", want);
+	ck_assert_msg(rc == 1 && strcmp(out, line) == 0, "hubctl call %s %s %s: rc %d, '%s', "
+		      "want '%s'", method, a1, a2, rc, out, want);
+	free(out);
+}
+
 /* A guest's hub.ping whose answer is one byte over max_payload_size gets
  * an error answer at once instead of waiting for ever (fixed pools only:
  * the shared pool's largest class is far larger). */
@@ -37,6 +52,10 @@ START_TEST(test_answer_too_big_is_an_error)
 	expect_call("prober.ping", "65528",
 		    "error: hub: the answer is larger than the caller's max_payload_size\n");
 	expect_call("prober.ping", "65527", "ok 65527\n");
+	/* a guest's own answer too large: its caller gets an error naming
+	 * the method and the size, not a limit of the config it never set */
+	expect_fail(0, "hubctl: prober.bools: its result of 100003 bytes is larger than "
+		    "the hub carries", "prober.bools", "100000", NULL);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -150,21 +169,6 @@ START_TEST(test_register_under_a_flood)
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
-
-/* hubctl call ARGS... expecting exit status 1 and exactly want, "\n"
- * added, on stderr (json: -j, and on stdout). */
-static void
-expect_fail(int json, const char *want, const char *method, const char *a1, const char *a2)
-{
-	char *out = NULL, line[2048];
-	int rc = json ? hubctl(&hub, &out, "-j", "call", method, a1, a2, (char *)NULL) :
-		 hubctl_err(&hub, &out, "call", method, a1, a2, (char *)NULL);
-
-	snprintf(line, sizeof(line), "%s\n", want);
-	ck_assert_msg(rc == 1 && strcmp(out, line) == 0, "hubctl call %s %s %s: rc %d, '%s', "
-		      "want '%s'", method, a1, a2, rc, out, want);
-	free(out);
-}
 
 /* A guest that forwards an answer from elsewhere (a bridge to another
  * host) answers with the error its own caller would see
