@@ -80,7 +80,8 @@ GUEST_API int guest_attach(int argc, char *const argv[], struct guest **gp,
 			   const char **why);
 
 /* Clean detach (r[shm.guest.detach]): Goodbye state, pending calls failed,
- * unmapped, freed. */
+ * unmapped, freed. Once, after the loop has returned (not from a handler
+ * or a callback); g and its calls are gone after it. NULL: nothing. */
 GUEST_API void guest_detach(struct guest *g);
 
 /* This guest's peer id: the host's number for its entry (1 up to the
