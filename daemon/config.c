@@ -287,19 +287,48 @@ exec_path(struct parser *p, struct config_guest *g)
 	return 0;
 }
 
+/* What a reload says of a value the hub keeps until it restarts. */
+static const char *
+kept(const struct parser *p, uint32_t file, uint32_t running)
+{
+	return p->running != NULL && file != running ?
+	    ": the running one, kept until hubd restarts" : "";
+}
+
 /* 0 (unset) is a quarter of the ids, worked out where it is used
- * (streams_caller_full): what the hub runs with, a reload's max_channels
- * being kept. */
+ * (streams_caller_full): against the max_channels the hub runs with, a
+ * reload's being kept. */
 static void
 channels_per_caller(struct parser *p, int line)
 {
 	struct hub_conf *c = p->c;
-	uint32_t ids = (c->params.max_channels - 1) / 2;
+	uint32_t max = p->running != NULL ? p->running->params.max_channels :
+	    c->params.max_channels;
+	uint32_t ids = (max - 1) / 2;
 
-	if (c->channels_per_caller > ids && c->params.max_channels >= 2)
+	if (c->channels_per_caller > ids && max >= 2)
 		config_perr(p, line, "channels_per_caller is %u, but hubd opens at most %u "
-			    "channels in a guest's table (max_channels %u)",
-			    c->channels_per_caller, ids, c->params.max_channels);
+			    "channels in a guest's table (max_channels %u%s)",
+			    c->channels_per_caller, ids, max,
+			    kept(p, c->params.max_channels, max));
+}
+
+/* More guests than entries: they could never all run. A reload keeps the
+ * running max_guests; its error is at the first guest past it. */
+static void
+guests_fit(struct parser *p, int line)
+{
+	struct hub_conf *c = p->c;
+	uint32_t max = p->running != NULL ? p->running->params.max_guests :
+	    c->params.max_guests;
+
+	if (c->nguests > c->params.max_guests)
+		config_perr(p, line, "%u guests but max_guests is %u", c->nguests,
+			    c->params.max_guests);
+	else if (c->nguests > max)
+		config_perr(p, c->guests[max].line, "guest '%s': %u guests but max_guests is "
+			    "%u%s", c->guests[max].name, c->nguests, max,
+			    kept(p, c->params.max_guests, max));
 }
 
 /* -- whose names are whose --------------------------------------------- */
@@ -468,9 +497,7 @@ finish(struct parser *p)
 			    "[pool]: a pool grown to max_extents would be larger than 64 GiB");
 	else if (hp_geometry_compute(&c->params, &geo, &why) != 0)
 		config_perr(p, line, "[hub]: %s", why ? why : "invalid segment parameters");
-	if (c->nguests > c->params.max_guests)
-		config_perr(p, line, "%u guests but max_guests is %u", c->nguests,
-			    c->params.max_guests);
+	guests_fit(p, line);
 	channels_per_caller(p, line);
 	for (uint32_t i = 0; i < c->nguests; i++) {
 		struct config_guest *g = &c->guests[i];
@@ -503,7 +530,14 @@ finish(struct parser *p)
 int
 config_load(const char *file, struct hub_conf *c, FILE *errs)
 {
-	struct parser p = { .c = c, .file = file, .errs = errs };
+	return config_load_over(file, c, errs, NULL);
+}
+
+int
+config_load_over(const char *file, struct hub_conf *c, FILE *errs,
+		 const struct hub_conf *running)
+{
+	struct parser p = { .c = c, .file = file, .errs = errs, .running = running };
 	int rc;
 
 	memset(c, 0, sizeof(*c));

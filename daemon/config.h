@@ -155,6 +155,12 @@ struct hub_conf {
  * "file:line: message" (all of them, not only the first); returns 0, or -1
  * when there was any, leaving c empty. */
 int config_load(const char *file, struct hub_conf *c, FILE *errs);
+/* config_load for a reload of the hub running: what must hold of the
+ * values it keeps until it restarts (max_guests, max_channels) is checked
+ * against running's, so that a reload takes no file hubd would refuse to
+ * start with under those values. */
+int config_load_over(const char *file, struct hub_conf *c, FILE *errs,
+		     const struct hub_conf *running);
 void config_free(struct hub_conf *c);
 
 /* Each [hub] and [pool] key (section "hub" or "pool") whose value in n,

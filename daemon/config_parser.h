@@ -30,6 +30,8 @@ struct parser {
 	uint64_t	topic_seen;	/* bit per topic key, current topic */
 	int		payload_set;	/* max_payload_size given explicitly */
 	int		too_many;	/* more guests than may be: said once */
+	const struct hub_conf *running;	/* a reload's: the hub's, whose memory's
+					 * parameters it keeps; NULL at start */
 };
 
 /* config.c: a problem at line: counted, and written to errs if any. */

@@ -322,14 +322,9 @@ reload_config(struct hub *h, FILE *msgs)
 	FILE *errs = msgs;
 	struct config_guest **waiting;
 
-	if (config_load(h->conf.file, &n, errs) != 0) {
+	/* checked against what it keeps of the hub's (max_guests, ...) */
+	if (config_load_over(h->conf.file, &n, errs, &h->conf) != 0) {
 		say(msgs, "%s is broken: nothing changed%s", h->conf.file, "");
-		return -1;
-	}
-	if (n.nguests > h->conf.params.max_guests) {
-		say(msgs, "more guests than max_guests: they can never all run; "
-		    "nothing changed%s%s", "", "");
-		config_free(&n);
 		return -1;
 	}
 	if ((waiting = calloc(n.nguests + 1, sizeof(*waiting))) == NULL) {

@@ -530,6 +530,32 @@ START_TEST(test_reload_hub_keys)
 }
 END_TEST
 
+/* A reload is checked against the values hubd keeps until it restarts:
+ * channels_per_caller against the running max_channels, as at start (it
+ * took 200 with max_channels 64 kept, which start refuses: one caller
+ * could hold every channel id of a guest). */
+START_TEST(test_reload_checks_kept_values)
+{
+	char *out = NULL;
+
+	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
+	ck_assert_int_eq(hub_write_conf(&hub, "max_channels = 1024\nchannels_per_caller = 200\n",
+					GUESTS), 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "reload", (char *)NULL), 1);
+	ck_assert_msg(strstr(out, ": channels_per_caller is 200, but hubd opens at most 31 "
+			     "channels in a guest's table (max_channels 64: the running one, kept "
+			     "until hubd restarts)") != NULL && strstr(out, "nothing changed") != NULL,
+		      "%s", out);
+	free(out);
+	/* nothing taken: the next reload finds channels_per_caller unset */
+	ck_assert_int_eq(hub_write_conf(&hub, "channels_per_caller = 5\n", GUESTS), 0);
+	hubctl_ok(&hub, &out, "reload", (char *)NULL);
+	has_line(out, "channels_per_caller: now 5 (was default)");
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* r[shm.file.attach]: inspect reads the live hub's memory read-only
  * through the fds hubd passes; with hubd stopped dead (SIGSTOP) it gives
  * up within -t and says so, while a dump taken before reads offline, as
@@ -751,6 +777,7 @@ suite_ops(void)
 	tcase_add_test(tc, test_guest_memory_is_its_own);
 	tcase_add_test(tc, test_reload);
 	tcase_add_test(tc, test_reload_hub_keys);
+	tcase_add_test(tc, test_reload_checks_kept_values);
 	tcase_add_test(tc, test_inspect);
 	tcase_add_test(tc, test_help_and_usage);
 	tcase_add_test(tc, test_systemd_notify);
