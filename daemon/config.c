@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -712,6 +713,58 @@ config_guest_equal(const struct config_guest *a, const struct config_guest *b)
 		if (strcmp(a->argv[i], b->argv[i]) != 0)
 			return 0;
 	return a->argv[i] == NULL && b->argv[i] == NULL;
+}
+
+/* The keys of a guest's section that apply to the instance running: what
+ * follows its deaths (lifecycle.c reads them at each) and its share of
+ * its zone's pool (pool.c, at each sweep and send). */
+#define LIVE(key, f)	{ key, offsetof(struct config_guest, f), \
+			  sizeof(((struct config_guest *)0)->f) }
+static const struct {
+	const char	*name;
+	size_t		off;
+	size_t		size;
+} live_keys[] = {
+	LIVE("restart", restart),
+	LIVE("max_deaths", max_deaths),
+	LIVE("death_window", death_window_ns),
+	LIVE("backoff_min", backoff_min_ns),
+	LIVE("backoff_max", backoff_max_ns),
+	LIVE("pool_quota", pool_quota),
+	LIVE("pool_quota_slots", pool_quota_slots),
+};
+#undef LIVE
+
+int
+config_guest_take_live(struct config_guest *to, const struct config_guest *from,
+		       char *names, size_t len)
+{
+	int n = 0;
+
+	if (len > 0)
+		names[0] = '\0';
+	for (size_t i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++) {
+		char *t = (char *)to + live_keys[i].off;
+		const char *f = (const char *)from + live_keys[i].off;
+		size_t used = len > 0 ? strlen(names) : 0;
+
+		if (memcmp(t, f, live_keys[i].size) == 0)
+			continue;
+		memcpy(t, f, live_keys[i].size);
+		if (len > used)
+			snprintf(names + used, len - used, "%s%s", n > 0 ? ", " : "",
+				 live_keys[i].name);
+		n++;
+	}
+	return n;
+}
+
+int
+config_guest_differs_live(const struct config_guest *a, const struct config_guest *b)
+{
+	struct config_guest t = *a;	/* shallow: compared, never freed */
+
+	return config_guest_take_live(&t, b, NULL, 0) > 0 && config_guest_equal(&t, b);
 }
 
 int

@@ -177,6 +177,14 @@ void config_hub_changes(const struct hub_conf *was, const struct hub_conf *now,
 struct config_guest *config_guest_dup(const struct config_guest *g);
 void config_guest_free(struct config_guest *g);
 int config_guest_equal(const struct config_guest *a, const struct config_guest *b);
+/* Whether b differs from a only in keys the instance running takes at
+ * once, without a restart: restart, max_deaths, death_window,
+ * backoff_min, backoff_max, pool_quota, pool_quota_slots. */
+int config_guest_differs_live(const struct config_guest *a, const struct config_guest *b);
+/* Those keys of from into to; their names that changed, ", "-separated,
+ * into names (len 0: not wanted); how many changed. */
+int config_guest_take_live(struct config_guest *to, const struct config_guest *from,
+			   char *names, size_t len);
 
 /* Whether g allows a lane with the guest named name. */
 int config_lanes_allow(const struct config_guest *g, const char *name);

@@ -2,7 +2,9 @@
 /* Reload (SIGHUP, hubctl reload): re-read the config and bring the guests
  * in line with it. A broken file changes nothing. Guests are matched by
  * name, one name one entry: new ones start, dropped ones stop, changed ones
- * restart with their new settings, and one dropped earlier and still
+ * restart with their new settings (but for what the instance running
+ * takes as it is: its restart policy and pool quota), and one dropped
+ * earlier and still
  * stopping is kept in its entry and restarted. A new guest finding every
  * entry taken (an old one still stopping) waits and starts as soon as an
  * entry is free. Each [hub] and [pool] key the file changes is said by
@@ -130,6 +132,21 @@ drop_removed(struct hub *h, const struct hub_conf *n, FILE *msgs)
 	}
 }
 
+/* g differs from p's settings only in keys its instance takes as it runs
+ * (its restart policy, from its next death, and its pool quota): taken,
+ * and it runs on. A restart pending takes them too. */
+static void
+take_live(struct peer *p, const struct config_guest *g, FILE *msgs)
+{
+	struct config_guest *now = p->next_conf != NULL ? p->next_conf : p->conf;
+	char names[160];
+
+	config_guest_take_live(now, g, names, sizeof(names));
+	if (now != p->conf)
+		config_guest_take_live(p->conf, g, NULL, 0);
+	say(msgs, "guest %s: %s changed: taken without a restart", g->name, names);
+}
+
 /* Guests of the new file n: a changed one restarts with its new settings,
  * one dropped earlier and still stopping comes back in its entry, a new
  * one starts in a free entry or waits for one. */
@@ -139,10 +156,18 @@ apply_guests(struct hub *h, const struct hub_conf *n, FILE *msgs)
 	for (uint32_t k = 0; k < n->nguests; k++) {
 		struct config_guest *g = &n->guests[k], *copy;
 		struct peer *p = find(h, g->name);
+		/* the settings it runs, or restarts, with */
+		const struct config_guest *now = p == NULL || p->removed ? NULL :
+		    p->next_conf != NULL ? p->next_conf : p->conf;
 
-		if (p != NULL && !p->removed &&
-		    config_guest_equal(p->next_conf != NULL ? p->next_conf : p->conf, g)) {
+		if (now != NULL && config_guest_equal(now, g)) {
 			log_debug("reload: guest %s: unchanged", g->name);
+			continue;
+		}
+		/* one down or failed starts with them, as with any change */
+		if (now != NULL && p->state != PEER_DOWN && p->state != PEER_FAILED &&
+		    config_guest_differs_live(now, g)) {
+			take_live(p, g, msgs);
 			continue;
 		}
 		if ((copy = config_guest_dup(g)) == NULL) {

@@ -530,6 +530,48 @@ START_TEST(test_reload_hub_keys)
 }
 END_TEST
 
+/* A reload that changes only what follows a guest's deaths (restart,
+ * max_deaths, death_window, backoff_min, backoff_max) or its pool quota
+ * takes it without a restart: the guest runs on, by the new values from
+ * its next death (it was restarted, its calls cancelled, for a new
+ * backoff_max). Any other key of its section restarts it, and only it. */
+START_TEST(test_reload_guest_live_keys)
+{
+	const char *live = "[guest echo]\nexec = @/guests/echo\n[guest kv]\nexec = @/guests/kv\n"
+			   "restart = always\nbackoff_max = 10s\npool_quota = 64M\n";
+	char *out = NULL, *args = NULL;
+	int kv_pid, echo_pid;
+
+	hub_start_up(&hub, NULL, GUESTS, "echo,kv");
+	kv_pid = hub_peer_int(&hub, "kv", "pid");
+	echo_pid = hub_peer_int(&hub, "echo", "pid");
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, live), 0);
+	hubctl_ok(&hub, &out, "reload", (char *)NULL);
+	has_line(out, "guest kv: restart, backoff_max, pool_quota changed: taken without a restart");
+	free(out);
+	ck_assert_int_eq(hub_peer_int(&hub, "kv", "pid"), kv_pid);
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "pid"), echo_pid);
+	hubctl_ok(&hub, &out, "-j", "peers", "kv", (char *)NULL);
+	ck_assert_msg(strstr(out, "\"pool_quota\":67108864") != NULL, "%s", out);
+	free(out);
+	/* restart = always from now on: an exit 0 (SIGTERM: libguest
+	 * detaches) restarts it, where on-failure left it down */
+	ck_assert_int_eq(kill(kv_pid, SIGTERM), 0);
+	kv_pid = hub_wait_new_pid(&hub, "kv", kv_pid, 30);
+	ck_assert_msg(kv_pid > 0, "kv not restarted: %s", hub_log_tail(&hub));
+	/* args: a new instance, echo left alone */
+	ck_assert_int_ne(asprintf(&args, "%sargs = --changed\n", live), -1);
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, args), 0);
+	free(args);
+	hubctl_ok(&hub, &out, "reload", (char *)NULL);
+	has_line(out, "guest kv: changed, restarting");
+	free(out);
+	ck_assert_int_gt(hub_wait_new_pid(&hub, "kv", kv_pid, 30), 0);
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "pid"), echo_pid);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A reload is checked against the values hubd keeps until it restarts:
  * channels_per_caller against the running max_channels, as at start (it
  * took 200 with max_channels 64 kept, which start refuses: one caller
@@ -777,6 +819,7 @@ suite_ops(void)
 	tcase_add_test(tc, test_guest_memory_is_its_own);
 	tcase_add_test(tc, test_reload);
 	tcase_add_test(tc, test_reload_hub_keys);
+	tcase_add_test(tc, test_reload_guest_live_keys);
 	tcase_add_test(tc, test_reload_checks_kept_values);
 	tcase_add_test(tc, test_inspect);
 	tcase_add_test(tc, test_help_and_usage);
