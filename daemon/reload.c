@@ -132,6 +132,22 @@ drop_removed(struct hub *h, const struct hub_conf *n, FILE *msgs)
 	}
 }
 
+/* A guest (re)started by the reload, said: hubd starts one, a person
+ * one of start = manual (hubd stops it if it runs, then waits). */
+static void
+say_start(FILE *msgs, const struct config_guest *g, const char *what, const char *then)
+{
+	char line[256];
+
+	if (g->start_manual)
+		snprintf(line, sizeof(line), "%s%s waits to be started by hand (hubctl ticket %s)",
+			 what, strcmp(what, "added") == 0 ? ": it" :
+			 ": stopping it if it runs; then it", g->name);
+	else
+		snprintf(line, sizeof(line), "%s, %s", what, then);
+	say(msgs, "guest %s: %s", g->name, line);
+}
+
 /* g differs from p's settings only in keys its instance takes as it runs
  * (its restart policy, from its next death, and its pool quota): taken,
  * and it runs on. A restart pending takes them too. */
@@ -177,8 +193,8 @@ apply_guests(struct hub *h, const struct hub_conf *n, FILE *msgs)
 		users_take(copy);	/* settings taken: whom it runs as */
 		if (p != NULL && p->removed) {
 			/* one name, one entry: it was stopping, it comes back */
-			say(msgs, "guest %s: back in the config while stopping: "
-			    "restarting it in its entry%s", g->name, "");
+			say_start(msgs, copy, "back in the config while stopping",
+				  "restarting it in its entry");
 			p->removed = 0;
 			config_guest_free(p->next_conf);
 			p->next_conf = copy;
@@ -186,7 +202,7 @@ apply_guests(struct hub *h, const struct hub_conf *n, FILE *msgs)
 			continue;
 		}
 		if (p != NULL) {
-			say(msgs, "guest %s: changed, restarting%s", g->name, "");
+			say_start(msgs, copy, "changed", "restarting");
 			config_guest_free(p->next_conf);
 			p->next_conf = copy;
 			supervise_restart(h, p);
@@ -198,12 +214,7 @@ apply_guests(struct hub *h, const struct hub_conf *n, FILE *msgs)
 			h->waiting[h->nwaiting++] = copy;
 			continue;
 		}
-		/* one of start = manual is not started: it waits for a person */
-		if (copy->start_manual)
-			say(msgs, "guest %s: added, waiting to be started by hand "
-			    "(hubctl ticket %s)", g->name, g->name);
-		else
-			say(msgs, "guest %s: added, starting%s", g->name, "");
+		say_start(msgs, copy, "added", "starting");
 		take(p, copy);
 		supervise_start(h, p);
 	}

@@ -310,7 +310,8 @@ START_TEST(test_refusals)
 END_TEST
 
 /* A guest of start = manual that a reload adds is not started: the reload
- * says it waits for a person, not that it starts, and it waits. */
+ * says it waits for a person, not that it starts, and it waits; changed,
+ * it is said to wait again, not to restart. */
 START_TEST(test_reload_adds_manual)
 {
 	char msgs[1024];
@@ -318,8 +319,15 @@ START_TEST(test_reload_adds_manual)
 	ck_assert_int_eq(hub_start(&hub, NULL, ""), 0);
 	ck_assert_int_eq(hub_write_conf(&hub, NULL, MANUAL), 0);
 	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 1, "%s", msgs);
-	ck_assert_msg(strstr(msgs, "guest echo: added, waiting to be started by hand "
+	ck_assert_msg(strstr(msgs, "guest echo: added: it waits to be started by hand "
 			     "(hubctl ticket echo)") != NULL, "reload said: %s", msgs);
+	ck_assert_msg(wait_state("waiting") == 0, "%s", hub_log_tail(&hub));
+	/* changed: it waits again, with a new ticket (it said 'restarting') */
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, MANUAL "args = --changed\n"), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 1, "%s", msgs);
+	ck_assert_msg(strstr(msgs, "guest echo: changed: stopping it if it runs; then it waits "
+			     "to be started by hand (hubctl ticket echo)") != NULL,
+		      "reload said: %s", msgs);
 	ck_assert_msg(wait_state("waiting") == 0, "%s", hub_log_tail(&hub));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
