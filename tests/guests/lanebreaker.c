@@ -682,13 +682,18 @@ breach(struct guest *g, struct lg_lane *ln, const char *mode, const char *target
 		ln->bells[1] = ln->ep.bell_out = -1;
 		return 0;
 	} else if (strcmp(mode, "lie") == 0) {
-		ln->told = 1;	/* our own report */
+		/* our own report, and our end closed as libguest's would be
+		 * (or a call of ours could still take the lane the peer
+		 * closes on hubd's word, and be cancelled) */
+		ln->told = 1;
+		ln->closing = 1;
 		return report(g, ln->id, 1, "guest lies: the peer did nothing wrong");
 	} else if (strcmp(mode, "first") == 0) {
 		char why[HP_LANE_REASON_MAX + 1], id[16], out[64];
 
 		snprintf(why, sizeof(why), "guest %s hung up", ln->peer);
 		ln->told = 1;
+		ln->closing = 1;	/* as "lie" */
 		if (report(g, ln->id, 0, why) != 0)
 			return -1;
 		/* through hubd (the lane routes only target): after our report */
