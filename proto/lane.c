@@ -22,9 +22,10 @@ hp_lane_params(const struct hp_params *hub, uint32_t max_payload, uint32_t slots
 	/* every payload either side may send through the hub fits one slot:
 	 * a call that goes over the lane is never refused for its size
 	 * where the hub would have taken it (the file is sparse: only what
-	 * payloads touch takes memory) */
+	 * payloads touch takes memory); nor taken where the hub would have
+	 * refused it, so the slot's rounding up is not a larger limit */
 	lp->slot_size = (max_payload + HP_SLOT_GEN_SIZE + 63) / 64 * 64;
-	lp->max_payload_size = lp->slot_size - HP_SLOT_GEN_SIZE;
+	lp->max_payload_size = max_payload;
 	/* a payload over HP_INLINE_MAX takes a slot until the other side
 	 * has read it: the slots bound what is in flight (a stream of 1 KiB
 	 * items moves slots at a time), and cost address space */

@@ -165,6 +165,40 @@ START_TEST(test_big_payloads_over_a_lane)
 }
 END_TEST
 
+/* A lane takes the payloads hubd takes and no larger: its slots round the
+ * largest class up to 64 bytes past the slot's generation, and a payload
+ * of those 60 bytes more went over the lane where hubd refused it (a
+ * call's fate hung on whether a lane was open yet). The largest class
+ * here is 64 KiB: prober.big 65536 sends its 65536 bytes with the
+ * string's length and the call's metadata, more than any slot holds. */
+START_TEST(test_lane_takes_no_larger_payload_than_the_hub)
+{
+	char *out = NULL;
+	int rc;
+
+	hub_start_up(&hub, "[pool]\nclasses = 1K x 256, 64K x 4\n",
+		     "[guest echo]\nexec = @/guests/echo\n"
+		     "[guest prober]\nexec = @/tests/guests/prober\n", "echo,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.big") == 0);
+	/* through hubd, before any lane: refused */
+	rc = hubctl(&hub, &out, "-t", "30", "call", "prober.big", "65536", (char *)NULL);
+	ck_assert_msg(rc != 0, "through hubd: %s", out);
+	free(out);
+	expect_open(0);
+	expect("100", "prober.big", "100", NULL, NULL);	/* through hubd: a lane follows */
+	expect_open(1);
+	expect("65000", "prober.big", "65000", NULL, NULL);
+	stat_at_least("prober", "lane_calls_in", 1);
+	/* over the lane: refused as well, as too long */
+	rc = hubctl(&hub, &out, "-t", "30", "call", "prober.big", "65536", (char *)NULL);
+	ck_assert_msg(rc != 0, "over the lane: %s", out);
+	free(out);
+	ck_assert_msg(strstr(hubctl_stderr(), "Message too long") != NULL, "%s",
+		      hubctl_stderr());
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* The policy: lanes = no on either side, a list that does not name the
  * caller, or lanes_per_guest reached: calls go through hubd, and work. */
 START_TEST(test_lanes_refused_by_config)
@@ -921,6 +955,7 @@ suite_lanes(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_lane_set_up);
 	tcase_add_test(tc, test_big_payloads_over_a_lane);
+	tcase_add_test(tc, test_lane_takes_no_larger_payload_than_the_hub);
 	tcase_add_test(tc, test_callee_learns_its_caller);
 	tcase_add_loop_test(tc, test_lanes_refused_by_config, 0, 3);
 	tcase_add_loop_test(tc, test_callee_dies_mid_call, 0, 2);
