@@ -236,6 +236,35 @@ add_problem(void *arg, const char *problem)
 	json_object_array_add(arg, json_object_new_string(problem));
 }
 
+static json_object *
+tally_json(const char *name, const struct hp_var_tally *t)
+{
+	json_object *e = json_object_new_object();
+
+	json_object_object_add(e, "name", json_object_new_string(name));
+	add_u64(e, "slots", t->slots);
+	add_u64(e, "bytes", t->bytes);
+	return e;
+}
+
+/* Who holds what of a zone's pool, by the sweeper's last count: each
+ * member (hubd's own share is hubd_held). A
+ * guest alone in its zone is counted too, though not against its quota:
+ * an operator asks who filled a pool either way. */
+static json_object *
+zone_held(struct hub *h, const struct zone *z)
+{
+	json_object *a = json_object_new_array();
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		const struct peer *p = &h->peers[i];
+
+		if (p->zone == z && p->conf != NULL)
+			json_object_array_add(a, tally_json(p->conf->name, &z->held[p->id]));
+	}
+	return a;
+}
+
 /* Each zone's pool per class; with "validate", its check on the live hub. */
 void
 cmd_pool(struct client *c, const struct control_req *r)
@@ -265,6 +294,8 @@ cmd_pool(struct client *c, const struct control_req *r)
 				json_object_array_add(guests, json_object_new_string(
 					h->peers[i].conf->name));
 		json_object_object_add(e, "guests", guests);
+		json_object_object_add(e, "held", zone_held(h, z));
+		json_object_object_add(e, "hubd_held", tally_json("hubd", &z->held[HP_VAR_HOST]));
 		add_u64(e, "bytes", z->var.file_end);
 		add_u64(e, "stuck", z->stuck);
 		for (uint32_t k = 0; k < z->var.nclasses; k++)

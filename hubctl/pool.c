@@ -21,7 +21,37 @@ count_text(char *buf, size_t len, uint64_t v)
 	return buf;
 }
 
-/* One zone's table: a row per size class, then what the errors were. */
+/* Who holds its slots, by hubd's last sweep (an older hubd does not say). */
+static void
+held_by(const char *sep, const char *who, json_object *e)
+{
+	char size[24];
+
+	printf("%s %s %" PRIu64 " slot%s, %s", sep, who, js_u64(e, "slots"),
+	       js_u64(e, "slots") == 1 ? "" : "s",
+	       size_iec(size, sizeof(size), js_u64(e, "bytes")));
+}
+
+static void
+pool_held(json_object *z)
+{
+	json_object *held = js_get(z, "held");
+
+	if (!json_object_is_type(held, json_type_array))
+		return;
+	printf("held:");
+	for (size_t i = 0; i < json_object_array_length(held); i++) {
+		json_object *e = json_object_array_get_idx(held, i);
+
+		held_by(i == 0 ? "" : ";", js_shown(js_get(e, "name")), e);
+	}
+	held_by(json_object_array_length(held) > 0 ? ";" : "", "hubd itself",
+		js_get(z, "hubd_held"));
+	printf("\n");
+}
+
+/* One zone's table: who holds what, a row per size class, then what the
+ * errors were. */
 static void
 pool_zone(json_object *a, json_object *z)
 {
@@ -42,6 +72,7 @@ pool_zone(json_object *a, json_object *z)
 		printf(")");
 	printf(", %s, %" PRIu64 " slots held too long\n",
 	       size_iec(size, sizeof(size), js_u64(z, "bytes")), js_u64(z, "stuck"));
+	pool_held(z);
 	printf("%-5s %9s %7s %7s", "CLASS", "SIZE", "PER-EXT", "EXTENTS");
 	for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
 		printf(" %*s", (int)(strlen(heads[k]) > 6 ? strlen(heads[k]) : 6), heads[k]);

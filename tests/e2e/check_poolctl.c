@@ -261,6 +261,45 @@ fd_bytes(int fd)
 	return (uint64_t)st.st_size;
 }
 
+/* hubctl pool says who holds a zone's slots, by the sweeper's count: a
+ * guest that takes 8 slots of class 0 and keeps them is named with them,
+ * its zone mate with none, hubd with none (it said only how many slots
+ * were in use, not whose). */
+START_TEST(test_pool_names_who_holds_what)
+{
+	struct hub_proc h;
+	json_object *o, *z;
+	char *out;
+	int rc, held = 0;
+
+	hub_start_up(&h, "[pool]\nsweep_interval = 50ms\n",
+		     ECHO "zone = z\n" BREAKER "hold\nzone = z\n", "echo,breaker");
+	for (int i = 0; i < 200 && held != 8; i++) {
+		if (i > 0)
+			sleep_ms(50);
+		o = hub_request(&h, "{\"cmd\":\"pool\"}", NULL);
+		ck_assert_ptr_nonnull(o);
+		z = named(json_get(o, "zones"), "z");
+		held = (int)u64(named(json_get(z, "held"), "breaker"), "slots");
+		json_object_put(o);
+	}
+	ck_assert_msg(held == 8, "breaker holds %d slots by hubctl pool; %s", held,
+		      hub_log_tail(&h));
+	o = hub_request(&h, "{\"cmd\":\"pool\"}", NULL);
+	z = named(json_get(o, "zones"), "z");
+	ck_assert_uint_eq(u64(named(json_get(z, "held"), "breaker"), "bytes"), 8 * 1024);
+	ck_assert_uint_eq(u64(named(json_get(z, "held"), "echo"), "slots"), 0);
+	ck_assert_uint_eq(u64(json_get(z, "hubd_held"), "slots"), 0);
+	json_object_put(o);
+	rc = hubctl(&h, &out, "pool", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "held: echo 0 slots, 0 B; breaker 8 slots, "
+					"8.0 KiB; hubd itself 0 slots, 0 B\n") != NULL,
+		      "exit %d: %s", rc, out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&h), 0);
+}
+END_TEST
+
 /* status: the control socket, the bytes the hub maps (each domain and
  * each zone's pool), the zones, the classes; stats: the pools' totals. */
 START_TEST(test_status_and_stats)
@@ -795,6 +834,7 @@ suite_poolctl(void)
 	tcase_add_test(tc, test_pool_lists_default_classes);
 	tcase_add_test(tc, test_pool_validate_clean);
 	tcase_add_test(tc, test_pool_json);
+	tcase_add_test(tc, test_pool_names_who_holds_what);
 	tcase_add_test(tc, test_status_and_stats);
 	tcase_add_test(tc, test_inspect_live);
 	tcase_add_test(tc, test_dump_grown_then_scribbled);
