@@ -570,9 +570,14 @@ json_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *
 		hp_pc_put_bool(e, json_object_get_boolean(j));
 		return 0;
 	case HP_T_F64:
-		if (json_object_is_type(j, json_type_double) || json_object_is_type(j, json_type_int))
+		if (json_object_is_type(j, json_type_double) || json_object_is_type(j, json_type_int)) {
 			f = json_object_get_double(j);
-		else if (!json_object_is_type(j, json_type_string) ||
+			/* json-c reads 1e400 as Infinity: refused, as scalar_in
+			 * does (the word Infinity has no digit) */
+			if (isinf(f) && strpbrk(json_object_to_json_string(j), "0123456789"))
+				return wrong(sig, at, why, cap, "%.40s is beyond an f64's range",
+					     json_object_to_json_string(j));
+		} else if (!json_object_is_type(j, json_type_string) ||
 			 f64_word(json_object_get_string(j),
 				  (size_t)json_object_get_string_len(j), &f) != 0)
 			return wrong(sig, at, why, cap, NULL);

@@ -403,6 +403,22 @@ START_TEST(test_text_duplicate_keys)
 }
 END_TEST
 
+/* An f64 inside JSON past its range is refused as the argument alone
+ * is, not taken as Infinity; the words Infinity and NaN stay values. */
+START_TEST(test_text_f64_range)
+{
+	refused("list<f64>->unit", "[1.5,1e400]",
+		"is not a list<f64>: element 2 is not an f64: 1e400 is beyond an f64's range");
+	refused("opt<f64>->unit", "-1e400",
+		"is not an opt<f64>: is not an f64: -1e400 is beyond an f64's range");
+	refused("map<str,f64>->unit", "{\"a\":2e308}",
+		"is not a map<str,f64>: the value of \"a\" is not an f64: 2e308 is beyond "
+		"an f64's range");
+	same("list<f64>->unit", "[Infinity,-Infinity,\"Infinity\",1e308]",
+	     "[\"Infinity\",\"-Infinity\",\"Infinity\",1e+308]");
+}
+END_TEST
+
 START_TEST(test_encoder_full)
 {
 	struct hp_sig sig = sig_of("list<str>->unit");
@@ -511,6 +527,7 @@ suite_sig(void)
 	tcase_add_test(tt, test_bytes_base64);
 	tcase_add_test(tt, test_text_refused);
 	tcase_add_test(tt, test_text_duplicate_keys);
+	tcase_add_test(tt, test_text_f64_range);
 	tcase_add_test(tt, test_encoder_full);
 	suite_add_tcase(s, tt);
 	return s;
