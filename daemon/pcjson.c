@@ -650,6 +650,47 @@ ints_fit(const char *s, size_t len)
 	return 1;
 }
 
+/* The UTF-16 unit of a \uXXXX escape at s (6 bytes there), or -1. */
+static long
+u_escape(const char *s, size_t left)
+{
+	char hex[5], *end;
+	long v;
+
+	if (left < 6 || s[0] != '\\' || s[1] != 'u')
+		return -1;
+	memcpy(hex, s + 2, 4);
+	hex[4] = '\0';
+	v = strtol(hex, &end, 16);
+	return *end == '\0' && isxdigit((unsigned char)hex[0]) ? v : -1;
+}
+
+/* A \uD800-\uDFFF escape that is not half of a pair in text (valid
+ * JSON): json-c makes it U+FFFD and says nothing. Its offset, or len. */
+static size_t
+lone_surrogate(const char *s, size_t len)
+{
+	for (size_t k = 0, in = 0; k < len; k++) {
+		long u, lo;
+
+		if (s[k] == '"') {
+			in = !in;
+		} else if (in && s[k] == '\\') {
+			u = u_escape(s + k, len - k);
+			if (u >= 0xdc00 && u <= 0xdfff)
+				return k;
+			if (u >= 0xd800 && u <= 0xdbff) {
+				lo = u_escape(s + k + 6, len - k - 6);
+				if (lo < 0xdc00 || lo > 0xdfff)
+					return k;
+				k += 6;
+			}
+			k++;	/* what the backslash escapes: not a '"' that ends */
+		}
+	}
+	return len;
+}
+
 int
 pcjson_encode_arg(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
 		  const char *text, size_t len, char *why, size_t cap)
@@ -658,6 +699,7 @@ pcjson_encode_arg(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
 	json_tokener *tok;
 	json_object *j;
 	char key[80];
+	size_t bad;
 	int rc;
 
 	if (sig->node[at].n == 0 || hp_sig_is_chan(t)) {
@@ -682,6 +724,9 @@ pcjson_encode_arg(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
 		rc = wrong(sig, at, why, cap, "more after the JSON value");
 	} else if (!ints_fit(text, len)) {
 		rc = wrong(sig, at, why, cap, "a number larger than 64 bits");
+	} else if ((bad = lone_surrogate(text, len)) < len) {
+		rc = wrong(sig, at, why, cap, "\"%.6s\" at byte %zu is half of a UTF-16 "
+			   "surrogate pair, no character", text + bad, bad + 1);
 	} else if (memchr(text, '{', len) != NULL && dup_key(text, len, key, sizeof(key))) {
 		rc = wrong(sig, at, why, cap, "key \"%.64s\" given twice in one object", key);
 	} else {

@@ -419,6 +419,25 @@ START_TEST(test_text_f64_range)
 }
 END_TEST
 
+/* A \uD800-\uDFFF escape that is not half of a pair is no character:
+ * refused, where json-c made it U+FFFD; a pair is one character. */
+START_TEST(test_text_lone_surrogate)
+{
+	refused("list<str>->unit", "[\"ok\",\"a\\ud800\"]",
+		"is not a list<str>: \"\\ud800\" at byte 9 is half of a UTF-16 surrogate "
+		"pair, no character");
+	refused("map<str,u64>->unit", "{\"\\uDC00\\uD800\":1}",
+		"is not a map<str,u64>: \"\\uDC00\" at byte 3 is half of a UTF-16 "
+		"surrogate pair, no character");
+	refused("opt<bytes>->unit", "\"\\ud83d\\u0041\"",
+		"is not an opt<bytes>: \"\\ud83d\" at byte 2 is half of a UTF-16 "
+		"surrogate pair, no character");
+	same("list<str>->unit", "[\"\\ud83d\\ude00\",\"\\\\ud800\",\"\\\"\\ud83d\\ude00\"]",
+	     "[\"\xf0\x9f\x98\x80\",\"\\\\ud800\",\"\\\"\xf0\x9f\x98\x80\"]");
+	same("list<str>->unit", "[\"\xef\xbf\xbd\"]", "[\"\xef\xbf\xbd\"]");
+}
+END_TEST
+
 START_TEST(test_encoder_full)
 {
 	struct hp_sig sig = sig_of("list<str>->unit");
@@ -528,6 +547,7 @@ suite_sig(void)
 	tcase_add_test(tt, test_text_refused);
 	tcase_add_test(tt, test_text_duplicate_keys);
 	tcase_add_test(tt, test_text_f64_range);
+	tcase_add_test(tt, test_text_lone_surrogate);
 	tcase_add_test(tt, test_encoder_full);
 	suite_add_tcase(s, tt);
 	return s;
