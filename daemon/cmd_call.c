@@ -84,13 +84,18 @@ call_done(struct ext_call *x, int status, const struct hp_response *r)
 		if ((rc = pcjson_value(&d, &x->sig, x->sig.ret, &v)) != 0 ||
 		    hp_pc_remaining(&d) != 0) {
 			char sig[HP_SIG_MAX_LEN + 1];
-			char text[sizeof(x->method) + HP_SIG_MAX_LEN + 64];
+			char text[sizeof(x->method) + HP_SIG_MAX_LEN + 128];
 
 			json_object_put(v);
 			hp_sig_text(&x->sig, sig, sizeof(sig));
 			if (rc == -E2BIG)
 				snprintf(text, sizeof(text), "%s returned more than %u values: "
 					 "too many to show", x->method, PCJSON_VALUES_MAX);
+			else if (rc == -EEXIST)
+				snprintf(text, sizeof(text), "%s returned a map with a key twice, "
+					 "or one with a NUL byte, which JSON cannot show "
+					 "(signature %s)",
+					 x->method, sig);
 			else
 				snprintf(text, sizeof(text), "%s returned a value that does not "
 					 "match its signature %s", x->method, sig);

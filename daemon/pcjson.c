@@ -155,8 +155,18 @@ value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, uint32_t *le
 				json_object_put(k);
 				break;
 			}
-			/* a key given twice: the last value stands */
-			json_object_object_add(o, json_object_get_string(k), v);
+			/* JSON has no way to show a key twice, nor one with a
+			 * NUL (json-c's keys are C strings): refused, as the
+			 * last would stand or the key would be cut */
+			s = json_object_get_string(k);
+			if (strlen(s) != (size_t)json_object_get_string_len(k) ||
+			    json_object_object_get_ex(o, s, NULL)) {
+				json_object_put(k);
+				json_object_put(v);
+				bad = -EEXIST;
+				break;
+			}
+			json_object_object_add(o, s, v);
 			json_object_put(k);
 		}
 		break;
@@ -165,7 +175,7 @@ value_of(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at, uint32_t *le
 	}
 	if (bad || d->err != 0 || o == NULL) {
 		json_object_put(o);
-		return bad == -E2BIG ? -E2BIG : -1;
+		return bad == -E2BIG || bad == -EEXIST ? bad : -1;
 	}
 	*out = o;
 	return 0;
@@ -426,7 +436,7 @@ static int json_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
 /* A map from a JSON object. Two keys that differ as text but not as
  * values ("1" and "01" for a u64, "a" and "base64:YQ==" for bytes) are
  * refused as one key given twice: the callee would get the same key
- * twice (the same text twice is refused before, dup_key). */
+ * twice (the same text twice is refused before, bad_key). */
 static int
 map_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *j,
        char *why, size_t cap)
@@ -476,20 +486,23 @@ map_in(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at, json_object *j
 	return rc;
 }
 
-/* A key given twice in one object of text (len bytes, valid JSON): 1
- * and the key (decoded, cut to fit) in key; 0 if none. json-c keeps the
- * last of such keys and says nothing, so the text is read again here:
- * each object's keys as json-c decodes them, into a set per object. */
-static int
-dup_key(const char *text, size_t len, char *key, size_t cap)
+/* A key given twice in one object of text (len bytes, valid JSON), or
+ * one with a NUL (\u0000) inside: what is wrong with it, and the key
+ * (decoded, cut to fit) in key; NULL if none. json-c keeps the last of
+ * such keys, and cuts a key at its NUL, and says nothing, so the text
+ * is read again here: each object's keys as json-c decodes them, into a
+ * set per object. */
+static const char *
+bad_key(const char *text, size_t len, char *key, size_t cap)
 {
 	json_object *stack[HP_SIG_MAX_DEPTH + 2];	/* a set per object; NULL: array */
 	json_tokener *tok = json_tokener_new();
-	int depth = 0, want_key = 0, dup = 0;
+	const char *what = NULL;
+	int depth = 0, want_key = 0;
 
 	if (tok == NULL)
-		return 0;	/* json_in reads the text: it will fail there too */
-	for (size_t i = 0; i < len && !dup; i++) {
+		return NULL;	/* json_in reads the text: it will fail there too */
+	for (size_t i = 0; i < len && what == NULL; i++) {
 		char c = text[i];
 
 		if (c == '"') {
@@ -504,9 +517,14 @@ dup_key(const char *text, size_t len, char *key, size_t cap)
 				if (k != NULL) {
 					const char *ks = json_object_get_string(k);
 
-					if (json_object_object_get_ex(stack[depth - 1], ks, NULL)) {
+					if (strlen(ks) != (size_t)json_object_get_string_len(k))
+						what = "holds a NUL (\\u0000), which a key cannot "
+						    "carry here";
+					else if (json_object_object_get_ex(stack[depth - 1], ks,
+									   NULL))
+						what = "given twice in one object";
+					if (what != NULL) {
 						snprintf(key, cap, "%s", ks);
-						dup = 1;
 					} else {
 						json_object_object_add(stack[depth - 1], ks, NULL);
 					}
@@ -530,7 +548,7 @@ dup_key(const char *text, size_t len, char *key, size_t cap)
 	while (depth > 0)
 		json_object_put(stack[--depth]);
 	json_tokener_free(tok);
-	return dup;
+	return what;
 }
 
 static int
@@ -698,6 +716,7 @@ pcjson_encode_arg(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
 	uint8_t t = sig->node[at].type;
 	json_tokener *tok;
 	json_object *j;
+	const char *problem;
 	char key[80];
 	size_t bad;
 	int rc;
@@ -727,8 +746,9 @@ pcjson_encode_arg(struct hp_pc_enc *e, const struct hp_sig *sig, uint8_t at,
 	} else if ((bad = lone_surrogate(text, len)) < len) {
 		rc = wrong(sig, at, why, cap, "\"%.6s\" at byte %zu is half of a UTF-16 "
 			   "surrogate pair, no character", text + bad, bad + 1);
-	} else if (memchr(text, '{', len) != NULL && dup_key(text, len, key, sizeof(key))) {
-		rc = wrong(sig, at, why, cap, "key \"%.64s\" given twice in one object", key);
+	} else if (memchr(text, '{', len) != NULL &&
+		   (problem = bad_key(text, len, key, sizeof(key))) != NULL) {
+		rc = wrong(sig, at, why, cap, "key \"%.64s\" %s", key, problem);
 	} else {
 		rc = json_in(e, sig, at, j, why, cap);
 		rc = rc != 0 ? rc : e->err;

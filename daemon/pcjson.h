@@ -28,7 +28,9 @@
 
 /* The value of node at's type at d as JSON, into *out (NULL: JSON null).
  * 0; -1 if it does not decode; -E2BIG if it holds more than
- * PCJSON_VALUES_MAX values (each element, key, field counts). */
+ * PCJSON_VALUES_MAX values (each element, key, field counts); -EEXIST if
+ * a map in it has a key twice, or one with a NUL, which JSON's object
+ * cannot show. */
 #define PCJSON_VALUES_MAX	(1u << 20)
 int	pcjson_value(struct hp_pc_dec *d, const struct hp_sig *sig, uint8_t at,
 		     json_object **out);

@@ -206,7 +206,8 @@ START_TEST(test_guest_to_guest_routing)
 {
 	hub_start_up(&hub, NULL, STD_GUESTS "[guest prober]\nexec = @/tests/guests/prober\n",
 	      "echo,prober");
-	ck_assert(hub_wait_method(&hub, "echo.echo,prober.route,prober.invalid,prober.concurrent") == 0);
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.route,prober.invalid,prober.concurrent,"
+				  "prober.asmap") == 0);
 	/* a guest's call routed by the host to another guest and back */
 	expect_ctl(0, "hi there\n", "call", "prober.route", "echo.echo", "hi there", NULL);
 	/* guests call host services too */
@@ -225,6 +226,16 @@ START_TEST(test_guest_to_guest_routing)
 	expect_ctl(1, "{\"ok\":false,\"error\":\"prober.bools returned more than 1048576 "
 		   "values: too many to show\"}\n", "-j", "call", "prober.bools", "2000000", NULL);
 	expect_ctl(0, "[true]\n", "call", "prober.bools", "1", NULL);
+	/* a map whose keys JSON cannot show, "a" twice or "a\0b": refused,
+	 * where the last "a" stood and "a\0b" was shown as "a" */
+	expect_ctl(0, "{\"a\":1,\"b\":2}\n", "call", "prober.asmap", "base64:AgFhAQFiAg==", NULL);
+	expect_ctl(1, "{\"ok\":false,\"error\":\"prober.asmap returned a map with a key twice, "
+		   "or one with a NUL byte, which JSON cannot show (signature "
+		   "bytes->map<str,u64>)\"}\n", "-j", "call", "prober.asmap",
+		   "base64:AgFhAQFhAg==", NULL);
+	expect_ctl(1, "{\"ok\":false,\"error\":\"prober.asmap returned a map with a key twice, "
+		   "or one with a NUL byte, which JSON cannot show (signature "
+		   "bytes->map<str,u64>)\"}\n", "-j", "call", "prober.asmap", "base64:AQNhAGIB", NULL);
 	stop_clean();
 }
 END_TEST

@@ -35,6 +35,7 @@
  *			see testguest.h
  *   maybe TEXT		none for "none", else some(TEXT): an opt<str>
  *   negate N		-N, an i64
+ *   asmap BYTES		BYTES as they are, as its map<str,u64> result
  *   register NAME SIG	calls hub.register(NAME, SIG) itself, answers "ok"
  *			or "error: <kind>: <message>" (hubd's refusal)
  *   register_lib NAME SIG  guest_register(NAME, SIG) (a method answering
@@ -268,6 +269,22 @@ badresult(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	(void)len;
 	(void)ctx;
 	reply_str(c, "x", 1);
+}
+
+/* prober.asmap BYTES: BYTES as they are, as the map<str,u64> result
+ * (one hubd must show as it is, or refuse: a key twice, say). */
+static void
+asmap(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	const uint8_t *b;
+	size_t n, pos = 0;
+
+	(void)ctx;
+	if (guest_pc_get_bytes(args, len, &pos, &b, &n) != 0) {
+		guest_reply_error(c, "asmap takes bytes");
+		return;
+	}
+	guest_reply(c, b, n);
 }
 
 struct batch {
@@ -895,6 +912,7 @@ main(int argc, char *argv[])
 		{ "invalid", "->str", invalid },
 		{ "badresult", "->u64", badresult },
 		{ "bools", "u64->list<bool>", bools },
+		{ "asmap", "bytes->map<str,u64>", asmap },
 		{ "concurrent", "u64->u64", concurrent },
 		{ "burst", "u64,u64->u64", burst },
 		{ "big", "u64->u64", big },

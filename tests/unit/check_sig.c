@@ -438,6 +438,43 @@ START_TEST(test_text_lone_surrogate)
 }
 END_TEST
 
+/* A key with a NUL: json-c cuts it there, so it is refused, not sent cut
+ * ("a\0b" as "a"). Shown, a map with such a key, or a key twice, is
+ * -EEXIST: a JSON object cannot show either. */
+START_TEST(test_map_keys_json_cannot_carry)
+{
+	static const struct { const char *bytes; size_t n; int rc; } shown[] = {
+		{ "\x02\x01" "a\x01\x01" "b\x02", 7, 0 },
+		{ "\x02\x01" "a\x01\x01" "a\x02", 7, -EEXIST },	/* "a" twice */
+		{ "\x01\x03" "a\x00" "b\x01", 6, -EEXIST },		/* "a\0b" */
+		{ "\x01\x01\x02\x01" "a\x01\x01" "a\x02", 9, -EEXIST },	/* nested */
+	};
+
+	refused("map<str,u64>->unit", "{\"a\\u0000b\":1}",
+		"is not a map<str,u64>: key \"a\" holds a NUL (\\u0000), which a key "
+		"cannot carry here");
+	refused("list<map<bytes,u64>>->unit", "[{\"x\":1},{\"\\u0000\":2}]",
+		"is not a list<map<bytes,u64>>: key \"\" holds a NUL (\\u0000), which a key "
+		"cannot carry here");
+	same("map<str,str>->unit", "{\"a\":\"b\\u0000c\"}", "{\"a\":\"b\\u0000c\"}");
+	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
+		struct hp_sig sig = sig_of(i == 3 ? "map<u64,map<str,u64>>->unit" :
+					   "map<str,u64>->unit");
+		struct hp_pc_dec d;
+		json_object *j = NULL;
+		int rc;
+
+		hp_pc_dec_init(&d, (const uint8_t *)shown[i].bytes, shown[i].n);
+		ck_assert_int_eq(hp_sig_check_args(&sig, (const uint8_t *)shown[i].bytes,
+						   shown[i].n), 0);
+		rc = pcjson_value(&d, &sig, sig.args[0], &j);
+		ck_assert_msg(rc == shown[i].rc, "case %zu: %d", i, rc);
+		ck_assert(rc == 0 ? j != NULL : j == NULL);
+		json_object_put(j);
+	}
+}
+END_TEST
+
 START_TEST(test_encoder_full)
 {
 	struct hp_sig sig = sig_of("list<str>->unit");
@@ -548,6 +585,7 @@ suite_sig(void)
 	tcase_add_test(tt, test_text_duplicate_keys);
 	tcase_add_test(tt, test_text_f64_range);
 	tcase_add_test(tt, test_text_lone_surrogate);
+	tcase_add_test(tt, test_map_keys_json_cannot_carry);
 	tcase_add_test(tt, test_encoder_full);
 	suite_add_tcase(s, tt);
 	return s;
