@@ -268,6 +268,8 @@ def test_compound_values_that_do_not_fit(t, value, exc, match):
     ("map<str,u64>", "010161"),                # a value missing
     ("(u64,str)", "05"),
     ("list<str>", "0102c328"),                 # not UTF-8 inside
+    ("map<str,u64>", "02016101016102"),        # "a" twice: a dict keeps one
+    ("map<bool,u64>", "0201010101"),           # true twice
 ])
 def test_compound_bytes_that_do_not_decode(t, wire):
     with pytest.raises(ValueError):

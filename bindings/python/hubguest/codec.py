@@ -14,7 +14,8 @@ accepted), u64 and i64 <-> int (bool refused), f64 <-> float (int
 accepted), bool <-> bool, unit <-> None, list<T> <-> list (tuple
 accepted), opt<T> <-> None or the value, tuple <-> tuple (list
 accepted), map<K,V> <-> dict. An opt<opt<T>> cannot hold Some(None):
-None is the outer None. Postcard (proto/postcard.h): LEB128 varints,
+None is the outer None. A map whose bytes hold a key twice does not
+decode (ValueError), as a dict would keep one value. Postcard (proto/postcard.h): LEB128 varints,
 zigzag for i64, a varint length before the bytes of str and bytes, bool
 one byte 0 or 1, f64 8 bytes little-endian, unit nothing; a list or map
 its varint count then the elements (each key then its value), an opt 0,
@@ -461,6 +462,9 @@ class _Reader:
             d = {}
             for _ in range(n):
                 k = self.get(t.key)
+                # the last value would stand and the first go unseen
+                if k in d:
+                    raise ValueError("postcard: map key %r given twice" % (k,))
                 d[k] = self.get(t.value)
             return d
         if isinstance(t, Chan):
