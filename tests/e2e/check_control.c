@@ -924,7 +924,8 @@ END_TEST
  * newlines included (none of which a command line can carry), reaches
  * the method whole. hubctl sends it as "base64:..."; hubd decodes that
  * form for a bytes parameter (the value forms of doc/hubctl.md). A file
- * too large for a request is refused by hubctl, before hubd sees it. */
+ * too large for a request, or given for an argument that is not bytes,
+ * is refused by hubctl, before hubd sees it. */
 START_TEST(test_call_bytes_file)
 {
 	struct run r = { 0 };
@@ -946,6 +947,18 @@ START_TEST(test_call_bytes_file)
 		 (unsigned long long)XXH3_64bits(data, sizeof(data)));
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
 	ck_assert_str_eq(r.out, want);	/* hubd's base64: decoding */
+	run_free(&r);
+	/* for an argument that is not bytes: refused, exit 2, where a str
+	 * got the text "base64:..." */
+	run_hubctl(&r, hub.sock, "call", "hub.log", "--bytes-file", path, (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "argument 1 of hub.log is a str: "
+					      "--bytes-file gives bytes or an rx<bytes>") != NULL,
+		      "exit %d: %s", r.status, r.err);
+	run_free(&r);
+	run_hubctl(&r, hub.sock, "call", "streamer.consume", "x", "--bytes-file", path,
+		   (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "argument 2 of streamer.consume is a "
+					      "u64: ") != NULL, "exit %d: %s", r.status, r.err);
 	run_free(&r);
 	/* too large for a request line: refused by hubctl, exit 2 */
 	ck_assert_ptr_nonnull(f = fopen(path, "wb"));
