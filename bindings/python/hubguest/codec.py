@@ -15,11 +15,12 @@ accepted), bool <-> bool, unit <-> None, list<T> <-> list (tuple
 accepted), opt<T> <-> None or the value, tuple <-> tuple (list
 accepted), map<K,V> <-> dict. An opt<opt<T>> cannot hold Some(None):
 None is the outer None. A map whose bytes hold a key twice does not
-decode (ValueError), as a dict would keep one value. Postcard (proto/postcard.h): LEB128 varints,
-zigzag for i64, a varint length before the bytes of str and bytes, bool
-one byte 0 or 1, f64 8 bytes little-endian, unit nothing; a list or map
-its varint count then the elements (each key then its value), an opt 0,
-or 1 and the value, a tuple its fields in order."""
+decode (ValueError), as a dict would keep one value. Postcard
+(proto/postcard.h): LEB128 varints, zigzag for i64, a varint length
+before the bytes of str and bytes, bool one byte 0 or 1, f64 8 bytes
+little-endian, unit nothing; a list or map its varint count then the
+elements (each key then its value), an opt 0, or 1 and the value, a
+tuple its fields in order."""
 
 import struct
 
