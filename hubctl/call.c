@@ -301,14 +301,22 @@ signature_of(struct ctl *ctl, const char *method, struct hp_sig *sig)
 	return rc;
 }
 
-/* Whether argument at takes a file's bytes: a bytes or an rx<bytes>. */
-static int
-file_fits(const struct hp_sig *sig, uint8_t at)
+int
+call_file_fits(const char *cmd, const char *file, const struct hp_sig *sig, uint8_t at,
+	       const char *name)
 {
 	uint8_t t = hp_sig_arg_type(sig, at);
+	char type[HP_SIG_MAX_LEN + 1];
 
-	return t == HP_T_BYTES ||
-	    (t == HP_T_RX && sig->node[hp_sig_chan_item(sig, at)].type == HP_T_BYTES);
+	if (t == HP_T_BYTES ||
+	    (t == HP_T_RX && sig->node[hp_sig_chan_item(sig, at)].type == HP_T_BYTES))
+		return 1;
+	hp_sig_type_text(sig, sig->args[at], type, sizeof(type));
+	fprintf(stderr, "hubctl: %s: --bytes-file %s: argument %d of %s is a%s %s: "
+		"--bytes-file gives bytes%s\n", cmd, file, at + 1, name,
+		strchr("ifo", type[0]) != NULL ? "n" : "", type,
+		strcmp(cmd, "call") == 0 ? " or an rx<bytes>" : "");
+	return 0;
 }
 
 /* --bytes-file FILE for an rx<bytes>: "-" in the request, FILE the
@@ -337,15 +345,8 @@ call_args_rx(struct ctl *ctl, const char *method, int argc, char **argv,
 		for (at = 0, n = k; at < sig.nargs; at++)
 			if (hp_sig_arg_type(&sig, at) != HP_T_CHAN && n-- == 0)
 				break;
-		if (file && at < sig.nargs && !file_fits(&sig, at)) {
-			char type[HP_SIG_MAX_LEN + 1];
-
-			hp_sig_type_text(&sig, sig.args[at], type, sizeof(type));
-			fprintf(stderr, "hubctl: call: --bytes-file %s: argument %d of %s is a%s %s: "
-				"--bytes-file gives bytes or an rx<bytes>\n", argv[i + 1], at + 1,
-				method, strchr("ifo", type[0]) != NULL ? "n" : "", type);
+		if (file && at < sig.nargs && !call_file_fits("call", argv[i + 1], &sig, at, method))
 			return NULL;
-		}
 		if (file && at < sig.nargs && hp_sig_arg_type(&sig, at) == HP_T_RX) {
 			*stream = argv[i + 1];
 			argv[i] = dash;

@@ -17,6 +17,8 @@
 
 #include <json-c/json.h>
 
+struct hp_sig;
+
 /* The views that run on (top, stats -w): their options. */
 struct every {
 	double	interval;	/* -d: seconds between frames or lines */
@@ -107,6 +109,11 @@ int		 hubctl_call(struct ctl *ctl, int argc, char **argv);
  * text, --bytes-file FILE as FILE's bytes; NULL after saying what is
  * wrong (cmd names the command). */
 json_object	*call_args(const char *cmd, int argc, char **argv);
+/* Whether argument at of sig (name's: a method's, a topic's) takes
+ * --bytes-file FILE, a bytes or an rx<bytes>; said why not: its text
+ * form "base64:..." would reach a str as that text. */
+int		 call_file_fits(const char *cmd, const char *file, const struct hp_sig *sig,
+				uint8_t at, const char *name);
 
 /* topics.c: hubctl listen TOPIC, emit TOPIC VALUE..., topics */
 int		 hubctl_listen(struct ctl *ctl, int argc, char **argv);

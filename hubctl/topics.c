@@ -492,12 +492,63 @@ out:
 
 /* -- hubctl emit ------------------------------------------------------------- */
 
+/* topic's signature as hubd has it (hubctl topics): 0, or -1 for a topic
+ * hubd does not know or has no signature for yet (emit then says so). */
+static int
+topic_sig(struct ctl *ctl, const char *topic, struct hp_sig *sig)
+{
+	json_object *req = json_object_new_object(), *a, *all;
+	const char *why;
+	int rc = -1;
+
+	json_object_object_add(req, "cmd", json_object_new_string("topics"));
+	client_send(ctl, req);
+	if ((a = client_read(ctl)) == NULL)
+		client_no_answer(ctl, "");
+	all = js_get(a, "topics");
+	for (size_t i = 0; json_object_is_type(all, json_type_array) &&
+	     i < json_object_array_length(all); i++) {
+		json_object *t = json_object_array_get_idx(all, i);
+		const char *name = json_object_get_string(js_get(t, "name"));
+		const char *text = json_object_get_string(js_get(t, "signature"));
+
+		if (name != NULL && strcmp(name, topic) == 0) {
+			rc = text != NULL && hp_topic_sig_parse(text, sig, &why) == 0 ? 0 : -1;
+			break;
+		}
+	}
+	json_object_put(a);
+	return rc;
+}
+
+/* Each --bytes-file given for a value the topic's signature makes bytes. */
+static int
+emit_files_fit(struct ctl *ctl, const char *topic, int argc, char **argv)
+{
+	struct hp_sig sig;
+	int i, k, has = 0;
+
+	for (i = 0; i < argc; i++)
+		has |= strcmp(argv[i], "--bytes-file") == 0;
+	if (!has || topic_sig(ctl, topic, &sig) != 0)
+		return 1;
+	for (i = 0, k = 0; i < argc; i++, k++) {
+		if (strcmp(argv[i], "--bytes-file") != 0 || i + 1 == argc)
+			continue;
+		if (k < sig.nargs && !call_file_fits("emit", argv[i + 1], &sig, (uint8_t)k, topic))
+			return 0;
+		i++;
+	}
+	return 1;
+}
+
 int
 hubctl_emit(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *req, *args, *a;
 
-	if ((args = call_args("emit", argc - 1, argv + 1)) == NULL)
+	if (!emit_files_fit(ctl, argv[0], argc - 1, argv + 1) ||
+	    (args = call_args("emit", argc - 1, argv + 1)) == NULL)
 		return 2;
 	req = json_object_new_object();
 	json_object_object_add(req, "cmd", json_object_new_string("emit"));

@@ -285,6 +285,7 @@ START_TEST(test_emit_checks_the_signature)
 {
 	struct listener watcher;
 	json_object *o;
+	FILE *f;
 	char *out = NULL, *err = NULL;
 	int rc;
 
@@ -304,6 +305,16 @@ START_TEST(test_emit_checks_the_signature)
 	free(err);
 	rc = hubctl_err(&hub, &err, "emit", "kv.changed", "a", "b", (char *)NULL);
 	ck_assert_msg(rc == 1 && strstr(err, "str") != NULL, "emit of two values to a str "
+		      "topic: %d '%s'", rc, err);
+	free(err);
+	/* a file's bytes for a str: refused, exit 2 (it got the text
+	 * "base64:...") */
+	ck_assert_ptr_nonnull(f = fopen(harness_path("blob"), "w"));
+	ck_assert_int_eq(fputs("raw\n", f) >= 0 && fclose(f) == 0, 1);
+	rc = hubctl_err(&hub, &err, "emit", "kv.changed", "--bytes-file", harness_path("blob"),
+			(char *)NULL);
+	ck_assert_msg(rc == 2 && strstr(err, "argument 1 of kv.changed is a str: --bytes-file "
+					"gives bytes\n") != NULL, "emit --bytes-file to a str "
 		      "topic: %d '%s'", rc, err);
 	free(err);
 	rc = hubctl_err(&hub, &err, "emit", "no.such", "x", (char *)NULL);
