@@ -231,7 +231,8 @@ pool_reclaim(struct peer *p)
 	/* r[shm.varslot.ownership]: a dead guest's slots go back */
 	hp_var_sweep(&p->zone->var, hp_now_ns(), 0, is_owner, &peer_id, NULL, NULL, &b, NULL);
 	if (b.dead > 0)
-		log_info("pool %s: %u slots of peer %u returned", p->zone->name, b.dead, peer_id);
+		log_info("pool %s: %u slot%s of guest %s returned", p->zone->name, b.dead,
+			 b.dead == 1 ? "" : "s", p->conf != NULL ? p->conf->name : "(gone)");
 	log_returned(p->zone, &b, 0);
 }
 

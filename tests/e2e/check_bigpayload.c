@@ -300,7 +300,7 @@ START_TEST(test_dead_holder_reclaimed)
 		sleep_ms(10);
 	ck_assert_int_eq(slots_held(&seg, id), 8);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
-	ck_assert_msg(log_has("slots of peer", 30000), "%s", hub_log_tail(&hub));
+	ck_assert_msg(log_has("pool big: 8 slots of guest breaker returned", 30000), "%s", hub_log_tail(&hub));
 	ck_assert_int_eq(slots_held(&seg, id), 0);
 	unmap_pool(&seg);
 	expect_pool_valid();

@@ -724,7 +724,7 @@ START_TEST(test_forged_host_slots_named_then_returned)
 		      hub_log_tail(&h));
 	/* none were the dead guest's own */
 	log = hub_log(&h);
-	ck_assert_msg(strstr(log, "slots of peer") == NULL, "%s", hub_log_tail(&h));
+	ck_assert_msg(strstr(log, "of guest breaker returned") == NULL, "%s", hub_log_tail(&h));
 	free(log);
 	ck_assert_int_eq(validate_clean(&h), 0);
 	ck_assert_int_eq(hub_stop(&h), 0);
@@ -750,7 +750,7 @@ START_TEST(test_forged_host_slots_swept)
 	json_object_put(o);
 	log = hub_log(&h);
 	ck_assert_msg(strstr(log, "of guests that are gone") == NULL &&
-		      strstr(log, "slots of peer") == NULL, "%s", hub_log_tail(&h));
+		      strstr(log, "of guest breaker returned") == NULL, "%s", hub_log_tail(&h));
 	free(log);
 	ck_assert_str_eq(hub_peer_state(&h, "breaker"), "up");
 	ck_assert_int_eq(hub_stop(&h), 0);
