@@ -30,8 +30,12 @@ answer_send(struct hub *h, const struct origin *o, const uint8_t *payload, size_
 	/* an answer that cannot be sent must still end the call (below) */
 	if (p != NULL && host_serving(p) && p->epoch == o->epoch &&
 	    len > p->ep.lim.max_payload_size) {
-		answer_error(h, o, HP_ERR_USER,
-			     "the answer is larger than the caller's max_payload_size");
+		char why[160];
+
+		snprintf(why, sizeof(why), "the answer is larger than its caller takes: %zu bytes "
+			 "with its envelope, the caller's max_payload_size is %u", len,
+			 p->ep.lim.max_payload_size);
+		answer_error(h, o, HP_ERR_USER, why);
 		return;
 	}
 	/* a monitor sees the call end (monitor.c's hook) */

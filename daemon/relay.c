@@ -36,6 +36,7 @@
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/relay.h"
+#include "daemon/route.h"
 #include "daemon/streams.h"
 #include "daemon/upload.h"
 #include "proto/channel.h"
@@ -284,8 +285,7 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 		free(buf);
 		free(r);
 		hp_chan_free(&q->view.chans[b]);
-		snprintf(why, sizeof(why), "the arguments are larger than guest %s takes "
-			 "(%u bytes)", q->conf->name, q->ep.lim.max_payload_size);
+		route_too_large(why, sizeof(why), q, e.err != 0 ? m->len : e.len);
 		refuse(h, o, why);
 		return;
 	}

@@ -50,7 +50,8 @@ START_TEST(test_answer_too_big_is_an_error)
 	/* max_payload_size 65532: a request of 1 + 3 + 65528 bytes fits,
 	 * the answer (1 + 1 + 3 + 65528) does not */
 	expect_call("prober.ping", "65528",
-		    "error: hub: the answer is larger than the caller's max_payload_size\n");
+		    "error: hub: the answer is larger than its caller takes: 65533 bytes with "
+		    "its envelope, the caller's max_payload_size is 65532\n");
 	expect_call("prober.ping", "65527", "ok 65527\n");
 	/* a guest's own answer too large: its caller gets an error naming
 	 * the method and the size, not a limit of the config it never set */

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The size limits at the limit and one byte over, path by path: a call's
+ * arguments and its answer between a guest in the shared pool and one on
+ * its fixed pool (max_payload_size). At
+ * the limit the bytes arrive whole (hashed); one byte over, the same
+ * error on every path, naming the size and the limit. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/e2e/harness.h"
+
+/* sa in the shared pool (a zone of its own), sf on its fixed pool:
+ * max_payload_size 65532. A call's envelope is 22 bytes, an answer's 2
+ * (no deadline, no trace: sizer sends none). */
+#define SIZERS(lanes) \
+	"[guest sa]\nexec = @/tests/guests/sizer\nargs = --prefix sa\nlanes = " lanes "\n" \
+	"[guest sf]\nexec = @/tests/guests/sizer\nargs = --prefix sf\nlanes = " lanes "\n" \
+	"shared_pool = no\n"
+#define FIXED_MAX	65532
+
+static struct hub_proc hub;
+
+/* hubctl call METHOD ARG N: its output, which must contain want. */
+static void
+expect_has(const char *method, const char *arg, unsigned long n, const char *want)
+{
+	char num[32], *out = NULL;
+	int rc;
+
+	snprintf(num, sizeof(num), "%lu", n);
+	rc = hubctl(&hub, &out, "-t", "60", "call", method, arg, num, (char *)NULL);
+	ck_assert_msg(rc == 0 && out != NULL && strstr(out, want) != NULL,
+		      "%s %s %s: rc %d: '%s', want '%s'%s", method, arg, num, rc,
+		      out != NULL ? out : "", want, hub_log_tail(&hub));
+	free(out);
+}
+
+/* The errors one byte over, as hubd says them: the size with the
+ * envelope and the limit. */
+#define ARGS_OVER \
+	"error -111: the arguments are larger than guest sf takes: 65533 bytes with " \
+	"the call's envelope, its max_payload_size is 65532"
+#define ANSWER_OVER \
+	"error -111: the answer is larger than its caller takes: 65533 bytes with its " \
+	"envelope, the caller's max_payload_size is 65532"
+
+/* Through hubd: arguments of 65510 bytes (65532 with the envelope) reach
+ * sf whole, 65511 are refused naming both numbers; an answer of 65530
+ * reaches sf whole, 65531 is refused so too. In the pool, the largest
+ * class (32 MiB) bounds them, refused at the sender (-EMSGSIZE). */
+START_TEST(test_calls_through_hubd)
+{
+	hub_start_up(&hub, NULL, SIZERS("no"), "sa,sf");
+	ck_assert(hub_wait_method(&hub, "sa.send,sf.hash") == 0);
+	expect_has("sa.send", "sf.hash", FIXED_MAX - 22, "ok intact");
+	expect_has("sa.send", "sf.hash", FIXED_MAX - 21, ARGS_OVER);
+	expect_has("sf.fetch", "sa.make", FIXED_MAX - 2, "ok 65530 intact");
+	expect_has("sf.fetch", "sa.make", FIXED_MAX - 1, ANSWER_OVER);
+	/* sf's own sends: refused by libguest, before the hub */
+	expect_has("sf.send", "sa.hash", FIXED_MAX - 22, "ok intact");
+	expect_has("sf.send", "sa.hash", FIXED_MAX - 21, "error -90");
+	expect_has("sa.send", "sa.hash", (32ul << 20) - 22, "ok intact");
+	expect_has("sa.send", "sa.hash", (32ul << 20) - 21, "error -90");
+	ck_assert_str_eq(hub_peer_state(&hub, "sa"), "up");
+	ck_assert_str_eq(hub_peer_state(&hub, "sf"), "up");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+Suite *suite_limits(void);
+Suite *
+suite_limits(void)
+{
+	Suite *s = suite_create("limits");
+	TCase *tc = tcase_create("limits");
+
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_calls_through_hubd);
+	suite_add_tcase(s, tc);
+	return s;
+}
