@@ -50,6 +50,11 @@ send_request(struct guest *g, struct lg_route *r, uint32_t id, uint64_t mid,
 	int rc;
 
 	c->nchans = 0;
+	/* larger than the lane carries (the smaller of its two guests'
+	 * limits): the hub takes it and answers as it would without a lane,
+	 * naming the size and the limit */
+	if (ln != NULL && (size_t)nmeta + len > ln->ep.lim.max_payload_size)
+		ln = NULL;
 	if (ln != NULL && r->chans && (rc = lg_chan_move(g, ln, &r->sig, args, len, c,
 							  &moved, &mlen)) != 0) {
 		if (rc < 0)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The size limits at the limit and one byte over, path by path: a call's
  * arguments and its answer between a guest in the shared pool and one on
- * its fixed pool (max_payload_size). At
+ * its fixed pool (max_payload_size), through hubd and over a lane. At
  * the limit the bytes arrive whole (hashed); one byte over, the same
  * error on every path, naming the size and the limit. */
 #include <check.h>
@@ -37,6 +37,21 @@ expect_has(const char *method, const char *arg, unsigned long n, const char *wan
 	free(out);
 }
 
+/* Calls carried over the open lane so far, both ways (-1: no lane). */
+static long long
+lane_calls(void)
+{
+	json_object *o = hub_request(&hub, "{\"cmd\":\"lanes\"}", NULL), *l;
+	long long n = -1;
+
+	ck_assert_ptr_nonnull(o);
+	if ((l = json_object_array_get_idx(json_get(o, "lanes"), 0)) != NULL)
+		n = (long long)(json_u64(l, "a", "calls_out", NULL) +
+				json_u64(l, "b", "calls_out", NULL));
+	json_object_put(o);
+	return n;
+}
+
 /* The errors one byte over, as hubd says them: the size with the
  * envelope and the limit. */
 #define ARGS_OVER \
@@ -69,6 +84,33 @@ START_TEST(test_calls_through_hubd)
 }
 END_TEST
 
+/* Over a lane the same: a lane carries the smaller of its two guests'
+ * limits, and a call over it goes through hubd, which says why, as
+ * without a lane (it failed with a bare -EMSGSIZE at the sender, so the
+ * error hung on whether a lane was open yet). */
+START_TEST(test_calls_over_a_lane)
+{
+	long long before;
+
+	hub_start_up(&hub, NULL, SIZERS("yes"), "sa,sf");
+	ck_assert(hub_wait_method(&hub, "sa.send,sf.hash") == 0);
+	/* until sa sends its calls of sf.hash over the lane */
+	for (int i = 0; i < 200 && lane_calls() <= 0; i++) {
+		expect_has("sa.send", "sf.hash", 100, "ok intact");
+		sleep_ms(25);
+	}
+	before = lane_calls();
+	ck_assert_msg(before > 0, "no call went over a lane: %s", hub_log_tail(&hub));
+	expect_has("sa.send", "sf.hash", FIXED_MAX - 22, "ok intact");
+	ck_assert_int_eq(lane_calls(), before + 1);
+	expect_has("sa.send", "sf.hash", FIXED_MAX - 21, ARGS_OVER);
+	ck_assert_int_eq(lane_calls(), before + 1);	/* through hubd */
+	expect_has("sa.send", "sf.hash", FIXED_MAX - 22, "ok intact");
+	ck_assert_int_eq(lane_calls(), before + 2);	/* the lane stays */
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_limits(void);
 Suite *
 suite_limits(void)
@@ -79,6 +121,7 @@ suite_limits(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_calls_through_hubd);
+	tcase_add_test(tc, test_calls_over_a_lane);
 	suite_add_tcase(s, tc);
 	return s;
 }
