@@ -698,8 +698,9 @@ GUEST_API int guest_chan_accept_reader(struct guest *g, uint32_t chan,
 					 * comes late gets the newest event at once */
 
 /* Makes this guest the publisher of topic, whose events are sig's
- * arguments. 0, or -errno: -EPERM not one of its names, -EINVAL a bad
- * name or signature (logged with why), -EEXIST another guest publishes
+ * arguments. 0, or -errno: -EPERM not one of its names, -ENAMETOOLONG a
+ * name over 63 bytes (as a method's), -EINVAL another bad name or a bad
+ * signature (logged with why), -EEXIST another guest publishes
  * it, -ENOSPC it keeps 64 topics already, -ENOSYS a host without
  * topics. Again after a restart: a retained
  * event is still there. */
@@ -738,8 +739,9 @@ typedef void (*guest_event_fn)(struct guest *g, const struct guest_event *ev, vo
  * guest_run_mt too, not on a microthread of its own: what fn waits for
  * holds every microthread up (spawn one, guest_mt_spawn, for that). The topic
  * need not be published yet. The subscription's id (> 0), or -errno:
- * -EPERM the config does not let this guest subscribe, -EINVAL a bad
- * name or policy, -EMFILE too many subscriptions. */
+ * -EPERM the config does not let this guest subscribe, -ENAMETOOLONG a
+ * name over 63 bytes, -EINVAL another bad name or a bad policy, -EMFILE
+ * too many subscriptions. */
 GUEST_API int guest_subscribe(struct guest *g, const char *topic, unsigned policy,
 			      guest_event_fn fn, void *ctx);
 GUEST_API int guest_unsubscribe(struct guest *g, int sub);

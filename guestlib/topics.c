@@ -14,6 +14,7 @@
 
 #include "guestlib/internal.h"
 #include "proto/builtin.h"
+#include "proto/method.h"
 #include "proto/postcard.h"
 #include "proto/topic.h"
 
@@ -377,11 +378,11 @@ advertise(struct guest *g, const char *topic, const char *sig, unsigned flags)
 	size_t n, rlen = 0;
 	int rc, fresh = 0;
 
+	if (topic != NULL && strlen(topic) > HP_METHOD_NAME_MAX)
+		return -ENAMETOOLONG;	/* named as a method, as guest_register says */
 	if (topic == NULL || sig == NULL || (n = strlen(topic)) == 0 ||
 	    hp_method_name_refused(topic, n) != NULL || hp_topic_sig_parse(sig, &ps, NULL) != 0)
 		return -EINVAL;
-	if (n > HP_TOPIC_NAME_MAX)
-		return -ENAMETOOLONG;
 	if ((p = pub_by_name(ts, topic)) == NULL) {
 		if (ts->npub >= LG_TOPICS_MAX || (p = calloc(1, sizeof(*p))) == NULL)
 			return -ENOMEM;
@@ -502,11 +503,11 @@ subscribe(struct guest *g, const char *topic, unsigned policy, guest_event_fn fn
 	uint64_t id;
 	int rc;
 
+	if (topic != NULL && strlen(topic) > HP_METHOD_NAME_MAX)
+		return -ENAMETOOLONG;
 	if (topic == NULL || (n = strlen(topic)) == 0 || pname == NULL ||
 	    hp_method_name_refused(topic, n) != NULL)
 		return -EINVAL;
-	if (n > HP_TOPIC_NAME_MAX)
-		return -ENAMETOOLONG;
 	if (g->topics->nsub >= LG_TOPICS_MAX)
 		return -EMFILE;
 	hp_pc_enc_init(&e, args, sizeof(args));

@@ -292,6 +292,31 @@ START_TEST(test_discovery)
 }
 END_TEST
 
+/* A topic is named as a method: up to 63 bytes. One byte over,
+ * guest_advertise and guest_subscribe say -ENAMETOOLONG, as
+ * guest_register does (they said -EINVAL, as for a bad character). */
+#define T63	"ok.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define T64	"nl.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"
+START_TEST(test_name_lengths)
+{
+	char *out = NULL;
+
+	ck_assert_uint_eq(strlen(T63), 63);
+	ck_assert_uint_eq(strlen(T64), 64);
+	hub_start_up(&hub, NULL,
+		     "[guest ok]\n" TG "args = --as=ok --pub=" T63 " --sub=" T63 "\n"
+		     "[guest nl]\n" TG "args = --as=nl --pub=" T64 "\nrestart = never\n"
+		     "[guest ns]\n" TG "args = --as=ns --sub=" T64 "\nrestart = never\n"
+		     "[topic " T63 "]\nslots = 8\n", "ok");
+	expect_log("topicguest: advertise " T64 ": File name too long");
+	expect_log("topicguest: subscribe " T64 ": File name too long");
+	hubctl_ok(&hub, &out, "topics", (char *)NULL);
+	ck_assert_msg(strstr(out, T63) != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* guest_wait_method: a method that comes late, and one that never does. */
 START_TEST(test_wait_method)
 {
@@ -541,6 +566,7 @@ suite_topics(void)
 	tcase_add_test(tc, test_retained);
 	tcase_add_test(tc, test_discovery);
 	tcase_add_test(tc, test_wait_method);
+	tcase_add_test(tc, test_name_lengths);
 	tcase_add_test(tc, test_hostile_subscriber);
 	tcase_add_test(tc, test_hostile_publisher);
 	tcase_add_test(tc, test_publisher_dies_writing);
