@@ -180,6 +180,15 @@ def test_forwarded_errors(hub):
     assert hub.peer("pyguest")["deaths"] == []
 
 
+def test_call_too_large_names_its_size(hub):
+    # the largest class of the default pool is 32 MiB: 40 MiB (and its
+    # length prefix) is refused at the caller, the size named
+    assert hub.ok("py.bigcall", str(40 << 20)) == (
+        "PayloadTooLarge: echo.echo: its arguments of 41943044 bytes are larger than "
+        "the hub carries")
+    assert hub.ok("py.bigcall", str(1 << 20)) == "ok %d" % (1 << 20)
+
+
 def test_hub_signature(hub):
     assert hub.ok("hub.signature", "py.multi") == "str,bytes,u64,i64,bool->str"
     assert hub.ok("py.sig", "echo.echo") == "str->str"

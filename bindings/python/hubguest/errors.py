@@ -135,10 +135,10 @@ def describe(code):
     return os.strerror(-code) if code < 0 else "status %d" % code
 
 
-def call_error(method, code, text=None, reason=None):
+def call_error(method, code, text=None, reason=None, size=None):
     """The exception for a call of method that ended with libguest status
     code (guest_result_fn's statuses); text is the error's text, reason
-    the Goodbye's for -ECONNABORTED."""
+    the Goodbye's for -ECONNABORTED, size the arguments' bytes."""
     if code == -errno.EREMOTEIO:
         return RemoteError(method, text if text is not None else "(no error text)")
     if code == -errno.ECONNREFUSED:
@@ -157,7 +157,8 @@ def call_error(method, code, text=None, reason=None):
     if code == -errno.ETIMEDOUT:
         return Timeout("%s: no answer in time" % method, code, method)
     if code == -errno.EMSGSIZE:
-        return PayloadTooLarge("%s: arguments larger than the hub carries" % method,
+        return PayloadTooLarge("%s: its arguments of %s bytes are larger than the hub "
+                               "carries" % (method, "?" if size is None else size),
                                code, method)
     return status_error(code, reason, "%s: " % method)
 

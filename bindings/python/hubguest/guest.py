@@ -188,7 +188,7 @@ class Guest(Handlers, Serving, Topics):
                                              ctypes.byref(cid), ctypes.byref(opts))
         if rc != 0:
             del self._calls[token]
-            raise call_error(method, rc, None, self.goodbye_reason)
+            raise call_error(method, rc, None, self.goodbye_reason, len(payload))
         return token, cid.value
 
     def _on_result(self, token, status, result, n):

@@ -105,6 +105,15 @@ def shout(text):
     return g.call("echo.echo", text, timeout=5).upper()
 
 
+@m("bigcall", "u64->str")
+def bigcall(n):
+    # an argument of n bytes to echo.echo: what a call too large raises
+    try:
+        return "ok %d" % len(g.call("echo.echo", "a" * n, timeout=30))
+    except hubguest.PayloadTooLarge as e:
+        return "PayloadTooLarge: %s" % e
+
+
 @m("viaprober", "str->str")
 def viaprober(text):
     # C's prober.route calls our PREFIX.str back while we wait
