@@ -204,6 +204,7 @@ struct mt_proc	*mt_cur_proc(void);
 void		mt_stack_unmap(struct guest_rt *rt, struct guest_mt *m);
 int		mt_stack_get(struct guest_rt *rt, struct guest_mt **mp);
 void		mt_stack_put(struct guest_rt *rt, struct guest_mt *m);
+void		mt_stack_abandon(struct guest_rt *rt, struct guest_mt *m);
 void		mt_fault_install(void);
 void		mt_altstack_on(struct mt_proc *p);
 void		mt_altstack_off(struct mt_proc *p);

@@ -45,7 +45,8 @@ struct mt_io {
  * thread as processor 0, with io (NULL: none). Without io it returns 0
  * once every microthread has ended; with io it runs until io's poll or
  * wait returns < 0 (that value) or mt_rt_stop, live microthreads or not:
- * those left are abandoned (stacks freed, never run again). */
+ * those left are abandoned (never run again; their stacks stay mapped
+ * until guest_rt_free). */
 int	mt_rt_run(struct guest_rt *rt, void (*fn)(void *), void *arg,
 	    const struct mt_io *io);
 /* From any thread: makes mt_rt_run return 0 soon. */

@@ -416,7 +416,7 @@ rt_abandon(struct guest_rt *rt)
 		/* off the channels it waits on: they may outlive the run */
 		if (m->abandon != NULL)
 			m->abandon(m);
-		mt_stack_put(rt, m);
+		mt_stack_abandon(rt, m);
 	}
 	rt->live = 0;
 }

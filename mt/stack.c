@@ -3,6 +3,7 @@
  * microthread's own struct at the top, pooled for reuse; and the fault
  * handler that names an overflow into a guard. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -75,10 +76,11 @@ mt_stack_get(struct guest_rt *rt, struct guest_mt **mp)
 	return 0;
 }
 
-/* Back to the pool (or unmapped past its cap); never while in use: called
- * on a scheduler after the microthread's last switch, or by its joiner. */
-void
-mt_stack_put(struct guest_rt *rt, struct guest_mt *m)
+/* Back to the pool (or unmapped past cap stacks pooled); never while in
+ * use: called on a scheduler after the microthread's last switch, by its
+ * joiner, or for one abandoned. */
+static void
+stack_put(struct guest_rt *rt, struct guest_mt *m, unsigned cap)
 {
 	int unmap = 0;
 
@@ -94,7 +96,7 @@ mt_stack_put(struct guest_rt *rt, struct guest_mt *m)
 		rt->all = m->all_next;
 	if (m->all_next != NULL)
 		m->all_next->all_prev = m->all_prev;
-	if (rt->npool < MT_POOL_MAX) {
+	if (rt->npool < cap) {
 		m->next = rt->pool;
 		rt->pool = m;
 		rt->npool++;
@@ -106,6 +108,21 @@ mt_stack_put(struct guest_rt *rt, struct guest_mt *m)
 	pthread_mutex_unlock(&rt->mu);
 	if (unmap)
 		mt_stack_unmap(rt, m);
+}
+
+void
+mt_stack_put(struct guest_rt *rt, struct guest_mt *m)
+{
+	stack_put(rt, m, MT_POOL_MAX);
+}
+
+/* An abandoned microthread's stack stays mapped, past the pool's cap,
+ * until guest_rt_free: libguest still looks at what lies there (the
+ * calls it awaited) after the run. */
+void
+mt_stack_abandon(struct guest_rt *rt, struct guest_mt *m)
+{
+	stack_put(rt, m, UINT_MAX);
 }
 
 /* -- overflows ------------------------------------------------------------ */

@@ -1372,6 +1372,64 @@ START_TEST(test_mn_abandoned)
 }
 END_TEST
 
+/* More microthreads abandoned than the stack pool keeps (1024): each
+ * left a word on its stack, as libguest leaves the call it awaits there,
+ * and every word is still there to read after the run (the stacks past
+ * the pool's cap were unmapped, and reading them faulted). */
+#define KEPT_N	1100
+#define KEPT_MAGIC	0x5eedf00dull
+
+struct kept {
+	struct fakeio		*f;
+	volatile uint64_t	*word[KEPT_N];
+	_Atomic int		waiting;
+};
+
+static void
+kept_waiter(void *arg)
+{
+	struct kept *k = arg;
+	volatile uint64_t word = KEPT_MAGIC;
+
+	k->word[atomic_fetch_add(&k->waiting, 1)] = &word;
+	mt_suspend(NULL, UINT64_MAX);
+	ck_abort_msg("abandoned microthread ran on");
+}
+
+static void
+kept_main(void *arg)
+{
+	struct kept *k = arg;
+
+	for (int i = 0; i < KEPT_N; i++)
+		ck_assert_int_eq(guest_mt_spawn(kept_waiter, k, NULL), 0);
+	while (atomic_load(&k->waiting) < KEPT_N)
+		guest_mt_yield();
+	k->f->stop = 1;		/* the next poll ends the run */
+}
+
+START_TEST(test_abandoned_stacks_kept)
+{
+	struct fakeio f;
+	struct mt_io io = { fake_poll, fake_wait, fake_kick, NULL, &f };
+	struct kept *k = calloc(1, sizeof(*k));
+	struct guest_rt *rt = rt_make(1);
+	int rc, intact = 0;
+
+	fake_open(&f);
+	k->f = &f;
+	rc = mt_rt_run(rt, kept_main, k, &io);
+	ck_assert_msg(rc == -ECANCELED, "mt_rt_run: %d", rc);
+	for (int i = 0; i < KEPT_N; i++)
+		intact += *k->word[i] == KEPT_MAGIC;
+	ck_assert_int_eq(intact, KEPT_N);
+	guest_rt_free(rt);
+	free(k);
+	close(f.ev);
+	close(f.kickfd);
+}
+END_TEST
+
 Suite *suite_mt(void);
 Suite *
 suite_mt(void)
@@ -1407,6 +1465,7 @@ suite_mt(void)
 		{ "mn_pingpong", test_mn_ping_pong, 1, 120 },
 		{ "mn_shutdown", test_mn_shutdown_parked, 1, 60 },
 		{ "mn_abandoned", test_mn_abandoned, 1, 20 },
+		{ "abandoned_kept", test_abandoned_stacks_kept, 0, 30 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
