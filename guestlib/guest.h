@@ -580,7 +580,11 @@ GUEST_API void guest_rt_free(struct guest_rt *rt);
 
 /* Starts fn(arg) on a new microthread of the current runtime (from a
  * microthread or a callback). mtp NULL: detached, its end is nobody's
- * business; else joinable, and guest_mt_join must be called once. */
+ * business; else joinable, and guest_mt_join must be called once.
+ * -ENOMEM: no stack could be mapped (memory, limit_memory, or the
+ * kernel's vm.max_map_count: two mappings a stack, some 32,000
+ * microthreads by default); a request that finds none so is answered
+ * an error and the guest serves on. */
 typedef void (*guest_mt_fn)(void *arg);
 GUEST_API int guest_mt_spawn(guest_mt_fn fn, void *arg, struct guest_mt **mtp);
 /* (mt) Waits until mt has ended, and frees the handle. */

@@ -463,6 +463,8 @@ struct lg_mt {
 						 * the handlers finish, then the
 						 * runtime returns */
 	struct lg_bridge	*bridges;	/* guest_chan_reader/writer's */
+	int			spawn_failed;	/* a handler's microthread could not
+						 * be made: said once */
 	uint64_t		served;		/* polls that found something */
 };
 

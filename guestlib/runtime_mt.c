@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -85,6 +86,22 @@ worker_main(void *arg)
 	}
 }
 
+/* No microthread for c (out of memory, or of mappings: two a stack,
+ * vm.max_map_count bounds them): its caller is told, the guest serves on
+ * and says so once until a spawn works again. */
+static int
+no_microthread(struct guest *g, struct guest_call *c, int err)
+{
+	if (!g->mt->spawn_failed)
+		fprintf(stderr, "libguest: no microthread for a call of %s (%s): "
+		    "refused with an error until one can be made\n", c->method,
+		    strerror(-err));
+	g->mt->spawn_failed = 1;
+	guest_reply_error(c, "the guest has no room for another microthread");
+	g->call_ran(g, c);
+	return 0;
+}
+
 /* Each request on a microthread of its own; none once stopping (a lane's
  * peer, or a hub that was not told, may still call). */
 static int
@@ -113,9 +130,12 @@ mt_handle(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 		mt_wake(w->mt);
 		return 0;
 	}
-	if ((rc = guest_mt_spawn(worker_main, r, NULL)) != 0)
+	if ((rc = guest_mt_spawn(worker_main, r, NULL)) != 0) {
 		req_free(g, r);
-	return rc;
+		return no_microthread(g, c, rc);
+	}
+	g->mt->spawn_failed = 0;
+	return 0;
 }
 
 /* -- the service, as the runtime's outside work --------------------------- */

@@ -288,6 +288,37 @@ START_TEST(test_stack_overflow_is_named)
 	stop();
 }
 END_TEST
+
+/* A guest out of room for microthreads (here its address space, bounded
+ * by limit_memory, 1 MiB stacks; by default the kernel's
+ * vm.max_map_count, some 32,000) refuses the calls it cannot run with
+ * an error, says so once, and serves on: the failed spawn ended its
+ * runtime, every call it held cancelled, and the guest restarted. */
+START_TEST(test_out_of_microthreads_refuses_the_call)
+{
+	char *out;
+
+	hub_start_up(&hub, "calls_in_flight = 5000\n",
+		     "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1\n"
+		     "env = HUB_MT_STACK=1m\nlimit_memory = 512M\nlanes = no\n"
+		     "[guest m2]\nexec = @/tests/guests/mtprober\nargs = --prefix m2\n",
+		     "m1,m2");
+	ck_assert(hub_wait_method(&hub, "m1.source,m2.source") == 0);
+	/* the gate opens in 3 s, for those that got a microthread */
+	expect("m1.open_later", "3000", "2000", "ok");
+	out = call3(0, "m2.fanopen", "2000", "m1", "false");
+	ck_assert_msg(strstr(out, " of 2000 ok, first: user") != NULL &&
+		      strncmp(out, "error: 0 ", 9) != 0,
+		      "fanopen: '%s'; %s", out, hub_log_tail(&hub));
+	free(out);
+	ck_assert_msg(log_has("libguest: no microthread for a call of m1.wait "
+			      "(Cannot allocate memory): refused with an error "
+			      "until one can be made\n"), "not said: %s", hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
+	expect("m1.onmt", NULL, NULL, "yes");
+	stop();
+}
+END_TEST
 #endif
 
 /* hub.source into a runtime channel, hub.sink from one: every byte, in
@@ -348,6 +379,15 @@ suite_mtguest(void)
 	tcase_add_loop_test(tc, test_hub_channels_as_runtime_channels, 0, 2);
 	tcase_add_loop_test(tc, test_second_answer_is_refused, 0, 2);
 	suite_add_tcase(s, tc);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	/* limits a guest on microthreads meets (its address space bounded:
+	 * not under ASan or TSan, which reserve terabytes of it) */
+	tc = tcase_create("mtguest_limits");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, test_out_of_microthreads_refuses_the_call);
+	suite_add_tcase(s, tc);
+#endif
 	/* the guest's lock, its service and its microthreads on two
 	 * processors under ThreadSanitizer (make check-tsan builds the
 	 * guests with it; a race ends the guest: halt_on_error) */
