@@ -591,8 +591,10 @@ GUEST_API int guest_mt_spawn(guest_mt_fn fn, void *arg, struct guest_mt **mtp);
 GUEST_API int guest_mt_join(struct guest_mt *mt);
 /* (mt) Lets the other runnable microthreads (and the guest's ring) run. */
 GUEST_API int guest_mt_yield(void);
-/* (mt) Ends the calling microthread, as returning from its fn does; off
- * a microthread there is nothing to end and it cannot return: it aborts. */
+/* (mt) Ends the calling microthread, as returning from its fn does (a
+ * handler's: as the handler returning; its call stays to be answered if
+ * it was not); off a microthread there is nothing to end and it cannot
+ * return: it aborts. */
 GUEST_API void guest_mt_exit(void) __attribute__((noreturn));
 /* (mt) Sleeps ns nanoseconds (CLOCK_MONOTONIC). */
 GUEST_API int guest_mt_sleep(uint64_t ns);

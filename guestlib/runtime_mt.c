@@ -53,6 +53,28 @@ req_free(struct guest *g, struct lg_req *r)
 }
 
 static void
+handler_done(struct guest *g, struct lg_req *r)
+{
+	memset(mt_ctx(), 0, MT_CTX_SIZE);
+	g->call_ran(g, r->call);
+}
+
+/* A handler that ended its microthread (guest_mt_exit) is done with its
+ * request as one that returned: else the request stayed, and a stop
+ * waited for it until hubd's SIGKILL. */
+static void
+handler_exited(void *arg)
+{
+	struct lg_req *r = arg;
+	struct guest *g = r->call->g;
+
+	handler_done(g, r);
+	lg_mt_lock(g);
+	req_free(g, r);
+	lg_mt_unlock(g);
+}
+
+static void
 worker_main(void *arg)
 {
 	struct lg_req *r = arg;
@@ -64,9 +86,10 @@ worker_main(void *arg)
 		/* the calls it makes, and its microthreads', inherit these */
 		if (!lg_call_late(g, r->call)) {	/* its deadline passed while it waited */
 			memcpy(mt_ctx(), &r->call->meta, sizeof(r->call->meta));
+			mt_on_exit(handler_exited, r);
 			r->fn(r->call, r->args, r->len, r->ctx);
-			memset(mt_ctx(), 0, MT_CTX_SIZE);
-			g->call_ran(g, r->call);
+			mt_on_exit(NULL, NULL);
+			handler_done(g, r);
 		}
 		lg_mt_lock(g);
 		req_free(g, r);

@@ -65,6 +65,8 @@ struct guest_mt {
 	const char		*label;		/* what it runs, for the overflow
 						 * message (mt_set_label) */
 	uint64_t		ctx_area[MT_CTX_SIZE / 8]; /* mt_ctx: libguest's */
+	void			(*on_exit)(void *); /* mt_on_exit's */
+	void			*on_exit_arg;
 	_Atomic uint64_t	wstate;		/* MT_W_*, generation above */
 	_Atomic uint32_t	sw;		/* MT_SW_* */
 	int			wake_idx;	/* the claimer's answer */

@@ -59,6 +59,11 @@ struct guest_mt *mt_self(void);
  * alive by the caller while it runs; NULL: nothing), for the message a
  * stack overflow prints. Microthreads it spawns inherit it. */
 void	mt_set_label(const char *label);
+/* Runs fn(arg) on the calling microthread if it ends by guest_mt_exit
+ * (not by returning from its function); fn NULL: nothing. For libguest's
+ * handler microthreads: a handler that exits is done with its request,
+ * as one that returns. Not inherited. */
+void	mt_on_exit(void (*fn)(void *), void *arg);
 /* The calling microthread's MT_CTX_SIZE bytes for libguest (the call its
  * handler serves: deadline and trace), zero at first and copied into
  * each microthread it spawns; NULL on a scheduler or outside a runtime. */

@@ -214,11 +214,16 @@ void
 guest_mt_exit(void)
 {
 	struct guest_mt *m = mt_self();
+	void (*on_exit)(void *);
 	struct mt_proc *p;
 
 	if (m == NULL)
 		abort();
-	p = m->proc;
+	if ((on_exit = m->on_exit) != NULL) {
+		m->on_exit = NULL;
+		on_exit(m->on_exit_arg);
+	}
+	p = m->proc;	/* on_exit may have switched processors */
 	p->why = MT_EXIT;
 	san_to_sched(m, p, 1);
 	jump_fcontext(p->sched_ctx, NULL);

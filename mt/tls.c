@@ -44,3 +44,14 @@ guest_mt_now_ns(void)
 {
 	return hp_now_ns();
 }
+
+void
+mt_on_exit(void (*fn)(void *), void *arg)
+{
+	struct guest_mt *m = mt_self();
+
+	if (m != NULL) {
+		m->on_exit = fn;
+		m->on_exit_arg = arg;
+	}
+}

@@ -235,6 +235,27 @@ START_TEST(test_crashing_handler_restarts_the_guest)
 }
 END_TEST
 
+/* A handler that ends its microthread with guest_mt_exit, as guest.h
+ * allows, is done with its request as one that returns: a stop then
+ * ends the guest at once. It waited for those requests until hubd's
+ * SIGKILL (stop_grace: 300 s here). */
+START_TEST(test_handler_that_exits_lets_the_guest_stop)
+{
+	int i;
+
+	start(_i + 1, "stop_grace = 300s\n");
+	for (i = 0; i < 3; i++)
+		expect("m1.exit", NULL, NULL, "ok");
+	expect("m1.onmt", NULL, NULL, "yes");
+	hubctl_ok(&hub, NULL, "stop", "m1", (char *)NULL);
+	for (i = 0; i < 1500 && strcmp(hub_peer_state(&hub, "m1"), "down") != 0; i++)
+		sleep_ms(20);
+	ck_assert_msg(i < 1500, "m1 did not stop: %s: %s", hub_peer_state(&hub, "m1"),
+		      hub_log_tail(&hub));
+	stop();
+}
+END_TEST
+
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 /* Waits (10 s) until the hub's log (its guests' stderr too) has text. */
 static int
@@ -378,6 +399,11 @@ suite_mtguest(void)
 #endif
 	tcase_add_loop_test(tc, test_hub_channels_as_runtime_channels, 0, 2);
 	tcase_add_loop_test(tc, test_second_answer_is_refused, 0, 2);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("mtguest_exit");
+	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_loop_test(tc, test_handler_that_exits_lets_the_guest_stop, 0, 2);
 	suite_add_tcase(s, tc);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 	/* limits a guest on microthreads meets (its address space bounded:

@@ -17,6 +17,8 @@
  *   spin MS YIELD	computes for MS ms, yielding now and then if YIELD,
  *			answers "ok"
  *   crash		dereferences NULL in its handler
+ *   exit		answers "ok", then ends its handler's microthread
+ *			(guest_mt_exit) instead of returning
  *   caller X, caller_after, fail KIND TEXT, fail_rc, why2 METHOD A B
  *			see testguest.h
  *   big		uses 128 KiB of its stack (more than the default 64 KiB),
@@ -194,6 +196,16 @@ caller_run(void *arg)
 
 	k->rc = call_str(k->method, NULL, 0, out, sizeof(out), 60000);
 	k->answered_ok = k->rc == 0 && strcmp(out, "ok") == 0;
+}
+
+static void
+exit_mt(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	reply_text(c, "ok");
+	guest_mt_exit();
 }
 
 static void
@@ -694,6 +706,7 @@ main(int argc, char *argv[])
 		{ "call_timeout", "str,u64->str", call_timeout },
 		{ "spin", "u64,bool->str", spin },
 		{ "crash", "->str", crash },
+		{ "exit", "->str", exit_mt },
 		{ "big", "->str", big },
 		{ "caller", "str->str", tg_caller },
 		{ "caller_after", "->str", tg_caller_after_answer },
