@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "mt/internal.h"
@@ -153,6 +154,35 @@ say_num(uint64_t v, unsigned base)
 	say(p);
 }
 
+/* The stack pointer where the fault came, NULL where unknown. */
+static const char *
+fault_sp(const void *uctx)
+{
+	const ucontext_t *uc = uctx;
+
+#if defined(__x86_64__)
+	return (const char *)uc->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+	return (const char *)uc->uc_mcontext.sp;
+#else
+	(void)uc;
+	return NULL;
+#endif
+}
+
+/* Whether a fault at a, with the stack pointer at sp, is m's stack
+ * overflowing: a in the guard, or sp below the stack (a frame larger
+ * than the guard jumped it, and faulted wherever it landed). */
+static int
+overflowed(const struct guest_mt *m, const char *a, const char *sp)
+{
+	const char *bottom = (const char *)m->map + m->rt->guard;
+
+	if (a >= (const char *)m->map && a < bottom)
+		return 1;
+	return sp != NULL && sp < bottom;
+}
+
 /* SIGSEGV or SIGBUS: one line on stderr, then the default action back, so
  * that the fault, repeated when we return, kills the guest as it would
  * have (hubd sees a crash and restarts it). Only what is safe in a
@@ -165,7 +195,6 @@ mt_fault(int sig, siginfo_t *si, void *uctx)
 	const char *a = si->si_addr;
 	struct sigaction dfl;
 
-	(void)uctx;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigaction(sig, &dfl, NULL);
@@ -174,8 +203,7 @@ mt_fault(int sig, siginfo_t *si, void *uctx)
 		raise(sig);
 		return;
 	}
-	if (m != NULL && a >= (const char *)m->map &&
-	    a < (const char *)m->map + m->rt->guard) {
+	if (m != NULL && overflowed(m, a, fault_sp(uctx))) {
 		say("libguest: microthread stack overflow");
 		if (m->label != NULL) {
 			say(" in the handler of ");

@@ -310,6 +310,25 @@ START_TEST(test_stack_overflow_is_named)
 }
 END_TEST
 
+/* A frame larger than the guard (a large local array) jumps it: its
+ * first write lands below, not in the guard, and the overflow is named
+ * all the same (by the stack pointer, below the stack). It said only
+ * "libguest: fatal signal SIGSEGV at 0x...". */
+START_TEST(test_frame_past_the_guard_is_named)
+{
+	char *out;
+
+	hub_start_up(&hub, NULL, "[guest m1]\nexec = @/tests/guests/mtprober\n"
+		     "args = --prefix m1\nlanes = no\n", "m1");
+	ck_assert(hub_wait_method(&hub, "m1.source") == 0);
+	out = call(1, "m1.huge", "16", NULL);
+	free(out);
+	ck_assert_msg(log_has("libguest: microthread stack overflow in the handler "
+			      "of m1.huge (stack 64 KiB"), "not named: %s", hub_log_tail(&hub));
+	stop();
+}
+END_TEST
+
 /* A guest out of room for microthreads (here its address space, bounded
  * by limit_memory, 1 MiB stacks; by default the kernel's
  * vm.max_map_count, some 32,000) refuses the calls it cannot run with
@@ -406,12 +425,14 @@ suite_mtguest(void)
 	tcase_add_loop_test(tc, test_handler_that_exits_lets_the_guest_stop, 0, 2);
 	suite_add_tcase(s, tc);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-	/* limits a guest on microthreads meets (its address space bounded:
-	 * not under ASan or TSan, which reserve terabytes of it) */
+	/* limits a guest on microthreads meets: its address space bounded,
+	 * its stack overflowed (not under ASan or TSan, which reserve
+	 * terabytes of address space and keep their own SIGSEGV handler) */
 	tc = tcase_create("mtguest_limits");
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, test_out_of_microthreads_refuses_the_call);
+	tcase_add_test(tc, test_frame_past_the_guard_is_named);
 	suite_add_tcase(s, tc);
 #endif
 	/* the guest's lock, its service and its microthreads on two

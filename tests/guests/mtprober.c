@@ -24,6 +24,8 @@
  *   big		uses 128 KiB of its stack (more than the default 64 KiB),
  *			written from the top down so that an overflow meets the
  *			guard first; answers "ok" if it fits
+ *   huge GIB		a frame of GIB GiB on its stack, its lowest byte written
+ *			first: far past the guard (it faults, named)
  *   threads		how many threads the process has (its processors)
  *   onmt		"yes" when its handler runs on a microthread, else "no"
  *   pull N STOP	receives N bytes from hub.source through a runtime
@@ -404,6 +406,33 @@ big(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_text(c, "ok");
 }
 
+/* A frame far larger than the guard, its lowest byte written first: the
+ * write lands well below the stack, past its guard, as a large local
+ * array's memset does, where nothing is mapped. */
+static __attribute__((noinline)) int
+huge_frame(size_t n)
+{
+	volatile char buf[n];
+
+	buf[0] = 1;
+	return buf[0] + buf[n - 1];
+}
+
+static void
+huge(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint64_t gib = 0;
+	size_t pos = 0;
+
+	(void)ctx;
+	if (guest_pc_get_u64(args, len, &pos, &gib) != 0 || gib == 0 || gib > 64) {
+		guest_reply_error(c, "huge takes GiB, 1 to 64");
+		return;
+	}
+	huge_frame((size_t)gib << 30);
+	reply_text(c, "ok");
+}
+
 /* A call answered with a stream hash (hub.source, hub.sink), made from
  * a microthread of its own while the handler moves the items. */
 struct hashcall {
@@ -708,6 +737,7 @@ main(int argc, char *argv[])
 		{ "crash", "->str", crash },
 		{ "exit", "->str", exit_mt },
 		{ "big", "->str", big },
+		{ "huge", "u64->str", huge },
 		{ "caller", "str->str", tg_caller },
 		{ "caller_after", "->str", tg_caller_after_answer },
 		{ "threads", "->str", threads },
