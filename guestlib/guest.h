@@ -676,7 +676,9 @@ GUEST_API int guest_mt_buffer(struct guest_mtchan *in, unsigned n,
  * hub died. Closing *chp's reader end tells the sender to stop (a Reset).
  * guest_chan_writer: items sent on *chp go out on channel chan (one this
  * guest sends on: opened, or given as a chan<T> argument), each send
- * waiting for credit; closing *chp's writer end closes chan. */
+ * waiting for credit; closing *chp's writer end closes chan. Their data
+ * must come from malloc too: libguest frees it once sent (a send that
+ * fails, -EPIPE, leaves it the sender's). */
 struct guest_bytes {
 	void	*data;
 	size_t	len;
