@@ -202,6 +202,14 @@ answer_call(struct hub *h, struct peer *p, uint64_t method_id,
 	return 0;
 }
 
+void
+answer_call_too_large(char *why, size_t cap, const struct peer *q, size_t len)
+{
+	snprintf(why, cap, "the arguments are larger than guest %s takes: %zu bytes with the "
+		 "call's envelope, its max_payload_size is %u", q->conf->name, len,
+		 q->ep.lim.max_payload_size);
+}
+
 /* -- a guest that goes ---------------------------------------------------- */
 
 void

@@ -18,6 +18,9 @@ void		answer_free(struct peer *p);
 int		answer_call(struct hub *h, struct peer *q, uint64_t method_id,
 			    const uint8_t *payload, uint32_t len, const struct origin *o,
 			    uint32_t *idp, struct hp_msg_in *m);
+/* Why a Request of len bytes (envelope and arguments) is refused for
+ * guest q, on its fixed pool: the size and the limit, into why. */
+void		answer_call_too_large(char *why, size_t cap, const struct peer *q, size_t len);
 /* A complete Response payload to whoever waits for it: from a guest's
  * message m (handed on without copying where it can), or copied (m
  * NULL). */

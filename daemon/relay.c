@@ -36,7 +36,6 @@
 #include "daemon/host.h"
 #include "daemon/log.h"
 #include "daemon/relay.h"
-#include "daemon/route.h"
 #include "daemon/streams.h"
 #include "daemon/upload.h"
 #include "proto/channel.h"
@@ -285,7 +284,7 @@ relay_call(struct hub *h, struct peer *p, struct peer *q, const struct method *m
 		free(buf);
 		free(r);
 		hp_chan_free(&q->view.chans[b]);
-		route_too_large(why, sizeof(why), q, e.err != 0 ? m->len : e.len);
+		answer_call_too_large(why, sizeof(why), q, e.err != 0 ? m->len : e.len);
 		refuse(h, o, why);
 		return;
 	}

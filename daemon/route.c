@@ -88,7 +88,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	}
 	/* a guest on the fixed pools only takes max_payload_size */
 	if (m->len > q->ep.lim.max_payload_size) {
-		route_too_large(why, sizeof(why), q, m->len);
+		answer_call_too_large(why, sizeof(why), q, m->len);
 		answer_error(h, &o, HP_ERR_USER, why);
 		return;
 	}
@@ -155,14 +155,6 @@ strip_hub_error(struct hp_response *r, const struct hp_msg_in *m,
 	*copy = (struct hp_msg_in){ .desc = m->desc, .payload = *buf,
 				    .len = n < 0 ? 0 : (uint32_t)n };
 	return 0;
-}
-
-void
-route_too_large(char *why, size_t cap, const struct peer *q, size_t len)
-{
-	snprintf(why, cap, "the arguments are larger than guest %s takes: %zu bytes with the "
-		 "call's envelope, its max_payload_size is %u", q->conf->name, len,
-		 q->ep.lim.max_payload_size);
 }
 
 void

@@ -9,9 +9,6 @@
 void		route_request(struct hub *h, struct peer *p, struct hp_msg_in *m);
 void		route_response(struct hub *h, struct peer *p, struct hp_msg_in *m);
 void		route_cancel(struct hub *h, struct peer *p, struct hp_msg_in *m);
-/* Why a Request of len bytes (envelope and arguments) is refused for
- * guest q, on its fixed pool: the size and the limit, into why. */
-void		route_too_large(char *why, size_t cap, const struct peer *q, size_t len);
 
 struct ctl_arg;
 /* Calls method with text arguments encoded by its signature. 0 when the

@@ -31,7 +31,6 @@
 #include "daemon/chanq.h"
 #include "daemon/host.h"
 #include "daemon/log.h"
-#include "daemon/route.h"
 #include "daemon/streams.h"
 #include "daemon/upload.h"
 #include "proto/channel.h"
@@ -305,7 +304,7 @@ upload_call(struct hub *h, struct peer *p, struct peer *q, const struct method *
 	hp_pc_put_u64(&e, (uint64_t)b);
 	hp_pc_put_raw(&e, req->args + after, req->args_len - after);
 	if (e.err != 0 || e.len > q->ep.lim.max_payload_size) {
-		route_too_large(why, sizeof(why), q, e.err != 0 ? m->len : e.len);
+		answer_call_too_large(why, sizeof(why), q, e.err != 0 ? m->len : e.len);
 		b_over(h, u);
 		goto fail;
 	}

@@ -299,7 +299,6 @@ reply_error_code(struct guest *g, uint32_t req_id, uint32_t code, const char *me
 }
 
 #define LATE_TEXT	"the deadline passed before the call started"
-#define BUSY_TEXT	"busy: too many calls wait while it calls the hub (hub.register, ...)"
 
 /* The answer to a call whose deadline has passed before its handler
  * started: the timeout a callee answers (guest_reply_status -ETIMEDOUT,
@@ -415,12 +414,6 @@ on_request(struct guest *g, struct hp_msg_in *m)
 	/* the hub's limit, kept by the callee on a lane */
 	if (ln != NULL && ln->calls_in >= ln->calls_max)
 		return reply_error_code(g, m->desc.id, HP_ERR_USER, "too many calls in flight");
-	/* a call of the hub's services under way (hub.register, ...) and
-	 * no room left to keep this one for later: refused, not left in the
-	 * ring, where the service's answer would wait behind it until the
-	 * call timed out (a caller flooding a guest that sets up) */
-	if (ln == NULL && g->holding && g->deferring && lg_later_full(g))
-		return reply_error_code(g, m->desc.id, HP_ERR_USER, BUSY_TEXT);
 	/* arguments that do not match the signature never reach the
 	 * handler: hubd checks them too, a host written from the spec
 	 * alone need not */

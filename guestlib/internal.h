@@ -556,9 +556,6 @@ int	lg_traffic(struct guest *g);
 int	lg_later(struct guest *g, struct guest_call *c, guest_handler fn,
 	    void *ctx, const uint8_t *args, size_t len);
 void	lg_later_free(struct guest *g);
-/* Whether as many requests wait for later as are kept (their count or
- * their arguments' bytes). */
-int	lg_later_full(const struct guest *g);
 
 /* runtime_callback.c */
 extern const struct lg_runtime lg_callback;

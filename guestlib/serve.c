@@ -16,13 +16,32 @@
 #define LATER_BYTES	(1u << 20)	/* ... and their arguments copied, bytes */
 #define SPEC_POLL_MS	20	/* guest_fd users under a host without waiter words */
 
+/* Whether as many requests wait for later as are kept (their count or
+ * their arguments' bytes). */
+static int
+later_full(const struct guest *g)
+{
+	return g->nlater >= LATER_MAX || g->later_bytes >= LATER_BYTES;
+}
+
 int
 lg_later(struct guest *g, struct guest_call *c, guest_handler fn, void *ctx,
 	 const uint8_t *args, size_t len)
 {
-	struct lg_later *l = malloc(sizeof(*l) + len);
+	struct lg_later *l;
 
-	if (l == NULL)
+	/* a call of the hub's services under way (hub.register, ...) and
+	 * no room left to keep this one: refused, as the hub's ring is read
+	 * on then (requests_held), where the service's answer may wait
+	 * behind it until the call timed out (a caller flooding a guest
+	 * that sets up) */
+	if (g->holding && g->deferring && c->lane == NULL && later_full(g)) {
+		guest_reply_error(c, "busy: too many calls wait while it calls the hub "
+				  "(hub.register, ...)");
+		g->call_ran(g, c);
+		return 0;
+	}
+	if ((l = malloc(sizeof(*l) + len)) == NULL)
 		return -ENOMEM;
 	*l = (struct lg_later){ .call = c, .fn = fn, .ctx = ctx, .len = len };
 	if (len > 0)
@@ -94,12 +113,6 @@ lane_type(uint8_t type)
 	return type != HP_MSG_GOODBYE;
 }
 
-int
-lg_later_full(const struct guest *g)
-{
-	return g->nlater >= LATER_MAX || g->later_bytes >= LATER_BYTES;
-}
-
 /* Whether serving ends (no handler) stops at ep's next message: a
  * Request, with as many waiting for later as we keep. Not on the hub's
  * ring during a call of its services: their answer may be behind it,
@@ -107,7 +120,7 @@ lg_later_full(const struct guest *g)
 static int
 requests_held(struct guest *g, struct lg_lane *ln, struct hp_endpoint *ep)
 {
-	return (ln != NULL || !g->holding) && lg_later_full(g) &&
+	return (ln != NULL || !g->holding) && later_full(g) &&
 	    hp_endpoint_peek(ep) == HP_MSG_REQUEST;
 }
 
