@@ -358,6 +358,12 @@ reload_config(struct hub *h, FILE *msgs)
 	FILE *errs = msgs;
 	struct config_guest **waiting;
 
+	/* what it would start would outlive the stop: hubd would wait for
+	 * it for ever */
+	if (h->stopping) {
+		say(msgs, "hubd is stopping: %s not read, nothing changed%s", h->conf.file, "");
+		return -1;
+	}
 	/* checked against what it keeps of the hub's (max_guests, ...) */
 	if (config_load_over(h->conf.file, &n, errs, &h->conf) != 0) {
 		say(msgs, "%s is broken: nothing changed%s", h->conf.file, "");

@@ -598,6 +598,47 @@ START_TEST(test_reload_checks_kept_values)
 }
 END_TEST
 
+/* A reload while hubd stops changes nothing: what it added started after
+ * the stop had asked every guest to go, nobody asked it to stop, and
+ * hubd waited for it for ever. A guest that never attaches and ignores
+ * SIGTERM keeps the hub stopping while the reload is asked for. */
+START_TEST(test_reload_while_stopping_refused)
+{
+	const char *stub = harness_path("stubborn.sh");
+	char guests[512], msgs[1024];
+	int pid, status = 0;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(f = fopen(stub, "w"));
+	fputs("#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 1; done\n", f);
+	fclose(f);
+	ck_assert_int_eq(chmod(stub, 0755), 0);
+	snprintf(guests, sizeof(guests), "[guest stub]\nexec = %s\n", stub);
+	ck_assert_int_eq(hub_start(&hub, "stop_grace = 60s\nattach_timeout = 60s\n", guests), 0);
+	for (int i = 0; i < 1000 && (pid = hub_peer_int(&hub, "stub", "pid")) <= 0; i++)
+		sleep_ms(10);
+	ck_assert_int_gt(pid, 0);
+	kill(hub.pid, SIGTERM);
+	for (int i = 0; i < 1000 && strcmp(hub_peer_state(&hub, "stub"), "stopping") != 0; i++)
+		sleep_ms(10);
+	ck_assert_str_eq(hub_peer_state(&hub, "stub"), "stopping");
+	snprintf(guests, sizeof(guests), "[guest stub]\nexec = %s\n"
+		 "[guest echo]\nexec = @/guests/echo\n", stub);
+	ck_assert_int_eq(hub_write_conf(&hub, "stop_grace = 60s\nattach_timeout = 60s\n",
+					guests), 0);
+	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)) == 0 &&
+		      strstr(msgs, "hubd is stopping") != NULL, "reload: %s", msgs);
+	ck_assert_int_lt(hub_peer_int(&hub, "echo", "pid"), 0);
+	/* the stubborn guest gone, the stop is over */
+	kill(-pid, SIGKILL);
+	for (int i = 0; i < 3000 && waitpid(hub.pid, &status, WNOHANG) == 0; i++)
+		sleep_ms(10);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "hubd: status %#x, %s",
+		      status, hub_log_tail(&hub));
+	hub.pid = 0;
+}
+END_TEST
+
 /* r[shm.file.attach]: inspect reads the live hub's memory read-only
  * through the fds hubd passes; with hubd stopped dead (SIGSTOP) it gives
  * up within -t and says so, while a dump taken before reads offline, as
@@ -821,6 +862,7 @@ suite_ops(void)
 	tcase_add_test(tc, test_reload_hub_keys);
 	tcase_add_test(tc, test_reload_guest_live_keys);
 	tcase_add_test(tc, test_reload_checks_kept_values);
+	tcase_add_test(tc, test_reload_while_stopping_refused);
 	tcase_add_test(tc, test_inspect);
 	tcase_add_test(tc, test_help_and_usage);
 	tcase_add_test(tc, test_systemd_notify);
