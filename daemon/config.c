@@ -8,11 +8,13 @@
  * means and which values it takes is config_keys.c's. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ini.h>
@@ -208,7 +210,7 @@ reader(char *str, int num, void *user)
 	memset(str, '\n', (size_t)num);
 	errno = 0;
 	if (fgets(str, num, p->in) == NULL) {
-		/* a read error (a directory, EIO) is no end of file: taken
+		/* a read error (EIO) is no end of file: taken
 		 * for one, a reload of what was read would drop the rest */
 		if (ferror(p->in))
 			config_perr(p, p->line + 1, "cannot read: %s",
@@ -528,6 +530,46 @@ finish(struct parser *p)
 	check_names(p);
 }
 
+/* What a file that is not one is (config_load refuses it). */
+static const char *
+file_kind(mode_t mode)
+{
+	return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" :
+	       S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device" :
+	       S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+/* The config, a regular file: a FIFO would hold hubd in its open until
+ * someone writes it, /dev/zero in its read for ever (a line that never
+ * ends), and neither could be read again by a reload. O_NONBLOCK: the
+ * open of a FIFO returns, to be refused. NULL: told why on errs. */
+static FILE *
+open_file(const char *file, FILE *errs)
+{
+	struct stat st;
+	FILE *f;
+	int fd;
+
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
+		if (errs != NULL)
+			fprintf(errs, "%s: %s\n", file, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (errs != NULL)
+			fprintf(errs, "%s: cannot read: it is %s, not a file of settings\n", file,
+				file_kind(st.st_mode));
+		close(fd);
+		return NULL;
+	}
+	if ((f = fdopen(fd, "r")) == NULL) {
+		if (errs != NULL)
+			fprintf(errs, "%s: %s\n", file, strerror(errno));
+		close(fd);
+	}
+	return f;
+}
+
 int
 config_load(const char *file, struct hub_conf *c, FILE *errs)
 {
@@ -558,11 +600,8 @@ config_load_over(const char *file, struct hub_conf *c, FILE *errs,
 	if ((c->file = strdup(file)) == NULL ||
 	    (c->control_path = strdup(HUB_CONTROL_DEFAULT)) == NULL)
 		goto fail;
-	if ((p.in = fopen(file, "re")) == NULL) {
-		if (errs != NULL)
-			fprintf(errs, "%s: %s\n", file, strerror(errno));
+	if ((p.in = open_file(file, errs)) == NULL)
 		goto fail;
-	}
 	ini_allow_multiline = 0;	/* continuation lines hide mistakes */
 	ini_inline_comment_prefixes = ";#";	/* "key = value  # why" */
 	ini_max_line = LINE_MAX_LEN;

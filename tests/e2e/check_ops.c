@@ -410,7 +410,7 @@ START_TEST(test_reload)
 	ck_assert_int_eq(unlink(hub.conf), 0);
 	ck_assert_int_eq(mkdir(hub.conf, 0700), 0);
 	ck_assert_int_eq(hubctl(&hub, &out, "reload", (char *)NULL), 1);
-	ck_assert_msg(strstr(out, "cannot read: Is a directory") != NULL &&
+	ck_assert_msg(strstr(out, "cannot read: it is a directory") != NULL &&
 		      strstr(out, "nothing changed") != NULL, "%s", out);
 	free(out);
 	ck_assert_int_eq(rmdir(hub.conf), 0);

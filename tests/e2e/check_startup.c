@@ -51,21 +51,17 @@ file_is(const char *path, const char *text)
 	return strcmp(buf, text) == 0;
 }
 
-/* Runs hubd on a config of [hub] keys in the foreground until it exits
- * (killed after 10 s); its exit status, its log in *log (malloc'd). */
+/* Runs hubd -f conf in the foreground until it exits (killed after
+ * 10 s); its exit status, its log in *log (malloc'd). */
 static int
-run_hubd(const char *keys, char **log)
+run_hubd_on(const char *conf, char **log)
 {
-	const char *conf = harness_path("run.conf"), *logf = harness_path("run.log");
+	const char *logf = harness_path("run.log");
 	int status = -1;
 	FILE *f;
 	pid_t pid;
 
 	unlink(logf);
-	f = fopen(conf, "w");
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "[hub]\n%s", keys);
-	fclose(f);
 	if ((pid = fork()) == 0) {
 		int fd = open(logf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
@@ -86,6 +82,19 @@ run_hubd(const char *keys, char **log)
 		fclose(f);
 	}
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Runs hubd on a config of [hub] keys, as run_hubd_on. */
+static int
+run_hubd(const char *keys, char **log)
+{
+	const char *conf = harness_path("run.conf");
+	FILE *f = fopen(conf, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[hub]\n%s", keys);
+	fclose(f);
+	return run_hubd_on(conf, log);
 }
 
 /* hubd on control refuses to start (exit 1) saying want. */
@@ -270,6 +279,34 @@ START_TEST(test_sigterm_during_start)
 }
 END_TEST
 
+/* A config that is no file of settings is refused at once, saying what
+ * it is: a FIFO held hubd in its open until someone wrote to it, and
+ * /dev/zero in its read for ever (a line that never ends). */
+START_TEST(test_config_not_a_file_refused)
+{
+	const char *fifo = harness_path("fifo.conf");
+	static const struct {
+		const char *path, *kind;
+	} cases[] = {
+		{ NULL, "it is a FIFO" },
+		{ "/dev/zero", "it is a character device" },
+	};
+	char *log;
+	int rc;
+
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *path = cases[i].path != NULL ? cases[i].path : fifo;
+
+		rc = run_hubd_on(path, &log);
+		ck_assert_msg(rc == 1 && strstr(log, cases[i].kind) != NULL, "%s: exit %d, log: %s",
+			      path, rc, log);
+		free(log);
+	}
+	ck_assert_int_eq(unlink(fifo), 0);
+}
+END_TEST
+
 /* attach_timeout = 0 would kill every guest: hubd -n refuses it */
 START_TEST(test_zero_attach_timeout_refused)
 {
@@ -305,6 +342,7 @@ suite_startup(void)
 	tcase_add_test(tc, test_lock_while_the_owner_exits);
 	tcase_add_test(tc, test_foreign_files_kept);
 	tcase_add_test(tc, test_zero_attach_timeout_refused);
+	tcase_add_test(tc, test_config_not_a_file_refused);
 	tcase_add_test(tc, test_sigterm_during_start);
 	suite_add_tcase(s, tc);
 	return s;
