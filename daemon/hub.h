@@ -310,7 +310,7 @@ struct hub {
 	ev_idle			idle_w;		/* keeps polling rings while busy */
 	ev_prepare		prepare_w;	/* announces sleep before blocking */
 	ev_check		check_w;
-	ev_signal		sig_w[3];
+	ev_signal		sig_w[6];	/* one per signal main() handles */
 	ev_timer		tick_w;		/* heartbeats, epochs, stalls */
 	ev_timer		watchdog_w;	/* systemd's WatchdogSec */
 	uint32_t		status_up;	/* guests up at the last STATUS= */

@@ -267,6 +267,10 @@ signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 		reload_config(h, stderr);
 		return;
 	}
+	if (w->signum == SIGUSR1 || w->signum == SIGUSR2) {
+		log_info("%s: ignored (SIGHUP reloads, SIGTERM stops)", strsignal(w->signum));
+		return;
+	}
 	if (h->stopping)
 		return;
 	log_info("%s: stopping", strsignal(w->signum));
@@ -505,7 +509,9 @@ teardown(struct hub *h)
 int
 main(int argc, char *argv[])
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	/* by default SIGQUIT, SIGUSR1 and SIGUSR2 would end hubd at once,
+	 * its lock and socket left behind (a log rotation's USR1 did) */
+	static const int sigs[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2 };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -552,7 +558,9 @@ main(int argc, char *argv[])
 	}
 	/* before anything is made: a SIGTERM from now on waits for the loop
 	 * and stops the hub cleanly, never kills it half set up */
-	for (int i = 0; i < 3; i++) {
+	_Static_assert(sizeof(sigs) / sizeof(sigs[0]) == sizeof(h->sig_w) / sizeof(h->sig_w[0]),
+		       "a watcher per signal");
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		ev_signal_init(&h->sig_w[i], signal_cb, sigs[i]);
 		h->sig_w[i].data = h;
 		ev_signal_start(h->loop, &h->sig_w[i]);

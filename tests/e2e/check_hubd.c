@@ -4,12 +4,15 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/filter.h>
@@ -140,6 +143,38 @@ START_TEST(test_no_debug_lines_without_v)
 }
 END_TEST
 
+/* SIGUSR1 and SIGUSR2 (a log rotation's) are ignored, said in the log;
+ * SIGQUIT stops the hub as SIGTERM does: by default each ended hubd at
+ * once, its lock and control socket left behind. */
+START_TEST(test_stray_signals)
+{
+	char lock[300];
+	int status = -1;
+	struct stat st;
+
+	hub_start_up(&hub, NULL, "[guest echo]\nexec = @/guests/echo\n", "echo");
+	kill(hub.pid, SIGUSR1);
+	kill(hub.pid, SIGUSR2);
+	for (int i = 0; i < 1000 && strstr(hub_log_tail(&hub), "User defined signal 2: ignored") ==
+	     NULL; i++)
+		sleep_ms(10);
+	ck_assert_msg(strstr(hub_log_tail(&hub), "User defined signal 1: ignored (SIGHUP reloads, "
+			     "SIGTERM stops)") != NULL, "%s", hub_log_tail(&hub));
+	ck_assert_msg(alive(hub.pid), "hubd died: %s", hub_log_tail(&hub));
+	ck_assert_str_eq(hub_peer_state(&hub, "echo"), "up");
+	kill(hub.pid, SIGQUIT);
+	for (int i = 0; i < 3000 && hub.pid > 0; i++) {
+		if (waitpid(hub.pid, &status, WNOHANG) == hub.pid)
+			hub.pid = 0;	/* else the teardown's to end */
+		sleep_ms(10);
+	}
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "hubd: status %#x", status);
+	snprintf(lock, sizeof(lock), "%s.lock", hub.sock);
+	ck_assert_msg(stat(lock, &st) != 0 && stat(hub.sock, &st) != 0,
+		      "the lock or the socket was left");
+}
+END_TEST
+
 Suite *suite_hubd(void);
 Suite *
 suite_hubd(void)
@@ -152,6 +187,7 @@ suite_hubd(void)
 	tcase_add_test(tc, test_guest_inherits_no_fds);
 	tcase_add_test(tc, test_verbose_logs_debug_lines);
 	tcase_add_test(tc, test_no_debug_lines_without_v);
+	tcase_add_test(tc, test_stray_signals);
 	suite_add_tcase(s, tc);
 	return s;
 }
