@@ -2,10 +2,14 @@
 /* hubd's log lines (log.h): one writer for every level, a priority prefix
  * when stderr is journald's, debug lines only with -v, each line escaped. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <bsd/string.h>
 
@@ -22,6 +26,73 @@ log_init(int verbose, const char *progname)
 	log_verbose = verbose;
 	log_prog = progname;
 	log_journal = getenv("JOURNAL_STREAM") != NULL;
+}
+
+/* Lines standard error had no room for, said with the next that fits;
+ * the last of them cut short (a terminal takes what fits). */
+static unsigned long log_dropped;
+static int log_cut;
+
+/* Standard error's terminal opened anew, non-blocking (-1: not yet, -2:
+ * none). */
+static int log_tty = -1;
+
+/* Where a write to a terminal never waits: a description of its own,
+ * O_NONBLOCK on it alone (fd 2's may be a shell's too); fd 2 for the
+ * rest, a file or /dev/null, which take a line at once. */
+static int
+tty_fd(void)
+{
+	if (log_tty == -1)
+		log_tty = isatty(STDERR_FILENO) ?
+			  open("/proc/self/fd/2", O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) : -2;
+	return log_tty >= 0 ? log_tty : STDERR_FILENO;
+}
+
+/* A write to standard error that never waits: hubd's loop writes its log,
+ * and a pipe nobody reads (hubd 2>&1 | less, stopped), or a terminal
+ * stopped with ^S, held the whole hub in its write, deaf to its guests,
+ * its clients and SIGTERM. RWF_NOWAIT where the file takes it (a pipe, a
+ * socket such as journald's), else tty_fd. */
+static ssize_t
+write_nowait(const char *s, size_t n)
+{
+	struct iovec iov = { (void *)(uintptr_t)s, n };
+	ssize_t rc;
+
+	while ((rc = pwritev2(STDERR_FILENO, &iov, 1, -1, RWF_NOWAIT)) < 0 && errno == EINTR)
+		;
+	if (rc >= 0 || errno != EOPNOTSUPP)
+		return rc;
+	while ((rc = write(tty_fd(), s, n)) < 0 && errno == EINTR)
+		;
+	return rc;
+}
+
+/* Writes a whole line (ending in a newline), or drops it counted. */
+static void
+log_write(const char *line, size_t len)
+{
+	char note[96];
+	ssize_t rc;
+	int n;
+
+	if (log_dropped > 0) {
+		n = snprintf(note, sizeof(note), "%s%s%s: %lu log lines dropped: standard "
+			     "error was full\n", log_cut ? "\n" : "", log_journal ? "<4>" : "",
+			     log_prog, log_dropped);
+		if ((rc = write_nowait(note, (size_t)n)) != n) {
+			log_dropped++;
+			log_cut = log_cut || rc > 0;
+			return;
+		}
+		log_dropped = 0;
+		log_cut = 0;
+	}
+	if ((rc = write_nowait(line, len)) != (ssize_t)len) {
+		log_dropped++;
+		log_cut = rc > 0;
+	}
 }
 
 /* One write per line, so lines from several writers never interleave.
@@ -48,7 +119,9 @@ vlog(int prio, const char *fmt, va_list ap, const char *suffix)
 	}
 	len = strlen(buf);
 	escape_text(buf + len, sizeof(buf) - len, msg, strlen(msg), 0);
-	fprintf(stderr, "%s\n", buf);
+	len = strlen(buf);
+	buf[len++] = '\n';
+	log_write(buf, len);
 }
 
 #define LOGFN(name, prio, with_errno, tail)				\

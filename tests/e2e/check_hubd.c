@@ -4,11 +4,13 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -175,6 +177,73 @@ START_TEST(test_stray_signals)
 }
 END_TEST
 
+/* hubd's standard error a pipe nobody reads: hubd drops the lines it has
+ * no room for, serves on, and says how many it dropped once there is
+ * room. It waited in its write, the whole hub with it: no answer to a
+ * client, a guest or SIGTERM. A pipe of one page, filled by a guest that
+ * writes a lot. */
+START_TEST(test_full_stderr_blocks_nothing)
+{
+	char buf[4096], *text = calloc(1, 1 << 20);
+	size_t len = 0;
+	int p[2], queued = 0, status = -1;
+	struct pollfd pfd;
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(text);
+	memset(&hub, 0, sizeof(hub));
+	snprintf(hub.conf, sizeof(hub.conf), "%s", harness_path("full.conf"));
+	snprintf(hub.log, sizeof(hub.log), "%s", harness_path("full.log"));
+	snprintf(hub.sock, sizeof(hub.sock), "%s", harness_path("full.sock"));
+	ck_assert_int_eq(hub_write_conf(&hub, NULL, "[guest chat]\nexec = @/tests/guests/lifeguest\n"
+					"args = --mode=chatty\n[guest echo]\nexec = @/guests/echo\n"), 0);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_gt(fcntl(p[1], F_SETPIPE_SZ, 4096), 0);
+	if ((hub.pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(p[1], 2);
+		execl(bin("hubd"), "hubd", "-f", hub.conf, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	for (int i = 0; i < 1000 && queued < 3000; i++) {
+		ck_assert_int_eq(ioctl(p[0], FIONREAD, &queued), 0);
+		sleep_ms(10);
+	}
+	ck_assert_int_ge(queued, 3000);
+	/* full: it answers all the same, and its guests work */
+	ck_assert(hub_wait_up(&hub, "chat,echo", 10000) == 0);
+	ck_assert(hub_wait_method(&hub, "echo.echo") == 0);
+	for (int i = 0; i < 3; i++) {
+		char *out = NULL;
+
+		hubctl_ok(&hub, &out, "call", "echo.echo", "\"still here\"", (char *)NULL);
+		ck_assert_str_eq(out, "\"still here\"\n");
+		free(out);
+	}
+	/* read from now on: what was dropped is said */
+	kill(hub.pid, SIGTERM);
+	pfd = (struct pollfd){ p[0], POLLIN, 0 };
+	while (len < (1 << 20) - 1 && poll(&pfd, 1, 30000) == 1 &&
+	       (n = read(p[0], buf, sizeof(buf))) > 0) {
+		if ((size_t)n > (1 << 20) - 1 - len)
+			n = (ssize_t)((1 << 20) - 1 - len);
+		memcpy(text + len, buf, (size_t)n);
+		len += (size_t)n;
+	}
+	close(p[0]);
+	for (int i = 0; i < 3000 && hub.pid > 0; i++) {
+		if (waitpid(hub.pid, &status, WNOHANG) == hub.pid)
+			hub.pid = 0;	/* else the teardown's to end */
+		sleep_ms(10);
+	}
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "hubd: status %#x", status);
+	ck_assert_msg(strstr(text, " log lines dropped: standard error was full\n") != NULL &&
+		      strstr(text, "hubd: stopped\n") != NULL, "%s", text + (len > 2000 ? len - 2000 : 0));
+	free(text);
+}
+END_TEST
+
 Suite *suite_hubd(void);
 Suite *
 suite_hubd(void)
@@ -188,6 +257,7 @@ suite_hubd(void)
 	tcase_add_test(tc, test_verbose_logs_debug_lines);
 	tcase_add_test(tc, test_no_debug_lines_without_v);
 	tcase_add_test(tc, test_stray_signals);
+	tcase_add_test(tc, test_full_stderr_blocks_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
