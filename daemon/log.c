@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -49,17 +50,37 @@ tty_fd(void)
 	return log_tty >= 0 ? log_tty : STDERR_FILENO;
 }
 
+/* Whether standard error is a regular file, which takes a line at once:
+ * a RWF_NOWAIT write to one can fail where it would only wait for the
+ * disk (a file system with buffered writes that do not wait), and the
+ * line would be dropped for nothing. */
+static int
+stderr_is_file(void)
+{
+	static int is = -1;
+	struct stat st;
+
+	if (is < 0)
+		is = fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode);
+	return is;
+}
+
 /* A write to standard error that never waits: hubd's loop writes its log,
  * and a pipe nobody reads (hubd 2>&1 | less, stopped), or a terminal
  * stopped with ^S, held the whole hub in its write, deaf to its guests,
  * its clients and SIGTERM. RWF_NOWAIT where the file takes it (a pipe, a
- * socket such as journald's), else tty_fd. */
+ * socket such as journald's), else tty_fd; a regular file as it is. */
 static ssize_t
 write_nowait(const char *s, size_t n)
 {
 	struct iovec iov = { (void *)(uintptr_t)s, n };
 	ssize_t rc;
 
+	if (stderr_is_file()) {
+		while ((rc = write(STDERR_FILENO, s, n)) < 0 && errno == EINTR)
+			;
+		return rc;
+	}
 	while ((rc = pwritev2(STDERR_FILENO, &iov, 1, -1, RWF_NOWAIT)) < 0 && errno == EINTR)
 		;
 	if (rc >= 0 || errno != EOPNOTSUPP)

@@ -286,36 +286,6 @@ START_TEST(test_children_go_with_the_guest)
 }
 END_TEST
 
-/* Until the guest named (its instance of now) ignores SIGTERM, as
- * lifeguest --mode=slowstop does once set up: a stop before that would
- * end it at once, not leave it stopping. Its pid. */
-static int
-slow_set_up(const char *name)
-{
-	double end = now_s() + 30;
-	int pid = 0;
-
-	while (now_s() < end) {
-		char path[64], line[128];
-		unsigned long long mask = 0;
-		FILE *f;
-
-		if ((pid = hub_peer_int(&hub, name, "pid")) > 0) {
-			snprintf(path, sizeof(path), "/proc/%d/status", pid);
-			if ((f = fopen(path, "re")) != NULL) {
-				while (fgets(line, sizeof(line), f) != NULL)
-					if (sscanf(line, "SigIgn: %llx", &mask) == 1)
-						break;
-				fclose(f);
-			}
-			if (mask >> (SIGTERM - 1) & 1)
-				return pid;
-		}
-		sleep_ms(10);
-	}
-	ck_abort_msg("%s never came to ignore SIGTERM; log: %s", name, hub_log_tail(&hub));
-	return pid;
-}
 
 /* Defect: a guest re-added by a reload while still stopping got a second
  * entry: two instances, the new one crash-looping on EEXIST. */
@@ -332,7 +302,7 @@ START_TEST(test_readded_while_stopping)
 	ck_assert(hub_start(&hub, "stop_grace = 300s\n", both) == 0);
 	ck_assert(hub_wait_up(&hub, "slow,echo", 10000) == 0);
 	id = hub_peer_int(&hub, "slow", "peer_id");
-	pid = slow_set_up("slow");
+	pid = hub_wait_ignores_term(&hub, "slow");
 	ck_assert_int_eq(hub_write_conf(&hub, "stop_grace = 300s\n",
 					"[guest echo]\nexec = @/guests/echo\n"), 0);
 	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
@@ -358,7 +328,7 @@ START_TEST(test_readded_while_stopping)
 		      hub_log_tail(&hub));
 	free(log);
 	/* hubctl stop reaches the one there is */
-	pid = slow_set_up("slow");
+	pid = hub_wait_ignores_term(&hub, "slow");
 	ctl_says("stop", "slow", "slow: stopping\n");
 	kill_stopping("slow", pid, 0);
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -382,7 +352,7 @@ START_TEST(test_start_while_stopping)
 
 	hub_start_up(&hub, keys, slow, "slow");
 	/* stop, start */
-	pid = slow_set_up("slow");
+	pid = hub_wait_ignores_term(&hub, "slow");
 	ctl_says("stop", "slow", "slow: stopping\n");
 	ctl_says("start", "slow", "slow: stopping, will start when stopped\n");
 	p = hub_peer(&hub, "slow");
@@ -391,12 +361,12 @@ START_TEST(test_start_while_stopping)
 	kill_stopping("slow", pid, 1);
 	ck_assert(hub_wait_method(&hub, "life.ping") == 0);
 	/* stop, restart */
-	pid = slow_set_up("slow");
+	pid = hub_wait_ignores_term(&hub, "slow");
 	ctl_says("stop", "slow", "slow: stopping\n");
 	ctl_says("restart", "slow", "slow: stopping, will start when stopped\n");
 	kill_stopping("slow", pid, 1);
 	/* stop, start, stop: stays down */
-	pid = slow_set_up("slow");
+	pid = hub_wait_ignores_term(&hub, "slow");
 	ctl_says("stop", "slow", "slow: stopping\n");
 	ctl_says("start", "slow", "slow: stopping, will start when stopped\n");
 	ctl_says("stop", "slow", "slow: stopping\n");
@@ -409,7 +379,7 @@ START_TEST(test_start_while_stopping)
 	ck_assert(hub_wait_new_pid(&hub, "slow", 0, 30) > 0);
 	/* stop, then a reload that changes it: it starts, changed, once
 	 * stopped */
-	pid = slow_set_up("slow");
+	pid = hub_wait_ignores_term(&hub, "slow");
 	ctl_says("stop", "slow", "slow: stopping\n");
 	ck_assert_int_eq(hub_write_conf(&hub, keys, "[guest slow]\nexec = @/tests/guests/lifeguest\n"
 					"args = --mode=slowstop --changed\nprovides = life.*\nrestart = never\n"), 0);
@@ -420,7 +390,7 @@ START_TEST(test_start_while_stopping)
 	ck_assert_msg(strstr(out, "--changed") != NULL, "%s", out);
 	free(out);
 	/* removed, still stopping: no start brings it back */
-	pid = slow_set_up("slow");
+	pid = hub_wait_ignores_term(&hub, "slow");
 	ck_assert_int_eq(hub_write_conf(&hub, keys, "[guest echo]\nexec = @/guests/echo\n"), 0);
 	ck_assert_msg(hub_reload(&hub, msgs, sizeof(msgs)), "%s", msgs);
 	ck_assert_int_eq(hubctl_err(&hub, &out, "start", "slow", (char *)NULL), 1);

@@ -524,6 +524,34 @@ hub_start_up(struct hub_proc *h, const char *hub_keys, const char *guests, const
 }
 
 int
+hub_wait_ignores_term(struct hub_proc *h, const char *name)
+{
+	double end = now_s() + 30;
+	int pid = 0;
+
+	while (now_s() < end) {
+		char path[64], line[128];
+		unsigned long long mask = 0;
+		FILE *f;
+
+		if ((pid = hub_peer_int(h, name, "pid")) > 0) {
+			snprintf(path, sizeof(path), "/proc/%d/status", pid);
+			if ((f = fopen(path, "re")) != NULL) {
+				while (fgets(line, sizeof(line), f) != NULL)
+					if (sscanf(line, "SigIgn: %llx", &mask) == 1)
+						break;
+				fclose(f);
+			}
+			if (mask >> (SIGTERM - 1) & 1)
+				return pid;
+		}
+		sleep_ms(10);
+	}
+	ck_abort_msg("%s never came to ignore SIGTERM; log: %s", name, hub_log_tail(h));
+	return pid;
+}
+
+int
 hub_peer_int(struct hub_proc *h, const char *name, const char *key)
 {
 	json_object *p = hub_peer(h, name), *v;

@@ -86,6 +86,10 @@ void hub_start_up(struct hub_proc *h, const char *hub_keys, const char *guests,
  * static). */
 int hub_peer_int(struct hub_proc *h, const char *name, const char *key);
 const char *hub_peer_state(struct hub_proc *h, const char *name);
+/* The pid of guest name's instance once it ignores SIGTERM (a guest that
+ * does so when set up, a shell script's trap): a stop before that would
+ * end it at once, not leave it stopping. Asserts it comes within 30 s. */
+int hub_wait_ignores_term(struct hub_proc *h, const char *name);
 /* CLOCK_MONOTONIC in seconds; a sleep. */
 double now_s(void);
 void sleep_ms(int ms);
