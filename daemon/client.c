@@ -14,6 +14,7 @@
 #include "daemon/hub.h"
 #include "daemon/jsonout.h"
 #include "daemon/log.h"
+#include "proto/clock.h"
 
 #define MARK_SPAN	4096		/* output bytes a credit mark spans at least */
 
@@ -67,7 +68,7 @@ client_out_line(struct client *c, const char *s, size_t n)
 		return -1;
 	}
 	if (client_unsent(c) == 0)
-		c->tx_at = ev_now(c->h->loop);	/* client_timeout counts from here */
+		c->tx_ns = hp_now_ns();	/* client_timeout counts from here */
 	memcpy(c->out + c->outlen, s, n);
 	c->out[c->outlen + n] = '\n';
 	c->outlen += n + 1;

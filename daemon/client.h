@@ -33,8 +33,10 @@ struct client {
 	ev_io		rw;
 	ev_io		ww;
 	ev_timer	tw;		/* client_timeout */
-	ev_tstamp	rx_at;		/* last request bytes */
-	ev_tstamp	tx_at;		/* last write progress, or since output waits */
+	/* CLOCK_MONOTONIC ns (hp_now_ns), not libev's wall clock: a clock
+	 * step moves no client's timeout */
+	uint64_t	rx_ns;		/* last request bytes */
+	uint64_t	tx_ns;		/* last write progress, or since output waits */
 	char		in[CONTROL_MSG_MAX];
 	size_t		inlen;
 	char		*out;		/* out[outpos, outlen) not written yet */

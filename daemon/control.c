@@ -136,7 +136,7 @@ write_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	/* what the client has taken of the call's stream: credit for the guest */
 	if (progress) {
-		c->tx_at = ev_now(loop);
+		c->tx_ns = hp_now_ns();
 		credit = client_marks_written(c);
 		if (credit > 0 && c->calling)
 			handlers->call_consumed(c->h, &c->call,
@@ -232,7 +232,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct client *c = w->data;
 	ssize_t n;
 
-	(void)w;
+	(void)loop;
 	(void)revents;
 	if (c->broken || c->closing) {
 		client_watch(c);
@@ -252,7 +252,7 @@ read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			c->eof = 1;
 		if (n > 0) {
 			c->inlen += (size_t)n;
-			c->rx_at = ev_now(loop);
+			c->rx_ns = hp_now_ns();
 		}
 		if (c->monitoring)
 			c->inlen = 0;	/* it asks nothing more: read to see it go */
@@ -292,8 +292,7 @@ static void
 timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct client *c = w->data;
-	ev_tstamp timeout = (ev_tstamp)c->h->conf.client_timeout_ns / 1e9;
-	ev_tstamp now = ev_now(loop), since;
+	uint64_t timeout = c->h->conf.client_timeout_ns, now = hp_now_ns(), since;
 
 	(void)revents;
 	/* gone while not read: what it held is let go */
@@ -301,19 +300,19 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		client_close(c);
 		return;
 	}
-	if (timeout <= 0 || c->monitoring) {	/* none: look again later */
+	if (timeout == 0 || c->monitoring) {	/* none: look again later */
 		w->repeat = 1;
 		ev_timer_again(loop, w);
 		return;
 	}
 	if (client_unsent(c) > 0)
-		since = c->tx_at;
+		since = c->tx_ns;
 	else if ((c->calling && !c->feeding) || c->feed_wait)
 		since = now;	/* the callee's to answer, or to read */
 	else
-		since = c->rx_at > c->tx_at ? c->rx_at : c->tx_at;
+		since = c->rx_ns > c->tx_ns ? c->rx_ns : c->tx_ns;
 	if (now - since < timeout) {
-		w->repeat = since + timeout - now;
+		w->repeat = (ev_tstamp)(since + timeout - now) / 1e9;
 		if (held_unread(c) && w->repeat > 1)
 			w->repeat = 1;
 		ev_timer_again(loop, w);
@@ -321,10 +320,11 @@ timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	if (client_unsent(c) > 0)
 		log_warnx("control: a client (uid %u) took none of its answers for %.1f s: dropped%s",
-			  (unsigned)c->uid, timeout, c->calling ? ", its call abandoned" : "");
+			  (unsigned)c->uid, (double)timeout / 1e9,
+			  c->calling ? ", its call abandoned" : "");
 	else
 		log_debug("control: a client (uid %u) idle for %.1f s: closed",
-			  (unsigned)c->uid, timeout);
+			  (unsigned)c->uid, (double)timeout / 1e9);
 	client_close(c);
 }
 
@@ -420,7 +420,7 @@ client_new(struct hub *h, int fd)
 	c->fd = fd;
 	c->uid = cred.uid;
 	c->privileged = privileged;
-	c->rx_at = c->tx_at = ev_now(h->loop);
+	c->rx_ns = c->tx_ns = hp_now_ns();
 	ev_io_init(&c->rw, read_cb, fd, EV_READ);
 	ev_io_init(&c->ww, write_cb, fd, EV_WRITE);
 	ev_init(&c->tw, timer_cb);
