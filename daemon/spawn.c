@@ -525,6 +525,15 @@ exec_result(struct peer *p, pid_t pid, int errfd)
 		snprintf(p->kill_detail, sizeof(p->kill_detail), "exec %s: %s",
 			 p->conf->exec, spawn_exec_problem(p->conf->exec, why, sizeof(why)) != NULL ?
 			 why : strerror(ce.err));
+	else if ((ce.step == CHILD_GROUP || ce.step == CHILD_USER) && ce.err == EPERM &&
+		 geteuid() == 0)
+		/* root without the capability: a bounding set took it (a
+		 * container's, the unit's CapabilityBoundingSet=) */
+		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s: %s: hubd runs as root "
+			 "without CAP_SET%s, so it cannot give a guest a user of its own "
+			 "(give hubd the capability, or set guest_uids = no and no user =)",
+			 child_step_name(ce.step), strerror(ce.err),
+			 ce.step == CHILD_GROUP ? "GID" : "UID");
 	else
 		snprintf(p->kill_detail, sizeof(p->kill_detail), "%s: %s",
 			 child_step_name(ce.step), strerror(ce.err));

@@ -281,6 +281,32 @@ expect_refused(const char *answer, const char *whom)
 
 /* A guest cannot signal, ptrace, or open /proc/PID/mem, environ or fd of
  * another guest or of hubd; both still answer after the tries. */
+/* hubd as root without CAP_SETUID and CAP_SETGID: a guest it cannot give
+ * a user of its own fails saying why and what to do, where it said
+ * 'group: Operation not permitted' alone. */
+START_TEST(test_root_without_setid_says_so)
+{
+	char guests[1100], keys[64], *log = NULL;
+	const char *want = "group: Operation not permitted: hubd runs as root without "
+			   "CAP_SETGID, so it cannot give a guest a user of its own";
+
+	if (geteuid() != 0)
+		return;
+	snprintf(keys, sizeof(keys), "guest_uids = %u-%u\n", SLICE_UIDS, SLICE_UIDS + 7);
+	guest(guests, sizeof(guests), "a", intruder(), NULL);
+	hub_next_without_setid();
+	ck_assert_int_eq(hub_start(&hub, keys, guests), 0);
+	for (double end = now_s() + 30; now_s() < end; sleep_ms(50)) {
+		free(log);
+		if (strstr(log = hub_log(&hub), want) != NULL)
+			break;
+	}
+	ck_assert_msg(strstr(log, want) != NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 START_TEST(test_guest_cannot_touch_others)
 {
 	char in[1100], vi[1100], guests[2300], pid[24], *out;
@@ -938,6 +964,7 @@ suite_users(void)
 	tcase_add_test(tc, test_unreachable_exec_runs_as_hubd);
 	tcase_add_test(tc, test_hubd_not_root);
 	tcase_add_test(tc, test_uids_unique_across_hubs);
+	tcase_add_test(tc, test_root_without_setid_says_so);
 	tcase_add_test(tc, test_uid_lock_dies_with_its_hub);
 	tcase_add_test(tc, test_uid_a_process_runs_as_is_not_taken);
 	suite_add_tcase(s, tc);

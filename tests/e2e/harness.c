@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -230,12 +231,19 @@ alive(pid_t pid)
 }
 
 static struct rlimit next_nofile;
+static int next_without_setid;
 static char next_terminal[sizeof(((struct hub_proc *)0)->terminal)];
 
 void
 hub_next_nofile(rlim_t soft, rlim_t hard)
 {
 	next_nofile = (struct rlimit){ soft, hard };
+}
+
+void
+hub_next_without_setid(void)
+{
+	next_without_setid = 1;
 }
 
 void
@@ -252,6 +260,8 @@ hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 	memset(h, 0, sizeof(*h));
 	h->nofile = next_nofile;
 	next_nofile = (struct rlimit){ 0, 0 };
+	h->without_setid = next_without_setid;
+	next_without_setid = 0;
 	memcpy(h->terminal, next_terminal, sizeof(h->terminal));
 	next_terminal[0] = '\0';
 	h->n = hub_count++;
@@ -343,6 +353,10 @@ hub_restart(struct hub_proc *h)
 		/* hubd stops with the test, even one that failed */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (h->nofile.rlim_cur != 0 && setrlimit(RLIMIT_NOFILE, &h->nofile) != 0)
+			_exit(126);
+		/* out of the bounding set: root's exec of hubd gets neither */
+		if (h->without_setid && (prctl(PR_CAPBSET_DROP, CAP_SETUID, 0, 0, 0) != 0 ||
+					 prctl(PR_CAPBSET_DROP, CAP_SETGID, 0, 0, 0) != 0))
 			_exit(126);
 		/* a session of its own whose controlling terminal it opens */
 		if (h->terminal[0] != '\0') {

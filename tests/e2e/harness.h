@@ -17,6 +17,7 @@ struct hub_proc {
 	char	sock[256];
 	struct rlimit nofile;		/* hubd's limit of open files; 0: ours */
 	char	terminal[64];		/* hubd's controlling terminal and stdin; "": ours */
+	int	without_setid;		/* hubd without CAP_SETUID and CAP_SETGID */
 };
 
 /* Unchecked fixture: a private directory and path prefix for this run;
@@ -69,6 +70,10 @@ void hub_next_nofile(rlim_t soft, rlim_t hard);
  * terminal at path (a pty's) as its controlling terminal and its stdin,
  * as hubd started by hand from a shell; its hub_restarts keep it. */
 void hub_next_terminal(const char *path);
+/* The next hub_start's hubd (run by root) without CAP_SETUID and
+ * CAP_SETGID, out of its bounding set as a container's or a unit's
+ * CapabilityBoundingSet= takes them; its hub_restarts keep it. */
+void hub_next_without_setid(void);
 /* Starts hubd again on the same config and paths. */
 int hub_restart(struct hub_proc *h);
 /* SIGTERM, wait up to 15 s; returns hubd's exit status, or -1 if it had to
