@@ -828,10 +828,11 @@ START_TEST(test_missing_file)
 END_TEST
 
 /* A file that opens but does not read is no empty config: taken for one,
- * a reload would drop every guest. */
+ * a reload would drop every guest; a directory is refused before it is
+ * read, saying what it is. */
 START_TEST(test_unreadable_file)
 {
-	char dir[] = "/tmp/hub-config-dir-XXXXXX", at[64];
+	char dir[] = "/tmp/hub-config-dir-XXXXXX", at[128];
 	struct hub_conf c;
 	FILE *errs;
 	int rc;
@@ -843,7 +844,8 @@ START_TEST(test_unreadable_file)
 	fclose(errs);
 	rmdir(dir);
 	ck_assert_int_eq(rc, -1);
-	snprintf(at, sizeof(at), "%s:1: cannot read: Is a directory\n", dir);
+	snprintf(at, sizeof(at), "%s: cannot read: it is a directory, not a file of settings\n",
+		 dir);
 	ck_assert_msg(strstr(errtext, at) != NULL, "got: %s", errtext);
 	ck_assert_msg(c.guests == NULL && c.nguests == 0 && c.control_path == NULL,
 		      "a failed load left state behind");
