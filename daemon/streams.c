@@ -102,7 +102,8 @@ int
 streams_take(struct hub *h, struct peer *p, struct hchan *c, uint32_t len)
 {
 	/* r[shm.flow.remaining-credit]: the sender must not overrun what we
-	 * granted (our own count, not the guest-writable shared word). */
+	 * granted (our own count, not the guest-writable shared word);
+	 * r[shm.bytes.what-counts]: len is the Data's payload_len */
 	if (!hp_credit_allows(c->granted, c->received, len)) {
 		host_fault(h, p, DEATH_VIOLATION, "shm.flow.remaining-credit");
 		return -1;

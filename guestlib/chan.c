@@ -192,6 +192,7 @@ chan_send_one(struct guest *g, struct lg_chans *cs, uint32_t id, const void *ite
 	if (rc < 0 || (rc = lg_send_on(g, cs->lane, HP_MSG_DATA, id, 0, item, len, NULL, 0,
 				       flags, t)) != 0)
 		return chan_send_rc(cs, rc);
+	/* r[shm.bytes.what-counts]: the item's payload_len, nothing else */
 	cs->tx[id].sent_total += (uint32_t)len;
 	return 0;
 }

@@ -146,7 +146,8 @@ struct hp_desc {
 	uint8_t		msg_type;	/* HP_MSG_* */
 	uint8_t		flags;		/* r[shm.desc.flags]: ignored on receive */
 	uint8_t		reserved[2];
-	uint32_t	id;		/* request_id or channel_id */
+	uint32_t	id;		/* request_id or channel_id: u32 both
+					 * (r[shm.id.channel-id]) */
 	uint64_t	method_id;	/* Request only, else 0 */
 	uint32_t	payload_slot;	/* HP_SLOT_INLINE = inline */
 	uint32_t	payload_generation;
@@ -170,7 +171,8 @@ _Static_assert(offsetof(struct hp_desc, inline_payload) == 32, "inline_payload")
 /* r[shm.flow.channel-table] */
 struct hp_chan_entry {
 	hp_atomic_u32	state;		/* HP_CHAN_* */
-	hp_atomic_u32	granted_total;	/* written by the receiver */
+	hp_atomic_u32	granted_total;	/* r[shm.flow.counter-per-channel]:
+					 * the receiver writes, the sender reads */
 	uint8_t		reserved[8];
 };
 
