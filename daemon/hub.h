@@ -255,7 +255,8 @@ struct peer {
 	uint32_t		copied_slots;
 	uint64_t		copied_bytes;
 	char			fault_text[128];	/* a fault's words of ours */
-	struct hchan		*chans;		/* by channel id */
+	struct hchan		*chans;		/* by channel id, this guest's own
+						 * (r[shm.id.channel-scope]) */
 	uint32_t		chan_cursor;
 	uint32_t		sources;	/* hub.source streams under way */
 	uint32_t		relays;		/* streams from other guests it receives (relay.c) */

@@ -34,6 +34,8 @@ hp_peer_view_host(const struct hp_segment *seg, uint32_t peer_id, struct hp_peer
 	v->g2h = (struct hp_desc *)(void *)(seg->base + hp_geometry_ring_offset(g, peer_id));
 	v->h2g = v->g2h + seg->params.ring_size;
 	v->pool = seg->base + hp_geometry_pool_offset(g, peer_id);
+	/* r[shm.id.channel-scope]: a table of its own, so its channel ids
+	 * are its own */
 	v->chans = (struct hp_chan_entry *)(void *)(seg->base + hp_geometry_chan_offset(g, peer_id));
 	return 0;
 }

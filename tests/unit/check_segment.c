@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/channel.h"
 #include "proto/peer.h"
 #include "proto/segment.h"
 #include "proto/slot.h"
@@ -368,6 +369,41 @@ START_TEST(test_peer_views)
 }
 END_TEST
 
+/* r[shm.id.channel-scope]: guests 1 and 2 each open channel 1, and the
+ * host channel 2 towards each: every id is an entry of that guest's own
+ * table, the same as the guest and the host see it, and what one pair
+ * does with its channel leaves the other's as it was. */
+START_TEST(test_channel_ids_per_guest)
+{
+	struct hp_params p = small();
+	struct hp_segment seg;
+	struct hp_peer_view hv[2], gv[2];
+	uint32_t gc[2] = { 0, 0 }, hc[2] = { 0, 0 };
+	const char *why;
+	char own[64];
+
+	ck_assert_int_eq(testseg_create(&seg, own, &p, &why), 0);
+	for (uint32_t i = 0; i < 2; i++) {
+		ck_assert_int_eq(hp_peer_view_host(&seg, i + 1, &hv[i]), 0);
+		ck_assert_int_eq(hp_peer_view_guest(&seg, i + 1, &gv[i], &why), 0);
+		ck_assert_ptr_eq(gv[i].chans, hv[i].chans);
+		ck_assert_int_eq(hp_chan_open(gv[i].chans, p.max_channels, HP_SIDE_GUEST,
+					      p.initial_credit, &gc[i]), 1);
+		ck_assert_int_eq(hp_chan_open(hv[i].chans, p.max_channels, HP_SIDE_HOST,
+					      p.initial_credit, &hc[i]), 2);
+	}
+	ck_assert(hv[0].chans + p.max_channels <= hv[1].chans ||
+		  hv[1].chans + p.max_channels <= hv[0].chans);
+	hp_chan_grant(&hv[0].chans[1], 100);
+	hp_chan_free(&gv[0].chans[2]);
+	ck_assert_int_eq(hp_chan_credit(&gv[0].chans[1], 0), (int64_t)p.initial_credit + 100);
+	ck_assert_int_eq(hp_chan_credit(&gv[1].chans[1], 0), p.initial_credit);
+	ck_assert_uint_eq(hp_chan_state(&hv[0].chans[2]), HP_CHAN_FREE);
+	ck_assert_uint_eq(hp_chan_state(&hv[1].chans[2]), HP_CHAN_ACTIVE);
+	hp_segment_close(&seg);
+}
+END_TEST
+
 /* The image written to the file and attached; 0 or the error. */
 static int
 attach_image(const uint8_t *img, size_t size, struct hp_segment *s, const char **why)
@@ -534,6 +570,7 @@ suite_segment(void)
 	tcase_add_test(tc, test_validate_corruptions);
 	tcase_add_test(tc, test_validate_random_corruptions);
 	tcase_add_test(tc, test_peer_views);
+	tcase_add_test(tc, test_channel_ids_per_guest);
 	tcase_add_test(tc, test_foreign_layout);
 	tcase_add_test(tc, test_foreign_bad_entries);
 	tcase_add_test(tc, test_foreign_bad_header);
