@@ -161,6 +161,48 @@ START_TEST(test_ping_pong_no_lost_wake)
 }
 END_TEST
 
+/* The pool at r[shm.segment.guest-slot-offset] for peer_id (0: the host's),
+ * found from the geometry, not from an endpoint: its free slots. */
+static uint32_t
+pool_free(uint32_t peer_id)
+{
+	struct hp_slot_pool pool;
+
+	hp_slot_pool_view(&pool, seg.base + hp_geometry_pool_offset(&seg.geo, peer_id),
+			  seg.params.slots_per_guest, seg.params.slot_size);
+	return hp_slot_count_free(&pool);
+}
+
+/* r[shm.segment.slot-ownership]: a payload the guest sends takes a slot of
+ * its own pool, one the host sends a slot of the host's; the receiver,
+ * done with the message, returns the slot to the sender's pool. */
+START_TEST(test_slot_back_to_the_senders_pool)
+{
+	uint32_t all = seg.params.slots_per_guest;
+	uint8_t big[200];
+	struct hp_msg_in m;
+	const char *rule;
+
+	memset(big, 7, sizeof(big));
+	ck_assert_int_eq(hp_endpoint_send(&guest_ep, HP_MSG_REQUEST, 1, 1, big, sizeof(big), 0), 0);
+	ck_assert_uint_eq(pool_free(1), all - 1);
+	ck_assert_uint_eq(pool_free(0), all);
+	ck_assert_int_eq(hp_endpoint_recv(&host_ep, &m, &rule), 0);
+	ck_assert(m.len == sizeof(big) && memcmp(m.payload, big, sizeof(big)) == 0);
+	hp_endpoint_release(&host_ep, &m);
+	hp_endpoint_notify_consumed(&host_ep);
+	ck_assert_uint_eq(pool_free(1), all);
+
+	ck_assert_int_eq(hp_endpoint_send(&host_ep, HP_MSG_RESPONSE, 1, 0, big, sizeof(big), 0), 0);
+	ck_assert_uint_eq(pool_free(0), all - 1);
+	ck_assert_uint_eq(pool_free(1), all);
+	ck_assert_int_eq(hp_endpoint_recv(&guest_ep, &m, &rule), 0);
+	hp_endpoint_release(&guest_ep, &m);
+	hp_endpoint_notify_consumed(&guest_ep);
+	ck_assert_uint_eq(pool_free(0), all);
+}
+END_TEST
+
 /* While both sides are busy no wake is needed: a burst sent to a peer that
  * never announced sleep makes no doorbell write at all. */
 START_TEST(test_no_wake_without_sleeper)
@@ -420,6 +462,7 @@ suite_wake(void)
 	tcase_add_checked_fixture(ep, pair_setup, pair_teardown);
 	tcase_add_test(ep, test_ping_pong_no_lost_wake);
 	tcase_add_test(ep, test_no_wake_without_sleeper);
+	tcase_add_test(ep, test_slot_back_to_the_senders_pool);
 	tcase_add_test(ep, test_one_byte_per_sleep);
 	tcase_add_test(ep, test_guest_yields_once_after_waking);
 	tcase_add_test(ep, test_flipping_word_cannot_hold_the_waker);
