@@ -33,6 +33,7 @@ static struct hp_segment seg;
 static int bell[2];
 static uint64_t heartbeat_ns;	/* the next attach()'s heartbeat_interval */
 static uint32_t credit_window;	/* the next attach()'s initial_credit, 0: the default */
+static int spec_host;		/* the next attach()'s host announces no extension */
 
 static void
 name_files(void)
@@ -62,6 +63,12 @@ attach(void)
 	if (credit_window != 0)
 		p.initial_credit = credit_window;
 	ck_assert_int_eq(testseg_create(&seg, path, &p, &why), 0);
+	if (spec_host) {
+		/* no waiter words: each side wakes the other the spec's way */
+		hp_segment_header(&seg)->host_features = 0;
+		seg.host_features = 0;
+		spec_host = 0;
+	}
 	ck_assert_int_eq(hp_doorbell_pair(bell), 0);
 	hp_store_release_u32(&hp_segment_peer(&seg, 1)->state, HP_PEER_RESERVED);
 	snprintf(a, sizeof(a), "--hub-path=%s", path);
@@ -469,6 +476,59 @@ START_TEST(test_grant_wakes_a_sender_out_of_credit)
 	ck_assert_uint_ge(st.sleeps, 1);
 	ck_assert_int_eq(host_next(&id), HP_MSG_DATA);
 	ck_assert_uint_eq(id, 2);
+	cleanup(g);
+}
+END_TEST
+
+/* Answers the guest's first request through the host's end, once it has
+ * had time to fall asleep waiting for it. */
+static void *
+answer_later(void *arg)
+{
+	struct hp_msg_in m;
+	const char *rule;
+	int rc;
+
+	(void)arg;
+	while ((rc = hp_endpoint_recv(&host, &m, &rule)) == -EAGAIN)
+		usleep(1000);
+	if (rc != 0)
+		return NULL;	/* the guest waits on: the test times out */
+	hp_endpoint_release(&host, &m);
+	usleep(100000);		/* the caller is asleep by now */
+	host_answer(m.desc.id, NULL);
+	return NULL;
+}
+
+/* r[shm.doorbell.optional]: a host that wakes with futexes alone. The
+ * host's end rings a doorbell of its own that reaches nobody, so the
+ * guest's doorbell never carries a byte; the guest, asleep in guest_call
+ * on the ring's head (r[shm.wakeup.consumer-wait]), gets its answer all
+ * the same. And hub's host end, towards a guest without the waiter words
+ * (as hubd wakes one), wrote no doorbell byte. */
+START_TEST(test_host_without_doorbell_bytes)
+{
+	struct guest_stats st = { .size = sizeof(st) };
+	int spy[2];
+	struct guest *g;
+	pthread_t th;
+	int rc;
+
+	spec_host = 1;
+	g = attach();
+	ck_assert_int_eq(hp_doorbell_pair(spy), 0);
+	hp_peer_view_host(&seg, 1, &hview);
+	ck_assert_int_eq(hp_endpoint_init_host(&host, &seg, &hview, spy[0],
+			 hp_load_acquire_u32(&hview.entry->guest_features), NULL), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, answer_later, NULL), 0);
+	rc = guest_call(g, "hub.ping", NULL, 0, NULL, 0, NULL, -1);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(rc, 0);
+	guest_get_stats(g, &st);
+	ck_assert_uint_ge(st.sleeps, 1);
+	ck_assert_int_eq(hp_doorbell_wait(spy[1], 0), 0);
+	close(spy[0]);
+	close(spy[1]);
 	cleanup(g);
 }
 END_TEST
@@ -1343,6 +1403,7 @@ suite_guestlib(void)
 	tcase_set_timeout(tc, 15);
 	tcase_add_test(tc, test_heartbeat_while_waiting_for_credit);
 	tcase_add_test(tc, test_grant_wakes_a_sender_out_of_credit);
+	tcase_add_test(tc, test_host_without_doorbell_bytes);
 	tcase_add_test(tc, test_heartbeat_while_waiting_for_ring_space);
 	tcase_add_test(tc, test_stats_size);
 	tcase_add_test(tc, test_goodbye_reason);
