@@ -210,6 +210,39 @@ START_TEST(test_peer_process_dies)
 }
 END_TEST
 
+/* r[shm.doorbell.purpose]: one pair between two processes wakes each side
+ * in turn and then tells the death of one: the other, blocked in wait on
+ * the end that carried the wakes, sees it as -EPIPE. */
+START_TEST(test_wakes_both_ways_then_death)
+{
+	pid_t parent = getpid();
+	int status;
+
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(99);
+		close(fds[0]);
+		if (hp_doorbell_signal(fds[1]) != 0)
+			_exit(1);
+		if (hp_doorbell_wait(fds[1], 10000) != 1)
+			_exit(2);
+		_exit(0);	/* the kernel closes fds[1] */
+	}
+	close(fds[1]);
+	fds[1] = -1;
+	ck_assert_int_eq(hp_doorbell_wait(fds[0], 10000), 1);
+	ck_assert_int_eq(hp_doorbell_signal(fds[0]), 0);
+	ck_assert_int_eq(hp_doorbell_wait(fds[0], 10000), -EPIPE);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	child = -1;
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the child's wake or wait failed: status %d", status);
+}
+END_TEST
+
 /* Half-close (shutdown for writing) is the peer going away too. */
 START_TEST(test_peer_shutdown_write)
 {
@@ -276,6 +309,7 @@ suite_doorbell(void)
 	tcase_add_test(tc, test_peer_closed);
 	tcase_add_test(tc, test_signal_then_peer_closed);
 	tcase_add_test(tc, test_peer_process_dies);
+	tcase_add_test(tc, test_wakes_both_ways_then_death);
 	tcase_add_test(tc, test_peer_shutdown_write);
 	tcase_add_test(tc, test_wait_interrupted);
 	tcase_add_test(tc, test_bad_fd);
