@@ -570,6 +570,40 @@ START_TEST(test_backoff_says_when)
 }
 END_TEST
 
+/* r[shm.death.callback-context]: a guest's death is handled on hubd's loop
+ * and schedules what follows rather than waiting through it: while echo,
+ * killed, backs off, hubd answers (echo shown backing off, the death
+ * recorded against echo alone) and kv is served; the backoff's end then
+ * starts echo again. */
+START_TEST(test_death_schedules_the_restart)
+{
+	char *out = NULL;
+	int pid, kv;
+
+	ck_assert(hub_start(&hub, NULL,
+		"[guest echo]\nexec = @/guests/echo\nbackoff_min = 8s\nbackoff_max = 8s\n"
+		"[guest kv]\nexec = @/guests/kv\n") == 0);
+	ck_assert(hub_wait_up(&hub, "echo,kv", 10000) == 0);
+	pid = hub_peer_int(&hub, "echo", "pid");
+	kv = hub_peer_int(&hub, "kv", "pid");
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_msg(wait_state("echo", "backoff", 30) == 0, "echo is %s; log: %s",
+		      hub_peer_state(&hub, "echo"), hub_log_tail(&hub));
+	ck_assert_str_eq(last_death("echo", "reason"), "crashed");
+	ck_assert_str_eq(last_death("kv", "reason"), "");
+	hubctl_ok(&hub, &out, "call", "kv.put", "colour", "blue", (char *)NULL);
+	free(out);
+	hubctl_ok(&hub, &out, "call", "kv.get", "colour", (char *)NULL);
+	ck_assert_str_eq(out, "blue\n");
+	free(out);
+	ck_assert_str_eq(hub_peer_state(&hub, "kv"), "up");
+	ck_assert_int_eq(hub_peer_int(&hub, "kv", "pid"), kv);
+	ck_assert_msg(hub_wait_new_pid(&hub, "echo", pid, 60) > 0, "echo is %s; log: %s",
+		      hub_peer_state(&hub, "echo"), hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_restarts(void);
 Suite *
 suite_restarts(void)
@@ -590,6 +624,7 @@ suite_restarts(void)
 	tcase_add_test(tc, test_spawn_detail_says_what_is_wrong);
 	tcase_add_test(tc, test_goodbye_grace);
 	tcase_add_test(tc, test_backoff_says_when);
+	tcase_add_test(tc, test_death_schedules_the_restart);
 	suite_add_tcase(s, tc);
 	return s;
 }
