@@ -191,12 +191,8 @@ START_TEST(test_full_stderr_blocks_nothing)
 	ssize_t n;
 
 	ck_assert_ptr_nonnull(text);
-	memset(&hub, 0, sizeof(hub));
-	snprintf(hub.conf, sizeof(hub.conf), "%s", harness_path("full.conf"));
-	snprintf(hub.log, sizeof(hub.log), "%s", harness_path("full.log"));
-	snprintf(hub.sock, sizeof(hub.sock), "%s", harness_path("full.sock"));
-	ck_assert_int_eq(hub_write_conf(&hub, NULL, "[guest chat]\nexec = @/tests/guests/lifeguest\n"
-					"args = --mode=chatty\n[guest echo]\nexec = @/guests/echo\n"), 0);
+	ck_assert_int_eq(hub_prepare(&hub, NULL, "[guest chat]\nexec = @/tests/guests/lifeguest\n"
+				     "args = --mode=chatty\n[guest echo]\nexec = @/guests/echo\n"), 0);
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	ck_assert_int_gt(fcntl(p[1], F_SETPIPE_SZ, 4096), 0);
 	if ((hub.pid = fork()) == 0) {

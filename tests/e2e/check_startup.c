@@ -120,12 +120,8 @@ START_TEST(test_small_dev_shm_limits_nothing)
 	int status;
 	pid_t pid;
 
-	memset(&hub, 0, sizeof(hub));
-	snprintf(hub.conf, sizeof(hub.conf), "%s", harness_path("small.conf"));
-	snprintf(hub.log, sizeof(hub.log), "%s", harness_path("small.log"));
-	snprintf(hub.sock, sizeof(hub.sock), "%s", harness_path("small.sock"));
-	ck_assert_int_eq(hub_write_conf(&hub, NULL, "[guest prober]\nexec = @/tests/guests/prober\n"
-					"[guest echo]\nexec = @/guests/echo\n"), 0);
+	ck_assert_int_eq(hub_prepare(&hub, NULL, "[guest prober]\nexec = @/tests/guests/prober\n"
+				     "[guest echo]\nexec = @/guests/echo\n"), 0);
 	if ((pid = fork()) == 0) {
 		int fd = open(hub.log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 

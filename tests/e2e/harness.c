@@ -253,7 +253,7 @@ hub_next_terminal(const char *path)
 }
 
 int
-hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
+hub_prepare(struct hub_proc *h, const char *hub_keys, const char *guests)
 {
 	const char *s;
 
@@ -274,9 +274,13 @@ hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
 	if ((s = strstr(hub_keys, "control = ")) != NULL)
 		snprintf(h->sock, sizeof(h->sock), "%.*s", (int)strcspn(s + 10, "\n"), s + 10);
 	unlink(h->log);		/* this hub's alone: an earlier test's may be there */
-	if (hub_write_conf(h, hub_keys, guests) != 0)
-		return -1;
-	return hub_restart(h);
+	return hub_write_conf(h, hub_keys, guests);
+}
+
+int
+hub_start(struct hub_proc *h, const char *hub_keys, const char *guests)
+{
+	return hub_prepare(h, hub_keys, guests) == 0 ? hub_restart(h) : -1;
 }
 
 int

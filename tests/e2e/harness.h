@@ -49,6 +49,9 @@ void harness_hubd_verbose(int on);
  * directory), starts hubd and waits until its control socket answers.
  * Returns 0 or -1. */
 int hub_start(struct hub_proc *h, const char *hub_keys, const char *guests);
+/* hub_start's paths and config alone, for a test that runs hubd itself
+ * (hub.conf, hub.log, hub.sock). 0 or -1. */
+int hub_prepare(struct hub_proc *h, const char *hub_keys, const char *guests);
 /* Writes h's config anew, as hub_start does, for a reload; 0 or -1. */
 int hub_write_conf(struct hub_proc *h, const char *hub_keys, const char *guests);
 /* hubctl reload as JSON: ok (1 or 0), and its messages joined in msgs. */

@@ -182,11 +182,12 @@ END_TEST
 
 /* r[shm.doorbell.death]: a guest process that dies wakes a host blocked
  * in wait at once. */
-START_TEST(test_peer_process_dies)
+/* A child holding fds[1] (fds[0] closed in it, fds[1] in the parent):
+ * 1 in the child, 0 in the parent. It dies with the test. */
+static int
+fork_peer(void)
 {
 	pid_t parent = getpid();
-	int64_t t0, dt;
-	int ret;
 
 	child = fork();
 	ck_assert_int_ge(child, 0);
@@ -195,11 +196,22 @@ START_TEST(test_peer_process_dies)
 		if (getppid() != parent)
 			_exit(99);
 		close(fds[0]);
-		usleep(50000);
-		_exit(0);	/* the kernel closes fds[1] */
+		return 1;
 	}
 	close(fds[1]);
 	fds[1] = -1;
+	return 0;
+}
+
+START_TEST(test_peer_process_dies)
+{
+	int64_t t0, dt;
+	int ret;
+
+	if (fork_peer()) {
+		usleep(50000);
+		_exit(0);	/* the kernel closes fds[1] */
+	}
 	t0 = (int64_t)(hp_now_ns() / HP_NS_PER_MS);
 	ret = hp_doorbell_wait(fds[0], 10000);
 	dt = (int64_t)(hp_now_ns() / HP_NS_PER_MS) - t0;
@@ -215,24 +227,15 @@ END_TEST
  * the end that carried the wakes, sees it as -EPIPE. */
 START_TEST(test_wakes_both_ways_then_death)
 {
-	pid_t parent = getpid();
 	int status;
 
-	child = fork();
-	ck_assert_int_ge(child, 0);
-	if (child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(99);
-		close(fds[0]);
+	if (fork_peer()) {
 		if (hp_doorbell_signal(fds[1]) != 0)
 			_exit(1);
 		if (hp_doorbell_wait(fds[1], 10000) != 1)
 			_exit(2);
 		_exit(0);	/* the kernel closes fds[1] */
 	}
-	close(fds[1]);
-	fds[1] = -1;
 	ck_assert_int_eq(hp_doorbell_wait(fds[0], 10000), 1);
 	ck_assert_int_eq(hp_doorbell_signal(fds[0]), 0);
 	ck_assert_int_eq(hp_doorbell_wait(fds[0], 10000), -EPIPE);
