@@ -94,12 +94,12 @@ write_nowait(const char *s, size_t n)
 static void
 log_write(const char *line, size_t len)
 {
-	char note[96];
+	char note[128];		/* fits: the name is cut to 48 bytes */
 	ssize_t rc;
 	int n;
 
 	if (log_dropped > 0) {
-		n = snprintf(note, sizeof(note), "%s%s%s: %lu log lines dropped: standard "
+		n = snprintf(note, sizeof(note), "%s%s%.48s: %lu log lines dropped: standard "
 			     "error was full\n", log_cut ? "\n" : "", log_journal ? "<4>" : "",
 			     log_prog, log_dropped);
 		if ((rc = write_nowait(note, (size_t)n)) != n) {
