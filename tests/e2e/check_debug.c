@@ -354,12 +354,21 @@ START_TEST(test_output_tagged_and_kept)
 	ck_assert_msg(wait_last_line("chatty", "lifeguest serving") == 0, "%s",
 		      hub_log_tail(&hub));
 	/* 3000 lines at once: hubd's log took the first 1000 or so and said
-	 * how many it did not (at the latest when the instance ended) */
+	 * how many it did not (at the latest when the instance ended); a few
+	 * more may pass as the budget refills (50 a second: a flood slowed by
+	 * load), never all of them */
 	log = hub_log(&hub);
-	ck_assert_msg(strstr(log, "hubd: chatty: 2999 xxx") == NULL &&
-		      strstr(log, " lines of its output not logged (more than 1000 at once, then "
-			     "50 a second): hubctl logs chatty has the last ones\n") != NULL,
-		      "%s", hub_log_tail(&hub));
+	{
+		int logged = 0;
+
+		for (const char *at = log; (at = strstr(at, "hubd: chatty: ")) != NULL; at++)
+			logged += strncmp(at + 18, " xxx", 4) == 0;
+		ck_assert_msg(logged >= 900 && logged < 3000 &&
+			      strstr(log, " lines of its output not logged (more than 1000 at "
+				     "once, then 50 a second): hubctl logs chatty has the last "
+				     "ones\n") != NULL, "%d lines logged; %s", logged,
+			      hub_log_tail(&hub));
+	}
 	free(log);
 	ck_assert_int_eq(hubctl_err(&hub, &out, "logs", "nosuch", (char *)NULL), 1);
 	ck_assert_msg(strstr(out, "no such guest") != NULL, "%s", out);
