@@ -525,6 +525,7 @@ host_check(struct hub *h, uint64_t now)
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
 		uint64_t interval = p->heartbeat_ns;	/* its domain's: its own or the hub's */
+		uint64_t beat;
 		struct hp_peer_snap e;
 
 		/* one that stops may go quiet as it winds down: stop_grace
@@ -546,10 +547,12 @@ host_check(struct hub *h, uint64_t now)
 		}
 		/* r[shm.crash.heartbeat-clock]: its CLOCK_MONOTONIC against ours;
 		 * quiet for more than 2 * interval, which is never computed (it
-		 * could overflow) */
-		if (interval != 0 && now > e.last_heartbeat &&
-		    now - e.last_heartbeat > interval &&
-		    now - e.last_heartbeat - interval > interval)
+		 * could overflow); counted from its attach at the earliest,
+		 * whose first beat may come after (libguest's just after: a
+		 * guest preempted there was ended as hung, its word still 0) */
+		beat = e.last_heartbeat > p->up_ns ? e.last_heartbeat : p->up_ns;
+		if (interval != 0 && now > beat && now - beat > interval &&
+		    now - beat - interval > interval)
 			host_fault(h, p, DEATH_HUNG, "heartbeat stale (shm.crash.heartbeat)");
 	}
 }
