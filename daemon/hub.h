@@ -355,6 +355,9 @@ struct hub {
 	struct topic		*topics;	/* topics.c */
 	uint32_t		next_topic;
 	uint32_t		next_sub;
+	/* the counters passed 0 once: an id may be one still held, looked
+	 * for from then on only (a scan of every topic, or subscription) */
+	uint8_t			topic_ids_wrapped, sub_ids_wrapped;
 	uint32_t		next_lane;
 	uint64_t		lane_retry_ns;	/* no lane made before (one failed) */
 	struct lane_record	*lane_records;	/* [LANES_HISTORY], a ring */

@@ -261,7 +261,8 @@ topic_get(struct hub *h, const char *name, const char **why)
 	hp_topic_writer_init(&t->w, &m);
 	do {
 		t->id = ++h->next_topic;
-	} while (t->id == 0 || topic_id_used(h, t->id));
+		h->topic_ids_wrapped |= t->id == 0;
+	} while (t->id == 0 || (h->topic_ids_wrapped && topic_id_used(h, t->id)));
 	t->next = h->topics;
 	h->topics = t;
 	return t;
@@ -452,7 +453,8 @@ sub_make(struct hub *h, struct topic *t, uint32_t policy, int fds[3], struct top
 	bells[0] = -1;
 	do {
 		s->id = ++h->next_sub;
-	} while (s->id == 0 || sub_id_used(h, s->id));
+		h->sub_ids_wrapped |= s->id == 0;
+	} while (s->id == 0 || (h->sub_ids_wrapped && sub_id_used(h, s->id)));
 	/* hubd's writer owns bell_a; the mapping it makes needs no fd kept */
 	rc = hp_topic_writer_add(&t->w, s->id, policy, dup(s->cursor_ro), s->bell_a, why);
 	if (rc != 0) {

@@ -2,6 +2,7 @@
 /* hubd's topic table (daemon/topics.c) on a hub of no guests: the ids of
  * topics and subscriptions once their counters wrap. */
 #include <check.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,9 +48,10 @@ START_TEST(test_ids_in_use_are_skipped)
 {
 	struct topic_sub *a = listen_to("a.one"), *b;
 
-	/* 2^32 topics and subscriptions later: the counters are back */
+	/* 2^32 topics and subscriptions later: the counters are back, past 0 */
 	hub.next_topic = a->t->id - 1;
 	hub.next_sub = a->id - 1;
+	hub.topic_ids_wrapped = hub.sub_ids_wrapped = 1;
 	b = listen_to("a.two");
 	ck_assert_uint_ne(b->t->id, a->t->id);
 	ck_assert_uint_ne(b->id, a->id);
@@ -58,6 +60,22 @@ START_TEST(test_ids_in_use_are_skipped)
 	topics_drop(&hub, b);
 	topics_drop(&hub, a);
 	ck_assert_ptr_null(hub.topics);	/* nobody reads them: both went */
+}
+END_TEST
+
+/* Only once a counter passed 0 are ids looked for among those held (a
+ * scan of every topic and subscription, which a new name need not pay
+ * before): the pass sets it. */
+START_TEST(test_a_wrap_is_noted)
+{
+	struct topic_sub *a;
+
+	hub.next_topic = hub.next_sub = UINT32_MAX;
+	a = listen_to("a.one");
+	ck_assert_uint_eq(a->t->id, 1);
+	ck_assert_uint_eq(a->id, 1);
+	ck_assert(hub.topic_ids_wrapped && hub.sub_ids_wrapped);
+	topics_drop(&hub, a);
 }
 END_TEST
 
@@ -70,6 +88,7 @@ suite_hubtopics(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_ids_in_use_are_skipped);
+	tcase_add_test(tc, test_a_wrap_is_noted);
 	suite_add_tcase(s, tc);
 	return s;
 }
