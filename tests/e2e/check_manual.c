@@ -365,6 +365,10 @@ START_TEST(test_ticket_python_pdb)
 			      "ticket %s: %s", names[i], out);
 		free(out);
 	}
+	/* stopped here, not by its parent's death after the test: the next
+	 * test's hub has the same paths, and this one, still exiting, would
+	 * take its control socket away */
+	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
 

@@ -312,7 +312,7 @@ hub_reload(struct hub_proc *h, char *msgs, size_t cap)
 	json_object *a = hub_request(h, "{\"cmd\":\"reload\"}", NULL), *lines;
 	int ok;
 
-	ck_assert_ptr_nonnull(a);
+	ck_assert_msg(a != NULL, "hubd gave no answer to reload; log: %s", hub_log_tail(h));
 	ok = json_object_get_boolean(json_get(a, "ok"));
 	msgs[0] = '\0';
 	if ((lines = json_get(a, "messages")) != NULL)
