@@ -444,11 +444,23 @@ START_TEST(test_trust_calls_per_hub)
 	ck_assert_msg(hub_wait_method(&hub_a, "sl.sleep,sl.echo") == 0, "%s", hub_log_tail(&hub_a));
 	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
 	if ((pid = fork()) == 0) {
-		nh_ctl(&hub_a, &out, "sl.sleep", "2000", NULL);
+		nh_ctl(&hub_a, &out, "sl.sleep", "5000", NULL);
 		_exit(0);
 	}
 	ck_assert_int_gt(pid, 0);
-	sleep_ms(500);
+	/* the sleep in flight at hub b (not a guess at how long it takes
+	 * to get there); 5 s leave the echo below time to arrive during it */
+	for (int i = 0; i < 400; i++) {
+		free(out);
+		out = NULL;
+		if (hubctl(&hub_b, &out, "calls", (char *)NULL) == 0 &&
+		    strstr(out, "NATS: from hub a") != NULL)
+			break;
+		ck_assert_msg(i < 399, "hub a's sl.sleep never in flight at hub b: %s", out);
+		sleep_ms(50);
+	}
+	free(out);
+	out = NULL;
 	nh_expect_err(&hub_a, "calls from hub a in flight already", "sl.echo", "y", NULL);
 	/* another caller is not hub a: served */
 	nc = attacker(nd.url, NULL, NULL);
@@ -495,16 +507,27 @@ START_TEST(test_trust_strange_caller)
 	natsd_start(&nd);
 	start_exporter(&hub_b, "b", nd.url, "");
 	nc = attacker(nd.url, NULL, NULL);
-	/* hub b's bridge listens by its name once it answers a ping */
-	for (int i = 0; i < 100; i++) {
-		natsMsg *r = NULL;
+	/* hub b's bridge serves sl.sleep by name once it answers
+	 * sl.sleep(0): listening by its name (a ping) is not enough, the
+	 * methods it exports are learnt from hubd just after */
+	for (int i = 0; i < 200; i++) {
+		natsMsg *m = NULL, *r = NULL;
+		const char *status = NULL;
+		char seen[32] = "(no answer)";
+		int served;
 
-		if (natsConnection_RequestString(&r, nc, "hub.at.b.hub.ping", "", 1000) == NATS_OK &&
-		    !natsMsg_IsNoResponders(r)) {
-			natsMsg_Destroy(r);
-			break;
-		}
+		ck_assert_int_eq(natsMsg_Create(&m, "hub.at.b.sl.sleep", NULL, "\x00", 1), NATS_OK);
+		natsMsgHeader_Set(m, "Hub-Signature", "u64->unit");
+		served = natsConnection_RequestMsg(&r, nc, m, 1000) == NATS_OK &&
+			 natsMsgHeader_Get(r, "Hub-Status", &status) == NATS_OK &&
+			 status != NULL && strcmp(status, "ok") == 0;
+		if (status != NULL)
+			snprintf(seen, sizeof(seen), "%s", status);
+		natsMsg_Destroy(m);
 		natsMsg_Destroy(r);
+		if (served)
+			break;
+		ck_assert_msg(i < 199, "hub b never served sl.sleep by name: %s", seen);
 		sleep_ms(50);
 	}
 	for (int i = 0; i < 2; i++) {
