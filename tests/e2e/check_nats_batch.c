@@ -56,6 +56,20 @@ watch(natsConnection **nc, natsSubscription **sub)
 	ck_assert_int_eq(natsConnection_Flush(*nc), NATS_OK);
 }
 
+/* Waits (30 s) until the watcher saw a batch each way: its callback runs
+ * on a thread of its own, which may not have run yet when the calls are
+ * over. */
+static void
+expect_batches_seen(void)
+{
+	for (double end = now_s() + 30; now_s() < end; sleep_ms(20))
+		if (atomic_load(&seen_requests) > 0 && atomic_load(&seen_answers) > 0)
+			break;
+	ck_assert_msg(atomic_load(&seen_requests) > 0 && atomic_load(&seen_answers) > 0,
+		      "batches seen: %u of requests, %u of answers", atomic_load(&seen_requests),
+		      atomic_load(&seen_answers));
+}
+
 static void
 unwatch(natsConnection *nc, natsSubscription *sub)
 {
@@ -76,6 +90,27 @@ start_b(const char *extra, const char *gextra)
 		 gextra);
 	hub_start_up(&hub_b, NULL, guests, "kv,sl,nats");
 	free(nats);
+}
+
+/* Waits (30 s) until NATS answers a request to subject "no responders":
+ * whoever listened there is gone as far as the server knows. */
+static void
+wait_no_responders(const char *subject)
+{
+	natsConnection *nc = NULL;
+	natsStatus st = NATS_TIMEOUT;
+
+	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd.url), NATS_OK);
+	for (double end = now_s() + 30; st != NATS_NO_RESPONDERS && now_s() < end; ) {
+		natsMsg *r = NULL;
+
+		if ((st = natsConnection_RequestString(&r, nc, subject, "", 500)) == NATS_OK)
+			sleep_ms(50);
+		natsMsg_Destroy(r);
+	}
+	natsConnection_Destroy(nc);
+	ck_assert_msg(st == NATS_NO_RESPONDERS, "%s still has a responder: %s", subject,
+		      natsStatus_GetText(st));
 }
 
 /* cl.storm METHOD N on A: every call at once, each a 100-byte str whose
@@ -116,9 +151,7 @@ START_TEST(test_many_calls_cross_in_batches)
 	answer = nh_child_answer(pid, rfd);
 	nh_all_ended(answer, 500);
 	ck_assert_msg(strncmp(answer, "ok=0 e", 6) == 0, "load: %s", answer);
-	ck_assert_msg(atomic_load(&seen_requests) > 0 && atomic_load(&seen_answers) > 0,
-		      "batches seen: %u of requests, %u of answers", atomic_load(&seen_requests),
-		      atomic_load(&seen_answers));
+	expect_batches_seen();
 	nh_expect_ok(&hub_a, "y", "sl.echo", "y", NULL);
 	unwatch(nc, sub);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
@@ -148,9 +181,7 @@ START_TEST(test_errors_inside_a_batch)
 	ck_assert_msg(ok > 0 && refused > 0 && ok + refused == 1000 && strstr(answer, "wrong") == NULL,
 		      "storm: %s", answer);
 	free(answer);
-	ck_assert_msg(atomic_load(&seen_requests) > 0 && atomic_load(&seen_answers) > 0,
-		      "batches seen: %u of requests, %u of answers", atomic_load(&seen_requests),
-		      atomic_load(&seen_answers));
+	expect_batches_seen();
 	unwatch(nc, sub);
 	nh_expect_ok(&hub_a, "y", "sl.echo", "y", NULL);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
@@ -171,16 +202,18 @@ START_TEST(test_batch_with_no_responders)
 	pid_t bridge;
 
 	natsd_start(&natsd);
-	start_b("", "restart = never\n");
+	/* b announces every 20 s: A passes it over only after a minute
+	 * without one, long after these calls */
+	start_b("announce = 20s\n", "restart = never\n");
 	nh_start_a(&hub_a, natsd.url, "from = b\ntimeout = 20s\n");
 	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
 	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
 	/* (no watcher here: a subscriber to > would be a responder) */
 	bridge = hub_peer_int(&hub_b, "nats", "pid");
 	ck_assert_int_eq(kill(bridge, SIGKILL), 0);
-	/* A forgets b once it is silent three announce intervals (900 ms):
-	 * the calls go before */
-	sleep_ms(100);
+	/* once NATS knows it gone (a call before would wait for its
+	 * timeout) */
+	wait_no_responders("hub.at.b.sl.echo");
 	t0 = now_s();
 	nh_expect_err(&hub_a, "no hub on NATS serves sl.echo at hub b", "sl.echo", "y", NULL);
 	answer = storm("sl.echo", "300");
@@ -277,7 +310,25 @@ START_TEST(test_hostile_batches)
 }
 END_TEST
 
-/* Entry i of a batch of sl.sleep(3000) calls: reply _INBOX.t.i, the
+/* Waits (30 s) until hubctl calls on h lists a call of method, over a
+ * lane too (hubd alone lists only its own). */
+static void
+expect_in_flight(struct hub_proc *h, const char *method)
+{
+	char *out = NULL;
+
+	for (double end = now_s() + 30; now_s() < end; sleep_ms(50)) {
+		free(out);
+		out = NULL;
+		if (hubctl(h, &out, "calls", (char *)NULL) == 0 && strstr(out, method) != NULL)
+			break;
+	}
+	ck_assert_msg(out != NULL && strstr(out, method) != NULL, "%s never in flight: %s; %s",
+		      method, out != NULL ? out : "", hub_log_tail(h));
+	free(out);
+}
+
+/* Entry i of a batch of sl.sleep(10000) calls: reply _INBOX.t.i, the
  * cancel commitment of token tok, at body + *pos. */
 static void
 sleep_entry(uint8_t *body, size_t *pos, int i, const uint8_t tok[16])
@@ -289,16 +340,17 @@ sleep_entry(uint8_t *body, size_t *pos, int i, const uint8_t tok[16])
 	crypto_generichash(commit, sizeof(commit), tok, 16, NULL, 0);
 	sodium_bin2hex(hex, sizeof(hex), commit, sizeof(commit));
 	hl = snprintf(hdr, sizeof(hdr), "Hub-Reply: _INBOX.t.%d\r\nHub-Signature: u64->unit\r\n"
-		      "Hub-Timeout-Ms: 20000\r\nHub-Cancel: %s\r\n", i, hex);
+		      "Hub-Timeout-Ms: 60000\r\nHub-Cancel: %s\r\n", i, hex);
 	memcpy(body + *pos, (uint8_t[]){ (uint8_t)hl, 0, 0, 0, 2, 0, 0, 0 }, 8);
 	memcpy(body + *pos + 8, hdr, (size_t)hl);
-	memcpy(body + *pos + 8 + (size_t)hl, "\xb8\x17", 2);	/* 3000, a varint */
+	memcpy(body + *pos + 8 + (size_t)hl, "\x90\x4e", 2);	/* 10000, a varint */
 	*pos += 8 + (size_t)hl + 2;
 }
 
 /* Two calls in one batch, each with its own cancel commitment: call 1's
  * token cancels call 1 (not refused); a wrong token for call 2 is
- * refused and counted. (sl.sleep runs on once cancelled: both answer.) */
+ * refused and counted. (sl.sleep runs on once cancelled: both answer;
+ * 10 s, for the cancels to come while b holds the calls.) */
 START_TEST(test_cancel_one_call_of_a_batch)
 {
 	natsConnection *nc = NULL;
@@ -329,7 +381,9 @@ START_TEST(test_cancel_one_call_of_a_batch)
 	t0 = now_s();
 	ck_assert_int_eq(natsConnection_PublishMsg(nc, m), NATS_OK);
 	natsMsg_Destroy(m);
-	sleep_ms(300);
+	/* in flight at b (a cancel before finds no call, and is neither
+	 * done nor refused) */
+	expect_in_flight(&hub_b, "sl.sleep");
 	sodium_bin2hex(hex, sizeof(hex), tok[0], 16);
 	snprintf(cancel, sizeof(cancel), "_INBOX.t.1 %s", hex);
 	ck_assert_int_eq(natsConnection_PublishString(nc, "hub.cancel", cancel), NATS_OK);
@@ -345,7 +399,7 @@ START_TEST(test_cancel_one_call_of_a_batch)
 	ck_assert_msg(i < 100, "a wrong token not refused: %s", nh_note_of(&hub_b, "nats"));
 	/* both answered, as alone or in a batch */
 	while ((got[0][0] == '\0' || got[1][0] == '\0') &&
-	       natsSubscription_NextMsg(&r, sub, 10000) == NATS_OK) {
+	       natsSubscription_NextMsg(&r, sub, 30000) == NATS_OK) {
 		natsMsg *v[BR_BATCH_MAX], *one[1] = { r };
 		natsMsg **e = one;
 		const char *n = NULL;
