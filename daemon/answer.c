@@ -191,6 +191,7 @@ answer_call(struct hub *h, struct peer *p, uint64_t method_id,
 	e->o = *o;
 	e->method_id = method_id;
 	e->since_ns = hp_now_ns();
+	e->client = o->kind == ORIGIN_CLIENT ? o->ext->caller : 0;
 	if (idp != NULL)
 		*idp = id;
 	p->stats.calls_out++;
@@ -200,6 +201,21 @@ answer_call(struct hub *h, struct peer *p, uint64_t method_id,
 	else
 		host_send(h, p, HP_MSG_REQUEST, id, method_id, payload, len);
 	return 0;
+}
+
+uint32_t
+answer_client_calls(struct hub *h, uint64_t caller)
+{
+	const struct pending *e;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		uint32_t pos = 0;
+
+		while ((e = hp_idtab_next(&h->peers[i].pend, &pos)) != NULL)
+			n += e->client == caller;
+	}
+	return n;
 }
 
 void

@@ -18,6 +18,10 @@ void		answer_free(struct peer *p);
 int		answer_call(struct hub *h, struct peer *q, uint64_t method_id,
 			    const uint8_t *payload, uint32_t len, const struct origin *o,
 			    uint32_t *idp, struct hp_msg_in *m);
+/* The calls of control clients of caller (CALLER_CLIENT | uid) that
+ * guests hold: theirs to answer, whether or not the client is still
+ * there (Cancel is advisory). */
+uint32_t	answer_client_calls(struct hub *h, uint64_t caller);
 /* Why a Request of len bytes (envelope and arguments) is refused for
  * guest q, on its fixed pool: the size and the limit, into why. */
 void		answer_call_too_large(char *why, size_t cap, const struct peer *q, size_t len);

@@ -10,6 +10,7 @@
 
 #include <json-c/json.h>
 
+#include "daemon/answer.h"
 #include "daemon/client.h"
 #include "daemon/cmd.h"
 #include "daemon/methods.h"
@@ -322,6 +323,31 @@ cmd_call_feed(struct client *c, const char *line, size_t len)
 	json_object_put(o);
 }
 
+/* Whether c's user, calling a guest's method, has calls_in_flight calls
+ * that guests hold already, those of
+ * its clients that went included (a guest answers each call once, Cancel
+ * or not, so hubd keeps it until then): a client that called a method
+ * that never answers and hung up, again and again, grew hubd's tables
+ * without end. Says so to c. */
+static int
+too_many_calls(struct client *c, const char *method)
+{
+	const struct method *m = methods_find(c->h, method);
+	uint32_t n;
+	char text[256];
+
+	if (m == NULL || m->owner == 0)
+		return 0;	/* the host's services are answered at once */
+	if ((n = answer_client_calls(c->h, CALLER_CLIENT | c->uid)) < c->h->conf.calls_in_flight)
+		return 0;
+	snprintf(text, sizeof(text), "too many calls in flight: guests hold %u calls of "
+		 "uid %u's clients, those of clients that went included (calls_in_flight "
+		 "= %u); hubctl calls lists them", n, (unsigned)c->uid,
+		 c->h->conf.calls_in_flight);
+	client_reply_error(c, text);
+	return 1;
+}
+
 void
 cmd_call(struct client *c, const struct control_req *r)
 {
@@ -338,6 +364,8 @@ cmd_call(struct client *c, const struct control_req *r)
 		client_reply(c, o);
 		return;
 	}
+	if (too_many_calls(c, r->method))
+		return;
 
 	c->call = (struct ext_call){ .ctx = c, .on_item = call_item, .on_done = call_done,
 				     .on_more = upload_more, .caller = CALLER_CLIENT | c->uid };

@@ -108,6 +108,9 @@ struct pending {
 	struct origin	o;
 	uint64_t	method_id;	/* what it calls: hubctl calls, deaths */
 	uint64_t	since_ns;	/* CLOCK_MONOTONIC, sent then */
+	uint64_t	client;		/* a control client's call: CALLER_CLIENT |
+					 * its uid, kept once the client went (the
+					 * guest still answers it: answer_client_calls) */
 };
 
 /* A message waiting for room in a guest's ring or the host's pool. */

@@ -1315,6 +1315,51 @@ START_TEST(test_gone_while_unread)
 }
 END_TEST
 
+/* The calls hubctl calls lists (its array's length). */
+static int
+calls_listed(void)
+{
+	json_object *o = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL);
+	int n = o != NULL ? (int)json_object_array_length(json_get(o, "calls")) : -1;
+
+	json_object_put(o);
+	return n;
+}
+
+/* Clients that each call a method that never answers, then hang up: the
+ * guest is told (Cancel) but keeps each call, its to answer once, so
+ * hubd keeps it too; the user's calls that guests hold stop at
+ * calls_in_flight, the next refused saying so, where before they grew
+ * hubd's tables without end. */
+START_TEST(test_gone_clients_calls_bounded)
+{
+	char *err = NULL;
+	int fd;
+
+	hub_start_up(&hub, "calls_in_flight = 3\nstop_grace = 1s\n",
+		     "[guest sl]\nexec = @/tests/guests/lanebreaker\nargs = --prefix sl\n", "sl");
+	ck_assert(hub_wait_method(&hub, "sl.sleep") == 0);
+	for (int i = 1; i <= 5; i++) {
+		fd = hub_client(&hub, 30);
+		send_line(fd, "{\"cmd\":\"call\",\"method\":\"sl.sleep\",\"args\":[\"3600000\"]}");
+		/* hubd has taken it (or refused it) before the client goes */
+		for (uint64_t end = hp_now_ns() + 30 * HP_NS_PER_S;
+		     i <= 3 && calls_listed() < i && hp_now_ns() < end; )
+			sleep_ms(20);
+		sleep_ms(100);
+		close(fd);
+	}
+	ck_assert_int_eq(hubctl_err(&hub, &err, "call", "sl.sleep", "1", NULL), 1);
+	ck_assert_msg(strstr(err, "too many calls in flight") != NULL &&
+		      strstr(err, "calls_in_flight = 3") != NULL, "%s", err);
+	free(err);
+	ck_assert_int_eq(calls_listed(), 3);
+	/* the host's services are answered at once: not refused */
+	hubctl_ok(&hub, NULL, "call", "hub.ping", "x", NULL);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* An error that quotes a request's bytes that are not UTF-8 (or a name
  * cut inside a character) escapes them: the answer stays JSON that a
  * strict parser reads. */
@@ -2184,6 +2229,7 @@ suite_control(void)
 	tcase_add_test(tc, test_sink_feed_broken);
 	tcase_add_test(tc, test_call_bytes_file);
 	tcase_add_test(tc, test_call_error_names_the_death);
+	tcase_add_test(tc, test_gone_clients_calls_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }
