@@ -893,7 +893,7 @@ hub_wait_in_flight(struct hub_proc *h, const char *method)
 	char quoted[256];
 
 	snprintf(quoted, sizeof(quoted), "\"%s\"", method);
-	for (int i = 0; i < 400; i++) {
+	for (int i = 0; i < 800; i++) {
 		json_object *a = hub_request(h, "{\"cmd\":\"calls\"}", NULL);
 		int there = a != NULL && strstr(json_object_to_json_string(a), quoted) != NULL;
 

@@ -135,8 +135,8 @@ const char *hub_log_tail(struct hub_proc *h);
 /* Waits until every method named (comma-separated) can be called: a guest
  * is up before it has registered its methods (10 s); 0 or -1. */
 int hub_wait_method(struct hub_proc *h, const char *methods);
-/* Waits until hubctl calls lists a call of method in flight (10 s, under
- * a sanitizer too: 400 looks 25 ms apart); 0 or -1. */
+/* Waits until hubctl calls lists a call of method in flight (20 s, under
+ * a sanitizer and load too: 800 looks 25 ms apart); 0 or -1. */
 int hub_wait_in_flight(struct hub_proc *h, const char *method);
 
 /* o[key], or NULL. */
