@@ -66,11 +66,11 @@ count(const char *key)
 	return n;
 }
 
-/* Waits (5 s) until hubd lists n open lanes; asserts it. */
+/* Waits (30 s) until hubd lists n open lanes; asserts it. */
 static void
 expect_open(size_t n)
 {
-	for (int i = 0; i < 100 && count("lanes") != n; i++)
+	for (double end = now_s() + 30; count("lanes") != n && now_s() < end;)
 		sleep_ms(50);
 	ck_assert_msg(count("lanes") == n, "%zu lanes open, want %zu; %s", count("lanes"), n,
 		      hub_log_tail(&hub));
@@ -89,7 +89,45 @@ lane_u64(const char *side, const char *key)
 	return v;
 }
 
-/* A guest's stats counter, waited for (5 s) to reach at least min: the
+/* Waits (30 s) until guest callee has taken a call over the open lane
+ * (its side's calls_in, published before it sleeps in the handler):
+ * the call is in flight there, whatever the load; asserts it. */
+static void
+wait_lane_call_at(const char *callee)
+{
+	unsigned long long in = 0;
+
+	for (double end = now_s() + 30; in == 0 && now_s() < end;) {
+		json_object *o = lanes(), *l = json_object_array_get_idx(json_get(o, "lanes"), 0);
+
+		for (int s = 0; l != NULL && s < 2; s++) {
+			json_object *side = json_get(l, s == 0 ? "a" : "b");
+
+			if (strcmp(json_object_get_string(json_get(side, "guest")), callee) == 0)
+				in = json_u64(side, "calls_in", NULL, NULL);
+		}
+		json_object_put(o);
+		if (in == 0)
+			sleep_ms(20);
+	}
+	ck_assert_msg(in > 0, "no call over the lane reached %s; %s", callee,
+		      hub_log_tail(&hub));
+}
+
+/* Waits (30 s) until guest name's key in hubctl peers is want. */
+static void
+expect_peer(const char *name, const char *key, int want)
+{
+	int v = -1;
+
+	for (double end = now_s() + 30; (v = hub_peer_int(&hub, name, key)) != want &&
+					now_s() < end;)
+		sleep_ms(50);
+	ck_assert_msg(v == want, "%s's %s is %d, want %d; %s", name, key, v, want,
+		      hub_log_tail(&hub));
+}
+
+/* A guest's stats counter, waited for (30 s) to reach at least min: the
  * guests publish their lanes' figures now and then, and before they
  * sleep. */
 static unsigned long long
@@ -97,7 +135,7 @@ stat_at_least(const char *guest, const char *key, unsigned long long min)
 {
 	unsigned long long v = 0;
 
-	for (int i = 0; i < 100; i++) {
+	for (double end = now_s() + 30; now_s() < end;) {
 		json_object *s = hub_stats(&hub);
 
 		v = json_u64(s, "guests", guest, key);
@@ -280,16 +318,24 @@ kill_guest(const char *name)
 START_TEST(test_callee_dies_mid_call)
 {
 	char guests[512], *out;
-	int rfd;
+	int rfd, calls;
 	pid_t pid;
 
 	snprintf(guests, sizeof(guests), "%s%s", LB("a", ""),
 		 _i == 0 ? LB("b", "") : LB("b", "lanes = no\n"));
 	hub_start_up(&hub, NULL, guests, "a,b");
 	ck_assert(hub_wait_method(&hub, "a.callsleep,b.sleep") == 0);
-	pid = call_in_child("a.callsleep", "b.sleep", "5000", &rfd);
-	expect_open(_i == 0 ? 1 : 0);
-	sleep_ms(500);
+	/* b.sleep(0), then b.sleep(20 s), the one b dies in: over the lane
+	 * (_i 0) or through hubd, where it is the second call a makes */
+	calls = hub_peer_int(&hub, "a", "calls_in");
+	pid = call_in_child("a.callsleep", "b.sleep", "20000", &rfd);
+	if (_i == 0) {
+		expect_open(1);
+		wait_lane_call_at("b");
+	} else {
+		expect_peer("a", "calls_in", calls + 2);
+		ck_assert_msg(hub_wait_in_flight(&hub, "b.sleep") == 0, "%s", hub_log_tail(&hub));
+	}
 	kill_guest("b");
 	out = child_output(pid, rfd);
 	if (_i == 0)
@@ -372,7 +418,7 @@ START_TEST(test_caller_dies_mid_call)
 	pid = call_in_child("a.callsleep", "b.sleep", "1500", &rfd);
 	expect_open(1);
 	first = lane_u64(NULL, "id");
-	sleep_ms(300);
+	wait_lane_call_at("b");	/* b serves it: its answer has a lane to miss */
 	kill_guest("a");
 	out = child_output(pid, rfd);
 	free(out);
@@ -427,7 +473,7 @@ START_TEST(test_cancel_over_a_lane)
 	expect("error: timeout", "pa.route_timeout", "pb.wait", "300", NULL);
 	expect_open(1);
 	expect("error: timeout", "pa.route_timeout", "pb.wait", "300", NULL);
-	for (int i = 0; i < 100; i++) {
+	for (double end = now_s() + 30; now_s() < end;) {
 		char *out = call("pb.cancels", NULL, NULL, NULL);
 		int done = strcmp(out, "2") == 0;
 
@@ -579,7 +625,7 @@ START_TEST(test_hostile_peer)
 		free(call("vic.stream", "brk.flood", NULL, NULL));
 	else
 		expect("sent", "brk.break", breaches[_i].mode, "vic.echo", NULL);
-	for (int i = 0; i < 100 && count("violations") == 0; i++)
+	for (double end = now_s() + 30; count("violations") == 0 && now_s() < end;)
 		sleep_ms(50);
 	o = lanes();
 	ck_assert_msg(json_object_array_length(json_get(o, "violations")) == 1,
@@ -624,7 +670,7 @@ START_TEST(test_ban_across_restarts)
 	hub_start_up(&hub, keys[_i], LB("vic", "") LB("brk", ""), "vic,brk");
 	ck_assert(hub_wait_method(&hub, "brk.break,vic.echo,brk.call") == 0);
 	expect("sent", "brk.break", "goodbye", "vic.echo", NULL);
-	for (int i = 0; i < 100 && count("violations") == 0; i++)
+	for (double end = now_s() + 30; count("violations") == 0 && now_s() < end;)
 		sleep_ms(50);
 	ck_assert_uint_eq(count("violations"), 1);
 	expect_open(0);
@@ -777,18 +823,6 @@ START_TEST(test_deaf_peer)
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
-
-/* Waits (10 s) until guest name's key in hubctl peers is want. */
-static void
-expect_peer(const char *name, const char *key, int want)
-{
-	int v = -1;
-
-	for (int i = 0; i < 200 && (v = hub_peer_int(&hub, name, key)) != want; i++)
-		sleep_ms(50);
-	ck_assert_msg(v == want, "%s's %s is %d, want %d; %s", name, key, v, want,
-		      hub_log_tail(&hub));
-}
 
 /* Whether every class of every zone's shared pool has all its slots free
  * again, and the pool checks out (hubctl pool, validated); what it found
