@@ -184,9 +184,10 @@ call_in_child(struct hub_proc *h, const char *method, const char *arg, int *rfd)
 	return pid;
 }
 
-/* Whether h's log holds what, waiting up to ms for it. */
+/* Whether h's log holds what or, unless NULL, or_what, waiting up to ms
+ * for either. */
 static int
-log_waits_for(struct hub_proc *h, const char *what, int ms)
+log_waits_for_either(struct hub_proc *h, const char *what, const char *or_what, int ms)
 {
 	char *log;
 	int found = 0;
@@ -195,10 +196,17 @@ log_waits_for(struct hub_proc *h, const char *what, int ms)
 		if (i > 0)
 			sleep_ms(50);
 		log = hub_log(h);
-		found = strstr(log, what) != NULL;
+		found = strstr(log, what) != NULL || (or_what != NULL && strstr(log, or_what) != NULL);
 		free(log);
 	}
 	return found;
+}
+
+/* Whether h's log holds what, waiting up to ms for it. */
+static int
+log_waits_for(struct hub_proc *h, const char *what, int ms)
+{
+	return log_waits_for_either(h, what, NULL, ms);
 }
 
 /* Waits until hubctl methods on h no longer lists method; asserts so. */
@@ -207,7 +215,7 @@ wait_unlisted(struct hub_proc *h, const char *method)
 {
 	char *out = NULL, *p = NULL;
 
-	for (int i = 0; i < 100; i++) {
+	for (double end = now_s() + 30; now_s() < end;) {
 		free(out);
 		hubctl_ok(h, &out, "methods", (char *)NULL);
 		if ((p = strstr(out, method)) == NULL || p[strlen(method)] != ' ')
@@ -219,6 +227,36 @@ wait_unlisted(struct hub_proc *h, const char *method)
 	free(out);
 }
 
+/* How many calls of method hubctl calls on h lists in flight. */
+static int
+calls_of(struct hub_proc *h, const char *method)
+{
+	json_object *a = hub_request(h, "{\"cmd\":\"calls\"}", NULL), *calls;
+	int n = 0;
+
+	ck_assert_msg(a != NULL && json_object_object_get_ex(a, "calls", &calls), "%s",
+		      hub_log_tail(h));
+	for (size_t i = 0; i < json_object_array_length(calls); i++)
+		n += strcmp(json_object_get_string(json_get(json_object_array_get_idx(calls, i),
+							    "method")), method) == 0;
+	json_object_put(a);
+	return n;
+}
+
+/* Waits (30 s) until h lists more calls of method in flight than before
+ * (a call has crossed, not a guess at how long that takes; an earlier
+ * one may still run there); asserts it. */
+static void
+wait_in_flight(struct hub_proc *h, const char *method, int before)
+{
+	int n = before;
+
+	for (double end = now_s() + 30; (n = calls_of(h, method)) <= before && now_s() < end;)
+		sleep_ms(25);
+	ck_assert_msg(n > before, "no new call of %s in flight (%d); %s", method, n,
+		      hub_log_tail(h));
+}
+
 /* A bridge that stops says goodbye: its calls in flight are answered
  * "unreachable" at once, and other hubs drop it at once ("left", not
  * "went silent" announcements later), whether hubctl stops it, SIGTERM
@@ -227,7 +265,7 @@ START_TEST(test_goodbye)
 {
 	char *out = NULL, *answer;
 	pid_t pid;
-	int rfd;
+	int rfd, n;
 
 	natsd_start(&natsd);
 	/* announcements far apart: "went silent" would take 30 s */
@@ -237,21 +275,27 @@ START_TEST(test_goodbye)
 	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
 	nh_wait_where(&hub_a, "sl.echo", "NATS: hub b");
 	/* hubctl stop: the call in flight ends at once, A drops b */
+	n = calls_of(&hub_b, "sl.sleep");
 	pid = call_in_child(&hub_a, "sl.sleep", "20000", &rfd);
-	sleep_ms(300);
+	wait_in_flight(&hub_b, "sl.sleep", n);
 	hubctl_ok(&hub_b, &out, "stop", "nats", (char *)NULL);
 	free(out);
 	answer = nh_child_answer(pid, rfd);
 	ck_assert_msg(strstr(answer, "status 0") == NULL && strstr(answer, "stopping") != NULL,
 		      "call in flight: %s; %s", answer, hub_log_tail(&hub_a));
-	ck_assert_msg(log_waits_for(&hub_a, "hub b left", 2000), "%s", hub_log_tail(&hub_a));
+	/* said as it left: "went silent" would take 30 s, and says so */
+	ck_assert_msg(log_waits_for(&hub_a, "hub b left", 20000), "%s", hub_log_tail(&hub_a));
 	wait_unlisted(&hub_a, "sl.echo");
-	/* SIGTERM to the bridge */
+	/* SIGTERM to the bridge, once A has b's sl.sleep again (sl.echo
+	 * may come back first) */
 	hubctl_ok(&hub_b, &out, "start", "nats", (char *)NULL);
 	free(out);
 	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
+	ck_assert_msg(hub_wait_method(&hub_a, "sl.sleep") == 0, "%s", hub_log_tail(&hub_a));
+	nh_wait_where(&hub_a, "sl.sleep", "NATS: hub b");
+	n = calls_of(&hub_b, "sl.sleep");
 	pid = call_in_child(&hub_a, "sl.sleep", "20000", &rfd);
-	sleep_ms(300);
+	wait_in_flight(&hub_b, "sl.sleep", n);
 	kill(hub_peer_int(&hub_b, "nats", "pid"), SIGTERM);
 	answer = nh_child_answer(pid, rfd);
 	ck_assert_msg(strstr(answer, "status 0") == NULL && strstr(answer, "stopping") != NULL,
@@ -286,29 +330,31 @@ wait_note(struct hub_proc *h, const char *want, int ms)
 
 /* What hubctl peers and methods show is the state as it is, from the
  * first moment: connecting, connected, which hub serves a method, even
- * with announcements (and so the bridge's own updates) 10 s apart. */
+ * with announcements (and so the bridge's own updates) a minute apart:
+ * each is waited for 20 s at most, time enough under any load, and far
+ * short of the next announcement. */
 START_TEST(test_state_shown_at_once)
 {
 	char connecting[128];
 
 	natsd_start(&natsd);
 	natsd_kill(&natsd);
-	start_a(&hub_a, "announce = 10s\n", "");
+	start_a(&hub_a, "announce = 60s\n", "");
 	snprintf(connecting, sizeof(connecting), "NATS (connecting to %s) as hub a", natsd.url);
-	wait_note(&hub_a, connecting, 2000);
+	wait_note(&hub_a, connecting, 20000);
 	natsd_restart(&natsd);
-	wait_note(&hub_a, natsd.url, 5000);
+	wait_note(&hub_a, natsd.url, 20000);
 	wait_note(&hub_a, "0 imported from 0 hub(s)", 100);
-	start_b(&hub_b, "b", "announce = 10s\n");
+	start_b(&hub_b, "b", "announce = 60s\n");
 	/* A hears B's first announcement: the methods, where, the note */
 	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
 	nh_wait_where(&hub_a, "sl.echo", "NATS: hub b");
-	wait_note(&hub_a, "from 1 hub(s) (b)", 2000);
+	wait_note(&hub_a, "from 1 hub(s) (b)", 20000);
 	/* NATS gone and back: said at once both ways */
 	natsd_kill(&natsd);
-	wait_note(&hub_a, "NATS (reconnecting) as hub a", 2000);
+	wait_note(&hub_a, "NATS (reconnecting) as hub a", 20000);
 	natsd_restart(&natsd);
-	wait_note(&hub_a, natsd.url, 5000);
+	wait_note(&hub_a, natsd.url, 20000);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
 	ck_assert_int_eq(hub_stop(&hub_b), 0);
 	natsd_kill(&natsd);
@@ -377,7 +423,7 @@ START_TEST(test_deadline_and_trace_cross)
 		snprintf(key, sizeof(key), "k%d", i);
 		nh_expect_err(&hub_b, "no such key", "kv.get", key, NULL);
 	}
-	wait_note(&hub_b, "6 call(s) past their deadline not made", 5000);
+	wait_note(&hub_b, "6 call(s) past their deadline not made", 20000);
 	/* and calls go on */
 	nh_expect_ok(&hub_a, "touched", "meta.touch", NULL, NULL);
 	nh_expect_ok(&hub_a, "1", "meta.touched", NULL, NULL);
@@ -421,7 +467,7 @@ START_TEST(test_hung_hub_passed_over)
 	nh_expect_ok(&hub_b, "", "kv.put", "who", "b1");
 	nh_expect_ok(&hub_b2, "", "kv.put", "who", "b2");
 	ck_assert(hub_wait_method(&hub_a, "sl.echo,kv.get") == 0);
-	wait_note(&hub_a, "from 2 hub(s)", 5000);
+	wait_note(&hub_a, "from 2 hub(s)", 20000);
 	ck_assert_int_gt(answers_from("b1", 40), 0);
 	/* b1 frozen, then a load: the calls the queue gives it time out,
 	 * the others go to b2 (frozen first: a load's calls go as a few
@@ -431,8 +477,8 @@ START_TEST(test_hung_hub_passed_over)
 	pid = nh_load_in_child(&hub_a, "sl.echo", "2000", &rfd);
 	answer = nh_child_answer(pid, rfd);
 	nh_all_ended(answer, 2000);
-	ck_assert_msg(log_waits_for(&hub_a, "hub b1 has not answered a call", 100) ||
-		      log_waits_for(&hub_a, "hub b1 is silent: passed over", 100), "%s",
+	ck_assert_msg(log_waits_for_either(&hub_a, "hub b1 has not answered a call",
+					   "hub b1 is silent: passed over", 20000), "%s",
 		      hub_log_tail(&hub_a));
 	/* from now on b2 has them all */
 	ck_assert_msg((n = answers_from("b2", 40)) >= 39, "%d of 40 calls answered by b2; %s", n,
@@ -488,7 +534,7 @@ START_TEST(test_hung_hub_forged_ping)
 	start_b(&hub_b2, "b2", "");
 	start_a(&hub_a, "", "timeout = 3s\nsuspect = 500ms\n");
 	ck_assert(hub_wait_method(&hub_a, "sl.echo") == 0);
-	wait_note(&hub_a, "from 2 hub(s)", 5000);
+	wait_note(&hub_a, "from 2 hub(s)", 20000);
 	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd.url), NATS_OK);
 	ck_assert_int_eq(natsConnection_Subscribe(&sub, nc, "hub.at.b1.hub.ping", on_ping, NULL),
 			 NATS_OK);
@@ -498,16 +544,16 @@ START_TEST(test_hung_hub_forged_ping)
 	pid = nh_load_in_child(&hub_a, "sl.echo", "2000", &rfd);
 	answer = nh_child_answer(pid, rfd);
 	nh_all_ended(answer, 2000);
-	ck_assert_msg(log_waits_for(&hub_a, "hub b1 has not answered a call", 3000) ||
-		      log_waits_for(&hub_a, "hub b1 is silent: passed over", 100), "%s",
+	ck_assert_msg(log_waits_for_either(&hub_a, "hub b1 has not answered a call",
+					   "hub b1 is silent: passed over", 20000), "%s",
 		      hub_log_tail(&hub_a));
 	/* asked again every 500 ms, and "answered" at once each time */
 	sleep_ms(1500);
 	ck_assert_msg(!log_waits_for(&hub_a, "hub b1 answers again", 0),
 		      "a forged answer was believed: %s", hub_log_tail(&hub_a));
 	kill(bridge, SIGCONT);
-	ck_assert_msg(log_waits_for(&hub_a, "hub b1 answers again", 10000) ||
-		      log_waits_for(&hub_a, "hub b1 announced itself again", 100), "%s",
+	ck_assert_msg(log_waits_for_either(&hub_a, "hub b1 answers again",
+					   "hub b1 announced itself again", 30000), "%s",
 		      hub_log_tail(&hub_a));
 	natsSubscription_Destroy(sub);
 	natsConnection_Destroy(nc);
@@ -537,8 +583,8 @@ START_TEST(test_unregister)
 	nh_expect_ok(&hub_a, "error -111 no such method: sh.nothing", "sh.raw", "sh.nothing", NULL);
 	nh_expect_err(&hub_a, "only guests unregister methods", "hub.unregister", "sh.get", NULL);
 	/* a call in flight to sh.hold, which goes meanwhile */
-	pid = call_in_child(&hub_a, "sh.hold", "1500", &rfd);
-	sleep_ms(300);
+	pid = call_in_child(&hub_a, "sh.hold", "3000", &rfd);
+	wait_in_flight(&hub_a, "sh.hold", 0);
 	nh_expect_ok(&hub_a, "ok", "sh.drop", "sh.hold", NULL);
 	nh_expect_ok(&hub_a, "ok", "sh.drop", "sh.get", NULL);
 	answer = nh_child_answer(pid, rfd);
