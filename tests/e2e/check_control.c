@@ -1191,18 +1191,20 @@ START_TEST(test_other_user_cannot_lock_out_root)
 END_TEST
 
 /* A client that asks nothing for client_timeout is closed; one that keeps
- * asking is not. */
+ * asking is not. The busy one asks every 400 ms for longer than the
+ * timeout, which is 3 s: a test held off the CPU up to 2.6 s between two
+ * asks still keeps it (the idle one's read waits for its end). */
 START_TEST(test_idle_clients_closed)
 {
 	struct reader *r = calloc(1, sizeof(*r));
 	int idle;
 	char buf[16];
 
-	hub_start_up(&hub, "client_timeout = 1s\n", GUEST_ECHO, "echo");
+	hub_start_up(&hub, "client_timeout = 3s\n", GUEST_ECHO, "echo");
 	ck_assert(hub_wait_method(&hub, "echo.echo,echo.reverse") == 0);
 	idle = hub_client(&hub, 30);
 	r->fd = hub_client(&hub, 30);
-	for (int i = 0; i < 6; i++) {	/* busy for 2.4 s */
+	for (int i = 0; i < 10; i++) {	/* busy for 4 s */
 		send_line(r->fd, "{\"cmd\":\"status\"}");
 		ck_assert_int_eq(read_line(r), 1);
 		ck_assert_ptr_nonnull(strstr(r->line, "\"ok\":true"));
@@ -1577,17 +1579,20 @@ START_TEST(test_out_of_fds_operator_served)
 	snprintf(before, sizeof(before), "%s", fd_list(hub.pid));
 	ck_assert_int_eq(prlimit(hub.pid, RLIMIT_NOFILE, &none, NULL), 0);
 	for (int i = 0; i < 3; i++) {
-		hubctl_ok(&hub, &out, "-t", "5", "peers", (char *)NULL);
+		hubctl_ok(&hub, &out, "-t", "30", "peers", (char *)NULL);
 		ck_assert_msg(strstr(out, "echo") != NULL, "%s", out);
 		free(out);
 		/* the one kept is kept again, once hubd has seen the client
 		 * go (it closes the client's fd, then takes the spare anew:
-		 * a look in between sees the fd free) */
-		fd = settled_free_fd(hub.pid);
+		 * a look in between sees the fd free); a spare given up stays
+		 * free for good */
+		for (double end = now_s() + 30;
+		     (fd = lowest_free_fd(hub.pid)) != free_fd && now_s() < end;)
+			sleep_ms(50);
 		ck_assert_msg(fd == free_fd, "lowest free fd %d, was %d;%s; before:%s", fd,
 			      free_fd, fd_list(hub.pid), before);
 	}
-	hubctl_ok(&hub, &out, "-t", "5", "stop", "echo", (char *)NULL);
+	hubctl_ok(&hub, &out, "-t", "30", "stop", "echo", (char *)NULL);
 	free(out);
 	ck_assert_int_eq(prlimit(hub.pid, RLIMIT_NOFILE, &old, NULL), 0);
 	ck_assert_int_eq(hub_stop(&hub), 0);
@@ -2028,6 +2033,24 @@ decimals_of(const char *s, const char *key)
 	return n;
 }
 
+/* Waits (30 s) until hubd has seen a heartbeat of guest name's (its
+ * heartbeat_age_ms is a number, not null); asserts it. */
+static void
+wait_heartbeat_seen(const char *name)
+{
+	json_object *p = NULL;
+
+	for (double end = now_s() + 30; now_s() < end; sleep_ms(50)) {
+		json_object_put(p);
+		p = hub_peer(&hub, name);
+		if (json_get(p, "heartbeat_age_ms") != NULL)
+			break;
+	}
+	ck_assert_msg(json_get(p, "heartbeat_age_ms") != NULL, "no heartbeat of %s seen: %s",
+		      name, json_object_to_json_string(p));
+	json_object_put(p);
+}
+
 /* JSON as people and scripts like it: slashes as they are, durations to
  * the millisecond (heartbeat ages to the microsecond), from hubd (a raw
  * client) and from hubctl -j alike. */
@@ -2040,7 +2063,7 @@ START_TEST(test_json_plain)
 	ssize_t n;
 
 	hub_start_up(&hub, NULL, GUEST_ECHO, "echo");
-	sleep_ms(1200);		/* a heartbeat seen */
+	wait_heartbeat_seen("echo");
 	fd = hub_client(&hub, 10);
 	ck_assert_int_eq(write(fd, "{\"cmd\":\"status\"}\n{\"cmd\":\"peers\"}\n", 33), 33);
 	while (count_of(line, "\n") < 2 && (n = read(fd, line + len, sizeof(line) - 1 - len)) > 0) {
