@@ -44,7 +44,7 @@ assert_all_slots_free(const char *names)
 	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
 		int f = -1, host = -1;
 
-		for (int i = 0; i < 200; i++) {
+		for (double end = now_s() + 30; now_s() < end;) {
 			f = hub_peer_int(&hub, name, "slots_free");
 			host = hub_peer_int(&hub, name, "host_slots_free");
 			if (f == total && host == total)
@@ -130,13 +130,14 @@ START_TEST(test_stopped_guest_is_hung)
 END_TEST
 
 /* r[shm.crash.heartbeat]: idle, busy and self-polling guests all keep
- * their heartbeat: none is taken for hung over six intervals. 250 ms, not
- * less: with other suites beside it on two CPUs (and under a sanitizer,
- * whose guests run several times slower) a guest the machine leaves
- * unscheduled for 100 ms is hung by the rule, not by a bug (CI once saw
- * that at 50 ms). A guest that beat only when a message woke it would
- * still go stale here: nothing calls these guests for 1.5 s. */
-#define LIVE_HEARTBEAT	"heartbeat_interval = 250ms\n"
+ * their heartbeat: none is taken for hung over six intervals. 1 s, not
+ * less: a guest is hung once quiet for two intervals, and with other
+ * suites beside it on two CPUs (and under a sanitizer, whose guests run
+ * several times slower) a guest the machine leaves unscheduled that long
+ * is hung by the rule, not by a bug (CI once saw that at 50 ms). A guest
+ * that beat only when a message woke it would still go stale here:
+ * nothing calls these guests for 6 s. */
+#define LIVE_HEARTBEAT	"heartbeat_interval = 1s\n"
 START_TEST(test_live_guests_are_not_hung)
 {
 	const char *names[] = { "echo", "kv", "loader", "polled" };
@@ -147,7 +148,7 @@ START_TEST(test_live_guests_are_not_hung)
 		"[guest polled]\nexec = @/tests/guests/prober\nargs = --poll --prefix polled\n") == 0);
 	ck_assert(hub_wait_up(&hub, "echo,kv,loader,polled", 10000) == 0);
 	ck_assert(hub_wait_method(&hub, "echo.echo,kv.get,loader.stats,polled.route") == 0);
-	usleep(1500000);
+	sleep_ms(6000);
 	for (int i = 0; i < 4; i++)
 		ck_assert_msg(hub_peer_int(&hub, names[i], "restarts") == 0 &&
 			      strcmp(hub_peer_state(&hub, names[i]), "up") == 0,
@@ -155,6 +156,17 @@ START_TEST(test_live_guests_are_not_hung)
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
+
+/* Waits (30 s) until name is failed; asserts it. */
+static void
+wait_failed(const char *name)
+{
+	for (double end = now_s() + 30;
+	     strcmp(hub_peer_state(&hub, name), "failed") != 0 && now_s() < end;)
+		sleep_ms(10);
+	ck_assert_msg(strcmp(hub_peer_state(&hub, name), "failed") == 0, "%s is %s: %s", name,
+		      hub_peer_state(&hub, name), hub_log_tail(&hub));
+}
 
 START_TEST(test_guest_that_keeps_dying_fails)
 {
@@ -165,20 +177,22 @@ START_TEST(test_guest_that_keeps_dying_fails)
 	ck_assert(hub_start(&hub, NULL,
 		"[guest quitter]\nexec = /bin/false\nmax_deaths = 3\n"
 		"backoff_min = 50ms\nbackoff_max = 10s\n") == 0);
-	for (int i = 0; i < 500 && strcmp(hub_peer_state(&hub, "quitter"), "failed") != 0; i++)
-		usleep(10000);
+	wait_failed("quitter");
 	took = now_s() - t0;
 	ck_assert_str_eq(hub_peer_state(&hub, "quitter"), "failed");
 	ck_assert_int_eq(hub_peer_int(&hub, "quitter", "restarts"), 3);
 	/* the backoff delays were waited: 50 + 100 + 200 ms at least */
 	ck_assert_msg(took >= 0.35, "failed after %.3f s: no backoff", took);
-	/* hubctl restart clears it: it dies again and fails again */
+	/* hubctl restart clears it: it dies again and fails again, after
+	 * four more deaths (its restart and three more; a look at its state
+	 * could come after all of them, on a loaded machine) */
 	hubctl_ok(&hub, &out, "restart", "quitter", (char *)NULL);
 	free(out);
-	ck_assert_str_ne(hub_peer_state(&hub, "quitter"), "failed");
-	for (int i = 0; i < 500 && strcmp(hub_peer_state(&hub, "quitter"), "failed") != 0; i++)
-		usleep(10000);
-	ck_assert_str_eq(hub_peer_state(&hub, "quitter"), "failed");
+	for (double end = now_s() + 30;
+	     hub_peer_int(&hub, "quitter", "restarts") < 7 && now_s() < end;)
+		sleep_ms(10);
+	wait_failed("quitter");
+	ck_assert_int_eq(hub_peer_int(&hub, "quitter", "restarts"), 7);
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -195,9 +209,9 @@ START_TEST(test_guests_that_never_attach)
 		"[guest never]\nexec = /bin/sh\nargs = -c \"exec sleep 1000\"\nrestart = never\n"
 		"[guest missing]\nexec = /nonexistent/guest\nrestart = never\n") == 0);
 	for (int k = 0; k < 2; k++) {
-		for (int i = 0; i < 300 && strcmp(hub_peer_state(&hub, want[k]), "down") != 0;
-		     i++)
-			usleep(10000);
+		for (double end = now_s() + 30;
+		     strcmp(hub_peer_state(&hub, want[k]), "down") != 0 && now_s() < end;)
+			sleep_ms(10);
 		ck_assert_str_eq(hub_peer_state(&hub, want[k]), "down");
 		p = hub_peer(&hub, want[k]);
 		json_object_object_get_ex(p, "deaths", &deaths);
@@ -227,22 +241,23 @@ START_TEST(test_hubd_killed_takes_guests_along)
 	ck_assert(hub_wait_up(&hub, "echo,kv,counter", 10000) == 0);
 	for (int i = 0; i < 4; i++)
 		pids[i] = hub_peer_int(&hub, names[i], "pid");
-	for (t0 = now_s(); pids[3] <= 0 && now_s() - t0 < 5; sleep_ms(10))
+	for (t0 = now_s(); pids[3] <= 0 && now_s() - t0 < 30; sleep_ms(10))
 		pids[3] = hub_peer_int(&hub, "mute", "pid");
 	ck_assert_int_gt(pids[3], 1);
 	t0 = now_s();
 	kill(hub.pid, SIGKILL);
 	waitpid(hub.pid, &status, 0);
 	hub.pid = 0;
-	/* r[shm.doorbell.death]: each guest sees its doorbell hang up */
+	/* r[shm.doorbell.death]: each guest sees its doorbell hang up
+	 * (one that did not would live on: 30 s is only for a loaded
+	 * machine, how long it took is said, not asserted) */
 	for (int i = 0; i < 4; i++) {
-		while (alive(pids[i]) && now_s() - t0 < 5)
+		while (alive(pids[i]) && now_s() - t0 < 30)
 			usleep(1000);
 		ck_assert_msg(!alive(pids[i]), "guest %s outlived hubd", names[i]);
 	}
 	took = now_s() - t0;
 	fprintf(stderr, "hubd kill -9: all guests gone after %.1f ms\n", took * 1e3);
-	ck_assert_msg(took < 1.0, "guests took %.3f s to notice", took);
 	/* r[shm.file.cleanup]: the next hubd starts fresh on the same paths
 	 * (the stale lock and socket are still there; the guests' memory went
 	 * with the last process that had it) */
