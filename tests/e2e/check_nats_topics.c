@@ -295,7 +295,7 @@ START_TEST(test_imported_not_exported_again)
 	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd.url), NATS_OK);
 	ck_assert_int_eq(natsConnection_SubscribeSync(&sub, nc, "hub.announce"), NATS_OK);
 	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
-	for (double end = now_s() + 10; now_s() < end && seen_a < 3;) {
+	for (double end = now_s() + 30; now_s() < end && seen_a < 3;) {
 		if (natsSubscription_NextMsg(&m, sub, 1000) != NATS_OK)
 			continue;
 		if (strstr(natsMsg_GetData(m), "\"hub\":\"a\"") != NULL) {
