@@ -119,7 +119,7 @@ END_TEST
 START_TEST(test_queue_group_shares_and_survives_a_kill)
 {
 	char *answer;
-	pid_t pid;
+	pid_t pid, bridge;
 	int rfd;
 
 	natsd_start(&natsd[0]);
@@ -139,6 +139,7 @@ START_TEST(test_queue_group_shares_and_survives_a_kill)
 	ck_assert_uint_gt(hub_peer_int(&hub_b, "sl", "calls_in"), 0);
 	ck_assert_uint_gt(hub_peer_int(&hub_b2, "sl", "calls_in"), 0);
 	/* b1 killed under load */
+	bridge = hub_peer_int(&hub_b, "nats", "pid");
 	pid = nh_load_in_child(&hub_a, "sl.echo", "3000", &rfd);
 	sleep_ms(150);
 	kill(hub_b.pid, SIGKILL);
@@ -146,7 +147,12 @@ START_TEST(test_queue_group_shares_and_survives_a_kill)
 	answer = nh_child_answer(pid, rfd);
 	nh_all_ended(answer, 3000);
 	ck_assert_msg(nh_load_count(answer, "ok=") > 0, "load: %s; %s", answer, hub_log_tail(&hub_a));
-	/* b2 serves all of it from now on */
+	/* b2 serves all of it from now on: once b1's bridge, which follows
+	 * its hubd, is gone from NATS (alive, it took a batch and left it
+	 * to time out: 64 calls under load) */
+	for (double end = now_s() + 30; alive(bridge) && now_s() < end;)
+		sleep_ms(20);
+	ck_assert_msg(!alive(bridge), "b1's bridge outlived its hubd");
 	pid = nh_load_in_child(&hub_a, "sl.echo", "200", &rfd);
 	answer = nh_child_answer(pid, rfd);
 	ck_assert_msg(strcmp(answer, "ok=200") == 0, "load: %s", answer);
