@@ -20,6 +20,7 @@
 
 #define ERRSTR(r)	((r) < 0 ? strerror(-(r)) : "ok")
 #define NCHILD		2
+#define WAKE_TRIES_S	30	/* the waiters' own wait is longer */
 
 /* Children a test forks; the checked teardown kills and reaps them, and
  * PR_SET_PDEATHSIG kills them if the test process dies first. */
@@ -63,7 +64,7 @@ spawn_waiter(int n)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		struct timespec ts = { 10, 0 };
+		struct timespec ts = { 2 * WAKE_TRIES_S, 0 };
 		int r;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -145,10 +146,13 @@ on_alarm(int sig)
 	(void)sig;
 }
 
+/* The alarm repeats every 20 ms: a lone one could fire before the wait
+ * began (the test preempted in between on a loaded machine), and the
+ * wait then ran into its timeout. */
 START_TEST(test_wait_interrupted_is_eintr)
 {
 	struct sigaction sa;
-	struct itimerval it = { { 0, 0 }, { 0, 20000 } };
+	struct itimerval it = { { 0, 20000 }, { 0, 20000 } }, off = { { 0, 0 }, { 0, 0 } };
 	struct timespec ts = { 5, 0 };
 	int ret;
 
@@ -158,27 +162,39 @@ START_TEST(test_wait_interrupted_is_eintr)
 	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
 	ck_assert_int_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
 	ret = hp_futex_wait(&shared[0], 0, &ts);
+	/* off before the default action (death) is back */
+	ck_assert_int_eq(setitimer(ITIMER_REAL, &off, NULL), 0);
 	signal(SIGALRM, SIG_DFL);
 	ck_assert_msg(ret == -EINTR, "wait: %d (%s)", ret, ERRSTR(ret));
 }
 END_TEST
 
+/* Wakes up to n waiters on shared[0], with hp_futex_wake(nr), until n
+ * were woken: a wake finds a child only once it sleeps, however long a
+ * loaded machine takes to run it that far (WAKE_TRIES_S at most). */
+static void
+wake_until(int n, int nr)
+{
+	uint64_t end = hp_now_ns() + WAKE_TRIES_S * HP_NS_PER_S;
+	int tries = 0, woken = 0, ret;
+
+	for (; woken < n && hp_now_ns() < end; tries++) {
+		ret = hp_futex_wake(&shared[0], nr);
+		ck_assert_msg(ret >= 0, "wake: %d (%s)", ret, ERRSTR(ret));
+		woken += ret;
+		if (woken < n)
+			usleep(1000);
+	}
+	ck_assert_msg(woken == n, "woke %d of %d after %d tries in %d s", woken, n, tries,
+		      WAKE_TRIES_S);
+}
+
 /* r[shm.wakeup.consumer-wait]: a waiter in another process is woken
  * through the shared word (no FUTEX_PRIVATE_FLAG). */
 START_TEST(test_wake_other_process)
 {
-	int i, woken = 0, ret;
-
 	spawn_waiter(0);
-	/* wake returns 1 once the child sleeps; until then 0. */
-	for (i = 0; i < 5000 && woken == 0; i++) {
-		ret = hp_futex_wake(&shared[0], 1);
-		ck_assert_msg(ret >= 0, "wake: %d (%s)", ret, ERRSTR(ret));
-		woken += ret;
-		if (woken == 0)
-			usleep(1000);
-	}
-	ck_assert_msg(woken == 1, "woke %d after %d tries", woken, i);
+	wake_until(1, 1);
 	reap(0);
 	ck_assert_int_eq((int)hp_load_acquire_u32(&shared[1]), 0);
 }
@@ -187,18 +203,9 @@ END_TEST
 /* INT32_MAX wakes every waiter. */
 START_TEST(test_wake_all)
 {
-	int i, woken = 0, ret;
-
 	spawn_waiter(0);
 	spawn_waiter(1);
-	for (i = 0; i < 5000 && woken < 2; i++) {
-		ret = hp_futex_wake(&shared[0], INT32_MAX);
-		ck_assert_msg(ret >= 0, "wake: %d (%s)", ret, ERRSTR(ret));
-		woken += ret;
-		if (woken < 2)
-			usleep(1000);
-	}
-	ck_assert_msg(woken == 2, "woke %d after %d tries", woken, i);
+	wake_until(2, INT32_MAX);
 	reap(0);
 	reap(1);
 }
@@ -220,7 +227,7 @@ suite_futex(void)
 	tcase_add_test(tc, test_wait_interrupted_is_eintr);
 	tcase_add_test(tc, test_wake_other_process);
 	tcase_add_test(tc, test_wake_all);
-	tcase_set_timeout(tc, 20);
+	tcase_set_timeout(tc, 3 * WAKE_TRIES_S);
 	suite_add_tcase(s, tc);
 	return s;
 }
