@@ -18,6 +18,8 @@
 #include "proto/doorbell.h"
 
 #define ERRSTR(r)	((r) < 0 ? strerror(-(r)) : "ok")
+/* a wait for another process: as long as a loaded machine may take */
+#define PEER_WAIT_MS	30000
 
 static int fds[2] = { -1, -1 };
 static pid_t child = -1;
@@ -203,20 +205,19 @@ fork_peer(void)
 	return 0;
 }
 
+/* The wait ends with -EPIPE: it saw the death, however long a loaded
+ * machine took to get the child there (a wait that missed it times out
+ * with 0). */
 START_TEST(test_peer_process_dies)
 {
-	int64_t t0, dt;
 	int ret;
 
 	if (fork_peer()) {
 		usleep(50000);
 		_exit(0);	/* the kernel closes fds[1] */
 	}
-	t0 = (int64_t)(hp_now_ns() / HP_NS_PER_MS);
-	ret = hp_doorbell_wait(fds[0], 10000);
-	dt = (int64_t)(hp_now_ns() / HP_NS_PER_MS) - t0;
+	ret = hp_doorbell_wait(fds[0], PEER_WAIT_MS);
 	ck_assert_msg(ret == -EPIPE, "wait: %d (%s)", ret, ERRSTR(ret));
-	ck_assert_msg(dt < 5000, "death seen after %lld ms", (long long)dt);
 	waitpid(child, NULL, 0);
 	child = -1;
 }
@@ -232,13 +233,13 @@ START_TEST(test_wakes_both_ways_then_death)
 	if (fork_peer()) {
 		if (hp_doorbell_signal(fds[1]) != 0)
 			_exit(1);
-		if (hp_doorbell_wait(fds[1], 10000) != 1)
+		if (hp_doorbell_wait(fds[1], PEER_WAIT_MS) != 1)
 			_exit(2);
 		_exit(0);	/* the kernel closes fds[1] */
 	}
-	ck_assert_int_eq(hp_doorbell_wait(fds[0], 10000), 1);
+	ck_assert_int_eq(hp_doorbell_wait(fds[0], PEER_WAIT_MS), 1);
 	ck_assert_int_eq(hp_doorbell_signal(fds[0]), 0);
-	ck_assert_int_eq(hp_doorbell_wait(fds[0], 10000), -EPIPE);
+	ck_assert_int_eq(hp_doorbell_wait(fds[0], PEER_WAIT_MS), -EPIPE);
 	ck_assert_int_eq(waitpid(child, &status, 0), child);
 	child = -1;
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -316,7 +317,7 @@ suite_doorbell(void)
 	tcase_add_test(tc, test_peer_shutdown_write);
 	tcase_add_test(tc, test_wait_interrupted);
 	tcase_add_test(tc, test_bad_fd);
-	tcase_set_timeout(tc, 20);
+	tcase_set_timeout(tc, 3 * PEER_WAIT_MS / 1000);
 	suite_add_tcase(s, tc);
 	return s;
 }
