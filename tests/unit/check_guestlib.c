@@ -35,6 +35,9 @@ static uint64_t heartbeat_ns;	/* the next attach()'s heartbeat_interval */
 static uint32_t credit_window;	/* the next attach()'s initial_credit, 0: the default */
 static int spec_host;		/* the next attach()'s host announces no extension */
 
+/* a wait for the test's own thread to sleep: as long as load may make it */
+#define SLEEP_WAIT_MS	30000
+
 static void
 name_files(void)
 {
@@ -441,11 +444,48 @@ START_TEST(test_heartbeat_while_waiting_for_credit)
 }
 END_TEST
 
+/* A thread of this process, by its id, and the state /proc last gave it
+ * ('S': asleep), for a thread that acts once the guest's thread sleeps. */
+struct sleeper {
+	pid_t	tid;
+	char	state;
+};
+
+static char
+thread_state(pid_t tid)
+{
+	char buf[256], *paren;
+	ssize_t n;
+	int fd;
+
+	/* no stdio: its malloc could wait on a lock the sleeper holds */
+	snprintf(buf, sizeof(buf), "/proc/self/task/%d/stat", (int)tid);
+	if ((fd = open(buf, O_RDONLY)) < 0)
+		return '?';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	return paren != NULL && paren[1] == ' ' ? paren[2] : '?';
+}
+
+/* Until s->tid sleeps, however long a loaded machine takes it there
+ * (SLEEP_WAIT_MS at most; the test checks s->state after). */
+static void
+wait_asleep(struct sleeper *s)
+{
+	uint64_t end = hp_now_ns() + SLEEP_WAIT_MS * HP_NS_PER_MS;
+
+	while ((s->state = thread_state(s->tid)) != 'S' && hp_now_ns() < end)
+		usleep(1000);
+}
+
 static void *
 grant_later(void *arg)
 {
-	(void)arg;
-	usleep(100000);		/* the sender is asleep by now */
+	wait_asleep(arg);	/* the sender, out of credit */
 	hp_chan_grant(&hview.chans[2], 64);
 	hp_endpoint_notify_credit(&host, &hview.chans[2].granted_total);
 	return NULL;
@@ -453,10 +493,11 @@ grant_later(void *arg)
 
 /* r[shm.flow.zero-credit] r[shm.wakeup.credit-wait]: a sender out of credit
  * sleeps until the receiver grants more, and the grant's wake ends its
- * wait (a lost wake would run into the 10 s timeout). */
+ * wait (a lost wake would run into the timeout, twice SLEEP_WAIT_MS). */
 START_TEST(test_grant_wakes_a_sender_out_of_credit)
 {
 	struct guest_stats st = { .size = sizeof(st) };
+	struct sleeper sender = { .tid = gettid() };
 	struct guest *g;
 	uint8_t item[8] = { 0 };
 	pthread_t th;
@@ -467,9 +508,10 @@ START_TEST(test_grant_wakes_a_sender_out_of_credit)
 	host_init();
 	ck_assert_int_eq(hp_chan_activate(&hview.chans[2], seg.params.initial_credit), 0);
 	hp_store_release_u32(&hview.chans[2].granted_total, 0);
-	ck_assert_int_eq(pthread_create(&th, NULL, grant_later, NULL), 0);
-	rc = guest_chan_send(g, 2, item, sizeof(item), 10000);
+	ck_assert_int_eq(pthread_create(&th, NULL, grant_later, &sender), 0);
+	rc = guest_chan_send(g, 2, item, sizeof(item), 2 * SLEEP_WAIT_MS);
 	pthread_join(th, NULL);
+	ck_assert_msg(sender.state == 'S', "the sender never slept: state %c", sender.state);
 	ck_assert_int_eq(rc, 0);
 	guest_get_stats(g, &st);
 	ck_assert_uint_eq(st.credit_waits, 1);
@@ -480,8 +522,8 @@ START_TEST(test_grant_wakes_a_sender_out_of_credit)
 }
 END_TEST
 
-/* Answers the guest's first request through the host's end, once it has
- * had time to fall asleep waiting for it. */
+/* Answers the guest's first request through the host's end, once the
+ * caller (arg, a struct sleeper) sleeps waiting for it. */
 static void *
 answer_later(void *arg)
 {
@@ -489,13 +531,12 @@ answer_later(void *arg)
 	const char *rule;
 	int rc;
 
-	(void)arg;
 	while ((rc = hp_endpoint_recv(&host, &m, &rule)) == -EAGAIN)
 		usleep(1000);
 	if (rc != 0)
 		return NULL;	/* the guest waits on: the test times out */
 	hp_endpoint_release(&host, &m);
-	usleep(100000);		/* the caller is asleep by now */
+	wait_asleep(arg);
 	host_answer(m.desc.id, NULL);
 	return NULL;
 }
@@ -509,6 +550,7 @@ answer_later(void *arg)
 START_TEST(test_host_without_doorbell_bytes)
 {
 	struct guest_stats st = { .size = sizeof(st) };
+	struct sleeper caller = { .tid = gettid() };
 	int spy[2];
 	struct guest *g;
 	pthread_t th;
@@ -520,9 +562,10 @@ START_TEST(test_host_without_doorbell_bytes)
 	hp_peer_view_host(&seg, 1, &hview);
 	ck_assert_int_eq(hp_endpoint_init_host(&host, &seg, &hview, spy[0],
 			 hp_load_acquire_u32(&hview.entry->guest_features), NULL), 0);
-	ck_assert_int_eq(pthread_create(&th, NULL, answer_later, NULL), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, answer_later, &caller), 0);
 	rc = guest_call(g, "hub.ping", NULL, 0, NULL, 0, NULL, -1);
 	pthread_join(th, NULL);
+	ck_assert_msg(caller.state == 'S', "the caller never slept: state %c", caller.state);
 	ck_assert_int_eq(rc, 0);
 	guest_get_stats(g, &st);
 	ck_assert_uint_ge(st.sleeps, 1);
@@ -1400,7 +1443,7 @@ suite_guestlib(void)
 	tc = tcase_create("owed");
 	tcase_add_unchecked_fixture(tc, name_files, remove_files);
 	tcase_add_checked_fixture(tc, NULL, remove_files);
-	tcase_set_timeout(tc, 15);
+	tcase_set_timeout(tc, 3 * SLEEP_WAIT_MS / 1000);
 	tcase_add_test(tc, test_heartbeat_while_waiting_for_credit);
 	tcase_add_test(tc, test_grant_wakes_a_sender_out_of_credit);
 	tcase_add_test(tc, test_host_without_doorbell_bytes);
