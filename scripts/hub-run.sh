@@ -28,7 +28,7 @@ hubd, checks no guest outlived it and removes what it made.
                  a guest [guest name] with exec (and args); repeatable;
                  -c or -g at least once
   -w method      wait until method is registered first; repeatable
-  -t seconds     how long to wait for the hub to be ready (default 10)
+  -t seconds     how long to wait for the hub to be ready (default 30)
   -v             print hubd's log on stderr after the command, always
   -h             this help
 environment:
@@ -49,7 +49,7 @@ die() {
 	exit 125
 }
 
-conf= guests= waits= timeout=10 verbose=0
+conf= guests= waits= timeout=30 verbose=0
 while getopts c:g:w:t:vh opt; do
 	case $opt in
 	c) [ -r "$OPTARG" ] || die "$OPTARG: cannot read it"; conf=$OPTARG ;;
@@ -105,8 +105,9 @@ sock=$tmp/hub.sock
 log=$tmp/hubd.log
 hubd_pid= cmd_pid= pids=
 
-# Stops hubd (SIGTERM, SIGKILL after 10 s), then checks that no guest
-# lives on; 0 if all went cleanly.
+# Stops hubd (SIGTERM, SIGKILL after 30 s), then checks that no guest
+# lives on (30 s at most); 0 if all went cleanly. Generous: a loaded
+# machine may take that long to run a few processes.
 stop_hub() {
 	clean=0
 	[ -n "$hubd_pid" ] || return 0
@@ -115,12 +116,12 @@ stop_hub() {
 		grep -o '"pid":[0-9]*' | sed 's/.*://')"
 	kill -TERM "$hubd_pid" 2>/dev/null
 	n=0
-	while kill -0 "$hubd_pid" 2>/dev/null && [ $n -lt 200 ]; do
+	while kill -0 "$hubd_pid" 2>/dev/null && [ $n -lt 600 ]; do
 		sleep 0.05
 		n=$((n + 1))
 	done
 	if kill -0 "$hubd_pid" 2>/dev/null; then
-		echo "$prog: hubd did not stop in 10 s: killed" >&2
+		echo "$prog: hubd did not stop in 30 s: killed" >&2
 		kill -KILL "$hubd_pid" 2>/dev/null
 		clean=1
 	fi
@@ -130,7 +131,7 @@ stop_hub() {
 	[ $clean -ne 0 ] || [ $rc -eq 0 ] || { echo "$prog: hubd exited with status $rc" >&2; clean=1; }
 	# guests die with hubd (their parent-death signal), and are reaped by init
 	n=0 left=
-	while [ $n -lt 60 ]; do
+	while [ $n -lt 600 ]; do
 		left=
 		for p in $pids; do
 			st=$(sed 's/.*) \(.\).*/\1/' "/proc/$p/stat" 2>/dev/null) || continue

@@ -60,6 +60,12 @@ class HubError(AssertionError):
     """The hub did not start, answer or stop as it should."""
 
 
+# How long a wait (the Hub's timeout by default) and a stop may take: what
+# a loaded machine (a CI runner's two CPUs shared with other tests) needs
+# to run a few processes, not what an idle one does; polled, never slept.
+WAIT_S = 30
+
+
 _C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\r": "\\r", "\v": "\\v"}
 
 
@@ -143,7 +149,7 @@ class Hub:
     methods to wait for until they are registered (a guest is up once it
     attached, before it registered its methods)."""
 
-    def __init__(self, guests, keys="", up=(), wait=(), build=None, timeout=10):
+    def __init__(self, guests, keys="", up=(), wait=(), build=None, timeout=WAIT_S):
         self.hubd, self.hubctl, self.libguest = find_programs(build)
         self.up, self.waits, self.timeout = tuple(up), tuple(wait), timeout
         self.dir = tempfile.mkdtemp(prefix="hubtest-%d-" % next(_n))
@@ -312,7 +318,7 @@ class Hub:
 
     def wait(self, cond, what, timeout=None):
         """Polls cond() until it is true (its value), hubd gone or the
-        timeout (the Hub's, 10 s by default) passed: HubError."""
+        timeout (the Hub's, WAIT_S by default) passed: HubError."""
         timeout = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         while True:
@@ -341,7 +347,7 @@ class Hub:
                   "methods %s" % (names,), timeout)
 
     def stop(self):
-        """SIGTERM, then SIGKILL after a few seconds; checks that hubd
+        """SIGTERM, then SIGKILL after WAIT_S; checks that hubd
         exited with 0, that the lock is gone and that no guest lives on."""
         if self.proc is None:
             return
@@ -351,7 +357,7 @@ class Hub:
             pass
         self.proc.send_signal(signal.SIGTERM)
         try:
-            rc = self.proc.wait(8)
+            rc = self.proc.wait(WAIT_S)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -362,7 +368,7 @@ class Hub:
         tail = self.log().rsplit("stopping", 1)[-1]
         _check("killed by signal" not in tail, "a guest was killed at stop:%s" % tail)
         _check(not os.path.exists(self.sock + ".lock"), "lock left behind")
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + WAIT_S
         while any(alive(p) for p in self.pids) and time.monotonic() < deadline:
             time.sleep(0.05)
         left = [p for p in self.pids if alive(p)]
