@@ -383,7 +383,9 @@ watch(void *arg)
 	struct hp_peer_entry *e = hp_segment_peer(&seg, 1);
 
 	while (!atomic_load(&w->stop)) {
-		uint64_t beat = hp_load_relaxed_u64(&e->last_heartbeat), now = hp_now_ns();
+		/* the time first: the watcher preempted between the two
+		 * reads sees a newer beat, not a staler one */
+		uint64_t now = hp_now_ns(), beat = hp_load_relaxed_u64(&e->last_heartbeat);
 
 		if (now > beat && now - beat > w->worst)
 			w->worst = now - beat;
