@@ -46,6 +46,7 @@ wire(struct guest *g)
 static void	sigterm_install(struct guest *g);
 static int	own_loop_fd(struct guest *g);
 static void	sigterm_remove(struct guest *g);
+static void	release(struct guest *g);
 
 /* What an attached guest needs before it runs: its eventfd and guest_fd's
  * epoll set, the heartbeat, the tables of calls and channels, SIGTERM.
@@ -149,7 +150,8 @@ guest_attach(int argc, char *const argv[], struct guest **gp, const char **why)
 		goto fail_lanes;
 	}
 	if ((rc = attached(g, why)) != 0) {
-		guest_detach(g);
+		release(g);
+		free(g);
 		return rc;
 	}
 	/* 7: tell the host we are here (r[shm.doorbell.signal]) */
@@ -196,6 +198,8 @@ guest_peer_id(const struct guest *g)
 int
 guest_fd(struct guest *g)
 {
+	if (lg_detached(g))
+		return -ENOTCONN;
 	/* the plugin's loop sleeps on it from now on: every libguest wait
 	 * that sleeps leaves it rung for the next message, as
 	 * guest_service does */
@@ -216,6 +220,8 @@ guest_get_stats(const struct guest *g, struct guest_stats *s)
 
 	if (n < offsetof(struct guest_stats, calls_in) + sizeof(s->calls_in))
 		return -EINVAL;
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(locked);
 	own = g->stats;
 	own.wakes = g->ep.stats.wakes;
@@ -268,6 +274,8 @@ guest_goodbye_reason(const struct guest *g)
 int
 guest_service(struct guest *g)
 {
+	if (lg_detached(g))
+		return -ENOTCONN;
 	return g->rt->service(g);
 }
 
@@ -276,6 +284,8 @@ guest_service_wait(struct guest *g, int timeout_ms)
 {
 	struct timeout t = { timeout_ms, 0 };
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	return g->rt->service_wait(g, &t);
 }
 
@@ -286,6 +296,8 @@ guest_stop(struct guest *g)
 	/* release: pairs with the acquire loads of guest_run (runtime_callback.c)
 	 * and the microthread service (runtime_mt.c), which then see what the
 	 * stopping thread wrote before; the wake below ends their sleep */
+	if (lg_detached(g))
+		return;		/* nothing runs to stop */
 	atomic_store_explicit(&g->stop, 1, memory_order_release);
 	g->rt->stop(g);
 }
@@ -346,11 +358,10 @@ sigterm_remove(struct guest *g)
 	atomic_compare_exchange_strong(&term_guest, &me, NULL);
 }
 
-void
-guest_detach(struct guest *g)
+/* Everything g holds but g itself: what detach and a failed attach end. */
+static void
+release(struct guest *g)
 {
-	if (g == NULL)
-		return;
 	if (g->view.entry != NULL) {
 		hp_endpoint_flush(&g->ep);
 		hp_endpoint_set_awake(&g->ep, 0);	/* no longer one of the hub's */
@@ -380,5 +391,24 @@ guest_detach(struct guest *g)
 	free(g->retired);
 	hp_idtab_free(&g->out);
 	lg_chans_free(&g->chans);
-	free(g);
+}
+
+/* The detached guests, kept (a few KB each, for the process's life) so
+ * that a handle used after guest_detach, or detached twice, finds a guest
+ * that refuses, not memory malloc gave to something else. */
+static struct guest *_Atomic detached;
+
+void
+guest_detach(struct guest *g)
+{
+	struct guest *head;
+
+	if (g == NULL || g->detached)
+		return;
+	release(g);
+	g->detached = 1;
+	head = atomic_load(&detached);
+	do
+		g->next_detached = head;
+	while (!atomic_compare_exchange_weak(&detached, &head, g));
 }

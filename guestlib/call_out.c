@@ -269,6 +269,8 @@ guest_call_async_with(struct guest *g, const char *method, const void *args,
 	struct hp_callmeta cm;
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	if ((rc = call_meta(g, opts, 0, &cm)) == 0)
 		rc = call_start(g, method, args, len, fn, ctx, call_id, NULL, 1, &cm);
@@ -289,6 +291,8 @@ guest_cancel(struct guest *g, uint32_t call_id)
 	struct out_call *c;
 	int rc = -ENOENT;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	if ((c = hp_idtab_find(&g->out, call_id)) != NULL)
 		rc = send_cancel(g, c);
@@ -417,6 +421,8 @@ guest_call_with(struct guest *g, const char *method, const void *args, size_t le
 
 	if (result_len != NULL)
 		*result_len = 0;	/* stays so unless an answer came */
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	/* the timeout is the call's deadline too */
 	if ((rc = call_meta(g, opts, timeout_ms >= 0 ?

@@ -238,6 +238,8 @@ guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 	uint32_t id;
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	if (n < 0 || (cs = chan_find(g, chan, &id)) == NULL) {
 		rc = n < 0 ? -EINVAL : chan_missing(chan);
@@ -295,6 +297,8 @@ chan_end_locked(struct guest *g, uint32_t chan, uint8_t type)
 {
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	rc = chan_end(g, chan, type);
 	g->rt->unlock(g);
@@ -320,6 +324,8 @@ guest_chan_open(struct guest *g, guest_item_fn on_item, guest_end_fn on_end,
 	struct lg_chans *cs = &g->chans;
 	int64_t id;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	id = hp_chan_open(cs->entries, cs->max, cs->side, cs->credit, &cs->cursor);
 	if (id >= 0)
@@ -335,6 +341,8 @@ guest_chan_open_send(struct guest *g)
 	struct lg_chans *cs = &g->chans;
 	int64_t id;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	id = hp_chan_open(cs->entries, cs->max, cs->side, cs->credit, &cs->cursor);
 	if (id >= 0)	/* r[shm.flow.initial] */
@@ -479,6 +487,8 @@ guest_chan_hold(struct guest *g, uint32_t chan)
 	uint32_t id;
 	int rc = 0;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	if ((cs = chan_find(g, chan, &id)) == NULL || !cs->rx[id].open)
 		rc = -ENOTCONN;
@@ -496,6 +506,8 @@ guest_chan_consumed(struct guest *g, uint32_t chan, size_t bytes)
 	uint32_t id;
 	int rc = 0;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	if ((cs = chan_find(g, chan, &id)) == NULL || !cs->rx[id].open) {
 		rc = -ENOTCONN;
@@ -520,6 +532,8 @@ guest_chan_accept(struct guest *g, uint32_t chan, guest_item_fn on_item,
 
 	if (on_item == NULL || on_end == NULL)
 		return -EINVAL;
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	if ((cs = chan_find(g, chan, &id)) == NULL) {
 		rc = chan_missing(chan);

@@ -80,8 +80,12 @@ GUEST_API int guest_attach(int argc, char *const argv[], struct guest **gp,
 			   const char **why);
 
 /* Clean detach (r[shm.guest.detach]): Goodbye state, pending calls failed,
- * unmapped, freed. Once, after the loop has returned (not from a handler
- * or a callback); g and its calls are gone after it. NULL: nothing. */
+ * unmapped, what it held freed. Once, after the loop has returned (not
+ * from a handler or a callback); its calls are gone after it. g stays a
+ * handle to nothing (a few KB kept until the process exits): a second
+ * guest_detach and guest_stop do nothing, guest_peer_id and
+ * guest_goodbye_reason answer as before, and every other function given
+ * it fails with -ENOTCONN. NULL: nothing. */
 GUEST_API void guest_detach(struct guest *g);
 
 /* This guest's peer id: the host's number for its entry (1 up to the
@@ -414,8 +418,8 @@ GUEST_API void guest_stop(struct guest *g);
 
 /* The reason the hub gave when it ended this guest (the spec rule it
  * broke, e.g. "shm.desc.msg-type"), "(undecodable goodbye)" if the Goodbye
- * did not decode, NULL if the hub did not end it. Valid until
- * guest_detach. A guest should print it, e.g.
+ * did not decode, NULL if the hub did not end it; after guest_detach
+ * too. A guest should print it, e.g.
  *	if (rc == -ECONNABORTED)
  *		fprintf(stderr, "echo: hub ended me: %s\n", guest_goodbye_reason(g)); */
 GUEST_API const char *guest_goodbye_reason(const struct guest *g);

@@ -424,7 +424,19 @@ struct guest {
 	char			goodbye[GOODBYE_MAX + 1];
 	struct guest_stats	stats;
 	struct lg_mt		*mt;		/* guest_run_mt is running */
+	/* guest_detach released all but this struct, kept as a handle to
+	 * nothing: a slip that uses g after it gets -ENOTCONN, not freed
+	 * memory (lg_detached) */
+	uint8_t			detached;
+	struct guest		*next_detached;	/* ... kept in a list: reachable */
 };
+
+/* g was detached: every entry that takes it refuses (-ENOTCONN). */
+static inline int
+lg_detached(const struct guest *g)
+{
+	return g->detached;
+}
 
 /* How long a guest_call_async past its way's bound waits for an answer
  * at most: calls that all wait at their callees (no answer for that

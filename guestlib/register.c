@@ -111,6 +111,8 @@ guest_register(struct guest *g, const char *name, const char *signature,
 {
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	rc = register_method(g, name, signature, fn, ctx);
 	g->rt->unlock(g);
@@ -126,6 +128,8 @@ guest_describe(struct guest *g, const char *method, const char *text)
 	const char *why;
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	method = method != NULL ? method : "";
 	text = text != NULL ? text : "";
 	if ((n = strlen(method)) > HP_METHOD_NAME_MAX)
@@ -165,6 +169,8 @@ guest_unregister(struct guest *g, const char *method)
 	char **grown;
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	if (method == NULL || (n = strlen(method)) == 0 || n > HP_METHOD_NAME_MAX)
 		return -ENOENT;
 	id = hp_method_id(method, n);

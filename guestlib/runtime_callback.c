@@ -277,6 +277,8 @@ guest_run(struct guest *g)
 {
 	int did, rc = 0;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->running++;	/* guest_stop ends its handlers' waits */
 	/* acquire: pairs with guest_stop's release */
 	while (rc == 0 && !atomic_load_explicit(&g->stop, memory_order_acquire)) {

@@ -447,6 +447,8 @@ guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 	struct lg_mt *m;
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	if (g->mt != NULL || mt_self() != NULL)
 		return -EBUSY;
 	if ((rc = mt_config(cfg, &dflt)) != 0)

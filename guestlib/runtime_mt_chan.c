@@ -181,6 +181,8 @@ guest_chan_reader(struct guest *g, uint32_t *chan, struct guest_mtchan **chp,
 	int64_t id;
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	if (g->mt == NULL)
 		return -EPERM;
 	/* the microthread first: a channel opened could not be taken back
@@ -209,6 +211,8 @@ guest_chan_accept_reader(struct guest *g, uint32_t chan, struct guest_mtchan **c
 	struct lg_bridge *b;
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	if (g->mt == NULL)
 		return -EPERM;
 	if ((rc = bridge_start(g, reader_main, chan, end, &b)) != 0)
@@ -255,6 +259,8 @@ guest_chan_writer(struct guest *g, uint32_t chan, struct guest_mtchan **chp)
 	struct lg_bridge *b;
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	if (g->mt == NULL)
 		return -EPERM;
 	if (chan == 0 || ((chan & LG_LANE_CHAN) == 0 && chan >= g->chans.max))

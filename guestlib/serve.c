@@ -325,6 +325,8 @@ guest_service_timeout_ms(const struct guest *g)
 	uint64_t now = hp_now_ns();
 	int ms;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	if (g->hb_interval == 0)
 		ms = -1;
 	else

@@ -419,6 +419,8 @@ guest_advertise(struct guest *g, const char *topic, const char *sig, unsigned fl
 {
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	rc = advertise(g, topic, sig, flags);
 	g->rt->unlock(g);
@@ -464,6 +466,8 @@ guest_publish(struct guest *g, const char *topic, const void *ev, size_t len)
 	struct lg_pub *p;
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	p = topic != NULL ? pub_by_name(g->topics, topic) : NULL;
 	rc = p == NULL || !p->mapped ? -ENOENT : publish(g, p, ev, len);
@@ -538,6 +542,8 @@ guest_subscribe(struct guest *g, const char *topic, unsigned policy, guest_event
 {
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	rc = subscribe(g, topic, policy, fn, ctx);
 	g->rt->unlock(g);
@@ -570,6 +576,8 @@ guest_unsubscribe(struct guest *g, int sub)
 {
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	rc = unsubscribe(g, sub);
 	g->rt->unlock(g);
@@ -626,6 +634,8 @@ guest_next_event(struct guest *g, int sub, void *buf, size_t cap, struct guest_e
 {
 	int rc;
 
+	if (lg_detached(g))
+		return -ENOTCONN;
 	g->rt->lock(g);
 	rc = next_event(g, sub, buf, cap, ev, timeout_ms);
 	g->rt->unlock(g);

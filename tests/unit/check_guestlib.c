@@ -1423,7 +1423,60 @@ START_TEST(test_pc_types)
 }
 END_TEST
 
+/* -- the caller's slips ------------------------------------------------------ */
+
+/* A plugin that detaches twice, or uses g after guest_detach, gets a
+ * no-op and -ENOTCONN: it was a double free, and calls read freed memory. */
+START_TEST(test_detached_handle_refuses)
+{
+	struct guest *g = attach();
+	struct guest_stats st = { .size = sizeof(st) };
+	struct guest_event ev;
+	uint8_t res[16], item[4] = { 0 };
+	size_t rlen = 1;
+
+	guest_detach(g);
+	ck_assert_uint_eq(hp_segment_peer(&seg, 1)->state, HP_PEER_GOODBYE);
+	guest_detach(g);	/* a no-op */
+	guest_stop(g);		/* nothing to stop */
+	ck_assert_int_eq(guest_call(g, "t.m", NULL, 0, res, sizeof(res), &rlen, 100), -ENOTCONN);
+	ck_assert_uint_eq(rlen, 0);
+	ck_assert_int_eq(guest_call_async(g, "t.m", NULL, 0, async_done, NULL, NULL), -ENOTCONN);
+	ck_assert_int_eq(guest_cancel(g, 1), -ENOTCONN);
+	ck_assert_int_eq(guest_register(g, "t.m", "->unit", noop, NULL), -ENOTCONN);
+	ck_assert_int_eq(guest_unregister(g, "t.m"), -ENOTCONN);
+	ck_assert_int_eq(guest_describe(g, NULL, "x"), -ENOTCONN);
+	ck_assert_int_eq(guest_run(g), -ENOTCONN);
+	ck_assert_int_eq(guest_run_mt(g, NULL), -ENOTCONN);
+	ck_assert_int_eq(guest_service(g), -ENOTCONN);
+	ck_assert_int_eq(guest_service_wait(g, 0), -ENOTCONN);
+	ck_assert_int_eq(guest_service_timeout_ms(g), -ENOTCONN);
+	ck_assert_int_eq(guest_fd(g), -ENOTCONN);
+	ck_assert_int_eq(guest_get_stats(g, &st), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_open_send(g), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_open(g, rx_item, rx_end, NULL), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_send(g, 2, item, sizeof(item), 0), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_close(g, 2), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_reset(g, 2), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_hold(g, 2), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_consumed(g, 2, 0), -ENOTCONN);
+	ck_assert_int_eq(guest_chan_accept(g, 2, rx_item, rx_end, NULL), -ENOTCONN);
+	ck_assert_int_eq(guest_advertise(g, "t.ev", "u64", 0), -ENOTCONN);
+	ck_assert_int_eq(guest_publish(g, "t.ev", item, sizeof(item)), -ENOTCONN);
+	ck_assert_int_eq(guest_subscribe(g, "t.ev", GUEST_DROP_OLDEST, NULL, NULL), -ENOTCONN);
+	ck_assert_int_eq(guest_unsubscribe(g, 1), -ENOTCONN);
+	ck_assert_int_eq(guest_next_event(g, 1, res, sizeof(res), &ev, 0), -ENOTCONN);
+	ck_assert_int_eq(guest_wait_method(g, "t.m", 0), -ENOTCONN);
+	/* what it was stays readable */
+	ck_assert_uint_eq(guest_peer_id(g), 1);
+	ck_assert_ptr_null(guest_goodbye_reason(g));
+	close(bell[0]);
+	hp_segment_close(&seg);
+}
+END_TEST
+
 Suite *suite_guestlib(void);
+
 Suite *
 suite_guestlib(void)
 {
@@ -1466,6 +1519,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_status_of_error_kinds);
 	tcase_add_test(tc, test_pc_bytes);
 	tcase_add_test(tc, test_pc_types);
+	tcase_add_test(tc, test_detached_handle_refuses);
 	suite_add_tcase(s, tc);
 	return s;
 }
