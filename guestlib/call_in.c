@@ -127,6 +127,8 @@ guest_reply(struct guest_call *c, const void *result, size_t len)
 	struct hp_response r = { .result = HP_RESULT_OK, .value = result,
 				 .value_len = len };
 
+	if (lg_buf_bad(result, len))
+		return -EINVAL;		/* unanswered: a right answer may follow */
 	return respond(c, &r);
 }
 

@@ -217,7 +217,7 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	int rc = 0;
 
 	/* a caller's slip, not a method nobody serves */
-	if (method == NULL || (args == NULL && len > 0))
+	if (method == NULL || lg_buf_bad(args, len))
 		return -EINVAL;
 	if (g->dead)
 		return g->dead;
@@ -423,6 +423,8 @@ guest_call_with(struct guest *g, const char *method, const void *args, size_t le
 		*result_len = 0;	/* stays so unless an answer came */
 	if (lg_detached(g))
 		return -ENOTCONN;
+	if (lg_buf_bad(result, cap))
+		return -EINVAL;
 	g->rt->lock(g);
 	/* the timeout is the call's deadline too */
 	if ((rc = call_meta(g, opts, timeout_ms >= 0 ?

@@ -240,9 +240,14 @@ guest_chan_send_batch(struct guest *g, uint32_t chan, const struct iovec *items,
 
 	if (lg_detached(g))
 		return -ENOTCONN;
+	if (n < 0 || lg_buf_bad(items, (size_t)n))
+		return -EINVAL;
+	for (int i = 0; i < n; i++)
+		if (lg_buf_bad(items[i].iov_base, items[i].iov_len))
+			return -EINVAL;
 	g->rt->lock(g);
-	if (n < 0 || (cs = chan_find(g, chan, &id)) == NULL) {
-		rc = n < 0 ? -EINVAL : chan_missing(chan);
+	if ((cs = chan_find(g, chan, &id)) == NULL) {
+		rc = chan_missing(chan);
 	} else {
 		/* a lane closed while we wait is freed only after */
 		if (cs->lane != NULL)

@@ -18,7 +18,10 @@
  * below cover the common shapes (strings, bytes, u64).
  *
  * Every function returns 0 (or a count) on success and -errno on failure;
- * nothing prints or exits. One thread drives a guest: handlers, callbacks
+ * nothing prints or exits. A buffer given as a pointer and a length (a
+ * call's arguments or result, a reply, a channel item, an event, the
+ * guest_pc_* helpers' buffers) may be NULL only with a length of 0: NULL
+ * with a length is refused with -EINVAL, and nothing is sent. One thread drives a guest: handlers, callbacks
  * and calls all run on the thread that runs the loop; under guest_run_mt
  * (below, "Microthreads") on its microthreads instead, which may call any
  * of these functions from any of the runtime's processors. No other
@@ -173,7 +176,9 @@ GUEST_API int guest_unregister(struct guest *g, const char *method);
  * A call is answered once: a second answer (any of the four) sends
  * nothing and returns -EALREADY, from the handler, its microthread or a
  * callback after the handler returned (for the last, until the guest has
- * answered 256 other calls since, when the call is freed). */
+ * answered 256 other calls since, when the call is freed). guest_reply
+ * with NULL result and len > 0: -EINVAL, nothing sent, the call still
+ * to be answered. */
 GUEST_API int guest_reply(struct guest_call *c, const void *result, size_t len);
 GUEST_API int guest_reply_error(struct guest_call *c, const char *message);
 /* Answers Err(Cancelled): the reply to a call given up on after Cancel. */
@@ -263,7 +268,8 @@ GUEST_API int guest_cancel(struct guest *g, uint32_t call_id);
  * microthread. A handler's call that waits when guest_stop comes (inside
  * guest_run or guest_service) ends at once with -ESHUTDOWN, and the
  * callee gets a Cancel, as on a timeout. -EINVAL, nothing sent, for a
- * NULL method or NULL args with len > 0 (guest_call_async too). */
+ * NULL method or NULL args with len > 0 (guest_call_async too), or NULL
+ * result with cap > 0. */
 GUEST_API int guest_call(struct guest *g, const char *method, const void *args,
 			 size_t len, void *result, size_t cap, size_t *result_len,
 			 int timeout_ms);

@@ -438,6 +438,15 @@ lg_detached(const struct guest *g)
 	return g->detached;
 }
 
+/* A buffer given as a pointer and a length: NULL is one only when it is
+ * empty; NULL with a length is the caller's slip (-EINVAL), not bytes to
+ * read or write. */
+static inline int
+lg_buf_bad(const void *p, size_t len)
+{
+	return p == NULL && len > 0;
+}
+
 /* How long a guest_call_async past its way's bound waits for an answer
  * at most: calls that all wait at their callees (no answer for that
  * long) pile nothing up on us, and one more goes. */

@@ -468,6 +468,8 @@ guest_publish(struct guest *g, const char *topic, const void *ev, size_t len)
 
 	if (lg_detached(g))
 		return -ENOTCONN;
+	if (lg_buf_bad(ev, len))
+		return -EINVAL;
 	g->rt->lock(g);
 	p = topic != NULL ? pub_by_name(g->topics, topic) : NULL;
 	rc = p == NULL || !p->mapped ? -ENOENT : publish(g, p, ev, len);
@@ -636,6 +638,8 @@ guest_next_event(struct guest *g, int sub, void *buf, size_t cap, struct guest_e
 
 	if (lg_detached(g))
 		return -ENOTCONN;
+	if (lg_buf_bad(buf, cap))
+		return -EINVAL;
 	g->rt->lock(g);
 	rc = next_event(g, sub, buf, cap, ev, timeout_ms);
 	g->rt->unlock(g);

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1475,6 +1476,71 @@ START_TEST(test_detached_handle_refuses)
 }
 END_TEST
 
+static int null_reply_rc = 1;
+
+/* Answers with no bytes where it says there are some, then rightly. */
+static void
+reply_null(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)args;
+	(void)len;
+	(void)ctx;
+	null_reply_rc = guest_reply(c, NULL, 5);
+	guest_reply(c, NULL, 0);
+}
+
+/* A NULL buffer with a length > 0 is the caller's slip: -EINVAL and
+ * nothing sent, where each read or wrote at NULL (SIGSEGV). NULL with
+ * length 0 stays an empty buffer. */
+START_TEST(test_null_buffers_refused)
+{
+	struct guest *g = attach();
+	struct iovec iov[2] = { { "ab", 2 }, { NULL, 3 } };
+	struct guest_event ev;
+	uint8_t buf[16];
+	size_t pos = 0, rlen = 1, n;
+	const uint8_t *p;
+	uint64_t v;
+	int64_t chan;
+	uint32_t id;
+
+	host_init();
+	host_answer(1, NULL);
+	ck_assert_int_eq(guest_register(g, "t.m", "->unit", reply_null, NULL), 0);
+	host_expect(HP_MSG_REQUEST, 1);
+	/* guest_reply: refused, the call still to be answered */
+	host_request(10);
+	ck_assert_int_eq(guest_service_wait(g, 0), 0);
+	ck_assert_int_eq(null_reply_rc, -EINVAL);
+	host_expect(HP_MSG_RESPONSE, 10);
+	ck_assert_int_eq(host_next(&id), -1);
+	/* calls: no arguments, no room for the result */
+	ck_assert_int_eq(guest_call(g, "t.m", NULL, 3, buf, sizeof(buf), &rlen, 100), -EINVAL);
+	ck_assert_int_eq(guest_call(g, "t.m", NULL, 0, NULL, 8, &rlen, 100), -EINVAL);
+	/* a channel of ours to send on */
+	ck_assert_int_gt(chan = guest_chan_open_send(g), 0);
+	ck_assert_int_eq(guest_chan_send(g, (uint32_t)chan, NULL, 3, 0), -EINVAL);
+	ck_assert_int_eq(guest_chan_send_batch(g, (uint32_t)chan, iov, 2, 0), -EINVAL);
+	ck_assert_int_eq(guest_chan_send_batch(g, (uint32_t)chan, NULL, 1, 0), -EINVAL);
+	ck_assert_int_eq(guest_publish(g, "t.ev", NULL, 3), -EINVAL);
+	ck_assert_int_eq(guest_next_event(g, 1, NULL, 8, &ev, 0), -EINVAL);
+	ck_assert_int_eq(host_next(&id), -1);	/* nothing sent */
+	/* an empty one is fine */
+	ck_assert_int_eq(guest_chan_send(g, (uint32_t)chan, NULL, 0, 0), 0);
+	ck_assert_int_eq(guest_chan_send_batch(g, (uint32_t)chan, NULL, 0, 0), 0);
+	/* the postcard helpers */
+	ck_assert_int_eq(guest_pc_put_bytes(buf, sizeof(buf), &pos, NULL, 3), -EINVAL);
+	ck_assert_int_eq(guest_pc_put_str(buf, sizeof(buf), &pos, NULL, 3), -EINVAL);
+	ck_assert_int_eq(guest_pc_put_u64(NULL, 8, &pos, 1), -EINVAL);
+	ck_assert_int_eq(guest_pc_get_u64(NULL, 8, &pos, &v), -EINVAL);
+	ck_assert_int_eq(guest_pc_get_bytes(NULL, 8, &pos, &p, &n), -EINVAL);
+	ck_assert_uint_eq(pos, 0);
+	ck_assert_int_eq(guest_pc_put_bytes(buf, sizeof(buf), &pos, NULL, 0), 1);
+	ck_assert_int_eq(guest_pc_put_u64(NULL, 0, &(size_t){ 0 }, 1), -ENOSPC);
+	cleanup(g);
+}
+END_TEST
+
 Suite *suite_guestlib(void);
 
 Suite *
@@ -1520,6 +1586,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_pc_bytes);
 	tcase_add_test(tc, test_pc_types);
 	tcase_add_test(tc, test_detached_handle_refuses);
+	tcase_add_test(tc, test_null_buffers_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
