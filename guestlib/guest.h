@@ -604,7 +604,8 @@ GUEST_API int guest_mt_yield(void);
 /* (mt) Ends the calling microthread, as returning from its fn does (a
  * handler's: as the handler returning; its call stays to be answered if
  * it was not); off a microthread there is nothing to end and it cannot
- * return: it aborts. */
+ * return: it says so on stderr ("libguest: guest_mt_exit called off a
+ * microthread ...") and aborts. */
 GUEST_API void guest_mt_exit(void) __attribute__((noreturn));
 /* (mt) Sleeps ns nanoseconds (CLOCK_MONOTONIC). */
 GUEST_API int guest_mt_sleep(uint64_t ns);

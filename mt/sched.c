@@ -208,7 +208,8 @@ guest_mt_yield(void)
 	return 0;
 }
 
-/* Off a microthread there is nothing to end: abort, as a broken
+/* Off a microthread there is nothing to end, and noreturn leaves no
+ * error to return: the misuse is said, then abort, as a broken
  * invariant. */
 void
 guest_mt_exit(void)
@@ -217,8 +218,12 @@ guest_mt_exit(void)
 	void (*on_exit)(void *);
 	struct mt_proc *p;
 
-	if (m == NULL)
+	if (m == NULL) {
+		fprintf(stderr, "libguest: guest_mt_exit called off a microthread "
+		    "(a handler under guest_run, or a thread of the plugin's own): "
+		    "nothing to end, aborting\n");
 		abort();
+	}
 	if ((on_exit = m->on_exit) != NULL) {
 		m->on_exit = NULL;
 		on_exit(m->on_exit_arg);

@@ -10,8 +10,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1541,6 +1544,34 @@ START_TEST(test_null_buffers_refused)
 }
 END_TEST
 
+/* Off a microthread guest_mt_exit cannot return (noreturn): it says
+ * what went wrong before it aborts, where the plugin died without a
+ * word. */
+START_TEST(test_mt_exit_off_a_microthread_said)
+{
+	char out[512] = "";
+	int fds[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	if ((pid = fork()) == 0) {
+		setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });	/* no core file left */
+		dup2(fds[1], 2);
+		guest_mt_exit();
+	}
+	ck_assert_int_gt(pid, 0);
+	close(fds[1]);
+	n = read(fds[0], out, sizeof(out) - 1);
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	ck_assert_int_gt(n, 0);
+	ck_assert_msg(strstr(out, "libguest: guest_mt_exit called off a microthread") != NULL,
+		      "stderr: %s", out);
+}
+END_TEST
+
 Suite *suite_guestlib(void);
 
 Suite *
@@ -1587,6 +1618,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_pc_types);
 	tcase_add_test(tc, test_detached_handle_refuses);
 	tcase_add_test(tc, test_null_buffers_refused);
+	tcase_add_test(tc, test_mt_exit_off_a_microthread_said);
 	suite_add_tcase(s, tc);
 	return s;
 }
