@@ -434,6 +434,30 @@ static const struct lg_runtime lg_microthreads = {
 	.stop		= mt_stop,
 };
 
+/* HUB_PROCESSORS: 1 to 256; 0 when unset, or (said on stderr, where it
+ * was ignored without a word) when it is anything else: the default, one.
+ * Not refused as HUB_MT_STACK is: a guest inherits it from hubd's own
+ * environment too, and one processor serves, only slower. */
+static unsigned
+env_processors(void)
+{
+	const char *env = getenv("HUB_PROCESSORS");
+	char shown[40 * 4 + 4];
+	unsigned long n;
+	char *end;
+
+	if (env == NULL)
+		return 0;
+	errno = 0;
+	n = strtoul(env, &end, 10);
+	if (env[0] >= '0' && env[0] <= '9' && *end == '\0' && errno == 0 &&
+	    n >= 1 && n <= 256)
+		return (unsigned)n;
+	fprintf(stderr, "libguest: HUB_PROCESSORS=\"%s\": not a number of processors "
+	    "(1 to 256); running on 1\n", hp_text_shown(env, 40, shown, sizeof(shown)));
+	return 0;
+}
+
 /* guest.h's since 0.5, with a size; compat.c keeps 0.2's */
 __asm__(".symver guest_run_mt, guest_run_mt@@@LIBGUEST_0.5");
 
@@ -441,7 +465,6 @@ int
 guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 {
 	struct guest_rt_config dflt;
-	char *env, *end;
 	struct mt_io io = { io_poll, io_wait, io_kick, io_spin, g };
 	pthread_mutexattr_t attr;
 	struct lg_mt *m;
@@ -455,12 +478,8 @@ guest_run_mt(struct guest *g, const struct guest_rt_config *cfg)
 		return rc;
 	/* the operator's choice (hubd.conf processors = N), unless the
 	 * plugin made its own */
-	if (dflt.processors == 0 && (env = getenv("HUB_PROCESSORS")) != NULL) {
-		unsigned long n = strtoul(env, &end, 10);
-
-		if (*env != '\0' && *end == '\0' && n >= 1 && n <= 256)
-			dflt.processors = (unsigned)n;
-	}
+	if (dflt.processors == 0)
+		dflt.processors = env_processors();
 	cfg = &dflt;
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		return -ENOMEM;

@@ -294,6 +294,16 @@ put_shown(struct out *o, const char *s, size_t max)
 		put(o, "...");
 }
 
+char *
+hp_text_shown(const char *s, size_t max, char *buf, size_t cap)
+{
+	struct out o = { buf, cap, 0 };
+
+	put_shown(&o, s, max);
+	done(&o);
+	return buf;
+}
+
 size_t
 hp_sig_explain(const char *s, char *buf, size_t cap)
 {

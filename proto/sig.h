@@ -97,6 +97,12 @@ int hp_sig_parse(const char *s, struct hp_sig *sig, const char **why);
  * it would have. */
 size_t hp_sig_explain(const char *s, char *buf, size_t cap);
 
+/* Up to max bytes of s as C writes them in a string (printable ASCII as
+ * it is but for '"' and '\\', the rest \xNN; "..." after a cut) in buf
+ * (cap bytes, NUL-terminated): text from outside (the environment)
+ * safe to show on a terminal. Returns buf. */
+char *hp_text_shown(const char *s, size_t max, char *buf, size_t cap);
+
 /* The text of node at's type as a signature writes it ("list<u64>"), or of
  * the whole signature, NUL-terminated in buf, cut to fit; the length it
  * would have, as snprintf. */

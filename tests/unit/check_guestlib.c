@@ -1572,6 +1572,54 @@ START_TEST(test_mt_exit_off_a_microthread_said)
 }
 END_TEST
 
+/* Runs guest_run_mt(g, NULL) with HUB_PROCESSORS=value, the guest told to
+ * stop first (a run returns at once); its result, what it wrote to
+ * standard error in err. */
+static int
+run_mt_with_processors(struct guest *g, const char *value, char *err, size_t cap)
+{
+	char tmp[] = "/tmp/hub-guestlib-err-XXXXXX";
+	int fd = mkstemp(tmp), saved = dup(2), rc;
+	ssize_t n;
+
+	ck_assert_int_ge(fd, 0);
+	unlink(tmp);
+	setenv("HUB_PROCESSORS", value, 1);
+	guest_stop(g);
+	dup2(fd, 2);
+	rc = guest_run_mt(g, NULL);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, err, cap - 1, 0);
+	err[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unsetenv("HUB_PROCESSORS");
+	return rc;
+}
+
+/* A HUB_PROCESSORS that is no number of processors is said, with the
+ * value shown safe for a terminal and what runs instead: it was ignored,
+ * and the guest ran on one processor without a word. */
+START_TEST(test_bad_processors_said)
+{
+	static const char *const bad[] = { "0", "257", "", "-1", "2x", "99999999999999999999" };
+	struct guest *g = attach();
+	char err[256];
+
+	ck_assert_int_eq(run_mt_with_processors(g, "4 cores\033[2J", err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "libguest: HUB_PROCESSORS=\"4 cores\\x1b[2J\": not a number "
+			      "of processors (1 to 256); running on 1\n") != NULL, "stderr: %s", err);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(run_mt_with_processors(g, bad[i], err, sizeof(err)), 0);
+		ck_assert_msg(strstr(err, "not a number of processors") != NULL, "%s: stderr: %s",
+			      bad[i], err);
+	}
+	ck_assert_int_eq(run_mt_with_processors(g, "2", err, sizeof(err)), 0);
+	ck_assert_str_eq(err, "");
+	cleanup(g);
+}
+END_TEST
+
 Suite *suite_guestlib(void);
 
 Suite *
@@ -1619,6 +1667,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_detached_handle_refuses);
 	tcase_add_test(tc, test_null_buffers_refused);
 	tcase_add_test(tc, test_mt_exit_off_a_microthread_said);
+	tcase_add_test(tc, test_bad_processors_said);
 	suite_add_tcase(s, tc);
 	return s;
 }
