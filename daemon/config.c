@@ -8,13 +8,11 @@
  * means and which values it takes is config_keys.c's. */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ini.h>
@@ -22,6 +20,7 @@
 #include "daemon/config.h"
 #include "daemon/config_parser.h"
 #include "proto/builtin.h"
+#include "proto/conffile.h"
 #include "proto/lane.h"
 #include "proto/topic.h"
 
@@ -530,43 +529,16 @@ finish(struct parser *p)
 	check_names(p);
 }
 
-/* What a file that is not one is (config_load refuses it). */
-static const char *
-file_kind(mode_t mode)
-{
-	return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" :
-	       S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device" :
-	       S_ISSOCK(mode) ? "a socket" : "not a regular file";
-}
-
-/* The config, a regular file: a FIFO would hold hubd in its open until
- * someone writes it, /dev/zero in its read for ever (a line that never
- * ends), and neither could be read again by a reload. O_NONBLOCK: the
- * open of a FIFO returns, to be refused. NULL: told why on errs. */
+/* The config, a regular file (hp_config_open): neither a FIFO nor a
+ * device could be read again by a reload. NULL: told why on errs. */
 static FILE *
 open_file(const char *file, FILE *errs)
 {
-	struct stat st;
-	FILE *f;
-	int fd;
+	char why[160];
+	FILE *f = hp_config_open(file, why, sizeof(why));
 
-	if ((fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
-		if (errs != NULL)
-			fprintf(errs, "%s: %s\n", file, strerror(errno));
-		return NULL;
-	}
-	if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
-		if (errs != NULL)
-			fprintf(errs, "%s: cannot read: it is %s, not a file of settings\n", file,
-				file_kind(st.st_mode));
-		close(fd);
-		return NULL;
-	}
-	if ((f = fdopen(fd, "r")) == NULL) {
-		if (errs != NULL)
-			fprintf(errs, "%s: %s\n", file, strerror(errno));
-		close(fd);
-	}
+	if (f == NULL && errs != NULL)
+		fprintf(errs, "%s: %s\n", file, why);
 	return f;
 }
 

@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "nats/hubnats.h"
+#include "proto/conffile.h"
 
 struct parse {
 	struct br_conf	*c;
@@ -388,10 +389,9 @@ br_conf_load(struct br_conf *c, const char *path, char *why, size_t cap)
 	c->queue = 1;
 	c->timeout_ms = 30000;
 	c->suspect_ms = 1000;
-	if ((f = fopen(path, "r")) == NULL) {
-		snprintf(why, cap, "cannot open: %s", strerror(errno));
+	/* a regular file: a FIFO or a device would hold hub-nats at its start */
+	if ((f = hp_config_open(path, why, cap)) == NULL)
 		return -1;
-	}
 	p.f = f;
 	rc = ini_parse_stream(reader, &p, handler, &p);
 	fclose(f);

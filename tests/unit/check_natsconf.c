@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nats/hubnats.h"
@@ -141,6 +143,46 @@ START_TEST(test_patterns)
 }
 END_TEST
 
+static char fifo[64];
+
+/* in the runner, before the test's fork: its teardown knows the name */
+static void
+fifo_name(void)
+{
+	snprintf(fifo, sizeof(fifo), "/tmp/hub-natsconf-fifo-%d", (int)getpid());
+}
+
+static void
+fifo_remove(void)
+{
+	unlink(fifo);
+}
+
+/* hub-nats --config on a FIFO exits at once, saying what it is: its
+ * open waited for a writer for ever (timeout(1) bounds the run). */
+START_TEST(test_not_a_file_refused)
+{
+	char cmd[256], out[512] = "";
+	struct br_conf c;
+	char why[256] = "";
+	size_t n;
+	FILE *p;
+	int status;
+
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	snprintf(cmd, sizeof(cmd), "timeout 20 %s/hub-nats --config %s 2>&1", BUILD_DIR, fifo);
+	ck_assert_ptr_nonnull(p = popen(cmd, "r"));
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	status = pclose(p);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 2 &&
+		      strstr(out, "cannot read: it is a FIFO, not a file of settings") != NULL,
+		      "status %d: %s", status, out);
+	ck_assert_int_eq(br_conf_load(&c, "/tmp", why, sizeof(why)), -1);
+	ck_assert_msg(strstr(why, "it is a directory") != NULL, "why: %s", why);
+}
+END_TEST
+
 Suite *suite_natsconf(void);
 
 Suite *
@@ -152,6 +194,12 @@ suite_natsconf(void)
 	tcase_add_test(tc, test_defaults_and_keys);
 	tcase_add_loop_test(tc, test_refused, 0, (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, test_patterns);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("files");
+	tcase_add_unchecked_fixture(tc, fifo_name, fifo_remove);	/* even after a timeout */
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_not_a_file_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
