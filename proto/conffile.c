@@ -33,6 +33,11 @@ config_file_ok(int fd, char *why, size_t cap)
 			 file_kind(st.st_mode));
 		return -1;
 	}
+	if ((unsigned long long)st.st_size > HP_CONFIG_MAX) {
+		snprintf(why, cap, "cannot read: it is %lld bytes, and a config is at most "
+			 "%u (%s)", (long long)st.st_size, HP_CONFIG_MAX, HP_CONFIG_MAX_TEXT);
+		return -1;
+	}
 	return 0;
 }
 

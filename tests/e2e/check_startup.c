@@ -303,6 +303,26 @@ START_TEST(test_config_not_a_file_refused)
 }
 END_TEST
 
+/* A config larger than 1 MiB is refused before it is read, saying its
+ * size and the limit: a sparse file of 1 GiB held hubd some ten seconds
+ * in its read (blank bytes, one line too long). */
+START_TEST(test_config_too_large_refused)
+{
+	const char *huge = harness_path("huge.conf");
+	char *log;
+	int fd, rc;
+
+	ck_assert_int_ge(fd = open(huge, O_WRONLY | O_CREAT | O_TRUNC, 0600), 0);
+	ck_assert_int_eq(ftruncate(fd, 1L << 30), 0);	/* sparse: no disk taken */
+	close(fd);
+	rc = run_hubd_on(huge, &log);
+	unlink(huge);
+	ck_assert_msg(rc == 1 && strstr(log, "huge.conf: cannot read: it is 1073741824 bytes, "
+			"and a config is at most 1048576 (1 MiB)") != NULL, "exit %d, log: %s", rc, log);
+	free(log);
+}
+END_TEST
+
 /* attach_timeout = 0 would kill every guest: hubd -n refuses it */
 START_TEST(test_zero_attach_timeout_refused)
 {
@@ -339,6 +359,7 @@ suite_startup(void)
 	tcase_add_test(tc, test_foreign_files_kept);
 	tcase_add_test(tc, test_zero_attach_timeout_refused);
 	tcase_add_test(tc, test_config_not_a_file_refused);
+	tcase_add_test(tc, test_config_too_large_refused);
 	tcase_add_test(tc, test_sigterm_during_start);
 	suite_add_tcase(s, tc);
 	return s;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "proto/conffile.h"
 
 static char conf_path[64];
 static char *errtext;
@@ -852,6 +853,31 @@ START_TEST(test_unreadable_file)
 }
 END_TEST
 
+/* A config larger than HP_CONFIG_MAX is refused before it is read,
+ * saying its size and the limit: 1 GB of a sparse file, or 100 MB of
+ * blank lines, held hubd (and a reload, its whole loop) for seconds. A
+ * file of the limit itself loads. */
+START_TEST(test_too_large_file)
+{
+	size_t n = HP_CONFIG_MAX + 1;
+	char *text = malloc(n), at[160];
+	struct hub_conf c;
+
+	ck_assert_ptr_nonnull(text);
+	memset(text, '\n', n);
+	memcpy(text, "[hub]\n", 6);
+	ck_assert_int_eq(load_bytes(text, n, &c), -1);
+	snprintf(at, sizeof(at), ": cannot read: it is %zu bytes, and a config is at most %u (1 MiB)\n",
+		 n, HP_CONFIG_MAX);
+	ck_assert_msg(strstr(errtext, at) != NULL, "got: %s", errtext);
+	ck_assert_msg(c.guests == NULL && c.nguests == 0 && c.control_path == NULL,
+		      "a failed load left state behind");
+	ck_assert_int_eq(load_bytes(text, n - 1, &c), 0);
+	config_free(&c);
+	free(text);
+}
+END_TEST
+
 /* config_hub_changes: one line per key, "section.key was>new[ taken]". */
 static void
 note_change(void *arg, const char *section, const char *key, const char *was, const char *n,
@@ -958,6 +984,7 @@ suite_config(void)
 	tcase_add_test(tc, test_every_error_reported);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_unreadable_file);
+	tcase_add_test(tc, test_too_large_file);
 	tcase_add_test(tc, test_every_hub_key_said);
 	suite_add_tcase(s, tc);
 	return s;

@@ -183,6 +183,26 @@ START_TEST(test_not_a_file_refused)
 }
 END_TEST
 
+/* A config larger than 1 MiB is refused before it is read, saying its
+ * size and the limit, as hubd's is. */
+START_TEST(test_too_large_refused)
+{
+	char path[] = "/tmp/hub-natsconf-XXXXXX", why[256] = "";
+	struct br_conf c;
+	int fd = mkstemp(path), rc;
+
+	ck_assert_int_ge(fd, 0);
+	rc = ftruncate(fd, (1 << 20) + 1);
+	close(fd);
+	ck_assert_int_eq(rc, 0);
+	rc = br_conf_load(&c, path, why, sizeof(why));
+	unlink(path);
+	ck_assert_int_eq(rc, -1);
+	ck_assert_msg(strstr(why, "cannot read: it is 1048577 bytes, and a config is at most "
+			      "1048576 (1 MiB)") != NULL, "why: %s", why);
+}
+END_TEST
+
 Suite *suite_natsconf(void);
 
 Suite *
@@ -200,6 +220,7 @@ suite_natsconf(void)
 	tcase_add_unchecked_fixture(tc, fifo_name, fifo_remove);	/* even after a timeout */
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_not_a_file_refused);
+	tcase_add_test(tc, test_too_large_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
