@@ -18,10 +18,12 @@
  * below cover the common shapes (strings, bytes, u64).
  *
  * Every function returns 0 (or a count) on success and -errno on failure;
- * nothing prints or exits. A buffer given as a pointer and a length (a
- * call's arguments or result, a reply, a channel item, an event, the
- * guest_pc_* helpers' buffers) may be NULL only with a length of 0: NULL
- * with a length is refused with -EINVAL, and nothing is sent. One thread drives a guest: handlers, callbacks
+ * nothing prints or exits (but a bad HUB_PROCESSORS, said on stderr, and
+ * guest_mt_exit off a microthread, which aborts). A buffer given as a
+ * pointer and a length (a call's arguments or result, a reply, a channel
+ * item, an event, the guest_pc_* helpers' buffers) may be NULL only with
+ * a length of 0: NULL with a length is refused with -EINVAL, and nothing
+ * is sent. One thread drives a guest: handlers, callbacks
  * and calls all run on the thread that runs the loop; under guest_run_mt
  * (below, "Microthreads") on its microthreads instead, which may call any
  * of these functions from any of the runtime's processors. No other
