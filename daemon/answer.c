@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon/answer.h"
+#include "daemon/fair.h"
 #include "daemon/host.h"
 #include "daemon/methods.h"
 #include "daemon/tally.h"
@@ -192,6 +193,7 @@ answer_call(struct hub *h, struct peer *p, uint64_t method_id,
 	e->method_id = method_id;
 	e->since_ns = hp_now_ns();
 	e->client = o->kind == ORIGIN_CLIENT ? o->ext->caller : 0;
+	fair_sent(h, p, e);
 	if (idp != NULL)
 		*idp = id;
 	p->stats.calls_out++;
@@ -241,6 +243,7 @@ answer_detach(struct hub *h, struct peer *p)
 		const struct method *m = methods_by_id(h, e->method_id);
 		struct origin o = e->o;
 
+		fair_done(h, p, e);
 		e->o.kind = ORIGIN_NONE;
 		answer_error(h, &o, HP_ERR_CANCELLED,
 			     tally_gone(h, p, m != NULL ? m->name : NULL, why, sizeof(why)));

@@ -68,7 +68,7 @@ serve_ring(struct hub *h, struct peer *p)
 	struct hp_msg_in m;
 	int n;
 
-	for (n = 0; n < SERVE_BATCH && !p->paused && host_serving(p); n++) {
+	for (n = 0; n < SERVE_BATCH && host_reading(p) && host_serving(p); n++) {
 		if (host_recv(h, p, &m) != 0)
 			break;	/* none, or p faulted */
 		dispatch(h, p, &m);
@@ -84,7 +84,10 @@ dispatch_last_words(struct hub *h, struct peer *p)
 	int k;
 
 	/* one ring's worth at most: what it wrote before it died (a child
-	 * that kept its mapping may write on, and must not hold hubd) */
+	 * that kept its mapping may write on, and must not hold hubd),
+	 * whatever paused it */
+	p->paused = 0;
+	p->fair_wait = 0;
 	do {
 		k = serve_ring(h, p);
 		n += (uint32_t)k;

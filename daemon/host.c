@@ -477,7 +477,7 @@ host_sleep_prepare(struct hub *h)
 				     (p->bl_head != NULL || p->ep.staged > 0 || streams ?
 				      HP_WAIT_RING_SPACE | HP_WAIT_SLOT : 0) |
 				     (streams ? HP_WAIT_CREDIT : 0));
-		if ((!p->paused && hp_endpoint_rx_ready(&p->ep)) || backlog_ready(p))
+		if ((host_reading(p) && hp_endpoint_rx_ready(&p->ep)) || backlog_ready(p))
 			work = 1;
 	}
 	return work;
@@ -603,6 +603,7 @@ host_attach(struct hub *h, struct peer *p)
 	p->pool_charged_bytes = 0;
 	p->mem_charged = 0;
 	p->paused = 0;
+	p->fair_wait = 0;
 	p->inbound = 0;
 	p->next_req = 1;
 	p->nmethods = 0;	/* this instance's registrations */

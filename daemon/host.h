@@ -73,6 +73,14 @@ int		host_reserve(struct hub *h, struct peer *p, uint32_t len,
 			     struct hp_outbuf *ob);
 /* Whether p's backlog is long enough to pause those who call it. */
 int		host_backlogged(const struct peer *p);
+/* Whether hubd reads p's ring: not while a target it calls is
+ * backlogged, nor while it has its share of a guest it calls with
+ * others in flight (fair.c). */
+static inline int
+host_reading(const struct peer *p)
+{
+	return !p->paused && p->fair_wait == 0;
+}
 /* A received message's payload on to q as type/id/method_id: its
  * variable slot handed on without copying when q uses the pool it is in
  * (q's zone), else copied (host_send). -EMSGSIZE, nothing sent, when q cannot take it.

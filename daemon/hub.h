@@ -111,6 +111,8 @@ struct pending {
 	uint64_t	client;		/* a control client's call: CALLER_CLIENT |
 					 * its uid, kept once the client went (the
 					 * guest still answers it: answer_client_calls) */
+	uint32_t	from;		/* its caller's counting slot (fair.c) */
+	uint8_t		streams;	/* it carries a stream of its caller's */
 };
 
 /* A message waiting for room in a guest's ring or the host's pool. */
@@ -234,6 +236,8 @@ struct peer {
 	struct hp_peer_view	view;
 	struct hp_endpoint	ep;
 	int			paused;		/* not read: a target is backlogged */
+	uint32_t		fair_wait;	/* not read: it has its share of this
+						 * guest's calls in flight (fair.c) */
 	int			kill_reason;	/* DEATH_* when we ended it, else -1 */
 	char			kill_detail[DEATH_DETAIL_MAX];
 	const char		*fault;		/* a rule it broke, for the supervisor */
@@ -241,6 +245,16 @@ struct peer {
 	struct hp_idtab		pend;		/* struct pending by request id */
 	uint32_t		next_req;
 	uint32_t		inbound;	/* its calls being routed */
+	/* fair.c: its calls in flight by caller (slot 0: control clients
+	 * and hubd, else the peer id), how many slots have any, the last
+	 * two slots to have none left and since when (CLOCK_MONOTONIC) */
+	uint32_t		*calls_from;
+	uint32_t		ncallers;
+	struct {
+		uint32_t	slot;
+		uint64_t	ns;
+	}			left[2];
+	uint32_t		streaming;	/* its calls with a stream, in flight */
 	struct qmsg		*bl_head;
 	struct qmsg		**bl_tail;
 	uint32_t		bl_count;

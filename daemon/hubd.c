@@ -21,6 +21,7 @@
 #include "daemon/commands.h"
 #include "daemon/control.h"
 #include "daemon/dispatch.h"
+#include "daemon/fair.h"
 #include "daemon/filter.h"
 #include "daemon/host.h"
 #include "daemon/lanes.h"
@@ -373,7 +374,7 @@ wire(struct hub *h)
 	methods_init(h);
 	for (uint32_t i = 0; i < h->npeers; i++)
 		answer_init(&h->peers[i]);
-	if (services_init(h) != 0)
+	if (fair_init(h) != 0 || services_init(h) != 0)
 		return -1;
 	dispatch_init(h);
 	dispatch_on(h, HP_MSG_REQUEST, route_request);
@@ -412,6 +413,7 @@ unwire(struct hub *h)
 	monitor_free(h);
 	for (uint32_t i = 0; h->peers != NULL && i < h->npeers; i++)
 		answer_free(&h->peers[i]);
+	fair_free(h);
 	methods_free(h);
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "daemon/answer.h"
+#include "daemon/fair.h"
 #include "daemon/host.h"
 #include "daemon/lanes.h"
 #include "daemon/methods.h"
@@ -25,6 +26,16 @@
 #include "proto/builtin.h"
 
 /* -- messages from a guest ---------------------------------------------- */
+
+/* After p's call went to q: p is read no more for now if q is backlogged
+ * (host.c), or while it has its share of q in flight (fair.c). */
+static void
+pause_caller(struct peer *p, struct peer *q)
+{
+	if (host_backlogged(q))
+		p->paused = 1;
+	fair_check(p, q);
+}
 
 void
 route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
@@ -98,8 +109,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		upload_call(h, p, q, meth, m, &req, &o);
 		if (!monitor_watches(h, meth->name))
 			lanes_offer(h, p, q, meth);
-		if (host_backlogged(q))
-			p->paused = 1;
+		pause_caller(p, q);
 		return;
 	}
 	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
@@ -109,8 +119,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 			relay_call(h, p, q, meth, m, &req, &o);
 			if (!monitor_watches(h, meth->name))
 				lanes_offer(h, p, q, meth);
-			if (host_backlogged(q))
-				p->paused = 1;
+			pause_caller(p, q);
 			return;
 		}
 	}
@@ -122,8 +131,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	 * a monitor watches them (monitor.c) */
 	if (!monitor_watches(h, meth->name))
 		lanes_offer(h, p, q, meth);
-	if (host_backlogged(q))
-		p->paused = 1;
+	pause_caller(p, q);
 }
 
 /* A guest's answer that carries the hub.error entry the host gives its
@@ -174,6 +182,7 @@ route_response(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		return;
 	}
 	o = e->o;
+	fair_done(h, p, e);
 	hp_idtab_remove(&p->pend, e);
 	/* a stream the call carries ends with its answer */
 	if (o.chan != 0) {
