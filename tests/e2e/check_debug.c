@@ -390,6 +390,8 @@ START_TEST(test_output_flood_waits)
 	hub_start_up(&hub, NULL, GUEST_ECHO "[guest hose]\nexec = @/tests/guests/lifeguest\n"
 		     "args = --mode=firehose\n", "echo,hose");
 	t0 = now_s();
+	/* up is not registered: echo's methods come a moment after */
+	ck_assert_msg(hub_wait_method(&hub, "echo.echo") == 0, "%s", hub_log_tail(&hub));
 	hubctl_ok(&hub, &out, "call", "echo.echo", "meanwhile", (char *)NULL);
 	ck_assert_str_eq(out, "meanwhile\n");
 	free(out);
