@@ -148,6 +148,18 @@ add_traffic(struct hub *h, json_object *o, struct peer *p)
 	json_object_object_add(o, "lane_calls_out", json_object_new_uint64(st.lane_calls_out));
 	json_object_object_add(o, "lane_violations",
 			       json_object_new_uint64(st.lane_violations));
+	/* messages waiting in hubd for room in its ring; whether hubd reads
+	 * its ring (host.h's holds) */
+	json_object_object_add(o, "backlog", json_object_new_int64(p->bl_count));
+	if (p->held_by != 0) {
+		const struct peer *q = hub_peer(h, p->held_on);
+
+		json_object_object_add(o, "held_on", json_object_new_string(
+			q != NULL && q->conf != NULL ? q->conf->name : "?"));
+		json_object_object_add(o, "held_by", json_object_new_string(
+			p->held_by == (HOLD_BACKLOG | HOLD_SHARE) ? "backlog,share" :
+			p->held_by == HOLD_BACKLOG ? "backlog" : "share"));
+	}
 }
 
 /* Its share of its zone's pool (as of the last sweep). */

@@ -85,9 +85,8 @@ dispatch_last_words(struct hub *h, struct peer *p)
 
 	/* one ring's worth at most: what it wrote before it died (a child
 	 * that kept its mapping may write on, and must not hold hubd),
-	 * whatever paused it */
-	p->paused = 0;
-	p->fair_wait = 0;
+	 * whatever held it */
+	host_unhold(p, HOLD_BACKLOG | HOLD_SHARE);
 	do {
 		k = serve_ring(h, p);
 		n += (uint32_t)k;

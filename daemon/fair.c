@@ -7,19 +7,12 @@
  * a guest has more than one caller, a caller with its share in flight
  * there (the guest's ring over its callers, FAIR_FLOOR at least) is not
  * read until some are answered: the back-pressure a backlogged target
- * puts on its callers (host.c), on that caller alone. A caller alone
- * keeps the whole ring.
- *
- * A caller is paused only while no guest waits on it: no call of a
- * guest's routed to it, no stream of its own calls under way. Its ring
- * would hold the answer, the item or the credit its callee waits for (A
- * calls B, B calls A back; or B calls C, which calls A), unread for as
- * long as B waits: for ever. A guest's call routed to it ends its pause:
- * every guest another waits on is read, so no wait closes a cycle
- * through a paused ring. */
+ * puts on its callers (host.c), on that caller alone (route.c holds it,
+ * and never one anybody waits on). A caller alone keeps the whole ring. */
 #include <stdlib.h>
 
 #include "daemon/fair.h"
+#include "daemon/host.h"
 #include "proto/clock.h"
 
 /* A share is never less: enough in flight to keep a guest busy through
@@ -75,17 +68,15 @@ left_recently(const struct peer *q, uint32_t slot)
 		if (s == UINT32_MAX || s == slot || q->calls_from[s] != 0)
 			continue;
 		if (now == 0)
-			now = hp_now_ns();
+			now = hp_coarse_ns();
 		if (now - q->left[i].ns < FAIR_RECENT_NS)
 			return 1;
 	}
 	return 0;
 }
 
-/* Whether the caller in slot has its share of q in flight, or more,
- * while q has other callers. */
-static int
-over_share(const struct peer *q, uint32_t slot)
+int
+fair_over_share(const struct peer *q, uint32_t slot)
 {
 	uint32_t n = q->ncallers, share;
 
@@ -104,11 +95,10 @@ fair_sent(struct hub *h, struct peer *q, struct pending *e)
 	if (q->calls_from[e->from]++ == 0)
 		q->ncallers++;
 	e->streams = e->o.chan != 0;
-	if ((c = hub_peer(h, e->from)) != NULL) {
+	if ((c = hub_peer(h, e->from)) != NULL)
 		c->streaming += e->streams;
-		/* a guest waits for q's answer: read it */
-		q->fair_wait = 0;
-	}
+	/* somebody waits for q's answer: read it (route.c) */
+	host_unhold(q, HOLD_BACKLOG | HOLD_SHARE);
 }
 
 void
@@ -125,24 +115,16 @@ fair_done(struct hub *h, struct peer *q, const struct pending *e)
 			if (q->left[0].slot != e->from)
 				q->left[1] = q->left[0];
 			q->left[0].slot = e->from;
-			q->left[0].ns = hp_now_ns();
+			q->left[0].ns = hp_coarse_ns();
 		}
 	}
 	if (c == NULL)
 		return;
 	if (e->streams)
 		c->streaming--;
-	if (c->fair_wait == q->id && !over_share(q, e->from))
-		c->fair_wait = 0;
-}
-
-void
-fair_check(struct peer *p, const struct peer *q)
-{
-	/* no guest waits for p (a control client's call, which p may be
-	 * serving as it floods, is no guest's wait), and no stream of its
-	 * own waits for its items or credit */
-	if (p->pend.count == p->calls_from[0] && p->relays == 0 && p->streaming == 0 &&
-	    over_share(q, p->id))
-		p->fair_wait = q->id;
+	if (c->held_on == q->id && !fair_over_share(q, e->from))
+		host_unhold(c, HOLD_SHARE);
+	/* q answers c's calls: c may be held on it again */
+	if (c->hold_off == q->id)
+		c->hold_off = 0;
 }

@@ -10,12 +10,13 @@
 int		fair_init(struct hub *h);
 void		fair_free(struct hub *h);
 /* Call e was routed to q (in q's pending table), or is done with
- * (answered, or q went): counted, and a caller that waited for its
- * count at q to fall is read again once it has. */
+ * (answered, or q went): counted. A call routed to q ends q's hold; a
+ * caller held on its share of q is read again once under it. */
 void		fair_sent(struct hub *h, struct peer *q, struct pending *e);
 void		fair_done(struct hub *h, struct peer *q, const struct pending *e);
-/* After a call of p's was routed to q: p is read no more while it has
- * more than its share of q in flight (host_reading). */
-void		fair_check(struct peer *p, const struct peer *q);
+/* Whether the caller in slot (a peer id, 0: not a guest) has its share
+ * of q's calls in flight, or more, while q has other callers: it is held
+ * (route.c) until it has less. */
+int		fair_over_share(const struct peer *q, uint32_t slot);
 
 #endif

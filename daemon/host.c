@@ -6,7 +6,7 @@
  * against the pool quota, are hooks they register (hubd.c).
  *
  * Nothing here blocks: a message that finds no room waits in the target's
- * backlog, and whoever floods a backlogged target is paused (its own ring
+ * backlog, and whoever floods a backlogged target is held (its own ring
  * fills: backpressure on itself only). Nothing here ends a guest either: a
  * broken rule is reported (host_fault) and the supervisor acts on it once
  * the data path has returned (supervise_faults).
@@ -24,7 +24,7 @@
 #include "daemon/log.h"
 #include "proto/peer.h"
 
-#define BACKLOG_PAUSE	256	/* a target this backlogged pauses its callers */
+#define BACKLOG_PAUSE	256	/* a target this backlogged holds its callers */
 /* Slots of each class that hubd's copies into a guest's shared pool leave
  * free: what the guest sends itself (its answers, a caller's next request
  * while answers wait for it) always finds one, so answers never starve
@@ -33,7 +33,7 @@
 #define SPARE_SLOTS	1
 /* Messages waiting for guest p that does not read its ring: beyond this
  * it is ended, rather than hold the host's memory (everything sent to it
- * is bounded by its own calls and the callers paused on it: the answers
+ * is bounded by its own calls and the callers held on it: the answers
  * to up to calls_in_flight calls to guests may all come at once, and to
  * the calls it made before a reload lowered calls_in_flight). */
 static uint32_t
@@ -226,10 +226,12 @@ host_flush_backlog(struct hub *h, struct peer *p)
 		}
 		unqueue(h, p, q);
 	}
-	if (p->bl_count < BACKLOG_PAUSE / 2) {
-		/* room again: callers paused on a backlog may go on */
+	if (p->bl_holds && p->bl_count < BACKLOG_PAUSE / 2) {
+		/* room again: callers held on its backlog may go on */
+		p->bl_holds = 0;
 		for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-			h->peers[i].paused = 0;
+			if (h->peers[i].held_on == p->id)
+				host_unhold(&h->peers[i], HOLD_BACKLOG);
 	}
 }
 
@@ -254,6 +256,36 @@ int
 host_backlogged(const struct peer *p)
 {
 	return p->bl_count >= BACKLOG_PAUSE;
+}
+
+void
+host_hold(struct peer *p, struct peer *q, uint8_t why)
+{
+	/* p is read no more once held: its holds are all on one guest */
+	if (p->held_by == 0) {
+		p->held_on = q->id;
+		p->held_ns = hp_coarse_ns();
+	}
+	p->held_by |= why;
+	if (why & HOLD_BACKLOG)
+		q->bl_holds = 1;
+}
+
+/* A hold that outlasted HOLD_MAX_NS ends. */
+static void
+hold_expire(struct hub *h, struct peer *p, uint64_t now)
+{
+	struct peer *q = hub_peer(h, p->held_on);
+
+	if (p->held_by == 0 || now < p->held_ns || now - p->held_ns < HOLD_MAX_NS)
+		return;
+	log_info("guest %s: held %llu s on guest %s (%s), read again; not held on it "
+		 "again until it answers one of its calls", p->conf->name,
+		 (unsigned long long)((now - p->held_ns) / HP_NS_PER_S),
+		 q != NULL && q->conf != NULL ? q->conf->name : "?",
+		 p->held_by & HOLD_BACKLOG ? "its backlog" : "a share of its calls in flight");
+	p->hold_off = p->held_on;
+	host_unhold(p, HOLD_BACKLOG | HOLD_SHARE);
 }
 
 static void
@@ -532,6 +564,7 @@ host_check(struct hub *h, uint64_t now)
 		 * bounds it */
 		if (!host_serving(p) || p->state != PEER_UP)
 			continue;
+		hold_expire(h, p, now);
 		/* its state with acquire: pairs with the guest's release of
 		 * Goodbye (guest_detach) */
 		hp_peer_snapshot(p->view.entry, &e);
@@ -602,8 +635,9 @@ host_attach(struct hub *h, struct peer *p)
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
 	p->mem_charged = 0;
-	p->paused = 0;
-	p->fair_wait = 0;
+	host_unhold(p, HOLD_BACKLOG | HOLD_SHARE);
+	p->hold_off = 0;
+	p->bl_holds = 0;
 	p->inbound = 0;
 	p->next_req = 1;
 	p->nmethods = 0;	/* this instance's registrations */
@@ -682,6 +716,12 @@ host_detach(struct hub *h, struct peer *p)
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
 	p->mem_charged = 0;
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-		h->peers[i].paused = 0;
+	/* its backlog is gone, and its answers with it */
+	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+		if (h->peers[i].held_on == p->id)
+			host_unhold(&h->peers[i], HOLD_BACKLOG | HOLD_SHARE);
+		if (h->peers[i].hold_off == p->id)
+			h->peers[i].hold_off = 0;
+	}
+	p->bl_holds = 0;
 }

@@ -71,15 +71,34 @@ int		host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 			      uint64_t method_id, const uint8_t *payload, uint32_t len);
 int		host_reserve(struct hub *h, struct peer *p, uint32_t len,
 			     struct hp_outbuf *ob);
-/* Whether p's backlog is long enough to pause those who call it. */
+/* Whether p's backlog is long enough to hold those who call it. */
 int		host_backlogged(const struct peer *p);
-/* Whether hubd reads p's ring: not while a target it calls is
- * backlogged, nor while it has its share of a guest it calls with
- * others in flight (fair.c). */
+/* Holds: why hubd reads a caller's ring no more for now, after its call
+ * to a guest (route.c). What it wrote waits there: back-pressure on it
+ * alone. */
+#define HOLD_BACKLOG	1	/* the guest is backlogged (host.c) */
+#define HOLD_SHARE	2	/* it has its share of the guest's calls in
+				 * flight (fair.c) */
+/* A hold this long ends: the guest held on answered none of the caller's
+ * calls meanwhile (or never read its backlog), and is not held on again
+ * until it answers one (hold_off). A guest that answers nobody cannot
+ * stop its callers' calls to everyone else; one that reads none of its
+ * ring is ended once its backlog is past the bound (host.c). */
+#define HOLD_MAX_NS	(2 * HP_NS_PER_S)
+/* Whether hubd reads p's ring: not while it is held. */
 static inline int
 host_reading(const struct peer *p)
 {
-	return !p->paused && p->fair_wait == 0;
+	return p->held_by == 0;
+}
+/* p is held on q, which it called, for why (HOLD_*). */
+void		host_hold(struct peer *p, struct peer *q, uint8_t why);
+/* p's holds of why (HOLD_*) end: it is read again once none is left. */
+static inline void
+host_unhold(struct peer *p, uint8_t why)
+{
+	if ((p->held_by &= (uint8_t)~why) == 0)
+		p->held_on = 0;
 }
 /* A received message's payload on to q as type/id/method_id: its
  * variable slot handed on without copying when q uses the pool it is in

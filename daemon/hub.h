@@ -235,9 +235,16 @@ struct peer {
 	struct zone		*zone;		/* its shared pool, NULL: none */
 	struct hp_peer_view	view;
 	struct hp_endpoint	ep;
-	int			paused;		/* not read: a target is backlogged */
-	uint32_t		fair_wait;	/* not read: it has its share of this
-						 * guest's calls in flight (fair.c) */
+	/* not read while held on a guest it called (route.c): by that
+	 * guest's backlog (host.c), by its share of that guest's calls in
+	 * flight (fair.c), or both (HOLD_*); since held_ns (coarse clock) */
+	uint32_t		held_on;
+	uint8_t			held_by;
+	uint8_t			bl_holds;	/* callers may be held on its backlog */
+	uint64_t		held_ns;
+	uint32_t		hold_off;	/* held on this guest no more until it
+						 * answers one of its calls: a hold
+						 * there outlasted HOLD_MAX_NS */
 	int			kill_reason;	/* DEATH_* when we ended it, else -1 */
 	char			kill_detail[DEATH_DETAIL_MAX];
 	const char		*fault;		/* a rule it broke, for the supervisor */

@@ -147,23 +147,32 @@ idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct hub *h = w->data;
 	uint64_t start = hp_now_ns(), last = start, now = start;
+	int worked = 0;
 
 	(void)revents;
 	for (unsigned round = 0;; round++) {
 		if (dispatch_poll(h) > 0) {
-			last = now;
+			worked = 1;
 			h->served = 1;
-			continue;
+		} else {
+			step_aside(h);
+			/* more of the hub's processes awake than CPUs: what
+			 * we wait for needs this CPU more than polling does
+			 * (endpoint.h) */
+			if (host_crowded(h))
+				sched_yield();
 		}
-		step_aside(h);
-		/* more of the hub's processes awake than CPUs: what we wait
-		 * for needs this CPU more than polling does (endpoint.h) */
-		if (host_crowded(h))
-			sched_yield();
-		/* the clock only now and then: a read costs as much as a poll */
+		/* the clock only now and then: a read costs as much as a
+		 * poll; busy rounds too, or a flood that never lets a
+		 * round come up empty keeps libev, and with it the
+		 * control socket, deaths and the heartbeat checks, waiting */
 		if (round % 16 != 0)
 			continue;
 		now = hp_now_ns();
+		if (worked) {
+			last = now;
+			worked = 0;
+		}
 		/* quiet for a while: a guest we woke may be waiting for this
 		 * CPU (the kernel likes to wake it here), so step aside now
 		 * and then; a reply within YIELD_AFTER_NS still finds us spinning */

@@ -28,13 +28,22 @@
 /* -- messages from a guest ---------------------------------------------- */
 
 /* After p's call went to q: p is read no more for now if q is backlogged
- * (host.c), or while it has its share of q in flight (fair.c). */
+ * (host.c), or while it has its share of q in flight (fair.c). Never
+ * while anyone waits on p: a call routed to it (a guest's or a control
+ * client's), a stream of its own calls, one it receives. Its ring would
+ * hold the answer, the item or the credit they wait for, unread while q
+ * is: a guest waiting on p may be what keeps q from answering (A calls
+ * B, B calls A back), and whoever waits on p, waits for q. A call routed
+ * to p ends its hold (fair_sent). */
 static void
-pause_caller(struct peer *p, struct peer *q)
+hold_caller(struct peer *p, struct peer *q)
 {
+	if (p->pend.count != 0 || p->relays != 0 || p->streaming != 0 || p->hold_off == q->id)
+		return;
 	if (host_backlogged(q))
-		p->paused = 1;
-	fair_check(p, q);
+		host_hold(p, q, HOLD_BACKLOG);
+	if (fair_over_share(q, p->id))
+		host_hold(p, q, HOLD_SHARE);
 }
 
 void
@@ -109,7 +118,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		upload_call(h, p, q, meth, m, &req, &o);
 		if (!monitor_watches(h, meth->name))
 			lanes_offer(h, p, q, meth);
-		pause_caller(p, q);
+		hold_caller(p, q);
 		return;
 	}
 	for (uint8_t i = 0; i < meth->sig.nargs; i++) {
@@ -119,7 +128,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 			relay_call(h, p, q, meth, m, &req, &o);
 			if (!monitor_watches(h, meth->name))
 				lanes_offer(h, p, q, meth);
-			pause_caller(p, q);
+			hold_caller(p, q);
 			return;
 		}
 	}
@@ -131,7 +140,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	 * a monitor watches them (monitor.c) */
 	if (!monitor_watches(h, meth->name))
 		lanes_offer(h, p, q, meth);
-	pause_caller(p, q);
+	hold_caller(p, q);
 }
 
 /* A guest's answer that carries the hub.error entry the host gives its

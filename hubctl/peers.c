@@ -171,6 +171,14 @@ peer_detail(const struct ctl *ctl, json_object *p)
 		       json_object_get_uint64(js_get(p, "calls_out")),
 		       json_object_get_uint64(js_get(p, "lane_calls_in")),
 		       json_object_get_uint64(js_get(p, "lane_calls_out")));
+	if (js_get(p, "backlog") != NULL && json_object_get_int64(js_get(p, "backlog")) > 0)
+		printf("backlog: %" PRId64 " messages wait in hubd for room in its ring\n",
+		       json_object_get_int64(js_get(p, "backlog")));
+	if (js_get(p, "held_on") != NULL)	/* doc/hubctl.md: held */
+		printf("held: not read until %s %s\n", js_text(p, "held_on"),
+		       strcmp(js_text(p, "held_by"), "share") == 0 ?
+		       "answers some of its calls (it has its share in flight there)" :
+		       "reads its backlog");
 	if (js_get(p, "lanes") != NULL)
 		printf("lanes: %d open, %" PRIu64 " closed over a broken rule\n",
 		       json_object_get_int(js_get(p, "lanes")),

@@ -4,9 +4,15 @@
  *   echo BYTES		its argument back
  *   back BYTES		calls --back=METHOD with its argument and answers
  *			with the result: a callee that calls its caller back
- *   flood METHOD MS W	W calls of METHOD (8 bytes) in flight for MS ms
- *			(1: one at a time), then waits for the last
- *			answers: "calls=.. failed=.."
+ *   park BYTES		never answered (hubd ends the call when the hub
+ *			stops): a callee that answers nobody
+ *   flood METHOD MS W	answers "started" at once, then keeps W calls of
+ *			METHOD (8 bytes) in flight for MS ms (1: one at a
+ *			time) and waits for the last answers: nobody waits
+ *			on it meanwhile, as on a plugin that calls from
+ *			its own loop
+ *   result		"calls=.. failed=.." of the last flood once it
+ *			ended, else an error "flooding"
  * It serves the calls made to it while it floods (guest_run's
  * callbacks, inside flood's waits). */
 #include <stdio.h>
@@ -18,6 +24,8 @@ static struct guest *g;
 static const char *back_method;
 static unsigned long long done_calls, failed_calls;
 static unsigned long inflight;
+static int flooding;
+static char flood_text[96];
 
 static void
 echo(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
@@ -47,6 +55,15 @@ back(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 }
 
 static void
+park(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)c;
+	(void)args;
+	(void)len;
+	(void)ctx;
+}
+
+static void
 answered(void *ctx, int status, const uint8_t *result, size_t len)
 {
 	static const uint8_t want[] = { 8, 'f', 'l', 'o', 'o', 'd', 'i', 'n', 'g' };
@@ -64,22 +81,24 @@ flood(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	static const uint8_t arg[] = { 8, 'f', 'l', 'o', 'o', 'd', 'i', 'n', 'g' };
 	uint64_t ms, window, end;
+	static const uint8_t started[] = { 7, 's', 't', 'a', 'r', 't', 'e', 'd' };
 	const char *name;
-	char method[64], text[96];
-	uint8_t buf[128];
+	char method[64];
 	size_t pos = 0, nlen;
 
 	(void)ctx;
 	if (guest_pc_get_str(args, len, &pos, &name, &nlen) != 0 || nlen >= sizeof(method) ||
 	    guest_pc_get_u64(args, len, &pos, &ms) != 0 ||
 	    guest_pc_get_u64(args, len, &pos, &window) != 0 || window == 0 ||
-	    window > 100000 || ms > 600000 || inflight > 0) {
+	    window > 100000 || ms > 600000 || flooding || inflight > 0) {
 		guest_reply_error(c, "flood METHOD MS W, one at a time");
 		return;
 	}
 	memcpy(method, name, nlen);
 	method[nlen] = '\0';
 	done_calls = failed_calls = 0;
+	flooding = 1;
+	guest_reply(c, started, sizeof(started));
 	end = hp_now_ns() + ms * 1000000u;
 	while (hp_now_ns() < end) {
 		while (inflight < window && hp_now_ns() < end &&
@@ -90,10 +109,25 @@ flood(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	}
 	while (inflight > 0 && guest_service_wait(g, 1000) == 0)
 		;
-	snprintf(text, sizeof(text), "calls=%llu failed=%llu", done_calls,
+	snprintf(flood_text, sizeof(flood_text), "calls=%llu failed=%llu", done_calls,
 		 failed_calls + inflight);
-	pos = 0;
-	guest_pc_put_str(buf, sizeof(buf), &pos, text, strlen(text));
+	flooding = 0;
+}
+
+static void
+result(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t buf[128];
+	size_t pos = 0;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	if (flooding || flood_text[0] == '\0') {
+		guest_reply_error(c, flooding ? "flooding" : "no flood yet");
+		return;
+	}
+	guest_pc_put_str(buf, sizeof(buf), &pos, flood_text, strlen(flood_text));
 	guest_reply(c, buf, pos);
 }
 
@@ -103,7 +137,9 @@ main(int argc, char *argv[])
 	static const struct tg_method methods[] = {
 		{ "echo", "bytes->bytes", echo },
 		{ "back", "bytes->bytes", back },
+		{ "park", "bytes->bytes", park },
 		{ "flood", "str,u64,u64->str", flood },
+		{ "result", "->str", result },
 	};
 	const char *why;
 	int rc;
