@@ -249,13 +249,17 @@ answer_detach(struct hub *h, struct peer *p)
 			     tally_gone(h, p, m != NULL ? m->name : NULL, why, sizeof(why)));
 	}
 	hp_idtab_clear(&p->pend);
-	/* calls by p routed elsewhere: their answers have nobody to go to */
+	/* calls by p routed elsewhere: their answers have nobody to go to,
+	 * and they count as p's calls no more */
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *q = &h->peers[i];
 
 		pos = 0;
-		while ((e = hp_idtab_next(&q->pend, &pos)) != NULL)
-			if (e->o.kind == ORIGIN_PEER && e->o.peer == p->id)
+		while ((e = hp_idtab_next(&q->pend, &pos)) != NULL) {
+			if (e->o.kind == ORIGIN_PEER && e->o.peer == p->id) {
 				e->o.kind = ORIGIN_NONE;
+				fair_orphan(h, q, e);
+			}
+		}
 	}
 }

@@ -106,6 +106,8 @@ fair_done(struct hub *h, struct peer *q, const struct pending *e)
 {
 	struct peer *c = hub_peer(h, e->from);
 
+	if (e->from == FAIR_NOBODY)
+		return;
 	if (--q->calls_from[e->from] == 0) {
 		q->ncallers--;
 		/* a guest that calls one at a time is one of q's callers
@@ -127,4 +129,11 @@ fair_done(struct hub *h, struct peer *q, const struct pending *e)
 	/* q answers c's calls: c may be held on it again */
 	if (c->hold_off == q->id)
 		c->hold_off = 0;
+}
+
+void
+fair_orphan(struct hub *h, struct peer *q, struct pending *e)
+{
+	fair_done(h, q, e);
+	e->from = FAIR_NOBODY;
 }

@@ -14,6 +14,11 @@ void		fair_free(struct hub *h);
  * caller held on its share of q is read again once under it. */
 void		fair_sent(struct hub *h, struct peer *q, struct pending *e);
 void		fair_done(struct hub *h, struct peer *q, const struct pending *e);
+/* Call e's caller went (its answer goes nowhere now): counted for
+ * nobody, so that it shrinks no other caller's share of q and the
+ * caller's next instance starts with none in flight. */
+#define FAIR_NOBODY	UINT32_MAX
+void		fair_orphan(struct hub *h, struct peer *q, struct pending *e);
 /* Whether the caller in slot (a peer id, 0: not a guest) has its share
  * of q's calls in flight, or more, while q has other callers: it is held
  * (route.c) until it has less. */

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,43 @@ START_TEST(test_hold_on_a_callee_that_answers_nobody_ends)
 }
 END_TEST
 
+/* v1 has 64 calls parked at v2 (never answered) and dies. Its calls
+ * stay in v2's table until v2 answers them (an answer for a call hubd
+ * forgot would be a broken rule), but they are nobody's now: hog,
+ * flooding v2 after v1 restarted, is v2's only caller and keeps the
+ * whole ring. Before, they were still counted as v1's: v2 kept two
+ * callers for good, and hog was held at half the ring. */
+START_TEST(test_dead_callers_calls_count_for_nobody)
+{
+	int pid, seen = 0;
+	struct sample s;
+	double end;
+
+	hub_start_up(&hub, "ring_size = 256\n", GUESTS, "v1,v2,hog");
+	ck_assert(hub_wait_method(&hub, "v1.flood,hog.flood,v2.echo,v2.park") == 0);
+	flood_start("v1", "v2.park", 600000, 64);
+	end = now_s() + 30;
+	while (sample("v2").v1 < 64 && now_s() < end)
+		sleep_ms(20);
+	ck_assert_int_eq(sample("v2").v1, 64);
+	pid = hub_peer_int(&hub, "v1", "pid");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_msg(hub_wait_new_pid(&hub, "v1", pid, 30) > 0, "v1 not restarted: %s",
+		      hub_log_tail(&hub));
+	flood_start("hog", "v2.echo", 600000, RING);
+	end = now_s() + 30;
+	while ((s = sample("v2")).hog <= SHARE && now_s() < end) {
+		if (s.hog > seen)
+			seen = s.hog;
+		sleep_ms(5);
+	}
+	ck_assert_msg(s.hog > SHARE, "hog had %d calls in flight at v2 at most: held at its "
+		      "share beside a dead caller's calls? %s", seen, hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_share(void);
 
 Suite *
@@ -263,6 +301,7 @@ suite_share(void)
 	tcase_add_test(tc, test_flood_keeps_its_share_on_one_cpu);
 	tcase_add_test(tc, test_flooder_called_back_is_read);
 	tcase_add_test(tc, test_hold_on_a_callee_that_answers_nobody_ends);
+	tcase_add_test(tc, test_dead_callers_calls_count_for_nobody);
 	suite_add_tcase(s, tc);
 	return s;
 }
