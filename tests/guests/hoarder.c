@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* hoarder: a guest that calls and then stops reading its ring (what a
  * plugin stuck in a loop, or a hostile one, does), one way per run:
- *   --act=noread --count=N --size=S
- *		N calls of echo.echo with S-byte arguments, then reads
- *		nothing; on SIGUSR1 it reads again and prints
- *		"hoarder: N answers" once every call is answered
+ *   --act=noread --count=N --size=S [--method=M]
+ *		N calls of M (default echo.echo; a str or bytes argument)
+ *		with S-byte arguments, then reads nothing; on SIGUSR1 it
+ *		reads again and prints "hoarder: N answers" once every
+ *		call is answered
  *   --act=relay --count=N [--method=M]
  *		N calls of M (default counter.count) with a huge count and
  *		a channel it opened to receive on, then reads nothing and
@@ -183,15 +184,15 @@ main(int argc, char *argv[])
 	if (act == NULL)
 		act = "noread";
 	if (method == NULL)
-		method = "counter.count";
+		method = strcmp(act, "relay") == 0 ? "counter.count" : "echo.echo";
 	signal(SIGUSR1, on_usr1);
 	raw_attach(argc, argv, &t, &seg, &view, &ep, HP_FEAT_ALL);
 	doorbell = t.doorbell_fd;
-	wait_method(strcmp(act, "relay") == 0 ? method : "echo.echo");
+	wait_method(strcmp(act, "flood") == 0 ? "echo.echo" : method);
 	if (strcmp(act, "noread") == 0) {
 		len = echo_args(args, sizeof(args), size);
 		for (uint64_t i = 1; i <= count; i++)
-			call((uint32_t)i, "echo.echo", args, len);
+			call((uint32_t)i, method, args, len);
 		while (!reading)
 			nap(50);
 		read_answers(count);

@@ -4,6 +4,8 @@
  *   echo BYTES		its argument back
  *   back BYTES		calls --back=METHOD with its argument and answers
  *			with the result: a callee that calls its caller back
+ *   slow BYTES		its argument back after 1 ms asleep, its ring
+ *			unread meanwhile: a callee slower than its callers
  *   park BYTES		never answered (hubd ends the call when the hub
  *			stops): a callee that answers nobody
  *   flood METHOD MS W	answers "started" at once, then keeps W calls of
@@ -16,6 +18,7 @@
  * It serves the calls made to it while it floods (guest_run's
  * callbacks, inside flood's waits). */
 #include <stdio.h>
+#include <unistd.h>
 
 #include "proto/clock.h"
 #include "tests/guests/testguest.h"
@@ -52,6 +55,14 @@ back(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		guest_reply_error(c, rlen > 0 ? (const char *)res : "the call back failed");
 	else
 		guest_reply(c, res, rlen);
+}
+
+static void
+slow(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	usleep(1000);
+	guest_reply(c, args, len);
 }
 
 static void
@@ -137,6 +148,7 @@ main(int argc, char *argv[])
 	static const struct tg_method methods[] = {
 		{ "echo", "bytes->bytes", echo },
 		{ "back", "bytes->bytes", back },
+		{ "slow", "bytes->bytes", slow },
 		{ "park", "bytes->bytes", park },
 		{ "flood", "str,u64,u64->str", flood },
 		{ "result", "->str", result },
