@@ -174,7 +174,7 @@ peer_detail(const struct ctl *ctl, json_object *p)
 	if (js_get(p, "backlog") != NULL && json_object_get_int64(js_get(p, "backlog")) > 0)
 		printf("backlog: %" PRId64 " messages wait in hubd for room in its ring\n",
 		       json_object_get_int64(js_get(p, "backlog")));
-	if (js_get(p, "held_on") != NULL)	/* doc/hubctl.md: held */
+	if (js_get(p, "held_on") != NULL)	/* doc/guests.md: holds */
 		printf("held: not read until %s %s\n", js_text(p, "held_on"),
 		       strcmp(js_text(p, "held_by"), "share") == 0 ?
 		       "answers some of its calls (it has its share in flight there)" :
