@@ -104,10 +104,11 @@ fair_sent(struct hub *h, struct peer *q, struct pending *e)
 void
 fair_done(struct hub *h, struct peer *q, const struct pending *e)
 {
-	struct peer *c = hub_peer(h, e->from);
+	struct peer *c;
 
 	if (e->from == FAIR_NOBODY)
 		return;
+	c = hub_peer(h, e->from);
 	if (--q->calls_from[e->from] == 0) {
 		q->ncallers--;
 		/* a guest that calls one at a time is one of q's callers

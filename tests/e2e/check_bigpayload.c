@@ -122,20 +122,6 @@ expect_pool_valid(void)
 	ck_assert_msg(valid, "the pool has problems: %s", hub_log_tail(&hub));
 }
 
-static int
-log_has(const char *text, int timeout_ms)
-{
-	for (int waited = 0;; waited += 50) {
-		char *log = hub_log(&hub);
-		int found = log != NULL && strstr(log, text) != NULL;
-
-		free(log);
-		if (found || waited >= timeout_ms)
-			return found;
-		sleep_ms(50);
-	}
-}
-
 /* r[shm.varslot.selection] r[shm.varslot.shared] r[shm.varslot.extents]:
  * a 16 MiB payload fits a class of the shared pool; guest to guest inside
  * a zone it is handed on, so hubd allocates no slot of the large classes
@@ -223,7 +209,7 @@ START_TEST(test_breaker_named_by_its_descriptor)
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
 		start_breaker(acts[i][0]);
-		ck_assert_msg(log_has(acts[i][1], 30000), "%s: %s", acts[i][0], hub_log_tail(&hub));
+		ck_assert_msg(hub_log_wait(&hub, acts[i][1], 30000), "%s: %s", acts[i][0], hub_log_tail(&hub));
 		expect_call("prober.big", "5000", "5000\n");
 		expect_pool_valid();
 		ck_assert_int_eq(hub_stop(&hub), 0);
@@ -255,7 +241,7 @@ START_TEST(test_broken_free_list_rebuilt)
 				     (char *)NULL) == 0 && strcmp(out, "32\n") == 0,
 			      "prober.burst: %s", out);
 		free(out);
-		ck_assert_msg(log_has("rebuilt", 30000), "%s: no rebuild: %s", acts[i],
+		ck_assert_msg(hub_log_wait(&hub, "rebuilt", 30000), "%s: no rebuild: %s", acts[i],
 			      hub_log_tail(&hub));
 		expect_pool_valid();
 		ck_assert_int_eq(hub_stop(&hub), 0);
@@ -300,7 +286,7 @@ START_TEST(test_dead_holder_reclaimed)
 		sleep_ms(10);
 	ck_assert_int_eq(slots_held(&seg, id), 8);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
-	ck_assert_msg(log_has("pool big: 8 slots of guest breaker returned", 30000), "%s", hub_log_tail(&hub));
+	ck_assert_msg(hub_log_wait(&hub, "pool big: 8 slots of guest breaker returned", 30000), "%s", hub_log_tail(&hub));
 	ck_assert_int_eq(slots_held(&seg, id), 0);
 	unmap_pool(&seg);
 	expect_pool_valid();

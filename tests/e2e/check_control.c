@@ -998,21 +998,6 @@ expect_count(struct reader *r, uint64_t from, uint64_t n)
 	json_object_put(o);
 }
 
-/* Waits until the hub's log has text (15 s). */
-static int
-log_waits_for(const char *text)
-{
-	for (uint64_t end = (hp_now_ns() / HP_NS_PER_MS) + 15000; (hp_now_ns() / HP_NS_PER_MS) < end; sleep_ms(20)) {
-		char *log = hub_log(&hub);
-		int found = strstr(log, text) != NULL;
-
-		free(log);
-		if (found)
-			return 0;
-	}
-	return -1;
-}
-
 /* hubd's anonymous memory (malloc), kB. */
 static long
 rss_anon_kb(pid_t pid)
@@ -1121,7 +1106,7 @@ START_TEST(test_stream_reader_stops_dropped)
 	for (int i = 1; i <= 100; i++)
 		ck_assert_int_eq(read_line(r), 1);
 	/* stops reading: dropped for that, after client_timeout */
-	ck_assert_msg(log_waits_for("took none of its answers for 1.0 s: dropped") == 0,
+	ck_assert_msg(hub_log_wait(&hub, "took none of its answers for 1.0 s: dropped", 15000),
 		      "%s", hub_log_tail(&hub));
 	/* what was sent before arrives, then the end: never a final answer */
 	while ((n = read_line(r)) == 1)

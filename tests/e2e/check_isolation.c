@@ -198,22 +198,6 @@ victims_fine(struct victims *v)
 	json_object_put(stats);
 }
 
-/* Whether the log has text, waiting up to ms for it. */
-static int
-log_has(const char *text, int ms)
-{
-	for (double end = now_s() + ms / 1000.0; ; sleep_ms(50)) {
-		char *log = hub_log(&hub);
-		int found = log != NULL && strstr(log, text) != NULL;
-
-		free(log);
-		if (found)
-			return 1;
-		if (now_s() > end)
-			return 0;
-	}
-}
-
 /* What became of the hostile guest: ended for a rule (rule, or any when
  * NULL: a death whose detail names one) or, if may_live, up, never
  * restarted, and still answering. */
@@ -276,7 +260,7 @@ attack(const char *mode, const char *done)
 	snprintf(want, sizeof(want), "ok %s\n", mode);
 	ck_assert_str_eq(out, want);
 	free(out);
-	ck_assert_msg(log_has(done, 60000), "the hostile guest did not %s: %s", mode,
+	ck_assert_msg(hub_log_wait(&hub, done, 60000), "the hostile guest did not %s: %s", mode,
 		      hub_log_tail(&hub));
 }
 

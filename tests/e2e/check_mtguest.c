@@ -257,22 +257,6 @@ START_TEST(test_handler_that_exits_lets_the_guest_stop)
 END_TEST
 
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-/* Waits (10 s) until the hub's log (its guests' stderr too) has text. */
-static int
-log_has(const char *text)
-{
-	for (int i = 0; i < 1000; i++) {
-		char *log = hub_log(&hub);
-		int found = log != NULL && strstr(log, text) != NULL;
-
-		free(log);
-		if (found)
-			return 1;
-		sleep_ms(10);
-	}
-	return 0;
-}
-
 /* A handler that needs more stack than a microthread has dies in its
  * guard with a line that names it and says what to raise; with env =
  * HUB_MT_STACK=1m the same call fits; a HUB_MT_STACK that is not a size
@@ -285,9 +269,9 @@ START_TEST(test_stack_overflow_is_named)
 	start(_i + 1, NULL);
 	out = call(1, "m1.big", NULL, NULL);
 	free(out);
-	ck_assert_msg(log_has("libguest: microthread stack overflow in the handler "
+	ck_assert_msg(hub_log_wait(&hub, "libguest: microthread stack overflow in the handler "
 			      "of m1.big (stack 64 KiB; raise it with "
-			      "guest_rt_config.stack_size or HUB_MT_STACK)\n"),
+			      "guest_rt_config.stack_size or HUB_MT_STACK)\n", 10000),
 		      "no overflow message: %s", hub_log_tail(&hub));
 	ck_assert(hub_wait_up(&hub, "m1", 10000) == 0);
 	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 1);
@@ -304,7 +288,7 @@ START_TEST(test_stack_overflow_is_named)
 
 	hub_start_up(&hub, NULL, "[guest m1]\nexec = @/tests/guests/mtprober\n"
 		     "args = --prefix m1\nenv = HUB_MT_STACK=64x\n", NULL);
-	ck_assert_msg(log_has("libguest: HUB_MT_STACK=64x: not a stack size"),
+	ck_assert_msg(hub_log_wait(&hub, "libguest: HUB_MT_STACK=64x: not a stack size", 10000),
 		      "no complaint: %s", hub_log_tail(&hub));
 	stop();
 }
@@ -323,8 +307,8 @@ START_TEST(test_frame_past_the_guard_is_named)
 	ck_assert(hub_wait_method(&hub, "m1.source") == 0);
 	out = call(1, "m1.huge", "16", NULL);
 	free(out);
-	ck_assert_msg(log_has("libguest: microthread stack overflow in the handler "
-			      "of m1.huge (stack 64 KiB"), "not named: %s", hub_log_tail(&hub));
+	ck_assert_msg(hub_log_wait(&hub, "libguest: microthread stack overflow in the handler "
+			      "of m1.huge (stack 64 KiB", 10000), "not named: %s", hub_log_tail(&hub));
 	stop();
 }
 END_TEST
@@ -351,9 +335,9 @@ START_TEST(test_out_of_microthreads_refuses_the_call)
 		      strncmp(out, "error: 0 ", 9) != 0,
 		      "fanopen: '%s'; %s", out, hub_log_tail(&hub));
 	free(out);
-	ck_assert_msg(log_has("libguest: no microthread for a call of m1.wait "
+	ck_assert_msg(hub_log_wait(&hub, "libguest: no microthread for a call of m1.wait "
 			      "(Cannot allocate memory): refused with an error "
-			      "until one can be made\n"), "not said: %s", hub_log_tail(&hub));
+			      "until one can be made\n", 10000), "not said: %s", hub_log_tail(&hub));
 	ck_assert_int_eq(hub_peer_int(&hub, "m1", "restarts"), 0);
 	expect("m1.onmt", NULL, NULL, "yes");
 	stop();

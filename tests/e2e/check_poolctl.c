@@ -657,20 +657,6 @@ wait_every_class(struct hub_proc *h, const char *key, int timeout_ms)
 	}
 }
 
-static int
-log_has(struct hub_proc *h, const char *text, int timeout_ms)
-{
-	for (int waited = 0;; waited += 50) {
-		char *log = hub_log(h);
-		int found = log != NULL && strstr(log, text) != NULL;
-
-		free(log);
-		if (found || waited >= timeout_ms)
-			return found;
-		sleep_ms(50);
-	}
-}
-
 /* hubctl pool --validate until it exits 0, for up to 5 s (a few sweeps;
  * a slot caught moving is seen once only); its last exit status. */
 static int
@@ -719,7 +705,7 @@ START_TEST(test_forged_host_slots_named_then_returned)
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	/* at its death, long before the sweeper's first run */
 	ck_assert_msg(wait_every_class(&h, "free", 5000), "%s", hub_log_tail(&h));
-	ck_assert_msg(log_has(&h, "pool breaker: " DEFAULT_SLOTS " slots returned: " DEFAULT_SLOTS
+	ck_assert_msg(hub_log_wait(&h, "pool breaker: " DEFAULT_SLOTS " slots returned: " DEFAULT_SLOTS
 			      " forged as the host's (a guest scribbled the pool)", 2000), "%s",
 		      hub_log_tail(&h));
 	/* none were the dead guest's own */
@@ -741,7 +727,7 @@ START_TEST(test_forged_host_slots_swept)
 	char *log;
 
 	hub_start_up(&h, NULL, "[pool]\nmax_extents = 1\n" BREAKER "forgehost\n", "breaker");
-	ck_assert_msg(log_has(&h, "forged as the host's (a guest scribbled the pool)", 5000),
+	ck_assert_msg(hub_log_wait(&h, "forged as the host's (a guest scribbled the pool)", 5000),
 		      "%s", hub_log_tail(&h));
 	ck_assert_msg(wait_every_class(&h, "free", 5000), "%s", hub_log_tail(&h));
 	ck_assert_int_eq(validate_clean(&h), 0);
@@ -766,7 +752,7 @@ START_TEST(test_one_slot_cycle_rebuilt)
 	json_object *o, *c4;
 
 	hub_start_up(&h, NULL, BREAKER "cycle --class=4\n", "breaker");
-	ck_assert_msg(log_has(&h, "pool breaker: class 4 (33554432 bytes): its free list was broken; "
+	ck_assert_msg(hub_log_wait(&h, "pool breaker: class 4 (33554432 bytes): its free list was broken; "
 			      "rebuilt", 5000), "%s", hub_log_tail(&h));
 	ck_assert_int_eq(validate_clean(&h), 0);
 	c4 = json_object_array_get_idx(zone_classes(&h, "breaker", &o), 4);

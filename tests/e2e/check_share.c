@@ -287,23 +287,6 @@ START_TEST(test_dead_callers_calls_count_for_nobody)
 }
 END_TEST
 
-/* Whether the hub's log says text, waited for up to 30 s. */
-static int
-log_says(const char *text)
-{
-	int found = 0;
-
-	for (double end = now_s() + 30; !found && now_s() < end;) {
-		char *log = hub_log(&hub);
-
-		found = log != NULL && strstr(log, text) != NULL;
-		free(log);
-		if (!found)
-			sleep_ms(50);
-	}
-	return found;
-}
-
 /* hoarder (raw, no cap on its calls in flight) sends 900 calls of
  * v2.slow at once, faster than v2 takes them: what v2's ring has no room
  * for waits in hubd's backlog until that is long (256, daemon/host.c),
@@ -339,7 +322,7 @@ START_TEST(test_backlog_holds_its_caller)
 	pid = hub_peer_int(&hub, "hoarder", "pid");
 	ck_assert_int_gt(pid, 0);
 	ck_assert_int_eq(kill(pid, SIGUSR1), 0);
-	ck_assert_msg(log_says("hoarder: 900 answers"), "%s", hub_log_tail(&hub));
+	ck_assert_msg(hub_log_wait(&hub, "hoarder: 900 answers", 30000), "%s", hub_log_tail(&hub));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST

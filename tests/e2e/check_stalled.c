@@ -73,20 +73,6 @@ wait_sender_still(const char *name, const char *while_)
 	ck_abort_msg("%s: guest %s still sends (%llu bytes so far)", while_, name, now);
 }
 
-static int
-log_has(const char *text, int timeout_ms)
-{
-	for (int waited = 0;; waited += 20) {
-		char *log = hub_log(&hub);
-		int found = strstr(log, text) != NULL;
-
-		free(log);
-		if (found || waited >= timeout_ms)
-			return found;
-		sleep_ms(20);
-	}
-}
-
 /* counter.count 3 through hubctl: 1, 2, 3 streamed, then 3. */
 static void
 counter_answers(const char *while_)
@@ -175,7 +161,7 @@ START_TEST(test_unread_answers_hubd_sleeps)
 	pid = hub_peer_int(&hub, "hoarder", "pid");
 	ck_assert_int_gt(pid, 0);
 	kill(pid, SIGUSR1);
-	ck_assert_msg(log_has("hoarder: 300 answers", 10000), "%s", hub_log_tail(&hub));
+	ck_assert_msg(hub_log_wait(&hub, "hoarder: 300 answers", 10000), "%s", hub_log_tail(&hub));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -193,7 +179,7 @@ START_TEST(test_relayed_reader_stalls_then_dies)
 		 "args = --act=relay --count=1\nrestart = never\n", COUNTER);
 	hub_start_up(&hub, NULL, guests, "counter");
 	ck_assert(hub_wait_method(&hub, "counter.count") == 0);
-	ck_assert_msg(log_has("hoarder: 1 calls", 10000), "%s", hub_log_tail(&hub));
+	ck_assert_msg(hub_log_wait(&hub, "hoarder: 1 calls", 10000), "%s", hub_log_tail(&hub));
 	wait_sender_still("counter", "its reader stalled");
 	ck_assert_uint_gt(guest_stat("counter", "bytes_in"), 0);
 	assert_hubd_sleeps("a relayed stream whose reader stalled");
@@ -250,7 +236,7 @@ START_TEST(test_one_caller_cannot_take_every_channel)
 		 "args = --act=relay --count=31\n", COUNTER);
 	hub_start_up(&hub, NULL, guests, "counter");
 	ck_assert(hub_wait_method(&hub, "counter.count") == 0);
-	ck_assert_msg(log_has("hoarder: 31 calls", 10000), "%s", hub_log_tail(&hub));
+	ck_assert_msg(hub_log_wait(&hub, "hoarder: 31 calls", 10000), "%s", hub_log_tail(&hub));
 	for (double end = now_s() + 30;
 	     (chans = hub_peer_int(&hub, "counter", "channels_open")) < 7 && now_s() < end;)
 		sleep_ms(20);

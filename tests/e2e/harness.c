@@ -836,6 +836,19 @@ hub_log(struct hub_proc *h)
 	return buf;
 }
 
+int
+hub_log_wait(struct hub_proc *h, const char *text, int timeout_ms)
+{
+	for (double end = now_s() + timeout_ms / 1000.0;; sleep_ms(20)) {
+		char *log = hub_log(h);
+		int found = log != NULL && strstr(log, text) != NULL;
+
+		free(log);
+		if (found || now_s() > end)
+			return found;
+	}
+}
+
 const char *
 hub_log_tail(struct hub_proc *h)
 {

@@ -128,6 +128,9 @@ void hubctl_ok(struct hub_proc *h, char **out, ...) __attribute__((sentinel));
 const char *hubctl_stderr(void);
 /* The hub's log so far (malloc'd), for assertions. */
 char *hub_log(struct hub_proc *h);
+/* Whether the hub's log (its guests' output too) has text, waited for
+ * up to timeout_ms. */
+int hub_log_wait(struct hub_proc *h, const char *text, int timeout_ms);
 /* Its last bytes, after what the last hubctl() printed on stderr, 3000
  * in all (static), for failure messages: Check refuses long ones. */
 const char *hub_log_tail(struct hub_proc *h);
