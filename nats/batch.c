@@ -4,8 +4,9 @@
  * entries, each a u32 header-block length and a u32 payload length
  * (little endian), the header block ("Name: value\r\n" each, as NATS
  * writes a message's headers; Hub-Reply the entry's reply subject), then
- * the payload. Built from the messages that would have gone alone, and
- * parsed back into such messages. What is parsed came from anyone on
+ * the payload. Built from what would have been a message alone (struct
+ * br_out: no natsMsg is made for an entry), and parsed back into
+ * messages. What is parsed came from anyone on
  * NATS: every length is checked against what is left, every header
  * against the syntax, and a batch with one bad byte is refused whole.
  * And the pack wire's check (doc/nats.md, "Streams"): a stream's items
@@ -90,46 +91,57 @@ put_line(uint8_t *out, size_t *pos, const char *name, const char *value)
 	*pos += nn + nv + 4;
 }
 
-size_t
-br_batch_put(natsMsg *m, int answer, uint8_t *out)
+natsStatus
+br_out_header(struct br_out *o, const char *name, const char *value)
 {
-	const char *reply = answer ? natsMsg_GetSubject(m) : natsMsg_GetReply(m);
-	const char **keys = NULL, **vals;
-	int nkeys = 0, nvals;
-	size_t pos = 8, hdr;
-	int dlen = natsMsg_GetDataLength(m);
+	if (o->nh == BR_OUT_HDRS)
+		return NATS_INSUFFICIENT_BUFFER;
+	o->name[o->nh] = name;
+	o->value[o->nh++] = value;
+	return NATS_OK;
+}
 
-	if (reply == NULL || !br_subject_ok(reply, strlen(reply)))
+natsStatus
+br_out_msg(const struct br_out *o, natsMsg **mp)
+{
+	natsStatus s = natsMsg_Create(mp, o->subject, o->reply, o->data, (int)o->len);
+
+	for (uint32_t i = 0; s == NATS_OK && i < o->nh; i++)
+		s = natsMsgHeader_Add(*mp, o->name[i], o->value[i]);
+	if (s != NATS_OK) {
+		natsMsg_Destroy(*mp);
+		*mp = NULL;
+	}
+	return s;
+}
+
+size_t
+br_batch_put(const struct br_out *o, int answer, uint8_t *out)
+{
+	const char *reply = answer ? o->subject : o->reply;
+	size_t pos = 8, hdr;
+
+	if (reply == NULL || !br_subject_ok(reply, strlen(reply)) || o->len > INT32_MAX)
 		return 0;
 	put_line(out, &pos, BR_H_REPLY, reply);
-	if (natsMsgHeader_Keys(m, &keys, &nkeys) != NATS_OK)
-		nkeys = 0;	/* none (NATS_NOT_FOUND) */
-	for (int i = 0; i < nkeys; i++) {
-		if (strcmp(keys[i], BR_H_REPLY) == 0 ||
-		    natsMsgHeader_Values(m, keys[i], &vals, &nvals) != NATS_OK)
+	for (uint32_t i = 0; i < o->nh; i++) {
+		if (strcmp(o->name[i], BR_H_REPLY) == 0)
 			continue;
-		for (int j = 0; j < nvals; j++) {
-			if (!name_ok(keys[i], strlen(keys[i])) ||
-			    !value_ok(vals[j], strlen(vals[j]))) {
-				free(vals);
-				free(keys);
-				return 0;
-			}
-			put_line(out, &pos, keys[i], vals[j]);
-		}
-		free(vals);
+		if (!name_ok(o->name[i], strlen(o->name[i])) ||
+		    !value_ok(o->value[i], strlen(o->value[i])))
+			return 0;
+		put_line(out, &pos, o->name[i], o->value[i]);
 	}
-	free(keys);
 	hdr = pos - 8;
-	if (hdr > HDR_MAX || dlen < 0)
+	if (hdr > HDR_MAX)
 		return 0;
 	if (out != NULL) {
 		br_put32(out, (uint32_t)hdr);
-		br_put32(out + 4, (uint32_t)dlen);
-		if (dlen > 0)
-			memcpy(out + pos, natsMsg_GetData(m), (size_t)dlen);
+		br_put32(out + 4, (uint32_t)o->len);
+		if (o->len > 0)
+			memcpy(out + pos, o->data, o->len);
 	}
-	return pos + (size_t)dlen;
+	return pos + o->len;
 }
 
 /* One entry's header block, checked and split in place (buf holds a
@@ -247,6 +259,12 @@ br_batch_parse(const uint8_t *data, size_t len, const char *count, const char *s
 		return -1;
 	*n = (uint32_t)v;
 	return 0;
+}
+
+int
+br_batch_entry(const uint8_t *entry, size_t len, const char *subject, int answer, natsMsg **out)
+{
+	return walk(entry, len, 1, subject, answer, out);
 }
 
 /* A pack's body, checked whole against its count (Hub-Pack: N, 1 to

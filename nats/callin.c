@@ -23,8 +23,9 @@ static void
 answer(struct bridge *b, const char *reply, const uint8_t *key, int batched, const char *word,
        const void *data, size_t len)
 {
+	struct br_out o = { 0 };
 	natsMsg *r = NULL;
-	char text[160];
+	char text[160], mac[BR_MAC_LEN * 2 + 1];
 
 	if (b->max_payload > 0 && (int64_t)len > b->max_payload - 512) {
 		snprintf(text, sizeof(text), "the answer (%zu bytes) is larger than NATS takes (%lld)",
@@ -33,17 +34,20 @@ answer(struct bridge *b, const char *reply, const uint8_t *key, int batched, con
 		data = text;
 		len = strlen(text);
 	}
-	if (natsMsg_Create(&r, reply, NULL, data, (int)len) != NATS_OK)
-		return;
-	natsMsgHeader_Set(r, BR_H_STATUS, word);
-	natsMsgHeader_Set(r, BR_H_FROM, b->conf.name);
-	if (key != NULL)
-		br_trust_mac_set(r, key, reply, word, data, len);
+	o.subject = reply;
+	o.data = data;
+	o.len = len;
+	br_out_header(&o, BR_H_STATUS, word);
+	br_out_header(&o, BR_H_FROM, b->conf.name);
+	if (key != NULL) {
+		br_trust_mac_text(key, reply, word, data, len, mac);
+		br_out_header(&o, BR_H_MAC, mac);
+	}
 	if (batched) {
-		br_gather_answer(b, r);
+		br_gather_answer(b, &o);
 		return;
 	}
-	if (natsConnection_PublishMsg(b->nc, r) != NATS_OK)
+	if (br_out_msg(&o, &r) != NATS_OK || natsConnection_PublishMsg(b->nc, r) != NATS_OK)
 		b->errors++;
 	br_msg_done(b, r);
 }

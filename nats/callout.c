@@ -48,64 +48,83 @@ refuse(struct bridge *b, struct guest_call *c, const struct br_import *imp, uint
 	guest_reply_status(c, status, text);
 }
 
+/* A request as it is made (br_out), with the text of its subject and
+ * headers. */
+struct request {
+	struct br_out	o;
+	char		subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX], to[BR_SUBJECT_MAX];
+	char		items[BR_SUBJECT_MAX], ms[16], deadline[24];
+	char		commit[BR_MAC_LEN * 2 + 1];
+};
+
 /* The request for call id of imp, to hub by name (NULL: from =, or the
  * queue group), its headers set: the caller's signature, timeout
  * (timeout_ms, from now) and deadline, its trace (NULL: none), this hub,
  * and with_stream where its channel's items go. */
 static natsStatus
-request_msg(struct bridge *b, const struct br_import *imp, const char *hub, const uint8_t *args,
-	    size_t len, uint64_t id, uint32_t timeout_ms, const char *trace, int with_stream,
-	    natsMsg **mp)
+request_make(struct bridge *b, const struct br_import *imp, const char *hub, const uint8_t *args,
+	     size_t len, uint64_t id, uint32_t timeout_ms, const char *trace, int with_stream,
+	     struct request *rq)
 {
-	char subject[BR_SUBJECT_MAX], reply[BR_SUBJECT_MAX], items[BR_SUBJECT_MAX], ms[16];
-	char to[BR_SUBJECT_MAX];
-	char commit[BR_MAC_LEN * 2 + 1];
-	char deadline[24];
+	struct br_out *o = &rq->o;
 	natsStatus s;
 
-	snprintf(items, sizeof(items), "%s.s.%" PRIu64, b->inbox, id);
+	snprintf(rq->items, sizeof(rq->items), "%s.s.%" PRIu64, b->inbox, id);
 	if (hub != NULL)
-		snprintf(subject, sizeof(subject), "%s.at.%s.%s", b->conf.subject, hub, imp->remote);
-	else if (b->conf.from[0] != '\0')
-		snprintf(subject, sizeof(subject), "%s.at.%s.%s", b->conf.subject, b->conf.from,
+		snprintf(rq->subject, sizeof(rq->subject), "%s.at.%s.%s", b->conf.subject, hub,
 			 imp->remote);
+	else if (b->conf.from[0] != '\0')
+		snprintf(rq->subject, sizeof(rq->subject), "%s.at.%s.%s", b->conf.subject,
+			 b->conf.from, imp->remote);
 	else
-		snprintf(subject, sizeof(subject), "%s.call.%s", b->conf.subject, imp->remote);
+		snprintf(rq->subject, sizeof(rq->subject), "%s.call.%s", b->conf.subject, imp->remote);
 	/* the answer to inbox.SEQ, which the loop reads itself; NATS's "no
 	 * responders" to the reply subject, inbox.n.SEQ, which only
 	 * libnats's delivery thread hands over whole */
-	snprintf(reply, sizeof(reply), "%s.n.%" PRIu64, b->inbox, id);
-	snprintf(to, sizeof(to), "%s.%" PRIu64, b->inbox, id);
-	snprintf(ms, sizeof(ms), "%u", timeout_ms);
+	snprintf(rq->reply, sizeof(rq->reply), "%s.n.%" PRIu64, b->inbox, id);
+	snprintf(rq->to, sizeof(rq->to), "%s.%" PRIu64, b->inbox, id);
+	snprintf(rq->ms, sizeof(rq->ms), "%u", timeout_ms);
 	/* the same, by the wall clock: a request that waited in the socket
 	 * of a frozen bridge is known to be late there (hosts' clocks agree:
 	 * doc/nats.md, "Deadlines and cancel") */
-	snprintf(deadline, sizeof(deadline), "%llu",
+	snprintf(rq->deadline, sizeof(rq->deadline), "%llu",
 		 (unsigned long long)(br_wall_ms() + timeout_ms));
-	s = natsMsg_Create(mp, subject, reply, (const char *)args, (int)len);
+	*o = (struct br_out){ .subject = rq->subject, .reply = rq->reply, .data = args, .len = len };
+	s = br_out_header(o, BR_H_ANSWER, rq->to);
 	if (s == NATS_OK)
-		s = natsMsgHeader_Set(*mp, BR_H_ANSWER, to);
+		s = br_out_header(o, BR_H_SIG, imp->sig);
 	if (s == NATS_OK)
-		s = natsMsgHeader_Set(*mp, BR_H_SIG, imp->sig);
+		s = br_out_header(o, BR_H_TIMEOUT, rq->ms);
 	if (s == NATS_OK)
-		s = natsMsgHeader_Set(*mp, BR_H_TIMEOUT, ms);
-	if (s == NATS_OK)
-		s = natsMsgHeader_Set(*mp, BR_H_DEADLINE, deadline);
+		s = br_out_header(o, BR_H_DEADLINE, rq->deadline);
 	if (s == NATS_OK && trace != NULL)
-		s = natsMsgHeader_Set(*mp, BR_H_TRACE, trace);
+		s = br_out_header(o, BR_H_TRACE, trace);
 	if (s == NATS_OK)
-		s = natsMsgHeader_Set(*mp, BR_H_FROM, b->conf.name);
+		s = br_out_header(o, BR_H_FROM, b->conf.name);
 	if (s == NATS_OK && with_stream)
-		s = natsMsgHeader_Set(*mp, BR_H_STREAM, items);
+		s = br_out_header(o, BR_H_STREAM, rq->items);
 	if (s == NATS_OK && with_stream)
-		s = natsMsgHeader_Set(*mp, BR_H_PACKS, "1");	/* istream.c reads packs */
+		s = br_out_header(o, BR_H_PACKS, "1");	/* istream.c reads packs */
 	/* the answer's MAC is made with our key; the cancel's token is
 	 * what hashes to commit (trust.c) */
 	if (s == NATS_OK)
-		s = natsMsgHeader_Set(*mp, BR_H_KEY, br_trust_pk_text(b));
-	br_trust_cancel_commit(b, reply, commit);
+		s = br_out_header(o, BR_H_KEY, br_trust_pk_text(b));
+	br_trust_cancel_commit(b, rq->reply, rq->commit);
 	if (s == NATS_OK)
-		s = natsMsgHeader_Set(*mp, BR_H_CANCEL, commit);
+		s = br_out_header(o, BR_H_CANCEL, rq->commit);
+	return s;
+}
+
+/* Request rq published alone. */
+static natsStatus
+request_publish(struct bridge *b, const struct request *rq)
+{
+	natsMsg *m = NULL;
+	natsStatus s = br_out_msg(&rq->o, &m);
+
+	if (s == NATS_OK)
+		s = natsConnection_PublishMsg(b->nc, m);
+	br_msg_done(b, m);
 	return s;
 }
 
@@ -118,7 +137,7 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	struct bridge *b = imp->b;
 	char text[160];
 	struct istream *st = NULL;
-	natsMsg *m = NULL;
+	struct request rq;
 	struct icall *ic;
 	natsStatus s;
 	uint64_t id, chan = 0, deadline = guest_call_deadline(c);
@@ -179,18 +198,16 @@ br_callout_call(struct guest_call *c, const uint8_t *args, size_t len, void *ctx
 	if (++b->next_seq == 0)
 		++b->next_seq;
 	id = b->next_seq;
-	s = request_msg(b, imp, hub, args, len, id, timeout_ms, guest_call_trace(c), st != NULL, &m);
+	s = request_make(b, imp, hub, args, len, id, timeout_ms, guest_call_trace(c), st != NULL,
+			 &rq);
 	/* in the list before the request goes: its first item may come
 	 * back before the next turn of the loop */
 	if (s == NATS_OK && st != NULL)
 		br_istream_add(b, st, id, (uint32_t)chan);
 	/* without a stream, with this pass's others to the same subject
-	 * (gather.c), sent at the pass's end */
-	if (s == NATS_OK && st == NULL && br_gather_request(b, m, id, fail) == 0)
-		m = NULL;
-	else if (s == NATS_OK)
-		s = natsConnection_PublishMsg(b->nc, m);
-	br_msg_done(b, m);
+	 * (gather.c) */
+	if (s == NATS_OK && (st != NULL || br_gather_request(b, &rq.o, id, fail) != 0))
+		s = request_publish(b, &rq);
 	if (s != NATS_OK) {
 		if (st != NULL) {
 			br_istream_end(b, st, 1);
@@ -248,17 +265,16 @@ static int
 resend(struct bridge *b, struct icall *ic)
 {
 	uint64_t left = ic->deadline_ns - BR_GRACE_NS;
-	natsMsg *m = NULL;
+	struct request rq;
 	natsStatus s;
 
 	if (left <= b->now_ns + 1000000u)
 		return -1;
 	left = (left - b->now_ns) / 1000000u;
-	s = request_msg(b, ic->imp, NULL, ic->args, ic->len, ic->id, (uint32_t)left,
-			guest_call_trace(ic->c), 0, &m);
+	s = request_make(b, ic->imp, NULL, ic->args, ic->len, ic->id, (uint32_t)left,
+			 guest_call_trace(ic->c), 0, &rq);
 	if (s == NATS_OK)
-		s = natsConnection_PublishMsg(b->nc, m);
-	natsMsg_Destroy(m);
+		s = request_publish(b, &rq);
 	free(ic->args);
 	ic->args = NULL;
 	ic->hub[0] = '\0';

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Batches (doc/nats.md, "Batches"): the requests one loop pass makes to
  * one subject, and the answers it gives to one calling bridge, go as one
- * NATS message each (batch.c's wire), so that one wake of nats-server
- * and of the other bridge carries many calls. One of a kind goes alone,
- * as it always did: a single call is never slower. And back: a batch of
+ * NATS message each (batch.c's wire, each entry written as it comes, no
+ * natsMsg made for it), so that one wake of nats-server and of the other
+ * bridge carries many calls. A batch goes once it holds BR_BATCH_SEND,
+ * not at the pass's end: NATS and the other bridge start on it while
+ * this one reads on (a pass that took 256 calls and sent them as one
+ * kept the two bridges taking turns, each idle while the other worked).
+ * One of a kind goes alone, as it always did: a single call is never
+ * slower. And back: a batch of
  * requests made requests again (export.c hands each to callin.c), a
  * batch of answers made answers (each to callout.c, its MAC checked
  * there as any answer's). Only calls without a chan<T> argument are
@@ -20,14 +25,15 @@
 #define PENDING_MAX	16	/* subjects, and callers, batched in one pass */
 #define SENT_KEEP	64	/* batches kept for NATS's "no responders" */
 
-/* A batch being gathered. */
+/* A batch being gathered: its entries in the batch wire, end to end. */
 struct pending {
 	char		key[BR_SUBJECT_MAX];	/* requests: the subject;
 						 * answers: the caller's inbox */
-	natsMsg		*m[BR_BATCH_MAX];
+	uint8_t		*buf;			/* kept from batch to batch */
+	size_t		cap;
+	size_t		off[BR_BATCH_MAX + 1];	/* entry i: buf[off[i], off[i + 1]) */
 	uint64_t	id[BR_BATCH_MAX];	/* requests: their calls */
 	uint32_t	n;
-	size_t		bytes;			/* its body, at most */
 };
 
 /* A batch of requests sent: NATS's "no responders" (to inbox.n.bSEQ)
@@ -68,31 +74,80 @@ find(struct pending *v, uint32_t *n, const char *key, size_t klen)
 	memcpy(v[*n].key, key, klen);
 	v[*n].key[klen] = '\0';
 	v[*n].n = 0;
-	v[*n].bytes = 0;
+	v[*n].off[0] = 0;
 	return &v[(*n)++];
 }
 
-/* p's entries (two or more) as one message: requests to p's subject,
+/* o, size bytes in the wire, appended to p: 0, or -1 (no memory). */
+static int
+put(struct pending *p, const struct br_out *o, int answer, size_t size)
+{
+	size_t end = p->off[p->n];
+
+	if (end + size > p->cap) {
+		size_t cap = p->cap > 0 ? p->cap : 16384;
+		uint8_t *buf;
+
+		while (cap < end + size)
+			cap *= 2;
+		if ((buf = realloc(p->buf, cap)) == NULL)
+			return -1;
+		p->buf = buf;
+		p->cap = cap;
+	}
+	br_batch_put(o, answer, p->buf + end);
+	p->off[++p->n] = end + size;
+	return 0;
+}
+
+/* p's batch taken out into *out, which owns its buffer now (what is sent
+ * may serve libguest, and a call gathered meanwhile start p again). */
+static void
+take(struct pending *p, struct pending *out)
+{
+	*out = *p;
+	p->buf = NULL;
+	p->cap = 0;
+	p->n = 0;
+	p->off[0] = 0;
+}
+
+/* out's buffer, sent, back to p for its next batch (or freed). */
+static void
+give_back(struct pending *p, struct pending *out)
+{
+	if (p->buf == NULL) {
+		p->buf = out->buf;
+		p->cap = out->cap;
+	} else {
+		free(out->buf);
+	}
+}
+
+/* p's entries: two or more as one message (requests to p's subject,
  * answered "no responders" on inbox.n.bSEQ; answers to the caller's
- * inbox.B. */
+ * inbox.B), one as the message it would have been alone. */
 static natsStatus
-publish_batch(struct bridge *b, struct pending *p, int answer, uint64_t seq)
+publish(struct bridge *b, struct pending *p, int answer, uint64_t seq)
 {
 	char subject[BR_SUBJECT_MAX + 2], reply[BR_SUBJECT_MAX], count[12];
 	natsMsg *bm = NULL;
-	uint8_t *buf;
-	size_t pos = 0;
 	natsStatus s;
 
-	if ((buf = malloc(p->bytes)) == NULL)
-		return NATS_NO_MEMORY;
-	for (uint32_t i = 0; i < p->n; i++)
-		pos += br_batch_put(p->m[i], answer, buf + pos);
+	if (b->nc == NULL)
+		return NATS_CONNECTION_CLOSED;
+	if (p->n == 1) {
+		if (br_batch_entry(p->buf, p->off[1], p->key, answer, &bm) != 0)
+			return NATS_NO_MEMORY;
+		s = natsConnection_PublishMsg(b->nc, bm);
+		br_msg_done(b, bm);
+		return s;
+	}
 	snprintf(count, sizeof(count), "%u", p->n);
 	snprintf(subject, sizeof(subject), "%s%s", p->key, answer ? ".B" : "");
 	snprintf(reply, sizeof(reply), "%s.n.b%" PRIu64, b->inbox, seq);
-	s = natsMsg_Create(&bm, subject, answer ? NULL : reply, (const char *)buf, (int)pos);
-	free(buf);
+	s = natsMsg_Create(&bm, subject, answer ? NULL : reply, (const char *)p->buf,
+			   (int)p->off[p->n]);
 	if (s == NATS_OK)
 		s = natsMsgHeader_Set(bm, BR_H_BATCH, count);
 	if (s == NATS_OK)
@@ -106,25 +161,28 @@ publish_batch(struct bridge *b, struct pending *p, int answer, uint64_t seq)
 	return s;
 }
 
-/* Sends the requests of p, a copy (a call answered here lets libguest
- * serve, and another call be gathered meanwhile). */
+/* Sends the requests of p (taken out of its pending batch), only the
+ * calls still waiting. */
 static void
 send_requests(struct bridge *b, struct pending *p)
 {
 	struct br_gather *g = b->gather;
 	uint32_t n = 0;
 	uint64_t seq = 0;
-	natsStatus s = NATS_CONNECTION_CLOSED;
+	size_t end = 0;
+	natsStatus s;
 	char text[96];
 
-	/* only the calls still waiting */
 	for (uint32_t i = 0; i < p->n; i++) {
-		if (hp_idtab_find(&b->icalls, p->id[i]) == NULL) {
-			br_msg_done(b, p->m[i]);
+		size_t len = p->off[i + 1] - p->off[i];
+
+		if (hp_idtab_find(&b->icalls, p->id[i]) == NULL)
 			continue;
-		}
-		p->m[n] = p->m[i];
-		p->id[n++] = p->id[i];
+		memmove(p->buf + end, p->buf + p->off[i], len);
+		p->id[n] = p->id[i];
+		p->off[n] = end;
+		end += len;
+		p->off[++n] = end;
 	}
 	if ((p->n = n) == 0)
 		return;
@@ -139,11 +197,7 @@ send_requests(struct bridge *b, struct pending *p)
 		st->n = n;
 		memcpy(st->id, p->id, n * sizeof(p->id[0]));
 	}
-	if (b->nc != NULL)
-		s = n == 1 ? natsConnection_PublishMsg(b->nc, p->m[0]) : publish_batch(b, p, 0, seq);
-	for (uint32_t i = 0; i < n; i++)
-		br_msg_done(b, p->m[i]);
-	if (s == NATS_OK)
+	if ((s = publish(b, p, 0, seq)) == NATS_OK)
 		return;
 	if (seq != 0)
 		g->sent[seq % SENT_KEEP].seq = 0;
@@ -155,86 +209,96 @@ send_requests(struct bridge *b, struct pending *p)
 static void
 send_answers(struct bridge *b, struct pending *p)
 {
-	natsStatus s = NATS_CONNECTION_CLOSED;
-
-	if (b->nc != NULL)
-		s = p->n == 1 ? natsConnection_PublishMsg(b->nc, p->m[0]) : publish_batch(b, p, 1, 0);
-	if (s != NATS_OK)
+	if (publish(b, p, 1, 0) != NATS_OK)
 		b->errors += p->n;
-	for (uint32_t i = 0; i < p->n; i++)
-		br_msg_done(b, p->m[i]);
+}
+
+/* p's batch sent now, and written: the next hop starts on it. */
+static void
+send_full(struct bridge *b, struct pending *p, int answer)
+{
+	struct pending out;
+
+	take(p, &out);
+	if (answer)
+		send_answers(b, &out);
+	else
+		send_requests(b, &out);
+	give_back(p, &out);
+	br_write_out(b, 0);
 }
 
 int
-br_gather_request(struct bridge *b, natsMsg *m, uint64_t id,
+br_gather_request(struct bridge *b, const struct br_out *o, uint64_t id,
 		  void (*fail)(struct bridge *, uint64_t, const char *))
 {
 	struct br_gather *g = gather(b);
-	const char *subject = natsMsg_GetSubject(m);
-	struct pending *p, copy;
+	struct pending *p;
 	size_t size;
 
 	if (g != NULL)
 		g->fail = fail;
-	if (g == NULL || (size = br_batch_put(m, 0, NULL)) == 0 ||
-	    (p = find(g->req, &g->nreq, subject, strlen(subject))) == NULL)
+	if (g == NULL || (size = br_batch_put(o, 0, NULL)) == 0 ||
+	    (p = find(g->req, &g->nreq, o->subject, strlen(o->subject))) == NULL)
 		return -1;
-	if (p->n > 0 && (p->n == BR_BATCH_MAX || p->bytes + size > br_payload_budget(b))) {
-		copy = *p;
-		p->n = 0;
-		p->bytes = 0;
-		send_requests(b, &copy);
-		if (p->n == BR_BATCH_MAX)
+	if (p->n > 0 && (p->n == BR_BATCH_SEND || p->off[p->n] + size > br_payload_budget(b))) {
+		send_full(b, p, 0);
+		if (p->n == BR_BATCH_SEND)
 			return -1;	/* filled again meanwhile */
 	}
-	p->m[p->n] = m;
-	p->id[p->n++] = id;
-	p->bytes += size;
+	if (put(p, o, 0, size) != 0)
+		return -1;
+	p->id[p->n - 1] = id;
 	return 0;
 }
 
 void
-br_gather_answer(struct bridge *b, natsMsg *r)
+br_gather_answer(struct bridge *b, const struct br_out *o)
 {
 	struct br_gather *g = gather(b);
-	const char *subject = natsMsg_GetSubject(r), *dot = strrchr(subject, '.');
-	struct pending *p = NULL, copy;
+	const char *subject = o->subject, *dot = strrchr(subject, '.');
+	struct pending *p = NULL;
+	natsMsg *r = NULL;
 	size_t size = 0;
 
 	/* to the caller's inbox: its reply subject without the last token */
-	if (g == NULL || dot == NULL || dot == subject || (size = br_batch_put(r, 1, NULL)) == 0 ||
-	    (p = find(g->ans, &g->nans, subject, (size_t)(dot - subject))) == NULL) {
-		if (b->nc == NULL || natsConnection_PublishMsg(b->nc, r) != NATS_OK)
-			b->errors++;
-		br_msg_done(b, r);
-		return;
+	if (g != NULL && dot != NULL && dot != subject && (size = br_batch_put(o, 1, NULL)) > 0 &&
+	    (p = find(g->ans, &g->nans, subject, (size_t)(dot - subject))) != NULL) {
+		if (p->n > 0 &&
+		    (p->n == BR_BATCH_SEND || p->off[p->n] + size > br_payload_budget(b)))
+			send_full(b, p, 1);
+		if (p->n < BR_BATCH_SEND && put(p, o, 1, size) == 0)
+			return;
 	}
-	if (p->n > 0 && (p->n == BR_BATCH_MAX || p->bytes + size > br_payload_budget(b))) {
-		copy = *p;
-		p->n = 0;
-		p->bytes = 0;
-		send_answers(b, &copy);
-	}
-	p->m[p->n++] = r;
-	p->bytes += size;
+	/* alone */
+	if (b->nc == NULL || br_out_msg(o, &r) != NATS_OK ||
+	    natsConnection_PublishMsg(b->nc, r) != NATS_OK)
+		b->errors++;
+	br_msg_done(b, r);
 }
 
 void
 br_gather_flush(struct bridge *b)
 {
 	struct br_gather *g = b->gather;
-	struct pending p;
+	struct pending out;
 
 	if (g == NULL)
 		return;
 	/* from the end: a call gathered meanwhile is sent too */
 	while (g->nreq > 0) {
-		p = g->req[--g->nreq];
-		send_requests(b, &p);
+		struct pending *p = &g->req[--g->nreq];
+
+		take(p, &out);
+		send_requests(b, &out);
+		give_back(p, &out);
 	}
 	while (g->nans > 0) {
-		p = g->ans[--g->nans];
-		send_answers(b, &p);
+		struct pending *p = &g->ans[--g->nans];
+
+		take(p, &out);
+		send_answers(b, &out);
+		give_back(p, &out);
 	}
 }
 
@@ -318,12 +382,10 @@ br_gather_stop(struct bridge *b)
 
 	if (g == NULL)
 		return;
-	for (uint32_t i = 0; i < g->nreq; i++)
-		for (uint32_t j = 0; j < g->req[i].n; j++)
-			natsMsg_Destroy(g->req[i].m[j]);
-	for (uint32_t i = 0; i < g->nans; i++)
-		for (uint32_t j = 0; j < g->ans[i].n; j++)
-			natsMsg_Destroy(g->ans[i].m[j]);
+	for (uint32_t i = 0; i < PENDING_MAX; i++) {
+		free(g->req[i].buf);
+		free(g->ans[i].buf);
+	}
 	free(g);
 	b->gather = NULL;
 }

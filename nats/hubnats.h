@@ -115,8 +115,9 @@ natsStatus br_evloop_use(struct br_evloop *e, natsOptions *o);
 void	br_evloop_pollfd(struct br_evloop *e, struct pollfd *pfd);
 /* Whether libnats has a socket on the loop now. */
 int	br_evloop_attached(struct br_evloop *e);
-/* What is published so far written out, waiting at most ms (the loop no
- * longer runs: on the way out). */
+/* What is published so far written out now, waiting for the socket at
+ * most ms (0: one write, what the socket takes; more on the way out,
+ * when the loop no longer runs). */
 struct bridge;
 void	br_write_out(struct bridge *b, int ms);
 
@@ -458,9 +459,9 @@ struct br_peer *br_trust_announcement(struct bridge *b, natsMsg *m, const char *
 const char *br_trust_pk_text(struct bridge *b);
 /* Request m's caller's key shared with us (Hub-Key): 0, or -1 none. */
 int	br_trust_caller_key(struct bridge *b, natsMsg *m, uint8_t key[BR_MAC_KEY_LEN]);
-/* Answer r on reply MAC'd by key. */
-int	br_trust_mac_set(natsMsg *r, const uint8_t key[BR_MAC_KEY_LEN], const char *reply,
-			 const char *word, const void *data, size_t len);
+/* The MAC (Hub-Mac) of an answer on reply, by key, in hex. */
+void	br_trust_mac_text(const uint8_t key[BR_MAC_KEY_LEN], const char *reply, const char *word,
+			  const void *data, size_t len, char hex[BR_MAC_LEN * 2 + 1]);
 /* Whether answer m was made by the hub of [trust] it names; if not
  * counted and logged. */
 int	br_trust_answer_ok(struct bridge *b, natsMsg *m);
@@ -609,11 +610,29 @@ struct br_names {
 uint32_t br_names_find(struct br_names *t, const char *name, int add);
 void	br_names_free(struct br_names *t);
 
-/* batch.c: the batch wire. Entry m (a request: its reply subject;
- * answer: its subject is the entry's reply) written at out (NULL: only
- * measured); its bytes, 0 if it cannot go in a batch. */
+/* batch.c: a message as it is made, before it is a natsMsg (br_out_msg:
+ * one that goes alone) or a batch entry (br_batch_put): its subject,
+ * reply, headers (names and values kept by the caller) and bytes. */
+#define BR_OUT_HDRS	12
+struct br_out {
+	const char	*subject, *reply;
+	const void	*data;
+	size_t		len;
+	uint32_t	nh;
+	const char	*name[BR_OUT_HDRS], *value[BR_OUT_HDRS];
+};
+/* Header name: value added (NATS_INSUFFICIENT_BUFFER: no room). */
+natsStatus br_out_header(struct br_out *o, const char *name, const char *value);
+natsStatus br_out_msg(const struct br_out *o, natsMsg **mp);
+/* The batch wire. Entry o (a request: its reply subject; an answer: its
+ * subject is the entry's reply) written at out (NULL: only measured);
+ * its bytes, 0 if it cannot go in a batch. */
 #define BR_BATCH_MAX	256	/* entries in one batch */
-size_t	br_batch_put(natsMsg *m, int answer, uint8_t *out);
+#define BR_BATCH_SEND	64	/* entries a batch is sent with (gather.c) */
+size_t	br_batch_put(const struct br_out *o, int answer, uint8_t *out);
+/* One entry (br_batch_put's bytes) made a message in *out: 0, or -1. */
+int	br_batch_entry(const uint8_t *entry, size_t len, const char *subject, int answer,
+		       natsMsg **out);
 /* A batch's body of count (Hub-Batch) entries into out[] (*n of them:
  * requests on subject, or answers), each new; 0, or -1: malformed,
  * nothing made. */
@@ -629,14 +648,13 @@ int	br_subject_ok(const char *s, size_t n);
 int64_t	br_pack_check(const uint8_t *p, size_t len, const char *count, uint32_t *items);
 
 /* gather.c: what one loop pass sends, to one subject or one caller,
- * sent together. Request m of call id queued: 0 (m is gather's), or -1
- * (not: the caller publishes it); fail answers a call whose request
- * could not be sent. */
-int	br_gather_request(struct bridge *b, natsMsg *m, uint64_t id,
+ * sent together, and a batch as soon as it holds BR_BATCH_SEND. Request
+ * o of call id queued: 0, or -1 (not: the caller publishes it); fail
+ * answers a call whose request could not be sent. */
+int	br_gather_request(struct bridge *b, const struct br_out *o, uint64_t id,
 			  void (*fail)(struct bridge *, uint64_t, const char *));
-/* Answer r sent, with others to its caller (in a batch) or alone; r is
- * gather's. */
-void	br_gather_answer(struct bridge *b, natsMsg *r);
+/* Answer o sent, with others to its caller (in a batch) or alone. */
+void	br_gather_answer(struct bridge *b, const struct br_out *o);
 /* End of a loop pass: every batch sent (one entry: as it was). */
 void	br_gather_flush(struct bridge *b);
 /* Request m a batch: its entries, made requests, in out[]; their count,

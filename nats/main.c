@@ -428,10 +428,8 @@ run(struct bridge *b)
 		 * answers, batched (gather.c) */
 		br_estream_flush(b);
 		br_gather_flush(b);
-		/* what this pass published, in one write, now: libnats asks
-		 * for it only from its flusher, about a millisecond later */
-		if (b->nc != NULL && br_evloop_attached(b->ev) && natsConnection_Buffered(b->nc) > 0)
-			natsConnection_ProcessWriteEvent(b->nc);
+		/* what this pass published, in one write, now */
+		br_write_out(b, 0);
 		timeout = guest_service_timeout_ms(b->g);
 		if (timeout < 0 || timeout > TICK_MS)
 			timeout = TICK_MS;

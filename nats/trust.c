@@ -423,16 +423,14 @@ mac(const uint8_t key[BR_MAC_KEY_LEN], const char *reply, const char *word, cons
 	crypto_generichash_final(&st, out, BR_MAC_LEN);
 }
 
-int
-br_trust_mac_set(natsMsg *r, const uint8_t key[BR_MAC_KEY_LEN], const char *reply,
-		 const char *word, const void *data, size_t len)
+void
+br_trust_mac_text(const uint8_t key[BR_MAC_KEY_LEN], const char *reply, const char *word,
+		  const void *data, size_t len, char hex[BR_MAC_LEN * 2 + 1])
 {
 	uint8_t out[BR_MAC_LEN];
-	char hex[BR_MAC_LEN * 2 + 1];
 
 	mac(key, reply, word, data, len, out);
-	sodium_bin2hex(hex, sizeof(hex), out, sizeof(out));
-	return natsMsgHeader_Set(r, BR_H_MAC, hex) == NATS_OK ? 0 : -1;
+	sodium_bin2hex(hex, BR_MAC_LEN * 2 + 1, out, sizeof(out));
 }
 
 int

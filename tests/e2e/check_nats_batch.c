@@ -27,6 +27,9 @@ static struct hub_proc hub_a, hub_b;
 /* What a client watching every subject saw: batches of requests (on
  * hub.), of answers (on an inbox's .B). */
 static atomic_uint seen_requests, seen_answers;
+/* The most entries one batch had (hub-nats sends one once it holds
+ * BR_BATCH_SEND, whatever a loop pass has). */
+static atomic_uint seen_most;
 
 static void
 on_watch(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
@@ -38,6 +41,10 @@ on_watch(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
 	(void)sub;
 	(void)closure;
 	if (natsMsgHeader_Get(m, "Hub-Batch", &n) == NATS_OK && n != NULL) {
+		unsigned k = (unsigned)strtoul(n, NULL, 10), most = atomic_load(&seen_most);
+
+		while (k > most && !atomic_compare_exchange_weak(&seen_most, &most, k))
+			;
 		if (strncmp(s, "hub.", 4) == 0)
 			atomic_fetch_add(&seen_requests, 1);
 		else if (len > 2 && strcmp(s + len - 2, ".B") == 0)
@@ -51,6 +58,7 @@ watch(natsConnection **nc, natsSubscription **sub)
 {
 	atomic_store(&seen_requests, 0);
 	atomic_store(&seen_answers, 0);
+	atomic_store(&seen_most, 0);
 	ck_assert_int_eq(natsConnection_ConnectTo(nc, natsd.url), NATS_OK);
 	ck_assert_int_eq(natsConnection_Subscribe(sub, *nc, ">", on_watch, NULL), NATS_OK);
 	ck_assert_int_eq(natsConnection_Flush(*nc), NATS_OK);
@@ -68,6 +76,9 @@ expect_batches_seen(void)
 	ck_assert_msg(atomic_load(&seen_requests) > 0 && atomic_load(&seen_answers) > 0,
 		      "batches seen: %u of requests, %u of answers", atomic_load(&seen_requests),
 		      atomic_load(&seen_answers));
+	ck_assert_msg(atomic_load(&seen_most) >= 2 && atomic_load(&seen_most) <= BR_BATCH_SEND,
+		      "the largest batch had %u entries (sent at %u)", atomic_load(&seen_most),
+		      BR_BATCH_SEND);
 }
 
 static void
@@ -125,8 +136,9 @@ storm(const char *method, const char *n)
 	return out;
 }
 
-/* Many calls in flight from one caller: batches each way, every answer
- * the caller's own bytes; two methods at once; a lone call after. */
+/* Many calls in flight from one caller: batches each way, none over
+ * BR_BATCH_SEND entries, every answer the caller's own bytes; two
+ * methods at once; a lone call after. */
 START_TEST(test_many_calls_cross_in_batches)
 {
 	natsConnection *nc = NULL;

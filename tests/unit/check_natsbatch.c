@@ -12,40 +12,42 @@
 
 #define SUBJ	"hub.call.kv.get"
 
-/* Request i: to SUBJ, its reply inbox.i, a few headers, i bytes. */
-static natsMsg *
-request(int i)
-{
-	char reply[32], data[64], ms[16];
-	natsMsg *m = NULL;
+/* Request i: to SUBJ, its reply inbox.i, a few headers, i bytes (the
+ * texts in t, which must outlive it). */
+struct req_text {
+	char	reply[32], data[64], ms[16];
+};
 
-	snprintf(reply, sizeof(reply), "_INBOX.abc.%d", i);
-	memset(data, 'a' + i % 26, sizeof(data));
-	snprintf(ms, sizeof(ms), "%d", 1000 + i);
-	ck_assert_int_eq(natsMsg_Create(&m, SUBJ, reply, data, i % 64), NATS_OK);
-	ck_assert_int_eq(natsMsgHeader_Set(m, BR_H_SIG, "(str) -> str"), NATS_OK);
-	ck_assert_int_eq(natsMsgHeader_Set(m, BR_H_TIMEOUT, ms), NATS_OK);
-	ck_assert_int_eq(natsMsgHeader_Set(m, BR_H_FROM, "a"), NATS_OK);
-	return m;
+static void
+request(int i, struct br_out *o, struct req_text *t)
+{
+	snprintf(t->reply, sizeof(t->reply), "_INBOX.abc.%d", i);
+	memset(t->data, 'a' + i % 26, sizeof(t->data));
+	snprintf(t->ms, sizeof(t->ms), "%d", 1000 + i);
+	*o = (struct br_out){ .subject = SUBJ, .reply = t->reply, .data = t->data, .len = (size_t)(i % 64) };
+	ck_assert_int_eq(br_out_header(o, BR_H_SIG, "(str) -> str"), NATS_OK);
+	ck_assert_int_eq(br_out_header(o, BR_H_TIMEOUT, t->ms), NATS_OK);
+	ck_assert_int_eq(br_out_header(o, BR_H_FROM, "a"), NATS_OK);
 }
 
 /* n requests built into a body (malloc'd), its length in *len. */
 static uint8_t *
 build(int n, size_t *len)
 {
-	natsMsg *m[BR_BATCH_MAX];
+	struct br_out o;
+	struct req_text t;
 	uint8_t *buf;
 	size_t pos = 0, total = 0;
 
 	for (int i = 0; i < n; i++) {
-		m[i] = request(i);
-		total += br_batch_put(m[i], 0, NULL);
+		request(i, &o, &t);
+		total += br_batch_put(&o, 0, NULL);
 	}
 	buf = malloc(total > 0 ? total : 1);
 	ck_assert_ptr_nonnull(buf);
 	for (int i = 0; i < n; i++) {
-		pos += br_batch_put(m[i], 0, buf + pos);
-		natsMsg_Destroy(m[i]);
+		request(i, &o, &t);
+		pos += br_batch_put(&o, 0, buf + pos);
 	}
 	ck_assert_uint_eq(pos, total);
 	*len = total;
@@ -90,19 +92,19 @@ END_TEST
 
 START_TEST(test_answers)
 {
-	natsMsg *a = NULL, *v[BR_BATCH_MAX];
+	natsMsg *v[BR_BATCH_MAX];
 	uint8_t buf[512];
 	size_t pos = 0;
 	uint32_t n = 0;
 	const char *h = NULL;
 
 	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(natsMsg_Create(&a, i == 0 ? "_INBOX.abc.1" : "_INBOX.abc.2", NULL,
-						"ok", 2), NATS_OK);
-		ck_assert_int_eq(natsMsgHeader_Set(a, BR_H_STATUS, "ok"), NATS_OK);
-		ck_assert_int_eq(natsMsgHeader_Set(a, BR_H_MAC, "00ff"), NATS_OK);
-		pos += br_batch_put(a, 1, buf + pos);
-		natsMsg_Destroy(a);
+		struct br_out a = { .subject = i == 0 ? "_INBOX.abc.1" : "_INBOX.abc.2",
+				    .data = "ok", .len = 2 };
+
+		ck_assert_int_eq(br_out_header(&a, BR_H_STATUS, "ok"), NATS_OK);
+		ck_assert_int_eq(br_out_header(&a, BR_H_MAC, "00ff"), NATS_OK);
+		pos += br_batch_put(&a, 1, buf + pos);
 	}
 	ck_assert_int_eq(br_batch_parse(buf, pos, "2", NULL, 1, v, &n), 0);
 	ck_assert_str_eq(natsMsg_GetSubject(v[1]), "_INBOX.abc.2");
@@ -233,14 +235,60 @@ END_TEST
 /* A message whose header cannot stand in a batch is not put in one. */
 START_TEST(test_put_refuses)
 {
-	natsMsg *m = NULL;
+	struct br_out o = { .subject = SUBJ, .data = "x", .len = 1 };
 
-	ck_assert_int_eq(natsMsg_Create(&m, SUBJ, NULL, "x", 1), NATS_OK);
-	ck_assert_uint_eq(br_batch_put(m, 0, NULL), 0);	/* no reply */
-	natsMsg_Destroy(m);
-	ck_assert_int_eq(natsMsg_Create(&m, SUBJ, "_INBOX.a b", "x", 1), NATS_OK);
-	ck_assert_uint_eq(br_batch_put(m, 0, NULL), 0);
-	natsMsg_Destroy(m);
+	ck_assert_uint_eq(br_batch_put(&o, 0, NULL), 0);	/* no reply */
+	o.reply = "_INBOX.a b";
+	ck_assert_uint_eq(br_batch_put(&o, 0, NULL), 0);
+	o.reply = "_INBOX.a";
+	ck_assert_uint_gt(br_batch_put(&o, 0, NULL), 0);
+	ck_assert_int_eq(br_out_header(&o, "Hub-X", "a\r\nb"), NATS_OK);	/* two lines */
+	ck_assert_uint_eq(br_batch_put(&o, 0, NULL), 0);
+	o.nh = 0;
+	ck_assert_int_eq(br_out_header(&o, "Hub X", "a"), NATS_OK);	/* a blank in a name */
+	ck_assert_uint_eq(br_batch_put(&o, 0, NULL), 0);
+}
+END_TEST
+
+/* A message's headers are bounded (BR_OUT_HDRS): one more is refused,
+ * none lost quietly; the same message made alone (br_out_msg) and as one
+ * batch entry parsed back (br_batch_entry, what a batch of one sends)
+ * carry the same subject, reply, headers and bytes. */
+START_TEST(test_alone_and_entry)
+{
+	struct br_out o;
+	struct req_text t;
+	natsMsg *alone = NULL, *entry = NULL;
+	const char *h1 = NULL, *h2 = NULL;
+	uint8_t buf[1024];
+	size_t len;
+
+	request(7, &o, &t);
+	ck_assert_int_eq(br_out_msg(&o, &alone), NATS_OK);
+	len = br_batch_put(&o, 0, buf);
+	ck_assert_uint_gt(len, 0);
+	ck_assert_int_eq(br_batch_entry(buf, len, SUBJ, 0, &entry), 0);
+	ck_assert_str_eq(natsMsg_GetSubject(entry), natsMsg_GetSubject(alone));
+	ck_assert_str_eq(natsMsg_GetReply(entry), natsMsg_GetReply(alone));
+	ck_assert_int_eq(natsMsg_GetDataLength(entry), 7);
+	ck_assert_mem_eq(natsMsg_GetData(entry), natsMsg_GetData(alone), 7);
+	for (uint32_t i = 0; i < o.nh; i++) {
+		ck_assert_int_eq(natsMsgHeader_Get(alone, o.name[i], &h1), NATS_OK);
+		ck_assert_int_eq(natsMsgHeader_Get(entry, o.name[i], &h2), NATS_OK);
+		ck_assert_str_eq(h1, o.value[i]);
+		ck_assert_str_eq(h2, o.value[i]);
+	}
+	ck_assert_int_ne(natsMsgHeader_Get(entry, BR_H_REPLY, &h2), NATS_OK);
+	/* a byte short, or one past: refused, nothing made */
+	natsMsg_Destroy(entry);
+	entry = NULL;
+	ck_assert_int_eq(br_batch_entry(buf, len - 1, SUBJ, 0, &entry), -1);
+	ck_assert_int_eq(br_batch_entry(buf, len + 1, SUBJ, 0, &entry), -1);
+	natsMsg_Destroy(alone);
+	while (o.nh < BR_OUT_HDRS)
+		ck_assert_int_eq(br_out_header(&o, "Hub-X", "y"), NATS_OK);
+	ck_assert_int_eq(br_out_header(&o, "Hub-Y", "z"), NATS_INSUFFICIENT_BUFFER);
+	ck_assert_uint_eq(o.nh, BR_OUT_HDRS);
 }
 END_TEST
 
@@ -363,6 +411,7 @@ suite_natsbatch(void)
 	tcase_add_test(tc, test_bad_lengths);
 	tcase_add_test(tc, test_bad_headers);
 	tcase_add_test(tc, test_put_refuses);
+	tcase_add_test(tc, test_alone_and_entry);
 	tcase_add_test(tc, test_max);
 	tcase_add_test(tc, test_pack_round_trip);
 	tcase_add_test(tc, test_pack_count);
