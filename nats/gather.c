@@ -178,7 +178,8 @@ send_requests(struct bridge *b, struct pending *p)
 
 		if (hp_idtab_find(&b->icalls, p->id[i]) == NULL)
 			continue;
-		memmove(p->buf + end, p->buf + p->off[i], len);
+		if (end != p->off[i])	/* a call before it ended: moved up */
+			memmove(p->buf + end, p->buf + p->off[i], len);
 		p->id[n] = p->id[i];
 		p->off[n] = end;
 		end += len;
