@@ -101,6 +101,7 @@ natsMsg	*br_handoff_take(struct br_handoff *q);
 
 /* Hands fn the messages waiting on sub, a subscription the loop reads
  * itself (fn: 1 taken, 0 not its own: destroyed here). */
+int	br_next_msg(natsSubscription *sub, natsMsg **m);
 void	br_drain(natsSubscription *sub, struct bridge *b, int (*fn)(struct bridge *, natsMsg *));
 /* Wakes the loop (from any thread). */
 void	br_handoff_wake(struct br_handoff *q);

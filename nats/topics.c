@@ -461,8 +461,7 @@ br_topics_drain(struct bridge *b)
 	/* index, not pointer: a publish may serve (a block subscriber),
 	 * though nothing it runs adds imported topics */
 	for (uint32_t i = 0; i < t->nin; i++)
-		for (int n = 0; t->in[i]->sub != NULL && n < 1024 &&
-		     natsSubscription_NextMsg(&m, t->in[i]->sub, 0) == NATS_OK; n++) {
+		for (int n = 0; n < 1024 && br_next_msg(t->in[i]->sub, &m); n++) {
 			on_remote_event(b, t->in[i], m);
 			natsMsg_Destroy(m);
 		}

@@ -179,6 +179,11 @@ bench_nats() {
 	# a stream across: rb.produce sends 1 KiB items into ra's chan<bytes>
 	r=$(bridge_call items_ok=1 ra.gstream rb "$NATS_STREAM" 1024)
 	BR_ITEMS=$(val items_per_s "$r")
+	# the same again: each hub has given its two guests a lane for
+	# rb.produce by now (the first call of a method between two guests
+	# goes through hubd, which then relays its stream)
+	r=$(bridge_call items_ok=1 ra.gstream rb "$NATS_STREAM" 1024)
+	BR_ITEMS2=$(val items_per_s "$r")
 
 	natsbase_serve bench.echo
 	natsbase_serve bench.echoa -a
@@ -228,11 +233,12 @@ nats_rows() {
 	local how="A's guest to B's: A's hub-nats, NATS, B's hub-nats; 8 B"
 	local asap="plain NATS request/reply, 2 processes, send_asap (no flusher delay: hub-nats writes at the end of each loop pass)"
 	local plain="plain NATS with libnats defaults (its flusher holds a message about 1 ms)"
-	local r1 r64 r256 rone rcpu rst
+	local r1 r64 r256 rone rcpu rst rst2
 
 	r1=$(ratio "$BR_MED" "$NBA_MED"); r64=$(ratio "$BR_64" "$NBA_64")
 	r256=$(ratio "$BR_256" "$NBA_256"); rone=$(ratio "$BR1_256" "$NBA1_256")
 	rcpu=$(ratio "$BR_US" "$NBA_US"); rst=$(ratio "$BR_ITEMS" "$NB_ITEMS")
+	rst2=$(ratio "$BR_ITEMS2" "$NB_ITEMS")
 	echo "| a call across hub-nats ($how), median / p99 | $BR_MED / $BR_P99 | ns | $asap: $NBA_MED / $NBA_P99 ns | ${r1}x / $(ratio "$BR_P99" "$NBA_P99")x | median <= 1.3x: $(goal "$r1" le 1.3) |"
 	echo "| the same against plain NATS with libnats defaults | $BR_MED / $BR_P99 | ns | $plain: $NB_MED / $NB_P99 ns | $(ratio "$BR_MED" "$NB_MED")x / $(ratio "$BR_P99" "$NB_P99")x | |"
 	echo "| the same against hub's local guest to guest call over a lane | $BR_MED | ns | over a lane $LANE ns | $(ratio "$BR_MED" "$LANE")x | |"
@@ -242,7 +248,8 @@ nats_rows() {
 	echo "| one CPU (taskset -c 0: nats-server, both hubs, their guests): calls across hub-nats, 256 in flight | $BR1_256 | calls/s | the same plain NATS on CPU 0, send_asap: $NBA1_256; defaults: $NB1_256 requests/s | ${rone}x; $(ratio "$BR1_256" "$NB1_256")x | >= 0.5x of send_asap: $(goal "$rone" ge 0.5) |"
 	echo "| CPU per call across hub-nats, 256 in flight (both hubds, both bridges, caller, callee, nats-server) | $BR_US | us | plain NATS send_asap, 256 in flight (requester, responder, nats-server): $NBA_US us | ${rcpu}x | <= 2x: $(goal "$rcpu" le 2) |"
 	echo "| context switches per call, the same processes | $BR_CS | switches | plain NATS send_asap: $NBA_CS | $(ratio "$BR_CS" "$NBA_CS")x | |"
-	echo "| a stream across hub-nats (chan<bytes>, 1 KiB items, $((NATS_STREAM >> 10)) KiB: B's guest sends, A's reads each) | $BR_ITEMS | items/s | a plain NATS publisher to a subscriber, 1 KiB items, no credit: $NB_ITEMS items/s ($NB_LOST lost) | ${rst}x | >= 0.5x: $(goal "$rst" ge 0.5) |"
+	echo "| a stream across hub-nats (chan<bytes>, 1 KiB items, $((NATS_STREAM >> 10)) KiB: B's guest sends, A's reads each; the method's first call, its stream relayed by both hubds) | $BR_ITEMS | items/s | a plain NATS publisher to a subscriber, 1 KiB items, no credit: $NB_ITEMS items/s ($NB_LOST lost) | ${rst}x | >= 0.5x: $(goal "$rst" ge 0.5) |"
+	echo "| the same stream again (over the lanes each hub gave its guests after the first call) | $BR_ITEMS2 | items/s | the same plain NATS stream: $NB_ITEMS items/s | ${rst2}x | >= 0.5x: $(goal "$rst2" ge 0.5) |"
 }
 
 # bench_nats_topics: topics across hub-nats against plain NATS
