@@ -5,10 +5,13 @@
  * policy allows ([guest] lanes, [hub] lanes_per_guest), it makes a lane
  * (a sealed memfd and a doorbell socketpair, and two pipes for bells
  * when both have them), hands each side its end
- * over its doorbell and tells the caller to call that method over it;
- * later calls go straight from guest to guest; while a monitor watches a
- * method, its routes are taken back (monitor.c: lanes_withdraw) and it is
- * not routed, so that its calls pass hubd. A side that goes takes
+ * over its doorbell and tells the caller to call that method over it,
+ * and the callee's methods that take a channel (hubd would relay a
+ * stream that passes it all along, and a stream is often its method's
+ * first call); later calls go straight from guest to guest; while a
+ * monitor watches a method, its routes are taken back (monitor.c:
+ * lanes_withdraw) and it is not routed, so that its calls pass hubd. A
+ * side that goes takes
  * its lanes with it at once (the other is told, and fails what was in
  * flight over them as a callee's death fails it through the hub); a
  * side that closes one (its peer hung up, or broke a rule) says so, and
@@ -329,17 +332,47 @@ ban(struct hub *h, const char *x, const char *y)
 	b->until_ns = now + h->conf.lane_ban_ns;
 }
 
-void
-lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m)
+/* p calls m over ln (p's side s) from now on: 1, else 0 (routed
+ * already, or too many routes). */
+static int
+route(struct hub *h, struct lane *ln, int s, struct peer *p, const struct method *m)
 {
-	struct hp_lane_msg route;
-	struct lane *ln;
+	struct hp_lane_msg msg;
 	uint64_t *r;
+
+	for (uint32_t i = 0; i < ln->nroutes[s]; i++)
+		if (ln->routes[s][i] == m->id)
+			return 0;
+	if (ln->nroutes[s] >= ROUTES_MAX ||
+	    (r = realloc(ln->routes[s], (ln->nroutes[s] + 1) * sizeof(*r))) == NULL)
+		return 0;
+	ln->routes[s] = r;
+	r[ln->nroutes[s]++] = m->id;
+	msg = (struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = ln->e.id, .method = m->id };
+	snprintf(msg.sig, sizeof(msg.sig), "%s", m->signature);
+	tell(h, p, &msg);
+	return 1;
+}
+
+static int
+carries_stream(const struct method *m)
+{
+	for (uint8_t i = 0; i < m->sig.nargs; i++)
+		if (hp_sig_is_chan(hp_sig_arg_type(&m->sig, i)))
+			return 1;
+	return 0;
+}
+
+void
+lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m,
+	    int (*watched)(struct hub *h, const char *method))
+{
+	struct lane *ln;
 	int s;
 
 	/* both announced lanes (their HP_MSG_LANE is allowed), each allows
-	 * the other */
-	if (p == q || !p->ep.lim.lane_msgs || !q->ep.lim.lane_msgs ||
+	 * the other; a method a monitor watches goes through hubd */
+	if (p == q || (watched != NULL && watched(h, m->name)) || !p->ep.lim.lane_msgs || !q->ep.lim.lane_msgs ||
 	    !config_lanes_allow(p->conf, q->conf->name) ||
 	    !config_lanes_allow(q->conf, p->conf->name))
 		return;
@@ -356,17 +389,16 @@ lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *
 		}
 	}
 	s = side_of(ln, p);
-	for (uint32_t i = 0; i < ln->nroutes[s]; i++)
-		if (ln->routes[s][i] == m->id)
-			return;
-	if (ln->nroutes[s] >= ROUTES_MAX ||
-	    (r = realloc(ln->routes[s], (ln->nroutes[s] + 1) * sizeof(*r))) == NULL)
+	if (!route(h, ln, s, p, m))
 		return;
-	ln->routes[s] = r;
-	r[ln->nroutes[s]++] = m->id;
-	route = (struct hp_lane_msg){ .op = HP_LANE_ROUTE, .lane = ln->e.id, .method = m->id };
-	snprintf(route.sig, sizeof(route.sig), "%s", m->signature);
-	tell(h, p, &route);
+	/* and q's other methods that take a channel (above) */
+	for (uint32_t i = 0; i < h->nmethods; i++) {
+		const struct method *o = &h->methods[i];
+
+		if (o->owner == q->id && o->epoch == q->epoch && o != m && carries_stream(o) &&
+		    (watched == NULL || !watched(h, o->name)))
+			route(h, ln, s, p, o);
+	}
 }
 
 void

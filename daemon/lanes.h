@@ -55,8 +55,11 @@ struct lane_ban {
 /* Registers the Lane handler and the detach hook; -ENOMEM. */
 int	lanes_init(struct hub *h);
 /* Caller p called a method of callee q through the hub: offer them a
- * lane and tell p to call m over it, as the policy allows. */
-void	lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m);
+ * lane and tell p to call m over it, as the policy allows, unless
+ * watched(h, name) says a monitor watches it (NULL: none does); with a
+ * new route, q's other methods with chan<T> or rx<T> arguments too. */
+void	lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m,
+		    int (*watched)(struct hub *h, const char *method));
 /* Takes back the routes of the methods watched(h, name) says yes to
  * (HP_LANE_UNROUTE): their calls come through hubd, where a monitor sees
  * them (monitor.c); lanes_offer routes them again once it says no. */

@@ -116,8 +116,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		/* a stream the caller sends: upload.c carries it, and a
 		 * lane later calls (the guests move it there) */
 		upload_call(h, p, q, meth, m, &req, &o);
-		if (!monitor_watches(h, meth->name))
-			lanes_offer(h, p, q, meth);
+		lanes_offer(h, p, q, meth, monitor_watches);
 		hold_caller(p, q);
 		return;
 	}
@@ -126,8 +125,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 			/* a channel of the caller's: relay.c carries it, and
 			 * a lane later calls (lanes.c) */
 			relay_call(h, p, q, meth, m, &req, &o);
-			if (!monitor_watches(h, meth->name))
-				lanes_offer(h, p, q, meth);
+			lanes_offer(h, p, q, meth, monitor_watches);
 			hold_caller(p, q);
 			return;
 		}
@@ -138,8 +136,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	}
 	/* later calls of this method may go straight to q (lanes.c), unless
 	 * a monitor watches them (monitor.c) */
-	if (!monitor_watches(h, meth->name))
-		lanes_offer(h, p, q, meth);
+	lanes_offer(h, p, q, meth, monitor_watches);
 	hold_caller(p, q);
 }
 

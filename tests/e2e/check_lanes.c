@@ -802,6 +802,28 @@ START_TEST(test_streams_over_a_lane_on_microthreads)
 }
 END_TEST
 
+/* A lane between two guests carries the first call of each of the
+ * callee's stream methods too: hubd, which relays the stream of a call
+ * that passes it for as long as the stream lasts, routes them all
+ * (daemon/lanes.c) when it routes the first method of the pair. */
+START_TEST(test_first_stream_over_an_open_lane)
+{
+	hub_start_up(&hub, NULL,
+		     "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1\n"
+		     "[guest m2]\nexec = @/tests/guests/mtprober\nargs = --prefix m2\n",
+		     "m1,m2");
+	ck_assert(hub_wait_method(&hub, "m1.call,m2.caller,m2.source") == 0);
+	/* a plain method through hubd opens the lane */
+	free(call("m1.call", "m2.caller", "x", NULL));
+	expect_open(1);
+	ck_assert_int_eq(lane_u64("a", "methods") + lane_u64("b", "methods"), 2);
+	/* m2.source's first call, a stream, goes over it */
+	expect("ok 300000", "m1.pullfrom", "300000", "0", "m2.source");
+	stat_at_least("m1", "lane_calls_in", 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A peer that stops reading the lane (its slots never come back): a
  * sender waiting for room gives up on the lane after a while, says the
  * peer broke shm.ring.full, and its call goes through hubd, where the
@@ -1010,6 +1032,7 @@ suite_lanes(void)
 	tcase_add_loop_test(tc, test_microthreads_over_a_lane, 0, 1);
 	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 0, 1);
 	tcase_add_test(tc, test_deaf_peer);
+	tcase_add_test(tc, test_first_stream_over_an_open_lane);
 	tcase_add_loop_test(tc, test_ban_across_restarts, 0, 3);
 	suite_add_tcase(s, tc);
 	/* bursts: 100,000 calls take a few seconds, more under a sanitizer */
