@@ -258,6 +258,12 @@ host_backlogged(const struct peer *p)
 	return p->bl_count >= BACKLOG_PAUSE;
 }
 
+int
+host_would_queue(struct peer *p)
+{
+	return p->bl_head != NULL || hp_endpoint_tx_room(&p->ep) == 0;
+}
+
 void
 host_hold(struct peer *p, struct peer *q, uint8_t why)
 {

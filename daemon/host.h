@@ -73,6 +73,9 @@ int		host_reserve(struct hub *h, struct peer *p, uint32_t len,
 			     struct hp_outbuf *ob);
 /* Whether p's backlog is long enough to hold those who call it. */
 int		host_backlogged(const struct peer *p);
+/* Whether a message for p would wait in its backlog now (its ring is
+ * full, or others wait before it). */
+int		host_would_queue(struct peer *p);
 /* Holds: why hubd reads a caller's ring no more for now, after its call
  * to a guest (route.c). What it wrote waits there: back-pressure on it
  * alone. */

@@ -17,6 +17,7 @@
 #include "daemon/methods.h"
 #include "daemon/monitor.h"
 #include "daemon/pcjson.h"
+#include "daemon/pool.h"
 #include "daemon/relay.h"
 #include "daemon/upload.h"
 #include "daemon/request.h"
@@ -44,6 +45,27 @@ hold_caller(struct peer *p, struct peer *q)
 		host_hold(p, q, HOLD_BACKLOG);
 	if (fair_over_share(q, p->id))
 		host_hold(p, q, HOLD_SHARE);
+}
+
+/* Whether one more of p's requests waiting in a callee's backlog would
+ * put p over its pool quota (host.c charges it to p), why says so. Past
+ * it p would be ended (pool.c); a caller that serves a call is never
+ * held (hold_caller), so an honest one that fans out to a callee slower
+ * than its calls would be: it is refused that call instead. */
+static int
+over_quota(struct hub *h, struct peer *p, const struct peer *q, uint32_t len, char *why,
+	   size_t n)
+{
+	struct pool_use u;
+
+	pool_usage(h, p, &u);
+	if (u.max_slots == 0 || (u.slots < u.max_slots && u.bytes + len <= u.max_bytes &&
+				 u.mem + len <= u.max_mem))
+		return 0;
+	snprintf(why, n, "guest %s is behind: this caller's calls waiting for it reached "
+		 "its pool quota (%u slots, pool_quota_slots %u)", q->conf->name, u.slots,
+		 u.max_slots);
+	return 1;
 }
 
 void
@@ -104,6 +126,10 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	q = hub_peer(h, meth->owner);
 	if (p->inbound > h->conf.calls_in_flight) {
 		answer_error(h, &o, HP_ERR_USER, "too many calls in flight");
+		return;
+	}
+	if (host_would_queue(q) && over_quota(h, p, q, m->len, why, sizeof(why))) {
+		answer_error(h, &o, HP_ERR_USER, why);
 		return;
 	}
 	/* a guest on the fixed pools only takes max_payload_size */

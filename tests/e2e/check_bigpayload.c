@@ -440,6 +440,74 @@ START_TEST(test_answers_within_quota)
 }
 END_TEST
 
+/* A guest serving a call is never held (a guest waiting on it may be
+ * what its callee waits for), so one that fans out more calls than its
+ * callee takes has them wait in hubd's backlog, counted against its pool
+ * quota. Past it the calls are refused with an error, and the caller,
+ * honest, is not ended: prober serves hubctl's burst of 64 calls to echo,
+ * stopped, whose ring holds 16, and may have 8 wait for it. Before,
+ * prober was ended ("pool quota: it holds 9 slots"). */
+START_TEST(test_fanout_past_quota_refused)
+{
+	char *out = NULL, *log;
+	int echo_pid, prober_pid, status, fds[2];
+	unsigned long long made = 0;
+	char said[256] = "";
+	ssize_t got;
+	pid_t child;
+
+	hub_start_up(&hub, "heartbeat_interval = 0\n[pool]\nquota_slots = 8\n",
+		     "[guest echo]\nexec = @/guests/echo\nzone = z\n"
+		     "[guest prober]\nexec = @/tests/guests/prober\nlanes = no\nzone = z\n",
+		     "echo,prober");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.burst") == 0);
+	echo_pid = hub_peer_int(&hub, "echo", "pid");
+	prober_pid = hub_peer_int(&hub, "prober", "pid");
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(kill(echo_pid, SIGSTOP), 0);
+	if ((child = fork()) == 0) {
+		hubctl_err(&hub, &out, "-t", "60", "call", "prober.burst", "64", "300",
+			   (char *)NULL);
+		if (out != NULL && write(fds[1], out, strlen(out)) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	ck_assert_int_gt(child, 0);
+	close(fds[1]);
+	/* all 64 made (refused or routed), or prober gone */
+	for (double t0 = now_s(); now_s() - t0 < 30 && made < 64; sleep_ms(10)) {
+		json_object *st = hub_stats(&hub);
+
+		made = json_u64(st, "guests", "prober", "calls_in");
+		json_object_put(st);
+		if (hub_peer_int(&hub, "prober", "pid") != prober_pid)
+			break;
+	}
+	kill(echo_pid, SIGCONT);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	got = read(fds[0], said, sizeof(said) - 1);
+	close(fds[0]);
+	said[got > 0 ? got : 0] = '\0';
+	ck_assert_msg(made >= 64, "prober made %llu calls; %s", made, hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "pid"), prober_pid);
+	ck_assert_int_eq(hub_peer_int(&hub, "echo", "pid"), echo_pid);
+	/* 16 in echo's ring and 8 waiting went through; the rest refused */
+	ck_assert_msg(strstr(said, " of 64 calls failed") != NULL, "burst said '%s'; %s", said,
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "prober", "restarts"), 0);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "pool quota") == NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	/* and it goes on */
+	out = NULL;
+	ck_assert_int_eq(hubctl(&hub, &out, "-t", "30", "call", "prober.burst", "8", "8",
+				(char *)NULL), 0);
+	ck_assert_str_eq(out, "8\n");
+	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_bigpayload(void);
 Suite *
 suite_bigpayload(void)
@@ -458,6 +526,7 @@ suite_bigpayload(void)
 	tcase_add_test(tc, test_answers_in_a_small_pool);
 	tcase_add_test(tc, test_answers_of_1mib_calls);
 	tcase_add_test(tc, test_answers_within_quota);
+	tcase_add_test(tc, test_fanout_past_quota_refused);
 	tcase_add_test(tc, test_answers_in_a_zone);
 	suite_add_tcase(s, tc);
 	return s;
