@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Direct lanes between guests (proto/lane.h). hubd brokers and
  * supervises them and is not in their path: when a guest's call to
- * another's method comes through it, both announced HP_FEAT_LANES and the
- * policy allows ([guest] lanes, [hub] lanes_per_guest), it makes a lane
- * (a sealed memfd and a doorbell socketpair, and two pipes for bells
- * when both have them), hands each side its end
- * over its doorbell and tells the caller to call that method over it,
- * and the callee's methods that take a channel (hubd would relay a
- * stream that passes it all along, and a stream is often its method's
- * first call); later calls go straight from guest to guest; while a
- * monitor watches a method, its routes are taken back (monitor.c:
- * lanes_withdraw) and it is not routed, so that its calls pass hubd. A
- * side that goes takes
+ * another's method comes through it, both announced HP_FEAT_LANES and
+ * the policy allows ([guest] lanes, [hub] lanes_per_guest), it makes a
+ * lane (a sealed memfd and a doorbell socketpair, and two pipes for
+ * bells when both have them), hands each side its end over its doorbell
+ * and tells the caller to call that method over it, and the callee's
+ * methods that take a channel (hubd would relay a stream that passes it
+ * all along, and a stream is often its method's first call); later
+ * calls go straight from guest to guest; while a monitor watches a
+ * method, its routes are taken back (monitor.c: lanes_withdraw) and it
+ * is not routed, so that its calls pass hubd. A side that goes takes
  * its lanes with it at once (the other is told, and fails what was in
  * flight over them as a callee's death fails it through the hub); a
  * side that closes one (its peer hung up, or broke a rule) says so, and
@@ -372,7 +371,8 @@ lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *
 
 	/* both announced lanes (their HP_MSG_LANE is allowed), each allows
 	 * the other; a method a monitor watches goes through hubd */
-	if (p == q || (watched != NULL && watched(h, m->name)) || !p->ep.lim.lane_msgs || !q->ep.lim.lane_msgs ||
+	if (p == q || (watched != NULL && watched(h, m->name)) ||
+	    !p->ep.lim.lane_msgs || !q->ep.lim.lane_msgs ||
 	    !config_lanes_allow(p->conf, q->conf->name) ||
 	    !config_lanes_allow(q->conf, p->conf->name))
 		return;

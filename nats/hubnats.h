@@ -99,9 +99,10 @@ int	br_handoff_put(struct br_handoff *q, natsMsg *msg);
 /* From the loop: the next message (the caller destroys it), NULL if none. */
 natsMsg	*br_handoff_take(struct br_handoff *q);
 
+/* A message waiting on sub (NULL: none) into *m: 1, else 0. */
+int	br_next_msg(natsSubscription *sub, natsMsg **m);
 /* Hands fn the messages waiting on sub, a subscription the loop reads
  * itself (fn: 1 taken, 0 not its own: destroyed here). */
-int	br_next_msg(natsSubscription *sub, natsMsg **m);
 void	br_drain(natsSubscription *sub, struct bridge *b, int (*fn)(struct bridge *, natsMsg *));
 /* Wakes the loop (from any thread). */
 void	br_handoff_wake(struct br_handoff *q);
