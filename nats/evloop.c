@@ -135,9 +135,9 @@ br_evloop_attached(struct br_evloop *e)
 }
 
 /* What this bridge published, written out now, waiting for the socket
- * at most ms: the loop writes once at the end of a pass, not per publish;
- * on the way out the loop no longer writes it, and libnats's own flush
- * waits for a PONG that only the loop would read. */
+ * at most ms: libnats asks for it only from its flusher, about a
+ * millisecond later; on the way out the loop no longer writes it, and
+ * libnats's own flush waits for a PONG that only the loop would read. */
 void
 br_write_out(struct bridge *b, int ms)
 {

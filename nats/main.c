@@ -110,12 +110,11 @@ options(struct bridge *b)
 	 * millisecond, twice per call) */
 	if (s == NATS_OK)
 		s = br_evloop_use(b->ev, o);
-	/* send_asap: on the loop a publish only asks for the socket's
-	 * writability (evloop.c); without it libnats also runs a flusher
-	 * thread, kicked at the first publish after each write (two thread
-	 * wakes and a contended lock each millisecond of traffic) */
-	if (s == NATS_OK)
-		s = natsOptions_SetSendAsap(o, true);
+	/* not send_asap, though libnats's flusher thread is kicked at the
+	 * first publish after each write: with the loop, a bridge with
+	 * send_asap did not stop in time once NATS was gone, and let
+	 * answers wait (check_nats_faults; tried again since, the same
+	 * under ASan: a bridge restarted while NATS was gone) */
 	/* our own requests and announcements never come back to us */
 	if (s == NATS_OK)
 		s = natsOptions_SetNoEcho(o, true);
