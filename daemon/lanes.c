@@ -40,6 +40,11 @@
 /* How many methods one side is told to call over one lane at most: more
  * go through the hub. */
 #define ROUTES_MAX	1024
+/* Routed before their first call (the callee's methods that take a
+ * channel) only while the side has fewer routes than this: a callee
+ * that registers many cannot fill its caller's route table, which
+ * libguest scans on every call. */
+#define PREROUTES_MAX	8
 /* A lane closed this soon, nothing served over it, without a broken
  * rule: the side could not take it, and is not offered it again. */
 #define SETUP_NS	(2ull * 1000000000)
@@ -395,6 +400,8 @@ lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *
 	for (uint32_t i = 0; i < h->nmethods; i++) {
 		const struct method *o = &h->methods[i];
 
+		if (ln->nroutes[s] >= PREROUTES_MAX)
+			break;
 		if (o->owner == q->id && o->epoch == q->epoch && o != m && carries_stream(o) &&
 		    (watched == NULL || !watched(h, o->name)))
 			route(h, ln, s, p, o);
