@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libnats on the bridge's own loop (natsOptions_SetEventLoop): no reader
- * thread and no flusher, so an incoming request wakes no thread but the
- * loop, and what a loop pass publishes goes out in one write at its end.
+ * thread, so an incoming request wakes no thread but the loop, and what a
+ * loop pass publishes goes out in one write at its end (libnats's flusher
+ * thread stays, without send_asap: main.c says why, and finds the buffer
+ * written already).
  * libnats tells which socket to watch and for what, from our thread or
  * its own (a reconnect, a ping): those from its own wake the loop. */
 #include <errno.h>

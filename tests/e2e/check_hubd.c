@@ -177,6 +177,30 @@ START_TEST(test_stray_signals)
 }
 END_TEST
 
+/* The harness's own cleanup: a hubd a failed test left running on its
+ * socket (as the next test of its case would start on the same one) is
+ * killed before a new one starts there, so that the new test talks to
+ * its own hubd and not to the one left over. */
+START_TEST(test_leftover_hubd_is_replaced)
+{
+	struct hub_proc left, next;
+	char keys[320];
+	int status = 0;
+
+	snprintf(keys, sizeof(keys), "control = %s", harness_path("same.sock"));
+	ck_assert_msg(hub_start(&left, keys, NULL) == 0, "the first hubd did not start");
+	ck_assert_msg(hub_start(&next, keys, NULL) == 0, "the second hubd did not start: %s",
+		      hub_log_tail(&next));
+	for (int i = 0; i < 1000 && waitpid(left.pid, &status, WNOHANG) == 0; i++)
+		sleep_ms(10);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		      "the hubd left over was not killed: status %#x", status);
+	ck_assert_msg(alive(next.pid), "the new hubd is not the one that runs: %s",
+		      hub_log_tail(&next));
+	ck_assert_int_eq(hub_stop(&next), 0);
+}
+END_TEST
+
 /* hubd's standard error a pipe nobody reads: hubd drops the lines it has
  * no room for, serves on, and says how many it dropped once there is
  * room. It waited in its write, the whole hub with it: no answer to a
@@ -254,6 +278,7 @@ suite_hubd(void)
 	tcase_add_test(tc, test_no_debug_lines_without_v);
 	tcase_add_test(tc, test_stray_signals);
 	tcase_add_test(tc, test_full_stderr_blocks_nothing);
+	tcase_add_test(tc, test_leftover_hubd_is_replaced);
 	suite_add_tcase(s, tc);
 	return s;
 }

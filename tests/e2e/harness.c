@@ -115,19 +115,44 @@ remove_tree(const char *dir)
 	rmdir(dir);
 }
 
+/* The pid of the hubd whose lock file path is, while it runs (a zombie
+ * or a pid reused by another program is not it); 0 if none. */
+static int
+locker(const char *path)
+{
+	char stat[128] = "", *end;
+	size_t n = strlen(path);
+	FILE *f;
+	int pid = 0;
+
+	if (n <= 5 || strcmp(path + n - 5, ".lock") != 0 || (f = fopen(path, "r")) == NULL)
+		return 0;
+	if (fscanf(f, "%d", &pid) != 1 || pid <= 1)
+		pid = 0;
+	fclose(f);
+	if (pid == 0)
+		return 0;
+	snprintf(stat, sizeof(stat), "/proc/%d/stat", pid);
+	if ((f = fopen(stat, "r")) == NULL)
+		return 0;
+	if (fgets(stat, sizeof(stat), f) == NULL)
+		stat[0] = '\0';
+	fclose(f);
+	/* "pid (comm) state ..." */
+	if (strncmp(strchrnul(stat, '('), "(hubd) ", 7) != 0 ||
+	    (end = strrchr(stat, ')')) == NULL || end[2] == 'Z')
+		return 0;
+	return pid;
+}
+
 /* Kills the hubd whose lock file path is, if it names one. */
 static void
 kill_locker(const char *path)
 {
-	size_t n = strlen(path);
-	FILE *f;
-	int pid;
+	int pid = locker(path);
 
-	if (n <= 5 || strcmp(path + n - 5, ".lock") != 0 || (f = fopen(path, "r")) == NULL)
-		return;
-	if (fscanf(f, "%d", &pid) == 1 && pid > 1)
+	if (pid > 0)
 		kill(pid, SIGKILL);
-	fclose(f);
 }
 
 /* Kills any hubd a failed test left (its pid is in the lock beside its
@@ -349,7 +374,20 @@ json_u64(json_object *o, const char *a, const char *b, const char *c)
 int
 hub_restart(struct hub_proc *h)
 {
-	int fd;
+	char lock[sizeof(h->sock) + 8];
+	int fd, left;
+
+	/* A hubd an earlier test of this case left on the same socket (it
+	 * failed before its hub_stop; its SIGTERM shutdown takes a while)
+	 * would answer in place of ours and fail this test too. */
+	snprintf(lock, sizeof(lock), "%s.lock", h->sock);
+	if ((left = locker(lock)) > 0) {
+		fprintf(stderr, "harness: killing hubd %d, left by an earlier test on %s\n",
+			left, h->sock);
+		kill(left, SIGKILL);
+		for (int i = 0; i < 1000 && locker(lock) == left; i++)
+			sleep_ms(10);
+	}
 
 	if ((h->pid = fork()) < 0)
 		return -1;
