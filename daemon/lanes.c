@@ -358,15 +358,6 @@ route(struct hub *h, struct lane *ln, int s, struct peer *p, const struct method
 	return 1;
 }
 
-static int
-carries_stream(const struct method *m)
-{
-	for (uint8_t i = 0; i < m->sig.nargs; i++)
-		if (hp_sig_is_chan(hp_sig_arg_type(&m->sig, i)))
-			return 1;
-	return 0;
-}
-
 void
 lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m,
 	    int (*watched)(struct hub *h, const char *method))
@@ -402,7 +393,7 @@ lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *
 
 		if (ln->nroutes[s] >= PREROUTES_MAX)
 			break;
-		if (o->owner == q->id && o->epoch == q->epoch && o != m && carries_stream(o) &&
+		if (o->owner == q->id && o->epoch == q->epoch && o != m && hp_sig_takes_chan(&o->sig) &&
 		    (watched == NULL || !watched(h, o->name)))
 			route(h, ln, s, p, o);
 	}

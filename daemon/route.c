@@ -138,7 +138,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		answer_error(h, &o, HP_ERR_USER, why);
 		return;
 	}
-	if (upload_method(meth)) {
+	if (hp_sig_takes(&meth->sig, HP_T_RX)) {
 		/* a stream the caller sends: upload.c carries it, and a
 		 * lane later calls (the guests move it there) */
 		upload_call(h, p, q, meth, m, &req, &o);
@@ -467,7 +467,7 @@ route_client_call(struct hub *h, struct ext_call *c, const char *method,
 		c->peer = p->id;
 		if ((rc = answer_call(h, p, m->id, buf, (uint32_t)e.len, &o, &req_id, NULL)) != 0)
 			*why = "out of memory";
-		else if (c->chan != 0 && upload_method(m))
+		else if (c->chan != 0 && hp_sig_takes(&m->sig, HP_T_RX))
 			upload_client_start(h, c, p, c->chan, req_id);	/* b freed if it fails */
 		else if (c->chan != 0)
 			p->chans[c->chan].o.req_id = req_id;	/* for streams_over */

@@ -232,15 +232,6 @@ link_upload(struct hub *h, struct upload *u)
 
 /* -- the call ------------------------------------------------------------ */
 
-int
-upload_method(const struct method *meth)
-{
-	for (uint8_t i = 0; i < meth->sig.nargs; i++)
-		if (hp_sig_arg_type(&meth->sig, i) == HP_T_RX)
-			return 1;
-	return 0;
-}
-
 /* B's end b, opened in q's table with no credit (r[shm.flow.channel-activate];
  * B grants its window as it starts reading). */
 static int64_t

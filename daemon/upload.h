@@ -10,8 +10,6 @@
 #include "daemon/hub.h"
 #include "proto/msg.h"
 
-/* Whether meth takes an rx<T>: its calls are upload.c's. */
-int		upload_method(const struct method *meth);
 /* p calls q's method meth, whose signature has an rx<T>: checks p's
  * channel, opens q's, sends q the Request with the id rewritten; or
  * answers o with Err User itself. */

@@ -267,8 +267,7 @@ lane_route(struct guest *g, const struct hp_lane_msg *lm)
 	 * hub */
 	if (ln == NULL || ln->closing || hp_sig_parse(lm->sig, &r.sig, NULL) != 0)
 		return;
-	for (i = 0; i < r.sig.nargs; i++)
-		r.chans |= hp_sig_is_chan(hp_sig_arg_type(&r.sig, i));
+	r.chans = hp_sig_takes_chan(&r.sig);
 	for (i = 0; i < g->nroutes && g->routes[i].method != lm->method; i++)
 		;
 	if (i < g->nroutes)

@@ -76,6 +76,23 @@ hp_sig_is_chan(uint8_t type)
 	return type == HP_T_CHAN || type == HP_T_RX;
 }
 
+/* Whether an argument of sig is of type t (HP_T_RX: an upload). */
+static inline int
+hp_sig_takes(const struct hp_sig *sig, uint8_t t)
+{
+	for (unsigned i = 0; i < sig->nargs; i++)
+		if (hp_sig_arg_type(sig, i) == t)
+			return 1;
+	return 0;
+}
+
+/* Whether an argument of sig is a channel: a stream either way. */
+static inline int
+hp_sig_takes_chan(const struct hp_sig *sig)
+{
+	return hp_sig_takes(sig, HP_T_CHAN) || hp_sig_takes(sig, HP_T_RX);
+}
+
 /* The node of the item type of argument i, a chan<T> or rx<T>. */
 static inline uint8_t
 hp_sig_chan_item(const struct hp_sig *sig, unsigned i)

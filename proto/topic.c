@@ -72,9 +72,8 @@ hp_topic_sig_parse(const char *text, struct hp_sig *sig, const char **why)
 		return fail(why, "signature too long", -EINVAL);
 	if (hp_sig_parse(full, sig, why) != 0)
 		return -EINVAL;
-	for (unsigned i = 0; i < sig->nargs; i++)
-		if (hp_sig_is_chan(hp_sig_arg_type(sig, i)))
-			return fail(why, "an event carries no channel (chan<T>, rx<T>)", -EINVAL);
+	if (hp_sig_takes_chan(sig))
+		return fail(why, "an event carries no channel (chan<T>, rx<T>)", -EINVAL);
 	return 0;
 }
 
