@@ -42,8 +42,8 @@
 #define ROUTES_MAX	1024
 /* Routed before their first call (the callee's methods that take a
  * channel) only while the side has fewer routes than this: a callee
- * that registers many cannot fill its caller's route table, which
- * libguest scans on every call. */
+ * that registers many cannot fill its caller's route table (libguest's
+ * LG_ROUTES_MAX, for every lane) with methods it may never call. */
 #define PREROUTES_MAX	8
 /* A lane closed this soon, nothing served over it, without a broken
  * rule: the side could not take it, and is not offered it again. */

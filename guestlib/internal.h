@@ -371,7 +371,8 @@ struct guest {
 	struct hp_wait_group	group;		/* ep, then the lanes' */
 	struct lg_lane		*lanes[LG_LANES_MAX];
 	uint32_t		nlanes;
-	struct lg_route		*routes;	/* method -> lane */
+	struct lg_route		*routes;	/* method -> lane (routes.c) */
+	uint16_t		*route_at;	/* its index on the method id */
 	uint32_t		nroutes;
 	struct lg_lane		*cur_lane;	/* the message served came over it */
 	/* the deadline and trace of the call whose handler runs on the
@@ -617,12 +618,25 @@ int	lg_topics_init(struct guest *g);
 /* Ends every publication and subscription here (detach). */
 void	lg_topics_free(struct guest *g);
 
+/* routes.c: the methods called over lanes */
+/* An empty table: 0 or -ENOMEM. */
+int	lg_routes_init(struct guest *g);
+void	lg_routes_free(struct guest *g);
+/* The route a call of method takes over a lane (not one closing), or
+ * NULL. */
+struct lg_route *lg_lane_route(struct guest *g, uint64_t method);
+/* r's method over r's lane from now on, in place of its route if it
+ * had one: 0, or -ENOSPC when LG_ROUTES_MAX methods have routes. */
+int	lg_route_set(struct guest *g, const struct lg_route *r);
+/* method's calls no longer go over lane (its route over another stays). */
+void	lg_route_unset(struct guest *g, uint64_t method, uint32_t lane);
+/* No call goes over ln any more. */
+void	lg_routes_drop_lane(struct guest *g, const struct lg_lane *ln);
+
 /* lane.c */
 /* Fills the dispatch table's Lane; sets the lanes up when the hub
  * offers them (after the endpoint): 0 or -errno. */
 int	lg_lanes_init(struct guest *g);
-/* The route a call of method takes over a lane, or NULL. */
-struct lg_route *lg_lane_route(struct guest *g, uint64_t method);
 /* Whether a lane has traffic, or is to be reaped. */
 int	lg_lanes_ready(struct guest *g);
 /* Closes the lanes marked closing, or whose peer hung up. */

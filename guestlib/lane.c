@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* libguest's direct lanes to other guests (proto/lane.h): what the hub
  * says of them (HP_MSG_LANE: a lane, a method to call over it or no
- * longer, its end),
- * the table of methods called over lanes, and closing a lane: at once
+ * longer, its end; the methods' table is routes.c's), and closing a
+ * lane: at once
  * when its peer hangs up or breaks a rule, the calls in flight over it
  * failing as they would through the hub when the callee goes, and the
  * hub told why. Serving a lane is serve.c's, as for the hub's ring. */
@@ -79,17 +79,14 @@ before_sleep(void *arg)
 static void
 lane_close(struct guest *g, struct lg_lane *ln)
 {
-	uint32_t i, j;
+	uint32_t i;
 
 	for (i = 0; i < g->nlanes && g->lanes[i] != ln; i++)
 		;
 	if (i == g->nlanes)
 		return;
 	g->lanes[i] = g->lanes[--g->nlanes];
-	for (i = j = 0; i < g->nroutes; i++)
-		if (g->routes[i].lane != ln)
-			g->routes[j++] = g->routes[i];
-	g->nroutes = j;
+	lg_routes_drop_lane(g, ln);
 	hp_group_remove(&g->group, &ln->ep);
 	if (g->epfd >= 0)
 		epoll_ctl(g->epfd, EPOLL_CTL_DEL, ln->bell, NULL);
@@ -157,15 +154,6 @@ lg_lanes_ready(struct guest *g)
 			return 1;
 	}
 	return 0;
-}
-
-struct lg_route *
-lg_lane_route(struct guest *g, uint64_t method)
-{
-	for (uint32_t i = 0; i < g->nroutes; i++)
-		if (g->routes[i].method == method)
-			return g->routes[i].lane->closing ? NULL : &g->routes[i];
-	return NULL;
 }
 
 /* OPEN: its memfd and doorbell came with a doorbell byte before. 0, or
@@ -260,7 +248,6 @@ lane_route(struct guest *g, const struct hp_lane_msg *lm)
 {
 	struct lg_lane *ln = lane_by_id(g, lm->lane);
 	struct lg_route r = { lm->method, ln, { 0 }, 0 };
-	uint32_t i;
 
 	/* the signature says which arguments are channels, to move to the
 	 * lane with the call; one we cannot read keeps the method on the
@@ -268,12 +255,7 @@ lane_route(struct guest *g, const struct hp_lane_msg *lm)
 	if (ln == NULL || ln->closing || hp_sig_parse(lm->sig, &r.sig, NULL) != 0)
 		return;
 	r.chans = hp_sig_takes_chan(&r.sig);
-	for (i = 0; i < g->nroutes && g->routes[i].method != lm->method; i++)
-		;
-	if (i < g->nroutes)
-		g->routes[i] = r;
-	else if (g->nroutes < LG_ROUTES_MAX)
-		g->routes[g->nroutes++] = r;
+	lg_route_set(g, &r);	/* a table full keeps the method on the hub */
 }
 
 /* UNROUTE: the method's calls go through the hub from now on (a monitor
@@ -284,12 +266,7 @@ lane_route(struct guest *g, const struct hp_lane_msg *lm)
 static void
 lane_unroute(struct guest *g, const struct hp_lane_msg *lm)
 {
-	for (uint32_t i = 0; i < g->nroutes; i++) {
-		if (g->routes[i].method != lm->method || g->routes[i].lane->id != lm->lane)
-			continue;
-		g->routes[i] = g->routes[--g->nroutes];
-		return;
-	}
+	lg_route_unset(g, lm->method, lm->lane);
 }
 
 /* The hub's word on a lane (from the hub's ring only: a lane's
@@ -336,9 +313,7 @@ lg_lanes_init(struct guest *g)
 	g->group.on_sleep_arg = g;
 	if (!g->ep.lim.lane_msgs)
 		return 0;
-	if ((g->routes = calloc(LG_ROUTES_MAX, sizeof(*g->routes))) == NULL)
-		return -ENOMEM;
-	return 0;
+	return lg_routes_init(g);
 }
 
 void
@@ -349,5 +324,5 @@ lg_lanes_free(struct guest *g)
 		lane_close(g, g->lanes[0]);
 	}
 	hp_fdq_clear(&g->group.fdq);
-	free(g->routes);
+	lg_routes_free(g);
 }
