@@ -138,8 +138,13 @@ host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 
 /* A backlogged message's slot counts against the pool quota of the guest
  * it is for (an answer, an item) or from (a request): its doing, not the
- * receiver's. One that waits in hubd's memory counts as a slot, and its
- * bytes as what hubd's memory holds for it. */
+ * receiver's. One that waits in hubd's memory holds no slot of a pool:
+ * its bytes count, as what hubd's memory holds for the guest, and it
+ * counts as a slot only against a sender (a request waiting for its
+ * callee: the sender's count of those stays below what ends the callee,
+ * backlog_max). What waits for the guest itself is bounded by its own
+ * backlog and memory: counted as slots, 513 small answers waiting for a
+ * guest busy making its 2000 calls ended it for "pool quota". */
 static void
 charge(struct hub *h, struct qmsg *q, int sign)
 {
@@ -148,11 +153,15 @@ charge(struct hub *h, struct qmsg *q, int sign)
 
 	if (c == NULL)
 		return;
-	c->pool_charged_slots += sign > 0 ? 1 : -1;
 	if (q->zone == NULL) {
-		c->mem_charged += sign > 0 ? q->len : -(uint64_t)q->len;
+		uint64_t mem = q->len + sizeof(*q);
+
+		c->mem_charged += sign > 0 ? mem : -mem;
+		if (!q->for_charged)
+			c->pool_charged_slots += sign > 0 ? 1 : -1;
 		return;
 	}
+	c->pool_charged_slots += sign > 0 ? 1 : -1;
 	bytes = hp_var_slot_bytes(&q->zone->var, q->var_slot);
 	c->pool_charged_bytes += sign > 0 ? bytes : -(uint64_t)bytes;
 }
@@ -351,6 +360,7 @@ send_or_queue(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
 	q->var_slot = HP_SLOT_INLINE;
 	q->zone = NULL;
 	q->charged = charged;
+	q->for_charged = charged == p->id;
 	if (len > 0)	/* an empty message may have no payload at all */
 		memcpy(q->data, payload, len);
 	backlog(p, q);
@@ -455,6 +465,7 @@ host_forward(struct hub *h, struct peer *q, struct hp_msg_in *m, uint8_t type,
 	 * it has alone starves only itself, and does not count */
 	c = hub_peer(h, charged);
 	b->charged = c != NULL && c->zone == b->zone && b->zone->members == 1 ? 0 : charged;
+	b->for_charged = b->charged == q->id;
 	charge(h, b, 1);
 	backlog(q, b);
 	if (b->charged != 0 && h->hooks.over_quota != NULL)

@@ -129,6 +129,7 @@ struct qmsg {
 	struct zone	*zone;		/* the slot's pool: the target's, or the
 					 * sender's, to copy from once there is room */
 	uint32_t	charged;	/* peer id whose pool quota it counts against */
+	uint8_t		for_charged;	/* charged is its receiver: an answer, an item */
 	uint8_t		data[];
 };
 

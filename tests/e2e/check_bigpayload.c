@@ -508,6 +508,68 @@ START_TEST(test_fanout_past_quota_refused)
 }
 END_TEST
 
+/* Answers waiting for a guest busy elsewhere (its ring full) wait in
+ * hubd's memory: they hold no slot of a pool, and count against its
+ * quota by their bytes, not as slots. m2 has 600 calls of m1.wait in
+ * flight, is stopped, and m1 answers them all (100 bytes each: in slots,
+ * copied across zones): the 256 in m2's ring and the rest waiting, more
+ * than its 300 slots. It then reads them all. Before, the 301st ended m2
+ * ("pool quota: it holds 301 slots"); so it did a guest making 2000
+ * calls on a loaded machine (check_mtguest). */
+START_TEST(test_answers_waiting_are_not_slots)
+{
+	char *out = NULL, *log;
+	int m2_pid, status, waiting = 0;
+	unsigned long long made = 0, before;
+	json_object *st;
+	pid_t child;
+
+	hub_start_up(&hub, "heartbeat_interval = 0\n",
+		     "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1\n"
+		     "lanes = no\n"
+		     "[guest m2]\nexec = @/tests/guests/mtprober\nargs = --prefix m2\n"
+		     "pool_quota_slots = 300\n", "m1,m2");
+	ck_assert(hub_wait_method(&hub, "m1.source,m2.source") == 0);
+	m2_pid = hub_peer_int(&hub, "m2", "pid");
+	st = hub_stats(&hub);
+	before = json_u64(st, "guests", "m2", "calls_in");	/* its hub.* calls */
+	json_object_put(st);
+	if ((child = fork()) == 0) {
+		int rc = hubctl(&hub, &out, "-t", "120", "call", "m2.fanopen", "600", "m1",
+				"false", (char *)NULL);
+
+		_exit(rc == 0 && strcmp(out, "ok 600\n") == 0 ? 0 : 1);
+	}
+	ck_assert_int_gt(child, 0);
+	for (double t0 = now_s(); now_s() - t0 < 60 && made < 600; sleep_ms(10)) {
+		st = hub_stats(&hub);
+		made = json_u64(st, "guests", "m2", "calls_in") - before;
+		json_object_put(st);
+	}
+	ck_assert_msg(made == 600, "m2 made %llu calls; %s", made, hub_log_tail(&hub));
+	ck_assert_int_eq(kill(m2_pid, SIGSTOP), 0);
+	ck_assert_int_eq(hubctl(&hub, &out, "-t", "30", "call", "m1.openlong", "600",
+				(char *)NULL), 0);
+	ck_assert_str_eq(out, "ok 600\n");
+	free(out);
+	for (double t0 = now_s(); now_s() - t0 < 60 && waiting <= 320; sleep_ms(10)) {
+		if (hub_peer_int(&hub, "m2", "pid") != m2_pid)
+			break;	/* ended */
+		waiting = hub_peer_int(&hub, "m2", "backlog");
+	}
+	kill(m2_pid, SIGCONT);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(waiting > 320, "%d answers waited for m2; %s", waiting, hub_log_tail(&hub));
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "m2.fanopen did not answer ok 600; %s", hub_log_tail(&hub));
+	ck_assert_int_eq(hub_peer_int(&hub, "m2", "pid"), m2_pid);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "pool quota") == NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_bigpayload(void);
 Suite *
 suite_bigpayload(void)
@@ -527,6 +589,7 @@ suite_bigpayload(void)
 	tcase_add_test(tc, test_answers_of_1mib_calls);
 	tcase_add_test(tc, test_answers_within_quota);
 	tcase_add_test(tc, test_fanout_past_quota_refused);
+	tcase_add_test(tc, test_answers_waiting_are_not_slots);
 	tcase_add_test(tc, test_answers_in_a_zone);
 	suite_add_tcase(s, tc);
 	return s;

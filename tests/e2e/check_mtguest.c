@@ -319,10 +319,9 @@ END_TEST
  * an error, says so once, and serves on: the failed spawn ended its
  * runtime, every call it held cancelled, and the guest restarted. The
  * caller, m2, may have all 2000 answers wait for it: m1 refuses faster
- * than m2, busy making its calls, reads, and on a loaded machine more
- * than the default quota's 512 waited, which ended m2 (hubd counts the
- * answers waiting for a guest against its pool quota, whether it reads
- * slowly or not at all). */
+ * than m2, busy making its calls, reads (on a loaded machine more than
+ * 512 waited, which ended m2 for "pool quota" while hubd counted answers
+ * waiting in its memory as slots). */
 START_TEST(test_out_of_microthreads_refuses_the_call)
 {
 	char *out;
@@ -330,8 +329,7 @@ START_TEST(test_out_of_microthreads_refuses_the_call)
 	hub_start_up(&hub, "calls_in_flight = 5000\n",
 		     "[guest m1]\nexec = @/tests/guests/mtprober\nargs = --prefix m1\n"
 		     "env = HUB_MT_STACK=1m\nlimit_memory = 512M\nlanes = no\n"
-		     "[guest m2]\nexec = @/tests/guests/mtprober\nargs = --prefix m2\n"
-		     "pool_quota_slots = 4096\n",
+		     "[guest m2]\nexec = @/tests/guests/mtprober\nargs = --prefix m2\n",
 		     "m1,m2");
 	ck_assert(hub_wait_method(&hub, "m1.source,m2.source") == 0);
 	/* the gate opens in 3 s, for those that got a microthread */

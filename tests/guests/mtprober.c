@@ -7,6 +7,8 @@
  *			comes, answers "ok"; callback handlers could not
  *			wait like this and still serve the call that opens it
  *   open N		puts N tokens into the gate, answers "ok N"
+ *   openlong N		open, but the waits answer "ok" and 100 more bytes
+ *			(in a slot of the pool, not inline in the ring)
  *   open_later MS N	answers at once; N tokens go into the gate MS ms later
  *   fanopen N TARGET OPEN  N microthreads each call TARGET.wait at once, then
  *			(if OPEN) TARGET.open N; answers "ok N" once all N
@@ -97,6 +99,9 @@ kind(int rc)
 	}
 }
 
+#define LONG_TAIL	"0123456789012345678901234567890123456789012345678901234567890" \
+			"12345678901234567890123456789012345678"
+
 static void
 wait_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
@@ -108,17 +113,16 @@ wait_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	if (guest_mtchan_recv(gate, &token) != 0)
 		guest_reply_error(c, "gate closed");
 	else
-		reply_text(c, "ok");
+		reply_text(c, "ok%s", token == 2 ? " " LONG_TAIL : "");
 }
 
+/* N tokens into the gate: 1, or 2 for a wait to answer long. */
 static void
-open_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+open_tokens(struct guest_call *c, const uint8_t *args, size_t len, uint8_t token)
 {
 	uint64_t n, i;
 	size_t pos = 0;
-	uint8_t token = 1;
 
-	(void)ctx;
 	if (guest_pc_get_u64(args, len, &pos, &n) != 0) {
 		guest_reply_error(c, "open takes a count");
 		return;
@@ -127,6 +131,20 @@ open_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		if (guest_mtchan_send(gate, &token) != 0)
 			break;
 	reply_text(c, "ok %llu", (unsigned long long)i);
+}
+
+static void
+open_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	open_tokens(c, args, len, 1);
+}
+
+static void
+open_long(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	open_tokens(c, args, len, 2);
 }
 
 struct later {
@@ -197,7 +215,8 @@ caller_run(void *arg)
 	char out[64];
 
 	k->rc = call_str(k->method, NULL, 0, out, sizeof(out), 60000);
-	k->answered_ok = k->rc == 0 && strcmp(out, "ok") == 0;
+	k->answered_ok = k->rc == 0 && strncmp(out, "ok", 2) == 0 &&
+	    (out[2] == '\0' || out[2] == ' ');
 }
 
 static void
@@ -729,6 +748,7 @@ main(int argc, char *argv[])
 		{ "twice", "u64->str", tg_twice },
 		{ "twice_rc", "->str", tg_twice_rc },
 		{ "open", "u64->str", open_gate },
+		{ "openlong", "u64->str", open_long },
 		{ "open_later", "u64,u64->str", open_later },
 		{ "fanopen", "u64,str,bool->str", fanopen },
 		{ "call", "str,str->str", call },
