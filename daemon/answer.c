@@ -250,7 +250,9 @@ answer_detach(struct hub *h, struct peer *p)
 	}
 	hp_idtab_clear(&p->pend);
 	/* calls by p routed elsewhere: their answers have nobody to go to,
-	 * and they count as p's calls no more */
+	 * they count as p's calls no more, and their callee is told with
+	 * Cancel (advisory), as for a control client gone: a handler that
+	 * waits or computes for p may stop */
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *q = &h->peers[i];
 
@@ -259,6 +261,7 @@ answer_detach(struct hub *h, struct peer *p)
 			if (e->o.kind == ORIGIN_PEER && e->o.peer == p->id) {
 				e->o.kind = ORIGIN_NONE;
 				fair_orphan(h, q, e);
+				host_send(h, q, HP_MSG_CANCEL, (uint32_t)e->id, 0, NULL, 0);
 			}
 		}
 	}

@@ -391,6 +391,26 @@ START_TEST(test_stop_ends_a_handlers_wait)
 }
 END_TEST
 
+/* p1 is killed while its handler waits for p2.wait: p2 is told with
+ * Cancel, as when a control client goes, and its handler ends (before,
+ * it waited for a caller that was gone until its own end). */
+START_TEST(test_caller_killed_cancels_its_calls)
+{
+	char out[256] = "";
+	int rfd, status;
+	pid_t caller = handler_waiting(0, NULL, &rfd);
+
+	ck_assert_int_eq(kill(hub_peer_int(&hub, "p1", "pid"), SIGKILL), 0);
+	read_all(rfd, out, sizeof(out));
+	close(rfd);
+	waitpid(caller, &status, 0);
+	ck_assert_msg(strncmp(out, "1 ", 2) == 0 && strstr(out, "p1") != NULL,
+		      "the caller got: %s; %s", out, hub_log_tail(&hub));
+	wait_answer("p2.cancels", "1\n");	/* the Cancel came */
+	stop_clean();
+}
+END_TEST
+
 /* The hub stops while p1's handler waits for its call: p1 ends cleanly
  * with it, whatever its runtime, never crashing (on microthreads it did:
  * its abandoned handler's answer slot lay on a freed stack). */
@@ -993,6 +1013,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_stream_with_small_credit);
 	tcase_add_test(tc, test_stream_to_a_guest);
 	tcase_add_test(tc, test_cancel_reaches_the_callee);
+	tcase_add_test(tc, test_caller_killed_cancels_its_calls);
 	tcase_add_test(tc, test_slow_attach_keeps_its_epoch);
 	tcase_add_test(tc, test_first_beat_after_attach);
 	tcase_add_test(tc, test_violation_while_stopping_ends_it);
