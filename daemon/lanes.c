@@ -69,6 +69,16 @@ side_of(const struct lane *ln, const struct peer *p)
 }
 
 static struct lane *
+lane_by_id(struct hub *h, uint32_t id)
+{
+	struct lane *ln;
+
+	for (ln = h->lanes; ln != NULL && ln->e.id != id; ln = ln->next)
+		;
+	return ln;
+}
+
+static struct lane *
 lane_between(struct hub *h, const struct peer *p, const struct peer *q)
 {
 	for (struct lane *ln = h->lanes; ln != NULL; ln = ln->next)
@@ -200,9 +210,11 @@ lane_open(struct hub *h, struct peer *p, struct peer *q)
 
 	if ((ln = calloc(1, sizeof(*ln))) == NULL)
 		return NULL;
+	/* ids start at 1; past 2^32 lanes opened they wrap, round a lane
+	 * still open */
 	do {
 		ln->e.id = ++h->next_lane;
-	} while (ln->e.id == 0);
+	} while (ln->e.id == 0 || lane_by_id(h, ln->e.id) != NULL);
 	hp_lane_params(&h->conf.params, max_payload(p, q), h->conf.lane_slots, &lp);
 	/* the id in the name: a guest checks that the memfd it takes is the
 	 * one its OPEN is about (hp_lane_fd_is) */
@@ -514,8 +526,7 @@ on_report(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		host_fault(h, p, DEATH_VIOLATION, "lane.report");
 		return;
 	}
-	for (ln = h->lanes; ln != NULL && ln->e.id != r.lane; ln = ln->next)
-		;
+	ln = lane_by_id(h, r.lane);
 	if (ln == NULL || side_of(ln, p) < 0) {
 		/* closed already: by the other side's report, or a death */
 		if (r.violation && (e = gone(h, r.lane, p)) != NULL) {
