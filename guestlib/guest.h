@@ -199,8 +199,9 @@ GUEST_API int guest_reply_cancelled(struct guest_call *c);
  * status, -EILSEQ for text that is not UTF-8 (nothing sent for either);
  * -EALREADY as guest_reply. */
 GUEST_API int guest_reply_status(struct guest_call *c, int status, const char *text);
-/* Nonzero once the caller sent Cancel for this call (advisory: the call
- * must still be answered). */
+/* Nonzero once the call was cancelled: its caller gave up on it (a
+ * timeout, guest_cancel), went away (a client, a guest that died)
+ * or its lane closed. Advisory: the call must still be answered. */
 GUEST_API int guest_call_cancelled(const struct guest_call *c);
 /* Who made the call, for its handler to decide what the caller may do:
  * the calling guest's name (its [guest NAME] section), "client:UID" for a
