@@ -412,6 +412,28 @@ lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *
 }
 
 void
+lanes_method_added(struct hub *h, struct peer *q, const struct method *m,
+		   int (*watched)(struct hub *h, const char *method))
+{
+	if (m == NULL || m->owner != q->id || !hp_sig_takes_chan(&m->sig) ||
+	    (watched != NULL && watched(h, m->name)))
+		return;
+	for (struct lane *ln = h->lanes; ln != NULL; ln = ln->next) {
+		int sq = side_of(ln, q), s = 1 - sq;
+		struct peer *p;
+
+		/* a caller of q's that has routes over the lane, as
+		 * lanes_offer would have given it the method had it been
+		 * there */
+		if (sq < 0 || ln->nroutes[s] == 0 || ln->nroutes[s] >= PREROUTES_MAX ||
+		    (p = hub_peer(h, ln->e.peer[s])) == NULL || side_of(ln, p) != s ||
+		    !host_serving(p))
+			continue;
+		route(h, ln, s, p, m);
+	}
+}
+
+void
 lanes_withdraw(struct hub *h, int (*watched)(struct hub *h, const char *method))
 {
 	for (struct lane *ln = h->lanes; ln != NULL; ln = ln->next) {

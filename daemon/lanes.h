@@ -60,6 +60,11 @@ int	lanes_init(struct hub *h);
  * new route, q's other methods with chan<T> or rx<T> arguments too. */
 void	lanes_offer(struct hub *h, struct peer *p, struct peer *q, const struct method *m,
 		    int (*watched)(struct hub *h, const char *method));
+/* q registered m: a method with chan<T> or rx<T> arguments is routed at
+ * once for the callers that have routes to q over a lane, as
+ * lanes_offer does for those q had then (not one watched(h, name)). */
+void	lanes_method_added(struct hub *h, struct peer *q, const struct method *m,
+			   int (*watched)(struct hub *h, const char *method));
 /* Takes back the routes of the methods watched(h, name) says yes to
  * (HP_LANE_UNROUTE): their calls come through hubd, where a monitor sees
  * them (monitor.c); lanes_offer routes them again once it says no. */

@@ -13,8 +13,10 @@
 #include "daemon/answer.h"
 #include "daemon/host.h"
 #include "daemon/guestlog.h"
+#include "daemon/lanes.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
+#include "daemon/monitor.h"
 #include "daemon/services.h"
 #include "daemon/discovery.h"
 #include "daemon/topics.h"
@@ -135,6 +137,7 @@ svc_register(struct hub *h, struct peer *p, const struct origin *o,
 	log_info("guest %s: registered %s (%s)", p->conf->name, nbuf, sbuf);
 	answer_ok(h, o, NULL, 0);
 	discovery_method(h, methods_find(h, nbuf));
+	lanes_method_added(h, p, methods_find(h, nbuf), monitor_watches);
 }
 
 static void

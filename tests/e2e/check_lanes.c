@@ -824,6 +824,32 @@ START_TEST(test_first_stream_over_an_open_lane)
 }
 END_TEST
 
+/* And a stream method the callee registers after the lane opened: its
+ * callers over the lane are given its route then (a plain method's
+ * waits for its first call through hubd). */
+START_TEST(test_stream_method_registered_later)
+{
+	unsigned long long before;
+	char *out;
+
+	hub_start_up(&hub, NULL,
+		     "[guest p1]\nexec = @/tests/guests/prober\nargs = --prefix p1\n"
+		     "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n",
+		     "p1,p2");
+	ck_assert(hub_wait_method(&hub, "p1.route,p2.caller,p2.register_lib") == 0);
+	out = call("p1.route", "p2.caller", "x", NULL);	/* through hubd: a lane follows */
+	ck_assert_msg(strncmp(out, "error", 5) != 0, "p1.route p2.caller: %s", out);
+	free(out);
+	expect_open(1);
+	before = lane_u64("a", "methods") + lane_u64("b", "methods");
+	expect("ok", "p2.register_lib", "p2.plain", "u64->u64", NULL);
+	ck_assert_uint_eq(lane_u64("a", "methods") + lane_u64("b", "methods"), before);
+	expect("ok", "p2.register_lib", "p2.late", "u64,chan<bytes>->str", NULL);
+	ck_assert_uint_eq(lane_u64("a", "methods") + lane_u64("b", "methods"), before + 1);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* A peer that stops reading the lane (its slots never come back): a
  * sender waiting for room gives up on the lane after a while, says the
  * peer broke shm.ring.full, and its call goes through hubd, where the
@@ -1033,6 +1059,7 @@ suite_lanes(void)
 	tcase_add_loop_test(tc, test_streams_over_a_lane_on_microthreads, 0, 1);
 	tcase_add_test(tc, test_deaf_peer);
 	tcase_add_test(tc, test_first_stream_over_an_open_lane);
+	tcase_add_test(tc, test_stream_method_registered_later);
 	tcase_add_loop_test(tc, test_ban_across_restarts, 0, 3);
 	suite_add_tcase(s, tc);
 	/* bursts: 100,000 calls take a few seconds, more under a sanitizer */
