@@ -51,7 +51,7 @@ its call's with hubguest.current_call() (.deadline, .remaining(),
 of the deadline and their own timeout) unless deadline= or trace= say
 otherwise; the hub and libguest never start a call whose deadline has
 passed (its caller gets hubguest.RemoteTimeout). hubguest.cancelled()
-tells a handler that its caller gave up (sent a Cancel): it may stop.
+tells a handler that its caller gave up or went away: it may stop.
 
 g.wait_method("kv.get", timeout=5) waits until a method can be called,
 without polling (the hub.methods topic).

@@ -64,8 +64,9 @@ def caller():
 
 
 def cancelled():
-    """Inside a handler (an async def one too): whether its caller sent a
-    Cancel for the call (it gave up: its timeout, its task cancelled), as
+    """Inside a handler (an async def one too): whether the call was
+    cancelled: its caller gave up (its timeout, its task cancelled) or went
+    away (a client gone, a guest that died), or its lane closed, as
     guest_call_cancelled says. Advisory: the handler may stop early, and
     still answers. The Cancel is seen once the guest serves (g.service(),
     a call's or a stream's wait, serve()'s loop). False outside a handler
