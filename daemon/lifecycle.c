@@ -62,7 +62,10 @@ static const struct life_rule rules[PEER_NSTATES][PE_NEVENTS] = {
 		[PE_START]		= R(PEER_STOPPING, LA_PEND),
 		[PE_SPAWN_OK]		= R(PEER_STOPPING, LA_IGNORE),
 		[PE_SPAWN_FAILED]	= R(PEER_STOPPING, LA_IGNORE),
-		[PE_ATTACHED]		= R(PEER_STOPPING, LA_IGNORE),
+		/* stopped while it started, it attaches all the same: served
+		 * as it winds down, or its calls to the hub (registering its
+		 * methods) would wait unanswered until stop_grace killed it */
+		[PE_ATTACHED]		= R(PEER_STOPPING, LA_ATTACH),
 		[PE_DIED]		= R(POLICY, LA_DEATH),
 		[PE_TIMER]		= R(PEER_STOPPING, LA_KILL),	/* stop_grace over */
 		[PE_STOP]		= R(PEER_STOPPING, LA_NONE),

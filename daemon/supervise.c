@@ -122,6 +122,14 @@ pid_cb(struct ev_loop *loop, ev_io *w, int revents)
 	step(p->hub, p, PE_DIED, &why);
 }
 
+/* Whether p was spawned and has not attached yet: starting, or stopped
+ * while it started (it may attach all the same). */
+static int
+attaching(const struct peer *p)
+{
+	return p->state == PEER_STARTING || (p->state == PEER_STOPPING && p->up_ns == 0);
+}
+
 /* A starting guest's entry: Attached (it is up), Reserved (not yet), or
  * anything else (it wrote nonsense into the state word). */
 static void
@@ -168,7 +176,7 @@ bell_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	/* r[shm.spawn.guest-init]: it rings once attached */
-	if (p->state == PEER_STARTING)
+	if (attaching(p))
 		check_attach(h, p);
 	look(h);
 }
@@ -426,11 +434,12 @@ attach(struct hub *h, struct peer *p, enum peer_state next)
 		step(h, p, PE_VIOLATION, &why);
 		return;
 	}
-	disarm(h, p);
+	if (next != PEER_STOPPING)	/* stopping: stop_grace runs on */
+		disarm(h, p);
 	p->state = next;
 	p->up_ns = hp_now_ns();
-	log_info("guest %s: attached as peer %u (pid %d, epoch %u)", p->conf->name,
-		 p->id, (int)p->pid, p->epoch);
+	log_info("guest %s: attached as peer %u (pid %d, epoch %u)%s", p->conf->name,
+		 p->id, (int)p->pid, p->epoch, next == PEER_STOPPING ? ", stopping" : "");
 }
 
 /* SIGTERM, and stop_grace to go. */
@@ -603,7 +612,7 @@ void
 supervise_tick(struct hub *h)
 {
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
-		if (h->peers[i].state == PEER_STARTING)
+		if (attaching(&h->peers[i]))
 			check_attach(h, &h->peers[i]);
 }
 

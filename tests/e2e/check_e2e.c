@@ -411,6 +411,37 @@ START_TEST(test_caller_killed_cancels_its_calls)
 }
 END_TEST
 
+/* A guest stopped while it starts that attaches all the same (the
+ * SIGTERM came during its attach): hubd serves it as it winds down, so
+ * that its calls to the hub (registering its methods) are answered and
+ * it ends by itself at once. Before, hubd ignored its attach, its first
+ * call waited unanswered (10 s), and stop_grace killed it ("did not stop
+ * in time": a bridge stopped just after it started). */
+START_TEST(test_stopped_while_starting_ends_by_itself)
+{
+	char *out = NULL, *log;
+	int i;
+
+	ck_assert_int_eq(hub_start(&hub, "stop_grace = 60s\n",
+				   "[guest late]\nexec = @/tests/guests/prober\n"
+				   "args = --prefix late --term-first\nrestart = never\n"), 0);
+	for (i = 0; i < 1500 && hub_peer_int(&hub, "late", "pid") <= 0; i++)
+		sleep_ms(20);
+	ck_assert_str_eq(hub_peer_state(&hub, "late"), "starting");
+	hubctl_ok(&hub, &out, "stop", "late", (char *)NULL);
+	free(out);
+	for (i = 0; i < 4500 && strcmp(hub_peer_state(&hub, "late"), "down") != 0; i++)
+		sleep_ms(20);
+	ck_assert_msg(i < 4500, "it never went down: %s", hub_log_tail(&hub));
+	expect_exited_0("late");
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "guest late: attached as peer") != NULL &&
+		      strstr(log, ", stopping\n") != NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* The hub stops while p1's handler waits for its call: p1 ends cleanly
  * with it, whatever its runtime, never crashing (on microthreads it did:
  * its abandoned handler's answer slot lay on a freed stack). */
@@ -1014,6 +1045,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_stream_to_a_guest);
 	tcase_add_test(tc, test_cancel_reaches_the_callee);
 	tcase_add_test(tc, test_caller_killed_cancels_its_calls);
+	tcase_add_test(tc, test_stopped_while_starting_ends_by_itself);
 	tcase_add_test(tc, test_slow_attach_keeps_its_epoch);
 	tcase_add_test(tc, test_first_beat_after_attach);
 	tcase_add_test(tc, test_violation_while_stopping_ends_it);

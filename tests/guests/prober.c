@@ -43,10 +43,13 @@
  *   busy MS		computes for MS ms without looking at the hub (a
  *			plugin doing work: awake, never asleep), then answers
  * With --poll it runs its own poll() loop on guest_fd() and
- * guest_service() instead of guest_run(). */
+ * guest_service() instead of guest_run(). With --term-first it attaches
+ * only once SIGTERM came (30 s at most), then takes it as though it came
+ * during its attach: it registers its methods, stopping, and ends. */
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -938,11 +941,22 @@ main(int argc, char *argv[])
 		{ "register_lib", "str,str->str", register_lib },
 	};
 	const char *why;
-	int rc;
+	int rc, term_first = 0;
+	sigset_t term;
 
+	for (int i = 1; i < argc; i++)
+		term_first |= strcmp(argv[i], "--term-first") == 0;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	if (term_first && (sigprocmask(SIG_BLOCK, &term, NULL) != 0 ||
+			   sigtimedwait(&term, NULL, &(struct timespec){ 30, 0 }) != SIGTERM ||
+			   sigprocmask(SIG_UNBLOCK, &term, NULL) != 0))
+		errx(1, "no SIGTERM within 30 s");
 	list_fds();
 	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
 		errx(1, "%s", why);
+	if (term_first)
+		raise(SIGTERM);		/* libguest's handler: guest_stop */
 	tg_twice_g = g;
 	tg_register(g, tg_prefix(argc, argv, "prober"), methods,
 		    sizeof(methods) / sizeof(methods[0]));

@@ -101,7 +101,7 @@ static const struct {
 		{ PEER_STOPPING, LA_PEND },
 		{ PEER_STOPPING, LA_IGNORE },
 		{ PEER_STOPPING, LA_IGNORE },
-		{ PEER_STOPPING, LA_IGNORE },
+		{ PEER_STOPPING, LA_ATTACH },	/* stopped as it started */
 		{ POLICY, LA_DEATH },
 		{ PEER_STOPPING, LA_KILL },
 		{ PEER_STOPPING, LA_NONE },
