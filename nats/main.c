@@ -111,10 +111,12 @@ options(struct bridge *b)
 	if (s == NATS_OK)
 		s = br_evloop_use(b->ev, o);
 	/* not send_asap, though libnats's flusher thread is kicked at the
-	 * first publish after each write: with the loop, a bridge with
-	 * send_asap did not stop in time once NATS was gone, and let
-	 * answers wait (check_nats_faults; tried again since, the same
-	 * under ASan: a bridge restarted while NATS was gone) */
+	 * first publish after each write: one call alone across two hubs
+	 * took 296 and 305 us with it against 257 and 262 without
+	 * (BENCH_ONLY=nats, alternated), topics gained. (The bridge that
+	 * "did not stop in time" with it, once in many runs, had been
+	 * stopped as it started, which hubd did not serve: supervise.c
+	 * now does, send_asap or not.) */
 	/* our own requests and announcements never come back to us */
 	if (s == NATS_OK)
 		s = natsOptions_SetNoEcho(o, true);
