@@ -143,8 +143,8 @@ host_try_send(struct hub *h, struct peer *p, uint8_t type, uint32_t id,
  * counts as a slot only against a sender (a request waiting for its
  * callee: the sender's count of those stays below what ends the callee,
  * backlog_max). What waits for the guest itself is bounded by its own
- * backlog and memory: counted as slots, 513 small answers waiting for a
- * guest busy making its 2000 calls ended it for "pool quota". */
+ * backlog and memory: counted as slots, answers waiting for a guest busy
+ * making many calls ended it for "pool quota". */
 static void
 charge(struct hub *h, struct qmsg *q, int sign)
 {
