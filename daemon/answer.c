@@ -160,12 +160,73 @@ void
 answer_init(struct peer *p)
 {
 	p->pend = (struct hp_idtab)HP_IDTAB_INIT(struct pending);
+	p->calls_out = (struct hp_idtab)HP_IDTAB_INIT(struct call_out);
 }
 
 void
 answer_free(struct peer *p)
 {
 	hp_idtab_free(&p->pend);
+	hp_idtab_free(&p->calls_out);
+}
+
+/* The calling guest of o, if o is a guest's call of its current instance. */
+static struct peer *
+caller_of(struct hub *h, const struct origin *o)
+{
+	struct peer *c = o->kind == ORIGIN_PEER ? hub_peer(h, o->peer) : NULL;
+
+	return c != NULL && c->epoch == o->epoch ? c : NULL;
+}
+
+/* Notes where o's call waits: q's entry e. A guest that reuses a request
+ * id still in flight has only the first findable (its own doing). */
+static void
+index_call(struct hub *h, const struct peer *q, const struct pending *e)
+{
+	struct peer *c = caller_of(h, &e->o);
+	uint64_t key = (uint64_t)e->o.req_id + 1;
+	struct call_out *x;
+
+	if (c == NULL || hp_idtab_find(&c->calls_out, key) != NULL ||
+	    (x = hp_idtab_insert(&c->calls_out, key)) == NULL)
+		return;
+	x->callee = q->id;
+	x->pend_id = (uint32_t)e->id;
+}
+
+static void
+unindex_call(struct hub *h, const struct peer *q, const struct pending *e)
+{
+	struct peer *c = caller_of(h, &e->o);
+	struct call_out *x;
+
+	if (c != NULL && (x = hp_idtab_find(&c->calls_out, (uint64_t)e->o.req_id + 1)) != NULL &&
+	    x->callee == q->id && x->pend_id == e->id)
+		hp_idtab_remove(&c->calls_out, x);
+}
+
+void
+answer_done(struct hub *h, struct peer *q, struct pending *e)
+{
+	unindex_call(h, q, e);
+	fair_done(h, q, e);
+	hp_idtab_remove(&q->pend, e);
+}
+
+struct pending *
+answer_find_call(struct hub *h, const struct peer *p, uint32_t req_id, struct peer **qp)
+{
+	const struct call_out *x = hp_idtab_find(&p->calls_out, (uint64_t)req_id + 1);
+	struct pending *e;
+	struct peer *q;
+
+	if (x == NULL || (q = hub_peer(h, x->callee)) == NULL ||
+	    (e = hp_idtab_find(&q->pend, x->pend_id)) == NULL || caller_of(h, &e->o) != p ||
+	    e->o.req_id != req_id)
+		return NULL;
+	*qp = q;
+	return e;
 }
 
 /* Sends a Request to guest p on behalf of o. payload is the whole Request
@@ -193,6 +254,7 @@ answer_call(struct hub *h, struct peer *p, uint64_t method_id,
 	e->method_id = method_id;
 	e->since_ns = hp_now_ns();
 	e->client = o->kind == ORIGIN_CLIENT ? o->ext->caller : 0;
+	index_call(h, p, e);
 	fair_sent(h, p, e);
 	if (idp != NULL)
 		*idp = id;
@@ -243,12 +305,14 @@ answer_detach(struct hub *h, struct peer *p)
 		const struct method *m = methods_by_id(h, e->method_id);
 		struct origin o = e->o;
 
+		unindex_call(h, p, e);
 		fair_done(h, p, e);
 		e->o.kind = ORIGIN_NONE;
 		answer_error(h, &o, HP_ERR_CANCELLED,
 			     tally_gone(h, p, m != NULL ? m->name : NULL, why, sizeof(why)));
 	}
 	hp_idtab_clear(&p->pend);
+	hp_idtab_clear(&p->calls_out);
 	/* calls by p routed elsewhere: their answers have nobody to go to,
 	 * they count as p's calls no more, and their callee is told with
 	 * Cancel (advisory), as for a control client gone: a handler that

@@ -18,6 +18,13 @@ void		answer_free(struct peer *p);
 int		answer_call(struct hub *h, struct peer *q, uint64_t method_id,
 			    const uint8_t *payload, uint32_t len, const struct origin *o,
 			    uint32_t *idp, struct hp_msg_in *m);
+/* Ends q's pending call e, answered: out of q's table and its caller's
+ * index. */
+void		answer_done(struct hub *h, struct peer *q, struct pending *e);
+/* q's pending call that guest p made as its request req_id, or NULL
+ * (answered, never made, or made by an earlier instance of p). */
+struct pending	*answer_find_call(struct hub *h, const struct peer *p, uint32_t req_id,
+				  struct peer **q);
 /* The calls of control clients of caller (CALLER_CLIENT | uid) that
  * guests hold: theirs to answer, whether or not the client is still
  * there (Cancel is advisory). */

@@ -115,6 +115,15 @@ struct pending {
 	uint8_t		streams;	/* it carries a stream of its caller's */
 };
 
+/* Where one of a guest's calls waits: its callee's pending entry. So a
+ * Cancel finds its call at once, not by a walk of every guest's table a
+ * guest could make hubd do at ring speed. */
+struct call_out {
+	uint64_t	key;		/* the caller's request id + 1 (idtab key) */
+	uint32_t	callee;		/* peer id */
+	uint32_t	pend_id;	/* its pending entry's id there */
+};
+
 /* A message waiting for room in a guest's ring or the host's pool. */
 struct qmsg {
 	struct qmsg	*next;
@@ -251,6 +260,8 @@ struct peer {
 	const char		*fault;		/* a rule it broke, for the supervisor */
 	int			fault_reason;	/* DEATH_VIOLATION or DEATH_HUNG */
 	struct hp_idtab		pend;		/* struct pending by request id */
+	struct hp_idtab		calls_out;	/* struct call_out: its calls other
+						 * guests hold, by its request id */
 	uint32_t		next_req;
 	uint32_t		inbound;	/* its calls being routed */
 	/* fair.c: its calls in flight by caller (slot 0: control clients

@@ -214,8 +214,7 @@ route_response(struct hub *h, struct peer *p, struct hp_msg_in *m)
 		return;
 	}
 	o = e->o;
-	fair_done(h, p, e);
-	hp_idtab_remove(&p->pend, e);
+	answer_done(h, p, e);
 	/* a stream the call carries ends with its answer */
 	if (o.chan != 0) {
 		streams_over(h, p, m->desc.id, o.chan);
@@ -245,22 +244,13 @@ route_response(struct hub *h, struct peer *p, struct hp_msg_in *m)
 void
 route_cancel(struct hub *h, struct peer *p, struct hp_msg_in *m)
 {
-	uint32_t req_id = m->desc.id;
+	struct peer *q;
+	struct pending *e;
 
-	/* Find where we routed it and pass the Cancel on (advisory). */
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
-		struct peer *q = &h->peers[i];
-		struct pending *e;
-		uint32_t pos = 0;
-
-		while ((e = hp_idtab_next(&q->pend, &pos)) != NULL) {
-			if (e->o.kind == ORIGIN_PEER && e->o.peer == p->id &&
-			    e->o.epoch == p->epoch && e->o.req_id == req_id) {
-				host_send(h, q, HP_MSG_CANCEL, (uint32_t)e->id, 0, NULL, 0);
-				return;
-			}
-		}
-	}
+	/* Pass it on to where we routed the call (advisory); a Cancel of a
+	 * call answered already, or never made, goes nowhere. */
+	if ((e = answer_find_call(h, p, m->desc.id, &q)) != NULL)
+		host_send(h, q, HP_MSG_CANCEL, (uint32_t)e->id, 0, NULL, 0);
 }
 
 /* -- calls from control clients ----------------------------------------- */

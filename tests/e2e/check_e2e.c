@@ -339,14 +339,15 @@ static const char *const p1_runtimes[] = {
  * p2.wait, which answers only when cancelled, called by a child; the
  * read end of a pipe the child's "STATUS OUTPUT" comes on. */
 static pid_t
-handler_waiting(int i, const char *hub_keys, int *rfd)
+handler_waiting(int i, const char *hub_keys, const char *more_guests, int *rfd)
 {
-	char conf[512];
+	char conf[1024];
 	int fds[2];
 	pid_t caller;
 
 	snprintf(conf, sizeof(conf), STD_GUESTS "%s"
-		 "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n", p1_runtimes[i]);
+		 "[guest p2]\nexec = @/tests/guests/prober\nargs = --prefix p2\n%s",
+		 p1_runtimes[i], more_guests != NULL ? more_guests : "");
 	hub_start_up(&hub, hub_keys, conf, "p1,p2");
 	ck_assert(hub_wait_method(&hub, "p2.wait,p2.cancels") == 0);
 	ck_assert(hub_wait_method(&hub, P1_CALLER(i)) == 0);
@@ -372,7 +373,7 @@ START_TEST(test_stop_ends_a_handlers_wait)
 	double until;
 	int rfd, status;
 	/* a stop_grace far past the test's bounds: only p1's own exit ends it */
-	pid_t caller = handler_waiting(_i, "stop_grace = 300s\n", &rfd);
+	pid_t caller = handler_waiting(_i, "stop_grace = 300s\n", NULL, &rfd);
 
 	expect_ctl(0, NULL, "stop", "p1", NULL);
 	read_all(rfd, out, sizeof(out));
@@ -398,7 +399,7 @@ START_TEST(test_caller_killed_cancels_its_calls)
 {
 	char out[256] = "";
 	int rfd, status;
-	pid_t caller = handler_waiting(0, NULL, &rfd);
+	pid_t caller = handler_waiting(0, NULL, NULL, &rfd);
 
 	ck_assert_int_eq(kill(hub_peer_int(&hub, "p1", "pid"), SIGKILL), 0);
 	read_all(rfd, out, sizeof(out));
@@ -407,6 +408,50 @@ START_TEST(test_caller_killed_cancels_its_calls)
 	ck_assert_msg(strncmp(out, "1 ", 2) == 0 && strstr(out, "p1") != NULL,
 		      "the caller got: %s; %s", out, hub_log_tail(&hub));
 	wait_answer("p2.cancels", "1\n");	/* the Cancel came */
+	stop_clean();
+}
+END_TEST
+
+/* Another guest's Cancels of every request id there is, while p1's call
+ * waits at p2 (p1's request ids are among them): none reaches p2, and
+ * the canceller is not ended for them (a Cancel may race its answer).
+ * (test_cancel_reaches_the_callee: a caller's own Cancel.) hubd finds a Cancel's call in its caller's
+ * index (answer.c), where it once walked every guest's pending calls for
+ * each: 65536 of them made hubd do that many walks. */
+START_TEST(test_cancels_of_calls_never_made_go_nowhere)
+{
+	char out[256] = "", *logs = NULL;
+	int rfd, status, i;
+	pid_t caller = handler_waiting(0, NULL, "[guest bad]\nexec = @/tests/guests/violator\n"
+				       "args = --mode=cancels --on-term\nrestart = never\n", &rfd);
+
+	for (i = 0; i < 1500 && strcmp(hub_peer_state(&hub, "bad"), "up") != 0; i++)
+		sleep_ms(20);
+	ck_assert_str_eq(hub_peer_state(&hub, "bad"), "up");
+	/* SIGTERM from us, not hubd: the violator's signal to start */
+	ck_assert_int_eq(kill(hub_peer_int(&hub, "bad", "pid"), SIGTERM), 0);
+	for (i = 0; i < 3000; i++) {
+		free(logs);
+		logs = NULL;
+		hubctl_ok(&hub, &logs, "logs", "bad", (char *)NULL);
+		if (strstr(logs, "cancels sent") != NULL)
+			break;
+		sleep_ms(20);
+	}
+	ck_assert_msg(i < 3000, "no \"cancels sent\": %s; %s", logs, hub_log_tail(&hub));
+	free(logs);
+	ck_assert_str_eq(hub_peer_state(&hub, "bad"), "up");
+	expect_ctl(0, "0\n", "call", "p2.cancels", NULL);
+	ck_assert_msg(hub_wait_in_flight(&hub, "p2.wait") == 0, "p1's call ended");
+	ck_assert_int_eq(kill(hub_peer_int(&hub, "p1", "pid"), SIGKILL), 0);
+	read_all(rfd, out, sizeof(out));
+	close(rfd);
+	waitpid(caller, &status, 0);
+	wait_answer("p2.cancels", "1\n");	/* p1's death's Cancel */
+	/* the violator ignores a hub's goodbye: it goes before the stop */
+	ck_assert_int_eq(kill(hub_peer_int(&hub, "bad", "pid"), SIGKILL), 0);
+	for (i = 0; i < 1500 && strcmp(hub_peer_state(&hub, "bad"), "down") != 0; i++)
+		sleep_ms(20);
 	stop_clean();
 }
 END_TEST
@@ -449,7 +494,7 @@ START_TEST(test_hub_stop_while_a_handler_waits)
 {
 	char out[256] = "", *log;
 	int rfd, status;
-	pid_t caller = handler_waiting(_i, NULL, &rfd);
+	pid_t caller = handler_waiting(_i, NULL, NULL, &rfd);
 
 	ck_assert_int_eq(hub_stop(&hub), 0);
 	read_all(rfd, out, sizeof(out));
@@ -1045,6 +1090,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_stream_to_a_guest);
 	tcase_add_test(tc, test_cancel_reaches_the_callee);
 	tcase_add_test(tc, test_caller_killed_cancels_its_calls);
+	tcase_add_test(tc, test_cancels_of_calls_never_made_go_nowhere);
 	tcase_add_test(tc, test_stopped_while_starting_ends_by_itself);
 	tcase_add_test(tc, test_slow_attach_keeps_its_epoch);
 	tcase_add_test(tc, test_first_beat_after_attach);

@@ -13,6 +13,10 @@
  *   relaywrap	passes a channel to prod.produce (another guest's method,
  *		relayed by the host) with its credit word corrupt
  *   relaydata	passes a channel to prod.produce, then sends Data on it
+ *   cancels	not a violation: Cancels of request ids 1..65536, calls it
+ *		never made (other guests' calls have such ids), then
+ *		"cancels sent" on stderr once hub.ping answered after them;
+ *		it must be neither ended nor heard by anyone
  * With --on-term it breaks the rule only once told to stop (SIGTERM),
  * as a guest that misbehaves while it winds down.
  * It is built on proto directly: libguest would not let it. */
@@ -123,6 +127,39 @@ relay(const char *mode, struct hp_ticket *t)
 	}
 }
 
+/* A Cancel of each id in 1..65536, waiting for ring room as it fills, and
+ * a hub.ping after them: its answer means hubd has read them all. */
+static void
+cancels(struct hp_ticket *t)
+{
+	struct hp_desc d = { .msg_type = HP_MSG_CANCEL, .payload_slot = HP_SLOT_INLINE };
+	struct hp_msg_in m;
+	const char *rule;
+
+	for (uint32_t id = 1; id <= 65536; id++) {
+		d.id = id;
+		while (hp_ring_enqueue(&ep.tx, &d) != 0) {
+			hp_doorbell_signal(ep.doorbell);
+			if (hp_doorbell_wait(t->doorbell_fd, 10) == -EPIPE)
+				exit(0);
+			heartbeat();
+		}
+	}
+	request(1, "hub.ping", (const uint8_t *)"", 0);
+	for (;;) {
+		if (hp_endpoint_recv(&ep, &m, &rule) == 0) {
+			int answer = m.desc.msg_type == HP_MSG_RESPONSE && m.desc.id == 1;
+
+			hp_endpoint_release(&ep, &m);
+			if (answer)
+				break;
+		} else if (hp_doorbell_wait(t->doorbell_fd, 100) == -EPIPE)
+			exit(0);
+		heartbeat();
+	}
+	fprintf(stderr, "cancels sent\n");
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -214,6 +251,8 @@ main(int argc, char *argv[])
 		hp_fetch_add_u32(&view.entry->epoch, 1, memory_order_release);
 	} else if (strncmp(mode, "relay", 5) == 0) {
 		relay(mode, &t);
+	} else if (strcmp(mode, "cancels") == 0) {
+		cancels(&t);
 	} else if (strcmp(mode, "response") == 0) {
 		d.msg_type = HP_MSG_RESPONSE;
 		d.id = 12345;
