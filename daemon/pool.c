@@ -325,28 +325,35 @@ pool_usage(struct hub *h, struct peer *p, struct pool_use *u)
 	u->max_mem = u->max_bytes > MEM_MIN ? u->max_bytes : MEM_MIN;
 }
 
+void
+pool_use_text(const struct pool_use *u, char *buf, size_t n)
+{
+	char a[24], b[24];
+
+	if (u->mem > u->max_mem)
+		snprintf(buf, n, "%s wait in hubd's memory on its behalf (at most %s)",
+			 size_iec(a, sizeof(a), u->mem), size_iec(b, sizeof(b), u->max_mem));
+	else
+		snprintf(buf, n, "it holds %u slots, %s (pool_quota_slots %u, pool_quota %s)",
+			 u->slots, size_iec(a, sizeof(a), u->bytes), u->max_slots,
+			 size_iec(b, sizeof(b), u->max_bytes));
+}
+
 int
 pool_over_quota(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes)
 {
 	struct pool_use u;
-	char a[24], b[24];
+	char text[sizeof(p->fault_text) - 16];
 
 	if (p->zone == NULL || !host_serving(p))
 		return 0;	/* no pool, or being ended already */
 	pool_usage(h, p, &u);
-	slots += u.slots;
-	bytes += u.bytes;
-	if (slots <= u.max_slots && bytes <= u.max_bytes && u.mem <= u.max_mem)
+	u.slots += slots;
+	u.bytes += bytes;
+	if (u.slots <= u.max_slots && u.bytes <= u.max_bytes && u.mem <= u.max_mem)
 		return 0;
-	if (u.mem > u.max_mem)
-		snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: %s wait in hubd's "
-			 "memory on its behalf (at most %s)", size_iec(a, sizeof(a), u.mem),
-			 size_iec(b, sizeof(b), u.max_mem));
-	else
-		snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: it holds %u slots, "
-			 "%s (pool_quota_slots %u, pool_quota %s)", slots,
-			 size_iec(a, sizeof(a), bytes), u.max_slots,
-			 size_iec(b, sizeof(b), u.max_bytes));
+	pool_use_text(&u, text, sizeof(text));
+	snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: %s", text);
 	host_fault(h, p, DEATH_VIOLATION, p->fault_text);
 	return 1;
 }

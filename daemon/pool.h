@@ -40,6 +40,9 @@ struct pool_use {
 	uint64_t	mem, max_mem;	/* what waits in hubd's memory for it */
 };
 void		pool_usage(struct hub *h, struct peer *p, struct pool_use *u);
+/* Which of u's bounds it is over, and by what, into buf: "it holds 301
+ * slots, ..." or "... wait in hubd's memory ...". */
+void		pool_use_text(const struct pool_use *u, char *buf, size_t n);
 /* p's count from the last sweep forgotten (a new instance). */
 void		pool_forget(struct hub *h, struct peer *p);
 int		pool_live(void *h, uint32_t owner);

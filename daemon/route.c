@@ -57,14 +57,19 @@ over_quota(struct hub *h, struct peer *p, const struct peer *q, uint32_t len, ch
 	   size_t n)
 {
 	struct pool_use u;
+	char text[160];
 
 	pool_usage(h, p, &u);
 	if (u.max_slots == 0 || (u.slots < u.max_slots && u.bytes + len <= u.max_bytes &&
 				 u.mem + len <= u.max_mem))
 		return 0;
+	/* the bound it would pass with this call: hubd's memory only if not
+	 * the slots' */
+	if (u.slots < u.max_slots && u.bytes + len <= u.max_bytes)
+		u.mem += len;
+	pool_use_text(&u, text, sizeof(text));
 	snprintf(why, n, "guest %s is behind: this caller's calls waiting for it reached "
-		 "its pool quota (%u slots, pool_quota_slots %u)", q->conf->name, u.slots,
-		 u.max_slots);
+		 "its pool quota: %s", q->conf->name, text);
 	return 1;
 }
 
@@ -78,7 +83,7 @@ route_request(struct hub *h, struct peer *p, struct hp_msg_in *m)
 	struct method *meth = methods_by_id(h, m->desc.method_id);
 	const char *bad_meta;
 	struct peer *q;
-	char why[192];
+	char why[320];
 	int bad;
 
 	p->stats.calls_in++;

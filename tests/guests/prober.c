@@ -293,7 +293,36 @@ asmap(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 struct batch {
 	uint64_t	done;
 	uint64_t	bad;
+	char		first_error[256];	/* the first failed call's text */
 };
+
+/* One call of a batch came back: right if its answer matched. */
+static void
+batch_done(struct batch *b, int status, const uint8_t *result, size_t len, int right)
+{
+	if (status != 0 && b->bad == 0 && result != NULL)
+		snprintf(b->first_error, sizeof(b->first_error), "%.*s", (int)len,
+			 (const char *)result);
+	if (status != 0 || !right)
+		b->bad++;
+	b->done++;
+}
+
+/* n, or how many of the n calls failed and the first one's error. */
+static void
+batch_reply(struct guest_call *c, const struct batch *b, uint64_t n)
+{
+	char why[320];
+
+	if (b->bad == 0 && b->done == n) {
+		reply_u64(c, n);
+		return;
+	}
+	snprintf(why, sizeof(why), "%llu of %llu calls failed or came back wrong%s%s",
+		 (unsigned long long)(b->bad + n - b->done), (unsigned long long)n,
+		 b->first_error[0] != '\0' ? ", the first: " : "", b->first_error);
+	guest_reply_error(c, why);
+}
 
 struct one {
 	struct batch	*b;
@@ -305,16 +334,14 @@ one_done(void *ctx, int status, const uint8_t *result, size_t len)
 {
 	struct one *o = ctx;
 
-	if (status != 0 || !tg_str_is(result, len, o->text, strlen(o->text)))
-		o->b->bad++;
-	o->b->done++;
+	batch_done(o->b, status, result, len, tg_str_is(result, len, o->text, strlen(o->text)));
 	free(o);
 }
 
 static void
 concurrent(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	struct batch b = { 0, 0 };
+	struct batch b = { 0, 0, "" };
 	uint64_t n, issued = 0;
 	size_t pos = 0;
 
@@ -342,10 +369,7 @@ concurrent(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	while (b.done < issued)
 		if (guest_service_wait(g, 1000) != 0)
 			break;
-	if (b.bad != 0 || b.done != n)
-		guest_reply_error(c, "some calls failed or came back wrong");
-	else
-		reply_u64(c, n);
+	batch_reply(c, &b, n);
 }
 
 /* One of a burst's calls: its string is made again to check the echo. */
@@ -369,9 +393,8 @@ burst_done(void *ctx, int status, const uint8_t *result, size_t len)
 
 	if (text != NULL)
 		burst_fill(text, o->i, o->size);
-	if (status != 0 || text == NULL || !tg_str_is(result, len, text, o->size))
-		o->b->bad++;
-	o->b->done++;
+	batch_done(o->b, status, result, len,
+		   text != NULL && tg_str_is(result, len, text, o->size));
 	free(text);
 	free(o);
 }
@@ -379,7 +402,7 @@ burst_done(void *ctx, int status, const uint8_t *result, size_t len)
 static void
 burst(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
-	struct batch b = { 0, 0 };
+	struct batch b = { 0, 0, "" };
 	uint64_t n, size, issued = 0;
 	size_t pos = 0;
 	uint8_t *arg;
@@ -419,15 +442,7 @@ burst(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	while (b.done < issued)
 		if (guest_service_wait(g, 1000) != 0)
 			break;
-	if (b.bad != 0 || b.done != n) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "%llu of %llu calls failed or came back wrong",
-			 (unsigned long long)(b.bad + n - b.done), (unsigned long long)n);
-		guest_reply_error(c, why);
-	} else {
-		reply_u64(c, n);
-	}
+	batch_reply(c, &b, n);
 }
 
 static void
