@@ -47,13 +47,71 @@ find_tool(void)
 	return NULL;
 }
 
+/* Whom target runs as: its effective uid and gid, from /proc/PID/status,
+ * which anyone may read. Not the owner of a file there: those are
+ * root's once the guest makes itself not dumpable (the tool would run
+ * as root on its memory). */
+static int
+owner_of(pid_t target, uid_t *uid, gid_t *gid)
+{
+	char path[64], line[256];
+	unsigned long r, e;
+	int got = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)target);
+	if ((f = fopen(path, "re")) == NULL)
+		return -errno;
+	while (got != 3 && fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "Uid: %lu %lu", &r, &e) == 2) {
+			*uid = (uid_t)e;
+			got |= 1;
+		} else if (sscanf(line, "Gid: %lu %lu", &r, &e) == 2) {
+			*gid = (gid_t)e;
+			got |= 2;
+		}
+	}
+	fclose(f);
+	return got == 3 ? 0 : -EPROTO;
+}
+
+/* Why a tool as target's own user may not trace it, if hubd can tell,
+ * into buf; NULL otherwise. */
+static const char *
+trace_barrier(pid_t target, uid_t uid, char *buf, size_t n)
+{
+	char path[64];
+	struct stat st;
+	FILE *f;
+	int scope = -1;
+
+	if ((f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re")) != NULL) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = -1;
+		fclose(f);
+	}
+	if (scope >= 2) {
+		snprintf(buf, n, "Yama's ptrace_scope is %d on this machine: %s", scope,
+			 scope == 2 ? "only a process with CAP_SYS_PTRACE may trace another, and "
+			 "the tool runs as the guest's user without it" : "nothing may trace");
+		return buf;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)target);
+	if (uid != 0 && stat(path, &st) == 0 && st.st_uid == 0) {
+		snprintf(buf, n, "the guest made itself not dumpable (PR_SET_DUMPABLE 0): its "
+			 "own user may not trace it, and hubd does not trace it as root");
+		return buf;
+	}
+	return NULL;
+}
+
 static void
 done_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct peer *p = w->data;
 	struct hangstack *s = &p->stack;
 	siginfo_t si;
-	char *buf;
+	char *buf, why[192];
 	ssize_t n;
 
 	(void)revents;
@@ -70,6 +128,11 @@ done_cb(struct ev_loop *loop, ev_io *w, int revents)
 	else
 		log_warnx("guest %s: its stack: no output", p->conf->name);
 	free(buf);
+	/* the tool's own words (gdb's "ptrace: Operation not permitted",
+	 * exiting 0) do not say why */
+	if (p->pid == s->target && trace_barrier(s->target, s->uid, why, sizeof(why)) != NULL)
+		log_warnx("guest %s: its stack: %s could not trace it: %s", p->conf->name,
+			  s->tool, why);
 	close(s->out);
 	s->out = -1;
 	/* the guest it was for, still waiting for it: ended now */
@@ -145,21 +208,6 @@ hangstack_init(struct peer *p)
 	p->stack.w.data = p;
 	ev_timer_init(&p->stack.dump, dump_cb, HANGSTACK_DUMP_S, 0.);
 	p->stack.dump.data = p;
-}
-
-/* Whom target runs as: /proc/PID's owner, its effective uid and gid. */
-static int
-owner_of(pid_t target, uid_t *uid, gid_t *gid)
-{
-	char path[32];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d", (int)target);
-	if (stat(path, &st) != 0)
-		return -errno;
-	*uid = st.st_uid;
-	*gid = st.st_gid;
-	return 0;
 }
 
 /* The tool, on p's pid as its user, its output into out. -errno. */

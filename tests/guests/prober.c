@@ -45,7 +45,9 @@
  * With --poll it runs its own poll() loop on guest_fd() and
  * guest_service() instead of guest_run(). With --term-first it attaches
  * only once SIGTERM came (30 s at most), then takes it as though it came
- * during its attach: it registers its methods, stopping, and ends. */
+ * during its attach: it registers its methods, stopping, and ends. With
+ * --undumpable it makes itself not dumpable (PR_SET_DUMPABLE 0), as a
+ * process guarding its memory does: /proc/PID is then root's. */
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include <xxhash.h>
@@ -959,8 +962,11 @@ main(int argc, char *argv[])
 	int rc, term_first = 0;
 	sigset_t term;
 
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc; i++) {
 		term_first |= strcmp(argv[i], "--term-first") == 0;
+		if (strcmp(argv[i], "--undumpable") == 0 && prctl(PR_SET_DUMPABLE, 0) != 0)
+			err(1, "PR_SET_DUMPABLE");
+	}
 	sigemptyset(&term);
 	sigaddset(&term, SIGTERM);
 	if (term_first && (sigprocmask(SIG_BLOCK, &term, NULL) != 0 ||
