@@ -315,7 +315,9 @@ hp_endpoint_reserve(struct hp_endpoint *ep, uint32_t len, struct hp_outbuf *ob)
 		ob->generation = 0;
 		return 0;
 	}
-	if (ep->var != NULL) {
+	/* a payload larger than the variable pool's largest class goes in a
+	 * fixed slot (max_payload_size is the larger of the two) */
+	if (ep->var != NULL && len <= ep->var->max_payload) {
 		struct hp_var_ref r;
 
 		/* r[shm.varslot.selection] */

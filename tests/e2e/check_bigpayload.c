@@ -452,7 +452,7 @@ START_TEST(test_fanout_past_quota_refused)
 	char *out = NULL, *log;
 	int echo_pid, prober_pid, status, fds[2];
 	unsigned long long made = 0;
-	char said[256] = "";
+	char said[1024] = "";
 	ssize_t got;
 	pid_t child;
 
@@ -494,6 +494,11 @@ START_TEST(test_fanout_past_quota_refused)
 	/* 16 in echo's ring and 8 waiting went through; the rest refused */
 	ck_assert_msg(strstr(said, " of 64 calls failed") != NULL, "burst said '%s'; %s", said,
 		      hub_log_tail(&hub));
+	/* each refusal says which bound: here its slots */
+	ck_assert_msg(strstr(said, "guest echo is behind: this caller's calls waiting for it "
+			     "reached its pool quota: it holds ") != NULL &&
+		      strstr(said, "(pool_quota_slots 8, pool_quota ") != NULL, "burst said '%s'",
+		      said);
 	ck_assert_int_eq(hub_peer_int(&hub, "prober", "restarts"), 0);
 	log = hub_log(&hub);
 	ck_assert_msg(strstr(log, "pool quota") == NULL, "%s", hub_log_tail(&hub));
@@ -504,6 +509,42 @@ START_TEST(test_fanout_past_quota_refused)
 				(char *)NULL), 0);
 	ck_assert_str_eq(out, "8\n");
 	free(out);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* A payload over the pool's largest class but within max_payload_size
+ * (the fixed slots' 64 KiB here) goes in a fixed slot, each way: from
+ * hubctl to echo and back, and guest to guest. Before, a sender with a
+ * pool took it for the pool only and failed (-EMSGSIZE): hubd dropped
+ * the request ("dropped a 20004-byte message"), and its caller waited
+ * for ever. */
+START_TEST(test_payload_over_the_largest_class)
+{
+	static char arg[60001];
+	char *out = NULL;
+
+	hub_start_up(&hub, "[pool]\nclasses = 16K x 4\n",
+		     "[guest echo]\nexec = @/guests/echo\nzone = z\n"
+		     "[guest prober]\nexec = @/tests/guests/prober\nzone = z\n"
+		     "[guest other]\nexec = @/tests/guests/prober\nargs = --prefix other\n",
+		     "echo,prober,other");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.big,other.big") == 0);
+	for (size_t n = 20000; n <= 60000; n += 40000) {
+		memset(arg, 'q', n);
+		arg[n] = '\0';
+		ck_assert_int_eq(hubctl(&hub, &out, "-t", "30", "call", "echo.echo", arg,
+					(char *)NULL), 0);
+		ck_assert_msg(strlen(out) == n + 1 && strncmp(out, arg, n) == 0, "%zu bytes back",
+			      strlen(out));
+		free(out);
+		out = NULL;
+	}
+	/* in its zone, and from another zone (copied by hubd) */
+	expect_call("prober.big", "20000", "20000\n");
+	expect_call("prober.big", "60000", "60000\n");
+	expect_call("other.big", "60000", "60000\n");
+	expect_pool_valid();
 	ck_assert_int_eq(hub_stop(&hub), 0);
 }
 END_TEST
@@ -590,6 +631,7 @@ suite_bigpayload(void)
 	tcase_add_test(tc, test_answers_within_quota);
 	tcase_add_test(tc, test_fanout_past_quota_refused);
 	tcase_add_test(tc, test_answers_waiting_are_not_slots);
+	tcase_add_test(tc, test_payload_over_the_largest_class);
 	tcase_add_test(tc, test_answers_in_a_zone);
 	suite_add_tcase(s, tc);
 	return s;

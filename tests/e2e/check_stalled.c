@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/e2e/harness.h"
@@ -360,64 +359,6 @@ END_TEST
 
 /* A client streaming from counter while the hub stops is told that the
  * hub is stopping, not that counter died. */
-/* prober, serving a call, makes 200 calls with 100-byte arguments to
- * echo, stopped, in its zone: hubd puts what echo's quota holds into its
- * ring and keeps the rest in its backlog, each a slot of prober's quota
- * (64 here). At the quota prober's next calls are refused, each saying
- * why (the bound reached), not ended (it calls in good faith); those
- * that waited are answered once echo runs again. */
-START_TEST(test_caller_refused_at_its_quota)
-{
-	char out[1024] = "";
-	size_t got = 0;
-	ssize_t r;
-	int fds[2], status, i;
-	unsigned long long before;
-	pid_t caller, echo;
-
-	hub_start_up(&hub, "heartbeat_interval = 60s\n[pool]\nquota_slots = 64\n",
-		     "[guest echo]\nexec = @/guests/echo\nzone = z\n"
-		     "[guest prober]\nexec = @/tests/guests/prober\nzone = z\nlanes = no\n",
-		     "echo,prober");
-	ck_assert(hub_wait_method(&hub, "echo.echo,prober.burst") == 0);
-	echo = hub_peer_int(&hub, "echo", "pid");
-	before = (unsigned long long)hub_peer_int(&hub, "prober", "calls_in");
-	ck_assert_int_eq(kill(echo, SIGSTOP), 0);
-	ck_assert_int_eq(pipe(fds), 0);
-	if ((caller = fork()) == 0) {
-		char *res = NULL;
-		int rc = hubctl(&hub, &res, "-t", "120", "call", "prober.burst", "200", "100",
-				(char *)NULL);
-
-		dprintf(fds[1], "%d %s%s", rc, res != NULL ? res : "", hubctl_stderr());
-		_exit(0);
-	}
-	ck_assert_int_gt(caller, 0);
-	close(fds[1]);
-	/* hubd has taken all 200 (held or refused) */
-	for (i = 0; i < 3000 && (unsigned long long)hub_peer_int(&hub, "prober", "calls_in") <
-	     before + 200; i++)
-		sleep_ms(20);
-	kill(echo, SIGCONT);
-	while ((r = read(fds[0], out + got, sizeof(out) - 1 - got)) > 0)
-		got += (size_t)r;
-	out[got] = '\0';
-	close(fds[0]);
-	waitpid(caller, &status, 0);
-	ck_assert_msg(i < 3000, "prober's calls never all reached hubd: %s", out);
-	ck_assert_msg(strstr(out, " of 200 calls failed") != NULL &&
-		      strstr(out, "guest echo is behind: this caller's calls waiting for it "
-			     "reached its pool quota: it holds ") != NULL &&
-		      strstr(out, "(pool_quota_slots 64, pool_quota ") != NULL,
-		      "prober.burst: %s", out);
-	ck_assert_str_eq(hub_peer_state(&hub, "prober"), "up");
-	ck_assert_int_eq(hub_peer_int(&hub, "prober", "restarts"), 0);
-	ck_assert_str_eq(hub_peer_state(&hub, "echo"), "up");
-	ck_assert_int_eq(hub_peer_int(&hub, "echo", "restarts"), 0);
-	ck_assert_int_eq(hub_stop(&hub), 0);
-}
-END_TEST
-
 START_TEST(test_stream_client_told_hub_stops)
 {
 	char buf[65536], *end;
@@ -464,7 +405,6 @@ suite_stalled(void)
 	tcase_add_test(tc, test_one_caller_cannot_take_every_channel);
 	tcase_add_loop_test(tc, test_flood_without_reading_ended, 0, 2);
 	tcase_add_test(tc, test_hoarded_slots_over_quota_ended);
-	tcase_add_test(tc, test_caller_refused_at_its_quota);
 	tcase_add_test(tc, test_stream_client_told_hub_stops);
 	suite_add_tcase(s, tc);
 	return s;
