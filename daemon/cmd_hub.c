@@ -4,6 +4,7 @@
  * hub's memory as fds, for inspect and dump). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <json-c/json.h>
 
@@ -266,6 +267,16 @@ zone_held(struct hub *h, const struct zone *z)
 }
 
 /* Each zone's pool per class; with "validate", its check on the live hub. */
+/* What a zone's pool holds in memory: its file's pages (those reserved
+ * as extents grew, those touched, less those given back). */
+static uint64_t
+zone_memory(const struct zone *z)
+{
+	struct stat st;
+
+	return fstat(z->fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+}
+
 void
 cmd_pool(struct client *c, const struct control_req *r)
 {
@@ -297,6 +308,8 @@ cmd_pool(struct client *c, const struct control_req *r)
 		json_object_object_add(e, "held", zone_held(h, z));
 		json_object_object_add(e, "hubd_held", tally_json("hubd", &z->held[HP_VAR_HOST]));
 		add_u64(e, "bytes", z->var.file_end);
+		add_u64(e, "memory_bytes", zone_memory(z));
+		add_u64(e, "released_bytes", z->released);
 		add_u64(e, "stuck", z->stuck);
 		for (uint32_t k = 0; k < z->var.nclasses; k++)
 			json_object_array_add(classes, pool_class_json(&z->var, k));

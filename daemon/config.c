@@ -569,6 +569,7 @@ config_load_over(const char *file, struct hub_conf *c, FILE *errs,
 	c->lane_ban_ns = 600ull * 1000000000;
 	c->pool_sweep_ns = 250ull * 1000000;
 	c->pool_stuck_ns = 30ull * 1000000000;
+	c->pool_release_ns = 60ull * 1000000000;
 	if ((c->file = strdup(file)) == NULL ||
 	    (c->control_path = strdup(HUB_CONTROL_DEFAULT)) == NULL)
 		goto fail;

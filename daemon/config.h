@@ -143,6 +143,7 @@ struct hub_conf {
 	int			hang_stack;		/* HANG_STACK_*: a hung guest's stack */
 	uint64_t		pool_sweep_ns;		/* [pool] sweep_interval: the sweeper's period */
 	uint64_t		pool_stuck_ns;		/* [pool] stuck_after: a slot held this long is reported (0: never) */
+	uint64_t		pool_release_ns;	/* [pool] release_after: a class none took a slot of this long gives its grown extents' memory back (0: never) */
 	uint64_t		pool_quota;		/* [pool] quota: bytes one guest may hold (0: default) */
 	uint32_t		pool_quota_slots;	/* [pool] quota_slots: slots one guest may hold (0: default) */
 	struct config_guest	*guests;

@@ -543,6 +543,7 @@ static const struct key pool_keys[] = {
 	  .max = HP_VAR_MAX_EXTENTS },
 	{ "sweep_interval", key_duration, HUB(pool_sweep_ns), .min = 1 },
 	{ "stuck_after", key_duration, HUB(pool_stuck_ns) },
+	{ "release_after", key_duration, HUB(pool_release_ns) },
 	{ "quota", key_size, HUB(pool_quota), .min = 1, .max = UINT64_MAX },
 	{ "quota_slots", key_number, HUB(pool_quota_slots), .min = 1, .max = UINT32_MAX },
 };

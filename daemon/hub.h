@@ -214,6 +214,14 @@ struct zone {
 	struct hp_var_tally	*held;		/* by owner at the last sweep */
 	uint32_t		stuck;		/* slots held too long then */
 	uint8_t			full_logged[HP_VAR_MAX_CLASSES];
+	/* per class: its slots taken (all guests' counts) at the sweep that
+	 * last saw them change, and when; whether its memory went back since
+	 * (pool.c, [pool] release_after) */
+	struct {
+		uint64_t	allocs, since_ns;
+		uint8_t		released;
+	}			quiet[HP_VAR_MAX_CLASSES];
+	uint64_t		released;	/* bytes given back, in all */
 };
 
 struct peer {

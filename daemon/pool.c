@@ -422,6 +422,49 @@ stuck_owner_dead(void *arg, uint32_t owner)
 	return owner_dead(((struct stuck_seen *)arg)->h, owner);
 }
 
+/* Slots of class c taken so far, by everyone (each counts its own). */
+static uint64_t
+class_allocs(const struct hp_varpool *vp, uint32_t c)
+{
+	uint64_t n = 0;
+
+	for (uint32_t p = 0; p <= vp->max_guests; p++)
+		n += hp_load_relaxed_u64(&vp->stats[(uint64_t)p * vp->nclasses + c].allocs);
+	return n;
+}
+
+/* A class that no one took a slot of for release_after gives the memory
+ * of its grown extents' free slots back, once per quiet spell: the pool
+ * keeps its size and its first extent warm, and a burst that grew it
+ * does not hold its memory for as long as the zone lives. */
+static void
+zone_release(struct hub *h, struct zone *z, uint64_t now)
+{
+	struct hp_varpool *vp = &z->var;
+
+	for (uint32_t c = 0; c < vp->nclasses; c++) {
+		uint64_t n = class_allocs(vp, c), bytes;
+		char a[24], b[24];
+
+		if (n != z->quiet[c].allocs || z->quiet[c].since_ns == 0) {
+			z->quiet[c].allocs = n;
+			z->quiet[c].since_ns = now;
+			z->quiet[c].released = 0;
+			continue;
+		}
+		if (h->conf.pool_release_ns == 0 || z->quiet[c].released ||
+		    now - z->quiet[c].since_ns < h->conf.pool_release_ns)
+			continue;
+		z->quiet[c].released = 1;
+		if ((bytes = hp_var_release(vp, c)) == 0)
+			continue;
+		z->released += bytes;
+		log_info("pool %s: class %u (%s slots): %s given back to the system, no slot "
+			 "taken for %.0f s", z->name, c, size_iec(a, sizeof(a), vp->c[c].slot_size),
+			 size_iec(b, sizeof(b), bytes), (double)(now - z->quiet[c].since_ns) / 1e9);
+	}
+}
+
 static void
 zone_sweep(struct hub *h, struct zone *z)
 {
@@ -448,6 +491,7 @@ zone_sweep(struct hub *h, struct zone *z)
 			log_warnx("pool %s: class %u (%" PRIu32 " bytes): its free list was "
 				  "broken; rebuilt from the slots", z->name, c, vp->c[c].slot_size);
 	log_returned(z, &back, 1);
+	zone_release(h, z, hp_now_ns());
 	/* a live holder is never robbed: it is reported, once per change */
 	if (stuck > z->stuck) {
 		struct peer *p = hub_peer(h, ss.oldest.owner);

@@ -346,6 +346,7 @@ apply_hub_keys(struct hub *h, const struct hub_conf *n, FILE *msgs)
 		pool_retime(h);
 	}
 	h->conf.pool_stuck_ns = n->pool_stuck_ns;
+	h->conf.pool_release_ns = n->pool_release_ns;
 	h->conf.pool_quota = n->pool_quota;
 	h->conf.pool_quota_slots = n->pool_quota_slots;
 	config_hub_changes(&was, &h->conf, n, say_key, &told);

@@ -70,8 +70,13 @@ pool_zone(json_object *a, json_object *z)
 		printf("%s%s", i == 0 ? " (" : ", ", js_shown(json_object_array_get_idx(guests, i)));
 	if (json_object_is_type(guests, json_type_array) && json_object_array_length(guests) > 0)
 		printf(")");
-	printf(", %s, %" PRIu64 " slots held too long\n",
-	       size_iec(size, sizeof(size), js_u64(z, "bytes")), js_u64(z, "stuck"));
+	printf(", %s", size_iec(size, sizeof(size), js_u64(z, "bytes")));
+	/* (an older hubd does not say) */
+	if (js_get(z, "memory_bytes") != NULL)
+		printf(" (%s in memory, %s given back)",
+		       size_iec(size, sizeof(size), js_u64(z, "memory_bytes")),
+		       size_iec(num, sizeof(num), js_u64(z, "released_bytes")));
+	printf(", %" PRIu64 " slots held too long\n", js_u64(z, "stuck"));
 	pool_held(z);
 	printf("%-5s %9s %7s %7s", "CLASS", "SIZE", "PER-EXT", "EXTENTS");
 	for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)

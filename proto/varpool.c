@@ -404,6 +404,18 @@ hp_var_short(struct hp_varpool *vp, uint32_t payload_slot, uint32_t spare)
 }
 
 int
+hp_var_take(struct hp_varpool *vp, uint32_t c, struct hp_var_ref *r)
+{
+	int rc = pop(vp, c, r);
+
+	if (rc == 0) {
+		note_in_use(&vp->cls[c]);
+		hp_var_note_mine(vp, c, r->slot & HP_VAR_INDEX_MASK, 1);
+	}
+	return rc;
+}
+
+int
 hp_var_alloc(struct hp_varpool *vp, uint32_t len, struct hp_var_ref *r)
 {
 	return hp_var_alloc_spare(vp, len, 0, r);
@@ -574,8 +586,9 @@ hp_var_wake_waiters(struct hp_varpool *vp)
 	hp_futex_wake(&vp->hdr->wake_seq, INT_MAX);
 }
 
-int
-hp_var_free(struct hp_varpool *vp, uint32_t slot, uint32_t gen)
+/* Frees a slot held; counted in this view's stats or not (hp_var_give). */
+static int
+free_slot(struct hp_varpool *vp, uint32_t slot, uint32_t gen, int counted)
 {
 	struct hp_var_slot *s;
 	uint32_t c, idx;
@@ -620,10 +633,23 @@ hp_var_free(struct hp_varpool *vp, uint32_t slot, uint32_t gen)
 	hp_store_relaxed_u32(&s->last_owner, hp_load_relaxed_u32(&s->owner));
 	hp_store_relaxed_u32(&s->owner, HP_VAR_NOBODY);
 	hp_fetch_add_u32(&vp->cls[c].in_use, (uint32_t)-1, memory_order_relaxed);
-	count(&my_stats(vp, c)->frees);
+	if (counted)
+		count(&my_stats(vp, c)->frees);
 	hp_var_push(vp, c, idx, s);
 	hp_var_wake_waiters(vp);
 	return 0;
+}
+
+int
+hp_var_free(struct hp_varpool *vp, uint32_t slot, uint32_t gen)
+{
+	return free_slot(vp, slot, gen, 1);
+}
+
+int
+hp_var_give(struct hp_varpool *vp, uint32_t slot, uint32_t gen)
+{
+	return free_slot(vp, slot, gen, 0);
 }
 
 int

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -227,6 +228,74 @@ hp_var_grow(struct hp_varpool *vp, uint32_t c)
 	hp_var_push(vp, c, e * cv->spe, &cv->meta[e][cv->spe - 1]);
 	hp_var_wake_waiters(vp);
 	return 0;
+}
+
+/* Gives back the pages wholly inside slots first..last (indexes) of
+ * extent e of class c. Returns the bytes. */
+static uint64_t
+punch(const struct hp_varpool *vp, uint32_t c, uint32_t e, uint32_t first, uint32_t last)
+{
+	const struct hp_var_cview *cv = &vp->c[c];
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = (uintptr_t)(cv->data[e] + (uint64_t)first * cv->slot_size);
+	uintptr_t to = (uintptr_t)(cv->data[e] + (uint64_t)(last + 1) * cv->slot_size);
+
+	from = (from + page - 1) & ~(page - 1);
+	to &= ~(page - 1);
+	if (to <= from || madvise((void *)from, to - from, MADV_REMOVE) != 0)
+		return 0;
+	return to - from;
+}
+
+uint64_t
+hp_var_release(struct hp_varpool *vp, uint32_t c)
+{
+	struct hp_var_cview *cv = &vp->c[c];
+	uint32_t total, n = 0, run = HP_VAR_NIL;
+	struct hp_var_ref *held;
+	uint8_t *taken;
+	uint64_t bytes = 0;
+
+	if (!vp->host || !vp->writable || c >= vp->nclasses || cv->mapped < 2)
+		return 0;
+	total = cv->mapped * cv->spe;
+	held = malloc((size_t)total * sizeof(*held));
+	taken = calloc(total, 1);
+	if (held == NULL || taken == NULL) {
+		free(held);
+		free(taken);
+		return 0;
+	}
+	/* bounded: no more than the class has slots */
+	while (n < total && hp_var_take(vp, c, &held[n]) == 0) {
+		uint32_t idx = held[n].slot & HP_VAR_INDEX_MASK;
+
+		if (idx < total)
+			taken[idx] = 1;
+		n++;
+	}
+	/* the runs of taken slots in each extent past the first */
+	for (uint32_t idx = cv->spe; idx <= total; idx++) {
+		int in = idx < total && taken[idx] && (run == HP_VAR_NIL || idx % cv->spe != 0);
+
+		if (in && run == HP_VAR_NIL)
+			run = idx;
+		if (!in && run != HP_VAR_NIL) {
+			bytes += punch(vp, c, run / cv->spe, run % cv->spe,
+				       (idx - 1) % cv->spe);
+			run = idx < total && taken[idx] ? idx : HP_VAR_NIL;
+		}
+	}
+	/* back: the first extent's last, the warmest (taken first) on top */
+	for (uint32_t i = 0; i < n; i++)
+		if ((held[i].slot & HP_VAR_INDEX_MASK) >= cv->spe)
+			hp_var_give(vp, held[i].slot, held[i].gen);
+	for (uint32_t i = n; i-- > 0;)
+		if ((held[i].slot & HP_VAR_INDEX_MASK) < cv->spe)
+			hp_var_give(vp, held[i].slot, held[i].gen);
+	free(held);
+	free(taken);
+	return bytes;
 }
 
 /* A held slot whose owner word says the host's: whether that is forged,

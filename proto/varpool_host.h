@@ -14,6 +14,16 @@
  * -ENOSPC at max_extents or when the file cannot grow. */
 int hp_var_grow(struct hp_varpool *vp, uint32_t c);
 
+/* Host: gives the memory of class c's free slots in its extents past the
+ * first back to the system (the pages go; the file keeps its size, the
+ * mappings stay, and a slot's pages come back, zeroed, when it is next
+ * written). Each free slot is taken off the list first, so no one can
+ * take it meanwhile, and put back after: those of the first extent last,
+ * so that the next allocations take them. A guest allocating meanwhile
+ * finds the class short, as when it is exhausted. Returns the bytes
+ * given back. */
+uint64_t hp_var_release(struct hp_varpool *vp, uint32_t c);
+
 /* Whether a guest found class c exhausted since the last call, taking the
  * request (r[shm.varslot.extents]): 1 if the host should grow it. */
 int hp_var_take_grow_request(struct hp_varpool *vp, uint32_t c);

@@ -44,6 +44,11 @@ void hp_var_note_mine(struct hp_varpool *vp, uint32_t c, uint32_t idx, int held)
 /* Pushes the chain first..last (linked through next_free) of class c:
  * 0, or -EAGAIN (left off the list, the class marked for rebuild). */
 int hp_var_push(struct hp_varpool *vp, uint32_t c, uint32_t first, struct hp_var_slot *last);
+/* A free slot of class c taken as the host's, and given back, as an
+ * allocation and a free that no statistics count (hp_var_release): 0,
+ * or -EAGAIN / -ENOMEM as hp_var_alloc. */
+int hp_var_take(struct hp_varpool *vp, uint32_t c, struct hp_var_ref *r);
+int hp_var_give(struct hp_varpool *vp, uint32_t slot, uint32_t gen);
 /* Wakes the processes asleep for a slot, after a push (Dekker with
  * hp_var_sleep_begin). */
 void hp_var_wake_waiters(struct hp_varpool *vp);

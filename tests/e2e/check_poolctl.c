@@ -439,6 +439,71 @@ END_TEST
  * of it), dumped; with the hub gone inspect reads the dump's files, the
  * extent among the areas; a list head scribbled in the dump's copy is
  * named as a problem of that pool (exit 1). */
+/* A class that grew, once no slot of it was taken for release_after,
+ * gives its grown extent's memory back: hubctl pool says how much, the
+ * log says so, and a payload in that class goes through again. */
+START_TEST(test_grown_extents_given_back)
+{
+	struct hub_proc h;
+	json_object *a = NULL, *c0, *z = NULL;
+	uint64_t grown_mem = 0, released = 0, mem = 0;
+	char *out, *log;
+	int rc, i;
+
+	hub_start_up(&h, "[pool]\nclasses = 16K x 4\nsweep_interval = 50ms\n"
+		     "release_after = 300ms\n", ECHO "zone = z\n" BREAKER "hold\nzone = z\n"
+		     "[guest prober]\nexec = @/tests/guests/prober\nzone = z\nlanes = no\n",
+		     "echo,prober");
+	/* it takes 8 slots: the class grows to two extents */
+	for (i = 0; i < 200; i++) {
+		c0 = json_object_array_get_idx(zone_classes(&h, "z", &a), 0);
+		rc = u64(c0, "extents") >= 2;
+		if (rc)
+			grown_mem = u64(named(json_get(a, "zones"), "z"), "memory_bytes");
+		json_object_put(a);
+		if (rc)
+			break;
+		sleep_ms(50);
+	}
+	ck_assert_msg(rc, "class 0 never grew: %s", hub_log_tail(&h));
+	rc = hubctl(&h, &out, "stop", "breaker", (char *)NULL);
+	free(out);
+	for (i = 0; i < 600 && released < 3 * 16384; i++) {
+		char *o = NULL;
+
+		ck_assert_int_eq(hubctl(&h, &o, "-j", "pool", (char *)NULL), 0);
+		a = parse_out(o);
+		free(o);
+		z = named(json_get(a, "zones"), "z");
+		released = u64(z, "released_bytes");
+		mem = u64(z, "memory_bytes");
+		if (released == 0 && mem > grown_mem)
+			grown_mem = mem;	/* the most it held */
+		json_object_put(a);
+		sleep_ms(50);
+	}
+	/* the grown extent's 4 slots, less what shares a page with others */
+	ck_assert_msg(released >= 3 * 16384,
+		      "%llu bytes given back: %s", (unsigned long long)released, hub_log_tail(&h));
+	ck_assert_msg(mem + released <= grown_mem, "%llu bytes in memory, %llu when grown",
+		      (unsigned long long)mem, (unsigned long long)grown_mem);
+	log = hub_log(&h);
+	ck_assert_msg(strstr(log, "pool z: class 0 (16.0 KiB slots): ") != NULL &&
+		      strstr(log, " given back to the system, no slot taken for ") != NULL,
+		      "%s", hub_log_tail(&h));
+	free(log);
+	rc = hubctl(&h, &out, "pool", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, " given back)") != NULL, "%s", out);
+	free(out);
+	/* 8 calls at once, 10000 bytes each way: slots of both extents
+	 * (the released one's pages come back zeroed) carry them again */
+	rc = hubctl(&h, &out, "-t", "30", "call", "prober.burst", "8", "10000", (char *)NULL);
+	ck_assert_msg(rc == 0 && strcmp(out, "8\n") == 0, "exit %d: %s", rc, out);
+	free(out);
+	ck_assert_int_eq(hub_stop(&h), 0);
+}
+END_TEST
+
 START_TEST(test_dump_grown_then_scribbled)
 {
 	const char *dir = harness_path("dump"), *dom, *pool, *js;
@@ -822,6 +887,7 @@ suite_poolctl(void)
 	tcase_add_test(tc, test_pool_json);
 	tcase_add_test(tc, test_pool_names_who_holds_what);
 	tcase_add_test(tc, test_status_and_stats);
+	tcase_add_test(tc, test_grown_extents_given_back);
 	tcase_add_test(tc, test_inspect_live);
 	tcase_add_test(tc, test_dump_grown_then_scribbled);
 	tcase_add_test(tc, test_validate_scribbled_then_rebuilt);

@@ -369,7 +369,8 @@ START_TEST(test_pool_section)
 	struct hub_conf c;
 
 	ck_assert_msg(load("[pool]\nclasses = 4K x 16, 1M x 2 ,16M x1\nmax_extents = 3\n"
-			   "sweep_interval = 100ms\nstuck_after = 0\n", &c) == 0, "load: %s",
+			   "sweep_interval = 100ms\nstuck_after = 0\nrelease_after = 5min\n", &c) == 0,
+		      "load: %s",
 		      errtext);
 	ck_assert_uint_eq(c.params.var.nclasses, 3);
 	ck_assert_uint_eq(c.params.var.cls[0].slot_size, 4096);
@@ -380,6 +381,7 @@ START_TEST(test_pool_section)
 	ck_assert_uint_eq(c.params.var.max_extents, 3);
 	ck_assert_uint_eq(c.pool_sweep_ns, 100000000);
 	ck_assert_uint_eq(c.pool_stuck_ns, 0);
+	ck_assert_uint_eq(c.pool_release_ns, 300ull * 1000000000);
 	config_free(&c);
 	ck_assert_msg(load("[pool]\nclasses = none\n", &c) == 0, "load: %s", errtext);
 	ck_assert_uint_eq(c.params.var.nclasses, 0);
@@ -905,8 +907,8 @@ START_TEST(test_every_hub_key_said)
 			   "hang_stack = off\ncalls_in_flight = 7\nchannels_per_caller = 3\n"
 			   "lanes_per_guest = 2\nlane_ban = 1min\nlane_slots = 8\n"
 			   "[pool]\nclasses = 64 x 4, 1M x 1\nmax_extents = 2\n"
-			   "sweep_interval = 1s\nstuck_after = 0\nquota = 3M\nquota_slots = 100\n",
-			   &b) == 0, "%s", errtext);
+			   "sweep_interval = 1s\nstuck_after = 0\nrelease_after = 0\nquota = 3M\n"
+			   "quota_slots = 100\n", &b) == 0, "%s", errtext);
 	config_hub_changes(&a, &a, &b, note_change, seen);
 	ck_assert_str_eq(seen,
 		"hub.control /tmp/a.sock>/tmp/b.sock\n"
@@ -934,6 +936,7 @@ START_TEST(test_every_hub_key_said)
 		"pool.max_extents 4>2\n"
 		"pool.sweep_interval 250ms>1s\n"
 		"pool.stuck_after 30s>0\n"
+		"pool.release_after 1min>0\n"
 		"pool.quota default>3M\n"
 		"pool.quota_slots default>100\n");
 	/* taken: the hub's values are the file's now */

@@ -1622,9 +1622,12 @@ START_TEST(test_stress_processes)
 			_exit(churn(&vp, (uint32_t)i + 1, RUN_NS));
 		}
 	}
-	/* the host grows classes as they are asked for */
+	/* the host grows classes as they are asked for, and gives back the
+	 * memory of their free slots (taking each off the list meanwhile) */
 	while (mono_ns() - start < 700000000ull) {
 		grow_requested();
+		for (uint32_t c = 0; c < NCLS; c++)
+			hp_var_release(&host, c);
 		usleep(10000);
 	}
 	for (int i = 0; i < KIDS_KILLED; i++) {
@@ -1684,6 +1687,95 @@ START_TEST(test_stress_processes)
 }
 END_TEST
 
+/* -- giving memory back ---------------------------------------------------- */
+
+#define REL_SLOT	8192u
+#define REL_SPE		4u
+
+/* one class of 8 KiB slots, 4 an extent, 3 extents */
+static void
+release_setup(void)
+{
+	struct hp_var_conf c;
+
+	memset(&c, 0, sizeof(c));
+	c.nclasses = 1;
+	c.max_extents = 3;
+	c.cls[0].slot_size = REL_SLOT;
+	c.cls[0].count = REL_SPE;
+	pool_open(&c);
+	attach(&g1, 1);
+	attach(&g2, 2);
+}
+
+static uint64_t
+file_blocks(void)
+{
+	struct stat st;
+
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	return (uint64_t)st.st_blocks * 512;
+}
+
+/* The grown extents' free slots give their pages back; every slot stays
+ * free and listed once, the first extent's on top, the stats untouched,
+ * and a slot given back reads zero and takes a payload again. */
+START_TEST(test_release)
+{
+	struct hp_var_ref r[3 * REL_SPE];
+	struct hp_var_class_stats before, after;
+	struct reports rep;
+	uint64_t blocks, bytes;
+
+	/* nothing to give before the class grew */
+	ck_assert_uint_eq(hp_var_release(&host, 0), 0);
+	ck_assert_int_eq(hp_var_grow(&host, 0), 0);
+	ck_assert_int_eq(hp_var_grow(&host, 0), 0);
+	/* the last extent's first (the list's top after growing) */
+	for (uint32_t i = 0; i < 3 * REL_SPE; i++) {
+		ck_assert_int_eq(hp_var_alloc(&g1, REL_SLOT, &r[i]), 0);
+		memset(r[i].data, 0xA5, REL_SLOT);
+	}
+	ck_assert_uint_eq(IDXOF(r[0].slot), 2 * REL_SPE);
+	/* that one still held: its pages stay */
+	for (uint32_t i = 1; i < 3 * REL_SPE; i++)
+		ck_assert_int_eq(hp_var_free(&g1, r[i].slot, r[i].gen), 0);
+	hp_var_class_stats(&host, 0, &before);
+	blocks = file_blocks();
+	bytes = hp_var_release(&host, 0);
+	/* 7 slots in two runs, less what shares a page with another's */
+	ck_assert_msg(bytes >= 6 * REL_SLOT && bytes <= 7 * REL_SLOT,
+		      "%llu bytes given back", (unsigned long long)bytes);
+	ck_assert_msg(blocks - file_blocks() >= bytes, "the file holds %llu bytes, had %llu",
+		      (unsigned long long)file_blocks(), (unsigned long long)blocks);
+	hp_var_class_stats(&host, 0, &after);
+	ck_assert_uint_eq(after.free, 3 * REL_SPE - 1);
+	ck_assert_uint_eq(after.allocs, before.allocs);
+	ck_assert_uint_eq(after.frees, before.frees);
+	ck_assert_msg(validate(&rep) == 0, "%s", rep.text);
+	/* the held slot kept its bytes */
+	ck_assert_uint_eq(r[0].data[0], 0xA5);
+	ck_assert_uint_eq(r[0].data[REL_SLOT - 1], 0xA5);
+	/* the first extent's slots come first */
+	for (uint32_t i = 1; i <= REL_SPE; i++) {
+		ck_assert_int_eq(hp_var_alloc(&g2, REL_SLOT, &r[i]), 0);
+		ck_assert_uint_lt(IDXOF(r[i].slot), REL_SPE);
+		ck_assert_uint_eq(r[i].data[REL_SLOT / 2], 0xA5);
+	}
+	/* then the others: zero where their pages went, written again */
+	for (uint32_t i = REL_SPE + 1; i < 3 * REL_SPE; i++) {
+		ck_assert_int_eq(hp_var_alloc(&g2, REL_SLOT, &r[i]), 0);
+		ck_assert_uint_ge(IDXOF(r[i].slot), REL_SPE);
+		ck_assert_uint_eq(r[i].data[REL_SLOT / 2], 0);
+		memset(r[i].data, 0x5A, REL_SLOT);
+		ck_assert_uint_eq(r[i].data[REL_SLOT - 1], 0x5A);
+	}
+	ck_assert_int_eq(hp_var_alloc(&g2, REL_SLOT, &r[1]), -EAGAIN);
+	/* a guest's view gives nothing back */
+	ck_assert_uint_eq(hp_var_release(&g1, 0), 0);
+}
+END_TEST
+
 /* -- many threads (make check-tsan) -------------------------------------- */
 
 #define THREADS		3
@@ -1713,7 +1805,7 @@ nobody_dead(void *arg, uint32_t owner)
 }
 
 /* r[shm.varslot.allocation] r[shm.varslot.freeing]: views in threads at
- * once, the host growing and sweeping meanwhile */
+ * once, the host growing, sweeping and releasing meanwhile */
 START_TEST(test_stress_threads)
 {
 	static struct worker w[THREADS];
@@ -1728,6 +1820,8 @@ START_TEST(test_stress_threads)
 	while (mono_ns() - start < 900000000ull) {
 		grow_requested();
 		sweep(mono_ns(), nobody_dead);
+		for (uint32_t c = 0; c < NCLS; c++)
+			hp_var_release(&host, c);
 		usleep(5000);
 	}
 	for (int i = 0; i < THREADS; i++) {
@@ -1751,6 +1845,7 @@ suite_varpool(void)
 	TCase *tc = tcase_create("pool");
 	TCase *tk = tcase_create("corrupt");
 	TCase *to = tcase_create("one slot");
+	TCase *tr = tcase_create("release");
 	TCase *ts = tcase_create("stress");
 	TCase *tt = tcase_create("threads");
 
@@ -1789,6 +1884,10 @@ suite_varpool(void)
 	tcase_add_test(tk, test_corrupt_head_out_of_range);
 	tcase_add_test(tk, test_corrupt_alloc_bounded);
 	suite_add_tcase(s, tk);
+
+	tcase_add_checked_fixture(tr, release_setup, teardown);
+	tcase_add_test(tr, test_release);
+	suite_add_tcase(s, tr);
 
 	tcase_add_checked_fixture(to, one_slot_setup, teardown);
 	tcase_add_test(to, test_sweep_rebuilds_list_losing_none);
