@@ -408,8 +408,10 @@ hp_var_take(struct hp_varpool *vp, uint32_t c, struct hp_var_ref *r)
 {
 	int rc = pop(vp, c, r);
 
+	/* counted in use (hp_var_give takes it off), not as a high water:
+	 * every free slot taken at once is no load */
 	if (rc == 0) {
-		note_in_use(&vp->cls[c]);
+		hp_fetch_add_u32(&vp->cls[c].in_use, 1, memory_order_relaxed);
 		hp_var_note_mine(vp, c, r->slot & HP_VAR_INDEX_MASK, 1);
 	}
 	return rc;
