@@ -250,13 +250,13 @@ punch(const struct hp_varpool *vp, uint32_t c, uint32_t e, uint32_t first, uint3
 uint64_t
 hp_var_release(struct hp_varpool *vp, uint32_t c)
 {
-	struct hp_var_cview *cv = &vp->c[c];
+	struct hp_var_cview *cv;
 	uint32_t total, n = 0, run = HP_VAR_NIL;
 	struct hp_var_ref *held;
 	uint8_t *taken;
 	uint64_t bytes = 0;
 
-	if (!vp->host || !vp->writable || c >= vp->nclasses || cv->mapped < 2)
+	if (!vp->host || !vp->writable || c >= vp->nclasses || (cv = &vp->c[c])->mapped < 2)
 		return 0;
 	total = cv->mapped * cv->spe;
 	held = malloc((size_t)total * sizeof(*held));
