@@ -456,6 +456,24 @@ START_TEST(test_cancels_of_calls_never_made_go_nowhere)
 }
 END_TEST
 
+/* Whether pid blocks SIGTERM (its SigBlk in /proc). */
+static int
+sigterm_blocked(int pid)
+{
+	char path[64], line[128];
+	unsigned long long mask = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "SigBlk: %llx", &mask) == 1)
+			break;
+	fclose(f);
+	return (mask >> (SIGTERM - 1) & 1) != 0;
+}
+
 /* A guest stopped while it starts that attaches all the same (the
  * SIGTERM came during its attach): hubd serves it as it winds down, so
  * that its calls to the hub (registering its methods) are answered and
@@ -473,6 +491,11 @@ START_TEST(test_stopped_while_starting_ends_by_itself)
 	for (i = 0; i < 1500 && hub_peer_int(&hub, "late", "pid") <= 0; i++)
 		sleep_ms(20);
 	ck_assert_str_eq(hub_peer_state(&hub, "late"), "starting");
+	/* its SIGTERM blocked first: sent before, it would kill it as its
+	 * default action (the test's race, not hubd's) */
+	for (i = 0; i < 1500 && !sigterm_blocked(hub_peer_int(&hub, "late", "pid")); i++)
+		sleep_ms(20);
+	ck_assert_msg(i < 1500, "prober never blocked SIGTERM: %s", hub_log_tail(&hub));
 	hubctl_ok(&hub, &out, "stop", "late", (char *)NULL);
 	free(out);
 	for (i = 0; i < 4500 && strcmp(hub_peer_state(&hub, "late"), "down") != 0; i++)

@@ -921,6 +921,25 @@ count_cancels(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	reply_u64(c, cancels);
 }
 
+/* --term-first: SIGTERM blocked, then awaited (30 s at most) and taken.
+ * It stays blocked all along, so that a test can see it in /proc before
+ * it sends it (sigtimedwait would unblock it while it waits). */
+static int
+term_came(const sigset_t *term)
+{
+	sigset_t pending;
+
+	if (sigprocmask(SIG_BLOCK, term, NULL) != 0)
+		return 0;
+	for (int i = 0; i < 3000; i++) {
+		if (sigpending(&pending) == 0 && sigismember(&pending, SIGTERM))
+			return sigtimedwait(term, NULL, &(struct timespec){ 0, 0 }) == SIGTERM &&
+			    sigprocmask(SIG_UNBLOCK, term, NULL) == 0;
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -969,9 +988,7 @@ main(int argc, char *argv[])
 	}
 	sigemptyset(&term);
 	sigaddset(&term, SIGTERM);
-	if (term_first && (sigprocmask(SIG_BLOCK, &term, NULL) != 0 ||
-			   sigtimedwait(&term, NULL, &(struct timespec){ 30, 0 }) != SIGTERM ||
-			   sigprocmask(SIG_UNBLOCK, &term, NULL) != 0))
+	if (term_first && !term_came(&term))
 		errx(1, "no SIGTERM within 30 s");
 	list_fds();
 	if ((rc = guest_attach(argc, argv, &g, &why)) != 0)
