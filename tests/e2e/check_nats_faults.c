@@ -384,6 +384,25 @@ start_meta(void)
 		      hub_log_tail(&hub_a));
 }
 
+/* Whether h holds a call to any of methods (comma-separated). */
+static int
+calls_on(struct hub_proc *h, const char *methods)
+{
+	json_object *a = hub_request(h, "{\"cmd\":\"calls\"}", NULL);
+	const char *text = a != NULL ? json_object_to_json_string(a) : "";
+	char list[128], quoted[140], *save = NULL;
+	int found = 0;
+
+	snprintf(list, sizeof(list), "%s", methods);
+	for (char *m = strtok_r(list, ",", &save); m != NULL && !found;
+	     m = strtok_r(NULL, ",", &save)) {
+		snprintf(quoted, sizeof(quoted), "\"%s\"", m);
+		found = strstr(text, quoted) != NULL;
+	}
+	json_object_put(a);
+	return found;
+}
+
 /* A call carries its caller's deadline and trace across: the callee on
  * B sees the trace hubctl gave on A, and a deadline; calls that timed
  * out on A while B's bridge was frozen are never made on B once it
@@ -413,6 +432,13 @@ START_TEST(test_deadline_and_trace_cross)
 		ck_assert_int_ne(hubctl(&hub_a, &out, "-t", "1", "call", "meta.touch", (char *)NULL), 0);
 		free(out);
 	}
+	/* their deadlines past for sure before the thaw: hubd set each when
+	 * it took the call, which under load can be later than hubctl gave
+	 * up; A's bridge ends each call at its deadline */
+	for (int i = 0; i < 600 && calls_on(&hub_a, "kv.put,meta.touch"); i++)
+		sleep_ms(50);
+	ck_assert_msg(!calls_on(&hub_a, "kv.put,meta.touch"), "calls still in flight on A: %s",
+		      hub_log_tail(&hub_a));
 	kill(bridge, SIGCONT);
 	/* thawed, it reads them all, in order, before this one (through
 	 * it), and never makes them */

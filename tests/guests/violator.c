@@ -128,7 +128,8 @@ relay(const char *mode, struct hp_ticket *t)
 }
 
 /* A Cancel of each id in 1..65536, waiting for ring room as it fills, and
- * a hub.ping after them: its answer means hubd has read them all. */
+ * a hub.ping after them (waiting for room too): its answer means hubd
+ * has read them all. */
 static void
 cancels(struct hp_ticket *t)
 {
@@ -145,7 +146,15 @@ cancels(struct hp_ticket *t)
 			heartbeat();
 		}
 	}
-	request(1, "hub.ping", (const uint8_t *)"", 0);
+	/* no metadata, no arguments: an answer all the same (an error) */
+	while (hp_endpoint_send(&ep, HP_MSG_REQUEST, 1, hp_method_id("hub.ping", 8),
+				(const uint8_t *)"", 1, 0) != 0) {
+		hp_doorbell_signal(ep.doorbell);
+		if (hp_doorbell_wait(t->doorbell_fd, 10) == -EPIPE)
+			exit(0);
+		heartbeat();
+	}
+	hp_doorbell_signal(ep.doorbell);
 	for (;;) {
 		if (hp_endpoint_recv(&ep, &m, &rule) == 0) {
 			int answer = m.desc.msg_type == HP_MSG_RESPONSE && m.desc.id == 1;
