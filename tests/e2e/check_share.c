@@ -49,8 +49,11 @@ flood_start(const char *caller, const char *method, int ms, int window)
 	json_object_put(o);
 }
 
-/* caller's flood, once it ended ("calls=N failed=F"): 1 and N, F in
- * *calls, *failed; 0 while it floods. */
+/* The last flood result read, whole: failures say what failed. */
+static char last_result[512];
+
+/* caller's flood, once it ended ("calls=N failed=F[ first: ...]"): 1 and
+ * N, F in *calls, *failed; 0 while it floods. */
 static int
 flood_result(const char *caller, unsigned long *calls, unsigned long *failed)
 {
@@ -68,6 +71,8 @@ flood_result(const char *caller, unsigned long *calls, unsigned long *failed)
 		      o != NULL ? json_object_to_json_string(o) : "nothing", hub_log_tail(&hub));
 	n = text != NULL && sscanf(text, "calls=%lu failed=%lu", calls, failed) == 2;
 	ck_assert_msg(text == NULL || n, "%s.result: %s", caller, text);
+	if (n)
+		snprintf(last_result, sizeof(last_result), "%s", text);
 	json_object_put(o);
 	return n;
 }
@@ -147,10 +152,10 @@ flood_shared(const char *method, int *held)
 		}
 		sleep_ms(10);
 	}
-	ck_assert_msg(failed == 0 && calls > 0, "v1: %lu calls, %lu failed", calls, failed);
+	ck_assert_msg(failed == 0 && calls > 0, "v1: %s; %s", last_result, hub_log_tail(&hub));
 	while (!flood_result("hog", &calls, &failed))
 		sleep_ms(50);
-	ck_assert_msg(failed == 0 && calls > 0, "hog: %lu calls, %lu failed", calls, failed);
+	ck_assert_msg(failed == 0 && calls > 0, "hog: %s; %s", last_result, hub_log_tail(&hub));
 	ck_assert_int_eq(hub_stop(&hub), 0);
 	return shared >= 3 ? max : -1;
 }

@@ -26,9 +26,10 @@
 static struct guest *g;
 static const char *back_method;
 static unsigned long long done_calls, failed_calls;
+static char first_failure[256];
 static unsigned long inflight;
 static int flooding;
-static char flood_text[96];
+static char flood_text[384];
 
 static void
 echo(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
@@ -81,10 +82,15 @@ answered(void *ctx, int status, const uint8_t *result, size_t len)
 
 	(void)ctx;
 	inflight--;
-	if (status == 0 && len == sizeof(want) && memcmp(result, want, len) == 0)
+	if (status == 0 && len == sizeof(want) && memcmp(result, want, len) == 0) {
 		done_calls++;
-	else
-		failed_calls++;
+		return;
+	}
+	/* the first failure's why, for the result */
+	if (failed_calls++ == 0)
+		snprintf(first_failure, sizeof(first_failure), "%d %.*s", status,
+			 result != NULL ? (int)(len < 200 ? len : 200) : 0,
+			 result != NULL ? (const char *)result : "");
 }
 
 static void
@@ -120,8 +126,8 @@ flood(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	}
 	while (inflight > 0 && guest_service_wait(g, 1000) == 0)
 		;
-	snprintf(flood_text, sizeof(flood_text), "calls=%llu failed=%llu", done_calls,
-		 failed_calls + inflight);
+	snprintf(flood_text, sizeof(flood_text), "calls=%llu failed=%llu%s%s", done_calls,
+		 failed_calls + inflight, failed_calls > 0 ? " first: " : "", first_failure);
 	flooding = 0;
 }
 
