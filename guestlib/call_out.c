@@ -112,7 +112,7 @@ out_room_ready(void *arg)
 		return -ESHUTDOWN;
 	if (w->g->dead)
 		return w->g->dead;
-	r = w->g->nroutes > 0 ? lg_lane_route(w->g, w->mid) : NULL;
+	r = w->g->routes.count > 0 ? lg_lane_route(w->g, w->mid) : NULL;
 	if (r == NULL)
 		return w->g->hub_calls_out < lg_hub_out_max(w->g);
 	return r->lane->calls_out < lg_lane_out_max(r->lane);
@@ -144,7 +144,7 @@ route_room(struct guest *g, uint64_t mid, struct lg_route **route)
 		return rc;
 	}
 	/* its lane may have closed meanwhile: looked up anew */
-	*route = g->nroutes > 0 ? lg_lane_route(g, mid) : NULL;
+	*route = g->routes.count > 0 ? lg_lane_route(g, mid) : NULL;
 	return 0;
 }
 
@@ -224,7 +224,7 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	mid = hp_method_id(method, strlen(method));
 	if (async)
 		rc = route_room(g, mid, &r);
-	else if (g->nroutes > 0)
+	else if (g->routes.count > 0)
 		r = lg_lane_route(g, mid);
 	if (rc != 0)
 		return rc;

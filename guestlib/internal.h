@@ -371,9 +371,8 @@ struct guest {
 	struct hp_wait_group	group;		/* ep, then the lanes' */
 	struct lg_lane		*lanes[LG_LANES_MAX];
 	uint32_t		nlanes;
-	struct lg_route		*routes;	/* method -> lane (routes.c) */
-	uint16_t		*route_at;	/* its index on the method id */
-	uint32_t		nroutes;
+	struct hp_idtab		routes;		/* struct lg_route by method id:
+						 * method -> lane (routes.c) */
 	struct lg_lane		*cur_lane;	/* the message served came over it */
 	/* the deadline and trace of the call whose handler runs on the
 	 * service thread (callback runtime; microthreads keep their own,

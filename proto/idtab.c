@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The open-addressing id table (idtab.h). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "proto/idtab.h"
 
@@ -22,6 +24,13 @@ slot_at(const struct hp_idtab *t, uint32_t i)
 	return t->slots + (size_t)i * t->esize;
 }
 
+/* id's first slot to look at: the top log2(cap) bits of id * key */
+static uint32_t
+home(const struct hp_idtab *t, uint64_t id)
+{
+	return (uint32_t)((id * t->key) >> (64 - __builtin_ctz(t->cap)));
+}
+
 /* The slot holding id, or the free slot where it would go. */
 static uint32_t
 probe(const struct hp_idtab *t, uint64_t id)
@@ -29,9 +38,22 @@ probe(const struct hp_idtab *t, uint64_t id)
 	uint32_t mask = t->cap - 1, i;
 	uint64_t at;
 
-	for (i = (uint32_t)id & mask; (at = slot_id(t, i)) != 0 && at != id; i = (i + 1) & mask)
+	for (i = home(t, id); (at = slot_id(t, i)) != 0 && at != id; i = (i + 1) & mask)
 		;
 	return i;
+}
+
+/* A key no guest knows: from the kernel's random pool, else from where
+ * the table lies (ASLR). Odd, so that the product keeps every bit of
+ * the id. */
+static uint64_t
+new_key(const struct hp_idtab *t)
+{
+	uint64_t k;
+
+	if (getrandom(&k, sizeof(k), GRND_NONBLOCK) != (ssize_t)sizeof(k))
+		k = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)t ^ ((uint64_t)(uintptr_t)&k << 17);
+	return k | 1;
 }
 
 void *
@@ -48,7 +70,7 @@ hp_idtab_find(const struct hp_idtab *t, uint64_t id)
 static int
 grow(struct hp_idtab *t, uint32_t cap)
 {
-	struct hp_idtab n = { NULL, t->esize, cap, t->count };
+	struct hp_idtab n = { NULL, t->esize, cap, t->count, t->key != 0 ? t->key : new_key(t) };
 
 	if ((n.slots = calloc(n.cap, n.esize)) == NULL)
 		return -1;
@@ -100,9 +122,9 @@ hp_idtab_remove(struct hp_idtab *t, void *e)
 	uint64_t id;
 
 	for (uint32_t j = (hole + 1) & mask; (id = slot_id(t, j)) != 0; j = (j + 1) & mask) {
-		uint32_t home = (uint32_t)id & mask;
+		uint32_t h = home(t, id);
 
-		if (((j - home) & mask) >= ((j - hole) & mask)) {
+		if (((j - h) & mask) >= ((j - hole) & mask)) {
 			memcpy(slot_at(t, hole), slot_at(t, j), t->esize);
 			hole = j;
 		}
@@ -118,6 +140,15 @@ hp_idtab_next(const struct hp_idtab *t, uint32_t *pos)
 		if (slot_id(t, *pos) != 0)
 			return slot_at(t, (*pos)++);
 	return NULL;
+}
+
+void
+hp_idtab_remove_walked(struct hp_idtab *t, void *e, uint32_t *pos)
+{
+	/* backward shift moves entries only into the hole, from later in
+	 * its cluster: unseen ones land at or after it */
+	hp_idtab_remove(t, e);
+	(*pos)--;
 }
 
 int

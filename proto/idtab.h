@@ -4,10 +4,12 @@
  * Each entry begins with its id (uint64_t); id 0 marks a free slot.
  * Open addressing with linear probing, at most half full; a removal shifts
  * the rest of its cluster back, so there are no tombstones and a lookup
- * stops at the first free slot. Ids are used as their own hash: request
- * ids are sequential and method ids are hashes already. Inserting or
- * removing moves entries: a pointer into the table is good until the
- * next change. */
+ * stops at the first free slot. An id's slot is its product with a
+ * random odd key, the top bits (multiply-shift): ids a guest chooses (its
+ * request ids, the names its methods hash from) cannot be made to share
+ * slots by someone who does not know the key, and sequential ids spread.
+ * Inserting or removing moves entries: a pointer into the table is good
+ * until the next change. */
 #ifndef HP_IDTAB_H
 #define HP_IDTAB_H
 
@@ -19,9 +21,10 @@ struct hp_idtab {
 	size_t		esize;		/* entry size, a multiple of 8 */
 	uint32_t	cap;		/* slots: a power of two, 0 before any */
 	uint32_t	count;		/* entries in use */
+	uint64_t	key;		/* odd, drawn as it first takes memory */
 };
 
-#define HP_IDTAB_INIT(type)	{ NULL, sizeof(type), 0, 0 }
+#define HP_IDTAB_INIT(type)	{ NULL, sizeof(type), 0, 0, 0 }
 
 /* The entry with this id, or NULL. */
 void	*hp_idtab_find(const struct hp_idtab *t, uint64_t id);
@@ -37,6 +40,10 @@ void	hp_idtab_remove(struct hp_idtab *t, void *e);
  * at the end. The table must not change during a walk, except that the
  * entry just returned may be changed (not removed). */
 void	*hp_idtab_next(const struct hp_idtab *t, uint32_t *pos);
+/* Removes e, the entry the walk at *pos just returned; the walk goes on
+ * from its slot, where a later entry may have moved: none is missed
+ * (one the walk saw may come again). */
+void	hp_idtab_remove_walked(struct hp_idtab *t, void *e, uint32_t *pos);
 /* Removes some entry and copies it to out: 0, or -1 when t is empty. For
  * draining a table whose entries' owners are told as each goes, and may
  * change the table meanwhile. */

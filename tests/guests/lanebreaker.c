@@ -339,7 +339,7 @@ m_deaf(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	for (uint32_t i = 0; i < g->nlanes; i++)
 		hp_group_remove(&g->group, &g->lanes[i]->ep);
 	g->nlanes = 0;
-	g->nroutes = 0;
+	hp_idtab_clear(&g->routes);
 	reply_str(c, out);
 }
 
@@ -741,13 +741,13 @@ m_churn(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		if ((rc = call_str(g, target, "x", out, sizeof(out))) != 0 ||
 		    (rc = call_str(g, target, "x", out, sizeof(out))) != 0)
 			break;
-		if (g->nroutes == 0)
+		if (g->routes.count == 0)
 			continue;
-		ln = g->routes[0].lane;
+		ln = ((struct lg_route *)hp_idtab_next(&g->routes, &(uint32_t){ 0 }))->lane;
 		lanes++;
 		snprintf(why, sizeof(why), "guest %s hung up", ln->peer);
 		ln->told = 1;
-		g->nroutes = 0;
+		hp_idtab_clear(&g->routes);
 		/* its figures say the lane served: no lane it "could not take" */
 		hp_lane_figures_write(&ln->map, &(struct hp_lane_tally){ .calls_out = 1 });
 		if ((rc = report(g, ln->id, 0, why)) != 0)

@@ -144,6 +144,52 @@ START_TEST(test_reserve_and_take)
 }
 END_TEST
 
+/* Ids a guest chooses, all alike in their low bits (multiples of 2^16,
+ * as request ids a hostile guest could pick), do not pile into one run
+ * of slots: their slots come from a keyed hash. Before, ids were their
+ * own hash, and these 1024 sat in one run a lookup walked through. */
+START_TEST(test_chosen_ids_spread)
+{
+	struct hp_idtab t = HP_IDTAB_INIT(struct ent);
+	uint32_t pos = 0, run = 0, longest = 0, last = UINT32_MAX;
+
+	for (uint64_t i = 1; i <= 1024; i++)
+		ck_assert_ptr_nonnull(hp_idtab_insert(&t, i << 16));
+	ck_assert_uint_eq(t.cap, 2048);
+	/* the longest run of taken slots */
+	while (hp_idtab_next(&t, &pos) != NULL) {
+		run = pos - 1 == last + 1 ? run + 1 : 1;
+		last = pos - 1;
+		if (run > longest)
+			longest = run;
+	}
+	ck_assert_msg(longest < 100, "a run of %u slots", longest);
+	for (uint64_t i = 1; i <= 1024; i++)
+		ck_assert_ptr_nonnull(hp_idtab_find(&t, i << 16));
+	hp_idtab_free(&t);
+}
+END_TEST
+
+/* Removing during a walk what it returns: none missed, whatever moves
+ * into the slots the walk left. */
+START_TEST(test_remove_walked)
+{
+	struct hp_idtab t = HP_IDTAB_INIT(struct ent);
+	struct ent *e;
+	uint32_t pos = 0;
+
+	for (uint64_t i = 1; i <= 3000; i++)
+		ck_assert_ptr_nonnull(hp_idtab_insert(&t, i));
+	while ((e = hp_idtab_next(&t, &pos)) != NULL)
+		if (e->id % 3 != 0)
+			hp_idtab_remove_walked(&t, e, &pos);
+	ck_assert_uint_eq(t.count, 1000);
+	for (uint64_t i = 1; i <= 3000; i++)
+		ck_assert((hp_idtab_find(&t, i) != NULL) == (i % 3 == 0));
+	hp_idtab_free(&t);
+}
+END_TEST
+
 Suite *suite_idtab(void);
 
 Suite *
@@ -156,6 +202,8 @@ suite_idtab(void)
 	tcase_add_test(tc, test_collisions_random_order);
 	tcase_add_test(tc, test_walk_and_clear);
 	tcase_add_test(tc, test_reserve_and_take);
+	tcase_add_test(tc, test_chosen_ids_spread);
+	tcase_add_test(tc, test_remove_walked);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -14,12 +14,13 @@ static struct lg_lane lanes[3];
 /* what the table should hold: the lane (1-based) of method i, 0: none */
 static uint8_t want[3 * LG_ROUTES_MAX];
 
-/* Method ids, each its own: a third apart by a power of two, which a
- * poor hash would pile into few buckets, the rest odd. */
+/* Method ids, each its own and never 0 (as hp_method_id's): a third
+ * apart by a power of two, which a poor hash would pile into few slots,
+ * the rest odd. */
 static uint64_t
 method(uint32_t i)
 {
-	return i % 3 == 0 ? (uint64_t)i << 32 : (uint64_t)i * 2 + 1;
+	return i % 3 == 0 ? (uint64_t)(i + 1) << 32 : (uint64_t)i * 2 + 1;
 }
 
 static void
@@ -69,7 +70,7 @@ check_all(void)
 		ck_assert_uint_eq(r->method, method(i));
 		ck_assert_ptr_eq(r->lane, &lanes[want[i] - 1]);
 	}
-	ck_assert_uint_eq(g->nroutes, n);
+	ck_assert_uint_eq(g->routes.count, n);
 }
 
 START_TEST(test_full_then_removed)
@@ -112,7 +113,7 @@ START_TEST(test_lane_dropped)
 	ck_assert_ptr_nonnull(lg_lane_route(g, method(2)));
 	lg_routes_drop_lane(g, &lanes[0]);
 	lg_routes_drop_lane(g, &lanes[2]);
-	ck_assert_uint_eq(g->nroutes, 0);
+	ck_assert_uint_eq(g->routes.count, 0);
 	ck_assert_ptr_null(lg_lane_route(g, method(2)));
 }
 END_TEST
