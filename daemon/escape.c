@@ -70,3 +70,18 @@ escape_text(char *dst, size_t cap, const char *src, size_t len, int flags)
 	dst[out] = '\0';
 	return dst;
 }
+
+void
+escape_mask(char *s, size_t len)
+{
+	const uint8_t *u = (const uint8_t *)s;
+	size_t k;
+
+	for (size_t i = 0; i < len; i += k) {
+		k = u[i] >= 0x80 ? utf8_printable(u + i, len - i) : 1;
+		if (k == 0 || control(u[i], 0)) {
+			s[i] = '?';
+			k = 1;
+		}
+	}
+}

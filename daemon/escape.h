@@ -19,5 +19,9 @@
  * unescaped: what matters is that no byte ends a line or drives a
  * terminal). Cut between characters when dst is full. Returns dst. */
 char	*escape_text(char *dst, size_t cap, const char *src, size_t len, int flags);
+/* In place, for text kept and shown again (a guest's output): each byte
+ * escape_text would escape becomes '?', so that s[0..len) is valid
+ * UTF-8 (JSON may carry it) with nothing that drives a terminal. */
+void	escape_mask(char *s, size_t len);
 
 #endif

@@ -5,15 +5,17 @@
  * and within a budget of bytes a second (GUESTLOG_READ_RATE): what it
  * writes faster waits in its pipe (its writes block). Lines are
  * cut at GUESTLOG_LINE_MAX and the kept ones bounded in count and bytes:
- * memory stays bounded whatever it writes. Control characters are
- * replaced, so that a guest cannot forge a line of hubd's log or play
- * with a terminal. */
+ * memory stays bounded whatever it writes; a long line is cut between
+ * characters. Control characters and bytes that are not UTF-8 are
+ * replaced, so that a guest cannot forge a line of hubd's log, play
+ * with a terminal or break a JSON answer. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/escape.h"
 #include "daemon/guestlog.h"
 #include "daemon/hub.h"
 #include "daemon/log.h"
@@ -98,9 +100,7 @@ emit(struct peer *p, const char *tag, char *s, size_t len)
 	size_t tlen = strlen(tag);
 	char *copy;
 
-	for (size_t i = 0; i < len; i++)
-		if (((unsigned char)s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
-			s[i] = '?';
+	escape_mask(s, len);
 	if (tlen > 0 || guestlog_may_log(p))
 		log_info("%s: %s%.*s", p->conf->name, tag, (int)len, s);
 	l->total++;
@@ -120,13 +120,33 @@ emit(struct peer *p, const char *tag, char *s, size_t len)
 	l->bytes += len + 1;
 }
 
+/* Where to cut s[0..n), next the byte after it, so that no UTF-8
+ * character is cut in two (its halves would show as '?'): n, or before
+ * the lead byte of the character next continues. */
+static size_t
+utf8_cut(const char *s, size_t n, char next)
+{
+	if (((unsigned char)next & 0xC0) != 0x80)
+		return n;
+	for (size_t j = n; j > 0 && n - j < 3; j--) {
+		unsigned char c = (unsigned char)s[j - 1];
+
+		if ((c & 0xC0) == 0xC0)
+			return j - 1;
+		if ((c & 0xC0) != 0x80)
+			break;
+	}
+	return n;
+}
+
 void
 guestlog_text(struct peer *p, const char *tag, char *text, size_t len)
 {
 	while (len > 0) {
 		char *nl = memchr(text, '\n', len);
 		size_t n = nl != NULL ? (size_t)(nl - text) : len;
-		size_t cut = n > GUESTLOG_LINE_MAX ? GUESTLOG_LINE_MAX : n;
+		size_t cut = n > GUESTLOG_LINE_MAX ?
+		    utf8_cut(text, GUESTLOG_LINE_MAX, text[GUESTLOG_LINE_MAX]) : n;
 
 		emit(p, tag, text, cut);
 		if (cut < n) {		/* the rest of a long line next */
@@ -152,8 +172,11 @@ take(struct peer *p, const char *buf, size_t len)
 			continue;
 		}
 		if (l->plen == sizeof(l->part)) {
-			emit(p, "", l->part, l->plen);
-			l->plen = 0;
+			size_t cut = utf8_cut(l->part, l->plen, buf[i]);
+
+			emit(p, "", l->part, cut);
+			memmove(l->part, l->part + cut, l->plen - cut);
+			l->plen -= cut;
 		}
 		l->part[l->plen++] = buf[i];
 	}

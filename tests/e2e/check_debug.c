@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "proto/postcard.h"
 #include "tests/e2e/harness.h"
 
 static struct hub_proc hub;
@@ -304,13 +305,15 @@ wait_last_line(const char *name, const char *s)
 
 /* A guest's stderr and stdout: tagged with its name in hubd's log, the
  * last lines kept for hubctl logs, bounded in count and bytes, control
- * characters replaced, long lines cut; kept across a restart. */
+ * characters and bytes that are not UTF-8 replaced (a JSON answer
+ * carries them), long lines cut between characters; kept across a
+ * restart. */
 START_TEST(test_output_tagged_and_kept)
 {
 	json_object *a, *ls;
 	char *log, *out = NULL, hello[64];
 	size_t bytes = 0;
-	int pid, yline = 0;
+	int pid, yline = 0, eline = 0;
 
 	hub_start_up(&hub, NULL, "[guest chatty]\nexec = @/tests/guests/lifeguest\n"
 		     "args = --mode=chatty\n", "chatty");
@@ -326,10 +329,18 @@ START_TEST(test_output_tagged_and_kept)
 		bytes += strlen(l) + 1;
 		ck_assert_msg(strlen(l) <= 1024, "a line of %zu bytes", strlen(l));
 		ck_assert_msg(strchr(l, '\033') == NULL && strchr(l, '\r') == NULL, "%s", l);
-		yline |= strncmp(l, "yyyyyyyyyy?yyyyyyyyy?yyy", 24) == 0;
+		/* valid UTF-8 (the answer is JSON), no C1 control */
+		ck_assert_msg(hp_utf8_valid((const uint8_t *)l, strlen(l)) &&
+			      strstr(l, "\302\233") == NULL, "line %zu: %s", i, l);
+		if (strncmp(l, "yyyyyyyyyy?yyyyyyyyy?yyyyyyyyy?yyyyyyyyy??yyy", 45) == 0)
+			yline = (int)strlen(l);
+		/* the character across the cut, whole at the next piece's start */
+		eline |= strncmp(l, "\303\251yyy", 5) == 0;
 	}
 	ck_assert_msg(bytes <= 65536, "%zu bytes kept", bytes);
-	ck_assert_msg(yline, "the long line was not kept, cut");
+	ck_assert_msg(yline == 1023, "the long line was not kept, cut before its character "
+		      "across byte 1024 (%d bytes)", yline);
+	ck_assert_msg(eline, "the character across the cut was not kept whole");
 	json_object_put(a);
 	snprintf(hello, sizeof(hello), "lifeguest says hello (pid %d)", pid);
 	log = hub_log(&hub);

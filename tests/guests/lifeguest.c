@@ -13,7 +13,9 @@
  *		the rule ends it; prints "hub ended me: ..." and exits 3
  *   chatty	writes "lifeguest says hello (pid PID)" to stderr, then
  *		floods: 3000 lines of 200 bytes to stdout, a line of 5000
- *		bytes with control characters, "lifeguest flood done"
+ *		bytes with control characters, a byte that is not UTF-8,
+ *		a C1 control and a two-byte character across byte 1024,
+ *		"lifeguest flood done"
  *		to stderr, and "lifeguest serving" to stdout, not flushed
  *		(libguest made stdout line-buffered); then serves
  *   firehose	a thread writes 8 MiB to stdout in lines of 1023 bytes,
@@ -228,6 +230,9 @@ chatter(void)
 	memset(line, 'y', 5000);
 	line[10] = '\033';
 	line[20] = '\r';
+	line[30] = '\377';	/* not UTF-8 */
+	memcpy(line + 40, "\302\233", 2);	/* U+009B, a C1 control (CSI) */
+	memcpy(line + 1023, "\303\251", 2);	/* an e-acute across the 1024-byte cut */
 	line[5000] = '\0';
 	printf("%s\n", line);
 	fflush(stdout);

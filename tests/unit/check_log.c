@@ -86,6 +86,16 @@ START_TEST(test_escape_cut)
 }
 END_TEST
 
+/* In place: what escape_text escapes becomes '?', byte for byte. */
+START_TEST(test_escape_mask)
+{
+	char s[] = "a\033b\tc\xff caf\xc3\xa9 \xc2\x9b" "2J \xe2\x80\xae \xe2\x82\xac\x7f\xc3";
+
+	escape_mask(s, sizeof(s) - 1);
+	ck_assert_str_eq(s, "a?b\tc? caf\xc3\xa9 ??2J ??? \xe2\x82\xac??");
+}
+END_TEST
+
 /* A log line with a guest's text in it stays one line, with no ESC. */
 START_TEST(test_log_line_escaped)
 {
@@ -156,6 +166,7 @@ suite_log(void)
 	tc = tcase_create("escape");
 	tcase_add_test(tc, test_escape_text);
 	tcase_add_test(tc, test_escape_cut);
+	tcase_add_test(tc, test_escape_mask);
 	tcase_add_test(tc, test_log_line_escaped);
 	tcase_add_test(tc, test_guest_log_budget);
 	suite_add_tcase(s, tc);
