@@ -375,7 +375,7 @@ lifecycle_death_name(int reason)
 	static const char *const names[DEATH_NREASONS] = {
 		[DEATH_EXITED] = "exited", [DEATH_CRASHED] = "crashed",
 		[DEATH_HUNG] = "hung", [DEATH_VIOLATION] = "protocol violation",
-		[DEATH_SPAWN] = "spawn failed",
+		[DEATH_SPAWN] = "spawn failed", [DEATH_STOPPED] = "stopped",
 	};
 
 	return reason >= 0 && reason < DEATH_NREASONS ? names[reason] : "?";

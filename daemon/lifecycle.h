@@ -86,6 +86,7 @@ enum death_reason {
 	DEATH_HUNG,		/* heartbeat stale, attach timeout, ...: we killed it */
 	DEATH_VIOLATION,	/* broke the protocol: we ended it */
 	DEATH_SPAWN,		/* could not be started */
+	DEATH_STOPPED,		/* the SIGTERM hubd sent to stop it ended it */
 	DEATH_NREASONS
 };
 

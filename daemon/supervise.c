@@ -117,6 +117,10 @@ pid_cb(struct ev_loop *loop, ev_io *w, int revents)
 	kill_group(p, SIGKILL);
 	waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG);
 	why.reason = si.si_code == CLD_EXITED ? DEATH_EXITED : DEATH_CRASHED;
+	/* asked to stop, it took the SIGTERM's default action (a guest not
+	 * attached yet, one without libguest's handler): no crash */
+	if (why.reason == DEATH_CRASHED && si.si_status == SIGTERM && p->state == PEER_STOPPING)
+		why.reason = DEATH_STOPPED;
 	why.status = si.si_status;
 	why.sig = si.si_code == CLD_EXITED ? 0 : si.si_status;
 	step(p->hub, p, PE_DIED, &why);

@@ -97,6 +97,8 @@ tally_cause(const struct death *d, char *buf, size_t len)
 		snprintf(buf, len, "exited");
 	else if (d->reason == DEATH_EXITED)
 		snprintf(buf, len, "exited with status %d", d->status);
+	else if (d->reason == DEATH_STOPPED)
+		snprintf(buf, len, "stopped by the SIGTERM that asked it to");
 	else if (d->reason == DEATH_CRASHED)
 		snprintf(buf, len, "killed by signal %d (%s)%s%s", d->status,
 			 tally_signal_name(d->status, sig, sizeof(sig)),
@@ -143,7 +145,7 @@ tally_log(const struct peer *p, const struct death *d)
 
 	serving_text(d, serving, sizeof(serving));
 	tally_cause(d, cause, sizeof(cause));
-	if (d->reason == DEATH_EXITED)
+	if (d->reason == DEATH_EXITED || d->reason == DEATH_STOPPED)
 		log_info("guest %s: %s%s", name, cause, serving);
 	else
 		log_warnx("guest %s: %s%s", name, cause, serving);

@@ -510,6 +510,47 @@ START_TEST(test_stopped_while_starting_ends_by_itself)
 }
 END_TEST
 
+/* A guest stopped before it attached, which dies of hubd's SIGTERM (the
+ * signal's default action: no libguest yet to turn it into an exit), was
+ * stopped as asked: its death says "stopped", and restart stops it
+ * again so. Before, both read "crashed SIGTERM" (with "killed by signal
+ * 15" in the log), though nothing crashed. */
+START_TEST(test_stopped_before_attaching_is_no_crash)
+{
+	json_object *p, *d;
+	char *out = NULL, *log;
+	int i;
+
+	ck_assert_int_eq(hub_start(&hub, NULL, "[guest mute]\nexec = /bin/sh\n"
+				   "args = -c \"exec sleep 600\"\nrestart = never\n"), 0);
+	for (i = 0; i < 1500 && hub_peer_int(&hub, "mute", "pid") <= 0; i++)
+		sleep_ms(20);
+	ck_assert_str_eq(hub_peer_state(&hub, "mute"), "starting");
+	hubctl_ok(&hub, &out, "stop", "mute", (char *)NULL);
+	free(out);
+	for (i = 0; i < 1500 && strcmp(hub_peer_state(&hub, "mute"), "down") != 0; i++)
+		sleep_ms(20);
+	ck_assert_msg(i < 1500, "it never went down: %s", hub_log_tail(&hub));
+	ck_assert_ptr_nonnull(p = hub_peer(&hub, "mute"));
+	d = json_object_array_get_idx(json_get(p, "deaths"), 0);
+	ck_assert_msg(d != NULL && strcmp(json_object_get_string(json_get(d, "reason")),
+					  "stopped") == 0 &&
+		      strcmp(json_object_get_string(json_get(d, "signal")), "SIGTERM") == 0,
+		      "%s", json_object_to_json_string(p));
+	json_object_put(p);
+	hubctl_ok(&hub, &out, "peers", "mute", (char *)NULL);
+	ck_assert_msg(strstr(out, ": stopped, status 15 (SIGTERM)") != NULL &&
+		      strstr(out, "crashed") == NULL,
+		      "%s", out);
+	free(out);
+	log = hub_log(&hub);
+	ck_assert_msg(strstr(log, "guest mute: stopped by the SIGTERM that asked it to") !=
+		      NULL && strstr(log, "killed by signal") == NULL, "%s", hub_log_tail(&hub));
+	free(log);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* The hub stops while p1's handler waits for its call: p1 ends cleanly
  * with it, whatever its runtime, never crashing (on microthreads it did:
  * its abandoned handler's answer slot lay on a freed stack). */
@@ -1115,6 +1156,7 @@ suite_e2e(void)
 	tcase_add_test(tc, test_caller_killed_cancels_its_calls);
 	tcase_add_test(tc, test_cancels_of_calls_never_made_go_nowhere);
 	tcase_add_test(tc, test_stopped_while_starting_ends_by_itself);
+	tcase_add_test(tc, test_stopped_before_attaching_is_no_crash);
 	tcase_add_test(tc, test_slow_attach_keeps_its_epoch);
 	tcase_add_test(tc, test_first_beat_after_attach);
 	tcase_add_test(tc, test_violation_while_stopping_ends_it);
