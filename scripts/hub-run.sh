@@ -157,7 +157,7 @@ show_log() {
 cleanup() {
 	trap '' INT TERM HUP
 	[ -z "$cmd_pid" ] || kill -TERM "$cmd_pid" 2>/dev/null
-	stop_hub || show_log
+	stop_hub || [ -n "$log_shown" ] || show_log
 	rm -rf "$tmp"
 }
 trap 'cleanup; exit 130' INT
@@ -184,13 +184,15 @@ trap 'cleanup; exit 129' HUP
 		[ -n "$g" ] || continue
 		name=${g%%=*} rest=${g#*=}
 		exe=${rest%% *}
+		args=${rest#"$exe"}
+		args=${args#"${args%%[! ]*}"}	# its leading blanks off
 		# a path relative to here, as a shell would take it
 		case $exe in
 		/*) ;;
 		*/*) exe=$PWD/$exe ;;
 		esac
 		printf '[guest %s]\nexec = %s\n' "$name" "$exe"
-		[ "$exe" = "$rest" ] || printf 'args = %s\n' "${rest#* }"
+		[ -z "$args" ] || printf 'args = %s\n' "$args"
 	done
 } > "$tmp/hubd.conf" || { rm -rf "$tmp"; die "cannot write $tmp/hubd.conf"; }
 
@@ -200,7 +202,7 @@ hubd_pid=$!
 
 # Ready: every guest up and every -w method registered. A guest that dies
 # meanwhile (it has restarted), hubd gone, or the time out: failed.
-why= missing=
+why= missing= log_shown=
 deadline=$(($(date +%s) + timeout))
 while :; do
 	if ! kill -0 "$hubd_pid" 2>/dev/null; then
@@ -236,6 +238,7 @@ done
 if [ -n "$why" ]; then
 	echo "$prog: $why" >&2
 	show_log
+	log_shown=1	# once: hubd's own exit says nothing more
 	cleanup
 	exit 125
 fi

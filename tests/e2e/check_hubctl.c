@@ -267,7 +267,8 @@ END_TEST
 
 /* hub-run with a guest that cannot start: it says which and why at
  * once (exit 125), rather than waiting for -t to run out; a spawn that
- * fails too (it once counted only deaths that restarted). */
+ * fails too (it once counted only deaths that restarted); and a config
+ * hubd refuses. hubd's log is shown once. */
 START_TEST(test_hub_run_says_which_guest_died)
 {
 	static const struct {
@@ -277,6 +278,8 @@ START_TEST(test_hub_run_says_which_guest_died)
 		  "hub-run: guest bad died: spawn failed, exec /nonexistent/guest: "
 		  "No such file or directory\n" },
 		{ "quits=/bin/false", "hub-run: guest quits died: exited, status 1\n" },
+		/* hubd refuses the config: its log once, not again as it exits */
+		{ "a b=/bin/true", "hub-run: hubd exited\n" },
 	};
 	char cmd[800], out[16384];
 	size_t n;
@@ -294,7 +297,38 @@ START_TEST(test_hub_run_says_which_guest_died)
 			      status, out);
 		ck_assert_msg(strstr(out, cases[i].said) != NULL, "no '%s' in: %s", cases[i].said,
 			      out);
+		ck_assert_msg(strstr(out, "hubd's log:") != NULL &&
+			      strstr(strstr(out, "hubd's log:") + 1, "hubd's log:") == NULL,
+			      "hubd's log not shown once: %s", out);
 	}
+}
+END_TEST
+
+/* hub-run -g with a path relative to here, as the README shows it: the
+ * path made absolute, and the words after it the guest's arguments, none
+ * when there are none (the path itself was given as one). */
+START_TEST(test_hub_run_relative_exec)
+{
+	char cmd[800], out[16384], want[600];
+	size_t n;
+	FILE *f;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && TMPDIR='%s' '%s' -t 300 -g 'echo=./guests/echo' "
+		 "-g 'kv=./guests/kv  --quiet' -w echo.echo -w kv.get -- "
+		 "sh -c 'cat \"${HUBCTL_SOCKET%%/*}/hubd.conf\"' 2>&1", BUILD_DIR,
+		 harness_dir(), bin("hub-run"));
+	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	status = pclose(f);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, out);
+	snprintf(want, sizeof(want), "[guest echo]\nexec = %s/./guests/echo\n[guest kv]\n",
+		 BUILD_DIR);
+	ck_assert_msg(strstr(out, want) != NULL, "no '%s' in: %s", want, out);
+	snprintf(want, sizeof(want), "[guest kv]\nexec = %s/./guests/kv\nargs = --quiet\n",
+		 BUILD_DIR);
+	ck_assert_msg(strstr(out, want) != NULL, "no '%s' in: %s", want, out);
 }
 END_TEST
 
@@ -465,6 +499,7 @@ suite_hubctl(void)
 	tcase_add_test(tc, test_bad_signature_said);
 	tcase_add_test(tc, test_hub_run_help);
 	tcase_add_test(tc, test_hub_run_says_which_guest_died);
+	tcase_add_test(tc, test_hub_run_relative_exec);
 	tcase_add_test(tc, test_tables_fit_long_names);
 	tcase_add_test(tc, test_check_man_commands);
 	suite_add_tcase(s, tc);
