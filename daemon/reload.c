@@ -358,6 +358,9 @@ reload_config(struct hub *h, FILE *msgs)
 	struct hub_conf n;
 	FILE *errs = msgs;
 	struct config_guest **waiting;
+	char *etext = NULL;
+	size_t elen = 0;
+	int rc;
 
 	/* what it would start would outlive the stop: hubd would wait for
 	 * it for ever */
@@ -365,8 +368,24 @@ reload_config(struct hub *h, FILE *msgs)
 		say(msgs, "hubd is stopping: %s not read, nothing changed%s", h->conf.file, "");
 		return -1;
 	}
+	/* what the file's reading says goes to hubd's log too: a client's
+	 * reload (hubctl reload) left only "broken" there */
+	if (msgs != stderr && (errs = open_memstream(&etext, &elen)) == NULL)
+		errs = msgs;
 	/* checked against what it keeps of the hub's (max_guests, ...) */
-	if (config_load_over(h->conf.file, &n, errs, &h->conf) != 0) {
+	rc = config_load_over(h->conf.file, &n, errs, &h->conf);
+	if (errs != msgs) {
+		char *save = NULL;
+
+		fclose(errs);
+		for (char *l = strtok_r(etext, "\n", &save); l != NULL;
+		     l = strtok_r(NULL, "\n", &save)) {
+			log_warnx("reload: %s", l);
+			fprintf(msgs, "%s\n", l);
+		}
+		free(etext);
+	}
+	if (rc != 0) {
 		say(msgs, "%s is broken: nothing changed%s", h->conf.file, "");
 		return -1;
 	}

@@ -414,6 +414,15 @@ START_TEST(test_reload)
 		      strstr(out, "nothing changed") != NULL, "%s", out);
 	free(out);
 	ck_assert_int_eq(rmdir(hub.conf), 0);
+	/* why, in hubd's log too, as for a SIGHUP's reload */
+	{
+		char *log = hub_log(&hub);
+
+		ck_assert_msg(strstr(log, "hubd: reload: ") != NULL &&
+			      strstr(log, "cannot read: it is a directory") != NULL, "%s",
+			      hub_log_tail(&hub));
+		free(log);
+	}
 	ck_assert_str_eq(state_of("echo"), "up");
 	ck_assert_str_eq(state_of("kv"), "up");
 	rewrite_conf("[guest kv]\nexec = @/guests/kv\nargs = --changed\n"
