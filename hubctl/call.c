@@ -419,8 +419,7 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 			/* out as it arrives: a reader downstream sees each item
 			 * while the stream goes on, and an interrupted hubctl
 			 * has printed every item it took */
-			if (fflush(stdout) != 0 || ferror(stdout))	/* nobody takes them: stop */
-				err(2, "stdout");
+			out_flush();	/* nobody takes them: stop */
 			continue;
 		}
 		if (client_failed(ctl, a))

@@ -38,6 +38,9 @@ struct ctl {
 	struct every	 every;
 };
 
+/* main.c: stdout written out now; a reader that went (hubctl listen |
+ * head) ends hubctl with 0, any other failure with 2 ("stdout: ..."). */
+void		 out_flush(void);
 /* client.c: requests to hubd and its answers; each exits 2 when hubd
  * cannot be reached or the connection ends without an answer. */
 int		 client_connect(const struct ctl *ctl);

@@ -6,11 +6,13 @@
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hubctl/hubctl.h"
 
@@ -394,6 +396,21 @@ help(const char *name)
 	return 0;
 }
 
+void
+out_flush(void)
+{
+	struct pollfd out = { STDOUT_FILENO, POLLOUT, 0 };
+
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return;
+	/* the reader went (hubctl call ... | head): it has what it wanted.
+	 * errno may be a later call's when the failed write was buffered
+	 * earlier: the pipe says so itself */
+	if (errno == EPIPE || (poll(&out, 1, 0) == 1 && (out.revents & POLLERR)))
+		exit(0);
+	err(2, "stdout");
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -456,8 +473,7 @@ main(int argc, char *argv[])
 		if (c->run != hubctl_inspect && c->run != hubctl_dump)
 			ctl.fd = client_connect(&ctl);
 		rc = c->run(&ctl, nargs, argv + 1);
-		if (fflush(stdout) != 0 || ferror(stdout))
-			err(2, "stdout");
+		out_flush();
 		return rc;
 	}
 	fprintf(stderr, "hubctl: unknown command '%s'\n", argv[0]);

@@ -5,7 +5,6 @@
  * once, into a pipe too. Ctrl-C, SIGTERM or a reader that closed the
  * pipe end it with exit 0; hubd going away with exit 2. */
 #include <err.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,18 +86,6 @@ put_call(json_object *o)
 	putchar('\n');
 }
 
-/* stdout could not take a line: a reader that went is the end, anything
- * else an error. */
-static int
-flushed(void)
-{
-	if (fflush(stdout) == 0 && !ferror(stdout))
-		return 1;
-	if (errno == EPIPE)
-		exit(0);
-	err(2, "stdout");
-}
-
 int
 hubctl_monitor(struct ctl *ctl, int argc, char **argv)
 {
@@ -130,7 +117,7 @@ hubctl_monitor(struct ctl *ctl, int argc, char **argv)
 		else
 			put_call(a);
 		json_object_put(a);
-		flushed();
+		out_flush();
 	}
 	if (stopped)
 		return 0;

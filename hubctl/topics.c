@@ -109,18 +109,6 @@ struct listen {
 	long			left;		/* -n: events to print; 0 no end */
 };
 
-/* Written out now, to a pipe too: a closed one (hubctl listen | head)
- * is the end of listening, not an error. */
-static void
-flush_line(void)
-{
-	if (fflush(stdout) == 0 && !ferror(stdout))
-		return;
-	if (errno == EPIPE)
-		exit(0);
-	err(2, "stdout");
-}
-
 /* The signature hubd said the topic has now (NULL or "": none yet). */
 static void
 listen_set_sig(struct listen *l, json_object *v)
@@ -213,7 +201,7 @@ listen_bad(struct listen *l, const struct hp_topic_event *ev, const char *why)
 		fprintf(stderr, "hubctl: listen: %s: event %" PRIu64 " %s\n", l->topic, ev->seq,
 			why);
 	}
-	flush_line();
+	out_flush();
 }
 
 /* One event taken: printed, -j or for people. */
@@ -263,7 +251,7 @@ listen_event(struct listen *l, const struct hp_topic_event *ev)
 		putchar('\n');
 		json_object_put(v);
 	}
-	flush_line();
+	out_flush();
 }
 
 /* The events there now, up to a batch; 1 once -n's count is printed. */

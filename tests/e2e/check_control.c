@@ -673,6 +673,34 @@ START_TEST(test_stream_items_flushed)
 }
 END_TEST
 
+/* hubctl call ... | head: the reader takes the first items and goes;
+ * hubctl ends at its next item, with status 0 and nothing said (it was
+ * "hubctl: stdout: Broken pipe" and status 2), and the stream is
+ * drained as for any client gone. */
+START_TEST(test_reader_gone_ends_hubctl_quietly)
+{
+	struct reader *r = calloc(1, sizeof(*r));
+	int status;
+	pid_t pid;
+
+	hub_start_up(&hub, NULL, COUNTER, "counter");
+	ck_assert(hub_wait_method(&hub, "counter.count,counter.stream") == 0);
+	pid = spawn_hubctl(&r->fd, "call", "counter.count", "1000000", (char *)NULL);
+	for (int i = 1; i <= 2; i++) {
+		char want[8];
+
+		snprintf(want, sizeof(want), "%d", i);
+		ck_assert_msg(read_line_within(r, 30000) == 1, "item %d not out", i);
+		ck_assert_str_eq(r->line, want);
+	}
+	close(r->fd);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+	free(r);
+	counter_still_serves();
+}
+END_TEST
+
 /* hubctl's errors name what they are about, once each: the method or
  * guest asked for, and an error hubd made said once, not as error and
  * again as its detail. The same texts for JSON clients. */
@@ -2211,6 +2239,7 @@ suite_control(void)
 	tcase_add_test(tc, test_nul_in_arguments);
 	tcase_add_test(tc, test_count_zero_leaks_nothing);
 	tcase_add_test(tc, test_disconnect_mid_stream);
+	tcase_add_test(tc, test_reader_gone_ends_hubctl_quietly);
 	tcase_add_test(tc, test_stream_million_into_file);
 	tcase_add_test(tc, test_stream_slow_reader);
 	tcase_add_test(tc, test_stream_reader_stops_dropped);
