@@ -512,7 +512,7 @@ static const struct key hub_keys[] = {
 	{ "segment", key_gone, 0, 0, 0, 0 },
 	{ "control", key_string, HUB(control_path) },
 	{ "max_guests", key_number, HUB(params.max_guests), .min = 1, .max = HP_MAX_GUESTS },
-	{ "ring_size", key_number, HUB(params.ring_size), .min = 2, .max = HP_RING_SIZE_MAX },
+	{ "ring_size", key_slots, HUB(params.ring_size), .min = 2, .max = HP_RING_SIZE_MAX },
 	{ "slot_size", key_size, HUB(params.slot_size), .min = 64, .max = UINT32_MAX },
 	{ "slots_per_guest", key_number, HUB(params.slots_per_guest), .min = 1,
 	  .max = HP_SLOTS_MAX },
@@ -865,17 +865,19 @@ key_names(struct parser *p, const struct key *k, const char *value, void *base)
 	return 0;
 }
 
-/* slots = N: a power of two within the key's bounds. */
+/* slots = N, ring_size = N: a power of two within the key's bounds. */
 static int
 key_slots(struct parser *p, const struct key *k, const char *value, void *base)
 {
-	uint32_t v;
+	uint32_t v, was = *(uint32_t *)field(k, base);
 
 	if (key_number(p, k, value, base) != 0)
 		return -1;
 	v = *(uint32_t *)field(k, base);
 	if ((v & (v - 1)) != 0) {
 		config_perr(p, p->line, "%s: %u is not a power of two", k->name, v);
+		/* said once, here: the checks of the whole not again */
+		*(uint32_t *)field(k, base) = was;
 		return -1;
 	}
 	return 0;
@@ -978,8 +980,8 @@ load_uint(const struct key *k, const void *base)
 static const char *
 key_text(const struct key *k, const void *base, char *buf, size_t len)
 {
-	int number = k->parse == key_number, bytes = k->parse == key_size ||
-	    k->parse == key_payload;
+	int number = k->parse == key_number || k->parse == key_slots,
+	    bytes = k->parse == key_size || k->parse == key_payload;
 
 	if (k->parse == key_gone)
 		return NULL;

@@ -308,8 +308,8 @@ END_TEST
 
 START_TEST(test_geometry_checked)
 {
-	/* r[shm.ring.capacity] needs a power-of-two ring */
-	expect_error("\n[hub]\nring_size = 100\n", 2, "ring_size");
+	/* r[shm.ring.capacity] needs a power-of-two ring: said at its line */
+	expect_error("\n[hub]\nring_size = 100\n", 3, "ring_size: 100 is not a power of two");
 	expect_error("[hub]\nslot_size = 100\n", 1, "slot_size");
 }
 END_TEST
