@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -154,12 +155,15 @@ cmd_emit(struct client *c, const struct control_req *r)
 	int64_t seq;
 
 	if (t == NULL) {
-		client_reply_error(c, "no such topic: nobody publishes or subscribes to it");
+		/* a hub topic exists once subscribed to: hubd's all the same */
+		client_reply_error(c, strncmp(r->topic, "hub.", 4) == 0 ?
+				   "hubd publishes the hub.* topics itself: nobody else may" :
+				   "no such topic: nobody publishes or subscribes to it");
 		return;
 	}
 	/* its subscribers (guest_wait_method too) trust it to say what is */
 	if (t->host_owned) {
-		client_reply_error(c, "hubd publishes this topic itself: nobody else may");
+		client_reply_error(c, "hubd publishes the hub.* topics itself: nobody else may");
 		return;
 	}
 	if (!t->has_sig) {
