@@ -285,8 +285,22 @@ caller_json(struct hub *h, json_object *e, const struct origin *o)
 		origin_name(h, o, who, sizeof(who))));
 }
 
+/* The older call first (its age, then hubd's id). */
+static int
+older_first(const void *x, const void *y)
+{
+	json_object *a = *(json_object *const *)x, *b = *(json_object *const *)y;
+	double aa = json_object_get_double(json_object_object_get(a, "age_s"));
+	double ab = json_object_get_double(json_object_object_get(b, "age_s"));
+	uint64_t ia = json_object_get_uint64(json_object_object_get(a, "id"));
+	uint64_t ib = json_object_get_uint64(json_object_object_get(b, "id"));
+
+	return aa != ab ? (aa < ab) - (aa > ab) : (ia > ib) - (ia < ib);
+}
+
 /* The calls hubd routed to guests and that wait for their answer: each
- * guest's pending table (answer.c). Calls over lanes never pass here. */
+ * guest's pending table (answer.c), its oldest call first (the table's
+ * order is its hash's). Calls over lanes never pass here. */
 void
 cmd_calls(struct client *c, const struct control_req *r)
 {
@@ -297,11 +311,13 @@ cmd_calls(struct client *c, const struct control_req *r)
 	(void)r;
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
 		struct peer *p = &h->peers[i];
+		json_object *mine;
 		struct pending *e;
 		uint32_t pos = 0;
 
-		if (p->conf == NULL)
+		if (p->conf == NULL || p->pend.count == 0)
 			continue;
+		mine = json_object_new_array();
 		while ((e = hp_idtab_next(&p->pend, &pos)) != NULL) {
 			const struct method *m = methods_by_id(h, e->method_id);
 			json_object *j = json_object_new_object();
@@ -323,8 +339,12 @@ cmd_calls(struct client *c, const struct control_req *r)
 			if (e->o.meta.deadline_ns != 0)
 				json_object_object_add(j, "left_s", json_seconds(
 					e->o.meta.deadline_ns > now ? e->o.meta.deadline_ns - now : 0));
-			json_object_array_add(a, j);
+			json_object_array_add(mine, j);
 		}
+		json_object_array_sort(mine, older_first);
+		for (size_t k = 0; k < json_object_array_length(mine); k++)
+			json_object_array_add(a, json_object_get(json_object_array_get_idx(mine, k)));
+		json_object_put(mine);
 	}
 	json_object_object_add(o, "ok", json_object_new_boolean(1));
 	json_object_object_add(o, "calls", a);

@@ -292,6 +292,44 @@ START_TEST(test_dead_callers_calls_count_for_nobody)
 }
 END_TEST
 
+/* hubctl calls lists a guest's calls oldest first: 64 parked at v2 in
+ * the order v1 made them (hubd's ids ascending, ages not). Its table's
+ * order is its hash's, random. */
+START_TEST(test_calls_listed_oldest_first)
+{
+	json_object *o, *a;
+	uint64_t last_id = 0;
+	double last_age = 1e9;
+	int seen = 0;
+
+	hub_start_up(&hub, "ring_size = 256\n", GUESTS, "v1,v2,hog");
+	ck_assert(hub_wait_method(&hub, "v1.flood,v2.park") == 0);
+	flood_start("v1", "v2.park", 600000, 64);
+	for (double end = now_s() + 30; sample("v2").v1 < 64 && now_s() < end; )
+		sleep_ms(20);
+	o = hub_request(&hub, "{\"cmd\":\"calls\"}", NULL);
+	ck_assert_msg(o != NULL && (a = json_get(o, "calls")) != NULL, "no calls: %s",
+		      hub_log_tail(&hub));
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *c = json_object_array_get_idx(a, i);
+		uint64_t id = json_object_get_uint64(json_get(c, "id"));
+		double age = json_object_get_double(json_get(c, "age_s"));
+
+		if (strcmp(json_object_get_string(json_get(c, "callee")), "v2") != 0)
+			continue;
+		ck_assert_msg(id > last_id && age <= last_age, "call %zu (id %llu, %.3f s) after "
+			      "id %llu, %.3f s", i, (unsigned long long)id, age,
+			      (unsigned long long)last_id, last_age);
+		last_id = id;
+		last_age = age;
+		seen++;
+	}
+	ck_assert_int_eq(seen, 64);
+	json_object_put(o);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* hoarder (raw, no cap on its calls in flight) sends 900 calls of
  * v2.slow at once, faster than v2 takes them: what v2's ring has no room
  * for waits in hubd's backlog until that is long (256, daemon/host.c),
@@ -348,6 +386,7 @@ suite_share(void)
 	tcase_add_test(tc, test_hold_on_a_callee_that_answers_nobody_ends);
 	tcase_add_test(tc, test_dead_callers_calls_count_for_nobody);
 	tcase_add_test(tc, test_backlog_holds_its_caller);
+	tcase_add_test(tc, test_calls_listed_oldest_first);
 	suite_add_tcase(s, tc);
 	return s;
 }
