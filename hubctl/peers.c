@@ -150,7 +150,7 @@ peer_detail(const struct ctl *ctl, json_object *p)
 		printf("note: %s\n", js_text(p, "note"));
 	printf("pid: %d\n", json_object_get_int(js_get(p, "pid")));
 	printf("epoch: %" PRId64 "\n", json_object_get_int64(js_get(p, "epoch")));
-	printf("uptime: %s\n", json_object_get_int(js_get(p, "pid")) == 0 ? "-" :	/* not running */
+	printf("uptime: %s\n", strcmp(js_text(p, "state"), "up") != 0 ? "-" :	/* not up */
 	       duration_text(buf, sizeof(buf), js_ns(js_get(p, "uptime_s"), HP_NS_PER_S)));
 	printf("restarts: %d\n", json_object_get_int(js_get(p, "restarts")));
 	if (js_get(p, "heartbeat_age_ms") != NULL)
@@ -279,7 +279,7 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 		       w, js_text(p, "name"), json_object_get_int(js_get(p, "peer_id")), js_text(p, "state"),
 		       json_object_get_int(js_get(p, "pid")), user,
 		       json_object_get_int64(js_get(p, "epoch")),
-		       json_object_get_int(js_get(p, "pid")) == 0 ? "-" :	/* not running */
+		       strcmp(js_text(p, "state"), "up") != 0 ? "-" :	/* not up */
 		       duration_text(up, sizeof(up), js_ns(js_get(p, "uptime_s"), HP_NS_PER_S)),
 		       json_object_get_int(js_get(p, "restarts")), hb, rings,
 		       json_object_get_int(js_get(p, "slots_used")),
