@@ -17,10 +17,9 @@
 static size_t
 utf8_printable(const uint8_t *s, size_t n)
 {
-	size_t k = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3 :
-	    s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
+	size_t k = hp_utf8_char(s, n);
 
-	if (k == 0 || k > n || !hp_utf8_valid(s, k))
+	if (k == 0)
 		return 0;
 	if (s[0] == 0xC2 && s[1] <= 0x9F)
 		return 0;	/* U+0080..U+009F: C1 */

@@ -161,7 +161,7 @@ static const struct {
 int
 guest_reply_status(struct guest_call *c, int status, const char *text)
 {
-	uint8_t buf[LG_ERR_TEXT_MAX + 8];
+	uint8_t buf[LG_ERR_TEXT_MAX + 8], shown[LG_ERR_TEXT_MAX];
 	struct hp_meta_entry me = { .type = HP_META_STRING };
 	struct hp_response r = { .meta = { .entries = &me, .cap = 1 },
 				 .result = HP_RESULT_ERR };
@@ -176,14 +176,11 @@ guest_reply_status(struct guest_call *c, int status, const char *text)
 	if (text == NULL)
 		text = reply_kinds[i].text;
 	if (text != NULL) {
-		/* what the caller (and hubd on the way) would refuse is never
-		 * sent; cut between characters */
-		n = strlen(text);
-		if (!hp_utf8_valid((const uint8_t *)text, n))
-			return -EILSEQ;
-		if (n > LG_ERR_TEXT_MAX)
-			for (n = LG_ERR_TEXT_MAX; n > 0 && ((uint8_t)text[n] & 0xc0) == 0x80; n--)
-				;
+		/* the caller (and hubd on the way) would refuse text that is
+		 * not UTF-8: a bad byte becomes U+FFFD rather than the answer
+		 * being lost, which would leave the caller waiting */
+		n = hp_utf8_lossy(shown, sizeof(shown), (const uint8_t *)text, strlen(text));
+		text = (const char *)shown;
 	}
 	r.error = reply_kinds[i].error;
 	if (r.error == HP_ERR_USER) {
@@ -209,8 +206,8 @@ guest_reply_status(struct guest_call *c, int status, const char *text)
 	return respond(c, &r);
 }
 
-/* A User error is guest_reply_status's -EREMOTEIO: its text checked and
- * cut the same way, never bytes the caller cannot decode */
+/* A User error is guest_reply_status's -EREMOTEIO: its text made UTF-8
+ * and cut the same way, never bytes the caller cannot decode */
 int
 guest_reply_error(struct guest_call *c, const char *message)
 {

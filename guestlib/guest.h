@@ -173,8 +173,10 @@ GUEST_API int guest_unregister(struct guest *g, const char *method);
  * of the method's result type: nobody checks them on the way (hubd checks
  * arguments, not results), so a caller decodes them with care.
  * guest_reply_error's message is UTF-8, cut to 1023 bytes between
- * characters (NULL: "error"); one that is not UTF-8 is refused with
- * -EILSEQ and nothing is sent (as guest_reply_status -EREMOTEIO).
+ * characters (NULL: "error"); in one that is not, each byte that starts
+ * no valid character is sent as U+FFFD, so that the caller gets its
+ * answer (before 0.8.0, such a message was refused with -EILSEQ and
+ * nothing was sent). It is guest_reply_status -EREMOTEIO.
  * A call is answered once: a second answer (any of the four) sends
  * nothing and returns -EALREADY, from the handler, its microthread or a
  * callback after the handler returned (for the last, until the guest has
@@ -195,9 +197,9 @@ GUEST_API int guest_reply_cancelled(struct guest_call *c);
  * remote side timed out): Err(User(text)) with an "error.kind" metadata
  * entry "unreachable" or "timeout" (doc/protocol.md, section 6). text
  * NULL: the kind's own ("no such method", "remote hub unreachable"...);
- * UTF-8, cut to 1023 bytes (between characters). -EINVAL for another
- * status, -EILSEQ for text that is not UTF-8 (nothing sent for either);
- * -EALREADY as guest_reply. */
+ * UTF-8, cut to 1023 bytes (between characters), a byte that starts no
+ * valid character sent as U+FFFD, as guest_reply_error's. -EINVAL for
+ * another status (nothing sent); -EALREADY as guest_reply. */
 GUEST_API int guest_reply_status(struct guest_call *c, int status, const char *text);
 /* Nonzero once the call was cancelled: its caller gave up on it (a
  * timeout, guest_cancel), went away (a client, a guest that died)

@@ -268,43 +268,64 @@ hp_pc_get_seq_len(struct hp_pc_dec *d)
 	return (size_t)n;
 }
 
+size_t
+hp_utf8_char(const uint8_t *s, size_t n)
+{
+	uint32_t cp;
+	size_t k;
+
+	if (n == 0)
+		return 0;
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+		k = 1;
+		cp = s[0] & 0x1F;
+	} else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+		k = 2;
+		cp = s[0] & 0x0F;
+	} else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+		k = 3;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;	/* continuation byte first, overlong lead, or > F4 */
+	}
+	if (k > n - 1)
+		return 0;	/* truncated */
+	for (size_t j = 1; j <= k; j++) {
+		if ((s[j] & 0xC0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[j] & 0x3F);
+	}
+	if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+	    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;	/* overlong, beyond Unicode, or a surrogate */
+	return k + 1;
+}
+
 int
 hp_utf8_valid(const uint8_t *s, size_t n)
 {
-	size_t i = 0;
-
-	while (i < n) {
-		uint8_t c = s[i];
-		uint32_t cp;
-		size_t k;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF) {
-			k = 1;
-			cp = c & 0x1F;
-		} else if (c >= 0xE0 && c <= 0xEF) {
-			k = 2;
-			cp = c & 0x0F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			k = 3;
-			cp = c & 0x07;
-		} else {
-			return 0;	/* continuation byte first, overlong lead, or > F4 */
-		}
-		if (k > n - i - 1)
-			return 0;	/* truncated */
-		for (size_t j = 1; j <= k; j++) {
-			if ((s[i + j] & 0xC0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i + j] & 0x3F);
-		}
-		if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-		    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			return 0;	/* overlong, beyond Unicode, or a surrogate */
-		i += k + 1;
-	}
+	for (size_t i = 0, k; i < n; i += k)
+		if ((k = hp_utf8_char(s + i, n - i)) == 0)
+			return 0;
 	return 1;
+}
+
+size_t
+hp_utf8_lossy(uint8_t *dst, size_t cap, const uint8_t *s, size_t n)
+{
+	static const uint8_t fffd[3] = { 0xEF, 0xBF, 0xBD };
+	size_t out = 0;
+
+	for (size_t i = 0, k; i < n; i += k ? k : 1) {
+		const uint8_t *c = (k = hp_utf8_char(s + i, n - i)) != 0 ? s + i : fffd;
+		size_t w = k != 0 ? k : sizeof(fffd);
+
+		if (w > cap - out)
+			break;
+		memcpy(dst + out, c, w);
+		out += w;
+	}
+	return out;
 }

@@ -67,5 +67,12 @@ size_t hp_pc_remaining(const struct hp_pc_dec *d);
 
 /* 1 if s[0..n) is valid UTF-8 (no overlongs, surrogates or > U+10FFFF). */
 int hp_utf8_valid(const uint8_t *s, size_t n);
+/* Bytes of the valid UTF-8 character at s (n > 0 left), 1 to 4; 0 if
+ * s[0] starts none. */
+size_t hp_utf8_char(const uint8_t *s, size_t n);
+/* s[0..n) into dst as valid UTF-8: each byte that starts no valid
+ * character becomes U+FFFD; cut between characters to fit cap. The
+ * bytes written. */
+size_t hp_utf8_lossy(uint8_t *dst, size_t cap, const uint8_t *s, size_t n);
 
 #endif

@@ -199,6 +199,38 @@ START_TEST(test_strings_bytes_and_utf8)
 }
 END_TEST
 
+/* hp_utf8_lossy, what libguest sends of an error text that is not
+ * UTF-8: each byte that starts no character is U+FFFD, valid text is
+ * copied as it is, and a cut never splits a character or a U+FFFD. */
+START_TEST(test_utf8_lossy)
+{
+	static const struct { const char *in, *want; } cases[] = {
+		{ "h\xC3\xA9llo", "h\xC3\xA9llo" },
+		{ "bad \xFF text", "bad \xEF\xBF\xBD text" },
+		{ "\xC0\x80", "\xEF\xBF\xBD\xEF\xBF\xBD" },		/* overlong: 2 bytes, 2 */
+		{ "\xED\xA0\x80!", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD!" },	/* surrogate */
+		{ "a\xE2\x82", "a\xEF\xBF\xBD\xEF\xBF\xBD" },		/* truncated */
+		{ "\xF0\x9F\x98\x80\x80", "\xF0\x9F\x98\x80\xEF\xBF\xBD" },
+	};
+	uint8_t out[64];
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		n = hp_utf8_lossy(out, sizeof(out), (const uint8_t *)cases[i].in,
+				  strlen(cases[i].in));
+		ck_assert_msg(n == strlen(cases[i].want) && memcmp(out, cases[i].want, n) == 0,
+			      "lossy case %zu: %zu bytes", i, n);
+		ck_assert(hp_utf8_valid(out, n));
+	}
+	/* cut to fit: "a" + U+FFFD needs 4 bytes; 3 hold "a" only */
+	ck_assert_uint_eq(hp_utf8_lossy(out, 3, (const uint8_t *)"a\xFF", 2), 1);
+	ck_assert_uint_eq(hp_utf8_lossy(out, 4, (const uint8_t *)"a\xFF", 2), 4);
+	/* nor a character: "\xC3\xA9" does not go into 1 byte */
+	ck_assert_uint_eq(hp_utf8_lossy(out, 1, (const uint8_t *)"\xC3\xA9", 2), 0);
+	ck_assert_uint_eq(hp_utf8_char((const uint8_t *)"\xC3\xA9", 1), 0);
+}
+END_TEST
+
 START_TEST(test_bool_seq_and_sticky_errors)
 {
 	static const uint8_t two[] = { 2 };
@@ -295,6 +327,7 @@ suite_postcard(void)
 	tcase_add_test(tc, test_zigzag);
 	tcase_add_test(tc, test_varint_overflow);
 	tcase_add_test(tc, test_strings_bytes_and_utf8);
+	tcase_add_test(tc, test_utf8_lossy);
 	tcase_add_test(tc, test_bool_seq_and_sticky_errors);
 	tcase_add_test(tc, test_encoder_enospc_at_every_size);
 	tcase_add_test(tc, test_random_inputs);
