@@ -1186,8 +1186,8 @@ user_text(const struct hp_response *r, const char *text)
 /* What guest_reply_status puts on the wire for each status (doc/protocol.md,
  * section 6): Err(User(text)) with error.kind for unreachable and
  * timeout, the kind with error.text for those without text of their own;
- * another status or text that is not UTF-8 sends nothing; a second
- * answer is refused. */
+ * another status sends nothing, text that is not UTF-8 goes with U+FFFD
+ * for each bad byte; a second answer is refused. */
 START_TEST(test_reply_status_encoding)
 {
 	static const struct {
@@ -1210,7 +1210,9 @@ START_TEST(test_reply_status_encoding)
 		{ -ECANCELED, NULL, 0, HP_ERR_CANCELLED, NULL, NULL, NULL },
 		{ -EPERM, "x", -EINVAL, 0, NULL, NULL, NULL },
 		{ 0, "x", -EINVAL, 0, NULL, NULL, NULL },
-		{ -ETIMEDOUT, "bad \xff", -EILSEQ, 0, NULL, NULL, NULL },
+		/* not UTF-8: sent, the bad byte as U+FFFD */
+		{ -ETIMEDOUT, "bad \xff", 0, HP_ERR_USER, "bad \xef\xbf\xbd",
+		  HP_META_ERROR_KIND, "timeout" },
 	};
 	struct guest *g = attach();
 	struct hp_meta_entry meta[4];
