@@ -168,8 +168,7 @@ stats_watch(struct ctl *ctl)
 			       rate_text(b[4], sizeof(b[4]), r[4]), rate_text(b[5], sizeof(b[5]), r[5]),
 			       (uint64_t)r[6], (uint64_t)rate(tn, tb, restart_keys, 1));
 		}
-		if (ferror(stdout))
-			err(2, "stdout");
+		out_flush();	/* the reader gone: stop, exit 0 */
 		json_object_put(before);
 		before = now;
 		t0 = t1;
@@ -384,8 +383,7 @@ hubctl_top(struct ctl *ctl, int argc, char **argv)
 		if (frame > 0 && !tty && !ctl->json)
 			printf("\n");	/* frames apart in a log */
 		top_frame(ctl, status, peers, now, before, (double)(t1 - t0) / 1e9, tty);
-		if (fflush(stdout) != 0 || ferror(stdout))
-			err(2, "stdout");
+		out_flush();
 		json_object_put(status);
 		json_object_put(peers);
 		json_object_put(before);

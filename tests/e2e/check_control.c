@@ -676,7 +676,7 @@ END_TEST
 /* hubctl call ... | head: the reader takes the first items and goes;
  * hubctl ends at its next item, with status 0 and nothing said (it was
  * "hubctl: stdout: Broken pipe" and status 2), and the stream is
- * drained as for any client gone. */
+ * drained as for any client gone. stats -w and top too. */
 START_TEST(test_reader_gone_ends_hubctl_quietly)
 {
 	struct reader *r = calloc(1, sizeof(*r));
@@ -696,6 +696,20 @@ START_TEST(test_reader_gone_ends_hubctl_quietly)
 	close(r->fd);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+	/* so do the views that print until stopped (they exited 2,
+	 * "hubctl: stdout: Broken pipe"): a frame or two read, then gone */
+	for (int i = 0; i < 3; i++) {
+		free(r);
+		r = calloc(1, sizeof(*r));
+		pid = i == 0 ? spawn_hubctl(&r->fd, "stats", "-w", "-d", "0.05", (char *)NULL) :
+		    i == 1 ? spawn_hubctl(&r->fd, "top", "-d", "0.05", (char *)NULL) :
+		    spawn_hubctl(&r->fd, "-j", "stats", "-w", "-d", "0.05", (char *)NULL);
+		ck_assert_msg(read_line_within(r, 30000) == 1, "view %d: nothing out", i);
+		close(r->fd);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "view %d: status %d",
+			      i, status);
+	}
 	free(r);
 	counter_still_serves();
 }
