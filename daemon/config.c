@@ -19,6 +19,7 @@
 
 #include "daemon/config.h"
 #include "daemon/config_parser.h"
+#include "daemon/size.h"
 #include "proto/builtin.h"
 #include "proto/conffile.h"
 #include "proto/lane.h"
@@ -480,6 +481,19 @@ check_names(struct parser *p)
 	}
 }
 
+/* The line of a problem with the segment's terms: the key its text
+ * begins with ("slot_size must be..."), max_payload_size's
+ * at slot_size's when only that is set; else the [hub] line. */
+static int
+geometry_line(const struct parser *p, const char *why)
+{
+	size_t n = why != NULL ? strcspn(why, " ") : 0;
+
+	if (n == 16 && memcmp(why, "max_payload_size", n) == 0 && !p->payload_set)
+		return config_hub_line(p, "slot_size", 9);
+	return config_hub_line(p, why != NULL ? why : "", n);
+}
+
 static void
 finish(struct parser *p)
 {
@@ -498,9 +512,11 @@ finish(struct parser *p)
 		config_perr(p, p->pool_line ? p->pool_line : line,
 			    "[pool]: a pool grown to max_extents would be larger than 64 GiB");
 	else if (hp_geometry_compute(&c->params, &geo, &why) != 0)
-		config_perr(p, line, "[hub]: %s", why ? why : "invalid segment parameters");
+		config_perr(p, geometry_line(p, why), "[hub]: %s",
+			    why ? why : "invalid segment parameters");
+	c->control_line = config_hub_line(p, "control", 7);
 	guests_fit(p, line);
-	channels_per_caller(p, line);
+	channels_per_caller(p, config_hub_line(p, "channels_per_caller", 19));
 	for (uint32_t i = 0; i < c->nguests; i++) {
 		struct config_guest *g = &c->guests[i];
 
@@ -512,9 +528,15 @@ finish(struct parser *p)
 		}
 		if (exec_path(p, g) != 0)
 			continue;
-		if (g->backoff_min_ns > g->backoff_max_ns)
-			config_perr(p, g->line, "guest '%s': backoff_min is above backoff_max",
-				    g->name);
+		if (g->backoff_min_ns > g->backoff_max_ns) {
+			char lo[32], hi[32];
+
+			/* either may be the default: both said */
+			config_perr(p, g->backoff_line ? g->backoff_line : g->line,
+				    "guest '%s': backoff_min (%s) is above backoff_max (%s)",
+				    g->name, duration_text(lo, sizeof(lo), g->backoff_min_ns),
+				    duration_text(hi, sizeof(hi), g->backoff_max_ns));
+		}
 	}
 	if (own > 0 && (uint64_t)c->guest_uids.last - c->guest_uids.first + 1 < own)
 		config_perr(p, p->hub_line ? p->hub_line : line, "guest_uids: %u uid(s) for "

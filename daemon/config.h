@@ -86,6 +86,7 @@ struct config_guest {
 					 * NAME.*: "a.b" exact, "a.*" a prefix;
 					 * NULL-terminated, NULL: none */
 	int		provides_line;	/* where provides = is */
+	int		backoff_line;	/* where the later of backoff_min and _max is */
 	char		**publishes;	/* topics it may publish besides NAME.*,
 					 * patterns as provides' (topics.c) */
 	char		**env;		/* env = NAME=VALUE ...: set in its
@@ -125,6 +126,7 @@ struct config_topic {
 struct hub_conf {
 	char			*file;
 	char			*control_path;
+	int			control_line;	/* where control = is (the [hub] line if unset) */
 	struct hp_params	params;
 	int64_t			gid;		/* group = NAME: the socket 0660 for it */
 	struct config_uids	guest_uids;	/* guests' own uids; first 0: no */

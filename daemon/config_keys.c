@@ -213,6 +213,15 @@ key_duration(struct parser *p, const struct key *k, const char *value, void *bas
 	return 0;
 }
 
+/* backoff_min and backoff_max: a duration, and where the later of the
+ * two is, for config.c's check of one against the other */
+static int
+key_backoff(struct parser *p, const struct key *k, const char *value, void *base)
+{
+	((struct config_guest *)base)->backoff_line = p->line;
+	return key_duration(p, k, value, base);
+}
+
 /* hang_stack = auto | off */
 static int
 key_hang_stack(struct parser *p, const struct key *k, const char *value, void *base)
@@ -554,8 +563,8 @@ static const struct key guest_keys[] = {
 	{ "restart", key_restart, GUEST(restart) },
 	{ "max_deaths", key_number, GUEST(max_deaths), .min = 1, .max = 1000000 },
 	{ "death_window", key_duration, GUEST(death_window_ns) },
-	{ "backoff_min", key_duration, GUEST(backoff_min_ns) },
-	{ "backoff_max", key_duration, GUEST(backoff_max_ns) },
+	{ "backoff_min", key_backoff, GUEST(backoff_min_ns) },
+	{ "backoff_max", key_backoff, GUEST(backoff_max_ns) },
 	{ "user", key_user, GUEST(uid) },
 	{ "group", key_group, GUEST(gid) },
 	{ "limit_memory", key_size, GUEST(limit_memory), .min = 1u << 20, .max = UINT64_MAX },
@@ -1117,6 +1126,18 @@ config_handler(void *user, const char *section, const char *name, const char *va
 		return 1;
 	}
 	*seen |= bit;
+	if (p->section == SEC_HUB)
+		p->hub_key_line[k - keys] = p->line;
 	k->parse(p, k, value, base);
 	return 1;
+}
+
+int
+config_hub_line(const struct parser *p, const char *name, size_t n)
+{
+	for (size_t i = 0; i < sizeof(hub_keys) / sizeof(hub_keys[0]); i++)
+		if (strlen(hub_keys[i].name) == n && memcmp(hub_keys[i].name, name, n) == 0 &&
+		    p->hub_key_line[i] != 0)
+			return p->hub_key_line[i];
+	return p->hub_line ? p->hub_line : 1;
 }

@@ -24,6 +24,7 @@ struct parser {
 	int		section;	/* SEC_* */
 	int		hub_line;
 	uint64_t	hub_seen;	/* bit per hub key */
+	int		hub_key_line[64];	/* where each hub key is, by its bit */
 	int		pool_line;
 	uint64_t	pool_seen;	/* bit per pool key */
 	uint64_t	guest_seen;	/* bit per guest key, current guest */
@@ -37,6 +38,11 @@ struct parser {
 /* config.c: a problem at line: counted, and written to errs if any. */
 void	config_perr(struct parser *p, int line, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
+
+/* config_keys.c: the line of [hub]'s key name (n bytes), for a problem
+ * found across keys; the [hub] line if the file does not set it (1 if
+ * there is none). */
+int	config_hub_line(const struct parser *p, const char *name, size_t n);
 
 /* config.c: whether s (n bytes) is a guest's or a zone's name. */
 int	config_valid_name(const char *s, size_t n);

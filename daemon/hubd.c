@@ -84,8 +84,9 @@ check_files(const struct hub_conf *c, const char *file)
 	int errors = 0;
 
 	if (len >= sizeof(sock)) {
-		fprintf(stderr, "%s: control %s: socket path too long (%zu bytes, at most %zu): "
-			"hubd cannot start\n", file, c->control_path, len, sizeof(sock) - 1);
+		fprintf(stderr, "%s:%d: control %s: socket path too long (%zu bytes, at most "
+			"%zu): hubd cannot start\n", file, c->control_line, c->control_path, len,
+			sizeof(sock) - 1);
 		errors++;
 	}
 	for (uint32_t i = 0; i < c->nguests; i++) {
@@ -114,9 +115,13 @@ check_files(const struct hub_conf *c, const char *file)
 		/* hubd makes the last part of the socket's directory only */
 		if (dir != NULL && stat(dir, &st) != 0 && up != NULL && up != dir) {
 			*up = '\0';
-			if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-				fprintf(stderr, "%s: control %s: %s is not a directory: hubd "
-					"cannot make the socket's\n", file, c->control_path, dir);
+			int missing = stat(dir, &st) != 0 ? errno == ENOENT ? 1 : -1 : 0;
+
+			if (missing != 0 || !S_ISDIR(st.st_mode)) {
+				fprintf(stderr, "%s:%d: control %s: %s %s: hubd makes the "
+					"socket's own directory only, not the ones above it\n",
+					file, c->control_line, c->control_path, dir,
+					missing == 1 ? "does not exist" : "is not a directory");
 				errors++;
 			}
 		}

@@ -905,11 +905,31 @@ START_TEST(test_check_config)
 			     "directory: it will not start\n") != NULL &&
 		      strstr(out, ":6: warning: guest c: exec /tmp: not a regular file") != NULL &&
 		      strstr(out, "configuration OK (3 guests)\n") != NULL, "%s", out);
-	ck_assert_int_eq(check_config("[hub]\ncontrol = /nonexistent/hub/hubd.sock\n",
+	ck_assert_int_eq(check_config("[hub]\n\ncontrol = /nonexistent/hub/hubd.sock\n",
 				      out, sizeof(out)), 1);
-	ck_assert_msg(strstr(out, ": control /nonexistent/hub/hubd.sock: /nonexistent is not a "
-			     "directory: hubd cannot make the socket's\n") != NULL &&
-		      strstr(out, "OK") == NULL, "%s", out);
+	ck_assert_msg(strstr(out, ":3: control /nonexistent/hub/hubd.sock: /nonexistent does "
+			     "not exist: hubd makes the socket's own directory only, not the "
+			     "ones above it\n") != NULL && strstr(out, "OK") == NULL, "%s", out);
+	ck_assert_int_eq(check_config("[hub]\ncontrol = /etc/passwd/hub/hubd.sock\n",
+				      out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, ":2: control /etc/passwd/hub/hubd.sock: /etc/passwd is not "
+			     "a directory: hubd") != NULL, "%s", out);
+	/* a problem between keys is at the line of the key it names (it was
+	 * at the [hub] line), or of the later of the two */
+	ck_assert_int_eq(check_config("[hub]\n\nslot_size = 100\n", out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, ":3: [hub]: slot_size must be a multiple of 64") != NULL,
+		      "%s", out);
+	ck_assert_int_eq(check_config("[hub]\n\nmax_payload_size = 65533\n", out, sizeof(out)),
+			 1);
+	ck_assert_msg(strstr(out, ":3: [hub]: max_payload_size must be 1 to slot_size") != NULL,
+		      "%s", out);
+	ck_assert_int_eq(check_config("[hub]\nmax_channels = 8\n\nchannels_per_caller = 100\n",
+				      out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, ":4: channels_per_caller is 100") != NULL, "%s", out);
+	ck_assert_int_eq(check_config("[guest a]\nexec = /bin/true\n\nbackoff_max = 0\n",
+				      out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, ":4: guest 'a': backoff_min (100 ms) is above backoff_max "
+			     "(0 ns)\n") != NULL, "%s", out);
 	ck_assert_int_eq(check_config("[guest a]\nexec = /bin/true\n", out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "configuration OK (1 guest)\n") != NULL, "%s", out);
 	/* a socket's path holds 107 bytes: the control socket's, and the
@@ -917,7 +937,7 @@ START_TEST(test_check_config)
 	ck_assert_uint_eq(strlen(d98), 98);
 	snprintf(text, sizeof(text), "[hub]\ncontrol = %s0123456789\n", d98);
 	ck_assert_int_eq(check_config(text, out, sizeof(out)), 1);
-	ck_assert_msg(strstr(out, ": control /tmp/hub-e2e-long/") != NULL &&
+	ck_assert_msg(strstr(out, ":2: control /tmp/hub-e2e-long/") != NULL &&
 		      strstr(out, ".sock0123456789: socket path too long (108 bytes, at most "
 			     "107): hubd cannot start\n") != NULL && strstr(out, "OK") == NULL,
 		      "%s", out);
