@@ -21,6 +21,7 @@ hubctl_calls(struct ctl *ctl, int argc, char **argv)
 {
 	json_object *a, *cs;
 	char age[32], left[32], id[24];
+	int wr, we, wm;
 
 	(void)argc;
 	(void)argv;
@@ -32,8 +33,12 @@ hubctl_calls(struct ctl *ctl, int argc, char **argv)
 	bridges_where(ctl, cs);
 	if (ctl->json)
 		return js_print(a);
-	printf("%-24s %-16s %-32s %10s %12s %12s %-32s %s\n", "CALLER", "CALLEE", "METHOD", "ID",
-	       "AGE", "LEFT", "TRACE", "WHERE");
+	/* as wide as the longest name, as peers and methods are */
+	wr = js_width(cs, "caller", 24);
+	we = js_width(cs, "callee", 16);
+	wm = js_width(cs, "method", 32);
+	printf("%-*s %-*s %-*s %10s %12s %12s %-32s %s\n", wr, "CALLER", we, "CALLEE", wm,
+	       "METHOD", "ID", "AGE", "LEFT", "TRACE", "WHERE");
 	for (size_t i = 0; i < json_object_array_length(cs); i++) {
 		json_object *c = json_object_array_get_idx(cs, i);
 
@@ -47,8 +52,8 @@ hubctl_calls(struct ctl *ctl, int argc, char **argv)
 			snprintf(id, sizeof(id), "%" PRIu64, js_u64(c, "id"));
 		else
 			snprintf(id, sizeof(id), "-");
-		printf("%-24s %-16s %-32s %10s %12s %12s %-32s %s\n", js_text(c, "caller"),
-		       js_text(c, "callee"), js_text(c, "method"), id,
+		printf("%-*s %-*s %-*s %10s %12s %12s %-32s %s\n", wr, js_text(c, "caller"),
+		       we, js_text(c, "callee"), wm, js_text(c, "method"), id,
 		       duration_text(age, sizeof(age), js_ns(js_get(c, "age_s"), HP_NS_PER_S)),
 		       left, js_get(c, "trace") != NULL ? js_text(c, "trace") : "-",
 		       js_get(c, "where") != NULL ? js_text(c, "where") : "-");

@@ -141,21 +141,23 @@ call_of(json_object **a, const char *method)
 
 /* A call whose handler never answers is listed with its caller, method
  * and age; gone once its caller gives up (a guest's call with a timeout:
- * its Cancel ends it). */
+ * its Cancel ends it). The table is as wide as the longest name (a
+ * 32-byte caller pushed the columns after it out of line). */
+#define LONG_CALLER	"caller_with_a_name_of_32_bytes__"
 START_TEST(test_calls_lists_unanswered)
 {
 	json_object *a, *c;
-	char *out = NULL;
+	char *out = NULL, *head, *row;
 	int fd;
 
-	hub_start_up(&hub, NULL, PROBER "[guest caller]\nexec = @/tests/guests/prober\n"
-		     "args = --prefix caller\n", "prober,caller");
+	hub_start_up(&hub, NULL, PROBER "[guest " LONG_CALLER "]\nexec = @/tests/guests/prober\n"
+		     "args = --prefix caller\nprovides = caller.*\n", "prober," LONG_CALLER);
 	ck_assert(hub_wait_method(&hub, "prober.wait,caller.route_timeout") == 0);
 	fd = call_unread("caller.route_timeout", "[\"prober.wait\",\"5000\"]");
 	ck_assert_msg(wait_calls("prober.wait", 1) == 0, "the call never showed");
 	c = call_of(&a, "prober.wait");
 	ck_assert_str_eq(json_object_get_string(json_get(c, "callee")), "prober");
-	ck_assert_str_eq(json_object_get_string(json_get(c, "caller")), "caller");
+	ck_assert_str_eq(json_object_get_string(json_get(c, "caller")), LONG_CALLER);
 	ck_assert_str_eq(json_object_get_string(json_get(c, "caller_kind")), "guest");
 	ck_assert_msg(json_object_get_double(json_get(c, "age_s")) >= 0, "%s",
 		      json_object_to_json_string(c));
@@ -165,6 +167,10 @@ START_TEST(test_calls_lists_unanswered)
 	hubctl_ok(&hub, &out, "calls", (char *)NULL);
 	ck_assert_msg(strstr(out, "prober.wait") != NULL && strstr(out, "client:") != NULL,
 		      "%s", out);
+	head = strstr(out, "METHOD");
+	row = strstr(out, "\n" LONG_CALLER " ");
+	ck_assert_msg(head != NULL && row != NULL &&
+		      strncmp(row + 1 + (head - out), "prober.wait ", 12) == 0, "%s", out);
 	free(out);
 	/* the caller gives up: Cancel, and prober.wait answers Cancelled;
 	 * then caller.route_timeout answers the client */
