@@ -123,7 +123,9 @@ deaths_json(const struct peer *p)
 		json_object_object_add(e, "time", json_seconds(d->when_ns));
 		json_object_object_add(e, "reason", json_object_new_string(
 			lifecycle_death_name(d->reason)));
-		json_object_object_add(e, "status", json_object_new_int(d->status));
+		/* -1 without a signal: not hubd's to know (started by hand) */
+		json_object_object_add(e, "status", d->status < 0 && d->sig == 0 ? NULL :
+				       json_object_new_int(d->status));
 		json_object_object_add(e, "signal", d->sig == 0 ? NULL : json_object_new_string(
 			tally_signal_name(d->sig, sig, sizeof(sig))));
 		json_object_object_add(e, "detail", json_object_new_string(d->detail));

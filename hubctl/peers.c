@@ -19,7 +19,8 @@
 static int
 status_shown(json_object *d)
 {
-	return strcmp(js_text(d, "reason"), "spawn failed") != 0;
+	/* null: hubd could not know it (a guest started by hand) */
+	return strcmp(js_text(d, "reason"), "spawn failed") != 0 && js_get(d, "status") != NULL;
 }
 
 /* How a death ended, brief: "crashed SIGSEGV", "hung SIGKILL", "exited 1",
@@ -267,7 +268,7 @@ hubctl_peers(struct ctl *ctl, int argc, char **argv)
 
 			snprintf(last, sizeof(last), "%s%s%s%s",
 				 death_cause(cause, sizeof(cause), d),
-				 *js_text(d, "detail") ? " " : "", js_text(d, "detail"),
+				 *js_text(d, "detail") ? ", " : "", js_text(d, "detail"),
 				 death_serving(serving, sizeof(serving), d));
 		}
 		if (js_get(p, "heartbeat_age_ms") != NULL)

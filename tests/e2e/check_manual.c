@@ -186,12 +186,20 @@ START_TEST(test_started_by_hand)
 	waitpid(pid, &status, 0);
 	ck_assert_msg(wait_state("waiting") == 0, "%s", hub_log_tail(&hub));
 	{
-		json_object *p = hub_peer(&hub, "echo"), *d;
+		json_object *p = hub_peer(&hub, "echo"), *d, *st;
+		char *out = NULL;
 
 		d = json_object_array_get_idx(json_get(p, "deaths"), 0);
 		ck_assert_msg(d != NULL && strcmp(json_object_get_string(json_get(d, "reason")),
 						  "exited") == 0, "%s", json_object_to_json_string(p));
+		/* its status unknown: null, and no "exited -1" for people */
+		ck_assert_msg(json_object_object_get_ex(d, "status", &st) && st == NULL, "%s",
+			      json_object_to_json_string(d));
 		json_object_put(p);
+		hubctl_ok(&hub, &out, "peers", (char *)NULL);
+		ck_assert_msg(strstr(out, " exited, started by hand: its status is not hubd's "
+				     "to see") != NULL, "%s", out);
+		free(out);
 	}
 	pid = run_line(line);		/* the old secret */
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);

@@ -479,7 +479,7 @@ START_TEST(test_long_spawn_detail)
 	ck_assert_msg(strstr(out, want) != NULL, "hubctl peers missing: %s", out);
 	free(out);
 	hubctl_ok(&hub, &out, "peers", (char *)NULL);
-	snprintf(want, sizeof(want), "  spawn failed exec /nonexistent/");
+	snprintf(want, sizeof(want), "  spawn failed, exec /nonexistent/");
 	ck_assert_msg(strstr(out, want) != NULL, "hubctl peers: %s", out);
 	free(out);
 	ck_assert_int_eq(hub_stop(&hub), 0);
