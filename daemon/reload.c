@@ -32,6 +32,7 @@
 #include "daemon/log.h"
 #include "daemon/pool.h"
 #include "daemon/reload.h"
+#include "daemon/spawn.h"
 #include "daemon/supervise.h"
 #include "daemon/topics.h"
 #include "daemon/users.h"
@@ -98,11 +99,15 @@ reload_start_waiting(struct hub *h)
 	}
 }
 
+/* Lines said by this reload: none, and it says that nothing changed. */
+static unsigned said;
+
 static void
 say(FILE *msgs, const char *fmt, const char *a, const char *b)
 {
 	char line[512];
 
+	said++;
 	snprintf(line, sizeof(line), fmt, a, b);
 	log_info("reload: %s", line);
 	if (msgs != stderr)
@@ -137,12 +142,16 @@ drop_removed(struct hub *h, const struct hub_conf *n, FILE *msgs)
 static void
 say_start(FILE *msgs, const struct config_guest *g, const char *what, const char *then)
 {
-	char line[256];
+	char line[512], why[256];
 
 	if (g->start_manual)
 		snprintf(line, sizeof(line), "%s%s waits to be started by hand (hubctl ticket %s)",
 			 what, strcmp(what, "added") == 0 ? ": it" :
 			 ": stopping it if it runs; then it", g->name);
+	else if (spawn_exec_problem(g->exec, why, sizeof(why)) != NULL)
+		/* as hubd -n warns: it will fail to spawn, and back off */
+		snprintf(line, sizeof(line), "%s, %s; warning: exec %s: %s: it will not start",
+			 what, then, g->exec, why);
 	else
 		snprintf(line, sizeof(line), "%s, %s", what, then);
 	say(msgs, "guest %s: %s", g->name, line);
@@ -395,6 +404,7 @@ reload_config(struct hub *h, FILE *msgs)
 		return -1;
 	}
 	log_debug("reload: %s: %u guests", h->conf.file, n.nguests);
+	said = 0;
 	/* before the guests start: they run by the new values */
 	apply_hub_keys(h, &n, msgs);
 	apply_topics(h, &n, msgs);
@@ -405,6 +415,8 @@ reload_config(struct hub *h, FILE *msgs)
 	h->waiting = waiting;
 	drop_removed(h, &n, msgs);
 	apply_guests(h, &n, msgs);
+	if (said == 0)
+		say(msgs, "%s: nothing changed%s", h->conf.file, "");
 	config_free(&n);
 	users_release(h);	/* the uids of guests dropped or renumbered */
 	return 0;

@@ -437,6 +437,20 @@ START_TEST(test_reload)
 	ck_assert_str_eq(state_of("echo"), "(none)");
 	ck_assert(!alive(echo_pid));
 	ck_assert(!alive(kv_pid));
+	/* the same file again: said (it printed nothing) */
+	hubctl_ok(&hub, &out, "reload", (char *)NULL);
+	ck_assert_msg(strstr(out, ": nothing changed\n") != NULL && strstr(out, "guest") == NULL,
+		      "%s", out);
+	free(out);
+	/* a guest added that cannot start: warned of, as hubd -n does */
+	rewrite_conf("[guest kv]\nexec = @/guests/kv\nargs = --changed\n"
+		     "[guest counter]\nexec = @/guests/counter\n"
+		     "[guest missing]\nexec = /nonexistent/missing\n");
+	hubctl_ok(&hub, &out, "reload", (char *)NULL);
+	ck_assert_msg(strstr(out, "guest missing: added, starting; warning: exec "
+			     "/nonexistent/missing: No such file or directory: it will not "
+			     "start\n") != NULL, "%s", out);
+	free(out);
 	/* segment parameters cannot change live */
 	char *conf = NULL;
 	size_t n = 0;
