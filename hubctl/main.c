@@ -429,6 +429,7 @@ main(int argc, char *argv[])
 
 	if (ctl.sock == NULL)
 		ctl.sock = DEFAULT_SOCKET;
+	opterr = 0;	/* said below as hubctl, not as argv[0] ("build/hubctl") */
 	while ((ch = getopt_long(argc, argv, "+js:t:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j': ctl.json = 1; break;
@@ -447,7 +448,13 @@ main(int argc, char *argv[])
 			break;
 		}
 		case 'h': return help(NULL);
-		default: usage();
+		default:
+			if (optopt != 0)
+				fprintf(stderr, "hubctl: %s -%c\n", strchr("st", optopt) != NULL ?
+					"a value is missing after" : "unknown option", optopt);
+			else
+				fprintf(stderr, "hubctl: unknown option %s\n", argv[optind - 1]);
+			usage();
 		}
 	}
 	argc -= optind;
@@ -464,8 +471,19 @@ main(int argc, char *argv[])
 		if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
 			return help(c->name);
 		nargs = argc - 1;
-		if ((c->opts != NULL && view_options(c, &ctl.every, &nargs, argv + 1) != 0) ||
-		    nargs < c->min_args || nargs > c->max_args) {
+		if (c->opts != NULL && view_options(c, &ctl.every, &nargs, argv + 1) != 0) {
+			fprintf(stderr, "usage: hubctl %s\n", c->usage);
+			return 2;
+		}
+		if (nargs < c->min_args || nargs > c->max_args) {
+			int n = nargs < c->min_args ? c->min_args : c->max_args;
+
+			if (n == 0)
+				fprintf(stderr, "hubctl: %s takes no arguments\n", c->name);
+			else
+				fprintf(stderr, "hubctl: %s takes %s%d argument%s, not %d\n", c->name,
+					c->min_args == c->max_args ? "" : nargs < c->min_args ?
+					"at least " : "at most ", n, n == 1 ? "" : "s", nargs);
 			fprintf(stderr, "usage: hubctl %s\n", c->usage);
 			return 2;
 		}

@@ -2182,10 +2182,16 @@ START_TEST(test_view_bad_options)
 		{ "top", "-n", "1x", NULL, "not '1x'" },
 		{ "top", "-d", NULL, NULL, "-d takes a value" },
 		{ "top", "-w", NULL, NULL, "unknown option '-w'" },
-		{ "top", "extra", NULL, NULL, "usage: hubctl top" },
+		{ "top", "extra", NULL, NULL, "hubctl: top takes no arguments\nusage: hubctl top" },
 		{ "stats", "-w", "-n", "0", "-n takes a count from 1" },
 		{ "stats", "-wd", "1", NULL, "unknown option '-wd'" },
-		{ "peers", "a", "b", NULL, "usage: hubctl peers [NAME]" },
+		/* how many it takes said, not only the usage */
+		{ "peers", "a", "b", NULL,
+		  "hubctl: peers takes at most 1 argument, not 2\nusage: hubctl peers [NAME]" },
+		{ "logs", NULL, NULL, NULL, "hubctl: logs takes 1 argument, not 0\n" },
+		/* hubctl's own options, said as hubctl (getopt said argv[0]) */
+		{ "-x", "peers", NULL, NULL, "hubctl: unknown option -x\n" },
+		{ "--bogus", "peers", NULL, NULL, "hubctl: unknown option --bogus\n" },
 	};
 	static const char *const good[] = { "2", "0.5", ".25", "0.01", "86400", "007.50" };
 	struct run r = { 0 };
