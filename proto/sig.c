@@ -32,22 +32,33 @@ fail(struct parser *ps, const char *why)
 	return -1;
 }
 
+/* fail, pointing at the start of what is wrong (a type not allowed
+ * where it is) rather than past it */
+static int
+fail_at(struct parser *ps, const char *start, const char *why)
+{
+	if (ps->why == NULL)
+		ps->p = start;
+	return fail(ps, why);
+}
+
 static int parse_type(struct parser *ps, unsigned depth);
 
 /* A type inside another: neither unit nor a channel (chan<T>, rx<T>). */
 static int
 parse_inner(struct parser *ps, unsigned depth)
 {
+	const char *start = ps->p;
 	int at = parse_type(ps, depth);
 
 	if (at < 0)
 		return -1;
 	if (ps->sig->node[at].type == HP_T_UNIT)
-		return fail(ps, "unit is only a result type");
+		return fail_at(ps, start, "unit is only a result type");
 	if (ps->sig->node[at].type == HP_T_CHAN)
-		return fail(ps, "chan<T> is only an argument type");
+		return fail_at(ps, start, "chan<T> is only an argument type");
 	if (ps->sig->node[at].type == HP_T_RX)
-		return fail(ps, "rx<T> is only an argument type");
+		return fail_at(ps, start, "rx<T> is only an argument type");
 	return at;
 }
 
@@ -56,6 +67,7 @@ parse_type(struct parser *ps, unsigned depth)
 {
 	struct hp_sig *sig = ps->sig;
 	struct hp_sig_node *nd;
+	const char *key;
 	size_t n = 0, k;
 	int at, c;
 
@@ -84,22 +96,22 @@ parse_type(struct parser *ps, unsigned depth)
 				break;
 		if (k == sizeof(types) / sizeof(types[0]))
 			return fail(ps, "unknown type");
+		if (types[k].n > 0 && depth == HP_SIG_MAX_DEPTH)
+			return fail(ps, "types nested more than 8 deep");
 		ps->p += n;
 		nd->type = types[k].type;
 		if (types[k].n > 0) {
-			if (depth == HP_SIG_MAX_DEPTH)
-				return fail(ps, "types nested more than 8 deep");
 			for (unsigned i = 0; i < types[k].n; i++) {
 				if (*ps->p != (i == 0 ? '<' : ','))
 					return fail(ps, i == 0 ? "a type without its '<'" :
 						    "a map without its value type");
-				ps->p++;
+				key = ++ps->p;
 				if ((c = parse_inner(ps, depth + 1)) < 0)
 					return -1;
 				if (nd->type == HP_T_MAP && i == 0 &&
 				    (sig->node[c].n > 0 || sig->node[c].type == HP_T_F64))
-					return fail(ps, "a map key that is not str, bytes, "
-						    "u64, i64 or bool");
+					return fail_at(ps, key, "a map key that is not str, "
+						       "bytes, u64, i64 or bool");
 				nd->n++;
 			}
 			if (*ps->p != '>')
@@ -117,6 +129,7 @@ static int
 parse(const char *s, struct hp_sig *sig, const char **why, size_t *stop)
 {
 	struct parser ps = { s, sig, NULL };
+	const char *start;
 	int at;
 
 	memset(sig, 0, sizeof(*sig));
@@ -133,15 +146,16 @@ parse(const char *s, struct hp_sig *sig, const char **why, size_t *stop)
 			fail(&ps, "more than 8 arguments");
 			goto bad;
 		}
+		start = ps.p;
 		if ((at = parse_type(&ps, 0)) < 0)
 			goto bad;
 		if (sig->node[at].type == HP_T_UNIT) {
-			fail(&ps, "unit is only a result type");
+			fail_at(&ps, start, "unit is only a result type");
 			goto bad;
 		}
 		sig->args[sig->nargs++] = (uint8_t)at;
 		if (*ps.p == ',' && ps.p[1] == '-') {
-			fail(&ps, "unknown type");	/* none after the ',' */
+			fail_at(&ps, ps.p + 1, "unknown type");	/* none after the ',' */
 			goto bad;
 		} else if (*ps.p == ',') {
 			ps.p++;
@@ -155,11 +169,12 @@ parse(const char *s, struct hp_sig *sig, const char **why, size_t *stop)
 		goto bad;
 	}
 	ps.p += 2;
+	start = ps.p;
 	if ((at = parse_type(&ps, 0)) < 0)
 		goto bad;
 	if (hp_sig_is_chan(sig->node[at].type)) {
-		fail(&ps, sig->node[at].type == HP_T_RX ? "rx<T> is only an argument type" :
-		     "chan<T> is only an argument type");
+		fail_at(&ps, start, sig->node[at].type == HP_T_RX ?
+			"rx<T> is only an argument type" : "chan<T> is only an argument type");
 		goto bad;
 	}
 	if (*ps.p != '\0') {

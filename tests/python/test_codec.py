@@ -95,7 +95,18 @@ def test_signature_errors_say_where():
             ("->", "at byte 3 (its end)"),
             ("é->str", "at byte 1 ('é->str')"),
             ("u64->" + "(u64,bytes," * 3 + "xx)", "at byte 39 ('xx)')"),
-            ("xu64,u64,u64,u64,u64->str", "at byte 1 ('xu64,u64,u64,u64...')")]:
+            ("xu64,u64,u64,u64,u64->str", "at byte 1 ('xu64,u64,u64,u64...')"),
+            # a type not allowed where it is, a map's key: at its start
+            ("chan<u64>->chan<u64>", "chan<T> is only an argument type at byte 12 ('chan<u64>')"),
+            ("unit->unit", "unit is only a result type at byte 1 ('unit->unit')"),
+            ("map<f64,u64>->unit", "a map key that is not str, bytes, u64, i64 or bool "
+             "at byte 5 ('f64,u64>->unit')"),
+            ("opt<chan<u64>>->u64", "chan<T> is only an argument type at byte 5 "
+             "('chan<u64>>->u64')"),
+            ("chan<rx<u64>>->str", "rx<T> is only an argument type at byte 6 ('rx<u64>>->str')"),
+            ("list<" * 9 + "u64" + ">" * 9 + "->unit",
+             "types nested more than 8 deep at byte 41 ('list<u64>>>>>>>>...')"),
+            ("str,->str", "at byte 5 ('->str')")]:
         with pytest.raises(ValueError) as e:
             Signature(bad)
         assert want in str(e.value), (bad, str(e.value))

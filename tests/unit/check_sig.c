@@ -538,6 +538,40 @@ START_TEST(test_explain)
 		{ "str", "signature \"str\": signature has no '->'" },
 		{ "->str,str", "signature \"->str,str\": signature goes on after its result type "
 		  "at byte 6 (\",str\")" },
+		/* a type not allowed where it is, a map's key: at its start, not past it */
+		{ "chan<u64>->chan<u64>", "signature \"chan<u64>->chan<u64>\": chan<T> is only an "
+		  "argument type at byte 12 (\"chan<u64>\")" },
+		{ "unit->unit", "signature \"unit->unit\": unit is only a result type at byte 1 "
+		  "(\"unit->unit\")" },
+		{ "str,unit->str", "signature \"str,unit->str\": unit is only a result type at "
+		  "byte 5 (\"unit->str\")" },
+		{ "map<f64,u64>->unit", "signature \"map<f64,u64>->unit\": a map key that is not "
+		  "str, bytes, u64, i64 or bool at byte 5 (\"f64,u64>->unit\")" },
+		{ "map<list<u64>,str>->str", "signature \"map<list<u64>,str>->str\": a map key that "
+		  "is not str, bytes, u64, i64 or bool at byte 5 (\"list<u64>,str>->...\")" },
+		{ "opt<chan<u64>>->u64", "signature \"opt<chan<u64>>->u64\": chan<T> is only an "
+		  "argument type at byte 5 (\"chan<u64>>->u64\")" },
+		{ "->rx<u64>", "signature \"->rx<u64>\": rx<T> is only an argument type at byte 3 "
+		  "(\"rx<u64>\")" },
+		{ "chan<rx<u64>>->str", "signature \"chan<rx<u64>>->str\": rx<T> is only an "
+		  "argument type at byte 6 (\"rx<u64>>->str\")" },
+		{ "(u64,list<unit>)->str", "signature \"(u64,list<unit>)->str\": unit is only a "
+		  "result type at byte 11 (\"unit>)->str\")" },
+		/* the 9th, at its start */
+		{ "list<list<list<list<list<list<list<list<list<u64>>>>>>>>>->unit",
+		  "signature \"list<list<list<list<list<list<list<list<list<u64>>>>>>>>>->unit\": "
+		  "types nested more than 8 deep at byte 41 (\"list<u64>>>>>>>>...\")" },
+		{ "->opt<opt<opt<opt<opt<opt<opt<opt<opt<u64>>>>>>>>>",
+		  "signature \"->opt<opt<opt<opt<opt<opt<opt<opt<opt<u64>>>>>>>>>\": types nested "
+		  "more than 8 deep at byte 35 (\"opt<u64>>>>>>>>>\")" },
+		{ "((((((((((u64))))))))))->unit", "signature \"((((((((((u64))))))))))->unit\": "
+		  "types nested more than 8 deep at byte 9 (\"((u64))))))))))-...\")" },
+		/* no type after the ',': where one would be, as in "(u64,)" */
+		{ "str,->str", "signature \"str,->str\": unknown type at byte 5 (\"->str\")" },
+		{ "(u64,)->str", "signature \"(u64,)->str\": unknown type at byte 6 (\")->str\")" },
+		{ "u64,u64,u64,u64,u64,u64,u64,u64,u64->unit",
+		  "signature \"u64,u64,u64,u64,u64,u64,u64,u64,u64->unit\": more than 8 arguments "
+		  "at byte 33 (\"u64->unit\")" },
 		/* a guest's bytes: never raw */
 		{ "st\033[2J\"->str", "signature \"st\\x1b[2J\\x22->str\": unknown type at byte 1 "
 		  "(\"st\\x1b[2J\\x22->str\")" },

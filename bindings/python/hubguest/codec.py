@@ -203,6 +203,12 @@ class _Parser:
             there = "its end"
         raise ValueError("signature %r: %s at byte %d (%s)" % (self.text, why, at, there))
 
+    def fail_at(self, start, why):
+        # at the start of what is wrong (a type not allowed where it is),
+        # not past it
+        self.pos = start
+        self.fail(why)
+
     def peek(self):
         return self.text[self.pos] if self.pos < len(self.text) else ""
 
@@ -230,19 +236,19 @@ class _Parser:
         if name in TYPES:
             return name
         if name not in ("list", "opt", "map", "chan", "rx"):
-            self.pos = start            # where the word begins, as C says it
-            self.fail("unknown type %r (one of %s, list<T>, opt<T>, map<K,V>, (T,...), "
-                      "chan<T>, rx<T>)" % (name, ", ".join(TYPES)))
+            self.fail_at(start, "unknown type %r (one of %s, list<T>, opt<T>, map<K,V>, "
+                         "(T,...), chan<T>, rx<T>)" % (name, ", ".join(TYPES)))
         if depth == SIG_MAX_DEPTH:
-            self.fail("types nested more than %d deep" % SIG_MAX_DEPTH)
+            self.fail_at(start, "types nested more than %d deep" % SIG_MAX_DEPTH)
         params = []
         for i in range(2 if name == "map" else 1):
             if self.peek() != ("<" if i == 0 else ","):
                 self.fail("a type without its '<'" if i == 0 else "a map without its value type")
             self.pos += 1
+            key = self.pos
             params.append(self.inner(depth + 1))
             if name == "map" and i == 0 and params[0] not in MAP_KEYS:
-                self.fail("a map key that is not str, bytes, u64, i64 or bool")
+                self.fail_at(key, "a map key that is not str, bytes, u64, i64 or bool")
         if self.peek() != ">":
             self.fail("a type without its '>'")
         self.pos += 1
@@ -250,13 +256,14 @@ class _Parser:
             else Map(params[0], params[1])
 
     def inner(self, depth):
+        start = self.pos
         t = self.type(depth)
         if t == "unit":
-            self.fail("unit is only a result type")
+            self.fail_at(start, "unit is only a result type")
         if isinstance(t, Chan):
-            self.fail("chan<T> is only an argument type")
+            self.fail_at(start, "chan<T> is only an argument type")
         if isinstance(t, Rx):
-            self.fail("rx<T> is only an argument type")
+            self.fail_at(start, "rx<T> is only an argument type")
         return t
 
 
@@ -271,20 +278,25 @@ def _parse(text):
     while p.peek() != "-":
         if len(args) == SIG_MAX_ARGS:
             p.fail("more than %d arguments" % SIG_MAX_ARGS)
+        start = p.pos
         t = p.type(0)
         if t == "unit":
-            p.fail("unit is only a result type")
+            p.fail_at(start, "unit is only a result type")
         args.append(t)
         if p.peek() == "," and p.text[p.pos + 1:p.pos + 2] != "-":
             p.pos += 1
+        elif p.peek() == ",":
+            p.fail_at(p.pos + 1, "unknown type ''")     # none after the ','
         elif p.peek() != "-":
-            p.fail("arguments not separated by ','" if p.peek() != "," else "unknown type ''")
+            p.fail("arguments not separated by ','")
     if p.text[p.pos:p.pos + 2] != "->":
         p.fail("no '->'")
     p.pos += 2
+    start = p.pos
     ret = p.type(0)
     if isinstance(ret, (Chan, Rx)):
-        p.fail("%s<T> is only an argument type" % ("chan" if isinstance(ret, Chan) else "rx"))
+        p.fail_at(start, "%s<T> is only an argument type"
+                  % ("chan" if isinstance(ret, Chan) else "rx"))
     if p.pos != len(text):
         p.fail("goes on after its result type")
     return tuple(args), ret
