@@ -636,7 +636,10 @@ split_words(struct parser *p, const struct key *k, const char *value, char **wor
 			buf[len++] = *s++;
 		}
 		if (quoted) {
-			config_perr(p, p->line, "%s: unterminated quote", k->name);
+			/* most likely cut by a comment: the reader ends the
+			 * value at a blank then '#' or ';', quotes or not */
+			config_perr(p, p->line, "%s: unterminated quote (a '#' or ';' after a "
+				    "blank starts a comment, inside quotes too)", k->name);
 			goto fail;
 		}
 		if (n == max) {

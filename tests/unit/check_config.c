@@ -428,6 +428,9 @@ START_TEST(test_guest_keys)
 	expect_error("[guest a]\nargs = x\n", 1, "has no exec");
 	expect_error("[guest a]\nexec = /bin/true\nrestart = sometimes\n", 3, "restart");
 	expect_error("[guest a]\nexec = /bin/true\nargs = \"open\n", 3, "unterminated quote");
+	/* the usual cause said: a comment cut the quoted word */
+	expect_error("[guest a]\nexec = /bin/true\nargs = \"a #b\"\n", 3,
+		     "unterminated quote (a '#' or ';' after a blank starts a comment");
 	expect_error("[guest a]\nexec = /bin/true\nbackoff_min = 2s\nbackoff_max = 1s\n",
 		     4, "backoff_min (2.0 s) is above backoff_max (1.0 s)");
 	expect_error("[hub]\nmax_guests = 1\n[guest a]\nexec=/bin/true\n[guest b]\nexec=/bin/true\n",
