@@ -266,6 +266,14 @@ call_options(struct ctl *ctl, int argc, char **argv, long *timeout_ms, char *tra
 		} else
 			break;
 	}
+	/* no method begins with '-': an option out of place, or without its value */
+	if (i < argc && argv[i][0] == '-') {
+		fprintf(stderr, "hubctl: call: %s '%s'%s\n", strcmp(argv[i], "--timeout") == 0 ||
+			strcmp(argv[i], "--trace") == 0 ? "no value after" : "unknown option",
+			argv[i], strchr("jst", argv[i][1]) != NULL && argv[i][2] == '\0' ?
+			": hubctl's own options go before the command (hubctl -t 5 call ...)" : "");
+		return -1;
+	}
 	if (cm.has_trace)
 		hp_traceparent_format(&cm, trace);
 	/* hubctl waits as long as the call may take, and a little more for

@@ -744,6 +744,22 @@ START_TEST(test_call_errors_named_once)
 		free(err);
 		err = NULL;
 	}
+	/* an option out of place is one, not a method ("no such method: -t") */
+	{
+		static const char *const bad[][3] = {
+			{ "-t", "1", "hubctl: call: unknown option '-t': hubctl's own options go "
+			  "before the command (hubctl -t 5 call ...)\n" },
+			{ "--timeout", NULL, "hubctl: call: no value after '--timeout'\n" },
+		};
+
+		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			rc = hubctl_err(&hub, &err, "call", bad[k][0], bad[k][1], (char *)NULL);
+			ck_assert_msg(rc == 2, "call %s: exit %d", bad[k][0], rc);
+			ck_assert_str_eq(err, bad[k][2]);
+			free(err);
+			err = NULL;
+		}
+	}
 	ck_assert_int_eq(hubctl(&hub, &out, "-j", "call", "echo.ech", "x", (char *)NULL), 1);
 	ck_assert_str_eq(out, "{\"ok\":false,\"error\":\"no such method: echo.ech\"}\n");
 	free(out);
