@@ -12,6 +12,8 @@ import tempfile
 
 import pytest
 
+from hubguest.handlers import _error_text
+
 from conftest import BUILD, ECHO, COUNTER, PROBER, PYGUEST, PYASYNC, PYGUESTS
 
 HUBCTL = os.path.join(BUILD, "hubctl")
@@ -138,6 +140,17 @@ def test_handler_that_raises(hub):
     assert hub.peer("pyguest")["pid"] == pid
     # C calling a Python method that raises gets the user error
     assert hub.ok("prober.route", "py.raise", "x") == "error: user"
+
+
+def test_error_text_not_utf8_goes_as_u_fffd(hub):
+    # a handler's error text with lone surrogates (a filename decoded with
+    # surrogateescape) arrived as "bad ? name ?? ???": its bytes are back,
+    # each that is not UTF-8 U+FFFD, as guest_reply_error sends them in C
+    rc, err, _ = hub.call("py.usererrbytes", b"bad \xff name \xc3\xa9 \xed\xa0\x80")
+    assert rc == 1 and err == "bad \ufffd name \xe9 \ufffd\ufffd\ufffd", repr(err)
+    # a lone surrogate that is no byte's: U+FFFD too, not an exception
+    assert _error_text("a \ud800 \udcff\0") == "a \ufffd \ufffd\\0".encode()
+    assert hub.peer("pyguest")["deaths"] == []
 
 
 def test_wrong_result_type(hub):

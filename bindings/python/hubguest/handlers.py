@@ -15,6 +15,7 @@ import contextvars
 import ctypes
 import errno
 import inspect
+import re
 import sys
 import traceback
 
@@ -29,6 +30,9 @@ from .upload import Upload
 # forwarded error's text (guest_reply_status keeps as much).
 ERROR_MAX = 200
 FORWARD_MAX = 1023
+# the lone surrogates that surrogateescape does not make (U+DC80..U+DCFF:
+# the bytes 0x80..0xFF)
+_LONE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
 
 class _Running:
@@ -79,8 +83,12 @@ def cancelled():
 
 def _error_text(text, limit=ERROR_MAX):
     """text as guest_reply_error takes it: no NUL, at most limit bytes of
-    UTF-8, cut between characters."""
-    b = text.replace("\0", "\\0").encode("utf-8", "replace")
+    UTF-8, cut between characters. A lone surrogate that surrogateescape
+    made (a filename's byte) is its byte again, and bytes that are not
+    UTF-8 are U+FFFD, as guest_reply_error sends them; another lone
+    surrogate is U+FFFD too."""
+    text = _LONE.sub("\ufffd", text.replace("\0", "\\0"))
+    b = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").encode("utf-8")
     if len(b) > limit:
         b = b[:limit - 3]
         while b and (b[-1] & 0xC0) == 0x80:

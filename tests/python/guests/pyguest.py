@@ -95,6 +95,13 @@ def usererr(text):
     raise hubguest.UserError(text)
 
 
+@m("usererrbytes", "bytes->str")
+def usererrbytes(raw):
+    """Raises UserError with raw decoded as a filename is (surrogateescape:
+    a byte that is not UTF-8 is a lone surrogate)."""
+    raise hubguest.UserError(raw.decode("utf-8", "surrogateescape"))
+
+
 @m("wrong", "str->u64")
 def wrong(text):
     return text         # a str where the signature says u64
