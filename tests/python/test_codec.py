@@ -2,6 +2,7 @@
 """Signatures and postcard values, without a hub: the bytes must be those
 proto/postcard.c and proto/sig.c read and write."""
 import errno
+import re
 
 import pytest
 
@@ -154,6 +155,43 @@ def test_names_are_text_without_nul():
     with pytest.raises(TypeError, match="a topic's name is a str, not NoneType"):
         g.subscribe(None)
     assert not g.attached and not g._methods and not g._adverts and not g._subs
+
+
+def test_method_names_checked_where_given():
+    # a name the hub refuses (proto/method.h), or one registered twice,
+    # was taken here and failed only at attach ("register dup.a
+    # (str->str): the name is taken"), the guest then dying at each start
+    g = hubguest.attach(["by-hand"])
+    for name, why in [("x..y", "an empty part between dots"), (".x", "an empty part"),
+                      ("x.", "an empty part"), ("", "empty"),
+                      ("py." + "x" * 61, "longer than 63 bytes"),
+                      ("py.a b", "a byte not in A-Z a-z 0-9 _ . -"),
+                      ("py.é", "a byte not in"), ("py.x\x1b[31m", "a byte not in")]:
+        with pytest.raises(ValueError, match="register %s: bad method name: %s" % (
+                re.escape(repr(name)), why)):
+            g.register(name, "str->str", lambda s: s)
+        with pytest.raises(ValueError, match="bad method name: " + why):
+            g.method(name, "str->str")(lambda s: s)
+    g.register("py." + "x" * 60, "str->str", lambda s: s)      # 63 bytes: taken
+    g.register("A-z_0.9.x-", "str->str", lambda s: s)
+    # twice: the second says so, where it is given
+    taken = "register dup.a \\(u64->u64\\): this guest registers dup.a \\(str->str\\) already"
+
+    @g.method("dup.a", "str->str")
+    def a(s):
+        return s
+    with pytest.raises(ValueError, match=taken):
+        @g.method("dup.a", "u64->u64")
+        def b(n):
+            return n
+    with pytest.raises(ValueError, match=taken):
+        g.register("dup.a", "u64->u64", lambda n: n)
+    # withdrawn, it may be registered again
+    g.unregister("dup.a")
+    g.register("dup.a", "u64->u64", lambda n: n)
+    assert not g.attached
+    assert sorted(m.name for m in g._methods.values()) == sorted(
+        ["py." + "x" * 60, "A-z_0.9.x-", "dup.a"])
 
 
 def test_errors_are_hubguest_errors():

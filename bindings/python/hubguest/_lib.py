@@ -121,6 +121,26 @@ def c_name(name, what="a method's name"):
         raise ValueError("%s %r is not valid UTF-8 text: %s" % (what, name, e)) from None
 
 
+METHOD_NAME_MAX = 63    # proto/method.h's HP_METHOD_NAME_MAX
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def method_name_refused(name):
+    """Why the hub would not register name (a str), as proto/method.c's
+    hp_method_name_refused says it; None when it would. libguest exports
+    no such check, and the binding needs no libguest until it attaches."""
+    b = c_name(name)
+    if not b:
+        return "bad method name: empty"
+    if len(b) > METHOD_NAME_MAX:
+        return "bad method name: longer than %d bytes" % METHOD_NAME_MAX
+    if not _NAME_BYTES.issuperset(b):
+        return "bad method name: a byte not in A-Z a-z 0-9 _ . -"
+    if b"" in b.split(b"."):
+        return "bad method name: an empty part between dots"
+    return None
+
+
 def _beside():
     """Where libguest is when the loader would not look: the lib directory
     of the prefix this binding was installed under (PREFIX/lib/python3.X/

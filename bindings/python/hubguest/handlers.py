@@ -19,7 +19,7 @@ import re
 import sys
 import traceback
 
-from ._lib import c_name
+from ._lib import METHOD_NAME_MAX, c_name, method_name_refused
 from .codec import Chan, Rx, Signature
 from .context import CallInfo, _current
 from .errors import Error, HubUnreachable, RemoteTimeout, Stopping, UserError, status_error
@@ -126,11 +126,19 @@ class Handlers:
         async def fn is awaited (serve() or run() with an event loop), the
         guest serving meanwhile. An exception becomes an Err answer
         "ExcType: message", its traceback on stderr (UserError: its message
-        alone, no traceback)."""
-        c_name(name)
+        alone, no traceback). A name the hub would refuse, or one this
+        guest registered already, raises ValueError here, not at attach."""
+        why = method_name_refused(name)
+        if why is not None:
+            raise ValueError("register %r: %s (1 to %d bytes of A-Z a-z 0-9 _ . -, no empty "
+                             "part between dots)" % (name, why, METHOD_NAME_MAX))
         sig = Signature(signature)
         if not callable(fn):
             raise TypeError("a handler must be callable")
+        for other in self._methods.values():
+            if other.name == name:
+                raise ValueError("register %s (%s): this guest registers %s (%s) already "
+                                 "(unregister it first)" % (name, sig.text, name, other.sig.text))
         m = _Method(name, sig, fn)
         token = next(self._method_tokens)
         if self._h is None and not self._ever:
