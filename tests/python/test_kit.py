@@ -12,7 +12,7 @@ import pytest
 import hubguest
 from hubguest.testing import Hub, HubError
 
-from conftest import BUILD, PYGUESTS
+from conftest import BUILD, ECHO, PYGUESTS
 
 GREET = os.path.join(PYGUESTS, "greet.py")
 
@@ -63,6 +63,21 @@ def test_a_guest_that_dies_fails_the_start():
     with pytest.raises(HubError, match="hubd exited(.|\n)*no_such_key"):
         h.start()
     assert not os.path.exists(h.dir) and h.proc is None
+
+
+def test_keys_as_a_list_and_bad_ones(make_hub):
+    # a list's repr went into the config: "unknown section ['ring_size = 3']"
+    hub = make_hub(ECHO, keys=["heartbeat_interval = 200ms", "ring_size = 64"],
+                   wait=["echo.echo"])
+    with open(hub.conf) as f:
+        assert "\nheartbeat_interval = 200ms\nring_size = 64\n" in f.read()
+    assert hub.ok("echo.echo", "x") == "x"
+    h = Hub(ECHO, keys=("ring_size = 3",), wait=["echo.echo"])
+    with pytest.raises(HubError, match="ring_size: 3 is not a power of two"):
+        h.start()
+    for bad in (5, ["ring_size = 64", 5], {"ring_size": 64}):
+        with pytest.raises(TypeError, match="keys= is lines of \\[hub\\]"):
+            Hub(ECHO, keys=bad)
 
 
 def test_error_detail_and_hubctl_on_path(make_hub):

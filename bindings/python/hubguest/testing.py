@@ -142,14 +142,26 @@ def guest_sections(guests):
     return text
 
 
+def _keys_text(keys):
+    """keys= as [hub]'s lines: a str, or a list or tuple of lines."""
+    if isinstance(keys, (list, tuple)) and all(isinstance(k, str) for k in keys):
+        return "\n".join(keys)
+    if not isinstance(keys, str):
+        raise TypeError("keys= is lines of [hub]: a str, or a list or tuple of str, not %r"
+                        % (keys,))
+    return keys
+
+
 class Hub:
     """A hubd of its own: Hub(guests, keys="", up=(), wait=()).start(),
     or as a context manager. guests: see guest_sections; keys: lines of
-    its [hub] section; up: guests to wait for until they are up; wait:
-    methods to wait for until they are registered (a guest is up once it
-    attached, before it registered its methods)."""
+    its [hub] section (a str, or a list or tuple of them); up: guests to
+    wait for until they are up; wait: methods to wait for until they are
+    registered (a guest is up once it attached, before it registered its
+    methods)."""
 
     def __init__(self, guests, keys="", up=(), wait=(), build=None, timeout=WAIT_S):
+        keys = _keys_text(keys)
         self.hubd, self.hubctl, self.libguest = find_programs(build)
         self.up, self.waits, self.timeout = tuple(up), tuple(wait), timeout
         self.dir = tempfile.mkdtemp(prefix="hubtest-%d-" % next(_n))
