@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import hubguest
+from hubguest import testing
 from hubguest.testing import Hub, HubError
 
 from conftest import BUILD, ECHO, PYGUESTS
@@ -78,6 +79,34 @@ def test_keys_as_a_list_and_bad_ones(make_hub):
     for bad in (5, ["ring_size = 64", 5], {"ring_size": 64}):
         with pytest.raises(TypeError, match="keys= is lines of \\[hub\\]"):
             Hub(ECHO, keys=bad)
+
+
+def test_programs_not_found_says_what_to_set(monkeypatch, tmp_path):
+    # no HUB_BUILD, no install beside the binding, no hubctl on PATH: it
+    # said "hubctl not found in /tmp/bin nor on PATH", a prefix derived
+    # from the binding's place that meant nothing to its user
+    monkeypatch.delenv("HUB_BUILD")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(testing, "PREFIX", str(tmp_path / "prefix"))
+    tree = tmp_path / "tree"
+    monkeypatch.setattr(testing, "BINDING", str(tree / "bindings" / "python"))
+    said = "hubctl not found: not installed with this hubguest (%s) nor on PATH; for a " \
+        "build tree, set HUB_BUILD=" % (tmp_path / "prefix" / "bin" / "hubctl")
+    with pytest.raises(HubError) as e:
+        testing.find_programs()
+    assert str(e.value) == said + "its build directory (where make put hubd and hubctl)", \
+        str(e.value)
+    # a binding in a build tree with its build/: that directory is named
+    (tree / "build").mkdir(parents=True)
+    (tree / "build" / "hubctl").write_text("#!/bin/sh\n")
+    (tree / "build" / "hubctl").chmod(0o755)
+    with pytest.raises(HubError) as e:
+        testing.find_programs()
+    assert str(e.value) == said + str(tree / "build"), str(e.value)
+    # a HUB_BUILD without the programs says so, not Popen's ENOENT later
+    with pytest.raises(HubError, match="no hubd and hubctl in %s \\(HUB_BUILD, or build=\\): "
+                       "set HUB_BUILD to the build directory" % tmp_path):
+        testing.find_programs(str(tmp_path))
 
 
 def test_error_detail_and_hubctl_on_path(make_hub):

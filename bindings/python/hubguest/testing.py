@@ -104,13 +104,20 @@ def find_programs(build=None):
     build = build or os.environ.get("HUB_BUILD")
     if build:
         build = os.path.abspath(build)
+        _check(all(os.access(os.path.join(build, p), os.X_OK) for p in ("hubd", "hubctl")),
+               "no hubd and hubctl in %s (HUB_BUILD, or build=): set HUB_BUILD to the "
+               "build directory, where make puts them" % build)
         return (os.path.join(build, "hubd"), os.path.join(build, "hubctl"),
                 os.path.join(build, "libguest.so"))
-    hubctl = os.path.join(PREFIX, "bin", "hubctl")
-    if not os.access(hubctl, os.X_OK):
-        hubctl = shutil.which("hubctl")
-    _check(hubctl, "hubctl not found in %s/bin nor on PATH (set HUB_BUILD for a build tree)"
-           % PREFIX)
+    installed = os.path.join(PREFIX, "bin", "hubctl")
+    hubctl = installed if os.access(installed, os.X_OK) else shutil.which("hubctl")
+    if not hubctl:
+        # a binding in a build tree (bindings/python): its build/ is likely
+        tree = os.path.normpath(os.path.join(BINDING, "..", "..", "build"))
+        _check(False, "hubctl not found: not installed with this hubguest (%s) nor on PATH; "
+               "for a build tree, set HUB_BUILD=%s" % (
+                   installed, tree if os.access(os.path.join(tree, "hubctl"), os.X_OK)
+                   else "its build directory (where make put hubd and hubctl)"))
     hubctl = os.path.realpath(hubctl)
     hubd = os.path.join(os.path.dirname(os.path.dirname(hubctl)), "sbin", "hubd")
     if not os.access(hubd, os.X_OK):
