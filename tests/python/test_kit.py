@@ -11,6 +11,7 @@ import pytest
 
 import hubguest
 from hubguest import testing
+from hubguest.codec import Signature
 from hubguest.testing import Hub, HubError
 
 from conftest import BUILD, ECHO, PYGUESTS
@@ -64,6 +65,29 @@ def test_a_guest_that_dies_fails_the_start():
     with pytest.raises(HubError, match="hubd exited(.|\n)*no_such_key"):
         h.start()
     assert not os.path.exists(h.dir) and h.proc is None
+
+
+def test_arguments_checked_as_g_call_checks_them(make_hub, monkeypatch):
+    # a value of another type was given to hubctl as its text: 5 as '5',
+    # b"hi" as '"base64:aGk="', [1, 2] reversed as ']2 ,1['. It raises
+    # g.call's TypeError now, before hubctl runs
+    hub = make_hub(ECHO, wait=["echo.echo", "echo.reverse"])
+    ran = []
+    ctl = hub.ctl
+    monkeypatch.setattr(hub, "ctl", lambda *a, **kw: ran.append(a[0]) or ctl(*a, **kw))
+    for method, value in [("echo.echo", 5), ("echo.echo", b"hi"), ("echo.reverse", [1, 2]),
+                          ("echo.echo", None), ("echo.echo", True)]:
+        with pytest.raises(TypeError) as want:
+            Signature("str->str").encode_args([value], method)     # what g.call raises
+        with pytest.raises(TypeError) as e:
+            hub.ok(method, value)
+        assert str(e.value) == str(want.value), (method, value, str(e.value))
+        assert str(e.value).startswith(method + " (str->str): argument 1 must be str, not ")
+    assert "call" not in ran, ran
+    # a str is still given as it is, and a value that fits as its value
+    assert hub.ok("echo.echo", "5") == "5"
+    assert hub.ok("echo.reverse", "[1, 2]") == "]2 ,1["
+    assert hub.call("echo.echo", "x", 5)[0] != 0       # more than its arguments: hubctl's
 
 
 def test_keys_as_a_list_and_bad_ones(make_hub):

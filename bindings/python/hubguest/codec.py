@@ -151,7 +151,7 @@ class Signature:
         A chan<T> or rx<T> argument takes what chan_ids(i, value) answers
         (an int id). TypeError or ValueError naming the signature if one does not
         fit."""
-        what = "%s (%s)" % (name, self.text) if name else self.text
+        what = self._what(name)
         if len(values) != len(self.args):
             raise TypeError("%s takes %d argument%s, %d given" % (
                 what, len(self.args), "" if len(self.args) == 1 else "s", len(values)))
@@ -164,6 +164,19 @@ class Signature:
                 _put(out, t, v, what, "argument %d" % (i + 1))
         return bytes(out)
 
+    def encode_arg(self, i, value, name=""):
+        """The bytes of argument i (from 0) alone, as encode_args encodes
+        it (a chan<T> or rx<T> one is its channel's id): TypeError or
+        ValueError in the same words if value does not fit."""
+        t = self.args[i]
+        out = bytearray()
+        _put(out, "u64" if isinstance(t, (Chan, Rx)) else t, value, self._what(name),
+             "argument %d" % (i + 1))
+        return bytes(out)
+
+    def _what(self, name):
+        return "%s (%s)" % (name, self.text) if name else self.text
+
     def decode_args(self, data):
         """The argument values in data (chan<T> and rx<T> arguments as
         their ids); ValueError if data does not hold exactly them."""
@@ -173,9 +186,8 @@ class Signature:
         return vals
 
     def encode_result(self, value, name=""):
-        what = "%s (%s)" % (name, self.text) if name else self.text
         out = bytearray()
-        _put(out, self.ret, value, what, "the result")
+        _put(out, self.ret, value, self._what(name), "the result")
         return bytes(out)
 
     def decode_result(self, data):

@@ -19,7 +19,8 @@ or, with pytest (`pytest -p hubguest.testing`, or `pytest_plugins =
 
 hub.ok() and hub.call() take the arguments as Python values and return
 the result as one, both by the method's signature (hubctl's text forms
-still work: a str is given as it is). A guest that dies or a hubd that
+still work: a str is given as it is; another value that does not fit
+raises g.call's TypeError). A guest that dies or a hubd that
 exits while the hub starts fails the test at once, with hubd's reason.
 
 hubd and hubctl: those of the build tree $HUB_BUILD names (or build=),
@@ -280,19 +281,23 @@ class Hub:
         the method's signature (a chan<T> one left out: its items come
         back; an rx<T> one an iterable of its items, uploaded); a str is
         given as it is, also as hubctl's text form of another type ("5",
-        '["a"]'), but to an opt<str> or opt<bytes>, whose value it is.
-        The result and the items are Python values; an error is its
-        whole text, as hubctl prints it ("cancelled: guest ctally
-        died")."""
+        '["a"]'), but to an opt<str> or opt<bytes>, whose value it is;
+        another value that does not fit raises g.call's TypeError (or
+        ValueError) before hubctl runs. The result and the items are
+        Python values; an error is its whole text, as hubctl prints it
+        ("cancelled: guest ctally died")."""
         sig = self.signature(method)
-        types = [t for t in sig.args if not isinstance(t, codec.Chan)] if sig else []
+        at = [i for i, t in enumerate(sig.args) if not isinstance(t, codec.Chan)] if sig else []
         texts, upload = [], None
-        for i, a in enumerate(args):
-            t = types[i] if i < len(types) else None
+        for n, a in enumerate(args):
+            i = at[n] if n < len(at) else None
+            t = sig.args[i] if i is not None else None
             if isinstance(t, codec.Rx) and not isinstance(a, (str, bytes)):
                 texts.append("-")       # hubctl sends its input's lines
                 upload = _upload_text(method, t.item, a)
             else:
+                if t is not None and not isinstance(t, codec.Rx) and not isinstance(a, str):
+                    sig.encode_arg(i, a, method)    # as g.call checks it
                 texts.append(_arg_text(t, a))
         rc, lines, err = self.ctl("call", method, *texts, timeout=timeout, input=upload)
         chans = [t.item for t in sig.args if isinstance(t, codec.Chan)] if sig else []
@@ -451,8 +456,16 @@ def _arg_text(t, v):
 
 
 def _upload_text(method, t, items):
-    """An upload's items as hubctl reads them: a line each."""
-    lines = [_arg_text(t, x) for x in items]
+    """An upload's items as hubctl reads them: a line each; one that is
+    no str is checked as T, as a Sender's is."""
+    lines = []
+    for n, x in enumerate(items):
+        if not isinstance(x, str):
+            try:
+                codec.encode(t, x)
+            except (TypeError, ValueError) as e:
+                raise type(e)("%s: upload item %d: %s" % (method, n + 1, e)) from None
+        lines.append(_arg_text(t, x))
     for n, line in enumerate(lines):
         if "\n" in line:
             raise ValueError("%s: upload item %d has a newline, which hubctl's lines cannot "
