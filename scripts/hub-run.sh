@@ -23,10 +23,12 @@ guests given, waits until each is up and each method of -w is registered,
 runs command with HUBCTL_SOCKET set (and hubctl first on PATH), then stops
 hubd, checks no guest outlived it and removes what it made.
   -c conf        a hubd.conf whose guests and keys are used (its control
-                 socket is replaced by hub-run's own)
+                 socket is replaced by hub-run's own; a relative exec is
+                 relative to conf's directory, as hubd takes it)
   -g 'name=exec [arg...]'
-                 a guest [guest name] with exec (and args); repeatable;
-                 -c or -g at least once
+                 a guest [guest name] with exec (and args), exec found as
+                 a shell finds a command (./x from here, x on PATH);
+                 repeatable; -c or -g at least once
   -w method      wait until method is registered first; repeatable
   -t seconds     how long to wait for the hub to be ready (default 30)
   -v             print hubd's log on stderr after the command, always
@@ -40,13 +42,57 @@ examples:
   hub-run -g kv=build/guests/kv -w kv.get -- \
       sh -c 'hubctl call kv.put a b && hubctl call kv.get a'
   hub-run -g greet=./greet.py -w greet.hello -- pytest tests/
-exit status: command's; 125 the hub did not come up, or did not stop
-cleanly after command succeeded; 128+N a signal N ended hub-run
+exit status: command's; 125 an option was wrong, the hub did not come
+up, or it did not stop cleanly after command succeeded; 128+N a signal N
+ended hub-run
 EOT
 }
 die() {
 	echo "$prog: $*" >&2
 	exit 125
+}
+
+# The first executable file named $1 in PATH's directories, as execvp
+# finds it (not a builtin, as command -v says it), with an absolute path;
+# 1 if there is none.
+on_path() {
+	dirs=${PATH-/bin:/usr/bin}:
+	while [ -n "$dirs" ]; do
+		d=${dirs%%:*} dirs=${dirs#*:}
+		case $d in
+		'') d=$PWD ;;	# an empty one is here
+		/*) ;;
+		*) d=$PWD/$d ;;
+		esac
+		if [ -f "$d/$1" ] && [ -x "$d/$1" ]; then
+			printf '%s\n' "$d/$1"	# echo takes \ as an escape
+			return 0
+		fi
+	done
+	return 1
+}
+
+# -g's name=exec [arg...] as a [guest] section, added to $guests. exec as
+# a shell would take it: a path relative to here made absolute (hubd,
+# reading its config in another directory, would take it relative to
+# that), a name without a slash looked up on PATH.
+add_guest() {
+	name=${1%%=*} rest=${1#*=}
+	exe=${rest%% *}
+	args=${rest#"$exe"}
+	args=${args#"${args%%[! ]*}"}	# its leading blanks off
+	case $exe in
+	'') die "-g $1: no exec after the =" ;;
+	/*) ;;
+	*/*) exe=$PWD/$exe ;;
+	*) found=$(on_path "$exe") || die "-g $1: $exe not found on PATH"
+	   exe=$found ;;
+	esac
+	guests="${guests}[guest $name]
+exec = $exe
+"
+	[ -z "$args" ] || guests="${guests}args = $args
+"
 }
 
 conf= guests= waits= timeout=30 verbose=0
@@ -57,8 +103,7 @@ while getopts c:g:w:t:vh opt; do
 	   [A-Za-z0-9_-]*=?*) ;;
 	   *) die "-g $OPTARG: not name=exec" ;;
 	   esac
-	   guests="$guests$OPTARG
-" ;;
+	   add_guest "$OPTARG" ;;
 	w) waits="$waits $OPTARG" ;;
 	t) case $OPTARG in
 	   ''|*[!0-9]*|0) die "-t $OPTARG: not a whole number of seconds above 0" ;;
@@ -165,12 +210,20 @@ trap 'cleanup; exit 143' TERM
 trap 'cleanup; exit 129' HUP
 
 # The config: -c's file with its [hub] section's control = ours (a [hub]
-# added if it has none), then a section per -g.
+# added if it has none), then a section per -g. The file's relative exec
+# paths are made absolute, against its directory as hubd takes them
+# (hubd.conf(5)): the copy is in another one. The directory goes to awk
+# in the environment, where a backslash is no escape.
+case $conf in
+/*) confdir=${conf%/*} ;;	# "" for /file: then exec = /path
+*/*) confdir=$PWD/${conf%/*} ;;
+*) confdir=$PWD ;;
+esac
 {
 	if [ -z "$conf" ] || ! grep -q '^[[:space:]]*\[hub\]' "$conf"; then
 		printf '[hub]\ncontrol = %s\n' "$sock"
 	fi
-	[ -z "$conf" ] || awk -v sock="$sock" '
+	[ -z "$conf" ] || confdir=$confdir awk -v sock="$sock" '
 		/^[ \t]*\[/ {
 			hub = $0 ~ /^[ \t]*\[hub\][ \t]*([#;].*)?$/
 			print
@@ -179,21 +232,19 @@ trap 'cleanup; exit 129' HUP
 			next
 		}
 		hub && /^[ \t]*control[ \t]*=/ { next }
+		# exec = path (or exec: path), the path taken as it is: with
+		# the directory before it unless absolute, none (an error of
+		# hubd) or a comment
+		/^[ \t]*exec[ \t]*[=:]/ {
+			i = match($0, /[=:][[:space:]]*/)
+			v = substr($0, i + RLENGTH)
+			if (v !~ /^([\/;]|[[:space:]]*$)/) {
+				print substr($0, 1, i + RLENGTH - 1) ENVIRON["confdir"] "/" v
+				next
+			}
+		}
 		{ print }' "$conf"
-	printf '%s' "$guests" | while IFS= read -r g; do
-		[ -n "$g" ] || continue
-		name=${g%%=*} rest=${g#*=}
-		exe=${rest%% *}
-		args=${rest#"$exe"}
-		args=${args#"${args%%[! ]*}"}	# its leading blanks off
-		# a path relative to here, as a shell would take it
-		case $exe in
-		/*) ;;
-		*/*) exe=$PWD/$exe ;;
-		esac
-		printf '[guest %s]\nexec = %s\n' "$name" "$exe"
-		[ -z "$args" ] || printf 'args = %s\n' "$args"
-	done
+	printf '%s' "$guests"
 } > "$tmp/hubd.conf" || { rm -rf "$tmp"; die "cannot write $tmp/hubd.conf"; }
 
 # Its own session: a ^C at the terminal is ours to handle, not hubd's.

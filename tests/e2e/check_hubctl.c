@@ -3,7 +3,8 @@
  * (unit, an opt's none, some("")), what an argument that is not of its
  * type is told, one wording for an unknown guest, methods grouped by
  * guest, a malformed signature refused with what and where, hub-run
- * -h's help, and check-man's hold on doc/control.md's commands. */
+ * -h's help and the exec paths it gives hubd (-g's and -c's), and
+ * check-man's hold on doc/control.md's commands. */
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -332,6 +333,83 @@ START_TEST(test_hub_run_relative_exec)
 }
 END_TEST
 
+/* hub-run -c with a relative exec: relative to the file's directory, as
+ * hubd.conf(5) says, not to the directory hub-run copies the file to (nor
+ * to here). The file lies in a directory of its own, its name with a
+ * blank in it; exec = name, and exec: ../name with a comment after it. */
+START_TEST(test_hub_run_conf_relative_exec)
+{
+	char cmd[1600], out[16384], want[600];
+	size_t n;
+	FILE *f;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && mkdir 'conf dir' && "
+		 "ln -s '%s/guests/echo' 'conf dir/echo' && ln -s '%s/guests/kv' kv && "
+		 "printf '[guest echo]\\nexec = echo\\n[guest kv]\\nexec: ../kv ; its own\\n' "
+		 "> 'conf dir/hubd.conf' && "
+		 "TMPDIR='%s' '%s' -t 300 -c 'conf dir/hubd.conf' -w echo.echo -w kv.get -- "
+		 "sh -c 'hubctl call echo.echo hi && grep exec \"${HUBCTL_SOCKET%%/*}/hubd.conf\"' "
+		 "2>&1", harness_dir(), BUILD_DIR, BUILD_DIR, harness_dir(), bin("hub-run"));
+	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	status = pclose(f);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, out);
+	snprintf(want, sizeof(want), "hi\nexec = %s/conf dir/echo\nexec: %s/conf dir/../kv ; "
+		 "its own\n", harness_dir(), harness_dir());
+	ck_assert_msg(strcmp(out, want) == 0, "not '%s': %s", want, out);
+}
+END_TEST
+
+/* hub-run -g with a program's name, no slash in it: found on PATH as a
+ * shell finds it, given to hubd with its path (it was taken relative to
+ * hub-run's directory); its arguments after it. */
+START_TEST(test_hub_run_exec_on_path)
+{
+	char cmd[1600], out[16384], want[600];
+	size_t n;
+	FILE *f;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "mkdir '%s/bin' && ln -s '%s/guests/kv' '%s/bin/my-kv' && "
+		 "PATH='%s/bin':\"$PATH\" TMPDIR='%s' '%s' -t 300 -g 'kv=my-kv  --quiet' -w kv.get -- "
+		 "sh -c 'hubctl call kv.put a b && hubctl call kv.get a && "
+		 "grep -A 1 exec \"${HUBCTL_SOCKET%%/*}/hubd.conf\"' 2>&1", harness_dir(), BUILD_DIR,
+		 harness_dir(), harness_dir(), harness_dir(), bin("hub-run"));
+	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	status = pclose(f);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, out);
+	snprintf(want, sizeof(want), "b\nexec = %s/bin/my-kv\nargs = --quiet\n", harness_dir());
+	ck_assert_msg(strcmp(out, want) == 0, "not '%s': %s", want, out);
+}
+END_TEST
+
+/* hub-run -g with a program's name found nowhere on PATH: hub-run says
+ * so and exits 125 at once, as for its other usage errors, with no hub
+ * started (hubd once got the name and failed to spawn it). */
+START_TEST(test_hub_run_exec_not_found)
+{
+	char cmd[800], out[16384];
+	size_t n;
+	FILE *f;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "TMPDIR='%s' '%s' -t 300 -g 'nope=hub-run-no-such-guest -x' "
+		 "-- echo ran 2>&1", harness_dir(), bin("hub-run"));
+	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	status = pclose(f);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 125, "status %d: %s", status,
+		      out);
+	ck_assert_msg(strcmp(out, "hub-run: -g nope=hub-run-no-such-guest -x: "
+			     "hub-run-no-such-guest not found on PATH\n") == 0, "said: %s", out);
+}
+END_TEST
+
 /* Whether every line of a table has col (a column's heading in its first
  * line) where the heading is: starting where it starts (left-aligned), or
  * ending where it ends (right): the rows aligned. */
@@ -500,6 +578,9 @@ suite_hubctl(void)
 	tcase_add_test(tc, test_hub_run_help);
 	tcase_add_test(tc, test_hub_run_says_which_guest_died);
 	tcase_add_test(tc, test_hub_run_relative_exec);
+	tcase_add_test(tc, test_hub_run_conf_relative_exec);
+	tcase_add_test(tc, test_hub_run_exec_on_path);
+	tcase_add_test(tc, test_hub_run_exec_not_found);
 	tcase_add_test(tc, test_tables_fit_long_names);
 	tcase_add_test(tc, test_check_man_commands);
 	suite_add_tcase(s, tc);
