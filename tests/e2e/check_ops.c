@@ -747,6 +747,10 @@ START_TEST(test_help_and_usage)
 	free(out);
 	hubctl_ok(&hub, &out, "call", "-h", (char *)NULL);
 	ck_assert_ptr_nonnull(strstr(out, "signature"));
+	/* every kind of argument said, not only the scalars and hub.sink */
+	ck_assert_msg(strstr(out, "map<K,V> as JSON") != NULL &&
+		      strstr(out, "An rx<T> argument") != NULL && strstr(out, "f64") != NULL,
+		      "%s", out);
 	free(out);
 	/* help of help is the usage; of no command, an error as for the
 	 * command itself (it was the usage on stdout, and exit 2) */
