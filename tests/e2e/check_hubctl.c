@@ -241,6 +241,22 @@ START_TEST(test_methods_grouped)
 }
 END_TEST
 
+/* sh -c cmd: what it printed into out (cap bytes, NUL-terminated), its
+ * exit status (-1 if a signal ended it). */
+static int
+sh_out(const char *cmd, char *out, size_t cap)
+{
+	FILE *f;
+	size_t n;
+	int status;
+
+	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+	n = fread(out, 1, cap - 1, f);
+	out[n] = '\0';
+	status = pclose(f);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* hub-run -h: its whole help (usage, every option, the environment,
  * examples, exit status) on stdout, exit 0, as the other tools. */
 START_TEST(test_hub_run_help)
@@ -251,16 +267,11 @@ START_TEST(test_hub_run_help)
 		"hub-run -g kv=", "exit status: ",
 	};
 	char cmd[600], out[8192];
-	size_t n;
-	FILE *f;
 	int status;
 
 	snprintf(cmd, sizeof(cmd), "'%s' -h 2>&1", bin("hub-run"));
-	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	status = pclose(f);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, out);
+	status = sh_out(cmd, out, sizeof(out));
+	ck_assert_msg(status == 0, "status %d: %s", status, out);
 	for (size_t i = 0; i < sizeof(has) / sizeof(has[0]); i++)
 		ck_assert_msg(strstr(out, has[i]) != NULL, "no '%s' in: %s", has[i], out);
 }
@@ -283,19 +294,13 @@ START_TEST(test_hub_run_says_which_guest_died)
 		{ "a b=/bin/true", "hub-run: hubd exited\n" },
 	};
 	char cmd[800], out[16384];
-	size_t n;
-	FILE *f;
 	int status;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		snprintf(cmd, sizeof(cmd), "TMPDIR='%s' '%s' -t 300 -g '%s' -- true 2>&1",
 			 harness_dir(), bin("hub-run"), cases[i].guest);
-		ck_assert_ptr_nonnull(f = popen(cmd, "r"));
-		n = fread(out, 1, sizeof(out) - 1, f);
-		out[n] = '\0';
-		status = pclose(f);
-		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 125, "status %d: %s",
-			      status, out);
+		status = sh_out(cmd, out, sizeof(out));
+		ck_assert_msg(status == 125, "status %d: %s", status, out);
 		ck_assert_msg(strstr(out, cases[i].said) != NULL, "no '%s' in: %s", cases[i].said,
 			      out);
 		ck_assert_msg(strstr(out, "hubd's log:") != NULL &&
@@ -311,19 +316,14 @@ END_TEST
 START_TEST(test_hub_run_relative_exec)
 {
 	char cmd[800], out[16384], want[600];
-	size_t n;
-	FILE *f;
 	int status;
 
 	snprintf(cmd, sizeof(cmd), "cd '%s' && TMPDIR='%s' '%s' -t 300 -g 'echo=./guests/echo' "
 		 "-g 'kv=./guests/kv  --quiet' -w echo.echo -w kv.get -- "
 		 "sh -c 'cat \"${HUBCTL_SOCKET%%/*}/hubd.conf\"' 2>&1", BUILD_DIR,
 		 harness_dir(), bin("hub-run"));
-	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	status = pclose(f);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, out);
+	status = sh_out(cmd, out, sizeof(out));
+	ck_assert_msg(status == 0, "status %d: %s", status, out);
 	snprintf(want, sizeof(want), "[guest echo]\nexec = %s/./guests/echo\n[guest kv]\n",
 		 BUILD_DIR);
 	ck_assert_msg(strstr(out, want) != NULL, "no '%s' in: %s", want, out);
@@ -340,8 +340,6 @@ END_TEST
 START_TEST(test_hub_run_conf_relative_exec)
 {
 	char cmd[1600], out[16384], want[600];
-	size_t n;
-	FILE *f;
 	int status;
 
 	snprintf(cmd, sizeof(cmd), "cd '%s' && mkdir 'conf dir' && "
@@ -351,11 +349,8 @@ START_TEST(test_hub_run_conf_relative_exec)
 		 "TMPDIR='%s' '%s' -t 300 -c 'conf dir/hubd.conf' -w echo.echo -w kv.get -- "
 		 "sh -c 'hubctl call echo.echo hi && grep exec \"${HUBCTL_SOCKET%%/*}/hubd.conf\"' "
 		 "2>&1", harness_dir(), BUILD_DIR, BUILD_DIR, harness_dir(), bin("hub-run"));
-	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	status = pclose(f);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, out);
+	status = sh_out(cmd, out, sizeof(out));
+	ck_assert_msg(status == 0, "status %d: %s", status, out);
 	snprintf(want, sizeof(want), "hi\nexec = %s/conf dir/echo\nexec: %s/conf dir/../kv ; "
 		 "its own\n", harness_dir(), harness_dir());
 	ck_assert_msg(strcmp(out, want) == 0, "not '%s': %s", want, out);
@@ -368,8 +363,6 @@ END_TEST
 START_TEST(test_hub_run_exec_on_path)
 {
 	char cmd[1600], out[16384], want[600];
-	size_t n;
-	FILE *f;
 	int status;
 
 	snprintf(cmd, sizeof(cmd), "mkdir '%s/bin' && ln -s '%s/guests/kv' '%s/bin/my-kv' && "
@@ -377,11 +370,8 @@ START_TEST(test_hub_run_exec_on_path)
 		 "sh -c 'hubctl call kv.put a b && hubctl call kv.get a && "
 		 "grep -A 1 exec \"${HUBCTL_SOCKET%%/*}/hubd.conf\"' 2>&1", harness_dir(), BUILD_DIR,
 		 harness_dir(), harness_dir(), harness_dir(), bin("hub-run"));
-	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	status = pclose(f);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, out);
+	status = sh_out(cmd, out, sizeof(out));
+	ck_assert_msg(status == 0, "status %d: %s", status, out);
 	snprintf(want, sizeof(want), "b\nexec = %s/bin/my-kv\nargs = --quiet\n", harness_dir());
 	ck_assert_msg(strcmp(out, want) == 0, "not '%s': %s", want, out);
 }
@@ -393,18 +383,12 @@ END_TEST
 START_TEST(test_hub_run_exec_not_found)
 {
 	char cmd[800], out[16384];
-	size_t n;
-	FILE *f;
 	int status;
 
 	snprintf(cmd, sizeof(cmd), "TMPDIR='%s' '%s' -t 300 -g 'nope=hub-run-no-such-guest -x' "
 		 "-- echo ran 2>&1", harness_dir(), bin("hub-run"));
-	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	status = pclose(f);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 125, "status %d: %s", status,
-		      out);
+	status = sh_out(cmd, out, sizeof(out));
+	ck_assert_msg(status == 125, "status %d: %s", status, out);
 	ck_assert_msg(strcmp(out, "hub-run: -g nope=hub-run-no-such-guest -x: "
 			     "hub-run-no-such-guest not found on PATH\n") == 0, "said: %s", out);
 }
@@ -520,19 +504,12 @@ static int
 check_man_after(const char *edit, char *err, size_t cap)
 {
 	char cmd[2048];
-	size_t n;
-	FILE *f;
-	int status;
 
 	snprintf(cmd, sizeof(cmd), "set -e; d='%s'; rm -rf \"$d\"; mkdir \"$d\"; cd '%s/..'; "
 		 "cp -r README.md doc daemon hubctl nats guestlib proto mt bindings scripts "
 		 "\"$d\"; cd \"$d\"; %s; sh scripts/check-man.sh 2>&1 >/dev/null",
 		 harness_path("tree"), BUILD_DIR, edit);
-	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
-	n = fread(err, 1, cap - 1, f);
-	err[n] = '\0';
-	status = pclose(f);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return sh_out(cmd, err, cap);
 }
 
 /* check-man fails when a control command is missing from doc/control.md
