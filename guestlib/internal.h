@@ -179,6 +179,9 @@ struct lg_lane {
 	int			closing;	/* reaped at the end of the round */
 	int			violation;	/* the peer broke rule (why) */
 	int			told;		/* the hub closed it: no report */
+	uint64_t		hung_ns;	/* when its peer was seen to hang
+						 * up (0: not), hubd's word on how
+						 * it went awaited since */
 	uint64_t		n_out, n_in;	/* calls each way, for the figures */
 	char			peer[HP_LANE_NAME_MAX + 1];
 	char			why[HP_LANE_REASON_MAX + 1];

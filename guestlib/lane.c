@@ -120,6 +120,21 @@ drop_hung_bell(struct guest *g, struct lg_lane *ln)
 	ln->bells[0] = -1;
 }
 
+/* A peer that dies hangs up its lanes before hubd has seen the death;
+ * hubd then closes them with how it went ("guest B died: killed by
+ * signal 11"), which the calls over it fail with rather than "it hung
+ * up". That word is awaited this long: a peer alive that only closed
+ * its end gets none. The wait ends at a heartbeat's wake at the latest
+ * (no heartbeat: no wait). */
+#define HUBD_WORD_NS	(2 * HP_NS_PER_S)
+
+static int
+awaits_word(const struct guest *g, const struct lg_lane *ln)
+{
+	return ln->hung_ns != 0 && g->hb_interval != 0 && !hp_host_goodbye_said(&g->seg) &&
+	    hp_now_ns() - ln->hung_ns < HUBD_WORD_NS;
+}
+
 void
 lg_lanes_reap(struct guest *g)
 {
@@ -130,9 +145,13 @@ lg_lanes_reap(struct guest *g)
 		/* a peer gone: what it sent before is served first */
 		if (!ln->closing && hp_group_hung(&ln->ep) &&
 		    hp_endpoint_rx_ready(&ln->ep) == 0) {
-			ln->closing = 1;
-			snprintf(ln->why, sizeof(ln->why), "guest %s is gone: it hung up the lane",
-				 ln->peer);
+			if (ln->hung_ns == 0)
+				ln->hung_ns = hp_now_ns();
+			if (!awaits_word(g, ln)) {
+				ln->closing = 1;
+				snprintf(ln->why, sizeof(ln->why), "guest %s is gone: it hung "
+					 "up the lane", ln->peer);
+			}
 		}
 		if (ln->closing)
 			lane_close(g, ln);	/* g->lanes[i] is another now */
@@ -149,7 +168,8 @@ lg_lanes_ready(struct guest *g)
 
 		/* one to reap is work, unless a send waiting for room holds
 		 * reaping off (reap_held): then only what a serve takes */
-		if ((g->reap_held == 0 && (ln->closing || hp_group_hung(&ln->ep))) ||
+		if ((g->reap_held == 0 && (ln->closing || (hp_group_hung(&ln->ep) &&
+							   !awaits_word(g, ln)))) ||
 		    (!ln->closing && hp_endpoint_rx_ready(&ln->ep) != 0))
 			return 1;
 	}
