@@ -487,11 +487,13 @@ check_names(struct parser *p)
 static int
 geometry_line(const struct parser *p, const char *why)
 {
-	size_t n = why != NULL ? strcspn(why, " ") : 0;
+	char key[32] = "";
 
-	if (n == 16 && memcmp(why, "max_payload_size", n) == 0 && !p->payload_set)
-		return config_hub_line(p, "slot_size", 9);
-	return config_hub_line(p, why != NULL ? why : "", n);
+	if (why != NULL)
+		snprintf(key, sizeof(key), "%.*s", (int)strcspn(why, " "), why);
+	if (strcmp(key, "max_payload_size") == 0 && !p->payload_set)
+		return config_hub_line(p, "slot_size");
+	return config_hub_line(p, key);
 }
 
 static void
@@ -514,9 +516,9 @@ finish(struct parser *p)
 	else if (hp_geometry_compute(&c->params, &geo, &why) != 0)
 		config_perr(p, geometry_line(p, why), "[hub]: %s",
 			    why ? why : "invalid segment parameters");
-	c->control_line = config_hub_line(p, "control", 7);
+	c->control_line = config_hub_line(p, "control");
 	guests_fit(p, line);
-	channels_per_caller(p, config_hub_line(p, "channels_per_caller", 19));
+	channels_per_caller(p, config_hub_line(p, "channels_per_caller"));
 	for (uint32_t i = 0; i < c->nguests; i++) {
 		struct config_guest *g = &c->guests[i];
 

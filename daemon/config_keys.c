@@ -1136,11 +1136,11 @@ config_handler(void *user, const char *section, const char *name, const char *va
 }
 
 int
-config_hub_line(const struct parser *p, const char *name, size_t n)
+config_hub_line(const struct parser *p, const char *name)
 {
-	for (size_t i = 0; i < sizeof(hub_keys) / sizeof(hub_keys[0]); i++)
-		if (strlen(hub_keys[i].name) == n && memcmp(hub_keys[i].name, name, n) == 0 &&
-		    p->hub_key_line[i] != 0)
-			return p->hub_key_line[i];
+	const struct key *k = key_find(hub_keys, sizeof(hub_keys) / sizeof(hub_keys[0]), name);
+
+	if (k != NULL && p->hub_key_line[k - hub_keys] != 0)
+		return p->hub_key_line[k - hub_keys];
 	return p->hub_line ? p->hub_line : 1;
 }

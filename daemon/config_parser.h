@@ -39,10 +39,10 @@ struct parser {
 void	config_perr(struct parser *p, int line, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
-/* config_keys.c: the line of [hub]'s key name (n bytes), for a problem
+/* config_keys.c: the line of [hub]'s key name, for a problem
  * found across keys; the [hub] line if the file does not set it (1 if
  * there is none). */
-int	config_hub_line(const struct parser *p, const char *name, size_t n);
+int	config_hub_line(const struct parser *p, const char *name);
 
 /* config.c: whether s (n bytes) is a guest's or a zone's name. */
 int	config_valid_name(const char *s, size_t n);
