@@ -66,7 +66,6 @@ attached(struct guest *g, const char **why)
 		return rc;
 	}
 	g->hb_interval = g->seg.params.heartbeat_interval;
-	g->tick_every = TICK_MAX;
 	clock_beat(g);
 	g->next_req = 1;
 	if (hp_idtab_reserve(&g->out, 32) != 0 ||

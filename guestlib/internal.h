@@ -37,7 +37,7 @@
 #define GOODBYE_MAX	255	/* bytes of the hub's Goodbye reason kept */
 #define LG_ERR_TEXT_MAX	1023	/* bytes of a call's error text given */
 #define LG_DONE_KEPT	256	/* answered calls kept after their handler */
-#define TICK_MAX	64	/* messages per clock read at most (heartbeat) */
+#define TICK_ITEMS	8	/* stream items per look at the clock (heartbeat) */
 
 struct method {
 	uint64_t	id;
@@ -387,7 +387,7 @@ struct guest {
 						 * (wait_ends): no lane closes, so
 						 * none is freed under its sender */
 	uint64_t		hb_interval;
-	uint64_t		next_hb;
+	uint64_t		next_hb;	/* UINT64_MAX: no heartbeat */
 	struct method		*methods;
 	uint32_t		nmethods;
 	char			**retired;	/* unregistered methods' names: a
@@ -420,9 +420,7 @@ struct guest {
 						 * lg_rest makes guest_fd readable */
 	int			term_handler;	/* guest_attach installed SIGTERM's */
 	int			dead;		/* 0, or why the loop must end */
-	uint32_t		ticks;		/* messages until the next clock read */
-	uint32_t		tick_every;	/* messages per clock read, 1..TICK_MAX */
-	uint64_t		last_clock;	/* the last clock read */
+	uint32_t		items;		/* stream items sent or served (heartbeat) */
 	int			ended_by_hub;	/* a Goodbye came: goodbye is set */
 	char			goodbye[GOODBYE_MAX + 1];
 	struct guest_stats	stats;
@@ -527,7 +525,7 @@ lg_timeout_at(struct timeout *t, uint64_t now)
 /* session.c */
 /* One message sent or received: the clock read that keeps the heartbeat
  * going while messages flow, once every so many. */
-void	lg_tick(struct guest *g);
+void	lg_tick(struct guest *g, uint8_t type);
 /* Reads the clock and beats if a beat is due. */
 uint64_t lg_clock_beat(struct guest *g);
 /* A wait's own condition, for a wrapper that adds to it (the guest's

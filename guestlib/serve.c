@@ -134,6 +134,7 @@ serve_ep(struct guest *g, struct lg_lane *ln, int *did, int requests, int *n)
 	struct lg_chans *cs = ln != NULL ? &ln->chans : &g->chans;
 	struct hp_msg_in m;
 	const char *rule;
+	uint8_t type;
 	int rc = 0;
 
 	for (; *n < BATCH && !g->dead && (ln == NULL || !ln->closing); (*n)++) {
@@ -160,11 +161,12 @@ serve_ep(struct guest *g, struct lg_lane *ln, int *did, int requests, int *n)
 		*did = 1;
 		g->cur_lane = ln;
 		g->lane_rule = NULL;
+		type = m.desc.msg_type;
 		rc = dispatch(g, &m);
 		g->cur_lane = NULL;
 		hp_endpoint_release(ep, &m);
 		/* a busy guest beats here, an idle one in lg_wait_rx */
-		lg_tick(g);
+		lg_tick(g, type);
 		if (rc == -EPROTO && ln != NULL) {
 			lg_lane_broken(ln, g->lane_rule);
 			return 0;

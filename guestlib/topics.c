@@ -326,6 +326,7 @@ topics_serve(struct guest *g, int *did)
 		for (int n = 0; n < TOPICS_BATCH && take(s, &ev) == 1; n++) {
 			*did = 1;
 			s->fn(g, &ev, s->ctx);
+			lg_tick(g, HP_MSG_DATA);	/* an event counts as an item */
 			/* the handler may have unsubscribed it */
 			if (i >= ts->nsub || ts->sub[i] != s)
 				break;
@@ -457,6 +458,8 @@ publish(struct guest *g, struct lg_pub *p, const void *ev, size_t len)
 		if (!p->mapped)
 			return -ENOENT;	/* the hub took it back meanwhile */
 	}
+	/* a loop that only publishes beats too */
+	lg_tick(g, HP_MSG_DATA);
 	return rc;
 }
 

@@ -157,6 +157,55 @@ START_TEST(test_live_guests_are_not_hung)
 }
 END_TEST
 
+/* r[shm.crash.heartbeat]: a guest whose handler takes 100 ms, with 40
+ * calls queued for it, is back in libguest every 100 ms and beats there:
+ * it is not hung, though its queue takes twice the 2 s a guest may go
+ * without a beat. libguest read the clock once per 64 messages sent or
+ * served (32 calls here, 3.2 s), and such a guest was ended as hung. */
+START_TEST(test_guest_with_slow_calls_queued_is_not_hung)
+{
+	char *out = NULL;
+	int pid;
+
+	ck_assert(hub_start(&hub, LIVE_HEARTBEAT,
+		"[guest prober]\nexec = @/tests/guests/prober\n"
+		"[guest slow]\nexec = @/tests/guests/prober\nargs = --prefix slow\n") == 0);
+	ck_assert(hub_wait_method(&hub, "prober.crowd,slow.busy") == 0);
+	pid = hub_peer_int(&hub, "slow", "pid");
+	ck_assert_msg(hubctl(&hub, &out, "-t", "60", "call", "prober.crowd", "slow.busy", "40",
+			     "100", (char *)NULL) == 0 && strcmp(out, "40\n") == 0,
+		      "crowd: %s%s", out, hub_log_tail(&hub));
+	free(out);
+	ck_assert_msg(hub_peer_int(&hub, "slow", "pid") == pid &&
+		      hub_peer_int(&hub, "slow", "restarts") == 0, "slow died: %s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
+/* r[shm.crash.heartbeat]: a handler that publishes events for 3 s without
+ * a pause is back in libguest at each event and beats there (libguest
+ * beat only in a wait or at a message before). */
+START_TEST(test_guest_publishing_without_pause_is_not_hung)
+{
+	char *out = NULL;
+	int pid;
+
+	ck_assert(hub_start(&hub, LIVE_HEARTBEAT,
+		"[guest topicpub]\nexec = @/tests/guests/topicpub\n") == 0);
+	ck_assert(hub_wait_method(&hub, "topicpub.flood") == 0);
+	pid = hub_peer_int(&hub, "topicpub", "pid");
+	ck_assert_msg(hubctl(&hub, &out, "-t", "60", "call", "topicpub.flood", "3000",
+			     (char *)NULL) == 0 && strtoull(out, NULL, 10) > 0,
+		      "flood: %s%s", out, hub_log_tail(&hub));
+	free(out);
+	ck_assert_msg(hub_peer_int(&hub, "topicpub", "pid") == pid &&
+		      hub_peer_int(&hub, "topicpub", "restarts") == 0, "topicpub died: %s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* Waits (30 s) until name is failed; asserts it. */
 static void
 wait_failed(const char *name)
@@ -306,6 +355,8 @@ suite_faults(void)
 	tcase_add_test(tc, test_kill9_under_traffic_200_times);
 	tcase_add_test(tc, test_stopped_guest_is_hung);
 	tcase_add_test(tc, test_live_guests_are_not_hung);
+	tcase_add_test(tc, test_guest_with_slow_calls_queued_is_not_hung);
+	tcase_add_test(tc, test_guest_publishing_without_pause_is_not_hung);
 	tcase_add_test(tc, test_guest_that_keeps_dying_fails);
 	tcase_add_test(tc, test_guests_that_never_attach);
 	tcase_add_test(tc, test_hubd_killed_takes_guests_along);

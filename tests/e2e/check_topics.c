@@ -121,6 +121,29 @@ START_TEST(test_block)
 }
 END_TEST
 
+/* r[shm.crash.heartbeat]: a subscriber whose handler takes 100 ms, with
+ * events always waiting for it (a block topic: the publisher waits for
+ * room), is back in libguest at each event and beats there: 40 events
+ * take twice the 2 s it may go without a beat, and it is not hung.
+ * (libguest beat only in a wait or at a message, and its loop never
+ * waited while events came.) */
+START_TEST(test_slow_subscriber_keeps_its_heartbeat)
+{
+	int pid;
+
+	hub_start_up(&hub, "heartbeat_interval = 1s\n[topic pub.ev]\nblock_timeout = 60s\n",
+		     PUB("") SUB("sub", "--policy=block --slow=100"), "pub,sub");
+	ck_assert(hub_wait_method(&hub, "pub.burst,sub.stats") == 0);
+	pid = hub_peer_int(&hub, "sub", "pid");
+	expect("pub.burst", "40", "0", "40\n");
+	expect_stats("sub", "received 40 lost 0 bad 0 last 39");
+	ck_assert_msg(hub_peer_int(&hub, "sub", "pid") == pid &&
+		      hub_peer_int(&hub, "sub", "restarts") == 0, "sub died: %s",
+		      hub_log_tail(&hub));
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* drop-oldest: never waited for; a lapped subscriber learns how many it
  * lost; the others are not held back by it. */
 START_TEST(test_drop_oldest)
@@ -562,6 +585,7 @@ suite_topics(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, test_block);
+	tcase_add_test(tc, test_slow_subscriber_keeps_its_heartbeat);
 	tcase_add_test(tc, test_drop_oldest);
 	tcase_add_test(tc, test_latest);
 	tcase_add_test(tc, test_restarts);

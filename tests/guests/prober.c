@@ -8,6 +8,8 @@
  *   concurrent N	N calls to echo.echo in flight at once, all checked
  *   burst N SIZE	the same with SIZE-byte strings (each its own bytes),
  *			no call timing out: answers N
+ *   crowd METHOD N MS	N calls to METHOD(MS: u64) in flight at once (a
+ *			queue for a slow handler such as busy), answers N
  *   big N		an N-byte string through echo.echo and back, checked
  *   bigkv N		N bytes through kv.put and kv.get, checked
  *   wait		answers only when cancelled (with Cancelled)
@@ -442,6 +444,42 @@ burst(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	free(text);
 	free(arg);
 	/* all issued before any is awaited: they are in flight together */
+	while (b.done < issued)
+		if (guest_service_wait(g, 1000) != 0)
+			break;
+	batch_reply(c, &b, n);
+}
+
+static void
+crowd_done(void *ctx, int status, const uint8_t *result, size_t len)
+{
+	batch_done(ctx, status, result, len, 1);
+}
+
+static void
+crowd(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	struct batch b = { 0, 0, "" };
+	char method[128];
+	const char *m;
+	uint64_t n, ms, issued = 0;
+	size_t mn, pos = 0;
+	uint8_t arg[16];
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 || mn >= sizeof(method) ||
+	    guest_pc_get_u64(args, len, &pos, &n) != 0 || n > 4096 ||
+	    guest_pc_get_u64(args, len, &pos, &ms) != 0) {
+		guest_reply_error(c, "crowd takes a method, a count and ms");
+		return;
+	}
+	memcpy(method, m, mn);
+	method[mn] = '\0';
+	pos = 0;
+	guest_pc_put_u64(arg, sizeof(arg), &pos, ms);
+	for (; issued < n; issued++)
+		if (guest_call_async(g, method, arg, pos, crowd_done, &b, NULL) != 0)
+			break;
 	while (b.done < issued)
 		if (guest_service_wait(g, 1000) != 0)
 			break;
@@ -955,6 +993,7 @@ main(int argc, char *argv[])
 		{ "asmap", "bytes->map<str,u64>", asmap },
 		{ "concurrent", "u64->u64", concurrent },
 		{ "burst", "u64,u64->u64", burst },
+		{ "crowd", "str,u64,u64->u64", crowd },
 		{ "big", "u64->u64", big },
 		{ "bigkv", "u64->u64", bigkv },
 		{ "wait", "->unit", wait_cancel },

@@ -16,6 +16,7 @@
  *		last V"; NAME.read (u64->str): up to N events taken now
  *		(--pull), "V V ... lost=L"; --log writes each event to
  *		stderr: "topicguest NAME: event SEQ lost L: ARGS"
+ *   --slow=MS	with --sub: its handler computes MS ms per event first
  *   --scribble-cursor
  *		with --sub: NAME.scribble_cursor (u64->unit) writes the value
  *		over its own cursor's every word (a hostile subscriber)
@@ -30,13 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "guest.h"
 #include "proto/topic.h"
 
 static const char *name = "topicguest", *pub, *sig = "u64", *sub_topic, *policy = "drop-oldest";
 static const char *wait_method;
-static int retain, pull, log_events, wait_ms = -1, scribble_cursor;
+static int retain, pull, log_events, wait_ms = -1, scribble_cursor, slow_ms;
 static int sub_id;
 static uint64_t received, lost, bad, last;
 static struct guest *guest;
@@ -92,11 +94,23 @@ count(const struct guest_event *ev)
 	}
 }
 
+static double
+now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
 static void
 on_event(struct guest *g, const struct guest_event *ev, void *ctx)
 {
 	(void)g;
 	(void)ctx;
+	/* awake, not asleep: a handler doing work */
+	for (double end = now_ms() + slow_ms; now_ms() < end;)
+		;
 	count(ev);
 }
 
@@ -314,6 +328,8 @@ main(int argc, char *argv[])
 			pull = 1;
 		else if (strcmp(a, "--log") == 0)
 			log_events = 1;
+		else if (strncmp(a, "--slow=", 7) == 0)
+			slow_ms = atoi(a + 7);
 		else if (strcmp(a, "--scribble-cursor") == 0)
 			scribble_cursor = 1;
 		else if (strncmp(a, "--wait=", 7) == 0)
