@@ -193,13 +193,14 @@ start_exporter(struct hub_proc *h, const char *name, const char *url, const char
 	free(nats);
 }
 
-/* Hub a importing kv.* and sl.*. */
+/* Hub a importing kv.* and sl.*, its calls waiting timeout at most. */
 static void
-start_importer(struct hub_proc *h, const char *url, const char *nats_extra)
+start_importer(struct hub_proc *h, const char *url, const char *nats_extra, const char *timeout)
 {
 	char extra[512], guests[2048], *nats;
 
-	snprintf(extra, sizeof(extra), "%s[import]\nmethods = kv.* sl.*\ntimeout = 5s\n", nats_extra);
+	snprintf(extra, sizeof(extra), "%s[import]\nmethods = kv.* sl.*\ntimeout = %s\n",
+		 nats_extra, timeout);
 	nats = nh_bridge("a", url, "kv.*, sl.*", extra);
 	snprintf(guests, sizeof(guests), LB("cl") "%s", nats);
 	hub_start_up(h, NULL, guests, "cl,nats");
@@ -260,7 +261,7 @@ START_TEST(test_trust_without_authorization)
 			 NATS_OK);
 	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
 	start_exporter(&hub_b, "b", nd.url, "");
-	start_importer(&hub_a, nd.url, "");
+	start_importer(&hub_a, nd.url, "", "5s");
 	ck_assert_msg(hub_wait_method(&hub_a, "kv.get,kv.put,sl.sleep") == 0, "%s",
 		      hub_log_tail(&hub_a));
 	/* not pinned: kv.get is B's str->bytes, and its calls work */
@@ -402,7 +403,8 @@ START_TEST(test_trust_under_authorization)
 	atomic_store(&denied, 0);
 	natsd_start_conf(&nd, auth_conf);
 	start_exporter(&hub_b, "b", nd.url, "user = b\npassword = pb\ninbox_prefix = _INBOX.b\n");
-	start_importer(&hub_a, nd.url, "user = a\npassword = pa\ninbox_prefix = _INBOX.a\n");
+	start_importer(&hub_a, nd.url, "user = a\npassword = pa\ninbox_prefix = _INBOX.a\n",
+		       "5s");
 	ck_assert_msg(hub_wait_method(&hub_a, "kv.get,kv.put,sl.sleep") == 0, "%s",
 		      hub_log_tail(&hub_a));
 	nh_wait_ok(&hub_a, "", "kv.put", "colour", "blue");
@@ -468,11 +470,17 @@ START_TEST(test_trust_calls_per_hub)
 
 	natsd_start(&nd);
 	start_exporter(&hub_b, "b", nd.url, "calls_per_hub = 1\n");
-	start_importer(&hub_a, nd.url, "");
+	/* 30 s: a sleep of 5 s that an import timeout of 5 s cut short
+	 * (on a loaded machine) stays in flight at hub b for a minute, its
+	 * answer awaited there, and hub a's later call is refused */
+	start_importer(&hub_a, nd.url, "", "30s");
 	ck_assert_msg(hub_wait_method(&hub_a, "sl.sleep,sl.echo") == 0, "%s", hub_log_tail(&hub_a));
 	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
 	if ((pid = fork()) == 0) {
-		nh_ctl(&hub_a, &out, "sl.sleep", "5000", NULL);
+		if (nh_ctl(&hub_a, &out, "sl.sleep", "5000", NULL) != 0) {
+			fprintf(stderr, "sl.sleep 5000: %s\n", out);
+			_exit(1);
+		}
 		_exit(0);
 	}
 	ck_assert_int_gt(pid, 0);
@@ -503,6 +511,8 @@ START_TEST(test_trust_calls_per_hub)
 	natsMsg_Destroy(m);
 	natsConnection_Destroy(nc);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "hub a's sl.sleep failed (its error is above): %s", hub_log_tail(&hub_a));
 	/* and once the first is answered, hub a's next is served */
 	nh_expect_ok(&hub_a, "y", "sl.echo", "y", NULL);
 	ck_assert_int_eq(hub_stop(&hub_a), 0);
@@ -599,7 +609,7 @@ START_TEST(test_trust_made_up_callers)
 
 	natsd_start(&nd);
 	start_exporter(&hub_b, "b", nd.url, "");
-	start_importer(&hub_a, nd.url, "");
+	start_importer(&hub_a, nd.url, "", "5s");
 	ck_assert_msg(hub_wait_method(&hub_a, "sl.sleep,sl.echo") == 0, "%s", hub_log_tail(&hub_a));
 	nh_wait_ok(&hub_a, "x", "sl.echo", "x", NULL);
 	nc = attacker(nd.url, NULL, NULL);
