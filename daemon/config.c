@@ -8,7 +8,6 @@
  * means and which values it takes is config_keys.c's. */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,21 +26,6 @@
 
 #define GUESTS_MAX	HP_MAX_GUESTS
 #define TOPICS_MAX	1024u	/* [topic NAME] sections */
-
-void
-config_perr(struct parser *p, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	p->errors++;
-	if (p->errs == NULL)
-		return;
-	fprintf(p->errs, "%s:%d: ", p->file, line);
-	va_start(ap, fmt);
-	vfprintf(p->errs, fmt, ap);
-	va_end(ap);
-	fputc('\n', p->errs);
-}
 
 static void
 config_guest_defaults(struct config_guest *g)
@@ -68,17 +52,6 @@ config_lanes_allow(const struct config_guest *g, const char *name)
 		return g->lanes == LANES_ANY;
 	snprintf(word, sizeof(word), " %s ", name);
 	return strstr(g->lanes_with, word) != NULL;
-}
-
-int
-config_valid_name(const char *s, size_t n)
-{
-	if (n == 0 || n > CONFIG_GUEST_NAME_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && strchr("_.-", s[i]) == NULL)
-			return 0;
-	return 1;
 }
 
 /* [topic NAME]: a topic's settings, its name one a method could have. */
@@ -336,40 +309,6 @@ guests_fit(struct parser *p, int line)
 
 /* -- whose names are whose --------------------------------------------- */
 
-/* A provides pattern (config_keys.c: "a.b" that name, "a.*" every name
- * that begins with "a." and goes on) or a guest's own names, "NAME.*". */
-static int
-pattern_glob(const char *pat, size_t n)
-{
-	return n >= 2 && pat[n - 2] == '.' && pat[n - 1] == '*';
-}
-
-static int
-pattern_match(const char *pat, const char *name)
-{
-	size_t n = strlen(pat);
-
-	if (pattern_glob(pat, n))
-		return strncmp(name, pat, n - 1) == 0 && name[n - 1] != '\0';
-	return strcmp(pat, name) == 0;
-}
-
-/* Whether some method name matches both. */
-static int
-patterns_overlap(const char *a, const char *b)
-{
-	size_t na = strlen(a), nb = strlen(b);
-	int ga = pattern_glob(a, na), gb = pattern_glob(b, nb);
-
-	if (ga && gb)	/* "x." a prefix of "x.y." or the other way round */
-		return strncmp(a, b, (na < nb ? na : nb) - 1) == 0;
-	if (ga)
-		return pattern_match(a, b);
-	if (gb)
-		return pattern_match(b, a);
-	return strcmp(a, b) == 0;
-}
-
 int
 config_guest_publishes(const struct config_guest *g, const char *topic)
 {
@@ -378,7 +317,7 @@ config_guest_publishes(const struct config_guest *g, const char *topic)
 	if (strncmp(topic, g->name, n) == 0 && topic[n] == '.' && topic[n + 1] != '\0')
 		return 1;
 	for (char **q = g->publishes; q != NULL && *q != NULL; q++)
-		if (pattern_match(*q, topic))
+		if (config_pattern_match(*q, topic))
 			return 1;
 	return 0;
 }
@@ -418,7 +357,7 @@ config_guest_covers(const struct config_guest *g, const char *method)
 	if (strncmp(method, g->name, n) == 0 && method[n] == '.' && method[n + 1] != '\0')
 		return 1;
 	for (char **q = g->provides; q != NULL && *q != NULL; q++)
-		if (pattern_match(*q, method))
+		if (config_pattern_match(*q, method))
 			return 1;
 	return 0;
 }
@@ -442,36 +381,36 @@ check_names(struct parser *p)
 		if (strcmp(g->name, "hub") == 0)
 			config_perr(p, g->line, "guest 'hub': a guest's names are NAME.*, and "
 				    "hub.* are the host's services: choose another name");
-		else if (patterns_overlap(own, host))
+		else if (config_patterns_overlap(own, host))
 			config_perr(p, g->line, "guest '%s': its names %s are the host's (%s)",
 				    g->name, own, host);
 		for (char **q = g->provides; q != NULL && *q != NULL; q++)
-			if (patterns_overlap(*q, host))
+			if (config_patterns_overlap(*q, host))
 				config_perr(p, g->provides_line, "guest '%s': provides '%s' "
 					    "covers names of the host's (%s)", g->name, *q, host);
 		for (uint32_t j = 0; j < i; j++) {
 			const struct config_guest *o = &c->guests[j];
 
 			snprintf(other, sizeof(other), "%s.*", o->name);
-			if (patterns_overlap(own, other))
+			if (config_patterns_overlap(own, other))
 				config_perr(p, g->line, "guest '%s': its names %s overlap %s, "
 					    "guest '%s''s (line %d)", g->name, own, other,
 					    o->name, o->line);
 			for (char **q = g->provides; q != NULL && *q != NULL; q++)
-				if (patterns_overlap(*q, other))
+				if (config_patterns_overlap(*q, other))
 					config_perr(p, g->provides_line, "guest '%s': provides "
 						    "'%s' overlaps %s, the names of guest '%s' "
 						    "(line %d)", g->name, *q, other, o->name,
 						    o->line);
 			for (char **r = o->provides; r != NULL && *r != NULL; r++)
-				if (patterns_overlap(*r, own))
+				if (config_patterns_overlap(*r, own))
 					config_perr(p, o->provides_line, "guest '%s': provides "
 						    "'%s' overlaps %s, the names of guest '%s' "
 						    "(line %d)", o->name, *r, own, g->name,
 						    g->line);
 			for (char **q = g->provides; q != NULL && *q != NULL; q++)
 				for (char **r = o->provides; r != NULL && *r != NULL; r++)
-					if (patterns_overlap(*q, *r))
+					if (config_patterns_overlap(*q, *r))
 						config_perr(p, g->provides_line, "guest '%s': "
 							    "provides '%s' overlaps '%s', which "
 							    "guest '%s' provides (line %d)",

@@ -2,7 +2,8 @@
 /* The keys of hubd.conf: one table row per key of [hub], of [pool] and
  * of [guest NAME] with its bounds and where its value goes; the syntax of
  * each kind of value (numbers, sizes, durations, strings, users and
- * groups, uid ranges, restart policies, args, provides); inih's handler, which
+ * groups, uid ranges, restart policies, args, names and patterns) and
+ * how a problem is told (config_perr, config.c's too); inih's handler, which
  * takes a key = value line of the current section to its row; and each [hub]
  * and [pool] value written back as the file takes it, for what a reload says
  * (config_hub_changes). Reading the file
@@ -15,8 +16,10 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,6 +36,68 @@
 
 #define ARGS_MAX	64
 #define PROVIDES_MAX	64	/* patterns in one provides = */
+
+/* -- problems, names and patterns ------------------------------------- */
+
+void
+config_perr(struct parser *p, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->errors++;
+	if (p->errs == NULL)
+		return;
+	fprintf(p->errs, "%s:%d: ", p->file, line);
+	va_start(ap, fmt);
+	vfprintf(p->errs, fmt, ap);
+	va_end(ap);
+	fputc('\n', p->errs);
+}
+
+int
+config_valid_name(const char *s, size_t n)
+{
+	if (n == 0 || n > CONFIG_GUEST_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && strchr("_.-", s[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+/* A pattern of provides or publishes ("a.b" that name, "a.*" every name
+ * that begins with "a." and goes on), or a guest's own names, "NAME.*". */
+static int
+pattern_glob(const char *pat, size_t n)
+{
+	return n >= 2 && pat[n - 2] == '.' && pat[n - 1] == '*';
+}
+
+int
+config_pattern_match(const char *pat, const char *name)
+{
+	size_t n = strlen(pat);
+
+	if (pattern_glob(pat, n))
+		return strncmp(name, pat, n - 1) == 0 && name[n - 1] != '\0';
+	return strcmp(pat, name) == 0;
+}
+
+/* Whether some method name matches both. */
+int
+config_patterns_overlap(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	int ga = pattern_glob(a, na), gb = pattern_glob(b, nb);
+
+	if (ga && gb)	/* "x." a prefix of "x.y." or the other way round */
+		return strncmp(a, b, (na < nb ? na : nb) - 1) == 0;
+	if (ga)
+		return config_pattern_match(a, b);
+	if (gb)
+		return config_pattern_match(b, a);
+	return strcmp(a, b) == 0;
+}
 
 /* A plain unsigned decimal. */
 static int
@@ -80,6 +145,7 @@ parse_size(const char *s, uint64_t *out)
  * monotonic clock, is far from overflowing 64-bit nanoseconds, so no sum
  * on one needs to care. A key's own max may be less. */
 #define DURATION_MAX	(525600ull * 60000000000ull)
+#define HEARTBEAT_MIN_NS	10000000ull	/* 10 ms: hubd's fastest look */
 
 static const struct { const char *unit; uint64_t ns; } units[] = {
 	{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 },
@@ -235,16 +301,28 @@ key_hang_stack(struct parser *p, const struct key *k, const char *value, void *b
 	return -1;
 }
 
-/* A guest's heartbeat: off (a guest in a debugger is never taken for
- * hung), or a duration of its own (0 is off too). */
+/* A heartbeat interval, the hub's or a guest's own: off or 0 (a guest in
+ * a debugger is never taken for hung), or 10 ms at least: hubd looks at
+ * heartbeats at most 100 times a second, and a guest beating more often
+ * would only wake for it. */
 static int
 key_heartbeat(struct parser *p, const struct key *k, const char *value, void *base)
 {
+	uint64_t *v = field(k, base), was = *v;
+
 	if (strcmp(value, "off") == 0) {
-		*(uint64_t *)field(k, base) = 0;
+		*v = 0;
 		return 0;
 	}
-	return key_duration(p, k, value, base);
+	if (key_duration(p, k, value, base) != 0)
+		return -1;
+	if (*v != 0 && *v < HEARTBEAT_MIN_NS) {
+		*v = was;
+		config_perr(p, p->line, "%s: '%s' is shorter than 10ms (off or 0 turns "
+			    "heartbeats off)", k->name, value);
+		return -1;
+	}
+	return 0;
 }
 
 /* start = auto | manual: hubd starts it, or a person does (manual.c) */
@@ -530,7 +608,7 @@ static const struct key hub_keys[] = {
 	{ "initial_credit", key_size, HUB(params.initial_credit), .min = 1, .max = INT32_MAX },
 	{ "max_payload_size", key_payload, HUB(params.max_payload_size), .min = 1,
 	  .max = UINT32_MAX },
-	{ "heartbeat_interval", key_duration, HUB(params.heartbeat_interval) },
+	{ "heartbeat_interval", key_heartbeat, HUB(params.heartbeat_interval) },
 	{ "attach_timeout", key_duration, HUB(attach_timeout_ns), .min = 1 },
 	{ "stop_grace", key_duration, HUB(stop_grace_ns) },
 	{ "group", key_group, HUB(gid) },
@@ -835,9 +913,11 @@ key_publishes(struct parser *p, const struct key *k, const char *value, void *ba
 
 	if (key_patterns(p, k, value, base) != 0)
 		return -1;
-	if (config_guest_publishes(g, "hub.x") && strcmp(g->name, "hub") != 0) {
-		config_perr(p, p->line, "%s: hub.* topics are the host's", k->name);
-		return -1;
+	for (char **q = g->publishes; q != NULL && *q != NULL; q++) {
+		if (config_patterns_overlap(*q, HP_SVC_PREFIX "*")) {
+			config_perr(p, p->line, "%s: %s: hub.* topics are the host's", k->name, *q);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -1007,7 +1087,7 @@ key_text(const struct key *k, const void *base, char *buf, size_t len)
 		snprintf(buf, len, "%" PRIu64, load_uint(k, base));
 	} else if (bytes) {
 		size_exact(buf, len, load_uint(k, base));
-	} else if (k->parse == key_duration) {
+	} else if (k->parse == key_duration || k->parse == key_heartbeat) {
 		duration_exact(buf, len, *(const uint64_t *)cfield(k, base));
 	} else if (k->parse == key_hang_stack) {
 		snprintf(buf, len, "%s", *(const int *)cfield(k, base) == HANG_STACK_OFF ?

@@ -35,7 +35,7 @@ struct parser {
 					 * parameters it keeps; NULL at start */
 };
 
-/* config.c: a problem at line: counted, and written to errs if any. */
+/* config_keys.c: a problem at line: counted, and written to errs if any. */
 void	config_perr(struct parser *p, int line, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
@@ -44,8 +44,14 @@ void	config_perr(struct parser *p, int line, const char *fmt, ...)
  * there is none). */
 int	config_hub_line(const struct parser *p, const char *name);
 
-/* config.c: whether s (n bytes) is a guest's or a zone's name. */
+/* config_keys.c: whether s (n bytes) is a guest's or a zone's name. */
 int	config_valid_name(const char *s, size_t n);
+
+/* config_keys.c: whether name matches pat (provides, publishes: "a.b"
+ * that name, "a.*" each name that begins with "a." and goes on); whether
+ * some name matches both a and b. */
+int	config_pattern_match(const char *pat, const char *name);
+int	config_patterns_overlap(const char *a, const char *b);
 
 /* config_keys.c: inih's handler, one key = value of the current section
  * (p->section) into its field; always 1 (inih goes on), problems through

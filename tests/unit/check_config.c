@@ -129,7 +129,7 @@ START_TEST(test_every_key_lands)
 		      "max_channels = 6\n"
 		      "initial_credit = 7K\n"
 		      "max_payload_size = 1000\n"
-		      "heartbeat_interval = 8ms\n"
+		      "heartbeat_interval = 10ms\n"
 		      "attach_timeout = 9s\n"
 		      "stop_grace = 10ms\n"
 		      "group = root\n"
@@ -159,7 +159,7 @@ START_TEST(test_every_key_lands)
 	ck_assert_uint_eq(c.params.max_channels, 6);
 	ck_assert_uint_eq(c.params.initial_credit, 7 * 1024);
 	ck_assert_uint_eq(c.params.max_payload_size, 1000);	/* given: not slot_size - 4 */
-	ck_assert_uint_eq(c.params.heartbeat_interval, 8000000ull);
+	ck_assert_uint_eq(c.params.heartbeat_interval, 10000000ull);
 	ck_assert_uint_eq(c.attach_timeout_ns, 9000000000ull);
 	ck_assert_uint_eq(c.stop_grace_ns, 10000000ull);
 	ck_assert_int_eq(c.gid, 0);
@@ -264,6 +264,10 @@ START_TEST(test_bad_numbers)
 	expect_error("[hub]\nmax_guests =\n", 2, "max_guests");
 	expect_error("[hub]\nheartbeat_interval = 10\n", 2, "duration");
 	expect_error("[hub]\nheartbeat_interval = 5 s\n", 2, "duration");
+	expect_error("[hub]\nheartbeat_interval = 9ms\n", 2,
+		     "heartbeat_interval: '9ms' is shorter than 10ms (off or 0 turns heartbeats off)");
+	expect_error("[guest a]\nexec = /bin/true\nheartbeat = 1us\n", 3,
+		     "heartbeat: '1us' is shorter than 10ms");
 	expect_error("[hub]\ncalls_in_flight = 0\n", 2, "calls_in_flight");
 	expect_error("[hub]\ncalls_in_flight = 1000001\n", 2, "calls_in_flight");
 }
@@ -294,6 +298,13 @@ START_TEST(test_durations_capped)
 	ck_assert_uint_eq(c.lane_ban_ns, 31536000000000000ull);
 	ck_assert_uint_eq(c.guests[0].heartbeat_ns, 31536000000000000ull);
 	ck_assert_uint_eq(c.topics[0].block_ns, 2147483647000000ull);
+	config_free(&c);
+	/* the least heartbeat, and off for the hub as for a guest */
+	ck_assert_msg(load("[hub]\nheartbeat_interval = off\n"
+			   "[guest a]\nexec = /bin/true\nheartbeat = 10ms\n", &c) == 0,
+		      "load: %s", errtext);
+	ck_assert_uint_eq(c.params.heartbeat_interval, 0);
+	ck_assert_uint_eq(c.guests[0].heartbeat_ns, 10000000ull);
 	config_free(&c);
 }
 END_TEST
@@ -674,6 +685,33 @@ START_TEST(test_provides_bad_patterns)
 }
 END_TEST
 
+/* publishes: no pattern that takes in a hub.* topic (hubd's discovery
+ * topics), which hubd would refuse at the guest's advertise; other
+ * guests' names are anyone's to claim. */
+START_TEST(test_publishes_not_hub_topics)
+{
+	static const char *const bad[] = { "hub.*", "hub.peers", "hub.x.*", "a.*, hub.guests" };
+	static const char *const good[] = { "hu.*", "h.*", "hubx.*", "a.b, c.*", "x.hub" };
+	char text[256], want[128];
+	struct hub_conf c;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *pat = strrchr(bad[i], ' ') != NULL ? strrchr(bad[i], ' ') + 1 : bad[i];
+
+		snprintf(text, sizeof(text), "[guest g]\nexec = /bin/true\npublishes = %s\n",
+			 bad[i]);
+		snprintf(want, sizeof(want), "publishes: %s: hub.* topics are the host's", pat);
+		expect_error(text, 3, want);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "[guest g]\nexec = /bin/true\npublishes = %s\n",
+			 good[i]);
+		ck_assert_msg(load(text, &c) == 0, "'%s': %s", good[i], errtext);
+		config_free(&c);
+	}
+}
+END_TEST
+
 /* No two guests may both be able to register a name, and none a name of
  * the host's: each overlap reported once, where the later one is written. */
 START_TEST(test_provides_overlaps)
@@ -984,6 +1022,7 @@ suite_config(void)
 	tcase_add_test(tc, test_provides);
 	tcase_add_test(tc, test_lanes);
 	tcase_add_test(tc, test_provides_bad_patterns);
+	tcase_add_test(tc, test_publishes_not_hub_topics);
 	tcase_add_test(tc, test_provides_overlaps);
 	tcase_add_test(tc, test_env);
 	tcase_add_test(tc, test_overlong_line);
