@@ -309,7 +309,7 @@ hubctl_dump(struct ctl *ctl, int argc, char **argv)
 	for (uint32_t i = 0; i < d.nfds; i++) {
 		json_object *e = json_object_array_get_idx(d.list, i), *f;
 		int pool = strcmp(js_text(e, "kind"), "pool") == 0;
-		struct stat st;
+		struct stat st, out;
 
 		snprintf(name, sizeof(name), "%s.%s", js_text(e, "name"), pool ? "pool" : "domain");
 		if (fstat(d.fds[i], &st) != 0 || !S_ISREG(st.st_mode) ||
@@ -319,6 +319,9 @@ hubctl_dump(struct ctl *ctl, int argc, char **argv)
 		if ((fd = made_open(&m, name)) < 0)
 			dump_fail(&m, dirname, &d, "%s/%s: %s", dirname, name, strerror(errno));
 		rc = copy_out(d.fds[i], fd, (uint64_t)st.st_size);
+		/* what the copy took on disk: a pool reserves far more than it grew */
+		if (rc == 0 && fstat(fd, &out) != 0)
+			rc = -errno;
 		if (close(fd) != 0 && rc == 0)
 			rc = -errno;
 		if (rc != 0)
@@ -330,6 +333,8 @@ hubctl_dump(struct ctl *ctl, int argc, char **argv)
 		json_object_object_add(f, "name", json_object_new_string(js_text(e, "name")));
 		json_object_object_add(f, "file", json_object_new_string(name));
 		json_object_object_add(f, "bytes", json_object_new_uint64((uint64_t)st.st_size));
+		json_object_object_add(f, "disk_bytes",
+				       json_object_new_uint64((uint64_t)out.st_blocks * 512));
 		json_object_array_add(files, f);
 	}
 	/* hubd's answer beside them: max_guests, which a pool file needs */
@@ -356,8 +361,10 @@ hubctl_dump(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < json_object_array_length(files); i++) {
 		json_object *f = json_object_array_get_idx(files, i);
 
-		printf("%s/%s: %s %s, %s\n", dirname, js_text(f, "file"), js_text(f, "kind"),
+		printf("%s/%s: %s %s, %s", dirname, js_text(f, "file"), js_text(f, "kind"),
 		       js_text(f, "name"), size_iec(size, sizeof(size), js_u64(f, "bytes")));
+		printf(" (%s on disk, its zeros left as holes)\n",
+		       size_iec(size, sizeof(size), js_u64(f, "disk_bytes")));
 	}
 	printf("%s/domains.json: hubd's answer\n", dirname);
 	json_object_put(files);

@@ -93,7 +93,7 @@ inspect_print_pool(json_object *o)
 	json_object *cls = js_get(o, "classes");
 	char size[24];
 
-	printf("pool %s%s%s%s: %s, %d extents per class at most\n", js_text(o, "name"),
+	printf("pool %s%s%s%s: %s in the extents grown, %d per class at most\n", js_text(o, "name"),
 	       js_get(o, "file") ? " (" : "", js_text(o, "file"), js_get(o, "file") ? ")" : "",
 	       size_text(size, sizeof(size), js_u64(o, "bytes")),
 	       json_object_get_int(js_get(o, "max_extents")));

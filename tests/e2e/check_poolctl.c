@@ -543,6 +543,9 @@ START_TEST(test_dump_grown_then_scribbled)
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
 	ck_assert_msg(strstr(out, "/echo.domain: guest echo, ") != NULL &&
 		      strstr(out, "/z.pool: pool z, ") != NULL, "%s", out);
+	/* each with what it takes on disk */
+	ck_assert_msg(strstr(strstr(out, "/z.pool: pool z, "), " on disk, its zeros left as holes)\n") !=
+		      NULL, "%s", out);
 	free(out);
 	snprintf(dom_s, sizeof(dom_s), "%s/echo.domain", dir);
 	snprintf(pool_s, sizeof(pool_s), "%s/z.pool", dir);
@@ -575,6 +578,7 @@ START_TEST(test_dump_grown_then_scribbled)
 	ck_assert_msg(strstr(out, "guest echo (peer ") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "hubd layout") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "pool class 0 extent 1") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, " in the extents grown, ") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "invariants: ok") != NULL, "%s", out);
 	free(out);
 	rc = hubctl(&h, &out, "-j", "inspect", pool, (char *)NULL);	/* domains.json beside */
