@@ -59,10 +59,11 @@ HUBCTL_OBJ := $(HUBCTL_SRC:hubctl/%.c=$(B)/hubctl-obj/%.o)
 DAEMON_SRC := $(filter-out daemon/hubd.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 DAEMON_LIB := $(B)/libhubd.a
-DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash libseccomp) -lev -lresolv
+DAEMON_LIBS = $(shell pkg-config --libs inih json-c libbsd libxxhash libseccomp) -lev -lresolv \
+	$(PROTO_LIBS)
 # hubctl: JSON, sizes, values by their signature (pcjson: -lresolv's
 # base64) and the segment's code; no event loop, no config parser
-HUBCTL_LIBS = $(shell pkg-config --libs json-c libbsd) -lresolv
+HUBCTL_LIBS = $(shell pkg-config --libs json-c libbsd) -lresolv $(PROTO_LIBS)
 
 # libguest: its own files and the generic microthread runtime (mt/)
 GUEST_SRC := $(wildcard guestlib/*.c mt/*.c)
@@ -72,8 +73,9 @@ GUEST_SO := $(B)/libguest.so
 HASH_LIBS = -Wl,--as-needed $(shell pkg-config --libs libxxhash) -Wl,--no-as-needed
 GUEST_A := $(B)/libguest.a
 # What libguest itself links: the microthreads' context switch (Boost's
-# fcontext, no system call per switch) and their processors' threads.
-GUEST_LIBS := -lboost_context -lpthread
+# fcontext, no system call per switch), their processors' threads, and
+# proto's own.
+GUEST_LIBS = -lboost_context -lpthread $(PROTO_LIBS)
 # libguest's version is guest.h's GUEST_VERSION_*, the one in the tree: the
 # soname, the library's file name and libguest.pc's Version come from it.
 guest_version = $(shell awk '$$2 == "GUEST_VERSION_$(1)" { print $$3 }' guestlib/guest.h)
@@ -111,8 +113,10 @@ ZMQ_LIBS = $(shell pkg-config --libs libzmq 2>/dev/null)
 # nats/ first: no file there is named as one of libnats's headers.
 HUBNATS_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard nats/*.c))
 NATS_LIBS = $(shell pkg-config --libs libnats 2>/dev/null || echo -lnats)
-# its keys: Ed25519 signatures, X25519 and BLAKE2b (nats/trust.c)
+# its keys: Ed25519 signatures, X25519 and BLAKE2b (nats/trust.c); and
+# proto's method ids (SipHash-2-4), which everything that links proto needs
 SODIUM_LIBS = $(shell pkg-config --libs libsodium 2>/dev/null || echo -lsodium)
+PROTO_LIBS = $(SODIUM_LIBS)
 PROGS := $(B)/hubd $(B)/hubctl $(B)/hub-run $(B)/hub-nats
 
 SUITE_SRC := $(sort $(wildcard tests/unit/check_*.c tests/e2e/check_*.c))
@@ -231,7 +235,7 @@ $(B)/tests/guests/%: $(B)/tests/guests/%.o $(GUEST_A) $(PROTO_LIB)
 
 # The spec host: proto's pieces, never hubd's code or its segment layout.
 $(SPECHOST): $(B)/tests/host/spechost.o $(PROTO_LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PROTO_LIBS)
 
 $(B)/tests/shim/%.so: tests/shim/%.c
 	@mkdir -p $(@D)
@@ -240,25 +244,25 @@ $(B)/tests/shim/%.so: tests/shim/%.c
 # Benchmarks: the baselines (ZeroMQ when libzmq is there), a guest, the pools.
 $(B)/tests/bench/baseline: tests/bench/baseline.c $(PROTO_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ZMQ_FLAGS) -o $@ $< $(PROTO_LIB) $(ZMQ_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ZMQ_FLAGS) -o $@ $< $(PROTO_LIB) $(PROTO_LIBS) $(ZMQ_LIBS)
 $(B)/tests/bench/benchguest: $(B)/tests/bench/benchguest.o $(GUEST_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HASH_LIBS) $(GUEST_LIBS)
 # The pools on their own, and the segment sizes (proto only).
 $(B)/tests/bench/poolbench: $(B)/tests/bench/poolbench.o $(PROTO_LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PROTO_LIBS)
 
 # Microthreads against a bare fcontext pair (Boost.Context, declared in
 # mtbench.c) and a condvar ping-pong.
 $(B)/tests/bench/mtbench: $(B)/tests/bench/mtbench.o $(GUEST_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lboost_context -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(GUEST_LIBS)
 
 # Plain NATS request/reply on libnats, against a call across hub-nats.
 $(B)/tests/bench/natsbase: $(B)/tests/bench/natsbase.o $(PROTO_LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) $(PROTO_LIBS) -lpthread
 
 # Plain NATS publish-subscribe, against topics across hub-nats.
 $(B)/tests/bench/natsps: $(B)/tests/bench/natsps.o $(PROTO_LIB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) $(PROTO_LIBS) -lpthread
 
 # A topic's publisher and subscribers (tests/bench/pubsub.sh).
 $(B)/tests/bench/psguest: $(B)/tests/bench/psguest.o $(GUEST_A)
@@ -280,7 +284,7 @@ $(B)/tests/bench/dbus $(B)/tests/bench/dbusps: $(B)/tests/bench/%: tests/bench/%
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) $(wildcard proto/*.h daemon/*.h) $(FUZZ_SRC_config) $(FUZZ_SRC_control) \
 		$(FUZZ_SRC_natsbatch) nats/hubnats.h
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(PROTO_SRC) $(FUZZ_SRC_$*) $(FUZZ_LIBS_$*)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(PROTO_SRC) $(FUZZ_SRC_$*) $(FUZZ_LIBS_$*) $(PROTO_LIBS)
 
 fuzz: deps $(FUZZERS:%=build-fuzz/fuzz_%)
 	@mkdir -p results/fuzz

@@ -2,10 +2,11 @@
 /* The one mapping from a method name to its u64 method_id, shared by the
  * host, every guest and hubctl.
  *
- * method_id = FNV-1a 64 of the name's UTF-8 bytes (offset basis
- * 0xcbf29ce484222325, prime 0x100000001b3); a result of 0, which marks
- * "not a Request" in a descriptor, becomes 1. Names are case-sensitive and
- * by convention "service.method" (e.g. "hub.ping", "kv.put").
+ * method_id = SipHash-2-4 of the name's UTF-8 bytes under the 16-byte key
+ * HP_METHOD_ID_KEY (its ASCII bytes), the 8 bytes out read little-endian;
+ * a result of 0, which marks "not a Request" in a descriptor, becomes 1.
+ * Names are case-sensitive and by convention "service.method" (e.g.
+ * "hub.ping", "kv.put").
  *
  * A name that can be registered: 1 to HP_METHOD_NAME_MAX bytes of
  * A-Z a-z 0-9 _ . -, in parts between dots none of which is empty (no
@@ -21,6 +22,7 @@
 #include <stdint.h>
 
 #define HP_METHOD_NAME_MAX	63	/* bytes in a method's name */
+#define HP_METHOD_ID_KEY	"hub method id v2"	/* published: no secret */
 
 /* Why a name cannot be registered, as hub.register's error says it (each
  * begins with HP_METHOD_NAME_BAD), or NULL when it can. */
