@@ -523,8 +523,9 @@ lg_timeout_at(struct timeout *t, uint64_t now)
 #pragma GCC visibility push(hidden)
 
 /* session.c */
-/* One message sent or received: the clock read that keeps the heartbeat
- * going while messages flow, once every so many. */
+/* One message (type) sent or received, or an event: a look at the coarse
+ * clock that keeps the heartbeat going while messages flow (for stream
+ * items, every TICK_ITEMS). */
 void	lg_tick(struct guest *g, uint8_t type);
 /* Reads the clock and beats if a beat is due. */
 uint64_t lg_clock_beat(struct guest *g);

@@ -38,9 +38,10 @@ clock_beat(struct guest *g)
 /* The heartbeat while messages flow and nothing waits: a message sent or
  * served looks at the coarse clock (a few ns, a tick behind) and beats by
  * the exact one once a beat is due, so a guest back in libguest within
- * the interval beats. Stream items look every TICK_ITEMS only: their few
- * ns are a tenth of a small item's cost, and a callback taking an eighth
- * of the interval per item is rare where a slow handler is not. (A count
+ * the interval beats. Stream items and events look every TICK_ITEMS
+ * only: their few ns are a tenth of a small item's cost, and a callback
+ * taking a sixth of the interval per item is rare where a slow handler
+ * is not. (A count
  * of 64 messages between looks bounded no time: a queue of 100 ms calls,
  * or of 1 MiB copies on a loaded machine, went two intervals unbeaten.) */
 static inline void
