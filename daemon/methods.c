@@ -164,7 +164,7 @@ methods_add(struct hub *h, const char *name, const char *signature,
 		return -EINVAL;
 	if ((old = methods_by_id(h, id)) != NULL) {
 		if (strcmp(old->name, name) != 0) {
-			*why = "the method's id collides with another method's";
+			*why = HP_SVC_REG_COLLIDES;
 			return -EEXIST;
 		}
 		/* taken, unless by an earlier instance of this guest, or by a

@@ -124,6 +124,11 @@ svc_register(struct hub *h, struct peer *p, const struct origin *o,
 		if (rc == -EPERM)
 			log_warnx("guest %s: may not register %s: not one of its names "
 				  "(%s.* or provides)", p->conf->name, nbuf, p->conf->name);
+		/* two names, one id: made on purpose, most likely (proto/method.h) */
+		if (rc == -EEXIST && strcmp(why, HP_SVC_REG_COLLIDES) == 0)
+			log_warnx("guest %s: may not register %s: %s, %s",
+				  p->conf->name, nbuf, why,
+				  methods_by_id(h, hp_method_id(nbuf, strlen(nbuf)))->name);
 		/* a malformed signature: what is wrong and where, to the
 		 * guest and in the log */
 		if (rc == -EINVAL && hp_sig_explain(sbuf, text, sizeof(text)) > 0) {

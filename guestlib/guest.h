@@ -120,9 +120,10 @@ typedef void (*guest_handler)(struct guest_call *call, const uint8_t *args,
  * \"str,strr->u64\": unknown type at byte 5 (\"strr->u64\")"), -ENAMETOOLONG for a
  * name over 63 bytes. The host's refusals: -EPERM the name is not one of this
  * guest's (a guest registers NAME.*, NAME its [guest NAME] section's, and
- * what its section's provides = lists), -EEXIST the name is taken,
- * -ENOSPC this guest has as many methods as the host allows, -EREMOTEIO
- * any other (e.g. the "hub." prefix); or a call's errors (-ETIMEDOUT,
+ * what its section's provides = lists), -EEXIST the name is taken (or
+ * its method id, by another name), -ENOSPC this guest has as many
+ * methods as the host allows, -EREMOTEIO any other (e.g. the "hub."
+ * prefix); or a call's errors (-ETIMEDOUT,
  * -EPIPE, -ECONNABORTED). A host with no method registry (it answers
  * hub.register with UnknownMethod, as a host written from the spec alone
  * does) calls methods by id: the method is then served without

@@ -17,7 +17,7 @@
 static int
 register_error(const char *why)
 {
-	if (strcmp(why, HP_SVC_REG_TAKEN) == 0)
+	if (strcmp(why, HP_SVC_REG_TAKEN) == 0 || strcmp(why, HP_SVC_REG_COLLIDES) == 0)
 		return -EEXIST;
 	if (strcmp(why, HP_SVC_REG_TOO_MANY) == 0)
 		return -ENOSPC;

@@ -112,6 +112,7 @@
 #define HP_SVC_REG_TAKEN	"method already registered"
 #define HP_SVC_REG_TOO_MANY	"too many methods for one guest"
 #define HP_SVC_REG_NOT_YOURS	"not one of this guest's names (NAME.* or provides)"
+#define HP_SVC_REG_COLLIDES	"the method's id collides with another method's"
 /* and a name that is not one (proto/method.h): HP_METHOD_NAME_BAD and why */
 
 /* hub.signature's error, followed by the name asked for. */

@@ -154,7 +154,7 @@ class Handlers:
                                       self._c_handler, token)
         if rc != 0:
             del self._methods[token]
-            why = {-errno.EEXIST: "the name is taken",
+            why = {-errno.EEXIST: "the name (or its method id) is taken",
                    -errno.EPERM: "not one of this guest's names (its NAME.* or its "
                                  "config's provides)",
                    -errno.ENOSPC: "this guest has as many methods as the hub allows",
