@@ -208,17 +208,30 @@ bytes_file_arg(const char *path)
 	return v;
 }
 
+int
+call_args_end(int argc, char **argv)
+{
+	int i = 0;
+
+	while (i < argc && strcmp(argv[i], "--") != 0)
+		i++;
+	return i;
+}
+
 json_object *
 call_args(const char *cmd, int argc, char **argv)
 {
 	json_object *args = json_object_new_array();
+	int end = call_args_end(argc, argv);
 
 	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--bytes-file") != 0) {
+		if (i == end)
+			continue;	/* the "--" itself */
+		if (i > end || strcmp(argv[i], "--bytes-file") != 0) {
 			json_object_array_add(args, json_object_new_string(argv[i]));
 			continue;
 		}
-		if (++i == argc) {
+		if (++i == end) {
 			fprintf(stderr, "hubctl: %s: --bytes-file takes a file\n", cmd);
 			json_object_put(args);
 			return NULL;
@@ -338,15 +351,15 @@ call_args_rx(struct ctl *ctl, const char *method, int argc, char **argv,
 {
 	static char dash[] = "-";
 	struct hp_sig sig;
-	int i, k, n, has = 0;
+	int i, k, n, has = 0, end = call_args_end(argc, argv);
 	uint8_t at;
 
-	for (i = 0; i < argc; i++)
+	for (i = 0; i < end; i++)
 		has |= strcmp(argv[i], "--bytes-file") == 0;
 	if (!has || signature_of(ctl, method, &sig) != 0)
 		return call_args("call", argc, argv);
-	for (i = 0, k = 0; i < argc; i++, k++) {
-		int file = strcmp(argv[i], "--bytes-file") == 0 && i + 1 < argc;
+	for (i = 0, k = 0; i < end; i++, k++) {
+		int file = strcmp(argv[i], "--bytes-file") == 0 && i + 1 < end;
 
 		/* the signature's argument the k-th given one is: chan<T>s
 		 * are not given */
@@ -360,6 +373,7 @@ call_args_rx(struct ctl *ctl, const char *method, int argc, char **argv,
 			argv[i] = dash;
 			memmove(argv + i + 1, argv + i + 2, (size_t)(argc - i - 2) * sizeof(*argv));
 			argc--;
+			end--;
 		} else if (file) {
 			i++;
 		}
@@ -380,7 +394,7 @@ hubctl_call(struct ctl *ctl, int argc, char **argv)
 		return 2;
 	argc -= nopt;
 	argv += nopt;
-	if (argc < 1 || argc > 17) {	/* METHOD, 8 arguments, each a file */
+	if (argc < 1 || argc > 18) {	/* METHOD, 8 arguments, each a file, -- */
 		fprintf(stderr, "usage: hubctl call %s\n", CALL_USAGE);
 		return 2;
 	}

@@ -106,12 +106,15 @@ int		 hubctl_peers(struct ctl *ctl, int argc, char **argv);
 const char	*state_text(char *buf, size_t len, json_object *o);
 
 /* call.c: hubctl call [--timeout MS] [--trace TRACEPARENT] METHOD [ARG...] */
-#define CALL_USAGE	"[--timeout MS] [--trace TP|new] METHOD [ARG | --bytes-file FILE]..."
+#define CALL_USAGE	"[--timeout MS] [--trace TP|new] METHOD [ARG | --bytes-file FILE]... [-- ARG...]"
 int		 hubctl_call(struct ctl *ctl, int argc, char **argv);
 /* The arguments of a call (or an emit) as hubd takes them: each ARG as
  * text, --bytes-file FILE as FILE's bytes; NULL after saying what is
  * wrong (cmd names the command). */
 json_object	*call_args(const char *cmd, int argc, char **argv);
+/* Where the arguments taken as they are begin: at the first "--" (its
+ * index; argc: none), so that a text "--bytes-file" can be passed. */
+int		 call_args_end(int argc, char **argv);
 /* Whether argument at of sig (name's: a method's, a topic's) takes
  * --bytes-file FILE, a bytes or an rx<bytes>; said why not: its text
  * form "base64:..." would reach a str as that text. */

@@ -514,14 +514,14 @@ static int
 emit_files_fit(struct ctl *ctl, const char *topic, int argc, char **argv)
 {
 	struct hp_sig sig;
-	int i, k, has = 0;
+	int i, k, has = 0, end = call_args_end(argc, argv);
 
-	for (i = 0; i < argc; i++)
+	for (i = 0; i < end; i++)
 		has |= strcmp(argv[i], "--bytes-file") == 0;
 	if (!has || topic_sig(ctl, topic, &sig) != 0)
 		return 1;
-	for (i = 0, k = 0; i < argc; i++, k++) {
-		if (strcmp(argv[i], "--bytes-file") != 0 || i + 1 == argc)
+	for (i = 0, k = 0; i < end; i++, k++) {
+		if (strcmp(argv[i], "--bytes-file") != 0 || i + 1 == end)
 			continue;
 		if (k < sig.nargs && !call_file_fits("emit", argv[i + 1], &sig, (uint8_t)k, topic))
 			return 0;

@@ -1006,6 +1006,19 @@ START_TEST(test_call_bytes_file)
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
 	ck_assert_str_eq(r.out, want);	/* hubd's base64: decoding */
 	run_free(&r);
+	/* after "--", "--bytes-file" is the argument's text; before it, an
+	 * option that takes the next argument, and "--" is none */
+	run_hubctl(&r, hub.sock, "call", "streamer.digest", "--", "--bytes-file", (char *)NULL);
+	snprintf(want, sizeof(want), "%zu %016llx\n", strlen("--bytes-file"),
+		 (unsigned long long)XXH3_64bits("--bytes-file", strlen("--bytes-file")));
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, want);
+	run_free(&r);
+	run_hubctl(&r, hub.sock, "call", "streamer.digest", "--bytes-file", "--", path,
+		   (char *)NULL);
+	ck_assert_msg(r.status == 2 && strstr(r.err, "--bytes-file takes a file") != NULL,
+		      "exit %d: %s", r.status, r.err);
+	run_free(&r);
 	/* for an argument that is not bytes: refused, exit 2, where a str
 	 * got the text "base64:..." */
 	run_hubctl(&r, hub.sock, "call", "hub.log", "--bytes-file", path, (char *)NULL);
