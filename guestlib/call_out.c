@@ -3,6 +3,7 @@
  * table of calls in flight and the bound on each way's; the answers
  * (the service loop's Response, which this file fills). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,6 +232,8 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	/* a copy: the table changes under a send that serves while it waits
 	 * for room (the hub's ROUTE, UNROUTE, a lane closing) */
 	if (r != NULL) {
+		if (r->name[0] == '\0')
+			snprintf(r->name, sizeof(r->name), "%s", method);
 		route = *r;
 		r = &route;
 	}
@@ -247,6 +250,7 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 	sent.fn = fn;
 	sent.ctx = ctx;
 	sent.id = c->id;
+	sent.method = mid;
 	sent.async = (uint8_t)async;
 	*c = sent;
 	if (c->lane != NULL)
@@ -556,14 +560,37 @@ lg_out_forget_abandoned(struct guest *g)
 			e->fn = NULL;
 }
 
+/* Why a call over ln failed: why the lane ended (hubd's word, or the
+ * peer's hang-up), with the method named as hubd names it for a call
+ * through it when the callee died ("guest b died serving b.sleep: ...");
+ * its length. */
+static size_t
+lane_gone_text(struct guest *g, const struct lg_lane *ln, uint64_t method, char *buf,
+	       size_t cap)
+{
+	const struct lg_route *r = g->routes.count > 0 ? hp_idtab_find(&g->routes, method) : NULL;
+	size_t n = (size_t)snprintf(buf, cap, "guest %s died", ln->peer);
+	int len;
+
+	if (r == NULL || r->lane != ln || r->name[0] == '\0' || strncmp(ln->why, buf, n) != 0 ||
+	    (ln->why[n] != ':' && ln->why[n] != '\0'))
+		len = snprintf(buf, cap, "%s", ln->why);
+	else
+		len = snprintf(buf, cap, "%.*s serving %s%s", (int)n, ln->why, r->name,
+			       ln->why + n);
+	return len < 0 ? 0 : (size_t)len >= cap ? cap - 1 : (size_t)len;
+}
+
 /* The out half of lane_gone (call_in.c): each call over ln fails as one
- * through the hub does when the callee dies (Cancelled), with why the
- * lane ended as its text (hubd's word, or the peer's hang-up). */
+ * through the hub does when the callee dies (Cancelled), why as its
+ * text. Before the lane's routes go (lane.c): they name the methods. */
 void
 lg_out_lane_gone(struct guest *g, struct lg_lane *ln)
 {
+	char why[HP_LANE_REASON_MAX + HP_METHOD_NAME_MAX + 16];
 	struct out_call c, *e;
 	uint32_t pos = 0;
+	size_t n;
 
 	/* one at a time, out of the table before its caller hears: a
 	 * callback may start or cancel other calls */
@@ -576,8 +603,9 @@ lg_out_lane_gone(struct guest *g, struct lg_lane *ln)
 		c = *e;
 		out_gone(g, e);
 		hp_idtab_remove(&g->out, e);
+		n = lane_gone_text(g, ln, c.method, why, sizeof(why));
 		if (c.fn != NULL)
-			c.fn(c.ctx, -ECANCELED, (const uint8_t *)ln->why, strlen(ln->why));
+			c.fn(c.ctx, -ECANCELED, (const uint8_t *)why, n);
 	}
 }
 

@@ -31,6 +31,7 @@
 #include "proto/endpoint.h"
 #include "proto/idtab.h"
 #include "proto/lane.h"
+#include "proto/method.h"
 #include "proto/segment.h"
 #include "proto/sig.h"
 
@@ -54,6 +55,7 @@ struct lg_lane;
 
 struct out_call {
 	uint64_t	id;		/* request id (idtab key) */
+	uint64_t	method;		/* its id: named in a lane's death */
 	guest_result_fn	fn;		/* NULL: given up on, its answer awaited
 					 * to be dropped (over a lane) */
 	void		*ctx;
@@ -246,6 +248,9 @@ struct lg_route {
 	struct lg_lane	*lane;
 	struct hp_sig	sig;		/* for its chan<T> arguments */
 	uint8_t		chans;		/* whether it has any */
+	char		name[HP_METHOD_NAME_MAX + 1];	/* from its first call
+					 * (ROUTE gives the id): named when
+					 * the lane's callee dies in it */
 };
 
 /* A request whose handler runs later (call_in.c): it came while the guest

@@ -86,7 +86,6 @@ lane_close(struct guest *g, struct lg_lane *ln)
 	if (i == g->nlanes)
 		return;
 	g->lanes[i] = g->lanes[--g->nlanes];
-	lg_routes_drop_lane(g, ln);
 	hp_group_remove(&g->group, &ln->ep);
 	if (g->epfd >= 0)
 		epoll_ctl(g->epfd, EPOLL_CTL_DEL, ln->bell, NULL);
@@ -95,7 +94,10 @@ lane_close(struct guest *g, struct lg_lane *ln)
 	publish(ln);
 	if (!ln->told)
 		report(g, ln);
+	/* its calls fail naming their methods, which its routes keep;
+	 * closing, it is no call's route meanwhile (lg_lane_route) */
 	g->lane_gone(g, ln);
+	lg_routes_drop_lane(g, ln);
 	/* nothing signals it from now on: the number may be reused */
 	close(ln->bell);
 	hp_fds_close(ln->bells, 3);
@@ -267,7 +269,7 @@ static void
 lane_route(struct guest *g, const struct hp_lane_msg *lm)
 {
 	struct lg_lane *ln = lane_by_id(g, lm->lane);
-	struct lg_route r = { lm->method, ln, { 0 }, 0 };
+	struct lg_route r = { .method = lm->method, .lane = ln };
 
 	/* the signature says which arguments are channels, to move to the
 	 * lane with the call; one we cannot read keeps the method on the
@@ -341,6 +343,7 @@ lg_lanes_free(struct guest *g)
 {
 	while (g->nlanes > 0) {
 		g->lanes[0]->told = 1;	/* the hub sees us go */
+		g->lanes[0]->closing = 1;
 		lane_close(g, g->lanes[0]);
 	}
 	hp_fdq_clear(&g->group.fdq);
