@@ -622,6 +622,7 @@ main(int argc, char *argv[])
 	h->status_up = UINT32_MAX;
 	notify("READY=1\nSTATUS=%u guests started", h->conf.nguests);
 	ev_run(h->loop, 0);
+	log_last_lines(3000);
 	log_info("stopped");
 	teardown(h);
 	ev_loop_destroy(h->loop);

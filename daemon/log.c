@@ -3,6 +3,7 @@
  * when stderr is journald's, debug lines only with -v, each line escaped. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <syslog.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bsd/string.h>
@@ -90,6 +92,47 @@ write_nowait(const char *s, size_t n)
 	return rc;
 }
 
+/* When the lines may wait for room (CLOCK_MONOTONIC, ns; 0: never). */
+static int64_t log_wait_until;
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void
+log_last_lines(int wait_ms)
+{
+	log_wait_until = now_ns() + (int64_t)wait_ms * 1000000;
+}
+
+/* Writes s whole, or what fits (the count written): at once while hubd
+ * serves; after log_last_lines, waiting for room until its deadline. */
+static ssize_t
+write_line(const char *s, size_t n)
+{
+	size_t done = 0;
+	ssize_t rc;
+	int64_t left;
+
+	while (done < n) {
+		if ((rc = write_nowait(s + done, n - done)) > 0) {
+			done += (size_t)rc;
+			continue;
+		}
+		if (rc == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) ||
+		    (left = log_wait_until - now_ns()) <= 0 ||
+		    poll(&(struct pollfd){ log_tty >= 0 ? log_tty : STDERR_FILENO, POLLOUT, 0 },
+			 1, (int)(left / 1000000) + 1) <= 0)
+			break;
+	}
+	return (ssize_t)done;
+}
+
 /* Writes a whole line (ending in a newline), or drops it counted. */
 static void
 log_write(const char *line, size_t len)
@@ -102,7 +145,7 @@ log_write(const char *line, size_t len)
 		n = snprintf(note, sizeof(note), "%s%s%.48s: %lu log lines dropped: standard "
 			     "error was full\n", log_cut ? "\n" : "", log_journal ? "<4>" : "",
 			     log_prog, log_dropped);
-		if ((rc = write_nowait(note, (size_t)n)) != n) {
+		if ((rc = write_line(note, (size_t)n)) != n) {
 			log_dropped++;
 			log_cut = log_cut || rc > 0;
 			return;
@@ -110,7 +153,7 @@ log_write(const char *line, size_t len)
 		log_dropped = 0;
 		log_cut = 0;
 	}
-	if ((rc = write_nowait(line, len)) != (ssize_t)len) {
+	if ((rc = write_line(line, len)) != (ssize_t)len) {
 		log_dropped++;
 		log_cut = rc > 0;
 	}

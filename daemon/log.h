@@ -13,6 +13,11 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* hubd's loop has ended: the lines from now on (why it stopped, what was
+ * dropped) wait for room in standard error, up to wait_ms in all, where
+ * a reader may be draining it still; before, a line that does not fit
+ * at once is dropped (counted, and said with the next that fits). */
+void log_last_lines(int wait_ms);
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
