@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/clock.h"
 #include "proto/doorbell.h"
 #include "proto/postcard.h"
 #include "proto/topic.h"
@@ -296,6 +297,10 @@ hp_topic_writer_init(struct hp_topic_writer *w, const struct hp_topic_map *m)
 {
 	memset(w, 0, sizeof(*w));
 	w->map = *m;
+	/* its waits' numbers from the clock: the topic's memory, and its
+	 * subscribers' last number rung, outlive a publisher that restarts,
+	 * whose first wait must not look like one already rung for */
+	w->waits = (uint32_t)hp_now_ns();
 }
 
 static void
@@ -555,7 +560,9 @@ hp_topic_spoil_unwritten(struct hp_topic_writer *w)
 void
 hp_topic_writer_announce(struct hp_topic_writer *w)
 {
-	hp_store_relaxed_u32(&hdr(&w->map)->writer_waiting, 1);
+	if (++w->waits == 0)
+		w->waits = 1;
+	hp_store_relaxed_u32(&hdr(&w->map)->writer_waiting, w->waits);
 	/* Dekker with the reader's commit: it sees the flag, or we see
 	 * its new position (hp_topic_writer_room after this) */
 	hp_fence_seq_cst();
@@ -625,6 +632,7 @@ static void
 commit(struct hp_topic_reader *r, uint64_t read, uint64_t lost, int taken)
 {
 	struct hp_topic_cursor *c = r->cur.c;
+	uint32_t waiting;
 
 	r->read = read;
 	/* relaxed: figures for people */
@@ -637,10 +645,15 @@ commit(struct hp_topic_reader *r, uint64_t read, uint64_t lost, int taken)
 	hp_store_release_u64(&c->read, read);
 	/* Dekker with hp_topic_writer_announce */
 	hp_fence_seq_cst();
-	if (r->bell >= 0 && !r->hung &&
-	    hp_load_relaxed_u32(&hdr(&r->map)->writer_waiting) != 0 &&
-	    hp_doorbell_signal(r->bell) == -EPIPE)
-		r->hung = 1;	/* kept open until freed, as the writer's */
+	if (r->bell < 0 || r->hung)
+		return;
+	/* once per wait: the writer, woken, looks at every subscriber */
+	waiting = hp_load_relaxed_u32(&hdr(&r->map)->writer_waiting);
+	if (waiting != 0 && waiting != r->rung) {
+		r->rung = waiting;
+		if (hp_doorbell_signal(r->bell) == -EPIPE)
+			r->hung = 1;	/* kept open until freed, as the writer's */
+	}
 }
 
 /* Copies sequence s's event when its slot holds it, complete: 1 with

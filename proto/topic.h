@@ -37,8 +37,12 @@
  * fences after each event and rings A for each subscriber whose
  * `sleeping` is set with a sleep generation it has not rung yet: no
  * syscall while both are busy. A publisher that waits for a block
- * subscriber sets the header's `writer_waiting`, and a subscriber that
- * moves its position while it is set rings B. A peer can ring, or hang
+ * subscriber sets the header's `writer_waiting` to its wait's number (one
+ * more each wait, never 0), and a subscriber that moves its position
+ * while it is set rings B, once per wait: a ring per event taken cost
+ * the subscriber a system call each while the publisher was still on its
+ * way to sleep or back, and held the pace of a topic with a block
+ * subscriber to a fraction. A peer can ring, or hang
  * up, only its own subscription's bell: a hostile one costs the other
  * side wakes, never a lost event.
  *
@@ -186,6 +190,7 @@ struct hp_topic_writer {
 	uint32_t		nsubs, cap;
 	uint64_t		published;	/* events this writer wrote */
 	uint64_t		overruns;	/* block subscribers overrun */
+	uint32_t		waits;		/* the number of its last wait */
 };
 
 /* w over the mapping m (taken over: unmapped by hp_topic_writer_free). */
@@ -213,7 +218,8 @@ void hp_topic_overrun(struct hp_topic_writer *w);
  * readers skip it as bad and go on, instead of waiting there until a
  * later event laps its slot. Call it with no writer left but the caller. */
 void hp_topic_spoil_unwritten(struct hp_topic_writer *w);
-/* Waiting for room: announce (sets writer_waiting, fences) and take back.
+/* Waiting for room: announce (sets writer_waiting to the wait's number,
+ * fences) and take back.
  * hp_topic_writer_room: whether a publish would not be refused now. */
 void hp_topic_writer_announce(struct hp_topic_writer *w);
 void hp_topic_writer_cancel(struct hp_topic_writer *w);
@@ -226,6 +232,7 @@ struct hp_topic_reader {
 	struct hp_cursor_map	cur;		/* read-write */
 	int			bell;		/* end B, -1: none */
 	int			hung;		/* its bell hung up: not rung again */
+	uint32_t		rung;		/* the writer's wait it rang for */
 	uint32_t		policy;
 	uint64_t		read;		/* private copy of cur->read */
 	uint64_t		pending;	/* lost, told with the next event
