@@ -11,6 +11,8 @@
  * against the syntax, and a batch with one bad byte is refused whole.
  * And the pack wire's check (doc/nats.md, "Streams"): a stream's items
  * of one loop pass as one message, Hub-Pack: N, checked the same way. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -291,4 +293,41 @@ br_pack_check(const uint8_t *p, size_t len, const char *count, uint32_t *items)
 		bytes += ilen;
 	}
 	return off == len ? bytes : -1;
+}
+
+int
+br_pack_fits(const struct br_pack *pk, size_t budget, size_t len)
+{
+	if (4 + len > budget)
+		return -1;
+	return pk->n < BR_PACK_MAX && pk->len + 4 + len <= budget;
+}
+
+int
+br_pack_put(struct br_pack *pk, const void *item, size_t len)
+{
+	if (pk->len + 4 + len > pk->cap) {
+		size_t cap = pk->cap ? pk->cap : 16 * 1024;
+		uint8_t *p;
+
+		while (cap < pk->len + 4 + len)
+			cap *= 2;
+		if ((p = realloc(pk->buf, cap)) == NULL)
+			return -1;
+		pk->buf = p;
+		pk->cap = cap;
+	}
+	br_put32(pk->buf + pk->len, (uint32_t)len);
+	if (len > 0)
+		memcpy(pk->buf + pk->len + 4, item, len);
+	pk->len += 4 + len;
+	pk->n++;
+	return 0;
+}
+
+const char *
+br_pack_count(const struct br_pack *pk, char *buf)
+{
+	snprintf(buf, 24, "%" PRIu32, pk->n);
+	return buf;
 }

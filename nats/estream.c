@@ -32,9 +32,7 @@ struct estream {
 	uint64_t	credited;	/* ... given back to the method */
 	int		told;		/* the credit subject went with an item */
 	int		packs;		/* the caller reads packs */
-	uint8_t		*pack;		/* this pass's items, packed */
-	size_t		plen, pcap;
-	uint32_t	pn;		/* items in it */
+	struct br_pack	pack;		/* this pass's items */
 	char		items[BR_SUBJECT_MAX];
 };
 
@@ -52,25 +50,27 @@ static void
 estream_free(struct bridge *b, struct estream *es)
 {
 	HP_LIST_UNLINK(&b->estreams, es);
-	free(es->pack);
+	free(es->pack.buf);
 	free(es);
 }
 
-/* One stream message to the caller's side: an item, a pack of pn items
- * (pn > 0), or the end. */
+/* One stream message to the caller's side: an item, a pack (pk), or
+ * the end. */
 static void
 stream_publish(struct bridge *b, struct estream *es, const void *data, size_t len,
-	       uint32_t pn, const char *end)
+	       const struct br_pack *pk, const char *end)
 {
 	char credit[BR_SUBJECT_MAX], count[24];
 	natsMsg *m = NULL;
 
+	if (pk != NULL) {
+		data = pk->buf;
+		len = pk->len;
+	}
 	if (natsMsg_Create(&m, es->items, NULL, data, (int)len) != NATS_OK)
 		return;
-	if (pn > 0) {
-		snprintf(count, sizeof(count), "%" PRIu32, pn);
-		natsMsgHeader_Set(m, BR_H_PACK, count);
-	}
+	if (pk != NULL)
+		natsMsgHeader_Set(m, BR_H_PACK, br_pack_count(pk, count));
 	if (!es->told) {
 		snprintf(credit, sizeof(credit), "%s.c.%llu", b->inbox, (unsigned long long)es->id);
 		natsMsgHeader_Set(m, BR_H_CREDIT, credit);
@@ -116,39 +116,25 @@ credit_back(struct bridge *b, struct estream *es)
 static void
 pack_flush(struct bridge *b, struct estream *es)
 {
-	if (es->pn > 0)
-		stream_publish(b, es, es->pack, es->plen, es->pn, NULL);
-	es->pn = 0;
-	es->plen = 0;
+	if (es->pack.n > 0)
+		stream_publish(b, es, NULL, 0, &es->pack, NULL);
+	es->pack.n = 0;
+	es->pack.len = 0;
 }
 
-/* Item into the pack: 0, or -1 (no memory: it goes alone). A pack is
- * sent when full, else at the end of the pass (br_estream_flush). */
+/* Item into the pack: 0, or -1 (too large, or no memory: it goes
+ * alone). A pack is sent when full, else at the end of the pass
+ * (br_estream_flush). */
 static int
 pack_add(struct bridge *b, struct estream *es, const uint8_t *item, size_t len)
 {
-	size_t budget = br_payload_budget(b), need = 4 + len;
+	int fits = br_pack_fits(&es->pack, br_payload_budget(b), len);
 
-	if (need > budget)
+	if (fits < 0)
 		return -1;
-	if (es->pn == BR_PACK_MAX || es->plen + need > budget)
+	if (fits == 0)
 		pack_flush(b, es);
-	if (es->plen + need > es->pcap) {
-		size_t cap = es->pcap ? es->pcap : 16 * 1024;
-		uint8_t *p;
-
-		while (cap < es->plen + need)
-			cap *= 2;
-		if ((p = realloc(es->pack, cap)) == NULL)
-			return -1;
-		es->pack = p;
-		es->pcap = cap;
-	}
-	br_put32(es->pack + es->plen, (uint32_t)len);
-	memcpy(es->pack + es->plen + 4, item, len);
-	es->plen += need;
-	es->pn++;
-	return 0;
+	return br_pack_put(&es->pack, item, len);
 }
 
 static void
@@ -159,7 +145,7 @@ on_item(void *ctx, const uint8_t *item, size_t len)
 	es->got += len;
 	if (!es->packs || pack_add(es->b, es, item, len) != 0) {
 		pack_flush(es->b, es);		/* what came first goes first */
-		stream_publish(es->b, es, item, len, 0, NULL);
+		stream_publish(es->b, es, item, len, NULL, NULL);
 	}
 	stream_moved(es->b, es);
 }
@@ -171,7 +157,7 @@ on_end(void *ctx, int status)
 	struct bridge *b = es->b;
 
 	pack_flush(b, es);
-	stream_publish(b, es, NULL, 0, 0, status == 0 ? "close" : "reset");
+	stream_publish(b, es, NULL, 0, NULL, status == 0 ? "close" : "reset");
 	estream_free(b, es);
 }
 

@@ -560,6 +560,9 @@ int	br_topics_attach(struct bridge *b);
 void	br_topics_detach(struct bridge *b);
 /* Each imported topic's events from NATS, published here. */
 void	br_topics_drain(struct bridge *b);
+/* End of a loop pass: each exported topic's events gathered, sent (a
+ * pack of them, or one alone). */
+void	br_topics_flush(struct bridge *b);
 /* With export's refresh: hub.advertised asked for each pattern (counted
  * in b->refreshing); once every answer came, new topics subscribed and
  * gone ones dropped. */
@@ -648,6 +651,21 @@ int	br_subject_ok(const char *s, size_t n);
  * length and its bytes, nothing after the last), checked whole: the
  * items' bytes (their count in *items), or -1 (malformed). */
 int64_t	br_pack_check(const uint8_t *p, size_t len, const char *count, uint32_t *items);
+/* A pack being made: a stream's items, or a topic's events, of one loop
+ * pass. */
+struct br_pack {
+	uint8_t		*buf;
+	size_t		len, cap;
+	uint32_t	n;		/* items in it */
+};
+/* Whether an item of len bytes goes into pk under budget (the pack's
+ * body at most) and BR_PACK_MAX items: 1, 0 (send pk first), -1 (it
+ * never would: it goes alone). */
+int	br_pack_fits(const struct br_pack *pk, size_t budget, size_t len);
+/* The item appended: 0, or -1 (no memory). */
+int	br_pack_put(struct br_pack *pk, const void *item, size_t len);
+/* Its count as Hub-Pack says it, in buf (24 bytes). */
+const char *br_pack_count(const struct br_pack *pk, char *buf);
 
 /* gather.c: what one loop pass sends, to one subject or one caller,
  * sent together, and a batch as soon as it holds BR_BATCH_SEND. Request

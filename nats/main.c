@@ -427,9 +427,10 @@ run(struct bridge *b)
 		/* last before sleeping: it asks hubd to ring guest_fd */
 		if ((rc = guest_service(b->g)) != 0)
 			return rc == -ESHUTDOWN ? 0 : rc;
-		/* this pass's stream items, packed, then its requests and
-		 * answers, batched (gather.c) */
+		/* this pass's stream items and topics' events, packed,
+		 * then its requests and answers, batched (gather.c) */
 		br_estream_flush(b);
+		br_topics_flush(b);
 		br_gather_flush(b);
 		/* what this pass published, in one write, now */
 		br_write_out(b, 0);

@@ -34,6 +34,7 @@ struct etopic {
 	int		sub;		/* our subscription on the hub, 0 none */
 	int		refused;	/* the hub refused it: not tried again */
 	uint32_t	seen;		/* the refresh that listed it */
+	struct br_pack	pack;		/* this loop pass's events */
 	struct bridge	*b;
 };
 
@@ -53,7 +54,7 @@ struct itopic {
 	natsSubscription	*sub;		/* PREFIX.ev.*.REMOTE (or FROM) */
 	struct source		*src;
 	uint32_t		nsrc;
-	uint64_t		refused[3];	/* its own, each reason's, for the
+	uint64_t		refused[4];	/* its own, each reason's, for the
 						 * log's rate */
 };
 
@@ -89,26 +90,79 @@ out_find(struct br_topics *t, const char *name)
 	return NULL;
 }
 
-/* An event of an exported topic, on our subscription: on to NATS. What
- * our subscription lost (lapped: it never holds the publisher up) is
- * counted as dropped, as is what cannot go now. */
+/* The events of x gathered this pass, on to NATS: one alone as it is,
+ * two or more as a pack (Hub-Pack). */
+static void
+out_flush(struct bridge *b, struct etopic *x)
+{
+	struct br_topics *t = b->topics;
+	struct br_pack *pk = &x->pack;
+	natsMsg *m = NULL;
+	char count[24];
+	natsStatus s;
+
+	if (pk->n == 0)
+		return;
+	if (pk->n == 1) {
+		s = natsConnection_Publish(b->nc, x->subject, pk->buf + 4, (int)(pk->len - 4));
+	} else if ((s = natsMsg_Create(&m, x->subject, NULL, (const char *)pk->buf,
+				       (int)pk->len)) == NATS_OK) {
+		if ((s = natsMsgHeader_Set(m, BR_H_PACK, br_pack_count(pk, count))) == NATS_OK)
+			s = natsConnection_PublishMsg(b->nc, m);
+		br_msg_done(b, m);
+	}
+	if (s == NATS_OK)
+		t->sent += pk->n;
+	else
+		t->dropped += pk->n;
+	pk->n = 0;
+	pk->len = 0;
+}
+
+void
+br_topics_flush(struct bridge *b)
+{
+	for (uint32_t i = 0; b->topics != NULL && i < b->topics->nout; i++)
+		out_flush(b, b->topics->out[i]);
+}
+
+/* An event of an exported topic, on our subscription: into this pass's
+ * pack (br_topics_flush sends it), or alone when too large for one.
+ * What our subscription lost (lapped: it never holds the publisher up)
+ * is counted as dropped, as is what cannot go now. */
 static void
 on_local_event(struct guest *g, const struct guest_event *ev, void *ctx)
 {
 	struct etopic *x = ctx;
 	struct bridge *b = x->b;
 	struct br_topics *t = b->topics;
+	int fits;
 
 	(void)g;
 	t->dropped += ev->lost;
 	if (ev->bad || b->nc == NULL ||
-	    !atomic_load_explicit(&b->connected, memory_order_relaxed) ||
-	    (b->max_payload > 0 && (int64_t)ev->len > b->max_payload) ||
-	    natsConnection_Publish(b->nc, x->subject, ev->data, (int)ev->len) != NATS_OK) {
+	    !atomic_load_explicit(&b->connected, memory_order_relaxed)) {
 		t->dropped++;
 		return;
 	}
-	t->sent++;
+	fits = br_pack_fits(&x->pack, br_payload_budget(b), ev->len);
+	if (fits <= 0)
+		out_flush(b, x);	/* what came first goes first */
+	if (fits >= 0 && br_pack_put(&x->pack, ev->data, ev->len) == 0)
+		return;
+	out_flush(b, x);
+	if ((b->max_payload > 0 && (int64_t)ev->len > b->max_payload) ||
+	    natsConnection_Publish(b->nc, x->subject, ev->data, (int)ev->len) != NATS_OK)
+		t->dropped++;
+	else
+		t->sent++;
+}
+
+static void
+out_free(struct etopic *x)
+{
+	free(x->pack.buf);
+	free(x);
 }
 
 /* A topic hub.advertised listed: exported (or still). */
@@ -169,7 +223,8 @@ br_topics_refresh_done(struct bridge *b)
 				guest_unsubscribe(b->g, x->sub);
 				br_log("no longer exporting topic %s", x->name);
 			}
-			free(x);
+			out_flush(b, x);
+			out_free(x);
 			t->out[i] = t->out[--t->nout];
 			continue;
 		}
@@ -409,16 +464,47 @@ br_topics_forget(struct bridge *b, const char *hub)
 	sources_sweep(b->topics, hub, 1);
 }
 
-/* An event from NATS on it's subject PREFIX.ev.HUB.TOPIC: published here
- * if HUB announced the topic with our signature and the bytes are of it. */
+/* An event's bytes, from hub (hn bytes) as the subject says: published
+ * here if of the topic's signature, else refused as kind. */
+static void
+remote_one(struct bridge *b, struct itopic *it, const char *hub, size_t hn, const void *data,
+	   size_t len, int kind)
+{
+	static const char *const why_of[] = {
+		"a hub that does not announce it", "a hub that publishes it with another signature",
+		NULL, "a malformed pack",
+	};
+	struct br_topics *t = b->topics;
+	const char *why = why_of[kind];
+	int rc;
+
+	if (why == NULL) {
+		if ((rc = guest_publish(b->g, it->local, data, len)) == 0) {
+			t->published++;
+			return;
+		}
+		why = rc == -EINVAL ? "not of its signature" :
+		    rc == -EMSGSIZE ? "larger than its events may be" : strerror(-rc);
+	}
+	t->refused++;
+	/* each reason's first refusal, then one in 1000 */
+	if (it->refused[kind]++ % 1000 == 0)
+		br_log("an event of %s from hub %.*s refused: %s (%llu so)", it->remote,
+		       (int)hn, hub, why, (unsigned long long)it->refused[kind]);
+}
+
+/* A message from NATS on its subject PREFIX.ev.HUB.TOPIC: an event, or
+ * a pack of them (Hub-Pack, checked whole first), each published here if
+ * HUB announced the topic with our signature and the bytes are of it. */
 static void
 on_remote_event(struct bridge *b, struct itopic *it, natsMsg *m)
 {
-	struct br_topics *t = b->topics;
-	const char *s = natsMsg_GetSubject(m), *hub, *dot;
-	size_t plen = strlen(b->conf.subject);
-	const char *why;
-	int known = 0, rc, kind;
+	const char *s = natsMsg_GetSubject(m), *hub, *dot, *count = NULL;
+	const uint8_t *data = (const uint8_t *)natsMsg_GetData(m);
+	size_t plen = strlen(b->conf.subject), len = (size_t)natsMsg_GetDataLength(m), off = 0;
+	uint32_t n;
+	int kind = 0;	/* remote_one's: 0 a hub not heard of, 1 another
+			 * signature's, 2 taken if of the signature */
 
 	/* the subscription's subject: PREFIX.ev. is there */
 	hub = s + plen + 4;
@@ -427,27 +513,21 @@ on_remote_event(struct bridge *b, struct itopic *it, natsMsg *m)
 	for (uint32_t i = 0; i < it->nsrc; i++)
 		if (strlen(it->src[i].hub) == (size_t)(dot - hub) &&
 		    memcmp(it->src[i].hub, hub, (size_t)(dot - hub)) == 0)
-			known = it->src[i].same ? 1 : -1;
-	if (known == 0) {
-		kind = 0;
-		why = "a hub that does not announce it";
-	} else if (known < 0) {
-		kind = 1;
-		why = "a hub that publishes it with another signature";
-	} else if ((rc = guest_publish(b->g, it->local, natsMsg_GetData(m),
-				       (size_t)natsMsg_GetDataLength(m))) == 0) {
-		t->published++;
+			kind = it->src[i].same ? 2 : 1;
+	if (natsMsgHeader_Get(m, BR_H_PACK, &count) != NATS_OK || count == NULL) {
+		remote_one(b, it, hub, (size_t)(dot - hub), data, len, kind);
 		return;
-	} else {
-		kind = 2;
-		why = rc == -EINVAL ? "not of its signature" :
-		    rc == -EMSGSIZE ? "larger than its events may be" : strerror(-rc);
 	}
-	t->refused++;
-	/* each reason's first refusal, then one in 1000 */
-	if (it->refused[kind]++ % 1000 == 0)
-		br_log("an event of %s from hub %.*s refused: %s (%llu so)", it->remote,
-		       (int)(dot - hub), hub, why, (unsigned long long)it->refused[kind]);
+	if (br_pack_check(data, len, count, &n) < 0) {
+		remote_one(b, it, hub, (size_t)(dot - hub), NULL, 0, 3);
+		return;
+	}
+	for (; n > 0; n--) {
+		uint32_t ilen = br_get32(data + off);
+
+		remote_one(b, it, hub, (size_t)(dot - hub), data + off + 4, ilen, kind);
+		off += 4 + (size_t)ilen;
+	}
 }
 
 void
@@ -550,7 +630,7 @@ br_topics_stop(struct bridge *b)
 		return;
 	br_topics_detach(b);
 	for (uint32_t i = 0; i < t->nout; i++)
-		free(t->out[i]);
+		out_free(t->out[i]);
 	for (uint32_t i = 0; i < t->nin; i++) {
 		free(t->in[i]->src);
 		free(t->in[i]);

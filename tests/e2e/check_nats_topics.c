@@ -182,6 +182,10 @@ START_TEST(test_events_across_in_order)
 	char *out, *p;
 	const char *note;
 	unsigned long long sent, published;
+	natsConnection *nc = NULL;
+	natsSubscription *sub = NULL;
+	natsMsg *m = NULL;
+	unsigned long items = 0, msgs = 0, packed = 0;
 
 	natsd_start(&natsd);
 	start_b("[export]\ntopics = tp.*\n");
@@ -202,11 +206,32 @@ START_TEST(test_events_across_in_order)
 		      "s2 read: '%s'", out);
 	free(out);
 	/* 3000 events: B's publisher is never held up (all published at once,
-	 * as B's ring is large); s1 gets every one, s2 is lapped */
+	 * as B's ring is large); s1 gets every one, s2 is lapped. On NATS,
+	 * what B's bridge took in one pass went as one pack (Hub-Pack: N),
+	 * all 3000 in far fewer messages. */
+	ck_assert_int_eq(natsConnection_ConnectTo(&nc, natsd.url), NATS_OK);
+	ck_assert_int_eq(natsConnection_SubscribeSync(&sub, nc, "hub.ev.b.tp.ev"), NATS_OK);
+	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
 	out = call(&hub_b, "tp.burst", "3000", "1001");
 	ck_assert_str_eq(out, "3000");
 	free(out);
 	wait_stats(&hub_a, "s1.stats", "last 4000");
+	while (items < 3000 && natsSubscription_NextMsg(&m, sub, 10000) == NATS_OK) {
+		const char *count = NULL;
+		unsigned long n = 1;
+
+		if (natsMsgHeader_Get(m, "Hub-Pack", &count) == NATS_OK && count != NULL)
+			n = strtoul(count, NULL, 10);
+		items += n;
+		msgs++;
+		packed = n > packed ? n : packed;
+		natsMsg_Destroy(m);
+	}
+	ck_assert_msg(items == 3000 && packed >= 2 && msgs < 3000,
+		      "on NATS: %lu events in %lu messages, the largest pack %lu", items, msgs,
+		      packed);
+	natsSubscription_Destroy(sub);
+	natsConnection_Destroy(nc);
 	out = call(&hub_a, "s1.stats", NULL, NULL);
 	ck_assert_msg(strstr(out, "lost 0 bad 0") != NULL, "s1: %s", out);
 	free(out);
@@ -234,15 +259,19 @@ START_TEST(test_events_across_in_order)
 END_TEST
 
 /* A plain NATS client publishes on B's event subject: bytes that are not
- * a u64, an event too large, and one in the name of a hub that never
- * announced the topic. Each is refused and counted; s1 sees none; a good
- * event after them still goes. */
+ * a u64, an event too large, one in the name of a hub that never
+ * announced the topic, a pack that is not what it says, and a pack of a
+ * good event and a bad one. Each bad one is refused and counted; s1 sees
+ * none of them, but the good one; a good event after them still goes. */
 START_TEST(test_forged_events_refused)
 {
 	natsConnection *nc = NULL;
 	/* a varint that never ends; a u64 with bytes after it */
 	static const char bad1[] = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff";
 	static const char bad2[] = "\x05\x06\x07";
+	/* two events: 88 (a u64), and bad2 */
+	static const char pack[] = "\x01\x00\x00\x00\x58" "\x03\x00\x00\x00\x05\x06\x07";
+	natsMsg *m = NULL;
 	char *out;
 
 	natsd_start(&natsd);
@@ -259,11 +288,25 @@ START_TEST(test_forged_events_refused)
 			 NATS_OK);
 	ck_assert_int_eq(natsConnection_Publish(nc, "hub.ev.b.tp.ev", NULL, 0), NATS_OK);
 	ck_assert_int_eq(natsConnection_Publish(nc, "hub.ev.mallory.tp.ev", "\x07", 1), NATS_OK);
+	/* packs: one that says 3 events and holds 2 is refused whole; of
+	 * a good one, each event is taken or refused alone */
+	ck_assert_int_eq(natsMsg_Create(&m, "hub.ev.b.tp.ev", NULL, pack, sizeof(pack) - 1),
+			 NATS_OK);
+	ck_assert_int_eq(natsMsgHeader_Set(m, "Hub-Pack", "3"), NATS_OK);
+	ck_assert_int_eq(natsConnection_PublishMsg(nc, m), NATS_OK);
+	natsMsg_Destroy(m);
+	ck_assert_int_eq(natsMsg_Create(&m, "hub.ev.b.tp.ev", NULL, pack, sizeof(pack) - 1),
+			 NATS_OK);
+	ck_assert_int_eq(natsMsgHeader_Set(m, "Hub-Pack", "2"), NATS_OK);
+	ck_assert_int_eq(natsConnection_PublishMsg(nc, m), NATS_OK);
+	natsMsg_Destroy(m);
 	ck_assert_int_eq(natsConnection_Flush(nc), NATS_OK);
-	wait_note(&hub_a, " 4 refused,");
+	wait_note(&hub_a, " 6 refused,");
 	wait_log(&hub_a, "an event of tp.ev from hub b refused: not of its signature");
 	wait_log(&hub_a, "an event of tp.ev from hub mallory refused: a hub that does not "
 		 "announce it");
+	wait_log(&hub_a, "an event of tp.ev from hub b refused: a malformed pack");
+	wait_stats(&hub_a, "s1.stats", "last 88");
 	out = call(&hub_b, "tp.burst", "1", "77");
 	free(out);
 	wait_stats(&hub_a, "s1.stats", "last 77");
