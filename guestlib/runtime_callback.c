@@ -171,7 +171,9 @@ service(struct guest *g)
 {
 	int did, rc;
 
-	if ((rc = hp_endpoint_drain(&g->ep)) == -EPIPE)
+	/* the topics' bells too: the plugin's loop polls guest_fd, where
+	 * one left rung would wake it at once, over and over (it spun) */
+	if ((rc = hp_endpoint_drain_all(&g->ep)) == -EPIPE)
 		return g->dead = -EPIPE;
 	lg_clock_beat(g);		/* its loop calls us when one is due */
 	for (;;) {

@@ -787,20 +787,32 @@ hp_endpoint_sleep(struct hp_endpoint *ep, int kick, int ms)
 	return (rc = hp_endpoint_sleep_finish(ep, &s)) != 0 ? rc : 1;
 }
 
-int
-hp_endpoint_drain(struct hp_endpoint *ep)
+static int
+drain(struct hp_endpoint *ep, int bells)
 {
 	struct hp_sleep s;
 	int rc;
 
 	/* one look at every doorbell and bell of the group, then a read of
-	 * those that rang: a syscall for the look, not one per descriptor;
-	 * the topics' bells are left to their readers */
+	 * those that rang: a syscall for the look, not one per descriptor */
 	hp_endpoint_sleep_prepare(ep, -1, &s);
-	s.nbells = 0;
+	if (!bells)
+		s.nbells = 0;
 	if ((rc = hp_sleep_poll(&s, 0)) <= 0)
 		return rc;
 	return hp_endpoint_sleep_finish(ep, &s);
+}
+
+int
+hp_endpoint_drain(struct hp_endpoint *ep)
+{
+	return drain(ep, 0);
+}
+
+int
+hp_endpoint_drain_all(struct hp_endpoint *ep)
+{
+	return drain(ep, 1);
 }
 
 /* Relaxed throughout: the count only steers spinning against yielding. */

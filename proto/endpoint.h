@@ -155,8 +155,13 @@ void hp_endpoint_sleep_prepare(struct hp_endpoint *ep, int kick, struct hp_sleep
 int hp_sleep_poll(struct hp_sleep *s, int ms);
 int hp_endpoint_sleep_finish(struct hp_endpoint *ep, const struct hp_sleep *s);
 /* Drains ep's doorbell and bell (its group's) where they rang, after one
- * poll of them all: 0 or -EPIPE as above. */
+ * poll of them all: 0 or -EPIPE as above. The group's other bells
+ * (topics') are left to whoever sleeps on them (hp_endpoint_sleep). */
 int hp_endpoint_drain(struct hp_endpoint *ep);
+/* The same, and the group's other bells too: for a loop that polls them
+ * all itself (libguest's guest_fd) and so never drains them in a sleep;
+ * a bell left rung keeps that loop awake. */
+int hp_endpoint_drain_all(struct hp_endpoint *ep);
 
 /* The index of an HP_WAIT_* bit in legacy_words and sleep_words. */
 static inline int

@@ -645,7 +645,8 @@ commit(struct hp_topic_reader *r, uint64_t read, uint64_t lost, int taken)
 	hp_store_release_u64(&c->read, read);
 	/* Dekker with hp_topic_writer_announce */
 	hp_fence_seq_cst();
-	if (r->bell < 0 || r->hung)
+	/* a writer waits for block subscribers only */
+	if (r->policy != HP_TOPIC_BLOCK || r->bell < 0 || r->hung)
 		return;
 	/* once per wait: the writer, woken, looks at every subscriber */
 	waiting = hp_load_relaxed_u32(&hdr(&r->map)->writer_waiting);

@@ -121,6 +121,50 @@ START_TEST(test_block)
 }
 END_TEST
 
+/* pub.wakes or s.wakes: how often that guest's own loop found guest_fd
+ * readable so far. */
+static unsigned long long
+wakes(const char *guest)
+{
+	char method[64], *out;
+	unsigned long long n;
+
+	snprintf(method, sizeof(method), "%s.wakes", guest);
+	out = call(method, NULL, NULL);
+	n = strtoull(out, NULL, 10);
+	free(out);
+	return n;
+}
+
+/* Guests on loops of their own (poll on guest_fd, then guest_service), as
+ * hub-nats is: a block subscriber that reads slowly, so that the
+ * publisher waits for it, and rings it. Once the events are in, both
+ * loops are quiet: guest_fd no longer readable. A topic's bell left rung
+ * (guest_service left it to a libguest sleep, which such a loop never
+ * makes) kept guest_fd readable, and the loop spun at a full CPU: tens
+ * of thousands of wakes in the half second below where a few are due
+ * (the calls that ask). */
+START_TEST(test_own_loop_goes_quiet)
+{
+	unsigned long long p0, s0, p1, s1;
+
+	hub_start_up(&hub, NULL, SMALL PUB("--own-loop")
+		     SUB("s", "--policy=block --slow=1 --own-loop"), "pub,s");
+	ck_assert(hub_wait_method(&hub, "pub.burst,pub.wakes,s.stats,s.wakes") == 0);
+	expect("pub.burst", "50", "0", "50\n");
+	expect_stats("s", "received 50 lost 0 bad 0 last 49");
+	p0 = wakes("pub");
+	s0 = wakes("s");
+	sleep_ms(500);
+	p1 = wakes("pub");
+	s1 = wakes("s");
+	ck_assert_msg(p1 - p0 < 50 && s1 - s0 < 50,
+		      "woken in 0.5 s of quiet: the publisher %llu times, the subscriber %llu",
+		      p1 - p0, s1 - s0);
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 /* r[shm.crash.heartbeat]: a subscriber whose handler takes 100 ms, with
  * events always waiting for it (a block topic: the publisher waits for
  * room), is back in libguest at each event and beats there: 40 events
@@ -585,6 +629,7 @@ suite_topics(void)
 	tcase_add_unchecked_fixture(tc, harness_setup, harness_teardown);
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, test_block);
+	tcase_add_test(tc, test_own_loop_goes_quiet);
 	tcase_add_test(tc, test_slow_subscriber_keeps_its_heartbeat);
 	tcase_add_test(tc, test_drop_oldest);
 	tcase_add_test(tc, test_latest);

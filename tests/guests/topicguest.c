@@ -23,10 +23,14 @@
  *   --wait=METHOD [--wait-ms=MS]
  *		guest_wait_method first: "topicguest NAME: wait METHOD: ok"
  *		(or the error) on stderr, then serves
+ *   --own-loop	serves from a loop of its own (poll on guest_fd, then
+ *		guest_service), as hub-nats does, not guest_run; NAME.wakes
+ *		(->u64): how many times its poll found guest_fd readable
  * Each set-up step's failure is told on stderr and ends it (exit 1). */
 #include <err.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +42,8 @@
 
 static const char *name = "topicguest", *pub, *sig = "u64", *sub_topic, *policy = "drop-oldest";
 static const char *wait_method;
-static int retain, pull, log_events, wait_ms = -1, scribble_cursor, slow_ms;
+static int retain, pull, log_events, wait_ms = -1, scribble_cursor, slow_ms, own_loop;
+static uint64_t wakes;
 static int sub_id;
 static uint64_t received, lost, bad, last;
 static struct guest *guest;
@@ -259,6 +264,36 @@ stats(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 }
 
 static void
+wakes_now(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	uint8_t buf[16];
+	size_t pos = 0;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_pc_put_u64(buf, sizeof(buf), &pos, wakes);
+	guest_reply(c, buf, pos);
+}
+
+/* The plugin's own loop: 0 once told to stop, or guest_service's error. */
+static int
+run_own_loop(struct guest *g)
+{
+	struct pollfd pfd = { .fd = guest_fd(g), .events = POLLIN };
+	int rc, ms;
+
+	for (;;) {
+		if ((ms = guest_service_timeout_ms(g)) == -ENOTCONN)
+			return -ENOTCONN;
+		if (poll(&pfd, 1, ms) > 0)
+			wakes++;
+		if ((rc = guest_service(g)) != 0)
+			return rc == -ESHUTDOWN ? 0 : rc;
+	}
+}
+
+static void
 read_now(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	char text[4096];
@@ -336,6 +371,8 @@ main(int argc, char *argv[])
 			wait_method = a + 7;
 		else if (strncmp(a, "--wait-ms=", 10) == 0)
 			wait_ms = atoi(a + 10);
+		else if (strcmp(a, "--own-loop") == 0)
+			own_loop = 1;
 	}
 	if ((rc = guest_attach(argc, argv, &guest, &why)) != 0)
 		errx(1, "%s", why);
@@ -361,8 +398,10 @@ main(int argc, char *argv[])
 		if (scribble_cursor)
 			reg(guest, "scribble_cursor", "u64->unit", scribble_own_cursor);
 	}
+	if (own_loop)
+		reg(guest, "wakes", "->u64", wakes_now);
 	fprintf(stderr, "topicguest %s: ready\n", name);
-	rc = guest_run(guest);
+	rc = own_loop ? run_own_loop(guest) : guest_run(guest);
 	guest_detach(guest);
 	return rc == 0 ? 0 : 1;
 }
