@@ -121,15 +121,14 @@ START_TEST(test_block)
 }
 END_TEST
 
-/* pub.wakes or s.wakes: how often that guest's own loop found guest_fd
- * readable so far. */
+/* pub.polls or s.polls: how often that guest's own loop woke so far. */
 static unsigned long long
-wakes(const char *guest)
+polls(const char *guest)
 {
 	char method[64], *out;
 	unsigned long long n;
 
-	snprintf(method, sizeof(method), "%s.wakes", guest);
+	snprintf(method, sizeof(method), "%s.polls", guest);
 	out = call(method, NULL, NULL);
 	n = strtoull(out, NULL, 10);
 	free(out);
@@ -148,16 +147,16 @@ START_TEST(test_own_loop_goes_quiet)
 {
 	unsigned long long p0, s0, p1, s1;
 
-	hub_start_up(&hub, NULL, SMALL PUB("--own-loop")
-		     SUB("s", "--policy=block --slow=1 --own-loop"), "pub,s");
-	ck_assert(hub_wait_method(&hub, "pub.burst,pub.wakes,s.stats,s.wakes") == 0);
+	hub_start_up(&hub, NULL, SMALL PUB("--poll")
+		     SUB("s", "--policy=block --slow=1 --poll"), "pub,s");
+	ck_assert(hub_wait_method(&hub, "pub.burst,pub.polls,s.stats,s.polls") == 0);
 	expect("pub.burst", "50", "0", "50\n");
 	expect_stats("s", "received 50 lost 0 bad 0 last 49");
-	p0 = wakes("pub");
-	s0 = wakes("s");
+	p0 = polls("pub");
+	s0 = polls("s");
 	sleep_ms(500);
-	p1 = wakes("pub");
-	s1 = wakes("s");
+	p1 = polls("pub");
+	s1 = polls("s");
 	ck_assert_msg(p1 - p0 < 50 && s1 - s0 < 50,
 		      "woken in 0.5 s of quiet: the publisher %llu times, the subscriber %llu",
 		      p1 - p0, s1 - s0);

@@ -23,14 +23,13 @@
  *   --wait=METHOD [--wait-ms=MS]
  *		guest_wait_method first: "topicguest NAME: wait METHOD: ok"
  *		(or the error) on stderr, then serves
- *   --own-loop	serves from a loop of its own (poll on guest_fd, then
- *		guest_service), as hub-nats does, not guest_run; NAME.wakes
- *		(->u64): how many times its poll found guest_fd readable
+ *   --poll	serves from a loop of its own (testguest.h's tg_run: poll
+ *		on guest_fd, then guest_service), as hub-nats does; NAME.polls
+ *		(->u64): how many times that poll returned
  * Each set-up step's failure is told on stderr and ends it (exit 1). */
 #include <err.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,11 +38,11 @@
 
 #include "guest.h"
 #include "proto/topic.h"
+#include "tests/guests/testguest.h"
 
 static const char *name = "topicguest", *pub, *sig = "u64", *sub_topic, *policy = "drop-oldest";
 static const char *wait_method;
 static int retain, pull, log_events, wait_ms = -1, scribble_cursor, slow_ms, own_loop;
-static uint64_t wakes;
 static int sub_id;
 static uint64_t received, lost, bad, last;
 static struct guest *guest;
@@ -264,7 +263,7 @@ stats(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 }
 
 static void
-wakes_now(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+polls(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	uint8_t buf[16];
 	size_t pos = 0;
@@ -272,25 +271,8 @@ wakes_now(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	(void)args;
 	(void)len;
 	(void)ctx;
-	guest_pc_put_u64(buf, sizeof(buf), &pos, wakes);
+	guest_pc_put_u64(buf, sizeof(buf), &pos, tg_polls);
 	guest_reply(c, buf, pos);
-}
-
-/* The plugin's own loop: 0 once told to stop, or guest_service's error. */
-static int
-run_own_loop(struct guest *g)
-{
-	struct pollfd pfd = { .fd = guest_fd(g), .events = POLLIN };
-	int rc, ms;
-
-	for (;;) {
-		if ((ms = guest_service_timeout_ms(g)) == -ENOTCONN)
-			return -ENOTCONN;
-		if (poll(&pfd, 1, ms) > 0)
-			wakes++;
-		if ((rc = guest_service(g)) != 0)
-			return rc == -ESHUTDOWN ? 0 : rc;
-	}
 }
 
 static void
@@ -371,7 +353,7 @@ main(int argc, char *argv[])
 			wait_method = a + 7;
 		else if (strncmp(a, "--wait-ms=", 10) == 0)
 			wait_ms = atoi(a + 10);
-		else if (strcmp(a, "--own-loop") == 0)
+		else if (strcmp(a, "--poll") == 0)
 			own_loop = 1;
 	}
 	if ((rc = guest_attach(argc, argv, &guest, &why)) != 0)
@@ -399,9 +381,9 @@ main(int argc, char *argv[])
 			reg(guest, "scribble_cursor", "u64->unit", scribble_own_cursor);
 	}
 	if (own_loop)
-		reg(guest, "wakes", "->u64", wakes_now);
+		reg(guest, "polls", "->u64", polls);
 	fprintf(stderr, "topicguest %s: ready\n", name);
-	rc = own_loop ? run_own_loop(guest) : guest_run(guest);
+	rc = tg_run(guest, argc, argv);
 	guest_detach(guest);
 	return rc == 0 ? 0 : 1;
 }
