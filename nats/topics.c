@@ -93,7 +93,7 @@ out_find(struct br_topics *t, const char *name)
 /* The events of x gathered this pass, on to NATS: one alone as it is,
  * two or more as a pack (Hub-Pack). */
 static void
-out_flush(struct bridge *b, struct etopic *x)
+etopic_flush(struct bridge *b, struct etopic *x)
 {
 	struct br_topics *t = b->topics;
 	struct br_pack *pk = &x->pack;
@@ -123,7 +123,7 @@ void
 br_topics_flush(struct bridge *b)
 {
 	for (uint32_t i = 0; b->topics != NULL && i < b->topics->nout; i++)
-		out_flush(b, b->topics->out[i]);
+		etopic_flush(b, b->topics->out[i]);
 }
 
 /* An event of an exported topic, on our subscription: into this pass's
@@ -147,10 +147,10 @@ on_local_event(struct guest *g, const struct guest_event *ev, void *ctx)
 	}
 	fits = br_pack_fits(&x->pack, br_payload_budget(b), ev->len);
 	if (fits <= 0)
-		out_flush(b, x);	/* what came first goes first */
+		etopic_flush(b, x);	/* what came first goes first */
 	if (fits >= 0 && br_pack_put(&x->pack, ev->data, ev->len) == 0)
 		return;
-	out_flush(b, x);
+	etopic_flush(b, x);
 	if ((b->max_payload > 0 && (int64_t)ev->len > b->max_payload) ||
 	    natsConnection_Publish(b->nc, x->subject, ev->data, (int)ev->len) != NATS_OK)
 		t->dropped++;
@@ -159,7 +159,7 @@ on_local_event(struct guest *g, const struct guest_event *ev, void *ctx)
 }
 
 static void
-out_free(struct etopic *x)
+etopic_free(struct etopic *x)
 {
 	free(x->pack.buf);
 	free(x);
@@ -223,8 +223,8 @@ br_topics_refresh_done(struct bridge *b)
 				guest_unsubscribe(b->g, x->sub);
 				br_log("no longer exporting topic %s", x->name);
 			}
-			out_flush(b, x);
-			out_free(x);
+			etopic_flush(b, x);
+			etopic_free(x);
 			t->out[i] = t->out[--t->nout];
 			continue;
 		}
@@ -630,7 +630,7 @@ br_topics_stop(struct bridge *b)
 		return;
 	br_topics_detach(b);
 	for (uint32_t i = 0; i < t->nout; i++)
-		out_free(t->out[i]);
+		etopic_free(t->out[i]);
 	for (uint32_t i = 0; i < t->nin; i++) {
 		free(t->in[i]->src);
 		free(t->in[i]);
