@@ -3,6 +3,7 @@
  * (--act=NAME), then keeps heartbeating until the host ends it:
  *   badgen	sends a request in its own slot naming the wrong generation
  *   notmine	sends a request naming a slot in flight from another peer
+ *		(the one before it, which must be alive)
  *   cycle	makes class 0's free list (--class=N: class N's) run in a
  *		circle; a slot linked to itself when it is the only one
  *   badlink	points class 0's free list past its last slot
@@ -78,9 +79,17 @@ act(const char *what, uint32_t cls)
 		hp_var_send(ep.var, r.slot, r.gen, ep.var_peer);
 		request_in(r.slot, r.gen + 1);
 	} else if (strcmp(what, "notmine") == 0) {
-		/* a slot in flight from another peer, as if we forwarded it */
+		/* a slot in flight from another peer, as if we forwarded
+		 * it: the peer before us, alive (the tests list the breaker
+		 * after the zone's other guests). One that does not exist
+		 * (the peer after us) was dead to the sweeper, which could
+		 * take the slot back before hubd read our request, and the
+		 * request then broke the generation rule instead */
+		if (ep.var_peer < 2)
+			errx(1, "notmine: no peer before us");
 		take(&r);
-		hp_var_send(ep.var, r.slot, r.gen, ep.var_peer + 1);
+		if (hp_var_send(ep.var, r.slot, r.gen, ep.var_peer - 1) != 0)
+			errx(1, "notmine: the slot did not go");
 		request_in(r.slot, r.gen);
 	} else if (strcmp(what, "cycle") == 0) {
 		/* acquire: pairs with the release CAS of the push that put
