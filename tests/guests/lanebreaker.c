@@ -393,21 +393,6 @@ m_lanes(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	guest_reply(c, buf, pos);
 }
 
-/* How many times the --poll loop woke (tg_run): a loop that spins
- * counts fast. */
-static void
-m_polls(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
-{
-	uint8_t buf[16];
-	size_t pos = 0;
-
-	(void)args;
-	(void)len;
-	(void)ctx;
-	guest_pc_put_u64(buf, sizeof(buf), &pos, tg_polls);
-	guest_reply(c, buf, pos);
-}
-
 /* A Request over the lane for method, args as given. */
 static void
 request(struct lg_lane *ln, struct hp_desc *d, const char *method)
@@ -808,7 +793,7 @@ main(int argc, char *argv[])
 		{ "badanswer", "str->str", m_badanswer },
 		{ "call", "str,str->str", m_call },
 		{ "lanes", "->u64", m_lanes },
-		{ "polls", "->u64", m_polls },
+		{ "polls", "->u64", tg_polls_method },
 		{ "deaf", "->str", m_deaf },
 		{ "burst", "str,u64->str", m_burst },
 		{ "sleep", "u64->unit", m_sleep },

@@ -69,6 +69,22 @@ tg_run(struct guest *g, int argc, char *argv[])
 	return rc == -ESHUTDOWN ? 0 : rc;
 }
 
+/* A handler answering tg_polls (u64): a --poll loop that spins counts
+ * fast. Register it as PREFIX.polls with signature "->u64". */
+static inline void
+tg_polls_method(struct guest_call *c, const uint8_t *args, size_t len,
+		void *ctx)
+{
+	uint8_t buf[16];
+	size_t pos = 0;
+
+	(void)args;
+	(void)len;
+	(void)ctx;
+	guest_pc_put_u64(buf, sizeof(buf), &pos, tg_polls);
+	guest_reply(c, buf, pos);
+}
+
 /* Whether res[0..len) is the postcard str text[0..n). */
 static inline int
 tg_str_is(const uint8_t *res, size_t len, const char *text, size_t n)

@@ -263,19 +263,6 @@ stats(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 }
 
 static void
-polls(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
-{
-	uint8_t buf[16];
-	size_t pos = 0;
-
-	(void)args;
-	(void)len;
-	(void)ctx;
-	guest_pc_put_u64(buf, sizeof(buf), &pos, tg_polls);
-	guest_reply(c, buf, pos);
-}
-
-static void
 read_now(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	char text[4096];
@@ -381,7 +368,7 @@ main(int argc, char *argv[])
 			reg(guest, "scribble_cursor", "u64->unit", scribble_own_cursor);
 	}
 	if (own_loop)
-		reg(guest, "polls", "->u64", polls);
+		reg(guest, "polls", "->u64", tg_polls_method);
 	fprintf(stderr, "topicguest %s: ready\n", name);
 	rc = tg_run(guest, argc, argv);
 	guest_detach(guest);
