@@ -164,6 +164,10 @@ charge(struct hub *h, struct qmsg *q, int sign)
 	c->pool_charged_slots += sign > 0 ? 1 : -1;
 	bytes = hp_var_slot_bytes(&q->zone->var, q->var_slot);
 	c->pool_charged_bytes += sign > 0 ? bytes : -(uint64_t)bytes;
+	if (q->for_charged) {
+		c->pool_for_slots += sign > 0 ? 1 : -1;
+		c->pool_for_bytes += sign > 0 ? bytes : -(uint64_t)bytes;
+	}
 }
 
 /* A backlogged message leaves p's backlog (sent, or dropped). */
@@ -639,6 +643,10 @@ host_attach(struct hub *h, struct peer *p)
 				  p->zone != NULL ? &p->zone->var : NULL) != 0)
 		return -EPROTO;
 	p->ep.var_spare = SPARE_SLOTS;
+	/* the places of its ring start with nothing handed to it (without
+	 * memory for the record, its quota counts what it has not read) */
+	free(p->tx_cls);
+	p->ep.tx_cls = p->tx_cls = calloc(p->ep.tx.size, 1);
 	/* it sleeps on the bell we gave it (HP_FEAT_BELLS) */
 	if ((features & HP_FEAT_BELLS) && p->bells[1] >= 0)
 		p->ep.bell_out = p->bells[1];
@@ -651,6 +659,8 @@ host_attach(struct hub *h, struct peer *p)
 	p->copied_bytes = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
+	p->pool_for_slots = 0;
+	p->pool_for_bytes = 0;
 	p->mem_charged = 0;
 	host_unhold(p, HOLD_BACKLOG | HOLD_SHARE);
 	p->hold_off = 0;
@@ -732,6 +742,8 @@ host_detach(struct hub *h, struct peer *p)
 				q->charged = 0;
 	p->pool_charged_slots = 0;
 	p->pool_charged_bytes = 0;
+	p->pool_for_slots = 0;
+	p->pool_for_bytes = 0;
 	p->mem_charged = 0;
 	/* its backlog is gone, and its answers with it */
 	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {

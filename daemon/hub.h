@@ -291,6 +291,8 @@ struct peer {
 	 * answers and items, its requests to others), and their bytes */
 	uint32_t		pool_charged_slots;
 	uint64_t		pool_charged_bytes;
+	uint32_t		pool_for_slots;	/* of those, its answers and items */
+	uint64_t		pool_for_bytes;
 	/* what waits in hubd's memory on its behalf, copied out of slots
 	 * of a class down to its spare (host_forward): bytes */
 	uint64_t		mem_charged;
@@ -298,6 +300,8 @@ struct peer {
 	 * (which counts those it still holds), and their bytes */
 	uint32_t		copied_slots;
 	uint64_t		copied_bytes;
+	uint8_t			*tx_cls;	/* ep.tx_cls: what it has not read
+						 * yet, for its quota (pool.c) */
 	char			fault_text[128];	/* a fault's words of ours */
 	struct hchan		*chans;		/* by channel id, this guest's own
 						 * (r[shm.id.channel-scope]) */

@@ -512,6 +512,7 @@ teardown(struct hub *h)
 	free(h->lock_path);
 	for (uint32_t i = 0; i < h->npeers; i++) {
 		free(h->peers[i].chans);
+		free(h->peers[i].tx_cls);
 		config_guest_free(h->peers[i].conf);
 		config_guest_free(h->peers[i].next_conf);
 		lifecycle_free(&h->peers[i].life);

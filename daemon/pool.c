@@ -339,6 +339,31 @@ pool_use_text(const struct pool_use *u, char *buf, size_t n)
 			 size_iec(b, sizeof(b), u->max_bytes));
 }
 
+static int
+within(const struct pool_use *u)
+{
+	return u->slots <= u->max_slots && u->bytes <= u->max_bytes && u->mem <= u->max_mem;
+}
+
+/* u less what waits for p unread: in its ring (a count of hubd's own,
+ * which counts for p only with zone mates, as the sweep's does) and in
+ * its backlog (its answers and items). */
+static void
+not_read(struct peer *p, struct pool_use *u)
+{
+	uint32_t slots = p->pool_for_slots;
+	uint64_t bytes = p->pool_for_bytes, b;
+	uint32_t s;
+
+	if (p->zone->members > 1) {
+		hp_endpoint_unread_var(&p->ep, &s, &b);
+		slots += s;
+		bytes += b;
+	}
+	u->slots -= slots < u->slots ? slots : u->slots;
+	u->bytes -= bytes < u->bytes ? bytes : u->bytes;
+}
+
 int
 pool_over_quota(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes)
 {
@@ -350,7 +375,14 @@ pool_over_quota(struct hub *h, struct peer *p, uint32_t slots, uint64_t bytes)
 	pool_usage(h, p, &u);
 	u.slots += slots;
 	u.bytes += bytes;
-	if (u.slots <= u.max_slots && u.bytes <= u.max_bytes && u.mem <= u.max_mem)
+	if (within(&u))
+		return 0;
+	/* ended only for what it keeps: not for what hubd handed it and it
+	 * has not read yet (a caller paused while its answers come is no
+	 * hoarder), bounded by its ring and its backlog; what hubd hands it
+	 * still waits for room in its quota (pool_room) */
+	not_read(p, &u);
+	if (within(&u))
 		return 0;
 	pool_use_text(&u, text, sizeof(text));
 	snprintf(p->fault_text, sizeof(p->fault_text), "pool quota: %s", text);

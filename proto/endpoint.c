@@ -256,10 +256,22 @@ hp_endpoint_take_rang(struct hp_endpoint *ep)
 	return rang;
 }
 
+/* The class + 1 of d's variable slot, 0 for none. */
+static uint8_t
+var_cls(const struct hp_endpoint *ep, const struct hp_desc *d)
+{
+	uint32_t c = (d->payload_slot & ~HP_VAR_SLOT_FLAG) >> HP_VAR_CLASS_SHIFT;
+
+	return ep->var != NULL && hp_var_is_slot(d->payload_slot) && c < ep->var->nclasses ?
+	    (uint8_t)(c + 1) : 0;
+}
+
 int
 hp_endpoint_flush(struct hp_endpoint *ep)
 {
 	int n;
+
+	uint32_t at = ep->tx.mine;
 
 	if (ep->staged == 0)
 		return 0;
@@ -268,12 +280,37 @@ hp_endpoint_flush(struct hp_endpoint *ep)
 	if (n < 0)
 		return n;
 	if (n > 0) {
+		if (ep->tx_cls != NULL)
+			for (int i = 0; i < n; i++)
+				ep->tx_cls[(at + (uint32_t)i) & ep->tx.mask] = var_cls(ep, &ep->stage[i]);
 		ep->staged -= (uint32_t)n;
 		memmove(ep->stage, ep->stage + n, ep->staged * sizeof(ep->stage[0]));
 		ep->stats.sent += (uint64_t)n;
 		wake_peer(ep, HP_WAIT_RING_DATA);
 	}
 	return ep->staged == 0 ? 0 : -EAGAIN;
+}
+
+void
+hp_endpoint_unread_var(struct hp_endpoint *ep, uint32_t *slots, uint64_t *bytes)
+{
+	/* relaxed: a count for the sweep, never an index */
+	uint32_t tail = hp_load_relaxed_u32(ep->tx.tail), c;
+
+	*slots = 0;
+	*bytes = 0;
+	if (ep->tx_cls == NULL || ep->var == NULL || tail >= ep->tx.size)
+		return;
+	for (uint32_t at = tail; at != ep->tx.mine; at = (at + 1) & ep->tx.mask)
+		if ((c = ep->tx_cls[at]) != 0) {
+			(*slots)++;
+			*bytes += ep->var->c[c - 1].slot_size;
+		}
+	for (uint32_t i = 0; i < ep->staged; i++)
+		if ((c = var_cls(ep, &ep->stage[i])) != 0) {
+			(*slots)++;
+			*bytes += ep->var->c[c - 1].slot_size;
+		}
 }
 
 /* Whether one more descriptor fits beside the staged ones. */

@@ -90,6 +90,10 @@ struct hp_endpoint {
 						 * (polled and drained with the
 						 * doorbell), -1: none */
 	int			bell_out;	/* and we ring this, -1: the doorbell */
+	uint8_t			*tx_cls;	/* the host's, ring size long: per
+						 * place of tx, the class + 1 of the
+						 * variable slot it published there,
+						 * 0 none (NULL: not kept) */
 	struct hp_desc		stage[HP_STAGE_MAX];	/* written, unpublished */
 	uint32_t		staged;
 	struct hp_desc		inbox[HP_STAGE_MAX];	/* dequeued, not yet handed out */
@@ -245,6 +249,12 @@ void hp_endpoint_release(struct hp_endpoint *ep, struct hp_msg_in *m);
  * leaves it alone: 1 with *slot and *gen, 0 when its payload is not in
  * a variable slot. */
 int hp_endpoint_take(struct hp_msg_in *m, uint32_t *slot, uint32_t *gen);
+
+/* What the host handed the guest in variable slots that the guest has not
+ * taken yet (published places its tail has not passed, and staged ones),
+ * from the host's own record (tx_cls; nothing without one, or when the
+ * guest's tail is out of range): a count the guest cannot forge. */
+void hp_endpoint_unread_var(struct hp_endpoint *ep, uint32_t *slots, uint64_t *bytes);
 
 /* Publishes the batched slot frees (one atomic OR) and wakes the peer if it
  * waits for a slot. Ring-tail progress is published by hp_endpoint_recv as

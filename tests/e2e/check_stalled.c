@@ -276,9 +276,10 @@ death_detail(const char *name, const char *text, char *buf, size_t len)
  * can and reads none of the answers is ended, again and again as it
  * comes back, and the others' calls with 300-byte arguments go on
  * meanwhile; echo, whose ring its calls fill, is not charged for them.
- * r[shm.varslot.ownership]: in echo's zone, the answers it leaves in
- * its ring, then in hubd's backlog for it, are slots of the pool they
- * share, and it is ended once it holds more than its quota. In a zone
+ * r[shm.varslot.ownership]: in echo's zone, its calls (in its ring,
+ * then in hubd's backlog for echo) are slots of the pool they share,
+ * and it is ended once they are more than its quota (the answers it
+ * leaves unread are hubd's doing, not counted for that). In a zone
  * of its own, the answers hubd copies for it wait in hubd's memory,
  * holding no slot, and it is ended once its backlog is as long as hubd
  * keeps for a guest ("stopped reading its ring"). */
