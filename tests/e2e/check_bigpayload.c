@@ -447,7 +447,7 @@ END_TEST
  * honest, is not ended: prober serves hubctl's burst of 64 calls to echo,
  * stopped, whose ring holds 16, and may have 8 wait for it. Before,
  * prober was ended ("pool quota: it holds 9 slots"). The second run
- * stops prober while echo answers, as a loaded machine may, for many
+ * stops prober while echo answers, as a loaded machine may, for a few
  * sweeps: the answers it has not read yet are no slots it keeps, and it
  * is not ended for them (it was: "pool quota: it holds 15 slots"). */
 START_TEST(test_fanout_past_quota_refused)
@@ -459,8 +459,7 @@ START_TEST(test_fanout_past_quota_refused)
 	ssize_t got;
 	pid_t child;
 
-	hub_start_up(&hub, "heartbeat_interval = 0\n[pool]\nquota_slots = 8\n"
-		     "sweep_interval = 50ms\n",
+	hub_start_up(&hub, "heartbeat_interval = 0\n[pool]\nquota_slots = 8\n",
 		     "[guest echo]\nexec = @/guests/echo\nzone = z\n"
 		     "[guest prober]\nexec = @/tests/guests/prober\nlanes = no\nzone = z\n",
 		     "echo,prober");
@@ -491,7 +490,7 @@ START_TEST(test_fanout_past_quota_refused)
 		kill(prober_pid, SIGSTOP);
 	kill(echo_pid, SIGCONT);
 	if (_i == 1) {
-		sleep_ms(500);	/* ten sweeps */
+		sleep_ms(800);	/* three sweeps (sweep_interval 250 ms) */
 		kill(prober_pid, SIGCONT);
 	}
 	ck_assert_int_eq(waitpid(child, &status, 0), child);
