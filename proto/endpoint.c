@@ -269,9 +269,8 @@ var_cls(const struct hp_endpoint *ep, const struct hp_desc *d)
 int
 hp_endpoint_flush(struct hp_endpoint *ep)
 {
-	int n;
-
 	uint32_t at = ep->tx.mine;
+	int n;
 
 	if (ep->staged == 0)
 		return 0;
@@ -291,26 +290,30 @@ hp_endpoint_flush(struct hp_endpoint *ep)
 	return ep->staged == 0 ? 0 : -EAGAIN;
 }
 
+/* Adds a slot of class c - 1 (c 0: none) to *slots and *bytes. */
+static void
+count_cls(const struct hp_endpoint *ep, uint8_t c, uint32_t *slots, uint64_t *bytes)
+{
+	if (c != 0) {
+		(*slots)++;
+		*bytes += ep->var->c[c - 1].slot_size;
+	}
+}
+
 void
 hp_endpoint_unread_var(struct hp_endpoint *ep, uint32_t *slots, uint64_t *bytes)
 {
-	/* relaxed: a count for the sweep, never an index */
-	uint32_t tail = hp_load_relaxed_u32(ep->tx.tail), c;
+	/* relaxed: for a count; it indexes only our record, checked first */
+	uint32_t tail = hp_load_relaxed_u32(ep->tx.tail);
 
 	*slots = 0;
 	*bytes = 0;
 	if (ep->tx_cls == NULL || ep->var == NULL || tail >= ep->tx.size)
 		return;
 	for (uint32_t at = tail; at != ep->tx.mine; at = (at + 1) & ep->tx.mask)
-		if ((c = ep->tx_cls[at]) != 0) {
-			(*slots)++;
-			*bytes += ep->var->c[c - 1].slot_size;
-		}
+		count_cls(ep, ep->tx_cls[at], slots, bytes);
 	for (uint32_t i = 0; i < ep->staged; i++)
-		if ((c = var_cls(ep, &ep->stage[i])) != 0) {
-			(*slots)++;
-			*bytes += ep->var->c[c - 1].slot_size;
-		}
+		count_cls(ep, var_cls(ep, &ep->stage[i]), slots, bytes);
 }
 
 /* Whether one more descriptor fits beside the staged ones. */
