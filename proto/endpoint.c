@@ -260,10 +260,8 @@ hp_endpoint_take_rang(struct hp_endpoint *ep)
 static uint8_t
 var_cls(const struct hp_endpoint *ep, const struct hp_desc *d)
 {
-	uint32_t c = (d->payload_slot & ~HP_VAR_SLOT_FLAG) >> HP_VAR_CLASS_SHIFT;
-
-	return ep->var != NULL && hp_var_is_slot(d->payload_slot) && c < ep->var->nclasses ?
-	    (uint8_t)(c + 1) : 0;
+	/* HP_VAR_MAX_CLASSES (8) classes: a byte holds it */
+	return ep->var != NULL ? (uint8_t)hp_var_slot_class1(ep->var, d->payload_slot) : 0;
 }
 
 int

@@ -253,7 +253,8 @@ int hp_endpoint_take(struct hp_msg_in *m, uint32_t *slot, uint32_t *gen);
 /* What the host handed the guest in variable slots that the guest has not
  * taken yet (published places its tail has not passed, and staged ones),
  * from the host's own record (tx_cls; nothing without one, or when the
- * guest's tail is out of range): a count the guest cannot forge. */
+ * guest's tail is out of range): the guest's tail picks the places, at
+ * most the ring's length, but what each held is the host's to say. */
 void hp_endpoint_unread_var(struct hp_endpoint *ep, uint32_t *slots, uint64_t *bytes);
 
 /* Publishes the batched slot frees (one atomic OR) and wakes the peer if it

@@ -107,13 +107,22 @@ hp_var_is_slot(uint32_t payload_slot)
 	return payload_slot != 0xFFFFFFFFu && (payload_slot & HP_VAR_SLOT_FLAG) != 0;
 }
 
+/* A descriptor's slot's class + 1, 0 for none (or a class out of range). */
+static inline uint32_t
+hp_var_slot_class1(const struct hp_varpool *vp, uint32_t payload_slot)
+{
+	uint32_t c = (payload_slot & ~HP_VAR_SLOT_FLAG) >> HP_VAR_CLASS_SHIFT;
+
+	return hp_var_is_slot(payload_slot) && c < vp->nclasses ? c + 1 : 0;
+}
+
 /* The bytes a descriptor's slot takes (its class's slot size), 0 for none. */
 static inline uint32_t
 hp_var_slot_bytes(const struct hp_varpool *vp, uint32_t payload_slot)
 {
-	uint32_t c = (payload_slot & ~HP_VAR_SLOT_FLAG) >> HP_VAR_CLASS_SHIFT;
+	uint32_t c = hp_var_slot_class1(vp, payload_slot);
 
-	return hp_var_is_slot(payload_slot) && c < vp->nclasses ? vp->c[c].slot_size : 0;
+	return c != 0 ? vp->c[c - 1].slot_size : 0;
 }
 
 /* What lays the pool out or views it. The configuration, the pool's
