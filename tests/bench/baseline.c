@@ -6,6 +6,9 @@
  *			rtt_ns (the mean) and median_ns
  *   futex-apart N MS	the same, the two processes pinned to two CPUs: every
  *			wake lands on a CPU that went idle
+ *   futex-relay N MS	futex-idle through a third process, as a call through
+ *			hubd goes: caller to middle to callee and back, each
+ *			asleep in futex_wait (the least such a relay costs)
  *   socket-idle N MS	the socket ping-pong, each round trip after MS ms
  *   yield N		the same, each side calling sched_yield while it waits:
  *			on one CPU (taskset -c 0), two hand-offs per round trip
@@ -14,7 +17,7 @@
  *   copy SIZE MB	SIZE-byte blocks through shared memory, one process
  *			copying in, the other copying out: GB/s
  *   ring N		N descriptors through an SPSC ring between processes
- * Each prints one "name=value" line (the *-idle and futex-apart two):
+ * Each prints one "name=value" line (the *-idle, futex-apart and futex-relay two):
  * rtt_ns, gb_per_s or per_s. */
 #include <err.h>
 #include <sched.h>
@@ -182,6 +185,63 @@ pingpong(uint64_t n, enum wait_how how, unsigned idle_ms, int apart)
 	waitpid(pid, NULL, 0);
 }
 
+/* Sleeps until *w holds v (each word has one waiter). */
+static void
+await_u32(hp_atomic_u32 *w, uint32_t v)
+{
+	uint32_t seen;
+
+	while ((seen = hp_load_acquire_u32(w)) != v)
+		hp_futex_wait(w, seen, NULL);
+}
+
+static void
+signal_u32(hp_atomic_u32 *w, uint32_t v)
+{
+	hp_store_release_u32(w, v);
+	hp_futex_wake(w, 1);
+}
+
+/* futex-relay: the caller wakes the middle, which wakes the callee, whose
+ * answer wakes the middle, which wakes the caller; a word per sleeper, on
+ * lines of their own. */
+static void
+relay(uint64_t n, unsigned idle_ms)
+{
+	hp_atomic_u32 *w = shared(4096), *caller = &w[0], *middle = &w[16], *callee = &w[32];
+	struct quiet q;
+	uint64_t t0;
+	pid_t mid, end;
+
+	if ((end = child()) == 0) {
+		for (uint32_t i = 1; i <= n; i++) {
+			await_u32(callee, i);
+			signal_u32(middle, 2 * i);
+		}
+		_exit(0);
+	}
+	if ((mid = child()) == 0) {
+		for (uint32_t i = 1; i <= n; i++) {
+			await_u32(middle, 2 * i - 1);
+			signal_u32(callee, i);
+			await_u32(middle, 2 * i);
+			signal_u32(caller, i);
+		}
+		_exit(0);
+	}
+	quiet_start(&q, n, idle_ms);
+	t0 = hp_now_ns();
+	for (uint32_t i = 1; i <= n; i++) {
+		quiet_before(&q);
+		signal_u32(middle, 2 * i - 1);
+		await_u32(caller, i);
+		quiet_after(&q, i - 1);
+	}
+	quiet_report(&q, t0);
+	waitpid(mid, NULL, 0);
+	waitpid(end, NULL, 0);
+}
+
 /* idle_ms: each round trip after that much quiet (socket-idle) */
 static void
 socket_pingpong(uint64_t n, unsigned idle_ms)
@@ -322,7 +382,7 @@ main(int argc, char *argv[])
 	unsigned idle_ms = argc > 3 ? (unsigned)atoi(argv[3]) : 5;	/* the *-idle */
 
 	if (argc < 2)
-		errx(2, "usage: baseline shm|futex|futex-idle|futex-apart|yield|socket|socket-idle|zmq|copy|ring N [MB|MS]");
+		errx(2, "usage: baseline shm|futex|futex-idle|futex-apart|futex-relay|yield|socket|socket-idle|zmq|copy|ring N [MB|MS]");
 	if (strcmp(argv[1], "shm") == 0)
 		pingpong(n, SPIN, 0, 0);
 	else if (strcmp(argv[1], "futex") == 0)
@@ -331,6 +391,8 @@ main(int argc, char *argv[])
 		pingpong(n, FUTEX, idle_ms, 0);
 	else if (strcmp(argv[1], "futex-apart") == 0)
 		pingpong(n, FUTEX, idle_ms, 1);
+	else if (strcmp(argv[1], "futex-relay") == 0)
+		relay(n, idle_ms);
 	else if (strcmp(argv[1], "yield") == 0)
 		pingpong(n, YIELD, 0, 0);
 	else if (strcmp(argv[1], "socket") == 0)

@@ -116,7 +116,7 @@ lanes_open() { $CTL -j lanes | { grep -o '"id":' || true; } | wc -l; }
 # process of the path to have gone to sleep.
 WAKE_MS=5
 # wake_base HOW KEY N [PIN...]: a baseline of two processes (HOW:
-# futex-idle, futex-apart, socket-idle), N round trips each after the same
+# futex-idle, futex-apart, futex-relay, socket-idle), N round trips each after the same
 # quiet, run under PIN (taskset -c 0) if given: its KEY figure (rtt_ns the
 # mean, median_ns the median), in ns
 wake_base() {
@@ -179,7 +179,8 @@ fi
 # hubd and its guests on CPU 0. Every round measures each row back to back
 # (the futex baseline, on CPU 0 too, among them; the futex ping-pong pinned
 # to two CPUs, what a wake onto an idle CPU costs; a socket ping-pong, what
-# a host on sockets pays), so each round gives its own ratio to the futex
+# a host on sockets pays; a futex relay through a third process, the least
+# any call through a middle costs), so each round gives its own ratio to the futex
 # figure: the noise of this machine moves runs by 2x, and both sides of a
 # ratio share a round's. Each round also measures
 # the busy calls of the full bench, fewer of them, so a change to the wake
@@ -220,10 +221,12 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 			echo - >> "$W.apart"	# printed as such in the rounds' table
 		fi
 		wake_base socket-idle median_ns "$WAKE_N" >> "$W.sock"
+		wake_base futex-relay median_ns "$WAKE_N" >> "$W.relay"
 		CTL=$CTL_W wake_call bench hub.ping "$WAKE_N" >> "$W.host"
 		CTL=$CTL_W wake_call bench bench2.echo "$WAKE_N" >> "$W.g2g"
 		CTL=$CTL_WL wake_call la lb.echo "$WAKE_N" >> "$W.lane"
 		wake_base futex-idle median_ns "$WAKE_N" taskset -c 0 >> "$W.futex0"
+		wake_base futex-relay median_ns "$WAKE_N" taskset -c 0 >> "$W.relay0"
 		CTL=$CTL_W0 wake_call bench hub.ping "$WAKE_N" >> "$W.host0"
 		CTL=$CTL_W0 wake_call bench bench2.echo "$WAKE_N" >> "$W.g2g0"
 		CTL=$CTL_WL0 wake_call la lb.echo "$WAKE_N" >> "$W.lane0"
@@ -256,6 +259,7 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	busy_row() { echo "| $2 | $(median < "$W.$1" | xargs printf '%.0f') | ns | | | no worse |"; }
 	W1CPU="one CPU (taskset -c 0: hubd, its guests, the baseline)"
 	SOCKW="UNIX socket ping-pong"
+	RELAYW="futex relay"
 	{
 	printf '%b\n' "$NATS_HEAD"
 	echo "| futex ping-pong, $WAKE_MS ms of quiet before each round trip (two processes wake), median of $WAKE_N, median of $WAKE_ROUNDS rounds | $(us "$(median < "$W.futex")") | us | | | |"
@@ -265,11 +269,15 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	[ "$APART" = yes ] &&
 		wake_row apart futex "futex ping-pong, the two processes pinned to two CPUs (each wake lands on a CPU gone idle), the same" ""
 	wake_row sock futex "UNIX socket ping-pong (8 B and the answer over a socketpair, each side asleep in read), the same" ""
+	wake_row relay futex "futex relay (caller, middle, callee and back: three processes wake, each asleep in futex_wait, nothing else done), the same" ""
+	wake_row g2g relay "guest to guest through hubd against the futex relay" "" "$RELAYW"
 	wake_row host sock "host-served call against the socket ping-pong" "" "$SOCKW"
 	wake_row lane sock "guest to guest over a lane against the socket ping-pong" "" "$SOCKW"
 	echo "| $W1CPU: futex ping-pong, the same | $(us "$(median < "$W.futex0")") | us | | | |"
 	wake_row host0 futex0 "$W1CPU: host-served call" 1.5
 	wake_row g2g0 futex0 "$W1CPU: guest to guest through hubd" 2.5
+	wake_row relay0 futex0 "$W1CPU: futex relay" ""
+	wake_row g2g0 relay0 "$W1CPU: guest to guest through hubd against the futex relay" "" "$RELAYW"
 	wake_row lane0 futex0 "$W1CPU: guest to guest over a lane" 1.5
 	busy_row bhost "busy: host-served call (hub.ping, 8 B), $BUSY_N back to back, median, median of $WAKE_ROUNDS rounds"
 	busy_row bg2g "busy: guest to guest through hubd, the same"
@@ -279,14 +287,14 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	echo
 	echo "Each round (us, medians of $WAKE_N calls after $WAKE_MS ms of quiet; busy: ns, medians of $BUSY_N):"
 	echo
-	echo "| round | futex | futex, 2 CPUs | socket | host | g2g | lane | 1 CPU: futex | host | g2g | lane | busy: host | g2g | lane |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-	paste "$W.futex" "$W.apart" "$W.sock" "$W.host" "$W.g2g" "$W.lane" "$W.futex0" "$W.host0" \
-		"$W.g2g0" "$W.lane0" "$W.bhost" "$W.bg2g" "$W.blane" | awk '{
+	echo "| round | futex | futex, 2 CPUs | socket | relay | host | g2g | lane | 1 CPU: futex | relay | host | g2g | lane | busy: host | g2g | lane |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	paste "$W.futex" "$W.apart" "$W.sock" "$W.relay" "$W.host" "$W.g2g" "$W.lane" "$W.futex0" \
+		"$W.relay0" "$W.host0" "$W.g2g0" "$W.lane0" "$W.bhost" "$W.bg2g" "$W.blane" | awk '{
 			printf "| %d |", NR
-			for (i = 1; i <= 10; i++)
+			for (i = 1; i <= 12; i++)
 				if ($i == "-") printf " - |"; else printf " %.1f |", $i / 1000
-			printf " %d | %d | %d |\n", $11, $12, $13 }'
+			printf " %d | %d | %d |\n", $13, $14, $15 }'
 	} > "$OUT/bench-wake.md"
 	cat "$OUT/bench-wake.md"
 	echo "bench: 1 passed, 0 failed"
