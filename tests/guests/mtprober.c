@@ -10,6 +10,9 @@
  *   openlong N		open, but the waits answer "ok" and 100 more bytes
  *			(in a slot of the pool, not inline in the ring)
  *   open_later MS N	answers at once; N tokens go into the gate MS ms later
+ *   open_when K MS N	the same, the MS ms counted from when K waits are in
+ *			the gate (a limit's test: what comes after the Kth is
+ *			refused, however long the calls took to come)
  *   fanopen N TARGET OPEN  N microthreads each call TARGET.wait at once, then
  *			(if OPEN) TARGET.open N; answers "ok N" once all N
  *			answered "ok", else "error: K of N ok, first: <kind>"
@@ -66,6 +69,7 @@
 static struct guest *g;
 static const char *prefix;
 static struct guest_mtchan *gate;	/* tokens for wait, buffered */
+static atomic_uint in_gate;		/* waits blocked on it now */
 
 static void
 reply_text(struct guest_call *c, const char *fmt, ...)
@@ -110,10 +114,14 @@ wait_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 	(void)args;
 	(void)len;
 	(void)ctx;
-	if (guest_mtchan_recv(gate, &token) != 0)
+	atomic_fetch_add(&in_gate, 1);
+	if (guest_mtchan_recv(gate, &token) != 0) {
+		atomic_fetch_sub(&in_gate, 1);
 		guest_reply_error(c, "gate closed");
-	else
+	} else {
+		atomic_fetch_sub(&in_gate, 1);
 		reply_text(c, "ok%s", token == 2 ? " " LONG_TAIL : "");
+	}
 }
 
 /* N tokens into the gate: 1, or 2 for a wait to answer long. */
@@ -148,6 +156,7 @@ open_long(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 }
 
 struct later {
+	uint64_t	k;	/* waits in the gate before ms counts */
 	uint64_t	ms;
 	uint64_t	n;
 };
@@ -158,6 +167,9 @@ later_run(void *arg)
 	struct later *l = arg;
 	uint8_t token = 1;
 
+	/* a minute at most: then the waits are let go all the same */
+	for (int i = 0; i < 60000 && atomic_load(&in_gate) < l->k; i++)
+		guest_mt_sleep(1000000ull);
 	guest_mt_sleep(l->ms * 1000000ull);
 	for (uint64_t i = 0; i < l->n; i++)
 		if (guest_mtchan_send(gate, &token) != 0)
@@ -165,21 +177,37 @@ later_run(void *arg)
 	free(l);
 }
 
+/* open_later's arguments, after K for open_when (with_k). */
 static void
-open_later(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+start_later(struct guest_call *c, const uint8_t *args, size_t len, int with_k)
 {
-	struct later *l = malloc(sizeof(*l));
+	struct later *l = calloc(1, sizeof(*l));
 	size_t pos = 0;
 
-	(void)ctx;
-	if (l == NULL || guest_pc_get_u64(args, len, &pos, &l->ms) != 0 ||
+	if (l == NULL || (with_k && guest_pc_get_u64(args, len, &pos, &l->k) != 0) ||
+	    guest_pc_get_u64(args, len, &pos, &l->ms) != 0 ||
 	    guest_pc_get_u64(args, len, &pos, &l->n) != 0 || l->ms > 60000 ||
 	    guest_mt_spawn(later_run, l, NULL) != 0) {
 		free(l);
-		guest_reply_error(c, "open_later takes ms and a count");
+		guest_reply_error(c, with_k ? "open_when takes a count of waits, ms and a count" :
+				  "open_later takes ms and a count");
 		return;
 	}
 	reply_text(c, "ok");
+}
+
+static void
+open_later(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	start_later(c, args, len, 0);
+}
+
+static void
+open_when(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	(void)ctx;
+	start_later(c, args, len, 1);
 }
 
 struct caller {
@@ -750,6 +778,7 @@ main(int argc, char *argv[])
 		{ "open", "u64->str", open_gate },
 		{ "openlong", "u64->str", open_long },
 		{ "open_later", "u64,u64->str", open_later },
+		{ "open_when", "u64,u64,u64->str", open_when },
 		{ "fanopen", "u64,str,bool->str", fanopen },
 		{ "call", "str,str->str", call },
 		{ "call_timeout", "str,u64->str", call_timeout },
