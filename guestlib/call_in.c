@@ -81,6 +81,8 @@ respond(struct guest_call *c, const struct hp_response *r)
 	}
 	if (c->lane != NULL)
 		c->lane->calls_in--;
+	else
+		g->ep.sleep_first = 1;	/* hubd passes it on: wait.c */
 	/* out of the calls being handled (thousands, on microthreads) */
 	HP_LIST_UNLINK(&g->active, c);
 	c->answered = 1;

@@ -259,6 +259,10 @@ call_start(struct guest *g, const char *method, const void *args, size_t len,
 		c->lane->calls_out++;
 	else if (async)
 		g->hub_calls_out++;
+	/* to another guest through hubd: after quiet, the wait for the
+	 * answer sleeps at once (wait.c) */
+	if (c->lane == NULL && strncmp(method, HP_SVC_PREFIX, strlen(HP_SVC_PREFIX)) != 0)
+		g->ep.sleep_first = 1;
 	g->stats.calls_out++;
 	if (call_id != NULL)
 		*call_id = id;

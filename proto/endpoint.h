@@ -59,6 +59,11 @@ struct hp_endpoint {
 	int			woke;		/* its last wait slept and was woken */
 	int			rang;		/* woke the peer since it last waited
 						 * (wake_peer) */
+	int			sleep_first;	/* hint: after quiet, its next wait
+						 * sleeps at once (a call to, or an
+						 * answer for, another guest through
+						 * the host: wait.c) */
+	uint64_t		wait_began_ns;	/* when its last wait began */
 	int			wake_fd;	/* readable: also ends hp_endpoint_wait's
 						 * sleep (drained), -1: none */
 	struct hp_ring		tx;

@@ -22,6 +22,9 @@
  * yield hands this CPU to whoever the answer waits for. */
 #define SPIN_NS		20000
 #define YIELD_NS	50000
+/* A wait that begins this long after the one before ends a quiet spell:
+ * one exchange after quiet, not a busy pipeline. */
+#define SPORADIC_NS	1000000
 /* Longest futex sleep under a host without waiter words: it may wake a
  * word other than ours (which slot bitmap word is its choice) or ring only
  * the doorbell; between naps we look at the doorbell. */
@@ -86,8 +89,18 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		 int (*ready)(void *arg), void *arg, int timeout_ms)
 {
 	uint64_t start = hp_now_ns(), deadline = UINT64_MAX;
+	/* After quiet, a guest whose call goes to another guest through the
+	 * host, or that answered one that came so (sleep_first), sleeps at
+	 * once: the host then rings the next process of the chain while this
+	 * one is not runnable on its CPU, and the kernel wakes that one there
+	 * rather than on an idle CPU, which a VM takes 100 us or more to run
+	 * (doc/performance.md, "What any relay costs here"). A busy pipeline
+	 * still spins: its waits begin microseconds apart. */
+	int at_once = ep->sleep_first && start - ep->wait_began_ns > SPORADIC_NS;
 	int r, i;
 
+	ep->sleep_first = 0;
+	ep->wait_began_ns = start;
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000u;
 	/* Woken from a sleep last time, or we woke the peer since: it is
@@ -95,18 +108,17 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 	 * just sent (the kernel wakes a sleeper on its waker's CPU);
 	 * spinning here would keep it off for the whole spin (wake-from-idle
 	 * 27 -> 10 us over a lane). One step aside first. */
-	if (hp_endpoint_take_rang(ep) | ep->woke) {	/* |: both cleared */
-		ep->woke = 0;
+	if ((hp_endpoint_take_rang(ep) | ep->woke) && !at_once)	/* |: both cleared */
 		sched_yield();
-	}
-	for (i = 0; !hp_endpoint_crowded(ep); i++) {
+	ep->woke = 0;
+	for (i = 0; !at_once && !hp_endpoint_crowded(ep); i++) {
 		if ((r = ready(arg)) != 0)
 			return r < 0 ? r : 1;
 		hp_cpu_relax();
 		if ((i & 63) == 63 && hp_now_ns() - start > SPIN_NS)
 			break;
 	}
-	for (start = hp_now_ns();;) {
+	for (start = hp_now_ns(); !at_once;) {
 		if ((r = ready(arg)) != 0)
 			return r < 0 ? r : 1;
 		if (hp_now_ns() - start > YIELD_NS)

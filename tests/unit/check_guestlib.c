@@ -30,6 +30,7 @@
 #include "proto/ring.h"
 #include "proto/segment.h"
 #include "proto/builtin.h"
+#include "guestlib/internal.h"
 #include "tests/unit/testseg.h"
 
 static char path[64];
@@ -1114,6 +1115,33 @@ START_TEST(test_send_takes_ends_runs_handlers_in_waits)
 }
 END_TEST
 
+/* libguest's hint to its next wait (wait.c): a call to another guest
+ * through the host, or an answer to one that came through it, sleeps at
+ * once after quiet; a call of the host's own services, whose answer
+ * comes from the host itself, does not. */
+START_TEST(test_sleep_first_hint)
+{
+	struct guest *g = attach();
+
+	host_init();
+	handled = 0;
+	host_answer(1, NULL);
+	ck_assert_int_eq(guest_register(g, "t.m", "->unit", count_and_reply, NULL), 0);
+	host_expect(HP_MSG_REQUEST, 1);
+	ck_assert_int_eq(g->ep.sleep_first, 0);		/* hub.register: the host's */
+	ck_assert_int_eq(guest_call_async(g, "hub.ping", NULL, 0, async_done, NULL, NULL), 0);
+	ck_assert_int_eq(g->ep.sleep_first, 0);
+	ck_assert_int_eq(guest_call_async(g, "kv.get", NULL, 0, async_done, NULL, NULL), 0);
+	ck_assert_int_eq(g->ep.sleep_first, 1);
+	g->ep.sleep_first = 0;
+	host_request(10);
+	ck_assert_int_eq(guest_service_wait(g, 0), 0);
+	ck_assert_int_eq(handled, 1);
+	ck_assert_int_eq(g->ep.sleep_first, 1);
+	cleanup(g);
+}
+END_TEST
+
 /* -- guest_reply_status, and the statuses a caller makes of what came -------- */
 
 static int rs_status, rs_rc, rs_rc2, rs_sent;
@@ -1662,6 +1690,7 @@ suite_guestlib(void)
 	tcase_add_test(tc, test_idle_receiver_grants_the_remainder);
 	tcase_add_test(tc, test_held_channel_grants_as_items_are_taken);
 	tcase_add_test(tc, test_send_takes_ends_runs_handlers_in_waits);
+	tcase_add_test(tc, test_sleep_first_hint);
 	tcase_add_test(tc, test_reply_status_encoding);
 	tcase_add_test(tc, test_status_of_error_kinds);
 	tcase_add_test(tc, test_pc_bytes);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proto/clock.h"
 #include "proto/doorbell.h"
 #include "proto/endpoint.h"
 #include "proto/futex.h"
@@ -331,6 +332,45 @@ START_TEST(test_guest_yields_once_after_waking)
 }
 END_TEST
 
+static int looks;
+
+static int
+never_ready(void *arg)
+{
+	(void)arg;
+	looks++;
+	return 0;
+}
+
+/* How many looks a wait of ms takes at never_ready, hinted or not, after
+ * a wait that began quiet_ns before. */
+static int
+looks_in_wait(int hint, uint64_t quiet_ns)
+{
+	looks = 0;
+	guest_ep.sleep_first = hint;
+	guest_ep.wait_began_ns = hp_now_ns() - quiet_ns;
+	ck_assert_int_eq(hp_endpoint_wait(&guest_ep, HP_WAIT_RING_DATA, never_ready, NULL, 0), 0);
+	ck_assert_int_eq(guest_ep.sleep_first, 0);	/* one wait's hint */
+	return looks;
+}
+
+/* After quiet, a wait hinted by libguest (its call goes to another guest
+ * through the host, or it answered one) sleeps at once: one look, after
+ * its announcement, and no spinning or yielding before it (a process still
+ * runnable when the host rings the next one of the chain sends that one to
+ * an idle CPU). Unhinted, or hinted in a busy exchange (the wait before
+ * began just now), it spins and yields first as before. */
+START_TEST(test_hinted_wait_after_quiet_sleeps_at_once)
+{
+	ck_assert_int_eq(looks_in_wait(1, 5000000), 1);
+	ck_assert_int_gt(looks_in_wait(0, 5000000), 1);
+	ck_assert_int_gt(looks_in_wait(1, 0), 1);
+	ck_assert_int_gt(looks_in_wait(1, 100000), 1);
+	hp_endpoint_cancel(&guest_ep);
+}
+END_TEST
+
 /* With bells each side rings the other's bell, not the doorbell: one wake
  * per sleep as before, and what the doorbell is left for (death,
  * descriptors) untouched. */
@@ -465,6 +505,7 @@ suite_wake(void)
 	tcase_add_test(ep, test_slot_back_to_the_senders_pool);
 	tcase_add_test(ep, test_one_byte_per_sleep);
 	tcase_add_test(ep, test_guest_yields_once_after_waking);
+	tcase_add_test(ep, test_hinted_wait_after_quiet_sleeps_at_once);
 	tcase_add_test(ep, test_flipping_word_cannot_hold_the_waker);
 	tcase_set_timeout(ep, 120);
 	tcase_set_tags(ep, "tsan");
