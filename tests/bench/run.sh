@@ -115,9 +115,8 @@ lanes_open() { $CTL -j lanes | { grep -o '"id":' || true; } | wc -l; }
 # Wake from idle: WAKE_MS of quiet before each call, long enough for every
 # process of the path to have gone to sleep.
 WAKE_MS=5
-# wake_base HOW KEY N [PIN...]: a baseline of two processes (HOW:
-# futex-idle, futex-apart, futex-relay, socket-idle), N round trips each after the same
-# quiet, run under PIN (taskset -c 0) if given: its KEY figure (rtt_ns the
+# wake_base HOW KEY N [PIN...]: a baseline (HOW: futex-idle, futex-apart,
+# futex-relay, socket-idle), N round trips each after the same quiet, run under PIN (taskset -c 0) if given: its KEY figure (rtt_ns the
 # mean, median_ns the median), in ns
 wake_base() {
 	local how=$1 key=$2 n=$3 r

@@ -110,18 +110,18 @@ static void
 wait_gate(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 {
 	uint8_t token;
+	int rc;
 
 	(void)args;
 	(void)len;
 	(void)ctx;
 	atomic_fetch_add(&in_gate, 1);
-	if (guest_mtchan_recv(gate, &token) != 0) {
-		atomic_fetch_sub(&in_gate, 1);
+	rc = guest_mtchan_recv(gate, &token);
+	atomic_fetch_sub(&in_gate, 1);
+	if (rc != 0)
 		guest_reply_error(c, "gate closed");
-	} else {
-		atomic_fetch_sub(&in_gate, 1);
+	else
 		reply_text(c, "ok%s", token == 2 ? " " LONG_TAIL : "");
-	}
 }
 
 /* N tokens into the gate: 1, or 2 for a wait to answer long. */
