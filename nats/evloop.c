@@ -2,8 +2,7 @@
 /* libnats on the bridge's own loop (natsOptions_SetEventLoop): no reader
  * thread, so an incoming request wakes no thread but the loop, and what a
  * loop pass publishes goes out in one write at its end (libnats's flusher
- * thread stays, without send_asap: main.c says why, and finds the buffer
- * written already).
+ * thread is not started: send_asap, main.c says why).
  * libnats tells which socket to watch and for what, from our thread or
  * its own (a reconnect, a ping): those from its own wake the loop. */
 #include <errno.h>
@@ -137,9 +136,10 @@ br_evloop_attached(struct br_evloop *e)
 }
 
 /* What this bridge published, written out now, waiting for the socket
- * at most ms: libnats asks for it only from its flusher, about a
- * millisecond later; on the way out the loop no longer writes it, and
- * libnats's own flush waits for a PONG that only the loop would read. */
+ * at most ms: at the end of a loop pass, one write for all its publishes
+ * (libnats asks for writability at each); on the way out the loop no
+ * longer writes it, and libnats's own flush waits for a PONG that only
+ * the loop would read. */
 void
 br_write_out(struct bridge *b, int ms)
 {

@@ -110,13 +110,13 @@ options(struct bridge *b)
 	 * millisecond, twice per call) */
 	if (s == NATS_OK)
 		s = br_evloop_use(b->ev, o);
-	/* not send_asap, though libnats's flusher thread is kicked at the
-	 * first publish after each write: one call alone across two hubs
-	 * took 296 and 305 us with it against 257 and 262 without
-	 * (BENCH_ONLY=nats, alternated), topics gained. (The bridge that
-	 * "did not stop in time" with it, once in many runs, had been
-	 * stopped as it started, which hubd did not serve: supervise.c
-	 * now does, send_asap or not.) */
+	/* send_asap: a publish asks the loop for the socket's writability
+	 * rather than kicking libnats's flusher thread, which woke twice
+	 * per publish (a signal, then its 1 ms nap) on the other CPU: one
+	 * call alone across two hubs 297-380 -> 261-279 us (BENCH_ONLY=nats,
+	 * alternated; doc/performance.md, "Spin only where it pays") */
+	if (s == NATS_OK)
+		s = natsOptions_SetSendAsap(o, true);
 	/* our own requests and announcements never come back to us */
 	if (s == NATS_OK)
 		s = natsOptions_SetNoEcho(o, true);

@@ -50,6 +50,22 @@ struct hp_endpoint_stats {
 
 struct hp_wait_group;
 
+/* A wait is long when it spun and its condition came (or its time ran
+ * out) over HP_WAIT_LONG_NS after it began: well past the spin and the
+ * yields (70 us), so that no spin would have caught it. After
+ * HP_WAIT_OUTLASTED long waits in a row an endpoint's waits sleep at
+ * once, all but one in HP_WAIT_PROBE, which spins again to see whether
+ * its peer is quick once more; a wait that spun and was not long, or
+ * whose condition held at its first look, ends the run. A wait that slept
+ * at once leaves it be: its length holds its own wake. A peer that
+ * answers in hundreds of microseconds (a call across hosts, a request
+ * now and then) gains nothing from the spin, and the process this one
+ * woke waits for its CPU or lands on an idle one meanwhile
+ * (doc/performance.md, "Spin only where it pays"). */
+#define HP_WAIT_LONG_NS		200000
+#define HP_WAIT_OUTLASTED	2
+#define HP_WAIT_PROBE		8
+
 struct hp_endpoint {
 	int			side;		/* HP_SIDE_*: this end */
 	int			wake_yield;	/* steps aside after a wake (a guest
@@ -64,6 +80,9 @@ struct hp_endpoint {
 						 * answer for, another guest through
 						 * the host: wait.c) */
 	uint64_t		wait_began_ns;	/* when its last wait began */
+	unsigned		outlasted;	/* its long waits in a row, and its */
+	unsigned		since_probe;	/* waits at once since the last that
+						 * spun: HP_WAIT_OUTLASTED */
 	int			wake_fd;	/* readable: also ends hp_endpoint_wait's
 						 * sleep (drained), -1: none */
 	struct hp_ring		tx;

@@ -84,11 +84,23 @@ var_sleep(struct hp_endpoint *ep, uint32_t seen, int ms)
 	return rc == -EPIPE ? -EPIPE : 0;
 }
 
+/* What a wait that spun (or found its condition at its first look)
+ * tells of the next, ending with ready's r (0: its time ran out) after
+ * took ns: a run of long ones sends the next waits to sleep at once
+ * (endpoint.h). A wait that slept at once tells nothing: how long it took
+ * holds its own wake. */
+static int
+ended(struct hp_endpoint *ep, uint64_t took, int r)
+{
+	ep->outlasted = r != 0 && took <= HP_WAIT_LONG_NS ? 0 : ep->outlasted + 1;
+	return r < 0 ? r : r > 0;
+}
+
 int
 hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 		 int (*ready)(void *arg), void *arg, int timeout_ms)
 {
-	uint64_t start = hp_now_ns(), deadline = UINT64_MAX;
+	uint64_t began = hp_now_ns(), start = began, deadline = UINT64_MAX;
 	/* After quiet, a guest whose call goes to another guest through the
 	 * host, or that answered one that came so (sleep_first), sleeps at
 	 * once: the host then rings the next process of the chain while this
@@ -96,36 +108,46 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 	 * rather than on an idle CPU, which a VM takes 100 us or more to run
 	 * (doc/performance.md, "What any relay costs here"). A busy pipeline
 	 * still spins: its waits begin microseconds apart. */
-	int at_once = ep->sleep_first && start - ep->wait_began_ns > SPORADIC_NS;
+	int hinted = ep->sleep_first && began - ep->wait_began_ns > SPORADIC_NS;
+	int at_once = hinted;
+	/* So does a wait after a run of long ones (endpoint.h), all but one
+	 * in HP_WAIT_PROBE, which spins to see whether they still are. */
+	int patient = ep->outlasted >= HP_WAIT_OUTLASTED;
 	int r, i;
 
+	if (patient && ++ep->since_probe < HP_WAIT_PROBE)
+		at_once = 1;
+	else if (patient)
+		ep->since_probe = 0;
 	ep->sleep_first = 0;
-	ep->wait_began_ns = start;
+	ep->wait_began_ns = began;
 	if (timeout_ms >= 0)
-		deadline = start + (uint64_t)timeout_ms * 1000000u;
+		deadline = began + (uint64_t)timeout_ms * 1000000u;
 	/* Woken from a sleep last time, or we woke the peer since: it is
 	 * likely on this CPU, runnable behind us and about to read what we
 	 * just sent (the kernel wakes a sleeper on its waker's CPU);
 	 * spinning here would keep it off for the whole spin (wake-from-idle
-	 * 27 -> 10 us over a lane). One step aside first. */
-	if ((hp_endpoint_take_rang(ep) | ep->woke) && !at_once)	/* |: both cleared */
+	 * 27 -> 10 us over a lane). One step aside first, before a sleep at
+	 * once after long waits too (the sleep takes longer to give the CPU
+	 * up: a lane after quiet on one CPU 40 -> 30 us); not when hinted. */
+	if ((hp_endpoint_take_rang(ep) | ep->woke) && !hinted)	/* |: both cleared */
 		sched_yield();
 	ep->woke = 0;
 	for (i = 0; !at_once && !hp_endpoint_crowded(ep); i++) {
 		if ((r = ready(arg)) != 0)
-			return r < 0 ? r : 1;
+			return ended(ep, 0, r);
 		hp_cpu_relax();
 		if ((i & 63) == 63 && hp_now_ns() - start > SPIN_NS)
 			break;
 	}
 	for (start = hp_now_ns(); !at_once;) {
 		if ((r = ready(arg)) != 0)
-			return r < 0 ? r : 1;
+			return ended(ep, 0, r);
 		if (hp_now_ns() - start > YIELD_NS)
 			break;
 		sched_yield();
 	}
-	for (;;) {
+	for (int slept = 0;; slept = 1) {
 		uint64_t now = hp_now_ns();
 		hp_atomic_u32 *word = spec_sleep_word(ep, waits);
 		/* read before the re-check: a change after it fails the
@@ -143,6 +165,10 @@ hp_endpoint_wait(struct hp_endpoint *ep, uint32_t waits,
 			if (var_wait)
 				hp_var_sleep_end(ep->var);
 			hp_endpoint_cancel(ep);
+			if (!at_once)
+				return ended(ep, now - began, r);
+			if (r > 0 && !slept)	/* there at its first look */
+				return ended(ep, 0, r);
 			return r < 0 ? r : r > 0;
 		}
 		ms = deadline == UINT64_MAX ? -1 :

@@ -52,16 +52,18 @@ if [ "$SMOKE" = --smoke ]; then
 	N_PEER=500; N_RTT=2000; N_PP=2000; PIPE_MS=200; STREAM32=$((1 << 20)); BULK=$((32 << 20))
 	IDLE_N=5; IDLE_S=1; NGUESTS=4; COPY_MB=64; RING_N=1000000
 	LARGE=$((64 << 20)); POOL_N=1000; REPS=1; N_MT=2000; MT_W=200; FLOOD_MS=200
-	N_NATS=50; NATS_STREAM=$((1 << 20))
+	N_NATS=50; NATS_ROUNDS=2; NATS_STREAM=$((1 << 20))
 else
 	N_PEER=20000; N_RTT=200000; N_PP=100000; PIPE_MS=2000; STREAM32=$((64 << 20)); BULK=$((2 << 30))
 	IDLE_N=200; IDLE_S=10; NGUESTS=32; COPY_MB=2048; RING_N=50000000
 	LARGE=$((2 << 30)); POOL_N=2000000; REPS=3; N_MT=500000; MT_W=10000; FLOOD_MS=2000
-	N_NATS=2000; NATS_STREAM=$((32 << 20))
+	N_NATS=1000; NATS_ROUNDS=5; NATS_STREAM=$((32 << 20))
 fi
 
 val() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "-"; else printf "%.2f", a / b }'; }
+# median: of the numbers on stdin, one a line
+median() { sort -g | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # best KEY max|min CMD...: CMD run REPS times (each short), the best of
 # its KEY=value figures: the machine is shared and noisy, and both sides
 # of a comparison get the same treatment
@@ -239,7 +241,6 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 		{ echo "bench: lanes open on hubs lane, lane0, one, one0: $LANES, not 1100" >&2; exit 1; }
 	CTL=$CTL_W
 	idle_cpu "$WAKE_IDLE_S" "$HUBD_W" "$($CTL -j peers | sed -n 's/.*"pid":\([0-9]*\).*/\1/p' | head -1)"
-	median() { sort -g | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 	us() { awk -v v="$1" 'BEGIN { printf "%.1f", v / 1000 }'; }
 	# wake_row ROW BASE WHAT GOAL [BASE_WHAT]: the median of ROW's figures
 	# over the rounds, in us; the median of its ratio to the same round's

@@ -351,6 +351,7 @@ looks_in_wait(int hint, uint64_t quiet_ns, uint64_t *took_ns)
 	uint64_t t0 = hp_now_ns();
 
 	looks = 0;
+	guest_ep.outlasted = 0;		/* the hint alone decides */
 	guest_ep.sleep_first = hint;
 	guest_ep.wait_began_ns = t0 - quiet_ns;
 	ck_assert_int_eq(hp_endpoint_wait(&guest_ep, HP_WAIT_RING_DATA, never_ready, NULL, 0), 0);
@@ -379,6 +380,62 @@ START_TEST(test_hinted_wait_after_quiet_sleeps_at_once)
 		n = looks_in_wait(1, 0, &took);
 	ck_assert_msg(took < 900000, "no wait of a busy exchange under 0.9 ms in 1000 tries");
 	ck_assert_int_gt(n, 1);
+	hp_endpoint_cancel(&guest_ep);
+}
+END_TEST
+
+static int ready_after;
+
+/* Ready at the ready_after-th look. */
+static int
+ready_at_look(void *arg)
+{
+	(void)arg;
+	return ++looks >= ready_after;
+}
+
+/* How many looks an unhinted wait with no time to wait takes, ready at
+ * look ready_at (0: never). */
+static int
+looks_unhinted(int ready_at)
+{
+	looks = 0;
+	ready_after = ready_at;
+	guest_ep.sleep_first = 0;
+	ck_assert_int_eq(hp_endpoint_wait(&guest_ep, HP_WAIT_RING_DATA,
+					  ready_at > 0 ? ready_at_look : never_ready, NULL, 0),
+			 ready_at > 0);
+	return looks;
+}
+
+/* Long waits (their spin never sees the condition come: a peer that
+ * answers in hundreds of microseconds; here a never-ready condition) make
+ * the next sleep at once after HP_WAIT_OUTLASTED in a row: one look,
+ * after the announcement. One in HP_WAIT_PROBE spins again; a wait that
+ * slept at once leaves the run as it was (its length holds its own wake);
+ * a condition that holds at a first look, or within the spin, ends it. */
+START_TEST(test_long_waits_make_the_next_sleep_at_once)
+{
+	int spun = 0;
+
+	guest_ep.outlasted = guest_ep.since_probe = 0;
+	for (int i = 0; i < HP_WAIT_OUTLASTED; i++)
+		ck_assert_int_gt(looks_unhinted(0), 1);
+	ck_assert_uint_eq(guest_ep.outlasted, HP_WAIT_OUTLASTED);
+	ck_assert_int_eq(looks_unhinted(0), 1);
+	ck_assert_uint_eq(guest_ep.outlasted, HP_WAIT_OUTLASTED);	/* at once: no say */
+	for (int i = 1; i < 3 * HP_WAIT_PROBE; i++)
+		spun += looks_unhinted(0) > 1;
+	ck_assert_int_eq(spun, 3);
+	ck_assert_uint_eq(guest_ep.outlasted, HP_WAIT_OUTLASTED + 3);
+	/* a quick peer again: caught at once, and the next wait spins */
+	ck_assert_int_eq(looks_unhinted(1), 1);
+	ck_assert_uint_eq(guest_ep.outlasted, 0);
+	ck_assert_int_gt(looks_unhinted(0), 1);
+	ck_assert_uint_eq(guest_ep.outlasted, 1);
+	/* caught in the spin, not at its first look: the run ends too */
+	ck_assert_int_eq(looks_unhinted(5), 5);
+	ck_assert_uint_eq(guest_ep.outlasted, 0);
 	hp_endpoint_cancel(&guest_ep);
 }
 END_TEST
@@ -518,6 +575,7 @@ suite_wake(void)
 	tcase_add_test(ep, test_one_byte_per_sleep);
 	tcase_add_test(ep, test_guest_yields_once_after_waking);
 	tcase_add_test(ep, test_hinted_wait_after_quiet_sleeps_at_once);
+	tcase_add_test(ep, test_long_waits_make_the_next_sleep_at_once);
 	tcase_add_test(ep, test_flipping_word_cannot_hold_the_waker);
 	tcase_set_timeout(ep, 120);
 	tcase_set_tags(ep, "tsan");
