@@ -116,7 +116,7 @@ serve_peer(struct hub *h, struct peer *p)
 int
 dispatch_poll(struct hub *h)
 {
-	uint32_t n = h->conf.params.max_guests;
+	uint32_t n = h->peers_end;
 	int work = 0;
 
 	/* the guests' awake flags summed now and then while hubd is busy
@@ -124,6 +124,8 @@ dispatch_poll(struct hub *h)
 	 * hint stays fresh at a cost of one look at each flag per 64 rounds */
 	if ((++h->polls & 63) == 0)
 		host_awake_update(h, 1);
+	if (n == 0)
+		return 0;	/* no guest started yet */
 	/* start one further each round: nobody is always served first */
 	h->poll_start = (h->poll_start + 1) % n;
 	for (uint32_t k = 0; k < n; k++) {
@@ -140,7 +142,7 @@ dispatch_sleep_prepare(struct hub *h)
 {
 	int work = host_sleep_prepare(h);
 
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+	for (uint32_t i = 0; i < h->peers_end; i++) {
 		struct peer *p = &h->peers[i];
 
 		if (!host_serving(p))

@@ -516,7 +516,7 @@ host_sleep_prepare(struct hub *h)
 {
 	int work = 0;
 
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+	for (uint32_t i = 0; i < h->peers_end; i++) {
 		struct peer *p = &h->peers[i];
 
 		if (!host_serving(p))
@@ -551,13 +551,13 @@ host_awake_update(struct hub *h, int self)
 {
 	uint32_t n = self != 0;
 
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+	for (uint32_t i = 0; i < h->peers_end; i++)
 		if (host_serving(&h->peers[i]) && hp_awake_flag(&h->peers[i].view))
 			n++;
 	if (n == h->awake)
 		return;
 	h->awake = n;
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+	for (uint32_t i = 0; i < h->peers_end; i++)
 		if (h->peers[i].dom.base != NULL)
 			hp_awake_publish(&h->peers[i].dom, n);
 }
@@ -565,7 +565,7 @@ host_awake_update(struct hub *h, int self)
 void
 host_wake(struct hub *h)
 {
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++)
+	for (uint32_t i = 0; i < h->peers_end; i++)
 		if (host_serving(&h->peers[i]))	/* as host_sleep_prepare announced */
 			hp_endpoint_cancel(&h->peers[i].ep);
 }
@@ -575,7 +575,7 @@ host_wake(struct hub *h)
 void
 host_check(struct hub *h, uint64_t now)
 {
-	for (uint32_t i = 0; i < h->conf.params.max_guests; i++) {
+	for (uint32_t i = 0; i < h->peers_end; i++) {
 		struct peer *p = &h->peers[i];
 		uint64_t interval = p->heartbeat_ns;	/* its domain's: its own or the hub's */
 		uint64_t beat;

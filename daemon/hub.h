@@ -381,6 +381,10 @@ struct hub {
 	char			*lock_path;
 	int			lock_held;	/* the lock is ours: unlink at exit */
 	uint32_t		npeers;		/* entries allocated in peers */
+	/* entries from this one on were never started (supervise_start):
+	 * the data path's loops over the guests stop here, so that an
+	 * unused max_guests costs a call after quiet nothing */
+	uint32_t		peers_end;
 	int			ctl_fd;		/* control socket, -1 before */
 	ev_io			ctl_w;
 	ev_timer		ctl_retry_w;	/* accepting paused: out of fds */

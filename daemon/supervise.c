@@ -587,6 +587,8 @@ supervise_on_free(struct hub *h, void (*fn)(struct hub *h))
 void
 supervise_start(struct hub *h, struct peer *p)
 {
+	if (p->id > h->peers_end)
+		h->peers_end = p->id;	/* the data path's loops reach it now */
 	step(h, p, PE_START, NULL);
 }
 

@@ -177,7 +177,8 @@ fi
 
 # BENCH_ONLY=wake: sporadic calls. Four hubs, two guests each: through
 # hubd (lanes = no) and over a lane, each once as it comes and once with
-# hubd and its guests on CPU 0. Every round measures each row back to back
+# hubd and its guests on CPU 0; and a fifth of 32 guests, for the
+# host-served call beside idle guests. Every round measures each row back to back
 # (the futex baseline, on CPU 0 too, among them; the futex ping-pong pinned
 # to two CPUs, what a wake onto an idle CPU costs; a socket ping-pong, what
 # a host on sockets pays; a futex relay through a third process, the least
@@ -192,7 +193,7 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	else
 		WAKE_ROUNDS=${WAKE_ROUNDS:-5}; WAKE_N=200; BUSY_N=20000; WAKE_IDLE_S=2
 	fi
-	echo "hubs: through hubd, over a lane, and the two on CPU 0..." >&2
+	echo "hubs: through hubd, over a lane, the two on CPU 0, and 32 guests..." >&2
 	start_hub one "$ONE_KEYS" "$ONE_GUESTS" 2
 	CTL_W=$CTL; HUBD_W=${HUBS[-1]}
 	start_hub lane "$ONE_KEYS" "$LANE_GUESTS" 2
@@ -201,6 +202,13 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	CTL_W0=$CTL
 	PIN_HUB="taskset -c 0" start_hub lane0 "$ONE_KEYS" "$LANE_GUESTS" 2
 	CTL_WL0=$CTL
+	# a hub sized for many (max_guests 255) with 32 guests, 31 of them
+	# idle: what a call after quiet costs for each guest beside its caller
+	MANY=$(for k in $(seq 2 32); do printf '[guest m%d]\\nexec = %s\\nargs = --prefix m%d\\n' \
+		"$k" "$B/tests/bench/benchguest" "$k"; done)
+	start_hub many "$(sed 's/max_guests = 3/max_guests = 255/' <<<"$ONE_KEYS")" \
+		"[guest bench]\nexec = $B/tests/bench/benchguest\n$MANY" 32
+	CTL_WM=$CTL
 	for CTL in "$CTL_WL" "$CTL_WL0"; do	# the lane opens on the first call
 		r=$($CTL call la.rtt lb.echo 1000 8); must p99_ns= "$r"
 	done
@@ -224,6 +232,7 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 		wake_base socket-idle median_ns "$WAKE_N" >> "$W.sock"
 		wake_base futex-relay median_ns "$WAKE_N" >> "$W.relay"
 		CTL=$CTL_W wake_call bench hub.ping "$WAKE_N" >> "$W.host"
+		CTL=$CTL_WM wake_call bench hub.ping "$WAKE_N" >> "$W.many"
 		CTL=$CTL_W wake_call bench bench2.echo "$WAKE_N" >> "$W.g2g"
 		CTL=$CTL_WL wake_call la lb.echo "$WAKE_N" >> "$W.lane"
 		wake_base futex-idle median_ns "$WAKE_N" taskset -c 0 >> "$W.futex0"
@@ -273,6 +282,8 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	wake_row g2g relay "guest to guest through hubd against the futex relay" "" "$RELAYW"
 	wake_row host sock "host-served call against the socket ping-pong" "" "$SOCKW"
 	wake_row lane sock "guest to guest over a lane against the socket ping-pong" "" "$SOCKW"
+	wake_row many futex "host-served call on a hub of 32 guests, 31 of them idle (max_guests = 255), the same" ""
+	wake_row many host "the same against the host-served call on a hub of two guests" "" "host-served call, two guests"
 	echo "| $W1CPU: futex ping-pong, the same | $(us "$(median < "$W.futex0")") | us | | | |"
 	wake_row host0 futex0 "$W1CPU: host-served call" 1.5
 	wake_row g2g0 futex0 "$W1CPU: guest to guest through hubd" 2.5
@@ -287,14 +298,15 @@ if [ "${BENCH_ONLY:-}" = wake ]; then
 	echo
 	echo "Each round (us, medians of $WAKE_N calls after $WAKE_MS ms of quiet; busy: ns, medians of $BUSY_N):"
 	echo
-	echo "| round | futex | futex, 2 CPUs | socket | relay | host | g2g | lane | 1 CPU: futex | relay | host | g2g | lane | busy: host | g2g | lane |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-	paste "$W.futex" "$W.apart" "$W.sock" "$W.relay" "$W.host" "$W.g2g" "$W.lane" "$W.futex0" \
-		"$W.relay0" "$W.host0" "$W.g2g0" "$W.lane0" "$W.bhost" "$W.bg2g" "$W.blane" | awk '{
+	echo "| round | futex | futex, 2 CPUs | socket | relay | host | host, 32 guests | g2g | lane | 1 CPU: futex | relay | host | g2g | lane | busy: host | g2g | lane |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	paste "$W.futex" "$W.apart" "$W.sock" "$W.relay" "$W.host" "$W.many" "$W.g2g" "$W.lane" \
+		"$W.futex0" "$W.relay0" "$W.host0" "$W.g2g0" "$W.lane0" "$W.bhost" "$W.bg2g" \
+		"$W.blane" | awk '{
 			printf "| %d |", NR
-			for (i = 1; i <= 12; i++)
+			for (i = 1; i <= 13; i++)
 				if ($i == "-") printf " - |"; else printf " %.1f |", $i / 1000
-			printf " %d | %d | %d |\n", $13, $14, $15 }'
+			printf " %d | %d | %d |\n", $14, $15, $16 }'
 	} > "$OUT/bench-wake.md"
 	cat "$OUT/bench-wake.md"
 	echo "bench: 1 passed, 0 failed"
