@@ -112,9 +112,8 @@ options(struct bridge *b)
 		s = br_evloop_use(b->ev, o);
 	/* send_asap: a publish asks the loop for the socket's writability
 	 * rather than kicking libnats's flusher thread, which woke twice
-	 * per publish (a signal, then its 1 ms nap) on the other CPU: one
-	 * call alone across two hubs 297-380 -> 261-279 us (BENCH_ONLY=nats,
-	 * alternated; doc/performance.md, "Spin only where it pays") */
+	 * per publish (a signal, then its 1 ms nap) on the other CPU
+	 * (measured in doc/performance.md, "Spin only where it pays") */
 	if (s == NATS_OK)
 		s = natsOptions_SetSendAsap(o, true);
 	/* our own requests and announcements never come back to us */

@@ -185,7 +185,8 @@ pingpong(uint64_t n, enum wait_how how, unsigned idle_ms, int apart)
 	waitpid(pid, NULL, 0);
 }
 
-/* Sleeps until *w holds v (each word has one waiter). */
+/* Sleeps until *w holds v (each word has one waiter); the acquire pairs
+ * with signal_u32's release. */
 static void
 await_u32(hp_atomic_u32 *w, uint32_t v)
 {
@@ -195,6 +196,7 @@ await_u32(hp_atomic_u32 *w, uint32_t v)
 		hp_futex_wait(w, seen, NULL);
 }
 
+/* Stores v in *w and wakes its waiter (await_u32). */
 static void
 signal_u32(hp_atomic_u32 *w, uint32_t v)
 {
