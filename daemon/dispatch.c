@@ -114,6 +114,12 @@ serve_peer(struct hub *h, struct peer *p)
 }
 
 int
+dispatch_serve(struct hub *h, struct peer *p)
+{
+	return host_serving(p) ? serve_peer(h, p) : 0;
+}
+
+int
 dispatch_poll(struct hub *h)
 {
 	uint32_t n = h->peers_end;

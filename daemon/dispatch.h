@@ -17,6 +17,8 @@ void		dispatch_on(struct hub *h, uint8_t type, dispatch_fn *fn);
 void		dispatch_source(struct hub *h, dispatch_work_fn *pump, dispatch_work_fn *ready);
 /* One round over every guest served; how much work it found. */
 int		dispatch_poll(struct hub *h);
+/* The same for guest p alone, if it is served. */
+int		dispatch_serve(struct hub *h, struct peer *p);
 /* A guest that died while served (up, or stopping): what it sent before
  * it died (an answer, the Cancel of a call it gave up: r[shm.guest.detach])
  * is read and handled, before its calls in flight fail (host_detach). */

@@ -367,6 +367,10 @@ struct hub {
 	int			woken;		/* slept, and has not stepped aside
 						 * since (idle_cb) */
 	int			served;		/* did work since it woke */
+	struct peer		*rang;		/* the first guest whose bell rang
+						 * since sleep was announced:
+						 * served before the others, its
+						 * bell drained after (check_cb) */
 	uint32_t		ncpus;		/* CPUs hubd may run on */
 	uint32_t		poll_start;	/* dispatch_poll's first peer this round */
 	uint64_t		polls;		/* dispatch_poll rounds: what a spin costs */

@@ -155,11 +155,11 @@ check_attach(struct hub *h, struct peer *p)
 		step(h, p, PE_VIOLATION, &why);
 }
 
-/* A guest rang: the data path looks, awake from now on. */
+/* A guest rang: the data path looks, awake from now on (the loop's check
+ * callback took back the sleep it announced). */
 static void
 look(struct hub *h)
 {
-	host_wake(h);
 	if (!ev_is_active(&h->idle_w))
 		ev_idle_start(h->loop, &h->idle_w);
 }
@@ -195,8 +195,15 @@ bells_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	hp_bell_drain(p->bells[0]);
 	look(h);
+	/* it woke us: the loop's check callback, which runs after this one
+	 * (a bell's priority is higher), serves it before the others and
+	 * only then drains its bell */
+	if (h->announced && h->rang == NULL) {
+		h->rang = p;
+		return;
+	}
+	hp_bell_drain(p->bells[0]);
 }
 
 static void
@@ -569,6 +576,7 @@ supervise_init(struct hub *h, struct peer *p)
 	ev_io_init(&p->pid_w, pid_cb, -1, EV_READ);
 	ev_io_init(&p->bell_w, bell_cb, -1, EV_READ);
 	ev_io_init(&p->bells_w, bells_cb, -1, EV_READ);
+	ev_set_priority(&p->bells_w, 1);	/* before check_cb (hubd.c) */
 	ev_timer_init(&p->timer, timer_cb, 0, 0);
 	guestlog_init(p);
 	hangstack_init(p);

@@ -130,6 +130,32 @@ START_TEST(test_one_cpu_hub_answers)
 }
 END_TEST
 
+/* Calls after quiet, with idle guests beside the caller: each wakes hubd
+ * by the caller's bell, whose guest hubd serves before the others, and
+ * whose bell it drains only after it stepped aside (check_cb). Every
+ * answer right, and hubd asleep again afterwards: no bell left readable,
+ * no round left turning. */
+START_TEST(test_bell_woken_calls_beside_idle_guests)
+{
+	char *out = NULL;
+
+	hub_start_up(&hub, NULL, GUESTS
+		     "[guest idle1]\nexec = @/tests/guests/prober\nargs = --prefix idle1\n"
+		     "[guest idle2]\nexec = @/tests/guests/prober\nargs = --prefix idle2\n",
+		     "echo,prober,idle1,idle2");
+	ck_assert(hub_wait_method(&hub, "echo.echo,prober.sporadic,idle2.sporadic") == 0);
+	/* host-served, then to another guest through hubd */
+	hubctl_ok(&hub, &out, "call", "prober.sporadic", "hub.ping", "20", "5", NULL);
+	ck_assert_str_eq(out, "ok 20\n");
+	free(out);
+	hubctl_ok(&hub, &out, "call", "prober.sporadic", "echo.echo", "20", "5", NULL);
+	ck_assert_str_eq(out, "ok 20\n");
+	free(out);
+	hub_assert_asleep(&hub, "after calls that woke it by a bell");
+	ck_assert_int_eq(hub_stop(&hub), 0);
+}
+END_TEST
+
 Suite *suite_awake(void);
 Suite *
 suite_awake(void)
@@ -142,6 +168,7 @@ suite_awake(void)
 	tcase_add_test(tc, test_idle_hub_counts_only_hubd);
 	tcase_add_test(tc, test_guest_killed_awake_is_uncounted);
 	tcase_add_test(tc, test_one_cpu_hub_answers);
+	tcase_add_test(tc, test_bell_woken_calls_beside_idle_guests);
 	suite_add_tcase(s, tc);
 	return s;
 }

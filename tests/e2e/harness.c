@@ -357,6 +357,28 @@ hub_stats(struct hub_proc *h)
 	return o;
 }
 
+/* A spinning hubd polls its rings hundreds of thousands of times a
+ * second; a sleeping one only when its timers or a request wake it. */
+#define QUIET_POLLS	2000
+#define QUIET_ITERS	500
+
+void
+hub_assert_asleep(struct hub_proc *h, const char *while_)
+{
+	json_object *a = hub_stats(h), *b;
+	unsigned long long polls, iters;
+
+	sleep_ms(1000);
+	b = hub_stats(h);
+	polls = json_u64(b, "loop", "polls", NULL) - json_u64(a, "loop", "polls", NULL);
+	iters = json_u64(b, "loop", "iterations", NULL) - json_u64(a, "loop", "iterations", NULL);
+	json_object_put(a);
+	json_object_put(b);
+	ck_assert_msg(polls < QUIET_POLLS && iters < QUIET_ITERS,
+		      "%s: hubd polled its rings %llu times and ran its loop %llu times "
+		      "in a second", while_, polls, iters);
+}
+
 unsigned long long
 json_u64(json_object *o, const char *a, const char *b, const char *c)
 {

@@ -61,6 +61,9 @@ json_object *hub_stats(struct hub_proc *h);
 /* o.a.b.c (b, c: NULL for fewer levels) as a number, asserting (Check) it
  * is there. */
 unsigned long long json_u64(json_object *o, const char *a, const char *b, const char *c);
+/* Asserts (Check) that h's hubd sleeps through a second in which nothing
+ * should happen: its loop's counts, not times; while_ says when. */
+void hub_assert_asleep(struct hub_proc *h, const char *while_);
 /* hubd's fd for a guest's domain (kind "guest") or a zone's pool ("pool")
  * named name, received as hubctl inspect receives it (SCM_RIGHTS); the
  * caller closes it. -1 when there is none. */

@@ -4,6 +4,9 @@
  *   route METHOD ARG	calls METHOD(ARG: str), answers its str result or
  *			"error: <kind>"
  *   route_timeout METHOD MS  calls METHOD() with a timeout (sends Cancel)
+ *   sporadic METHOD N MS  N calls of METHOD("x"), each after MS ms of
+ *			quiet (hubd asleep: the call rings its bell), each
+ *			answer checked: answers "ok N" or "error: <kind> at I"
  *   invalid		calls echo.echo with arguments that do not decode
  *   concurrent N	N calls to echo.echo in flight at once, all checked
  *   burst N SIZE	the same with SIZE-byte strings (each its own bytes),
@@ -145,6 +148,42 @@ route(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
 		return;
 	}
 	snprintf(text, sizeof(text), "error: %s", rc == 0 ? "result is not a str" : kind(rc));
+	reply_str(c, text, strlen(text));
+}
+
+static void
+sporadic(struct guest_call *c, const uint8_t *args, size_t len, void *ctx)
+{
+	static const uint8_t arg[] = { 1, 'x' };
+	const char *m, *s;
+	size_t mn, sn, pos = 0, rlen;
+	uint64_t n, ms, i;
+	char method[128], text[160];
+	uint8_t res[64];
+	int rc = 0;
+
+	(void)ctx;
+	if (guest_pc_get_str(args, len, &pos, &m, &mn) != 0 || mn >= sizeof(method) ||
+	    guest_pc_get_u64(args, len, &pos, &n) != 0 ||
+	    guest_pc_get_u64(args, len, &pos, &ms) != 0 || n > 10000 || ms > 1000) {
+		guest_reply_error(c, "sporadic takes a method, a count and ms");
+		return;
+	}
+	memcpy(method, m, mn);
+	method[mn] = '\0';
+	for (i = 0; i < n && rc == 0; i++) {
+		nanosleep(&(struct timespec){ 0, (long)(ms * 1000000) }, NULL);
+		rlen = pos = 0;
+		rc = guest_call(g, method, arg, sizeof(arg), res, sizeof(res), &rlen, 10000);
+		if (rc == 0 && (guest_pc_get_str(res, rlen, &pos, &s, &sn) != 0 || sn != 1 ||
+				s[0] != 'x'))
+			rc = -EBADMSG;
+	}
+	if (rc == 0)
+		snprintf(text, sizeof(text), "ok %llu", (unsigned long long)n);
+	else
+		snprintf(text, sizeof(text), "error: %s at %llu",
+			 rc == -EBADMSG ? "wrong answer" : kind(rc), (unsigned long long)i - 1);
 	reply_str(c, text, strlen(text));
 }
 
@@ -986,6 +1025,7 @@ main(int argc, char *argv[])
 		{ "twice", "u64->str", tg_twice },
 		{ "twice_rc", "->str", tg_twice_rc },
 		{ "route_timeout", "str,u64->str", route_timeout },
+		{ "sporadic", "str,u64,u64->str", sporadic },
 		{ "why", "str,str->str", why },
 		{ "invalid", "->str", invalid },
 		{ "badresult", "->u64", badresult },
