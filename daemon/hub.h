@@ -370,7 +370,8 @@ struct hub {
 	struct peer		*rang;		/* the first guest whose bell rang
 						 * since sleep was announced:
 						 * served before the others, its
-						 * bell drained after (check_cb) */
+						 * bell drained on the next turn
+						 * (bells_cb) */
 	uint32_t		ncpus;		/* CPUs hubd may run on */
 	uint32_t		poll_start;	/* dispatch_poll's first peer this round */
 	uint64_t		polls;		/* dispatch_poll rounds: what a spin costs */

@@ -33,7 +33,6 @@
 #include "daemon/pool.h"
 #include "daemon/relay.h"
 #include "daemon/upload.h"
-#include "proto/doorbell.h"
 #include "daemon/reload.h"
 #include "daemon/route.h"
 #include "daemon/services.h"
@@ -233,8 +232,6 @@ check_cb(struct ev_loop *loop, ev_check *w, int revents)
 		if (h->served && !ev_is_active(&h->idle_w))
 			ev_idle_start(loop, &h->idle_w);
 		step_aside(h);
-		if (h->rang != NULL)
-			hp_bell_drain(h->rang->bells[0]);	/* left by bells_cb */
 		h->rang = NULL;
 		/* a guest that sends meanwhile still sees our sleep
 		 * announced, and rings once more: no wake is lost */

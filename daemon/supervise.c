@@ -197,8 +197,9 @@ bells_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	look(h);
 	/* it woke us: the loop's check callback, which runs after this one
-	 * (a bell's priority is higher), serves it before the others and
-	 * only then drains its bell */
+	 * (a bell's priority is higher), serves it before the others; its
+	 * bell, still readable, is drained here on the loop's next turn (the
+	 * polling this starts makes it one that does not block) */
 	if (h->announced && h->rang == NULL) {
 		h->rang = p;
 		return;

@@ -132,7 +132,7 @@ END_TEST
 
 /* Calls after quiet, with idle guests beside the caller: each wakes hubd
  * by the caller's bell, whose guest hubd serves before the others, and
- * whose bell it drains only after it stepped aside (check_cb). Every
+ * whose bell it drains only on the loop's next turn (bells_cb). Every
  * answer right, and hubd asleep again afterwards: no bell left readable,
  * no round left turning. */
 START_TEST(test_bell_woken_calls_beside_idle_guests)
