@@ -586,6 +586,8 @@ START_TEST(test_death_schedules_the_restart)
 		"[guest echo]\nexec = @/guests/echo\nbackoff_min = 8s\nbackoff_max = 8s\n"
 		"[guest kv]\nexec = @/guests/kv\n") == 0);
 	ck_assert(hub_wait_up(&hub, "echo,kv", 10000) == 0);
+	/* up is attached, not registered: kv's methods may come later */
+	ck_assert(hub_wait_method(&hub, "kv.put,kv.get") == 0);
 	pid = hub_peer_int(&hub, "echo", "pid");
 	kv = hub_peer_int(&hub, "kv", "pid");
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
